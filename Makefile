@@ -1,0 +1,52 @@
+# cairn — build, test, benchmark.
+# Needs Go (the machine image has it at /usr/local/go); Debian packages for
+# benchmarks (ninja-build, snakemake, hyperfine) are installed on demand.
+
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+export PATH := $(dir $(GO)):$(PATH)
+BIN := bin
+CAIRN := $(BIN)/cairn
+FUZZTIME ?= 30s
+
+.PHONY: all build sim test test-short vet fmt fmt-check bench fuzz demo gpu-check clean
+
+all: build
+
+build:
+	$(GO) build -o $(CAIRN) ./cmd/cairn
+
+# The simulated workloads of the demo and the end-to-end tests (stand-ins
+# for the real preflight, RULER and AIME24 scripts; see pipelines/README.md).
+sim:
+	$(GO) build -o $(BIN)/sim/ ./testdata/simwork/... ./cmd/cairn-sim-model
+
+vet:
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+	$(CAIRN) fmt --recursive pipelines testdata/valid 2>/dev/null || true
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench: build
+	bash bench/run.sh
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./dsl/...
+
+demo: build sim
+	bash pipelines/demo.sh
+
+gpu-check: build
+	bash scripts/gpu-check.sh
+
+clean:
+	rm -rf $(BIN)

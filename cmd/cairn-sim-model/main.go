@@ -1,0 +1,110 @@
+// Command cairn-sim-model serves a SIMULATED task model: an OpenAI-compatible
+// HTTP server (GET /v1/models, POST /v1/chat/completions) with deterministic
+// answers, configurable latency and failure rate, and a request log. It runs
+// no model; it stands in for a vLLM replica in tests and demos.
+//
+// The first line on stdout is the base URL to use as an endpoint
+// (http://127.0.0.1:PORT/v1).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/items/simmodel"
+)
+
+type modelList []string
+
+func (m *modelList) String() string { return strings.Join(*m, ",") }
+
+func (m *modelList) Set(v string) error {
+	*m = append(*m, v)
+	return nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cairn-sim-model", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var models modelList
+	addr := fs.String("addr", "127.0.0.1:0", "address to listen on (port 0 picks a free one)")
+	fs.Var(&models, "model", "model id to serve (repeatable; default "+simmodel.DefaultModel+")")
+	latency := fs.Duration("latency", 0, "delay added to every chat completion")
+	failRate := fs.Float64("fail-rate", 0, "share of chat requests answered with HTTP 503 (seeded)")
+	wrongRate := fs.Float64("wrong-rate", 0.25, "share of arithmetic questions answered wrongly (by digest of model and messages)")
+	seed := fs.Uint64("seed", 0, "seed of the failure draws")
+	requestLog := fs.String("request-log", "", "append one JSON line per chat request to this file")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `cairn-sim-model: a SIMULATED OpenAI-compatible task model for tests and demos.
+It runs no model: answers are a deterministic function of (model, messages).
+Arithmetic questions ("What is 17 + 25?") get the number, wrong for a share
+--wrong-rate of them; anything else gets "simulated answer <digest>".
+The first line on stdout is the base URL (http://HOST:PORT/v1).
+
+Usage: cairn-sim-model [flags]
+
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "cairn-sim-model: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *failRate < 0 || *failRate > 1 || *wrongRate < 0 || *wrongRate > 1 {
+		fmt.Fprintln(stderr, "cairn-sim-model: --fail-rate and --wrong-rate are shares between 0 and 1")
+		return 2
+	}
+	cfg := simmodel.Config{
+		Models:    models,
+		Latency:   *latency,
+		FailRate:  *failRate,
+		Seed:      *seed,
+		WrongRate: *wrongRate,
+	}
+	if *requestLog != "" {
+		f, err := os.OpenFile(*requestLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "cairn-sim-model: open the request log: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		cfg.RequestLog = f
+	}
+	srv, err := simmodel.Start(cfg, *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "cairn-sim-model: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintln(stdout, srv.URL)
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{simmodel.DefaultModel}
+	}
+	fmt.Fprintf(stderr, "cairn-sim-model: SIMULATED model serving %s at %s\n", strings.Join(cfg.Models, ", "), srv.URL)
+	<-ctx.Done()
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		fmt.Fprintf(stderr, "cairn-sim-model: shutdown: %v\n", err)
+		return 1
+	}
+	return 0
+}

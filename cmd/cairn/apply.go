@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/stages"
+)
+
+func (a *app) applyCmd() *cobra.Command {
+	var (
+		targets, replace []string
+		parallelism      int
+		lockTimeout      time.Duration
+		waitGPUs         time.Duration
+		waitBatch        time.Duration
+		asJSON, verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "apply [PATH | PLANFILE]",
+		Short: "Run the pipeline: cached nodes are restored, the rest run as resources allow",
+		Long: `Run every node whose result is not in the cache, in dependency order, on this
+machine's CPU slots and free GPUs. Finished nodes are committed to the cache as
+they end, so an apply killed at any moment resumes where it stopped; a node
+that another process is running is waited for, then taken from the cache.
+
+With a PLANFILE from 'cairn plan --out', run exactly that plan: apply refuses
+if any key known when it was saved has changed.
+
+Ctrl-C stops scheduling, terminates running nodes (SIGTERM, then SIGKILL after
+their kill_grace) and exits 130; a second Ctrl-C kills them at once.
+Exit codes: 0 all done, 1 a node failed or a gate refused, 2 bad input, 130
+interrupted.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var saved *engine.PlanFile
+			if len(args) == 1 {
+				if pf, err := engine.LoadPlanFile(args[0]); err == nil {
+					saved = pf
+					args = []string{pf.Path}
+					a.vars = append(append([]dsl.VarArg{}, pf.Vars...), a.vars...)
+					if a.chdir == "" {
+						a.chdir = pf.Root
+					}
+				}
+			}
+			l, err := a.load(args)
+			if err != nil {
+				return err
+			}
+			cache, err := a.openCache()
+			if err != nil {
+				return err
+			}
+			defer cache.Close()
+			p, diags := engine.MakePlan(l.Graph, cache, engine.PlanOptions{Targets: targets, Replace: replace})
+			if err := a.printDiags(l.Files(), diags); err != nil {
+				return err
+			}
+			if saved != nil {
+				if changed := saved.CheckAgainst(p); len(changed) > 0 {
+					return &exitError{code: exitFailed, msg: "the saved plan is stale; nothing was run. Changed since it was saved:\n  " +
+						strings.Join(changed, "\n  ") + "\nMake a new plan with 'cairn plan --out FILE'."}
+				}
+			}
+			rep := map[string]bool{}
+			for _, pn := range p.Nodes {
+				for _, r := range pn.Reasons {
+					if strings.HasPrefix(r, "replace requested") {
+						rep[pn.Node.Addr] = true
+					}
+				}
+			}
+			debug := a.singleVariantTargets(l.Graph, targets)
+			pool, err := engine.NewGPUPool(os.Getenv)
+			if err != nil {
+				return badInput("%s", err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			hard := make(chan struct{})
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			go func() {
+				n := 0
+				for range sigs {
+					n++
+					if n == 1 {
+						fmt.Fprintln(a.stderr, "\ncairn: interrupted: stopping running nodes (Ctrl-C again to kill them at once)")
+						cancel()
+					} else {
+						close(hard)
+						return
+					}
+				}
+			}()
+			if !asJSON {
+				fmt.Fprintf(a.stdout, "cairn apply: %s: %d to run, %d cached\n", l.Graph.Summary(), p.ToRun, p.Cached)
+				if pool.Total() > 0 && pool.Simulated() {
+					fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())
+				}
+			}
+			live := false
+			if f, ok := a.stdout.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
+				live = term.IsTerminal(int(f.Fd()))
+			}
+			res, err := engine.Apply(ctx, engine.ApplyOptions{
+				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
+				Progress: a.stdout, JSON: asJSON, Verbose: verbose, Live: live,
+				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: os.Args[1:],
+				Replace: rep, Hard: hard, GPUs: pool, Debug: debug,
+				WaitGPUs: waitGPUs, WaitBatch: waitBatch,
+			})
+			if err != nil {
+				if errors.Is(err, engine.ErrRefused) {
+					return &exitError{code: exitFailed, msg: strings.TrimPrefix(err.Error(), engine.ErrRefused.Error()+": ")}
+				}
+				return err
+			}
+			if !asJSON {
+				a.printSummary(res)
+			}
+			switch {
+			case res.Interrupted:
+				return &exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted; run 'cairn apply' again to resume (run %s)", res.RunID)}
+			case res.Failed > 0:
+				return &exitError{code: exitFailed}
+			}
+			return nil
+		},
+	}
+	a.addVarFlags(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&targets, "target", nil, "run only this address and what it needs (repeatable)")
+	f.StringArrayVar(&replace, "replace", nil, "run this address even if cached (repeatable)")
+	f.IntVar(&parallelism, "parallelism", 0, "CPU slots for nodes without GPUs (default: number of cores)")
+	f.DurationVar(&lockTimeout, "lock-timeout", 0, "give up waiting for a node another process runs after this long (default: wait)")
+	f.DurationVar(&waitGPUs, "wait-gpus", 0, "a GPU batch waits up to this long for a free GPU instead of refusing")
+	f.DurationVar(&waitBatch, "wait-batch", 0, "a GPU batch waits up to this long for another process's batch instead of refusing")
+	f.BoolVar(&asJSON, "json", false, "one JSON line per node event")
+	f.BoolVarP(&verbose, "verbose", "v", false, "also list cached nodes")
+	return cmd
+}
+
+// singleVariantTargets: a --target naming one variant of a batch stage is a
+// debugging run; its results are marked so.
+func (a *app) singleVariantTargets(g *engine.Graph, targets []string) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range targets {
+		if !strings.HasPrefix(t, "stage.") {
+			t = "stage." + t
+		}
+		n, ok := g.ByAddr[t]
+		if !ok || !n.Inst.Keyed {
+			continue
+		}
+		if _, batch := n.Kind.(stages.Batcher); batch {
+			fmt.Fprintf(a.stderr, "warning: %s is one variant of a batch: single-variant runs are for debugging only; its result is marked as such\n", t)
+			out[n.Addr] = true
+		}
+	}
+	return out
+}
+
+func (a *app) printSummary(res *engine.ApplyResult) {
+	for _, f := range res.Failures {
+		fmt.Fprintf(a.stdout, "\n%s failed (%s): %s\n", f.Address, f.Class, f.Message)
+		if f.Tail != "" {
+			for _, l := range strings.Split(f.Tail, "\n") {
+				fmt.Fprintf(a.stdout, "  | %s\n", l)
+			}
+		}
+		if f.Stderr != "" {
+			fmt.Fprintf(a.stdout, "  log: %s\n", f.Stderr)
+		}
+	}
+	fmt.Fprintf(a.stdout, "\nApply complete: %d ran, %d cached, %d failed, %d skipped.", res.Ran, res.Cached, res.Failed, res.Skipped)
+	if res.Interrupted {
+		fmt.Fprint(a.stdout, " (interrupted)")
+	}
+	fmt.Fprintf(a.stdout, " [%s, run %s]\n", res.Dur.Round(time.Millisecond), res.RunID)
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/gpu"
+)
+
+var hexRe = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
+
+func (a *app) showCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show KEY | ADDRESS | RUN",
+		Short: "Show a cached record (by key or node address) or a run's nodes",
+		Long: `Show one of:
+  KEY      a node key (or a unique prefix of 8+ hex digits): its action record
+  ADDRESS  a node address such as 'stage.ruler["a"]': its last record, per pipeline
+  RUN      a run id from 'cairn status': per node, state, attempts, duration,
+           peak memory and log paths`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			arg := args[0]
+			if _, err := os.Stat(filepath.Join(a.cachePath(), "runs", arg)); err == nil {
+				return a.showRun(filepath.Join(a.cachePath(), "runs", arg))
+			}
+			cache, err := a.openCache()
+			if err != nil {
+				return err
+			}
+			defer cache.Close()
+			if hexRe.MatchString(arg) {
+				key, err := cache.FindKey(arg)
+				if err != nil {
+					return badInput("%s", err)
+				}
+				r, _ := cache.Lookup(key)
+				fmt.Fprintln(a.stdout, r.MarshalIndent())
+				return nil
+			}
+			addr := arg
+			if !strings.HasPrefix(addr, "stage.") {
+				addr = "stage." + addr
+			}
+			keys := cache.AddressKeys(addr)
+			if len(keys) == 0 {
+				return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])", arg)
+			}
+			for _, p := range sortedStrings(keys) {
+				r, ok := cache.Lookup(keys[p])
+				if !ok {
+					continue
+				}
+				fmt.Fprintf(a.stdout, "# pipeline %s, %s\n%s\n", p, addr, r.MarshalIndent())
+			}
+			return nil
+		},
+	}
+}
+
+func sortedStrings(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type nodeView struct {
+	state, class, msg string
+	attempts          int
+	start, end        time.Time
+	rss, gpuMiB       float64
+	logs              []string
+	gpus              []int
+}
+
+func (a *app) showRun(dir string) error {
+	ri, err := engine.LoadRun(dir)
+	if err != nil {
+		return badInput("cannot read run %s: %s", dir, err)
+	}
+	fmt.Fprintf(a.stdout, "run %s  pipeline %s  pid %d  started %s UTC  %s\n\n", ri.ID, ri.Pipeline, ri.PID, ri.Start.UTC().Format("2006-01-02 15:04:05"), ri.State)
+	nodes := map[string]*nodeView{}
+	var order []string
+	get := func(addr string) *nodeView {
+		v, ok := nodes[addr]
+		if !ok {
+			v = &nodeView{state: "planned"}
+			nodes[addr] = v
+			order = append(order, addr)
+		}
+		return v
+	}
+	for _, e := range ri.Entries {
+		if e.Node == "" || e.T == engine.JBatch {
+			continue
+		}
+		v := get(e.Node)
+		switch e.T {
+		case engine.JStarted:
+			v.state, v.start, v.attempts, v.logs, v.gpus = "running", e.Time, e.Attempt, e.Logs, e.GPUs
+		case engine.JFinished:
+			v.state, v.end, v.rss, v.gpuMiB = "ok", e.Time, e.PeakRSS, e.PeakGPU
+		case engine.JFailed:
+			v.state, v.end, v.class, v.msg = "failed", e.Time, e.Class, e.Message
+		case engine.JCached:
+			v.state = "cached"
+		case engine.JSkipped:
+			v.state, v.msg = "skipped", e.Message
+		}
+	}
+	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tDURATION\tPEAK RSS\tPEAK GPU\tGPUS\tLOGS")
+	for _, addr := range order {
+		v := nodes[addr]
+		if v.state == "running" && ri.State != "running" {
+			v.state = "interrupted"
+		}
+		dur := "-"
+		if !v.start.IsZero() && !v.end.IsZero() {
+			dur = v.end.Sub(v.start).Round(time.Millisecond).String()
+		}
+		state := v.state
+		if v.class != "" {
+			state += " (" + v.class + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", addr, state, v.attempts, dur, mib(v.rss), mib(v.gpuMiB), ints(v.gpus), strings.Join(v.logs, " "))
+	}
+	return tw.Flush()
+}
+
+func mib(x float64) string {
+	if x == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64) + " MiB"
+}
+
+func ints(xs []int) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "List runs in flight and recent ones, and GPU batches, across processes",
+		Long: `List runs of this cache (newest first): run id, start time (UTC), pipeline and
+state. A run whose cairn process is gone without finishing shows as
+interrupted. Below, GPU batches: tag, batch id, start, log folder, variants and
+RUNNING / DONE / FAILED / INTERRUPTED.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			runs, err := engine.ListRuns(a.cachePath())
+			if err != nil {
+				return badInput("%s", err)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintf(a.stdout, "No runs in %s.\n", a.cachePath())
+				return nil
+			}
+			shown := runs
+			if !all && len(shown) > 10 {
+				shown = shown[:10]
+			}
+			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tPIPELINE\tSTATE\tOK\tCACHED\tFAILED\tSKIPPED")
+			for _, r := range shown {
+				var ok, cached, failed, skipped int
+				for _, e := range r.Entries {
+					switch e.T {
+					case engine.JFinished:
+						ok++
+					case engine.JCached:
+						cached++
+					case engine.JFailed:
+						failed++
+					case engine.JSkipped:
+						skipped++
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.ID, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Pipeline, r.State, ok, cached, failed, skipped)
+			}
+			_ = tw.Flush()
+			var batches []*engine.Batch
+			for _, r := range runs {
+				last := map[string]*engine.Batch{}
+				var ids []string
+				for _, e := range r.Entries {
+					if e.T == engine.JBatch && e.Batch != nil {
+						if _, ok := last[e.Batch.ID]; !ok {
+							ids = append(ids, e.Batch.ID)
+						}
+						last[e.Batch.ID] = e.Batch
+					}
+				}
+				for _, id := range ids {
+					b := last[id]
+					if b.State == engine.BatchRunning && r.State != "running" {
+						b.State = engine.BatchInterrupted
+					}
+					batches = append(batches, b)
+				}
+			}
+			if len(batches) > 0 {
+				fmt.Fprintln(a.stdout, "\nBatches:")
+				tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TAG\tBATCH\tSTARTED (UTC)\tLOG DIR\tVARIANTS\tSTATE")
+				for i, b := range batches {
+					if !all && i >= 10 {
+						break
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Tag, b.ID, b.Start.UTC().Format("2006-01-02 15:04:05"), relPath(a.root(), b.LogDir), strings.Join(b.Variants, ","), b.State)
+				}
+				_ = tw.Flush()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "list every run, not the last 10")
+	return cmd
+}
+
+func relPath(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+func (a *app) gcCmd() *cobra.Command {
+	var olderThan time.Duration
+	var maxSize string
+	var dry bool
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove old cache records, unreferenced blobs and old run folders",
+		Long: `Collect garbage in the cache: blobs that no record references always go;
+--older-than removes records (and run folders) older than that; --max-size
+keeps the newest records whose blobs fit. gc waits for running applies, so it
+never removes what one uses.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var maxBytes int64
+			if maxSize != "" {
+				n, err := parseSize(maxSize)
+				if err != nil {
+					return badInput("--max-size: %s", err)
+				}
+				maxBytes = n
+			}
+			cache, err := a.openCache()
+			if err != nil {
+				return err
+			}
+			defer cache.Close()
+			res, err := engine.GC(cache, engine.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry, Wait: func() {
+				fmt.Fprintln(a.stderr, "cairn gc: waiting for running applies to finish")
+			}})
+			if err != nil {
+				return err
+			}
+			verb := "Removed"
+			if dry {
+				verb = "Would remove"
+			}
+			fmt.Fprintf(a.stdout, "%s %d record(s), %d blob(s) (%s), %d run folder(s); kept %d record(s) (%s).\n",
+				verb, res.Records, res.Blobs, human(res.Bytes), res.Runs, res.Kept, human(res.KeptBytes))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "remove records and runs older than this (e.g. 720h)")
+	cmd.Flags().StringVar(&maxSize, "max-size", "", "keep the newest records whose blobs fit in this size (e.g. 10G)")
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "only say what would be removed")
+	return cmd
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suf) {
+			mult = u.m
+			s = strings.TrimSuffix(s, u.suf)
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("%q is not a size like 500M or 10G", s)
+	}
+	return int64(f * float64(mult)), nil
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func (a *app) gpusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "gpus",
+		Short: "List this machine's GPUs: memory, processes, free or busy and why",
+		Long: `List the GPUs cairn would use: index, UUID, name, memory used/total, compute
+processes, and whether each is free now (and why not). CAIRN_GPUS=sim:N shows a
+simulated inventory; CUDA_VISIBLE_DEVICES set on cairn restricts the list.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pool, err := engine.NewGPUPool(os.Getenv)
+			if err != nil {
+				return badInput("%s", err)
+			}
+			st, err := pool.Status(context.Background())
+			if err != nil {
+				fmt.Fprintf(a.stdout, "cannot read the GPUs: %s\n", err)
+			}
+			gpu.Render(a.stdout, pool.Inv, st, pool.Holders())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,242 @@
+// Command cairn is a declarative pipeline engine for ML evaluation work on
+// GPU machines: pipeline files in HCL become a content-addressed DAG that
+// `cairn plan` explains and `cairn apply` runs, caching and journaling every
+// finished node so that an interrupted run resumes where it stopped.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1 // a node failed or a gate refused
+	exitBadInput    = 2 // pipeline, variables or arguments
+	exitInterrupted = 130
+)
+
+// exitError carries an exit code to main; its message is already printed
+// unless msg is set.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func badInput(format string, args ...any) error {
+	return &exitError{code: exitBadInput, msg: fmt.Sprintf(format, args...)}
+}
+
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// app holds global options and I/O for one invocation.
+type app struct {
+	stdout, stderr io.Writer
+	chdir          string
+	cacheDir       string
+	noColor        bool
+	vars           []dsl.VarArg
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCmd()
+	root.SetArgs(terraformAliases(args))
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "Error:", ee.msg)
+		}
+		return ee.code
+	}
+	// cobra's own errors: unknown flags, bad arguments.
+	fmt.Fprintln(stderr, "Error:", err)
+	fmt.Fprintln(stderr, "Run 'cairn --help' for usage.")
+	return exitBadInput
+}
+
+// longFlags are accepted with one dash too, as Terraform spells them.
+var longFlags = map[string]bool{
+	"var": true, "var-file": true, "out": true, "target": true, "replace": true,
+	"chdir": true, "json": true, "check": true, "cache": true, "parallelism": true,
+	"lock-timeout": true, "no-color": true, "help": true, "version": true,
+}
+
+// terraformAliases rewrites -var=x / -var x into --var, for the flags in
+// longFlags. Single-letter shorthands are left alone.
+func terraformAliases(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(a) > 2 {
+			name := strings.TrimPrefix(a, "-")
+			if k, _, ok := strings.Cut(name, "="); ok {
+				name = k
+			}
+			if longFlags[name] {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cairn",
+		Short: "A declarative pipeline engine for ML evaluation work on GPU machines",
+		Long: `cairn runs pipelines declared in HCL files: config checks, accuracy gates,
+GPU benchmark batches, item-level evaluations and their aggregation.
+
+Every node's key is a digest of exactly what determines its result, so
+'cairn plan' can say what would run and why, and 'cairn apply' reuses every
+finished node: a run killed at any moment resumes without redoing work, and
+another pipeline that needs the same work takes it from the cache.
+
+Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.PersistentFlags().StringVar(&a.chdir, "chdir", "", "workspace root: commands run there and paths resolve against it (default: the current directory)")
+	root.PersistentFlags().StringVar(&a.cacheDir, "cache", "", "cache folder, shareable among pipelines (default: <workspace>/.cairn; env CAIRN_CACHE)")
+	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colours in output (NO_COLOR is respected too)")
+	root.AddCommand(
+		a.validateCmd(), a.planCmd(), a.applyCmd(), a.graphCmd(), a.fmtCmd(),
+		a.showCmd(), a.statusCmd(), a.gcCmd(), a.gpusCmd(), a.versionCmd(),
+	)
+	return root
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print cairn's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(a.stdout, "cairn %s (node key envelope %s, cache format %d)\n", version, engine.EnvelopeVersion, engine.CacheFormat)
+			return nil
+		},
+	}
+}
+
+// varFlag collects --var and --var-file in command-line order.
+type varFlag struct {
+	dst  *[]dsl.VarArg
+	file bool
+}
+
+func (v varFlag) String() string { return "" }
+func (v varFlag) Type() string {
+	if v.file {
+		return "FILE"
+	}
+	return "NAME=VALUE"
+}
+func (v varFlag) Set(s string) error {
+	*v.dst = append(*v.dst, dsl.VarArg{File: v.file, Value: s})
+	return nil
+}
+
+func (a *app) addVarFlags(cmd *cobra.Command) {
+	cmd.Flags().Var(varFlag{dst: &a.vars}, "var", "set a variable (repeatable); later flags win")
+	cmd.Flags().Var(varFlag{dst: &a.vars, file: true}, "var-file", "read variables from an HCL or JSON file (repeatable)")
+}
+
+func (a *app) varInputs() dsl.VarInputs {
+	return dsl.VarInputs{Env: os.Environ(), Args: a.vars}
+}
+
+func (a *app) root() string {
+	if a.chdir != "" {
+		return a.chdir
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+func (a *app) cachePath() string {
+	if a.cacheDir != "" {
+		return a.cacheDir
+	}
+	if env := os.Getenv("CAIRN_CACHE"); env != "" {
+		return env
+	}
+	return a.root() + "/.cairn"
+}
+
+func (a *app) color() bool {
+	if a.noColor || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := a.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// load loads the pipeline and prints diagnostics; errors become exit 2.
+func (a *app) load(args []string) (*engine.Loaded, error) {
+	path := "."
+	if len(args) > 0 {
+		path = args[0]
+	}
+	l, diags := engine.Load(engine.LoadOptions{
+		Path: path, Root: a.root(),
+		Vars: a.varInputs(),
+	})
+	if err := a.printDiags(l.Files(), diags); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+// printDiags writes diagnostics with source snippets; errors among them
+// become exit 2.
+func (a *app) printDiags(files map[string]*hcl.File, diags hcl.Diagnostics) error {
+	if len(diags) == 0 {
+		return nil
+	}
+	width := uint(100)
+	if f, ok := a.stderr.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			width = uint(w)
+		}
+	}
+	wr := hcl.NewDiagnosticTextWriter(a.stderr, files, width, a.color())
+	_ = wr.WriteDiagnostics(diags)
+	if diags.HasErrors() {
+		n := 0
+		for _, d := range diags {
+			if d.Severity == hcl.DiagError {
+				n++
+			}
+		}
+		return &exitError{code: exitBadInput, msg: fmt.Sprintf("%d error(s) in the pipeline; nothing was run", n)}
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/dominikbraun/graph"
+	"github.com/dominikbraun/graph/draw"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-run/cairn/engine"
+)
+
+func (a *app) validateCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate [PATH]",
+		Short: "Check a pipeline: syntax, references, types, for_each, cycles, variable validations",
+		Long: `Check a pipeline without running anything. PATH is a .hcl file or a directory
+of them (default: the current directory). Every problem is reported at once,
+with its file:line:col. Exit 0 when valid, 2 otherwise.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "."
+			if len(args) > 0 {
+				path = args[0]
+			}
+			l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs()})
+			if l.Graph != nil && !diags.HasErrors() {
+				diags = append(diags, l.Graph.CheckStages()...)
+			}
+			if asJSON {
+				return a.writeDiagJSON(diags)
+			}
+			if err := a.printDiags(l.Files(), diags); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Valid: %s.\n", l.Graph.Summary())
+			return nil
+		},
+	}
+	a.addVarFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output")
+	return cmd
+}
+
+type diagJSON struct {
+	Severity string     `json:"severity"`
+	Summary  string     `json:"summary"`
+	Detail   string     `json:"detail,omitempty"`
+	Range    *hcl.Range `json:"range,omitempty"`
+}
+
+func (a *app) writeDiagJSON(diags hcl.Diagnostics) error {
+	out := struct {
+		Valid       bool       `json:"valid"`
+		ErrorCount  int        `json:"error_count"`
+		Diagnostics []diagJSON `json:"diagnostics"`
+	}{Valid: !diags.HasErrors(), Diagnostics: []diagJSON{}}
+	for _, d := range diags {
+		sev := "warning"
+		if d.Severity == hcl.DiagError {
+			sev = "error"
+			out.ErrorCount++
+		}
+		out.Diagnostics = append(out.Diagnostics, diagJSON{Severity: sev, Summary: d.Summary, Detail: d.Detail, Range: d.Subject})
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	if diags.HasErrors() {
+		return &exitError{code: exitBadInput}
+	}
+	return nil
+}
+
+func (a *app) planCmd() *cobra.Command {
+	var asJSON bool
+	var out string
+	var targets, replace []string
+	cmd := &cobra.Command{
+		Use:   "plan [PATH]",
+		Short: "Show what apply would run, what comes from the cache, and why",
+		Long: `Show, per node, what 'cairn apply' would do:
+
+  + run     new node, or its key is known only after an upstream runs
+  ~ run     the node ran before with another key: the reasons name what changed
+            (an argument old -> new, an input file, an upstream)
+  = cached  the node's result is in the cache
+
+--out FILE saves the plan with every key known now; 'cairn apply FILE' runs
+exactly that plan and refuses if any of those keys changed since.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := a.load(args)
+			if err != nil {
+				return err
+			}
+			cache, err := a.openCache()
+			if err != nil {
+				return err
+			}
+			defer cache.Close()
+			p, diags := engine.MakePlan(l.Graph, cache, engine.PlanOptions{Targets: targets, Replace: replace})
+			if err := a.printDiags(l.Files(), diags); err != nil {
+				return err
+			}
+			if out != "" {
+				if err := engine.SavePlan(out, p, pipelineArgs(args), a.vars); err != nil {
+					return badInput("cannot save the plan: %s", err)
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(p.JSON())
+			}
+			fmt.Fprintf(a.stdout, "cairn plan: %s\n\n", l.Graph.Summary())
+			if err := p.Render(a.stdout); err != nil {
+				return err
+			}
+			if out != "" {
+				fmt.Fprintf(a.stdout, "Saved the plan to %s; run it with: cairn apply %s\n", out, out)
+			}
+			return nil
+		},
+	}
+	a.addVarFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output")
+	cmd.Flags().StringVar(&out, "out", "", "save the plan (with every key known now) to FILE")
+	cmd.Flags().StringArrayVar(&targets, "target", nil, "plan only this address and what it needs (repeatable)")
+	cmd.Flags().StringArrayVar(&replace, "replace", nil, "run this address even if cached (repeatable)")
+	return cmd
+}
+
+func pipelineArgs(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return "."
+}
+
+func (a *app) openCache() (*engine.Cache, error) {
+	c, err := engine.OpenCache(a.cachePath(), engine.CacheOptions{NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1"})
+	if err != nil {
+		return nil, &exitError{code: exitBadInput, msg: err.Error()}
+	}
+	c.Warn = func(format string, args ...any) {
+		fmt.Fprintf(a.stderr, "warning: "+format+"\n", args...)
+	}
+	return c, nil
+}
+
+func (a *app) graphCmd() *cobra.Command {
+	var stagesOnly bool
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "graph [PATH]",
+		Short: "Print the pipeline's DAG as DOT (or SVG with graphviz)",
+		Long: `Print the DAG in Graphviz DOT. With --stages, one vertex per stage instead of
+one per node. --format svg (or --out FILE.svg) renders through graphviz's
+'dot' when it is installed.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := a.load(args)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			if err := writeDOT(&buf, l.Graph, stagesOnly); err != nil {
+				return err
+			}
+			if format == "" && strings.HasSuffix(out, ".svg") {
+				format = "svg"
+			}
+			data := buf.Bytes()
+			switch format {
+			case "", "dot":
+			case "svg":
+				dot, err := exec.LookPath("dot")
+				if err != nil {
+					return badInput("SVG needs graphviz's 'dot' (apt-get install graphviz); use --format dot for DOT text")
+				}
+				c := exec.Command(dot, "-Tsvg")
+				c.Stdin = &buf
+				c.Stderr = a.stderr
+				data, err = c.Output()
+				if err != nil {
+					return fmt.Errorf("dot: %w", err)
+				}
+			default:
+				return badInput("--format takes dot or svg, not %q", format)
+			}
+			if out == "" {
+				_, err = a.stdout.Write(data)
+				return err
+			}
+			return os.WriteFile(out, data, 0o644)
+		},
+	}
+	a.addVarFlags(cmd)
+	cmd.Flags().BoolVar(&stagesOnly, "stages", false, "one vertex per stage")
+	cmd.Flags().StringVar(&format, "format", "", "dot (default) or svg")
+	cmd.Flags().StringVar(&out, "out", "", "write to FILE instead of stdout")
+	return cmd
+}
+
+func writeDOT(w *bytes.Buffer, g *engine.Graph, stagesOnly bool) error {
+	dg := graph.New(graph.StringHash, graph.Directed())
+	if stagesOnly {
+		for _, s := range g.StageOrder {
+			_ = dg.AddVertex(s.Address(), graph.VertexAttribute("label", fmt.Sprintf("%s\n(%s, %d)", s.Address(), s.Kind, len(g.StageNodes[s.Name]))), graph.VertexAttribute("shape", "box"))
+		}
+		for _, s := range g.StageOrder {
+			for _, d := range g.StageDeps[s.Name] {
+				_ = dg.AddEdge("stage."+d, s.Address())
+			}
+		}
+	} else {
+		for _, n := range g.Nodes {
+			_ = dg.AddVertex(n.Addr, graph.VertexAttribute("shape", "box"))
+		}
+		for _, n := range g.Nodes {
+			for _, d := range n.Deps {
+				_ = dg.AddEdge(g.Nodes[d].Addr, n.Addr)
+			}
+		}
+	}
+	return draw.DOT(dg, w)
+}
+
+func (a *app) fmtCmd() *cobra.Command {
+	var check, recursive bool
+	cmd := &cobra.Command{
+		Use:   "fmt [PATH...]",
+		Short: "Rewrite pipeline files in canonical format",
+		Long: `Rewrite .hcl files in the canonical layout (aligned '=', standard indentation).
+With --check, change nothing: list the files that need formatting and exit 1
+if there are any.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				args = []string{"."}
+			}
+			var files []string
+			for _, p := range args {
+				st, err := os.Stat(p)
+				if err != nil {
+					return badInput("%s", err)
+				}
+				if !st.IsDir() {
+					files = append(files, p)
+					continue
+				}
+				err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+					if err != nil {
+						return err
+					}
+					if d.IsDir() && path != p && (!recursive || strings.HasPrefix(d.Name(), ".")) {
+						return filepath.SkipDir
+					}
+					if !d.IsDir() && strings.HasSuffix(path, ".hcl") {
+						files = append(files, path)
+					}
+					return nil
+				})
+				if err != nil {
+					return badInput("%s", err)
+				}
+			}
+			sort.Strings(files)
+			var unformatted []string
+			for _, f := range files {
+				src, err := os.ReadFile(f)
+				if err != nil {
+					return badInput("%s", err)
+				}
+				_, diags := hclwrite.ParseConfig(src, f, hcl.InitialPos)
+				if diags.HasErrors() {
+					return a.printDiags(nil, diags)
+				}
+				formatted := hclwrite.Format(src)
+				if bytes.Equal(src, formatted) {
+					continue
+				}
+				unformatted = append(unformatted, f)
+				if check {
+					continue
+				}
+				if err := os.WriteFile(f, formatted, 0o644); err != nil {
+					return err
+				}
+			}
+			for _, f := range unformatted {
+				fmt.Fprintln(a.stdout, f)
+			}
+			if check && len(unformatted) > 0 {
+				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d file(s) need formatting: run 'cairn fmt'", len(unformatted))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "change nothing; exit 1 if any file needs formatting")
+	cmd.Flags().BoolVar(&recursive, "recursive", false, "also format files in subdirectories")
+	return cmd
+}

@@ -1,0 +1,538 @@
+package dsl
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// Kinds tells the decoder which stage kinds exist and what attributes each
+// adds to the generic stage schema.
+type Kinds interface {
+	// KindSchema returns the kind's own attributes and blocks.
+	KindSchema(kind string) (*hcl.BodySchema, bool)
+	// KindNames lists the known kinds, sorted.
+	KindNames() []string
+}
+
+var fileSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "pipeline", LabelNames: []string{"name"}},
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "locals"},
+		{Type: "stage", LabelNames: []string{"kind", "name"}},
+	},
+}
+
+var pipelineSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "description"}},
+}
+
+var variableSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "type"}, {Name: "default"}, {Name: "description"},
+		{Name: "sensitive"}, {Name: "nullable"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "validation"}},
+}
+
+var checkSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "condition", Required: true},
+		{Name: "error_message", Required: true},
+	},
+}
+
+var retrySchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "max", Required: true}, {Name: "on"}},
+}
+
+// GenericAttributes are the attributes every stage kind accepts.
+var GenericAttributes = []string{
+	"description", "for_each", "after", "inputs", "result", "outputs", "env",
+	"cpus", "gpus", "timeout", "kill_grace", "concurrency", "on_interrupt",
+	"on_upstream_failure", "classify",
+}
+
+func stageSchema(kind *hcl.BodySchema) *hcl.BodySchema {
+	s := &hcl.BodySchema{
+		Blocks: []hcl.BlockHeaderSchema{{Type: "retry"}, {Type: "postcondition"}},
+	}
+	for _, n := range GenericAttributes {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: n})
+	}
+	if kind != nil {
+		s.Attributes = append(s.Attributes, kind.Attributes...)
+		s.Blocks = append(s.Blocks, kind.Blocks...)
+	}
+	return s
+}
+
+// Loader parses pipeline files and keeps them for diagnostic output.
+type Loader struct {
+	Parser *hclparse.Parser
+	Kinds  Kinds
+}
+
+// NewLoader returns a loader that validates stage kinds against kinds.
+func NewLoader(kinds Kinds) *Loader {
+	return &Loader{Parser: hclparse.NewParser(), Kinds: kinds}
+}
+
+// Load reads one .hcl file, or every .hcl file of a directory (sorted by
+// name), and decodes it.
+func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read pipeline",
+			Detail:   fmt.Sprintf("%s. Pass a pipeline file (.hcl) or a directory holding some.", err),
+		}}
+	}
+	var paths []string
+	dir := path
+	if st.IsDir() {
+		ents, err := os.ReadDir(path)
+		if err != nil {
+			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read pipeline directory", Detail: err.Error()}}
+		}
+		for _, e := range ents {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
+				paths = append(paths, filepath.Join(path, e.Name()))
+			}
+		}
+		if len(paths) == 0 {
+			return nil, hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "No pipeline files",
+				Detail:   fmt.Sprintf("The directory %s holds no .hcl files.", path),
+			}}
+		}
+	} else {
+		paths = []string{path}
+		dir = filepath.Dir(path)
+	}
+	var diags hcl.Diagnostics
+	var files []*hcl.File
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline file", Detail: err.Error()})
+			continue
+		}
+		f, d := l.Parser.ParseHCL(src, p)
+		diags = append(diags, d...)
+		if f != nil {
+			files = append(files, f)
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	cfg, d := l.Decode(files)
+	diags = append(diags, d...)
+	if cfg != nil {
+		cfg.Dir = dir
+		cfg.Paths = paths
+		if cfg.Name == "" {
+			base := filepath.Base(path)
+			cfg.Name = strings.TrimSuffix(base, ".hcl")
+		}
+	}
+	return cfg, diags
+}
+
+// ParseSource parses and decodes one in-memory file; used by tests and
+// fuzzing.
+func (l *Loader) ParseSource(src []byte, filename string) (*Config, hcl.Diagnostics) {
+	f, diags := l.Parser.ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	cfg, d := l.Decode([]*hcl.File{f})
+	diags = append(diags, d...)
+	if cfg != nil {
+		cfg.Dir = filepath.Dir(filename)
+		cfg.Paths = []string{filename}
+		if cfg.Name == "" {
+			cfg.Name = strings.TrimSuffix(filepath.Base(filename), ".hcl")
+		}
+	}
+	return cfg, diags
+}
+
+// Decode decodes parsed files into one Config.
+func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
+	cfg := &Config{
+		Variables: map[string]*Variable{},
+		Locals:    map[string]*Local{},
+		StageMap:  map[string]*Stage{},
+		Files:     l.Parser.Files(),
+	}
+	var diags hcl.Diagnostics
+	var pipelineRange *hcl.Range
+	for _, f := range files {
+		content, d := f.Body.Content(fileSchema)
+		diags = append(diags, d...)
+		for _, b := range content.Blocks {
+			switch b.Type {
+			case "pipeline":
+				if pipelineRange != nil {
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Duplicate pipeline block",
+						Detail:   fmt.Sprintf("A pipeline has one pipeline block; the first is at %s.", Pos(*pipelineRange)),
+						Subject:  b.DefRange.Ptr(),
+					})
+					continue
+				}
+				r := b.DefRange
+				pipelineRange = &r
+				cfg.Name = b.Labels[0]
+				diags = append(diags, validName(b.Labels[0], "pipeline", b.LabelRanges[0])...)
+				c, d := b.Body.Content(pipelineSchema)
+				diags = append(diags, d...)
+				if a := c.Attributes["description"]; a != nil {
+					diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &cfg.Description)...)
+				}
+			case "variable":
+				v, d := decodeVariable(b)
+				diags = append(diags, d...)
+				if v == nil {
+					continue
+				}
+				if old, ok := cfg.Variables[v.Name]; ok {
+					diags = append(diags, duplicate("variable", v.Name, old.DeclRange, b.LabelRanges[0]))
+					continue
+				}
+				cfg.Variables[v.Name] = v
+				cfg.VarOrder = append(cfg.VarOrder, v.Name)
+			case "locals":
+				attrs, d := b.Body.JustAttributes()
+				diags = append(diags, d...)
+				names := make([]string, 0, len(attrs))
+				for n := range attrs {
+					names = append(names, n)
+				}
+				sort.Slice(names, func(i, j int) bool {
+					return attrs[names[i]].Range.Start.Byte < attrs[names[j]].Range.Start.Byte
+				})
+				for _, n := range names {
+					a := attrs[n]
+					if old, ok := cfg.Locals[n]; ok {
+						diags = append(diags, duplicate("local value", n, old.DeclRange, a.NameRange))
+						continue
+					}
+					cfg.Locals[n] = &Local{Name: n, Expr: a.Expr, DeclRange: a.Range}
+					cfg.LocalOrd = append(cfg.LocalOrd, n)
+				}
+			case "stage":
+				s, d := l.decodeStage(b)
+				diags = append(diags, d...)
+				if s == nil {
+					continue
+				}
+				if old, ok := cfg.StageMap[s.Name]; ok {
+					diags = append(diags, duplicate("stage", s.Name, old.NameRange, s.NameRange))
+					continue
+				}
+				cfg.StageMap[s.Name] = s
+				cfg.Stages = append(cfg.Stages, s)
+			}
+		}
+	}
+	return cfg, diags
+}
+
+// Pos formats a range's start as file:line:col.
+func Pos(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+func duplicate(what, name string, first, again hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Duplicate %s %q", what, name),
+		Detail:   fmt.Sprintf("A %s named %q was already declared at %s. Names must be unique within a pipeline.", what, name, Pos(first)),
+		Subject:  again.Ptr(),
+	}
+}
+
+func validName(n, what string, r hcl.Range) hcl.Diagnostics {
+	if hclsyntax.ValidIdentifier(n) {
+		return nil
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Invalid %s name", what),
+		Detail:   fmt.Sprintf("%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", n),
+		Subject:  r.Ptr(),
+	}}
+}
+
+func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
+	v := &Variable{Name: b.Labels[0], Type: cty.DynamicPseudoType, Nullable: true, DeclRange: b.DefRange}
+	diags := validName(v.Name, "variable", b.LabelRanges[0])
+	content, d := b.Body.Content(variableSchema)
+	diags = append(diags, d...)
+	if a := content.Attributes["description"]; a != nil {
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v.Description)...)
+	}
+	if a := content.Attributes["sensitive"]; a != nil {
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v.Sensitive)...)
+	}
+	if a := content.Attributes["nullable"]; a != nil {
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v.Nullable)...)
+	}
+	if a := content.Attributes["type"]; a != nil {
+		ty, defs, d := typeexpr.TypeConstraintWithDefaults(a.Expr)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			v.Type = ty
+			if defs != nil {
+				v.TypeDefaults = defs
+			}
+		}
+	}
+	if a := content.Attributes["default"]; a != nil {
+		val, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			if v.TypeDefaults != nil {
+				val = v.TypeDefaults.Apply(val)
+			}
+			conv, err := convert.Convert(val, v.Type)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid default value for variable",
+					Detail:   fmt.Sprintf("This default value does not fit the variable's type constraint: %s.", err),
+					Subject:  a.Expr.Range().Ptr(),
+				})
+			} else {
+				v.Default = conv
+				v.HasDefault = true
+			}
+		}
+	}
+	for _, vb := range content.Blocks {
+		c, d := decodeCheck(vb)
+		diags = append(diags, d...)
+		if c != nil {
+			for _, t := range c.Condition.Variables() {
+				if t.RootName() != "var" {
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Invalid reference in variable validation",
+						Detail:   "A variable's validation condition may refer only to input variables (var.*).",
+						Subject:  t.SourceRange().Ptr(),
+					})
+				}
+			}
+			v.Validations = append(v.Validations, c)
+		}
+	}
+	return v, diags
+}
+
+func decodeCheck(b *hcl.Block) (*Check, hcl.Diagnostics) {
+	c, diags := b.Body.Content(checkSchema)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return &Check{
+		Condition:    c.Attributes["condition"].Expr,
+		ErrorMessage: c.Attributes["error_message"].Expr,
+		DeclRange:    b.DefRange,
+	}, diags
+}
+
+func (l *Loader) decodeStage(b *hcl.Block) (*Stage, hcl.Diagnostics) {
+	s := &Stage{
+		Kind: b.Labels[0], Name: b.Labels[1],
+		DeclRange: b.DefRange, KindRange: b.LabelRanges[0], NameRange: b.LabelRanges[1],
+		Attrs:       map[string]*hcl.Attribute{},
+		OnInterrupt: "rerun", OnUpstreamFailure: "skip",
+	}
+	diags := validName(s.Name, "stage", s.NameRange)
+	var kindSchema *hcl.BodySchema
+	if l.Kinds != nil {
+		ks, ok := l.Kinds.KindSchema(s.Kind)
+		if !ok {
+			names := l.Kinds.KindNames()
+			detail := fmt.Sprintf("There is no stage kind %q. Known kinds: %s.", s.Kind, strings.Join(names, ", "))
+			if sug := Suggest(s.Kind, names); sug != "" {
+				detail = fmt.Sprintf("There is no stage kind %q. Did you mean %q? Known kinds: %s.", s.Kind, sug, strings.Join(names, ", "))
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unknown stage kind",
+				Detail:   detail,
+				Subject:  s.KindRange.Ptr(),
+			})
+			return nil, diags
+		}
+		kindSchema = ks
+	}
+	schema := stageSchema(kindSchema)
+	content, d := b.Body.Content(schema)
+	diags = append(diags, betterSuggestions(d, schema)...)
+	for n, a := range content.Attributes {
+		switch n {
+		case "for_each":
+			s.ForEach = a.Expr
+		case "after":
+			exprs, d := hcl.ExprList(a.Expr)
+			if d.HasErrors() {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid after",
+					Detail:   "after takes a list of stage references, e.g. after = [stage.preflight, stage.build[\"a\"]].",
+					Subject:  a.Expr.Range().Ptr(),
+				})
+				continue
+			}
+			s.After = exprs
+		case "description":
+			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &s.Description)...)
+		case "on_interrupt":
+			s.OnInterrupt, d = staticChoice(a, "rerun", "fail")
+			diags = append(diags, d...)
+		case "on_upstream_failure":
+			s.OnUpstreamFailure, d = staticChoice(a, "skip", "run")
+			diags = append(diags, d...)
+		default:
+			s.Attrs[n] = a
+		}
+	}
+	for _, blk := range content.Blocks {
+		switch blk.Type {
+		case "retry":
+			if s.Retry != nil {
+				diags = append(diags, duplicate("retry block", s.Name, s.Retry.DeclRange, blk.DefRange))
+				continue
+			}
+			r, d := decodeRetry(blk)
+			diags = append(diags, d...)
+			s.Retry = r
+		case "postcondition":
+			c, d := decodeCheck(blk)
+			diags = append(diags, d...)
+			if c != nil {
+				s.Postconditions = append(s.Postconditions, c)
+			}
+		default:
+			s.KindBlocks = append(s.KindBlocks, blk)
+		}
+	}
+	return s, diags
+}
+
+func staticChoice(a *hcl.Attribute, choices ...string) (string, hcl.Diagnostics) {
+	var s string
+	diags := gohcl.DecodeExpression(a.Expr, nil, &s)
+	if diags.HasErrors() {
+		return choices[0], diags
+	}
+	for _, c := range choices {
+		if s == c {
+			return s, nil
+		}
+	}
+	return choices[0], hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Invalid %s", a.Name),
+		Detail:   fmt.Sprintf("%s must be one of %s; got %q.", a.Name, quoteList(choices), s),
+		Subject:  a.Expr.Range().Ptr(),
+	}}
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}
+
+func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
+	r := &Retry{DeclRange: b.DefRange}
+	c, diags := b.Body.Content(retrySchema)
+	if a := c.Attributes["max"]; a != nil {
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &r.Max)...)
+		if r.Max < 0 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Invalid retry max",
+				Detail: "retry max is the number of extra attempts: 0 or more.", Subject: a.Expr.Range().Ptr(),
+			})
+		}
+	}
+	if a := c.Attributes["on"]; a != nil {
+		d := gohcl.DecodeExpression(a.Expr, nil, &r.On)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			for _, cl := range r.On {
+				if !IsFailureClass(cl) {
+					detail := fmt.Sprintf("%q is not a failure class. The classes are: %s.", cl, strings.Join(FailureClasses, ", "))
+					if sug := Suggest(cl, FailureClasses); sug != "" {
+						detail = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, sug, strings.Join(FailureClasses, ", "))
+					}
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError, Summary: "Unknown failure class",
+						Detail: detail, Subject: a.Expr.Range().Ptr(),
+					})
+				}
+			}
+		}
+	} else {
+		r.On = []string{ClassExit, ClassTimeout, ClassKilled, ClassInfra}
+	}
+	return r, diags
+}
+
+// betterSuggestions replaces hcl's "Did you mean" for unsupported
+// arguments with the closest attribute name of the schema.
+func betterSuggestions(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagnostics {
+	var names []string
+	for _, a := range schema.Attributes {
+		names = append(names, a.Name)
+	}
+	for _, d := range diags {
+		if d.Summary != "Unsupported argument" || d.Subject == nil {
+			continue
+		}
+		name, _, ok := strings.Cut(strings.TrimPrefix(d.Detail, "An argument named \""), "\"")
+		if !ok {
+			continue
+		}
+		d.Detail = fmt.Sprintf("An argument named %q is not expected here.", name)
+		if s := Suggest(name, names); s != "" {
+			d.Detail += fmt.Sprintf(" Did you mean %q?", s)
+		}
+	}
+	return diags
+}
+
+// Suggest returns the candidate closest to s, or "" when none is close.
+func Suggest(s string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		d := levenshtein.Distance(s, c, nil)
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}

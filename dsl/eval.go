@@ -1,0 +1,224 @@
+package dsl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dominikbraun/graph"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// Scope holds the values known before any stage runs.
+type Scope struct {
+	Vars   map[string]cty.Value
+	Locals map[string]cty.Value
+	Path   cty.Value
+	Funcs  map[string]function.Function
+
+	varObj, localObj cty.Value
+}
+
+// NewScope builds a scope; root is the workspace root, dir the pipeline's
+// folder.
+func NewScope(vars map[string]cty.Value, root, dir string) *Scope {
+	return &Scope{
+		Vars:   vars,
+		Locals: map[string]cty.Value{},
+		Path:   cty.ObjectVal(map[string]cty.Value{"pipeline": cty.StringVal(dir), "root": cty.StringVal(root)}),
+		Funcs:  Functions(root),
+	}
+}
+
+// Context returns an evaluation context with var, local and path, plus the
+// extra variables given (each, stage, self).
+func (s *Scope) Context(extra map[string]cty.Value) *hcl.EvalContext {
+	if s.varObj == cty.NilVal {
+		s.varObj = cty.ObjectVal(s.Vars)
+	}
+	if s.localObj == cty.NilVal {
+		s.localObj = cty.ObjectVal(s.Locals)
+	}
+	vars := map[string]cty.Value{"var": s.varObj, "local": s.localObj, "path": s.Path}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: s.Funcs}
+}
+
+// EvalLocals evaluates every local value in dependency order. Locals may
+// refer to variables, other locals and path; a cycle among them is an error
+// naming every local on it.
+func (c *Config) EvalLocals(s *Scope) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	g := graph.New(graph.StringHash, graph.Directed())
+	order := map[string]int{}
+	for i, n := range c.LocalOrd {
+		_ = g.AddVertex(n)
+		order[n] = i
+	}
+	for _, n := range c.LocalOrd {
+		l := c.Locals[n]
+		refs, d := References(l.Expr)
+		diags = append(diags, d...)
+		diags = append(diags, c.CheckRefs(refs, RefContext{})...)
+		for _, r := range refs {
+			switch r.Root {
+			case "local":
+				if _, ok := c.Locals[r.Name]; ok {
+					if r.Name == n {
+						diags = append(diags, &hcl.Diagnostic{
+							Severity: hcl.DiagError, Summary: "Local value refers to itself",
+							Detail: fmt.Sprintf("local.%s cannot be defined in terms of itself.", n), Subject: r.Range.Ptr(),
+						})
+						continue
+					}
+					_ = g.AddEdge(r.Name, n)
+				}
+			case "stage":
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError, Summary: "Stage reference in a local value",
+					Detail:  "Local values are evaluated before any stage runs, so they cannot refer to stages. Refer to the stage inside the stage that needs it.",
+					Subject: r.Range.Ptr(),
+				})
+			}
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	sccs, err := graph.StronglyConnectedComponents(g)
+	if err == nil {
+		for _, scc := range sccs {
+			if len(scc) < 2 {
+				continue
+			}
+			sort.Slice(scc, func(i, j int) bool { return order[scc[i]] < order[scc[j]] })
+			var parts []string
+			for _, n := range scc {
+				parts = append(parts, fmt.Sprintf("local.%s (%s)", n, Pos(c.Locals[n].DeclRange)))
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Cycle among local values",
+				Detail:  "These local values refer to each other in a cycle: " + strings.Join(parts, " -> ") + ".",
+				Subject: c.Locals[scc[0]].DeclRange.Ptr(),
+			})
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	sorted, err := graph.StableTopologicalSort(g, func(a, b string) bool { return order[a] < order[b] })
+	if err != nil {
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot order local values", Detail: err.Error()})
+	}
+	for _, n := range sorted {
+		s.localObj = cty.NilVal
+		v, d := c.Locals[n].Expr.Value(s.Context(nil))
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			v = cty.DynamicVal
+		}
+		s.Locals[n] = v
+	}
+	s.localObj = cty.NilVal
+	return diags
+}
+
+// Instance is one expansion of a stage's for_each.
+type Instance struct {
+	Key   string
+	Value cty.Value
+	// Keyed is false for a stage without for_each (one instance, no key).
+	Keyed bool
+}
+
+// ExpandForEach evaluates a stage's for_each with ctx and returns its
+// instances in order: a list keeps its order, a map or set sorts by key.
+func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics) {
+	if s.ForEach == nil {
+		return []Instance{{}}, nil
+	}
+	v, diags := s.ForEach.Value(ctx)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	bad := func(detail string) ([]Instance, hcl.Diagnostics) {
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: "Invalid for_each", Detail: detail,
+			Subject: s.ForEach.Range().Ptr(), Expression: s.ForEach, EvalContext: ctx,
+		})
+	}
+	if v.IsMarked() {
+		return bad("for_each must not use sensitive values: instance keys appear in plan output and addresses.")
+	}
+	if !v.IsKnown() {
+		return bad("The for_each value depends on results that are known only after apply. for_each must be known at plan time: use variables, locals or another stage's instances, not its results.")
+	}
+	if v.IsNull() {
+		return bad("for_each must not be null.")
+	}
+	ty := v.Type()
+	var out []Instance
+	seen := map[string]bool{}
+	add := func(k string, val cty.Value) bool {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		out = append(out, Instance{Key: k, Value: val, Keyed: true})
+		return true
+	}
+	switch {
+	case ty.IsMapType() || ty.IsObjectType():
+		keys := make([]string, 0, v.LengthInt())
+		vals := map[string]cty.Value{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, ev := it.Element()
+			keys = append(keys, k.AsString())
+			vals[k.AsString()] = ev
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			add(k, vals[k])
+		}
+	case ty.IsSetType() || ty.IsListType() || ty.IsTupleType():
+		if !v.IsWhollyKnown() {
+			return bad("The for_each value holds elements known only after apply; its keys must be known at plan time.")
+		}
+		var keys []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			if !ev.Type().Equals(cty.String) || ev.IsNull() {
+				return bad(fmt.Sprintf("A list or set for_each must hold strings (the instance keys); found %s. Use a map to attach other values to keys.", ev.Type().FriendlyName()))
+			}
+			keys = append(keys, ev.AsString())
+		}
+		if ty.IsSetType() {
+			sort.Strings(keys)
+		}
+		for _, k := range keys {
+			if !add(k, cty.StringVal(k)) {
+				return bad(fmt.Sprintf("The for_each list holds %q more than once; instance keys must be unique.", k))
+			}
+		}
+	default:
+		return bad(fmt.Sprintf("for_each takes a map, a set of strings or a list of strings; got %s.", ty.FriendlyName()))
+	}
+	return out, diags
+}
+
+// InstanceAddress formats a node address: stage.NAME or stage.NAME["KEY"].
+func InstanceAddress(stage string, in Instance) string {
+	if !in.Keyed {
+		return "stage." + stage
+	}
+	return fmt.Sprintf("stage.%s[%q]", stage, in.Key)
+}
+
+// EachValue is the each object of an instance.
+func EachValue(in Instance) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(in.Key), "value": in.Value})
+}

@@ -1,0 +1,203 @@
+package dsl
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Ref is one reference found in an expression.
+type Ref struct {
+	Root string // var, local, path, stage, each, self
+	Name string // the attribute after the root (stage name, variable name, ...)
+	// For stage references: HasKey with Key when the instance key is
+	// static; KeyExpr when the key is an expression (evaluated per node).
+	HasKey  bool
+	Key     string
+	KeyExpr hcl.Expression
+	Range   hcl.Range
+}
+
+// Roots are the names a reference may start with.
+var Roots = []string{"var", "local", "path", "stage", "each", "self"}
+
+// PathAttrs are the attributes of the path object.
+var PathAttrs = []string{"pipeline", "root"}
+
+// References lists the references of expr. A stage reference indexed by an
+// expression (stage.x[each.key]) is returned with KeyExpr set, so a node
+// depends on one instance rather than the whole stage.
+func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	dynamic := map[hcl.Pos]bool{}
+	var refs []Ref
+	if se, ok := expr.(hclsyntax.Expression); ok {
+		_ = hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
+			ie, ok := n.(*hclsyntax.IndexExpr)
+			if !ok {
+				return nil
+			}
+			st, ok := ie.Collection.(*hclsyntax.ScopeTraversalExpr)
+			if !ok || len(st.Traversal) != 2 || st.Traversal.RootName() != "stage" {
+				return nil
+			}
+			attr, ok := st.Traversal[1].(hcl.TraverseAttr)
+			if !ok {
+				return nil
+			}
+			dynamic[st.SrcRange.Start] = true
+			refs = append(refs, Ref{Root: "stage", Name: attr.Name, KeyExpr: ie.Key, Range: ie.SrcRange})
+			return nil
+		})
+	}
+	for _, t := range expr.Variables() {
+		if dynamic[t.SourceRange().Start] && len(t) == 2 {
+			continue
+		}
+		r, d := parseRef(t)
+		diags = append(diags, d...)
+		if r != nil {
+			refs = append(refs, *r)
+		}
+	}
+	return refs, diags
+}
+
+func parseRef(t hcl.Traversal) (*Ref, hcl.Diagnostics) {
+	root := t.RootName()
+	r := &Ref{Root: root, Range: t.SourceRange()}
+	switch root {
+	case "each", "self":
+		if len(t) > 1 {
+			if a, ok := t[1].(hcl.TraverseAttr); ok {
+				r.Name = a.Name
+			}
+		}
+		return r, nil
+	case "var", "local", "path", "stage":
+	default:
+		detail := fmt.Sprintf("%q is not something a pipeline can refer to. References start with %s.", root, strings.Join(Roots, ", "))
+		if s := Suggest(root, Roots); s != "" {
+			detail = fmt.Sprintf("%q is not something a pipeline can refer to. Did you mean %q? References start with %s.", root, s, strings.Join(Roots, ", "))
+		}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unknown reference", Detail: detail, Subject: r.Range.Ptr()}}
+	}
+	if len(t) < 2 {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid reference",
+			Detail:   fmt.Sprintf("%q must be followed by an attribute name, like %s.NAME.", root, root),
+			Subject:  r.Range.Ptr(),
+		}}
+	}
+	a, ok := t[1].(hcl.TraverseAttr)
+	if !ok {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid reference",
+			Detail:   fmt.Sprintf("%q must be followed by .NAME, not an index.", root),
+			Subject:  r.Range.Ptr(),
+		}}
+	}
+	r.Name = a.Name
+	if root == "stage" && len(t) > 2 {
+		if ix, ok := t[2].(hcl.TraverseIndex); ok {
+			if ix.Key.Type() == cty.String && ix.Key.IsKnown() && !ix.Key.IsNull() {
+				r.HasKey = true
+				r.Key = ix.Key.AsString()
+			} else {
+				return nil, hcl.Diagnostics{{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid stage instance key",
+					Detail:   "Stage instances are keyed by strings: stage.NAME[\"key\"].",
+					Subject:  ix.SrcRange.Ptr(),
+				}}
+			}
+		}
+	}
+	return r, nil
+}
+
+// RefContext says where an expression appears, which decides which
+// references are allowed.
+type RefContext struct {
+	Stage     *Stage // nil outside a stage
+	AllowSelf bool   // postconditions
+	AllowEach bool
+	// AllowStage is false in for_each (stage results do not exist at plan
+	// time; stage instance maps do, so for_each may name a stage).
+	NoStageResults bool
+}
+
+// CheckRefs validates references against the config: unknown variables,
+// locals, stages, path attributes, misplaced each/self.
+func (c *Config) CheckRefs(refs []Ref, rc RefContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, r := range refs {
+		bad := func(summary, detail string) {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.Range.Ptr()})
+		}
+		switch r.Root {
+		case "var":
+			if _, ok := c.Variables[r.Name]; !ok {
+				bad("Reference to undeclared variable", notDeclared("variable", r.Name, c.VarOrder, "Declare it with a variable block."))
+			}
+		case "local":
+			if _, ok := c.Locals[r.Name]; !ok {
+				bad("Reference to undeclared local value", notDeclared("local value", r.Name, c.LocalOrd, "Declare it in a locals block."))
+			}
+		case "path":
+			if !contains(PathAttrs, r.Name) {
+				bad("Unknown path attribute", notDeclared("path attribute", r.Name, PathAttrs, "path has pipeline (the pipeline file's folder) and root (the workspace root)."))
+			}
+		case "stage":
+			s, ok := c.StageMap[r.Name]
+			if !ok {
+				names := make([]string, len(c.Stages))
+				for i, s := range c.Stages {
+					names[i] = s.Name
+				}
+				bad("Reference to undeclared stage", notDeclared("stage", r.Name, names, "Declare it with a stage block."))
+				continue
+			}
+			if rc.Stage != nil && s == rc.Stage {
+				bad("Stage refers to itself", fmt.Sprintf("stage.%s cannot refer to itself; inside its postconditions use self.", r.Name))
+			}
+		case "each":
+			if !rc.AllowEach {
+				if rc.Stage == nil {
+					bad("Invalid each reference", "each is available only inside a stage with for_each.")
+				} else {
+					bad("Invalid each reference", fmt.Sprintf("stage.%s has no for_each, so each.key and each.value do not exist. Add for_each or remove the reference.", rc.Stage.Name))
+				}
+			} else if r.Name != "" && r.Name != "key" && r.Name != "value" {
+				bad("Invalid each reference", fmt.Sprintf("each has key and value; there is no each.%s.", r.Name))
+			}
+		case "self":
+			if !rc.AllowSelf {
+				bad("Invalid self reference", "self is available only inside a stage's postcondition block.")
+			}
+		}
+	}
+	return diags
+}
+
+func notDeclared(what, name string, have []string, hint string) string {
+	d := fmt.Sprintf("There is no %s named %q.", what, name)
+	if s := Suggest(name, have); s != "" {
+		d += fmt.Sprintf(" Did you mean %q?", s)
+	}
+	return d + " " + hint
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,898 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// Node states during apply.
+const (
+	stPending = "pending"
+	stRunning = "running"
+	stOK      = "ok"
+	stCached  = "cached"
+	stFailed  = "failed"
+	stSkipped = "skipped"
+)
+
+// ApplyOptions configure one apply.
+type ApplyOptions struct {
+	Plan        *Plan
+	Cache       *Cache
+	Executor    Executor
+	Parallelism int           // CPU slots for nodes without GPUs (default: cores)
+	LockTimeout time.Duration // how long to wait for a node another process runs (0: forever)
+	// Progress receives human progress (or JSON lines with JSON set).
+	Progress io.Writer
+	JSON     bool
+	Verbose  bool
+	Live     bool // redraw a live status block (a TTY)
+	NoSync   bool
+	Args     []string
+	// Replace lists addresses forced to run (also clears on_interrupt = "fail" refusals).
+	Replace map[string]bool
+	// Hard is closed on a second interrupt: kill at once.
+	Hard <-chan struct{}
+	// GPUs leases devices to nodes with gpus > 0; nil when no GPU work is possible.
+	GPUs *GPUPool
+	// Debug marks records of a partial run (a single batch variant).
+	Debug map[string]bool
+	// WaitGPUs is how long a batch waits for a free GPU (0: refuse at once).
+	WaitGPUs time.Duration
+	// WaitBatch is how long a batch waits for another process's batch.
+	WaitBatch time.Duration
+}
+
+// ApplyResult summarises an apply.
+type ApplyResult struct {
+	RunID       string
+	Ran         int
+	Cached      int
+	Failed      int
+	Skipped     int
+	Interrupted bool
+	Refused     string // a gate or policy refused before anything ran
+	Failures    []Failure
+	Dur         time.Duration
+}
+
+// Failure is one failed node for the summary.
+type Failure struct {
+	Address string
+	Class   string
+	Message string
+	Stderr  string // log path
+	Tail    string
+}
+
+// ErrRefused wraps refusals that stop an apply before it starts (exit 1).
+var ErrRefused = errors.New("apply refused")
+
+type nodeState struct {
+	n        *Node
+	pn       *PlannedNode
+	status   string
+	waiting  int // unfinished upstreams
+	spec     *stages.Node
+	key      string
+	env      *Envelope
+	record   *Record
+	class    string
+	message  string
+	attempts int
+	started  time.Time
+	ended    time.Time
+	res      *stages.ProcResult
+	inst     cty.Value
+	logs     [2]string
+	prepared bool
+	locked   *keyLock
+	lease    *gpu.Lease
+	wave     int
+	// batchLogDir is set for variants of a batch: logs go there as
+	// gpu<idx>_<name>.out and .err.
+	batchLogDir string
+}
+
+type applier struct {
+	opts    ApplyOptions
+	g       *Graph
+	cache   *Cache
+	j       *Journal
+	runID   string
+	nodes   []*nodeState
+	ready   []int // node ids, kept sorted (topological order)
+	events  chan event
+	mu      sync.Mutex // guards output
+	out     io.Writer
+	cpuUsed int
+	stageN  map[string]int
+	running map[int]*nodeState
+	res     *ApplyResult
+	ctx     context.Context
+	groups  map[string]*batchGroup
+	live    *liveDisplay
+	// gpuWait is set when a node waits for GPUs another process holds:
+	// the loop then polls.
+	gpuWait bool
+}
+
+type event struct {
+	id     int
+	kind   string // "done", "locked"
+	err    error
+	locked *keyLock
+}
+
+// Apply runs a plan: nodes whose key is cached are restored, the rest run
+// as resources allow. It returns when every node finished, failed or was
+// skipped, or when ctx is cancelled (interrupted).
+func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = runtime.NumCPU()
+	}
+	if opts.Executor == nil {
+		opts.Executor = LocalExecutor{}
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	p := opts.Plan
+	a := &applier{
+		opts: opts, g: p.Graph, cache: opts.Cache, out: opts.Progress,
+		events: make(chan event, 64), stageN: map[string]int{}, running: map[int]*nodeState{},
+		res: &ApplyResult{}, ctx: ctx, groups: map[string]*batchGroup{},
+	}
+	start := time.Now()
+	use, err := UseLock(a.cache.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer use.Unlock()
+	// What earlier runs left behind: orphans to reap, interruptions to honour.
+	interrupted, err := a.recoverRuns()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkInterrupted(interrupted); err != nil {
+		a.res.Refused = err.Error()
+		return a.res, err
+	}
+	if err := a.checkGPUNeeds(); err != nil {
+		a.res.Refused = err.Error()
+		return a.res, err
+	}
+	a.runID = NewRunID()
+	a.res.RunID = a.runID
+	j, err := OpenJournal(a.cache.Dir, a.runID, opts.NoSync)
+	if err != nil {
+		return nil, err
+	}
+	a.j = j
+	defer j.Close()
+	_ = j.Write(JEntry{T: JRunStart, RunID: a.runID, Pipeline: p.Pipeline, PID: os.Getpid(), Args: opts.Args})
+
+	a.nodes = make([]*nodeState, len(a.g.Nodes))
+	for _, n := range a.g.Nodes {
+		pn := p.Nodes[n.ID]
+		ns := &nodeState{n: n, pn: pn, status: stPending}
+		a.nodes[n.ID] = ns
+		if pn.Skipped {
+			ns.status = stSkipped
+			ns.message = "outside --target"
+			continue
+		}
+	}
+	for _, ns := range a.nodes {
+		if ns.pn.Skipped {
+			continue
+		}
+		for _, d := range ns.n.Deps {
+			if !a.nodes[d].pn.Skipped {
+				ns.waiting++
+			}
+		}
+		if ns.waiting == 0 {
+			a.ready = append(a.ready, ns.n.ID)
+		}
+	}
+	if err := a.setupGroups(); err != nil {
+		a.res.Refused = err.Error()
+		_ = j.Write(JEntry{T: JRunEnd, Status: "refused", Message: err.Error()})
+		return a.res, err
+	}
+	if opts.Live {
+		a.live = newLiveDisplay(a)
+		defer a.live.stop()
+	}
+	a.loop()
+	a.res.Dur = time.Since(start)
+	status := "ok"
+	switch {
+	case a.res.Interrupted:
+		status = "interrupted"
+	case a.res.Failed > 0:
+		status = "failed"
+	}
+	_ = j.Write(JEntry{T: JRunEnd, Status: status, Duration: a.res.Dur.Seconds()})
+	if err := a.cache.Stat.Save(); err != nil {
+		a.printf("warning: cannot save the stat cache: %s\n", err)
+	}
+	return a.res, nil
+}
+
+// loop is the scheduler: one goroutine owns all node state; workers report
+// through events.
+func (a *applier) loop() {
+	interrupted := false
+	for {
+		if !interrupted {
+			a.dispatch()
+		}
+		if len(a.running) == 0 && (interrupted || len(a.ready) == 0) {
+			break
+		}
+		var tick <-chan time.Time
+		if a.gpuWait {
+			a.gpuWait = false
+			tick = time.After(250 * time.Millisecond)
+		}
+		select {
+		case ev := <-a.events:
+			a.handle(ev)
+		case <-a.ctx.Done():
+			if !interrupted {
+				interrupted = true
+				a.res.Interrupted = true
+				a.ctx = context.Background()
+			}
+		case <-tick:
+		}
+		if a.live != nil {
+			a.live.update()
+		}
+	}
+	for _, grp := range a.groups {
+		if grp.started {
+			grp.end(a, interrupted)
+		}
+	}
+	// Whatever never started is left pending: the journal shows it planned
+	// but not run, and the next apply takes it up.
+}
+
+// dispatch starts every ready node that resources allow.
+func (a *applier) dispatch() {
+	if len(a.ready) == 0 {
+		return
+	}
+	var kept []int
+	queue := append([]int(nil), a.ready...)
+	a.ready = a.ready[:0]
+	for i := 0; i < len(queue); i++ {
+		id := queue[i]
+		ns := a.nodes[id]
+		if ns.status == stPending && !a.inFlight(id) {
+			if _, requeue := a.tryStart(ns); requeue {
+				kept = append(kept, id)
+			}
+		}
+		// Nodes finished inline (cached, skipped, failed) may have made
+		// others ready: finish appended them to a.ready.
+		queue = append(queue, a.ready...)
+		a.ready = a.ready[:0]
+	}
+	sort.Ints(kept)
+	a.ready = kept
+}
+
+func (a *applier) inFlight(id int) bool {
+	_, ok := a.running[id]
+	return ok
+}
+
+// tryStart prepares a ready node and starts it if it can. It returns
+// started (now in flight or finished inline) and requeue (stay ready).
+func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
+	if !ns.prepared {
+		if done := a.prepare(ns); done {
+			return true, false
+		}
+	}
+	if ns.locked == nil {
+		lk, holder, err := tryKeyLock(a.cache.Dir, ns.key, a.runID, ns.n.Addr)
+		if err != nil {
+			a.fail(ns, dsl.ClassSetup, err.Error())
+			return true, false
+		}
+		if lk == nil {
+			a.waitForKey(ns, holder)
+			return true, false
+		}
+		ns.locked = lk
+		// Another process may have finished it just before we locked.
+		if a.cache.Refresh() == nil && a.cache.Has(ns.key) {
+			if a.takeCached(ns) {
+				return true, false
+			}
+		}
+	}
+	if !a.admit(ns) {
+		return false, true
+	}
+	a.launch(ns)
+	return true, false
+}
+
+// admit checks and takes the resources a node needs: its stage's
+// concurrency, a CPU slot or GPU leases, and its batch group's turn.
+func (a *applier) admit(ns *nodeState) bool {
+	c := ns.spec.Common
+	if c.Concurrency > 0 && a.stageN[ns.n.Stage.Name] >= c.Concurrency {
+		return false
+	}
+	if grp := a.groups[ns.n.Stage.Name]; grp != nil {
+		if !grp.admit(a, ns) {
+			return false
+		}
+	} else if c.GPUs > 0 {
+		if a.opts.GPUs == nil {
+			return false
+		}
+		lease, err := a.opts.GPUs.Acquire(a.ctx, c.GPUs, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
+		if err != nil || lease == nil {
+			a.gpuWait = true
+			return false
+		}
+		ns.lease = lease
+	} else {
+		if a.cpuUsed >= a.opts.Parallelism {
+			return false
+		}
+		a.cpuUsed++
+	}
+	a.stageN[ns.n.Stage.Name]++
+	return true
+}
+
+func (a *applier) releaseResources(ns *nodeState) {
+	c := ns.spec.Common
+	a.stageN[ns.n.Stage.Name]--
+	if ns.lease != nil {
+		a.opts.GPUs.Release(ns.lease)
+		ns.lease = nil
+	} else if c.GPUs == 0 {
+		a.cpuUsed--
+	}
+	if grp := a.groups[ns.n.Stage.Name]; grp != nil {
+		grp.release(a, ns)
+	}
+}
+
+// instance is the object downstream expressions see for a node.
+func (a *applier) instance(n *Node) cty.Value {
+	ns := a.nodes[n.ID]
+	if ns.inst != cty.NilVal {
+		return ns.inst
+	}
+	return unknownInstance(n)
+}
+
+// upstreamDigest is an upstream's output digest for a downstream key.
+func (a *applier) upstreamDigest(n *Node) (string, bool) {
+	ns := a.nodes[n.ID]
+	switch ns.status {
+	case stOK, stCached:
+		if ns.record != nil {
+			return ns.record.OutputDigest, true
+		}
+	case stFailed, stSkipped:
+		return outputDigest(nil, nil, ns.status+":"+ns.class), true
+	}
+	if ns.pn.Skipped && ns.pn.Record != nil {
+		return ns.pn.Record.OutputDigest, true
+	}
+	return "", false
+}
+
+// prepare evaluates a ready node with its upstreams' real results,
+// computes its key and takes it from the cache when possible. It returns
+// true when the node finished inline (cached, skipped or failed).
+func (a *applier) prepare(ns *nodeState) bool {
+	ns.prepared = true
+	n := ns.n
+	// Upstream failures.
+	var failedUp *nodeState
+	for _, d := range n.Deps {
+		u := a.nodes[d]
+		if u.status == stFailed || u.status == stSkipped && !u.pn.Skipped {
+			failedUp = u
+			break
+		}
+	}
+	if failedUp != nil && n.Stage.OnUpstreamFailure != "run" {
+		a.skip(ns, fmt.Sprintf("upstream %s %s", failedUp.n.Addr, failedUp.status))
+		return true
+	}
+	sn, diags := a.g.EvalNode(n, a.instance)
+	if diags.HasErrors() {
+		a.fail(ns, dsl.ClassSetup, "cannot evaluate its attributes: "+oneLine(diags.Error()))
+		return true
+	}
+	for _, d := range n.Deps {
+		u := a.nodes[d]
+		up := stages.Upstream{Address: u.n.Addr, Status: u.status, Class: u.class}
+		if u.record != nil {
+			up.Result = u.record.Result
+		}
+		sn.Upstreams = append(sn.Upstreams, up)
+	}
+	ns.spec = sn
+	env, why, err := a.g.envelope(n, sn, a.upstreamDigest, a.cache.Stat)
+	if err != nil {
+		a.fail(ns, dsl.ClassSetup, err.Error())
+		return true
+	}
+	if env == nil {
+		msg := why.String()
+		if why.Input != "" {
+			msg = fmt.Sprintf("input %s does not exist", why.Input)
+		}
+		a.fail(ns, dsl.ClassSetup, msg)
+		return true
+	}
+	ns.env = env
+	ns.key = env.Key()
+	sn.Key = ns.key
+	if a.opts.Replace[n.Addr] {
+		return false
+	}
+	if a.cache.Has(ns.key) {
+		return a.takeCached(ns)
+	}
+	return false
+}
+
+// takeCached finishes a node from its cache record: outputs restored and
+// verified, postconditions evaluated. A damaged entry is evicted and the
+// node runs instead (returns false).
+func (a *applier) takeCached(ns *nodeState) bool {
+	rec, ok := a.cache.Lookup(ns.key)
+	if !ok {
+		return false
+	}
+	if err := a.restoreOutputs(rec); err != nil {
+		a.printf("warning: %s: the cached result is damaged (%s); evicting it and running the node again\n", ns.n.Addr, err)
+		_ = a.cache.Evict(ns.key)
+		return false
+	}
+	ns.record = rec
+	ns.status = stCached
+	a.res.Cached++
+	ns.inst = a.finishedInstance(ns)
+	_ = a.j.Write(JEntry{T: JCached, Node: ns.n.Addr, Key: ns.key})
+	if a.opts.Verbose {
+		a.line(ns, "=", "cached")
+	}
+	a.emitJSON(ns, "cached")
+	if !a.checkPost(ns) {
+		return true
+	}
+	a.finish(ns)
+	return true
+}
+
+// launch starts a node's worker goroutine.
+func (a *applier) launch(ns *nodeState) {
+	ns.status = stRunning
+	a.running[ns.n.ID] = ns
+	ns.started = time.Now()
+	go func() {
+		err := a.execute(ns)
+		a.events <- event{id: ns.n.ID, kind: "done", err: err}
+	}()
+}
+
+// handle processes a worker's event.
+func (a *applier) handle(ev event) {
+	ns := a.nodes[ev.id]
+	switch ev.kind {
+	case "locked":
+		// Another process released the key: maybe it finished the node.
+		ns.locked = ev.locked
+		if ev.err != nil {
+			a.fail(ns, dsl.ClassSetup, ev.err.Error())
+			return
+		}
+		delete(a.running, ns.n.ID)
+		ns.status = stPending
+		_ = a.cache.Refresh()
+		if a.cache.Has(ns.key) && a.takeCached(ns) {
+			return
+		}
+		a.ready = append(a.ready, ns.n.ID)
+	case "done":
+		delete(a.running, ns.n.ID)
+		a.releaseResources(ns)
+		if ns.locked != nil {
+			ns.locked.release()
+			ns.locked = nil
+		}
+		if ev.err != nil && ns.class == "" {
+			ns.class, ns.message = dsl.ClassSetup, ev.err.Error()
+		}
+		if ns.class != "" {
+			a.markFailed(ns)
+			return
+		}
+		ns.status = stOK
+		a.res.Ran++
+		ns.inst = a.finishedInstance(ns)
+		a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
+		a.emitJSON(ns, "ok")
+		if !a.checkPost(ns) {
+			return
+		}
+		a.finish(ns)
+	}
+}
+
+// finish makes a node's downstreams ready.
+func (a *applier) finish(ns *nodeState) {
+	for _, d := range ns.n.Downs {
+		dn := a.nodes[d]
+		if dn.pn.Skipped {
+			continue
+		}
+		dn.waiting--
+		if dn.waiting == 0 && dn.status == stPending {
+			a.ready = append(a.ready, d)
+		}
+	}
+}
+
+func (a *applier) fail(ns *nodeState, class, msg string) {
+	ns.class, ns.message = class, msg
+	a.markFailed(ns)
+}
+
+func (a *applier) markFailed(ns *nodeState) {
+	if ns.locked != nil {
+		ns.locked.release()
+		ns.locked = nil
+	}
+	ns.status = stFailed
+	a.res.Failed++
+	ns.inst = a.finishedInstance(ns)
+	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Stderr: ns.logs[1]}
+	if ns.res != nil {
+		f.Tail = tailLines(ns.res.StderrTail, 8)
+	}
+	a.res.Failures = append(a.res.Failures, f)
+	_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts})
+	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
+	a.emitJSON(ns, "failed")
+	a.finish(ns)
+}
+
+func (a *applier) skip(ns *nodeState, why string) {
+	ns.status = stSkipped
+	ns.message = why
+	ns.class = "upstream"
+	a.res.Skipped++
+	ns.inst = a.finishedInstance(ns)
+	_ = a.j.Write(JEntry{T: JSkipped, Node: ns.n.Addr, Message: why})
+	a.line(ns, "-", "skipped: "+why)
+	a.emitJSON(ns, "skipped")
+	a.finish(ns)
+}
+
+// checkPost evaluates postconditions with self bound to the node; a false
+// condition fails the node with its error_message.
+func (a *applier) checkPost(ns *nodeState) bool {
+	if len(ns.n.Stage.Postconditions) == 0 {
+		return true
+	}
+	ctx := a.g.evalContext(ns.n, a.instance)
+	ctx.Variables["self"] = ns.inst
+	for _, chk := range ns.n.Stage.Postconditions {
+		v, diags := chk.Condition.Value(ctx)
+		if diags.HasErrors() {
+			a.undoSuccess(ns)
+			a.fail(ns, dsl.ClassPostcondition, "the postcondition could not be evaluated: "+oneLine(diags.Error()))
+			return false
+		}
+		v, _ = v.Unmark()
+		if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.Bool) {
+			a.undoSuccess(ns)
+			a.fail(ns, dsl.ClassPostcondition, "the postcondition did not evaluate to true or false")
+			return false
+		}
+		if v.False() {
+			a.undoSuccess(ns)
+			a.fail(ns, dsl.ClassPostcondition, dsl.CheckMessage(chk, ctx))
+			return false
+		}
+	}
+	return true
+}
+
+func (a *applier) undoSuccess(ns *nodeState) {
+	switch ns.status {
+	case stOK:
+		a.res.Ran--
+	case stCached:
+		a.res.Cached--
+	}
+}
+
+// finishedInstance is the instance object of a node that reached a final
+// state.
+func (a *applier) finishedInstance(ns *nodeState) cty.Value {
+	n := ns.n
+	res := cty.NullVal(cty.DynamicPseudoType)
+	exit := cty.NullVal(cty.Number)
+	dur := cty.NumberFloatVal(0)
+	rss, gpuMiB := cty.NumberFloatVal(0), cty.NumberFloatVal(0)
+	if ns.record != nil {
+		if v, err := jsonToCty(ns.record.Result); err == nil {
+			res = v
+		}
+		exit = cty.NumberIntVal(int64(ns.record.ExitCode))
+		dur = cty.NumberFloatVal(ns.record.Ended.Sub(ns.record.Started).Seconds())
+		rss, gpuMiB = cty.NumberFloatVal(ns.record.PeakRSSMiB), cty.NumberFloatVal(ns.record.PeakGPUMiB)
+	} else if ns.res != nil {
+		if ns.res.ExitCode >= 0 {
+			exit = cty.NumberIntVal(int64(ns.res.ExitCode))
+		}
+		dur = cty.NumberFloatVal(ns.res.Ended.Sub(ns.res.Started).Seconds())
+		rss, gpuMiB = cty.NumberFloatVal(ns.res.PeakRSSMiB), cty.NumberFloatVal(ns.res.PeakGPUMiB)
+	}
+	val := cty.NullVal(cty.DynamicPseudoType)
+	if n.Inst.Value != cty.NilVal {
+		val = n.Inst.Value
+	}
+	status := ns.status
+	if status == stCached {
+		status = stOK
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"key": cty.StringVal(n.Inst.Key), "value": val, "result": res,
+		"status": cty.StringVal(status), "class": cty.StringVal(ns.class),
+		"message": cty.StringVal(ns.message), "exit_code": exit, "duration_s": dur,
+		"peak_rss_mib": rss, "peak_gpu_mib": gpuMiB, "key_digest": cty.StringVal(ns.key),
+	})
+}
+
+func (a *applier) printf(format string, args ...any) {
+	if a.opts.JSON {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.live != nil {
+		a.live.clear()
+	}
+	fmt.Fprintf(a.out, format, args...)
+}
+
+func (a *applier) line(ns *nodeState, sym, what string) {
+	a.printf("  %s %s  %s\n", sym, ns.n.Addr, what)
+}
+
+func (a *applier) emitJSON(ns *nodeState, status string) {
+	if !a.opts.JSON {
+		return
+	}
+	ev := map[string]any{"node": ns.n.Addr, "status": status, "key": ns.key}
+	if ns.class != "" {
+		ev["class"], ev["message"] = ns.class, ns.message
+	}
+	if !ns.started.IsZero() && !ns.ended.IsZero() {
+		ev["duration_s"] = ns.ended.Sub(ns.started).Seconds()
+	}
+	b, _ := json.Marshal(ev)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fmt.Fprintln(a.out, string(b))
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d > time.Minute:
+		return d.Round(time.Second)
+	case d > time.Second:
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 300 {
+		s = s[:297] + "..."
+	}
+	return s
+}
+
+func tailLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// nodeRuntime is the stages.Runtime of one running node.
+type nodeRuntime struct {
+	a  *applier
+	ns *nodeState
+}
+
+func (r *nodeRuntime) Root() string      { return r.a.g.Root }
+func (r *nodeRuntime) CacheDir() string  { return r.a.cache.Dir }
+func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
+func (r *nodeRuntime) OutDir() string {
+	d := filepath.Join(r.a.j.Dir, "out", filepath.Base(NodeLog(r.a.j.Dir, r.ns.n.Addr, 1)))
+	_ = os.MkdirAll(d, 0o755)
+	return d
+}
+
+type lockedWriter struct{ a *applier }
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.a.printf("%s", p)
+	return len(p), nil
+}
+
+// Exec implements stages.Runtime.
+func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResult, error) {
+	a, ns := r.a, r.ns
+	c := ns.spec.Common
+	stem := NodeLog(a.j.Dir, ns.n.Addr, ns.attempts)
+	stdout, stderr := stem+".out", stem+".err"
+	if p.Stdout != "" {
+		stdout = p.Stdout
+	}
+	if p.Stderr != "" {
+		stderr = p.Stderr
+	}
+	if ns.batchLogDir != "" && p.LogName != "" && ns.lease != nil {
+		stem := filepath.Join(ns.batchLogDir, fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName))
+		stdout, stderr = stem+".out", stem+".err"
+	}
+	if err := os.MkdirAll(filepath.Dir(stdout), 0o755); err != nil {
+		return nil, err
+	}
+	ns.logs = [2]string{stdout, stderr}
+	env := os.Environ()
+	env = append(env,
+		"CAIRN_RUN_ID="+a.runID,
+		"CAIRN_NODE="+ns.n.Addr,
+		"CAIRN_NODE_KEY="+ns.key,
+		"CAIRN_OUT_DIR="+r.OutDir(),
+		fmt.Sprintf("CAIRN_ATTEMPT=%d", ns.attempts),
+		"CAIRN_WORKSPACE="+a.g.Root,
+	)
+	var gpus []int
+	if ns.lease != nil {
+		gpus = ns.lease.Devices
+		env = append(env, a.opts.GPUs.ChildEnv(gpus)...)
+	} else if c.GPUs == 0 {
+		// A node that leased no GPU sees none.
+		env = append(env, "CUDA_VISIBLE_DEVICES=")
+	}
+	for _, k := range sortedKeys(c.Env) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	for _, k := range sortedKeys(p.Env) {
+		env = append(env, k+"="+p.Env[k])
+	}
+	var inherit []*os.File
+	if ns.locked != nil {
+		inherit = append(inherit, ns.locked.file())
+	}
+	if ns.lease != nil {
+		inherit = append(inherit, ns.lease.Files()...)
+	}
+	spec := &ExecSpec{
+		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
+		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr,
+		Timeout: c.Timeout, KillGrace: c.KillGrace, Inherit: inherit,
+		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard,
+		Started: func(pid int, tick uint64) {
+			_ = a.j.Write(JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}})
+			detail := fmt.Sprintf("started (pid %d", pid)
+			if len(gpus) > 0 {
+				detail += fmt.Sprintf(", GPU %s", intsString(gpus))
+			}
+			a.line(ns, ">", detail+")")
+		},
+	}
+	if a.opts.GPUs != nil {
+		spec.Sample = a.opts.GPUs.Sampler(gpus)
+	} else {
+		spec.Sample = func(pid int) func() gpu.Peaks {
+			s := gpu.StartSampler(context.Background(), pid, SampleInterval(), nil, nil)
+			return s.Stop
+		}
+	}
+	return a.opts.Executor.Exec(ctx, spec)
+}
+
+// SampleInterval is the memory sampling interval (CAIRN_SAMPLE_INTERVAL,
+// default 100ms).
+func SampleInterval() time.Duration {
+	if s := os.Getenv("CAIRN_SAMPLE_INTERVAL"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			return d
+		}
+	}
+	return 100 * time.Millisecond
+}
+
+func intsString(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// execute runs a node with retries and commits its record. It runs on a
+// worker goroutine and touches only its own node's state.
+func (a *applier) execute(ns *nodeState) error {
+	retry := ns.n.Stage.Retry
+	for {
+		ns.attempts++
+		ns.class, ns.message = "", ""
+		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
+		ns.ended = time.Now()
+		if err != nil {
+			ns.class, ns.message = dsl.ClassSetup, oneLine(err.Error())
+		} else {
+			ns.res = out.Proc
+			ns.class, ns.message = out.Class, out.Message
+			if ns.class == "" {
+				rec, class, msg := a.commit(ns, out)
+				if class != "" {
+					ns.class, ns.message = class, msg
+				} else {
+					ns.record = rec
+					_ = a.j.Write(JEntry{T: JFinished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB})
+					return nil
+				}
+			}
+		}
+		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !containsStr(retry.On, ns.class) {
+			return nil
+		}
+		_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts})
+		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
+	}
+}
+
+func containsStr(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

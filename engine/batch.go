@@ -1,0 +1,339 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// Batch states, as the seed's in-flight ledger writes them.
+const (
+	BatchRunning     = "RUNNING"
+	BatchDone        = "DONE"
+	BatchFailed      = "FAILED"
+	BatchInterrupted = "INTERRUPTED"
+)
+
+// batchGroup schedules one waves stage as a batch: a machine-wide batch
+// lock (one batch at a time per machine), parallelism min(free GPUs,
+// batch size) fixed at the batch's start, every variant pinned to one of
+// the devices free then, and either waves (the next wave starts when the
+// whole previous wave ended) or backfill (a variant starts as soon as any
+// of the batch's devices frees).
+type batchGroup struct {
+	stage  string
+	policy stages.BatchPolicy
+	order  []int // node ids, longest known duration first
+	// state
+	started   bool
+	refused   string
+	lock      *flock.Flock
+	devices   []int // pinned devices, the free ones at batch start
+	par       int
+	inUse     map[int]int // device -> node id
+	wave      int
+	waveSlots int // slots left in the current wave
+	waveLive  int // variants of the current wave still running
+	remaining int // variants of this batch still to finish here
+	batch     *Batch
+	deadline  time.Time
+	failed    bool
+}
+
+// setupGroups creates a batch group for every batch stage with nodes to
+// run.
+func (a *applier) setupGroups() error {
+	for _, s := range a.g.StageOrder {
+		k, _ := stages.Lookup(s.Kind)
+		b, ok := k.(stages.Batcher)
+		if !ok {
+			continue
+		}
+		var ids []int
+		var pol stages.BatchPolicy
+		for _, n := range a.g.StageNodes[s.Name] {
+			pn := a.opts.Plan.Nodes[n.ID]
+			if pn.Skipped || pn.Action == ActCached {
+				continue
+			}
+			if len(ids) == 0 && pn.Spec != nil {
+				pol = b.BatchPolicy(pn.Spec)
+			}
+			ids = append(ids, n.ID)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		// Longest first where earlier durations of the same address are
+		// known: the batch ends sooner.
+		dur := map[int]float64{}
+		for _, id := range ids {
+			if k := a.cache.LastKey(a.g.Config.Name, a.g.Nodes[id].Addr); k != "" {
+				if r, ok := a.cache.Lookup(k); ok {
+					dur[id] = r.Ended.Sub(r.Started).Seconds()
+				}
+			}
+		}
+		sort.SliceStable(ids, func(i, j int) bool { return dur[ids[i]] > dur[ids[j]] })
+		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids, inUse: map[int]int{}, remaining: len(ids)}
+	}
+	return nil
+}
+
+// admit decides whether a variant of the batch starts now, and on which
+// device.
+func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
+	if g.refused != "" {
+		a.fail(ns, dsl.ClassSetup, g.refused)
+		return false
+	}
+	if !g.started && !g.start(a) {
+		if g.refused != "" {
+			a.fail(ns, dsl.ClassSetup, g.refused)
+		}
+		return false
+	}
+	// The batch's order decides which variant goes next.
+	for _, id := range g.order {
+		o := a.nodes[id]
+		if o == ns {
+			break
+		}
+		if o.status == stPending && o.waiting == 0 && o.prepared {
+			return false
+		}
+	}
+	var dev = -1
+	switch g.policy.Mode {
+	case "backfill":
+		for _, d := range g.devices {
+			if _, busy := g.inUse[d]; !busy {
+				dev = d
+				break
+			}
+		}
+	default: // waves
+		if g.waveSlots == 0 {
+			if g.waveLive > 0 {
+				return false
+			}
+			g.wave++
+			g.waveSlots = g.par
+		}
+		dev = g.devices[g.par-g.waveSlots]
+	}
+	if dev < 0 {
+		return false
+	}
+	lease, _ := a.opts.GPUs.AcquireExact([]int{dev}, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
+	if lease == nil {
+		a.gpuWait = true
+		return false
+	}
+	ns.lease = lease
+	g.inUse[dev] = ns.n.ID
+	if g.policy.Mode != "backfill" {
+		g.waveSlots--
+		g.waveLive++
+		ns.wave = g.wave
+	} else {
+		g.wave++
+		ns.wave = 0
+	}
+	ns.batchLogDir = g.batch.LogDir
+	_ = a.j.Write(JEntry{T: JLease, Node: ns.n.Addr, GPUs: []int{dev}, Wave: ns.wave})
+	return true
+}
+
+// start takes the machine-wide batch lock and fixes the batch's devices.
+func (g *batchGroup) start(a *applier) bool {
+	if g.deadline.IsZero() {
+		g.deadline = time.Now().Add(a.opts.WaitGPUs)
+	}
+	if a.opts.GPUs == nil || a.opts.GPUs.Total() == 0 {
+		g.refused = "No free GPUs. Wait, do not launch. (" + noGPUs(a) + ")"
+		return false
+	}
+	if g.lock == nil {
+		lk, other, err := tryBatchLock(a.opts.GPUs.Leases.Path())
+		if err != nil {
+			g.refused = err.Error()
+			return false
+		}
+		if lk == nil {
+			if time.Now().After(g.deadline.Add(a.opts.WaitBatch - a.opts.WaitGPUs)) {
+				g.refused = fmt.Sprintf("another batch is running on this machine: %s. One batch at a time: wait for it, or pass --wait-batch DURATION", other)
+				return false
+			}
+			a.gpuWait = true
+			return false
+		}
+		g.lock = lk
+	}
+	free := a.opts.GPUs.FreeIndices(context.Background())
+	if len(free) == 0 {
+		if time.Now().After(g.deadline) {
+			g.refused = "No free GPUs. Wait, do not launch."
+			g.releaseLock()
+			return false
+		}
+		a.gpuWait = true
+		return false
+	}
+	g.par = min(len(free), g.policy.Size)
+	if g.par <= 0 {
+		g.par = min(len(free), len(g.order))
+	}
+	g.devices = free[:g.par]
+	g.started = true
+	var names []string
+	for _, id := range g.order {
+		names = append(names, a.g.Nodes[id].Inst.Key)
+	}
+	logDir := g.policy.LogDir
+	if logDir == "" {
+		logDir = filepath.Join("logs", g.stage)
+	}
+	logDir = logDir + "_" + time.Now().UTC().Format("20060102_150405")
+	g.batch = &Batch{
+		ID: a.runID + "/" + g.stage, Tag: g.policy.Tag, Stage: g.stage, Start: time.Now().UTC(),
+		LogDir: filepath.Join(a.g.Root, logDir), Variants: names, State: BatchRunning,
+	}
+	_ = os.MkdirAll(g.batch.LogDir, 0o755)
+	writeBatchLock(g.lock, g.batch, a.runID)
+	_ = a.j.Write(JEntry{T: JBatch, Node: "stage." + g.stage, Batch: g.batch, GPUs: g.devices})
+	waves := (len(g.order) + g.par - 1) / g.par
+	sim := ""
+	if a.opts.GPUs.Simulated() {
+		sim = " (simulated)"
+	}
+	a.printf("  batch stage.%s: %d variant(s) on free GPU%s %s%s: parallel=%d, %s, logs in %s\n",
+		g.stage, len(g.order), plural(len(g.devices)), intsString(g.devices), sim, g.par, modeText(g.policy.Mode, waves), relTo(a.g.Root, g.batch.LogDir))
+	if g.policy.Ledger != "" {
+		ledgerStart(a, g)
+	}
+	return true
+}
+
+func modeText(mode string, waves int) string {
+	if mode == "backfill" {
+		return "backfill"
+	}
+	return fmt.Sprintf("%d wave(s)", waves)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func relTo(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+func noGPUs(a *applier) string {
+	if a.opts.GPUs == nil {
+		return "no GPU inventory"
+	}
+	return a.opts.GPUs.Describe()
+}
+
+// release frees a variant's device; when the batch is over, the batch
+// lock goes too.
+func (g *batchGroup) release(a *applier, ns *nodeState) {
+	for d, id := range g.inUse {
+		if id == ns.n.ID {
+			delete(g.inUse, d)
+		}
+	}
+	if g.policy.Mode != "backfill" && ns.wave == g.wave {
+		g.waveLive--
+	}
+	g.remaining--
+	if ns.class != "" {
+		g.failed = true
+	}
+	if g.remaining == 0 {
+		g.end(a, false)
+	}
+}
+
+// end closes the batch: its state in the journal and ledger, the lock.
+func (g *batchGroup) end(a *applier, interrupted bool) {
+	if g.batch == nil || g.batch.State != BatchRunning {
+		g.releaseLock()
+		return
+	}
+	switch {
+	case interrupted:
+		g.batch.State = BatchInterrupted
+	case g.failed:
+		g.batch.State = BatchFailed
+	default:
+		g.batch.State = BatchDone
+	}
+	_ = a.j.Write(JEntry{T: JBatch, Node: "stage." + g.stage, Batch: g.batch, Status: g.batch.State})
+	if g.policy.Ledger != "" {
+		ledgerEnd(a, g)
+	}
+	g.releaseLock()
+}
+
+func (g *batchGroup) releaseLock() {
+	if g.lock != nil {
+		_ = g.lock.Unlock()
+		g.lock = nil
+	}
+}
+
+type batchLockInfo struct {
+	RunID    string    `json:"run_id"`
+	PID      int       `json:"pid"`
+	Start    time.Time `json:"start"`
+	Stage    string    `json:"stage"`
+	Variants []string  `json:"variants"`
+}
+
+// tryBatchLock takes the machine-wide batch lock (in the lease folder).
+// When another process holds it, it returns nil and a description of the
+// batch in flight.
+func tryBatchLock(leaseDir string) (*flock.Flock, string, error) {
+	p := filepath.Join(leaseDir, "batch.lock")
+	lk := flock.New(p)
+	ok, err := lk.TryLock()
+	if err != nil {
+		return nil, "", fmt.Errorf("batch lock %s: %w", p, err)
+	}
+	if ok {
+		return lk, "", nil
+	}
+	b, _ := os.ReadFile(p)
+	var info batchLockInfo
+	if json.Unmarshal(b, &info) != nil {
+		return nil, "a batch of another cairn", nil
+	}
+	return nil, fmt.Sprintf("run %s (pid %d), stage.%s, started %s UTC, variants %s",
+		info.RunID, info.PID, info.Stage, info.Start.Format("2006-01-02 15:04:05"), strings.Join(info.Variants, ", ")), nil
+}
+
+func writeBatchLock(lk *flock.Flock, b *Batch, runID string) {
+	info := batchLockInfo{RunID: runID, PID: os.Getpid(), Start: b.Start, Stage: b.Stage, Variants: b.Variants}
+	data, _ := json.Marshal(info)
+	_ = os.WriteFile(lk.Path(), append(data, '\n'), 0o644)
+}

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/wal"
+)
+
+// CacheFormat is the version of the cache's on-disk layout.
+const CacheFormat = 1
+
+// Record is the action record of a finished node: committed to the cache
+// index, it is what "finished" means.
+type Record struct {
+	Format   int             `json:"format"`
+	Key      string          `json:"key"`
+	Envelope json.RawMessage `json:"envelope"`
+	// Outputs maps each declared output (and the result file) to its blob
+	// digest in the content-addressed store.
+	Outputs      map[string]string `json:"outputs"`
+	Modes        map[string]uint32 `json:"modes,omitempty"`
+	Result       json.RawMessage   `json:"result,omitempty"`
+	OutputDigest string            `json:"output_digest"`
+	ExitCode     int               `json:"exit_code"`
+	Started      time.Time         `json:"started"`
+	Ended        time.Time         `json:"ended"`
+	Attempts     int               `json:"attempts"`
+	PeakRSSMiB   float64           `json:"peak_rss_mib,omitempty"`
+	PeakGPUMiB   float64           `json:"peak_gpu_mib,omitempty"`
+	Pipeline     string            `json:"pipeline"`
+	Address      string            `json:"address"`
+	RunID        string            `json:"run_id"`
+	// Debug marks a result produced by a partial run that is not valid as
+	// a batch result (e.g. a single variant of a waves batch).
+	Debug bool `json:"debug,omitempty"`
+}
+
+// Index record types, the first byte of each payload.
+const (
+	recAction = 'A' // 'A' + 64-hex key + record JSON
+	recAddr   = 'P' // 'P' + 64-hex key + pipeline + 0x00 + address
+	recEvict  = 'X' // 'X' + 64-hex key: the record is gone (corrupt, or gc)
+)
+
+// Cache is cairn's cache folder: the action index, the blob store, the
+// stat cache, per-key locks and run journals.
+//
+//	<dir>/index.log           action index (record log shared by every process)
+//	<dir>/cas/sha256/ab/...   output blobs
+//	<dir>/statcache           input digests by (path, size, mtime, inode)
+//	<dir>/locks/<key>         per-key locks held while a node runs
+//	<dir>/runs/<run-id>/      journal, node logs
+type Cache struct {
+	Dir   string
+	Blobs *cas.Store
+	Stat  *fsdigest.Cache
+
+	noSync bool
+	mu     sync.RWMutex
+	// actions holds raw record JSON by key, decoded on lookup.
+	actions map[string][]byte
+	// addrs maps pipeline + "\x00" + address to the last key committed.
+	addrs  map[string]string
+	offset int64 // index bytes already read
+	log    *wal.Log
+	// Warn receives problems that cost a cache hit but nothing else.
+	Warn func(format string, args ...any)
+}
+
+// CacheOptions tune OpenCache.
+type CacheOptions struct {
+	NoSync bool // skip fsync (tests, benchmarks)
+}
+
+// OpenCache opens (creating) a cache folder and loads its index.
+func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	blobs, err := cas.Open(dir, cas.Options{NoSync: opts.NoSync})
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	c := &Cache{
+		Dir: dir, Blobs: blobs, noSync: opts.NoSync,
+		Stat:    fsdigest.Load(filepath.Join(dir, "statcache")),
+		actions: map[string][]byte{}, addrs: map[string]string{},
+		Warn: func(string, ...any) {},
+	}
+	if err := c.Refresh(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cache) indexPath() string { return filepath.Join(c.Dir, "index.log") }
+
+// Refresh reads index records appended since the last read (by this or
+// another process).
+func (c *Cache) Refresh() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	path := c.indexPath()
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	st, err := wal.ReadFrom(path, c.offset, func(off int64, p []byte) error {
+		c.apply(p)
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, wal.ErrCorrupt) {
+			return fmt.Errorf("cache: the index %s is damaged in the middle (%w); move it aside to start an empty index, the blobs stay usable", path, err)
+		}
+		return fmt.Errorf("cache: %w", err)
+	}
+	c.offset += st.Bytes
+	return nil
+}
+
+func (c *Cache) apply(p []byte) {
+	if len(p) < 65 {
+		return
+	}
+	key := string(p[1:65])
+	switch p[0] {
+	case recAction:
+		c.actions[key] = append([]byte(nil), p[65:]...)
+	case recAddr:
+		c.addrs[string(p[65:])] = key
+	case recEvict:
+		delete(c.actions, key)
+	}
+}
+
+// Lookup returns the record of key, if committed.
+func (c *Cache) Lookup(key string) (*Record, bool) {
+	c.mu.RLock()
+	raw, ok := c.actions[key]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	var r Record
+	if err := json.Unmarshal(raw, &r); err != nil || r.Key != key || r.Format != CacheFormat {
+		c.Warn("cache: the record of %s is unreadable; it will be recomputed", short(key))
+		_ = c.Evict(key)
+		return nil, false
+	}
+	return &r, true
+}
+
+// Has reports whether key has a record, without decoding it.
+func (c *Cache) Has(key string) bool {
+	c.mu.RLock()
+	_, ok := c.actions[key]
+	c.mu.RUnlock()
+	return ok
+}
+
+// LastKey returns the key last committed for a node address of a pipeline.
+func (c *Cache) LastKey(pipeline, addr string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.addrs[pipeline+"\x00"+addr]
+}
+
+func (c *Cache) openLog() (*wal.Log, error) {
+	if c.log != nil {
+		return c.log, nil
+	}
+	l, err := wal.Open(c.indexPath(), wal.Options{Shared: true, NoSync: c.noSync})
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	c.log = l
+	return l, nil
+}
+
+// Commit durably adds a record and points its address at it. After Commit
+// returns, the node is finished: no later apply runs it again.
+func (c *Cache) Commit(r *Record) error {
+	r.Format = CacheFormat
+	body, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if len(r.Key) != 64 {
+		return fmt.Errorf("cache: bad key %q", r.Key)
+	}
+	if err := c.Blobs.Sync(); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	act := append(append([]byte{recAction}, r.Key...), body...)
+	addr := append(append([]byte{recAddr}, r.Key...), r.Pipeline+"\x00"+r.Address...)
+	c.mu.Lock()
+	l, err := c.openLog()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := l.AppendBatch([][]byte{act, addr}); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	c.mu.Lock()
+	c.actions[r.Key] = body
+	c.addrs[r.Pipeline+"\x00"+r.Address] = r.Key
+	c.mu.Unlock()
+	return nil
+}
+
+// Evict removes a record (it will be recomputed).
+func (c *Cache) Evict(key string) error {
+	c.mu.Lock()
+	delete(c.actions, key)
+	l, err := c.openLog()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return l.Append(append([]byte{recEvict}, key...))
+}
+
+// Close flushes the index and saves the stat cache.
+func (c *Cache) Close() error {
+	var errs []error
+	if c.log != nil {
+		errs = append(errs, c.log.Close())
+	}
+	errs = append(errs, c.Stat.Save())
+	return errors.Join(errs...)
+}
+
+// Records returns every record (for gc and show), decoded.
+func (c *Cache) Records() []*Record {
+	c.mu.RLock()
+	keys := make([]string, 0, len(c.actions))
+	for k := range c.actions {
+		keys = append(keys, k)
+	}
+	c.mu.RUnlock()
+	out := make([]*Record, 0, len(keys))
+	for _, k := range keys {
+		if r, ok := c.Lookup(k); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func short(key string) string {
+	if len(key) > 12 {
+		return key[:12]
+	}
+	return key
+}

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// canonicalJSON encodes a value canonically for node keys: object and map
+// keys sorted, numbers in their shortest exact decimal form, lists, sets and
+// tuples as arrays. A sensitive value becomes {"sensitive_sha256": digest}
+// so that keys change when a secret changes but never hold it. known is
+// false when any part of v is unknown.
+func canonicalJSON(v cty.Value) (out []byte, known bool) {
+	var b bytes.Buffer
+	ok := writeCanon(&b, v)
+	return b.Bytes(), ok
+}
+
+func writeCanon(b *bytes.Buffer, v cty.Value) bool {
+	if v.IsMarked() {
+		inner, _ := v.UnmarkDeep()
+		var ib bytes.Buffer
+		if !writeCanon(&ib, inner) {
+			return false
+		}
+		h := sha256.Sum256(ib.Bytes())
+		b.WriteString(`{"sensitive_sha256":"`)
+		b.WriteString(hex.EncodeToString(h[:]))
+		b.WriteString(`"}`)
+		return true
+	}
+	if !v.IsKnown() {
+		return false
+	}
+	if v.IsNull() {
+		b.WriteString("null")
+		return true
+	}
+	ty := v.Type()
+	switch {
+	case ty == cty.String:
+		s, _ := json.Marshal(v.AsString())
+		b.Write(s)
+	case ty == cty.Number:
+		s, err := ctyjson.Marshal(v, cty.Number)
+		if err != nil {
+			return false
+		}
+		b.Write(s)
+	case ty == cty.Bool:
+		if v.True() {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		b.WriteByte('[')
+		i := 0
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if !writeCanon(b, e) {
+				return false
+			}
+			i++
+		}
+		b.WriteByte(']')
+	case ty.IsMapType() || ty.IsObjectType():
+		type kv struct {
+			k string
+			v cty.Value
+		}
+		var kvs []kv
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			kvs = append(kvs, kv{k.AsString(), e})
+		}
+		sort.Slice(kvs, func(i, j int) bool { return kvs[i].k < kvs[j].k })
+		b.WriteByte('{')
+		for i, p := range kvs {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			s, _ := json.Marshal(p.k)
+			b.Write(s)
+			b.WriteByte(':')
+			if !writeCanon(b, p.v) {
+				return false
+			}
+		}
+		b.WriteByte('}')
+	case ty == cty.DynamicPseudoType:
+		return false
+	default:
+		return false
+	}
+	return true
+}
+
+// jsonToCty converts a JSON document (a node's result) into a cty value.
+func jsonToCty(raw json.RawMessage) (cty.Value, error) {
+	if len(raw) == 0 {
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	}
+	ty, err := ctyjson.ImpliedType(raw)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return ctyjson.Unmarshal(raw, ty)
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}

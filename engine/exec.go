@@ -1,0 +1,282 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// Executor starts one node process and waits for it. The local executor
+// runs it on this machine; a cluster executor (Slurm) submits it as a job
+// through the same interface.
+type Executor interface {
+	Name() string
+	Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResult, error)
+}
+
+// ExecSpec is one process to run for a node.
+type ExecSpec struct {
+	Node    string
+	Argv    []string
+	Shell   bool
+	Env     []string // the complete environment
+	Dir     string
+	Stdin   io.Reader
+	Stdout  string // log file paths
+	Stderr  string
+	Timeout time.Duration
+	// KillGrace is the wait between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+	// Inherit are descriptors the child keeps for its whole life: the
+	// per-key lock and GPU leases, so that they are never released while
+	// the process (or anything it started) still runs.
+	Inherit  []*os.File
+	Classify map[string][]string
+	GPUs     []int
+	// Hard, when closed, kills at once instead of SIGTERM-then-wait (a
+	// second Ctrl-C).
+	Hard <-chan struct{}
+	// Started is called once the process runs (for the journal).
+	Started func(pid int, procStart uint64)
+	// Sample starts memory sampling of the process tree; nil for none.
+	Sample func(pid int) func() gpu.Peaks
+}
+
+// LocalExecutor runs processes on this machine, each in its own process
+// group, with PR_SET_PDEATHSIG so that a child dies with cairn; anything it
+// started that survives is reaped by the next apply from the journal.
+type LocalExecutor struct{}
+
+// Name implements Executor.
+func (LocalExecutor) Name() string { return "local" }
+
+// stderrTail keeps the last bytes written to stderr.
+type stderrTail struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *stderrTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	t.mu.Unlock()
+	return len(p), nil
+}
+
+func (t *stderrTail) Bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
+}
+
+// Exec implements Executor.
+func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResult, error) {
+	res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs}
+	argv := spec.Argv
+	if spec.Shell {
+		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
+	}
+	if len(argv) == 0 {
+		res.Class, res.Message = dsl.ClassSetup, "nothing to run: the command is empty"
+		return res, nil
+	}
+	stdout, err := os.OpenFile(spec.Stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	defer stdout.Close()
+	stderrF, err := os.OpenFile(spec.Stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	defer stderrF.Close()
+	tail := &stderrTail{max: 16 << 10}
+
+	path := argv[0]
+	if !strings.Contains(path, "/") {
+		lp, err := exec.LookPath(path)
+		if err != nil {
+			res.Class = dsl.ClassSetup
+			res.Message = fmt.Sprintf("cannot start %q: not found on PATH", path)
+			fmt.Fprintln(stderrF, "cairn:", res.Message)
+			return res, nil
+		}
+		path = lp
+	} else if !strings.HasPrefix(path, "/") {
+		path = spec.Dir + "/" + path
+	}
+	cmd := &exec.Cmd{
+		Path:       path,
+		Args:       argv,
+		Env:        spec.Env,
+		Dir:        spec.Dir,
+		Stdin:      spec.Stdin,
+		Stdout:     stdout,
+		Stderr:     io.MultiWriter(stderrF, tail),
+		ExtraFiles: spec.Inherit,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	oomBefore, _ := gpu.CgroupOOMKills()
+	res.Started = time.Now()
+	if err := cmd.Start(); err != nil {
+		res.Class = dsl.ClassSetup
+		res.Message = fmt.Sprintf("cannot start %s: %s", argv[0], err)
+		fmt.Fprintln(stderrF, "cairn:", res.Message)
+		res.Ended = time.Now()
+		return res, nil
+	}
+	pid := cmd.Process.Pid
+	res.PID = pid
+	if spec.Started != nil {
+		spec.Started(pid, ProcStartTicks(pid))
+	}
+	var stopSample func() gpu.Peaks
+	if spec.Sample != nil {
+		stopSample = spec.Sample(pid)
+	}
+
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	var timeoutC <-chan time.Time
+	if spec.Timeout > 0 {
+		t := time.NewTimer(spec.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	grace := spec.KillGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	var killC <-chan time.Time
+	var waitErr error
+	interrupted := false
+	hard := spec.Hard
+	ctxDone := ctx.Done()
+loop:
+	for {
+		select {
+		case waitErr = <-waitDone:
+			break loop
+		case <-timeoutC:
+			res.TimedOut = true
+			timeoutC = nil
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			killC = time.After(grace)
+		case <-ctxDone:
+			interrupted = true
+			ctxDone = nil
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			if killC == nil {
+				killC = time.After(grace)
+			}
+		case <-hard:
+			hard = nil
+			interrupted = true
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		case <-killC:
+			killC = nil
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	// Nothing the node started outlives it: its lease ends now.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	res.Ended = time.Now()
+	if stopSample != nil {
+		p := stopSample().WithRusage(cmd.ProcessState)
+		res.PeakRSSMiB, res.PeakGPUMiB = p.RSSMiB, p.GPUMiB
+	} else if cmd.ProcessState != nil {
+		p := gpu.Peaks{}.WithRusage(cmd.ProcessState)
+		res.PeakRSSMiB = p.RSSMiB
+	}
+	res.StderrTail = tail.Bytes()
+	st := cmd.ProcessState
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		return nil, fmt.Errorf("exec: waiting for %s: %w", argv[0], waitErr)
+	}
+	ws, _ := st.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		res.Signal = ws.Signal().String()
+	case st.Exited():
+		res.ExitCode = st.ExitCode()
+	}
+	oomAfter, haveCgroup := gpu.CgroupOOMKills()
+	res.Class, res.Message = classify(res, interrupted, haveCgroup && oomAfter > oomBefore, spec)
+	return res, nil
+}
+
+// classify decides a finished process's failure class ("" for success).
+// Order: cairn's own timeout and interrupt; declared stderr patterns;
+// diagnosed out-of-memory; then signal (killed) or exit status (exit).
+func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *ExecSpec) (string, string) {
+	if res.TimedOut {
+		return dsl.ClassTimeout, fmt.Sprintf("killed at its timeout of %s", spec.Timeout)
+	}
+	if interrupted {
+		return dsl.ClassInterrupted, "stopped because cairn was interrupted"
+	}
+	if res.ExitCode == 0 && res.Signal == "" {
+		return "", ""
+	}
+	how := fmt.Sprintf("exited with status %d", res.ExitCode)
+	if res.Signal != "" {
+		how = "killed by signal " + res.Signal
+	}
+	classes := make([]string, 0, len(spec.Classify))
+	for c := range spec.Classify {
+		classes = append(classes, c)
+	}
+	sort.Slice(classes, func(i, j int) bool { return classRank(classes[i]) < classRank(classes[j]) })
+	for _, c := range classes {
+		for _, p := range spec.Classify[c] {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				continue
+			}
+			if m := re.Find(res.StderrTail); m != nil {
+				return c, fmt.Sprintf("%s; stderr matched %s pattern %q", how, c, string(m))
+			}
+		}
+	}
+	if m, ok := gpu.DiagnoseOOM(res.StderrTail, nil); ok {
+		return dsl.ClassMemoryFailure, fmt.Sprintf("%s; out of memory: %q in stderr", how, m)
+	}
+	if res.Signal != "" {
+		if cgroupOOM {
+			return dsl.ClassMemoryFailure, how + "; the kernel reports an OOM kill in this cgroup"
+		}
+		return dsl.ClassKilled, how + " (not sent by cairn; no out-of-memory diagnosis)"
+	}
+	return dsl.ClassExit, how
+}
+
+func classRank(c string) int {
+	for i, x := range dsl.FailureClasses {
+		if x == c {
+			return i
+		}
+	}
+	return len(dsl.FailureClasses)
+}

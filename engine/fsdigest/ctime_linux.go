@@ -1,0 +1,5 @@
+package fsdigest
+
+import "syscall"
+
+func ctimeNs(st *syscall.Stat_t) int64 { return st.Ctim.Nano() }

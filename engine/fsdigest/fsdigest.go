@@ -1,0 +1,442 @@
+// Package fsdigest computes the digests of the input files and directories
+// that enter cairn's node keys, and remembers them in a stat cache so that
+// `cairn plan` over an unchanged tree does not read it again.
+//
+// # Digests
+//
+// The digest of a file is the lowercase hex sha256 of its content. Its name,
+// mode and times do not enter it.
+//
+// The digest of a directory is the lowercase hex sha256 of
+//
+//	"cairn.tree.v1\n" followed by one record per entry of the tree
+//
+// The tree is walked depth first, the entries of each directory visited in
+// byte order of their names (so "a/x" comes before "a.txt": the directory
+// "a" sorts before the file "a.txt"). Paths are relative to the root,
+// separated by "/". The records are:
+//
+//	regular file:     <path> "\x00" <"x" if any exec bit is set, else "-"> "\x00" <file digest> "\n"
+//	empty directory:  <path> "/\x00d\n"
+//	symbolic link:    <path> "\x00l\x00" <link target> "\n"
+//
+// Directories that hold something contribute only through their entries;
+// the root itself contributes no record, so an empty root hashes
+// "cairn.tree.v1\n" alone. Symbolic links inside the tree are not followed:
+// their target text enters the digest as written, with every backslash
+// written as `\\` and every newline as `\n`, so that no two trees share an
+// encoding. A root given as a symbolic link is followed. Nothing is skipped:
+// hidden files count like any other. Sockets, pipes and devices in a tree are
+// an error. The digest does not depend on where the tree lies: the same tree
+// copied elsewhere has the same digest.
+//
+// # Stat cache
+//
+// A Cache maps a file's absolute path and stat information (size,
+// modification and change times in nanoseconds, inode, device, mode) to the
+// digest of its content. A file whose stat information is unchanged is not
+// read again. On Linux and macOS the change time is part of it: writing a
+// file changes it even when the size and modification time are put back,
+// so such a rewrite is noticed.
+//
+// A file modified within the timestamp granularity of the moment it was
+// hashed could change again without a visible change to its stat information
+// (the "racy git" problem). A digest is therefore stored only when the file's
+// modification and change times are more than two seconds older than the
+// moment the digest was computed; a file written just now is hashed again on
+// every use until it has aged.
+//
+// The cache persists to one file, loaded whole and written atomically.
+// Entries not used for 30 days are dropped when it is saved.
+package fsdigest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// TreeVersion starts every directory encoding; it changes whenever the
+// encoding does.
+const TreeVersion = "cairn.tree.v1\n"
+
+// racyWindow is how old a file's times must be, at the moment it is hashed,
+// for its digest to be stored. It covers coarse filesystem timestamps
+// (2 s on FAT) and clock ticks.
+const racyWindow = 2 * time.Second
+
+// keepDays is how many days an entry survives without being used.
+const keepDays = 30
+
+// statKey is what a cached digest is valid for.
+type statKey struct {
+	size  int64
+	mtime int64 // ns since the epoch
+	ctime int64 // ns since the epoch
+	ino   uint64
+	dev   uint64
+	mode  uint32 // fs.FileMode
+}
+
+type entry struct {
+	key  statKey
+	sum  [sha256.Size]byte
+	used uint32 // day (since the epoch) of the last use
+}
+
+// Cache computes file and tree digests, remembering file digests by stat
+// information. It is safe for concurrent use.
+type Cache struct {
+	path  string
+	clock func() time.Time // the time a digest is taken at; tests move it
+
+	mu      sync.Mutex
+	entries map[string]entry
+	dirty   bool
+
+	hits, misses atomic.Int64
+}
+
+// Load reads the stat cache stored at path. A missing, unreadable or
+// corrupt file gives an empty cache: the digests are then recomputed, never
+// trusted from a damaged file. An empty path gives a cache that is never
+// saved.
+func Load(path string) *Cache {
+	c := &Cache{path: path, clock: time.Now, entries: map[string]entry{}}
+	if path == "" {
+		return c
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c
+	}
+	if m, err := decode(b); err == nil {
+		c.entries = m
+	}
+	return c
+}
+
+// Stats returns how many file digests were found in the cache and how many
+// were computed since the cache was loaded.
+func (c *Cache) Stats() (hits, misses int) {
+	return int(c.hits.Load()), int(c.misses.Load())
+}
+
+// Save writes the cache to its file, atomically (a temporary file renamed
+// over it), if anything changed since it was loaded or last saved.
+func (c *Cache) Save() error {
+	if c.path == "" {
+		return nil
+	}
+	c.mu.Lock()
+	if !c.dirty {
+		c.mu.Unlock()
+		return nil
+	}
+	today := c.today()
+	for p, e := range c.entries {
+		if e.used+keepDays < today {
+			delete(c.entries, p)
+		}
+	}
+	b := encode(c.entries)
+	c.dirty = false
+	c.mu.Unlock()
+
+	if err := writeAtomic(c.path, b); err != nil {
+		c.mu.Lock()
+		c.dirty = true
+		c.mu.Unlock()
+		return fmt.Errorf("fsdigest: save stat cache: %w", err)
+	}
+	return nil
+}
+
+func writeAtomic(path string, b []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(b); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func (c *Cache) today() uint32 {
+	return uint32(c.clock().Unix() / 86400)
+}
+
+// File returns the hex sha256 of the content of the file at path,
+// following symbolic links.
+func (c *Cache) File(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("fsdigest: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("fsdigest: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("fsdigest: %s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	sum, err := c.file(abs, keyOf(fi))
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// file returns the digest of the file at abs, whose stat information is k.
+func (c *Cache) file(abs string, k statKey) ([sha256.Size]byte, error) {
+	if sum, ok := c.lookup(abs, k); ok {
+		return sum, nil
+	}
+	return c.hash(abs, k)
+}
+
+func (c *Cache) lookup(abs string, k statKey) ([sha256.Size]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[abs]
+	if !ok || e.key != k {
+		return [sha256.Size]byte{}, false
+	}
+	if today := c.today(); e.used != today {
+		e.used = today
+		c.entries[abs] = e
+		c.dirty = true
+	}
+	c.hits.Add(1)
+	return e.sum, true
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// hash reads the file at abs, whose stat information was k, and stores its
+// digest if the file did not change while it was read and is old enough to
+// trust its stat information (see the package comment).
+func (c *Cache) hash(abs string, k statKey) ([sha256.Size]byte, error) {
+	c.misses.Add(1)
+	var sum [sha256.Size]byte
+	f, err := os.Open(abs)
+	if err != nil {
+		return sum, fmt.Errorf("fsdigest: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	bp := bufPool.Get().(*[]byte)
+	_, err = io.CopyBuffer(h, struct{ io.Reader }{f}, *bp)
+	bufPool.Put(bp)
+	if err != nil {
+		return sum, fmt.Errorf("fsdigest: read %s: %w", abs, err)
+	}
+	h.Sum(sum[:0])
+	fi, err := f.Stat()
+	if err != nil {
+		return sum, fmt.Errorf("fsdigest: %w", err)
+	}
+	after := keyOf(fi)
+	if after != k || racy(after, c.clock()) {
+		return sum, nil
+	}
+	c.mu.Lock()
+	c.entries[abs] = entry{key: k, sum: sum, used: c.today()}
+	c.dirty = true
+	c.mu.Unlock()
+	return sum, nil
+}
+
+// racy reports whether a file with stat information k, hashed at now, could
+// still change without changing k.
+func racy(k statKey, now time.Time) bool {
+	limit := now.Add(-racyWindow).UnixNano()
+	return k.mtime >= limit || k.ctime >= limit
+}
+
+// Tree returns the digest of the file or directory at path: a file's
+// content digest, as File, or a directory's tree digest as described in the
+// package comment.
+func (c *Cache) Tree(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("fsdigest: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("fsdigest: %w", err)
+	}
+	switch {
+	case fi.Mode().IsRegular():
+		sum, err := c.file(abs, keyOf(fi))
+		if err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(sum[:]), nil
+	case !fi.IsDir():
+		return "", fmt.Errorf("fsdigest: %s is neither a file nor a directory (%s)", path, fi.Mode().Type())
+	}
+
+	var recs []record
+	if err := walk(abs, "", &recs); err != nil {
+		return "", err
+	}
+	if err := c.fileDigests(recs); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	var line []byte
+	line = append(line, TreeVersion...)
+	for i := range recs {
+		line = recs[i].appendTo(line)
+		if len(line) >= 32<<10 {
+			h.Write(line)
+			line = line[:0]
+		}
+	}
+	h.Write(line)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// record is one entry of a tree's encoding.
+type record struct {
+	rel    string // slash-separated path under the root
+	kind   byte   // 'f' regular file, 'd' empty directory, 'l' symbolic link
+	exec   bool
+	target string // of a symbolic link
+	abs    string
+	key    statKey
+	sum    [sha256.Size]byte
+}
+
+var targetEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
+func (r *record) appendTo(b []byte) []byte {
+	b = append(b, r.rel...)
+	switch r.kind {
+	case 'f':
+		b = append(b, 0)
+		if r.exec {
+			b = append(b, 'x')
+		} else {
+			b = append(b, '-')
+		}
+		b = append(b, 0)
+		b = hex.AppendEncode(b, r.sum[:])
+	case 'd':
+		b = append(b, "/\x00d"...)
+	case 'l':
+		b = append(b, "\x00l\x00"...)
+		b = append(b, targetEscaper.Replace(r.target)...)
+	}
+	return append(b, '\n')
+}
+
+// walk appends the records of the directory dir, whose path under the root
+// is rel ("" for the root), in encoding order.
+func walk(dir, rel string, recs *[]record) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("fsdigest: %w", err)
+	}
+	if len(ents) == 0 && rel != "" {
+		*recs = append(*recs, record{rel: rel, kind: 'd'})
+		return nil
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		r := e.Name()
+		if rel != "" {
+			r = rel + "/" + r
+		}
+		switch t := e.Type(); {
+		case t.IsDir():
+			if err := walk(p, r, recs); err != nil {
+				return err
+			}
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return fmt.Errorf("fsdigest: %w", err)
+			}
+			*recs = append(*recs, record{rel: r, kind: 'l', target: target})
+		case t.IsRegular():
+			fi, err := e.Info()
+			if err != nil {
+				return fmt.Errorf("fsdigest: %w", err)
+			}
+			*recs = append(*recs, record{rel: r, kind: 'f', abs: p, exec: fi.Mode()&0o111 != 0, key: keyOf(fi)})
+		default:
+			return fmt.Errorf("fsdigest: %s: cannot digest a %s in an input tree", p, t)
+		}
+	}
+	return nil
+}
+
+// fileDigests fills in the digests of the files among recs, from the cache
+// where it can and by reading the others in parallel.
+func (c *Cache) fileDigests(recs []record) error {
+	var todo []int
+	for i := range recs {
+		if recs[i].kind != 'f' {
+			continue
+		}
+		if sum, ok := c.lookup(recs[i].abs, recs[i].key); ok {
+			recs[i].sum = sum
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 8, len(todo))
+	var next atomic.Int64
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= len(todo) {
+					return
+				}
+				r := &recs[todo[n]]
+				sum, err := c.hash(r.abs, r.key)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				r.sum = sum
+			}
+		}(w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/wal"
+)
+
+// UseLock is held shared by every apply for its whole life; gc takes it
+// exclusively, so it never removes a blob or record a running apply uses.
+func UseLock(cacheDir string) (*flock.Flock, error) {
+	lk := flock.New(filepath.Join(cacheDir, "gc.lock"))
+	if err := lk.RLock(); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	return lk, nil
+}
+
+// GCOptions choose what gc removes.
+type GCOptions struct {
+	OlderThan time.Duration // records (and runs) whose node ended longer ago; 0: keep all
+	MaxBytes  int64         // evict oldest records until blobs fit; 0: no limit
+	DryRun    bool
+	Wait      func() // called when gc must wait for running applies
+}
+
+// GCResult says what gc did.
+type GCResult struct {
+	Records, Blobs, Runs int
+	Bytes                int64
+	Kept                 int
+	KeptBytes            int64
+}
+
+// GC removes old records, blobs no record references, and old run
+// folders, then compacts the index. It waits for running applies.
+func GC(c *Cache, opts GCOptions) (*GCResult, error) {
+	lk := flock.New(filepath.Join(c.Dir, "gc.lock"))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if opts.Wait != nil {
+			opts.Wait()
+		}
+		if err := lk.Lock(); err != nil {
+			return nil, err
+		}
+	}
+	defer lk.Unlock()
+	if err := c.Refresh(); err != nil {
+		return nil, err
+	}
+	res := &GCResult{}
+	recs := c.Records()
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Ended.After(recs[j].Ended) })
+	sizes := map[string]int64{}
+	_ = c.Blobs.Walk(func(d cas.Digest, size int64, _ time.Time) error {
+		sizes[string(d)] = size
+		return nil
+	})
+	keep := map[string]bool{}
+	var used int64
+	counted := map[string]bool{}
+	var drop []*Record
+	for _, r := range recs {
+		old := opts.OlderThan > 0 && time.Since(r.Ended) > opts.OlderThan
+		var need int64
+		for _, d := range r.Outputs {
+			if !counted[d] {
+				need += sizes[d]
+			}
+		}
+		if old || (opts.MaxBytes > 0 && used+need > opts.MaxBytes) {
+			drop = append(drop, r)
+			continue
+		}
+		used += need
+		for _, d := range r.Outputs {
+			counted[d] = true
+		}
+		keep[r.Key] = true
+	}
+	res.Records = len(drop)
+	res.Kept = len(keep)
+	res.KeptBytes = used
+	for d, size := range sizes {
+		if counted[d] {
+			continue
+		}
+		res.Blobs++
+		res.Bytes += size
+		if !opts.DryRun {
+			_ = c.Blobs.Remove(cas.Digest(d))
+		}
+	}
+	if opts.OlderThan > 0 {
+		runs, _ := ListRuns(c.Dir)
+		for _, r := range runs {
+			if r.State != "running" && !r.Start.IsZero() && time.Since(r.Start) > opts.OlderThan {
+				res.Runs++
+				if !opts.DryRun {
+					_ = os.RemoveAll(r.Dir)
+				}
+			}
+		}
+	}
+	if opts.DryRun {
+		return res, nil
+	}
+	_, _ = c.Blobs.RemoveStaleTemps(time.Hour)
+	return res, c.compact(keep)
+}
+
+// compact rewrites the index with only the kept records and their
+// address pointers. Called with the gc lock held exclusively.
+func (c *Cache) compact(keep map[string]bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.log != nil {
+		_ = c.log.Close()
+		c.log = nil
+	}
+	tmp := c.indexPath() + ".compact"
+	_ = os.Remove(tmp)
+	l, err := wal.Open(tmp, wal.Options{NoSync: c.noSync})
+	if err != nil {
+		return err
+	}
+	var batch [][]byte
+	for k, body := range c.actions {
+		if !keep[k] {
+			delete(c.actions, k)
+			continue
+		}
+		batch = append(batch, append(append([]byte{recAction}, k...), body...))
+	}
+	for addr, k := range c.addrs {
+		if !keep[k] {
+			delete(c.addrs, addr)
+			continue
+		}
+		batch = append(batch, append(append([]byte{recAddr}, k...), addr...))
+	}
+	if len(batch) > 0 {
+		if err := l.AppendBatch(batch); err != nil {
+			l.Close()
+			return err
+		}
+	}
+	if err := l.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, c.indexPath()); err != nil {
+		return err
+	}
+	_ = os.Remove(tmp + ".lock")
+	st, err := os.Stat(c.indexPath())
+	if err == nil {
+		c.offset = st.Size()
+	}
+	return nil
+}
+
+// AddressKeys lists, per pipeline, the last key committed for addr.
+func (c *Cache) AddressKeys(addr string) map[string]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]string{}
+	for k, key := range c.addrs {
+		p, a, _ := strings.Cut(k, "\x00")
+		if a == addr {
+			out[p] = key
+		}
+	}
+	return out
+}
+
+// FindKey resolves a full key or a unique prefix of at least 8 hex digits.
+func (c *Cache) FindKey(prefix string) (string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.actions[prefix]; ok {
+		return prefix, nil
+	}
+	if len(prefix) < 8 {
+		return "", fmt.Errorf("%q is too short to name a key: give at least 8 hex digits", prefix)
+	}
+	var found []string
+	for k := range c.actions {
+		if strings.HasPrefix(k, prefix) {
+			found = append(found, k)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no cached record has a key starting with %s", prefix)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%d keys start with %s: give more digits", len(found), prefix)
+}
+
+// MarshalIndent renders a record for people.
+func (r *Record) MarshalIndent() string {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return string(b)
+}

@@ -1,0 +1,278 @@
+package items
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting of a canonicalized value, as Go's decoder does.
+const maxDepth = 10000
+
+// Canonical rewrites one JSON value in the canonical form ItemKey hashes: no
+// insignificant whitespace, object members sorted by key in byte order (the
+// last of duplicate keys wins), strings as Go's JSON encoder writes them
+// without HTML escaping, numbers exactly as written.
+//
+// It is the same text as decoding with json.Decoder.UseNumber and encoding
+// with SetEscapeHTML(false), without building the value in between.
+func Canonical(raw json.RawMessage) ([]byte, error) {
+	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	if err := c.value(0); err != nil {
+		return nil, err
+	}
+	c.space()
+	if c.pos < len(c.in) {
+		return nil, fmt.Errorf("more than one JSON value (offset %d)", c.pos)
+	}
+	return c.out, nil
+}
+
+type canonicalizer struct {
+	in  []byte
+	pos int
+	out []byte
+}
+
+var errEnd = errors.New("unexpected end of JSON input")
+
+func (c *canonicalizer) space() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonicalizer) syntax(what string) error {
+	if c.pos >= len(c.in) {
+		return errEnd
+	}
+	return fmt.Errorf("invalid character %q %s (offset %d)", c.in[c.pos], what, c.pos)
+}
+
+func (c *canonicalizer) value(depth int) error {
+	if depth > maxDepth {
+		return errors.New("JSON nested too deeply")
+	}
+	c.space()
+	if c.pos >= len(c.in) {
+		return errEnd
+	}
+	switch ch := c.in[c.pos]; {
+	case ch == '{':
+		return c.object(depth)
+	case ch == '[':
+		return c.array(depth)
+	case ch == '"':
+		_, enc, err := c.str()
+		if err != nil {
+			return err
+		}
+		c.out = append(c.out, enc...)
+		return nil
+	case ch == 't':
+		return c.literal("true")
+	case ch == 'f':
+		return c.literal("false")
+	case ch == 'n':
+		return c.literal("null")
+	case ch == '-' || '0' <= ch && ch <= '9':
+		return c.number()
+	}
+	return c.syntax("looking for the beginning of a value")
+}
+
+func (c *canonicalizer) literal(word string) error {
+	if !bytes.HasPrefix(c.in[c.pos:], []byte(word)) {
+		return c.syntax("in literal " + word)
+	}
+	c.pos += len(word)
+	c.out = append(c.out, word...)
+	return nil
+}
+
+func (c *canonicalizer) number() error {
+	start := c.pos
+	digits := func() int {
+		n := 0
+		for c.pos < len(c.in) && '0' <= c.in[c.pos] && c.in[c.pos] <= '9' {
+			c.pos++
+			n++
+		}
+		return n
+	}
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	switch {
+	case c.pos < len(c.in) && c.in[c.pos] == '0':
+		c.pos++
+	case digits() == 0:
+		return c.syntax("in numeric literal")
+	}
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		c.pos++
+		if digits() == 0 {
+			return c.syntax("after decimal point in numeric literal")
+		}
+	}
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		c.pos++
+		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
+			c.pos++
+		}
+		if digits() == 0 {
+			return c.syntax("in exponent of numeric literal")
+		}
+	}
+	c.out = append(c.out, c.in[start:c.pos]...)
+	return nil
+}
+
+// str reads a string: its decoded value's bytes (for sorting keys) and its
+// canonical encoding. Strings without escapes or unusual characters are
+// their own canonical form; the others go through Go's decoder and encoder.
+func (c *canonicalizer) str() (key, enc []byte, err error) {
+	start := c.pos
+	c.pos++ // the opening quote
+	plain := true
+	for {
+		if c.pos >= len(c.in) {
+			return nil, nil, errEnd
+		}
+		b := c.in[c.pos]
+		switch {
+		case b == '"':
+			c.pos++
+			raw := c.in[start:c.pos]
+			if plain && utf8.Valid(raw) && !bytes.Contains(raw, []byte("\u2028")) && !bytes.Contains(raw, []byte("\u2029")) {
+				return raw[1 : len(raw)-1], raw, nil
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, nil, err
+			}
+			var buf bytes.Buffer
+			writeJSONString(&buf, s)
+			return []byte(s), buf.Bytes(), nil
+		case b == '\\':
+			plain = false
+			c.pos += 2
+		case b < 0x20:
+			return nil, nil, c.syntax("in string literal")
+		default:
+			c.pos++
+		}
+	}
+}
+
+type member struct {
+	key []byte // decoded
+	enc []byte // canonical "key":value
+}
+
+func (c *canonicalizer) object(depth int) error {
+	c.pos++ // {
+	var members []member
+	c.space()
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, "{}"...)
+		return nil
+	}
+	mark := len(c.out)
+	for {
+		c.space()
+		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+			return c.syntax("looking for beginning of object key string")
+		}
+		key, enc, err := c.str()
+		if err != nil {
+			return err
+		}
+		c.space()
+		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+			return c.syntax("after object key")
+		}
+		c.pos++
+		start := len(c.out)
+		c.out = append(c.out, enc...)
+		c.out = append(c.out, ':')
+		if err := c.value(depth + 1); err != nil {
+			return err
+		}
+		members = append(members, member{key: key, enc: c.out[start:len(c.out):len(c.out)]})
+		c.space()
+		if c.pos >= len(c.in) {
+			return errEnd
+		}
+		if c.in[c.pos] == ',' {
+			c.pos++
+			continue
+		}
+		if c.in[c.pos] == '}' {
+			c.pos++
+			break
+		}
+		return c.syntax("after object key:value pair")
+	}
+	// Sort by key, keeping the last of equal keys, and write the members
+	// again in their place.
+	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	kept := members[:0]
+	for i, m := range members {
+		if i+1 < len(members) && bytes.Equal(m.key, members[i+1].key) {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	body := make([]byte, 0, len(c.out)-mark+len(kept)+1)
+	body = append(body, '{')
+	for i, m := range kept {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, m.enc...)
+	}
+	body = append(body, '}')
+	c.out = append(c.out[:mark], body...)
+	return nil
+}
+
+func (c *canonicalizer) array(depth int) error {
+	c.pos++ // [
+	c.out = append(c.out, '[')
+	c.space()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		return nil
+	}
+	for {
+		if err := c.value(depth + 1); err != nil {
+			return err
+		}
+		c.space()
+		if c.pos >= len(c.in) {
+			return errEnd
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			return nil
+		default:
+			return c.syntax("after array element")
+		}
+	}
+}

@@ -1,0 +1,863 @@
+package items
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Defaults of Config and RetryPolicy fields left at zero.
+const (
+	DefaultItemTimeout   = 30 * time.Minute
+	DefaultClaimBatch    = 64
+	DefaultShutdownGrace = 5 * time.Second
+	DefaultInfraRetries  = 3
+	DefaultCrashRetries  = 3
+	DefaultTimeoutRetry  = 2
+	DefaultBackoff       = 250 * time.Millisecond
+	DefaultMaxBackoff    = 30 * time.Second
+	progressEvery        = 10
+	maxQuietStarts       = 5 // workers in a row that die without answering
+)
+
+// ErrIncomplete is returned by Evaluate, with a full Summary, when some items
+// ended as failed: their retries were spent on infrastructure failures,
+// crashes or timeouts. Nothing is stored for them, so the next evaluation
+// sends them again.
+var ErrIncomplete = errors.New("items: evaluation incomplete")
+
+// ErrWorker reports a worker that cannot run: it does not start, or it dies
+// again and again without answering any item.
+var ErrWorker = errors.New("items: worker failed")
+
+// Item is one element of the dataset being evaluated.
+type Item struct {
+	// ID names the item in requests, responses and reports; IDs are unique
+	// within one evaluation.
+	ID string
+	// Data is the item's content (one JSON value). It enters the item key.
+	Data json.RawMessage
+}
+
+// RetryPolicy bounds how often one item is sent again. Each count is the
+// number of retries (sends after the first) allowed for that kind of failure;
+// an item that needs one more ends as failed and is not stored. Zero fields
+// take the defaults; a negative count means no retry.
+type RetryPolicy struct {
+	// InfraFailures: responses with infra_failure set (endpoint down, HTTP
+	// 5xx). Retries wait Backoff, doubled each time, up to MaxBackoff.
+	InfraFailures int
+	// Crashes: the worker died, or stopped reading or writing, while the
+	// item was in flight.
+	Crashes int
+	// Timeouts: no response within ItemTimeout of sending the item.
+	Timeouts int
+	// Backoff is the wait before the first infrastructure-failure retry.
+	Backoff time.Duration
+	// MaxBackoff caps the doubling of Backoff.
+	MaxBackoff time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	def := func(v, d int) int {
+		switch {
+		case v == 0:
+			return d
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	p.InfraFailures = def(p.InfraFailures, DefaultInfraRetries)
+	p.Crashes = def(p.Crashes, DefaultCrashRetries)
+	p.Timeouts = def(p.Timeouts, DefaultTimeoutRetry)
+	if p.Backoff <= 0 {
+		p.Backoff = DefaultBackoff
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = DefaultMaxBackoff
+	}
+	return p
+}
+
+// Config describes one evaluation.
+type Config struct {
+	// Worker is the worker's argv; Dir its working directory; Env its
+	// environment (nil: cairn's own). Evaluate adds MODEL_ID (ModelID) and
+	// CAIRN_MAX_IN_FLIGHT (MaxInFlight) to it.
+	Worker []string
+	Env    []string
+	Dir    string
+
+	// Items is the dataset.
+	Items []Item
+
+	// The item key's other inputs (see ItemKey): the digest of the bundle
+	// being evaluated, the task model, the runtime settings (topology,
+	// framework, communication format, team size, decoding parameters,
+	// evaluation seed...) and the digest of the worker's code.
+	BundleDigest string
+	ModelID      string
+	Runtime      map[string]any
+	WorkerDigest string
+
+	// Replicas is the number of worker processes (default 1); MaxInFlight
+	// the requests outstanding per worker (default 1).
+	Replicas    int
+	MaxInFlight int
+	// ItemTimeout counts from the moment an item is sent (default
+	// DefaultItemTimeout). An item past it kills its worker.
+	ItemTimeout time.Duration
+	Retry       RetryPolicy
+
+	// Endpoints are the task model's base URLs, handed to requests round
+	// robin with at most EndpointConcurrency outstanding each (0: no
+	// limit). When set, Preflight checks them before the first item is
+	// sent, unless SkipPreflight.
+	Endpoints           []string
+	EndpointConcurrency int
+	SkipPreflight       bool
+
+	// Store holds the results; required.
+	Store *Store
+	// ClaimBatch is how many items are claimed at a time (default 64).
+	ClaimBatch int
+
+	// Progress gets a line every 10 completed items:
+	// "evaluated N/M: from-cache C, charged K, infra-failures F".
+	Progress io.Writer
+	// OnProgress, when set, is called with the counts after every change;
+	// it must return quickly.
+	OnProgress func(Counts)
+	// OnResult is the per-item journal hook, called once per item ID as
+	// its new result is stored (durably), from one goroutine.
+	OnResult func(itemID, key string, r Result)
+	// Log gets cairn's diagnostics about workers (garbage lines, crashes,
+	// timeouts, retries); WorkerStderr gets the workers' stderr, each line
+	// prefixed with the worker's name. Both default to Log, then discard.
+	Log          io.Writer
+	WorkerStderr io.Writer
+	// ShutdownGrace is how long a worker may take to exit after its stdin
+	// is closed at the end (default 5s) before its group is killed.
+	ShutdownGrace time.Duration
+}
+
+// Counts are the running totals of an evaluation, in items (item IDs).
+type Counts struct {
+	// Total is the number of items; Done those evaluated, found in the
+	// store or failed.
+	Total int
+	Done  int
+	// Evaluated items got their result from a worker in this evaluation;
+	// FromCache items found theirs in the store.
+	Evaluated int
+	FromCache int
+	// Failed items spent their retries; nothing was stored for them.
+	Failed int
+	// Charged sums the charged field of every response; InfraFailures
+	// counts responses that reported an infrastructure failure; Retried
+	// counts sends after the first.
+	Charged       int
+	InfraFailures int
+	Retried       int
+}
+
+// ItemOutcome is what became of one item.
+type ItemOutcome struct {
+	ID  string
+	Key string
+	// Score is the result's score; nil when it has none or the item failed.
+	Score *float64
+	// Cached is set when the result was in the store already.
+	Cached bool
+	// Failed is set when the item's retries were spent; Reason says why.
+	Failed bool
+	Reason string
+}
+
+// Summary is the outcome of an evaluation.
+type Summary struct {
+	Counts
+	// Scored is the number of items whose result has a score, and
+	// MeanScore their mean (0 when none).
+	Scored    int
+	MeanScore float64
+	// WorkerStarts counts worker processes started.
+	WorkerStarts int
+	// Items holds one outcome per item, in the order of Config.Items.
+	Items []ItemOutcome
+}
+
+// task is one distinct item key to resolve; several item IDs may share it.
+type task struct {
+	kb   [32]byte
+	key  string
+	idxs []int  // indexes into Config.Items
+	id   string // request id: the first item's ID
+	idq  []byte // id as a JSON string
+	data []byte // canonical item JSON
+
+	infra, crashes, timeouts int
+	sends                    int
+	failedOn                 string // endpoint of the last infrastructure failure
+	result                   Result
+}
+
+type failureClass int
+
+const (
+	classInfra failureClass = iota
+	classCrash
+	classTimeout
+	classDisplaced // in flight on a worker killed for another item's timeout
+)
+
+// Evaluate runs the items of cfg through the worker protocol: items whose
+// key has a result in cfg.Store are taken from it, the others are claimed,
+// sent to the workers, and their results stored as they arrive. It returns
+// when every item has a result or has failed. The Summary is complete even
+// with an error: ctx's error, a store or worker error, or ErrIncomplete when
+// items failed.
+func Evaluate(ctx context.Context, cfg Config) (Summary, error) {
+	r, err := newRun(cfg)
+	if err != nil {
+		return Summary{}, err
+	}
+	return r.evaluate(ctx)
+}
+
+type run struct {
+	cfg    Config
+	policy RetryPolicy
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	store  *Store
+	tasks  []*task // distinct keys
+	picker *Picker
+
+	claimMu sync.Mutex
+	claims  *Claims
+
+	mu        sync.Mutex
+	counts    Counts
+	outcomes  []ItemOutcome
+	remaining int  // tasks unresolved
+	scanning  bool // resolving the items already stored
+	done      chan struct{}
+	fatal     error
+
+	queue    *readyQueue
+	need     chan struct{} // the feeder is wanted
+	commitCh chan *task
+	starts   int
+	quiet    int // workers in a row that died without answering
+	procSeq  int
+}
+
+func newRun(cfg Config) (*run, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("items: Config.Store is required")
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 1
+	}
+	if cfg.ItemTimeout <= 0 {
+		cfg.ItemTimeout = DefaultItemTimeout
+	}
+	if cfg.ClaimBatch <= 0 {
+		cfg.ClaimBatch = DefaultClaimBatch
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.WorkerStderr == nil {
+		cfg.WorkerStderr = cfg.Log
+	}
+	rt, err := CanonicalRuntime(cfg.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{
+		cfg:      cfg,
+		policy:   cfg.Retry.withDefaults(),
+		store:    cfg.Store,
+		outcomes: make([]ItemOutcome, len(cfg.Items)),
+		done:     make(chan struct{}),
+		queue:    newReadyQueue(),
+		need:     make(chan struct{}, 1),
+		commitCh: make(chan *task, 4096),
+	}
+	r.counts.Total = len(cfg.Items)
+	byKey := make(map[[32]byte]*task, len(cfg.Items))
+	seen := make(map[string]bool, len(cfg.Items))
+	for i, it := range cfg.Items {
+		if it.ID == "" {
+			return nil, fmt.Errorf("items: item %d has no ID", i)
+		}
+		if seen[it.ID] {
+			return nil, fmt.Errorf("items: item ID %q appears twice", it.ID)
+		}
+		seen[it.ID] = true
+		data, err := Canonical(it.Data)
+		if err != nil {
+			return nil, fmt.Errorf("items: item %q: %w", it.ID, err)
+		}
+		key := itemKey(cfg.BundleDigest, data, cfg.ModelID, rt, cfg.WorkerDigest)
+		kb, _ := parseKey(key)
+		r.outcomes[i] = ItemOutcome{ID: it.ID, Key: key}
+		if t, ok := byKey[kb]; ok {
+			t.idxs = append(t.idxs, i)
+			continue
+		}
+		idq, _ := json.Marshal(it.ID)
+		t := &task{kb: kb, key: key, idxs: []int{i}, id: it.ID, idq: idq, data: data}
+		byKey[kb] = t
+		r.tasks = append(r.tasks, t)
+	}
+	r.remaining = len(r.tasks)
+	return r, nil
+}
+
+func (r *run) evaluate(parent context.Context) (Summary, error) {
+	if err := r.store.Refresh(); err != nil {
+		return r.summary(), err
+	}
+	// The items found in the store now make one progress line, not one
+	// per ten.
+	var fresh []*task
+	r.mu.Lock()
+	r.scanning = true
+	r.mu.Unlock()
+	for _, t := range r.tasks {
+		if r.store.has(t.kb) {
+			r.resolveCached(t, false)
+		} else {
+			fresh = append(fresh, t)
+		}
+	}
+	r.mu.Lock()
+	r.scanning = false
+	r.report(true)
+	r.mu.Unlock()
+	if len(fresh) == 0 {
+		return r.summary(), nil
+	}
+	if len(r.cfg.Worker) == 0 {
+		return r.summary(), fmt.Errorf("%w: %d items need evaluating and no worker command is set", ErrWorker, len(fresh))
+	}
+	if len(r.cfg.Endpoints) > 0 && !r.cfg.SkipPreflight {
+		if err := Preflight(parent, r.cfg.Endpoints, r.cfg.ModelID); err != nil {
+			return r.summary(), err
+		}
+	}
+	claims, err := OpenClaims(r.store.Dir())
+	if err != nil {
+		return r.summary(), err
+	}
+	r.claims = claims
+	defer claims.Close()
+	r.picker = NewPicker(r.cfg.Endpoints, r.cfg.EndpointConcurrency)
+
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	r.ctx, r.cancel = ctx, cancel
+
+	var wg sync.WaitGroup
+	wg.Go(func() { r.feed(fresh) })
+	wg.Go(r.commit)
+	for n := range r.cfg.Replicas {
+		wg.Go(func() { r.replica(n) })
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+	}
+	wg.Wait()
+
+	sum := r.summary()
+	r.mu.Lock()
+	fatal := r.fatal
+	r.mu.Unlock()
+	switch {
+	case fatal != nil:
+		return sum, fatal
+	case parent.Err() != nil:
+		return sum, parent.Err()
+	case sum.Failed > 0:
+		return sum, fmt.Errorf("%w: %d of %d items failed after their retries", ErrIncomplete, sum.Failed, sum.Total)
+	}
+	return sum, nil
+}
+
+// setFatal stops the evaluation with err (the first one wins).
+func (r *run) setFatal(err error) {
+	r.mu.Lock()
+	if r.fatal == nil {
+		r.fatal = err
+	}
+	r.mu.Unlock()
+	r.cancel(err)
+}
+
+func (r *run) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return r.ctx.Err() != nil
+	}
+}
+
+// resolveCached records t's result from the store; release gives its claim
+// back.
+func (r *run) resolveCached(t *task, release bool) {
+	if release {
+		r.release(t)
+	}
+	score, hasScore, _, _ := r.store.score(t.kb)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, i := range t.idxs {
+		o := &r.outcomes[i]
+		o.Cached = true
+		if hasScore {
+			sc := score
+			o.Score = &sc
+		}
+	}
+	r.counts.FromCache += len(t.idxs)
+	r.resolvedLocked(t)
+}
+
+// resolvedLocked counts t as done; r.mu is held.
+func (r *run) resolvedLocked(t *task) {
+	r.counts.Done += len(t.idxs)
+	r.remaining--
+	r.report(false)
+	if r.remaining == 0 {
+		close(r.done)
+	}
+}
+
+// report writes the progress line when Done crosses a multiple of ten (or
+// always, with force) and calls OnProgress. r.mu is held.
+func (r *run) report(force bool) {
+	c := r.counts
+	if r.cfg.OnProgress != nil {
+		r.cfg.OnProgress(c)
+	}
+	if r.cfg.Progress == nil || r.scanning {
+		return
+	}
+	if force || c.Done/progressEvery != (c.Done-1)/progressEvery || c.Done == c.Total {
+		if force && c.Done == 0 {
+			return
+		}
+		fmt.Fprintf(r.cfg.Progress, "evaluated %d/%d: from-cache %d, charged %d, infra-failures %d\n",
+			c.Done, c.Total, c.FromCache, c.Charged, c.InfraFailures)
+	}
+}
+
+func (r *run) release(t *task) {
+	r.claimMu.Lock()
+	err := r.claims.release(t.kb)
+	r.claimMu.Unlock()
+	if err != nil {
+		r.setFatal(err)
+	}
+}
+
+// fail ends t without a result.
+func (r *run) fail(t *task, reason string) {
+	r.release(t)
+	fmt.Fprintf(r.cfg.Log, "items: item %s failed: %s\n", t.id, reason)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, i := range t.idxs {
+		r.outcomes[i].Failed = true
+		r.outcomes[i].Reason = reason
+	}
+	r.counts.Failed += len(t.idxs)
+	r.resolvedLocked(t)
+}
+
+// retry sends t again after a failed attempt of the given class, or fails it
+// when that class's retries are spent.
+func (r *run) retry(t *task, class failureClass, why string) {
+	r.mu.Lock()
+	var spent bool
+	var delay time.Duration
+	switch class {
+	case classInfra:
+		t.infra++
+		spent = t.infra > r.policy.InfraFailures
+		delay = r.policy.Backoff << min(t.infra-1, 20)
+		delay = min(delay, r.policy.MaxBackoff)
+	case classCrash:
+		t.crashes++
+		spent = t.crashes > r.policy.Crashes
+	case classTimeout:
+		t.timeouts++
+		spent = t.timeouts > r.policy.Timeouts
+	}
+	if !spent {
+		r.counts.Retried += len(t.idxs)
+		r.report(false)
+	}
+	r.mu.Unlock()
+	if spent {
+		r.fail(t, why)
+		return
+	}
+	if delay > 0 {
+		time.AfterFunc(delay, func() { r.queue.push(t, true) })
+		return
+	}
+	r.queue.push(t, true)
+}
+
+// feed claims the fresh tasks in batches, as the workers need them, and
+// queues those it holds; items another evaluator holds are tried again until
+// they are claimed or stored.
+func (r *run) feed(fresh []*task) {
+	lowWater := r.lowWater()
+	var contended []*task
+	for i := 0; i < len(fresh); {
+		for r.queue.len() >= lowWater {
+			select {
+			case <-r.need:
+			case <-r.done:
+				return
+			case <-r.ctx.Done():
+				return
+			}
+		}
+		end := min(i+r.cfg.ClaimBatch, len(fresh))
+		if !r.claimBatch(fresh[i:end], &contended) {
+			return
+		}
+		i = end
+	}
+	wait := 5 * time.Millisecond
+	for len(contended) > 0 {
+		select {
+		case <-time.After(wait):
+		case <-r.done:
+			return
+		case <-r.ctx.Done():
+			return
+		}
+		wait = min(wait*2, 250*time.Millisecond)
+		if err := r.store.Refresh(); err != nil {
+			r.setFatal(err)
+			return
+		}
+		batch := contended
+		contended = nil
+		for len(batch) > 0 {
+			n := min(r.cfg.ClaimBatch, len(batch))
+			before := len(contended)
+			if !r.claimBatch(batch[:n], &contended) {
+				return
+			}
+			if len(contended)-before < n {
+				wait = 5 * time.Millisecond // progress: look again soon
+			}
+			batch = batch[n:]
+		}
+	}
+}
+
+// lowWater is the queue length under which the feeder claims more.
+func (r *run) lowWater() int {
+	return r.cfg.Replicas*r.cfg.MaxInFlight + r.cfg.ClaimBatch
+}
+
+// wantMore wakes the feeder when the queue runs low.
+func (r *run) wantMore() {
+	if r.queue.len() < r.lowWater() {
+		select {
+		case r.need <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// claimBatch claims what it can of batch, reads the store's tail, and queues
+// the claimed tasks that still have no result; the others go to contended.
+// It reports false on a fatal error.
+func (r *run) claimBatch(batch []*task, contended *[]*task) bool {
+	const (
+		stored = iota
+		claimed
+		held
+	)
+	state := make([]int, len(batch))
+	r.claimMu.Lock()
+	for i, t := range batch {
+		if r.store.has(t.kb) {
+			continue // stored: resolved below without a claim
+		}
+		ok, err := r.claims.tryClaim(t.kb)
+		if err != nil {
+			r.claimMu.Unlock()
+			r.setFatal(err)
+			return false
+		}
+		state[i] = held
+		if ok {
+			state[i] = claimed
+		}
+	}
+	r.claimMu.Unlock()
+	// Another evaluator may have stored a result between our last read
+	// and the claim: read the tail again now that we hold it.
+	if err := r.store.Refresh(); err != nil {
+		r.setFatal(err)
+		return false
+	}
+	for i, t := range batch {
+		switch {
+		case state[i] == claimed && r.store.has(t.kb):
+			r.resolveCached(t, true)
+		case state[i] == claimed:
+			r.queue.push(t, false)
+		case state[i] == held:
+			*contended = append(*contended, t)
+		default:
+			r.resolveCached(t, false)
+		}
+	}
+	return true
+}
+
+// commit stores results in group commits and completes their items.
+func (r *run) commit() {
+	batch := make([]*task, 0, 1024)
+	recs := make([]Record, 0, 1024)
+	for {
+		batch = batch[:0]
+		select {
+		case t := <-r.commitCh:
+			batch = append(batch, t)
+		case <-r.done:
+			return
+		case <-r.ctx.Done():
+			return
+		}
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case t := <-r.commitCh:
+				batch = append(batch, t)
+			default:
+				break drain
+			}
+		}
+		recs = recs[:0]
+		for _, t := range batch {
+			recs = append(recs, Record{Key: t.key, Result: t.result})
+		}
+		if err := r.store.PutBatch(recs); err != nil {
+			r.setFatal(err)
+			return
+		}
+		for _, t := range batch {
+			r.complete(t)
+		}
+	}
+}
+
+// complete records t's stored result.
+func (r *run) complete(t *task) {
+	if r.cfg.OnResult != nil {
+		for _, i := range t.idxs {
+			r.cfg.OnResult(r.cfg.Items[i].ID, t.key, t.result)
+		}
+	}
+	r.release(t)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, i := range t.idxs {
+		if t.result.Score != nil {
+			sc := *t.result.Score
+			r.outcomes[i].Score = &sc
+		}
+	}
+	r.counts.Evaluated += len(t.idxs)
+	r.resolvedLocked(t)
+}
+
+func (r *run) summary() Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Summary{Counts: r.counts, WorkerStarts: r.starts, Items: append([]ItemOutcome(nil), r.outcomes...)}
+	var sum float64
+	for _, o := range s.Items {
+		if o.Score != nil && !o.Failed {
+			sum += *o.Score
+			s.Scored++
+		}
+	}
+	if s.Scored > 0 {
+		s.MeanScore = sum / float64(s.Scored)
+	}
+	return s
+}
+
+// WriteScores writes the per-item scores file: one JSON object per line, in
+// the order of Config.Items, {"id":...,"key":...,"score":...} with a null
+// score when the result has none, and "failed" with the reason for failed
+// items. Whether a result came from the cache is left out, so that the same
+// results always make the same file (and the same digest).
+func (s Summary) WriteScores(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, o := range s.Items {
+		line := struct {
+			ID     string   `json:"id"`
+			Key    string   `json:"key"`
+			Score  *float64 `json:"score"`
+			Failed string   `json:"failed,omitempty"`
+		}{o.ID, o.Key, o.Score, o.Reason}
+		if !o.Failed {
+			line.Failed = ""
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return fmt.Errorf("items: write scores: %w", err)
+		}
+		bw.Write(b)
+		bw.WriteByte('\n')
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("items: write scores: %w", err)
+	}
+	return nil
+}
+
+// readyQueue holds the claimed tasks waiting for a worker. Retries go to
+// the front.
+type readyQueue struct {
+	mu     sync.Mutex
+	front  []*task // stack of retries
+	back   []*task
+	head   int
+	signal chan struct{}
+}
+
+func newReadyQueue() *readyQueue {
+	return &readyQueue{signal: make(chan struct{}, 1)}
+}
+
+func (q *readyQueue) push(t *task, front bool) {
+	q.mu.Lock()
+	if front {
+		q.front = append(q.front, t)
+	} else {
+		q.back = append(q.back, t)
+	}
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (q *readyQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.front) + len(q.back) - q.head
+}
+
+func (q *readyQueue) tryPop() (*task, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n := len(q.front); n > 0 {
+		t := q.front[n-1]
+		q.front = q.front[:n-1]
+		q.wakeOthers()
+		return t, true
+	}
+	if q.head < len(q.back) {
+		t := q.back[q.head]
+		q.back[q.head] = nil
+		q.head++
+		if q.head == len(q.back) {
+			q.back, q.head = q.back[:0], 0
+		}
+		q.wakeOthers()
+		return t, true
+	}
+	return nil, false
+}
+
+// wakeOthers passes the signal on while tasks remain; q.mu is held.
+func (q *readyQueue) wakeOthers() {
+	if len(q.front)+len(q.back)-q.head > 0 {
+		select {
+		case q.signal <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// pop waits for a task until stop is closed.
+func (q *readyQueue) pop(stop ...<-chan struct{}) (*task, bool) {
+	for {
+		if t, ok := q.tryPop(); ok {
+			return t, true
+		}
+		var s0, s1, s2 <-chan struct{}
+		if len(stop) > 0 {
+			s0 = stop[0]
+		}
+		if len(stop) > 1 {
+			s1 = stop[1]
+		}
+		if len(stop) > 2 {
+			s2 = stop[2]
+		}
+		select {
+		case <-q.signal:
+		case <-s0:
+			return nil, false
+		case <-s1:
+			return nil, false
+		case <-s2:
+			return nil, false
+		}
+	}
+}
+
+// workerEnv is the worker's environment.
+func (r *run) workerEnv() []string {
+	env := r.cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+2)
+	for _, kv := range env {
+		if hasEnvName(kv, "MODEL_ID") || hasEnvName(kv, "CAIRN_MAX_IN_FLIGHT") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "MODEL_ID="+r.cfg.ModelID, "CAIRN_MAX_IN_FLIGHT="+strconv.Itoa(r.cfg.MaxInFlight))
+}
+
+func hasEnvName(kv, name string) bool {
+	return len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name
+}

@@ -1,0 +1,545 @@
+package items
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/items/simmodel"
+)
+
+const testModel = "sim-model"
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fixture is a cache directory, a store and a simulated model with a
+// request log.
+type fixture struct {
+	t       *testing.T
+	dir     string
+	store   *Store
+	sim     *simmodel.Running
+	logPath string
+	diag    *syncBuffer
+}
+
+func newFixture(t *testing.T, simCfg simmodel.Config) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "requests.jsonl")
+	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	t.Cleanup(func() { lf.Close() })
+	simCfg.RequestLog = lf
+	if simCfg.Models == nil {
+		simCfg.Models = []string{testModel}
+	}
+	sim, err := simmodel.Start(simCfg, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { sim.Close() })
+	store, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	f := &fixture{t: t, dir: dir, store: store, sim: sim, logPath: logPath, diag: &syncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("diagnostics:\n%s", f.diag.String())
+		}
+	})
+	return f
+}
+
+// config evaluates items with the Go chat worker against the simulated
+// model.
+func (f *fixture) config(items []Item, env ...string) Config {
+	return Config{
+		Worker:       self(f.t),
+		Env:          helperEnvFor("chat", append([]string{"WORKER_USER_AGENT=in-process"}, env...)...),
+		Items:        items,
+		BundleDigest: "sha256:seed-bundle",
+		ModelID:      testModel,
+		Runtime:      map[string]any{"topology": "single", "seed": 0},
+		WorkerDigest: "sha256:chat-worker",
+		Replicas:     2,
+		MaxInFlight:  4,
+		Endpoints:    []string{f.sim.URL},
+		Store:        f.store,
+		Log:          f.diag,
+		Retry:        RetryPolicy{Backoff: time.Millisecond},
+	}
+}
+
+func (f *fixture) requests() []simmodel.LogEntry {
+	raw, err := os.ReadFile(f.logPath)
+	require.NoError(f.t, err)
+	entries, err := simmodel.ReadLog(bytes.NewReader(raw))
+	require.NoError(f.t, err)
+	return entries
+}
+
+// requestsPerItem counts the successful requests per item digest.
+func requestsPerItem(entries []simmodel.LogEntry, userAgent string) map[string]int {
+	n := map[string]int{}
+	for _, e := range entries {
+		if e.Status == 200 && (userAgent == "" || e.UserAgent == userAgent) {
+			n[e.Messages]++
+		}
+	}
+	return n
+}
+
+// storedPerKey counts the records of each key in the store's log.
+func storedPerKey(t testing.TB, dir string) map[string]int {
+	n := map[string]int{}
+	require.NoError(t, ScanStore(dir, func(key string, _ Result) error {
+		n[key]++
+		return nil
+	}))
+	return n
+}
+
+// assertOneResultEach checks that the log holds exactly one record for each
+// item and nothing else.
+func assertOneResultEach(t testing.TB, dir string, sum Summary) {
+	t.Helper()
+	stored := storedPerKey(t, dir)
+	want := map[string]int{}
+	for _, o := range sum.Items {
+		want[o.Key] = 1
+	}
+	assert.Equal(t, want, stored)
+}
+
+// journal records the OnResult calls.
+type journal struct {
+	mu    sync.Mutex
+	calls map[string]int
+	keys  map[string]string
+}
+
+func newJournal() *journal {
+	return &journal{calls: map[string]int{}, keys: map[string]string{}}
+}
+
+func (j *journal) hook(id, key string, _ Result) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls[id]++
+	j.keys[id] = key
+}
+
+func TestEvaluateChatWorker(t *testing.T) {
+	f := newFixture(t, simmodel.Config{WrongRate: 0.3})
+	items := makeItems(200)
+	cfg := f.config(items)
+	var progress syncBuffer
+	cfg.Progress = &progress
+	j := newJournal()
+	cfg.OnResult = j.hook
+
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, Counts{Total: 200, Done: 200, Evaluated: 200, Charged: 200}, sum.Counts)
+
+	// Scores are what the simulated model's answers deserve.
+	var want float64
+	for i, it := range items {
+		var ti testItem
+		require.NoError(t, json.Unmarshal(it.Data, &ti))
+		expected := 0.0
+		if f.sim.Answer(testModel, chatMessages("", ti)) == ti.Answer {
+			expected = 1
+		}
+		want += expected
+		o := sum.Items[i]
+		require.NotNil(t, o.Score, it.ID)
+		assert.Equal(t, expected, *o.Score, it.ID)
+		assert.Equal(t, it.ID, o.ID)
+		assert.False(t, o.Cached)
+		assert.Equal(t, 1, j.calls[it.ID], "journaled once: %s", it.ID)
+		assert.Equal(t, o.Key, j.keys[it.ID])
+		r, ok, err := f.store.Get(o.Key)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, expected, *r.Score)
+		assert.Equal(t, 1, r.Charged)
+		assert.JSONEq(t, `{"answer":"`+f.sim.Answer(testModel, chatMessages("", ti))+`"}`, string(r.Outputs))
+	}
+	assert.Equal(t, 200, sum.Scored)
+	assert.InDelta(t, want/200, sum.MeanScore, 1e-12)
+	assert.Less(t, sum.MeanScore, 1.0, "some answers are wrong")
+
+	perItem := requestsPerItem(f.requests(), "")
+	assert.Len(t, perItem, 200)
+	for _, it := range items {
+		assert.Equal(t, 1, perItem[itemDigest(t, "", it)], it.ID)
+	}
+	assertOneResultEach(t, f.dir, sum)
+
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	assert.Len(t, lines, 20)
+	// Charges count as responses arrive, ahead of the stored results.
+	assert.Regexp(t, `^evaluated 10/200: from-cache 0, charged (1\d), infra-failures 0$`, lines[0])
+	assert.Equal(t, "evaluated 200/200: from-cache 0, charged 200, infra-failures 0", lines[19])
+}
+
+func TestEvaluateSharesResultsAcrossMethods(t *testing.T) {
+	f := newFixture(t, simmodel.Config{WrongRate: 0.5})
+	items := makeItems(150)
+
+	// Method A evaluates the seed bundle.
+	a, err := Evaluate(context.Background(), f.config(items))
+	require.NoError(t, err)
+	assert.Equal(t, 150, a.Evaluated)
+	assert.Len(t, f.requests(), 150)
+
+	// Method B, in another process (a fresh Store on the same cache),
+	// evaluates the same seed bundle on the same cell: no worker, no
+	// endpoint, not one request.
+	store, err := OpenStore(f.dir, StoreOptions{})
+	require.NoError(t, err)
+	defer store.Close()
+	cfg := f.config(items)
+	cfg.Store = store
+	cfg.Worker = []string{"/nonexistent/worker"}
+	cfg.Endpoints = []string{deadEndpoint(t)}
+	j := newJournal()
+	cfg.OnResult = j.hook
+	var progress syncBuffer
+	cfg.Progress = &progress
+	b, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, "evaluated 150/150: from-cache 150, charged 0, infra-failures 0\n", progress.String())
+	assert.Equal(t, Counts{Total: 150, Done: 150, FromCache: 150}, b.Counts)
+	assert.Zero(t, b.WorkerStarts)
+	assert.Len(t, f.requests(), 150, "B sent no request")
+	assert.Empty(t, j.calls, "nothing new to journal")
+	assert.Equal(t, a.MeanScore, b.MeanScore)
+	var scoresA, scoresB bytes.Buffer
+	require.NoError(t, a.WriteScores(&scoresA))
+	require.NoError(t, b.WriteScores(&scoresB))
+	assert.Equal(t, scoresA.String(), scoresB.String(), "the same results make the same scores file")
+	first := strings.SplitN(scoresA.String(), "\n", 2)[0]
+	assert.Regexp(t, `^\{"id":"q00000","key":"[0-9a-f]{64}","score":[01]\}$`, first)
+	for i := range items {
+		assert.Equal(t, a.Items[i].Key, b.Items[i].Key)
+		assert.Equal(t, *a.Items[i].Score, *b.Items[i].Score)
+		assert.True(t, b.Items[i].Cached)
+	}
+
+	// Anything that changes a result changes the keys: a new bundle is
+	// evaluated afresh.
+	cfg = f.config(items)
+	cfg.BundleDigest = "sha256:incumbent-bundle"
+	c, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 150, c.Evaluated)
+	assert.Len(t, f.requests(), 300)
+}
+
+func TestEvaluateMisbehavingWorkers(t *testing.T) {
+	tests := []struct {
+		name      string
+		items     int
+		env       []string
+		timeout   time.Duration
+		maxLine   int
+		wantInLog string
+	}{
+		{name: "crashes every 100 items", items: 450, env: []string{"HELPER_CRASH_EVERY=100"}, wantInLog: "exited (exit status 3)"},
+		{name: "prints garbage and never answers some items", items: 200, env: []string{"HELPER_GARBAGE=1", "HELPER_SILENT_EVERY=25"},
+			timeout: 300 * time.Millisecond, wantInLog: "ignoring a line"},
+		{name: "prints over-long lines", items: 50, env: []string{"HELPER_LONG_LINE=300000"}, maxLine: 100000,
+			wantInLog: "longer than the limit of 100000 bytes"},
+		{name: "hangs", items: 200, env: []string{"HELPER_HANG_EVERY=50"}, timeout: 300 * time.Millisecond, wantInLog: "did not answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, simmodel.Config{})
+			items := makeItems(tt.items)
+			cfg := f.config(items, tt.env...)
+			if tt.timeout > 0 {
+				cfg.ItemTimeout = tt.timeout
+			}
+			if tt.maxLine > 0 {
+				defer func(n int) { maxLine = n }(maxLine)
+				maxLine = tt.maxLine
+			}
+			cfg.Retry.Crashes = 10
+			cfg.Retry.Timeouts = 10
+			j := newJournal()
+			cfg.OnResult = j.hook
+			sum, err := Evaluate(context.Background(), cfg)
+			require.NoError(t, err)
+			assert.Equal(t, tt.items, sum.Evaluated)
+			assert.Zero(t, sum.Failed)
+			assert.Equal(t, tt.items, sum.Charged, "charged once per stored result")
+			if tt.maxLine == 0 {
+				assert.Positive(t, sum.Retried)
+				assert.Greater(t, sum.WorkerStarts, cfg.Replicas, "fresh workers took over")
+			}
+			assertOneResultEach(t, f.dir, sum)
+			for _, it := range items {
+				assert.Equal(t, 1, j.calls[it.ID], it.ID)
+			}
+			assert.Contains(t, f.diag.String(), tt.wantInLog)
+			t.Logf("retried %d, worker starts %d", sum.Retried, sum.WorkerStarts)
+		})
+	}
+}
+
+func TestEvaluateInfrastructureFailures(t *testing.T) {
+	t.Run("HTTP 503 from the endpoint", func(t *testing.T) {
+		f := newFixture(t, simmodel.Config{FailRate: 0.3, Seed: 7})
+		items := makeItems(200)
+		cfg := f.config(items)
+		cfg.Retry.InfraFailures = 20
+		sum, err := Evaluate(context.Background(), cfg)
+		require.NoError(t, err)
+		reqs := f.requests()
+		failed := 0
+		for _, e := range reqs {
+			if e.Status == 503 {
+				failed++
+			}
+		}
+		require.Positive(t, failed)
+		assert.Equal(t, failed, sum.InfraFailures)
+		assert.Equal(t, failed, sum.Retried)
+		assert.Equal(t, 200, sum.Charged)
+		assert.Zero(t, sum.Failed)
+		perItem := requestsPerItem(reqs, "")
+		assert.Len(t, perItem, 200)
+		for d, n := range perItem {
+			assert.Equal(t, 1, n, d)
+		}
+		assertOneResultEach(t, f.dir, sum)
+	})
+
+	t.Run("an endpoint goes down after preflight", func(t *testing.T) {
+		f := newFixture(t, simmodel.Config{})
+		items := makeItems(100)
+		cfg := f.config(items)
+		cfg.Endpoints = []string{f.sim.URL, deadEndpoint(t)}
+		cfg.SkipPreflight = true
+		sum, err := Evaluate(context.Background(), cfg)
+		require.NoError(t, err)
+		// Each item that met the dead endpoint is retried on the other one.
+		assert.Positive(t, sum.InfraFailures)
+		assert.Equal(t, sum.InfraFailures, sum.Retried)
+		assert.Equal(t, 100, sum.Evaluated)
+		assert.Equal(t, 100, sum.Charged)
+		assert.Len(t, f.requests(), 100)
+		assertOneResultEach(t, f.dir, sum)
+	})
+
+	t.Run("every endpoint down: nothing stored, resumable", func(t *testing.T) {
+		f := newFixture(t, simmodel.Config{})
+		items := makeItems(40)
+		cfg := f.config(items)
+		cfg.Endpoints = []string{deadEndpoint(t)}
+		cfg.SkipPreflight = true
+		cfg.Retry.InfraFailures = 2
+		sum, err := Evaluate(context.Background(), cfg)
+		require.ErrorIs(t, err, ErrIncomplete)
+		assert.Equal(t, 40, sum.Failed)
+		assert.Equal(t, 40*3, sum.InfraFailures)
+		assert.Zero(t, sum.Charged)
+		assert.Zero(t, sum.Scored)
+		for _, o := range sum.Items {
+			assert.True(t, o.Failed)
+			assert.Contains(t, o.Reason, "infrastructure failure")
+		}
+		var scores bytes.Buffer
+		require.NoError(t, sum.WriteScores(&scores))
+		assert.Contains(t, strings.SplitN(scores.String(), "\n", 2)[0], `"score":null,"failed":"`)
+		assert.Zero(t, f.store.Len())
+		assert.Empty(t, storedPerKey(t, f.dir))
+
+		sum, err = Evaluate(context.Background(), f.config(items))
+		require.NoError(t, err)
+		assert.Equal(t, 40, sum.Evaluated)
+	})
+}
+
+func TestEvaluatePreflight(t *testing.T) {
+	f := newFixture(t, simmodel.Config{Models: []string{"llama-3.1-8b"}})
+	cfg := f.config(makeItems(10))
+	sum, err := Evaluate(context.Background(), cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "endpoint "+f.sim.URL+` does not serve the task model "sim-model"; it serves llama-3.1-8b`)
+	assert.Zero(t, sum.WorkerStarts)
+	assert.Zero(t, f.sim.ChatRequests())
+	assert.Zero(t, f.store.Len())
+}
+
+func TestEvaluateCancelAndResume(t *testing.T) {
+	f := newFixture(t, simmodel.Config{Latency: time.Millisecond})
+	items := makeItems(300)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := f.config(items)
+	cfg.OnProgress = func(c Counts) {
+		if c.Done >= 100 {
+			cancel()
+		}
+	}
+	first, err := Evaluate(ctx, cfg)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, f.store.Refresh())
+	stored := f.store.Len()
+	assert.Equal(t, first.Evaluated, stored)
+	require.Less(t, stored, 300)
+	before := len(f.requests())
+
+	second, err := Evaluate(context.Background(), f.config(items))
+	require.NoError(t, err)
+	assert.Equal(t, stored, second.FromCache)
+	assert.Equal(t, 300-stored, second.Evaluated)
+	assert.Len(t, f.requests(), before+300-stored)
+	assertOneResultEach(t, f.dir, second)
+}
+
+func TestEvaluateItemsSharingContent(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	items := makeItems(3)
+	items = append(items, Item{ID: "copy-of-q00001", Data: json.RawMessage(" " + string(items[1].Data))})
+	j := newJournal()
+	cfg := f.config(items)
+	cfg.OnResult = j.hook
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 4, sum.Evaluated)
+	assert.Len(t, f.requests(), 3, "one request per distinct item")
+	assert.Equal(t, sum.Items[1].Key, sum.Items[3].Key)
+	assert.Equal(t, *sum.Items[1].Score, *sum.Items[3].Score)
+	assert.Equal(t, 1, j.calls["copy-of-q00001"])
+
+	cfg.Items = append(items, items[0])
+	_, err = Evaluate(context.Background(), cfg)
+	assert.ErrorContains(t, err, `item ID "q00000" appears twice`)
+}
+
+func TestEvaluateBrokenWorker(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(20))
+	cfg.Worker = []string{"/nonexistent/worker"}
+	_, err := Evaluate(context.Background(), cfg)
+	assert.ErrorIs(t, err, ErrWorker)
+
+	falsePath, err := exec.LookPath("false")
+	require.NoError(t, err)
+	cfg.Worker = []string{falsePath}
+	cfg.Retry.Crashes = 100
+	sum, err := Evaluate(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrWorker)
+	assert.Contains(t, err.Error(), "died without answering any item")
+	assert.Zero(t, f.store.Len())
+	assert.Zero(t, sum.Evaluated)
+}
+
+func TestPythonChatWorker(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	f := newFixture(t, simmodel.Config{WrongRate: 0.4, FailRate: 0.1, Seed: 3})
+	prompt := "Answer with the number only."
+	promptFile := filepath.Join(t.TempDir(), "system.txt")
+	require.NoError(t, os.WriteFile(promptFile, []byte(prompt), 0o644))
+	items := makeItems(60)
+	cfg := f.config(items)
+	cfg.Worker = []string{python, "../../testdata/workers/chat_worker.py", "--system-prompt-file", promptFile}
+	cfg.Env = append(os.Environ(), "WORKER_USER_AGENT=python")
+	cfg.Retry.InfraFailures = 20
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 60, sum.Evaluated)
+	assert.Equal(t, 60, sum.Charged)
+	assert.Equal(t, f.sim.Failed(), sum.InfraFailures)
+	for i, it := range items {
+		var ti testItem
+		require.NoError(t, json.Unmarshal(it.Data, &ti))
+		want := 0.0
+		if f.sim.Answer(testModel, chatMessages(prompt, ti)) == ti.Answer {
+			want = 1
+		}
+		require.NotNil(t, sum.Items[i].Score)
+		assert.Equal(t, want, *sum.Items[i].Score, it.ID)
+	}
+	perItem := requestsPerItem(f.requests(), "python")
+	for _, it := range items {
+		assert.Equal(t, 1, perItem[itemDigest(t, prompt, it)], it.ID)
+	}
+	assertOneResultEach(t, f.dir, sum)
+}
+
+// TestDocumentedWorker runs the worker printed in docs/worker-protocol.md.
+func TestDocumentedWorker(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	doc, err := os.ReadFile("../../docs/worker-protocol.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)```python\n(.*?)```").FindSubmatch(doc)
+	require.NotNil(t, m, "the doc has a python block")
+	code := string(m[1])
+	lines := 0
+	for _, l := range strings.Split(code, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines++
+		}
+	}
+	assert.LessOrEqual(t, lines, 20, "the documented worker fits in 20 lines")
+	path := filepath.Join(t.TempDir(), "worker.py")
+	require.NoError(t, os.WriteFile(path, []byte(code), 0o644))
+
+	f := newFixture(t, simmodel.Config{WrongRate: 0.5, FailRate: 0.2, Seed: 11})
+	items := makeItems(50)
+	cfg := f.config(items)
+	cfg.Worker = []string{python, path}
+	cfg.Env = os.Environ()
+	cfg.Retry.InfraFailures = 20
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 50, sum.Evaluated)
+	assert.Equal(t, f.sim.Failed(), sum.InfraFailures)
+	for i, it := range items {
+		var ti testItem
+		require.NoError(t, json.Unmarshal(it.Data, &ti))
+		want := 0.0
+		if f.sim.Answer(testModel, chatMessages("", ti)) == ti.Answer {
+			want = 1
+		}
+		assert.Equal(t, want, *sum.Items[i].Score, it.ID)
+	}
+	assertOneResultEach(t, f.dir, sum)
+}

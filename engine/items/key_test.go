@@ -1,0 +1,150 @@
+package items
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestItemKeyEnvelope(t *testing.T) {
+	key, err := ItemKey("sha256:bundle", json.RawMessage(`{ "b": 2, "a": [1.50, "x<y"] }`), "qwen",
+		map[string]any{"topology": "centralized", "team_size": 3, "temperature": 0.7}, "sha256:worker")
+	require.NoError(t, err)
+	envelope := `{"v":"cairn.item.v1","bundle":"sha256:bundle","item":{"a":[1.50,"x<y"],"b":2},` +
+		`"model":"qwen","runtime":{"team_size":3,"temperature":0.7,"topology":"centralized"},"worker":"sha256:worker"}`
+	sum := sha256.Sum256([]byte(envelope))
+	assert.Equal(t, hex.EncodeToString(sum[:]), key)
+}
+
+func TestItemKeyInputs(t *testing.T) {
+	base := func() (string, json.RawMessage, string, map[string]any, string) {
+		return "b1", json.RawMessage(`{"q":"What is 1 + 2?","a":"3"}`), "m1", map[string]any{"seed": 0, "topology": "single"}, "w1"
+	}
+	key := func(b string, item json.RawMessage, m string, rt map[string]any, w string) string {
+		k, err := ItemKey(b, item, m, rt, w)
+		require.NoError(t, err)
+		return k
+	}
+	ref := key(base())
+
+	same := map[string]func() string{
+		"whitespace and member order": func() string {
+			b, _, m, rt, w := base()
+			return key(b, json.RawMessage("{\n  \"a\": \"3\",\n  \"q\": \"What is 1 + 2?\"\n}"), m, rt, w)
+		},
+		"runtime built in another order": func() string {
+			b, item, m, _, w := base()
+			rt := map[string]any{}
+			rt["topology"] = "single"
+			rt["seed"] = 0
+			return key(b, item, m, rt, w)
+		},
+	}
+	for name, f := range same {
+		assert.Equal(t, ref, f(), name)
+	}
+
+	differ := map[string]func() string{
+		"bundle": func() string { _, i, m, rt, w := base(); return key("b2", i, m, rt, w) },
+		"item": func() string {
+			b, _, m, rt, w := base()
+			return key(b, json.RawMessage(`{"q":"What is 1 + 2?","a":"4"}`), m, rt, w)
+		},
+		"model": func() string { b, i, _, rt, w := base(); return key(b, i, "m2", rt, w) },
+		"runtime": func() string {
+			b, i, m, _, w := base()
+			return key(b, i, m, map[string]any{"seed": 1, "topology": "single"}, w)
+		},
+		"worker":     func() string { b, i, m, rt, _ := base(); return key(b, i, m, rt, "w2") },
+		"no runtime": func() string { b, i, m, _, w := base(); return key(b, i, m, nil, w) },
+	}
+	seen := map[string]string{ref: "base"}
+	for name, f := range differ {
+		k := f()
+		prev, dup := seen[k]
+		assert.False(t, dup, "changing the %s gives the key of %s", name, prev)
+		seen[k] = name
+	}
+
+	// The bundle and the model are separate fields: moving text between
+	// them changes the key.
+	assert.NotEqual(t, key("ab", base2item(), "c", nil, ""), key("a", base2item(), "bc", nil, ""))
+}
+
+func base2item() json.RawMessage { return json.RawMessage(`1`) }
+
+func TestItemKeyRejectsBadItems(t *testing.T) {
+	for _, raw := range []string{``, `{`, `{"a":1} {"b":2}`, `nul`} {
+		_, err := ItemKey("b", json.RawMessage(raw), "m", nil, "w")
+		assert.Error(t, err, "%q", raw)
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"b":1,"a":{"d":[true,null],"c":"é"}}`, `{"a":{"c":"é","d":[true,null]},"b":1}`},
+		{`"\u00e9<&>"`, `"é<&>"`},
+		{` 1e3 `, `1e3`},
+		{`[ ]`, `[]`},
+	}
+	for _, tt := range tests {
+		got, err := Canonical(json.RawMessage(tt.in))
+		require.NoError(t, err, tt.in)
+		assert.Equal(t, tt.want, string(got), tt.in)
+	}
+}
+
+// canonicalReference is the definition Canonical implements: decode with
+// UseNumber, encode without HTML escaping.
+func canonicalReference(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one value")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func TestCanonicalMatchesReference(t *testing.T) {
+	inputs := []string{
+		`{"b":1,"a":{"d":[true,null],"c":"é"}}`,
+		`{"z":{"y":{"x":[{"b":2,"a":1},{"d":[],"c":{}}]}},"a":-0.5e+10}`,
+		`{"a":1,"a":2,"b":{"k":1,"k":{"n":3}}}`,
+		`{"\u0062":1,"a":2,"\u0061b":3}`,
+		`"tab\there, quote \" slash \\ \/ \b\f\n\r \u0001 \u2028 \u2029 \ud83d\ude00 <&>"`,
+		"\"raw \u2028 line separator\"",
+		"\"invalid utf8 \xff here\"",
+		`[1, 2.50, -0, 0e0, 1E-7, 123456789012345678901234567890]`,
+		` { "question" : "What is 17 + 25?" , "answer" : "42" , "meta" : { "tags" : [ "a" , "b" ] } } `,
+		`{"é":1,"e":2,"É":3,"z":4,"":5}`,
+		`[]`, `{}`, `[[[[]]]]`, `null`, `true`, `false`, `0`, `""`,
+	}
+	for _, in := range inputs {
+		want, err := canonicalReference([]byte(in))
+		require.NoError(t, err, in)
+		got, err := Canonical(json.RawMessage(in))
+		require.NoError(t, err, in)
+		assert.Equal(t, string(want), string(got), in)
+	}
+	for _, bad := range []string{``, ` `, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[1 2]`, `01`, `-`, `1.`, `1e`, `.5`,
+		`tru`, `nulll`, `"abc`, "\"ctl \x01\"", `{"a":1}}`, `"\x"`, `{a:1}`, `[1]]`} {
+		_, err := Canonical(json.RawMessage(bad))
+		assert.Error(t, err, "%q", bad)
+	}
+}

@@ -1,0 +1,360 @@
+// Package simmodel is a SIMULATED task model: a small OpenAI-compatible HTTP
+// server (GET /v1/models, POST /v1/chat/completions) whose answers are a
+// deterministic function of the model id and the messages. It stands in for a
+// vLLM replica in cairn's tests and demos; it runs no model.
+//
+// Arithmetic questions ("What is 17 + 25?") get the right number, except for
+// a share WrongRate of (model, messages) pairs, chosen by their digest, which
+// get a wrong one; anything else gets a fixed "simulated answer". Failures
+// (HTTP 503) come at FailRate from a seeded generator. Every chat request is
+// logged as one JSON line.
+package simmodel
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// OwnedBy is the owned_by field of every model the simulated server lists.
+const OwnedBy = "cairn-simulated"
+
+// DefaultModel is served when Config.Models is empty.
+const DefaultModel = "sim-model"
+
+// Config sets up a simulated server.
+type Config struct {
+	// Models are the model ids served (default DefaultModel).
+	Models []string
+	// Latency is added to every chat completion.
+	Latency time.Duration
+	// FailRate is the share of chat requests answered with HTTP 503,
+	// drawn from a generator seeded with Seed.
+	FailRate float64
+	Seed     uint64
+	// WrongRate is the share of arithmetic questions answered wrongly,
+	// chosen by the digest of (model, messages).
+	WrongRate float64
+	// RequestLog gets one JSON line (a LogEntry) per chat request.
+	RequestLog io.Writer
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// LogEntry is one line of the request log.
+type LogEntry struct {
+	Time      time.Time `json:"time"`
+	Model     string    `json:"model"`
+	Messages  string    `json:"messages"` // MessagesDigest of the request
+	Status    int       `json:"status"`
+	UserAgent string    `json:"user_agent,omitempty"`
+}
+
+// Server is the simulated model as an http.Handler.
+type Server struct {
+	cfg    Config
+	models map[string]bool
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	logMu sync.Mutex
+
+	chats  atomic.Int64
+	failed atomic.Int64
+}
+
+// New returns a simulated server.
+func New(cfg Config) *Server {
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{DefaultModel}
+	}
+	s := &Server{
+		cfg:    cfg,
+		models: make(map[string]bool, len(cfg.Models)),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+	}
+	for _, m := range cfg.Models {
+		s.models[m] = true
+	}
+	return s
+}
+
+// ChatRequests is the number of chat requests received, failed ones included.
+func (s *Server) ChatRequests() int { return int(s.chats.Load()) }
+
+// Failed is the number of chat requests answered with a simulated 503.
+func (s *Server) Failed() int { return int(s.failed.Load()) }
+
+// Answer is this server's reply to messages (see the package function).
+func (s *Server) Answer(model string, messages []Message) string {
+	return Answer(model, messages, s.cfg.WrongRate)
+}
+
+// ServeHTTP serves /v1/models and /v1/chat/completions.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case "/v1/models", "/models":
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "use GET", "invalid_request_error")
+			return
+		}
+		s.serveModels(w)
+	case "/v1/chat/completions", "/chat/completions":
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "use POST", "invalid_request_error")
+			return
+		}
+		s.serveChat(w, r)
+	default:
+		writeError(w, http.StatusNotFound, "no route "+r.URL.Path+" on the simulated model server", "invalid_request_error")
+	}
+}
+
+func (s *Server) serveModels(w http.ResponseWriter) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list"}
+	for _, m := range s.cfg.Models {
+		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: OwnedBy})
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
+	s.chats.Add(1)
+	var req struct {
+		Model    string    `json:"model"`
+		Messages []Message `json:"messages"`
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	digest := MessagesDigest(req.Messages)
+	status := http.StatusOK
+	switch {
+	case err != nil:
+		status = http.StatusBadRequest
+	case !s.models[req.Model]:
+		status = http.StatusNotFound
+	case s.fail():
+		status = http.StatusServiceUnavailable
+	}
+	s.log(LogEntry{Time: time.Now().UTC(), Model: req.Model, Messages: digest, Status: status, UserAgent: r.UserAgent()})
+	switch status {
+	case http.StatusBadRequest:
+		writeError(w, status, "request body is not a chat completion request: "+err.Error(), "invalid_request_error")
+		return
+	case http.StatusNotFound:
+		writeError(w, status, fmt.Sprintf("The model `%s` does not exist on this simulated server.", req.Model), "invalid_request_error")
+		return
+	case http.StatusServiceUnavailable:
+		s.failed.Add(1)
+		writeError(w, status, "simulated overload", "server_error")
+		return
+	}
+	if s.cfg.Latency > 0 {
+		t := time.NewTimer(s.cfg.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	answer := Answer(req.Model, req.Messages, s.cfg.WrongRate)
+	prompt := 0
+	for _, m := range req.Messages {
+		prompt += len(strings.Fields(m.Content))
+	}
+	completion := len(strings.Fields(answer))
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id":      "chatcmpl-sim-" + strings.TrimPrefix(digest, "sha256:")[:24],
+		"object":  "chat.completion",
+		"created": 0,
+		"model":   req.Model,
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       Message{Role: "assistant", Content: answer},
+			"finish_reason": "stop",
+		}},
+		"usage": map[string]int{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+	})
+}
+
+func (s *Server) fail() bool {
+	if s.cfg.FailRate <= 0 {
+		return false
+	}
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.Float64() < s.cfg.FailRate
+}
+
+func (s *Server) log(e LogEntry) {
+	if s.cfg.RequestLog == nil {
+		return
+	}
+	line, _ := json.Marshal(e)
+	line = append(line, '\n')
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = s.cfg.RequestLog.Write(line) // one write per line: appenders never interleave
+}
+
+// MessagesDigest identifies a conversation: "sha256:" and the hex sha256 of
+// the messages' JSON ([{"role":...,"content":...},...]).
+func MessagesDigest(messages []Message) string {
+	if messages == nil {
+		messages = []Message{}
+	}
+	b, _ := json.Marshal(messages)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+var arithmetic = regexp.MustCompile(`(-?\d+)\s*([-+*x×])\s*(-?\d+)`)
+
+// Answer is the simulated model's reply to messages: deterministic in (model,
+// messages). The last user message's first "A op B" (op one of + - * x) is
+// answered with the number, wrong for a share wrongRate of (model, messages).
+func Answer(model string, messages []Message, wrongRate float64) string {
+	h := sha256.New()
+	h.Write([]byte(model))
+	h.Write([]byte{0})
+	h.Write([]byte(MessagesDigest(messages)))
+	sum := h.Sum(nil)
+	var question string
+	for i := len(messages) - 1; i >= 0; i-- {
+		if messages[i].Role == "user" {
+			question = messages[i].Content
+			break
+		}
+	}
+	m := arithmetic.FindStringSubmatch(question)
+	if m == nil {
+		return "simulated answer " + hex.EncodeToString(sum[:6])
+	}
+	a, errA := strconv.ParseInt(m[1], 10, 64)
+	b, errB := strconv.ParseInt(m[3], 10, 64)
+	if errA != nil || errB != nil {
+		return "simulated answer " + hex.EncodeToString(sum[:6])
+	}
+	var v int64
+	switch m[2] {
+	case "+":
+		v = a + b
+	case "-":
+		v = a - b
+	default:
+		v = a * b
+	}
+	u := float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
+	if u < wrongRate {
+		v += 1 + int64(sum[8]%9)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	_ = json.NewEncoder(&b).Encode(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+func writeError(w http.ResponseWriter, status int, msg, typ string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
+}
+
+// Running is a simulated server listening on a port.
+type Running struct {
+	*Server
+	// URL is the base URL clients use, ending in /v1.
+	URL string
+	// Addr is the address it listens on (host:port).
+	Addr string
+	srv  *http.Server
+	done chan error
+}
+
+// Start listens on addr ("127.0.0.1:0" picks a free loopback port) and serves
+// a simulated model until Close.
+func Start(cfg Config, addr string) (*Running, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("simmodel: listen on %s: %w", addr, err)
+	}
+	s := New(cfg)
+	run := &Running{
+		Server: s,
+		Addr:   ln.Addr().String(),
+		URL:    "http://" + ln.Addr().String() + "/v1",
+		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second},
+		done:   make(chan error, 1),
+	}
+	go func() { run.done <- run.srv.Serve(ln) }()
+	return run, nil
+}
+
+// Close stops listening and ends the requests in progress.
+func (r *Running) Close() error {
+	err := r.srv.Close()
+	if serr := <-r.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Shutdown stops listening and waits for the requests in progress.
+func (r *Running) Shutdown(ctx context.Context) error {
+	err := r.srv.Shutdown(ctx)
+	<-r.done
+	return err
+}
+
+// ReadLog parses a request log.
+func ReadLog(rd io.Reader) ([]LogEntry, error) {
+	var out []LogEntry
+	dec := json.NewDecoder(rd)
+	for {
+		var e LogEntry
+		if err := dec.Decode(&e); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return out, fmt.Errorf("simmodel: request log line %d: %w", len(out)+1, err)
+		}
+		out = append(out, e)
+	}
+}

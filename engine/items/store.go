@@ -1,0 +1,423 @@
+package items
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cairn-run/cairn/engine/wal"
+)
+
+// Result is what one evaluation of one item produced. It is stored under the
+// item's key; an infrastructure failure is never a Result.
+type Result struct {
+	// Score is the item's score; nil when the worker reported none (it may
+	// report outputs only).
+	Score *float64 `json:"score,omitempty"`
+	// Outputs is whatever else the worker reported about the item (JSON).
+	Outputs json.RawMessage `json:"outputs,omitempty"`
+	// Charged is the number of rollouts the evaluation charged.
+	Charged int `json:"charged"`
+	// Error is the worker's message when the item itself failed (a task
+	// error, not an infrastructure failure).
+	Error string `json:"error,omitempty"`
+}
+
+// Record is one result to store under its item key.
+type Record struct {
+	Key    string
+	Result Result
+}
+
+// ErrBadRecord reports a record in the item log that cairn cannot decode.
+var ErrBadRecord = errors.New("items: malformed item record")
+
+// ErrBadKey reports an item key that is not 64 hex digits.
+var ErrBadKey = errors.New("items: malformed item key")
+
+// recordVersion is the first byte of every record payload.
+//
+// Layout of a v1 payload (little endian):
+//
+//	[0]       version (1)
+//	[1:33]    item key (sha256)
+//	[33]      flags: bit 0 set when the result has a score
+//	[34:42]   score, float64 bits
+//	[42:46]   charged, uint32
+//	[46:50]   length E of the error text, uint32
+//	[50:50+E] error text
+//	[50+E:]   outputs (JSON, possibly empty)
+const recordVersion = 1
+
+const (
+	recHeader   = 50
+	flagScore   = 1
+	storeSubdir = "items"
+	logName     = "log"
+)
+
+// entry is what the index keeps of a record: enough for scores and counts
+// without reading the log again. off is the record's offset in the log, or -1
+// for a record this process appended and has not read back yet (its payload
+// then waits in Store.own).
+type entry struct {
+	off     int64
+	score   float64
+	charged uint32
+	flags   uint8
+}
+
+// StoreOptions tune a Store.
+type StoreOptions struct {
+	// NoSync skips fsync on append (tests and benchmarks of everything but
+	// durability).
+	NoSync bool
+}
+
+// StoreStats describes the log behind a Store.
+type StoreStats struct {
+	// Items is the number of distinct item keys with a result.
+	Items int
+	// Records is the number of records read from the log.
+	Records int
+	// Duplicates counts records for a key that already had one (the first
+	// record wins). Claims keep this at zero.
+	Duplicates int
+}
+
+// Store is the item store of one cache: an append-only log of item results
+// at <cache>/items/log, written with group commit and shared by every process
+// that opens it, with an in-memory index from item key to result. A key's
+// first record wins; a Store never overwrites a result.
+//
+// Store is safe for concurrent use. Results appended by other processes
+// become visible after Refresh.
+type Store struct {
+	dir     string
+	logPath string
+	log     *wal.Log
+
+	refreshMu sync.Mutex // serializes reads of the log's tail
+	next      int64      // where the next read of the tail starts
+
+	mu      sync.RWMutex
+	index   map[[32]byte]entry
+	own     map[[32]byte][]byte // payloads appended here, not yet read back
+	records int
+	dups    int
+}
+
+// OpenStore opens (creating it if needed) the item store of the cache in
+// cacheDir and loads its index.
+func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
+	dir := filepath.Join(cacheDir, storeSubdir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("items: create store: %w", err)
+	}
+	s := &Store{
+		dir:     dir,
+		logPath: filepath.Join(dir, logName),
+		index:   make(map[[32]byte]entry, sizeHint(filepath.Join(dir, logName))),
+		own:     make(map[[32]byte][]byte),
+	}
+	l, err := wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true})
+	if err != nil {
+		return nil, fmt.Errorf("items: open store: %w", err)
+	}
+	s.log = l
+	if err := s.Refresh(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// sizeHint guesses the number of records from the log's size, so the index
+// is allocated once.
+func sizeHint(path string) int {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return int(fi.Size() / 80)
+}
+
+// Dir is the store's directory (<cache>/items), where its claims file lives.
+func (s *Store) Dir() string { return s.dir }
+
+// Close closes the log.
+func (s *Store) Close() error {
+	return s.log.Close()
+}
+
+// Refresh reads the records other processes appended since the last read.
+func (s *Store) Refresh() error {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	st, err := wal.ReadFrom(s.logPath, s.next, s.add)
+	if st.Next > s.next {
+		s.next = st.Next
+	}
+	if err != nil {
+		return fmt.Errorf("items: read store %s: %w", s.logPath, err)
+	}
+	return nil
+}
+
+// add indexes one record read from the log at off.
+func (s *Store) add(off int64, p []byte) error {
+	e, kb, err := decodeEntry(p)
+	if err != nil {
+		return fmt.Errorf("%w at offset %d: %w", ErrBadRecord, off, err)
+	}
+	e.off = off
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records++
+	old, ok := s.index[kb]
+	switch {
+	case !ok:
+		s.index[kb] = e
+	case old.off < 0:
+		// This process appended the key and now reads the key's first
+		// record back: its own, or an earlier one from another process,
+		// which wins either way.
+		delete(s.own, kb)
+		s.index[kb] = e
+	case old.off != off:
+		s.dups++
+	}
+	return nil
+}
+
+// Has reports whether key has a result.
+func (s *Store) Has(key string) bool {
+	kb, err := parseKey(key)
+	if err != nil {
+		return false
+	}
+	return s.has(kb)
+}
+
+func (s *Store) has(kb [32]byte) bool {
+	s.mu.RLock()
+	_, ok := s.index[kb]
+	s.mu.RUnlock()
+	return ok
+}
+
+// Score returns the score and charge of key's result without reading the
+// log: ok is false when key has no result, hasScore when its result has no
+// score.
+func (s *Store) Score(key string) (score float64, hasScore bool, charged int, ok bool) {
+	kb, err := parseKey(key)
+	if err != nil {
+		return 0, false, 0, false
+	}
+	return s.score(kb)
+}
+
+func (s *Store) score(kb [32]byte) (float64, bool, int, bool) {
+	s.mu.RLock()
+	e, ok := s.index[kb]
+	s.mu.RUnlock()
+	return e.score, e.flags&flagScore != 0, int(e.charged), ok
+}
+
+// Get returns key's full result, reading its outputs from the log.
+func (s *Store) Get(key string) (Result, bool, error) {
+	kb, err := parseKey(key)
+	if err != nil {
+		return Result{}, false, err
+	}
+	s.mu.RLock()
+	e, ok := s.index[kb]
+	own := s.own[kb]
+	s.mu.RUnlock()
+	if !ok {
+		return Result{}, false, nil
+	}
+	if e.off < 0 {
+		r, err := decodeResult(own)
+		return r, true, err
+	}
+	var r Result
+	var found bool
+	stop := errors.New("stop")
+	_, err = wal.ReadFrom(s.logPath, e.off, func(off int64, p []byte) error {
+		if off != e.off {
+			return stop
+		}
+		r, err = decodeResult(p)
+		found = true
+		if err != nil {
+			return err
+		}
+		return stop
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return Result{}, true, fmt.Errorf("items: read result %s: %w", key, err)
+	}
+	if !found {
+		return Result{}, true, fmt.Errorf("%w: no record at offset %d for %s", ErrBadRecord, e.off, key)
+	}
+	return r, true, nil
+}
+
+// Put stores r under key unless key already has a result. It returns when
+// the record is durable.
+func (s *Store) Put(key string, r Result) error {
+	return s.PutBatch([]Record{{Key: key, Result: r}})
+}
+
+// PutBatch stores each record whose key has no result yet, in one group
+// commit, and returns when they are durable. Callers that may race with
+// another process hold the items' claims and Refresh first.
+func (s *Store) PutBatch(recs []Record) error {
+	type enc struct {
+		kb [32]byte
+		e  entry
+		p  []byte
+	}
+	encs := make([]enc, 0, len(recs))
+	payloads := make([][]byte, 0, len(recs))
+	seen := make(map[[32]byte]bool, len(recs))
+	for _, rec := range recs {
+		kb, err := parseKey(rec.Key)
+		if err != nil {
+			return err
+		}
+		if seen[kb] || s.has(kb) {
+			continue
+		}
+		seen[kb] = true
+		p := encodeRecord(kb, rec.Result)
+		e, _, _ := decodeEntry(p)
+		e.off = -1
+		encs = append(encs, enc{kb, e, p})
+		payloads = append(payloads, p)
+	}
+	if len(payloads) == 0 {
+		return nil
+	}
+	if err := s.log.AppendBatch(payloads); err != nil {
+		return fmt.Errorf("items: append results: %w", err)
+	}
+	s.mu.Lock()
+	for _, x := range encs {
+		if _, ok := s.index[x.kb]; ok {
+			continue // read back by a concurrent Refresh already
+		}
+		s.index[x.kb] = x.e
+		s.own[x.kb] = x.p
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Len is the number of item keys with a result.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.index)
+}
+
+// Stats describes the records read so far.
+func (s *Store) Stats() StoreStats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return StoreStats{Items: len(s.index), Records: s.records, Duplicates: s.dups}
+}
+
+// ScanStore reads every record of the store in cacheDir in log order,
+// without loading an index: fn gets each record's key and result.
+func ScanStore(cacheDir string, fn func(key string, r Result) error) error {
+	path := filepath.Join(cacheDir, storeSubdir, logName)
+	_, err := wal.Read(path, func(off int64, p []byte) error {
+		if len(p) < recHeader {
+			return fmt.Errorf("%w at offset %d: short", ErrBadRecord, off)
+		}
+		r, err := decodeResult(p)
+		if err != nil {
+			return fmt.Errorf("%w at offset %d: %w", ErrBadRecord, off, err)
+		}
+		return fn(hex.EncodeToString(p[1:33]), r)
+	})
+	if err != nil {
+		return fmt.Errorf("items: scan store %s: %w", path, err)
+	}
+	return nil
+}
+
+func parseKey(key string) ([32]byte, error) {
+	var kb [32]byte
+	if len(key) != 64 {
+		return kb, fmt.Errorf("%w: %q", ErrBadKey, key)
+	}
+	if _, err := hex.Decode(kb[:], []byte(key)); err != nil {
+		return kb, fmt.Errorf("%w: %q", ErrBadKey, key)
+	}
+	return kb, nil
+}
+
+func encodeRecord(kb [32]byte, r Result) []byte {
+	p := make([]byte, recHeader, recHeader+len(r.Error)+len(r.Outputs))
+	p[0] = recordVersion
+	copy(p[1:33], kb[:])
+	if r.Score != nil {
+		p[33] = flagScore
+		binary.LittleEndian.PutUint64(p[34:42], math.Float64bits(*r.Score))
+	}
+	charged := r.Charged
+	if charged < 0 {
+		charged = 0
+	}
+	binary.LittleEndian.PutUint32(p[42:46], uint32(min(charged, math.MaxUint32)))
+	binary.LittleEndian.PutUint32(p[46:50], uint32(len(r.Error)))
+	p = append(p, r.Error...)
+	p = append(p, r.Outputs...)
+	return p
+}
+
+func decodeEntry(p []byte) (entry, [32]byte, error) {
+	var kb [32]byte
+	if len(p) < recHeader {
+		return entry{}, kb, fmt.Errorf("payload of %d bytes is shorter than the %d-byte header", len(p), recHeader)
+	}
+	if p[0] != recordVersion {
+		return entry{}, kb, fmt.Errorf("unknown record version %d", p[0])
+	}
+	if n := binary.LittleEndian.Uint32(p[46:50]); int64(n) > int64(len(p)-recHeader) {
+		return entry{}, kb, fmt.Errorf("error text of %d bytes overruns the payload", n)
+	}
+	copy(kb[:], p[1:33])
+	return entry{
+		score:   math.Float64frombits(binary.LittleEndian.Uint64(p[34:42])),
+		charged: binary.LittleEndian.Uint32(p[42:46]),
+		flags:   p[33],
+	}, kb, nil
+}
+
+func decodeResult(p []byte) (Result, error) {
+	e, _, err := decodeEntry(p)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{Charged: int(e.charged)}
+	if e.flags&flagScore != 0 {
+		sc := e.score
+		r.Score = &sc
+	}
+	n := int(binary.LittleEndian.Uint32(p[46:50]))
+	r.Error = string(p[recHeader : recHeader+n])
+	if rest := p[recHeader+n:]; len(rest) > 0 {
+		r.Outputs = json.RawMessage(append([]byte(nil), rest...))
+	}
+	return r, nil
+}

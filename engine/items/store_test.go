@@ -1,0 +1,202 @@
+package items
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/wal"
+)
+
+func testKey(i int) string {
+	k, err := ItemKey("bundle", json.RawMessage(fmt.Sprint(i)), "model", nil, "worker")
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+func score(v float64) *float64 { return &v }
+
+func TestStorePutGetReopen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	results := map[string]Result{
+		testKey(1): {Score: score(1), Charged: 1, Outputs: json.RawMessage(`{"answer":"42"}`)},
+		testKey(2): {Score: score(0), Charged: 2, Error: "the agent gave up"},
+		testKey(3): {Outputs: json.RawMessage(`["no score"]`)},
+		testKey(4): {Score: score(0.25)},
+	}
+	for k, r := range results {
+		require.NoError(t, s.Put(k, r))
+	}
+	check := func(s *Store) {
+		t.Helper()
+		assert.Equal(t, len(results), s.Len())
+		for k, want := range results {
+			got, ok, err := s.Get(k)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, want, got)
+			sc, hasScore, charged, ok := s.Score(k)
+			assert.True(t, ok)
+			assert.Equal(t, want.Score != nil, hasScore)
+			if want.Score != nil {
+				assert.Equal(t, *want.Score, sc)
+			}
+			assert.Equal(t, want.Charged, charged)
+		}
+		_, ok, err := s.Get(testKey(99))
+		assert.NoError(t, err)
+		assert.False(t, ok)
+		assert.False(t, s.Has(testKey(99)))
+	}
+	check(s) // results appended here, not read back yet
+	require.NoError(t, s.Refresh())
+	check(s) // read back from the log
+	require.NoError(t, s.Put(testKey(1), Result{Score: score(0)}))
+	got, _, err := s.Get(testKey(1))
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, *got.Score, "a stored result is never overwritten")
+	require.NoError(t, s.Close())
+
+	s, err = OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	check(s)
+	assert.Equal(t, StoreStats{Items: 4, Records: 4}, s.Stats())
+
+	var scanned []string
+	require.NoError(t, ScanStore(dir, func(key string, r Result) error {
+		assert.Equal(t, results[key], r)
+		scanned = append(scanned, key)
+		return nil
+	}))
+	assert.Len(t, scanned, 4)
+
+	_, _, err = s.Get("not a key")
+	assert.ErrorIs(t, err, ErrBadKey)
+}
+
+func TestStoreSharedBetweenOpeners(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	defer b.Close()
+
+	require.NoError(t, a.Put(testKey(1), Result{Score: score(1), Outputs: json.RawMessage(`"from a"`)}))
+	assert.False(t, b.Has(testKey(1)), "b has not read the tail yet")
+	require.NoError(t, b.Refresh())
+	got, ok, err := b.Get(testKey(1))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, json.RawMessage(`"from a"`), got.Outputs)
+
+	// Without claims, two openers can both write a key: the first record
+	// wins everywhere and the second is counted.
+	require.NoError(t, a.Put(testKey(2), Result{Score: score(1)}))
+	require.NoError(t, b.Put(testKey(2), Result{Score: score(0)}))
+	require.NoError(t, a.Refresh())
+	require.NoError(t, b.Refresh())
+	for _, s := range []*Store{a, b} {
+		sc, _, _, ok := s.Score(testKey(2))
+		assert.True(t, ok)
+		assert.Equal(t, 1.0, sc)
+		r, _, err := s.Get(testKey(2))
+		require.NoError(t, err)
+		assert.Equal(t, 1.0, *r.Score)
+		assert.Equal(t, 1, s.Stats().Duplicates)
+	}
+}
+
+func TestStoreRejectsForeignRecords(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "items"), 0o755))
+	l, err := wal.Open(filepath.Join(dir, "items", "log"), wal.Options{Shared: true})
+	require.NoError(t, err)
+	require.NoError(t, l.Append([]byte{9, 1, 2, 3}))
+	require.NoError(t, l.Close())
+	_, err = OpenStore(dir, StoreOptions{})
+	assert.ErrorIs(t, err, ErrBadRecord)
+}
+
+func TestClaimsExclude(t *testing.T) {
+	dir := t.TempDir()
+	c1, err := OpenClaims(dir)
+	require.NoError(t, err)
+	c2, err := OpenClaims(dir)
+	require.NoError(t, err)
+	defer c2.Close()
+	k1, k2 := testKey(1), testKey(2)
+
+	for _, step := range []struct {
+		c    *Claims
+		key  string
+		want bool
+	}{
+		{c1, k1, true},
+		{c1, k1, true}, // again: already held here
+		{c2, k1, false},
+		{c2, k2, true},
+		{c1, k2, false},
+	} {
+		ok, err := step.c.TryClaim(step.key)
+		require.NoError(t, err)
+		assert.Equal(t, step.want, ok)
+	}
+	require.NoError(t, c1.Release(k1))
+	ok, err := c2.TryClaim(k1)
+	require.NoError(t, err)
+	assert.True(t, ok, "released")
+	require.NoError(t, c2.Release(k1))
+
+	ok, err = c1.TryClaim(k1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, c1.Close())
+	ok, err = c2.TryClaim(k1)
+	require.NoError(t, err)
+	assert.True(t, ok, "closing releases every claim")
+
+	_, err = c2.TryClaim("zz")
+	assert.ErrorIs(t, err, ErrBadKey)
+}
+
+func TestClaimReleasedWhenHolderIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	key := testKey(7)
+	cmd := exec.Command(self(t)[0])
+	cmd.Env = helperEnvFor("claim", "HELPER_DIR="+dir, "HELPER_KEY="+key)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "claimed", strings.TrimSpace(line))
+
+	c, err := OpenClaims(dir)
+	require.NoError(t, err)
+	defer c.Close()
+	ok, err := c.TryClaim(key)
+	require.NoError(t, err)
+	assert.False(t, ok, "the child holds it")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	ok, err = c.TryClaim(key)
+	require.NoError(t, err)
+	assert.True(t, ok, "the kernel released the dead holder's claim")
+}

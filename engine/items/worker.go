@@ -1,0 +1,552 @@
+package items
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// maxLine bounds one response line; a longer line is garbage. (A variable
+// so that tests can lower it.)
+var maxLine = 64 << 20
+
+// maxGarbageLogged is how many garbage lines of one worker are logged in
+// full; the rest are counted.
+const maxGarbageLogged = 10
+
+// response is one line a worker writes.
+type response struct {
+	ID           *string         `json:"id"`
+	Score        *float64        `json:"score"`
+	Outputs      json.RawMessage `json:"outputs"`
+	Charged      int             `json:"charged"`
+	InfraFailure bool            `json:"infra_failure"`
+	Error        string          `json:"error"`
+}
+
+// flight is an item sent to a worker and not answered yet.
+type flight struct {
+	t        *task
+	endpoint string
+	release  func() // gives the endpoint's slot back
+	deadline time.Time
+}
+
+// proc is one worker process.
+type proc struct {
+	r    *run
+	name string
+	cmd  *exec.Cmd
+	in   *os.File // our end of the worker's stdin
+	out  *os.File // our end of the worker's stdout
+	bw   *bufio.Writer
+
+	slots    chan struct{}   // one per request in flight
+	ctx      context.Context // ends when the worker dies or the evaluation stops
+	cancel   context.CancelFunc
+	answered atomic.Int64
+
+	mu       sync.Mutex
+	inflight map[string]*flight
+	dead     bool
+	closing  bool // stdin closed at the end on purpose
+	deadCh   chan struct{}
+	exited   chan struct{}
+	garbage  int
+}
+
+// replica keeps one worker running until the evaluation ends, starting a
+// fresh one whenever the last one dies.
+func (r *run) replica(n int) {
+	for k := 0; !r.finished(); k++ {
+		p, err := r.startProc(n, k)
+		if err != nil {
+			r.setFatal(err)
+			return
+		}
+		p.serve()
+		if r.finished() {
+			return
+		}
+		r.mu.Lock()
+		if p.answered.Load() == 0 {
+			r.quiet++
+		} else {
+			r.quiet = 0
+		}
+		quiet := r.quiet
+		r.mu.Unlock()
+		if quiet >= maxQuietStarts*r.cfg.Replicas {
+			r.setFatal(fmt.Errorf("%w: %d workers in a row died without answering any item (last: %s, %s); see the worker's stderr", ErrWorker, quiet, p.name, p.cmd.ProcessState))
+			return
+		}
+		if quiet > 0 {
+			// A worker that dies at once should not spin.
+			select {
+			case <-time.After(min(r.policy.Backoff<<min(quiet-1, 10), 5*time.Second)):
+			case <-r.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (r *run) startProc(n, k int) (*proc, error) {
+	name := fmt.Sprintf("worker %d.%d", n, k)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrWorker, name, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrWorker, name, err)
+	}
+	cmd := exec.Command(r.cfg.Worker[0], r.cfg.Worker[1:]...)
+	cmd.Dir = r.cfg.Dir
+	cmd.Env = r.workerEnv()
+	cmd.Stdin = inR
+	cmd.Stdout = outW
+	cmd.Stderr = &prefixWriter{w: r.cfg.WorkerStderr, prefix: name + ": "}
+	cmd.WaitDelay = time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("%w: start %q: %w", ErrWorker, r.cfg.Worker[0], err)
+	}
+	r.mu.Lock()
+	r.starts++
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(r.ctx)
+	return &proc{
+		ctx:      ctx,
+		cancel:   cancel,
+		r:        r,
+		name:     fmt.Sprintf("%s (pid %d)", name, cmd.Process.Pid),
+		cmd:      cmd,
+		in:       inW,
+		out:      outR,
+		bw:       bufio.NewWriterSize(inW, 64<<10),
+		slots:    make(chan struct{}, r.cfg.MaxInFlight),
+		inflight: make(map[string]*flight, r.cfg.MaxInFlight),
+		deadCh:   make(chan struct{}),
+		exited:   make(chan struct{}),
+	}, nil
+}
+
+// serve runs the worker until it dies or the evaluation ends, and returns
+// once the process has exited and its output is drained.
+func (p *proc) serve() {
+	var wg sync.WaitGroup
+	wg.Go(p.read)
+	wg.Go(p.wait)
+	wg.Go(p.watch)
+	p.send()
+	wg.Wait()
+	p.cancel()
+	p.out.Close()
+	if pw, ok := p.cmd.Stderr.(*prefixWriter); ok {
+		pw.flush()
+	}
+}
+
+// send writes requests while the worker has room, until it dies or the
+// evaluation ends; at the end it closes the worker's stdin and gives it
+// ShutdownGrace to exit.
+func (p *proc) send() {
+	r := p.r
+	for {
+		// A slot first, flushing what is buffered before waiting for one.
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			if !p.flush() {
+				return
+			}
+			select {
+			case p.slots <- struct{}{}:
+			case <-p.deadCh:
+				return
+			case <-r.done:
+				p.shutdown()
+				return
+			case <-r.ctx.Done():
+				p.die(classDisplaced, "evaluation stopped", nil)
+				return
+			}
+		}
+		t, ok := r.queue.tryPop()
+		if !ok {
+			if !p.flush() {
+				<-p.slots
+				return
+			}
+			t, ok = r.queue.pop(p.deadCh, r.done, r.ctx.Done())
+		}
+		if !ok {
+			<-p.slots
+			switch {
+			case r.ctx.Err() != nil:
+				p.die(classDisplaced, "evaluation stopped", nil)
+			case p.isDead():
+			default:
+				p.shutdown()
+			}
+			return
+		}
+		r.wantMore()
+		if !p.sendOne(t) {
+			return
+		}
+	}
+}
+
+// sendOne assigns t an endpoint and writes its request; it reports false
+// when the worker is gone (t is then queued again).
+func (p *proc) sendOne(t *task) bool {
+	r := p.r
+	ep, release, err := r.picker.AcquireAvoiding(p.ctx, t.failedOn)
+	if err != nil {
+		r.queue.push(t, true)
+		<-p.slots
+		if r.ctx.Err() != nil {
+			p.die(classDisplaced, "evaluation stopped", nil)
+		}
+		return false
+	}
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		release()
+		r.queue.push(t, true)
+		return false
+	}
+	p.inflight[t.id] = &flight{t: t, endpoint: ep, release: release, deadline: time.Now().Add(r.cfg.ItemTimeout)}
+	t.sends++
+	attempt := t.sends
+	p.mu.Unlock()
+
+	line := make([]byte, 0, 128+len(t.data))
+	line = append(line, `{"id":`...)
+	line = append(line, t.idq...)
+	line = append(line, `,"key":"`...)
+	line = append(line, t.key...)
+	line = append(line, `","attempt":`...)
+	line = strconv.AppendInt(line, int64(attempt), 10)
+	if ep != "" {
+		line = append(line, `,"endpoint":`...)
+		line = appendJSONString(line, ep)
+	}
+	line = append(line, `,"model":`...)
+	line = appendJSONString(line, r.cfg.ModelID)
+	line = append(line, `,"item":`...)
+	line = append(line, t.data...)
+	line = append(line, "}\n"...)
+	if _, err := p.bw.Write(line); err != nil {
+		p.die(classCrash, fmt.Sprintf("writing its stdin failed: %v", err), nil)
+		return false
+	}
+	return true
+}
+
+func (p *proc) flush() bool {
+	if p.bw.Buffered() == 0 {
+		return true
+	}
+	if err := p.bw.Flush(); err != nil {
+		p.die(classCrash, fmt.Sprintf("writing its stdin failed: %v", err), nil)
+		return false
+	}
+	return true
+}
+
+func (p *proc) isDead() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dead
+}
+
+// shutdown ends a worker with nothing left to do: close its stdin, give it
+// ShutdownGrace to exit, then kill its process group.
+func (p *proc) shutdown() {
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	p.flush()
+	p.in.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(p.r.cfg.ShutdownGrace):
+		fmt.Fprintf(p.r.cfg.Log, "items: %s did not exit within %s of the end of its input; killing it\n", p.name, p.r.cfg.ShutdownGrace)
+		p.kill()
+	}
+}
+
+func (p *proc) kill() {
+	// The worker leads its own process group: end all of it.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// die marks the worker dead, kills its process group and sends its items in
+// flight again: those in timedOut as timeouts, the others as class.
+func (p *proc) die(class failureClass, why string, timedOut map[string]bool) {
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return
+	}
+	p.dead = true
+	flights := p.inflight
+	p.inflight = nil
+	closing := p.closing
+	close(p.deadCh)
+	p.mu.Unlock()
+
+	p.cancel()
+	p.kill()
+	p.in.Close()
+	r := p.r
+	if len(flights) > 0 || !closing {
+		if r.ctx.Err() == nil && !r.finished() {
+			fmt.Fprintf(r.cfg.Log, "items: %s %s; %d items in flight go to a fresh worker\n", p.name, why, len(flights))
+		}
+	}
+	for id, f := range flights {
+		f.release()
+		if r.ctx.Err() != nil {
+			continue // the evaluation is over; the items stay unstored
+		}
+		c := class
+		if timedOut[id] {
+			c = classTimeout
+		}
+		r.retry(f.t, c, fmt.Sprintf("%s %s", p.name, why))
+	}
+}
+
+// wait reaps the worker and kills what is left of its group.
+func (p *proc) wait() {
+	err := p.cmd.Wait()
+	p.kill()
+	p.mu.Lock()
+	expected := p.closing || p.dead
+	p.mu.Unlock()
+	if !expected {
+		p.die(classCrash, fmt.Sprintf("exited (%v)", exitText(err)), nil)
+	}
+	close(p.exited)
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "status 0"
+	}
+	return err.Error()
+}
+
+// watch kills the worker when an item passes its timeout, or when the
+// evaluation stops.
+func (p *proc) watch() {
+	tick := min(max(p.r.cfg.ItemTimeout/10, 5*time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.deadCh:
+			return
+		case <-p.exited:
+			return
+		case <-p.r.ctx.Done():
+			p.die(classDisplaced, "evaluation stopped", nil)
+			return
+		case now := <-t.C:
+			var late map[string]bool
+			p.mu.Lock()
+			for id, f := range p.inflight {
+				if now.After(f.deadline) {
+					if late == nil {
+						late = make(map[string]bool)
+					}
+					late[id] = true
+				}
+			}
+			p.mu.Unlock()
+			if late != nil {
+				p.die(classDisplaced, fmt.Sprintf("did not answer %d items within %s", len(late), p.r.cfg.ItemTimeout), late)
+				return
+			}
+		}
+	}
+}
+
+// read handles the worker's response lines until its stdout closes.
+func (p *proc) read() {
+	br := bufio.NewReaderSize(p.out, 64<<10)
+	var long []byte
+	skipping := false // inside a line over the limit
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if !skipping {
+				if len(long)+len(line) > maxLine {
+					p.garbageLine(long[:min(len(long), 256)], fmt.Sprintf("longer than the limit of %d bytes", maxLine))
+					long, skipping = nil, true
+				} else {
+					long = append(long, line...)
+				}
+			}
+			continue
+		}
+		if skipping {
+			skipping = false // this chunk ends the long line
+		} else {
+			if long != nil {
+				line, long = append(long, line...), nil
+			}
+			if len(bytes.TrimSpace(line)) > 0 {
+				p.handle(line)
+			}
+		}
+		if err != nil {
+			why := "closed its stdout"
+			if !errors.Is(err, io.EOF) {
+				why = fmt.Sprintf("stdout failed: %v", err)
+			}
+			// Let the exit status explain a crash when there is one.
+			select {
+			case <-p.exited:
+			case <-time.After(500 * time.Millisecond):
+			}
+			p.die(classCrash, why, nil)
+			return
+		}
+	}
+}
+
+func (p *proc) handle(line []byte) {
+	var resp response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		p.garbageLine(line, "not a response: "+err.Error())
+		return
+	}
+	if resp.ID == nil {
+		p.garbageLine(line, "no id")
+		return
+	}
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return // its items were sent again already
+	}
+	f, ok := p.inflight[*resp.ID]
+	if ok {
+		delete(p.inflight, *resp.ID)
+	}
+	p.mu.Unlock()
+	if !ok {
+		p.garbageLine(line, fmt.Sprintf("no item %q is in flight on this worker", *resp.ID))
+		return
+	}
+	f.release()
+	<-p.slots
+	p.answered.Add(1)
+	r := p.r
+	t := f.t
+	r.mu.Lock()
+	r.counts.Charged += max(resp.Charged, 0)
+	if resp.InfraFailure {
+		r.counts.InfraFailures++
+	}
+	r.mu.Unlock()
+	if resp.InfraFailure {
+		t.failedOn = f.endpoint
+		why := "infrastructure failure"
+		if resp.Error != "" {
+			why += ": " + resp.Error
+		}
+		r.retry(t, classInfra, why)
+		return
+	}
+	out := resp.Outputs
+	if bytes.Equal(bytes.TrimSpace(out), []byte("null")) {
+		out = nil
+	}
+	t.result = Result{Score: resp.Score, Outputs: out, Charged: max(resp.Charged, 0), Error: resp.Error}
+	select {
+	case r.commitCh <- t:
+	case <-r.ctx.Done():
+	}
+}
+
+func (p *proc) garbageLine(line []byte, why string) {
+	p.mu.Lock()
+	p.garbage++
+	n := p.garbage
+	p.mu.Unlock()
+	if n <= maxGarbageLogged {
+		fmt.Fprintf(p.r.cfg.Log, "items: %s: ignoring a line (%s): %s\n", p.name, why, snippet(line))
+	} else if n == maxGarbageLogged+1 {
+		fmt.Fprintf(p.r.cfg.Log, "items: %s: ignoring further malformed lines without logging them\n", p.name)
+	}
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+// prefixWriter writes each line with a prefix; it is safe for concurrent
+// use.
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (w *prefixWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if _, err := fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf[:i]); err != nil {
+			return len(b), nil // a lost log line must not stop the worker
+		}
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 {
+		fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf)
+		w.buf = w.buf[:0]
+	}
+	return len(b), nil
+}
+
+// flush writes a last line that has no newline.
+func (w *prefixWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf)
+		w.buf = w.buf[:0]
+	}
+}

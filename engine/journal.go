@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/cairn-run/cairn/engine/wal"
+)
+
+// Journal record types. Every record is one JSON object with a "t" field.
+const (
+	JRunStart = "run_start" // run id, pipeline, pid, start time, args
+	JPlanned  = "planned"   // a node the run intends to finish (address, key when known)
+	JCached   = "cached"    // a node taken from the cache
+	JStarted  = "started"   // a process started: pid, pgid, process start time, attempt, leases
+	JLease    = "lease"     // GPU devices leased to a node (and its wave, for batches)
+	JFinished = "finished"  // a node finished: its record is committed to the cache
+	JFailed   = "failed"    // an attempt failed, with its class
+	JSkipped  = "skipped"   // not run because an upstream failed
+	JCharged  = "charged"   // budget accounting (item-level work)
+	JBatch    = "batch"     // a GPU batch started or ended
+	JRunEnd   = "run_end"   // the run ended: ok, failed, interrupted
+)
+
+// JEntry is one journal record.
+type JEntry struct {
+	T        string    `json:"t"`
+	Time     time.Time `json:"time"`
+	Node     string    `json:"node,omitempty"`
+	Key      string    `json:"key,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	PID      int       `json:"pid,omitempty"`
+	PGID     int       `json:"pgid,omitempty"`
+	ProcTick uint64    `json:"proc_start,omitempty"` // process start time in clock ticks since boot (/proc/PID/stat field 22)
+	GPUs     []int     `json:"gpus,omitempty"`
+	Wave     int       `json:"wave,omitempty"`
+	Class    string    `json:"class,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Status   string    `json:"status,omitempty"`
+	Duration float64   `json:"duration_s,omitempty"`
+	PeakRSS  float64   `json:"peak_rss_mib,omitempty"`
+	PeakGPU  float64   `json:"peak_gpu_mib,omitempty"`
+	Logs     []string  `json:"logs,omitempty"`
+	Count    int       `json:"count,omitempty"`
+	// Run-level fields.
+	RunID    string   `json:"run_id,omitempty"`
+	Pipeline string   `json:"pipeline,omitempty"`
+	Args     []string `json:"args,omitempty"`
+	Batch    *Batch   `json:"batch,omitempty"`
+}
+
+// Batch describes a GPU batch (a waves stage) for status and the ledger.
+type Batch struct {
+	ID       string    `json:"id"`
+	Tag      string    `json:"tag,omitempty"`
+	Stage    string    `json:"stage"`
+	Start    time.Time `json:"start"`
+	LogDir   string    `json:"log_dir"`
+	Variants []string  `json:"variants"`
+	State    string    `json:"state"` // RUNNING, DONE, FAILED, INTERRUPTED
+}
+
+// Journal is a run's write-ahead log.
+type Journal struct {
+	RunID string
+	Dir   string
+	log   *wal.Log
+	lock  *flock.Flock
+}
+
+// NewRunID returns a sortable, unique run id.
+func NewRunID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// OpenJournal creates a run folder and its journal. The run's lock file
+// is held while the run lives: `cairn status` tells a live run from one
+// whose process is gone.
+func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
+	dir := filepath.Join(cacheDir, "runs", runID)
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	lk := flock.New(filepath.Join(dir, "lock"))
+	if ok, err := lk.TryLock(); err != nil || !ok {
+		return nil, fmt.Errorf("journal: cannot lock run %s: %v", runID, err)
+	}
+	l, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{NoSync: noSync})
+	if err != nil {
+		_ = lk.Unlock()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &Journal{RunID: runID, Dir: dir, log: l, lock: lk}, nil
+}
+
+// Write appends one record and returns when it is durable (records
+// written concurrently share one fsync).
+func (j *Journal) Write(e JEntry) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return j.log.Append(b)
+}
+
+// Close flushes and releases the run lock.
+func (j *Journal) Close() error {
+	err := j.log.Close()
+	_ = j.lock.Unlock()
+	return err
+}
+
+// ReadJournal returns a run's records. A torn last record (the run was
+// killed while writing it) is ignored.
+func ReadJournal(dir string) ([]JEntry, error) {
+	var out []JEntry
+	_, err := wal.Read(filepath.Join(dir, "journal"), func(_ int64, p []byte) error {
+		var e JEntry
+		if json.Unmarshal(p, &e) == nil {
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RunInfo summarises a run for `cairn status`.
+type RunInfo struct {
+	ID       string
+	Dir      string
+	Pipeline string
+	PID      int
+	Start    time.Time
+	End      time.Time
+	State    string // running, ok, failed, interrupted
+	Entries  []JEntry
+}
+
+// ListRuns reads every run folder of a cache, newest first.
+func ListRuns(cacheDir string) ([]*RunInfo, error) {
+	base := filepath.Join(cacheDir, "runs")
+	ents, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var runs []*RunInfo
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		ri, err := LoadRun(filepath.Join(base, e.Name()))
+		if err != nil {
+			continue
+		}
+		runs = append(runs, ri)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID })
+	return runs, nil
+}
+
+// LoadRun reads one run folder.
+func LoadRun(dir string) (*RunInfo, error) {
+	ri := &RunInfo{ID: filepath.Base(dir), Dir: dir}
+	entries, err := ReadJournal(dir)
+	if err != nil && len(entries) == 0 {
+		return nil, err
+	}
+	ri.Entries = entries
+	for _, e := range entries {
+		switch e.T {
+		case JRunStart:
+			ri.Pipeline, ri.PID, ri.Start = e.Pipeline, e.PID, e.Time
+		case JRunEnd:
+			ri.State, ri.End = e.Status, e.Time
+		}
+	}
+	if ri.State == "" {
+		if RunAlive(dir) {
+			ri.State = "running"
+		} else {
+			ri.State = "interrupted"
+		}
+	}
+	return ri, nil
+}
+
+// RunAlive reports whether the run's process still holds its lock.
+func RunAlive(dir string) bool {
+	lk := flock.New(filepath.Join(dir, "lock"))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return false
+	}
+	if ok {
+		_ = lk.Unlock()
+		return false
+	}
+	return true
+}
+
+// NodeLog is the per-node log file stem inside a run folder.
+func NodeLog(runDir, addr string, attempt int) string {
+	r := strings.NewReplacer("[", "_", "]", "", "\"", "", "/", "_", " ", "_", ".", "_")
+	name := strings.TrimPrefix(addr, "stage.")
+	name = r.Replace(name)
+	if len(name) > 120 {
+		name = name[:80] + "_" + sha256Hex([]byte(addr))[:12]
+	}
+	if attempt > 1 {
+		name = fmt.Sprintf("%s.attempt%d", name, attempt)
+	}
+	return filepath.Join(runDir, "logs", name)
+}

@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/cairn-run/cairn/stages"
+)
+
+// EnvelopeVersion names the key envelope's format. Changing what goes into
+// a key means a new version, which changes every key.
+const EnvelopeVersion = "cairn.node.v1"
+
+// Envelope holds exactly what determines a node's result. Its canonical
+// JSON (fields in this order, map keys sorted, no spaces) is hashed with
+// sha256 to give the node key. It holds no pipeline name, stage name, run
+// id or instance key: two pipelines that need the same work share a key.
+type Envelope struct {
+	V           string `json:"v"`
+	Kind        string `json:"kind"`
+	KindVersion int    `json:"kind_version"`
+	// Args are the evaluated attributes that shape the result, by name, as
+	// canonical JSON. Scheduling knobs (timeout, concurrency, retry, ...)
+	// are left out; sensitive values appear as their digest.
+	Args map[string]json.RawMessage `json:"args"`
+	// Inputs maps each declared input path to its content digest (a file's
+	// sha256, or a directory's tree digest).
+	Inputs map[string]string `json:"inputs"`
+	// Upstreams are the output digests of the nodes this node depends on,
+	// sorted: an upstream that reruns to identical output leaves this key
+	// unchanged (early cutoff).
+	Upstreams []string `json:"upstreams"`
+}
+
+// Key returns the hex sha256 of the envelope's canonical JSON.
+func (e *Envelope) Key() string {
+	b, _ := json.Marshal(e)
+	return sha256Hex(b)
+}
+
+// notKeyed are generic attributes that do not change what a node
+// produces; they never enter its key.
+var notKeyed = map[string]bool{
+	"description": true, "for_each": true, "after": true, "cpus": true,
+	"timeout": true, "kill_grace": true, "concurrency": true,
+	"on_interrupt": true, "on_upstream_failure": true, "classify": true,
+	"inputs": true,
+}
+
+// unknownReason explains why a node's key is not known yet.
+type unknownReason struct {
+	Upstream string // an upstream that will run
+	Attr     string // an attribute depending on results
+	Input    string // a missing input file
+}
+
+func (u *unknownReason) String() string {
+	switch {
+	case u.Upstream != "":
+		return fmt.Sprintf("known after apply: %s will run", u.Upstream)
+	case u.Input != "":
+		return fmt.Sprintf("known after apply: input %s does not exist yet", u.Input)
+	case u.Attr != "":
+		return fmt.Sprintf("known after apply: %s depends on upstream results", u.Attr)
+	}
+	return "known after apply"
+}
+
+// digester computes input digests.
+type digester interface {
+	Tree(path string) (string, error)
+}
+
+// envelope builds a node's envelope. upstream returns an upstream node's
+// output digest, or false when it is not known (the upstream will run). A
+// nil envelope with a reason means the key is known only after apply.
+func (g *Graph) envelope(n *Node, sn *stages.Node, upstream func(*Node) (string, bool), dg digester) (*Envelope, *unknownReason, error) {
+	e := &Envelope{V: EnvelopeVersion, Args: map[string]json.RawMessage{}, Inputs: map[string]string{}, Upstreams: []string{}}
+	if n.Kind != nil {
+		e.Kind = n.Kind.Name()
+		e.KindVersion = n.Kind.Version()
+	}
+	for _, id := range n.Deps {
+		u := g.Nodes[id]
+		d, ok := upstream(u)
+		if !ok {
+			return nil, &unknownReason{Upstream: u.Addr}, nil
+		}
+		e.Upstreams = append(e.Upstreams, d)
+	}
+	sort.Strings(e.Upstreams)
+	var excluded map[string]bool
+	if ke, ok := n.Kind.(stages.KeyExcluder); ok {
+		excluded = map[string]bool{}
+		for _, a := range ke.KeyExcluded() {
+			excluded[a] = true
+		}
+	}
+	for _, name := range sortedKeys(sn.Args) {
+		if notKeyed[name] || excluded[name] {
+			continue
+		}
+		b, known := canonicalJSON(sn.Args[name])
+		if !known {
+			return nil, &unknownReason{Attr: name}, nil
+		}
+		e.Args[name] = b
+	}
+	if v, ok := sn.Args["inputs"]; ok && !v.IsWhollyKnown() {
+		return nil, &unknownReason{Attr: "inputs"}, nil
+	}
+	for _, p := range sn.Common.Inputs {
+		full := filepath.Join(g.Root, p)
+		d, err := dg.Tree(full)
+		if err != nil {
+			if os.IsNotExist(err) || isNotExist(err) {
+				return nil, &unknownReason{Input: p}, nil
+			}
+			return nil, nil, fmt.Errorf("input %s: %w", p, err)
+		}
+		e.Inputs[p] = d
+	}
+	return e, nil, nil
+}
+
+func isNotExist(err error) bool {
+	for err != nil {
+		if os.IsNotExist(err) {
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
+
+// outputDigest identifies what a node produced: its output files' digests
+// and its parsed result. Downstream keys hold it.
+func outputDigest(outputs map[string]string, result json.RawMessage, status string) string {
+	var res any
+	if len(result) > 0 {
+		_ = json.Unmarshal(result, &res)
+	}
+	b, _ := json.Marshal(struct {
+		V       string            `json:"v"`
+		Outputs map[string]string `json:"outputs"`
+		Result  any               `json:"result"`
+		Status  string            `json:"status"`
+	}{"cairn.output.v1", outputs, res, status})
+	return sha256Hex(b)
+}

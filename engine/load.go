@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// LoadOptions say where a pipeline is and what its variables are.
+type LoadOptions struct {
+	// Path is a pipeline file or directory, relative to Root or absolute.
+	Path string
+	// Root is the workspace root: commands run there and relative paths
+	// resolve against it.
+	Root string
+	Vars dsl.VarInputs
+}
+
+// Loaded is a decoded, evaluated and expanded pipeline.
+type Loaded struct {
+	Loader *dsl.Loader
+	Config *dsl.Config
+	Graph  *Graph
+}
+
+// Files returns the parsed files, for diagnostic snippets.
+func (l *Loaded) Files() map[string]*hcl.File {
+	if l == nil || l.Loader == nil {
+		return nil
+	}
+	return l.Loader.Parser.Files()
+}
+
+// Load parses, decodes, resolves variables and locals, and builds the node
+// graph. The Loaded value is returned even with errors so callers can print
+// diagnostics with source snippets.
+func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
+	root := opts.Root
+	if root == "" {
+		root, _ = os.Getwd()
+	}
+	root, _ = filepath.Abs(root)
+	path := opts.Path
+	if path == "" {
+		path = "."
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	// Show pipeline files relative to the current directory when they are
+	// below it: diagnostics then read "pipelines/x.hcl:12:3".
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			path = rel
+		}
+	}
+	loader := dsl.NewLoader(stages.Registry{})
+	l := &Loaded{Loader: loader}
+	cfg, diags := loader.Load(path)
+	if cfg == nil {
+		return l, diags
+	}
+	// Keep going after errors so that one run reports every problem:
+	// variables, references and cycles are checked even when a block
+	// failed to decode.
+	l.Config = cfg
+	vars, d := cfg.ResolveVariables(opts.Vars, loader.Parser)
+	diags = append(diags, d...)
+	for _, name := range cfg.VarOrder {
+		if _, ok := vars[name]; !ok {
+			vars[name] = cty.DynamicVal
+		}
+	}
+	rel, err := filepath.Rel(root, cfg.Dir)
+	if err != nil {
+		rel = cfg.Dir
+	}
+	scope := dsl.NewScope(vars, root, rel)
+	diags = append(diags, cfg.EvalLocals(scope)...)
+	if diags.HasErrors() {
+		// References and cycles only: expanding for_each over values that
+		// failed to evaluate would report the same error again.
+		diags = append(diags, CheckReferences(cfg)...)
+		return l, diags
+	}
+	g, d := Build(cfg, scope, root)
+	diags = append(diags, d...)
+	if g == nil {
+		return l, diags
+	}
+	l.Graph = g
+	return l, diags
+}
+
+// CheckStages evaluates every node at plan level (unknown results) and
+// runs the kinds' stage-wide checks, so `validate` reports bad attribute
+// values without touching the cache.
+func (g *Graph) CheckStages() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	specs := map[string][]*stages.Node{}
+	for _, n := range g.Nodes {
+		sn, d := g.EvalNode(n, unknownInstance)
+		diags = append(diags, d...)
+		if sn != nil {
+			specs[n.Stage.Name] = append(specs[n.Stage.Name], sn)
+		}
+	}
+	return append(diags, g.stageChecks(specs)...)
+}
+
+// stageChecks runs the kinds' whole-stage checks on evaluated nodes.
+func (g *Graph) stageChecks(specs map[string][]*stages.Node) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, s := range g.StageOrder {
+		k, _ := stages.Lookup(s.Kind)
+		sc, ok := k.(stages.StageChecker)
+		if !ok {
+			continue
+		}
+		info := &stages.StageInfo{Name: s.Name, Nodes: specs[s.Name], DeclRange: s.DeclRange}
+		for _, n := range g.StageNodes[s.Name] {
+			info.Keys = append(info.Keys, n.Inst.Key)
+		}
+		diags = append(diags, sc.CheckStage(info)...)
+	}
+	return diags
+}
+
+// Summary describes the graph in one line.
+func (g *Graph) Summary() string {
+	return fmt.Sprintf("pipeline %q: %d stages, %d nodes", g.Config.Name, len(g.Config.Stages), len(g.Nodes))
+}

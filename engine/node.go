@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// instanceFunc returns the instance object of an upstream node: its result
+// when known, unknown values otherwise.
+type instanceFunc func(n *Node) cty.Value
+
+// evalContext builds the context a node's expressions see: var, local,
+// path, each, and stage objects holding the node's upstream instances.
+func (g *Graph) evalContext(n *Node, inst instanceFunc) *hcl.EvalContext {
+	extra := map[string]cty.Value{}
+	if n.Inst.Keyed {
+		extra["each"] = dsl.EachValue(n.Inst)
+	}
+	if len(n.Deps) > 0 {
+		byStage := map[string]map[string]cty.Value{}
+		single := map[string]cty.Value{}
+		for _, id := range n.Deps {
+			u := g.Nodes[id]
+			if !u.Inst.Keyed {
+				single[u.Stage.Name] = inst(u)
+				continue
+			}
+			m := byStage[u.Stage.Name]
+			if m == nil {
+				m = map[string]cty.Value{}
+				byStage[u.Stage.Name] = m
+			}
+			m[u.Inst.Key] = inst(u)
+		}
+		objs := make(map[string]cty.Value, len(byStage)+len(single))
+		for s, v := range single {
+			objs[s] = v
+		}
+		for s, m := range byStage {
+			objs[s] = cty.ObjectVal(m)
+		}
+		extra["stage"] = cty.ObjectVal(objs)
+	}
+	return g.Scope.Context(extra)
+}
+
+// EvalNode evaluates a node's attributes and decodes the generic ones.
+// Values that depend on upstream results not yet known stay unknown.
+func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
+	ctx := g.evalContext(n, inst)
+	sn := &stages.Node{
+		Address: n.Addr, Stage: n.Stage.Name, EachKey: n.Inst.Key,
+		Args:        make(map[string]cty.Value, len(n.Stage.Attrs)),
+		Ranges:      make(map[string]hcl.Range, len(n.Stage.Attrs)),
+		Blocks:      n.Stage.KindBlocks,
+		EvalContext: ctx,
+	}
+	var diags hcl.Diagnostics
+	for name, a := range n.Stage.Attrs {
+		v, d := a.Expr.Value(ctx)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		sn.Args[name] = v
+		sn.Ranges[name] = a.Expr.Range()
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	diags = append(diags, g.decodeCommon(sn)...)
+	if n.Kind != nil {
+		diags = append(diags, n.Kind.Check(sn)...)
+	}
+	return sn, diags
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	c := &sn.Common
+	bad := func(attr, detail string) {
+		diags = append(diags, stages.Diag("Invalid "+attr, detail, sn.Ranges[attr])...)
+	}
+	known := func(attr string) (cty.Value, bool) {
+		v, ok := sn.Args[attr]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return v, false
+		}
+		return v, true
+	}
+	paths := func(attr string) []string {
+		v, ok := known(attr)
+		if !ok {
+			return nil
+		}
+		list, err := stages.StringList(v)
+		if err != nil {
+			bad(attr, fmt.Sprintf("%s must be a list of workspace-relative paths: %s.", attr, err))
+			return nil
+		}
+		out := make([]string, 0, len(list))
+		for _, p := range list {
+			clean, err := g.CheckPath(p)
+			if err != nil {
+				bad(attr, err.Error())
+				continue
+			}
+			out = append(out, clean)
+		}
+		return out
+	}
+	c.Inputs = paths("inputs")
+	c.Outputs = paths("outputs")
+	if v, ok := known("result"); ok {
+		if !v.Type().Equals(cty.String) {
+			bad("result", "result is the path of a JSON file the stage writes, a string.")
+		} else if v.IsMarked() {
+			bad("result", "result must not be sensitive: paths appear in plans and logs.")
+		} else if clean, err := g.CheckPath(v.AsString()); err != nil {
+			bad("result", err.Error())
+		} else {
+			c.Result = clean
+		}
+	}
+	if v, ok := known("env"); ok {
+		ty := v.Type()
+		if !(ty.IsMapType() || ty.IsObjectType()) {
+			bad("env", "env is a map of environment variable names to string values.")
+		} else {
+			c.Env = map[string]string{}
+			c.SensitiveEnv = map[string]bool{}
+			for it := v.ElementIterator(); it.Next(); {
+				k, ev := it.Element()
+				name := k.AsString()
+				if !envName.MatchString(name) {
+					bad("env", fmt.Sprintf("%q is not a valid environment variable name.", name))
+					continue
+				}
+				if ev.IsMarked() {
+					c.SensitiveEnv[name] = true
+					ev, _ = ev.UnmarkDeep()
+				}
+				s, err := convert.Convert(ev, cty.String)
+				if err != nil || s.IsNull() {
+					bad("env", fmt.Sprintf("env.%s must be a string.", name))
+					continue
+				}
+				c.Env[name] = s.AsString()
+			}
+		}
+	}
+	c.CPUs = intAttr(sn, "cpus", 1, &diags)
+	c.GPUs = intAttr(sn, "gpus", 0, &diags)
+	c.Concurrency = intAttr(sn, "concurrency", 0, &diags)
+	c.Timeout = durationAttr(sn, "timeout", 0, &diags)
+	c.KillGrace = durationAttr(sn, "kill_grace", 10*time.Second, &diags)
+	if v, ok := known("classify"); ok {
+		ty := v.Type()
+		if !(ty.IsMapType() || ty.IsObjectType()) {
+			bad("classify", "classify maps failure classes to lists of stderr patterns (regular expressions).")
+		} else {
+			c.Classify = map[string][]string{}
+			for it := v.ElementIterator(); it.Next(); {
+				k, ev := it.Element()
+				cl := k.AsString()
+				if !dsl.IsFailureClass(cl) {
+					d := fmt.Sprintf("%q is not a failure class. The classes are: %s.", cl, strings.Join(dsl.FailureClasses, ", "))
+					if s := dsl.Suggest(cl, dsl.FailureClasses); s != "" {
+						d = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, s, strings.Join(dsl.FailureClasses, ", "))
+					}
+					bad("classify", d)
+					continue
+				}
+				pats, err := stages.StringList(ev)
+				if err != nil {
+					bad("classify", fmt.Sprintf("classify.%s must be a list of patterns: %s.", cl, err))
+					continue
+				}
+				for _, p := range pats {
+					if _, err := regexp.Compile(p); err != nil {
+						bad("classify", fmt.Sprintf("classify.%s: %q is not a valid regular expression: %s.", cl, p, err))
+					}
+				}
+				c.Classify[cl] = pats
+			}
+		}
+	}
+	return diags
+}
+
+func intAttr(sn *stages.Node, attr string, def int, diags *hcl.Diagnostics) int {
+	v, ok := sn.Args[attr]
+	if !ok || !v.IsKnown() || v.IsNull() {
+		return def
+	}
+	v, _ = v.Unmark()
+	nv, err := convert.Convert(v, cty.Number)
+	if err != nil {
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number.", attr), sn.Ranges[attr])...)
+		return def
+	}
+	bf := nv.AsBigFloat()
+	i, acc := bf.Int64()
+	if acc != big.Exact || i < 0 || i > 1<<20 {
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number of at least 0.", attr), sn.Ranges[attr])...)
+		return def
+	}
+	return int(i)
+}
+
+// ParseDuration reads "90s", "60m", "1h30m", or a number of seconds.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	var secs float64
+	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil && fmt.Sprint(secs) == s {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("%q is not a duration: write it like \"90s\", \"60m\" or \"1h30m\"", s)
+}
+
+func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Diagnostics) time.Duration {
+	v, ok := sn.Args[attr]
+	if !ok || !v.IsKnown() || v.IsNull() {
+		return def
+	}
+	v, _ = v.Unmark()
+	var d time.Duration
+	var err error
+	switch v.Type() {
+	case cty.Number:
+		f, _ := v.AsBigFloat().Float64()
+		d = time.Duration(f * float64(time.Second))
+	case cty.String:
+		d, err = ParseDuration(v.AsString())
+	default:
+		err = fmt.Errorf("%s must be a duration string like \"60m\"", attr)
+	}
+	if err == nil && d < 0 {
+		err = fmt.Errorf("%s must not be negative", attr)
+	}
+	if err != nil {
+		*diags = append(*diags, stages.Diag("Invalid "+attr, err.Error()+".", sn.Ranges[attr])...)
+		return def
+	}
+	return d
+}
+
+// CheckPath validates a workspace-relative path: not absolute, not
+// escaping the workspace with "..", not resolving outside it through a
+// symlink. It returns the cleaned path.
+func (g *Graph) CheckPath(p string) (string, error) {
+	if g.paths == nil {
+		g.paths = newPathChecker(g.Root)
+	}
+	return g.paths.check(p)
+}
+
+// pathChecker validates paths, remembering the verdict for every prefix so
+// that many paths under one folder cost one lstat each.
+type pathChecker struct {
+	mu       sync.Mutex
+	root     string
+	rootReal string
+	seen     map[string]error
+}
+
+func newPathChecker(root string) *pathChecker {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		real = root
+	}
+	return &pathChecker{root: root, rootReal: real, seen: map[string]error{}}
+}
+
+func (pc *pathChecker) check(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("the path is empty")
+	}
+	if filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q is absolute; paths are relative to the workspace root (%s)", p, pc.root)
+	}
+	clean := filepath.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%q leaves the workspace root (%s); paths must stay inside it", p, pc.root)
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for i := 0; i <= len(clean); i++ {
+		if i < len(clean) && clean[i] != '/' {
+			continue
+		}
+		prefix := clean[:i]
+		err, ok := pc.seen[prefix]
+		if !ok {
+			err = pc.checkOne(prefix)
+			if i < len(clean) {
+				pc.seen[prefix] = err
+			}
+		}
+		if err != nil {
+			return "", fmt.Errorf("%q: %w", p, err)
+		}
+	}
+	return clean, nil
+}
+
+func (pc *pathChecker) checkOne(rel string) error {
+	full := filepath.Join(pc.root, rel)
+	st, err := os.Lstat(full)
+	if err != nil || st.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return nil
+	}
+	if real != pc.rootReal && !strings.HasPrefix(real, pc.rootReal+string(filepath.Separator)) {
+		return fmt.Errorf("resolves through a symlink to %s, outside the workspace root (%s)", real, pc.root)
+	}
+	return nil
+}
+
+// sortedKeys returns a map's keys sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

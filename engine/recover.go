@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// interruptedNode is a node that was running when an earlier run died.
+type interruptedNode struct {
+	Addr  string
+	RunID string
+	When  time.Time
+}
+
+// recoverRuns looks at earlier runs of this cache whose process is gone
+// without a run_end record (killed, crashed, power loss): it kills what
+// is left of their nodes' process groups (children die with cairn through
+// PR_SET_PDEATHSIG; grandchildren may not) and returns, per address of
+// this pipeline, the nodes that were in flight.
+func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
+	runs, err := ListRuns(a.cache.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading earlier runs: %w", err)
+	}
+	// Oldest first, so a later run's events override an earlier one's.
+	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
+	last := map[string]JEntry{}
+	lastRun := map[string]string{}
+	for _, r := range runs {
+		if r.Pipeline != a.g.Config.Name {
+			continue
+		}
+		dead := r.State == "interrupted"
+		open := map[string]JEntry{}
+		for _, e := range r.Entries {
+			switch e.T {
+			case JStarted:
+				open[e.Node] = e
+			case JFinished, JFailed, JCached, JSkipped:
+				delete(open, e.Node)
+			}
+			if e.Node != "" && e.T != JPlanned && e.T != JLease {
+				last[e.Node] = e
+				lastRun[e.Node] = r.ID
+			}
+		}
+		if dead && len(open) > 0 {
+			marker := filepath.Join(r.Dir, "reaped")
+			if _, err := os.Stat(marker); err != nil {
+				n := 0
+				for _, e := range open {
+					if e.PGID > 0 {
+						n += reapGroup(e.PGID, e.ProcTick, 2*time.Second)
+					}
+				}
+				if n > 0 {
+					a.printf("cairn: killed %d process(es) left running by interrupted run %s\n", n, r.ID)
+				}
+				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+			}
+		}
+		if dead {
+			for addr := range open {
+				last[addr] = JEntry{T: "interrupted", Node: addr, Time: r.Start}
+				lastRun[addr] = r.ID
+			}
+		}
+	}
+	out := map[string]interruptedNode{}
+	for addr, e := range last {
+		if e.T == "interrupted" {
+			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
+		}
+	}
+	if len(out) > 0 && !a.opts.JSON {
+		var addrs []string
+		for addr := range out {
+			addrs = append(addrs, addr)
+		}
+		sort.Strings(addrs)
+		a.printf("cairn: %d node(s) were running when an earlier apply stopped: %s\n", len(addrs), strings.Join(addrs, ", "))
+	}
+	return out, nil
+}
+
+// checkInterrupted refuses to rerun, silently, nodes of stages that
+// declare on_interrupt = "fail" and were interrupted: the user must ask
+// with --replace.
+func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
+	var refuse []string
+	for _, pn := range a.opts.Plan.Nodes {
+		if pn.Skipped || pn.Node.Stage.OnInterrupt != "fail" {
+			continue
+		}
+		it, ok := in[pn.Node.Addr]
+		if !ok || a.opts.Replace[pn.Node.Addr] || pn.Action == ActCached {
+			continue
+		}
+		refuse = append(refuse, fmt.Sprintf("%s (interrupted in run %s)", pn.Node.Addr, it.RunID))
+	}
+	if len(refuse) == 0 {
+		return nil
+	}
+	sort.Strings(refuse)
+	var flags []string
+	for _, r := range refuse {
+		addr, _, _ := strings.Cut(r, " (")
+		flags = append(flags, fmt.Sprintf("--replace '%s'", addr))
+	}
+	return fmt.Errorf("%w: %s declares on_interrupt = \"fail\": an interrupted node is never restarted silently.\nInterrupted: %s\nTo run it again from the start, pass %s",
+		ErrRefused, "its stage", strings.Join(refuse, ", "), strings.Join(flags, " "))
+}
+
+// checkGPUNeeds refuses nodes that ask for more GPUs than the machine has,
+// before anything starts.
+func (a *applier) checkGPUNeeds() error {
+	for _, pn := range a.opts.Plan.Nodes {
+		if pn.Skipped || pn.Spec == nil || pn.Spec.Common.GPUs == 0 {
+			continue
+		}
+		need := pn.Spec.Common.GPUs
+		total := 0
+		if a.opts.GPUs != nil {
+			total = a.opts.GPUs.Total()
+		}
+		if need > total {
+			where := "this machine has none"
+			if a.opts.GPUs != nil {
+				where = a.opts.GPUs.Describe()
+			}
+			return fmt.Errorf("%w: %s asks for %d GPU(s); %s. Run it where there are GPUs, or try CAIRN_GPUS=sim:%d for a simulated run",
+				ErrRefused, pn.Node.Addr, need, where, need)
+		}
+	}
+	return nil
+}

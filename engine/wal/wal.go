@@ -1,0 +1,549 @@
+// Package wal is the append-only record log under cairn's run journals
+// (.cairn/runs/<run-id>/journal), the cache's action index (.cairn/actions.log)
+// and the evaluation item store.
+//
+// # File format
+//
+// All integers are little-endian.
+//
+//	file    = magic *record
+//	magic   = "CAIRNWL1"   8 bytes: "CAIRNWL" and the format version '1'
+//	record  = length crc payload padding
+//	length  = uint32       payload length in bytes, at most MaxRecordSize
+//	crc     = uint32       CRC-32C (Castagnoli) of the 4 length bytes followed by the payload
+//	payload = length bytes
+//	padding = 0 to 7 zero bytes, so that the next record starts at a multiple of 8
+//
+// The first record starts at byte 8 and every record starts at a multiple of 8.
+// The checksum covers the length as well as the payload, so a flipped length bit is
+// caught directly and an all-zero header is never a valid record: a zero-filled tail
+// (space the file system allocated but no write filled) reads as a torn tail, not as
+// a run of empty records.
+//
+// # Torn tails and corruption
+//
+// A record is bad when its header is cut short, its length is over MaxRecordSize,
+// its padded extent runs past the end of the file, its checksum does not match, or
+// its padding is not zero. The first bad record decides what the file is:
+//
+//   - Torn tail: no valid record starts at any 8-byte boundary after the bad one.
+//     This is what a writer killed in the middle of a write leaves behind, and what a
+//     reader sees while a writer in another process is still writing. Read reports it
+//     in ReadStats and changes nothing on disk; Open, and in Shared mode every commit,
+//     truncates the file back to the end of the last valid record.
+//     The search after the bad record is bounded (a torn record of binary data can
+//     hold many plausible-looking headers); when the bound is reached, the shape of
+//     the bad record decides: one cut off by the end of the file, or followed only by
+//     zeros, is torn, anything else is corruption.
+//   - Corruption: a valid record follows the bad one, so records were damaged after
+//     they had been written. Read and Open return a *CorruptError (wrapping ErrCorrupt)
+//     that names the byte offset of the bad record, and nothing is truncated. Repair
+//     drops the bad record and everything after it.
+//
+// # Writing
+//
+// A Log has one goroutine that owns the file. Append and AppendBatch queue their
+// records and wait; the committer takes everything queued (up to Options.MaxBatch
+// records), writes it with one write call, fsyncs once and wakes every waiter, so
+// concurrent appenders share the cost of an fsync (group commit). After a failed write
+// the partial bytes are cut off again; after a failed fsync the Log refuses further
+// appends, because what reached the disk is no longer known.
+//
+// Each log has a sidecar lock file, "<path>.lock". Without Options.Shared, Open takes an
+// exclusive flock on it for the life of the Log, so a second writer (say, a second
+// apply of the same run) fails with ErrLocked instead of interleaving records. With
+// Options.Shared, several processes append to one file: each commit takes the lock,
+// checks the bytes other processes appended since this Log last looked (cutting off a
+// torn tail that a killed process left), appends with O_APPEND, and releases the lock
+// before its fsync. Readers never take the lock.
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	magic = "CAIRNWL1"
+	// fileHeaderSize is the length of magic; the first record starts here.
+	fileHeaderSize = 8
+	// recordHeaderSize is the length of a record's length and crc fields.
+	recordHeaderSize = 8
+
+	// MaxRecordSize is the largest payload one record may carry. A header that
+	// claims more is a bad record.
+	MaxRecordSize = 64 << 20
+
+	// DefaultMaxBatch is the group-commit cap used when Options.MaxBatch is zero.
+	DefaultMaxBatch = 1024
+	// maxBatchBytes stops a batch from taking more records once it holds this many
+	// bytes; a single larger record or AppendBatch still goes out in one write.
+	maxBatchBytes = 4 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var (
+	// ErrCorrupt is wrapped by every error about a damaged log; errors.As with a
+	// *CorruptError gives the offset.
+	ErrCorrupt = errors.New("wal: corrupt record")
+	// ErrClosed is returned by appends to a closed Log.
+	ErrClosed = errors.New("wal: log is closed")
+	// ErrTooLarge is returned for a payload over MaxRecordSize.
+	ErrTooLarge = errors.New("wal: record too large")
+	// ErrLocked is returned by Open when another Log (in this process or another)
+	// holds the log for writing without Options.Shared.
+	ErrLocked = errors.New("wal: log is open for writing by another process")
+	// ErrVersion is returned for a log written in a format version this cairn does
+	// not read.
+	ErrVersion = errors.New("wal: unsupported log format version")
+)
+
+// CorruptError describes damage in the middle of a log, or a file that is not a
+// cairn log at all (Offset 0).
+type CorruptError struct {
+	Path   string
+	Offset int64  // byte offset of the bad record (0: the file header)
+	Reason string // what is wrong with it
+	Next   int64  // offset of the valid record found after it; -1 if none
+}
+
+func (e *CorruptError) Error() string {
+	s := fmt.Sprintf("wal: corrupt record at byte %d of %s: %s", e.Offset, e.Path, e.Reason)
+	if e.Next >= 0 {
+		s += fmt.Sprintf("; a valid record follows at byte %d", e.Next)
+	}
+	return s
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) hold.
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// Options tune a Log. The zero value is a durable, single-process log.
+type Options struct {
+	// NoSync skips fsync: a record is written when Append returns but may be lost
+	// by a machine crash. For benchmarks and tests.
+	NoSync bool
+	// Shared lets several processes append to the file at once (the cache's action
+	// index): every commit takes an exclusive flock on "<path>.lock", validates what
+	// the others appended, and appends with O_APPEND.
+	Shared bool
+	// MaxBatch caps the records in one group commit; 0 means DefaultMaxBatch.
+	MaxBatch int
+}
+
+// Log appends records to one file. Its methods are safe for concurrent use.
+type Log struct {
+	path string
+	opts Options
+	f    *os.File
+	lk   *fileLock
+
+	// end is the offset just past the last record this Log knows of: everything
+	// before it has been validated or written by us.
+	end atomic.Int64
+
+	mu     sync.Mutex
+	queue  []*batch // batches waiting for the committer, oldest first
+	closed bool
+	failed error    // set once the file's state is unknown; every later append returns it
+	free   [][]byte // batch buffers to reuse
+
+	commits atomic.Int64 // batches written, for benchmarks
+
+	kick      chan struct{} // wakes the committer; capacity 1
+	done      chan struct{} // closed when the committer has exited
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// batch is a group of records that go to disk in one write.
+type batch struct {
+	buf  []byte // encoded records
+	n    int    // number of records in buf
+	done chan struct{}
+	err  error // valid once done is closed
+}
+
+// Open opens the log at path for appending, creating it (and its parent
+// directories) if missing. A torn tail is truncated away; corruption in the middle
+// returns an error wrapping ErrCorrupt and leaves the file as it is.
+func Open(path string, opts Options) (*Log, error) {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	lk, err := openLock(path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	if opts.Shared {
+		err = lk.lock()
+	} else {
+		var ok bool
+		ok, err = lk.tryLock()
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+	}
+	if err != nil {
+		lk.close()
+		return nil, fmt.Errorf("wal: lock %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		lk.close()
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	l := &Log{
+		path: path,
+		opts: opts,
+		f:    f,
+		lk:   lk,
+		kick: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	err = l.recover(0)
+	if opts.Shared {
+		if uerr := lk.unlock(); err == nil && uerr != nil {
+			err = fmt.Errorf("wal: unlock %s: %w", path, uerr)
+		}
+	}
+	if err != nil {
+		f.Close()
+		lk.close()
+		return nil, err
+	}
+	go l.run()
+	return l, nil
+}
+
+// recover validates the file from offset from (0: from the file header) to its
+// current end, truncates a torn tail, writes the file header if there is none, and
+// sets l.end. The caller holds the lock in Shared mode.
+func (l *Log) recover(from int64) error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	size := fi.Size()
+	if from > size {
+		// Records we had seen are gone: someone cut the file. Look at all of it again.
+		from = 0
+	}
+	st, err := scan(l.f, l.path, from, size, nil)
+	if err != nil {
+		return err
+	}
+	if st.Next == size && size > 0 {
+		l.end.Store(size)
+		return nil
+	}
+	if err := l.f.Truncate(st.Next); err != nil {
+		return fmt.Errorf("wal: cut torn tail of %s: %w", l.path, err)
+	}
+	if st.Next == 0 {
+		// New file, or one whose header never made it to disk.
+		if _, err := l.f.Write([]byte(magic)); err != nil {
+			return fmt.Errorf("wal: write header of %s: %w", l.path, err)
+		}
+		st.Next = fileHeaderSize
+		if !l.opts.NoSync {
+			if err := l.f.Sync(); err != nil {
+				return fmt.Errorf("wal: sync %s: %w", l.path, err)
+			}
+			if err := syncDir(filepath.Dir(l.path)); err != nil {
+				return err
+			}
+		}
+	} else if !l.opts.NoSync {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("wal: sync %s: %w", l.path, err)
+		}
+	}
+	l.end.Store(st.Next)
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("wal: sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Path is the file the log writes.
+func (l *Log) Path() string { return l.path }
+
+// Size is the offset just past the last record this Log has written or seen. In
+// Shared mode other processes may have appended more since.
+func (l *Log) Size() int64 { return l.end.Load() }
+
+// Append writes one record and returns once it is on disk (once it is written,
+// with NoSync). Concurrent Appends share one write and one fsync.
+func (l *Log) Append(payload []byte) error {
+	if len(payload) > MaxRecordSize {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(payload), MaxRecordSize)
+	}
+	crc := checksum(payload)
+	l.mu.Lock()
+	b, err := l.batchFor(1, recordSize(len(payload)))
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	b.buf = appendRecord(b.buf, payload, crc)
+	b.n++
+	l.mu.Unlock()
+	l.wake()
+	<-b.done
+	return b.err
+}
+
+// AppendBatch writes several records with one write and one fsync, in order and
+// next to each other. A crash during the write can keep a prefix of them.
+func (l *Log) AppendBatch(payloads [][]byte) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	crcs := make([]uint32, len(payloads))
+	var size int64
+	for i, p := range payloads {
+		if len(p) > MaxRecordSize {
+			return fmt.Errorf("%w: record %d has %d bytes, the limit is %d", ErrTooLarge, i, len(p), MaxRecordSize)
+		}
+		crcs[i] = checksum(p)
+		size += recordSize(len(p))
+	}
+	l.mu.Lock()
+	b, err := l.batchFor(len(payloads), size)
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	for i, p := range payloads {
+		b.buf = appendRecord(b.buf, p, crcs[i])
+	}
+	b.n += len(payloads)
+	l.mu.Unlock()
+	l.wake()
+	<-b.done
+	return b.err
+}
+
+// batchFor returns the batch that n more records of size bytes in all should join:
+// the newest queued batch if they fit, else a new one. l.mu is held.
+func (l *Log) batchFor(n int, size int64) (*batch, error) {
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if l.failed != nil {
+		return nil, l.failed
+	}
+	if k := len(l.queue); k > 0 {
+		b := l.queue[k-1]
+		if b.n+n <= l.opts.MaxBatch && int64(len(b.buf))+size <= maxBatchBytes {
+			return b, nil
+		}
+	}
+	b := &batch{done: make(chan struct{})}
+	if k := len(l.free); k > 0 {
+		b.buf = l.free[k-1]
+		l.free = l.free[:k-1]
+	}
+	if int64(cap(b.buf)) < size {
+		b.buf = make([]byte, 0, max(size, 64<<10))
+	}
+	l.queue = append(l.queue, b)
+	return b, nil
+}
+
+func (l *Log) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the committer: the only goroutine that writes the file after Open.
+func (l *Log) run() {
+	defer close(l.done)
+	for {
+		if !l.opts.NoSync {
+			// The appenders the last commit woke are about to queue again; let
+			// them, so that they share the next fsync instead of waiting for one more.
+			runtime.Gosched()
+		}
+		l.mu.Lock()
+		var b *batch
+		if len(l.queue) > 0 {
+			b = l.queue[0]
+			l.queue[0] = nil
+			l.queue = l.queue[1:]
+		}
+		closed := l.closed
+		l.mu.Unlock()
+		if b == nil {
+			if closed {
+				return
+			}
+			<-l.kick
+			continue
+		}
+		b.err = l.commit(b.buf)
+		l.commits.Add(1)
+		buf := b.buf[:0]
+		b.buf = nil
+		close(b.done)
+		l.mu.Lock()
+		if cap(buf) <= 2*maxBatchBytes && len(l.free) < 4 {
+			l.free = append(l.free, buf)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// commit writes buf at the end of the file and syncs it.
+func (l *Log) commit(buf []byte) (err error) {
+	l.mu.Lock()
+	failed := l.failed
+	l.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	if l.opts.Shared {
+		if err := l.lk.lock(); err != nil {
+			return fmt.Errorf("wal: lock %s: %w", l.path, err)
+		}
+		locked := true
+		defer func() {
+			if locked {
+				if uerr := l.lk.unlock(); uerr != nil && err == nil {
+					err = fmt.Errorf("wal: unlock %s: %w", l.path, uerr)
+				}
+			}
+		}()
+		if err := l.catchUp(); err != nil {
+			return err
+		}
+		if err := l.write(buf); err != nil {
+			return err
+		}
+		// Other processes may write while we wait for the disk.
+		locked = false
+		if err := l.lk.unlock(); err != nil {
+			l.fail(fmt.Errorf("wal: unlock %s: %w", l.path, err))
+			return l.failed
+		}
+	} else if err := l.write(buf); err != nil {
+		return err
+	}
+	if !l.opts.NoSync {
+		if err := l.f.Sync(); err != nil {
+			// The kernel may have dropped the dirty pages: what is on disk is unknown.
+			l.fail(fmt.Errorf("wal: sync %s: %w", l.path, err))
+			return l.failed
+		}
+	}
+	return nil
+}
+
+// write appends buf at l.end, cutting a partial write off again.
+func (l *Log) write(buf []byte) error {
+	start := l.end.Load()
+	if _, err := l.f.Write(buf); err != nil {
+		werr := fmt.Errorf("wal: write %s: %w", l.path, err)
+		if terr := l.f.Truncate(start); terr != nil {
+			l.fail(fmt.Errorf("%w; cutting the partial write off failed too: %v", werr, terr))
+			return l.failed
+		}
+		return werr
+	}
+	l.end.Store(start + int64(len(buf)))
+	return nil
+}
+
+// catchUp validates what other processes appended since l.end, cutting off a torn
+// tail, so that our write lands right after the last valid record. The lock is held.
+func (l *Log) catchUp() error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	if fi.Size() == l.end.Load() {
+		return nil
+	}
+	return l.recover(l.end.Load())
+}
+
+func (l *Log) fail(err error) {
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = err
+	}
+	l.mu.Unlock()
+}
+
+// Close commits what is queued, then closes the file and releases the lock.
+// Appends after Close return ErrClosed. Close may be called more than once.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+		l.wake()
+		<-l.done
+		var errs []error
+		if err := l.f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("wal: %w", err))
+		}
+		if err := l.lk.close(); err != nil {
+			errs = append(errs, fmt.Errorf("wal: %w", err))
+		}
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// recordSize is the space a record with an n-byte payload takes in the file.
+func recordSize(n int) int64 {
+	return recordHeaderSize + int64(n+7)&^7
+}
+
+// appendRecord encodes one record onto dst.
+func appendRecord(dst, payload []byte, crc uint32) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	dst = append(dst, payload...)
+	var zero [7]byte
+	return append(dst, zero[:(8-len(payload)%8)%8]...)
+}
+
+// checksum is the record checksum: CRC-32C of the little-endian length, then the payload.
+func checksum(payload []byte) uint32 {
+	return crc32.Update(lengthCRC(uint32(len(payload))), castagnoli, payload)
+}
+
+// lengthCRC is the CRC-32C of the 4 little-endian bytes of n, worked out byte by
+// byte with the table so that no slice is needed.
+func lengthCRC(n uint32) uint32 {
+	crc := ^uint32(0)
+	for i := 0; i < 4; i++ {
+		crc = castagnoli[byte(crc)^byte(n>>(8*i))] ^ (crc >> 8)
+	}
+	return ^crc
+}

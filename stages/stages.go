@@ -1,0 +1,227 @@
+// Package stages holds cairn's stage kinds, one file each, behind one small
+// interface and a registry listed in a stable order.
+//
+// A kind declares the attributes it adds to the generic stage schema and
+// runs one node (a stage instance after for_each expansion). The engine
+// evaluates the node's attributes, computes its key, checks the cache,
+// leases resources and hands the node to the kind's Run with a Runtime that
+// starts supervised processes.
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Kind is a stage kind.
+type Kind interface {
+	// Name is the first label of `stage "KIND" "NAME"`.
+	Name() string
+	// Version is the implementation version; it is part of every node key,
+	// so bumping it reruns the kind's nodes.
+	Version() int
+	// Schema lists the attributes and blocks the kind adds to the generic
+	// stage schema.
+	Schema() *hcl.BodySchema
+	// Check validates a node's evaluated attributes. At plan time some
+	// values may be unknown; Check must accept unknown values.
+	Check(n *Node) hcl.Diagnostics
+	// Run executes the node.
+	Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
+}
+
+// KeyExcluder is implemented by kinds with attributes that do not change a
+// node's result (scheduling knobs); they are left out of the key.
+type KeyExcluder interface {
+	KeyExcluded() []string
+}
+
+// StageChecker is implemented by kinds that validate a stage as a whole
+// (all its instances), e.g. a batch of exactly four variants.
+type StageChecker interface {
+	CheckStage(s *StageInfo) hcl.Diagnostics
+}
+
+// StageInfo describes a stage and its instances for StageChecker.
+type StageInfo struct {
+	Name      string
+	Keys      []string
+	Nodes     []*Node
+	DeclRange hcl.Range
+}
+
+// Node is one stage instance as a kind sees it.
+type Node struct {
+	Address string // stage.NAME or stage.NAME["KEY"]
+	Stage   string
+	EachKey string
+	// Args holds the node's evaluated attributes by name: generic and
+	// kind-specific. Sensitive values carry dsl.SensitiveMark.
+	Args map[string]cty.Value
+	// Ranges locate each attribute in its file, for diagnostics.
+	Ranges map[string]hcl.Range
+	// Common is the decoded generic part.
+	Common Common
+	// Upstreams are the nodes this node depends on, with their state at
+	// the time it runs (for on_upstream_failure = "run").
+	Upstreams []Upstream
+	// Key is the node key (hex sha256), known when the node runs.
+	Key string
+	// Blocks are the kind's own blocks, evaluated by the kind.
+	Blocks []*hcl.Block
+	// EvalContext evaluates expressions inside Blocks.
+	EvalContext *hcl.EvalContext
+}
+
+// Common are the generic attributes every kind shares, decoded.
+type Common struct {
+	Inputs       []string          // workspace-relative
+	Result       string            // workspace-relative, "" when none
+	Outputs      []string          // workspace-relative
+	Env          map[string]string // sensitive values included; never logged
+	SensitiveEnv map[string]bool
+	CPUs         int
+	GPUs         int
+	Timeout      time.Duration // 0: none
+	KillGrace    time.Duration
+	Concurrency  int // 0: unlimited
+	Classify     map[string][]string
+}
+
+// Upstream is the state of one upstream node.
+type Upstream struct {
+	Address string
+	Status  string // "ok", "failed", "skipped"
+	Class   string
+	Result  json.RawMessage
+}
+
+// Proc is a process for the Runtime to start.
+type Proc struct {
+	Argv   []string
+	Shell  bool // run Argv[0] through /bin/sh -c
+	Env    map[string]string
+	Stdin  io.Reader
+	Stdout string // log file path; "" for the node's default log
+	Stderr string
+	// LogName names the logs of a batch variant: with a batch log folder,
+	// they are <folder>/gpu<idx>_<LogName>.out and .err.
+	LogName string
+}
+
+// Batcher is implemented by kinds whose stage runs as one GPU batch
+// (the waves kind): the scheduler gives the batch a machine-wide lock,
+// pins its variants to the GPUs free at its start, and runs them in waves
+// or backfills.
+type Batcher interface {
+	BatchPolicy(n *Node) BatchPolicy
+}
+
+// BatchPolicy describes a batch.
+type BatchPolicy struct {
+	Mode   string // "waves" or "backfill"
+	Size   int    // exact number of variants
+	LogDir string // workspace-relative; cairn appends _<UTC timestamp>
+	Tag    string
+	Ledger string // workspace-relative markdown file to keep rows in; "" for none
+}
+
+// ProcResult is how a supervised process ended.
+type ProcResult struct {
+	ExitCode   int    // -1 when killed by a signal
+	Signal     string // "" or the signal's name
+	TimedOut   bool
+	Class      string // "" on success, else a dsl failure class
+	Message    string // a one-line diagnosis for people
+	StderrTail []byte
+	Started    time.Time
+	Ended      time.Time
+	PeakRSSMiB float64
+	PeakGPUMiB float64
+	GPUs       []int
+	PID        int
+}
+
+// Runtime is what the engine offers a running node.
+type Runtime interface {
+	// Exec starts p under supervision (own process group, timeout, logs,
+	// leases held for its lifetime, memory sampling) and waits for it.
+	Exec(ctx context.Context, p Proc) (*ProcResult, error)
+	// Root is the workspace root.
+	Root() string
+	// OutDir is a private scratch folder for the node.
+	OutDir() string
+	// CacheDir is the cache root (shared stores live under it).
+	CacheDir() string
+	// Stderr receives progress lines for people.
+	Stderr() io.Writer
+}
+
+// Outcome is a node's result as the kind reports it.
+type Outcome struct {
+	// Result is the node's parsed result (the result file's JSON, or what
+	// the kind computed). The engine reads the declared result file itself
+	// when Result is nil and a result path is declared.
+	Result json.RawMessage
+	// Class is "" on success, else a failure class.
+	Class   string
+	Message string
+	Proc    *ProcResult
+	// Files the kind wrote that are outputs besides the declared ones.
+	Files []string
+}
+
+var (
+	regMu sync.RWMutex
+	reg   = map[string]Kind{}
+)
+
+// Register adds a kind; it panics on a duplicate name (a programming error).
+func Register(k Kind) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := reg[k.Name()]; dup {
+		panic(fmt.Sprintf("stages: kind %q registered twice", k.Name()))
+	}
+	reg[k.Name()] = k
+}
+
+// Lookup returns the kind named name.
+func Lookup(name string) (Kind, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	k, ok := reg[name]
+	return k, ok
+}
+
+// Registry adapts the registry to dsl.Kinds.
+type Registry struct{}
+
+// KindSchema implements dsl.Kinds.
+func (Registry) KindSchema(kind string) (*hcl.BodySchema, bool) {
+	k, ok := Lookup(kind)
+	if !ok {
+		return nil, false
+	}
+	return k.Schema(), true
+}
+
+// KindNames implements dsl.Kinds.
+func (Registry) KindNames() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	names := make([]string, 0, len(reg))
+	for n := range reg {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

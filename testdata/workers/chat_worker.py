@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Example cairn evaluation worker: asks an OpenAI-compatible chat endpoint.
+
+This is the shape of a worker for a vLLM task model (see
+docs/worker-protocol.md). cairn writes one JSON request per line on stdin:
+
+    {"id": "q17", "key": "...", "attempt": 1,
+     "endpoint": "http://127.0.0.1:8000/v1", "model": "Qwen/...",
+     "item": {"question": "What is 17 + 25?", "answer": "42"}}
+
+and reads one JSON response per line on stdout, in any order:
+
+    {"id": "q17", "score": 1.0, "charged": 1, "outputs": {"answer": "42"}}
+    {"id": "q17", "infra_failure": true, "error": "HTTP 503 ..."}
+
+Usage: chat_worker.py [--system-prompt-file FILE]
+
+Standard library only. Requests run on CAIRN_MAX_IN_FLIGHT threads.
+"""
+
+import concurrent.futures
+import json
+import os
+import sys
+import threading
+import urllib.error
+import urllib.request
+
+TIMEOUT_S = 600
+
+
+def load_system_prompt(argv):
+    if len(argv) >= 3 and argv[1] == "--system-prompt-file":
+        with open(argv[2], encoding="utf-8") as f:
+            return f.read()
+    return None
+
+
+def normalize(text):
+    return " ".join(str(text).strip().lower().split()).rstrip(".")
+
+
+def ask(endpoint, model, messages):
+    body = json.dumps({"model": model, "messages": messages, "temperature": 0}).encode()
+    req = urllib.request.Request(
+        endpoint.rstrip("/") + "/chat/completions",
+        data=body,
+        headers={"Content-Type": "application/json", "User-Agent": os.environ.get("WORKER_USER_AGENT", "cairn-chat-worker")},
+    )
+    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
+        return json.load(resp)["choices"][0]["message"]["content"]
+
+
+def evaluate(request, system_prompt):
+    item = request["item"]
+    model = request.get("model") or os.environ["MODEL_ID"]
+    messages = []
+    if system_prompt is not None:
+        messages.append({"role": "system", "content": system_prompt})
+    messages.append({"role": "user", "content": item["question"]})
+    try:
+        answer = ask(request["endpoint"], model, messages)
+    except urllib.error.HTTPError as e:
+        # 5xx, 429 and the like: the endpoint failed, not the item.
+        return {"id": request["id"], "infra_failure": True, "error": f"HTTP {e.code}: {e.reason}"}
+    except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
+        return {"id": request["id"], "infra_failure": True, "error": f"{type(e).__name__}: {e}"}
+    score = 1.0 if normalize(answer) == normalize(item["answer"]) else 0.0
+    return {"id": request["id"], "score": score, "charged": 1, "outputs": {"answer": answer}}
+
+
+def main():
+    system_prompt = load_system_prompt(sys.argv)
+    write_lock = threading.Lock()
+
+    def work(request):
+        try:
+            response = evaluate(request, system_prompt)
+        except Exception as e:  # a bug here must not hang the item
+            response = {"id": request.get("id"), "infra_failure": True, "error": repr(e)}
+        line = json.dumps(response) + "\n"
+        with write_lock:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+    threads = max(1, int(os.environ.get("CAIRN_MAX_IN_FLIGHT", "1")))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
+        for line in sys.stdin:
+            if line.strip():
+                pool.submit(work, json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
