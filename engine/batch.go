@@ -41,10 +41,7 @@ type batchGroup struct {
 	lock      *flock.Flock
 	devices   []int // pinned devices, the free ones at batch start
 	par       int
-	inUse     map[int]int // device -> node id
-	wave      int
-	waveSlots int // slots left in the current wave
-	waveLive  int // variants of the current wave still running
+	slots     *slotPolicy
 	remaining int // variants of this batch still to finish here
 	batch     *Batch
 	deadline  time.Time
@@ -86,7 +83,7 @@ func (a *applier) setupGroups() error {
 			}
 		}
 		sort.SliceStable(ids, func(i, j int) bool { return dur[ids[i]] > dur[ids[j]] })
-		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids, inUse: map[int]int{}, remaining: len(ids)}
+		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids, remaining: len(ids)}
 	}
 	return nil
 }
@@ -114,26 +111,8 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 			return false
 		}
 	}
-	var dev = -1
-	switch g.policy.Mode {
-	case "backfill":
-		for _, d := range g.devices {
-			if _, busy := g.inUse[d]; !busy {
-				dev = d
-				break
-			}
-		}
-	default: // waves
-		if g.waveSlots == 0 {
-			if g.waveLive > 0 {
-				return false
-			}
-			g.wave++
-			g.waveSlots = g.par
-		}
-		dev = g.devices[g.par-g.waveSlots]
-	}
-	if dev < 0 {
+	dev, wave, ok := g.slots.next()
+	if !ok {
 		return false
 	}
 	lease, _ := a.opts.GPUs.AcquireExact([]int{dev}, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
@@ -142,15 +121,8 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 		return false
 	}
 	ns.lease = lease
-	g.inUse[dev] = ns.n.ID
-	if g.policy.Mode != "backfill" {
-		g.waveSlots--
-		g.waveLive++
-		ns.wave = g.wave
-	} else {
-		g.wave++
-		ns.wave = 0
-	}
+	g.slots.take(dev, wave, ns.n.ID)
+	ns.wave = wave
 	ns.batchLogDir = g.batch.LogDir
 	_ = a.j.Write(JEntry{T: JLease, Node: ns.n.Addr, GPUs: []int{dev}, Wave: ns.wave})
 	return true
@@ -196,6 +168,7 @@ func (g *batchGroup) start(a *applier) bool {
 		g.par = min(len(free), len(g.order))
 	}
 	g.devices = free[:g.par]
+	g.slots = newSlotPolicy(g.policy.Mode, g.devices)
 	g.started = true
 	var names []string
 	for _, id := range g.order {
@@ -257,14 +230,7 @@ func noGPUs(a *applier) string {
 // release frees a variant's device; when the batch is over, the batch
 // lock goes too.
 func (g *batchGroup) release(a *applier, ns *nodeState) {
-	for d, id := range g.inUse {
-		if id == ns.n.ID {
-			delete(g.inUse, d)
-		}
-	}
-	if g.policy.Mode != "backfill" && ns.wave == g.wave {
-		g.waveLive--
-	}
+	g.slots.free(ns.n.ID, ns.wave)
 	g.remaining--
 	if ns.class != "" {
 		g.failed = true

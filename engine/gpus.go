@@ -108,6 +108,18 @@ func (p *GPUPool) AcquireExact(devs []int, h gpu.Holder) (*gpu.Lease, error) {
 	if err != nil {
 		return nil, nil
 	}
+	// Free means free now: read the devices again with the lease held,
+	// right before the node starts on them.
+	p.mu.Lock()
+	rel := map[int]time.Time{}
+	for k, v := range p.released {
+		rel[k] = v
+	}
+	p.mu.Unlock()
+	if err := gpu.Recheck(context.Background(), p.Inv, l.Devices, gpu.FreePolicy{MaxUsedMiB: p.MaxUsedMiB, Released: rel, Now: time.Now()}); err != nil {
+		_ = l.Release()
+		return nil, nil
+	}
 	p.mu.Lock()
 	for _, d := range l.Devices {
 		p.mine[d] = true
