@@ -52,6 +52,7 @@ type JEntry struct {
 	PeakGPU  float64   `json:"peak_gpu_mib,omitempty"`
 	Logs     []string  `json:"logs,omitempty"`
 	Count    int       `json:"count,omitempty"`
+	Item     string    `json:"item,omitempty"` // an evaluated item's id (charged records)
 	// Run-level fields.
 	RunID    string   `json:"run_id,omitempty"`
 	Pipeline string   `json:"pipeline,omitempty"`
@@ -72,17 +73,51 @@ type Batch struct {
 
 // Journal is a run's write-ahead log.
 type Journal struct {
-	RunID string
-	Dir   string
-	log   *wal.Log
-	lock  *flock.Flock
+	RunID    string
+	Dir      string
+	log      *wal.Log
+	lock     *flock.Flock
+	pipeline string // from the run_start record, for the end marker
 }
 
-// NewRunID returns a sortable, unique run id.
+// endMarker is the small file a run leaves next to its journal once its
+// run_end record is written: a later apply learns how the run ended
+// without reading its journal.
+type endMarker struct {
+	Pipeline string `json:"pipeline"`
+	Status   string `json:"status"`
+}
+
+const endMarkerName = "ended"
+
+// writeEndMarker records how a run ended. It is a hint: without it, the
+// journal is read.
+func writeEndMarker(dir string, m endMarker) {
+	b, err := json.Marshal(m)
+	if err == nil {
+		_ = os.WriteFile(filepath.Join(dir, endMarkerName), append(b, '\n'), 0o644)
+	}
+}
+
+// readEndMarker returns the end marker of a run folder, or nil.
+func readEndMarker(dir string) *endMarker {
+	b, err := os.ReadFile(filepath.Join(dir, endMarkerName))
+	if err != nil {
+		return nil
+	}
+	var m endMarker
+	if json.Unmarshal(b, &m) != nil || m.Status == "" {
+		return nil
+	}
+	return &m
+}
+
+// NewRunID returns a sortable, unique run id. The time has milliseconds,
+// so runs started within the same second still sort in start order.
 func NewRunID() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	return time.Now().UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
 }
 
 // OpenJournal creates a run folder and its journal. The run's lock file
@@ -115,7 +150,61 @@ func (j *Journal) Write(e JEntry) error {
 	if err != nil {
 		return err
 	}
-	return j.log.Append(b)
+	if err := j.log.Append(b); err != nil {
+		return err
+	}
+	testKillAt(testKillAfterRecords, &testRecords)
+	switch e.T {
+	case JRunStart:
+		j.pipeline = e.Pipeline
+	case JRunEnd:
+		writeEndMarker(j.Dir, endMarker{Pipeline: j.pipeline, Status: e.Status})
+	}
+	return nil
+}
+
+// Note appends a record without waiting for it to be written: it is for
+// records whose loss in a crash costs only information (a node taken from
+// the cache, skipped, or finished with its result already committed to
+// the cache). It reaches the file before any record written after it, and
+// Close waits for it.
+func (j *Journal) Note(e JEntry) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := j.log.AppendAsync(b); err != nil {
+		return err
+	}
+	testKillAt(testKillAfterRecords, &testRecords)
+	return nil
+}
+
+// WriteBatch appends records with one write and returns when they are
+// durable.
+func (j *Journal) WriteBatch(es []JEntry) error {
+	payloads := make([][]byte, 0, len(es))
+	now := time.Now().UTC()
+	for _, e := range es {
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		payloads = append(payloads, b)
+	}
+	if err := j.log.AppendBatch(payloads); err != nil {
+		return err
+	}
+	for range payloads {
+		testKillAt(testKillAfterRecords, &testRecords)
+	}
+	return nil
 }
 
 // Close flushes and releases the run lock.
@@ -216,11 +305,12 @@ func RunAlive(dir string) bool {
 	return true
 }
 
+var logNameReplacer = strings.NewReplacer("[", "_", "]", "", "\"", "", "/", "_", " ", "_", ".", "_")
+
 // NodeLog is the per-node log file stem inside a run folder.
 func NodeLog(runDir, addr string, attempt int) string {
-	r := strings.NewReplacer("[", "_", "]", "", "\"", "", "/", "_", " ", "_", ".", "_")
 	name := strings.TrimPrefix(addr, "stage.")
-	name = r.Replace(name)
+	name = logNameReplacer.Replace(name)
 	if len(name) > 120 {
 		name = name[:80] + "_" + sha256Hex([]byte(addr))[:12]
 	}

@@ -44,6 +44,15 @@ type KeyExcluder interface {
 	KeyExcluded() []string
 }
 
+// InputDeclarer is implemented by kinds whose attributes name files the
+// node reads (a dataset, a worker script): the engine adds the paths it
+// returns to the node's declared inputs, so their content enters the node
+// key as if the stage had listed them in inputs. root is the workspace
+// root; paths are workspace-relative.
+type InputDeclarer interface {
+	DeclaredInputs(n *Node, root string) []string
+}
+
 // StageChecker is implemented by kinds that validate a stage as a whole
 // (all its instances), e.g. a batch of exactly four variants.
 type StageChecker interface {
@@ -163,6 +172,29 @@ type Runtime interface {
 	CacheDir() string
 	// Stderr receives progress lines for people.
 	Stderr() io.Writer
+}
+
+// ItemRecord is one unit of a node's work that was finished and stored: an
+// item of an evaluation.
+type ItemRecord struct {
+	Item    string // the item's id
+	Key     string // the item key its result is stored under
+	Charged int    // rollouts the item charged
+}
+
+// Journaler is implemented by the engine's Runtime. Kinds that finish their
+// work in units (the items of an evaluation) record each unit in the run
+// journal as it is stored, so the journal shows what a run did and charged
+// even when it is killed before the node finishes.
+type Journaler interface {
+	// NodeStarted records that the node began work it does inside cairn's
+	// own process (it starts no supervised process through Exec), and the
+	// log files it writes: the journal then shows the node in flight, and
+	// a run killed meanwhile leaves it recorded as interrupted.
+	NodeStarted(logs ...string) error
+	// JournalItems appends one "charged" record per item and returns once
+	// they are durable.
+	JournalItems(recs []ItemRecord) error
 }
 
 // Outcome is a node's result as the kind reports it.

@@ -21,6 +21,10 @@ const DefaultReflectionBaseURL = "http://localhost:8200/v1"
 // configured anywhere.
 var ErrNoEndpoints = errors.New("items: no task model endpoint: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL")
 
+// ErrPreflight wraps every error of Preflight about an endpoint: down, not an
+// OpenAI model list, or not serving the task model.
+var ErrPreflight = errors.New("items: preflight")
+
 // ParseEndpoints returns the task model's base URLs (each ending in /v1, as
 // vLLM serves them). The stage's attribute wins when it names any; otherwise
 // TASK_ENDPOINTS, a comma-separated list; otherwise VLLM_BASE_URL. Blank
@@ -188,19 +192,19 @@ func preflightOne(ctx context.Context, endpoint, modelID string) error {
 	url := strings.TrimRight(endpoint, "/") + "/models"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("items: preflight of endpoint %s: %w", endpoint, err)
+		return fmt.Errorf("%w: endpoint %s: %w", ErrPreflight, endpoint, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("items: preflight: endpoint %s is not reachable (GET %s): %w", endpoint, url, err)
+		return fmt.Errorf("%w: endpoint %s is not reachable (GET %s): %w", ErrPreflight, endpoint, url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
-		return fmt.Errorf("items: preflight: endpoint %s: reading GET %s: %w", endpoint, url, err)
+		return fmt.Errorf("%w: endpoint %s: reading GET %s: %w", ErrPreflight, endpoint, url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("items: preflight: endpoint %s answered GET %s with HTTP %d: %s", endpoint, url, resp.StatusCode, snippet(body))
+		return fmt.Errorf("%w: endpoint %s answered GET %s with HTTP %d: %s", ErrPreflight, endpoint, url, resp.StatusCode, snippet(body))
 	}
 	var list struct {
 		Data []struct {
@@ -208,7 +212,7 @@ func preflightOne(ctx context.Context, endpoint, modelID string) error {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return fmt.Errorf("items: preflight: endpoint %s: GET %s is not an OpenAI model list: %w", endpoint, url, err)
+		return fmt.Errorf("%w: endpoint %s: GET %s is not an OpenAI model list: %w", ErrPreflight, endpoint, url, err)
 	}
 	var served []string
 	for _, m := range list.Data {
@@ -221,7 +225,7 @@ func preflightOne(ctx context.Context, endpoint, modelID string) error {
 	if len(served) > 0 {
 		what = strings.Join(served, ", ")
 	}
-	return fmt.Errorf("items: preflight: endpoint %s does not serve the task model %q; it serves %s", endpoint, modelID, what)
+	return fmt.Errorf("%w: endpoint %s does not serve the task model %q; it serves %s", ErrPreflight, endpoint, modelID, what)
 }
 
 func snippet(b []byte) string {

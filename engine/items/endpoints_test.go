@@ -157,10 +157,12 @@ func TestPreflight(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "endpoint "+other.URL+` does not serve the task model "qwen"; it serves llama, mistral`)
 	assert.NotContains(t, err.Error(), "endpoint "+good.URL+" ")
+	assert.ErrorIs(t, err, ErrPreflight)
 
 	err = Preflight(ctx, []string{down, good.URL}, "qwen")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "endpoint "+down+" is not reachable")
+	assert.ErrorIs(t, err, ErrPreflight)
 
 	assert.ErrorIs(t, Preflight(ctx, nil, "qwen"), ErrNoEndpoints)
 	assert.Zero(t, good.ChatRequests()+other.ChatRequests())

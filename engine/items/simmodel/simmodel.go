@@ -301,9 +301,10 @@ type Running struct {
 	// URL is the base URL clients use, ending in /v1.
 	URL string
 	// Addr is the address it listens on (host:port).
-	Addr string
-	srv  *http.Server
-	done chan error
+	Addr     string
+	srv      *http.Server
+	done     chan struct{} // closed when Serve returns
+	serveErr error
 }
 
 // Start listens on addr ("127.0.0.1:0" picks a free loopback port) and serves
@@ -322,17 +323,22 @@ func Start(cfg Config, addr string) (*Running, error) {
 		Addr:   ln.Addr().String(),
 		URL:    "http://" + ln.Addr().String() + "/v1",
 		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second},
-		done:   make(chan error, 1),
+		done:   make(chan struct{}),
 	}
-	go func() { run.done <- run.srv.Serve(ln) }()
+	go func() {
+		run.serveErr = run.srv.Serve(ln)
+		close(run.done)
+	}()
 	return run, nil
 }
 
-// Close stops listening and ends the requests in progress.
+// Close stops listening and ends the requests in progress. It may follow
+// Shutdown.
 func (r *Running) Close() error {
 	err := r.srv.Close()
-	if serr := <-r.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
+	<-r.done
+	if !errors.Is(r.serveErr, http.ErrServerClosed) && err == nil {
+		err = r.serveErr
 	}
 	return err
 }

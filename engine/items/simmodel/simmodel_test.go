@@ -2,6 +2,7 @@ package simmodel
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -153,4 +154,14 @@ func countOf(xs []int, v int) int {
 		}
 	}
 	return n
+}
+
+// Close after Shutdown returns (tests shut a server down, then clean up).
+func TestShutdownThenClose(t *testing.T) {
+	srv, err := Start(Config{}, "")
+	require.NoError(t, err)
+	require.NoError(t, srv.Shutdown(context.Background()))
+	require.NoError(t, srv.Close()) // before the fix, this waited forever
+	_, err = http.Get(srv.URL + "/models")
+	assert.Error(t, err, "no longer listening")
 }

@@ -1,0 +1,685 @@
+// Package evaluate_test proves the evaluate stage kind end to end: the real
+// cairn binary, the Python chat worker of testdata/workers and a simulated
+// task model served in-process on a loopback port. Request counts come from
+// the simulated server's request log.
+package evaluate_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/items"
+	"github.com/cairn-run/cairn/engine/items/simmodel"
+)
+
+// cairnBin is the cairn binary built for these tests.
+var cairnBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	if _, err := exec.LookPath("python3"); err != nil {
+		fmt.Println("skipping: the evaluate end-to-end tests need python3")
+		return 0
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		fmt.Println("skipping: no go toolchain on PATH to build cairn")
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "cairn-e2e-bin")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cairnBin = filepath.Join(dir, "cairn")
+	build := exec.Command(gobin, "build", "-o", cairnBin, "github.com/cairn-run/cairn/cmd/cairn")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Printf("building cairn: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+const (
+	model        = "sim-model"
+	systemPrompt = "Answer with a number only."
+)
+
+// workspace is a folder with the chat worker, a seed bundle and a dataset.
+type workspace struct {
+	t     *testing.T
+	dir   string
+	cache string
+	items []item
+}
+
+type item struct {
+	ID       string `json:"id"`
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+// digest is the simulated server's log digest of the item's request.
+func (it item) digest() string {
+	return simmodel.MessagesDigest([]simmodel.Message{
+		{Role: "system", Content: systemPrompt},
+		{Role: "user", Content: it.Question},
+	})
+}
+
+func newWorkspace(t *testing.T, n int) *workspace {
+	t.Helper()
+	w := &workspace{t: t, dir: t.TempDir(), cache: t.TempDir()}
+	worker, err := os.ReadFile("../../testdata/workers/chat_worker.py")
+	require.NoError(t, err)
+	w.write("workers/chat_worker.py", string(worker))
+	w.write("bundles/seed/system.txt", systemPrompt)
+	var b strings.Builder
+	for i := range n {
+		it := item{ID: fmt.Sprintf("q%05d", i), Question: fmt.Sprintf("What is %d + %d?", i, 7*i+3), Answer: fmt.Sprint(8*i + 3)}
+		w.items = append(w.items, it)
+		line, _ := json.Marshal(it)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	w.write("data/items.jsonl", b.String())
+	return w
+}
+
+func (w *workspace) write(rel, content string) {
+	w.t.Helper()
+	p := filepath.Join(w.dir, rel)
+	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+// stageSpec is one evaluate stage of a test pipeline.
+type stageSpec struct {
+	pipeline, stage string
+	scores          string // also names the result file
+	retryInfra      int
+	replicas        int
+}
+
+// pipeline writes a pipeline file holding the seed-bundle evaluation of one
+// "method" and returns its name.
+func (w *workspace) pipeline(s stageSpec) string {
+	if s.replicas == 0 {
+		s.replicas = 1
+	}
+	src := fmt.Sprintf(`pipeline %q {
+  description = "one optimizer method's seed-bundle evaluation"
+}
+
+variable "task_endpoints" {
+  type    = list(string)
+  default = []
+}
+
+stage "evaluate" %q {
+  worker        = ["python3", "workers/chat_worker.py", "--system-prompt-file", "bundles/seed/system.txt"]
+  items         = "data/items.jsonl"
+  bundle        = ["bundles/seed/"]
+  model         = %q
+  runtime       = { topology = "single", framework = "plain", team_size = 1, temperature = 0, eval_seed = 0 }
+  endpoints     = var.task_endpoints
+  replicas      = %d
+  max_in_flight = 8
+  retry_infra   = %d
+  scores        = %q
+  result        = %q
+}
+`, s.pipeline, s.stage, model, s.replicas, s.retryInfra, s.scores, strings.TrimSuffix(s.scores, ".jsonl")+".result.json")
+	name := s.pipeline + ".hcl"
+	w.write(name, src)
+	return name
+}
+
+// cairn returns a cairn apply command over the shared cache, with endpoints
+// from --var (none: TASK_ENDPOINTS, VLLM_BASE_URL unset).
+func (w *workspace) cairn(file string, endpoints ...string) *exec.Cmd {
+	args := []string{"apply", file, "--cache", w.cache, "--no-color"}
+	if len(endpoints) > 0 {
+		q, _ := json.Marshal(endpoints)
+		args = append(args, "--var", "task_endpoints="+string(q))
+	}
+	cmd := exec.Command(cairnBin, args...)
+	cmd.Dir = w.dir
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TASK_ENDPOINTS=") && !strings.HasPrefix(kv, "VLLM_BASE_URL=") && !strings.HasPrefix(kv, "CAIRN_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "CAIRN_NO_FSYNC=1")
+	return cmd
+}
+
+// apply runs cairn apply and returns its exit code and output.
+func (w *workspace) apply(file string, endpoints ...string) (int, string) {
+	w.t.Helper()
+	out, err := w.cairn(file, endpoints...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(w.t, err, "%s", out)
+	return 0, string(out)
+}
+
+// nodeResult is the evaluate node's result file.
+type nodeResult struct {
+	ItemCount     int     `json:"item_count"`
+	MeanScore     float64 `json:"mean_score"`
+	Evaluated     int     `json:"evaluated"`
+	FromCache     int     `json:"from_cache"`
+	Charged       int     `json:"charged"`
+	InfraFailures int     `json:"infra_failures"`
+	ScoresFile    string  `json:"scores_file"`
+	ScoresDigest  string  `json:"scores_digest"`
+}
+
+func (w *workspace) result(scores string) nodeResult {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.dir, strings.TrimSuffix(scores, ".jsonl")+".result.json"))
+	require.NoError(w.t, err)
+	var r nodeResult
+	require.NoError(w.t, json.Unmarshal(b, &r))
+	return r
+}
+
+// scoreKeys reads a scores file: item id -> item key.
+func (w *workspace) scoreKeys(scores string) map[string]string {
+	w.t.Helper()
+	f, err := os.Open(filepath.Join(w.dir, scores))
+	require.NoError(w.t, err)
+	defer f.Close()
+	keys := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l struct{ ID, Key string }
+		require.NoError(w.t, json.Unmarshal(sc.Bytes(), &l))
+		keys[l.ID] = l.Key
+	}
+	require.NoError(w.t, sc.Err())
+	return keys
+}
+
+// storedKeys lists the item keys with a result in the cache's item store.
+func (w *workspace) storedKeys() map[string]bool {
+	w.t.Helper()
+	keys := map[string]bool{}
+	err := items.ScanStore(w.cache, func(key string, _ items.Result) error {
+		keys[key] = true
+		return nil
+	})
+	if os.IsNotExist(err) {
+		return keys
+	}
+	require.NoError(w.t, err)
+	return keys
+}
+
+// workersAlive counts the chat worker processes of this workspace.
+func (w *workspace) workersAlive() int {
+	dir, err := filepath.EvalSymlinks(w.dir)
+	require.NoError(w.t, err)
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if strings.Contains(string(stat), ") Z ") {
+			continue // a zombie waiting for its reaper
+		}
+		if bytes.Contains(cmdline, []byte("chat_worker.py")) && bytes.Contains(cmdline, []byte("bundles/seed/system.txt")) {
+			if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// server is a simulated task model with an in-memory request log.
+type server struct {
+	*simmodel.Running
+	log *requestLog
+}
+
+type requestLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *requestLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+// entries returns the requests logged so far.
+func (l *requestLog) entries(t *testing.T) []simmodel.LogEntry {
+	t.Helper()
+	l.mu.Lock()
+	b := bytes.Clone(l.buf.Bytes())
+	l.mu.Unlock()
+	es, err := simmodel.ReadLog(bytes.NewReader(b))
+	require.NoError(t, err)
+	return es
+}
+
+func startServer(t *testing.T, cfg simmodel.Config) *server {
+	t.Helper()
+	log := &requestLog{}
+	cfg.RequestLog = log
+	if len(cfg.Models) == 0 {
+		cfg.Models = []string{model}
+	}
+	r, err := simmodel.Start(cfg, "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return &server{Running: r, log: log}
+}
+
+// requested counts the requests of es per item id; requests for anything
+// else fail the test.
+func requested(t *testing.T, w *workspace, es []simmodel.LogEntry) map[string]int {
+	t.Helper()
+	byDigest := make(map[string]string, len(w.items))
+	for _, it := range w.items {
+		byDigest[it.digest()] = it.ID
+	}
+	counts := map[string]int{}
+	for _, e := range es {
+		id, ok := byDigest[e.Messages]
+		require.True(t, ok, "a request for no item of the dataset: %+v", e)
+		counts[id]++
+	}
+	return counts
+}
+
+// kill -9 of cairn during an evaluation of 2,000 items: the next apply
+// sends exactly the items without a stored result, each once.
+func TestKillDuringEvaluationResumesMissingItems(t *testing.T) {
+	const n = 2000
+	w := newWorkspace(t, n)
+	srv := startServer(t, simmodel.Config{Latency: 5 * time.Millisecond, WrongRate: 0.25})
+	spec := stageSpec{pipeline: "method_a", stage: "seed_eval", scores: "out/a/seed_scores.jsonl", replicas: 2}
+	file := w.pipeline(spec)
+
+	cmd := w.cairn(file, srv.URL)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Kill cairn once the evaluation is well under way.
+	for srv.ChatRequests() < 300 {
+		select {
+		case err := <-exited:
+			t.Fatalf("cairn ended before it was killed (%v):\n%s", err, out.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	err := <-exited
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "killed")
+	// The workers die with cairn. Once none is left, shutting the server
+	// down serves what they sent before dying: the log is then complete,
+	// and the resume talks to a fresh server with a log of its own.
+	for w.workersAlive() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Shutdown(sctx))
+	assert.Contains(t, out.String(), "evaluated 10/2000", "progress lines")
+	first := srv.log.entries(t)
+	srv = startServer(t, simmodel.Config{Latency: 5 * time.Millisecond, WrongRate: 0.25})
+	stored := w.storedKeys()
+	require.NotEmpty(t, stored, "the killed run stored some items")
+	require.Less(t, len(stored), n, "the run was killed before it finished")
+	t.Logf("killed after %d requests with %d items stored", len(first), len(stored))
+
+	code, text := w.apply(file, srv.URL)
+	require.Equal(t, 0, code, text)
+	res := w.result(spec.scores)
+	keys := w.scoreKeys(spec.scores)
+	require.Len(t, keys, n)
+
+	var missing []string
+	for _, it := range w.items {
+		if !stored[keys[it.ID]] {
+			missing = append(missing, it.ID)
+		}
+	}
+	resumed := requested(t, w, srv.log.entries(t))
+	assert.Len(t, resumed, len(missing), "the resume sends exactly the missing items")
+	for _, id := range missing {
+		assert.Equal(t, 1, resumed[id], "item %s", id)
+	}
+	assert.Contains(t, text, "were running when an earlier apply stopped: stage.seed_eval", "the killed run left the node recorded in flight")
+
+	// The resumed run journaled one charged record per item it evaluated.
+	runs, err := engine.ListRuns(w.cache)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	journaled := map[string]int{}
+	for _, e := range runs[0].Entries {
+		if e.T == engine.JCharged {
+			assert.Equal(t, "stage.seed_eval", e.Node)
+			assert.Equal(t, keys[e.Item], e.Key)
+			journaled[e.Item]++
+		}
+	}
+	assert.Equal(t, resumed, journaled)
+	for _, e := range runs[1].Entries {
+		if e.T == engine.JCharged {
+			assert.True(t, stored[e.Key], "the killed run journaled only stored items")
+		}
+	}
+
+	assert.Equal(t, n, res.ItemCount)
+	assert.Equal(t, len(missing), res.Evaluated)
+	assert.Equal(t, len(stored), res.FromCache)
+	assert.Equal(t, len(missing), res.Charged, "only the resumed items are charged")
+	assert.Len(t, w.storedKeys(), n)
+	assert.InDelta(t, 0.75, res.MeanScore, 0.05, "the simulated model answers about a quarter wrongly")
+
+	// A third apply finds the node in the cache: nothing sent.
+	before := srv.ChatRequests()
+	code, text = w.apply(file, srv.URL)
+	require.Equal(t, 0, code, text)
+	assert.Equal(t, before, srv.ChatRequests())
+}
+
+// Method A then method B on the same cell and seed, with one shared cache:
+// B's seed-bundle evaluation sends no request.
+func TestSecondMethodReusesSeedBundleEvaluation(t *testing.T) {
+	const n = 300
+	w := newWorkspace(t, n)
+	srv := startServer(t, simmodel.Config{WrongRate: 0.3})
+	a := stageSpec{pipeline: "method_a", stage: "mapro_seed_eval", scores: "runs/mapro/seed_scores.jsonl"}
+	b := stageSpec{pipeline: "method_b", stage: "gepa_seed_eval", scores: "runs/gepa/seed_scores.jsonl", replicas: 2}
+	fileA, fileB := w.pipeline(a), w.pipeline(b)
+
+	code, text := w.apply(fileA, srv.URL)
+	require.Equal(t, 0, code, text)
+	assert.Contains(t, text, "evaluated 300/300: from-cache 0")
+	require.Equal(t, n, srv.ChatRequests())
+	resA := w.result(a.scores)
+	assert.Equal(t, n, resA.Evaluated)
+
+	// Method B's stage differs (name, scores path, replicas): its node runs
+	// and reads every item from the store.
+	code, text = w.apply(fileB, srv.URL)
+	require.Equal(t, 0, code, text)
+	assert.Equal(t, n, srv.ChatRequests(), "B sent no request")
+	resB := w.result(b.scores)
+	assert.Equal(t, n, resB.FromCache)
+	assert.Zero(t, resB.Evaluated)
+	assert.Zero(t, resB.Charged)
+	assert.Equal(t, resA.ScoresDigest, resB.ScoresDigest)
+	assert.Equal(t, resA.MeanScore, resB.MeanScore)
+	assert.Contains(t, text, "evaluated 300/300: from-cache 300")
+
+	// A third method whose stage matches A's but for its name shares A's
+	// node key: the node itself is taken from the cache, and its scores
+	// file restored, without running.
+	c := a
+	c.pipeline, c.stage = "method_c", "third_seed_eval"
+	code, text = w.apply(w.pipeline(c), srv.URL)
+	require.Equal(t, 0, code, text)
+	assert.Contains(t, text, "1 cached")
+	assert.Equal(t, n, srv.ChatRequests())
+
+	// Without any endpoint configured, B still completes from the store.
+	require.NoError(t, os.Remove(filepath.Join(w.dir, b.scores)))
+	b.scores = "runs/gepa/again_scores.jsonl"
+	code, text = w.apply(w.pipeline(b))
+	require.Equal(t, 0, code, text)
+	assert.Equal(t, n, w.result(b.scores).FromCache)
+}
+
+// Two applies over the same items at once, on one cache: each item is
+// requested once, and between them every item is evaluated once.
+func TestConcurrentAppliesEvaluateEachItemOnce(t *testing.T) {
+	const n = 1000
+	w := newWorkspace(t, n)
+	srv := startServer(t, simmodel.Config{Latency: 2 * time.Millisecond})
+	specs := []stageSpec{
+		{pipeline: "method_a", stage: "a_seed_eval", scores: "runs/a/seed_scores.jsonl", replicas: 2},
+		{pipeline: "method_b", stage: "b_seed_eval", scores: "runs/b/seed_scores.jsonl", replicas: 2},
+	}
+	var wg sync.WaitGroup
+	codes := make([]int, len(specs))
+	outs := make([]string, len(specs))
+	files := []string{w.pipeline(specs[0]), w.pipeline(specs[1])}
+	for i := range specs {
+		wg.Go(func() {
+			out, err := w.cairn(files[i], srv.URL).CombinedOutput()
+			outs[i] = string(out)
+			if ee, ok := err.(*exec.ExitError); ok {
+				codes[i] = ee.ExitCode()
+			} else if err != nil {
+				codes[i] = -1
+				outs[i] += err.Error()
+			}
+		})
+	}
+	wg.Wait()
+	for i := range specs {
+		require.Equal(t, 0, codes[i], outs[i])
+	}
+	counts := requested(t, w, srv.log.entries(t))
+	assert.Len(t, counts, n)
+	for id, c := range counts {
+		assert.Equal(t, 1, c, "item %s", id)
+	}
+	ra, rb := w.result(specs[0].scores), w.result(specs[1].scores)
+	assert.Equal(t, n, ra.Evaluated+rb.Evaluated, "each item evaluated by one of them")
+	assert.Equal(t, n, ra.FromCache+rb.FromCache)
+	assert.Equal(t, ra.ScoresDigest, rb.ScoresDigest)
+	t.Logf("apply A evaluated %d, apply B %d", ra.Evaluated, rb.Evaluated)
+}
+
+// flaky wraps a simulated model: while down, chat requests get their
+// connection closed without an answer (the endpoint died after preflight).
+type flaky struct {
+	h      http.Handler
+	down   atomic.Bool
+	killed atomic.Int64
+}
+
+func (f *flaky) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if f.down.Load() && strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		f.killed.Add(1)
+		if hj, ok := rw.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		http.Error(rw, "down", http.StatusBadGateway)
+		return
+	}
+	f.h.ServeHTTP(rw, r)
+}
+
+func startFlaky(t *testing.T) (*flaky, *simmodel.Server, string) {
+	t.Helper()
+	sim := simmodel.New(simmodel.Config{Models: []string{model}})
+	f := &flaky{h: sim}
+	srv := &http.Server{Handler: f}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return f, sim, "http://" + ln.Addr().String() + "/v1"
+}
+
+// An endpoint down: its failures are counted and retried, never stored;
+// with every endpoint down the node fails (exit 1), and a later apply
+// completes.
+func TestEndpointDown(t *testing.T) {
+	const n = 20
+	t.Run("one of two endpoints down", func(t *testing.T) {
+		w := newWorkspace(t, n)
+		dead, deadSim, deadURL := startFlaky(t)
+		dead.down.Store(true)
+		live := startServer(t, simmodel.Config{})
+		spec := stageSpec{pipeline: "p", stage: "seed_eval", scores: "out/scores.jsonl", retryInfra: 3}
+		code, text := w.apply(w.pipeline(spec), deadURL, live.URL)
+		require.Equal(t, 0, code, text)
+		res := w.result(spec.scores)
+		assert.Equal(t, n, res.Evaluated)
+		assert.Positive(t, res.InfraFailures, "requests to the dead endpoint failed")
+		assert.Equal(t, int(dead.killed.Load()), res.InfraFailures)
+		assert.Zero(t, deadSim.ChatRequests())
+		counts := requested(t, w, live.log.entries(t))
+		assert.Len(t, counts, n)
+		for id, c := range counts {
+			assert.Equal(t, 1, c, "item %s: retried on the live endpoint once", id)
+		}
+	})
+
+	t.Run("every endpoint down", func(t *testing.T) {
+		w := newWorkspace(t, n)
+		f, sim, url := startFlaky(t)
+		f.down.Store(true)
+		spec := stageSpec{pipeline: "p", stage: "seed_eval", scores: "out/scores.jsonl", retryInfra: 1}
+		file := w.pipeline(spec)
+		code, text := w.apply(file, url)
+		assert.Equal(t, 1, code, text)
+		assert.Contains(t, text, "failed (infrastructure)")
+		assert.Contains(t, text, "20 of 20 items failed after their retries")
+		assert.Contains(t, text, "40 infrastructure failures")
+		assert.EqualValues(t, 2*n, f.killed.Load(), "each item sent once and retried once")
+		assert.Empty(t, w.storedKeys(), "nothing stored for infrastructure failures")
+		assert.Zero(t, sim.ChatRequests())
+
+		f.down.Store(false)
+		code, text = w.apply(file, url)
+		require.Equal(t, 0, code, text)
+		res := w.result(spec.scores)
+		assert.Equal(t, n, res.Evaluated)
+		assert.Zero(t, res.InfraFailures)
+		assert.Equal(t, n, sim.ChatRequests())
+		assert.Len(t, w.storedKeys(), n)
+	})
+}
+
+// A task model id the endpoint does not serve: a preflight error naming
+// the endpoint and what it serves, exit 1, no item sent.
+func TestModelNotServed(t *testing.T) {
+	w := newWorkspace(t, 5)
+	srv := startServer(t, simmodel.Config{Models: []string{"Qwen/Qwen3.5-9B", "meta-llama/Llama-3.1-8B"}})
+	spec := stageSpec{pipeline: "p", stage: "seed_eval", scores: "out/scores.jsonl"}
+	code, text := w.apply(w.pipeline(spec), srv.URL)
+	assert.Equal(t, 1, code, text)
+	assert.Contains(t, text, "failed (setup)")
+	assert.Contains(t, text, "endpoint "+srv.URL+` does not serve the task model "sim-model"; it serves Qwen/Qwen3.5-9B, meta-llama/Llama-3.1-8B`)
+	assert.Zero(t, srv.ChatRequests())
+	assert.Empty(t, w.storedKeys())
+}
+
+// copyInto copies the repository's file rel into dir at the same path.
+func copyInto(t *testing.T, dir, rel string) {
+	t.Helper()
+	src := filepath.Join("../..", rel)
+	st, err := os.Stat(src)
+	require.NoError(t, err)
+	if st.IsDir() {
+		ents, err := os.ReadDir(src)
+		require.NoError(t, err)
+		for _, e := range ents {
+			copyInto(t, dir, filepath.Join(rel, e.Name()))
+		}
+		return
+	}
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	dst := filepath.Join(dir, rel)
+	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	require.NoError(t, os.WriteFile(dst, b, 0o644))
+}
+
+// pipelines/optimizer_eval.hcl: two methods' seed-bundle evaluations run
+// at once in one apply and send each item once between them.
+func TestOptimizerEvalExample(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	for _, rel := range []string{"pipelines/optimizer_eval.hcl", "testdata/optimizer_eval", "testdata/workers/chat_worker.py"} {
+		copyInto(t, dir, rel)
+	}
+	srv := startServer(t, simmodel.Config{WrongRate: 0.25})
+	apply := func() (int, string) {
+		cmd := exec.Command(cairnBin, "apply", "pipelines/optimizer_eval.hcl", "--cache", cache, "--no-color")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TASK_ENDPOINTS="+srv.URL, "CAIRN_NO_FSYNC=1")
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		require.NoError(t, err, "%s", out)
+		return 0, string(out)
+	}
+	code, text := apply()
+	require.Equal(t, 0, code, text)
+	assert.Contains(t, text, "6 ran")
+
+	// Requests per conversation: the seed bundle's (shared by both
+	// methods) and each incumbent's, once each.
+	perConversation := map[string]int{}
+	for _, e := range srv.log.entries(t) {
+		perConversation[e.Messages]++
+	}
+	const n = 60
+	assert.Len(t, perConversation, 3*n)
+	for d, c := range perConversation {
+		assert.Equal(t, 1, c, "conversation %s", d)
+	}
+	for _, m := range []string{"mapro", "gepa"} {
+		b, err := os.ReadFile(filepath.Join(dir, "runs", m, "seed0", "result.json"))
+		require.NoError(t, err)
+		var res struct {
+			Method       string  `json:"method"`
+			Items        int     `json:"items"`
+			BaselineMean float64 `json:"baseline_mean"`
+		}
+		require.NoError(t, json.Unmarshal(b, &res))
+		assert.Equal(t, m, res.Method)
+		assert.Equal(t, n, res.Items)
+		assert.Positive(t, res.BaselineMean)
+	}
+
+	code, text = apply()
+	require.Equal(t, 0, code, text)
+	assert.Contains(t, text, "6 cached")
+	assert.Equal(t, 3*n, srv.ChatRequests())
+}

@@ -1,0 +1,853 @@
+package stages
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/items"
+)
+
+// Evaluate scores a dataset item by item through a worker (the protocol of
+// docs/worker-protocol.md), keeping every item's result in the cache's item
+// store, which all pipelines sharing the cache read.
+//
+//	stage "evaluate" "seed_bundle" {
+//	  worker    = ["python3", "workers/chat_worker.py", "--system-prompt-file", "bundles/seed/system.txt"]
+//	  items     = "data/hotpotqa_val.jsonl"     # or a list of objects
+//	  item_id   = "id"                          # the field naming each item (default "id")
+//	  bundle    = ["bundles/seed/"]             # files whose content identifies what is evaluated
+//	  model     = "Qwen/Qwen3.5-9B"
+//	  runtime   = { topology = "centralized", team_size = 3, temperature = 0, eval_seed = 0 }
+//	  endpoints = var.task_endpoints            # else TASK_ENDPOINTS, else VLLM_BASE_URL
+//	  replicas = 1  max_in_flight = 8  item_timeout = "10m"  retry_infra = 3  endpoint_concurrency = 0
+//	  scores    = "out/seed_bundle/scores.jsonl"
+//	}
+//
+// An item's key covers the bundle's content, the item, the model, the
+// runtime settings and the worker's code, and nothing about the stage or the
+// pipeline: another pipeline that evaluates the same items reads their
+// results from the store. The node's own key covers the same things (the
+// dataset, bundle and worker files are inputs of the node), so a node whose
+// key is cached does not run at all; one whose key differs (another stage,
+// another scores path, an upstream that changed) runs and finds its items in
+// the store.
+type Evaluate struct{}
+
+func init() { Register(Evaluate{}) }
+
+// Name implements Kind.
+func (Evaluate) Name() string { return "evaluate" }
+
+// Version implements Kind.
+func (Evaluate) Version() int { return 1 }
+
+// Schema implements Kind.
+func (Evaluate) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "worker", Required: true},
+		{Name: "items", Required: true},
+		{Name: "item_id"},
+		{Name: "bundle"},
+		{Name: "model", Required: true},
+		{Name: "runtime"},
+		{Name: "endpoints"},
+		{Name: "replicas"},
+		{Name: "max_in_flight"},
+		{Name: "item_timeout"},
+		{Name: "retry_infra"},
+		{Name: "endpoint_concurrency"},
+		{Name: "scores", Required: true},
+	}}
+}
+
+// KeyExcluded implements KeyExcluder: where requests go and how many run at
+// once do not change a result.
+func (Evaluate) KeyExcluded() []string {
+	return []string{"endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency"}
+}
+
+// Check implements Kind.
+func (Evaluate) Check(n *Node) hcl.Diagnostics {
+	_, diags := decodeEvaluate(n)
+	if n.Common.GPUs > 0 {
+		diags = append(diags, Diag("Invalid gpus",
+			"An evaluate stage leases no GPU: its workers send requests to the task model's endpoints. Serve the model on the GPUs (vLLM) and list its endpoints instead.", n.Ranges["gpus"])...)
+	}
+	return diags
+}
+
+// DeclaredInputs implements InputDeclarer: the dataset file, the bundle and
+// the worker's files in the workspace key the node.
+func (Evaluate) DeclaredInputs(n *Node, root string) []string {
+	s, diags := decodeEvaluate(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	var out []string
+	if s.itemsPath != "" {
+		out = append(out, s.itemsPath)
+	}
+	out = append(out, s.bundle...)
+	for _, w := range workerFiles(root, s.worker) {
+		out = append(out, w.path)
+	}
+	return out
+}
+
+// evalSpec is an evaluate node's decoded attributes. Attributes whose value
+// is not known yet (plan time) keep their defaults.
+type evalSpec struct {
+	worker      []string
+	itemsPath   string            // workspace-relative, when items names a file
+	itemsList   []json.RawMessage // when items is a list
+	itemsInline bool
+	itemID      string
+	itemIDSet   bool
+	bundle      []string
+	model       string
+	runtime     map[string]any
+	endpoints   []string
+	replicas    int
+	maxInFlight int
+	itemTimeout time.Duration
+	retryInfra  int // -1: not set
+	epLimit     int
+	scores      string
+}
+
+func decodeEvaluate(n *Node) (evalSpec, hcl.Diagnostics) {
+	s := evalSpec{itemID: "id", retryInfra: -1}
+	var diags hcl.Diagnostics
+	bad := func(attr, detail string) {
+		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+	}
+	known := func(attr string) (cty.Value, bool) {
+		v, ok := n.Args[attr]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return cty.NilVal, false
+		}
+		v, _ = v.UnmarkDeep()
+		return v, true
+	}
+	str := func(attr string) (string, bool) {
+		v, ok := known(attr)
+		if !ok {
+			return "", false
+		}
+		sv, err := convert.Convert(v, cty.String)
+		if err != nil || !v.Type().IsPrimitiveType() {
+			bad(attr, fmt.Sprintf("%s must be a string, not %s.", attr, v.Type().FriendlyName()))
+			return "", false
+		}
+		return sv.AsString(), true
+	}
+	path := func(attr, p string) (string, bool) {
+		clean := filepath.Clean(p)
+		if p == "" || !filepath.IsLocal(clean) {
+			bad(attr, fmt.Sprintf("%q is not a workspace-relative path: paths must not be empty or absolute, nor leave the workspace with \"..\".", p))
+			return "", false
+		}
+		return clean, true
+	}
+	count := func(attr string, min int) int {
+		v, ok := known(attr)
+		if !ok {
+			return 0
+		}
+		nv, err := convert.Convert(v, cty.Number)
+		if err != nil {
+			bad(attr, fmt.Sprintf("%s must be a whole number.", attr))
+			return 0
+		}
+		i, acc := nv.AsBigFloat().Int64()
+		if acc != big.Exact || i < int64(min) || i > 1<<20 {
+			bad(attr, fmt.Sprintf("%s must be a whole number of at least %d.", attr, min))
+			return 0
+		}
+		return int(i)
+	}
+
+	if v, ok := known("worker"); ok {
+		argv, err := StringList(v)
+		switch {
+		case err != nil:
+			bad("worker", fmt.Sprintf("worker is the worker's argument list, like [\"python3\", \"worker.py\"]: %s.", err))
+		case len(argv) == 0:
+			bad("worker", "worker must name a program: it is empty.")
+		default:
+			s.worker = argv
+		}
+	}
+	if v, ok := known("items"); ok {
+		ty := v.Type()
+		switch {
+		case ty == cty.String:
+			if p, ok := path("items", v.AsString()); ok {
+				s.itemsPath = p
+			}
+		case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+			s.itemsInline = true
+			for it := v.ElementIterator(); it.Next(); {
+				_, e := it.Element()
+				if e.IsNull() {
+					bad("items", fmt.Sprintf("item %d is null.", len(s.itemsList)))
+					break
+				}
+				b, err := ctyjson.Marshal(e, e.Type())
+				if err != nil {
+					bad("items", fmt.Sprintf("item %d cannot be written as JSON: %s.", len(s.itemsList), err))
+					break
+				}
+				s.itemsList = append(s.itemsList, b)
+			}
+		default:
+			bad("items", fmt.Sprintf("items is the path of a JSONL or JSON dataset file, or a list of objects; not %s.", ty.FriendlyName()))
+		}
+	}
+	if id, ok := str("item_id"); ok {
+		if id == "" {
+			bad("item_id", "item_id names the field holding each item's id; it is empty.")
+		} else {
+			s.itemID, s.itemIDSet = id, true
+		}
+	}
+	if v, ok := known("bundle"); ok {
+		list, err := StringList(v)
+		if err != nil {
+			bad("bundle", fmt.Sprintf("bundle is a list of workspace-relative files or folders: %s.", err))
+		}
+		for _, p := range list {
+			if clean, ok := path("bundle", p); ok {
+				s.bundle = append(s.bundle, clean)
+			}
+		}
+	}
+	if m, ok := str("model"); ok {
+		if strings.TrimSpace(m) == "" {
+			bad("model", "model is the task model's id as the endpoints serve it; it is empty.")
+		} else {
+			s.model = m
+		}
+	}
+	if v, ok := known("runtime"); ok {
+		ty := v.Type()
+		if !(ty.IsObjectType() || ty.IsMapType()) {
+			bad("runtime", "runtime is an object of the settings that change a result: topology, framework, communication format, team size, decoding parameters, evaluation seed.")
+		} else if b, err := ctyjson.Marshal(v, ty); err != nil {
+			bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
+		} else {
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.UseNumber()
+			if err := dec.Decode(&s.runtime); err != nil {
+				bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
+			}
+		}
+	}
+	if v, ok := known("endpoints"); ok {
+		if v.Type() == cty.String {
+			s.endpoints = strings.Split(v.AsString(), ",")
+		} else if list, err := StringList(v); err != nil {
+			bad("endpoints", fmt.Sprintf("endpoints is a list of base URLs (or one comma-separated string): %s.", err))
+		} else {
+			s.endpoints = list
+		}
+	}
+	s.replicas = count("replicas", 1)
+	s.maxInFlight = count("max_in_flight", 1)
+	s.epLimit = count("endpoint_concurrency", 0)
+	if _, ok := known("retry_infra"); ok {
+		s.retryInfra = count("retry_infra", 0)
+	}
+	if v, ok := known("item_timeout"); ok {
+		d, err := durationValue(v)
+		if err == nil && d <= 0 {
+			err = errors.New("item_timeout must be positive")
+		}
+		if err != nil {
+			bad("item_timeout", err.Error()+".")
+		}
+		s.itemTimeout = d
+	}
+	if p, ok := str("scores"); ok {
+		if clean, ok := path("scores", p); ok {
+			s.scores = clean
+		}
+	}
+	return s, diags
+}
+
+// durationValue reads "90s", "10m" or a number of seconds.
+func durationValue(v cty.Value) (time.Duration, error) {
+	switch v.Type() {
+	case cty.Number:
+		f, _ := v.AsBigFloat().Float64()
+		return time.Duration(f * float64(time.Second)), nil
+	case cty.String:
+		s := strings.TrimSpace(v.AsString())
+		if d, err := time.ParseDuration(s); err == nil {
+			return d, nil
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return time.Duration(f * float64(time.Second)), nil
+		}
+		return 0, fmt.Errorf("%q is not a duration: write it like \"90s\" or \"10m\"", s)
+	}
+	return 0, fmt.Errorf("item_timeout must be a duration like \"10m\", not %s", v.Type().FriendlyName())
+}
+
+// workerFile is a file of the workspace named in the worker's argv.
+type workerFile struct {
+	arg  int    // its index in argv
+	path string // workspace-relative, clean
+}
+
+// workerFiles returns the argv elements that name regular files of the
+// workspace: the worker's script, its configuration. Their content, not
+// their names, identifies the worker.
+func workerFiles(root string, argv []string) []workerFile {
+	var out []workerFile
+	for i, a := range argv {
+		if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
+			continue
+		}
+		clean := filepath.Clean(a)
+		if !filepath.IsLocal(clean) {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(root, clean)); err == nil && st.Mode().IsRegular() {
+			out = append(out, workerFile{arg: i, path: clean})
+		}
+	}
+	return out
+}
+
+// workerDigest identifies the worker: its argv, with each workspace file
+// replaced by the digest of its content.
+func workerDigest(root string, argv []string) (string, error) {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		parts[i] = "arg:" + a
+	}
+	for _, f := range workerFiles(root, argv) {
+		d, err := fileDigest(filepath.Join(root, f.path))
+		if err != nil {
+			return "", fmt.Errorf("worker file %s: %w", f.path, err)
+		}
+		parts[f.arg] = "file:" + d
+	}
+	b, _ := json.Marshal(struct {
+		V    string   `json:"v"`
+		Argv []string `json:"argv"`
+	}{"cairn.worker.v1", parts})
+	return digestBytes(b), nil
+}
+
+// bundleDigest identifies the bundle: the content of its files in the order
+// listed (a folder contributes its files' paths inside it and contents), not
+// where the bundle lives.
+func bundleDigest(root string, paths []string) (string, error) {
+	h := sha256.New()
+	io.WriteString(h, "cairn.bundle.v1\n")
+	for _, p := range paths {
+		full := filepath.Join(root, p)
+		st, err := os.Stat(full)
+		if err != nil {
+			return "", fmt.Errorf("bundle %s: %w", p, err)
+		}
+		if !st.IsDir() {
+			d, err := fileDigest(full)
+			if err != nil {
+				return "", fmt.Errorf("bundle %s: %w", p, err)
+			}
+			fmt.Fprintf(h, "file %s\n", d)
+			continue
+		}
+		var files []string
+		err = filepath.WalkDir(full, func(f string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0 {
+				rel, _ := filepath.Rel(full, f)
+				files = append(files, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("bundle %s: %w", p, err)
+		}
+		sort.Strings(files)
+		fmt.Fprintf(h, "dir %d\n", len(files))
+		for _, rel := range files {
+			d, err := fileDigest(filepath.Join(full, rel))
+			if err != nil {
+				return "", fmt.Errorf("bundle %s: %w", p, err)
+			}
+			fmt.Fprintf(h, "%q %s\n", rel, d)
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func digestBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// loadItems reads the dataset: a JSON array, or JSON Lines (one value per
+// line, blank lines skipped). Each item's id is its item_id field (a string
+// or a number); when item_id is not set and no item has an "id" field, the
+// ids are the items' positions from 0.
+func loadItems(root string, s evalSpec) ([]items.Item, error) {
+	raws := s.itemsList
+	where := func(i int) string { return fmt.Sprintf("item %d of the items list", i) }
+	if !s.itemsInline {
+		b, err := os.ReadFile(filepath.Join(root, s.itemsPath))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the dataset: %w", err)
+		}
+		raws, where, err = splitDataset(b, s.itemsPath)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]items.Item, len(raws))
+	ids := make(map[string]int, len(raws))
+	var missing []int
+	for i, raw := range raws {
+		out[i].Data = raw
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil {
+			obj = nil // not an object: no id field
+		}
+		field, ok := obj[s.itemID]
+		if !ok {
+			missing = append(missing, i)
+			continue
+		}
+		id, err := idText(field)
+		if err != nil {
+			return nil, fmt.Errorf("%s: field %q: %w", where(i), s.itemID, err)
+		}
+		if j, dup := ids[id]; dup {
+			return nil, fmt.Errorf("%s and %s have the same id %q; ids must be unique (set item_id to the field that names items)", where(j), where(i), id)
+		}
+		ids[id] = i
+		out[i].ID = id
+	}
+	switch {
+	case len(missing) == 0:
+	case !s.itemIDSet && len(missing) == len(raws):
+		for i := range out {
+			out[i].ID = strconv.Itoa(i)
+		}
+	default:
+		return nil, fmt.Errorf("%s has no field %q to take its id from (%d of %d items lack it); set item_id to the field that names items", where(missing[0]), s.itemID, len(missing), len(raws))
+	}
+	return out, nil
+}
+
+// splitDataset cuts a dataset file into items.
+func splitDataset(b []byte, name string) ([]json.RawMessage, func(int) string, error) {
+	trimmed := bytes.TrimSpace(b)
+	if bytes.HasPrefix(trimmed, []byte("[")) {
+		var arr []json.RawMessage
+		if err := json.Unmarshal(trimmed, &arr); err != nil {
+			return nil, nil, fmt.Errorf("%s is not a JSON array of items: %w", name, err)
+		}
+		for i, r := range arr {
+			if bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
+				return nil, nil, fmt.Errorf("%s: item %d is null", name, i)
+			}
+		}
+		return arr, func(i int) string { return fmt.Sprintf("%s: item %d", name, i) }, nil
+	}
+	var out []json.RawMessage
+	var lines []int
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 256<<20)
+	for ln := 1; sc.Scan(); ln++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if !json.Valid(line) {
+			return nil, nil, fmt.Errorf("%s:%d is not one JSON value (a JSONL dataset has one item per line)", name, ln)
+		}
+		out = append(out, append(json.RawMessage(nil), line...))
+		lines = append(lines, ln)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("cannot read %s: %w", name, err)
+	}
+	return out, func(i int) string { return fmt.Sprintf("%s:%d", name, lines[i]) }, nil
+}
+
+func idText(field json.RawMessage) (string, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(field))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return "", err
+	}
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return "", errors.New("the id is empty")
+		}
+		return x, nil
+	case json.Number:
+		return x.String(), nil
+	}
+	return "", fmt.Errorf("the id must be a string or a number, not %s", strings.TrimSpace(string(field)))
+}
+
+// EvaluateResult is an evaluate node's result (its JSON is the node's
+// result object, stage.NAME.result in expressions).
+type EvaluateResult struct {
+	ItemCount     int     `json:"item_count"`
+	Scored        int     `json:"scored"`
+	MeanScore     float64 `json:"mean_score"`
+	Evaluated     int     `json:"evaluated"`
+	FromCache     int     `json:"from_cache"`
+	Charged       int     `json:"charged"`
+	InfraFailures int     `json:"infra_failures"`
+	Retried       int     `json:"retried"`
+	ScoresFile    string  `json:"scores_file"`
+	ScoresDigest  string  `json:"scores_digest"`
+	Model         string  `json:"model"`
+	BundleDigest  string  `json:"bundle_digest"`
+	WorkerDigest  string  `json:"worker_digest"`
+}
+
+// Run implements Kind.
+func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	s, diags := decodeEvaluate(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	setup := func(format string, args ...any) (*Outcome, error) {
+		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
+	}
+	root := rt.Root()
+	list, err := loadItems(root, s)
+	if err != nil {
+		return setup("%s", err)
+	}
+	bundle, err := bundleDigest(root, s.bundle)
+	if err != nil {
+		return setup("%s", err)
+	}
+	worker, err := workerDigest(root, s.worker)
+	if err != nil {
+		return setup("%s", err)
+	}
+	noSync := os.Getenv("CAIRN_NO_FSYNC") == "1"
+	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: noSync})
+	if err != nil {
+		return &Outcome{Class: dsl.ClassInfra, Message: err.Error()}, nil
+	}
+	defer store.Close()
+
+	endpoints, epErr := items.ParseEndpoints(s.endpoints, os.Getenv)
+	if epErr != nil && !errors.Is(epErr, items.ErrNoEndpoints) {
+		return setup("%s", epErr)
+	}
+
+	logPath := filepath.Join(rt.OutDir(), "workers.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot open the worker log: %s", err)}, nil
+	}
+	defer logFile.Close()
+	log := &syncWriter{w: logFile}
+
+	env := os.Environ()
+	env = append(env, "CAIRN_NODE="+n.Address, "CAIRN_NODE_KEY="+n.Key, "CAIRN_WORKSPACE="+root)
+	env = append(env, "CUDA_VISIBLE_DEVICES=") // the workers are clients of the endpoints
+	for _, k := range sortedEnvNames(n.Common.Env) {
+		env = append(env, k+"="+n.Common.Env[k])
+	}
+
+	if j, ok := rt.(Journaler); ok {
+		if err := j.NodeStarted(logPath); err != nil {
+			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the run journal: %s", err)}, nil
+		}
+	}
+	jr := newItemJournal(rt, log)
+	cfg := items.Config{
+		Worker: s.worker, Env: env, Dir: root,
+		Items:        list,
+		BundleDigest: bundle, ModelID: s.model, Runtime: s.runtime, WorkerDigest: worker,
+		Replicas: s.replicas, MaxInFlight: s.maxInFlight, ItemTimeout: s.itemTimeout,
+		Endpoints: endpoints, EndpointConcurrency: s.epLimit,
+		Store:    store,
+		Progress: &linePrefixer{w: rt.Stderr(), prefix: "  · " + n.Address + "  "},
+		OnResult: jr.add,
+		Log:      log,
+	}
+	if s.retryInfra >= 0 {
+		cfg.Retry.InfraFailures = s.retryInfra
+		if s.retryInfra == 0 {
+			cfg.Retry.InfraFailures = -1 // no retry
+		}
+	}
+	if len(endpoints) == 0 {
+		// Without an endpoint only stored results can be used: with no
+		// worker, Evaluate stops with ErrWorker when any item needs one.
+		cfg.Worker = nil
+	}
+	if n.Common.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, n.Common.Timeout)
+		defer cancel()
+	}
+	sum, err := items.Evaluate(ctx, cfg)
+	if jerr := jr.close(); jerr != nil {
+		fmt.Fprintf(log, "cairn: cannot journal evaluated items: %s\n", jerr)
+	}
+	counts := fmt.Sprintf("%d evaluated, %d from the cache, %d failed, %d infrastructure failures", sum.Evaluated, sum.FromCache, sum.Failed, sum.InfraFailures)
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return &Outcome{Class: dsl.ClassTimeout, Message: fmt.Sprintf("the evaluation passed the stage's timeout of %s (%s); the stored items are kept", n.Common.Timeout, counts)}, nil
+	case ctx.Err() != nil:
+		return &Outcome{Class: dsl.ClassInterrupted, Message: fmt.Sprintf("interrupted (%s); the stored items are kept", counts)}, nil
+	case len(endpoints) == 0 && errors.Is(err, items.ErrWorker):
+		return setup("%d of %d items have no stored result and no task model endpoint is configured: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL",
+			sum.Total-sum.FromCache, sum.Total)
+	case errors.Is(err, items.ErrPreflight):
+		return setup("%s (no item was sent)", evalOneLine(err.Error()))
+	case errors.Is(err, items.ErrWorker):
+		return setup("%s (worker log: %s)", err, logPath)
+	case errors.Is(err, items.ErrIncomplete):
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("%d of %d items failed after their retries (%s; last: %s); nothing was stored for them and the next apply sends them again (worker log: %s)",
+			sum.Failed, sum.Total, counts, lastFailure(sum), logPath)}, nil
+	default:
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("%s (%s)", err, counts)}, nil
+	}
+
+	var buf bytes.Buffer
+	if err := sum.WriteScores(&buf); err != nil {
+		return nil, err
+	}
+	if err := writeEvalFile(filepath.Join(root, s.scores), buf.Bytes()); err != nil {
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, err)}, nil
+	}
+	res := EvaluateResult{
+		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: sum.MeanScore,
+		Evaluated: sum.Evaluated, FromCache: sum.FromCache, Charged: sum.Charged,
+		InfraFailures: sum.InfraFailures, Retried: sum.Retried,
+		ScoresFile: s.scores, ScoresDigest: digestBytes(buf.Bytes()),
+		Model: s.model, BundleDigest: bundle, WorkerDigest: worker,
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	if n.Common.Result != "" {
+		if err := writeEvalFile(filepath.Join(root, n.Common.Result), append(b, '\n')); err != nil {
+			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the result file %s: %s", n.Common.Result, err)}, nil
+		}
+	}
+	return &Outcome{Result: b, Files: []string{s.scores}}, nil
+}
+
+func lastFailure(sum items.Summary) string {
+	for i := len(sum.Items) - 1; i >= 0; i-- {
+		if o := sum.Items[i]; o.Failed {
+			return fmt.Sprintf("item %s: %s", o.ID, evalOneLine(o.Reason))
+		}
+	}
+	return "none"
+}
+
+func evalOneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", "; ")
+	if len(s) > 400 {
+		s = s[:397] + "..."
+	}
+	return s
+}
+
+func sortedEnvNames(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func writeEvalFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// itemJournal writes the per-item journal records in batches, off the path
+// that stores results: items are durable in the store already, and the
+// journal records follow as fast as the journal takes them.
+type itemJournal struct {
+	j   Journaler
+	log io.Writer
+
+	mu      sync.Mutex
+	pending []ItemRecord
+	closed  bool
+	err     error
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func newItemJournal(rt Runtime, log io.Writer) *itemJournal {
+	j, _ := rt.(Journaler)
+	ij := &itemJournal{j: j, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if j == nil {
+		close(ij.done)
+		return ij
+	}
+	go ij.run()
+	return ij
+}
+
+// add is items.Config.OnResult.
+func (ij *itemJournal) add(id, key string, r items.Result) {
+	if ij.j == nil {
+		return
+	}
+	ij.mu.Lock()
+	ij.pending = append(ij.pending, ItemRecord{Item: id, Key: key, Charged: r.Charged})
+	ij.mu.Unlock()
+	select {
+	case ij.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ij *itemJournal) run() {
+	defer close(ij.done)
+	for {
+		ij.mu.Lock()
+		batch, closed := ij.pending, ij.closed
+		ij.pending = nil
+		ij.mu.Unlock()
+		if len(batch) > 0 {
+			if err := ij.j.JournalItems(batch); err != nil {
+				ij.mu.Lock()
+				if ij.err == nil {
+					ij.err = err
+				}
+				ij.mu.Unlock()
+			}
+			continue
+		}
+		if closed {
+			return
+		}
+		<-ij.wake
+	}
+}
+
+// close writes what is pending and returns the first error.
+func (ij *itemJournal) close() error {
+	ij.mu.Lock()
+	ij.closed = true
+	ij.mu.Unlock()
+	select {
+	case ij.wake <- struct{}{}:
+	default:
+	}
+	<-ij.done
+	ij.mu.Lock()
+	defer ij.mu.Unlock()
+	return ij.err
+}
+
+// linePrefixer writes each line with a prefix.
+type linePrefixer struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+}
+
+func (p *linePrefixer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []byte
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(line) > 0 {
+			out = append(out, p.prefix...)
+			out = append(out, line...)
+		}
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// syncWriter serializes writes to one file.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}

@@ -1,0 +1,445 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/items"
+	"github.com/cairn-run/cairn/engine/items/simmodel"
+)
+
+func strs(ss ...string) cty.Value {
+	vs := make([]cty.Value, len(ss))
+	for i, s := range ss {
+		vs[i] = cty.StringVal(s)
+	}
+	return cty.TupleVal(vs)
+}
+
+// evalArgs are valid attributes of an evaluate node.
+func evalArgs() map[string]cty.Value {
+	return map[string]cty.Value{
+		"worker":  strs("python3", "worker.py"),
+		"items":   cty.StringVal("data/items.jsonl"),
+		"bundle":  strs("bundle/"),
+		"model":   cty.StringVal("sim-model"),
+		"runtime": cty.ObjectVal(map[string]cty.Value{"topology": cty.StringVal("single"), "team_size": cty.NumberIntVal(3), "temperature": cty.NumberFloatVal(0.7)}),
+		"scores":  cty.StringVal("out/scores.jsonl"),
+	}
+}
+
+func TestEvaluateCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		set  map[string]cty.Value
+		want string // "" for no error
+	}{
+		{"valid", nil, ""},
+		{"inline items", map[string]cty.Value{"items": cty.TupleVal([]cty.Value{
+			cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a"), "question": cty.StringVal("What is 1 + 1?")}),
+		})}, ""},
+		{"unknown values pass", map[string]cty.Value{
+			"worker": cty.UnknownVal(cty.List(cty.String)), "items": cty.DynamicVal, "runtime": cty.DynamicVal,
+			"max_in_flight": cty.UnknownVal(cty.Number), "scores": cty.UnknownVal(cty.String),
+		}, ""},
+		{"endpoints as one string", map[string]cty.Value{"endpoints": cty.StringVal("http://a/v1,http://b/v1")}, ""},
+		{"empty worker", map[string]cty.Value{"worker": cty.EmptyTupleVal}, "worker must name a program"},
+		{"worker not a list", map[string]cty.Value{"worker": cty.StringVal("python3 w.py")}, "worker is the worker's argument list"},
+		{"items a number", map[string]cty.Value{"items": cty.NumberIntVal(3)}, "items is the path of a JSONL or JSON dataset file"},
+		{"absolute items", map[string]cty.Value{"items": cty.StringVal("/data/items.jsonl")}, "not a workspace-relative path"},
+		{"items leave the workspace", map[string]cty.Value{"items": cty.StringVal("../items.jsonl")}, "not a workspace-relative path"},
+		{"bundle leaves the workspace", map[string]cty.Value{"bundle": strs("ok.txt", "../x")}, "not a workspace-relative path"},
+		{"empty model", map[string]cty.Value{"model": cty.StringVal(" ")}, "model is the task model's id"},
+		{"runtime a string", map[string]cty.Value{"runtime": cty.StringVal("tp=2")}, "runtime is an object"},
+		{"zero replicas", map[string]cty.Value{"replicas": cty.NumberIntVal(0)}, "replicas must be a whole number of at least 1"},
+		{"fractional max_in_flight", map[string]cty.Value{"max_in_flight": cty.NumberFloatVal(1.5)}, "max_in_flight must be a whole number"},
+		{"negative retry_infra", map[string]cty.Value{"retry_infra": cty.NumberIntVal(-1)}, "retry_infra must be a whole number of at least 0"},
+		{"bad item_timeout", map[string]cty.Value{"item_timeout": cty.StringVal("soon")}, `"soon" is not a duration`},
+		{"zero item_timeout", map[string]cty.Value{"item_timeout": cty.StringVal("0s")}, "item_timeout must be positive"},
+		{"empty item_id", map[string]cty.Value{"item_id": cty.StringVal("")}, "item_id names the field"},
+		{"gpus", map[string]cty.Value{"gpus": cty.NumberIntVal(1)}, "An evaluate stage leases no GPU"},
+		{"absolute scores", map[string]cty.Value{"scores": cty.StringVal("/tmp/s.jsonl")}, "not a workspace-relative path"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := evalArgs()
+			for k, v := range tc.set {
+				args[k] = v
+			}
+			n := &Node{Address: "stage.e", Args: args, Ranges: map[string]hcl.Range{}}
+			if v, ok := args["gpus"]; ok {
+				n.Common.GPUs = int(v.AsBigFloat().Sign())
+			}
+			diags := Evaluate{}.Check(n)
+			if tc.want == "" {
+				assert.False(t, diags.HasErrors(), "%s", diags.Error())
+				return
+			}
+			require.True(t, diags.HasErrors())
+			assert.Contains(t, diags.Error(), tc.want)
+		})
+	}
+}
+
+func TestEvaluateSchemaAndKey(t *testing.T) {
+	k, ok := Lookup("evaluate")
+	require.True(t, ok)
+	var names []string
+	for _, a := range k.Schema().Attributes {
+		names = append(names, a.Name)
+	}
+	for _, want := range []string{"worker", "items", "item_id", "bundle", "model", "runtime", "endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency", "scores"} {
+		assert.Contains(t, names, want)
+	}
+	// What changes a result is keyed; where and how fast requests go is not.
+	excl := k.(KeyExcluder).KeyExcluded()
+	for _, a := range []string{"endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency"} {
+		assert.Contains(t, excl, a)
+	}
+	for _, a := range []string{"worker", "items", "item_id", "bundle", "model", "runtime", "scores"} {
+		assert.NotContains(t, excl, a)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+func TestLoadItems(t *testing.T) {
+	cases := []struct {
+		name    string
+		file    string
+		itemID  string
+		wantIDs []string
+		wantErr string
+	}{
+		{"jsonl", "{\"id\":\"a\",\"q\":1}\n\n{\"id\":\"b\",\"q\":2}\n", "", []string{"a", "b"}, ""},
+		{"json array", `[{"id":"a"},{"id":"b"},{"id":"c"}]`, "", []string{"a", "b", "c"}, ""},
+		{"numeric ids", "{\"id\":7}\n{\"id\":8.5}\n", "", []string{"7", "8.5"}, ""},
+		{"another field", "{\"qid\":\"x1\"}\n{\"qid\":\"x2\"}\n", "qid", []string{"x1", "x2"}, ""},
+		{"no ids: positions", "{\"q\":1}\n{\"q\":2}\n\"a string item\"\n", "", []string{"0", "1", "2"}, ""},
+		{"some ids missing", "{\"id\":\"a\"}\n{\"q\":2}\n", "", nil, `items.jsonl:2 has no field "id"`},
+		{"declared field missing", "{\"id\":\"a\"}\n", "qid", nil, `items.jsonl:1 has no field "qid"`},
+		{"duplicate ids", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"a\"}\n", "", nil, `items.jsonl:1 and items.jsonl:3 have the same id "a"`},
+		{"object id", "{\"id\":{\"x\":1}}\n", "", nil, "the id must be a string or a number"},
+		{"bad line", "{\"id\":\"a\"}\n{\"id\": \n", "", nil, "items.jsonl:2 is not one JSON value"},
+		{"bad array", `[{"id":"a"},`, "", nil, "is not a JSON array of items"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFile(t, filepath.Join(root, "items.jsonl"), tc.file)
+			s := evalSpec{itemsPath: "items.jsonl", itemID: "id"}
+			if tc.itemID != "" {
+				s.itemID, s.itemIDSet = tc.itemID, true
+			}
+			got, err := loadItems(root, s)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var ids []string
+			for _, it := range got {
+				ids = append(ids, it.ID)
+				assert.True(t, json.Valid(it.Data))
+			}
+			assert.Equal(t, tc.wantIDs, ids)
+		})
+	}
+}
+
+func TestDigests(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a/bundle/system.txt"), "be brief")
+	writeFile(t, filepath.Join(root, "a/bundle/sub/few_shot.json"), "[]")
+	writeFile(t, filepath.Join(root, "b/copy/system.txt"), "be brief")
+	writeFile(t, filepath.Join(root, "b/copy/sub/few_shot.json"), "[]")
+	writeFile(t, filepath.Join(root, "w1/worker.py"), "print('v1')")
+	writeFile(t, filepath.Join(root, "w2/renamed.py"), "print('v1')")
+
+	// The bundle's content identifies it, not where it lives.
+	da, err := bundleDigest(root, []string{"a/bundle"})
+	require.NoError(t, err)
+	db, err := bundleDigest(root, []string{"b/copy"})
+	require.NoError(t, err)
+	assert.Equal(t, da, db)
+	assert.True(t, strings.HasPrefix(da, "sha256:"))
+	writeFile(t, filepath.Join(root, "b/copy/sub/few_shot.json"), "[1]")
+	db, err = bundleDigest(root, []string{"b/copy"})
+	require.NoError(t, err)
+	assert.NotEqual(t, da, db, "content changed")
+	dFile, err := bundleDigest(root, []string{"a/bundle/system.txt"})
+	require.NoError(t, err)
+	assert.NotEqual(t, da, dFile)
+	_, err = bundleDigest(root, []string{"missing"})
+	assert.ErrorContains(t, err, "bundle missing")
+
+	// The worker's code identifies it, not its file's name.
+	w1, err := workerDigest(root, []string{"python3", "w1/worker.py", "--flag"})
+	require.NoError(t, err)
+	w2, err := workerDigest(root, []string{"python3", "./w2/renamed.py", "--flag"})
+	require.NoError(t, err)
+	assert.Equal(t, w1, w2)
+	w3, err := workerDigest(root, []string{"python3", "w1/worker.py", "--other"})
+	require.NoError(t, err)
+	assert.NotEqual(t, w1, w3, "arguments count")
+	writeFile(t, filepath.Join(root, "w2/renamed.py"), "print('v2')")
+	w2, err = workerDigest(root, []string{"python3", "./w2/renamed.py", "--flag"})
+	require.NoError(t, err)
+	assert.NotEqual(t, w1, w2, "code changed")
+}
+
+func TestDeclaredInputs(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "worker.py"), "")
+	writeFile(t, filepath.Join(root, "prompts/system.txt"), "")
+	args := evalArgs()
+	args["worker"] = strs("python3", "-u", "worker.py", "--system-prompt-file", "prompts/system.txt", "--url=http://x/v1", "not-a-file")
+	got := Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
+	assert.Equal(t, []string{"data/items.jsonl", "bundle", "worker.py", "prompts/system.txt"}, got)
+
+	args["items"] = cty.TupleVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a")})})
+	got = Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
+	assert.Equal(t, []string{"bundle", "worker.py", "prompts/system.txt"}, got, "inline items are keyed as an attribute")
+}
+
+// fakeRuntime is a Runtime for running evaluate nodes without the engine.
+type fakeRuntime struct {
+	root, cache, out string
+	stderr           bytes.Buffer
+	mu               sync.Mutex
+	journal          []ItemRecord
+	started          []string
+}
+
+func (r *fakeRuntime) Exec(context.Context, Proc) (*ProcResult, error) {
+	return nil, fmt.Errorf("the evaluate kind starts no supervised process")
+}
+func (r *fakeRuntime) Root() string     { return r.root }
+func (r *fakeRuntime) OutDir() string   { return r.out }
+func (r *fakeRuntime) CacheDir() string { return r.cache }
+func (r *fakeRuntime) Stderr() io.Writer {
+	return writerFunc(func(b []byte) (int, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.stderr.Write(b)
+	})
+}
+func (r *fakeRuntime) NodeStarted(logs ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = append(r.started, logs...)
+	return nil
+}
+func (r *fakeRuntime) JournalItems(recs []ItemRecord) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.journal = append(r.journal, recs...)
+	return nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// evalWorkspace is a workspace with the chat worker, a bundle and a dataset
+// of n arithmetic questions.
+func evalWorkspace(t *testing.T, n int) *fakeRuntime {
+	t.Helper()
+	root := t.TempDir()
+	src, err := os.ReadFile("../testdata/workers/chat_worker.py")
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(root, "worker.py"), string(src))
+	writeFile(t, filepath.Join(root, "bundle/system.txt"), "Answer with a number.")
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"id\":\"q%03d\",\"question\":\"What is %d + %d?\",\"answer\":\"%d\"}\n", i, i, 2*i, 3*i)
+	}
+	writeFile(t, filepath.Join(root, "data/items.jsonl"), b.String())
+	out := t.TempDir()
+	return &fakeRuntime{root: root, cache: t.TempDir(), out: out}
+}
+
+func evalNode(endpoints ...string) *Node {
+	args := evalArgs()
+	args["worker"] = strs("python3", "worker.py", "--system-prompt-file", "bundle/system.txt")
+	args["max_in_flight"] = cty.NumberIntVal(4)
+	if len(endpoints) > 0 {
+		args["endpoints"] = strs(endpoints...)
+	}
+	return &Node{Address: "stage.eval", Stage: "eval", Args: args, Ranges: map[string]hcl.Range{}, Key: strings.Repeat("ab", 32)}
+}
+
+func simServer(t *testing.T, cfg simmodel.Config) *simmodel.Running {
+	t.Helper()
+	srv, err := simmodel.Start(cfg, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func noEndpointEnv(t *testing.T) {
+	t.Setenv("TASK_ENDPOINTS", "")
+	t.Setenv("VLLM_BASE_URL", "")
+}
+
+func TestEvaluateRun(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/env"); err != nil {
+		t.Skip("no /usr/bin/env")
+	}
+	noEndpointEnv(t)
+	t.Setenv("CAIRN_NO_FSYNC", "1")
+	ctx := context.Background()
+
+	t.Run("evaluates, then another node reads the store", func(t *testing.T) {
+		rt := evalWorkspace(t, 25)
+		srv := simServer(t, simmodel.Config{WrongRate: 0.2})
+		out, err := Evaluate{}.Run(ctx, evalNode(srv.URL), rt)
+		require.NoError(t, err)
+		require.Empty(t, out.Class, out.Message)
+		var res EvaluateResult
+		require.NoError(t, json.Unmarshal(out.Result, &res))
+		assert.Equal(t, 25, res.ItemCount)
+		assert.Equal(t, 25, res.Evaluated)
+		assert.Zero(t, res.FromCache)
+		assert.Equal(t, 25, res.Charged)
+		assert.Equal(t, 25, srv.ChatRequests())
+		assert.Equal(t, "out/scores.jsonl", res.ScoresFile)
+		assert.Equal(t, []string{"out/scores.jsonl"}, out.Files)
+		scores, err := os.ReadFile(filepath.Join(rt.root, "out/scores.jsonl"))
+		require.NoError(t, err)
+		assert.Equal(t, digestBytes(scores), res.ScoresDigest)
+		assert.Equal(t, 25, bytes.Count(scores, []byte("\n")))
+		// The mean is over the scores the worker reported.
+		var sum float64
+		for _, line := range bytes.Split(bytes.TrimSpace(scores), []byte("\n")) {
+			var l struct{ Score float64 }
+			require.NoError(t, json.Unmarshal(line, &l))
+			sum += l.Score
+		}
+		assert.InDelta(t, sum/25, res.MeanScore, 1e-9)
+		assert.Less(t, res.MeanScore, 1.0, "the simulated model answers some questions wrongly")
+		assert.Len(t, rt.journal, 25, "one journal record per item")
+		require.Len(t, rt.started, 1)
+		assert.FileExists(t, rt.started[0], "the worker log")
+		assert.Contains(t, rt.stderr.String(), "  · stage.eval  evaluated 10/25: from-cache 0")
+		assert.Contains(t, rt.stderr.String(), "evaluated 25/25")
+
+		// Another node (another stage, scores path and endpoint order)
+		// over the same items: everything from the store.
+		n := evalNode(srv.URL, srv.URL)
+		n.Address = "stage.other"
+		n.Args["scores"] = cty.StringVal("elsewhere/scores.jsonl")
+		n.Args["replicas"] = cty.NumberIntVal(2)
+		out2, err := Evaluate{}.Run(ctx, n, rt)
+		require.NoError(t, err)
+		require.Empty(t, out2.Class, out2.Message)
+		var res2 EvaluateResult
+		require.NoError(t, json.Unmarshal(out2.Result, &res2))
+		assert.Equal(t, 25, res2.FromCache)
+		assert.Zero(t, res2.Evaluated)
+		assert.Zero(t, res2.Charged)
+		assert.Equal(t, 25, srv.ChatRequests(), "no request sent")
+		assert.Equal(t, res.ScoresDigest, res2.ScoresDigest, "same results, same scores file")
+		assert.Equal(t, res.MeanScore, res2.MeanScore)
+
+		// With no endpoint configured at all, stored results still serve.
+		n3 := evalNode()
+		out3, err := Evaluate{}.Run(ctx, n3, rt)
+		require.NoError(t, err)
+		assert.Empty(t, out3.Class, out3.Message)
+
+		// A different runtime setting is a different evaluation.
+		n4 := evalNode()
+		n4.Args["runtime"] = cty.ObjectVal(map[string]cty.Value{"topology": cty.StringVal("single"), "team_size": cty.NumberIntVal(4), "temperature": cty.NumberFloatVal(0.7)})
+		out4, err := Evaluate{}.Run(ctx, n4, rt)
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassSetup, out4.Class)
+		assert.Contains(t, out4.Message, "25 of 25 items have no stored result and no task model endpoint is configured")
+	})
+
+	t.Run("model not served: preflight, nothing sent", func(t *testing.T) {
+		rt := evalWorkspace(t, 5)
+		srv := simServer(t, simmodel.Config{Models: []string{"llama", "mistral"}})
+		out, err := Evaluate{}.Run(ctx, evalNode(srv.URL), rt)
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Contains(t, out.Message, "endpoint "+srv.URL+` does not serve the task model "sim-model"; it serves llama, mistral`)
+		assert.Contains(t, out.Message, "no item was sent")
+		assert.Zero(t, srv.ChatRequests())
+	})
+
+	for _, retries := range []int{0, 1} {
+		t.Run(fmt.Sprintf("endpoint failing, retry_infra %d: infrastructure, nothing stored", retries), func(t *testing.T) {
+			rt := evalWorkspace(t, 6)
+			srv := simServer(t, simmodel.Config{FailRate: 1})
+			n := evalNode(srv.URL)
+			n.Args["retry_infra"] = cty.NumberIntVal(int64(retries))
+			out, err := Evaluate{}.Run(ctx, n, rt)
+			require.NoError(t, err)
+			sends := 6 * (retries + 1)
+			assert.Equal(t, dsl.ClassInfra, out.Class)
+			assert.Contains(t, out.Message, "6 of 6 items failed after their retries")
+			assert.Contains(t, out.Message, fmt.Sprintf("%d infrastructure failures", sends))
+			assert.Equal(t, sends, srv.ChatRequests(), "each item sent once and retried retry_infra times")
+			assert.Empty(t, rt.journal)
+			_, err = os.Stat(filepath.Join(rt.root, "out/scores.jsonl"))
+			assert.ErrorIs(t, err, os.ErrNotExist)
+			store, err := items.OpenStore(rt.cache, items.StoreOptions{})
+			require.NoError(t, err)
+			defer store.Close()
+			assert.Zero(t, store.Len())
+		})
+	}
+
+	t.Run("setup errors", func(t *testing.T) {
+		rt := evalWorkspace(t, 2)
+		n := evalNode("http://127.0.0.1:1/v1")
+		n.Args["items"] = cty.StringVal("data/missing.jsonl")
+		out, err := Evaluate{}.Run(ctx, n, rt)
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Contains(t, out.Message, "cannot read the dataset")
+
+		n = evalNode("localhost:8000")
+		out, err = Evaluate{}.Run(ctx, n, rt)
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Contains(t, out.Message, "is not an http(s) base URL")
+
+		n = evalNode("http://127.0.0.1:1/v1")
+		n.Args["bundle"] = strs("nope/")
+		out, err = Evaluate{}.Run(ctx, n, rt)
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Contains(t, out.Message, "bundle nope")
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		rt := evalWorkspace(t, 3)
+		srv := simServer(t, simmodel.Config{})
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		out, err := Evaluate{}.Run(cctx, evalNode(srv.URL), rt)
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassInterrupted, out.Class)
+	})
+}
