@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
@@ -131,6 +133,9 @@ type applier struct {
 	// gpuWait is set when a node waits for GPUs another process holds:
 	// the loop then polls.
 	gpuWait bool
+	// noGPUSince is when a GPU node first found no device it could ever
+	// get from this apply (all busy, none of them ours); see noFreeGPUs.
+	noGPUSince time.Time
 }
 
 type event struct {
@@ -241,6 +246,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 // through events.
 func (a *applier) loop() {
 	interrupted := false
+	done := a.ctx.Done()
 	for {
 		if !interrupted {
 			a.dispatch()
@@ -256,12 +262,10 @@ func (a *applier) loop() {
 		select {
 		case ev := <-a.events:
 			a.handle(ev)
-		case <-a.ctx.Done():
-			if !interrupted {
-				interrupted = true
-				a.res.Interrupted = true
-				a.ctx = context.Background()
-			}
+		case <-done:
+			done = nil
+			interrupted = true
+			a.res.Interrupted = true
 		case <-tick:
 		}
 		if a.live != nil {
@@ -283,19 +287,21 @@ func (a *applier) dispatch() {
 		return
 	}
 	var kept []int
-	queue := append([]int(nil), a.ready...)
+	queue := a.batchOrder(append([]int(nil), a.ready...))
 	a.ready = a.ready[:0]
 	for i := 0; i < len(queue); i++ {
 		id := queue[i]
 		ns := a.nodes[id]
 		if ns.status == stPending && !a.inFlight(id) {
-			if _, requeue := a.tryStart(ns); requeue {
+			// A node refused while being admitted (no free GPU) has
+			// failed: it is not kept waiting.
+			if _, requeue := a.tryStart(ns); requeue && ns.status == stPending {
 				kept = append(kept, id)
 			}
 		}
 		// Nodes finished inline (cached, skipped, failed) may have made
 		// others ready: finish appended them to a.ready.
-		queue = append(queue, a.ready...)
+		queue = append(queue, a.batchOrder(a.ready)...)
 		a.ready = a.ready[:0]
 	}
 	sort.Ints(kept)
@@ -326,8 +332,9 @@ func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
 			return true, false
 		}
 		ns.locked = lk
-		// Another process may have finished it just before we locked.
-		if a.cache.Refresh() == nil && a.cache.Has(ns.key) {
+		// Another process may have finished it just before we locked
+		// (--replace runs it all the same).
+		if !a.opts.Replace[ns.n.Addr] && a.cache.Refresh() == nil && a.cache.Has(ns.key) {
 			if a.takeCached(ns) {
 				return true, false
 			}
@@ -357,9 +364,14 @@ func (a *applier) admit(ns *nodeState) bool {
 		}
 		lease, err := a.opts.GPUs.Acquire(a.ctx, c.GPUs, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
 		if err != nil || lease == nil {
+			if msg := a.noFreeGPUs(c.GPUs); msg != "" {
+				a.fail(ns, dsl.ClassSetup, msg)
+				return false
+			}
 			a.gpuWait = true
 			return false
 		}
+		a.noGPUSince = time.Time{}
 		ns.lease = lease
 	} else {
 		if a.cpuUsed >= a.opts.Parallelism {
@@ -430,10 +442,17 @@ func (a *applier) prepare(ns *nodeState) bool {
 		a.skip(ns, fmt.Sprintf("upstream %s %s", failedUp.n.Addr, failedUp.status))
 		return true
 	}
-	sn, diags := a.g.EvalNode(n, a.instance)
-	if diags.HasErrors() {
-		a.fail(ns, dsl.ClassSetup, "cannot evaluate its attributes: "+oneLine(diags.Error()))
-		return true
+	// The plan evaluated the node already; unless its expressions read
+	// upstream results, which may have changed since, that evaluation
+	// stands.
+	sn := ns.pn.Spec
+	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.evalsStage(n) {
+		var diags hcl.Diagnostics
+		sn, diags = a.g.EvalNode(n, a.instance)
+		if diags.HasErrors() {
+			a.fail(ns, dsl.ClassSetup, "cannot evaluate its attributes: "+oneLine(diags.Error()))
+			return true
+		}
 	}
 	for _, d := range n.Deps {
 		u := a.nodes[d]
@@ -464,6 +483,10 @@ func (a *applier) prepare(ns *nodeState) bool {
 		return false
 	}
 	if a.cache.Has(ns.key) {
+		// The plan decoded this record moments ago.
+		if rec := ns.pn.Record; rec != nil && rec.Key == ns.key {
+			return a.takeCachedRecord(ns, rec)
+		}
 		return a.takeCached(ns)
 	}
 	return false
@@ -477,6 +500,11 @@ func (a *applier) takeCached(ns *nodeState) bool {
 	if !ok {
 		return false
 	}
+	return a.takeCachedRecord(ns, rec)
+}
+
+// takeCachedRecord is takeCached with the node's record already read.
+func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
 	if err := a.restoreOutputs(rec); err != nil {
 		a.printf("warning: %s: the cached result is damaged (%s); evicting it and running the node again\n", ns.n.Addr, err)
 		_ = a.cache.Evict(ns.key)
@@ -484,9 +512,17 @@ func (a *applier) takeCached(ns *nodeState) bool {
 	}
 	ns.record = rec
 	ns.status = stCached
+	// The node's lock, taken when another process had just finished it,
+	// is not needed to restore it: holding it until this apply ends would
+	// make other applies wait for nothing, and two applies holding what the
+	// other waits for would wait for ever.
+	if ns.locked != nil {
+		ns.locked.release()
+		ns.locked = nil
+	}
 	a.res.Cached++
 	ns.inst = a.finishedInstance(ns)
-	_ = a.j.Write(JEntry{T: JCached, Node: ns.n.Addr, Key: ns.key})
+	_ = a.j.Note(JEntry{T: JCached, Node: ns.n.Addr, Key: ns.key})
 	if a.opts.Verbose {
 		a.line(ns, "=", "cached")
 	}
@@ -516,14 +552,18 @@ func (a *applier) handle(ev event) {
 	case "locked":
 		// Another process released the key: maybe it finished the node.
 		ns.locked = ev.locked
+		delete(a.running, ns.n.ID)
 		if ev.err != nil {
-			a.fail(ns, dsl.ClassSetup, ev.err.Error())
+			if errors.Is(ev.err, context.Canceled) {
+				a.fail(ns, dsl.ClassInterrupted, "stopped while waiting for another process running the same node")
+			} else {
+				a.fail(ns, dsl.ClassSetup, ev.err.Error())
+			}
 			return
 		}
-		delete(a.running, ns.n.ID)
 		ns.status = stPending
 		_ = a.cache.Refresh()
-		if a.cache.Has(ns.key) && a.takeCached(ns) {
+		if !a.opts.Replace[ns.n.Addr] && a.cache.Has(ns.key) && a.takeCached(ns) {
 			return
 		}
 		a.ready = append(a.ready, ns.n.ID)
@@ -597,7 +637,7 @@ func (a *applier) skip(ns *nodeState, why string) {
 	ns.class = "upstream"
 	a.res.Skipped++
 	ns.inst = a.finishedInstance(ns)
-	_ = a.j.Write(JEntry{T: JSkipped, Node: ns.n.Addr, Message: why})
+	_ = a.j.Note(JEntry{T: JSkipped, Node: ns.n.Addr, Message: why})
 	a.line(ns, "-", "skipped: "+why)
 	a.emitJSON(ns, "skipped")
 	a.finish(ns)
@@ -750,8 +790,34 @@ func (r *nodeRuntime) CacheDir() string  { return r.a.cache.Dir }
 func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
 func (r *nodeRuntime) OutDir() string {
 	d := filepath.Join(r.a.j.Dir, "out", filepath.Base(NodeLog(r.a.j.Dir, r.ns.n.Addr, 1)))
-	_ = os.MkdirAll(d, 0o755)
+	// One mkdir when the run's out folder exists, as it does after the
+	// first node.
+	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		_ = os.MkdirAll(d, 0o755)
+	}
 	return d
+}
+
+// NodeStarted implements stages.Journaler. The record names cairn's own
+// pid and no process group: the node's processes die with cairn.
+func (r *nodeRuntime) NodeStarted(logs ...string) error {
+	a, ns := r.a, r.ns
+	if len(logs) > 0 {
+		ns.logs = [2]string{"", logs[len(logs)-1]}
+	}
+	err := a.j.Write(JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: os.Getpid(), Logs: logs})
+	a.line(ns, ">", "started")
+	return err
+}
+
+// JournalItems implements stages.Journaler: one "charged" record per
+// item stored by the node.
+func (r *nodeRuntime) JournalItems(recs []stages.ItemRecord) error {
+	es := make([]JEntry, len(recs))
+	for i, rec := range recs {
+		es[i] = JEntry{T: JCharged, Node: r.ns.n.Addr, Attempt: r.ns.attempts, Item: rec.Item, Key: rec.Key, Count: rec.Charged}
+	}
+	return r.a.j.WriteBatch(es)
 }
 
 type lockedWriter struct{ a *applier }
@@ -777,8 +843,11 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		stem := filepath.Join(ns.batchLogDir, fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName))
 		stdout, stderr = stem+".out", stem+".err"
 	}
-	if err := os.MkdirAll(filepath.Dir(stdout), 0o755); err != nil {
-		return nil, err
+	// The run's logs folder exists from the start.
+	if dir := filepath.Dir(stdout); dir != filepath.Join(a.j.Dir, "logs") {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	ns.logs = [2]string{stdout, stderr}
 	env := os.Environ()
@@ -817,6 +886,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		Timeout: c.Timeout, KillGrace: c.KillGrace, Inherit: inherit,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard,
 		Started: func(pid int, tick uint64) {
+			testKillAfterStart()
 			_ = a.j.Write(JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}})
 			detail := fmt.Sprintf("started (pid %d", pid)
 			if len(gpus) > 0 {
@@ -826,14 +896,45 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		},
 	}
 	if a.opts.GPUs != nil {
-		spec.Sample = a.opts.GPUs.Sampler(gpus)
+		spec.Sample = delayedSampler(a.opts.GPUs.Sampler(gpus))
 	} else {
-		spec.Sample = func(pid int) func() gpu.Peaks {
+		spec.Sample = delayedSampler(func(pid int) func() gpu.Peaks {
 			s := gpu.StartSampler(context.Background(), pid, SampleInterval(), nil, nil)
 			return s.Stop
-		}
+		})
 	}
 	return a.opts.Executor.Exec(ctx, spec)
+}
+
+// delayedSampler starts sampling one interval after the process starts:
+// a process that ends sooner (most short nodes) costs no scan of /proc,
+// and its peak comes from the kernel's rusage figure, which the executor
+// always adds.
+func delayedSampler(start func(pid int) func() gpu.Peaks) func(pid int) func() gpu.Peaks {
+	return func(pid int) func() gpu.Peaks {
+		var (
+			mu      sync.Mutex
+			stop    func() gpu.Peaks
+			stopped bool
+		)
+		t := time.AfterFunc(SampleInterval(), func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !stopped {
+				stop = start(pid)
+			}
+		})
+		return func() gpu.Peaks {
+			t.Stop()
+			mu.Lock()
+			defer mu.Unlock()
+			stopped = true
+			if stop == nil {
+				return gpu.Peaks{}
+			}
+			return stop()
+		}
+	}
 }
 
 // SampleInterval is the memory sampling interval (CAIRN_SAMPLE_INTERVAL,
@@ -875,7 +976,7 @@ func (a *applier) execute(ns *nodeState) error {
 					ns.class, ns.message = class, msg
 				} else {
 					ns.record = rec
-					_ = a.j.Write(JEntry{T: JFinished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB})
+					_ = a.j.Note(JEntry{T: JFinished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB})
 					return nil
 				}
 			}

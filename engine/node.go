@@ -1,17 +1,25 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math"
 	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
@@ -26,11 +34,22 @@ type instanceFunc func(n *Node) cty.Value
 // evalContext builds the context a node's expressions see: var, local,
 // path, each, and stage objects holding the node's upstream instances.
 func (g *Graph) evalContext(n *Node, inst instanceFunc) *hcl.EvalContext {
-	extra := map[string]cty.Value{}
+	return g.nodeContext(n, inst, true)
+}
+
+// nodeContext is evalContext, with the stage objects only when withStage
+// is set: a node whose expressions never mention stage does not pay for
+// building its upstreams' instance objects.
+func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.EvalContext {
+	extra := make(map[string]cty.Value, 2)
 	if n.Inst.Keyed {
-		extra["each"] = dsl.EachValue(n.Inst)
+		each := n.each
+		if each == cty.NilVal {
+			each = dsl.EachValue(n.Inst)
+		}
+		extra["each"] = each
 	}
-	if len(n.Deps) > 0 {
+	if withStage && len(n.Deps) > 0 {
 		byStage := map[string]map[string]cty.Value{}
 		single := map[string]cty.Value{}
 		for _, id := range n.Deps {
@@ -58,10 +77,68 @@ func (g *Graph) evalContext(n *Node, inst instanceFunc) *hcl.EvalContext {
 	return g.Scope.Context(extra)
 }
 
+// evalsStage reports whether a node's attributes or kind blocks read
+// stage objects (upstream instances and results).
+func (g *Graph) evalsStage(n *Node) bool {
+	if r := g.refs[n.Stage.Name]; r != nil {
+		return r.evalStage
+	}
+	return true
+}
+
+// evalResult is one node's evaluation, done ahead of a pass over the graph.
+type evalResult struct {
+	sn    *stages.Node
+	diags hcl.Diagnostics
+	done  bool
+}
+
+// evalAhead evaluates, on every core, the nodes for which want is true and
+// whose expressions read no stage object: their evaluation depends on
+// nothing another node decides, so it can run in any order. The others are
+// left for the caller (done is false).
+func (g *Graph) evalAhead(want func(*Node) bool) []evalResult {
+	out := make([]evalResult, len(g.Nodes))
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 || len(g.Nodes) < 64 {
+		return out
+	}
+	// Shared state the workers read is built before they start; the path
+	// checker locks its own.
+	g.Scope.Context(nil)
+	if g.paths == nil {
+		g.paths = newPathChecker(g.Root)
+	}
+	const chunk = 32
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := int(next.Add(chunk)) - chunk
+				if start >= len(g.Nodes) {
+					return
+				}
+				for _, n := range g.Nodes[start:min(start+chunk, len(g.Nodes))] {
+					if g.evalsStage(n) || !want(n) {
+						continue
+					}
+					sn, d := g.EvalNode(n, unknownInstance)
+					out[n.ID] = evalResult{sn: sn, diags: d, done: true}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // EvalNode evaluates a node's attributes and decodes the generic ones.
 // Values that depend on upstream results not yet known stay unknown.
 func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
-	ctx := g.evalContext(n, inst)
+	ctx := g.nodeContext(n, inst, g.evalsStage(n))
 	sn := &stages.Node{
 		Address: n.Addr, Stage: n.Stage.Name, EachKey: n.Inst.Key,
 		Args:        make(map[string]cty.Value, len(n.Stage.Attrs)),
@@ -70,7 +147,14 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		EvalContext: ctx,
 	}
 	var diags hcl.Diagnostics
+	var bad bool // some attribute holds a reference reported as wrong
+	if r := g.refs[n.Stage.Name]; r != nil {
+		bad = len(r.bad) > 0
+	}
 	for name, a := range n.Stage.Attrs {
+		if bad && g.badAttr(n.Stage, a) {
+			continue
+		}
 		v, d := a.Expr.Value(ctx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
@@ -80,13 +164,74 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		sn.Ranges[name] = a.Expr.Range()
 	}
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, dsl.TidyDiagnostics(diags)
 	}
 	diags = append(diags, g.decodeCommon(sn)...)
-	if n.Kind != nil {
+	if n.Kind != nil && hasRequired(n.Kind, sn) {
 		diags = append(diags, n.Kind.Check(sn)...)
 	}
+	if d, ok := n.Kind.(stages.InputDeclarer); ok && !diags.HasErrors() {
+		// Files named by the kind's attributes key the node like inputs.
+		for _, p := range d.DeclaredInputs(sn, g.Root) {
+			clean, err := g.CheckPath(p)
+			if err != nil {
+				diags = append(diags, stages.Diag("Invalid path", err.Error()+".", n.Stage.DeclRange)...)
+				continue
+			}
+			if !slices.Contains(sn.Common.Inputs, clean) {
+				sn.Common.Inputs = append(sn.Common.Inputs, clean)
+			}
+		}
+	}
 	return sn, diags
+}
+
+// itemRange locates the item keyed key of a stage attribute written as an
+// object ({ KEY = value, ... }); otherwise it returns the attribute's range.
+func (g *Graph) itemRange(sn *stages.Node, attr, key string) hcl.Range {
+	if st := g.Config.StageMap[sn.Stage]; st != nil && st.Attrs[attr] != nil {
+		if oc, ok := st.Attrs[attr].Expr.(*hclsyntax.ObjectConsExpr); ok {
+			for _, it := range oc.Items {
+				k := hcl.ExprAsKeyword(it.KeyExpr)
+				if k == "" {
+					if v, d := it.KeyExpr.Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+						k = v.AsString()
+					}
+				}
+				if k == key {
+					return hcl.RangeBetween(it.KeyExpr.Range(), it.ValueExpr.Range())
+				}
+			}
+		}
+	}
+	return sn.Ranges[attr]
+}
+
+// elemRange locates element i of a stage attribute written as a list of n
+// elements; otherwise it returns the attribute's range.
+func (g *Graph) elemRange(sn *stages.Node, attr string, i, n int) hcl.Range {
+	if st := g.Config.StageMap[sn.Stage]; st != nil && st.Attrs[attr] != nil {
+		if tc, ok := st.Attrs[attr].Expr.(*hclsyntax.TupleConsExpr); ok && len(tc.Exprs) == n {
+			return tc.Exprs[i].Range()
+		}
+	}
+	return sn.Ranges[attr]
+}
+
+// hasRequired reports whether every attribute the kind requires is
+// present. Without one (already reported when the file was decoded), the
+// kind's Check is not asked to cope with it.
+func hasRequired(k stages.Kind, sn *stages.Node) bool {
+	s := k.Schema()
+	if s == nil {
+		return true
+	}
+	for _, a := range s.Attributes {
+		if _, ok := sn.Args[a.Name]; a.Required && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -96,6 +241,10 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 	c := &sn.Common
 	bad := func(attr, detail string) {
 		diags = append(diags, stages.Diag("Invalid "+attr, detail, sn.Ranges[attr])...)
+	}
+	// badAt points at one element or map item of the attribute.
+	badAt := func(attr string, r hcl.Range, detail string) {
+		diags = append(diags, stages.Diag("Invalid "+attr, detail, r)...)
 	}
 	known := func(attr string) (cty.Value, bool) {
 		v, ok := sn.Args[attr]
@@ -115,10 +264,10 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 			return nil
 		}
 		out := make([]string, 0, len(list))
-		for _, p := range list {
+		for i, p := range list {
 			clean, err := g.CheckPath(p)
 			if err != nil {
-				bad(attr, err.Error())
+				badAt(attr, g.elemRange(sn, attr, i, len(list)), err.Error()+".")
 				continue
 			}
 			out = append(out, clean)
@@ -133,7 +282,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 		} else if v.IsMarked() {
 			bad("result", "result must not be sensitive: paths appear in plans and logs.")
 		} else if clean, err := g.CheckPath(v.AsString()); err != nil {
-			bad("result", err.Error())
+			bad("result", err.Error()+".")
 		} else {
 			c.Result = clean
 		}
@@ -149,7 +298,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 				k, ev := it.Element()
 				name := k.AsString()
 				if !envName.MatchString(name) {
-					bad("env", fmt.Sprintf("%q is not a valid environment variable name.", name))
+					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("%q is not a valid environment variable name.", name))
 					continue
 				}
 				if ev.IsMarked() {
@@ -158,7 +307,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 				}
 				s, err := convert.Convert(ev, cty.String)
 				if err != nil || s.IsNull() {
-					bad("env", fmt.Sprintf("env.%s must be a string.", name))
+					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("env.%s must be a string.", name))
 					continue
 				}
 				c.Env[name] = s.AsString()
@@ -184,17 +333,17 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 					if s := dsl.Suggest(cl, dsl.FailureClasses); s != "" {
 						d = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, s, strings.Join(dsl.FailureClasses, ", "))
 					}
-					bad("classify", d)
+					badAt("classify", g.itemRange(sn, "classify", cl), d)
 					continue
 				}
 				pats, err := stages.StringList(ev)
 				if err != nil {
-					bad("classify", fmt.Sprintf("classify.%s must be a list of patterns: %s.", cl, err))
+					badAt("classify", g.itemRange(sn, "classify", cl), fmt.Sprintf("classify.%s must be a list of patterns: %s.", cl, err))
 					continue
 				}
 				for _, p := range pats {
 					if _, err := regexp.Compile(p); err != nil {
-						bad("classify", fmt.Sprintf("classify.%s: %q is not a valid regular expression: %s.", cl, p, err))
+						badAt("classify", g.itemRange(sn, "classify", cl), fmt.Sprintf("classify.%s: %q is not a valid regular expression: %s.", cl, p, err))
 					}
 				}
 				c.Classify[cl] = pats
@@ -281,6 +430,34 @@ type pathChecker struct {
 	root     string
 	rootReal string
 	seen     map[string]error
+	// snapshot is set while a plan checks every node's paths at one
+	// moment: a folder holding many checked paths is then listed once
+	// instead of one lstat per path.
+	snapshot bool
+	dirs     map[string]*dirListing
+}
+
+// dirListing is what a snapshot knows of one folder.
+type dirListing struct {
+	checks int
+	listed bool
+	links  map[string]bool // names of the symlinks in it
+}
+
+// listAfter is how many paths of one folder are checked one by one before
+// the folder is listed instead.
+const listAfter = 16
+
+// setSnapshot turns snapshot checking on or off; off forgets listings.
+func (g *Graph) setPathSnapshot(on bool) {
+	if g.paths == nil {
+		g.paths = newPathChecker(g.Root)
+	}
+	pc := g.paths
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.snapshot = on
+	pc.dirs = nil
 }
 
 func newPathChecker(root string) *pathChecker {
@@ -311,7 +488,11 @@ func (pc *pathChecker) check(p string) (string, error) {
 		prefix := clean[:i]
 		err, ok := pc.seen[prefix]
 		if !ok {
-			err = pc.checkOne(prefix)
+			if i == len(clean) && pc.snapshot && !pc.mayBeLink(clean) {
+				err = nil
+			} else {
+				err = pc.checkOne(prefix)
+			}
 			if i < len(clean) {
 				pc.seen[prefix] = err
 			}
@@ -321,6 +502,62 @@ func (pc *pathChecker) check(p string) (string, error) {
 		}
 	}
 	return clean, nil
+}
+
+// mayBeLink is false when a snapshot listing of rel's folder shows that
+// rel is not a symlink (or does not exist). pc.mu is held.
+func (pc *pathChecker) mayBeLink(rel string) bool {
+	dir, name := filepath.Split(rel)
+	if pc.dirs == nil {
+		pc.dirs = map[string]*dirListing{}
+	}
+	dl := pc.dirs[dir]
+	if dl == nil {
+		dl = &dirListing{}
+		pc.dirs[dir] = dl
+	}
+	if !dl.listed {
+		dl.checks++
+		if dl.checks <= listAfter {
+			return true
+		}
+		links, ok := listLinks(filepath.Join(pc.root, dir))
+		if !ok {
+			// Unreadable: keep checking its paths one by one.
+			dl.checks = math.MinInt
+			return true
+		}
+		dl.links, dl.listed = links, true
+	}
+	return dl.links[name]
+}
+
+// listLinks returns the names of the symlinks in a folder; a missing folder
+// holds none. ok is false when the folder could not be read whole.
+func listLinks(dir string) (links map[string]bool, ok bool) {
+	links = map[string]bool{}
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return links, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink != 0 {
+				links[e.Name()] = true
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return links, true
+		}
+		if err != nil {
+			return nil, false
+		}
+	}
 }
 
 func (pc *pathChecker) checkOne(rel string) error {
