@@ -36,16 +36,15 @@ type batchGroup struct {
 	policy stages.BatchPolicy
 	order  []int // node ids, longest known duration first
 	// state
-	started   bool
-	refused   string
-	lock      *flock.Flock
-	devices   []int // pinned devices, the free ones at batch start
-	par       int
-	slots     *slotPolicy
-	remaining int // variants of this batch still to finish here
-	batch     *Batch
-	deadline  time.Time
-	failed    bool
+	started  bool
+	refused  string
+	lock     *flock.Flock
+	devices  []int // pinned devices, the free ones at batch start
+	par      int
+	slots    *slotPolicy
+	batch    *Batch
+	deadline time.Time
+	failed   bool
 }
 
 // setupGroups creates a batch group for every batch stage with nodes to
@@ -64,7 +63,7 @@ func (a *applier) setupGroups() error {
 			if pn.Skipped || pn.Action == ActCached {
 				continue
 			}
-			if len(ids) == 0 && pn.Spec != nil {
+			if pol.Mode == "" && pn.Spec != nil {
 				pol = b.BatchPolicy(pn.Spec)
 			}
 			ids = append(ids, n.ID)
@@ -83,7 +82,7 @@ func (a *applier) setupGroups() error {
 			}
 		}
 		sort.SliceStable(ids, func(i, j int) bool { return dur[ids[i]] > dur[ids[j]] })
-		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids, remaining: len(ids)}
+		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids}
 	}
 	return nil
 }
@@ -155,17 +154,25 @@ func (g *batchGroup) start(a *applier) bool {
 	}
 	free := a.opts.GPUs.FreeIndices(context.Background())
 	if len(free) == 0 {
-		if time.Now().After(g.deadline) {
-			g.refused = "No free GPUs. Wait, do not launch."
+		if time.Now().After(g.deadline) && !a.holdsLeases() {
+			g.refused = "No free GPUs. Wait, do not launch. (" + busyGPUs(a) + "; pass --wait-gpus DURATION to wait for one)"
 			g.releaseLock()
 			return false
 		}
 		a.gpuWait = true
 		return false
 	}
+	// The variants that still run here (others may have come from the
+	// cache once their keys were known).
+	toRun := 0
+	for _, id := range g.order {
+		if st := a.nodes[id].status; st == stPending || st == stRunning {
+			toRun++
+		}
+	}
 	g.par = min(len(free), g.policy.Size)
 	if g.par <= 0 {
-		g.par = min(len(free), len(g.order))
+		g.par = min(len(free), toRun)
 	}
 	g.devices = free[:g.par]
 	g.slots = newSlotPolicy(g.policy.Mode, g.devices)
@@ -186,13 +193,13 @@ func (g *batchGroup) start(a *applier) bool {
 	_ = os.MkdirAll(g.batch.LogDir, 0o755)
 	writeBatchLock(g.lock, g.batch, a.runID)
 	_ = a.j.Write(JEntry{T: JBatch, Node: "stage." + g.stage, Batch: g.batch, GPUs: g.devices})
-	waves := (len(g.order) + g.par - 1) / g.par
+	waves := (toRun + g.par - 1) / g.par
 	sim := ""
 	if a.opts.GPUs.Simulated() {
 		sim = " (simulated)"
 	}
 	a.printf("  batch stage.%s: %d variant(s) on free GPU%s %s%s: parallel=%d, %s, logs in %s\n",
-		g.stage, len(g.order), plural(len(g.devices)), intsString(g.devices), sim, g.par, modeText(g.policy.Mode, waves), relTo(a.g.Root, g.batch.LogDir))
+		g.stage, toRun, plural(len(g.devices)), intsString(g.devices), sim, g.par, modeText(g.policy.Mode, waves), relTo(a.g.Root, g.batch.LogDir))
 	if g.policy.Ledger != "" {
 		ledgerStart(a, g)
 	}
@@ -230,14 +237,117 @@ func noGPUs(a *applier) string {
 // release frees a variant's device; when the batch is over, the batch
 // lock goes too.
 func (g *batchGroup) release(a *applier, ns *nodeState) {
-	g.slots.free(ns.n.ID, ns.wave)
-	g.remaining--
+	if g.slots != nil {
+		g.slots.free(ns.n.ID, ns.wave)
+	}
 	if ns.class != "" {
 		g.failed = true
 	}
-	if g.remaining == 0 {
-		g.end(a, false)
+	// ns itself is still marked running; the batch is over when no other
+	// variant is pending or running (variants taken from the cache or
+	// skipped never pass through here).
+	for _, id := range g.order {
+		if o := a.nodes[id]; o != ns && (o.status == stPending || o.status == stRunning) {
+			return
+		}
 	}
+	g.end(a, a.res.Interrupted)
+}
+
+// batchOrder puts the variants of each batch found in queue in the
+// batch's order (longest known duration first, else as given), keeping
+// every other node where it is: the scheduler admits them in that order.
+func (a *applier) batchOrder(queue []int) []int {
+	for _, g := range a.groups {
+		rank := make(map[int]int, len(g.order))
+		for i, id := range g.order {
+			rank[id] = i
+		}
+		var at, members []int
+		for i, id := range queue {
+			if _, ok := rank[id]; ok {
+				at = append(at, i)
+				members = append(members, id)
+			}
+		}
+		sort.SliceStable(members, func(i, j int) bool { return rank[members[i]] < rank[members[j]] })
+		for k, i := range at {
+			queue[i] = members[k]
+		}
+	}
+	return queue
+}
+
+// noFreeGPUs decides for a node that needs n GPUs and got none whether it
+// may wait: while devices leased to this apply's own running nodes will
+// free, or for --wait-gpus. Otherwise (every device busy with other
+// users' work) it returns the seed's refusal, with why each device is
+// busy.
+func (a *applier) noFreeGPUs(n int) string {
+	if a.opts.GPUs == nil {
+		return ""
+	}
+	if a.holdsLeases() {
+		a.noGPUSince = time.Time{}
+		return ""
+	}
+	if len(a.opts.GPUs.FreeIndices(context.Background())) >= n {
+		// Free now, taken by someone else between look and lease.
+		return ""
+	}
+	if a.noGPUSince.IsZero() {
+		a.noGPUSince = time.Now()
+	}
+	if time.Since(a.noGPUSince) < a.opts.WaitGPUs {
+		return ""
+	}
+	need := ""
+	if n > 1 {
+		need = fmt.Sprintf(" (this node needs %d)", n)
+	}
+	return "No free GPUs" + need + ". Wait, do not launch. (" + busyGPUs(a) + "; pass --wait-gpus DURATION to wait for one)"
+}
+
+// holdsLeases reports whether a running node of this apply holds GPUs:
+// they will free, so a node waiting for one is not refused.
+func (a *applier) holdsLeases() bool {
+	for _, r := range a.running {
+		if r.lease != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// busyGPUs says why each device is not free, in one line.
+func busyGPUs(a *applier) string {
+	if a.opts.GPUs == nil {
+		return "no GPU inventory"
+	}
+	st, err := a.opts.GPUs.Status(context.Background())
+	if err != nil {
+		return "cannot read the GPUs: " + err.Error()
+	}
+	// Devices busy for the same reason share one entry.
+	var whys []string
+	devs := map[string][]int{}
+	for _, s := range st {
+		if s.Free {
+			continue
+		}
+		if _, ok := devs[s.Why]; !ok {
+			whys = append(whys, s.Why)
+		}
+		devs[s.Why] = append(devs[s.Why], s.Device.Index)
+	}
+	if len(whys) == 0 {
+		return noGPUs(a)
+	}
+	parts := make([]string, len(whys))
+	for i, why := range whys {
+		parts[i] = fmt.Sprintf("GPU%s %s: %s", plural(len(devs[why])), intsString(devs[why]), why)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // end closes the batch: its state in the journal and ledger, the lock.

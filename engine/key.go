@@ -103,7 +103,11 @@ func (g *Graph) envelope(n *Node, sn *stages.Node, upstream func(*Node) (string,
 		if notKeyed[name] || excluded[name] {
 			continue
 		}
-		b, known := canonicalJSON(sn.Args[name])
+		v := sn.Args[name]
+		if kt, ok := n.Kind.(stages.KeyTransformer); ok {
+			v = kt.KeyValue(name, v)
+		}
+		b, known := canonicalJSON(v)
 		if !known {
 			return nil, &unknownReason{Attr: name}, nil
 		}

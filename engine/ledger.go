@@ -31,6 +31,9 @@ func ledgerPath(a *applier, g *batchGroup) string {
 // editLedger rewrites the ledger under a lock, creating it with both
 // sections when missing.
 func editLedger(path string, edit func(string) string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	lk := flock.New(path + ".lock")
 	if err := lk.Lock(); err != nil {
 		return err
@@ -52,9 +55,6 @@ func editLedger(path string, edit func(string) string) error {
 		s = strings.TrimRight(s, "\n") + "\n\n" + ledgerErrors + "\n\n"
 	}
 	s = edit(s)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
 		return err

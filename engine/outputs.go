@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/cas"
@@ -34,6 +35,9 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, s
 	}
 	result := out.Result
 	if result == nil && c.Result != "" {
+		if err := a.checkInside(c.Result); err != nil {
+			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s", err)
+		}
 		b, err := os.ReadFile(filepath.Join(a.g.Root, c.Result))
 		if err != nil {
 			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s was not written: %s", c.Result, errText(err))
@@ -78,6 +82,11 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, s
 			return nil, dsl.ClassResult, fmt.Sprintf("cannot store output %s: %s", f, err)
 		}
 	}
+	// Without the monotonic clock reading, the record in memory measures
+	// the same duration as the one read back from the cache, so a
+	// downstream that sees this node's duration_s gets the same key on
+	// the next apply.
+	rec.Started, rec.Ended = rec.Started.Round(0), rec.Ended.Round(0)
 	rec.OutputDigest = outputDigest(rec.Outputs, rec.Result, "ok")
 	if err := a.cache.Commit(rec); err != nil {
 		return nil, dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
@@ -85,7 +94,29 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, s
 	return rec, "", ""
 }
 
+// checkInside refuses a path that resolves outside the workspace: paths
+// are checked when the pipeline is planned, but a workload may make an
+// output (or a folder on its way) a symlink to anywhere when it runs.
+// Nothing outside the workspace is read into the cache.
+func (a *applier) checkInside(rel string) error {
+	root, err := filepath.EvalSymlinks(a.g.Root)
+	if err != nil {
+		root = a.g.Root
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(a.g.Root, rel))
+	if err != nil {
+		return nil // missing: the caller says so
+	}
+	if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
+		return fmt.Errorf("%s is a symlink to %s, outside the workspace: it is not stored", rel, real)
+	}
+	return nil
+}
+
 func (a *applier) storeFile(rec *Record, rel string) error {
+	if err := a.checkInside(rel); err != nil {
+		return err
+	}
 	full := filepath.Join(a.g.Root, rel)
 	d, _, err := a.cache.Blobs.PutFile(full)
 	if err != nil {

@@ -17,11 +17,11 @@ func TestPeakMemoryRecorded(t *testing.T) {
 	w := newWorkspace(t, `
 pipeline "peak" {}
 stage "command" "alloc" {
-  run    = ["python3", "-c", "import time, json; b = b'x' * (200 * 2**20); time.sleep(1); json.dump({'ok': 1}, open('r.json', 'w'))"]
+  run    = ["python3", "-c", "import time, json; b = b'x' * (300 * 2**20); time.sleep(1); json.dump({'ok': 1}, open('r.json', 'w'))"]
   result = "r.json"
   postcondition {
-    condition     = self.peak_rss_mib >= 200
-    error_message = "peak ${self.peak_rss_mib} MiB below the 200 MiB allocated"
+    condition     = self.peak_rss_mib >= 300
+    error_message = "peak ${self.peak_rss_mib} MiB below the 300 MiB allocated"
   }
 }
 `)
@@ -32,6 +32,6 @@ stage "command" "alloc" {
 	defer c.Close()
 	recs := c.Records()
 	require.Len(t, recs, 1)
-	assert.GreaterOrEqual(t, recs[0].PeakRSSMiB, 200.0)
-	assert.LessOrEqual(t, recs[0].PeakRSSMiB, 220.0, "within 10%% of 200 MiB (the interpreter itself takes ~10 MiB)")
+	assert.GreaterOrEqual(t, recs[0].PeakRSSMiB, 300.0)
+	assert.LessOrEqual(t, recs[0].PeakRSSMiB, 330.0, "within 10%% of 300 MiB (the interpreter itself takes ~10-20 MiB)")
 }

@@ -53,6 +53,14 @@ type InputDeclarer interface {
 	DeclaredInputs(n *Node, root string) []string
 }
 
+// KeyTransformer is implemented by kinds that keep only part of an
+// attribute's value in the key: e.g. the pareto kind keeps each row's
+// result and status, not its duration, so that a variant rerun to the same
+// result leaves the table cached.
+type KeyTransformer interface {
+	KeyValue(attr string, v cty.Value) cty.Value
+}
+
 // StageChecker is implemented by kinds that validate a stage as a whole
 // (all its instances), e.g. a batch of exactly four variants.
 type StageChecker interface {

@@ -1,0 +1,241 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// Waves runs a GPU batch: one process per variant (a for_each instance),
+// each cached on its own, the stage as a whole scheduled as one batch of
+// exactly batch_size variants.
+//
+//	stage "waves" "aime24" {
+//	  for_each   = var.variants                # exactly batch_size of them, in this order
+//	  run        = ["python", "run_submission_aime24.py", "--config", each.value]
+//	  batch_size = 4                           # default 4; any other count is refused
+//	  mode       = "waves"                     # or "backfill"
+//	  log_dir    = "logs/submission/${var.tag}" # cairn appends _<UTC YYYYmmdd_HHMMSS>
+//	  tag        = var.tag                     # names the batch in `cairn status` and the ledger
+//	  ledger     = "algorithm_scientist/memory.md" # optional markdown ledger
+//	  gpus       = 1                           # default 1
+//	  timeout    = "60m"
+//	}
+//
+// Parallelism is min(free GPUs, batch_size), fixed when the batch starts;
+// every variant is pinned to one of the devices free then. In "waves" mode
+// a wave of that many variants starts together and the next one only after
+// the whole wave ended; in "backfill" mode a variant starts as soon as any
+// of the batch's devices frees. Each variant's output goes to
+// <log_dir>_<UTC>/gpu<idx>_<name>.out and .err. Only one batch runs at a
+// time on a machine.
+type Waves struct{}
+
+func init() { Register(Waves{}) }
+
+// Batch modes.
+const (
+	ModeWaves    = "waves"
+	ModeBackfill = "backfill"
+)
+
+// DefaultBatchSize is the seed's fixed batch size.
+const DefaultBatchSize = 4
+
+// Name implements Kind.
+func (Waves) Name() string { return "waves" }
+
+// Version implements Kind.
+func (Waves) Version() int { return 1 }
+
+// Schema implements Kind.
+func (Waves) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "run", Required: true},
+		{Name: "shell"},
+		{Name: "batch_size"},
+		{Name: "mode"},
+		{Name: "log_dir"},
+		{Name: "tag"},
+		{Name: "ledger"},
+	}}
+}
+
+// KeyExcluded implements KeyExcluder: how a batch is scheduled, where its
+// logs go and how it is named do not change a variant's result.
+func (Waves) KeyExcluded() []string {
+	return []string{"batch_size", "mode", "log_dir", "tag", "ledger"}
+}
+
+// Check implements Kind. It also applies the kind's default of one GPU per
+// variant when the stage does not say gpus.
+func (Waves) Check(n *Node) hcl.Diagnostics {
+	_, diags := commandArgv(n)
+	if v, ok := n.Args["gpus"]; !ok || v.IsNull() {
+		n.Common.GPUs = 1
+	} else if v.IsKnown() && n.Common.GPUs < 1 {
+		diags = append(diags, Diag("Invalid gpus",
+			"A waves variant runs on at least one GPU: the batch pins each variant to its own device(s).", n.Ranges["gpus"])...)
+	}
+	_, d := batchPolicy(n)
+	return append(diags, d...)
+}
+
+// BatchPolicy implements Batcher. Attributes that are unknown or invalid
+// take their defaults (Check reports the invalid ones).
+func (Waves) BatchPolicy(n *Node) BatchPolicy {
+	p, _ := batchPolicy(n)
+	return p
+}
+
+// CheckStage implements StageChecker: a batch has exactly batch_size
+// variants, never shrunk or padded.
+func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
+	size := DefaultBatchSize
+	rng := s.DeclRange
+	for _, n := range s.Nodes {
+		p, d := batchPolicy(n)
+		if !d.HasErrors() && p.Size > 0 {
+			size = p.Size
+		}
+		if r, ok := n.Ranges["for_each"]; ok {
+			rng = r
+		}
+		break
+	}
+	if len(s.Keys) == size {
+		return nil
+	}
+	return Diag("Wrong batch size",
+		fmt.Sprintf("Batches must contain exactly %d variants. Got %d — re-design and re-invoke. (stage.%s; cairn never shrinks or pads a batch.)", size, len(s.Keys), s.Name),
+		rng)
+}
+
+// Run implements Kind: the variant's process, with its logs named after
+// the variant in the batch's log folder. A declared result file that the
+// process leaves as it was (an earlier run's) is not taken for this run's.
+func (Waves) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	p, diags := commandArgv(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	p.LogName = n.EachKey
+	if p.LogName == "" {
+		p.LogName = n.Stage
+	}
+	var before os.FileInfo
+	if n.Common.Result != "" {
+		before, _ = os.Stat(filepath.Join(rt.Root(), n.Common.Result))
+	}
+	res, err := rt.Exec(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Class: res.Class, Message: res.Message, Proc: res}
+	if out.Class == "" && before != nil {
+		after, err := os.Stat(filepath.Join(rt.Root(), n.Common.Result))
+		if err == nil && os.SameFile(before, after) && after.ModTime().Equal(before.ModTime()) && after.Size() == before.Size() && after.ModTime().Before(res.Started) {
+			out.Class = dsl.ClassResult
+			out.Message = fmt.Sprintf("the result file %s was not rewritten by this run (it dates from %s); the variant's runner must write it", n.Common.Result, after.ModTime().UTC().Format(time.RFC3339))
+		}
+	}
+	return out, nil
+}
+
+// batchPolicy decodes the batch attributes; unknown values keep their
+// defaults.
+func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
+	p := BatchPolicy{Mode: ModeWaves, Size: DefaultBatchSize}
+	var diags hcl.Diagnostics
+	str := func(attr string) (string, bool) {
+		v, ok := n.Args[attr]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return "", false
+		}
+		v, _ = v.UnmarkDeep()
+		if !v.Type().Equals(cty.String) {
+			diags = append(diags, Diag("Invalid "+attr, attr+" must be a string.", n.Ranges[attr])...)
+			return "", false
+		}
+		return v.AsString(), true
+	}
+	if v, ok := n.Args["batch_size"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+		v, _ = v.UnmarkDeep()
+		size, ok := wholeNumber(v)
+		if !ok || size < 1 {
+			diags = append(diags, Diag("Invalid batch_size", "batch_size must be a whole number of variants, at least 1.", n.Ranges["batch_size"])...)
+		} else {
+			p.Size = size
+		}
+	}
+	if m, ok := str("mode"); ok {
+		switch m {
+		case ModeWaves, ModeBackfill:
+			p.Mode = m
+		default:
+			diags = append(diags, Diag("Invalid mode",
+				fmt.Sprintf("mode is %q or %q, not %q: waves start together and the next wave waits for the whole previous one; backfill starts a variant as soon as any of the batch's GPUs frees.", ModeWaves, ModeBackfill, m),
+				n.Ranges["mode"])...)
+		}
+	}
+	if d, ok := str("log_dir"); ok {
+		clean, err := relPath(d)
+		if err != nil {
+			diags = append(diags, Diag("Invalid log_dir", "log_dir "+err.Error(), n.Ranges["log_dir"])...)
+		} else {
+			p.LogDir = clean
+		}
+	}
+	if t, ok := str("tag"); ok {
+		p.Tag = t
+	}
+	if l, ok := str("ledger"); ok && l != "" {
+		clean, err := relPath(l)
+		if err != nil {
+			diags = append(diags, Diag("Invalid ledger", "ledger "+err.Error(), n.Ranges["ledger"])...)
+		} else {
+			p.Ledger = clean
+		}
+	}
+	return p, diags
+}
+
+// relPath checks a workspace-relative path and cleans it.
+func relPath(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("is empty")
+	}
+	if filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q must be relative to the workspace root", p)
+	}
+	clean := path.Clean(filepath.ToSlash(p))
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%q leaves the workspace", p)
+	}
+	return clean, nil
+}
+
+func wholeNumber(v cty.Value) (int, bool) {
+	if !v.Type().Equals(cty.Number) {
+		return 0, false
+	}
+	bf := v.AsBigFloat()
+	if !bf.IsInt() {
+		return 0, false
+	}
+	i, acc := bf.Int64()
+	if acc != big.Exact || i > 1<<20 {
+		return 0, false
+	}
+	return int(i), true
+}
