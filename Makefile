@@ -40,7 +40,7 @@ bench: build
 	bash bench/run.sh
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./dsl/...
+	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./engine
 
 demo: build sim
 	bash pipelines/demo.sh

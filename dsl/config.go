@@ -25,6 +25,9 @@ type Config struct {
 	Description string
 	// Dir is the folder holding the pipeline file(s): path.pipeline.
 	Dir string
+	// Root is the workspace root, where file() and friends read; the
+	// caller sets it (engine.Load does). Empty means Dir.
+	Root string
 	// Paths are the files read, in order.
 	Paths []string
 
@@ -37,6 +40,13 @@ type Config struct {
 
 	// Files maps file names to parsed files, for diagnostic snippets.
 	Files map[string]*hcl.File
+}
+
+func (c *Config) root() string {
+	if c.Root != "" {
+		return c.Root
+	}
+	return c.Dir
 }
 
 // Variable is a `variable "NAME"` block.
@@ -97,6 +107,11 @@ type Stage struct {
 
 	OnInterrupt       string // "rerun" (default) or "fail"
 	OnUpstreamFailure string // "skip" (default) or "run"
+
+	// UnknownKind is set when KIND names no stage kind: the stage keeps
+	// its name and generic attributes, so references to it and within it
+	// are still checked, but it is never expanded into nodes.
+	UnknownKind bool
 
 	DeclRange, KindRange, NameRange hcl.Range
 }

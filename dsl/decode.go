@@ -132,9 +132,14 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline file", Detail: err.Error()})
 			continue
 		}
+		if d := CheckNesting(src, p); d.HasErrors() {
+			diags = append(diags, d...)
+			continue
+		}
 		f, d := l.Parser.ParseHCL(src, p)
 		diags = append(diags, d...)
 		if f != nil {
+			boundFile(f)
 			files = append(files, f)
 		}
 	}
@@ -147,8 +152,11 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 		cfg.Dir = dir
 		cfg.Paths = paths
 		if cfg.Name == "" {
-			base := filepath.Base(path)
-			cfg.Name = strings.TrimSuffix(base, ".hcl")
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				abs = path
+			}
+			cfg.Name = strings.TrimSuffix(filepath.Base(abs), ".hcl")
 		}
 	}
 	return cfg, diags
@@ -157,10 +165,14 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 // ParseSource parses and decodes one in-memory file; used by tests and
 // fuzzing.
 func (l *Loader) ParseSource(src []byte, filename string) (*Config, hcl.Diagnostics) {
+	if d := CheckNesting(src, filename); d.HasErrors() {
+		return nil, d
+	}
 	f, diags := l.Parser.ParseHCL(src, filename)
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	boundFile(f)
 	cfg, d := l.Decode([]*hcl.File{f})
 	diags = append(diags, d...)
 	if cfg != nil {
@@ -185,6 +197,11 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 	var pipelineRange *hcl.Range
 	for _, f := range files {
 		content, d := f.Body.Content(fileSchema)
+		for _, dg := range d {
+			if dg.Summary == "Unsupported block type" && !strings.Contains(dg.Detail, "Did you mean") {
+				dg.Detail += " A pipeline file holds pipeline, variable, locals and stage blocks."
+			}
+		}
 		diags = append(diags, d...)
 		for _, b := range content.Blocks {
 			switch b.Type {
@@ -318,9 +335,13 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Invalid default value for variable",
-					Detail:   fmt.Sprintf("This default value does not fit the variable's type constraint: %s.", err),
+					Detail:   fmt.Sprintf("This default value does not fit the variable's type constraint %s: %s.", v.Type.FriendlyNameForConstraint(), err),
 					Subject:  a.Expr.Range().Ptr(),
 				})
+				// The variable has a default, a bad one: an unknown value
+				// stands in so that it is not also reported as required.
+				v.Default = cty.UnknownVal(v.Type)
+				v.HasDefault = true
 			} else {
 				v.Default = conv
 				v.HasDefault = true
@@ -331,8 +352,10 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 		c, d := decodeCheck(vb)
 		diags = append(diags, d...)
 		if c != nil {
+			ok := true
 			for _, t := range c.Condition.Variables() {
 				if t.RootName() != "var" {
+					ok = false
 					diags = append(diags, &hcl.Diagnostic{
 						Severity: hcl.DiagError,
 						Summary:  "Invalid reference in variable validation",
@@ -341,7 +364,11 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 					})
 				}
 			}
-			v.Validations = append(v.Validations, c)
+			if ok {
+				// A bad one is not evaluated: that would only report the
+				// same reference again.
+				v.Validations = append(v.Validations, c)
+			}
 		}
 	}
 	return v, diags
@@ -382,12 +409,21 @@ func (l *Loader) decodeStage(b *hcl.Block) (*Stage, hcl.Diagnostics) {
 				Detail:   detail,
 				Subject:  s.KindRange.Ptr(),
 			})
-			return nil, diags
+			s.UnknownKind = true
 		}
 		kindSchema = ks
 	}
 	schema := stageSchema(kindSchema)
-	content, d := b.Body.Content(schema)
+	var content *hcl.BodyContent
+	var d hcl.Diagnostics
+	if s.UnknownKind {
+		// Keep the generic part, so that references to this stage and
+		// in its generic attributes are checked; the kind's own
+		// attributes cannot be.
+		content, _, d = b.Body.PartialContent(schema)
+	} else {
+		content, d = b.Body.Content(schema)
+	}
 	diags = append(diags, betterSuggestions(d, schema)...)
 	for n, a := range content.Attributes {
 		switch n {
@@ -525,12 +561,14 @@ func betterSuggestions(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagno
 	return diags
 }
 
-// Suggest returns the candidate closest to s, or "" when none is close.
+// Suggest returns the candidate closest to s, or "" when none is close:
+// at most two edits away, and at most one edit per two characters of s (a
+// one-letter name is not a typo of another one-letter name).
 func Suggest(s string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
 		d := levenshtein.Distance(s, c, nil)
-		if d < bestD {
+		if d < bestD && 2*d <= len(s) {
 			best, bestD = c, d
 		}
 	}

@@ -3,7 +3,9 @@ package dsl
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dominikbraun/graph"
 	"github.com/hashicorp/hcl/v2"
@@ -19,12 +21,21 @@ type Scope struct {
 	Funcs  map[string]function.Function
 
 	varObj, localObj cty.Value
+	// pool is what is left of MaxTotalIterations to this scope's
+	// evaluations.
+	pool *atomic.Int64
+	// base holds var, local, path and the functions; every context is a
+	// child of it, so that a node's context is one small map.
+	base *hcl.EvalContext
 }
 
 // NewScope builds a scope; root is the workspace root, dir the pipeline's
 // folder.
 func NewScope(vars map[string]cty.Value, root, dir string) *Scope {
+	pool := &atomic.Int64{}
+	pool.Store(MaxTotalIterations)
 	return &Scope{
+		pool:   pool,
 		Vars:   vars,
 		Locals: map[string]cty.Value{},
 		Path:   cty.ObjectVal(map[string]cty.Value{"pipeline": cty.StringVal(dir), "root": cty.StringVal(root)}),
@@ -37,21 +48,48 @@ func NewScope(vars map[string]cty.Value, root, dir string) *Scope {
 func (s *Scope) Context(extra map[string]cty.Value) *hcl.EvalContext {
 	if s.varObj == cty.NilVal {
 		s.varObj = cty.ObjectVal(s.Vars)
+		s.base = nil
 	}
 	if s.localObj == cty.NilVal {
 		s.localObj = cty.ObjectVal(s.Locals)
+		s.base = nil
 	}
-	vars := map[string]cty.Value{"var": s.varObj, "local": s.localObj, "path": s.Path}
+	if s.base == nil {
+		s.base = &hcl.EvalContext{
+			Variables: map[string]cty.Value{"var": s.varObj, "local": s.localObj, "path": s.Path},
+			Functions: s.Funcs,
+		}
+	}
+	// Each context has its own iteration budget.
+	vars := make(map[string]cty.Value, len(extra)+1)
+	vars[budgetName] = newBudget(s.pool)
 	for k, v := range extra {
 		vars[k] = v
 	}
-	return &hcl.EvalContext{Variables: vars, Functions: s.Funcs}
+	ctx := s.base.NewChild()
+	ctx.Variables = vars
+	return ctx
 }
 
 // EvalLocals evaluates every local value in dependency order. Locals may
 // refer to variables, other locals and path; a cycle among them is an error
 // naming every local on it.
+//
+// After an error, every local that could not be evaluated is unknown, so
+// that expressions using it evaluate to unknown instead of reporting it
+// again.
 func (c *Config) EvalLocals(s *Scope) hcl.Diagnostics {
+	diags := c.evalLocals(s)
+	for _, n := range c.LocalOrd {
+		if _, ok := s.Locals[n]; !ok {
+			s.Locals[n] = cty.DynamicVal
+		}
+	}
+	s.localObj = cty.NilVal
+	return diags
+}
+
+func (c *Config) evalLocals(s *Scope) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	g := graph.New(graph.StringHash, graph.Directed())
 	order := map[string]int{}
@@ -215,7 +253,7 @@ func InstanceAddress(stage string, in Instance) string {
 	if !in.Keyed {
 		return "stage." + stage
 	}
-	return fmt.Sprintf("stage.%s[%q]", stage, in.Key)
+	return "stage." + stage + "[" + strconv.Quote(in.Key) + "]"
 }
 
 // EachValue is the each object of an instance.

@@ -4,10 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
@@ -34,11 +37,11 @@ func Functions(root string) map[string]function.Function {
 		"element":         stdlib.ElementFunc,
 		"flatten":         stdlib.FlattenFunc,
 		"floor":           stdlib.FloorFunc,
-		"format":          stdlib.FormatFunc,
+		"format":          formatFunc,
 		"formatdate":      stdlib.FormatDateFunc,
-		"formatlist":      stdlib.FormatListFunc,
-		"indent":          stdlib.IndentFunc,
-		"index":           stdlib.IndexFunc,
+		"formatlist":      formatListFunc,
+		"indent":          indentFunc,
+		"index":           indexFunc,
 		"join":            stdlib.JoinFunc,
 		"jsondecode":      stdlib.JSONDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
@@ -58,7 +61,7 @@ func Functions(root string) map[string]function.Function {
 		"replace":         stdlib.ReplaceFunc,
 		"reverse":         stdlib.ReverseListFunc,
 		"setintersection": stdlib.SetIntersectionFunc,
-		"setproduct":      stdlib.SetProductFunc,
+		"setproduct":      setProductFunc,
 		"setsubtract":     stdlib.SetSubtractFunc,
 		"setunion":        stdlib.SetUnionFunc,
 		"signum":          stdlib.SignumFunc,
@@ -133,6 +136,44 @@ var dirnameFunc = function.New(&function.Spec{
 	},
 })
 
+// indexFunc is index(list, value): the position of value's first
+// occurrence in list, as Terraform defines it (cty's own index function
+// looks an element up by key instead).
+var indexFunc = function.New(&function.Spec{
+	Params: []function.Parameter{
+		{Name: "list", Type: cty.DynamicPseudoType},
+		{Name: "value", Type: cty.DynamicPseudoType},
+	},
+	Type: function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		list, value := args[0], args[1]
+		ty := list.Type()
+		if !(ty.IsListType() || ty.IsTupleType()) {
+			return cty.NilVal, fmt.Errorf("the first argument must be a list or tuple, not %s", ty.FriendlyName())
+		}
+		if !list.IsKnown() {
+			return cty.UnknownVal(cty.Number), nil
+		}
+		if list.IsNull() {
+			return cty.NilVal, fmt.Errorf("the list is null")
+		}
+		for it := list.ElementIterator(); it.Next(); {
+			i, el := it.Element()
+			eq, err := stdlib.Equal(el, value)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			if !eq.IsKnown() {
+				return cty.UnknownVal(cty.Number), nil
+			}
+			if eq.True() {
+				return i, nil
+			}
+		}
+		return cty.NilVal, fmt.Errorf("the list does not hold that value")
+	},
+})
+
 var sumFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Number)}},
 	Type:   function.StaticReturnType(cty.Number),
@@ -156,14 +197,52 @@ func resolve(root, p string) string {
 	return filepath.Join(root, p)
 }
 
+// MaxFileBytes bounds what file() reads: its content becomes part of the
+// expression's value (and of node keys); big data belongs in inputs.
+const MaxFileBytes = 64 << 20
+
+// openRegular opens a regular file; devices, pipes and directories are
+// refused before they are opened (reading /dev/zero would never end, and
+// opening a FIFO would block).
+func openRegular(root, p string) (*os.File, int64, error) {
+	full := resolve(root, p)
+	st, err := os.Stat(full)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot read %s: %w", p, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("cannot read %s: not a regular file", p)
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot read %s: %w", p, err)
+	}
+	return f, st.Size(), nil
+}
+
 func fileFunc(root string) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			b, err := os.ReadFile(resolve(root, args[0].AsString()))
+			p := args[0].AsString()
+			f, size, err := openRegular(root, p)
 			if err != nil {
-				return cty.NilVal, fmt.Errorf("cannot read %s: %w", args[0].AsString(), err)
+				return cty.NilVal, err
+			}
+			defer f.Close()
+			if size > MaxFileBytes {
+				return cty.NilVal, fmt.Errorf("%s holds %d bytes; file() reads at most %d: name the file in inputs and let the stage read it", p, size, MaxFileBytes)
+			}
+			b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("cannot read %s: %w", p, err)
+			}
+			if len(b) > MaxFileBytes {
+				return cty.NilVal, fmt.Errorf("%s holds more than %d bytes; file() reads at most that: name the file in inputs and let the stage read it", p, MaxFileBytes)
+			}
+			if !utf8.Valid(b) {
+				return cty.NilVal, fmt.Errorf("%s is not UTF-8 text; file() reads text files (filesha256 digests any file)", p)
 			}
 			return cty.StringVal(string(b)), nil
 		},
@@ -175,15 +254,106 @@ func fileSHA256Func(root string) function.Function {
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			b, err := os.ReadFile(resolve(root, args[0].AsString()))
+			p := args[0].AsString()
+			f, _, err := openRegular(root, p)
 			if err != nil {
-				return cty.NilVal, fmt.Errorf("cannot read %s: %w", args[0].AsString(), err)
+				return cty.NilVal, err
 			}
-			h := sha256.Sum256(b)
-			return cty.StringVal(hex.EncodeToString(h[:])), nil
+			defer f.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err != nil {
+				return cty.NilVal, fmt.Errorf("cannot read %s: %w", p, err)
+			}
+			return cty.StringVal(hex.EncodeToString(h.Sum(nil))), nil
 		},
 	})
 }
+
+// MaxElements bounds the collections that setproduct may build, and
+// MaxWidth the width and precision of format verbs: both would otherwise
+// let a short expression ask for more memory than the machine has.
+const (
+	MaxElements = 1 << 20
+	MaxWidth    = 10000
+)
+
+// guarded wraps f with a check of its arguments that runs before f does.
+func guarded(f function.Function, check func(args []cty.Value) error) function.Function {
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		Type:        f.ReturnTypeForValues,
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if err := check(args); err != nil {
+				return cty.NilVal, err
+			}
+			return f.Call(args)
+		},
+	})
+}
+
+// checkFormat refuses format verbs with a width or precision above
+// MaxWidth ("%0999999999d").
+func checkFormat(args []cty.Value) error {
+	if len(args) == 0 {
+		return nil
+	}
+	v, _ := args[0].Unmark()
+	if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
+		return nil
+	}
+	s := v.AsString()
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			continue
+		}
+		n := 0
+		for i++; i < len(s) && strings.IndexByte("+-# 0123456789.*[]", s[i]) >= 0; i++ {
+			if c := s[i]; c >= '0' && c <= '9' {
+				n = n*10 + int(c-'0')
+				if n > MaxWidth {
+					return fmt.Errorf("a width or precision in the format is over %d", MaxWidth)
+				}
+			} else {
+				n = 0
+			}
+		}
+	}
+	return nil
+}
+
+var (
+	formatFunc     = guarded(stdlib.FormatFunc, checkFormat)
+	formatListFunc = guarded(stdlib.FormatListFunc, checkFormat)
+	indentFunc     = guarded(stdlib.IndentFunc, func(args []cty.Value) error {
+		n, _ := args[0].Unmark()
+		if !n.IsKnown() || n.IsNull() {
+			return nil
+		}
+		if f, _ := n.AsBigFloat().Float64(); f > MaxWidth {
+			return fmt.Errorf("indent takes at most %d spaces", MaxWidth)
+		}
+		return nil
+	})
+	setProductFunc = guarded(stdlib.SetProductFunc, func(args []cty.Value) error {
+		total := 1
+		for _, a := range args {
+			a, _ = a.UnmarkDeep()
+			if !a.IsKnown() || a.IsNull() || !a.CanIterateElements() {
+				return nil
+			}
+			total *= a.LengthInt()
+			if total > MaxElements {
+				return fmt.Errorf("the product would hold more than %d elements", MaxElements)
+			}
+			if total == 0 {
+				return nil
+			}
+		}
+		return nil
+	})
+)
 
 func fileExistsFunc(root string) function.Function {
 	return function.New(&function.Spec{

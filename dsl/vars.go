@@ -62,7 +62,14 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 			}
 			ev, d := expr.Value(nil)
 			if d.HasErrors() {
-				diags = append(diags, d...)
+				// A bare word ("not-a-list") parses as a reference; say
+				// what a value of the type looks like instead.
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+					Detail: fmt.Sprintf("The value from %s is not a literal value of type %s (%s). Write it in HCL syntax, like [\"a\", \"b\"] for a list or { key = \"value\" } for a map or object.",
+						source, v.Type.FriendlyNameForConstraint(), strings.TrimSuffix(d[0].Summary, ".")),
+				})
 				return
 			}
 			val = ev
@@ -100,8 +107,15 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 		var d hcl.Diagnostics
 		if strings.HasSuffix(a.Value, ".json") {
 			f, d = parser.ParseJSONFile(a.Value)
-		} else {
-			f, d = parser.ParseHCLFile(a.Value)
+		} else if src, err := os.ReadFile(a.Value); err != nil {
+			d = hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read variable file",
+				Detail:   fmt.Sprintf("%s. --var-file takes an HCL (.hcl, .tfvars) or JSON (.json) file of name = value lines.", err),
+			}}
+		} else if d = CheckNesting(src, a.Value); !d.HasErrors() {
+			f, d = parser.ParseHCL(src, a.Value)
+			boundFile(f)
 		}
 		diags = append(diags, d...)
 		if f == nil || d.HasErrors() {
@@ -178,7 +192,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 	if diags.HasErrors() {
 		return vals, diags
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals)}, Functions: Functions(c.Dir)}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals), budgetName: newBudget(nil)}, Functions: Functions(c.root())}
 	for _, name := range c.VarOrder {
 		v := c.Variables[name]
 		for _, chk := range v.Validations {

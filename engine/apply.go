@@ -204,6 +204,19 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 			continue
 		}
 	}
+	// The journal names every node this run means to run (keys known now,
+	// or known after apply), in one group commit.
+	var planned []JEntry
+	for _, ns := range a.nodes {
+		if !ns.pn.Skipped && ns.pn.Action == ActRun {
+			planned = append(planned, JEntry{T: JPlanned, Node: ns.n.Addr, Key: ns.pn.Key})
+		}
+	}
+	if len(planned) > 0 {
+		if err := j.WriteBatch(planned); err != nil {
+			return nil, err
+		}
+	}
 	for _, ns := range a.nodes {
 		if ns.pn.Skipped {
 			continue
@@ -374,13 +387,20 @@ func (a *applier) admit(ns *nodeState) bool {
 		a.noGPUSince = time.Time{}
 		ns.lease = lease
 	} else {
-		if a.cpuUsed >= a.opts.Parallelism {
+		// A node takes cpus slots (at most all of them, so that a node
+		// asking for more than --parallelism still runs, alone).
+		need := cpuSlots(c.CPUs, a.opts.Parallelism)
+		if a.cpuUsed+need > a.opts.Parallelism {
 			return false
 		}
-		a.cpuUsed++
+		a.cpuUsed += need
 	}
 	a.stageN[ns.n.Stage.Name]++
 	return true
+}
+
+func cpuSlots(cpus, parallelism int) int {
+	return max(1, min(cpus, parallelism))
 }
 
 func (a *applier) releaseResources(ns *nodeState) {
@@ -390,7 +410,7 @@ func (a *applier) releaseResources(ns *nodeState) {
 		a.opts.GPUs.Release(ns.lease)
 		ns.lease = nil
 	} else if c.GPUs == 0 {
-		a.cpuUsed--
+		a.cpuUsed -= cpuSlots(c.CPUs, a.opts.Parallelism)
 	}
 	if grp := a.groups[ns.n.Stage.Name]; grp != nil {
 		grp.release(a, ns)

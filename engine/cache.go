@@ -109,21 +109,40 @@ func (c *Cache) Refresh() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	path := c.indexPath()
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	st, err := wal.ReadFrom(path, c.offset, func(off int64, p []byte) error {
-		c.apply(p)
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, wal.ErrCorrupt) {
-			return fmt.Errorf("cache: the index %s is damaged in the middle (%w); move it aside to start an empty index, the blobs stay usable", path, err)
+	if err == nil && fi.Size() == c.offset {
+		return nil // nothing appended since the last read
+	}
+	for {
+		st, err := wal.ReadFrom(path, c.offset, func(off int64, p []byte) error {
+			c.apply(p)
+			return nil
+		})
+		// Next is a file offset (a record boundary): the next Refresh reads
+		// only what was appended since.
+		if st.Next > c.offset {
+			c.offset = st.Next
 		}
-		return fmt.Errorf("cache: %w", err)
+		// A damaged record costs what it recorded, nothing else: read on
+		// from the valid record after it. (The first commit blanks it on
+		// disk; see openLog.)
+		var ce *wal.CorruptError
+		if errors.As(err, &ce) && ce.Offset >= c.offset && ce.Next > ce.Offset {
+			c.Warn("cache: the index record at byte %d is damaged; it is skipped, and the node it recorded will run again", ce.Offset)
+			c.offset = ce.Next
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, wal.ErrCorrupt) {
+				return fmt.Errorf("cache: the index %s is damaged (%w); move it aside to start an empty index, the blobs stay usable", path, err)
+			}
+			return fmt.Errorf("cache: %w", err)
+		}
+		return nil
 	}
-	c.offset += st.Bytes
-	return nil
 }
 
 func (c *Cache) apply(p []byte) {
@@ -178,6 +197,16 @@ func (c *Cache) openLog() (*wal.Log, error) {
 		return c.log, nil
 	}
 	l, err := wal.Open(c.indexPath(), wal.Options{Shared: true, NoSync: c.noSync})
+	if errors.Is(err, wal.ErrCorrupt) {
+		// Damaged records in the middle (Refresh skipped them): blank
+		// them in place so that appends can go on after the records that
+		// follow them.
+		n, berr := wal.Blank(c.indexPath(), c.noSync)
+		if berr == nil {
+			c.Warn("cache: %d damaged record(s) of the index were blanked; the nodes they recorded run again", n)
+			l, err = wal.Open(c.indexPath(), wal.Options{Shared: true, NoSync: c.noSync})
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -214,6 +243,7 @@ func (c *Cache) Commit(r *Record) error {
 	c.actions[r.Key] = body
 	c.addrs[r.Pipeline+"\x00"+r.Address] = r.Key
 	c.mu.Unlock()
+	testKillAt(testKillAfterCommits, &testCommits)
 	return nil
 }
 

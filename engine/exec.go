@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -63,27 +63,20 @@ type LocalExecutor struct{}
 // Name implements Executor.
 func (LocalExecutor) Name() string { return "local" }
 
-// stderrTail keeps the last bytes written to stderr.
-type stderrTail struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *stderrTail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+// fileTail returns the last max bytes of a file (nil if it cannot be read).
+func fileTail(path string, max int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
 	}
-	t.mu.Unlock()
-	return len(p), nil
-}
-
-func (t *stderrTail) Bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]byte(nil), t.buf...)
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > max {
+		if _, err := f.Seek(st.Size()-max, io.SeekStart); err != nil {
+			return nil
+		}
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	return b
 }
 
 // Exec implements Executor.
@@ -107,11 +100,10 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 		return nil, fmt.Errorf("exec: %w", err)
 	}
 	defer stderrF.Close()
-	tail := &stderrTail{max: 16 << 10}
 
 	path := argv[0]
 	if !strings.Contains(path, "/") {
-		lp, err := exec.LookPath(path)
+		lp, err := lookPath(path, spec.Env)
 		if err != nil {
 			res.Class = dsl.ClassSetup
 			res.Message = fmt.Sprintf("cannot start %q: not found on PATH", path)
@@ -123,18 +115,24 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 		path = spec.Dir + "/" + path
 	}
 	cmd := &exec.Cmd{
-		Path:       path,
-		Args:       argv,
-		Env:        spec.Env,
-		Dir:        spec.Dir,
-		Stdin:      spec.Stdin,
-		Stdout:     stdout,
-		Stderr:     io.MultiWriter(stderrF, tail),
+		Path:   path,
+		Args:   argv,
+		Env:    spec.Env,
+		Dir:    spec.Dir,
+		Stdin:  spec.Stdin,
+		Stdout: stdout,
+		// The log files themselves, not pipes: a pipe would keep Wait
+		// waiting for whatever the node started that still holds it, after
+		// the node's own process has ended.
+		Stderr:     stderrF,
 		ExtraFiles: spec.Inherit,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,
 			Pdeathsig: syscall.SIGKILL,
 		},
+		// A stdin that is not a file is copied through a pipe: once the
+		// process has ended, do not wait long for the copy.
+		WaitDelay: time.Second,
 	}
 	oomBefore, _ := gpu.CgroupOOMKills()
 	res.Started = time.Now()
@@ -164,8 +162,9 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 		defer t.Stop()
 		timeoutC = t.C
 	}
+	// kill_grace = 0 means SIGKILL right after SIGTERM.
 	grace := spec.KillGrace
-	if grace <= 0 {
+	if grace < 0 {
 		grace = 10 * time.Second
 	}
 	var killC <-chan time.Time
@@ -209,10 +208,10 @@ loop:
 		p := gpu.Peaks{}.WithRusage(cmd.ProcessState)
 		res.PeakRSSMiB = p.RSSMiB
 	}
-	res.StderrTail = tail.Bytes()
+	res.StderrTail = fileTail(spec.Stderr, 16<<10)
 	st := cmd.ProcessState
 	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		return nil, fmt.Errorf("exec: waiting for %s: %w", argv[0], waitErr)
 	}
 	ws, _ := st.Sys().(syscall.WaitStatus)
@@ -225,6 +224,27 @@ loop:
 	oomAfter, haveCgroup := gpu.CgroupOOMKills()
 	res.Class, res.Message = classify(res, interrupted, haveCgroup && oomAfter > oomBefore, spec)
 	return res, nil
+}
+
+// lookPath finds a program on the PATH the node will have (its declared
+// env may set one), not cairn's own.
+func lookPath(name string, env []string) (string, error) {
+	pathEnv := os.Getenv("PATH")
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			pathEnv = kv[len("PATH="):] // the last one wins, as for the child
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
 }
 
 // classify decides a finished process's failure class ("" for success).

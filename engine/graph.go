@@ -28,6 +28,8 @@ type Node struct {
 	Deps []int
 	// Downs are the IDs of the nodes that depend on this one.
 	Downs []int
+	// each is the value of each for a keyed instance.
+	each cty.Value
 }
 
 // Graph is the node DAG of a pipeline. Nodes are in a topological order
@@ -43,7 +45,11 @@ type Graph struct {
 	// StageDeps maps a stage to the stages it depends on.
 	StageDeps map[string][]string
 	refs      map[string]*stageRefs
+	eaches    map[string]cty.Value // see eachValue
 	paths     *pathChecker
+	// broken names the stages that cannot be expanded: unknown kind or
+	// bad references.
+	broken map[string]bool
 }
 
 // stageRefs are the references found in one stage's expressions.
@@ -51,6 +57,15 @@ type stageRefs struct {
 	forEach []dsl.Ref
 	body    []dsl.Ref // attributes, after, kind blocks
 	checks  []dsl.Ref // postconditions (self allowed)
+	// evalStage is true when attributes or kind blocks refer to stage
+	// objects (after is never evaluated): only then does a node's
+	// evaluation context need its upstream instances.
+	evalStage bool
+	// upstream are the references to other stages, for node dependencies.
+	upstream []dsl.Ref
+	// bad locates the references already reported as wrong in the
+	// stage's attributes: an attribute holding one is not evaluated.
+	bad []hcl.Range
 }
 
 func (r *stageRefs) all() []dsl.Ref {
@@ -73,9 +88,29 @@ func CheckReferences(cfg *dsl.Config) hcl.Diagnostics {
 func (g *Graph) linkStages() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	cfg := g.Config
+	g.broken = map[string]bool{}
 	for _, s := range cfg.Stages {
 		r, d := collectRefs(cfg, s)
 		diags = append(diags, d...)
+		if s.UnknownKind {
+			g.broken[s.Name] = true
+		}
+		// A wrong reference in an attribute leaves that attribute out of
+		// evaluation; elsewhere (for_each, kind blocks) the stage cannot
+		// be expanded. after and postconditions are not evaluated here.
+		for _, dg := range d {
+			if dg.Severity != hcl.DiagError {
+				continue
+			}
+			switch {
+			case dg.Subject == nil:
+				g.broken[s.Name] = true
+			case inAttrs(s, *dg.Subject):
+				r.bad = append(r.bad, *dg.Subject)
+			case !inAfterOrChecks(s, *dg.Subject):
+				g.broken[s.Name] = true
+			}
+		}
 		g.refs[s.Name] = r
 		seen := map[string]bool{}
 		for _, ref := range r.all() {
@@ -95,6 +130,29 @@ func (g *Graph) linkStages() hcl.Diagnostics {
 // every problem at once: unknown references, dependency cycles (naming each
 // stage on the cycle with its position), bad for_each values.
 func Build(cfg *dsl.Config, scope *dsl.Scope, root string) (*Graph, hcl.Diagnostics) {
+	g, diags := build(cfg, scope, root, false)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	for _, s := range cfg.Stages {
+		if s.UnknownKind {
+			return nil, append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Unknown stage kind",
+				Detail: fmt.Sprintf("There is no stage kind %q.", s.Kind), Subject: s.KindRange.Ptr(),
+			})
+		}
+	}
+	return g, diags
+}
+
+// build is Build that keeps going: a stage with bad references, an unknown
+// kind or a bad for_each is left out along with every stage that depends
+// on it, and the others are expanded, so that one pass reports every
+// problem. The graph it returns is complete only without errors; with
+// errors, StageOrder lists just the stages that were expanded. With
+// brokenValues (a variable or local failed to evaluate, and is unknown), a
+// stage whose for_each is unknown is left out without a diagnostic.
+func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool) (*Graph, hcl.Diagnostics) {
 	g := &Graph{
 		Config: cfg, Scope: scope, Root: root,
 		ByAddr:     map[string]*Node{},
@@ -103,24 +161,33 @@ func Build(cfg *dsl.Config, scope *dsl.Scope, root string) (*Graph, hcl.Diagnost
 		refs:       map[string]*stageRefs{},
 	}
 	diags := g.linkStages()
-	if diags.HasErrors() {
-		// Cycles are worth reporting alongside reference errors.
-		if _, d := g.orderStages(); d.HasErrors() {
-			diags = append(diags, d...)
-		}
-		return nil, diags
-	}
 	order, d := g.orderStages()
 	diags = append(diags, d...)
 	if d.HasErrors() {
-		return nil, diags
+		return g, diags
 	}
-	g.StageOrder = order
+	left := map[string]bool{}
 	for _, s := range order {
-		diags = append(diags, g.expand(s)...)
-	}
-	if diags.HasErrors() {
-		return nil, diags
+		skip := g.broken[s.Name]
+		for _, dep := range g.StageDeps[s.Name] {
+			skip = skip || left[dep]
+		}
+		if skip {
+			left[s.Name] = true
+			continue
+		}
+		if brokenValues && s.ForEach != nil && !g.forEachKnown(s) {
+			left[s.Name] = true
+			continue
+		}
+		d := g.expand(s)
+		diags = append(diags, d...)
+		if len(g.StageNodes[s.Name]) == 0 && s.ForEach != nil && d.HasErrors() {
+			// A bad for_each: no instances to build on.
+			left[s.Name] = true
+			continue
+		}
+		g.StageOrder = append(g.StageOrder, s)
 	}
 	for _, n := range g.Nodes {
 		for _, dep := range n.Deps {
@@ -154,9 +221,25 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 		}
 	}
 	for _, e := range s.After {
-		before := len(r.body)
+		before, nd := len(r.body), len(diags)
 		add(&r.body, e, rc)
-		isRef := len(r.body) == before+1 && r.body[before].Root == "stage"
+		if diags[nd:].HasErrors() {
+			// The reference itself is wrong; that is reported already.
+			continue
+		}
+		// One stage reference, keyed or not; the key may use each
+		// (stage.prev[each.key]), whose references come along.
+		stageN, other := 0, 0
+		for _, ref := range r.body[before:] {
+			switch ref.Root {
+			case "stage":
+				stageN++
+			case "each":
+			default:
+				other++
+			}
+		}
+		isRef := stageN == 1 && other == 0 && r.body[before].Root == "stage"
 		if !isRef {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError, Summary: "Invalid after",
@@ -170,6 +253,7 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	afterEnd := len(r.body)
 	for _, n := range names {
 		add(&r.body, s.Attrs[n].Expr, rc)
 	}
@@ -178,13 +262,66 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 			add(&r.body, e, rc)
 		}
 	}
+	for _, ref := range r.body[afterEnd:] {
+		if ref.Root == "stage" {
+			r.evalStage = true
+		}
+	}
 	crc := rc
 	crc.AllowSelf = true
 	for _, c := range s.Postconditions {
 		add(&r.checks, c.Condition, crc)
 		add(&r.checks, c.ErrorMessage, crc)
 	}
+	for _, ref := range r.all() {
+		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
+			r.upstream = append(r.upstream, ref)
+		}
+	}
 	return r, diags
+}
+
+// within reports whether inner lies inside outer.
+func within(outer, inner hcl.Range) bool {
+	return outer.Filename == inner.Filename && outer.Start.Byte <= inner.Start.Byte && inner.End.Byte <= outer.End.Byte
+}
+
+func inAttrs(s *dsl.Stage, r hcl.Range) bool {
+	for _, a := range s.Attrs {
+		if within(a.Expr.Range(), r) {
+			return true
+		}
+	}
+	return false
+}
+
+func inAfterOrChecks(s *dsl.Stage, r hcl.Range) bool {
+	for _, e := range s.After {
+		if within(e.Range(), r) {
+			return true
+		}
+	}
+	for _, c := range s.Postconditions {
+		if within(c.Condition.Range(), r) || within(c.ErrorMessage.Range(), r) {
+			return true
+		}
+	}
+	return false
+}
+
+// badAttr reports whether a stage attribute holds a reference already
+// reported as wrong.
+func (g *Graph) badAttr(s *dsl.Stage, a *hcl.Attribute) bool {
+	r := g.refs[s.Name]
+	if r == nil {
+		return false
+	}
+	for _, b := range r.bad {
+		if within(a.Expr.Range(), b) {
+			return true
+		}
+	}
+	return false
 }
 
 // bodyExprs lists every attribute expression of a body, nested blocks
@@ -303,6 +440,23 @@ func (g *Graph) cyclePath(scc []string) []string {
 	}
 }
 
+// forEachKnown reports whether a stage's for_each evaluates to a wholly
+// known value (errors count as known: expand reports them).
+func (g *Graph) forEachKnown(s *dsl.Stage) bool {
+	objs := map[string]cty.Value{}
+	for _, ref := range g.refs[s.Name].forEach {
+		if ref.Root == "stage" {
+			objs[ref.Name] = g.planStageObject(ref.Name)
+		}
+	}
+	extra := map[string]cty.Value{}
+	if len(objs) > 0 {
+		extra["stage"] = cty.ObjectVal(objs)
+	}
+	v, diags := s.ForEach.Value(g.Scope.Context(extra))
+	return diags.HasErrors() || v.IsWhollyKnown()
+}
+
 // expand evaluates a stage's for_each and adds its nodes with their
 // dependencies.
 func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
@@ -327,19 +481,47 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 	if d.HasErrors() {
 		return diags
 	}
+	var seen map[int]bool
 	for _, in := range insts {
 		n := &Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in}
-		deps := map[int]bool{}
-		var ectx *hcl.EvalContext
-		for _, ref := range r.all() {
-			if ref.Root != "stage" || ref.Name == s.Name {
-				continue
+		if in.Keyed {
+			n.each = g.eachValue(in)
+		}
+		var deps []int
+		// addDep keeps deps free of duplicates: a linear scan while short,
+		// a set once a stage-wide reference made it long.
+		addDep := func(id int) {
+			if len(deps) < 16 {
+				for _, d := range deps {
+					if d == id {
+						return
+					}
+				}
+				deps = append(deps, id)
+				return
 			}
+			if seen == nil {
+				seen = map[int]bool{}
+			}
+			if len(seen) == 0 {
+				for _, d := range deps {
+					seen[d] = true
+				}
+			}
+			if !seen[id] {
+				seen[id] = true
+				deps = append(deps, id)
+			}
+		}
+		var ectx *hcl.EvalContext
+		for _, ref := range r.upstream {
 			ups := g.StageNodes[ref.Name]
 			key, keyed := ref.Key, ref.HasKey
-			if ref.KeyExpr != nil {
+			if ref.KeyExpr != nil && isEachKey(ref.KeyExpr) {
+				key, keyed = in.Key, true
+			} else if ref.KeyExpr != nil {
 				if ectx == nil {
-					ectx = g.Scope.Context(map[string]cty.Value{"each": dsl.EachValue(in)})
+					ectx = g.Scope.Context(map[string]cty.Value{"each": n.each})
 				}
 				kv, kd := ref.KeyExpr.Value(ectx)
 				if !kd.HasErrors() && kv.IsKnown() && !kv.IsNull() && kv.Type().Equals(cty.String) && !kv.IsMarked() {
@@ -348,27 +530,58 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 			}
 			if !keyed {
 				for _, u := range ups {
-					deps[u.ID] = true
+					addDep(u.ID)
 				}
 				continue
 			}
-			addr := fmt.Sprintf("stage.%s[%q]", ref.Name, key)
+			addr := dsl.InstanceAddress(ref.Name, dsl.Instance{Key: key, Keyed: true})
 			u, ok := g.ByAddr[addr]
 			if !ok {
 				diags = append(diags, noInstance(g, ref, key))
+				r.bad = append(r.bad, ref.Range)
 				continue
 			}
-			deps[u.ID] = true
+			addDep(u.ID)
 		}
-		for id := range deps {
-			n.Deps = append(n.Deps, id)
+		for k := range seen {
+			delete(seen, k)
 		}
-		sort.Ints(n.Deps)
+		sort.Ints(deps)
+		n.Deps = deps
 		g.Nodes = append(g.Nodes, n)
 		g.ByAddr[n.Addr] = n
 		g.StageNodes[s.Name] = append(g.StageNodes[s.Name], n)
 	}
 	return diags
+}
+
+// isEachKey reports whether e is the expression each.key.
+func isEachKey(e hcl.Expression) bool {
+	t, d := hcl.AbsTraversalForExpr(e)
+	if d.HasErrors() || len(t) != 2 || t.RootName() != "each" {
+		return false
+	}
+	a, ok := t[1].(hcl.TraverseAttr)
+	return ok && a.Name == "key"
+}
+
+// eachValue is dsl.EachValue, shared between instances whose value is
+// their key (for_each over a list or set of strings): stages iterating the
+// same keys then hold one each object per key.
+func (g *Graph) eachValue(in dsl.Instance) cty.Value {
+	v := in.Value
+	if v == cty.NilVal || v.IsMarked() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String || v.AsString() != in.Key {
+		return dsl.EachValue(in)
+	}
+	if g.eaches == nil {
+		g.eaches = map[string]cty.Value{}
+	}
+	e, ok := g.eaches[in.Key]
+	if !ok {
+		e = dsl.EachValue(in)
+		g.eaches[in.Key] = e
+	}
+	return e
 }
 
 func noInstance(g *Graph, ref dsl.Ref, key string) *hcl.Diagnostic {

@@ -80,29 +80,27 @@ type Journal struct {
 	pipeline string // from the run_start record, for the end marker
 }
 
-// endMarker is the small file a run leaves next to its journal once its
-// run_end record is written: a later apply learns how the run ended
+// endMarker is what a run writes into its (otherwise empty) lock file once
+// its run_end record is written: a later apply learns how the run ended
 // without reading its journal.
 type endMarker struct {
 	Pipeline string `json:"pipeline"`
 	Status   string `json:"status"`
 }
 
-const endMarkerName = "ended"
-
 // writeEndMarker records how a run ended. It is a hint: without it, the
-// journal is read.
+// journal is read. Writing the lock file's content leaves its lock alone.
 func writeEndMarker(dir string, m endMarker) {
 	b, err := json.Marshal(m)
 	if err == nil {
-		_ = os.WriteFile(filepath.Join(dir, endMarkerName), append(b, '\n'), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "lock"), append(b, '\n'), 0o644)
 	}
 }
 
 // readEndMarker returns the end marker of a run folder, or nil.
 func readEndMarker(dir string) *endMarker {
-	b, err := os.ReadFile(filepath.Join(dir, endMarkerName))
-	if err != nil {
+	b, err := os.ReadFile(filepath.Join(dir, "lock"))
+	if err != nil || len(b) == 0 {
 		return nil
 	}
 	var m endMarker

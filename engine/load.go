@@ -71,6 +71,7 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	// variables, references and cycles are checked even when a block
 	// failed to decode.
 	l.Config = cfg
+	cfg.Root = root
 	vars, d := cfg.ResolveVariables(opts.Vars, loader.Parser)
 	diags = append(diags, d...)
 	for _, name := range cfg.VarOrder {
@@ -84,19 +85,37 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	}
 	scope := dsl.NewScope(vars, root, rel)
 	diags = append(diags, cfg.EvalLocals(scope)...)
-	if diags.HasErrors() {
-		// References and cycles only: expanding for_each over values that
-		// failed to evaluate would report the same error again.
-		diags = append(diags, CheckReferences(cfg)...)
-		return l, diags
-	}
-	g, d := Build(cfg, scope, root)
+	// After an error in a variable or local, its value is unknown: a
+	// for_each over it is left unexpanded rather than reported as known
+	// only after apply.
+	broken := diags.HasErrors() && !valuesKnown(cfg, vars, scope.Locals)
+	g, d := build(cfg, scope, root, broken)
 	diags = append(diags, d...)
-	if g == nil {
-		return l, diags
+	if diags.HasErrors() {
+		// Evaluate the stages that could be expanded, so that bad
+		// attribute values are reported along with everything else.
+		diags = append(diags, g.CheckStages()...)
+		return l, dsl.TidyDiagnostics(diags)
 	}
 	l.Graph = g
 	return l, diags
+}
+
+// valuesKnown reports whether every variable and local value evaluated:
+// after an error in one, it is unknown (or missing).
+func valuesKnown(cfg *dsl.Config, vars, locals map[string]cty.Value) bool {
+	for _, v := range vars {
+		if !v.IsWhollyKnown() {
+			return false
+		}
+	}
+	for _, n := range cfg.LocalOrd {
+		v, ok := locals[n]
+		if !ok || !v.IsWhollyKnown() {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckStages evaluates every node at plan level (unknown results) and
@@ -105,14 +124,40 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 func (g *Graph) CheckStages() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	specs := map[string][]*stages.Node{}
+	ahead := g.evalAhead(func(*Node) bool { return true })
 	for _, n := range g.Nodes {
-		sn, d := g.EvalNode(n, unknownInstance)
+		sn, d := ahead[n.ID].sn, ahead[n.ID].diags
+		if !ahead[n.ID].done {
+			sn, d = g.EvalNode(n, unknownInstance)
+		}
 		diags = append(diags, d...)
 		if sn != nil {
 			specs[n.Stage.Name] = append(specs[n.Stage.Name], sn)
 		}
 	}
-	return append(diags, g.stageChecks(specs)...)
+	return uniqueDiags(append(diags, g.stageChecks(specs)...))
+}
+
+// uniqueDiags drops repeats: the instances of one stage evaluate the same
+// expressions, and a mistake that does not depend on the instance would
+// otherwise be reported once per instance.
+func uniqueDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	if len(diags) < 2 {
+		return diags
+	}
+	seen := make(map[string]bool, len(diags))
+	out := diags[:0:0]
+	for _, d := range diags {
+		k := fmt.Sprintf("%d\x00%s\x00%s", d.Severity, d.Summary, d.Detail)
+		if d.Subject != nil {
+			k += "\x00" + d.Subject.String()
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // stageChecks runs the kinds' whole-stage checks on evaluated nodes.
@@ -135,5 +180,12 @@ func (g *Graph) stageChecks(specs map[string][]*stages.Node) hcl.Diagnostics {
 
 // Summary describes the graph in one line.
 func (g *Graph) Summary() string {
-	return fmt.Sprintf("pipeline %q: %d stages, %d nodes", g.Config.Name, len(g.Config.Stages), len(g.Nodes))
+	return fmt.Sprintf("pipeline %q: %s, %s", g.Config.Name, countOf(len(g.Config.Stages), "stage"), countOf(len(g.Nodes), "node"))
+}
+
+func countOf(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

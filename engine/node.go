@@ -236,6 +236,11 @@ func hasRequired(k stages.Kind, sn *stages.Node) bool {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// reservedEnv names the variables cairn sets for every node.
+func reservedEnv(name string) bool {
+	return name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER" || strings.HasPrefix(name, "CAIRN_")
+}
+
 func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	c := &sn.Common
@@ -299,6 +304,10 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 				name := k.AsString()
 				if !envName.MatchString(name) {
 					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("%q is not a valid environment variable name.", name))
+					continue
+				}
+				if reservedEnv(name) {
+					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("%s is set by cairn itself (GPU pinning and node context); a stage cannot set it. Ask for GPUs with gpus = N.", name))
 					continue
 				}
 				if ev.IsMarked() {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -137,6 +138,10 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	// The plan looks at the workspace at one moment: paths are checked
+	// against folder listings.
+	g.setPathSnapshot(true)
+	defer g.setPathSnapshot(false)
 	inst := func(u *Node) cty.Value {
 		pn := p.Nodes[u.ID]
 		if pn != nil && pn.Action == ActCached && pn.Record != nil {
@@ -151,6 +156,7 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 		}
 		return "", false
 	}
+	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] })
 	for _, n := range g.Nodes {
 		pn := &PlannedNode{Node: n, Action: ActRun}
 		p.Nodes[n.ID] = pn
@@ -159,7 +165,10 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 			p.Excluded++
 			continue
 		}
-		sn, d := g.EvalNode(n, inst)
+		sn, d := ahead[n.ID].sn, ahead[n.ID].diags
+		if !ahead[n.ID].done {
+			sn, d = g.EvalNode(n, inst)
+		}
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -186,6 +195,9 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 			pn.Action = ActCached
 			pn.Record = rec
 			p.Cached++
+			if msg := g.postconditionFails(n, rec, inst); msg != "" {
+				pn.Reasons = []string{"postcondition fails: " + msg}
+			}
 			continue
 		}
 		p.ToRun++
@@ -214,7 +226,29 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 		}
 		diags = append(diags, g.stageChecks(specs)...)
 	}
-	return p, diags
+	return p, uniqueDiags(diags)
+}
+
+// postconditionFails evaluates a cached node's postconditions on its
+// record, so plan can say that apply will refuse it; "" when they hold or
+// cannot be evaluated yet.
+func (g *Graph) postconditionFails(n *Node, rec *Record, inst instanceFunc) string {
+	if len(n.Stage.Postconditions) == 0 {
+		return ""
+	}
+	ctx := g.evalContext(n, inst)
+	ctx.Variables["self"] = recordInstance(n, rec)
+	for _, chk := range n.Stage.Postconditions {
+		v, diags := chk.Condition.Value(ctx)
+		if diags.HasErrors() {
+			continue
+		}
+		v, _ = v.Unmark()
+		if v.IsKnown() && !v.IsNull() && v.Type().Equals(cty.Bool) && v.False() {
+			return dsl.CheckMessage(chk, ctx)
+		}
+	}
+	return ""
 }
 
 // recordInstance is the instance object of a cached or finished node.

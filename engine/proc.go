@@ -10,7 +10,9 @@ import (
 )
 
 // procStat reads a process's pgid and start time (clock ticks after boot)
-// from /proc/PID/stat.
+// from /proc/PID/stat. A zombie (dead, waiting for its parent to collect
+// it) is not ok: it runs nothing and holds nothing, and where no init
+// collects orphans it stays forever.
 func procStat(pid int) (pgid int, start uint64, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -25,6 +27,9 @@ func procStat(pid int) (pgid int, start uint64, ok bool) {
 	f := bytes.Fields(b[i+1:])
 	// f[0] is field 3 (state); pgid is field 5, starttime field 22.
 	if len(f) < 20 {
+		return 0, 0, false
+	}
+	if st := string(f[0]); st == "Z" || st == "X" {
 		return 0, 0, false
 	}
 	g, err1 := strconv.Atoi(string(f[2]))

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cairn-run/cairn/dsl"
 )
 
 // interruptedNode is a node that was running when an earlier run died.
@@ -20,9 +23,10 @@ type interruptedNode struct {
 // without a run_end record (killed, crashed, power loss): it kills what
 // is left of their nodes' process groups (children die with cairn through
 // PR_SET_PDEATHSIG; grandchildren may not) and returns, per address of
-// this pipeline, the nodes that were in flight.
+// this pipeline, the nodes that were in flight. Leftovers of other
+// pipelines' dead runs in the same cache are reaped too.
 func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
-	runs, err := ListRuns(a.cache.Dir)
+	runs, err := unfinishedRuns(a.cache.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading earlier runs: %w", err)
 	}
@@ -30,10 +34,12 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
 	last := map[string]JEntry{}
 	lastRun := map[string]string{}
+	var lockLeft map[string]int
 	for _, r := range runs {
-		if r.Pipeline != a.g.Config.Name {
-			continue
-		}
+		// Leftovers of every dead run of this cache are reaped: they may
+		// hold node locks other pipelines need. Interruptions are this
+		// pipeline's only.
+		mine := r.Pipeline == a.g.Config.Name
 		dead := r.State == "interrupted"
 		open := map[string]JEntry{}
 		for _, e := range r.Entries {
@@ -43,15 +49,21 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 			case JFinished, JFailed, JCached, JSkipped:
 				delete(open, e.Node)
 			}
-			if e.Node != "" && e.T != JPlanned && e.T != JLease {
+			if mine && e.Node != "" && e.T != JPlanned && e.T != JLease {
 				last[e.Node] = e
 				lastRun[e.Node] = r.ID
 			}
 		}
-		if dead && len(open) > 0 {
+		if dead {
 			marker := filepath.Join(r.Dir, "reaped")
 			if _, err := os.Stat(marker); err != nil {
-				n := 0
+				// Processes holding node locks for dead runs, whether the
+				// journal names them or not (see reapLockHolders): looked
+				// for once.
+				if lockLeft == nil {
+					lockLeft = reapLockHolders(a.cache.Dir, "")
+				}
+				n := lockLeft[r.ID]
 				for _, e := range open {
 					if e.PGID > 0 {
 						n += reapGroup(e.PGID, e.ProcTick, 2*time.Second)
@@ -63,7 +75,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 			}
 		}
-		if dead {
+		if dead && mine {
 			for addr := range open {
 				last[addr] = JEntry{T: "interrupted", Node: addr, Time: r.Start}
 				lastRun[addr] = r.ID
@@ -72,7 +84,9 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 	}
 	out := map[string]interruptedNode{}
 	for addr, e := range last {
-		if e.T == "interrupted" {
+		// Killed while it ran, or stopped by an interrupt (Ctrl-C,
+		// SIGTERM): either way its work was cut short.
+		if e.T == "interrupted" || e.T == JFailed && e.Class == dsl.ClassInterrupted {
 			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
 		}
 	}
@@ -119,7 +133,7 @@ func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 // before anything starts.
 func (a *applier) checkGPUNeeds() error {
 	for _, pn := range a.opts.Plan.Nodes {
-		if pn.Skipped || pn.Spec == nil || pn.Spec.Common.GPUs == 0 {
+		if pn.Skipped || pn.Action == ActCached || pn.Spec == nil || pn.Spec.Common.GPUs == 0 {
 			continue
 		}
 		need := pn.Spec.Common.GPUs
@@ -137,4 +151,76 @@ func (a *applier) checkGPUNeeds() error {
 		}
 	}
 	return nil
+}
+
+// unfinishedRuns reads the runs that matter for recovery: the oldest run
+// that did not end cleanly (no end marker, or interrupted) and every run
+// after it. Runs before it ended with their run_end record, so none of
+// their nodes can be left interrupted, and whatever they recorded is
+// overridden by later runs or does not matter: their journals are not
+// read. A run that ended cleanly but has no marker (written by an older
+// cairn) gets one.
+func unfinishedRuns(cacheDir string) ([]*RunInfo, error) {
+	base := filepath.Join(cacheDir, "runs")
+	ents, err := os.ReadDir(base) // sorted by name: run ids sort by time
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var runs []*RunInfo
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		if len(runs) == 0 {
+			if m := readEndMarker(dir); m != nil && m.Status != "interrupted" {
+				continue
+			}
+		}
+		ri, err := LoadRun(dir)
+		if err != nil {
+			continue
+		}
+		if len(runs) == 0 {
+			switch {
+			case ri.State != "running" && ri.State != "interrupted" && ri.Pipeline != "":
+				// It ended with its run_end record: mark it, and skip it.
+				writeEndMarker(dir, endMarker{Pipeline: ri.Pipeline, Status: ri.State})
+				continue
+			case ri.State == "interrupted" && !hasOpenNodes(ri) && fileExists(filepath.Join(dir, "reaped")):
+				// Stopped between nodes, and looked at for leftovers
+				// already: nothing of it was left running.
+				continue
+			}
+		}
+		runs = append(runs, ri)
+	}
+	return runs, nil
+}
+
+// hasOpenNodes reports whether a run's journal has a node started and not
+// ended, or ended by an interrupt.
+func hasOpenNodes(ri *RunInfo) bool {
+	open := map[string]bool{}
+	for _, e := range ri.Entries {
+		switch e.T {
+		case JStarted:
+			open[e.Node] = true
+		case JFailed:
+			if e.Class != dsl.ClassInterrupted {
+				delete(open, e.Node)
+			}
+		case JFinished, JCached, JSkipped:
+			delete(open, e.Node)
+		}
+	}
+	return len(open) > 0
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

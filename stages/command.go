@@ -68,7 +68,7 @@ func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
 	if !run.IsWhollyKnown() {
 		return p, nil
 	}
-	run, _ = run.UnmarkDeep()
+	run = unmarkDeep(run)
 	if run.Type().Equals(cty.String) {
 		if !p.Shell {
 			return p, Diag("Invalid run",

@@ -20,6 +20,9 @@ func Diag(summary, detail string, r hcl.Range) hcl.Diagnostics {
 // StringList converts a known list, set or tuple of strings (numbers and
 // bools are converted) to a Go slice.
 func StringList(v cty.Value) ([]string, error) {
+	if out, ok := plainStrings(v); ok {
+		return out, nil
+	}
 	v, _ = v.UnmarkDeep()
 	if v.IsNull() {
 		return nil, nil
@@ -38,4 +41,48 @@ func StringList(v cty.Value) ([]string, error) {
 		out = append(out, s.AsString())
 	}
 	return out, nil
+}
+
+// plainStrings is StringList's fast path for the common case, a list or
+// tuple of known, unmarked, non-null strings: no copy of the value is made.
+func plainStrings(v cty.Value) ([]string, bool) {
+	if v.IsMarked() || !v.IsKnown() || v.IsNull() {
+		return nil, false
+	}
+	ty := v.Type()
+	if !(ty.IsListType() || ty.IsTupleType()) {
+		return nil, false
+	}
+	out := make([]string, 0, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsMarked() || !e.IsKnown() || e.IsNull() || e.Type() != cty.String {
+			return nil, false
+		}
+		out = append(out, e.AsString())
+	}
+	return out, true
+}
+
+// unmarkDeep is v.UnmarkDeep() without the copy when nothing in v is
+// marked, for the common flat values (strings, lists of strings).
+func unmarkDeep(v cty.Value) cty.Value {
+	if !v.IsMarked() && v.IsKnown() && !v.IsNull() {
+		ty := v.Type()
+		if ty.IsPrimitiveType() {
+			return v
+		}
+		if ty.IsListType() || ty.IsTupleType() {
+			flat := true
+			for it := v.ElementIterator(); it.Next() && flat; {
+				_, e := it.Element()
+				flat = !e.IsMarked() && e.Type().IsPrimitiveType()
+			}
+			if flat {
+				return v
+			}
+		}
+	}
+	v, _ = v.UnmarkDeep()
+	return v
 }

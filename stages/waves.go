@@ -83,9 +83,9 @@ func (Waves) Check(n *Node) hcl.Diagnostics {
 	_, diags := commandArgv(n)
 	if v, ok := n.Args["gpus"]; !ok || v.IsNull() {
 		n.Common.GPUs = 1
-	} else if v.IsKnown() && n.Common.GPUs < 1 {
+	} else if v.IsKnown() && n.Common.GPUs != 1 {
 		diags = append(diags, Diag("Invalid gpus",
-			"A waves variant runs on at least one GPU: the batch pins each variant to its own device(s).", n.Ranges["gpus"])...)
+			fmt.Sprintf("A waves variant runs on exactly one GPU (gpus = 1): the batch pins each variant to its own device, in waves of min(free GPUs, batch_size); got gpus = %d. For multi-GPU work use a command stage with gpus = N.", n.Common.GPUs), n.Ranges["gpus"])...)
 	}
 	_, d := batchPolicy(n)
 	return append(diags, d...)

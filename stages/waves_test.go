@@ -41,15 +41,14 @@ func TestWavesCheckDefaultsToOneGPU(t *testing.T) {
 	require.False(t, stages.Waves{}.Check(n).HasErrors())
 	assert.Equal(t, 1, n.Common.GPUs, "a waves variant without gpus gets one")
 
-	n = wavesNode("v0", map[string]cty.Value{"gpus": cty.NumberIntVal(2)})
-	n.Common.GPUs = 2 // as the engine decodes it
-	require.False(t, stages.Waves{}.Check(n).HasErrors())
-	assert.Equal(t, 2, n.Common.GPUs)
-
-	n = wavesNode("v0", map[string]cty.Value{"gpus": cty.NumberIntVal(0)})
-	diags := stages.Waves{}.Check(n)
-	require.True(t, diags.HasErrors())
-	assert.Contains(t, diags.Error(), "at least one GPU")
+	// The batch pins each variant to one device: any other count is refused.
+	for _, g := range []int64{0, 2} {
+		n = wavesNode("v0", map[string]cty.Value{"gpus": cty.NumberIntVal(g)})
+		n.Common.GPUs = int(g) // as the engine decodes it
+		diags := stages.Waves{}.Check(n)
+		require.True(t, diags.HasErrors(), "gpus = %d", g)
+		assert.Contains(t, diags.Error(), "exactly one GPU")
+	}
 }
 
 func TestWavesBatchPolicy(t *testing.T) {

@@ -46,7 +46,7 @@ interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var saved *engine.PlanFile
 			if len(args) == 1 {
-				if pf, err := engine.LoadPlanFile(args[0]); err == nil {
+				if pf, err := engine.LoadPlanFile(a.path(args[0])); err == nil {
 					saved = pf
 					args = []string{pf.Path}
 					a.vars = append(append([]dsl.VarArg{}, pf.Vars...), a.vars...)
@@ -119,7 +119,7 @@ interrupted.`,
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
 				Progress: a.stdout, JSON: asJSON, Verbose: verbose, Live: live,
-				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: os.Args[1:],
+				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables),
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch,
 			})
@@ -152,6 +152,38 @@ interrupted.`,
 	f.BoolVar(&asJSON, "json", false, "one JSON line per node event")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also list cached nodes")
 	return cmd
+}
+
+// redactArgs returns the command line with the values of sensitive
+// variables given as --var NAME=VALUE (or -var, or with "=") replaced, for
+// the journal, which must never hold them.
+func redactArgs(args []string, vars map[string]*dsl.Variable) []string {
+	out := append([]string(nil), args...)
+	redact := func(kv string) string {
+		name, _, ok := strings.Cut(kv, "=")
+		if v := vars[strings.TrimSpace(name)]; ok && v != nil && v.Sensitive {
+			return name + "=(sensitive)"
+		}
+		return kv
+	}
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		switch {
+		case a == "--var" || a == "-var":
+			if i+1 < len(out) {
+				out[i+1] = redact(out[i+1])
+				i++
+			}
+		case strings.HasPrefix(a, "--var="):
+			out[i] = "--var=" + redact(strings.TrimPrefix(a, "--var="))
+		case strings.HasPrefix(a, "-var="):
+			out[i] = "-var=" + redact(strings.TrimPrefix(a, "-var="))
+		}
+	}
+	return out
 }
 
 // singleVariantTargets: a --target naming one variant of a batch stage is a

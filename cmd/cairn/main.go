@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -43,6 +45,7 @@ func badInput(format string, args ...any) error {
 var version = "0.1.0-dev"
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -123,6 +126,15 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			// Resolve variable files now: apply may take the workspace
+			// root from a saved plan later.
+			for i, v := range a.vars {
+				if v.File {
+					a.vars[i].Value = a.path(v.Value)
+				}
+			}
+		},
 	}
 	root.PersistentFlags().StringVar(&a.chdir, "chdir", "", "workspace root: commands run there and paths resolve against it (default: the current directory)")
 	root.PersistentFlags().StringVar(&a.cacheDir, "cache", "", "cache folder, shareable among pipelines (default: <workspace>/.cairn; env CAIRN_CACHE)")
@@ -181,6 +193,15 @@ func (a *app) root() string {
 	return wd
 }
 
+// path resolves a file named on the command line (--var-file, --out, fmt's
+// files) against --chdir when one is given, as its help promises.
+func (a *app) path(p string) string {
+	if a.chdir == "" || p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(a.chdir, p)
+}
+
 func (a *app) cachePath() string {
 	if a.cacheDir != "" {
 		return a.cacheDir
@@ -215,12 +236,32 @@ func (a *app) load(args []string) (*engine.Loaded, error) {
 	return l, nil
 }
 
+// inFileOrder sorts diagnostics by file and position, those without a
+// position first: cairn finds problems phase by phase, but people fix them
+// top to bottom.
+func inFileOrder(diags hcl.Diagnostics) hcl.Diagnostics {
+	out := append(hcl.Diagnostics(nil), diags...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Subject, out[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		default:
+			return a.Start.Byte < b.Start.Byte
+		}
+	})
+	return out
+}
+
 // printDiags writes diagnostics with source snippets; errors among them
 // become exit 2.
 func (a *app) printDiags(files map[string]*hcl.File, diags hcl.Diagnostics) error {
 	if len(diags) == 0 {
 		return nil
 	}
+	diags = inFileOrder(diags)
 	width := uint(100)
 	if f, ok := a.stderr.(*os.File); ok {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {

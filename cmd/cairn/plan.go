@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/dominikbraun/graph"
-	"github.com/dominikbraun/graph/draw"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
@@ -60,6 +58,7 @@ type diagJSON struct {
 }
 
 func (a *app) writeDiagJSON(diags hcl.Diagnostics) error {
+	diags = inFileOrder(diags)
 	out := struct {
 		Valid       bool       `json:"valid"`
 		ErrorCount  int        `json:"error_count"`
@@ -115,6 +114,7 @@ exactly that plan and refuses if any of those keys changed since.`,
 			if err := a.printDiags(l.Files(), diags); err != nil {
 				return err
 			}
+			out = a.path(out)
 			if out != "" {
 				if err := engine.SavePlan(out, p, pipelineArgs(args), a.vars); err != nil {
 					return badInput("cannot save the plan: %s", err)
@@ -205,7 +205,7 @@ one per node. --format svg (or --out FILE.svg) renders through graphviz's
 				_, err = a.stdout.Write(data)
 				return err
 			}
-			return os.WriteFile(out, data, 0o644)
+			return os.WriteFile(a.path(out), data, 0o644)
 		},
 	}
 	a.addVarFlags(cmd)
@@ -215,28 +215,40 @@ one per node. --format svg (or --out FILE.svg) renders through graphviz's
 	return cmd
 }
 
+// writeDOT writes the DAG in Graphviz DOT, in plan order so that the
+// output is stable. Addresses hold quotes (stage.x["k"]) and instance keys
+// may hold anything, so every ID and label is escaped.
 func writeDOT(w *bytes.Buffer, g *engine.Graph, stagesOnly bool) error {
-	dg := graph.New(graph.StringHash, graph.Directed())
+	fmt.Fprintf(w, "strict digraph %s {\n\tnode [shape=box];\n", dotQuote(g.Config.Name))
 	if stagesOnly {
 		for _, s := range g.StageOrder {
-			_ = dg.AddVertex(s.Address(), graph.VertexAttribute("label", fmt.Sprintf("%s\n(%s, %d)", s.Address(), s.Kind, len(g.StageNodes[s.Name]))), graph.VertexAttribute("shape", "box"))
+			label := fmt.Sprintf("%s\n(%s, %d)", s.Address(), s.Kind, len(g.StageNodes[s.Name]))
+			fmt.Fprintf(w, "\t%s [label=%s];\n", dotQuote(s.Address()), dotQuote(label))
 		}
 		for _, s := range g.StageOrder {
 			for _, d := range g.StageDeps[s.Name] {
-				_ = dg.AddEdge("stage."+d, s.Address())
+				fmt.Fprintf(w, "\t%s -> %s;\n", dotQuote("stage."+d), dotQuote(s.Address()))
 			}
 		}
 	} else {
 		for _, n := range g.Nodes {
-			_ = dg.AddVertex(n.Addr, graph.VertexAttribute("shape", "box"))
+			fmt.Fprintf(w, "\t%s;\n", dotQuote(n.Addr))
 		}
 		for _, n := range g.Nodes {
 			for _, d := range n.Deps {
-				_ = dg.AddEdge(g.Nodes[d].Addr, n.Addr)
+				fmt.Fprintf(w, "\t%s -> %s;\n", dotQuote(g.Nodes[d].Addr), dotQuote(n.Addr))
 			}
 		}
 	}
-	return draw.DOT(dg, w)
+	w.WriteString("}\n")
+	return nil
+}
+
+// dotQuote makes s a quoted DOT ID; a newline becomes DOT's centred line
+// break.
+func dotQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
+	return `"` + r.Replace(s) + `"`
 }
 
 func (a *app) fmtCmd() *cobra.Command {
@@ -253,6 +265,7 @@ if there are any.`,
 			}
 			var files []string
 			for _, p := range args {
+				p = a.path(p)
 				st, err := os.Stat(p)
 				if err != nil {
 					return badInput("%s", err)

@@ -109,8 +109,20 @@ func scan(r io.ReaderAt, path string, off, size int64, fn func(int64, []byte) er
 	if size == 0 {
 		return st, nil
 	}
-	// The file header.
-	hdr, ok := w.get(0, min(size, fileHeaderSize))
+	// The file header. When the pass starts further on (tailing a growing
+	// log), read just the header: the window's chunk starts where the
+	// records are.
+	var hdr []byte
+	ok := false
+	if off > fileHeaderSize {
+		small := make([]byte, fileHeaderSize)
+		if n, err := r.ReadAt(small, 0); n == fileHeaderSize && (err == nil || errors.Is(err, io.EOF)) {
+			hdr, ok = small, true
+		}
+	}
+	if !ok {
+		hdr, ok = w.get(0, min(size, fileHeaderSize))
+	}
 	if w.err != nil {
 		return st, fmt.Errorf("wal: read %s: %w", path, w.err)
 	}

@@ -158,6 +158,10 @@ type Log struct {
 
 	commits atomic.Int64 // batches written, for benchmarks
 
+	// Owned by the committer goroutine (read by Close after it exits):
+	unsynced bool  // AppendAsync records were written but not synced yet
+	asyncErr error // failures to write AppendAsync records
+
 	kick      chan struct{} // wakes the committer; capacity 1
 	done      chan struct{} // closed when the committer has exited
 	closeOnce sync.Once
@@ -170,6 +174,10 @@ type batch struct {
 	n    int    // number of records in buf
 	done chan struct{}
 	err  error // valid once done is closed
+	// durable is set when an Append waits for the batch: only then is it
+	// synced on its own. A batch of AppendAsync records is written and
+	// left for the next durable commit (or Close) to sync.
+	durable bool
 }
 
 // Open opens the log at path for appending, creating it (and its parent
@@ -308,10 +316,34 @@ func (l *Log) Append(payload []byte) error {
 	}
 	b.buf = appendRecord(b.buf, payload, crc)
 	b.n++
+	b.durable = true
 	l.mu.Unlock()
 	l.wake()
 	<-b.done
 	return b.err
+}
+
+// AppendAsync queues one record and returns at once, without waiting for the
+// write. The record reaches the file with the next commit, before any record
+// appended after it, so it is on disk once a later Append returns; it is synced by
+// the next durable commit or by Close. A failure to write it is returned by Close.
+// It is for records whose loss in a crash costs nothing but information.
+func (l *Log) AppendAsync(payload []byte) error {
+	if len(payload) > MaxRecordSize {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(payload), MaxRecordSize)
+	}
+	crc := checksum(payload)
+	l.mu.Lock()
+	b, err := l.batchFor(1, recordSize(len(payload)))
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	b.buf = appendRecord(b.buf, payload, crc)
+	b.n++
+	l.mu.Unlock()
+	l.wake()
+	return nil
 }
 
 // AppendBatch writes several records with one write and one fsync, in order and
@@ -339,6 +371,7 @@ func (l *Log) AppendBatch(payloads [][]byte) error {
 		b.buf = appendRecord(b.buf, p, crcs[i])
 	}
 	b.n += len(payloads)
+	b.durable = true
 	l.mu.Unlock()
 	l.wake()
 	<-b.done
@@ -396,16 +429,23 @@ func (l *Log) run() {
 			l.queue = l.queue[1:]
 		}
 		closed := l.closed
+		durable := b != nil && b.durable
 		l.mu.Unlock()
 		if b == nil {
 			if closed {
+				if l.unsynced && !l.opts.NoSync {
+					l.asyncErr = errors.Join(l.asyncErr, l.sync())
+				}
 				return
 			}
 			<-l.kick
 			continue
 		}
-		b.err = l.commit(b.buf)
+		b.err = l.commit(b.buf, durable)
 		l.commits.Add(1)
+		if !durable && b.err != nil {
+			l.asyncErr = errors.Join(l.asyncErr, b.err)
+		}
 		buf := b.buf[:0]
 		b.buf = nil
 		close(b.done)
@@ -417,8 +457,9 @@ func (l *Log) run() {
 	}
 }
 
-// commit writes buf at the end of the file and syncs it.
-func (l *Log) commit(buf []byte) (err error) {
+// commit writes buf at the end of the file and, when durable, syncs it (and
+// whatever unsynced records were written before it).
+func (l *Log) commit(buf []byte, durable bool) (err error) {
 	l.mu.Lock()
 	failed := l.failed
 	l.mu.Unlock()
@@ -452,13 +493,24 @@ func (l *Log) commit(buf []byte) (err error) {
 	} else if err := l.write(buf); err != nil {
 		return err
 	}
-	if !l.opts.NoSync {
-		if err := l.f.Sync(); err != nil {
-			// The kernel may have dropped the dirty pages: what is on disk is unknown.
-			l.fail(fmt.Errorf("wal: sync %s: %w", l.path, err))
-			return l.failed
-		}
+	if !durable {
+		l.unsynced = true
+		return nil
 	}
+	return l.sync()
+}
+
+// sync makes everything written so far durable. Only the committer calls it.
+func (l *Log) sync() error {
+	if l.opts.NoSync {
+		return nil
+	}
+	if err := l.f.Sync(); err != nil {
+		// The kernel may have dropped the dirty pages: what is on disk is unknown.
+		l.fail(fmt.Errorf("wal: sync %s: %w", l.path, err))
+		return l.failed
+	}
+	l.unsynced = false
 	return nil
 }
 
@@ -498,7 +550,7 @@ func (l *Log) fail(err error) {
 	l.mu.Unlock()
 }
 
-// Close commits what is queued, then closes the file and releases the lock.
+// Close commits and syncs what is queued, then closes the file and releases the lock.
 // Appends after Close return ErrClosed. Close may be called more than once.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
@@ -508,6 +560,9 @@ func (l *Log) Close() error {
 		l.wake()
 		<-l.done
 		var errs []error
+		if l.asyncErr != nil {
+			errs = append(errs, l.asyncErr)
+		}
 		if err := l.f.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("wal: %w", err))
 		}

@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# bench/run.sh — what `make bench` runs: cairn against ninja, make and
+# snakemake on the same generated graphs (bench/gen), side by side with
+# hyperfine, with and without fsync. Prints a table of medians and ratios
+# and writes bench/out/results.md (bench/out is git-ignored).
+#
+# Environment:
+#   BENCH_SIZES=1000,10000,100000   graph sizes (plan and no-op figures)
+#   BENCH_COLD_SIZES=1000           sizes whose cold apply is timed side by side
+#   BENCH_SNAKEMAKE_MAX=10000       largest size snakemake -n is timed at
+#   BENCH_GO_TIME=200x              -benchtime of the Go benchmarks (wal, items)
+#   BENCH_WORK=DIR                  where the workspaces go (default: a new /tmp folder)
+#   BENCH_KEEP=1                    keep the workspaces afterwards
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=$ROOT/bench/out
+SIZES=${BENCH_SIZES:-1000,10000,100000}
+COLD_SIZES=${BENCH_COLD_SIZES:-1000}
+SNAKE_MAX=${BENCH_SNAKEMAKE_MAX:-10000}
+GO_TIME=${BENCH_GO_TIME:-200x}
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+
+log() { printf '\n== %s\n' "$*" >&2; }
+
+# --- tools -------------------------------------------------------------
+install_missing() {
+	local pkgs=()
+	command -v ninja >/dev/null || pkgs+=(ninja-build)
+	command -v snakemake >/dev/null || pkgs+=(snakemake)
+	command -v hyperfine >/dev/null || pkgs+=(hyperfine)
+	command -v python3 >/dev/null || pkgs+=(python3)
+	[ -x /usr/bin/time ] || pkgs+=(time)
+	command -v make >/dev/null || pkgs+=(make)
+	if [ ${#pkgs[@]} -gt 0 ]; then
+		local sudo=""
+		[ "$(id -u)" = 0 ] || sudo=sudo
+		log "installing ${pkgs[*]}"
+		$sudo apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${pkgs[@]}" >/dev/null
+	fi
+}
+install_missing
+
+rm -rf "$OUT"
+mkdir -p "$OUT/json"
+WORK=${BENCH_WORK:-$(mktemp -d /tmp/cairn-bench.XXXXXX)}
+mkdir -p "$WORK"
+cleanup() { [ "${BENCH_KEEP:-}" = 1 ] || rm -rf "$WORK"; }
+trap cleanup EXIT
+
+log "building bin/cairn and the generator"
+"$GO" build -o "$ROOT/bin/cairn" ./cmd/cairn
+"$GO" build -o "$WORK/gen" ./bench/gen
+CAIRN=$ROOT/bin/cairn
+unset CAIRN_CACHE CAIRN_NO_FSYNC GOGC GOMEMLIMIT
+
+# Facts about this run, for the report.
+{
+	echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "cores=$(nproc)"
+	echo "load=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "kernel=$(uname -r)"
+	echo "go=$("$GO" version | cut -d' ' -f3)"
+	echo "ninja=$(ninja --version)"
+	echo "make=$(make --version | head -1)"
+	echo "snakemake=$(snakemake --version)"
+	echo "hyperfine=$(hyperfine --version | cut -d' ' -f2)"
+	echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)"
+} >"$OUT/facts.txt"
+
+# runs N FAST MEDIUM SLOW: hyperfine runs for a graph of N nodes.
+runs() {
+	local n=$1
+	if [ "$n" -le 2000 ]; then echo "$2"; elif [ "$n" -le 20000 ]; then echo "$3"; else echo "$4"; fi
+}
+
+# hf GROUP ARGS...: hyperfine exporting its JSON as GROUP.
+hf() {
+	local group=$1
+	shift
+	hyperfine -N --style basic --export-json "$OUT/json/$group.json" "$@" >&2
+}
+
+# single GROUP NAME CMD...: one timed run (populating a workspace), as a
+# hyperfine-shaped JSON so the report treats it alike.
+single() {
+	local group=$1 name=$2
+	shift 2
+	local t0 t1
+	t0=$(date +%s.%N)
+	"$@" >/dev/null 2>&1
+	t1=$(date +%s.%N)
+	python3 - "$OUT/json/$group.json" "$name" "$t0" "$t1" <<'EOF'
+import json, os, sys
+path, name, t0, t1 = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+doc = {"results": []}
+if os.path.exists(path):
+    doc = json.load(open(path))
+doc["results"].append({"command": name, "median": t1 - t0, "mean": t1 - t0, "times": [t1 - t0]})
+json.dump(doc, open(path, "w"))
+EOF
+}
+
+IFS=, read -r -a sizes <<<"$SIZES"
+for n in "${sizes[@]}"; do
+	dir=$WORK/n$n
+	log "generating $n nodes"
+	"$WORK/gen" -n "$n" -out "$dir" >&2
+	cd "$dir"
+	reset='sh -c "rm -rf out .cairn .ninja_log .ninja_deps .snakemake && mkdir out"'
+
+	# Plan on an empty cache, against dry runs.
+	log "plan, $n nodes, empty cache"
+	eval "$reset"
+	"$CAIRN" plan >/dev/null # creates the empty cache folder
+	hf "plan-$n" -w "$(runs "$n" 3 1 1)" -r "$(runs "$n" 20 10 3)" \
+		-n "cairn plan" "$CAIRN plan" \
+		-n "ninja -n" "ninja -n" \
+		-n "make -n" "make -n"
+	if [ "$n" -le "$SNAKE_MAX" ]; then
+		# Seconds a run: fewer of them.
+		hf "plan-$n.snakemake" -w 1 -r "$(runs "$n" 5 2 1)" -n "snakemake -n" "snakemake -n -c1 --quiet"
+	fi
+	if [ "$n" -ge 100000 ]; then
+		/usr/bin/time -v "$CAIRN" plan >/dev/null 2>"$OUT/rss-plan-$n.txt"
+	fi
+
+	# Cold apply, two jobs, side by side.
+	if [[ ",$COLD_SIZES," == *",$n,"* ]]; then
+		log "cold apply, $n nodes, 2 jobs"
+		fresh='sh -c "rm -rf out .cairn && mkdir out"'
+		hf "cold-$n" -w 1 -r "$(runs "$n" 5 2 1)" \
+			--prepare "$fresh" -n "cairn apply -j2" "$CAIRN apply --parallelism 2" \
+			--prepare "$fresh" -n "cairn apply -j2 (no fsync)" "env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
+			--prepare 'sh -c "rm -rf out .ninja_log .ninja_deps && mkdir out"' -n "ninja -j2" "ninja -j2" \
+			--prepare 'sh -c "rm -rf out && mkdir out"' -n "make -j2" "make -j2"
+		if [ "$n" -le 1000 ]; then
+			log "cold apply, $n nodes: snakemake -c2 (one run)"
+			hf "cold-snakemake-$n" -w 0 -r 1 \
+				--prepare 'sh -c "rm -rf out .snakemake && mkdir out"' -n "snakemake -c2" "snakemake -c2 --quiet"
+		fi
+	fi
+
+	# Everything done: no-op apply and plan with everything cached.
+	log "populating $n nodes (one run each)"
+	eval "$reset"
+	single "populate-$n" "cairn apply -j2 (cold, one run)" "$CAIRN" apply --parallelism 2
+	single "populate-$n" "ninja -j2 (cold, one run)" ninja -j2
+	log "no-op, $n nodes"
+	hf "noop-$n" -w 2 -r "$(runs "$n" 20 10 3)" \
+		-n "cairn apply (no-op)" "$CAIRN apply --parallelism 2" \
+		-n "cairn apply (no-op, no fsync)" "env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
+		-n "cairn plan (cached)" "$CAIRN plan" \
+		-n "ninja (no-op)" "ninja -j2" \
+		-n "make (no-op)" "make -j2"
+	cd "$ROOT"
+	[ "${BENCH_KEEP:-}" = 1 ] || rm -rf "$dir"
+done
+
+log "Go benchmarks: journal (engine/wal) and item store (engine/items)"
+"$GO" test -run '^$' -bench . -benchtime "$GO_TIME" ./engine/wal ./engine/items 2>&1 |
+	grep -E '^(Benchmark|ok|FAIL|PASS|goos|goarch|cpu|pkg)' | tee "$OUT/go-bench.txt" >&2
+
+python3 - "$OUT" <<'EOF'
+import glob, json, os, re, sys
+
+out = sys.argv[1]
+facts = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out, "facts.txt")) if "=" in l)
+
+def load(group):
+    # A group's figures may come from several hyperfine runs: GROUP.json
+    # and GROUP.*.json.
+    paths = glob.glob(os.path.join(out, "json", group + ".json")) + \
+        sorted(glob.glob(os.path.join(out, "json", group + ".*.json")))
+    if not paths:
+        return None
+    res = {}
+    for p in paths:
+        for r in json.load(open(p))["results"]:
+            res[r["command"]] = r["median"]
+    return res
+
+def ms(s):
+    return "%.1f ms" % (s * 1e3) if s < 10 else "%.2f s" % s
+
+sizes = sorted({int(m.group(1)) for f in glob.glob(os.path.join(out, "json", "*.json"))
+                for m in [re.search(r"-(\d+)(\.[a-z]+)?\.json$", f)] if m})
+lines = []
+w = lines.append
+w("# cairn benchmarks")
+w("")
+w("Machine: %s cores, load average at start %s, kernel %s; %s, ninja %s, %s, snakemake %s, hyperfine %s; commit %s, %s." % (
+    facts.get("cores"), facts.get("load"), facts.get("kernel"), facts.get("go"), facts.get("ninja"),
+    facts.get("make"), facts.get("snakemake"), facts.get("hyperfine"), facts.get("commit"), facts.get("date")))
+w("")
+w("Medians of hyperfine runs; the ratio is the command's median over the reference's (below 1: faster than it).")
+w("Graphs from bench/gen: distinct stages chained ten at a time, chains of four for_each stages over 50 keys")
+w("(each instance after the previous stage's same key), one fan-in per chain; every node is `touch out/NAME`.")
+
+groups = [
+    ("plan", "Plan, empty cache (dry runs)", "ninja -n"),
+    ("cold", "Cold apply, 2 jobs", "ninja -j2"),
+    ("cold-snakemake", "Cold apply, 2 jobs: snakemake (one run)", None),
+    ("populate", "Cold apply (one run each, to populate the no-op figures)", "ninja -j2 (cold, one run)"),
+    ("noop", "Everything done: no-op apply and cached plan", "ninja (no-op)"),
+]
+found = {}
+for key, title, ref in groups:
+    for n in sizes:
+        r = load("%s-%d" % (key, n))
+        if not r:
+            continue
+        found[(key, n)] = r
+        w("")
+        w("## %s — %d nodes" % (title, n))
+        w("")
+        w("| command | median | ratio to %s |" % (ref or "-"))
+        w("|---|---:|---:|")
+        for cmd, med in r.items():
+            ratio = "%.2f" % (med / r[ref]) if ref and ref in r and r[ref] > 0 else ""
+            w("| `%s` | %s | %s |" % (cmd, ms(med), ratio))
+
+rss = {}
+for n in sizes:
+    p = os.path.join(out, "rss-plan-%d.txt" % n)
+    if os.path.exists(p):
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(p).read())
+        if m:
+            rss[n] = int(m.group(1)) * 1024
+            w("")
+            w("Peak RSS of `cairn plan`, %d nodes, empty cache (/usr/bin/time -v): %.0f MiB." % (n, rss[n] / 2**20))
+
+def get(key, n, cmd):
+    return found.get((key, n), {}).get(cmd)
+
+checks = []
+def check(what, ok, measured):
+    if ok is None:
+        return
+    checks.append("| %s | %s | %s |" % (what, measured, "met" if ok else "MISSED"))
+
+for n in sizes:
+    plan, nin, snk = get("plan", n, "cairn plan"), get("plan", n, "ninja -n"), get("plan", n, "snakemake -n")
+    if plan and nin and n == 1000:
+        check("plan 1k within 5x of ninja -n", plan / nin <= 5, "%.2fx (%s vs %s)" % (plan / nin, ms(plan), ms(nin)))
+    if plan and snk and n == 1000:
+        check("plan 1k >= 30x faster than snakemake -n", snk / plan >= 30, "%.0fx (%s vs %s)" % (snk / plan, ms(plan), ms(snk)))
+    if plan and n == 10000:
+        check("plan 10k <= 150 ms", plan <= 0.150, ms(plan))
+    if plan and n == 100000:
+        check("plan 100k <= 3 s", plan <= 3.0, ms(plan))
+    if n in rss:
+        check("plan %dk peak RSS <= 1 GiB" % (n // 1000), rss[n] <= 2**30, "%.0f MiB" % (rss[n] / 2**20))
+    for cmd in ("cairn apply -j2", "cairn apply -j2 (no fsync)"):
+        c, r = get("cold", n, cmd), get("cold", n, "ninja -j2")
+        if c and r and n == 1000:
+            check("cold apply 1k, `%s` <= 1.5x ninja -j2" % cmd, c / r <= 1.5, "%.2fx (%s vs %s)" % (c / r, ms(c), ms(r)))
+    for cmd in ("cairn apply (no-op)", "cairn apply (no-op, no fsync)", "cairn plan (cached)"):
+        c, r = get("noop", n, cmd), get("noop", n, "ninja (no-op)")
+        if not c:
+            continue
+        if r and n == 1000:
+            check("%s 1k within 5x of ninja no-op" % cmd, c / r <= 5, "%.2fx (%s vs %s)" % (c / r, ms(c), ms(r)))
+        if n == 10000:
+            check("%s 10k <= 150 ms" % cmd, c <= 0.150, ms(c))
+        if n == 100000:
+            check("%s 100k <= 3 s" % cmd, c <= 3.0, ms(c))
+if checks:
+    w("")
+    w("## Targets")
+    w("")
+    w("| target | measured | |")
+    w("|---|---|---|")
+    lines.extend(checks)
+
+gb = os.path.join(out, "go-bench.txt")
+if os.path.exists(gb):
+    w("")
+    w("## Journal and item store (go test -bench, engine/wal and engine/items)")
+    w("")
+    w("```")
+    lines.extend(l.rstrip("\n") for l in open(gb))
+    w("```")
+
+text = "\n".join(lines) + "\n"
+open(os.path.join(out, "results.md"), "w").write(text)
+sys.stdout.write(text)
+EOF
+echo >&2
+echo "wrote $OUT/results.md" >&2

@@ -1,0 +1,496 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine"
+)
+
+// cliResult is one in-process cairn invocation.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return cliResult{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// cliWorkspace makes a temporary workspace holding files, with cairn's
+// environment variables cleared so that the host's settings do not leak
+// in.
+func cliWorkspace(t *testing.T, files map[string]string) string {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "CAIRN_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	t.Setenv("CAIRN_NO_FSYNC", "1")
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return root
+}
+
+const goodPipeline = `pipeline "demo" {}
+
+variable "models" {
+  type    = list(string)
+  default = ["llama", "qwen"]
+}
+
+variable "token" {
+  type      = string
+  default   = "tok-cli-secret"
+  sensitive = true
+}
+
+stage "command" "prepare" {
+  run = ["echo", "prepare"]
+}
+
+stage "command" "eval" {
+  for_each = toset(var.models)
+  after    = [stage.prepare]
+  run      = ["echo", each.key]
+  env      = { TOKEN = var.token }
+}
+
+stage "command" "report" {
+  run = ["echo", jsonencode([for k, v in stage.eval : v.key])]
+}
+`
+
+const badPipeline = `stage "command" "train" {
+  run  = ["python", "train.py"]
+  gpus = "two"
+}
+
+stage "command" "eval" {
+  after = [stage.trian]
+  run   = ["python", "eval.py"]
+}
+`
+
+func TestExitCodes(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"good.hcl": goodPipeline, "bad.hcl": badPipeline})
+
+	r := runCLI(t, "--chdir", root, "validate", "good.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, "Valid: pipeline \"demo\": 3 stages, 4 nodes.\n", r.stdout)
+	assert.Empty(t, r.stderr)
+
+	r = runCLI(t, "--chdir", root, "validate", "bad.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Empty(t, r.stdout)
+	// Every problem at once, each with its file and line.
+	assert.Contains(t, r.stderr, "Error: Reference to undeclared stage")
+	assert.Contains(t, r.stderr, `Did you mean "train"?`)
+	assert.Regexp(t, `on .*bad\.hcl line 7`, r.stderr)
+	// gpus = "two" is a value error, reported in the same pass.
+	assert.Contains(t, r.stderr, "Error: Invalid gpus")
+	assert.Regexp(t, `on .*bad\.hcl line 3`, r.stderr)
+	assert.Contains(t, r.stderr, "Error: 2 error(s) in the pipeline; nothing was run")
+	assert.Less(t, strings.Index(r.stderr, "Invalid gpus"), strings.Index(r.stderr, "undeclared stage"), "in file order")
+
+	r = runCLI(t, "--chdir", root, "validate", "--no-such-flag", "good.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "unknown flag: --no-such-flag")
+
+	r = runCLI(t, "frobnicate")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `unknown command "frobnicate"`)
+
+	r = runCLI(t, "--chdir", root, "validate", "missing.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "Cannot read pipeline")
+
+	r = runCLI(t, "--chdir", root, "plan", "bad.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Empty(t, r.stdout)
+}
+
+func TestValidateOneError(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"bad.hcl": strings.Replace(badPipeline, "stage.trian", "stage.train", 1)})
+	r := runCLI(t, "--chdir", root, "validate", "bad.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "Error: Invalid gpus")
+	assert.Contains(t, r.stderr, "bad.hcl line 3")
+	assert.Contains(t, r.stderr, "Error: 1 error(s) in the pipeline; nothing was run")
+	assert.NotContains(t, r.stderr, "undeclared")
+}
+
+type validateJSON struct {
+	Valid       bool `json:"valid"`
+	ErrorCount  int  `json:"error_count"`
+	Diagnostics []struct {
+		Severity string `json:"severity"`
+		Summary  string `json:"summary"`
+		Detail   string `json:"detail"`
+		Range    *struct {
+			Filename string `json:"Filename"`
+			Start    struct {
+				Line   int `json:"Line"`
+				Column int `json:"Column"`
+			} `json:"Start"`
+		} `json:"range"`
+	} `json:"diagnostics"`
+}
+
+func TestValidateJSON(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"good.hcl": goodPipeline, "bad.hcl": badPipeline})
+
+	r := runCLI(t, "--chdir", root, "validate", "--json", "good.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var ok validateJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ok), r.stdout)
+	assert.True(t, ok.Valid)
+	assert.Zero(t, ok.ErrorCount)
+	assert.Empty(t, ok.Diagnostics)
+
+	r = runCLI(t, "--chdir", root, "validate", "-json", "bad.hcl")
+	require.Equal(t, exitBadInput, r.code)
+	var bad validateJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &bad), r.stdout)
+	assert.False(t, bad.Valid)
+	require.Equal(t, 2, bad.ErrorCount)
+	require.Len(t, bad.Diagnostics, 2)
+	lines := map[string][2]int{}
+	for _, d := range bad.Diagnostics {
+		assert.Equal(t, "error", d.Severity)
+		assert.NotEmpty(t, d.Detail)
+		require.NotNil(t, d.Range, d.Summary)
+		assert.Equal(t, "bad.hcl", filepath.Base(d.Range.Filename))
+		lines[d.Summary] = [2]int{d.Range.Start.Line, d.Range.Start.Column}
+	}
+	assert.Equal(t, "Invalid gpus", bad.Diagnostics[0].Summary, "in file order")
+	assert.Equal(t, map[string][2]int{
+		"Reference to undeclared stage": {7, 12},
+		"Invalid gpus":                  {3, 10},
+	}, lines)
+}
+
+func TestPlanJSON(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"good.hcl": goodPipeline})
+	r := runCLI(t, "--chdir", root, "plan", "--json", "good.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var p engine.PlanJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
+	assert.Equal(t, 1, p.Format)
+	assert.Equal(t, "demo", p.Pipeline)
+	assert.Equal(t, 4, p.ToRun)
+	assert.Zero(t, p.Cached)
+	byAddr := map[string]engine.PlanNodeJSON{}
+	var order []string
+	for _, n := range p.Nodes {
+		byAddr[n.Address] = n
+		order = append(order, n.Address)
+	}
+	assert.Equal(t, []string{"stage.prepare", `stage.eval["llama"]`, `stage.eval["qwen"]`, "stage.report"}, order)
+	prep := byAddr["stage.prepare"]
+	assert.Equal(t, "run", prep.Action)
+	assert.Equal(t, "command", prep.Kind)
+	assert.Regexp(t, `^[0-9a-f]{64}$`, prep.Key)
+	assert.Equal(t, []string{"new"}, prep.Reasons)
+	ev := byAddr[`stage.eval["qwen"]`]
+	assert.Empty(t, ev.Key, "known only after prepare runs")
+	assert.Equal(t, []string{"stage.prepare"}, ev.Deps)
+	assert.Equal(t, []string{`stage.eval["llama"]`, `stage.eval["qwen"]`}, byAddr["stage.report"].Deps)
+	assert.NotContains(t, r.stdout, "tok-cli-secret")
+
+	// The human plan says the same.
+	r = runCLI(t, "--chdir", root, "plan", "good.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `cairn plan: pipeline "demo": 3 stages, 4 nodes`)
+	assert.Regexp(t, `\+ stage\.prepare\s+run: new`, r.stdout)
+	assert.Regexp(t, `\+ stage\.eval\["llama"\]\s+run: known after apply: stage\.prepare will run`, r.stdout)
+	assert.Contains(t, r.stdout, "Plan: 4 to run, 0 cached.")
+	assert.NotContains(t, r.stdout, "tok-cli-secret")
+}
+
+// varsPipeline shows the value of tag in a node address, so a plan tells
+// which source won.
+const varsPipeline = `variable "tag" {
+  type    = string
+  default = "from-default"
+}
+
+variable "models" {
+  type    = list(string)
+  default = ["m0"]
+}
+
+stage "command" "show" {
+  for_each = toset(concat([var.tag], var.models))
+  run      = ["echo", each.key]
+}
+`
+
+// planKeys returns the instance keys of stage.show in the JSON plan.
+func planKeys(t *testing.T, r cliResult) []string {
+	t.Helper()
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var p engine.PlanJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
+	var keys []string
+	re := regexp.MustCompile(`^stage\.show\["(.*)"\]$`)
+	for _, n := range p.Nodes {
+		if m := re.FindStringSubmatch(n.Address); m != nil {
+			keys = append(keys, m[1])
+		}
+	}
+	return keys
+}
+
+func TestVariablePrecedence(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl":   varsPipeline,
+		"a.hcl.vars":     `tag = "from-hcl-file"` + "\n",
+		"b.json":         `{"tag": "from-json-file", "models": ["j1", "j2"]}`,
+		"sub/models.hcl": `models = ["s1"]` + "\n",
+	})
+	plan := func(args ...string) []string {
+		t.Helper()
+		return planKeys(t, runCLI(t, append([]string{"--chdir", root, "plan", "--json", "pipeline.hcl"}, args...)...))
+	}
+	assert.Equal(t, []string{"from-default", "m0"}, plan())
+
+	t.Setenv("CAIRN_VAR_tag", "from-env")
+	assert.Equal(t, []string{"from-env", "m0"}, plan(), "the environment beats the default")
+	assert.Equal(t, []string{"from-flag", "m0"}, plan("--var", "tag=from-flag"), "a flag beats the environment")
+	assert.Equal(t, []string{"from-flag", "m0"}, plan("-var", "tag=from-flag"), "-var is --var")
+	assert.Equal(t, []string{"from-flag", "m0"}, plan("-var=tag=from-flag"))
+	assert.Equal(t, []string{"from-hcl-file", "m0"}, plan("--var-file", "a.hcl.vars"), "a file beats the environment")
+	assert.Equal(t, []string{"from-hcl-file", "m0"}, plan("-var-file=a.hcl.vars"))
+
+	// Later flags win, files and single values alike.
+	assert.Equal(t, []string{"from-hcl-file", "m0"}, plan("--var", "tag=from-flag", "--var-file", "a.hcl.vars"))
+	assert.Equal(t, []string{"from-flag", "m0"}, plan("--var-file", "a.hcl.vars", "--var", "tag=from-flag"))
+	assert.Equal(t, []string{"from-json-file", "j1", "j2"}, plan("--var-file", "a.hcl.vars", "--var-file", "b.json"))
+	assert.Equal(t, []string{"from-hcl-file", "j1", "j2"}, plan("--var-file", "b.json", "--var-file", "a.hcl.vars"))
+	assert.Equal(t, []string{"from-json-file", "s1"}, plan("-var-file", "b.json", "-var-file", "sub/models.hcl"))
+	assert.Equal(t, []string{"from-env", "x", "y"}, plan("--var", `models=["x", "y"]`))
+	t.Setenv("CAIRN_VAR_models", `["e1"]`)
+	assert.Equal(t, []string{"e1", "from-env"}, plan(), "(a set: sorted)")
+	assert.Equal(t, []string{"from-env", "s1"}, plan("--var-file", "sub/models.hcl"))
+
+	// Mistakes in variables are bad input.
+	r := runCLI(t, "--chdir", root, "plan", "pipeline.hcl", "--var", "tagg=x")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `Did you mean "tag"?`)
+	r = runCLI(t, "--chdir", root, "plan", "pipeline.hcl", "--var", "models=not-a-list")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `Invalid value for variable "models"`)
+	assert.Contains(t, r.stderr, `like ["a", "b"]`)
+	assert.NotContains(t, r.stderr, "source code not available")
+	r = runCLI(t, "--chdir", root, "plan", "pipeline.hcl", "--var-file", "missing.tfvars")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "missing.tfvars")
+}
+
+func TestVarFileRelativeToChdir(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl": varsPipeline,
+		"tag.tfvars":   `tag = "chdir-file"` + "\n",
+	})
+	t.Chdir(t.TempDir())
+	keys := planKeys(t, runCLI(t, "-chdir="+root, "plan", "-json", "-var-file=tag.tfvars", "pipeline.hcl"))
+	assert.Equal(t, []string{"chdir-file", "m0"}, keys)
+}
+
+func TestPlanOut(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"good.hcl": goodPipeline,
+		"m.tfvars": `models = ["gemma"]` + "\n",
+	})
+	r := runCLI(t, "--chdir", root, "plan", "good.hcl", "--out", "saved.plan",
+		"--var-file", "m.tfvars", "--var", "token=tok-from-flag")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Saved the plan to")
+	assert.Contains(t, r.stdout, "cairn apply")
+
+	b, err := os.ReadFile(filepath.Join(root, "saved.plan"))
+	require.NoError(t, err, "--out resolves against --chdir")
+	assert.NotContains(t, string(b), "tok-from-flag", "a sensitive --var is not saved")
+	assert.NotContains(t, string(b), "tok-cli-secret")
+	var pf engine.PlanFile
+	require.NoError(t, json.Unmarshal(b, &pf), string(b))
+	assert.Equal(t, 1, pf.Format)
+	assert.Equal(t, "demo", pf.Pipeline)
+	assert.Equal(t, "good.hcl", pf.Path)
+	assert.Equal(t, root, pf.Root)
+	require.Len(t, pf.Vars, 1)
+	assert.True(t, pf.Vars[0].File)
+	assert.Equal(t, filepath.Join(root, "m.tfvars"), pf.Vars[0].Value)
+	assert.Equal(t, []string{"stage.prepare", `stage.eval["gemma"]`, "stage.report"}, pf.ToRun)
+	require.Len(t, pf.Keys, 1, "only prepare's key is known before anything runs")
+	assert.Regexp(t, `^[0-9a-f]{64}$`, pf.Keys["stage.prepare"])
+
+	// The saved key is the one a JSON plan shows.
+	r = runCLI(t, "--chdir", root, "plan", "--json", "good.hcl", "--var-file", "m.tfvars")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var p engine.PlanJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+	assert.Equal(t, pf.Keys["stage.prepare"], p.Nodes[0].Key)
+}
+
+func TestGraphDOT(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"good.hcl": goodPipeline})
+	r := runCLI(t, "--chdir", root, "graph", "good.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	dot := r.stdout
+	assert.True(t, strings.HasPrefix(dot, `strict digraph "demo" {`), dot)
+	checkDOT(t, dot)
+	again := runCLI(t, "--chdir", root, "graph", "good.hcl")
+	assert.Equal(t, dot, again.stdout, "the same graph prints the same DOT")
+	for _, edge := range []string{
+		`"stage.prepare" -> "stage.eval[\"llama\"]"`,
+		`"stage.prepare" -> "stage.eval[\"qwen\"]"`,
+		`"stage.eval[\"llama\"]" -> "stage.report"`,
+		`"stage.eval[\"qwen\"]" -> "stage.report"`,
+	} {
+		assert.Contains(t, dot, edge)
+	}
+	assert.Equal(t, 4, strings.Count(dot, "->"), dot)
+
+	r = runCLI(t, "--chdir", root, "graph", "--stages", "good.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	dot = r.stdout
+	assert.Contains(t, dot, `"stage.prepare" -> "stage.eval"`)
+	assert.Contains(t, dot, `"stage.eval" -> "stage.report"`)
+	assert.Equal(t, 2, strings.Count(dot, "->"), dot)
+	assert.Contains(t, dot, `label="stage.eval\n(command, 2)"`, "a stage vertex counts its nodes")
+	checkDOT(t, dot)
+
+	r = runCLI(t, "--chdir", root, "graph", "--out", "g.dot", "good.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	b, err := os.ReadFile(filepath.Join(root, "g.dot"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"stage.prepare" -> `)
+
+	r = runCLI(t, "--chdir", root, "graph", "--format", "png", "good.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+}
+
+// Instance keys may hold quotes, backslashes and newlines; the DOT stays
+// valid.
+func TestGraphDOTEscapes(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"odd.hcl": `
+stage "command" "a" {
+  for_each = toset(["q\"uote", "back\\slash", "new\nline"])
+  run      = ["echo", each.key]
+}
+
+stage "command" "b" {
+  after = [stage.a]
+  run   = ["echo"]
+}
+`})
+	r := runCLI(t, "--chdir", root, "graph", "odd.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"stage.a[\"q\\\"uote\"]" -> "stage.b"`)
+	assert.Equal(t, 3, strings.Count(r.stdout, "->"))
+	checkDOT(t, r.stdout)
+}
+
+// checkDOT has graphviz parse the DOT, when it is installed.
+func checkDOT(t *testing.T, dot string) {
+	t.Helper()
+	bin, err := exec.LookPath("dot")
+	if err != nil {
+		t.Log("graphviz's dot is not installed: DOT syntax not checked")
+		return
+	}
+	cmd := exec.Command(bin, "-Tsvg")
+	cmd.Stdin = strings.NewReader(dot)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "dot refused the graph: %s\n%s", out, dot)
+	assert.Contains(t, string(out), "<svg")
+}
+
+func TestFmt(t *testing.T) {
+	ugly := "stage \"command\" \"x\" {\nrun=[\"echo\",\"hi\"]\n    gpus   =  0\n}\n"
+	pretty := "stage \"command\" \"x\" {\n  run  = [\"echo\", \"hi\"]\n  gpus = 0\n}\n"
+	root := cliWorkspace(t, map[string]string{
+		"ugly.hcl":       ugly,
+		"pretty.hcl":     pretty,
+		"nested/sub.hcl": ugly,
+		"notes.txt":      "run=1\n",
+	})
+	t.Chdir(root)
+
+	r := runCLI(t, "fmt", "--check")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Equal(t, "ugly.hcl\n", r.stdout, "lists only the files that need it (not nested without --recursive)")
+	assert.Contains(t, r.stderr, "1 file(s) need formatting")
+	b, _ := os.ReadFile("ugly.hcl")
+	assert.Equal(t, ugly, string(b), "--check changes nothing")
+
+	r = runCLI(t, "fmt", "-check", "--recursive")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Equal(t, "nested/sub.hcl\nugly.hcl\n", r.stdout)
+
+	r = runCLI(t, "fmt")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, "ugly.hcl\n", r.stdout, "lists the files it rewrote")
+	b, _ = os.ReadFile("ugly.hcl")
+	assert.Equal(t, pretty, string(b))
+	b, _ = os.ReadFile("nested/sub.hcl")
+	assert.Equal(t, ugly, string(b))
+
+	r = runCLI(t, "fmt", "--check")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+
+	// A file given by name, through --chdir.
+	t.Chdir(t.TempDir())
+	r = runCLI(t, "--chdir", root, "fmt", "nested/sub.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	b, _ = os.ReadFile(filepath.Join(root, "nested/sub.hcl"))
+	assert.Equal(t, pretty, string(b))
+
+	// A file that does not parse is bad input, and is left alone.
+	broken := "stage \"command\" \"x\" {\n  run = [\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "broken.hcl"), []byte(broken), 0o644))
+	r = runCLI(t, "--chdir", root, "fmt", "broken.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "broken.hcl")
+	b, _ = os.ReadFile(filepath.Join(root, "broken.hcl"))
+	assert.Equal(t, broken, string(b))
+}
+
+func TestVersion(t *testing.T) {
+	r := runCLI(t, "version")
+	assert.Equal(t, exitOK, r.code)
+	assert.Equal(t, fmt.Sprintf("cairn %s (node key envelope %s, cache format %d)\n", version, engine.EnvelopeVersion, engine.CacheFormat), r.stdout)
+	r = runCLI(t, "--version")
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stdout, version)
+	r = runCLI(t, "version", "extra")
+	assert.Equal(t, exitBadInput, r.code)
+}
+
+func TestTerraformAliases(t *testing.T) {
+	assert.Equal(t,
+		[]string{"plan", "--var", "a=1", "--var-file=x.tfvars", "--out", "p", "-x", "--", "-var"},
+		terraformAliases([]string{"plan", "-var", "a=1", "-var-file=x.tfvars", "-out", "p", "-x", "--", "-var"}))
+}

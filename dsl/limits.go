@@ -1,0 +1,274 @@
+package dsl
+
+import (
+	"fmt"
+	"reflect"
+	"sync/atomic"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Limits that keep a pipeline file from stalling or crashing cairn. A real
+// pipeline stays far below each; they exist so that a mistake (or a fuzzer)
+// gets a diagnostic instead of a hang, an exhausted memory or a stack
+// overflow.
+const (
+	// MaxNesting bounds how deeply brackets, templates and operator
+	// chains may nest in one expression. The parser and the evaluator
+	// recurse once per level.
+	MaxNesting = 256
+)
+
+// MaxIterations bounds the elements that for expressions may visit in one
+// evaluation (one local value, one node's attributes, ...), nested loops
+// counted by their product. Fuzzing lowers it to keep each input fast.
+var MaxIterations int64 = 1 << 18
+
+// MaxTotalIterations bounds the for-expression elements of all the
+// evaluations of one scope (one cairn command): a loop within
+// MaxIterations, repeated in each of thousands of nodes, is stopped too.
+var MaxTotalIterations int64 = 1 << 26
+
+// CheckNesting scans src token by token and reports an expression nested
+// deeper than MaxNesting, before the parser recurses into it. Each open
+// bracket, quote or template sequence counts one level, and so does each
+// operator chained at one bracket level (a + b + c nests as (a + b) + c).
+func CheckNesting(src []byte, filename string) hcl.Diagnostics {
+	if b, ok := nestingBound(src); ok && b <= MaxNesting {
+		return nil // no token can be deeper than the bound
+	}
+	return checkNestingTokens(src, filename)
+}
+
+// checkNestingTokens is CheckNesting on the lexer's tokens.
+func checkNestingTokens(src []byte, filename string) hcl.Diagnostics {
+	_, over := tokenNesting(src, filename, MaxNesting)
+	if over == nil {
+		return nil
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Expression nested too deeply",
+		Detail:   fmt.Sprintf("This expression nests brackets, templates or operators more than %d levels deep. Split it into local values.", MaxNesting),
+		Subject:  over,
+	}}
+}
+
+// tokenNesting returns the deepest nesting of src's tokens and the first
+// token nested deeper than limit (nil if none), where it stops.
+func tokenNesting(src []byte, filename string, limit int) (most int, over *hcl.Range) {
+	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
+	type level struct {
+		open hclsyntax.TokenType
+		ops  int
+	}
+	stack := []level{{}}
+	depth := 0 // len(stack)-1 plus the ops of every level
+	for _, t := range toks {
+		top := &stack[len(stack)-1]
+		switch t.Type {
+		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
+			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl,
+			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+			stack = append(stack, level{open: t.Type})
+			depth++
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
+			hclsyntax.TokenTemplateSeqEnd, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+			if len(stack) > 1 {
+				depth -= 1 + top.ops
+				stack = stack[:len(stack)-1]
+			}
+		case hclsyntax.TokenComma:
+			depth -= top.ops
+			top.ops = 0
+		case hclsyntax.TokenNewline:
+			// A newline ends an expression in a body or an object, not
+			// inside parentheses or a list.
+			if top.open == 0 || top.open == hclsyntax.TokenOBrace {
+				depth -= top.ops
+				top.ops = 0
+			}
+		case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash,
+			hclsyntax.TokenPercent, hclsyntax.TokenAnd, hclsyntax.TokenOr, hclsyntax.TokenBang,
+			hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan,
+			hclsyntax.TokenLessThanEq, hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq,
+			hclsyntax.TokenQuestion:
+			top.ops++
+			depth++
+		}
+		most = max(most, depth)
+		if depth > limit {
+			return most, t.Range.Ptr()
+		}
+	}
+	return most, nil
+}
+
+// iterBudget counts the for-expression elements left to one evaluation.
+type iterBudget struct {
+	left     atomic.Int64
+	pool     *atomic.Int64 // shared by a scope's evaluations; nil for none
+	reported atomic.Bool
+}
+
+var budgetType = cty.Capsule("evaluation budget", reflect.TypeOf(iterBudget{}))
+
+// budgetName is the budget's name in an evaluation context: not an
+// identifier, so no expression can refer to it.
+const budgetName = "\x00budget"
+
+func newBudget(pool *atomic.Int64) cty.Value {
+	b := &iterBudget{pool: pool}
+	b.left.Store(MaxIterations)
+	return cty.CapsuleVal(budgetType, b)
+}
+
+func budgetOf(ctx *hcl.EvalContext) *iterBudget {
+	for c := ctx; c != nil; c = c.Parent() {
+		if v, ok := c.Variables[budgetName]; ok {
+			return v.EncapsulatedValue().(*iterBudget)
+		}
+	}
+	return nil
+}
+
+// boundedFor is a for expression that charges the elements it visits to
+// the evaluation's budget and refuses to run past it. It embeds the
+// original, so walks over the syntax tree (references, diagnostics) see
+// the same children.
+type boundedFor struct {
+	*hclsyntax.ForExpr
+}
+
+// Value implements hcl.Expression.
+func (e *boundedFor) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	b := budgetOf(ctx)
+	if b == nil {
+		// Evaluation without a context (static attributes): give the
+		// expression a budget of its own, shared by loops nested in it.
+		ctx = &hcl.EvalContext{Variables: map[string]cty.Value{budgetName: newBudget(nil)}}
+		b = budgetOf(ctx)
+	}
+	if b.left.Load() < 0 {
+		// Over budget and reported: the loops around this one end
+		// quickly instead of evaluating more.
+		return cty.DynamicVal, nil
+	}
+	coll, diags := e.CollExpr.Value(ctx)
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	n := int64(1)
+	if raw, _ := coll.Unmark(); raw.IsKnown() && !raw.IsNull() && raw.CanIterateElements() {
+		n += int64(raw.LengthInt())
+	}
+	over := b.left.Add(-n) < 0
+	if b.pool != nil && b.pool.Add(-n) < 0 {
+		over = true
+		b.left.Store(-1)
+	}
+	if over {
+		if b.reported.Swap(true) {
+			// Reported once for this evaluation: the loops around this
+			// one end quickly instead of repeating the error.
+			return cty.DynamicVal, diags
+		}
+		detail := fmt.Sprintf("The for expressions of this evaluation visit more than %d elements in all (nested loops multiply). Narrow the collections or split the work into stages.", MaxIterations)
+		if b.pool != nil && b.pool.Load() < 0 {
+			detail = fmt.Sprintf("The for expressions of this pipeline, over all its nodes, visit more than %d elements. Narrow the collections or split the work into stages.", MaxTotalIterations)
+		}
+		return cty.DynamicVal, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Too many iterations",
+			Detail:   detail,
+			Subject:  e.CollExpr.Range().Ptr(),
+			Context:  e.SrcRange.Ptr(),
+		})
+	}
+	fe := *e.ForExpr
+	fe.CollExpr = &hclsyntax.LiteralValueExpr{Val: coll, SrcRange: e.CollExpr.Range()}
+	v, d := fe.Value(ctx)
+	return v, append(diags, d...)
+}
+
+// boundBody replaces every for expression in a parsed body with one that
+// respects the iteration budget.
+func boundBody(b *hclsyntax.Body) {
+	if b == nil {
+		return
+	}
+	for _, a := range b.Attributes {
+		a.Expr = boundExpr(a.Expr)
+	}
+	for _, blk := range b.Blocks {
+		boundBody(blk.Body)
+	}
+}
+
+// boundFile applies boundBody to a parsed native-syntax file.
+func boundFile(f *hcl.File) {
+	if f == nil {
+		return
+	}
+	if b, ok := f.Body.(*hclsyntax.Body); ok {
+		boundBody(b)
+	}
+}
+
+func boundExpr(e hclsyntax.Expression) hclsyntax.Expression {
+	switch x := e.(type) {
+	case nil:
+		return nil
+	case *hclsyntax.ForExpr:
+		x.CollExpr = boundExpr(x.CollExpr)
+		x.KeyExpr = boundExpr(x.KeyExpr)
+		x.ValExpr = boundExpr(x.ValExpr)
+		x.CondExpr = boundExpr(x.CondExpr)
+		return &boundedFor{x}
+	case *hclsyntax.ParenthesesExpr:
+		x.Expression = boundExpr(x.Expression)
+	case *hclsyntax.RelativeTraversalExpr:
+		x.Source = boundExpr(x.Source)
+	case *hclsyntax.FunctionCallExpr:
+		for i := range x.Args {
+			x.Args[i] = boundExpr(x.Args[i])
+		}
+	case *hclsyntax.ConditionalExpr:
+		x.Condition = boundExpr(x.Condition)
+		x.TrueResult = boundExpr(x.TrueResult)
+		x.FalseResult = boundExpr(x.FalseResult)
+	case *hclsyntax.IndexExpr:
+		x.Collection = boundExpr(x.Collection)
+		x.Key = boundExpr(x.Key)
+	case *hclsyntax.TupleConsExpr:
+		for i := range x.Exprs {
+			x.Exprs[i] = boundExpr(x.Exprs[i])
+		}
+	case *hclsyntax.ObjectConsExpr:
+		for i := range x.Items {
+			x.Items[i].KeyExpr = boundExpr(x.Items[i].KeyExpr)
+			x.Items[i].ValueExpr = boundExpr(x.Items[i].ValueExpr)
+		}
+	case *hclsyntax.ObjectConsKeyExpr:
+		x.Wrapped = boundExpr(x.Wrapped)
+	case *hclsyntax.SplatExpr:
+		x.Source = boundExpr(x.Source)
+		x.Each = boundExpr(x.Each)
+	case *hclsyntax.BinaryOpExpr:
+		x.LHS = boundExpr(x.LHS)
+		x.RHS = boundExpr(x.RHS)
+	case *hclsyntax.UnaryOpExpr:
+		x.Val = boundExpr(x.Val)
+	case *hclsyntax.TemplateExpr:
+		for i := range x.Parts {
+			x.Parts[i] = boundExpr(x.Parts[i])
+		}
+	case *hclsyntax.TemplateJoinExpr:
+		x.Tuple = boundExpr(x.Tuple)
+	case *hclsyntax.TemplateWrapExpr:
+		x.Wrapped = boundExpr(x.Wrapped)
+	}
+	return e
+}

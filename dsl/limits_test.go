@@ -1,0 +1,238 @@
+package dsl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestCheckNesting(t *testing.T) {
+	deep := func(open, close string, n int) string {
+		return "x = " + strings.Repeat(open, n) + "1" + strings.Repeat(close, n) + "\n"
+	}
+	cases := []struct {
+		name string
+		src  string
+		ok   bool
+	}{
+		{"parentheses within the limit", deep("(", ")", MaxNesting-1), true},
+		{"parentheses", deep("(", ")", MaxNesting+1), false},
+		{"lists", deep("[", "]", MaxNesting+1), false},
+		{"templates", "x = " + strings.Repeat(`"${`, MaxNesting) + "1" + strings.Repeat(`}"`, MaxNesting) + "\n", false},
+		{"unary minus", "x = " + strings.Repeat("-", MaxNesting+1) + "1\n", false},
+		{"negation", "x = " + strings.Repeat("!", MaxNesting+1) + "true\n", false},
+		{"operator chain", "x = 1" + strings.Repeat(" + 1", MaxNesting+1) + "\n", false},
+		{"operator chain across lines in parentheses", "x = (1" + strings.Repeat("\n+ 1", MaxNesting+1) + ")\n", false},
+		{"many short expressions", strings.Repeat("x = 1 + 2 + (3 * 4)\n", 10*MaxNesting), true},
+		{"many list items", "x = [" + strings.Repeat("-1 + 2, ", 10*MaxNesting) + "]\n", true},
+		{"many object items", "x = {\n" + strings.Repeat("  a = !true && false\n", 10*MaxNesting) + "}\n", true},
+		{"deep but balanced blocks", strings.Repeat("a {\n", 10) + strings.Repeat("}\n", 10), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := CheckNesting([]byte(c.src), "x.hcl")
+			if c.ok {
+				assert.False(t, d.HasErrors(), "%s", d.Error())
+				return
+			}
+			require.True(t, d.HasErrors())
+			assert.Equal(t, "Expression nested too deeply", d[0].Summary)
+			require.NotNil(t, d[0].Subject)
+			assert.Equal(t, "x.hcl", d[0].Subject.Filename)
+		})
+	}
+}
+
+// Deep enough nesting (a million levels of unary minus in a 1 MiB file)
+// overflows the parser's stack and kills the process; the loader refuses
+// it before parsing.
+func TestLoaderRefusesDeepNestingBeforeParsing(t *testing.T) {
+	src := "locals {\n  x = " + strings.Repeat("-", 1<<18) + "1\n}\n"
+	cfg, diags := NewLoader(nil).ParseSource([]byte(src), "deep.hcl")
+	assert.Nil(t, cfg)
+	require.True(t, diags.HasErrors())
+	assert.Equal(t, "Expression nested too deeply", diags[0].Summary)
+	assert.Equal(t, 2, diags[0].Subject.Start.Line)
+}
+
+// evalLocal loads a one-local pipeline and evaluates it.
+func evalLocal(t *testing.T, expr string) (cty.Value, hcl.Diagnostics) {
+	t.Helper()
+	cfg, diags := NewLoader(nil).ParseSource([]byte("locals {\n  x = "+expr+"\n}\n"), filepath.Join(t.TempDir(), "p.hcl"))
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".")
+	diags = cfg.EvalLocals(s)
+	return s.Locals["x"], diags
+}
+
+// lowBudget lowers MaxIterations for one test, so that refusing a loop
+// costs milliseconds.
+func lowBudget(t *testing.T) {
+	old := MaxIterations
+	MaxIterations = 1 << 14
+	t.Cleanup(func() { MaxIterations = old })
+}
+
+func TestForIterationBudget(t *testing.T) {
+	lowBudget(t)
+	v, diags := evalLocal(t, "length(flatten([for a in range(100) : [for b in range(100) : [a, b]]]))")
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	assert.True(t, v.RawEquals(cty.NumberIntVal(20000)), v.GoString())
+
+	_, diags = evalLocal(t, "[for a in range(1000) : [for b in range(1000) : [for c in range(1000) : c]]]")
+	require.True(t, diags.HasErrors())
+	require.Len(t, diags, 1, "one report, not one per inner loop: %s", diags.Error())
+	assert.Equal(t, "Too many iterations", diags[0].Summary)
+	assert.Equal(t, 2, diags[0].Subject.Start.Line)
+
+	// Loops over empty collections still count: nesting them cannot go on
+	// forever for free.
+	_, diags = evalLocal(t, strings.Repeat("[for a in range(2) : ", 40)+"1"+strings.Repeat("]", 40))
+	require.True(t, diags.HasErrors())
+	assert.Equal(t, "Too many iterations", diags[0].Summary)
+
+	// The budget belongs to one evaluation: the next one starts afresh.
+	cfg, d := NewLoader(nil).ParseSource([]byte(`locals {
+  a = length([for x in range(100) : [for y in range(100) : y]])
+  b = length([for x in range(100) : [for y in range(100) : y]])
+}
+`), "two.hcl")
+	require.False(t, d.HasErrors())
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".")
+	require.False(t, cfg.EvalLocals(s).HasErrors())
+	assert.True(t, s.Locals["b"].RawEquals(cty.NumberIntVal(100)))
+}
+
+// The evaluations of one scope share a larger pool: a loop within the
+// per-evaluation bound, repeated in thousands of nodes, stops too.
+func TestForIterationPool(t *testing.T) {
+	oldN, oldM := MaxIterations, MaxTotalIterations
+	MaxIterations, MaxTotalIterations = 1<<11, 1<<13
+	t.Cleanup(func() { MaxIterations, MaxTotalIterations = oldN, oldM })
+
+	e, d := hclsyntax.ParseExpression([]byte("[for a in range(1000) : a]"), "pool.hcl", hcl.InitialPos)
+	require.False(t, d.HasErrors())
+	expr := boundExpr(e)
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".")
+	ok := 0
+	var diags hcl.Diagnostics
+	for i := 0; i < 20 && !diags.HasErrors(); i++ {
+		_, diags = expr.Value(s.Context(nil))
+		if !diags.HasErrors() {
+			ok++
+		}
+	}
+	assert.Equal(t, 8, ok, "8 evaluations of 1001 fit in 8192")
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags[0].Detail, "over all its nodes")
+
+	// Another scope (another command) has its own pool.
+	_, diags = expr.Value(NewScope(map[string]cty.Value{}, t.TempDir(), ".").Context(nil))
+	assert.False(t, diags.HasErrors())
+}
+
+// References through a bounded for expression are still found, so that
+// dependencies and checks see them.
+func TestBoundedForKeepsReferences(t *testing.T) {
+	cfg, diags := NewLoader(nil).ParseSource([]byte(`locals {
+  x = { for k, v in var.m : k => [for s in local.seeds : "${v}-${s}-${path.root}"] if k != each.key }
+}
+`), "refs.hcl")
+	require.False(t, diags.HasErrors())
+	expr := cfg.Locals["x"].Expr
+	_, isBounded := expr.(*boundedFor)
+	assert.True(t, isBounded)
+	refs, diags := References(expr)
+	require.False(t, diags.HasErrors())
+	var got []string
+	for _, r := range refs {
+		got = append(got, r.Root+"."+r.Name)
+	}
+	assert.ElementsMatch(t, []string{"var.m", "local.seeds", "path.root", "each.key"}, got)
+	// The iteration variables are not references.
+	for _, tr := range expr.Variables() {
+		assert.NotContains(t, []string{"k", "v", "s"}, tr.RootName())
+	}
+}
+
+// A for expression evaluated without any context (a static attribute)
+// has a budget too.
+func TestBoundedForWithoutContext(t *testing.T) {
+	lowBudget(t)
+	f, diags := hclsyntax.ParseConfig([]byte("x = [for a in [1, 2, 3] : a * 2]\ny = [for a in [1,2,3,4,5,6,7,8,9,10] : [for b in [1,2,3,4,5,6,7,8,9,10] : [for c in [1,2,3,4,5,6,7,8,9,10] : [for d in [1,2,3,4,5,6,7,8,9,10] : [for e in [1,2,3,4,5,6,7,8,9,10] : [for g in [1,2,3,4,5,6,7,8,9,10] : 1]]]]]]\n"), "static.hcl", hcl.InitialPos)
+	require.False(t, diags.HasErrors())
+	boundFile(f)
+	attrs, _ := f.Body.JustAttributes()
+	v, diags := attrs["x"].Expr.Value(nil)
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	assert.Equal(t, 3, v.LengthInt())
+	_, diags = attrs["y"].Expr.Value(nil)
+	require.True(t, diags.HasErrors())
+	assert.Equal(t, "Too many iterations", diags[0].Summary)
+}
+
+func TestFunctionGuards(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "big.txt"), make([]byte, 16), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "bin.dat"), []byte{0xff, 0xfe, 0x00}, 0o644))
+	fns := Functions(root)
+	cases := []struct {
+		expr string
+		err  string // "" for success
+	}{
+		{`setproduct(range(100), range(100), range(200))`, "more than 1048576 elements"},
+		{`length(setproduct(range(10), range(10)))`, ""},
+		{`setproduct([], range(1000), range(1000), range(1000))`, ""},
+		{`format("%0999999999d", 1)`, "over 10000"},
+		{`format("%.99999f", 1)`, "over 10000"},
+		{`format("%[2]d-%[1]s", "a", 1)`, ""},
+		{`format("%%%05d%%", 3)`, ""},
+		{`formatlist("%099999d", [1])`, "over 10000"},
+		{`indent(100000000, "a\nb")`, "at most 10000 spaces"},
+		{`indent(2, "a\nb")`, ""},
+		{`file("/dev/zero")`, "not a regular file"},
+		{`file(".")`, "not a regular file"},
+		{`file("big.txt")`, ""},
+		{`file("bin.dat")`, "not UTF-8"},
+		{`filesha256("bin.dat")`, ""},
+		{`filesha256("/dev/null")`, "not a regular file"},
+		{`index(["a", "b", "c"], "c")`, ""},
+		{`index(["a", "b"], "z")`, "does not hold that value"},
+		{`index("abc", "a")`, "must be a list or tuple"},
+	}
+	for _, c := range cases {
+		t.Run(c.expr, func(t *testing.T) {
+			e, d := hclsyntax.ParseExpression([]byte(c.expr), "x.hcl", hcl.InitialPos)
+			require.False(t, d.HasErrors(), "%s", d.Error())
+			_, d = e.Value(&hcl.EvalContext{Functions: fns})
+			if c.err == "" {
+				assert.False(t, d.HasErrors(), "%s", d.Error())
+				return
+			}
+			require.True(t, d.HasErrors())
+			assert.Contains(t, d.Error(), c.err)
+		})
+	}
+}
+
+func TestIndexIsPosition(t *testing.T) {
+	v, diags := evalLocal(t, `index(["qwen", "llama", "mistral"], "llama")`)
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	assert.True(t, v.RawEquals(cty.NumberIntVal(1)), v.GoString())
+}
+
+func TestTidyDiagnostics(t *testing.T) {
+	_, diags := evalLocal(t, "pow(10, 1000000) % 7")
+	require.True(t, diags.HasErrors())
+	diags = TidyDiagnostics(diags)
+	assert.NotContains(t, diags[0].Detail, "goroutine")
+	assert.NotContains(t, diags[0].Detail, "\n")
+	assert.Contains(t, diags[0].Detail, "outside what this operation handles")
+}

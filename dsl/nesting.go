@@ -1,0 +1,128 @@
+package dsl
+
+// nestingBound is CheckNesting's fast path: one pass over the bytes of src
+// that returns a depth at least as large as the one CheckNesting computes
+// from the tokens, without lexing. It keeps the same levels (brackets,
+// quotes, template sequences) and resets, and counts every operator byte
+// as an operator (so "==" counts twice, and so do a "-" in a number or an
+// identifier and the "=" of an attribute): the bound can only be higher.
+// ok is false for input it does not model (block comments, heredocs, a
+// "$" or a newline where they are unusual, unbalanced brackets); the
+// caller then lexes.
+func nestingBound(src []byte) (bound int, ok bool) {
+	const (
+		root = iota
+		brace
+		brack
+		paren
+		quote
+		interp // ${ or %{ inside a quoted string
+	)
+	type level struct {
+		open byte
+		ops  int
+	}
+	stack := make([]level, 1, 16)
+	depth, most := 0, 0
+	push := func(open byte) {
+		stack = append(stack, level{open: open})
+		depth++
+		most = max(most, depth)
+	}
+	pop := func() {
+		depth -= 1 + stack[len(stack)-1].ops
+		stack = stack[:len(stack)-1]
+	}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		top := &stack[len(stack)-1]
+		if top.open == quote {
+			switch c {
+			case '\\':
+				i++ // the escaped byte
+			case '"':
+				pop()
+			case '$', '%':
+				if i+2 < len(src) && src[i+1] == c && src[i+2] == '{' {
+					i += 2 // $${ and %%{ are literal
+				} else if i+1 < len(src) && src[i+1] == '{' {
+					i++
+					push(interp)
+				}
+			case '\n':
+				return 0, false
+			}
+			continue
+		}
+		switch c {
+		case '#':
+			// A line comment runs through its newline: the lexer makes the
+			// newline part of the comment token, so it resets nothing.
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+		case '/':
+			if i+1 < len(src) && src[i+1] == '/' {
+				for i < len(src) && src[i] != '\n' {
+					i++
+				}
+				continue
+			}
+			if i+1 < len(src) && src[i+1] == '*' {
+				return 0, false
+			}
+			top.ops++
+			depth++
+		case '{':
+			push(brace)
+		case '[':
+			push(brack)
+		case '(':
+			push(paren)
+		case '}':
+			if len(stack) > 1 {
+				if top.open != brace && top.open != interp {
+					return 0, false
+				}
+				pop()
+			}
+		case ']':
+			if len(stack) > 1 {
+				if top.open != brack {
+					return 0, false
+				}
+				pop()
+			}
+		case ')':
+			if len(stack) > 1 {
+				if top.open != paren {
+					return 0, false
+				}
+				pop()
+			}
+		case '"':
+			push(quote)
+		case ',':
+			depth -= top.ops
+			top.ops = 0
+		case '\n':
+			if top.open == root || top.open == brace {
+				depth -= top.ops
+				top.ops = 0
+			}
+		case '<':
+			if i+1 < len(src) && src[i+1] == '<' {
+				return 0, false // a heredoc
+			}
+			top.ops++
+			depth++
+		case '$':
+			return 0, false
+		case '+', '-', '*', '%', '&', '|', '!', '=', '>', '?':
+			top.ops++
+			depth++
+		}
+		most = max(most, depth)
+	}
+	return most, true
+}

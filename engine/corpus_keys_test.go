@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// keyWorkspace is a workspace with several pipeline files and a shared
+// cache, for comparing node keys across pipelines and edits.
+type keyWorkspace struct {
+	t    *testing.T
+	root string
+}
+
+func newKeyWorkspace(t *testing.T, files map[string]string) *keyWorkspace {
+	t.Helper()
+	w := &keyWorkspace{t: t, root: t.TempDir()}
+	for name, content := range files {
+		w.write(name, content)
+	}
+	return w
+}
+
+func (w *keyWorkspace) write(rel, content string) {
+	w.t.Helper()
+	p := filepath.Join(w.root, rel)
+	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+// plan plans pipeline file with a fresh cache and returns the plan.
+func (w *keyWorkspace) plan(file string, vars ...dsl.VarArg) *Plan {
+	w.t.Helper()
+	l, diags := Load(LoadOptions{Path: file, Root: w.root, Vars: dsl.VarInputs{Args: vars}})
+	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
+	c, err := OpenCache(filepath.Join(w.t.TempDir(), "cache"), CacheOptions{NoSync: true})
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { c.Close() })
+	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
+	return p
+}
+
+func (w *keyWorkspace) key(file, addr string, vars ...dsl.VarArg) string {
+	w.t.Helper()
+	p := w.plan(file, vars...)
+	for _, pn := range p.Nodes {
+		if pn.Node.Addr == addr {
+			require.NotEmpty(w.t, pn.Key, "%s has no key yet: %v", addr, pn.Reasons)
+			return pn.Key
+		}
+	}
+	w.t.Fatalf("%s: no node %s", file, addr)
+	return ""
+}
+
+const trainAlpha = `
+pipeline "alpha" {}
+
+stage "command" "train" {
+  run         = ["python", "train.py", "--lr", "0.1"]
+  inputs      = ["train.py", "data/"]
+  env         = { SEED = "1" }
+  description = "alpha's training"
+  timeout     = "1h"
+}
+`
+
+// The same work, declared by another pipeline under another stage name,
+// as one instance of a for_each, with other scheduling knobs.
+const trainBeta = `
+pipeline "beta" {}
+
+variable "lr" {
+  default = "0.1"
+}
+
+stage "command" "fit_model" {
+  for_each    = { fast = var.lr }
+  run         = ["python", "train.py", "--lr", each.value]
+  inputs      = ["data/", "train.py"]
+  env         = { SEED = "1" }
+  timeout     = "5m"
+  concurrency = 1
+  retry {
+    max = 3
+  }
+}
+`
+
+func TestCorpusKeySharedAcrossPipelines(t *testing.T) {
+	w := newKeyWorkspace(t, map[string]string{
+		"alpha.hcl":       trainAlpha,
+		"beta.hcl":        trainBeta,
+		"train.py":        "print('train')\n",
+		"data/items.json": "[1, 2, 3]\n",
+	})
+	a := w.key("alpha.hcl", "stage.train")
+	b := w.key("beta.hcl", `stage.fit_model["fast"]`)
+	assert.Equal(t, a, b, "the same node in two pipelines must share its key")
+
+	// The key is a function of the content, not of the moment: planning
+	// again gives the same key.
+	assert.Equal(t, a, w.key("alpha.hcl", "stage.train"))
+}
+
+func TestCorpusKeyChanges(t *testing.T) {
+	w := newKeyWorkspace(t, map[string]string{
+		"alpha.hcl":       trainAlpha,
+		"beta.hcl":        trainBeta,
+		"train.py":        "print('train')\n",
+		"data/items.json": "[1, 2, 3]\n",
+	})
+	base := w.key("alpha.hcl", "stage.train")
+
+	t.Run("input file", func(t *testing.T) {
+		w.write("train.py", "print('train v2')\n")
+		assert.NotEqual(t, base, w.key("alpha.hcl", "stage.train"))
+		w.write("train.py", "print('train')\n")
+		assert.Equal(t, base, w.key("alpha.hcl", "stage.train"), "restoring the file restores the key")
+	})
+	t.Run("file inside an input directory", func(t *testing.T) {
+		w.write("data/items.json", "[1, 2, 3, 4]\n")
+		assert.NotEqual(t, base, w.key("alpha.hcl", "stage.train"))
+		w.write("data/items.json", "[1, 2, 3]\n")
+		assert.Equal(t, base, w.key("alpha.hcl", "stage.train"))
+	})
+	t.Run("new file in an input directory", func(t *testing.T) {
+		w.write("data/extra.json", "{}\n")
+		assert.NotEqual(t, base, w.key("alpha.hcl", "stage.train"))
+		require.NoError(t, os.Remove(filepath.Join(w.root, "data/extra.json")))
+		assert.Equal(t, base, w.key("alpha.hcl", "stage.train"))
+	})
+	t.Run("argument", func(t *testing.T) {
+		b := w.key("beta.hcl", `stage.fit_model["fast"]`)
+		require.Equal(t, base, b)
+		changed := w.key("beta.hcl", `stage.fit_model["fast"]`, dsl.VarArg{Value: "lr=0.2"})
+		assert.NotEqual(t, base, changed)
+	})
+	t.Run("env value", func(t *testing.T) {
+		w.write("env.hcl", `
+stage "command" "train" {
+  run    = ["python", "train.py", "--lr", "0.1"]
+  inputs = ["train.py", "data/"]
+  env    = { SEED = "2" }
+}
+`)
+		assert.NotEqual(t, base, w.key("env.hcl", "stage.train"))
+	})
+	t.Run("scheduling knobs do not", func(t *testing.T) {
+		w.write("knobs.hcl", `
+stage "command" "train" {
+  run                 = ["python", "train.py", "--lr", "0.1"]
+  inputs              = ["data/", "train.py"]
+  env                 = { SEED = "1" }
+  timeout             = "10h"
+  kill_grace          = "1m"
+  cpus                = 8
+  on_interrupt        = "fail"
+  on_upstream_failure = "run"
+  classify            = { setup = ["ImportError"] }
+}
+`)
+		assert.Equal(t, base, w.key("knobs.hcl", "stage.train"))
+	})
+}
+
+const secretPipeline = `
+variable "token" {
+  type      = string
+  sensitive = true
+}
+
+variable "plain" {
+  default = "visible-value"
+}
+
+locals {
+  header = "Bearer ${var.token}"
+}
+
+stage "command" "call" {
+  run = ["curl", "-H", local.header, "https://example.com/${var.plain}"]
+  env = { TOKEN = var.token, PLAIN = var.plain }
+}
+
+stage "command" "after_call" {
+  after = [stage.call]
+  run   = ["echo", var.token]
+}
+`
+
+func TestCorpusSensitiveNeverShown(t *testing.T) {
+	const secret = "s3cr3t-t0ken-corpus"
+	w := newKeyWorkspace(t, map[string]string{"secret.hcl": secretPipeline})
+	vars := []dsl.VarArg{{Value: "token=" + secret}}
+	p := w.plan("secret.hcl", vars...)
+
+	var out bytes.Buffer
+	require.NoError(t, p.Render(&out))
+	js, err := json.Marshal(p.JSON())
+	require.NoError(t, err)
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, SavePlan(planFile, p, "secret.hcl", vars))
+	saved, err := os.ReadFile(planFile)
+	require.NoError(t, err)
+
+	for what, text := range map[string]string{"rendered plan": out.String(), "JSON plan": string(js), "saved plan": string(saved)} {
+		assert.NotContains(t, text, secret, "%s shows the secret", what)
+		assert.Contains(t, text, "stage.call", "%s lists the node", what)
+	}
+	for _, pn := range p.Nodes {
+		if pn.Envelope == nil {
+			continue
+		}
+		b, err := json.Marshal(pn.Envelope)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), secret, "the key envelope of %s holds the secret", pn.Node.Addr)
+		assert.Contains(t, string(b), "visible-value", "non-sensitive values stay in the envelope")
+	}
+
+	// The secret still shapes the key: another secret, another key.
+	k1 := w.key("secret.hcl", "stage.call", vars...)
+	k2 := w.key("secret.hcl", "stage.call", dsl.VarArg{Value: "token=another-secret"})
+	assert.NotEqual(t, k1, k2)
+
+	// A changed secret is explained without being shown.
+	p2 := w.plan("secret.hcl", dsl.VarArg{Value: "token=another-secret"})
+	reasons := diffEnvelopes(p.Nodes[0].Envelope, p2.Nodes[0].Envelope, p2.Graph, p2.Nodes[0].Node, p2)
+	require.NotEmpty(t, reasons)
+	for _, r := range reasons {
+		assert.NotContains(t, r, secret)
+		assert.NotContains(t, r, "another-secret")
+		assert.Contains(t, r, "(sensitive)")
+	}
+}

@@ -1,0 +1,146 @@
+package crashtest
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine"
+)
+
+const victimPipeline = `
+pipeline "victim" {}
+stage "command" "victim" {
+  # The shell waits on a child that holds the log pipes: killing the shell
+  # must still end the node at once.
+  run     = ["sh", "-c", "sleep 1000; echo done > victim.txt"]
+  outputs = ["victim.txt"]
+}
+stage "command" "after_victim" {
+  after   = [stage.victim]
+  run     = ["sh", "-c", "echo ran > after_victim.txt"]
+  outputs = ["after_victim.txt"]
+}
+stage "command" "sibling" {
+  for_each = toset(["a", "b", "c"])
+  run      = ["sh", "-c", "sleep 0.3; echo ${each.key} > sibling_${each.key}.txt"]
+  outputs  = ["sibling_${each.key}.txt"]
+}
+`
+
+// startedPID waits for the journal of the newest run to record addr's
+// process and returns its pid.
+func (w *ws) startedPID(addr string) int {
+	w.t.Helper()
+	pid := 0
+	waitFor(w.t, addr+" to start", 30*time.Second, func() bool {
+		runs, _ := engine.ListRuns(w.cache)
+		if len(runs) == 0 {
+			return false
+		}
+		for _, e := range runs[0].Entries {
+			if e.T == engine.JStarted && e.Node == addr {
+				pid = e.PID
+				return true
+			}
+		}
+		return false
+	})
+	return pid
+}
+
+// TestKillChild kills one node's process with SIGKILL while the apply runs:
+// that node fails with class "killed" (a signal cairn did not send), its
+// downstream is skipped, and the rest of the run proceeds and succeeds.
+func TestKillChild(t *testing.T) {
+	w := newWS(t, victimPipeline)
+	p := w.start([]string{"CAIRN_NO_FSYNC=1"}, "apply", "--parallelism", "4")
+	pid := w.startedPID(`stage.victim`)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	res := p.wait(t)
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stdout, "stage.victim failed (killed)")
+
+	ri := w.lastRun()
+	failed := entries(ri, engine.JFailed, "stage.victim")
+	require.Len(t, failed, 1, res.String())
+	assert.Equal(t, "killed", failed[0].Class)
+	assert.Contains(t, failed[0].Message, "killed by signal")
+	require.Len(t, entries(ri, engine.JSkipped, "stage.after_victim"), 1)
+	for _, k := range []string{"a", "b", "c"} {
+		assert.Len(t, entries(ri, engine.JFinished, `stage.sibling["`+k+`"]`), 1, k)
+		assert.Equal(t, k+"\n", w.read("sibling_"+k+".txt"))
+	}
+	assert.False(t, w.exists("after_victim.txt"))
+	assert.Empty(t, workspaceProcs(w.root), "the victim's child outlived its node")
+}
+
+// TestReapOtherPipelinesLeftovers kills (SIGKILL) an apply whose node left
+// a grandchild running, then applies another pipeline on the same cache:
+// that apply reaps the dead run's leftovers before it starts.
+func TestReapOtherPipelinesLeftovers(t *testing.T) {
+	w := newWS(t, "")
+	w.write("counts/.keep", "")
+	w.write("left.hcl", holderPipeline("left", true))
+	w.write("other.hcl", `
+pipeline "other" {}
+stage "command" "one" {
+  run     = ["sh", "-c", "echo one > one.txt"]
+  outputs = ["one.txt"]
+}
+`)
+	env := []string{"CAIRN_NO_FSYNC=1"}
+	p := w.start(env, "apply", "left.hcl")
+	w.startedPID("stage.held")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t)
+	var left []proc
+	waitFor(t, "the node's shell to die with cairn", 10*time.Second, func() bool {
+		left = workspaceProcs(w.root)
+		for _, pr := range left {
+			if strings.HasPrefix(pr.cmd, "sh ") {
+				return false
+			}
+		}
+		return true
+	})
+	require.NotEmpty(t, left, "the killed apply left nothing running: nothing to reap")
+	res := w.run(env, "apply", "other.hcl")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run`, res.stdout)
+	assert.Empty(t, workspaceProcs(w.root))
+}
+
+// TestKillBeforeStartJournaled kills (SIGKILL) an apply after its node's
+// process started, and started another, but before the journal names it:
+// nothing tells the next apply to reap it, and it holds the node's lock.
+// The next apply finds the node's lock held for a dead run, kills the
+// leftover before it starts anything, and runs the node.
+func TestKillBeforeStartJournaled(t *testing.T) {
+	w := newWS(t, holderPipeline("unjournaled", true))
+	w.write("counts/.keep", "")
+	res := w.run([]string{"CAIRN_TEST_KILL_AFTER_STARTS=1"}, "apply")
+	require.Equal(t, -1, res.code, res.String()) // killed by a signal
+	require.Empty(t, entries(w.lastRun(), engine.JStarted, "stage.held"), "the start was journaled")
+	var left []proc
+	waitFor(t, "the node's shell to die with cairn", 10*time.Second, func() bool {
+		left = workspaceProcs(w.root)
+		for _, pr := range left {
+			if strings.HasPrefix(pr.cmd, "sh ") {
+				return false
+			}
+		}
+		return true
+	})
+	require.NotEmpty(t, left, "nothing was left running")
+	w.write("go", "")
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run`, res.stdout)
+	assert.Equal(t, 1, w.countLines("counts/held"))
+	assert.Empty(t, workspaceProcs(w.root))
+}

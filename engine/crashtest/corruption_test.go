@@ -1,0 +1,220 @@
+package crashtest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/wal"
+)
+
+const chainPipeline = `
+pipeline "chain" {}
+stage "command" "make" {
+  run     = ["sh", "-c", "mkdir -p out; echo made > out/make.txt; echo x >> counts/make"]
+  outputs = ["out/make.txt"]
+}
+stage "command" "use" {
+  after   = [stage.make]
+  run     = ["sh", "-c", "cat out/make.txt out/make.txt > out/use.txt; echo x >> counts/use"]
+  outputs = ["out/use.txt"]
+}
+`
+
+// record returns the committed record of addr in the workspace's cache.
+func (w *ws) record(pipeline, addr string) *engine.Record {
+	w.t.Helper()
+	c := w.openCache(w.cache)
+	key := c.LastKey(pipeline, addr)
+	require.NotEmpty(w.t, key, "no record for %s", addr)
+	r, ok := c.Lookup(key)
+	require.True(w.t, ok, "record of %s", addr)
+	return r
+}
+
+func (w *ws) blobPath(digest string) string {
+	return filepath.Join(w.cache, "cas", "sha256", digest[:2], digest)
+}
+
+// TestCorruptBlob flips a byte of a cached output's blob: the next apply
+// that must restore it detects the damage, warns, evicts the record and
+// runs the node again; the workspace gets the right content and the cache a
+// good blob.
+func TestCorruptBlob(t *testing.T) {
+	w := newWS(t, chainPipeline)
+	w.write("counts/.keep", "")
+	res := w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	rec := w.record("chain", "stage.make")
+	d := rec.Outputs["out/make.txt"]
+	blob := w.blobPath(d)
+	b, err := os.ReadFile(blob)
+	require.NoError(t, err)
+	b[0] ^= 0x20
+	require.NoError(t, os.Chmod(blob, 0o644))
+	require.NoError(t, os.WriteFile(blob, b, 0o644))
+	// The workspace copy is gone: the cache must supply it.
+	require.NoError(t, os.Remove(w.path("out/make.txt")))
+
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "warning: stage.make: the cached result is damaged")
+	assert.Contains(t, res.stdout, "1 ran, 1 cached")
+	assert.Equal(t, 2, w.countLines("counts/make"), "make runs again")
+	assert.Equal(t, 1, w.countLines("counts/use"), "use keeps its cached result: make's output is the same")
+	assert.Equal(t, "made\n", w.read("out/make.txt"))
+	c := w.openCache(w.cache)
+	got, err := c.Blobs.ReadBytes(cas.Digest(d))
+	require.NoError(t, err, "the recomputed output is stored again")
+	assert.Equal(t, "made\n", string(got))
+}
+
+// appendIndex appends raw records to the cache's action index, as another
+// cairn would.
+func (w *ws) appendIndex(payloads ...[]byte) {
+	w.t.Helper()
+	l, err := wal.Open(filepath.Join(w.cache, "index.log"), wal.Options{Shared: true, NoSync: true})
+	require.NoError(w.t, err)
+	require.NoError(w.t, l.AppendBatch(payloads))
+	require.NoError(w.t, l.Close())
+}
+
+// TestUnreadableRecord damages action records two ways — a record whose
+// content does not decode, and bytes flipped on disk inside the index — and
+// shows that each costs only a cache miss: the node runs again and its
+// downstream, whose key is unchanged, stays cached.
+func TestUnreadableRecord(t *testing.T) {
+	t.Run("undecodable", func(t *testing.T) {
+		w := newWS(t, chainPipeline)
+		w.write("counts/.keep", "")
+		res := w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		rec := w.record("chain", "stage.make")
+		// A later record for the key replaces the good one.
+		w.appendIndex(append(append([]byte{'A'}, rec.Key...), `{"format":1,"key":`...))
+		res = w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stderr, "unreadable")
+		assert.Contains(t, res.stdout, "1 ran, 1 cached")
+		assert.Equal(t, 2, w.countLines("counts/make"))
+		assert.Equal(t, 1, w.countLines("counts/use"))
+		res = w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stdout, "0 ran, 2 cached")
+	})
+	t.Run("flipped on disk", func(t *testing.T) {
+		w := newWS(t, chainPipeline)
+		w.write("counts/.keep", "")
+		res := w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		rec := w.record("chain", "stage.make")
+		// Flip a byte inside make's action record, in the middle of the
+		// index: use's records follow it.
+		idx := filepath.Join(w.cache, "index.log")
+		b, err := os.ReadFile(idx)
+		require.NoError(t, err)
+		at := strings.Index(string(b), "A"+rec.Key)
+		require.Positive(t, at)
+		b[at+70] ^= 0x01
+		require.NoError(t, os.WriteFile(idx, b, 0o644))
+
+		res = w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stdout, "1 ran, 1 cached")
+		assert.Contains(t, res.stderr, "damaged record(s) of the index were blanked")
+		assert.Equal(t, 2, w.countLines("counts/make"))
+		assert.Equal(t, 1, w.countLines("counts/use"))
+		res = w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stdout, "0 ran, 2 cached")
+		_, err = wal.Read(idx, nil)
+		assert.NoError(t, err, "the index is readable again")
+	})
+}
+
+// TestTornJournal cuts a finished run's journal in the middle of its last
+// record: the journal stays readable without the torn record, `cairn show`
+// and `cairn status` read it, and the next apply is not disturbed.
+func TestTornJournal(t *testing.T) {
+	w := newWS(t, chainPipeline)
+	w.write("counts/.keep", "")
+	res := w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	ri := w.lastRun()
+	n := len(ri.Entries)
+	require.GreaterOrEqual(t, n, 4)
+	path := filepath.Join(ri.Dir, "journal")
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	// The last record is run_end; cut it in half.
+	var lastOff int64
+	_, err = wal.Read(path, func(off int64, _ []byte) error { lastOff = off; return nil })
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(path, lastOff+(st.Size()-lastOff)/2))
+
+	es, err := engine.ReadJournal(ri.Dir)
+	require.NoError(t, err)
+	require.Len(t, es, n-1)
+	assert.Equal(t, ri.Entries[:n-1][len(es)-1].T, es[len(es)-1].T)
+
+	res = w.run(nil, "show", ri.ID)
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "stage.make")
+	res = w.run(nil, "status")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, ri.ID)
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "0 ran, 2 cached")
+}
+
+// TestRestoredOutputRewrittenInPlace: workloads that rewrite files in place
+// — a downstream appending to its upstream's restored output, a node
+// appending to its own output when it runs again — never change what the
+// cache holds: outputs are restored as copies, never links to blobs.
+func TestRestoredOutputRewrittenInPlace(t *testing.T) {
+	w := newWS(t, `
+pipeline "inplace" {}
+stage "command" "grow" {
+  run     = ["sh", "-c", "echo line >> grow.txt"]
+  outputs = ["grow.txt"]
+}
+stage "command" "tamper" {
+  after   = [stage.grow]
+  run     = ["sh", "-c", "cp grow.txt seen.txt; echo tampered >> grow.txt"]
+  outputs = ["seen.txt"]
+}
+`)
+	res := w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	rec := w.record("inplace", "stage.grow")
+	d := rec.Outputs["grow.txt"]
+	assert.Equal(t, "line\ntampered\n", w.read("grow.txt"))
+
+	// The next apply restores grow.txt from the cache, as it was made.
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "0 ran, 2 cached")
+	assert.Equal(t, "line\n", w.read("grow.txt"))
+
+	// Running grow again appends to the restored file in place.
+	res = w.apply("--replace", "stage.grow")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Equal(t, "line\nline\ntampered\n", w.read("grow.txt"))
+	c := w.openCache(w.cache)
+	got, err := c.Blobs.ReadBytes(cas.Digest(d))
+	require.NoError(t, err)
+	assert.Equal(t, "line\n", string(got), "the first result's blob is unchanged")
+	for _, r := range c.Records() {
+		for p, dg := range r.Outputs {
+			_, err := c.Blobs.ReadBytes(cas.Digest(dg))
+			assert.NoError(t, err, "%s of %s", p, r.Address)
+		}
+	}
+}

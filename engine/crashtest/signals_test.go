@@ -1,0 +1,433 @@
+package crashtest
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine"
+)
+
+// gated is a stage body that waits for the file "go", then writes
+// out_<key>.txt and counts its completion.
+const gatedPipeline = `
+pipeline "gated" {}
+stage "command" "fast" {
+  run     = ["sh", "-c", "echo fast > fast.txt; echo x >> counts/fast"]
+  outputs = ["fast.txt"]
+}
+stage "command" "slow" {
+  for_each   = toset(["a", "b", "c"])
+  kill_grace = "30s"
+  run        = ["sh", "-c", "while [ ! -f go ]; do sleep 0.02; done; echo ${each.key} > slow_${each.key}.txt; echo x >> counts/slow_${each.key}"]
+  outputs    = ["slow_${each.key}.txt"]
+}
+`
+
+// waitStarted waits until the newest run's journal has started records for
+// every address in addrs and finished records for every address in done.
+func (w *ws) waitJournal(started, finished []string) {
+	w.t.Helper()
+	waitFor(w.t, "the journal to show the nodes running", 30*time.Second, func() bool {
+		runs, _ := engine.ListRuns(w.cache)
+		if len(runs) == 0 {
+			return false
+		}
+		have := map[string]bool{}
+		for _, e := range runs[0].Entries {
+			have[e.T+" "+e.Node] = true
+		}
+		for _, a := range started {
+			if !have[engine.JStarted+" "+a] {
+				return false
+			}
+		}
+		for _, a := range finished {
+			if !have[engine.JFinished+" "+a] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+var slowAddrs = []string{`stage.slow["a"]`, `stage.slow["b"]`, `stage.slow["c"]`}
+
+// TestSIGINT interrupts an apply with SIGINT while three nodes run: cairn
+// terminates them, journals them with class "interrupted" and exits 130;
+// the next apply keeps the finished node and runs the three again.
+func TestSIGINT(t *testing.T) {
+	w := newWS(t, gatedPipeline)
+	w.write("counts/.keep", "")
+	p := w.start([]string{"CAIRN_NO_FSYNC=1"}, "apply", "--parallelism", "4")
+	w.waitJournal(slowAddrs, []string{"stage.fast"})
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	res := p.wait(t)
+	require.Equal(t, 130, res.code, res.String())
+	assert.Contains(t, res.stderr, "interrupted")
+	assert.Empty(t, workspaceProcs(w.root), "nodes left running after the interrupt")
+
+	ri := w.lastRun()
+	assert.Equal(t, "interrupted", ri.State)
+	for _, a := range slowAddrs {
+		f := entries(ri, engine.JFailed, a)
+		require.Len(t, f, 1, a)
+		assert.Equal(t, "interrupted", f[0].Class, a)
+	}
+	ends := entries(ri, engine.JRunEnd, "")
+	require.Len(t, ends, 1)
+	assert.Equal(t, "interrupted", ends[0].Status)
+
+	w.write("go", "")
+	res = w.run(nil, "apply")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "3 ran, 1 cached")
+	assert.Equal(t, 1, w.countLines("counts/fast"))
+	for _, k := range []string{"a", "b", "c"} {
+		assert.Equal(t, 1, w.countLines("counts/slow_"+k))
+	}
+}
+
+// TestSecondSIGINTKillsAtOnce: nodes that ignore SIGTERM are given their
+// kill_grace after the first SIGINT; a second SIGINT kills them at once.
+func TestSecondSIGINTKillsAtOnce(t *testing.T) {
+	w := newWS(t, `
+pipeline "stubborn" {}
+stage "command" "stubborn" {
+  kill_grace = "10m"
+  run        = ["sh", "-c", "trap 'echo term >> term.log' TERM; while true; do sleep 0.02; done"]
+}
+`)
+	p := w.start([]string{"CAIRN_NO_FSYNC=1"}, "apply")
+	w.waitJournal([]string{"stage.stubborn"}, nil)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	waitFor(t, "the node to get SIGTERM", 30*time.Second, func() bool { return w.exists("term.log") })
+	select {
+	case <-p.done:
+		t.Fatalf("cairn ended before its node's kill_grace: %s", p.res)
+	default:
+	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	res := p.wait(t)
+	require.Equal(t, 130, res.code, res.String())
+	assert.Empty(t, workspaceProcs(w.root))
+	f := entries(w.lastRun(), engine.JFailed, "stage.stubborn")
+	require.Len(t, f, 1)
+	assert.Equal(t, "interrupted", f[0].Class)
+}
+
+// TestTimeout: a node past its timeout gets SIGTERM, then SIGKILL after its
+// kill_grace, and fails with class "timeout"; its siblings finish.
+func TestTimeout(t *testing.T) {
+	w := newWS(t, `
+pipeline "timeout" {}
+stage "command" "hang" {
+  timeout    = "1s"
+  kill_grace = "1s"
+  run        = ["sh", "-c", "trap 'echo term >> term.log' TERM; while true; do sleep 0.02; done"]
+}
+stage "command" "sibling" {
+  for_each = toset(["a", "b"])
+  run      = ["sh", "-c", "sleep 0.5; echo ${each.key} > sib_${each.key}.txt"]
+  outputs  = ["sib_${each.key}.txt"]
+}
+`)
+	res := w.run([]string{"CAIRN_NO_FSYNC=1"}, "apply", "--parallelism", "4")
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stdout, "stage.hang failed (timeout)")
+	assert.Equal(t, "term\n", w.read("term.log"), "SIGTERM first")
+	ri := w.lastRun()
+	f := entries(ri, engine.JFailed, "stage.hang")
+	require.Len(t, f, 1)
+	assert.Equal(t, "timeout", f[0].Class)
+	for _, k := range []string{"a", "b"} {
+		assert.Len(t, entries(ri, engine.JFinished, `stage.sibling["`+k+`"]`), 1)
+	}
+	assert.Empty(t, workspaceProcs(w.root))
+}
+
+// TestRetryByClass: a node retried on "exit" runs until it succeeds, every
+// attempt journaled; a failure of a class not listed is not retried; a
+// node that keeps failing stops after max retries.
+func TestRetryByClass(t *testing.T) {
+	w := newWS(t, `
+pipeline "retry" {}
+stage "command" "flaky" {
+  run     = ["sh", "-c", "n=$(cat flaky.n 2>/dev/null || echo 0); n=$((n+1)); echo $n > flaky.n; [ $n -ge 3 ] && echo ok > flaky.txt"]
+  outputs = ["flaky.txt"]
+  retry {
+    max = 3
+    on  = ["exit"]
+  }
+}
+stage "command" "other_class" {
+  run = ["sh", "-c", "echo x >> other.n; exit 3"]
+  retry {
+    max = 3
+    on  = ["timeout"]
+  }
+}
+stage "command" "hopeless" {
+  run = ["sh", "-c", "echo x >> hopeless.n; exit 1"]
+  retry {
+    max = 1
+    on  = ["exit"]
+  }
+}
+`)
+	res := w.run([]string{"CAIRN_NO_FSYNC=1"}, "apply")
+	require.Equal(t, 1, res.code, res.String())
+	ri := w.lastRun()
+	attempts := func(typ, addr string) []int {
+		var out []int
+		for _, e := range entries(ri, typ, addr) {
+			out = append(out, e.Attempt)
+		}
+		return out
+	}
+	assert.Equal(t, []int{1, 2, 3}, attempts(engine.JStarted, "stage.flaky"))
+	assert.Equal(t, []int{1, 2}, attempts(engine.JFailed, "stage.flaky"))
+	assert.Equal(t, []int{3}, attempts(engine.JFinished, "stage.flaky"))
+	for _, e := range entries(ri, engine.JFailed, "stage.flaky") {
+		assert.Equal(t, "exit", e.Class)
+	}
+	assert.Equal(t, []int{1}, attempts(engine.JStarted, "stage.other_class"))
+	assert.Equal(t, 1, w.countLines("other.n"))
+	assert.Equal(t, []int{1, 2}, attempts(engine.JStarted, "stage.hopeless"))
+	assert.Equal(t, 2, w.countLines("hopeless.n"))
+	assert.Contains(t, res.stdout, "stage.hopeless failed (exit)")
+	assert.Equal(t, "ok\n", w.read("flaky.txt"))
+	// The record says how many attempts it took.
+	assert.Equal(t, 3, w.record("retry", "stage.flaky").Attempts)
+}
+
+// TestPostconditionFailure: a result that fails its postcondition fails the
+// node (exit 1) with the error_message; its downstream is skipped and
+// journaled so, while a downstream with on_upstream_failure = "run" runs
+// and sees the failed status.
+func TestPostconditionFailure(t *testing.T) {
+	w := newWS(t, `
+pipeline "gate" {}
+stage "command" "gate" {
+  run    = ["sh", "-c", "echo '{\"accuracy\": 0.5}' > gate.json"]
+  result = "gate.json"
+  postcondition {
+    condition     = self.result.accuracy >= 0.85
+    error_message = "accuracy ${self.result.accuracy} is below 0.85"
+  }
+}
+stage "command" "after_gate" {
+  after   = [stage.gate]
+  run     = ["sh", "-c", "echo ran > after_gate.txt"]
+  outputs = ["after_gate.txt"]
+}
+stage "command" "report" {
+  on_upstream_failure = "run"
+  run     = ["sh", "-c", "echo ${stage.gate.status} ${stage.gate.class} > report.txt"]
+  outputs = ["report.txt"]
+}
+`)
+	res := w.run([]string{"CAIRN_NO_FSYNC=1"}, "apply")
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stdout, "accuracy 0.5 is below 0.85")
+	ri := w.lastRun()
+	f := entries(ri, engine.JFailed, "stage.gate")
+	require.Len(t, f, 1)
+	assert.Equal(t, "postcondition", f[0].Class)
+	require.Len(t, entries(ri, engine.JSkipped, "stage.after_gate"), 1)
+	assert.False(t, w.exists("after_gate.txt"))
+	assert.Equal(t, "failed postcondition\n", w.read("report.txt"))
+	// Applying again refuses the same result again: the gate is not
+	// silently passed by the cache.
+	res = w.run([]string{"CAIRN_NO_FSYNC=1"}, "apply")
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stdout, "accuracy 0.5 is below 0.85")
+	assert.False(t, w.exists("after_gate.txt"))
+}
+
+// TestOnInterruptFail: a node of a stage with on_interrupt = "fail" that
+// was running when its apply was killed (SIGKILL) or interrupted (SIGINT)
+// is not rerun silently: apply refuses (exit 1) and names --replace, which
+// then runs it.
+func TestOnInterruptFail(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			w := newWS(t, `
+pipeline "optimizer" {}
+stage "command" "optimize" {
+  on_interrupt = "fail"
+  run          = ["sh", "-c", "while [ ! -f go ]; do sleep 0.02; done; echo done > optimize.txt; echo x >> counts/optimize"]
+  outputs      = ["optimize.txt"]
+}
+stage "command" "other" {
+  run     = ["sh", "-c", "echo other > other.txt; echo x >> counts/other"]
+  outputs = ["other.txt"]
+}
+`)
+			w.write("counts/.keep", "")
+			p := w.start(nil, "apply")
+			w.waitJournal([]string{"stage.optimize"}, []string{"stage.other"})
+			require.NoError(t, p.cmd.Process.Signal(sig))
+			p.wait(t)
+			w.write("go", "")
+
+			res := w.apply()
+			require.Equal(t, 1, res.code, res.String())
+			assert.Contains(t, res.stderr, `on_interrupt = "fail"`)
+			assert.Contains(t, res.stderr, "--replace 'stage.optimize'")
+			assert.Equal(t, 0, w.countLines("counts/optimize"), "refused, yet it ran")
+			// Refused again: a refusal does not clear the interruption.
+			res = w.apply()
+			require.Equal(t, 1, res.code, res.String())
+
+			res = w.apply("--replace", "stage.optimize")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Contains(t, res.stdout, "1 ran, 1 cached")
+			assert.Equal(t, 1, w.countLines("counts/optimize"))
+			assert.Equal(t, 1, w.countLines("counts/other"))
+			res = w.apply()
+			require.Equal(t, 0, res.code, res.String())
+			assert.Contains(t, res.stdout, "0 ran, 2 cached")
+		})
+	}
+}
+
+// TestStalePlanFile: `apply PLANFILE` runs a saved plan while nothing it
+// planned has changed, and refuses (exit 1, nothing run) once an input did.
+func TestStalePlanFile(t *testing.T) {
+	w := newWS(t, `
+pipeline "planned" {}
+stage "command" "read" {
+  inputs  = ["data.txt"]
+  run     = ["sh", "-c", "cp data.txt copy.txt; echo x >> read.n"]
+  outputs = ["copy.txt"]
+}
+`)
+	w.write("data.txt", "one\n")
+	res := w.run(nil, "plan", "--out", "saved.plan")
+	require.Equal(t, 0, res.code, res.String())
+	w.write("data.txt", "two\n")
+	res = w.run(nil, "apply", "saved.plan")
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stderr, "stale")
+	assert.Contains(t, res.stderr, "stage.read")
+	assert.False(t, w.exists("read.n"), "a stale plan ran")
+
+	res = w.run(nil, "plan", "--out", "saved.plan")
+	require.Equal(t, 0, res.code, res.String())
+	res = w.run(nil, "apply", "saved.plan")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Equal(t, "two\n", w.read("copy.txt"))
+}
+
+// TestTarget: --target runs the target and what it needs, nothing else.
+func TestTarget(t *testing.T) {
+	w := newWS(t, `
+pipeline "target" {}
+stage "command" "base" {
+  run     = ["sh", "-c", "echo base > base.txt; echo x >> base.n"]
+  outputs = ["base.txt"]
+}
+stage "command" "top" {
+  after   = [stage.base]
+  run     = ["sh", "-c", "cat base.txt > top.txt; echo x >> top.n"]
+  outputs = ["top.txt"]
+}
+stage "command" "aside" {
+  run     = ["sh", "-c", "echo x >> aside.n"]
+}
+`)
+	res := w.apply("--target", "stage.top")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "2 ran, 0 cached")
+	assert.Equal(t, 1, w.countLines("base.n"))
+	assert.Equal(t, 1, w.countLines("top.n"))
+	assert.False(t, w.exists("aside.n"))
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "1 ran, 2 cached")
+	assert.Equal(t, 1, w.countLines("aside.n"))
+}
+
+// TestStatusAndShowOfKilledRun: `cairn status` shows a running apply as
+// running and, once it was killed (SIGKILL), as interrupted; `cairn show
+// RUN` lists its nodes: finished, interrupted, with attempts and logs.
+func TestStatusAndShowOfKilledRun(t *testing.T) {
+	w := newWS(t, gatedPipeline)
+	w.write("counts/.keep", "")
+	p := w.start(nil, "apply", "--parallelism", "4")
+	w.waitJournal(slowAddrs, []string{"stage.fast"})
+	id := w.lastRun().ID
+	res := w.run(nil, "status")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, id+`\s.*gated\s+running`, res.stdout)
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t)
+	res = w.run(nil, "status")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, id+`\s.*gated\s+interrupted`, res.stdout)
+
+	res = w.run(nil, "show", id)
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "interrupted")
+	assert.Regexp(t, `stage\.fast\s+ok\s+1\s`, res.stdout)
+	for _, a := range slowAddrs {
+		assert.Regexp(t, strings.ReplaceAll(strings.ReplaceAll(a, "[", `\[`), "]", `\]`)+`\s+interrupted\s+1\s.*\.err`, res.stdout)
+	}
+}
+
+// TestGCWhileApplying: gc waits for running applies (it never removes what
+// one uses: blobs stored but not yet committed, records in use), and
+// removes blobs no record references.
+func TestGCWhileApplying(t *testing.T) {
+	w := newWS(t, gatedPipeline)
+	w.write("counts/.keep", "")
+	// A stray blob nothing references.
+	c := w.openCache(w.cache)
+	stray, err := c.Blobs.PutBytes([]byte("nobody refers to this\n"))
+	require.NoError(t, err)
+
+	p := w.start(nil, "apply", "--parallelism", "4")
+	w.waitJournal(slowAddrs, []string{"stage.fast"})
+	gc := w.start(nil, "gc")
+	waitFor(t, "gc to wait for the apply", 30*time.Second, func() bool {
+		return strings.Contains(gc.err.String(), "waiting for running applies")
+	})
+	select {
+	case <-gc.done:
+		t.Fatalf("gc ended while an apply ran: %s", gc.res)
+	default:
+	}
+	w.write("go", "")
+	res := p.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	gres := gc.wait(t)
+	require.Equal(t, 0, gres.code, gres.String())
+	assert.Contains(t, gres.stdout, "Removed 0 record(s), 1 blob(s)")
+	_, err = os.Stat(w.blobPath(string(stray)))
+	assert.True(t, os.IsNotExist(err), "the stray blob is gone")
+
+	c = w.openCache(w.cache)
+	recs := c.Records()
+	require.Len(t, recs, 4)
+	for _, r := range recs {
+		for path, d := range r.Outputs {
+			_, err := os.Stat(w.blobPath(d))
+			assert.NoError(t, err, "%s of %s", path, r.Address)
+		}
+	}
+	// Everything is still cached, restored from the blobs.
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, os.Remove(w.path("slow_"+k+".txt")))
+	}
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "0 ran, 4 cached")
+	assert.Equal(t, "a\n", w.read("slow_a.txt"))
+}

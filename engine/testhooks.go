@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Test hooks for the crash tests (engine/crashtest): they make a cairn
+// process kill itself with SIGKILL at an exact point of its work, so that
+// recovery is tested at every kind of point, deterministically.
+//
+//	CAIRN_TEST_KILL_AFTER_RECORDS=N  right after this run's Nth journal record is written
+//	CAIRN_TEST_KILL_AFTER_COMMITS=N  right after the Nth action record is committed to the
+//	                                 cache, before the node's "finished" journal record
+//	CAIRN_TEST_KILL_AFTER_STARTS=N   200ms after the Nth node process started, before its
+//	                                 "started" journal record: the process had time to
+//	                                 start others, which nothing journaled names
+//
+// They are read once at start; unset (the normal case), they cost one
+// atomic load per record.
+var (
+	testKillAfterRecords = testHookEnv("CAIRN_TEST_KILL_AFTER_RECORDS")
+	testKillAfterCommits = testHookEnv("CAIRN_TEST_KILL_AFTER_COMMITS")
+	testKillAfterStarts  = testHookEnv("CAIRN_TEST_KILL_AFTER_STARTS")
+	testRecords          atomic.Int64
+	testCommits          atomic.Int64
+	testStarts           atomic.Int64
+)
+
+// testKillAfterStart is the CAIRN_TEST_KILL_AFTER_STARTS hook.
+func testKillAfterStart() {
+	if testKillAfterStarts != 0 && testStarts.Load()+1 == testKillAfterStarts {
+		time.Sleep(200 * time.Millisecond)
+	}
+	testKillAt(testKillAfterStarts, &testStarts)
+}
+
+func testHookEnv(name string) int64 {
+	n, err := strconv.ParseInt(os.Getenv(name), 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// testKillAt kills this process when count reaches limit (a test hook;
+// limit 0 means never).
+func testKillAt(limit int64, count *atomic.Int64) {
+	if limit == 0 {
+		return
+	}
+	if count.Add(1) == limit {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+}

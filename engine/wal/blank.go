@@ -1,0 +1,67 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Blank makes a log that is damaged in the middle readable and writable
+// again without losing the records around the damage: each bad stretch
+// that a valid record follows (a CorruptError with Next >= 0) is
+// overwritten in place by one valid record of the same extent whose payload
+// is all zeros, which readers then see as a record they do not know. It
+// suits logs whose records each stand alone, such as the cache's action
+// index, where a lost record costs a recomputation and nothing else. The
+// file keeps its size and inode, so processes that have it open keep
+// appending to it.
+//
+// Blank waits for the log's lock (so it waits for a writer that holds the
+// log open without Options.Shared to close it) and returns how many bad
+// stretches it blanked. A torn tail is left for Open to cut; damage with no
+// valid record after it is not blanked and is returned as the error.
+func Blank(path string, noSync bool) (int, error) {
+	lk, err := openLock(path + ".lock")
+	if err != nil {
+		return 0, fmt.Errorf("wal: %w", err)
+	}
+	defer lk.close()
+	if err := lk.lock(); err != nil {
+		return 0, fmt.Errorf("wal: lock %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, fmt.Errorf("wal: %w", err)
+	}
+	defer f.Close()
+	n := 0
+	for {
+		fi, err := f.Stat()
+		if err != nil {
+			return n, fmt.Errorf("wal: %w", err)
+		}
+		_, err = scan(f, path, 0, fi.Size(), nil)
+		var ce *CorruptError
+		if !errors.As(err, &ce) {
+			if err != nil {
+				return n, err
+			}
+			break
+		}
+		if ce.Offset < fileHeaderSize || ce.Next < 0 {
+			return n, err
+		}
+		payload := make([]byte, ce.Next-ce.Offset-recordHeaderSize)
+		rec := appendRecord(nil, payload, checksum(payload))
+		if _, err := f.WriteAt(rec, ce.Offset); err != nil {
+			return n, fmt.Errorf("wal: blank damaged record of %s: %w", path, err)
+		}
+		n++
+	}
+	if n > 0 && !noSync {
+		if err := f.Sync(); err != nil {
+			return n, fmt.Errorf("wal: sync %s: %w", path, err)
+		}
+	}
+	return n, nil
+}

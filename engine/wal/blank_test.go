@@ -1,0 +1,66 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Blank turns damage in the middle of a log into records of zeros: the
+// records before and after it read back, Open works again, and appends go
+// on at the end.
+func TestBlankKeepsRecordsAroundDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	l, err := Open(path, Options{Shared: true, NoSync: true})
+	require.NoError(t, err)
+	var offs []int64
+	for i := 0; i < 6; i++ {
+		offs = append(offs, l.Size())
+		require.NoError(t, l.Append([]byte(fmt.Sprintf("record %d with some text", i))))
+	}
+	require.NoError(t, l.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	b[offs[1]+10] ^= 0xff // payload of record 1
+	b[offs[3]] ^= 0x01    // length of record 3
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	_, err = Open(path, Options{Shared: true, NoSync: true})
+	require.ErrorIs(t, err, ErrCorrupt)
+
+	n, err := Blank(path, true)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(b)), st.Size(), "the file keeps its size")
+
+	var got []string
+	_, err = Read(path, func(_ int64, p []byte) error {
+		if len(p) > 0 && p[0] != 0 {
+			got = append(got, string(p))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"record 0 with some text", "record 2 with some text", "record 4 with some text", "record 5 with some text"}, got)
+
+	l, err = Open(path, Options{Shared: true, NoSync: true})
+	require.NoError(t, err)
+	require.NoError(t, l.Append([]byte("after")))
+	require.NoError(t, l.Close())
+	n, err = Blank(path, true)
+	require.NoError(t, err)
+	assert.Zero(t, n, "a sound log is left alone")
+}
+
+// Damage that no valid record follows is not blanked.
+func TestBlankRefusesDamageAtTheEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(path, []byte("not a cairn log at all"), 0o644))
+	_, err := Blank(path, true)
+	require.ErrorIs(t, err, ErrCorrupt)
+}

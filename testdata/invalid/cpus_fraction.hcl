@@ -1,0 +1,5 @@
+# cpus is a whole number of slots.
+stage "command" "train" {
+  run  = ["python", "train.py"]
+  cpus = 1.5 # ERROR: cpus must be a whole number of at least 0.
+}

@@ -1,0 +1,4 @@
+# An argument of the wrong type.
+locals {
+  total = sum(["1", "two"]) # ERROR: Invalid function argument
+}

@@ -1,0 +1,6 @@
+# self belongs to postconditions.
+stage "command" "eval" {
+  run    = ["python", "eval.py"]
+  result = "out/eval.json"
+  env    = { PREVIOUS = self.result.accuracy } # ERROR: self is available only inside a stage's postcondition block.
+}
