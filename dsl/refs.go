@@ -19,6 +19,9 @@ type Ref struct {
 	Key     string
 	KeyExpr hcl.Expression
 	Range   hcl.Range
+	// SameKey marks a for_each over a whole stage (for_each = stage.X):
+	// each instance depends on the instance of X with the same key.
+	SameKey bool
 }
 
 // Roots are the names a reference may start with.

@@ -101,7 +101,8 @@ type nodeState struct {
 	started  time.Time
 	ended    time.Time
 	res      *stages.ProcResult
-	inst     cty.Value
+	inst     cty.Value // built by finalInstance
+	final    bool      // ok, cached, failed or skipped
 	logs     [2]string
 	prepared bool
 	locked   *keyLock
@@ -420,8 +421,8 @@ func (a *applier) releaseResources(ns *nodeState) {
 // instance is the object downstream expressions see for a node.
 func (a *applier) instance(n *Node) cty.Value {
 	ns := a.nodes[n.ID]
-	if ns.inst != cty.NilVal {
-		return ns.inst
+	if ns.final {
+		return a.finalInstance(ns)
 	}
 	return unknownInstance(n)
 }
@@ -466,7 +467,9 @@ func (a *applier) prepare(ns *nodeState) bool {
 	// upstream results, which may have changed since, that evaluation
 	// stands.
 	sn := ns.pn.Spec
+	reused := true
 	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.evalsStage(n) {
+		reused = false
 		var diags hcl.Diagnostics
 		sn, diags = a.g.EvalNode(n, a.instance)
 		if diags.HasErrors() {
@@ -483,7 +486,16 @@ func (a *applier) prepare(ns *nodeState) bool {
 		sn.Upstreams = append(sn.Upstreams, up)
 	}
 	ns.spec = sn
-	env, why, err := a.g.envelope(n, sn, a.upstreamDigest, a.cache.Stat)
+	var env *Envelope
+	var why *unknownReason
+	var err error
+	if reused && a.samePlannedUpstreams(ns) {
+		// Same arguments, no input files, the same upstream outputs as
+		// planned: the planned envelope stands.
+		env = ns.pn.Envelope
+	} else {
+		env, why, err = a.g.envelope(n, sn, a.upstreamDigest, a.cache.Stat)
+	}
 	if err != nil {
 		a.fail(ns, dsl.ClassSetup, err.Error())
 		return true
@@ -497,7 +509,11 @@ func (a *applier) prepare(ns *nodeState) bool {
 		return true
 	}
 	ns.env = env
-	ns.key = env.Key()
+	if env == ns.pn.Envelope && ns.pn.Key != "" {
+		ns.key = ns.pn.Key
+	} else {
+		ns.key = env.Key()
+	}
 	sn.Key = ns.key
 	if a.opts.Replace[n.Addr] {
 		return false
@@ -510,6 +526,35 @@ func (a *applier) prepare(ns *nodeState) bool {
 		return a.takeCached(ns)
 	}
 	return false
+}
+
+// samePlannedUpstreams reports whether a node's planned envelope still
+// holds: it has one, declares no input files (their content is read again
+// at apply), and its upstreams' output digests are those it was planned
+// with.
+func (a *applier) samePlannedUpstreams(ns *nodeState) bool {
+	env := ns.pn.Envelope
+	if env == nil || ns.pn.Key == "" || len(ns.pn.Spec.Common.Inputs) > 0 || len(env.Inputs) > 0 {
+		return false
+	}
+	if len(env.Upstreams) != len(ns.n.Deps) {
+		return false
+	}
+	got := make([]string, 0, len(ns.n.Deps))
+	for _, d := range ns.n.Deps {
+		dg, ok := a.upstreamDigest(a.g.Nodes[d])
+		if !ok {
+			return false
+		}
+		got = append(got, dg)
+	}
+	sort.Strings(got)
+	for i := range got {
+		if got[i] != env.Upstreams[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // takeCached finishes a node from its cache record: outputs restored and
@@ -541,7 +586,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
 		ns.locked = nil
 	}
 	a.res.Cached++
-	ns.inst = a.finishedInstance(ns)
+	a.setFinal(ns)
 	_ = a.j.Note(JEntry{T: JCached, Node: ns.n.Addr, Key: ns.key})
 	if a.opts.Verbose {
 		a.line(ns, "=", "cached")
@@ -603,7 +648,7 @@ func (a *applier) handle(ev event) {
 		}
 		ns.status = stOK
 		a.res.Ran++
-		ns.inst = a.finishedInstance(ns)
+		a.setFinal(ns)
 		a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
 		a.emitJSON(ns, "ok")
 		if !a.checkPost(ns) {
@@ -639,7 +684,7 @@ func (a *applier) markFailed(ns *nodeState) {
 	}
 	ns.status = stFailed
 	a.res.Failed++
-	ns.inst = a.finishedInstance(ns)
+	a.setFinal(ns)
 	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Stderr: ns.logs[1]}
 	if ns.res != nil {
 		f.Tail = tailLines(ns.res.StderrTail, 8)
@@ -656,7 +701,7 @@ func (a *applier) skip(ns *nodeState, why string) {
 	ns.message = why
 	ns.class = "upstream"
 	a.res.Skipped++
-	ns.inst = a.finishedInstance(ns)
+	a.setFinal(ns)
 	_ = a.j.Note(JEntry{T: JSkipped, Node: ns.n.Addr, Message: why})
 	a.line(ns, "-", "skipped: "+why)
 	a.emitJSON(ns, "skipped")
@@ -670,7 +715,7 @@ func (a *applier) checkPost(ns *nodeState) bool {
 		return true
 	}
 	ctx := a.g.evalContext(ns.n, a.instance)
-	ctx.Variables["self"] = ns.inst
+	ctx.Variables["self"] = a.finalInstance(ns)
 	for _, chk := range ns.n.Stage.Postconditions {
 		v, diags := chk.Condition.Value(ctx)
 		if diags.HasErrors() {
@@ -700,6 +745,21 @@ func (a *applier) undoSuccess(ns *nodeState) {
 	case stCached:
 		a.res.Cached--
 	}
+}
+
+// setFinal marks a node as having reached a final state; its instance
+// object is built when an expression first needs it.
+func (a *applier) setFinal(ns *nodeState) {
+	ns.final = true
+	ns.inst = cty.NilVal
+}
+
+// finalInstance is the instance object of a node in a final state.
+func (a *applier) finalInstance(ns *nodeState) cty.Value {
+	if ns.inst == cty.NilVal {
+		ns.inst = a.finishedInstance(ns)
+	}
+	return ns.inst
 }
 
 // finishedInstance is the instance object of a node that reached a final

@@ -70,7 +70,9 @@ type Cache struct {
 	// addrs maps pipeline + "\x00" + address to the last key committed.
 	addrs  map[string]string
 	offset int64 // index bytes already read
-	log    *wal.Log
+	// indexFile identifies the index file read so far (gc replaces it).
+	indexFile os.FileInfo
+	log       *wal.Log
 	// Warn receives problems that cost a cache hit but nothing else.
 	Warn func(format string, args ...any)
 }
@@ -113,8 +115,21 @@ func (c *Cache) Refresh() error {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if err == nil && fi.Size() == c.offset {
-		return nil // nothing appended since the last read
+	if err == nil {
+		if c.indexFile != nil && (!os.SameFile(fi, c.indexFile) || fi.Size() < c.offset) {
+			// gc compacted the index into a new file (while this process
+			// had the cache open but held no apply's lock): what was read
+			// may be gone, and appends must go to the new file.
+			c.actions, c.addrs, c.offset = map[string][]byte{}, map[string]string{}, 0
+			if c.log != nil {
+				_ = c.log.Close()
+				c.log = nil
+			}
+		}
+		c.indexFile = fi
+		if fi.Size() == c.offset {
+			return nil // nothing appended since the last read
+		}
 	}
 	for {
 		st, err := wal.ReadFrom(path, c.offset, func(off int64, p []byte) error {

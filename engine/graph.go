@@ -30,6 +30,9 @@ type Node struct {
 	Downs []int
 	// each is the value of each for a keyed instance.
 	each cty.Value
+	// eachFrom is the upstream instance a for_each = stage.X node iterates
+	// over: each.value is its instance object (result and all) once known.
+	eachFrom *Node
 }
 
 // Graph is the node DAG of a pipeline. Nodes are in a topological order
@@ -273,7 +276,16 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 		add(&r.checks, c.Condition, crc)
 		add(&r.checks, c.ErrorMessage, crc)
 	}
-	for _, ref := range r.all() {
+	for _, ref := range r.forEach {
+		// for_each = stage.X: instance k needs X["k"] only (its keys are
+		// known at plan time; its result when the instance runs).
+		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil && !ref.HasKey && ref.KeyExpr == nil {
+			ref.SameKey = true
+			r.upstream = append(r.upstream, ref)
+			r.evalStage = true // each.value is the upstream instance
+		}
+	}
+	for _, ref := range append(append([]dsl.Ref{}, r.body...), r.checks...) {
 		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
 			r.upstream = append(r.upstream, ref)
 		}
@@ -517,7 +529,11 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 		for _, ref := range r.upstream {
 			ups := g.StageNodes[ref.Name]
 			key, keyed := ref.Key, ref.HasKey
-			if ref.KeyExpr != nil && isEachKey(ref.KeyExpr) {
+			if ref.SameKey {
+				if in.Keyed && g.Config.StageMap[ref.Name].ForEach != nil {
+					key, keyed = in.Key, true
+				}
+			} else if ref.KeyExpr != nil && isEachKey(ref.KeyExpr) {
 				key, keyed = in.Key, true
 			} else if ref.KeyExpr != nil {
 				if ectx == nil {
@@ -542,6 +558,9 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 				continue
 			}
 			addDep(u.ID)
+			if ref.SameKey {
+				n.eachFrom = u
+			}
 		}
 		for k := range seen {
 			delete(seen, k)

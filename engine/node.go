@@ -47,6 +47,9 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		if each == cty.NilVal {
 			each = dsl.EachValue(n.Inst)
 		}
+		if n.eachFrom != nil {
+			each = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(n.Inst.Key), "value": inst(n.eachFrom)})
+		}
 		extra["each"] = each
 	}
 	if withStage && len(n.Deps) > 0 {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -217,4 +218,34 @@ stage "command" "tamper" {
 			assert.NoError(t, err, "%s of %s", p, r.Address)
 		}
 	}
+}
+
+// TestRefreshAfterCompaction: gc compacts the index into a new file while
+// another process has the cache open (an apply that planned just before gc
+// took its lock). That process's next refresh sees the new index as it is:
+// the records gc dropped are gone, later commits are seen, and refreshing
+// keeps working.
+func TestRefreshAfterCompaction(t *testing.T) {
+	w := newWS(t, chainPipeline)
+	w.write("counts/.keep", "")
+	res := w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	before := w.openCache(w.cache)
+	mk := before.LastKey("chain", "stage.make")
+	require.True(t, before.Has(mk))
+
+	gcCache := w.openCache(w.cache)
+	_, err := engine.GC(gcCache, engine.GCOptions{OlderThan: time.Nanosecond})
+	require.NoError(t, err)
+	require.NoError(t, gcCache.Close())
+
+	require.NoError(t, before.Refresh())
+	assert.False(t, before.Has(mk), "a record gc removed is still seen")
+
+	// A commit by another process after the compaction is seen.
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	require.NoError(t, before.Refresh())
+	assert.True(t, before.Has(before.LastKey("chain", "stage.make")))
+	assert.True(t, before.Has(mk), "make's key is the same again")
 }
