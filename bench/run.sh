@@ -146,7 +146,7 @@ for n in "${sizes[@]}"; do
 	# Everything done: no-op apply and plan with everything cached.
 	log "populating $n nodes (one run each)"
 	eval "$reset"
-	single "populate-$n" "cairn apply -j2 (cold, one run)" "$CAIRN" apply --parallelism 2
+	single "populate-$n" "cairn apply -j2 (cold, no fsync, one run)" env CAIRN_NO_FSYNC=1 "$CAIRN" apply --parallelism 2
 	single "populate-$n" "ninja -j2 (cold, one run)" ninja -j2
 	log "no-op, $n nodes"
 	hf "noop-$n" -w 2 -r "$(runs "$n" 20 10 3)" \

@@ -136,7 +136,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			diags = append(diags, d...)
 			continue
 		}
-		f, d := l.Parser.ParseHCL(src, p)
+		f, d := parseConfig(l.Parser, src, p)
 		diags = append(diags, d...)
 		if f != nil {
 			boundFile(f)

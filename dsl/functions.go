@@ -46,7 +46,7 @@ func Functions(root string) map[string]function.Function {
 		"jsondecode":      stdlib.JSONDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
 		"keys":            stdlib.KeysFunc,
-		"length":          stdlib.LengthFunc,
+		"length":          lengthFunc,
 		"log":             stdlib.LogFunc,
 		"lookup":          stdlib.LookupFunc,
 		"lower":           stdlib.LowerFunc,
@@ -110,6 +110,35 @@ func FunctionNames() []string {
 func makeToFunc(ty cty.Type) function.Function {
 	return stdlib.MakeToFunc(ty)
 }
+
+// lengthFunc counts a list, set, tuple or map's elements, an object's
+// attributes (stage.X is an object: length(stage.X) is its instance count),
+// or a string's characters, as Terraform's length does.
+var lengthFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowMarked: true, AllowUnknown: true}},
+	Type:   function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		v, marks := args[0].Unmark()
+		ty := v.Type()
+		switch {
+		case ty == cty.String:
+			if !v.IsKnown() {
+				return cty.UnknownVal(cty.Number).WithMarks(marks), nil
+			}
+			if v.IsNull() {
+				return cty.NilVal, fmt.Errorf("argument must not be null")
+			}
+			return stdlib.Strlen(v)
+		case ty.IsObjectType():
+			return cty.NumberIntVal(int64(len(ty.AttributeTypes()))).WithMarks(marks), nil
+		}
+		out, err := stdlib.Length(v)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		return out.WithMarks(marks), nil
+	},
+})
 
 var sha256Func = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "str", Type: cty.String}},

@@ -10,6 +10,21 @@ package dsl
 // "$" or a newline where they are unusual, unbalanced brackets); the
 // caller then lexes.
 func nestingBound(src []byte) (bound int, ok bool) {
+	return scanNesting(src, nil)
+}
+
+// topLevelEnds returns the offsets just past each newline that ends a
+// top-level item (a block or an attribute of the file's body): the file
+// can be cut there into pieces that parse on their own. ok is false where
+// the nesting scan gives up.
+func topLevelEnds(src []byte) (ends []int, ok bool) {
+	_, ok = scanNesting(src, func(i int) { ends = append(ends, i+1) })
+	return ends, ok
+}
+
+// scanNesting is the byte scan behind nestingBound; atRoot, when set, is
+// called with the offset of every newline at the top level of the file.
+func scanNesting(src []byte, atRoot func(i int)) (bound int, ok bool) {
 	const (
 		root = iota
 		brace
@@ -109,6 +124,9 @@ func nestingBound(src []byte) (bound int, ok bool) {
 			if top.open == root || top.open == brace {
 				depth -= top.ops
 				top.ops = 0
+			}
+			if atRoot != nil && len(stack) == 1 {
+				atRoot(i)
 			}
 		case '<':
 			if i+1 < len(src) && src[i+1] == '<' {

@@ -111,6 +111,8 @@ type nodeState struct {
 	// batchLogDir is set for variants of a batch: logs go there as
 	// gpu<idx>_<name>.out and .err.
 	batchLogDir string
+	// secrets are the node's sensitive values, hidden from messages.
+	secrets []string
 }
 
 type applier struct {
@@ -131,6 +133,8 @@ type applier struct {
 	ctx     context.Context
 	groups  map[string]*batchGroup
 	live    *liveDisplay
+	// dirs are the log folders made so far (see ensureDir).
+	dirs sync.Map
 	// gpuWait is set when a node waits for GPUs another process holds:
 	// the loop then polls.
 	gpuWait bool
@@ -486,6 +490,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		sn.Upstreams = append(sn.Upstreams, up)
 	}
 	ns.spec = sn
+	ns.secrets = sensitiveStrings(sn.Args)
 	var env *Envelope
 	var why *unknownReason
 	var err error
@@ -683,11 +688,13 @@ func (a *applier) markFailed(ns *nodeState) {
 		ns.locked = nil
 	}
 	ns.status = stFailed
+	// Nothing cairn writes about the node shows a sensitive value.
+	ns.message = redactSecrets(ns.message, ns.secrets)
 	a.res.Failed++
 	a.setFinal(ns)
 	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Stderr: ns.logs[1]}
 	if ns.res != nil {
-		f.Tail = tailLines(ns.res.StderrTail, 8)
+		f.Tail = redactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
 	_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts})
@@ -923,11 +930,8 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		stem := filepath.Join(ns.batchLogDir, fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName))
 		stdout, stderr = stem+".out", stem+".err"
 	}
-	// The run's logs folder exists from the start.
-	if dir := filepath.Dir(stdout); dir != filepath.Join(a.j.Dir, "logs") {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
+	if err := a.ensureDir(filepath.Dir(stdout)); err != nil {
+		return nil, err
 	}
 	ns.logs = [2]string{stdout, stderr}
 	env := os.Environ()
@@ -964,7 +968,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr,
 		Timeout: c.Timeout, KillGrace: c.KillGrace, Inherit: inherit,
-		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard,
+		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(pid int, tick uint64) {
 			testKillAfterStart()
 			_ = a.j.Write(JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}})
@@ -984,6 +988,19 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		})
 	}
 	return a.opts.Executor.Exec(ctx, spec)
+}
+
+// ensureDir makes a log folder the first time a node of this apply needs
+// it; later nodes pay nothing.
+func (a *applier) ensureDir(dir string) error {
+	if _, ok := a.dirs.Load(dir); ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	a.dirs.Store(dir, true)
+	return nil
 }
 
 // delayedSampler starts sampling one interval after the process starts:
@@ -1064,6 +1081,7 @@ func (a *applier) execute(ns *nodeState) error {
 		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !containsStr(retry.On, ns.class) {
 			return nil
 		}
+		ns.message = redactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-run/cairn/engine/cas"
@@ -70,6 +72,7 @@ type Cache struct {
 	// addrs maps pipeline + "\x00" + address to the last key committed.
 	addrs  map[string]string
 	offset int64 // index bytes already read
+	pre    map[string]*prefetched
 	// indexFile identifies the index file read so far (gc replaces it).
 	indexFile os.FileInfo
 	log       *wal.Log
@@ -183,6 +186,9 @@ func (c *Cache) Lookup(key string) (*Record, bool) {
 	if !ok {
 		return nil, false
 	}
+	if r := c.takePrefetched(key, raw); r != nil {
+		return r, true
+	}
 	var r Record
 	if err := json.Unmarshal(raw, &r); err != nil || r.Key != key || r.Format != CacheFormat {
 		c.Warn("cache: the record of %s is unreadable; it will be recomputed", short(key))
@@ -190,6 +196,75 @@ func (c *Cache) Lookup(key string) (*Record, bool) {
 		return nil, false
 	}
 	return &r, true
+}
+
+// prefetched is a record being decoded ahead of its Lookup.
+type prefetched struct {
+	done chan struct{}
+	raw  []byte
+	rec  *Record // nil when the record does not decode: Lookup reports it
+}
+
+// Prefetch decodes the records of keys on every core but one, in the
+// background, in the order given: a plan that is about to look them up in
+// that order finds them decoded. Keys without a record are ignored.
+func (c *Cache) Prefetch(keys []string) {
+	c.mu.Lock()
+	if c.pre == nil {
+		c.pre = map[string]*prefetched{}
+	}
+	var todo []*prefetched
+	for _, k := range keys {
+		raw, ok := c.actions[k]
+		if !ok || c.pre[k] != nil {
+			continue
+		}
+		p := &prefetched{done: make(chan struct{}), raw: raw}
+		c.pre[k] = p
+		todo = append(todo, p)
+	}
+	c.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
+	var next atomic.Int64
+	for w := 0; w < workers; w++ {
+		go func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				p := todo[i]
+				var r Record
+				if json.Unmarshal(p.raw, &r) == nil {
+					p.rec = &r
+				}
+				close(p.done)
+			}
+		}()
+	}
+}
+
+// takePrefetched returns the prefetched record of key, once, if it was
+// decoded from raw (the record the index holds now) and is valid.
+func (c *Cache) takePrefetched(key string, raw []byte) *Record {
+	c.mu.Lock()
+	p := c.pre[key]
+	if p != nil {
+		delete(c.pre, key)
+	}
+	c.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	r := p.rec
+	if r == nil || r.Key != key || r.Format != CacheFormat || len(raw) == 0 || len(p.raw) == 0 || &p.raw[0] != &raw[0] {
+		return nil
+	}
+	return r
 }
 
 // Has reports whether key has a record, without decoding it.

@@ -51,6 +51,9 @@ type ExecSpec struct {
 	Hard <-chan struct{}
 	// Started is called once the process runs (for the journal).
 	Started func(pid int, procStart uint64)
+	// Secrets are sensitive values (arguments, environment) that cairn's
+	// messages must not show.
+	Secrets []string
 	// Sample starts memory sampling of the process tree; nil for none.
 	Sample func(pid int) func() gpu.Peaks
 }
@@ -106,7 +109,7 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 		lp, err := lookPath(path, spec.Env)
 		if err != nil {
 			res.Class = dsl.ClassSetup
-			res.Message = fmt.Sprintf("cannot start %q: not found on PATH", path)
+			res.Message = redactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
 			fmt.Fprintln(stderrF, "cairn:", res.Message)
 			return res, nil
 		}
@@ -138,7 +141,7 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 	res.Started = time.Now()
 	if err := cmd.Start(); err != nil {
 		res.Class = dsl.ClassSetup
-		res.Message = fmt.Sprintf("cannot start %s: %s", argv[0], err)
+		res.Message = redactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
 		fmt.Fprintln(stderrF, "cairn:", res.Message)
 		res.Ended = time.Now()
 		return res, nil
@@ -223,6 +226,7 @@ loop:
 	}
 	oomAfter, haveCgroup := gpu.CgroupOOMKills()
 	res.Class, res.Message = classify(res, interrupted, haveCgroup && oomAfter > oomBefore, spec)
+	res.Message = redactSecrets(res.Message, spec.Secrets)
 	return res, nil
 }
 

@@ -362,6 +362,9 @@ func bodyExprs(b hcl.Body) []hcl.Expression {
 // components, once for the whole graph) and returns the stages in a
 // topological order that follows declaration order.
 func (g *Graph) orderStages() ([]*dsl.Stage, hcl.Diagnostics) {
+	if order, ok := g.topoOrder(); ok {
+		return order, nil
+	}
 	cfg := g.Config
 	dg := graph.New(graph.StringHash, graph.Directed())
 	for _, s := range cfg.Stages {
@@ -420,6 +423,41 @@ func (g *Graph) orderStages() ([]*dsl.Stage, hcl.Diagnostics) {
 		visit(s.Name)
 	}
 	return order, nil
+}
+
+// topoOrder is the depth-first post-order of orderStages for a graph
+// without cycles; ok is false when it meets one (orderStages then finds
+// and reports every cycle).
+func (g *Graph) topoOrder() (order []*dsl.Stage, ok bool) {
+	cfg := g.Config
+	state := make(map[string]uint8, len(cfg.Stages))
+	order = make([]*dsl.Stage, 0, len(cfg.Stages))
+	ok = true
+	var visit func(n string)
+	visit = func(n string) {
+		switch state[n] {
+		case 1:
+			ok = false
+			return
+		case 2:
+			return
+		}
+		state[n] = 1
+		for _, d := range g.StageDeps[n] {
+			visit(d)
+			if !ok {
+				return
+			}
+		}
+		state[n] = 2
+		order = append(order, cfg.StageMap[n])
+	}
+	for _, s := range cfg.Stages {
+		if visit(s.Name); !ok {
+			return nil, false
+		}
+	}
+	return order, true
 }
 
 // cyclePath orders the members of a strongly connected component along a

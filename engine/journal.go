@@ -123,7 +123,9 @@ func NewRunID() string {
 // whose process is gone.
 func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 	dir := filepath.Join(cacheDir, "runs", runID)
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+	// The logs folder is made when the first node runs: an apply that
+	// runs nothing leaves none.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	lk := flock.New(filepath.Join(dir, "lock"))

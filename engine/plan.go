@@ -156,6 +156,17 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 		}
 		return "", false
 	}
+	// In a plan with everything cached, each node's key is the one its
+	// address had last: decode those records while the nodes evaluate.
+	var last []string
+	for _, n := range g.Nodes {
+		if include == nil || include[n.ID] {
+			if k := cache.LastKey(g.Config.Name, n.Addr); k != "" {
+				last = append(last, k)
+			}
+		}
+	}
+	cache.Prefetch(last)
 	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] })
 	for _, n := range g.Nodes {
 		pn := &PlannedNode{Node: n, Action: ActRun}

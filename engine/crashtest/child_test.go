@@ -96,6 +96,7 @@ stage "command" "one" {
 	env := []string{"CAIRN_NO_FSYNC=1"}
 	p := w.start(env, "apply", "left.hcl")
 	w.startedPID("stage.held")
+	w.waitProc("sleep 1000")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 	p.wait(t)
 	var left []proc

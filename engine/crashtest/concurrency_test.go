@@ -146,6 +146,9 @@ func TestDeadHolderFreesLock(t *testing.T) {
 			env := []string{"CAIRN_NO_FSYNC=1"}
 			holder := w.start(env, "apply", "holder.hcl")
 			w.startedPID("stage.held")
+			if grandchild {
+				w.waitProc("sleep 1000")
+			}
 			waiter := w.start(env, "apply", "waiter.hcl")
 			waitFor(t, "the second apply to wait", 30*time.Second, func() bool {
 				return strings.Contains(waiter.out.String(), "waiting for stage.held")

@@ -316,3 +316,17 @@ func killWorkspaceProcs(root string) {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
 }
+
+// waitProc waits until a workspace process's command line starts with
+// prefix.
+func (w *ws) waitProc(prefix string) {
+	w.t.Helper()
+	waitFor(w.t, "a process "+prefix, 30*time.Second, func() bool {
+		for _, p := range workspaceProcs(w.root) {
+			if strings.HasPrefix(p.cmd, prefix) {
+				return true
+			}
+		}
+		return false
+	})
+}

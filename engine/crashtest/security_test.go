@@ -203,3 +203,57 @@ stage "command" "link" {
 		})
 	}
 }
+
+// TestSensitiveValueInMessages: error messages that would show a sensitive
+// value — a variable's validation message, a postcondition's message, a
+// failing command given it as an argument — are hidden, in cairn's output
+// and in the journal.
+func TestSensitiveValueInMessages(t *testing.T) {
+	const secret = "hidden-Value-77aa01"
+	w := newWS(t, `
+pipeline "messages" {}
+variable "token" {
+  type      = string
+  sensitive = true
+  validation {
+    condition     = var.token != "rejected-`+secret+`"
+    error_message = "token ${var.token} is not accepted"
+  }
+}
+stage "command" "gate" {
+  run    = ["sh", "-c", "echo '{\"ok\": false}' > r.json"]
+  result = "r.json"
+  postcondition {
+    condition     = self.result.ok
+    error_message = "refused with token ${var.token}"
+  }
+}
+stage "command" "missing" {
+  run = [var.token]
+}
+stage "command" "leaky" {
+  run = ["sh", "-c", "echo \"the token is $1\" >&2; exit 1", "sh", var.token]
+}
+`)
+	r := w.run(nil, "apply", "--var", "token=rejected-"+secret)
+	require.Equal(t, 2, r.code, r.String())
+	assert.Contains(t, r.stderr, "hidden")
+	assert.NotContains(t, r.stdout+r.stderr, "is not accepted")
+	assert.NotContains(t, r.stdout+r.stderr, `"rejected-`+secret+`" is`)
+
+	r = w.run(nil, "apply", "--var", "token="+secret)
+	require.Equal(t, 1, r.code, r.String())
+	assert.Contains(t, r.stdout, "stage.gate failed (postcondition)")
+	assert.Contains(t, r.stdout, "stage.missing failed (setup)")
+	// The failing node's stderr tail, which cairn repeats, is redacted.
+	assert.Contains(t, r.stdout, "the token is (sensitive)")
+	assert.NotContains(t, r.stdout+r.stderr, secret)
+	// The leaky workload's own log holds what it wrote; nothing else does.
+	var hits []string
+	for _, h := range grepTree(t, w.cache, secret) {
+		if !strings.HasPrefix(filepath.Base(h), "leaky.") {
+			hits = append(hits, h)
+		}
+	}
+	assert.Empty(t, hits, "files of the cache holding the value")
+}
