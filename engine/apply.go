@@ -339,6 +339,12 @@ func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
 			return true, false
 		}
 	}
+	if ns.locked == nil && !a.couldAdmit(ns) {
+		// No slot for it now: it takes its key's lock (a file descriptor
+		// held until it ends) only when it can start, so that thousands of
+		// ready nodes do not hold thousands of descriptors.
+		return false, true
+	}
 	if ns.locked == nil {
 		lk, holder, err := tryKeyLock(a.cache.Dir, ns.key, a.runID, ns.n.Addr)
 		if err != nil {
@@ -363,6 +369,20 @@ func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
 	}
 	a.launch(ns)
 	return true, false
+}
+
+// couldAdmit is admit's answer for a node that needs only a CPU slot,
+// without taking anything; nodes with GPUs or in a batch group are left to
+// admit.
+func (a *applier) couldAdmit(ns *nodeState) bool {
+	c := ns.spec.Common
+	if c.Concurrency > 0 && a.stageN[ns.n.Stage.Name] >= c.Concurrency {
+		return false
+	}
+	if a.groups[ns.n.Stage.Name] != nil || c.GPUs > 0 {
+		return true
+	}
+	return a.cpuUsed < a.opts.Parallelism
 }
 
 // admit checks and takes the resources a node needs: its stage's
