@@ -108,6 +108,8 @@ type nodeState struct {
 	locked   *keyLock
 	lease    *gpu.Lease
 	wave     int
+	// progress is the kind's latest progress line (guarded by applier.mu).
+	progress string
 	// batchLogDir is set for variants of a batch: logs go there as
 	// gpu<idx>_<name>.out and .err.
 	batchLogDir string
@@ -892,7 +894,15 @@ type nodeRuntime struct {
 	ns *nodeState
 }
 
-func (r *nodeRuntime) Root() string      { return r.a.g.Root }
+func (r *nodeRuntime) Root() string { return r.a.g.Root }
+
+// Progress implements stages.ProgressReporter: the live display shows the
+// line beside the running node.
+func (r *nodeRuntime) Progress(line string) {
+	r.a.mu.Lock()
+	r.ns.progress = line
+	r.a.mu.Unlock()
+}
 func (r *nodeRuntime) CacheDir() string  { return r.a.cache.Dir }
 func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
 func (r *nodeRuntime) OutDir() string {

@@ -75,6 +75,11 @@ func (l *liveDisplay) update() {
 			l.exp[ns.n.ID] = exp
 		}
 		s := fmt.Sprintf("    %s  %s", ns.n.Addr, el)
+		a.mu.Lock()
+		if ns.progress != "" {
+			s += "  " + ns.progress
+		}
+		a.mu.Unlock()
 		if exp > 0 {
 			left := exp - el
 			if left < 0 {

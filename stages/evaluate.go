@@ -621,6 +621,12 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		OnResult: jr.add,
 		Log:      log,
 	}
+	if pr, ok := rt.(ProgressReporter); ok {
+		cfg.OnProgress = func(c items.Counts) {
+			pr.Progress(fmt.Sprintf("items %d/%d: evaluated %d, from-cache %d, charged %d, infra-failures %d",
+				c.Done, c.Total, c.Evaluated, c.FromCache, c.Charged, c.InfraFailures))
+		}
+	}
 	if s.retryInfra >= 0 {
 		cfg.Retry.InfraFailures = s.retryInfra
 		if s.retryInfra == 0 {

@@ -53,6 +53,13 @@ type InputDeclarer interface {
 	DeclaredInputs(n *Node, root string) []string
 }
 
+// ProgressReporter is implemented by runtimes that show a running node's
+// progress (the live display on a terminal): a kind calls it with a short
+// line, as often as it likes.
+type ProgressReporter interface {
+	Progress(line string)
+}
+
 // KeyTransformer is implemented by kinds that keep only part of an
 // attribute's value in the key: e.g. the pareto kind keeps each row's
 // result and status, not its duration, so that a variant rerun to the same
