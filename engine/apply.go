@@ -494,7 +494,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	// stands.
 	sn := ns.pn.Spec
 	reused := true
-	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.evalsStage(n) {
+	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.evalsStage(n) && !a.upstreamsAsPlanned(n) {
 		reused = false
 		var diags hcl.Diagnostics
 		sn, diags = a.g.EvalNode(n, a.instance)
@@ -559,6 +559,19 @@ func (a *applier) prepare(ns *nodeState) bool {
 // holds: it has one, declares no input files (their content is read again
 // at apply), and its upstreams' output digests are those it was planned
 // with.
+// upstreamsAsPlanned reports whether every upstream of n was cached at plan
+// time and was taken from that same record: the instance objects n's
+// expressions read are then the ones the plan evaluated it with.
+func (a *applier) upstreamsAsPlanned(n *Node) bool {
+	for _, d := range n.Deps {
+		u := a.nodes[d]
+		if u.status != stCached || u.record == nil || u.pn.Record == nil || u.record.Key != u.pn.Record.Key {
+			return false
+		}
+	}
+	return true
+}
+
 func (a *applier) samePlannedUpstreams(ns *nodeState) bool {
 	env := ns.pn.Envelope
 	if env == nil || ns.pn.Key == "" || len(ns.pn.Spec.Common.Inputs) > 0 || len(env.Inputs) > 0 {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,6 +47,18 @@ var version = "0.1.0-dev"
 
 func main() {
 	tuneGC()
+	// CAIRN_CPUPROFILE=FILE writes a CPU profile of this command (for
+	// `go tool pprof`): how cairn's own time is spent.
+	if p := os.Getenv("CAIRN_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				code := run(os.Args[1:], os.Stdout, os.Stderr)
+				pprof.StopCPUProfile()
+				f.Close()
+				os.Exit(code)
+			}
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
