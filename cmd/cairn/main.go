@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 
