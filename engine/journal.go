@@ -242,6 +242,25 @@ type RunInfo struct {
 
 // ListRuns reads every run folder of a cache, newest first.
 func ListRuns(cacheDir string) ([]*RunInfo, error) {
+	dirs, err := runDirs(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*RunInfo
+	for _, dir := range dirs {
+		ri, err := LoadRun(dir)
+		if err != nil {
+			continue
+		}
+		runs = append(runs, ri)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID })
+	return runs, nil
+}
+
+// runDirs lists a cache's run folders, oldest first (run ids sort by
+// time); none when the cache has no runs yet.
+func runDirs(cacheDir string) ([]string, error) {
 	base := filepath.Join(cacheDir, "runs")
 	ents, err := os.ReadDir(base)
 	if errors.Is(err, os.ErrNotExist) {
@@ -250,19 +269,13 @@ func ListRuns(cacheDir string) ([]*RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var runs []*RunInfo
+	var dirs []string
 	for _, e := range ents {
-		if !e.IsDir() {
-			continue
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(base, e.Name()))
 		}
-		ri, err := LoadRun(filepath.Join(base, e.Name()))
-		if err != nil {
-			continue
-		}
-		runs = append(runs, ri)
 	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID })
-	return runs, nil
+	return dirs, nil
 }
 
 // LoadRun reads one run folder.

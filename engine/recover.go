@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -161,20 +160,12 @@ func (a *applier) checkGPUNeeds() error {
 // read. A run that ended cleanly but has no marker (written by an older
 // cairn) gets one.
 func unfinishedRuns(cacheDir string) ([]*RunInfo, error) {
-	base := filepath.Join(cacheDir, "runs")
-	ents, err := os.ReadDir(base) // sorted by name: run ids sort by time
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	dirs, err := runDirs(cacheDir)
 	if err != nil {
 		return nil, err
 	}
 	var runs []*RunInfo
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		dir := filepath.Join(base, e.Name())
+	for _, dir := range dirs {
 		if len(runs) == 0 {
 			if m := readEndMarker(dir); m != nil && m.Status != "interrupted" {
 				continue

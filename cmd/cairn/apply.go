@@ -55,19 +55,11 @@ interrupted.`,
 					}
 				}
 			}
-			l, err := a.load(args)
-			if err != nil {
-				return err
-			}
-			cache, err := a.openCache()
+			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace})
 			if err != nil {
 				return err
 			}
 			defer cache.Close()
-			p, diags := engine.MakePlan(l.Graph, cache, engine.PlanOptions{Targets: targets, Replace: replace})
-			if err := a.printDiags(l.Files(), diags); err != nil {
-				return err
-			}
 			if saved != nil {
 				if changed := saved.CheckAgainst(p); len(changed) > 0 {
 					return &exitError{code: exitFailed, msg: "the saved plan is stale; nothing was run. Changed since it was saved:\n  " +

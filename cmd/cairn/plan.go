@@ -101,19 +101,11 @@ func (a *app) planCmd() *cobra.Command {
 exactly that plan and refuses if any of those keys changed since.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := a.load(args)
-			if err != nil {
-				return err
-			}
-			cache, err := a.openCache()
+			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace})
 			if err != nil {
 				return err
 			}
 			defer cache.Close()
-			p, diags := engine.MakePlan(l.Graph, cache, engine.PlanOptions{Targets: targets, Replace: replace})
-			if err := a.printDiags(l.Files(), diags); err != nil {
-				return err
-			}
 			out = a.path(out)
 			if out != "" {
 				if err := engine.SavePlan(out, p, pipelineArgs(args), a.vars); err != nil {
@@ -141,6 +133,25 @@ exactly that plan and refuses if any of those keys changed since.`,
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "plan only this address and what it needs (repeatable)")
 	cmd.Flags().StringArrayVar(&replace, "replace", nil, "run this address even if cached (repeatable)")
 	return cmd
+}
+
+// loadAndPlan loads the pipeline, opens the cache and makes the plan,
+// printing diagnostics; the caller closes the cache.
+func (a *app) loadAndPlan(args []string, opts engine.PlanOptions) (*engine.Loaded, *engine.Cache, *engine.Plan, error) {
+	l, err := a.load(args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cache, err := a.openCache()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, diags := engine.MakePlan(l.Graph, cache, opts)
+	if err := a.printDiags(l.Files(), diags); err != nil {
+		cache.Close()
+		return nil, nil, nil, err
+	}
+	return l, cache, p, nil
 }
 
 func pipelineArgs(args []string) string {

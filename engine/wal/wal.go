@@ -304,23 +304,35 @@ func (l *Log) Size() int64 { return l.end.Load() }
 // Append writes one record and returns once it is on disk (once it is written,
 // with NoSync). Concurrent Appends share one write and one fsync.
 func (l *Log) Append(payload []byte) error {
+	b, err := l.enqueue(payload, true)
+	if err != nil {
+		return err
+	}
+	<-b.done
+	return b.err
+}
+
+// enqueue adds one record to the open batch (marking the batch durable
+// when asked) and wakes the committer.
+func (l *Log) enqueue(payload []byte, durable bool) (*batch, error) {
 	if len(payload) > MaxRecordSize {
-		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(payload), MaxRecordSize)
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(payload), MaxRecordSize)
 	}
 	crc := checksum(payload)
 	l.mu.Lock()
 	b, err := l.batchFor(1, recordSize(len(payload)))
 	if err != nil {
 		l.mu.Unlock()
-		return err
+		return nil, err
 	}
 	b.buf = appendRecord(b.buf, payload, crc)
 	b.n++
-	b.durable = true
+	if durable {
+		b.durable = true
+	}
 	l.mu.Unlock()
 	l.wake()
-	<-b.done
-	return b.err
+	return b, nil
 }
 
 // AppendAsync queues one record and returns at once, without waiting for the
@@ -329,21 +341,8 @@ func (l *Log) Append(payload []byte) error {
 // the next durable commit or by Close. A failure to write it is returned by Close.
 // It is for records whose loss in a crash costs nothing but information.
 func (l *Log) AppendAsync(payload []byte) error {
-	if len(payload) > MaxRecordSize {
-		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(payload), MaxRecordSize)
-	}
-	crc := checksum(payload)
-	l.mu.Lock()
-	b, err := l.batchFor(1, recordSize(len(payload)))
-	if err != nil {
-		l.mu.Unlock()
-		return err
-	}
-	b.buf = appendRecord(b.buf, payload, crc)
-	b.n++
-	l.mu.Unlock()
-	l.wake()
-	return nil
+	_, err := l.enqueue(payload, false)
+	return err
 }
 
 // AppendBatch writes several records with one write and one fsync, in order and
