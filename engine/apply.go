@@ -42,6 +42,9 @@ type ApplyOptions struct {
 	LockTimeout time.Duration // how long to wait for a node another process runs (0: forever)
 	// Progress receives human progress (or JSON lines with JSON set).
 	Progress io.Writer
+	// Stderr receives the kinds' own progress lines (an evaluation's
+	// item counts, a comparison table); nil sends them to Progress.
+	Stderr io.Writer
 	JSON     bool
 	Verbose  bool
 	Live     bool // redraw a live status block (a TTY)
@@ -953,8 +956,17 @@ func (r *nodeRuntime) JournalItems(recs []stages.ItemRecord) error {
 type lockedWriter struct{ a *applier }
 
 func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.a.printf("%s", p)
-	return len(p), nil
+	a := w.a
+	if a.opts.Stderr == nil {
+		a.printf("%s", p)
+		return len(p), nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.live != nil {
+		a.live.clear()
+	}
+	return a.opts.Stderr.Write(p)
 }
 
 // Exec implements stages.Runtime.

@@ -185,7 +185,7 @@ type Runtime interface {
 	OutDir() string
 	// CacheDir is the cache root (shared stores live under it).
 	CacheDir() string
-	// Stderr receives progress lines for people.
+	// Stderr receives progress lines for people (cairn's standard error).
 	Stderr() io.Writer
 }
 

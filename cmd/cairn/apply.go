@@ -110,7 +110,7 @@ interrupted.`,
 			}
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
-				Progress: a.stdout, JSON: asJSON, Verbose: verbose, Live: live,
+				Progress: a.stdout, Stderr: a.stderr, JSON: asJSON, Verbose: verbose, Live: live,
 				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables),
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch,
