@@ -44,12 +44,12 @@ type ApplyOptions struct {
 	Progress io.Writer
 	// Stderr receives the kinds' own progress lines (an evaluation's
 	// item counts, a comparison table); nil sends them to Progress.
-	Stderr io.Writer
-	JSON     bool
-	Verbose  bool
-	Live     bool // redraw a live status block (a TTY)
-	NoSync   bool
-	Args     []string
+	Stderr  io.Writer
+	JSON    bool
+	Verbose bool
+	Live    bool // redraw a live status block (a TTY)
+	NoSync  bool
+	Args    []string
 	// Replace lists addresses forced to run (also clears on_interrupt = "fail" refusals).
 	Replace map[string]bool
 	// Hard is closed on a second interrupt: kill at once.
