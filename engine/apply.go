@@ -630,7 +630,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
 	}
 	a.res.Cached++
 	a.setFinal(ns)
-	_ = a.j.Note(JEntry{T: JCached, Node: ns.n.Addr, Key: ns.key})
+	_ = a.j.NoteCached(ns.n.Addr, ns.key)
 	if a.opts.Verbose {
 		a.line(ns, "=", "cached")
 	}
