@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"os"
 )
 
 // Blank makes a log that is damaged in the middle readable and writable
@@ -21,18 +20,11 @@ import (
 // stretches it blanked. A torn tail is left for Open to cut; damage with no
 // valid record after it is not blanked and is returned as the error.
 func Blank(path string, noSync bool) (int, error) {
-	lk, err := openLock(path + ".lock")
+	lk, f, err := openForRepair(path)
 	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
+		return 0, err
 	}
 	defer lk.close()
-	if err := lk.lock(); err != nil {
-		return 0, fmt.Errorf("wal: lock %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
-	}
 	defer f.Close()
 	n := 0
 	for {

@@ -45,23 +45,35 @@ func ReadFrom(path string, off int64, fn func(off int64, payload []byte) error) 
 	return scan(f, path, off, fi.Size(), fn)
 }
 
+// openForRepair takes the log's lock (waiting for a writer that holds it)
+// and opens the file for rewriting in place.
+func openForRepair(path string) (*fileLock, *os.File, error) {
+	lk, err := openLock(path + ".lock")
+	if err != nil {
+		return nil, nil, fmt.Errorf("wal: %w", err)
+	}
+	if err := lk.lock(); err != nil {
+		lk.close()
+		return nil, nil, fmt.Errorf("wal: lock %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		lk.close()
+		return nil, nil, fmt.Errorf("wal: %w", err)
+	}
+	return lk, f, nil
+}
+
 // Repair makes a damaged log usable again by cutting it at its first bad record,
 // dropping that record and everything after it, and returns the number of bytes
 // dropped. A log that is fine is left alone. Repair waits for the log's lock, so it
 // waits for a writer that holds the log open without Options.Shared to close it.
 func Repair(path string) (dropped int64, err error) {
-	lk, err := openLock(path + ".lock")
+	lk, f, err := openForRepair(path)
 	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
+		return 0, err
 	}
 	defer lk.close()
-	if err := lk.lock(); err != nil {
-		return 0, fmt.Errorf("wal: lock %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
-	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
