@@ -756,31 +756,13 @@ func (a *applier) skip(ns *nodeState, why string) {
 // checkPost evaluates postconditions with self bound to the node; a false
 // condition fails the node with its error_message.
 func (a *applier) checkPost(ns *nodeState) bool {
-	if len(ns.n.Stage.Postconditions) == 0 {
+	msg, _ := a.g.evalPostconditions(ns.n, a.finalInstance(ns), a.instance)
+	if msg == "" {
 		return true
 	}
-	ctx := a.g.evalContext(ns.n, a.instance)
-	ctx.Variables["self"] = a.finalInstance(ns)
-	for _, chk := range ns.n.Stage.Postconditions {
-		v, diags := chk.Condition.Value(ctx)
-		if diags.HasErrors() {
-			a.undoSuccess(ns)
-			a.fail(ns, dsl.ClassPostcondition, "the postcondition could not be evaluated: "+oneLine(diags.Error()))
-			return false
-		}
-		v, _ = v.Unmark()
-		if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.Bool) {
-			a.undoSuccess(ns)
-			a.fail(ns, dsl.ClassPostcondition, "the postcondition did not evaluate to true or false")
-			return false
-		}
-		if v.False() {
-			a.undoSuccess(ns)
-			a.fail(ns, dsl.ClassPostcondition, dsl.CheckMessage(chk, ctx))
-			return false
-		}
-	}
-	return true
+	a.undoSuccess(ns)
+	a.fail(ns, dsl.ClassPostcondition, msg)
+	return false
 }
 
 func (a *applier) undoSuccess(ns *nodeState) {
