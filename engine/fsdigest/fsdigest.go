@@ -193,16 +193,25 @@ func (c *Cache) today() uint32 {
 	return uint32(c.clock().Unix() / 86400)
 }
 
-// File returns the hex sha256 of the content of the file at path,
-// following symbolic links.
-func (c *Cache) File(path string) (string, error) {
+// absStat resolves path to an absolute one and stats it, following links.
+func absStat(path string) (string, os.FileInfo, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("fsdigest: %w", err)
+		return "", nil, fmt.Errorf("fsdigest: %w", err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return "", fmt.Errorf("fsdigest: %w", err)
+		return "", nil, fmt.Errorf("fsdigest: %w", err)
+	}
+	return abs, fi, nil
+}
+
+// File returns the hex sha256 of the content of the file at path,
+// following symbolic links.
+func (c *Cache) File(path string) (string, error) {
+	abs, fi, err := absStat(path)
+	if err != nil {
+		return "", err
 	}
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("fsdigest: %s is not a regular file (%s)", path, fi.Mode().Type())
@@ -285,13 +294,9 @@ func racy(k statKey, now time.Time) bool {
 // content digest, as File, or a directory's tree digest as described in the
 // package comment.
 func (c *Cache) Tree(path string) (string, error) {
-	abs, err := filepath.Abs(path)
+	abs, fi, err := absStat(path)
 	if err != nil {
-		return "", fmt.Errorf("fsdigest: %w", err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("fsdigest: %w", err)
+		return "", err
 	}
 	switch {
 	case fi.Mode().IsRegular():
