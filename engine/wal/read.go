@@ -69,6 +69,20 @@ func openForRepair(path string) (*fileLock, *os.File, error) {
 // dropped. A log that is fine is left alone. Repair waits for the log's lock, so it
 // waits for a writer that holds the log open without Options.Shared to close it.
 func Repair(path string) (dropped int64, err error) {
+	return cut(path, true)
+}
+
+// TrimTail cuts a torn tail off the log at path (what a writer killed in the
+// middle of a write, or with space reserved ahead, leaves) and returns the
+// number of bytes dropped. Unlike Repair it leaves a log damaged in the
+// middle as it is. It waits for the log's lock, like Repair.
+func TrimTail(path string) (dropped int64, err error) {
+	return cut(path, false)
+}
+
+// cut drops the torn tail of a log and, when damaged is set, everything from
+// its first bad record on.
+func cut(path string, damaged bool) (dropped int64, err error) {
 	lk, f, err := openForRepair(path)
 	if err != nil {
 		return 0, err
@@ -83,6 +97,8 @@ func Repair(path string) (dropped int64, err error) {
 	var cut int64
 	var ce *CorruptError
 	switch {
+	case errors.As(err, &ce) && !damaged:
+		return 0, nil
 	case errors.As(err, &ce):
 		if ce.Offset < fileHeaderSize {
 			return 0, fmt.Errorf("wal: will not repair %s: %w", path, err)
@@ -311,6 +327,13 @@ func (w *window) validAfter(off int64) (next int64, found, gaveUp bool) {
 		if !ok {
 			return 0, false, false
 		}
+		if binary.LittleEndian.Uint64(h) == 0 {
+			// Never a valid header (see the package doc): space
+			// reserved ahead of the records, or zeroed by damage.
+			// Skip the whole zero run.
+			p = w.zerosEnd(p) - 8
+			continue
+		}
 		n := binary.LittleEndian.Uint32(h)
 		if n > MaxRecordSize {
 			continue
@@ -335,15 +358,32 @@ func (w *window) validAfter(off int64) (next int64, found, gaveUp bool) {
 
 // zeroFrom reports whether every byte from off to the end of the file is zero.
 func (w *window) zeroFrom(off int64) bool {
+	end := w.zerosEnd(off)
+	return end >= w.size && w.err == nil
+}
+
+// zerosEnd returns the first 8-byte boundary at or after off (a boundary)
+// whose 8 bytes are not all zero, or the file's end: it skips a run of zeros
+// a block at a time.
+func (w *window) zerosEnd(off int64) int64 {
 	for off < w.size {
 		b, ok := w.get(off, min(readChunk, w.size-off))
 		if !ok {
-			return w.err == nil
+			return off
 		}
-		if !allZero(b) {
-			return false
+		i := 0
+		for i+len(zeroBlock) <= len(b) && bytes.Equal(b[i:i+len(zeroBlock)], zeroBlock[:]) {
+			i += len(zeroBlock)
+		}
+		for ; i < len(b); i += 8 {
+			if !allZero(b[i:min(i+8, len(b))]) {
+				return off + int64(i)
+			}
 		}
 		off += int64(len(b))
 	}
-	return true
+	return off
 }
+
+// zeroBlock is what zerosEnd compares a file's bytes with.
+var zeroBlock [4096]byte

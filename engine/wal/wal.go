@@ -49,6 +49,11 @@
 // the partial bytes are cut off again; after a failed fsync the Log refuses further
 // appends, because what reached the disk is no longer known.
 //
+// Without Options.Shared or Options.NoSync, a Log reserves file space ahead of its
+// records and writes them in place, so that its syncs (fdatasync) need not change the
+// file's size; the zeros past the last record read as a torn tail, which Close and,
+// after a crash, Open cut off.
+//
 // Each log has a sidecar lock file, "<path>.lock". Without Options.Shared, Open takes an
 // exclusive flock on it for the life of the Log, so a second writer (say, a second
 // apply of the same run) fails with ErrLocked instead of interleaving records. With
@@ -159,8 +164,13 @@ type Log struct {
 	commits atomic.Int64 // batches written, for benchmarks
 
 	// Owned by the committer goroutine (read by Close after it exits):
-	unsynced bool  // AppendAsync records were written but not synced yet
-	asyncErr error // failures to write AppendAsync records
+	unsynced bool // AppendAsync records were written but not synced yet
+	// prealloc is set when the file is written in place (not Shared, with
+	// fsync): space past l.end is allocated ahead, up to allocated, so
+	// that a commit's sync need not update the file's size.
+	prealloc  bool
+	allocated int64
+	asyncErr  error // failures to write AppendAsync records
 
 	kick      chan struct{} // wakes the committer; capacity 1
 	done      chan struct{} // closed when the committer has exited
@@ -207,18 +217,23 @@ func Open(path string, opts Options) (*Log, error) {
 		lk.close()
 		return nil, fmt.Errorf("wal: lock %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	flags := os.O_RDWR | os.O_CREATE
+	if opts.Shared {
+		flags |= os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		lk.close()
 		return nil, fmt.Errorf("wal: %w", err)
 	}
 	l := &Log{
-		path: path,
-		opts: opts,
-		f:    f,
-		lk:   lk,
-		kick: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		path:     path,
+		opts:     opts,
+		f:        f,
+		lk:       lk,
+		kick:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		prealloc: !opts.Shared && !opts.NoSync,
 	}
 	err = l.recover(0)
 	if opts.Shared {
@@ -254,6 +269,7 @@ func (l *Log) recover(from int64) error {
 	}
 	if st.Next == size && size > 0 {
 		l.end.Store(size)
+		l.allocated = size
 		return nil
 	}
 	if err := l.f.Truncate(st.Next); err != nil {
@@ -279,6 +295,7 @@ func (l *Log) recover(from int64) error {
 		}
 	}
 	l.end.Store(st.Next)
+	l.allocated = st.Next
 	return nil
 }
 
@@ -318,21 +335,7 @@ func (l *Log) enqueue(payload []byte, durable bool) (*batch, error) {
 	if len(payload) > MaxRecordSize {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(payload), MaxRecordSize)
 	}
-	crc := checksum(payload)
-	l.mu.Lock()
-	b, err := l.batchFor(1, recordSize(len(payload)))
-	if err != nil {
-		l.mu.Unlock()
-		return nil, err
-	}
-	b.buf = appendRecord(b.buf, payload, crc)
-	b.n++
-	if durable {
-		b.durable = true
-	}
-	l.mu.Unlock()
-	l.wake()
-	return b, nil
+	return l.enqueueBatch([][]byte{payload}, durable)
 }
 
 // AppendAsync queues one record and returns at once, without waiting for the
@@ -348,14 +351,32 @@ func (l *Log) AppendAsync(payload []byte) error {
 // AppendBatch writes several records with one write and one fsync, in order and
 // next to each other. A crash during the write can keep a prefix of them.
 func (l *Log) AppendBatch(payloads [][]byte) error {
+	b, err := l.enqueueBatch(payloads, true)
+	if err != nil || b == nil {
+		return err
+	}
+	<-b.done
+	return b.err
+}
+
+// AppendAsyncBatch is AppendAsync for several records: they are queued next to
+// each other, in order, and the call returns at once.
+func (l *Log) AppendAsyncBatch(payloads [][]byte) error {
+	_, err := l.enqueueBatch(payloads, false)
+	return err
+}
+
+// enqueueBatch adds records to one batch (nil when there are none), marking it
+// durable when asked, and wakes the committer.
+func (l *Log) enqueueBatch(payloads [][]byte, durable bool) (*batch, error) {
 	if len(payloads) == 0 {
-		return nil
+		return nil, nil
 	}
 	crcs := make([]uint32, len(payloads))
 	var size int64
 	for i, p := range payloads {
 		if len(p) > MaxRecordSize {
-			return fmt.Errorf("%w: record %d has %d bytes, the limit is %d", ErrTooLarge, i, len(p), MaxRecordSize)
+			return nil, fmt.Errorf("%w: record %d has %d bytes, the limit is %d", ErrTooLarge, i, len(p), MaxRecordSize)
 		}
 		crcs[i] = checksum(p)
 		size += recordSize(len(p))
@@ -364,17 +385,18 @@ func (l *Log) AppendBatch(payloads [][]byte) error {
 	b, err := l.batchFor(len(payloads), size)
 	if err != nil {
 		l.mu.Unlock()
-		return err
+		return nil, err
 	}
 	for i, p := range payloads {
 		b.buf = appendRecord(b.buf, p, crcs[i])
 	}
 	b.n += len(payloads)
-	b.durable = true
+	if durable {
+		b.durable = true
+	}
 	l.mu.Unlock()
 	l.wake()
-	<-b.done
-	return b.err
+	return b, nil
 }
 
 // batchFor returns the batch that n more records of size bytes in all should join:
@@ -504,7 +526,7 @@ func (l *Log) sync() error {
 	if l.opts.NoSync {
 		return nil
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := l.syncData(); err != nil {
 		// The kernel may have dropped the dirty pages: what is on disk is unknown.
 		l.fail(fmt.Errorf("wal: sync %s: %w", l.path, err))
 		return l.failed
@@ -516,16 +538,45 @@ func (l *Log) sync() error {
 // write appends buf at l.end, cutting a partial write off again.
 func (l *Log) write(buf []byte) error {
 	start := l.end.Load()
-	if _, err := l.f.Write(buf); err != nil {
+	var err error
+	if l.opts.Shared {
+		_, err = l.f.Write(buf) // O_APPEND: after whatever others wrote
+	} else {
+		l.reserve(start + int64(len(buf)))
+		_, err = l.f.WriteAt(buf, start)
+	}
+	if err != nil {
 		werr := fmt.Errorf("wal: write %s: %w", l.path, err)
 		if terr := l.f.Truncate(start); terr != nil {
 			l.fail(fmt.Errorf("%w; cutting the partial write off failed too: %v", werr, terr))
 			return l.failed
 		}
+		l.allocated = start
 		return werr
 	}
 	l.end.Store(start + int64(len(buf)))
 	return nil
+}
+
+// preallocChunk is how much file space a preallocating Log reserves at a
+// time, at least.
+const preallocChunk = 1 << 20
+
+// reserve makes sure the file has space allocated up to end: the records
+// then overwrite zeros inside the file, and their sync writes data without
+// changing the file's size. The zeros past the last record read as a torn
+// tail, which Open cuts off after a crash and Close cuts off when done. A
+// file system that cannot allocate ahead is written as it grows.
+func (l *Log) reserve(end int64) {
+	if !l.prealloc || end <= l.allocated {
+		return
+	}
+	n := max(preallocChunk, end-l.allocated, l.allocated/4)
+	if err := allocate(l.f, l.allocated, n); err != nil {
+		l.prealloc = false
+		return
+	}
+	l.allocated += n
 }
 
 // catchUp validates what other processes appended since l.end, cutting off a torn
@@ -561,6 +612,13 @@ func (l *Log) Close() error {
 		var errs []error
 		if l.asyncErr != nil {
 			errs = append(errs, l.asyncErr)
+		}
+		if end := l.end.Load(); l.allocated > end {
+			// The space reserved ahead goes: a finished log ends with its
+			// last record.
+			if err := l.f.Truncate(end); err != nil {
+				errs = append(errs, fmt.Errorf("wal: %w", err))
+			}
 		}
 		if err := l.f.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("wal: %w", err))

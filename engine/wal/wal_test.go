@@ -722,3 +722,103 @@ func TestSearchGivesUpOnPathologicalTail(t *testing.T) {
 	assert.Equal(t, int64(-1), ce.Next)
 	assert.Contains(t, ce.Reason, "too many to search")
 }
+
+// A durable, unshared log reserves file space ahead of its records. What a
+// crash leaves (records, then zeros) reads as a torn tail that Open cuts
+// off; Close leaves the file ending with its last record.
+func TestPreallocatedLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log")
+	l, err := Open(path, Options{})
+	require.NoError(t, err)
+	ps := [][]byte{[]byte("one"), payload(1, 3000), {}, []byte("four")}
+	for _, p := range ps {
+		require.NoError(t, l.Append(p))
+	}
+	require.NoError(t, l.AppendAsync([]byte("async")))
+	require.NoError(t, l.Append([]byte("six")))
+	end := l.Size()
+	ps = append(ps, []byte("async"), []byte("six"))
+
+	// While it is open, readers see every record and a torn tail of zeros
+	// (when the file system could reserve space).
+	recs, st, err := readAll(t, path)
+	require.NoError(t, err)
+	assert.Equal(t, ps, payloads(recs))
+	assert.Equal(t, end, st.Next)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	if l.prealloc {
+		assert.Greater(t, fi.Size(), end)
+		assert.True(t, st.TornTail)
+	}
+
+	// A crash now: the disk holds the file as it is.
+	crashed := filepath.Join(dir, "crashed")
+	require.NoError(t, os.WriteFile(crashed, fileBytes(t, path), 0o644))
+	c, err := Open(crashed, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, end, c.Size())
+	require.NoError(t, c.Append([]byte("after")))
+	require.NoError(t, c.Close())
+	recs, st, err = readAll(t, crashed)
+	require.NoError(t, err)
+	assert.Equal(t, append(append([][]byte{}, ps...), []byte("after")), payloads(recs))
+	assert.False(t, st.TornTail)
+
+	// A clean close cuts the reserved space off.
+	require.NoError(t, l.Close())
+	fi, err = os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, end, fi.Size())
+	recs, st, err = readAll(t, path)
+	require.NoError(t, err)
+	assert.Equal(t, ps, payloads(recs))
+	assert.False(t, st.TornTail)
+}
+
+// Records past the first reserved chunk still land in order.
+func TestPreallocatedLogGrows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	l, err := Open(path, Options{})
+	require.NoError(t, err)
+	var ps [][]byte
+	for i := 0; i < 40; i++ {
+		ps = append(ps, payload(i, 100_000))
+	}
+	for i := 0; i < len(ps); i += 4 {
+		require.NoError(t, l.AppendBatch(ps[i:i+4]))
+	}
+	require.NoError(t, l.Close())
+	recs, st, err := readAll(t, path)
+	require.NoError(t, err)
+	assert.Equal(t, ps, payloads(recs))
+	assert.False(t, st.TornTail)
+}
+
+// TrimTail cuts a torn tail (here: space reserved ahead, as a killed
+// writer leaves it) and leaves damage in the middle alone.
+func TestTrimTail(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log")
+	offs := writeLog(t, path, payload(1, 16), payload(2, 21), payload(3, 5))
+	good := fileBytes(t, path)
+
+	require.NoError(t, os.WriteFile(path, append(bytes.Clone(good), make([]byte, 3<<20)...), 0o644))
+	dropped, err := TrimTail(path)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3<<20), dropped)
+	assert.Equal(t, good, fileBytes(t, path))
+
+	dropped, err = TrimTail(path)
+	require.NoError(t, err)
+	assert.Zero(t, dropped, "a good log is left alone")
+
+	bad := bytes.Clone(good)
+	bad[offs[1]+9] ^= 1
+	require.NoError(t, os.WriteFile(path, bad, 0o644))
+	dropped, err = TrimTail(path)
+	require.NoError(t, err)
+	assert.Zero(t, dropped)
+	assert.Equal(t, bad, fileBytes(t, path), "damage in the middle is left for Repair")
+}
