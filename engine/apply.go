@@ -756,7 +756,8 @@ func (a *applier) skip(ns *nodeState, why string) {
 // checkPost evaluates postconditions with self bound to the node; a false
 // condition fails the node with its error_message.
 func (a *applier) checkPost(ns *nodeState) bool {
-	msg, _ := a.g.evalPostconditions(ns.n, a.finalInstance(ns), a.instance)
+	self := func() cty.Value { return a.finalInstance(ns) }
+	msg, _ := a.g.evalPostconditions(ns.n, self, a.instance)
 	if msg == "" {
 		return true
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -79,6 +80,27 @@ type Journal struct {
 	log      *wal.Log
 	lock     *flock.Flock
 	pipeline string // from the run_start record, for the end marker
+
+	// cached holds NoteCached records not handed to the log yet: they go
+	// in one write, ahead of the next other record (or at Close).
+	mu     sync.Mutex
+	cached [][]byte
+}
+
+// maxCachedNotes is how many cached-node records wait for one write.
+const maxCachedNotes = 512
+
+// flushCached hands the waiting cached-node records to the log, ahead of
+// whatever is appended next.
+func (j *Journal) flushCached() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.cached) == 0 {
+		return nil
+	}
+	err := j.log.AppendAsyncBatch(j.cached)
+	j.cached = nil
+	return err
 }
 
 // endMarker is what a run writes into its (otherwise empty) lock file once
@@ -151,6 +173,9 @@ func (j *Journal) Write(e JEntry) error {
 	if err != nil {
 		return err
 	}
+	if err := j.flushCached(); err != nil {
+		return err
+	}
 	if err := j.log.Append(b); err != nil {
 		return err
 	}
@@ -177,6 +202,9 @@ func (j *Journal) Note(e JEntry) error {
 	if err != nil {
 		return err
 	}
+	if err := j.flushCached(); err != nil {
+		return err
+	}
 	if err := j.log.AppendAsync(b); err != nil {
 		return err
 	}
@@ -186,7 +214,8 @@ func (j *Journal) Note(e JEntry) error {
 
 // NoteCached is Note for the commonest record of a no-op apply, a node
 // taken from the cache, encoded by hand: a JSON encoder's reflection would
-// cost more than the rest of the record's handling.
+// cost more than the rest of the record's handling. Consecutive cached
+// records share one write, made before the next other record.
 func (j *Journal) NoteCached(node, key string) error {
 	b := make([]byte, 0, 64+len(node)+len(key))
 	b = append(b, `{"t":"`+JCached+`","time":"`...)
@@ -198,8 +227,14 @@ func (j *Journal) NoteCached(node, key string) error {
 		b = appendJSONString(b, key)
 	}
 	b = append(b, '}')
-	if err := j.log.AppendAsync(b); err != nil {
-		return err
+	j.mu.Lock()
+	j.cached = append(j.cached, b)
+	full := len(j.cached) >= maxCachedNotes
+	j.mu.Unlock()
+	if full {
+		if err := j.flushCached(); err != nil {
+			return err
+		}
 	}
 	testKillAt(testKillAfterRecords, &testRecords)
 	return nil
@@ -239,6 +274,9 @@ func (j *Journal) WriteBatch(es []JEntry) error {
 		}
 		payloads = append(payloads, b)
 	}
+	if err := j.flushCached(); err != nil {
+		return err
+	}
 	if err := j.log.AppendBatch(payloads); err != nil {
 		return err
 	}
@@ -250,7 +288,8 @@ func (j *Journal) WriteBatch(es []JEntry) error {
 
 // Close flushes and releases the run lock.
 func (j *Journal) Close() error {
-	err := j.log.Close()
+	ferr := j.flushCached()
+	err := errors.Join(ferr, j.log.Close())
 	_ = j.lock.Unlock()
 	return err
 }

@@ -244,22 +244,23 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 // record, so plan can say that apply will refuse it; "" when they hold or
 // cannot be evaluated yet.
 func (g *Graph) postconditionFails(n *Node, rec *Record, inst instanceFunc) string {
-	if msg, invalid := g.evalPostconditions(n, recordInstance(n, rec), inst); !invalid {
+	self := func() cty.Value { return recordInstance(n, rec) }
+	if msg, invalid := g.evalPostconditions(n, self, inst); !invalid {
 		return msg
 	}
 	return ""
 }
 
 // evalPostconditions evaluates n's postconditions with self bound to its
-// instance object. It returns "" when all hold, else what failed: the first
+// instance object (built only when there are postconditions). It returns "" when all hold, else what failed: the first
 // false condition's error_message (invalid false), or why a condition
 // could not be evaluated to true or false (invalid true).
-func (g *Graph) evalPostconditions(n *Node, self cty.Value, inst instanceFunc) (msg string, invalid bool) {
+func (g *Graph) evalPostconditions(n *Node, self func() cty.Value, inst instanceFunc) (msg string, invalid bool) {
 	if len(n.Stage.Postconditions) == 0 {
 		return "", false
 	}
 	ctx := g.evalContext(n, inst)
-	ctx.Variables["self"] = self
+	ctx.Variables["self"] = self()
 	for _, chk := range n.Stage.Postconditions {
 		v, diags := chk.Condition.Value(ctx)
 		if diags.HasErrors() {

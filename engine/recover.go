@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/wal"
 )
 
 // interruptedNode is a node that was running when an earlier run died.
@@ -71,6 +72,9 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				if n > 0 {
 					a.printf("cairn: killed %d process(es) left running by interrupted run %s\n", n, r.ID)
 				}
+				// The space its journal reserved ahead goes, so that
+				// readers need not skip it each time.
+				_, _ = wal.TrimTail(filepath.Join(r.Dir, "journal"))
 				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 			}
 		}
@@ -159,15 +163,26 @@ func (a *applier) checkGPUNeeds() error {
 // overridden by later runs or does not matter: their journals are not
 // read. A run that ended cleanly but has no marker (written by an older
 // cairn) gets one.
+//
+// The newest run of that settled prefix is kept in runs/settled, so the
+// next apply does not look at those runs again: an apply's start does not
+// grow with the number of runs a cache has seen.
 func unfinishedRuns(cacheDir string) ([]*RunInfo, error) {
 	dirs, err := runDirs(cacheDir)
 	if err != nil {
 		return nil, err
 	}
+	settled := readSettled(cacheDir)
+	last := settled
 	var runs []*RunInfo
 	for _, dir := range dirs {
+		id := filepath.Base(dir)
+		if len(runs) == 0 && id <= settled {
+			continue
+		}
 		if len(runs) == 0 {
 			if m := readEndMarker(dir); m != nil && m.Status != "interrupted" {
+				last = id
 				continue
 			}
 		}
@@ -180,16 +195,53 @@ func unfinishedRuns(cacheDir string) ([]*RunInfo, error) {
 			case ri.State != "running" && ri.State != "interrupted" && ri.Pipeline != "":
 				// It ended with its run_end record: mark it, and skip it.
 				writeEndMarker(dir, endMarker{Pipeline: ri.Pipeline, Status: ri.State})
+				last = id
 				continue
 			case ri.State == "interrupted" && !hasOpenNodes(ri) && fileExists(filepath.Join(dir, "reaped")):
 				// Stopped between nodes, and looked at for leftovers
 				// already: nothing of it was left running.
+				last = id
 				continue
 			}
 		}
 		runs = append(runs, ri)
 	}
+	if last != settled {
+		writeSettled(cacheDir, last)
+	}
 	return runs, nil
+}
+
+// settledFile names, inside a cache's runs folder, the newest run that,
+// with every run before it, has ended and needs no recovery.
+const settledFile = "settled"
+
+// readSettled returns the settled run id of a cache, or "".
+func readSettled(cacheDir string) string {
+	b, err := os.ReadFile(filepath.Join(cacheDir, "runs", settledFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// writeSettled records the settled run id. It is a hint, replaced
+// atomically: without it (or with an older one) runs are looked at again.
+// Two applies may race to write it; both values are true.
+func writeSettled(cacheDir, id string) {
+	dir := filepath.Join(cacheDir, "runs")
+	tmp, err := os.CreateTemp(dir, ".settled-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.WriteString(id + "\n")
+	if cerr := tmp.Close(); werr != nil || cerr != nil {
+		_ = os.Remove(tmp.Name())
+		return
+	}
+	if os.Rename(tmp.Name(), filepath.Join(dir, settledFile)) != nil {
+		_ = os.Remove(tmp.Name())
+	}
 }
 
 // hasOpenNodes reports whether a run's journal has a node started and not
