@@ -11,7 +11,7 @@ import (
 
 // splitParseMin is the size from which a pipeline file is parsed in
 // pieces.
-const splitParseMin = 64 << 10
+const splitParseMin = 16 << 10
 
 // splitPieceMin is the least a piece holds (whole top-level items).
 const splitPieceMin = 8 << 10

@@ -515,7 +515,6 @@ func (a *applier) prepare(ns *nodeState) bool {
 		sn.Upstreams = append(sn.Upstreams, up)
 	}
 	ns.spec = sn
-	ns.secrets = sensitiveStrings(sn.Args)
 	var env *Envelope
 	var why *unknownReason
 	var err error
@@ -545,16 +544,18 @@ func (a *applier) prepare(ns *nodeState) bool {
 		ns.key = env.Key()
 	}
 	sn.Key = ns.key
-	if a.opts.Replace[n.Addr] {
-		return false
-	}
-	if a.cache.Has(ns.key) {
+	if !a.opts.Replace[n.Addr] && a.cache.Has(ns.key) {
 		// The plan decoded this record moments ago.
 		if rec := ns.pn.Record; rec != nil && rec.Key == ns.key {
-			return a.takeCachedRecord(ns, rec)
+			if a.takeCachedRecord(ns, rec) {
+				return true
+			}
+		} else if a.takeCached(ns) {
+			return true
 		}
-		return a.takeCached(ns)
 	}
+	// It runs: what its logs must not show.
+	ns.secrets = sensitiveStrings(sn.Args)
 	return false
 }
 
@@ -726,7 +727,11 @@ func (a *applier) markFailed(ns *nodeState) {
 		ns.locked = nil
 	}
 	ns.status = stFailed
-	// Nothing cairn writes about the node shows a sensitive value.
+	// Nothing cairn writes about the node shows a sensitive value (a node
+	// that failed before it ran has not listed them yet).
+	if ns.secrets == nil && ns.spec != nil {
+		ns.secrets = sensitiveStrings(ns.spec.Args)
+	}
 	ns.message = redactSecrets(ns.message, ns.secrets)
 	a.res.Failed++
 	a.setFinal(ns)

@@ -78,20 +78,46 @@ type digester interface {
 // output digest, or false when it is not known (the upstream will run). A
 // nil envelope with a reason means the key is known only after apply.
 func (g *Graph) envelope(n *Node, sn *stages.Node, upstream func(*Node) (string, bool), dg digester) (*Envelope, *unknownReason, error) {
-	e := &Envelope{V: EnvelopeVersion, Args: map[string]json.RawMessage{}, Inputs: map[string]string{}, Upstreams: []string{}}
-	if n.Kind != nil {
-		e.Kind = n.Kind.Name()
-		e.KindVersion = n.Kind.Version()
-	}
+	return g.envelopeFrom(g.envelopeBase(n, sn, dg), n, upstream)
+}
+
+// envBase is a node's envelope without its upstreams, or why it cannot be
+// built: what depends on the node alone, so it can be built on any core.
+type envBase struct {
+	e   *Envelope
+	why *unknownReason
+	err error
+}
+
+// envelopeFrom completes a node's envelope with its upstreams' output
+// digests. An upstream not known yet is the reason given first.
+func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, bool)) (*Envelope, *unknownReason, error) {
+	ups := make([]string, 0, len(n.Deps))
 	for _, id := range n.Deps {
 		u := g.Nodes[id]
 		d, ok := upstream(u)
 		if !ok {
 			return nil, &unknownReason{Upstream: u.Addr}, nil
 		}
-		e.Upstreams = append(e.Upstreams, d)
+		ups = append(ups, d)
 	}
-	sort.Strings(e.Upstreams)
+	if b.e == nil {
+		return nil, b.why, b.err
+	}
+	sort.Strings(ups)
+	e := *b.e
+	e.Upstreams = ups
+	return &e, nil, nil
+}
+
+// envelopeBase builds the parts of a node's envelope that do not depend
+// on other nodes: kind, keyed arguments and input digests.
+func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
+	e := &Envelope{V: EnvelopeVersion, Args: map[string]json.RawMessage{}, Inputs: map[string]string{}, Upstreams: []string{}}
+	if n.Kind != nil {
+		e.Kind = n.Kind.Name()
+		e.KindVersion = n.Kind.Version()
+	}
 	var excluded map[string]bool
 	if ke, ok := n.Kind.(stages.KeyExcluder); ok {
 		excluded = map[string]bool{}
@@ -109,25 +135,25 @@ func (g *Graph) envelope(n *Node, sn *stages.Node, upstream func(*Node) (string,
 		}
 		b, known := canonicalJSON(v)
 		if !known {
-			return nil, &unknownReason{Attr: name}, nil
+			return envBase{why: &unknownReason{Attr: name}}
 		}
 		e.Args[name] = b
 	}
 	if v, ok := sn.Args["inputs"]; ok && !v.IsWhollyKnown() {
-		return nil, &unknownReason{Attr: "inputs"}, nil
+		return envBase{why: &unknownReason{Attr: "inputs"}}
 	}
 	for _, p := range sn.Common.Inputs {
 		full := filepath.Join(g.Root, p)
 		d, err := dg.Tree(full)
 		if err != nil {
 			if os.IsNotExist(err) || isNotExist(err) {
-				return nil, &unknownReason{Input: p}, nil
+				return envBase{why: &unknownReason{Input: p}}
 			}
-			return nil, nil, fmt.Errorf("input %s: %w", p, err)
+			return envBase{err: fmt.Errorf("input %s: %w", p, err)}
 		}
 		e.Inputs[p] = d
 	}
-	return e, nil, nil
+	return envBase{e: e}
 }
 
 func isNotExist(err error) bool {

@@ -124,7 +124,7 @@ func valuesKnown(cfg *dsl.Config, vars, locals map[string]cty.Value) bool {
 func (g *Graph) CheckStages() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	specs := map[string][]*stages.Node{}
-	ahead := g.evalAhead(func(*Node) bool { return true })
+	ahead := g.evalAhead(func(*Node) bool { return true }, nil)
 	for _, n := range g.Nodes {
 		sn, d := ahead[n.ID].sn, ahead[n.ID].diags
 		if !ahead[n.ID].done {

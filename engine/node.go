@@ -94,13 +94,18 @@ type evalResult struct {
 	sn    *stages.Node
 	diags hcl.Diagnostics
 	done  bool
+	// base is the node's key envelope without its upstreams, when the
+	// caller asked for it (and the evaluation had no error).
+	base  envBase
+	based bool
 }
 
 // evalAhead evaluates, on every core, the nodes for which want is true and
 // whose expressions read no stage object: their evaluation depends on
 // nothing another node decides, so it can run in any order. The others are
-// left for the caller (done is false).
-func (g *Graph) evalAhead(want func(*Node) bool) []evalResult {
+// left for the caller (done is false). With dg, the envelope of each node
+// evaluated without error is built too, all but its upstreams.
+func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 	out := make([]evalResult, len(g.Nodes))
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 || len(g.Nodes) < 64 {
@@ -129,7 +134,11 @@ func (g *Graph) evalAhead(want func(*Node) bool) []evalResult {
 						continue
 					}
 					sn, d := g.EvalNode(n, unknownInstance)
-					out[n.ID] = evalResult{sn: sn, diags: d, done: true}
+					r := evalResult{sn: sn, diags: d, done: true}
+					if dg != nil && !d.HasErrors() {
+						r.base, r.based = g.envelopeBase(n, sn, dg), true
+					}
+					out[n.ID] = r
 				}
 			}
 		}()

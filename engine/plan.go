@@ -167,7 +167,7 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 		}
 	}
 	cache.Prefetch(last)
-	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] })
+	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] }, cache.Stat)
 	for _, n := range g.Nodes {
 		pn := &PlannedNode{Node: n, Action: ActRun}
 		p.Nodes[n.ID] = pn
@@ -185,7 +185,11 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 			continue
 		}
 		pn.Spec = sn
-		env, why, err := g.envelope(n, sn, upstream, cache.Stat)
+		base := ahead[n.ID].base
+		if !ahead[n.ID].based {
+			base = g.envelopeBase(n, sn, cache.Stat)
+		}
+		env, why, err := g.envelopeFrom(base, n, upstream)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
 			continue
