@@ -40,6 +40,9 @@ type Config struct {
 
 	// Files maps file names to parsed files, for diagnostic snippets.
 	Files map[string]*hcl.File
+
+	// Reads records every file the evaluation depends on (see FileRead).
+	Reads *FileReads
 }
 
 func (c *Config) root() string {

@@ -83,11 +83,14 @@ func stageSchema(kind *hcl.BodySchema) *hcl.BodySchema {
 type Loader struct {
 	Parser *hclparse.Parser
 	Kinds  Kinds
+	// Reads records the pipeline files read, and is handed to the
+	// Config for what evaluation reads.
+	Reads *FileReads
 }
 
 // NewLoader returns a loader that validates stage kinds against kinds.
 func NewLoader(kinds Kinds) *Loader {
-	return &Loader{Parser: hclparse.NewParser(), Kinds: kinds}
+	return &Loader{Parser: hclparse.NewParser(), Kinds: kinds, Reads: NewFileReads()}
 }
 
 // Load reads one .hcl file, or every .hcl file of a directory (sorted by
@@ -104,6 +107,8 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 	var paths []string
 	dir := path
 	if st.IsDir() {
+		// Its listing decides which files are the pipeline.
+		l.Reads.Note(path)
 		ents, err := os.ReadDir(path)
 		if err != nil {
 			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read pipeline directory", Detail: err.Error()}}
@@ -127,6 +132,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var files []*hcl.File
 	for _, p := range paths {
+		l.Reads.Note(p)
 		src, err := os.ReadFile(p)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline file", Detail: err.Error()})
@@ -188,6 +194,7 @@ func (l *Loader) ParseSource(src []byte, filename string) (*Config, hcl.Diagnost
 // Decode decodes parsed files into one Config.
 func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 	cfg := &Config{
+		Reads:     l.Reads,
 		Variables: map[string]*Variable{},
 		Locals:    map[string]*Local{},
 		StageMap:  map[string]*Stage{},

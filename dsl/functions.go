@@ -21,6 +21,12 @@ import (
 // Functions returns the function table of pipeline expressions. File
 // functions read paths relative to root (the workspace root).
 func Functions(root string) map[string]function.Function {
+	return FunctionsReading(root, nil)
+}
+
+// FunctionsReading is Functions whose file functions note what they read
+// in reads.
+func FunctionsReading(root string, reads *FileReads) map[string]function.Function {
 	fns := map[string]function.Function{
 		"abs":             stdlib.AbsoluteFunc,
 		"can":             tryfunc.CanFunc,
@@ -89,9 +95,9 @@ func Functions(root string) map[string]function.Function {
 		"sha256":          sha256Func,
 		"basename":        basenameFunc,
 		"dirname":         dirnameFunc,
-		"file":            fileFunc(root),
-		"filesha256":      fileSHA256Func(root),
-		"fileexists":      fileExistsFunc(root),
+		"file":            fileFunc(root, reads),
+		"filesha256":      fileSHA256Func(root, reads),
+		"fileexists":      fileExistsFunc(root, reads),
 		"sum":             sumFunc,
 	}
 	return fns
@@ -233,8 +239,9 @@ const MaxFileBytes = 64 << 20
 // openRegular opens a regular file; devices, pipes and directories are
 // refused before they are opened (reading /dev/zero would never end, and
 // opening a FIFO would block).
-func openRegular(root, p string) (*os.File, int64, error) {
+func openRegular(root, p string, reads *FileReads) (*os.File, int64, error) {
 	full := resolve(root, p)
+	reads.Note(full)
 	st, err := os.Stat(full)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot read %s: %w", p, err)
@@ -249,13 +256,13 @@ func openRegular(root, p string) (*os.File, int64, error) {
 	return f, st.Size(), nil
 }
 
-func fileFunc(root string) function.Function {
+func fileFunc(root string, reads *FileReads) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			p := args[0].AsString()
-			f, size, err := openRegular(root, p)
+			f, size, err := openRegular(root, p, reads)
 			if err != nil {
 				return cty.NilVal, err
 			}
@@ -278,13 +285,13 @@ func fileFunc(root string) function.Function {
 	})
 }
 
-func fileSHA256Func(root string) function.Function {
+func fileSHA256Func(root string, reads *FileReads) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			p := args[0].AsString()
-			f, _, err := openRegular(root, p)
+			f, _, err := openRegular(root, p, reads)
 			if err != nil {
 				return cty.NilVal, err
 			}
@@ -384,12 +391,14 @@ var (
 	})
 )
 
-func fileExistsFunc(root string) function.Function {
+func fileExistsFunc(root string, reads *FileReads) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.Bool),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			st, err := os.Stat(resolve(root, args[0].AsString()))
+			full := resolve(root, args[0].AsString())
+			reads.Note(full)
+			st, err := os.Stat(full)
 			return cty.BoolVal(err == nil && st.Mode().IsRegular()), nil
 		},
 	})

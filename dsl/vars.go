@@ -105,6 +105,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 		}
 		var f *hcl.File
 		var d hcl.Diagnostics
+		c.Reads.Note(a.Value)
 		if strings.HasSuffix(a.Value, ".json") {
 			f, d = parser.ParseJSONFile(a.Value)
 		} else if src, err := os.ReadFile(a.Value); err != nil {
@@ -192,7 +193,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 	if diags.HasErrors() {
 		return vals, diags
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals), budgetName: newBudget(nil)}, Functions: Functions(c.root())}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals), budgetName: newBudget(nil)}, Functions: FunctionsReading(c.root(), c.Reads)}
 	for _, name := range c.VarOrder {
 		v := c.Variables[name]
 		for _, chk := range v.Validations {

@@ -75,6 +75,8 @@ type ApplyResult struct {
 	Refused     string // a gate or policy refused before anything ran
 	Failures    []Failure
 	Dur         time.Duration
+
+	nodes []*nodeState // every node's final state, for BuildMemo
 }
 
 // Failure is one failed node for the summary.
@@ -121,23 +123,24 @@ type nodeState struct {
 }
 
 type applier struct {
-	opts    ApplyOptions
-	g       *Graph
-	cache   *Cache
-	j       *Journal
-	runID   string
-	nodes   []*nodeState
-	ready   []int // node ids, kept sorted (topological order)
-	events  chan event
-	mu      sync.Mutex // guards output
-	out     io.Writer
-	cpuUsed int
-	stageN  map[string]int
-	running map[int]*nodeState
-	res     *ApplyResult
-	ctx     context.Context
-	groups  map[string]*batchGroup
-	live    *liveDisplay
+	opts     ApplyOptions
+	g        *Graph
+	pipeline string // the pipeline's name (recovery tells its runs from others')
+	cache    *Cache
+	j        *Journal
+	runID    string
+	nodes    []*nodeState
+	ready    []int // node ids, kept sorted (topological order)
+	events   chan event
+	mu       sync.Mutex // guards output
+	out      io.Writer
+	cpuUsed  int
+	stageN   map[string]int
+	running  map[int]*nodeState
+	res      *ApplyResult
+	ctx      context.Context
+	groups   map[string]*batchGroup
+	live     *liveDisplay
 	// dirs are the log folders made so far (see ensureDir).
 	dirs sync.Map
 	// gpuWait is set when a node waits for GPUs another process holds:
@@ -170,7 +173,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	}
 	p := opts.Plan
 	a := &applier{
-		opts: opts, g: p.Graph, cache: opts.Cache, out: opts.Progress,
+		opts: opts, g: p.Graph, pipeline: p.Pipeline, cache: opts.Cache, out: opts.Progress,
 		events: make(chan event, 64), stageN: map[string]int{}, running: map[int]*nodeState{},
 		res: &ApplyResult{}, ctx: ctx, groups: map[string]*batchGroup{},
 	}
@@ -250,6 +253,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		defer a.live.stop()
 	}
 	a.loop()
+	a.res.nodes = a.nodes
 	a.res.Dur = time.Since(start)
 	status := "ok"
 	switch {

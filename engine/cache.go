@@ -267,6 +267,14 @@ func (c *Cache) takePrefetched(key string, raw []byte) *Record {
 	return r
 }
 
+// indexState returns the index file as last read and the offset read up
+// to (a record boundary); nil when there is no index yet.
+func (c *Cache) indexState() (os.FileInfo, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.indexFile, c.offset
+}
+
 // Has reports whether key has a record, without decoding it.
 func (c *Cache) Has(key string) bool {
 	c.mu.RLock()

@@ -84,6 +84,7 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 		rel = cfg.Dir
 	}
 	scope := dsl.NewScope(vars, root, rel)
+	scope.RecordReads(cfg.Reads)
 	diags = append(diags, cfg.EvalLocals(scope)...)
 	// After an error in a variable or local, its value is unknown: a
 	// for_each over it is left unexpanded rather than reported as known

@@ -384,13 +384,11 @@ func (p *Plan) Render(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	width := 0
 	for _, pn := range p.Nodes {
-		if !pn.Skipped && len(pn.Node.Addr) > width {
-			width = len(pn.Node.Addr)
+		if !pn.Skipped {
+			width = max(width, len(pn.Node.Addr))
 		}
 	}
-	if width > 60 {
-		width = 60
-	}
+	width = min(width, planWidthMax)
 	for _, pn := range p.Nodes {
 		if pn.Skipped {
 			continue
@@ -402,18 +400,31 @@ func (p *Plan) Render(w io.Writer) error {
 		case pn.Changed:
 			sym = "~"
 		}
-		fmt.Fprintf(bw, "  %s %-*s  %s", sym, width, pn.Node.Addr, what)
-		if len(pn.Reasons) > 0 {
-			fmt.Fprintf(bw, ": %s", strings.Join(pn.Reasons, "; "))
-		}
-		bw.WriteByte('\n')
+		writePlanLine(bw, sym, width, pn.Node.Addr, what, pn.Reasons)
 	}
-	fmt.Fprintf(bw, "\nPlan: %d to run, %d cached.", p.ToRun, p.Cached)
-	if p.Excluded > 0 {
-		fmt.Fprintf(bw, " (%d nodes outside --target not shown.)", p.Excluded)
+	writePlanFooter(bw, p.ToRun, p.Cached, p.Excluded)
+	return bw.Flush()
+}
+
+// planWidthMax caps the address column of a rendered plan.
+const planWidthMax = 60
+
+// writePlanLine writes one node's line of a rendered plan.
+func writePlanLine(bw *bufio.Writer, sym string, width int, addr, what string, reasons []string) {
+	fmt.Fprintf(bw, "  %s %-*s  %s", sym, width, addr, what)
+	if len(reasons) > 0 {
+		fmt.Fprintf(bw, ": %s", strings.Join(reasons, "; "))
 	}
 	bw.WriteByte('\n')
-	return bw.Flush()
+}
+
+// writePlanFooter writes a rendered plan's totals.
+func writePlanFooter(bw *bufio.Writer, toRun, cached, excluded int) {
+	fmt.Fprintf(bw, "\nPlan: %d to run, %d cached.", toRun, cached)
+	if excluded > 0 {
+		fmt.Fprintf(bw, " (%d nodes outside --target not shown.)", excluded)
+	}
+	bw.WriteByte('\n')
 }
 
 // PlanJSON is the machine-readable plan (`cairn plan --json`, --out).

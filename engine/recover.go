@@ -39,7 +39,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		// Leftovers of every dead run of this cache are reaped: they may
 		// hold node locks other pipelines need. Interruptions are this
 		// pipeline's only.
-		mine := r.Pipeline == a.g.Config.Name
+		mine := r.Pipeline == a.pipeline
 		dead := r.State == "interrupted"
 		open := map[string]JEntry{}
 		for _, e := range r.Entries {

@@ -19,6 +19,9 @@ type Command struct{}
 func init() { Register(Command{}) }
 
 // Name implements Kind.
+// PurePlan implements PurePlanner.
+func (Command) PurePlan() {}
+
 func (Command) Name() string { return "command" }
 
 // Version implements Kind.

@@ -44,6 +44,9 @@ type Pareto struct{}
 func init() { Register(Pareto{}) }
 
 // Name implements Kind.
+// PurePlan implements PurePlanner.
+func (Pareto) PurePlan() {}
+
 func (Pareto) Name() string { return "pareto" }
 
 // Version implements Kind.

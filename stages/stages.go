@@ -44,6 +44,15 @@ type KeyExcluder interface {
 	KeyExcluded() []string
 }
 
+// PurePlanner is implemented by kinds whose plan-time work (attribute
+// checks, stage checks, key values, declared inputs) looks at nothing but
+// attribute values: no file, no clock, no environment. A pipeline made of
+// such kinds only can be remembered as up to date (engine.Memo) and
+// checked later without being evaluated again.
+type PurePlanner interface {
+	PurePlan()
+}
+
 // InputDeclarer is implemented by kinds whose attributes name files the
 // node reads (a dataset, a worker script): the engine adds the paths it
 // returns to the node's declared inputs, so their content enters the node

@@ -53,6 +53,9 @@ const (
 const DefaultBatchSize = 4
 
 // Name implements Kind.
+// PurePlan implements PurePlanner.
+func (Waves) PurePlan() {}
+
 func (Waves) Name() string { return "waves" }
 
 // Version implements Kind.

@@ -55,6 +55,17 @@ interrupted.`,
 					}
 				}
 			}
+			// Nothing changed since an apply that ended well: no need to
+			// evaluate the pipeline again (see docs/durability.md).
+			identity := ""
+			if saved == nil && len(targets) == 0 && len(replace) == 0 && !asJSON && !verbose {
+				identity = a.memoIdentity(args)
+			}
+			if m := a.upToDate(identity); m != nil {
+				if done, err := a.applyUpToDate(m); done {
+					return err
+				}
+			}
 			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace})
 			if err != nil {
 				return err
@@ -124,6 +135,7 @@ interrupted.`,
 			if !asJSON {
 				a.printSummary(res)
 			}
+			a.rememberUpToDate(identity, l, p, res, cache)
 			switch {
 			case res.Interrupted:
 				return &exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted; run 'cairn apply' again to resume (run %s)", res.RunID)}

@@ -69,6 +69,7 @@ type app struct {
 	cacheDir       string
 	noColor        bool
 	vars           []dsl.VarArg
+	warned         bool // diagnostics were printed (a memo would hide them next time)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -274,6 +275,7 @@ func (a *app) printDiags(files map[string]*hcl.File, diags hcl.Diagnostics) erro
 	if len(diags) == 0 {
 		return nil
 	}
+	a.warned = true
 	diags = inFileOrder(diags)
 	width := uint(100)
 	if f, ok := a.stderr.(*os.File); ok {

@@ -101,6 +101,12 @@ func (a *app) planCmd() *cobra.Command {
 exactly that plan and refuses if any of those keys changed since.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !asJSON && out == "" && len(targets) == 0 && len(replace) == 0 {
+				if m := a.upToDate(a.memoIdentity(args)); m != nil {
+					fmt.Fprintf(a.stdout, "cairn plan: %s\n\n", m.Summary)
+					return m.RenderPlan(a.stdout)
+				}
+			}
 			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace})
 			if err != nil {
 				return err

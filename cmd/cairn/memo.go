@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/fsdigest"
+)
+
+// memoIdentity names what a memo is valid for: this cairn binary, the
+// working folder, the workspace, the pipeline path, the cache, the
+// variables given on the command line and every CAIRN_ environment
+// variable. "" turns the up-to-date check off: CAIRN_NO_MEMO=1, or a
+// system whose stat information cannot vouch for files.
+func (a *app) memoIdentity(args []string) string {
+	if os.Getenv("CAIRN_NO_MEMO") == "1" {
+		return ""
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	sig := fsdigest.SigOf(fi)
+	if !sig.Strong() {
+		return ""
+	}
+	root, err1 := filepath.Abs(a.root())
+	cache, err2 := filepath.Abs(a.cachePath())
+	wd, err3 := os.Getwd()
+	if err1 != nil || err2 != nil || err3 != nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "cairn.memo.v1\nexe %q %s\nwd %q\nroot %q\ncache %q\npipeline %q\n", exe, sig, wd, root, cache, pipelineArgs(args))
+	for _, v := range a.vars {
+		fmt.Fprintf(h, "var %t %q\n", v.File, v.Value)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "CAIRN_") {
+			env = append(env, kv)
+		}
+	}
+	sort.Strings(env)
+	for _, kv := range env {
+		fmt.Fprintf(h, "env %q\n", kv)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// upToDate returns the memo of identity when it still holds, or nil.
+func (a *app) upToDate(identity string) *engine.Memo {
+	if identity == "" {
+		return nil
+	}
+	cache := a.cachePath()
+	m, err := engine.ReadMemo(engine.MemoPath(cache, identity))
+	if err != nil || m.Identity != identity {
+		return nil
+	}
+	root, err := filepath.Abs(a.root())
+	if err != nil {
+		return nil
+	}
+	if ok, _ := m.Check(root, cache); !ok {
+		return nil
+	}
+	return m
+}
+
+// applyUpToDate is `cairn apply` for a pipeline its memo vouches for.
+func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
+	gpuNote := ""
+	if os.Getenv("CAIRN_GPUS") != "" {
+		// What the full path would say of simulated GPUs; a bad value
+		// is for the full path to report.
+		pool, err := engine.NewGPUPool(os.Getenv)
+		if err != nil {
+			return false, nil
+		}
+		if pool.Total() > 0 && pool.Simulated() {
+			gpuNote = pool.Inv.Note()
+		}
+	}
+	fmt.Fprintf(a.stdout, "cairn apply: %s: %d to run, %d cached\n", m.Summary, 0, len(m.Nodes))
+	if gpuNote != "" {
+		fmt.Fprintf(a.stdout, "GPUs: %s\n", gpuNote)
+	}
+	vars := map[string]*dsl.Variable{}
+	for _, name := range m.Sensitive {
+		vars[name] = &dsl.Variable{Name: name, Sensitive: true}
+	}
+	res, err := engine.ApplyMemo(context.Background(), m, engine.MemoApplyOptions{
+		CacheDir: a.cachePath(), Progress: a.stdout,
+		NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], vars),
+	})
+	if err != nil {
+		return true, err
+	}
+	a.printSummary(res)
+	return true, nil
+}
+
+// rememberUpToDate keeps the memo of an apply that ended with every node
+// done, or removes a stale one.
+func (a *app) rememberUpToDate(identity string, l *engine.Loaded, p *engine.Plan, res *engine.ApplyResult, cache *engine.Cache) {
+	if identity == "" {
+		return
+	}
+	path := engine.MemoPath(a.cachePath(), identity)
+	var m *engine.Memo
+	if !a.warned {
+		m, _ = engine.BuildMemo(l, p, res, cache, identity)
+	}
+	if m == nil || m.Write(path) != nil {
+		_ = os.Remove(path)
+	}
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// memoPipeline depends on everything the up-to-date check must watch: a
+// variable, a file read by file(), a path tested by fileexists(), a
+// declared input, and an upstream result.
+const memoPipeline = `pipeline "memo" {}
+
+variable "x" {
+  type    = string
+  default = "1"
+}
+
+stage "command" "a" {
+  run     = ["sh", "-c", "mkdir -p out && echo a-${var.x} > out/a"]
+  outputs = ["out/a"]
+}
+
+stage "command" "msg" {
+  run     = ["sh", "-c", "mkdir -p out && echo '${trimspace(file("msg.txt"))}' > out/msg"]
+  outputs = ["out/msg"]
+}
+
+stage "command" "flag" {
+  run     = ["sh", "-c", "mkdir -p out && echo ${fileexists("flag") ? "on" : "off"} > out/flag"]
+  outputs = ["out/flag"]
+}
+
+stage "command" "data" {
+  inputs  = ["data.txt"]
+  run     = ["sh", "-c", "mkdir -p out && cp data.txt out/data"]
+  outputs = ["out/data"]
+}
+
+stage "command" "rand" {
+  run     = ["sh", "-c", "mkdir -p out && od -An -N8 -tx8 /dev/urandom | tr -d ' \\n' > out/rand && printf '{\"v\":\"%s\"}' $(cat out/rand) > out/rand.json"]
+  outputs = ["out/rand"]
+  result  = "out/rand.json"
+}
+
+stage "command" "use" {
+  run     = ["sh", "-c", "mkdir -p out && echo ${stage.rand.result.v} > out/use"]
+  outputs = ["out/use"]
+}
+`
+
+// memoSpace is a workspace whose memo the test watches.
+type memoSpace struct {
+	t     *testing.T
+	root  string
+	cache string
+	args  []string // given to every apply
+}
+
+func newMemoSpace(t *testing.T, cache string) *memoSpace {
+	root := t.TempDir()
+	for name, content := range map[string]string{"pipeline.hcl": memoPipeline, "msg.txt": "hello\n", "data.txt": "d1\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
+	}
+	if cache == "" {
+		cache = filepath.Join(root, ".cairn")
+	}
+	return &memoSpace{t: t, root: root, cache: cache}
+}
+
+func (s *memoSpace) apply(args ...string) cliResult {
+	s.t.Helper()
+	all := append([]string{"--chdir", s.root, "--cache", s.cache, "apply"}, s.args...)
+	r := runCLI(s.t, append(all, args...)...)
+	require.Equal(s.t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	return r
+}
+
+func (s *memoSpace) read(rel string) string {
+	s.t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.root, rel))
+	require.NoError(s.t, err)
+	return string(b)
+}
+
+func (s *memoSpace) write(rel, content string) {
+	s.t.Helper()
+	require.NoError(s.t, os.WriteFile(filepath.Join(s.root, rel), []byte(content), 0o644))
+}
+
+// memos returns the memo files of the cache by name, with their inodes: a
+// full apply replaces (or removes) its memo, the up-to-date check leaves
+// it alone.
+func (s *memoSpace) memos() map[string]uint64 {
+	s.t.Helper()
+	out := map[string]uint64{}
+	ents, _ := os.ReadDir(filepath.Join(s.cache, "memo"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(s.cache, "memo", e.Name()))
+		require.NoError(s.t, err)
+		out[e.Name()] = fi.Sys().(*syscall.Stat_t).Ino
+	}
+	return out
+}
+
+// upToDate applies and reports whether the up-to-date check answered.
+func (s *memoSpace) upToDate(args ...string) (cliResult, bool) {
+	s.t.Helper()
+	before := s.memos()
+	r := s.apply(args...)
+	after := s.memos()
+	return r, len(before) > 0 && assert.ObjectsAreEqual(before, after)
+}
+
+// settle waits out the window in which a file's times cannot vouch for
+// its content, then applies so that the memo is made.
+func settle(t *testing.T, spaces ...*memoSpace) {
+	time.Sleep(2100 * time.Millisecond)
+	for _, s := range spaces {
+		r := s.apply()
+		require.Contains(t, r.stdout, "0 ran, 6 cached")
+		require.NotEmpty(t, s.memos(), "a settled apply leaves a memo")
+		_, fast := s.upToDate()
+		require.True(t, fast, "nothing changed: the memo answers")
+	}
+}
+
+var summaryTimes = regexp.MustCompile(`\[[^]]*\]`)
+
+func TestUpToDateCheck(t *testing.T) {
+	cliWorkspace(t, nil) // clears CAIRN_* for this test
+	shared := filepath.Join(t.TempDir(), "shared-cache")
+	sp := map[string]*memoSpace{}
+	for _, name := range []string{"edit", "file", "exists", "input", "output", "deleted", "var", "gc", "damaged", "link"} {
+		sp[name] = newMemoSpace(t, "")
+	}
+	sp["sharedA"], sp["sharedB"] = newMemoSpace(t, shared), newMemoSpace(t, shared)
+	// A variable file, and a pipeline folder.
+	sp["varfile"] = newMemoSpace(t, "")
+	sp["varfile"].write("my.tfvars", "x = \"f1\"\n")
+	sp["varfile"].args = []string{"--var-file", "my.tfvars"}
+	sp["dir"] = newMemoSpace(t, "")
+	require.NoError(t, os.Mkdir(filepath.Join(sp["dir"].root, "p"), 0o755))
+	require.NoError(t, os.Rename(filepath.Join(sp["dir"].root, "pipeline.hcl"), filepath.Join(sp["dir"].root, "p", "main.hcl")))
+	sp["dir"].args = []string{"p"}
+	for _, name := range []string{"edit", "file", "exists", "input", "output", "deleted", "var", "gc", "damaged", "link", "sharedA", "sharedB", "varfile", "dir"} {
+		r := sp[name].apply()
+		require.Contains(t, r.stdout, "cached")
+	}
+	var all []*memoSpace
+	for _, s := range sp {
+		all = append(all, s)
+	}
+	settle(t, all...)
+
+	t.Run("same output as a full apply and plan", func(t *testing.T) {
+		s := sp["edit"]
+		fast, ok := s.upToDate()
+		require.True(t, ok)
+		t.Setenv("CAIRN_NO_MEMO", "1")
+		full := s.apply()
+		assert.Equal(t, summaryTimes.ReplaceAllString(full.stdout, "[]"), summaryTimes.ReplaceAllString(fast.stdout, "[]"))
+		fullPlan := runCLI(t, "--chdir", s.root, "--cache", s.cache, "plan")
+		t.Setenv("CAIRN_NO_MEMO", "")
+		fastPlan := runCLI(t, "--chdir", s.root, "--cache", s.cache, "plan")
+		assert.Equal(t, fullPlan, fastPlan)
+		assert.Contains(t, fastPlan.stdout, "Plan: 0 to run, 6 cached.")
+		// The run is journaled like any other.
+		st := runCLI(t, "--cache", s.cache, "status")
+		assert.Contains(t, st.stdout, "memo")
+	})
+
+	check := func(name string, change func(t *testing.T, s *memoSpace), want func(t *testing.T, s *memoSpace, r cliResult)) {
+		t.Run(name, func(t *testing.T) {
+			s := sp[name]
+			s.t = t
+			change(t, s)
+			r, fast := s.upToDate()
+			assert.False(t, fast, "the change must send cairn down the full path:\n%s", r.stdout)
+			want(t, s, r)
+		})
+	}
+	check("edit", func(t *testing.T, s *memoSpace) {
+		s.write("pipeline.hcl", strings.Replace(memoPipeline, "echo a-", "echo A-", 1))
+	}, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "1 ran, 5 cached")
+		assert.Equal(t, "A-1\n", s.read("out/a"))
+	})
+	check("file", func(t *testing.T, s *memoSpace) { s.write("msg.txt", "bye\n") }, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "1 ran, 5 cached")
+		assert.Equal(t, "bye\n", s.read("out/msg"))
+	})
+	check("exists", func(t *testing.T, s *memoSpace) { s.write("flag", "") }, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "1 ran, 5 cached")
+		assert.Equal(t, "on\n", s.read("out/flag"))
+	})
+	check("input", func(t *testing.T, s *memoSpace) { s.write("data.txt", "d2\n") }, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "1 ran, 5 cached")
+		assert.Equal(t, "d2\n", s.read("out/data"))
+	})
+	check("output", func(t *testing.T, s *memoSpace) { s.write("out/a", "tampered\n") }, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "0 ran, 6 cached")
+		assert.Equal(t, "a-1\n", s.read("out/a"), "restored from the cache")
+	})
+	check("deleted", func(t *testing.T, s *memoSpace) { require.NoError(t, os.Remove(filepath.Join(s.root, "out/use"))) }, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "0 ran, 6 cached")
+		assert.Equal(t, strings.TrimSpace(s.read("out/rand"))+"\n", s.read("out/use"))
+	})
+	check("gc", func(t *testing.T, s *memoSpace) {
+		r := runCLI(t, "--chdir", s.root, "--cache", s.cache, "gc")
+		require.Equal(t, 0, r.code, r.stderr)
+	}, func(t *testing.T, s *memoSpace, r cliResult) { assert.Contains(t, r.stdout, "0 ran, 6 cached") })
+	check("damaged", func(t *testing.T, s *memoSpace) {
+		for name := range s.memos() {
+			p := filepath.Join(s.cache, "memo", name)
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, b[:len(b)/2], 0o644))
+		}
+	}, func(t *testing.T, s *memoSpace, r cliResult) { assert.Contains(t, r.stdout, "0 ran, 6 cached") })
+	check("link", func(t *testing.T, s *memoSpace) {
+		// out/ becomes a link to a copy holding the same files.
+		out := filepath.Join(s.root, "out")
+		require.NoError(t, os.Rename(out, filepath.Join(s.root, "real")))
+		require.NoError(t, os.Symlink("real", out))
+	}, func(t *testing.T, s *memoSpace, r cliResult) { assert.Contains(t, r.stdout, "0 ran, 6 cached") })
+
+	check("varfile", func(t *testing.T, s *memoSpace) { s.write("my.tfvars", "x = \"f2\"\n") }, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "1 ran, 5 cached")
+		assert.Equal(t, "a-f2\n", s.read("out/a"))
+	})
+	check("dir", func(t *testing.T, s *memoSpace) {
+		s.write("p/more.hcl", `stage "command" "more" {
+  run     = ["sh", "-c", "echo more > out/more"]
+  outputs = ["out/more"]
+}
+`)
+	}, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "1 ran, 6 cached")
+		assert.Equal(t, "more\n", s.read("out/more"))
+	})
+
+	t.Run("var", func(t *testing.T) {
+		s := sp["var"]
+		s.t = t
+		r := s.apply("--var", "x=2")
+		assert.Contains(t, r.stdout, "1 ran, 5 cached")
+		assert.Equal(t, "a-2\n", s.read("out/a"))
+		t.Setenv("CAIRN_VAR_x", "3")
+		r = s.apply()
+		assert.Contains(t, r.stdout, "1 ran, 5 cached")
+		assert.Equal(t, "a-3\n", s.read("out/a"))
+	})
+
+	t.Run("record replaced by another workspace", func(t *testing.T) {
+		a, b := sp["sharedA"], sp["sharedB"]
+		a.t, b.t = t, t
+		require.Equal(t, a.read("out/rand"), b.read("out/rand"), "one key, one record")
+		r := b.apply("--replace", "stage.rand")
+		require.Contains(t, r.stdout, "2 ran")
+		require.NotEqual(t, a.read("out/rand"), b.read("out/rand"))
+		r, fast := a.upToDate()
+		assert.False(t, fast, "the index holds a new record for one of the memo's keys")
+		assert.Contains(t, r.stdout, "0 ran, 6 cached", "both were run by the other workspace: taken from the cache")
+		assert.Equal(t, b.read("out/rand"), a.read("out/rand"))
+		assert.Equal(t, b.read("out/use"), a.read("out/use"))
+	})
+}

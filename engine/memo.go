@@ -1,0 +1,479 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// A Memo remembers that a pipeline, run with given arguments, was up to
+// date: every node taken from the cache or run, with nothing failed. It
+// lists everything the evaluation and the keys depended on — the files the
+// pipeline's evaluation read, each node's key, output files and input
+// digests, and how far the cache's index had been read — so that a later
+// apply or plan can tell, by looking at those files' stat information
+// alone, that evaluating the pipeline again would give the same keys and
+// find every one of them cached. It then skips the evaluation (see
+// docs/durability.md, "The up-to-date check").
+//
+// The check is conservative: anything it cannot vouch for sends cairn down
+// the full path, which is always right.
+type Memo struct {
+	Identity string
+	Pipeline string
+	Summary  string // the graph's one-line summary, for the header
+	// Sensitive names the sensitive variables, so that the journal's copy
+	// of the command line hides their values as a full apply does.
+	Sensitive []string
+	Index     MemoIndex
+	Files     []MemoFile
+	Nodes     []MemoNode
+}
+
+// MemoIndex is how far the cache's index had been read when the memo was
+// made: records appended after Offset are looked at by the check.
+type MemoIndex struct {
+	Dev, Ino uint64
+	Offset   int64
+}
+
+// MemoFile is a file the evaluation read (or found absent).
+type MemoFile struct {
+	Path   string // absolute
+	Absent bool
+	Sig    fsdigest.Sig
+}
+
+// MemoNode is one node, in the graph's order.
+type MemoNode struct {
+	Addr, Key string
+	Outputs   []MemoOutput
+	Inputs    []MemoInput
+}
+
+// MemoOutput is an output file as it was after the apply (not followed
+// through a link).
+type MemoOutput struct {
+	Path string // workspace-relative
+	Sig  fsdigest.Sig
+}
+
+// MemoInput is an input of a node's key and its digest.
+type MemoInput struct {
+	Path, Digest string // workspace-relative
+}
+
+const memoMagic = "cairn-memo 1"
+
+// MemoPath is where the memo of an identity is kept.
+func MemoPath(cacheDir, identity string) string {
+	return filepath.Join(cacheDir, "memo", identity)
+}
+
+// BuildMemo makes the memo of an apply that just ended, or says why there
+// is none: a failure or skip, a --target, a stage kind that looks at the
+// workspace when planning, or a file changed too recently (or during the
+// run) for its stat information to be trusted later.
+func BuildMemo(l *Loaded, p *Plan, res *ApplyResult, c *Cache, identity string) (*Memo, string) {
+	switch {
+	case res.Failed > 0 || res.Skipped > 0 || res.Interrupted || res.Refused != "":
+		return nil, "not every node ended well"
+	case p.Excluded > 0:
+		return nil, "--target leaves nodes out"
+	case len(res.nodes) != len(p.Graph.Nodes):
+		return nil, "the run did not reach every node"
+	}
+	g := p.Graph
+	for _, n := range g.Nodes {
+		if _, ok := n.Kind.(stages.PurePlanner); !ok {
+			return nil, "stage " + n.Stage.Name + "'s kind looks at the workspace when planning"
+		}
+	}
+	m := &Memo{Identity: identity, Pipeline: p.Pipeline, Summary: g.Summary()}
+	for _, name := range g.Config.VarOrder {
+		if v := g.Config.Variables[name]; v != nil && v.Sensitive {
+			m.Sensitive = append(m.Sensitive, name)
+		}
+	}
+	reads, complete := g.Config.Reads.List()
+	if !complete {
+		return nil, "a file the pipeline read could not be looked at"
+	}
+	for _, r := range reads {
+		f := MemoFile{Path: r.Path, Absent: r.Info == nil}
+		now, err := os.Stat(r.Path)
+		if f.Absent {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, r.Path + " appeared during the run"
+			}
+		} else {
+			f.Sig = fsdigest.SigOf(r.Info)
+			switch {
+			case !f.Sig.Strong():
+				return nil, "this system's stat information cannot vouch for files"
+			case f.Sig.Racy(r.At):
+				return nil, r.Path + " changed moments before it was read"
+			case err != nil || fsdigest.SigOf(now) != f.Sig:
+				return nil, r.Path + " changed during the run"
+			}
+		}
+		m.Files = append(m.Files, f)
+	}
+	if err := c.Refresh(); err != nil {
+		return nil, "the cache's index cannot be read"
+	}
+	fi, off := c.indexState()
+	if fi == nil {
+		return nil, "the cache has no index"
+	}
+	isig := fsdigest.SigOf(fi)
+	m.Index = MemoIndex{Dev: isig.Dev, Ino: isig.Ino, Offset: off}
+	at := time.Now()
+	for _, ns := range res.nodes {
+		if ns.status != stOK && ns.status != stCached || ns.record == nil || ns.env == nil || ns.key == "" {
+			return nil, ns.n.Addr + " has no result"
+		}
+		// The index's last word on the key is what this run used.
+		if cur, ok := c.Lookup(ns.key); !ok || cur.OutputDigest != ns.record.OutputDigest {
+			return nil, ns.n.Addr + "'s record changed during the run"
+		}
+		mn := MemoNode{Addr: ns.n.Addr, Key: ns.key}
+		for _, rel := range sortedKeys(ns.record.Outputs) {
+			full := filepath.Join(g.Root, rel)
+			before, err := fsdigest.LstatSig(full)
+			switch {
+			case err != nil || fs.FileMode(before.Mode)&fs.ModeType != 0:
+				return nil, "output " + rel + " is not a regular file"
+			case !before.Strong() || before.Racy(at):
+				return nil, "output " + rel + " was written moments ago"
+			}
+			d, err := c.Stat.File(full)
+			if err != nil || d != ns.record.Outputs[rel] {
+				return nil, "output " + rel + " does not hold its cached content"
+			}
+			if after, err := fsdigest.LstatSig(full); err != nil || after != before {
+				return nil, "output " + rel + " changed while it was checked"
+			}
+			mn.Outputs = append(mn.Outputs, MemoOutput{Path: rel, Sig: before})
+		}
+		for _, rel := range sortedKeys(ns.env.Inputs) {
+			mn.Inputs = append(mn.Inputs, MemoInput{Path: rel, Digest: ns.env.Inputs[rel]})
+		}
+		m.Nodes = append(m.Nodes, mn)
+	}
+	return m, ""
+}
+
+// Write stores the memo at path, atomically.
+func (m *Memo) Write(path string) error {
+	var b bytes.Buffer
+	b.Grow(128 * (len(m.Nodes) + len(m.Files)))
+	fmt.Fprintf(&b, "%s\nidentity %s\npipeline %s\nsummary %s\nindex %d %d %d\n",
+		memoMagic, m.Identity, strconv.Quote(m.Pipeline), strconv.Quote(m.Summary), m.Index.Dev, m.Index.Ino, m.Index.Offset)
+	for _, name := range m.Sensitive {
+		fmt.Fprintf(&b, "sensitive %s\n", strconv.Quote(name))
+	}
+	for _, f := range m.Files {
+		sig := "absent"
+		if !f.Absent {
+			sig = f.Sig.String()
+		}
+		fmt.Fprintf(&b, "file %s %s\n", sig, strconv.Quote(f.Path))
+	}
+	for _, n := range m.Nodes {
+		fmt.Fprintf(&b, "node %s %s\n", n.Key, strconv.Quote(n.Addr))
+		for _, o := range n.Outputs {
+			fmt.Fprintf(&b, "out %s %s\n", o.Sig.String(), strconv.Quote(o.Path))
+		}
+		for _, in := range n.Inputs {
+			fmt.Fprintf(&b, "in %s %s\n", in.Digest, strconv.Quote(in.Path))
+		}
+	}
+	b.WriteString("end\n")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".memo-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b.Bytes())
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return werr
+}
+
+// ReadMemo reads a memo written by Write. Anything malformed is an error:
+// the caller takes the full path.
+func ReadMemo(path string) (*Memo, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m := &Memo{}
+	bad := func(line int, what string) error {
+		return fmt.Errorf("memo %s:%d: %s", path, line, what)
+	}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	s.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	ended := false
+	for i := 1; s.Scan(); i++ {
+		line := s.Text()
+		if ended {
+			return nil, bad(i, "text after the end")
+		}
+		if i == 1 {
+			if line != memoMagic {
+				return nil, bad(i, "not a memo of this version")
+			}
+			continue
+		}
+		word, rest, _ := strings.Cut(line, " ")
+		var err error
+		switch word {
+		case "identity":
+			m.Identity = rest
+		case "pipeline":
+			m.Pipeline, err = strconv.Unquote(rest)
+		case "summary":
+			m.Summary, err = strconv.Unquote(rest)
+		case "sensitive":
+			var name string
+			name, err = strconv.Unquote(rest)
+			m.Sensitive = append(m.Sensitive, name)
+		case "index":
+			_, err = fmt.Sscanf(rest, "%d %d %d", &m.Index.Dev, &m.Index.Ino, &m.Index.Offset)
+		case "file":
+			sig, q, _ := strings.Cut(rest, " ")
+			f := MemoFile{Absent: sig == "absent"}
+			if !f.Absent {
+				f.Sig, err = fsdigest.ParseSig(sig)
+			}
+			if err == nil {
+				f.Path, err = strconv.Unquote(q)
+			}
+			m.Files = append(m.Files, f)
+		case "node":
+			key, q, _ := strings.Cut(rest, " ")
+			n := MemoNode{Key: key}
+			n.Addr, err = strconv.Unquote(q)
+			m.Nodes = append(m.Nodes, n)
+		case "out", "in":
+			if len(m.Nodes) == 0 {
+				return nil, bad(i, word+" before any node")
+			}
+			n := &m.Nodes[len(m.Nodes)-1]
+			first, q, _ := strings.Cut(rest, " ")
+			var p string
+			p, err = strconv.Unquote(q)
+			if word == "in" {
+				n.Inputs = append(n.Inputs, MemoInput{Path: p, Digest: first})
+			} else {
+				var sig fsdigest.Sig
+				if sig, err = fsdigest.ParseSig(first); err == nil {
+					n.Outputs = append(n.Outputs, MemoOutput{Path: p, Sig: sig})
+				}
+			}
+		case "end":
+			ended = true
+		default:
+			return nil, bad(i, "unknown line")
+		}
+		if err != nil {
+			return nil, bad(i, err.Error())
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	if !ended || m.Identity == "" {
+		return nil, fmt.Errorf("memo %s: cut short", path)
+	}
+	return m, nil
+}
+
+// Check reports whether the memo still holds for the workspace at root
+// and the cache at cacheDir, and if not, the first thing that changed.
+func (m *Memo) Check(root, cacheDir string) (bool, string) {
+	for _, f := range m.Files {
+		fi, err := os.Stat(f.Path)
+		if f.Absent {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return false, f.Path + " exists now"
+			}
+			continue
+		}
+		if err != nil || fsdigest.SigOf(fi) != f.Sig {
+			return false, f.Path + " changed"
+		}
+	}
+	if ok, why := m.checkIndex(filepath.Join(cacheDir, "index.log")); !ok {
+		return false, why
+	}
+	// Every folder on the way to an output or input is a real folder (a
+	// link could lead outside the workspace), and every output is the file
+	// it was.
+	dirs := map[string]bool{}
+	var stat *fsdigest.Cache
+	for _, n := range m.Nodes {
+		for _, o := range n.Outputs {
+			if !checkParents(root, o.Path, dirs) {
+				return false, "a folder of " + o.Path + " changed"
+			}
+			if sig, err := fsdigest.LstatSig(filepath.Join(root, o.Path)); err != nil || sig != o.Sig {
+				return false, "output " + o.Path + " changed"
+			}
+		}
+		for _, in := range n.Inputs {
+			if !checkParents(root, in.Path, dirs) {
+				return false, "a folder of " + in.Path + " changed"
+			}
+			full := filepath.Join(root, in.Path)
+			if fi, err := os.Lstat(full); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+				return false, "input " + in.Path + " changed"
+			}
+			if stat == nil {
+				stat = fsdigest.Load(filepath.Join(cacheDir, "statcache"))
+			}
+			if d, err := stat.Tree(full); err != nil || d != in.Digest {
+				return false, "input " + in.Path + " changed"
+			}
+		}
+	}
+	return true, ""
+}
+
+// checkIndex reports whether the index is the file the memo read, and
+// whether what was appended since leaves the memo's keys alone.
+func (m *Memo) checkIndex(path string) (bool, string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false, "the cache's index cannot be read"
+	}
+	sig := fsdigest.SigOf(fi)
+	if sig.Dev != m.Index.Dev || sig.Ino != m.Index.Ino || fi.Size() < m.Index.Offset {
+		return false, "the cache's index was rewritten"
+	}
+	if fi.Size() == m.Index.Offset {
+		return true, ""
+	}
+	keys := make(map[string]bool, len(m.Nodes))
+	for _, n := range m.Nodes {
+		keys[n.Key] = true
+	}
+	touched := ""
+	_, err = wal.ReadFrom(path, m.Index.Offset, func(_ int64, p []byte) error {
+		if len(p) >= 65 && (p[0] == recAction || p[0] == recEvict) && keys[string(p[1:65])] {
+			touched = string(p[1:65])
+			return io.EOF
+		}
+		return nil
+	})
+	switch {
+	case touched != "":
+		return false, "the record of " + short(touched) + " changed"
+	case err != nil:
+		return false, "the cache's index cannot be read"
+	}
+	return true, ""
+}
+
+// checkParents lstats each folder on the way from root to rel (once per
+// folder, remembered in seen) and reports whether all are real folders.
+func checkParents(root, rel string, seen map[string]bool) bool {
+	dir := filepath.Dir(rel)
+	for dir != "." && dir != "/" {
+		ok, done := seen[dir]
+		if !done {
+			fi, err := os.Lstat(filepath.Join(root, dir))
+			ok = err == nil && fi.IsDir()
+			seen[dir] = ok
+		}
+		if !ok {
+			return false
+		}
+		dir = filepath.Dir(dir)
+	}
+	return true
+}
+
+// RenderPlan writes what `cairn plan` shows for the memo: every node
+// cached.
+func (m *Memo) RenderPlan(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	width := 0
+	for _, n := range m.Nodes {
+		width = max(width, len(n.Addr))
+	}
+	width = min(width, planWidthMax)
+	for _, n := range m.Nodes {
+		writePlanLine(bw, "=", width, n.Addr, "cached", nil)
+	}
+	writePlanFooter(bw, 0, len(m.Nodes), 0)
+	return bw.Flush()
+}
+
+// MemoApplyOptions configure ApplyMemo.
+type MemoApplyOptions struct {
+	CacheDir string
+	Progress io.Writer
+	NoSync   bool
+	Args     []string // the command line, for the journal
+}
+
+// ApplyMemo is an apply of a pipeline the memo vouches for: every node is
+// taken from the cache as it is. It does what such an apply does besides
+// evaluating — recovering what earlier runs left, journaling the run and
+// each node taken from the cache — and returns the same result.
+func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult, error) {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	start := time.Now()
+	use, err := UseLock(opts.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	defer use.Unlock()
+	a := &applier{pipeline: m.Pipeline, cache: &Cache{Dir: opts.CacheDir}, out: opts.Progress, res: &ApplyResult{}}
+	if _, err := a.recoverRuns(); err != nil {
+		return nil, err
+	}
+	res := &ApplyResult{RunID: NewRunID(), Cached: len(m.Nodes)}
+	j, err := OpenJournal(opts.CacheDir, res.RunID, opts.NoSync)
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	if err := j.Write(JEntry{T: JRunStart, RunID: res.RunID, Pipeline: m.Pipeline, PID: os.Getpid(), Args: opts.Args}); err != nil {
+		return nil, err
+	}
+	for _, n := range m.Nodes {
+		_ = j.NoteCached(n.Addr, n.Key)
+	}
+	res.Dur = time.Since(start)
+	if err := j.Write(JEntry{T: JRunEnd, Status: "ok", Duration: res.Dur.Seconds()}); err != nil {
+		return nil, err
+	}
+	return res, j.Close()
+}

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cairn-run/cairn/engine/fsdigest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A kind that looks at the workspace when planning (evaluate: its worker
+// files and dataset) is never vouched for by a memo.
+func TestMemoRefusesKindsThatReadTheWorkspace(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "m" {}
+stage "command" "prep" {
+  run = ["true"]
+}
+stage "evaluate" "ev" {
+  worker = ["sh", "worker.sh"]
+  items  = "items.jsonl"
+  model  = "m"
+  scores = "scores.jsonl"
+}
+`)
+	w.write("worker.sh", "exit 0\n")
+	w.write("items.jsonl", `{"id": "a"}`+"\n")
+	l := w.load()
+	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	require.False(t, diags.HasErrors(), diags.Error())
+	res := &ApplyResult{}
+	for _, n := range l.Graph.Nodes {
+		res.nodes = append(res.nodes, &nodeState{n: n, status: stCached})
+	}
+	m, why := BuildMemo(l, p, res, c, "id")
+	assert.Nil(t, m)
+	assert.Contains(t, why, "stage ev's kind looks at the workspace")
+}
+
+// A memo reads back as it was written; anything cut short or unknown is
+// refused.
+func TestMemoRoundTrip(t *testing.T) {
+	m := &Memo{
+		Identity: "abc", Pipeline: "p \"q\"", Summary: "pipeline \"p\": 1 stages, 1 nodes",
+		Sensitive: []string{"token"},
+		Index:     MemoIndex{Dev: 1, Ino: 2, Offset: 64},
+		Files:     []MemoFile{{Path: "/w/p.hcl", Sig: sigFor(t)}, {Path: "/w/flag file", Absent: true}},
+		Nodes: []MemoNode{{Addr: `stage.x["a b"]`, Key: "k1",
+			Outputs: []MemoOutput{{Path: "out/a b", Sig: sigFor(t)}},
+			Inputs:  []MemoInput{{Path: "data dir", Digest: "d1"}}}},
+	}
+	path := filepath.Join(t.TempDir(), "memo", "abc")
+	require.NoError(t, m.Write(path))
+	got, err := ReadMemo(path)
+	require.NoError(t, err)
+	assert.Equal(t, m, got)
+
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, bad := range []string{string(b[:len(b)-4]), "cairn-memo 9\n", string(b) + "node x \"y\"\n", "cairn-memo 1\nwhat\nend\n", ""} {
+		require.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
+		_, err := ReadMemo(path)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func sigFor(t *testing.T) fsdigest.Sig {
+	t.Helper()
+	fi, err := os.Stat(t.TempDir())
+	require.NoError(t, err)
+	return fsdigest.SigOf(fi)
+}
