@@ -49,10 +49,10 @@
 // the partial bytes are cut off again; after a failed fsync the Log refuses further
 // appends, because what reached the disk is no longer known.
 //
-// Without Options.Shared or Options.NoSync, a Log reserves file space ahead of its
-// records and writes them in place, so that its syncs (fdatasync) need not change the
-// file's size; the zeros past the last record read as a torn tail, which Close and,
-// after a crash, Open cut off.
+// Without Options.Shared or Options.NoSync, a Log writes zeros ahead of its records
+// and writes the records over them in place, so that its syncs (fdatasync) change
+// neither the file's size nor its block map; the zeros past the last record read as
+// a torn tail, which Close and, after a crash, Open cut off.
 //
 // Each log has a sidecar lock file, "<path>.lock". Without Options.Shared, Open takes an
 // exclusive flock on it for the life of the Log, so a second writer (say, a second
@@ -558,25 +558,43 @@ func (l *Log) write(buf []byte) error {
 	return nil
 }
 
-// preallocChunk is how much file space a preallocating Log reserves at a
-// time, at least.
-const preallocChunk = 1 << 20
+// A preallocating Log reserves as much as the file holds already (it
+// doubles), at least preallocMin and at most preallocMax at a time.
+const (
+	preallocMin = 64 << 10
+	preallocMax = 8 << 20
+)
 
-// reserve makes sure the file has space allocated up to end: the records
+// reserve makes sure the file has space written up to end: the records
 // then overwrite zeros inside the file, and their sync writes data without
-// changing the file's size. The zeros past the last record read as a torn
-// tail, which Open cuts off after a crash and Close cuts off when done. A
-// file system that cannot allocate ahead is written as it grows.
+// changing the file's size or its block map. The zeros past the last record
+// read as a torn tail, which Open cuts off after a crash and Close cuts off
+// when done. If the zeros cannot be written, the log is written as it grows.
 func (l *Log) reserve(end int64) {
 	if !l.prealloc || end <= l.allocated {
 		return
 	}
-	n := max(preallocChunk, end-l.allocated, l.allocated/4)
-	if err := allocate(l.f, l.allocated, n); err != nil {
+	n := max(end-l.allocated, min(max(preallocMin, l.allocated), preallocMax))
+	if err := writeZeros(l.f, l.allocated, n); err != nil {
 		l.prealloc = false
 		return
 	}
 	l.allocated += n
+}
+
+// zeroChunk is what writeZeros writes.
+var zeroChunk [256 << 10]byte
+
+// writeZeros writes n zero bytes at off.
+func writeZeros(f *os.File, off, n int64) error {
+	for n > 0 {
+		k := min(n, int64(len(zeroChunk)))
+		if _, err := f.WriteAt(zeroChunk[:k], off); err != nil {
+			return err
+		}
+		off, n = off+k, n-k
+	}
+	return nil
 }
 
 // catchUp validates what other processes appended since l.end, cutting off a torn
