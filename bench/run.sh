@@ -137,17 +137,18 @@ for n in "${sizes[@]}"; do
 	# stderr logs, scratch folder) where ninja creates one: the second way
 	# measures that as much as the tools.
 	if [[ ",$COLD_SIZES," == *",$n,"* ]]; then
-		log "cold apply, $n nodes, 2 jobs"
+		log "cold apply, $n nodes, 2 jobs (after 35 s without deletions)"
+		sleep 35
 		mkdir -p "$WORK/aside"
 		aside="sh -c \"d=\$(mktemp -d $WORK/aside/XXXXXX) && mv out .cairn .ninja_log .ninja_deps \$d/ 2>/dev/null; mkdir out\""
-		hf "cold-$n" -w 1 -r "$(runs "$n" 5 2 1)" \
+		hf "cold-$n" -w 1 -r "$(runs "$n" 8 2 1)" \
 			--prepare "$aside" -n "cairn apply -j2" "$CAIRN apply --parallelism 2" \
 			--prepare "$aside" -n "cairn apply -j2 (no fsync)" "env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
 			--prepare "$aside" -n "ninja -j2" "ninja -j2" \
 			--prepare "$aside" -n "make -j2" "make -j2"
 		log "cold apply, $n nodes, 2 jobs, the previous run deleted right before"
 		fresh='sh -c "rm -rf out .cairn .ninja_log .ninja_deps && mkdir out"'
-		hf "colddel-$n" -w 1 -r "$(runs "$n" 5 2 1)" \
+		hf "colddel-$n" -w 1 -r "$(runs "$n" 8 2 1)" \
 			--prepare "$fresh" -n "cairn apply -j2 (after rm -rf)" "$CAIRN apply --parallelism 2" \
 			--prepare "$fresh" -n "cairn apply -j2 (no fsync, after rm -rf)" "env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
 			--prepare "$fresh" -n "ninja -j2 (after rm -rf)" "ninja -j2" \
