@@ -76,3 +76,25 @@ func sigFor(t *testing.T) fsdigest.Sig {
 	require.NoError(t, err)
 	return fsdigest.SigOf(fi)
 }
+
+// Whatever a memo file holds, reading it never panics, and what reads back
+// writes back the same.
+func FuzzReadMemo(f *testing.F) {
+	f.Add([]byte("cairn-memo 1\nidentity x\npipeline \"p\"\nsummary \"s\"\nindex 1 2 8\nfile 0:1:2:3:4:644 \"/a\"\nnode k \"stage.a\"\nout 0:1:2:3:4:644 \"out/a\"\nin d \"in\"\nend\n"))
+	f.Add([]byte("cairn-memo 1\nidentity x\nout 1 \"a\"\nend\n"))
+	f.Add([]byte("cairn-memo 1\nidentity x\nsensitive \"tok\"\nfile absent \"/b\"\nend\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "m")
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		m, err := ReadMemo(path)
+		if err != nil {
+			return
+		}
+		again := filepath.Join(dir, "again")
+		require.NoError(t, m.Write(again))
+		m2, err := ReadMemo(again)
+		require.NoError(t, err)
+		assert.Equal(t, m, m2)
+	})
+}
