@@ -119,7 +119,12 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 		return res, nil
 	}
 	_, _ = c.Blobs.RemoveStaleTemps(time.Hour)
-	return res, c.compact(keep)
+	if err := c.compact(keep); err != nil {
+		return res, err
+	}
+	// The index is a new file now: no up-to-date memo holds any more.
+	_ = os.RemoveAll(filepath.Join(c.Dir, "memo"))
+	return res, nil
 }
 
 // compact rewrites the index with only the kept records and their

@@ -219,7 +219,10 @@ func TestUpToDateCheck(t *testing.T) {
 	check("gc", func(t *testing.T, s *memoSpace) {
 		r := runCLI(t, "--chdir", s.root, "--cache", s.cache, "gc")
 		require.Equal(t, 0, r.code, r.stderr)
-	}, func(t *testing.T, s *memoSpace, r cliResult) { assert.Contains(t, r.stdout, "0 ran, 6 cached") })
+		assert.Empty(t, s.memos(), "gc removes the memos: the index is a new file")
+	}, func(t *testing.T, s *memoSpace, r cliResult) {
+		assert.Contains(t, r.stdout, "0 ran, 6 cached")
+	})
 	check("damaged", func(t *testing.T, s *memoSpace) {
 		for name := range s.memos() {
 			p := filepath.Join(s.cache, "memo", name)
