@@ -190,6 +190,9 @@ func (g *batchGroup) start(a *applier) bool {
 		ID: a.runID + "/" + g.stage, Tag: g.policy.Tag, Stage: g.stage, Start: time.Now().UTC(),
 		LogDir: filepath.Join(a.g.Root, logDir), Variants: names, State: BatchRunning,
 	}
+	if g.policy.Ledger != "" {
+		g.batch.Ledger = ledgerPath(a, g)
+	}
 	_ = os.MkdirAll(g.batch.LogDir, 0o755)
 	writeBatchLock(g.lock, g.batch, a.runID)
 	_ = a.j.Write(JEntry{T: JBatch, Node: "stage." + g.stage, Batch: g.batch, GPUs: g.devices})

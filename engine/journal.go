@@ -71,6 +71,9 @@ type Batch struct {
 	LogDir   string    `json:"log_dir"`
 	Variants []string  `json:"variants"`
 	State    string    `json:"state"` // RUNNING, DONE, FAILED, INTERRUPTED
+	// Ledger is the in-flight ledger holding the batch's row (absolute),
+	// so that recovery can mark the row of a batch whose cairn died.
+	Ledger string `json:"ledger,omitempty"`
 }
 
 // Journal is a run's write-ahead log.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,6 +103,44 @@ func ledgerStart(a *applier, g *batchGroup) {
 	}
 }
 
+// setRowState changes the state of a batch's RUNNING row.
+func setRowState(s, batchID, state string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "| "+batchID+" |") && strings.Contains(l, "| "+BatchRunning+" |") {
+			lines[i] = strings.Replace(l, "| "+BatchRunning+" |", "| "+state+" |", 1)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ledgerInterrupted marks the rows of the batches a dead run left RUNNING
+// as INTERRUPTED.
+func ledgerInterrupted(entries []JEntry) error {
+	last := map[string]*Batch{}
+	var order []string
+	for _, e := range entries {
+		if e.T == JBatch && e.Batch != nil {
+			if last[e.Batch.ID] == nil {
+				order = append(order, e.Batch.ID)
+			}
+			last[e.Batch.ID] = e.Batch
+		}
+	}
+	var errs []error
+	for _, id := range order {
+		b := last[id]
+		if b.State != BatchRunning || b.Ledger == "" {
+			continue
+		}
+		if _, err := os.Stat(b.Ledger); err != nil {
+			continue // moved or removed since: nothing to mark
+		}
+		errs = append(errs, editLedger(b.Ledger, func(s string) string { return setRowState(s, id, BatchInterrupted) }))
+	}
+	return errors.Join(errs...)
+}
+
 func ledgerEnd(a *applier, g *batchGroup) {
 	b := g.batch
 	var errs []string
@@ -112,13 +151,7 @@ func ledgerEnd(a *applier, g *batchGroup) {
 		}
 	}
 	err := editLedger(ledgerPath(a, g), func(s string) string {
-		lines := strings.Split(s, "\n")
-		for i, l := range lines {
-			if strings.Contains(l, "| "+b.ID+" |") && strings.Contains(l, "| "+BatchRunning+" |") {
-				lines[i] = strings.Replace(l, "| "+BatchRunning+" |", "| "+b.State+" |", 1)
-			}
-		}
-		s = strings.Join(lines, "\n")
+		s = setRowState(s, b.ID, b.State)
 		if len(errs) > 0 {
 			s = strings.TrimRight(s, "\n") + "\n" + strings.Join(errs, "\n") + "\n"
 		}

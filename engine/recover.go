@@ -72,6 +72,9 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				if n > 0 {
 					a.printf("cairn: killed %d process(es) left running by interrupted run %s\n", n, r.ID)
 				}
+				if err := ledgerInterrupted(r.Entries); err != nil {
+					a.printf("warning: cannot mark interrupted batches in the ledger: %s\n", err)
+				}
 				// The space its journal reserved ahead goes, so that
 				// readers need not skip it each time.
 				_, _ = wal.TrimTail(filepath.Join(r.Dir, "journal"))

@@ -546,7 +546,7 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 	w := newWorkspace(t, "sim:2")
 	w.setSim(2, map[string]any{"aime24_ms": 3000})
 	w.setSim(3, map[string]any{"aime24_ms": 3000})
-	cmd := w.command(append([]string{"apply"}, pipelineArgs(names)...)...)
+	cmd := w.command(append([]string{"apply"}, pipelineArgs(names, "--var", "ledger=memory.md")...)...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())
@@ -587,9 +587,20 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 	assert.True(t, got, "the batch lock died with cairn")
 	_ = lk.Unlock()
 
-	out, code := w.apply()
+	ledger, err := os.ReadFile(filepath.Join(w.dir, "memory.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ledger), "| v0,v1,v2,v3 | RUNNING |", "killed: nobody ended the row")
+
+	out, code := w.apply("--var", "ledger=memory.md")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "were running when an earlier apply stopped")
+	// The killed batch's row is marked as such; the resumed batch has its
+	// own row.
+	ledger, err = os.ReadFile(filepath.Join(w.dir, "memory.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ledger), "| v0,v1,v2,v3 | INTERRUPTED |")
+	assert.Contains(t, string(ledger), "| v2,v3 | DONE |")
+	assert.NotContains(t, string(ledger), "RUNNING")
 	es := w.lastJournal()
 	assert.Equal(t, addrs("aime24", "v2", "v3"), filterPrefix(nodesWith(es, engine.JFinished), "stage.aime24["))
 	assert.Equal(t, addrs("aime24", "v0", "v1"), filterPrefix(nodesWith(es, engine.JCached), "stage.aime24["))
