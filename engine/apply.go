@@ -618,6 +618,10 @@ func (a *applier) takeCached(ns *nodeState) bool {
 
 // takeCachedRecord is takeCached with the node's record already read.
 func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
+	if rec.Debug && !a.opts.Debug[ns.n.Addr] {
+		// A single-variant debug run's result is not the batch's.
+		return false
+	}
 	if err := a.restoreOutputs(rec); err != nil {
 		a.printf("warning: %s: the cached result is damaged (%s); evicting it and running the node again\n", ns.n.Addr, err)
 		_ = a.cache.Evict(ns.key)

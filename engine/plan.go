@@ -57,6 +57,27 @@ type PlanOptions struct {
 }
 
 // resolveAddrs turns --target/--replace addresses into node IDs.
+// SingleVariantTargets returns the addresses among targets that name one
+// variant of a batch stage: a run of it alone is for debugging, and its
+// result is marked so (and not taken for the batch's).
+func (g *Graph) SingleVariantTargets(targets []string) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range targets {
+		t = strings.TrimSpace(t)
+		if !strings.HasPrefix(t, "stage.") {
+			t = "stage." + t
+		}
+		n, ok := g.ByAddr[t]
+		if !ok || !n.Inst.Keyed {
+			continue
+		}
+		if _, batch := n.Kind.(stages.Batcher); batch {
+			out[n.Addr] = true
+		}
+	}
+	return out
+}
+
 func (g *Graph) resolveAddrs(addrs []string, flag string) (map[int]bool, hcl.Diagnostics) {
 	out := map[int]bool{}
 	var diags hcl.Diagnostics
@@ -168,6 +189,7 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 	}
 	cache.Prefetch(last)
 	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] }, cache.Stat)
+	debug := g.SingleVariantTargets(opts.Targets)
 	for _, n := range g.Nodes {
 		pn := &PlannedNode{Node: n, Action: ActRun}
 		p.Nodes[n.ID] = pn
@@ -206,7 +228,13 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 			p.ToRun++
 			continue
 		}
-		if rec, ok := cache.Lookup(pn.Key); ok {
+		rec, ok := cache.Lookup(pn.Key)
+		if ok && rec.Debug && !debug[n.Addr] {
+			pn.Reasons = []string{"the cached result is a single-variant debug run's: the batch runs it again"}
+			p.ToRun++
+			continue
+		}
+		if ok {
 			pn.Action = ActCached
 			pn.Record = rec
 			p.Cached++

@@ -858,3 +858,29 @@ func TestInterruptedBatch(t *testing.T) {
 	}
 	assert.Len(t, w.simRuns("aime24"), 4)
 }
+
+// A single-variant run is for debugging: its result is marked so, and the
+// batch does not take it from the cache but runs that variant again.
+func TestSingleVariantRunIsNotTheBatchs(t *testing.T) {
+	w := newWorkspace(t, "sim:4")
+	out, code := w.apply("--target", `stage.aime24["v0"]`)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "single-variant runs are for debugging only")
+	assert.Equal(t, map[string]int{"v0": 1}, w.simRuns("aime24"))
+
+	plan, code := w.run(append([]string{"plan"}, pipelineArgs(names)...)...)
+	require.Equal(t, 0, code, plan)
+	assert.Regexp(t, `stage\.aime24\["v0"\]\s+run: the cached result is a single-variant debug run's`, plan)
+
+	out, code = w.apply()
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, map[string]int{"v0": 2, "v1": 1, "v2": 1, "v3": 1}, w.simRuns("aime24"), "v0 ran again, in the batch")
+
+	// The batch's result replaced the debug one: nothing runs again, and
+	// a debug run now takes the batch's result.
+	out, code = w.apply()
+	require.Equal(t, 0, code, out)
+	out, code = w.apply("--target", `stage.aime24["v0"]`)
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, map[string]int{"v0": 2, "v1": 1, "v2": 1, "v3": 1}, w.simRuns("aime24"))
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -15,7 +17,6 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
-	"github.com/cairn-run/cairn/stages"
 )
 
 func (a *app) applyCmd() *cobra.Command {
@@ -193,19 +194,9 @@ func redactArgs(args []string, vars map[string]*dsl.Variable) []string {
 // singleVariantTargets: a --target naming one variant of a batch stage is a
 // debugging run; its results are marked so.
 func (a *app) singleVariantTargets(g *engine.Graph, targets []string) map[string]bool {
-	out := map[string]bool{}
-	for _, t := range targets {
-		if !strings.HasPrefix(t, "stage.") {
-			t = "stage." + t
-		}
-		n, ok := g.ByAddr[t]
-		if !ok || !n.Inst.Keyed {
-			continue
-		}
-		if _, batch := n.Kind.(stages.Batcher); batch {
-			fmt.Fprintf(a.stderr, "warning: %s is one variant of a batch: single-variant runs are for debugging only; its result is marked as such\n", t)
-			out[n.Addr] = true
-		}
+	out := g.SingleVariantTargets(targets)
+	for _, addr := range slices.Sorted(maps.Keys(out)) {
+		fmt.Fprintf(a.stderr, "warning: %s is one variant of a batch: single-variant runs are for debugging only; its result is marked as such\n", addr)
 	}
 	return out
 }
