@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +41,10 @@ type Record struct {
 	Pipeline     string            `json:"pipeline"`
 	Address      string            `json:"address"`
 	RunID        string            `json:"run_id"`
+
+	// raw is the index payload the record was decoded from (nil for a
+	// record this process built).
+	raw []byte
 	// Debug marks a result produced by a partial run that is not valid as
 	// a batch result (e.g. a single variant of a waves batch).
 	Debug bool `json:"debug,omitempty"`
@@ -195,6 +200,7 @@ func (c *Cache) Lookup(key string) (*Record, bool) {
 		_ = c.Evict(key)
 		return nil, false
 	}
+	r.raw = raw
 	return &r, true
 }
 
@@ -239,6 +245,7 @@ func (c *Cache) Prefetch(keys []string) {
 				p := todo[i]
 				var r Record
 				if json.Unmarshal(p.raw, &r) == nil {
+					r.raw = p.raw
 					p.rec = &r
 				}
 				close(p.done)
@@ -276,6 +283,18 @@ func (c *Cache) indexState() (os.FileInfo, int64) {
 }
 
 // Has reports whether key has a record, without decoding it.
+// holds reports whether the index's record of key is still the one r was
+// decoded from; known is false when r was not decoded from the index.
+func (c *Cache) holds(key string, r *Record) (same, known bool) {
+	if r.raw == nil {
+		return false, false
+	}
+	c.mu.RLock()
+	raw, ok := c.actions[key]
+	c.mu.RUnlock()
+	return ok && bytes.Equal(raw, r.raw), true
+}
+
 func (c *Cache) Has(key string) bool {
 	c.mu.RLock()
 	_, ok := c.actions[key]

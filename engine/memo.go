@@ -87,7 +87,7 @@ func MemoPath(cacheDir, identity string) string {
 // is none: a failure or skip, a --target, a stage kind that looks at the
 // workspace when planning, or a file changed too recently (or during the
 // run) for its stat information to be trusted later.
-func BuildMemo(l *Loaded, p *Plan, res *ApplyResult, c *Cache, identity string) (*Memo, string) {
+func BuildMemo(p *Plan, res *ApplyResult, c *Cache, identity string) (*Memo, string) {
 	switch {
 	case res.Failed > 0 || res.Skipped > 0 || res.Interrupted || res.Refused != "":
 		return nil, "not every node ended well"
@@ -146,10 +146,6 @@ func BuildMemo(l *Loaded, p *Plan, res *ApplyResult, c *Cache, identity string) 
 		if ns.status != stOK && ns.status != stCached || ns.record == nil || ns.env == nil || ns.key == "" {
 			return nil, ns.n.Addr + " has no result"
 		}
-		// The index's last word on the key is what this run used.
-		if cur, ok := c.Lookup(ns.key); !ok || cur.OutputDigest != ns.record.OutputDigest {
-			return nil, ns.n.Addr + "'s record changed during the run"
-		}
 		mn := MemoNode{Addr: ns.n.Addr, Key: ns.key}
 		for _, rel := range sortedKeys(ns.record.Outputs) {
 			full := filepath.Join(g.Root, rel)
@@ -160,12 +156,17 @@ func BuildMemo(l *Loaded, p *Plan, res *ApplyResult, c *Cache, identity string) 
 			case !before.Strong() || before.Racy(at):
 				return nil, "output " + rel + " was written moments ago"
 			}
-			d, err := c.Stat.File(full)
-			if err != nil || d != ns.record.Outputs[rel] {
-				return nil, "output " + rel + " does not hold its cached content"
+			// The digest the stat cache holds for exactly this file; else
+			// the file is read, and must not change meanwhile.
+			d, known := c.Stat.Known(full, before)
+			if !known {
+				d, err = c.Stat.File(full)
+				if after, aerr := fsdigest.LstatSig(full); err != nil || aerr != nil || after != before {
+					return nil, "output " + rel + " changed while it was checked"
+				}
 			}
-			if after, err := fsdigest.LstatSig(full); err != nil || after != before {
-				return nil, "output " + rel + " changed while it was checked"
+			if d != ns.record.Outputs[rel] {
+				return nil, "output " + rel + " does not hold its cached content"
 			}
 			mn.Outputs = append(mn.Outputs, MemoOutput{Path: rel, Sig: before})
 		}
@@ -174,35 +175,61 @@ func BuildMemo(l *Loaded, p *Plan, res *ApplyResult, c *Cache, identity string) 
 		}
 		m.Nodes = append(m.Nodes, mn)
 	}
+	// The index's last word on each key is what this run used. (Checked
+	// last: a record this run wrote is decoded again, and the checks above
+	// turn most runs that ran something away first.)
+	for _, ns := range res.nodes {
+		same, known := c.holds(ns.key, ns.record)
+		if !known {
+			cur, ok := c.Lookup(ns.key)
+			same = ok && cur.OutputDigest == ns.record.OutputDigest
+		}
+		if !same {
+			return nil, ns.n.Addr + "'s record changed during the run"
+		}
+	}
 	return m, ""
 }
 
 // Write stores the memo at path, atomically.
 func (m *Memo) Write(path string) error {
-	var b bytes.Buffer
-	b.Grow(128 * (len(m.Nodes) + len(m.Files)))
-	fmt.Fprintf(&b, "%s\nidentity %s\npipeline %s\nsummary %s\nindex %d %d %d\n",
-		memoMagic, m.Identity, strconv.Quote(m.Pipeline), strconv.Quote(m.Summary), m.Index.Dev, m.Index.Ino, m.Index.Offset)
+	b := make([]byte, 0, 160*(len(m.Nodes)+len(m.Files))+256)
+	// line writes "word [first ]"quoted"": first is written when fields
+	// holds it, even empty, so that the reader finds it in its place.
+	line := func(word string, fields ...string) {
+		b = append(b, word...)
+		for _, f := range fields[:len(fields)-1] {
+			b = append(b, ' ')
+			b = append(b, f...)
+		}
+		b = append(b, ' ')
+		b = strconv.AppendQuote(b, fields[len(fields)-1])
+		b = append(b, '\n')
+	}
+	b = fmt.Appendf(b, "%s\nidentity %s\n", memoMagic, m.Identity)
+	line("pipeline", m.Pipeline)
+	line("summary", m.Summary)
+	b = fmt.Appendf(b, "index %d %d %d\n", m.Index.Dev, m.Index.Ino, m.Index.Offset)
 	for _, name := range m.Sensitive {
-		fmt.Fprintf(&b, "sensitive %s\n", strconv.Quote(name))
+		line("sensitive", name)
 	}
 	for _, f := range m.Files {
 		sig := "absent"
 		if !f.Absent {
 			sig = f.Sig.String()
 		}
-		fmt.Fprintf(&b, "file %s %s\n", sig, strconv.Quote(f.Path))
+		line("file", sig, f.Path)
 	}
 	for _, n := range m.Nodes {
-		fmt.Fprintf(&b, "node %s %s\n", n.Key, strconv.Quote(n.Addr))
+		line("node", n.Key, n.Addr)
 		for _, o := range n.Outputs {
-			fmt.Fprintf(&b, "out %s %s\n", o.Sig.String(), strconv.Quote(o.Path))
+			line("out", o.Sig.String(), o.Path)
 		}
 		for _, in := range n.Inputs {
-			fmt.Fprintf(&b, "in %s %s\n", in.Digest, strconv.Quote(in.Path))
+			line("in", in.Digest, in.Path)
 		}
 	}
-	b.WriteString("end\n")
+	b = append(b, "end\n"...)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -210,7 +237,7 @@ func (m *Memo) Write(path string) error {
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(b.Bytes())
+	_, werr := tmp.Write(b)
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}

@@ -38,7 +38,7 @@ stage "evaluate" "ev" {
 	for _, n := range l.Graph.Nodes {
 		res.nodes = append(res.nodes, &nodeState{n: n, status: stCached})
 	}
-	m, why := BuildMemo(l, p, res, c, "id")
+	m, why := BuildMemo(p, res, c, "id")
 	assert.Nil(t, m)
 	assert.Contains(t, why, "stage ev's kind looks at the workspace")
 }

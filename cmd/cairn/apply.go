@@ -136,7 +136,7 @@ interrupted.`,
 			if !asJSON {
 				a.printSummary(res)
 			}
-			a.rememberUpToDate(identity, l, p, res, cache)
+			a.rememberUpToDate(identity, p, res, cache)
 			switch {
 			case res.Interrupted:
 				return &exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted; run 'cairn apply' again to resume (run %s)", res.RunID)}

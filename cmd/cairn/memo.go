@@ -115,14 +115,14 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 
 // rememberUpToDate keeps the memo of an apply that ended with every node
 // done, or removes a stale one.
-func (a *app) rememberUpToDate(identity string, l *engine.Loaded, p *engine.Plan, res *engine.ApplyResult, cache *engine.Cache) {
+func (a *app) rememberUpToDate(identity string, p *engine.Plan, res *engine.ApplyResult, cache *engine.Cache) {
 	if identity == "" {
 		return
 	}
 	path := engine.MemoPath(a.cachePath(), identity)
 	var m *engine.Memo
 	if !a.warned {
-		m, _ = engine.BuildMemo(l, p, res, cache, identity)
+		m, _ = engine.BuildMemo(p, res, cache, identity)
 	}
 	if m == nil || m.Write(path) != nil {
 		_ = os.Remove(path)

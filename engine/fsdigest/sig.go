@@ -1,9 +1,11 @@
 package fsdigest
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,20 @@ func LstatSig(path string) (Sig, error) {
 		return Sig{}, err
 	}
 	return SigOf(fi), nil
+}
+
+// Known returns the digest the cache holds for the file at path whose stat
+// information is s, without looking at the file; false when it holds none.
+func (c *Cache) Known(path string, s Sig) (string, bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	sum, ok := c.lookup(abs, statKey{size: s.Size, mtime: s.Mtime, ctime: s.Ctime, ino: s.Ino, dev: s.Dev, mode: s.Mode})
+	if !ok {
+		return "", false
+	}
+	return hex.EncodeToString(sum[:]), true
 }
 
 // Strong reports whether s can tell a file that was rewritten in place from
