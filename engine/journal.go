@@ -169,20 +169,9 @@ func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 // Write appends one record and returns when it is durable (records
 // written concurrently share one fsync).
 func (j *Journal) Write(e JEntry) error {
-	if e.Time.IsZero() {
-		e.Time = time.Now().UTC()
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
+	if err := j.appendEntry(e, true); err != nil {
 		return err
 	}
-	if err := j.flushCached(); err != nil {
-		return err
-	}
-	if err := j.log.Append(b); err != nil {
-		return err
-	}
-	testKillAt(testKillAfterRecords, &testRecords)
 	switch e.T {
 	case JRunStart:
 		j.pipeline = e.Pipeline
@@ -198,6 +187,12 @@ func (j *Journal) Write(e JEntry) error {
 // the cache). It reaches the file before any record written after it, and
 // Close waits for it.
 func (j *Journal) Note(e JEntry) error {
+	return j.appendEntry(e, false)
+}
+
+// appendEntry encodes e (its time defaulting to now) and appends it after
+// the cached-node records waiting for a write: durably, or as a note.
+func (j *Journal) appendEntry(e JEntry, durable bool) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
@@ -208,7 +203,12 @@ func (j *Journal) Note(e JEntry) error {
 	if err := j.flushCached(); err != nil {
 		return err
 	}
-	if err := j.log.AppendAsync(b); err != nil {
+	if durable {
+		err = j.log.Append(b)
+	} else {
+		err = j.log.AppendAsync(b)
+	}
+	if err != nil {
 		return err
 	}
 	testKillAt(testKillAfterRecords, &testRecords)
