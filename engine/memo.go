@@ -233,21 +233,7 @@ func (m *Memo) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".memo-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return werr
+	return replaceFile(path, b)
 }
 
 // ReadMemo reads a memo written by Write. Anything malformed is an error:
@@ -354,7 +340,7 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 			return false, f.Path + " changed"
 		}
 	}
-	if ok, why := m.checkIndex(filepath.Join(cacheDir, "index.log")); !ok {
+	if ok, why := m.checkIndex(indexPath(cacheDir)); !ok {
 		return false, why
 	}
 	// Every folder on the way to an output or input is a real folder (a
@@ -380,7 +366,7 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 				return false, "input " + in.Path + " changed"
 			}
 			if stat == nil {
-				stat = fsdigest.Load(filepath.Join(cacheDir, "statcache"))
+				stat = fsdigest.Load(statCachePath(cacheDir))
 			}
 			if d, err := stat.Tree(full); err != nil || d != in.Digest {
 				return false, "input " + in.Path + " changed"

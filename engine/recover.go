@@ -232,19 +232,7 @@ func readSettled(cacheDir string) string {
 // atomically: without it (or with an older one) runs are looked at again.
 // Two applies may race to write it; both values are true.
 func writeSettled(cacheDir, id string) {
-	dir := filepath.Join(cacheDir, "runs")
-	tmp, err := os.CreateTemp(dir, ".settled-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.WriteString(id + "\n")
-	if cerr := tmp.Close(); werr != nil || cerr != nil {
-		_ = os.Remove(tmp.Name())
-		return
-	}
-	if os.Rename(tmp.Name(), filepath.Join(dir, settledFile)) != nil {
-		_ = os.Remove(tmp.Name())
-	}
+	_ = replaceFile(filepath.Join(cacheDir, "runs", settledFile), []byte(id+"\n"))
 }
 
 // hasOpenNodes reports whether a run's journal has a node started and not
