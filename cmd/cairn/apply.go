@@ -111,10 +111,7 @@ interrupted.`,
 				}
 			}()
 			if !asJSON {
-				fmt.Fprintf(a.stdout, "cairn apply: %s: %d to run, %d cached\n", l.Graph.Summary(), p.ToRun, p.Cached)
-				if pool.Total() > 0 && pool.Simulated() {
-					fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())
-				}
+				a.printApplyHeader(l.Graph.Summary(), p.ToRun, p.Cached, pool)
 			}
 			live := false
 			if f, ok := a.stdout.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
@@ -199,6 +196,20 @@ func (a *app) singleVariantTargets(g *engine.Graph, targets []string) map[string
 		fmt.Fprintf(a.stderr, "warning: %s is one variant of a batch: single-variant runs are for debugging only; its result is marked as such\n", addr)
 	}
 	return out
+}
+
+// printApplyHeader is apply's first line, and a note when the GPUs are
+// simulated.
+func (a *app) printApplyHeader(summary string, toRun, cached int, pool *engine.GPUPool) {
+	fmt.Fprintf(a.stdout, "cairn apply: %s: %d to run, %d cached\n", summary, toRun, cached)
+	if pool != nil && pool.Total() > 0 && pool.Simulated() {
+		fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())
+	}
+}
+
+// printPlanHeader is plan's first line.
+func (a *app) printPlanHeader(summary string) {
+	fmt.Fprintf(a.stdout, "cairn plan: %s\n\n", summary)
 }
 
 func (a *app) printSummary(res *engine.ApplyResult) {

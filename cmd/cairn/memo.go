@@ -82,22 +82,17 @@ func (a *app) upToDate(identity string) *engine.Memo {
 
 // applyUpToDate is `cairn apply` for a pipeline its memo vouches for.
 func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
-	gpuNote := ""
+	// The GPUs are looked at only when set in the environment: what the
+	// full path would say of simulated ones (a bad value is for the full
+	// path to report); real ones need no word, and no driver call.
+	var pool *engine.GPUPool
 	if os.Getenv("CAIRN_GPUS") != "" {
-		// What the full path would say of simulated GPUs; a bad value
-		// is for the full path to report.
-		pool, err := engine.NewGPUPool(os.Getenv)
-		if err != nil {
+		var err error
+		if pool, err = engine.NewGPUPool(os.Getenv); err != nil {
 			return false, nil
 		}
-		if pool.Total() > 0 && pool.Simulated() {
-			gpuNote = pool.Inv.Note()
-		}
 	}
-	fmt.Fprintf(a.stdout, "cairn apply: %s: %d to run, %d cached\n", m.Summary, 0, len(m.Nodes))
-	if gpuNote != "" {
-		fmt.Fprintf(a.stdout, "GPUs: %s\n", gpuNote)
-	}
+	a.printApplyHeader(m.Summary, 0, len(m.Nodes), pool)
 	vars := map[string]*dsl.Variable{}
 	for _, name := range m.Sensitive {
 		vars[name] = &dsl.Variable{Name: name, Sensitive: true}

@@ -103,7 +103,7 @@ exactly that plan and refuses if any of those keys changed since.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !asJSON && out == "" && len(targets) == 0 && len(replace) == 0 {
 				if m := a.upToDate(a.memoIdentity(args)); m != nil {
-					fmt.Fprintf(a.stdout, "cairn plan: %s\n\n", m.Summary)
+					a.printPlanHeader(m.Summary)
 					return m.RenderPlan(a.stdout)
 				}
 			}
@@ -123,7 +123,7 @@ exactly that plan and refuses if any of those keys changed since.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(p.JSON())
 			}
-			fmt.Fprintf(a.stdout, "cairn plan: %s\n\n", l.Graph.Summary())
+			a.printPlanHeader(l.Graph.Summary())
 			if err := p.Render(a.stdout); err != nil {
 				return err
 			}
