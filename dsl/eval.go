@@ -27,12 +27,11 @@ type Scope struct {
 	// base holds var, local, path and the functions; every context is a
 	// child of it, so that a node's context is one small map.
 	base *hcl.EvalContext
-	root string
 }
 
 // NewScope builds a scope; root is the workspace root, dir the pipeline's
-// folder.
-func NewScope(vars map[string]cty.Value, root, dir string) *Scope {
+// folder. Its file functions note what they read in reads (nil: nowhere).
+func NewScope(vars map[string]cty.Value, root, dir string, reads *FileReads) *Scope {
 	pool := &atomic.Int64{}
 	pool.Store(MaxTotalIterations)
 	return &Scope{
@@ -40,15 +39,8 @@ func NewScope(vars map[string]cty.Value, root, dir string) *Scope {
 		Vars:   vars,
 		Locals: map[string]cty.Value{},
 		Path:   cty.ObjectVal(map[string]cty.Value{"pipeline": cty.StringVal(dir), "root": cty.StringVal(root)}),
-		Funcs:  Functions(root),
-		root:   root,
+		Funcs:  FunctionsReading(root, reads),
 	}
-}
-
-// RecordReads makes the scope's file functions note what they read.
-func (s *Scope) RecordReads(r *FileReads) {
-	s.Funcs = FunctionsReading(s.root, r)
-	s.base = nil
 }
 
 // Context returns an evaluation context with var, local and path, plus the

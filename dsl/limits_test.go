@@ -67,7 +67,7 @@ func evalLocal(t *testing.T, expr string) (cty.Value, hcl.Diagnostics) {
 	t.Helper()
 	cfg, diags := NewLoader(nil).ParseSource([]byte("locals {\n  x = "+expr+"\n}\n"), filepath.Join(t.TempDir(), "p.hcl"))
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
-	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".")
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
 	diags = cfg.EvalLocals(s)
 	return s.Locals["x"], diags
 }
@@ -105,7 +105,7 @@ func TestForIterationBudget(t *testing.T) {
 }
 `), "two.hcl")
 	require.False(t, d.HasErrors())
-	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".")
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
 	require.False(t, cfg.EvalLocals(s).HasErrors())
 	assert.True(t, s.Locals["b"].RawEquals(cty.NumberIntVal(100)))
 }
@@ -120,7 +120,7 @@ func TestForIterationPool(t *testing.T) {
 	e, d := hclsyntax.ParseExpression([]byte("[for a in range(1000) : a]"), "pool.hcl", hcl.InitialPos)
 	require.False(t, d.HasErrors())
 	expr := boundExpr(e)
-	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".")
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
 	ok := 0
 	var diags hcl.Diagnostics
 	for i := 0; i < 20 && !diags.HasErrors(); i++ {
@@ -134,7 +134,7 @@ func TestForIterationPool(t *testing.T) {
 	assert.Contains(t, diags[0].Detail, "over all its nodes")
 
 	// Another scope (another command) has its own pool.
-	_, diags = expr.Value(NewScope(map[string]cty.Value{}, t.TempDir(), ".").Context(nil))
+	_, diags = expr.Value(NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil).Context(nil))
 	assert.False(t, diags.HasErrors())
 }
 

@@ -83,8 +83,7 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	if err != nil {
 		rel = cfg.Dir
 	}
-	scope := dsl.NewScope(vars, root, rel)
-	scope.RecordReads(cfg.Reads)
+	scope := dsl.NewScope(vars, root, rel, cfg.Reads)
 	diags = append(diags, cfg.EvalLocals(scope)...)
 	// After an error in a variable or local, its value is unknown: a
 	// for_each over it is left unexpanded rather than reported as known
