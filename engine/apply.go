@@ -178,16 +178,11 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		res: &ApplyResult{}, ctx: ctx, groups: map[string]*batchGroup{},
 	}
 	start := time.Now()
-	use, err := UseLock(a.cache.Dir)
+	release, interrupted, err := a.begin()
 	if err != nil {
 		return nil, err
 	}
-	defer use.Unlock()
-	// What earlier runs left behind: orphans to reap, interruptions to honour.
-	interrupted, err := a.recoverRuns()
-	if err != nil {
-		return nil, err
-	}
+	defer release()
 	if err := a.checkInterrupted(interrupted); err != nil {
 		a.res.Refused = err.Error()
 		return a.res, err
@@ -196,15 +191,12 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		a.res.Refused = err.Error()
 		return a.res, err
 	}
-	a.runID = NewRunID()
-	a.res.RunID = a.runID
-	j, err := OpenJournal(a.cache.Dir, a.runID, opts.NoSync)
-	if err != nil {
+	if err := a.openRun(opts.NoSync); err != nil {
 		return nil, err
 	}
-	a.j = j
+	j := a.j
 	defer j.Close()
-	_ = j.Write(JEntry{T: JRunStart, RunID: a.runID, Pipeline: p.Pipeline, PID: os.Getpid(), Args: opts.Args})
+	_ = a.runStart(opts.Args)
 
 	a.nodes = make([]*nodeState, len(a.g.Nodes))
 	for _, n := range a.g.Nodes {
@@ -267,6 +259,39 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		a.printf("warning: cannot save the stat cache: %s\n", err)
 	}
 	return a.res, nil
+}
+
+// begin takes the cache's shared gc lock, held until release, and deals
+// with what earlier runs left behind: orphans to reap, interruptions to
+// honour.
+func (a *applier) begin() (release func(), interrupted map[string]interruptedNode, err error) {
+	use, err := UseLock(a.cache.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	interrupted, err = a.recoverRuns()
+	if err != nil {
+		_ = use.Unlock()
+		return nil, nil, err
+	}
+	return func() { _ = use.Unlock() }, interrupted, nil
+}
+
+// openRun names the run and opens its journal.
+func (a *applier) openRun(noSync bool) error {
+	a.runID = NewRunID()
+	a.res.RunID = a.runID
+	j, err := OpenJournal(a.cache.Dir, a.runID, noSync)
+	if err != nil {
+		return err
+	}
+	a.j = j
+	return nil
+}
+
+// runStart writes the run's first record.
+func (a *applier) runStart(args []string) error {
+	return a.j.Write(JEntry{T: JRunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args})
 }
 
 // loop is the scheduler: one goroutine owns all node state; workers report

@@ -463,22 +463,18 @@ func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult,
 		opts.Progress = io.Discard
 	}
 	start := time.Now()
-	use, err := UseLock(opts.CacheDir)
+	a := &applier{pipeline: m.Pipeline, cache: &Cache{Dir: opts.CacheDir}, out: opts.Progress, res: &ApplyResult{Cached: len(m.Nodes)}}
+	release, _, err := a.begin()
 	if err != nil {
 		return nil, err
 	}
-	defer use.Unlock()
-	a := &applier{pipeline: m.Pipeline, cache: &Cache{Dir: opts.CacheDir}, out: opts.Progress, res: &ApplyResult{}}
-	if _, err := a.recoverRuns(); err != nil {
+	defer release()
+	if err := a.openRun(opts.NoSync); err != nil {
 		return nil, err
 	}
-	res := &ApplyResult{RunID: NewRunID(), Cached: len(m.Nodes)}
-	j, err := OpenJournal(opts.CacheDir, res.RunID, opts.NoSync)
-	if err != nil {
-		return nil, err
-	}
+	j, res := a.j, a.res
 	defer j.Close()
-	if err := j.Write(JEntry{T: JRunStart, RunID: res.RunID, Pipeline: m.Pipeline, PID: os.Getpid(), Args: opts.Args}); err != nil {
+	if err := a.runStart(opts.Args); err != nil {
 		return nil, err
 	}
 	for _, n := range m.Nodes {
