@@ -82,8 +82,10 @@ func TestSettledRunsAreNotReadAgain(t *testing.T) {
 	assert.Greater(t, r.res.RunID, second)
 	assert.Equal(t, second+"\n", string(b))
 
-	// Newer than it: looked at, and reported.
-	fake(NewRunID())
+	// Newer than it, and than the last apply (a run id made now may share
+	// that apply's millisecond and sort before it): looked at, and
+	// reported.
+	fake(r.res.RunID[:len(r.res.RunID)-6] + "zzzzzz")
 	r = w.apply(ApplyOptions{})
 	assert.Contains(t, r.out, `were running when an earlier apply stopped: stage.make["a"]`, r.out)
 }
