@@ -63,11 +63,7 @@ type PlanOptions struct {
 func (g *Graph) SingleVariantTargets(targets []string) map[string]bool {
 	out := map[string]bool{}
 	for _, t := range targets {
-		t = strings.TrimSpace(t)
-		if !strings.HasPrefix(t, "stage.") {
-			t = "stage." + t
-		}
-		n, ok := g.ByAddr[t]
+		n, ok := g.ByAddr[normAddr(t)]
 		if !ok || !n.Inst.Keyed {
 			continue
 		}
@@ -78,14 +74,21 @@ func (g *Graph) SingleVariantTargets(targets []string) map[string]bool {
 	return out
 }
 
+// normAddr is an address as given on the command line, with "stage."
+// added when it was left out.
+func normAddr(a string) string {
+	a = strings.TrimSpace(a)
+	if !strings.HasPrefix(a, "stage.") {
+		a = "stage." + a
+	}
+	return a
+}
+
 func (g *Graph) resolveAddrs(addrs []string, flag string) (map[int]bool, hcl.Diagnostics) {
 	out := map[int]bool{}
 	var diags hcl.Diagnostics
 	for _, a := range addrs {
-		a = strings.TrimSpace(a)
-		if !strings.HasPrefix(a, "stage.") {
-			a = "stage." + a
-		}
+		a = normAddr(a)
 		if n, ok := g.ByAddr[a]; ok {
 			out[n.ID] = true
 			continue
