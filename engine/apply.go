@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -84,8 +85,12 @@ type Failure struct {
 	Address string
 	Class   string
 	Message string
-	Stderr  string // log path
-	Tail    string
+	// Logs are the node's log files that exist (a stream the node wrote
+	// nothing to has none), stdout's first.
+	Logs []string
+	// NoOutput: the node's process ran and wrote nothing at all.
+	NoOutput bool
+	Tail     string
 }
 
 // ErrRefused wraps refusals that stop an apply before it starts (exit 1).
@@ -120,6 +125,9 @@ type nodeState struct {
 	batchLogDir string
 	// secrets are the node's sensitive values, hidden from messages.
 	secrets []string
+	// scratch is the node's CAIRN_OUT_DIR once made (guarded by
+	// applier.scratchMu).
+	scratch string
 }
 
 type applier struct {
@@ -143,6 +151,10 @@ type applier struct {
 	live     *liveDisplay
 	// dirs are the log folders made so far (see ensureDir).
 	dirs sync.Map
+	// Emptied scratch folders kept for the next node (see scratchFor).
+	scratchMu   sync.Mutex
+	freeScratch []string
+	scratchN    int
 	// gpuWait is set when a node waits for GPUs another process holds:
 	// the loop then polls.
 	gpuWait bool
@@ -245,6 +257,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		defer a.live.stop()
 	}
 	a.loop()
+	a.dropFreeScratch()
 	a.res.nodes = a.nodes
 	a.res.Dur = time.Since(start)
 	status := "ok"
@@ -380,13 +393,13 @@ func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
 		return false, true
 	}
 	if ns.locked == nil {
-		lk, holder, err := tryKeyLock(a.cache.Dir, ns.key, a.runID, ns.n.Addr)
+		lk, err := tryKeyLock(a.cache.Dir, ns.key)
 		if err != nil {
 			a.fail(ns, dsl.ClassSetup, err.Error())
 			return true, false
 		}
 		if lk == nil {
-			a.waitForKey(ns, holder)
+			a.waitForKey(ns)
 			return true, false
 		}
 		ns.locked = lk
@@ -712,6 +725,7 @@ func (a *applier) handle(ev event) {
 	case "done":
 		delete(a.running, ns.n.ID)
 		a.releaseResources(ns)
+		a.recycleScratch(ns)
 		if ns.locked != nil {
 			ns.locked.release()
 			ns.locked = nil
@@ -768,7 +782,8 @@ func (a *applier) markFailed(ns *nodeState) {
 	ns.message = redactSecrets(ns.message, ns.secrets)
 	a.res.Failed++
 	a.setFinal(ns)
-	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Stderr: ns.logs[1]}
+	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: ExistingLogs(ns.logs[:])}
+	f.NoOutput = ns.logs[1] != "" && len(f.Logs) == 0
 	if ns.res != nil {
 		f.Tail = redactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
@@ -942,14 +957,74 @@ func (r *nodeRuntime) Progress(line string) {
 }
 func (r *nodeRuntime) CacheDir() string  { return r.a.cache.Dir }
 func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
-func (r *nodeRuntime) OutDir() string {
-	d := filepath.Join(r.a.j.Dir, "out", filepath.Base(NodeLog(r.a.j.Dir, r.ns.n.Addr, 1)))
+func (r *nodeRuntime) OutDir() string    { return r.a.scratchFor(r.ns) }
+
+// scratchFor is the node's private scratch folder (CAIRN_OUT_DIR),
+// <run>/out/<node>, made on first use. It is an emptied folder of an
+// earlier node when there is one (a rename), so that a run of many nodes
+// that leave nothing there does not make a folder per node.
+func (a *applier) scratchFor(ns *nodeState) string {
+	a.scratchMu.Lock()
+	defer a.scratchMu.Unlock()
+	if ns.scratch != "" {
+		return ns.scratch
+	}
+	d := filepath.Join(a.j.Dir, "out", filepath.Base(NodeLog(a.j.Dir, ns.n.Addr, 1)))
+	ns.scratch = d
+	for len(a.freeScratch) > 0 {
+		f := a.freeScratch[len(a.freeScratch)-1]
+		a.freeScratch = a.freeScratch[:len(a.freeScratch)-1]
+		if os.Rename(f, d) == nil {
+			return d
+		}
+		_ = os.Remove(f)
+	}
 	// One mkdir when the run's out folder exists, as it does after the
 	// first node.
 	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		_ = os.MkdirAll(d, 0o755)
 	}
 	return d
+}
+
+// recycleScratch takes back a finished node's scratch folder when the node
+// left it empty (its processes are gone: nothing writes there any more).
+// A folder with something in it stays where it is.
+func (a *applier) recycleScratch(ns *nodeState) {
+	a.scratchMu.Lock()
+	defer a.scratchMu.Unlock()
+	d := ns.scratch
+	if d == "" {
+		return
+	}
+	f, err := os.Open(d)
+	if err != nil {
+		return
+	}
+	_, err = f.Readdirnames(1)
+	f.Close()
+	if !errors.Is(err, io.EOF) {
+		return
+	}
+	free := filepath.Join(a.j.Dir, "out", ".free")
+	if err := a.ensureDir(free); err != nil {
+		return
+	}
+	to := filepath.Join(free, strconv.Itoa(a.scratchN))
+	a.scratchN++
+	if os.Rename(d, to) == nil {
+		a.freeScratch = append(a.freeScratch, to)
+	}
+}
+
+// dropFreeScratch removes the emptied scratch folders kept for reuse.
+func (a *applier) dropFreeScratch() {
+	a.scratchMu.Lock()
+	defer a.scratchMu.Unlock()
+	if a.scratchN > 0 {
+		_ = os.RemoveAll(filepath.Join(a.j.Dir, "out", ".free"))
+	}
+	a.freeScratch = nil
 }
 
 // NodeStarted implements stages.Journaler. The record names cairn's own
@@ -1002,9 +1077,11 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 	if p.Stderr != "" {
 		stderr = p.Stderr
 	}
+	named := p.Stdout != "" || p.Stderr != ""
 	if ns.batchLogDir != "" && p.LogName != "" && ns.lease != nil {
 		stem := filepath.Join(ns.batchLogDir, fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName))
 		stdout, stderr = stem+".out", stem+".err"
+		named = true
 	}
 	if err := a.ensureDir(filepath.Dir(stdout)); err != nil {
 		return nil, err
@@ -1042,7 +1119,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 	}
 	spec := &ExecSpec{
 		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
-		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr,
+		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
 		Timeout: c.Timeout, KillGrace: c.KillGrace, Inherit: inherit,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(pid int, tick uint64) {

@@ -63,7 +63,7 @@ const (
 //	<dir>/index.log           action index (record log shared by every process)
 //	<dir>/cas/sha256/ab/...   output blobs
 //	<dir>/statcache           input digests by (path, size, mtime, inode)
-//	<dir>/locks/<key>         per-key locks held while a node runs
+//	<dir>/locks/nodes         per-key locks (a byte each) held while a node runs
 //	<dir>/runs/<run-id>/      journal, node logs
 type Cache struct {
 	Dir   string

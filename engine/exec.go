@@ -29,15 +29,19 @@ type Executor interface {
 
 // ExecSpec is one process to run for a node.
 type ExecSpec struct {
-	Node    string
-	Argv    []string
-	Shell   bool
-	Env     []string // the complete environment
-	Dir     string
-	Stdin   io.Reader
-	Stdout  string // log file paths
-	Stderr  string
-	Timeout time.Duration
+	Node   string
+	Argv   []string
+	Shell  bool
+	Env    []string // the complete environment
+	Dir    string
+	Stdin  io.Reader
+	Stdout string // log file paths
+	Stderr string
+	// NamedLogs: the stage named the log files (a batch's per-GPU logs),
+	// so they are made even when the process writes nothing to them.
+	// cairn's own per-node logs are made with their first byte.
+	NamedLogs bool
+	Timeout   time.Duration
 	// KillGrace is the wait between SIGTERM and SIGKILL.
 	KillGrace time.Duration
 	// Inherit are descriptors the child keeps for its whole life: the
@@ -93,41 +97,41 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 		res.Class, res.Message = dsl.ClassSetup, "nothing to run: the command is empty"
 		return res, nil
 	}
-	stdout, err := os.OpenFile(spec.Stdout, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	defer stdout.Close()
-	stderrF, err := os.OpenFile(spec.Stderr, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("exec: %w", err)
-	}
-	defer stderrF.Close()
-
 	path := argv[0]
 	if !strings.Contains(path, "/") {
 		lp, err := lookPath(path, spec.Env)
 		if err != nil {
 			res.Class = dsl.ClassSetup
 			res.Message = redactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
-			fmt.Fprintln(stderrF, "cairn:", res.Message)
+			if err := appendLog(spec.Stderr, "cairn: "+res.Message+"\n"); err != nil {
+				return nil, err
+			}
 			return res, nil
 		}
 		path = lp
 	} else if !strings.HasPrefix(path, "/") {
 		path = spec.Dir + "/" + path
 	}
+	stdout, err := openNodeLog(spec.Stdout, spec.NamedLogs)
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := openNodeLog(spec.Stderr, spec.NamedLogs)
+	if err != nil {
+		_ = stdout.finish(time.Time{}, "")
+		return nil, err
+	}
 	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   argv,
-		Env:    spec.Env,
-		Dir:    spec.Dir,
-		Stdin:  spec.Stdin,
-		Stdout: stdout,
-		// The log files themselves, not pipes: a pipe would keep Wait
-		// waiting for whatever the node started that still holds it, after
-		// the node's own process has ended.
-		Stderr:     stderrF,
+		Path:  path,
+		Args:  argv,
+		Env:   spec.Env,
+		Dir:   spec.Dir,
+		Stdin: spec.Stdin,
+		// The pipes' write ends as files: Wait does not wait for the
+		// copy, which whatever the node started may keep open after the
+		// node's own process has ended (see nodeLog.finish).
+		Stdout:     stdout.w,
+		Stderr:     stderr.w,
 		ExtraFiles: spec.Inherit,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,
@@ -142,10 +146,15 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 	if err := cmd.Start(); err != nil {
 		res.Class = dsl.ClassSetup
 		res.Message = redactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
-		fmt.Fprintln(stderrF, "cairn:", res.Message)
+		_ = stdout.finish(time.Time{}, "")
+		if err := stderr.finish(time.Time{}, "cairn: "+res.Message+"\n"); err != nil {
+			return nil, fmt.Errorf("exec: log: %w", err)
+		}
 		res.Ended = time.Now()
 		return res, nil
 	}
+	stdout.started()
+	stderr.started()
 	pid := cmd.Process.Pid
 	res.PID = pid
 	if spec.Started != nil {
@@ -210,6 +219,13 @@ loop:
 	} else if cmd.ProcessState != nil {
 		p := gpu.Peaks{}.WithRusage(cmd.ProcessState)
 		res.PeakRSSMiB = p.RSSMiB
+	}
+	// The group is gone: the copies end now (a process that left the
+	// group is cut off after a second).
+	cut := time.Now().Add(time.Second)
+	errOut, errErr := stdout.finish(cut, ""), stderr.finish(cut, "")
+	if err := errors.Join(errOut, errErr); err != nil {
+		return nil, fmt.Errorf("exec: writing the logs of %s: %w", spec.Node, err)
 	}
 	res.StderrTail = fileTail(spec.Stderr, 16<<10)
 	st := cmd.ProcessState

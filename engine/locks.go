@@ -2,102 +2,96 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/cairn-run/cairn/engine/ofd"
 )
 
 // keyLock is the per-key lock held while a node runs: a second apply (of
 // this or another pipeline) that needs the same key waits, then takes the
-// cache hit. The child inherits the descriptor, so the lock lives exactly
-// as long as the process using it; a lock whose holders all died is free.
+// cache hit. It is a one-byte open-file-description lock in the cache's
+// node lock file (<cache>/locks/nodes), at an offset taken from the key,
+// taken through a descriptor of its own: the child inherits that
+// descriptor, so the lock lives exactly as long as the processes using it,
+// and a lock whose holders all died is free. Taking one creates no file.
 type keyLock struct {
 	f *os.File
 }
 
+// lockHolder is who holds a node lock, as far as /proc tells.
 type lockHolder struct {
-	PID   int       `json:"pid"`
-	RunID string    `json:"run_id"`
-	Node  string    `json:"node"`
-	Since time.Time `json:"since"`
+	PID   int    // the live apply holding it; 0 when none does
+	RunID string // that apply's run
 }
 
-func lockPath(cacheDir, key string) string {
-	return filepath.Join(cacheDir, "locks", key[:2], key)
+func nodeLockFile(cacheDir string) string {
+	return filepath.Join(cacheDir, "locks", "nodes")
 }
 
-// tryKeyLock takes the lock without waiting. When another process holds
-// it, it returns nil and what the lock file says of its holder.
-func tryKeyLock(cacheDir, key, runID, node string) (*keyLock, *lockHolder, error) {
-	p := lockPath(cacheDir, key)
+// keyOffset is a node key's byte in the node lock file: two keys share a
+// lock only when 62 bits of their digests agree, which would only make one
+// node wait for the other, never lose work.
+func keyOffset(key string) int64 {
+	b, err := hex.DecodeString(key[:min(16, len(key))])
+	if err != nil || len(b) < 8 {
+		// Not a digest (keys always are): its own bytes, padded.
+		b = append([]byte(key), make([]byte, 8)...)
+	}
+	return ofd.Offset(b)
+}
+
+// tryKeyLock takes the lock without waiting. It returns nil when another
+// process holds it.
+func tryKeyLock(cacheDir, key string) (*keyLock, error) {
+	p := nodeLockFile(cacheDir)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
-		// The first lock of its folder.
+		// The first lock of this cache.
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, nil, fmt.Errorf("lock: %w", err)
+			return nil, fmt.Errorf("lock: %w", err)
 		}
 		f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("lock: %w", err)
+		return nil, fmt.Errorf("lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		h := readHolder(f)
+	ok, err := ofd.TryLock(f, keyOffset(key))
+	if err != nil || !ok {
 		f.Close()
-		if err == unix.EWOULDBLOCK {
-			return nil, h, nil
-		}
-		return nil, nil, fmt.Errorf("lock %s: %w", p, err)
+		return nil, err
 	}
-	b, _ := json.Marshal(lockHolder{PID: os.Getpid(), RunID: runID, Node: node, Since: time.Now().UTC()})
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt(append(b, '\n'), 0)
-	return &keyLock{f: f}, nil, nil
+	return &keyLock{f: f}, nil
 }
 
-func readHolder(f *os.File) *lockHolder {
-	b := make([]byte, 512)
-	n, _ := f.ReadAt(b, 0)
-	var h lockHolder
-	if json.Unmarshal(trimNL(b[:n]), &h) != nil {
-		return &lockHolder{}
-	}
-	return &h
-}
-
-func trimNL(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == 0) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// waitKeyLock blocks until the lock is free (or ctx ends), polling: flock
-// has no timeout, and a poll also notices a holder that died.
+// waitKeyLock blocks until the lock is free (or ctx ends), polling: the
+// lock has no timeout, and a poll also notices a holder that died.
 // The processes that a dead run's node left behind are killed (see
-// freeDeadHolders); note is told how many.
-func waitKeyLock(ctx context.Context, cacheDir, key, runID, node string, timeout time.Duration, note func(killed int, run string)) (*keyLock, error) {
+// reapLockHolders); note is told how many.
+func waitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duration, note func(killed int, run string)) (*keyLock, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
 	delay := 20 * time.Millisecond
 	for {
-		lk, h, err := tryKeyLock(cacheDir, key, runID, node)
+		lk, err := tryKeyLock(cacheDir, key)
 		if err != nil || lk != nil {
 			return lk, err
 		}
-		if n := freeDeadHolders(cacheDir, key); n > 0 && note != nil {
-			note(n, h.RunID)
+		for run, n := range reapLockHolders(cacheDir, key) {
+			if note != nil {
+				note(n, run)
+			}
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			return nil, fmt.Errorf("gave up waiting for another process running the same node after %s (--lock-timeout)", timeout)
@@ -123,84 +117,50 @@ func (l *keyLock) release() {
 }
 
 // waitForKey parks a node whose key another process is running: a worker
-// waits for the lock and reports back.
-func (a *applier) waitForKey(ns *nodeState, h *lockHolder) {
-	who := "another cairn"
-	if h != nil && h.PID > 0 {
-		who = fmt.Sprintf("pid %d", h.PID)
-		if h.RunID != "" {
-			who += fmt.Sprintf(", run %s", h.RunID)
-		}
-	}
-	a.printf("  … waiting for %s: running in %s\n", ns.n.Addr, who)
+// says who holds it, waits for the lock and reports back.
+func (a *applier) waitForKey(ns *nodeState) {
 	ns.status = stRunning
 	a.running[ns.n.ID] = ns
 	ctx := a.ctx
 	go func() {
-		lk, err := waitKeyLock(ctx, a.cache.Dir, ns.key, a.runID, ns.n.Addr, a.opts.LockTimeout, func(n int, run string) {
+		who := "another cairn"
+		if h := keyLockHolder(a.cache.Dir, ns.key); h.PID > 0 {
+			who = fmt.Sprintf("pid %d", h.PID)
+			if h.RunID != "" {
+				who += fmt.Sprintf(", run %s", h.RunID)
+			}
+		}
+		a.printf("  … waiting for %s: running in %s\n", ns.n.Addr, who)
+		lk, err := waitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func(n int, run string) {
+			if run == "" {
+				run = "(unknown)"
+			}
 			a.printf("cairn: killed %d process(es) left holding %s by run %s, which is gone\n", n, ns.n.Addr, run)
 		})
 		a.events <- event{id: ns.n.ID, kind: "locked", locked: lk, err: err}
 	}()
 }
 
-// reapLockHolders frees node locks held by the leftovers of dead runs. A
-// node's processes inherit its lock, so that the lock lives exactly as
-// long as they do; when the apply that ran the node is killed, its direct
-// child dies with it, but what that child started may not (and when the
-// apply died before journaling the node's start, nothing else names them):
-// they would hold the node for ever. A lock file held by no live apply
-// (every apply holds the cache's use lock, gc.lock, while it lives; node
-// processes never do) and naming as its holder a run whose process is gone
-// is held by such leftovers only: they are killed. With key set, only that
-// node's lock is looked at. It returns, per dead run, how many processes
-// it killed.
-func reapLockHolders(cacheDir, key string) map[string]int {
-	holders, live := lockOpeners(cacheDir, key)
-	killed := map[string]int{}
-	for path, pids := range holders {
-		if live[path] {
-			continue
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			continue
-		}
-		// Read after the scan: an apply that took the lock meanwhile has
-		// named itself before it started anything.
-		h := readHolder(f)
-		f.Close()
-		if h.RunID == "" || strings.ContainsAny(h.RunID, "/\x00") || h.RunID == ".." || h.RunID == "." {
-			continue
-		}
-		if RunAlive(filepath.Join(cacheDir, "runs", h.RunID)) {
-			continue
-		}
-		for _, pid := range pids {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed[h.RunID]++
-			}
-		}
-	}
-	return killed
+// keyLockHolder says which live apply holds key's lock.
+func keyLockHolder(cacheDir, key string) lockHolder {
+	off := keyOffset(key)
+	s := scanNodeLocks(cacheDir, off)
+	pid := s.live[off]
+	return lockHolder{PID: pid, RunID: s.runs[pid]}
 }
 
-// freeDeadHolders is reapLockHolders for one node's lock; it returns how
-// many processes it killed.
-func freeDeadHolders(cacheDir, key string) int {
-	n := 0
-	for _, k := range reapLockHolders(cacheDir, key) {
-		n += k
-	}
-	return n
+// nodeLockScan is what /proc says of the node locks of one cache.
+type nodeLockScan struct {
+	holders map[int64][]int // lock offset -> the processes sharing it
+	live    map[int64]int   // lock offset -> a live apply among them
+	runs    map[int]string  // live apply -> its run id
 }
 
-// lockOpeners maps each node lock file of the cache (by the path the
-// kernel reports) that processes other than this one have open to those
-// processes, and sets live for the lock files that a live apply, one
-// holding the cache's use lock, has open. With key set, only that node's
-// lock file is looked for.
-func lockOpeners(cacheDir, key string) (holders map[string][]int, live map[string]bool) {
+// scanNodeLocks finds, through /proc, the processes holding node locks of
+// the cache (only the lock at off when off >= 0). A process holding the
+// cache's use lock (gc.lock) is a live apply: every apply keeps it open
+// while it lives, and node processes never have it.
+func scanNodeLocks(cacheDir string, off int64) nodeLockScan {
 	base, err := filepath.Abs(cacheDir)
 	if err != nil {
 		base = cacheDir
@@ -208,22 +168,22 @@ func lockOpeners(cacheDir, key string) (holders map[string][]int, live map[strin
 	if r, err := filepath.EvalSymlinks(base); err == nil {
 		base = r
 	}
-	locks := base + string(filepath.Separator) + "locks" + string(filepath.Separator)
+	nodes := nodeLockFile(base)
 	use := filepath.Join(base, "gc.lock")
-	holders, live = map[string][]int{}, map[string]bool{}
+	runs := filepath.Join(base, "runs") + string(filepath.Separator)
+	s := nodeLockScan{holders: map[int64][]int{}, live: map[int64]int{}, runs: map[int]string{}}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
-	self := os.Getpid()
 	for _, dir := range procs {
 		pid, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil || pid == self {
+		if err != nil {
 			continue
 		}
 		fds, err := os.ReadDir(dir + "/fd")
 		if err != nil {
 			continue
 		}
-		var held []string
-		uses := false
+		var held []int64
+		uses, run := false, ""
 		for _, fd := range fds {
 			target, err := os.Readlink(dir + "/fd/" + fd.Name())
 			if err != nil {
@@ -232,16 +192,87 @@ func lockOpeners(cacheDir, key string) (holders map[string][]int, live map[strin
 			switch {
 			case target == use:
 				uses = true
-			case strings.HasPrefix(target, locks) && (key == "" || filepath.Base(target) == key):
-				held = append(held, target)
+			case target == nodes:
+				for _, o := range ofd.Held(pid, fd.Name()) {
+					if off < 0 || o == off {
+						held = append(held, o)
+					}
+				}
+			case strings.HasPrefix(target, runs) && strings.HasSuffix(target, string(filepath.Separator)+"lock"):
+				run = filepath.Base(filepath.Dir(target))
 			}
 		}
-		for _, l := range held {
-			holders[l] = append(holders[l], pid)
+		for _, o := range held {
+			s.holders[o] = append(s.holders[o], pid)
 			if uses {
-				live[l] = true
+				s.live[o] = pid
+				s.runs[pid] = run
 			}
 		}
 	}
-	return holders, live
+	return s
+}
+
+// reapLockHolders frees node locks held by the leftovers of dead runs. A
+// node's processes inherit its lock, so that the lock lives exactly as
+// long as they do; when the apply that ran the node is killed, its direct
+// child dies with it, but what that child started may not (and when the
+// apply died before journaling the node's start, nothing else names them):
+// they would hold the node for ever. A lock that no live apply shares is
+// held by such leftovers only: they are killed. It is looked at twice, so
+// that a lock an apply took during the first look (its child can show
+// before the apply does) is left alone. With key set, only that node's
+// lock is looked at. It returns, per dead run (from the CAIRN_RUN_ID the
+// leftovers were started with; "" when they lost it), how many processes
+// it killed.
+func reapLockHolders(cacheDir, key string) map[string]int {
+	off := int64(-1)
+	if key != "" {
+		off = keyOffset(key)
+	}
+	orphaned := func(s nodeLockScan) map[int64][]int {
+		out := map[int64][]int{}
+		for o, pids := range s.holders {
+			if _, ok := s.live[o]; !ok {
+				out[o] = pids
+			}
+		}
+		return out
+	}
+	first := orphaned(scanNodeLocks(cacheDir, off))
+	killed := map[string]int{}
+	if len(first) == 0 {
+		return killed
+	}
+	for o, pids := range orphaned(scanNodeLocks(cacheDir, off)) {
+		if _, ok := first[o]; !ok {
+			continue
+		}
+		sort.Ints(pids)
+		for _, pid := range pids {
+			if pid == os.Getpid() {
+				continue
+			}
+			run := procEnv(pid, "CAIRN_RUN_ID")
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed[run]++
+			}
+		}
+	}
+	return killed
+}
+
+// procEnv is the value of name in the environment process pid started
+// with ("" when unreadable or unset).
+func procEnv(pid int, name string) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -88,6 +88,10 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 			}
 		}
 	}
+	if n := lockLeft[""]; n > 0 {
+		// Leftovers that lost their CAIRN_RUN_ID: no run to name.
+		a.printf("cairn: killed %d process(es) left holding node locks by runs that are gone\n", n)
+	}
 	out := map[string]interruptedNode{}
 	for addr, e := range last {
 		// Killed while it ran, or stopped by an interrupt (Ctrl-C,

@@ -220,8 +220,11 @@ func (a *app) printSummary(res *engine.ApplyResult) {
 				fmt.Fprintf(a.stdout, "  | %s\n", l)
 			}
 		}
-		if f.Stderr != "" {
-			fmt.Fprintf(a.stdout, "  log: %s\n", f.Stderr)
+		for _, l := range f.Logs {
+			fmt.Fprintf(a.stdout, "  log: %s\n", l)
+		}
+		if f.NoOutput {
+			fmt.Fprintf(a.stdout, "  log: none (the node wrote no output)\n")
 		}
 	}
 	fmt.Fprintf(a.stdout, "\nApply complete: %d ran, %d cached, %d failed, %d skipped.", res.Ran, res.Cached, res.Failed, res.Skipped)

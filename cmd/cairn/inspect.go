@@ -137,7 +137,23 @@ func (a *app) showRun(dir string) error {
 		if v.class != "" {
 			state += " (" + v.class + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", addr, state, v.attempts, dur, mib(v.rss), mib(v.gpuMiB), ints(v.gpus), strings.Join(v.logs, " "))
+		// A stream the node wrote nothing to (so far) has no file.
+		logs := "-"
+		if len(v.logs) > 0 {
+			have := map[string]bool{}
+			for _, l := range engine.ExistingLogs(v.logs) {
+				have[l] = true
+			}
+			var ls []string
+			for _, l := range v.logs {
+				if !have[l] {
+					l += " (empty)"
+				}
+				ls = append(ls, l)
+			}
+			logs = strings.Join(ls, " ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", addr, state, v.attempts, dur, mib(v.rss), mib(v.gpuMiB), ints(v.gpus), logs)
 	}
 	return tw.Flush()
 }

@@ -1,20 +1,18 @@
 package items
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	"github.com/cairn-run/cairn/engine/ofd"
 )
 
-// claimRange is the size of the byte range in which claims are placed. A
-// claim is a one-byte lock at an offset taken from the item key, so two keys
-// share a lock only when 62 bits of their digests agree; such a collision
-// would only serialize two evaluations, never lose one.
-const claimRange = 1 << 62
+// A claim is a one-byte lock at an offset taken from the item key (see
+// package ofd), so two keys share a lock only when 62 bits of their
+// digests agree; such a collision would only serialize two evaluations,
+// never lose one.
 
 // claimShards is the number of claims files. The kernel keeps one list of
 // locks per file and walks it on every lock and unlock, so spreading the
@@ -92,25 +90,18 @@ func (c *Claims) Close() error {
 	return errors.Join(errs...)
 }
 
-func claimOffset(kb [32]byte) int64 {
-	return int64(binary.LittleEndian.Uint64(kb[1:9]) & (claimRange - 1))
-}
+func claimOffset(kb [32]byte) int64 { return ofd.Offset(kb[1:9]) }
 
 func (c *Claims) tryClaim(kb [32]byte) (bool, error) {
 	f, err := c.shard(kb)
 	if err != nil {
 		return false, err
 	}
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: claimOffset(kb), Len: 1}
-	err = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EACCES):
-		return false, nil
-	default:
+	ok, err := ofd.TryLock(f, claimOffset(kb))
+	if err != nil {
 		return false, fmt.Errorf("items: claim item: %w", err)
 	}
+	return ok, nil
 }
 
 func (c *Claims) release(kb [32]byte) error {
@@ -118,8 +109,7 @@ func (c *Claims) release(kb [32]byte) error {
 	if err != nil {
 		return err
 	}
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: claimOffset(kb), Len: 1}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+	if err := ofd.Unlock(f, claimOffset(kb)); err != nil {
 		return fmt.Errorf("items: release claim: %w", err)
 	}
 	return nil

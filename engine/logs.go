@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// nodeLog is one output stream of a node's process. The process writes
+// into a pipe; cairn copies what comes out into the log file, which it
+// creates with the first byte. A node that writes nothing to a stream
+// leaves no file: a run of many quiet nodes makes no log files at all,
+// and a file never made is one inode fewer for the filesystem to find
+// (which, right after many deletions, costs more than the write).
+//
+// The file is written as the bytes arrive, so it can be followed while the
+// node runs. The copy ends when every process holding the pipe has ended;
+// see finish for one that escaped the node's process group.
+type nodeLog struct {
+	path string
+	r    *os.File // the pipe's read end
+	w    *os.File // its write end, for the child; closed here once started
+	f    *os.File // the log file, once made
+	err  error    // the first error creating or writing the file
+	done chan struct{}
+}
+
+// openNodeLog makes the pipe for a stream logged to path and starts
+// copying. With now set, the file is made at once, empty or not.
+func openNodeLog(path string, now bool) (*nodeLog, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("exec: log pipe: %w", err)
+	}
+	l := &nodeLog{path: path, r: r, w: w, done: make(chan struct{})}
+	if now {
+		l.write(nil)
+		if l.err != nil {
+			r.Close()
+			w.Close()
+			return nil, fmt.Errorf("exec: log: %w", l.err)
+		}
+	}
+	go l.copy()
+	return l, nil
+}
+
+func (l *nodeLog) copy() {
+	defer close(l.done)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := l.r.Read(buf)
+		if n > 0 {
+			l.write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// write appends p to the file, making it first. On a write error (a full
+// disk) the stream is still drained, so that the node never blocks on it.
+func (l *nodeLog) write(p []byte) {
+	if l.f == nil && l.err == nil {
+		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	}
+	if l.f != nil && l.err == nil {
+		_, l.err = l.f.Write(p)
+	}
+}
+
+// started closes cairn's copy of the write end: from now on only the node's
+// processes hold it, and the copy ends when they all have.
+func (l *nodeLog) started() {
+	if l.w != nil {
+		_ = l.w.Close()
+		l.w = nil
+	}
+}
+
+// finish waits for the copy to end, until the deadline: the node's process
+// group has been killed by now, so the copy ends at once unless a process
+// that left the group still holds the pipe; that one is cut off. Then line,
+// if set, is appended (cairn's own word on the process). It returns the
+// first error writing the file.
+func (l *nodeLog) finish(deadline time.Time, line string) error {
+	l.started()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+	}
+	_ = l.r.Close() // ends a copy still reading
+	<-l.done
+	if line != "" {
+		l.write([]byte(line))
+	}
+	if l.f != nil {
+		if err := l.f.Close(); err != nil && l.err == nil {
+			l.err = err
+		}
+	}
+	return l.err
+}
+
+// appendLog writes cairn's own line into a log that no process writes to.
+func appendLog(path, line string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("exec: log: %w", err)
+	}
+	_, err = f.WriteString(line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("exec: log: %w", err)
+	}
+	return nil
+}
+
+// ExistingLogs are those of a node's log paths that name a file: the
+// streams it wrote something to.
+func ExistingLogs(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
