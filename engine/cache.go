@@ -118,27 +118,6 @@ func (c *Cache) indexPath() string { return indexPath(c.Dir) }
 func indexPath(cacheDir string) string     { return filepath.Join(cacheDir, "index.log") }
 func statCachePath(cacheDir string) string { return filepath.Join(cacheDir, "statcache") }
 
-// replaceFile writes a small file that is a hint (a missing or torn one
-// only costs work): to a temporary file in the same folder, renamed over
-// path, with no fsync.
-func replaceFile(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return werr
-}
-
 // Refresh reads index records appended since the last read (by this or
 // another process).
 func (c *Cache) Refresh() error {

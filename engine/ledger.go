@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/cairn-run/cairn/engine/atomicfile"
 )
 
 // The batch ledger keeps the seed's markdown rows in the user's memory
@@ -56,11 +58,7 @@ func editLedger(path string, edit func(string) string) error {
 		s = strings.TrimRight(s, "\n") + "\n\n" + ledgerErrors + "\n\n"
 	}
 	s = edit(s)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, []byte(s), false)
 }
 
 // insertAfterTable adds a row at the end of the first table that follows

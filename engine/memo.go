@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/wal"
 	"github.com/cairn-run/cairn/stages"
@@ -233,7 +234,7 @@ func (m *Memo) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return replaceFile(path, b)
+	return atomicfile.Write(path, b, false)
 }
 
 // ReadMemo reads a memo written by Write. Anything malformed is an error:

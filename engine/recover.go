@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
@@ -236,7 +237,7 @@ func readSettled(cacheDir string) string {
 // atomically: without it (or with an older one) runs are looked at again.
 // Two applies may race to write it; both values are true.
 func writeSettled(cacheDir, id string) {
-	_ = replaceFile(filepath.Join(cacheDir, "runs", settledFile), []byte(id+"\n"))
+	_ = atomicfile.Write(filepath.Join(cacheDir, "runs", settledFile), []byte(id+"\n"), false)
 }
 
 // hasOpenNodes reports whether a run's journal has a node started and not

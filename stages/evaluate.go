@@ -26,6 +26,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/items"
 )
 
@@ -672,7 +673,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err := sum.WriteScores(&buf); err != nil {
 		return nil, err
 	}
-	if err := writeEvalFile(filepath.Join(root, s.scores), buf.Bytes()); err != nil {
+	if err := atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false); err != nil {
 		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, err)}, nil
 	}
 	res := EvaluateResult{
@@ -687,7 +688,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return nil, err
 	}
 	if n.Common.Result != "" {
-		if err := writeEvalFile(filepath.Join(root, n.Common.Result), append(b, '\n')); err != nil {
+		if err := atomicfile.Write(filepath.Join(root, n.Common.Result), append(b, '\n'), false); err != nil {
 			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the result file %s: %s", n.Common.Result, err)}, nil
 		}
 	}
@@ -718,30 +719,6 @@ func sortedEnvNames(m map[string]string) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-func writeEvalFile(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // itemJournal writes the per-item journal records in batches, off the path

@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/report"
 )
 
@@ -262,7 +263,7 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return nil, fmt.Errorf("pareto: %w", err)
 	}
 	for kind, data := range map[string][]byte{"markdown": md.Bytes(), "tsv": tsv.Bytes(), "json": js.Bytes(), "svg": svg.Bytes()} {
-		if err := writeFileAtomic(filepath.Join(rt.Root(), files[kind]), data); err != nil {
+		if err := atomicfile.Write(filepath.Join(rt.Root(), files[kind]), data, false); err != nil {
 			return nil, fmt.Errorf("pareto: %w", err)
 		}
 	}
@@ -554,26 +555,4 @@ func resultFields(rows []report.Row) []string {
 		return []string{"nothing"}
 	}
 	return out
-}
-
-// writeFileAtomic writes data to path through a temporary file and a
-// rename, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

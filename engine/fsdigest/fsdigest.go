@@ -64,6 +64,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cairn-run/cairn/engine/atomicfile"
 )
 
 // TreeVersion starts every directory encoding; it changes whenever the
@@ -153,40 +155,13 @@ func (c *Cache) Save() error {
 	c.dirty = false
 	c.mu.Unlock()
 
-	if err := writeAtomic(c.path, b); err != nil {
+	if err := atomicfile.Write(c.path, b, true); err != nil {
 		c.mu.Lock()
 		c.dirty = true
 		c.mu.Unlock()
 		return fmt.Errorf("fsdigest: save stat cache: %w", err)
 	}
 	return nil
-}
-
-func writeAtomic(path string, b []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 func (c *Cache) today() uint32 {
