@@ -128,6 +128,8 @@ type nodeState struct {
 	// scratch is the node's CAIRN_OUT_DIR once made (guarded by
 	// applier.scratchMu).
 	scratch string
+	// slotFreed: its CPU slot and concurrency turn were given back.
+	slotFreed bool
 }
 
 type applier struct {
@@ -165,7 +167,7 @@ type applier struct {
 
 type event struct {
 	id     int
-	kind   string // "done", "locked"
+	kind   string // "exited", "done", "locked"
 	err    error
 	locked *keyLock
 }
@@ -468,6 +470,7 @@ func (a *applier) admit(ns *nodeState) bool {
 		a.cpuUsed += need
 	}
 	a.stageN[ns.n.Stage.Name]++
+	ns.slotFreed = false
 	return true
 }
 
@@ -476,16 +479,33 @@ func cpuSlots(cpus, parallelism int) int {
 }
 
 func (a *applier) releaseResources(ns *nodeState) {
-	c := ns.spec.Common
-	a.stageN[ns.n.Stage.Name]--
+	a.releaseSlot(ns)
 	if ns.lease != nil {
 		a.opts.GPUs.Release(ns.lease)
 		ns.lease = nil
-	} else if c.GPUs == 0 {
-		a.cpuUsed -= cpuSlots(c.CPUs, a.opts.Parallelism)
 	}
 	if grp := a.groups[ns.n.Stage.Name]; grp != nil {
 		grp.release(a, ns)
+	}
+}
+
+// usesCPUSlot: the node is admitted by CPU slots (no GPUs, no batch group).
+func (a *applier) usesCPUSlot(ns *nodeState) bool {
+	return ns.spec.Common.GPUs == 0 && a.groups[ns.n.Stage.Name] == nil
+}
+
+// releaseSlot gives back the node's turn in its stage's concurrency and,
+// for a CPU node, its CPU slots, once: when its process has exited (before
+// cairn stores its outputs, so that the next process starts meanwhile) or
+// when it is done.
+func (a *applier) releaseSlot(ns *nodeState) {
+	if ns.slotFreed {
+		return
+	}
+	ns.slotFreed = true
+	a.stageN[ns.n.Stage.Name]--
+	if a.usesCPUSlot(ns) {
+		a.cpuUsed -= cpuSlots(ns.spec.Common.CPUs, a.opts.Parallelism)
 	}
 }
 
@@ -722,6 +742,11 @@ func (a *applier) handle(ev event) {
 			return
 		}
 		a.ready = append(a.ready, ns.n.ID)
+	case "exited":
+		// Its last process has ended; cairn now stores its outputs.
+		if a.usesCPUSlot(ns) {
+			a.releaseSlot(ns)
+		}
 	case "done":
 		delete(a.running, ns.n.ID)
 		a.releaseResources(ns)
@@ -1124,7 +1149,14 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(pid int, tick uint64) {
 			testKillAfterStart()
-			_ = a.j.Write(JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}})
+			e := JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}}
+			if ns.n.Stage.OnInterrupt == "fail" {
+				// After a power loss too, the node must show as
+				// interrupted, so that it is not rerun silently.
+				_ = a.j.Write(e)
+			} else {
+				_ = a.j.WriteUnsynced(e)
+			}
 			detail := fmt.Sprintf("started (pid %d", pid)
 			if len(gpus) > 0 {
 				detail += fmt.Sprintf(", GPU %s", intsString(gpus))
@@ -1221,6 +1253,12 @@ func (a *applier) execute(ns *nodeState) error {
 			ns.res = out.Proc
 			ns.class, ns.message = out.Class, out.Message
 			if ns.class == "" {
+				if retry == nil || ns.attempts > retry.Max {
+					// No process of this node runs again: its CPU
+					// slot can go to the next node while the outputs
+					// are stored and synced.
+					a.events <- event{id: ns.n.ID, kind: "exited"}
+				}
 				rec, class, msg := a.commit(ns, out)
 				if class != "" {
 					ns.class, ns.message = class, msg

@@ -169,7 +169,7 @@ func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 // Write appends one record and returns when it is durable (records
 // written concurrently share one fsync).
 func (j *Journal) Write(e JEntry) error {
-	if err := j.appendEntry(e, true); err != nil {
+	if err := j.appendEntry(e, appendDurable); err != nil {
 		return err
 	}
 	switch e.T {
@@ -181,18 +181,35 @@ func (j *Journal) Write(e JEntry) error {
 	return nil
 }
 
+// WriteUnsynced appends a record and returns once it is in the file, without
+// waiting for an fsync: a kill -9 of cairn cannot lose it, a power loss
+// (which ends every process too) can. It is for the start of a node's
+// process, whose record matters for reaping what a killed apply left running.
+func (j *Journal) WriteUnsynced(e JEntry) error {
+	return j.appendEntry(e, appendWritten)
+}
+
 // Note appends a record without waiting for it to be written: it is for
 // records whose loss in a crash costs only information (a node taken from
 // the cache, skipped, or finished with its result already committed to
 // the cache). It reaches the file before any record written after it, and
 // Close waits for it.
 func (j *Journal) Note(e JEntry) error {
-	return j.appendEntry(e, false)
+	return j.appendEntry(e, appendNote)
 }
 
+// How appendEntry waits for a record.
+type appendMode int
+
+const (
+	appendDurable appendMode = iota // written and synced
+	appendWritten                   // written
+	appendNote                      // queued
+)
+
 // appendEntry encodes e (its time defaulting to now) and appends it after
-// the cached-node records waiting for a write: durably, or as a note.
-func (j *Journal) appendEntry(e JEntry, durable bool) error {
+// the cached-node records waiting for a write.
+func (j *Journal) appendEntry(e JEntry, mode appendMode) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
@@ -203,9 +220,12 @@ func (j *Journal) appendEntry(e JEntry, durable bool) error {
 	if err := j.flushCached(); err != nil {
 		return err
 	}
-	if durable {
+	switch mode {
+	case appendDurable:
 		err = j.log.Append(b)
-	} else {
+	case appendWritten:
+		err = j.log.AppendWritten(b)
+	default:
 		err = j.log.AppendAsync(b)
 	}
 	if err != nil {

@@ -50,3 +50,29 @@ func TestAppendAsyncTooLarge(t *testing.T) {
 	defer l.Close()
 	assert.ErrorIs(t, l.AppendAsync(make([]byte, MaxRecordSize+1)), ErrTooLarge)
 }
+
+// AppendWritten records are in the file when the call returns, cost no
+// fsync of their own, and are synced by the next durable commit.
+func TestAppendWrittenIsReadableAndUnsynced(t *testing.T) {
+	for _, opts := range []Options{{}, {Shared: true}} {
+		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log")
+			l, err := Open(path, opts)
+			require.NoError(t, err)
+			base := l.syncs.Load()
+			var want []string
+			for i := 0; i < 20; i++ {
+				p := fmt.Sprintf("written-%d", i)
+				require.NoError(t, l.AppendWritten([]byte(p)))
+				want = append(want, p)
+				recs, _, err := readAll(t, path)
+				require.NoError(t, err)
+				assert.Equal(t, want, strs(recs), "in the file when the call returns")
+			}
+			assert.Equal(t, base, l.syncs.Load(), "no fsync for written records")
+			require.NoError(t, l.Append([]byte("durable")))
+			assert.Equal(t, base+1, l.syncs.Load(), "one fsync covers them and the durable record")
+			require.NoError(t, l.Close())
+		})
+	}
+}

@@ -162,6 +162,7 @@ type Log struct {
 	free   [][]byte // batch buffers to reuse
 
 	commits atomic.Int64 // batches written, for benchmarks
+	syncs   atomic.Int64 // fsyncs made, for tests
 
 	// Owned by the committer goroutine (read by Close after it exits):
 	unsynced bool // AppendAsync records were written but not synced yet
@@ -348,6 +349,18 @@ func (l *Log) AppendAsync(payload []byte) error {
 	return err
 }
 
+// AppendWritten writes one record and returns once it is in the file (in the
+// kernel's page cache), without waiting for an fsync: a kill of the process
+// cannot lose it, a power loss can. The next durable commit, or Close, syncs it.
+func (l *Log) AppendWritten(payload []byte) error {
+	b, err := l.enqueue(payload, false)
+	if err != nil {
+		return err
+	}
+	<-b.done
+	return b.err
+}
+
 // AppendBatch writes several records with one write and one fsync, in order and
 // next to each other. A crash during the write can keep a prefix of them.
 func (l *Log) AppendBatch(payloads [][]byte) error {
@@ -532,6 +545,7 @@ func (l *Log) sync() error {
 		return l.failed
 	}
 	l.unsynced = false
+	l.syncs.Add(1)
 	return nil
 }
 
