@@ -322,8 +322,14 @@ func (l *Log) Size() int64 { return l.end.Load() }
 // Append writes one record and returns once it is on disk (once it is written,
 // with NoSync). Concurrent Appends share one write and one fsync.
 func (l *Log) Append(payload []byte) error {
-	b, err := l.enqueue(payload, true)
-	if err != nil {
+	return waitCommit(l.enqueue(payload, true))
+}
+
+// waitCommit waits until the batch a record joined is committed and returns
+// the commit's error (an enqueue's error at once; nothing to wait for when
+// no batch was needed).
+func waitCommit(b *batch, err error) error {
+	if err != nil || b == nil {
 		return err
 	}
 	<-b.done
@@ -353,23 +359,13 @@ func (l *Log) AppendAsync(payload []byte) error {
 // kernel's page cache), without waiting for an fsync: a kill of the process
 // cannot lose it, a power loss can. The next durable commit, or Close, syncs it.
 func (l *Log) AppendWritten(payload []byte) error {
-	b, err := l.enqueue(payload, false)
-	if err != nil {
-		return err
-	}
-	<-b.done
-	return b.err
+	return waitCommit(l.enqueue(payload, false))
 }
 
 // AppendBatch writes several records with one write and one fsync, in order and
 // next to each other. A crash during the write can keep a prefix of them.
 func (l *Log) AppendBatch(payloads [][]byte) error {
-	b, err := l.enqueueBatch(payloads, true)
-	if err != nil || b == nil {
-		return err
-	}
-	<-b.done
-	return b.err
+	return waitCommit(l.enqueueBatch(payloads, true))
 }
 
 // AppendAsyncBatch is AppendAsync for several records: they are queued next to
