@@ -119,6 +119,7 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 		return res, nil
 	}
 	_, _ = c.Blobs.RemoveStaleTemps(time.Hour)
+	removeOldKeyLocks(c.Dir)
 	if err := c.compact(keep); err != nil {
 		return res, err
 	}
@@ -220,4 +221,16 @@ func (c *Cache) FindKey(prefix string) (string, error) {
 func (r *Record) MarshalIndent() string {
 	b, _ := json.MarshalIndent(r, "", "  ")
 	return string(b)
+}
+
+// removeOldKeyLocks removes the per-key lock files that cairn before
+// locks/nodes made (locks/<first two hex>/<key>). gc holds the cache's
+// use lock exclusively, so no apply, of either kind, is running.
+func removeOldKeyLocks(cacheDir string) {
+	dirs, _ := filepath.Glob(filepath.Join(cacheDir, "locks", "[0-9a-f][0-9a-f]"))
+	for _, d := range dirs {
+		if st, err := os.Lstat(d); err == nil && st.IsDir() {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
