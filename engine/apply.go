@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,16 +142,18 @@ type applier struct {
 	runID    string
 	nodes    []*nodeState
 	ready    []int // node ids, kept sorted (topological order)
-	events   chan event
-	mu       sync.Mutex // guards output
-	out      io.Writer
-	cpuUsed  int
-	stageN   map[string]int
-	running  map[int]*nodeState
-	res      *ApplyResult
-	ctx      context.Context
-	groups   map[string]*batchGroup
-	live     *liveDisplay
+	// cpuWait holds prepared nodes that wait for a CPU slot.
+	cpuWait idHeap
+	events  chan event
+	mu      sync.Mutex // guards output
+	out     io.Writer
+	cpuUsed int
+	stageN  map[string]int
+	running map[int]*nodeState
+	res     *ApplyResult
+	ctx     context.Context
+	groups  map[string]*batchGroup
+	live    *liveDisplay
 	// dirs are the log folders made so far (see ensureDir).
 	dirs sync.Map
 	// Emptied scratch folders kept for the next node (see scratchFor).
@@ -318,7 +321,7 @@ func (a *applier) loop() {
 		if !interrupted {
 			a.dispatch()
 		}
-		if len(a.running) == 0 && (interrupted || len(a.ready) == 0) {
+		if len(a.running) == 0 && (interrupted || len(a.ready) == 0 && a.cpuWait.Len() == 0) {
 			break
 		}
 		var tick <-chan time.Time
@@ -348,31 +351,93 @@ func (a *applier) loop() {
 	// but not run, and the next apply takes it up.
 }
 
-// dispatch starts every ready node that resources allow.
+// dispatch starts every ready node that resources allow, in plan order.
+// Prepared nodes that need a CPU slot wait in a.cpuWait and are looked at
+// only while a slot is free, so that a run with thousands of nodes ready
+// at once does not look at each of them on every event.
 func (a *applier) dispatch() {
-	if len(a.ready) == 0 {
-		return
-	}
 	var kept []int
-	queue := a.batchOrder(append([]int(nil), a.ready...))
-	a.ready = a.ready[:0]
+	for {
+		if len(a.ready) > 0 {
+			kept = append(kept, a.dispatchReady()...)
+		}
+		a.startCPUNodes()
+		// Nodes finished inline there (a cache hit found once locked) may
+		// have made others ready: another round.
+		if len(a.ready) == 0 {
+			break
+		}
+	}
+	sort.Ints(kept)
+	a.ready = kept
+}
+
+// dispatchReady prepares the ready nodes (which finishes some inline:
+// cached, skipped, failed), queues those that need a CPU slot and tries to
+// start the others. It returns those that stay ready.
+func (a *applier) dispatchReady() (kept []int) {
+	queue := a.batchOrder(a.ready)
+	a.ready = nil
 	for i := 0; i < len(queue); i++ {
 		id := queue[i]
 		ns := a.nodes[id]
 		if ns.status == stPending && !a.inFlight(id) {
-			// A node refused while being admitted (no free GPU) has
-			// failed: it is not kept waiting.
-			if _, requeue := a.tryStart(ns); requeue && ns.status == stPending {
-				kept = append(kept, id)
+			switch {
+			case !ns.prepared && a.prepare(ns):
+				// Finished inline.
+			case a.usesCPUSlot(ns):
+				heap.Push(&a.cpuWait, id)
+			default:
+				// A node refused while being admitted (no free GPU) has
+				// failed: it is not kept waiting.
+				if _, requeue := a.tryStart(ns); requeue && ns.status == stPending {
+					kept = append(kept, id)
+				}
 			}
 		}
-		// Nodes finished inline (cached, skipped, failed) may have made
-		// others ready: finish appended them to a.ready.
-		queue = append(queue, a.batchOrder(a.ready)...)
-		a.ready = a.ready[:0]
+		// Nodes finished inline may have made others ready: finish
+		// appended them to a.ready.
+		if len(a.ready) > 0 {
+			queue = append(queue, a.batchOrder(a.ready)...)
+			a.ready = a.ready[:0]
+		}
 	}
-	sort.Ints(kept)
-	a.ready = kept
+	return kept
+}
+
+// startCPUNodes starts queued CPU nodes, lowest (earliest in the plan)
+// first, while CPU slots are free. A node that cannot start for another
+// reason (its stage's concurrency, more slots than are free) stays queued
+// and the next one is tried.
+func (a *applier) startCPUNodes() {
+	var blocked []int
+	for a.cpuWait.Len() > 0 && a.cpuUsed < a.opts.Parallelism {
+		id := heap.Pop(&a.cpuWait).(int)
+		ns := a.nodes[id]
+		if ns.status != stPending || a.inFlight(id) {
+			continue
+		}
+		if _, requeue := a.tryStart(ns); requeue && ns.status == stPending {
+			blocked = append(blocked, id)
+		}
+	}
+	for _, id := range blocked {
+		heap.Push(&a.cpuWait, id)
+	}
+}
+
+// idHeap is a min-heap of node ids (container/heap).
+type idHeap []int
+
+func (h idHeap) Len() int           { return len(h) }
+func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *idHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *idHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 func (a *applier) inFlight(id int) bool {

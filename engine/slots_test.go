@@ -50,3 +50,67 @@ stage "command" "few" {
 		}
 	}
 }
+
+// Ready nodes start in the order of the plan: with one CPU slot, nodes that
+// are all ready at once run one by one in plan order, and a node that
+// becomes ready later (after its upstream) waits behind those ready before
+// it that come earlier in the plan. A stage held back by its concurrency
+// does not hold back the others.
+func TestReadyNodesStartInPlanOrder(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "order" {}
+stage "command" "a" {
+  for_each = toset(["k1", "k2", "k3", "k4", "k5", "k6"])
+  run      = ["sh", "-c", "echo a-${each.key} >> order.log"]
+}
+stage "command" "b" {
+  for_each = stage.a
+  run      = ["sh", "-c", "echo b-${each.key} >> order.log"]
+}
+`)
+	r := w.apply(ApplyOptions{Parallelism: 1})
+	require.Equal(t, 12, r.res.Ran, r.out)
+	order := strings.Fields(w.read("order.log"))
+	plan := w.plan(PlanOptions{})
+	pos := map[string]int{}
+	for i, pn := range plan.Nodes {
+		pos[pn.Node.Addr] = i
+	}
+	addr := func(s string) string {
+		stage, key, _ := strings.Cut(s, "-")
+		return `stage.` + stage + `["` + key + `"]`
+	}
+	// Each node started when it was the earliest ready one in the plan.
+	done := map[string]bool{}
+	for _, s := range order {
+		me := addr(s)
+		for _, pn := range plan.Nodes {
+			a := pn.Node.Addr
+			if done[a] || a == me || pos[a] > pos[me] {
+				continue
+			}
+			ready := true
+			for _, d := range pn.Node.Deps {
+				ready = ready && done[plan.Nodes[d].Node.Addr]
+			}
+			assert.False(t, ready, "%s started before %s, which was ready and comes first in the plan", me, a)
+		}
+		done[me] = true
+	}
+
+	w = newWorkspace(t, `
+pipeline "held" {}
+stage "command" "one" {
+  for_each    = toset(["k1", "k2", "k3"])
+  concurrency = 1
+  shell       = true
+  run         = "touch one-${each.key}.running; i=0; while [ ! -e two.done ] && [ $i -lt 300 ]; do sleep 0.02; i=$((i+1)); done; test -e two.done"
+}
+stage "command" "two" {
+  shell = true
+  run   = "touch two.done"
+}
+`)
+	r = w.apply(ApplyOptions{Parallelism: 2})
+	assert.Equal(t, 4, r.res.Ran, "stage.two ran while stage.one's queued nodes waited for their turn: %s", r.out)
+}
