@@ -104,7 +104,7 @@ stage "command" "one" {
   for_each    = toset(["k1", "k2", "k3"])
   concurrency = 1
   shell       = true
-  run         = "touch one-${each.key}.running; i=0; while [ ! -e two.done ] && [ $i -lt 300 ]; do sleep 0.02; i=$((i+1)); done; test -e two.done"
+  run         = "touch one-${each.key}.running; i=0; while [ ! -e two.done ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; test -e two.done"
 }
 stage "command" "two" {
   shell = true
