@@ -124,7 +124,10 @@ func (a *applier) waitForKey(ns *nodeState) {
 	ctx := a.ctx
 	go func() {
 		who := "another cairn"
-		if h := keyLockHolder(a.cache.Dir, ns.key); h.PID > 0 {
+		if h := keyLockHolder(a.cache.Dir, ns.key); h.PID == os.Getpid() {
+			// Another node of this pipeline does the same work.
+			who = "this apply"
+		} else if h.PID > 0 {
 			who = fmt.Sprintf("pid %d", h.PID)
 			if h.RunID != "" {
 				who += fmt.Sprintf(", run %s", h.RunID)

@@ -114,3 +114,27 @@ stage "command" "two" {
 	r = w.apply(ApplyOptions{Parallelism: 2})
 	assert.Equal(t, 4, r.res.Ran, "stage.two ran while stage.one's queued nodes waited for their turn: %s", r.out)
 }
+
+// Two stages of one pipeline that declare the same work have one key: it
+// runs once, and the second node waits for the first, saying so, then
+// takes the cache hit.
+func TestSameWorkTwiceInOnePipelineRunsOnce(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "same" {}
+stage "command" "a" {
+  shell   = true
+  run     = "sleep 0.2; echo x >> count.log; echo hi > o.txt"
+  outputs = ["o.txt"]
+}
+stage "command" "b" {
+  shell   = true
+  run     = "sleep 0.2; echo x >> count.log; echo hi > o.txt"
+  outputs = ["o.txt"]
+}
+`)
+	r := w.apply(ApplyOptions{Parallelism: 2})
+	assert.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, 1, r.res.Cached, r.out)
+	assert.Equal(t, "x\n", w.read("count.log"))
+	assert.Contains(t, r.out, ": running in this apply", "the waiting node says who holds the work")
+}
