@@ -493,10 +493,7 @@ func (a *applier) couldAdmit(ns *nodeState) bool {
 	if c.Concurrency > 0 && a.stageN[ns.n.Stage.Name] >= c.Concurrency {
 		return false
 	}
-	if a.groups[ns.n.Stage.Name] != nil || c.GPUs > 0 {
-		return true
-	}
-	return a.cpuUsed < a.opts.Parallelism
+	return !a.usesCPUSlot(ns) || a.cpuUsed < a.opts.Parallelism
 }
 
 // admit checks and takes the resources a node needs: its stage's
@@ -686,10 +683,6 @@ func (a *applier) prepare(ns *nodeState) bool {
 	return false
 }
 
-// samePlannedUpstreams reports whether a node's planned envelope still
-// holds: it has one, declares no input files (their content is read again
-// at apply), and its upstreams' output digests are those it was planned
-// with.
 // upstreamsAsPlanned reports whether every upstream of n was cached at plan
 // time and was taken from that same record: the instance objects n's
 // expressions read are then the ones the plan evaluated it with.
@@ -703,6 +696,10 @@ func (a *applier) upstreamsAsPlanned(n *Node) bool {
 	return true
 }
 
+// samePlannedUpstreams reports whether a node's planned envelope still
+// holds: it has one, declares no input files (their content is read again
+// at apply), and its upstreams' output digests are those it was planned
+// with.
 func (a *applier) samePlannedUpstreams(ns *nodeState) bool {
 	env := ns.pn.Envelope
 	if env == nil || ns.pn.Key == "" || len(ns.pn.Spec.Common.Inputs) > 0 || len(env.Inputs) > 0 {
@@ -975,12 +972,18 @@ func (a *applier) printf(format string, args ...any) {
 	if a.opts.JSON {
 		return
 	}
+	_, _ = a.writeOut(a.out, fmt.Appendf(nil, format, args...))
+}
+
+// writeOut writes p to w under the output lock, clearing the live display
+// first.
+func (a *applier) writeOut(w io.Writer, p []byte) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.live != nil {
 		a.live.clear()
 	}
-	fmt.Fprintf(a.out, format, args...)
+	return w.Write(p)
 }
 
 func (a *applier) line(ns *nodeState, sym, what string) {
@@ -1147,12 +1150,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 		a.printf("%s", p)
 		return len(p), nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.live != nil {
-		a.live.clear()
-	}
-	return a.opts.Stderr.Write(p)
+	return a.writeOut(a.opts.Stderr, p)
 }
 
 // Exec implements stages.Runtime.

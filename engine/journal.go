@@ -207,31 +207,45 @@ const (
 	appendNote                      // queued
 )
 
-// appendEntry encodes e (its time defaulting to now) and appends it after
-// the cached-node records waiting for a write.
+// appendEntry appends one record (see appendEntries).
 func (j *Journal) appendEntry(e JEntry, mode appendMode) error {
-	if e.Time.IsZero() {
-		e.Time = time.Now().UTC()
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
+	return j.appendEntries([]JEntry{e}, mode)
+}
+
+// appendEntries encodes records (their time defaulting to now) and appends
+// them, next to each other, after the cached-node records waiting for a
+// write.
+func (j *Journal) appendEntries(es []JEntry, mode appendMode) error {
+	payloads := make([][]byte, 0, len(es))
+	now := time.Now().UTC()
+	for _, e := range es {
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		payloads = append(payloads, b)
 	}
 	if err := j.flushCached(); err != nil {
 		return err
 	}
+	var err error
 	switch mode {
 	case appendDurable:
-		err = j.log.Append(b)
+		err = j.log.AppendBatch(payloads)
 	case appendWritten:
-		err = j.log.AppendWritten(b)
+		err = j.log.AppendWrittenBatch(payloads)
 	default:
-		err = j.log.AppendAsync(b)
+		err = j.log.AppendAsyncBatch(payloads)
 	}
 	if err != nil {
 		return err
 	}
-	testKillAt(testKillAfterRecords, &testRecords)
+	for range payloads {
+		testKillAt(testKillAfterRecords, &testRecords)
+	}
 	return nil
 }
 
@@ -285,28 +299,7 @@ func appendJSONString(b []byte, s string) []byte {
 // WriteBatch appends records with one write and returns when they are
 // durable.
 func (j *Journal) WriteBatch(es []JEntry) error {
-	payloads := make([][]byte, 0, len(es))
-	now := time.Now().UTC()
-	for _, e := range es {
-		if e.Time.IsZero() {
-			e.Time = now
-		}
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		payloads = append(payloads, b)
-	}
-	if err := j.flushCached(); err != nil {
-		return err
-	}
-	if err := j.log.AppendBatch(payloads); err != nil {
-		return err
-	}
-	for range payloads {
-		testKillAt(testKillAfterRecords, &testRecords)
-	}
-	return nil
+	return j.appendEntries(es, appendDurable)
 }
 
 // Close flushes and releases the run lock.

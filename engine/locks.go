@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -251,7 +250,6 @@ func reapLockHolders(cacheDir, key string) map[string]int {
 		if _, ok := first[o]; !ok {
 			continue
 		}
-		sort.Ints(pids)
 		for _, pid := range pids {
 			if pid == os.Getpid() {
 				continue

@@ -126,12 +126,19 @@ func appendLog(path, line string) error {
 func ExistingLogs(paths []string) []string {
 	var out []string
 	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		if LogWritten(p) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// LogWritten reports whether a log path names a file (logs are made with
+// their first byte).
+func LogWritten(path string) bool {
+	if path == "" {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
 }

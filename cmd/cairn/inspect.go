@@ -140,13 +140,9 @@ func (a *app) showRun(dir string) error {
 		// A stream the node wrote nothing to (so far) has no file.
 		logs := "-"
 		if len(v.logs) > 0 {
-			have := map[string]bool{}
-			for _, l := range engine.ExistingLogs(v.logs) {
-				have[l] = true
-			}
 			var ls []string
 			for _, l := range v.logs {
-				if !have[l] {
+				if !engine.LogWritten(l) {
 					l += " (empty)"
 				}
 				ls = append(ls, l)

@@ -51,7 +51,7 @@ func TestAppendAsyncTooLarge(t *testing.T) {
 	assert.ErrorIs(t, l.AppendAsync(make([]byte, MaxRecordSize+1)), ErrTooLarge)
 }
 
-// AppendWritten records are in the file when the call returns, cost no
+// AppendWrittenBatch records are in the file when the call returns, cost no
 // fsync of their own, and are synced by the next durable commit.
 func TestAppendWrittenIsReadableAndUnsynced(t *testing.T) {
 	for _, opts := range []Options{{}, {Shared: true}} {
@@ -63,7 +63,7 @@ func TestAppendWrittenIsReadableAndUnsynced(t *testing.T) {
 			var want []string
 			for i := 0; i < 20; i++ {
 				p := fmt.Sprintf("written-%d", i)
-				require.NoError(t, l.AppendWritten([]byte(p)))
+				require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte(p)}))
 				want = append(want, p)
 				recs, _, err := readAll(t, path)
 				require.NoError(t, err)

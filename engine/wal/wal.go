@@ -355,11 +355,12 @@ func (l *Log) AppendAsync(payload []byte) error {
 	return err
 }
 
-// AppendWritten writes one record and returns once it is in the file (in the
-// kernel's page cache), without waiting for an fsync: a kill of the process
-// cannot lose it, a power loss can. The next durable commit, or Close, syncs it.
-func (l *Log) AppendWritten(payload []byte) error {
-	return waitCommit(l.enqueue(payload, false))
+// AppendWrittenBatch writes records, next to each other and in order, and
+// returns once they are in the file (in the kernel's page cache), without
+// waiting for an fsync: a kill of the process cannot lose them, a power loss
+// can. The next durable commit, or Close, syncs them.
+func (l *Log) AppendWrittenBatch(payloads [][]byte) error {
+	return waitCommit(l.enqueueBatch(payloads, false))
 }
 
 // AppendBatch writes several records with one write and one fsync, in order and
