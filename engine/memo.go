@@ -231,9 +231,6 @@ func (m *Memo) Write(path string) error {
 		}
 	}
 	b = append(b, "end\n"...)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	return atomicfile.Write(path, b, false)
 }
 

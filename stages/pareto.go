@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -258,9 +257,6 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		"tsv":      filepath.ToSlash(filepath.Join(a.OutDir, ParetoTSV)),
 		"json":     filepath.ToSlash(filepath.Join(a.OutDir, ParetoJSON)),
 		"svg":      filepath.ToSlash(filepath.Join(a.OutDir, ParetoSVG)),
-	}
-	if err := os.MkdirAll(filepath.Join(rt.Root(), a.OutDir), 0o755); err != nil {
-		return nil, fmt.Errorf("pareto: %w", err)
 	}
 	for kind, data := range map[string][]byte{"markdown": md.Bytes(), "tsv": tsv.Bytes(), "json": js.Bytes(), "svg": svg.Bytes()} {
 		if err := atomicfile.Write(filepath.Join(rt.Root(), files[kind]), data, false); err != nil {
