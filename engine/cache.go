@@ -287,7 +287,6 @@ func (c *Cache) indexState() (os.FileInfo, int64) {
 	return c.indexFile, c.offset
 }
 
-// Has reports whether key has a record, without decoding it.
 // holds reports whether the index's record of key is still the one r was
 // decoded from; known is false when r was not decoded from the index.
 func (c *Cache) holds(key string, r *Record) (same, known bool) {
@@ -300,6 +299,7 @@ func (c *Cache) holds(key string, r *Record) (same, known bool) {
 	return ok && bytes.Equal(raw, r.raw), true
 }
 
+// Has reports whether key has a record, without decoding it.
 func (c *Cache) Has(key string) bool {
 	c.mu.RLock()
 	_, ok := c.actions[key]

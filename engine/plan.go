@@ -56,7 +56,6 @@ type PlanOptions struct {
 	Replace []string
 }
 
-// resolveAddrs turns --target/--replace addresses into node IDs.
 // SingleVariantTargets returns the addresses among targets that name one
 // variant of a batch stage: a run of it alone is for debugging, and its
 // result is marked so (and not taken for the batch's).
@@ -84,6 +83,7 @@ func normAddr(a string) string {
 	return a
 }
 
+// resolveAddrs turns --target/--replace addresses into node IDs.
 func (g *Graph) resolveAddrs(addrs []string, flag string) (map[int]bool, hcl.Diagnostics) {
 	out := map[int]bool{}
 	var diags hcl.Diagnostics
@@ -287,9 +287,10 @@ func (g *Graph) postconditionFails(n *Node, rec *Record, inst instanceFunc) stri
 }
 
 // evalPostconditions evaluates n's postconditions with self bound to its
-// instance object (built only when there are postconditions). It returns "" when all hold, else what failed: the first
-// false condition's error_message (invalid false), or why a condition
-// could not be evaluated to true or false (invalid true).
+// instance object (built only when there are postconditions). It returns
+// "" when all hold, else what failed: the first false condition's
+// error_message (invalid false), or why a condition could not be evaluated
+// to true or false (invalid true).
 func (g *Graph) evalPostconditions(n *Node, self func() cty.Value, inst instanceFunc) (msg string, invalid bool) {
 	if len(n.Stage.Postconditions) == 0 {
 		return "", false
