@@ -705,11 +705,14 @@ func (a *applier) samePlannedUpstreams(ns *nodeState) bool {
 	if env == nil || ns.pn.Key == "" || len(ns.pn.Spec.Common.Inputs) > 0 || len(env.Inputs) > 0 {
 		return false
 	}
-	if len(env.Upstreams) != len(ns.n.Deps) {
+	if len(env.Upstreams) != len(ns.n.Deps)-len(ns.n.OrderOnly) {
 		return false
 	}
 	got := make([]string, 0, len(ns.n.Deps))
 	for _, d := range ns.n.Deps {
+		if !ns.n.keyedDep(d) {
+			continue
+		}
 		dg, ok := a.upstreamDigest(a.g.Nodes[d])
 		if !ok {
 			return false

@@ -24,8 +24,12 @@ type Node struct {
 	Stage *dsl.Stage
 	Kind  stages.Kind
 	Inst  dsl.Instance
-	// Deps are the IDs of the nodes this one depends on, sorted.
+	// Deps are the IDs of the nodes this one depends on, sorted: it starts
+	// when they have finished.
 	Deps []int
+	// OrderOnly are the Deps named only in wait_for, sorted: the node waits
+	// for them, but their outputs do not enter its key. Usually empty.
+	OrderOnly []int
 	// Downs are the IDs of the nodes that depend on this one.
 	Downs []int
 	// each is the value of each for a keyed instance.
@@ -192,6 +196,7 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool) (*
 		}
 		g.StageOrder = append(g.StageOrder, s)
 	}
+	diags = append(diags, g.linkPaths()...)
 	for _, n := range g.Nodes {
 		for _, dep := range n.Deps {
 			up := g.Nodes[dep]

@@ -50,6 +50,12 @@ var notKeyed = map[string]bool{
 	"inputs": true,
 }
 
+// keyedDep reports whether dependency id's output enters n's key: every
+// dependency does but those named only in wait_for.
+func (n *Node) keyedDep(id int) bool {
+	return len(n.OrderOnly) == 0 || !containsInt(n.OrderOnly, id)
+}
+
 // unknownReason explains why a node's key is not known yet.
 type unknownReason struct {
 	Upstream string // an upstream that will run
@@ -94,6 +100,9 @@ type envBase struct {
 func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, bool)) (*Envelope, *unknownReason, error) {
 	ups := make([]string, 0, len(n.Deps))
 	for _, id := range n.Deps {
+		if !n.keyedDep(id) {
+			continue
+		}
 		u := g.Nodes[id]
 		d, ok := upstream(u)
 		if !ok {

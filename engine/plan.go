@@ -388,7 +388,7 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
 		named := false
 		for _, id := range n.Deps {
 			u := p.Nodes[id]
-			if u != nil && u.Record != nil && !had[u.Record.OutputDigest] {
+			if u != nil && u.Record != nil && n.keyedDep(id) && !had[u.Record.OutputDigest] {
 				out = append(out, fmt.Sprintf("upstream %s changed", u.Node.Addr))
 				named = true
 			}

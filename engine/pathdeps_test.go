@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The reader is declared before the writer and names it nowhere: only its
+// inputs say that it reads what gen writes.
+const readsOutputs = `
+pipeline "t" {}
+variable "sizes" {
+  type    = map(number)
+  default = { small = 3, large = 5 }
+}
+stage "command" "stats" {
+  for_each = var.sizes
+  run      = ["sh", "-c", "mkdir -p stats && wc -l < data/${each.key}.txt > stats/${each.key}.txt"]
+  inputs   = ["data/${each.key}.txt"]
+  outputs  = ["stats/${each.key}.txt"]
+}
+stage "command" "gen" {
+  for_each = var.sizes
+  run      = ["sh", "-c", "mkdir -p data && seq ${each.value} > data/${each.key}.txt"]
+  outputs  = ["data/${each.key}.txt"]
+}
+stage "command" "all" {
+  run     = ["sh", "-c", "ls data > listing.txt"]
+  inputs  = ["data/"]
+  outputs = ["listing.txt"]
+}
+`
+
+func depAddrs(g *Graph, addr string) []string {
+	var out []string
+	for _, id := range g.ByAddr[addr].Deps {
+		out = append(out, g.Nodes[id].Addr)
+	}
+	return out
+}
+
+func TestInputNamingAnOutputIsADependency(t *testing.T) {
+	w := newWorkspace(t, readsOutputs)
+	g := w.load().Graph
+	// Instance by instance: stats["large"] reads data/large.txt only.
+	assert.Equal(t, []string{`stage.gen["large"]`}, depAddrs(g, `stage.stats["large"]`))
+	assert.Equal(t, []string{`stage.gen["small"]`}, depAddrs(g, `stage.stats["small"]`))
+	// A folder input depends on every output below it.
+	assert.Equal(t, []string{`stage.gen["large"]`, `stage.gen["small"]`}, depAddrs(g, "stage.all"))
+	// The nodes are in an order where every node follows its upstreams.
+	for _, n := range g.Nodes {
+		for _, d := range n.Deps {
+			assert.Less(t, d, n.ID, "%s before its upstream %s", n.Addr, g.Nodes[d].Addr)
+		}
+		assert.Equal(t, n, g.Nodes[n.ID])
+	}
+
+	p := w.plan(PlanOptions{})
+	for _, pn := range p.Nodes {
+		if pn.Node.Addr == `stage.stats["large"]` {
+			assert.Equal(t, []string{`known after apply: stage.gen["large"] will run`}, pn.Reasons)
+		}
+	}
+
+	r := w.apply(ApplyOptions{})
+	assert.Equal(t, 5, r.res.Ran, r.out)
+	assert.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, "5\n", w.read("stats/large.txt"))
+	assert.Equal(t, "large.txt\nsmall.txt\n", w.read("listing.txt"))
+
+	// The writer's output keys the reader: a new value reruns the writer,
+	// the readers of what it rewrote, and nothing else.
+	p = w.plan(PlanOptions{}, `sizes={small=3, large=7}`)
+	var torun []string
+	for _, pn := range p.Nodes {
+		if pn.Action == ActRun {
+			torun = append(torun, pn.Node.Addr)
+		}
+	}
+	assert.Equal(t, []string{`stage.gen["large"]`, `stage.stats["large"]`, "stage.all"}, torun)
+	r = w.apply(ApplyOptions{}, `sizes={small=3, large=7}`)
+	assert.Equal(t, 3, r.res.Ran, r.out)
+	assert.Equal(t, "7\n", w.read("stats/large.txt"))
+}
+
+func TestInputBelowAnOutputFolder(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "use" {
+  run    = ["cat", "out/x.txt"]
+  inputs = ["./out/x.txt"]
+}
+stage "command" "make" {
+  run     = ["sh", "-c", "mkdir -p out && echo x > out/x.txt"]
+  outputs = ["out/"]
+}
+stage "command" "unrelated" {
+  run    = ["true"]
+  inputs = ["outside.txt"]
+}
+`)
+	w.write("outside.txt", "o\n")
+	g := w.load().Graph
+	assert.Equal(t, []string{"stage.make"}, depAddrs(g, "stage.use"))
+	assert.Empty(t, depAddrs(g, "stage.unrelated"))
+	r := w.apply(ApplyOptions{})
+	assert.Equal(t, 3, r.res.Ran, r.out)
+	assert.Equal(t, 0, r.res.Failed, r.out)
+}
+
+func loadDiags(t *testing.T, pipeline string) string {
+	t.Helper()
+	w := newWorkspace(t, pipeline)
+	_, diags := Load(LoadOptions{Path: filepath.Join(w.root, "pipeline.hcl"), Root: w.root})
+	require.True(t, diags.HasErrors(), "loaded without errors")
+	var sb strings.Builder
+	for _, d := range diags {
+		sb.WriteString(d.Subject.String() + ": " + d.Summary + ": " + d.Detail + "\n")
+	}
+	return sb.String()
+}
+
+func TestInputWrittenBySameStageRefused(t *testing.T) {
+	got := loadDiags(t, `
+stage "command" "s" {
+  for_each = toset(["a", "b"])
+  run      = ["sh", "-c", "mkdir -p d && ls d > d/${each.key}.txt"]
+  inputs   = ["d"]
+  outputs  = ["d/${each.key}.txt"]
+}
+`)
+	assert.Contains(t, got, `pipeline.hcl:5,15-18: Input written by the same stage: stage.s["a"] reads d (inputs), which stage.s["b"] of the same stage writes (outputs)`)
+	assert.Contains(t, got, "Move the part that writes d/b.txt into a stage of its own")
+}
+
+func TestInputOfADownstreamRefusedAsCycle(t *testing.T) {
+	got := loadDiags(t, `
+stage "command" "first" {
+  run    = ["cat", "late.txt"]
+  inputs = ["late.txt"]
+}
+stage "command" "second" {
+  after   = [stage.first]
+  run     = ["sh", "-c", "echo > late.txt"]
+  outputs = ["late.txt"]
+}
+`)
+	assert.Contains(t, got, "pipeline.hcl:4,13-23: Dependency cycle: stage.first reads late.txt (inputs), which stage.second writes (outputs); but stage.second itself runs after stage.first")
+}
+
+// A node may read and rewrite its own file; that is no dependency.
+func TestInputOwnOutputIsNoDependency(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "bump" {
+  run     = ["sh", "-c", "echo $(( $(cat n.txt) + 1 )) > n.txt"]
+  inputs  = ["n.txt"]
+  outputs = ["n.txt"]
+}
+`)
+	w.write("n.txt", "1\n")
+	g := w.load().Graph
+	assert.Empty(t, depAddrs(g, "stage.bump"))
+}
