@@ -1311,6 +1311,7 @@ func (a *applier) execute(ns *nodeState) error {
 	for {
 		ns.attempts++
 		ns.class, ns.message = "", ""
+		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
 		ns.ended = time.Now()
 		if err != nil {
@@ -1318,6 +1319,11 @@ func (a *applier) execute(ns *nodeState) error {
 		} else {
 			ns.res = out.Proc
 			ns.class, ns.message = out.Class, out.Message
+			if ns.class == "" {
+				if msg := marks.check(); msg != "" {
+					ns.class, ns.message = dsl.ClassResult, msg
+				}
+			}
 			if ns.class == "" {
 				if retry == nil || ns.attempts > retry.Max {
 					// No process of this node runs again: its CPU
@@ -1335,6 +1341,7 @@ func (a *applier) execute(ns *nodeState) error {
 				}
 			}
 		}
+		marks.release()
 		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !containsStr(retry.On, ns.class) {
 			return nil
 		}

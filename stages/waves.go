@@ -4,16 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/cairn-run/cairn/dsl"
 )
 
 // Waves runs a GPU batch: one process per variant (a for_each instance),
@@ -125,8 +121,9 @@ func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
 }
 
 // Run implements Kind: the variant's process, with its logs named after
-// the variant in the batch's log folder. A declared result file that the
-// process leaves as it was (an earlier run's) is not taken for this run's.
+// the variant in the batch's log folder. (A result file the process leaves
+// as an earlier run wrote it fails the node in the engine, as for every
+// kind.)
 func (Waves) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	p, diags := commandArgv(n)
 	if diags.HasErrors() {
@@ -136,22 +133,11 @@ func (Waves) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if p.LogName == "" {
 		p.LogName = n.Stage
 	}
-	var before os.FileInfo
-	if n.Common.Result != "" {
-		before, _ = os.Stat(filepath.Join(rt.Root(), n.Common.Result))
-	}
 	res, err := rt.Exec(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	out := &Outcome{Class: res.Class, Message: res.Message, Proc: res}
-	if out.Class == "" && before != nil {
-		after, err := os.Stat(filepath.Join(rt.Root(), n.Common.Result))
-		if err == nil && os.SameFile(before, after) && after.ModTime().Equal(before.ModTime()) && after.Size() == before.Size() && after.ModTime().Before(res.Started) {
-			out.Class = dsl.ClassResult
-			out.Message = fmt.Sprintf("the result file %s was not rewritten by this run (it dates from %s); the variant's runner must write it", n.Common.Result, after.ModTime().UTC().Format(time.RFC3339))
-		}
-	}
 	return out, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -175,35 +174,4 @@ func TestWavesRunNamesLogsAfterTheVariant(t *testing.T) {
 	require.Len(t, rt.got, 1)
 	assert.Equal(t, "batch_x_id2", rt.got[0].LogName)
 	assert.Equal(t, []string{"bin/sim/aime24", "--config", "submissions/t/batch_x_id2.json"}, rt.got[0].Argv)
-}
-
-func TestWavesRunRefusesAStaleResult(t *testing.T) {
-	root := t.TempDir()
-	rel := "summary_submissions/t/v0/latest.json"
-	full := filepath.Join(root, rel)
-	require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-	require.NoError(t, os.WriteFile(full, []byte(`{"mean@16": 0.5}`), 0o644))
-	old := time.Now().Add(-time.Hour)
-	require.NoError(t, os.Chtimes(full, old, old))
-
-	n := wavesNode("v0", nil)
-	n.Common.Result = rel
-
-	// The runner exits 0 without writing: an earlier run's file is not
-	// this run's result.
-	rt := &execRuntime{root: root}
-	out, err := stages.Waves{}.Run(context.Background(), n, rt)
-	require.NoError(t, err)
-	assert.Equal(t, "result", out.Class)
-	assert.Contains(t, out.Message, "was not rewritten")
-
-	// The runner replaces it (write and rename, as the runners do).
-	rt.write = func() {
-		tmp := full + ".tmp"
-		require.NoError(t, os.WriteFile(tmp, []byte(`{"mean@16": 0.6}`), 0o644))
-		require.NoError(t, os.Rename(tmp, full))
-	}
-	out, err = stages.Waves{}.Run(context.Background(), n, rt)
-	require.NoError(t, err)
-	assert.Empty(t, out.Class, out.Message)
 }

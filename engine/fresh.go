@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/cairn-run/cairn/stages"
+)
+
+// A node's declared result and outputs must be written by the run that
+// commits them: a command that exits 0 without rewriting its result file
+// would otherwise pass with the file an earlier run left (an old RULER
+// accuracy, say). Before each attempt cairn marks every file the node
+// declares that already exists, by setting its modification time to
+// freshMark; any write, truncation or replacement (write and rename) gives
+// the file a new modification time or a new inode. A file that still
+// carries the mark after the node exited was not written by it. The mark
+// is exact on any filesystem (whole even seconds, which FAT and coarse NFS
+// clocks keep too), so a rewrite within the same clock tick as the earlier
+// run is still seen; a rewrite with identical content is a write. The
+// files the node did not write get their own times back.
+var freshMark = time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
+
+// fileMark is one file's identity when it was marked.
+type fileMark struct {
+	rel          string // workspace-relative
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // ns
+	atime        time.Time
+	origMtime    time.Time // the time it carried before the mark
+	marked       bool      // its mtime was set to freshMark
+}
+
+// outputMarks are the marks of one declared path (a file, or the files of
+// a folder).
+type outputMarks struct {
+	decl   string // the declared path
+	result bool   // it is the node's result file
+	files  map[string]*fileMark
+	exists bool
+}
+
+// freshMarks are a node's marks for one attempt.
+type freshMarks struct {
+	root string
+	outs []*outputMarks
+}
+
+// markOutputs marks the existing files among a node's declared result and
+// outputs, before it runs. Nothing is followed through a symlink: a link
+// is recorded as it is, and no time is set through it; a path that inside
+// reports as leaving the workspace is not marked (commit refuses it).
+func markOutputs(root string, c stages.Common, inside func(rel string) error) *freshMarks {
+	m := &freshMarks{root: root}
+	add := func(decl string, result bool) {
+		om := &outputMarks{decl: decl, result: result, files: map[string]*fileMark{}}
+		full := filepath.Join(root, decl)
+		st, err := os.Lstat(full)
+		if err != nil || inside(decl) != nil {
+			m.outs = append(m.outs, om)
+			return
+		}
+		om.exists = true
+		if st.IsDir() {
+			_ = filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return nil
+				}
+				rel, _ := filepath.Rel(root, p)
+				if fm := markFile(p, rel); fm != nil {
+					om.files[rel] = fm
+				}
+				return nil
+			})
+		} else if fm := markFile(full, decl); fm != nil {
+			om.files[decl] = fm
+		}
+		m.outs = append(m.outs, om)
+	}
+	if c.Result != "" {
+		add(c.Result, true)
+	}
+	for _, o := range c.Outputs {
+		if o != c.Result {
+			add(o, false)
+		}
+	}
+	return m
+}
+
+// markFile records a file's identity, setting its mtime to freshMark when
+// it is a regular file (not a link).
+func markFile(full, rel string) *fileMark {
+	st, err := os.Lstat(full)
+	if err != nil {
+		return nil
+	}
+	fm := &fileMark{rel: rel, origMtime: st.ModTime()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		fm.atime = time.Unix(sys.Atim.Sec, sys.Atim.Nsec)
+	}
+	if st.Mode().IsRegular() && os.Chtimes(full, fm.atime, freshMark) == nil {
+		fm.marked = true
+		if st2, err := os.Lstat(full); err == nil {
+			st = st2
+		}
+	}
+	fm.setIdentity(st)
+	return fm
+}
+
+func (fm *fileMark) setIdentity(st os.FileInfo) {
+	fm.size = st.Size()
+	fm.mtime = st.ModTime().UnixNano()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		fm.dev, fm.ino = uint64(sys.Dev), sys.Ino
+		fm.ctime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
+	}
+}
+
+// unchanged reports whether the file is as it was marked.
+func (fm *fileMark) unchanged(st os.FileInfo) bool {
+	now := &fileMark{}
+	now.setIdentity(st)
+	if now.dev != fm.dev || now.ino != fm.ino || now.size != fm.size || now.mtime != fm.mtime {
+		return false
+	}
+	// A marked file keeps the exact mark only if nothing wrote it; an
+	// unmarked one (a link, a file cairn may not set times on) also
+	// needs the same change time.
+	return fm.marked || now.ctime == fm.ctime
+}
+
+// check returns a message naming the first declared path that this
+// attempt did not write ("" when every one was written or is missing,
+// which commit reports itself), and gives the files left unwritten their
+// times back.
+func (m *freshMarks) check() string {
+	msg := ""
+	for _, om := range m.outs {
+		if !om.exists {
+			continue
+		}
+		written := false
+		for rel, fm := range om.files {
+			st, err := os.Lstat(filepath.Join(m.root, rel))
+			if err != nil || !fm.unchanged(st) {
+				written = true
+				continue
+			}
+			fm.restore(m.root)
+		}
+		if written || msg != "" {
+			continue
+		}
+		// A folder is written when a file in it changed, appeared or
+		// went away.
+		full := filepath.Join(m.root, om.decl)
+		if st, err := os.Lstat(full); err == nil && st.IsDir() {
+			n := 0
+			_ = filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					n++
+				}
+				return nil
+			})
+			if n != len(om.files) {
+				continue
+			}
+		}
+		what := "the declared output"
+		if om.result {
+			what = "the result file"
+		}
+		since := ""
+		for _, fm := range om.files {
+			since = fmt.Sprintf(" (it was last written %s)", fm.origMtime.UTC().Format(time.RFC3339))
+			break
+		}
+		msg = fmt.Sprintf("%s %s was not written by this run: it is the file an earlier run left%s; the node must write it each time it runs", what, om.decl, since)
+	}
+	return msg
+}
+
+// restore gives a file that was not written its times back.
+func (fm *fileMark) restore(root string) {
+	if fm.marked {
+		_ = os.Chtimes(filepath.Join(root, fm.rel), fm.atime, fm.origMtime)
+	}
+}
+
+// release gives every file still carrying the mark its times back (after
+// a failed attempt).
+func (m *freshMarks) release() {
+	for _, om := range m.outs {
+		for rel, fm := range om.files {
+			if st, err := os.Lstat(filepath.Join(m.root, rel)); err == nil && fm.unchanged(st) {
+				fm.restore(m.root)
+			}
+		}
+	}
+}

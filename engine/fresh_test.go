@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The node writes its files when var.write is true; var.v changes its key.
+const freshPipeline = `
+pipeline "t" {}
+variable "v" {
+  type    = string
+  default = "1"
+}
+variable "script" {
+  type    = string
+  default = "true"
+}
+stage "command" "gate" {
+  run     = ["sh", "-c", "${var.script} # ${var.v}"]
+  result  = "out/latest.json"
+  outputs = ["out/table.txt", "out/dir"]
+  postcondition {
+    condition     = self.result.accuracy >= 0.85
+    error_message = "accuracy too low"
+  }
+}
+stage "command" "after" {
+  run = ["sh", "-c", "echo ${stage.gate.result.accuracy} > out/after.txt"]
+  outputs = ["out/after.txt"]
+}
+`
+
+const writeAll = `mkdir -p out/dir && echo '{"accuracy": 0.9}' > out/latest.json && echo t > out/table.txt && echo f > out/dir/f.txt`
+
+func failureOf(r applyRun, addr string) *Failure {
+	for i := range r.res.Failures {
+		if r.res.Failures[i].Address == addr {
+			return &r.res.Failures[i]
+		}
+	}
+	return nil
+}
+
+func TestStaleResultFailsTheNode(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	r := w.apply(ApplyOptions{}, "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(filepath.Join(w.root, "out/latest.json"), old, old))
+
+	// The configuration changed and the runner exits 0 writing nothing:
+	// the earlier run's accuracy must not pass the gate.
+	r = w.apply(ApplyOptions{}, "v=2")
+	f := failureOf(r, "stage.gate")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class, r.out)
+	assert.Contains(t, f.Message, "out/latest.json was not written by this run")
+	assert.Nil(t, failureOf(r, "stage.after"), "the downstream is skipped, not run")
+	assert.Equal(t, "0.9\n", w.read("out/after.txt"), "the downstream did not run on the stale result")
+	// The file the node left alone keeps its own time.
+	st, err := os.Stat(filepath.Join(w.root, "out/latest.json"))
+	require.NoError(t, err)
+	assert.True(t, st.ModTime().Equal(old), "mtime %s, want %s", st.ModTime(), old)
+}
+
+func TestStaleOutputFailsTheNode(t *testing.T) {
+	for name, script := range map[string]string{
+		"file":   `echo '{"accuracy": 0.9}' > out/latest.json && echo f > out/dir/f.txt`,
+		"folder": `echo '{"accuracy": 0.9}' > out/latest.json && echo t > out/table.txt`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorkspace(t, freshPipeline)
+			r := w.apply(ApplyOptions{}, "script="+writeAll)
+			require.Equal(t, 0, r.res.Failed, r.out)
+			r = w.apply(ApplyOptions{}, "v=2", "script="+script)
+			f := failureOf(r, "stage.gate")
+			require.NotNil(t, f, r.out)
+			assert.Equal(t, "result", f.Class)
+			want := map[string]string{"file": "out/table.txt", "folder": "out/dir"}[name]
+			assert.Contains(t, f.Message, "the declared output "+want+" was not written by this run")
+		})
+	}
+}
+
+func TestRewrittenFilesAreFresh(t *testing.T) {
+	for name, script := range map[string]string{
+		// The same bytes again, at once (within the clock tick of the
+		// earlier write on a coarse filesystem).
+		"same content": writeAll,
+		// Write and rename, as careful runners do; a new file in the
+		// folder counts as writing it.
+		"rename": `echo '{"accuracy": 0.95}' > out/tmp && mv out/tmp out/latest.json && touch out/table.txt && echo g > out/dir/g.txt`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorkspace(t, freshPipeline)
+			r := w.apply(ApplyOptions{}, "script="+writeAll)
+			require.Equal(t, 0, r.res.Failed, r.out)
+			r = w.apply(ApplyOptions{}, "v=2", "script="+script)
+			assert.Equal(t, 0, r.res.Failed, r.out)
+			assert.GreaterOrEqual(t, r.res.Ran, 1, r.out)
+		})
+	}
+}
+
+func TestStaleWavesResultFailsTheVariant(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+variable "script" {
+  type    = string
+  default = "true"
+}
+stage "waves" "b" {
+  for_each   = toset(["v0"])
+  batch_size = 1
+  run        = ["sh", "-c", var.script]
+  result     = "sum/${each.key}.json"
+}
+`)
+	leases := t.TempDir()
+	pool, err := NewGPUPool(func(k string) string {
+		return map[string]string{"CAIRN_GPUS": "sim:1", "CAIRN_LEASE_DIR": leases}[k]
+	})
+	require.NoError(t, err)
+	r := w.apply(ApplyOptions{GPUs: pool}, `script=mkdir -p sum && echo '{"x":1}' > sum/v0.json`)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	r = w.apply(ApplyOptions{GPUs: pool}, "script=exit 0")
+	f := failureOf(r, `stage.b["v0"]`)
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "sum/v0.json was not written by this run")
+}
