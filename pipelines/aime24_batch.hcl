@@ -67,9 +67,8 @@ variable "report_dir" {
 }
 variable "ledger" {
   type        = string
-  default     = null
-  nullable    = true
-  description = "Optional markdown memory file (e.g. algorithm_scientist/memory.md): a RUNNING row under '1. In-flight batches' at launch, its state at the end, failures under '4. Errors'."
+  default     = "algorithm_scientist/memory.md"
+  description = "The protocol's markdown memory file: a RUNNING row under '1. In-flight batches' at launch, its state at the end, failures at the end of '4. Errors'. Created with those two sections when missing; \"\" keeps no ledger."
 }
 
 # The commands. "{config}" stands for submissions/<tag>/<name>.json. A

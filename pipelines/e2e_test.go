@@ -488,7 +488,9 @@ func TestFailingPreflightNamesTheVariants(t *testing.T) {
 func TestHungVariantIsKilledAtItsTimeout(t *testing.T) {
 	w := newWorkspace(t, "sim:4")
 	w.setSim(1, map[string]any{"hang": true, "stages": []string{"aime24"}})
-	out, code := w.apply("--var", "aime24_timeout=2s", "--var", "ledger=algorithm_scientist/memory.md")
+	// The user's memory file has sections after section 4.
+	w.write("algorithm_scientist/memory.md", "# memory\n\n## 1. In-flight batches\n\n## 4. Errors\n\n- an older error\n\n## 5. Next batches\n\n- try a wider top-k\n")
+	out, code := w.apply("--var", "aime24_timeout=2s")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, `stage.aime24["v1"] failed (timeout)`)
 
@@ -512,12 +514,46 @@ func TestHungVariantIsKilledAtItsTimeout(t *testing.T) {
 		}
 	}
 
-	// The ledger has the batch's row, FAILED, and the error.
-	ledger, err := os.ReadFile(filepath.Join(w.dir, "algorithm_scientist/memory.md"))
+	// The ledger (the pipeline's default) has the batch's row, FAILED,
+	// and the error at the end of section 4, before section 5.
+	b, err := os.ReadFile(filepath.Join(w.dir, "algorithm_scientist/memory.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(ledger), "| t | ")
-	assert.Contains(t, string(ledger), "| v0,v1,v2,v3 | FAILED |")
-	assert.Contains(t, string(ledger), "variant v1 failed (timeout)")
+	ledger := string(b)
+	assert.NotContains(t, out, "ledger: created", "the file existed")
+	assert.Contains(t, ledger, "| t | ")
+	assert.Contains(t, ledger, "| v0,v1,v2,v3 | FAILED |")
+	assert.Regexp(t, `## 4\. Errors\n\n- an older error\n- \S+ \S+ UTC t \S+/aime24 variant v1 failed \(timeout\): [^\n]*\n\n## 5\. Next batches\n\n- try a wider top-k\n$`, ledger)
+	assert.Equal(t, 1, strings.Count(ledger, "## 4. Errors"))
+}
+
+// The pipeline keeps the protocol's ledger in algorithm_scientist/memory.md
+// by default, creating it with sections 1 and 4 (and saying so once).
+func TestLedgerIsKeptByDefault(t *testing.T) {
+	w := newWorkspace(t, "sim:4")
+	out, code := w.apply()
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, 1, strings.Count(out, `ledger: created algorithm_scientist/memory.md with the sections "## 1. In-flight batches" and "## 4. Errors"`), out)
+	b, err := os.ReadFile(filepath.Join(w.dir, "algorithm_scientist/memory.md"))
+	require.NoError(t, err)
+	run := w.runs()[0].ID
+	assert.Regexp(t, `^## 1\. In-flight batches\n\n\| tag \| batch_id \| started \(UTC\) \| log_dir \| variants \| state \|\n\|---\|---\|---\|---\|---\|---\|\n`+
+		`\| t \| `+regexp.QuoteMeta(run)+`/aime24 \| [0-9-]+ [0-9:]+ \| logs/submission/t_\d{8}_\d{6} \| v0,v1,v2,v3 \| DONE \|\n\n## 4\. Errors\n\n$`, string(b))
+
+	// The next batch adds its row and says nothing about the file.
+	w.setSim(2, map[string]any{"aime24_ms": 300})
+	out, code = w.apply()
+	require.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "ledger:")
+	b, err = os.ReadFile(filepath.Join(w.dir, "algorithm_scientist/memory.md"))
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(b), "| DONE |"))
+	assert.Regexp(t, `\| DONE \|\n\| t \| [^\n]+ \| DONE \|\n\n## 4\. Errors\n\n$`, string(b))
+
+	// ledger = "" keeps none.
+	w2 := newWorkspace(t, "sim:4")
+	out, code = w2.apply("--var", "ledger=")
+	require.Equal(t, 0, code, out)
+	assert.NoFileExists(t, filepath.Join(w2.dir, "algorithm_scientist/memory.md"))
 }
 
 // procGone reports whether pid has exited (a zombie counts as exited).
