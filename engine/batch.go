@@ -34,7 +34,9 @@ const (
 type batchGroup struct {
 	stage  string
 	policy stages.BatchPolicy
-	order  []int // node ids, longest known duration first
+	// order is the launch order: the order given (waves), or longest
+	// known duration first (backfill).
+	order []int
 	// state
 	started  bool
 	refused  string
@@ -71,20 +73,28 @@ func (a *applier) setupGroups() error {
 		if len(ids) == 0 {
 			continue
 		}
-		// Longest first where earlier durations of the same address are
-		// known: the batch ends sooner.
-		dur := map[int]float64{}
-		for _, id := range ids {
-			if k := a.cache.LastKey(a.g.Config.Name, a.g.Nodes[id].Addr); k != "" {
-				if r, ok := a.cache.Lookup(k); ok {
-					dur[id] = r.Ended.Sub(r.Started).Seconds()
-				}
-			}
+		if pol.Mode == stages.ModeBackfill {
+			a.longestFirst(ids)
 		}
-		sort.SliceStable(ids, func(i, j int) bool { return dur[ids[i]] > dur[ids[j]] })
 		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids}
 	}
 	return nil
+}
+
+// longestFirst orders a backfill batch's variants longest first where
+// earlier durations of the same addresses are known (the batch ends
+// sooner), the others in the order given. Waves keep the order given, as
+// the seed's loop does.
+func (a *applier) longestFirst(ids []int) {
+	dur := map[int]float64{}
+	for _, id := range ids {
+		if k := a.cache.LastKey(a.g.Config.Name, a.g.Nodes[id].Addr); k != "" {
+			if r, ok := a.cache.Lookup(k); ok {
+				dur[id] = r.Ended.Sub(r.Started).Seconds()
+			}
+		}
+	}
+	sort.SliceStable(ids, func(i, j int) bool { return dur[ids[i]] > dur[ids[j]] })
 }
 
 // admit decides whether a variant of the batch starts now, and on which
@@ -258,7 +268,7 @@ func (g *batchGroup) release(a *applier, ns *nodeState) {
 }
 
 // batchOrder puts the variants of each batch found in queue in the
-// batch's order (longest known duration first, else as given), keeping
+// batch's launch order (see batchGroup.order), keeping
 // every other node where it is: the scheduler admits them in that order.
 func (a *applier) batchOrder(queue []int) []int {
 	for _, g := range a.groups {

@@ -30,7 +30,7 @@ variable "tag" {
 
 variable "variants" {
   type        = list(string)
-  description = "The 4 submission names of the batch, in launch order, e.g. [\"batch_x_id0\", \"batch_x_id1\", \"batch_x_id2\", \"batch_x_id3\"]."
+  description = "The 4 submission names of the batch, e.g. [\"batch_x_id0\", \"batch_x_id1\", \"batch_x_id2\", \"batch_x_id3\"]: the launch order in waves mode (variant y of a wave on the wave's y-th free GPU); backfill starts the one known to take longest first."
   validation {
     condition     = length(var.variants) == 4
     error_message = "Batches must contain exactly 4 variants. Got ${length(var.variants)} — re-design and re-invoke."
@@ -123,7 +123,7 @@ variable "aime24_timeout" {
 variable "batch_mode" {
   type        = string
   default     = "waves"
-  description = "waves: the seed's waves of min(free GPUs, 4), each wave waiting for the previous one; backfill: a variant starts as soon as any of the batch's GPUs frees."
+  description = "waves: the seed's waves of min(free GPUs, 4) in the order of variants, each wave waiting for the previous one; backfill: a variant starts as soon as any of the batch's GPUs frees, the longest known first."
 }
 
 locals {

@@ -811,26 +811,48 @@ func TestOneBatchAtATimePerMachine(t *testing.T) {
 	assert.Regexp(t, regexp.QuoteMeta(runA)+`/aime24\s+.*DONE`, st)
 }
 
-func TestLongestKnownVariantStartsFirst(t *testing.T) {
-	w := newWorkspace(t, "sim:1")
+// Waves launch in the order given, as the seed's loop does (variant y of a
+// wave on the wave's y-th device), on reruns too; backfill starts the
+// longest known variant first.
+func TestRerunOrderByMode(t *testing.T) {
+	w := newWorkspace(t, "sim:2")
 	w.setSim(3, map[string]any{"aime24_ms": 1500})
+	reviseRunner := func() {
+		f, err := os.OpenFile(filepath.Join(w.dir, "bin/sim/aime24"), os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, _ = f.WriteString("# revised\n")
+		require.NoError(t, f.Close())
+	}
+	launches := func() (order []string, devs []int) {
+		for _, l := range batchLeases(w.lastJournal()) {
+			order = append(order, l.name)
+			devs = append(devs, l.dev)
+		}
+		return order, devs
+	}
 	out, code := w.apply()
 	require.Equal(t, 0, code, out)
-	first := batchLeases(w.lastJournal())
-	require.Len(t, first, 4)
-	assert.Equal(t, "v0", first[0].name, "no durations known yet: the given order")
+	order, devs := launches()
+	assert.Equal(t, names, order)
+	assert.Equal(t, []int{0, 1, 0, 1}, devs)
 
-	// The AIME24 runner changes: all four rerun, the one known to be the
-	// longest first, so the batch ends sooner.
-	f, err := os.OpenFile(filepath.Join(w.dir, "bin/sim/aime24"), os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, _ = f.WriteString("# revised\n")
-	require.NoError(t, f.Close())
+	// The AIME24 runner changes: all four rerun, in waves in the given
+	// order although v3 is known to take longest.
+	reviseRunner()
 	out, code = w.apply()
 	require.Equal(t, 0, code, out)
-	again := batchLeases(w.lastJournal())
-	require.Len(t, again, 4)
-	assert.Equal(t, "v3", again[0].name)
+	order, devs = launches()
+	assert.Equal(t, names, order, "waves keep the given order")
+	assert.Equal(t, []int{0, 1, 0, 1}, devs, "variant y of a wave on the wave's y-th GPU")
+
+	// In backfill mode the one known to be the longest starts first, so
+	// the batch ends sooner.
+	reviseRunner()
+	out, code = w.apply("--var", "batch_mode=backfill")
+	require.Equal(t, 0, code, out)
+	order, _ = launches()
+	require.Len(t, order, 4)
+	assert.Equal(t, "v3", order[0])
 }
 
 func TestInterruptedBatch(t *testing.T) {

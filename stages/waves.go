@@ -20,7 +20,7 @@ import (
 //	  for_each   = var.variants                # exactly batch_size of them, in this order
 //	  run        = ["python", "run_submission_aime24.py", "--config", each.value]
 //	  batch_size = 4                           # default 4; any other count is refused
-//	  mode       = "waves"                     # or "backfill"
+//	  mode       = "waves"                     # in the order given; or "backfill"
 //	  log_dir    = "logs/submission/${var.tag}" # cairn appends _<UTC YYYYmmdd_HHMMSS>
 //	  tag        = var.tag                     # names the batch in `cairn status` and the ledger
 //	  ledger     = "algorithm_scientist/memory.md" # optional markdown ledger
@@ -31,8 +31,10 @@ import (
 // Parallelism is min(free GPUs, batch_size), fixed when the batch starts;
 // every variant is pinned to one of the devices free then. In "waves" mode
 // a wave of that many variants starts together and the next one only after
-// the whole wave ended; in "backfill" mode a variant starts as soon as any
-// of the batch's devices frees. Each variant's output goes to
+// the whole wave ended, the variants in the order given (variant y of a
+// wave on the wave's y-th device); in "backfill" mode a variant starts as
+// soon as any of the batch's devices frees, the longest known first. Each
+// variant's output goes to
 // <log_dir>_<UTC>/gpu<idx>_<name>.out and .err. Only one batch runs at a
 // time on a machine.
 type Waves struct{}
