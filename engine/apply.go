@@ -109,16 +109,19 @@ type nodeState struct {
 	class    string
 	message  string
 	attempts int
-	started  time.Time
-	ended    time.Time
-	res      *stages.ProcResult
-	inst     cty.Value // built by finalInstance
-	final    bool      // ok, cached, failed or skipped
-	logs     [2]string
-	prepared bool
-	locked   *keyLock
-	lease    *gpu.Lease
-	wave     int
+	// runCounts are the kind's counts of the last attempt
+	// (stages.Outcome.RunCounts), for the journal.
+	runCounts map[string]int
+	started   time.Time
+	ended     time.Time
+	res       *stages.ProcResult
+	inst      cty.Value // built by finalInstance
+	final     bool      // ok, cached, failed or skipped
+	logs      [2]string
+	prepared  bool
+	locked    *keyLock
+	lease     *gpu.Lease
+	wave      int
 	// progress is the kind's latest progress line (guarded by applier.mu).
 	progress string
 	// batchLogDir is set for variants of a batch: logs go there as
@@ -878,7 +881,7 @@ func (a *applier) markFailed(ns *nodeState) {
 		f.Tail = redactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
-	_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts})
+	_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
 	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
 	a.emitJSON(ns, "failed")
 	a.finish(ns)
@@ -1310,7 +1313,7 @@ func (a *applier) execute(ns *nodeState) error {
 	retry := ns.n.Stage.Retry
 	for {
 		ns.attempts++
-		ns.class, ns.message = "", ""
+		ns.class, ns.message, ns.runCounts = "", "", nil
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
 		ns.ended = time.Now()
@@ -1318,7 +1321,7 @@ func (a *applier) execute(ns *nodeState) error {
 			ns.class, ns.message = dsl.ClassSetup, oneLine(err.Error())
 		} else {
 			ns.res = out.Proc
-			ns.class, ns.message = out.Class, out.Message
+			ns.class, ns.message, ns.runCounts = out.Class, out.Message, out.RunCounts
 			if ns.class == "" {
 				if msg := marks.check(); msg != "" {
 					ns.class, ns.message = dsl.ClassResult, msg
@@ -1336,7 +1339,7 @@ func (a *applier) execute(ns *nodeState) error {
 					ns.class, ns.message = class, msg
 				} else {
 					ns.record = rec
-					_ = a.j.Note(JEntry{T: JFinished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB})
+					_ = a.j.Note(JEntry{T: JFinished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts})
 					return nil
 				}
 			}
@@ -1346,7 +1349,7 @@ func (a *applier) execute(ns *nodeState) error {
 			return nil
 		}
 		ns.message = redactSecrets(ns.message, ns.secrets)
-		_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts})
+		_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}
 }

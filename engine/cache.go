@@ -41,6 +41,10 @@ type Record struct {
 	Pipeline     string            `json:"pipeline"`
 	Address      string            `json:"address"`
 	RunID        string            `json:"run_id"`
+	// RunCounts are the kind's counts of the run that made the record
+	// (stages.Outcome.RunCounts): they describe that run, not the result,
+	// and enter no key.
+	RunCounts map[string]int `json:"run_counts,omitempty"`
 
 	// raw is the index payload the record was decoded from (nil for a
 	// record this process built).

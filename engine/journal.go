@@ -55,6 +55,9 @@ type JEntry struct {
 	Logs     []string  `json:"logs,omitempty"`
 	Count    int       `json:"count,omitempty"`
 	Item     string    `json:"item,omitempty"` // an evaluated item's id (charged records)
+	// Counts are a finished or failed node's run counts (an evaluation's
+	// items evaluated now and from the store, rollouts charged...).
+	Counts map[string]int `json:"counts,omitempty"`
 	// Run-level fields.
 	RunID    string   `json:"run_id,omitempty"`
 	Pipeline string   `json:"pipeline,omitempty"`

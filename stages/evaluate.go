@@ -539,21 +539,28 @@ func idText(field json.RawMessage) (string, error) {
 }
 
 // EvaluateResult is an evaluate node's result (its JSON is the node's
-// result object, stage.NAME.result in expressions).
+// result object, stage.NAME.result in expressions). It holds only what the
+// items' results determine: how many of them this run evaluated, took from
+// the store or charged is in the run's counts (Outcome.RunCounts), so that
+// a rerun answered from the item store has the same result and leaves the
+// node's downstream cached.
 type EvaluateResult struct {
-	ItemCount     int     `json:"item_count"`
-	Scored        int     `json:"scored"`
-	MeanScore     float64 `json:"mean_score"`
-	Evaluated     int     `json:"evaluated"`
-	FromCache     int     `json:"from_cache"`
-	Charged       int     `json:"charged"`
-	InfraFailures int     `json:"infra_failures"`
-	Retried       int     `json:"retried"`
-	ScoresFile    string  `json:"scores_file"`
-	ScoresDigest  string  `json:"scores_digest"`
-	Model         string  `json:"model"`
-	BundleDigest  string  `json:"bundle_digest"`
-	WorkerDigest  string  `json:"worker_digest"`
+	ItemCount    int     `json:"item_count"`
+	Scored       int     `json:"scored"`
+	MeanScore    float64 `json:"mean_score"`
+	ScoresFile   string  `json:"scores_file"`
+	ScoresDigest string  `json:"scores_digest"`
+	Model        string  `json:"model"`
+	BundleDigest string  `json:"bundle_digest"`
+	WorkerDigest string  `json:"worker_digest"`
+}
+
+// runCounts are an evaluation's counts for the run's record.
+func runCounts(c items.Counts) map[string]int {
+	return map[string]int{
+		"items": c.Total, "evaluated": c.Evaluated, "from_store": c.FromCache, "failed": c.Failed,
+		"charged": c.Charged, "attempted": c.Attempted, "infra_failures": c.InfraFailures, "retried": c.Retried,
+	}
 }
 
 // Run implements Kind.
@@ -624,8 +631,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	if pr, ok := rt.(ProgressReporter); ok {
 		cfg.OnProgress = func(c items.Counts) {
-			pr.Progress(fmt.Sprintf("items %d/%d: evaluated %d, from-cache %d, charged %d, infra-failures %d",
-				c.Done, c.Total, c.Evaluated, c.FromCache, c.Charged, c.InfraFailures))
+			pr.Progress(c.String())
 		}
 	}
 	if s.retryInfra >= 0 {
@@ -648,25 +654,28 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if jerr := jr.close(); jerr != nil {
 		fmt.Fprintf(log, "cairn: cannot journal evaluated items: %s\n", jerr)
 	}
-	counts := fmt.Sprintf("%d evaluated, %d from the cache, %d failed, %d infrastructure failures", sum.Evaluated, sum.FromCache, sum.Failed, sum.InfraFailures)
+	counts := fmt.Sprintf("%d evaluated, %d from the store, %d failed, %d infrastructure failures", sum.Evaluated, sum.FromCache, sum.Failed, sum.InfraFailures)
+	failed := func(class, format string, args ...any) (*Outcome, error) {
+		return &Outcome{Class: class, Message: fmt.Sprintf(format, args...), RunCounts: runCounts(sum.Counts)}, nil
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return &Outcome{Class: dsl.ClassTimeout, Message: fmt.Sprintf("the evaluation passed the stage's timeout of %s (%s); the stored items are kept", n.Common.Timeout, counts)}, nil
+		return failed(dsl.ClassTimeout, "the evaluation passed the stage's timeout of %s (%s); the stored items are kept", n.Common.Timeout, counts)
 	case ctx.Err() != nil:
-		return &Outcome{Class: dsl.ClassInterrupted, Message: fmt.Sprintf("interrupted (%s); the stored items are kept", counts)}, nil
+		return failed(dsl.ClassInterrupted, "interrupted (%s); the stored items are kept", counts)
 	case len(endpoints) == 0 && errors.Is(err, items.ErrWorker):
-		return setup("%d of %d items have no stored result and no task model endpoint is configured: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL",
+		return failed(dsl.ClassSetup, "%d of %d items have no stored result and no task model endpoint is configured: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL",
 			sum.Total-sum.FromCache, sum.Total)
 	case errors.Is(err, items.ErrPreflight):
-		return setup("%s (no item was sent)", evalOneLine(err.Error()))
+		return failed(dsl.ClassSetup, "%s (no item was sent)", evalOneLine(err.Error()))
 	case errors.Is(err, items.ErrWorker):
-		return setup("%s (worker log: %s)", err, logPath)
+		return failed(dsl.ClassSetup, "%s (worker log: %s)", err, logPath)
 	case errors.Is(err, items.ErrIncomplete):
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("%d of %d items failed after their retries (%s; last: %s); nothing was stored for them and the next apply sends them again (worker log: %s)",
-			sum.Failed, sum.Total, counts, lastFailure(sum), logPath)}, nil
+		return failed(dsl.ClassInfra, "%d of %d items failed after their retries (%s; last: %s); nothing was stored for them and the next apply sends them again (worker log: %s)",
+			sum.Failed, sum.Total, counts, lastFailure(sum), logPath)
 	default:
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("%s (%s)", err, counts)}, nil
+		return failed(dsl.ClassInfra, "%s (%s)", err, counts)
 	}
 
 	var buf bytes.Buffer
@@ -678,8 +687,6 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	res := EvaluateResult{
 		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: sum.MeanScore,
-		Evaluated: sum.Evaluated, FromCache: sum.FromCache, Charged: sum.Charged,
-		InfraFailures: sum.InfraFailures, Retried: sum.Retried,
 		ScoresFile: s.scores, ScoresDigest: digestBytes(buf.Bytes()),
 		Model: s.model, BundleDigest: bundle, WorkerDigest: worker,
 	}
@@ -692,7 +699,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the result file %s: %s", n.Common.Result, err)}, nil
 		}
 	}
-	return &Outcome{Result: b, Files: []string{s.scores}}, nil
+	return &Outcome{Result: b, Files: []string{s.scores}, RunCounts: runCounts(sum.Counts)}, nil
 }
 
 func lastFailure(sum items.Summary) string {

@@ -318,9 +318,10 @@ func TestEvaluateRun(t *testing.T) {
 		var res EvaluateResult
 		require.NoError(t, json.Unmarshal(out.Result, &res))
 		assert.Equal(t, 25, res.ItemCount)
-		assert.Equal(t, 25, res.Evaluated)
-		assert.Zero(t, res.FromCache)
-		assert.Equal(t, 25, res.Charged)
+		assert.Equal(t, 25, out.RunCounts["evaluated"])
+		assert.Zero(t, out.RunCounts["from_store"])
+		assert.Equal(t, 25, out.RunCounts["charged"])
+		assert.Equal(t, 25, out.RunCounts["attempted"])
 		assert.Equal(t, 25, srv.ChatRequests())
 		assert.Equal(t, "out/scores.jsonl", res.ScoresFile)
 		assert.Equal(t, []string{"out/scores.jsonl"}, out.Files)
@@ -340,8 +341,21 @@ func TestEvaluateRun(t *testing.T) {
 		assert.Len(t, rt.journal, 25, "one journal record per item")
 		require.Len(t, rt.started, 1)
 		assert.FileExists(t, rt.started[0], "the worker log")
-		assert.Contains(t, rt.stderr.String(), "  · stage.eval  evaluated 10/25: from-cache 0")
-		assert.Contains(t, rt.stderr.String(), "evaluated 25/25")
+		// One line every 10 charged rollouts, and one at the end.
+		lines := strings.Split(strings.TrimRight(rt.stderr.String(), "\n"), "\n")
+		require.Len(t, lines, 3, rt.stderr.String())
+		assert.Regexp(t, `^  · stage\.eval  charged 10, attempted \d+, infra-failures 0; items 10/25: 10 evaluated, 0 from the store, 0 failed$`, lines[0])
+		assert.Regexp(t, `^  · stage\.eval  charged 20, attempted \d+, infra-failures 0; items 20/25: 20 evaluated`, lines[1])
+		assert.Equal(t, "  · stage.eval  charged 25, attempted 25, infra-failures 0; items 25/25: 25 evaluated, 0 from the store, 0 failed", lines[2])
+
+		// The same node again, answered wholly from the store: the same
+		// result, so its downstream stays cached; the counts differ.
+		again, err := Evaluate{}.Run(ctx, evalNode(srv.URL), rt)
+		require.NoError(t, err)
+		require.Empty(t, again.Class, again.Message)
+		assert.Equal(t, string(out.Result), string(again.Result))
+		assert.Equal(t, 25, again.RunCounts["from_store"])
+		assert.Zero(t, again.RunCounts["evaluated"])
 
 		// Another node (another stage, scores path and endpoint order)
 		// over the same items: everything from the store.
@@ -354,9 +368,9 @@ func TestEvaluateRun(t *testing.T) {
 		require.Empty(t, out2.Class, out2.Message)
 		var res2 EvaluateResult
 		require.NoError(t, json.Unmarshal(out2.Result, &res2))
-		assert.Equal(t, 25, res2.FromCache)
-		assert.Zero(t, res2.Evaluated)
-		assert.Zero(t, res2.Charged)
+		assert.Equal(t, 25, out2.RunCounts["from_store"])
+		assert.Zero(t, out2.RunCounts["evaluated"])
+		assert.Zero(t, out2.RunCounts["charged"])
 		assert.Equal(t, 25, srv.ChatRequests(), "no request sent")
 		assert.Equal(t, res.ScoresDigest, res2.ScoresDigest, "same results, same scores file")
 		assert.Equal(t, res.MeanScore, res2.MeanScore)

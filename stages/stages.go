@@ -233,6 +233,12 @@ type Outcome struct {
 	Proc    *ProcResult
 	// Files the kind wrote that are outputs besides the declared ones.
 	Files []string
+	// RunCounts are counts that describe this run, not the result (items
+	// evaluated now or taken from the store, rollouts charged now): the
+	// engine keeps them in the node's record and its journal entry, never
+	// in the result, so that a rerun that reaches the same result leaves
+	// the node's downstream cached.
+	RunCounts map[string]int
 }
 
 var (

@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,14 +192,30 @@ func (w *workspace) apply(file string, endpoints ...string) (int, string) {
 
 // nodeResult is the evaluate node's result file.
 type nodeResult struct {
-	ItemCount     int     `json:"item_count"`
-	MeanScore     float64 `json:"mean_score"`
-	Evaluated     int     `json:"evaluated"`
-	FromCache     int     `json:"from_cache"`
-	Charged       int     `json:"charged"`
-	InfraFailures int     `json:"infra_failures"`
-	ScoresFile    string  `json:"scores_file"`
-	ScoresDigest  string  `json:"scores_digest"`
+	ItemCount    int     `json:"item_count"`
+	MeanScore    float64 `json:"mean_score"`
+	ScoresFile   string  `json:"scores_file"`
+	ScoresDigest string  `json:"scores_digest"`
+}
+
+// runCounts are the counts of an evaluation's last progress line.
+type runCounts struct {
+	Charged, Attempted, InfraFailures, Done, Total, Evaluated, FromStore, Failed int
+}
+
+var progressLine = regexp.MustCompile(`charged (\d+), attempted (\d+), infra-failures (\d+); items (\d+)/(\d+): (\d+) evaluated, (\d+) from the store, (\d+) failed`)
+
+// counts reads the last progress line of cairn's output.
+func counts(t *testing.T, text string) runCounts {
+	t.Helper()
+	all := progressLine.FindAllStringSubmatch(text, -1)
+	require.NotEmpty(t, all, "no progress line in:\n%s", text)
+	m := all[len(all)-1]
+	var v [8]int
+	for i := range v {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return runCounts{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]}
 }
 
 func (w *workspace) result(scores string) nodeResult {
@@ -359,7 +377,7 @@ func TestKillDuringEvaluationResumesMissingItems(t *testing.T) {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, srv.Shutdown(sctx))
-	assert.Contains(t, out.String(), "evaluated 10/2000", "progress lines")
+	assert.Contains(t, out.String(), "; items 10/2000: 10 evaluated", "progress lines")
 	first := srv.log.entries(t)
 	srv = startServer(t, simmodel.Config{Latency: 5 * time.Millisecond, WrongRate: 0.25})
 	stored := w.storedKeys()
@@ -406,9 +424,10 @@ func TestKillDuringEvaluationResumesMissingItems(t *testing.T) {
 	}
 
 	assert.Equal(t, n, res.ItemCount)
-	assert.Equal(t, len(missing), res.Evaluated)
-	assert.Equal(t, len(stored), res.FromCache)
-	assert.Equal(t, len(missing), res.Charged, "only the resumed items are charged")
+	c := counts(t, text)
+	assert.Equal(t, len(missing), c.Evaluated)
+	assert.Equal(t, len(stored), c.FromStore)
+	assert.Equal(t, len(missing), c.Charged, "only the resumed items are charged")
 	assert.Len(t, w.storedKeys(), n)
 	assert.InDelta(t, 0.75, res.MeanScore, 0.05, "the simulated model answers about a quarter wrongly")
 
@@ -431,10 +450,10 @@ func TestSecondMethodReusesSeedBundleEvaluation(t *testing.T) {
 
 	code, text := w.apply(fileA, srv.URL)
 	require.Equal(t, 0, code, text)
-	assert.Contains(t, text, "evaluated 300/300: from-cache 0")
+	assert.Contains(t, text, "items 300/300: 300 evaluated, 0 from the store")
 	require.Equal(t, n, srv.ChatRequests())
 	resA := w.result(a.scores)
-	assert.Equal(t, n, resA.Evaluated)
+	assert.Equal(t, n, counts(t, text).Evaluated)
 
 	// Method B's stage differs (name, scores path, replicas): its node runs
 	// and reads every item from the store.
@@ -442,12 +461,13 @@ func TestSecondMethodReusesSeedBundleEvaluation(t *testing.T) {
 	require.Equal(t, 0, code, text)
 	assert.Equal(t, n, srv.ChatRequests(), "B sent no request")
 	resB := w.result(b.scores)
-	assert.Equal(t, n, resB.FromCache)
-	assert.Zero(t, resB.Evaluated)
-	assert.Zero(t, resB.Charged)
+	cb := counts(t, text)
+	assert.Equal(t, n, cb.FromStore)
+	assert.Zero(t, cb.Evaluated)
+	assert.Zero(t, cb.Charged)
 	assert.Equal(t, resA.ScoresDigest, resB.ScoresDigest)
 	assert.Equal(t, resA.MeanScore, resB.MeanScore)
-	assert.Contains(t, text, "evaluated 300/300: from-cache 300")
+	assert.Contains(t, text, "items 300/300: 0 evaluated, 300 from the store")
 
 	// A third method whose stage matches A's but for its name shares A's
 	// node key: the node itself is taken from the cache, and its scores
@@ -464,7 +484,7 @@ func TestSecondMethodReusesSeedBundleEvaluation(t *testing.T) {
 	b.scores = "runs/gepa/again_scores.jsonl"
 	code, text = w.apply(w.pipeline(b))
 	require.Equal(t, 0, code, text)
-	assert.Equal(t, n, w.result(b.scores).FromCache)
+	assert.Equal(t, n, counts(t, text).FromStore)
 }
 
 // Two applies over the same items at once, on one cache: each item is
@@ -497,16 +517,17 @@ func TestConcurrentAppliesEvaluateEachItemOnce(t *testing.T) {
 	for i := range specs {
 		require.Equal(t, 0, codes[i], outs[i])
 	}
-	counts := requested(t, w, srv.log.entries(t))
-	assert.Len(t, counts, n)
-	for id, c := range counts {
+	perItem := requested(t, w, srv.log.entries(t))
+	assert.Len(t, perItem, n)
+	for id, c := range perItem {
 		assert.Equal(t, 1, c, "item %s", id)
 	}
 	ra, rb := w.result(specs[0].scores), w.result(specs[1].scores)
-	assert.Equal(t, n, ra.Evaluated+rb.Evaluated, "each item evaluated by one of them")
-	assert.Equal(t, n, ra.FromCache+rb.FromCache)
+	ca, cb := counts(t, outs[0]), counts(t, outs[1])
+	assert.Equal(t, n, ca.Evaluated+cb.Evaluated, "each item evaluated by one of them")
+	assert.Equal(t, n, ca.FromStore+cb.FromStore)
 	assert.Equal(t, ra.ScoresDigest, rb.ScoresDigest)
-	t.Logf("apply A evaluated %d, apply B %d", ra.Evaluated, rb.Evaluated)
+	t.Logf("apply A evaluated %d, apply B %d", ca.Evaluated, cb.Evaluated)
 }
 
 // flaky wraps a simulated model: while down, chat requests get their
@@ -557,10 +578,10 @@ func TestEndpointDown(t *testing.T) {
 		spec := stageSpec{pipeline: "p", stage: "seed_eval", scores: "out/scores.jsonl", retryInfra: 3}
 		code, text := w.apply(w.pipeline(spec), deadURL, live.URL)
 		require.Equal(t, 0, code, text)
-		res := w.result(spec.scores)
-		assert.Equal(t, n, res.Evaluated)
-		assert.Positive(t, res.InfraFailures, "requests to the dead endpoint failed")
-		assert.Equal(t, int(dead.killed.Load()), res.InfraFailures)
+		c := counts(t, text)
+		assert.Equal(t, n, c.Evaluated)
+		assert.Positive(t, c.InfraFailures, "requests to the dead endpoint failed")
+		assert.Equal(t, int(dead.killed.Load()), c.InfraFailures)
 		assert.Zero(t, deadSim.ChatRequests())
 		counts := requested(t, w, live.log.entries(t))
 		assert.Len(t, counts, n)
@@ -587,9 +608,9 @@ func TestEndpointDown(t *testing.T) {
 		f.down.Store(false)
 		code, text = w.apply(file, url)
 		require.Equal(t, 0, code, text)
-		res := w.result(spec.scores)
-		assert.Equal(t, n, res.Evaluated)
-		assert.Zero(t, res.InfraFailures)
+		c := counts(t, text)
+		assert.Equal(t, n, c.Evaluated)
+		assert.Zero(t, c.InfraFailures)
 		assert.Equal(t, n, sim.ChatRequests())
 		assert.Len(t, w.storedKeys(), n)
 	})
@@ -682,4 +703,67 @@ func TestOptimizerEvalExample(t *testing.T) {
 	require.Equal(t, 0, code, text)
 	assert.Contains(t, text, "6 cached")
 	assert.Equal(t, 3*n, srv.ChatRequests())
+}
+
+// A rerun of an evaluate node answered wholly from the item store has the
+// same result as the run that evaluated the items: its downstream stays
+// cached (the counts of each run are in its progress lines and record,
+// not in the result).
+func TestRerunFromTheStoreLeavesDownstreamCached(t *testing.T) {
+	const n = 30
+	w := newWorkspace(t, n)
+	srv := startServer(t, simmodel.Config{WrongRate: 0.3})
+	src := `pipeline "p" {}
+variable "task_endpoints" {
+  type    = list(string)
+  default = []
+}
+variable "note" {
+  type    = string
+  default = "a"
+}
+stage "evaluate" "val" {
+  worker    = ["python3", "workers/chat_worker.py", "--system-prompt-file", "bundles/seed/system.txt"]
+  items     = "data/items.jsonl"
+  bundle    = ["bundles/seed/"]
+  model     = "` + model + `"
+  endpoints = var.task_endpoints
+  env       = { NOTE = var.note }   # keys the node, not its items
+  scores    = "out/val_scores.jsonl"
+}
+stage "command" "select" {
+  run     = ["sh", "-c", "echo ${stage.val.result.mean_score} >> out/selected.txt"]
+  outputs = ["out/selected.txt"]
+}
+`
+	w.write("p.hcl", src)
+	code, text := w.apply("p.hcl", srv.URL)
+	require.Equal(t, 0, code, text)
+	require.Equal(t, n, counts(t, text).Evaluated)
+
+	cmd := w.cairn("p.hcl", srv.URL)
+	cmd.Args = append(cmd.Args, "--var", "note=b")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	text = string(out)
+	c := counts(t, text)
+	assert.Equal(t, n, c.FromStore, text)
+	assert.Zero(t, c.Evaluated, text)
+	assert.Equal(t, n, srv.ChatRequests(), "no request sent")
+	assert.Contains(t, text, "1 cached", "stage.select stays cached")
+	b, err := os.ReadFile(filepath.Join(w.dir, "out/selected.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, bytes.Count(b, []byte("\n")), "stage.select ran once: %s", b)
+
+	// The run's counts are in its journal.
+	runs, err := engine.ListRuns(w.cache)
+	require.NoError(t, err)
+	found := false
+	for _, e := range runs[0].Entries {
+		if e.T == engine.JFinished && e.Node == "stage.val" {
+			found = true
+			assert.Equal(t, map[string]int{"items": n, "evaluated": 0, "from_store": n, "failed": 0, "charged": 0, "attempted": 0, "infra_failures": 0, "retried": 0}, e.Counts)
+		}
+	}
+	assert.True(t, found, "a finished record for stage.val")
 }

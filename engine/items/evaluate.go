@@ -130,8 +130,9 @@ type Config struct {
 	// ClaimBatch is how many items are claimed at a time (default 64).
 	ClaimBatch int
 
-	// Progress gets a line every 10 completed items:
-	// "evaluated N/M: from-cache C, charged K, infra-failures F".
+	// Progress gets a line (Counts.String) every 10 charged rollouts, one
+	// for the items found in the store when the evaluation starts, and
+	// one when the last item is done.
 	Progress io.Writer
 	// OnProgress, when set, is called with the counts after every change;
 	// it must return quickly.
@@ -161,12 +162,23 @@ type Counts struct {
 	FromCache int
 	// Failed items spent their retries; nothing was stored for them.
 	Failed int
-	// Charged sums the charged field of every response; InfraFailures
-	// counts responses that reported an infrastructure failure; Retried
-	// counts sends after the first.
+	// Charged sums the charged rollouts of the results stored by this
+	// evaluation (what the journal records; items from the store are not
+	// charged again, infrastructure failures are not charged); Attempted
+	// counts the requests sent to workers; InfraFailures the responses
+	// that reported an infrastructure failure; Retried the sends after an
+	// item's first.
 	Charged       int
+	Attempted     int
 	InfraFailures int
 	Retried       int
+}
+
+// String is the progress line: "charged K, attempted A, infra-failures F;
+// items D/N: E evaluated, S from the store, X failed".
+func (c Counts) String() string {
+	return fmt.Sprintf("charged %d, attempted %d, infra-failures %d; items %d/%d: %d evaluated, %d from the store, %d failed",
+		c.Charged, c.Attempted, c.InfraFailures, c.Done, c.Total, c.Evaluated, c.FromCache, c.Failed)
 }
 
 // ItemOutcome is what became of one item.
@@ -259,6 +271,8 @@ type run struct {
 	starts   int
 	quiet    int // workers in a row that died without answering
 	procSeq  int
+	printed  Counts // the counts of the last progress line
+	anyLine  bool
 }
 
 func newRun(cfg Config) (*run, error) {
@@ -452,23 +466,25 @@ func (r *run) resolvedLocked(t *task) {
 	}
 }
 
-// report writes the progress line when Done crosses a multiple of ten (or
-// always, with force) and calls OnProgress. r.mu is held.
+// report writes the progress line when Charged reaches a multiple of ten
+// it had not reached at the last line, when the last item is done (or
+// always, with force, when some item is done) and calls OnProgress. r.mu
+// is held.
 func (r *run) report(force bool) {
 	c := r.counts
 	if r.cfg.OnProgress != nil {
 		r.cfg.OnProgress(c)
 	}
-	if r.cfg.Progress == nil || r.scanning {
+	if r.cfg.Progress == nil || r.scanning || (r.anyLine && c == r.printed) {
 		return
 	}
-	if force || c.Done/progressEvery != (c.Done-1)/progressEvery || c.Done == c.Total {
-		if force && c.Done == 0 {
-			return
-		}
-		fmt.Fprintf(r.cfg.Progress, "evaluated %d/%d: from-cache %d, charged %d, infra-failures %d\n",
-			c.Done, c.Total, c.FromCache, c.Charged, c.InfraFailures)
+	due := c.Charged/progressEvery > r.printed.Charged/progressEvery ||
+		c.Done == c.Total || (force && c.Done > 0)
+	if !due {
+		return
 	}
+	r.printed, r.anyLine = c, true
+	fmt.Fprintln(r.cfg.Progress, c.String())
 }
 
 func (r *run) release(t *task) {
@@ -697,6 +713,7 @@ func (r *run) complete(t *task) {
 			r.outcomes[i].Score = &sc
 		}
 	}
+	r.counts.Charged += t.result.Charged
 	r.counts.Evaluated += len(t.idxs)
 	r.resolvedLocked(t)
 }

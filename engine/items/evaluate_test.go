@@ -167,7 +167,7 @@ func TestEvaluateChatWorker(t *testing.T) {
 
 	sum, err := Evaluate(context.Background(), cfg)
 	require.NoError(t, err)
-	assert.Equal(t, Counts{Total: 200, Done: 200, Evaluated: 200, Charged: 200}, sum.Counts)
+	assert.Equal(t, Counts{Total: 200, Done: 200, Evaluated: 200, Charged: 200, Attempted: 200}, sum.Counts)
 
 	// Scores are what the simulated model's answers deserve.
 	var want float64
@@ -204,16 +204,25 @@ func TestEvaluateChatWorker(t *testing.T) {
 	}
 	assertOneResultEach(t, f.dir, sum)
 
+	// One line every 10 charged rollouts (each item charges one). A
+	// rollout is charged when its result is stored, never ahead of it;
+	// attempted counts the requests sent, at least the items charged.
 	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
-	assert.Len(t, lines, 20)
-	// Charges count as responses arrive, ahead of the stored results:
-	// never fewer than the results stored, never more than the items.
-	m := regexp.MustCompile(`^evaluated 10/200: from-cache 0, charged (\d+), infra-failures 0$`).FindStringSubmatch(lines[0])
-	require.NotNil(t, m, lines[0])
-	charged, _ := strconv.Atoi(m[1])
-	assert.GreaterOrEqual(t, charged, 10, lines[0])
-	assert.LessOrEqual(t, charged, 200, lines[0])
-	assert.Equal(t, "evaluated 200/200: from-cache 0, charged 200, infra-failures 0", lines[19])
+	require.Len(t, lines, 20)
+	line := regexp.MustCompile(`^charged (\d+), attempted (\d+), infra-failures 0; items (\d+)/200: (\d+) evaluated, 0 from the store, 0 failed$`)
+	for i, l := range lines {
+		m := line.FindStringSubmatch(l)
+		require.NotNil(t, m, l)
+		charged, _ := strconv.Atoi(m[1])
+		attempted, _ := strconv.Atoi(m[2])
+		done, _ := strconv.Atoi(m[3])
+		evaluated, _ := strconv.Atoi(m[4])
+		assert.Equal(t, 10*(i+1), charged, l)
+		assert.Equal(t, charged, evaluated, "charged as stored: %s", l)
+		assert.Equal(t, done, evaluated, l)
+		assert.GreaterOrEqual(t, attempted, charged, l)
+	}
+	assert.Equal(t, "charged 200, attempted 200, infra-failures 0; items 200/200: 200 evaluated, 0 from the store, 0 failed", lines[19])
 }
 
 func TestEvaluateSharesResultsAcrossMethods(t *testing.T) {
@@ -242,7 +251,7 @@ func TestEvaluateSharesResultsAcrossMethods(t *testing.T) {
 	cfg.Progress = &progress
 	b, err := Evaluate(context.Background(), cfg)
 	require.NoError(t, err)
-	assert.Equal(t, "evaluated 150/150: from-cache 150, charged 0, infra-failures 0\n", progress.String())
+	assert.Equal(t, "charged 0, attempted 0, infra-failures 0; items 150/150: 0 evaluated, 150 from the store, 0 failed\n", progress.String())
 	assert.Equal(t, Counts{Total: 150, Done: 150, FromCache: 150}, b.Counts)
 	assert.Zero(t, b.WorkerStarts)
 	assert.Len(t, f.requests(), 150, "B sent no request")

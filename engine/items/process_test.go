@@ -69,7 +69,7 @@ func (f *fixture) spec(items []Item, userAgent string) evalSpec {
 	}
 }
 
-var progressLine = regexp.MustCompile(`^evaluated (\d+)/(\d+): `)
+var progressLine = regexp.MustCompile(`; items (\d+)/(\d+): `)
 
 // TestResumeAfterKill9 kills the evaluating process with SIGKILL about half
 // way through 2,000 items, evaluates again, and counts the requests the

@@ -241,6 +241,10 @@ func (p *proc) sendOne(t *task) bool {
 	t.sends++
 	attempt := t.sends
 	p.mu.Unlock()
+	r.mu.Lock()
+	r.counts.Attempted++
+	r.report(false)
+	r.mu.Unlock()
 
 	line := make([]byte, 0, 128+len(t.data))
 	line = append(line, `{"id":`...)
@@ -468,13 +472,11 @@ func (p *proc) handle(line []byte) {
 	p.answered.Add(1)
 	r := p.r
 	t := f.t
-	r.mu.Lock()
-	r.counts.Charged += max(resp.Charged, 0)
 	if resp.InfraFailure {
+		r.mu.Lock()
 		r.counts.InfraFailures++
-	}
-	r.mu.Unlock()
-	if resp.InfraFailure {
+		r.report(false)
+		r.mu.Unlock()
 		t.failedOn = f.endpoint
 		why := "infrastructure failure"
 		if resp.Error != "" {
