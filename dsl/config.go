@@ -99,6 +99,9 @@ type Stage struct {
 	ForEach hcl.Expression // nil without for_each
 	// After lists the expressions of the after attribute, one per element.
 	After []hcl.Expression
+	// WaitFor lists the expressions of the wait_for attribute, one per
+	// element: dependencies that order without keying.
+	WaitFor []hcl.Expression
 	// Attrs holds every other attribute present, generic and kind-specific,
 	// by name.
 	Attrs map[string]*hcl.Attribute

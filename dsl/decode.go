@@ -60,7 +60,7 @@ var retrySchema = &hcl.BodySchema{
 
 // GenericAttributes are the attributes every stage kind accepts.
 var GenericAttributes = []string{
-	"description", "for_each", "after", "inputs", "result", "outputs", "env",
+	"description", "for_each", "after", "wait_for", "inputs", "result", "outputs", "env",
 	"cpus", "gpus", "timeout", "kill_grace", "concurrency", "on_interrupt",
 	"on_upstream_failure", "classify",
 }
@@ -436,18 +436,22 @@ func (l *Loader) decodeStage(b *hcl.Block) (*Stage, hcl.Diagnostics) {
 		switch n {
 		case "for_each":
 			s.ForEach = a.Expr
-		case "after":
+		case "after", "wait_for":
 			exprs, d := hcl.ExprList(a.Expr)
 			if d.HasErrors() {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
-					Summary:  "Invalid after",
-					Detail:   "after takes a list of stage references, e.g. after = [stage.preflight, stage.build[\"a\"]].",
+					Summary:  "Invalid " + n,
+					Detail:   n + " takes a list of stage references, e.g. " + n + " = [stage.preflight, stage.build[\"a\"]].",
 					Subject:  a.Expr.Range().Ptr(),
 				})
 				continue
 			}
-			s.After = exprs
+			if n == "after" {
+				s.After = exprs
+			} else {
+				s.WaitFor = exprs
+			}
 		case "description":
 			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &s.Description)...)
 		case "on_interrupt":

@@ -692,6 +692,9 @@ func (a *applier) prepare(ns *nodeState) bool {
 func (a *applier) upstreamsAsPlanned(n *Node) bool {
 	for _, d := range n.Deps {
 		u := a.nodes[d]
+		if !n.keyedDep(d) {
+			continue // wait_for: never read
+		}
 		if u.status != stCached || u.record == nil || u.pn.Record == nil || u.record.Key != u.pn.Record.Key {
 			return false
 		}

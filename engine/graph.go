@@ -63,6 +63,7 @@ type Graph struct {
 type stageRefs struct {
 	forEach []dsl.Ref
 	body    []dsl.Ref // attributes, after, kind blocks
+	waitFor []dsl.Ref // wait_for: dependencies that order without keying
 	checks  []dsl.Ref // postconditions (self allowed)
 	// evalStage is true when attributes or kind blocks refer to stage
 	// objects (after is never evaluated): only then does a node's
@@ -78,6 +79,7 @@ type stageRefs struct {
 func (r *stageRefs) all() []dsl.Ref {
 	out := append([]dsl.Ref{}, r.forEach...)
 	out = append(out, r.body...)
+	out = append(out, r.waitFor...)
 	return append(out, r.checks...)
 }
 
@@ -228,32 +230,22 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 			}
 		}
 	}
-	for _, e := range s.After {
-		before, nd := len(r.body), len(diags)
-		add(&r.body, e, rc)
-		if diags[nd:].HasErrors() {
-			// The reference itself is wrong; that is reported already.
-			continue
-		}
-		// One stage reference, keyed or not; the key may use each
-		// (stage.prev[each.key]), whose references come along.
-		stageN, other := 0, 0
-		for _, ref := range r.body[before:] {
-			switch ref.Root {
-			case "stage":
-				stageN++
-			case "each":
-			default:
-				other++
+	// after and wait_for: one stage reference per element, nothing else.
+	for _, dl := range []struct {
+		attr  string
+		exprs []hcl.Expression
+		dst   *[]dsl.Ref
+	}{{"after", s.After, &r.body}, {"wait_for", s.WaitFor, &r.waitFor}} {
+		for _, e := range dl.exprs {
+			before, nd := len(*dl.dst), len(diags)
+			add(dl.dst, e, rc)
+			if diags[nd:].HasErrors() {
+				// The reference itself is wrong; that is reported already.
+				continue
 			}
-		}
-		isRef := stageN == 1 && other == 0 && r.body[before].Root == "stage"
-		if !isRef {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError, Summary: "Invalid after",
-				Detail:  "Each element of after must be a stage reference: stage.NAME (all its instances) or stage.NAME[\"KEY\"] (one instance).",
-				Subject: e.Range().Ptr(),
-			})
+			if d := checkDepElement(dl.attr, e, (*dl.dst)[before:]); d != nil {
+				diags = append(diags, d)
+			}
 		}
 	}
 	names := make([]string, 0, len(s.Attrs))
@@ -298,6 +290,71 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	return r, diags
 }
 
+// checkDepElement checks one element of after or wait_for: exactly one
+// stage reference, stage.NAME, stage.NAME["KEY"] or stage.NAME[EXPR], with
+// nothing after it and around it. refs are the element's references.
+func checkDepElement(attr string, e hcl.Expression, refs []dsl.Ref) *hcl.Diagnostic {
+	const want = "Each element of %s must be a stage reference: stage.NAME (all its instances) or stage.NAME[\"KEY\"] (one instance), with nothing after it."
+	var stage *dsl.Ref
+	stageN := 0
+	for i := range refs {
+		if refs[i].Root == "stage" {
+			stageN++
+			stage = &refs[i]
+		}
+	}
+	bare := false
+	switch x := e.(type) {
+	case *hclsyntax.ScopeTraversalExpr:
+		if len(x.Traversal) == 2 {
+			bare = true
+		} else if len(x.Traversal) == 3 {
+			_, bare = x.Traversal[2].(hcl.TraverseIndex)
+		}
+	case *hclsyntax.IndexExpr:
+		st, ok := x.Collection.(*hclsyntax.ScopeTraversalExpr)
+		bare = ok && len(st.Traversal) == 2
+	}
+	if bare && stageN == 1 && stage.Root == "stage" {
+		return nil
+	}
+	detail := fmt.Sprintf(want, attr)
+	if stageN == 1 {
+		name := "stage." + stage.Name
+		if stage.HasKey {
+			name += fmt.Sprintf("[%q]", stage.Key)
+		} else if stage.KeyExpr != nil {
+			name += "[...]"
+		}
+		if isLongTraversal(e) {
+			detail += fmt.Sprintf(" Write %s: %s waits for the node itself. To use one of its attributes (its result, say), read it in an attribute of this stage, which makes it a dependency too.", name, attr)
+		} else {
+			detail += fmt.Sprintf(" Write %s itself, not an expression holding it.", name)
+		}
+	} else if v, d := e.Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+		detail += fmt.Sprintf(" A stage is named by a reference, not a string: write stage.%s, without quotes.", v.AsString())
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + attr, Detail: detail, Subject: e.Range().Ptr()}
+}
+
+// isLongTraversal reports whether e is a traversal that goes on past a
+// stage instance: stage.NAME.ATTR, stage.NAME["KEY"].ATTR,
+// stage.NAME[EXPR].ATTR.
+func isLongTraversal(e hcl.Expression) bool {
+	switch x := e.(type) {
+	case *hclsyntax.ScopeTraversalExpr:
+		return len(x.Traversal) > 2
+	case *hclsyntax.RelativeTraversalExpr:
+		ix, ok := x.Source.(*hclsyntax.IndexExpr)
+		if !ok {
+			return false
+		}
+		st, ok := ix.Collection.(*hclsyntax.ScopeTraversalExpr)
+		return ok && len(st.Traversal) == 2
+	}
+	return false
+}
+
 // within reports whether inner lies inside outer.
 func within(outer, inner hcl.Range) bool {
 	return outer.Filename == inner.Filename && outer.Start.Byte <= inner.Start.Byte && inner.End.Byte <= outer.End.Byte
@@ -313,7 +370,7 @@ func inAttrs(s *dsl.Stage, r hcl.Range) bool {
 }
 
 func inAfterOrChecks(s *dsl.Stage, r hcl.Range) bool {
-	for _, e := range s.After {
+	for _, e := range append(append([]hcl.Expression{}, s.After...), s.WaitFor...) {
 		if within(e.Range(), r) {
 			return true
 		}
@@ -569,7 +626,8 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 			}
 		}
 		var ectx *hcl.EvalContext
-		for _, ref := range r.upstream {
+		// link resolves one reference to the nodes it names.
+		link := func(ref dsl.Ref, add func(int)) {
 			ups := g.StageNodes[ref.Name]
 			key, keyed := ref.Key, ref.HasKey
 			if ref.SameKey {
@@ -589,22 +647,37 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 			}
 			if !keyed {
 				for _, u := range ups {
-					addDep(u.ID)
+					add(u.ID)
 				}
-				continue
+				return
 			}
 			addr := dsl.InstanceAddress(ref.Name, dsl.Instance{Key: key, Keyed: true})
 			u, ok := g.ByAddr[addr]
 			if !ok {
 				diags = append(diags, noInstance(g, ref, key))
 				r.bad = append(r.bad, ref.Range)
-				continue
+				return
 			}
-			addDep(u.ID)
+			add(u.ID)
 			if ref.SameKey {
 				n.eachFrom = u
 			}
 		}
+		for _, ref := range r.upstream {
+			link(ref, addDep)
+		}
+		// wait_for: what no keyed reference named already orders only.
+		var order []int
+		for _, ref := range r.waitFor {
+			link(ref, func(id int) {
+				had := len(deps)
+				if addDep(id); len(deps) > had {
+					order = append(order, id)
+				}
+			})
+		}
+		sort.Ints(order)
+		n.OrderOnly = order
 		for k := range seen {
 			delete(seen, k)
 		}

@@ -164,3 +164,65 @@ stage "command" "bump" {
 	g := w.load().Graph
 	assert.Empty(t, depAddrs(g, "stage.bump"))
 }
+
+// Gates every job waits for, keyed only on its own gate: seed 000's RULER
+// gate and AIME24 batch in small.
+const gated = `
+pipeline "t" {}
+variable "vals" {
+  type    = map(string)
+  default = { a = "1", b = "1" }
+}
+stage "command" "check" {
+  for_each = var.vals
+  run      = ["sh", "-c", "mkdir -p check && echo '{\"v\": \"${each.value}\"}' > check/${each.key}.json"]
+  result   = "check/${each.key}.json"
+  postcondition {
+    condition     = self.result.v != "bad"
+    error_message = "bad value"
+  }
+}
+stage "command" "job" {
+  for_each = var.vals
+  wait_for = [stage.check]
+  after    = [stage.check[each.key]]
+  run      = ["sh", "-c", "mkdir -p out && echo ${each.key} > out/${each.key}.txt"]
+  outputs  = ["out/${each.key}.txt"]
+}
+`
+
+func TestWaitForOrdersWithoutKeying(t *testing.T) {
+	w := newWorkspace(t, gated)
+	g := w.load().Graph
+	// job["a"] waits for both gates; only check["a"] keys it.
+	assert.Equal(t, []string{`stage.check["a"]`, `stage.check["b"]`}, depAddrs(g, `stage.job["a"]`))
+	ja := g.ByAddr[`stage.job["a"]`]
+	assert.Equal(t, []int{g.ByAddr[`stage.check["b"]`].ID}, ja.OrderOnly)
+
+	r := w.apply(ApplyOptions{})
+	assert.Equal(t, 4, r.res.Ran, r.out)
+
+	// A new value for b reruns b's gate and b's job only.
+	p := w.plan(PlanOptions{}, `vals={a="1", b="2"}`)
+	var torun []string
+	for _, pn := range p.Nodes {
+		if pn.Action == ActRun {
+			torun = append(torun, pn.Node.Addr)
+		}
+		if pn.Node.Addr == `stage.job["a"]` {
+			require.NotNil(t, pn.Envelope, "job[a]'s key is known: check[b] does not key it")
+			assert.Len(t, pn.Envelope.Upstreams, 1)
+		}
+	}
+	assert.Equal(t, []string{`stage.check["b"]`, `stage.job["b"]`}, torun)
+	r = w.apply(ApplyOptions{}, `vals={a="1", b="2"}`)
+	assert.Equal(t, 2, r.res.Ran, r.out)
+	assert.Equal(t, 2, r.res.Cached, r.out)
+
+	// The gate still holds for every job: a failing check["b"] stops
+	// job["a"] too, cached as it is.
+	r = w.apply(ApplyOptions{}, `vals={a="1", b="bad"}`)
+	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Equal(t, 2, r.res.Skipped, r.out)
+	assert.Contains(t, r.out, `upstream stage.check["b"] failed`)
+}

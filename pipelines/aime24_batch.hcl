@@ -145,10 +145,11 @@ stage "command" "preflight" {
 
 # Step 3: the RULER gate, one variant at a time on one free GPU, after all
 # four preflights passed. Below the threshold the variant fails, and with it
-# the whole AIME24 batch (which waits for all four gates).
+# the whole AIME24 batch (which waits for all four gates). wait_for orders
+# without keying: a config's preflight rerun leaves the other RULER runs cached.
 stage "command" "ruler" {
   for_each    = var.variants
-  after       = [stage.preflight]
+  wait_for    = [stage.preflight]
   run         = [for a in var.ruler_command : replace(a, "{config}", local.configs[each.key])]
   gpus        = 1
   concurrency = 1
@@ -167,7 +168,8 @@ stage "command" "ruler" {
 # latest.json, which cairn reads as the variant's result.
 stage "waves" "aime24" {
   for_each   = var.variants
-  after      = [stage.ruler]
+  wait_for   = [stage.ruler]           # the batch starts when all 4 gates passed,
+  after      = [stage.ruler[each.key]] # but each variant is keyed on its own gate only
   run        = [for a in var.aime24_command : replace(a, "{config}", local.configs[each.key])]
   batch_size = 4
   mode       = var.batch_mode

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -253,7 +254,11 @@ func writeDOT(w *bytes.Buffer, g *engine.Graph, stagesOnly bool) error {
 		}
 		for _, n := range g.Nodes {
 			for _, d := range n.Deps {
-				fmt.Fprintf(w, "\t%s -> %s;\n", dotQuote(g.Nodes[d].Addr), dotQuote(n.Addr))
+				style := ""
+				if slices.Contains(n.OrderOnly, d) {
+					style = " [style=dashed]" // wait_for: orders, does not key
+				}
+				fmt.Fprintf(w, "\t%s -> %s%s;\n", dotQuote(g.Nodes[d].Addr), dotQuote(n.Addr), style)
 			}
 		}
 	}
