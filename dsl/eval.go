@@ -91,78 +91,178 @@ func (c *Config) EvalLocals(s *Scope) hcl.Diagnostics {
 
 func (c *Config) evalLocals(s *Scope) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	g := graph.New(graph.StringHash, graph.Directed())
-	order := map[string]int{}
-	for i, n := range c.LocalOrd {
-		_ = g.AddVertex(n)
-		order[n] = i
+	n := len(c.LocalOrd)
+	index := make(map[string]int, n)
+	for i, name := range c.LocalOrd {
+		index[name] = i
 	}
-	for _, n := range c.LocalOrd {
-		l := c.Locals[n]
+	// deps[i] are the locals local i refers to; bad[i] is set when one
+	// of its references is wrong, so that it is not evaluated.
+	deps := make([][]int, n)
+	bad := make([]bool, n)
+	for i, name := range c.LocalOrd {
+		l := c.Locals[name]
 		refs, d := References(l.Expr)
-		diags = append(diags, d...)
-		diags = append(diags, c.CheckRefs(refs, RefContext{})...)
+		d = append(d, c.CheckRefs(refs, RefContext{})...)
 		for _, r := range refs {
 			switch r.Root {
 			case "local":
-				if _, ok := c.Locals[r.Name]; ok {
-					if r.Name == n {
-						diags = append(diags, &hcl.Diagnostic{
-							Severity: hcl.DiagError, Summary: "Local value refers to itself",
-							Detail: fmt.Sprintf("local.%s cannot be defined in terms of itself.", n), Subject: r.Range.Ptr(),
-						})
-						continue
-					}
-					_ = g.AddEdge(r.Name, n)
+				j, ok := index[r.Name]
+				if !ok {
+					continue
 				}
+				if j == i {
+					d = append(d, &hcl.Diagnostic{
+						Severity: hcl.DiagError, Summary: "Local value refers to itself",
+						Detail: fmt.Sprintf("local.%s cannot be defined in terms of itself.", name), Subject: r.Range.Ptr(),
+					})
+					continue
+				}
+				deps[i] = append(deps[i], j)
 			case "stage":
-				diags = append(diags, &hcl.Diagnostic{
+				d = append(d, &hcl.Diagnostic{
 					Severity: hcl.DiagError, Summary: "Stage reference in a local value",
 					Detail:  "Local values are evaluated before any stage runs, so they cannot refer to stages. Refer to the stage inside the stage that needs it.",
 					Subject: r.Range.Ptr(),
 				})
 			}
 		}
+		bad[i] = d.HasErrors()
+		diags = append(diags, d...)
 	}
-	if diags.HasErrors() {
-		return diags
-	}
-	sccs, err := graph.StronglyConnectedComponents(g)
-	if err == nil {
-		for _, scc := range sccs {
-			if len(scc) < 2 {
-				continue
-			}
-			sort.Slice(scc, func(i, j int) bool { return order[scc[i]] < order[scc[j]] })
-			var parts []string
-			for _, n := range scc {
-				parts = append(parts, fmt.Sprintf("local.%s (%s)", n, Pos(c.Locals[n].DeclRange)))
-			}
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError, Summary: "Cycle among local values",
-				Detail:  "These local values refer to each other in a cycle: " + strings.Join(parts, " -> ") + ".",
-				Subject: c.Locals[scc[0]].DeclRange.Ptr(),
-			})
+	order, ok := localOrder(deps, nil)
+	if !ok {
+		// Report every cycle, each once, naming its members in
+		// declaration order; the others are still evaluated.
+		d, inCycle := c.localCycles(deps)
+		diags = append(diags, d...)
+		for i := range bad {
+			bad[i] = bad[i] || inCycle[i]
 		}
+		order, _ = localOrder(deps, inCycle)
 	}
-	if diags.HasErrors() {
-		return diags
-	}
-	sorted, err := graph.StableTopologicalSort(g, func(a, b string) bool { return order[a] < order[b] })
-	if err != nil {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot order local values", Detail: err.Error()})
-	}
-	for _, n := range sorted {
-		s.localObj = cty.NilVal
-		v, d := c.Locals[n].Expr.Value(s.Context(nil))
+	// Each local is evaluated with only the locals it refers to: building
+	// the object of every local for each of them would cost time
+	// quadratic in their number.
+	for _, i := range order {
+		name := c.LocalOrd[i]
+		for _, j := range deps[i] {
+			bad[i] = bad[i] || bad[j]
+		}
+		if bad[i] {
+			// Unknown: what uses it is not reported again.
+			s.Locals[name] = cty.DynamicVal
+			continue
+		}
+		used := make(map[string]cty.Value, len(deps[i]))
+		for _, j := range deps[i] {
+			used[c.LocalOrd[j]] = s.Locals[c.LocalOrd[j]]
+		}
+		v, d := c.Locals[name].Expr.Value(s.localContext(used))
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			v = cty.DynamicVal
 		}
-		s.Locals[n] = v
+		s.Locals[name] = v
 	}
-	s.localObj = cty.NilVal
 	return diags
+}
+
+// localContext is the context one local value is evaluated in: var, path,
+// the functions, and the locals given.
+func (s *Scope) localContext(locals map[string]cty.Value) *hcl.EvalContext {
+	if s.varObj == cty.NilVal {
+		s.varObj = cty.ObjectVal(s.Vars)
+		s.base = nil
+	}
+	return &hcl.EvalContext{
+		Variables: map[string]cty.Value{"var": s.varObj, "local": cty.ObjectVal(locals), "path": s.Path, budgetName: newBudget(s.pool)},
+		Functions: s.Funcs,
+	}
+}
+
+// localOrder orders locals so that each comes after those it refers to:
+// a depth-first post-order in declaration order, O(locals + references).
+// The locals marked skip (nil: none) are left out. ok is false when it
+// meets a cycle.
+func localOrder(deps [][]int, skip []bool) (order []int, ok bool) {
+	state := make([]uint8, len(deps)) // 0 new, 1 on the path, 2 done
+	order = make([]int, 0, len(deps))
+	ok = true
+	// An explicit stack: a chain of thousands of locals must not recurse
+	// once per link.
+	type frame struct{ node, next int }
+	var stack []frame
+	for root := range deps {
+		if state[root] != 0 || skip != nil && skip[root] {
+			continue
+		}
+		stack = append(stack[:0], frame{node: root})
+		state[root] = 1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next < len(deps[top.node]) {
+				d := deps[top.node][top.next]
+				top.next++
+				switch {
+				case skip != nil && skip[d]:
+				case state[d] == 1:
+					ok = false
+				case state[d] == 0:
+					state[d] = 1
+					stack = append(stack, frame{node: d})
+				}
+				continue
+			}
+			state[top.node] = 2
+			order = append(order, top.node)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return order, ok
+}
+
+// localCycles reports each cycle among locals once, with its members in
+// declaration order, and marks every local on one.
+func (c *Config) localCycles(deps [][]int) (hcl.Diagnostics, []bool) {
+	// Vertices are numbered from 1: the graph library loses a vertex 0
+	// from its components.
+	g := graph.New(graph.IntHash, graph.Directed())
+	for i := range deps {
+		_ = g.AddVertex(i + 1)
+	}
+	for i, ds := range deps {
+		for _, d := range ds {
+			_ = g.AddEdge(d+1, i+1)
+		}
+	}
+	inCycle := make([]bool, len(deps))
+	sccs, err := graph.StronglyConnectedComponents(g)
+	if err != nil {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot order local values", Detail: err.Error()}}, inCycle
+	}
+	var diags hcl.Diagnostics
+	for _, scc := range sccs {
+		if len(scc) < 2 {
+			continue
+		}
+		sort.Ints(scc)
+		var parts []string
+		for k := range scc {
+			scc[k]--
+		}
+		for _, i := range scc {
+			inCycle[i] = true
+			name := c.LocalOrd[i]
+			parts = append(parts, fmt.Sprintf("local.%s (%s)", name, Pos(c.Locals[name].DeclRange)))
+		}
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError, Summary: "Cycle among local values",
+			Detail:  "These local values refer to each other in a cycle: " + strings.Join(parts, " -> ") + ".",
+			Subject: c.Locals[c.LocalOrd[scc[0]]].DeclRange.Ptr(),
+		})
+	}
+	return diags, inCycle
 }
 
 // Instance is one expansion of a stage's for_each.
