@@ -64,7 +64,7 @@ func FunctionsReading(root string, reads *FileReads) map[string]function.Functio
 		"range":           stdlib.RangeFunc,
 		"regex":           stdlib.RegexFunc,
 		"regexall":        stdlib.RegexAllFunc,
-		"replace":         stdlib.ReplaceFunc,
+		"replace":         replaceFunc,
 		"reverse":         stdlib.ReverseListFunc,
 		"setintersection": stdlib.SetIntersectionFunc,
 		"setproduct":      setProductFunc,
@@ -206,6 +206,27 @@ var indexFunc = function.New(&function.Spec{
 			}
 		}
 		return cty.NilVal, fmt.Errorf("the list does not hold that value")
+	},
+})
+
+// replaceFunc is Terraform's replace: a substring wrapped in forward
+// slashes is a regular expression (RE2 syntax), whose replacement may use
+// $1, ${name} and so on; any other substring is replaced literally.
+var replaceFunc = function.New(&function.Spec{
+	Description: "Replaces every occurrence of a substring, or of matches of a /regular expression/, with a replacement.",
+	Params: []function.Parameter{
+		{Name: "str", Type: cty.String},
+		{Name: "substr", Type: cty.String},
+		{Name: "replace", Type: cty.String},
+	},
+	Type:         function.StaticReturnType(cty.String),
+	RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder { return b.NotNull() },
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		substr := args[1].AsString()
+		if len(substr) > 1 && substr[0] == '/' && substr[len(substr)-1] == '/' {
+			return stdlib.RegexReplace(args[0], cty.StringVal(substr[1:len(substr)-1]), args[2])
+		}
+		return stdlib.Replace(args[0], args[1], args[2])
 	},
 })
 

@@ -8,7 +8,7 @@ locals {
   upper   = upper(local.clean)
   padded  = format("%-12s|%05.1f|%d", "acc", 85.25, 16)
   rows    = formatlist("%s=%d", ["a", "b"], [1, 2])
-  swapped = replace(local.clean, "/-(\\d+)b/", "@$1B")
+  swapped = replace(local.clean, "/-(\\d+)b/", "@$${1}B")
   ver     = regex("\\d+", local.clean)
   nums    = regexall("\\d+", "v1 v22 v333")
   short   = substr(local.clean, 0, 5)
