@@ -1,8 +1,10 @@
 package dsl
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -57,6 +59,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 					Severity: hcl.DiagError,
 					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
 					Detail:   fmt.Sprintf("The value from %s is not a valid expression for type %s: %s", source, v.Type.FriendlyName(), d.Error()),
+					Extra:    ValueInput{Source: source},
 				})
 				return
 			}
@@ -69,6 +72,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
 					Detail: fmt.Sprintf("The value from %s is not a literal value of type %s (%s). Write it in HCL syntax, like [\"a\", \"b\"] for a list or { key = \"value\" } for a map or object.",
 						source, v.Type.FriendlyNameForConstraint(), strings.TrimSuffix(d[0].Summary, ".")),
+					Extra: ValueInput{Source: source},
 				})
 				return
 			}
@@ -92,12 +96,15 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 					Severity: hcl.DiagError,
 					Summary:  "Invalid --var",
 					Detail:   fmt.Sprintf("--var takes name=value; got %q.", a.Value),
+					Extra:    ValueInput{Source: "--var"},
 				})
 				continue
 			}
 			k = strings.TrimSpace(k)
 			if _, ok := c.Variables[k]; !ok {
-				diags = append(diags, undeclared(k, "--var", c))
+				dg := undeclared(k, "--var", c)
+				dg.Extra = ValueInput{Source: "--var " + k}
+				diags = append(diags, dg)
 				continue
 			}
 			parseRaw(k, val, "--var "+k)
@@ -131,6 +138,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 			if _, ok := c.Variables[name]; !ok {
 				dg := undeclared(name, "the variable file "+a.Value, c)
 				dg.Subject = attr.NameRange.Ptr()
+				dg.Extra = ValueInput{Source: a.Value}
 				diags = append(diags, dg)
 				continue
 			}
@@ -155,12 +163,18 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 			}
 			conv, err := convert.Convert(val, v.Type)
 			if err != nil {
+				what := err.Error()
+				var pe cty.PathError
+				if errors.As(err, &pe) && len(pe.Path) > 0 {
+					what = fmt.Sprintf("at %s, %s", pathString(name, pe.Path), what)
+				}
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-					Detail:   fmt.Sprintf("The value from %s does not fit the type %s: %s.", given.source, v.Type.FriendlyName(), err),
+					Detail:   fmt.Sprintf("The value from %s does not fit the type %s: %s.", given.source, v.Type.FriendlyName(), what),
 					Subject:  given.rng,
 					Context:  v.DeclRange.Ptr(),
+					Extra:    ValueInput{Source: given.source},
 				})
 				continue
 			}
@@ -201,6 +215,36 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 		}
 	}
 	return vals, diags
+}
+
+// ValueInput is the Extra of a diagnostic about a variable value given on
+// the command line, in a variable file or in the environment, rather than
+// about the pipeline: Source names where the value came from.
+type ValueInput struct{ Source string }
+
+// pathString writes a path into a variable's value as HCL would index it:
+// sizes["small"], runs[0].name.
+func pathString(name string, p cty.Path) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, st := range p {
+		switch st := st.(type) {
+		case cty.GetAttrStep:
+			b.WriteString("." + st.Name)
+		case cty.IndexStep:
+			switch {
+			case !st.Key.IsKnown() || st.Key.IsNull():
+				b.WriteString("[?]")
+			case st.Key.Type() == cty.String:
+				b.WriteString("[" + strconv.Quote(st.Key.AsString()) + "]")
+			case st.Key.Type() == cty.Number:
+				b.WriteString("[" + st.Key.AsBigFloat().Text('f', -1) + "]")
+			default:
+				b.WriteString("[?]")
+			}
+		}
+	}
+	return b.String()
 }
 
 func looksLikeExpr(s string) bool {

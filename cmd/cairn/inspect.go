@@ -20,6 +20,9 @@ import (
 
 var hexRe = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
 
+// shortHexRe is what looks like a key prefix too short to use.
+var shortHexRe = regexp.MustCompile(`^[0-9a-f]{1,7}$`)
+
 func (a *app) showCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show KEY | ADDRESS | RUN",
@@ -54,6 +57,9 @@ func (a *app) showCmd() *cobra.Command {
 				addr = "stage." + addr
 			}
 			keys := cache.AddressKeys(addr)
+			if len(keys) == 0 && shortHexRe.MatchString(arg) {
+				return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no stage.%s has a cached result)", arg, arg)
+			}
 			if len(keys) == 0 {
 				return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])", arg)
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 
@@ -287,10 +288,23 @@ func (a *app) printDiags(files map[string]*hcl.File, diags hcl.Diagnostics) erro
 	_ = wr.WriteDiagnostics(diags)
 	if diags.HasErrors() {
 		n := 0
+		var sources []string // where the values in error came from
+		inValues := true     // every error is about a value given, not the pipeline
 		for _, d := range diags {
-			if d.Severity == hcl.DiagError {
-				n++
+			if d.Severity != hcl.DiagError {
+				continue
 			}
+			n++
+			if vi, ok := d.Extra.(dsl.ValueInput); ok {
+				if !slices.Contains(sources, vi.Source) {
+					sources = append(sources, vi.Source)
+				}
+			} else {
+				inValues = false
+			}
+		}
+		if inValues {
+			return &exitError{code: exitBadInput, msg: fmt.Sprintf("%d error(s) in the variable values from %s; nothing was run", n, strings.Join(sources, ", "))}
 		}
 		return &exitError{code: exitBadInput, msg: fmt.Sprintf("%d error(s) in the pipeline; nothing was run", n)}
 	}
