@@ -619,6 +619,12 @@ func (a *applier) prepare(ns *nodeState) bool {
 		a.skip(ns, fmt.Sprintf("upstream %s %s", failedUp.n.Addr, failedUp.status))
 		return true
 	}
+	if _, cmp := n.Kind.(stages.Comparer); cmp && failedUp != nil && !a.anyUpstreamOK(n) {
+		// A batch refused or failed as a whole: no table of failures
+		// replaces the last comparison.
+		a.skip(ns, fmt.Sprintf("nothing to compare: no upstream finished (%s %s)", failedUp.n.Addr, upstreamFailure(failedUp)))
+		return true
+	}
 	// The plan evaluated the node already; unless its expressions read
 	// upstream results, which may have changed since, that evaluation
 	// stands.
@@ -684,6 +690,26 @@ func (a *applier) prepare(ns *nodeState) bool {
 	// It runs: what its logs must not show.
 	ns.secrets = sensitiveStrings(sn.Args)
 	return false
+}
+
+// anyUpstreamOK reports whether some upstream of n finished (ran or
+// cached).
+func (a *applier) anyUpstreamOK(n *Node) bool {
+	for _, d := range n.Deps {
+		if st := a.nodes[d].status; st == stOK || st == stCached {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamFailure says how an upstream ended: "failed (class): message"
+// or "skipped".
+func upstreamFailure(u *nodeState) string {
+	if u.status != stFailed {
+		return u.status
+	}
+	return fmt.Sprintf("failed (%s): %s", u.class, u.message)
 }
 
 // upstreamsAsPlanned reports whether every upstream of n was cached at plan
@@ -769,13 +795,13 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
 	a.res.Cached++
 	a.setFinal(ns)
 	_ = a.j.NoteCached(ns.n.Addr, ns.key)
+	if !a.checkPost(ns) {
+		return true
+	}
 	if a.opts.Verbose {
 		a.line(ns, "=", "cached")
 	}
 	a.emitJSON(ns, "cached")
-	if !a.checkPost(ns) {
-		return true
-	}
 	a.finish(ns)
 	return true
 }
@@ -836,11 +862,13 @@ func (a *applier) handle(ev event) {
 		ns.status = stOK
 		a.res.Ran++
 		a.setFinal(ns)
-		a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
-		a.emitJSON(ns, "ok")
+		// Postconditions first: a node they fail is shown failed only,
+		// never "ok" first.
 		if !a.checkPost(ns) {
 			return
 		}
+		a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
+		a.emitJSON(ns, "ok")
 		a.finish(ns)
 	}
 }

@@ -16,12 +16,13 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cairn=$repo/bin/cairn
+bin=${DEMO_BIN:-$repo/bin} # cairn and sim/, as `make build sim` makes them
+cairn=$bin/cairn
 ws=${DEMO_DIR:-$repo/demo}
 tag=demo
 names=(batch_demo_id0 batch_demo_id1 batch_demo_id2 batch_demo_id3)
 
-for p in "$cairn" "$repo"/bin/sim/{preflight,ruler,aime24}; do
+for p in "$cairn" "$bin"/sim/{preflight,ruler,aime24}; do
 	[ -x "$p" ] || { echo "demo: $p is missing: run 'make demo' (it builds cairn and the simulated tools)" >&2; exit 2; }
 done
 
@@ -30,7 +31,7 @@ mkdir -p "$ws/bin/sim" "$ws/submissions/$tag"
 # copied only when they changed, so a rebuild to the same bytes keeps the
 # cache.
 for p in preflight ruler aime24; do
-	cmp -s "$repo/bin/sim/$p" "$ws/bin/sim/$p" 2>/dev/null || cp "$repo/bin/sim/$p" "$ws/bin/sim/$p"
+	cmp -s "$bin/sim/$p" "$ws/bin/sim/$p" 2>/dev/null || cp "$bin/sim/$p" "$ws/bin/sim/$p"
 done
 
 # Four example variants of a sparse-attention config: more of the KV cache
@@ -77,20 +78,32 @@ echo "== cairn plan   (workspace: $ws)"
 echo
 
 echo "== cairn apply"
+# The comparison stage prints the table on standard error when it runs; a
+# copy of that stream tells whether it did (cached, it prints nothing).
+applied=$(mktemp)
+trap 'rm -f "$applied"' EXIT
 status=0
-"$cairn" apply "${args[@]}" || status=$?
+{ "$cairn" apply "${args[@]}" 2>&1 1>&3 3>&- | tee "$applied" >&2; } 3>&1 || status=$?
 echo
 
-table=reports/$tag/table.md
-if [ -f "$table" ]; then
-	echo "== Comparison table ($ws/$table)"
+dir=reports/$tag
+table=$dir/table.md
+if grep -q '^| name ' "$applied"; then
+	echo "== Comparison table and Pareto front: printed above by stage.batch"
+elif [ "$status" -eq 0 ] && [ -f "$table" ]; then
+	echo "== Comparison table ($ws/$table, from the cache)"
 	echo
 	cat "$table"
 	echo
 	front=$(awk -F'|' 'NR > 2 && $(NF-1) ~ /^ *front *$/ { gsub(/ /, "", $2); printf "%s%s", sep, $2; sep = ", " }' "$table")
 	echo "== Pareto front on (throughput, mean@16): ${front:-none}"
-	echo "   plot: $ws/reports/$tag/pareto.svg"
-	echo "   also: $ws/reports/$tag/table.tsv, $ws/reports/$tag/table.json"
+else
+	echo "== No comparison this time: see the failures above."
+	[ -f "$table" ] && echo "   (the last comparison, of an earlier batch, is still in $ws/$table)"
+fi
+if [ -f "$table" ]; then
+	echo "   plot: $ws/$dir/pareto.svg"
+	echo "   also: $ws/$dir/table.tsv, $ws/$dir/table.json"
 	echo "   logs: $ws/logs/submission/ (gpu<idx>_<name>.out/.err per batch)"
 	echo "   (simulated results: see pipelines/README.md for a real run)"
 fi

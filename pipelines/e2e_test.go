@@ -446,6 +446,10 @@ func TestRulerGateStopsTheBatch(t *testing.T) {
 	out, code := w.apply()
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "RULER accuracy 0.615 < 0.85 for t/v2")
+	// The failing gate is shown failed, never "ok" first.
+	assert.Contains(t, out, `✗ stage.ruler["v2"]  failed (postcondition)`)
+	assert.NotContains(t, out, `✓ stage.ruler["v2"]`)
+	assert.Contains(t, out, `✓ stage.ruler["v1"]  ok in `)
 	assert.Contains(t, out, "widen vortex_topk_val / vortex_topk_ratio")
 	assert.Contains(t, out, "revise the indexer")
 	assert.Empty(t, w.simRuns("aime24"), "no AIME24 run starts while a gate fails")
@@ -465,7 +469,10 @@ func TestRulerGateStopsTheBatch(t *testing.T) {
 		}
 	}
 	assert.Len(t, order, 4)
-	assert.Equal(t, addrs("aime24", names...), nodesWith(es, engine.JSkipped))
+	// The batch was skipped, and with it the comparison (nothing to
+	// compare).
+	assert.Equal(t, append(addrs("aime24", names...), "stage.batch"), nodesWith(es, engine.JSkipped))
+	assert.NoFileExists(t, filepath.Join(w.dir, "reports", tag, "table.md"))
 }
 
 func TestFailingPreflightNamesTheVariants(t *testing.T) {
@@ -740,6 +747,11 @@ func TestNoFreeGPUs(t *testing.T) {
 	assert.Contains(t, out, `stage.aime24["v0"] failed (setup): `+refusal)
 	assert.Contains(t, out, "GPUs 0,1,2,3: 1 compute process (simulated)")
 	assert.Empty(t, w.simRuns("aime24"))
+	// Nothing ran, so there is nothing to compare: no table of four
+	// FAILED rows.
+	assert.Contains(t, out, `- stage.batch  skipped: nothing to compare: no upstream finished (stage.aime24["v0"] failed (setup): `+refusal)
+	assert.NoFileExists(t, filepath.Join(w.dir, "reports", tag, "table.md"))
+	assert.NoFileExists(t, filepath.Join(w.dir, "reports", tag, "table.json"))
 }
 
 func TestOneBatchAtATimePerMachine(t *testing.T) {
@@ -941,4 +953,39 @@ func TestSingleVariantRunIsNotTheBatchs(t *testing.T) {
 	out, code = w.apply("--target", `stage.aime24["v0"]`)
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, map[string]int{"v0": 2, "v1": 1, "v2": 1, "v3": 1}, w.simRuns("aime24"))
+}
+
+// make demo shows the comparison table once: printed by the comparison
+// stage when it runs, by the demo from the file when it comes from the
+// cache.
+func TestDemoShowsTheTableOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds cairn and runs it")
+	}
+	bin := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(bin, "sim"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(bins, "cairn"), filepath.Join(bin, "cairn")))
+	for _, p := range []string{"preflight", "ruler", "aime24"} {
+		require.NoError(t, os.Symlink(filepath.Join(bins, p), filepath.Join(bin, "sim", p)))
+	}
+	ws := t.TempDir()
+	demo := func() string {
+		cmd := exec.Command("bash", "demo.sh")
+		cmd.Env = append(os.Environ(), "DEMO_BIN="+bin, "DEMO_DIR="+ws, "CAIRN_GPUS=sim:4",
+			"CAIRN_LEASE_DIR="+t.TempDir(), "CAIRN_NO_FSYNC=1", "CAIRN_CACHE=", "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	header := regexp.MustCompile(`(?m)^\| name +\| content_hash `)
+	out := demo()
+	assert.Len(t, header.FindAllString(out, -1), 1, out)
+	assert.Contains(t, out, "Comparison table and Pareto front: printed above by stage.batch")
+	assert.Equal(t, 1, strings.Count(out, "Pareto front on (throughput, mean@16): batch_demo_id"), out)
+
+	out = demo()
+	assert.Contains(t, out, "Apply complete: 0 ran, 13 cached")
+	assert.Len(t, header.FindAllString(out, -1), 1, out)
+	assert.Contains(t, out, "from the cache")
+	assert.Equal(t, 1, strings.Count(out, "Pareto front on (throughput, mean@16): batch_demo_id"), out)
 }

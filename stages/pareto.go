@@ -43,10 +43,13 @@ type Pareto struct{}
 
 func init() { Register(Pareto{}) }
 
-// Name implements Kind.
 // PurePlan implements PurePlanner.
 func (Pareto) PurePlan() {}
 
+// Compares implements Comparer: with no finished row there is no table.
+func (Pareto) Compares() {}
+
+// Name implements Kind.
 func (Pareto) Name() string { return "pareto" }
 
 // Version implements Kind.

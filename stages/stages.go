@@ -77,6 +77,14 @@ type KeyTransformer interface {
 	KeyValue(attr string, v cty.Value) cty.Value
 }
 
+// Comparer is implemented by kinds that compare their upstreams' results
+// (the pareto kind): with on_upstream_failure = "run" a failed upstream is
+// still listed, but a node none of whose upstreams finished has nothing to
+// compare and is skipped, writing nothing.
+type Comparer interface {
+	Compares()
+}
+
 // StageChecker is implemented by kinds that validate a stage as a whole
 // (all its instances), e.g. a batch of exactly four variants.
 type StageChecker interface {
