@@ -19,13 +19,27 @@ type Plot struct {
 	// X and Y name the metrics on the axes: Row field names (throughput,
 	// mean@16, ...) or Extra keys.
 	X, Y string
-	// XLabel and YLabel title the axes; they default to X and Y.
+	// XLabel and YLabel title the axes; they default to AxisLabel(X) and
+	// AxisLabel(Y): the metric and its unit.
 	XLabel, YLabel string
 	// Title defaults to "Y vs X".
 	Title string
 	// Width and Height of the plot in pixels (default 760 x 480); notes
 	// about rows that are not plotted add lines below.
 	Width, Height int
+}
+
+// Units are the units of the seed's metrics that have one: throughput in
+// output tokens per second, e2e_time in seconds (mean@16 and pass@16 are
+// fractions).
+var Units = map[string]string{ColThroughput: "tok/s", ColE2ETime: "s"}
+
+// AxisLabel is a metric's name with its unit, as "throughput (tok/s)".
+func AxisLabel(metric string) string {
+	if u := Units[metric]; u != "" {
+		return metric + " (" + u + ")"
+	}
+	return metric
 }
 
 // SVG writes the scatter plot of the rows on the (xLabel, yLabel) plane,
@@ -84,8 +98,8 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 	if p.X == "" || p.Y == "" {
 		return fmt.Errorf("%w: the plot needs an x and a y metric", ErrUnknownMetric)
 	}
-	xl, yl := cmp.Or(p.XLabel, p.X), cmp.Or(p.YLabel, p.Y)
-	title := cmp.Or(p.Title, yl+" vs "+xl)
+	xl, yl := cmp.Or(p.XLabel, AxisLabel(p.X)), cmp.Or(p.YLabel, AxisLabel(p.Y))
+	title := cmp.Or(p.Title, cmp.Or(p.YLabel, p.Y)+" vs "+cmp.Or(p.XLabel, p.X))
 	width, height := float64(cmp.Or(p.Width, 760)), float64(cmp.Or(p.Height, 480))
 	const left, right, top, bottom = 84.0, 28.0, 70.0, 62.0
 	if width < left+right+100 || height < top+bottom+100 {
@@ -207,9 +221,9 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%s\" text-anchor=\"end\">%s</text>\n", num(x0-8), num(y+4), ya.label(t))
 	}
 	fmt.Fprintf(&b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"%s\"/>\n", num(x0), num(y0), num(x1-x0), num(y1-y0), inkColour)
-	fmt.Fprintf(&b, "<text id=\"x-label\" x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\">%s (higher is better) →</text>\n",
+	fmt.Fprintf(&b, "<text id=\"x-label\" x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\">%s, higher is better →</text>\n",
 		num((x0+x1)/2), num(y1+46), esc(xl))
-	fmt.Fprintf(&b, "<text id=\"y-label\" x=\"0\" y=\"0\" font-size=\"13\" text-anchor=\"middle\" transform=\"translate(%s,%s) rotate(-90)\">%s (higher is better) →</text>\n",
+	fmt.Fprintf(&b, "<text id=\"y-label\" x=\"0\" y=\"0\" font-size=\"13\" text-anchor=\"middle\" transform=\"translate(%s,%s) rotate(-90)\">%s, higher is better →</text>\n",
 		num(x0-60), num((y0+y1)/2), esc(yl))
 	if len(pts) == 0 {
 		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\" fill=\"#666666\">no variant to plot</text>\n", num((x0+x1)/2), num((y0+y1)/2))

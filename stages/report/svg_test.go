@@ -168,8 +168,9 @@ func TestSVGBatch4(t *testing.T) {
 	assert.Equal(t, frontCX, xs)
 
 	// Axes with labels and ticks, and a legend.
-	assert.Contains(t, byID(root, "x-label").text(), ColThroughput)
-	assert.Contains(t, byID(root, "y-label").text(), ColMean16)
+	// The axes carry units where the metric has one.
+	assert.Equal(t, "throughput (tok/s), higher is better →", byID(root, "x-label").text())
+	assert.Equal(t, "mean@16, higher is better →", byID(root, "y-label").text())
 	axes := byID(root, "axes")
 	require.NotNil(t, axes)
 	assert.GreaterOrEqual(t, len(axes.all(func(n *node) bool { return n.Name == "text" })), 6, "tick labels")
