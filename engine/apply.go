@@ -778,6 +778,12 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
 		return false
 	}
 	if err := a.restoreOutputs(rec); err != nil {
+		var le *restoreLinkError
+		if errors.As(err, &le) {
+			// The record is good: another workspace may restore it.
+			a.fail(ns, dsl.ClassResult, err.Error())
+			return true
+		}
 		a.printf("warning: %s: the cached result is damaged (%s); evicting it and running the node again\n", ns.n.Addr, err)
 		_ = a.cache.Evict(ns.key)
 		return false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/dominikbraun/graph"
 	"github.com/hashicorp/hcl/v2"
@@ -54,6 +55,8 @@ type Graph struct {
 	refs      map[string]*stageRefs
 	eaches    map[string]cty.Value // see eachValue
 	paths     *pathChecker
+	pathsMu   sync.Mutex
+	cacheDir  string // see SetCacheDir
 	// broken names the stages that cannot be expanded: unknown kind or
 	// bad references.
 	broken map[string]bool

@@ -21,6 +21,9 @@ type LoadOptions struct {
 	// resolve against it.
 	Root string
 	Vars dsl.VarInputs
+	// CacheDir is the cache folder the pipeline will use (default: .cairn
+	// in Root): declared paths must stay out of it (Graph.SetCacheDir).
+	CacheDir string
 }
 
 // Loaded is a decoded, evaluated and expanded pipeline.
@@ -90,6 +93,7 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	// only after apply.
 	broken := diags.HasErrors() && !valuesKnown(cfg, vars, scope.Locals)
 	g, d := build(cfg, scope, root, broken)
+	g.SetCacheDir(opts.CacheDir)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		// Evaluate the stages that could be expanded, so that bad

@@ -114,9 +114,7 @@ func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 	// Shared state the workers read is built before they start; the path
 	// checker locks its own.
 	g.Scope.Context(nil)
-	if g.paths == nil {
-		g.paths = newPathChecker(g.Root)
-	}
+	g.pathCheck()
 	const chunk = 32
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -436,12 +434,41 @@ func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Di
 
 // CheckPath validates a workspace-relative path: not absolute, not
 // escaping the workspace with "..", not resolving outside it through a
-// symlink. It returns the cleaned path.
+// symlink, not the workspace root itself, and neither holding nor inside
+// the cache folder (see SetCacheDir). It returns the cleaned path.
 func (g *Graph) CheckPath(p string) (string, error) {
-	if g.paths == nil {
-		g.paths = newPathChecker(g.Root)
+	return g.pathCheck().check(p)
+}
+
+// SetCacheDir names the cache folder the graph's nodes will use (the
+// default is .cairn in the workspace root): no declared path may hold it
+// or lie inside it, or a restore could overwrite the cache's own files.
+// MakePlan sets it from its cache.
+func (g *Graph) SetCacheDir(dir string) {
+	if dir == "" {
+		dir = filepath.Join(g.Root, ".cairn")
 	}
-	return g.paths.check(p)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if g.paths != nil && g.paths.cacheDir == dir {
+		return
+	}
+	g.cacheDir = dir
+	g.paths = nil
+}
+
+// pathCheck returns the graph's path checker, making it on first use.
+func (g *Graph) pathCheck() *pathChecker {
+	g.pathsMu.Lock()
+	defer g.pathsMu.Unlock()
+	if g.paths == nil {
+		if g.cacheDir == "" {
+			g.SetCacheDir("")
+		}
+		g.paths = newPathChecker(g.Root, g.cacheDir)
+	}
+	return g.paths
 }
 
 // pathChecker validates paths, remembering the verdict for every prefix so
@@ -450,7 +477,13 @@ type pathChecker struct {
 	mu       sync.Mutex
 	root     string
 	rootReal string
-	seen     map[string]error
+	// cacheDir is the cache folder (absolute), cacheReal the same with
+	// symlinks resolved, and cacheRel the folder relative to rootReal
+	// ("" when it is not in the workspace).
+	cacheDir, cacheReal, cacheRel string
+	seen                          map[string]error
+	// links names the prefixes checked that are symlinks.
+	links map[string]bool
 	// snapshot is set while a plan checks every node's paths at one
 	// moment: a folder holding many checked paths is then listed once
 	// instead of one lstat per path.
@@ -471,22 +504,47 @@ const listAfter = 16
 
 // setSnapshot turns snapshot checking on or off; off forgets listings.
 func (g *Graph) setPathSnapshot(on bool) {
-	if g.paths == nil {
-		g.paths = newPathChecker(g.Root)
-	}
-	pc := g.paths
+	pc := g.pathCheck()
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.snapshot = on
 	pc.dirs = nil
 }
 
-func newPathChecker(root string) *pathChecker {
+func newPathChecker(root, cacheDir string) *pathChecker {
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		real = root
 	}
-	return &pathChecker{root: root, rootReal: real, seen: map[string]error{}}
+	pc := &pathChecker{root: root, rootReal: real, seen: map[string]error{}, cacheDir: cacheDir}
+	if cacheDir != "" {
+		pc.cacheReal = resolveExisting(cacheDir)
+		if rel, ok := below(real, pc.cacheReal); ok {
+			pc.cacheRel = rel
+		}
+	}
+	return pc
+}
+
+// resolveExisting resolves the symlinks of the longest part of p that
+// exists, keeping the rest as it is: the cache folder may not exist yet.
+func resolveExisting(p string) string {
+	p = filepath.Clean(p)
+	var rest []string
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				real = filepath.Join(real, rest[i])
+			}
+			return real
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(append([]string{p}, rest...)...)
+		}
+		rest = append(rest, filepath.Base(p))
+		p = parent
+	}
 }
 
 func (pc *pathChecker) check(p string) (string, error) {
@@ -500,8 +558,15 @@ func (pc *pathChecker) check(p string) (string, error) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("%q leaves the workspace root (%s); paths must stay inside it", p, pc.root)
 	}
+	if clean == "." {
+		return "", fmt.Errorf("%q is the workspace root itself (%s); name the files or folders inside it", p, pc.root)
+	}
+	if err := pc.checkCache(p, filepath.Join(pc.rootReal, clean)); err != nil {
+		return "", err
+	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	linked := false
 	for i := 0; i <= len(clean); i++ {
 		if i < len(clean) && clean[i] != '/' {
 			continue
@@ -521,8 +586,35 @@ func (pc *pathChecker) check(p string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%q: %w", p, err)
 		}
+		linked = linked || (prefix != "" && pc.links[prefix])
+	}
+	if linked {
+		// A folder on the way is a symlink that stays in the workspace:
+		// where it leads must not be the root or the cache either.
+		real := resolveExisting(filepath.Join(pc.root, clean))
+		if real == pc.rootReal {
+			return "", fmt.Errorf("%q resolves through a symlink to the workspace root itself (%s)", p, pc.root)
+		}
+		if err := pc.checkCache(p, real); err != nil {
+			return "", err
+		}
 	}
 	return clean, nil
+}
+
+// checkCache refuses the path p, whose location is real, when it is the
+// cache folder, holds it or lies inside it.
+func (pc *pathChecker) checkCache(p, real string) error {
+	if pc.cacheReal == "" {
+		return nil
+	}
+	if _, ok := below(pc.cacheReal, real); ok {
+		return fmt.Errorf("%q is inside the cache folder (%s); the cache's files are cairn's own: declare paths outside it, or give the cache another place with --cache", p, pc.cacheDir)
+	}
+	if _, ok := below(real, pc.cacheReal); ok {
+		return fmt.Errorf("%q holds the cache folder (%s); a restore would overwrite the cache's own files: name the files or folders the stage writes, or give the cache another place with --cache", p, pc.cacheDir)
+	}
+	return nil
 }
 
 // mayBeLink is false when a snapshot listing of rel's folder shows that
@@ -581,12 +673,18 @@ func listLinks(dir string) (links map[string]bool, ok bool) {
 	}
 }
 
+// checkOne checks one prefix of a path; pc.mu is held. A symlink that
+// stays in the workspace is noted in pc.links.
 func (pc *pathChecker) checkOne(rel string) error {
 	full := filepath.Join(pc.root, rel)
 	st, err := os.Lstat(full)
 	if err != nil || st.Mode()&os.ModeSymlink == 0 {
 		return nil
 	}
+	if pc.links == nil {
+		pc.links = map[string]bool{}
+	}
+	pc.links[rel] = true
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
 		return nil

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/nofollow"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -35,12 +38,12 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, s
 	}
 	result := out.Result
 	if result == nil && c.Result != "" {
-		if err := a.checkInside(c.Result); err != nil {
-			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s", err)
-		}
-		b, err := os.ReadFile(filepath.Join(a.g.Root, c.Result))
-		if err != nil {
+		b, err := a.readOutput(c.Result)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s was not written: %s", c.Result, errText(err))
+		}
+		if err != nil {
+			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s", err)
 		}
 		if !json.Valid(b) {
 			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s is not valid JSON", c.Result)
@@ -94,35 +97,93 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, s
 	return rec, "", ""
 }
 
-// checkInside refuses a path that resolves outside the workspace: paths
-// are checked when the pipeline is planned, but a workload may make an
-// output (or a folder on its way) a symlink to anywhere when it runs.
-// Nothing outside the workspace is read into the cache.
-func (a *applier) checkInside(rel string) error {
-	root, err := filepath.EvalSymlinks(a.g.Root)
+// openOutput opens a file the node wrote (a declared output, a file in
+// an output folder, its result) to store it. Paths are checked when the
+// pipeline is planned, but a workload may make the file, or a folder on
+// its way, a symlink to anywhere when it runs: a link is followed only
+// within the workspace and never into the cache folder, and the file is
+// then opened where the link led without following any link on the way
+// (nofollow.Open), so a link made in between cannot lead elsewhere.
+// Nothing outside the workspace, and none of the cache's own files, is
+// read into the cache. A file that does not exist is an error wrapping
+// fs.ErrNotExist.
+func (a *applier) openOutput(rel string) (*os.File, error) {
+	in, err := a.resolveOutput(rel)
 	if err != nil {
-		root = a.g.Root
+		return nil, err
 	}
+	f, err := nofollow.Open(a.g.pathCheck().rootReal, in)
+	var le *nofollow.LinkError
+	if errors.As(err, &le) {
+		return nil, fmt.Errorf("%s changed while it was being stored (%s)", rel, le)
+	}
+	return f, err
+}
+
+// resolveOutput resolves the symlinks of a file the node wrote and returns
+// where it is, relative to the workspace root's real path; a file that
+// resolves outside the workspace or into the cache folder is refused.
+func (a *applier) resolveOutput(rel string) (string, error) {
+	pc := a.g.pathCheck()
 	real, err := filepath.EvalSymlinks(filepath.Join(a.g.Root, rel))
 	if err != nil {
-		return nil // missing: the caller says so
+		return "", err
 	}
-	if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-		return fmt.Errorf("%s is a symlink to %s, outside the workspace: it is not stored", rel, real)
+	in, ok := below(pc.rootReal, real)
+	if !ok {
+		return "", fmt.Errorf("%s is a symlink to %s, outside the workspace: it is not stored", rel, real)
 	}
-	return nil
+	if _, ok := below(pc.cacheReal, real); ok && pc.cacheReal != "" {
+		return "", fmt.Errorf("%s is in the cache folder (%s): the cache's own files are never stored", rel, real)
+	}
+	return in, nil
+}
+
+// checkInside refuses a file the node wrote that resolves outside the
+// workspace or into the cache folder (a missing file is not refused).
+func (a *applier) checkInside(rel string) error {
+	_, err := a.resolveOutput(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// readOutput reads a file the node wrote, as openOutput opens it.
+func (a *applier) readOutput(rel string) ([]byte, error) {
+	f, err := a.openOutput(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// below returns p relative to dir when p is dir or inside it.
+func below(dir, p string) (string, bool) {
+	if p == dir {
+		return ".", true
+	}
+	if dir == "/" {
+		return strings.TrimPrefix(p, "/"), strings.HasPrefix(p, "/")
+	}
+	if strings.HasPrefix(p, dir+string(filepath.Separator)) {
+		return p[len(dir)+1:], true
+	}
+	return "", false
 }
 
 func (a *applier) storeFile(rec *Record, rel string) error {
-	if err := a.checkInside(rel); err != nil {
-		return err
-	}
-	full := filepath.Join(a.g.Root, rel)
-	d, _, err := a.cache.Blobs.PutFile(full)
+	f, err := a.openOutput(rel)
 	if err != nil {
 		return err
 	}
-	st, err := os.Stat(full)
+	defer f.Close()
+	d, _, err := a.cache.Blobs.PutOpen(f)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
@@ -131,26 +192,85 @@ func (a *applier) storeFile(rec *Record, rel string) error {
 	return nil
 }
 
+// restoreLinkError reports a cached output that cannot be restored
+// because a folder on its way is a symlink (or a file): the node fails
+// with class "result", and the record stays in the cache.
+type restoreLinkError struct {
+	output string
+	err    *nofollow.LinkError
+}
+
+func (e *restoreLinkError) Error() string {
+	if e.err.NotDir {
+		return fmt.Sprintf("the cached output %s is not restored: %s; make it a folder, or remove it, before this stage", e.output, e.err)
+	}
+	return fmt.Sprintf("the cached output %s is not restored: %s, and cairn never writes through a link; make %s a real folder, or remove it, before this stage", e.output, e.err, e.err.Path)
+}
+
 // restoreOutputs puts a cached node's outputs in the workspace: files
 // whose content already matches are left alone; the rest are copied from
-// the blob store and verified.
+// the blob store and verified. Every folder on the way to a file it
+// writes is opened without following symlinks (nofollow.OpenDir), and all
+// of them are checked before anything is written: when one is a symlink,
+// the error is a *restoreLinkError and nothing was restored.
 func (a *applier) restoreOutputs(rec *Record) error {
 	paths := make([]string, 0, len(rec.Outputs))
 	for p := range rec.Outputs {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
+	dirs := map[string]*os.File{}
+	defer func() {
+		for _, d := range dirs {
+			if d != nil {
+				d.Close()
+			}
+		}
+	}()
+	openDir := func(p string, create bool) (*os.File, error) {
+		rel := filepath.Dir(p)
+		if d := dirs[rel]; d != nil {
+			return d, nil
+		}
+		d, err := nofollow.OpenDir(a.g.Root, rel, create)
+		var le *nofollow.LinkError
+		if errors.As(err, &le) {
+			return nil, &restoreLinkError{output: p, err: le}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", p, err)
+		}
+		dirs[rel] = d
+		return d, nil
+	}
+	// Files already as cached are left alone, even through a link: only
+	// writes must not go through one.
+	var todo []string
 	for _, p := range paths {
-		want := rec.Outputs[p]
 		full := filepath.Join(a.g.Root, p)
-		if got, err := a.cache.Stat.File(full); err == nil && got == want {
-			continue
+		if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
+			if got, err := a.cache.Stat.File(full); err == nil && got == rec.Outputs[p] {
+				continue
+			}
+		}
+		todo = append(todo, p)
+	}
+	for _, p := range todo {
+		if _, err := openDir(p, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	for _, p := range todo {
+		want := rec.Outputs[p]
+		dir, err := openDir(p, true)
+		if err != nil {
+			return err
 		}
 		mode := os.FileMode(0o644)
 		if m, ok := rec.Modes[p]; ok && m != 0 {
 			mode = os.FileMode(m)
 		}
-		if err := a.cache.Blobs.Restore(cas.Digest(want), full, mode); err != nil {
+		if err := a.cache.Blobs.RestoreAt(cas.Digest(want), dir, filepath.Base(p), mode); err != nil {
 			return fmt.Errorf("output %s: %w", p, err)
 		}
 	}

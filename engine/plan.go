@@ -162,6 +162,9 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	if cache != nil {
+		g.SetCacheDir(cache.Dir)
+	}
 	// The plan looks at the workspace at one moment: paths are checked
 	// against folder listings.
 	g.setPathSnapshot(true)

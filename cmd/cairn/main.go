@@ -243,7 +243,7 @@ func (a *app) load(args []string) (*engine.Loaded, error) {
 	}
 	l, diags := engine.Load(engine.LoadOptions{
 		Path: path, Root: a.root(),
-		Vars: a.varInputs(),
+		Vars: a.varInputs(), CacheDir: a.cachePath(),
 	})
 	if err := a.printDiags(l.Files(), diags); err != nil {
 		return l, err

@@ -32,7 +32,7 @@ with its file:line:col. Exit 0 when valid, 2 otherwise.`,
 			if len(args) > 0 {
 				path = args[0]
 			}
-			l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs()})
+			l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath()})
 			if l.Graph != nil && !diags.HasErrors() {
 				diags = append(diags, l.Graph.CheckStages()...)
 			}

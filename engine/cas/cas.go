@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairn-run/cairn/engine/nofollow"
 )
 
 var (
@@ -174,16 +176,23 @@ func (s *Store) PutBytes(b []byte) (Digest, error) {
 }
 
 // PutFile stores the content of the regular file at path and returns its
-// digest and size. The file is read twice, once to learn its digest and once
-// to copy it (or reflinked, then the copy is read back); content that
-// changes in between is an error, never a blob under the wrong name. Content
-// already in the store is not copied again.
+// digest and size; see PutOpen.
 func (s *Store) PutFile(path string) (Digest, int64, error) {
 	src, err := os.Open(path)
 	if err != nil {
 		return "", 0, fmt.Errorf("cas: put: %w", err)
 	}
 	defer src.Close()
+	return s.PutOpen(src)
+}
+
+// PutOpen stores the content of the regular file src, open for reading at
+// its start, and returns its digest and size. The file is read twice, once
+// to learn its digest and once to copy it (or reflinked, then the copy is
+// read back); content that changes in between is an error, never a blob
+// under the wrong name. Content already in the store is not copied again.
+func (s *Store) PutOpen(src *os.File) (Digest, int64, error) {
+	path := src.Name()
 	fi, err := src.Stat()
 	if err != nil {
 		return "", 0, fmt.Errorf("cas: put: %w", err)
@@ -358,38 +367,52 @@ func (s *Store) corrupt(d, got Digest, size int64) error {
 	return err
 }
 
-// Restore writes the content of the blob for d to dst with permissions perm,
-// creating dst's parent directories. The content is written to a temporary
-// file beside dst (reflinked from the blob where the filesystem supports it,
-// copied otherwise), checked against d, and renamed over dst, so dst is
-// either left as it was or replaced whole. The restored file shares nothing
+// Restore writes the content of the blob for d to dst with permissions
+// perm, creating dst's parent directories; see RestoreAt. It follows
+// symlinks on the way to dst: the engine restores into a workspace with
+// RestoreAt, in a folder opened without following any.
+func (s *Store) Restore(d Digest, dst string, perm os.FileMode) error {
+	dir := filepath.Dir(dst)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return fmt.Errorf("cas: restore %s: %w", dst, err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cas: restore %s: %w", dst, err)
+	}
+	defer f.Close()
+	return s.RestoreAt(d, f, filepath.Base(dst), perm)
+}
+
+// RestoreAt writes the content of the blob for d to the file name in the
+// open folder dir, with permissions perm. The content is written to a
+// temporary file beside it (reflinked from the blob where the filesystem
+// supports it, copied otherwise), checked against d, and renamed over
+// name, so the file is either left as it was or replaced whole; a symlink
+// at name is replaced, never followed. The restored file shares nothing
 // with the blob that a write to it could change. A blob that does not hash
-// to d is evicted, dst is left alone, and the error wraps ErrCorrupt.
+// to d is evicted, the file is left alone, and the error wraps ErrCorrupt.
 //
 // The restored file is not fsynced: after a crash it is restored again from
 // the cache.
-func (s *Store) Restore(d Digest, dst string, perm os.FileMode) (err error) {
+func (s *Store) RestoreAt(d Digest, dir *os.File, name string, perm os.FileMode) (err error) {
+	dst := filepath.Join(dir.Name(), name)
 	src, fi, err := s.open(d)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dir := filepath.Dir(dst)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cas: restore %s: %w", dst, err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".cairn-*")
+	f, tmp, err := nofollow.CreateTemp(dir, "."+name+".cairn-")
 	if err != nil {
 		return fmt.Errorf("cas: restore %s: %w", dst, err)
 	}
-	tmp := f.Name()
 	closed := false
 	defer func() {
 		if err != nil {
 			if !closed {
 				f.Close()
 			}
-			os.Remove(tmp)
+			_ = nofollow.Remove(dir, tmp)
 		}
 	}()
 	got, n, err := cloneOrCopy(f, src)
@@ -406,7 +429,7 @@ func (s *Store) Restore(d Digest, dst string, perm os.FileMode) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("cas: restore %s: %w", dst, err)
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := nofollow.Rename(dir, tmp, name); err != nil {
 		return fmt.Errorf("cas: restore %s: %w", dst, err)
 	}
 	touch(s.path(d), fi)
