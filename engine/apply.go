@@ -1105,7 +1105,7 @@ func (a *applier) scratchFor(ns *nodeState) string {
 	if ns.scratch != "" {
 		return ns.scratch
 	}
-	d := filepath.Join(a.j.Dir, "out", filepath.Base(NodeLog(a.j.Dir, ns.n.Addr, 1)))
+	d := filepath.Join(a.j.Dir, "out", nodeLogName(ns.n.Addr, 1))
 	ns.scratch = d
 	for len(a.freeScratch) > 0 {
 		f := a.freeScratch[len(a.freeScratch)-1]

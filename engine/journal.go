@@ -417,17 +417,54 @@ func RunAlive(dir string) bool {
 	return true
 }
 
-var logNameReplacer = strings.NewReplacer("[", "_", "]", "", "\"", "", "/", "_", " ", "_", ".", "_")
-
-// NodeLog is the per-node log file stem inside a run folder.
+// NodeLog is the per-node log file stem inside a run folder; the node's
+// scratch folder (runs/<id>/out/<stem>) has the same name.
+//
+// The name must differ for every two addresses, since two nodes of one apply
+// that shared it would interleave their logs and read each other's scratch
+// files. A stage without a key keeps its name as it is: stage names are
+// identifiers, made of letters, digits, '_' and '-'. Any other address
+// (one with a key, say stage.train["a"]) is flattened to those characters for
+// people to read and followed by '~' and a digest of the whole address. '~'
+// never occurs in an identifier, so a flattened name never equals a plain
+// one, and two flattened names are equal only when their digests are.
+// The attempt suffix starts with '.', which neither form contains.
 func NodeLog(runDir, addr string, attempt int) string {
+	return filepath.Join(runDir, "logs", nodeLogName(addr, attempt))
+}
+
+func nodeLogName(addr string, attempt int) string {
 	name := strings.TrimPrefix(addr, "stage.")
-	name = logNameReplacer.Replace(name)
-	if len(name) > 120 {
-		name = name[:80] + "_" + sha256Hex([]byte(addr))[:12]
+	if !plainLogName(name) || len(name) > 120 {
+		flat := []byte(strings.NewReplacer("[\"", "_", "\"]", "", "[", "_", "]", "").Replace(name))
+		for i, c := range flat {
+			if !logNameByte(c) {
+				flat[i] = '_'
+			}
+		}
+		if len(flat) > 80 {
+			flat = flat[:80]
+		}
+		name = string(flat) + "~" + sha256Hex([]byte(addr))[:16]
 	}
 	if attempt > 1 {
 		name = fmt.Sprintf("%s.attempt%d", name, attempt)
 	}
-	return filepath.Join(runDir, "logs", name)
+	return name
+}
+
+func plainLogName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !logNameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func logNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }

@@ -58,3 +58,69 @@ func TestScratchFolders(t *testing.T) {
 		assert.Len(t, left, 3, "only the kept folders remain: %v", left)
 	}
 }
+
+// Addresses that flatten to the same characters (stage.train_a and
+// stage.train["a"]; x["a.b"] and x["a_b"]) still get logs and scratch
+// folders of their own, when they run side by side.
+const collidingNamesPipeline = `
+pipeline "names" {}
+locals {
+  body = <<-EOT
+    set -e
+    echo "$CAIRN_NODE" > "$CAIRN_OUT_DIR/mine"
+    echo "out of $CAIRN_NODE"
+    echo "err of $CAIRN_NODE" >&2
+    # All six run at once: each checks that its folder holds its own file only.
+    mkdir -p seen && : > "seen/$(echo "$CAIRN_NODE" | sha256sum | cut -c1-16)"
+    while [ "$(ls seen | wc -l)" -lt 6 ]; do sleep 0.05; done
+    test "$(cat "$CAIRN_OUT_DIR/mine")" = "$CAIRN_NODE"
+    test "$(ls "$CAIRN_OUT_DIR" | wc -l)" -eq 1
+  EOT
+}
+stage "command" "train_a" {
+  shell = true
+  run   = "# train_a\n${local.body}"
+}
+stage "command" "train" {
+  for_each = toset(["a"])
+  shell    = true
+  run      = "# train ${each.key}\n${local.body}"
+}
+stage "command" "x" {
+  for_each = toset(["a.b", "a_b", "a/b", "a b"])
+  shell    = true
+  run      = "# x ${each.key}\n${local.body}"
+}
+`
+
+func TestNodeNamesDoNotCollide(t *testing.T) {
+	w := newWorkspace(t, collidingNamesPipeline)
+	r := w.apply(ApplyOptions{Parallelism: 6})
+	require.Equal(t, 6, r.res.Ran, r.out)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	run := filepath.Join(w.cache, "runs", r.res.RunID)
+	addrs := []string{`stage.train_a`, `stage.train["a"]`, `stage.x["a.b"]`, `stage.x["a_b"]`, `stage.x["a/b"]`, `stage.x["a b"]`}
+	stems := map[string]string{}
+	for _, a := range addrs {
+		stem := NodeLog(run, a, 1)
+		if other, dup := stems[stem]; dup {
+			t.Fatalf("%s and %s share the log %s", a, other, stem)
+		}
+		stems[stem] = a
+		assert.Equal(t, filepath.Join(run, "logs"), filepath.Dir(stem), "%s: the name is one path element", a)
+		out, err := os.ReadFile(stem + ".out")
+		require.NoError(t, err, a)
+		assert.Equal(t, "out of "+a+"\n", string(out), "%s's log holds its own output only", a)
+		errb, err := os.ReadFile(stem + ".err")
+		require.NoError(t, err, a)
+		assert.Equal(t, "err of "+a+"\n", string(errb))
+		mine, err := os.ReadFile(filepath.Join(run, "out", filepath.Base(stem), "mine"))
+		require.NoError(t, err, "%s kept its scratch folder under its log name", a)
+		assert.Equal(t, a+"\n", string(mine))
+	}
+	assert.Equal(t, "train_a", filepath.Base(NodeLog(run, "stage.train_a", 1)), "a stage without a key keeps its name")
+	assert.Equal(t, "train_a.attempt2", filepath.Base(NodeLog(run, "stage.train_a", 2)))
+	assert.Regexp(t, `^train_a~[0-9a-f]{16}\.attempt3$`, filepath.Base(NodeLog(run, `stage.train["a"]`, 3)))
+	long := `stage.x["` + strings.Repeat("k", 200) + `"]`
+	assert.Less(t, len(filepath.Base(NodeLog(run, long, 1))), 120)
+}
