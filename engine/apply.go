@@ -331,6 +331,9 @@ func (a *applier) loop() {
 		if a.gpuWait {
 			a.gpuWait = false
 			tick = time.After(250 * time.Millisecond)
+		} else if a.live != nil {
+			// The live block's elapsed times advance without events.
+			tick = time.After(200 * time.Millisecond)
 		}
 		select {
 		case ev := <-a.events:
@@ -817,6 +820,9 @@ func (a *applier) launch(ns *nodeState) {
 	ns.status = stRunning
 	a.running[ns.n.ID] = ns
 	ns.started = time.Now()
+	a.mu.Lock()
+	ns.progress = ""
+	a.mu.Unlock()
 	go func() {
 		err := a.execute(ns)
 		a.events <- event{id: ns.n.ID, kind: "done", err: err}

@@ -1,11 +1,17 @@
 package engine
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The live display shows each running node with its elapsed time and the
@@ -36,4 +42,69 @@ stage "command" "slow" {
 	out := sb.String()
 	assert.Contains(t, out, "[0/1] ran 0, cached 0, failed 0, skipped 0, running 1")
 	assert.Contains(t, out, "stage.slow  3s  items 20/100: evaluated 20")
+}
+
+// syncBuffer is a strings.Builder that an apply writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A node waiting for the same work done elsewhere shows how long it has
+// waited and what it waits for, not the time since year 1.
+func TestLiveDisplayShowsAWaitingNode(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "wait" {}
+stage "command" "a" {
+  shell   = true
+  run     = "while [ ! -e go ]; do sleep 0.02; done; echo hi > o.txt"
+  outputs = ["o.txt"]
+}
+stage "command" "b" {
+  shell   = true
+  run     = "while [ ! -e go ]; do sleep 0.02; done; echo hi > o.txt"
+  outputs = ["o.txt"]
+}
+`)
+	l := w.load()
+	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	p, _ := MakePlan(l.Graph, c, PlanOptions{})
+	out := &syncBuffer{}
+	done := make(chan *ApplyResult)
+	// Bounds the test should the display never show the line.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() {
+		res, err := Apply(ctx, ApplyOptions{Plan: p, Cache: c, Progress: out, NoSync: true, Parallelism: 2, Live: true})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	// Either node may be the one that waits.
+	waiting := regexp.MustCompile(`stage\.[ab]  (\d+)s  waiting: the same work is running in this apply`)
+	for !waiting.MatchString(out.String()) {
+		select {
+		case res := <-done:
+			t.Fatalf("apply ended before the waiting node was shown: %+v\n%s", res, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(w.root, "go"), nil, 0o644))
+	res := <-done
+	assert.Equal(t, 1, res.Ran)
+	assert.Equal(t, 1, res.Cached)
+	assert.NotRegexp(t, `stage\.[ab]  \d+h`, out.String(), "no elapsed time counted in hours")
 }

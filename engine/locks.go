@@ -120,6 +120,7 @@ func (l *keyLock) release() {
 func (a *applier) waitForKey(ns *nodeState) {
 	ns.status = stRunning
 	a.running[ns.n.ID] = ns
+	ns.started = time.Now()
 	ctx := a.ctx
 	go func() {
 		who := "another cairn"
@@ -133,6 +134,9 @@ func (a *applier) waitForKey(ns *nodeState) {
 			}
 		}
 		a.printf("  … waiting for %s: running in %s\n", ns.n.Addr, who)
+		a.mu.Lock()
+		ns.progress = "waiting: the same work is running in " + who
+		a.mu.Unlock()
 		lk, err := waitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func(n int, run string) {
 			if run == "" {
 				run = "(unknown)"
