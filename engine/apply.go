@@ -327,6 +327,12 @@ func (a *applier) loop() {
 		if len(a.running) == 0 && (interrupted || len(a.ready) == 0 && a.cpuWait.Len() == 0) {
 			break
 		}
+		if len(a.running) == 0 && !a.gpuWait {
+			// Nothing runs and nothing is waited for: no event can come,
+			// so the nodes left could wait for ever.
+			a.failStuck()
+			continue
+		}
 		var tick <-chan time.Time
 		if a.gpuWait {
 			a.gpuWait = false
@@ -376,6 +382,26 @@ func (a *applier) dispatch() {
 	}
 	sort.Ints(kept)
 	a.ready = kept
+}
+
+// failStuck fails the nodes that are ready but cannot start while nothing
+// runs that could free what they wait for, naming them, so that a scheduler
+// that can make no progress ends instead of waiting for ever.
+func (a *applier) failStuck() {
+	ids := append(append([]int(nil), a.ready...), a.cpuWait...)
+	a.ready, a.cpuWait = nil, nil
+	sort.Ints(ids)
+	var names []string
+	for _, id := range ids {
+		if ns := a.nodes[id]; ns.status == stPending {
+			names = append(names, ns.n.Addr)
+		}
+	}
+	for _, id := range ids {
+		if ns := a.nodes[id]; ns.status == stPending {
+			a.fail(ns, dsl.ClassSetup, fmt.Sprintf("cannot start, and nothing running could make room for it (stuck: %s); this is a bug in cairn's scheduler, please report it", strings.Join(names, ", ")))
+		}
+	}
 }
 
 // dispatchReady prepares the ready nodes (which finishes some inline:
@@ -515,6 +541,7 @@ func (a *applier) admit(ns *nodeState) bool {
 		}
 	} else if c.GPUs > 0 {
 		if a.opts.GPUs == nil {
+			a.fail(ns, dsl.ClassSetup, fmt.Sprintf("needs %d GPU(s), but this apply was given no GPUs", c.GPUs))
 			return false
 		}
 		lease, err := a.opts.GPUs.Acquire(a.ctx, c.GPUs, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})

@@ -138,3 +138,33 @@ stage "command" "b" {
 	assert.Equal(t, "x\n", w.read("count.log"))
 	assert.Contains(t, r.out, ": running in this apply", "the waiting node says who holds the work")
 }
+
+// An apply given no GPUs, with a node whose gpus come from an upstream's
+// result, fails that node saying why instead of waiting for ever.
+func TestGPUNodeWithoutAPoolFails(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "nogpus" {}
+stage "command" "size" {
+  shell  = true
+  run    = "echo '{\"gpus\": 1}' > size.json"
+  result = "size.json"
+}
+stage "command" "train" {
+  run  = ["true"]
+  gpus = stage.size.result.gpus
+}
+stage "command" "after_train" {
+  run   = ["true"]
+  after = [stage.train]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	assert.False(t, r.res.Interrupted, "the apply ended by itself: %s", r.out)
+	assert.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Equal(t, 1, r.res.Skipped, r.out)
+	require.Len(t, r.res.Failures, 1, r.out)
+	f := r.res.Failures[0]
+	assert.Equal(t, "stage.train", f.Address)
+	assert.Contains(t, f.Message, "needs 1 GPU(s), but this apply was given no GPUs")
+}
