@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,9 +328,9 @@ func (c *Cache) openLog() (*wal.Log, error) {
 		// Damaged records in the middle (Refresh skipped them): blank
 		// them in place so that appends can go on after the records that
 		// follow them.
-		n, berr := wal.Blank(c.indexPath(), c.noSync)
+		kept, berr := wal.Blank(c.indexPath(), c.noSync)
 		if berr == nil {
-			c.Warn("cache: %d damaged record(s) of the index were blanked; the nodes they recorded run again", n)
+			c.Warn("cache: %d damaged record(s) of the index were blanked; the nodes they recorded run again (the damaged bytes are kept in %s)", len(kept), strings.Join(kept, ", "))
 			l, err = wal.Open(c.indexPath(), wal.Options{Shared: true, NoSync: c.noSync})
 		}
 	}

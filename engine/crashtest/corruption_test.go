@@ -3,6 +3,7 @@ package crashtest
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,13 @@ func TestUnreadableRecord(t *testing.T) {
 		require.Equal(t, 0, res.code, res.String())
 		assert.Contains(t, res.stdout, "1 ran, 1 cached")
 		assert.Contains(t, res.stderr, "damaged record(s) of the index were blanked")
+		// The damaged bytes are kept, and the message says where.
+		m := regexp.MustCompile(`the damaged bytes are kept in (\S+)\)`).FindStringSubmatch(res.stderr)
+		require.NotNil(t, m, res.stderr)
+		kept, err := os.ReadFile(m[1])
+		require.NoError(t, err)
+		assert.Contains(t, string(kept), rec.Key, "the copy holds the damaged record")
+		assert.Equal(t, idx, strings.SplitN(m[1], ".damaged-", 2)[0], "the copy lies beside the index")
 		assert.Equal(t, 2, w.countLines("counts/make"))
 		assert.Equal(t, 1, w.countLines("counts/use"))
 		res = w.apply()

@@ -15,45 +15,49 @@ import (
 // file keeps its size and inode, so processes that have it open keep
 // appending to it.
 //
-// Blank waits for the log's lock (so it waits for a writer that holds the
-// log open without Options.Shared to close it) and returns how many bad
-// stretches it blanked. A torn tail is left for Open to cut; damage with no
+// Before a stretch is overwritten, its bytes are copied to a file beside the
+// log (see keepDamaged). Blank waits for the log's lock (so it waits for a
+// writer that holds the log open without Options.Shared to close it) and
+// returns the paths of those copies, one per bad stretch it blanked. A torn tail is left for Open to cut; damage with no
 // valid record after it is not blanked and is returned as the error.
-func Blank(path string, noSync bool) (int, error) {
+func Blank(path string, noSync bool) (kept []string, err error) {
 	lk, f, err := openForRepair(path)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer lk.close()
 	defer f.Close()
-	n := 0
 	for {
 		fi, err := f.Stat()
 		if err != nil {
-			return n, fmt.Errorf("wal: %w", err)
+			return kept, fmt.Errorf("wal: %w", err)
 		}
 		_, err = scan(f, path, 0, fi.Size(), nil)
 		var ce *CorruptError
 		if !errors.As(err, &ce) {
 			if err != nil {
-				return n, err
+				return kept, err
 			}
 			break
 		}
 		if ce.Offset < fileHeaderSize || ce.Next < 0 {
-			return n, err
+			return kept, err
 		}
+		k, err := keepDamaged(f, path, ce.Offset, ce.Next, noSync)
+		if err != nil {
+			return kept, err
+		}
+		kept = append(kept, k)
 		payload := make([]byte, ce.Next-ce.Offset-recordHeaderSize)
 		rec := appendRecord(nil, payload, checksum(payload))
 		if _, err := f.WriteAt(rec, ce.Offset); err != nil {
-			return n, fmt.Errorf("wal: blank damaged record of %s: %w", path, err)
+			return kept, fmt.Errorf("wal: blank damaged record of %s: %w", path, err)
 		}
-		n++
 	}
-	if n > 0 && !noSync {
+	if len(kept) > 0 && !noSync {
 		if err := f.Sync(); err != nil {
-			return n, fmt.Errorf("wal: sync %s: %w", path, err)
+			return kept, fmt.Errorf("wal: sync %s: %w", path, err)
 		}
 	}
-	return n, nil
+	return kept, nil
 }

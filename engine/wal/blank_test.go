@@ -31,9 +31,14 @@ func TestBlankKeepsRecordsAroundDamage(t *testing.T) {
 	_, err = Open(path, Options{Shared: true, NoSync: true})
 	require.ErrorIs(t, err, ErrCorrupt)
 
-	n, err := Blank(path, true)
+	kept, err := Blank(path, true)
 	require.NoError(t, err)
-	assert.Equal(t, 2, n)
+	require.Len(t, kept, 2)
+	// What was overwritten is kept beside the log, byte for byte.
+	assert.Equal(t, b[offs[1]:offs[2]], fileBytes(t, kept[0]))
+	assert.Equal(t, filepath.Dir(path), filepath.Dir(kept[0]))
+	assert.Regexp(t, fmt.Sprintf(`^log\.damaged-%d-\d{8}T\d{6}\.\d{9}Z$`, offs[1]), filepath.Base(kept[0]))
+	assert.Equal(t, b[offs[3]:offs[4]], fileBytes(t, kept[1]))
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, int64(len(b)), st.Size(), "the file keeps its size")
@@ -52,9 +57,9 @@ func TestBlankKeepsRecordsAroundDamage(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Append([]byte("after")))
 	require.NoError(t, l.Close())
-	n, err = Blank(path, true)
+	kept, err = Blank(path, true)
 	require.NoError(t, err)
-	assert.Zero(t, n, "a sound log is left alone")
+	assert.Empty(t, kept, "a sound log is left alone")
 }
 
 // Damage that no valid record follows is not blanked.

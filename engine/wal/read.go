@@ -65,10 +65,12 @@ func openForRepair(path string) (*fileLock, *os.File, error) {
 }
 
 // Repair makes a damaged log usable again by cutting it at its first bad record,
-// dropping that record and everything after it, and returns the number of bytes
-// dropped. A log that is fine is left alone. Repair waits for the log's lock, so it
-// waits for a writer that holds the log open without Options.Shared to close it.
-func Repair(path string) (dropped int64, err error) {
+// dropping that record and everything after it. What it drops is first copied
+// to a file beside the log (see keepDamaged), whose path it returns with the
+// number of bytes dropped; a torn tail is dropped without a copy. A log that is
+// fine is left alone. Repair waits for the log's lock, so it waits for a writer
+// that holds the log open without Options.Shared to close it.
+func Repair(path string) (dropped int64, kept string, err error) {
 	return cut(path, true)
 }
 
@@ -77,47 +79,51 @@ func Repair(path string) (dropped int64, err error) {
 // number of bytes dropped. Unlike Repair it leaves a log damaged in the
 // middle as it is. It waits for the log's lock, like Repair.
 func TrimTail(path string) (dropped int64, err error) {
-	return cut(path, false)
+	dropped, _, err = cut(path, false)
+	return dropped, err
 }
 
 // cut drops the torn tail of a log and, when damaged is set, everything from
-// its first bad record on.
-func cut(path string, damaged bool) (dropped int64, err error) {
+// its first bad record on, keeping a copy of the latter.
+func cut(path string, damaged bool) (dropped int64, kept string, err error) {
 	lk, f, err := openForRepair(path)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer lk.close()
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("wal: %w", err)
+		return 0, "", fmt.Errorf("wal: %w", err)
 	}
 	st, err := scan(f, path, 0, fi.Size(), nil)
 	var cut int64
 	var ce *CorruptError
 	switch {
 	case errors.As(err, &ce) && !damaged:
-		return 0, nil
+		return 0, "", nil
 	case errors.As(err, &ce):
 		if ce.Offset < fileHeaderSize {
-			return 0, fmt.Errorf("wal: will not repair %s: %w", path, err)
+			return 0, "", fmt.Errorf("wal: will not repair %s: %w", path, err)
 		}
 		cut = ce.Offset
+		if kept, err = keepDamaged(f, path, cut, fi.Size(), false); err != nil {
+			return 0, "", err
+		}
 	case err != nil:
-		return 0, err
+		return 0, "", err
 	case st.TornTail:
 		cut = st.TornAt
 	default:
-		return 0, nil
+		return 0, "", nil
 	}
 	if err := f.Truncate(cut); err != nil {
-		return 0, fmt.Errorf("wal: repair %s: %w", path, err)
+		return 0, kept, fmt.Errorf("wal: repair %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("wal: repair %s: %w", path, err)
+		return 0, kept, fmt.Errorf("wal: repair %s: %w", path, err)
 	}
-	return fi.Size() - cut, nil
+	return fi.Size() - cut, kept, nil
 }
 
 // readChunk is how much of the file one read call fetches.

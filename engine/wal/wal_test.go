@@ -369,16 +369,18 @@ func TestRepair(t *testing.T) {
 	offs := writeLog(t, path, payload(1, 16), payload(2, 21), payload(3, 5))
 	size := int64(len(fileBytes(t, path)))
 
-	dropped, err := Repair(path)
+	dropped, kept, err := Repair(path)
 	require.NoError(t, err)
 	assert.Zero(t, dropped, "a good log is left alone")
+	assert.Empty(t, kept)
 
 	b := fileBytes(t, path)
 	b[offs[1]+9] ^= 1
 	require.NoError(t, os.WriteFile(path, b, 0o644))
-	dropped, err = Repair(path)
+	dropped, kept, err = Repair(path)
 	require.NoError(t, err)
 	assert.Equal(t, size-offs[1], dropped)
+	assert.Equal(t, b[offs[1]:], fileBytes(t, kept), "what was cut is kept beside the log")
 	recs, st, err := readAll(t, path)
 	require.NoError(t, err)
 	assert.False(t, st.TornTail)
@@ -386,7 +388,7 @@ func TestRepair(t *testing.T) {
 
 	other := filepath.Join(dir, "other")
 	require.NoError(t, os.WriteFile(other, []byte("not a log, keep me"), 0o644))
-	_, err = Repair(other)
+	_, _, err = Repair(other)
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.Equal(t, "not a log, keep me", string(fileBytes(t, other)))
 }
