@@ -100,11 +100,14 @@ func TestSecondSIGINTKillsAtOnce(t *testing.T) {
 pipeline "stubborn" {}
 stage "command" "stubborn" {
   kill_grace = "10m"
-  run        = ["sh", "-c", "trap 'echo term >> term.log' TERM; while true; do sleep 0.02; done"]
+  run        = ["sh", "-c", "trap 'echo term >> term.log' TERM; : > trapped; while true; do sleep 0.02; done"]
 }
 `)
 	p := w.start([]string{"CAIRN_NO_FSYNC=1"}, "apply")
 	w.waitJournal([]string{"stage.stubborn"}, nil)
+	// The started record comes before the shell has run its first line: a
+	// SIGTERM then would end it before its trap is in place.
+	waitFor(t, "the node's trap to be in place", 30*time.Second, func() bool { return w.exists("trapped") })
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
 	waitFor(t, "the node to get SIGTERM", 30*time.Second, func() bool { return w.exists("term.log") })
 	select {
