@@ -678,6 +678,10 @@ func (a *applier) prepare(ns *nodeState) bool {
 		sn.Upstreams = append(sn.Upstreams, up)
 	}
 	ns.spec = sn
+	if msg := a.g.lateCheck(n, &sn.Common); msg != "" {
+		a.fail(ns, dsl.ClassSetup, msg)
+		return true
+	}
 	var env *Envelope
 	var why *unknownReason
 	var err error

@@ -60,6 +60,9 @@ type Graph struct {
 	// broken names the stages that cannot be expanded: unknown kind or
 	// bad references.
 	broken map[string]bool
+	// pathDeps holds the declared paths linkPaths matched, for the nodes
+	// whose paths are known only at apply.
+	pathDeps *pathDeps
 }
 
 // stageRefs are the references found in one stage's expressions.

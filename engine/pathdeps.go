@@ -23,13 +23,69 @@ type declPath struct {
 	rng  hcl.Range
 }
 
+// pathIndex finds the declared paths that overlap a path: the same path, a
+// folder above it, or a path below it.
+type pathIndex struct {
+	by     map[string][]declPath
+	sorted []string
+}
+
+func (x *pathIndex) add(ps []declPath) {
+	if x.by == nil {
+		x.by = map[string][]declPath{}
+	}
+	for _, p := range ps {
+		if x.by[p.path] == nil {
+			x.sorted = append(x.sorted, p.path)
+		}
+		x.by[p.path] = append(x.by[p.path], p)
+	}
+}
+
+// overlapping lists the indexed paths that overlap p. sorted must be
+// sorted (seal).
+func (x *pathIndex) overlapping(p string) []declPath {
+	if x == nil || len(x.by) == 0 {
+		return nil
+	}
+	var out []declPath
+	for q := p; ; q = filepath.Dir(q) {
+		out = append(out, x.by[q]...)
+		if q == "." || q == "/" || filepath.Dir(q) == q {
+			break
+		}
+	}
+	prefix := p + "/"
+	if p == "." {
+		prefix = ""
+	}
+	for i := sort.SearchStrings(x.sorted, prefix); i < len(x.sorted) && strings.HasPrefix(x.sorted[i], prefix); i++ {
+		if x.sorted[i] != p {
+			out = append(out, x.by[x.sorted[i]]...)
+		}
+	}
+	return out
+}
+
+func (x *pathIndex) seal() { sort.Strings(x.sorted) }
+
+// pathDeps is what linkPaths knew when the graph was built, for the paths
+// known only at apply (lateCheck).
+type pathDeps struct {
+	writes, reads pathIndex
+	// late are the nodes whose inputs, outputs or result were not known
+	// when the graph was built.
+	late map[*Node]bool
+}
+
 // linkPaths makes a node whose inputs name another stage's declared output
 // depend on the node that writes it, as make and ninja do: an input equal
 // to an output, below an output folder, or a folder holding an output. The
 // dependency is a data dependency: the node waits for the writer, and the
-// writer's output digest enters the node's key. Only paths known when the
-// graph is built (from variables, locals and each) are matched; a path
-// computed from a result is not.
+// writer's output digest enters the node's key. Paths known when the graph
+// is built (from variables, locals and each) are matched here; a path
+// computed from a result is checked when its node is about to start
+// (lateCheck).
 //
 // Two nodes of one stage cannot wait for each other, and a writer that
 // itself depends on the reader would make a cycle: both are errors that
@@ -47,32 +103,39 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	if len(readers) == 0 || len(writers) == 0 {
 		return nil
 	}
-	byPath := map[string][]declPath{}
+	pd := &pathDeps{late: map[*Node]bool{}}
+	g.pathDeps = pd
 	for _, s := range writers {
 		for _, n := range g.StageNodes[s.Name] {
 			for _, attr := range []string{"outputs", "result"} {
-				for _, p := range g.declaredPaths(n, attr) {
-					byPath[p.path] = append(byPath[p.path], p)
+				ps, known := g.declaredPaths(n, attr)
+				pd.writes.add(ps)
+				if !known {
+					pd.late[n] = true
 				}
 			}
 		}
 	}
-	if len(byPath) == 0 {
-		return nil
+	pd.writes.seal()
+	for _, s := range readers {
+		for _, n := range g.StageNodes[s.Name] {
+			ps, known := g.declaredPaths(n, "inputs")
+			pd.reads.add(ps)
+			if !known {
+				pd.late[n] = true
+			}
+		}
 	}
-	written := make([]string, 0, len(byPath))
-	for p := range byPath {
-		written = append(written, p)
-	}
-	sort.Strings(written)
+	pd.reads.seal()
 
 	var diags hcl.Diagnostics
 	reported := map[string]bool{}
 	added := false
 	for _, s := range readers {
 		for _, n := range g.StageNodes[s.Name] {
-			for _, in := range g.declaredPaths(n, "inputs") {
-				for _, out := range writersOf(in.path, byPath, written) {
+			ins, _ := g.declaredPaths(n, "inputs")
+			for _, in := range ins {
+				for _, out := range pd.writes.overlapping(in.path) {
 					u := out.node
 					if u == n {
 						continue
@@ -121,51 +184,36 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	return diags
 }
 
-// writersOf lists the declared outputs that overlap an input path: the
-// same path, a folder above it, or a path below it.
-func writersOf(in string, byPath map[string][]declPath, written []string) []declPath {
-	var out []declPath
-	for q := in; ; q = filepath.Dir(q) {
-		out = append(out, byPath[q]...)
-		if q == "." || q == "/" || filepath.Dir(q) == q {
-			break
-		}
-	}
-	prefix := in + "/"
-	if in == "." {
-		prefix = ""
-	}
-	for i := sort.SearchStrings(written, prefix); i < len(written) && strings.HasPrefix(written[i], prefix); i++ {
-		if written[i] != in {
-			out = append(out, byPath[written[i]]...)
-		}
-	}
-	return out
-}
-
 // declaredPaths evaluates one of a node's path attributes as far as it is
-// known before anything runs. Values not known yet, and values that are
-// wrong (reported when the node is evaluated), give nothing.
-func (g *Graph) declaredPaths(n *Node, attr string) []declPath {
+// known before anything runs; known is false when the value depends on
+// results. Values that are wrong (reported when the node is evaluated) give
+// nothing.
+func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known bool) {
 	a := n.Stage.Attrs[attr]
 	if a == nil || g.badAttr(n.Stage, a) {
-		return nil
+		return nil, true
 	}
 	v, d := a.Expr.Value(g.nodeContext(n, unknownInstance, g.evalsStage(n)))
-	if d.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
-		return nil
+	if d.HasErrors() {
+		return nil, true
+	}
+	if !v.IsWhollyKnown() {
+		return nil, false
+	}
+	if v.IsNull() {
+		return nil, true
 	}
 	var list []string
 	if attr == "result" {
 		v, _ = v.Unmark()
 		if v.Type() != cty.String {
-			return nil
+			return nil, true
 		}
 		list = []string{v.AsString()}
 	} else {
 		var err error
 		if list, err = stages.StringList(v); err != nil {
-			return nil
+			return nil, true
 		}
 	}
 	out := make([]declPath, 0, len(list))
@@ -183,7 +231,61 @@ func (g *Graph) declaredPaths(n *Node, attr string) []declPath {
 		}
 		out = append(out, declPath{node: n, attr: attr, path: clean, rng: rng})
 	}
-	return out
+	return out, true
+}
+
+// lateCheck is linkPaths for a node whose paths were known only once its
+// upstreams had run, called just before it would start: an input that a
+// node of another stage writes, or an output that another node reads,
+// with no dependency between the two, would be a race (the reader might
+// start before the writer, or after it). It says which, and what to
+// write; "" when there is none.
+func (g *Graph) lateCheck(n *Node, c *stages.Common) string {
+	pd := g.pathDeps
+	if pd == nil || !pd.late[n] {
+		return ""
+	}
+	for _, p := range c.Inputs {
+		for _, w := range pd.writes.overlapping(p) {
+			if w.node != n && !g.dependsOn(n, w.node) {
+				return fmt.Sprintf("input %s is written by %s (%s, as %s), and nothing makes this node wait for it: its inputs are computed from results, so cairn could not see this when planning. Add after = [%s] to stage.%s",
+					p, w.node.Addr, w.attr, w.path, w.node.Addr, n.Stage.Name)
+			}
+		}
+	}
+	outs := append([]string{}, c.Outputs...)
+	if c.Result != "" {
+		outs = append(outs, c.Result)
+	}
+	for _, p := range outs {
+		for _, r := range pd.reads.overlapping(p) {
+			if r.node != n && !g.dependsOn(r.node, n) {
+				return fmt.Sprintf("%s is read by %s (inputs, as %s), which does not wait for this node: its outputs are computed from results, so cairn could not see this when planning. Add after = [%s] to stage.%s",
+					p, r.node.Addr, r.path, n.Addr, r.node.Stage.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// dependsOn reports whether node n depends on node u, directly or through
+// other nodes.
+func (g *Graph) dependsOn(n, u *Node) bool {
+	seen := map[int]bool{}
+	stack := append([]int{}, n.Deps...)
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if id == u.ID {
+			return true
+		}
+		if seen[id] || id < u.ID {
+			continue // nodes are in topological order: no path from below u
+		}
+		seen[id] = true
+		stack = append(stack, g.Nodes[id].Deps...)
+	}
+	return false
 }
 
 // stageReaches reports whether stage from depends on stage to, directly or

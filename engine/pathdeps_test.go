@@ -226,3 +226,55 @@ func TestWaitForOrdersWithoutKeying(t *testing.T) {
 	assert.Equal(t, 2, r.res.Skipped, r.out)
 	assert.Contains(t, r.out, `upstream stage.check["b"] failed`)
 }
+
+// An input computed from a result cannot be matched when planning; when
+// it turns out to be another stage's output with no dependency between
+// them, the reader fails before it starts, saying what to add, instead of
+// racing the writer.
+func TestInputFromAResultWrittenByAnotherStageRefused(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "name" {
+  run    = ["sh", "-c", "echo '{\"file\": \"data/x.txt\"}' > name.json"]
+  result = "name.json"
+}
+stage "command" "reader" {
+  run    = ["cat", stage.name.result.file]
+  inputs = [stage.name.result.file]
+}
+stage "command" "writer" {
+  run     = ["sh", "-c", "mkdir -p data && echo x > data/x.txt"]
+  outputs = ["data/x.txt"]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Contains(t, r.out, "input data/x.txt is written by stage.writer (outputs, as data/x.txt), and nothing makes this node wait for it")
+	assert.Contains(t, r.out, "Add after = [stage.writer] to stage.reader")
+
+	// With the dependency written, it runs.
+	w.write("pipeline.hcl", strings.Replace(w.read("pipeline.hcl"), `inputs = [stage.name.result.file]`, "inputs = [stage.name.result.file]\n  after  = [stage.writer]", 1))
+	r = w.apply(ApplyOptions{})
+	assert.Equal(t, 0, r.res.Failed, r.out)
+}
+
+// The other way round: an output computed from a result that a node of
+// another stage reads without waiting for it.
+func TestOutputFromAResultReadByAnotherStageRefused(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "name" {
+  run    = ["sh", "-c", "echo '{\"file\": \"data/x.txt\"}' > name.json"]
+  result = "name.json"
+}
+stage "command" "writer" {
+  run     = ["sh", "-c", "mkdir -p data && echo x > ${stage.name.result.file}"]
+  outputs = [stage.name.result.file]
+}
+stage "command" "reader" {
+  run    = ["true"]
+  inputs = ["data/"]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	assert.Contains(t, r.out, "data/x.txt is read by stage.reader (inputs, as data), which does not wait for this node")
+	assert.Contains(t, r.out, "Add after = [stage.writer] to stage.reader")
+}
