@@ -391,6 +391,31 @@ func TestGraphDOT(t *testing.T) {
 	assert.Equal(t, exitBadInput, r.code)
 }
 
+// wait_for edges, which order without keying, are drawn dashed; an
+// upstream that is also a data dependency is drawn as one.
+func TestGraphDOTWaitForDashed(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"w.hcl": `
+stage "command" "gate" {
+  for_each = toset(["a", "b"])
+  run      = ["echo", each.key]
+}
+
+stage "command" "job" {
+  for_each = toset(["a", "b"])
+  wait_for = [stage.gate]
+  after    = [stage.gate[each.key]]
+  run      = ["echo", each.key]
+}
+`})
+	r := runCLI(t, "--chdir", root, "graph", "w.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"stage.gate[\"a\"]" -> "stage.job[\"a\"]";`)
+	assert.Contains(t, r.stdout, `"stage.gate[\"b\"]" -> "stage.job[\"a\"]" [style=dashed];`)
+	assert.Equal(t, 4, strings.Count(r.stdout, "->"), r.stdout)
+	assert.Equal(t, 2, strings.Count(r.stdout, "dashed"), r.stdout)
+	checkDOT(t, r.stdout)
+}
+
 // Instance keys may hold quotes, backslashes and newlines; the DOT stays
 // valid.
 func TestGraphDOTEscapes(t *testing.T) {
