@@ -62,7 +62,9 @@ func init() { Register(Evaluate{}) }
 func (Evaluate) Name() string { return "evaluate" }
 
 // Version implements Kind.
-func (Evaluate) Version() int { return 1 }
+// Version 2: the result holds no run counts; the scores file has each
+// item's error and outputs.
+func (Evaluate) Version() int { return 2 }
 
 // Schema implements Kind.
 func (Evaluate) Schema() *hcl.BodySchema {
@@ -655,8 +657,20 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		fmt.Fprintf(log, "cairn: cannot journal evaluated items: %s\n", jerr)
 	}
 	counts := fmt.Sprintf("%d evaluated, %d from the store, %d failed, %d infrastructure failures", sum.Evaluated, sum.FromCache, sum.Failed, sum.InfraFailures)
+	// The per-item results file is written whenever the evaluation got
+	// as far as its items, also when the node fails: what was stored can
+	// be read, and what failed says why.
+	var buf bytes.Buffer
+	scoresErr := sum.WriteScores(&buf, store)
+	if scoresErr == nil && (len(sum.Items) > 0 || err == nil) {
+		scoresErr = atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false)
+	}
 	failed := func(class, format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: class, Message: fmt.Sprintf(format, args...), RunCounts: runCounts(sum.Counts)}, nil
+		msg := fmt.Sprintf(format, args...)
+		if len(sum.Items) > 0 && scoresErr == nil {
+			msg += fmt.Sprintf("; per-item results in %s", s.scores)
+		}
+		return &Outcome{Class: class, Message: msg, RunCounts: runCounts(sum.Counts)}, nil
 	}
 	switch {
 	case err == nil:
@@ -678,12 +692,8 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return failed(dsl.ClassInfra, "%s (%s)", err, counts)
 	}
 
-	var buf bytes.Buffer
-	if err := sum.WriteScores(&buf); err != nil {
-		return nil, err
-	}
-	if err := atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false); err != nil {
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, err)}, nil
+	if scoresErr != nil {
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, scoresErr)}, nil
 	}
 	res := EvaluateResult{
 		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: sum.MeanScore,

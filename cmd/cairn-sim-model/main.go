@@ -44,13 +44,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	failRate := fs.Float64("fail-rate", 0, "share of chat requests answered with HTTP 503 (seeded)")
 	wrongRate := fs.Float64("wrong-rate", 0.25, "share of arithmetic questions answered wrongly (by digest of model and messages)")
 	seed := fs.Uint64("seed", 0, "seed of the failure draws")
+	maxModelLen := fs.Int("max-model-len", 0, "context length in tokens (words of the messages): longer requests get HTTP 400, as from vLLM (0: no limit)")
 	requestLog := fs.String("request-log", "", "append one JSON line per chat request to this file")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `cairn-sim-model: a SIMULATED OpenAI-compatible task model for tests and demos.
 It runs no model: answers are a deterministic function of (model, messages).
 Arithmetic questions ("What is 17 + 25?") get the number, wrong for a share
 --wrong-rate of them; anything else gets "simulated answer <digest>".
-The first line on stdout is the base URL (http://HOST:PORT/v1).
+The first line on stdout is the base URL (http://HOST:PORT/v1); as from vLLM,
+the API is served under /v1 only (GET /v1/models, POST /v1/chat/completions).
 
 Usage: cairn-sim-model [flags]
 
@@ -72,11 +74,12 @@ Usage: cairn-sim-model [flags]
 		return 2
 	}
 	cfg := simmodel.Config{
-		Models:    models,
-		Latency:   *latency,
-		FailRate:  *failRate,
-		Seed:      *seed,
-		WrongRate: *wrongRate,
+		Models:      models,
+		Latency:     *latency,
+		FailRate:    *failRate,
+		Seed:        *seed,
+		WrongRate:   *wrongRate,
+		MaxModelLen: *maxModelLen,
 	}
 	if *requestLog != "" {
 		f, err := os.OpenFile(*requestLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)

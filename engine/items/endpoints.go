@@ -204,7 +204,11 @@ func preflightOne(ctx context.Context, endpoint, modelID string) error {
 		return fmt.Errorf("%w: endpoint %s: reading GET %s: %w", ErrPreflight, endpoint, url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: endpoint %s answered GET %s with HTTP %d: %s", ErrPreflight, endpoint, url, resp.StatusCode, snippet(body))
+		hint := ""
+		if resp.StatusCode == http.StatusNotFound && !strings.HasSuffix(strings.TrimRight(endpoint, "/"), "/v1") {
+			hint = " (an endpoint is the server's OpenAI base URL, which for vLLM ends in /v1: http://HOST:PORT/v1)"
+		}
+		return fmt.Errorf("%w: endpoint %s answered GET %s with HTTP %d%s: %s", ErrPreflight, endpoint, url, resp.StatusCode, hint, snippet(body))
 	}
 	var list struct {
 		Data []struct {

@@ -3,6 +3,7 @@ package items
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,6 +164,12 @@ func TestPreflight(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "endpoint "+down+" is not reachable")
 	assert.ErrorIs(t, err, ErrPreflight)
+
+	// A server's root is not an endpoint: vLLM serves the API under /v1.
+	root := strings.TrimSuffix(good.URL, "/v1")
+	err = Preflight(ctx, []string{root}, "qwen")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "endpoint "+root+" answered GET "+root+"/models with HTTP 404 (an endpoint is the server's OpenAI base URL, which for vLLM ends in /v1: http://HOST:PORT/v1)")
 
 	assert.ErrorIs(t, Preflight(ctx, nil, "qwen"), ErrNoEndpoints)
 	assert.Zero(t, good.ChatRequests()+other.ChatRequests())

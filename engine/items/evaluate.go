@@ -192,6 +192,11 @@ type ItemOutcome struct {
 	// Failed is set when the item's retries were spent; Reason says why.
 	Failed bool
 	Reason string
+	// Result is the full result when a worker gave it in this evaluation
+	// (nil for items from the store, and for failed or unfinished ones).
+	Result *Result
+	// Done is set once the item has a result or has failed.
+	Done bool
 }
 
 // Summary is the outcome of an evaluation.
@@ -446,7 +451,7 @@ func (r *run) resolveCached(t *task, release bool) {
 	defer r.mu.Unlock()
 	for _, i := range t.idxs {
 		o := &r.outcomes[i]
-		o.Cached = true
+		o.Cached, o.Done = true, true
 		if hasScore {
 			sc := score
 			o.Score = &sc
@@ -503,7 +508,7 @@ func (r *run) fail(t *task, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, i := range t.idxs {
-		r.outcomes[i].Failed = true
+		r.outcomes[i].Failed, r.outcomes[i].Done = true, true
 		r.outcomes[i].Reason = reason
 	}
 	r.counts.Failed += len(t.idxs)
@@ -538,11 +543,32 @@ func (r *run) retry(t *task, class failureClass, why string) {
 		r.fail(t, why)
 		return
 	}
+	// A run that succeeds still shows in the worker log what it retried.
+	after := ""
+	if delay > 0 {
+		after = " after " + delay.String()
+	}
+	fmt.Fprintf(r.cfg.Log, "items: item %s: %s; sending it again%s (%s)\n", t.id, why, after, r.retryCount(t, class))
 	if delay > 0 {
 		time.AfterFunc(delay, func() { r.queue.push(t, true) })
 		return
 	}
 	r.queue.push(t, true)
+}
+
+// retryCount says which retry of its class t is now, out of how many.
+func (r *run) retryCount(t *task, class failureClass) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch class {
+	case classInfra:
+		return fmt.Sprintf("infrastructure-failure retry %d of %d", t.infra, r.policy.InfraFailures)
+	case classCrash:
+		return fmt.Sprintf("crash retry %d of %d", t.crashes, r.policy.Crashes)
+	case classTimeout:
+		return fmt.Sprintf("timeout retry %d of %d", t.timeouts, r.policy.Timeouts)
+	}
+	return "not counted as a retry: its worker was stopped for another item"
 }
 
 // feed claims the fresh tasks in batches, as the workers need them, and
@@ -707,11 +733,13 @@ func (r *run) complete(t *task) {
 	r.release(t)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	res := t.result
 	for _, i := range t.idxs {
 		if t.result.Score != nil {
 			sc := *t.result.Score
 			r.outcomes[i].Score = &sc
 		}
+		r.outcomes[i].Result, r.outcomes[i].Done = &res, true
 	}
 	r.counts.Charged += t.result.Charged
 	r.counts.Evaluated += len(t.idxs)
@@ -735,22 +763,46 @@ func (r *run) summary() Summary {
 	return s
 }
 
-// WriteScores writes the per-item scores file: one JSON object per line, in
-// the order of Config.Items, {"id":...,"key":...,"score":...} with a null
-// score when the result has none, and "failed" with the reason for failed
-// items. Whether a result came from the cache is left out, so that the same
-// results always make the same file (and the same digest).
-func (s Summary) WriteScores(w io.Writer) error {
+// WriteScores writes the per-item results file: one JSON object per line,
+// in the order of Config.Items:
+//
+//	{"id":...,"key":...,"score":...,"error":...,"outputs":...}
+//
+// with a null score when the result has none; "error" and "outputs" are
+// the worker's, present when it gave them (taken from st for items found in
+// the store; left out for every item when st is nil). An item whose retries were spent has
+// "failed" with the reason instead, and one not done when the evaluation
+// stopped has "pending": true; neither has a stored result. Whether a
+// result came from the store is left out, so that the same results always
+// make the same file (and the same digest).
+func (s Summary) WriteScores(w io.Writer, st *Store) error {
 	bw := bufio.NewWriter(w)
 	for _, o := range s.Items {
 		line := struct {
-			ID     string   `json:"id"`
-			Key    string   `json:"key"`
-			Score  *float64 `json:"score"`
-			Failed string   `json:"failed,omitempty"`
-		}{o.ID, o.Key, o.Score, o.Reason}
-		if !o.Failed {
-			line.Failed = ""
+			ID      string          `json:"id"`
+			Key     string          `json:"key"`
+			Score   *float64        `json:"score"`
+			Error   string          `json:"error,omitempty"`
+			Outputs json.RawMessage `json:"outputs,omitempty"`
+			Failed  string          `json:"failed,omitempty"`
+			Pending bool            `json:"pending,omitempty"`
+		}{ID: o.ID, Key: o.Key, Score: o.Score}
+		switch {
+		case o.Failed:
+			line.Score, line.Failed = nil, o.Reason
+		case !o.Done:
+			line.Pending = true
+		case st == nil:
+		case o.Result != nil:
+			line.Error, line.Outputs = o.Result.Error, o.Result.Outputs
+		default:
+			r, ok, err := st.Get(o.Key)
+			if err != nil {
+				return fmt.Errorf("items: write scores: %w", err)
+			}
+			if ok {
+				line.Error, line.Outputs = r.Error, r.Outputs
+			}
 		}
 		b, err := json.Marshal(line)
 		if err != nil {

@@ -258,11 +258,11 @@ func TestEvaluateSharesResultsAcrossMethods(t *testing.T) {
 	assert.Empty(t, j.calls, "nothing new to journal")
 	assert.Equal(t, a.MeanScore, b.MeanScore)
 	var scoresA, scoresB bytes.Buffer
-	require.NoError(t, a.WriteScores(&scoresA))
-	require.NoError(t, b.WriteScores(&scoresB))
+	require.NoError(t, a.WriteScores(&scoresA, f.store))
+	require.NoError(t, b.WriteScores(&scoresB, store))
 	assert.Equal(t, scoresA.String(), scoresB.String(), "the same results make the same scores file")
 	first := strings.SplitN(scoresA.String(), "\n", 2)[0]
-	assert.Regexp(t, `^\{"id":"q00000","key":"[0-9a-f]{64}","score":[01]\}$`, first)
+	assert.Regexp(t, `^\{"id":"q00000","key":"[0-9a-f]{64}","score":[01],"outputs":\{"answer":"1000"\}\}$`, first)
 	for i := range items {
 		assert.Equal(t, a.Items[i].Key, b.Items[i].Key)
 		assert.Equal(t, *a.Items[i].Score, *b.Items[i].Score)
@@ -348,6 +348,10 @@ func TestEvaluateInfrastructureFailures(t *testing.T) {
 		require.Positive(t, failed)
 		assert.Equal(t, failed, sum.InfraFailures)
 		assert.Equal(t, failed, sum.Retried)
+		// The run succeeds, and its log still shows every retry.
+		assert.Equal(t, failed, strings.Count(f.diag.String(), "; sending it again after "), f.diag.String())
+		assert.Contains(t, f.diag.String(), "infrastructure failure: HTTP 503")
+		assert.Contains(t, f.diag.String(), "(infrastructure-failure retry 1 of 20)")
 		assert.Equal(t, 200, sum.Charged)
 		assert.Zero(t, sum.Failed)
 		perItem := requestsPerItem(reqs, "")
@@ -393,7 +397,7 @@ func TestEvaluateInfrastructureFailures(t *testing.T) {
 			assert.Contains(t, o.Reason, "infrastructure failure")
 		}
 		var scores bytes.Buffer
-		require.NoError(t, sum.WriteScores(&scores))
+		require.NoError(t, sum.WriteScores(&scores, nil))
 		assert.Contains(t, strings.SplitN(scores.String(), "\n", 2)[0], `"score":null,"failed":"`)
 		assert.Zero(t, f.store.Len())
 		assert.Empty(t, storedPerKey(t, f.dir))
@@ -533,21 +537,40 @@ func TestDocumentedWorker(t *testing.T) {
 			lines++
 		}
 	}
-	assert.LessOrEqual(t, lines, 20, "the documented worker fits in 20 lines")
+	assert.LessOrEqual(t, lines, 32, "the documented worker fits on a screen")
 	path := filepath.Join(t.TempDir(), "worker.py")
 	require.NoError(t, os.WriteFile(path, []byte(code), 0o644))
 
-	f := newFixture(t, simmodel.Config{WrongRate: 0.5, FailRate: 0.2, Seed: 11})
+	f := newFixture(t, simmodel.Config{WrongRate: 0.5, FailRate: 0.2, Seed: 11, MaxModelLen: 40})
 	items := makeItems(50)
+	// An item the server refuses (over the context length: HTTP 400) and
+	// one the worker cannot read (no question: a KeyError) are answered
+	// as the items' results, never retried as infrastructure failures.
+	long, _ := json.Marshal(testItem{Question: "What is 1 + 2?" + strings.Repeat(" please", 60), Answer: "3"})
+	items = append(items, Item{ID: "long", Data: long}, Item{ID: "noq", Data: json.RawMessage(`{"answer":"3"}`)})
 	cfg := f.config(items)
 	cfg.Worker = []string{python, path}
 	cfg.Env = os.Environ()
 	cfg.Retry.InfraFailures = 20
+	cfg.ItemTimeout = time.Minute // an item left unanswered would wait this long, and fail the test
 	sum, err := Evaluate(context.Background(), cfg)
 	require.NoError(t, err)
-	assert.Equal(t, 50, sum.Evaluated)
-	assert.Equal(t, f.sim.Failed(), sum.InfraFailures)
-	for i, it := range items {
+	assert.Equal(t, 52, sum.Evaluated)
+	assert.Zero(t, sum.Failed)
+	assert.Equal(t, f.sim.Failed(), sum.InfraFailures, "only the 503s were infrastructure failures")
+	rl, ok, err := f.store.Get(sum.Items[50].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NotNil(t, rl.Score)
+	assert.Zero(t, *rl.Score)
+	assert.Contains(t, rl.Error, "HTTP 400")
+	assert.Contains(t, rl.Error, "maximum context length")
+	rq, ok, err := f.store.Get(sum.Items[51].Key)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Nil(t, rq.Score)
+	assert.Contains(t, rq.Error, "KeyError")
+	for i, it := range items[:50] {
 		var ti testItem
 		require.NoError(t, json.Unmarshal(it.Data, &ti))
 		want := 0.0
@@ -557,4 +580,71 @@ func TestDocumentedWorker(t *testing.T) {
 		assert.Equal(t, want, *sum.Items[i].Score, it.ID)
 	}
 	assertOneResultEach(t, f.dir, sum)
+}
+
+// The worker log says where the items of a dead worker go: sent again, or,
+// on their last attempt, nowhere.
+func TestWorkerLogSaysWhereItemsGo(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(1), "HELPER_CRASH_EVERY=1")
+	cfg.Replicas, cfg.MaxInFlight = 1, 1
+	cfg.Retry.Crashes = 1
+	cfg.Retry.Backoff = time.Millisecond
+	sum, err := Evaluate(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrIncomplete)
+	assert.Equal(t, 1, sum.Failed)
+	log := f.diag.String()
+	assert.NotContains(t, log, "fresh worker")
+	assert.Equal(t, 1, strings.Count(log, "item q00000: "), log)
+	assert.Regexp(t, `item q00000: worker 0\.0 \(pid \d+\) exited \(exit status 3\); sending it again \(crash retry 1 of 1\)`, log)
+	assert.Regexp(t, `item q00000 failed: worker 0\.1 \(pid \d+\) exited`, log)
+}
+
+// A worker that cannot get going: its stderr lines carry its name and pid,
+// and the error quotes its last one.
+func TestWorkerThatDiesAtOnceShowsItsStderr(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(3))
+	cfg.Worker = []string{"sh", "-c", "echo starting >&2; echo \"ModuleNotFoundError: No module named 'openai'\" >&2; exit 1"}
+	cfg.Replicas = 1
+	cfg.Retry.Crashes = 10
+	cfg.Retry.Backoff = time.Millisecond
+	_, err := Evaluate(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrWorker)
+	assert.Contains(t, err.Error(), `its last line on stderr: "ModuleNotFoundError: No module named 'openai'"`)
+	assert.Regexp(t, `(?m)^worker 0\.0 \(pid \d+\): starting$`, f.diag.String())
+	assert.Regexp(t, `(?m)^worker 0\.4 \(pid \d+\): ModuleNotFoundError`, f.diag.String())
+}
+
+// A failed evaluation's results file still shows, by item id, the score and
+// outputs of every item stored and why the others failed.
+func TestScoresOfAFailedEvaluation(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(5), "HELPER_INFRA_ID=q00003")
+	cfg.Retry.InfraFailures = 1
+	cfg.Retry.Backoff = time.Millisecond
+	sum, err := Evaluate(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrIncomplete)
+	var scores bytes.Buffer
+	require.NoError(t, sum.WriteScores(&scores, f.store))
+	lines := strings.Split(strings.TrimSpace(scores.String()), "\n")
+	require.Len(t, lines, 5)
+	for i, l := range lines {
+		var line struct {
+			ID      string
+			Score   *float64
+			Outputs map[string]string
+			Failed  string
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &line))
+		assert.Equal(t, "q0000"+strconv.Itoa(i), line.ID)
+		if i == 3 {
+			assert.Nil(t, line.Score)
+			assert.Contains(t, line.Failed, "infrastructure failure: HTTP 503")
+			continue
+		}
+		assert.NotNil(t, line.Score, l)
+		assert.NotEmpty(t, line.Outputs["answer"], l)
+		assert.Empty(t, line.Failed)
+	}
 }

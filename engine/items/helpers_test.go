@@ -27,7 +27,8 @@ import (
 //	          HELPER_HANG_EVERY=N stops reading and writing at its Nth request,
 //	          HELPER_GARBAGE=1 writes malformed lines and duplicate answers,
 //	          HELPER_SILENT_EVERY=N never answers its Nth request,
-//	          HELPER_LONG_LINE=N writes an N-byte line before each answer
+//	          HELPER_LONG_LINE=N writes an N-byte line before each answer,
+//	          HELPER_INFRA_ID=ID reports an infrastructure failure for item ID
 //	evaluate  runs Evaluate with the evalSpec in CAIRN_ITEMS_EVAL (a JSON file)
 //	claim     claims the key in HELPER_KEY on the store in HELPER_DIR, says
 //	          "claimed" and sleeps
@@ -147,7 +148,11 @@ func chatWorker() {
 			os.Stdout.WriteString(l)
 		}
 	}
+	infraID := os.Getenv("HELPER_INFRA_ID")
 	answer := func(req chatRequest) map[string]any {
+		if infraID != "" && req.ID == infraID {
+			return map[string]any{"id": req.ID, "infra_failure": true, "error": "HTTP 503 Service Unavailable"}
+		}
 		body, _ := json.Marshal(map[string]any{"model": req.Model, "messages": chatMessages(system, req.Item), "temperature": 0})
 		hreq, err := http.NewRequest(http.MethodPost, strings.TrimRight(req.Endpoint, "/")+"/chat/completions", bytes.NewReader(body))
 		if err != nil {

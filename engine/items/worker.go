@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -88,7 +89,11 @@ func (r *run) replica(n int) {
 		quiet := r.quiet
 		r.mu.Unlock()
 		if quiet >= maxQuietStarts*r.cfg.Replicas {
-			r.setFatal(fmt.Errorf("%w: %d workers in a row died without answering any item (last: %s, %s); see the worker's stderr", ErrWorker, quiet, p.name, p.cmd.ProcessState))
+			last := "it wrote nothing on stderr"
+			if pw, ok := p.cmd.Stderr.(*prefixWriter); ok && pw.lastLine() != "" {
+				last = fmt.Sprintf("its last line on stderr: %q", pw.lastLine())
+			}
+			r.setFatal(fmt.Errorf("%w: %d workers in a row died without answering any item (last: %s, %s; %s)", ErrWorker, quiet, p.name, p.cmd.ProcessState, last))
 			return
 		}
 		if quiet > 0 {
@@ -119,7 +124,10 @@ func (r *run) startProc(n, k int) (*proc, error) {
 	cmd.Env = r.workerEnv()
 	cmd.Stdin = inR
 	cmd.Stdout = outW
-	cmd.Stderr = &prefixWriter{w: r.cfg.WorkerStderr, prefix: name + ": "}
+	// The worker's stderr lines wait for its pid to be known, so that
+	// every line names the process that wrote it.
+	stderr := &prefixWriter{w: r.cfg.WorkerStderr}
+	cmd.Stderr = stderr
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
@@ -130,6 +138,7 @@ func (r *run) startProc(n, k int) (*proc, error) {
 		outR.Close()
 		return nil, fmt.Errorf("%w: start %q: %w", ErrWorker, r.cfg.Worker[0], err)
 	}
+	stderr.setPrefix(fmt.Sprintf("%s (pid %d): ", name, cmd.Process.Pid))
 	r.mu.Lock()
 	r.starts++
 	r.mu.Unlock()
@@ -328,7 +337,9 @@ func (p *proc) die(class failureClass, why string, timedOut map[string]bool) {
 	r := p.r
 	if len(flights) > 0 || !closing {
 		if r.ctx.Err() == nil && !r.finished() {
-			fmt.Fprintf(r.cfg.Log, "items: %s %s; %d items in flight go to a fresh worker\n", p.name, why, len(flights))
+			// Each item in flight then says where it goes: sent again
+			// (a retry), or nowhere (its last attempt: failed).
+			fmt.Fprintf(r.cfg.Log, "items: %s %s with %d items in flight\n", p.name, why, len(flights))
 		}
 	}
 	for id, f := range flights {
@@ -514,41 +525,74 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // prefixWriter writes each line with a prefix; it is safe for concurrent
-// use.
+// use. Lines wait until the prefix is set (or flush), and the last one is
+// kept for error messages.
 type prefixWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	prefix string
+	ready  bool
 	buf    []byte
+	last   string
+}
+
+// setPrefix sets the prefix and writes the lines that waited for it.
+func (w *prefixWriter) setPrefix(prefix string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.prefix, w.ready = prefix, true
+	w.emit()
+}
+
+// lastLine is the last complete or flushed line, without its prefix.
+func (w *prefixWriter) lastLine() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
 }
 
 func (w *prefixWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, b...)
+	if w.ready {
+		w.emit()
+	}
+	return len(b), nil
+}
+
+// emit writes the complete lines buffered; w.mu is held.
+func (w *prefixWriter) emit() {
 	for {
 		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
 			break
 		}
-		if _, err := fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf[:i]); err != nil {
-			return len(b), nil // a lost log line must not stop the worker
-		}
+		w.line(w.buf[:i])
 		w.buf = w.buf[i+1:]
 	}
 	if len(w.buf) > 64<<10 {
-		fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf)
+		w.line(w.buf)
 		w.buf = w.buf[:0]
 	}
-	return len(b), nil
 }
 
-// flush writes a last line that has no newline.
+// line writes one line (a lost log line must not stop the worker); w.mu
+// is held.
+func (w *prefixWriter) line(b []byte) {
+	if t := strings.TrimSpace(string(b)); t != "" {
+		w.last = t
+	}
+	_, _ = fmt.Fprintf(w.w, "%s%s\n", w.prefix, b)
+}
+
+// flush writes what waits, and a last line that has no newline.
 func (w *prefixWriter) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.emit()
 	if len(w.buf) > 0 {
-		fmt.Fprintf(w.w, "%s%s\n", w.prefix, w.buf)
+		w.line(w.buf)
 		w.buf = w.buf[:0]
 	}
 }

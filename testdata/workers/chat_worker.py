@@ -61,9 +61,15 @@ def evaluate(request, system_prompt):
     try:
         answer = ask(request["endpoint"], model, messages)
     except urllib.error.HTTPError as e:
-        # 5xx, 429 and the like: the endpoint failed, not the item.
-        return {"id": request["id"], "infra_failure": True, "error": f"HTTP {e.code}: {e.reason}"}
+        if e.code == 429 or e.code >= 500:
+            # Overloaded or down: the endpoint failed, not the item.
+            return {"id": request["id"], "infra_failure": True, "error": f"HTTP {e.code}: {e.reason}"}
+        # Any other 4xx: the server refused this item (a prompt over the
+        # context length...). Retrying cannot help: the item scores 0.
+        detail = e.read()[:300].decode("utf-8", "replace")
+        return {"id": request["id"], "score": 0.0, "charged": 1, "error": f"HTTP {e.code}: {detail}"}
     except (urllib.error.URLError, OSError, ValueError, KeyError) as e:
+        # Connection refused or reset, a timeout, a garbled answer.
         return {"id": request["id"], "infra_failure": True, "error": f"{type(e).__name__}: {e}"}
     score = 1.0 if normalize(answer) == normalize(item["answer"]) else 0.0
     return {"id": request["id"], "score": score, "charged": 1, "outputs": {"answer": answer}}
@@ -76,8 +82,8 @@ def main():
     def work(request):
         try:
             response = evaluate(request, system_prompt)
-        except Exception as e:  # a bug here must not hang the item
-            response = {"id": request.get("id"), "infra_failure": True, "error": repr(e)}
+        except Exception as e:  # every item gets an answer: a bug must not hang it
+            response = {"id": request.get("id"), "error": f"{type(e).__name__}: {e}"}
         line = json.dumps(response) + "\n"
         with write_lock:
             sys.stdout.write(line)

@@ -50,6 +50,10 @@ type Config struct {
 	// WrongRate is the share of arithmetic questions answered wrongly,
 	// chosen by the digest of (model, messages).
 	WrongRate float64
+	// MaxModelLen, when positive, is the context length in tokens (here:
+	// words of the messages): a longer request is refused with HTTP 400,
+	// as vLLM refuses a prompt over --max-model-len.
+	MaxModelLen int
 	// RequestLog gets one JSON line (a LogEntry) per chat request.
 	RequestLog io.Writer
 }
@@ -110,21 +114,25 @@ func (s *Server) Answer(model string, messages []Message) string {
 	return Answer(model, messages, s.cfg.WrongRate)
 }
 
-// ServeHTTP serves /v1/models and /v1/chat/completions.
+// ServeHTTP serves /v1/models and /v1/chat/completions, and nothing else:
+// as vLLM, the OpenAI API is under /v1 only, so an endpoint is the base URL
+// http://HOST:PORT/v1.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch strings.TrimSuffix(r.URL.Path, "/") {
-	case "/v1/models", "/models":
+	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
+	case "/v1/models":
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "use GET", "invalid_request_error")
 			return
 		}
 		s.serveModels(w)
-	case "/v1/chat/completions", "/chat/completions":
+	case "/v1/chat/completions":
 		if r.Method != http.MethodPost {
 			writeError(w, http.StatusMethodNotAllowed, "use POST", "invalid_request_error")
 			return
 		}
 		s.serveChat(w, r)
+	case "/models", "/chat/completions":
+		writeError(w, http.StatusNotFound, "no route "+r.URL.Path+": the OpenAI API is served under /v1, as vLLM serves it; use http://HOST:PORT/v1 as the base URL", "invalid_request_error")
 	default:
 		writeError(w, http.StatusNotFound, "no route "+r.URL.Path+" on the simulated model server", "invalid_request_error")
 	}
@@ -158,19 +166,30 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &req)
 	}
 	digest := MessagesDigest(req.Messages)
+	prompt := 0
+	for _, m := range req.Messages {
+		prompt += len(strings.Fields(m.Content))
+	}
 	status := http.StatusOK
 	switch {
 	case err != nil:
 		status = http.StatusBadRequest
 	case !s.models[req.Model]:
 		status = http.StatusNotFound
+	case s.cfg.MaxModelLen > 0 && prompt > s.cfg.MaxModelLen:
+		status = http.StatusBadRequest
+		err = fmt.Errorf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", s.cfg.MaxModelLen, prompt)
 	case s.fail():
 		status = http.StatusServiceUnavailable
 	}
 	s.log(LogEntry{Time: time.Now().UTC(), Model: req.Model, Messages: digest, Status: status, UserAgent: r.UserAgent()})
 	switch status {
 	case http.StatusBadRequest:
-		writeError(w, status, "request body is not a chat completion request: "+err.Error(), "invalid_request_error")
+		msg := err.Error()
+		if prompt <= s.cfg.MaxModelLen || s.cfg.MaxModelLen <= 0 {
+			msg = "request body is not a chat completion request: " + msg
+		}
+		writeError(w, status, msg, "BadRequestError")
 		return
 	case http.StatusNotFound:
 		writeError(w, status, fmt.Sprintf("The model `%s` does not exist on this simulated server.", req.Model), "invalid_request_error")
@@ -190,10 +209,6 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	answer := Answer(req.Model, req.Messages, s.cfg.WrongRate)
-	prompt := 0
-	for _, m := range req.Messages {
-		prompt += len(strings.Fields(m.Content))
-	}
 	completion := len(strings.Fields(answer))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id":      "chatcmpl-sim-" + strings.TrimPrefix(digest, "sha256:")[:24],

@@ -165,3 +165,35 @@ func TestShutdownThenClose(t *testing.T) {
 	_, err = http.Get(srv.URL + "/models")
 	assert.Error(t, err, "no longer listening")
 }
+
+// As vLLM, the simulated server serves the OpenAI API under /v1 only: an
+// endpoint without it fails at once, in tests as against a real server.
+func TestServesOnlyUnderV1(t *testing.T) {
+	srv, err := Start(Config{}, "")
+	require.NoError(t, err)
+	defer srv.Close()
+	root := strings.TrimSuffix(srv.URL, "/v1")
+	resp, err := http.Get(root + "/models")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Contains(t, string(b), "served under /v1")
+	status, body := chat(t, root, DefaultModel, []Message{{Role: "user", Content: "What is 1 + 2?"}})
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Contains(t, body, "served under /v1")
+	status, _ = chat(t, srv.URL, DefaultModel, []Message{{Role: "user", Content: "What is 1 + 2?"}})
+	assert.Equal(t, http.StatusOK, status)
+}
+
+// A request over MaxModelLen gets vLLM's HTTP 400, not a 5xx.
+func TestContextLengthIsABadRequest(t *testing.T) {
+	srv, err := Start(Config{MaxModelLen: 5}, "")
+	require.NoError(t, err)
+	defer srv.Close()
+	status, body := chat(t, srv.URL, DefaultModel, []Message{{Role: "user", Content: "What is 1 + 2? Answer with one number only."}})
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, body, "maximum context length is 5 tokens")
+	status, _ = chat(t, srv.URL, DefaultModel, []Message{{Role: "user", Content: "What is 1 + 2?"}})
+	assert.Equal(t, http.StatusOK, status)
+}
