@@ -7,6 +7,14 @@ export PATH := $(dir $(GO)):$(PATH)
 BIN := bin
 CAIRN := $(BIN)/cairn
 FUZZTIME ?= 30s
+PKGS ?= ./...
+# go-nvml's cgo code uses NVML calls its headers mark deprecated: without
+# this, a first build prints a page of warnings about code that is not ours.
+CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_CFLAGS
+# The test recipe pipes go test into its summary; pipefail keeps go test's
+# failure as the recipe's.
+SHELL := /bin/bash
 
 .PHONY: all build sim test test-short vet fmt fmt-check bench fuzz demo gpu-check clean
 
@@ -23,8 +31,12 @@ sim:
 vet:
 	$(GO) vet ./...
 
+# Package results and failing tests' output as they come, then one line:
+# "N passed, N failed" (scripts/testsum). The status is non-zero on any
+# failure.
 test: vet
-	$(GO) test -race -count=1 -timeout 30m ./...
+	@$(GO) build -o $(BIN)/testsum ./scripts/testsum
+	@set -o pipefail; $(GO) test -json -race -count=1 -timeout 30m $(PKGS) 2>&1 | $(BIN)/testsum
 
 test-short:
 	$(GO) test -short -count=1 ./...
