@@ -87,9 +87,9 @@ func waitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duratio
 		if err != nil || lk != nil {
 			return lk, err
 		}
-		for run, n := range reapLockHolders(cacheDir, key) {
+		for run, pids := range reapLockHolders(cacheDir, key) {
 			if note != nil {
-				note(n, run)
+				note(len(pids), run)
 			}
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
@@ -229,9 +229,9 @@ func scanNodeLocks(cacheDir string, off int64) nodeLockScan {
 // that a lock an apply took during the first look (its child can show
 // before the apply does) is left alone. With key set, only that node's
 // lock is looked at. It returns, per dead run (from the CAIRN_RUN_ID the
-// leftovers were started with; "" when they lost it), how many processes
-// it killed.
-func reapLockHolders(cacheDir, key string) map[string]int {
+// leftovers were started with; "" when they lost it), the processes it
+// killed, each once (a process holding several node locks is one).
+func reapLockHolders(cacheDir, key string) map[string]map[int]bool {
 	off := int64(-1)
 	if key != "" {
 		off = keyOffset(key)
@@ -246,7 +246,7 @@ func reapLockHolders(cacheDir, key string) map[string]int {
 		return out
 	}
 	first := orphaned(scanNodeLocks(cacheDir, off))
-	killed := map[string]int{}
+	killed := map[string]map[int]bool{}
 	if len(first) == 0 {
 		return killed
 	}
@@ -260,7 +260,10 @@ func reapLockHolders(cacheDir, key string) map[string]int {
 			}
 			run := procEnv(pid, "CAIRN_RUN_ID")
 			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed[run]++
+				if killed[run] == nil {
+					killed[run] = map[int]bool{}
+				}
+				killed[run][pid] = true
 			}
 		}
 	}

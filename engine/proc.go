@@ -75,12 +75,12 @@ func groupMembers(pgid int, start uint64) []int {
 }
 
 // reapGroup kills what is left of a node's process group after cairn died
-// and waits (up to wait) for it to go. It returns how many processes it
+// and waits (up to wait) for it to go. It returns the processes it
 // found.
-func reapGroup(pgid int, start uint64, wait time.Duration) int {
+func reapGroup(pgid int, start uint64, wait time.Duration) []int {
 	members := groupMembers(pgid, start)
 	if len(members) == 0 {
-		return 0
+		return nil
 	}
 	for _, pid := range members {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -92,5 +92,5 @@ func reapGroup(pgid int, start uint64, wait time.Duration) int {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return len(members)
+	return members
 }

@@ -35,7 +35,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
 	last := map[string]JEntry{}
 	lastRun := map[string]string{}
-	var lockLeft map[string]int
+	var lockLeft map[string]map[int]bool
 	for _, r := range runs {
 		// Leftovers of every dead run of this cache are reaped: they may
 		// hold node locks other pipelines need. Interruptions are this
@@ -64,13 +64,20 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				if lockLeft == nil {
 					lockLeft = reapLockHolders(a.cache.Dir, "")
 				}
-				n := lockLeft[r.ID]
+				// A process both holding a node lock and in a node's
+				// group is counted once.
+				killed := map[int]bool{}
+				for pid := range lockLeft[r.ID] {
+					killed[pid] = true
+				}
 				for _, e := range open {
 					if e.PGID > 0 {
-						n += reapGroup(e.PGID, e.ProcTick, 2*time.Second)
+						for _, pid := range reapGroup(e.PGID, e.ProcTick, 2*time.Second) {
+							killed[pid] = true
+						}
 					}
 				}
-				if n > 0 {
+				if n := len(killed); n > 0 {
 					a.printf("cairn: killed %d process(es) left running by interrupted run %s\n", n, r.ID)
 				}
 				if err := ledgerInterrupted(r.Entries); err != nil {
@@ -89,7 +96,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 			}
 		}
 	}
-	if n := lockLeft[""]; n > 0 {
+	if n := len(lockLeft[""]); n > 0 {
 		// Leftovers that lost their CAIRN_RUN_ID: no run to name.
 		a.printf("cairn: killed %d process(es) left holding node locks by runs that are gone\n", n)
 	}

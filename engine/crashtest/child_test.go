@@ -99,20 +99,52 @@ stage "command" "one" {
 	w.waitProc("sleep 1000")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 	p.wait(t)
-	var left []proc
-	waitFor(t, "the node's shell to die with cairn", 10*time.Second, func() bool {
-		left = workspaceProcs(w.root)
-		for _, pr := range left {
-			if strings.HasPrefix(pr.cmd, "sh ") {
-				return false
-			}
-		}
-		return true
-	})
+	left := w.leftovers()
 	require.NotEmpty(t, left, "the killed apply left nothing running: nothing to reap")
 	res := w.run(env, "apply", "other.hcl")
 	require.Equal(t, 0, res.code, res.String())
 	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run`, res.stdout)
+	assert.Empty(t, workspaceProcs(w.root))
+}
+
+// TestReapCountsEachProcessOnce kills (SIGKILL) an apply whose node left
+// 16 processes running, each holding the node's lock and in its process
+// group: the next apply kills them and says 16, not once per way it found
+// one (a process killed as a lock holder may still be there when the
+// group is looked at).
+func TestReapCountsEachProcessOnce(t *testing.T) {
+	w := newWS(t, "")
+	w.write("two.hcl", `
+pipeline "two" {}
+stage "command" "held" {
+  run = ["sh", "-c", "for i in $(seq 16); do sleep 1000 & done; wait"]
+}
+`)
+	w.write("other.hcl", `
+pipeline "other" {}
+stage "command" "one" {
+  run = ["true"]
+}
+`)
+	env := []string{"CAIRN_NO_FSYNC=1"}
+	p := w.start(env, "apply", "two.hcl")
+	w.startedPID("stage.held")
+	waitFor(t, "the node's 16 sleeps", 30*time.Second, func() bool {
+		n := 0
+		for _, pr := range workspaceProcs(w.root) {
+			if strings.HasPrefix(pr.cmd, "sleep 1000") {
+				n++
+			}
+		}
+		return n == 16
+	})
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t)
+	left := w.leftovers()
+	require.Len(t, left, 16, "%v", left)
+	res := w.run(env, "apply", "other.hcl")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, `cairn: killed 16 process\(es\) left running by interrupted run`, res.stdout)
 	assert.Empty(t, workspaceProcs(w.root))
 }
 
@@ -127,8 +159,22 @@ func TestKillBeforeStartJournaled(t *testing.T) {
 	res := w.run([]string{"CAIRN_TEST_KILL_AFTER_STARTS=1"}, "apply")
 	require.Equal(t, -1, res.code, res.String()) // killed by a signal
 	require.Empty(t, entries(w.lastRun(), engine.JStarted, "stage.held"), "the start was journaled")
+	left := w.leftovers()
+	require.NotEmpty(t, left, "nothing was left running")
+	w.write("go", "")
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run`, res.stdout)
+	assert.Equal(t, 1, w.countLines("counts/held"))
+	assert.Empty(t, workspaceProcs(w.root))
+}
+
+// leftovers waits for a killed apply's node shell to die with it and
+// returns the workspace's processes left running.
+func (w *ws) leftovers() []proc {
+	w.t.Helper()
 	var left []proc
-	waitFor(t, "the node's shell to die with cairn", 10*time.Second, func() bool {
+	waitFor(w.t, "the node's shell to die with cairn", 10*time.Second, func() bool {
 		left = workspaceProcs(w.root)
 		for _, pr := range left {
 			if strings.HasPrefix(pr.cmd, "sh ") {
@@ -137,11 +183,5 @@ func TestKillBeforeStartJournaled(t *testing.T) {
 		}
 		return true
 	})
-	require.NotEmpty(t, left, "nothing was left running")
-	w.write("go", "")
-	res = w.apply()
-	require.Equal(t, 0, res.code, res.String())
-	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run`, res.stdout)
-	assert.Equal(t, 1, w.countLines("counts/held"))
-	assert.Empty(t, workspaceProcs(w.root))
+	return left
 }
