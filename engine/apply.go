@@ -203,13 +203,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		return nil, err
 	}
 	defer release()
-	if err := a.checkInterrupted(interrupted); err != nil {
-		a.res.Refused = err.Error()
-		return a.res, err
-	}
-	if err := a.checkGPUNeeds(); err != nil {
-		a.res.Refused = err.Error()
-		return a.res, err
+	refusal := a.checkInterrupted(interrupted)
+	if refusal == nil {
+		refusal = a.checkGPUNeeds()
 	}
 	if err := a.openRun(opts.NoSync); err != nil {
 		return nil, err
@@ -217,6 +213,12 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	j := a.j
 	defer j.Close()
 	_ = a.runStart(opts.Args)
+	if refusal != nil {
+		// A refused apply is a run too: `cairn status` shows it refused.
+		a.res.Refused = refusal.Error()
+		_ = j.Write(JEntry{T: JRunEnd, Status: "refused", Message: refusal.Error()})
+		return a.res, refusal
+	}
 
 	a.nodes = make([]*nodeState, len(a.g.Nodes))
 	for _, n := range a.g.Nodes {
@@ -955,7 +957,7 @@ func (a *applier) markFailed(ns *nodeState) {
 		f.Tail = redactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
-	_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
+	_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
 	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
 	a.emitJSON(ns, "failed")
 	a.finish(ns)

@@ -93,6 +93,9 @@ type Cache struct {
 // CacheOptions tune OpenCache.
 type CacheOptions struct {
 	NoSync bool // skip fsync (tests, benchmarks)
+	// Warn receives problems that cost a cache hit but nothing else, from
+	// the first read of the index on (see Cache.Warn).
+	Warn func(format string, args ...any)
 }
 
 // OpenCache opens (creating) a cache folder and loads its index.
@@ -109,6 +112,9 @@ func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
 		Stat:    fsdigest.Load(statCachePath(dir)),
 		actions: map[string][]byte{}, addrs: map[string]string{},
 		Warn: func(string, ...any) {},
+	}
+	if opts.Warn != nil {
+		c.Warn = opts.Warn
 	}
 	if err := c.Refresh(); err != nil {
 		return nil, err

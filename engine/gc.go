@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -128,8 +127,8 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	return res, nil
 }
 
-// compact rewrites the index with only the kept records and their
-// address pointers. Called with the gc lock held exclusively.
+// compact rewrites the index with only the kept records, and the address
+// pointers. Called with the gc lock held exclusively.
 func (c *Cache) compact(keep map[string]bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -151,11 +150,9 @@ func (c *Cache) compact(keep map[string]bool) error {
 		}
 		batch = append(batch, append(append([]byte{recAction}, k...), body...))
 	}
+	// Every address pointer stays, also those whose record goes: plan
+	// then says that the cached result is gone rather than "new".
 	for addr, k := range c.addrs {
-		if !keep[k] {
-			delete(c.addrs, addr)
-			continue
-		}
 		batch = append(batch, append(append([]byte{recAddr}, k...), addr...))
 	}
 	if len(batch) > 0 {
@@ -215,12 +212,6 @@ func (c *Cache) FindKey(prefix string) (string, error) {
 		return found[0], nil
 	}
 	return "", fmt.Errorf("%d keys start with %s: give more digits", len(found), prefix)
-}
-
-// MarshalIndent renders a record for people.
-func (r *Record) MarshalIndent() string {
-	b, _ := json.MarshalIndent(r, "", "  ")
-	return string(b)
 }
 
 // removeOldKeyLocks removes the per-key lock files that cairn before

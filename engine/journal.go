@@ -109,26 +109,29 @@ func (j *Journal) flushCached() error {
 	return err
 }
 
-// endMarker is what a run writes into its (otherwise empty) lock file once
-// its run_end record is written: a later apply learns how the run ended
-// without reading its journal.
+// endMarker is what a run writes into its `ended` file once its run_end
+// record is written: a later apply learns how the run ended without
+// reading its journal.
 type endMarker struct {
 	Pipeline string `json:"pipeline"`
 	Status   string `json:"status"`
 }
 
+// endedFile names, inside a run folder, the run's end marker.
+const endedFile = "ended"
+
 // writeEndMarker records how a run ended. It is a hint: without it, the
-// journal is read. Writing the lock file's content leaves its lock alone.
+// journal is read.
 func writeEndMarker(dir string, m endMarker) {
 	b, err := json.Marshal(m)
 	if err == nil {
-		_ = os.WriteFile(filepath.Join(dir, "lock"), append(b, '\n'), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, endedFile), append(b, '\n'), 0o644)
 	}
 }
 
 // readEndMarker returns the end marker of a run folder, or nil.
 func readEndMarker(dir string) *endMarker {
-	b, err := os.ReadFile(filepath.Join(dir, "lock"))
+	b, err := os.ReadFile(filepath.Join(dir, endedFile))
 	if err != nil || len(b) == 0 {
 		return nil
 	}

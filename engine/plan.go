@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -358,11 +359,13 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
 		o, c := old.Args[k], cur.Args[k]
 		switch {
 		case o == nil:
-			out = append(out, fmt.Sprintf("%s added: %s", k, showJSON(c)))
+			s, _ := showChange(c, nil, 60)
+			out = append(out, fmt.Sprintf("%s added: %s", k, showSensitive(c, s)))
 		case c == nil:
 			out = append(out, fmt.Sprintf("%s removed", k))
 		case string(o) != string(c):
-			out = append(out, fmt.Sprintf("%s: %s -> %s", k, showJSON(o), showJSON(c)))
+			so, sc := showChange(o, c, 60)
+			out = append(out, fmt.Sprintf("%s: %s -> %s", k, showSensitive(o, so), showSensitive(c, sc)))
 		}
 	}
 	ins := map[string]bool{}
@@ -403,13 +406,11 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
 	return out
 }
 
-func showJSON(b []byte) string {
-	s := string(b)
-	if strings.Contains(s, "sensitive_sha256") {
+// showSensitive is s, what a plan reason shows of the value b, unless b
+// holds a sensitive value.
+func showSensitive(b []byte, s string) string {
+	if bytes.Contains(b, []byte("sensitive_sha256")) {
 		return "(sensitive)"
-	}
-	if len(s) > 60 {
-		s = s[:57] + "..."
 	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,12 +64,19 @@ func (a *app) showCmd() *cobra.Command {
 			if len(keys) == 0 {
 				return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])", arg)
 			}
+			shown := 0
+			var gone []string
 			for _, p := range sortedStrings(keys) {
 				r, ok := cache.Lookup(keys[p])
 				if !ok {
+					gone = append(gone, fmt.Sprintf("pipeline %s: key %s", p, keys[p]))
 					continue
 				}
 				fmt.Fprintf(a.stdout, "# pipeline %s, %s\n%s\n", p, addr, r.MarshalIndent())
+				shown++
+			}
+			if shown == 0 {
+				return badInput("the last result of %s is gone (evicted or collected): %s", addr, strings.Join(gone, ", "))
 			}
 			return nil
 		},
@@ -93,12 +101,26 @@ type nodeView struct {
 	gpus              []int
 }
 
+// addLogs adds log paths not listed yet: every attempt's logs are shown.
+func (v *nodeView) addLogs(logs []string) {
+	for _, l := range logs {
+		if !slices.Contains(v.logs, l) {
+			v.logs = append(v.logs, l)
+		}
+	}
+}
+
 func (a *app) showRun(dir string) error {
 	ri, err := engine.LoadRun(dir)
 	if err != nil {
 		return badInput("cannot read run %s: %s", dir, err)
 	}
 	fmt.Fprintf(a.stdout, "run %s  pipeline %s  pid %d  started %s UTC  %s\n\n", ri.ID, ri.Pipeline, ri.PID, ri.Start.UTC().Format("2006-01-02 15:04:05"), ri.State)
+	for _, e := range ri.Entries {
+		if e.T == engine.JRunEnd && e.Status == "refused" && e.Message != "" {
+			fmt.Fprintf(a.stdout, "%s\n\n", strings.TrimPrefix(e.Message, engine.ErrRefused.Error()+": "))
+		}
+	}
 	nodes := map[string]*nodeView{}
 	var order []string
 	get := func(addr string) *nodeView {
@@ -117,16 +139,26 @@ func (a *app) showRun(dir string) error {
 		v := get(e.Node)
 		switch e.T {
 		case engine.JStarted:
-			v.state, v.start, v.attempts, v.logs, v.gpus = "running", e.Time, e.Attempt, e.Logs, e.GPUs
+			v.state, v.start, v.gpus = "running", e.Time, e.GPUs
+			v.attempts = max(v.attempts, e.Attempt)
+			v.addLogs(e.Logs)
 		case engine.JFinished:
 			v.state, v.end, v.rss, v.gpuMiB = "ok", e.Time, e.PeakRSS, e.PeakGPU
 		case engine.JFailed:
+			// A node that failed before its process started (class
+			// setup) has no started record: its attempt and logs are
+			// on the failure.
 			v.state, v.end, v.class, v.msg = "failed", e.Time, e.Class, e.Message
+			v.attempts = max(v.attempts, e.Attempt)
+			v.addLogs(e.Logs)
 		case engine.JCached:
 			v.state = "cached"
 		case engine.JSkipped:
 			v.state, v.msg = "skipped", e.Message
 		}
+	}
+	if len(order) == 0 {
+		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tDURATION\tPEAK RSS\tPEAK GPU\tGPUS\tLOGS")
@@ -202,22 +234,10 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 				shown = shown[:10]
 			}
 			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tPIPELINE\tSTATE\tOK\tCACHED\tFAILED\tSKIPPED")
+			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tPIPELINE\tSTATE\tOK\tCACHED\tFAILED\tSKIPPED\tFAILED ATTEMPTS")
 			for _, r := range shown {
-				var ok, cached, failed, skipped int
-				for _, e := range r.Entries {
-					switch e.T {
-					case engine.JFinished:
-						ok++
-					case engine.JCached:
-						cached++
-					case engine.JFailed:
-						failed++
-					case engine.JSkipped:
-						skipped++
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", r.ID, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Pipeline, r.State, ok, cached, failed, skipped)
+				c := countNodes(r.Entries)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Pipeline, r.State, c.ok, c.cached, c.failed, c.skipped, c.failedAttempts)
 			}
 			_ = tw.Flush()
 			var batches []*engine.Batch
@@ -257,6 +277,42 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "list every run, not the last 10")
 	return cmd
+}
+
+// nodeCounts are a run's nodes by how each ended, and its failed attempts
+// (retried or not) apart.
+type nodeCounts struct {
+	ok, cached, failed, skipped, failedAttempts int
+}
+
+// countNodes counts each node once, by its last record: a node that
+// failed twice and then succeeded is one ok node with two failed attempts,
+// and a node running again after a failed attempt is in no column yet.
+func countNodes(entries []engine.JEntry) nodeCounts {
+	var c nodeCounts
+	last := map[string]string{}
+	for _, e := range entries {
+		switch e.T {
+		case engine.JFailed:
+			c.failedAttempts++
+			fallthrough
+		case engine.JStarted, engine.JFinished, engine.JCached, engine.JSkipped:
+			last[e.Node] = e.T
+		}
+	}
+	for _, t := range last {
+		switch t {
+		case engine.JFinished:
+			c.ok++
+		case engine.JCached:
+			c.cached++
+		case engine.JFailed:
+			c.failed++
+		case engine.JSkipped:
+			c.skipped++
+		}
+	}
+	return c
 }
 
 func relPath(root, p string) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/cairn-run/cairn/dsl"
@@ -79,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(terraformAliases(args))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
 	}
@@ -92,8 +93,50 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// cobra's own errors: unknown flags, bad arguments.
 	fmt.Fprintln(stderr, "Error:", err)
-	fmt.Fprintln(stderr, "Run 'cairn --help' for usage.")
+	if s := suggestFlag(cmd, err); s != "" {
+		fmt.Fprintf(stderr, "Did you mean %s?\n", s)
+	}
+	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	return exitBadInput
+}
+
+// suggestFlag returns the flag of cmd closest to the unknown one err
+// names, or "": --target for --tagret or -tagret, --version for -v at the
+// top level (where -v means nothing: it is apply's --verbose).
+func suggestFlag(cmd *cobra.Command, err error) string {
+	msg := err.Error()
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		// "unknown shorthand flag: 't' in -tagret"
+		_, word, found := strings.Cut(msg, "unknown shorthand flag: ")
+		if !found {
+			return ""
+		}
+		_, name, _ = strings.Cut(word, " in -")
+		if len(name) == 1 {
+			// One letter: the one long flag it starts, if only one.
+			var match []string
+			for _, n := range names {
+				if strings.HasPrefix(n, name) {
+					match = append(match, n)
+				}
+			}
+			if len(match) == 1 {
+				return "--" + match[0]
+			}
+			return ""
+		}
+	}
+	if s := dsl.Suggest(name, names); s != "" {
+		return "--" + s
+	}
+	return ""
 }
 
 // longFlags are accepted with one dash too, as Terraform spells them.
@@ -151,6 +194,9 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 			}
 		},
 	}
+	// --version without cobra's -v: -v is apply's --verbose, and one
+	// letter has one meaning.
+	root.Flags().Bool("version", false, "print cairn's version")
 	root.PersistentFlags().StringVar(&a.chdir, "chdir", "", "workspace root: commands run there and paths resolve against it (default: the current directory)")
 	root.PersistentFlags().StringVar(&a.cacheDir, "cache", "", "cache folder, shareable among pipelines (default: <workspace>/.cairn; env CAIRN_CACHE)")
 	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colours in output (NO_COLOR is respected too)")

@@ -169,12 +169,14 @@ func pipelineArgs(args []string) string {
 }
 
 func (a *app) openCache() (*engine.Cache, error) {
-	c, err := engine.OpenCache(a.cachePath(), engine.CacheOptions{NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1"})
+	c, err := engine.OpenCache(a.cachePath(), engine.CacheOptions{
+		NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1",
+		Warn: func(format string, args ...any) {
+			fmt.Fprintf(a.stderr, "warning: "+format+"\n", args...)
+		},
+	})
 	if err != nil {
 		return nil, &exitError{code: exitBadInput, msg: err.Error()}
-	}
-	c.Warn = func(format string, args ...any) {
-		fmt.Fprintf(a.stderr, "warning: "+format+"\n", args...)
 	}
 	return c, nil
 }
@@ -321,7 +323,8 @@ if there are any.`,
 				}
 				_, diags := hclwrite.ParseConfig(src, f, hcl.InitialPos)
 				if diags.HasErrors() {
-					return a.printDiags(nil, diags)
+					_ = a.printDiags(map[string]*hcl.File{f: {Bytes: src}}, diags)
+					return badInput("%s cannot be parsed, so it was left as it is; fix it and run cairn fmt again", f)
 				}
 				formatted := hclwrite.Format(src)
 				if bytes.Equal(src, formatted) {
