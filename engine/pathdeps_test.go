@@ -212,6 +212,8 @@ func TestWaitForOrdersWithoutKeying(t *testing.T) {
 		if pn.Node.Addr == `stage.job["a"]` {
 			require.NotNil(t, pn.Envelope, "job[a]'s key is known: check[b] does not key it")
 			assert.Len(t, pn.Envelope.Upstreams, 1)
+			assert.Equal(t, ActCached, pn.Action)
+			assert.Equal(t, []string{`waits for stage.check["b"], which will run`}, pn.Reasons)
 		}
 	}
 	assert.Equal(t, []string{`stage.check["b"]`, `stage.job["b"]`}, torun)

@@ -248,6 +248,9 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 			if msg := g.postconditionFails(n, rec, inst); msg != "" {
 				pn.Reasons = []string{"postcondition fails: " + msg}
 			}
+			if w := p.waitsFor(n); w != "" {
+				pn.Reasons = append(pn.Reasons, w)
+			}
 			continue
 		}
 		p.ToRun++
@@ -277,6 +280,24 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 		diags = append(diags, g.stageChecks(specs)...)
 	}
 	return p, uniqueDiags(diags)
+}
+
+// waitsFor says which of a cached node's wait_for upstreams will run: it
+// is taken from the cache only once they succeeded. "" when none will.
+func (p *Plan) waitsFor(n *Node) string {
+	var running []string
+	for _, id := range n.OrderOnly {
+		if u := p.Nodes[id]; u != nil && !u.Skipped && u.Action == ActRun {
+			running = append(running, u.Node.Addr)
+		}
+	}
+	switch len(running) {
+	case 0:
+		return ""
+	case 1:
+		return "waits for " + running[0] + ", which will run"
+	}
+	return fmt.Sprintf("waits for %s and %d more, which will run", running[0], len(running)-1)
 }
 
 // postconditionFails evaluates a cached node's postconditions on its

@@ -113,6 +113,8 @@ func TestDemoEditOneConfigRerunsThatVariant(t *testing.T) {
 	assert.Contains(t, plan[`stage.ruler["batch_demo_id2"]`], "input submissions/demo/batch_demo_id2.json changed")
 	assert.Contains(t, plan[`stage.aime24["batch_demo_id2"]`], "batch_demo_id2")
 	assert.Contains(t, plan["stage.batch"], "batch_demo_id2")
+	// A cached variant still waits for the gate that reruns, and says so.
+	assert.Equal(t, `= cached: waits for stage.ruler["batch_demo_id2"], which will run`, plan[`stage.aime24["batch_demo_id0"]`])
 	for _, v := range []string{"batch_demo_id0", "batch_demo_id1", "batch_demo_id3"} {
 		for _, s := range []string{"preflight", "ruler", "aime24"} {
 			assert.True(t, strings.HasPrefix(plan[`stage.`+s+`["`+v+`"]`], "="), "stage.%s[%q] is cached: %q", s, v, plan[`stage.`+s+`["`+v+`"]`])
