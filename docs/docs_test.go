@@ -24,6 +24,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/items/simmodel"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -226,6 +227,34 @@ func (ex example) workspace(t *testing.T) string {
 	return dir
 }
 
+// evalSetup prepares an evaluate example: worker=PATH writes the complete
+// worker of docs/worker-protocol.md at PATH, and sim-model=MODEL starts a
+// simulated task model serving MODEL, named by TASK_ENDPOINTS in the
+// returned environment.
+func (ex example) evalSetup(t *testing.T, dir string) []string {
+	t.Helper()
+	var env []string
+	if p := ex.pipeline.attr("worker"); p != "" {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("python3 is not installed")
+		}
+		doc, err := os.ReadFile("worker-protocol.md")
+		require.NoError(t, err)
+		m := regexp.MustCompile("(?s)```python\n(.*?)```").FindSubmatch(doc)
+		require.NotNil(t, m, "worker-protocol.md has a python block")
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, m[1], 0o644))
+	}
+	if model := ex.pipeline.attr("sim-model"); model != "" {
+		srv, err := simmodel.Start(simmodel.Config{Models: []string{model}}, "")
+		require.NoError(t, err)
+		t.Cleanup(func() { srv.Close() })
+		env = append(env, "TASK_ENDPOINTS="+srv.URL)
+	}
+	return env
+}
+
 // examples collects the full pipelines of a document and attaches file
 // blocks to them by name.
 func examples(t *testing.T, blocks []block) []example {
@@ -269,7 +298,7 @@ func TestDocumentedPipelines(t *testing.T) {
 			t.Run(ex.pipeline.where(), func(t *testing.T) {
 				t.Parallel()
 				dir := ex.workspace(t)
-				env := ex.pipeline.attrs["env"]
+				env := append(ex.pipeline.attrs["env"], ex.evalSetup(t, dir)...)
 				r := cairn(t, dir, env, append([]string{"validate", "pipeline.hcl"}, ex.vars()...)...)
 				require.Equal(t, 0, r.code, "cairn validate:\n%s%s", r.stdout, r.stderr)
 				assert.Contains(t, r.stdout, "Valid: pipeline ")
