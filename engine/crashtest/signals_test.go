@@ -300,6 +300,44 @@ stage "command" "other" {
 	}
 }
 
+// TestOnInterruptFailLiftedByCacheHit: the refusal of an interrupted
+// on_interrupt = "fail" node is a run of its own (status refused), and it
+// is lifted without --replace when another pipeline on the same cache
+// finished the same work meanwhile: the node is then taken from the cache.
+func TestOnInterruptFailLiftedByCacheHit(t *testing.T) {
+	const stage = `
+stage "command" "optimize" {
+  on_interrupt = "fail"
+  run          = ["sh", "-c", "while [ ! -f go ]; do sleep 0.02; done; echo done > optimize.txt; echo x >> counts/optimize"]
+  outputs      = ["optimize.txt"]
+}
+`
+	w := newWS(t, `pipeline "optimizer" {}`+stage)
+	w.write("counts/.keep", "")
+	p := w.start(nil, "apply", "pipeline.hcl")
+	w.waitJournal([]string{"stage.optimize"}, nil)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t)
+	w.write("go", "")
+
+	res := w.apply("pipeline.hcl")
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stderr, `on_interrupt = "fail"`)
+	st := w.run(nil, "status")
+	require.Equal(t, 0, st.code, st.String())
+	assert.Regexp(t, `optimizer\s+refused\s`, st.stdout, "the refused apply is a run")
+
+	w.write("helper.hcl", `pipeline "helper" {}`+stage)
+	res = w.apply("helper.hcl")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Equal(t, 1, w.countLines("counts/optimize"))
+
+	res = w.apply("pipeline.hcl")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "0 ran, 1 cached")
+	assert.Equal(t, 1, w.countLines("counts/optimize"), "the work ran once")
+}
+
 // TestStalePlanFile: `apply PLANFILE` runs a saved plan while nothing it
 // planned has changed, and refuses (exit 1, nothing run) once an input did.
 func TestStalePlanFile(t *testing.T) {
