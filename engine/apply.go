@@ -64,6 +64,10 @@ type ApplyOptions struct {
 	WaitGPUs time.Duration
 	// WaitBatch is how long a batch waits for another process's batch.
 	WaitBatch time.Duration
+	// Exact applies a saved plan: a node whose key was known when it was
+	// planned runs, or is taken from the cache, only under that key, and
+	// a node planned as cached is only taken from the cache.
+	Exact bool
 }
 
 // ApplyResult summarises an apply.
@@ -235,7 +239,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	// or known after apply), in one group commit.
 	var planned []JEntry
 	for _, ns := range a.nodes {
-		if !ns.pn.Skipped && ns.pn.Action == ActRun {
+		if !ns.pn.Skipped && (ns.pn.Action == ActRun || ns.pn.Action == ActMayRun) {
 			planned = append(planned, JEntry{T: JPlanned, Node: ns.n.Addr, Key: ns.pn.Key})
 		}
 	}
@@ -624,7 +628,7 @@ func (a *applier) upstreamDigest(n *Node) (string, bool) {
 			return ns.record.OutputDigest, true
 		}
 	case stFailed, stSkipped:
-		return outputDigest(nil, nil, ns.status+":"+ns.class), true
+		return failedOutputDigest(ns.status, ns.class), true
 	}
 	if ns.pn.Skipped && ns.pn.Record != nil {
 		return ns.pn.Record.OutputDigest, true
@@ -713,6 +717,10 @@ func (a *applier) prepare(ns *nodeState) bool {
 		ns.key = env.Key()
 	}
 	sn.Key = ns.key
+	if a.opts.Exact && ns.pn.Key != "" && ns.key != ns.pn.Key {
+		a.fail(ns, dsl.ClassSetup, fmt.Sprintf("its key changed since the plan was saved (%s then, %s now): not run; make a new plan with 'cairn plan --out FILE'", short(ns.pn.Key), short(ns.key)))
+		return true
+	}
 	if !a.opts.Replace[n.Addr] && a.cache.Has(ns.key) {
 		// The plan decoded this record moments ago.
 		if rec := ns.pn.Record; rec != nil && rec.Key == ns.key {
@@ -722,6 +730,10 @@ func (a *applier) prepare(ns *nodeState) bool {
 		} else if a.takeCached(ns) {
 			return true
 		}
+	}
+	if a.opts.Exact && ns.pn.Action == ActCached {
+		a.fail(ns, dsl.ClassSetup, "planned as cached, but its cached result is gone since the plan was saved: not run; make a new plan with 'cairn plan --out FILE'")
+		return true
 	}
 	// It runs: what its logs must not show.
 	ns.secrets = sensitiveStrings(sn.Args)
@@ -966,7 +978,7 @@ func (a *applier) markFailed(ns *nodeState) {
 func (a *applier) skip(ns *nodeState, why string) {
 	ns.status = stSkipped
 	ns.message = why
-	ns.class = "upstream"
+	ns.class = failUpstream
 	a.res.Skipped++
 	a.setFinal(ns)
 	_ = a.j.Note(JEntry{T: JSkipped, Node: ns.n.Addr, Message: why})
@@ -1015,39 +1027,21 @@ func (a *applier) finalInstance(ns *nodeState) cty.Value {
 // finishedInstance is the instance object of a node that reached a final
 // state.
 func (a *applier) finishedInstance(ns *nodeState) cty.Value {
-	n := ns.n
-	res := cty.NullVal(cty.DynamicPseudoType)
-	exit := cty.NullVal(cty.Number)
-	dur := cty.NumberFloatVal(0)
-	rss, gpuMiB := cty.NumberFloatVal(0), cty.NumberFloatVal(0)
-	if ns.record != nil {
-		if v, err := jsonToCty(ns.record.Result); err == nil {
-			res = v
-		}
-		exit = cty.NumberIntVal(int64(ns.record.ExitCode))
-		dur = cty.NumberFloatVal(ns.record.Ended.Sub(ns.record.Started).Seconds())
-		rss, gpuMiB = cty.NumberFloatVal(ns.record.PeakRSSMiB), cty.NumberFloatVal(ns.record.PeakGPUMiB)
-	} else if ns.res != nil {
-		if ns.res.ExitCode >= 0 {
-			exit = cty.NumberIntVal(int64(ns.res.ExitCode))
-		}
-		dur = cty.NumberFloatVal(ns.res.Ended.Sub(ns.res.Started).Seconds())
-		rss, gpuMiB = cty.NumberFloatVal(ns.res.PeakRSSMiB), cty.NumberFloatVal(ns.res.PeakGPUMiB)
-	}
-	val := cty.NullVal(cty.DynamicPseudoType)
-	if n.Inst.Value != cty.NilVal {
-		val = n.Inst.Value
-	}
 	status := ns.status
 	if status == stCached {
 		status = stOK
 	}
-	return cty.ObjectVal(map[string]cty.Value{
-		"key": cty.StringVal(n.Inst.Key), "value": val, "result": res,
-		"status": cty.StringVal(status), "class": cty.StringVal(ns.class),
-		"message": cty.StringVal(ns.message), "exit_code": exit, "duration_s": dur,
-		"peak_rss_mib": rss, "peak_gpu_mib": gpuMiB, "key_digest": cty.StringVal(ns.key),
-	})
+	if ns.record != nil || ns.res == nil {
+		return instanceObject(ns.n, ns.record, status, ns.class, ns.message, ns.key)
+	}
+	exit := cty.NullVal(cty.Number)
+	if ns.res.ExitCode >= 0 {
+		exit = cty.NumberIntVal(int64(ns.res.ExitCode))
+	}
+	return nodeInstance(ns.n, cty.NullVal(cty.DynamicPseudoType), exit,
+		cty.NumberFloatVal(ns.res.Ended.Sub(ns.res.Started).Seconds()),
+		cty.NumberFloatVal(ns.res.PeakRSSMiB), cty.NumberFloatVal(ns.res.PeakGPUMiB),
+		status, ns.class, ns.message, ns.key)
 }
 
 func (a *applier) printf(format string, args ...any) {

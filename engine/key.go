@@ -56,7 +56,8 @@ func (n *Node) keyedDep(id int) bool {
 	return len(n.OrderOnly) == 0 || !containsInt(n.OrderOnly, id)
 }
 
-// unknownReason explains why a node's key is not known yet.
+// unknownReason explains why a node's key is not known yet (plan says the
+// node may run).
 type unknownReason struct {
 	Upstream string // an upstream that will run
 	Attr     string // an attribute depending on results
@@ -66,11 +67,11 @@ type unknownReason struct {
 func (u *unknownReason) String() string {
 	switch {
 	case u.Upstream != "":
-		return fmt.Sprintf("known after apply: %s will run", u.Upstream)
+		return fmt.Sprintf("depends on the output of %s", u.Upstream)
 	case u.Input != "":
-		return fmt.Sprintf("known after apply: input %s does not exist yet", u.Input)
+		return fmt.Sprintf("input %s does not exist yet", u.Input)
 	case u.Attr != "":
-		return fmt.Sprintf("known after apply: %s depends on upstream results", u.Attr)
+		return fmt.Sprintf("%s depends on upstream results", u.Attr)
 	}
 	return "known after apply"
 }
@@ -177,6 +178,15 @@ func isNotExist(err error) bool {
 		err = u.Unwrap()
 	}
 	return false
+}
+
+// failUpstream is the class of a node skipped because an upstream failed.
+const failUpstream = "upstream"
+
+// failedOutputDigest stands for the output of a dependency that failed or
+// was skipped, in the keys of nodes that run on upstream failure.
+func failedOutputDigest(status, class string) string {
+	return outputDigest(nil, nil, status+":"+class)
 }
 
 // outputDigest identifies what a node produced: its output files' digests

@@ -440,7 +440,7 @@ func (m *Memo) RenderPlan(w io.Writer) error {
 	for _, n := range m.Nodes {
 		writePlanLine(bw, "=", width, n.Addr, "cached", nil)
 	}
-	writePlanFooter(bw, 0, len(m.Nodes), 0)
+	writePlanFooter(bw, PlanCounts{Cached: len(m.Nodes)}, 0)
 	return bw.Flush()
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -20,12 +21,19 @@ import (
 const (
 	ActRun    = "run"
 	ActCached = "cached"
+	// ActMayRun: the node's key depends on the output of an upstream that
+	// runs first; apply computes it then and runs the node only if it is
+	// not cached.
+	ActMayRun = "may_run"
+	// ActSkip: an upstream fails (a cached result whose postcondition
+	// fails) and the node does not run on upstream failure.
+	ActSkip = "skip"
 )
 
 // PlannedNode is one node of a plan.
 type PlannedNode struct {
 	Node   *Node
-	Action string // ActRun or ActCached
+	Action string // ActRun, ActMayRun, ActCached or ActSkip
 	// Changed is true for "~ run": an earlier key exists for the address.
 	Changed bool
 	// Key is "" when it is known only after apply.
@@ -34,8 +42,11 @@ type PlannedNode struct {
 	Envelope *Envelope
 	Record   *Record
 	Spec     *stages.Node
-	// Targeted is false for nodes outside --target's closure: not run.
+	// Skipped is set for nodes outside --target's closure: not run.
 	Skipped bool
+	// fails is the message of a cached node's failing postcondition:
+	// apply restores it, then fails it.
+	fails string
 }
 
 // Plan is what apply would do.
@@ -44,8 +55,12 @@ type Plan struct {
 	Graph    *Graph
 	Nodes    []*PlannedNode
 	ToRun    int
+	MayRun   int
 	Cached   int
+	Skip     int // skipped because an upstream fails
 	Excluded int
+	// Options are the --target and --replace the plan was made with.
+	Options PlanOptions
 }
 
 // PlanOptions narrow or force a plan.
@@ -150,7 +165,7 @@ func (g *Graph) Ancestors(ids map[int]bool) map[int]bool {
 // MakePlan decides, for every node, whether it runs or comes from the
 // cache, and why.
 func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics) {
-	p := &Plan{Pipeline: g.Config.Name, Graph: g, Nodes: make([]*PlannedNode, len(g.Nodes))}
+	p := &Plan{Pipeline: g.Config.Name, Graph: g, Nodes: make([]*PlannedNode, len(g.Nodes)), Options: opts}
 	var diags hcl.Diagnostics
 	var include map[int]bool
 	if len(opts.Targets) > 0 {
@@ -170,19 +185,11 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 	// against folder listings.
 	g.setPathSnapshot(true)
 	defer g.setPathSnapshot(false)
-	inst := func(u *Node) cty.Value {
-		pn := p.Nodes[u.ID]
-		if pn != nil && pn.Action == ActCached && pn.Record != nil {
-			return recordInstance(u, pn.Record)
-		}
-		return unknownInstance(u)
-	}
-	upstream := func(u *Node) (string, bool) {
-		pn := p.Nodes[u.ID]
-		if pn != nil && pn.Action == ActCached && pn.Record != nil {
-			return pn.Record.OutputDigest, true
-		}
-		return "", false
+	inst := func(u *Node) cty.Value { return p.instance(u) }
+	upstream := func(u *Node) (string, bool) { return p.upstreamDigest(u) }
+	var written *outputIndex
+	if g.pipelineReadsInputs() {
+		written = &outputIndex{}
 	}
 	// In a plan with everything cached, each node's key is the one its
 	// address had last: decode those records while the nodes evaluate.
@@ -205,69 +212,20 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 			p.Excluded++
 			continue
 		}
-		sn, d := ahead[n.ID].sn, ahead[n.ID].diags
-		if !ahead[n.ID].done {
-			sn, d = g.EvalNode(n, inst)
-		}
+		d := p.planNode(pn, ahead[n.ID], inst, upstream, written, cache, replace[n.ID], debug[n.Addr])
 		diags = append(diags, d...)
-		if d.HasErrors() {
-			continue
+		if written != nil {
+			written.add(pn)
 		}
-		pn.Spec = sn
-		base := ahead[n.ID].base
-		if !ahead[n.ID].based {
-			base = g.envelopeBase(n, sn, cache.Stat)
-		}
-		env, why, err := g.envelopeFrom(base, n, upstream)
-		if err != nil {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
-			continue
-		}
-		if env == nil {
-			pn.Reasons = []string{why.String()}
+		switch pn.Action {
+		case ActRun:
 			p.ToRun++
-			continue
-		}
-		pn.Envelope = env
-		pn.Key = env.Key()
-		if replace[n.ID] {
-			pn.Reasons = []string{"replace requested (--replace)"}
-			p.ToRun++
-			continue
-		}
-		rec, ok := cache.Lookup(pn.Key)
-		if ok && rec.Debug && !debug[n.Addr] {
-			pn.Reasons = []string{"the cached result is a single-variant debug run's: the batch runs it again"}
-			p.ToRun++
-			continue
-		}
-		if ok {
-			pn.Action = ActCached
-			pn.Record = rec
+		case ActMayRun:
+			p.MayRun++
+		case ActCached:
 			p.Cached++
-			if msg := g.postconditionFails(n, rec, inst); msg != "" {
-				pn.Reasons = []string{"postcondition fails: " + msg}
-			}
-			if w := p.waitsFor(n); w != "" {
-				pn.Reasons = append(pn.Reasons, w)
-			}
-			continue
-		}
-		p.ToRun++
-		prev := cache.LastKey(g.Config.Name, n.Addr)
-		if prev == "" {
-			pn.Reasons = []string{"new"}
-			continue
-		}
-		pn.Changed = true
-		if rec, ok := cache.Lookup(prev); ok {
-			var old Envelope
-			if json.Unmarshal(rec.Envelope, &old) == nil {
-				pn.Reasons = diffEnvelopes(&old, env, g, n, p)
-			}
-		}
-		if len(pn.Reasons) == 0 {
-			pn.Reasons = []string{"the cached result is gone (evicted or collected)"}
+		case ActSkip:
+			p.Skip++
 		}
 	}
 	if !diags.HasErrors() {
@@ -298,6 +256,143 @@ func (p *Plan) waitsFor(n *Node) string {
 		return "waits for " + running[0] + ", which will run"
 	}
 	return fmt.Sprintf("waits for %s and %d more, which will run", running[0], len(running)-1)
+}
+
+// planNode decides what apply will do with one node, as apply will: a
+// node whose upstream fails is skipped (or, with on_upstream_failure =
+// "run", sees it failed); its inputs are digested as they will be once its
+// ancestors are restored; a key that waits for an upstream's output makes
+// it "may run".
+func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, upstream func(*Node) (string, bool), written *outputIndex, cache *Cache, replace, debug bool) hcl.Diagnostics {
+	g, n := p.Graph, pn.Node
+	if up, how := p.failedUpstream(n); up != nil && n.Stage.OnUpstreamFailure != "run" {
+		pn.Action = ActSkip
+		pn.Reasons = []string{fmt.Sprintf("upstream %s %s", up.Addr, how)}
+		return ahead.diags
+	}
+	sn, diags := ahead.sn, ahead.diags
+	if !ahead.done {
+		sn, diags = g.EvalNode(n, inst)
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	pn.Spec = sn
+	base := ahead.base
+	if !ahead.based {
+		base = g.envelopeBase(n, sn, cache.Stat)
+	}
+	var runs *Node
+	if written != nil && len(sn.Common.Inputs) > 0 {
+		var pending map[string]map[string]fsdigest.Pending
+		pending, runs = p.inputWrites(written, n, sn, cache.Stat)
+		if pending != nil && runs == nil {
+			base = g.envelopeBase(n, sn, pendingDigester{stat: cache.Stat, pending: pending})
+		}
+	}
+	env, why, err := g.envelopeFrom(base, n, upstream)
+	if err != nil {
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
+	}
+	if env != nil && runs == nil {
+		pn.Envelope = env
+		pn.Key = env.Key()
+	}
+	switch {
+	case replace:
+		pn.Reasons = []string{"replace requested (--replace)"}
+		return diags
+	case runs != nil:
+		why = &unknownReason{Upstream: runs.Addr}
+		fallthrough
+	case env == nil:
+		pn.Action = ActMayRun
+		pn.Reasons = []string{why.String()}
+		return diags
+	}
+	rec, ok := cache.Lookup(pn.Key)
+	if ok && rec.Debug && !debug {
+		pn.Reasons = []string{"the cached result is a single-variant debug run's: the batch runs it again"}
+		return diags
+	}
+	if ok {
+		pn.Action = ActCached
+		pn.Record = rec
+		if msg := g.postconditionFails(n, rec, inst); msg != "" {
+			pn.fails = redactSecrets(msg, sensitiveStrings(sn.Args))
+			pn.Reasons = []string{"postcondition fails: " + msg}
+		}
+		if w := p.waitsFor(n); w != "" {
+			pn.Reasons = append(pn.Reasons, w)
+		}
+		return diags
+	}
+	prev := cache.LastKey(g.Config.Name, n.Addr)
+	if prev == "" {
+		pn.Reasons = []string{"new"}
+		return diags
+	}
+	pn.Changed = true
+	if rec, ok := cache.Lookup(prev); ok {
+		var old Envelope
+		if json.Unmarshal(rec.Envelope, &old) == nil {
+			pn.Reasons = diffEnvelopes(&old, env, g, n, p)
+		}
+	}
+	if len(pn.Reasons) == 0 {
+		pn.Reasons = []string{"the cached result is gone (evicted or collected)"}
+	}
+	return diags
+}
+
+// failedUpstream is the first dependency of n that apply will find failed
+// or skipped, and which; nil when none is known to fail.
+func (p *Plan) failedUpstream(n *Node) (*Node, string) {
+	for _, d := range n.Deps {
+		switch u := p.Nodes[d]; {
+		case u.Skipped:
+		case u.fails != "":
+			return u.Node, stFailed
+		case u.Action == ActSkip:
+			return u.Node, stSkipped
+		}
+	}
+	return nil, ""
+}
+
+// instance is the instance object apply will give an upstream: its
+// record's when cached (failed when its postcondition fails), skipped
+// when skipped, unknown when it runs.
+func (p *Plan) instance(u *Node) cty.Value {
+	pn := p.Nodes[u.ID]
+	switch {
+	case pn == nil:
+	case pn.Action == ActSkip:
+		return instanceObject(u, nil, stSkipped, failUpstream, pn.Reasons[0], "")
+	case pn.Action == ActCached && pn.Record != nil:
+		if pn.fails != "" {
+			return instanceObject(u, pn.Record, stFailed, dsl.ClassPostcondition, pn.fails, pn.Record.Key)
+		}
+		return recordInstance(u, pn.Record)
+	}
+	return unknownInstance(u)
+}
+
+// upstreamDigest is an upstream's output digest as apply will see it; false
+// when it is known only after the upstream runs.
+func (p *Plan) upstreamDigest(u *Node) (string, bool) {
+	pn := p.Nodes[u.ID]
+	switch {
+	case pn == nil:
+	case pn.Action == ActSkip:
+		return failedOutputDigest(stSkipped, failUpstream), true
+	case pn.Action == ActCached && pn.Record != nil:
+		if pn.fails != "" {
+			return failedOutputDigest(stFailed, dsl.ClassPostcondition), true
+		}
+		return pn.Record.OutputDigest, true
+	}
+	return "", false
 }
 
 // postconditionFails evaluates a cached node's postconditions on its
@@ -340,26 +435,38 @@ func (g *Graph) evalPostconditions(n *Node, self func() cty.Value, inst instance
 
 // recordInstance is the instance object of a cached or finished node.
 func recordInstance(n *Node, r *Record) cty.Value {
-	res, err := jsonToCty(r.Result)
-	if err != nil {
-		res = cty.NullVal(cty.DynamicPseudoType)
+	return instanceObject(n, r, stOK, "", "", r.Key)
+}
+
+// instanceObject is the instance object of a node that ended with status,
+// class and message; r is its record (nil when it has none).
+func instanceObject(n *Node, r *Record, status, class, message, key string) cty.Value {
+	res := cty.NullVal(cty.DynamicPseudoType)
+	exit := cty.NullVal(cty.Number)
+	dur := cty.NumberFloatVal(0)
+	rss, gpuMiB := cty.NumberFloatVal(0), cty.NumberFloatVal(0)
+	if r != nil {
+		if v, err := jsonToCty(r.Result); err == nil {
+			res = v
+		}
+		exit = cty.NumberIntVal(int64(r.ExitCode))
+		dur = cty.NumberFloatVal(r.Ended.Sub(r.Started).Seconds())
+		rss, gpuMiB = cty.NumberFloatVal(r.PeakRSSMiB), cty.NumberFloatVal(r.PeakGPUMiB)
 	}
+	return nodeInstance(n, res, exit, dur, rss, gpuMiB, status, class, message, key)
+}
+
+// nodeInstance assembles an instance object.
+func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB cty.Value, status, class, message, key string) cty.Value {
 	val := cty.NullVal(cty.DynamicPseudoType)
 	if n.Inst.Value != cty.NilVal {
 		val = n.Inst.Value
 	}
 	return cty.ObjectVal(map[string]cty.Value{
-		"key":          cty.StringVal(n.Inst.Key),
-		"value":        val,
-		"result":       res,
-		"status":       cty.StringVal("ok"),
-		"class":        cty.StringVal(""),
-		"message":      cty.StringVal(""),
-		"exit_code":    cty.NumberIntVal(int64(r.ExitCode)),
-		"duration_s":   cty.NumberFloatVal(r.Ended.Sub(r.Started).Seconds()),
-		"peak_rss_mib": cty.NumberFloatVal(r.PeakRSSMiB),
-		"peak_gpu_mib": cty.NumberFloatVal(r.PeakGPUMiB),
-		"key_digest":   cty.StringVal(r.Key),
+		"key": cty.StringVal(n.Inst.Key), "value": val, "result": res,
+		"status": cty.StringVal(status), "class": cty.StringVal(class),
+		"message": cty.StringVal(message), "exit_code": exit, "duration_s": dur,
+		"peak_rss_mib": rss, "peak_gpu_mib": gpuMiB, "key_digest": cty.StringVal(key),
 	})
 }
 
@@ -454,12 +561,16 @@ func (p *Plan) Render(w io.Writer) error {
 		switch {
 		case pn.Action == ActCached:
 			sym, what = "=", "cached"
+		case pn.Action == ActMayRun:
+			sym, what = "?", "may run"
+		case pn.Action == ActSkip:
+			sym, what = "-", "skipped"
 		case pn.Changed:
 			sym = "~"
 		}
 		writePlanLine(bw, sym, width, pn.Node.Addr, what, pn.Reasons)
 	}
-	writePlanFooter(bw, p.ToRun, p.Cached, p.Excluded)
+	writePlanFooter(bw, p.Counts(), p.Excluded)
 	return bw.Flush()
 }
 
@@ -475,9 +586,33 @@ func writePlanLine(bw *bufio.Writer, sym string, width int, addr, what string, r
 	bw.WriteByte('\n')
 }
 
+// PlanCounts are a plan's totals by action.
+type PlanCounts struct {
+	ToRun, MayRun, Cached, Skip int
+}
+
+// String reads "N to run, M cached", with "K may run" and "S skipped"
+// when there are any.
+func (c PlanCounts) String() string {
+	s := fmt.Sprintf("%d to run, ", c.ToRun)
+	if c.MayRun > 0 {
+		s += fmt.Sprintf("%d may run, ", c.MayRun)
+	}
+	s += fmt.Sprintf("%d cached", c.Cached)
+	if c.Skip > 0 {
+		s += fmt.Sprintf(", %d skipped", c.Skip)
+	}
+	return s
+}
+
+// Counts are the plan's totals.
+func (p *Plan) Counts() PlanCounts {
+	return PlanCounts{ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skip: p.Skip}
+}
+
 // writePlanFooter writes a rendered plan's totals.
-func writePlanFooter(bw *bufio.Writer, toRun, cached, excluded int) {
-	fmt.Fprintf(bw, "\nPlan: %d to run, %d cached.", toRun, cached)
+func writePlanFooter(bw *bufio.Writer, c PlanCounts, excluded int) {
+	fmt.Fprintf(bw, "\nPlan: %s.", c)
 	if excluded > 0 {
 		fmt.Fprintf(bw, " (%d nodes outside --target not shown.)", excluded)
 	}
@@ -489,7 +624,9 @@ type PlanJSON struct {
 	Format   int            `json:"format"`
 	Pipeline string         `json:"pipeline"`
 	ToRun    int            `json:"to_run"`
+	MayRun   int            `json:"may_run"`
 	Cached   int            `json:"cached"`
+	Skipped  int            `json:"skipped"`
 	Nodes    []PlanNodeJSON `json:"nodes"`
 }
 
@@ -507,7 +644,7 @@ type PlanNodeJSON struct {
 
 // JSON returns the machine-readable plan.
 func (p *Plan) JSON() *PlanJSON {
-	out := &PlanJSON{Format: 1, Pipeline: p.Pipeline, ToRun: p.ToRun, Cached: p.Cached}
+	out := &PlanJSON{Format: 1, Pipeline: p.Pipeline, ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skipped: p.Skip}
 	for _, pn := range p.Nodes {
 		if pn.Skipped {
 			continue

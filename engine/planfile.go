@@ -10,22 +10,39 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 )
 
+// PlanFileFormat is the format of the plan files this cairn writes and
+// reads.
+const PlanFileFormat = 2
+
 // PlanFile is a saved plan (`cairn plan --out FILE`): the pipeline, the
-// variable flags it was planned with, and every node key known then.
-// Values of sensitive variables are not saved; apply needs them again.
+// variable flags, --target and --replace it was planned with, and every
+// node with its action and its key when known. Values of sensitive
+// variables are not saved; apply needs them again.
 type PlanFile struct {
-	Format   int               `json:"format"`
-	Pipeline string            `json:"pipeline"`
-	Path     string            `json:"path"`
-	Root     string            `json:"root"`
-	Vars     []dsl.VarArg      `json:"vars"`
-	Keys     map[string]string `json:"keys"`
-	ToRun    []string          `json:"to_run"`
+	Format   int             `json:"format"`
+	Pipeline string          `json:"pipeline"`
+	Path     string          `json:"path"`
+	Root     string          `json:"root"`
+	Vars     []dsl.VarArg    `json:"vars"`
+	Targets  []string        `json:"targets,omitempty"`
+	Replace  []string        `json:"replace,omitempty"`
+	Nodes    []PlanFileEntry `json:"nodes"`
+}
+
+// PlanFileEntry is one node of a saved plan, in plan order.
+type PlanFileEntry struct {
+	Address string `json:"address"`
+	Action  string `json:"action"`
+	// Key is absent when it is known only after apply.
+	Key string `json:"key,omitempty"`
 }
 
 // SavePlan writes p to path.
 func SavePlan(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
-	pf := &PlanFile{Format: 1, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root, Keys: map[string]string{}}
+	pf := &PlanFile{
+		Format: PlanFileFormat, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root,
+		Targets: p.Options.Targets, Replace: p.Options.Replace, Nodes: []PlanFileEntry{},
+	}
 	for _, v := range vars {
 		if !v.File {
 			name, _, _ := strings.Cut(v.Value, "=")
@@ -38,14 +55,8 @@ func SavePlan(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) erro
 		pf.Vars = append(pf.Vars, v)
 	}
 	for _, pn := range p.Nodes {
-		if pn.Skipped {
-			continue
-		}
-		if pn.Key != "" {
-			pf.Keys[pn.Node.Addr] = pn.Key
-		}
-		if pn.Action == ActRun {
-			pf.ToRun = append(pf.ToRun, pn.Node.Addr)
+		if !pn.Skipped {
+			pf.Nodes = append(pf.Nodes, PlanFileEntry{Address: pn.Node.Addr, Action: pn.Action, Key: pn.Key})
 		}
 	}
 	b, err := json.MarshalIndent(pf, "", "  ")
@@ -55,37 +66,90 @@ func SavePlan(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) erro
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// LoadPlanFile reads a saved plan.
-func LoadPlanFile(path string) (*PlanFile, error) {
+// LoadPlanFile reads a saved plan. isPlan is false when the file is not
+// one (it may be a pipeline); err is set too when it is a plan this cairn
+// cannot apply.
+func LoadPlanFile(path string) (pf *PlanFile, isPlan bool, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var pf PlanFile
-	if err := json.Unmarshal(b, &pf); err != nil || pf.Format != 1 {
-		return nil, fmt.Errorf("%s is not a cairn plan file", path)
+	var probe struct {
+		Format   int              `json:"format"`
+		Pipeline *string          `json:"pipeline"`
+		Keys     *json.RawMessage `json:"keys"`
+		Nodes    *json.RawMessage `json:"nodes"`
 	}
-	return &pf, nil
+	if err := json.Unmarshal(b, &probe); err != nil || probe.Pipeline == nil || probe.Keys == nil && probe.Nodes == nil {
+		return nil, false, fmt.Errorf("%s is not a cairn plan file", path)
+	}
+	if probe.Format != PlanFileFormat {
+		return nil, true, fmt.Errorf("%s is a plan file of format %d, which this cairn does not apply (it reads format %d): make a new plan with 'cairn plan --out FILE'", path, probe.Format, PlanFileFormat)
+	}
+	pf = &PlanFile{}
+	if err := json.Unmarshal(b, pf); err != nil {
+		return nil, true, fmt.Errorf("%s: a damaged plan file: %s", path, err)
+	}
+	return pf, true, nil
 }
 
-// CheckAgainst compares a fresh plan with the saved one: every key known
-// when the plan was saved must be unchanged.
+// CheckAgainst compares a fresh plan with the saved one. Apply runs a saved
+// plan only as it was saved: the same pipeline name, the same nodes, each
+// with the same action and, where it was known, the same key. It returns
+// what changed, for people.
 func (pf *PlanFile) CheckAgainst(p *Plan) []string {
 	var changed []string
-	cur := map[string]string{}
-	for _, pn := range p.Nodes {
-		cur[pn.Node.Addr] = pn.Key
+	if p.Pipeline != pf.Pipeline {
+		changed = append(changed, fmt.Sprintf("the pipeline is named %q now, %q when the plan was saved", p.Pipeline, pf.Pipeline))
 	}
-	for addr, key := range pf.Keys {
-		now, ok := cur[addr]
+	cur := map[string]*PlannedNode{}
+	for _, pn := range p.Nodes {
+		if !pn.Skipped {
+			cur[pn.Node.Addr] = pn
+		}
+	}
+	saved := map[string]bool{}
+	for _, e := range pf.Nodes {
+		saved[e.Address] = true
+		pn, ok := cur[e.Address]
 		switch {
 		case !ok:
-			changed = append(changed, fmt.Sprintf("%s is no longer in the pipeline", addr))
-		case now != key:
-			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now", addr, short(key), orUnknown(now)))
+			changed = append(changed, fmt.Sprintf("%s is no longer in the pipeline", e.Address))
+		case e.Key != "" && pn.Key != e.Key:
+			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now%s", e.Address, short(e.Key), orUnknown(pn.Key), becauseOf(pn)))
+		case pn.Action != e.Action:
+			changed = append(changed, fmt.Sprintf("%s: planned to %s, now it would %s%s", e.Address, actionVerb(e.Action), actionVerb(pn.Action), becauseOf(pn)))
+		}
+	}
+	for _, pn := range p.Nodes {
+		if !pn.Skipped && !saved[pn.Node.Addr] {
+			changed = append(changed, fmt.Sprintf("%s is new: it was not in the pipeline when the plan was saved", pn.Node.Addr))
 		}
 	}
 	return changed
+}
+
+// actionVerb says what a plan action does.
+func actionVerb(action string) string {
+	switch action {
+	case ActRun:
+		return "run"
+	case ActMayRun:
+		return "run if its key, known after its upstreams, is not cached"
+	case ActCached:
+		return "come from the cache"
+	case ActSkip:
+		return "be skipped"
+	}
+	return action
+}
+
+// becauseOf is the fresh plan's reasons for a node, as a suffix.
+func becauseOf(pn *PlannedNode) string {
+	if len(pn.Reasons) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(pn.Reasons, "; ") + ")"
 }
 
 func orUnknown(k string) string {

@@ -36,8 +36,10 @@ machine's CPU slots and free GPUs. Finished nodes are committed to the cache as
 they end, so an apply killed at any moment resumes where it stopped; a node
 that another process is running is waited for, then taken from the cache.
 
-With a PLANFILE from 'cairn plan --out', run exactly that plan: apply refuses
-if any key known when it was saved has changed.
+With a PLANFILE from 'cairn plan --out', run exactly that plan (its variables,
+--target and --replace), or refuse with exit 2, running nothing, naming what
+changed since it was saved: a node added or removed, the pipeline's name, a
+key known then, or an action.
 
 Ctrl-C stops scheduling, terminates running nodes (SIGTERM, then SIGKILL after
 their kill_grace) and exits 130; a second Ctrl-C kills them at once.
@@ -47,9 +49,16 @@ interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var saved *engine.PlanFile
 			if len(args) == 1 {
-				if pf, err := engine.LoadPlanFile(a.path(args[0])); err == nil {
+				pf, isPlan, err := engine.LoadPlanFile(a.path(args[0]))
+				switch {
+				case isPlan && err != nil:
+					return badInput("%s", err)
+				case isPlan && (len(targets) > 0 || len(replace) > 0):
+					return badInput("a saved plan is applied as it was planned: give --target and --replace to 'cairn plan --out FILE', not to 'cairn apply PLANFILE'")
+				case isPlan:
 					saved = pf
 					args = []string{pf.Path}
+					targets, replace = pf.Targets, pf.Replace
 					a.vars = append(append([]dsl.VarArg{}, pf.Vars...), a.vars...)
 					if a.chdir == "" {
 						a.chdir = pf.Root
@@ -74,7 +83,7 @@ interrupted.`,
 			defer cache.Close()
 			if saved != nil {
 				if changed := saved.CheckAgainst(p); len(changed) > 0 {
-					return &exitError{code: exitFailed, msg: "the saved plan is stale; nothing was run. Changed since it was saved:\n  " +
+					return &exitError{code: exitBadInput, msg: "the saved plan is stale; nothing was run. Changed since it was saved:\n  " +
 						strings.Join(changed, "\n  ") + "\nMake a new plan with 'cairn plan --out FILE'."}
 				}
 			}
@@ -111,7 +120,7 @@ interrupted.`,
 				}
 			}()
 			if !asJSON {
-				a.printApplyHeader(l.Graph.Summary(), p.ToRun, p.Cached, pool)
+				a.printApplyHeader(l.Graph.Summary(), p.Counts(), pool)
 			}
 			live := false
 			if f, ok := a.stdout.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
@@ -122,7 +131,7 @@ interrupted.`,
 				Progress: a.stdout, Stderr: a.stderr, JSON: asJSON, Verbose: verbose, Live: live,
 				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables),
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug,
-				WaitGPUs: waitGPUs, WaitBatch: waitBatch,
+				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
 			})
 			if err != nil {
 				if errors.Is(err, engine.ErrRefused) {
@@ -200,8 +209,8 @@ func (a *app) singleVariantTargets(g *engine.Graph, targets []string) map[string
 
 // printApplyHeader is apply's first line, and a note when the GPUs are
 // simulated.
-func (a *app) printApplyHeader(summary string, toRun, cached int, pool *engine.GPUPool) {
-	fmt.Fprintf(a.stdout, "cairn apply: %s: %d to run, %d cached\n", summary, toRun, cached)
+func (a *app) printApplyHeader(summary string, counts engine.PlanCounts, pool *engine.GPUPool) {
+	fmt.Fprintf(a.stdout, "cairn apply: %s: %s\n", summary, counts)
 	if pool != nil && pool.Total() > 0 && pool.Simulated() {
 		fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())
 	}

@@ -197,7 +197,8 @@ func TestPlanJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
 	assert.Equal(t, 1, p.Format)
 	assert.Equal(t, "demo", p.Pipeline)
-	assert.Equal(t, 4, p.ToRun)
+	assert.Equal(t, 1, p.ToRun)
+	assert.Equal(t, 3, p.MayRun, "their keys wait for prepare's output")
 	assert.Zero(t, p.Cached)
 	byAddr := map[string]engine.PlanNodeJSON{}
 	var order []string
@@ -213,6 +214,8 @@ func TestPlanJSON(t *testing.T) {
 	assert.Equal(t, []string{"new"}, prep.Reasons)
 	ev := byAddr[`stage.eval["qwen"]`]
 	assert.Empty(t, ev.Key, "known only after prepare runs")
+	assert.Equal(t, "may_run", ev.Action)
+	assert.Equal(t, []string{"depends on the output of stage.prepare"}, ev.Reasons)
 	assert.Equal(t, []string{"stage.prepare"}, ev.Deps)
 	assert.Equal(t, []string{`stage.eval["llama"]`, `stage.eval["qwen"]`}, byAddr["stage.report"].Deps)
 	assert.NotContains(t, r.stdout, "tok-cli-secret")
@@ -222,8 +225,8 @@ func TestPlanJSON(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `cairn plan: pipeline "demo": 3 stages, 4 nodes`)
 	assert.Regexp(t, `\+ stage\.prepare\s+run: new`, r.stdout)
-	assert.Regexp(t, `\+ stage\.eval\["llama"\]\s+run: known after apply: stage\.prepare will run`, r.stdout)
-	assert.Contains(t, r.stdout, "Plan: 4 to run, 0 cached.")
+	assert.Regexp(t, `\? stage\.eval\["llama"\]\s+may run: depends on the output of stage\.prepare`, r.stdout)
+	assert.Contains(t, r.stdout, "Plan: 1 to run, 3 may run, 0 cached.")
 	assert.NotContains(t, r.stdout, "tok-cli-secret")
 }
 
@@ -334,23 +337,31 @@ func TestPlanOut(t *testing.T) {
 	assert.NotContains(t, string(b), "tok-cli-secret")
 	var pf engine.PlanFile
 	require.NoError(t, json.Unmarshal(b, &pf), string(b))
-	assert.Equal(t, 1, pf.Format)
+	assert.Equal(t, engine.PlanFileFormat, pf.Format)
 	assert.Equal(t, "demo", pf.Pipeline)
 	assert.Equal(t, "good.hcl", pf.Path)
 	assert.Equal(t, root, pf.Root)
 	require.Len(t, pf.Vars, 1)
 	assert.True(t, pf.Vars[0].File)
 	assert.Equal(t, filepath.Join(root, "m.tfvars"), pf.Vars[0].Value)
-	assert.Equal(t, []string{"stage.prepare", `stage.eval["gemma"]`, "stage.report"}, pf.ToRun)
-	require.Len(t, pf.Keys, 1, "only prepare's key is known before anything runs")
-	assert.Regexp(t, `^[0-9a-f]{64}$`, pf.Keys["stage.prepare"])
+	require.Len(t, pf.Nodes, 3)
+	for i, want := range []engine.PlanFileEntry{
+		{Address: "stage.prepare", Action: "run"},
+		{Address: `stage.eval["gemma"]`, Action: "may_run"},
+		{Address: "stage.report", Action: "may_run"},
+	} {
+		assert.Equal(t, want.Address, pf.Nodes[i].Address)
+		assert.Equal(t, want.Action, pf.Nodes[i].Action)
+	}
+	assert.Regexp(t, `^[0-9a-f]{64}$`, pf.Nodes[0].Key)
+	assert.Empty(t, pf.Nodes[1].Key, "only prepare's key is known before anything runs")
 
 	// The saved key is the one a JSON plan shows.
 	r = runCLI(t, "--chdir", root, "plan", "--json", "good.hcl", "--var-file", "m.tfvars")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var p engine.PlanJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
-	assert.Equal(t, pf.Keys["stage.prepare"], p.Nodes[0].Key)
+	assert.Equal(t, pf.Nodes[0].Key, p.Nodes[0].Key)
 }
 
 func TestGraphDOT(t *testing.T) {

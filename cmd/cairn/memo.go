@@ -92,7 +92,7 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 			return false, nil
 		}
 	}
-	a.printApplyHeader(m.Summary, 0, len(m.Nodes), pool)
+	a.printApplyHeader(m.Summary, engine.PlanCounts{Cached: len(m.Nodes)}, pool)
 	vars := map[string]*dsl.Variable{}
 	for _, name := range m.Sensitive {
 		vars[name] = &dsl.Variable{Name: name, Sensitive: true}

@@ -93,13 +93,17 @@ func (a *app) planCmd() *cobra.Command {
 		Short: "Show what apply would run, what comes from the cache, and why",
 		Long: `Show, per node, what 'cairn apply' would do:
 
-  + run     new node, or its key is known only after an upstream runs
-  ~ run     the node ran before with another key: the reasons name what changed
-            (an argument old -> new, an input file, an upstream)
-  = cached  the node's result is in the cache
+  + run      new node
+  ~ run      the node ran before with another key: the reasons name what
+             changed (an argument old -> new, an input file, an upstream)
+  ? may run  its key is known only once an upstream has run: it runs then
+             unless that key is cached
+  = cached   the node's result is in the cache
+  - skipped  an upstream fails (a cached result failing its postcondition)
 
---out FILE saves the plan with every key known now; 'cairn apply FILE' runs
-exactly that plan and refuses if any of those keys changed since.`,
+--out FILE saves the plan; 'cairn apply FILE' runs exactly that plan, or
+refuses (exit 2) naming what changed since: a node added or removed, the
+pipeline's name, a key or an action.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !asJSON && out == "" && len(targets) == 0 && len(replace) == 0 {

@@ -60,6 +60,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -291,6 +292,92 @@ func (c *Cache) Tree(path string) (string, error) {
 	if err := c.fileDigests(recs); err != nil {
 		return "", err
 	}
+	return treeDigest(recs), nil
+}
+
+// Pending is a file that is about to be written under a tree: its content
+// digest (lowercase hex sha256) and whether an execute bit will be set.
+type Pending struct {
+	Digest string
+	Exec   bool
+}
+
+// TreeWith returns the digest Tree will return for path once the files in
+// pending have been written: each replaces whatever is at its path (a file,
+// a link), and the folders on its way are made. Keys are "/"-separated paths
+// relative to path; "" is path itself. Without pending files it is Tree. A
+// missing path holding pending files is a directory of them. A path that
+// is a file with pending files below it (which could not be written) has
+// its own digest.
+func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error) {
+	if len(pending) == 0 {
+		return c.Tree(path)
+	}
+	if p, ok := pending[""]; ok {
+		return p.Digest, nil
+	}
+	var recs []record
+	abs, fi, err := absStat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", err
+	case !fi.IsDir():
+		return c.Tree(path)
+	default:
+		if err := walk(abs, "", &recs); err != nil {
+			return "", err
+		}
+	}
+	// What a pending file replaces, or fills (an empty folder on its way),
+	// goes; so does what lay below a pending file's path.
+	onWay := map[string]bool{}
+	for q := range pending {
+		for i := strings.LastIndexByte(q, '/'); i > 0; i = strings.LastIndexByte(q[:i], '/') {
+			onWay[q[:i]] = true
+		}
+	}
+	gone := func(rel string) bool {
+		if onWay[rel] {
+			return true
+		}
+		for q := rel; q != ""; {
+			if _, ok := pending[q]; ok {
+				return true
+			}
+			i := strings.LastIndexByte(q, '/')
+			if i < 0 {
+				break
+			}
+			q = q[:i]
+		}
+		return false
+	}
+	kept := recs[:0]
+	for _, r := range recs {
+		if !gone(r.rel) {
+			kept = append(kept, r)
+		}
+	}
+	if err := c.fileDigests(kept); err != nil {
+		return "", err
+	}
+	for rel, p := range pending {
+		r := record{rel: rel, kind: 'f', exec: p.Exec}
+		if _, err := hex.Decode(r.sum[:], []byte(p.Digest)); err != nil || len(p.Digest) != 2*sha256.Size {
+			return "", fmt.Errorf("fsdigest: %q is not a sha256 digest", p.Digest)
+		}
+		kept = append(kept, r)
+	}
+	// Encoding order: depth first, names in byte order, which is the order
+	// of the paths with "/" taken as the lowest byte.
+	sortKey := func(rel string) string { return strings.ReplaceAll(rel, "/", "\x00") }
+	sort.Slice(kept, func(i, j int) bool { return sortKey(kept[i].rel) < sortKey(kept[j].rel) })
+	return treeDigest(kept), nil
+}
+
+// treeDigest hashes the encoding of a tree's records, in encoding order.
+func treeDigest(recs []record) string {
 	h := sha256.New()
 	var line []byte
 	line = append(line, TreeVersion...)
@@ -302,7 +389,7 @@ func (c *Cache) Tree(path string) (string, error) {
 		}
 	}
 	h.Write(line)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // record is one entry of a tree's encoding.

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -573,4 +574,67 @@ func TestConcurrentUse(t *testing.T) {
 	assert.GreaterOrEqual(t, misses, 40)
 	require.NoError(t, c.Save())
 	assert.Len(t, Load(c.path).entries, 40)
+}
+
+// TreeWith must give the digest Tree gives once the pending files are
+// written as cairn restores them: each replaces what is at its path (a
+// file, a link), folders on its way are made.
+func TestTreeWithIsTreeAfterTheWrites(t *testing.T) {
+	cases := map[string]map[string]string{ // path -> content; an "x:" prefix marks it executable
+		"replace a file":           {"a/x": "new"},
+		"same content, new mode":   {"a.txt": "x:2"},
+		"fill an empty folder":     {"empty/f": "f"},
+		"deep under an empty one":  {"z/deep/k/f": "k", "z/g": "g"},
+		"replace a link":           {"link": "was a link"},
+		"new folder, sorted among": {"a/w": "w", "a.b/c": "c", "0": "zero"},
+		"nothing":                  {},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "tree")
+			require.NoError(t, os.Mkdir(root, 0o755))
+			buildTree(t, root)
+			pending := map[string]Pending{}
+			for rel, content := range files {
+				exec := strings.HasPrefix(content, "x:")
+				content = strings.TrimPrefix(content, "x:")
+				pending[rel] = Pending{Digest: shaHex([]byte(content)), Exec: exec}
+			}
+			c := Load("")
+			got, err := c.TreeWith(root, pending)
+			require.NoError(t, err)
+			for rel, content := range files {
+				perm := os.FileMode(0o644)
+				if strings.HasPrefix(content, "x:") {
+					perm = 0o755
+				}
+				full := filepath.Join(root, rel)
+				require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+				tmp := full + ".tmp-write"
+				write(t, tmp, strings.TrimPrefix(content, "x:"), perm)
+				require.NoError(t, os.Chmod(tmp, perm))
+				require.NoError(t, os.Rename(tmp, full))
+			}
+			want, err := Load("").Tree(root)
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
+	t.Run("missing root", func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "out")
+		pending := map[string]Pending{"f": {Digest: shaHex([]byte("f"))}, "d/g": {Digest: shaHex([]byte("g")), Exec: true}}
+		got, err := Load("").TreeWith(root, pending)
+		require.NoError(t, err)
+		write(t, filepath.Join(root, "f"), "f", 0o644)
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "d"), 0o755))
+		write(t, filepath.Join(root, "d", "g"), "g", 0o755)
+		want, err := Load("").Tree(root)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	})
+	t.Run("the path itself", func(t *testing.T) {
+		got, err := Load("").TreeWith(filepath.Join(t.TempDir(), "f.txt"), map[string]Pending{"": {Digest: shaHex([]byte("x"))}})
+		require.NoError(t, err)
+		assert.Equal(t, shaHex([]byte("x")), got)
+	})
 }

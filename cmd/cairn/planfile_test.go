@@ -1,0 +1,122 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const savedPipeline = `
+pipeline "saved" {}
+
+stage "command" "a" {
+  run     = ["sh", "-c", "echo a > a.txt"]
+  outputs = ["a.txt"]
+}
+
+stage "command" "b" {
+  run     = ["sh", "-c", "cat a.txt > b.txt"]
+  inputs  = ["a.txt"]
+  outputs = ["b.txt"]
+}
+`
+
+const extraStage = `
+stage "command" "extra" {
+  run     = ["sh", "-c", "echo extra > extra.txt"]
+  outputs = ["extra.txt"]
+}
+`
+
+// A saved plan is applied exactly as it was saved, or refused (exit 2)
+// naming what changed since; nothing runs then.
+func TestSavedPlanIsAppliedExactlyOrRefused(t *testing.T) {
+	edits := map[string]struct {
+		edit func(t *testing.T, root string)
+		want string
+	}{
+		"a stage added": {func(t *testing.T, root string) {
+			appendFile(t, filepath.Join(root, "pipeline.hcl"), extraStage)
+		}, "stage.extra is new: it was not in the pipeline when the plan was saved"},
+		"a stage removed": {func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "pipeline.hcl"), savedPipeline[:strings.Index(savedPipeline, `stage "command" "b"`)])
+		}, "stage.b is no longer in the pipeline"},
+		"the pipeline renamed": {func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(savedPipeline, `pipeline "saved"`, `pipeline "renamed"`, 1))
+		}, `the pipeline is named "renamed" now, "saved" when the plan was saved`},
+		"a command changed": {func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(savedPipeline, "echo a >", "echo A >", 1))
+		}, "stage.a: key "},
+	}
+	for name, tc := range edits {
+		t.Run(name, func(t *testing.T) {
+			root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline})
+			r := runCLI(t, "--chdir", root, "plan", "--out", "p.plan")
+			require.Equal(t, exitOK, r.code, r.stderr)
+			tc.edit(t, root)
+			r = runCLI(t, "--chdir", root, "apply", "p.plan")
+			assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
+			assert.Contains(t, r.stderr, "the saved plan is stale; nothing was run")
+			assert.Contains(t, r.stderr, tc.want)
+			for _, f := range []string{"a.txt", "b.txt", "extra.txt"} {
+				assert.NoFileExists(t, filepath.Join(root, f), "nothing ran")
+			}
+		})
+	}
+
+	t.Run("unchanged", func(t *testing.T) {
+		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline})
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--out", "p.plan").code)
+		r := runCLI(t, "--chdir", root, "apply", "p.plan")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "Apply complete: 2 ran, 0 cached")
+	})
+
+	t.Run("a cached result gone", func(t *testing.T) {
+		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline})
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "apply").code)
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--out", "p.plan").code)
+		require.NoError(t, os.RemoveAll(filepath.Join(root, ".cairn")))
+		r := runCLI(t, "--chdir", root, "apply", "p.plan")
+		assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "stage.a: planned to come from the cache, now it would run")
+	})
+
+	t.Run("with --target", func(t *testing.T) {
+		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline + extraStage})
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--target", "stage.extra", "--out", "p.plan").code)
+		r := runCLI(t, "--chdir", root, "apply", "p.plan")
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "Apply complete: 1 ran")
+		assert.FileExists(t, filepath.Join(root, "extra.txt"))
+		assert.NoFileExists(t, filepath.Join(root, "a.txt"), "outside the saved plan's --target")
+
+		r = runCLI(t, "--chdir", root, "apply", "p.plan", "--target", "stage.a")
+		assert.Equal(t, exitBadInput, r.code)
+		assert.Contains(t, r.stderr, "a saved plan is applied as it was planned")
+	})
+
+	t.Run("an older format", func(t *testing.T) {
+		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline,
+			"old.plan": `{"format": 1, "pipeline": "saved", "path": ".", "keys": {}, "to_run": []}`})
+		r := runCLI(t, "--chdir", root, "apply", "old.plan")
+		assert.Equal(t, exitBadInput, r.code)
+		assert.Contains(t, r.stderr, "make a new plan")
+	})
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+func appendFile(t *testing.T, path, content string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	writeFile(t, path, string(b)+content)
+}

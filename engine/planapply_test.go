@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// tourPipeline is README.md's tour, with a reader of the whole data folder.
+const tourPipeline = `
+pipeline "tour" {}
+
+variable "sizes" {
+  type    = map(number)
+  default = { small = 10, large = 1000 }
+}
+
+stage "command" "gen" {
+  for_each = var.sizes
+  run      = ["sh", "-c", "mkdir -p data && seq ${each.value} > data/${each.key}.txt"]
+  outputs  = ["data/${each.key}.txt"]
+}
+
+stage "command" "stats" {
+  for_each = var.sizes
+  run      = ["sh", "-c", "mkdir -p stats && echo \"{\\\"lines\\\": $(wc -l < data/${each.key}.txt)}\" > stats/${each.key}.json"]
+  inputs   = ["data/${each.key}.txt"]
+  after    = [stage.gen[each.key]]
+  result   = "stats/${each.key}.json"
+
+  postcondition {
+    condition     = self.result.lines == each.value
+    error_message = "expected ${each.value} lines, got ${self.result.lines}"
+  }
+}
+
+stage "command" "all" {
+  run     = ["sh", "-c", "cat data/*.txt | wc -l > total.txt"]
+  inputs  = ["data"]
+  after   = [stage.gen]
+  outputs = ["total.txt"]
+}
+`
+
+// planSets is what a plan says, by action.
+func planSets(p *Plan) map[string][]string {
+	out := map[string][]string{}
+	for _, pn := range p.Nodes {
+		if !pn.Skipped {
+			out[pn.Action] = append(out[pn.Action], pn.Node.Addr)
+		}
+	}
+	return out
+}
+
+// ranSet is the nodes whose process an apply started.
+func ranSet(r applyRun) []string {
+	var out []string
+	for _, ns := range r.res.nodes {
+		if ns.status == stOK || ns.status == stFailed && ns.res != nil {
+			out = append(out, ns.n.Addr)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The README's tour: after an apply with other sizes, plan with the
+// defaults again finds the cached results that apply restores, instead of
+// digesting the workspace's newer data files.
+func TestPlanDigestsAnUpstreamsOutputAsRestored(t *testing.T) {
+	w := newWorkspace(t, tourPipeline)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 5, r.res.Ran, r.out)
+	r = w.apply(ApplyOptions{}, "sizes={small=10, large=2000}")
+	require.Equal(t, 3, r.res.Ran, r.out)
+	require.Equal(t, `{"lines": 2000}`+"\n", w.read("stats/large.json"))
+
+	p := w.plan(PlanOptions{})
+	assert.Equal(t, map[string][]string{ActCached: {`stage.gen["large"]`, `stage.gen["small"]`, `stage.stats["large"]`, `stage.stats["small"]`, "stage.all"}}, planSets(p))
+	assert.Equal(t, 0, p.ToRun)
+	r = w.apply(ApplyOptions{})
+	assert.Empty(t, ranSet(r), r.out)
+	assert.Equal(t, 5, r.res.Cached, r.out)
+	assert.Equal(t, "1010\n", w.read("total.txt"))
+
+	// A file below the folder input that no upstream restores still counts.
+	w.write("data/extra.txt", "x\n")
+	p = w.plan(PlanOptions{})
+	assert.Equal(t, []string{"stage.all"}, planSets(p)[ActRun])
+	assert.Contains(t, p.Nodes[len(p.Nodes)-1].Reasons, "input data changed")
+	r = w.apply(ApplyOptions{})
+	assert.Equal(t, []string{"stage.all"}, ranSet(r), r.out)
+}
+
+// When the upstream that writes an input runs, plan cannot know the
+// input's content: the reader may run, and says on what it depends.
+func TestPlanSaysMayRunWhenAnInputWaitsForAnUpstream(t *testing.T) {
+	w := newWorkspace(t, tourPipeline)
+	w.apply(ApplyOptions{})
+	p := w.plan(PlanOptions{}, "sizes={small=10, large=2000}")
+	sets := planSets(p)
+	assert.Equal(t, []string{`stage.gen["large"]`}, sets[ActRun])
+	assert.Equal(t, []string{`stage.stats["large"]`, "stage.all"}, sets[ActMayRun])
+	for _, pn := range p.Nodes {
+		if pn.Action == ActMayRun {
+			assert.Equal(t, []string{`depends on the output of stage.gen["large"]`}, pn.Reasons, pn.Node.Addr)
+			assert.Empty(t, pn.Key)
+		}
+	}
+	var out strings.Builder
+	require.NoError(t, p.Render(&out))
+	assert.Contains(t, out.String(), `? stage.stats["large"]  may run: depends on the output of stage.gen["large"]`)
+	assert.Contains(t, out.String(), "Plan: 1 to run, 2 may run, 2 cached.")
+}
+
+// postPipeline: a cached node whose postcondition fails, with a downstream
+// that is skipped, one below it, and one that runs on upstream failure.
+const postPipeline = `
+pipeline "post" {}
+
+variable "want" {
+  type    = number
+  default = 1
+}
+
+stage "command" "score" {
+  run    = ["sh", "-c", "echo '{\"v\": 1}' > score.json"]
+  result = "score.json"
+  postcondition {
+    condition     = self.result.v == var.want
+    error_message = "v is ${self.result.v}, not ${var.want}"
+  }
+}
+
+stage "command" "use" {
+  run     = ["sh", "-c", "echo used > use.txt"]
+  after   = [stage.score]
+  outputs = ["use.txt"]
+}
+
+stage "command" "below" {
+  run     = ["sh", "-c", "echo below > below.txt"]
+  after   = [stage.use]
+  outputs = ["below.txt"]
+}
+
+stage "command" "report" {
+  on_upstream_failure = "run"
+  run                 = ["sh", "-c", "echo ${stage.score.status} ${stage.score.class} > report.txt"]
+  outputs             = ["report.txt"]
+}
+`
+
+// After a postcondition fails on a cache hit, plan shows what apply does:
+// the downstream skipped, with the reason; the node that runs on upstream
+// failure evaluated with its upstream failed.
+func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
+	w := newWorkspace(t, postPipeline)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 4, r.res.Ran, r.out)
+	require.Equal(t, "ok\n", w.read("report.txt"))
+
+	p := w.plan(PlanOptions{}, "want=2")
+	byAddr := map[string]*PlannedNode{}
+	for _, pn := range p.Nodes {
+		byAddr[pn.Node.Addr] = pn
+	}
+	assert.Equal(t, ActCached, byAddr["stage.score"].Action)
+	assert.Equal(t, []string{"postcondition fails: v is 1, not 2"}, byAddr["stage.score"].Reasons)
+	assert.Equal(t, ActSkip, byAddr["stage.use"].Action)
+	assert.Equal(t, []string{"upstream stage.score failed"}, byAddr["stage.use"].Reasons)
+	assert.Equal(t, ActSkip, byAddr["stage.below"].Action)
+	assert.Equal(t, []string{"upstream stage.use skipped"}, byAddr["stage.below"].Reasons)
+	rep := byAddr["stage.report"]
+	assert.Equal(t, ActRun, rep.Action)
+	require.NotNil(t, rep.Spec)
+	assert.Contains(t, rep.Spec.Args["run"].Index(cty.NumberIntVal(2)).AsString(), "echo failed postcondition")
+	var out strings.Builder
+	require.NoError(t, p.Render(&out))
+	assert.Contains(t, out.String(), "- stage.use     skipped: upstream stage.score failed")
+	assert.Contains(t, out.String(), "Plan: 1 to run, 1 cached, 2 skipped.")
+
+	r = w.apply(ApplyOptions{}, "want=2")
+	assert.Equal(t, []string{"stage.report"}, ranSet(r), r.out)
+	assert.Equal(t, 2, r.res.Skipped, r.out)
+	assert.Equal(t, "failed postcondition\n", w.read("report.txt"))
+	assert.Equal(t, rep.Key, r.res.nodes[rep.Node.ID].key, "plan keyed it as apply did")
+
+	// Again: the report is cached now, as plan says.
+	p = w.plan(PlanOptions{}, "want=2")
+	assert.Equal(t, []string{"stage.score", "stage.report"}, planSets(p)[ActCached])
+	r = w.apply(ApplyOptions{}, "want=2")
+	assert.Empty(t, ranSet(r), r.out)
+}
+
+func TestPlanRestoresAMissingInputFolder(t *testing.T) {
+	// An input folder that only the cached upstream's restore makes.
+	w := newWorkspace(t, tourPipeline)
+	w.apply(ApplyOptions{})
+	require.NoError(t, os.RemoveAll(filepath.Join(w.root, "data")))
+	p := w.plan(PlanOptions{})
+	assert.Equal(t, 5, p.Cached, "the restore makes data/ again")
+	r := w.apply(ApplyOptions{})
+	assert.Empty(t, ranSet(r), r.out)
+}

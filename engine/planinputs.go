@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// Before a node starts, apply restores its cached ancestors' outputs and
+// runs the others: an input that is an ancestor's output is digested after
+// that. Plan digests such an input as it will be then: from the cached
+// ancestor's record (the restored files over the workspace), or not at all
+// when an ancestor that writes it will run.
+
+// outputIndex maps workspace paths to what the planned nodes write there.
+type outputIndex struct {
+	// at holds, for a path, every written path at or below it (an entry
+	// is listed under its own path and each folder on its way).
+	at map[string][]written
+}
+
+// written is one path a planned node writes: a file of a cached node's
+// record, or a declared output (a file or a folder) of one that runs.
+type written struct {
+	id   int
+	path string
+	// cached: the file is restored from rec; otherwise the node runs.
+	rec *Record
+}
+
+// pipelineReadsInputs reports whether any stage may declare input files:
+// only then is the index worth building.
+func (g *Graph) pipelineReadsInputs() bool {
+	for _, s := range g.StageOrder {
+		if _, ok := s.Attrs["inputs"]; ok {
+			return true
+		}
+		if k, ok := stages.Lookup(s.Kind); ok {
+			if _, ok := k.(stages.InputDeclarer); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// add records what a planned node writes before its downstreams start.
+func (x *outputIndex) add(pn *PlannedNode) {
+	switch {
+	case pn.Skipped || pn.Action == ActSkip:
+	case pn.Record != nil:
+		for f := range pn.Record.Outputs {
+			x.put(written{id: pn.Node.ID, path: f, rec: pn.Record})
+		}
+	case pn.Spec != nil:
+		c := pn.Spec.Common
+		for _, o := range c.Outputs {
+			x.put(written{id: pn.Node.ID, path: o})
+		}
+		if c.Result != "" {
+			x.put(written{id: pn.Node.ID, path: c.Result})
+		}
+	}
+}
+
+func (x *outputIndex) put(w written) {
+	if x.at == nil {
+		x.at = map[string][]written{}
+	}
+	for p := w.path; ; {
+		x.at[p] = append(x.at[p], w)
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return
+		}
+		p = p[:i]
+	}
+}
+
+// overlapping returns what is written at, below or (a folder output)
+// above the input path in.
+func (x *outputIndex) overlapping(in string) []written {
+	out := append([]written(nil), x.at[in]...)
+	for q := in; ; {
+		i := strings.LastIndexByte(q, '/')
+		if i < 0 {
+			return out
+		}
+		q = q[:i]
+		for _, w := range x.at[q] {
+			if w.path == q {
+				out = append(out, w)
+			}
+		}
+	}
+}
+
+// isAncestor reports whether node id is a transitive dependency of n.
+// Nodes are in topological order, so no dependency of a node below id
+// leads to it.
+func (g *Graph) isAncestor(id int, n *Node) bool {
+	seen := map[int]bool{}
+	stack := append([]int(nil), n.Deps...)
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if d == id {
+			return true
+		}
+		if d < id || seen[d] {
+			continue
+		}
+		seen[d] = true
+		stack = append(stack, g.Nodes[d].Deps...)
+	}
+	return false
+}
+
+// inputWrites finds, for each of n's inputs, what its ancestors write
+// there before it starts. pending maps an input's absolute path to the
+// files restored under it that differ from the workspace's; runs is an
+// ancestor that will run and writes there (n's key then waits for it).
+func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, stat *fsdigest.Cache) (pending map[string]map[string]fsdigest.Pending, runs *Node) {
+	g := p.Graph
+	for _, in := range sn.Common.Inputs {
+		ws := x.overlapping(in)
+		if len(ws) == 0 {
+			continue
+		}
+		full := filepath.Join(g.Root, in)
+		for _, w := range ws {
+			if !g.isAncestor(w.id, n) {
+				continue
+			}
+			if w.rec == nil {
+				if runs == nil || w.id < runs.ID {
+					runs = g.Nodes[w.id]
+				}
+				continue
+			}
+			rel, ok := relUnder(in, w.path)
+			if !ok {
+				continue
+			}
+			want := w.rec.Outputs[w.path]
+			// A file whose content already matches is left as it is.
+			if got, err := stat.File(filepath.Join(g.Root, w.path)); err == nil && got == want {
+				continue
+			}
+			mode := uint32(0o644)
+			if m, ok := w.rec.Modes[w.path]; ok && m != 0 {
+				mode = m
+			}
+			if pending == nil {
+				pending = map[string]map[string]fsdigest.Pending{}
+			}
+			if pending[full] == nil {
+				pending[full] = map[string]fsdigest.Pending{}
+			}
+			pending[full][rel] = fsdigest.Pending{Digest: want, Exec: mode&0o111 != 0}
+		}
+	}
+	return pending, runs
+}
+
+// relUnder is path relative to dir ("" when they are the same), false when
+// path is not dir or below it.
+func relUnder(dir, path string) (string, bool) {
+	if path == dir {
+		return "", true
+	}
+	if strings.HasPrefix(path, dir+"/") {
+		return path[len(dir)+1:], true
+	}
+	return "", false
+}
+
+// pendingDigester digests inputs as they will be once the pending files
+// are written.
+type pendingDigester struct {
+	stat    *fsdigest.Cache
+	pending map[string]map[string]fsdigest.Pending
+}
+
+func (d pendingDigester) Tree(path string) (string, error) {
+	return d.stat.TreeWith(path, d.pending[path])
+}
