@@ -207,7 +207,7 @@ func TestWaitForOrdersWithoutKeying(t *testing.T) {
 	p := w.plan(PlanOptions{}, `vals={a="1", b="2"}`)
 	var torun []string
 	for _, pn := range p.Nodes {
-		if pn.Action == ActRun {
+		if pn.Action == ActRun || pn.Action == ActMayRun {
 			torun = append(torun, pn.Node.Addr)
 		}
 		if pn.Node.Addr == `stage.job["a"]` {
