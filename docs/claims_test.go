@@ -437,7 +437,7 @@ func TestSmallClaims(t *testing.T) {
 		write(t, dir, map[string]string{"pipeline.hcl": "variable \"x\" {\n  type    = string\n  default = \"a\"\n}\nstage \"command\" \"a\" {\n  run     = [\"sh\", \"-c\", \"echo ${var.x} > x.txt\"]\n  outputs = [\"x.txt\"]\n}\n"})
 		ok(t, dir, nil, "plan", "--var", "x=b", "--out", "p.plan")
 		r := cairn(t, dir, nil, "apply", "p.plan", "--var", "x=c")
-		assert.Equal(t, 1, r.code, "the --var changed the key: the plan is stale")
+		assert.Equal(t, 2, r.code, "the --var changed the key: the plan is stale")
 		ok(t, dir, nil, "apply", "p.plan", "--var", "x=b")
 		b, err := os.ReadFile(filepath.Join(dir, "x.txt"))
 		require.NoError(t, err)
