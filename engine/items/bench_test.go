@@ -32,7 +32,6 @@ func BenchmarkEvaluateNoopWorker(b *testing.B) {
 				WorkerDigest: "sha256:noop",
 				Replicas:     tc.replicas,
 				MaxInFlight:  tc.inFlight,
-				ClaimBatch:   256,
 				Store:        store,
 			})
 			b.StopTimer()

@@ -16,7 +16,6 @@ import (
 // Defaults of Config and RetryPolicy fields left at zero.
 const (
 	DefaultItemTimeout   = 30 * time.Minute
-	DefaultClaimBatch    = 64
 	DefaultShutdownGrace = 5 * time.Second
 	DefaultInfraRetries  = 3
 	DefaultCrashRetries  = 3
@@ -125,10 +124,9 @@ type Config struct {
 	EndpointConcurrency int
 	SkipPreflight       bool
 
-	// Store holds the results; required.
+	// Store holds the results; required. An item is claimed in it (see
+	// Claims) only when a worker is free to send it.
 	Store *Store
-	// ClaimBatch is how many items are claimed at a time (default 64).
-	ClaimBatch int
 
 	// Progress gets a line (Counts.String) every 10 charged rollouts, one
 	// for the items found in the store when the evaluation starts, and
@@ -270,14 +268,17 @@ type run struct {
 	done      chan struct{}
 	fatal     error
 
-	queue    *readyQueue
-	need     chan struct{} // the feeder is wanted
-	commitCh chan *task
-	starts   int
-	quiet    int // workers in a row that died without answering
-	procSeq  int
-	printed  Counts // the counts of the last progress line
-	anyLine  bool
+	queue *readyQueue
+	// contended are tasks another evaluator held when a worker here was
+	// free to send them; contendedSig wakes the feeder. Both under claimMu.
+	contended    []*task
+	contendedSig chan struct{}
+	commitCh     chan *task
+	starts       int
+	quiet        int // workers in a row that died without answering
+	procSeq      int
+	printed      Counts // the counts of the last progress line
+	anyLine      bool
 }
 
 func newRun(cfg Config) (*run, error) {
@@ -293,9 +294,6 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.ItemTimeout <= 0 {
 		cfg.ItemTimeout = DefaultItemTimeout
 	}
-	if cfg.ClaimBatch <= 0 {
-		cfg.ClaimBatch = DefaultClaimBatch
-	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -310,14 +308,14 @@ func newRun(cfg Config) (*run, error) {
 		return nil, err
 	}
 	r := &run{
-		cfg:      cfg,
-		policy:   cfg.Retry.withDefaults(),
-		store:    cfg.Store,
-		outcomes: make([]ItemOutcome, len(cfg.Items)),
-		done:     make(chan struct{}),
-		queue:    newReadyQueue(),
-		need:     make(chan struct{}, 1),
-		commitCh: make(chan *task, 4096),
+		cfg:          cfg,
+		policy:       cfg.Retry.withDefaults(),
+		store:        cfg.Store,
+		outcomes:     make([]ItemOutcome, len(cfg.Items)),
+		done:         make(chan struct{}),
+		queue:        newReadyQueue(),
+		contendedSig: make(chan struct{}, 1),
+		commitCh:     make(chan *task, 4096),
 	}
 	r.counts.Total = len(cfg.Items)
 	byKey := make(map[[32]byte]*task, len(cfg.Items))
@@ -571,117 +569,99 @@ func (r *run) retryCount(t *task, class failureClass) string {
 	return "not counted as a retry: its worker was stopped for another item"
 }
 
-// feed claims the fresh tasks in batches, as the workers need them, and
-// queues those it holds; items another evaluator holds are tried again until
-// they are claimed or stored.
+// feed queues the fresh tasks, then puts the ones another evaluator held
+// back in the queue, after a wait, until they are stored or sent here. A
+// task is claimed only when a worker is free to send it (acquire), so an
+// evaluator never holds items it is not evaluating: two evaluations of the
+// same items share them to the last, and neither waits while the other
+// has work claimed but idle.
 func (r *run) feed(fresh []*task) {
-	lowWater := r.lowWater()
-	var contended []*task
-	for i := 0; i < len(fresh); {
-		for r.queue.len() >= lowWater {
-			select {
-			case <-r.need:
-			case <-r.done:
-				return
-			case <-r.ctx.Done():
-				return
-			}
-		}
-		end := min(i+r.cfg.ClaimBatch, len(fresh))
-		if !r.claimBatch(fresh[i:end], &contended) {
-			return
-		}
-		i = end
+	for _, t := range fresh {
+		r.queue.push(t, false)
 	}
 	wait := 5 * time.Millisecond
-	for len(contended) > 0 {
+	for {
 		select {
-		case <-time.After(wait):
+		case <-r.contendedSig:
 		case <-r.done:
 			return
 		case <-r.ctx.Done():
 			return
 		}
-		wait = min(wait*2, 250*time.Millisecond)
-		if err := r.store.Refresh(); err != nil {
-			r.setFatal(err)
-			return
-		}
-		batch := contended
-		contended = nil
-		for len(batch) > 0 {
-			n := min(r.cfg.ClaimBatch, len(batch))
-			before := len(contended)
-			if !r.claimBatch(batch[:n], &contended) {
+		for {
+			select {
+			case <-time.After(wait):
+			case <-r.done:
+				return
+			case <-r.ctx.Done():
 				return
 			}
-			if len(contended)-before < n {
-				wait = 5 * time.Millisecond // progress: look again soon
+			if err := r.store.Refresh(); err != nil {
+				r.setFatal(err)
+				return
 			}
-			batch = batch[n:]
+			r.claimMu.Lock()
+			batch := r.contended
+			r.contended = nil
+			r.claimMu.Unlock()
+			progress := false
+			for _, t := range batch {
+				if r.store.has(t.kb) {
+					r.resolveCached(t, false)
+					progress = true
+				} else {
+					r.queue.push(t, false)
+				}
+			}
+			if progress {
+				wait = 5 * time.Millisecond // look again soon
+			} else {
+				wait = min(wait*2, 250*time.Millisecond)
+			}
+			r.claimMu.Lock()
+			more := len(r.contended) > 0
+			r.claimMu.Unlock()
+			if !more {
+				break
+			}
 		}
 	}
 }
 
-// lowWater is the queue length under which the feeder claims more.
-func (r *run) lowWater() int {
-	return r.cfg.Replicas*r.cfg.MaxInFlight + r.cfg.ClaimBatch
-}
-
-// wantMore wakes the feeder when the queue runs low.
-func (r *run) wantMore() {
-	if r.queue.len() < r.lowWater() {
+// acquire claims t for sending it now. It reports false when t needs no
+// send: its result is stored (t is resolved), another evaluator holds it
+// (t waits in the contended list), or the evaluation failed.
+func (r *run) acquire(t *task) bool {
+	if r.store.has(t.kb) {
+		r.resolveCached(t, false)
+		return false
+	}
+	r.claimMu.Lock()
+	ok, err := r.claims.tryClaim(t.kb)
+	if err == nil && !ok {
+		r.contended = append(r.contended, t)
 		select {
-		case r.need <- struct{}{}:
+		case r.contendedSig <- struct{}{}:
 		default:
 		}
 	}
-}
-
-// claimBatch claims what it can of batch, reads the store's tail, and queues
-// the claimed tasks that still have no result; the others go to contended.
-// It reports false on a fatal error.
-func (r *run) claimBatch(batch []*task, contended *[]*task) bool {
-	const (
-		stored = iota
-		claimed
-		held
-	)
-	state := make([]int, len(batch))
-	r.claimMu.Lock()
-	for i, t := range batch {
-		if r.store.has(t.kb) {
-			continue // stored: resolved below without a claim
-		}
-		ok, err := r.claims.tryClaim(t.kb)
-		if err != nil {
-			r.claimMu.Unlock()
-			r.setFatal(err)
-			return false
-		}
-		state[i] = held
-		if ok {
-			state[i] = claimed
-		}
-	}
 	r.claimMu.Unlock()
+	if err != nil {
+		r.setFatal(err)
+		return false
+	}
+	if !ok {
+		return false
+	}
 	// Another evaluator may have stored a result between our last read
 	// and the claim: read the tail again now that we hold it.
 	if err := r.store.Refresh(); err != nil {
 		r.setFatal(err)
 		return false
 	}
-	for i, t := range batch {
-		switch {
-		case state[i] == claimed && r.store.has(t.kb):
-			r.resolveCached(t, true)
-		case state[i] == claimed:
-			r.queue.push(t, false)
-		case state[i] == held:
-			*contended = append(*contended, t)
-		default:
-			r.resolveCached(t, false)
-		}
+	if r.store.has(t.kb) {
+		r.resolveCached(t, true)
+		return false
 	}
 	return true
 }

@@ -648,3 +648,73 @@ func TestScoresOfAFailedEvaluation(t *testing.T) {
 		assert.Empty(t, line.Failed)
 	}
 }
+
+// Two evaluations of the same items share them to the last: while one has
+// an item in flight that its worker does not answer, the other evaluates
+// every other item, none of them held idle by the first.
+func TestConcurrentEvaluationsShareTheTail(t *testing.T) {
+	const n = 100
+	f := newFixture(t, simmodel.Config{})
+	items := makeItems(n)
+	gate := filepath.Join(t.TempDir(), "gate")
+
+	// A: one worker, one item at a time, held until the gate opens.
+	cfgA := f.config(items, "HELPER_GATE="+gate, "WORKER_USER_AGENT=apply-a")
+	cfgA.Replicas, cfgA.MaxInFlight = 1, 1
+	sentA := make(chan struct{})
+	var once sync.Once
+	cfgA.OnProgress = func(c Counts) {
+		if c.Attempted > 0 {
+			once.Do(func() { close(sentA) })
+		}
+	}
+	type outcome struct {
+		sum Summary
+		err error
+	}
+	doneA := make(chan outcome, 1)
+	go func() {
+		sum, err := Evaluate(context.Background(), cfgA)
+		doneA <- outcome{sum, err}
+	}()
+	<-sentA
+
+	// B, in another store (as another process), evaluates all the rest
+	// while A's item is in flight.
+	store, err := OpenStore(f.dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	defer store.Close()
+	cfgB := f.config(items, "WORKER_USER_AGENT=apply-b")
+	cfgB.Store = store
+	restDone := make(chan struct{})
+	var onceB sync.Once
+	cfgB.OnProgress = func(c Counts) {
+		if c.Evaluated == n-1 {
+			onceB.Do(func() { close(restDone) })
+		}
+	}
+	doneB := make(chan outcome, 1)
+	go func() {
+		sum, err := Evaluate(context.Background(), cfgB)
+		doneB <- outcome{sum, err}
+	}()
+	select {
+	case <-restDone:
+	case b := <-doneB:
+		t.Fatalf("B ended before evaluating the rest: %+v, %v", b.sum.Counts, b.err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("B did not evaluate the items A held but was not sending")
+	}
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	a, b := <-doneA, <-doneB
+	require.NoError(t, a.err)
+	require.NoError(t, b.err)
+	assert.Equal(t, 1, a.sum.Evaluated)
+	assert.Equal(t, n-1, a.sum.FromCache)
+	assert.Equal(t, n-1, b.sum.Evaluated)
+	assert.Equal(t, 1, b.sum.FromCache)
+	for d, c := range requestsPerItem(f.requests(), "") {
+		assert.Equal(t, 1, c, d)
+	}
+	assert.Len(t, storedPerKey(t, f.dir), n)
+}

@@ -28,7 +28,8 @@ import (
 //	          HELPER_GARBAGE=1 writes malformed lines and duplicate answers,
 //	          HELPER_SILENT_EVERY=N never answers its Nth request,
 //	          HELPER_LONG_LINE=N writes an N-byte line before each answer,
-//	          HELPER_INFRA_ID=ID reports an infrastructure failure for item ID
+//	          HELPER_INFRA_ID=ID reports an infrastructure failure for item ID,
+//	          HELPER_GATE=FILE answers nothing until FILE exists
 //	evaluate  runs Evaluate with the evalSpec in CAIRN_ITEMS_EVAL (a JSON file)
 //	claim     claims the key in HELPER_KEY on the store in HELPER_DIR, says
 //	          "claimed" and sleeps
@@ -149,7 +150,14 @@ func chatWorker() {
 		}
 	}
 	infraID := os.Getenv("HELPER_INFRA_ID")
+	gate := os.Getenv("HELPER_GATE")
 	answer := func(req chatRequest) map[string]any {
+		for gate != "" {
+			if _, err := os.Stat(gate); err == nil {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 		if infraID != "" && req.ID == infraID {
 			return map[string]any{"id": req.ID, "infra_failure": true, "error": "HTTP 503 Service Unavailable"}
 		}

@@ -219,7 +219,10 @@ func (p *proc) send() {
 			}
 			return
 		}
-		r.wantMore()
+		if !r.acquire(t) {
+			<-p.slots // resolved, or held by another evaluator
+			continue
+		}
 		if !p.sendOne(t) {
 			return
 		}
