@@ -1150,8 +1150,8 @@ func (a *applier) scratchFor(ns *nodeState) string {
 	}
 	// One mkdir when the run's out folder exists, as it does after the
 	// first node.
-	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		_ = os.MkdirAll(d, 0o755)
+	if err := os.Mkdir(d, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		_ = os.MkdirAll(d, 0o777)
 	}
 	return d
 }
@@ -1320,7 +1320,7 @@ func (a *applier) ensureDir(dir string) error {
 	if _, ok := a.dirs.Load(dir); ok {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
 	a.dirs.Store(dir, true)

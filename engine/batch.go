@@ -203,7 +203,7 @@ func (g *batchGroup) start(a *applier) bool {
 	if g.policy.Ledger != "" {
 		g.batch.Ledger = ledgerPath(a, g)
 	}
-	_ = os.MkdirAll(g.batch.LogDir, 0o755)
+	_ = os.MkdirAll(g.batch.LogDir, 0o777)
 	writeBatchLock(g.lock, g.batch, a.runID)
 	_ = a.j.Write(JEntry{T: JBatch, Node: "stage." + g.stage, Batch: g.batch, GPUs: g.devices})
 	waves := (toRun + g.par - 1) / g.par
@@ -404,12 +404,15 @@ type batchLockInfo struct {
 // batch in flight.
 func tryBatchLock(leaseDir string) (*flock.Flock, string, error) {
 	p := filepath.Join(leaseDir, "batch.lock")
-	lk := flock.New(p)
+	lk := flock.New(p, sharedLock)
 	ok, err := lk.TryLock()
 	if err != nil {
 		return nil, "", fmt.Errorf("batch lock %s: %w", p, err)
 	}
 	if ok {
+		// The lease folder is every user's: so is the lock (best
+		// effort, as for the GPU leases; only its creator may).
+		_ = os.Chmod(p, 0o666)
 		return lk, "", nil
 	}
 	b, _ := os.ReadFile(p)
@@ -424,5 +427,5 @@ func tryBatchLock(leaseDir string) (*flock.Flock, string, error) {
 func writeBatchLock(lk *flock.Flock, b *Batch, runID string) {
 	info := batchLockInfo{RunID: runID, PID: os.Getpid(), Start: b.Start, Stage: b.Stage, Variants: b.Variants}
 	data, _ := json.Marshal(info)
-	_ = os.WriteFile(lk.Path(), append(data, '\n'), 0o644)
+	_ = os.WriteFile(lk.Path(), append(data, '\n'), 0o666)
 }

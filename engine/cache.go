@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,7 +101,7 @@ type CacheOptions struct {
 
 // OpenCache opens (creating) a cache folder and loads its index.
 func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	blobs, err := cas.Open(dir, cas.Options{NoSync: opts.NoSync})
@@ -120,6 +121,38 @@ func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// SharedCacheWarning says what keeps the other users of a shared cache
+// folder from writing what this process creates in it: the folder is
+// set up for a group (setgid) but the umask takes group write away. It is
+// empty when there is nothing to say (or the umask cannot be read).
+func SharedCacheWarning(dir string) string {
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode()&os.ModeSetgid == 0 {
+		return ""
+	}
+	mask, ok := processUmask()
+	if !ok || mask&0o020 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the cache folder %s is shared by its group (setgid), but the umask %04o keeps the group from writing what this cairn creates there; run `umask 002` first (see docs/durability.md, Sharing a cache)", dir, mask)
+}
+
+// processUmask reads the process's umask from /proc/self/status (Linux),
+// without changing it as syscall.Umask would.
+func processUmask() (uint32, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("Umask:")); ok {
+			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 8, 32)
+			return uint32(n), err == nil
+		}
+	}
+	return 0, false
 }
 
 func (c *Cache) indexPath() string { return indexPath(c.Dir) }

@@ -125,7 +125,7 @@ const endedFile = "ended"
 func writeEndMarker(dir string, m endMarker) {
 	b, err := json.Marshal(m)
 	if err == nil {
-		_ = os.WriteFile(filepath.Join(dir, endedFile), append(b, '\n'), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, endedFile), append(b, '\n'), 0o666)
 	}
 }
 
@@ -157,10 +157,10 @@ func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 	dir := filepath.Join(cacheDir, "runs", runID)
 	// The logs folder is made when the first node runs: an apply that
 	// runs nothing leaves none.
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	lk := flock.New(filepath.Join(dir, "lock"))
+	lk := flock.New(filepath.Join(dir, "lock"), sharedLock)
 	if ok, err := lk.TryLock(); err != nil || !ok {
 		return nil, fmt.Errorf("journal: cannot lock run %s: %v", runID, err)
 	}
@@ -408,7 +408,7 @@ func LoadRun(dir string) (*RunInfo, error) {
 
 // RunAlive reports whether the run's process still holds its lock.
 func RunAlive(dir string) bool {
-	lk := flock.New(filepath.Join(dir, "lock"))
+	lk := flock.New(filepath.Join(dir, "lock"), sharedLock)
 	ok, err := lk.TryLock()
 	if err != nil {
 		return false

@@ -53,13 +53,13 @@ func keyOffset(key string) int64 {
 // process holds it.
 func tryKeyLock(cacheDir, key string) (*keyLock, error) {
 	p := nodeLockFile(cacheDir)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The first lock of this cache.
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
 		}
-		f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)

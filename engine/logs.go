@@ -63,7 +63,7 @@ func (l *nodeLog) copy() {
 // disk) the stream is still drained, so that the node never blocks on it.
 func (l *nodeLog) write(p []byte) {
 	if l.f == nil && l.err == nil {
-		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
 	}
 	if l.f != nil && l.err == nil {
 		_, l.err = l.f.Write(p)
@@ -107,7 +107,7 @@ func (l *nodeLog) finish(deadline time.Time, line string) error {
 
 // appendLog writes cairn's own line into a log that no process writes to.
 func appendLog(path, line string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
 	if err != nil {
 		return fmt.Errorf("exec: log: %w", err)
 	}

@@ -86,7 +86,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				// The space its journal reserved ahead goes, so that
 				// readers need not skip it each time.
 				_, _ = wal.TrimTail(filepath.Join(r.Dir, "journal"))
-				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o666)
 			}
 		}
 		if dead && mine {

@@ -182,6 +182,9 @@ func (a *app) openCache() (*engine.Cache, error) {
 	if err != nil {
 		return nil, &exitError{code: exitBadInput, msg: err.Error()}
 	}
+	if w := engine.SharedCacheWarning(c.Dir); w != "" {
+		c.Warn("%s", w)
+	}
 	return c, nil
 }
 

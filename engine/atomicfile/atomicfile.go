@@ -4,24 +4,28 @@
 package atomicfile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
 )
 
-// Write replaces path's content with b (mode 0644), making its folder
-// if needed. With sync set, the file's bytes reach the disk before the
-// rename and the rename itself after it (the folder is synced too), so
-// that a power loss leaves the old content or the new; without it, only a
-// crash of the process is covered.
+// Write replaces path's content with b (mode 0666 less the umask, as a
+// new file gets: with umask 002, the group of a shared cache may replace
+// it too), making its folder if needed (0777 less the umask). With sync
+// set, the file's bytes reach the disk before the rename and the rename
+// itself after it (the folder is synced too), so that a power loss leaves
+// the old content or the new; without it, only a crash of the process is
+// covered.
 func Write(path string, b []byte, sync bool) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := createTemp(path)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return err
 		}
-		f, err = os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+		f, err = createTemp(path)
 	}
 	if err != nil {
 		return err
@@ -40,9 +44,6 @@ func Write(path string, b []byte, sync bool) (err error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil || !sync {
@@ -53,4 +54,19 @@ func Write(path string, b []byte, sync bool) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// createTemp creates a new file beside path with mode 0666 less the
+// umask (os.CreateTemp would make it 0600).
+func createTemp(path string) (*os.File, error) {
+	var r [8]byte
+	for try := 0; ; try++ {
+		_, _ = rand.Read(r[:])
+		name := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(r[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, os.ErrExist) && try < 100 {
+			continue
+		}
+		return f, err
+	}
 }

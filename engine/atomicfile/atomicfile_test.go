@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,4 +43,16 @@ func TestWriteFailureKeepsTheOldContent(t *testing.T) {
 	left, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, left, 2, "%v", left)
+}
+
+// TestWriteRespectsUmask: the file gets 0666 less the umask, so the group
+// of a shared cache may replace it when the umask lets it.
+func TestWriteRespectsUmask(t *testing.T) {
+	old := syscall.Umask(0o002)
+	defer syscall.Umask(old)
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, Write(p, []byte("x"), false))
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o664), st.Mode().Perm())
 }

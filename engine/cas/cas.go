@@ -116,7 +116,7 @@ type Store struct {
 // Open opens the store under root, creating <root>/cas/sha256 if needed.
 func Open(root string, opts Options) (*Store, error) {
 	dir := filepath.Join(root, "cas", "sha256")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("cas: open %s: %w", root, err)
 	}
 	s := &Store{dir: dir, noSync: opts.NoSync, dirty: make(map[string]struct{})}
@@ -257,7 +257,7 @@ func (s *Store) commit(d Digest, size int64, fill func(f *os.File) error) (err e
 	fan := filepath.Dir(final)
 	f, err := os.CreateTemp(fan, tempPrefix+"*")
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(fan, 0o755); err == nil {
+		if err = os.MkdirAll(fan, 0o777); err == nil {
 			s.markDirty(s.dir)
 			f, err = os.CreateTemp(fan, tempPrefix+"*")
 		}

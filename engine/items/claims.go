@@ -38,7 +38,7 @@ type Claims struct {
 // <cache>/items).
 func OpenClaims(dir string) (*Claims, error) {
 	cdir := filepath.Join(dir, "claims")
-	if err := os.MkdirAll(cdir, 0o755); err != nil {
+	if err := os.MkdirAll(cdir, 0o777); err != nil {
 		return nil, fmt.Errorf("items: open claims: %w", err)
 	}
 	return &Claims{dir: cdir}, nil
@@ -50,7 +50,7 @@ func (c *Claims) shard(kb [32]byte) (*os.File, error) {
 	if f := c.shards[i]; f != nil {
 		return f, nil
 	}
-	f, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("%02x", i)), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("%02x", i)), os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("items: open claims: %w", err)
 	}

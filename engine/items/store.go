@@ -117,7 +117,7 @@ type Store struct {
 // cacheDir and loads its index.
 func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 	dir := filepath.Join(cacheDir, storeSubdir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("items: create store: %w", err)
 	}
 	s := &Store{

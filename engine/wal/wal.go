@@ -198,7 +198,7 @@ func Open(path string, opts Options) (*Log, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
 	lk, err := openLock(path + ".lock")
@@ -222,7 +222,7 @@ func Open(path string, opts Options) (*Log, error) {
 	if opts.Shared {
 		flags |= os.O_APPEND
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := os.OpenFile(path, flags, 0o666)
 	if err != nil {
 		lk.close()
 		return nil, fmt.Errorf("wal: %w", err)
