@@ -329,11 +329,13 @@ func checkDepElement(attr string, e hcl.Expression, refs []dsl.Ref) *hcl.Diagnos
 		name := "stage." + stage.Name
 		if stage.HasKey {
 			name += fmt.Sprintf("[%q]", stage.Key)
+		} else if stage.KeyExpr != nil && isEachKey(stage.KeyExpr) {
+			name += "[each.key]"
 		} else if stage.KeyExpr != nil {
 			name += "[...]"
 		}
 		if isLongTraversal(e) {
-			detail += fmt.Sprintf(" Write %s: %s waits for the node itself. To use one of its attributes (its result, say), read it in an attribute of this stage, which makes it a dependency too.", name, attr)
+			detail += fmt.Sprintf(" Write %s: %s names what to wait for, not one of its attributes. To use its result, read it in an attribute of this stage; that makes it a dependency too.", name, attr)
 		} else {
 			detail += fmt.Sprintf(" Write %s itself, not an expression holding it.", name)
 		}

@@ -6,17 +6,17 @@ stage "command" "b" {
 }
 
 stage "command" "all" {
-  after = [stage.b.result] # ERROR: Write stage.b: after waits for the node itself
+  after = [stage.b.result] # ERROR: Write stage.b: after names what to wait for
   run   = ["true"]
 }
 
 stage "command" "one" {
   for_each = toset(["x", "y"])
-  after    = [stage.b[each.key].result] # ERROR: Write stage.b[...]: after waits for the node itself
+  after    = [stage.b[each.key].result] # ERROR: Write stage.b[each.key]: after names what to wait for
   run      = ["true"]
 }
 
 stage "command" "keyed" {
-  after = [stage.b["x"].status] # ERROR: Write stage.b["x"]: after waits for the node itself
+  after = [stage.b["x"].status] # ERROR: Write stage.b["x"]: after names what to wait for
   run   = ["true"]
 }

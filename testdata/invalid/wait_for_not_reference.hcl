@@ -14,7 +14,7 @@ stage "command" "name" {
 }
 
 stage "command" "attr" {
-  wait_for = [stage.gate.result] # ERROR: Write stage.gate: wait_for waits for the node itself
+  wait_for = [stage.gate.result] # ERROR: Write stage.gate: wait_for names what to wait for
   run      = ["true"]
 }
 
