@@ -467,7 +467,7 @@ func (g *Graph) orderStages() ([]*dsl.Stage, hcl.Diagnostics) {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Dependency cycle",
-			Detail:   "These stages depend on each other in a cycle: " + strings.Join(parts, " -> ") + ". Remove one of the references or after entries.",
+			Detail:   "These stages depend on each other in a cycle: " + strings.Join(parts, " -> ") + ". Remove one of the references, after or wait_for entries.",
 			Subject:  cfg.StageMap[cycle[0]].NameRange.Ptr(),
 		})
 	}
