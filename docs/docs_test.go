@@ -302,6 +302,9 @@ func TestDocumentedPipelines(t *testing.T) {
 				r := cairn(t, dir, env, append([]string{"validate", "pipeline.hcl"}, ex.vars()...)...)
 				require.Equal(t, 0, r.code, "cairn validate:\n%s%s", r.stdout, r.stderr)
 				assert.Contains(t, r.stdout, "Valid: pipeline ")
+				// Without any value too, as terraform validate does.
+				r = cairn(t, dir, nil, "validate", "pipeline.hcl")
+				require.Equal(t, 0, r.code, "cairn validate without values:\n%s%s", r.stdout, r.stderr)
 				if want, ok := plans[ex.pipeline.attr("name")]; ok && ex.pipeline.attr("name") != "" {
 					r := cairn(t, dir, env, append([]string{"plan", "pipeline.hcl"}, ex.vars()...)...)
 					require.Equal(t, 0, r.code, r.stderr)

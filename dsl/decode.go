@@ -139,6 +139,8 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			continue
 		}
 		if d := CheckNesting(src, p); d.HasErrors() {
+			// The source, for the diagnostic's snippet.
+			l.Parser.AddFile(p, &hcl.File{Bytes: src})
 			diags = append(diags, d...)
 			continue
 		}

@@ -51,8 +51,9 @@ func checkNestingTokens(src []byte, filename string) hcl.Diagnostics {
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
 		Summary:  "Expression nested too deeply",
-		Detail:   fmt.Sprintf("This expression nests brackets, templates or operators more than %d levels deep. Split it into local values.", MaxNesting),
-		Subject:  over,
+		Detail: fmt.Sprintf("This expression nests brackets, templates or operators more than %d levels deep: level %d starts at line %d, column %d. Split it into local values.",
+			MaxNesting, MaxNesting+1, over.Start.Line, over.Start.Column),
+		Subject: over,
 	}}
 }
 

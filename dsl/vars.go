@@ -31,6 +31,10 @@ type VarArg struct {
 type VarInputs struct {
 	Env  []string // os.Environ() form
 	Args []VarArg
+	// Unknown makes a variable without a default and without a value
+	// unknown, of its declared type, instead of an error: validate checks
+	// what does not need the value, as terraform validate does.
+	Unknown bool
 }
 
 type varValue struct {
@@ -181,6 +185,8 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 			val = conv
 		case v.HasDefault:
 			val = v.Default
+		case in.Unknown:
+			val = cty.UnknownVal(v.Type)
 		default:
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,

@@ -38,6 +38,10 @@ type Node struct {
 	// eachFrom is the upstream instance a for_each = stage.X node iterates
 	// over: each.value is its instance object (result and all) once known.
 	eachFrom *Node
+	// waiting marks the one placeholder instance of a stage whose
+	// for_each waits for values (validate without values): its each.key
+	// and each.value are unknown.
+	waiting bool
 }
 
 // Graph is the node DAG of a pipeline. Nodes are in a topological order
@@ -63,6 +67,12 @@ type Graph struct {
 	// pathDeps holds the declared paths linkPaths matched, for the nodes
 	// whose paths are known only at apply.
 	pathDeps *pathDeps
+	// Waiting maps each stage whose for_each waits for values to what it
+	// waits for ("var.variants"): validate without values expands it to
+	// one placeholder instance, so that its attributes are still checked.
+	Waiting map[string]string
+	// unset are the required variables given no value (validate only).
+	unset map[string]bool
 }
 
 // stageRefs are the references found in one stage's expressions.
@@ -145,7 +155,7 @@ func (g *Graph) linkStages() hcl.Diagnostics {
 // every problem at once: unknown references, dependency cycles (naming each
 // stage on the cycle with its position), bad for_each values.
 func Build(cfg *dsl.Config, scope *dsl.Scope, root string) (*Graph, hcl.Diagnostics) {
-	g, diags := build(cfg, scope, root, false)
+	g, diags := build(cfg, scope, root, false, nil)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -166,14 +176,18 @@ func Build(cfg *dsl.Config, scope *dsl.Scope, root string) (*Graph, hcl.Diagnost
 // problem. The graph it returns is complete only without errors; with
 // errors, StageOrder lists just the stages that were expanded. With
 // brokenValues (a variable or local failed to evaluate, and is unknown), a
-// stage whose for_each is unknown is left out without a diagnostic.
-func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool) (*Graph, hcl.Diagnostics) {
+// stage whose for_each is unknown is left out without a diagnostic. With
+// unset (the required variables without a value, when validating), a
+// stage whose for_each depends on them waits for values (see Waiting).
+func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, unset map[string]bool) (*Graph, hcl.Diagnostics) {
 	g := &Graph{
 		Config: cfg, Scope: scope, Root: root,
 		ByAddr:     map[string]*Node{},
 		StageNodes: map[string][]*Node{},
 		StageDeps:  map[string][]string{},
 		refs:       map[string]*stageRefs{},
+		Waiting:    map[string]string{},
+		unset:      unset,
 	}
 	diags := g.linkStages()
 	order, d := g.orderStages()
@@ -191,9 +205,13 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool) (*
 			left[s.Name] = true
 			continue
 		}
-		if brokenValues && s.ForEach != nil && !g.forEachKnown(s) {
+		waits := g.waitsFor(s)
+		if waits == "" && brokenValues && s.ForEach != nil && !g.forEachKnown(s) {
 			left[s.Name] = true
 			continue
+		}
+		if waits != "" {
+			g.Waiting[s.Name] = waits
 		}
 		d := g.expand(s)
 		diags = append(diags, d...)
@@ -560,6 +578,49 @@ func (g *Graph) cyclePath(scc []string) []string {
 	}
 }
 
+// waitsFor names what a stage's for_each waits for when validating
+// without values: the variables without a value it depends on (through
+// locals too) and the stages it iterates that wait themselves. It is ""
+// when the for_each is known, or unknown for another reason.
+func (g *Graph) waitsFor(s *dsl.Stage) string {
+	if g.unset == nil || s.ForEach == nil || g.forEachKnown(s) {
+		return ""
+	}
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	var visit func(refs []dsl.Ref)
+	visit = func(refs []dsl.Ref) {
+		for _, ref := range refs {
+			switch ref.Root {
+			case "var":
+				if g.unset[ref.Name] {
+					add("var." + ref.Name)
+				}
+			case "local":
+				l := g.Config.Locals[ref.Name]
+				if l == nil || seen["local."+ref.Name] {
+					continue
+				}
+				seen["local."+ref.Name] = true
+				lr, _ := dsl.References(l.Expr)
+				visit(lr)
+			case "stage":
+				if g.Waiting[ref.Name] != "" {
+					add("stage." + ref.Name)
+				}
+			}
+		}
+	}
+	visit(g.refs[s.Name].forEach)
+	return strings.Join(names, ", ")
+}
+
 // forEachKnown reports whether a stage's for_each evaluates to a wholly
 // known value (errors count as known: expand reports them).
 func (g *Graph) forEachKnown(s *dsl.Stage) bool {
@@ -596,15 +657,23 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 			extra["stage"] = cty.ObjectVal(objs)
 		}
 	}
-	insts, d := dsl.ExpandForEach(s, g.Scope.Context(extra))
-	diags = append(diags, d...)
-	if d.HasErrors() {
-		return diags
+	waiting := g.Waiting[s.Name] != ""
+	insts := []dsl.Instance{{Keyed: true}}
+	if !waiting {
+		var d hcl.Diagnostics
+		insts, d = dsl.ExpandForEach(s, g.Scope.Context(extra))
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return diags
+		}
 	}
 	var seen map[int]bool
 	for _, in := range insts {
 		n := &Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in}
-		if in.Keyed {
+		if waiting {
+			n.Addr, n.waiting = "stage."+s.Name+"[*]", true
+			n.each = cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal})
+		} else if in.Keyed {
 			n.each = g.eachValue(in)
 		}
 		var deps []int
@@ -637,6 +706,14 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 		// link resolves one reference to the nodes it names.
 		link := func(ref dsl.Ref, add func(int)) {
 			ups := g.StageNodes[ref.Name]
+			if g.Waiting[ref.Name] != "" || waiting && (ref.SameKey || ref.KeyExpr != nil) {
+				// Which instance is meant waits for values: depend on
+				// every one there is.
+				for _, u := range ups {
+					add(u.ID)
+				}
+				return
+			}
 			key, keyed := ref.Key, ref.HasKey
 			if ref.SameKey {
 				if in.Keyed && g.Config.StageMap[ref.Name].ForEach != nil {
@@ -748,6 +825,9 @@ func noInstance(g *Graph, ref dsl.Ref, key string) *hcl.Diagnostic {
 // planStageObject is the value of stage.NAME before anything ran: instance
 // keys and paths known, results unknown.
 func (g *Graph) planStageObject(name string) cty.Value {
+	if g.Waiting[name] != "" {
+		return cty.DynamicVal // its instances wait for values
+	}
 	nodes := g.StageNodes[name]
 	st := g.Config.StageMap[name]
 	if st.ForEach == nil {
@@ -776,6 +856,9 @@ func unknownInstance(n *Node) cty.Value {
 		attrs[a] = cty.DynamicVal
 	}
 	attrs["key"] = cty.StringVal(n.Inst.Key)
+	if n.waiting {
+		attrs["key"] = cty.UnknownVal(cty.String)
+	}
 	if n.Inst.Value != cty.NilVal {
 		attrs["value"] = n.Inst.Value
 	} else {

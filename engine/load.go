@@ -24,6 +24,12 @@ type LoadOptions struct {
 	// CacheDir is the cache folder the pipeline will use (default: .cairn
 	// in Root): declared paths must stay out of it (Graph.SetCacheDir).
 	CacheDir string
+	// Validate loads without requiring values: a required variable that
+	// has none is unknown, a for_each over it waits for values (one
+	// placeholder instance stands for the stage's instances, see
+	// Graph.Waiting), and every check that needs no value still runs.
+	// The graph is then for checking only, never for plan or apply.
+	Validate bool
 }
 
 // Loaded is a decoded, evaluated and expanded pipeline.
@@ -70,13 +76,25 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	if cfg == nil {
 		return l, diags
 	}
+	defer func() { oneFileHint(cfg, diags) }()
 	// Keep going after errors so that one run reports every problem:
 	// variables, references and cycles are checked even when a block
 	// failed to decode.
 	l.Config = cfg
 	cfg.Root = root
-	vars, d := cfg.ResolveVariables(opts.Vars, loader.Parser)
+	in := opts.Vars
+	in.Unknown = opts.Validate
+	vars, d := cfg.ResolveVariables(in, loader.Parser)
 	diags = append(diags, d...)
+	var unset map[string]bool
+	if opts.Validate {
+		unset = map[string]bool{}
+		for _, name := range cfg.VarOrder {
+			if v, ok := vars[name]; ok && !v.IsKnown() && !cfg.Variables[name].HasDefault {
+				unset[name] = true
+			}
+		}
+	}
 	for _, name := range cfg.VarOrder {
 		if _, ok := vars[name]; !ok {
 			vars[name] = cty.DynamicVal
@@ -92,7 +110,7 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	// for_each over it is left unexpanded rather than reported as known
 	// only after apply.
 	broken := diags.HasErrors() && !valuesKnown(cfg, vars, scope.Locals)
-	g, d := build(cfg, scope, root, broken)
+	g, d := build(cfg, scope, root, broken, unset)
 	g.SetCacheDir(opts.CacheDir)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
@@ -103,6 +121,29 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	}
 	l.Graph = g
 	return l, diags
+}
+
+// oneFileHint adds to the errors that another file of a folder pipeline
+// can cause (a required variable, a second pipeline block) which file it
+// is and how to load one file instead.
+func oneFileHint(cfg *dsl.Config, diags hcl.Diagnostics) {
+	if len(cfg.Paths) < 2 {
+		return
+	}
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError || d.Subject == nil {
+			continue
+		}
+		if !strings.HasPrefix(d.Summary, "No value for required variable") && d.Summary != "Duplicate pipeline block" {
+			continue
+		}
+		dir := "the folder " + cfg.Dir
+		if cfg.Dir == "." {
+			dir = "the current folder"
+		}
+		d.Detail += fmt.Sprintf(" It comes from %s, one of the %d .hcl files in %s, which cairn reads as one pipeline; to load one file, name it: cairn plan FILE, cairn apply FILE.",
+			filepath.Base(d.Subject.Filename), len(cfg.Paths), dir)
+	}
 }
 
 // valuesKnown reports whether every variable and local value evaluated:
@@ -170,7 +211,9 @@ func (g *Graph) stageChecks(specs map[string][]*stages.Node) hcl.Diagnostics {
 	for _, s := range g.StageOrder {
 		k, _ := stages.Lookup(s.Kind)
 		sc, ok := k.(stages.StageChecker)
-		if !ok {
+		if !ok || g.Waiting[s.Name] != "" {
+			// A check of the whole stage (how many instances) waits
+			// for the values its for_each needs.
 			continue
 		}
 		info := &stages.StageInfo{Name: s.Name, Nodes: specs[s.Name], DeclRange: s.DeclRange}
@@ -184,7 +227,49 @@ func (g *Graph) stageChecks(specs map[string][]*stages.Node) hcl.Diagnostics {
 
 // Summary describes the graph in one line.
 func (g *Graph) Summary() string {
+	if len(g.Waiting) > 0 {
+		nodes := 0
+		for _, n := range g.Nodes {
+			if !n.waiting {
+				nodes++
+			}
+		}
+		return fmt.Sprintf("pipeline %q: %s, %s known (%s wait for values)", g.Config.Name, countOf(len(g.Config.Stages), "stage"),
+			countOf(nodes, "node"), countOf(len(g.Waiting), "stage"))
+	}
 	return fmt.Sprintf("pipeline %q: %s, %s", g.Config.Name, countOf(len(g.Config.Stages), "stage"), countOf(len(g.Nodes), "node"))
+}
+
+// Unset lists the required variables that were given no value (validate
+// without values) as var.NAME, in declaration order.
+func (g *Graph) Unset() []string {
+	var out []string
+	for _, name := range g.Config.VarOrder {
+		if g.unset[name] {
+			out = append(out, "var."+name)
+		}
+	}
+	return out
+}
+
+// WaitingStage is a stage whose for_each waits for values (validate
+// without values): what it waits for, and where its for_each is.
+type WaitingStage struct {
+	Stage    string    `json:"stage"`
+	WaitsFor string    `json:"waits_for"`
+	Range    hcl.Range `json:"range"`
+}
+
+// WaitingStages lists the stages whose for_each waits for values, in
+// declaration order.
+func (g *Graph) WaitingStages() []WaitingStage {
+	var out []WaitingStage
+	for _, s := range g.Config.Stages {
+		if w := g.Waiting[s.Name]; w != "" {
+			out = append(out, WaitingStage{Stage: "stage." + s.Name, WaitsFor: w, Range: s.ForEach.Range()})
+		}
+	}
+	return out
 }
 
 func countOf(n int, what string) string {

@@ -55,8 +55,13 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 	if withStage && len(n.Deps) > 0 {
 		byStage := map[string]map[string]cty.Value{}
 		single := map[string]cty.Value{}
+		var waiting []string // stages whose instances wait for values
 		for _, id := range n.Deps {
 			u := g.Nodes[id]
+			if u.waiting {
+				waiting = append(waiting, u.Stage.Name)
+				continue
+			}
 			if !u.Inst.Keyed {
 				single[u.Stage.Name] = inst(u)
 				continue
@@ -74,6 +79,9 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		}
 		for s, m := range byStage {
 			objs[s] = cty.ObjectVal(m)
+		}
+		for _, s := range waiting {
+			objs[s] = cty.DynamicVal
 		}
 		extra["stage"] = cty.ObjectVal(objs)
 	}

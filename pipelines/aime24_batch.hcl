@@ -12,7 +12,7 @@
 #   cairn apply pipelines/aime24_batch.hcl --var tag=my_tag \
 #     --var 'variants=["batch_x_id0","batch_x_id1","batch_x_id2","batch_x_id3"]'
 #
-# Simulated run (no GPU, no Python): add --var-file pipelines/sim.vars.hcl
+# Simulated run (no GPU, no Python): add --var-file pipelines/sim.tfvars
 # and CAIRN_GPUS=sim:4; see pipelines/README.md and `make demo`.
 
 pipeline "aime24-batch" {
@@ -72,7 +72,7 @@ variable "ledger" {
 }
 
 # The commands. "{config}" stands for submissions/<tag>/<name>.json. A
-# var-file switches them (pipelines/sim.vars.hcl: the simulated tools).
+# var-file switches them (pipelines/sim.tfvars: the simulated tools).
 variable "preflight_command" {
   type    = list(string)
   default = ["python", "-c", "from vortex_torch.engine.sgl import check_engine_config; check_engine_config('{config}')"]

@@ -67,7 +67,7 @@ echo
 list=$(printf '"%s",' "${names[@]}")
 args=(
 	"$repo/pipelines/aime24_batch.hcl"
-	--var-file "$repo/pipelines/sim.vars.hcl"
+	--var-file "$repo/pipelines/sim.tfvars"
 	--var "tag=$tag"
 	--var "variants=[${list%,}]"
 )

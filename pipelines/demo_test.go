@@ -24,7 +24,7 @@ func demoRepo(t *testing.T) (*workspace, func() (string, int)) {
 		t.Skip("end-to-end: builds cairn and runs it")
 	}
 	repo := t.TempDir()
-	for _, f := range []string{"demo.sh", "aime24_batch.hcl", "sim.vars.hcl"} {
+	for _, f := range []string{"demo.sh", "aime24_batch.hcl", "sim.tfvars"} {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(filepath.Join(repo, "pipelines"), 0o755))

@@ -157,7 +157,7 @@ func (w *workspace) command(args ...string) *exec.Cmd {
 // pipelineArgs are the arguments of plan and apply for the batch of names.
 func pipelineArgs(variants []string, extra ...string) []string {
 	pipe, _ := filepath.Abs("aime24_batch.hcl")
-	vars, _ := filepath.Abs("sim.vars.hcl")
+	vars, _ := filepath.Abs("sim.tfvars")
 	q := make([]string, len(variants))
 	for i, v := range variants {
 		q[i] = fmt.Sprintf("%q", v)

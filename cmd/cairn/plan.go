@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
 )
 
@@ -32,17 +33,27 @@ with its file:line:col. Exit 0 when valid, 2 otherwise.`,
 			if len(args) > 0 {
 				path = args[0]
 			}
-			l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath()})
+			l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath(), Validate: true})
 			if l.Graph != nil && !diags.HasErrors() {
 				diags = append(diags, l.Graph.CheckStages()...)
 			}
+			var waiting []engine.WaitingStage
+			if l.Graph != nil {
+				waiting = l.Graph.WaitingStages()
+			}
 			if asJSON {
-				return a.writeDiagJSON(diags)
+				return a.writeDiagJSON(diags, waiting)
 			}
 			if err := a.printDiags(l.Files(), diags); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Valid: %s.\n", l.Graph.Summary())
+			if unset := l.Graph.Unset(); len(unset) > 0 {
+				fmt.Fprintf(a.stdout, "Checked without values for %s: what needs them is checked by plan and apply.\n", strings.Join(unset, ", "))
+			}
+			for _, w := range waiting {
+				fmt.Fprintf(a.stdout, "  %s (%s): its instances wait for %s\n", w.Stage, dsl.Pos(w.Range), w.WaitsFor)
+			}
 			return nil
 		},
 	}
@@ -58,13 +69,14 @@ type diagJSON struct {
 	Range    *hcl.Range `json:"range,omitempty"`
 }
 
-func (a *app) writeDiagJSON(diags hcl.Diagnostics) error {
+func (a *app) writeDiagJSON(diags hcl.Diagnostics, waiting []engine.WaitingStage) error {
 	diags = inFileOrder(diags)
 	out := struct {
-		Valid       bool       `json:"valid"`
-		ErrorCount  int        `json:"error_count"`
-		Diagnostics []diagJSON `json:"diagnostics"`
-	}{Valid: !diags.HasErrors(), Diagnostics: []diagJSON{}}
+		Valid       bool                  `json:"valid"`
+		ErrorCount  int                   `json:"error_count"`
+		Diagnostics []diagJSON            `json:"diagnostics"`
+		Waiting     []engine.WaitingStage `json:"waiting_for_values,omitempty"`
+	}{Valid: !diags.HasErrors(), Diagnostics: []diagJSON{}, Waiting: waiting}
 	for _, d := range diags {
 		sev := "warning"
 		if d.Severity == hcl.DiagError {

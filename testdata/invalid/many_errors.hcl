@@ -1,7 +1,8 @@
 # Many mistakes in one file: every one is reported in one pass.
 pipeline "many" {}
 
-variable "model" { # ERROR: No value for required variable "model"
+# Validate checks without a value for it; plan and apply require one.
+variable "model" {
   type = string
 }
 

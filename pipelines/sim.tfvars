@@ -6,7 +6,7 @@
 # hold bin/sim/ (`make demo` copies them into its workspace).
 #
 #   CAIRN_GPUS=sim:4 cairn apply pipelines/aime24_batch.hcl \
-#     --var-file pipelines/sim.vars.hcl --var tag=demo --var 'variants=[...]'
+#     --var-file pipelines/sim.tfvars --var tag=demo --var 'variants=[...]'
 
 preflight_command = ["bin/sim/preflight", "{config}"]
 ruler_command     = ["bin/sim/ruler", "--config", "{config}"]

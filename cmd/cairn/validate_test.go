@@ -1,0 +1,114 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const sizesPipeline = `variable "sizes" {
+  type    = map(number)
+  default = { small = 10 }
+}
+
+stage "command" "s" {
+  for_each = var.sizes
+  run      = ["echo", "${each.value}"]
+}
+`
+
+// A bad --var value names the key that is wrong and says the error is in
+// the value given, not in the pipeline.
+func TestBadVarValueNamesKeyAndSource(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": sizesPipeline})
+	r := runCLI(t, "--chdir", root, "plan", "p.hcl", "--var", `sizes={small="ten"}`)
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `at sizes["small"], a number is`)
+	assert.Contains(t, r.stderr, "1 error(s) in the variable values from --var sizes; nothing was run")
+	assert.NotContains(t, r.stderr, "in the pipeline")
+
+	r = runCLI(t, "--chdir", root, "plan", "p.hcl", "--var", "sizez={}")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "error(s) in the variable values from --var sizez")
+
+	// A mistake in the pipeline is still one.
+	root = cliWorkspace(t, map[string]string{"p.hcl": sizesPipeline + "stage \"command\" \"t\" {\n  run = [local.nope]\n}\n"})
+	r = runCLI(t, "--chdir", root, "plan", "p.hcl", "--var", `sizes={small="ten"}`)
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "2 error(s) in the pipeline")
+}
+
+// cairn show with a key prefix shorter than the minimum says the minimum.
+func TestShowShortKeyPrefix(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": sizesPipeline})
+	r := runCLI(t, "--chdir", root, "show", "3fa9c1")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `"3fa9c1" is too short to name a key: a key prefix needs at least 8 hex digits`)
+}
+
+// Every shipped pipeline validates without values, as terraform validate
+// does: what needs a value waits for one.
+func TestShippedPipelinesValidateWithoutValues(t *testing.T) {
+	cliWorkspace(t, nil) // clears CAIRN_VAR_*
+	repo, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(repo, "pipelines", "*.hcl"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 2)
+	for _, f := range files {
+		r := runCLI(t, "--chdir", repo, "validate", f)
+		assert.Equal(t, exitOK, r.code, "%s:\n%s%s", f, r.stdout, r.stderr)
+		assert.Contains(t, r.stdout, "Valid: pipeline ", f)
+	}
+	r := runCLI(t, "--chdir", repo, "validate", "pipelines/aime24_batch.hcl")
+	assert.Contains(t, r.stdout, "Checked without values for var.tag, var.variants")
+	assert.Regexp(t, `stage\.preflight \(\S*pipelines/aime24_batch\.hcl:\d+:\d+\)`, r.stdout)
+	assert.Contains(t, r.stdout, "its instances wait for var.variants")
+
+	valid := filepath.Join(repo, "testdata", "valid")
+	ents, err := os.ReadDir(valid)
+	require.NoError(t, err)
+	n := 0
+	for _, e := range ents {
+		if e.Name() == "data" || !e.IsDir() && !strings.HasSuffix(e.Name(), ".hcl") {
+			continue
+		}
+		n++
+		r := runCLI(t, "--chdir", valid, "validate", e.Name())
+		assert.Equal(t, exitOK, r.code, "%s:\n%s%s", e.Name(), r.stdout, r.stderr)
+	}
+	assert.GreaterOrEqual(t, n, 12)
+}
+
+// A required variable of another .hcl file in the folder names its file
+// and says how to load one file.
+func TestFolderPipelineNamesTheOtherFile(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"main.hcl":  "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n",
+		"extra.hcl": "variable \"x\" {\n  type = string\n}\n",
+	})
+	r := runCLI(t, "--chdir", root, "plan")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `No value for required variable "x"`)
+	assert.Contains(t, r.stderr, "It comes from extra.hcl, one of the 2 .hcl files in the folder")
+	assert.Contains(t, r.stderr, "cairn apply FILE")
+	r = runCLI(t, "--chdir", root, "plan", "main.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+}
+
+// An expression nested too deeply shows its snippet and column in text
+// mode, as --json gives its line and column.
+func TestTooDeeplyNestedShowsSnippet(t *testing.T) {
+	deep := strings.Repeat("[", 300) + strings.Repeat("]", 300)
+	root := cliWorkspace(t, map[string]string{"p.hcl": "stage \"command\" \"a\" {\n  run = [\"echo\", " + deep + "]\n}\n"})
+	r := runCLI(t, "--chdir", root, "validate", "p.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "Expression nested too deeply")
+	assert.NotContains(t, r.stderr, "source code not available")
+	assert.Contains(t, r.stderr, `   2:   run = ["echo", [[[`)
+	assert.Contains(t, r.stderr, "line 2, column 272")
+}
