@@ -289,7 +289,11 @@ func renderCorpusPlan(t *testing.T, l *Loaded, root string) string {
 		}
 		fmt.Fprintf(&b, "  %s %s\n", pn.Node.Addr, key)
 		for _, d := range pn.Node.Deps {
-			fmt.Fprintf(&b, "      after %s\n", l.Graph.Nodes[d].Addr)
+			how := "after"
+			if !pn.Node.keyedDep(d) {
+				how = "wait_for"
+			}
+			fmt.Fprintf(&b, "      %s %s\n", how, l.Graph.Nodes[d].Addr)
 		}
 	}
 	out := b.String()
