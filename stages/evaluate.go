@@ -662,12 +662,13 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	// be read, and what failed says why.
 	var buf bytes.Buffer
 	scoresErr := sum.WriteScores(&buf, store)
-	if scoresErr == nil && (len(sum.Items) > 0 || err == nil) {
+	written := err == nil || sum.Done > 0 // not when nothing was sent (preflight)
+	if scoresErr == nil && written {
 		scoresErr = atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false)
 	}
 	failed := func(class, format string, args ...any) (*Outcome, error) {
 		msg := fmt.Sprintf(format, args...)
-		if len(sum.Items) > 0 && scoresErr == nil {
+		if written && scoresErr == nil {
 			msg += fmt.Sprintf("; per-item results in %s", s.scores)
 		}
 		return &Outcome{Class: class, Message: msg, RunCounts: runCounts(sum.Counts)}, nil

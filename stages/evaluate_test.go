@@ -398,6 +398,8 @@ func TestEvaluateRun(t *testing.T) {
 		assert.Equal(t, dsl.ClassSetup, out.Class)
 		assert.Contains(t, out.Message, "endpoint "+srv.URL+` does not serve the task model "sim-model"; it serves llama, mistral`)
 		assert.Contains(t, out.Message, "no item was sent")
+		assert.NotContains(t, out.Message, "per-item results")
+		assert.NoFileExists(t, filepath.Join(rt.root, "out/scores.jsonl"), "nothing to report when nothing was sent")
 		assert.Zero(t, srv.ChatRequests())
 	})
 

@@ -614,6 +614,12 @@ func TestWorkerThatDiesAtOnceShowsItsStderr(t *testing.T) {
 	assert.Contains(t, err.Error(), `its last line on stderr: "ModuleNotFoundError: No module named 'openai'"`)
 	assert.Regexp(t, `(?m)^worker 0\.0 \(pid \d+\): starting$`, f.diag.String())
 	assert.Regexp(t, `(?m)^worker 0\.4 \(pid \d+\): ModuleNotFoundError`, f.diag.String())
+
+	// When the items spend their crash retries first, each says so too.
+	cfg.Retry.Crashes = 0
+	sum, err := Evaluate(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrIncomplete)
+	assert.Contains(t, sum.Items[0].Reason, `exited (exit status 1); its last line on stderr: "ModuleNotFoundError: No module named 'openai'"`)
 }
 
 // A failed evaluation's results file still shows, by item id, the score and

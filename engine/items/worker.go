@@ -89,11 +89,11 @@ func (r *run) replica(n int) {
 		quiet := r.quiet
 		r.mu.Unlock()
 		if quiet >= maxQuietStarts*r.cfg.Replicas {
-			last := "it wrote nothing on stderr"
-			if pw, ok := p.cmd.Stderr.(*prefixWriter); ok && pw.lastLine() != "" {
-				last = fmt.Sprintf("its last line on stderr: %q", pw.lastLine())
+			last := p.lastStderr()
+			if last == "" {
+				last = "; it wrote nothing on stderr"
 			}
-			r.setFatal(fmt.Errorf("%w: %d workers in a row died without answering any item (last: %s, %s; %s)", ErrWorker, quiet, p.name, p.cmd.ProcessState, last))
+			r.setFatal(fmt.Errorf("%w: %d workers in a row died without answering any item (last: %s, %s%s)", ErrWorker, quiet, p.name, p.cmd.ProcessState, last))
 			return
 		}
 		if quiet > 0 {
@@ -366,9 +366,24 @@ func (p *proc) wait() {
 	expected := p.closing || p.dead
 	p.mu.Unlock()
 	if !expected {
-		p.die(classCrash, fmt.Sprintf("exited (%v)", exitText(err)), nil)
+		// The copy of its stderr is complete once Wait returns.
+		p.die(classCrash, fmt.Sprintf("exited (%v)%s", exitText(err), p.lastStderr()), nil)
 	}
 	close(p.exited)
+}
+
+// lastStderr quotes the worker's last line on stderr ("" when it wrote
+// none), for the messages that say why it died.
+func (p *proc) lastStderr() string {
+	pw, ok := p.cmd.Stderr.(*prefixWriter)
+	if !ok {
+		return ""
+	}
+	pw.flush()
+	if l := pw.lastLine(); l != "" {
+		return fmt.Sprintf("; its last line on stderr: %q", l)
+	}
+	return ""
 }
 
 func exitText(err error) string {
