@@ -100,6 +100,27 @@ func TestSavedPlanIsAppliedExactlyOrRefused(t *testing.T) {
 		assert.Contains(t, r.stderr, "a saved plan is applied as it was planned")
 	})
 
+	t.Run("a key that changes during the apply", func(t *testing.T) {
+		// a rewrites b's input without declaring it; b only waits for a,
+		// so its key is known, and saved, before a runs.
+		root := cliWorkspace(t, map[string]string{"in.txt": "1\n", "pipeline.hcl": `
+stage "command" "a" {
+  run = ["sh", "-c", "echo 2 > in.txt"]
+}
+stage "command" "b" {
+  wait_for = [stage.a]
+  run      = ["sh", "-c", "cat in.txt > b.txt"]
+  inputs   = ["in.txt"]
+  outputs  = ["b.txt"]
+}
+`})
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--out", "p.plan").code)
+		r := runCLI(t, "--chdir", root, "apply", "p.plan")
+		assert.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "stage.b failed (setup): its key changed since the plan was saved")
+		assert.NoFileExists(t, filepath.Join(root, "b.txt"), "b did not run under a key the plan did not have")
+	})
+
 	t.Run("an older format", func(t *testing.T) {
 		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline,
 			"old.plan": `{"format": 1, "pipeline": "saved", "path": ".", "keys": {}, "to_run": []}`})
