@@ -2,6 +2,7 @@ package engine
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cairn-run/cairn/engine/fsdigest"
@@ -101,6 +102,9 @@ func (x *outputIndex) overlapping(in string) []written {
 // Nodes are in topological order, so no dependency of a node below id
 // leads to it.
 func (g *Graph) isAncestor(id int, n *Node) bool {
+	if _, direct := slices.BinarySearch(n.Deps, id); direct {
+		return true
+	}
 	seen := map[int]bool{}
 	stack := append([]int(nil), n.Deps...)
 	for len(stack) > 0 {
