@@ -323,7 +323,12 @@ func TestDocumentedPipelines(t *testing.T) {
 				require.Equal(t, wantCode, r.code, "cairn apply:\n%s%s", r.stdout, r.stderr)
 				for _, f := range expect[ex.pipeline.attr("name")] {
 					got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.attr("path"))))
-					if assert.NoError(t, err, "%s", f.where()) {
+					if !assert.NoError(t, err, "%s", f.where()) {
+						continue
+					}
+					if f.flags["placeholders"] {
+						assert.Regexp(t, placeholderPattern(f.body), string(got), "%s: %s after apply", f.where(), f.attr("path"))
+					} else {
 						assert.Equal(t, f.body, string(got), "%s: %s after apply", f.where(), f.attr("path"))
 					}
 				}
@@ -340,6 +345,23 @@ func TestDocumentedPipelines(t *testing.T) {
 	// The documents present complete pipelines; the test cannot pass by
 	// finding none.
 	assert.GreaterOrEqual(t, total, 8, "documented full pipelines")
+}
+
+// placeholders stand for what changes from run to run in an expect-file
+// block marked "placeholders".
+var placeholders = map[string]string{
+	"<RUN_ID>": `\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{6}`,
+	"<UTC>":    `\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}`,
+}
+
+// placeholderPattern is a regular expression matching exactly body, each
+// placeholder standing for its pattern.
+func placeholderPattern(body string) string {
+	pat := regexp.QuoteMeta(body)
+	for ph, re := range placeholders {
+		pat = strings.ReplaceAll(pat, regexp.QuoteMeta(ph), re)
+	}
+	return `\A` + pat + `\z`
 }
 
 func readDoc(t *testing.T, name string) string {

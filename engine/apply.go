@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -126,6 +127,11 @@ type nodeState struct {
 	locked    *keyLock
 	lease     *gpu.Lease
 	wave      int
+	// launch is set when the node starts as a variant of a batch;
+	// inFlight is the most of its batch's variants running at once
+	// since (written by the scheduler, read when the record is made).
+	launch   *Launch
+	inFlight atomic.Int32
 	// progress is the kind's latest progress line (guarded by applier.mu).
 	progress string
 	// batchLogDir is set for variants of a batch: logs go there as
@@ -1031,17 +1037,22 @@ func (a *applier) finishedInstance(ns *nodeState) cty.Value {
 	if status == stCached {
 		status = stOK
 	}
-	if ns.record != nil || ns.res == nil {
+	if ns.record != nil || ns.res == nil && ns.launch == nil {
 		return instanceObject(ns.n, ns.record, status, ns.class, ns.message, ns.key)
 	}
-	exit := cty.NullVal(cty.Number)
-	if ns.res.ExitCode >= 0 {
-		exit = cty.NumberIntVal(int64(ns.res.ExitCode))
+	// It ran (or was admitted to its batch) and failed: no record.
+	started, exit := ns.started, cty.NullVal(cty.Number)
+	dur, rss, gpuMiB := cty.NumberFloatVal(0), cty.NumberFloatVal(0), cty.NumberFloatVal(0)
+	if r := ns.res; r != nil {
+		started = r.Started
+		if r.ExitCode >= 0 {
+			exit = cty.NumberIntVal(int64(r.ExitCode))
+		}
+		dur = cty.NumberFloatVal(r.Ended.Sub(r.Started).Seconds())
+		rss, gpuMiB = cty.NumberFloatVal(r.PeakRSSMiB), cty.NumberFloatVal(r.PeakGPUMiB)
 	}
-	return nodeInstance(ns.n, cty.NullVal(cty.DynamicPseudoType), exit,
-		cty.NumberFloatVal(ns.res.Ended.Sub(ns.res.Started).Seconds()),
-		cty.NumberFloatVal(ns.res.PeakRSSMiB), cty.NumberFloatVal(ns.res.PeakGPUMiB),
-		status, ns.class, ns.message, ns.key)
+	return nodeInstance(ns.n, cty.NullVal(cty.DynamicPseudoType), exit, dur, rss, gpuMiB,
+		launchValue(a.runID, started, ns.launchRecord()), status, ns.class, ns.message, ns.key)
 }
 
 func (a *applier) printf(format string, args ...any) {

@@ -47,6 +47,7 @@ type batchGroup struct {
 	batch    *Batch
 	deadline time.Time
 	failed   bool
+	launched int // variants the batch launched (set at its start)
 }
 
 // setupGroups creates a batch group for every batch stage with nodes to
@@ -132,9 +133,43 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 	ns.lease = lease
 	g.slots.take(dev, wave, ns.n.ID)
 	ns.wave = wave
+	g.noteLaunch(a, ns, dev)
 	ns.batchLogDir = g.batch.LogDir
 	_ = a.j.Write(JEntry{T: JLease, Node: ns.n.Addr, GPUs: []int{dev}, Wave: ns.wave})
 	return true
+}
+
+// noteLaunch records which launch a variant starting on dev belongs to,
+// and raises the in-flight count of every variant of the batch running
+// with it.
+func (g *batchGroup) noteLaunch(a *applier, ns *nodeState, dev int) {
+	ns.launch = &Launch{
+		Batch: g.batch.ID, BatchStarted: g.batch.Start, GPU: dev, Wave: ns.wave,
+		Launched: g.launched, BatchSize: g.policy.Size,
+	}
+	running := []*nodeState{ns}
+	for _, id := range g.order {
+		if o := a.nodes[id]; o != ns && o.status == stRunning {
+			running = append(running, o)
+		}
+	}
+	n := int32(len(running))
+	for _, o := range running {
+		if o.inFlight.Load() < n {
+			o.inFlight.Store(n)
+		}
+	}
+}
+
+// launchRecord is the Launch of a variant's record: as it started, with
+// the in-flight count it reached.
+func (ns *nodeState) launchRecord() *Launch {
+	if ns.launch == nil {
+		return nil
+	}
+	l := *ns.launch
+	l.InFlight = int(ns.inFlight.Load())
+	return &l
 }
 
 // start takes the machine-wide batch lock and fixes the batch's devices.
@@ -180,6 +215,7 @@ func (g *batchGroup) start(a *applier) bool {
 			toRun++
 		}
 	}
+	g.launched = toRun
 	g.par = min(len(free), g.policy.Size)
 	if g.par <= 0 {
 		g.par = min(len(free), toRun)

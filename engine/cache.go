@@ -54,7 +54,31 @@ type Record struct {
 	// Debug marks a result produced by a partial run that is not valid as
 	// a batch result (e.g. a single variant of a waves batch).
 	Debug bool `json:"debug,omitempty"`
+	// Launch is set for a variant of a GPU batch: the launch that
+	// measured it.
+	Launch *Launch `json:"launch,omitempty"`
 }
+
+// Launch describes the batch launch in which a variant of a waves stage
+// ran: with the record's run id and start time, what a comparison table
+// says of each row.
+type Launch struct {
+	Batch        string    `json:"batch"`         // the batch id, <run id>/<stage>
+	BatchStarted time.Time `json:"batch_started"` // when the batch started
+	GPU          int       `json:"gpu"`           // the device it was pinned to
+	Wave         int       `json:"wave,omitempty"`
+	// InFlight is the most variants of the batch that ran at once while
+	// it ran, itself included.
+	InFlight int `json:"in_flight"`
+	// Launched is how many variants the batch launched; fewer than
+	// BatchSize make a partial batch (the others came from earlier runs).
+	Launched  int `json:"launched"`
+	BatchSize int `json:"batch_size"`
+}
+
+// Partial reports whether the launch ran fewer variants than the batch
+// has.
+func (l *Launch) Partial() bool { return l.Launched < l.BatchSize }
 
 // Index record types, the first byte of each payload.
 const (

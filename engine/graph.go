@@ -847,7 +847,7 @@ func (g *Graph) planStageObject(name string) cty.Value {
 // (stage.NAME[KEY].ATTR and self.ATTR).
 var InstanceAttrs = []string{
 	"key", "value", "result", "status", "class", "message", "exit_code",
-	"duration_s", "peak_rss_mib", "peak_gpu_mib", "key_digest",
+	"duration_s", "peak_rss_mib", "peak_gpu_mib", "key_digest", "launch",
 }
 
 func unknownInstance(n *Node) cty.Value {

@@ -26,7 +26,7 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, s
 		Key: ns.key, Outputs: map[string]string{}, Modes: map[string]uint32{},
 		Pipeline: a.g.Config.Name, Address: ns.n.Addr, RunID: a.runID,
 		Attempts: ns.attempts, Started: ns.started, Ended: ns.ended,
-		Debug: a.opts.Debug[ns.n.Addr], RunCounts: out.RunCounts,
+		Debug: a.opts.Debug[ns.n.Addr], RunCounts: out.RunCounts, Launch: ns.launchRecord(),
 	}
 	if env, err := json.Marshal(ns.env); err == nil {
 		rec.Envelope = env

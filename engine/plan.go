@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -445,6 +446,7 @@ func instanceObject(n *Node, r *Record, status, class, message, key string) cty.
 	exit := cty.NullVal(cty.Number)
 	dur := cty.NumberFloatVal(0)
 	rss, gpuMiB := cty.NumberFloatVal(0), cty.NumberFloatVal(0)
+	launch := cty.NullVal(cty.DynamicPseudoType)
 	if r != nil {
 		if v, err := jsonToCty(r.Result); err == nil {
 			res = v
@@ -452,12 +454,13 @@ func instanceObject(n *Node, r *Record, status, class, message, key string) cty.
 		exit = cty.NumberIntVal(int64(r.ExitCode))
 		dur = cty.NumberFloatVal(r.Ended.Sub(r.Started).Seconds())
 		rss, gpuMiB = cty.NumberFloatVal(r.PeakRSSMiB), cty.NumberFloatVal(r.PeakGPUMiB)
+		launch = launchValue(r.RunID, r.Started, r.Launch)
 	}
-	return nodeInstance(n, res, exit, dur, rss, gpuMiB, status, class, message, key)
+	return nodeInstance(n, res, exit, dur, rss, gpuMiB, launch, status, class, message, key)
 }
 
 // nodeInstance assembles an instance object.
-func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB cty.Value, status, class, message, key string) cty.Value {
+func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status, class, message, key string) cty.Value {
 	val := cty.NullVal(cty.DynamicPseudoType)
 	if n.Inst.Value != cty.NilVal {
 		val = n.Inst.Value
@@ -467,6 +470,30 @@ func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB cty.Value, status, class,
 		"status": cty.StringVal(status), "class": cty.StringVal(class),
 		"message": cty.StringVal(message), "exit_code": exit, "duration_s": dur,
 		"peak_rss_mib": rss, "peak_gpu_mib": gpuMiB, "key_digest": cty.StringVal(key),
+		"launch": launch,
+	})
+}
+
+// launchValue is the launch instance attribute: for a variant of a batch,
+// which launch ran it (the run, when it and its batch started, its GPU,
+// how many of the batch ran with it and whether the batch was partial);
+// null for other nodes.
+func launchValue(runID string, started time.Time, l *Launch) cty.Value {
+	if l == nil {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	utc := func(t time.Time) cty.Value { return cty.StringVal(t.UTC().Format(time.RFC3339)) }
+	return cty.ObjectVal(map[string]cty.Value{
+		"run_id":        cty.StringVal(runID),
+		"batch":         cty.StringVal(l.Batch),
+		"started":       utc(started),
+		"batch_started": utc(l.BatchStarted),
+		"gpu":           cty.NumberIntVal(int64(l.GPU)),
+		"wave":          cty.NumberIntVal(int64(l.Wave)),
+		"in_flight":     cty.NumberIntVal(int64(l.InFlight)),
+		"launched":      cty.NumberIntVal(int64(l.Launched)),
+		"batch_size":    cty.NumberIntVal(int64(l.BatchSize)),
+		"partial":       cty.BoolVal(l.Partial()),
 	})
 }
 

@@ -296,9 +296,26 @@ type tableJSON struct {
 		Mean16     *float64 `json:"mean@16"`
 		Failed     bool     `json:"failed"`
 		FailReason string   `json:"fail_reason"`
+		Launch     *struct {
+			RunID     string `json:"run_id"`
+			Batch     string `json:"batch"`
+			Started   string `json:"started"`
+			GPU       int    `json:"gpu"`
+			InFlight  int    `json:"in_flight"`
+			Launched  int    `json:"launched"`
+			BatchSize int    `json:"batch_size"`
+			Partial   bool   `json:"partial"`
+		} `json:"launch"`
+		PartialBatch bool `json:"partial_batch"`
 	} `json:"rows"`
 	ParetoFront []string `json:"pareto_front"`
 	Failed      []string `json:"failed"`
+	Launches    []struct {
+		Index    int    `json:"index"`
+		RunID    string `json:"run_id"`
+		Launched int    `json:"launched"`
+		Partial  bool   `json:"partial"`
+	} `json:"launches"`
 }
 
 func (w *workspace) table() tableJSON {
@@ -649,8 +666,76 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 	assert.Equal(t, addrs("aime24", "v0", "v1"), filterPrefix(nodesWith(es, engine.JCached), "stage.aime24["))
 	// v0 and v1 ran once, in the killed apply; v2 and v3 once to the end.
 	assert.Equal(t, map[string]int{"v0": 1, "v1": 1, "v2": 1, "v3": 1}, w.simRuns("aime24"))
-	assert.Len(t, w.table().Rows, 4)
-	assert.Empty(t, w.table().Failed)
+	tj := w.table()
+	assert.Len(t, tj.Rows, 4)
+	assert.Empty(t, tj.Failed)
+
+	// The table says which launch measured each row: v0 and v1 the
+	// killed apply's full batch (2 at a time on 2 GPUs), v2 and v3 the
+	// resumed one, a partial batch of 2.
+	rs := w.runs()
+	require.Len(t, rs, 2)
+	for i, r := range tj.Rows {
+		require.NotNil(t, r.Launch, r.Name)
+		run, launched, partial := rs[0].ID, 4, false
+		if i >= 2 {
+			run, launched, partial = rs[1].ID, 2, true
+		}
+		assert.Equal(t, run, r.Launch.RunID, r.Name)
+		assert.Equal(t, run+"/aime24", r.Launch.Batch, r.Name)
+		assert.Equal(t, launched, r.Launch.Launched, r.Name)
+		assert.Equal(t, 4, r.Launch.BatchSize, r.Name)
+		assert.Equal(t, 2, r.Launch.InFlight, r.Name)
+		assert.Equal(t, partial, r.PartialBatch, r.Name)
+		assert.Equal(t, i%2, r.Launch.GPU, r.Name)
+		_, err := time.Parse(time.RFC3339, r.Launch.Started)
+		assert.NoError(t, err, r.Name)
+	}
+	require.Len(t, tj.Launches, 2)
+	assert.Equal(t, []bool{false, true}, []bool{tj.Launches[0].Partial, tj.Launches[1].Partial})
+	md, err := os.ReadFile(filepath.Join(w.dir, "reports", tag, "table.md"))
+	require.NoError(t, err)
+	assert.Regexp(t, `\| v2 +\|.*\| 2 \(partial\) \| +0 \| +2 \| (front|dominated) `, string(md))
+	assert.Contains(t, string(md), "- 1: run "+rs[0].ID+", ")
+	assert.Contains(t, string(md), "- 2: run "+rs[1].ID+", ")
+	assert.Contains(t, string(md), "2 of 4 variants (partial batch)")
+}
+
+// One config changed: only its variant reruns, alone, and the table flags
+// its row as measured in a partial batch.
+func TestOneConfigChangedRerunsAPartialBatch(t *testing.T) {
+	w := newWorkspace(t, "sim:4")
+	out, code := w.apply()
+	require.Equal(t, 0, code, out)
+	first := w.runs()[0].ID
+	for _, r := range w.table().Rows {
+		require.NotNil(t, r.Launch, r.Name)
+		assert.Equal(t, first, r.Launch.RunID)
+		assert.Equal(t, 4, r.Launch.InFlight)
+		assert.False(t, r.PartialBatch)
+	}
+
+	cfg := goodConfig(2)
+	cfg["vortex_topk_ratio"] = 0.32
+	w.config("v2", cfg)
+	out, code = w.apply()
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, map[string]int{"v0": 1, "v1": 1, "v2": 2, "v3": 1}, w.simRuns("aime24"))
+	second := w.runs()[1].ID
+	tj := w.table()
+	for _, r := range tj.Rows {
+		require.NotNil(t, r.Launch, r.Name)
+		if r.Name == "v2" {
+			assert.Equal(t, second, r.Launch.RunID)
+			assert.Equal(t, 1, r.Launch.InFlight)
+			assert.Equal(t, 1, r.Launch.Launched)
+			assert.True(t, r.PartialBatch)
+			continue
+		}
+		assert.Equal(t, first, r.Launch.RunID, r.Name)
+		assert.False(t, r.PartialBatch, r.Name)
+	}
+	assert.Contains(t, out, "1 of 4 variants (partial batch)")
 }
 
 func filterPrefix(xs []string, prefix string) []string {

@@ -69,7 +69,8 @@ func (Pareto) Schema() *hcl.BodySchema {
 
 // KeyValue implements KeyTransformer: of each row that is a stage
 // instance, only what the table shows enters the key (its key, value,
-// result, status, class and message), not its duration or peak memory.
+// result, status, class, message and launch), not its duration or peak
+// memory.
 func (Pareto) KeyValue(attr string, v cty.Value) cty.Value {
 	if attr != "rows" || !v.IsWhollyKnown() || v.IsNull() {
 		return v
@@ -78,7 +79,7 @@ func (Pareto) KeyValue(attr string, v cty.Value) cty.Value {
 	if !(ty.IsObjectType() || ty.IsMapType() || ty.IsTupleType() || ty.IsListType()) {
 		return v
 	}
-	keep := []string{"key", "value", "result", "status", "class", "message"}
+	keep := []string{"key", "value", "result", "status", "class", "message", "launch"}
 	project := func(row cty.Value) cty.Value {
 		if row.IsNull() || !row.Type().IsObjectType() || !row.Type().HasAttribute("result") || !row.Type().HasAttribute("status") {
 			return row
@@ -275,6 +276,7 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		Rows        []json.RawMessage `json:"rows"`
 		ParetoFront []string          `json:"pareto_front"`
 		Failed      []string          `json:"failed"`
+		Launches    json.RawMessage   `json:"launches,omitempty"`
 		Files       map[string]string `json:"files"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &res); err != nil {
@@ -428,6 +430,7 @@ func paretoRow(key string, v cty.Value, want map[string]bool) (report.Row, bool,
 		// An instance object.
 		status := ctyString(st)
 		result = attrs["result"]
+		r.Launch = rowLaunch(attrs["launch"])
 		if status != "ok" {
 			r.Failed = true
 			reason := status
@@ -483,6 +486,35 @@ func paretoRow(key string, v cty.Value, want map[string]bool) (report.Row, bool,
 		}
 	}
 	return r, sim, nil
+}
+
+// rowLaunch reads an instance's launch attribute (null for nodes that
+// are not variants of a batch).
+func rowLaunch(v cty.Value) *report.Launch {
+	if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() || !v.Type().IsObjectType() {
+		return nil
+	}
+	v, _ = v.UnmarkDeep()
+	attr := func(name string) cty.Value {
+		if v.Type().HasAttribute(name) {
+			return v.GetAttr(name)
+		}
+		return cty.NilVal
+	}
+	num := func(name string) int {
+		f, _ := ctyNumber(attr(name))
+		return int(f)
+	}
+	l := &report.Launch{
+		RunID: ctyString(attr("run_id")), Batch: ctyString(attr("batch")),
+		Started: ctyString(attr("started")), BatchStarted: ctyString(attr("batch_started")),
+		GPU: num("gpu"), Wave: num("wave"), InFlight: num("in_flight"),
+		Launched: num("launched"), BatchSize: num("batch_size"),
+	}
+	if p := attr("partial"); p != cty.NilVal && !p.IsNull() && p.Type().Equals(cty.Bool) {
+		l.Partial = p.True()
+	}
+	return l
 }
 
 func ctyString(v cty.Value) string {

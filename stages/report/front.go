@@ -41,6 +41,8 @@ type Row struct {
 	// Extra holds further values by name (numbers, strings), usable as
 	// columns and axes.
 	Extra map[string]any
+	// Launch, when set, says which batch launch measured the row.
+	Launch *Launch
 }
 
 // The names of a Row's own fields, as used for columns and axes; any other

@@ -130,9 +130,13 @@ func (t Table) cells(markdown bool) ([]string, [][]cell, error) {
 		return nil, nil, err
 	}
 	cols := t.columns()
+	launches, launchOf := t.launches()
 	header := make([]string, 0, len(cols)+1)
 	for _, c := range cols {
 		header = append(header, c.Name)
+	}
+	if len(launches) > 0 {
+		header = append(header, launchHeader(markdown)...)
 	}
 	header = append(header, ParetoColumn)
 	body := make([][]cell, len(t.Rows))
@@ -153,6 +157,9 @@ func (t Table) cells(markdown bool) ([]string, [][]cell, error) {
 				continue
 			}
 			line = append(line, cell{text: fmt.Sprint(v)})
+		}
+		if len(launches) > 0 {
+			line = append(line, launchCells(r, launchOf[i], markdown)...)
 		}
 		line = append(line, cell{text: t.status(i, onFront)})
 		body[i] = line
@@ -233,6 +240,9 @@ func (t Table) Markdown(w io.Writer) error {
 		}
 		writeLine(texts, numeric)
 	}
+	if ls, _ := t.launches(); len(ls) > 0 {
+		b.WriteString(launchLegend(ls))
+	}
 	_, err = w.Write(b.Bytes())
 	return err
 }
@@ -272,8 +282,11 @@ func (t Table) TSV(w io.Writer) error {
 //	{"x": ..., "y": ...,                       (when the Table names them)
 //	 "columns": [names],
 //	 "rows": [{<column>: value, ..., "pareto": bool, "failed": bool,
-//	           "fail_reason": "...", "extra": {...}}],
-//	 "pareto_front": [names], "failed": [names]}
+//	           "fail_reason": "...", "extra": {...},
+//	           "launch": {...}, "partial_batch": bool}],   (when rows have a Launch)
+//	 "pareto_front": [names], "failed": [names],
+//	 "launches": [{"index", "run_id", "batch", "batch_started",
+//	               "launched", "batch_size", "partial"}]}  (when rows have a Launch)
 //
 // Row objects keep the column order. A number that JSON cannot carry (NaN,
 // ±Inf) and every number of a failed row are null.
@@ -283,6 +296,7 @@ func (t Table) JSON(w io.Writer) error {
 		return err
 	}
 	cols := t.columns()
+	launches, _ := t.launches()
 	var b bytes.Buffer
 	obj := &orderedObject{b: &b}
 	if t.X != "" || t.Y != "" {
@@ -328,11 +342,18 @@ func (t Table) JSON(w io.Writer) error {
 		if len(r.Extra) > 0 {
 			row.field("extra", sanitize(r.Extra))
 		}
+		if len(launches) > 0 {
+			row.field("launch", r.Launch)
+			row.field("partial_batch", r.Launch != nil && r.Launch.Partial)
+		}
 		row.end()
 	}
 	b.WriteByte(']')
 	obj.field("pareto_front", frontNames)
 	obj.field("failed", failedNames)
+	if len(launches) > 0 {
+		obj.field("launches", launches)
+	}
 	obj.end()
 	if obj.err != nil {
 		return fmt.Errorf("report: %w", obj.err)

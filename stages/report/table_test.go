@@ -216,3 +216,64 @@ func TestCustomColumn(t *testing.T) {
 	assert.Equal(t, "| name        | hash | tok/s per s | pareto    |", lines[0])
 	assert.Equal(t, "| batch_a_id0 | 69cb |       20.73 | dominated |", lines[2])
 }
+
+// Rows measured in different launches say so: a launch number per row
+// (flagged when partial), the GPU and the in-flight count, one line per
+// launch below the table; TSV and JSON carry the full values.
+func TestTableLaunches(t *testing.T) {
+	full := func(gpu int) *Launch {
+		return &Launch{RunID: "r1", Batch: "r1/aime24", Started: "2026-01-01T10:00:05Z", BatchStarted: "2026-01-01T10:00:00Z", GPU: gpu, Wave: 1, InFlight: 2, Launched: 4, BatchSize: 4}
+	}
+	rows := []Row{
+		{Name: "a", Mean16: 0.5, Throughput: 10, Launch: full(0)},
+		{Name: "b", Mean16: 0.6, Throughput: 5, Launch: &Launch{RunID: "r2", Batch: "r2/aime24", Started: "2026-01-02T09:00:01Z", BatchStarted: "2026-01-02T09:00:00Z", GPU: 1, Wave: 1, InFlight: 1, Launched: 1, BatchSize: 4, Partial: true}},
+		{Name: "c", Failed: true, FailReason: "setup: No free GPUs"},
+	}
+	tb := Table{Rows: rows, Front: []int{0, 1}, Columns: Columns(ColName, ColMean16), X: ColThroughput, Y: ColMean16}
+	var md bytes.Buffer
+	require.NoError(t, tb.Markdown(&md))
+	assert.Equal(t, `| name | mean@16 | launch      | gpu | in_flight | pareto                      |
+| ---- | ------: | ----------- | --: | --------: | --------------------------- |
+| a    |  0.5000 | 1           |   0 |         2 | front                       |
+| b    |  0.6000 | 2 (partial) |   1 |         1 | front                       |
+| c    |       - |             |     |           | FAILED: setup: No free GPUs |
+
+Launches (run, batch start in UTC, variants it launched):
+- 1: run r1, 2026-01-01 10:00:00 UTC, 4 of 4 variants
+- 2: run r2, 2026-01-02 09:00:00 UTC, 1 of 4 variants (partial batch)
+Rows of different launches, or of a partial batch, were not measured together: compare them with care.
+`, md.String())
+
+	var tsv bytes.Buffer
+	require.NoError(t, tb.TSV(&tsv))
+	assert.Equal(t, "name\tmean@16\trun_id\tstarted\tgpu\tin_flight\tpartial_batch\tpareto\n"+
+		"a\t0.5\tr1\t2026-01-01T10:00:05Z\t0\t2\tfalse\tfront\n"+
+		"b\t0.6\tr2\t2026-01-02T09:00:01Z\t1\t1\ttrue\tfront\n"+
+		"c\t-\t\t\t\t\t\tFAILED: setup: No free GPUs\n", tsv.String())
+
+	var js bytes.Buffer
+	require.NoError(t, tb.JSON(&js))
+	var got struct {
+		Rows []struct {
+			Name         string  `json:"name"`
+			Launch       *Launch `json:"launch"`
+			PartialBatch bool    `json:"partial_batch"`
+		} `json:"rows"`
+		Launches []launchSummary `json:"launches"`
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &got))
+	require.Len(t, got.Rows, 3)
+	assert.Equal(t, full(0), got.Rows[0].Launch)
+	assert.False(t, got.Rows[0].PartialBatch)
+	assert.True(t, got.Rows[1].PartialBatch)
+	assert.Nil(t, got.Rows[2].Launch)
+	assert.Equal(t, []launchSummary{
+		{Index: 1, RunID: "r1", Batch: "r1/aime24", BatchStarted: "2026-01-01T10:00:00Z", Launched: 4, BatchSize: 4},
+		{Index: 2, RunID: "r2", Batch: "r2/aime24", BatchStarted: "2026-01-02T09:00:00Z", Launched: 1, BatchSize: 4, Partial: true},
+	}, got.Launches)
+
+	// Rows without launches (plain result objects) keep the table as it was.
+	md.Reset()
+	require.NoError(t, Table{Rows: []Row{{Name: "x", Mean16: 1}}, Columns: Columns(ColName, ColMean16)}.Markdown(&md))
+	assert.NotContains(t, md.String(), "launch")
+}
