@@ -95,7 +95,7 @@ elif [ "$status" -eq 0 ] && [ -f "$table" ]; then
 	echo
 	cat "$table"
 	echo
-	front=$(awk -F'|' 'NR > 2 && $(NF-1) ~ /^ *front *$/ { gsub(/ /, "", $2); printf "%s%s", sep, $2; sep = ", " }' "$table")
+	front=$(awk -F'|' 'NR > 2 && NF > 2 && $(NF-1) ~ /^ *front *$/ { gsub(/ /, "", $2); printf "%s%s", sep, $2; sep = ", " }' "$table")
 	echo "== Pareto front on (throughput, mean@16): ${front:-none}"
 else
 	echo "== No comparison this time: see the failures above."
