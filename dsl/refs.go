@@ -27,6 +27,13 @@ type Ref struct {
 // Roots are the names a reference may start with.
 var Roots = []string{"var", "local", "path", "stage", "each", "self"}
 
+// InstanceAttrs are the attributes of a stage instance object
+// (stage.NAME[KEY].ATTR and self.ATTR).
+var InstanceAttrs = []string{
+	"key", "value", "result", "status", "class", "message", "exit_code",
+	"duration_s", "peak_rss_mib", "peak_gpu_mib", "key_digest", "launch",
+}
+
 // PathAttrs are the attributes of the path object.
 var PathAttrs = []string{"pipeline", "root"}
 
@@ -182,6 +189,9 @@ func (c *Config) CheckRefs(refs []Ref, rc RefContext) hcl.Diagnostics {
 		case "self":
 			if !rc.AllowSelf {
 				bad("Invalid self reference", "self is available only inside a stage's postcondition block.")
+			} else if r.Name != "" && !contains(InstanceAttrs, r.Name) {
+				bad("Unsupported attribute", notDeclared("instance attribute", r.Name, InstanceAttrs,
+					"self is the stage instance: "+strings.Join(InstanceAttrs, ", ")+"; a field of the result file is self.result.NAME."))
 			}
 		}
 	}

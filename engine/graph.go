@@ -845,10 +845,7 @@ func (g *Graph) planStageObject(name string) cty.Value {
 
 // InstanceAttrs are the attributes of a stage instance object
 // (stage.NAME[KEY].ATTR and self.ATTR).
-var InstanceAttrs = []string{
-	"key", "value", "result", "status", "class", "message", "exit_code",
-	"duration_s", "peak_rss_mib", "peak_gpu_mib", "key_digest", "launch",
-}
+var InstanceAttrs = dsl.InstanceAttrs
 
 func unknownInstance(n *Node) cty.Value {
 	attrs := map[string]cty.Value{}

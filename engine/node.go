@@ -433,6 +433,9 @@ func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Di
 	if err == nil && d < 0 {
 		err = fmt.Errorf("%s must not be negative", attr)
 	}
+	if err == nil && d == 0 && attr == "timeout" {
+		err = fmt.Errorf("timeout must be longer than 0s; for no time limit, leave timeout out")
+	}
 	if err != nil {
 		*diags = append(*diags, stages.Diag("Invalid "+attr, err.Error()+".", sn.Ranges[attr])...)
 		return def

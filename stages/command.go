@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -54,6 +55,49 @@ func (Command) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	return &Outcome{Class: res.Class, Message: res.Message, Proc: res}, nil
 }
 
+// maxArgLen is the kernel's limit on one argument (MAX_ARG_STRLEN, 32
+// pages): execve refuses a longer one with "argument list too long".
+const maxArgLen = 128 << 10
+
+// checkArgs refuses what execve would refuse or silently cut: an argument
+// holding a NUL byte (the program would see it end there) or longer than
+// maxArgLen, counting its terminating NUL. It looks at the arguments known
+// now; the others are checked when they are.
+func checkArgs(run cty.Value, rng hcl.Range) hcl.Diagnostics {
+	if run == cty.NilVal || !run.IsKnown() || run.IsNull() {
+		return nil
+	}
+	run, _ = run.Unmark()
+	check := func(name string, v cty.Value) hcl.Diagnostics {
+		v, _ = v.Unmark()
+		if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
+			return nil
+		}
+		s := v.AsString()
+		if i := strings.IndexByte(s, 0); i >= 0 {
+			return Diag("Invalid run", fmt.Sprintf("%s holds a NUL byte (at byte %d): a program's arguments cannot hold one, so it would receive the argument cut there. Remove it.", name, i), rng)
+		}
+		if len(s)+1 > maxArgLen {
+			return Diag("Invalid run", fmt.Sprintf("%s is %d bytes: Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN), so the program could not start. Pass the data in a file instead (and name it in inputs).", name, len(s)), rng)
+		}
+		return nil
+	}
+	ty := run.Type()
+	if ty.Equals(cty.String) {
+		return check("run", run)
+	}
+	if !(ty.IsListType() || ty.IsTupleType()) {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	i := 0
+	for it := run.ElementIterator(); it.Next(); i++ {
+		_, ev := it.Element()
+		diags = append(diags, check(fmt.Sprintf("run[%d]", i), ev)...)
+	}
+	return diags
+}
+
 // commandArgv decodes run and shell into a Proc. Unknown values (plan time)
 // pass.
 func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
@@ -67,6 +111,9 @@ func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
 			return p, Diag("Invalid shell", "shell must be true or false.", n.Ranges["shell"])
 		}
 		p.Shell = s.True()
+	}
+	if d := checkArgs(run, rng); d.HasErrors() {
+		return p, d
 	}
 	if !run.IsWhollyKnown() {
 		return p, nil
