@@ -615,8 +615,11 @@ func TestWorkerThatDiesAtOnceShowsItsStderr(t *testing.T) {
 	assert.Regexp(t, `(?m)^worker 0\.0 \(pid \d+\): starting$`, f.diag.String())
 	assert.Regexp(t, `(?m)^worker 0\.4 \(pid \d+\): ModuleNotFoundError`, f.diag.String())
 
-	// When the items spend their crash retries first, each says so too.
-	cfg.Retry.Crashes = 0
+	// When an item spends its crash retries first (each worker reads it,
+	// then dies), its failure says so too.
+	cfg.Worker = []string{"sh", "-c", "read request; echo \"ModuleNotFoundError: No module named 'openai'\" >&2; exit 1"}
+	cfg.Items, cfg.MaxInFlight = cfg.Items[:1], 1
+	cfg.Retry.Crashes = 1
 	sum, err := Evaluate(context.Background(), cfg)
 	require.ErrorIs(t, err, ErrIncomplete)
 	assert.Contains(t, sum.Items[0].Reason, `exited (exit status 1); its last line on stderr: "ModuleNotFoundError: No module named 'openai'"`)
