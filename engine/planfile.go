@@ -118,7 +118,7 @@ func (pf *PlanFile) CheckAgainst(p *Plan) []string {
 		case e.Key != "" && pn.Key != e.Key:
 			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now%s", e.Address, short(e.Key), orUnknown(pn.Key), becauseOf(pn)))
 		case pn.Action != e.Action:
-			changed = append(changed, fmt.Sprintf("%s: planned to %s, now it would %s%s", e.Address, actionVerb(e.Action), actionVerb(pn.Action), becauseOf(pn)))
+			changed = append(changed, fmt.Sprintf("%s: %s, %s%s", e.Address, plannedAs(e.Action), wouldNow(pn.Action), becauseOf(pn)))
 		}
 	}
 	for _, pn := range p.Nodes {
@@ -129,19 +129,34 @@ func (pf *PlanFile) CheckAgainst(p *Plan) []string {
 	return changed
 }
 
-// actionVerb says what a plan action does.
-func actionVerb(action string) string {
+// plannedAs says what a saved plan had a node do.
+func plannedAs(action string) string {
 	switch action {
 	case ActRun:
-		return "run"
+		return "planned to run"
 	case ActMayRun:
-		return "run if its key, known after its upstreams, is not cached"
+		return "planned as may run"
 	case ActCached:
-		return "come from the cache"
+		return "planned as cached"
 	case ActSkip:
-		return "be skipped"
+		return "planned as skipped"
 	}
-	return action
+	return "planned as " + action
+}
+
+// wouldNow says what a fresh plan has a node do.
+func wouldNow(action string) string {
+	switch action {
+	case ActRun:
+		return "now it would run"
+	case ActMayRun:
+		return "now it may run"
+	case ActCached:
+		return "now it would come from the cache"
+	case ActSkip:
+		return "now it would be skipped"
+	}
+	return "now " + action
 }
 
 // becauseOf is the fresh plan's reasons for a node, as a suffix.

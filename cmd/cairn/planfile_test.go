@@ -83,7 +83,7 @@ func TestSavedPlanIsAppliedExactlyOrRefused(t *testing.T) {
 		require.NoError(t, os.RemoveAll(filepath.Join(root, ".cairn")))
 		r := runCLI(t, "--chdir", root, "apply", "p.plan")
 		assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
-		assert.Contains(t, r.stderr, "stage.a: planned to come from the cache, now it would run")
+		assert.Contains(t, r.stderr, "stage.a: planned as cached, now it would run (new)")
 	})
 
 	t.Run("with --target", func(t *testing.T) {
