@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -393,7 +394,7 @@ func (a *applier) dispatch() {
 		}
 	}
 	sort.Ints(kept)
-	a.ready = kept
+	a.ready = slices.Compact(kept)
 }
 
 // failStuck fails the nodes that are ready but cannot start while nothing
@@ -497,6 +498,10 @@ func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
 			return true, false
 		}
 	}
+	if grp := a.groups[ns.n.Stage.Name]; grp != nil && grp.policy.Strict && !grp.decided {
+		// A strict batch's variant waits for the others' keys.
+		return false, true
+	}
 	if ns.locked == nil && !a.couldAdmit(ns) {
 		// No slot for it now: it takes its key's lock (a file descriptor
 		// held until it ends) only when it can start, so that thousands of
@@ -515,8 +520,9 @@ func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
 		}
 		ns.locked = lk
 		// Another process may have finished it just before we locked
-		// (--replace runs it all the same).
-		if !a.opts.Replace[ns.n.Addr] && a.cache.Refresh() == nil && a.cache.Has(ns.key) {
+		// (--replace runs it all the same, as does a strict batch that
+		// runs whole).
+		if !a.mustRun(ns) && a.cache.Refresh() == nil && a.cache.Has(ns.key) {
 			if a.takeCached(ns) {
 				return true, false
 			}
@@ -727,6 +733,11 @@ func (a *applier) prepare(ns *nodeState) bool {
 		a.fail(ns, dsl.ClassSetup, fmt.Sprintf("its key changed since the plan was saved (%s then, %s now): not run; make a new plan with 'cairn plan --out FILE'", short(ns.pn.Key), short(ns.key)))
 		return true
 	}
+	if grp := a.groups[n.Stage.Name]; grp != nil && grp.policy.Strict {
+		// A strict batch decides for all its variants at once.
+		ns.secrets = sensitiveStrings(sn.Args)
+		return a.settleStrict(grp, ns)
+	}
 	if !a.opts.Replace[n.Addr] && a.cache.Has(ns.key) {
 		// The plan decoded this record moments ago.
 		if rec := ns.pn.Record; rec != nil && rec.Key == ns.key {
@@ -898,7 +909,7 @@ func (a *applier) handle(ev event) {
 		}
 		ns.status = stPending
 		_ = a.cache.Refresh()
-		if !a.opts.Replace[ns.n.Addr] && a.cache.Has(ns.key) && a.takeCached(ns) {
+		if !a.mustRun(ns) && a.cache.Has(ns.key) && a.takeCached(ns) {
 			return
 		}
 		a.ready = append(a.ready, ns.n.ID)

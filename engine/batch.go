@@ -48,6 +48,9 @@ type batchGroup struct {
 	deadline time.Time
 	failed   bool
 	launched int // variants the batch launched (set at its start)
+	// A strict batch (strict_batch) decides once every variant's key is
+	// known: all from the cache, or all run (runAll).
+	decided, runAll bool
 }
 
 // setupGroups creates a batch group for every batch stage with nodes to
@@ -96,6 +99,76 @@ func (a *applier) longestFirst(ids []int) {
 		}
 	}
 	sort.SliceStable(ids, func(i, j int) bool { return dur[ids[i]] > dur[ids[j]] })
+}
+
+// mustRun reports whether a node runs even though its result is cached:
+// --replace, or a strict batch that runs whole.
+func (a *applier) mustRun(ns *nodeState) bool {
+	if a.opts.Replace[ns.n.Addr] {
+		return true
+	}
+	grp := a.groups[ns.n.Stage.Name]
+	return grp != nil && grp.policy.Strict && grp.runAll
+}
+
+// cacheable reports whether a prepared node would be taken from the cache.
+func (a *applier) cacheable(ns *nodeState) bool {
+	if a.opts.Replace[ns.n.Addr] {
+		return false
+	}
+	rec, ok := a.cache.Lookup(ns.key)
+	return ok && (!rec.Debug || a.opts.Debug[ns.n.Addr])
+}
+
+// settleStrict is prepare's end for a variant of a strict batch: the
+// variant waits until every variant of the batch is prepared (or has
+// failed or been skipped); then, if all of them are cached, all are taken
+// from the cache, and if any must run, all run, so that the batch is
+// measured together. It returns true when ns finished inline.
+func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
+	if g.decided {
+		return !g.runAll && a.takeCached(ns)
+	}
+	var pending []*nodeState
+	var runs *nodeState
+	for _, id := range g.order {
+		o := a.nodes[id]
+		if o.status != stPending {
+			continue
+		}
+		if !o.prepared {
+			return false // the batch waits for its key
+		}
+		pending = append(pending, o)
+		if runs == nil && !a.cacheable(o) {
+			runs = o
+		}
+	}
+	g.decided = true
+	if runs == nil {
+		done := false
+		for _, o := range pending {
+			if a.takeCached(o) {
+				done = done || o == ns
+			} else if o != ns {
+				a.ready = append(a.ready, o.n.ID) // a damaged entry: it runs
+			}
+		}
+		return done
+	}
+	g.runAll = true
+	again := 0
+	for _, o := range pending {
+		if o != runs && a.cacheable(o) {
+			again++
+		}
+		// Dispatched again, in the batch's order, now that it may start.
+		a.ready = append(a.ready, o.n.ID)
+	}
+	if again > 0 {
+		a.printf("  batch stage.%s: strict_batch: %s must run, so the %d cached variant(s) run again with it\n", g.stage, runs.n.Addr, again)
+	}
+	return false
 }
 
 // admit decides whether a variant of the batch starts now, and on which

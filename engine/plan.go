@@ -166,6 +166,70 @@ func (g *Graph) Ancestors(ids map[int]bool) map[int]bool {
 // MakePlan decides, for every node, whether it runs or comes from the
 // cache, and why.
 func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics) {
+	p, diags := makePlan(g, cache, opts, nil)
+	if diags.HasErrors() {
+		return p, diags
+	}
+	// A strict batch with a variant to run runs them all: plan again with
+	// its cached variants forced.
+	if forced := strictBatches(p); len(forced) > 0 {
+		return makePlan(g, cache, opts, forced)
+	}
+	return p, diags
+}
+
+// forcedRun makes a cached node of a strict batch run (or may run).
+type forcedRun struct {
+	action, reason string
+}
+
+// strictBatches finds the strict batches (waves stages with strict_batch)
+// that have both a variant to run and cached ones, and says for each
+// cached one why it runs again: with a variant that runs it runs too; with
+// one that may run (its key known after apply) it may run too.
+func strictBatches(p *Plan) map[int]forcedRun {
+	out := map[int]forcedRun{}
+	for _, st := range p.Graph.StageOrder {
+		var members []*PlannedNode
+		strict := false
+		for _, n := range p.Graph.StageNodes[st.Name] {
+			pn := p.Nodes[n.ID]
+			if pn.Skipped || pn.Action == ActSkip {
+				continue
+			}
+			if b, ok := n.Kind.(stages.Batcher); ok && pn.Spec != nil && b.BatchPolicy(pn.Spec).Strict {
+				strict = true
+			}
+			members = append(members, pn)
+		}
+		if !strict {
+			continue
+		}
+		var runs, mayRun *PlannedNode
+		for _, pn := range members {
+			switch {
+			case pn.Action == ActRun && runs == nil:
+				runs = pn
+			case pn.Action == ActMayRun && mayRun == nil:
+				mayRun = pn
+			}
+		}
+		for _, pn := range members {
+			if pn.Action != ActCached {
+				continue
+			}
+			switch {
+			case runs != nil:
+				out[pn.Node.ID] = forcedRun{ActRun, fmt.Sprintf("strict_batch: %s runs, so the whole batch runs again", runs.Node.Addr)}
+			case mayRun != nil:
+				out[pn.Node.ID] = forcedRun{ActMayRun, fmt.Sprintf("strict_batch: the whole batch runs again if %s must run", mayRun.Node.Addr)}
+			}
+		}
+	}
+	return out
+}
+
+func makePlan(g *Graph, cache *Cache, opts PlanOptions, forced map[int]forcedRun) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Pipeline: g.Config.Name, Graph: g, Nodes: make([]*PlannedNode, len(g.Nodes)), Options: opts}
 	var diags hcl.Diagnostics
 	var include map[int]bool
@@ -213,7 +277,11 @@ func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics)
 			p.Excluded++
 			continue
 		}
-		d := p.planNode(pn, ahead[n.ID], inst, upstream, written, cache, replace[n.ID], debug[n.Addr])
+		var force *forcedRun
+		if f, ok := forced[n.ID]; ok {
+			force = &f
+		}
+		d := p.planNode(pn, ahead[n.ID], inst, upstream, written, cache, replace[n.ID], debug[n.Addr], force)
 		diags = append(diags, d...)
 		if written != nil {
 			written.add(pn)
@@ -264,7 +332,7 @@ func (p *Plan) waitsFor(n *Node) string {
 // "run", sees it failed); its inputs are digested as they will be once its
 // ancestors are restored; a key that waits for an upstream's output makes
 // it "may run".
-func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, upstream func(*Node) (string, bool), written *outputIndex, cache *Cache, replace, debug bool) hcl.Diagnostics {
+func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, upstream func(*Node) (string, bool), written *outputIndex, cache *Cache, replace, debug bool, force *forcedRun) hcl.Diagnostics {
 	g, n := p.Graph, pn.Node
 	if up, how := p.failedUpstream(n); up != nil && n.Stage.OnUpstreamFailure != "run" {
 		pn.Action = ActSkip
@@ -302,6 +370,10 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	switch {
 	case replace:
 		pn.Reasons = []string{"replace requested (--replace)"}
+		return diags
+	case force != nil && env != nil && runs == nil:
+		pn.Action = force.action
+		pn.Reasons = []string{force.reason}
 		return diags
 	case runs != nil:
 		why = &unknownReason{Upstream: runs.Addr}

@@ -126,6 +126,12 @@ variable "batch_mode" {
   description = "waves: the seed's waves of min(free GPUs, 4) in the order of variants, each wave waiting for the previous one; backfill: a variant starts as soon as any of the batch's GPUs frees, the longest known first."
 }
 
+variable "strict_batch" {
+  type        = bool
+  default     = false
+  description = "false: only the variants that need it rerun (after kill -9, or when one config changed), and the table flags rows of such a partial batch; true: whenever any variant must run, all 4 run again, so the table's rows are always measured together."
+}
+
 locals {
   configs = { for v in var.variants : v => "${var.submissions_dir}/${var.tag}/${v}.json" }
 }
@@ -180,6 +186,9 @@ stage "waves" "aime24" {
   ledger     = var.ledger
   inputs     = compact([local.configs[each.key], var.aime24_runner, var.engine_source])
   result     = "${var.aime24_results_dir}/${var.tag}/${each.key}/latest.json"
+
+  # Whenever one variant must run, rerun all 4 (default: only those that need it).
+  strict_batch = var.strict_batch
 }
 
 # Step 7: the comparison table (name | content_hash | mean@16 | pass@16 |

@@ -1074,3 +1074,58 @@ func TestDemoShowsTheTableOnce(t *testing.T) {
 	assert.Contains(t, out, "from the cache")
 	assert.Equal(t, 1, strings.Count(out, "Pareto front on (throughput, mean@16): batch_demo_id"), out)
 }
+
+// With strict_batch = true, one variant to run reruns the whole batch:
+// plan says so, all four run again together, and no row is partial.
+func TestStrictBatchRerunsTheWholeBatch(t *testing.T) {
+	w := newWorkspace(t, "sim:4")
+	out, code := w.apply("--var", "strict_batch=true")
+	require.Equal(t, 0, code, out)
+
+	cfg := goodConfig(2)
+	cfg["vortex_topk_ratio"] = 0.32
+	w.config("v2", cfg)
+	plan, code := w.run(append([]string{"plan"}, pipelineArgs(names, "--var", "strict_batch=true")...)...)
+	require.Equal(t, 0, code, plan)
+	assert.Regexp(t, `stage\.aime24\["v0"\]\s+may run: strict_batch: the whole batch runs again if stage\.aime24\["v2"\] must run`, plan)
+	out, code = w.apply("--var", "strict_batch=true")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, `strict_batch: stage.aime24["v2"] must run, so the 3 cached variant(s) run again with it`)
+	assert.Equal(t, map[string]int{"v0": 2, "v1": 2, "v2": 2, "v3": 2}, w.simRuns("aime24"))
+	second := w.runs()[1].ID
+	tj := w.table()
+	require.Len(t, tj.Rows, 4)
+	for i, r := range tj.Rows {
+		require.NotNil(t, r.Launch, r.Name)
+		assert.Equal(t, second, r.Launch.RunID, r.Name)
+		assert.Equal(t, 4, r.Launch.Launched, r.Name)
+		assert.Equal(t, 4, r.Launch.InFlight, r.Name)
+		assert.Equal(t, i, r.Launch.GPU, r.Name)
+		assert.False(t, r.PartialBatch, r.Name)
+	}
+	leases := batchLeases(w.lastJournal())
+	require.Len(t, leases, 4)
+	for i, l := range leases {
+		assert.Equal(t, names[i], l.name, "in the given order")
+		assert.Equal(t, 1, l.wave)
+	}
+
+	// Nothing changed: all four from the cache, nothing runs.
+	out, code = w.apply("--var", "strict_batch=true")
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, map[string]int{"v0": 2, "v1": 2, "v2": 2, "v3": 2}, w.simRuns("aime24"))
+
+	// A variant known to run (here --replace) names itself in the others'
+	// reasons.
+	plan, code = w.run(append([]string{"plan"}, pipelineArgs(names, "--var", "strict_batch=true", "--replace", `stage.aime24["v1"]`)...)...)
+	require.Equal(t, 0, code, plan)
+	assert.Regexp(t, `stage\.aime24\["v3"\]\s+run: strict_batch: stage\.aime24\["v1"\] runs, so the whole batch runs again`, plan)
+	assert.Contains(t, plan, "Plan: 4 to run, 1 may run, 8 cached.")
+
+	// Without it, the same change reruns v2 alone.
+	cfg["vortex_topk_ratio"] = 0.34
+	w.config("v2", cfg)
+	out, code = w.apply()
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, map[string]int{"v0": 2, "v1": 2, "v2": 3, "v3": 2}, w.simRuns("aime24"))
+}

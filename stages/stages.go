@@ -173,6 +173,9 @@ type BatchPolicy struct {
 	LogDir string // workspace-relative; cairn appends _<UTC timestamp>
 	Tag    string
 	Ledger string // workspace-relative markdown file to keep rows in; "" for none
+	// Strict reruns every variant whenever one must run, so that the
+	// batch's results are always measured together.
+	Strict bool
 }
 
 // ProcResult is how a supervised process ended.

@@ -24,6 +24,7 @@ import (
 //	  log_dir    = "logs/submission/${var.tag}" # cairn appends _<UTC YYYYmmdd_HHMMSS>
 //	  tag        = var.tag                     # names the batch in `cairn status` and the ledger
 //	  ledger     = "algorithm_scientist/memory.md" # optional markdown ledger
+//	  strict_batch = false                     # true: any variant to run reruns them all
 //	  gpus       = 1                           # default 1
 //	  timeout    = "60m"
 //	}
@@ -69,13 +70,14 @@ func (Waves) Schema() *hcl.BodySchema {
 		{Name: "log_dir"},
 		{Name: "tag"},
 		{Name: "ledger"},
+		{Name: "strict_batch"},
 	}}
 }
 
 // KeyExcluded implements KeyExcluder: how a batch is scheduled, where its
 // logs go and how it is named do not change a variant's result.
 func (Waves) KeyExcluded() []string {
-	return []string{"batch_size", "mode", "log_dir", "tag", "ledger"}
+	return []string{"batch_size", "mode", "log_dir", "tag", "ledger", "strict_batch"}
 }
 
 // Check implements Kind. It also applies the kind's default of one GPU per
@@ -189,6 +191,14 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 	}
 	if t, ok := str("tag"); ok {
 		p.Tag = t
+	}
+	if v, ok := n.Args["strict_batch"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+		v, _ = v.UnmarkDeep()
+		if !v.Type().Equals(cty.Bool) {
+			diags = append(diags, Diag("Invalid strict_batch", "strict_batch must be true or false.", n.Ranges["strict_batch"])...)
+		} else {
+			p.Strict = v.True()
+		}
 	}
 	if l, ok := str("ledger"); ok && l != "" {
 		clean, err := relPath(l)

@@ -136,7 +136,7 @@ func TestWavesCheckStageExactCount(t *testing.T) {
 }
 
 func TestWavesKeyExcluded(t *testing.T) {
-	assert.ElementsMatch(t, []string{"batch_size", "mode", "log_dir", "tag", "ledger"}, stages.Waves{}.KeyExcluded())
+	assert.ElementsMatch(t, []string{"batch_size", "mode", "log_dir", "tag", "ledger", "strict_batch"}, stages.Waves{}.KeyExcluded())
 	var k stages.Kind = stages.Waves{}
 	_, isBatcher := k.(stages.Batcher)
 	_, isChecker := k.(stages.StageChecker)

@@ -117,7 +117,7 @@ func launchLegend(ls []launchSummary) string {
 		b.WriteString("\n")
 	}
 	if len(ls) > 1 || partial {
-		b.WriteString("Rows of different launches, or of a partial batch, were not measured together: compare them with care.\n")
+		b.WriteString("Rows of different launches, or of a partial batch, were not measured together: compare them with care, or rerun the whole batch (strict_batch = true).\n")
 	}
 	return b.String()
 }

@@ -241,7 +241,7 @@ func TestTableLaunches(t *testing.T) {
 Launches (run, batch start in UTC, variants it launched):
 - 1: run r1, 2026-01-01 10:00:00 UTC, 4 of 4 variants
 - 2: run r2, 2026-01-02 09:00:00 UTC, 1 of 4 variants (partial batch)
-Rows of different launches, or of a partial batch, were not measured together: compare them with care.
+Rows of different launches, or of a partial batch, were not measured together: compare them with care, or rerun the whole batch (strict_batch = true).
 `, md.String())
 
 	var tsv bytes.Buffer
