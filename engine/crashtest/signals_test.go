@@ -354,7 +354,7 @@ stage "command" "read" {
 	require.Equal(t, 0, res.code, res.String())
 	w.write("data.txt", "two\n")
 	res = w.run(nil, "apply", "saved.plan")
-	require.Equal(t, 1, res.code, res.String())
+	require.Equal(t, 2, res.code, "a stale plan is refused as bad input: "+res.String())
 	assert.Contains(t, res.stderr, "stale")
 	assert.Contains(t, res.stderr, "stage.read")
 	assert.False(t, w.exists("read.n"), "a stale plan ran")
