@@ -4,8 +4,10 @@
 // `snakemake` doing exactly the same work.
 //
 //	go run ./bench/gen -n 1000 -out /tmp/bench1k
+//	go run ./bench/gen -shape layered -n 1000 -out /tmp/layered1k
 //
-// The graph mixes the two shapes real pipelines have:
+// -shape picks the graph. The default, "mixed", mixes the two shapes real
+// pipelines have:
 //
 //   - distinct stage blocks d0..dD (no for_each), chained ten at a time:
 //     d(i) runs after d(i-1) unless i is a multiple of ten;
@@ -16,6 +18,17 @@
 //     chain's last stage.
 //
 // Every node is `touch out/<name>` and declares out/<name> as its output.
+// The other shapes stress one thing each. Every node of them is one
+// `sh -c "echo NAME > out/NAME"` (ninja and make run the same command
+// through /bin/sh), so that every output has content of its own:
+//
+//   - layered: 4 for_each stages l0..l3 over N/4 keys; l<i>["k"] runs after
+//     l<i-1>["k"] (after = [stage.l<i-1>[each.key]]);
+//   - chain: N distinct stages c0..c<N-1>, each after the one before: no
+//     two nodes can run at once;
+//   - fan: one stage src, a for_each stage w over N-2 keys each after src
+//     (fan-out), and one stage all after every instance of w (fan-in).
+//
 // The workspace gets an empty out/ folder (make and `touch` do not create
 // it; ninja and snakemake would).
 package main
@@ -228,27 +241,52 @@ func writeFile(path string, fill func(*bufio.Writer)) error {
 	return f.Close()
 }
 
+type genFile struct {
+	name string
+	fill func(*bufio.Writer)
+}
+
 func main() {
 	n := flag.Int("n", 1000, "number of nodes")
 	out := flag.String("out", "", "workspace folder to write (created)")
+	shapeName := flag.String("shape", "mixed", "graph shape: mixed, layered, chain or fan")
 	flag.Parse()
 	if *out == "" || *n < 1 {
-		fmt.Fprintln(os.Stderr, "usage: gen -n NODES -out DIR")
+		fmt.Fprintln(os.Stderr, "usage: gen [-shape mixed|layered|chain|fan] -n NODES -out DIR")
 		os.Exit(2)
 	}
-	s := newShape(*n)
+	var files []genFile
+	var summary string
+	switch *shapeName {
+	case "mixed":
+		s := newShape(*n)
+		files = []genFile{
+			{"pipeline.hcl", func(w *bufio.Writer) { writeCairn(w, s) }},
+			{"build.ninja", func(w *bufio.Writer) { writeNinja(w, s) }},
+			{"Makefile", func(w *bufio.Writer) { writeMake(w, s) }},
+			{"Snakefile", func(w *bufio.Writer) { writeSnake(w, s) }},
+		}
+		summary = fmt.Sprintf("%d nodes (%d distinct stages, %d chains of %d for_each stages x %d keys + fan-in)",
+			s.distinct+s.chains*chainNodes, s.distinct, s.chains, stagesInChain, keysPerStage)
+	case "layered", "chain", "fan":
+		g, err := newEchoGraph(*shapeName, *n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(2)
+		}
+		files = []genFile{
+			{"pipeline.hcl", g.writeCairn},
+			{"build.ninja", g.writeNinja},
+			{"Makefile", g.writeMake},
+		}
+		summary = fmt.Sprintf("%d nodes, %s", len(g.nodes), g.about)
+	default:
+		fmt.Fprintf(os.Stderr, "gen: unknown shape %q: use mixed, layered, chain or fan\n", *shapeName)
+		os.Exit(2)
+	}
 	if err := os.MkdirAll(filepath.Join(*out, "out"), 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
-	}
-	files := []struct {
-		name string
-		fill func(*bufio.Writer)
-	}{
-		{"pipeline.hcl", func(w *bufio.Writer) { writeCairn(w, s) }},
-		{"build.ninja", func(w *bufio.Writer) { writeNinja(w, s) }},
-		{"Makefile", func(w *bufio.Writer) { writeMake(w, s) }},
-		{"Snakefile", func(w *bufio.Writer) { writeSnake(w, s) }},
 	}
 	for _, f := range files {
 		if err := writeFile(filepath.Join(*out, f.name), f.fill); err != nil {
@@ -256,6 +294,5 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	fmt.Printf("%s: %d nodes (%d distinct stages, %d chains of %d for_each stages x %d keys + fan-in)\n",
-		*out, s.distinct+s.chains*chainNodes, s.distinct, s.chains, stagesInChain, keysPerStage)
+	fmt.Printf("%s: %s\n", *out, summary)
 }
