@@ -145,6 +145,10 @@ type nodeState struct {
 	scratch string
 	// slotFreed: its CPU slot and concurrency turn were given back.
 	slotFreed bool
+	// seq is the number of the node's record in the cache (Commit), 0
+	// when it committed none in this apply; after is the highest seq of
+	// its upstreams: its record is written once theirs are durable.
+	seq, after int64
 }
 
 type applier struct {
@@ -287,6 +291,11 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		status = "interrupted"
 	case a.res.Failed > 0:
 		status = "failed"
+	}
+	// The apply is complete once every record it committed is durable.
+	if err := a.cache.WaitDurable(a.cache.Written()); err != nil {
+		_ = j.Write(JEntry{T: JRunEnd, Status: "failed", Message: err.Error(), Duration: a.res.Dur.Seconds()})
+		return a.res, fmt.Errorf("the results of this run are in the cache but could not be made durable (%w): a power loss could make their nodes run again", err)
 	}
 	_ = j.Write(JEntry{T: JRunEnd, Status: status, Duration: a.res.Dur.Seconds()})
 	if err := a.cache.Stat.Save(); err != nil {
@@ -885,6 +894,9 @@ func (a *applier) launch(ns *nodeState) {
 	a.mu.Lock()
 	ns.progress = ""
 	a.mu.Unlock()
+	for _, d := range ns.n.Deps {
+		ns.after = max(ns.after, a.nodes[d].seq)
+	}
 	go func() {
 		err := a.execute(ns)
 		a.events <- event{id: ns.n.ID, kind: "done", err: err}

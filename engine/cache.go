@@ -113,6 +113,17 @@ type Cache struct {
 	log       *wal.Log
 	// Warn receives problems that cost a cache hit but nothing else.
 	Warn func(format string, args ...any)
+
+	// Group commit: Commit writes a record and returns; sync rounds make
+	// the records written so far durable, blobs first (see WaitDurable).
+	written  atomic.Int64 // records committed by this process, in order
+	durable  atomic.Int64 // every record up to this one is durable
+	syncMu   sync.Mutex   // held for a sync round
+	syncKick chan struct{}
+	syncDone chan struct{} // closed when the background syncer has exited
+	// testSyncGate, when set (tests), is called at the start of every sync
+	// round.
+	testSyncGate func()
 }
 
 // CacheOptions tune OpenCache.
@@ -128,7 +139,7 @@ func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	blobs, err := cas.Open(dir, cas.Options{NoSync: opts.NoSync})
+	blobs, err := cas.Open(dir, cas.Options{NoSync: opts.NoSync, DeferSync: true})
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -404,19 +415,25 @@ func (c *Cache) openLog() (*wal.Log, error) {
 	return l, nil
 }
 
-// Commit durably adds a record and points its address at it. After Commit
-// returns, the node is finished: no later apply runs it again.
-func (c *Cache) Commit(r *Record) error {
+// Commit adds a record and points its address at it, once every record
+// up to after (a Written value) is durable, and returns the record's
+// number. When Commit returns, the record is in the index file: no later
+// apply runs the node again, unless a power loss (not a kill) takes the
+// record before a sync round made it durable; see WaitDurable. Records
+// become durable in the order they were committed, each after its blobs.
+func (c *Cache) Commit(r *Record, after int64) (int64, error) {
 	r.Format = CacheFormat
 	body, err := json.Marshal(r)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if len(r.Key) != 64 {
-		return fmt.Errorf("cache: bad key %q", r.Key)
+		return 0, fmt.Errorf("cache: bad key %q", r.Key)
 	}
-	if err := c.Blobs.Sync(); err != nil {
-		return fmt.Errorf("cache: %w", err)
+	// A record written only once those it may depend on are durable can
+	// never reach the disk without them.
+	if err := c.WaitDurable(after); err != nil {
+		return 0, err
 	}
 	act := append(append([]byte{recAction}, r.Key...), body...)
 	addr := append(append([]byte{recAddr}, r.Key...), r.Pipeline+"\x00"+r.Address...)
@@ -424,17 +441,100 @@ func (c *Cache) Commit(r *Record) error {
 	l, err := c.openLog()
 	c.mu.Unlock()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := l.AppendBatch([][]byte{act, addr}); err != nil {
-		return fmt.Errorf("cache: %w", err)
+	if err := l.AppendWrittenBatch([][]byte{act, addr}); err != nil {
+		return 0, fmt.Errorf("cache: %w", err)
 	}
 	c.mu.Lock()
 	c.actions[r.Key] = body
 	c.addrs[r.Pipeline+"\x00"+r.Address] = r.Key
 	c.mu.Unlock()
+	seq := c.written.Add(1)
+	if !c.noSync {
+		c.kickSyncer()
+	}
 	testKillAt(testKillAfterCommits, &testCommits)
+	return seq, nil
+}
+
+// Written is the number of the last record this process committed: once
+// WaitDurable(Written()) returns, every record committed so far is
+// durable.
+func (c *Cache) Written() int64 { return c.written.Load() }
+
+// WaitDurable returns once every record up to seq is durable: on disk,
+// fsynced, with the blobs it names. A sync round syncs the blobs stored
+// since the last round, then the index; concurrent callers share a round,
+// and a background syncer runs rounds while records wait, so that the
+// records a power loss can take are those of the last moments.
+func (c *Cache) WaitDurable(seq int64) error {
+	if c.noSync {
+		return nil
+	}
+	for c.durable.Load() < seq {
+		if err := c.syncRound(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// syncRound makes every record written when it starts durable.
+func (c *Cache) syncRound() error {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if c.testSyncGate != nil {
+		c.testSyncGate()
+	}
+	target := c.written.Load()
+	if c.durable.Load() >= target {
+		return nil
+	}
+	// Every blob a record up to target names was stored before the record
+	// was written, so before this point.
+	if err := c.Blobs.Sync(); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	c.mu.Lock()
+	l := c.log
+	c.mu.Unlock()
+	if l != nil {
+		if err := l.Sync(); err != nil {
+			return fmt.Errorf("cache: %w", err)
+		}
+	}
+	c.durable.Store(target)
+	return nil
+}
+
+// kickSyncer wakes the background syncer, starting it on first use.
+func (c *Cache) kickSyncer() {
+	c.mu.Lock()
+	if c.syncKick == nil {
+		c.syncKick = make(chan struct{}, 1)
+		c.syncDone = make(chan struct{})
+		go c.syncer(c.syncKick, c.syncDone)
+	}
+	select {
+	case c.syncKick <- struct{}{}:
+	default:
+	}
+	c.mu.Unlock()
+}
+
+// syncer runs sync rounds while records wait for one, until kick is
+// closed. A failed round is retried by the next Commit's kick, and
+// reported by WaitDurable.
+func (c *Cache) syncer(kick <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for range kick {
+		for c.durable.Load() < c.written.Load() {
+			if c.syncRound() != nil {
+				break
+			}
+		}
+	}
 }
 
 // Evict removes a record (it will be recomputed).
@@ -449,9 +549,19 @@ func (c *Cache) Evict(key string) error {
 	return l.Append(append([]byte{recEvict}, key...))
 }
 
-// Close flushes the index and saves the stat cache.
+// Close makes every record durable, closes the index and saves the stat
+// cache.
 func (c *Cache) Close() error {
 	var errs []error
+	c.mu.Lock()
+	kick, done := c.syncKick, c.syncDone
+	c.syncKick = nil
+	c.mu.Unlock()
+	if kick != nil {
+		close(kick)
+		<-done
+	}
+	errs = append(errs, c.WaitDurable(c.written.Load()))
 	if c.log != nil {
 		errs = append(errs, c.log.Close())
 	}

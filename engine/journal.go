@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -91,6 +92,9 @@ type Journal struct {
 	// in one write, ahead of the next other record (or at Close).
 	mu     sync.Mutex
 	cached [][]byte
+	// mustSync is set once a record other than run_start and notes was
+	// journaled: the run_end record is durable then, and only then.
+	mustSync atomic.Bool
 }
 
 // maxCachedNotes is how many cached-node records wait for one write.
@@ -164,7 +168,9 @@ func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 	if ok, err := lk.TryLock(); err != nil || !ok {
 		return nil, fmt.Errorf("journal: cannot lock run %s: %v", runID, err)
 	}
-	l, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{NoSync: noSync})
+	// Lazy: a run that journals nothing but its start, notes and its end
+	// (every node cached) costs no fsync.
+	l, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{NoSync: noSync, Lazy: true})
 	if err != nil {
 		_ = lk.Unlock()
 		return nil, fmt.Errorf("journal: %w", err)
@@ -173,9 +179,16 @@ func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 }
 
 // Write appends one record and returns when it is durable (records
-// written concurrently share one fsync).
+// written concurrently share one fsync). Two records are only written: a
+// run_start (the first durable record syncs it), and the run_end of a run
+// that journaled nothing but notes (its nodes were all cached or skipped:
+// a power loss that takes the journal takes information only).
 func (j *Journal) Write(e JEntry) error {
-	if err := j.appendEntry(e, appendDurable); err != nil {
+	mode := appendDurable
+	if e.T == JRunStart || e.T == JRunEnd && !j.mustSync.Load() {
+		mode = appendWritten
+	}
+	if err := j.appendEntry(e, mode); err != nil {
 		return err
 	}
 	switch e.T {
@@ -236,6 +249,13 @@ func (j *Journal) appendEntries(es []JEntry, mode appendMode) error {
 	}
 	if err := j.flushCached(); err != nil {
 		return err
+	}
+	if mode != appendNote {
+		for _, e := range es {
+			if e.T != JRunStart && e.T != JRunEnd {
+				j.mustSync.Store(true)
+			}
+		}
 	}
 	var err error
 	switch mode {

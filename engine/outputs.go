@@ -91,9 +91,11 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, s
 	// the next apply.
 	rec.Started, rec.Ended = rec.Started.Round(0), rec.Ended.Round(0)
 	rec.OutputDigest = outputDigest(rec.Outputs, rec.Result, "ok")
-	if err := a.cache.Commit(rec); err != nil {
+	seq, err := a.cache.Commit(rec, ns.after)
+	if err != nil {
 		return nil, dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
 	}
+	ns.seq = seq
 	return rec, "", ""
 }
 

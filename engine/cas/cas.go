@@ -12,7 +12,9 @@
 // mid-write, and several cairn processes sharing one cache may store the same
 // content at the same time: each rename is atomic and they all carry the same
 // bytes. Directory entries are made durable in batches by Sync, which the
-// engine calls before it records the node that refers to the blobs.
+// engine calls before it records the node that refers to the blobs. With
+// Options.DeferSync a put does not fsync its blob either: Sync does, for
+// every blob put since the last Sync, several at once.
 //
 // Every read re-hashes the content. A blob that no longer matches its name
 // (a flipped bit, a truncated file) is evicted and reported as ErrCorrupt, so
@@ -40,6 +42,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-run/cairn/engine/nofollow"
@@ -100,17 +103,25 @@ type Options struct {
 	// still atomic, but a crash of the machine (not of the process) may lose
 	// recent blobs. Meant for tests and scratch caches.
 	NoSync bool
+	// DeferSync leaves a new blob's fsync to the next Sync, which syncs
+	// every blob put since the last one (several at once, so that they
+	// share the file system's journal commits) before the directories.
+	DeferSync bool
 }
 
 // Store is a content-addressed blob store rooted at a cache directory. It is
 // safe for concurrent use by several goroutines and by several processes
 // sharing the same directory.
 type Store struct {
-	dir    string // <root>/cas/sha256
-	noSync bool
+	dir       string // <root>/cas/sha256
+	noSync    bool
+	deferSync bool
 
 	mu    sync.Mutex
 	dirty map[string]struct{} // directories to fsync at the next Sync
+	// unsynced are blobs put since the last Sync whose content is not
+	// synced yet (DeferSync).
+	unsynced []string
 }
 
 // Open opens the store under root, creating <root>/cas/sha256 if needed.
@@ -119,7 +130,7 @@ func Open(root string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("cas: open %s: %w", root, err)
 	}
-	s := &Store{dir: dir, noSync: opts.NoSync, dirty: make(map[string]struct{})}
+	s := &Store{dir: dir, noSync: opts.NoSync, deferSync: opts.DeferSync && !opts.NoSync, dirty: make(map[string]struct{})}
 	// The directories may have just been created; the first Sync makes
 	// their entries durable too.
 	s.markDirty(dir)
@@ -281,7 +292,7 @@ func (s *Store) commit(d Digest, size int64, fill func(f *os.File) error) (err e
 	if err := f.Chmod(0o444); err != nil {
 		return fmt.Errorf("cas: store blob %s: %w", d, err)
 	}
-	if !s.noSync {
+	if !s.noSync && !s.deferSync {
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("cas: store blob %s: fsync: %w", d, err)
 		}
@@ -298,11 +309,19 @@ func (s *Store) commit(d Digest, size int64, fill func(f *os.File) error) (err e
 		return fmt.Errorf("cas: store blob %s: %w", d, err)
 	}
 	// Another process may have committed the same blob meanwhile; renaming
-	// over it is harmless since both carry the same bytes.
+	// over it is harmless since both carry the same bytes. The rename and
+	// the note that the blob and its folder need a sync are one step for
+	// Sync: a put that finds the blob present from now on refers to a blob
+	// that the next Sync covers.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := os.Rename(tmp, final); err != nil {
 		return fmt.Errorf("cas: store blob %s: %w", d, err)
 	}
-	s.markDirty(fan)
+	s.dirty[fan] = struct{}{}
+	if s.deferSync {
+		s.unsynced = append(s.unsynced, final)
+	}
 	return nil
 }
 
@@ -552,33 +571,92 @@ func isFanout(name string) bool {
 	return len(name) == 2 && Digest(name+strings.Repeat("0", 62)).Valid()
 }
 
-// Sync fsyncs the directories that gained or lost blobs since the last Sync,
-// making those changes durable. Puts fsync their blob's content themselves;
-// Sync batches the directory updates so that a node writing many outputs
-// pays for each directory once. With Options.NoSync it does nothing.
+// Sync makes the blobs put since the last Sync durable: their content
+// (with Options.DeferSync; otherwise each put synced its own), then the
+// directories that gained or lost blobs, so that a node writing many
+// outputs pays for each directory once. With Options.NoSync it does
+// nothing.
 func (s *Store) Sync() error {
 	s.mu.Lock()
 	dirs := s.dirty
 	s.dirty = make(map[string]struct{})
+	files := s.unsynced
+	s.unsynced = nil
 	s.mu.Unlock()
 	if s.noSync {
 		return nil
 	}
-	var errs []error
-	for dir := range dirs {
-		if err := syncDir(dir); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			errs = append(errs, fmt.Errorf("cas: sync %s: %w", dir, err))
-			s.markDirty(dir)
+	// Blobs first: a directory entry made durable must name content that
+	// is durable too.
+	ferrs := syncAll(files, syncPath)
+	for i, err := range ferrs {
+		if err != nil {
+			s.mu.Lock()
+			s.unsynced = append(s.unsynced, files[i])
+			s.mu.Unlock()
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(ferrs...); err != nil {
+		for dir := range dirs {
+			s.markDirty(dir)
+		}
+		return err
+	}
+	list := make([]string, 0, len(dirs))
+	for dir := range dirs {
+		list = append(list, dir)
+	}
+	derrs := syncAll(list, syncPath)
+	for i, err := range derrs {
+		if err != nil {
+			s.markDirty(list[i])
+		}
+	}
+	return errors.Join(derrs...)
 }
 
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
+// syncers is how many fsyncs Sync has in flight at once: concurrent
+// fsyncs share the file system's journal commits.
+const syncers = 8
+
+// syncAll calls sync on every path, several at once, and returns each
+// one's error (nil for a path that no longer exists: a blob removed since,
+// whose directory entry Sync still syncs).
+func syncAll(paths []string, syncOne func(string) error) []error {
+	errs := make([]error, len(paths))
+	one := func(i int) {
+		if err := syncOne(paths[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs[i] = fmt.Errorf("cas: sync %s: %w", paths[i], err)
+		}
+	}
+	if len(paths) <= 1 {
+		for i := range paths {
+			one(i)
+		}
+		return errs
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(syncers, len(paths)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(paths) {
+					return
+				}
+				one(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// syncPath fsyncs a file or a directory.
+func syncPath(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}

@@ -76,3 +76,69 @@ func TestAppendWrittenIsReadableAndUnsynced(t *testing.T) {
 		})
 	}
 }
+
+// Sync makes written records durable with one fsync, writes nothing, and
+// costs nothing when everything written is already synced.
+func TestSyncSyncsWrittenRecords(t *testing.T) {
+	for _, opts := range []Options{{}, {Shared: true}} {
+		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log")
+			l, err := Open(path, opts)
+			require.NoError(t, err)
+			base := l.syncs.Load()
+			require.NoError(t, l.Sync())
+			assert.Equal(t, base, l.syncs.Load(), "nothing written: no fsync")
+			require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("a"), []byte("b")}))
+			require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("c")}))
+			assert.Equal(t, base, l.syncs.Load())
+			require.NoError(t, l.Sync())
+			assert.Equal(t, base+1, l.syncs.Load(), "one fsync for every written record")
+			require.NoError(t, l.Sync())
+			assert.Equal(t, base+1, l.syncs.Load(), "already synced: no fsync")
+			recs, _, err := readAll(t, path)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"a", "b", "c"}, strs(recs), "Sync writes no record")
+			require.NoError(t, l.Close())
+			assert.ErrorIs(t, l.Sync(), ErrClosed)
+		})
+	}
+}
+
+// A Lazy log syncs nothing until a durable append: one that never has one
+// is closed without an fsync; the first durable append syncs everything
+// written before it, the new file's header among them.
+func TestLazyLogSyncsOnlyOnceDurable(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "log")
+	l, err := Open(path, Options{Lazy: true})
+	require.NoError(t, err)
+	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("start")}))
+	require.NoError(t, l.AppendAsync([]byte("note")))
+	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("end")}))
+	require.NoError(t, l.Close())
+	assert.Equal(t, int64(0), l.syncs.Load(), "no durable append: no fsync, not even of the new file")
+	recs, _, err := readAll(t, path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"start", "note", "end"}, strs(recs))
+
+	path = filepath.Join(dir, "log2")
+	l, err = Open(path, Options{Lazy: true})
+	require.NoError(t, err)
+	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("start")}))
+	assert.Equal(t, int64(0), l.syncs.Load())
+	require.NoError(t, l.Append([]byte("durable")))
+	assert.Equal(t, int64(1), l.syncs.Load(), "the first durable append syncs what was written before it")
+	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("end")}))
+	require.NoError(t, l.Close())
+	assert.Equal(t, int64(2), l.syncs.Load(), "once a record had to be durable, Close syncs the rest")
+	recs, _, err = readAll(t, path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"start", "durable", "end"}, strs(recs))
+
+	// Without Lazy, Close syncs written records.
+	l, err = Open(filepath.Join(dir, "log3"), Options{})
+	require.NoError(t, err)
+	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("x")}))
+	require.NoError(t, l.Close())
+	assert.Equal(t, int64(1), l.syncs.Load(), "Close syncs written records")
+}

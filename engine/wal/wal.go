@@ -142,6 +142,12 @@ type Options struct {
 	Shared bool
 	// MaxBatch caps the records in one group commit; 0 means DefaultMaxBatch.
 	MaxBatch int
+	// Lazy defers every fsync to the first durable append (Append,
+	// AppendBatch, Sync): a new file's header and directory entry, and the
+	// records written before it, are synced then, and a Log that never had
+	// one is closed without an fsync. For a single-writer log whose records
+	// matter only once one of them must be durable (a run journal).
+	Lazy bool
 }
 
 // Log appends records to one file. Its methods are safe for concurrent use.
@@ -166,6 +172,10 @@ type Log struct {
 
 	// Owned by the committer goroutine (read by Close after it exits):
 	unsynced bool // AppendAsync records were written but not synced yet
+	// dirUnsynced: the file was created and its directory entry is not
+	// synced yet (Lazy).
+	dirUnsynced bool
+	hadDurable  bool // a durable commit was made (Lazy)
 	// prealloc is set when the file is written in place (not Shared, with
 	// fsync): space past l.end is allocated ahead, up to allocated, so
 	// that a commit's sync need not update the file's size.
@@ -282,7 +292,9 @@ func (l *Log) recover(from int64) error {
 			return fmt.Errorf("wal: write header of %s: %w", l.path, err)
 		}
 		st.Next = fileHeaderSize
-		if !l.opts.NoSync {
+		if l.opts.Lazy && !l.opts.NoSync {
+			l.unsynced, l.dirUnsynced = true, true
+		} else if !l.opts.NoSync {
 			if err := l.f.Sync(); err != nil {
 				return fmt.Errorf("wal: sync %s: %w", l.path, err)
 			}
@@ -290,6 +302,8 @@ func (l *Log) recover(from int64) error {
 				return err
 			}
 		}
+	} else if l.opts.Lazy && !l.opts.NoSync {
+		l.unsynced = true
 	} else if !l.opts.NoSync {
 		if err := l.f.Sync(); err != nil {
 			return fmt.Errorf("wal: sync %s: %w", l.path, err)
@@ -367,6 +381,24 @@ func (l *Log) AppendWrittenBatch(payloads [][]byte) error {
 // next to each other. A crash during the write can keep a prefix of them.
 func (l *Log) AppendBatch(payloads [][]byte) error {
 	return waitCommit(l.enqueueBatch(payloads, true))
+}
+
+// Sync returns once every record written before the call (by Append,
+// AppendWrittenBatch or AppendAsync) is durable. Concurrent calls, and
+// Appends queued with them, share one fsync. With NoSync it returns once
+// those records are written.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	b, err := l.batchFor(0, 0)
+	if err == nil {
+		b.durable = true
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l.wake()
+	return waitCommit(b, nil)
 }
 
 // AppendAsyncBatch is AppendAsync for several records: they are queued next to
@@ -464,7 +496,7 @@ func (l *Log) run() {
 		l.mu.Unlock()
 		if b == nil {
 			if closed {
-				if l.unsynced && !l.opts.NoSync {
+				if l.unsynced && !l.opts.NoSync && (!l.opts.Lazy || l.hadDurable) {
 					l.asyncErr = errors.Join(l.asyncErr, l.sync())
 				}
 				return
@@ -496,6 +528,16 @@ func (l *Log) commit(buf []byte, durable bool) (err error) {
 	l.mu.Unlock()
 	if failed != nil {
 		return failed
+	}
+	if durable {
+		l.hadDurable = true
+	}
+	if len(buf) == 0 {
+		// Nothing to write (Sync): sync what is written.
+		if durable && l.unsynced {
+			return l.sync()
+		}
+		return nil
 	}
 	if l.opts.Shared {
 		if err := l.lk.lock(); err != nil {
@@ -540,6 +582,12 @@ func (l *Log) sync() error {
 		// The kernel may have dropped the dirty pages: what is on disk is unknown.
 		l.fail(fmt.Errorf("wal: sync %s: %w", l.path, err))
 		return l.failed
+	}
+	if l.dirUnsynced {
+		if err := syncDir(filepath.Dir(l.path)); err != nil {
+			return err
+		}
+		l.dirUnsynced = false
 	}
 	l.unsynced = false
 	l.syncs.Add(1)

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/stages"
+)
+
+// writeExecutor runs `write FILE` in-process, writing the file's own name
+// into it, and reports each node it starts.
+type writeExecutor struct{ started chan<- string }
+
+func (writeExecutor) Name() string { return "write" }
+
+func (e writeExecutor) Exec(_ context.Context, spec *ExecSpec) (*stages.ProcResult, error) {
+	e.started <- spec.Node
+	res := &stages.ProcResult{Started: time.Now()}
+	for _, f := range spec.Argv[1:] {
+		if err := os.WriteFile(filepath.Join(spec.Dir, f), []byte(f), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	res.Ended = time.Now()
+	return res, nil
+}
+
+// planDurable plans a pipeline on a cache that syncs (closed when the
+// test ends).
+func planDurable(t *testing.T, pipeline string) (*Loaded, *Cache, *Plan) {
+	t.Helper()
+	w := newWorkspace(t, pipeline)
+	l := w.load()
+	c, err := OpenCache(w.cache, CacheOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	return l, c, p
+}
+
+// A dependent starts before its upstream's record is synced (group
+// commit), yet that record is in the index file when it starts (a kill -9
+// cannot lose it), the dependent's own record is written only once its
+// upstream's is durable (records become durable in order), and the apply
+// returns only once every record is durable.
+func TestGroupCommitDependentStartsBeforeUpstreamSync(t *testing.T) {
+	l, c, p := planDurable(t, `
+pipeline "gc" {}
+stage "command" "a" {
+  run     = ["write", "a.txt"]
+  outputs = ["a.txt"]
+}
+stage "command" "b" {
+  run     = ["write", "b.txt"]
+  outputs = ["b.txt"]
+  after   = [stage.a]
+}
+`)
+	keyA := p.Nodes[l.Graph.ByAddr["stage.a"].ID].Key
+	require.NotEmpty(t, keyA)
+
+	// Every sync round waits until the test lets it go.
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open()
+	var rounds atomic.Int64
+	c.testSyncGate = func() { rounds.Add(1); <-release }
+
+	started := make(chan string, 4)
+	var out strings.Builder
+	done := make(chan error, 1)
+	var res *ApplyResult
+	go func() {
+		var err error
+		res, err = Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor{started: started}, Parallelism: 2, Progress: &out})
+		done <- err
+	}()
+	require.Equal(t, "stage.a", <-started)
+	require.Equal(t, "stage.b", <-started, "b starts while a's record waits for its sync")
+	assert.Equal(t, int64(0), c.durable.Load(), "no record is durable yet")
+	assert.Equal(t, int64(1), c.Written(), "b's record waits for a's to be durable")
+
+	// a's record is in the index file already: another process sees it.
+	other, err := OpenCache(c.Dir, CacheOptions{NoSync: true})
+	require.NoError(t, err)
+	assert.True(t, other.Has(keyA), "a's record is written before b starts")
+	require.NoError(t, other.Close())
+
+	select {
+	case err := <-done:
+		t.Fatalf("the apply returned before its records were durable: %v", err)
+	default:
+	}
+	open()
+	require.NoError(t, <-done, out.String())
+	assert.Equal(t, 2, res.Ran)
+	assert.Equal(t, int64(2), c.Written())
+	assert.Equal(t, c.Written(), c.durable.Load(), "every record is durable when the apply returns")
+	assert.GreaterOrEqual(t, rounds.Load(), int64(2), "a's record was synced before b's was written, b's before the end")
+}
+
+// Records committed together share sync rounds: a wide cold apply makes
+// fewer rounds than it commits records, and ends with all of them durable.
+func TestGroupCommitSharesSyncs(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("pipeline \"wide\" {}\n")
+	const n = 40
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "stage \"command\" \"s%d\" {\n  run = [\"write\", \"out%d\"]\n  outputs = [\"out%d\"]\n}\n", i, i, i)
+	}
+	_, c, p := planDurable(t, b.String())
+	var mu sync.Mutex
+	rounds := 0
+	// The first round waits until every node has committed, so that one
+	// round has many records to sync.
+	all := make(chan struct{})
+	c.testSyncGate = func() {
+		mu.Lock()
+		rounds++
+		first := rounds == 1
+		mu.Unlock()
+		if first {
+			<-all
+		}
+	}
+	started := make(chan string, n)
+	go func() {
+		for i := 0; i < n; i++ {
+			<-started
+		}
+		for c.Written() < n {
+			time.Sleep(time.Millisecond)
+		}
+		close(all)
+	}()
+	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor{started: started}, Parallelism: 4, Progress: &strings.Builder{}})
+	require.NoError(t, err)
+	assert.Equal(t, n, res.Ran)
+	assert.Equal(t, int64(n), c.durable.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Less(t, rounds, n, "records share sync rounds")
+}
