@@ -240,8 +240,13 @@ loop:
 	case st.Exited():
 		res.ExitCode = st.ExitCode()
 	}
-	oomAfter, haveCgroup := gpu.CgroupOOMKills()
-	res.Class, res.Message = classify(res, interrupted, haveCgroup && oomAfter > oomBefore, spec)
+	// Only a process killed by a signal can have been killed for memory.
+	cgroupOOM := false
+	if res.Signal != "" {
+		oomAfter, haveCgroup := gpu.CgroupOOMKills()
+		cgroupOOM = haveCgroup && oomAfter > oomBefore
+	}
+	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
 	res.Message = redactSecrets(res.Message, spec.Secrets)
 	return res, nil
 }

@@ -1,12 +1,13 @@
 package gpu
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // DefaultOOMPatterns are the messages by which CUDA programs and the libraries above them
@@ -48,15 +49,47 @@ func DiagnoseOOM(stderrTail []byte, extra []string) (matched string, ok bool) {
 // memory.oom_control on v1. Compare the count before and after a node: a node killed by
 // SIGKILL while the count rose was killed for memory. ok is false where the count is not
 // visible (no cgroup filesystem, no memory controller, an old kernel).
+//
+// The file that holds the count is found once and read directly by later calls (cairn
+// reads it around every node); it is looked for again if it can no longer be read.
 func CgroupOOMKills() (uint64, bool) {
-	return cgroupOOMKills("/proc/self/cgroup", "/sys/fs/cgroup")
+	oomFile.Lock()
+	defer oomFile.Unlock()
+	if oomFile.path != "" {
+		if n, ok := readKeyed(oomFile.path, oomFile.key); ok {
+			return n, true
+		}
+	}
+	path, key, ok := cgroupOOMFile("/proc/self/cgroup", "/sys/fs/cgroup")
+	if !ok {
+		oomFile.path = ""
+		return 0, false
+	}
+	oomFile.path, oomFile.key = path, key
+	return readKeyed(path, key)
+}
+
+// oomFile is the file CgroupOOMKills found last, and its key.
+var oomFile struct {
+	sync.Mutex
+	path, key string
 }
 
 // cgroupOOMKills is CgroupOOMKills reading the membership file and the cgroup mount given.
 func cgroupOOMKills(procCgroup, root string) (uint64, bool) {
+	path, key, ok := cgroupOOMFile(procCgroup, root)
+	if !ok {
+		return 0, false
+	}
+	return readKeyed(path, key)
+}
+
+// cgroupOOMFile finds the file holding the OOM kill count of the cgroup named by the
+// membership file procCgroup under the cgroup mount root, and the key of the count.
+func cgroupOOMFile(procCgroup, root string) (path, key string, ok bool) {
 	data, err := os.ReadFile(procCgroup)
 	if err != nil {
-		return 0, false
+		return "", "", false
 	}
 	var v2, v1 string
 	v2set, v1set := false, false
@@ -76,21 +109,23 @@ func cgroupOOMKills(procCgroup, root string) (uint64, bool) {
 	if v1set {
 		// A v1 memory controller takes precedence: on hybrid systems the v2 hierarchy has none.
 		for _, dir := range candidates(filepath.Join(root, "memory"), v1) {
-			if n, ok := readKeyed(filepath.Join(dir, "memory.oom_control"), "oom_kill"); ok {
-				return n, true
+			p := filepath.Join(dir, "memory.oom_control")
+			if _, ok := readKeyed(p, "oom_kill"); ok {
+				return p, "oom_kill", true
 			}
 		}
 	}
 	if v2set {
 		for _, base := range []string{root, filepath.Join(root, "unified")} {
 			for _, dir := range candidates(base, v2) {
-				if n, ok := readKeyed(filepath.Join(dir, "memory.events"), "oom_kill"); ok {
-					return n, true
+				p := filepath.Join(dir, "memory.events")
+				if _, ok := readKeyed(p, "oom_kill"); ok {
+					return p, "oom_kill", true
 				}
 			}
 		}
 	}
-	return 0, false
+	return "", "", false
 }
 
 func hasController(list, name string) bool {
@@ -112,16 +147,16 @@ func candidates(mount, path string) []string {
 	return []string{own, mount}
 }
 
-// readKeyed reads "key value" lines and returns the value of key.
+// readKeyed reads "key value" lines and returns the value of key. The file (a small
+// cgroup file, read around every node) is read with plain system calls: no poller
+// registration, no buffering.
 func readKeyed(path, key string) (uint64, bool) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, ok := readSmall(path)
+	if !ok {
 		return 0, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
+	for line := range strings.Lines(string(data)) {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\n"), " ")
 		if !ok || k != key {
 			continue
 		}
@@ -129,4 +164,29 @@ func readKeyed(path, key string) (uint64, bool) {
 		return n, err == nil
 	}
 	return 0, false
+}
+
+// readSmall reads a file of at most 64 KiB.
+func readSmall(path string) ([]byte, bool) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer syscall.Close(fd)
+	var buf [64 << 10]byte
+	n := 0
+	for n < len(buf) {
+		k, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false
+		}
+		if k == 0 {
+			break
+		}
+		n += k
+	}
+	return buf[:n], true
 }
