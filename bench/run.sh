@@ -7,6 +7,9 @@
 # Environment:
 #   BENCH_SIZES=1000,10000,100000   graph sizes (plan and no-op figures)
 #   BENCH_COLD_SIZES=1000           sizes whose cold apply is timed side by side
+#   BENCH_SHAPES=layered,chain,fan  the other graph shapes (bench/gen -shape), timed after the mixed one
+#   BENCH_SHAPE_SIZES=1000,10000    their sizes (plan and no-op figures)
+#   BENCH_SHAPE_COLD_SIZES=1000     their sizes whose cold apply is timed
 #   BENCH_SNAKEMAKE_MAX=10000       largest size snakemake -n is timed at
 #   BENCH_GO_TIME=20000x            -benchtime of the Go throughput benchmarks (wal, items)
 #   BENCH_GO_TIME_1M=5x             -benchtime of the 1M-record read and open benchmarks
@@ -105,6 +108,35 @@ json.dump(doc, open(path, "w"))
 EOF
 }
 
+# cold_aside GROUP N RUNS: cold applies with two jobs, side by side, each
+# from a fresh empty out/ folder and no cache: the previous run's files are
+# moved aside (kept until the end), not deleted.
+cold_aside() {
+	local group=$1 n=$2 r=$3
+	log "$group: cold apply, $n nodes, 2 jobs (after 35 s without deletions)"
+	sleep 35
+	mkdir -p "$WORK/aside"
+	local aside="sh -c \"d=\$(mktemp -d $WORK/aside/XXXXXX) && mv out .cairn .ninja_log .ninja_deps \$d/ 2>/dev/null; mkdir out\""
+	hf "$group" -w 1 -r "$r" \
+		--prepare "$aside" -n "cairn apply -j2" "$CAIRN apply --parallelism 2" \
+		--prepare "$aside" -n "cairn apply -j2 (no fsync)" "env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
+		--prepare "$aside" -n "ninja -j2" "ninja -j2" \
+		--prepare "$aside" -n "make -j2" "make -j2"
+}
+
+# populate GROUP N: one cold apply of each tool, so that the no-op figures
+# that follow find everything done.
+populate() {
+	local group=$1 n=$2
+	log "$group: populating $n nodes (one run each)"
+	rm -rf out .cairn .ninja_log .ninja_deps .snakemake && mkdir out
+	single "$group" "cairn apply -j2 (cold, no fsync, one run)" env CAIRN_NO_FSYNC=1 "$CAIRN" apply --parallelism 2
+	single "$group" "ninja -j2 (cold, one run)" ninja -j2
+	# Outputs written less than 2 s ago cannot be vouched for by their
+	# stat information: the up-to-date memo is written from then on.
+	sleep 2.5
+}
+
 IFS=, read -r -a sizes <<<"$SIZES"
 for n in "${sizes[@]}"; do
 	dir=$WORK/n$n
@@ -137,15 +169,7 @@ for n in "${sizes[@]}"; do
 	# stderr logs, scratch folder) where ninja creates one: the second way
 	# measures that as much as the tools.
 	if [[ ",$COLD_SIZES," == *",$n,"* ]]; then
-		log "cold apply, $n nodes, 2 jobs (after 35 s without deletions)"
-		sleep 35
-		mkdir -p "$WORK/aside"
-		aside="sh -c \"d=\$(mktemp -d $WORK/aside/XXXXXX) && mv out .cairn .ninja_log .ninja_deps \$d/ 2>/dev/null; mkdir out\""
-		hf "cold-$n" -w 1 -r "$(runs "$n" 8 2 1)" \
-			--prepare "$aside" -n "cairn apply -j2" "$CAIRN apply --parallelism 2" \
-			--prepare "$aside" -n "cairn apply -j2 (no fsync)" "env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
-			--prepare "$aside" -n "ninja -j2" "ninja -j2" \
-			--prepare "$aside" -n "make -j2" "make -j2"
+		cold_aside "cold-$n" "$n" "$(runs "$n" 8 2 1)"
 		log "cold apply, $n nodes, 2 jobs, the previous run deleted right before"
 		fresh='sh -c "rm -rf out .cairn .ninja_log .ninja_deps && mkdir out"'
 		hf "colddel-$n" -w 1 -r "$(runs "$n" 8 2 1)" \
@@ -162,13 +186,7 @@ for n in "${sizes[@]}"; do
 	fi
 
 	# Everything done: no-op apply and plan with everything cached.
-	log "populating $n nodes (one run each)"
-	eval "$reset"
-	single "populate-$n" "cairn apply -j2 (cold, no fsync, one run)" env CAIRN_NO_FSYNC=1 "$CAIRN" apply --parallelism 2
-	single "populate-$n" "ninja -j2 (cold, one run)" ninja -j2
-	# Outputs written less than 2 s ago cannot be vouched for by their
-	# stat information: the up-to-date memo is written from then on.
-	sleep 2.5
+	populate "populate-$n" "$n"
 	log "no-op, $n nodes"
 	hf "noop-$n" -w 2 -r "$(runs "$n" 20 10 3)" \
 		-n "cairn apply (no-op)" "$CAIRN apply --parallelism 2" \
@@ -180,6 +198,43 @@ for n in "${sizes[@]}"; do
 		-n "make (no-op)" "make -j2"
 	cd "$ROOT"
 	[ "${BENCH_KEEP:-}" = 1 ] || rm -rf "$dir"
+done
+
+# The other shapes (bench/gen -shape): layered, a long chain, a wide
+# fan-out and fan-in; every node one `sh -c` writing its own file. Cold
+# runs start from a fresh empty out/ folder and no cache for every tool:
+# the previous run's files are moved aside, never deleted in the timed
+# command or right before it.
+IFS=, read -r -a shapes <<<"${BENCH_SHAPES:-layered,chain,fan}"
+IFS=, read -r -a shape_sizes <<<"${BENCH_SHAPE_SIZES:-1000,10000}"
+SHAPE_COLD_SIZES=${BENCH_SHAPE_COLD_SIZES:-1000}
+for shape in "${shapes[@]}"; do
+	[ -n "$shape" ] || continue
+	for n in "${shape_sizes[@]}"; do
+		dir=$WORK/$shape$n
+		log "generating $shape, $n nodes"
+		"$WORK/gen" -shape "$shape" -n "$n" -out "$dir" >&2
+		cd "$dir"
+		log "$shape, plan, $n nodes, empty cache"
+		"$CAIRN" plan >/dev/null
+		hf "plan@$shape-$n" -w "$(runs "$n" 3 1 1)" -r "$(runs "$n" 20 10 3)" \
+			-n "cairn plan" "$CAIRN plan" \
+			-n "ninja -n" "ninja -n" \
+			-n "make -n" "make -n"
+		if [[ ",$SHAPE_COLD_SIZES," == *",$n,"* ]]; then
+			cold_aside "cold@$shape-$n" "$n" "$(runs "$n" 6 2 1)"
+			rm -rf "$WORK/aside"
+		fi
+		populate "populate@$shape-$n" "$n"
+		log "$shape, no-op, $n nodes"
+		hf "noop@$shape-$n" -w 2 -r "$(runs "$n" 20 10 3)" \
+			-n "cairn apply (no-op)" "$CAIRN apply --parallelism 2" \
+			-n "cairn plan (cached)" "$CAIRN plan" \
+			-n "ninja (no-op)" "ninja -j2" \
+			-n "make (no-op)" "make -j2"
+		cd "$ROOT"
+		[ "${BENCH_KEEP:-}" = 1 ] || rm -rf "$dir"
+	done
 done
 
 log "Go benchmarks: journal (engine/wal) and item store (engine/items)"
@@ -217,7 +272,10 @@ def ms(s):
     return "%.1f ms" % (s * 1e3) if s < 10 else "%.2f s" % s
 
 sizes = sorted({int(m.group(1)) for f in glob.glob(os.path.join(out, "json", "*.json"))
-                for m in [re.search(r"-(\d+)(\.[a-z]+)?\.json$", f)] if m})
+                for m in [re.search(r"^[a-z-]+-(\d+)(\.[a-z]+)?\.json$", os.path.basename(f))] if m})
+# The other shapes' groups are named GROUP@SHAPE-N.
+shaped = sorted({(m.group(1), int(m.group(2))) for f in glob.glob(os.path.join(out, "json", "*@*.json"))
+                 for m in [re.search(r"@([a-z]+)-(\d+)\.json$", f)] if m})
 lines = []
 w = lines.append
 w("# cairn benchmarks")
@@ -247,6 +305,29 @@ for key, title, ref in groups:
         found[(key, n)] = r
         w("")
         w("## %s — %d nodes" % (title, n))
+        w("")
+        w("| command | median | ratio to %s |" % (ref or "-"))
+        w("|---|---:|---:|")
+        for cmd, med in r.items():
+            ratio = "%.2f" % (med / r[ref]) if ref and ref in r and r[ref] > 0 else ""
+            w("| `%s` | %s | %s |" % (cmd, ms(med), ratio))
+
+shape_about = {
+    "mixed": "the graph above",
+    "layered": "4 for_each stages x N/4 keys, node k of stage i after stage i-1's node k",
+    "chain": "a chain of N distinct stages, each after the one before",
+    "fan": "one stage, N-2 instances after it, one stage after all of them",
+}
+for shape, n in shaped:
+    for key, title, ref in groups:
+        r = load("%s@%s-%d" % (key, shape, n))
+        if not r:
+            continue
+        found[(key + "@" + shape, n)] = r
+        w("")
+        w("## %s — %s, %d nodes" % (title, shape, n))
+        w("")
+        w("Shape: %s; every node `sh -c \"echo NAME > out/NAME\"`." % shape_about.get(shape, shape))
         w("")
         w("| command | median | ratio to %s |" % (ref or "-"))
         w("|---|---:|---:|")
@@ -307,6 +388,24 @@ for n in sizes:
             check("%s 10k <= 150 ms" % cmd, c <= 0.150, ms(c), strict)
         if n == 100000:
             check("%s 100k <= 3 s" % cmd, c <= 3.0, ms(c), strict)
+# The targets every shape is held to: cold durable apply within 1.3x of
+# ninja -j2, plan of 10k nodes on an empty cache at most 150 ms, no-op
+# within 1.5x of ninja at 1k and 10k.
+for shape in ["mixed"] + sorted({s for s, _ in shaped}):
+    suffix = "" if shape == "mixed" else "@" + shape
+    for n in sorted(set(sizes) | {m for s, m in shaped if s == shape}):
+        c, r = get("cold" + suffix, n, "cairn apply -j2"), get("cold" + suffix, n, "ninja -j2")
+        if c and r:
+            check("%s %dk: cold durable apply within 1.3x of `ninja -j2`" % (shape, n // 1000), c / r <= 1.3,
+                  "%.2fx (%s vs %s)" % (c / r, ms(c), ms(r)))
+        plan = get("plan" + suffix, n, "cairn plan")
+        if plan and n == 10000:
+            check("%s 10k: plan, empty cache, <= 150 ms" % shape, plan <= 0.150, ms(plan))
+        c, r = get("noop" + suffix, n, "cairn apply (no-op)"), get("noop" + suffix, n, "ninja (no-op)")
+        if c and r and n in (1000, 10000):
+            check("%s %dk: no-op within 1.5x of ninja" % (shape, n // 1000), c / r <= 1.5,
+                  "%.2fx (%s vs %s)" % (c / r, ms(c), ms(r)))
+
 gb = os.path.join(out, "go-bench.txt")
 if os.path.exists(gb):
     for l in open(gb):
