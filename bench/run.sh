@@ -391,19 +391,22 @@ for n in sizes:
 # The targets every shape is held to: cold durable apply within 1.3x of
 # ninja -j2, plan of 10k nodes on an empty cache at most 150 ms, no-op
 # within 1.5x of ninja at 1k and 10k.
+def size(n):
+    return "%dk" % (n // 1000) if n >= 1000 and n % 1000 == 0 else str(n)
+
 for shape in ["mixed"] + sorted({s for s, _ in shaped}):
     suffix = "" if shape == "mixed" else "@" + shape
     for n in sorted(set(sizes) | {m for s, m in shaped if s == shape}):
         c, r = get("cold" + suffix, n, "cairn apply -j2"), get("cold" + suffix, n, "ninja -j2")
         if c and r:
-            check("%s %dk: cold durable apply within 1.3x of `ninja -j2`" % (shape, n // 1000), c / r <= 1.3,
+            check("%s %s: cold durable apply within 1.3x of `ninja -j2`" % (shape, size(n)), c / r <= 1.3,
                   "%.2fx (%s vs %s)" % (c / r, ms(c), ms(r)))
         plan = get("plan" + suffix, n, "cairn plan")
         if plan and n == 10000:
             check("%s 10k: plan, empty cache, <= 150 ms" % shape, plan <= 0.150, ms(plan))
         c, r = get("noop" + suffix, n, "cairn apply (no-op)"), get("noop" + suffix, n, "ninja (no-op)")
         if c and r and n in (1000, 10000):
-            check("%s %dk: no-op within 1.5x of ninja" % (shape, n // 1000), c / r <= 1.5,
+            check("%s %s: no-op within 1.5x of ninja" % (shape, size(n)), c / r <= 1.5,
                   "%.2fx (%s vs %s)" % (c / r, ms(c), ms(r)))
 
 gb = os.path.join(out, "go-bench.txt")
