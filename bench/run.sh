@@ -458,3 +458,4 @@ sys.stdout.write(text)
 EOF
 echo >&2
 echo "wrote $OUT/results.md" >&2
+bash "$ROOT/bench/dsl.sh" "$CAIRN"
