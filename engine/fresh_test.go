@@ -135,3 +135,19 @@ stage "waves" "b" {
 	assert.Equal(t, "result", f.Class)
 	assert.Contains(t, f.Message, "sum/v0.json was not written by this run")
 }
+
+// A stale file whose time is ahead of this machine's clock (a file server
+// whose clock runs ahead) is still seen as not written: the check does not
+// compare times with the node's start.
+func TestStaleFileFromTheFutureFailsTheNode(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	r := w.apply(ApplyOptions{}, "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	ahead := time.Now().Add(time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(filepath.Join(w.root, "out/latest.json"), ahead, ahead))
+	r = w.apply(ApplyOptions{}, "v=2")
+	f := failureOf(r, "stage.gate")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "out/latest.json was not written by this run")
+}

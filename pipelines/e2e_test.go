@@ -1129,3 +1129,20 @@ func TestStrictBatchRerunsTheWholeBatch(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, map[string]int{"v0": 2, "v1": 2, "v2": 3, "v3": 2}, w.simRuns("aime24"))
 }
+
+// The seed's RULER gate after a configuration change, with a runner that
+// exits 0 without writing its result (ruler_command = ["true"]): the
+// latest.json of the earlier run is not this run's, so the gate fails
+// (class result, naming the file) and no AIME24 variant launches.
+func TestRulerThatWritesNothingStopsTheBatch(t *testing.T) {
+	w := newWorkspace(t, "sim:4")
+	out, code := w.apply()
+	require.Equal(t, 0, code, out)
+	cfg := goodConfig(2)
+	cfg["vortex_topk_ratio"] = 0.32
+	w.config("v2", cfg)
+	out, code = w.apply("--var", `ruler_command=["true"]`)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, `✗ stage.ruler["v2"]  failed (result): the result file summary_ruler_submissions/`+tag+`/v2/latest.json was not written by this run`)
+	assert.Equal(t, map[string]int{"v0": 1, "v1": 1, "v2": 1, "v3": 1}, w.simRuns("aime24"), "no AIME24 variant launched on the stale gate")
+}
