@@ -201,6 +201,19 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 			}
 		}
 	}
+	if d, ok := n.Kind.(stages.OutputDeclarer); ok && !diags.HasErrors() {
+		// Files a kind's attributes name for writing are checked like
+		// outputs.
+		for _, o := range d.DeclaredOutputs(sn) {
+			if _, err := g.CheckPath(o.Path); err != nil {
+				r, ok := sn.Ranges[o.Attr]
+				if !ok {
+					r = n.Stage.DeclRange
+				}
+				diags = append(diags, stages.Diag("Invalid "+o.Attr, err.Error()+".", r)...)
+			}
+		}
+	}
 	return sn, diags
 }
 

@@ -101,6 +101,15 @@ func (Evaluate) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
+// DeclaredOutputs implements OutputDeclarer: the scores file.
+func (Evaluate) DeclaredOutputs(n *Node) []DeclaredPath {
+	s, diags := decodeEvaluate(n)
+	if diags.HasErrors() || s.scores == "" {
+		return nil
+	}
+	return []DeclaredPath{{Attr: "scores", Path: s.scores}}
+}
+
 // DeclaredInputs implements InputDeclarer: the dataset file, the bundle and
 // the worker's files in the workspace key the node.
 func (Evaluate) DeclaredInputs(n *Node, root string) []string {

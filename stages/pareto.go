@@ -144,6 +144,15 @@ func (Pareto) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
+// DeclaredOutputs implements OutputDeclarer: the report folder.
+func (Pareto) DeclaredOutputs(n *Node) []DeclaredPath {
+	a, diags := paretoDecode(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	return []DeclaredPath{{Attr: "out_dir", Path: a.OutDir}}
+}
+
 func paretoDecode(n *Node) (paretoArgs, hcl.Diagnostics) {
 	a := paretoArgs{X: report.ColThroughput, Y: report.ColMean16, OutDir: "reports/" + n.Stage}
 	var diags hcl.Diagnostics

@@ -62,6 +62,21 @@ type InputDeclarer interface {
 	DeclaredInputs(n *Node, root string) []string
 }
 
+// OutputDeclarer is implemented by kinds whose attributes name files or
+// folders the node (or cairn for it) writes in the workspace (a report
+// folder, a scores file, a log folder): the engine checks each path at plan
+// time as it checks outputs (inside the workspace, not the workspace root,
+// neither holding nor inside the cache folder). Attr names the attribute,
+// for the error's position.
+type OutputDeclarer interface {
+	DeclaredOutputs(n *Node) []DeclaredPath
+}
+
+// DeclaredPath is a workspace-relative path a kind's attribute names.
+type DeclaredPath struct {
+	Attr, Path string
+}
+
 // ProgressReporter is implemented by runtimes that show a running node's
 // progress (the live display on a terminal): a kind calls it with a short
 // line, as often as it likes.

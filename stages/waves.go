@@ -94,6 +94,23 @@ func (Waves) Check(n *Node) hcl.Diagnostics {
 	return append(diags, d...)
 }
 
+// DeclaredOutputs implements OutputDeclarer: the batch's log folder and
+// its ledger file.
+func (Waves) DeclaredOutputs(n *Node) []DeclaredPath {
+	p, diags := batchPolicy(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	var out []DeclaredPath
+	if p.LogDir != "" {
+		out = append(out, DeclaredPath{Attr: "log_dir", Path: p.LogDir})
+	}
+	if p.Ledger != "" {
+		out = append(out, DeclaredPath{Attr: "ledger", Path: p.Ledger})
+	}
+	return out
+}
+
 // BatchPolicy implements Batcher. Attributes that are unknown or invalid
 // take their defaults (Check reports the invalid ones).
 func (Waves) BatchPolicy(n *Node) BatchPolicy {

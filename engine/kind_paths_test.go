@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestKindOutputPathsChecked: a path a kind's attribute names for writing
+// (pareto's out_dir) is checked like outputs: the workspace root and the
+// cache folder are refused at plan time, with the attribute's position.
+func TestKindOutputPathsChecked(t *testing.T) {
+	for dir, want := range map[string]string{
+		".":            "workspace root itself",
+		".cairn":       "inside the cache folder",
+		".cairn/rep":   "inside the cache folder",
+		"../elsewhere": "leaves the workspace",
+	} {
+		t.Run(dir, func(t *testing.T) {
+			w := newWorkspace(t, `
+pipeline "kinds" {}
+stage "command" "a" {
+  run = ["true"]
+}
+stage "pareto" "front" {
+  rows    = stage.a
+  out_dir = "`+dir+`"
+}
+`)
+			_, diags := Load(LoadOptions{Path: filepath.Join(w.root, "pipeline.hcl"), Root: w.root})
+			if !diags.HasErrors() {
+				l := w.load()
+				c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+				require.NoError(t, err)
+				defer c.Close()
+				_, diags = MakePlan(l.Graph, c, PlanOptions{})
+			}
+			require.True(t, diags.HasErrors(), "%s", dir)
+			assert.Contains(t, diags.Error(), want)
+			assert.Equal(t, 8, diags[0].Subject.Start.Line, diags.Error())
+		})
+	}
+}
