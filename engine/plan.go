@@ -338,6 +338,10 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Action = ActSkip
 		pn.Reasons = []string{fmt.Sprintf("upstream %s %s", up.Addr, how)}
 		return ahead.diags
+	} else if _, cmp := n.Kind.(stages.Comparer); cmp && up != nil && p.noUpstreamOK(n) {
+		pn.Action = ActSkip
+		pn.Reasons = []string{fmt.Sprintf("nothing to compare: no upstream finished (%s %s)", up.Addr, how)}
+		return ahead.diags
 	}
 	sn, diags := ahead.sn, ahead.diags
 	if !ahead.done {
@@ -431,6 +435,17 @@ func (p *Plan) failedUpstream(n *Node) (*Node, string) {
 		}
 	}
 	return nil, ""
+}
+
+// noUpstreamOK reports whether every upstream of n is known to fail or be
+// skipped (apply then skips a node that compares them).
+func (p *Plan) noUpstreamOK(n *Node) bool {
+	for _, d := range n.Deps {
+		if u := p.Nodes[d]; !u.Skipped && u.fails == "" && u.Action != ActSkip {
+			return false
+		}
+	}
+	return true
 }
 
 // instance is the instance object apply will give an upstream: its

@@ -490,6 +490,11 @@ func TestRulerGateStopsTheBatch(t *testing.T) {
 	// compare).
 	assert.Equal(t, append(addrs("aime24", names...), "stage.batch"), nodesWith(es, engine.JSkipped))
 	assert.NoFileExists(t, filepath.Join(w.dir, "reports", tag, "table.md"))
+
+	// plan says the same before the next apply.
+	plan, code := w.run(append([]string{"plan"}, pipelineArgs(names)...)...)
+	require.Equal(t, 0, code, plan)
+	assert.Regexp(t, `stage\.batch\s+skipped: nothing to compare: no upstream finished \(stage\.aime24\["v0"\] skipped\)`, plan)
 }
 
 func TestFailingPreflightNamesTheVariants(t *testing.T) {
