@@ -128,9 +128,10 @@ type Config struct {
 	// Claims) only when a worker is free to send it.
 	Store *Store
 
-	// Progress gets a line (Counts.String) every 10 charged rollouts, one
-	// for the items found in the store when the evaluation starts, and
-	// one when the last item is done.
+	// Progress gets a line (Counts.String) every 10 charged rollouts (every
+	// 10 items done while nothing is charged), one for the items found in
+	// the store when the evaluation starts, and one when the last item is
+	// done.
 	Progress io.Writer
 	// OnProgress, when set, is called with the counts after every change;
 	// it must return quickly.
@@ -470,9 +471,9 @@ func (r *run) resolvedLocked(t *task) {
 }
 
 // report writes the progress line when Charged reaches a multiple of ten
-// it had not reached at the last line, when the last item is done (or
-// always, with force, when some item is done) and calls OnProgress. r.mu
-// is held.
+// it had not reached at the last line (Done, while nothing is charged),
+// when the last item is done (or always, with force, when some item is
+// done) and calls OnProgress. r.mu is held.
 func (r *run) report(force bool) {
 	c := r.counts
 	if r.cfg.OnProgress != nil {
@@ -482,7 +483,9 @@ func (r *run) report(force bool) {
 		return
 	}
 	due := c.Charged/progressEvery > r.printed.Charged/progressEvery ||
-		c.Done == c.Total || (force && c.Done > 0)
+		c.Done == c.Total || (force && c.Done > 0) ||
+		// A worker that reports no charges: every 10 items done.
+		(c.Charged == 0 && c.Done/progressEvery > r.printed.Done/progressEvery)
 	if !due {
 		return
 	}

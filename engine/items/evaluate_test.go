@@ -727,3 +727,22 @@ func TestConcurrentEvaluationsShareTheTail(t *testing.T) {
 	}
 	assert.Len(t, storedPerKey(t, f.dir), n)
 }
+
+// A worker that reports no charges still shows progress: a line every 10
+// items done.
+func TestProgressWithoutCharges(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(25))
+	cfg.Env = helperEnvFor("noop")
+	cfg.Replicas, cfg.MaxInFlight = 1, 1
+	var progress syncBuffer
+	cfg.Progress = &progress
+	_, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	require.Len(t, lines, 3, progress.String())
+	assert.Contains(t, lines[0], "charged 0, attempted ")
+	assert.Contains(t, lines[0], "; items 10/25: 10 evaluated")
+	assert.Contains(t, lines[1], "; items 20/25: 20 evaluated")
+	assert.Equal(t, "charged 0, attempted 25, infra-failures 0; items 25/25: 25 evaluated, 0 from the store, 0 failed", lines[2])
+}
