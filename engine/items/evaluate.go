@@ -631,17 +631,28 @@ func (r *run) feed(fresh []*task) {
 	}
 }
 
-// acquire claims t for sending it now. It reports false when t needs no
-// send: its result is stored (t is resolved), another evaluator holds it
-// (t waits in the contended list), or the evaluation failed.
-func (r *run) acquire(t *task) bool {
-	if r.store.has(t.kb) {
-		r.resolveCached(t, false)
-		return false
-	}
+// acquire claims ts for sending them now and returns those to send. The
+// others need no send: their result is stored (they are resolved), another
+// evaluator holds them (they wait in the contended list), or the
+// evaluation failed.
+func (r *run) acquire(ts []*task) []*task {
+	var stored, claimed []*task
 	r.claimMu.Lock()
-	ok, err := r.claims.tryClaim(t.kb)
-	if err == nil && !ok {
+	for _, t := range ts {
+		if r.store.has(t.kb) {
+			stored = append(stored, t)
+			continue
+		}
+		ok, err := r.claims.tryClaim(t.kb)
+		if err != nil {
+			r.claimMu.Unlock()
+			r.setFatal(err)
+			return nil
+		}
+		if ok {
+			claimed = append(claimed, t)
+			continue
+		}
 		r.contended = append(r.contended, t)
 		select {
 		case r.contendedSig <- struct{}{}:
@@ -649,24 +660,27 @@ func (r *run) acquire(t *task) bool {
 		}
 	}
 	r.claimMu.Unlock()
-	if err != nil {
-		r.setFatal(err)
-		return false
+	for _, t := range stored {
+		r.resolveCached(t, false)
 	}
-	if !ok {
-		return false
+	if len(claimed) == 0 {
+		return nil
 	}
 	// Another evaluator may have stored a result between our last read
-	// and the claim: read the tail again now that we hold it.
+	// and the claim: read the tail again now that we hold them.
 	if err := r.store.Refresh(); err != nil {
 		r.setFatal(err)
-		return false
+		return nil
 	}
-	if r.store.has(t.kb) {
-		r.resolveCached(t, true)
-		return false
+	send := claimed[:0]
+	for _, t := range claimed {
+		if r.store.has(t.kb) {
+			r.resolveCached(t, true)
+		} else {
+			send = append(send, t)
+		}
 	}
-	return true
+	return send
 }
 
 // commit stores results in group commits and completes their items.

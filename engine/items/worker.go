@@ -219,12 +219,34 @@ func (p *proc) send() {
 			}
 			return
 		}
-		if !r.acquire(t) {
-			<-p.slots // resolved, or held by another evaluator
-			continue
+		// Every task that has a free slot now is claimed with t, so that
+		// one read of the store's tail covers them all.
+		batch := []*task{t}
+	more:
+		for len(batch) < cap(p.slots) {
+			select {
+			case p.slots <- struct{}{}:
+			default:
+				break more
+			}
+			u, ok := r.queue.tryPop()
+			if !ok {
+				<-p.slots
+				break
+			}
+			batch = append(batch, u)
 		}
-		if !p.sendOne(t) {
-			return
+		send := r.acquire(batch)
+		for range len(batch) - len(send) {
+			<-p.slots // resolved, or held by another evaluator
+		}
+		for i, u := range send {
+			if !p.sendOne(u) {
+				for _, v := range send[i+1:] {
+					r.queue.push(v, true) // claimed still: sent by the next worker
+				}
+				return
+			}
 		}
 	}
 }
