@@ -52,7 +52,7 @@ bench: build
 	bash bench/run.sh
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine
 
 demo: build sim
 	bash pipelines/demo.sh

@@ -236,6 +236,7 @@ func boundExpr(e hclsyntax.Expression) hclsyntax.Expression {
 		for i := range x.Args {
 			x.Args[i] = boundExpr(x.Args[i])
 		}
+		return checkedCall{x}
 	case *hclsyntax.ConditionalExpr:
 		x.Condition = boundExpr(x.Condition)
 		x.TrueResult = boundExpr(x.TrueResult)
@@ -260,6 +261,14 @@ func boundExpr(e hclsyntax.Expression) hclsyntax.Expression {
 	case *hclsyntax.BinaryOpExpr:
 		x.LHS = boundExpr(x.LHS)
 		x.RHS = boundExpr(x.RHS)
+		switch x.Op {
+		case hclsyntax.OpAdd, hclsyntax.OpSubtract, hclsyntax.OpMultiply, hclsyntax.OpDivide, hclsyntax.OpModulo:
+			return checkedOp{x}
+		}
+	case *hclsyntax.LiteralValueExpr:
+		if !NumbersInRange(x.Val) {
+			return checkedLiteral{x}
+		}
 	case *hclsyntax.UnaryOpExpr:
 		x.Val = boundExpr(x.Val)
 	case *hclsyntax.TemplateExpr:
@@ -272,4 +281,84 @@ func boundExpr(e hclsyntax.Expression) hclsyntax.Expression {
 		x.Wrapped = boundExpr(x.Wrapped)
 	}
 	return e
+}
+
+// Numbers are bounded to a float64's range (about 1.8e308 at most, 4.9e-324
+// at least when not zero): cty's numbers are arbitrary-precision, and
+// writing one like 1e10000000 as text, in a template or an argument, takes
+// minutes.
+const (
+	maxNumberExp = 1025  // binary exponent of the largest float64, plus one
+	minNumberExp = -1073 // of the smallest nonzero one
+)
+
+// NumbersInRange reports whether every known number in v is within a
+// float64's range.
+func NumbersInRange(v cty.Value) bool {
+	if v == cty.NilVal {
+		return true
+	}
+	ty := v.Type()
+	if ty.Equals(cty.String) || ty.Equals(cty.Bool) {
+		return true
+	}
+	ok := true
+	_ = cty.Walk(v, func(_ cty.Path, ev cty.Value) (bool, error) {
+		ev, _ = ev.Unmark()
+		if !ok || !ev.IsKnown() || ev.IsNull() {
+			return false, nil
+		}
+		if ev.Type().Equals(cty.Number) {
+			f := ev.AsBigFloat()
+			if f.IsInf() {
+				ok = false
+			} else if f.Sign() != 0 {
+				e := f.MantExp(nil)
+				ok = e <= maxNumberExp && e >= minNumberExp
+			}
+		}
+		return ok, nil
+	})
+	return ok
+}
+
+// checkedCall, checkedOp and checkedLiteral refuse a number out of a
+// float64's range that a function call, arithmetic or a literal yields,
+// before anything writes it out as text. Each embeds the original, so
+// walks over the syntax tree (and static analysis: a type expression is a
+// call) see the same expression.
+type checkedCall struct{ *hclsyntax.FunctionCallExpr }
+
+type checkedOp struct{ *hclsyntax.BinaryOpExpr }
+
+type checkedLiteral struct{ *hclsyntax.LiteralValueExpr }
+
+// Value implements hcl.Expression.
+func (e checkedCall) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	v, diags := e.FunctionCallExpr.Value(ctx)
+	return checkNumbers(v, diags, e.Range())
+}
+
+// Value implements hcl.Expression.
+func (e checkedOp) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	v, diags := e.BinaryOpExpr.Value(ctx)
+	return checkNumbers(v, diags, e.Range())
+}
+
+// Value implements hcl.Expression.
+func (e checkedLiteral) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	v, diags := e.LiteralValueExpr.Value(ctx)
+	return checkNumbers(v, diags, e.Range())
+}
+
+func checkNumbers(v cty.Value, diags hcl.Diagnostics, rng hcl.Range) (cty.Value, hcl.Diagnostics) {
+	if diags.HasErrors() || NumbersInRange(v) {
+		return v, diags
+	}
+	return cty.DynamicVal, append(diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Number out of range",
+		Detail:   "This expression yields a number beyond what cairn handles (about 1.8e308 in size at most, 4.9e-324 at least when not zero).",
+		Subject:  rng.Ptr(),
+	})
 }

@@ -182,6 +182,17 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 				})
 				continue
 			}
+			if !NumbersInRange(conv) {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+					Detail:   fmt.Sprintf("The value from %s holds a number beyond what cairn handles (about 1.8e308 in size at most, 4.9e-324 at least when not zero).", given.source),
+					Subject:  given.rng,
+					Context:  v.DeclRange.Ptr(),
+					Extra:    ValueInput{Source: given.source},
+				})
+				continue
+			}
 			val = conv
 		case v.HasDefault:
 			val = v.Default

@@ -112,3 +112,11 @@ func TestTooDeeplyNestedShowsSnippet(t *testing.T) {
 	assert.Contains(t, r.stderr, `   2:   run = ["echo", [[[`)
 	assert.Contains(t, r.stderr, "line 2, column 272")
 }
+
+// A --var number beyond a float64's range is refused, naming the flag.
+func TestVarNumberOutOfRange(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": sizesPipeline})
+	r := runCLI(t, "--chdir", root, "validate", "p.hcl", "--var", "sizes={small=1e99999999}")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "The value from --var sizes holds a number beyond what cairn handles")
+}
