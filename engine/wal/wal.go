@@ -633,6 +633,12 @@ func (l *Log) reserve(end int64) {
 	if !l.prealloc || end <= l.allocated {
 		return
 	}
+	if l.opts.Lazy && !l.hadDurable {
+		// Nothing had to be durable yet (and a log that never has to
+		// costs no sync): it grows as it is written until then.
+		l.allocated = end
+		return
+	}
 	n := max(end-l.allocated, min(max(preallocMin, l.allocated), preallocMax))
 	if err := writeZeros(l.f, l.allocated, n); err != nil {
 		l.prealloc = false
