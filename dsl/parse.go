@@ -21,17 +21,19 @@ const splitPieceMin = 8 << 10
 // on every core, each from its own position in the file, then joined into
 // one body: the same blocks, ranges and navigation as one parse of the
 // whole file, with less work and much less memory (the lexer's token
-// buffer grows with what it lexes at once). A piece with any diagnostic,
-// or with a top-level attribute, sends the file to one whole parse, so that
-// what is reported never differs.
+// buffer grows with what it lexes at once). A syntax error is reported as
+// the piece holding it reports it: each piece starts at a top-level item,
+// where a parse of the whole file starts afresh too, so the diagnostics are
+// the same, without parsing a large file a second time. A piece with a
+// top-level attribute sends the file to one whole parse.
 func parseConfig(p *hclparse.Parser, src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	if f := p.Files()[filename]; f != nil {
 		return f, nil
 	}
 	if len(src) >= splitParseMin {
-		if f, ok := parseInPieces(src, filename); ok {
+		if f, diags, ok := parseInPieces(src, filename); ok {
 			p.AddFile(filename, f)
-			return f, nil
+			return f, diags
 		}
 	}
 	return p.ParseHCL(src, filename)
@@ -41,13 +43,14 @@ type piece struct {
 	start hcl.Pos
 	end   int
 	body  *hclsyntax.Body
+	diags hcl.Diagnostics
 	ok    bool
 }
 
-func parseInPieces(src []byte, filename string) (*hcl.File, bool) {
+func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, bool) {
 	ends, ok := topLevelEnds(src)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	// Cut at top-level item ends, every splitPieceMin bytes or so; the
 	// last piece runs to the end of the file.
@@ -69,7 +72,7 @@ func parseInPieces(src []byte, filename string) (*hcl.File, bool) {
 	}
 	pieces = append(pieces, &piece{start: pos, end: len(src)})
 	if len(pieces) < 2 {
-		return nil, false
+		return nil, nil, false
 	}
 
 	var next int
@@ -90,7 +93,7 @@ func parseInPieces(src []byte, filename string) (*hcl.File, bool) {
 				pc := pieces[i]
 				f, diags := hclsyntax.ParseConfig(src[pc.start.Byte:pc.end], filename, pc.start)
 				body, isBody := f.Body.(*hclsyntax.Body)
-				pc.body, pc.ok = body, isBody && len(diags) == 0 && len(body.Attributes) == 0
+				pc.body, pc.diags, pc.ok = body, diags, isBody && len(body.Attributes) == 0
 			}
 		}()
 	}
@@ -102,17 +105,18 @@ func parseInPieces(src []byte, filename string) (*hcl.File, bool) {
 	f, diags := hclsyntax.ParseConfig(nil, filename, hcl.InitialPos)
 	root, isBody := f.Body.(*hclsyntax.Body)
 	if len(diags) > 0 || !isBody {
-		return nil, false
+		return nil, nil, false
 	}
 	for _, pc := range pieces {
 		if !pc.ok {
-			return nil, false
+			return nil, nil, false
 		}
 		root.Blocks = append(root.Blocks, pc.body.Blocks...)
+		diags = append(diags, pc.diags...)
 	}
 	last := pieces[len(pieces)-1].body
 	root.SrcRange = hcl.Range{Filename: filename, Start: hcl.InitialPos, End: last.SrcRange.End}
 	root.EndRange = last.EndRange
 	f.Bytes = src
-	return f, true
+	return f, diags, true
 }

@@ -34,8 +34,9 @@ func TestParseInPiecesMatchesWholeParse(t *testing.T) {
 	require.Greater(t, len(src), 4*splitPieceMin)
 	whole, diags := hclsyntax.ParseConfig(src, "big.hcl", hcl.InitialPos)
 	require.Empty(t, diags)
-	split, ok := parseInPieces(src, "big.hcl")
+	split, splitDiags, ok := parseInPieces(src, "big.hcl")
 	require.True(t, ok)
+	require.Empty(t, splitDiags)
 	assert.Equal(t, whole.Body, split.Body)
 	assert.Equal(t, whole.Bytes, split.Bytes)
 	type contexter interface{ ContextString(int) string }
@@ -49,18 +50,20 @@ func TestParseInPiecesMatchesWholeParse(t *testing.T) {
 	assert.Equal(t, wn.ContextString(inside), sn.ContextString(inside))
 }
 
-// A file with a problem anywhere is parsed whole: the diagnostics are the
-// whole parse's.
+// A file with a top-level attribute or a heredoc is parsed whole; one with
+// a syntax error gets the very diagnostics of a whole parse.
 func TestParseInPiecesFallsBack(t *testing.T) {
 	for name, tail := range map[string]string{
 		"syntax error":        "stage \"command\" \"bad\" {\n  run = [\n}\n",
+		"syntax error inside": "stage \"command\" \"bad\" {\n  run = [\"a\" \"b\"]\n  x = = 1\n}\n" + bigPipeline(200),
+		"unclosed bracket":    "locals {\n  t = [1, 2\n}\n" + bigPipeline(200),
 		"top-level attribute": "x = 1\n",
 		"heredoc":             "locals {\n  t = <<EOT\nhello\nEOT\n}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := []byte(bigPipeline(1500) + tail)
-			_, ok := parseInPieces(src, "big.hcl")
-			assert.False(t, ok)
+			_, _, ok := parseInPieces(src, "big.hcl")
+			assert.Equal(t, name == "syntax error inside", ok, "parsed in pieces")
 			p := hclparse.NewParser()
 			f, diags := parseConfig(p, src, "big.hcl")
 			_, want := hclsyntax.ParseConfig(src, "big.hcl", hcl.InitialPos)
