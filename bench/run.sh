@@ -297,6 +297,14 @@ groups = [
     ("noop", "Everything done: no-op apply and cached plan", "ninja (no-op)"),
 ]
 found = {}
+def timings(r, ref):
+    """One group's table: each command's median and its ratio to ref."""
+    w("| command | median | ratio to %s |" % (ref or "-"))
+    w("|---|---:|---:|")
+    for cmd, med in r.items():
+        ratio = "%.2f" % (med / r[ref]) if ref and ref in r and r[ref] > 0 else ""
+        w("| `%s` | %s | %s |" % (cmd, ms(med), ratio))
+
 for key, title, ref in groups:
     for n in sizes:
         r = load("%s-%d" % (key, n))
@@ -306,11 +314,7 @@ for key, title, ref in groups:
         w("")
         w("## %s — %d nodes" % (title, n))
         w("")
-        w("| command | median | ratio to %s |" % (ref or "-"))
-        w("|---|---:|---:|")
-        for cmd, med in r.items():
-            ratio = "%.2f" % (med / r[ref]) if ref and ref in r and r[ref] > 0 else ""
-            w("| `%s` | %s | %s |" % (cmd, ms(med), ratio))
+        timings(r, ref)
 
 shape_about = {
     "mixed": "the graph above",
@@ -329,11 +333,7 @@ for shape, n in shaped:
         w("")
         w("Shape: %s; every node `sh -c \"echo NAME > out/NAME\"`." % shape_about.get(shape, shape))
         w("")
-        w("| command | median | ratio to %s |" % (ref or "-"))
-        w("|---|---:|---:|")
-        for cmd, med in r.items():
-            ratio = "%.2f" % (med / r[ref]) if ref and ref in r and r[ref] > 0 else ""
-            w("| `%s` | %s | %s |" % (cmd, ms(med), ratio))
+        timings(r, ref)
 
 rss = {}
 for n in sizes:
