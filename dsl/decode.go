@@ -155,6 +155,9 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 		return nil, diags
 	}
 	cfg, d := l.Decode(files)
+	if st.IsDir() && len(files) > 1 && hasDiag(d, "Duplicate pipeline block") {
+		return nil, folderOfPipelines(path, files)
+	}
 	diags = append(diags, d...)
 	if cfg != nil {
 		cfg.Dir = dir
@@ -586,4 +589,87 @@ func Suggest(s string, candidates []string) string {
 		}
 	}
 	return best
+}
+
+func hasDiag(diags hcl.Diagnostics, summary string) bool {
+	for _, d := range diags {
+		if d.Summary == summary {
+			return true
+		}
+	}
+	return false
+}
+
+// folderOfPipelines is the error for loading, as one pipeline, a directory
+// whose files declare several pipeline blocks: a folder of pipelines.
+func folderOfPipelines(dir string, files []*hcl.File) hcl.Diagnostics {
+	var lines []string
+	var first *hcl.Range
+	example := ""
+	for _, f := range files {
+		body, ok := f.Body.(*hclsyntax.Body)
+		if !ok {
+			continue
+		}
+		for _, b := range body.Blocks {
+			if b.Type == "pipeline" && len(b.Labels) == 1 {
+				r := b.DefRange()
+				if first == nil {
+					first = &r
+					example = r.Filename
+				}
+				lines = append(lines, fmt.Sprintf("  %s declares pipeline %q", r.Filename, b.Labels[0]))
+				break
+			}
+		}
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "A folder of pipelines",
+		Detail: fmt.Sprintf("cairn reads every .hcl file of a directory as one pipeline, which has one pipeline block, but %d files of %s declare one:\n%s\nName the file of the pipeline you mean: cairn plan %s (cairn validate %s checks them all, each on its own).",
+			len(lines), dir, strings.Join(lines, "\n"), example, dir),
+		Subject: first,
+	}}
+}
+
+// PipelineFolder reports whether dir is a folder of pipelines rather than
+// one pipeline: more than one of its .hcl files declares a pipeline block
+// (a pipeline has one). It then returns the names of all its .hcl files,
+// each a pipeline of its own; otherwise nil.
+func PipelineFolder(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	declaring := 0
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".hcl") {
+			continue
+		}
+		names = append(names, e.Name())
+		src, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if CheckNesting(src, e.Name()).HasErrors() {
+			continue
+		}
+		f, _ := hclsyntax.ParseConfig(src, e.Name(), hcl.InitialPos)
+		if f == nil {
+			continue
+		}
+		if body, ok := f.Body.(*hclsyntax.Body); ok {
+			for _, b := range body.Blocks {
+				if b.Type == "pipeline" {
+					declaring++
+					break
+				}
+			}
+		}
+	}
+	if declaring < 2 {
+		return nil
+	}
+	return names
 }

@@ -26,33 +26,62 @@ func (a *app) validateCmd() *cobra.Command {
 		Short: "Check a pipeline: syntax, references, types, for_each, cycles, variable validations",
 		Long: `Check a pipeline without running anything. PATH is a .hcl file or a directory
 of them (default: the current directory). Every problem is reported at once,
-with its file:line:col. Exit 0 when valid, 2 otherwise.`,
+with its file:line:col. Exit 0 when valid, 2 otherwise.
+
+A directory in which more than one file declares a pipeline block is a folder
+of pipelines, one per file (as pipelines/ in cairn's own repository): each of
+its .hcl files is checked as a pipeline of its own.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "."
 			if len(args) > 0 {
 				path = args[0]
 			}
-			l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath(), Validate: true})
-			if l.Graph != nil && !diags.HasErrors() {
-				diags = append(diags, l.Graph.CheckStages()...)
+			paths := []string{path}
+			dir := path
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(a.root(), dir)
 			}
-			var waiting []engine.WaitingStage
-			if l.Graph != nil {
-				waiting = l.Graph.WaitingStages()
+			if many := dsl.PipelineFolder(dir); many != nil {
+				paths = paths[:0]
+				for _, f := range many {
+					paths = append(paths, filepath.Join(path, f))
+				}
+			}
+			var all hcl.Diagnostics
+			var allWaiting []engine.WaitingStage
+			bad := 0
+			for _, p := range paths {
+				l, diags, waiting := a.validateOne(p)
+				all = append(all, diags...)
+				allWaiting = append(allWaiting, waiting...)
+				if asJSON {
+					continue
+				}
+				if err := a.printDiags(l.Files(), diags); err != nil {
+					if len(paths) == 1 {
+						return err
+					}
+					fmt.Fprintf(a.stderr, "%s: %s\n\n", p, err)
+					bad++
+					continue
+				}
+				if len(paths) > 1 {
+					fmt.Fprintf(a.stdout, "%s: ", p)
+				}
+				fmt.Fprintf(a.stdout, "Valid: %s.\n", l.Graph.Summary())
+				if unset := l.Graph.Unset(); len(unset) > 0 {
+					fmt.Fprintf(a.stdout, "Checked without values for %s: what needs them is checked by plan and apply.\n", strings.Join(unset, ", "))
+				}
+				for _, w := range waiting {
+					fmt.Fprintf(a.stdout, "  %s (%s): its instances wait for %s\n", w.Stage, dsl.Pos(w.Range), w.WaitsFor)
+				}
 			}
 			if asJSON {
-				return a.writeDiagJSON(diags, waiting)
+				return a.writeDiagJSON(all, allWaiting)
 			}
-			if err := a.printDiags(l.Files(), diags); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "Valid: %s.\n", l.Graph.Summary())
-			if unset := l.Graph.Unset(); len(unset) > 0 {
-				fmt.Fprintf(a.stdout, "Checked without values for %s: what needs them is checked by plan and apply.\n", strings.Join(unset, ", "))
-			}
-			for _, w := range waiting {
-				fmt.Fprintf(a.stdout, "  %s (%s): its instances wait for %s\n", w.Stage, dsl.Pos(w.Range), w.WaitsFor)
+			if bad > 0 {
+				return &exitError{code: exitBadInput, msg: fmt.Sprintf("%d of the %d pipelines in %s have errors", bad, len(paths), path)}
 			}
 			return nil
 		},
@@ -60,6 +89,19 @@ with its file:line:col. Exit 0 when valid, 2 otherwise.`,
 	a.addVarFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output")
 	return cmd
+}
+
+// validateOne loads and checks the pipeline at path (a file or a folder).
+func (a *app) validateOne(path string) (*engine.Loaded, hcl.Diagnostics, []engine.WaitingStage) {
+	l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath(), Validate: true})
+	if l.Graph != nil && !diags.HasErrors() {
+		diags = append(diags, l.Graph.CheckStages()...)
+	}
+	var waiting []engine.WaitingStage
+	if l.Graph != nil {
+		waiting = l.Graph.WaitingStages()
+	}
+	return l, diags, waiting
 }
 
 type diagJSON struct {

@@ -64,7 +64,15 @@ func TestShippedPipelinesValidateWithoutValues(t *testing.T) {
 		assert.Equal(t, exitOK, r.code, "%s:\n%s%s", f, r.stdout, r.stderr)
 		assert.Contains(t, r.stdout, "Valid: pipeline ", f)
 	}
-	r := runCLI(t, "--chdir", repo, "validate", "pipelines/aime24_batch.hcl")
+	// The folder holds several pipelines: validate checks each.
+	r := runCLI(t, "--chdir", repo, "validate", "pipelines")
+	assert.Equal(t, exitOK, r.code, "%s%s", r.stdout, r.stderr)
+	for _, f := range files {
+		rel, _ := filepath.Rel(repo, f)
+		assert.Contains(t, r.stdout, rel+": Valid: pipeline ")
+	}
+
+	r = runCLI(t, "--chdir", repo, "validate", "pipelines/aime24_batch.hcl")
 	assert.Contains(t, r.stdout, "Checked without values for var.tag, var.variants")
 	assert.Regexp(t, `stage\.preflight \(\S*pipelines/aime24_batch\.hcl:\d+:\d+\)`, r.stdout)
 	assert.Contains(t, r.stdout, "its instances wait for var.variants")
@@ -98,6 +106,50 @@ func TestFolderPipelineNamesTheOtherFile(t *testing.T) {
 	assert.Contains(t, r.stderr, "cairn apply FILE")
 	r = runCLI(t, "--chdir", root, "plan", "main.hcl")
 	assert.Equal(t, exitOK, r.code, r.stderr)
+}
+
+// A folder in which two files declare a pipeline block holds two
+// pipelines: validate checks each on its own and says which fail; plan
+// refuses the folder with one error naming the files, not one per clash
+// between them.
+func TestFolderOfPipelines(t *testing.T) {
+	a := "pipeline \"a\" {}\nvariable \"v\" {\n  default = 1\n}\nstage \"command\" \"s\" {\n  run = [\"true\"]\n}\n"
+	b := "pipeline \"b\" {}\nvariable \"v\" {\n  default = 2\n}\nstage \"command\" \"s\" {\n  run = [\"echo\", var.v]\n}\n"
+	root := cliWorkspace(t, map[string]string{"ps/a.hcl": a, "ps/b.hcl": b})
+	r := runCLI(t, "--chdir", root, "validate", "ps")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `ps/a.hcl: Valid: pipeline "a": 1 stage`)
+	assert.Contains(t, r.stdout, `ps/b.hcl: Valid: pipeline "b": 1 stage`)
+	assert.Empty(t, r.stderr)
+
+	r = runCLI(t, "--chdir", root, "validate", "ps", "--json")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"valid": true`)
+
+	r = runCLI(t, "--chdir", root, "plan", "ps")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "A folder of pipelines")
+	assert.Contains(t, r.stderr, `ps/a.hcl declares pipeline "a"`)
+	assert.Contains(t, r.stderr, `ps/b.hcl declares pipeline "b"`)
+	assert.NotContains(t, r.stderr, "Duplicate")
+	assert.Contains(t, r.stderr, "1 error(s)")
+
+	// One broken file: validate names it and fails; the other still
+	// reads as valid.
+	root = cliWorkspace(t, map[string]string{"ps/a.hcl": a, "ps/b.hcl": strings.Replace(b, "var.v", "var.w", 1)})
+	r = runCLI(t, "--chdir", root, "validate", "ps")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stdout, `ps/a.hcl: Valid: pipeline "a"`)
+	assert.Contains(t, r.stderr, `Reference to undeclared variable`)
+	assert.Contains(t, r.stderr, "ps/b.hcl: 1 error(s) in the pipeline")
+	assert.Contains(t, r.stderr, "1 of the 2 pipelines in ps have errors")
+
+	// A folder whose second file declares no pipeline block is one
+	// pipeline, as before.
+	root = cliWorkspace(t, map[string]string{"one/a.hcl": a, "one/more.hcl": "stage \"command\" \"t\" {\n  run = [\"true\"]\n}\n"})
+	r = runCLI(t, "--chdir", root, "validate", "one")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `Valid: pipeline "a": 2 stages`)
 }
 
 // An expression nested too deeply shows its snippet and column in text
