@@ -18,6 +18,9 @@ import (
 //	CAIRN_TEST_KILL_AFTER_STARTS=N   200ms after the Nth node process started, before its
 //	                                 "started" journal record: the process had time to
 //	                                 start others, which nothing journaled names
+//	CAIRN_TEST_LATE_LOCK_KILLS=1     the leftovers found holding node locks are signalled 0,
+//	                                 not killed, as when a kill has not taken effect yet:
+//	                                 the process-group reaping then finds them again
 //
 // They are read once at start; unset (the normal case), they cost one
 // atomic load per record.
@@ -25,6 +28,7 @@ var (
 	testKillAfterRecords = testHookEnv("CAIRN_TEST_KILL_AFTER_RECORDS")
 	testKillAfterCommits = testHookEnv("CAIRN_TEST_KILL_AFTER_COMMITS")
 	testKillAfterStarts  = testHookEnv("CAIRN_TEST_KILL_AFTER_STARTS")
+	testLateLockKills    = testHookEnv("CAIRN_TEST_LATE_LOCK_KILLS") != 0
 	testRecords          atomic.Int64
 	testCommits          atomic.Int64
 	testStarts           atomic.Int64
