@@ -124,7 +124,9 @@ func (a *applier) waitForKey(ns *nodeState) {
 	ctx := a.ctx
 	go func() {
 		who := "another cairn"
-		if h := keyLockHolder(a.cache.Dir, ns.key); h.PID == os.Getpid() {
+		// A node process between fork and exec still has this apply's
+		// files open, run folder lock included: it reads as this apply.
+		if h := keyLockHolder(a.cache.Dir, ns.key); h.PID == os.Getpid() || h.RunID == a.runID {
 			// Another node of this pipeline does the same work.
 			who = "this apply"
 		} else if h.PID > 0 {
