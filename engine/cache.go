@@ -30,7 +30,11 @@ type Record struct {
 	Envelope json.RawMessage `json:"envelope"`
 	// Outputs maps each declared output (and the result file) to its blob
 	// digest in the content-addressed store.
-	Outputs      map[string]string `json:"outputs"`
+	Outputs map[string]string `json:"outputs"`
+	// Inline holds the content of the small outputs (see inlineMax),
+	// which have no blob: the record carries them, and is durable with
+	// them.
+	Inline       map[string][]byte `json:"inline,omitempty"`
 	Modes        map[string]uint32 `json:"modes,omitempty"`
 	Result       json.RawMessage   `json:"result,omitempty"`
 	OutputDigest string            `json:"output_digest"`
@@ -265,6 +269,23 @@ func (c *Cache) apply(p []byte) {
 	case recEvict:
 		delete(c.actions, key)
 	}
+}
+
+// OutputBytes returns the content of the output path of r: kept in the
+// record (a small output) or in the blob store, verified against its
+// digest either way.
+func (c *Cache) OutputBytes(r *Record, path string) ([]byte, error) {
+	d, ok := r.Outputs[path]
+	if !ok {
+		return nil, fmt.Errorf("%s is not an output of %s", path, r.Address)
+	}
+	if b, ok := r.Inline[path]; ok {
+		if got := cas.DigestBytes(b); string(got) != d {
+			return nil, fmt.Errorf("%w: the %d bytes kept for %s of %s hash to %s, not %s", cas.ErrCorrupt, len(b), path, r.Address, got, d)
+		}
+		return b, nil
+	}
+	return c.Blobs.ReadBytes(cas.Digest(d))
 }
 
 // Lookup returns the record of key, if committed.

@@ -175,23 +175,63 @@ func below(dir, p string) (string, bool) {
 	return "", false
 }
 
+// Outputs of at most inlineMax bytes are kept inside their record, up to
+// inlineRecordMax bytes for a record, rather than each in a blob of its
+// own: storing one then costs no file, rename and fsync of its own, and a
+// record is durable with them. Larger ones, and the rest once a record
+// holds inlineRecordMax, go to the blob store.
+const (
+	inlineMax       = 1 << 10
+	inlineRecordMax = 8 << 10
+)
+
 func (a *applier) storeFile(rec *Record, rel string) error {
 	f, err := a.openOutput(rel)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	d, _, err := a.cache.Blobs.PutOpen(f)
-	if err != nil {
-		return err
-	}
 	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	rec.Outputs[rel] = string(d)
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s)", rel, st.Mode().Type())
+	}
 	rec.Modes[rel] = uint32(st.Mode().Perm())
+	if st.Size() <= inlineMax && inlineBytes(rec)+st.Size() <= inlineRecordMax {
+		// One more byte than the size read tells a file that grew since.
+		b, err := io.ReadAll(io.LimitReader(f, inlineMax+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(b)) <= inlineMax && inlineBytes(rec)+int64(len(b)) <= inlineRecordMax {
+			if rec.Inline == nil {
+				rec.Inline = map[string][]byte{}
+			}
+			rec.Inline[rel] = b
+			rec.Outputs[rel] = string(cas.DigestBytes(b))
+			return nil
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	d, _, err := a.cache.Blobs.PutOpen(f)
+	if err != nil {
+		return err
+	}
+	rec.Outputs[rel] = string(d)
 	return nil
+}
+
+// inlineBytes is how many bytes of outputs rec holds inline.
+func inlineBytes(rec *Record) int64 {
+	var n int64
+	for _, b := range rec.Inline {
+		n += int64(len(b))
+	}
+	return n
 }
 
 // restoreLinkError reports a cached output that cannot be restored
@@ -272,7 +312,12 @@ func (a *applier) restoreOutputs(rec *Record) error {
 		if m, ok := rec.Modes[p]; ok && m != 0 {
 			mode = os.FileMode(m)
 		}
-		if err := a.cache.Blobs.RestoreAt(cas.Digest(want), dir, filepath.Base(p), mode); err != nil {
+		if b, ok := rec.Inline[p]; ok {
+			err = cas.RestoreBytesAt(cas.Digest(want), b, dir, filepath.Base(p), mode)
+		} else {
+			err = a.cache.Blobs.RestoreAt(cas.Digest(want), dir, filepath.Base(p), mode)
+		}
+		if err != nil {
 			return fmt.Errorf("output %s: %w", p, err)
 		}
 	}

@@ -168,8 +168,7 @@ func (s *Store) Has(d Digest) bool {
 
 // PutBytes stores b and returns its digest.
 func (s *Store) PutBytes(b []byte) (Digest, error) {
-	sum := sha256.Sum256(b)
-	d := digestOf(sum[:])
+	d := DigestBytes(b)
 	size := int64(len(b))
 	if s.present(d, size) {
 		return d, nil
@@ -414,13 +413,55 @@ func (s *Store) Restore(d Digest, dst string, perm os.FileMode) error {
 //
 // The restored file is not fsynced: after a crash it is restored again from
 // the cache.
-func (s *Store) RestoreAt(d Digest, dir *os.File, name string, perm os.FileMode) (err error) {
-	dst := filepath.Join(dir.Name(), name)
+func (s *Store) RestoreAt(d Digest, dir *os.File, name string, perm os.FileMode) error {
 	src, fi, err := s.open(d)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	err = writeAt(dir, name, perm, func(f *os.File) error {
+		got, n, err := cloneOrCopy(f, src)
+		if err != nil {
+			return fmt.Errorf("cas: restore %s to %s: %w", d, filepath.Join(dir.Name(), name), err)
+		}
+		if got != d {
+			return s.corrupt(d, got, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	touch(s.path(d), fi)
+	return nil
+}
+
+// RestoreBytesAt writes b, whose digest must be d, to the file name in the
+// open folder dir, as RestoreAt writes a blob: whole or not at all, never
+// through a symlink. It restores an output kept inside its record rather
+// than in a blob.
+func RestoreBytesAt(d Digest, b []byte, dir *os.File, name string, perm os.FileMode) error {
+	if got := DigestBytes(b); got != d {
+		return fmt.Errorf("%w: the %d bytes kept for %s hash to %s, not %s", ErrCorrupt, len(b), filepath.Join(dir.Name(), name), got, d)
+	}
+	return writeAt(dir, name, perm, func(f *os.File) error {
+		if _, err := f.Write(b); err != nil {
+			return fmt.Errorf("cas: restore %s: %w", filepath.Join(dir.Name(), name), err)
+		}
+		return nil
+	})
+}
+
+// DigestBytes is the digest of b.
+func DigestBytes(b []byte) Digest {
+	sum := sha256.Sum256(b)
+	return digestOf(sum[:])
+}
+
+// writeAt writes a file name in dir through fill: into a temporary file
+// beside it, given perm, then renamed over name.
+func writeAt(dir *os.File, name string, perm os.FileMode, fill func(f *os.File) error) (err error) {
+	dst := filepath.Join(dir.Name(), name)
 	f, tmp, err := nofollow.CreateTemp(dir, "."+name+".cairn-")
 	if err != nil {
 		return fmt.Errorf("cas: restore %s: %w", dst, err)
@@ -434,12 +475,8 @@ func (s *Store) RestoreAt(d Digest, dir *os.File, name string, perm os.FileMode)
 			_ = nofollow.Remove(dir, tmp)
 		}
 	}()
-	got, n, err := cloneOrCopy(f, src)
-	if err != nil {
-		return fmt.Errorf("cas: restore %s to %s: %w", d, dst, err)
-	}
-	if got != d {
-		return s.corrupt(d, got, n)
+	if err := fill(f); err != nil {
+		return err
 	}
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("cas: restore %s: %w", dst, err)
@@ -451,7 +488,6 @@ func (s *Store) RestoreAt(d Digest, dir *os.File, name string, perm os.FileMode)
 	if err := nofollow.Rename(dir, tmp, name); err != nil {
 		return fmt.Errorf("cas: restore %s: %w", dst, err)
 	}
-	touch(s.path(d), fi)
 	return nil
 }
 

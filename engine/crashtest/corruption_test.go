@@ -49,7 +49,8 @@ func (w *ws) blobPath(digest string) string {
 // runs the node again; the workspace gets the right content and the cache a
 // good blob.
 func TestCorruptBlob(t *testing.T) {
-	w := newWS(t, chainPipeline)
+	// make.txt is larger than what a record keeps inline: it has a blob.
+	w := newWS(t, strings.Replace(chainPipeline, "echo made > out/make.txt", "{ echo made; seq 1000; } > out/make.txt", 1))
 	w.write("counts/.keep", "")
 	res := w.apply()
 	require.Equal(t, 0, res.code, res.String())
@@ -70,11 +71,12 @@ func TestCorruptBlob(t *testing.T) {
 	assert.Contains(t, res.stdout, "1 ran, 1 cached")
 	assert.Equal(t, 2, w.countLines("counts/make"), "make runs again")
 	assert.Equal(t, 1, w.countLines("counts/use"), "use keeps its cached result: make's output is the same")
-	assert.Equal(t, "made\n", w.read("out/make.txt"))
+	made := w.read("out/make.txt")
+	assert.True(t, strings.HasPrefix(made, "made\n1\n2\n"), made)
 	c := w.openCache(w.cache)
 	got, err := c.Blobs.ReadBytes(cas.Digest(d))
 	require.NoError(t, err, "the recomputed output is stored again")
-	assert.Equal(t, "made\n", string(got))
+	assert.Equal(t, made, string(got))
 }
 
 // appendIndex appends raw records to the cache's action index, as another
@@ -188,10 +190,12 @@ func TestTornJournal(t *testing.T) {
 // appending to its own output when it runs again — never change what the
 // cache holds: outputs are restored as copies, never links to blobs.
 func TestRestoredOutputRewrittenInPlace(t *testing.T) {
+	// A line longer than what a record keeps inline: grow.txt has a blob.
+	line := strings.Repeat("l", 2000)
 	w := newWS(t, `
 pipeline "inplace" {}
 stage "command" "grow" {
-  run     = ["sh", "-c", "echo line >> grow.txt"]
+  run     = ["sh", "-c", "echo `+line+` >> grow.txt"]
   outputs = ["grow.txt"]
 }
 stage "command" "tamper" {
@@ -204,25 +208,25 @@ stage "command" "tamper" {
 	require.Equal(t, 0, res.code, res.String())
 	rec := w.record("inplace", "stage.grow")
 	d := rec.Outputs["grow.txt"]
-	assert.Equal(t, "line\ntampered\n", w.read("grow.txt"))
+	assert.Equal(t, line+"\ntampered\n", w.read("grow.txt"))
 
 	// The next apply restores grow.txt from the cache, as it was made.
 	res = w.apply()
 	require.Equal(t, 0, res.code, res.String())
 	assert.Contains(t, res.stdout, "0 ran, 2 cached")
-	assert.Equal(t, "line\n", w.read("grow.txt"))
+	assert.Equal(t, line+"\n", w.read("grow.txt"))
 
 	// Running grow again appends to the restored file in place.
 	res = w.apply("--replace", "stage.grow")
 	require.Equal(t, 0, res.code, res.String())
-	assert.Equal(t, "line\nline\ntampered\n", w.read("grow.txt"))
+	assert.Equal(t, line+"\n"+line+"\ntampered\n", w.read("grow.txt"))
 	c := w.openCache(w.cache)
 	got, err := c.Blobs.ReadBytes(cas.Digest(d))
 	require.NoError(t, err)
-	assert.Equal(t, "line\n", string(got), "the first result's blob is unchanged")
+	assert.Equal(t, line+"\n", string(got), "the first result's blob is unchanged")
 	for _, r := range c.Records() {
-		for p, dg := range r.Outputs {
-			_, err := c.Blobs.ReadBytes(cas.Digest(dg))
+		for p := range r.Outputs {
+			_, err := c.OutputBytes(r, p)
 			assert.NoError(t, err, "%s of %s", p, r.Address)
 		}
 	}

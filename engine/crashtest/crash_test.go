@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine"
-	"github.com/cairn-run/cairn/engine/cas"
 )
 
 // crashNode is one node of the generated crash pipeline.
@@ -147,11 +146,12 @@ func (s *crashState) check(t *testing.T, w *ws, nodes []crashNode, round string)
 		require.GreaterOrEqual(t, count, 1, "%s: %s is committed but never ran to completion", round, addr)
 		s.committedCount[addr] = count
 	}
-	// No corrupt cache entry: every record decodes and its blobs verify.
+	// No corrupt cache entry: every record decodes and its outputs (in
+	// blobs, or kept in the record) verify.
 	for _, r := range c.Records() {
-		for path, d := range r.Outputs {
-			_, err := c.Blobs.ReadBytes(cas.Digest(d))
-			require.NoError(t, err, "%s: blob of %s (%s)", round, path, r.Address)
+		for path := range r.Outputs {
+			_, err := c.OutputBytes(r, path)
+			require.NoError(t, err, "%s: content of %s (%s)", round, path, r.Address)
 		}
 	}
 	require.Empty(t, warnings, "%s: unreadable records", round)

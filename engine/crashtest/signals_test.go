@@ -458,12 +458,12 @@ func TestGCWhileApplying(t *testing.T) {
 	recs := c.Records()
 	require.Len(t, recs, 4)
 	for _, r := range recs {
-		for path, d := range r.Outputs {
-			_, err := os.Stat(w.blobPath(d))
+		for path := range r.Outputs {
+			_, err := c.OutputBytes(r, path)
 			assert.NoError(t, err, "%s of %s", path, r.Address)
 		}
 	}
-	// Everything is still cached, restored from the blobs.
+	// Everything is still cached, restored from the cache.
 	for _, k := range []string{"a", "b", "c"} {
 		require.NoError(t, os.Remove(w.path("slow_"+k+".txt")))
 	}
