@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -141,7 +142,7 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 		// process has ended, do not wait long for the copy.
 		WaitDelay: time.Second,
 	}
-	oomBefore, _ := gpu.CgroupOOMKills()
+	oomBefore := oomCount.before()
 	res.Started = time.Now()
 	if err := cmd.Start(); err != nil {
 		res.Class = dsl.ClassSetup
@@ -242,13 +243,51 @@ loop:
 	}
 	// Only a process killed by a signal can have been killed for memory.
 	cgroupOOM := false
-	if res.Signal != "" {
-		oomAfter, haveCgroup := gpu.CgroupOOMKills()
-		cgroupOOM = haveCgroup && oomAfter > oomBefore
+	if res.Signal != "" || res.ExitCode != 0 {
+		oomAfter, haveCgroup := oomCount.after()
+		cgroupOOM = res.Signal != "" && haveCgroup && oomAfter > oomBefore
 	}
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
 	res.Message = redactSecrets(res.Message, spec.Secrets)
 	return res, nil
+}
+
+// oomCount is the count of the OOM killer's kills in cairn's cgroup
+// (gpu.CgroupOOMKills) as last read: at the first node, and after each
+// node that failed. A node's count before it started is this value rather
+// than a read of its own: a kill that made no node fail leaves the value
+// behind the file, and a node killed by a signal after that is taken for
+// one killed for memory; failing nodes refresh it, and an OOM kill seldom
+// leaves every node succeeding.
+var oomCount oomCounter
+
+type oomCounter struct {
+	mu   sync.Mutex
+	n    uint64
+	read bool
+}
+
+// before is the count to compare with once a node has ended.
+func (c *oomCounter) before() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.read {
+		c.n, _ = gpu.CgroupOOMKills()
+		c.read = true
+	}
+	return c.n
+}
+
+// after reads the count now, after a node failed.
+func (c *oomCounter) after() (uint64, bool) {
+	n, ok := gpu.CgroupOOMKills()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok && n > c.n {
+		c.n = n
+	}
+	c.read = true
+	return n, ok
 }
 
 // lookPath finds a program on the PATH the node will have (its declared
