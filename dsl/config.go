@@ -16,6 +16,8 @@ package dsl
 import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl/addrs"
 )
 
 // Config is a decoded pipeline: the blocks of every file, unevaluated.
@@ -123,7 +125,7 @@ type Stage struct {
 }
 
 // Address is the stage's address without an instance key.
-func (s *Stage) Address() string { return "stage." + s.Name }
+func (s *Stage) Address() string { return addrs.Stage(s.Name).String() }
 
 // Attr returns the attribute named n, or nil.
 func (s *Stage) Attr(n string) *hcl.Attribute { return s.Attrs[n] }

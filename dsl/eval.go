@@ -3,7 +3,6 @@ package dsl
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -11,6 +10,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/cairn-run/cairn/dsl/addrs"
 )
 
 // Scope holds the values known before any stage runs.
@@ -351,9 +352,9 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics)
 // InstanceAddress formats a node address: stage.NAME or stage.NAME["KEY"].
 func InstanceAddress(stage string, in Instance) string {
 	if !in.Keyed {
-		return "stage." + stage
+		return addrs.Stage(stage).String()
 	}
-	return "stage." + stage + "[" + strconv.Quote(in.Key) + "]"
+	return addrs.Instance(stage, in.Key).String()
 }
 
 // EachValue is the each object of an instance.

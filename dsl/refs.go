@@ -174,14 +174,14 @@ func (c *Config) CheckRefs(refs []Ref, rc RefContext) hcl.Diagnostics {
 				continue
 			}
 			if rc.Stage != nil && s == rc.Stage {
-				bad("Stage refers to itself", fmt.Sprintf("stage.%s cannot refer to itself; inside its postconditions use self.", r.Name))
+				bad("Stage refers to itself", fmt.Sprintf("%s cannot refer to itself; inside its postconditions use self.", s.Address()))
 			}
 		case "each":
 			if !rc.AllowEach {
 				if rc.Stage == nil {
 					bad("Invalid each reference", "each is available only inside a stage with for_each.")
 				} else {
-					bad("Invalid each reference", fmt.Sprintf("stage.%s has no for_each, so each.key and each.value do not exist. Add for_each or remove the reference.", rc.Stage.Name))
+					bad("Invalid each reference", fmt.Sprintf("%s has no for_each, so each.key and each.value do not exist. Add for_each or remove the reference.", rc.Stage.Address()))
 				}
 			} else if r.Name != "" && r.Name != "key" && r.Name != "value" {
 				bad("Invalid each reference", fmt.Sprintf("each has key and value; there is no each.%s.", r.Name))
