@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
@@ -441,53 +441,18 @@ func RunAlive(dir string) bool {
 }
 
 // NodeLog is the per-node log file stem inside a run folder; the node's
-// scratch folder (runs/<id>/out/<stem>) has the same name.
-//
-// The name must differ for every two addresses, since two nodes of one apply
-// that shared it would interleave their logs and read each other's scratch
-// files. A stage without a key keeps its name as it is: stage names are
-// identifiers, made of letters, digits, '_' and '-'. Any other address
-// (one with a key, say stage.train["a"]) is flattened to those characters for
-// people to read and followed by '~' and a digest of the whole address. '~'
-// never occurs in an identifier, so a flattened name never equals a plain
-// one, and two flattened names are equal only when their digests are.
-// The attempt suffix starts with '.', which neither form contains.
+// scratch folder (runs/<id>/out/<stem>) has the same name. It is
+// addrs.Node.FileName, which differs for every two addresses.
 func NodeLog(runDir, addr string, attempt int) string {
 	return filepath.Join(runDir, "logs", nodeLogName(addr, attempt))
 }
 
+// nodeLogName is the FileName of a node's address. Every node of a graph
+// has one that parses: the graph printed it.
 func nodeLogName(addr string, attempt int) string {
-	name := strings.TrimPrefix(addr, "stage.")
-	if !plainLogName(name) || len(name) > 120 {
-		flat := []byte(strings.NewReplacer("[\"", "_", "\"]", "", "[", "_", "]", "").Replace(name))
-		for i, c := range flat {
-			if !logNameByte(c) {
-				flat[i] = '_'
-			}
-		}
-		if len(flat) > 80 {
-			flat = flat[:80]
-		}
-		name = string(flat) + "~" + sha256Hex([]byte(addr))[:16]
+	n, err := addrs.Parse(addr)
+	if err != nil {
+		panic("cairn: a node's address does not parse: " + err.Error())
 	}
-	if attempt > 1 {
-		name = fmt.Sprintf("%s.attempt%d", name, attempt)
-	}
-	return name
-}
-
-func plainLogName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !logNameByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func logNameByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	return n.FileName(attempt)
 }
