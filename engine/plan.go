@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -79,7 +80,11 @@ type PlanOptions struct {
 func (g *Graph) SingleVariantTargets(targets []string) map[string]bool {
 	out := map[string]bool{}
 	for _, t := range targets {
-		n, ok := g.ByAddr[normAddr(t)]
+		a, err := addrs.Parse(strings.TrimSpace(t))
+		if err != nil {
+			continue
+		}
+		n, ok := g.ByAddr[a.String()]
 		if !ok || !n.Inst.Keyed {
 			continue
 		}
@@ -90,33 +95,27 @@ func (g *Graph) SingleVariantTargets(targets []string) map[string]bool {
 	return out
 }
 
-// normAddr is an address as given on the command line, with "stage."
-// added when it was left out.
-func normAddr(a string) string {
-	a = strings.TrimSpace(a)
-	if !strings.HasPrefix(a, "stage.") {
-		a = "stage." + a
-	}
-	return a
-}
-
 // resolveAddrs turns --target/--replace addresses into node IDs.
-func (g *Graph) resolveAddrs(addrs []string, flag string) (map[int]bool, hcl.Diagnostics) {
+// An address may leave out the "stage." in front; one of a stage (without a
+// key) names all of its nodes.
+func (g *Graph) resolveAddrs(given []string, flag string) (map[int]bool, hcl.Diagnostics) {
 	out := map[int]bool{}
 	var diags hcl.Diagnostics
-	for _, a := range addrs {
-		a = normAddr(a)
-		if n, ok := g.ByAddr[a]; ok {
-			out[n.ID] = true
-			continue
-		}
-		name := strings.TrimPrefix(a, "stage.")
-		if ns, ok := g.StageNodes[name]; ok {
-			for _, n := range ns {
+	for _, a := range given {
+		a = strings.TrimSpace(a)
+		if addr, err := addrs.Parse(a); err == nil {
+			if n, ok := g.ByAddr[addr.String()]; ok {
 				out[n.ID] = true
+				continue
 			}
-			continue
+			if ns, ok := g.StageNodes[addr.Name]; ok && addr == addr.Stage() {
+				for _, n := range ns {
+					out[n.ID] = true
+				}
+				continue
+			}
 		}
+		a = addrs.WithPrefix(a)
 		var all []string
 		for addr := range g.ByAddr {
 			all = append(all, addr)
