@@ -13,6 +13,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -314,7 +315,7 @@ func (g *batchGroup) start(a *applier) bool {
 	}
 	_ = os.MkdirAll(g.batch.LogDir, 0o777)
 	writeBatchLock(g.lock, g.batch, a.runID)
-	_ = a.j.Write(JEntry{T: JBatch, Node: "stage." + g.stage, Batch: g.batch, GPUs: g.devices})
+	_ = a.j.Write(JEntry{T: JBatch, Node: addrs.Stage(g.stage).String(), Batch: g.batch, GPUs: g.devices})
 	waves := (toRun + g.par - 1) / g.par
 	sim := ""
 	if a.opts.GPUs.Simulated() {
@@ -486,7 +487,7 @@ func (g *batchGroup) end(a *applier, interrupted bool) {
 	default:
 		g.batch.State = BatchDone
 	}
-	_ = a.j.Write(JEntry{T: JBatch, Node: "stage." + g.stage, Batch: g.batch, Status: g.batch.State})
+	_ = a.j.Write(JEntry{T: JBatch, Node: addrs.Stage(g.stage).String(), Batch: g.batch, Status: g.batch.State})
 	if g.policy.Ledger != "" {
 		ledgerEnd(a, g)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -344,9 +345,9 @@ func checkDepElement(attr string, e hcl.Expression, refs []dsl.Ref) *hcl.Diagnos
 	}
 	detail := fmt.Sprintf(want, attr)
 	if stageN == 1 {
-		name := "stage." + stage.Name
+		name := addrs.Stage(stage.Name).String()
 		if stage.HasKey {
-			name += fmt.Sprintf("[%q]", stage.Key)
+			name = addrs.Instance(stage.Name, stage.Key).String()
 		} else if stage.KeyExpr != nil && isEachKey(stage.KeyExpr) {
 			name += "[each.key]"
 		} else if stage.KeyExpr != nil {
@@ -480,7 +481,7 @@ func (g *Graph) orderStages() ([]*dsl.Stage, hcl.Diagnostics) {
 		cycle := g.cyclePath(scc)
 		var parts []string
 		for _, n := range cycle {
-			parts = append(parts, fmt.Sprintf("stage.%s (%s)", n, dsl.Pos(cfg.StageMap[n].NameRange)))
+			parts = append(parts, fmt.Sprintf("%s (%s)", cfg.StageMap[n].Address(), dsl.Pos(cfg.StageMap[n].NameRange)))
 		}
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
@@ -612,7 +613,7 @@ func (g *Graph) waitsFor(s *dsl.Stage) string {
 				visit(lr)
 			case "stage":
 				if g.Waiting[ref.Name] != "" {
-					add("stage." + ref.Name)
+					add(addrs.Stage(ref.Name).String())
 				}
 			}
 		}
@@ -671,7 +672,7 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 	for _, in := range insts {
 		n := &Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in}
 		if waiting {
-			n.Addr, n.waiting = "stage."+s.Name+"[*]", true
+			n.Addr, n.waiting = addrs.Wildcard(s.Name).String(), true
 			n.each = cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal})
 		} else if in.Keyed {
 			n.each = g.eachValue(in)
@@ -736,7 +737,7 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 				}
 				return
 			}
-			addr := dsl.InstanceAddress(ref.Name, dsl.Instance{Key: key, Keyed: true})
+			addr := addrs.Instance(ref.Name, key).String()
 			u, ok := g.ByAddr[addr]
 			if !ok {
 				diags = append(diags, noInstance(g, ref, key))
@@ -811,9 +812,10 @@ func noInstance(g *Graph, ref dsl.Ref, key string) *hcl.Diagnostic {
 			keys = append(keys, n.Inst.Key)
 		}
 	}
-	detail := fmt.Sprintf("stage.%s has no instance %q.", ref.Name, key)
+	stage := addrs.Stage(ref.Name)
+	detail := fmt.Sprintf("%s has no instance %q.", stage, key)
 	if len(keys) == 0 {
-		detail = fmt.Sprintf("stage.%s has no for_each, so it has no instance %q; refer to it as stage.%s.", ref.Name, key, ref.Name)
+		detail = fmt.Sprintf("%s has no for_each, so it has no instance %q; refer to it as %s.", stage, key, stage)
 	} else if s := dsl.Suggest(key, keys); s != "" {
 		detail += fmt.Sprintf(" Did you mean %q?", s)
 	} else if len(keys) <= 10 {

@@ -266,7 +266,7 @@ func (g *Graph) WaitingStages() []WaitingStage {
 	var out []WaitingStage
 	for _, s := range g.Config.Stages {
 		if w := g.Waiting[s.Name]; w != "" {
-			out = append(out, WaitingStage{Stage: "stage." + s.Name, WaitsFor: w, Range: s.ForEach.Range()})
+			out = append(out, WaitingStage{Stage: s.Address(), WaitsFor: w, Range: s.ForEach.Range()})
 		}
 	}
 	return out
