@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/gpu"
 )
@@ -53,13 +54,13 @@ func (a *app) showCmd() *cobra.Command {
 				fmt.Fprintln(a.stdout, r.MarshalIndent())
 				return nil
 			}
-			addr := arg
-			if !strings.HasPrefix(addr, "stage.") {
-				addr = "stage." + addr
+			addr := addrs.WithPrefix(arg)
+			var keys map[string]string
+			if n, err := addrs.Parse(arg); err == nil {
+				keys = cache.AddressKeys(n.String())
 			}
-			keys := cache.AddressKeys(addr)
 			if len(keys) == 0 && shortHexRe.MatchString(arg) {
-				return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no stage.%s has a cached result)", arg, arg)
+				return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no %s has a cached result)", arg, addr)
 			}
 			if len(keys) == 0 {
 				return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])", arg)

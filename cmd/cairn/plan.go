@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
 )
 
@@ -308,7 +309,7 @@ func writeDOT(w *bytes.Buffer, g *engine.Graph, stagesOnly bool) error {
 		}
 		for _, s := range g.StageOrder {
 			for _, d := range g.StageDeps[s.Name] {
-				fmt.Fprintf(w, "\t%s -> %s;\n", dotQuote("stage."+d), dotQuote(s.Address()))
+				fmt.Fprintf(w, "\t%s -> %s;\n", dotQuote(addrs.Stage(d).String()), dotQuote(s.Address()))
 			}
 		}
 	} else {
