@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/report"
 )
@@ -411,16 +412,12 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 func upstreamOrder(n *Node) map[string]int {
 	out := map[string]int{}
 	for _, u := range n.Upstreams {
-		i := strings.Index(u.Address, "[")
-		if i < 0 || !strings.HasSuffix(u.Address, "]") {
+		a, err := addrs.Parse(u.Address)
+		if err != nil || !a.Keyed {
 			continue
 		}
-		var key string
-		if json.Unmarshal([]byte(u.Address[i+1:len(u.Address)-1]), &key) != nil {
-			continue
-		}
-		if _, seen := out[key]; !seen {
-			out[key] = len(out)
+		if _, seen := out[a.Key]; !seen {
+			out[a.Key] = len(out)
 		}
 	}
 	return out
