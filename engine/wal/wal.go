@@ -1,5 +1,5 @@
 // Package wal is the append-only record log under cairn's run journals
-// (.cairn/runs/<run-id>/journal), the cache's action index (.cairn/actions.log)
+// (.cairn/runs/<run-id>/journal), the cache's action index (.cairn/index.log)
 // and the evaluation item store.
 //
 // # File format
