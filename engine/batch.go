@@ -18,7 +18,8 @@ import (
 	"github.com/cairn-run/cairn/stages"
 )
 
-// Batch states, as the seed's in-flight ledger writes them.
+// Batch states: a batch's state in its journal record, and the word in its
+// row of a waves stage's ledger table (see ledger.go).
 const (
 	BatchRunning     = "RUNNING"
 	BatchDone        = "DONE"
@@ -88,8 +89,9 @@ func (a *applier) setupGroups() error {
 
 // longestFirst orders a backfill batch's variants longest first where
 // earlier durations of the same addresses are known (the batch ends
-// sooner), the others in the order given. Waves keep the order given, as
-// the seed's loop does.
+// sooner), the others in the order given. Waves keep the order given (on
+// reruns too): the y-th variant of a wave runs on the y-th of the batch's
+// devices, as docs/language.md promises.
 func (a *applier) longestFirst(ids []int) {
 	dur := map[int]float64{}
 	for _, id := range ids {
@@ -404,8 +406,9 @@ func (a *applier) batchOrder(queue []int) []int {
 // noFreeGPUs decides for a node that needs n GPUs and got none whether it
 // may wait: while devices leased to this apply's own running nodes will
 // free, or for --wait-gpus. Otherwise (every device busy with other
-// users' work) it returns the seed's refusal, with why each device is
-// busy.
+// users' work) it returns the refusal that fails the node ("No free GPUs.
+// Wait, do not launch.", as docs/language.md gives it), with why each
+// device is busy.
 func (a *applier) noFreeGPUs(n int) string {
 	if a.opts.GPUs == nil {
 		return ""

@@ -13,10 +13,10 @@ import (
 	"github.com/cairn-run/cairn/engine/atomicfile"
 )
 
-// The batch ledger keeps the seed's markdown rows in the user's memory
-// file: a RUNNING row under "In-flight batches" when a batch starts, its
-// state updated when it ends, and each failed variant logged under
-// "Errors".
+// The batch ledger is the markdown file a waves stage names in `ledger`
+// (the user's memory file): cairn keeps a RUNNING row under "In-flight
+// batches" when a batch starts, its state updated when it ends, and each
+// failed variant logged under "Errors".
 const (
 	ledgerBatches = "## 1. In-flight batches"
 	ledgerErrors  = "## 4. Errors"
@@ -80,13 +80,14 @@ func headingTitle(l string) string {
 	return strings.TrimPrefix(strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "#")), "§")
 }
 
-// isBatchesHeading matches the seed's section 1, "In-flight batches".
+// isBatchesHeading matches the ledger's section of in-flight batches (made
+// as "## 1. In-flight batches" when missing).
 func isBatchesHeading(title string) bool {
 	return strings.Contains(strings.ToLower(title), "in-flight batches")
 }
 
-// isErrorsHeading matches the seed's section 4 ("4. Errors"): the heading
-// numbered 4, or else the first about errors.
+// isErrorsHeading matches the ledger's errors section (made as "## 4. Errors"
+// when missing): the heading numbered 4, or else the first about errors.
 var isErrorsHeading = []func(string) bool{
 	func(title string) bool { return strings.HasPrefix(title, "4.") || strings.HasPrefix(title, "4 ") },
 	func(title string) bool { return strings.Contains(strings.ToLower(title), "errors") },

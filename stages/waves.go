@@ -48,7 +48,8 @@ const (
 	ModeBackfill = "backfill"
 )
 
-// DefaultBatchSize is the seed's fixed batch size.
+// DefaultBatchSize is a waves stage's batch_size when it sets none: the
+// exact number of variants a batch must have.
 const DefaultBatchSize = 4
 
 // Name implements Kind.

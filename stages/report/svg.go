@@ -29,7 +29,7 @@ type Plot struct {
 	Width, Height int
 }
 
-// Units are the units of the seed's metrics that have one: throughput in
+// Units are the units of the comparison metrics that have one: throughput in
 // output tokens per second, e2e_time in seconds (mean@16 and pass@16 are
 // fractions).
 var Units = map[string]string{ColThroughput: "tok/s", ColE2ETime: "s"}

@@ -22,8 +22,9 @@ type Column struct {
 	Digits int
 }
 
-// Col returns the column for a Row field or Extra key, with the usual
-// precision for the seed's metrics.
+// Col returns the column for a Row field or Extra key, with the precision
+// its metric is printed with: mean@16 and pass@16 to 4 digits, throughput
+// and e2e_time to 1, any other as it is.
 func Col(name string) Column {
 	digits := -1
 	switch name {
