@@ -272,11 +272,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 			a.ready = append(a.ready, ns.n.ID)
 		}
 	}
-	if err := a.setupGroups(); err != nil {
-		a.res.Refused = err.Error()
-		_ = j.Write(JEntry{T: JRunEnd, Status: "refused", Message: err.Error()})
-		return a.res, err
-	}
+	a.setupGroups()
 	if opts.Live {
 		a.live = newLiveDisplay(a)
 		defer a.live.stop()
@@ -444,7 +440,7 @@ func (a *applier) dispatchReady() (kept []int) {
 			default:
 				// A node refused while being admitted (no free GPU) has
 				// failed: it is not kept waiting.
-				if _, requeue := a.tryStart(ns); requeue && ns.status == stPending {
+				if a.tryStart(ns) && ns.status == stPending {
 					kept = append(kept, id)
 				}
 			}
@@ -471,7 +467,7 @@ func (a *applier) startCPUNodes() {
 		if ns.status != stPending || a.inFlight(id) {
 			continue
 		}
-		if _, requeue := a.tryStart(ns); requeue && ns.status == stPending {
+		if a.tryStart(ns) && ns.status == stPending {
 			blocked = append(blocked, id)
 		}
 	}
@@ -500,32 +496,33 @@ func (a *applier) inFlight(id int) bool {
 }
 
 // tryStart prepares a ready node and starts it if it can. It returns
-// started (now in flight or finished inline) and requeue (stay ready).
-func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
+// whether the node stays ready (it could not start now); false when it is
+// in flight or finished.
+func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 	if !ns.prepared {
 		if done := a.prepare(ns); done {
-			return true, false
+			return false
 		}
 	}
 	if grp := a.groups[ns.n.Stage.Name]; grp != nil && grp.policy.Strict && !grp.decided {
 		// A strict batch's variant waits for the others' keys.
-		return false, true
+		return true
 	}
 	if ns.locked == nil && !a.couldAdmit(ns) {
 		// No slot for it now: it takes its key's lock (a file descriptor
 		// held until it ends) only when it can start, so that thousands of
 		// ready nodes do not hold thousands of descriptors.
-		return false, true
+		return true
 	}
 	if ns.locked == nil {
 		lk, err := tryKeyLock(a.cache.Dir, ns.key)
 		if err != nil {
 			a.fail(ns, dsl.ClassSetup, err.Error())
-			return true, false
+			return false
 		}
 		if lk == nil {
 			a.waitForKey(ns)
-			return true, false
+			return false
 		}
 		ns.locked = lk
 		// Another process may have finished it just before we locked
@@ -533,15 +530,15 @@ func (a *applier) tryStart(ns *nodeState) (started, requeue bool) {
 		// runs whole).
 		if !a.mustRun(ns) && a.cache.Refresh() == nil && a.cache.Has(ns.key) {
 			if a.takeCached(ns) {
-				return true, false
+				return false
 			}
 		}
 	}
 	if !a.admit(ns) {
-		return false, true
+		return true
 	}
 	a.launch(ns)
-	return true, false
+	return false
 }
 
 // couldAdmit is admit's answer for a node that needs only a CPU slot,

@@ -57,7 +57,7 @@ type batchGroup struct {
 
 // setupGroups creates a batch group for every batch stage with nodes to
 // run.
-func (a *applier) setupGroups() error {
+func (a *applier) setupGroups() {
 	for _, s := range a.g.StageOrder {
 		k, _ := stages.Lookup(s.Kind)
 		b, ok := k.(stages.Batcher)
@@ -84,7 +84,6 @@ func (a *applier) setupGroups() error {
 		}
 		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids}
 	}
-	return nil
 }
 
 // longestFirst orders a backfill batch's variants longest first where
