@@ -865,10 +865,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
 	// is not needed to restore it: holding it until this apply ends would
 	// make other applies wait for nothing, and two applies holding what the
 	// other waits for would wait for ever.
-	if ns.locked != nil {
-		ns.locked.release()
-		ns.locked = nil
-	}
+	ns.releaseKey()
 	a.res.Cached++
 	a.setFinal(ns)
 	_ = a.j.NoteCached(ns.n.Addr, ns.key)
@@ -931,10 +928,7 @@ func (a *applier) handle(ev event) {
 		delete(a.running, ns.n.ID)
 		a.releaseResources(ns)
 		a.recycleScratch(ns)
-		if ns.locked != nil {
-			ns.locked.release()
-			ns.locked = nil
-		}
+		ns.releaseKey()
 		if ev.err != nil && ns.class == "" {
 			ns.class, ns.message = dsl.ClassSetup, ev.err.Error()
 		}
@@ -976,10 +970,7 @@ func (a *applier) fail(ns *nodeState, class, msg string) {
 }
 
 func (a *applier) markFailed(ns *nodeState) {
-	if ns.locked != nil {
-		ns.locked.release()
-		ns.locked = nil
-	}
+	ns.releaseKey()
 	ns.status = stFailed
 	// Nothing cairn writes about the node shows a sensitive value (a node
 	// that failed before it ran has not listed them yet).

@@ -115,6 +115,12 @@ func (l *keyLock) release() {
 	}
 }
 
+// releaseKey releases the node's key lock, if it holds one, and forgets it.
+func (ns *nodeState) releaseKey() {
+	ns.locked.release()
+	ns.locked = nil
+}
+
 // waitForKey parks a node whose key another process is running: a worker
 // says who holds it, waits for the lock and reports back.
 func (a *applier) waitForKey(ns *nodeState) {
