@@ -1437,20 +1437,11 @@ func (a *applier) execute(ns *nodeState) error {
 			}
 		}
 		marks.release()
-		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !containsStr(retry.On, ns.class) {
+		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
 			return nil
 		}
 		ns.message = redactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}
-}
-
-func containsStr(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -5,6 +5,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -682,10 +683,8 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 		// a set once a stage-wide reference made it long.
 		addDep := func(id int) {
 			if len(deps) < 16 {
-				for _, d := range deps {
-					if d == id {
-						return
-					}
+				if slices.Contains(deps, id) {
+					return
 				}
 				deps = append(deps, id)
 				return

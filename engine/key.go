@@ -2,8 +2,9 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sort"
 
@@ -156,7 +157,7 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		full := filepath.Join(g.Root, p)
 		d, err := dg.Tree(full)
 		if err != nil {
-			if os.IsNotExist(err) || isNotExist(err) {
+			if errors.Is(err, fs.ErrNotExist) {
 				return envBase{why: &unknownReason{Input: p}}
 			}
 			return envBase{err: fmt.Errorf("input %s: %w", p, err)}
@@ -164,20 +165,6 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		e.Inputs[p] = d
 	}
 	return envBase{e: e}
-}
-
-func isNotExist(err error) bool {
-	for err != nil {
-		if os.IsNotExist(err) {
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
 }
 
 // failUpstream is the class of a node skipped because an upstream failed.

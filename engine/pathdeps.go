@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -169,7 +170,7 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 						sort.Ints(n.Deps)
 					}
 					n.OrderOnly = removeInt(n.OrderOnly, u.ID)
-					if !containsString(g.StageDeps[n.Stage.Name], u.Stage.Name) {
+					if !slices.Contains(g.StageDeps[n.Stage.Name], u.Stage.Name) {
 						g.StageDeps[n.Stage.Name] = append(g.StageDeps[n.Stage.Name], u.Stage.Name)
 						sort.Strings(g.StageDeps[n.Stage.Name])
 						added = true
@@ -358,13 +359,4 @@ func removeInt(xs []int, x int) []int {
 		return append(xs[:i], xs[i+1:]...)
 	}
 	return xs
-}
-
-func containsString(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
