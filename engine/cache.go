@@ -229,7 +229,7 @@ func (c *Cache) Refresh() error {
 	}
 	for {
 		st, err := wal.ReadFrom(path, c.offset, func(off int64, p []byte) error {
-			c.apply(p)
+			c.loadIndexRecord(p)
 			return nil
 		})
 		// Next is a file offset (a record boundary): the next Refresh reads
@@ -256,7 +256,10 @@ func (c *Cache) Refresh() error {
 	}
 }
 
-func (c *Cache) apply(p []byte) {
+// loadIndexRecord takes one index record into the in-memory index: an
+// action record, an address pointer, or an eviction. Any other record (a
+// blanked stretch's zeros), or one too short to hold a key, is ignored.
+func (c *Cache) loadIndexRecord(p []byte) {
 	if len(p) < 65 {
 		return
 	}
