@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,7 +47,7 @@ type ExecSpec struct {
 	// per-key lock and GPU leases, so that they are never released while
 	// the process (or anything it started) still runs.
 	Inherit  []*os.File
-	Classify map[string][]string
+	Classify []stages.ClassPattern // tried in order (see stages.Common)
 	GPUs     []int
 	// Hard, when closed, kills at once instead of SIGTERM-then-wait (a
 	// second Ctrl-C).
@@ -328,20 +326,9 @@ func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *ExecSpe
 	if res.Signal != "" {
 		how = "killed by signal " + res.Signal
 	}
-	classes := make([]string, 0, len(spec.Classify))
-	for c := range spec.Classify {
-		classes = append(classes, c)
-	}
-	sort.Slice(classes, func(i, j int) bool { return classRank(classes[i]) < classRank(classes[j]) })
-	for _, c := range classes {
-		for _, p := range spec.Classify[c] {
-			re, err := regexp.Compile(p)
-			if err != nil {
-				continue
-			}
-			if m := re.Find(res.StderrTail); m != nil {
-				return c, fmt.Sprintf("%s; stderr matched %s pattern %q", how, c, string(m))
-			}
+	for _, p := range spec.Classify {
+		if m := p.Pattern.Find(res.StderrTail); m != nil {
+			return p.Class, fmt.Sprintf("%s; stderr matched %s pattern %q", how, p.Class, string(m))
 		}
 	}
 	if m, ok := gpu.DiagnoseOOM(res.StderrTail, nil); ok {
@@ -354,13 +341,4 @@ func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *ExecSpe
 		return dsl.ClassKilled, how + " (not sent by cairn; no out-of-memory diagnosis)"
 	}
 	return dsl.ClassExit, how
-}
-
-func classRank(c string) int {
-	for i, x := range dsl.FailureClasses {
-		if x == c {
-			return i
-		}
-	}
-	return len(dsl.FailureClasses)
 }

@@ -364,7 +364,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 		if !(ty.IsMapType() || ty.IsObjectType()) {
 			bad("classify", "classify maps failure classes to lists of stderr patterns (regular expressions).")
 		} else {
-			c.Classify = map[string][]string{}
+			byClass := map[string][]*regexp.Regexp{}
 			for it := v.ElementIterator(); it.Next(); {
 				k, ev := it.Element()
 				cl := k.AsString()
@@ -382,11 +382,18 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 					continue
 				}
 				for _, p := range pats {
-					if _, err := regexp.Compile(p); err != nil {
+					re, err := regexp.Compile(p)
+					if err != nil {
 						badAt("classify", g.itemRange(sn, "classify", cl), fmt.Sprintf("classify.%s: %q is not a valid regular expression: %s.", cl, p, err))
+						continue
 					}
+					byClass[cl] = append(byClass[cl], re)
 				}
-				c.Classify[cl] = pats
+			}
+			for _, cl := range dsl.FailureClasses {
+				for _, re := range byClass[cl] {
+					c.Classify = append(c.Classify, stages.ClassPattern{Class: cl, Pattern: re})
+				}
 			}
 		}
 	}

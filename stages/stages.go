@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -149,7 +150,18 @@ type Common struct {
 	Timeout      time.Duration // 0: none
 	KillGrace    time.Duration
 	Concurrency  int // 0: unlimited
-	Classify     map[string][]string
+	// Classify are the stage's classify patterns, compiled when its
+	// attributes were validated, in the order a failed process's stderr is
+	// tried against them: by class in dsl.FailureClasses order, each
+	// class's patterns as written.
+	Classify []ClassPattern
+}
+
+// ClassPattern is one classify pattern: stderr it matches gives a failed
+// process its Class.
+type ClassPattern struct {
+	Class   string
+	Pattern *regexp.Regexp
 }
 
 // Upstream is the state of one upstream node.
