@@ -27,14 +27,18 @@ import (
 	"github.com/cairn-run/cairn/stages"
 )
 
+// nodeStatus is a node's state during apply. Its text is what upstreams'
+// stages.Upstream.Status, messages and the JSON events say.
+type nodeStatus string
+
 // Node states during apply.
 const (
-	stPending = "pending"
-	stRunning = "running"
-	stOK      = "ok"
-	stCached  = "cached"
-	stFailed  = "failed"
-	stSkipped = "skipped"
+	stPending nodeStatus = "pending"
+	stRunning nodeStatus = "running"
+	stOK      nodeStatus = "ok"
+	stCached  nodeStatus = "cached"
+	stFailed  nodeStatus = "failed"
+	stSkipped nodeStatus = "skipped"
 )
 
 // ApplyOptions configure one apply.
@@ -106,7 +110,7 @@ var ErrRefused = errors.New("apply refused")
 type nodeState struct {
 	n        *Node
 	pn       *PlannedNode
-	status   string
+	status   nodeStatus
 	waiting  int // unfinished upstreams
 	spec     *stages.Node
 	key      string
@@ -186,9 +190,23 @@ type applier struct {
 	noGPUSince time.Time
 }
 
+// eventKind is what a node's worker reports to the apply loop.
+type eventKind int
+
+const (
+	// evExited: the node's last process has ended (its outputs are being
+	// stored).
+	evExited eventKind = iota
+	// evDone: the node's worker has ended, with err when it failed.
+	evDone
+	// evLocked: a node waiting for its key's lock got it (locked), or gave
+	// up (err).
+	evLocked
+)
+
 type event struct {
 	id     int
-	kind   string // "exited", "done", "locked"
+	kind   eventKind
 	err    error
 	locked *keyLock
 }
@@ -695,7 +713,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	}
 	for _, d := range n.Deps {
 		u := a.nodes[d]
-		up := stages.Upstream{Address: u.n.Addr, Status: u.status, Class: u.class}
+		up := stages.Upstream{Address: u.n.Addr, Status: string(u.status), Class: u.class}
 		if u.record != nil {
 			up.Result = u.record.Result
 		}
@@ -778,7 +796,7 @@ func (a *applier) anyUpstreamOK(n *Node) bool {
 // or "skipped".
 func upstreamFailure(u *nodeState) string {
 	if u.status != stFailed {
-		return u.status
+		return string(u.status)
 	}
 	return fmt.Sprintf("failed (%s): %s", u.class, u.message)
 }
@@ -893,7 +911,7 @@ func (a *applier) launch(ns *nodeState) {
 	}
 	go func() {
 		err := a.execute(ns)
-		a.events <- event{id: ns.n.ID, kind: "done", err: err}
+		a.events <- event{id: ns.n.ID, kind: evDone, err: err}
 	}()
 }
 
@@ -901,7 +919,7 @@ func (a *applier) launch(ns *nodeState) {
 func (a *applier) handle(ev event) {
 	ns := a.nodes[ev.id]
 	switch ev.kind {
-	case "locked":
+	case evLocked:
 		// Another process released the key: maybe it finished the node.
 		ns.locked = ev.locked
 		delete(a.running, ns.n.ID)
@@ -919,12 +937,12 @@ func (a *applier) handle(ev event) {
 			return
 		}
 		a.ready = append(a.ready, ns.n.ID)
-	case "exited":
+	case evExited:
 		// Its last process has ended; cairn now stores its outputs.
 		if a.usesCPUSlot(ns) {
 			a.releaseSlot(ns)
 		}
-	case "done":
+	case evDone:
 		delete(a.running, ns.n.ID)
 		a.releaseResources(ns)
 		a.recycleScratch(ns)
@@ -1424,7 +1442,7 @@ func (a *applier) execute(ns *nodeState) error {
 					// No process of this node runs again: its CPU
 					// slot can go to the next node while the outputs
 					// are stored and synced.
-					a.events <- event{id: ns.n.ID, kind: "exited"}
+					a.events <- event{id: ns.n.ID, kind: evExited}
 				}
 				rec, class, msg := a.commit(ns, out)
 				if class != "" {

@@ -172,8 +172,8 @@ const failUpstream = "upstream"
 
 // failedOutputDigest stands for the output of a dependency that failed or
 // was skipped, in the keys of nodes that run on upstream failure.
-func failedOutputDigest(status, class string) string {
-	return outputDigest(nil, nil, status+":"+class)
+func failedOutputDigest(status nodeStatus, class string) string {
+	return outputDigest(nil, nil, string(status)+":"+class)
 }
 
 // outputDigest identifies what a node produced: its output files' digests

@@ -151,7 +151,7 @@ func (a *applier) waitForKey(ns *nodeState) {
 			}
 			a.printf("cairn: killed %d process(es) left holding %s by run %s, which is gone\n", n, ns.n.Addr, run)
 		})
-		a.events <- event{id: ns.n.ID, kind: "locked", locked: lk, err: err}
+		a.events <- event{id: ns.n.ID, kind: evLocked, locked: lk, err: err}
 	}()
 }
 

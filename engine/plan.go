@@ -423,7 +423,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 
 // failedUpstream is the first dependency of n that apply will find failed
 // or skipped, and which; nil when none is known to fail.
-func (p *Plan) failedUpstream(n *Node) (*Node, string) {
+func (p *Plan) failedUpstream(n *Node) (*Node, nodeStatus) {
 	for _, d := range n.Deps {
 		switch u := p.Nodes[d]; {
 		case u.Skipped:
@@ -527,7 +527,7 @@ func recordInstance(n *Node, r *Record) cty.Value {
 
 // instanceObject is the instance object of a node that ended with status,
 // class and message; r is its record (nil when it has none).
-func instanceObject(n *Node, r *Record, status, class, message, key string) cty.Value {
+func instanceObject(n *Node, r *Record, status nodeStatus, class, message, key string) cty.Value {
 	res := cty.NullVal(cty.DynamicPseudoType)
 	exit := cty.NullVal(cty.Number)
 	dur := cty.NumberFloatVal(0)
@@ -546,14 +546,14 @@ func instanceObject(n *Node, r *Record, status, class, message, key string) cty.
 }
 
 // nodeInstance assembles an instance object.
-func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status, class, message, key string) cty.Value {
+func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status nodeStatus, class, message, key string) cty.Value {
 	val := cty.NullVal(cty.DynamicPseudoType)
 	if n.Inst.Value != cty.NilVal {
 		val = n.Inst.Value
 	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"key": cty.StringVal(n.Inst.Key), "value": val, "result": res,
-		"status": cty.StringVal(status), "class": cty.StringVal(class),
+		"status": cty.StringVal(string(status)), "class": cty.StringVal(class),
 		"message": cty.StringVal(message), "exit_code": exit, "duration_s": dur,
 		"peak_rss_mib": rss, "peak_gpu_mib": gpuMiB, "key_digest": cty.StringVal(key),
 		"launch": launch,
