@@ -467,7 +467,7 @@ func (c *Cache) Commit(r *Record, after int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := l.AppendWrittenBatch([][]byte{act, addr}); err != nil {
+	if err := l.Append([][]byte{act, addr}, wal.Written); err != nil {
 		return 0, fmt.Errorf("cache: %w", err)
 	}
 	c.mu.Lock()
@@ -570,7 +570,7 @@ func (c *Cache) Evict(key string) error {
 	if err != nil {
 		return err
 	}
-	return l.Append(append([]byte{recEvict}, key...))
+	return l.Append([][]byte{append([]byte{recEvict}, key...)}, wal.Durable)
 }
 
 // Close makes every record durable, closes the index and saves the stat

@@ -156,7 +156,7 @@ func (c *Cache) compact(keep map[string]bool) error {
 		batch = append(batch, append(append([]byte{recAddr}, k...), addr...))
 	}
 	if len(batch) > 0 {
-		if err := l.AppendBatch(batch); err != nil {
+		if err := l.Append(batch, wal.Durable); err != nil {
 			l.Close()
 			return err
 		}

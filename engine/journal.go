@@ -108,7 +108,7 @@ func (j *Journal) flushCached() error {
 	if len(j.cached) == 0 {
 		return nil
 	}
-	err := j.log.AppendAsyncBatch(j.cached)
+	err := j.log.Append(j.cached, wal.Queued)
 	j.cached = nil
 	return err
 }
@@ -184,9 +184,9 @@ func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 // that journaled nothing but notes (its nodes were all cached or skipped:
 // a power loss that takes the journal takes information only).
 func (j *Journal) Write(e JEntry) error {
-	mode := appendDurable
+	mode := wal.Durable
 	if e.T == JRunStart || e.T == JRunEnd && !j.mustSync.Load() {
-		mode = appendWritten
+		mode = wal.Written
 	}
 	if err := j.appendEntry(e, mode); err != nil {
 		return err
@@ -205,7 +205,7 @@ func (j *Journal) Write(e JEntry) error {
 // (which ends every process too) can. It is for the start of a node's
 // process, whose record matters for reaping what a killed apply left running.
 func (j *Journal) WriteUnsynced(e JEntry) error {
-	return j.appendEntry(e, appendWritten)
+	return j.appendEntry(e, wal.Written)
 }
 
 // Note appends a record without waiting for it to be written: it is for
@@ -214,27 +214,20 @@ func (j *Journal) WriteUnsynced(e JEntry) error {
 // the cache). It reaches the file before any record written after it, and
 // Close waits for it.
 func (j *Journal) Note(e JEntry) error {
-	return j.appendEntry(e, appendNote)
+	return j.appendEntry(e, wal.Queued)
 }
 
-// How appendEntry waits for a record.
-type appendMode int
-
-const (
-	appendDurable appendMode = iota // written and synced
-	appendWritten                   // written
-	appendNote                      // queued
-)
-
 // appendEntry appends one record (see appendEntries).
-func (j *Journal) appendEntry(e JEntry, mode appendMode) error {
+func (j *Journal) appendEntry(e JEntry, mode wal.Durability) error {
 	return j.appendEntries([]JEntry{e}, mode)
 }
 
 // appendEntries encodes records (their time defaulting to now) and appends
 // them, next to each other, after the cached-node records waiting for a
-// write.
-func (j *Journal) appendEntries(es []JEntry, mode appendMode) error {
+// write. mode is the log's: Write's records are Durable (but run_start,
+// and a notes-only run's run_end, Written), WriteUnsynced's Written,
+// Note's Queued, WriteBatch's Durable.
+func (j *Journal) appendEntries(es []JEntry, mode wal.Durability) error {
 	payloads := make([][]byte, 0, len(es))
 	now := time.Now().UTC()
 	for _, e := range es {
@@ -250,23 +243,14 @@ func (j *Journal) appendEntries(es []JEntry, mode appendMode) error {
 	if err := j.flushCached(); err != nil {
 		return err
 	}
-	if mode != appendNote {
+	if mode != wal.Queued {
 		for _, e := range es {
 			if e.T != JRunStart && e.T != JRunEnd {
 				j.mustSync.Store(true)
 			}
 		}
 	}
-	var err error
-	switch mode {
-	case appendDurable:
-		err = j.log.AppendBatch(payloads)
-	case appendWritten:
-		err = j.log.AppendWrittenBatch(payloads)
-	default:
-		err = j.log.AppendAsyncBatch(payloads)
-	}
-	if err != nil {
+	if err := j.log.Append(payloads, mode); err != nil {
 		return err
 	}
 	for range payloads {
@@ -325,7 +309,7 @@ func appendJSONString(b []byte, s string) []byte {
 // WriteBatch appends records with one write and returns when they are
 // durable.
 func (j *Journal) WriteBatch(es []JEntry) error {
-	return j.appendEntries(es, appendDurable)
+	return j.appendEntries(es, wal.Durable)
 }
 
 // Close flushes and releases the run lock.

@@ -85,7 +85,7 @@ func (w *ws) appendIndex(payloads ...[]byte) {
 	w.t.Helper()
 	l, err := wal.Open(filepath.Join(w.cache, "index.log"), wal.Options{Shared: true, NoSync: true})
 	require.NoError(w.t, err)
-	require.NoError(w.t, l.AppendBatch(payloads))
+	require.NoError(w.t, l.Append(payloads, wal.Durable))
 	require.NoError(w.t, l.Close())
 }
 

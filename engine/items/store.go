@@ -306,7 +306,7 @@ func (s *Store) PutBatch(recs []Record) error {
 	if len(payloads) == 0 {
 		return nil
 	}
-	if err := s.log.AppendBatch(payloads); err != nil {
+	if err := s.log.Append(payloads, wal.Durable); err != nil {
 		return fmt.Errorf("items: append results: %w", err)
 	}
 	s.mu.Lock()

@@ -127,7 +127,7 @@ func TestStoreRejectsForeignRecords(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "items"), 0o755))
 	l, err := wal.Open(filepath.Join(dir, "items", "log"), wal.Options{Shared: true})
 	require.NoError(t, err)
-	require.NoError(t, l.Append([]byte{9, 1, 2, 3}))
+	require.NoError(t, l.Append([][]byte{{9, 1, 2, 3}}, wal.Durable))
 	require.NoError(t, l.Close())
 	_, err = OpenStore(dir, StoreOptions{})
 	assert.ErrorIs(t, err, ErrBadRecord)

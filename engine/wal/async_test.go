@@ -20,11 +20,11 @@ func TestAppendAsyncOrderedBeforeLaterAppend(t *testing.T) {
 			var want []string
 			for i := 0; i < 50; i++ {
 				p := fmt.Sprintf("async-%d", i)
-				require.NoError(t, l.AppendAsync([]byte(p)))
+				require.NoError(t, l.Append([][]byte{[]byte(p)}, Queued))
 				want = append(want, p)
 				if i%10 == 9 {
 					p := fmt.Sprintf("durable-%d", i)
-					require.NoError(t, l.Append([]byte(p)))
+					require.NoError(t, l.Append([][]byte{[]byte(p)}, Durable))
 					want = append(want, p)
 					// Read while the log is open: a durable Append has returned.
 					recs, _, err := readAll(t, path)
@@ -32,14 +32,14 @@ func TestAppendAsyncOrderedBeforeLaterAppend(t *testing.T) {
 					assert.Equal(t, want, strs(recs))
 				}
 			}
-			require.NoError(t, l.AppendAsync([]byte("last")))
+			require.NoError(t, l.Append([][]byte{[]byte("last")}, Queued))
 			want = append(want, "last")
 			require.NoError(t, l.Close())
 			recs, st, err := readAll(t, path)
 			require.NoError(t, err)
 			assert.False(t, st.TornTail)
 			assert.Equal(t, want, strs(recs))
-			assert.ErrorIs(t, l.AppendAsync([]byte("x")), ErrClosed)
+			assert.ErrorIs(t, l.Append([][]byte{[]byte("x")}, Queued), ErrClosed)
 		})
 	}
 }
@@ -48,7 +48,7 @@ func TestAppendAsyncTooLarge(t *testing.T) {
 	l, err := Open(filepath.Join(t.TempDir(), "log"), Options{NoSync: true})
 	require.NoError(t, err)
 	defer l.Close()
-	assert.ErrorIs(t, l.AppendAsync(make([]byte, MaxRecordSize+1)), ErrTooLarge)
+	assert.ErrorIs(t, l.Append([][]byte{make([]byte, MaxRecordSize+1)}, Queued), ErrTooLarge)
 }
 
 // AppendWrittenBatch records are in the file when the call returns, cost no
@@ -63,14 +63,14 @@ func TestAppendWrittenIsReadableAndUnsynced(t *testing.T) {
 			var want []string
 			for i := 0; i < 20; i++ {
 				p := fmt.Sprintf("written-%d", i)
-				require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte(p)}))
+				require.NoError(t, l.Append([][]byte{[]byte(p)}, Written))
 				want = append(want, p)
 				recs, _, err := readAll(t, path)
 				require.NoError(t, err)
 				assert.Equal(t, want, strs(recs), "in the file when the call returns")
 			}
 			assert.Equal(t, base, l.syncs.Load(), "no fsync for written records")
-			require.NoError(t, l.Append([]byte("durable")))
+			require.NoError(t, l.Append([][]byte{[]byte("durable")}, Durable))
 			assert.Equal(t, base+1, l.syncs.Load(), "one fsync covers them and the durable record")
 			require.NoError(t, l.Close())
 		})
@@ -88,8 +88,8 @@ func TestSyncSyncsWrittenRecords(t *testing.T) {
 			base := l.syncs.Load()
 			require.NoError(t, l.Sync())
 			assert.Equal(t, base, l.syncs.Load(), "nothing written: no fsync")
-			require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("a"), []byte("b")}))
-			require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("c")}))
+			require.NoError(t, l.Append([][]byte{[]byte("a"), []byte("b")}, Written))
+			require.NoError(t, l.Append([][]byte{[]byte("c")}, Written))
 			assert.Equal(t, base, l.syncs.Load())
 			require.NoError(t, l.Sync())
 			assert.Equal(t, base+1, l.syncs.Load(), "one fsync for every written record")
@@ -112,9 +112,9 @@ func TestLazyLogSyncsOnlyOnceDurable(t *testing.T) {
 	path := filepath.Join(dir, "log")
 	l, err := Open(path, Options{Lazy: true})
 	require.NoError(t, err)
-	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("start")}))
-	require.NoError(t, l.AppendAsync([]byte("note")))
-	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("end")}))
+	require.NoError(t, l.Append([][]byte{[]byte("start")}, Written))
+	require.NoError(t, l.Append([][]byte{[]byte("note")}, Queued))
+	require.NoError(t, l.Append([][]byte{[]byte("end")}, Written))
 	require.NoError(t, l.Close())
 	assert.Equal(t, int64(0), l.syncs.Load(), "no durable append: no fsync, not even of the new file")
 	recs, _, err := readAll(t, path)
@@ -124,11 +124,11 @@ func TestLazyLogSyncsOnlyOnceDurable(t *testing.T) {
 	path = filepath.Join(dir, "log2")
 	l, err = Open(path, Options{Lazy: true})
 	require.NoError(t, err)
-	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("start")}))
+	require.NoError(t, l.Append([][]byte{[]byte("start")}, Written))
 	assert.Equal(t, int64(0), l.syncs.Load())
-	require.NoError(t, l.Append([]byte("durable")))
+	require.NoError(t, l.Append([][]byte{[]byte("durable")}, Durable))
 	assert.Equal(t, int64(1), l.syncs.Load(), "the first durable append syncs what was written before it")
-	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("end")}))
+	require.NoError(t, l.Append([][]byte{[]byte("end")}, Written))
 	require.NoError(t, l.Close())
 	assert.Equal(t, int64(2), l.syncs.Load(), "once a record had to be durable, Close syncs the rest")
 	recs, _, err = readAll(t, path)
@@ -138,7 +138,7 @@ func TestLazyLogSyncsOnlyOnceDurable(t *testing.T) {
 	// Without Lazy, Close syncs written records.
 	l, err = Open(filepath.Join(dir, "log3"), Options{})
 	require.NoError(t, err)
-	require.NoError(t, l.AppendWrittenBatch([][]byte{[]byte("x")}))
+	require.NoError(t, l.Append([][]byte{[]byte("x")}, Written))
 	require.NoError(t, l.Close())
 	assert.Equal(t, int64(1), l.syncs.Load(), "Close syncs written records")
 }

@@ -70,7 +70,7 @@ func benchAppend(b *testing.B, producers int, opts Options) {
 			p := payload(g, 100)
 			for i := 0; i < n; i++ {
 				t0 := time.Now()
-				if err := l.Append(p); err != nil {
+				if err := l.Append([][]byte{p}, Durable); err != nil {
 					b.Error(err)
 					return
 				}
@@ -116,7 +116,7 @@ func BenchmarkRead1M(b *testing.B) {
 		for i := 0; i < records; i++ {
 			batch = append(batch, payload(i, 80+i%41))
 			if len(batch) == cap(batch) {
-				if err := l.AppendBatch(batch); err != nil {
+				if err := l.Append(batch, Durable); err != nil {
 					bigLog.err = err
 					return
 				}

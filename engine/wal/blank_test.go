@@ -20,7 +20,7 @@ func TestBlankKeepsRecordsAroundDamage(t *testing.T) {
 	var offs []int64
 	for i := 0; i < 6; i++ {
 		offs = append(offs, l.Size())
-		require.NoError(t, l.Append([]byte(fmt.Sprintf("record %d with some text", i))))
+		require.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("record %d with some text", i))}, Durable))
 	}
 	require.NoError(t, l.Close())
 	b, err := os.ReadFile(path)
@@ -55,7 +55,7 @@ func TestBlankKeepsRecordsAroundDamage(t *testing.T) {
 
 	l, err = Open(path, Options{Shared: true, NoSync: true})
 	require.NoError(t, err)
-	require.NoError(t, l.Append([]byte("after")))
+	require.NoError(t, l.Append([][]byte{[]byte("after")}, Durable))
 	require.NoError(t, l.Close())
 	kept, err = Blank(path, true)
 	require.NoError(t, err)

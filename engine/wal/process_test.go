@@ -81,7 +81,7 @@ func helperAppend(path, id string, count int) error {
 			defer wg.Done()
 			for i := g; i < count; i += 2 {
 				p := fmt.Sprintf("%s %d %d %s", id, g, i, strings.Repeat("x", i%53))
-				if err := l.Append([]byte(p)); err != nil {
+				if err := l.Append([][]byte{[]byte(p)}, Durable); err != nil {
 					errs <- err
 					return
 				}
@@ -141,7 +141,7 @@ func helperAckLoop(path, id string) error {
 			head := fmt.Sprintf("%s %d %d ", id, b, i)
 			batch[i] = append([]byte(head), payload(b*20+i, 1024+(b*20+i)*97%3072)...)
 		}
-		if err := l.AppendBatch(batch); err != nil {
+		if err := l.Append(batch, Durable); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "ack %d\n", b)
@@ -218,7 +218,7 @@ func TestSharedWriterKilledMidWrite(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	for i := 0; i < 3; i++ {
-		require.NoError(t, l.Append([]byte(fmt.Sprintf("parent %d", i))))
+		require.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("parent %d", i))}, Durable))
 	}
 
 	cmd := helper(t, "torn", "WAL_PATH="+path, "WAL_GOOD=2")
@@ -238,7 +238,7 @@ func TestSharedWriterKilledMidWrite(t *testing.T) {
 	assert.True(t, st.TornTail)
 	tornAt := st.TornAt
 
-	require.NoError(t, l.Append([]byte("parent after")))
+	require.NoError(t, l.Append([][]byte{[]byte("parent after")}, Durable))
 	recs, st, err = readAll(t, path)
 	require.NoError(t, err)
 	assert.False(t, st.TornTail)
@@ -304,7 +304,7 @@ func TestSharedWritersKilled(t *testing.T) {
 
 	l, err := Open(path, Options{Shared: true})
 	require.NoError(t, err)
-	require.NoError(t, l.Append([]byte("survivor")))
+	require.NoError(t, l.Append([][]byte{[]byte("survivor")}, Durable))
 	require.NoError(t, l.Close())
 
 	recs, st, err := readAll(t, path)

@@ -42,10 +42,12 @@
 //
 // # Writing
 //
-// A Log has one goroutine that owns the file. Append and AppendBatch queue their
-// records and wait; the committer takes everything queued (up to Options.MaxBatch
-// records), writes it with one write call, fsyncs once and wakes every waiter, so
-// concurrent appenders share the cost of an fsync (group commit). After a failed write
+// A Log has one goroutine that owns the file. Append queues its records and, for a
+// Durable append, waits; the committer takes everything queued (up to
+// Options.MaxBatch records), writes it with one write call, fsyncs once and wakes
+// every waiter, so concurrent appenders share the cost of an fsync (group commit).
+// A Written append waits for the write only, a Queued one not at all; their records
+// are synced by the next durable commit, Sync or Close. After a failed write
 // the partial bytes are cut off again; after a failed fsync the Log refuses further
 // appends, because what reached the disk is no longer known.
 //
@@ -89,7 +91,7 @@ const (
 	// DefaultMaxBatch is the group-commit cap used when Options.MaxBatch is zero.
 	DefaultMaxBatch = 1024
 	// maxBatchBytes stops a batch from taking more records once it holds this many
-	// bytes; a single larger record or AppendBatch still goes out in one write.
+	// bytes; a single larger record or Append of many still goes out in one write.
 	maxBatchBytes = 4 << 20
 )
 
@@ -133,7 +135,7 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // Options tune a Log. The zero value is a durable, single-process log.
 type Options struct {
-	// NoSync skips fsync: a record is written when Append returns but may be lost
+	// NoSync skips fsync: a Durable record is written when Append returns but may be lost
 	// by a machine crash. For benchmarks and tests.
 	NoSync bool
 	// Shared lets several processes append to the file at once (the cache's action
@@ -142,8 +144,8 @@ type Options struct {
 	Shared bool
 	// MaxBatch caps the records in one group commit; 0 means DefaultMaxBatch.
 	MaxBatch int
-	// Lazy defers every fsync to the first durable append (Append,
-	// AppendBatch, Sync): a new file's header and directory entry, and the
+	// Lazy defers every fsync to the first durable append (a Durable
+	// Append, or Sync): a new file's header and directory entry, and the
 	// records written before it, are synced then, and a Log that never had
 	// one is closed without an fsync. For a single-writer log whose records
 	// matter only once one of them must be durable (a run journal).
@@ -171,7 +173,7 @@ type Log struct {
 	syncs   atomic.Int64 // fsyncs made, for tests
 
 	// Owned by the committer goroutine (read by Close after it exits):
-	unsynced bool // AppendAsync records were written but not synced yet
+	unsynced bool // records were written but not synced yet (Written, Queued)
 	// dirUnsynced: the file was created and its directory entry is not
 	// synced yet (Lazy).
 	dirUnsynced bool
@@ -181,7 +183,7 @@ type Log struct {
 	// that a commit's sync need not update the file's size.
 	prealloc  bool
 	allocated int64
-	asyncErr  error // failures to write AppendAsync records
+	asyncErr  error // failures to write Queued records
 
 	kick      chan struct{} // wakes the committer; capacity 1
 	done      chan struct{} // closed when the committer has exited
@@ -195,9 +197,10 @@ type batch struct {
 	n    int    // number of records in buf
 	done chan struct{}
 	err  error // valid once done is closed
-	// durable is set when an Append waits for the batch: only then is it
-	// synced on its own. A batch of AppendAsync records is written and
-	// left for the next durable commit (or Close) to sync.
+	// durable is set when a Durable Append (or Sync) waits for the batch:
+	// only then is it synced on its own. A batch of Written and Queued
+	// records is written and left for the next durable commit (or Close)
+	// to sync.
 	durable bool
 }
 
@@ -333,10 +336,38 @@ func (l *Log) Path() string { return l.path }
 // Shared mode other processes may have appended more since.
 func (l *Log) Size() int64 { return l.end.Load() }
 
-// Append writes one record and returns once it is on disk (once it is written,
-// with NoSync). Concurrent Appends share one write and one fsync.
-func (l *Log) Append(payload []byte) error {
-	return waitCommit(l.enqueue(payload, true))
+// Durability says when Append returns: what a crash can still take of the
+// records it appended.
+type Durability int
+
+const (
+	// Durable: Append returns once the records are written and synced (only
+	// written, with NoSync), so that no crash can take them. Concurrent
+	// durable appends share one write and one fsync (group commit).
+	Durable Durability = iota
+	// Written: Append returns once the records are in the file (in the
+	// kernel's page cache), without waiting for an fsync: a kill of the
+	// process cannot lose them, a power loss can. The next durable commit,
+	// Sync, or Close syncs them.
+	Written
+	// Queued: Append returns at once, without waiting for the write. The
+	// records reach the file with the next commit, before any record
+	// appended after them, so they are on disk once a later durable Append
+	// returns; they are synced by the next durable commit or by Close. A
+	// failure to write them is returned by Close. For records whose loss in
+	// a crash costs nothing but information.
+	Queued
+)
+
+// Append appends records, next to each other and in order (a crash during
+// their write can keep a prefix of them), and returns as d says. Records
+// appended together go out in one write; none is nothing to do.
+func (l *Log) Append(payloads [][]byte, d Durability) error {
+	b, err := l.enqueueBatch(payloads, d == Durable)
+	if d == Queued {
+		return err
+	}
+	return waitCommit(b, err)
 }
 
 // waitCommit waits until the batch a record joined is committed and returns
@@ -350,42 +381,9 @@ func waitCommit(b *batch, err error) error {
 	return b.err
 }
 
-// enqueue adds one record to the open batch (marking the batch durable
-// when asked) and wakes the committer.
-func (l *Log) enqueue(payload []byte, durable bool) (*batch, error) {
-	if len(payload) > MaxRecordSize {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(payload), MaxRecordSize)
-	}
-	return l.enqueueBatch([][]byte{payload}, durable)
-}
-
-// AppendAsync queues one record and returns at once, without waiting for the
-// write. The record reaches the file with the next commit, before any record
-// appended after it, so it is on disk once a later Append returns; it is synced by
-// the next durable commit or by Close. A failure to write it is returned by Close.
-// It is for records whose loss in a crash costs nothing but information.
-func (l *Log) AppendAsync(payload []byte) error {
-	_, err := l.enqueue(payload, false)
-	return err
-}
-
-// AppendWrittenBatch writes records, next to each other and in order, and
-// returns once they are in the file (in the kernel's page cache), without
-// waiting for an fsync: a kill of the process cannot lose them, a power loss
-// can. The next durable commit, or Close, syncs them.
-func (l *Log) AppendWrittenBatch(payloads [][]byte) error {
-	return waitCommit(l.enqueueBatch(payloads, false))
-}
-
-// AppendBatch writes several records with one write and one fsync, in order and
-// next to each other. A crash during the write can keep a prefix of them.
-func (l *Log) AppendBatch(payloads [][]byte) error {
-	return waitCommit(l.enqueueBatch(payloads, true))
-}
-
-// Sync returns once every record written before the call (by Append,
-// AppendWrittenBatch or AppendAsync) is durable. Concurrent calls, and
-// Appends queued with them, share one fsync. With NoSync it returns once
+// Sync returns once every record written before the call (by Append, with
+// any Durability) is durable. Concurrent calls, and durable Appends queued
+// with them, share one fsync. With NoSync it returns once
 // those records are written.
 func (l *Log) Sync() error {
 	l.mu.Lock()
@@ -399,13 +397,6 @@ func (l *Log) Sync() error {
 	}
 	l.wake()
 	return waitCommit(b, nil)
-}
-
-// AppendAsyncBatch is AppendAsync for several records: they are queued next to
-// each other, in order, and the call returns at once.
-func (l *Log) AppendAsyncBatch(payloads [][]byte) error {
-	_, err := l.enqueueBatch(payloads, false)
-	return err
 }
 
 // enqueueBatch adds records to one batch (nil when there are none), marking it

@@ -62,7 +62,7 @@ func writeLog(t testing.TB, path string, ps ...[]byte) []int64 {
 	offs := make([]int64, len(ps))
 	for i, p := range ps {
 		offs[i] = l.Size()
-		require.NoError(t, l.Append(p))
+		require.NoError(t, l.Append([][]byte{p}, Durable))
 	}
 	require.NoError(t, l.Close())
 	return offs
@@ -137,8 +137,8 @@ func TestReopenAndAppendMore(t *testing.T) {
 		fi, err := os.Stat(path)
 		require.NoError(t, err)
 		assert.Equal(t, fi.Size(), l.Size())
-		require.NoError(t, l.AppendBatch([][]byte{[]byte("batch-" + strconv.Itoa(round)), {}}))
-		require.NoError(t, l.Append([]byte("single-"+strconv.Itoa(round))))
+		require.NoError(t, l.Append([][]byte{[]byte("batch-" + strconv.Itoa(round)), {}}, Durable))
+		require.NoError(t, l.Append([][]byte{[]byte("single-" + strconv.Itoa(round))}, Durable))
 		require.NoError(t, l.Close())
 	}
 	recs, st, err := readAll(t, path)
@@ -206,7 +206,7 @@ func checkTorn(t *testing.T, path string, good [][]byte, start int64, torn bool)
 	l, err := Open(path, Options{NoSync: true})
 	require.NoError(t, err, "cut at %d", len(before))
 	assert.Equal(t, start, l.Size())
-	require.NoError(t, l.Append([]byte("after")))
+	require.NoError(t, l.Append([][]byte{[]byte("after")}, Durable))
 	require.NoError(t, l.Close())
 
 	recs, st, err = readAll(t, path)
@@ -233,7 +233,7 @@ func TestTornFileHeader(t *testing.T) {
 
 			l, err := Open(path, Options{NoSync: true})
 			require.NoError(t, err)
-			require.NoError(t, l.Append([]byte("x")))
+			require.NoError(t, l.Append([][]byte{[]byte("x")}, Durable))
 			require.NoError(t, l.Close())
 			recs, _, err = readAll(t, path)
 			require.NoError(t, err)
@@ -411,7 +411,7 @@ func TestReadFromTailsAGrowingLog(t *testing.T) {
 	next := st.Next
 	for round := 0; round < 3; round++ {
 		for i := 0; i <= round; i++ {
-			require.NoError(t, l.Append([]byte(fmt.Sprintf("r%d-%d", round, i))))
+			require.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("r%d-%d", round, i))}, Durable))
 		}
 		st, err := ReadFrom(path, next, collect)
 		require.NoError(t, err)
@@ -486,9 +486,9 @@ func TestRecordTooLarge(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	big := make([]byte, MaxRecordSize+1)
-	require.ErrorIs(t, l.Append(big), ErrTooLarge)
-	require.ErrorIs(t, l.AppendBatch([][]byte{[]byte("ok"), big}), ErrTooLarge)
-	require.NoError(t, l.Append([]byte("ok")))
+	require.ErrorIs(t, l.Append([][]byte{big}, Durable), ErrTooLarge)
+	require.ErrorIs(t, l.Append([][]byte{[]byte("ok"), big}, Durable), ErrTooLarge)
+	require.NoError(t, l.Append([][]byte{[]byte("ok")}, Durable))
 	recs, _, err := readAll(t, path)
 	require.NoError(t, err)
 	assert.Equal(t, [][]byte{[]byte("ok")}, payloads(recs), "a refused batch writes nothing")
@@ -510,11 +510,11 @@ func TestCloseIsIdempotentAndRefusesAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log")
 	l, err := Open(path, Options{NoSync: true})
 	require.NoError(t, err)
-	require.NoError(t, l.Append([]byte("x")))
+	require.NoError(t, l.Append([][]byte{[]byte("x")}, Durable))
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close())
-	require.ErrorIs(t, l.Append([]byte("y")), ErrClosed)
-	require.ErrorIs(t, l.AppendBatch([][]byte{[]byte("y")}), ErrClosed)
+	require.ErrorIs(t, l.Append([][]byte{[]byte("y")}, Durable), ErrClosed)
+	require.ErrorIs(t, l.Append([][]byte{[]byte("y")}, Durable), ErrClosed)
 }
 
 // TestCloseWhileAppending: every Append that returned nil is in the file, the
@@ -535,7 +535,7 @@ func TestCloseWhileAppending(t *testing.T) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				p := fmt.Sprintf("g%d-%d", g, i)
-				err := l.Append([]byte(p))
+				err := l.Append([][]byte{[]byte(p)}, Durable)
 				if err != nil {
 					assert.ErrorIs(t, err, ErrClosed)
 					return
@@ -588,11 +588,11 @@ func TestConcurrentAppends(t *testing.T) {
 								[]byte(fmt.Sprintf("%d %d", g, i+1)),
 								[]byte(fmt.Sprintf("%d %d", g, i+2)),
 							}
-							assert.NoError(t, l.AppendBatch(batch))
+							assert.NoError(t, l.Append(batch, Durable))
 							i += 3
 							continue
 						}
-						assert.NoError(t, l.Append([]byte(fmt.Sprintf("%d %d", g, i))))
+						assert.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("%d %d", g, i))}, Durable))
 						i++
 					}
 				}()
@@ -633,9 +633,9 @@ func TestSharedLogsInOneProcess(t *testing.T) {
 	b, err := Open(path, Options{NoSync: true, Shared: true})
 	require.NoError(t, err)
 
-	require.NoError(t, a.Append([]byte("a0")))
-	require.NoError(t, b.Append([]byte("b0")))
-	require.NoError(t, a.Append([]byte("a1")))
+	require.NoError(t, a.Append([][]byte{[]byte("a0")}, Durable))
+	require.NoError(t, b.Append([][]byte{[]byte("b0")}, Durable))
+	require.NoError(t, a.Append([][]byte{[]byte("a1")}, Durable))
 
 	// A writer that died after writing half a record.
 	half := appendRecord(nil, []byte("never finished"), checksum([]byte("never finished")))[:13]
@@ -644,8 +644,8 @@ func TestSharedLogsInOneProcess(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, st.TornTail)
 
-	require.NoError(t, b.Append([]byte("b1")))
-	require.NoError(t, a.Append([]byte("a2")))
+	require.NoError(t, b.Append([][]byte{[]byte("b1")}, Durable))
+	require.NoError(t, a.Append([][]byte{[]byte("a2")}, Durable))
 	require.NoError(t, a.Close())
 	require.NoError(t, b.Close())
 
@@ -735,10 +735,10 @@ func TestPreallocatedLog(t *testing.T) {
 	require.NoError(t, err)
 	ps := [][]byte{[]byte("one"), payload(1, 3000), {}, []byte("four")}
 	for _, p := range ps {
-		require.NoError(t, l.Append(p))
+		require.NoError(t, l.Append([][]byte{p}, Durable))
 	}
-	require.NoError(t, l.AppendAsync([]byte("async")))
-	require.NoError(t, l.Append([]byte("six")))
+	require.NoError(t, l.Append([][]byte{[]byte("async")}, Queued))
+	require.NoError(t, l.Append([][]byte{[]byte("six")}, Durable))
 	end := l.Size()
 	ps = append(ps, []byte("async"), []byte("six"))
 
@@ -761,7 +761,7 @@ func TestPreallocatedLog(t *testing.T) {
 	c, err := Open(crashed, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, end, c.Size())
-	require.NoError(t, c.Append([]byte("after")))
+	require.NoError(t, c.Append([][]byte{[]byte("after")}, Durable))
 	require.NoError(t, c.Close())
 	recs, st, err = readAll(t, crashed)
 	require.NoError(t, err)
@@ -789,7 +789,7 @@ func TestPreallocatedLogGrows(t *testing.T) {
 		ps = append(ps, payload(i, 100_000))
 	}
 	for i := 0; i < len(ps); i += 4 {
-		require.NoError(t, l.AppendBatch(ps[i:i+4]))
+		require.NoError(t, l.Append(ps[i:i+4], Durable))
 	}
 	require.NoError(t, l.Close())
 	recs, st, err := readAll(t, path)
