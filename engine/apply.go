@@ -543,13 +543,11 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 			return false
 		}
 		ns.locked = lk
-		// Another process may have finished it just before we locked
-		// (--replace runs it all the same, as does a strict batch that
-		// runs whole).
-		if !a.mustRun(ns) && a.cache.Refresh() == nil && a.cache.Has(ns.key) {
-			if a.takeCached(ns) {
-				return false
-			}
+		// Another process may have finished it just before we locked: the
+		// index is read again (not for a node that runs all the same, and
+		// a failed read takes nothing).
+		if !a.mustRun(ns) && a.cache.Refresh() == nil && a.takeCachedIfDone(ns) {
+			return false
 		}
 	}
 	if !a.admit(ns) {
@@ -849,6 +847,13 @@ func (a *applier) samePlannedUpstreams(ns *nodeState) bool {
 	return true
 }
 
+// takeCachedIfDone takes a node from the cache when the index holds its
+// record and nothing makes it run all the same (--replace, a strict batch
+// that runs whole): another process finished it while this apply waited.
+func (a *applier) takeCachedIfDone(ns *nodeState) bool {
+	return !a.mustRun(ns) && a.cache.Has(ns.key) && a.takeCached(ns)
+}
+
 // takeCached finishes a node from its cache record: outputs restored and
 // verified, postconditions evaluated. A damaged entry is evicted and the
 // node runs instead (returns false).
@@ -933,7 +938,7 @@ func (a *applier) handle(ev event) {
 		}
 		ns.status = stPending
 		_ = a.cache.Refresh()
-		if !a.mustRun(ns) && a.cache.Has(ns.key) && a.takeCached(ns) {
+		if a.takeCachedIfDone(ns) {
 			return
 		}
 		a.ready = append(a.ready, ns.n.ID)
