@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -160,7 +161,7 @@ func (c *Config) CheckRefs(refs []Ref, rc RefContext) hcl.Diagnostics {
 				bad("Reference to undeclared local value", notDeclared("local value", r.Name, c.LocalOrd, "Declare it in a locals block."))
 			}
 		case "path":
-			if !contains(PathAttrs, r.Name) {
+			if !slices.Contains(PathAttrs, r.Name) {
 				bad("Unknown path attribute", notDeclared("path attribute", r.Name, PathAttrs, "path has pipeline (the pipeline file's folder) and root (the workspace root)."))
 			}
 		case "stage":
@@ -189,7 +190,7 @@ func (c *Config) CheckRefs(refs []Ref, rc RefContext) hcl.Diagnostics {
 		case "self":
 			if !rc.AllowSelf {
 				bad("Invalid self reference", "self is available only inside a stage's postcondition block.")
-			} else if r.Name != "" && !contains(InstanceAttrs, r.Name) {
+			} else if r.Name != "" && !slices.Contains(InstanceAttrs, r.Name) {
 				bad("Unsupported attribute", notDeclared("instance attribute", r.Name, InstanceAttrs,
 					"self is the stage instance: "+strings.Join(InstanceAttrs, ", ")+"; a field of the result file is self.result.NAME."))
 			}
@@ -204,13 +205,4 @@ func notDeclared(what, name string, have []string, hint string) string {
 		d += fmt.Sprintf(" Did you mean %q?", s)
 	}
 	return d + " " + hint
-}
-
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
