@@ -63,7 +63,7 @@ type ApplyOptions struct {
 	// Hard is closed on a second interrupt: kill at once.
 	Hard <-chan struct{}
 	// GPUs leases devices to nodes with gpus > 0; nil when no GPU work is possible.
-	GPUs *GPUPool
+	GPUs *gpu.Pool
 	// Debug marks records of a partial run (a single batch variant).
 	Debug map[string]bool
 	// WaitGPUs is how long a batch waits for a free GPU (0: refuse at once).
@@ -1352,7 +1352,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		spec.Sample = delayedSampler(a.opts.GPUs.Sampler(gpus))
 	} else {
 		spec.Sample = delayedSampler(func(pid int) func() gpu.Peaks {
-			s := gpu.StartSampler(context.Background(), pid, SampleInterval(), nil, nil)
+			s := gpu.StartSampler(context.Background(), pid, gpu.SampleInterval(), nil, nil)
 			return s.Stop
 		})
 	}
@@ -1383,7 +1383,7 @@ func delayedSampler(start func(pid int) func() gpu.Peaks) func(pid int) func() g
 			stop    func() gpu.Peaks
 			stopped bool
 		)
-		t := time.AfterFunc(SampleInterval(), func() {
+		t := time.AfterFunc(gpu.SampleInterval(), func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if !stopped {
@@ -1401,17 +1401,6 @@ func delayedSampler(start func(pid int) func() gpu.Peaks) func(pid int) func() g
 			return stop()
 		}
 	}
-}
-
-// SampleInterval is the memory sampling interval (CAIRN_SAMPLE_INTERVAL,
-// default 100ms).
-func SampleInterval() time.Duration {
-	if s := os.Getenv("CAIRN_SAMPLE_INTERVAL"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil && d > 0 {
-			return d
-		}
-	}
-	return 100 * time.Millisecond
 }
 
 func intsString(xs []int) string {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/gpu"
 )
 
 // The node writes its files when var.write is true; var.v changes its key.
@@ -123,7 +125,7 @@ stage "waves" "b" {
 }
 `)
 	leases := t.TempDir()
-	pool, err := NewGPUPool(func(k string) string {
+	pool, err := gpu.NewPool(func(k string) string {
 		return map[string]string{"CAIRN_GPUS": "sim:1", "CAIRN_LEASE_DIR": leases}[k]
 	})
 	require.NoError(t, err)

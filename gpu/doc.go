@@ -15,6 +15,10 @@
 // concurrent cairn processes never hand one GPU to two nodes. The node's process inherits
 // the locked descriptors, so a lease lives exactly as long as the process tree using it.
 //
+// Pool: what an apply holds of all this. NewPool opens the inventory and the lease folder;
+// Acquire and AcquireExact lease free devices to a node, ChildEnv pins them for its
+// process (CUDA_VISIBLE_DEVICES), Sampler measures it, Release gives them back.
+//
 // Peak memory: a Sampler follows a node's process tree (host RSS from /proc, GPU memory of
 // its leased devices from the inventory) and keeps the maxima; DiagnoseOOM and
 // CgroupOOMKills tell an out-of-memory failure from a plain kill.

@@ -15,6 +15,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// SampleInterval is the memory sampling interval: CAIRN_SAMPLE_INTERVAL
+// (a Go duration), DefaultSampleInterval when unset or not one.
+func SampleInterval() time.Duration {
+	if s := os.Getenv("CAIRN_SAMPLE_INTERVAL"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			return d
+		}
+	}
+	return DefaultSampleInterval
+}
+
 // DefaultSampleInterval is how often a Sampler looks at a node's processes.
 const DefaultSampleInterval = 100 * time.Millisecond
 

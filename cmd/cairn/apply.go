@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/gpu"
 )
 
 func (a *app) applyCmd() *cobra.Command {
@@ -96,7 +97,7 @@ interrupted.`,
 				}
 			}
 			debug := a.singleVariantTargets(l.Graph, targets)
-			pool, err := engine.NewGPUPool(os.Getenv)
+			pool, err := gpu.NewPool(os.Getenv)
 			if err != nil {
 				return badInput("%s", err)
 			}
@@ -209,7 +210,7 @@ func (a *app) singleVariantTargets(g *engine.Graph, targets []string) map[string
 
 // printApplyHeader is apply's first line, and a note when the GPUs are
 // simulated.
-func (a *app) printApplyHeader(summary string, counts engine.PlanCounts, pool *engine.GPUPool) {
+func (a *app) printApplyHeader(summary string, counts engine.PlanCounts, pool *gpu.Pool) {
 	fmt.Fprintf(a.stdout, "cairn apply: %s: %s\n", summary, counts)
 	if pool != nil && pool.Total() > 0 && pool.Simulated() {
 		fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())

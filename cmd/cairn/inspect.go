@@ -411,7 +411,7 @@ processes, and whether each is free now (and why not). CAIRN_GPUS=sim:N shows a
 simulated inventory; CUDA_VISIBLE_DEVICES set on cairn restricts the list.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pool, err := engine.NewGPUPool(os.Getenv)
+			pool, err := gpu.NewPool(os.Getenv)
 			if err != nil {
 				return badInput("%s", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/gpu"
 )
 
 // memoIdentity names what a memo is valid for: this cairn binary, the
@@ -85,10 +86,10 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 	// The GPUs are looked at only when set in the environment: what the
 	// full path would say of simulated ones (a bad value is for the full
 	// path to report); real ones need no word, and no driver call.
-	var pool *engine.GPUPool
+	var pool *gpu.Pool
 	if os.Getenv("CAIRN_GPUS") != "" {
 		var err error
-		if pool, err = engine.NewGPUPool(os.Getenv); err != nil {
+		if pool, err = gpu.NewPool(os.Getenv); err != nil {
 			return false, nil
 		}
 	}

@@ -1,21 +1,19 @@
-package engine
+package gpu
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/cairn-run/cairn/gpu"
 )
 
-// GPUPool hands GPUs to nodes: free now (no foreign compute processes,
+// Pool hands GPUs to nodes: free now (no foreign compute processes,
 // little memory used, nobody's lease), leased machine-wide through lock
 // files so that two applies never share a device, and pinned through
 // CUDA_VISIBLE_DEVICES.
-type GPUPool struct {
-	Inv    gpu.Inventory
-	Leases *gpu.LeaseDir
+type Pool struct {
+	Inv    Inventory
+	Leases *LeaseDir
 	// ByUUID pins devices by UUID instead of index.
 	ByUUID bool
 	// MaxUsedMiB is the memory threshold above which a device is busy.
@@ -24,22 +22,22 @@ type GPUPool struct {
 	mu       sync.Mutex
 	mine     map[int]bool // devices leased by this process now
 	released map[int]time.Time
-	devs     []gpu.Device
+	devs     []Device
 	total    int
 }
 
-// NewGPUPool opens the machine's inventory (CAIRN_GPUS=sim:N for a
+// NewPool opens the machine's inventory (CAIRN_GPUS=sim:N for a
 // simulated one) and the machine-wide lease folder.
-func NewGPUPool(env func(string) string) (*GPUPool, error) {
-	inv, err := gpu.Open(env)
+func NewPool(env func(string) string) (*Pool, error) {
+	inv, err := Open(env)
 	if err != nil {
 		return nil, err
 	}
-	ld, err := gpu.OpenLeaseDir(gpu.LeaseDirPath(env, inv))
+	ld, err := OpenLeaseDir(LeaseDirPath(env, inv))
 	if err != nil {
 		return nil, err
 	}
-	p := &GPUPool{Inv: inv, Leases: ld, mine: map[int]bool{}, released: map[int]time.Time{}}
+	p := &Pool{Inv: inv, Leases: ld, mine: map[int]bool{}, released: map[int]time.Time{}}
 	if env("CAIRN_GPU_BY_UUID") == "1" {
 		p.ByUUID = true
 	}
@@ -52,13 +50,13 @@ func NewGPUPool(env func(string) string) (*GPUPool, error) {
 }
 
 // Total is the number of devices offered.
-func (p *GPUPool) Total() int { return p.total }
+func (p *Pool) Total() int { return p.total }
 
 // Simulated reports whether the devices are simulated.
-func (p *GPUPool) Simulated() bool { return p.Inv.Source() == gpu.SourceSimulated }
+func (p *Pool) Simulated() bool { return p.Inv.Source() == SourceSimulated }
 
 // Describe says what devices there are, in words.
-func (p *GPUPool) Describe() string {
+func (p *Pool) Describe() string {
 	if p.total == 0 {
 		return "this machine has no GPU: " + p.Inv.Note()
 	}
@@ -66,7 +64,7 @@ func (p *GPUPool) Describe() string {
 }
 
 // Status classifies every device now.
-func (p *GPUPool) Status(ctx context.Context) ([]gpu.Status, error) {
+func (p *Pool) Status(ctx context.Context) ([]Status, error) {
 	devs, err := p.Inv.Devices(ctx)
 	if err != nil {
 		return nil, err
@@ -79,21 +77,21 @@ func (p *GPUPool) Status(ctx context.Context) ([]gpu.Status, error) {
 		rel[k] = v
 	}
 	p.mu.Unlock()
-	return gpu.Classify(devs, gpu.FreePolicy{MaxUsedMiB: p.MaxUsedMiB, Released: rel, Leased: holders, Now: time.Now()}), nil
+	return Classify(devs, FreePolicy{MaxUsedMiB: p.MaxUsedMiB, Released: rel, Leased: holders, Now: time.Now()}), nil
 }
 
 // FreeIndices lists the devices free now, in index order.
-func (p *GPUPool) FreeIndices(ctx context.Context) []int {
+func (p *Pool) FreeIndices(ctx context.Context) []int {
 	st, err := p.Status(ctx)
 	if err != nil {
 		return nil
 	}
-	return gpu.FreeIndices(st)
+	return FreeIndices(st)
 }
 
 // Acquire leases n free devices (lowest indices first); nil without error
 // when not enough are free now.
-func (p *GPUPool) Acquire(ctx context.Context, n int, h gpu.Holder) (*gpu.Lease, error) {
+func (p *Pool) Acquire(ctx context.Context, n int, h Holder) (*Lease, error) {
 	free := p.FreeIndices(ctx)
 	if len(free) < n {
 		return nil, nil
@@ -103,7 +101,7 @@ func (p *GPUPool) Acquire(ctx context.Context, n int, h gpu.Holder) (*gpu.Lease,
 
 // AcquireExact leases exactly these devices, or returns nil when one is
 // taken.
-func (p *GPUPool) AcquireExact(devs []int, h gpu.Holder) (*gpu.Lease, error) {
+func (p *Pool) AcquireExact(devs []int, h Holder) (*Lease, error) {
 	l, err := p.Leases.TryAcquire(devs, h)
 	if err != nil {
 		return nil, nil
@@ -116,7 +114,7 @@ func (p *GPUPool) AcquireExact(devs []int, h gpu.Holder) (*gpu.Lease, error) {
 		rel[k] = v
 	}
 	p.mu.Unlock()
-	if err := gpu.Recheck(context.Background(), p.Inv, l.Devices, gpu.FreePolicy{MaxUsedMiB: p.MaxUsedMiB, Released: rel, Now: time.Now()}); err != nil {
+	if err := Recheck(context.Background(), p.Inv, l.Devices, FreePolicy{MaxUsedMiB: p.MaxUsedMiB, Released: rel, Now: time.Now()}); err != nil {
 		_ = l.Release()
 		return nil, nil
 	}
@@ -131,7 +129,7 @@ func (p *GPUPool) AcquireExact(devs []int, h gpu.Holder) (*gpu.Lease, error) {
 // Release ends this process's hold on a lease (the child, if alive,
 // still holds it) and gives the devices a grace period for their memory
 // to drain before they count as busy.
-func (p *GPUPool) Release(l *gpu.Lease) {
+func (p *Pool) Release(l *Lease) {
 	_ = l.Release()
 	p.mu.Lock()
 	for _, d := range l.Devices {
@@ -142,27 +140,27 @@ func (p *GPUPool) Release(l *gpu.Lease) {
 }
 
 // ChildEnv is the environment that pins a node to its devices.
-func (p *GPUPool) ChildEnv(devs []int) []string {
+func (p *Pool) ChildEnv(devs []int) []string {
 	p.mu.Lock()
 	all := p.devs
 	p.mu.Unlock()
-	return gpu.ChildEnv(all, devs, p.ByUUID)
+	return ChildEnv(all, devs, p.ByUUID)
 }
 
 // Sampler returns the memory sampler for a node on devs.
-func (p *GPUPool) Sampler(devs []int) func(pid int) func() gpu.Peaks {
-	return func(pid int) func() gpu.Peaks {
-		var inv gpu.Inventory
+func (p *Pool) Sampler(devs []int) func(pid int) func() Peaks {
+	return func(pid int) func() Peaks {
+		var inv Inventory
 		if len(devs) > 0 {
 			inv = p.Inv
 		}
-		s := gpu.StartSampler(context.Background(), pid, SampleInterval(), inv, devs)
+		s := StartSampler(context.Background(), pid, SampleInterval(), inv, devs)
 		return s.Stop
 	}
 }
 
 // Holders reads who holds which device.
-func (p *GPUPool) Holders() map[int]gpu.Holder {
+func (p *Pool) Holders() map[int]Holder {
 	h, _ := p.Leases.Holders()
 	return h
 }
