@@ -53,6 +53,7 @@ bench: build
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzParseInPieces$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl
 
 demo: build sim
 	bash pipelines/demo.sh

@@ -147,7 +147,6 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 		f, d := parseConfig(l.Parser, src, p)
 		diags = append(diags, d...)
 		if f != nil {
-			boundFile(f)
 			files = append(files, f)
 		}
 	}

@@ -219,48 +219,65 @@ func boundFile(f *hcl.File) {
 }
 
 func boundExpr(e hclsyntax.Expression) hclsyntax.Expression {
+	if w := boundWrap(e); w != nil {
+		return w
+	}
+	return e
+}
+
+// boundIn bounds *e in place, writing only what is replaced: most nodes
+// stay, and a large syntax tree is not written over.
+func boundIn(e *hclsyntax.Expression) {
+	if w := boundWrap(*e); w != nil {
+		*e = w
+	}
+}
+
+// boundWrap bounds e's children in place and returns what replaces e, or
+// nil where e stays.
+func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 	switch x := e.(type) {
 	case nil:
 		return nil
 	case *hclsyntax.ForExpr:
-		x.CollExpr = boundExpr(x.CollExpr)
-		x.KeyExpr = boundExpr(x.KeyExpr)
-		x.ValExpr = boundExpr(x.ValExpr)
-		x.CondExpr = boundExpr(x.CondExpr)
+		boundIn(&x.CollExpr)
+		boundIn(&x.KeyExpr)
+		boundIn(&x.ValExpr)
+		boundIn(&x.CondExpr)
 		return &boundedFor{x}
 	case *hclsyntax.ParenthesesExpr:
-		x.Expression = boundExpr(x.Expression)
+		boundIn(&x.Expression)
 	case *hclsyntax.RelativeTraversalExpr:
-		x.Source = boundExpr(x.Source)
+		boundIn(&x.Source)
 	case *hclsyntax.FunctionCallExpr:
 		for i := range x.Args {
-			x.Args[i] = boundExpr(x.Args[i])
+			boundIn(&x.Args[i])
 		}
 		return checkedCall{x}
 	case *hclsyntax.ConditionalExpr:
-		x.Condition = boundExpr(x.Condition)
-		x.TrueResult = boundExpr(x.TrueResult)
-		x.FalseResult = boundExpr(x.FalseResult)
+		boundIn(&x.Condition)
+		boundIn(&x.TrueResult)
+		boundIn(&x.FalseResult)
 	case *hclsyntax.IndexExpr:
-		x.Collection = boundExpr(x.Collection)
-		x.Key = boundExpr(x.Key)
+		boundIn(&x.Collection)
+		boundIn(&x.Key)
 	case *hclsyntax.TupleConsExpr:
 		for i := range x.Exprs {
-			x.Exprs[i] = boundExpr(x.Exprs[i])
+			boundIn(&x.Exprs[i])
 		}
 	case *hclsyntax.ObjectConsExpr:
 		for i := range x.Items {
-			x.Items[i].KeyExpr = boundExpr(x.Items[i].KeyExpr)
-			x.Items[i].ValueExpr = boundExpr(x.Items[i].ValueExpr)
+			boundIn(&x.Items[i].KeyExpr)
+			boundIn(&x.Items[i].ValueExpr)
 		}
 	case *hclsyntax.ObjectConsKeyExpr:
-		x.Wrapped = boundExpr(x.Wrapped)
+		boundIn(&x.Wrapped)
 	case *hclsyntax.SplatExpr:
-		x.Source = boundExpr(x.Source)
-		x.Each = boundExpr(x.Each)
+		boundIn(&x.Source)
+		boundIn(&x.Each)
 	case *hclsyntax.BinaryOpExpr:
-		x.LHS = boundExpr(x.LHS)
-		x.RHS = boundExpr(x.RHS)
+		boundIn(&x.LHS)
+		boundIn(&x.RHS)
 		switch x.Op {
 		case hclsyntax.OpAdd, hclsyntax.OpSubtract, hclsyntax.OpMultiply, hclsyntax.OpDivide, hclsyntax.OpModulo:
 			return checkedOp{x}
@@ -270,17 +287,17 @@ func boundExpr(e hclsyntax.Expression) hclsyntax.Expression {
 			return checkedLiteral{x}
 		}
 	case *hclsyntax.UnaryOpExpr:
-		x.Val = boundExpr(x.Val)
+		boundIn(&x.Val)
 	case *hclsyntax.TemplateExpr:
 		for i := range x.Parts {
-			x.Parts[i] = boundExpr(x.Parts[i])
+			boundIn(&x.Parts[i])
 		}
 	case *hclsyntax.TemplateJoinExpr:
-		x.Tuple = boundExpr(x.Tuple)
+		boundIn(&x.Tuple)
 	case *hclsyntax.TemplateWrapExpr:
-		x.Wrapped = boundExpr(x.Wrapped)
+		boundIn(&x.Wrapped)
 	}
-	return e
+	return nil
 }
 
 // Numbers are bounded to a float64's range (about 1.8e308 at most, 4.9e-324

@@ -13,18 +13,27 @@ func nestingBound(src []byte) (bound int, ok bool) {
 	return scanNesting(src, nil)
 }
 
-// topLevelEnds returns the offsets just past each newline that ends a
-// top-level item (a block or an attribute of the file's body): the file
-// can be cut there into pieces that parse on their own. ok is false where
-// the nesting scan gives up.
-func topLevelEnds(src []byte) (ends []int, ok bool) {
-	_, ok = scanNesting(src, func(i int) { ends = append(ends, i+1) })
-	return ends, ok
+// pieceCuts returns where src can be cut into pieces that parse on their
+// own: the offsets just past each newline that ends a line (a plain one,
+// or the one a line comment ends with) at the top level of the file
+// (root), and inside the braces of a top-level block, between its items
+// (inner). ok is false where the nesting scan gives up.
+func pieceCuts(src []byte) (root, inner []int, ok bool) {
+	_, ok = scanNesting(src, func(i int, inBlock bool) {
+		if inBlock {
+			inner = append(inner, i+1)
+		} else {
+			root = append(root, i+1)
+		}
+	})
+	return root, inner, ok
 }
 
-// scanNesting is the byte scan behind nestingBound; atRoot, when set, is
-// called with the offset of every newline at the top level of the file.
-func scanNesting(src []byte, atRoot func(i int)) (bound int, ok bool) {
+// scanNesting is the byte scan behind nestingBound; cut, when set, is
+// called with the offset of every newline that ends a line at the top
+// level of the file (inBlock false) or directly inside a top-level brace
+// (inBlock true).
+func scanNesting(src []byte, cut func(i int, inBlock bool)) (bound int, ok bool) {
 	const (
 		root = iota
 		brace
@@ -47,6 +56,18 @@ func scanNesting(src []byte, atRoot func(i int)) (bound int, ok bool) {
 	pop := func() {
 		depth -= 1 + stack[len(stack)-1].ops
 		stack = stack[:len(stack)-1]
+	}
+	// atCut reports the newline at i, if it is one, where a piece may end.
+	atCut := func(i int) {
+		if cut == nil || i >= len(src) {
+			return
+		}
+		switch {
+		case len(stack) == 1:
+			cut(i, false)
+		case len(stack) == 2 && stack[1].open == brace:
+			cut(i, true)
+		}
 	}
 	for i := 0; i < len(src); i++ {
 		c := src[i]
@@ -76,11 +97,13 @@ func scanNesting(src []byte, atRoot func(i int)) (bound int, ok bool) {
 			for i < len(src) && src[i] != '\n' {
 				i++
 			}
+			atCut(i)
 		case '/':
 			if i+1 < len(src) && src[i+1] == '/' {
 				for i < len(src) && src[i] != '\n' {
 					i++
 				}
+				atCut(i)
 				continue
 			}
 			if i+1 < len(src) && src[i+1] == '*' {
@@ -125,9 +148,7 @@ func scanNesting(src []byte, atRoot func(i int)) (bound int, ok bool) {
 				depth -= top.ops
 				top.ops = 0
 			}
-			if atRoot != nil && len(stack) == 1 {
-				atRoot(i)
-			}
+			atCut(i)
 		case '<':
 			if i+1 < len(src) && src[i+1] == '<' {
 				return 0, false // a heredoc

@@ -1,33 +1,41 @@
 package dsl
 
 import (
+	"bytes"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// splitParseMin is the size from which a pipeline file is parsed in
-// pieces.
-const splitParseMin = 16 << 10
+// The sizes for parsing in pieces (variables, so that tests can make them
+// small).
+var (
+	// splitParseMin is the size from which a pipeline file is parsed in
+	// pieces.
+	splitParseMin = 16 << 10
+	// splitPieceMin is the least a piece holds (whole top-level items, or
+	// whole items of one block).
+	splitPieceMin = 8 << 10
+	// splitBlockMin is the size from which a top-level block (a large
+	// locals block, mostly) is itself cut between its items.
+	splitBlockMin = 32 << 10
+)
 
-// splitPieceMin is the least a piece holds (whole top-level items).
-const splitPieceMin = 8 << 10
-
-// parseConfig parses one pipeline file into p. A large file is cut
-// between its top-level items (blocks, mostly) and the pieces are parsed
-// on every core, each from its own position in the file, then joined into
-// one body: the same blocks, ranges and navigation as one parse of the
-// whole file, with less work and much less memory (the lexer's token
-// buffer grows with what it lexes at once). A syntax error is reported as
-// the piece holding it reports it: each piece starts at a top-level item,
-// where a parse of the whole file starts afresh too, so the diagnostics are
-// the same, without parsing a large file a second time. A piece with a
-// top-level attribute sends the file to one whole parse.
+// parseConfig parses one pipeline file into p. A large file is cut into
+// pieces and the pieces are parsed on every core, each from its own
+// position in the file, then joined into one body: the same blocks,
+// ranges and navigation as one parse of the whole file, with less work and
+// much less memory (the lexer's token buffer grows with what it lexes at
+// once). See parseInPieces. A piece with a top-level attribute sends the
+// file to one whole parse. The file's expressions are bounded (see
+// boundFile), a piece's as soon as it is parsed.
 func parseConfig(p *hclparse.Parser, src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	if f := p.Files()[filename]; f != nil {
+		boundFile(f)
 		return f, nil
 	}
 	if len(src) >= splitParseMin {
@@ -36,64 +44,143 @@ func parseConfig(p *hclparse.Parser, src []byte, filename string) (*hcl.File, hc
 			return f, diags
 		}
 	}
-	return p.ParseHCL(src, filename)
+	f, diags := p.ParseHCL(src, filename)
+	boundFile(f)
+	return f, diags
 }
 
+// A piece is a part of the file parsed on its own: a run of whole
+// top-level items, a run of whole items of one large block, or that
+// block's shell (the block with its items left out).
 type piece struct {
+	src   []byte
 	start hcl.Pos
-	end   int
 	body  *hclsyntax.Body
 	diags hcl.Diagnostics
-	ok    bool
 }
 
+// clean says whether the piece parsed without a diagnostic.
+func (pc *piece) clean() bool { return pc.body != nil && len(pc.diags) == 0 }
+
+// A unit is what the joined body takes in one go: one top-level piece, or
+// one large block made of its shell and the runs of its items.
+type unit struct {
+	start hcl.Pos // in the file
+	// pieces[first:first+n] are the unit's; a block's first is its shell.
+	first, n int
+	block    bool
+	// For a block, where its shell's tail (from the line holding the
+	// closing brace) was in the shell, and how far it is in the file.
+	tailAt, shiftBytes, shiftLines int
+}
+
+// parseInPieces parses src in pieces, cut where a parse of the whole file
+// is between two items of a body: at the end of a line at the top level,
+// and, in a top-level block of at least splitBlockMin bytes, at the end of
+// a line between two of the block's items. A large block is parsed as its
+// shell (its header and closing brace, with nothing between) and runs of
+// its items, joined back into one block. The lexer and the parser start
+// afresh at each such cut: a piece that parses without a diagnostic gives
+// the very items a parse of the whole file gives there, and leaves that
+// parse where the next piece starts. From the first top-level item that
+// does not parse so cleanly (a syntax error, an argument set twice in one
+// block), the rest of the file is parsed in one go: a parse of the whole
+// file is in that state there too, so the diagnostics are the same,
+// byte for byte, even where an error makes the parser skip ahead or quiet
+// later errors; only that rest is parsed twice. ok is false where the
+// file is not cut (see pieceCuts) or has a top-level attribute. The
+// expressions of the file returned are bounded (see boundBody).
 func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, bool) {
-	ends, ok := topLevelEnds(src)
+	roots, inner, ok := pieceCuts(src)
 	if !ok {
 		return nil, nil, false
 	}
-	// Cut at top-level item ends, every splitPieceMin bytes or so; the
-	// last piece runs to the end of the file.
+
+	// Positions of cut offsets, taken in increasing order.
+	line, lineAt := 1, 0
+	posAt := func(off int) hcl.Pos {
+		line += bytes.Count(src[lineAt:off], []byte{'\n'})
+		lineAt = off
+		return hcl.Pos{Line: line, Column: 1, Byte: off}
+	}
 	var pieces []*piece
-	pos := hcl.InitialPos
-	line, lineAt := 1, 0 // lines counted up to offset lineAt
-	for _, e := range ends {
-		if e-pos.Byte < splitPieceMin || e >= len(src) {
+	var units []unit
+	topAt := hcl.InitialPos // where the top-level piece being gathered starts
+	closeTop := func(end int) {
+		if end > topAt.Byte {
+			units = append(units, unit{start: topAt, first: len(pieces), n: 1})
+			pieces = append(pieces, &piece{src: src[topAt.Byte:end], start: topAt})
+		}
+	}
+	regionAt := 0 // the start of the top-level line being looked at
+	for _, e := range append(roots, len(src)) {
+		if e <= regionAt {
 			continue
 		}
-		pieces = append(pieces, &piece{start: pos, end: e})
-		for _, c := range src[lineAt:e] {
-			if c == '\n' {
-				line++
+		// The inner cuts within this region (the top-level lines up to e).
+		var in []int
+		for len(inner) > 0 && inner[0] <= e {
+			if inner[0] > regionAt {
+				in = append(in, inner[0])
 			}
+			inner = inner[1:]
 		}
-		lineAt = e
-		pos = hcl.Pos{Line: line, Column: 1, Byte: e}
+		if e-regionAt >= splitBlockMin && len(in) >= 2 {
+			closeTop(regionAt)
+			start := posAt(regionAt)
+			u := unit{start: start, first: len(pieces), block: true}
+			head, tail := in[0], in[len(in)-1]
+			shell := make([]byte, 0, head-regionAt+e-tail)
+			shell = append(append(shell, src[regionAt:head]...), src[tail:e]...)
+			pieces = append(pieces, &piece{src: shell, start: start})
+			headEnd := posAt(head)
+			runAt := headEnd
+			for i, c := range in[1:] {
+				if c-runAt.Byte >= splitPieceMin || i == len(in)-2 {
+					pieces = append(pieces, &piece{src: src[runAt.Byte:c], start: runAt})
+					runAt = posAt(c)
+				}
+			}
+			u.n = len(pieces) - u.first
+			u.tailAt = head
+			u.shiftBytes, u.shiftLines = tail-head, runAt.Line-headEnd.Line
+			units = append(units, u)
+			topAt = posAt(e)
+		} else if e-topAt.Byte >= splitPieceMin && e < len(src) {
+			closeTop(e)
+			topAt = posAt(e)
+		}
+		regionAt = e
 	}
-	pieces = append(pieces, &piece{start: pos, end: len(src)})
+	closeTop(len(src))
 	if len(pieces) < 2 {
 		return nil, nil, false
 	}
 
-	var next int
-	var mu sync.Mutex
+	// Parse the pieces on every core, in order; none after the first
+	// piece that is not clean, since the rest is parsed again from there.
+	var next atomic.Int64
+	var bad atomic.Int64
+	bad.Store(int64(len(pieces)))
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(pieces) {
+				i := next.Add(1) - 1
+				if i >= int64(len(pieces)) || i > bad.Load() {
 					return
 				}
 				pc := pieces[i]
-				f, diags := hclsyntax.ParseConfig(src[pc.start.Byte:pc.end], filename, pc.start)
-				body, isBody := f.Body.(*hclsyntax.Body)
-				pc.body, pc.diags, pc.ok = body, diags, isBody && len(body.Attributes) == 0
+				f, diags := hclsyntax.ParseConfig(pc.src, filename, pc.start)
+				pc.body, _ = f.Body.(*hclsyntax.Body)
+				pc.diags = diags
+				boundBody(pc.body) // while it is in the cache
+				if !pc.clean() {
+					for b := bad.Load(); i < b && !bad.CompareAndSwap(b, i); b = bad.Load() {
+					}
+				}
 			}
 		}()
 	}
@@ -101,22 +188,105 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 
 	// The joined file: an empty parse gives a file whose navigation (the
 	// "in stage ..." context of diagnostics) points at its body, which
-	// then takes every piece's blocks.
+	// then takes every unit's blocks.
 	f, diags := hclsyntax.ParseConfig(nil, filename, hcl.InitialPos)
 	root, isBody := f.Body.(*hclsyntax.Body)
 	if len(diags) > 0 || !isBody {
 		return nil, nil, false
 	}
-	for _, pc := range pieces {
-		if !pc.ok {
+	var last *hclsyntax.Body // the body whose end is the file's
+	for ui, u := range units {
+		var b *hclsyntax.Body
+		if u.block {
+			b = joinBlock(pieces[u.first:u.first+u.n], u)
+		} else if pc := pieces[u.first]; pc.clean() {
+			b = pc.body
+		}
+		rested := b == nil
+		if rested {
+			// Parse the rest of the file from this unit on, in one go.
+			rest := pieces[u.first]
+			if u.block || ui < len(units)-1 {
+				rest = &piece{src: src[u.start.Byte:], start: u.start}
+				rf, d := hclsyntax.ParseConfig(rest.src, filename, rest.start)
+				rest.body, _ = rf.Body.(*hclsyntax.Body)
+				rest.diags = d
+				boundBody(rest.body)
+			}
+			if rest.body == nil {
+				return nil, nil, false
+			}
+			b, diags = rest.body, rest.diags
+		}
+		if len(b.Attributes) > 0 {
 			return nil, nil, false
 		}
-		root.Blocks = append(root.Blocks, pc.body.Blocks...)
-		diags = append(diags, pc.diags...)
+		if ui == 0 {
+			root.SrcRange.Start = b.SrcRange.Start
+		}
+		root.Blocks = append(root.Blocks, b.Blocks...)
+		last = b
+		if rested {
+			break
+		}
 	}
-	last := pieces[len(pieces)-1].body
-	root.SrcRange = hcl.Range{Filename: filename, Start: hcl.InitialPos, End: last.SrcRange.End}
+	root.SrcRange = hcl.Range{Filename: filename, Start: root.SrcRange.Start, End: last.SrcRange.End}
 	root.EndRange = last.EndRange
 	f.Bytes = src
 	return f, diags, true
+}
+
+// joinBlock joins a large block's shell and the runs of its items into the
+// body a parse of its region of the file gives (with the region's one
+// block), or returns nil where they do not make one cleanly.
+func joinBlock(pieces []*piece, u unit) *hclsyntax.Body {
+	for _, pc := range pieces {
+		if !pc.clean() {
+			return nil
+		}
+	}
+	shell := pieces[0].body
+	if len(shell.Attributes) > 0 || len(shell.Blocks) != 1 {
+		return nil
+	}
+	blk := shell.Blocks[0]
+	body := blk.Body
+	if body == nil || len(body.Attributes) > 0 || len(body.Blocks) > 0 {
+		return nil
+	}
+	// The shell's ranges past its header are in its tail: move them to
+	// where the tail is in the file.
+	ok := true
+	shift := func(p *hcl.Pos) {
+		if p.Byte < u.tailAt {
+			ok = false
+		}
+		p.Byte += u.shiftBytes
+		p.Line += u.shiftLines
+	}
+	for _, r := range []*hcl.Range{&blk.CloseBraceRange, &body.EndRange, &shell.EndRange} {
+		shift(&r.Start)
+		shift(&r.End)
+	}
+	shift(&body.SrcRange.End)
+	shift(&shell.SrcRange.End)
+	if !ok {
+		return nil
+	}
+	n := 0
+	for _, pc := range pieces[1:] {
+		n += len(pc.body.Attributes)
+	}
+	attrs := make(hclsyntax.Attributes, n)
+	for _, pc := range pieces[1:] {
+		for name, a := range pc.body.Attributes {
+			if _, dup := attrs[name]; dup {
+				return nil // "Attribute redefined", in its place
+			}
+			attrs[name] = a
+		}
+		body.Blocks = append(body.Blocks, pc.body.Blocks...)
+	}
+	body.Attributes = attrs
+	return shell
 }
