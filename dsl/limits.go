@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"math/big"
 	"reflect"
 	"sync/atomic"
 
@@ -319,6 +320,10 @@ func NumbersInRange(v cty.Value) bool {
 	if ty.Equals(cty.String) || ty.Equals(cty.Bool) {
 		return true
 	}
+	if ty.Equals(cty.Number) && !v.IsMarked() {
+		// A number, as every number literal is: no walk.
+		return !v.IsKnown() || v.IsNull() || floatInRange(v.AsBigFloat())
+	}
 	ok := true
 	_ = cty.Walk(v, func(_ cty.Path, ev cty.Value) (bool, error) {
 		ev, _ = ev.Unmark()
@@ -326,17 +331,23 @@ func NumbersInRange(v cty.Value) bool {
 			return false, nil
 		}
 		if ev.Type().Equals(cty.Number) {
-			f := ev.AsBigFloat()
-			if f.IsInf() {
-				ok = false
-			} else if f.Sign() != 0 {
-				e := f.MantExp(nil)
-				ok = e <= maxNumberExp && e >= minNumberExp
-			}
+			ok = floatInRange(ev.AsBigFloat())
 		}
 		return ok, nil
 	})
 	return ok
+}
+
+// floatInRange is NumbersInRange for one number.
+func floatInRange(f *big.Float) bool {
+	if f.IsInf() {
+		return false
+	}
+	if f.Sign() == 0 {
+		return true
+	}
+	e := f.MantExp(nil)
+	return e <= maxNumberExp && e >= minNumberExp
 }
 
 // checkedCall, checkedOp and checkedLiteral refuse a number out of a

@@ -241,3 +241,48 @@ func TestTidyDiagnostics(t *testing.T) {
 	assert.NotContains(t, diags[0].Detail, "\n")
 	assert.Contains(t, diags[0].Detail, "outside what this operation handles")
 }
+
+// An expression that constant takes for one refers to nothing: the walks
+// References skips find nothing in it either.
+func TestConstantRefersToNothing(t *testing.T) {
+	for src, want := range map[string]bool{
+		`[[1, 2.5, [3]], [], "a}b", true, null]`: true,
+		`"plain"`:                                true,
+		`1e400`:                                  true, // a checked literal
+		`[1, local.x]`:                           false,
+		`"a${local.x}"`:                          false,
+		`[stage.a[each.key]]`:                    false,
+		`{ a = 1 }`:                              false, // not a form it looks at
+		`[for x in [1] : x]`:                     false,
+		`upper("a")`:                             false,
+		`[1, 2] == [1, 2] ? [3] : [4]`:           false,
+	} {
+		e, diags := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
+		require.Empty(t, diags, src)
+		e = boundExpr(e)
+		assert.Equal(t, want, constant(e), src)
+		if want {
+			assert.Empty(t, hclsyntax.Variables(e), src)
+			refs, diags := References(e)
+			assert.Nil(t, refs, src)
+			assert.Nil(t, diags, src)
+		}
+	}
+}
+
+// NumbersInRange takes a number on its own (what a literal is) as it takes
+// one inside a collection.
+func TestNumbersInRangeOfANumber(t *testing.T) {
+	for src, want := range map[string]bool{
+		"0": true, "1": true, "-1": true, "1.7e308": true, "4e308": false, "-4e308": false,
+		"5e-324": true, "2e-324": false, "-5e-324": true, "1e-400": false, "1e400": false,
+	} {
+		n, err := cty.ParseNumberVal(src)
+		require.NoError(t, err)
+		assert.Equal(t, want, NumbersInRange(n), src)
+		assert.Equal(t, want, NumbersInRange(cty.TupleVal([]cty.Value{n})), "[%s]", src)
+	}
+	assert.True(t, NumbersInRange(cty.UnknownVal(cty.Number)))
+	assert.True(t, NumbersInRange(cty.NullVal(cty.Number)))
+	assert.False(t, NumbersInRange(cty.MustParseNumberVal("1e400").Mark("x")))
+}

@@ -42,6 +42,9 @@ var PathAttrs = []string{"pipeline", "root"}
 // expression (stage.x[each.key]) is returned with KeyExpr set, so a node
 // depends on one instance rather than the whole stage.
 func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
+	if constant(expr) {
+		return nil, nil // what the walks below find in it: nothing
+	}
 	var diags hcl.Diagnostics
 	dynamic := map[hcl.Pos]bool{}
 	var refs []Ref
@@ -75,6 +78,34 @@ func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 		}
 	}
 	return refs, diags
+}
+
+// constant reports whether expr is made of literal values, lists of them
+// and quoted strings without templates only: it refers to nothing. It
+// walks without allocating, where the syntax tree's walks allocate for
+// each node (a large locals block of nested lists is millions of nodes).
+func constant(expr hcl.Expression) bool {
+	switch x := expr.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return true
+	case checkedLiteral:
+		return true
+	case *hclsyntax.TupleConsExpr:
+		for _, e := range x.Exprs {
+			if !constant(e) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.TemplateExpr:
+		for _, e := range x.Parts {
+			if _, ok := e.(*hclsyntax.LiteralValueExpr); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func parseRef(t hcl.Traversal) (*Ref, hcl.Diagnostics) {
