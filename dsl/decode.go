@@ -182,7 +182,7 @@ func (l *Loader) ParseSource(src []byte, filename string) (*Config, hcl.Diagnost
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	boundFile(f)
+	settleFile(f)
 	cfg, d := l.Decode([]*hcl.File{f})
 	diags = append(diags, d...)
 	if cfg != nil {

@@ -31,11 +31,13 @@ var (
 // ranges and navigation as one parse of the whole file, with less work and
 // much less memory (the lexer's token buffer grows with what it lexes at
 // once). See parseInPieces. A piece with a top-level attribute sends the
-// file to one whole parse. The file's expressions are bounded (see
-// boundFile), a piece's as soon as it is parsed.
+// file to one whole parse. The file is settled (see settleBody), a
+// piece as soon as it is parsed: its syntax tree is in the cache then, and
+// the constants of its locals are evaluated before the next piece's tree
+// takes memory.
 func parseConfig(p *hclparse.Parser, src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	if f := p.Files()[filename]; f != nil {
-		boundFile(f)
+		settleFile(f)
 		return f, nil
 	}
 	if len(src) >= splitParseMin {
@@ -45,7 +47,7 @@ func parseConfig(p *hclparse.Parser, src []byte, filename string) (*hcl.File, hc
 		}
 	}
 	f, diags := p.ParseHCL(src, filename)
-	boundFile(f)
+	settleFile(f)
 	return f, diags
 }
 
@@ -55,8 +57,27 @@ func parseConfig(p *hclparse.Parser, src []byte, filename string) (*hcl.File, hc
 type piece struct {
 	src   []byte
 	start hcl.Pos
-	body  *hclsyntax.Body
-	diags hcl.Diagnostics
+	// run: a run of a block's items; locals: of a locals block's.
+	run, locals bool
+	body        *hclsyntax.Body
+	diags       hcl.Diagnostics
+}
+
+// parse parses the piece and settles what it holds (see settleBody).
+func (pc *piece) parse(filename string) {
+	f, diags := hclsyntax.ParseConfig(pc.src, filename, pc.start)
+	pc.body, _ = f.Body.(*hclsyntax.Body)
+	pc.diags = diags
+	switch {
+	case pc.body == nil:
+	case !pc.run:
+		settleBody(pc.body)
+	default:
+		boundBody(pc.body)
+		if pc.locals {
+			evalConstants(pc.body)
+		}
+	}
 }
 
 // clean says whether the piece parsed without a diagnostic.
@@ -88,8 +109,8 @@ type unit struct {
 // file is in that state there too, so the diagnostics are the same,
 // byte for byte, even where an error makes the parser skip ahead or quiet
 // later errors; only that rest is parsed twice. ok is false where the
-// file is not cut (see pieceCuts) or has a top-level attribute. The
-// expressions of the file returned are bounded (see boundBody).
+// file is not cut (see pieceCuts) or has a top-level attribute. The file
+// returned is settled (see settleBody).
 func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, bool) {
 	roots, inner, ok := pieceCuts(src)
 	if !ok {
@@ -130,14 +151,17 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 			start := posAt(regionAt)
 			u := unit{start: start, first: len(pieces), block: true}
 			head, tail := in[0], in[len(in)-1]
-			shell := make([]byte, 0, head-regionAt+e-tail)
-			shell = append(append(shell, src[regionAt:head]...), src[tail:e]...)
-			pieces = append(pieces, &piece{src: shell, start: start})
+			// The shell now: its runs are parsed as the block's.
+			shell := &piece{src: make([]byte, 0, head-regionAt+e-tail), start: start}
+			shell.src = append(append(shell.src, src[regionAt:head]...), src[tail:e]...)
+			shell.parse(filename)
+			locals := shell.clean() && len(shell.body.Blocks) == 1 && isLocals(shell.body.Blocks[0])
+			pieces = append(pieces, shell)
 			headEnd := posAt(head)
 			runAt := headEnd
 			for i, c := range in[1:] {
 				if c-runAt.Byte >= splitPieceMin || i == len(in)-2 {
-					pieces = append(pieces, &piece{src: src[runAt.Byte:c], start: runAt})
+					pieces = append(pieces, &piece{src: src[runAt.Byte:c], start: runAt, run: true, locals: locals})
 					runAt = posAt(c)
 				}
 			}
@@ -162,6 +186,12 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 	var next atomic.Int64
 	var bad atomic.Int64
 	bad.Store(int64(len(pieces)))
+	for i, pc := range pieces {
+		if pc.body != nil && !pc.clean() { // a shell
+			bad.Store(int64(i))
+			break
+		}
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
@@ -173,10 +203,9 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 					return
 				}
 				pc := pieces[i]
-				f, diags := hclsyntax.ParseConfig(pc.src, filename, pc.start)
-				pc.body, _ = f.Body.(*hclsyntax.Body)
-				pc.diags = diags
-				boundBody(pc.body) // while it is in the cache
+				if pc.body == nil {
+					pc.parse(filename)
+				}
 				if !pc.clean() {
 					for b := bad.Load(); i < b && !bad.CompareAndSwap(b, i); b = bad.Load() {
 					}
@@ -208,10 +237,7 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 			rest := pieces[u.first]
 			if u.block || ui < len(units)-1 {
 				rest = &piece{src: src[u.start.Byte:], start: u.start}
-				rf, d := hclsyntax.ParseConfig(rest.src, filename, rest.start)
-				rest.body, _ = rf.Body.(*hclsyntax.Body)
-				rest.diags = d
-				boundBody(rest.body)
+				rest.parse(filename)
 			}
 			if rest.body == nil {
 				return nil, nil, false

@@ -52,18 +52,20 @@ func bigLocals(n int) string {
 	return b.String()
 }
 
-// wholeParse parses src whole, as parseConfig hands a file on (bounded).
+// wholeParse parses src whole, as parseConfig hands a file on (settled).
 func wholeParse(src []byte) (*hcl.File, hcl.Diagnostics) {
 	f, diags := hclsyntax.ParseConfig(src, "big.hcl", hcl.InitialPos)
-	boundFile(f)
+	settleFile(f)
 	return f, diags
 }
 
-// Parsing in pieces gives the very syntax tree one parse of the whole file
-// gives, and the same context for diagnostics.
-func TestParseInPiecesMatchesWholeParse(t *testing.T) {
-	src := []byte(bigPipeline(2000))
-	require.Greater(t, len(src), 4*splitPieceMin)
+type contexter interface{ ContextString(int) string }
+
+// requireSameParse parses src whole and in pieces: both without a
+// diagnostic, the same syntax tree, and the same context for diagnostics
+// at offs. It returns the navigation of the file parsed in pieces.
+func requireSameParse(t *testing.T, src []byte, offs ...int) contexter {
+	t.Helper()
 	whole, diags := wholeParse(src)
 	require.Empty(t, diags)
 	split, splitDiags, ok := parseInPieces(src, "big.hcl")
@@ -71,15 +73,21 @@ func TestParseInPiecesMatchesWholeParse(t *testing.T) {
 	require.Empty(t, splitDiags)
 	assert.Equal(t, whole.Body, split.Body)
 	assert.Equal(t, whole.Bytes, split.Bytes)
-	type contexter interface{ ContextString(int) string }
 	wn, sn := whole.Nav.(contexter), split.Nav.(contexter)
-	for _, off := range []int{0, len(src) / 3, len(src) / 2, len(src) - 10} {
+	for _, off := range offs {
 		assert.Equal(t, wn.ContextString(off), sn.ContextString(off), "context at %d", off)
 	}
-	blocks := split.Body.(*hclsyntax.Body).Blocks
-	inside := blocks[len(blocks)*3/4].Body.SrcRange.Start.Byte + 3
+	return sn
+}
+
+// Parsing in pieces gives the very syntax tree one parse of the whole file
+// gives, and the same context for diagnostics.
+func TestParseInPiecesMatchesWholeParse(t *testing.T) {
+	src := []byte(bigPipeline(2000))
+	require.Greater(t, len(src), 4*splitPieceMin)
+	inside := strings.Index(string(src), `"s1499" {`) + 12
+	sn := requireSameParse(t, src, 0, len(src)/3, len(src)/2, len(src)-10, inside)
 	assert.Equal(t, `stage "command" "s1499"`, sn.ContextString(inside))
-	assert.Equal(t, wn.ContextString(inside), sn.ContextString(inside))
 }
 
 // A large block is parsed in pieces too, cut between its items, and
@@ -88,20 +96,11 @@ func TestParseInPiecesMatchesWholeParse(t *testing.T) {
 func TestParseInPiecesCutsLargeBlock(t *testing.T) {
 	src := []byte(bigLocals(3000))
 	require.Greater(t, len(src), 4*splitBlockMin)
-	whole, diags := wholeParse(src)
-	require.Empty(t, diags)
-	split, splitDiags, ok := parseInPieces(src, "big.hcl")
-	require.True(t, ok)
-	require.Empty(t, splitDiags)
-	assert.Equal(t, whole.Body, split.Body)
+	sn := requireSameParse(t, src, 0, 40, len(src)/3, len(src)/2, len(src)-10)
+	whole, _ := wholeParse(src)
 	wb := whole.Body.(*hclsyntax.Body)
 	require.Len(t, wb.Blocks, 3)
 	assert.Len(t, wb.Blocks[1].Body.Attributes, 3001)
-	type contexter interface{ ContextString(int) string }
-	wn, sn := whole.Nav.(contexter), split.Nav.(contexter)
-	for _, off := range []int{0, 40, len(src) / 3, len(src) / 2, len(src) - 10} {
-		assert.Equal(t, wn.ContextString(off), sn.ContextString(off), "context at %d", off)
-	}
 	assert.Equal(t, "locals", sn.ContextString(len(src)/2))
 	// As parseConfig gives it, and with a block as the file's first and
 	// last item, without a newline at the end.
@@ -251,4 +250,40 @@ func FuzzParseInPieces(f *testing.F) {
 		require.Equal(t, whole.Body, split.Body)
 		require.Equal(t, whole.Bytes, split.Bytes)
 	})
+}
+
+// The constant local values of a settled file are their values already,
+// with the ranges of their expressions; the others are left as they were.
+func TestSettledLocalsKeepTheirValues(t *testing.T) {
+	src := []byte(bigLocals(60) + "locals {\n  h = <<EOT\n  a }\nEOT\n  n = 1e400\n  e = []\n}\n")
+	raw, diags := hclsyntax.ParseConfig(src, "big.hcl", hcl.InitialPos)
+	require.Empty(t, diags)
+	boundFile(raw)
+	settled, diags := wholeParse(src)
+	require.Empty(t, diags)
+	n := 0
+	for i, blk := range raw.Body.(*hclsyntax.Body).Blocks {
+		if blk.Type != "locals" {
+			continue
+		}
+		got := settled.Body.(*hclsyntax.Body).Blocks[i].Body.Attributes
+		for name, a := range blk.Body.Attributes {
+			e := got[name].Expr
+			if _, ok := e.(*evaluated); !ok {
+				assert.Equal(t, a.Expr, e, name)
+				assert.True(t, name == "n" || !constant(a.Expr), "%s is constant", name)
+				continue
+			}
+			n++
+			want, diags := a.Expr.Value(nil)
+			require.Empty(t, diags)
+			v, diags := e.Value(&hcl.EvalContext{})
+			require.Empty(t, diags)
+			assert.True(t, want.RawEquals(v), name)
+			assert.Equal(t, a.Expr.Range(), e.Range(), name)
+			assert.Equal(t, a.Expr.StartRange(), e.StartRange(), name)
+			assert.Empty(t, e.Variables(), name)
+		}
+	}
+	assert.Equal(t, 36, n) // v0, v7, ...; v4, v5, v6, v11, ...; last, h, e
 }

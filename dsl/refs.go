@@ -80,15 +80,16 @@ func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 	return refs, diags
 }
 
-// constant reports whether expr is made of literal values, lists of them
-// and quoted strings without templates only: it refers to nothing. It
+// constant reports whether expr is made of literal values, negated ones,
+// lists of them and quoted strings without templates only: it refers to
+// nothing. It
 // walks without allocating, where the syntax tree's walks allocate for
 // each node (a large locals block of nested lists is millions of nodes).
 func constant(expr hcl.Expression) bool {
 	switch x := expr.(type) {
 	case *hclsyntax.LiteralValueExpr:
 		return true
-	case checkedLiteral:
+	case checkedLiteral, *evaluated:
 		return true
 	case *hclsyntax.TupleConsExpr:
 		for _, e := range x.Exprs {
@@ -97,6 +98,8 @@ func constant(expr hcl.Expression) bool {
 			}
 		}
 		return true
+	case *hclsyntax.UnaryOpExpr:
+		return constant(x.Val) // -1, !true
 	case *hclsyntax.TemplateExpr:
 		for _, e := range x.Parts {
 			if _, ok := e.(*hclsyntax.LiteralValueExpr); !ok {
