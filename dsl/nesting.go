@@ -1,5 +1,7 @@
 package dsl
 
+import "unicode/utf8"
+
 // nestingBound is CheckNesting's fast path: one pass over the bytes of src
 // that returns a depth at least as large as the one CheckNesting computes
 // from the tokens, without lexing. It keeps the same levels (brackets,
@@ -17,8 +19,12 @@ func nestingBound(src []byte) (bound int, ok bool) {
 // own: the offsets just past each newline that ends a line (a plain one,
 // or the one a line comment ends with) at the top level of the file
 // (root), and inside the braces of a top-level block, between its items
-// (inner). ok is false where the nesting scan gives up.
+// (inner). ok is false where the nesting scan gives up, and where src is
+// not UTF-8: the lexer may take a newline into an invalid sequence.
 func pieceCuts(src []byte) (root, inner []int, ok bool) {
+	if !utf8.Valid(src) {
+		return nil, nil, false
+	}
 	_, ok = scanNesting(src, func(i int, inBlock bool) {
 		if inBlock {
 			inner = append(inner, i+1)

@@ -235,7 +235,9 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 		if rested {
 			// Parse the rest of the file from this unit on, in one go.
 			rest := pieces[u.first]
-			if u.block || ui < len(units)-1 {
+			if u.block {
+				rest = restOfBlock(src, pieces[u.first:u.first+u.n], u, filename)
+			} else if ui < len(units)-1 {
 				rest = &piece{src: src[u.start.Byte:], start: u.start}
 				rest.parse(filename)
 			}
@@ -272,14 +274,11 @@ func joinBlock(pieces []*piece, u unit) *hclsyntax.Body {
 		}
 	}
 	shell := pieces[0].body
-	if len(shell.Attributes) > 0 || len(shell.Blocks) != 1 {
+	blk := shellBlock(pieces[0])
+	if blk == nil {
 		return nil
 	}
-	blk := shell.Blocks[0]
 	body := blk.Body
-	if body == nil || len(body.Attributes) > 0 || len(body.Blocks) > 0 {
-		return nil
-	}
 	// The shell's ranges past its header are in its tail: move them to
 	// where the tail is in the file.
 	ok := true
@@ -315,4 +314,69 @@ func joinBlock(pieces []*piece, u unit) *hclsyntax.Body {
 	}
 	body.Attributes = attrs
 	return shell
+}
+
+// shellBlock returns the one block of a large block's shell, empty as it
+// is when the shell parsed cleanly, or nil.
+func shellBlock(shell *piece) *hclsyntax.Block {
+	if !shell.clean() || len(shell.body.Attributes) > 0 || len(shell.body.Blocks) != 1 {
+		return nil
+	}
+	blk := shell.body.Blocks[0]
+	if blk.Body == nil || len(blk.Body.Attributes) > 0 || len(blk.Body.Blocks) > 0 {
+		return nil
+	}
+	return blk
+}
+
+// restOfBlock parses the rest of the file in one go from a large block
+// that did not join cleanly. Where a run of its items has an error and
+// the shell and the runs before it are clean, a parse of the whole file
+// is in that run's block, at its start, with nothing amiss yet: the rest
+// is parsed from the block's header with the clean runs blanked out
+// (spaces, and their newlines, so that every position stays), and those
+// runs' items join the block. Otherwise (or where an item of a clean run
+// is set again, which a whole parse reports in its place), the rest is
+// parsed from the block's header on.
+func restOfBlock(src []byte, pieces []*piece, u unit, filename string) *piece {
+	whole := &piece{src: src[u.start.Byte:], start: u.start}
+	k := 1
+	for k < len(pieces) && pieces[k].clean() {
+		k++
+	}
+	if shellBlock(pieces[0]) == nil || k == len(pieces) {
+		whole.parse(filename)
+		return whole
+	}
+	from, to := pieces[1].start.Byte-u.start.Byte, pieces[k].start.Byte-u.start.Byte
+	rest := &piece{src: bytes.Clone(whole.src), start: u.start}
+	for i, c := range rest.src[from:to] {
+		if c != '\n' {
+			rest.src[from+i] = ' '
+		}
+	}
+	rest.parse(filename)
+	var blk *hclsyntax.Block
+	if rest.body != nil && len(rest.body.Blocks) > 0 {
+		blk = rest.body.Blocks[0]
+	}
+	if blk == nil || blk.Body == nil || blk.Body.Attributes == nil {
+		whole.parse(filename)
+		return whole
+	}
+	blocks := hclsyntax.Blocks{}
+	seen := map[string]bool{}
+	for _, pc := range pieces[1:k] {
+		for name, a := range pc.body.Attributes {
+			if _, dup := blk.Body.Attributes[name]; dup || seen[name] {
+				whole.parse(filename)
+				return whole
+			}
+			seen[name] = true
+			blk.Body.Attributes[name] = a
+		}
+		blocks = append(blocks, pc.body.Blocks...)
+	}
+	blk.Body.Blocks = append(blocks, blk.Body.Blocks...)
+	return rest
 }

@@ -175,25 +175,29 @@ func TestParseInPiecesErrorsInLargeBlock(t *testing.T) {
 		pieces bool // parsed in pieces, not whole
 		valid  bool
 	}{
-		"syntax error inside":       {insert(0.5, "  x = = 1\n"), true, false},
-		"missing bracket inside":    {insert(0.5, "  x = [1, 2\n"), false, false},
-		"error at the first item":   {strings.Replace(big, "locals { # } = {\n", "locals { # } = {\n  = 2\n", 1), true, false},
-		"error at a cut":            {big[:cut] + "  x = \n" + big[cut:], true, false},
-		"error just before a cut":   {big[:cut-1] + " +" + big[cut-1:], true, false},
-		"block closed early at cut": {big[:cut] + "}\n" + big[cut:], false, false},
-		"errors in two pieces":      {insert(0.2, "  x = [1 2]\n") + "stage \"command\" \"t\" {\n  run = !\n}\n", true, false},
-		"two errors in the block":   {insert(0.8, "  y = ,\n")[:at(0.3)] + "  ! = 1\n" + insert(0.8, "  y = ,\n")[at(0.3):], true, false},
-		"argument set twice":        {insert(0.7, "  v10 = 1\n"), true, false},
-		"set twice in one piece":    {insert(0.7, "  w = 1\n  w = 2\n"), true, false},
-		"error in the last line":    {strings.Replace(big, "  last = 1 # the last\n}", "  last = 1 }", 1), true, false},
-		"unclosed at the end":       {big[:strings.Index(big, "  last = 1")], true, false},
-		"comma after argument":      {insert(0.4, "  z = 1,\n"), true, false},
-		"quoted argument name":      {insert(0.4, "  \"z\" = 1\n"), true, false},
-		"nested block":              {insert(0.4, "  inner {\n    a = 1\n  }\n"), true, true},
-		"heredoc":                   {insert(0.4, "  h = <<EOT\n  }\nEOT\n"), false, true},
-		"block comment":             {insert(0.4, "  /* } */\n"), false, true},
-		"top-level attribute":       {big + "x = {\n  a = 1\n}\n", false, true},
-		"top-level object":          {"x = {\n" + strings.Repeat("  a1 = [1, 2, 3, 4, 5, 6]\n", 4000) + "}\n" + big, false, true},
+		"syntax error inside":        {insert(0.5, "  x = = 1\n"), true, false},
+		"missing bracket inside":     {insert(0.5, "  x = [1, 2\n"), false, false},
+		"error at the first item":    {strings.Replace(big, "locals { # } = {\n", "locals { # } = {\n  = 2\n", 1), true, false},
+		"error at a cut":             {big[:cut] + "  x = \n" + big[cut:], true, false},
+		"error just before a cut":    {big[:cut-1] + " +" + big[cut-1:], true, false},
+		"block closed early at cut":  {big[:cut] + "}\n" + big[cut:], false, false},
+		"errors in two pieces":       {insert(0.2, "  x = [1 2]\n") + "stage \"command\" \"t\" {\n  run = !\n}\n", true, false},
+		"two errors in the block":    {insert(0.8, "  y = ,\n")[:at(0.3)] + "  ! = 1\n" + insert(0.8, "  y = ,\n")[at(0.3):], true, false},
+		"argument set twice":         {insert(0.7, "  v10 = 1\n"), true, false},
+		"set twice in one piece":     {insert(0.7, "  w = 1\n  w = 2\n"), true, false},
+		"error in the last line":     {strings.Replace(big, "  last = 1 # the last\n}", "  last = 1 }", 1), true, false},
+		"unclosed at the end":        {big[:strings.Index(big, "  last = 1")], true, false},
+		"comma after argument":       {insert(0.4, "  z = 1,\n"), true, false},
+		"quoted argument name":       {insert(0.4, "  \"z\" = 1\n"), true, false},
+		"nested block":               {insert(0.4, "  inner {\n    a = 1\n  }\n"), true, true},
+		"error after a nested block": {insert(0.3, "  inner {\n    a = 1\n  }\n")[:at(0.6)] + "  x = [1 2]\n" + insert(0.3, "  inner {\n    a = 1\n  }\n")[at(0.6):], true, false},
+		"error after UTF-8":          {insert(0.5, "  u = \"h\u00e9llo w\u00f6rld \u2603\" # \u00e9\n  x = = 1\n"), true, false},
+		"set again after an error":   {insert(0.6, "  x = = 1\n  v10 = 2\n"), true, false},
+		"error then set again":       {insert(0.6, "  x = [1 2]\n  x = 2\n"), true, false},
+		"heredoc":                    {insert(0.4, "  h = <<EOT\n  }\nEOT\n"), false, true},
+		"block comment":              {insert(0.4, "  /* } */\n"), false, true},
+		"top-level attribute":        {big + "x = {\n  a = 1\n}\n", false, true},
+		"top-level object":           {"x = {\n" + strings.Repeat("  a1 = [1, 2, 3, 4, 5, 6]\n", 4000) + "}\n" + big, false, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := []byte(tc.src)
@@ -232,6 +236,9 @@ func FuzzParseInPieces(f *testing.F) {
 		"x = 1\nlocals {\n  a = 1\n}\n",
 		"a {\n  b {\n    c = 1\n  }\n  d = 2\n} e {\n}\n",
 		"locals {\n  a = 1\n  }\n  b = 2\n}\n",
+		"locals {\n  a = \"\u00e9\" # c\n  b = = 1\n  c = 2\n}\n",
+		"locals {\n  a = 1\n  b {\n  }\n  c = [1 2]\n  a = 3\n}\n",
+		"locals {\n  a = 1\n  // }\n  b = (1\n  )\n  c = 2 }\n",
 	} {
 		f.Add([]byte(s))
 	}
