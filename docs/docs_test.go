@@ -24,8 +24,8 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
-	"github.com/cairn-run/cairn/engine/items/simmodel"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
 
 // The documents are checked against the real cairn binary, built once.

@@ -27,7 +27,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/atomicfile"
-	"github.com/cairn-run/cairn/engine/items"
+	"github.com/cairn-run/cairn/stages/items"
 )
 
 // Evaluate scores a dataset item by item through a worker (the protocol of

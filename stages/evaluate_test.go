@@ -18,8 +18,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
-	"github.com/cairn-run/cairn/engine/items"
-	"github.com/cairn-run/cairn/engine/items/simmodel"
+	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
 
 func strs(ss ...string) cty.Value {

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/items/simmodel"
+	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
 
 type modelList []string
