@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // The tests in this file check claims the documents make in prose: each
@@ -139,13 +140,13 @@ stage "command" "c" {
 	runs := runDirs(t, filepath.Join(dir, ".cairn"))
 	require.Len(t, runs, 2)
 	for _, run := range runs {
-		entries, err := engine.ReadJournal(run)
+		entries, err := runlog.Read(run)
 		require.NoError(t, err)
 		for _, e := range entries {
 			types[e.T] = true
 		}
 	}
-	for _, want := range []string{engine.JRunStart, engine.JPlanned, engine.JStarted, engine.JFinished, engine.JFailed, engine.JCached, engine.JSkipped, engine.JRunEnd} {
+	for _, want := range []string{runlog.RunStart, runlog.Planned, runlog.Started, runlog.Finished, runlog.Failed, runlog.Cached, runlog.Skipped, runlog.RunEnd} {
 		assert.True(t, types[want], "no %s record in the journals", want)
 	}
 	for ty := range types {

@@ -23,6 +23,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -160,7 +161,7 @@ type applier struct {
 	g        *Graph
 	pipeline string // the pipeline's name (recovery tells its runs from others')
 	cache    *Cache
-	j        *Journal
+	j        *runlog.Journal
 	runID    string
 	nodes    []*nodeState
 	ready    []int // node ids, kept sorted (topological order)
@@ -249,7 +250,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	if refusal != nil {
 		// A refused apply is a run too: `cairn status` shows it refused.
 		a.res.Refused = refusal.Error()
-		_ = j.Write(JEntry{T: JRunEnd, Status: "refused", Message: refusal.Error()})
+		_ = j.Write(runlog.Entry{T: runlog.RunEnd, Status: "refused", Message: refusal.Error()})
 		return a.res, refusal
 	}
 
@@ -266,10 +267,10 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	}
 	// The journal names every node this run means to run (keys known now,
 	// or known after apply), in one group commit.
-	var planned []JEntry
+	var planned []runlog.Entry
 	for _, ns := range a.nodes {
 		if !ns.pn.Skipped && (ns.pn.Action == ActRun || ns.pn.Action == ActMayRun) {
-			planned = append(planned, JEntry{T: JPlanned, Node: ns.n.Addr, Key: ns.pn.Key})
+			planned = append(planned, runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key})
 		}
 	}
 	if len(planned) > 0 {
@@ -308,10 +309,10 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	}
 	// The apply is complete once every record it committed is durable.
 	if err := a.cache.WaitDurable(a.cache.Written()); err != nil {
-		_ = j.Write(JEntry{T: JRunEnd, Status: "failed", Message: err.Error(), Duration: a.res.Dur.Seconds()})
+		_ = j.Write(runlog.Entry{T: runlog.RunEnd, Status: "failed", Message: err.Error(), Duration: a.res.Dur.Seconds()})
 		return a.res, fmt.Errorf("the results of this run are in the cache but could not be made durable (%w): a power loss could make their nodes run again", err)
 	}
-	_ = j.Write(JEntry{T: JRunEnd, Status: status, Duration: a.res.Dur.Seconds()})
+	_ = j.Write(runlog.Entry{T: runlog.RunEnd, Status: status, Duration: a.res.Dur.Seconds()})
 	if err := a.cache.Stat.Save(); err != nil {
 		a.printf("warning: cannot save the stat cache: %s\n", err)
 	}
@@ -336,9 +337,9 @@ func (a *applier) begin() (release func(), interrupted map[string]interruptedNod
 
 // openRun names the run and opens its journal.
 func (a *applier) openRun(noSync bool) error {
-	a.runID = NewRunID()
+	a.runID = runlog.NewRunID()
 	a.res.RunID = a.runID
-	j, err := OpenJournal(a.cache.Dir, a.runID, noSync)
+	j, err := runlog.Open(a.cache.Dir, a.runID, noSync)
 	if err != nil {
 		return err
 	}
@@ -348,7 +349,7 @@ func (a *applier) openRun(noSync bool) error {
 
 // runStart writes the run's first record.
 func (a *applier) runStart(args []string) error {
-	return a.j.Write(JEntry{T: JRunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args})
+	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args})
 }
 
 // loop is the scheduler: one goroutine owns all node state; workers report
@@ -1009,7 +1010,7 @@ func (a *applier) markFailed(ns *nodeState) {
 		f.Tail = redactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
-	_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
+	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
 	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
 	a.emitJSON(ns, "failed")
 	a.finish(ns)
@@ -1021,7 +1022,7 @@ func (a *applier) skip(ns *nodeState, why string) {
 	ns.class = failUpstream
 	a.res.Skipped++
 	a.setFinal(ns)
-	_ = a.j.Note(JEntry{T: JSkipped, Node: ns.n.Addr, Message: why})
+	_ = a.j.Note(runlog.Entry{T: runlog.Skipped, Node: ns.n.Addr, Message: why})
 	a.line(ns, "-", "skipped: "+why)
 	a.emitJSON(ns, "skipped")
 	a.finish(ns)
@@ -1183,7 +1184,7 @@ func (a *applier) scratchFor(ns *nodeState) string {
 	if ns.scratch != "" {
 		return ns.scratch
 	}
-	d := filepath.Join(a.j.Dir, "out", nodeLogName(ns.n.Addr, 1))
+	d := filepath.Join(a.j.Dir, "out", runlog.NodeLogName(ns.n.Addr, 1))
 	ns.scratch = d
 	for len(a.freeScratch) > 0 {
 		f := a.freeScratch[len(a.freeScratch)-1]
@@ -1248,7 +1249,7 @@ func (r *nodeRuntime) NodeStarted(logs ...string) error {
 	if len(logs) > 0 {
 		ns.logs = [2]string{"", logs[len(logs)-1]}
 	}
-	err := a.j.Write(JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: os.Getpid(), Logs: logs})
+	err := a.j.Write(runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: os.Getpid(), Logs: logs})
 	a.line(ns, ">", "started")
 	return err
 }
@@ -1256,9 +1257,9 @@ func (r *nodeRuntime) NodeStarted(logs ...string) error {
 // JournalItems implements stages.Journaler: one "charged" record per
 // item stored by the node.
 func (r *nodeRuntime) JournalItems(recs []stages.ItemRecord) error {
-	es := make([]JEntry, len(recs))
+	es := make([]runlog.Entry, len(recs))
 	for i, rec := range recs {
-		es[i] = JEntry{T: JCharged, Node: r.ns.n.Addr, Attempt: r.ns.attempts, Item: rec.Item, Key: rec.Key, Count: rec.Charged}
+		es[i] = runlog.Entry{T: runlog.Charged, Node: r.ns.n.Addr, Attempt: r.ns.attempts, Item: rec.Item, Key: rec.Key, Count: rec.Charged}
 	}
 	return r.a.j.WriteBatch(es)
 }
@@ -1278,7 +1279,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResult, error) {
 	a, ns := r.a, r.ns
 	c := ns.spec.Common
-	stem := NodeLog(a.j.Dir, ns.n.Addr, ns.attempts)
+	stem := runlog.NodeLog(a.j.Dir, ns.n.Addr, ns.attempts)
 	stdout, stderr := stem+".out", stem+".err"
 	if p.Stdout != "" {
 		stdout = p.Stdout
@@ -1333,7 +1334,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(pid int, tick uint64) {
 			testKillAfterStart()
-			e := JEntry{T: JStarted, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}}
+			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}}
 			if ns.n.Stage.OnInterrupt == "fail" {
 				// After a power loss too, the node must show as
 				// interrupted, so that it is not rerun silently.
@@ -1443,7 +1444,7 @@ func (a *applier) execute(ns *nodeState) error {
 					ns.class, ns.message = class, msg
 				} else {
 					ns.record = rec
-					_ = a.j.Note(JEntry{T: JFinished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts})
+					_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts})
 					return nil
 				}
 			}
@@ -1453,7 +1454,7 @@ func (a *applier) execute(ns *nodeState) error {
 			return nil
 		}
 		ns.message = redactSecrets(ns.message, ns.secrets)
-		_ = a.j.Write(JEntry{T: JFailed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
+		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -46,7 +47,7 @@ type batchGroup struct {
 	devices  []int // pinned devices, the free ones at batch start
 	par      int
 	slots    *slotPolicy
-	batch    *Batch
+	batch    *runlog.Batch
 	deadline time.Time
 	failed   bool
 	launched int // variants the batch launched (set at its start)
@@ -210,7 +211,7 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 	ns.wave = wave
 	g.noteLaunch(a, ns, dev)
 	ns.batchLogDir = g.batch.LogDir
-	_ = a.j.Write(JEntry{T: JLease, Node: ns.n.Addr, GPUs: []int{dev}, Wave: ns.wave})
+	_ = a.j.Write(runlog.Entry{T: runlog.Lease, Node: ns.n.Addr, GPUs: []int{dev}, Wave: ns.wave})
 	return true
 }
 
@@ -307,7 +308,7 @@ func (g *batchGroup) start(a *applier) bool {
 		logDir = filepath.Join("logs", g.stage)
 	}
 	logDir = logDir + "_" + time.Now().UTC().Format("20060102_150405")
-	g.batch = &Batch{
+	g.batch = &runlog.Batch{
 		ID: a.runID + "/" + g.stage, Tag: g.policy.Tag, Stage: g.stage, Start: time.Now().UTC(),
 		LogDir: filepath.Join(a.g.Root, logDir), Variants: names, State: BatchRunning,
 	}
@@ -316,7 +317,7 @@ func (g *batchGroup) start(a *applier) bool {
 	}
 	_ = os.MkdirAll(g.batch.LogDir, 0o777)
 	writeBatchLock(g.lock, g.batch, a.runID)
-	_ = a.j.Write(JEntry{T: JBatch, Node: addrs.Stage(g.stage).String(), Batch: g.batch, GPUs: g.devices})
+	_ = a.j.Write(runlog.Entry{T: runlog.BatchEvent, Node: addrs.Stage(g.stage).String(), Batch: g.batch, GPUs: g.devices})
 	waves := (toRun + g.par - 1) / g.par
 	sim := ""
 	if a.opts.GPUs.Simulated() {
@@ -489,7 +490,7 @@ func (g *batchGroup) end(a *applier, interrupted bool) {
 	default:
 		g.batch.State = BatchDone
 	}
-	_ = a.j.Write(JEntry{T: JBatch, Node: addrs.Stage(g.stage).String(), Batch: g.batch, Status: g.batch.State})
+	_ = a.j.Write(runlog.Entry{T: runlog.BatchEvent, Node: addrs.Stage(g.stage).String(), Batch: g.batch, Status: g.batch.State})
 	if g.policy.Ledger != "" {
 		ledgerEnd(a, g)
 	}
@@ -536,7 +537,7 @@ func tryBatchLock(leaseDir string) (*flock.Flock, string, error) {
 		info.RunID, info.PID, info.Stage, info.Start.Format("2006-01-02 15:04:05"), strings.Join(info.Variants, ", ")), nil
 }
 
-func writeBatchLock(lk *flock.Flock, b *Batch, runID string) {
+func writeBatchLock(lk *flock.Flock, b *runlog.Batch, runID string) {
 	info := batchLockInfo{RunID: runID, PID: os.Getpid(), Start: b.Start, Stage: b.Stage, Variants: b.Variants}
 	data, _ := json.Marshal(info)
 	_ = os.WriteFile(lk.Path(), append(data, '\n'), 0o666)

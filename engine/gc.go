@@ -11,6 +11,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
@@ -104,7 +105,7 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 		}
 	}
 	if opts.OlderThan > 0 {
-		runs, _ := ListRuns(c.Dir)
+		runs, _ := runlog.List(c.Dir)
 		for _, r := range runs {
 			if r.State != "running" && !r.Start.IsZero() && time.Since(r.Start) > opts.OlderThan {
 				res.Runs++

@@ -11,6 +11,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // The batch ledger is the markdown file a waves stage names in `ledger`
@@ -214,11 +215,11 @@ func setRowState(s, batchID, state string) string {
 
 // ledgerInterrupted marks the rows of the batches a dead run left RUNNING
 // as INTERRUPTED.
-func ledgerInterrupted(entries []JEntry) error {
-	last := map[string]*Batch{}
+func ledgerInterrupted(entries []runlog.Entry) error {
+	last := map[string]*runlog.Batch{}
 	var order []string
 	for _, e := range entries {
-		if e.T == JBatch && e.Batch != nil {
+		if e.T == runlog.BatchEvent && e.Batch != nil {
 			if last[e.Batch.ID] == nil {
 				order = append(order, e.Batch.ID)
 			}

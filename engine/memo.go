@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/wal"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -479,7 +480,7 @@ func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult,
 		_ = j.NoteCached(n.Addr, n.Key)
 	}
 	res.Dur = time.Since(start)
-	if err := j.Write(JEntry{T: JRunEnd, Status: "ok", Duration: res.Dur.Seconds()}); err != nil {
+	if err := j.Write(runlog.Entry{T: runlog.RunEnd, Status: "ok", Duration: res.Dur.Seconds()}); err != nil {
 		return nil, err
 	}
 	return res, j.Close()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dsl"
-	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
@@ -27,13 +27,13 @@ type interruptedNode struct {
 // this pipeline, the nodes that were in flight. Leftovers of other
 // pipelines' dead runs in the same cache are reaped too.
 func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
-	runs, err := unfinishedRuns(a.cache.Dir)
+	runs, err := runlog.Unfinished(a.cache.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading earlier runs: %w", err)
 	}
 	// Oldest first, so a later run's events override an earlier one's.
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
-	last := map[string]JEntry{}
+	last := map[string]runlog.Entry{}
 	lastRun := map[string]string{}
 	var lockLeft map[string]map[int]bool
 	for _, r := range runs {
@@ -42,15 +42,15 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		// pipeline's only.
 		mine := r.Pipeline == a.pipeline
 		dead := r.State == "interrupted"
-		open := map[string]JEntry{}
+		open := map[string]runlog.Entry{}
 		for _, e := range r.Entries {
 			switch e.T {
-			case JStarted:
+			case runlog.Started:
 				open[e.Node] = e
-			case JFinished, JFailed, JCached, JSkipped:
+			case runlog.Finished, runlog.Failed, runlog.Cached, runlog.Skipped:
 				delete(open, e.Node)
 			}
-			if mine && e.Node != "" && e.T != JPlanned && e.T != JLease {
+			if mine && e.Node != "" && e.T != runlog.Planned && e.T != runlog.Lease {
 				last[e.Node] = e
 				lastRun[e.Node] = r.ID
 			}
@@ -91,7 +91,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		}
 		if dead && mine {
 			for addr := range open {
-				last[addr] = JEntry{T: "interrupted", Node: addr, Time: r.Start}
+				last[addr] = runlog.Entry{T: "interrupted", Node: addr, Time: r.Start}
 				lastRun[addr] = r.ID
 			}
 		}
@@ -104,7 +104,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 	for addr, e := range last {
 		// Killed while it ran, or stopped by an interrupt (Ctrl-C,
 		// SIGTERM): either way its work was cut short.
-		if e.T == "interrupted" || e.T == JFailed && e.Class == dsl.ClassInterrupted {
+		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == dsl.ClassInterrupted {
 			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
 		}
 	}
@@ -169,104 +169,4 @@ func (a *applier) checkGPUNeeds() error {
 		}
 	}
 	return nil
-}
-
-// unfinishedRuns reads the runs that matter for recovery: the oldest run
-// that did not end cleanly (no end marker, or interrupted) and every run
-// after it. Runs before it ended with their run_end record, so none of
-// their nodes can be left interrupted, and whatever they recorded is
-// overridden by later runs or does not matter: their journals are not
-// read. A run that ended cleanly but has no marker (written by an older
-// cairn) gets one.
-//
-// The newest run of that settled prefix is kept in runs/settled, so the
-// next apply does not look at those runs again: an apply's start does not
-// grow with the number of runs a cache has seen.
-func unfinishedRuns(cacheDir string) ([]*RunInfo, error) {
-	dirs, err := runDirs(cacheDir)
-	if err != nil {
-		return nil, err
-	}
-	settled := readSettled(cacheDir)
-	last := settled
-	var runs []*RunInfo
-	for _, dir := range dirs {
-		id := filepath.Base(dir)
-		if len(runs) == 0 && id <= settled {
-			continue
-		}
-		if len(runs) == 0 {
-			if m := readEndMarker(dir); m != nil && m.Status != "interrupted" {
-				last = id
-				continue
-			}
-		}
-		ri, err := LoadRun(dir)
-		if err != nil {
-			continue
-		}
-		if len(runs) == 0 {
-			switch {
-			case ri.State != "running" && ri.State != "interrupted" && ri.Pipeline != "":
-				// It ended with its run_end record: mark it, and skip it.
-				writeEndMarker(dir, endMarker{Pipeline: ri.Pipeline, Status: ri.State})
-				last = id
-				continue
-			case ri.State == "interrupted" && !hasOpenNodes(ri) && fileExists(filepath.Join(dir, "reaped")):
-				// Stopped between nodes, and looked at for leftovers
-				// already: nothing of it was left running.
-				last = id
-				continue
-			}
-		}
-		runs = append(runs, ri)
-	}
-	if last != settled {
-		writeSettled(cacheDir, last)
-	}
-	return runs, nil
-}
-
-// settledFile names, inside a cache's runs folder, the newest run that,
-// with every run before it, has ended and needs no recovery.
-const settledFile = "settled"
-
-// readSettled returns the settled run id of a cache, or "".
-func readSettled(cacheDir string) string {
-	b, err := os.ReadFile(filepath.Join(cacheDir, "runs", settledFile))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// writeSettled records the settled run id. It is a hint, replaced
-// atomically: without it (or with an older one) runs are looked at again.
-// Two applies may race to write it; both values are true.
-func writeSettled(cacheDir, id string) {
-	_ = atomicfile.Write(filepath.Join(cacheDir, "runs", settledFile), []byte(id+"\n"), false)
-}
-
-// hasOpenNodes reports whether a run's journal has a node started and not
-// ended, or ended by an interrupt.
-func hasOpenNodes(ri *RunInfo) bool {
-	open := map[string]bool{}
-	for _, e := range ri.Entries {
-		switch e.T {
-		case JStarted:
-			open[e.Node] = true
-		case JFailed:
-			if e.Class != dsl.ClassInterrupted {
-				delete(open, e.Node)
-			}
-		case JFinished, JCached, JSkipped:
-			delete(open, e.Node)
-		}
-	}
-	return len(open) > 0
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

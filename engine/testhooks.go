@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // Test hooks for the crash tests (engine/crashtest): they make a cairn
@@ -33,6 +35,14 @@ var (
 	testCommits          atomic.Int64
 	testStarts           atomic.Int64
 )
+
+// The CAIRN_TEST_KILL_AFTER_RECORDS hook is called by the journal, which
+// is runlog's: set, it counts every record written.
+func init() {
+	if testKillAfterRecords != 0 {
+		runlog.AfterRecord = func() { testKillAt(testKillAfterRecords, &testRecords) }
+	}
+}
 
 // testKillAfterStart is the CAIRN_TEST_KILL_AFTER_STARTS hook.
 func testKillAfterStart() {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // demoRepo lays out what `make demo` needs — pipelines/demo.sh with the
@@ -95,7 +95,7 @@ func TestDemoEditOneConfigRerunsThatVariant(t *testing.T) {
 		`stage.preflight["batch_demo_id2"]`, `stage.ruler["batch_demo_id2"]`,
 	}
 	es := w.lastJournal()
-	assert.Equal(t, want, nodesWith(es, engine.JFinished), "exactly the edited variant's stages and the table ran")
+	assert.Equal(t, want, nodesWith(es, runlog.Finished), "exactly the edited variant's stages and the table ran")
 	assert.Contains(t, out, "Apply complete: 4 ran, 9 cached, 0 failed", out)
 
 	// The plan the demo printed first says the same, and why: the edited

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/pipelines/simlib"
 )
@@ -185,16 +186,16 @@ func (w *workspace) apply(extra ...string) (string, int) {
 }
 
 // runs lists the workspace's runs, oldest first.
-func (w *workspace) runs() []*engine.RunInfo {
+func (w *workspace) runs() []*runlog.RunInfo {
 	w.t.Helper()
-	rs, err := engine.ListRuns(filepath.Join(w.dir, ".cairn"))
+	rs, err := runlog.List(filepath.Join(w.dir, ".cairn"))
 	require.NoError(w.t, err)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
 	return rs
 }
 
 // lastJournal is the journal of the newest run.
-func (w *workspace) lastJournal() []engine.JEntry {
+func (w *workspace) lastJournal() []runlog.Entry {
 	w.t.Helper()
 	rs := w.runs()
 	require.NotEmpty(w.t, rs)
@@ -247,10 +248,10 @@ type leaseRec struct {
 }
 
 // batchLeases are the aime24 lease records, in journal order.
-func batchLeases(es []engine.JEntry) []leaseRec {
+func batchLeases(es []runlog.Entry) []leaseRec {
 	var out []leaseRec
 	for i, e := range es {
-		if e.T == engine.JLease && strings.HasPrefix(e.Node, "stage.aime24[") {
+		if e.T == runlog.Lease && strings.HasPrefix(e.Node, "stage.aime24[") {
 			out = append(out, leaseRec{name: variant(e.Node), dev: e.GPUs[0], wave: e.Wave, at: i})
 		}
 	}
@@ -259,10 +260,10 @@ func batchLeases(es []engine.JEntry) []leaseRec {
 
 // ended is the journal position of each node's last finished or failed
 // record.
-func ended(es []engine.JEntry) map[string]int {
+func ended(es []runlog.Entry) map[string]int {
 	out := map[string]int{}
 	for i, e := range es {
-		if e.T == engine.JFinished || e.T == engine.JFailed {
+		if e.T == runlog.Finished || e.T == runlog.Failed {
 			out[e.Node] = i
 		}
 	}
@@ -270,7 +271,7 @@ func ended(es []engine.JEntry) map[string]int {
 }
 
 // nodesWith lists the addresses with a record of type typ.
-func nodesWith(es []engine.JEntry, typ string) []string {
+func nodesWith(es []runlog.Entry, typ string) []string {
 	var out []string
 	for _, e := range es {
 		if e.T == typ {
@@ -349,9 +350,9 @@ func TestWavesPinnedToFreeGPUs(t *testing.T) {
 			es := w.lastJournal()
 
 			// The batch record names the devices, fixed at its start.
-			var batch []engine.JEntry
+			var batch []runlog.Entry
 			for _, e := range es {
-				if e.T == engine.JBatch {
+				if e.T == runlog.BatchEvent {
 					batch = append(batch, e)
 				}
 			}
@@ -478,7 +479,7 @@ func TestRulerGateStopsTheBatch(t *testing.T) {
 	var order []string
 	end := ended(es)
 	for i, e := range es {
-		if e.T == engine.JStarted && strings.HasPrefix(e.Node, "stage.ruler[") {
+		if e.T == runlog.Started && strings.HasPrefix(e.Node, "stage.ruler[") {
 			for _, prev := range order {
 				assert.Less(t, end[prev], i, "%s started before %s ended", e.Node, prev)
 			}
@@ -488,7 +489,7 @@ func TestRulerGateStopsTheBatch(t *testing.T) {
 	assert.Len(t, order, 4)
 	// The batch was skipped, and with it the comparison (nothing to
 	// compare).
-	assert.Equal(t, append(addrs("aime24", names...), "stage.batch"), nodesWith(es, engine.JSkipped))
+	assert.Equal(t, append(addrs("aime24", names...), "stage.batch"), nodesWith(es, runlog.Skipped))
 	assert.NoFileExists(t, filepath.Join(w.dir, "reports", tag, "table.md"))
 
 	// plan says the same before the next apply.
@@ -617,15 +618,15 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 	require.NoError(t, cmd.Start())
 
 	// Kill cairn once the second wave runs.
-	var started []engine.JEntry
+	var started []runlog.Entry
 	waitFor(t, "the second wave to start", 60*time.Second, func() bool {
-		rs, err := engine.ListRuns(filepath.Join(w.dir, ".cairn"))
+		rs, err := runlog.List(filepath.Join(w.dir, ".cairn"))
 		if err != nil || len(rs) == 0 {
 			return false
 		}
 		started = nil
 		for _, e := range rs[0].Entries {
-			if e.T == engine.JStarted && (e.Node == `stage.aime24["v2"]` || e.Node == `stage.aime24["v3"]`) {
+			if e.T == runlog.Started && (e.Node == `stage.aime24["v2"]` || e.Node == `stage.aime24["v3"]`) {
 				started = append(started, e)
 			}
 		}
@@ -667,8 +668,8 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 	assert.Contains(t, string(ledger), "| v2,v3 | DONE |")
 	assert.NotContains(t, string(ledger), "RUNNING")
 	es := w.lastJournal()
-	assert.Equal(t, addrs("aime24", "v2", "v3"), filterPrefix(nodesWith(es, engine.JFinished), "stage.aime24["))
-	assert.Equal(t, addrs("aime24", "v0", "v1"), filterPrefix(nodesWith(es, engine.JCached), "stage.aime24["))
+	assert.Equal(t, addrs("aime24", "v2", "v3"), filterPrefix(nodesWith(es, runlog.Finished), "stage.aime24["))
+	assert.Equal(t, addrs("aime24", "v0", "v1"), filterPrefix(nodesWith(es, runlog.Cached), "stage.aime24["))
 	// v0 and v1 ran once, in the killed apply; v2 and v3 once to the end.
 	assert.Equal(t, map[string]int{"v0": 1, "v1": 1, "v2": 1, "v3": 1}, w.simRuns("aime24"))
 	tj := w.table()
@@ -773,7 +774,7 @@ func TestRunnerChangeRerunsTheStagesThatDeclareIt(t *testing.T) {
 	out, code = w.apply()
 	require.Equal(t, 0, code, out)
 	es := w.lastJournal()
-	assert.Equal(t, addrs("ruler", names...), nodesWith(es, engine.JFinished), "exactly the RULER stage reran")
+	assert.Equal(t, addrs("ruler", names...), nodesWith(es, runlog.Finished), "exactly the RULER stage reran")
 
 	// Revise the AIME24 runner: the batch reruns, preflight and RULER do not.
 	f, err = os.OpenFile(filepath.Join(w.dir, "bin/sim/aime24"), os.O_APPEND|os.O_WRONLY, 0)
@@ -782,7 +783,7 @@ func TestRunnerChangeRerunsTheStagesThatDeclareIt(t *testing.T) {
 	require.NoError(t, f.Close())
 	out, code = w.apply()
 	require.Equal(t, 0, code, out)
-	ran := nodesWith(w.lastJournal(), engine.JFinished)
+	ran := nodesWith(w.lastJournal(), runlog.Finished)
 	assert.Equal(t, addrs("aime24", names...), filterPrefix(ran, "stage.aime24["))
 	assert.Empty(t, filterPrefix(ran, "stage.preflight["))
 	assert.Empty(t, filterPrefix(ran, "stage.ruler["))
@@ -860,12 +861,12 @@ func TestOneBatchAtATimePerMachine(t *testing.T) {
 	require.NoError(t, cmdA.Start())
 	var runA string
 	waitFor(t, "A's batch to start", 60*time.Second, func() bool {
-		rs, err := engine.ListRuns(filepath.Join(a.dir, ".cairn"))
+		rs, err := runlog.List(filepath.Join(a.dir, ".cairn"))
 		if err != nil || len(rs) == 0 {
 			return false
 		}
 		for _, e := range rs[0].Entries {
-			if e.T == engine.JBatch {
+			if e.T == runlog.BatchEvent {
 				runA = rs[0].ID
 				return true
 			}
@@ -893,13 +894,13 @@ func TestOneBatchAtATimePerMachine(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	var endA, startB time.Time
 	for _, e := range a.lastJournal() {
-		if e.T == engine.JBatch && e.Status == engine.BatchDone {
+		if e.T == runlog.BatchEvent && e.Status == engine.BatchDone {
 			endA = e.Time
 		}
 	}
 	esB := b.lastJournal()
 	for _, e := range esB {
-		if e.T == engine.JBatch && e.Status == "" {
+		if e.T == runlog.BatchEvent && e.Status == "" {
 			startB = e.Time
 		}
 	}
@@ -967,13 +968,13 @@ func TestInterruptedBatch(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())
 	waitFor(t, "the batch to run", 60*time.Second, func() bool {
-		rs, err := engine.ListRuns(filepath.Join(w.dir, ".cairn"))
+		rs, err := runlog.List(filepath.Join(w.dir, ".cairn"))
 		if err != nil || len(rs) == 0 {
 			return false
 		}
 		var logs []string
 		for _, e := range rs[0].Entries {
-			if e.T == engine.JStarted && strings.HasPrefix(e.Node, "stage.aime24[") {
+			if e.T == runlog.Started && strings.HasPrefix(e.Node, "stage.aime24[") {
 				logs = append(logs, e.Logs[0])
 			}
 		}
@@ -996,9 +997,9 @@ func TestInterruptedBatch(t *testing.T) {
 	require.True(t, errors.As(err, &ee), "%v\n%s", err, buf.String())
 	assert.Equal(t, 130, ee.ExitCode(), buf.String())
 
-	var last *engine.Batch
+	var last *runlog.Batch
 	for _, e := range w.lastJournal() {
-		if e.T == engine.JBatch {
+		if e.T == runlog.BatchEvent {
 			last = e.Batch
 		}
 	}

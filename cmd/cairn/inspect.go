@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -112,13 +113,13 @@ func (v *nodeView) addLogs(logs []string) {
 }
 
 func (a *app) showRun(dir string) error {
-	ri, err := engine.LoadRun(dir)
+	ri, err := runlog.Load(dir)
 	if err != nil {
 		return badInput("cannot read run %s: %s", dir, err)
 	}
 	fmt.Fprintf(a.stdout, "run %s  pipeline %s  pid %d  started %s UTC  %s\n\n", ri.ID, ri.Pipeline, ri.PID, ri.Start.UTC().Format("2006-01-02 15:04:05"), ri.State)
 	for _, e := range ri.Entries {
-		if e.T == engine.JRunEnd && e.Status == "refused" && e.Message != "" {
+		if e.T == runlog.RunEnd && e.Status == "refused" && e.Message != "" {
 			fmt.Fprintf(a.stdout, "%s\n\n", strings.TrimPrefix(e.Message, engine.ErrRefused.Error()+": "))
 		}
 	}
@@ -134,27 +135,27 @@ func (a *app) showRun(dir string) error {
 		return v
 	}
 	for _, e := range ri.Entries {
-		if e.Node == "" || e.T == engine.JBatch {
+		if e.Node == "" || e.T == runlog.BatchEvent {
 			continue
 		}
 		v := get(e.Node)
 		switch e.T {
-		case engine.JStarted:
+		case runlog.Started:
 			v.state, v.start, v.gpus = "running", e.Time, e.GPUs
 			v.attempts = max(v.attempts, e.Attempt)
 			v.addLogs(e.Logs)
-		case engine.JFinished:
+		case runlog.Finished:
 			v.state, v.end, v.rss, v.gpuMiB = "ok", e.Time, e.PeakRSS, e.PeakGPU
-		case engine.JFailed:
+		case runlog.Failed:
 			// A node that failed before its process started (class
 			// setup) has no started record: its attempt and logs are
 			// on the failure.
 			v.state, v.end, v.class, v.msg = "failed", e.Time, e.Class, e.Message
 			v.attempts = max(v.attempts, e.Attempt)
 			v.addLogs(e.Logs)
-		case engine.JCached:
+		case runlog.Cached:
 			v.state = "cached"
-		case engine.JSkipped:
+		case runlog.Skipped:
 			v.state, v.msg = "skipped", e.Message
 		}
 	}
@@ -222,7 +223,7 @@ interrupted. Below, GPU batches: tag, batch id, start, log folder, variants and
 RUNNING / DONE / FAILED / INTERRUPTED.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			runs, err := engine.ListRuns(a.cachePath())
+			runs, err := runlog.List(a.cachePath())
 			if err != nil {
 				return badInput("%s", err)
 			}
@@ -241,12 +242,12 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Pipeline, r.State, c.ok, c.cached, c.failed, c.skipped, c.failedAttempts)
 			}
 			_ = tw.Flush()
-			var batches []*engine.Batch
+			var batches []*runlog.Batch
 			for _, r := range runs {
-				last := map[string]*engine.Batch{}
+				last := map[string]*runlog.Batch{}
 				var ids []string
 				for _, e := range r.Entries {
-					if e.T == engine.JBatch && e.Batch != nil {
+					if e.T == runlog.BatchEvent && e.Batch != nil {
 						if _, ok := last[e.Batch.ID]; !ok {
 							ids = append(ids, e.Batch.ID)
 						}
@@ -289,27 +290,27 @@ type nodeCounts struct {
 // countNodes counts each node once, by its last record: a node that
 // failed twice and then succeeded is one ok node with two failed attempts,
 // and a node running again after a failed attempt is in no column yet.
-func countNodes(entries []engine.JEntry) nodeCounts {
+func countNodes(entries []runlog.Entry) nodeCounts {
 	var c nodeCounts
 	last := map[string]string{}
 	for _, e := range entries {
 		switch e.T {
-		case engine.JFailed:
+		case runlog.Failed:
 			c.failedAttempts++
 			fallthrough
-		case engine.JStarted, engine.JFinished, engine.JCached, engine.JSkipped:
+		case runlog.Started, runlog.Finished, runlog.Cached, runlog.Skipped:
 			last[e.Node] = e.T
 		}
 	}
 	for _, t := range last {
 		switch t {
-		case engine.JFinished:
+		case runlog.Finished:
 			c.ok++
-		case engine.JCached:
+		case runlog.Cached:
 			c.cached++
-		case engine.JFailed:
+		case runlog.Failed:
 			c.failed++
-		case engine.JSkipped:
+		case runlog.Skipped:
 			c.skipped++
 		}
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
@@ -405,12 +405,12 @@ func TestKillDuringEvaluationResumesMissingItems(t *testing.T) {
 	assert.Contains(t, text, "were running when an earlier apply stopped: stage.seed_eval", "the killed run left the node recorded in flight")
 
 	// The resumed run journaled one charged record per item it evaluated.
-	runs, err := engine.ListRuns(w.cache)
+	runs, err := runlog.List(w.cache)
 	require.NoError(t, err)
 	require.Len(t, runs, 2)
 	journaled := map[string]int{}
 	for _, e := range runs[0].Entries {
-		if e.T == engine.JCharged {
+		if e.T == runlog.Charged {
 			assert.Equal(t, "stage.seed_eval", e.Node)
 			assert.Equal(t, keys[e.Item], e.Key)
 			journaled[e.Item]++
@@ -418,7 +418,7 @@ func TestKillDuringEvaluationResumesMissingItems(t *testing.T) {
 	}
 	assert.Equal(t, resumed, journaled)
 	for _, e := range runs[1].Entries {
-		if e.T == engine.JCharged {
+		if e.T == runlog.Charged {
 			assert.True(t, stored[e.Key], "the killed run journaled only stored items")
 		}
 	}
@@ -756,11 +756,11 @@ stage "command" "select" {
 	assert.Equal(t, 1, bytes.Count(b, []byte("\n")), "stage.select ran once: %s", b)
 
 	// The run's counts are in its journal.
-	runs, err := engine.ListRuns(w.cache)
+	runs, err := runlog.List(w.cache)
 	require.NoError(t, err)
 	found := false
 	for _, e := range runs[0].Entries {
-		if e.T == engine.JFinished && e.Node == "stage.val" {
+		if e.T == runlog.Finished && e.Node == "stage.val" {
 			found = true
 			assert.Equal(t, map[string]int{"items": n, "evaluated": 0, "from_store": n, "failed": 0, "charged": 0, "attempted": 0, "infra_failures": 0, "retried": 0}, e.Counts)
 		}

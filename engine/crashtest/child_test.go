@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 const victimPipeline = `
@@ -38,12 +38,12 @@ func (w *ws) startedPID(addr string) int {
 	w.t.Helper()
 	pid := 0
 	waitFor(w.t, addr+" to start", 30*time.Second, func() bool {
-		runs, _ := engine.ListRuns(w.cache)
+		runs, _ := runlog.List(w.cache)
 		if len(runs) == 0 {
 			return false
 		}
 		for _, e := range runs[0].Entries {
-			if e.T == engine.JStarted && e.Node == addr {
+			if e.T == runlog.Started && e.Node == addr {
 				pid = e.PID
 				return true
 			}
@@ -66,13 +66,13 @@ func TestKillChild(t *testing.T) {
 	assert.Contains(t, res.stdout, "stage.victim failed (killed)")
 
 	ri := w.lastRun()
-	failed := entries(ri, engine.JFailed, "stage.victim")
+	failed := entries(ri, runlog.Failed, "stage.victim")
 	require.Len(t, failed, 1, res.String())
 	assert.Equal(t, "killed", failed[0].Class)
 	assert.Contains(t, failed[0].Message, "killed by signal")
-	require.Len(t, entries(ri, engine.JSkipped, "stage.after_victim"), 1)
+	require.Len(t, entries(ri, runlog.Skipped, "stage.after_victim"), 1)
 	for _, k := range []string{"a", "b", "c"} {
-		assert.Len(t, entries(ri, engine.JFinished, `stage.sibling["`+k+`"]`), 1, k)
+		assert.Len(t, entries(ri, runlog.Finished, `stage.sibling["`+k+`"]`), 1, k)
 		assert.Equal(t, k+"\n", w.read("sibling_"+k+".txt"))
 	}
 	assert.False(t, w.exists("after_victim.txt"))
@@ -159,7 +159,7 @@ func TestKillBeforeStartJournaled(t *testing.T) {
 	w.write("counts/.keep", "")
 	res := w.run([]string{"CAIRN_TEST_KILL_AFTER_STARTS=1"}, "apply")
 	require.Equal(t, -1, res.code, res.String()) // killed by a signal
-	require.Empty(t, entries(w.lastRun(), engine.JStarted, "stage.held"), "the start was journaled")
+	require.Empty(t, entries(w.lastRun(), runlog.Started, "stage.held"), "the start was journaled")
 	left := w.leftovers()
 	require.NotEmpty(t, left, "nothing was left running")
 	w.write("go", "")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // overlapPipeline is pipeline pK of the concurrency test. Every pipeline
@@ -101,13 +101,13 @@ func TestConcurrentAppliesShareWork(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("s1\ns2\ns3\ns4\np%d\n", k), w.read(fmt.Sprintf("sum_p%d.txt", k)))
 	}
 	// The waiters took the common nodes from the cache.
-	runs, err := engine.ListRuns(shared)
+	runs, err := runlog.List(shared)
 	require.NoError(t, err)
 	require.Len(t, runs, 4)
 	cached := 0
 	for _, r := range runs {
 		for _, e := range r.Entries {
-			if e.T == engine.JCached && strings.HasPrefix(e.Node, "stage.common") {
+			if e.T == runlog.Cached && strings.HasPrefix(e.Node, "stage.common") {
 				cached++
 			}
 		}
@@ -191,14 +191,14 @@ func TestInterruptWhileWaiting(t *testing.T) {
 	require.NoError(t, waiter.cmd.Process.Signal(syscall.SIGINT))
 	res := waiter.wait(t)
 	require.Equal(t, 130, res.code, res.String())
-	var wr *engine.RunInfo
+	var wr *runlog.RunInfo
 	for _, r := range w.runs() {
 		if r.Pipeline == "waiter" {
 			wr = r
 		}
 	}
 	require.NotNil(t, wr)
-	f := entries(wr, engine.JFailed, "stage.held")
+	f := entries(wr, runlog.Failed, "stage.held")
 	require.Len(t, f, 1)
 	assert.Equal(t, "interrupted", f[0].Class)
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
@@ -169,7 +170,7 @@ func TestTornJournal(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(path, lastOff+(st.Size()-lastOff)/2))
 
-	es, err := engine.ReadJournal(ri.Dir)
+	es, err := runlog.Read(ri.Dir)
 	require.NoError(t, err)
 	require.Len(t, es, n-1)
 	assert.Equal(t, ri.Entries[:n-1][len(es)-1].T, es[len(es)-1].T)

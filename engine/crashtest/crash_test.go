@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // crashNode is one node of the generated crash pipeline.
@@ -156,10 +156,10 @@ func (s *crashState) check(t *testing.T, w *ws, nodes []crashNode, round string)
 	}
 	require.Empty(t, warnings, "%s: unreadable records", round)
 	// Every journal is readable.
-	runs, err := engine.ListRuns(w.cache)
+	runs, err := runlog.List(w.cache)
 	require.NoError(t, err)
 	for _, r := range runs {
-		_, err := engine.ReadJournal(r.Dir)
+		_, err := runlog.Read(r.Dir)
 		require.NoError(t, err, "%s: journal of run %s", round, r.ID)
 	}
 }

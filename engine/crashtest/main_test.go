@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // cairnBin is the cairn binary built for this test run.
@@ -231,16 +232,16 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
 }
 
 // runs returns the cache's runs, oldest first.
-func (w *ws) runs() []*engine.RunInfo {
+func (w *ws) runs() []*runlog.RunInfo {
 	w.t.Helper()
-	runs, err := engine.ListRuns(w.cache)
+	runs, err := runlog.List(w.cache)
 	require.NoError(w.t, err)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
 	return runs
 }
 
 // lastRun returns the newest run.
-func (w *ws) lastRun() *engine.RunInfo {
+func (w *ws) lastRun() *runlog.RunInfo {
 	w.t.Helper()
 	runs := w.runs()
 	require.NotEmpty(w.t, runs)
@@ -249,8 +250,8 @@ func (w *ws) lastRun() *engine.RunInfo {
 
 // entries returns a run's journal records of type typ for node addr ("" for
 // every node).
-func entries(ri *engine.RunInfo, typ, addr string) []engine.JEntry {
-	var out []engine.JEntry
+func entries(ri *runlog.RunInfo, typ, addr string) []runlog.Entry {
+	var out []runlog.Entry
 	for _, e := range ri.Entries {
 		if e.T == typ && (addr == "" || e.Node == addr) {
 			out = append(out, e)

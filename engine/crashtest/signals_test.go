@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // gated is a stage body that waits for the file "go", then writes
@@ -34,7 +34,7 @@ stage "command" "slow" {
 func (w *ws) waitJournal(started, finished []string) {
 	w.t.Helper()
 	waitFor(w.t, "the journal to show the nodes running", 30*time.Second, func() bool {
-		runs, _ := engine.ListRuns(w.cache)
+		runs, _ := runlog.List(w.cache)
 		if len(runs) == 0 {
 			return false
 		}
@@ -43,12 +43,12 @@ func (w *ws) waitJournal(started, finished []string) {
 			have[e.T+" "+e.Node] = true
 		}
 		for _, a := range started {
-			if !have[engine.JStarted+" "+a] {
+			if !have[runlog.Started+" "+a] {
 				return false
 			}
 		}
 		for _, a := range finished {
-			if !have[engine.JFinished+" "+a] {
+			if !have[runlog.Finished+" "+a] {
 				return false
 			}
 		}
@@ -75,11 +75,11 @@ func TestSIGINT(t *testing.T) {
 	ri := w.lastRun()
 	assert.Equal(t, "interrupted", ri.State)
 	for _, a := range slowAddrs {
-		f := entries(ri, engine.JFailed, a)
+		f := entries(ri, runlog.Failed, a)
 		require.Len(t, f, 1, a)
 		assert.Equal(t, "interrupted", f[0].Class, a)
 	}
-	ends := entries(ri, engine.JRunEnd, "")
+	ends := entries(ri, runlog.RunEnd, "")
 	require.Len(t, ends, 1)
 	assert.Equal(t, "interrupted", ends[0].Status)
 
@@ -119,7 +119,7 @@ stage "command" "stubborn" {
 	res := p.wait(t)
 	require.Equal(t, 130, res.code, res.String())
 	assert.Empty(t, workspaceProcs(w.root))
-	f := entries(w.lastRun(), engine.JFailed, "stage.stubborn")
+	f := entries(w.lastRun(), runlog.Failed, "stage.stubborn")
 	require.Len(t, f, 1)
 	assert.Equal(t, "interrupted", f[0].Class)
 }
@@ -145,11 +145,11 @@ stage "command" "sibling" {
 	assert.Contains(t, res.stdout, "stage.hang failed (timeout)")
 	assert.Equal(t, "term\n", w.read("term.log"), "SIGTERM first")
 	ri := w.lastRun()
-	f := entries(ri, engine.JFailed, "stage.hang")
+	f := entries(ri, runlog.Failed, "stage.hang")
 	require.Len(t, f, 1)
 	assert.Equal(t, "timeout", f[0].Class)
 	for _, k := range []string{"a", "b"} {
-		assert.Len(t, entries(ri, engine.JFinished, `stage.sibling["`+k+`"]`), 1)
+		assert.Len(t, entries(ri, runlog.Finished, `stage.sibling["`+k+`"]`), 1)
 	}
 	assert.Empty(t, workspaceProcs(w.root))
 }
@@ -193,15 +193,15 @@ stage "command" "hopeless" {
 		}
 		return out
 	}
-	assert.Equal(t, []int{1, 2, 3}, attempts(engine.JStarted, "stage.flaky"))
-	assert.Equal(t, []int{1, 2}, attempts(engine.JFailed, "stage.flaky"))
-	assert.Equal(t, []int{3}, attempts(engine.JFinished, "stage.flaky"))
-	for _, e := range entries(ri, engine.JFailed, "stage.flaky") {
+	assert.Equal(t, []int{1, 2, 3}, attempts(runlog.Started, "stage.flaky"))
+	assert.Equal(t, []int{1, 2}, attempts(runlog.Failed, "stage.flaky"))
+	assert.Equal(t, []int{3}, attempts(runlog.Finished, "stage.flaky"))
+	for _, e := range entries(ri, runlog.Failed, "stage.flaky") {
 		assert.Equal(t, "exit", e.Class)
 	}
-	assert.Equal(t, []int{1}, attempts(engine.JStarted, "stage.other_class"))
+	assert.Equal(t, []int{1}, attempts(runlog.Started, "stage.other_class"))
 	assert.Equal(t, 1, w.countLines("other.n"))
-	assert.Equal(t, []int{1, 2}, attempts(engine.JStarted, "stage.hopeless"))
+	assert.Equal(t, []int{1, 2}, attempts(runlog.Started, "stage.hopeless"))
 	assert.Equal(t, 2, w.countLines("hopeless.n"))
 	assert.Contains(t, res.stdout, "stage.hopeless failed (exit)")
 	assert.Equal(t, "ok\n", w.read("flaky.txt"))
@@ -239,10 +239,10 @@ stage "command" "report" {
 	require.Equal(t, 1, res.code, res.String())
 	assert.Contains(t, res.stdout, "accuracy 0.5 is below 0.85")
 	ri := w.lastRun()
-	f := entries(ri, engine.JFailed, "stage.gate")
+	f := entries(ri, runlog.Failed, "stage.gate")
 	require.Len(t, f, 1)
 	assert.Equal(t, "postcondition", f[0].Class)
-	require.Len(t, entries(ri, engine.JSkipped, "stage.after_gate"), 1)
+	require.Len(t, entries(ri, runlog.Skipped, "stage.after_gate"), 1)
 	assert.False(t, w.exists("after_gate.txt"))
 	assert.Equal(t, "failed postcondition\n", w.read("report.txt"))
 	// Applying again refuses the same result again: the gate is not

@@ -1,4 +1,8 @@
-package engine
+// Package runlog is a run's journal: the records an apply writes as it
+// goes (run start, planned, started, finished, failed, ... run end), in a
+// write-ahead log under the cache's runs folder, and the reading of them
+// back: for `cairn status`, and for recovery after a crash.
+package runlog
 
 import (
 	"crypto/rand"
@@ -20,23 +24,33 @@ import (
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
+// AfterRecord, when set, is called right after each journal record is
+// written (a NoteCached record: taken in). It is engine's test hook for
+// CAIRN_TEST_KILL_AFTER_RECORDS, set before any journal is opened.
+var AfterRecord func()
+
+// sharedLock creates a run's lock file readable and writable by everyone
+// the umask lets in, as engine's cache locks are: a shared cache's runs are
+// read by its other users.
+var sharedLock = flock.SetPermissions(0o666)
+
 // Journal record types. Every record is one JSON object with a "t" field.
 const (
-	JRunStart = "run_start" // run id, pipeline, pid, start time, args
-	JPlanned  = "planned"   // a node the run intends to finish (address, key when known)
-	JCached   = "cached"    // a node taken from the cache
-	JStarted  = "started"   // a process started: pid, pgid, process start time, attempt, leases
-	JLease    = "lease"     // GPU devices leased to a node (and its wave, for batches)
-	JFinished = "finished"  // a node finished: its record is committed to the cache
-	JFailed   = "failed"    // an attempt failed, with its class
-	JSkipped  = "skipped"   // not run because an upstream failed
-	JCharged  = "charged"   // budget accounting (item-level work)
-	JBatch    = "batch"     // a GPU batch started or ended
-	JRunEnd   = "run_end"   // the run ended: ok, failed, interrupted
+	RunStart   = "run_start" // run id, pipeline, pid, start time, args
+	Planned    = "planned"   // a node the run intends to finish (address, key when known)
+	Cached     = "cached"    // a node taken from the cache
+	Started    = "started"   // a process started: pid, pgid, process start time, attempt, leases
+	Lease      = "lease"     // GPU devices leased to a node (and its wave, for batches)
+	Finished   = "finished"  // a node finished: its record is committed to the cache
+	Failed     = "failed"    // an attempt failed, with its class
+	Skipped    = "skipped"   // not run because an upstream failed
+	Charged    = "charged"   // budget accounting (item-level work)
+	BatchEvent = "batch"     // a GPU batch started or ended
+	RunEnd     = "run_end"   // the run ended: ok, failed, interrupted
 )
 
-// JEntry is one journal record.
-type JEntry struct {
+// Entry is one journal record.
+type Entry struct {
 	T        string    `json:"t"`
 	Time     time.Time `json:"time"`
 	Node     string    `json:"node,omitempty"`
@@ -154,10 +168,10 @@ func NewRunID() string {
 	return time.Now().UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// OpenJournal creates a run folder and its journal. The run's lock file
+// Open creates a run folder and its journal. The run's lock file
 // is held while the run lives: `cairn status` tells a live run from one
 // whose process is gone.
-func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
+func Open(cacheDir, runID string, noSync bool) (*Journal, error) {
 	dir := filepath.Join(cacheDir, "runs", runID)
 	// The logs folder is made when the first node runs: an apply that
 	// runs nothing leaves none.
@@ -183,18 +197,18 @@ func OpenJournal(cacheDir, runID string, noSync bool) (*Journal, error) {
 // run_start (the first durable record syncs it), and the run_end of a run
 // that journaled nothing but notes (its nodes were all cached or skipped:
 // a power loss that takes the journal takes information only).
-func (j *Journal) Write(e JEntry) error {
+func (j *Journal) Write(e Entry) error {
 	mode := wal.Durable
-	if e.T == JRunStart || e.T == JRunEnd && !j.mustSync.Load() {
+	if e.T == RunStart || e.T == RunEnd && !j.mustSync.Load() {
 		mode = wal.Written
 	}
 	if err := j.appendEntry(e, mode); err != nil {
 		return err
 	}
 	switch e.T {
-	case JRunStart:
+	case RunStart:
 		j.pipeline = e.Pipeline
-	case JRunEnd:
+	case RunEnd:
 		writeEndMarker(j.Dir, endMarker{Pipeline: j.pipeline, Status: e.Status})
 	}
 	return nil
@@ -204,7 +218,7 @@ func (j *Journal) Write(e JEntry) error {
 // waiting for an fsync: a kill -9 of cairn cannot lose it, a power loss
 // (which ends every process too) can. It is for the start of a node's
 // process, whose record matters for reaping what a killed apply left running.
-func (j *Journal) WriteUnsynced(e JEntry) error {
+func (j *Journal) WriteUnsynced(e Entry) error {
 	return j.appendEntry(e, wal.Written)
 }
 
@@ -213,13 +227,13 @@ func (j *Journal) WriteUnsynced(e JEntry) error {
 // the cache, skipped, or finished with its result already committed to
 // the cache). It reaches the file before any record written after it, and
 // Close waits for it.
-func (j *Journal) Note(e JEntry) error {
+func (j *Journal) Note(e Entry) error {
 	return j.appendEntry(e, wal.Queued)
 }
 
 // appendEntry appends one record (see appendEntries).
-func (j *Journal) appendEntry(e JEntry, mode wal.Durability) error {
-	return j.appendEntries([]JEntry{e}, mode)
+func (j *Journal) appendEntry(e Entry, mode wal.Durability) error {
+	return j.appendEntries([]Entry{e}, mode)
 }
 
 // appendEntries encodes records (their time defaulting to now) and appends
@@ -227,7 +241,7 @@ func (j *Journal) appendEntry(e JEntry, mode wal.Durability) error {
 // write. mode is the log's: Write's records are Durable (but run_start,
 // and a notes-only run's run_end, Written), WriteUnsynced's Written,
 // Note's Queued, WriteBatch's Durable.
-func (j *Journal) appendEntries(es []JEntry, mode wal.Durability) error {
+func (j *Journal) appendEntries(es []Entry, mode wal.Durability) error {
 	payloads := make([][]byte, 0, len(es))
 	now := time.Now().UTC()
 	for _, e := range es {
@@ -245,7 +259,7 @@ func (j *Journal) appendEntries(es []JEntry, mode wal.Durability) error {
 	}
 	if mode != wal.Queued {
 		for _, e := range es {
-			if e.T != JRunStart && e.T != JRunEnd {
+			if e.T != RunStart && e.T != RunEnd {
 				j.mustSync.Store(true)
 			}
 		}
@@ -253,8 +267,10 @@ func (j *Journal) appendEntries(es []JEntry, mode wal.Durability) error {
 	if err := j.log.Append(payloads, mode); err != nil {
 		return err
 	}
-	for range payloads {
-		testKillAt(testKillAfterRecords, &testRecords)
+	if AfterRecord != nil {
+		for range payloads {
+			AfterRecord()
+		}
 	}
 	return nil
 }
@@ -265,7 +281,7 @@ func (j *Journal) appendEntries(es []JEntry, mode wal.Durability) error {
 // records share one write, made before the next other record.
 func (j *Journal) NoteCached(node, key string) error {
 	b := make([]byte, 0, 64+len(node)+len(key))
-	b = append(b, `{"t":"`+JCached+`","time":"`...)
+	b = append(b, `{"t":"`+Cached+`","time":"`...)
 	b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","node":`...)
 	b = appendJSONString(b, node)
@@ -283,7 +299,9 @@ func (j *Journal) NoteCached(node, key string) error {
 			return err
 		}
 	}
-	testKillAt(testKillAfterRecords, &testRecords)
+	if AfterRecord != nil {
+		AfterRecord()
+	}
 	return nil
 }
 
@@ -308,7 +326,7 @@ func appendJSONString(b []byte, s string) []byte {
 
 // WriteBatch appends records with one write and returns when they are
 // durable.
-func (j *Journal) WriteBatch(es []JEntry) error {
+func (j *Journal) WriteBatch(es []Entry) error {
 	return j.appendEntries(es, wal.Durable)
 }
 
@@ -320,12 +338,12 @@ func (j *Journal) Close() error {
 	return err
 }
 
-// ReadJournal returns a run's records. A torn last record (the run was
+// Read returns a run's records. A torn last record (the run was
 // killed while writing it) is ignored.
-func ReadJournal(dir string) ([]JEntry, error) {
-	var out []JEntry
+func Read(dir string) ([]Entry, error) {
+	var out []Entry
 	_, err := wal.Read(filepath.Join(dir, "journal"), func(_ int64, p []byte) error {
-		var e JEntry
+		var e Entry
 		if json.Unmarshal(p, &e) == nil {
 			out = append(out, e)
 		}
@@ -343,18 +361,18 @@ type RunInfo struct {
 	Start    time.Time
 	End      time.Time
 	State    string // running, ok, failed, interrupted
-	Entries  []JEntry
+	Entries  []Entry
 }
 
-// ListRuns reads every run folder of a cache, newest first.
-func ListRuns(cacheDir string) ([]*RunInfo, error) {
-	dirs, err := runDirs(cacheDir)
+// List reads every run folder of a cache, newest first.
+func List(cacheDir string) ([]*RunInfo, error) {
+	ds, err := dirs(cacheDir)
 	if err != nil {
 		return nil, err
 	}
 	var runs []*RunInfo
-	for _, dir := range dirs {
-		ri, err := LoadRun(dir)
+	for _, dir := range ds {
+		ri, err := Load(dir)
 		if err != nil {
 			continue
 		}
@@ -364,9 +382,9 @@ func ListRuns(cacheDir string) ([]*RunInfo, error) {
 	return runs, nil
 }
 
-// runDirs lists a cache's run folders, oldest first (run ids sort by
+// dirs lists a cache's run folders, oldest first (run ids sort by
 // time); none when the cache has no runs yet.
-func runDirs(cacheDir string) ([]string, error) {
+func dirs(cacheDir string) ([]string, error) {
 	base := filepath.Join(cacheDir, "runs")
 	ents, err := os.ReadDir(base)
 	if errors.Is(err, os.ErrNotExist) {
@@ -384,24 +402,24 @@ func runDirs(cacheDir string) ([]string, error) {
 	return dirs, nil
 }
 
-// LoadRun reads one run folder.
-func LoadRun(dir string) (*RunInfo, error) {
+// Load reads one run folder.
+func Load(dir string) (*RunInfo, error) {
 	ri := &RunInfo{ID: filepath.Base(dir), Dir: dir}
-	entries, err := ReadJournal(dir)
+	entries, err := Read(dir)
 	if err != nil && len(entries) == 0 {
 		return nil, err
 	}
 	ri.Entries = entries
 	for _, e := range entries {
 		switch e.T {
-		case JRunStart:
+		case RunStart:
 			ri.Pipeline, ri.PID, ri.Start = e.Pipeline, e.PID, e.Time
-		case JRunEnd:
+		case RunEnd:
 			ri.State, ri.End = e.Status, e.Time
 		}
 	}
 	if ri.State == "" {
-		if RunAlive(dir) {
+		if Alive(dir) {
 			ri.State = "running"
 		} else {
 			ri.State = "interrupted"
@@ -410,8 +428,8 @@ func LoadRun(dir string) (*RunInfo, error) {
 	return ri, nil
 }
 
-// RunAlive reports whether the run's process still holds its lock.
-func RunAlive(dir string) bool {
+// Alive reports whether the run's process still holds its lock.
+func Alive(dir string) bool {
 	lk := flock.New(filepath.Join(dir, "lock"), sharedLock)
 	ok, err := lk.TryLock()
 	if err != nil {
@@ -428,12 +446,13 @@ func RunAlive(dir string) bool {
 // scratch folder (runs/<id>/out/<stem>) has the same name. It is
 // addrs.Node.FileName, which differs for every two addresses.
 func NodeLog(runDir, addr string, attempt int) string {
-	return filepath.Join(runDir, "logs", nodeLogName(addr, attempt))
+	return filepath.Join(runDir, "logs", NodeLogName(addr, attempt))
 }
 
-// nodeLogName is the FileName of a node's address. Every node of a graph
+// NodeLogName is the FileName of a node's address: the stem of its logs
+// and the name of its scratch folder. Every node of a graph
 // has one that parses: the graph printed it.
-func nodeLogName(addr string, attempt int) string {
+func NodeLogName(addr string, attempt int) string {
 	n, err := addrs.Parse(addr)
 	if err != nil {
 		panic("cairn: a node's address does not parse: " + err.Error())

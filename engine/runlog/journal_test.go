@@ -1,0 +1,54 @@
+package runlog
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The hand-encoded cached record reads back like one encoding/json wrote,
+// whatever the address holds.
+func TestNoteCachedRoundTrip(t *testing.T) {
+	j, err := Open(t.TempDir(), NewRunID(), true)
+	require.NoError(t, err)
+	addrs := []string{`stage.x["a"]`, "stage.plain", "stage.x[\"tab\\there\"]", "stage.x[\"ünï\u00e9 ✓\"]", "stage.x[\"ctl\x01\x1f\"]", "stage.x[\"bad\xff\"]"}
+	for _, a := range addrs {
+		require.NoError(t, j.NoteCached(a, "abc123"))
+	}
+	require.NoError(t, j.Close())
+	es, err := Read(j.Dir)
+	require.NoError(t, err)
+	require.Len(t, es, len(addrs))
+	for i, e := range es {
+		want, _ := json.Marshal(addrs[i])
+		var decoded string
+		require.NoError(t, json.Unmarshal(want, &decoded))
+		assert.Equal(t, Cached, e.T)
+		assert.Equal(t, decoded, e.Node)
+		assert.Equal(t, "abc123", e.Key)
+		assert.False(t, e.Time.IsZero())
+	}
+}
+
+// Cached records wait for one write, but never behind a record written
+// after them.
+func TestNoteCachedKeepsOrder(t *testing.T) {
+	j, err := Open(t.TempDir(), NewRunID(), true)
+	require.NoError(t, err)
+	require.NoError(t, j.NoteCached("stage.a", "k1"))
+	require.NoError(t, j.NoteCached("stage.b", "k2"))
+	require.NoError(t, j.Write(Entry{T: Started, Node: "stage.c"}))
+	require.NoError(t, j.NoteCached("stage.d", "k4"))
+	require.NoError(t, j.Note(Entry{T: Skipped, Node: "stage.e"}))
+	require.NoError(t, j.NoteCached("stage.f", "k6"))
+	require.NoError(t, j.Close())
+	es, err := Read(j.Dir)
+	require.NoError(t, err)
+	var got []string
+	for _, e := range es {
+		got = append(got, e.T+" "+e.Node)
+	}
+	assert.Equal(t, []string{"cached stage.a", "cached stage.b", "started stage.c", "cached stage.d", "skipped stage.e", "cached stage.f"}, got)
+}
