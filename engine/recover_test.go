@@ -8,14 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
-
-// runlog, below dsl, has its own copy of the interrupted class.
-func TestRunlogClassInterruptedIsDsls(t *testing.T) {
-	assert.Equal(t, dsl.ClassInterrupted, runlog.ClassInterrupted)
-}
 
 // Runs that ended are looked at once: the next apply starts after them.
 func TestSettledRunsAreNotReadAgain(t *testing.T) {

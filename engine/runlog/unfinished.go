@@ -5,13 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 )
-
-// ClassInterrupted is the failure class of a node stopped by an interrupt
-// (Ctrl-C, SIGTERM): dsl.ClassInterrupted, which runlog, below dsl, cannot
-// import (engine's tests check that the two are one).
-const ClassInterrupted = "interrupted"
 
 // Unfinished reads the runs that matter for recovery: the oldest run
 // that did not end cleanly (no end marker, or interrupted) and every run
@@ -98,7 +94,7 @@ func hasOpenNodes(ri *RunInfo) bool {
 		case Started:
 			open[e.Node] = true
 		case Failed:
-			if e.Class != ClassInterrupted {
+			if e.Class != dsl.ClassInterrupted {
 				delete(open, e.Node)
 			}
 		case Finished, Cached, Skipped:
