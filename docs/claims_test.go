@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // The tests in this file check claims the documents make in prose: each
@@ -300,7 +300,7 @@ stage "command" "fine" {
 func TestRecordExampleFields(t *testing.T) {
 	omitted := map[string]bool{}
 	all := map[string]bool{}
-	rt := reflect.TypeOf(engine.Record{})
+	rt := reflect.TypeOf(store.Record{})
 	for i := 0; i < rt.NumField(); i++ {
 		tag := rt.Field(i).Tag.Get("json")
 		if tag == "" || tag == "-" {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -45,7 +46,7 @@ const (
 // ApplyOptions configure one apply.
 type ApplyOptions struct {
 	Plan        *Plan
-	Cache       *Cache
+	Cache       *store.Cache
 	Executor    Executor
 	Parallelism int           // CPU slots for nodes without GPUs (default: cores)
 	LockTimeout time.Duration // how long to wait for a node another process runs (0: forever)
@@ -116,7 +117,7 @@ type nodeState struct {
 	spec     *stages.Node
 	key      string
 	env      *Envelope
-	record   *Record
+	record   *store.Record
 	class    string
 	message  string
 	attempts int
@@ -130,13 +131,13 @@ type nodeState struct {
 	final     bool      // ok, cached, failed or skipped
 	logs      [2]string
 	prepared  bool
-	locked    *keyLock
+	locked    *store.KeyLock
 	lease     *gpu.Lease
 	wave      int
 	// launch is set when the node starts as a variant of a batch;
 	// inFlight is the most of its batch's variants running at once
 	// since (written by the scheduler, read when the record is made).
-	launch   *Launch
+	launch   *store.Launch
 	inFlight atomic.Int32
 	// progress is the kind's latest progress line (guarded by applier.mu).
 	progress string
@@ -160,7 +161,7 @@ type applier struct {
 	opts     ApplyOptions
 	g        *Graph
 	pipeline string // the pipeline's name (recovery tells its runs from others')
-	cache    *Cache
+	cache    *store.Cache
 	j        *runlog.Journal
 	runID    string
 	nodes    []*nodeState
@@ -209,7 +210,7 @@ type event struct {
 	id     int
 	kind   eventKind
 	err    error
-	locked *keyLock
+	locked *store.KeyLock
 }
 
 // Apply runs a plan: nodes whose key is cached are restored, the rest run
@@ -323,7 +324,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 // with what earlier runs left behind: orphans to reap, interruptions to
 // honour.
 func (a *applier) begin() (release func(), interrupted map[string]interruptedNode, err error) {
-	use, err := UseLock(a.cache.Dir)
+	use, err := store.UseLock(a.cache.Dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -534,7 +535,7 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 		return true
 	}
 	if ns.locked == nil {
-		lk, err := tryKeyLock(a.cache.Dir, ns.key)
+		lk, err := store.TryKeyLock(a.cache.Dir, ns.key)
 		if err != nil {
 			a.fail(ns, dsl.ClassSetup, err.Error())
 			return false
@@ -753,7 +754,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	}
 	sn.Key = ns.key
 	if a.opts.Exact && ns.pn.Key != "" && ns.key != ns.pn.Key {
-		a.fail(ns, dsl.ClassSetup, fmt.Sprintf("its key changed since the plan was saved (%s then, %s now): not run; make a new plan with 'cairn plan --out FILE'", short(ns.pn.Key), short(ns.key)))
+		a.fail(ns, dsl.ClassSetup, fmt.Sprintf("its key changed since the plan was saved (%s then, %s now): not run; make a new plan with 'cairn plan --out FILE'", store.Short(ns.pn.Key), store.Short(ns.key)))
 		return true
 	}
 	if grp := a.groups[n.Stage.Name]; grp != nil && grp.policy.Strict {
@@ -867,7 +868,7 @@ func (a *applier) takeCached(ns *nodeState) bool {
 }
 
 // takeCachedRecord is takeCached with the node's record already read.
-func (a *applier) takeCachedRecord(ns *nodeState, rec *Record) bool {
+func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 	if rec.Debug && !a.opts.Debug[ns.n.Addr] {
 		// A single-variant debug run's result is not the batch's.
 		return false
@@ -1322,7 +1323,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 	}
 	var inherit []*os.File
 	if ns.locked != nil {
-		inherit = append(inherit, ns.locked.file())
+		inherit = append(inherit, ns.locked.File())
 	}
 	if ns.lease != nil {
 		inherit = append(inherit, ns.lease.Files()...)

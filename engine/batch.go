@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -219,7 +220,7 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 // and raises the in-flight count of every variant of the batch running
 // with it.
 func (g *batchGroup) noteLaunch(a *applier, ns *nodeState, dev int) {
-	ns.launch = &Launch{
+	ns.launch = &store.Launch{
 		Batch: g.batch.ID, BatchStarted: g.batch.Start, GPU: dev, Wave: ns.wave,
 		Launched: g.launched, BatchSize: g.policy.Size,
 	}
@@ -239,7 +240,7 @@ func (g *batchGroup) noteLaunch(a *applier, ns *nodeState, dev int) {
 
 // launchRecord is the Launch of a variant's record: as it started, with
 // the in-flight count it reached.
-func (ns *nodeState) launchRecord() *Launch {
+func (ns *nodeState) launchRecord() *store.Launch {
 	if ns.launch == nil {
 		return nil
 	}
@@ -517,7 +518,7 @@ type batchLockInfo struct {
 // batch in flight.
 func tryBatchLock(leaseDir string) (*flock.Flock, string, error) {
 	p := filepath.Join(leaseDir, "batch.lock")
-	lk := flock.New(p, sharedLock)
+	lk := flock.New(p, store.SharedLock)
 	ok, err := lk.TryLock()
 	if err != nil {
 		return nil, "", fmt.Errorf("batch lock %s: %w", p, err)

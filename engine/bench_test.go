@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -97,7 +98,7 @@ func (s *benchSpace) load(b *testing.B) *Loaded {
 // plan loads, opens the cache, plans and renders, as `cairn plan` does.
 func (s *benchSpace) plan(b *testing.B) *Plan {
 	l := s.load(b)
-	c, err := OpenCache(s.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(s.cache, store.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func (s *benchSpace) plan(b *testing.B) *Plan {
 // apply plans and applies, as `cairn apply` does.
 func (s *benchSpace) apply(b *testing.B, noSync bool) *ApplyResult {
 	l := s.load(b)
-	c, err := OpenCache(s.cache, CacheOptions{NoSync: noSync})
+	c, err := store.Open(s.cache, store.Options{NoSync: noSync})
 	if err != nil {
 		b.Fatal(err)
 	}

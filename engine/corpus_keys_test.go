@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // keyWorkspace is a workspace with several pipeline files and a shared
@@ -41,7 +42,7 @@ func (w *keyWorkspace) plan(file string, vars ...dsl.VarArg) *Plan {
 	w.t.Helper()
 	l, diags := Load(LoadOptions{Path: file, Root: w.root, Vars: dsl.VarInputs{Args: vars}})
 	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
-	c, err := OpenCache(filepath.Join(w.t.TempDir(), "cache"), CacheOptions{NoSync: true})
+	c, err := store.Open(filepath.Join(w.t.TempDir(), "cache"), store.Options{NoSync: true})
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() { c.Close() })
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})

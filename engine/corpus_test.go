@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // The pipeline-file corpus: testdata/invalid holds pipelines that must be
@@ -273,7 +275,7 @@ func TestCorpusValid(t *testing.T) {
 // every node's key and dependencies.
 func renderCorpusPlan(t *testing.T, l *Loaded, root string) string {
 	t.Helper()
-	c, err := OpenCache(t.TempDir(), CacheOptions{NoSync: true})
+	c, err := store.Open(t.TempDir(), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})
@@ -320,7 +322,7 @@ func TestCorpusValidJSON(t *testing.T) {
 	for _, name := range corpusCases(t, validDir) {
 		l, diags := planLike(LoadOptions{Path: name, Root: root})
 		require.False(t, diags.HasErrors(), "%s: %s", name, diags.Error())
-		c, err := OpenCache(t.TempDir(), CacheOptions{NoSync: true})
+		c, err := store.Open(t.TempDir(), store.Options{NoSync: true})
 		require.NoError(t, err)
 		p, diags := MakePlan(l.Graph, c, PlanOptions{})
 		require.False(t, diags.HasErrors(), "%s", diags.Error())

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // gc removes the per-key lock files of earlier versions and keeps the
@@ -17,13 +19,13 @@ func TestGCRemovesOldKeyLockFiles(t *testing.T) {
 	old := filepath.Join(w.cache, "locks", "ab", "abcdef")
 	require.NoError(t, os.MkdirAll(filepath.Dir(old), 0o755))
 	require.NoError(t, os.WriteFile(old, []byte(`{"pid":1}`), 0o644))
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	_, err = GC(c, GCOptions{})
+	_, err = store.GC(c, store.GCOptions{})
 	require.NoError(t, err)
 	assert.NoDirExists(t, filepath.Dir(old))
-	assert.FileExists(t, nodeLockFile(w.cache))
+	assert.FileExists(t, filepath.Join(w.cache, "locks", "nodes"))
 	r := w.apply(ApplyOptions{})
 	assert.Equal(t, 4, r.res.Cached, r.out)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -37,11 +38,11 @@ func (e writeExecutor) Exec(_ context.Context, spec *ExecSpec) (*stages.ProcResu
 
 // planDurable plans a pipeline on a cache that syncs (closed when the
 // test ends).
-func planDurable(t *testing.T, pipeline string) (*Loaded, *Cache, *Plan) {
+func planDurable(t *testing.T, pipeline string) (*Loaded, *store.Cache, *Plan) {
 	t.Helper()
 	w := newWorkspace(t, pipeline)
 	l := w.load()
-	c, err := OpenCache(w.cache, CacheOptions{})
+	c, err := store.Open(w.cache, store.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})
@@ -76,7 +77,7 @@ stage "command" "b" {
 	open := func() { once.Do(func() { close(release) }) }
 	defer open()
 	var rounds atomic.Int64
-	c.testSyncGate = func() { rounds.Add(1); <-release }
+	c.SyncGate = func() { rounds.Add(1); <-release }
 
 	started := make(chan string, 4)
 	var out strings.Builder
@@ -89,11 +90,11 @@ stage "command" "b" {
 	}()
 	require.Equal(t, "stage.a", <-started)
 	require.Equal(t, "stage.b", <-started, "b starts while a's record waits for its sync")
-	assert.Equal(t, int64(0), c.durable.Load(), "no record is durable yet")
+	assert.Equal(t, int64(0), c.Durable(), "no record is durable yet")
 	assert.Equal(t, int64(1), c.Written(), "b's record waits for a's to be durable")
 
 	// a's record is in the index file already: another process sees it.
-	other, err := OpenCache(c.Dir, CacheOptions{NoSync: true})
+	other, err := store.Open(c.Dir, store.Options{NoSync: true})
 	require.NoError(t, err)
 	assert.True(t, other.Has(keyA), "a's record is written before b starts")
 	require.NoError(t, other.Close())
@@ -107,7 +108,7 @@ stage "command" "b" {
 	require.NoError(t, <-done, out.String())
 	assert.Equal(t, 2, res.Ran)
 	assert.Equal(t, int64(2), c.Written())
-	assert.Equal(t, c.Written(), c.durable.Load(), "every record is durable when the apply returns")
+	assert.Equal(t, c.Written(), c.Durable(), "every record is durable when the apply returns")
 	assert.GreaterOrEqual(t, rounds.Load(), int64(2), "a's record was synced before b's was written, b's before the end")
 }
 
@@ -126,7 +127,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	// The first round waits until every node has committed, so that one
 	// round has many records to sync.
 	all := make(chan struct{})
-	c.testSyncGate = func() {
+	c.SyncGate = func() {
 		mu.Lock()
 		rounds++
 		first := rounds == 1
@@ -148,7 +149,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor{started: started}, Parallelism: 4, Progress: &strings.Builder{}})
 	require.NoError(t, err)
 	assert.Equal(t, n, res.Ran)
-	assert.Equal(t, int64(n), c.durable.Load())
+	assert.Equal(t, int64(n), c.Durable())
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Less(t, rounds, n, "records share sync rounds")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // workspace is a temporary workspace with a pipeline file.
@@ -56,7 +57,7 @@ func (w *workspace) load(vars ...string) *Loaded {
 func (w *workspace) plan(opts PlanOptions, vars ...string) *Plan {
 	w.t.Helper()
 	l := w.load(vars...)
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(w.t, err)
 	defer c.Close()
 	p, diags := MakePlan(l.Graph, c, opts)
@@ -72,7 +73,7 @@ type applyRun struct {
 func (w *workspace) apply(opts ApplyOptions, vars ...string) applyRun {
 	w.t.Helper()
 	l := w.load(vars...)
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(w.t, err)
 	defer c.Close()
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // Small outputs are kept inside their record, larger ones in blobs; both
@@ -26,7 +27,7 @@ stage "command" "make" {
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 1, r.res.Ran, r.out)
 
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	rec, ok := c.Lookup(c.LastKey("inline", "stage.make"))
 	require.True(t, ok)
@@ -66,9 +67,9 @@ stage "command" "make" {
 	require.NoError(t, c.Close())
 
 	// Collected garbage leaves what records hold.
-	c, err = OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err = store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(t, err)
-	_, err = GC(c, GCOptions{})
+	_, err = store.GC(c, store.GCOptions{})
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 

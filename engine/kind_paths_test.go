@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // TestKindOutputPathsChecked: a path a kind's attribute names for writing
@@ -32,7 +34,7 @@ stage "pareto" "front" {
 			_, diags := Load(LoadOptions{Path: filepath.Join(w.root, "pipeline.hcl"), Root: w.root})
 			if !diags.HasErrors() {
 				l := w.load()
-				c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+				c, err := store.Open(w.cache, store.Options{NoSync: true})
 				require.NoError(t, err)
 				defer c.Close()
 				_, diags = MakePlan(l.Graph, c, PlanOptions{})

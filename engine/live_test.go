@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // The live display shows each running node with its elapsed time and the
@@ -24,7 +26,7 @@ stage "command" "slow" {
 }
 `)
 	l := w.load()
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ stage "command" "b" {
 }
 `)
 	l := w.load()
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
 	p, _ := MakePlan(l.Graph, c, PlanOptions{})

@@ -1,123 +1,16 @@
 package engine
 
 import (
-	"context"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/ofd"
+	"github.com/cairn-run/cairn/engine/store"
 )
-
-// keyLock is the per-key lock held while a node runs: a second apply (of
-// this or another pipeline) that needs the same key waits, then takes the
-// cache hit. It is a one-byte open-file-description lock in the cache's
-// node lock file (<cache>/locks/nodes), at an offset taken from the key,
-// taken through a descriptor of its own: the child inherits that
-// descriptor, so the lock lives exactly as long as the processes using it,
-// and a lock whose holders all died is free. Taking one creates no file.
-type keyLock struct {
-	f *os.File
-}
-
-// lockHolder is who holds a node lock, as far as /proc tells.
-type lockHolder struct {
-	PID   int    // the live apply holding it; 0 when none does
-	RunID string // that apply's run
-}
-
-func nodeLockFile(cacheDir string) string {
-	return filepath.Join(cacheDir, "locks", "nodes")
-}
-
-// keyOffset is a node key's byte in the node lock file: two keys share a
-// lock only when 62 bits of their digests agree, which would only make one
-// node wait for the other, never lose work.
-func keyOffset(key string) int64 {
-	b, err := hex.DecodeString(key[:min(16, len(key))])
-	if err != nil || len(b) < 8 {
-		// Not a digest (keys always are): its own bytes, padded.
-		b = append([]byte(key), make([]byte, 8)...)
-	}
-	return ofd.Offset(b)
-}
-
-// tryKeyLock takes the lock without waiting. It returns nil when another
-// process holds it.
-func tryKeyLock(cacheDir, key string) (*keyLock, error) {
-	p := nodeLockFile(cacheDir)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
-	if errors.Is(err, fs.ErrNotExist) {
-		// The first lock of this cache.
-		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
-			return nil, fmt.Errorf("lock: %w", err)
-		}
-		f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	ok, err := ofd.TryLock(f, keyOffset(key))
-	if err != nil || !ok {
-		f.Close()
-		return nil, err
-	}
-	return &keyLock{f: f}, nil
-}
-
-// waitKeyLock blocks until the lock is free (or ctx ends), polling: the
-// lock has no timeout, and a poll also notices a holder that died.
-// The processes that a dead run's node left behind are killed (see
-// reapLockHolders); note is told how many.
-func waitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duration, note func(killed int, run string)) (*keyLock, error) {
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	delay := 20 * time.Millisecond
-	for {
-		lk, err := tryKeyLock(cacheDir, key)
-		if err != nil || lk != nil {
-			return lk, err
-		}
-		for run, pids := range reapLockHolders(cacheDir, key) {
-			if note != nil {
-				note(len(pids), run)
-			}
-		}
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			return nil, fmt.Errorf("gave up waiting for another process running the same node after %s (--lock-timeout)", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		if delay < 500*time.Millisecond {
-			delay *= 2
-		}
-	}
-}
-
-func (l *keyLock) file() *os.File { return l.f }
-
-func (l *keyLock) release() {
-	if l != nil && l.f != nil {
-		_ = l.f.Close()
-		l.f = nil
-	}
-}
 
 // releaseKey releases the node's key lock, if it holds one, and forgets it.
 func (ns *nodeState) releaseKey() {
-	ns.locked.release()
+	ns.locked.Release()
 	ns.locked = nil
 }
 
@@ -132,7 +25,7 @@ func (a *applier) waitForKey(ns *nodeState) {
 		who := "another cairn"
 		// A node process between fork and exec still has this apply's
 		// files open, run folder lock included: it reads as this apply.
-		if h := keyLockHolder(a.cache.Dir, ns.key); h.PID == os.Getpid() || h.RunID == a.runID {
+		if h := store.KeyLockHolder(a.cache.Dir, ns.key); h.PID == os.Getpid() || h.RunID == a.runID {
 			// Another node of this pipeline does the same work.
 			who = "this apply"
 		} else if h.PID > 0 {
@@ -145,7 +38,7 @@ func (a *applier) waitForKey(ns *nodeState) {
 		a.mu.Lock()
 		ns.progress = "waiting: the same work is running in " + who
 		a.mu.Unlock()
-		lk, err := waitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func(n int, run string) {
+		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func(n int, run string) {
 			if run == "" {
 				run = "(unknown)"
 			}
@@ -153,146 +46,4 @@ func (a *applier) waitForKey(ns *nodeState) {
 		})
 		a.events <- event{id: ns.n.ID, kind: evLocked, locked: lk, err: err}
 	}()
-}
-
-// keyLockHolder says which live apply holds key's lock.
-func keyLockHolder(cacheDir, key string) lockHolder {
-	off := keyOffset(key)
-	s := scanNodeLocks(cacheDir, off)
-	pid := s.live[off]
-	return lockHolder{PID: pid, RunID: s.runs[pid]}
-}
-
-// nodeLockScan is what /proc says of the node locks of one cache.
-type nodeLockScan struct {
-	holders map[int64][]int // lock offset -> the processes sharing it
-	live    map[int64]int   // lock offset -> a live apply among them
-	runs    map[int]string  // live apply -> its run id
-}
-
-// scanNodeLocks finds, through /proc, the processes holding node locks of
-// the cache (only the lock at off when off >= 0). A process holding the
-// cache's use lock (gc.lock) is a live apply: every apply keeps it open
-// while it lives, and node processes never have it.
-func scanNodeLocks(cacheDir string, off int64) nodeLockScan {
-	base, err := filepath.Abs(cacheDir)
-	if err != nil {
-		base = cacheDir
-	}
-	if r, err := filepath.EvalSymlinks(base); err == nil {
-		base = r
-	}
-	nodes := nodeLockFile(base)
-	use := filepath.Join(base, "gc.lock")
-	runs := filepath.Join(base, "runs") + string(filepath.Separator)
-	s := nodeLockScan{holders: map[int64][]int{}, live: map[int64]int{}, runs: map[int]string{}}
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, dir := range procs {
-		pid, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil {
-			continue
-		}
-		fds, err := os.ReadDir(dir + "/fd")
-		if err != nil {
-			continue
-		}
-		var held []int64
-		uses, run := false, ""
-		for _, fd := range fds {
-			target, err := os.Readlink(dir + "/fd/" + fd.Name())
-			if err != nil {
-				continue
-			}
-			switch {
-			case target == use:
-				uses = true
-			case target == nodes:
-				for _, o := range ofd.Held(pid, fd.Name()) {
-					if off < 0 || o == off {
-						held = append(held, o)
-					}
-				}
-			case strings.HasPrefix(target, runs) && strings.HasSuffix(target, string(filepath.Separator)+"lock"):
-				run = filepath.Base(filepath.Dir(target))
-			}
-		}
-		for _, o := range held {
-			s.holders[o] = append(s.holders[o], pid)
-			if uses {
-				s.live[o] = pid
-				s.runs[pid] = run
-			}
-		}
-	}
-	return s
-}
-
-// reapLockHolders frees node locks held by the leftovers of dead runs. A
-// node's processes inherit its lock, so that the lock lives exactly as
-// long as they do; when the apply that ran the node is killed, its direct
-// child dies with it, but what that child started may not (and when the
-// apply died before journaling the node's start, nothing else names them):
-// they would hold the node for ever. A lock that no live apply shares is
-// held by such leftovers only: they are killed. It is looked at twice, so
-// that a lock an apply took during the first look (its child can show
-// before the apply does) is left alone. With key set, only that node's
-// lock is looked at. It returns, per dead run (from the CAIRN_RUN_ID the
-// leftovers were started with; "" when they lost it), the processes it
-// killed, each once (a process holding several node locks is one).
-func reapLockHolders(cacheDir, key string) map[string]map[int]bool {
-	off := int64(-1)
-	if key != "" {
-		off = keyOffset(key)
-	}
-	orphaned := func(s nodeLockScan) map[int64][]int {
-		out := map[int64][]int{}
-		for o, pids := range s.holders {
-			if _, ok := s.live[o]; !ok {
-				out[o] = pids
-			}
-		}
-		return out
-	}
-	first := orphaned(scanNodeLocks(cacheDir, off))
-	killed := map[string]map[int]bool{}
-	if len(first) == 0 {
-		return killed
-	}
-	for o, pids := range orphaned(scanNodeLocks(cacheDir, off)) {
-		if _, ok := first[o]; !ok {
-			continue
-		}
-		for _, pid := range pids {
-			if pid == os.Getpid() {
-				continue
-			}
-			run := procEnv(pid, "CAIRN_RUN_ID")
-			sig := syscall.SIGKILL
-			if testLateLockKills {
-				sig = 0
-			}
-			if syscall.Kill(pid, sig) == nil {
-				if killed[run] == nil {
-					killed[run] = map[int]bool{}
-				}
-				killed[run][pid] = true
-			}
-		}
-	}
-	return killed
-}
-
-// procEnv is the value of name in the environment process pid started
-// with ("" when unreadable or unset).
-func procEnv(pid int, name string) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return ""
-	}
-	for _, kv := range strings.Split(string(b), "\x00") {
-		if v, ok := strings.CutPrefix(kv, name+"="); ok {
-			return v
-		}
-	}
-	return ""
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 const logsPipeline = `
@@ -40,7 +41,7 @@ stage "command" "dies" {
 func TestNodeLogsAreMadeWithTheirFirstByte(t *testing.T) {
 	w := newWorkspace(t, logsPipeline)
 	l := w.load()
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})

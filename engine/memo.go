@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/engine/wal"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -89,7 +90,7 @@ func MemoPath(cacheDir, identity string) string {
 // is none: a failure or skip, a --target, a stage kind that looks at the
 // workspace when planning, or a file changed too recently (or during the
 // run) for its stat information to be trusted later.
-func BuildMemo(p *Plan, res *ApplyResult, c *Cache, identity string) (*Memo, string) {
+func BuildMemo(p *Plan, res *ApplyResult, c *store.Cache, identity string) (*Memo, string) {
 	switch {
 	case res.Failed > 0 || res.Skipped > 0 || res.Interrupted || res.Refused != "":
 		return nil, "not every node ended well"
@@ -137,7 +138,7 @@ func BuildMemo(p *Plan, res *ApplyResult, c *Cache, identity string) (*Memo, str
 	if err := c.Refresh(); err != nil {
 		return nil, "the cache's index cannot be read"
 	}
-	fi, off := c.indexState()
+	fi, off := c.IndexState()
 	if fi == nil {
 		return nil, "the cache has no index"
 	}
@@ -181,7 +182,7 @@ func BuildMemo(p *Plan, res *ApplyResult, c *Cache, identity string) (*Memo, str
 	// last: a record this run wrote is decoded again, and the checks above
 	// turn most runs that ran something away first.)
 	for _, ns := range res.nodes {
-		same, known := c.holds(ns.key, ns.record)
+		same, known := c.Holds(ns.key, ns.record)
 		if !known {
 			cur, ok := c.Lookup(ns.key)
 			same = ok && cur.OutputDigest == ns.record.OutputDigest
@@ -339,7 +340,7 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 			return false, f.Path + " changed"
 		}
 	}
-	if ok, why := m.checkIndex(indexPath(cacheDir)); !ok {
+	if ok, why := m.checkIndex(store.IndexPath(cacheDir)); !ok {
 		return false, why
 	}
 	// Every folder on the way to an output or input is a real folder (a
@@ -365,7 +366,7 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 				return false, "input " + in.Path + " changed"
 			}
 			if stat == nil {
-				stat = fsdigest.Load(statCachePath(cacheDir))
+				stat = fsdigest.Load(store.StatCachePath(cacheDir))
 			}
 			if d, err := stat.Tree(full); err != nil || d != in.Digest {
 				return false, "input " + in.Path + " changed"
@@ -395,15 +396,15 @@ func (m *Memo) checkIndex(path string) (bool, string) {
 	}
 	touched := ""
 	_, err = wal.ReadFrom(path, m.Index.Offset, func(_ int64, p []byte) error {
-		if len(p) >= 65 && (p[0] == recAction || p[0] == recEvict) && keys[string(p[1:65])] {
-			touched = string(p[1:65])
+		if k, ok := store.RecordKey(p); ok && keys[k] {
+			touched = k
 			return io.EOF
 		}
 		return nil
 	})
 	switch {
 	case touched != "":
-		return false, "the record of " + short(touched) + " changed"
+		return false, "the record of " + store.Short(touched) + " changed"
 	case err != nil:
 		return false, "the cache's index cannot be read"
 	}
@@ -462,7 +463,7 @@ func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult,
 		opts.Progress = io.Discard
 	}
 	start := time.Now()
-	a := &applier{pipeline: m.Pipeline, cache: &Cache{Dir: opts.CacheDir}, out: opts.Progress, res: &ApplyResult{Cached: len(m.Nodes)}}
+	a := &applier{pipeline: m.Pipeline, cache: &store.Cache{Dir: opts.CacheDir}, out: opts.Progress, res: &ApplyResult{Cached: len(m.Nodes)}}
 	release, _, err := a.begin()
 	if err != nil {
 		return nil, err

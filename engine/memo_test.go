@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/store"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,7 @@ stage "evaluate" "ev" {
 	w.write("worker.sh", "exit 0\n")
 	w.write("items.jsonl", `{"id": "a"}`+"\n")
 	l := w.load()
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})

@@ -14,15 +14,16 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/nofollow"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
 
 // commit stores a successful node's outputs and result and commits its
 // action record. A missing output or an unreadable result fails the node
 // with class "result" (nothing is committed).
-func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*Record, string, string) {
+func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*store.Record, string, string) {
 	c := ns.spec.Common
-	rec := &Record{
+	rec := &store.Record{
 		Key: ns.key, Outputs: map[string]string{}, Modes: map[string]uint32{},
 		Pipeline: a.g.Config.Name, Address: ns.n.Addr, RunID: a.runID,
 		Attempts: ns.attempts, Started: ns.started, Ended: ns.ended,
@@ -185,7 +186,7 @@ const (
 	inlineRecordMax = 8 << 10
 )
 
-func (a *applier) storeFile(rec *Record, rel string) error {
+func (a *applier) storeFile(rec *store.Record, rel string) error {
 	f, err := a.openOutput(rel)
 	if err != nil {
 		return err
@@ -226,7 +227,7 @@ func (a *applier) storeFile(rec *Record, rel string) error {
 }
 
 // inlineBytes is how many bytes of outputs rec holds inline.
-func inlineBytes(rec *Record) int64 {
+func inlineBytes(rec *store.Record) int64 {
 	var n int64
 	for _, b := range rec.Inline {
 		n += int64(len(b))
@@ -255,7 +256,7 @@ func (e *restoreLinkError) Error() string {
 // writes is opened without following symlinks (nofollow.OpenDir), and all
 // of them are checked before anything is written: when one is a symlink,
 // the error is a *restoreLinkError and nothing was restored.
-func (a *applier) restoreOutputs(rec *Record) error {
+func (a *applier) restoreOutputs(rec *store.Record) error {
 	paths := make([]string, 0, len(rec.Outputs))
 	for p := range rec.Outputs {
 		paths = append(paths, p)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // planKeys plans the workspace and returns every node's action, key and
@@ -17,7 +19,7 @@ func planKeys(t *testing.T, root string) map[string][3]string {
 	t.Helper()
 	l, diags := Load(LoadOptions{Path: filepath.Join(root, "pipeline.hcl"), Root: root})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
-	c, err := OpenCache(filepath.Join(root, ".cairn"), CacheOptions{NoSync: true})
+	c, err := store.Open(filepath.Join(root, ".cairn"), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})
@@ -59,7 +61,7 @@ func TestPlanOnEveryCoreMatchesOneCore(t *testing.T) {
 
 	l, diags := Load(LoadOptions{Path: filepath.Join(root, "pipeline.hcl"), Root: root})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
-	c, err := OpenCache(filepath.Join(root, ".cairn"), CacheOptions{NoSync: true})
+	c, err := store.Open(filepath.Join(root, ".cairn"), store.Options{NoSync: true})
 	require.NoError(t, err)
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())

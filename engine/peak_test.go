@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // A node that allocates a known amount and holds it: its peak RSS lands in
@@ -27,7 +29,7 @@ stage "command" "alloc" {
 `)
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 1, r.res.Ran, r.out)
-	c, err := OpenCache(w.cache, CacheOptions{NoSync: true})
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
 	recs := c.Records()

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -42,7 +43,7 @@ type PlannedNode struct {
 	Key      string
 	Reasons  []string
 	Envelope *Envelope
-	Record   *Record
+	Record   *store.Record
 	Spec     *stages.Node
 	// Skipped is set for nodes outside --target's closure: not run.
 	Skipped bool
@@ -164,7 +165,7 @@ func (g *Graph) Ancestors(ids map[int]bool) map[int]bool {
 
 // MakePlan decides, for every node, whether it runs or comes from the
 // cache, and why.
-func MakePlan(g *Graph, cache *Cache, opts PlanOptions) (*Plan, hcl.Diagnostics) {
+func MakePlan(g *Graph, cache *store.Cache, opts PlanOptions) (*Plan, hcl.Diagnostics) {
 	p, diags := makePlan(g, cache, opts, nil)
 	if diags.HasErrors() {
 		return p, diags
@@ -228,7 +229,7 @@ func strictBatches(p *Plan) map[int]forcedRun {
 	return out
 }
 
-func makePlan(g *Graph, cache *Cache, opts PlanOptions, forced map[int]forcedRun) (*Plan, hcl.Diagnostics) {
+func makePlan(g *Graph, cache *store.Cache, opts PlanOptions, forced map[int]forcedRun) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Pipeline: g.Config.Name, Graph: g, Nodes: make([]*PlannedNode, len(g.Nodes)), Options: opts}
 	var diags hcl.Diagnostics
 	var include map[int]bool
@@ -331,7 +332,7 @@ func (p *Plan) waitsFor(n *Node) string {
 // "run", sees it failed); its inputs are digested as they will be once its
 // ancestors are restored; a key that waits for an upstream's output makes
 // it "may run".
-func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, upstream func(*Node) (string, bool), written *outputIndex, cache *Cache, replace, debug bool, force *forcedRun) hcl.Diagnostics {
+func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, upstream func(*Node) (string, bool), written *outputIndex, cache *store.Cache, replace, debug bool, force *forcedRun) hcl.Diagnostics {
 	g, n := p.Graph, pn.Node
 	if up, how := p.failedUpstream(n); up != nil && n.Stage.OnUpstreamFailure != "run" {
 		pn.Action = ActSkip
@@ -485,7 +486,7 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 // postconditionFails evaluates a cached node's postconditions on its
 // record, so plan can say that apply will refuse it; "" when they hold or
 // cannot be evaluated yet.
-func (g *Graph) postconditionFails(n *Node, rec *Record, inst instanceFunc) string {
+func (g *Graph) postconditionFails(n *Node, rec *store.Record, inst instanceFunc) string {
 	self := func() cty.Value { return recordInstance(n, rec) }
 	if msg, invalid := g.evalPostconditions(n, self, inst); !invalid {
 		return msg
@@ -521,13 +522,13 @@ func (g *Graph) evalPostconditions(n *Node, self func() cty.Value, inst instance
 }
 
 // recordInstance is the instance object of a cached or finished node.
-func recordInstance(n *Node, r *Record) cty.Value {
+func recordInstance(n *Node, r *store.Record) cty.Value {
 	return instanceObject(n, r, stOK, "", "", r.Key)
 }
 
 // instanceObject is the instance object of a node that ended with status,
 // class and message; r is its record (nil when it has none).
-func instanceObject(n *Node, r *Record, status nodeStatus, class, message, key string) cty.Value {
+func instanceObject(n *Node, r *store.Record, status nodeStatus, class, message, key string) cty.Value {
 	res := cty.NullVal(cty.DynamicPseudoType)
 	exit := cty.NullVal(cty.Number)
 	dur := cty.NumberFloatVal(0)
@@ -564,7 +565,7 @@ func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status
 // which launch ran it (the run, when it and its batch started, its GPU,
 // how many of the batch ran with it and whether the batch was partial);
 // null for other nodes.
-func launchValue(runID string, started time.Time, l *Launch) cty.Value {
+func launchValue(runID string, started time.Time, l *store.Launch) cty.Value {
 	if l == nil {
 		return cty.NullVal(cty.DynamicPseudoType)
 	}

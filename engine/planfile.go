@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // PlanFileFormat is the format of the plan files this cairn writes and
@@ -116,7 +117,7 @@ func (pf *PlanFile) CheckAgainst(p *Plan) []string {
 		case !ok:
 			changed = append(changed, fmt.Sprintf("%s is no longer in the pipeline", e.Address))
 		case e.Key != "" && pn.Key != e.Key:
-			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now%s", e.Address, short(e.Key), orUnknown(pn.Key), becauseOf(pn)))
+			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now%s", e.Address, store.Short(e.Key), orUnknown(pn.Key), becauseOf(pn)))
 		case pn.Action != e.Action:
 			changed = append(changed, fmt.Sprintf("%s: %s, %s%s", e.Address, plannedAs(e.Action), wouldNow(pn.Action), becauseOf(pn)))
 		}
@@ -171,5 +172,5 @@ func orUnknown(k string) string {
 	if k == "" {
 		return "known after apply"
 	}
-	return short(k)
+	return store.Short(k)
 }

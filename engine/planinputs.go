@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -28,7 +29,7 @@ type written struct {
 	id   int
 	path string
 	// cached: the file is restored from rec; otherwise the node runs.
-	rec *Record
+	rec *store.Record
 }
 
 // pipelineReadsInputs reports whether any stage may declare input files:

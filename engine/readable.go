@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // readableJSON turns the \u0026, \u003c and \u003e escapes that Go's JSON
@@ -36,10 +38,10 @@ func readableJSON(b []byte) []byte {
 
 var htmlEscapes = map[string]byte{"0026": '&', "003c": '<', "003e": '>'}
 
-// MarshalIndent renders a record for people: indented, with &, < and >
+// RecordText renders a record for people: indented, with &, < and >
 // as they are, and file modes in octal ("0644").
-func (r *Record) MarshalIndent() string {
-	type plain Record
+func RecordText(r *store.Record) string {
+	type plain store.Record
 	v := struct {
 		*plain
 		Modes map[string]string `json:"modes,omitempty"`

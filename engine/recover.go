@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
@@ -59,10 +60,10 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 			marker := filepath.Join(r.Dir, "reaped")
 			if _, err := os.Stat(marker); err != nil {
 				// Processes holding node locks for dead runs, whether the
-				// journal names them or not (see reapLockHolders): looked
+				// journal names them or not (see store.ReapLockHolders): looked
 				// for once.
 				if lockLeft == nil {
-					lockLeft = reapLockHolders(a.cache.Dir, "")
+					lockLeft = store.ReapLockHolders(a.cache.Dir, "")
 				}
 				// A process both holding a node lock and in a node's
 				// group is counted once.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // Test hooks for the crash tests (engine/crashtest): they make a cairn
@@ -37,11 +38,17 @@ var (
 )
 
 // The CAIRN_TEST_KILL_AFTER_RECORDS hook is called by the journal, which
-// is runlog's: set, it counts every record written.
+// is runlog's: set, it counts every record written. The
+// CAIRN_TEST_KILL_AFTER_COMMITS and CAIRN_TEST_LATE_LOCK_KILLS hooks are
+// the cache's, which is store's.
 func init() {
 	if testKillAfterRecords != 0 {
 		runlog.AfterRecord = func() { testKillAt(testKillAfterRecords, &testRecords) }
 	}
+	if testKillAfterCommits != 0 {
+		store.AfterCommit = func() { testKillAt(testKillAfterCommits, &testCommits) }
+	}
+	store.LateLockKills = testLateLockKills
 }
 
 // testKillAfterStart is the CAIRN_TEST_KILL_AFTER_STARTS hook.

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -52,7 +53,7 @@ func (a *app) showCmd() *cobra.Command {
 					return badInput("%s", err)
 				}
 				r, _ := cache.Lookup(key)
-				fmt.Fprintln(a.stdout, r.MarshalIndent())
+				fmt.Fprintln(a.stdout, engine.RecordText(r))
 				return nil
 			}
 			addr := addrs.WithPrefix(arg)
@@ -74,7 +75,7 @@ func (a *app) showCmd() *cobra.Command {
 					gone = append(gone, fmt.Sprintf("pipeline %s: key %s", p, keys[p]))
 					continue
 				}
-				fmt.Fprintf(a.stdout, "# pipeline %s, %s\n%s\n", p, addr, r.MarshalIndent())
+				fmt.Fprintf(a.stdout, "# pipeline %s, %s\n%s\n", p, addr, engine.RecordText(r))
 				shown++
 			}
 			if shown == 0 {
@@ -350,7 +351,7 @@ never removes what one uses.`,
 				return err
 			}
 			defer cache.Close()
-			res, err := engine.GC(cache, engine.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry, Wait: func() {
+			res, err := store.GC(cache, store.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry, Wait: func() {
 				fmt.Fprintln(a.stderr, "cairn gc: waiting for running applies to finish")
 			}})
 			if err != nil {

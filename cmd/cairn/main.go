@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // Exit codes.
@@ -213,7 +214,7 @@ func (a *app) versionCmd() *cobra.Command {
 		Short: "Print cairn's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "cairn %s (node key envelope %s, cache format %d)\n", version, engine.EnvelopeVersion, engine.CacheFormat)
+			fmt.Fprintf(a.stdout, "cairn %s (node key envelope %s, cache format %d)\n", version, engine.EnvelopeVersion, store.Format)
 			return nil
 		},
 	}

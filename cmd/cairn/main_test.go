@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // cliResult is one in-process cairn invocation.
@@ -517,7 +518,7 @@ func TestFmt(t *testing.T) {
 func TestVersion(t *testing.T) {
 	r := runCLI(t, "version")
 	assert.Equal(t, exitOK, r.code)
-	assert.Equal(t, fmt.Sprintf("cairn %s (node key envelope %s, cache format %d)\n", version, engine.EnvelopeVersion, engine.CacheFormat), r.stdout)
+	assert.Equal(t, fmt.Sprintf("cairn %s (node key envelope %s, cache format %d)\n", version, engine.EnvelopeVersion, store.Format), r.stdout)
 	r = runCLI(t, "--version")
 	assert.Equal(t, exitOK, r.code)
 	assert.Contains(t, r.stdout, version)

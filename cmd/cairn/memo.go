@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -111,7 +112,7 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 
 // rememberUpToDate keeps the memo of an apply that ended with every node
 // done, or removes a stale one.
-func (a *app) rememberUpToDate(identity string, p *engine.Plan, res *engine.ApplyResult, cache *engine.Cache) {
+func (a *app) rememberUpToDate(identity string, p *engine.Plan, res *engine.ApplyResult, cache *store.Cache) {
 	if identity == "" {
 		return
 	}

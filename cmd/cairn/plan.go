@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -203,7 +204,7 @@ pipeline's name, a key or an action.`,
 
 // loadAndPlan loads the pipeline, opens the cache and makes the plan,
 // printing diagnostics; the caller closes the cache.
-func (a *app) loadAndPlan(args []string, opts engine.PlanOptions) (*engine.Loaded, *engine.Cache, *engine.Plan, error) {
+func (a *app) loadAndPlan(args []string, opts engine.PlanOptions) (*engine.Loaded, *store.Cache, *engine.Plan, error) {
 	l, err := a.load(args)
 	if err != nil {
 		return nil, nil, nil, err
@@ -227,8 +228,8 @@ func pipelineArgs(args []string) string {
 	return "."
 }
 
-func (a *app) openCache() (*engine.Cache, error) {
-	c, err := engine.OpenCache(a.cachePath(), engine.CacheOptions{
+func (a *app) openCache() (*store.Cache, error) {
+	c, err := store.Open(a.cachePath(), store.Options{
 		NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1",
 		Warn: func(format string, args ...any) {
 			fmt.Fprintf(a.stderr, "warning: "+format+"\n", args...)
@@ -237,7 +238,7 @@ func (a *app) openCache() (*engine.Cache, error) {
 	if err != nil {
 		return nil, &exitError{code: exitBadInput, msg: err.Error()}
 	}
-	if w := engine.SharedCacheWarning(c.Dir); w != "" {
+	if w := store.SharedWarning(c.Dir); w != "" {
 		c.Warn("%s", w)
 	}
 	return c, nil

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
@@ -31,7 +31,7 @@ stage "command" "use" {
 `
 
 // record returns the committed record of addr in the workspace's cache.
-func (w *ws) record(pipeline, addr string) *engine.Record {
+func (w *ws) record(pipeline, addr string) *store.Record {
 	w.t.Helper()
 	c := w.openCache(w.cache)
 	key := c.LastKey(pipeline, addr)
@@ -248,7 +248,7 @@ func TestRefreshAfterCompaction(t *testing.T) {
 	require.True(t, before.Has(mk))
 
 	gcCache := w.openCache(w.cache)
-	_, err := engine.GC(gcCache, engine.GCOptions{OlderThan: time.Nanosecond})
+	_, err := store.GC(gcCache, store.GCOptions{OlderThan: time.Nanosecond})
 	require.NoError(t, err)
 	require.NoError(t, gcCache.Close())
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // cairnBin is the cairn binary built for this test run.
@@ -262,9 +262,9 @@ func entries(ri *runlog.RunInfo, typ, addr string) []runlog.Entry {
 
 // openCache opens the cache to look at it (no fsync; nothing is written
 // unless a record is unreadable).
-func (w *ws) openCache(dir string) *engine.Cache {
+func (w *ws) openCache(dir string) *store.Cache {
 	w.t.Helper()
-	c, err := engine.OpenCache(dir, engine.CacheOptions{NoSync: true})
+	c, err := store.Open(dir, store.Options{NoSync: true})
 	require.NoError(w.t, err)
 	return c
 }

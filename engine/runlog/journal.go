@@ -30,8 +30,8 @@ import (
 var AfterRecord func()
 
 // sharedLock creates a run's lock file readable and writable by everyone
-// the umask lets in, as engine's cache locks are: a shared cache's runs are
-// read by its other users.
+// the umask lets in, as store's cache locks are: a shared cache's runs
+// are read by its other users.
 var sharedLock = flock.SetPermissions(0o666)
 
 // Journal record types. Every record is one JSON object with a "t" field.

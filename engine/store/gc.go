@@ -1,4 +1,4 @@
-package engine
+package store
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 // UseLock is held shared by every apply for its whole life; gc takes it
 // exclusively, so it never removes a blob or record a running apply uses.
 func UseLock(cacheDir string) (*flock.Flock, error) {
-	lk := flock.New(filepath.Join(cacheDir, "gc.lock"), sharedLock)
+	lk := flock.New(filepath.Join(cacheDir, "gc.lock"), SharedLock)
 	if err := lk.RLock(); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -44,7 +44,7 @@ type GCResult struct {
 // GC removes old records, blobs no record references, and old run
 // folders, then compacts the index. It waits for running applies.
 func GC(c *Cache, opts GCOptions) (*GCResult, error) {
-	lk := flock.New(filepath.Join(c.Dir, "gc.lock"), sharedLock)
+	lk := flock.New(filepath.Join(c.Dir, "gc.lock"), SharedLock)
 	ok, err := lk.TryLock()
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func removeOldKeyLocks(cacheDir string) {
 	}
 }
 
-// sharedLock creates a lock file readable and writable by everyone the
+// SharedLock creates a lock file readable and writable by everyone the
 // umask lets in (flock's default, 0600, would shut out the other users of
 // a shared cache).
-var sharedLock = flock.SetPermissions(0o666)
+var SharedLock = flock.SetPermissions(0o666)

@@ -1,4 +1,8 @@
-package engine
+// Package store is cairn's cache folder: the action records and the index
+// they are committed to (group commit, the background syncer), the blob
+// store and stat cache it opens, gc and compaction, and the per-key node
+// locks held while a node runs, with the scan of who holds them.
+package store
 
 import (
 	"bytes"
@@ -19,8 +23,13 @@ import (
 	"github.com/cairn-run/cairn/engine/wal"
 )
 
-// CacheFormat is the version of the cache's on-disk layout.
-const CacheFormat = 1
+// Format is the version of the cache's on-disk layout.
+const Format = 1
+
+// AfterCommit, when set, is called right after each action record is
+// committed. It is engine's test hook for CAIRN_TEST_KILL_AFTER_COMMITS,
+// set before any cache is opened.
+var AfterCommit func()
 
 // Record is the action record of a finished node: committed to the cache
 // index, it is what "finished" means.
@@ -31,9 +40,9 @@ type Record struct {
 	// Outputs maps each declared output (and the result file) to its blob
 	// digest in the content-addressed store.
 	Outputs map[string]string `json:"outputs"`
-	// Inline holds the content of the small outputs (see inlineMax),
-	// which have no blob: the record carries them, and is durable with
-	// them.
+	// Inline holds the content of the small outputs (see engine's
+	// inlineMax), which have no blob: the record carries them, and is
+	// durable with them.
 	Inline       map[string][]byte `json:"inline,omitempty"`
 	Modes        map[string]uint32 `json:"modes,omitempty"`
 	Result       json.RawMessage   `json:"result,omitempty"`
@@ -84,6 +93,15 @@ type Launch struct {
 // has.
 func (l *Launch) Partial() bool { return l.Launched < l.BatchSize }
 
+// RecordKey is the key whose record an index payload writes or evicts;
+// ok is false for the other payloads (address pointers).
+func RecordKey(p []byte) (key string, ok bool) {
+	if len(p) >= 65 && (p[0] == recAction || p[0] == recEvict) {
+		return string(p[1:65]), true
+	}
+	return "", false
+}
+
 // Index record types, the first byte of each payload.
 const (
 	recAction = 'A' // 'A' + 64-hex key + record JSON
@@ -125,21 +143,21 @@ type Cache struct {
 	syncMu   sync.Mutex   // held for a sync round
 	syncKick chan struct{}
 	syncDone chan struct{} // closed when the background syncer has exited
-	// testSyncGate, when set (tests), is called at the start of every sync
-	// round.
-	testSyncGate func()
+	// SyncGate, when set (tests only), is called at the start of every
+	// sync round.
+	SyncGate func()
 }
 
-// CacheOptions tune OpenCache.
-type CacheOptions struct {
+// Options tune Open.
+type Options struct {
 	NoSync bool // skip fsync (tests, benchmarks)
 	// Warn receives problems that cost a cache hit but nothing else, from
 	// the first read of the index on (see Cache.Warn).
 	Warn func(format string, args ...any)
 }
 
-// OpenCache opens (creating) a cache folder and loads its index.
-func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
+// Open opens (creating) a cache folder and loads its index.
+func Open(dir string, opts Options) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -149,7 +167,7 @@ func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
 	}
 	c := &Cache{
 		Dir: dir, Blobs: blobs, noSync: opts.NoSync,
-		Stat:    fsdigest.Load(statCachePath(dir)),
+		Stat:    fsdigest.Load(StatCachePath(dir)),
 		actions: map[string][]byte{}, addrs: map[string]string{},
 		Warn: func(string, ...any) {},
 	}
@@ -162,11 +180,11 @@ func OpenCache(dir string, opts CacheOptions) (*Cache, error) {
 	return c, nil
 }
 
-// SharedCacheWarning says what keeps the other users of a shared cache
+// SharedWarning says what keeps the other users of a shared cache
 // folder from writing what this process creates in it: the folder is
 // set up for a group (setgid) but the umask takes group write away. It is
 // empty when there is nothing to say (or the umask cannot be read).
-func SharedCacheWarning(dir string) string {
+func SharedWarning(dir string) string {
 	st, err := os.Stat(dir)
 	if err != nil || st.Mode()&os.ModeSetgid == 0 {
 		return ""
@@ -194,12 +212,12 @@ func processUmask() (uint32, bool) {
 	return 0, false
 }
 
-func (c *Cache) indexPath() string { return indexPath(c.Dir) }
+func (c *Cache) indexPath() string { return IndexPath(c.Dir) }
 
-// indexPath and statCachePath name a cache folder's action index and stat
+// IndexPath and StatCachePath name a cache folder's action index and stat
 // cache.
-func indexPath(cacheDir string) string     { return filepath.Join(cacheDir, "index.log") }
-func statCachePath(cacheDir string) string { return filepath.Join(cacheDir, "statcache") }
+func IndexPath(cacheDir string) string     { return filepath.Join(cacheDir, "index.log") }
+func StatCachePath(cacheDir string) string { return filepath.Join(cacheDir, "statcache") }
 
 // Refresh reads index records appended since the last read (by this or
 // another process).
@@ -303,8 +321,8 @@ func (c *Cache) Lookup(key string) (*Record, bool) {
 		return r, true
 	}
 	var r Record
-	if err := json.Unmarshal(raw, &r); err != nil || r.Key != key || r.Format != CacheFormat {
-		c.Warn("cache: the record of %s is unreadable; it will be recomputed", short(key))
+	if err := json.Unmarshal(raw, &r); err != nil || r.Key != key || r.Format != Format {
+		c.Warn("cache: the record of %s is unreadable; it will be recomputed", Short(key))
 		_ = c.Evict(key)
 		return nil, false
 	}
@@ -376,23 +394,23 @@ func (c *Cache) takePrefetched(key string, raw []byte) *Record {
 	}
 	<-p.done
 	r := p.rec
-	if r == nil || r.Key != key || r.Format != CacheFormat || len(raw) == 0 || len(p.raw) == 0 || &p.raw[0] != &raw[0] {
+	if r == nil || r.Key != key || r.Format != Format || len(raw) == 0 || len(p.raw) == 0 || &p.raw[0] != &raw[0] {
 		return nil
 	}
 	return r
 }
 
-// indexState returns the index file as last read and the offset read up
+// IndexState returns the index file as last read and the offset read up
 // to (a record boundary); nil when there is no index yet.
-func (c *Cache) indexState() (os.FileInfo, int64) {
+func (c *Cache) IndexState() (os.FileInfo, int64) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.indexFile, c.offset
 }
 
-// holds reports whether the index's record of key is still the one r was
+// Holds reports whether the index's record of key is still the one r was
 // decoded from; known is false when r was not decoded from the index.
-func (c *Cache) holds(key string, r *Record) (same, known bool) {
+func (c *Cache) Holds(key string, r *Record) (same, known bool) {
 	if r.raw == nil {
 		return false, false
 	}
@@ -446,7 +464,7 @@ func (c *Cache) openLog() (*wal.Log, error) {
 // record before a sync round made it durable; see WaitDurable. Records
 // become durable in the order they were committed, each after its blobs.
 func (c *Cache) Commit(r *Record, after int64) (int64, error) {
-	r.Format = CacheFormat
+	r.Format = Format
 	body, err := json.Marshal(r)
 	if err != nil {
 		return 0, err
@@ -478,7 +496,9 @@ func (c *Cache) Commit(r *Record, after int64) (int64, error) {
 	if !c.noSync {
 		c.kickSyncer()
 	}
-	testKillAt(testKillAfterCommits, &testCommits)
+	if AfterCommit != nil {
+		AfterCommit()
+	}
 	return seq, nil
 }
 
@@ -486,6 +506,10 @@ func (c *Cache) Commit(r *Record, after int64) (int64, error) {
 // WaitDurable(Written()) returns, every record committed so far is
 // durable.
 func (c *Cache) Written() int64 { return c.written.Load() }
+
+// Durable is the number of the last record such that every record up to
+// it is durable.
+func (c *Cache) Durable() int64 { return c.durable.Load() }
 
 // WaitDurable returns once every record up to seq is durable: on disk,
 // fsynced, with the blobs it names. A sync round syncs the blobs stored
@@ -508,8 +532,8 @@ func (c *Cache) WaitDurable(seq int64) error {
 func (c *Cache) syncRound() error {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	if c.testSyncGate != nil {
-		c.testSyncGate()
+	if c.SyncGate != nil {
+		c.SyncGate()
 	}
 	target := c.written.Load()
 	if c.durable.Load() >= target {
@@ -610,7 +634,8 @@ func (c *Cache) Records() []*Record {
 	return out
 }
 
-func short(key string) string {
+// Short is a key's first 12 digits, as messages name it.
+func Short(key string) string {
 	if len(key) > 12 {
 		return key[:12]
 	}
