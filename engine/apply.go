@@ -23,6 +23,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
@@ -47,7 +48,7 @@ const (
 type ApplyOptions struct {
 	Plan        *Plan
 	Cache       *store.Cache
-	Executor    Executor
+	Executor    executor.Executor
 	Parallelism int           // CPU slots for nodes without GPUs (default: cores)
 	LockTimeout time.Duration // how long to wait for a node another process runs (0: forever)
 	// Progress receives human progress (or JSON lines with JSON set).
@@ -221,7 +222,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		opts.Parallelism = runtime.NumCPU()
 	}
 	if opts.Executor == nil {
-		opts.Executor = LocalExecutor{}
+		opts.Executor = executor.Local{}
 	}
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
@@ -1002,13 +1003,13 @@ func (a *applier) markFailed(ns *nodeState) {
 	if ns.secrets == nil && ns.spec != nil {
 		ns.secrets = sensitiveStrings(ns.spec.Args)
 	}
-	ns.message = redactSecrets(ns.message, ns.secrets)
+	ns.message = executor.RedactSecrets(ns.message, ns.secrets)
 	a.res.Failed++
 	a.setFinal(ns)
-	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: ExistingLogs(ns.logs[:])}
+	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
 	f.NoOutput = ns.logs[1] != "" && len(f.Logs) == 0
 	if ns.res != nil {
-		f.Tail = redactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
+		f.Tail = executor.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
 	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
@@ -1328,7 +1329,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 	if ns.lease != nil {
 		inherit = append(inherit, ns.lease.Files()...)
 	}
-	spec := &ExecSpec{
+	spec := &executor.Spec{
 		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
 		Timeout: c.Timeout, KillGrace: c.KillGrace, Inherit: inherit,
@@ -1454,7 +1455,7 @@ func (a *applier) execute(ns *nodeState) error {
 		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
 			return nil
 		}
-		ns.message = redactSecrets(ns.message, ns.secrets)
+		ns.message = executor.RedactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -60,7 +61,7 @@ type touchExecutor struct{}
 
 func (touchExecutor) Name() string { return "touch" }
 
-func (touchExecutor) Exec(_ context.Context, spec *ExecSpec) (*stages.ProcResult, error) {
+func (touchExecutor) Exec(_ context.Context, spec *executor.Spec) (*stages.ProcResult, error) {
 	res := &stages.ProcResult{Started: time.Now()}
 	for _, f := range spec.Argv[1:] {
 		if err := os.WriteFile(filepath.Join(spec.Dir, f), nil, 0o644); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -24,7 +25,7 @@ type writeExecutor struct{ started chan<- string }
 
 func (writeExecutor) Name() string { return "write" }
 
-func (e writeExecutor) Exec(_ context.Context, spec *ExecSpec) (*stages.ProcResult, error) {
+func (e writeExecutor) Exec(_ context.Context, spec *executor.Spec) (*stages.ProcResult, error) {
 	e.started <- spec.Node
 	res := &stages.ProcResult{Started: time.Now()}
 	for _, f := range spec.Argv[1:] {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
@@ -396,7 +397,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Action = ActCached
 		pn.Record = rec
 		if msg := g.postconditionFails(n, rec, inst); msg != "" {
-			pn.fails = redactSecrets(msg, sensitiveStrings(sn.Args))
+			pn.fails = executor.RedactSecrets(msg, sensitiveStrings(sn.Args))
 			pn.Reasons = []string{"postcondition fails: " + msg}
 		}
 		if w := p.waitsFor(n); w != "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/engine/wal"
@@ -73,7 +74,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				}
 				for _, e := range open {
 					if e.PGID > 0 {
-						for _, pid := range reapGroup(e.PGID, e.ProcTick, 2*time.Second) {
+						for _, pid := range executor.ReapGroup(e.PGID, e.ProcTick, 2*time.Second) {
 							killed[pid] = true
 						}
 					}

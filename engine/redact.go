@@ -2,7 +2,6 @@ package engine
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -11,7 +10,7 @@ import (
 // sensitiveStrings lists the string forms of every sensitive value inside a
 // node's evaluated attributes (a sensitive variable passed as an argument,
 // an environment value, ...), longest first: messages cairn writes about
-// the node have them replaced (see redactSecrets).
+// the node have them replaced (see executor.RedactSecrets).
 func sensitiveStrings(args map[string]cty.Value) []string {
 	seen := map[string]bool{}
 	var walk func(v cty.Value, marked bool)
@@ -50,12 +49,4 @@ func sensitiveStrings(args map[string]cty.Value) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) || len(out[i]) == len(out[j]) && out[i] < out[j] })
 	return out
-}
-
-// redactSecrets replaces every occurrence of the secrets in s.
-func redactSecrets(s string, secrets []string) string {
-	for _, x := range secrets {
-		s = strings.ReplaceAll(s, x, "(sensitive)")
-	}
-	return s
 }

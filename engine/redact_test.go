@@ -7,6 +7,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor"
 )
 
 // Every sensitive value inside a node's attributes — alone, in a list, in
@@ -26,6 +27,6 @@ func TestSensitiveStrings(t *testing.T) {
 	got := sensitiveStrings(args)
 	assert.Equal(t, []string{"tok-123-long", "tok-123", "8443", "x"}, got)
 	assert.Equal(t, "cannot start (sensitive) with (sensitive) on port (sensitive)",
-		redactSecrets("cannot start tok-123-long with tok-123 on port 8443", got[:3]))
+		executor.RedactSecrets("cannot start tok-123-long with tok-123 on port 8443", got[:3]))
 	assert.Empty(t, sensitiveStrings(map[string]cty.Value{"run": cty.StringVal("plain")}))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
@@ -183,7 +184,7 @@ func (a *app) showRun(dir string) error {
 		if len(v.logs) > 0 {
 			var ls []string
 			for _, l := range v.logs {
-				if !engine.LogWritten(l) {
+				if !executor.LogWritten(l) {
 					l += " (empty)"
 				}
 				ls = append(ls, l)

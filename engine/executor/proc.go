@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"bytes"
@@ -74,10 +74,10 @@ func groupMembers(pgid int, start uint64) []int {
 	return out
 }
 
-// reapGroup kills what is left of a node's process group after cairn died
+// ReapGroup kills what is left of a node's process group after cairn died
 // and waits (up to wait) for it to go. It returns the processes it
 // found.
-func reapGroup(pgid int, start uint64, wait time.Duration) []int {
+func ReapGroup(pgid int, start uint64, wait time.Duration) []int {
 	members := groupMembers(pgid, start)
 	if len(members) == 0 {
 		return nil

@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -23,11 +23,11 @@ import (
 // through the same interface.
 type Executor interface {
 	Name() string
-	Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResult, error)
+	Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error)
 }
 
-// ExecSpec is one process to run for a node.
-type ExecSpec struct {
+// Spec is one process to run for a node.
+type Spec struct {
 	Node   string
 	Argv   []string
 	Shell  bool
@@ -61,13 +61,13 @@ type ExecSpec struct {
 	Sample func(pid int) func() gpu.Peaks
 }
 
-// LocalExecutor runs processes on this machine, each in its own process
+// Local runs processes on this machine, each in its own process
 // group, with PR_SET_PDEATHSIG so that a child dies with cairn; anything it
 // started that survives is reaped by the next apply from the journal.
-type LocalExecutor struct{}
+type Local struct{}
 
 // Name implements Executor.
-func (LocalExecutor) Name() string { return "local" }
+func (Local) Name() string { return "local" }
 
 // fileTail returns the last max bytes of a file (nil if it cannot be read).
 func fileTail(path string, max int64) []byte {
@@ -86,7 +86,7 @@ func fileTail(path string, max int64) []byte {
 }
 
 // Exec implements Executor.
-func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResult, error) {
+func (Local) Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error) {
 	res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs}
 	argv := spec.Argv
 	if spec.Shell {
@@ -101,7 +101,7 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 		lp, err := lookPath(path, spec.Env)
 		if err != nil {
 			res.Class = dsl.ClassSetup
-			res.Message = redactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
+			res.Message = RedactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
 			if err := appendLog(spec.Stderr, "cairn: "+res.Message+"\n"); err != nil {
 				return nil, err
 			}
@@ -144,7 +144,7 @@ func (LocalExecutor) Exec(ctx context.Context, spec *ExecSpec) (*stages.ProcResu
 	res.Started = time.Now()
 	if err := cmd.Start(); err != nil {
 		res.Class = dsl.ClassSetup
-		res.Message = redactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
+		res.Message = RedactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
 		_ = stdout.finish(time.Time{}, "")
 		if err := stderr.finish(time.Time{}, "cairn: "+res.Message+"\n"); err != nil {
 			return nil, fmt.Errorf("exec: log: %w", err)
@@ -246,7 +246,7 @@ loop:
 		cgroupOOM = res.Signal != "" && haveCgroup && oomAfter > oomBefore
 	}
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
-	res.Message = redactSecrets(res.Message, spec.Secrets)
+	res.Message = RedactSecrets(res.Message, spec.Secrets)
 	return res, nil
 }
 
@@ -312,7 +312,7 @@ func lookPath(name string, env []string) (string, error) {
 // classify decides a finished process's failure class ("" for success).
 // Order: cairn's own timeout and interrupt; declared stderr patterns;
 // diagnosed out-of-memory; then signal (killed) or exit status (exit).
-func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *ExecSpec) (string, string) {
+func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *Spec) (string, string) {
 	if res.TimedOut {
 		return dsl.ClassTimeout, fmt.Sprintf("killed at its timeout of %s", spec.Timeout)
 	}
