@@ -63,6 +63,7 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*store.Record, str
 		files = append(files, c.Result)
 	}
 	files = append(files, out.Files...)
+	var inlined int64 // bytes of outputs rec holds inline
 	for _, f := range files {
 		full := filepath.Join(a.g.Root, f)
 		st, err := os.Stat(full)
@@ -75,14 +76,14 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*store.Record, str
 					return err
 				}
 				rel, _ := filepath.Rel(a.g.Root, p)
-				return a.storeFile(rec, rel)
+				return a.storeFile(rec, rel, &inlined)
 			})
 			if err != nil {
 				return nil, dsl.ClassResult, fmt.Sprintf("cannot store output %s: %s", f, err)
 			}
 			continue
 		}
-		if err := a.storeFile(rec, f); err != nil {
+		if err := a.storeFile(rec, f, &inlined); err != nil {
 			return nil, dsl.ClassResult, fmt.Sprintf("cannot store output %s: %s", f, err)
 		}
 	}
@@ -186,7 +187,10 @@ const (
 	inlineRecordMax = 8 << 10
 )
 
-func (a *applier) storeFile(rec *store.Record, rel string) error {
+// storeFile stores the output rel in rec: inline while it is small and
+// *inlined, the bytes rec already holds inline, leaves room for it; in
+// the blob store otherwise.
+func (a *applier) storeFile(rec *store.Record, rel string, inlined *int64) error {
 	f, err := a.openOutput(rel)
 	if err != nil {
 		return err
@@ -200,16 +204,20 @@ func (a *applier) storeFile(rec *store.Record, rel string) error {
 		return fmt.Errorf("%s is not a regular file (%s)", rel, st.Mode().Type())
 	}
 	rec.Modes[rel] = uint32(st.Mode().Perm())
-	if st.Size() <= inlineMax && inlineBytes(rec)+st.Size() <= inlineRecordMax {
-		// One more byte than the size read tells a file that grew since.
-		b, err := io.ReadAll(io.LimitReader(f, inlineMax+1))
+	// A file stored a second time (a result inside an output folder)
+	// takes the room of its first copy.
+	room := inlineRecordMax - *inlined + int64(len(rec.Inline[rel]))
+	if limit := min(inlineMax, room); st.Size() <= limit {
+		// One more byte than the limit tells a file that grew since.
+		b, err := io.ReadAll(io.LimitReader(f, limit+1))
 		if err != nil {
 			return err
 		}
-		if int64(len(b)) <= inlineMax && inlineBytes(rec)+int64(len(b)) <= inlineRecordMax {
+		if int64(len(b)) <= limit {
 			if rec.Inline == nil {
 				rec.Inline = map[string][]byte{}
 			}
+			*inlined += int64(len(b)) - int64(len(rec.Inline[rel]))
 			rec.Inline[rel] = b
 			rec.Outputs[rel] = string(cas.DigestBytes(b))
 			return nil
@@ -222,17 +230,12 @@ func (a *applier) storeFile(rec *store.Record, rel string) error {
 	if err != nil {
 		return err
 	}
+	if old, ok := rec.Inline[rel]; ok {
+		*inlined -= int64(len(old))
+		delete(rec.Inline, rel)
+	}
 	rec.Outputs[rel] = string(d)
 	return nil
-}
-
-// inlineBytes is how many bytes of outputs rec holds inline.
-func inlineBytes(rec *store.Record) int64 {
-	var n int64
-	for _, b := range rec.Inline {
-		n += int64(len(b))
-	}
-	return n
 }
 
 // restoreLinkError reports a cached output that cannot be restored
