@@ -441,8 +441,8 @@ func (s *Store) RestoreAt(d Digest, dir *os.File, name string, perm os.FileMode)
 // through a symlink. It restores an output kept inside its record rather
 // than in a blob.
 func RestoreBytesAt(d Digest, b []byte, dir *os.File, name string, perm os.FileMode) error {
-	if got := DigestBytes(b); got != d {
-		return fmt.Errorf("%w: the %d bytes kept for %s hash to %s, not %s", ErrCorrupt, len(b), filepath.Join(dir.Name(), name), got, d)
+	if err := VerifyBytes(d, b, filepath.Join(dir.Name(), name)); err != nil {
+		return err
 	}
 	return writeAt(dir, name, perm, func(f *os.File) error {
 		if _, err := f.Write(b); err != nil {
@@ -450,6 +450,15 @@ func RestoreBytesAt(d Digest, b []byte, dir *os.File, name string, perm os.FileM
 		}
 		return nil
 	})
+}
+
+// VerifyBytes checks that b, the bytes kept for what (an output held in
+// its record), hash to d; an error wraps ErrCorrupt.
+func VerifyBytes(d Digest, b []byte, what string) error {
+	if got := DigestBytes(b); got != d {
+		return fmt.Errorf("%w: the %d bytes kept for %s hash to %s, not %s", ErrCorrupt, len(b), what, got, d)
+	}
+	return nil
 }
 
 // DigestBytes is the digest of b.

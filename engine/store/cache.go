@@ -37,8 +37,9 @@ type Record struct {
 	Format   int             `json:"format"`
 	Key      string          `json:"key"`
 	Envelope json.RawMessage `json:"envelope"`
-	// Outputs maps each declared output (and the result file) to its blob
-	// digest in the content-addressed store.
+	// Outputs maps each stored file (declared outputs, files in output
+	// folders, the result file) to the sha256 digest of its content: its
+	// blob's name, or that of the bytes Inline keeps.
 	Outputs map[string]string `json:"outputs"`
 	// Inline holds the content of the small outputs (see engine's
 	// inlineMax), which have no blob: the record carries them, and is
@@ -301,8 +302,8 @@ func (c *Cache) OutputBytes(r *Record, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not an output of %s", path, r.Address)
 	}
 	if b, ok := r.Inline[path]; ok {
-		if got := cas.DigestBytes(b); string(got) != d {
-			return nil, fmt.Errorf("%w: the %d bytes kept for %s of %s hash to %s, not %s", cas.ErrCorrupt, len(b), path, r.Address, got, d)
+		if err := cas.VerifyBytes(cas.Digest(d), b, path+" of "+r.Address); err != nil {
+			return nil, err
 		}
 		return b, nil
 	}
