@@ -606,21 +606,16 @@ func folderOfPipelines(dir string, files []*hcl.File) hcl.Diagnostics {
 	var first *hcl.Range
 	example := ""
 	for _, f := range files {
-		body, ok := f.Body.(*hclsyntax.Body)
-		if !ok {
+		b := pipelineBlock(f)
+		if b == nil || len(b.Labels) != 1 {
 			continue
 		}
-		for _, b := range body.Blocks {
-			if b.Type == "pipeline" && len(b.Labels) == 1 {
-				r := b.DefRange()
-				if first == nil {
-					first = &r
-					example = r.Filename
-				}
-				lines = append(lines, fmt.Sprintf("  %s declares pipeline %q", r.Filename, b.Labels[0]))
-				break
-			}
+		r := b.DefRange()
+		if first == nil {
+			first = &r
+			example = r.Filename
 		}
+		lines = append(lines, fmt.Sprintf("  %s declares pipeline %q", r.Filename, b.Labels[0]))
 	}
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
@@ -629,6 +624,23 @@ func folderOfPipelines(dir string, files []*hcl.File) hcl.Diagnostics {
 			len(lines), dir, strings.Join(lines, "\n"), example, dir),
 		Subject: first,
 	}}
+}
+
+// pipelineBlock is the first top-level pipeline block of f, or nil.
+func pipelineBlock(f *hcl.File) *hclsyntax.Block {
+	if f == nil {
+		return nil
+	}
+	body, ok := f.Body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	for _, b := range body.Blocks {
+		if b.Type == "pipeline" {
+			return b
+		}
+	}
+	return nil
 }
 
 // PipelineFolder reports whether dir is a folder of pipelines rather than
@@ -654,17 +666,8 @@ func PipelineFolder(dir string) []string {
 		if CheckNesting(src, e.Name()).HasErrors() {
 			continue
 		}
-		f, _ := hclsyntax.ParseConfig(src, e.Name(), hcl.InitialPos)
-		if f == nil {
-			continue
-		}
-		if body, ok := f.Body.(*hclsyntax.Body); ok {
-			for _, b := range body.Blocks {
-				if b.Type == "pipeline" {
-					declaring++
-					break
-				}
-			}
+		if f, _ := hclsyntax.ParseConfig(src, e.Name(), hcl.InitialPos); pipelineBlock(f) != nil {
+			declaring++
 		}
 	}
 	if declaring < 2 {
