@@ -82,9 +82,9 @@ func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 
 // constant reports whether expr is made of literal values, negated ones,
 // lists of them and quoted strings without templates only: it refers to
-// nothing. It
-// walks without allocating, where the syntax tree's walks allocate for
-// each node (a large locals block of nested lists is millions of nodes).
+// nothing. It walks without allocating, where the syntax tree's walks
+// allocate for each node (a large locals block of nested lists is
+// millions of nodes).
 func constant(expr hcl.Expression) bool {
 	switch x := expr.(type) {
 	case *hclsyntax.LiteralValueExpr:
