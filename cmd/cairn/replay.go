@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-run/cairn/stages/decision"
+)
+
+func (a *app) replayCmd() *cobra.Command {
+	var asJSON bool
+	var out string
+	cmd := &cobra.Command{
+		Use:   "replay PROTOCOL OUTCOMES",
+		Short: "Replay a decision protocol's rules over recorded outcomes",
+		Long: `Replay the decision rules of a frozen decision protocol (seed 003's
+decision_protocol.json) over recorded slot outcomes, offline.
+
+OUTCOMES is a JSON object mapping slot ids to "within_margin",
+"above_margin", "memory_failure", "unresolved" or "not_started" (or to
+{"state": STATE, "attempts": N} for a slot that took more than one started
+attempt); a slot the file leaves out is unresolved.
+
+For every case, rule and budget: each candidate's decision, approvals, true
+approvals, approval errors, candidates within margin, coverage, charged
+screen attempts, unavailable screens and unresolved truths, with [min, max]
+bounds where truths are unresolved; then the totals over the cases. A table
+on standard output (or, with --json, one JSON object), and replay.json and
+replay.tsv in --out. docs/decision.md describes every figure.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := decision.ReadProtocol(a.path(args[0]))
+			if err != nil {
+				return a.replayInputError(err, "protocol", args[0])
+			}
+			o, err := decision.ReadOutcomes(a.path(args[1]), p)
+			if err != nil {
+				return a.replayInputError(err, "outcomes", args[1])
+			}
+			r := decision.Replay(p, o)
+			dir := a.path(out)
+			if out != "" {
+				if err := r.WriteFiles(dir, os.Getenv("CAIRN_NO_FSYNC") != "1"); err != nil {
+					return &exitError{code: exitFailed, msg: err.Error()}
+				}
+			}
+			if asJSON {
+				_, err = a.stdout.Write(r.JSON())
+			} else {
+				err = r.WriteTable(a.stdout)
+			}
+			if err != nil {
+				return &exitError{code: exitFailed, msg: err.Error()}
+			}
+			if out != "" {
+				fmt.Fprintf(a.stderr, "Replay written to %s and %s.\n", filepath.Join(out, decision.Files[0]), filepath.Join(out, decision.Files[1]))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object {case_id: {rule: {budget: metrics}}, \"total\": ...} instead of the table")
+	cmd.Flags().StringVar(&out, "out", "replay", "folder for replay.json and replay.tsv (\"\": write no files)")
+	return cmd
+}
+
+// replayInputError prints every problem of an input file, each with its
+// position, and refuses with exit 2.
+func (a *app) replayInputError(err error, what, file string) error {
+	var es decision.Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			fmt.Fprintln(a.stderr, e)
+		}
+		return badInput("%d problem(s) in the %s file %s; nothing was replayed", len(es), what, file)
+	}
+	return badInput("%s; nothing was replayed", err)
+}

@@ -1,0 +1,156 @@
+package decision
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// State is the outcome of one planned process (a slot), or a donor's
+// observed state.
+type State string
+
+// The outcomes of a slot.
+const (
+	// WithinMargin: completed, peak GPU memory at most memory_limit_mib.
+	WithinMargin State = "within_margin"
+	// AboveMargin: completed, peak above memory_limit_mib.
+	AboveMargin State = "above_margin"
+	// MemoryFailure: a diagnosed out-of-memory failure.
+	MemoryFailure State = "memory_failure"
+	// Unresolved: a timeout, a crash, anything else that started.
+	Unresolved State = "unresolved"
+	// NotStarted: planned, never started.
+	NotStarted State = "not_started"
+)
+
+// States lists the outcomes in the order docs/decision.md gives them.
+var States = []State{WithinMargin, AboveMargin, MemoryFailure, Unresolved, NotStarted}
+
+func (s State) valid() bool {
+	for _, k := range States {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// eligible says whether the outcome can form a truth label.
+func (s State) eligible() bool {
+	return s == WithinMargin || s == AboveMargin || s == MemoryFailure
+}
+
+// Outcome is what became of one slot: its state and how many attempts of
+// it started (a permitted replacement is a second attempt).
+type Outcome struct {
+	State    State `json:"state"`
+	Attempts int   `json:"attempts"`
+}
+
+// Outcomes maps slot ids to what became of them. A slot it does not hold
+// is unresolved, with one started attempt charged (see Of).
+type Outcomes map[string]Outcome
+
+// Of returns the outcome of slot: a slot without one is unresolved.
+func (o Outcomes) Of(slot string) Outcome {
+	if out, ok := o[slot]; ok {
+		return out
+	}
+	return Outcome{State: Unresolved, Attempts: 1}
+}
+
+// ReadOutcomes reads an outcomes file for protocol p.
+func ReadOutcomes(file string, p *Protocol) (Outcomes, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the outcomes: %w", err)
+	}
+	return ParseOutcomes(file, data, p)
+}
+
+// ParseOutcomes reads an outcomes file: one JSON object mapping slot ids
+// to a state ("within_margin", "above_margin", "memory_failure",
+// "unresolved", "not_started") or to {"state": STATE, "attempts": N} for a
+// slot that took more than one started attempt. A plain state counts one
+// started attempt (none for not_started). A slot the protocol does not
+// plan is an error, as is an attempt count that contradicts the state.
+func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
+	src := readSource(file, data)
+	if len(src.errs) > 0 {
+		return nil, src.errs
+	}
+	if off := src.val[""]; data[off] != '{' {
+		src.errorf(off, "an outcomes file is a JSON object mapping slot ids to outcomes")
+		return nil, src.errs
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		src.decodeError(err)
+		return nil, src.errs
+	}
+	planned := map[string]bool{}
+	for _, s := range p.Slots() {
+		planned[s.ID] = true
+	}
+	out := Outcomes{}
+	bad := func(path, id, format string, args ...any) {
+		src.errorf(src.val[path], "slot %q: %s", id, fmt.Sprintf(format, args...))
+	}
+	for _, id := range sortedKeys(raw) {
+		path := member("", id)
+		if !planned[id] {
+			src.errorf(src.key[path], "slot %q: the protocol plans no slot of that id (its slot ids look like %q)", id, p.Slots()[0].ID)
+			continue
+		}
+		v := bytes.TrimSpace(raw[id])
+		var o Outcome
+		if len(v) > 0 && v[0] == '{' {
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&o); err != nil {
+				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N}: %s", strings.TrimPrefix(err.Error(), "json: "))
+				continue
+			}
+			if !src.has(path + ".attempts") {
+				o.Attempts = o.State.defaultAttempts()
+			}
+		} else if err := json.Unmarshal(v, &o.State); err != nil {
+			bad(path, id, "an outcome is a state string or {\"state\": STATE, \"attempts\": N}")
+			continue
+		} else {
+			o.Attempts = o.State.defaultAttempts()
+		}
+		switch {
+		case !o.State.valid():
+			bad(path, id, "%q is not an outcome (%s)", o.State, stateList())
+		case o.State == NotStarted && o.Attempts != 0:
+			bad(path, id, "a slot that never started has no started attempts; got %d", o.Attempts)
+		case o.State != NotStarted && o.Attempts < 1:
+			bad(path, id, "a %s slot started at least once; got %d attempts", o.State, o.Attempts)
+		default:
+			out[id] = o
+		}
+	}
+	if len(src.errs) > 0 {
+		return nil, src.sorted()
+	}
+	return out, nil
+}
+
+func (s State) defaultAttempts() int {
+	if s == NotStarted {
+		return 0
+	}
+	return 1
+}
+
+func stateList() string {
+	names := make([]string, len(States))
+	for i, s := range States {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}

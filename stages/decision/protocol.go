@@ -1,0 +1,415 @@
+// Package decision is the frozen GPU-memory decision protocol of seed 003:
+// its protocol file, the 48 planned processes (one screen and three
+// evaluation slots per case and candidate) in their collection order, the
+// outcomes of those processes, and the replay of the protocol's decision
+// rules (source_copy, headroom_guard, direct_screen) over its budgets, with
+// exact bounds where truths are unresolved. docs/decision.md describes it
+// for users.
+package decision
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ProtocolVersion is the protocol version this package implements.
+const ProtocolVersion = "decision-1.0"
+
+// Rule names.
+const (
+	SourceCopy    = "source_copy"
+	HeadroomGuard = "headroom_guard"
+	DirectScreen  = "direct_screen"
+)
+
+// KnownRules are the decision rules the replay implements, in the order
+// docs/decision.md describes them.
+var KnownRules = []string{SourceCopy, HeadroomGuard, DirectScreen}
+
+// Protocol is a frozen decision protocol (decision_protocol.json).
+type Protocol struct {
+	Version                 string            `json:"protocol_version"`
+	FrozenAtUTC             string            `json:"frozen_at_utc"`
+	Status                  string            `json:"status"`
+	Objective               string            `json:"objective"`
+	Cases                   []Case            `json:"cases"`
+	ScreenSeed              int               `json:"screen_seed"`
+	EvaluationSeeds         []int             `json:"evaluation_seeds"`
+	PlannedProcesses        int               `json:"planned_processes"`
+	TargetConfigurations    int               `json:"target_configurations"`
+	ScreenProcesses         int               `json:"screen_processes"`
+	HiddenEvalProcesses     int               `json:"hidden_evaluation_processes"`
+	MemoryLimitMiB          float64           `json:"memory_limit_mib"`
+	AdditionalDonorGuardMiB float64           `json:"additional_donor_guard_mib"`
+	BudgetsPerCase          []int             `json:"budgets_per_case"`
+	Rules                   []string          `json:"rules"`
+	DecisionRule            string            `json:"decision_rule"`
+	TargetTruth             string            `json:"target_truth"`
+	CostScope               string            `json:"cost_scope"`
+	Interpretation          string            `json:"interpretation"`
+	MissingOutcomes         string            `json:"missing_outcomes"`
+	FailurePolicy           string            `json:"failure_policy"`
+	StoppingRule            string            `json:"stopping_rule"`
+	ResourceCap             ResourceCap       `json:"resource_cap"`
+	CollectionOrderSeed     uint64            `json:"collection_order_seed"`
+	QueryOrderSeed          uint64            `json:"query_order_seed"`
+	Instrumentation         string            `json:"instrumentation"`
+	DataSelection           string            `json:"data_selection"`
+	SourceFilesSHA256       map[string]string `json:"source_files_sha256"`
+	DataFilesSHA256         map[string]string `json:"data_files_sha256"`
+	MatrixSHA256            string            `json:"matrix_sha256"`
+	ImplementationSHA256    map[string]string `json:"implementation_sha256"`
+
+	// File is where the protocol was read from.
+	File string `json:"-"`
+}
+
+// ResourceCap is the protocol's limit on what its processes may use.
+type ResourceCap struct {
+	GPUsPerAllocation        int `json:"gpus_per_allocation"`
+	ConcurrentAllocations    int `json:"concurrent_allocations"`
+	InitialAllocations       int `json:"initial_allocations"`
+	MaxRepairAllocations     int `json:"max_repair_allocations"`
+	WallMinutesPerAllocation int `json:"wall_minutes_per_allocation"`
+	ProcessTimeoutSeconds    int `json:"process_timeout_seconds"`
+}
+
+// Case is one changed configured case: a model family on a dataset, with
+// its candidate configurations, the donor evidence for each, and the
+// frozen order in which their screens may be queried.
+type Case struct {
+	ID          string           `json:"case_id"`
+	ModelFamily string           `json:"model_family"`
+	Dataset     string           `json:"dataset"`
+	Candidates  []Candidate      `json:"candidates"`
+	Donors      map[string]Donor `json:"donors"`
+	QueryOrder  []string         `json:"query_order"`
+}
+
+// Candidate is one target configuration.
+type Candidate struct {
+	ID                 string  `json:"candidate_id"`
+	ConfigurationLevel string  `json:"configuration_level"`
+	ActorMicroBatch    int     `json:"actor_micro_batch"`
+	Reservation        float64 `json:"reservation"`
+	SlotIDs            SlotIDs `json:"slot_ids"`
+}
+
+// SlotIDs are a candidate's planned processes: its designated screen and
+// its evaluation slots, one per evaluation seed, in seed order.
+type SlotIDs struct {
+	Screen     []string `json:"screen"`
+	Evaluation []string `json:"evaluation"`
+}
+
+// Donor is the existing evidence for a candidate: the observed state of
+// its donor configuration and the largest peak of its completed runs.
+type Donor struct {
+	ConfigurationID    string   `json:"configuration_id"`
+	ObservedState      State    `json:"observed_state"`
+	MaxCompletedPeak   Peak     `json:"max_completed_run_peak_mib"`
+	RecordedAttemptIDs []string `json:"recorded_attempt_ids"`
+}
+
+// Peak is a peak memory in MiB, or none. The protocol writes it as a
+// string ("33108.0", or "" when the donor has no completed run); a number
+// or null is read too.
+type Peak struct {
+	MiB   float64
+	Known bool
+	bad   string // what the file held, when it is not a peak
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (p *Peak) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		*p = Peak{}
+		return nil
+	}
+	text := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &text); err != nil {
+			return err
+		}
+		if strings.TrimSpace(text) == "" {
+			*p = Peak{}
+			return nil
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		*p = Peak{bad: string(b)} // reported, at its place, by check
+		return nil
+	}
+	*p = Peak{MiB: v, Known: true}
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: a number, or null.
+func (p Peak) MarshalJSON() ([]byte, error) {
+	if !p.Known {
+		return []byte("null"), nil
+	}
+	return json.Marshal(p.MiB)
+}
+
+// GuardMiB is headroom_guard's threshold: a within-margin donor is
+// trusted only when its peak is at most this (memory_limit_mib −
+// additional_donor_guard_mib: 36864 in the seed's protocol).
+func (p *Protocol) GuardMiB() float64 { return p.MemoryLimitMiB - p.AdditionalDonorGuardMiB }
+
+// Candidate returns the candidate with id, and its case.
+func (p *Protocol) Candidate(id string) (*Case, *Candidate, bool) {
+	for i := range p.Cases {
+		c := &p.Cases[i]
+		for j := range c.Candidates {
+			if c.Candidates[j].ID == id {
+				return c, &c.Candidates[j], true
+			}
+		}
+	}
+	return nil, nil, false
+}
+
+// ReadProtocol reads and checks a protocol file.
+func ReadProtocol(file string) (*Protocol, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the protocol: %w", err)
+	}
+	return ParseProtocol(file, data)
+}
+
+// ParseProtocol reads a protocol from data, named file in errors. Every
+// problem is reported, each at its position; the result is nil when there
+// is any.
+func ParseProtocol(file string, data []byte) (*Protocol, error) {
+	src := readSource(file, data)
+	if len(src.errs) > 0 {
+		return nil, src.errs
+	}
+	if off, ok := src.val[""]; !ok || data[off] != '{' {
+		src.errorf(0, "a protocol is a JSON object")
+		return nil, src.errs
+	}
+	var p Protocol
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		src.decodeError(err)
+		return nil, src.errs
+	}
+	p.File = file
+	p.check(src)
+	if len(src.errs) > 0 {
+		return nil, src.sorted()
+	}
+	return &p, nil
+}
+
+// check reports what makes the protocol unusable: missing fields, ids
+// given twice, a query order that is not a permutation of the case's
+// candidates, counts that contradict the slots.
+func (p *Protocol) check(src *source) {
+	for _, f := range []string{"protocol_version", "cases", "screen_seed", "evaluation_seeds", "memory_limit_mib", "additional_donor_guard_mib", "budgets_per_case", "rules", "resource_cap", "collection_order_seed"} {
+		if !src.has(f) {
+			src.errorf(0, "%s is missing: a decision protocol must give it", f)
+		}
+	}
+	if src.has("protocol_version") && p.Version != ProtocolVersion {
+		src.at("protocol_version", "%q is not a version cairn knows: it replays %q", p.Version, ProtocolVersion)
+	}
+	if len(p.Cases) == 0 && src.has("cases") {
+		src.at("cases", "a protocol needs at least one case")
+	}
+	if len(p.EvaluationSeeds) == 0 && src.has("evaluation_seeds") {
+		src.at("evaluation_seeds", "a candidate's truth needs at least one evaluation seed")
+	}
+	if src.has("memory_limit_mib") && p.MemoryLimitMiB <= 0 {
+		src.at("memory_limit_mib", "must be more than 0")
+	}
+	if p.AdditionalDonorGuardMiB < 0 {
+		src.at("additional_donor_guard_mib", "must be at least 0")
+	}
+	seenBudget := map[int]bool{}
+	for i, b := range p.BudgetsPerCase {
+		path := fmt.Sprintf("budgets_per_case[%d]", i)
+		if b < 0 {
+			src.at(path, "a budget is a number of screens, at least 0")
+		}
+		if seenBudget[b] {
+			src.at(path, "budget %d is listed twice", b)
+		}
+		seenBudget[b] = true
+	}
+	if len(p.BudgetsPerCase) == 0 && src.has("budgets_per_case") {
+		src.at("budgets_per_case", "list at least one budget")
+	}
+	seenRule := map[string]bool{}
+	for i, r := range p.Rules {
+		path := fmt.Sprintf("rules[%d]", i)
+		known := false
+		for _, k := range KnownRules {
+			known = known || k == r
+		}
+		if !known {
+			src.at(path, "%q is not a decision rule cairn knows (%s)", r, strings.Join(KnownRules, ", "))
+		}
+		if seenRule[r] {
+			src.at(path, "rule %q is listed twice", r)
+		}
+		seenRule[r] = true
+	}
+	if len(p.Rules) == 0 && src.has("rules") {
+		src.at("rules", "list at least one rule")
+	}
+	rc := p.ResourceCap
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"gpus_per_allocation", rc.GPUsPerAllocation}, {"concurrent_allocations", rc.ConcurrentAllocations}, {"wall_minutes_per_allocation", rc.WallMinutesPerAllocation}, {"process_timeout_seconds", rc.ProcessTimeoutSeconds}} {
+		path := "resource_cap." + f.name
+		if !src.has(path) {
+			if src.has("resource_cap") {
+				src.at("resource_cap", "%s is missing", f.name)
+			}
+		} else if f.v <= 0 {
+			src.at(path, "must be more than 0")
+		}
+	}
+	if rc.MaxRepairAllocations < 0 {
+		src.at("resource_cap.max_repair_allocations", "must be at least 0")
+	}
+
+	caseIDs := map[string]bool{}
+	candIDs := map[string]string{} // candidate id -> path
+	slotIDs := map[string]string{} // slot id -> path
+	screens, evals, cands := 0, 0, 0
+	for ci := range p.Cases {
+		c := &p.Cases[ci]
+		cp := fmt.Sprintf("cases[%d]", ci)
+		for _, f := range []string{"case_id", "candidates", "query_order"} {
+			if !src.has(cp + "." + f) {
+				src.at(cp, "%s is missing", f)
+			}
+		}
+		if c.ID == "" && src.has(cp+".case_id") {
+			src.at(cp+".case_id", "must not be empty")
+		}
+		if caseIDs[c.ID] && c.ID != "" {
+			src.at(cp+".case_id", "case %q is given twice", c.ID)
+		}
+		if c.ID == "total" {
+			src.at(cp+".case_id", "\"total\" names the replay's totals: give the case another id")
+		}
+		caseIDs[c.ID] = true
+		inCase := map[string]bool{}
+		for ki := range c.Candidates {
+			k := &c.Candidates[ki]
+			kp := fmt.Sprintf("%s.candidates[%d]", cp, ki)
+			cands++
+			for _, f := range []string{"candidate_id", "actor_micro_batch", "reservation", "slot_ids"} {
+				if !src.has(kp + "." + f) {
+					src.at(kp, "%s is missing", f)
+				}
+			}
+			if k.ID == "" && src.has(kp+".candidate_id") {
+				src.at(kp+".candidate_id", "must not be empty")
+			}
+			if prev, dup := candIDs[k.ID]; dup && k.ID != "" {
+				src.at(kp+".candidate_id", "candidate %q is also %s", k.ID, prev)
+			} else {
+				candIDs[k.ID] = kp
+			}
+			inCase[k.ID] = true
+			if k.ActorMicroBatch <= 0 && src.has(kp+".actor_micro_batch") {
+				src.at(kp+".actor_micro_batch", "must be a whole number more than 0")
+			}
+			if (k.Reservation <= 0 || k.Reservation > 1) && src.has(kp+".reservation") {
+				src.at(kp+".reservation", "a reservation is a fraction of a GPU's memory, more than 0 and at most 1")
+			}
+			if len(k.SlotIDs.Screen) != 1 && src.has(kp+".slot_ids") {
+				src.at(kp+".slot_ids.screen", "a candidate has exactly one designated screen slot (seed %d); got %d", p.ScreenSeed, len(k.SlotIDs.Screen))
+			}
+			if len(k.SlotIDs.Evaluation) != len(p.EvaluationSeeds) && src.has(kp+".slot_ids") {
+				src.at(kp+".slot_ids.evaluation", "a candidate has one evaluation slot per evaluation seed (%d); got %d", len(p.EvaluationSeeds), len(k.SlotIDs.Evaluation))
+			}
+			screens += len(k.SlotIDs.Screen)
+			evals += len(k.SlotIDs.Evaluation)
+			for _, r := range []struct {
+				role string
+				ids  []string
+			}{{"screen", k.SlotIDs.Screen}, {"evaluation", k.SlotIDs.Evaluation}} {
+				role := r.role
+				for si, id := range r.ids {
+					sp := fmt.Sprintf("%s.slot_ids.%s[%d]", kp, role, si)
+					if id == "" {
+						src.at(sp, "a slot id must not be empty")
+					} else if prev, dup := slotIDs[id]; dup {
+						src.at(sp, "slot %q is also %s", id, prev)
+					} else {
+						slotIDs[id] = sp
+					}
+				}
+			}
+		}
+		for _, id := range sortedKeys(c.Donors) {
+			d := c.Donors[id]
+			dp := member(cp+".donors", id)
+			if !inCase[id] {
+				src.at(dp, "%q is not a candidate of case %q", id, c.ID)
+			}
+			if d.MaxCompletedPeak.bad != "" {
+				src.at(dp+".max_completed_run_peak_mib", "a peak in MiB must be a number of at least 0, or \"\" for none; got %s", d.MaxCompletedPeak.bad)
+			}
+			if !src.has(dp + ".observed_state") {
+				src.at(dp, "observed_state is missing")
+			} else if !d.ObservedState.valid() || d.ObservedState == NotStarted {
+				src.at(dp+".observed_state", "%q is not a donor state (within_margin, above_margin, memory_failure, unresolved)", d.ObservedState)
+			}
+		}
+		seen := map[string]bool{}
+		for qi, id := range c.QueryOrder {
+			qp := fmt.Sprintf("%s.query_order[%d]", cp, qi)
+			if !inCase[id] {
+				src.at(qp, "%q is not a candidate of case %q", id, c.ID)
+			}
+			if seen[id] {
+				src.at(qp, "%q is queried twice", id)
+			}
+			seen[id] = true
+		}
+		if src.has(cp + ".query_order") {
+			var missing []string
+			for _, k := range c.Candidates {
+				if !seen[k.ID] {
+					missing = append(missing, k.ID)
+				}
+			}
+			if len(missing) > 0 {
+				src.at(cp+".query_order", "the query order must list every candidate of the case once; it leaves out %s", strings.Join(missing, ", "))
+			}
+		}
+	}
+	for _, f := range []struct {
+		name      string
+		got, want int
+		what      string
+	}{
+		{"planned_processes", p.PlannedProcesses, screens + evals, "slots (screen and evaluation)"},
+		{"target_configurations", p.TargetConfigurations, cands, "candidates"},
+		{"screen_processes", p.ScreenProcesses, screens, "screen slots"},
+		{"hidden_evaluation_processes", p.HiddenEvalProcesses, evals, "evaluation slots"},
+		{"resource_cap.initial_allocations", rc.InitialAllocations, screens + evals, "slots (one allocation each)"},
+	} {
+		if src.has(f.name) && f.got != f.want {
+			src.at(f.name, "says %d, but the cases list %d %s", f.got, f.want, f.what)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package decision
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSeedProtocolPlansFortyEightSlots(t *testing.T) {
+	p, err := ReadProtocol("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	assert.Equal(t, 36864.0, p.GuardMiB())
+	assert.Equal(t, ResourceCap{GPUsPerAllocation: 2, ConcurrentAllocations: 4, InitialAllocations: 48, MaxRepairAllocations: 8, WallMinutesPerAllocation: 40, ProcessTimeoutSeconds: 1800}, p.ResourceCap)
+
+	slots := p.Slots()
+	require.Len(t, slots, 48)
+	roles := map[string]int{}
+	seen := map[string]bool{}
+	for _, s := range slots {
+		roles[s.Role]++
+		seen[s.ID] = true
+		// The protocol's slot ids name the seed each runs with.
+		assert.True(t, strings.HasSuffix(s.ID, "-s"+strconv.Itoa(s.Seed)), "%s runs seed %d", s.ID, s.Seed)
+		assert.True(t, strings.HasPrefix(s.ID, "decision-"+s.CandidateID+"-"), s.ID)
+	}
+	assert.Equal(t, map[string]int{RoleScreen: 12, RoleEvaluation: 36}, roles)
+	assert.Len(t, seen, 48)
+
+	first := slots[0]
+	assert.Equal(t, Slot{ID: "decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141", CaseID: "qwen25_3b-gsm8k-shape1024-n4-steps5",
+		CandidateID: "qwen25_3b-gsm8k-shape1024-n4-steps5-c2", Role: RoleScreen, Seed: 141, ModelFamily: "qwen25_3b", Dataset: "gsm8k",
+		ActorMicroBatch: 8, Reservation: 0.6, Collection: first.Collection}, first)
+}
+
+// The collection order is the one the Python of docs/decision.md computes
+// (testdata/seed_collection_order.txt was written by it).
+func TestCollectionOrderMatchesTheDocumentedAlgorithm(t *testing.T) {
+	p, err := ReadProtocol("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	data, err := os.ReadFile("testdata/seed_collection_order.txt")
+	require.NoError(t, err)
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			want = append(want, l)
+		}
+	}
+	var got []string
+	for i, s := range p.CollectionOrder() {
+		got = append(got, s.ID)
+		assert.Equal(t, i, s.Collection)
+	}
+	assert.Equal(t, want, got)
+
+	// Another seed, another order; the same seed, the same order.
+	assert.NotEqual(t, Permutation(48, 1), Permutation(48, 2))
+	assert.Equal(t, Permutation(48, 7), Permutation(48, 7))
+	assert.ElementsMatch(t, Permutation(48, 1), Permutation(48, 2))
+}
+
+func TestProtocolErrorsSayWhere(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	text := string(seed)
+	for _, tc := range []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"syntax", `"screen_seed": 141,`, `"screen_seed": 141,,`, []string{"p.json:", "not valid JSON"}},
+		{"a string for a number", `"actor_micro_batch": 8,`, `"actor_micro_batch": "8",`, []string{"p.json:15:", "a string where a whole number is expected"}},
+		{"unknown field", `"screen_seed": 141,`, `"screen_seed": 141, "screen_sed": 1,`, []string{"screen_sed: unknown field"}},
+		{"query order", `"query_order": [
+        "qwen25_3b-gsm8k-shape1024-n4-steps5-c3",`, `"query_order": [
+        "qwen25_3b-gsm8k-shape1024-n4-steps5-c9",`, []string{"cases[0].query_order[0]: \"qwen25_3b-gsm8k-shape1024-n4-steps5-c9\" is not a candidate", "leaves out qwen25_3b-gsm8k-shape1024-n4-steps5-c3"}},
+		{"duplicate key", `"screen_seed": 141,`, `"screen_seed": 141, "screen_seed": 142,`, []string{"screen_seed is given twice"}},
+		{"unknown rule", `"direct_screen"`, `"direct_scren"`, []string{"rules[2]: \"direct_scren\" is not a decision rule"}},
+		{"planned count", `"planned_processes": 48,`, `"planned_processes": 47,`, []string{"planned_processes: says 47, but the cases list 48 slots"}},
+		{"slot twice", `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s142"`, `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141"`, []string{"cases[0].candidates[0].slot_ids.evaluation[0]: slot \"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141\" is also cases[0].candidates[0].slot_ids.screen[0]"}},
+		{"bad peak", `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": "lots"`, []string{"a peak in MiB must be a number"}},
+		{"version", `"decision-1.0"`, `"decision-2.0"`, []string{"p.json:2:", "\"decision-2.0\" is not a version cairn knows"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Contains(t, text, tc.from)
+			_, err := ParseProtocol("p.json", []byte(strings.Replace(text, tc.from, tc.to, 1)))
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			var es Errors
+			if assert.ErrorAs(t, err, &es) {
+				assert.NotZero(t, es[0].Line, "%s has a position", es[0])
+			}
+		})
+	}
+	_, err = ParseProtocol("p.json", []byte(`[1]`))
+	assert.ErrorContains(t, err, "p.json:1:1: a protocol is a JSON object")
+	_, err = ParseProtocol("p.json", []byte(`{"protocol_version": "decision-1.0"`))
+	assert.ErrorContains(t, err, "ends in the middle")
+}
+
+func TestOutcomesFile(t *testing.T) {
+	p, o := readSmall(t)
+	assert.Equal(t, Outcome{State: WithinMargin, Attempts: 2}, o["alpha-c3-s141"])
+	assert.Equal(t, Outcome{State: NotStarted}, o["beta-c1-s141"])
+	assert.Equal(t, Outcome{State: Unresolved, Attempts: 1}, o.Of("beta-c2-s144"), "a slot missing from the file is unresolved")
+
+	for _, tc := range []struct{ text, want string }{
+		{`{"alpha-c1-s141": "within"}`, `o.json:1:19: slot "alpha-c1-s141": "within" is not an outcome (within_margin, above_margin, memory_failure, unresolved, not_started)`},
+		{`{"alpha-c9-s141": "within_margin"}`, `o.json:1:2: slot "alpha-c9-s141": the protocol plans no slot`},
+		{`{"alpha-c1-s141": {"state": "not_started", "attempts": 1}}`, "never started has no started attempts"},
+		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 0}}`, "started at least once"},
+		{`{"alpha-c1-s141": {"state": "unresolved", "tries": 2}}`, "unknown field"},
+		{`{"alpha-c1-s141": 3}`, "a state string or"},
+		{"{\n \"alpha-c1-s141\": \"unresolved\",\n \"alpha-c1-s141\": \"within_margin\"\n}", `o.json:3:2: ["alpha-c1-s141"] is given twice`},
+		{`["alpha-c1-s141"]`, "JSON object mapping slot ids"},
+	} {
+		_, err := ParseOutcomes("o.json", []byte(tc.text), p)
+		if assert.Error(t, err, tc.text) {
+			assert.Contains(t, err.Error(), tc.want)
+		}
+	}
+}

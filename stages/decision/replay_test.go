@@ -1,0 +1,357 @@
+package decision
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func readSmall(t *testing.T) (*Protocol, Outcomes) {
+	t.Helper()
+	p, err := ReadProtocol("testdata/small_protocol.json")
+	require.NoError(t, err)
+	o, err := ReadOutcomes("testdata/small_outcomes.json", p)
+	require.NoError(t, err)
+	return p, o
+}
+
+// want is one hand-computed row of the small fixture's replay.
+type want struct {
+	decisions       string // letters in query order: A approve, R reject, - abstain
+	approvals       int
+	true_, err, wit Bounds
+	cov             []float64 // nil: undefined
+	charged, cold   int
+	unavailable     int
+	unresolved      int
+}
+
+// The small fixture, computed by hand.
+//
+// alpha (query order c2, c1, c3; guard 38912 − 2048 = 36864):
+//   - c1: donor within at exactly 36864 MiB (the guard approves), screen
+//     within, evaluations within ×3: truth within.
+//   - c2: donor within without a peak (the guard abstains), screen a
+//     memory failure, evaluations within, within, unresolved: truth open.
+//   - c3: donor above margin, screen within after a replacement (2
+//     attempts), evaluations above (2 attempts), within, within: truth not
+//     within. Donor attempts 3 + 2 + 1 = 6.
+//
+// beta (query order c1, c2):
+//   - c1: donor within at 36865 MiB (one above the guard: abstains),
+//     screen never started (unavailable: acquisition stops, so c2's
+//     within-margin screen is never used), evaluations within, memory
+//     failure, not started: unresolved, but only "not within" is admissible.
+//   - c2: donor memory failure, evaluations within, within, and the third
+//     missing from the file (unresolved): truth open. Donor attempts 3.
+//
+// gamma: c1 has no donor (every rule abstains), its screen unresolved
+// (abstain, charged 1), evaluations above ×3: truth not within; no
+// candidate can be within margin, so coverage is undefined.
+var smallWant = map[string]map[string][4]want{
+	"alpha": {
+		SourceCopy: {
+			{"A A R", 2, Bounds{1, 2}, Bounds{0, 1}, Bounds{1, 2}, []float64{1, 1}, 0, 6, 0, 1},
+			{"R A R", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 2}, []float64{0.5, 1}, 1, 7, 0, 1},
+			{"R A R", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 2}, []float64{0.5, 1}, 2, 8, 0, 1},
+			{"R A A", 2, Bounds{1, 1}, Bounds{1, 1}, Bounds{1, 2}, []float64{0.5, 1}, 4, 10, 0, 1},
+		},
+		HeadroomGuard: {
+			{"- A R", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 2}, []float64{0.5, 1}, 0, 6, 0, 1},
+			{"R A R", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 2}, []float64{0.5, 1}, 1, 7, 0, 1},
+			{"R A R", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 2}, []float64{0.5, 1}, 2, 8, 0, 1},
+			{"R A A", 2, Bounds{1, 1}, Bounds{1, 1}, Bounds{1, 2}, []float64{0.5, 1}, 4, 10, 0, 1},
+		},
+		DirectScreen: {
+			{"- - -", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{1, 2}, []float64{0, 0}, 0, 0, 0, 1},
+			{"R - -", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{1, 2}, []float64{0, 0}, 1, 1, 0, 1},
+			{"R A -", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 2}, []float64{0.5, 1}, 2, 2, 0, 1},
+			{"R A A", 2, Bounds{1, 1}, Bounds{1, 1}, Bounds{1, 2}, []float64{0.5, 1}, 4, 4, 0, 1},
+		},
+	},
+	"beta": {
+		SourceCopy: {
+			{"A R", 1, Bounds{0, 0}, Bounds{1, 1}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 0, 2},
+			{"- R", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 1, 2},
+			{"- R", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 1, 2},
+			{"- R", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 1, 2},
+		},
+		HeadroomGuard: {
+			{"- R", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 0, 2},
+			{"- R", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 1, 2},
+			{"- R", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 1, 2},
+			{"- R", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 3, 1, 2},
+		},
+		DirectScreen: {
+			{"- -", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 0, 0, 2},
+			{"- -", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 0, 1, 2},
+			{"- -", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 0, 1, 2},
+			{"- -", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 1}, []float64{0, 0}, 0, 0, 1, 2},
+		},
+	},
+	"gamma": {
+		SourceCopy: {
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 0, 0, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+		},
+		HeadroomGuard: {
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 0, 0, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+		},
+		DirectScreen: {
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 0, 0, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+			{"-", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{0, 0}, nil, 1, 1, 0, 0},
+		},
+	},
+	// The totals pool the candidates of every case: alpha's open c2 (approved
+	// by source_copy at budget 0) and beta's open c2 (never approved) are
+	// assigned jointly, so source_copy's coverage at budget 0 is
+	// [1/(1+1), (1+1)/(1+1)] = [0.5, 1], not a sum of alpha's [1, 1] and
+	// beta's [0, 0].
+	TotalKey: {
+		SourceCopy: {
+			{"", 3, Bounds{1, 2}, Bounds{1, 2}, Bounds{1, 3}, []float64{0.5, 1}, 0, 9, 0, 3},
+			{"", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 2, 11, 1, 3},
+			{"", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 3, 12, 1, 3},
+			{"", 2, Bounds{1, 1}, Bounds{1, 1}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 5, 14, 1, 3},
+		},
+		HeadroomGuard: {
+			{"", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 0, 9, 0, 3},
+			{"", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 2, 11, 1, 3},
+			{"", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 3, 12, 1, 3},
+			{"", 2, Bounds{1, 1}, Bounds{1, 1}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 5, 14, 1, 3},
+		},
+		DirectScreen: {
+			{"", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{1, 3}, []float64{0, 0}, 0, 0, 0, 3},
+			{"", 0, Bounds{0, 0}, Bounds{0, 0}, Bounds{1, 3}, []float64{0, 0}, 2, 2, 1, 3},
+			{"", 1, Bounds{1, 1}, Bounds{0, 0}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 3, 3, 1, 3},
+			{"", 2, Bounds{1, 1}, Bounds{1, 1}, Bounds{1, 3}, []float64{1.0 / 3, 1}, 5, 5, 1, 3},
+		},
+	},
+}
+
+func letters(m *Metrics) string {
+	var out []string
+	for _, id := range m.Order {
+		out = append(out, decisionLetter[m.Decisions[id]])
+	}
+	return strings.Join(out, " ")
+}
+
+func TestReplayOfTheHandComputedFixture(t *testing.T) {
+	p, o := readSmall(t)
+	r := Replay(p, o)
+	require.Len(t, r.Cases, 3, "no case is dropped")
+	check := func(name string, byRule map[string]map[int]*Metrics) {
+		for rule, rows := range smallWant[name] {
+			for b, w := range rows {
+				m := byRule[rule][b]
+				where := name + " " + rule + " budget " + string(rune('0'+b))
+				if name != TotalKey {
+					assert.Equal(t, w.decisions, letters(m), "%s: decisions", where)
+				}
+				assert.Equal(t, w.approvals, m.Approvals, "%s: approvals", where)
+				assert.Equal(t, w.true_, m.TrueApprovals, "%s: true approvals", where)
+				assert.Equal(t, w.err, m.ApprovalErrors, "%s: approval errors", where)
+				assert.Equal(t, w.wit, m.Within, "%s: within", where)
+				if w.cov == nil {
+					assert.False(t, m.Coverage.Defined, "%s: coverage is undefined", where)
+				} else if assert.True(t, m.Coverage.Defined, "%s: coverage is defined", where) {
+					assert.InDelta(t, w.cov[0], m.Coverage.Min, 1e-12, "%s: coverage min", where)
+					assert.InDelta(t, w.cov[1], m.Coverage.Max, 1e-12, "%s: coverage max", where)
+				}
+				assert.Equal(t, w.charged, m.Charged, "%s: charged", where)
+				assert.Equal(t, w.cold, m.ColdStartCharged, "%s: cold-start charged", where)
+				assert.Equal(t, w.unavailable, m.Unavailable, "%s: unavailable", where)
+				assert.Equal(t, w.unresolved, m.UnresolvedTruths, "%s: unresolved truths", where)
+			}
+		}
+	}
+	for _, c := range r.Cases {
+		check(c.Case.ID, c.Metrics)
+	}
+	check(TotalKey, r.Total)
+
+	// Research cost: every started evaluation attempt (alpha 9 + one
+	// replacement, beta 5: one never started, one missing from the file and
+	// so unresolved, gamma 3), never used by a rule.
+	assert.Equal(t, 10, r.Cases[0].Metrics[SourceCopy][0].EvaluationAttempts)
+	assert.Equal(t, 5, r.Cases[1].Metrics[SourceCopy][0].EvaluationAttempts)
+	assert.Equal(t, 18, r.Total[DirectScreen][3].EvaluationAttempts)
+	// beta's c1 is unresolved with a known memory failure.
+	assert.Equal(t, 1, r.Cases[1].Metrics[HeadroomGuard][2].UnresolvedMemoryFailures)
+}
+
+func TestHeadroomGuardThreshold(t *testing.T) {
+	p := &Protocol{MemoryLimitMiB: 38912, AdditionalDonorGuardMiB: 2048}
+	require.Equal(t, 36864.0, p.GuardMiB())
+	for _, tc := range []struct {
+		donor      Donor
+		copy_, grd Decision
+	}{
+		{Donor{ObservedState: WithinMargin, MaxCompletedPeak: Peak{MiB: 36864, Known: true}}, Approve, Approve},
+		{Donor{ObservedState: WithinMargin, MaxCompletedPeak: Peak{MiB: 36864.5, Known: true}}, Approve, Abstain},
+		{Donor{ObservedState: WithinMargin}, Approve, Abstain}, // no peak
+		{Donor{ObservedState: AboveMargin, MaxCompletedPeak: Peak{MiB: 39570, Known: true}}, Reject, Reject},
+		{Donor{ObservedState: MemoryFailure}, Reject, Reject},
+		{Donor{ObservedState: Unresolved}, Abstain, Abstain},
+	} {
+		assert.Equal(t, tc.copy_, p.Prior(SourceCopy, tc.donor, true), "source_copy, %+v", tc.donor)
+		assert.Equal(t, tc.grd, p.Prior(HeadroomGuard, tc.donor, true), "headroom_guard, %+v", tc.donor)
+		assert.Equal(t, Abstain, p.Prior(DirectScreen, tc.donor, true), "direct_screen, %+v", tc.donor)
+	}
+	assert.Equal(t, Abstain, p.Prior(SourceCopy, Donor{}, false), "no donor")
+}
+
+// The closed form of the bounds equals the minimum and maximum over every
+// joint assignment of the open truths, enumerated, on random replays of
+// several cases.
+func TestBoundsMatchEnumeration(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 500; trial++ {
+		type cand struct {
+			approved bool
+			truth    int // 0 not within, 1 within, 2 open
+		}
+		var cands []cand
+		var total counts
+		for c := 0; c < 1+rng.IntN(3); c++ {
+			var one counts
+			for k := 0; k < rng.IntN(4); k++ {
+				x := cand{approved: rng.IntN(2) == 0, truth: rng.IntN(3)}
+				cands = append(cands, x)
+				switch {
+				case x.truth == 1:
+					one.within++
+					if x.approved {
+						one.approvedWithin++
+					}
+				case x.truth == 2 && x.approved:
+					one.approvedOpen++
+				case x.truth == 2:
+					one.otherOpen++
+				case x.approved:
+					one.approvedNotWithin++
+				}
+			}
+			total.add(one)
+		}
+		m := &Metrics{counts: total}
+		m.finish()
+
+		var open []int
+		for i, c := range cands {
+			if c.truth == 2 {
+				open = append(open, i)
+			}
+		}
+		lo := [3]int{1 << 30, 1 << 30, 1 << 30}
+		hi := [3]int{-1, -1, -1}
+		covLo, covHi, covDefined := 2.0, -1.0, false
+		for mask := 0; mask < 1<<len(open); mask++ {
+			within := map[int]bool{}
+			for i, c := range cands {
+				within[i] = c.truth == 1
+			}
+			for bit, i := range open {
+				within[i] = mask&(1<<bit) != 0
+			}
+			var ta, ae, w int
+			for i, c := range cands {
+				if within[i] {
+					w++
+				}
+				if c.approved && within[i] {
+					ta++
+				}
+				if c.approved && !within[i] {
+					ae++
+				}
+			}
+			for j, v := range []int{ta, ae, w} {
+				lo[j], hi[j] = min(lo[j], v), max(hi[j], v)
+			}
+			if w > 0 {
+				cov := float64(ta) / float64(w)
+				covLo, covHi, covDefined = min(covLo, cov), max(covHi, cov), true
+			}
+		}
+		assert.Equal(t, Bounds{lo[0], hi[0]}, m.TrueApprovals, "trial %d: true approvals", trial)
+		assert.Equal(t, Bounds{lo[1], hi[1]}, m.ApprovalErrors, "trial %d: approval errors", trial)
+		assert.Equal(t, Bounds{lo[2], hi[2]}, m.Within, "trial %d: within", trial)
+		require.Equal(t, covDefined, m.Coverage.Defined, "trial %d: coverage defined", trial)
+		if covDefined {
+			assert.InDelta(t, covLo, m.Coverage.Min, 1e-12, "trial %d: coverage min", trial)
+			assert.InDelta(t, covHi, m.Coverage.Max, 1e-12, "trial %d: coverage max", trial)
+		}
+	}
+}
+
+func TestReplayJSONShape(t *testing.T) {
+	p, o := readSmall(t)
+	var got map[string]map[string]map[string]map[string]any
+	require.NoError(t, json.Unmarshal(Replay(p, o).JSON(), &got))
+	assert.ElementsMatch(t, []string{"alpha", "beta", "gamma", "total"}, keysOf(got))
+	assert.ElementsMatch(t, []string{"0", "1", "2", "3"}, keysOf(got["alpha"][SourceCopy]))
+
+	m := got["alpha"][SourceCopy]["1"]
+	assert.Equal(t, map[string]any{"alpha-c1": "approve", "alpha-c2": "reject", "alpha-c3": "reject"}, m["decisions"])
+	assert.Equal(t, 1.0, m["approvals"])
+	assert.Equal(t, []any{1.0, 1.0}, m["true_approvals"], "a pair even when min = max")
+	assert.Equal(t, []any{0.0, 0.0}, m["approval_errors"])
+	assert.Equal(t, []any{1.0, 2.0}, m["within"])
+	assert.Equal(t, []any{0.5, 1.0}, m["coverage"])
+	assert.Equal(t, 1.0, m["charged"])
+	assert.Equal(t, 0.0, m["unavailable"])
+	assert.Equal(t, 1.0, m["unresolved_truths"])
+
+	g := got["gamma"][DirectScreen]["0"]
+	assert.Contains(t, g, "coverage")
+	assert.Nil(t, g["coverage"], "no assignment has a candidate within margin")
+	assert.NotContains(t, got[TotalKey][SourceCopy]["0"], "decisions", "decisions are per case")
+}
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestReplayTSVAndTable(t *testing.T) {
+	p, o := readSmall(t)
+	r := Replay(p, o)
+	lines := strings.Split(strings.TrimSpace(string(r.TSV())), "\n")
+	require.Len(t, lines, 1+4*3*4, "a header, then cases and total × rules × budgets")
+	header := strings.Split(lines[0], "\t")
+	row := map[string]string{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		if f[0] == "beta" && f[1] == SourceCopy && f[2] == "2" {
+			for i, h := range header {
+				row[h] = f[i]
+			}
+		}
+	}
+	assert.Equal(t, "1", row["unavailable"])
+	assert.Equal(t, "beta-c1=abstain;beta-c2=reject", row["decisions"])
+	assert.Equal(t, "0", row["within_min"])
+	assert.Equal(t, "1", row["within_max"])
+
+	var b strings.Builder
+	require.NoError(t, r.WriteTable(&b))
+	assert.Contains(t, b.String(), "alpha  source_copy     0       A A R")
+	assert.Contains(t, b.String(), "0.333–1.000")
+	assert.Contains(t, b.String(), "n/a")
+}
