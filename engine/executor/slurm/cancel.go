@@ -1,0 +1,63 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// cancelChunk is how many job ids one scancel call names.
+const cancelChunk = 500
+
+// Cancel cancels jobs with as few scancel calls as it can (cancelChunk ids
+// each). A job that already ended is no error. A call that fails for
+// another reason is retried, with backoff, three times.
+func (c *Client) Cancel(ctx context.Context, refs []Ref) error {
+	var errs []string
+	for i := 0; i < len(refs); i += cancelChunk {
+		ids := make([]string, 0, cancelChunk)
+		for _, r := range refs[i:min(i+cancelChunk, len(refs))] {
+			ids = append(ids, r.JobID)
+		}
+		var err error
+		backoff := c.opts.RetryBackoff
+		for try := 0; try < 4; try++ {
+			if _, err = c.call(ctx, "scancel", ids...); err == nil || alreadyDone(err) {
+				err = nil
+				break
+			}
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			backoff *= 2
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("slurm: cancelling %d jobs: %s", len(refs), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// alreadyDone: scancel complains about jobs that ended already and about
+// nothing else.
+func alreadyDone(err error) bool {
+	ce, ok := err.(*callError)
+	if !ok || ce.timeout {
+		return false
+	}
+	for _, line := range strings.Split(strings.TrimSpace(ce.stderr), "\n") {
+		if line == "" {
+			continue
+		}
+		if !strings.Contains(line, "already completing or completed") && !strings.Contains(line, "Invalid job id specified") {
+			return false
+		}
+	}
+	return true
+}

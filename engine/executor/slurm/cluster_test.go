@@ -1,0 +1,257 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// needCluster skips a test where no local Slurm cluster runs (see
+// scripts/slurm-up.sh), and fails it instead under CAIRN_REQUIRE_SLURM=1
+// (CI).
+func needCluster(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CAIRN_SLURM_TEST") == "1" && os.Getenv("SLURM_CONF") != "" {
+		return
+	}
+	why := "no local Slurm cluster: run eval \"$(scripts/slurm-up.sh)\" first (CAIRN_SLURM_TEST is not 1)"
+	if os.Getenv("CAIRN_REQUIRE_SLURM") == "1" {
+		t.Fatal(why + ", and CAIRN_REQUIRE_SLURM=1 makes this a failure")
+	}
+	t.Skip(why)
+}
+
+// slurmCmd runs a Slurm client command for a test, under a timeout.
+func slurmCmd(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
+	return string(out)
+}
+
+// clusterJob is a job whose files live in a test folder.
+func clusterJob(t *testing.T, dir, name string, argv ...string) *Job {
+	return &Job{
+		Node: fmt.Sprintf("stage.t[%q]", name), Attempt: 1, Argv: argv,
+		Env: os.Environ(), Dir: dir,
+		Stdout: filepath.Join(dir, name+".out"), Stderr: filepath.Join(dir, name+".err"),
+		Script: filepath.Join(dir, name+".sbatch"), ExitFile: filepath.Join(dir, name+".exit"),
+	}
+}
+
+func newClusterClient(t *testing.T) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := New(ctx, "cairn-test-"+strings.ReplaceAll(t.Name(), "/", "-")+"-"+fmt.Sprint(time.Now().UnixNano()), Options{PollInterval: 200 * time.Millisecond, MaxPollInterval: 2 * time.Second})
+	require.NoError(t, err)
+	return c
+}
+
+func waitJob(t *testing.T, c *Client, ref Ref, limit time.Duration) *Outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	out, err := c.Wait(ctx, ref)
+	require.NoError(t, err, "job %s did not end within %s (last state %q)", ref.JobID, limit, c.State(ref.JobID))
+	return out
+}
+
+func TestClusterGPUJobs(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c := newClusterClient(t)
+	dir := t.TempDir()
+	require.False(t, c.Accounting())
+	// Two one-GPU jobs run at once on the two fake GPUs, each with its own
+	// CUDA_VISIBLE_DEVICES: each waits until the other has started.
+	var refs []Ref
+	for _, v := range []string{"a", "b"} {
+		other := map[string]string{"a": "b", "b": "a"}[v]
+		j := clusterJob(t, dir, v, "sh", "-c", fmt.Sprintf(
+			`echo "$CUDA_VISIBLE_DEVICES" > %[1]s/%[2]s.gpu; i=0; while [ ! -e %[1]s/%[3]s.gpu ]; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.1; done`, dir, v, other))
+		j.GPUs = 1
+		j.Env = append(j.Env, "CUDA_VISIBLE_DEVICES=7")
+		ref, err := c.Submit(context.Background(), j)
+		require.NoError(t, err)
+		refs = append(refs, ref)
+	}
+	gpus := map[string]bool{}
+	for i, ref := range refs {
+		out := waitJob(t, c, ref, 2*time.Minute)
+		assert.Equal(t, "COMPLETED", out.State)
+		assert.Equal(t, "", out.Class, out.Message)
+		b, err := os.ReadFile(filepath.Join(dir, []string{"a", "b"}[i]+".gpu"))
+		require.NoError(t, err)
+		gpus[strings.TrimSpace(string(b))] = true
+	}
+	assert.Equal(t, map[string]bool{"0": true, "1": true}, gpus, "each job its own GPU, none pinned by cairn")
+}
+
+func TestClusterExitStatus(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c := newClusterClient(t)
+	dir := t.TempDir()
+	ref, err := c.Submit(context.Background(), clusterJob(t, dir, "x", "sh", "-c", "echo 'it''s' >&2; exit 3"))
+	require.NoError(t, err)
+	out := waitJob(t, c, ref, 2*time.Minute)
+	assert.Equal(t, "FAILED", out.State)
+	assert.Equal(t, dsl.ClassExit, out.Class)
+	require.NotNil(t, out.Exit)
+	assert.Equal(t, 3, out.Exit.Status)
+	b, _ := os.ReadFile(filepath.Join(dir, "x.err"))
+	assert.Contains(t, string(b), "its")
+}
+
+func TestClusterCancelledFromOutside(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c := newClusterClient(t)
+	dir := t.TempDir()
+	ref, err := c.Submit(context.Background(), clusterJob(t, dir, "x", "sh", "-c", "touch started; sleep 300"))
+	require.NoError(t, err)
+	waitFile(t, filepath.Join(dir, "started"))
+	slurmCmd(t, "scancel", ref.JobID)
+	out := waitJob(t, c, ref, 2*time.Minute)
+	assert.Equal(t, "CANCELLED", out.State)
+	assert.Equal(t, dsl.ClassKilled, out.Class)
+}
+
+func TestClusterTimeLimit(t *testing.T) {
+	needCluster(t)
+	if testing.Short() {
+		t.Skip("a time limit takes at least a minute (Slurm's limits are whole minutes)")
+	}
+	t.Parallel()
+	c := newClusterClient(t)
+	dir := t.TempDir()
+	j := clusterJob(t, dir, "x", "sleep", "600")
+	j.Timeout = time.Second // rounded up to Slurm's one minute
+	ref, err := c.Submit(context.Background(), j)
+	require.NoError(t, err)
+	out := waitJob(t, c, ref, 4*time.Minute)
+	assert.Equal(t, "TIMEOUT", out.State)
+	assert.Equal(t, dsl.ClassTimeout, out.Class)
+	b, _ := os.ReadFile(filepath.Join(dir, "x.err"))
+	assert.Contains(t, string(b), "SIGUSR2 from Slurm", "--signal=B:USR2@60 reached the wrapper")
+}
+
+func TestClusterRequeue(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	c := newClusterClient(t)
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs.log")
+	// Each start appends to the node's own execution log; the first run
+	// waits to be requeued, the second ends at once.
+	ref, err := c.Submit(context.Background(), clusterJob(t, dir, "x", "sh", "-c",
+		fmt.Sprintf(`echo "start ${SLURM_RESTART_COUNT:-0}" >> %[1]s; if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 300; fi; echo done >> %[1]s`, runs)))
+	require.NoError(t, err)
+	waitFile(t, runs)
+	slurmCmd(t, "scontrol", "requeue", ref.JobID)
+	// Slurm holds a requeued job back for two minutes: let it start now.
+	for i := 0; !strings.Contains(slurmCmd(t, "squeue", "-h", "-t", "all", "-j", ref.JobID, "-o", "%T"), "PENDING"); i++ {
+		require.Less(t, i, 600, "the requeued job is not pending within a minute")
+		time.Sleep(100 * time.Millisecond)
+	}
+	slurmCmd(t, "scontrol", "update", "JobId="+ref.JobID, "StartTime=now")
+	out := waitJob(t, c, ref, 4*time.Minute)
+	assert.Equal(t, "COMPLETED", out.State)
+	assert.Equal(t, "", out.Class, out.Message)
+	require.NotNil(t, out.Exit)
+	assert.Equal(t, 1, out.Exit.Restarts)
+	b, _ := os.ReadFile(runs)
+	assert.Equal(t, "start 0\nstart 1\ndone\n", string(b), "the first run was stopped, the second ran once")
+}
+
+// TestClusterControllerAway stops slurmctld for 20 s while a job runs:
+// the queries fail, the client waits, and decides the job rightly once the
+// controller is back.
+func TestClusterControllerAway(t *testing.T) {
+	needCluster(t)
+	if testing.Short() {
+		t.Skip("stops the controller for 20 s")
+	}
+	dir := os.Getenv("CAIRN_SLURM_DIR")
+	require.NotEmpty(t, dir, "CAIRN_SLURM_DIR (set by scripts/slurm-up.sh)")
+	c := newClusterClient(t)
+	wd := t.TempDir()
+	ref, err := c.Submit(context.Background(), clusterJob(t, wd, "x", "sh", "-c", "touch started; sleep 5; exit 4"))
+	require.NoError(t, err)
+	waitFile(t, filepath.Join(wd, "started"))
+	stopController(t, dir)
+	before := c.Queries()
+	// Wait for the job's own end, then for the client to have failed at
+	// least twice, then bring the controller back after 20 s in all.
+	stopped := time.Now()
+	waitFile(t, filepath.Join(wd, "x.exit"))
+	for c.Queries() < before+2 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Until(stopped.Add(20 * time.Second)))
+	assert.NotEqual(t, "FAILED", c.State(ref.JobID), "nothing decided while the controller was away")
+	startController(t)
+	out := waitJob(t, c, ref, 3*time.Minute)
+	assert.Equal(t, "FAILED", out.State)
+	assert.Equal(t, dsl.ClassExit, out.Class)
+	require.NotNil(t, out.Exit)
+	assert.Equal(t, 4, out.Exit.Status)
+}
+
+var controllerMu sync.Mutex
+
+func stopController(t *testing.T, dir string) {
+	controllerMu.Lock()
+	b, err := os.ReadFile(filepath.Join(dir, "slurmctld.pid"))
+	require.NoError(t, err)
+	pid := strings.TrimSpace(string(b))
+	slurmCmd(t, "kill", "-TERM", pid)
+	for i := 0; ; i++ {
+		if exec.Command("kill", "-0", pid).Run() != nil {
+			return
+		}
+		require.Less(t, i, 300, "slurmctld %s still runs 30 s after SIGTERM", pid)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func startController(t *testing.T) {
+	defer controllerMu.Unlock()
+	slurmCmd(t, "slurmctld", "-f", os.Getenv("SLURM_CONF"))
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := exec.CommandContext(ctx, "squeue", "-h").Run()
+		cancel()
+		if err == nil {
+			return
+		}
+		require.Less(t, i, 300, "slurmctld does not answer 30 s after its start")
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitFile waits for a file to exist (at most two minutes).
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		require.Less(t, i, 1200, "%s did not appear within 2 minutes", path)
+		time.Sleep(100 * time.Millisecond)
+	}
+}

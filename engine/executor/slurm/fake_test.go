@@ -1,0 +1,304 @@
+package slurm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// fake is a folder the stand-ins in testdata/fakebin read and write.
+type fake struct {
+	t   *testing.T
+	dir string
+}
+
+const noAccounting = "AccountingStorageType   = accounting_storage/none\nMinJobAge               = 300 sec\n"
+
+func newFake(t *testing.T, config string) (*fake, *Client) {
+	t.Helper()
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	f.write("config", config)
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	c, err := New(context.Background(), "run-1", Options{
+		Bin: bin, PollInterval: 5 * time.Millisecond, MaxPollInterval: 20 * time.Millisecond,
+		RetryBackoff: time.Millisecond, ExitFileWait: 50 * time.Millisecond, LostAfter: 100 * time.Millisecond,
+		CallTimeout: 10 * time.Second,
+	})
+	require.NoError(t, err)
+	return f, c
+}
+
+func (f *fake) write(name, text string) {
+	require.NoError(f.t, os.WriteFile(filepath.Join(f.dir, name), []byte(text), 0o666))
+}
+
+func (f *fake) read(name string) string {
+	b, _ := os.ReadFile(filepath.Join(f.dir, name))
+	return string(b)
+}
+
+func (f *fake) calls(name string) int {
+	n, _ := strconv.Atoi(strings.TrimSpace(f.read(name + ".calls")))
+	return n
+}
+
+func (f *fake) job(name string) *Job {
+	return &Job{
+		Node: "stage.x[\"" + name + "\"]", Attempt: 1, Argv: []string{"true"}, Env: os.Environ(), Dir: f.dir,
+		Stdout: filepath.Join(f.dir, name+".out"), Stderr: filepath.Join(f.dir, name+".err"),
+		Script: filepath.Join(f.dir, name+".sbatch"), ExitFile: filepath.Join(f.dir, name+".exit"),
+	}
+}
+
+func waitFake(t *testing.T, c *Client, ref Ref) *Outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := c.Wait(ctx, ref)
+	require.NoError(t, err)
+	return out
+}
+
+func TestSbatchArguments(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	c.opts.Partition, c.opts.Account, c.opts.QOS, c.opts.ExtraArgs = "gpu", "lab", "normal", []string{"--constraint=a100"}
+	j := f.job("a")
+	j.GPUs, j.CPUs, j.MemMiB, j.Timeout, j.Attempt = 2, 4, 8000, 61*time.Minute+time.Second, 3
+	ref, err := c.Submit(context.Background(), j)
+	require.NoError(t, err)
+	assert.Equal(t, Ref{JobID: "1001", Run: "run-1", ExitFile: j.ExitFile}, ref)
+	args := strings.TrimSpace(f.read("sbatch.log"))
+	for _, want := range []string{
+		"--parsable", "--job-name=run-1", `--comment=cairn stage.x["a"] attempt 3 sub `,
+		"--output=" + j.Stdout, "--error=" + j.Stderr, "--signal=B:USR2@60", "--requeue",
+		"--gres=gpu:2", "--cpus-per-task=4", "--mem=8000M", "--time=62",
+		"--partition=gpu", "--account=lab", "--qos=normal", "--constraint=a100",
+	} {
+		assert.Contains(t, args, want)
+	}
+	assert.True(t, strings.HasSuffix(args, " "+j.Script))
+	assert.NotContains(t, args, "--ntasks", "no task geometry")
+	f.write("squeue.out", "1001|COMPLETED|None\n")
+	f.write("a.exit", "status=0\n")
+	assert.Equal(t, "", waitFake(t, c, ref).Class)
+}
+
+func TestTransientSbatchErrorsAreRetried(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	f.write("sbatch.fail.1", "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation\n")
+	f.write("sbatch.fail.2", "sbatch: error: QOSMaxSubmitJobPerUserLimit\n")
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	assert.Equal(t, "1003", ref.JobID)
+	assert.Equal(t, 3, f.calls("sbatch"))
+	assert.GreaterOrEqual(t, f.calls("squeue"), 1, "after a timeout, the job was looked for before a second sbatch")
+}
+
+func TestLostAnswerIsNotSubmittedTwice(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	f.write("sbatch.fail.1", "accept:sbatch: error: Batch job submission failed: Socket timed out on send/recv operation\n")
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	assert.Equal(t, "1001", ref.JobID, "the job the lost answer submitted, found by its comment")
+	assert.Equal(t, 1, f.calls("sbatch"))
+}
+
+func TestPermanentSbatchErrorFails(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	f.write("sbatch.fail.1", "sbatch: error: Batch job submission failed: Invalid partition name specified\n")
+	_, err := c.Submit(context.Background(), f.job("a"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Invalid partition name specified")
+	assert.Equal(t, 1, f.calls("sbatch"))
+	assert.True(t, c.CanSubmit(), "the failed submission's slot is free again")
+}
+
+func TestFailedQueriesKeepWaiting(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	f.write("squeue.fail", "")
+	for f.calls("squeue") < 10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, "", c.State(ref.JobID), "nothing decided while every query fails, also past LostAfter")
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "squeue.fail")))
+	f.write("a.exit", "status=0\n")
+	f.write("squeue.out", "1001|COMPLETED|None\n")
+	out := waitFake(t, c, ref)
+	assert.Equal(t, "", out.Class, out.Message)
+}
+
+func TestMissingJobIsLost(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	out := waitFake(t, c, ref)
+	assert.Equal(t, "LOST", out.State)
+	assert.Equal(t, dsl.ClassInfra, out.Class)
+}
+
+func TestStates(t *testing.T) {
+	for _, tc := range []struct {
+		state, exit, class string
+	}{
+		{"COMPLETED", "status=0\n", ""},
+		{"COMPLETED", "", dsl.ClassInfra}, // no exit file: never a success
+		{"FAILED", "status=3\n", dsl.ClassExit},
+		{"TIMEOUT", "status=143\nterm=1\n", dsl.ClassTimeout},
+		{"OUT_OF_MEMORY", "status=0\n", dsl.ClassMemoryFailure},
+		{"NODE_FAIL", "", dsl.ClassInfra},
+		{"BOOT_FAIL", "", dsl.ClassInfra},
+		{"PREEMPTED", "", dsl.ClassInfra},
+		{"CANCELLED by 1000", "status=143\nterm=1\n", dsl.ClassKilled},
+	} {
+		t.Run(strings.Fields(tc.state)[0]+"-"+strconv.Itoa(len(tc.exit)), func(t *testing.T) {
+			f, c := newFake(t, noAccounting)
+			ref, err := c.Submit(context.Background(), f.job("a"))
+			require.NoError(t, err)
+			if tc.exit != "" {
+				f.write("a.exit", tc.exit)
+			}
+			f.write("squeue.out", "1001|"+tc.state+"|None\n")
+			out := waitFake(t, c, ref)
+			assert.Equal(t, tc.class, out.Class, out.Message)
+			assert.Equal(t, strings.Fields(tc.state)[0], out.State)
+		})
+	}
+}
+
+func TestUnknownStateIsNotFinal(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	f.write("a.exit", "status=0\n")
+	f.write("squeue.out", "1001|UNKNOWN|None\n")
+	for c.State(ref.JobID) != "UNKNOWN" {
+		time.Sleep(5 * time.Millisecond)
+	}
+	n := f.calls("squeue")
+	for f.calls("squeue") < n+5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.write("squeue.out", "1001|FAILED|None\n")
+	f.write("a.exit", "status=2\n")
+	out := waitFake(t, c, ref)
+	assert.Equal(t, dsl.ClassExit, out.Class)
+}
+
+func TestAccountingUsesSacct(t *testing.T) {
+	f, c := newFake(t, "AccountingStorageType   = accounting_storage/slurmdbd\nMinJobAge = 2 sec\n")
+	assert.True(t, c.Accounting())
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	f.write("sacct.out", "1001|CANCELLED by 0|None\n")
+	out := waitFake(t, c, ref)
+	assert.Equal(t, dsl.ClassKilled, out.Class)
+	log := f.read("sacct.log")
+	assert.Contains(t, log, "-X --parsable2 --noheader --name=run-1 --starttime=")
+	assert.Equal(t, 0, f.calls("squeue"))
+}
+
+func TestMinJobAgeBoundsThePollInterval(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	f.write("config", "AccountingStorageType = accounting_storage/none\nMinJobAge = 10 sec\n")
+	bin, _ := filepath.Abs("testdata/fakebin")
+	c, err := New(context.Background(), "r", Options{Bin: bin, MaxPollInterval: time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, c.opts.MaxPollInterval)
+}
+
+func TestMaxSubmitted(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	c.opts.MaxSubmitted = 2
+	a, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	_, err = c.Submit(context.Background(), f.job("b"))
+	require.NoError(t, err)
+	assert.False(t, c.CanSubmit())
+	done := make(chan Ref)
+	go func() {
+		ref, err := c.Submit(context.Background(), f.job("c"))
+		assert.NoError(t, err)
+		done <- ref
+	}()
+	f.write("squeue.out", "1001|RUNNING|None\n1002|RUNNING|None\n")
+	for c.State(a.JobID) != "RUNNING" {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, 2, f.calls("sbatch"), "the third waits for a slot")
+	f.write("a.exit", "status=0\n")
+	f.write("squeue.out", "1001|COMPLETED|None\n1002|RUNNING|None\n")
+	assert.Equal(t, "1003", (<-done).JobID)
+}
+
+func TestCancelIsChunked(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	var refs []Ref
+	for i := range 1200 {
+		refs = append(refs, Ref{JobID: strconv.Itoa(i + 1)})
+	}
+	require.NoError(t, c.Cancel(context.Background(), refs))
+	lines := strings.Split(strings.TrimSpace(f.read("scancel.log")), "\n")
+	require.Len(t, lines, 3)
+	assert.Len(t, strings.Fields(lines[0]), 500)
+	assert.Len(t, strings.Fields(lines[2]), 200)
+}
+
+// The wrapper, run by bash without Slurm: the argv is passed as words,
+// never through a shell, and the exit file is written whole.
+func TestWrapper(t *testing.T) {
+	dir := t.TempDir()
+	j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
+		Argv: []string{"sh", "-c", `printf '%s|' "$@" > args; exit 3`, "sh", "it's", "$HOME", "a b", "*"}}
+	require.NoError(t, writeScript(j))
+	err := exec.Command("bash", j.Script).Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 3, ee.ExitCode())
+	b, _ := os.ReadFile(filepath.Join(dir, "args"))
+	assert.Equal(t, "it's|$HOME|a b|*|", string(b))
+	st, ok, err := readExit(j.ExitFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 3, st.Status)
+	assert.False(t, st.Term)
+}
+
+func TestWrapperForwardsSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
+		Argv: []string{"sh", "-c", "echo $$ > pid; exec sleep 300"}}
+	require.NoError(t, writeScript(j))
+	cmd := exec.Command("bash", j.Script)
+	require.NoError(t, cmd.Start())
+	var pid int
+	for pid == 0 {
+		b, _ := os.ReadFile(filepath.Join(dir, "pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGUSR2), "noted, not fatal")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_ = cmd.Wait()
+	st, ok, err := readExit(j.ExitFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 128+int(syscall.SIGTERM), st.Status)
+	assert.True(t, st.Term)
+	assert.Error(t, syscall.Kill(pid, 0), "the command got the SIGTERM")
+}

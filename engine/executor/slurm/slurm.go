@@ -1,0 +1,252 @@
+// Package slurm runs nodes as Slurm jobs: one sbatch of a small wrapper per
+// node, one status query per poll cycle for all of a run's jobs, the job's
+// state and the exit file the wrapper writes deciding how it ended, and a
+// chunked scancel on interrupt.
+//
+// Every job of a run carries the run id as its job name, so one query by
+// name finds them all, also after cairn restarted. Jobs are submitted with
+// --requeue: a job that Slurm requeues (a node failure, a preemption, an
+// administrator's scontrol requeue) keeps its job id and is waited for under
+// it; the wrapper removes the exit file when it starts, and cairn reads the
+// exit file only once the job has reached a final state, so a job started
+// twice is decided by its last run. Retries after a final failure are
+// cairn's, by failure class, as for the local executor.
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Client. Zero values take the defaults.
+type Options struct {
+	Partition string
+	Account   string
+	QOS       string
+	ExtraArgs []string // more sbatch arguments, as given
+	// MaxSubmitted bounds the run's jobs in Slurm at once (submitted and
+	// not yet final); default 100.
+	MaxSubmitted int
+	// PollInterval is the shortest wait between two status queries;
+	// default 1s. Quiet cycles stretch it up to MaxPollInterval (default
+	// 30s, and at most half of the cluster's MinJobAge, so that no job
+	// ends and leaves squeue between two queries).
+	PollInterval    time.Duration
+	MaxPollInterval time.Duration
+	// SubmitGap is the least time between two sbatch calls; default 20ms.
+	SubmitGap time.Duration
+	// SubmitRetryFor bounds how long transient sbatch errors are retried
+	// for one job; default 10m.
+	SubmitRetryFor time.Duration
+	// RetryBackoff is the first wait before a retry (doubling up to 30s);
+	// default 1s.
+	RetryBackoff time.Duration
+	// ExitFileWait bounds the wait for a final job's exit file (network
+	// filesystems cache attributes); default 60s.
+	ExitFileWait time.Duration
+	// LostAfter: a job missing from every status source this long is
+	// lost (class infrastructure); default 5m.
+	LostAfter time.Duration
+	// CallTimeout bounds every Slurm client call; default 30s.
+	CallTimeout time.Duration
+	// Bin is a folder holding sbatch, squeue, sacct, scancel and scontrol;
+	// "" finds them on the PATH.
+	Bin string
+}
+
+func (o *Options) defaults() {
+	if o.MaxSubmitted <= 0 {
+		o.MaxSubmitted = 100
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.MaxPollInterval <= 0 {
+		o.MaxPollInterval = 30 * time.Second
+	}
+	if o.MaxPollInterval < o.PollInterval {
+		o.MaxPollInterval = o.PollInterval
+	}
+	if o.SubmitGap <= 0 {
+		o.SubmitGap = 20 * time.Millisecond
+	}
+	if o.SubmitRetryFor <= 0 {
+		o.SubmitRetryFor = 10 * time.Minute
+	}
+	if o.RetryBackoff <= 0 {
+		o.RetryBackoff = time.Second
+	}
+	if o.ExitFileWait <= 0 {
+		o.ExitFileWait = time.Minute
+	}
+	if o.LostAfter <= 0 {
+		o.LostAfter = 5 * time.Minute
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 30 * time.Second
+	}
+}
+
+// Client submits and follows the jobs of one run.
+type Client struct {
+	run  string // the run id: every job's name
+	opts Options
+	// accounting: the cluster keeps accounting storage, so sacct answers
+	// for finished jobs; otherwise squeue -t all does, for MinJobAge.
+	accounting bool
+	minJobAge  time.Duration
+
+	slotMu   sync.Mutex
+	inFlight int           // jobs submitted or attached, not yet final
+	freed    chan struct{} // closed when a slot frees
+
+	submitMu   sync.Mutex
+	lastSubmit time.Time
+
+	mu      sync.Mutex
+	jobs    map[string]*tracked // by job id
+	start   time.Time           // the earliest submission followed (sacct -S)
+	wake    chan struct{}       // a new job to follow: poll soon
+	polling bool
+	// Queries counts status queries made, for tests and benchmarks.
+	queries int
+}
+
+// New makes a Client for run and reads the cluster's configuration
+// (accounting storage, MinJobAge) with one scontrol call.
+func New(ctx context.Context, run string, opts Options) (*Client, error) {
+	opts.defaults()
+	c := &Client{
+		run:   run,
+		opts:  opts,
+		freed: make(chan struct{}),
+		jobs:  map[string]*tracked{},
+		wake:  make(chan struct{}, 1),
+	}
+	out, err := c.call(ctx, "scontrol", "show", "config")
+	if err != nil {
+		return nil, fmt.Errorf("slurm: reading the cluster's configuration: %w", err)
+	}
+	cfg := parseConfig(out)
+	c.accounting = cfg["AccountingStorageType"] != "" && !strings.HasSuffix(cfg["AccountingStorageType"], "/none")
+	if f := strings.Fields(cfg["MinJobAge"]); len(f) > 0 {
+		if n, err := strconv.Atoi(f[0]); err == nil {
+			c.minJobAge = time.Duration(n) * time.Second
+		}
+	}
+	if !c.accounting && c.minJobAge > 0 && c.opts.MaxPollInterval > c.minJobAge/2 {
+		c.opts.MaxPollInterval = max(c.minJobAge/2, time.Second)
+		if c.opts.PollInterval > c.opts.MaxPollInterval {
+			c.opts.PollInterval = c.opts.MaxPollInterval
+		}
+	}
+	return c, nil
+}
+
+// Accounting says whether status comes from sacct (accounting storage)
+// rather than squeue.
+func (c *Client) Accounting() bool { return c.accounting }
+
+// Queries is the number of status queries made so far.
+func (c *Client) Queries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queries
+}
+
+// parseConfig reads `scontrol show config`: "Key = value" lines.
+func parseConfig(out []byte) map[string]string {
+	cfg := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		cfg[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return cfg
+}
+
+// callError is a Slurm client call that failed: its stderr says why.
+type callError struct {
+	cmd     string
+	stderr  string
+	err     error
+	timeout bool
+}
+
+func (e *callError) Error() string {
+	msg := strings.TrimSpace(e.stderr)
+	if e.timeout {
+		msg = "no answer within the call timeout"
+	} else if msg == "" {
+		msg = e.err.Error()
+	}
+	return e.cmd + ": " + msg
+}
+
+func (e *callError) Unwrap() error { return e.err }
+
+// call runs one Slurm client command under the call timeout.
+func (c *Client) call(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return c.callEnv(ctx, nil, name, args...)
+}
+
+func (c *Client) callEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	defer cancel()
+	path := name
+	if c.opts.Bin != "" {
+		path = c.opts.Bin + "/" + name
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if err != nil {
+		ce := &callError{cmd: name, stderr: stderr.String(), err: err}
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			ce.timeout = true
+		}
+		return stdout.Bytes(), ce
+	}
+	return stdout.Bytes(), nil
+}
+
+// jobEnv is the environment sbatch runs with, which the job inherits
+// (--export=ALL): the node's own, less CUDA_VISIBLE_DEVICES (Slurm sets it
+// from --gres) and the SLURM_* variables of an allocation cairn itself may
+// run in, plus SLURM_CONF when cairn has one and the node does not.
+func jobEnv(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	haveConf := false
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "CUDA_VISIBLE_DEVICES":
+			continue
+		case k == "SLURM_CONF":
+			haveConf = true
+		case strings.HasPrefix(k, "SLURM_"):
+			continue
+		}
+		out = append(out, kv)
+	}
+	if v, ok := os.LookupEnv("SLURM_CONF"); ok && !haveConf {
+		out = append(out, "SLURM_CONF="+v)
+	}
+	if len(env) == 0 {
+		out = append(out, "PATH="+os.Getenv("PATH"))
+	}
+	return out
+}

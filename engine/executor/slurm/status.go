@@ -1,0 +1,347 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// tracked is one job the client follows.
+type tracked struct {
+	ref          Ref
+	since        time.Time // submitted or attached
+	missingSince time.Time // zero while status queries show it
+	state        string
+	reason       string
+	finishing    bool // final state seen; the outcome is being decided
+	slot         bool
+	done         chan struct{}
+	out          *Outcome
+}
+
+// Outcome is how a job ended.
+type Outcome struct {
+	JobID string
+	// State is Slurm's final state (its first word), or LOST for a job
+	// no status source showed for LostAfter.
+	State string
+	Exit  *ExitStatus // nil: no exit file
+	// Class is "" for success, else a dsl failure class; Message says
+	// why for people.
+	Class   string
+	Message string
+}
+
+// final says whether a state (its first word) is one a job does not leave.
+// A requeued job goes back to PENDING: REQUEUED and the like are not final.
+func final(state string) bool {
+	switch state {
+	case "COMPLETED", "FAILED", "TIMEOUT", "DEADLINE", "OUT_OF_MEMORY",
+		"NODE_FAIL", "BOOT_FAIL", "PREEMPTED", "CANCELLED", "REVOKED":
+		return true
+	}
+	return false
+}
+
+// firstWord is a State column's first word ("CANCELLED by 1000" is
+// CANCELLED); squeue's and sacct's spellings agree on it.
+func firstWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(f[0], "+")
+}
+
+// classify maps a final state and the exit file to a failure class. Only
+// COMPLETED with an exit file saying 0 is a success: an unknown state is
+// never taken for one.
+func classify(state string, ex *ExitStatus, exitWait time.Duration, exitFile string) (string, string) {
+	switch state {
+	case "COMPLETED":
+		if ex == nil {
+			return dsl.ClassInfra, fmt.Sprintf("the job completed but its exit file %s did not appear within %s", exitFile, exitWait)
+		}
+		if ex.Status != 0 {
+			return dsl.ClassExit, fmt.Sprintf("exited with status %d", ex.Status)
+		}
+		return "", ""
+	case "FAILED":
+		if ex == nil {
+			return dsl.ClassExit, fmt.Sprintf("the job failed (no exit file %s within %s)", exitFile, exitWait)
+		}
+		return dsl.ClassExit, fmt.Sprintf("exited with status %d", ex.Status)
+	case "TIMEOUT", "DEADLINE":
+		return dsl.ClassTimeout, "Slurm ended the job at its time limit (" + state + ")"
+	case "OUT_OF_MEMORY":
+		msg := "Slurm reports OUT_OF_MEMORY"
+		if ex != nil && ex.Status == 0 {
+			msg += " (the command's exit status was 0)"
+		}
+		return dsl.ClassMemoryFailure, msg
+	case "NODE_FAIL", "BOOT_FAIL", "PREEMPTED", "REVOKED":
+		return dsl.ClassInfra, "Slurm reports " + state
+	case "CANCELLED":
+		return dsl.ClassKilled, "the job was cancelled (scancel, by cairn or someone else)"
+	case "LOST":
+		return dsl.ClassInfra, "no Slurm status source has shown the job for too long"
+	}
+	return dsl.ClassInfra, "Slurm reports " + state
+}
+
+// takeSlot waits until fewer than MaxSubmitted jobs are in flight.
+func (c *Client) takeSlot(ctx context.Context) error {
+	for {
+		c.slotMu.Lock()
+		if c.inFlight < c.opts.MaxSubmitted {
+			c.inFlight++
+			c.slotMu.Unlock()
+			return nil
+		}
+		freed := c.freed
+		c.slotMu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (c *Client) freeSlot() {
+	c.slotMu.Lock()
+	c.inFlight--
+	close(c.freed)
+	c.freed = make(chan struct{})
+	c.slotMu.Unlock()
+}
+
+// CanSubmit says whether a Submit now would not wait for a slot.
+func (c *Client) CanSubmit() bool {
+	c.slotMu.Lock()
+	defer c.slotMu.Unlock()
+	return c.inFlight < c.opts.MaxSubmitted
+}
+
+// Attach follows a job a previous cairn submitted (from the journal). It
+// counts against MaxSubmitted until it ends.
+func (c *Client) Attach(ref Ref) {
+	c.slotMu.Lock()
+	c.inFlight++
+	c.slotMu.Unlock()
+	c.follow(ref, true)
+}
+
+// follow adds ref to the jobs the poller queries and wakes it.
+func (c *Client) follow(ref Ref, slot bool) *tracked {
+	now := time.Now()
+	c.mu.Lock()
+	t, ok := c.jobs[ref.JobID]
+	if !ok {
+		t = &tracked{ref: ref, since: now, slot: slot, done: make(chan struct{})}
+		c.jobs[ref.JobID] = t
+		if c.start.IsZero() || now.Before(c.start) {
+			c.start = now
+		}
+	} else if slot && !t.slot {
+		t.slot = true
+	}
+	start := !c.polling
+	c.polling = true
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	if start {
+		go c.poll()
+	}
+	return t
+}
+
+// Wait blocks until the job ends, or ctx ends (the job keeps running).
+func (c *Client) Wait(ctx context.Context, ref Ref) (*Outcome, error) {
+	c.mu.Lock()
+	t, ok := c.jobs[ref.JobID]
+	c.mu.Unlock()
+	if !ok {
+		t = c.follow(ref, false)
+	}
+	select {
+	case <-t.done:
+		return t.out, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// State is the job's last seen state ("" before the first answer).
+func (c *Client) State(jobID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.jobs[jobID]; ok {
+		return t.state
+	}
+	return ""
+}
+
+// poll queries the status of every unfinished job once per cycle, until
+// none is left. The interval starts at PollInterval, grows by half at each
+// quiet cycle up to MaxPollInterval, and falls back when a job changes or
+// a new one is followed. A failed query changes nothing (the jobs' states
+// are unknown, not final) and doubles the interval.
+func (c *Client) poll() {
+	interval := c.opts.PollInterval
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+		case <-c.wake:
+			interval = c.opts.PollInterval
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+		c.mu.Lock()
+		pending := 0
+		for _, t := range c.jobs {
+			if !t.finishing {
+				pending++
+			}
+		}
+		if pending == 0 {
+			c.polling = false
+			c.mu.Unlock()
+			return
+		}
+		start := c.start
+		c.queries++
+		c.mu.Unlock()
+
+		states, err := c.query(start)
+		now := time.Now()
+		changed := false
+		c.mu.Lock()
+		if err == nil {
+			for id, t := range c.jobs {
+				if t.finishing {
+					continue
+				}
+				st, ok := states[id]
+				if !ok {
+					if t.missingSince.IsZero() {
+						t.missingSince = now
+					}
+					if now.Sub(t.missingSince) >= c.opts.LostAfter && now.Sub(t.since) >= c.opts.LostAfter {
+						t.state, t.finishing, changed = "LOST", true, true
+						go c.finish(t)
+					}
+					continue
+				}
+				t.missingSince = time.Time{}
+				if st.state != t.state {
+					changed = true
+				}
+				t.state, t.reason = st.state, st.reason
+				if final(st.state) {
+					t.finishing = true
+					go c.finish(t)
+				}
+			}
+		}
+		c.mu.Unlock()
+		switch {
+		case err != nil:
+			interval = min(interval*2, c.opts.MaxPollInterval)
+		case changed:
+			interval = c.opts.PollInterval
+		default:
+			interval = min(interval*3/2, c.opts.MaxPollInterval)
+		}
+		timer.Reset(interval)
+	}
+}
+
+type jobState struct{ state, reason string }
+
+// query is one status query for all of the run's jobs: sacct by job name
+// since the first submission where the cluster keeps accounting, squeue
+// -t all by job name otherwise.
+func (c *Client) query(start time.Time) (map[string]jobState, error) {
+	name, args := "squeue", []string{"--noheader", "--states=all", "--name=" + c.run, "--format=%i|%T|%r"}
+	if c.accounting {
+		name, args = "sacct", []string{"-X", "--parsable2", "--noheader", "--name=" + c.run,
+			"--starttime=" + start.Add(-time.Minute).Format("2006-01-02T15:04:05"), "--format=JobID,State,Reason"}
+	}
+	b, err := c.call(context.Background(), name, args...)
+	if err != nil {
+		return nil, err
+	}
+	// Both print id|state|reason lines.
+	out := map[string]jobState{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) < 2 {
+			continue
+		}
+		st := jobState{state: firstWord(f[1])}
+		if len(f) > 2 {
+			st.reason = strings.TrimSpace(f[2])
+		}
+		out[strings.TrimSpace(f[0])] = st
+	}
+	return out, nil
+}
+
+// finish decides a job that reached a final state: it reads the exit
+// file, waiting up to ExitFileWait for it where the state leaves the exit
+// status to say (COMPLETED, FAILED), and closes done.
+func (c *Client) finish(t *tracked) {
+	c.mu.Lock()
+	state, ref := t.state, t.ref
+	c.mu.Unlock()
+	wait := time.Duration(0)
+	if state == "COMPLETED" || state == "FAILED" {
+		wait = c.opts.ExitFileWait
+	}
+	ex, msgErr := c.awaitExit(ref.ExitFile, wait)
+	class, msg := classify(state, ex, c.opts.ExitFileWait, ref.ExitFile)
+	if msgErr != nil && ex == nil {
+		msg += " (" + msgErr.Error() + ")"
+	}
+	out := &Outcome{JobID: ref.JobID, State: state, Exit: ex, Class: class, Message: msg}
+	c.mu.Lock()
+	t.out = out
+	slot := t.slot
+	c.mu.Unlock()
+	close(t.done)
+	if slot {
+		c.freeSlot()
+	}
+}
+
+// awaitExit reads the exit file, retrying for up to wait.
+func (c *Client) awaitExit(path string, wait time.Duration) (*ExitStatus, error) {
+	deadline := time.Now().Add(wait)
+	step := 50 * time.Millisecond
+	for {
+		refreshDir(filepath.Dir(path))
+		st, ok, err := readExit(path)
+		if ok {
+			return &st, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(step)
+		step = min(step*2, 2*time.Second)
+	}
+}

@@ -1,0 +1,216 @@
+package slurm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ref is a submitted job as the journal keeps it: enough for a later
+// cairn to find the job again and decide how it ended.
+type Ref struct {
+	JobID    string `json:"job_id"`
+	Run      string `json:"run"` // the job name
+	ExitFile string `json:"exit_file"`
+}
+
+// comment is the job's --comment: the node and its attempt, and a token
+// that tells this submission from any other of the same node.
+func comment(job *Job, token string) string {
+	return fmt.Sprintf("cairn %s attempt %d sub %s", job.Node, job.Attempt, token)
+}
+
+// minutes is d as sbatch's --time, rounded up (Slurm's limits are whole
+// minutes).
+func minutes(d time.Duration) string {
+	m := int64((d + time.Minute - 1) / time.Minute)
+	return strconv.FormatInt(max(m, 1), 10)
+}
+
+// sbatchArgs are the arguments to submit job.
+func (c *Client) sbatchArgs(job *Job, token string) []string {
+	args := []string{
+		"--parsable",
+		"--job-name=" + c.run,
+		"--comment=" + comment(job, token),
+		"--output=" + job.Stdout,
+		"--error=" + job.Stderr,
+		"--chdir=" + job.Dir,
+		"--signal=B:USR2@60",
+		"--requeue",
+		"--export=ALL",
+	}
+	if job.GPUs > 0 {
+		args = append(args, "--gres=gpu:"+strconv.Itoa(job.GPUs))
+	}
+	if job.CPUs > 0 {
+		args = append(args, "--cpus-per-task="+strconv.Itoa(job.CPUs))
+	}
+	if job.MemMiB > 0 {
+		args = append(args, "--mem="+strconv.Itoa(job.MemMiB)+"M")
+	}
+	if job.Timeout > 0 {
+		args = append(args, "--time="+minutes(job.Timeout))
+	}
+	if c.opts.Partition != "" {
+		args = append(args, "--partition="+c.opts.Partition)
+	}
+	if c.opts.Account != "" {
+		args = append(args, "--account="+c.opts.Account)
+	}
+	if c.opts.QOS != "" {
+		args = append(args, "--qos="+c.opts.QOS)
+	}
+	args = append(args, c.opts.ExtraArgs...)
+	return append(args, job.Script)
+}
+
+// transient says whether an sbatch failure is worth a retry: the
+// controller busy or away, or a per-user limit on submitted jobs that
+// frees as jobs end.
+func transient(err error) bool {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	if ce.timeout {
+		return true
+	}
+	for _, s := range []string{
+		"Socket timed out",
+		"Unable to contact slurm controller",
+		"Slurm temporarily unable to accept job",
+		"Resource temporarily unavailable",
+		"Zero Bytes were transmitted",
+		"Connection refused",
+		"Connection reset",
+		"QOSMaxSubmitJobPerUserLimit",
+		"AssocMaxSubmitJobLimit",
+		"MaxSubmitJobLimit",
+		"Job violates accounting/QOS policy",
+		"Transport endpoint",
+	} {
+		if strings.Contains(ce.stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Submit writes job's wrapper and submits it. It waits for a free slot
+// (MaxSubmitted), keeps SubmitGap between sbatch calls, and retries
+// transient errors with backoff for up to SubmitRetryFor. After a failure
+// that may have submitted all the same (a timeout), it looks the job up
+// by its comment before it submits again, so that a job is never submitted
+// twice. The slot is the job's until Wait has seen it end.
+func (c *Client) Submit(ctx context.Context, job *Job) (Ref, error) {
+	if err := writeScript(job); err != nil {
+		return Ref{}, fmt.Errorf("slurm: writing the batch script of %s: %w", job.Node, err)
+	}
+	if err := c.takeSlot(ctx); err != nil {
+		return Ref{}, err
+	}
+	id, err := c.submit(ctx, job)
+	if err != nil {
+		c.freeSlot()
+		return Ref{}, err
+	}
+	ref := Ref{JobID: id, Run: c.run, ExitFile: job.ExitFile}
+	c.follow(ref, true)
+	return ref, nil
+}
+
+func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
+	var tok [4]byte
+	_, _ = rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+	args := c.sbatchArgs(job, token)
+	env := jobEnv(job.Env)
+	deadline := time.Now().Add(c.opts.SubmitRetryFor)
+	backoff := c.opts.RetryBackoff
+	ambiguous := false
+	for {
+		if ambiguous {
+			// Until the lookup answers, submitting again may submit twice.
+			id, found, err := c.findByComment(ctx, comment(job, token))
+			if found {
+				return id, nil
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return "", ctx.Err()
+				}
+				if time.Now().Add(backoff).After(deadline) {
+					return "", fmt.Errorf("slurm: submitting %s: cannot tell whether a submission that timed out went through: %w", job.Node, err)
+				}
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+				backoff = min(backoff*2, 30*time.Second)
+				continue
+			}
+		}
+		c.gap(ctx)
+		out, err := c.callEnv(ctx, env, "sbatch", args...)
+		if err == nil {
+			id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+			if _, perr := strconv.ParseUint(id, 10, 64); perr != nil {
+				return "", fmt.Errorf("slurm: sbatch for %s printed %q, not a job id", job.Node, strings.TrimSpace(string(out)))
+			}
+			return id, nil
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if !transient(err) {
+			return "", fmt.Errorf("slurm: submitting %s: %w", job.Node, err)
+		}
+		var ce *callError
+		ambiguous = ambiguous || (errors.As(err, &ce) && (ce.timeout || strings.Contains(ce.stderr, "Socket timed out")))
+		if time.Now().Add(backoff).After(deadline) {
+			return "", fmt.Errorf("slurm: submitting %s: still failing after %s: %w", job.Node, c.opts.SubmitRetryFor, err)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// gap waits until SubmitGap has passed since the last sbatch call.
+func (c *Client) gap(ctx context.Context) {
+	c.submitMu.Lock()
+	defer c.submitMu.Unlock()
+	if wait := time.Until(c.lastSubmit.Add(c.opts.SubmitGap)); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+	}
+	c.lastSubmit = time.Now()
+}
+
+// findByComment looks for the run's job with this comment (a submission
+// whose answer was lost).
+func (c *Client) findByComment(ctx context.Context, want string) (string, bool, error) {
+	out, err := c.call(ctx, "squeue", "--noheader", "--states=all", "--name="+c.run, "--format=%i|%k")
+	if err != nil {
+		return "", false, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		id, k, ok := strings.Cut(line, "|")
+		if ok && strings.TrimSpace(k) == want {
+			return strings.TrimSpace(id), true, nil
+		}
+	}
+	return "", false, nil
+}

@@ -1,0 +1,149 @@
+package slurm
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Job is one node to submit.
+type Job struct {
+	Node    string   // the node's address, for --comment and messages
+	Attempt int      // 1 for the first
+	Argv    []string // run as given: no shell unless Shell
+	Shell   bool
+	Env     []string // the node's complete environment
+	Dir     string   // the working folder (on the shared filesystem)
+	Stdout  string   // log files (--output, --error)
+	Stderr  string
+	// Script and ExitFile are the wrapper's path and the path it writes
+	// the exit status to; both on the shared filesystem, usually beside
+	// the logs.
+	Script   string
+	ExitFile string
+	GPUs     int
+	CPUs     int
+	MemMiB   int
+	Timeout  time.Duration // --time, rounded up to whole minutes
+}
+
+// quote is s as one word for bash.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// wrapper is the batch script for job. It runs the node's argv in its own
+// session, forwards SIGTERM (Slurm's at a cancel or the time limit) to it,
+// notes SIGUSR2 (sent 60 s before the time limit) in the node's stderr,
+// and writes the exit status to the exit file, temp file then rename, so
+// that cairn never reads half a file. It removes a previous run's exit file
+// when it starts: a requeued job is decided by its last run.
+func wrapper(job *Job) string {
+	argv := job.Argv
+	if job.Shell {
+		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = quote(a)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `#!/bin/bash
+# cairn's batch script for %s, attempt %d. Slurm runs it; it runs the node's
+# command and writes how it ended to the exit file.
+exit_file=%s
+tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
+rm -f -- "$exit_file"
+child=
+term=0
+on_term() {
+	term=1
+	[ -n "$child" ] && kill -TERM -- "-$child" 2>/dev/null
+}
+trap on_term TERM INT
+trap 'echo "cairn: SIGUSR2 from Slurm: the job is near its time limit" >&2' USR2
+finish() {
+	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\n' "$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" >"$tmp" &&
+		sync -- "$tmp" 2>/dev/null
+	mv -f -- "$tmp" "$exit_file"
+	exit "$1"
+}
+cd -- %s || finish 126
+setsid -- %s &
+child=$!
+while kill -0 "$child" 2>/dev/null; do wait "$child"; done
+wait "$child"
+finish $?
+`, job.Node, job.Attempt, quote(job.ExitFile), quote(job.Dir), strings.Join(words, " "))
+	return b.String()
+}
+
+// writeScript writes job's wrapper to job.Script.
+func writeScript(job *Job) error {
+	if err := os.MkdirAll(filepath.Dir(job.Script), 0o777); err != nil {
+		return err
+	}
+	tmp := job.Script + ".tmp"
+	if err := os.WriteFile(tmp, []byte(wrapper(job)), 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, job.Script)
+}
+
+// ExitStatus is what the wrapper wrote.
+type ExitStatus struct {
+	Status   int  // the command's exit status (128+N: killed by signal N)
+	Term     bool // the wrapper had a SIGTERM (a cancel or the time limit)
+	Job      string
+	Restarts int
+}
+
+// readExit reads an exit file; ok is false when there is none (yet).
+func readExit(path string) (ExitStatus, bool, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return ExitStatus{}, false, nil
+	}
+	if err != nil {
+		return ExitStatus{}, false, err
+	}
+	var st ExitStatus
+	have := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), "=")
+		switch k {
+		case "status":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return st, false, fmt.Errorf("slurm: exit file %s: status %q", path, v)
+			}
+			st.Status, have = n, true
+		case "term":
+			st.Term = v == "1"
+		case "job":
+			st.Job = v
+		case "restarts":
+			st.Restarts, _ = strconv.Atoi(v)
+		}
+	}
+	if !have {
+		return st, false, fmt.Errorf("slurm: exit file %s has no status", path)
+	}
+	return st, true, nil
+}
+
+// refreshDir makes a network filesystem look at a folder again: opening and
+// reading it revalidates the client's cached attributes (NFS's close-to-open
+// consistency), so that a file another machine just renamed into it shows.
+func refreshDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		_, _ = f.Readdirnames(-1)
+		_ = f.Close()
+	}
+}
