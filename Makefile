@@ -16,7 +16,7 @@ export CGO_CFLAGS
 # failure as the recipe's.
 SHELL := /bin/bash
 
-.PHONY: all build sim test test-short vet fmt fmt-check bench fuzz demo gpu-check clean
+.PHONY: all build sim test test-short vet fmt fmt-check bench crosscheck fuzz demo gpu-check clean
 
 all: build
 
@@ -37,6 +37,12 @@ vet:
 test: vet
 	@$(GO) build -o $(BIN)/testsum ./scripts/testsum
 	@set -o pipefail; $(GO) test -json -race -count=1 -timeout 30m $(PKGS) 2>&1 | $(BIN)/testsum
+
+# The aggregation against statsmodels, scipy and numpy (docs/aggregate.md):
+# installs Debian's python3-scipy and python3-statsmodels when missing.
+crosscheck:
+	bash scripts/crosscheck-deps.sh
+	$(GO) test -count=1 -run '^TestCrossCheck$$' -v ./stages/aggregate
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -1,0 +1,413 @@
+// Package aggregate turns an optimizer grid's jobs into the protocol's
+// table: one row per (method, cell) over seeds 0, 1 and 2, with the
+// deployed bundle's gain over the seed bundle, a stratified paired
+// bootstrap interval and p-value, and the Holm–Bonferroni correction
+// within each family of rows. It reads the job artifacts of
+// docs/job-artifacts.md and writes the table (TSV), the summary (JSON)
+// and a forest plot (SVG); it is pure: files in, values and bytes out.
+// The statistics are described in docs/aggregate.md.
+package aggregate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Seeds are the seeds a reported row needs.
+var Seeds = []int{0, 1, 2}
+
+// Families a row's p-value is corrected within.
+const (
+	FamilyTask   = "task"   // rows sharing dataset × model
+	FamilyMethod = "method" // rows sharing the method
+	FamilyNone   = "none"   // no correction
+)
+
+// FamilyNames lists the families, for messages.
+var FamilyNames = []string{FamilyTask, FamilyMethod, FamilyNone}
+
+// SummaryFormat is the summary's "format".
+const SummaryFormat = "cairn.aggregate/1"
+
+// Options say what to aggregate and how.
+type Options struct {
+	// Dir resolves relative roots; names in the output are as given.
+	Dir   string
+	Roots []string
+	// Family is one of FamilyNames ("" is FamilyTask).
+	Family string
+	// Replicates of the bootstrap (0: DefaultReplicates).
+	Replicates int
+	// IncludeNonconformant keeps jobs whose result.json lists reasons they
+	// are not part of the experiment.
+	IncludeNonconformant bool
+	// Workers bounds the goroutines of the bootstrap (0: GOMAXPROCS). It
+	// does not change the result.
+	Workers int
+}
+
+// Row statuses.
+const (
+	StatusOK         = "ok"
+	StatusIncomplete = "incomplete"
+)
+
+// Summary is the whole aggregation: what --out writes.
+type Summary struct {
+	Format     string   `json:"format"`
+	Family     string   `json:"family"`
+	Replicates int      `json:"bootstrap"`
+	Alpha      float64  `json:"alpha"`
+	Stream     string   `json:"stream_constant"`
+	Roots      []string `json:"roots"`
+	Rows       []Row    `json:"rows"`
+	Families   []Family `json:"families"`
+	Skipped    []Skip   `json:"skipped"`
+}
+
+// Family is one Holm family: the rows corrected together.
+type Family struct {
+	Name     string `json:"name"`
+	Rows     int    `json:"rows"`
+	Rejected int    `json:"rejected"`
+}
+
+// Row is one (method, cell).
+type Row struct {
+	// Family is the row's Holm family: dataset/model (task), the method
+	// (method), or "" (none, and incomplete rows).
+	Family  string `json:"family"`
+	Method  string `json:"method"`
+	CellID  string `json:"cell_id"`
+	Dataset string `json:"dataset"`
+	Runtime string `json:"runtime"`
+	Model   string `json:"model"`
+	NSeeds  int    `json:"n_seeds"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	// The statistics, null in an incomplete row. Means are fractions;
+	// delta and interval are percentage points.
+	BaselineMean *float64 `json:"baseline_mean"`
+	DeployedMean *float64 `json:"deployed_mean"`
+	DeltaPP      *float64 `json:"delta_pp"`
+	CILow        *float64 `json:"ci_low"`
+	CIHigh       *float64 `json:"ci_high"`
+	P            *float64 `json:"p"`
+	PHolm        *float64 `json:"p_holm"`
+	Reject       *bool    `json:"reject"`
+	Seeds        []Seed   `json:"seeds"`
+}
+
+// Seed is one seed of a row: a detail line.
+type Seed struct {
+	Seed   int    `json:"seed"`
+	Status string `json:"status"` // "ok", "missing", "invalid", or the job's own status
+	File   string `json:"file,omitempty"`
+	Items  int    `json:"test_items"`
+	// Invalid test items (infrastructure-invalid for either bundle).
+	Invalid int `json:"test_invalid_items"`
+	// Means over the seed's valid items; null when it has none.
+	BaselineMean *float64 `json:"baseline_mean"`
+	DeployedMean *float64 `json:"deployed_mean"`
+	DeltaPP      *float64 `json:"delta_pp"`
+}
+
+// Run finds the jobs under the roots, groups them into rows, and computes
+// every row's statistics. A bad artifact is an *InputError.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	fam := o.Family
+	if fam == "" {
+		fam = FamilyTask
+	}
+	if !slices.Contains(FamilyNames, fam) {
+		return nil, &InputError{Msg: fmt.Sprintf("family %q is not one of %s", fam, strings.Join(FamilyNames, ", "))}
+	}
+	B := o.Replicates
+	if B == 0 {
+		B = DefaultReplicates
+	}
+	if B < 1 || B > MaxReplicates {
+		return nil, &InputError{Msg: fmt.Sprintf("bootstrap replicates must be from 1 to %d, not %d", MaxReplicates, B)}
+	}
+	files, err := FindResults(o.Dir, o.Roots)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, &InputError{Msg: fmt.Sprintf("no %s under %s: name the folders the optimizer jobs wrote into", ResultFile, strings.Join(o.Roots, ", "))}
+	}
+	s := &Summary{
+		Format: SummaryFormat, Family: fam, Replicates: B, Alpha: Alpha,
+		Stream: StreamConstant, Roots: sortedCopy(o.Roots),
+		Rows: []Row{}, Families: []Family{}, Skipped: []Skip{},
+	}
+	type rowKey struct{ method, cell string }
+	jobs := map[rowKey]map[int]*Job{}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		j, skip, err := ReadJob(o.Dir, f, o.IncludeNonconformant)
+		if err != nil {
+			return nil, err
+		}
+		if skip == nil && !slices.Contains(Seeds, j.Seed) {
+			skip = &Skip{File: f, Reasons: []string{fmt.Sprintf("seed %d is not one of the protocol's seeds 0, 1, 2", j.Seed)}}
+		}
+		if skip != nil {
+			s.Skipped = append(s.Skipped, *skip)
+			continue
+		}
+		k := rowKey{j.Method, j.CellID}
+		if jobs[k] == nil {
+			jobs[k] = map[int]*Job{}
+		}
+		if old, dup := jobs[k][j.Seed]; dup {
+			return nil, &InputError{Msg: fmt.Sprintf("%s and %s are both %s %s seed %d: keep one of them, or give roots that hold one", old.File, f, j.Method, j.CellID, j.Seed)}
+		}
+		jobs[k][j.Seed] = j
+	}
+
+	keys := make([]rowKey, 0, len(jobs))
+	for k := range jobs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b rowKey) int {
+		if c := strings.Compare(a.method, b.method); c != 0 {
+			return c
+		}
+		return strings.Compare(a.cell, b.cell)
+	})
+	var strata []Strata
+	var complete []int // index in s.Rows of each stratum
+	for _, k := range keys {
+		row, st, err := buildRow(jobs[k])
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			strata = append(strata, *st)
+			complete = append(complete, len(s.Rows))
+		}
+		s.Rows = append(s.Rows, row)
+	}
+	ivs, err := Bootstrap(ctx, strata, B, o.Workers)
+	if err != nil {
+		return nil, err
+	}
+	for i, iv := range ivs {
+		r := &s.Rows[complete[i]]
+		r.CILow, r.CIHigh, r.P = ptr(iv.Low), ptr(iv.High), ptr(iv.P)
+		switch fam {
+		case FamilyTask:
+			r.Family = r.Dataset + "/" + r.Model
+		case FamilyMethod:
+			r.Family = r.Method
+		}
+	}
+	s.Families = correct(s.Rows, fam)
+	sortRows(s.Rows)
+	return s, nil
+}
+
+// buildRow makes one row of its jobs by seed; st is nil when the row is
+// incomplete.
+func buildRow(bySeed map[int]*Job) (Row, *Strata, error) {
+	var first *Job
+	for _, sd := range Seeds {
+		if j := bySeed[sd]; j != nil {
+			first = j
+			break
+		}
+	}
+	r := Row{Method: first.Method, CellID: first.CellID, Dataset: first.Dataset, Runtime: first.Runtime, Model: first.Model, Status: StatusOK}
+	var reasons []string
+	var ref *Job // the first present seed: the item set the others must have
+	for _, sd := range Seeds {
+		j := bySeed[sd]
+		if j == nil {
+			r.Seeds = append(r.Seeds, Seed{Seed: sd, Status: "missing"})
+			reasons = append(reasons, fmt.Sprintf("seed %d missing", sd))
+			continue
+		}
+		r.NSeeds++
+		if ref == nil {
+			ref = j
+		} else if err := sameItems(ref, j); err != nil {
+			return Row{}, nil, err
+		}
+		seed := Seed{Seed: sd, Status: StatusOK, File: j.File, Items: len(j.Items), Invalid: j.Invalid}
+		var b, d, diff float64
+		valid := 0
+		for _, it := range j.Items {
+			if it.Valid {
+				b += it.Baseline
+				d += it.Deployed
+				diff += it.Deployed - it.Baseline
+				valid++
+			}
+		}
+		if valid > 0 {
+			seed.BaselineMean = ptr(b / float64(valid))
+			seed.DeployedMean = ptr(d / float64(valid))
+			seed.DeltaPP = ptr(float64(100 * (diff / float64(valid))))
+		}
+		switch {
+		case j.Status != StatusOK:
+			seed.Status = j.Status
+			reasons = append(reasons, fmt.Sprintf("seed %d status %q", sd, j.Status))
+		case j.Invalid > 0:
+			seed.Status = "invalid"
+			reasons = append(reasons, fmt.Sprintf("seed %d: %d of %d test items infrastructure-invalid", sd, j.Invalid, len(j.Items)))
+		}
+		r.Seeds = append(r.Seeds, seed)
+	}
+	if len(reasons) > 0 {
+		r.Status = StatusIncomplete
+		r.Reason = strings.Join(reasons, "; ")
+		return r, nil, nil
+	}
+	st := &Strata{Method: r.Method, CellID: r.CellID}
+	var bm, dm, delta float64
+	for _, sd := range Seeds {
+		j := bySeed[sd]
+		diffs := make([]float64, len(j.Items))
+		var sum float64
+		for i, it := range j.Items {
+			diffs[i] = it.Deployed - it.Baseline
+			sum += diffs[i]
+		}
+		st.Seeds = append(st.Seeds, sd)
+		st.Diffs = append(st.Diffs, diffs)
+		seed := r.Seeds[len(st.Seeds)-1]
+		bm += *seed.BaselineMean
+		dm += *seed.DeployedMean
+		delta += sum / float64(len(diffs))
+	}
+	n := float64(len(Seeds))
+	r.BaselineMean = ptr(bm / n)
+	r.DeployedMean = ptr(dm / n)
+	r.DeltaPP = ptr(float64(100 * (delta / n)))
+	return r, st, nil
+}
+
+// sameItems refuses two seeds of a row whose test splits differ: the
+// seeds of a row are scored on the same items.
+func sameItems(a, b *Job) error {
+	ids := func(j *Job) map[string]bool {
+		m := make(map[string]bool, len(j.Items))
+		for _, it := range j.Items {
+			m[it.ID] = true
+		}
+		return m
+	}
+	ia, ib := ids(a), ids(b)
+	var onlyA, onlyB []string
+	for _, it := range a.Items {
+		if !ib[it.ID] {
+			onlyA = append(onlyA, it.ID)
+		}
+	}
+	for _, it := range b.Items {
+		if !ia[it.ID] {
+			onlyB = append(onlyB, it.ID)
+		}
+	}
+	if len(onlyA) == 0 && len(onlyB) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%s %s: seeds %d and %d were tested on different items (%s has %d, %s has %d", a.Method, a.CellID, a.Seed, b.Seed, a.TestFile, len(a.Items), b.TestFile, len(b.Items))
+	if len(onlyA) > 0 {
+		msg += fmt.Sprintf("; only seed %d has %s", a.Seed, idList(onlyA))
+	}
+	if len(onlyB) > 0 {
+		msg += fmt.Sprintf("; only seed %d has %s", b.Seed, idList(onlyB))
+	}
+	return &InputError{Msg: msg + "): every seed of a row must use the same test split"}
+}
+
+func idList(ids []string) string {
+	const show = 3
+	q := make([]string, 0, show)
+	for i, id := range ids {
+		if i == show {
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", id))
+	}
+	s := strings.Join(q, ", ")
+	if len(ids) > show {
+		s += fmt.Sprintf(" and %d more", len(ids)-show)
+	}
+	return s
+}
+
+// correct applies Holm within each family of complete rows and lists the
+// families, sorted by name.
+func correct(rows []Row, fam string) []Family {
+	byFam := map[string][]int{}
+	for i, r := range rows {
+		if r.Status != StatusOK {
+			continue
+		}
+		if fam == FamilyNone {
+			r := &rows[i]
+			r.PHolm = ptr(*r.P)
+			r.Reject = ptrBool(*r.P <= Alpha)
+			continue
+		}
+		byFam[r.Family] = append(byFam[r.Family], i)
+	}
+	out := []Family{}
+	for name, idx := range byFam {
+		p := make([]float64, len(idx))
+		for k, i := range idx {
+			p[k] = *rows[i].P
+		}
+		adj, rej := Holm(p, Alpha)
+		f := Family{Name: name, Rows: len(idx)}
+		for k, i := range idx {
+			rows[i].PHolm = ptr(adj[k])
+			rows[i].Reject = ptrBool(rej[k])
+			if rej[k] {
+				f.Rejected++
+			}
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b Family) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// sortRows orders the table: complete rows by family, method and cell,
+// then the incomplete ones by method and cell.
+func sortRows(rows []Row) {
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		ia, ib := a.Status != StatusOK, b.Status != StatusOK
+		if ia != ib {
+			if ia {
+				return 1
+			}
+			return -1
+		}
+		if c := strings.Compare(a.Family, b.Family); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Method, b.Method); c != 0 {
+			return c
+		}
+		return strings.Compare(a.CellID, b.CellID)
+	})
+}
+
+// sortedCopy is s sorted, each string once.
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func ptr(f float64) *float64 { return &f }
+func ptrBool(b bool) *bool   { return &b }

@@ -1,0 +1,408 @@
+package aggregate_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/stages/aggregate/jobtest"
+)
+
+func TestHolmPublishedExample(t *testing.T) {
+	adj, rej := aggregate.Holm([]float64{0.01, 0.04, 0.03, 0.005}, 0.05)
+	want := []float64{0.03, 0.06, 0.06, 0.02}
+	for i := range want {
+		assert.InDelta(t, want[i], adj[i], 1e-15, "p_adj[%d]", i)
+	}
+	assert.Equal(t, []bool{true, false, false, true}, rej)
+}
+
+func TestHolmTiesShareTheirAdjustedValue(t *testing.T) {
+	adj, rej := aggregate.Holm([]float64{0.02, 0.04, 0.02}, 0.05)
+	// Sorted: 0.02 (×3 = 0.06), 0.02 (×2 = 0.04, raised to 0.06), 0.04 (×1, raised to 0.06).
+	for i, v := range adj {
+		assert.InDelta(t, 0.06, v, 1e-15, "p_adj[%d]", i)
+	}
+	assert.Equal(t, []bool{false, false, false}, rej)
+
+	adj, rej = aggregate.Holm([]float64{0.01, 0.01}, 0.05)
+	assert.InDeltaSlice(t, []float64{0.02, 0.02}, adj, 1e-15)
+	assert.Equal(t, []bool{true, true}, rej)
+}
+
+func TestHolmOfOneIsTheRawPValue(t *testing.T) {
+	for _, p := range []float64{0.0002, 0.05, 0.0500001, 1} {
+		adj, rej := aggregate.Holm([]float64{p}, 0.05)
+		assert.Equal(t, []float64{p}, adj)
+		assert.Equal(t, []bool{p <= 0.05}, rej, "p = %v", p)
+	}
+}
+
+func TestHolmNeverExceedsOne(t *testing.T) {
+	adj, rej := aggregate.Holm([]float64{0.5, 0.6, 0.001}, 0.05)
+	assert.Equal(t, []float64{1, 1, 0.003}, adj)
+	assert.Equal(t, []bool{false, false, true}, rej)
+}
+
+func TestPercentileIsNumpysLinear(t *testing.T) {
+	// numpy.percentile(x, q) for these x and q.
+	x := []float64{1, 2, 3, 4}
+	assert.InDelta(t, 1.075, aggregate.Percentile(x, 2.5), 1e-12)
+	assert.InDelta(t, 3.925, aggregate.Percentile(x, 97.5), 1e-12)
+	assert.Equal(t, 2.5, aggregate.Percentile(x, 50))
+	assert.Equal(t, 1.0, aggregate.Percentile(x, 0))
+	assert.Equal(t, 4.0, aggregate.Percentile(x, 100))
+	ten := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	assert.InDelta(t, 0.225, aggregate.Percentile(ten, 2.5), 1e-12)
+	assert.InDelta(t, 8.775, aggregate.Percentile(ten, 97.5), 1e-12)
+	assert.Equal(t, 7.0, aggregate.Percentile([]float64{7}, 2.5))
+}
+
+func TestStreamIsMathRandPCG(t *testing.T) {
+	// The resampling loop keeps the generator in local variables; its
+	// stream must be exactly math/rand/v2's PCG, as docs/aggregate.md says.
+	ours := aggregate.NewPCG(0x0123456789abcdef, 0xfedcba9876543210)
+	theirs := rand.NewPCG(0x0123456789abcdef, 0xfedcba9876543210)
+	for i := range 1000 {
+		require.Equal(t, theirs.Uint64(), ours.Uint64(), "output %d", i)
+	}
+}
+
+func strata(seeds ...[]float64) []aggregate.Strata {
+	st := aggregate.Strata{Method: "m", CellID: "d/r/x"}
+	for i, d := range seeds {
+		st.Seeds = append(st.Seeds, i)
+		st.Diffs = append(st.Diffs, d)
+	}
+	return []aggregate.Strata{st}
+}
+
+func TestAllEqualDataCollapsesTheInterval(t *testing.T) {
+	zeros := make([]float64, 50)
+	iv, err := aggregate.Bootstrap(context.Background(), strata(zeros, zeros, zeros), 2000, 0)
+	require.NoError(t, err)
+	assert.Equal(t, aggregate.Interval{Low: 0, High: 0, P: 1}, iv[0])
+
+	// Every item 0.25 better: every replicate is 25 pp, and no replicate
+	// is at or below zero: p = 2/(B+1).
+	quarter := make([]float64, 40)
+	for i := range quarter {
+		quarter[i] = 0.25
+	}
+	iv, err = aggregate.Bootstrap(context.Background(), strata(quarter, quarter, quarter), 999, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 25.0, iv[0].Low)
+	assert.Equal(t, 25.0, iv[0].High)
+	assert.Equal(t, 2.0/1000, iv[0].P)
+}
+
+func TestBootstrapIsTheSameOnOneCoreAndOnMany(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var rows []aggregate.Strata
+	for r := range 9 {
+		st := aggregate.Strata{Method: "m", CellID: "d/r/" + string(rune('a'+r)), Seeds: aggregate.Seeds}
+		for range aggregate.Seeds {
+			b, d := jobtest.Binary(rng, 30+r, 0.5, 0.6)
+			diff := make([]float64, len(b))
+			for i := range b {
+				diff[i] = d[i] - b[i]
+			}
+			st.Diffs = append(st.Diffs, diff)
+		}
+		rows = append(rows, st)
+	}
+	one, err := aggregate.Bootstrap(context.Background(), rows, 3000, 1)
+	require.NoError(t, err)
+	many, err := aggregate.Bootstrap(context.Background(), rows, 3000, 8)
+	require.NoError(t, err)
+	assert.Equal(t, one, many)
+	// Rows given in another order get the same intervals.
+	rev := make([]aggregate.Strata, len(rows))
+	for i := range rows {
+		rev[len(rows)-1-i] = rows[i]
+	}
+	back, err := aggregate.Bootstrap(context.Background(), rev, 3000, 3)
+	require.NoError(t, err)
+	for i := range rows {
+		assert.Equal(t, one[i], back[len(rows)-1-i])
+	}
+}
+
+func TestBootstrapStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := aggregate.Bootstrap(ctx, strata(make([]float64, 10)), 5000, 2)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// grid writes three methods × two cells (two datasets, one model) and one
+// method on another model, all complete, under a new folder.
+func grid(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, jobtest.Grid(root, 1, 60, map[string]float64{"gepa": 0.3, "miprov2": 0.05, "textgrad": 0},
+		[]string{"hotpotqa/centralized/qwen", "math/centralized/qwen"}))
+	require.NoError(t, jobtest.Grid(root, 2, 60, map[string]float64{"gepa": 0.2}, []string{"hotpotqa/centralized/llama"}))
+	return root
+}
+
+func run(t *testing.T, o aggregate.Options) *aggregate.Summary {
+	t.Helper()
+	if o.Replicates == 0 {
+		o.Replicates = 2000
+	}
+	s, err := aggregate.Run(context.Background(), o)
+	require.NoError(t, err)
+	return s
+}
+
+func outputs(t *testing.T, s *aggregate.Summary) (tsv, js, svg string) {
+	t.Helper()
+	var a, b, c bytes.Buffer
+	require.NoError(t, s.TSV(&a))
+	require.NoError(t, s.JSON(&b))
+	require.NoError(t, s.SVG(&c))
+	return a.String(), b.String(), c.String()
+}
+
+func TestRowsMeansAndDelta(t *testing.T) {
+	root := t.TempDir()
+	// Three seeds of four items; seed means of the differences 0.25, 0.5, 0.
+	seeds := []struct{ b, d []float64 }{
+		{[]float64{0, 1, 0, 1}, []float64{1, 1, 0, 1}},
+		{[]float64{0, 0, 1, 1}, []float64{1, 1, 1, 1}},
+		{[]float64{1, 0, 1, 0}, []float64{1, 0, 1, 0}},
+	}
+	for s, sd := range seeds {
+		_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: s, Baseline: sd.b, Deployed: sd.d})
+		require.NoError(t, err)
+	}
+	sum := run(t, aggregate.Options{Roots: []string{root}})
+	require.Len(t, sum.Rows, 1)
+	r := sum.Rows[0]
+	assert.Equal(t, aggregate.StatusOK, r.Status)
+	assert.Equal(t, 3, r.NSeeds)
+	assert.Equal(t, "hotpotqa/qwen", r.Family)
+	assert.InDelta(t, 0.5, *r.BaselineMean, 1e-12)
+	assert.InDelta(t, 0.5+0.25, *r.DeployedMean, 1e-12)
+	assert.InDelta(t, 25.0, *r.DeltaPP, 1e-12)
+	assert.LessOrEqual(t, *r.CILow, *r.DeltaPP)
+	assert.GreaterOrEqual(t, *r.CIHigh, *r.DeltaPP)
+	require.Len(t, r.Seeds, 3)
+	assert.InDelta(t, 50.0, *r.Seeds[1].DeltaPP, 1e-12)
+	assert.Equal(t, *r.P, *r.PHolm, "a family of one")
+
+	tsv, _, _ := outputs(t, sum)
+	lines := strings.Split(strings.TrimSuffix(tsv, "\n"), "\n")
+	require.Len(t, lines, 1+1+3)
+	assert.Equal(t, strings.Join(aggregate.TableHeader, "\t"), lines[0])
+	cols := strings.Split(lines[1], "\t")
+	require.Len(t, cols, len(aggregate.TableHeader))
+	assert.Equal(t, []string{"hotpotqa/qwen", "gepa", "hotpotqa/centralized/qwen", "3", "0.5000", "0.7500", "25.00"}, cols[:7])
+	assert.Equal(t, "ok", cols[12])
+	seed1 := strings.Split(lines[3], "\t")
+	require.Len(t, seed1, len(aggregate.TableHeader))
+	assert.Equal(t, []string{"seed 1", "0.5000", "1.0000", "50.00", "-"}, seed1[3:8])
+	assert.Contains(t, seed1[12], "ok: 4 test items, "+filepath.Join(root, "gepa", "hotpotqa_centralized_qwen", "seed1", "result.json"))
+}
+
+func TestIncompleteRows(t *testing.T) {
+	root := grid(t)
+	// textgrad on math loses seed 2; miprov2 on math has an invalid item.
+	require.NoError(t, os.RemoveAll(jobtest.Job{Method: "textgrad", Dataset: "math", Seed: 2}.Dir(root)))
+	b, d := jobtest.Binary(rand.New(rand.NewPCG(3, 3)), 60, 0.5, 0.5)
+	inv := make([]bool, 60)
+	inv[17] = true
+	_, err := jobtest.Write(root, jobtest.Job{Method: "miprov2", Dataset: "math", Seed: 1, Baseline: b, Deployed: d, Invalid: inv})
+	require.NoError(t, err)
+
+	sum := run(t, aggregate.Options{Roots: []string{root}})
+	byName := rowsByName(sum)
+	tg := byName["textgrad math/centralized/qwen"]
+	assert.Equal(t, aggregate.StatusIncomplete, tg.Status)
+	assert.Equal(t, "seed 2 missing", tg.Reason)
+	assert.Equal(t, 2, tg.NSeeds)
+	assert.Nil(t, tg.P)
+	assert.Empty(t, tg.Family, "an incomplete row is in no family")
+	mp := byName["miprov2 math/centralized/qwen"]
+	assert.Equal(t, aggregate.StatusIncomplete, mp.Status)
+	assert.Equal(t, "seed 1: 1 of 60 test items infrastructure-invalid", mp.Reason)
+
+	// The task family math/qwen now holds gepa alone: its p is its p_holm.
+	gepa := byName["gepa math/centralized/qwen"]
+	assert.Equal(t, *gepa.P, *gepa.PHolm)
+	for _, f := range sum.Families {
+		if f.Name == "math/qwen" {
+			assert.Equal(t, 1, f.Rows)
+		}
+	}
+
+	tsv, _, svg := outputs(t, sum)
+	assert.Contains(t, tsv, "-\ttextgrad\tmath/centralized/qwen\t2\t-\t-\t-\t-\t-\t-\t-\t-\tincomplete: seed 2 missing\n")
+	assert.Contains(t, tsv, "-\ttextgrad\tmath/centralized/qwen\tseed 2\t-\t-\t-\t-\t-\t-\t-\t-\tmissing\n")
+	assert.Contains(t, tsv, "\tmiprov2\tmath/centralized/qwen\tseed 1\t")
+	assert.Contains(t, tsv, "invalid: 1 of 60 test items invalid")
+	// Incomplete rows come last.
+	last := tsv[strings.LastIndex(tsv, "\tok\n"):]
+	assert.NotContains(t, last[4:], "\tok\n")
+	assert.Contains(t, svg, "textgrad  math/centralized/qwen: seed 2 missing")
+}
+
+func rowsByName(s *aggregate.Summary) map[string]aggregate.Row {
+	out := map[string]aggregate.Row{}
+	for _, r := range s.Rows {
+		out[r.Method+" "+r.CellID] = r
+	}
+	return out
+}
+
+func TestNonconformantJobsAreSkippedWithAWarning(t *testing.T) {
+	root := grid(t)
+	b, d := jobtest.Binary(rand.New(rand.NewPCG(4, 4)), 60, 0.5, 0.9)
+	smoke := jobtest.Job{Method: "gepa", Dataset: "math", Seed: 0, Baseline: b, Deployed: d,
+		Nonconformant: []string{"budget 56 is below the protocol's 600 rollouts"}}
+	_, err := jobtest.Write(root, smoke)
+	require.NoError(t, err)
+
+	sum := run(t, aggregate.Options{Roots: []string{root}})
+	require.Len(t, sum.Skipped, 1)
+	file := filepath.Join(smoke.Dir(root), "result.json")
+	assert.Equal(t, "warning: skipped "+file+": budget 56 is below the protocol's 600 rollouts", sum.Skipped[0].Warning())
+	row := rowsByName(sum)["gepa math/centralized/qwen"]
+	assert.Equal(t, aggregate.StatusIncomplete, row.Status, "the smoke job was that row's seed 0")
+	assert.Equal(t, "seed 0 missing", row.Reason)
+
+	incl := run(t, aggregate.Options{Roots: []string{root}, IncludeNonconformant: true})
+	assert.Empty(t, incl.Skipped)
+	row = rowsByName(incl)["gepa math/centralized/qwen"]
+	assert.Equal(t, aggregate.StatusOK, row.Status)
+	assert.Equal(t, file, row.Seeds[0].File)
+}
+
+func TestFamilies(t *testing.T) {
+	root := grid(t)
+	task := run(t, aggregate.Options{Roots: []string{root}})
+	assert.Equal(t, []aggregate.Family{
+		{Name: "hotpotqa/llama", Rows: 1, Rejected: countRejected(task, "hotpotqa/llama")},
+		{Name: "hotpotqa/qwen", Rows: 3, Rejected: countRejected(task, "hotpotqa/qwen")},
+		{Name: "math/qwen", Rows: 3, Rejected: countRejected(task, "math/qwen")},
+	}, task.Families)
+	checkHolm(t, task)
+	method := run(t, aggregate.Options{Roots: []string{root}, Family: aggregate.FamilyMethod})
+	assert.Equal(t, []string{"gepa", "miprov2", "textgrad"}, familyNames(method))
+	assert.Equal(t, 3, method.Families[0].Rows, "gepa: hotpotqa and math on qwen, hotpotqa on llama")
+	checkHolm(t, method)
+	none := run(t, aggregate.Options{Roots: []string{root}, Family: aggregate.FamilyNone})
+	assert.Empty(t, none.Families)
+	for _, r := range none.Rows {
+		assert.Equal(t, *r.P, *r.PHolm)
+		assert.Equal(t, *r.P <= 0.05, *r.Reject)
+		assert.Empty(t, r.Family)
+	}
+	// The family changes the correction, never a row's interval or p.
+	for k, r := range rowsByName(task) {
+		m := rowsByName(method)[k]
+		assert.Equal(t, *r.P, *m.P, k)
+		assert.Equal(t, *r.CILow, *m.CILow, k)
+	}
+	// A large gain is found: gepa's 30 pp on 180 items.
+	assert.True(t, *rowsByName(task)["gepa hotpotqa/centralized/qwen"].Reject)
+	assert.False(t, *rowsByName(task)["textgrad hotpotqa/centralized/qwen"].Reject && *rowsByName(task)["textgrad math/centralized/qwen"].Reject)
+
+	_, err := aggregate.Run(context.Background(), aggregate.Options{Roots: []string{root}, Family: "dataset"})
+	require.ErrorIs(t, err, aggregate.ErrBadInput)
+	assert.EqualError(t, err, `family "dataset" is not one of task, method, none`)
+}
+
+// checkHolm recomputes each family's correction from the rows' p-values.
+func checkHolm(t *testing.T, s *aggregate.Summary) {
+	t.Helper()
+	byFam := map[string][]aggregate.Row{}
+	for _, r := range s.Rows {
+		if r.Status == aggregate.StatusOK {
+			byFam[r.Family] = append(byFam[r.Family], r)
+		}
+	}
+	for name, rows := range byFam {
+		var p []float64
+		for _, r := range rows {
+			p = append(p, *r.P)
+		}
+		adj, rej := aggregate.Holm(p, 0.05)
+		for i, r := range rows {
+			assert.Equal(t, adj[i], *r.PHolm, "%s: %s %s", name, r.Method, r.CellID)
+			assert.Equal(t, rej[i], *r.Reject)
+		}
+	}
+}
+
+func countRejected(s *aggregate.Summary, fam string) int {
+	n := 0
+	for _, r := range s.Rows {
+		if r.Family == fam && r.Reject != nil && *r.Reject {
+			n++
+		}
+	}
+	return n
+}
+
+func familyNames(s *aggregate.Summary) []string {
+	var out []string
+	for _, f := range s.Families {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+func TestOutputIsByteIdenticalAcrossRunsRootOrdersAndCores(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	require.NoError(t, jobtest.Grid(a, 5, 40, map[string]float64{"gepa": 0.1, "miprov2": 0}, []string{"hotpotqa/centralized/qwen"}))
+	require.NoError(t, jobtest.Grid(b, 6, 40, map[string]float64{"textgrad": 0.2}, []string{"math/centralized/qwen", "hotpotqa/centralized/qwen"}))
+	first := run(t, aggregate.Options{Dir: base, Roots: []string{"a", "b"}, Workers: 1})
+	t1, j1, s1 := outputs(t, first)
+	for _, o := range []aggregate.Options{
+		{Dir: base, Roots: []string{"a", "b"}, Workers: 1},
+		{Dir: base, Roots: []string{"b", "a"}, Workers: 8},
+		{Dir: base, Roots: []string{"b", "a", "a"}, Workers: 3},
+	} {
+		t2, j2, s2 := outputs(t, run(t, o))
+		assert.Equal(t, t1, t2, "table with %v", o)
+		assert.Equal(t, j1, j2, "summary with %v", o)
+		assert.Equal(t, s1, s2, "plot with %v", o)
+	}
+}
+
+func TestForestPlot(t *testing.T) {
+	root := grid(t)
+	sum := run(t, aggregate.Options{Roots: []string{root}})
+	_, _, svg := outputs(t, sum)
+	assert.True(t, strings.HasPrefix(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""))
+	assert.True(t, strings.HasSuffix(svg, "</svg>\n"))
+	for _, f := range []string{"task family: hotpotqa/llama", "task family: hotpotqa/qwen", "task family: math/qwen"} {
+		assert.Contains(t, svg, ">"+f+"<")
+	}
+	assert.Contains(t, svg, "delta (percentage points)")
+	assert.Contains(t, svg, `stroke-dasharray="4 3"`, "the zero line")
+	// One interval per complete row, the rejected ones filled and starred.
+	assert.Equal(t, 7, strings.Count(svg, "<circle "))
+	rejected := 0
+	for _, r := range sum.Rows {
+		if *r.Reject {
+			rejected++
+			assert.Contains(t, svg, ">"+r.Method+"  "+r.CellID+" *<")
+		} else {
+			assert.Contains(t, svg, ">"+r.Method+"  "+r.CellID+"<")
+		}
+	}
+	require.Positive(t, rejected)
+	assert.Equal(t, rejected, strings.Count(svg, `fill="#1f4e9c" stroke`))
+}

@@ -1,0 +1,243 @@
+package aggregate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/stages/aggregate/jobtest"
+)
+
+// python is the interpreter of Debian's python3-numpy, python3-scipy and
+// python3-statsmodels, called by path so that a virtual environment on
+// PATH does not stand in for them.
+const python = "/usr/bin/python3"
+
+type ccStratum struct {
+	Baseline []float64 `json:"baseline"`
+	Deployed []float64 `json:"deployed"`
+}
+
+type ccRow struct {
+	Strata     []ccStratum `json:"strata"`
+	Replicates int         `json:"replicates"`
+	Seed       int         `json:"seed"`
+}
+
+type ccRef struct {
+	Holm []struct {
+		PAdj   []float64 `json:"p_adj"`
+		Reject []bool    `json:"reject"`
+	} `json:"holm"`
+	Rows []struct {
+		CILow       float64  `json:"ci_low"`
+		CIHigh      float64  `json:"ci_high"`
+		P           float64  `json:"p"`
+		SD          float64  `json:"sd"`
+		ScipyCILow  *float64 `json:"scipy_ci_low"`
+		ScipyCIHigh *float64 `json:"scipy_ci_high"`
+		ScipySD     *float64 `json:"scipy_sd"`
+	} `json:"rows"`
+}
+
+// The cross-check's sizes: cairn's replicates per row, the reference's.
+const (
+	ccReplicates    = 10000
+	ccRefReplicates = 20000
+)
+
+// TestCrossCheck compares the aggregation with the libraries researchers
+// use, on randomly generated inputs (a fixed generator seed, so a failure
+// reproduces): Holm exactly against statsmodels' multipletests; the
+// interval of one-seed rows against scipy.stats.bootstrap (paired,
+// percentile) and of three-seed rows against a numpy implementation of
+// docs/aggregate.md, within Monte-Carlo error; the p-values against numpy
+// likewise. `make crosscheck` installs what it needs and runs it.
+func TestCrossCheck(t *testing.T) {
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("cross-check skipped: %s is missing (apt-get install python3-scipy python3-statsmodels, or make crosscheck)", python)
+	}
+	if out, err := exec.Command(python, "-c", "import numpy, scipy, statsmodels").CombinedOutput(); err != nil {
+		t.Skipf("cross-check skipped: %s cannot import numpy, scipy and statsmodels (apt-get install python3-scipy python3-statsmodels, or make crosscheck): %s", python, lastLine(out))
+	}
+	rng := rand.New(rand.NewPCG(2026, 14))
+
+	// Holm: families of 1 to 12 p-values, some tied, some near α.
+	var holm [][]float64
+	for f := range 40 {
+		m := 1 + rng.IntN(12)
+		p := make([]float64, m)
+		for i := range p {
+			switch rng.IntN(4) {
+			case 0:
+				p[i] = math.Round(rng.Float64()*100) / 1000 // ties on a grid
+			case 1:
+				p[i] = rng.Float64() * 0.02
+			default:
+				p[i] = rng.Float64()
+			}
+		}
+		if f%5 == 0 && m > 1 {
+			p[1] = p[0]
+		}
+		holm = append(holm, p)
+	}
+
+	// Rows: one seed (against scipy) or three (against numpy), binary or
+	// continuous scores, gains from none to large.
+	var rows []ccRow
+	root := t.TempDir()
+	type threeSeed struct {
+		row    int
+		method string
+		cell   string
+	}
+	var three []threeSeed
+	for r := range 24 {
+		seeds := 1
+		if r%2 == 1 {
+			seeds = 3
+		}
+		n := 20 + rng.IntN(180)
+		gain := []float64{0, 0.02, 0.08, 0.2}[rng.IntN(4)]
+		binary := rng.IntN(2) == 0
+		row := ccRow{Replicates: ccRefReplicates, Seed: r}
+		for range seeds {
+			var b, d []float64
+			if binary {
+				b, d = jobtest.Binary(rng, n, 0.5, 0.5+gain)
+			} else {
+				b, d = make([]float64, n), make([]float64, n)
+				for i := range b {
+					b[i] = rng.Float64()
+					d[i] = math.Min(1, math.Max(0, b[i]+gain+0.3*(rng.Float64()-0.5)))
+				}
+			}
+			row.Strata = append(row.Strata, ccStratum{Baseline: b, Deployed: d})
+		}
+		if seeds == 3 {
+			cell := fmt.Sprintf("ds%d/centralized/qwen", r)
+			for s, st := range row.Strata {
+				_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Dataset: fmt.Sprintf("ds%d", r), Seed: s, Baseline: st.Baseline, Deployed: st.Deployed})
+				require.NoError(t, err)
+			}
+			three = append(three, threeSeed{row: r, method: "gepa", cell: cell})
+		}
+		rows = append(rows, row)
+	}
+
+	cases, err := json.Marshal(map[string]any{"holm": holm, "rows": rows})
+	require.NoError(t, err)
+	casesFile := filepath.Join(t.TempDir(), "cases.json")
+	require.NoError(t, os.WriteFile(casesFile, cases, 0o644))
+	cmd := exec.Command(python, filepath.Join("..", "..", "scripts", "aggregate-crosscheck.py"), casesFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "the reference script failed")
+	var ref ccRef
+	require.NoError(t, json.Unmarshal(out, &ref))
+	require.Len(t, ref.Holm, len(holm))
+	require.Len(t, ref.Rows, len(rows))
+
+	for i, p := range holm {
+		adj, rej := aggregate.Holm(p, aggregate.Alpha)
+		assert.Equal(t, ref.Holm[i].PAdj, adj, "Holm of %v: p_adj against statsmodels", p)
+		assert.Equal(t, ref.Holm[i].Reject, rej, "Holm of %v: rejections against statsmodels", p)
+	}
+
+	// cairn's figures per row: one-seed rows through Bootstrap, three-seed
+	// rows through the whole aggregation of their job files.
+	got := make([]aggregate.Interval, len(rows))
+	for r, row := range rows {
+		if len(row.Strata) != 1 {
+			continue
+		}
+		st := aggregate.Strata{Method: "one-seed", CellID: fmt.Sprintf("d/r/m%d", r), Seeds: []int{0}}
+		d := make([]float64, len(row.Strata[0].Baseline))
+		for i := range d {
+			d[i] = row.Strata[0].Deployed[i] - row.Strata[0].Baseline[i]
+		}
+		st.Diffs = [][]float64{d}
+		iv, err := aggregate.Bootstrap(context.Background(), []aggregate.Strata{st}, ccReplicates, 0)
+		require.NoError(t, err)
+		got[r] = iv[0]
+	}
+	sum, err := aggregate.Run(context.Background(), aggregate.Options{Roots: []string{root}, Replicates: ccReplicates})
+	require.NoError(t, err)
+	byName := rowsByName(sum)
+	for _, ts := range three {
+		row, ok := byName[ts.method+" "+ts.cell]
+		require.True(t, ok, ts.cell)
+		require.Equal(t, aggregate.StatusOK, row.Status)
+		got[ts.row] = aggregate.Interval{Low: *row.CILow, High: *row.CIHigh, P: *row.P}
+	}
+
+	// Within Monte-Carlo error: a percentile of B replicates of a
+	// near-normal statistic has a standard error of about
+	// sqrt(q(1−q)/B)/φ(z_q)·sd = 2.67·sd/sqrt(B) at q = 2.5%; two
+	// independent estimates differ by sqrt(1/B + 1/B_ref) times that. Scores
+	// on a lattice (0/1) move the percentiles in steps of 100/(items) pp.
+	seQ := func(sd float64) float64 {
+		return 2.67 * sd * math.Sqrt(1.0/ccReplicates+1.0/ccRefReplicates)
+	}
+	var zLow, zHigh []float64
+	for r, row := range rows {
+		rr := ref.Rows[r]
+		items := 0
+		for _, s := range row.Strata {
+			items += len(s.Baseline)
+		}
+		step := 100.0 / float64(items)
+		tol := 4*seQ(rr.SD) + step
+		name := fmt.Sprintf("row %d (%d seed(s), %d items)", r, len(row.Strata), items)
+		low, high := rr.CILow, rr.CIHigh
+		if rr.ScipyCILow != nil {
+			low, high = *rr.ScipyCILow, *rr.ScipyCIHigh
+			assert.InDelta(t, rr.SD, *rr.ScipySD, 0.05*rr.SD+1e-9, "%s: scipy's and numpy's bootstrap sd", name)
+		}
+		assert.InDelta(t, low, got[r].Low, tol, "%s: ci_low", name)
+		assert.InDelta(t, high, got[r].High, tol, "%s: ci_high", name)
+		if rr.SD > 0 {
+			zLow = append(zLow, (got[r].Low-low)/seQ(rr.SD))
+			zHigh = append(zHigh, (got[r].High-high)/seQ(rr.SD))
+		}
+		// p: the estimated tail F has a binomial error sqrt(F(1−F)/B).
+		f := math.Min(0.5, rr.P/2)
+		seP := 2 * math.Sqrt(f*(1-f)*(1.0/ccReplicates+1.0/ccRefReplicates))
+		assert.InDelta(t, rr.P, got[r].P, 4*seP+4.0/ccReplicates, "%s: p", name)
+	}
+	// No systematic shift: the mean standardized difference of each bound
+	// over all rows is near zero (each is about N(0, 1)).
+	for name, z := range map[string][]float64{"ci_low": zLow, "ci_high": zHigh} {
+		require.NotEmpty(t, z)
+		mean := 0.0
+		for _, v := range z {
+			mean += v
+		}
+		mean /= float64(len(z))
+		assert.Less(t, math.Abs(mean), 5/math.Sqrt(float64(len(z)))+0.5, "%s: mean standardized difference %v over %d rows", name, mean, len(z))
+	}
+}
+
+func lastLine(b []byte) string {
+	s := string(b)
+	for len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			return s[i+1:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,153 @@
+// Package jobtest writes optimizer-job artifacts (result.json and
+// test.json, docs/job-artifacts.md) for the tests of the aggregation, as a
+// job would write them.
+package jobtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Job describes one job's artifacts.
+type Job struct {
+	Method        string
+	Dataset       string // default "hotpotqa"
+	Runtime       string // default "centralized"
+	Model         string // default "qwen"
+	Seed          int
+	Nonconformant []string
+	// Baseline and Deployed are the per-item scores, ids q0000, q0001, ...;
+	// an item whose Invalid entry is true is written invalid, with null
+	// scores.
+	Baseline, Deployed []float64
+	Invalid            []bool
+}
+
+// CellID is the job's cell id.
+func (j Job) CellID() string {
+	return j.dataset() + "/" + j.runtime() + "/" + j.model()
+}
+
+func (j Job) dataset() string { return or(j.Dataset, "hotpotqa") }
+func (j Job) runtime() string { return or(j.Runtime, "centralized") }
+func (j Job) model() string   { return or(j.Model, "qwen") }
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Dir is the job's out folder under root: METHOD/CELL (slashes as
+// underscores)/seedN.
+func (j Job) Dir(root string) string {
+	return filepath.Join(root, j.Method, strings.ReplaceAll(j.CellID(), "/", "_"), fmt.Sprintf("seed%d", j.Seed))
+}
+
+// Write writes the job's result.json and test.json into its Dir under
+// root and returns that folder.
+func Write(root string, j Job) (string, error) {
+	dir := j.Dir(root)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	type item struct {
+		ID       string   `json:"id"`
+		Baseline *float64 `json:"baseline"`
+		Deployed *float64 `json:"deployed"`
+		Valid    bool     `json:"valid"`
+	}
+	items := make([]item, len(j.Baseline))
+	var b, d float64
+	valid, invalid := 0, 0
+	for i := range j.Baseline {
+		it := item{ID: fmt.Sprintf("q%04d", i), Valid: true}
+		if i < len(j.Invalid) && j.Invalid[i] {
+			it.Valid = false
+			invalid++
+		} else {
+			it.Baseline, it.Deployed = &j.Baseline[i], &j.Deployed[i]
+			b += j.Baseline[i]
+			d += j.Deployed[i]
+			valid++
+		}
+		items[i] = it
+	}
+	if valid > 0 {
+		b /= float64(valid)
+		d /= float64(valid)
+	}
+	nc := j.Nonconformant
+	if nc == nil {
+		nc = []string{}
+	}
+	result := map[string]any{
+		"format": "cairn.job-result/1", "status": "ok",
+		"method": j.Method, "cell_id": j.CellID(),
+		"dataset": j.dataset(), "runtime": j.runtime(), "model": j.model(),
+		"seed": j.Seed, "budget": 600, "charged_rollouts": 600,
+		"baseline_mean": b, "deployed_mean": d, "delta_pp": 100 * (d - b),
+		"deployed": "incumbent", "fallback_reason": nil,
+		"valid_for_aggregation": len(nc) == 0 && invalid == 0,
+		"nonconformant":         nc, "test_items": len(items), "test_invalid_items": invalid,
+	}
+	test := map[string]any{
+		"format": "cairn.job-test/1", "method": j.Method, "cell_id": j.CellID(),
+		"seed": j.Seed, "deployed": "incumbent", "items": items,
+	}
+	for name, v := range map[string]any{"result.json": result, "test.json": test} {
+		data, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), append(data, '\n'), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// Binary returns n paired 0/1 scores: the baseline right with probability
+// pb, the deployed bundle with probability pd, from rng.
+func Binary(rng *rand.Rand, n int, pb, pd float64) (baseline, deployed []float64) {
+	baseline, deployed = make([]float64, n), make([]float64, n)
+	for i := range n {
+		if rng.Float64() < pb {
+			baseline[i] = 1
+		}
+		if rng.Float64() < pd {
+			deployed[i] = 1
+		}
+	}
+	return baseline, deployed
+}
+
+// Grid writes seeds 0, 1 and 2 of every method × cell given, each with n
+// binary items (baseline right at 0.5, deployed at 0.5 + gain[method]),
+// from a stream seeded with seed. Cells are "dataset/runtime/model".
+func Grid(root string, seed uint64, n int, gain map[string]float64, cells []string) error {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, cell := range cells {
+		parts := strings.SplitN(cell, "/", 3)
+		if len(parts) != 3 {
+			return fmt.Errorf("jobtest: cell %q is not dataset/runtime/model", cell)
+		}
+		for _, m := range slices.Sorted(maps.Keys(gain)) {
+			for s := range 3 {
+				b, d := Binary(rng, n, 0.5, 0.5+gain[m])
+				j := Job{Method: m, Dataset: parts[0], Runtime: parts[1], Model: parts[2], Seed: s, Baseline: b, Deployed: d}
+				if _, err := Write(root, j); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,400 @@
+package aggregate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The formats this package reads (docs/job-artifacts.md).
+const (
+	ResultFormat = "cairn.job-result/1"
+	TestFormat   = "cairn.job-test/1"
+)
+
+// ResultFile and TestFile are the names of a job's artifacts.
+const (
+	ResultFile = "result.json"
+	TestFile   = "test.json"
+)
+
+// InputError is a problem with the artifacts read: a file that does not
+// parse, items that do not pair up, seeds that disagree. The command line
+// exits 2 on it.
+type InputError struct {
+	File      string // the file at fault, as found under the roots
+	Line, Col int    // 1-based, in bytes; 0 when the problem has no one place
+	Msg       string
+}
+
+func (e *InputError) Error() string {
+	switch {
+	case e.File == "":
+		return e.Msg
+	case e.Line > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// ErrBadInput matches every *InputError with errors.Is.
+var ErrBadInput = errors.New("aggregate: bad input")
+
+// Is implements errors.Is.
+func (e *InputError) Is(target error) bool { return target == ErrBadInput }
+
+func badFile(file, format string, args ...any) error {
+	return &InputError{File: file, Msg: fmt.Sprintf(format, args...)}
+}
+
+// badAt is badFile at the position of offset in data.
+func badAt(file string, data []byte, offset int64, format string, args ...any) error {
+	line, col := position(data, offset)
+	return &InputError{File: file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// resultDoc is result.json as read; pointers tell a missing field from a
+// zero one.
+type resultDoc struct {
+	Format           *string   `json:"format"`
+	Status           *string   `json:"status"`
+	Method           *string   `json:"method"`
+	CellID           *string   `json:"cell_id"`
+	Dataset          *string   `json:"dataset"`
+	Runtime          *string   `json:"runtime"`
+	Model            *string   `json:"model"`
+	Seed             *int      `json:"seed"`
+	Deployed         *string   `json:"deployed"`
+	Nonconformant    *[]string `json:"nonconformant"`
+	TestItems        *int      `json:"test_items"`
+	TestInvalidItems *int      `json:"test_invalid_items"`
+}
+
+type testDoc struct {
+	Format   *string    `json:"format"`
+	Method   *string    `json:"method"`
+	CellID   *string    `json:"cell_id"`
+	Seed     *int       `json:"seed"`
+	Deployed *string    `json:"deployed"`
+	Items    *[]itemDoc `json:"items"`
+}
+
+type itemDoc struct {
+	ID       *string  `json:"id"`
+	Baseline *float64 `json:"baseline"`
+	Deployed *float64 `json:"deployed"`
+	Valid    *bool    `json:"valid"`
+}
+
+// Job is one method × cell × seed, read from its result.json and the
+// test.json beside it.
+type Job struct {
+	File          string // the result.json, as found under its root
+	TestFile      string
+	Status        string
+	Method        string
+	CellID        string
+	Dataset       string
+	Runtime       string
+	Model         string
+	Seed          int
+	Nonconformant []string
+	// Items are the test items by id, sorted by id.
+	Items []Item
+	// Invalid counts the items that are not valid.
+	Invalid int
+}
+
+// Item is one paired test item.
+type Item struct {
+	ID                 string
+	Baseline, Deployed float64
+	Valid              bool
+}
+
+// Skip is a job left out of the aggregation, and why.
+type Skip struct {
+	File    string   `json:"file"`
+	Reasons []string `json:"reasons"`
+}
+
+// Warning is the line a skip is reported with on standard error.
+func (s Skip) Warning() string {
+	return fmt.Sprintf("warning: skipped %s: %s", s.File, strings.Join(s.Reasons, "; "))
+}
+
+// FindResults lists every result.json under the roots (a root may also be
+// a result.json itself), each once: a file reached from two roots keeps
+// the smaller of its two names. Roots are resolved against dir when
+// relative; the names returned are as found (the root joined with the
+// path below it), sorted.
+func FindResults(dir string, roots []string) ([]string, error) {
+	if len(roots) == 0 {
+		return nil, &InputError{Msg: "no root given: name the folders that hold the jobs' result.json files"}
+	}
+	byID := map[string]string{} // real path -> name
+	for _, root := range roots {
+		abs := root
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(dir, root)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, &InputError{File: root, Msg: "no such file or folder"}
+			}
+			return nil, &InputError{File: root, Msg: err.Error()}
+		}
+		add := func(name, abs string) {
+			id, err := filepath.EvalSymlinks(abs)
+			if err != nil {
+				id = abs
+			}
+			if old, ok := byID[id]; !ok || name < old {
+				byID[id] = name
+			}
+		}
+		if !fi.IsDir() {
+			if filepath.Base(abs) != ResultFile {
+				return nil, &InputError{File: root, Msg: "is neither a folder nor a " + ResultFile}
+			}
+			add(filepath.Clean(root), abs)
+			continue
+		}
+		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || d.Name() != ResultFile {
+				return nil
+			}
+			rel, err := filepath.Rel(abs, p)
+			if err != nil {
+				return err
+			}
+			add(filepath.Join(root, rel), p)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("aggregate: reading %s: %w", root, err)
+		}
+	}
+	out := make([]string, 0, len(byID))
+	for _, name := range byID {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ReadJob reads a result.json (name as found, resolved against dir) and,
+// unless the job is to be skipped, the test.json beside it. skip is
+// non-nil when the job is non-conformant and include is false; then the
+// test file is not read.
+func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, name)
+	}
+	var r resultDoc
+	if err := decodeFile(path, name, &r); err != nil {
+		return nil, nil, err
+	}
+	if r.Format == nil {
+		return nil, nil, badFile(name, "has no \"format\": a job's result.json says \"format\": %q", ResultFormat)
+	}
+	if *r.Format != ResultFormat {
+		return nil, nil, badFile(name, "format %q is not one cairn reads (want %q)", *r.Format, ResultFormat)
+	}
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{
+		{"status", r.Status != nil}, {"method", r.Method != nil}, {"cell_id", r.CellID != nil},
+		{"dataset", r.Dataset != nil}, {"runtime", r.Runtime != nil}, {"model", r.Model != nil},
+		{"seed", r.Seed != nil}, {"deployed", r.Deployed != nil}, {"nonconformant", r.Nonconformant != nil},
+		{"test_items", r.TestItems != nil}, {"test_invalid_items", r.TestInvalidItems != nil},
+	} {
+		if !f.ok {
+			return nil, nil, badFile(name, "has no %q (or it is null): see docs/job-artifacts.md", f.name)
+		}
+	}
+	j := &Job{
+		File: name, Status: *r.Status, Method: *r.Method, CellID: *r.CellID,
+		Dataset: *r.Dataset, Runtime: *r.Runtime, Model: *r.Model, Seed: *r.Seed,
+		Nonconformant: *r.Nonconformant,
+	}
+	switch {
+	case j.Method == "" || strings.ContainsAny(j.Method, "\t\n\r"):
+		return nil, nil, badFile(name, "method %q must be a non-empty name without tabs or newlines", j.Method)
+	case j.CellID == "" || strings.ContainsAny(j.CellID, " \t\n\r"):
+		return nil, nil, badFile(name, "cell_id %q must be a non-empty id without spaces, tabs or newlines", j.CellID)
+	case j.CellID != j.Dataset+"/"+j.Runtime+"/"+j.Model:
+		return nil, nil, badFile(name, "cell_id %q is not dataset/runtime/model (%q/%q/%q)", j.CellID, j.Dataset, j.Runtime, j.Model)
+	}
+	if len(j.Nonconformant) > 0 && !include {
+		return j, &Skip{File: name, Reasons: j.Nonconformant}, nil
+	}
+
+	j.TestFile = filepath.Join(filepath.Dir(name), TestFile)
+	tpath := filepath.Join(filepath.Dir(path), TestFile)
+	if _, err := os.Stat(tpath); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, badFile(name, "has no %s beside it: the job's paired test scores are missing", TestFile)
+	}
+	var t testDoc
+	if err := decodeFile(tpath, j.TestFile, &t); err != nil {
+		return nil, nil, err
+	}
+	if t.Format == nil || *t.Format != TestFormat {
+		got := "no \"format\""
+		if t.Format != nil {
+			got = fmt.Sprintf("format %q", *t.Format)
+		}
+		return nil, nil, badFile(j.TestFile, "has %s; cairn reads %q", got, TestFormat)
+	}
+	agree := func(field string, got *string, want string) error {
+		if got == nil {
+			return badFile(j.TestFile, "has no %q", field)
+		}
+		if *got != want {
+			return badFile(j.TestFile, "%s %q disagrees with %s's %q", field, *got, ResultFile, want)
+		}
+		return nil
+	}
+	if err := agree("method", t.Method, j.Method); err != nil {
+		return nil, nil, err
+	}
+	if err := agree("cell_id", t.CellID, j.CellID); err != nil {
+		return nil, nil, err
+	}
+	if err := agree("deployed", t.Deployed, *r.Deployed); err != nil {
+		return nil, nil, err
+	}
+	if t.Seed == nil {
+		return nil, nil, badFile(j.TestFile, "has no \"seed\"")
+	}
+	if *t.Seed != j.Seed {
+		return nil, nil, badFile(j.TestFile, "seed %d disagrees with %s's seed %d", *t.Seed, ResultFile, j.Seed)
+	}
+	if t.Items == nil {
+		return nil, nil, badFile(j.TestFile, "has no \"items\"")
+	}
+	items := make([]Item, 0, len(*t.Items))
+	seen := make(map[string]int, len(*t.Items))
+	for i, it := range *t.Items {
+		where := fmt.Sprintf("items[%d]", i)
+		if it.ID == nil || *it.ID == "" {
+			return nil, nil, badFile(j.TestFile, "%s has no \"id\"", where)
+		}
+		where += fmt.Sprintf(" (id %q)", *it.ID)
+		if first, dup := seen[*it.ID]; dup {
+			return nil, nil, badFile(j.TestFile, "%s repeats the id of items[%d]: ids must be unique", where, first)
+		}
+		seen[*it.ID] = i
+		if it.Valid == nil {
+			return nil, nil, badFile(j.TestFile, "%s has no \"valid\"", where)
+		}
+		x := Item{ID: *it.ID, Valid: *it.Valid}
+		if x.Valid {
+			switch {
+			case it.Baseline == nil && it.Deployed == nil:
+				return nil, nil, badFile(j.TestFile, "%s is valid but has neither score: a valid item pairs a baseline and a deployed score", where)
+			case it.Baseline == nil:
+				return nil, nil, badFile(j.TestFile, "%s is valid but its baseline score is null: it has no pair", where)
+			case it.Deployed == nil:
+				return nil, nil, badFile(j.TestFile, "%s is valid but its deployed score is null: it has no pair", where)
+			}
+			x.Baseline, x.Deployed = *it.Baseline, *it.Deployed
+			if math.IsInf(x.Baseline, 0) || math.IsInf(x.Deployed, 0) {
+				return nil, nil, badFile(j.TestFile, "%s has a score out of range", where)
+			}
+		} else {
+			j.Invalid++
+		}
+		items = append(items, x)
+	}
+	if len(items) == 0 {
+		return nil, nil, badFile(j.TestFile, "has no test items")
+	}
+	if len(items) != *r.TestItems {
+		return nil, nil, badFile(j.TestFile, "holds %d items where %s says test_items = %d", len(items), ResultFile, *r.TestItems)
+	}
+	if j.Invalid != *r.TestInvalidItems {
+		return nil, nil, badFile(j.TestFile, "holds %d invalid items where %s says test_invalid_items = %d", j.Invalid, ResultFile, *r.TestInvalidItems)
+	}
+	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.ID, b.ID) })
+	j.Items = items
+	return j, nil, nil
+}
+
+// decodeFile reads one JSON object from path into v; a file that does not
+// parse is an *InputError naming the file and the line and column.
+func decodeFile(path, name string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return badFile(name, "cannot be read: %s", errors.Unwrap(err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	err = dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra == nil {
+			return badAt(name, data, dec.InputOffset(), "more after the JSON object: a job's file holds one object")
+		}
+		return nil
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return badAt(name, data, syn.Offset, "not valid JSON: %s", strings.TrimPrefix(syn.Error(), "json: "))
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return badAt(name, data, typ.Offset, "want a JSON object, got %s", typ.Value)
+		}
+		return badAt(name, data, typ.Offset, "%s is %s, want %s", typ.Field, typ.Value, friendlyType(typ.Type.String()))
+	case errors.Is(err, io.EOF):
+		return badFile(name, "is empty: want a JSON object")
+	}
+	return badAt(name, data, dec.InputOffset(), "not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func friendlyType(t string) string {
+	switch strings.TrimLeft(t, "*[]") {
+	case "string":
+		if strings.Contains(t, "[]") {
+			return "a list of strings"
+		}
+		return "a string"
+	case "int":
+		return "a whole number"
+	case "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "aggregate.itemDoc":
+		return "an object"
+	}
+	return t
+}
+
+// position is the 1-based line and column (in bytes) of offset in data.
+func position(data []byte, offset int64) (line, col int) {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	prefix := data[:offset]
+	line = 1 + bytes.Count(prefix, []byte{'\n'})
+	col = int(offset) - bytes.LastIndexByte(prefix, '\n')
+	return line, col
+}

@@ -1,0 +1,306 @@
+package aggregate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// StreamConstant opens the message whose sha256 seeds a bootstrap stream:
+// sha256(StreamConstant NUL method NUL cell_id NUL seed) seeds a
+// math/rand/v2 PCG with the digest's first two big-endian 64-bit words. A
+// row's seeds each have their own stream, so (row, seed) pairs can be
+// resampled on any core in any order and give the same replicates.
+const StreamConstant = "cairn.aggregate.bootstrap/1"
+
+// Alpha is the level of the Holm–Bonferroni procedure and of the 95%
+// confidence interval.
+const Alpha = 0.05
+
+// DefaultReplicates is the number of bootstrap replicates when none is
+// given.
+const DefaultReplicates = 10000
+
+// MaxReplicates bounds the replicates a run may ask for (memory: 8 bytes
+// per replicate per seed of every row).
+const MaxReplicates = 10_000_000
+
+// Stream returns the random stream of one seed of one row.
+func Stream(method, cellID string, seed int) *PCG {
+	h := sha256.New()
+	h.Write([]byte(StreamConstant))
+	h.Write([]byte{0})
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write([]byte(cellID))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(seed)))
+	sum := h.Sum(nil)
+	return NewPCG(binary.BigEndian.Uint64(sum[0:8]), binary.BigEndian.Uint64(sum[8:16]))
+}
+
+// PCG is math/rand/v2's PCG (128-bit LCG state, DXSM output), kept in
+// local variables by the resampling loop; it yields exactly the stream
+// of rand.NewPCG(seed1, seed2).
+type PCG struct{ hi, lo uint64 }
+
+// NewPCG is rand.NewPCG.
+func NewPCG(seed1, seed2 uint64) *PCG { return &PCG{seed1, seed2} }
+
+// The constants of math/rand/v2's PCG.
+const (
+	pcgMulHi   = 2549297995355413924
+	pcgMulLo   = 4865540595714422341
+	pcgIncHi   = 6364136223846793005
+	pcgIncLo   = 1442695040888963407
+	pcgCheapMu = 0xda942042e4dd58b5
+)
+
+// pcgStep advances the state (hi, lo) and returns the next output.
+func pcgStep(hi, lo uint64) (nhi, nlo, out uint64) {
+	nhi, nlo = bits.Mul64(lo, pcgMulLo)
+	nhi += hi*pcgMulLo + lo*pcgMulHi
+	var c uint64
+	nlo, c = bits.Add64(nlo, pcgIncLo, 0)
+	nhi, _ = bits.Add64(nhi, pcgIncHi, c)
+	x := nhi
+	x ^= x >> 32
+	x *= pcgCheapMu
+	x ^= x >> 48
+	x *= nlo | 1
+	return nhi, nlo, x
+}
+
+// Uint64 is the stream's next output.
+func (p *PCG) Uint64() uint64 {
+	var x uint64
+	p.hi, p.lo, x = pcgStep(p.hi, p.lo)
+	return x
+}
+
+// Strata are a row's paired per-item differences (deployed − baseline),
+// one slice per seed, each in item-id order.
+type Strata struct {
+	Method, CellID string
+	Seeds          []int
+	Diffs          [][]float64
+}
+
+// Interval is what the stratified paired bootstrap says about a row's
+// mean difference, in percentage points.
+type Interval struct {
+	Low, High float64 // the 2.5th and 97.5th percentiles of 100·D*
+	P         float64 // two-sided bootstrap p-value
+}
+
+// seedMeans draws B replicates of one seed: each resamples the seed's n
+// differences with replacement and keeps their mean. A replicate starts on
+// a fresh 64-bit output of the seed's stream; each output gives two 32-bit
+// words, the high one first, and each word w an index by Lemire's
+// multiply-shift, the high half of w·n, unless the low half is below
+// 2^32 mod n, when the word is skipped (so every index is exactly
+// uniform). Indices from high words are summed in one accumulator, those
+// from low words in another, and the mean is their sum over n; a word left
+// over at the end of a replicate is dropped.
+func seedMeans(ctx context.Context, rng *PCG, d []float64, out []float64) error {
+	n := uint64(len(d))
+	if n == 0 || n > math.MaxUint32 {
+		return fmt.Errorf("aggregate: cannot resample %d items", n)
+	}
+	thresh := uint64(uint32(-uint32(n)) % uint32(n))
+	fn := float64(len(d))
+	hi, lo := rng.hi, rng.lo
+	defer func() { rng.hi, rng.lo = hi, lo }()
+	for b := range out {
+		if b&1023 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var s0, s1 float64
+		for i := uint64(0); i < n; {
+			var x uint64
+			hi, lo, x = pcgStep(hi, lo)
+			m := (x >> 32) * n
+			if m&0xffffffff >= thresh {
+				s0 += d[m>>32]
+				i++
+				if i == n {
+					break
+				}
+			}
+			m = (x & 0xffffffff) * n
+			if m&0xffffffff >= thresh {
+				s1 += d[m>>32]
+				i++
+			}
+		}
+		out[b] = (s0 + s1) / fn
+	}
+	return nil
+}
+
+// Bootstrap runs the stratified paired bootstrap of every row with B
+// replicates on up to workers goroutines (0: GOMAXPROCS). A replicate of
+// a row resamples each seed's items with replacement, takes each seed's
+// mean difference and averages them over the seeds, in seed order: D*.
+// The result does not depend on workers or on the order of rows.
+func Bootstrap(ctx context.Context, rows []Strata, B, workers int) ([]Interval, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type unit struct{ row, seed int }
+	means := make([][][]float64, len(rows))
+	var units []unit
+	for i, r := range rows {
+		means[i] = make([][]float64, len(r.Diffs))
+		for s := range r.Diffs {
+			means[i][s] = make([]float64, B)
+			units = append(units, unit{i, s})
+		}
+	}
+	// The largest units first, so that the last to finish are small.
+	slices.SortStableFunc(units, func(a, b unit) int {
+		return len(rows[b.row].Diffs[b.seed]) - len(rows[a.row].Diffs[a.seed])
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan unit)
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
+	for range min(workers, max(len(units), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range next {
+				r := rows[u.row]
+				rng := Stream(r.Method, r.CellID, r.Seeds[u.seed])
+				if err := seedMeans(ctx, rng, r.Diffs[u.seed], means[u.row][u.seed]); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for _, u := range units {
+		select {
+		case next <- u:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	out := make([]Interval, len(rows))
+	for i, r := range rows {
+		out[i] = summarize(means[i], len(r.Diffs), B)
+	}
+	return out, nil
+}
+
+// summarize turns a row's per-seed replicate means into D* and its
+// interval and p-value.
+func summarize(means [][]float64, seeds, B int) Interval {
+	dstar := make([]float64, B)
+	for b := range dstar {
+		var s float64
+		for k := range seeds {
+			s += means[k][b]
+		}
+		dstar[b] = s / float64(seeds)
+	}
+	return intervalOf(dstar)
+}
+
+// intervalOf is the percentile interval of 100·D* and the two-sided
+// p-value min(1, 2·min((1+#{D* ≤ 0})/(B+1), (1+#{D* ≥ 0})/(B+1))).
+func intervalOf(dstar []float64) Interval {
+	B := len(dstar)
+	var le, ge int
+	pp := make([]float64, B)
+	for i, d := range dstar {
+		if d <= 0 {
+			le++
+		}
+		if d >= 0 {
+			ge++
+		}
+		pp[i] = float64(100 * d)
+	}
+	slices.Sort(pp)
+	lower := float64(1+le) / float64(B+1)
+	upper := float64(1+ge) / float64(B+1)
+	return Interval{
+		Low:  Percentile(pp, 2.5),
+		High: Percentile(pp, 97.5),
+		P:    math.Min(1, 2*math.Min(lower, upper)),
+	}
+}
+
+// Percentile is numpy's default percentile (method "linear") of sorted
+// values: the value at virtual index (n−1)·q/100, interpolated linearly
+// between the order statistics around it exactly as numpy does (from the
+// upper one when the fraction is at least one half).
+func Percentile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := float64(float64(n-1) * (q / 100))
+	lo := math.Floor(h)
+	i := int(lo)
+	if i >= n-1 {
+		return sorted[n-1]
+	}
+	t := h - lo
+	a, b := sorted[i], sorted[i+1]
+	diff := b - a
+	if t >= 0.5 {
+		return b - float64(diff*(1-t))
+	}
+	return a + float64(diff*t)
+}
+
+// Holm is the Holm–Bonferroni step-down adjustment of one family's
+// p-values at level alpha: with p sorted ascending (ties in the order
+// given), p_adj(i) = max over j ≤ i of min(1, (m − j + 1)·p(j)), and a
+// hypothesis is rejected when its p_adj ≤ alpha. The results are in the
+// order of p.
+func Holm(p []float64, alpha float64) (adj []float64, reject []bool) {
+	m := len(p)
+	order := make([]int, m)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case p[a] < p[b]:
+			return -1
+		case p[a] > p[b]:
+			return 1
+		}
+		return 0
+	})
+	adj = make([]float64, m)
+	reject = make([]bool, m)
+	running := 0.0
+	for j, i := range order {
+		v := math.Min(1, float64(m-j)*p[i])
+		running = math.Max(running, v)
+		adj[i] = running
+		reject[i] = running <= alpha
+	}
+	return adj, reject
+}

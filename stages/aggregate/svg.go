@@ -1,0 +1,167 @@
+package aggregate
+
+import (
+	"bufio"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strconv"
+)
+
+// Forest-plot geometry, in SVG user units.
+const (
+	plotWidth   = 900
+	labelWidth  = 360 // the row labels, left of the plot area
+	plotRight   = 40
+	rowHeight   = 22
+	headHeight  = 28
+	topMargin   = 56
+	axisHeight  = 56
+	pointRadius = 4.5
+)
+
+// SVG writes the forest plot: per complete row its delta_pp as a point and
+// its 95% interval as a bar, grouped by family under a heading, a filled
+// point and a star where Holm rejects, a dashed line at zero and the axis in
+// percentage points; incomplete rows are listed at the end with their
+// reason.
+func (s *Summary) SVG(w io.Writer) error {
+	type group struct {
+		name string
+		rows []Row
+	}
+	var groups []group
+	var incomplete []Row
+	for _, r := range s.Rows {
+		if r.Status != StatusOK {
+			incomplete = append(incomplete, r)
+			continue
+		}
+		name := r.Family
+		if s.Family == FamilyNone {
+			name = "no correction (p unadjusted)"
+		} else {
+			name = s.Family + " family: " + name
+		}
+		if len(groups) == 0 || groups[len(groups)-1].name != name {
+			groups = append(groups, group{name: name})
+		}
+		g := &groups[len(groups)-1]
+		g.rows = append(g.rows, r)
+	}
+
+	lo, hi := 0.0, 0.0
+	for _, g := range groups {
+		for _, r := range g.rows {
+			lo = math.Min(lo, math.Min(*r.CILow, *r.DeltaPP))
+			hi = math.Max(hi, math.Max(*r.CIHigh, *r.DeltaPP))
+		}
+	}
+	step := niceStep(hi - lo)
+	lo = math.Floor(lo/step) * step
+	hi = math.Ceil(hi/step) * step
+	if hi-lo < step {
+		lo, hi = lo-step, hi+step
+	}
+	x0, x1 := float64(labelWidth), float64(plotWidth-plotRight)
+	xOf := func(v float64) float64 { return x0 + (v-lo)/(hi-lo)*(x1-x0) }
+
+	height := topMargin
+	for _, g := range groups {
+		height += headHeight + rowHeight*len(g.rows)
+	}
+	plotBottom := height
+	height += axisHeight
+	if len(incomplete) > 0 {
+		height += headHeight + rowHeight*len(incomplete)
+	}
+	height += 12
+
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotWidth, height, plotWidth, height)
+	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	p(`<text x="12" y="22" font-size="15" font-weight="bold">deployed − baseline per method and cell, with 95%% bootstrap intervals</text>` + "\n")
+	p(`<text x="12" y="40" fill="#555">%d replicates, stratified by seed; filled and starred: rejected by Holm at α = %s within its family</text>`+"\n", s.Replicates, f2(s.Alpha))
+
+	// The grid, the zero line and the axis.
+	for k := 0; float64(k)*step <= hi-lo+step/2; k++ {
+		v := lo + float64(float64(k)*step)
+		x := xOf(v)
+		p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#e4e4e4"/>`+"\n", f2(x), topMargin, f2(x), plotBottom)
+		p(`<text x="%s" y="%d" text-anchor="middle">%s</text>`+"\n", f2(x), plotBottom+18, tick(v, step))
+	}
+	p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#333" stroke-dasharray="4 3"/>`+"\n", f2(xOf(0)), topMargin, f2(xOf(0)), plotBottom)
+	p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#333"/>`+"\n", f2(x0), plotBottom, f2(x1), plotBottom)
+	p(`<text x="%s" y="%d" text-anchor="middle">delta (percentage points)</text>`+"\n", f2((x0+x1)/2), plotBottom+40)
+
+	y := topMargin
+	for _, g := range groups {
+		p(`<text x="12" y="%d" font-weight="bold">%s</text>`+"\n", y+headHeight-9, esc(g.name))
+		y += headHeight
+		for _, r := range g.rows {
+			cy := float64(y) + rowHeight/2
+			rej := r.Reject != nil && *r.Reject
+			label := r.Method + "  " + r.CellID
+			if rej {
+				label += " *"
+			}
+			p(`<text x="24" y="%s" dominant-baseline="middle">%s</text>`+"\n", f2(cy), esc(label))
+			p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#1f4e9c" stroke-width="2"/>`+"\n", f2(xOf(*r.CILow)), f2(cy), f2(xOf(*r.CIHigh)), f2(cy))
+			fill := "white"
+			if rej {
+				fill = "#1f4e9c"
+			}
+			p(`<circle cx="%s" cy="%s" r="%s" fill="%s" stroke="#1f4e9c" stroke-width="1.5"><title>%s: %s pp [%s, %s], p = %s, p_holm = %s</title></circle>`+"\n",
+				f2(xOf(*r.DeltaPP)), f2(cy), f2(pointRadius), fill, esc(r.Method+" "+r.CellID),
+				num(r.DeltaPP, 'f', 2), num(r.CILow, 'f', 2), num(r.CIHigh, 'f', 2), num(r.P, 'g', 4), num(r.PHolm, 'g', 4))
+			y += rowHeight
+		}
+	}
+	if len(groups) == 0 {
+		p(`<text x="%s" y="%d" text-anchor="middle" fill="#555">no complete row</text>`+"\n", f2((x0+x1)/2), topMargin+20)
+	}
+	if len(incomplete) > 0 {
+		y = plotBottom + axisHeight
+		p(`<text x="12" y="%d" font-weight="bold">incomplete (not plotted, in no family)</text>`+"\n", y+headHeight-9)
+		y += headHeight
+		for _, r := range incomplete {
+			p(`<text x="24" y="%s" dominant-baseline="middle" fill="#8a1c1c">%s</text>`+"\n", f2(float64(y)+rowHeight/2), esc(r.Method+"  "+r.CellID+": "+r.Reason))
+			y += rowHeight
+		}
+	}
+	p("</svg>\n")
+	return bw.Flush()
+}
+
+// niceStep is a tick spacing of 1, 2 or 5 times a power of ten giving
+// about six ticks over span.
+func niceStep(span float64) float64 {
+	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
+		return 1
+	}
+	raw := span / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if raw <= m*mag {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}
+
+func tick(v, step float64) string {
+	dec := 0
+	if step < 1 {
+		dec = int(math.Ceil(-math.Log10(step)))
+	}
+	if math.Abs(v) < step/1e6 {
+		v = 0
+	}
+	return strconv.FormatFloat(v, 'f', dec, 64)
+}
+
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func esc(s string) string { return html.EscapeString(s) }

@@ -1,0 +1,87 @@
+package aggregate
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// TableHeader are the table's columns.
+var TableHeader = []string{"family", "method", "cell", "n_seeds", "baseline_mean", "deployed_mean", "delta_pp", "ci_low", "ci_high", "p", "p_holm", "reject", "status"}
+
+// TSV writes the table: the header, then per row its line and one detail
+// line per seed (n_seeds holds "seed K" there, and status the seed's own
+// status, test items and file). Means have 4 decimals, percentage points
+// 2, p-values 4 significant digits; "-" stands for no value.
+func (s *Summary) TSV(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	line := func(cols ...string) {
+		bw.WriteString(strings.Join(cols, "\t"))
+		bw.WriteByte('\n')
+	}
+	line(TableHeader...)
+	for _, r := range s.Rows {
+		fam := r.Family
+		if fam == "" {
+			fam = "-"
+		}
+		status := r.Status
+		if r.Reason != "" {
+			status += ": " + r.Reason
+		}
+		reject := "-"
+		if r.Reject != nil {
+			reject = map[bool]string{true: "yes", false: "no"}[*r.Reject]
+		}
+		line(fam, r.Method, r.CellID, strconv.Itoa(r.NSeeds),
+			num(r.BaselineMean, 'f', 4), num(r.DeployedMean, 'f', 4), num(r.DeltaPP, 'f', 2),
+			num(r.CILow, 'f', 2), num(r.CIHigh, 'f', 2), num(r.P, 'g', 4), num(r.PHolm, 'g', 4),
+			reject, clean(status))
+		for _, sd := range r.Seeds {
+			st := sd.Status
+			switch {
+			case sd.Status == "missing":
+			case sd.Invalid > 0:
+				st += fmt.Sprintf(": %d of %d test items invalid, %s", sd.Invalid, sd.Items, sd.File)
+			default:
+				st += fmt.Sprintf(": %d test items, %s", sd.Items, sd.File)
+			}
+			line(fam, r.Method, r.CellID, "seed "+strconv.Itoa(sd.Seed),
+				num(sd.BaselineMean, 'f', 4), num(sd.DeployedMean, 'f', 4), num(sd.DeltaPP, 'f', 2),
+				"-", "-", "-", "-", "-", clean(st))
+		}
+	}
+	return bw.Flush()
+}
+
+// JSON writes the summary, indented, ending in a newline.
+func (s *Summary) JSON(w io.Writer) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("aggregate: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// num formats a value, "-" for none; a value that rounds to zero has no
+// minus sign.
+func num(v *float64, f byte, prec int) string {
+	if v == nil || math.IsNaN(*v) {
+		return "-"
+	}
+	s := strconv.FormatFloat(*v, f, prec, 64)
+	if strings.HasPrefix(s, "-") && strings.Trim(s, "-0.") == "" {
+		s = s[1:]
+	}
+	return s
+}
+
+// clean keeps a table cell on its line and in its column.
+func clean(s string) string {
+	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+}
