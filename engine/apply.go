@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/items"
 )
 
 // nodeStatus is a node's state during apply. Its text is what upstreams'
@@ -185,9 +186,10 @@ type applier struct {
 	scratchMu   sync.Mutex
 	freeScratch []string
 	scratchN    int
-	// gpuWait is set when a node waits for GPUs another process holds:
-	// the loop then polls.
-	gpuWait bool
+	// outsideWait is set when a node waits for what is outside this
+	// apply's hands (GPUs another process holds, an executor that takes
+	// no more jobs now): the loop then polls.
+	outsideWait bool
 	// noGPUSince is when a GPU node first found no device it could ever
 	// get from this apply (all busy, none of them ours); see noFreeGPUs.
 	noGPUSince time.Time
@@ -366,15 +368,15 @@ func (a *applier) loop() {
 		if len(a.running) == 0 && (interrupted || len(a.ready) == 0 && a.cpuWait.Len() == 0) {
 			break
 		}
-		if len(a.running) == 0 && !a.gpuWait {
+		if len(a.running) == 0 && !a.outsideWait {
 			// Nothing runs and nothing is waited for: no event can come,
 			// so the nodes left could wait for ever.
 			a.failStuck()
 			continue
 		}
 		var tick <-chan time.Time
-		if a.gpuWait {
-			a.gpuWait = false
+		if a.outsideWait {
+			a.outsideWait = false
 			tick = time.After(250 * time.Millisecond)
 		} else if a.live != nil {
 			// The live block's elapsed times advance without events.
@@ -529,6 +531,12 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 		// A strict batch's variant waits for the others' keys.
 		return true
 	}
+	if !a.opts.Executor.CanRunMore() {
+		// The executor takes no more jobs now (a cluster's queue is
+		// full): asked again after a while.
+		a.outsideWait = true
+		return true
+	}
 	if ns.locked == nil && !a.couldAdmit(ns) {
 		// No slot for it now: it takes its key's lock (a file descriptor
 		// held until it ends) only when it can start, so that thousands of
@@ -593,7 +601,7 @@ func (a *applier) admit(ns *nodeState) bool {
 				a.fail(ns, dsl.ClassSetup, msg)
 				return false
 			}
-			a.gpuWait = true
+			a.outsideWait = true
 			return false
 		}
 		a.noGPUSince = time.Time{}
@@ -1332,11 +1340,14 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 	spec := &executor.Spec{
 		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
-		Timeout: c.Timeout, KillGrace: c.KillGrace, Inherit: inherit,
+		Timeout: c.Timeout, KillGrace: c.KillGrace,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
-		Started: func(pid int, tick uint64) {
+		Started: func(ref executor.JobRef) {
 			testKillAfterStart()
-			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: pid, PGID: pid, ProcTick: tick, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}}
+			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}}
+			if pid, pgid, tick, ok := executor.LocalProcess(ref); ok {
+				e.PID, e.PGID, e.ProcTick = pid, pgid, tick
+			}
 			if ns.n.Stage.OnInterrupt == "fail" {
 				// After a power loss too, the node must show as
 				// interrupted, so that it is not rerun silently.
@@ -1344,23 +1355,34 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 			} else {
 				_ = a.j.WriteUnsynced(e)
 			}
-			detail := fmt.Sprintf("started (pid %d", pid)
+			detail := "started (" + executor.Describe(ref)
 			if len(gpus) > 0 {
 				detail += fmt.Sprintf(", GPU %s", intsString(gpus))
 			}
 			a.line(ns, ">", detail+")")
 		},
+		Local: executor.LocalSpec{Inherit: inherit},
 	}
 	if a.opts.GPUs != nil {
-		spec.Sample = delayedSampler(a.opts.GPUs.Sampler(gpus))
+		spec.Local.Sample = delayedSampler(a.opts.GPUs.Sampler(gpus))
 	} else {
-		spec.Sample = delayedSampler(func(pid int) func() gpu.Peaks {
+		spec.Local.Sample = delayedSampler(func(pid int) func() gpu.Peaks {
 			s := gpu.StartSampler(context.Background(), pid, gpu.SampleInterval(), nil, nil)
 			return s.Stop
 		})
 	}
-	return a.opts.Executor.Exec(ctx, spec)
+	job, err := a.opts.Executor.Submit(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	// The job is cancelled when ctx ends (Submit's contract): wait for
+	// its end all the same, to know how it ended.
+	return job.Wait(context.WithoutCancel(ctx))
 }
+
+// WorkerLauncher implements stages.WorkerStarter: an evaluation's workers
+// start through the apply's executor.
+func (r *nodeRuntime) WorkerLauncher() items.Launcher { return r.a.opts.Executor }
 
 // ensureDir makes a log folder the first time a node of this apply needs
 // it; later nodes pay nothing.

@@ -204,7 +204,7 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 	}
 	lease, _ := a.opts.GPUs.AcquireExact([]int{dev}, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
 	if lease == nil {
-		a.gpuWait = true
+		a.outsideWait = true
 		return false
 	}
 	ns.lease = lease
@@ -269,7 +269,7 @@ func (g *batchGroup) start(a *applier) bool {
 				g.refused = fmt.Sprintf("another batch is running on this machine: %s. One batch at a time: wait for it, or pass --wait-batch DURATION", other)
 				return false
 			}
-			a.gpuWait = true
+			a.outsideWait = true
 			return false
 		}
 		g.lock = lk
@@ -281,7 +281,7 @@ func (g *batchGroup) start(a *applier) bool {
 			g.releaseLock()
 			return false
 		}
-		a.gpuWait = true
+		a.outsideWait = true
 		return false
 	}
 	// The variants that still run here (others may have come from the

@@ -57,11 +57,9 @@ func benchPipeline(n int) string {
 
 // touchExecutor runs `touch FILE` in-process: apply benchmarks then
 // measure cairn rather than process start-up.
-type touchExecutor struct{}
+var touchExecutor = inProcess{name: "touch", run: touch}
 
-func (touchExecutor) Name() string { return "touch" }
-
-func (touchExecutor) Exec(_ context.Context, spec *executor.Spec) (*stages.ProcResult, error) {
+func touch(spec *executor.Spec) (*stages.ProcResult, error) {
 	res := &stages.ProcResult{Started: time.Now()}
 	for _, f := range spec.Argv[1:] {
 		if err := os.WriteFile(filepath.Join(spec.Dir, f), nil, 0o644); err != nil {
@@ -127,7 +125,7 @@ func (s *benchSpace) apply(b *testing.B, noSync bool) *ApplyResult {
 		b.Fatal(diags.Error())
 	}
 	res, err := Apply(context.Background(), ApplyOptions{
-		Plan: p, Cache: c, Executor: touchExecutor{}, Parallelism: 2, NoSync: noSync,
+		Plan: p, Cache: c, Executor: touchExecutor, Parallelism: 2, NoSync: noSync,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -21,12 +21,14 @@ import (
 
 // writeExecutor runs `write FILE` in-process, writing the file's own name
 // into it, and reports each node it starts.
-type writeExecutor struct{ started chan<- string }
+func writeExecutor(started chan<- string) executor.Executor {
+	return inProcess{name: "write", run: func(spec *executor.Spec) (*stages.ProcResult, error) {
+		started <- spec.Node
+		return write(spec)
+	}}
+}
 
-func (writeExecutor) Name() string { return "write" }
-
-func (e writeExecutor) Exec(_ context.Context, spec *executor.Spec) (*stages.ProcResult, error) {
-	e.started <- spec.Node
+func write(spec *executor.Spec) (*stages.ProcResult, error) {
 	res := &stages.ProcResult{Started: time.Now()}
 	for _, f := range spec.Argv[1:] {
 		if err := os.WriteFile(filepath.Join(spec.Dir, f), []byte(f), 0o644); err != nil {
@@ -86,7 +88,7 @@ stage "command" "b" {
 	var res *ApplyResult
 	go func() {
 		var err error
-		res, err = Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor{started: started}, Parallelism: 2, Progress: &out})
+		res, err = Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 2, Progress: &out})
 		done <- err
 	}()
 	require.Equal(t, "stage.a", <-started)
@@ -147,7 +149,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 		}
 		close(all)
 	}()
-	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor{started: started}, Parallelism: 4, Progress: &strings.Builder{}})
+	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 4, Progress: &strings.Builder{}})
 	require.NoError(t, err)
 	assert.Equal(t, n, res.Ran)
 	assert.Equal(t, int64(n), c.Durable())

@@ -12,8 +12,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/stages"
 )
+
+// inProcess is an executor that runs each spec in cairn's own process,
+// by run, before Submit returns; the rest is Local's.
+type inProcess struct {
+	executor.Local
+	name string
+	run  func(*executor.Spec) (*stages.ProcResult, error)
+}
+
+func (x inProcess) Name() string { return x.name }
+
+func (x inProcess) Submit(_ context.Context, spec *executor.Spec) (executor.Job, error) {
+	res, err := x.run(spec)
+	return executor.Finished(executor.JobRef{Executor: x.name}, res, err), nil
+}
 
 // workspace is a temporary workspace with a pipeline file.
 type workspace struct {

@@ -65,7 +65,7 @@ func TestPlanOnEveryCoreMatchesOneCore(t *testing.T) {
 	require.NoError(t, err)
 	p, diags := MakePlan(l.Graph, c, PlanOptions{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
-	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: touchExecutor{}, Parallelism: 2, NoSync: true})
+	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: touchExecutor, Parallelism: 2, NoSync: true})
 	require.NoError(t, err)
 	require.Equal(t, 600, res.Ran)
 	require.NoError(t, c.Close())

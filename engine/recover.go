@@ -2,9 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,16 +71,12 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				}
 				// A process both holding a node lock and in a node's
 				// group is counted once.
-				killed := map[int]bool{}
+				killed := map[string]bool{}
 				for pid := range lockLeft[r.ID] {
-					killed[pid] = true
+					killed[strconv.Itoa(pid)] = true
 				}
-				for _, e := range open {
-					if e.PGID > 0 {
-						for _, pid := range executor.ReapGroup(e.PGID, e.ProcTick, 2*time.Second) {
-							killed[pid] = true
-						}
-					}
+				for _, id := range a.recoverJobs(open) {
+					killed[id] = true
 				}
 				if n := len(killed); n > 0 {
 					a.printf("cairn: killed %d process(es) left running by interrupted run %s\n", n, r.ID)
@@ -119,6 +118,50 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		a.printf("cairn: %d node(s) were running when an earlier apply stopped: %s\n", len(addrs), strings.Join(addrs, ", "))
 	}
 	return out, nil
+}
+
+// recoverJobs ends what is left of the jobs of a dead run's nodes in
+// flight, each through the executor that started it (by the name in its
+// reference), in the order of the nodes' addresses, and returns what the
+// executors ended. A started record written before job references names a
+// local process group by its numbers.
+func (a *applier) recoverJobs(open map[string]runlog.Entry) []string {
+	byExecutor := map[string][]executor.JobRef{}
+	for _, addr := range slices.Sorted(maps.Keys(open)) {
+		e := open[addr]
+		var ref executor.JobRef
+		switch {
+		case e.Job != nil:
+			ref = *e.Job
+		case e.PGID > 0:
+			ref = executor.LocalRef(e.PGID, e.ProcTick)
+		default:
+			continue // work inside cairn's own process: it died with it
+		}
+		byExecutor[ref.Executor] = append(byExecutor[ref.Executor], ref)
+	}
+	var ended []string
+	for _, name := range slices.Sorted(maps.Keys(byExecutor)) {
+		x := a.executorNamed(name)
+		if x == nil {
+			a.printf("warning: cannot end the jobs of executor %q left by an interrupted run: this apply does not use it\n", name)
+			continue
+		}
+		ended = append(ended, x.Recover(a.ctx, byExecutor[name])...)
+	}
+	return ended
+}
+
+// executorNamed is the apply's executor of that name; the local one is
+// always at hand.
+func (a *applier) executorNamed(name string) executor.Executor {
+	switch {
+	case a.opts.Executor.Name() == name:
+		return a.opts.Executor
+	case name == (executor.Local{}).Name():
+		return executor.Local{}
+	}
+	return nil
 }
 
 // checkInterrupted refuses to rerun, silently, nodes of stages that

@@ -2,12 +2,15 @@ package engine
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
 
@@ -43,4 +46,48 @@ func TestSettledRunsAreNotReadAgain(t *testing.T) {
 	fake(r.res.RunID[:len(r.res.RunID)-6] + "zzzzzz")
 	r = w.apply(ApplyOptions{})
 	assert.Contains(t, r.out, `were running when an earlier apply stopped: stage.make["a"]`, r.out)
+}
+
+// A dead run's nodes in flight are ended through the executor their
+// started record names: a record with a job reference, and one written
+// before job references (pid, pgid and proc_start alone), which names a
+// local process group.
+func TestRecoverEndsJobsOfOldAndNewRecords(t *testing.T) {
+	w := newWorkspace(t, twoStage)
+	last := w.apply(ApplyOptions{}).res.RunID
+	group := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	old, now := group(), group()
+	oldPID, nowPID := old.Process.Pid, now.Process.Pid
+	newRef := executor.LocalRef(nowPID, executor.ProcStartTicks(nowPID))
+	id := last[:len(last)-6] + "zzzzzz"
+	j, err := runlog.Open(w.cache, id, true)
+	require.NoError(t, err)
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: "k", PID: oldPID, PGID: oldPID, ProcTick: executor.ProcStartTicks(oldPID)}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["b"]`, Key: "k2", Job: &newRef}))
+	require.NoError(t, j.Close()) // no run_end: as if killed
+
+	r := w.apply(ApplyOptions{})
+	assert.Contains(t, r.out, "cairn: killed 2 process(es) left running by interrupted run "+id, r.out)
+	for _, cmd := range []*exec.Cmd{old, now} {
+		_ = cmd.Wait()
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		assert.Equal(t, syscall.SIGKILL, ws.Signal())
+	}
+}
+
+func TestLocalRefRoundTrip(t *testing.T) {
+	pid, pgid, tick, ok := executor.LocalProcess(executor.LocalRef(123, 456))
+	require.True(t, ok)
+	assert.Equal(t, []any{123, 123, uint64(456)}, []any{pid, pgid, tick})
+	_, _, _, ok = executor.LocalProcess(executor.JobRef{Executor: "slurm", ID: "42"})
+	assert.False(t, ok)
+	assert.Equal(t, "pid 123", executor.Describe(executor.LocalRef(123, 456)))
+	assert.Equal(t, "slurm job 42", executor.Describe(executor.JobRef{Executor: "slurm", ID: "42"}))
 }

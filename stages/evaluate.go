@@ -640,6 +640,9 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		OnResult: jr.add,
 		Log:      log,
 	}
+	if ws, ok := rt.(WorkerStarter); ok {
+		cfg.Launcher = ws.WorkerLauncher()
+	}
 	if pr, ok := rt.(ProgressReporter); ok {
 		cfg.OnProgress = func(c items.Counts) {
 			pr.Progress(c.String())

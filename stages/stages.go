@@ -20,6 +20,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/stages/items"
 )
 
 // Kind is a stage kind.
@@ -242,6 +244,13 @@ type ItemRecord struct {
 	Item    string // the item's id
 	Key     string // the item key its result is stored under
 	Charged int    // rollouts the item charged
+}
+
+// WorkerStarter is implemented by the engine's Runtime: evaluate's worker
+// processes start through the apply's executor, as its nodes' processes
+// do.
+type WorkerStarter interface {
+	WorkerLauncher() items.Launcher
 }
 
 // Journaler is implemented by the engine's Runtime. Kinds that finish their

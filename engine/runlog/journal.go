@@ -39,7 +39,7 @@ const (
 	RunStart   = "run_start" // run id, pipeline, pid, start time, args
 	Planned    = "planned"   // a node the run intends to finish (address, key when known)
 	Cached     = "cached"    // a node taken from the cache
-	Started    = "started"   // a process started: pid, pgid, process start time, attempt, leases
+	Started    = "started"   // a node's job started: its job reference (and, for a local process, pid, pgid, process start time), attempt, leases
 	Lease      = "lease"     // GPU devices leased to a node (and its wave, for batches)
 	Finished   = "finished"  // a node finished: its record is committed to the cache
 	Failed     = "failed"    // an attempt failed, with its class
@@ -51,25 +51,32 @@ const (
 
 // Entry is one journal record.
 type Entry struct {
-	T        string    `json:"t"`
-	Time     time.Time `json:"time"`
-	Node     string    `json:"node,omitempty"`
-	Key      string    `json:"key,omitempty"`
-	Attempt  int       `json:"attempt,omitempty"`
-	PID      int       `json:"pid,omitempty"`
-	PGID     int       `json:"pgid,omitempty"`
-	ProcTick uint64    `json:"proc_start,omitempty"` // process start time in clock ticks since boot (/proc/PID/stat field 22)
-	GPUs     []int     `json:"gpus,omitempty"`
-	Wave     int       `json:"wave,omitempty"`
-	Class    string    `json:"class,omitempty"`
-	Message  string    `json:"message,omitempty"`
-	Status   string    `json:"status,omitempty"`
-	Duration float64   `json:"duration_s,omitempty"`
-	PeakRSS  float64   `json:"peak_rss_mib,omitempty"`
-	PeakGPU  float64   `json:"peak_gpu_mib,omitempty"`
-	Logs     []string  `json:"logs,omitempty"`
-	Count    int       `json:"count,omitempty"`
-	Item     string    `json:"item,omitempty"` // an evaluated item's id (charged records)
+	T       string    `json:"t"`
+	Time    time.Time `json:"time"`
+	Node    string    `json:"node,omitempty"`
+	Key     string    `json:"key,omitempty"`
+	Attempt int       `json:"attempt,omitempty"`
+	// Job names a started node's job as its executor knows it; a
+	// journal written before job references has none, and its started
+	// records name a local process by PID, PGID and ProcTick alone.
+	Job *JobRef `json:"job,omitempty"`
+	// A local process (and, in a run_start record, the apply itself);
+	// written beside Job for a local job, so that a cairn that knows no
+	// job references reaps it too.
+	PID      int      `json:"pid,omitempty"`
+	PGID     int      `json:"pgid,omitempty"`
+	ProcTick uint64   `json:"proc_start,omitempty"` // process start time in clock ticks since boot (/proc/PID/stat field 22)
+	GPUs     []int    `json:"gpus,omitempty"`
+	Wave     int      `json:"wave,omitempty"`
+	Class    string   `json:"class,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	Status   string   `json:"status,omitempty"`
+	Duration float64  `json:"duration_s,omitempty"`
+	PeakRSS  float64  `json:"peak_rss_mib,omitempty"`
+	PeakGPU  float64  `json:"peak_gpu_mib,omitempty"`
+	Logs     []string `json:"logs,omitempty"`
+	Count    int      `json:"count,omitempty"`
+	Item     string   `json:"item,omitempty"` // an evaluated item's id (charged records)
 	// Counts are a finished or failed node's run counts (an evaluation's
 	// items evaluated now and from the store, rollouts charged...).
 	Counts map[string]int `json:"counts,omitempty"`
@@ -78,6 +85,17 @@ type Entry struct {
 	Pipeline string   `json:"pipeline,omitempty"`
 	Args     []string `json:"args,omitempty"`
 	Batch    *Batch   `json:"batch,omitempty"`
+}
+
+// JobRef names a node's job as the executor that started it knows it, so
+// that an apply after a crash can find it again: for a local process its
+// pid, with the process group and start time in Details; for a cluster job
+// the job's id and what the executor needs to collect it. The executor
+// package owns what ID and Details mean (executor.JobRef is this type).
+type JobRef struct {
+	Executor string            `json:"executor"`
+	ID       string            `json:"id"`
+	Details  map[string]string `json:"details,omitempty"`
 }
 
 // Batch describes a GPU batch (a waves stage) for status and the ledger.

@@ -94,6 +94,9 @@ type Config struct {
 	Worker []string
 	Env    []string
 	Dir    string
+	// Launcher starts the workers: the engine's executor; nil for
+	// LocalLauncher.
+	Launcher Launcher
 
 	// Items is the dataset.
 	Items []Item

@@ -9,12 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -48,10 +46,12 @@ type flight struct {
 type proc struct {
 	r    *run
 	name string
-	cmd  *exec.Cmd
-	in   *os.File // our end of the worker's stdin
-	out  *os.File // our end of the worker's stdout
-	bw   *bufio.Writer
+	w    Worker
+	// stderr is the worker's stderr, each line prefixed with its name.
+	stderr *prefixWriter
+	in     *os.File // our end of the worker's stdin
+	out    *os.File // our end of the worker's stdout
+	bw     *bufio.Writer
 
 	slots    chan struct{}   // one per request in flight
 	ctx      context.Context // ends when the worker dies or the evaluation stops
@@ -93,7 +93,7 @@ func (r *run) replica(n int) {
 			if last == "" {
 				last = "; it wrote nothing on stderr"
 			}
-			r.setFatal(fmt.Errorf("%w: %d workers in a row died without answering any item (last: %s, %s%s)", ErrWorker, quiet, p.name, p.cmd.ProcessState, last))
+			r.setFatal(fmt.Errorf("%w: %d workers in a row died without answering any item (last: %s, %s%s)", ErrWorker, quiet, p.name, p.w.State(), last))
 			return
 		}
 		if quiet > 0 {
@@ -119,18 +119,14 @@ func (r *run) startProc(n, k int) (*proc, error) {
 		inW.Close()
 		return nil, fmt.Errorf("%w: %s: %w", ErrWorker, name, err)
 	}
-	cmd := exec.Command(r.cfg.Worker[0], r.cfg.Worker[1:]...)
-	cmd.Dir = r.cfg.Dir
-	cmd.Env = r.workerEnv()
-	cmd.Stdin = inR
-	cmd.Stdout = outW
 	// The worker's stderr lines wait for its pid to be known, so that
 	// every line names the process that wrote it.
 	stderr := &prefixWriter{w: r.cfg.WorkerStderr}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	launcher := r.cfg.Launcher
+	if launcher == nil {
+		launcher = LocalLauncher
+	}
+	w, err := launcher.StartWorker(r.ctx, WorkerSpec{Argv: r.cfg.Worker, Dir: r.cfg.Dir, Env: r.workerEnv(), Stdin: inR, Stdout: outW, Stderr: stderr})
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -138,7 +134,7 @@ func (r *run) startProc(n, k int) (*proc, error) {
 		outR.Close()
 		return nil, fmt.Errorf("%w: start %q: %w", ErrWorker, r.cfg.Worker[0], err)
 	}
-	stderr.setPrefix(fmt.Sprintf("%s (pid %d): ", name, cmd.Process.Pid))
+	stderr.setPrefix(fmt.Sprintf("%s (%s): ", name, w.Name()))
 	r.mu.Lock()
 	r.starts++
 	r.mu.Unlock()
@@ -147,8 +143,9 @@ func (r *run) startProc(n, k int) (*proc, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		r:        r,
-		name:     fmt.Sprintf("%s (pid %d)", name, cmd.Process.Pid),
-		cmd:      cmd,
+		name:     fmt.Sprintf("%s (%s)", name, w.Name()),
+		w:        w,
+		stderr:   stderr,
 		in:       inW,
 		out:      outR,
 		bw:       bufio.NewWriterSize(inW, 64<<10),
@@ -170,9 +167,7 @@ func (p *proc) serve() {
 	wg.Wait()
 	p.cancel()
 	p.out.Close()
-	if pw, ok := p.cmd.Stderr.(*prefixWriter); ok {
-		pw.flush()
-	}
+	p.stderr.flush()
 }
 
 // send writes requests while the worker has room, until it dies or the
@@ -337,8 +332,7 @@ func (p *proc) shutdown() {
 }
 
 func (p *proc) kill() {
-	// The worker leads its own process group: end all of it.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.w.Kill()
 }
 
 // die marks the worker dead, kills its process group and sends its items in
@@ -382,7 +376,7 @@ func (p *proc) die(class failureClass, why string, timedOut map[string]bool) {
 
 // wait reaps the worker and kills what is left of its group.
 func (p *proc) wait() {
-	err := p.cmd.Wait()
+	err := p.w.Wait()
 	p.kill()
 	p.mu.Lock()
 	expected := p.closing || p.dead
@@ -397,12 +391,8 @@ func (p *proc) wait() {
 // lastStderr quotes the worker's last line on stderr ("" when it wrote
 // none), for the messages that say why it died.
 func (p *proc) lastStderr() string {
-	pw, ok := p.cmd.Stderr.(*prefixWriter)
-	if !ok {
-		return ""
-	}
-	pw.flush()
-	if l := pw.lastLine(); l != "" {
+	p.stderr.flush()
+	if l := p.stderr.lastLine(); l != "" {
 		return fmt.Sprintf("; its last line on stderr: %q", l)
 	}
 	return ""

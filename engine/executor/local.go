@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,58 +17,109 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/items"
 )
 
-// Executor starts one node process and waits for it. The local executor
-// runs it on this machine; a cluster executor (Slurm) submits it as a job
-// through the same interface.
-type Executor interface {
-	Name() string
-	Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error)
-}
-
-// Spec is one process to run for a node.
-type Spec struct {
-	Node   string
-	Argv   []string
-	Shell  bool
-	Env    []string // the complete environment
-	Dir    string
-	Stdin  io.Reader
-	Stdout string // log file paths
-	Stderr string
-	// NamedLogs: the stage named the log files (a batch's per-GPU logs),
-	// so they are made even when the process writes nothing to them.
-	// cairn's own per-node logs are made with their first byte.
-	NamedLogs bool
-	Timeout   time.Duration
-	// KillGrace is the wait between SIGTERM and SIGKILL.
-	KillGrace time.Duration
-	// Inherit are descriptors the child keeps for its whole life: the
-	// per-key lock and GPU leases, so that they are never released while
-	// the process (or anything it started) still runs.
-	Inherit  []*os.File
-	Classify []stages.ClassPattern // tried in order (see stages.Common)
-	GPUs     []int
-	// Hard, when closed, kills at once instead of SIGTERM-then-wait (a
-	// second Ctrl-C).
-	Hard <-chan struct{}
-	// Started is called once the process runs (for the journal).
-	Started func(pid int, procStart uint64)
-	// Secrets are sensitive values (arguments, environment) that cairn's
-	// messages must not show.
-	Secrets []string
-	// Sample starts memory sampling of the process tree; nil for none.
-	Sample func(pid int) func() gpu.Peaks
-}
+const localName = "local"
 
 // Local runs processes on this machine, each in its own process
 // group, with PR_SET_PDEATHSIG so that a child dies with cairn; anything it
-// started that survives is reaped by the next apply from the journal.
+// started that survives is reaped by the next apply from the journal
+// (Recover).
 type Local struct{}
 
 // Name implements Executor.
-func (Local) Name() string { return "local" }
+func (Local) Name() string { return localName }
+
+// CanRunMore implements Executor: the machine's limits are the
+// scheduler's CPU slots and GPU pool.
+func (Local) CanRunMore() bool { return true }
+
+// LocalRef is the reference of a local process: its pid, the process
+// group it leads and its start time (which tell it from a later process
+// given the same number). Journals written before job references name a
+// process by these numbers alone.
+func LocalRef(pid int, startTicks uint64) JobRef {
+	return JobRef{Executor: localName, ID: strconv.Itoa(pid), Details: map[string]string{
+		"pgid":       strconv.Itoa(pid),
+		"proc_start": strconv.FormatUint(startTicks, 10),
+	}}
+}
+
+// LocalProcess reads a local reference's pid, process group and start
+// time; ok is false for another executor's reference.
+func LocalProcess(ref JobRef) (pid, pgid int, startTicks uint64, ok bool) {
+	if ref.Executor != localName {
+		return 0, 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(ref.ID)
+	pgid, err2 := strconv.Atoi(ref.Details["pgid"])
+	startTicks, err3 := strconv.ParseUint(ref.Details["proc_start"], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, 0, false
+	}
+	return pid, pgid, startTicks, true
+}
+
+// Recover implements Executor: it kills what is left of each job's
+// process group (children die with cairn through PR_SET_PDEATHSIG;
+// grandchildren may not) and waits up to 2 s a group for it to go.
+func (Local) Recover(_ context.Context, refs []JobRef) []string {
+	var killed []string
+	for _, ref := range refs {
+		if _, pgid, start, ok := LocalProcess(ref); ok && pgid > 0 {
+			for _, pid := range ReapGroup(pgid, start, 2*time.Second) {
+				killed = append(killed, strconv.Itoa(pid))
+			}
+		}
+	}
+	return killed
+}
+
+// Attach implements Executor. A process an earlier apply started is not
+// this one's child: its exit status cannot be read, so its Wait reports it
+// interrupted once its group is gone.
+func (Local) Attach(_ context.Context, ref JobRef) (Job, error) {
+	_, pgid, start, ok := LocalProcess(ref)
+	if !ok || pgid <= 0 || len(groupMembers(pgid, start)) == 0 {
+		return nil, ErrGone
+	}
+	return &attachedJob{ref: ref, pgid: pgid, start: start}, nil
+}
+
+type attachedJob struct {
+	ref   JobRef
+	pgid  int
+	start uint64
+}
+
+func (j *attachedJob) Ref() JobRef { return j.ref }
+
+func (j *attachedJob) Wait(ctx context.Context) (*stages.ProcResult, error) {
+	for len(groupMembers(j.pgid, j.start)) > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return &stages.ProcResult{ExitCode: -1, Class: dsl.ClassInterrupted, Message: "started by an apply that stopped; its exit status cannot be read"}, nil
+}
+
+func (j *attachedJob) Cancel(hard bool) error {
+	wait := 2 * time.Second
+	if hard {
+		wait = 0
+	}
+	ReapGroup(j.pgid, j.start, wait)
+	return nil
+}
+
+// StartWorker implements items.Launcher: a worker is started as items
+// starts one on this machine.
+func (Local) StartWorker(ctx context.Context, w items.WorkerSpec) (items.Worker, error) {
+	return items.LocalLauncher.StartWorker(ctx, w)
+}
 
 // fileTail returns the last max bytes of a file (nil if it cannot be read).
 func fileTail(path string, max int64) []byte {
@@ -85,16 +137,49 @@ func fileTail(path string, max int64) []byte {
 	return b
 }
 
-// Exec implements Executor.
-func (Local) Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error) {
+// localJob is a process Local started.
+type localJob struct {
+	ref     JobRef
+	spec    *Spec
+	cmd     *exec.Cmd
+	res     *stages.ProcResult
+	err     error
+	cancels chan bool // Cancel's requests: hard or not
+	done    chan struct{}
+}
+
+func (j *localJob) Ref() JobRef { return j.ref }
+
+func (j *localJob) Wait(ctx context.Context) (*stages.ProcResult, error) {
+	select {
+	case <-j.done:
+		return j.res, j.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (j *localJob) Cancel(hard bool) error {
+	select {
+	case j.cancels <- hard:
+	case <-j.done:
+	}
+	return nil
+}
+
+// Submit implements Executor. A process that cannot start (not found on
+// the PATH, refused by the kernel) is a job that has ended, with the setup
+// class.
+func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs}
+	ended := func() (Job, error) { return Finished(JobRef{Executor: localName}, res, nil), nil }
 	argv := spec.Argv
 	if spec.Shell {
 		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
 	}
 	if len(argv) == 0 {
 		res.Class, res.Message = dsl.ClassSetup, "nothing to run: the command is empty"
-		return res, nil
+		return ended()
 	}
 	path := argv[0]
 	if !strings.Contains(path, "/") {
@@ -105,7 +190,7 @@ func (Local) Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error) {
 			if err := appendLog(spec.Stderr, "cairn: "+res.Message+"\n"); err != nil {
 				return nil, err
 			}
-			return res, nil
+			return ended()
 		}
 		path = lp
 	} else if !strings.HasPrefix(path, "/") {
@@ -131,7 +216,7 @@ func (Local) Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error) {
 		// node's own process has ended (see nodeLog.finish).
 		Stdout:     stdout.w,
 		Stderr:     stderr.w,
-		ExtraFiles: spec.Inherit,
+		ExtraFiles: spec.Local.Inherit,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,
 			Pdeathsig: syscall.SIGKILL,
@@ -150,20 +235,35 @@ func (Local) Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error) {
 			return nil, fmt.Errorf("exec: log: %w", err)
 		}
 		res.Ended = time.Now()
-		return res, nil
+		return ended()
 	}
 	stdout.started()
 	stderr.started()
 	pid := cmd.Process.Pid
 	res.PID = pid
+	j := &localJob{ref: LocalRef(pid, ProcStartTicks(pid)), spec: spec, cmd: cmd, res: res, cancels: make(chan bool), done: make(chan struct{})}
 	if spec.Started != nil {
-		spec.Started(pid, ProcStartTicks(pid))
+		spec.Started(j.ref)
 	}
 	var stopSample func() gpu.Peaks
-	if spec.Sample != nil {
-		stopSample = spec.Sample(pid)
+	if spec.Local.Sample != nil {
+		stopSample = spec.Local.Sample(pid)
 	}
+	go func() {
+		defer close(j.done)
+		j.err = j.supervise(ctx, argv, stdout, stderr, oomBefore, stopSample)
+		if j.err != nil {
+			j.res = nil
+		}
+	}()
+	return j, nil
+}
 
+// supervise waits for the process, kills its group at its timeout, on
+// ctx's end and on Cancel, and fills in how it ended.
+func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr *nodeLog, oomBefore uint64, stopSample func() gpu.Peaks) error {
+	spec, cmd, res := j.spec, j.cmd, j.res
+	pid := cmd.Process.Pid
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- cmd.Wait() }()
 
@@ -183,6 +283,13 @@ func (Local) Exec(ctx context.Context, spec *Spec) (*stages.ProcResult, error) {
 	interrupted := false
 	hard := spec.Hard
 	ctxDone := ctx.Done()
+	soft := func() {
+		interrupted = true
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		if killC == nil {
+			killC = time.After(grace)
+		}
+	}
 loop:
 	for {
 		select {
@@ -194,12 +301,15 @@ loop:
 			_ = syscall.Kill(-pid, syscall.SIGTERM)
 			killC = time.After(grace)
 		case <-ctxDone:
-			interrupted = true
 			ctxDone = nil
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
-			if killC == nil {
-				killC = time.After(grace)
+			soft()
+		case h := <-j.cancels:
+			if !h {
+				soft()
+				continue
 			}
+			interrupted = true
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		case <-hard:
 			hard = nil
 			interrupted = true
@@ -224,13 +334,13 @@ loop:
 	cut := time.Now().Add(time.Second)
 	errOut, errErr := stdout.finish(cut, ""), stderr.finish(cut, "")
 	if err := errors.Join(errOut, errErr); err != nil {
-		return nil, fmt.Errorf("exec: writing the logs of %s: %w", spec.Node, err)
+		return fmt.Errorf("exec: writing the logs of %s: %w", spec.Node, err)
 	}
 	res.StderrTail = fileTail(spec.Stderr, 16<<10)
 	st := cmd.ProcessState
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return nil, fmt.Errorf("exec: waiting for %s: %w", argv[0], waitErr)
+		return fmt.Errorf("exec: waiting for %s: %w", argv[0], waitErr)
 	}
 	ws, _ := st.Sys().(syscall.WaitStatus)
 	switch {
@@ -247,7 +357,7 @@ loop:
 	}
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
 	res.Message = RedactSecrets(res.Message, spec.Secrets)
-	return res, nil
+	return nil
 }
 
 // oomCount is the count of the OOM killer's kills in cairn's cgroup

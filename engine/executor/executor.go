@@ -1,0 +1,145 @@
+// Package executor runs a node's processes: the Executor interface, which
+// the engine's scheduler and recovery use, and Local, which runs them on
+// this machine. A cluster executor (engine/executor/slurm) implements the
+// same interface.
+//
+// The interface is shaped by what a cluster can do, not by what a local
+// process offers. A node's job is submitted and returns at once (a cluster
+// may queue it), then waited for or cancelled; it is named by a JobRef,
+// which the journal keeps, so that an apply after a crash finds it again:
+// Attach waits for a job an earlier apply started, Recover ends what dead
+// applies left running (Local kills the process groups; a cluster cancels
+// or re-attaches its jobs). The scheduler asks CanRunMore before it starts
+// a node, as ninja's Builder asks its CommandRunner. What only a process on
+// this machine has (descriptors it inherits, the /proc memory sampler, the
+// parent-death signal) is in LocalSpec and inside Local: another executor
+// ignores Spec.Local.
+//
+// The package is executor, not exec, so that it does not read as os/exec,
+// which it imports.
+package executor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/items"
+)
+
+// JobRef names a job as its executor knows it: Executor is the
+// executor's Name, ID and Details are the executor's own (Local: the pid,
+// with the process group and its start time). The journal keeps it in the
+// node's started record.
+type JobRef = runlog.JobRef
+
+// ErrGone is Attach's answer for a job that no longer exists.
+var ErrGone = errors.New("executor: the job is gone")
+
+// Executor runs nodes' processes as jobs.
+type Executor interface {
+	// Name names the executor in job references ("local").
+	Name() string
+	// Submit starts spec's process (a cluster queues it) and returns at
+	// once. When ctx ends, the job is cancelled softly (as Cancel(false)):
+	// its Wait still returns how it ended.
+	Submit(ctx context.Context, spec *Spec) (Job, error)
+	// Attach finds a job an earlier apply started, by the reference its
+	// journal recorded: the job can be waited for or cancelled. ErrGone
+	// when it no longer exists.
+	Attach(ctx context.Context, ref JobRef) (Job, error)
+	// CanRunMore reports whether the executor takes another job now; the
+	// scheduler asks before it starts a node.
+	CanRunMore() bool
+	// Recover ends what is left of jobs that dead applies recorded as
+	// started and never saw end, and returns what it ended (Local: the
+	// pids of the processes it killed).
+	Recover(ctx context.Context, refs []JobRef) []string
+	// Launcher starts an evaluation's worker processes (stages/items)
+	// where the executor runs things.
+	items.Launcher
+}
+
+// Job is a submitted node process.
+type Job interface {
+	Ref() JobRef
+	// Wait returns once the job has ended, with how it ended; when ctx
+	// ends first it returns ctx's error and the job goes on.
+	Wait(ctx context.Context) (*stages.ProcResult, error)
+	// Cancel stops the job: softly (SIGTERM, then SIGKILL after the
+	// spec's KillGrace) or, hard, at once. Its Wait then reports it
+	// interrupted.
+	Cancel(hard bool) error
+}
+
+// Spec is one process to run for a node: what any executor needs.
+type Spec struct {
+	Node   string
+	Argv   []string
+	Shell  bool
+	Env    []string // the complete environment
+	Dir    string
+	Stdin  io.Reader
+	Stdout string // log file paths
+	Stderr string
+	// NamedLogs: the stage named the log files (a batch's per-GPU logs),
+	// so they are made even when the process writes nothing to them.
+	// cairn's own per-node logs are made with their first byte.
+	NamedLogs bool
+	Timeout   time.Duration
+	// KillGrace is the wait between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+	Classify  []stages.ClassPattern // tried in order (see stages.Common)
+	GPUs      []int
+	// Hard, when closed, kills at once instead of SIGTERM-then-wait (a
+	// second Ctrl-C).
+	Hard <-chan struct{}
+	// Started is called once the job runs (for the journal), with its
+	// reference.
+	Started func(JobRef)
+	// Secrets are sensitive values (arguments, environment) that cairn's
+	// messages must not show.
+	Secrets []string
+	// Local is what only the local executor uses; others ignore it.
+	Local LocalSpec
+}
+
+// LocalSpec is the part of a Spec that only a process on this machine has.
+type LocalSpec struct {
+	// Inherit are descriptors the child keeps for its whole life: the
+	// per-key lock and GPU leases, so that they are never released while
+	// the process (or anything it started) still runs.
+	Inherit []*os.File
+	// Sample starts memory sampling of the process tree; nil for none.
+	Sample func(pid int) func() gpu.Peaks
+}
+
+// Finished is a job that has already ended with res (or err): what an
+// executor that runs a spec at once, in-process, returns from Submit.
+func Finished(ref JobRef, res *stages.ProcResult, err error) Job {
+	return finished{ref, res, err}
+}
+
+type finished struct {
+	ref JobRef
+	res *stages.ProcResult
+	err error
+}
+
+func (f finished) Ref() JobRef                                      { return f.ref }
+func (f finished) Wait(context.Context) (*stages.ProcResult, error) { return f.res, f.err }
+func (f finished) Cancel(bool) error                                { return nil }
+
+// Describe names a job for people: "pid 123" for a local process, "slurm
+// job 42" for a cluster's.
+func Describe(ref JobRef) string {
+	if ref.Executor == localName {
+		return "pid " + ref.ID
+	}
+	return ref.Executor + " job " + ref.ID
+}

@@ -1,0 +1,92 @@
+package executor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+func sleepSpec(t *testing.T) *Spec {
+	dir := t.TempDir()
+	return &Spec{Node: "stage.s", Argv: []string{"sleep", "60"}, Env: os.Environ(), Dir: dir,
+		Stdout: filepath.Join(dir, "out"), Stderr: filepath.Join(dir, "err")}
+}
+
+// Submit returns at once with the job's reference, given to Started too;
+// Cancel ends it, and Wait reports it interrupted.
+func TestLocalSubmitCancel(t *testing.T) {
+	spec := sleepSpec(t)
+	var started JobRef
+	spec.Started = func(ref JobRef) { started = ref }
+	job, err := Local{}.Submit(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, started, job.Ref())
+	pid, pgid, _, ok := LocalProcess(job.Ref())
+	require.True(t, ok)
+	assert.Equal(t, pid, pgid)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = job.Wait(ctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "the job runs on after a wait gives up")
+
+	require.NoError(t, job.Cancel(false))
+	res, err := job.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+	assert.Equal(t, pid, res.PID)
+}
+
+// A job ended by Submit's context is interrupted as a cancelled one is.
+func TestLocalSubmitContextEnds(t *testing.T) {
+	spec := sleepSpec(t)
+	spec.KillGrace = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	job, err := Local{}.Submit(ctx, spec)
+	require.NoError(t, err)
+	cancel()
+	res, err := job.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+}
+
+// A process that cannot start is a job that has ended, with the setup
+// class.
+func TestLocalSubmitNotFound(t *testing.T) {
+	spec := sleepSpec(t)
+	spec.Argv = []string{"no-such-program-cairn"}
+	job, err := Local{}.Submit(context.Background(), spec)
+	require.NoError(t, err)
+	res, err := job.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, dsl.ClassSetup, res.Class)
+	assert.Contains(t, res.Message, "not found on PATH")
+}
+
+// Attach finds a recorded process group while it lives, and ErrGone once
+// it is gone; Recover kills it.
+func TestLocalAttachRecover(t *testing.T) {
+	job, err := Local{}.Submit(context.Background(), sleepSpec(t))
+	require.NoError(t, err)
+	ref := job.Ref()
+	att, err := Local{}.Attach(context.Background(), ref)
+	require.NoError(t, err)
+	assert.Equal(t, ref, att.Ref())
+
+	killed := Local{}.Recover(context.Background(), []JobRef{ref, {Executor: "slurm", ID: "1"}})
+	assert.Equal(t, []string{ref.ID}, killed)
+	res, err := att.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+	_, err = job.Wait(context.Background())
+	require.NoError(t, err)
+	_, err = Local{}.Attach(context.Background(), ref)
+	assert.ErrorIs(t, err, ErrGone)
+}
