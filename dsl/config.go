@@ -8,6 +8,7 @@
 //	variable "NAME" { type, default, description, sensitive, nullable, validation { condition, error_message } }
 //	locals { NAME = EXPR ... }
 //	stage "KIND" "NAME" { generic attributes, kind attributes, retry {...}, postcondition {...} }
+//	seal "NAME" { sha256 = { PATH = DIGEST ... } }   (files pinned by digest)
 //
 // Every decoder keeps going after an error and returns all diagnostics at
 // once, each pointing at the narrowest source range it can.
@@ -39,12 +40,23 @@ type Config struct {
 	LocalOrd  []string
 	Stages    []*Stage
 	StageMap  map[string]*Stage
+	// Seals pin files by digest (see CheckSeals).
+	Seals []*Seal
 
 	// Files maps file names to parsed files, for diagnostic snippets.
 	Files map[string]*hcl.File
 
 	// Reads records every file the evaluation depends on (see FileRead).
 	Reads *FileReads
+}
+
+func (c *Config) seal(name string) *Seal {
+	for _, s := range c.Seals {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
 }
 
 func (c *Config) root() string {

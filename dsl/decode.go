@@ -32,6 +32,7 @@ var fileSchema = &hcl.BodySchema{
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "locals"},
 		{Type: "stage", LabelNames: []string{"kind", "name"}},
+		{Type: "seal", LabelNames: []string{"name"}},
 	},
 }
 
@@ -210,7 +211,7 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 		content, d := f.Body.Content(fileSchema)
 		for _, dg := range d {
 			if dg.Summary == "Unsupported block type" && !strings.Contains(dg.Detail, "Did you mean") {
-				dg.Detail += " A pipeline file holds pipeline, variable, locals and stage blocks."
+				dg.Detail += " A pipeline file holds pipeline, variable, locals, stage and seal blocks."
 			}
 		}
 		diags = append(diags, d...)
@@ -266,6 +267,14 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 					cfg.Locals[n] = &Local{Name: n, Expr: a.Expr, DeclRange: a.Range}
 					cfg.LocalOrd = append(cfg.LocalOrd, n)
 				}
+			case "seal":
+				s, d := decodeSeal(b)
+				diags = append(diags, d...)
+				if old := cfg.seal(s.Name); old != nil {
+					diags = append(diags, duplicate("seal", s.Name, old.NameRange, s.NameRange))
+					continue
+				}
+				cfg.Seals = append(cfg.Seals, s)
 			case "stage":
 				s, d := l.decodeStage(b)
 				diags = append(diags, d...)

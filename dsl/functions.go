@@ -311,19 +311,28 @@ func fileSHA256Func(root string, reads *FileReads) function.Function {
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			p := args[0].AsString()
-			f, _, err := openRegular(root, p, reads)
+			d, err := fileSHA256(root, args[0].AsString(), reads)
 			if err != nil {
 				return cty.NilVal, err
 			}
-			defer f.Close()
-			h := sha256.New()
-			if _, err := io.Copy(h, f); err != nil {
-				return cty.NilVal, fmt.Errorf("cannot read %s: %w", p, err)
-			}
-			return cty.StringVal(hex.EncodeToString(h.Sum(nil))), nil
+			return cty.StringVal(d), nil
 		},
 	})
+}
+
+// fileSHA256 is the hex sha256 of a regular file's bytes, p relative to
+// root; the read is noted in reads.
+func fileSHA256(root, p string, reads *FileReads) (string, error) {
+	f, _, err := openRegular(root, p, reads)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // MaxElements bounds the collections that setproduct may build, and

@@ -75,6 +75,9 @@ type Graph struct {
 	Waiting map[string]string
 	// unset are the required variables given no value (validate only).
 	unset map[string]bool
+	// Seal is what the pipeline's seal blocks pin (path -> digest),
+	// checked before anything runs; it enters every node's key.
+	Seal map[string]string
 }
 
 // stageRefs are the references found in one stage's expressions.

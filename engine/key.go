@@ -34,6 +34,9 @@ type Envelope struct {
 	// sorted: an upstream that reruns to identical output leaves this key
 	// unchanged (early cutoff).
 	Upstreams []string `json:"upstreams"`
+	// Seal maps every file the pipeline's seal blocks pin to its digest:
+	// the same in every node's envelope, absent without seals.
+	Seal map[string]string `json:"seal,omitempty"`
 }
 
 // Key returns the hex sha256 of the envelope's canonical JSON.
@@ -124,7 +127,7 @@ func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, b
 // envelopeBase builds the parts of a node's envelope that do not depend
 // on other nodes: kind, keyed arguments and input digests.
 func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
-	e := &Envelope{V: EnvelopeVersion, Args: map[string]json.RawMessage{}, Inputs: map[string]string{}, Upstreams: []string{}}
+	e := &Envelope{V: EnvelopeVersion, Args: map[string]json.RawMessage{}, Inputs: map[string]string{}, Upstreams: []string{}, Seal: g.Seal}
 	if n.Kind != nil {
 		e.Kind = n.Kind.Name()
 		e.KindVersion = n.Kind.Version()

@@ -106,11 +106,14 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	}
 	scope := dsl.NewScope(vars, root, rel, cfg.Reads)
 	diags = append(diags, cfg.EvalLocals(scope)...)
+	seal, d := cfg.CheckSeals(scope)
+	diags = append(diags, d...)
 	// After an error in a variable or local, its value is unknown: a
 	// for_each over it is left unexpanded rather than reported as known
 	// only after apply.
 	broken := diags.HasErrors() && !valuesKnown(cfg, vars, scope.Locals)
 	g, d := build(cfg, scope, root, broken, unset)
+	g.Seal = seal
 	g.SetCacheDir(opts.CacheDir)
 	diags = append(diags, d...)
 	if diags.HasErrors() {

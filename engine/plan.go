@@ -629,6 +629,11 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
 			out = append(out, fmt.Sprintf("input %s changed", k))
 		}
 	}
+	for _, k := range sortedKeys(unionKeys(old.Seal, cur.Seal)) {
+		if o, c := old.Seal[k], cur.Seal[k]; o != c {
+			out = append(out, fmt.Sprintf("sealed file %s: sha256 %s -> %s", k, orNone(o), orNone(c)))
+		}
+	}
 	if strings.Join(old.Upstreams, ",") != strings.Join(cur.Upstreams, ",") {
 		had := map[string]bool{}
 		for _, d := range old.Upstreams {
@@ -647,6 +652,24 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
 		}
 	}
 	return out
+}
+
+func unionKeys(a, b map[string]string) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+func orNone(digest string) string {
+	if digest == "" {
+		return "(not sealed)"
+	}
+	return digest
 }
 
 // showSensitive is s, what a plan reason shows of the value b, unless b
