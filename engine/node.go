@@ -201,6 +201,9 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 			}
 		}
 	}
+	if c, ok := n.Kind.(stages.WorkspaceChecker); ok && !diags.HasErrors() {
+		diags = append(diags, c.CheckWorkspace(sn, g.Root)...)
+	}
 	if d, ok := n.Kind.(stages.OutputDeclarer); ok && !diags.HasErrors() {
 		// Files a kind's attributes name for writing are checked like
 		// outputs.

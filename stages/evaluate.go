@@ -310,6 +310,18 @@ func decodeEvaluate(n *Node) (evalSpec, hcl.Diagnostics) {
 	return s, diags
 }
 
+// retry is the items' retry policy: retry_infra's count, 0 meaning none.
+func (s evalSpec) retry() items.RetryPolicy {
+	var p items.RetryPolicy
+	switch {
+	case s.retryInfra == 0:
+		p.InfraFailures = -1 // no retry
+	case s.retryInfra > 0:
+		p.InfraFailures = s.retryInfra
+	}
+	return p
+}
+
 // durationValue reads "90s", "10m" or a number of seconds.
 func durationValue(v cty.Value) (time.Duration, error) {
 	switch v.Type() {
@@ -648,12 +660,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 			pr.Progress(c.String())
 		}
 	}
-	if s.retryInfra >= 0 {
-		cfg.Retry.InfraFailures = s.retryInfra
-		if s.retryInfra == 0 {
-			cfg.Retry.InfraFailures = -1 // no retry
-		}
-	}
+	cfg.Retry = s.retry()
 	if len(endpoints) == 0 {
 		// Without an endpoint only stored results can be used: with no
 		// worker, Evaluate stops with ErrWorker when any item needs one.

@@ -75,6 +75,15 @@ type OutputDeclarer interface {
 	DeclaredOutputs(n *Node) []DeclaredPath
 }
 
+// WorkspaceChecker is implemented by kinds that refuse, before anything
+// runs, a node the workspace's state makes wrong (an optimizer job's out
+// folder sealed for another job): the engine calls it at plan time, once
+// the node's attributes are known, and reports its diagnostics as bad
+// input (exit 2).
+type WorkspaceChecker interface {
+	CheckWorkspace(n *Node, root string) hcl.Diagnostics
+}
+
 // DeclaredPath is a workspace-relative path a kind's attribute names.
 type DeclaredPath struct {
 	Attr, Path string

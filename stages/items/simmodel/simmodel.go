@@ -255,12 +255,27 @@ func MessagesDigest(messages []Message) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+var promptWrongRate = regexp.MustCompile(`\[simulated wrong rate ([0-9.]+)\]`)
+
 var arithmetic = regexp.MustCompile(`(-?\d+)\s*([-+*x×])\s*(-?\d+)`)
 
 // Answer is the simulated model's reply to messages: deterministic in (model,
 // messages). The last user message's first "A op B" (op one of + - * x) is
 // answered with the number, wrong for a share wrongRate of (model, messages).
+// A system message holding "[simulated wrong rate R]" (R between 0 and 1)
+// sets the share for that request: it stands in for a prompt's quality, so
+// that a simulated optimizer has something to find.
 func Answer(model string, messages []Message, wrongRate float64) string {
+	for _, m := range messages {
+		if m.Role != "system" {
+			continue
+		}
+		if r := promptWrongRate.FindStringSubmatch(m.Content); r != nil {
+			if v, err := strconv.ParseFloat(r[1], 64); err == nil && v >= 0 && v <= 1 {
+				wrongRate = v
+			}
+		}
+	}
 	h := sha256.New()
 	h.Write([]byte(model))
 	h.Write([]byte{0})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -124,6 +125,25 @@ func TestAnswer(t *testing.T) {
 	for model, n := range wrong {
 		assert.InDelta(t, 500, n, 100, "model %s", model)
 	}
+}
+
+// A system prompt's "[simulated wrong rate R]" sets the share of wrong
+// answers for its requests.
+func TestPromptSetsTheWrongRate(t *testing.T) {
+	count := func(system string) int {
+		n := 0
+		for i := range 1000 {
+			msgs := []Message{{Role: "system", Content: system}, {Role: "user", Content: fmt.Sprintf("What is %d + 7?", i)}}
+			if Answer("m", msgs, 0.25) != fmt.Sprint(i+7) {
+				n++
+			}
+		}
+		return n
+	}
+	assert.InDelta(t, 250, count("Answer with the number."), 60)
+	assert.InDelta(t, 50, count("Answer with the number. [simulated wrong rate 0.05]"), 30)
+	assert.InDelta(t, 600, count("[simulated wrong rate 0.6] Answer."), 60)
+	assert.Equal(t, 0, count("[simulated wrong rate 0]"))
 }
 
 func TestFailRateIsSeeded(t *testing.T) {

@@ -1,0 +1,278 @@
+package pipelines_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/stages/items/simmodel"
+)
+
+// The optimizer tests run pipelines/optimizer_job.hcl through the real
+// cairn binary, with the simulated task model (its request log counts what
+// reached the model) and the simulated method of testdata/optimizer/.
+
+type optWorkspace struct {
+	t      *testing.T
+	dir    string
+	cache  string
+	url    string
+	reqLog string
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	require.NoError(t, filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if info.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, info.Mode().Perm())
+	}))
+}
+
+func newOptWorkspace(t *testing.T) *optWorkspace {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir := t.TempDir()
+	copyTree(t, "../testdata/optimizer", filepath.Join(dir, "testdata/optimizer"))
+	copyTree(t, "../testdata/workers", filepath.Join(dir, "testdata/workers"))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "pipelines"), 0o755))
+	b, err := os.ReadFile("optimizer_job.hcl")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pipelines/optimizer_job.hcl"), b, 0o644))
+	reqLog := filepath.Join(t.TempDir(), "requests.jsonl")
+	f, err := os.Create(reqLog)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	srv, err := simmodel.Start(simmodel.Config{RequestLog: f, WrongRate: 0.25}, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return &optWorkspace{t: t, dir: dir, cache: filepath.Join(t.TempDir(), "cache"), url: srv.URL, reqLog: reqLog}
+}
+
+// job applies one job; vars are NAME=VALUE.
+func (w *optWorkspace) job(vars ...string) (string, int) {
+	w.t.Helper()
+	args := []string{"apply", "pipelines/optimizer_job.hcl", "--cache", w.cache, "--no-color"}
+	base := map[string]string{"method": "simgepa", "dataset": "sums", "topology": "single", "model": "sim", "seed": "0"}
+	for _, v := range vars {
+		k, val, _ := strings.Cut(v, "=")
+		base[k] = val
+	}
+	for _, k := range slices.Sorted(maps.Keys(base)) {
+		args = append(args, "--var", k+"="+base[k])
+	}
+	cmd := exec.Command(filepath.Join(bins, "cairn"), args...)
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "TASK_ENDPOINTS="+w.url, "CAIRN_NO_FSYNC=1", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(w.t, err)
+	}
+	return string(out), code
+}
+
+func (w *optWorkspace) readJSON(rel string, v any) {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.dir, rel))
+	require.NoError(w.t, err)
+	require.NoError(w.t, json.Unmarshal(b, v), rel)
+}
+
+// requests counts the chat requests the simulated model got, by the
+// digest of their messages.
+func (w *optWorkspace) requests() map[string]int {
+	w.t.Helper()
+	f, err := os.Open(w.reqLog)
+	require.NoError(w.t, err)
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e simmodel.LogEntry
+		require.NoError(w.t, json.Unmarshal(sc.Bytes(), &e))
+		out[e.Messages]++
+	}
+	return out
+}
+
+func splitQuestions(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var qs []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var it struct{ Question string }
+		require.NoError(t, json.Unmarshal([]byte(l), &it))
+		qs = append(qs, it.Question)
+	}
+	return qs
+}
+
+var summaryRe = regexp.MustCompile(`(?m)^\{"status":.*\}$`)
+
+// One job end to end: job.json, optimization.json with exactly the budget
+// charged, the progress line every 10 charged rollouts, selection.json,
+// test.json, result.json and the summary line; a second apply runs nothing.
+func TestOptimizerJob(t *testing.T) {
+	w := newOptWorkspace(t)
+	out, code := w.job()
+	require.Equal(t, 0, code, out)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	var job map[string]any
+	w.readJSON(dir+"/job.json", &job)
+	assert.Equal(t, "cairn.job/1", job["format"])
+	assert.Equal(t, "sums/single/sim", job["cell_id"])
+	assert.Equal(t, "sim-model", job["task_model"])
+	assert.Equal(t, []any{}, job["nonconformant"])
+	for _, k := range []string{"method", "data", "worker", "bundle", "pipeline"} {
+		assert.Regexp(t, "^sha256:[0-9a-f]{64}$", job["digests"].(map[string]any)[k], k)
+	}
+	var opt map[string]any
+	w.readJSON(dir+"/optimization.json", &opt)
+	assert.Equal(t, 600.0, opt["charged_rollouts"])
+	assert.Equal(t, true, opt["proposed"])
+	progress := regexp.MustCompile(`stage\.optimize  rollouts: charged (\d+)/600, attempted \d+, infra-failures \d+`).FindAllStringSubmatch(out, -1)
+	require.Len(t, progress, 60, out)
+	assert.Equal(t, "10", progress[0][1])
+	assert.Equal(t, "600", progress[59][1])
+	ledger, err := os.ReadFile(filepath.Join(w.dir, dir, "optimization/rollouts.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, 600, strings.Count(string(ledger), "\n"))
+	_, err = os.Stat(filepath.Join(w.dir, dir, "optimization/optimizer_result.json"))
+	assert.NoError(t, err)
+
+	var res map[string]any
+	w.readJSON(dir+"/result.json", &res)
+	assert.Equal(t, "ok", res["status"])
+	assert.Equal(t, 600.0, res["charged_rollouts"])
+	assert.Equal(t, true, res["valid_for_aggregation"])
+	assert.Equal(t, 40.0, res["test_items"])
+	assert.InDelta(t, 100*(res["deployed_mean"].(float64)-res["baseline_mean"].(float64)), res["delta_pp"], 1e-6)
+	var test struct {
+		Items []map[string]any
+	}
+	w.readJSON(dir+"/test.json", &test)
+	require.Len(t, test.Items, 40)
+	line := summaryRe.FindString(out)
+	require.NotEmpty(t, line, out)
+	var sum map[string]any
+	require.NoError(t, json.Unmarshal([]byte(line), &sum))
+	assert.Equal(t, res["delta_pp"], sum["delta_pp"])
+	assert.Len(t, sum, 7)
+
+	out, code = w.job()
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "0 ran, 8 cached")
+}
+
+// Sealing: the out folder of one job refuses another job (another seed),
+// and the same job after a data file changed, before anything runs (exit
+// 2), naming each differing field with both values.
+func TestOptimizerJobSealing(t *testing.T) {
+	w := newOptWorkspace(t)
+	out, code := w.job("budget=40", "out=runs/j")
+	require.Equal(t, 0, code, out)
+	before := len(w.requests())
+
+	out, code = w.job("budget=40", "out=runs/j", "seed=1")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "seed: the out folder's job is 0, this job is 1")
+	assert.Contains(t, out, "nothing was run")
+
+	p := filepath.Join(w.dir, "testdata/optimizer/data/sums/val.jsonl")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, append(b, []byte(`{"id": "extra", "question": "What is 1 + 1?", "answer": "2"}`+"\n")...), 0o644))
+	out, code = w.job("budget=40", "out=runs/j")
+	assert.Equal(t, 2, code, out)
+	assert.Regexp(t, `digests\.data: the out folder.s job is\s+"sha256:[0-9a-f]+", this job is\s+"sha256:[0-9a-f]+"`, out)
+	assert.Equal(t, before, len(w.requests()), "a refused job sends nothing")
+}
+
+// A method that asks for 700 rollouts gets exactly 600 charged, then the
+// typed error for every request past the budget.
+func TestOptimizerOverspend(t *testing.T) {
+	w := newOptWorkspace(t)
+	out, code := w.job(`method_args=["--mode","overspend"]`)
+	require.Equal(t, 0, code, out)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	var opt map[string]any
+	w.readJSON(dir+"/optimization.json", &opt)
+	assert.Equal(t, 600.0, opt["charged_rollouts"])
+	assert.Equal(t, 100.0, opt["refused_rollouts"])
+	var rec map[string]any
+	w.readJSON(dir+"/optimization/optimizer_result.json", &rec)
+	assert.Equal(t, true, rec["budget_exhausted"])
+	assert.Equal(t, 600.0, rec["counts"].(map[string]any)["charged"], "what the method saw")
+}
+
+// A worse incumbent: the seed bundle is deployed with incumbent_not_better,
+// and the test split reaches the model once per item. A budget below 600
+// marks the job non-conformant.
+func TestOptimizerFallbackAndSmoke(t *testing.T) {
+	w := newOptWorkspace(t)
+	out, code := w.job("budget=60", `method_args=["--mode","worse"]`, "out=runs/worse")
+	require.Equal(t, 0, code, out)
+	var sel, res map[string]any
+	w.readJSON("runs/worse/selection.json", &sel)
+	assert.Equal(t, "seed", sel["deployed"])
+	assert.Equal(t, "incumbent_not_better", sel["fallback_reason"])
+	assert.Less(t, sel["incumbent_validation_mean"], sel["seed_validation_mean"])
+	w.readJSON("runs/worse/result.json", &res)
+	assert.Equal(t, "incumbent_not_better", res["fallback_reason"])
+	assert.Equal(t, 0.0, res["delta_pp"])
+	assert.Equal(t, false, res["valid_for_aggregation"])
+	assert.Equal(t, []any{"budget 60 is below the protocol's 600 rollouts"}, res["nonconformant"])
+	reqs := w.requests()
+	seedPrompt, err := os.ReadFile(filepath.Join(w.dir, "testdata/optimizer/bundles/seed/system.txt"))
+	require.NoError(t, err)
+	for _, q := range splitQuestions(t, filepath.Join(w.dir, "testdata/optimizer/data/sums/test.jsonl")) {
+		d := simmodel.MessagesDigest([]simmodel.Message{{Role: "system", Content: string(seedPrompt)}, {Role: "user", Content: q}})
+		assert.Equal(t, 1, reqs[d], "test item %q reached the model once", q)
+	}
+
+	out, code = w.job("budget=30", `method_args=["--mode","none"]`, "out=runs/none")
+	require.Equal(t, 0, code, out)
+	w.readJSON("runs/none/selection.json", &sel)
+	assert.Equal(t, "no_incumbent", sel["fallback_reason"])
+	var opt map[string]any
+	w.readJSON("runs/none/optimization.json", &opt)
+	assert.Equal(t, 20.0, opt["charged_rollouts"], "the warm-up rollouts are charged")
+	assert.Nil(t, opt["incumbent"])
+
+	out, code = w.job("budget=30", `method_args=["--mode","crash"]`, "out=runs/crash")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "the method failed")
+	_, err = os.Stat(filepath.Join(w.dir, "runs/crash/result.json"))
+	assert.True(t, os.IsNotExist(err))
+}

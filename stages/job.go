@@ -1,0 +1,370 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/atomicfile"
+)
+
+// Job seals an optimizer job's identity (method × cell × seed) in the
+// job's out folder: it writes job.json there, the first node of the job,
+// and refuses an out folder whose job.json says another job, or the same
+// job with other code or data. It marks the job non-conformant (a budget
+// below the protocol's, a cell outside the method's part of the grid, a
+// reflection model other than the protocol's), and runs the cell's
+// environment check before any rollout is charged.
+//
+//	stage "job" "job" {
+//	  out              = "runs/gepa/hotpotqa/centralized/qwen/0"
+//	  method           = "gepa"
+//	  dataset          = "hotpotqa"
+//	  runtime          = "centralized"
+//	  model            = "qwen"
+//	  task_model       = "Qwen/Qwen3.5-9B"
+//	  seed             = 0
+//	  budget           = 600
+//	  reflection_model = var.reflection_model_id
+//	  files            = { method = ["methods/gepa/"], data = [...], worker = [...], pipeline = [...] }
+//	  in_grid          = contains(local.cells[var.method], local.cell_id)
+//	  allow_any_cell   = var.allow_any_cell
+//	  check            = ["python3", "-c", "import agents"]   # the cell's environment check, optional
+//	}
+type Job struct{}
+
+func init() { Register(Job{}) }
+
+// Name implements Kind.
+func (Job) Name() string { return "job" }
+
+// Version implements Kind.
+func (Job) Version() int { return 1 }
+
+// JobFormat names job.json's format.
+const JobFormat = "cairn.job/1"
+
+// Schema implements Kind.
+func (Job) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "out", Required: true},
+		{Name: "method", Required: true},
+		{Name: "dataset", Required: true},
+		{Name: "runtime", Required: true},
+		{Name: "model", Required: true},
+		{Name: "task_model", Required: true},
+		{Name: "seed", Required: true},
+		{Name: "budget", Required: true},
+		{Name: "reflection_model"},
+		{Name: "files"},
+		{Name: "in_grid"},
+		{Name: "allow_any_cell"},
+		{Name: "check"},
+	}}
+}
+
+// JobIdentity is job.json: what the job is, and the content it ran with.
+type JobIdentity struct {
+	Format          string            `json:"format"`
+	Method          string            `json:"method"`
+	CellID          string            `json:"cell_id"`
+	Dataset         string            `json:"dataset"`
+	Runtime         string            `json:"runtime"`
+	Model           string            `json:"model"`
+	TaskModel       string            `json:"task_model"`
+	Seed            int               `json:"seed"`
+	Budget          int               `json:"budget"`
+	ReflectionModel string            `json:"reflection_model"`
+	Digests         map[string]string `json:"digests"`
+	AllowAnyCell    bool              `json:"allow_any_cell"`
+	Nonconformant   []string          `json:"nonconformant"`
+}
+
+type jobSpec struct {
+	id                  JobIdentity
+	out                 string
+	files               map[string][]string
+	inGrid, inGridKnown bool
+	check               []string
+	known               bool // every attribute is known
+}
+
+// jsonAttr decodes a known attribute through its JSON form into dst; it
+// reports false when the attribute is absent or not known yet.
+func jsonAttr(n *Node, attr string, dst any, diags *hcl.Diagnostics, what string) bool {
+	v, ok := n.Args[attr]
+	if !ok || v.IsNull() {
+		return false
+	}
+	if !v.IsWhollyKnown() {
+		return false
+	}
+	v = unmarkDeep(v)
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(dst)
+	}
+	if err != nil {
+		*diags = append(*diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be %s.", attr, what), n.Ranges[attr])...)
+		return false
+	}
+	return true
+}
+
+func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	s := jobSpec{known: true, id: JobIdentity{Format: JobFormat, ReflectionModel: ReflectionModel}}
+	need := func(ok bool) {
+		if !ok {
+			s.known = false
+		}
+	}
+	need(jsonAttr(n, "out", &s.out, &diags, "the job's out folder, a workspace-relative path"))
+	if s.out != "" {
+		if clean := filepath.Clean(s.out); !filepath.IsLocal(clean) {
+			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Ranges["out"])...)
+		} else {
+			s.out = clean
+		}
+	}
+	for attr, dst := range map[string]*string{"method": &s.id.Method, "dataset": &s.id.Dataset, "runtime": &s.id.Runtime, "model": &s.id.Model, "task_model": &s.id.TaskModel} {
+		if jsonAttr(n, attr, dst, &diags, "a string") {
+			if *dst == "" || strings.ContainsAny(*dst, " \t\n/") && attr != "task_model" {
+				diags = append(diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be a name without spaces, tabs or slashes: it is one part of the cell id DATASET/RUNTIME/MODEL.", attr), n.Ranges[attr])...)
+			}
+		} else {
+			s.known = false
+		}
+	}
+	need(jsonAttr(n, "seed", &s.id.Seed, &diags, "a whole number"))
+	if jsonAttr(n, "budget", &s.id.Budget, &diags, "a whole number of rollouts") && s.id.Budget < 0 {
+		diags = append(diags, Diag("Invalid budget", "budget is a number of rollouts, 0 or more.", n.Ranges["budget"])...)
+	} else if _, ok := n.Args["budget"]; ok && !n.Args["budget"].IsWhollyKnown() {
+		s.known = false
+	}
+	if _, ok := n.Args["reflection_model"]; ok {
+		need(jsonAttr(n, "reflection_model", &s.id.ReflectionModel, &diags, "the reflection model's id"))
+		if s.id.ReflectionModel == "" {
+			s.id.ReflectionModel = ReflectionModel
+		}
+	}
+	if _, ok := n.Args["files"]; ok {
+		need(jsonAttr(n, "files", &s.files, &diags, "an object of lists of workspace-relative files or folders, like { method = [\"methods/gepa/\"], data = [\"data/train.jsonl\"] }"))
+	}
+	for name, paths := range s.files {
+		for _, p := range paths {
+			if clean := filepath.Clean(p); p == "" || !filepath.IsLocal(clean) {
+				diags = append(diags, Diag("Invalid files", fmt.Sprintf("files.%s: %q is not a workspace-relative path.", name, p), n.Ranges["files"])...)
+			}
+		}
+	}
+	s.inGrid = true
+	if _, ok := n.Args["in_grid"]; ok {
+		s.inGridKnown = jsonAttr(n, "in_grid", &s.inGrid, &diags, "true or false")
+		need(s.inGridKnown)
+	}
+	if _, ok := n.Args["allow_any_cell"]; ok {
+		need(jsonAttr(n, "allow_any_cell", &s.id.AllowAnyCell, &diags, "true or false"))
+	}
+	if _, ok := n.Args["check"]; ok {
+		need(jsonAttr(n, "check", &s.check, &diags, "the environment check's argument list, like [\"python3\", \"-c\", \"import agents\"]"))
+	}
+	s.id.CellID = s.id.Dataset + "/" + s.id.Runtime + "/" + s.id.Model
+	s.id.Nonconformant = []string{}
+	if s.id.Budget < ProtocolBudget {
+		s.id.Nonconformant = append(s.id.Nonconformant, fmt.Sprintf("budget %d is below the protocol's %d rollouts", s.id.Budget, ProtocolBudget))
+	}
+	if !s.inGrid {
+		s.id.Nonconformant = append(s.id.Nonconformant, fmt.Sprintf("cell %s is outside %s's part of the grid", s.id.CellID, s.id.Method))
+	}
+	if s.id.ReflectionModel != ReflectionModel {
+		s.id.Nonconformant = append(s.id.Nonconformant, fmt.Sprintf("reflection model %s is not %s", s.id.ReflectionModel, ReflectionModel))
+	}
+	return s, diags
+}
+
+// Check implements Kind: a cell outside the method's part of the grid is
+// refused unless allow_any_cell.
+func (Job) Check(n *Node) hcl.Diagnostics {
+	s, diags := decodeJob(n)
+	if s.inGridKnown && !s.inGrid && !s.id.AllowAnyCell && !diags.HasErrors() {
+		diags = append(diags, Diag("Cell outside the grid",
+			fmt.Sprintf("The cell %s is outside %s's part of the experiment grid. Choose a cell the method covers, or set allow_any_cell = true (--var allow_any_cell=true) to run it as a non-conformant job.", s.id.CellID, s.id.Method), n.Ranges["in_grid"])...)
+	}
+	return diags
+}
+
+// DeclaredInputs implements InputDeclarer: the sealed files key the node.
+func (Job) DeclaredInputs(n *Node, root string) []string {
+	s, diags := decodeJob(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(s.files)) {
+		for _, p := range s.files[name] {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
+}
+
+// DeclaredOutputs implements OutputDeclarer: job.json.
+func (Job) DeclaredOutputs(n *Node) []DeclaredPath {
+	s, diags := decodeJob(n)
+	if diags.HasErrors() || s.out == "" {
+		return nil
+	}
+	return []DeclaredPath{{Attr: "out", Path: filepath.Join(s.out, "job.json")}}
+}
+
+// identity computes job.json's content: the attributes and the digests of
+// the sealed files.
+func (s jobSpec) identity(root string) (JobIdentity, error) {
+	id := s.id
+	id.Digests = map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(s.files)) {
+		d, err := bundleDigest(root, s.files[name])
+		if err != nil {
+			return id, fmt.Errorf("files.%s: %w", name, err)
+		}
+		id.Digests[name] = d
+	}
+	return id, nil
+}
+
+// SealDifferences compares the job.json an out folder holds with the one
+// this job would write: one line per differing field, with both values.
+func SealDifferences(have []byte, want JobIdentity) ([]string, error) {
+	var old map[string]any
+	if err := json.Unmarshal(have, &old); err != nil {
+		return nil, fmt.Errorf("it is not a job.json (%s)", err)
+	}
+	wb, _ := json.Marshal(want)
+	var cur map[string]any
+	_ = json.Unmarshal(wb, &cur)
+	flat := func(m map[string]any) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok && k == "digests" {
+				for sk, sv := range sub {
+					b, _ := json.Marshal(sv)
+					out["digests."+sk] = string(b)
+				}
+				continue
+			}
+			b, _ := json.Marshal(v)
+			out[k] = string(b)
+		}
+		return out
+	}
+	a, b := flat(old), flat(cur)
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if a[k] == b[k] {
+			continue
+		}
+		av, bv := a[k], b[k]
+		if av == "" {
+			av = "(none)"
+		}
+		if bv == "" {
+			bv = "(none)"
+		}
+		diffs = append(diffs, fmt.Sprintf("%s: the out folder's job is %s, this job is %s", k, av, bv))
+	}
+	return diffs, nil
+}
+
+// sealRefusal checks the out folder's job.json against want; it returns ""
+// when the folder holds none or the same job.
+func sealRefusal(root, out string, want JobIdentity) string {
+	path := filepath.Join(root, out, "job.json")
+	have, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	diffs, err := SealDifferences(have, want)
+	if err != nil {
+		return fmt.Sprintf("%s: %s; the out folder of another kind of run cannot hold a job: choose a fresh out folder", filepath.Join(out, "job.json"), err)
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the out folder %s holds another job (its job.json seals it); nothing was run. Differences:\n  %s\nChoose a fresh out folder for this job, or delete %s to start that folder over",
+		out, strings.Join(diffs, "\n  "), out)
+}
+
+// CheckWorkspace implements WorkspaceChecker: before anything runs, an out
+// folder sealed for another job is refused (exit 2).
+func (Job) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
+	s, diags := decodeJob(n)
+	if diags.HasErrors() || !s.known {
+		return nil
+	}
+	id, err := s.identity(root)
+	if err != nil {
+		return nil // the run reports unreadable files as setup failures
+	}
+	if msg := sealRefusal(root, s.out, id); msg != "" {
+		return Diag("Out folder sealed for another job", msg+".", n.Ranges["out"])
+	}
+	return nil
+}
+
+// Run implements Kind.
+func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	s, diags := decodeJob(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	root := rt.Root()
+	id, err := s.identity(root)
+	if err != nil {
+		return &Outcome{Class: dsl.ClassSetup, Message: err.Error()}, nil
+	}
+	if msg := sealRefusal(root, s.out, id); msg != "" {
+		return &Outcome{Class: dsl.ClassSetup, Message: msg}, nil
+	}
+	var proc *ProcResult
+	if len(s.check) > 0 {
+		res, err := rt.Exec(ctx, Proc{Argv: s.check})
+		if err != nil {
+			return nil, err
+		}
+		if res.Class != "" {
+			tail := strings.TrimSpace(string(res.StderrTail))
+			return &Outcome{Class: dsl.ClassSetup, Proc: res, Message: fmt.Sprintf("the cell's environment is unusable: its check %q failed (%s); no rollout was charged. Its output:\n%s", strings.Join(s.check, " "), res.Message, tail)}, nil
+		}
+		proc = res
+	}
+	b, err := json.MarshalIndent(id, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	rel := filepath.Join(s.out, "job.json")
+	if err := atomicfile.Write(filepath.Join(root, rel), append(b, '\n'), true); err != nil {
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
+	}
+	compact, _ := json.Marshal(id)
+	return &Outcome{Result: compact, Proc: proc, Files: []string{rel}}, nil
+}

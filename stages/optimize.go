@@ -1,0 +1,508 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/stages/rollout"
+)
+
+// Optimize runs an optimizer method (the user's command) against a metered
+// rollout budget: while the method runs, cairn serves it the rollout
+// service of docs/rollout-protocol.md on a Unix socket, runs each rollout
+// (a candidate bundle on a training item) through the evaluate machinery
+// and charges it. The method leaves its incumbent bundle in
+// $CAIRN_INCUMBENT_DIR (nothing there: it proposed none) and its own record
+// in $CAIRN_OPTIMIZATION_DIR/optimizer_result.json; cairn writes
+// optimization.json in the job's out folder.
+//
+//	stage "optimize" "optimize" {
+//	  run          = ["python3", "methods/gepa.py"]
+//	  out          = "runs/gepa/hotpotqa/centralized/qwen/0"
+//	  budget       = 600
+//	  bundle       = ["bundles/seed/"]          # the seed bundle the method starts from
+//	  worker       = ["python3", "workers/chat_worker.py", "--system-prompt-file", "{bundle}/system.txt"]
+//	  items        = "data/hotpotqa_train.jsonl"
+//	  model        = "Qwen/Qwen3.5-9B"
+//	  runtime      = local.runtime
+//	  on_interrupt = "fail"
+//	}
+type Optimize struct{}
+
+func init() { Register(Optimize{}) }
+
+// Name implements Kind.
+func (Optimize) Name() string { return "optimize" }
+
+// Version implements Kind.
+func (Optimize) Version() int { return 1 }
+
+// BundlePlaceholder in a worker argument is replaced, for each rollout, by
+// the path of the candidate bundle being run.
+const BundlePlaceholder = "{bundle}"
+
+// ProtocolBudget is the rollout budget of the seed's protocol; a smaller
+// one makes a smoke run, which is not part of the experiment.
+const ProtocolBudget = 600
+
+// ReflectionModel is the reflection model of the protocol.
+const ReflectionModel = "Qwen/Qwen3.5-122B-A10B-FP8"
+
+// Schema implements Kind.
+func (Optimize) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "run", Required: true},
+		{Name: "out", Required: true},
+		{Name: "budget", Required: true},
+		{Name: "bundle", Required: true},
+		{Name: "worker", Required: true},
+		{Name: "items", Required: true},
+		{Name: "item_id"},
+		{Name: "model", Required: true},
+		{Name: "runtime"},
+		{Name: "reflection_model"},
+		{Name: "reflection_base_url"},
+		{Name: "endpoints"},
+		{Name: "replicas"},
+		{Name: "max_in_flight"},
+		{Name: "item_timeout"},
+		{Name: "retry_infra"},
+		{Name: "endpoint_concurrency"},
+	}}
+}
+
+// KeyExcluded implements KeyExcluder: where rollouts go and how many run at
+// once do not change a result.
+func (Optimize) KeyExcluded() []string {
+	return []string{"endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency", "reflection_base_url"}
+}
+
+// optSpec is an optimize node's decoded attributes.
+type optSpec struct {
+	eval               evalSpec // worker, items, bundle (the seed bundle), model, runtime, endpoints...
+	run                []string
+	out                string
+	budget             int
+	budgetOK           bool
+	reflModel, reflURL string
+}
+
+func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
+	es, diags := decodeEvaluate(n)
+	s := optSpec{eval: es}
+	bad := func(attr, detail string) {
+		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+	}
+	if v, ok := n.Args["run"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+		argv, err := StringList(unmarkDeep(v))
+		switch {
+		case err != nil:
+			bad("run", fmt.Sprintf("run is the method's argument list, like [\"python3\", \"methods/gepa.py\"]: %s.", err))
+		case len(argv) == 0:
+			bad("run", "run must name the method's program: it is empty.")
+		default:
+			s.run = argv
+		}
+	}
+	if p, ok := knownString(n, "out"); ok {
+		clean := filepath.Clean(p)
+		if p == "" || !filepath.IsLocal(clean) {
+			bad("out", fmt.Sprintf("%q is not a workspace-relative folder: the job's out folder must not be empty or absolute, nor leave the workspace with \"..\".", p))
+		} else {
+			s.out = clean
+		}
+	}
+	if v, ok := n.Args["budget"]; ok && v.IsKnown() && !v.IsNull() {
+		v, _ = v.Unmark()
+		nv, err := convert.Convert(v, cty.Number)
+		i, acc := int64(0), big.Below
+		if err == nil {
+			i, acc = nv.AsBigFloat().Int64()
+		}
+		if err != nil || acc != big.Exact || i < 0 || i > 1<<30 {
+			bad("budget", "budget is the number of rollouts the method may charge: a whole number, 0 or more.")
+		} else {
+			s.budget, s.budgetOK = int(i), true
+		}
+	}
+	s.reflModel = ReflectionModel
+	if m, ok := knownString(n, "reflection_model"); ok && m != "" {
+		s.reflModel = m
+	}
+	s.reflURL = items.ReflectionBaseURL(os.Getenv)
+	if u, ok := knownString(n, "reflection_base_url"); ok && u != "" {
+		s.reflURL = u
+	}
+	return s, diags
+}
+
+// knownString is a known string attribute's value.
+func knownString(n *Node, attr string) (string, bool) {
+	v, ok := n.Args[attr]
+	if !ok || !v.IsKnown() || v.IsNull() {
+		return "", false
+	}
+	v, _ = v.Unmark()
+	if v.Type() != cty.String {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+// Check implements Kind.
+func (Optimize) Check(n *Node) hcl.Diagnostics {
+	s, diags := decodeOptimize(n)
+	if n.Common.GPUs > 0 {
+		diags = append(diags, Diag("Invalid gpus",
+			"An optimize stage leases no GPU: its rollouts go to the task model's endpoints.", n.Ranges["gpus"])...)
+	}
+	if s.eval.itemsInline {
+		diags = append(diags, Diag("Invalid items", "items of an optimize stage is the training split's file.", n.Ranges["items"])...)
+	}
+	if len(s.eval.worker) > 0 && !strings.Contains(strings.Join(s.eval.worker, "\x00"), BundlePlaceholder) {
+		diags = append(diags, Diag("Invalid worker",
+			fmt.Sprintf("The rollout worker must be told which candidate bundle to run: write %s in one of its arguments (like \"%s/system.txt\"); cairn replaces it with each rollout's bundle folder.", BundlePlaceholder, BundlePlaceholder), n.Ranges["worker"])...)
+	}
+	return diags
+}
+
+// DeclaredInputs implements InputDeclarer: the training split, the seed
+// bundle and the worker's files.
+func (Optimize) DeclaredInputs(n *Node, root string) []string {
+	return Evaluate{}.DeclaredInputs(n, root)
+}
+
+// DeclaredOutputs implements OutputDeclarer: optimization.json and the
+// optimization folder.
+func (Optimize) DeclaredOutputs(n *Node) []DeclaredPath {
+	s, diags := decodeOptimize(n)
+	if diags.HasErrors() || s.out == "" {
+		return nil
+	}
+	return []DeclaredPath{{Attr: "out", Path: filepath.Join(s.out, "optimization.json")}, {Attr: "out", Path: filepath.Join(s.out, "optimization")}}
+}
+
+// Optimization is optimization.json, and the optimize node's result.
+type Optimization struct {
+	Format string `json:"format"`
+	// Proposed is false when the method left no incumbent.
+	Proposed bool `json:"proposed"`
+	// Incumbent is the proposed bundle's folder (workspace-relative), or
+	// null.
+	Incumbent       *string `json:"incumbent"`
+	IncumbentDigest *string `json:"incumbent_digest"`
+	// Candidate is what validation evaluates as the incumbent: the
+	// incumbent, or the seed bundle when none was proposed (its items then
+	// all come from the seed bundle's evaluation).
+	Candidate     []string `json:"candidate"`
+	SeedBundle    []string `json:"seed_bundle"`
+	Budget        int      `json:"budget"`
+	Charged       int      `json:"charged_rollouts"`
+	Attempted     int      `json:"attempted_rollouts"`
+	InfraFailures int      `json:"infra_failures"`
+	FromStore     int      `json:"rollouts_from_store"`
+	Refused       int      `json:"refused_rollouts"`
+}
+
+// OptimizationFormat names optimization.json's format.
+const OptimizationFormat = "cairn.optimization/1"
+
+// startedMarker is written in the optimization folder before the method
+// starts and removed once optimization.json is written: one left behind
+// is an interrupted optimization.
+const startedMarker = "started.json"
+
+type startedMark struct {
+	Cache   string `json:"cache"`
+	Node    string `json:"node"`
+	Started string `json:"started"`
+}
+
+// Run implements Kind.
+func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	s, diags := decodeOptimize(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	setup := func(format string, args ...any) (*Outcome, error) {
+		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
+	}
+	infra := func(format string, args ...any) (*Outcome, error) {
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf(format, args...)}, nil
+	}
+	root := rt.Root()
+	out := filepath.Join(root, s.out)
+	optDir := filepath.Join(out, "optimization")
+	marker := filepath.Join(optDir, startedMarker)
+	if b, err := os.ReadFile(marker); err == nil {
+		var m startedMark
+		_ = json.Unmarshal(b, &m)
+		if m.Cache != rt.CacheDir() {
+			// The run journal of this cache knows nothing of it (a node
+			// of a stage with on_interrupt = "fail" is refused there).
+			return setup("the optimization in %s was interrupted (started %s by %s with the cache %s) and is never restarted silently: start the job again with a fresh out folder, or remove %s to run the optimization again from the start",
+				s.out, m.Started, m.Node, m.Cache, filepath.Join(s.out, "optimization"))
+		}
+	}
+	trainSpec := s.eval
+	train, err := loadItems(root, trainSpec)
+	if err != nil {
+		return setup("the training split: %s", err)
+	}
+	seedDigest, err := bundleDigest(root, s.eval.bundle)
+	if err != nil {
+		return setup("the seed bundle: %s", err)
+	}
+	workerDig, err := workerDigest(root, s.eval.worker)
+	if err != nil {
+		return setup("%s", err)
+	}
+	endpoints, err := items.ParseEndpoints(s.eval.endpoints, os.Getenv)
+	if err != nil {
+		return setup("%s (rollouts need the task model)", evalOneLine(err.Error()))
+	}
+	if err := items.Preflight(ctx, endpoints, s.eval.model); err != nil {
+		return setup("%s (no rollout was run)", evalOneLine(err.Error()))
+	}
+	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1"})
+	if err != nil {
+		return infra("%s", err)
+	}
+	defer store.Close()
+
+	// A fresh start: nothing of an earlier optimization is kept.
+	for _, p := range []string{filepath.Join(out, "optimization.json"), optDir} {
+		if err := os.RemoveAll(p); err != nil {
+			return infra("cannot clear %s: %s", p, err)
+		}
+	}
+	incDir := filepath.Join(optDir, "incumbent")
+	if err := os.MkdirAll(incDir, 0o755); err != nil {
+		return infra("cannot make %s: %s", incDir, err)
+	}
+	mb, _ := json.Marshal(startedMark{Cache: rt.CacheDir(), Node: n.Address, Started: time.Now().UTC().Format(time.RFC3339)})
+	if err := atomicfile.Write(marker, append(mb, '\n'), true); err != nil {
+		return infra("cannot write %s: %s", marker, err)
+	}
+
+	logPath := filepath.Join(rt.OutDir(), "rollouts.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return infra("cannot open the rollout log: %s", err)
+	}
+	defer logFile.Close()
+	log := &syncWriter{w: logFile}
+
+	jr := newItemJournal(rt, log)
+	progress := &linePrefixer{w: rt.Stderr(), prefix: "  · " + n.Address + "  "}
+	meter, err := rollout.NewMeter(rollout.MeterOptions{
+		Budget: s.budget, Ledger: filepath.Join(optDir, "rollouts.jsonl"),
+		NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Progress: progress,
+		OnCharge: func(outs []rollout.Outcome) {
+			for _, o := range outs {
+				jr.add(o.Item, o.Key, items.Result{Charged: 1})
+			}
+		},
+	})
+	if err != nil {
+		return infra("%s", err)
+	}
+	defer meter.Close()
+
+	env := os.Environ()
+	env = append(env, "CAIRN_NODE="+n.Address, "CAIRN_WORKSPACE="+root, "CUDA_VISIBLE_DEVICES=")
+	for _, k := range sortedEnvNames(n.Common.Env) {
+		env = append(env, k+"="+n.Common.Env[k])
+	}
+	byID := make(map[string]items.Item, len(train))
+	for _, it := range train {
+		byID[it.ID] = it
+	}
+	ev := &rolloutEval{
+		root: root, spec: s.eval, byID: byID, workerDigest: workerDig,
+		store: store, endpoints: endpoints, env: env, log: log,
+	}
+	if ws, ok := rt.(WorkerStarter); ok {
+		ev.launcher = ws.WorkerLauncher()
+	}
+	sock, cleanup, err := socketPath(rt.OutDir())
+	if err != nil {
+		return infra("%s", err)
+	}
+	defer cleanup()
+	srvCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv, err := rollout.Listen(srvCtx, sock, meter, ev, log)
+	if err != nil {
+		return infra("%s", err)
+	}
+	defer srv.Close()
+
+	res, err := rt.Exec(ctx, Proc{Argv: s.run, Env: map[string]string{
+		"CAIRN_ROLLOUT_SOCKET":      sock,
+		"CAIRN_BUDGET":              fmt.Sprint(s.budget),
+		"CAIRN_JOB_OUT":             out,
+		"CAIRN_OPTIMIZATION_DIR":    optDir,
+		"CAIRN_INCUMBENT_DIR":       incDir,
+		"CAIRN_SEED_BUNDLE":         strings.Join(s.eval.bundle, string(os.PathListSeparator)),
+		"CAIRN_TRAIN_ITEMS":         s.eval.itemsPath,
+		"MODEL_ID":                  s.eval.model,
+		"REFLECTION_MODEL_ID":       s.reflModel,
+		"REFLECTION_MODEL_BASE_URL": s.reflURL,
+	}})
+	srv.Close()
+	if jerr := jr.close(); jerr != nil {
+		fmt.Fprintf(log, "cairn: cannot journal charged rollouts: %s\n", jerr)
+	}
+	c := meter.Counts()
+	counts := map[string]int{"charged": c.Charged, "attempted": c.Attempted, "infra_failures": c.InfraFailures, "from_store": c.FromStore, "refused": c.Refused}
+	if c.Charged%rollout.ProgressEvery != 0 || c.Charged == 0 {
+		fmt.Fprintln(progress, c.String())
+	}
+	if err != nil {
+		return nil, err
+	}
+	summary := fmt.Sprintf("%d of %d rollouts charged, %d infrastructure failures", c.Charged, c.Budget, c.InfraFailures)
+	if res.Class != "" {
+		return &Outcome{Class: res.Class, Message: fmt.Sprintf("the method failed: %s (%s; rollout log: %s)", res.Message, summary, logPath), Proc: res, RunCounts: counts}, nil
+	}
+	if _, err := os.Stat(filepath.Join(optDir, "optimizer_result.json")); err != nil {
+		return &Outcome{Class: dsl.ClassResult, Message: fmt.Sprintf("the method exited 0 without writing its record %s (%s)", filepath.Join(s.out, "optimization", "optimizer_result.json"), summary), Proc: res, RunCounts: counts}, nil
+	}
+	opt := Optimization{
+		Format: OptimizationFormat, SeedBundle: s.eval.bundle, Candidate: s.eval.bundle,
+		Budget: c.Budget, Charged: c.Charged, Attempted: c.Attempted, InfraFailures: c.InfraFailures,
+		FromStore: c.FromStore, Refused: c.Refused,
+	}
+	if ents, _ := os.ReadDir(incDir); len(ents) > 0 {
+		rel := filepath.Join(s.out, "optimization", "incumbent")
+		d, err := bundleDigest(root, []string{rel})
+		if err != nil {
+			return infra("the incumbent bundle: %s", err)
+		}
+		if d != seedDigest {
+			opt.Proposed, opt.Incumbent, opt.IncumbentDigest, opt.Candidate = true, &rel, &d, []string{rel + "/"}
+		}
+	}
+	b, err := json.MarshalIndent(opt, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(filepath.Join(out, "optimization.json"), append(b, '\n'), true); err != nil {
+		return infra("cannot write optimization.json: %s", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		return infra("cannot remove %s: %s", marker, err)
+	}
+	compact, _ := json.Marshal(opt)
+	return &Outcome{Result: compact, Proc: res, RunCounts: counts,
+		Files: []string{filepath.Join(s.out, "optimization.json"), filepath.Join(s.out, "optimization")}}, nil
+}
+
+// socketPath picks the rollout socket's path: in the node's scratch folder
+// when its path fits a Unix socket address (108 bytes), else in a private
+// folder under the system's temporary folder.
+func socketPath(scratch string) (string, func(), error) {
+	p := filepath.Join(scratch, "rollout.sock")
+	if len(p) < 100 {
+		return p, func() { os.Remove(p) }, nil
+	}
+	dir, err := os.MkdirTemp("", "cairn-rollout-")
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot make the rollout socket's folder: %w", err)
+	}
+	return filepath.Join(dir, "rollout.sock"), func() { os.RemoveAll(dir) }, nil
+}
+
+// rolloutEval runs rollouts through the evaluate machinery: a rollout of a
+// bundle on a training item is the item evaluated by the worker with the
+// bundle in place of {bundle}, stored under its item key.
+type rolloutEval struct {
+	root         string
+	spec         evalSpec
+	byID         map[string]items.Item
+	workerDigest string
+	store        *items.Store
+	endpoints    []string
+	env          []string
+	log          *syncWriter
+	launcher     items.Launcher
+}
+
+// Rollouts implements rollout.Evaluator.
+func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string) ([]rollout.Outcome, error) {
+	abs := bundle
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(e.root, bundle)
+	}
+	st, err := os.Stat(abs)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a folder (a bundle is the folder of a candidate's files)", rollout.ErrBadBundle, bundle)
+	}
+	digest, err := bundleDigest("", []string{abs})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", rollout.ErrBadBundle, err)
+	}
+	arg := abs
+	if rel, err := filepath.Rel(e.root, abs); err == nil && filepath.IsLocal(rel) {
+		arg = rel
+	}
+	argv := make([]string, len(e.spec.worker))
+	for i, a := range e.spec.worker {
+		argv[i] = strings.ReplaceAll(a, BundlePlaceholder, arg)
+	}
+	list := make([]items.Item, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		it, ok := e.byID[id]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q is not an item of the training split %s", rollout.ErrUnknownItem, id, e.spec.itemsPath)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("%w: %q is asked for twice in one request", rollout.ErrUnknownItem, id)
+		}
+		seen[id] = true
+		list[i] = it
+	}
+	cfg := items.Config{
+		Worker: argv, Env: e.env, Dir: e.root, Items: list,
+		BundleDigest: digest, ModelID: e.spec.model, Runtime: e.spec.runtime, WorkerDigest: e.workerDigest,
+		Replicas: e.spec.replicas, MaxInFlight: e.spec.maxInFlight, ItemTimeout: e.spec.itemTimeout,
+		Endpoints: e.endpoints, EndpointConcurrency: e.spec.epLimit, SkipPreflight: true,
+		Store: e.store, Log: e.log, Retry: e.spec.retry(), Launcher: e.launcher,
+	}
+	sum, err := items.Evaluate(ctx, cfg)
+	if err != nil && !errors.Is(err, items.ErrIncomplete) {
+		return nil, err
+	}
+	out := make([]rollout.Outcome, len(sum.Items))
+	for i, o := range sum.Items {
+		r := rollout.Outcome{Item: o.ID, Key: o.Key, Score: o.Score, Cached: o.Cached}
+		switch {
+		case o.Failed || !o.Done:
+			r.InfraFailure, r.Score, r.Error = true, nil, o.Reason
+		case o.Result != nil:
+			r.Outputs, r.Error = o.Result.Outputs, o.Result.Error
+		default:
+			if res, ok, _ := e.store.Get(o.Key); ok {
+				r.Outputs, r.Error = res.Outputs, res.Error
+			}
+		}
+		out[i] = r
+	}
+	return out, nil
+}

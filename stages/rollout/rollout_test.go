@@ -1,0 +1,212 @@
+package rollout
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeEval answers every item with score 1; items named in infra end as
+// infrastructure failures, items in stored come from the store.
+type fakeEval struct {
+	mu     sync.Mutex
+	infra  map[string]bool
+	stored map[string]bool
+	calls  int
+}
+
+func (f *fakeEval) Rollouts(_ context.Context, bundle string, ids []string) ([]Outcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if bundle == "missing" {
+		return nil, fmt.Errorf("%w: no such folder", ErrBadBundle)
+	}
+	out := make([]Outcome, len(ids))
+	for i, id := range ids {
+		one := 1.0
+		out[i] = Outcome{Item: id, Key: "k-" + id, Score: &one, Cached: f.stored[id]}
+		if f.infra[id] {
+			out[i] = Outcome{Item: id, InfraFailure: true, Error: "HTTP 503"}
+		}
+	}
+	return out, nil
+}
+
+func newMeter(t *testing.T, budget int, progress io.Writer) (*Meter, string) {
+	t.Helper()
+	ledger := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	m, err := NewMeter(MeterOptions{Budget: budget, Ledger: ledger, NoSync: true, Progress: progress})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m, ledger
+}
+
+func batch(from, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t%03d", from+i)
+	}
+	return ids
+}
+
+// A method that asks for 700 rollouts, 10 at a time, gets exactly 600
+// charged and then the typed error; each charge is in the ledger, and a
+// progress line comes every 10 charged rollouts.
+func TestMeterNeverOverspends(t *testing.T) {
+	var progress bytes.Buffer
+	m, ledger := newMeter(t, 600, &progress)
+	ev := &fakeEval{}
+	var exhausted int
+	for i := 0; i < 70; i++ {
+		rep := m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(i*10, 10)})
+		if rep.Error != nil {
+			require.Equal(t, ErrBudgetExhausted, rep.Error.Type, rep.Error.Message)
+			exhausted++
+			continue
+		}
+		require.Len(t, rep.Results, 10)
+	}
+	c := m.Counts()
+	assert.Equal(t, 600, c.Charged)
+	assert.Equal(t, 0, c.Remaining)
+	assert.Equal(t, 10, exhausted)
+	assert.Equal(t, 100, c.Refused)
+	assert.Equal(t, 60, ev.calls, "a refused request runs nothing")
+	lines, err := ReadLedger(ledger)
+	require.NoError(t, err)
+	require.Len(t, lines, 600)
+	assert.Equal(t, 600, lines[599].N)
+	progressLines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	require.Len(t, progressLines, 60)
+	assert.Equal(t, "rollouts: charged 10/600, attempted 10, infra-failures 0 (0 from the store)", progressLines[0])
+	assert.Equal(t, "rollouts: charged 600/600, attempted 600, infra-failures 0 (0 from the store)", progressLines[59])
+}
+
+// A batch larger than what is left is refused whole; a smaller one still
+// runs.
+func TestMeterRefusesPastTheBudget(t *testing.T) {
+	m, _ := newMeter(t, 15, nil)
+	ev := &fakeEval{}
+	rep := m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(0, 10)})
+	require.Nil(t, rep.Error)
+	rep = m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(10, 10)})
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, ErrBudgetExhausted, rep.Error.Type)
+	assert.Contains(t, rep.Error.Message, "10 rollout(s) asked for, 5 of the budget of 15 left")
+	rep = m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(10, 5)})
+	require.Nil(t, rep.Error)
+	assert.Equal(t, 15, rep.Counts.Charged)
+	rep = m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(20, 1)})
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, ErrBudgetExhausted, rep.Error.Type)
+}
+
+// Results from the item store are charged; infrastructure failures are
+// counted and not charged.
+func TestMeterChargesStoreHitsNotInfraFailures(t *testing.T) {
+	var progress bytes.Buffer
+	m, ledger := newMeter(t, 600, &progress)
+	ev := &fakeEval{infra: map[string]bool{"t001": true, "t003": true}, stored: map[string]bool{"t004": true, "t005": true}}
+	rep := m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(0, 12)})
+	require.Nil(t, rep.Error)
+	c := rep.Counts
+	assert.Equal(t, 10, c.Charged)
+	assert.Equal(t, 12, c.Attempted)
+	assert.Equal(t, 2, c.InfraFailures)
+	assert.Equal(t, 2, c.FromStore)
+	assert.Equal(t, 590, c.Remaining)
+	assert.False(t, rep.Results[1].Charged)
+	assert.True(t, rep.Results[4].Charged)
+	lines, err := ReadLedger(ledger)
+	require.NoError(t, err)
+	assert.Len(t, lines, 10)
+	assert.Equal(t, "rollouts: charged 10/600, attempted 12, infra-failures 2 (2 from the store)\n", progress.String())
+	// A batch that passes two multiples of 10 reports both, each with the
+	// counts at that rollout.
+	rep = m.Serve(context.Background(), &fakeEval{infra: map[string]bool{"t105": true}}, Request{Op: "rollout", Bundle: "b", Items: batch(100, 21)})
+	require.Nil(t, rep.Error)
+	assert.Equal(t, "rollouts: charged 10/600, attempted 12, infra-failures 2 (2 from the store)\n"+
+		"rollouts: charged 20/600, attempted 23, infra-failures 3 (2 from the store)\n"+
+		"rollouts: charged 30/600, attempted 33, infra-failures 3 (2 from the store)\n", progress.String())
+}
+
+func TestMeterBadRequests(t *testing.T) {
+	m, _ := newMeter(t, 10, nil)
+	ev := &fakeEval{}
+	for _, req := range []Request{{Op: "train"}, {Op: "rollout", Items: []string{"a"}}, {Op: "rollout", Bundle: "b"}, {Op: "rollout", Bundle: "missing", Items: []string{"a"}}} {
+		rep := m.Serve(context.Background(), ev, req)
+		require.NotNil(t, rep.Error, "%+v", req)
+		assert.Equal(t, ErrBadRequest, rep.Error.Type, "%+v: %s", req, rep.Error.Message)
+	}
+	assert.Equal(t, 0, m.Counts().Charged)
+}
+
+// A ledger whose last line was cut short by a kill counts the whole lines
+// only; damage before the last line is an error.
+func TestReadLedgerTornLastLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "l")
+	require.NoError(t, os.WriteFile(p, []byte(`{"n":1,"item":"a"}`+"\n"+`{"n":2,"item":"b"}`+"\n"+`{"n":3,"it`), 0o644))
+	lines, err := ReadLedger(p)
+	require.NoError(t, err)
+	assert.Len(t, lines, 2)
+	require.NoError(t, os.WriteFile(p, []byte(`{"n":1,"item":"a"}`+"\n"+`{"n":2,`+"\n"+`{"n":3,"item":"c"}`+"\n"), 0o644))
+	_, err = ReadLedger(p)
+	assert.ErrorContains(t, err, ":2:")
+}
+
+// Two connections asking at once are served one request at a time, and
+// together never pass the budget.
+func TestServerSocket(t *testing.T) {
+	m, _ := newMeter(t, 25, nil)
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	srv, err := Listen(context.Background(), sock, m, &fakeEval{}, nil)
+	require.NoError(t, err)
+	defer srv.Close()
+	var wg sync.WaitGroup
+	refused := make([]int, 2)
+	for c := 0; c < 2; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			conn, err := net.Dial("unix", sock)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer conn.Close()
+			r := bufio.NewReader(conn)
+			for i := 0; i < 3; i++ {
+				b, _ := json.Marshal(Request{Op: "rollout", Bundle: "b", Items: batch(100*c+10*i, 5)})
+				conn.Write(append(b, '\n'))
+				line, err := r.ReadBytes('\n')
+				if !assert.NoError(t, err) {
+					return
+				}
+				var rep Reply
+				require.NoError(t, json.Unmarshal(line, &rep))
+				if rep.Error != nil {
+					assert.Equal(t, ErrBudgetExhausted, rep.Error.Type)
+					refused[c]++
+				}
+			}
+			conn.Write([]byte("not json\n"))
+			line, _ := r.ReadBytes('\n')
+			assert.Contains(t, string(line), `"type":"bad_request"`)
+		}(c)
+	}
+	wg.Wait()
+	assert.Equal(t, 25, m.Counts().Charged)
+	assert.Equal(t, 1, refused[0]+refused[1])
+}

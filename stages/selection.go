@@ -1,0 +1,470 @@
+package stages
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/atomicfile"
+)
+
+// Fallback reasons: why the seed bundle is deployed.
+const (
+	FallbackNotBetter         = "incumbent_not_better"
+	FallbackNoIncumbent       = "no_incumbent"
+	FallbackValidationInvalid = "validation_invalid"
+)
+
+// evalInstance is what select and job_result read of an evaluate node's
+// instance object (stage.NAME): its status and result.
+type evalInstance struct {
+	Status string          `json:"status"`
+	Class  *string         `json:"class"`
+	Result *EvaluateResult `json:"result"`
+}
+
+// decodeInstance reads an instance object attribute; unknown (plan time)
+// is not an error.
+func decodeInstance(n *Node, attr string, diags *hcl.Diagnostics) (evalInstance, bool) {
+	var raw map[string]json.RawMessage
+	if !jsonAttr(n, attr, &raw, diags, "an evaluate stage's instance, like stage.seed_validation") {
+		return evalInstance{}, false
+	}
+	var in evalInstance
+	json.Unmarshal(raw["status"], &in.Status)
+	if r := raw["result"]; len(r) > 0 && string(r) != "null" {
+		var er EvaluateResult
+		if err := json.Unmarshal(r, &er); err != nil {
+			*diags = append(*diags, Diag("Invalid "+attr, fmt.Sprintf("%s's result is not an evaluate stage's result: %s.", attr, err), n.Ranges[attr])...)
+			return evalInstance{}, false
+		}
+		in.Result = &er
+	}
+	if in.Status == "" {
+		*diags = append(*diags, Diag("Invalid "+attr, attr+" must be an evaluate stage's instance, like stage.seed_validation (not its result).", n.Ranges[attr])...)
+		return evalInstance{}, false
+	}
+	return in, true
+}
+
+// Select picks the bundle a job deploys: the incumbent iff its validation
+// mean is strictly greater than the seed bundle's, else the seed bundle,
+// with the reason. It writes selection.json in the job's out folder.
+//
+//	stage "select" "select" {
+//	  on_upstream_failure = "run"   # a failed validation deploys the seed bundle
+//	  out                 = local.out
+//	  optimization        = stage.optimize.result
+//	  seed                = stage.seed_validation
+//	  incumbent           = stage.incumbent_validation
+//	}
+type Select struct{}
+
+func init() { Register(Select{}) }
+
+// Name implements Kind.
+func (Select) Name() string { return "select" }
+
+// Version implements Kind.
+func (Select) Version() int { return 1 }
+
+// Schema implements Kind.
+func (Select) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "out", Required: true},
+		{Name: "optimization", Required: true},
+		{Name: "seed", Required: true},
+		{Name: "incumbent", Required: true},
+	}}
+}
+
+// Selection is selection.json and the select node's result.
+type Selection struct {
+	Format   string `json:"format"`
+	Deployed string `json:"deployed"` // "incumbent" or "seed"
+	// DeployedBundle is the bundle the test phase evaluates.
+	DeployedBundle  []string `json:"deployed_bundle"`
+	SeedBundle      []string `json:"seed_bundle"`
+	FallbackReason  *string  `json:"fallback_reason"`
+	Proposed        bool     `json:"proposed"`
+	SeedMean        *float64 `json:"seed_validation_mean"`
+	IncumbentMean   *float64 `json:"incumbent_validation_mean"`
+	ValidationItems int      `json:"validation_items"`
+}
+
+// SelectionFormat names selection.json's format.
+const SelectionFormat = "cairn.job-selection/1"
+
+type selectSpec struct {
+	out           string
+	opt           Optimization
+	seed, inc     evalInstance
+	known         bool
+	optOK, seedOK bool
+	incOK         bool
+}
+
+func decodeSelect(n *Node) (selectSpec, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	var s selectSpec
+	outOK := jsonAttr(n, "out", &s.out, &diags, "the job's out folder")
+	if outOK {
+		if clean := filepath.Clean(s.out); s.out == "" || !filepath.IsLocal(clean) {
+			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Ranges["out"])...)
+		} else {
+			s.out = clean
+		}
+	}
+	var raw map[string]json.RawMessage
+	if jsonAttr(n, "optimization", &raw, &diags, "an optimize stage's result, like stage.optimize.result") {
+		b, _ := json.Marshal(raw)
+		if err := json.Unmarshal(b, &s.opt); err != nil || s.opt.Format != OptimizationFormat {
+			diags = append(diags, Diag("Invalid optimization", "optimization must be an optimize stage's result, like stage.optimize.result.", n.Ranges["optimization"])...)
+		} else {
+			s.optOK = true
+		}
+	}
+	s.seed, s.seedOK = decodeInstance(n, "seed", &diags)
+	s.inc, s.incOK = decodeInstance(n, "incumbent", &diags)
+	s.known = outOK && s.optOK && s.seedOK && s.incOK
+	return s, diags
+}
+
+// Check implements Kind.
+func (Select) Check(n *Node) hcl.Diagnostics {
+	_, diags := decodeSelect(n)
+	return diags
+}
+
+// DeclaredOutputs implements OutputDeclarer: selection.json.
+func (Select) DeclaredOutputs(n *Node) []DeclaredPath {
+	var diags hcl.Diagnostics
+	var out string
+	if !jsonAttr(n, "out", &out, &diags, "") || out == "" {
+		return nil
+	}
+	return []DeclaredPath{{Attr: "out", Path: filepath.Join(filepath.Clean(out), "selection.json")}}
+}
+
+// Decide applies the selection rule.
+func Decide(opt Optimization, seed, inc evalInstance) Selection {
+	sel := Selection{Format: SelectionFormat, Deployed: "seed", DeployedBundle: opt.SeedBundle, SeedBundle: opt.SeedBundle, Proposed: opt.Proposed}
+	if seed.Result != nil {
+		m := seed.Result.MeanScore
+		sel.SeedMean = &m
+		sel.ValidationItems = seed.Result.ItemCount
+	}
+	if inc.Result != nil && opt.Proposed {
+		m := inc.Result.MeanScore
+		sel.IncumbentMean = &m
+	}
+	reason := ""
+	switch {
+	case !opt.Proposed:
+		reason = FallbackNoIncumbent
+	case seed.Status != "ok" || inc.Status != "ok" || seed.Result == nil || inc.Result == nil ||
+		seed.Result.Scored < seed.Result.ItemCount || inc.Result.Scored < inc.Result.ItemCount:
+		reason = FallbackValidationInvalid
+	case inc.Result.MeanScore > seed.Result.MeanScore:
+		sel.Deployed, sel.DeployedBundle = "incumbent", opt.Candidate
+	default:
+		reason = FallbackNotBetter
+	}
+	if reason != "" {
+		sel.FallbackReason = &reason
+	}
+	return sel
+}
+
+// Run implements Kind.
+func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	s, diags := decodeSelect(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	sel := Decide(s.opt, s.seed, s.inc)
+	b, _ := json.MarshalIndent(sel, "", "  ")
+	rel := filepath.Join(s.out, "selection.json")
+	if err := atomicfile.Write(filepath.Join(rt.Root(), rel), append(b, '\n'), true); err != nil {
+		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
+	}
+	why := "its validation mean is higher"
+	if sel.FallbackReason != nil {
+		why = *sel.FallbackReason
+	}
+	fmt.Fprintf(rt.Stderr(), "  · %s  deploying the %s bundle (%s)\n", n.Address, sel.Deployed, why)
+	compact, _ := json.Marshal(sel)
+	return &Outcome{Result: compact, Files: []string{rel}}, nil
+}
+
+// JobResult writes a job's test.json (paired per-item test scores) and
+// result.json (its summary; docs/job-artifacts.md), and prints the summary
+// line.
+//
+//	stage "job_result" "result" {
+//	  on_upstream_failure = "run"
+//	  out       = local.out
+//	  job       = stage.job.result
+//	  selection = stage.select.result
+//	  optimization = stage.optimize.result
+//	  baseline  = stage.seed_test       # the seed bundle on the test split
+//	  deployed  = stage.deployed_test   # the deployed bundle on the test split
+//	}
+type JobResult struct{}
+
+func init() { Register(JobResult{}) }
+
+// Name implements Kind.
+func (JobResult) Name() string { return "job_result" }
+
+// Version implements Kind.
+func (JobResult) Version() int { return 1 }
+
+// Schema implements Kind.
+func (JobResult) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "out", Required: true},
+		{Name: "job", Required: true},
+		{Name: "selection", Required: true},
+		{Name: "optimization", Required: true},
+		{Name: "baseline", Required: true},
+		{Name: "deployed", Required: true},
+	}}
+}
+
+// Formats of test.json and result.json.
+const (
+	TestFormat   = "cairn.job-test/1"
+	ResultFormat = "cairn.job-result/1"
+)
+
+// TestItem is one line of test.json's items.
+type TestItem struct {
+	ID       string   `json:"id"`
+	Baseline *float64 `json:"baseline"`
+	Deployed *float64 `json:"deployed"`
+	Valid    bool     `json:"valid"`
+}
+
+// TestFile is test.json.
+type TestFile struct {
+	Format   string     `json:"format"`
+	Method   string     `json:"method"`
+	CellID   string     `json:"cell_id"`
+	Seed     int        `json:"seed"`
+	Deployed string     `json:"deployed"`
+	Items    []TestItem `json:"items"`
+}
+
+// ResultFile is result.json.
+type ResultFile struct {
+	Format              string   `json:"format"`
+	Status              string   `json:"status"`
+	Method              string   `json:"method"`
+	CellID              string   `json:"cell_id"`
+	Dataset             string   `json:"dataset"`
+	Runtime             string   `json:"runtime"`
+	Model               string   `json:"model"`
+	Seed                int      `json:"seed"`
+	Budget              int      `json:"budget"`
+	Charged             int      `json:"charged_rollouts"`
+	BaselineMean        float64  `json:"baseline_mean"`
+	DeployedMean        float64  `json:"deployed_mean"`
+	DeltaPP             float64  `json:"delta_pp"`
+	Deployed            string   `json:"deployed"`
+	FallbackReason      *string  `json:"fallback_reason"`
+	ValidForAggregation bool     `json:"valid_for_aggregation"`
+	Nonconformant       []string `json:"nonconformant"`
+	TestItems           int      `json:"test_items"`
+	TestInvalidItems    int      `json:"test_invalid_items"`
+}
+
+// SummaryLine is the one-line summary a job prints.
+type SummaryLine struct {
+	Status              string  `json:"status"`
+	CellID              string  `json:"cell_id"`
+	BaselineMean        float64 `json:"baseline_mean"`
+	DeployedMean        float64 `json:"deployed_mean"`
+	DeltaPP             float64 `json:"delta_pp"`
+	ValidForAggregation bool    `json:"valid_for_aggregation"`
+	FallbackReason      *string `json:"fallback_reason"`
+}
+
+type resultSpec struct {
+	out       string
+	job       JobIdentity
+	sel       Selection
+	opt       Optimization
+	base, dep evalInstance
+	known     bool
+}
+
+func decodeJobResult(n *Node) (resultSpec, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	var s resultSpec
+	ok := jsonAttr(n, "out", &s.out, &diags, "the job's out folder")
+	if ok {
+		s.out = filepath.Clean(s.out)
+		if !filepath.IsLocal(s.out) {
+			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Ranges["out"])...)
+		}
+	}
+	var raw map[string]json.RawMessage
+	into := func(attr string, dst any, format *string, want string) bool {
+		raw = nil
+		if !jsonAttr(n, attr, &raw, &diags, "a "+attr+" stage's result") {
+			return false
+		}
+		b, _ := json.Marshal(raw)
+		if err := json.Unmarshal(b, dst); err != nil || *format != want {
+			diags = append(diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be the result of the job's %s stage (format %s).", attr, attr, want), n.Ranges[attr])...)
+			return false
+		}
+		return true
+	}
+	j := into("job", &s.job, &s.job.Format, JobFormat)
+	se := into("selection", &s.sel, &s.sel.Format, SelectionFormat)
+	o := into("optimization", &s.opt, &s.opt.Format, OptimizationFormat)
+	var b, d bool
+	s.base, b = decodeInstance(n, "baseline", &diags)
+	s.dep, d = decodeInstance(n, "deployed", &diags)
+	s.known = ok && j && se && o && b && d
+	return s, diags
+}
+
+// Check implements Kind.
+func (JobResult) Check(n *Node) hcl.Diagnostics {
+	_, diags := decodeJobResult(n)
+	return diags
+}
+
+// DeclaredOutputs implements OutputDeclarer: test.json and result.json.
+func (JobResult) DeclaredOutputs(n *Node) []DeclaredPath {
+	var diags hcl.Diagnostics
+	var out string
+	if !jsonAttr(n, "out", &out, &diags, "") || out == "" {
+		return nil
+	}
+	out = filepath.Clean(out)
+	return []DeclaredPath{{Attr: "out", Path: filepath.Join(out, "test.json")}, {Attr: "out", Path: filepath.Join(out, "result.json")}}
+}
+
+// scoreLine is what job_result reads of a scores file's line.
+type scoreLine struct {
+	ID      string   `json:"id"`
+	Score   *float64 `json:"score"`
+	Failed  string   `json:"failed"`
+	Pending bool     `json:"pending"`
+}
+
+func readScores(path string) (map[string]scoreLine, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]scoreLine{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 256<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var l scoreLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out[l.ID] = l
+	}
+	return out, sc.Err()
+}
+
+// Run implements Kind.
+func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	s, diags := decodeJobResult(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	root := rt.Root()
+	fail := func(format string, args ...any) (*Outcome, error) {
+		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
+	}
+	if s.base.Result == nil || s.dep.Result == nil {
+		return fail("the test evaluations did not finish (baseline %s, deployed %s): no result.json is written; apply again to resume them", s.base.Status, s.dep.Status)
+	}
+	base, err := readScores(filepath.Join(root, s.base.Result.ScoresFile))
+	if err != nil {
+		return fail("the baseline's test scores: %s", err)
+	}
+	dep, err := readScores(filepath.Join(root, s.dep.Result.ScoresFile))
+	if err != nil {
+		return fail("the deployed bundle's test scores: %s", err)
+	}
+	tf := TestFile{Format: TestFormat, Method: s.job.Method, CellID: s.job.CellID, Seed: s.job.Seed, Deployed: s.sel.Deployed, Items: []TestItem{}}
+	var sumB, sumD float64
+	valid, invalid := 0, 0
+	for id, bl := range base {
+		dl, ok := dep[id]
+		it := TestItem{ID: id}
+		if ok && bl.Score != nil && dl.Score != nil && bl.Failed == "" && dl.Failed == "" && !bl.Pending && !dl.Pending &&
+			!math.IsNaN(*bl.Score) && !math.IsNaN(*dl.Score) {
+			it.Baseline, it.Deployed, it.Valid = bl.Score, dl.Score, true
+			if s.sel.Deployed == "seed" {
+				it.Deployed = bl.Score
+			}
+			sumB += *it.Baseline
+			sumD += *it.Deployed
+			valid++
+		} else {
+			invalid++
+		}
+		tf.Items = append(tf.Items, it)
+	}
+	for id := range dep {
+		if _, ok := base[id]; !ok {
+			return fail("the test evaluations scored different items (%s is in the deployed bundle's only)", id)
+		}
+	}
+	sort.Slice(tf.Items, func(i, j int) bool { return tf.Items[i].ID < tf.Items[j].ID })
+	res := ResultFile{
+		Format: ResultFormat, Status: "ok", Method: s.job.Method, CellID: s.job.CellID,
+		Dataset: s.job.Dataset, Runtime: s.job.Runtime, Model: s.job.Model, Seed: s.job.Seed,
+		Budget: s.job.Budget, Charged: s.opt.Charged, Deployed: s.sel.Deployed, FallbackReason: s.sel.FallbackReason,
+		Nonconformant: s.job.Nonconformant, TestItems: len(tf.Items), TestInvalidItems: invalid,
+	}
+	if res.Nonconformant == nil {
+		res.Nonconformant = []string{}
+	}
+	if valid > 0 {
+		res.BaselineMean = round6(sumB / float64(valid))
+		res.DeployedMean = round6(sumD / float64(valid))
+		res.DeltaPP = round6(100 * (res.DeployedMean - res.BaselineMean))
+	}
+	res.ValidForAggregation = len(res.Nonconformant) == 0 && invalid == 0
+	tb, _ := json.MarshalIndent(tf, "", "  ")
+	rb, _ := json.MarshalIndent(res, "", "  ")
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"test.json", tb}, {"result.json", rb}} {
+		rel := filepath.Join(s.out, f.name)
+		if err := atomicfile.Write(filepath.Join(root, rel), append(f.b, '\n'), true); err != nil {
+			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
+		}
+	}
+	line, _ := json.Marshal(SummaryLine{Status: res.Status, CellID: res.CellID, BaselineMean: res.BaselineMean,
+		DeployedMean: res.DeployedMean, DeltaPP: res.DeltaPP, ValidForAggregation: res.ValidForAggregation, FallbackReason: res.FallbackReason})
+	fmt.Fprintf(rt.Stderr(), "%s\n", line)
+	compact, _ := json.Marshal(res)
+	return &Outcome{Result: compact, Files: []string{filepath.Join(s.out, "test.json"), filepath.Join(s.out, "result.json")}}, nil
+}
+
+func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
