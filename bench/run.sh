@@ -2,7 +2,9 @@
 # bench/run.sh — what `make bench` runs: cairn against ninja, make and
 # snakemake on the same generated graphs (bench/gen), side by side with
 # hyperfine, with and without fsync. Prints a table of medians and ratios
-# and writes bench/out/results.md (bench/out is git-ignored).
+# and writes bench/out/results.md (bench/out is git-ignored); then
+# bench/dsl.sh (large pipeline files) and bench/aggregate.sh (cairn
+# aggregate against scipy.stats.bootstrap) append their tables.
 #
 # Environment:
 #   BENCH_SIZES=1000,10000,100000   graph sizes (plan and no-op figures)
@@ -459,3 +461,4 @@ EOF
 echo >&2
 echo "wrote $OUT/results.md" >&2
 bash "$ROOT/bench/dsl.sh" "$CAIRN"
+bash "$ROOT/bench/aggregate.sh" "$CAIRN"

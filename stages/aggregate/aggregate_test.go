@@ -66,13 +66,17 @@ func TestPercentileIsNumpysLinear(t *testing.T) {
 	assert.Equal(t, 7.0, aggregate.Percentile([]float64{7}, 2.5))
 }
 
-func TestStreamIsMathRandPCG(t *testing.T) {
-	// The resampling loop keeps the generator in local variables; its
-	// stream must be exactly math/rand/v2's PCG, as docs/aggregate.md says.
-	ours := aggregate.NewPCG(0x0123456789abcdef, 0xfedcba9876543210)
-	theirs := rand.NewPCG(0x0123456789abcdef, 0xfedcba9876543210)
-	for i := range 1000 {
-		require.Equal(t, theirs.Uint64(), ours.Uint64(), "output %d", i)
+func TestStreamIsXoshiro256PlusPlus(t *testing.T) {
+	// The first outputs of the reference implementation
+	// (prng.di.unimi.it/xoshiro256plusplus.c) from the state {0, 0, 0, 1}.
+	want := []uint64{
+		0x0000000000800000, 0x0000000000800011, 0x0002200000800011, 0x0002200044000020,
+		0x00022000448008A1, 0x01102100802208A0, 0x0114002284200880, 0x0402896644A64095,
+		0x8A14A0A244ACC891, 0x8C88BA4680B20495,
+	}
+	x := aggregate.NewXoshiro(0, 0, 0, 1)
+	for i, w := range want {
+		require.Equal(t, w, x.Uint64(), "output %d", i+1)
 	}
 }
 

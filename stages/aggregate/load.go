@@ -362,6 +362,8 @@ func decodeFile(path, name string, v any) error {
 		return badAt(name, data, typ.Offset, "%s is %s, want %s", typ.Field, typ.Value, friendlyType(typ.Type.String()))
 	case errors.Is(err, io.EOF):
 		return badFile(name, "is empty: want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badAt(name, data, int64(len(data)), "not valid JSON: the file ends before the object does (cut short?)")
 	}
 	return badAt(name, data, dec.InputOffset(), "not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -14,10 +14,10 @@ import (
 )
 
 // StreamConstant opens the message whose sha256 seeds a bootstrap stream:
-// sha256(StreamConstant NUL method NUL cell_id NUL seed) seeds a
-// math/rand/v2 PCG with the digest's first two big-endian 64-bit words. A
-// row's seeds each have their own stream, so (row, seed) pairs can be
-// resampled on any core in any order and give the same replicates.
+// sha256(StreamConstant NUL method NUL cell_id NUL seed) is the state of a
+// xoshiro256++ generator, its four big-endian 64-bit words s[0..3]. A row's
+// seeds each have their own stream, so (row, seed) pairs can be resampled
+// on any core in any order and give the same replicates.
 const StreamConstant = "cairn.aggregate.bootstrap/1"
 
 // Alpha is the level of the Holm–Bonferroni procedure and of the 95%
@@ -33,7 +33,7 @@ const DefaultReplicates = 10000
 const MaxReplicates = 10_000_000
 
 // Stream returns the random stream of one seed of one row.
-func Stream(method, cellID string, seed int) *PCG {
+func Stream(method, cellID string, seed int) *Xoshiro {
 	h := sha256.New()
 	h.Write([]byte(StreamConstant))
 	h.Write([]byte{0})
@@ -43,46 +43,45 @@ func Stream(method, cellID string, seed int) *PCG {
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.Itoa(seed)))
 	sum := h.Sum(nil)
-	return NewPCG(binary.BigEndian.Uint64(sum[0:8]), binary.BigEndian.Uint64(sum[8:16]))
+	return NewXoshiro(binary.BigEndian.Uint64(sum[0:8]), binary.BigEndian.Uint64(sum[8:16]),
+		binary.BigEndian.Uint64(sum[16:24]), binary.BigEndian.Uint64(sum[24:32]))
 }
 
-// PCG is math/rand/v2's PCG (128-bit LCG state, DXSM output), kept in
-// local variables by the resampling loop; it yields exactly the stream
-// of rand.NewPCG(seed1, seed2).
-type PCG struct{ hi, lo uint64 }
+// Xoshiro is xoshiro256++ 1.0 (Blackman and Vigna, "Scrambled linear
+// pseudorandom number generators", 2021; the default generator of Julia
+// and of Rust's rand SmallRng on 64-bit machines): 256 bits of state,
+// period 2^256 − 1, passes BigCrush, and needs no multiplication, which
+// made the 128-bit multiply of a PCG most of a draw's cost. Integer
+// operations only, so every platform gives the same stream.
+type Xoshiro struct{ s0, s1, s2, s3 uint64 }
 
-// NewPCG is rand.NewPCG.
-func NewPCG(seed1, seed2 uint64) *PCG { return &PCG{seed1, seed2} }
+// NewXoshiro starts a stream at the state (s0, s1, s2, s3); the all-zero
+// state, which never leaves zero, becomes (0, 0, 0, 1).
+func NewXoshiro(s0, s1, s2, s3 uint64) *Xoshiro {
+	if s0|s1|s2|s3 == 0 {
+		s3 = 1
+	}
+	return &Xoshiro{s0, s1, s2, s3}
+}
 
-// The constants of math/rand/v2's PCG.
-const (
-	pcgMulHi   = 2549297995355413924
-	pcgMulLo   = 4865540595714422341
-	pcgIncHi   = 6364136223846793005
-	pcgIncLo   = 1442695040888963407
-	pcgCheapMu = 0xda942042e4dd58b5
-)
-
-// pcgStep advances the state (hi, lo) and returns the next output.
-func pcgStep(hi, lo uint64) (nhi, nlo, out uint64) {
-	nhi, nlo = bits.Mul64(lo, pcgMulLo)
-	nhi += hi*pcgMulLo + lo*pcgMulHi
-	var c uint64
-	nlo, c = bits.Add64(nlo, pcgIncLo, 0)
-	nhi, _ = bits.Add64(nhi, pcgIncHi, c)
-	x := nhi
-	x ^= x >> 32
-	x *= pcgCheapMu
-	x ^= x >> 48
-	x *= nlo | 1
-	return nhi, nlo, x
+// xoshiroStep returns the output of the state and the next state.
+func xoshiroStep(s0, s1, s2, s3 uint64) (out, n0, n1, n2, n3 uint64) {
+	out = bits.RotateLeft64(s0+s3, 23) + s0
+	t := s1 << 17
+	s2 ^= s0
+	s3 ^= s1
+	s1 ^= s2
+	s0 ^= s3
+	s2 ^= t
+	s3 = bits.RotateLeft64(s3, 45)
+	return out, s0, s1, s2, s3
 }
 
 // Uint64 is the stream's next output.
-func (p *PCG) Uint64() uint64 {
-	var x uint64
-	p.hi, p.lo, x = pcgStep(p.hi, p.lo)
-	return x
+func (x *Xoshiro) Uint64() uint64 {
+	var out uint64
+	out, x.s0, x.s1, x.s2, x.s3 = xoshiroStep(x.s0, x.s1, x.s2, x.s3)
+	return out
 }
 
 // Strata are a row's paired per-item differences (deployed − baseline),
@@ -106,41 +105,56 @@ type Interval struct {
 // words, the high one first, and each word w an index by Lemire's
 // multiply-shift, the high half of w·n, unless the low half is below
 // 2^32 mod n, when the word is skipped (so every index is exactly
-// uniform). Indices from high words are summed in one accumulator, those
-// from low words in another, and the mean is their sum over n; a word left
-// over at the end of a replicate is dropped.
-func seedMeans(ctx context.Context, rng *PCG, d []float64, out []float64) error {
+// uniform). The differences drawn are summed in four accumulators, the
+// high and low words of even outputs into the first and second, of odd
+// outputs into the third and fourth; the mean is ((a1 + a2) + (a3 + a4))
+// over n, and words left over at the end of a replicate are dropped.
+func seedMeans(ctx context.Context, rng *Xoshiro, d []float64, out []float64) error {
 	n := uint64(len(d))
 	if n == 0 || n > math.MaxUint32 {
 		return fmt.Errorf("aggregate: cannot resample %d items", n)
 	}
+	const low = 0xffffffff
 	thresh := uint64(uint32(-uint32(n)) % uint32(n))
 	fn := float64(len(d))
-	hi, lo := rng.hi, rng.lo
-	defer func() { rng.hi, rng.lo = hi, lo }()
+	s0, s1, s2, s3 := rng.s0, rng.s1, rng.s2, rng.s3
+	defer func() { rng.s0, rng.s1, rng.s2, rng.s3 = s0, s1, s2, s3 }()
 	for b := range out {
 		if b&1023 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var s0, s1 float64
-		for i := uint64(0); i < n; {
+		var a1, a2, a3, a4 float64
+		left := n
+		for {
 			var x uint64
-			hi, lo, x = pcgStep(hi, lo)
-			m := (x >> 32) * n
-			if m&0xffffffff >= thresh {
-				s0 += d[m>>32]
-				i++
-				if i == n {
+			x, s0, s1, s2, s3 = xoshiroStep(s0, s1, s2, s3)
+			if m := (x >> 32) * n; m&low >= thresh {
+				a1 += d[m>>32]
+				if left--; left == 0 {
 					break
 				}
 			}
-			m = (x & 0xffffffff) * n
-			if m&0xffffffff >= thresh {
-				s1 += d[m>>32]
-				i++
+			if m := (x & low) * n; m&low >= thresh {
+				a2 += d[m>>32]
+				if left--; left == 0 {
+					break
+				}
+			}
+			x, s0, s1, s2, s3 = xoshiroStep(s0, s1, s2, s3)
+			if m := (x >> 32) * n; m&low >= thresh {
+				a3 += d[m>>32]
+				if left--; left == 0 {
+					break
+				}
+			}
+			if m := (x & low) * n; m&low >= thresh {
+				a4 += d[m>>32]
+				if left--; left == 0 {
+					break
+				}
 			}
 		}
-		out[b] = (s0 + s1) / fn
+		out[b] = ((a1 + a2) + (a3 + a4)) / fn
 	}
 	return nil
 }

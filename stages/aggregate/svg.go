@@ -65,7 +65,7 @@ func (s *Summary) SVG(w io.Writer) error {
 		lo, hi = lo-step, hi+step
 	}
 	x0, x1 := float64(labelWidth), float64(plotWidth-plotRight)
-	xOf := func(v float64) float64 { return x0 + (v-lo)/(hi-lo)*(x1-x0) }
+	xOf := func(v float64) float64 { return x0 + float64((v-lo)/(hi-lo)*(x1-x0)) }
 
 	height := topMargin
 	for _, g := range groups {
@@ -113,9 +113,9 @@ func (s *Summary) SVG(w io.Writer) error {
 			if rej {
 				fill = "#1f4e9c"
 			}
-			p(`<circle cx="%s" cy="%s" r="%s" fill="%s" stroke="#1f4e9c" stroke-width="1.5"><title>%s: %s pp [%s, %s], p = %s, p_holm = %s</title></circle>`+"\n",
-				f2(xOf(*r.DeltaPP)), f2(cy), f2(pointRadius), fill, esc(r.Method+" "+r.CellID),
-				num(r.DeltaPP, 'f', 2), num(r.CILow, 'f', 2), num(r.CIHigh, 'f', 2), num(r.P, 'g', 4), num(r.PHolm, 'g', 4))
+			p(`<g><title>%s: %s pp [%s, %s], p = %s, p_holm = %s</title><circle cx="%s" cy="%s" r="%s" fill="%s" stroke="#1f4e9c" stroke-width="1.5"/></g>`+"\n",
+				esc(r.Method+" "+r.CellID), num(r.DeltaPP, 'f', 2), num(r.CILow, 'f', 2), num(r.CIHigh, 'f', 2), num(r.P, 'g', 4), num(r.PHolm, 'g', 4),
+				f2(xOf(*r.DeltaPP)), f2(cy), f2(pointRadius), fill)
 			y += rowHeight
 		}
 	}

@@ -1,0 +1,233 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/stages/aggregate"
+)
+
+// Aggregate is seed 002's aggregation as a stage: the optimizer jobs under
+// its roots become one row per method and cell over seeds 0, 1 and 2, with
+// a stratified paired bootstrap and Holm families (docs/aggregate.md).
+//
+//	stage "aggregate" "summary" {
+//	  roots                 = ["runs"]        # folders (or result.json files) in the workspace
+//	  family                = "task"          # task (default), method or none
+//	  bootstrap             = 10000           # replicates per row
+//	  include_nonconformant = false
+//	  out_dir               = "reports/summary" # default reports/<stage name>
+//	  cpus                  = 4               # cores for the bootstrap; the result does not depend on it
+//	}
+//
+// The roots are the node's inputs: their content keys it, so the node reruns
+// when a job's files change and is cached otherwise. It writes
+// aggregate.tsv, summary.json and forest.svg into out_dir (outputs,
+// restored on a cache hit); its result is the summary.
+type Aggregate struct{}
+
+func init() { Register(Aggregate{}) }
+
+// Name implements Kind.
+func (Aggregate) Name() string { return "aggregate" }
+
+// Version implements Kind.
+func (Aggregate) Version() int { return 1 }
+
+// Schema implements Kind.
+func (Aggregate) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "roots", Required: true},
+		{Name: "family"},
+		{Name: "bootstrap"},
+		{Name: "include_nonconformant"},
+		{Name: "out_dir"},
+	}}
+}
+
+// The files an aggregate node writes into its out_dir.
+const (
+	AggregateTSV  = "aggregate.tsv"
+	AggregateJSON = "summary.json"
+	AggregateSVG  = "forest.svg"
+)
+
+type aggregateArgs struct {
+	opts   aggregate.Options
+	outDir string
+}
+
+// Check implements Kind.
+func (Aggregate) Check(n *Node) hcl.Diagnostics {
+	_, diags := aggregateDecode(n)
+	return diags
+}
+
+// DeclaredInputs implements InputDeclarer: the roots key the node by
+// content.
+func (Aggregate) DeclaredInputs(n *Node, _ string) []string {
+	a, diags := aggregateDecode(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	return a.opts.Roots
+}
+
+// DeclaredOutputs implements OutputDeclarer: the report folder.
+func (Aggregate) DeclaredOutputs(n *Node) []DeclaredPath {
+	a, diags := aggregateDecode(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	return []DeclaredPath{{Attr: "out_dir", Path: a.outDir}}
+}
+
+func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
+	a := aggregateArgs{outDir: "reports/" + n.Stage}
+	a.opts.Family = aggregate.FamilyTask
+	a.opts.Replicates = aggregate.DefaultReplicates
+	var diags hcl.Diagnostics
+	known := func(attr string) (cty.Value, bool) {
+		v, ok := n.Args[attr]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return cty.NilVal, false
+		}
+		v, _ = v.UnmarkDeep()
+		return v, true
+	}
+	bad := func(attr, detail string) {
+		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+	}
+	if v, ok := known("roots"); ok {
+		roots, err := StringList(v)
+		switch {
+		case err != nil:
+			bad("roots", fmt.Sprintf("roots is a list of folders (or result.json files) in the workspace: %s.", err))
+		case len(roots) == 0:
+			bad("roots", "roots must name at least one folder holding the optimizer jobs' result.json files.")
+		}
+		for _, r := range roots {
+			clean, err := relPath(r)
+			if err != nil {
+				bad("roots", "roots: "+err.Error())
+				continue
+			}
+			a.opts.Roots = append(a.opts.Roots, clean)
+		}
+	}
+	if v, ok := known("family"); ok {
+		if !v.Type().Equals(cty.String) || !slices.Contains(aggregate.FamilyNames, v.AsString()) {
+			bad("family", fmt.Sprintf("family is %q (rows sharing dataset × model), %q (rows sharing the method) or %q (no correction).", aggregate.FamilyTask, aggregate.FamilyMethod, aggregate.FamilyNone))
+		} else {
+			a.opts.Family = v.AsString()
+		}
+	}
+	if v, ok := known("bootstrap"); ok {
+		b, ok := wholeNumber(v)
+		if !ok || b < 1 {
+			bad("bootstrap", fmt.Sprintf("bootstrap is a whole number of replicates from 1 to %d (the protocol uses %d).", 1<<20, aggregate.DefaultReplicates))
+		} else {
+			a.opts.Replicates = b
+		}
+	}
+	if v, ok := known("include_nonconformant"); ok {
+		if !v.Type().Equals(cty.Bool) {
+			bad("include_nonconformant", "include_nonconformant must be true or false.")
+		} else {
+			a.opts.IncludeNonconformant = v.True()
+		}
+	}
+	if v, ok := known("out_dir"); ok {
+		var clean string
+		var err error
+		if v.Type().Equals(cty.String) {
+			clean, err = relPath(v.AsString())
+		} else {
+			err = errors.New("must be a workspace-relative path")
+		}
+		if err != nil {
+			bad("out_dir", "out_dir "+err.Error())
+		} else {
+			a.outDir = clean
+		}
+	}
+	for _, r := range a.opts.Roots {
+		if within(a.outDir, r) || within(r, a.outDir) {
+			bad("out_dir", fmt.Sprintf("out_dir %q and the root %q overlap: the node's files would be among its own inputs and change its key at every run; put the report elsewhere.", a.outDir, r))
+			break
+		}
+	}
+	return a, diags
+}
+
+// within reports whether the clean relative path p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || dir == "." || strings.HasPrefix(p, dir+"/")
+}
+
+// Run implements Kind.
+func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	a, diags := aggregateDecode(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	a.opts.Dir = rt.Root()
+	a.opts.Workers = max(n.Common.CPUs, 1)
+	s, err := aggregate.Run(ctx, a.opts)
+	switch {
+	case ctx.Err() != nil:
+		return &Outcome{Class: dsl.ClassInterrupted, Message: "interrupted during the bootstrap"}, nil
+	case errors.Is(err, aggregate.ErrBadInput):
+		return &Outcome{Class: dsl.ClassSetup, Message: err.Error()}, nil
+	case err != nil:
+		return nil, err
+	}
+	var tsv, js, svg bytes.Buffer
+	if err := s.TSV(&tsv); err != nil {
+		return nil, err
+	}
+	if err := s.JSON(&js); err != nil {
+		return nil, err
+	}
+	if err := s.SVG(&svg); err != nil {
+		return nil, err
+	}
+	files := []string{
+		filepath.ToSlash(filepath.Join(a.outDir, AggregateTSV)),
+		filepath.ToSlash(filepath.Join(a.outDir, AggregateJSON)),
+		filepath.ToSlash(filepath.Join(a.outDir, AggregateSVG)),
+	}
+	for i, data := range [][]byte{tsv.Bytes(), js.Bytes(), svg.Bytes()} {
+		if err := atomicfile.Write(filepath.Join(rt.Root(), files[i]), data, false); err != nil {
+			return nil, fmt.Errorf("aggregate: %w", err)
+		}
+	}
+
+	w := rt.Stderr()
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(w, "  %s: %s\n", n.Address, sk.Warning())
+	}
+	var incomplete []string
+	for _, r := range s.Rows {
+		if r.Status != aggregate.StatusOK {
+			incomplete = append(incomplete, r.Method+" "+r.CellID+" ("+r.Reason+")")
+		}
+	}
+	fmt.Fprintf(w, "\n%s: %d row(s) over seeds 0, 1, 2; %d replicates, family %s\n\n", n.Address, len(s.Rows), s.Replicates, s.Family)
+	_, _ = w.Write(tsv.Bytes())
+	if len(incomplete) > 0 {
+		fmt.Fprintf(w, "\nIncomplete: %s\n", strings.Join(incomplete, "; "))
+	}
+	fmt.Fprintf(w, "\nTable: %s; summary: %s; plot: %s\n\n", files[0], files[1], files[2])
+	return &Outcome{Result: js.Bytes(), Files: files}, nil
+}
