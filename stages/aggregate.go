@@ -134,8 +134,8 @@ func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
 	}
 	if v, ok := known("bootstrap"); ok {
 		b, ok := wholeNumber(v)
-		if !ok || b < 1 {
-			bad("bootstrap", fmt.Sprintf("bootstrap is a whole number of replicates from 1 to %d (the protocol uses %d).", 1<<20, aggregate.DefaultReplicates))
+		if !ok || b < 1 || b > aggregate.MaxReplicates {
+			bad("bootstrap", fmt.Sprintf("bootstrap is a whole number of replicates from 1 to %d (the protocol uses %d).", aggregate.MaxReplicates, aggregate.DefaultReplicates))
 		} else {
 			a.opts.Replicates = b
 		}

@@ -113,3 +113,12 @@ func TestRootsThatHoldNothing(t *testing.T) {
 	_, err = aggregate.Run(context.Background(), aggregate.Options{Dir: dir, Roots: []string{"runs"}})
 	assert.EqualError(t, err, "no result.json under runs: name the folders the optimizer jobs wrote into")
 }
+
+func TestNamesWithControlCharactersAreRefused(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"method": "gepa"`, `"method": "ge\u0000pa"`, 1)
+		})
+	})
+	assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed1/result.json: method "ge\x00pa" must be a non-empty name without tabs, newlines or other control characters`, msg)
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // The formats this package reads (docs/job-artifacts.md).
@@ -233,10 +234,10 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		Nonconformant: *r.Nonconformant,
 	}
 	switch {
-	case j.Method == "" || strings.ContainsAny(j.Method, "\t\n\r"):
-		return nil, nil, badFile(name, "method %q must be a non-empty name without tabs or newlines", j.Method)
-	case j.CellID == "" || strings.ContainsAny(j.CellID, " \t\n\r"):
-		return nil, nil, badFile(name, "cell_id %q must be a non-empty id without spaces, tabs or newlines", j.CellID)
+	case j.Method == "" || strings.IndexFunc(j.Method, unicode.IsControl) >= 0:
+		return nil, nil, badFile(name, "method %q must be a non-empty name without tabs, newlines or other control characters", j.Method)
+	case j.CellID == "" || strings.IndexFunc(j.CellID, func(r rune) bool { return r == ' ' || unicode.IsControl(r) }) >= 0:
+		return nil, nil, badFile(name, "cell_id %q must be a non-empty id without spaces, tabs, newlines or other control characters", j.CellID)
 	case j.CellID != j.Dataset+"/"+j.Runtime+"/"+j.Model:
 		return nil, nil, badFile(name, "cell_id %q is not dataset/runtime/model (%q/%q/%q)", j.CellID, j.Dataset, j.Runtime, j.Model)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // StreamConstant opens the message whose sha256 seeds a bootstrap stream:
@@ -29,8 +30,9 @@ const Alpha = 0.05
 const DefaultReplicates = 10000
 
 // MaxReplicates bounds the replicates a run may ask for (memory: 8 bytes
-// per replicate per seed of every row).
-const MaxReplicates = 10_000_000
+// per replicate for each seed being drawn or waiting for its row's other
+// seeds).
+const MaxReplicates = 1_000_000
 
 // Stream returns the random stream of one seed of one row.
 func Stream(method, cellID string, seed int) *Xoshiro {
@@ -170,23 +172,37 @@ func Bootstrap(ctx context.Context, rows []Strata, B, workers int) ([]Interval, 
 	}
 	type unit struct{ row, seed int }
 	means := make([][][]float64, len(rows))
+	left := make([]atomic.Int32, len(rows)) // seeds of the row still to draw
 	var units []unit
 	for i, r := range rows {
 		means[i] = make([][]float64, len(r.Diffs))
+		left[i].Store(int32(len(r.Diffs)))
 		for s := range r.Diffs {
-			means[i][s] = make([]float64, B)
 			units = append(units, unit{i, s})
 		}
 	}
-	// The largest units first, so that the last to finish are small.
+	// The largest rows first, so that the last to finish are small, and a
+	// row's seeds together, so that few rows' replicates are in memory at
+	// once: a row is summarized, and its replicates dropped, as soon as
+	// its last seed is drawn.
+	size := func(r Strata) (n int) {
+		for _, d := range r.Diffs {
+			n += len(d)
+		}
+		return n
+	}
 	slices.SortStableFunc(units, func(a, b unit) int {
-		return len(rows[b.row].Diffs[b.seed]) - len(rows[a.row].Diffs[a.seed])
+		if c := size(rows[b.row]) - size(rows[a.row]); c != 0 {
+			return c
+		}
+		return a.row - b.row
 	})
+	out := make([]Interval, len(rows))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := make(chan unit)
 	var wg sync.WaitGroup
-	var errOnce sync.Once
+	var errMu sync.Mutex
 	var firstErr error
 	for range min(workers, max(len(units), 1)) {
 		wg.Add(1)
@@ -194,9 +210,20 @@ func Bootstrap(ctx context.Context, rows []Strata, B, workers int) ([]Interval, 
 			defer wg.Done()
 			for u := range next {
 				r := rows[u.row]
-				rng := Stream(r.Method, r.CellID, r.Seeds[u.seed])
-				if err := seedMeans(ctx, rng, r.Diffs[u.seed], means[u.row][u.seed]); err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
+				m := make([]float64, B)
+				if err := seedMeans(ctx, Stream(r.Method, r.CellID, r.Seeds[u.seed]), r.Diffs[u.seed], m); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					cancel()
+					continue
+				}
+				means[u.row][u.seed] = m
+				if left[u.row].Add(-1) == 0 {
+					out[u.row] = summarize(means[u.row], len(r.Diffs), B)
+					means[u.row] = nil
 				}
 			}
 		}()
@@ -211,15 +238,11 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	out := make([]Interval, len(rows))
-	for i, r := range rows {
-		out[i] = summarize(means[i], len(r.Diffs), B)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
