@@ -16,7 +16,7 @@ export CGO_CFLAGS
 # failure as the recipe's.
 SHELL := /bin/bash
 
-.PHONY: all build sim test test-short vet fmt fmt-check bench crosscheck fuzz demo gpu-check clean
+.PHONY: all build sim test test-short vet fmt fmt-check bench crosscheck fuzz demo demo-optimizer gpu-check clean
 
 all: build
 
@@ -63,6 +63,10 @@ fuzz:
 
 demo: build sim
 	bash pipelines/demo.sh
+
+# Seed 002's optimizer grid with the simulated task model and methods.
+demo-optimizer: build sim
+	bash pipelines/demo-optimizer.sh
 
 gpu-check: build
 	bash scripts/gpu-check.sh

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Three seeds of a job, as pipelines/optimizer_job.hcl writes them, make
+// Three seeds of a job, as pipelines/optimizer_grid.hcl writes them, make
 // one row of `cairn aggregate`: the job artifacts' contract
 // (docs/job-artifacts.md) read back by the aggregation. A smoke budget
 // keeps the jobs short, so they are non-conformant: skipped with a warning

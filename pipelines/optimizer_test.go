@@ -19,7 +19,7 @@ import (
 	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
 
-// The optimizer tests run pipelines/optimizer_job.hcl through the real
+// The optimizer tests run pipelines/optimizer_grid.hcl through the real
 // cairn binary, with the simulated task model (its request log counts what
 // reached the model) and the simulated method of testdata/optimizer/.
 
@@ -62,9 +62,9 @@ func newOptWorkspace(t *testing.T) *optWorkspace {
 	copyTree(t, "../testdata/optimizer", filepath.Join(dir, "testdata/optimizer"))
 	copyTree(t, "../testdata/workers", filepath.Join(dir, "testdata/workers"))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "pipelines"), 0o755))
-	b, err := os.ReadFile("optimizer_job.hcl")
+	b, err := os.ReadFile("optimizer_grid.hcl")
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "pipelines/optimizer_job.hcl"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pipelines/optimizer_grid.hcl"), b, 0o644))
 	reqLog := filepath.Join(t.TempDir(), "requests.jsonl")
 	f, err := os.Create(reqLog)
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func newOptWorkspace(t *testing.T) *optWorkspace {
 // job applies one job; vars are NAME=VALUE.
 func (w *optWorkspace) job(vars ...string) (string, int) {
 	w.t.Helper()
-	args := []string{"apply", "pipelines/optimizer_job.hcl", "--cache", w.cache, "--no-color"}
+	args := []string{"apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color"}
 	base := map[string]string{"method": "simgepa", "dataset": "sums", "topology": "single", "model": "sim", "seed": "0"}
 	for _, v := range vars {
 		k, val, _ := strings.Cut(v, "=")
@@ -161,7 +161,7 @@ func TestOptimizerJob(t *testing.T) {
 	w.readJSON(dir+"/optimization.json", &opt)
 	assert.Equal(t, 600.0, opt["charged_rollouts"])
 	assert.Equal(t, true, opt["proposed"])
-	progress := regexp.MustCompile(`stage\.optimize  rollouts: charged (\d+)/600, attempted \d+, infra-failures \d+`).FindAllStringSubmatch(out, -1)
+	progress := regexp.MustCompile(`stage\.optimize\["simgepa/sums/single/sim/0"\]  rollouts: charged (\d+)/600, attempted \d+, infra-failures \d+`).FindAllStringSubmatch(out, -1)
 	require.Len(t, progress, 60, out)
 	assert.Equal(t, "10", progress[0][1])
 	assert.Equal(t, "600", progress[59][1])
@@ -275,4 +275,51 @@ func TestOptimizerFallbackAndSmoke(t *testing.T) {
 	assert.Contains(t, out, "the method failed")
 	_, err = os.Stat(filepath.Join(w.dir, "runs/crash/result.json"))
 	assert.True(t, os.IsNotExist(err))
+}
+
+// The small grid end to end (2 methods x 2 datasets x 3 seeds): every job
+// has its job.json, result.json and summary line; and the seed bundle's
+// validation and test evaluations reach the model once per cell and seed,
+// whichever method's node ran them: the second method's send nothing.
+func TestOptimizerGrid(t *testing.T) {
+	w := newOptWorkspace(t)
+	args := []string{"apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color",
+		"--var", "budget=60", "--var", `method_args=["--batch","20"]`, "--var", "include_nonconformant=true"}
+	cmd := exec.Command(filepath.Join(bins, "cairn"), args...)
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "TASK_ENDPOINTS="+w.url, "CAIRN_NO_FSYNC=1", "NO_COLOR=1")
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "97 ran, 0 cached, 0 failed")
+	tsv, err := os.ReadFile(filepath.Join(w.dir, "reports/optimizer/aggregate.tsv"))
+	require.NoError(t, err)
+	rows := regexp.MustCompile(`(?m)^[^\t]+\t(simgepa|simmapro)\t(sums|products)/single/sim\t3\t.*\tok$`).FindAllString(string(tsv), -1)
+	assert.Len(t, rows, 4, "one complete row per method and cell:\n%s", tsv)
+	assert.Len(t, summaryRe.FindAllString(out, -1), 12)
+	for _, m := range []string{"simgepa", "simmapro"} {
+		for _, d := range []string{"sums", "products"} {
+			for _, s := range []string{"0", "1", "2"} {
+				dir := filepath.Join("runs", m, d, "single", "sim", s)
+				var job, res map[string]any
+				w.readJSON(dir+"/job.json", &job)
+				w.readJSON(dir+"/result.json", &res)
+				assert.Equal(t, m, job["method"])
+				assert.Equal(t, d+"/single/sim", res["cell_id"])
+				assert.Equal(t, job["seed"], res["seed"])
+				assert.Equal(t, 60.0, res["charged_rollouts"])
+			}
+		}
+	}
+	reqs := w.requests()
+	seedPrompt, err := os.ReadFile(filepath.Join(w.dir, "testdata/optimizer/bundles/seed/system.txt"))
+	require.NoError(t, err)
+	for _, d := range []string{"sums", "products"} {
+		for _, split := range []string{"val", "test"} {
+			for _, q := range splitQuestions(t, filepath.Join(w.dir, "testdata/optimizer/data", d, split+".jsonl")) {
+				dg := simmodel.MessagesDigest([]simmodel.Message{{Role: "system", Content: string(seedPrompt)}, {Role: "user", Content: q}})
+				assert.Equal(t, 3, reqs[dg], "%s %s item %q: once per seed, for both methods", d, split, q)
+			}
+		}
+	}
 }

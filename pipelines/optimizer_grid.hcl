@@ -1,0 +1,338 @@
+# Prompt-optimizer jobs: a method on a cell (dataset, runtime, task model)
+# with one optimizer seed, from the seed bundle to result.json, for every job
+# of the experiment grid (the grid file's methods, the cells each covers, and
+# the seeds), or for the one job the variables name. It replaces the seed's
+# `python -m optimizers.protocol.run`:
+#
+#   cairn apply pipelines/optimizer_grid.hcl                       # the whole grid
+#   cairn apply pipelines/optimizer_grid.hcl --var method=simgepa --var dataset=sums \
+#     --var topology=single --var model=sim --var seed=0           # one job
+#
+# Each job's phases are its own nodes, keyed by METHOD/DATASET/RUNTIME/MODEL/SEED:
+# job (seals job.json) -> optimize (the method, metered against the budget) ->
+# validate (seed and incumbent bundles on the validation split, uncharged) ->
+# select -> test (seed and deployed bundles on the test split, uncharged) ->
+# result (test.json, result.json and the summary line). A job's out folder
+# holds job.json, optimization.json, optimization/, selection.json, test.json
+# and result.json (docs/job-artifacts.md). All jobs share the cache's item
+# store, so the seed bundle's evaluations of a cell and seed are made once for
+# every method. With the simulated task model and method (testdata/optimizer/):
+# `make demo-optimizer`.
+#
+# One file for the grid and the one job: pipelines have no modules, and two
+# copies of a job's stages would drift apart.
+
+pipeline "optimizer-grid" {
+  description = "Optimizer jobs: optimize -> validate -> select -> test, each sealed in its out folder"
+}
+
+variable "method" {
+  type        = string
+  default     = ""
+  description = "One job's method (a key of the grid's methods); empty: every job of the grid."
+}
+
+variable "dataset" {
+  type        = string
+  default     = ""
+  description = "One job's dataset; its splits are DATA_DIR/DATASET/{train,val,test}.jsonl."
+}
+
+variable "topology" {
+  type        = string
+  default     = ""
+  description = "One job's base topology, or a registry key naming the whole runtime."
+}
+
+variable "framework" {
+  type    = string
+  default = ""
+}
+
+variable "communication" {
+  type    = string
+  default = ""
+}
+
+variable "team_size" {
+  type    = number
+  default = 0
+}
+
+variable "model" {
+  type        = string
+  default     = ""
+  description = "One job's task model, by its short name (a key of the grid's models)."
+}
+
+variable "seed" {
+  type    = number
+  default = 0
+  validation {
+    condition     = var.seed >= 0 && floor(var.seed) == var.seed
+    error_message = "The optimizer seed is a whole number, 0 or more."
+  }
+}
+
+variable "methods" {
+  type        = list(string)
+  default     = []
+  description = "The grid's methods to run (default: all)."
+}
+
+variable "datasets" {
+  type        = list(string)
+  default     = []
+  description = "The grid's datasets to run (default: all)."
+}
+
+variable "seeds" {
+  type        = list(number)
+  default     = [0, 1, 2]
+  description = "The grid's optimizer seeds."
+}
+
+variable "budget" {
+  type        = number
+  default     = 600
+  description = "Rollouts each method may charge; below 600 a job is a non-conformant smoke run."
+}
+
+variable "out" {
+  type        = string
+  default     = ""
+  description = "One job's out folder (default RUNS/METHOD/DATASET/RUNTIME/MODEL/SEED)."
+}
+
+variable "runs" {
+  type        = string
+  default     = "runs"
+  description = "The folder the jobs' out folders go under."
+}
+
+variable "job_concurrency" {
+  type        = number
+  default     = 4
+  description = "Methods running at once (each job's rollouts are served one request at a time)."
+}
+
+variable "task_endpoints" {
+  type        = list(string)
+  default     = []
+  description = "Task model base URLs, used round robin; empty: TASK_ENDPOINTS, then VLLM_BASE_URL."
+}
+
+variable "allow_any_cell" {
+  type    = bool
+  default = false
+}
+
+variable "reflection_model_id" {
+  type    = string
+  default = "Qwen/Qwen3.5-122B-A10B-FP8"
+}
+
+variable "reflection_base_url" {
+  type    = string
+  default = "http://localhost:8200/v1"
+}
+
+variable "grid" {
+  type        = string
+  default     = "testdata/optimizer/grid.json"
+  description = "The experiment grid: methods with their command, code and cells; models."
+}
+
+variable "data_dir" {
+  type    = string
+  default = "testdata/optimizer/data"
+}
+
+variable "seed_bundle" {
+  type    = string
+  default = "testdata/optimizer/bundles/seed/"
+}
+
+variable "worker" {
+  type        = string
+  default     = "testdata/workers/chat_worker.py"
+  description = "The evaluation worker (docs/worker-protocol.md); it reads the bundle's system.txt."
+}
+
+variable "method_args" {
+  type        = list(string)
+  default     = []
+  description = "Extra arguments for every method's command (the simulated method's --mode, say)."
+}
+
+locals {
+  grid = jsondecode(file(var.grid))
+  one_runtime = join("+", compact([
+    var.topology, var.framework, var.communication,
+    var.team_size > 0 ? "team${var.team_size}" : "",
+  ]))
+  one = [{ method = var.method, dataset = var.dataset, runtime = local.one_runtime, model = var.model, seed = var.seed }]
+  all = flatten([
+    for m, spec in local.grid.methods : [
+      for c in spec.cells : [
+        for s in var.seeds : { method = m, dataset = split("/", c)[0], runtime = split("/", c)[1], model = split("/", c)[2], seed = s }
+        if length(var.datasets) == 0 || contains(var.datasets, split("/", c)[0])
+      ]
+    ] if length(var.methods) == 0 || contains(var.methods, m)
+  ])
+  jobs = {
+    for j in(var.method != "" ? local.one : local.all) : "${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}" => merge(j, {
+      cell_id = "${j.dataset}/${j.runtime}/${j.model}"
+      out     = var.method != "" && var.out != "" ? var.out : "${var.runs}/${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}"
+      split   = { for s in ["train", "val", "test"] : s => "${var.data_dir}/${j.dataset}/${s}.jsonl" }
+      # Everything about the runtime that changes a result: it enters every
+      # item key, so another cell never reuses these evaluations; the evaluation
+      # seed is the job's seed, so jobs of one cell and seed share them.
+      runtime_settings = { runtime = j.runtime, temperature = 0, eval_seed = j.seed }
+    })
+  }
+  prompt = "--system-prompt-file"
+}
+
+stage "job" "job" {
+  for_each         = local.jobs
+  out              = each.value.out
+  method           = each.value.method
+  dataset          = each.value.dataset
+  runtime          = each.value.runtime
+  model            = each.value.model
+  task_model       = local.grid.models[each.value.model]
+  seed             = each.value.seed
+  budget           = var.budget
+  reflection_model = var.reflection_model_id
+  in_grid          = contains(local.grid.methods[each.value.method].cells, each.value.cell_id)
+  allow_any_cell   = var.allow_any_cell
+  files = {
+    method   = local.grid.methods[each.value.method].code
+    data     = values(each.value.split)
+    worker   = [var.worker]
+    bundle   = [var.seed_bundle]
+    pipeline = ["pipelines/optimizer_grid.hcl"]
+  }
+}
+
+stage "optimize" "optimize" {
+  for_each            = local.jobs
+  after               = [stage.job[each.key]]
+  on_interrupt        = "fail" # an interrupted optimization is never restarted silently
+  concurrency         = var.job_concurrency
+  run                 = concat(local.grid.methods[each.value.method].command, ["--seed", tostring(each.value.seed)], var.method_args)
+  out                 = each.value.out
+  budget              = var.budget
+  bundle              = [var.seed_bundle]
+  worker              = ["python3", var.worker, local.prompt, "{bundle}/system.txt"]
+  items               = each.value.split.train
+  model               = local.grid.models[each.value.model]
+  runtime             = each.value.runtime_settings
+  endpoints           = var.task_endpoints
+  reflection_model    = var.reflection_model_id
+  reflection_base_url = var.reflection_base_url
+  max_in_flight       = 8
+  item_timeout        = "10m"
+}
+
+stage "evaluate" "seed_validation" {
+  for_each      = local.jobs
+  after         = [stage.job[each.key]]
+  worker        = ["python3", var.worker, local.prompt, "${var.seed_bundle}system.txt"]
+  items         = each.value.split.val
+  bundle        = [var.seed_bundle]
+  model         = local.grid.models[each.value.model]
+  runtime       = each.value.runtime_settings
+  endpoints     = var.task_endpoints
+  max_in_flight = 8
+  item_timeout  = "10m"
+  scores        = "${each.value.out}/validation/seed_scores.jsonl"
+}
+
+stage "evaluate" "incumbent_validation" {
+  for_each      = local.jobs
+  worker        = ["python3", var.worker, local.prompt, "${trimsuffix(stage.optimize[each.key].result.candidate[0], "/")}/system.txt"]
+  items         = each.value.split.val
+  bundle        = stage.optimize[each.key].result.candidate
+  model         = local.grid.models[each.value.model]
+  runtime       = each.value.runtime_settings
+  endpoints     = var.task_endpoints
+  max_in_flight = 8
+  item_timeout  = "10m"
+  scores        = "${each.value.out}/validation/incumbent_scores.jsonl"
+}
+
+stage "select" "select" {
+  for_each            = local.jobs
+  on_upstream_failure = "run" # a failed validation deploys the seed bundle
+  out                 = each.value.out
+  optimization        = stage.optimize[each.key].result
+  seed                = stage.seed_validation[each.key]
+  incumbent           = stage.incumbent_validation[each.key]
+}
+
+stage "evaluate" "seed_test" {
+  for_each      = local.jobs
+  wait_for      = [stage.select[each.key]] # the test split is opened after the selection
+  worker        = ["python3", var.worker, local.prompt, "${var.seed_bundle}system.txt"]
+  items         = each.value.split.test
+  bundle        = [var.seed_bundle]
+  model         = local.grid.models[each.value.model]
+  runtime       = each.value.runtime_settings
+  endpoints     = var.task_endpoints
+  max_in_flight = 8
+  item_timeout  = "10m"
+  scores        = "${each.value.out}/test/seed_scores.jsonl"
+}
+
+# When the seed bundle is deployed, this evaluation has the seed_test's item
+# keys: the test split is evaluated once, and every item here comes from the
+# item store.
+stage "evaluate" "deployed_test" {
+  for_each      = local.jobs
+  after         = [stage.seed_test[each.key]]
+  worker        = ["python3", var.worker, local.prompt, "${trimsuffix(stage.select[each.key].result.deployed_bundle[0], "/")}/system.txt"]
+  items         = each.value.split.test
+  bundle        = stage.select[each.key].result.deployed_bundle
+  model         = local.grid.models[each.value.model]
+  runtime       = each.value.runtime_settings
+  endpoints     = var.task_endpoints
+  max_in_flight = 8
+  item_timeout  = "10m"
+  scores        = "${each.value.out}/test/deployed_scores.jsonl"
+}
+
+stage "job_result" "result" {
+  for_each     = local.jobs
+  out          = each.value.out
+  job          = stage.job[each.key].result
+  optimization = stage.optimize[each.key].result
+  selection    = stage.select[each.key].result
+  baseline     = stage.seed_test[each.key]
+  deployed     = stage.deployed_test[each.key]
+}
+
+variable "reports" {
+  type        = string
+  default     = "reports/optimizer"
+  description = "Where the grid's aggregate table goes (aggregate.tsv, summary.json, forest.svg)."
+}
+
+variable "include_nonconformant" {
+  type        = bool
+  default     = false
+  description = "Aggregate smoke-budget and off-grid jobs too."
+}
+
+# The grid's table over seeds 0, 1, 2 (docs/aggregate.md): it reads every
+# job's result.json and test.json under the runs folder, so it waits for the
+# result nodes that write them. A job that failed leaves its row incomplete.
+stage "aggregate" "summary" {
+  for_each              = var.method == "" ? toset(["grid"]) : toset([])
+  on_upstream_failure   = "run"
+  after                 = [stage.result]
+  roots                 = [var.runs]
+  include_nonconformant = var.include_nonconformant
+  out_dir               = var.reports
+}
