@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,32 +166,20 @@ type applier struct {
 	j        *runlog.Journal
 	runID    string
 	nodes    []*nodeState
-	ready    []int // node ids, kept sorted (topological order)
-	// cpuWait holds prepared nodes that wait for a CPU slot.
-	cpuWait idHeap
-	events  chan event
-	mu      sync.Mutex // guards output
-	out     io.Writer
-	cpuUsed int
-	stageN  map[string]int
-	running map[int]*nodeState
-	res     *ApplyResult
-	ctx     context.Context
-	groups  map[string]*batchGroup
-	live    *liveDisplay
+	// sched is what is left to do and what may start (schedule.go).
+	sched  *schedule
+	events chan event
+	mu     sync.Mutex // guards output
+	out    io.Writer
+	res    *ApplyResult
+	ctx    context.Context
+	live   *liveDisplay
 	// dirs are the log folders made so far (see ensureDir).
 	dirs sync.Map
 	// Emptied scratch folders kept for the next node (see scratchFor).
 	scratchMu   sync.Mutex
 	freeScratch []string
 	scratchN    int
-	// outsideWait is set when a node waits for what is outside this
-	// apply's hands (GPUs another process holds, an executor that takes
-	// no more jobs now): the loop then polls.
-	outsideWait bool
-	// noGPUSince is when a GPU node first found no device it could ever
-	// get from this apply (all busy, none of them ours); see noFreeGPUs.
-	noGPUSince time.Time
 }
 
 // eventKind is what a node's worker reports to the apply loop.
@@ -232,8 +219,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	p := opts.Plan
 	a := &applier{
 		opts: opts, g: p.Graph, pipeline: p.Pipeline, cache: opts.Cache, out: opts.Progress,
-		events: make(chan event, 64), stageN: map[string]int{}, running: map[int]*nodeState{},
-		res: &ApplyResult{}, ctx: ctx, groups: map[string]*batchGroup{},
+		events: make(chan event, 64), res: &ApplyResult{}, ctx: ctx, sched: newSchedule(&opts),
 	}
 	start := time.Now()
 	release, interrupted, err := a.begin()
@@ -282,19 +268,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 			return nil, err
 		}
 	}
-	for _, ns := range a.nodes {
-		if ns.pn.Skipped {
-			continue
-		}
-		for _, d := range ns.n.Deps {
-			if !a.nodes[d].pn.Skipped {
-				ns.waiting++
-			}
-		}
-		if ns.waiting == 0 {
-			a.ready = append(a.ready, ns.n.ID)
-		}
-	}
+	a.sched.start(a.nodes)
 	a.setupGroups()
 	if opts.Live {
 		a.live = newLiveDisplay(a)
@@ -365,19 +339,18 @@ func (a *applier) loop() {
 		if !interrupted {
 			a.dispatch()
 		}
-		if len(a.running) == 0 && (interrupted || len(a.ready) == 0 && a.cpuWait.Len() == 0) {
+		if a.sched.done(interrupted) {
 			break
 		}
-		if len(a.running) == 0 && !a.outsideWait {
+		if a.sched.stuck() {
 			// Nothing runs and nothing is waited for: no event can come,
 			// so the nodes left could wait for ever.
 			a.failStuck()
 			continue
 		}
 		var tick <-chan time.Time
-		if a.outsideWait {
-			a.outsideWait = false
-			tick = time.After(250 * time.Millisecond)
+		if d := a.sched.pollAfter(); d > 0 {
+			tick = time.After(d)
 		} else if a.live != nil {
 			// The live block's elapsed times advance without events.
 			tick = time.After(200 * time.Millisecond)
@@ -395,7 +368,7 @@ func (a *applier) loop() {
 			a.live.update()
 		}
 	}
-	for _, grp := range a.groups {
+	for _, grp := range a.sched.groups {
 		if grp.started {
 			grp.end(a, interrupted)
 		}
@@ -405,42 +378,36 @@ func (a *applier) loop() {
 }
 
 // dispatch starts every ready node that resources allow, in plan order.
-// Prepared nodes that need a CPU slot wait in a.cpuWait and are looked at
-// only while a slot is free, so that a run with thousands of nodes ready
-// at once does not look at each of them on every event.
+// Prepared nodes that need a CPU slot wait in the schedule's CPU queue
+// and are looked at only while a slot is free, so that a run with
+// thousands of nodes ready at once does not look at each of them on every
+// event.
 func (a *applier) dispatch() {
 	var kept []int
 	for {
-		if len(a.ready) > 0 {
+		if len(a.sched.ready) > 0 {
 			kept = append(kept, a.dispatchReady()...)
 		}
 		a.startCPUNodes()
 		// Nodes finished inline there (a cache hit found once locked) may
 		// have made others ready: another round.
-		if len(a.ready) == 0 {
+		if len(a.sched.ready) == 0 {
 			break
 		}
 	}
 	sort.Ints(kept)
-	a.ready = slices.Compact(kept)
+	a.sched.ready = slices.Compact(kept)
 }
 
 // failStuck fails the nodes that are ready but cannot start while nothing
 // runs that could free what they wait for, naming them, so that a scheduler
 // that can make no progress ends instead of waiting for ever.
 func (a *applier) failStuck() {
-	ids := append(append([]int(nil), a.ready...), a.cpuWait...)
-	a.ready, a.cpuWait = nil, nil
-	sort.Ints(ids)
-	var names []string
-	for _, id := range ids {
-		if ns := a.nodes[id]; ns.status == stPending {
-			names = append(names, ns.n.Addr)
-		}
-	}
-	for _, id := range ids {
-		if ns := a.nodes[id]; ns.status == stPending {
-			a.fail(ns, dsl.ClassSetup, fmt.Sprintf("cannot start, and nothing running could make room for it (stuck: %s); this is a bug in cairn's scheduler, please report it", strings.Join(names, ", ")))
+	stuck := a.sched.takeStuck()
+	msg := stuckMessage(stuck)
+	for _, ns := range stuck {
+		if ns.status == stPending {
+			a.fail(ns, dsl.ClassSetup, msg)
 		}
 	}
 }
@@ -449,17 +416,16 @@ func (a *applier) failStuck() {
 // cached, skipped, failed), queues those that need a CPU slot and tries to
 // start the others. It returns those that stay ready.
 func (a *applier) dispatchReady() (kept []int) {
-	queue := a.batchOrder(a.ready)
-	a.ready = nil
+	queue := a.batchOrder(a.sched.takeReady())
 	for i := 0; i < len(queue); i++ {
 		id := queue[i]
 		ns := a.nodes[id]
-		if ns.status == stPending && !a.inFlight(id) {
+		if ns.status == stPending && !a.sched.inFlight(id) {
 			switch {
 			case !ns.prepared && a.prepare(ns):
 				// Finished inline.
-			case a.usesCPUSlot(ns):
-				heap.Push(&a.cpuWait, id)
+			case a.sched.usesCPUSlot(ns):
+				a.sched.queueCPU(id)
 			default:
 				// A node refused while being admitted (no free GPU) has
 				// failed: it is not kept waiting.
@@ -469,10 +435,10 @@ func (a *applier) dispatchReady() (kept []int) {
 			}
 		}
 		// Nodes finished inline may have made others ready: finish
-		// appended them to a.ready.
-		if len(a.ready) > 0 {
-			queue = append(queue, a.batchOrder(a.ready)...)
-			a.ready = a.ready[:0]
+		// made them ready in the schedule.
+		if len(a.sched.ready) > 0 {
+			queue = append(queue, a.batchOrder(a.sched.ready)...)
+			a.sched.ready = a.sched.ready[:0]
 		}
 	}
 	return kept
@@ -484,10 +450,13 @@ func (a *applier) dispatchReady() (kept []int) {
 // and the next one is tried.
 func (a *applier) startCPUNodes() {
 	var blocked []int
-	for a.cpuWait.Len() > 0 && a.cpuUsed < a.opts.Parallelism {
-		id := heap.Pop(&a.cpuWait).(int)
+	for {
+		id, ok := a.sched.nextCPU()
+		if !ok {
+			break
+		}
 		ns := a.nodes[id]
-		if ns.status != stPending || a.inFlight(id) {
+		if ns.status != stPending || a.sched.inFlight(id) {
 			continue
 		}
 		if a.tryStart(ns) && ns.status == stPending {
@@ -495,27 +464,8 @@ func (a *applier) startCPUNodes() {
 		}
 	}
 	for _, id := range blocked {
-		heap.Push(&a.cpuWait, id)
+		a.sched.queueCPU(id)
 	}
-}
-
-// idHeap is a min-heap of node ids (container/heap).
-type idHeap []int
-
-func (h idHeap) Len() int           { return len(h) }
-func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *idHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *idHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-func (a *applier) inFlight(id int) bool {
-	_, ok := a.running[id]
-	return ok
 }
 
 // tryStart prepares a ready node and starts it if it can. It returns
@@ -527,17 +477,14 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 			return false
 		}
 	}
-	if grp := a.groups[ns.n.Stage.Name]; grp != nil && grp.policy.Strict && !grp.decided {
+	if grp := a.sched.groups[ns.n.Stage.Name]; grp != nil && grp.policy.Strict && !grp.decided {
 		// A strict batch's variant waits for the others' keys.
 		return true
 	}
-	if !a.opts.Executor.CanRunMore() {
-		// The executor takes no more jobs now (a cluster's queue is
-		// full): asked again after a while.
-		a.outsideWait = true
+	if !a.sched.canRunMore() {
 		return true
 	}
-	if ns.locked == nil && !a.couldAdmit(ns) {
+	if ns.locked == nil && !a.sched.couldAdmit(ns) {
 		// No slot for it now: it takes its key's lock (a file descriptor
 		// held until it ends) only when it can start, so that thousands of
 		// ready nodes do not hold thousands of descriptors.
@@ -568,90 +515,36 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 	return false
 }
 
-// couldAdmit is admit's answer for a node that needs only a CPU slot,
-// without taking anything; nodes with GPUs or in a batch group are left to
-// admit.
-func (a *applier) couldAdmit(ns *nodeState) bool {
-	c := ns.spec.Common
-	if c.Concurrency > 0 && a.stageN[ns.n.Stage.Name] >= c.Concurrency {
-		return false
-	}
-	return !a.usesCPUSlot(ns) || a.cpuUsed < a.opts.Parallelism
-}
-
 // admit checks and takes the resources a node needs: its stage's
 // concurrency, a CPU slot or GPU leases, and its batch group's turn.
 func (a *applier) admit(ns *nodeState) bool {
-	c := ns.spec.Common
-	if c.Concurrency > 0 && a.stageN[ns.n.Stage.Name] >= c.Concurrency {
+	if !a.sched.underConcurrency(ns) {
 		return false
 	}
-	if grp := a.groups[ns.n.Stage.Name]; grp != nil {
+	if grp := a.sched.groups[ns.n.Stage.Name]; grp != nil {
 		if !grp.admit(a, ns) {
 			return false
 		}
-	} else if c.GPUs > 0 {
-		if a.opts.GPUs == nil {
-			a.fail(ns, dsl.ClassSetup, fmt.Sprintf("needs %d GPU(s), but this apply was given no GPUs", c.GPUs))
-			return false
-		}
-		lease, err := a.opts.GPUs.Acquire(a.ctx, c.GPUs, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
-		if err != nil || lease == nil {
-			if msg := a.noFreeGPUs(c.GPUs); msg != "" {
-				a.fail(ns, dsl.ClassSetup, msg)
-				return false
+	} else if ns.spec.Common.GPUs > 0 {
+		ok, refusal := a.sched.takeGPUs(a.ctx, ns, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
+		if !ok {
+			if refusal != "" {
+				a.fail(ns, dsl.ClassSetup, refusal)
 			}
-			a.outsideWait = true
 			return false
 		}
-		a.noGPUSince = time.Time{}
-		ns.lease = lease
-	} else {
-		// A node takes cpus slots (at most all of them, so that a node
-		// asking for more than --parallelism still runs, alone).
-		need := cpuSlots(c.CPUs, a.opts.Parallelism)
-		if a.cpuUsed+need > a.opts.Parallelism {
-			return false
-		}
-		a.cpuUsed += need
+	} else if !a.sched.takeCPU(ns) {
+		return false
 	}
-	a.stageN[ns.n.Stage.Name]++
-	ns.slotFreed = false
+	a.sched.admitted(ns)
 	return true
 }
 
-func cpuSlots(cpus, parallelism int) int {
-	return max(1, min(cpus, parallelism))
-}
-
 func (a *applier) releaseResources(ns *nodeState) {
-	a.releaseSlot(ns)
-	if ns.lease != nil {
-		a.opts.GPUs.Release(ns.lease)
-		ns.lease = nil
-	}
-	if grp := a.groups[ns.n.Stage.Name]; grp != nil {
+	a.sched.releaseSlot(ns)
+	a.sched.releaseLease(ns)
+	if grp := a.sched.groups[ns.n.Stage.Name]; grp != nil {
 		grp.release(a, ns)
-	}
-}
-
-// usesCPUSlot: the node is admitted by CPU slots (no GPUs, no batch group).
-func (a *applier) usesCPUSlot(ns *nodeState) bool {
-	return ns.spec.Common.GPUs == 0 && a.groups[ns.n.Stage.Name] == nil
-}
-
-// releaseSlot gives back the node's turn in its stage's concurrency and,
-// for a CPU node, its CPU slots, once: when its process has exited (before
-// cairn stores its outputs, so that the next process starts meanwhile) or
-// when it is done.
-func (a *applier) releaseSlot(ns *nodeState) {
-	if ns.slotFreed {
-		return
-	}
-	ns.slotFreed = true
-	a.stageN[ns.n.Stage.Name]--
-	if a.usesCPUSlot(ns) {
-		a.cpuUsed -= cpuSlots(ns.spec.Common.CPUs, a.opts.Parallelism)
 	}
 }
 
@@ -766,7 +659,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		a.fail(ns, dsl.ClassSetup, fmt.Sprintf("its key changed since the plan was saved (%s then, %s now): not run; make a new plan with 'cairn plan --out FILE'", store.Short(ns.pn.Key), store.Short(ns.key)))
 		return true
 	}
-	if grp := a.groups[n.Stage.Name]; grp != nil && grp.policy.Strict {
+	if grp := a.sched.groups[n.Stage.Name]; grp != nil && grp.policy.Strict {
 		// A strict batch decides for all its variants at once.
 		ns.secrets = sensitiveStrings(sn.Args)
 		return a.settleStrict(grp, ns)
@@ -917,7 +810,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 // launch starts a node's worker goroutine.
 func (a *applier) launch(ns *nodeState) {
 	ns.status = stRunning
-	a.running[ns.n.ID] = ns
+	a.sched.run(ns)
 	ns.started = time.Now()
 	a.mu.Lock()
 	ns.progress = ""
@@ -938,7 +831,7 @@ func (a *applier) handle(ev event) {
 	case evLocked:
 		// Another process released the key: maybe it finished the node.
 		ns.locked = ev.locked
-		delete(a.running, ns.n.ID)
+		a.sched.stopped(ns.n.ID)
 		if ev.err != nil {
 			if errors.Is(ev.err, context.Canceled) {
 				a.fail(ns, dsl.ClassInterrupted, "stopped while waiting for another process running the same node")
@@ -952,14 +845,14 @@ func (a *applier) handle(ev event) {
 		if a.takeCachedIfDone(ns) {
 			return
 		}
-		a.ready = append(a.ready, ns.n.ID)
+		a.sched.markReady(ns.n.ID)
 	case evExited:
 		// Its last process has ended; cairn now stores its outputs.
-		if a.usesCPUSlot(ns) {
-			a.releaseSlot(ns)
+		if a.sched.usesCPUSlot(ns) {
+			a.sched.releaseSlot(ns)
 		}
 	case evDone:
-		delete(a.running, ns.n.ID)
+		a.sched.stopped(ns.n.ID)
 		a.releaseResources(ns)
 		a.recycleScratch(ns)
 		ns.releaseKey()
@@ -985,18 +878,7 @@ func (a *applier) handle(ev event) {
 }
 
 // finish makes a node's downstreams ready.
-func (a *applier) finish(ns *nodeState) {
-	for _, d := range ns.n.Downs {
-		dn := a.nodes[d]
-		if dn.pn.Skipped {
-			continue
-		}
-		dn.waiting--
-		if dn.waiting == 0 && dn.status == stPending {
-			a.ready = append(a.ready, d)
-		}
-	}
-}
+func (a *applier) finish(ns *nodeState) { a.sched.upstreamDone(ns) }
 
 func (a *applier) fail(ns *nodeState, class, msg string) {
 	ns.class, ns.message = class, msg

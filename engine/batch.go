@@ -84,7 +84,7 @@ func (a *applier) setupGroups() {
 		if pol.Mode == stages.ModeBackfill {
 			a.longestFirst(ids)
 		}
-		a.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids}
+		a.sched.groups[s.Name] = &batchGroup{stage: s.Name, policy: pol, order: ids}
 	}
 }
 
@@ -111,7 +111,7 @@ func (a *applier) mustRun(ns *nodeState) bool {
 	if a.opts.Replace[ns.n.Addr] {
 		return true
 	}
-	grp := a.groups[ns.n.Stage.Name]
+	grp := a.sched.groups[ns.n.Stage.Name]
 	return grp != nil && grp.policy.Strict && grp.runAll
 }
 
@@ -155,7 +155,7 @@ func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
 			if a.takeCached(o) {
 				done = done || o == ns
 			} else if o != ns {
-				a.ready = append(a.ready, o.n.ID) // a damaged entry: it runs
+				a.sched.markReady(o.n.ID) // a damaged entry: it runs
 			}
 		}
 		return done
@@ -167,7 +167,7 @@ func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
 			again++
 		}
 		// Dispatched again, in the batch's order, now that it may start.
-		a.ready = append(a.ready, o.n.ID)
+		a.sched.markReady(o.n.ID)
 	}
 	if again > 0 {
 		a.printf("  batch stage.%s: strict_batch: %s must run, so the %d cached variant(s) run again with it\n", g.stage, runs.n.Addr, again)
@@ -204,7 +204,7 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 	}
 	lease, _ := a.opts.GPUs.AcquireExact([]int{dev}, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
 	if lease == nil {
-		a.outsideWait = true
+		a.sched.waitOutside()
 		return false
 	}
 	ns.lease = lease
@@ -255,7 +255,7 @@ func (g *batchGroup) start(a *applier) bool {
 		g.deadline = time.Now().Add(a.opts.WaitGPUs)
 	}
 	if a.opts.GPUs == nil || a.opts.GPUs.Total() == 0 {
-		g.refused = "No free GPUs. Wait, do not launch. (" + noGPUs(a) + ")"
+		g.refused = "No free GPUs. Wait, do not launch. (" + noGPUs(a.opts.GPUs) + ")"
 		return false
 	}
 	if g.lock == nil {
@@ -269,19 +269,19 @@ func (g *batchGroup) start(a *applier) bool {
 				g.refused = fmt.Sprintf("another batch is running on this machine: %s. One batch at a time: wait for it, or pass --wait-batch DURATION", other)
 				return false
 			}
-			a.outsideWait = true
+			a.sched.waitOutside()
 			return false
 		}
 		g.lock = lk
 	}
 	free := a.opts.GPUs.FreeIndices(context.Background())
 	if len(free) == 0 {
-		if time.Now().After(g.deadline) && !a.holdsLeases() {
-			g.refused = "No free GPUs. Wait, do not launch. (" + busyGPUs(a) + "; pass --wait-gpus DURATION to wait for one)"
+		if time.Now().After(g.deadline) && !a.sched.holdsLeases() {
+			g.refused = "No free GPUs. Wait, do not launch. (" + busyGPUs(a.opts.GPUs) + "; pass --wait-gpus DURATION to wait for one)"
 			g.releaseLock()
 			return false
 		}
-		a.outsideWait = true
+		a.sched.waitOutside()
 		return false
 	}
 	// The variants that still run here (others may have come from the
@@ -353,11 +353,11 @@ func relTo(root, p string) string {
 	return p
 }
 
-func noGPUs(a *applier) string {
-	if a.opts.GPUs == nil {
+func noGPUs(pool *gpu.Pool) string {
+	if pool == nil {
 		return "no GPU inventory"
 	}
-	return a.opts.GPUs.Describe()
+	return pool.Describe()
 }
 
 // release frees a variant's device; when the batch is over, the batch
@@ -384,7 +384,7 @@ func (g *batchGroup) release(a *applier, ns *nodeState) {
 // batch's launch order (see batchGroup.order), keeping
 // every other node where it is: the scheduler admits them in that order.
 func (a *applier) batchOrder(queue []int) []int {
-	for _, g := range a.groups {
+	for _, g := range a.sched.groups {
 		rank := make(map[int]int, len(g.order))
 		for i, id := range g.order {
 			rank[id] = i
@@ -404,54 +404,12 @@ func (a *applier) batchOrder(queue []int) []int {
 	return queue
 }
 
-// noFreeGPUs decides for a node that needs n GPUs and got none whether it
-// may wait: while devices leased to this apply's own running nodes will
-// free, or for --wait-gpus. Otherwise (every device busy with other
-// users' work) it returns the refusal that fails the node ("No free GPUs.
-// Wait, do not launch.", as docs/language.md gives it), with why each
-// device is busy.
-func (a *applier) noFreeGPUs(n int) string {
-	if a.opts.GPUs == nil {
-		return ""
-	}
-	if a.holdsLeases() {
-		a.noGPUSince = time.Time{}
-		return ""
-	}
-	if len(a.opts.GPUs.FreeIndices(context.Background())) >= n {
-		// Free now, taken by someone else between look and lease.
-		return ""
-	}
-	if a.noGPUSince.IsZero() {
-		a.noGPUSince = time.Now()
-	}
-	if time.Since(a.noGPUSince) < a.opts.WaitGPUs {
-		return ""
-	}
-	need := ""
-	if n > 1 {
-		need = fmt.Sprintf(" (this node needs %d)", n)
-	}
-	return "No free GPUs" + need + ". Wait, do not launch. (" + busyGPUs(a) + "; pass --wait-gpus DURATION to wait for one)"
-}
-
-// holdsLeases reports whether a running node of this apply holds GPUs:
-// they will free, so a node waiting for one is not refused.
-func (a *applier) holdsLeases() bool {
-	for _, r := range a.running {
-		if r.lease != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // busyGPUs says why each device is not free, in one line.
-func busyGPUs(a *applier) string {
-	if a.opts.GPUs == nil {
+func busyGPUs(pool *gpu.Pool) string {
+	if pool == nil {
 		return "no GPU inventory"
 	}
-	st, err := a.opts.GPUs.Status(context.Background())
+	st, err := pool.Status(context.Background())
 	if err != nil {
 		return "cannot read the GPUs: " + err.Error()
 	}
@@ -468,7 +426,7 @@ func busyGPUs(a *applier) string {
 		devs[s.Why] = append(devs[s.Why], s.Device.Index)
 	}
 	if len(whys) == 0 {
-		return noGPUs(a)
+		return noGPUs(pool)
 	}
 	parts := make([]string, len(whys))
 	for i, why := range whys {

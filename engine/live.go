@@ -46,7 +46,7 @@ func (l *liveDisplay) run() {
 func (l *liveDisplay) update() {
 	a := l.a
 	var run []*nodeState
-	for _, ns := range a.running {
+	for _, ns := range a.sched.running {
 		run = append(run, ns)
 	}
 	sort.Slice(run, func(i, j int) bool { return run[i].n.ID < run[j].n.ID })

@@ -33,10 +33,10 @@ stage "command" "slow" {
 	defer c.Close()
 	p, _ := MakePlan(l.Graph, c, PlanOptions{})
 	var sb strings.Builder
-	a := &applier{g: l.Graph, cache: c, out: &sb, res: &ApplyResult{}, running: map[int]*nodeState{}}
+	a := &applier{g: l.Graph, cache: c, out: &sb, res: &ApplyResult{}, sched: newSchedule(&ApplyOptions{})}
 	ns := &nodeState{n: l.Graph.Nodes[0], pn: p.Nodes[0], status: stRunning, started: time.Now().Add(-3 * time.Second)}
 	a.nodes = []*nodeState{ns}
-	a.running[0] = ns
+	a.sched.run(ns)
 	(&nodeRuntime{a: a, ns: ns}).Progress("items 20/100: evaluated 20, from-cache 0, charged 20, infra-failures 0")
 	ld := &liveDisplay{a: a, exp: map[int]time.Duration{}}
 	ld.update()

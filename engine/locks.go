@@ -18,7 +18,7 @@ func (ns *nodeState) releaseKey() {
 // says who holds it, waits for the lock and reports back.
 func (a *applier) waitForKey(ns *nodeState) {
 	ns.status = stRunning
-	a.running[ns.n.ID] = ns
+	a.sched.run(ns)
 	ns.started = time.Now()
 	ctx := a.ctx
 	go func() {
