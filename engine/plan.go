@@ -74,6 +74,9 @@ type PlanOptions struct {
 	Targets []string
 	// Replace forces these addresses to run even if cached.
 	Replace []string
+	// Only runs the targets alone: every other node they need must be
+	// cached, or the plan is refused (a phase run from saved artifacts).
+	Only bool
 }
 
 // SingleVariantTargets returns the addresses among targets that name one
@@ -233,11 +236,15 @@ func strictBatches(p *Plan) map[int]forcedRun {
 func makePlan(g *Graph, cache *store.Cache, opts PlanOptions, forced map[int]forcedRun) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Pipeline: g.Config.Name, Graph: g, Nodes: make([]*PlannedNode, len(g.Nodes)), Options: opts}
 	var diags hcl.Diagnostics
-	var include map[int]bool
+	var include, targets map[int]bool
 	if len(opts.Targets) > 0 {
-		t, d := g.resolveAddrs(opts.Targets, "--target")
+		var d hcl.Diagnostics
+		targets, d = g.resolveAddrs(opts.Targets, "--target")
 		diags = append(diags, d...)
-		include = g.Ancestors(t)
+		include = g.Ancestors(targets)
+	} else if opts.Only {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "--only without --target",
+			Detail: "--only runs just the nodes --target names, from what their prerequisites saved: name them with --target."})
 	}
 	replace, d := g.resolveAddrs(opts.Replace, "--replace")
 	diags = append(diags, d...)
@@ -298,6 +305,9 @@ func makePlan(g *Graph, cache *store.Cache, opts PlanOptions, forced map[int]for
 			p.Skip++
 		}
 	}
+	if opts.Only && targets != nil && !diags.HasErrors() {
+		diags = append(diags, p.onlyRefusals(targets)...)
+	}
 	if !diags.HasErrors() {
 		specs := map[string][]*stages.Node{}
 		for _, pn := range p.Nodes {
@@ -308,6 +318,41 @@ func makePlan(g *Graph, cache *store.Cache, opts PlanOptions, forced map[int]for
 		diags = append(diags, g.stageChecks(specs)...)
 	}
 	return p, uniqueDiags(diags)
+}
+
+// onlyRefusals refuses a plan made with --only whose targets need a node
+// that is not cached: --only never runs a missing prerequisite.
+func (p *Plan) onlyRefusals(targets map[int]bool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, pn := range p.Nodes {
+		if pn.Skipped || targets[pn.Node.ID] || pn.Action == ActCached {
+			continue
+		}
+		why := "has not run"
+		if len(pn.Reasons) > 0 && !(len(pn.Reasons) == 1 && pn.Reasons[0] == "new") {
+			why = "would run (" + strings.Join(pn.Reasons, "; ") + ")"
+		}
+		var writes []string
+		if sn := pn.Spec; sn != nil {
+			if sn.Common.Result != "" {
+				writes = append(writes, sn.Common.Result)
+			}
+			writes = append(writes, sn.Common.Outputs...)
+			if d, ok := pn.Node.Kind.(stages.OutputDeclarer); ok {
+				for _, o := range d.DeclaredOutputs(sn) {
+					writes = append(writes, o.Path)
+				}
+			}
+		}
+		what := ""
+		if len(writes) > 0 {
+			what = " (it writes " + strings.Join(writes, ", ") + ")"
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing prerequisite",
+			Detail: fmt.Sprintf("--only runs just the targets, and they need %s%s, which %s: nothing was run. Run it first (apply without --only, or --target %s), or leave out --only to run whatever is missing.",
+				pn.Node.Addr, what, why, pn.Node.Addr)})
+	}
+	return diags
 }
 
 // waitsFor says which of a cached node's wait_for upstreams will run: it

@@ -27,6 +27,7 @@ type PlanFile struct {
 	Vars     []dsl.VarArg    `json:"vars"`
 	Targets  []string        `json:"targets,omitempty"`
 	Replace  []string        `json:"replace,omitempty"`
+	Only     bool            `json:"only,omitempty"`
 	Nodes    []PlanFileEntry `json:"nodes"`
 }
 
@@ -42,7 +43,7 @@ type PlanFileEntry struct {
 func SavePlan(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
 	pf := &PlanFile{
 		Format: PlanFileFormat, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root,
-		Targets: p.Options.Targets, Replace: p.Options.Replace, Nodes: []PlanFileEntry{},
+		Targets: p.Options.Targets, Replace: p.Options.Replace, Only: p.Options.Only, Nodes: []PlanFileEntry{},
 	}
 	for _, v := range vars {
 		if !v.File {

@@ -78,7 +78,20 @@ func newOptWorkspace(t *testing.T) *optWorkspace {
 // job applies one job; vars are NAME=VALUE.
 func (w *optWorkspace) job(vars ...string) (string, int) {
 	w.t.Helper()
+	return w.phase(nil, vars...)
+}
+
+// phase applies one job with flags (NAME=VALUE for --NAME VALUE, or NAME).
+func (w *optWorkspace) phase(flags []string, vars ...string) (string, int) {
+	w.t.Helper()
 	args := []string{"apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color"}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		args = append(args, "--"+k)
+		if ok {
+			args = append(args, v)
+		}
+	}
 	base := map[string]string{"method": "simgepa", "dataset": "sums", "topology": "single", "model": "sim", "seed": "0"}
 	for _, v := range vars {
 		k, val, _ := strings.Cut(v, "=")
@@ -322,4 +335,36 @@ func TestOptimizerGrid(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Phase-only runs: validation alone without the optimization is refused
+// before anything runs, naming the missing prerequisite and its file; then
+// each phase runs from what the one before saved.
+func TestOptimizerPhases(t *testing.T) {
+	w := newOptWorkspace(t)
+	validate := []string{"target=stage.seed_validation", "target=stage.incumbent_validation", "target=stage.select", "only"}
+	test := []string{"target=stage.seed_test", "target=stage.deployed_test", "target=stage.result", "only"}
+	out, code := w.phase(validate, "budget=40")
+	assert.Equal(t, 2, code, out)
+	assert.Regexp(t, `they need stage\.optimize\["simgepa/sums/single/sim/0"\]\s+\(it writes\s+runs/simgepa/sums/single/sim/0/optimization\.json`, out)
+	assert.Contains(t, out, "nothing was run")
+	_, err := os.Stat(filepath.Join(w.dir, "runs/simgepa/sums/single/sim/0/job.json"))
+	assert.True(t, os.IsNotExist(err), "a refused phase runs nothing, not even the job's first node")
+
+	out, code = w.phase([]string{"target=stage.optimize"}, "budget=40")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "2 ran, 0 cached")
+	out, code = w.phase(test, "budget=40")
+	assert.Equal(t, 2, code, out)
+	assert.Regexp(t, `selection\.json`, out)
+	out, code = w.phase(validate, "budget=40")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "3 ran, 2 cached")
+	out, code = w.phase(test, "budget=40")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "3 ran, 5 cached")
+	assert.Len(t, summaryRe.FindAllString(out, -1), 1)
+	out, code = w.job("budget=40")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "0 ran, 8 cached")
 }

@@ -28,6 +28,7 @@ func (a *app) applyCmd() *cobra.Command {
 		waitGPUs         time.Duration
 		waitBatch        time.Duration
 		asJSON, verbose  bool
+		only             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "apply [PATH | PLANFILE]",
@@ -54,12 +55,12 @@ interrupted.`,
 				switch {
 				case isPlan && err != nil:
 					return badInput("%s", err)
-				case isPlan && (len(targets) > 0 || len(replace) > 0):
-					return badInput("a saved plan is applied as it was planned: give --target and --replace to 'cairn plan --out FILE', not to 'cairn apply PLANFILE'")
+				case isPlan && (len(targets) > 0 || len(replace) > 0 || only):
+					return badInput("a saved plan is applied as it was planned: give --target, --replace and --only to 'cairn plan --out FILE', not to 'cairn apply PLANFILE'")
 				case isPlan:
 					saved = pf
 					args = []string{pf.Path}
-					targets, replace = pf.Targets, pf.Replace
+					targets, replace, only = pf.Targets, pf.Replace, pf.Only
 					a.vars = append(append([]dsl.VarArg{}, pf.Vars...), a.vars...)
 					if a.chdir == "" {
 						a.chdir = pf.Root
@@ -77,7 +78,7 @@ interrupted.`,
 					return err
 				}
 			}
-			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace})
+			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
 				return err
 			}
@@ -157,6 +158,7 @@ interrupted.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&targets, "target", nil, "run only this address and what it needs (repeatable)")
 	f.StringArrayVar(&replace, "replace", nil, "run this address even if cached (repeatable)")
+	f.BoolVar(&only, "only", false, "with --target: run just the targets, refusing (exit 2) when a node they need is not cached")
 	f.IntVar(&parallelism, "parallelism", 0, "CPU slots for nodes without GPUs (default: number of cores)")
 	f.DurationVar(&lockTimeout, "lock-timeout", 0, "give up waiting for a node another process runs after this long (default: wait)")
 	f.DurationVar(&waitGPUs, "wait-gpus", 0, "a GPU batch waits up to this long for a free GPU instead of refusing")

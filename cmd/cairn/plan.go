@@ -144,6 +144,7 @@ func (a *app) planCmd() *cobra.Command {
 	var asJSON bool
 	var out string
 	var targets, replace []string
+	var only bool
 	cmd := &cobra.Command{
 		Use:   "plan [PATH]",
 		Short: "Show what apply would run, what comes from the cache, and why",
@@ -168,7 +169,7 @@ pipeline's name, a key or an action.`,
 					return m.RenderPlan(a.stdout)
 				}
 			}
-			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace})
+			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
 				return err
 			}
@@ -199,6 +200,7 @@ pipeline's name, a key or an action.`,
 	cmd.Flags().StringVar(&out, "out", "", "save the plan (with every key known now) to FILE")
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "plan only this address and what it needs (repeatable)")
 	cmd.Flags().StringArrayVar(&replace, "replace", nil, "run this address even if cached (repeatable)")
+	cmd.Flags().BoolVar(&only, "only", false, "with --target: plan just the targets, refusing (exit 2) when a node they need is not cached")
 	return cmd
 }
 

@@ -1,5 +1,5 @@
 # A misspelt stage kind: the detail suggests the closest kind and lists them.
-stage "comand" "train" { # ERROR: Did you mean "command"? Known kinds: command
+stage "comand" "train" { # ERROR: Did you mean "command"? Known kinds: aggregate, command
   run = ["python", "train.py"]
 }
 

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/store"
+)
+
+const onlyPipeline = `
+pipeline "phases" {}
+
+stage "command" "a" {
+  run     = ["sh", "-c", "cat in.txt > a.txt"]
+  inputs  = ["in.txt"]
+  outputs = ["a.txt"]
+}
+
+stage "command" "b" {
+  after   = [stage.a]
+  run     = ["sh", "-c", "cat a.txt a.txt > b.txt"]
+  outputs = ["b.txt"]
+}
+
+stage "command" "c" {
+  after   = [stage.b]
+  run     = ["sh", "-c", "wc -c < b.txt > c.txt"]
+  outputs = ["c.txt"]
+}
+`
+
+// onlyPlan plans with --only; it returns the refusals' text, "" for none.
+func (w *workspace) onlyPlan(targets ...string) (*Plan, string) {
+	w.t.Helper()
+	l := w.load()
+	c, err := store.Open(w.cache, store.Options{NoSync: true})
+	require.NoError(w.t, err)
+	defer c.Close()
+	p, diags := MakePlan(l.Graph, c, PlanOptions{Targets: targets, Only: true})
+	if diags.HasErrors() {
+		var all []string
+		for _, d := range diags {
+			all = append(all, d.Summary+": "+d.Detail)
+		}
+		return nil, strings.Join(all, "\n")
+	}
+	return p, ""
+}
+
+// --only runs the targets alone: a target whose upstream is not cached is
+// refused, naming it, the files it writes and why it would run; once the
+// upstreams are cached the targets run from them, and a changed upstream
+// refuses again.
+func TestOnlyRunsTheTargetsAlone(t *testing.T) {
+	w := newWorkspace(t, onlyPipeline)
+	w.write("in.txt", "x")
+	_, refused := w.onlyPlan("stage.c")
+	assert.Contains(t, refused, "they need stage.a (it writes a.txt), which has not run")
+	assert.Contains(t, refused, "they need stage.b (it writes b.txt)")
+	assert.NotContains(t, refused, "need stage.c")
+
+	// Two targets: b may run as c's upstream; a must be cached.
+	_, refused = w.onlyPlan("stage.b", "stage.c")
+	assert.Contains(t, refused, "stage.a")
+	assert.NotContains(t, refused, "need stage.b")
+
+	_, refused = w.onlyPlan()
+	assert.Contains(t, refused, "--only without --target")
+
+	w.apply(ApplyOptions{})
+	p, refused := w.onlyPlan("stage.c")
+	require.Empty(t, refused)
+	assert.Equal(t, 0, p.ToRun, "all cached")
+
+	w.write("in.txt", "changed")
+	_, refused = w.onlyPlan("stage.c")
+	assert.Contains(t, refused, "they need stage.a (it writes a.txt), which would run")
+	assert.Contains(t, refused, "they need stage.b (it writes b.txt), which would run")
+}
