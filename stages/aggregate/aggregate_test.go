@@ -410,3 +410,14 @@ func TestForestPlot(t *testing.T) {
 	require.Positive(t, rejected)
 	assert.Equal(t, rejected, strings.Count(svg, `fill="#1f4e9c" stroke`))
 }
+
+func TestDocsDescribeTheTableAndTheStream(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/aggregate.md")
+	require.NoError(t, err)
+	for _, col := range aggregate.TableHeader {
+		assert.Contains(t, string(doc), "`"+col+"`", "column %s", col)
+	}
+	assert.Contains(t, string(doc), "sha256(`"+aggregate.StreamConstant+"` NUL method NUL cell_id NUL seed)")
+	assert.Contains(t, string(doc), "xoshiro256++")
+	assert.Contains(t, string(doc), "`"+aggregate.SummaryFormat+"`")
+}
