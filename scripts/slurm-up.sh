@@ -22,6 +22,9 @@ if [ -z "$dir" ]; then
 fi
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+# munged (as the munge user) and the jobs must reach the folder: mktemp -d
+# makes it 0700.
+chmod 0755 "$dir"
 
 log() { echo "slurm-up: $*" >&2; }
 
