@@ -119,10 +119,12 @@ func seedMeans(ctx context.Context, rng *Xoshiro, d []float64, out []float64) er
 	const low = 0xffffffff
 	thresh := uint64(uint32(-uint32(n)) % uint32(n))
 	fn := float64(len(d))
+	// The state stays in local variables (registers) while drawing, and is
+	// stored back once; a deferred closure would keep it in memory.
 	s0, s1, s2, s3 := rng.s0, rng.s1, rng.s2, rng.s3
-	defer func() { rng.s0, rng.s1, rng.s2, rng.s3 = s0, s1, s2, s3 }()
 	for b := range out {
 		if b&1023 == 0 && ctx.Err() != nil {
+			rng.s0, rng.s1, rng.s2, rng.s3 = s0, s1, s2, s3
 			return ctx.Err()
 		}
 		var a1, a2, a3, a4 float64
@@ -158,6 +160,7 @@ func seedMeans(ctx context.Context, rng *Xoshiro, d []float64, out []float64) er
 		}
 		out[b] = ((a1 + a2) + (a3 + a4)) / fn
 	}
+	rng.s0, rng.s1, rng.s2, rng.s3 = s0, s1, s2, s3
 	return nil
 }
 
