@@ -16,7 +16,7 @@ export CGO_CFLAGS
 # failure as the recipe's.
 SHELL := /bin/bash
 
-.PHONY: all build sim test test-short vet fmt fmt-check bench crosscheck fuzz demo demo-optimizer gpu-check clean
+.PHONY: all build sim test test-short vet fmt fmt-check bench crosscheck fuzz demo demo-optimizer demo-decision gpu-check clean
 
 all: build
 
@@ -67,6 +67,11 @@ demo: build sim
 # Seed 002's optimizer grid with the simulated task model and methods.
 demo-optimizer: build sim
 	bash pipelines/demo-optimizer.sh
+
+# Seed 003's decision protocol with a simulated training job (see
+# pipelines/demo-decision.sh).
+demo-decision: build sim
+	bash pipelines/demo-decision.sh
 
 gpu-check: build
 	bash scripts/gpu-check.sh

@@ -98,6 +98,7 @@ func FunctionsReading(root string, reads *FileReads) map[string]function.Functio
 		"file":            fileFunc(root, reads),
 		"filesha256":      fileSHA256Func(root, reads),
 		"fileexists":      fileExistsFunc(root, reads),
+		"decisionslots":   decisionSlotsFunc(root, reads),
 		"sum":             sumFunc,
 	}
 	return fns
@@ -277,26 +278,36 @@ func openRegular(root, p string, reads *FileReads) (*os.File, int64, error) {
 	return f, st.Size(), nil
 }
 
+// readBounded reads a regular file of at most MaxFileBytes, p relative to
+// root, noting the read; fn names the function for the error.
+func readBounded(root, p string, reads *FileReads, fn string) ([]byte, error) {
+	f, size, err := openRegular(root, p, reads)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > MaxFileBytes {
+		return nil, fmt.Errorf("%s holds %d bytes; %s reads at most %d: name the file in inputs and let the stage read it", p, size, fn, MaxFileBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", p, err)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("%s holds more than %d bytes; %s reads at most that: name the file in inputs and let the stage read it", p, MaxFileBytes, fn)
+	}
+	return b, nil
+}
+
 func fileFunc(root string, reads *FileReads) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			p := args[0].AsString()
-			f, size, err := openRegular(root, p, reads)
+			b, err := readBounded(root, p, reads, "file()")
 			if err != nil {
 				return cty.NilVal, err
-			}
-			defer f.Close()
-			if size > MaxFileBytes {
-				return cty.NilVal, fmt.Errorf("%s holds %d bytes; file() reads at most %d: name the file in inputs and let the stage read it", p, size, MaxFileBytes)
-			}
-			b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-			if err != nil {
-				return cty.NilVal, fmt.Errorf("cannot read %s: %w", p, err)
-			}
-			if len(b) > MaxFileBytes {
-				return cty.NilVal, fmt.Errorf("%s holds more than %d bytes; file() reads at most that: name the file in inputs and let the stage read it", p, MaxFileBytes)
 			}
 			if !utf8.Valid(b) {
 				return cty.NilVal, fmt.Errorf("%s is not UTF-8 text; file() reads text files (filesha256 digests any file)", p)

@@ -257,6 +257,9 @@ func (s SimSpec) String() string {
 type simInventory struct {
 	spec SimSpec
 	devs []Device
+	// memDir is where simulated processes report their device memory
+	// (SimMemoryFile); "" when none do.
+	memDir string
 }
 
 // NewSimulated returns the inventory a SimSpec describes.
@@ -312,7 +315,12 @@ func (s *simInventory) DeviceMemory(ctx context.Context, index int) (uint64, []P
 		return 0, nil, fmt.Errorf("gpu: simulated device %d: %w", index, ErrNoDevice)
 	}
 	d := s.devs[index]
-	return d.MemUsedMiB, slices.Clone(d.Processes), nil
+	procs := append(slices.Clone(d.Processes), s.reported(index)...)
+	used := d.MemUsedMiB
+	for _, p := range procs[len(d.Processes):] {
+		used += p.UsedMiB
+	}
+	return used, procs, nil
 }
 
 // Restrict offers only the devices a CUDA_VISIBLE_DEVICES value names, read the way CUDA

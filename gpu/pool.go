@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -24,6 +25,9 @@ type Pool struct {
 	released map[int]time.Time
 	devs     []Device
 	total    int
+	// simMemDir is where processes on simulated devices report their
+	// memory (EnvSimMemory); "" for real devices.
+	simMemDir string
 }
 
 // NewPool opens the machine's inventory (CAIRN_GPUS=sim:N for a
@@ -38,6 +42,11 @@ func NewPool(env func(string) string) (*Pool, error) {
 		return nil, err
 	}
 	p := &Pool{Inv: inv, Leases: ld, mine: map[int]bool{}, released: map[int]time.Time{}}
+	if si, ok := inv.(*simInventory); ok {
+		// Simulated jobs report the device memory they use here.
+		si.memDir = filepath.Join(ld.path, "memory")
+		p.simMemDir = si.memDir
+	}
 	if env("CAIRN_GPU_BY_UUID") == "1" {
 		p.ByUUID = true
 	}
@@ -144,7 +153,11 @@ func (p *Pool) ChildEnv(devs []int) []string {
 	p.mu.Lock()
 	all := p.devs
 	p.mu.Unlock()
-	return ChildEnv(all, devs, p.ByUUID)
+	env := ChildEnv(all, devs, p.ByUUID)
+	if p.simMemDir != "" {
+		env = append(env, EnvSimMemory+"="+p.simMemDir)
+	}
+	return env
 }
 
 // Sampler returns the memory sampler for a node on devs.

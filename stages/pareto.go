@@ -158,17 +158,11 @@ func paretoDecode(n *Node) (paretoArgs, hcl.Diagnostics) {
 	a := paretoArgs{X: report.ColThroughput, Y: report.ColMean16, OutDir: "reports/" + n.Stage}
 	var diags hcl.Diagnostics
 	str := func(attr string, dst *string) {
-		v, ok := n.Args[attr]
-		if !ok || !v.IsWhollyKnown() || v.IsNull() {
-			return
+		v, ok, d := StringArg(n, attr)
+		diags = append(diags, d...)
+		if ok {
+			*dst = v
 		}
-		v, _ = v.UnmarkDeep()
-		s, err := convert.Convert(v, cty.String)
-		if err != nil || s.IsNull() || s.AsString() == "" {
-			diags = append(diags, Diag("Invalid "+attr, attr+" must be a non-empty string.", n.Ranges[attr])...)
-			return
-		}
-		*dst = s.AsString()
 	}
 	str("x", &a.X)
 	str("y", &a.Y)

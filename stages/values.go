@@ -86,3 +86,19 @@ func unmarkDeep(v cty.Value) cty.Value {
 	v, _ = v.UnmarkDeep()
 	return v
 }
+
+// StringArg is a node's string attribute when it is known: ok is false
+// when it is absent, unknown or null. A value that is not a non-empty
+// string is an error at the attribute.
+func StringArg(n *Node, attr string) (s string, ok bool, diags hcl.Diagnostics) {
+	v, present := n.Args[attr]
+	if !present || !v.IsWhollyKnown() || v.IsNull() {
+		return "", false, nil
+	}
+	v, _ = v.UnmarkDeep()
+	c, err := convert.Convert(v, cty.String)
+	if err != nil || c.IsNull() || c.AsString() == "" {
+		return "", false, Diag("Invalid "+attr, attr+" must be a non-empty string.", n.Ranges[attr])
+	}
+	return c.AsString(), true, nil
+}

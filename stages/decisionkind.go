@@ -1,0 +1,214 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/stages/decision"
+)
+
+// Decision replays a decision protocol's rules over the outcomes of its
+// slots (docs/decision.md): from this pipeline's slot stage, or from a
+// recorded outcomes file.
+//
+//	stage "decision" "replay" {
+//	  on_upstream_failure = "run"            # slots that failed to start are not_started
+//	  protocol = "decision_protocol.json"
+//	  slots    = stage.collect               # or: outcomes = "recorded/outcomes.json"
+//	  out_dir  = "reports/decision"          # default reports/<stage name>
+//	}
+//
+// It prints the replay's table and writes replay.json, replay.tsv and
+// outcomes.json (every planned slot's outcome, which `cairn replay` reads)
+// into out_dir. Its result is the replay's JSON object.
+type Decision struct{}
+
+func init() { Register(Decision{}) }
+
+// Name implements Kind.
+func (Decision) Name() string { return "decision" }
+
+// Version implements Kind.
+func (Decision) Version() int { return 1 }
+
+// Compares implements Comparer: with no slot finished there is nothing to
+// replay from this pipeline's runs.
+func (Decision) Compares() {}
+
+// Schema implements Kind.
+func (Decision) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "protocol", Required: true},
+		{Name: "slots"},
+		{Name: "outcomes"},
+		{Name: "out_dir"},
+	}}
+}
+
+// KeyValue implements KeyTransformer: of each slot instance only its
+// result and status enter the key.
+func (Decision) KeyValue(attr string, v cty.Value) cty.Value {
+	if attr != "slots" {
+		return v
+	}
+	return Pareto{}.KeyValue("rows", v)
+}
+
+type decisionArgs struct {
+	protocol, outcomes, outDir string
+}
+
+func decisionDecode(n *Node) (decisionArgs, hcl.Diagnostics) {
+	a := decisionArgs{outDir: "reports/" + n.Stage}
+	var diags hcl.Diagnostics
+	path := func(attr string, dst *string) {
+		v, ok, d := StringArg(n, attr)
+		diags = append(diags, d...)
+		if !ok {
+			return
+		}
+		clean, err := relPath(v)
+		if err != nil {
+			diags = append(diags, Diag("Invalid "+attr, attr+" "+err.Error(), n.Ranges[attr])...)
+			return
+		}
+		*dst = clean
+	}
+	path("protocol", &a.protocol)
+	path("outcomes", &a.outcomes)
+	path("out_dir", &a.outDir)
+	_, hasSlots := n.Args["slots"]
+	_, hasOutcomes := n.Args["outcomes"]
+	if hasSlots == hasOutcomes {
+		diags = append(diags, Diag("Invalid decision stage", "Give the outcomes one way: slots = stage.NAME (this pipeline's slot stage) or outcomes = \"FILE\" (a recorded outcomes file), not both or neither.", n.Ranges["protocol"])...)
+	}
+	return a, diags
+}
+
+// Check implements Kind.
+func (Decision) Check(n *Node) hcl.Diagnostics {
+	_, diags := decisionDecode(n)
+	return diags
+}
+
+// DeclaredInputs implements InputDeclarer: the protocol and the outcomes
+// file key the node by content.
+func (Decision) DeclaredInputs(n *Node, _ string) []string {
+	a, _ := decisionDecode(n)
+	var out []string
+	for _, p := range []string{a.protocol, a.outcomes} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// DeclaredOutputs implements OutputDeclarer: the report folder.
+func (Decision) DeclaredOutputs(n *Node) []DeclaredPath {
+	a, diags := decisionDecode(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	return []DeclaredPath{{Attr: "out_dir", Path: a.outDir}}
+}
+
+// The files a decision node writes into its out_dir.
+const DecisionOutcomes = "outcomes.json"
+
+// Run implements Kind.
+func (Decision) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	a, diags := decisionDecode(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	p, err := decision.ReadProtocol(filepath.Join(rt.Root(), a.protocol))
+	if err != nil {
+		return &Outcome{Class: "setup", Message: err.Error()}, nil
+	}
+	var o decision.Outcomes
+	if a.outcomes != "" {
+		if o, err = decision.ReadOutcomes(filepath.Join(rt.Root(), a.outcomes), p); err != nil {
+			return &Outcome{Class: "setup", Message: err.Error()}, nil
+		}
+	} else if o, err = slotOutcomes(n.Args["slots"], p); err != nil {
+		return &Outcome{Class: "setup", Message: err.Error()}, nil
+	}
+	r := decision.Replay(p, o)
+	dir := filepath.Join(rt.Root(), a.outDir)
+	sync := os.Getenv("CAIRN_NO_FSYNC") != "1"
+	if err := r.WriteFiles(dir, sync); err != nil {
+		return nil, err
+	}
+	oj, _ := json.MarshalIndent(o, "", "  ")
+	if err := atomicfile.Write(filepath.Join(dir, DecisionOutcomes), append(oj, '\n'), sync); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(rt.Stderr(), "\n%s: replay of %s over %d slot outcomes\n", n.Address, a.protocol, len(o))
+	if err := r.WriteTable(rt.Stderr()); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, f := range append(append([]string{}, decision.Files...), DecisionOutcomes) {
+		files = append(files, filepath.Join(a.outDir, f))
+	}
+	return &Outcome{Result: r.JSON(), Files: files}, nil
+}
+
+// slotOutcomes reads the outcomes of a slot stage's instances: a finished
+// slot's result, and not_started for every planned slot that has none (it
+// never started: skipped, refused, or failed before its process began).
+func slotOutcomes(v cty.Value, p *decision.Protocol) (decision.Outcomes, error) {
+	o := decision.Outcomes{}
+	for _, s := range p.Slots() {
+		o[s.ID] = decision.Outcome{State: decision.NotStarted}
+	}
+	if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() {
+		return o, nil
+	}
+	v, _ = v.UnmarkDeep()
+	ty := v.Type()
+	if !(ty.IsObjectType() || ty.IsMapType()) {
+		return nil, fmt.Errorf("slots must be the instances of a slot stage (slots = stage.collect), not %s", ty.FriendlyName())
+	}
+	var keys []string
+	rows := map[string]cty.Value{}
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		keys = append(keys, k.AsString())
+		rows[k.AsString()] = e
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		e := rows[k]
+		if e.IsNull() || !e.Type().IsObjectType() || !e.Type().HasAttribute("result") {
+			return nil, fmt.Errorf("slots[%q] is not a stage instance: slots must be the instances of a slot stage", k)
+		}
+		res := e.GetAttr("result")
+		if res.IsNull() {
+			continue
+		}
+		b, err := ctyjson.Marshal(res, res.Type())
+		if err != nil {
+			return nil, err
+		}
+		var r slotResult
+		if err := json.Unmarshal(b, &r); err != nil || r.Slot == "" {
+			return nil, fmt.Errorf("slots[%q] has no slot result: slots must be the instances of a slot stage", k)
+		}
+		if _, planned := o[r.Slot]; !planned {
+			return nil, fmt.Errorf("slots[%q] ran slot %q, which the protocol does not plan", k, r.Slot)
+		}
+		o[r.Slot] = decision.Outcome{State: r.State, Attempts: r.Attempts}
+	}
+	return o, nil
+}

@@ -1,0 +1,344 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/stages/decision"
+)
+
+// Slot runs one planned process of a decision protocol (seed 003) under
+// the protocol's failure policy, and records every attempt in the
+// collection's attempt ledger.
+//
+//	stage "slot" "collect" {
+//	  for_each         = [for s in decisionslots(var.protocol) : s.slot_id]  # collection order
+//	  slot             = each.key
+//	  run              = concat(var.train_command, [...])
+//	  gpus             = 2                  # one allocation: a lease of 2 GPUs
+//	  concurrency      = 4                  # at most 4 allocations at once
+//	  timeout          = 1800               # per process
+//	  allocation_time  = "40m"              # the whole allocation, replacement included
+//	  memory_limit_mib = 38912
+//	  ledger           = "decision/ledger"
+//	  max_replacements = 8                  # in the whole ledger
+//	  replace_on = {                        # the documented setup classes
+//	    missing_dependency = ["ModuleNotFoundError"]
+//	    port_collision     = ["Address already in use"]
+//	  }
+//	}
+//
+// The node succeeds once the slot has an outcome (within_margin,
+// above_margin, memory_failure or unresolved), whatever the process did:
+// a slot's outcome is data, and a failed slot is never run again. Its
+// result is {"slot", "state", "attempts", "peak_gpu_mib", "class",
+// "setup_class", "message"}.
+type Slot struct{}
+
+func init() { Register(Slot{}) }
+
+// Name implements Kind.
+func (Slot) Name() string { return "slot" }
+
+// Version implements Kind.
+func (Slot) Version() int { return 1 }
+
+// Schema implements Kind.
+func (Slot) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "run", Required: true},
+		{Name: "slot", Required: true},
+		{Name: "memory_limit_mib", Required: true},
+		{Name: "ledger", Required: true},
+		{Name: "replace_on"},
+		{Name: "max_replacements"},
+		{Name: "allocation_time"},
+	}}
+}
+
+// KeyExcluded implements KeyExcluder: where the ledger is and how long an
+// allocation may last do not change what a completed slot measured.
+func (Slot) KeyExcluded() []string { return []string{"ledger", "allocation_time", "max_replacements"} }
+
+// DeclaredOutputs implements OutputDeclarer: the ledger folder is checked
+// as outputs are (inside the workspace, out of the cache).
+func (Slot) DeclaredOutputs(n *Node) []DeclaredPath {
+	if v := n.Args["ledger"]; v.IsKnown() && !v.IsNull() && v.Type().Equals(cty.String) {
+		return []DeclaredPath{{Attr: "ledger", Path: filepath.Clean(v.AsString())}}
+	}
+	return nil
+}
+
+// slotSpec is a slot node's decoded attributes.
+type slotSpec struct {
+	proc           Proc
+	slot           string
+	limit          float64
+	ledger         string
+	replaceOn      []namedPattern
+	maxReplace     int
+	allocationTime time.Duration
+}
+
+type namedPattern struct {
+	class string
+	re    *regexp.Regexp
+}
+
+// Check implements Kind.
+func (Slot) Check(n *Node) hcl.Diagnostics {
+	_, diags := slotArgs(n)
+	return diags
+}
+
+func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
+	s := &slotSpec{}
+	p, diags := commandArgv(n)
+	s.proc = p
+	known := func(name string) (cty.Value, bool) {
+		v, ok := n.Args[name]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return v, false
+		}
+		v, _ = v.UnmarkDeep()
+		return v, true
+	}
+	if v, ok := known("slot"); ok {
+		if !v.Type().Equals(cty.String) || v.AsString() == "" {
+			diags = append(diags, Diag("Invalid slot", "slot is the slot id the protocol gives this process, a non-empty string.", n.Ranges["slot"])...)
+		} else {
+			s.slot = v.AsString()
+		}
+	}
+	if v, ok := known("memory_limit_mib"); ok {
+		f, err := numberOf(v)
+		if err != nil || f <= 0 {
+			diags = append(diags, Diag("Invalid memory_limit_mib", "memory_limit_mib is the margin in MiB, a number more than 0 (the protocol's memory_limit_mib).", n.Ranges["memory_limit_mib"])...)
+		}
+		s.limit = f
+	}
+	if v, ok := known("ledger"); ok {
+		if !v.Type().Equals(cty.String) || v.AsString() == "" {
+			diags = append(diags, Diag("Invalid ledger", "ledger is a workspace-relative folder for the attempt ledger, shared by every slot of the collection.", n.Ranges["ledger"])...)
+		} else {
+			s.ledger = filepath.Clean(v.AsString())
+		}
+	}
+	if v, ok := known("max_replacements"); ok {
+		f, err := numberOf(v)
+		if err != nil || f < 0 || f != math.Trunc(f) || f > 1<<20 {
+			diags = append(diags, Diag("Invalid max_replacements", "max_replacements is a whole number ≥ 0: the replacements allowed in the whole ledger.", n.Ranges["max_replacements"])...)
+		}
+		s.maxReplace = int(f)
+	}
+	if v, ok := known("allocation_time"); ok {
+		d, err := durationOf(v)
+		if err != nil || d <= 0 {
+			diags = append(diags, Diag("Invalid allocation_time", "allocation_time is a duration more than 0 (\"40m\", or seconds): how long the slot's allocation may last, every attempt included.", n.Ranges["allocation_time"])...)
+		}
+		s.allocationTime = d
+	}
+	if v, ok := known("replace_on"); ok {
+		ty := v.Type()
+		if !(ty.IsObjectType() || ty.IsMapType()) {
+			diags = append(diags, Diag("Invalid replace_on", "replace_on maps each documented setup class to regular expressions of its stderr: { port_collision = [\"Address already in use\"] }.", n.Ranges["replace_on"])...)
+		} else {
+			var names []string
+			pats := map[string][]string{}
+			for it := v.ElementIterator(); it.Next(); {
+				k, e := it.Element()
+				list, err := StringList(e)
+				if err != nil {
+					diags = append(diags, Diag("Invalid replace_on", fmt.Sprintf("replace_on.%s must be a list of regular expressions: %s.", k.AsString(), err), n.Ranges["replace_on"])...)
+					continue
+				}
+				names = append(names, k.AsString())
+				pats[k.AsString()] = list
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				for _, p := range pats[name] {
+					re, err := regexp.Compile(p)
+					if err != nil {
+						diags = append(diags, Diag("Invalid replace_on", fmt.Sprintf("replace_on.%s: %q is not a regular expression (RE2): %s.", name, p, err), n.Ranges["replace_on"])...)
+						continue
+					}
+					s.replaceOn = append(s.replaceOn, namedPattern{class: name, re: re})
+				}
+			}
+		}
+	}
+	return s, diags
+}
+
+func numberOf(v cty.Value) (float64, error) {
+	if !v.Type().Equals(cty.Number) {
+		return 0, errors.New("not a number")
+	}
+	f, _ := v.AsBigFloat().Float64()
+	return f, nil
+}
+
+func durationOf(v cty.Value) (time.Duration, error) {
+	if v.Type().Equals(cty.Number) {
+		f, _ := v.AsBigFloat().Float64()
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	if v.Type().Equals(cty.String) {
+		return time.ParseDuration(v.AsString())
+	}
+	return 0, errors.New("not a duration")
+}
+
+// slotResult is a slot node's result.
+type slotResult struct {
+	Slot       string         `json:"slot"`
+	State      decision.State `json:"state"`
+	Attempts   int            `json:"attempts"`
+	PeakGPUMiB float64        `json:"peak_gpu_mib"`
+	Class      string         `json:"class"`
+	SetupClass string         `json:"setup_class"`
+	Message    string         `json:"message"`
+}
+
+// Run implements Kind.
+func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	s, diags := slotArgs(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	led := &decision.Ledger{Dir: filepath.Join(rt.Root(), s.ledger), Sync: os.Getenv("CAIRN_NO_FSYNC") != "1"}
+	if s.allocationTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.allocationTime)
+		defer cancel()
+	}
+	runID := os.Getenv("CAIRN_RUN_ID")
+	for {
+		h, err := led.History(s.slot)
+		if err != nil {
+			return nil, err
+		}
+		last := h.Last()
+		next := 1
+		switch {
+		case last != nil && last.Ended == nil:
+			// Started by a cairn that stopped before it ended: charged,
+			// unresolved, never started again.
+			e := decision.Event{Slot: s.slot, Attempt: last.Attempt, State: decision.Unresolved, Class: "interrupted",
+				Message: fmt.Sprintf("cairn stopped while attempt %d ran (run %s); a slot is never started again", last.Attempt, last.RunID)}
+			if err := led.End(e); err != nil {
+				return nil, err
+			}
+			continue
+		case last != nil && h.Replacing > last.Attempt:
+			next = h.Replacing // decided before cairn stopped: start it now
+		case last != nil:
+			if last.SetupClass != "" && last.State == decision.Unresolved {
+				granted, total, err := led.DecideReplacement(s.slot, last.Attempt, last.SetupClass, s.maxReplace)
+				if err != nil {
+					return nil, err
+				}
+				if granted {
+					fmt.Fprintf(rt.Stderr(), "%s: slot %s: attempt %d failed setup (%s): one unchanged replacement, %d of %d in the ledger, recorded before it starts\n",
+						n.Address, s.slot, last.Attempt, last.SetupClass, total, s.maxReplace)
+					continue
+				}
+			}
+			return slotOutcome(s.slot, h)
+		}
+		if err := ctx.Err(); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && last != nil {
+				// The allocation's time is up: no replacement starts.
+				return slotOutcome(s.slot, h)
+			}
+			// Interrupted before attempt next started: nothing is charged,
+			// and the next apply starts it (a decided replacement too).
+			return &Outcome{Class: "interrupted", Message: fmt.Sprintf("interrupted before attempt %d of slot %s started", next, s.slot)}, nil
+		}
+		if err := led.Start(decision.Event{Slot: s.slot, Attempt: next, RunID: runID, Node: n.Address}); err != nil {
+			return nil, err
+		}
+		p := s.proc
+		if next > 1 {
+			stem := filepath.Join(rt.OutDir(), fmt.Sprintf("attempt%d", next))
+			p.Stdout, p.Stderr = stem+".out", stem+".err"
+		}
+		res, err := rt.Exec(ctx, p)
+		if err != nil {
+			_ = led.End(decision.Event{Slot: s.slot, Attempt: next, State: decision.Unresolved, Class: "setup", Message: err.Error()})
+			return nil, err
+		}
+		// The sampler gives the allocation's peak summed over its GPUs;
+		// the margin is per GPU, so the peak compared is the mean per GPU.
+		peak := res.PeakGPUMiB / float64(max(1, len(res.GPUs)))
+		e := decision.Event{Slot: s.slot, Attempt: next, Class: res.Class, PeakGPUMiB: peak, PeakRSSMiB: res.PeakRSSMiB, GPUs: res.GPUs, Message: res.Message}
+		if res.ExitCode >= 0 && res.Signal == "" {
+			code := res.ExitCode
+			e.ExitCode = &code
+		}
+		switch res.Class {
+		case "":
+			e.State = decision.WithinMargin
+			if peak > s.limit {
+				e.State = decision.AboveMargin
+			}
+			e.Message = fmt.Sprintf("completed: peak %.0f MiB per GPU, limit %.0f MiB", peak, s.limit)
+		case "memory_failure":
+			e.State = decision.MemoryFailure
+		default:
+			e.State = decision.Unresolved
+			if res.Class != "interrupted" && res.Class != "timeout" {
+				e.SetupClass = setupClass(s.replaceOn, res)
+			}
+		}
+		if ctx.Err() != nil && res.Class != "" && s.allocationTime > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			e.State, e.Class, e.SetupClass = decision.Unresolved, "timeout", ""
+			e.Message = fmt.Sprintf("the allocation's time (%s) ran out", s.allocationTime)
+		}
+		if err := led.End(e); err != nil {
+			return nil, err
+		}
+		if e.Class == "interrupted" {
+			// Charged and recorded; the next apply records it unresolved
+			// without starting it again.
+			return &Outcome{Class: res.Class, Message: res.Message, Proc: res}, nil
+		}
+	}
+}
+
+// setupClass is the declared setup class a failed attempt's stderr (or
+// its diagnosis) matches, or "".
+func setupClass(pats []namedPattern, res *ProcResult) string {
+	text := append(append([]byte{}, res.StderrTail...), "\n"+res.Message...)
+	for _, p := range pats {
+		if p.re.Match(text) {
+			return p.class
+		}
+	}
+	return ""
+}
+
+// slotOutcome is the node's success: the slot's outcome is its last
+// attempt's.
+func slotOutcome(slot string, h *decision.SlotHistory) (*Outcome, error) {
+	last := h.Last()
+	r := slotResult{Slot: slot, State: last.State, Attempts: len(h.Attempts), PeakGPUMiB: last.PeakGPUMiB,
+		Class: last.Class, SetupClass: last.SetupClass, Message: last.Message}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Result: b}, nil
+}

@@ -1,0 +1,2 @@
+# FIXTURE for cairn's tests: a stand-in for the file seed 003's protocol pins; it holds no real data.
+# memory_tuner/plan_decision_benchmark.py
