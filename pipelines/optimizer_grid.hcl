@@ -189,6 +189,10 @@ locals {
       # item key, so another cell never reuses these evaluations; the evaluation
       # seed is the job's seed, so jobs of one cell and seed share them.
       runtime_settings = { runtime = j.runtime, temperature = 0, eval_seed = j.seed }
+      # A runtime may need its own install (the grid file's runtimes: env
+      # for every process of the job, and a check that it is usable).
+      env   = try(local.grid.runtimes[j.runtime].env, {})
+      check = try(local.grid.runtimes[j.runtime].check, null)
     })
   }
   prompt = "--system-prompt-file"
@@ -205,6 +209,8 @@ stage "job" "job" {
   seed             = each.value.seed
   budget           = var.budget
   reflection_model = var.reflection_model_id
+  check            = each.value.check
+  env              = each.value.env
   in_grid          = contains(local.grid.methods[each.value.method].cells, each.value.cell_id)
   allow_any_cell   = var.allow_any_cell
   files = {
@@ -234,6 +240,7 @@ stage "optimize" "optimize" {
   reflection_base_url = var.reflection_base_url
   max_in_flight       = 8
   item_timeout        = "10m"
+  env                 = each.value.env
 }
 
 stage "evaluate" "seed_validation" {
@@ -247,6 +254,7 @@ stage "evaluate" "seed_validation" {
   endpoints     = var.task_endpoints
   max_in_flight = 8
   item_timeout  = "10m"
+  env           = each.value.env
   scores        = "${each.value.out}/validation/seed_scores.jsonl"
 }
 
@@ -260,6 +268,7 @@ stage "evaluate" "incumbent_validation" {
   endpoints     = var.task_endpoints
   max_in_flight = 8
   item_timeout  = "10m"
+  env           = each.value.env
   scores        = "${each.value.out}/validation/incumbent_scores.jsonl"
 }
 
@@ -283,6 +292,7 @@ stage "evaluate" "seed_test" {
   endpoints     = var.task_endpoints
   max_in_flight = 8
   item_timeout  = "10m"
+  env           = each.value.env
   scores        = "${each.value.out}/test/seed_scores.jsonl"
 }
 
@@ -300,6 +310,7 @@ stage "evaluate" "deployed_test" {
   endpoints     = var.task_endpoints
   max_in_flight = 8
   item_timeout  = "10m"
+  env           = each.value.env
   scores        = "${each.value.out}/test/deployed_scores.jsonl"
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,6 +53,12 @@ func copyTree(t *testing.T, from, to string) {
 
 func newOptWorkspace(t *testing.T) *optWorkspace {
 	t.Helper()
+	return newOptWorkspaceLatency(t, 0)
+}
+
+// newOptWorkspaceLatency answers every chat request after latency.
+func newOptWorkspaceLatency(t *testing.T, latency time.Duration) *optWorkspace {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end to end")
 	}
@@ -69,7 +76,7 @@ func newOptWorkspace(t *testing.T) *optWorkspace {
 	f, err := os.Create(reqLog)
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	srv, err := simmodel.Start(simmodel.Config{RequestLog: f, WrongRate: 0.25}, "")
+	srv, err := simmodel.Start(simmodel.Config{RequestLog: f, WrongRate: 0.25, Latency: latency}, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	return &optWorkspace{t: t, dir: dir, cache: filepath.Join(t.TempDir(), "cache"), url: srv.URL, reqLog: reqLog}
@@ -100,9 +107,7 @@ func (w *optWorkspace) phase(flags []string, vars ...string) (string, int) {
 	for _, k := range slices.Sorted(maps.Keys(base)) {
 		args = append(args, "--var", k+"="+base[k])
 	}
-	cmd := exec.Command(filepath.Join(bins, "cairn"), args...)
-	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), "TASK_ENDPOINTS="+w.url, "CAIRN_NO_FSYNC=1", "NO_COLOR=1")
+	cmd := w.command(args...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	var ee *exec.ExitError
@@ -112,6 +117,35 @@ func (w *optWorkspace) phase(flags []string, vars ...string) (string, int) {
 		require.NoError(w.t, err)
 	}
 	return string(out), code
+}
+
+func (w *optWorkspace) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(bins, "cairn"), args...)
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "TASK_ENDPOINTS="+w.url, "CAIRN_NO_FSYNC=1", "NO_COLOR=1")
+	return cmd
+}
+
+// killDuring starts apply with args and kills cairn (SIGKILL) once cond
+// holds.
+func (w *optWorkspace) killDuring(cond func() bool, args ...string) {
+	w.t.Helper()
+	cmd := w.command(append([]string{"apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color"}, args...)...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(w.t, cmd.Start())
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	waitFor(w.t, "the moment to kill cairn", 60*time.Second, func() bool {
+		select {
+		case <-done:
+			w.t.Fatalf("cairn ended before it was killed:\n%s", out.String())
+		default:
+		}
+		return cond()
+	})
+	require.NoError(w.t, cmd.Process.Kill())
+	<-done
 }
 
 func (w *optWorkspace) readJSON(rel string, v any) {
@@ -367,4 +401,116 @@ func TestOptimizerPhases(t *testing.T) {
 	out, code = w.job("budget=40")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "0 ran, 8 cached")
+}
+
+func lineCount(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// kill -9 of cairn during the optimization: the next apply refuses to run
+// it again silently and names --replace, which starts it over from nothing;
+// an apply on another cache is refused by the out folder's started marker.
+func TestOptimizerKilledDuringOptimize(t *testing.T) {
+	w := newOptWorkspaceLatency(t, 20*time.Millisecond)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	ledger := filepath.Join(w.dir, dir, "optimization/rollouts.jsonl")
+	vars := []string{"--var", "method=simgepa", "--var", "dataset=sums", "--var", "topology=single", "--var", "model=sim", "--var", "budget=200"}
+	w.killDuring(func() bool { return lineCount(ledger) >= 40 }, append([]string{"--target", "stage.optimize"}, vars...)...)
+	charged := lineCount(ledger)
+	require.Less(t, charged, 200, "killed before the optimization ended")
+	t.Logf("killed with %d rollouts charged in the ledger", charged)
+	_, err := os.Stat(filepath.Join(w.dir, dir, "optimization.json"))
+	require.True(t, os.IsNotExist(err))
+
+	out, code := w.job("budget=200")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "an interrupted node is never restarted silently")
+	assert.Contains(t, out, `--replace 'stage.optimize["simgepa/sums/single/sim/0"]'`)
+	assert.Equal(t, charged, lineCount(ledger), "the refused apply charged nothing")
+
+	other := exec.Command(filepath.Join(bins, "cairn"), "apply", "pipelines/optimizer_grid.hcl", "--cache", filepath.Join(t.TempDir(), "other"), "--no-color",
+		"--var", "method=simgepa", "--var", "dataset=sums", "--var", "topology=single", "--var", "model=sim", "--var", "budget=200")
+	other.Dir, other.Env = w.dir, w.command().Env
+	b, _ := other.CombinedOutput()
+	assert.Contains(t, string(b), "was interrupted", "another cache: the out folder's marker refuses")
+	assert.Contains(t, string(b), "fresh out folder")
+
+	out, code = w.phase([]string{`replace=stage.optimize["simgepa/sums/single/sim/0"]`}, "budget=200")
+	require.Equal(t, 0, code, out)
+	var opt map[string]any
+	w.readJSON(dir+"/optimization.json", &opt)
+	assert.Equal(t, 200.0, opt["charged_rollouts"], "started over: the budget is whole again")
+	assert.Equal(t, 200, lineCount(ledger))
+}
+
+// kill -9 of cairn during validation: the next apply resumes it, sending
+// only the items that were not stored.
+func TestOptimizerKilledDuringValidate(t *testing.T) {
+	w := newOptWorkspaceLatency(t, 150*time.Millisecond)
+	out, code := w.phase([]string{"target=stage.optimize"}, "budget=20")
+	require.Equal(t, 0, code, out)
+	seedPrompt, err := os.ReadFile(filepath.Join(w.dir, "testdata/optimizer/bundles/seed/system.txt"))
+	require.NoError(t, err)
+	val := map[string]bool{}
+	for _, q := range splitQuestions(t, filepath.Join(w.dir, "testdata/optimizer/data/sums/val.jsonl")) {
+		val[simmodel.MessagesDigest([]simmodel.Message{{Role: "system", Content: string(seedPrompt)}, {Role: "user", Content: q}})] = true
+	}
+	valRequests := func() (n int, distinct int) {
+		for d, c := range w.requests() {
+			if val[d] {
+				n += c
+				distinct++
+			}
+		}
+		return n, distinct
+	}
+	w.killDuring(func() bool { n, _ := valRequests(); return n >= 12 }, "--var", "method=simgepa", "--var", "dataset=sums", "--var", "topology=single", "--var", "model=sim", "--var", "budget=20",
+		"--target", "stage.seed_validation", "--only")
+	before, _ := valRequests()
+	require.Less(t, before, 30, "killed before the validation ended")
+
+	out, code = w.phase([]string{"target=stage.seed_validation", "only"}, "budget=20")
+	require.Equal(t, 0, code, out)
+	after, distinct := valRequests()
+	assert.Equal(t, 30, distinct, "every item evaluated")
+	resent := after - before
+	t.Logf("validation: %d requests before the kill, %d after it, %d items", before, resent, distinct)
+	assert.Less(t, resent, 30, "resumed, not started over")
+	assert.LessOrEqual(t, after, 30+8, "at most the items in flight at the kill are sent twice")
+	assert.Regexp(t, `from the store`, out)
+}
+
+// A cell's runtime that needs its own install: its env reaches every
+// process of the job, and an unusable environment fails the job's first
+// node with class setup, showing the check's output, before any rollout.
+func TestOptimizerCellEnvironment(t *testing.T) {
+	w := newOptWorkspace(t)
+	grid := `{
+  "models": {"sim": "sim-model"},
+  "methods": {"simgepa": {"command": ["python3", "testdata/optimizer/methods/sim_method.py", "--method", "simgepa"],
+    "code": ["testdata/optimizer/methods/"], "cells": ["sums/single+sdk/sim", "sums/single+nosdk/sim"]}},
+  "runtimes": {
+    "single+sdk": {"env": {"SIM_SDK": "installed"}, "check": ["sh", "-c", "test \"$SIM_SDK\" = installed"]},
+    "single+nosdk": {"check": ["sh", "-c", "echo 'the simulated SDK is not importable' >&2; exit 2"]}
+  }
+}`
+	require.NoError(t, os.WriteFile(filepath.Join(w.dir, "grid.json"), []byte(grid), 0o644))
+	out, code := w.job("grid=grid.json", "topology=single", "framework=nosdk", "budget=20")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "the cell's environment is unusable")
+	assert.Contains(t, out, "the simulated SDK is not importable")
+	assert.Regexp(t, `stage\.job\["simgepa/sums/single\+nosdk/sim/0"\]  failed \(setup\): the cell's environment is unusable`, out)
+	assert.Contains(t, out, "0 ran, 0 cached, 1 failed, 7 skipped", "nothing of the job runs after it")
+	_, err := os.Stat(filepath.Join(w.dir, "runs/simgepa/sums/single+nosdk/sim/0/optimization"))
+	assert.True(t, os.IsNotExist(err), "no rollout was charged")
+
+	out, code = w.job("grid=grid.json", "topology=single", "framework=sdk", "budget=20")
+	require.Equal(t, 0, code, out)
+	var res map[string]any
+	w.readJSON("runs/simgepa/sums/single+sdk/sim/0/result.json", &res)
+	assert.Equal(t, "sums/single+sdk/sim", res["cell_id"])
 }

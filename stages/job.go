@@ -178,7 +178,7 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	if _, ok := n.Args["allow_any_cell"]; ok {
 		need(jsonAttr(n, "allow_any_cell", &s.id.AllowAnyCell, &diags, "true or false"))
 	}
-	if _, ok := n.Args["check"]; ok {
+	if v, ok := n.Args["check"]; ok && (!v.IsKnown() || !v.IsNull()) {
 		need(jsonAttr(n, "check", &s.check, &diags, "the environment check's argument list, like [\"python3\", \"-c\", \"import agents\"]"))
 	}
 	s.id.CellID = s.id.Dataset + "/" + s.id.Runtime + "/" + s.id.Model
@@ -352,8 +352,7 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			return nil, err
 		}
 		if res.Class != "" {
-			tail := strings.TrimSpace(string(res.StderrTail))
-			return &Outcome{Class: dsl.ClassSetup, Proc: res, Message: fmt.Sprintf("the cell's environment is unusable: its check %q failed (%s); no rollout was charged. Its output:\n%s", strings.Join(s.check, " "), res.Message, tail)}, nil
+			return &Outcome{Class: dsl.ClassSetup, Proc: res, Message: fmt.Sprintf("the cell's environment is unusable: its check %q failed (%s); no rollout was charged", strings.Join(s.check, " "), res.Message)}, nil
 		}
 		proc = res
 	}

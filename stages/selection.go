@@ -71,6 +71,11 @@ type Select struct{}
 
 func init() { Register(Select{}) }
 
+// Compares implements Comparer: with on_upstream_failure = "run", a select
+// node none of whose upstreams finished (the job's first node failed) is
+// skipped like the rest of the job.
+func (Select) Compares() {}
+
 // Name implements Kind.
 func (Select) Name() string { return "select" }
 
@@ -190,6 +195,11 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := decodeSelect(n)
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	if !s.optOK {
+		// on_upstream_failure = "run" lets a failed validation through, not
+		// a job whose optimization never finished.
+		return &Outcome{Class: dsl.ClassSetup, Message: "the job's optimization did not finish (see its node): there is no incumbent to select from, and nothing of the job's test split is evaluated"}, nil
 	}
 	sel := Decide(s.opt, s.seed, s.inc)
 	b, _ := json.MarshalIndent(sel, "", "  ")
