@@ -240,6 +240,7 @@ stage "optimize" "optimize" {
   reflection_base_url = var.reflection_base_url
   max_in_flight       = 8
   item_timeout        = "10m"
+  retry_infra         = var.rollout_retry_infra
   env                 = each.value.env
 }
 
@@ -322,6 +323,12 @@ stage "job_result" "result" {
   selection    = stage.select[each.key].result
   baseline     = stage.seed_test[each.key]
   deployed     = stage.deployed_test[each.key]
+}
+
+variable "rollout_retry_infra" {
+  type        = number
+  default     = 3
+  description = "Retries of a rollout after an infrastructure failure; one that spends them is counted, not charged."
 }
 
 variable "reports" {

@@ -59,6 +59,13 @@ func newOptWorkspace(t *testing.T) *optWorkspace {
 // newOptWorkspaceLatency answers every chat request after latency.
 func newOptWorkspaceLatency(t *testing.T, latency time.Duration) *optWorkspace {
 	t.Helper()
+	return newOptWorkspaceModel(t, simmodel.Config{WrongRate: 0.25, Latency: latency})
+}
+
+// newOptWorkspaceModel serves the simulated model with cfg (its request
+// log added).
+func newOptWorkspaceModel(t *testing.T, cfg simmodel.Config) *optWorkspace {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end to end")
 	}
@@ -76,7 +83,8 @@ func newOptWorkspaceLatency(t *testing.T, latency time.Duration) *optWorkspace {
 	f, err := os.Create(reqLog)
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	srv, err := simmodel.Start(simmodel.Config{RequestLog: f, WrongRate: 0.25, Latency: latency}, "")
+	cfg.RequestLog = f
+	srv, err := simmodel.Start(cfg, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	return &optWorkspace{t: t, dir: dir, cache: filepath.Join(t.TempDir(), "cache"), url: srv.URL, reqLog: reqLog}
@@ -513,4 +521,22 @@ func TestOptimizerCellEnvironment(t *testing.T) {
 	var res map[string]any
 	w.readJSON("runs/simgepa/sums/single+sdk/sim/0/result.json", &res)
 	assert.Equal(t, "sums/single+sdk/sim", res["cell_id"])
+}
+
+// Rollouts that end as infrastructure failures (the endpoint answers 503,
+// no retry) are counted and not charged: the method still gets exactly the
+// budget charged.
+func TestOptimizerInfraFailuresNotCharged(t *testing.T) {
+	w := newOptWorkspaceModel(t, simmodel.Config{WrongRate: 0.25, FailRate: 0.2, Seed: 7})
+	out, code := w.phase([]string{"target=stage.optimize"}, "budget=100", "rollout_retry_infra=0")
+	require.Equal(t, 0, code, out)
+	var opt map[string]any
+	w.readJSON("runs/simgepa/sums/single/sim/0/optimization.json", &opt)
+	charged, attempted, infra := opt["charged_rollouts"].(float64), opt["attempted_rollouts"].(float64), opt["infra_failures"].(float64)
+	t.Logf("charged %v, attempted %v, infrastructure failures %v", charged, attempted, infra)
+	assert.Equal(t, 100.0, charged)
+	assert.Greater(t, infra, 0.0)
+	assert.Equal(t, attempted, charged+infra)
+	assert.Equal(t, 100, lineCount(filepath.Join(w.dir, "runs/simgepa/sums/single/sim/0/optimization/rollouts.jsonl")))
+	assert.Regexp(t, `rollouts: charged 100/100, attempted \d+, infra-failures [1-9]`, out)
 }
