@@ -313,6 +313,16 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "0 ran")
 	assert.Len(t, w.ledgerEvents(), len(events))
+
+	// Another configuration (here another command) gives the slots new
+	// keys: the ledger refuses to count their old outcomes as theirs, and
+	// starts nothing.
+	other := fmt.Sprintf(`train_command=[%q, "--duration", "301ms", "--faults", "faults.json"]`, filepath.Join(bins, "train"))
+	pipe, _ := filepath.Abs("memory_decision.hcl")
+	out, code = w.run("apply", pipe, "--var", "protocol=decision_protocol.json", "--var", other)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "was collected in ledger decision/ledger by a node with another key")
+	assert.Len(t, w.ledgerEvents(), len(events), "nothing started")
 }
 
 // kill -9 of cairn mid-protocol, then apply again: no charged attempt lost

@@ -231,6 +231,11 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			return nil, err
 		}
 		last := h.Last()
+		if last != nil && last.Key != "" && n.Key != "" && last.Key != n.Key {
+			// The ledger holds this slot as another configuration ran it:
+			// its outcome is not this node's, and a slot never starts twice.
+			return &Outcome{Class: "setup", Message: fmt.Sprintf("slot %s was collected in ledger %s by a node with another key (%.12s, run %s): a slot is never started twice, and its outcome is not this configuration's; to collect again, give another ledger folder", s.slot, s.ledger, last.Key, last.RunID)}, nil
+		}
 		next := 1
 		switch {
 		case last != nil && last.Ended == nil:
@@ -267,7 +272,7 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			// and the next apply starts it (a decided replacement too).
 			return &Outcome{Class: "interrupted", Message: fmt.Sprintf("interrupted before attempt %d of slot %s started", next, s.slot)}, nil
 		}
-		if err := led.Start(decision.Event{Slot: s.slot, Attempt: next, RunID: runID, Node: n.Address}); err != nil {
+		if err := led.Start(decision.Event{Slot: s.slot, Attempt: next, RunID: runID, Node: n.Address, Key: n.Key}); err != nil {
 			return nil, err
 		}
 		p := s.proc

@@ -44,7 +44,10 @@ type Event struct {
 	At      time.Time `json:"at"`
 	RunID   string    `json:"run_id,omitempty"`
 	Node    string    `json:"node,omitempty"`
-	GPUs    []int     `json:"gpus,omitempty"`
+	// Key is the node key of the slot's node (start): what the slot was
+	// collected with.
+	Key  string `json:"key,omitempty"`
+	GPUs []int  `json:"gpus,omitempty"`
 	// end
 	State      State   `json:"state,omitempty"`
 	Class      string  `json:"class,omitempty"`       // cairn's failure class, "" when it completed
@@ -75,6 +78,7 @@ type Attempt struct {
 	PeakRSSMiB  float64 `json:"peak_rss_mib"`
 	GPUs        []int   `json:"gpus"`
 	RunID       string  `json:"run_id"`
+	Key         string  `json:"key"`
 	Message     string  `json:"message"`
 }
 
@@ -203,7 +207,7 @@ func Histories(events []Event) map[string]*SlotHistory {
 			h.Replacing = e.Attempt
 		case "start":
 			h.Attempts = append(h.Attempts, Attempt{Slot: e.Slot, Attempt: e.Attempt, Charged: true, Started: e.At,
-				Replacement: h.Replacing == e.Attempt && e.Attempt > 1, State: Unresolved, GPUs: e.GPUs, RunID: e.RunID})
+				Replacement: h.Replacing == e.Attempt && e.Attempt > 1, State: Unresolved, GPUs: e.GPUs, RunID: e.RunID, Key: e.Key})
 			if h.Replacing == e.Attempt {
 				h.Replacing = 0
 			}
