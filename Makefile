@@ -58,7 +58,7 @@ bench: build
 	bash bench/run.sh
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine/plan
 	$(GO) test -run '^$$' -fuzz '^FuzzParseInPieces$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl
 
 demo: build sim

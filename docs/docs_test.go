@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
@@ -405,7 +405,7 @@ func TestLanguageReferenceCoversTheCode(t *testing.T) {
 		}
 	})
 	t.Run("instance attributes", func(t *testing.T) {
-		for _, a := range engine.InstanceAttrs {
+		for _, a := range plan.InstanceAttrs {
 			assert.Regexp(t, "(?m)^\\| `"+regexp.QuoteMeta(a)+"` \\|", lang, "instance attribute %s has no row in the instance table", a)
 			assert.True(t, mentioned(readme, a), "instance attribute %s is not in README.md", a)
 		}

@@ -29,7 +29,7 @@ type Config struct {
 	// Dir is the folder holding the pipeline file(s): path.pipeline.
 	Dir string
 	// Root is the workspace root, where file() and friends read; the
-	// caller sets it (engine.Load does). Empty means Dir.
+	// caller sets it (plan.Load does). Empty means Dir.
 	Root string
 	// Paths are the files read, in order.
 	Paths []string

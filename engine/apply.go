@@ -1,3 +1,8 @@
+// Package engine applies a plan (engine/plan): the schedule (the ready
+// set and admission) apart from the applier's event loop, which starts
+// nodes through the executor, waits for them and commits what they made
+// to the cache and the run journal; batches and their slots, the ledger,
+// the live display, the up-to-date memo, and recovery after a crash.
 package engine
 
 import (
@@ -5,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -30,23 +37,9 @@ import (
 	"github.com/cairn-run/cairn/stages/items"
 )
 
-// nodeStatus is a node's state during apply. Its text is what upstreams'
-// stages.Upstream.Status, messages and the JSON events say.
-type nodeStatus string
-
-// Node states during apply.
-const (
-	stPending nodeStatus = "pending"
-	stRunning nodeStatus = "running"
-	stOK      nodeStatus = "ok"
-	stCached  nodeStatus = "cached"
-	stFailed  nodeStatus = "failed"
-	stSkipped nodeStatus = "skipped"
-)
-
 // ApplyOptions configure one apply.
 type ApplyOptions struct {
-	Plan        *Plan
+	Plan        *plan.Plan
 	Cache       *store.Cache
 	Executor    executor.Executor
 	Parallelism int           // CPU slots for nodes without GPUs (default: cores)
@@ -111,13 +104,13 @@ type Failure struct {
 var ErrRefused = errors.New("apply refused")
 
 type nodeState struct {
-	n        *Node
-	pn       *PlannedNode
-	status   nodeStatus
+	n        *plan.Node
+	pn       *plan.PlannedNode
+	status   plan.Status
 	waiting  int // unfinished upstreams
 	spec     *stages.Node
 	key      string
-	env      *Envelope
+	env      *plan.Envelope
 	record   *store.Record
 	class    string
 	message  string
@@ -160,7 +153,7 @@ type nodeState struct {
 
 type applier struct {
 	opts     ApplyOptions
-	g        *Graph
+	g        *plan.Graph
 	pipeline string // the pipeline's name (recovery tells its runs from others')
 	cache    *store.Cache
 	j        *runlog.Journal
@@ -247,10 +240,10 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	a.nodes = make([]*nodeState, len(a.g.Nodes))
 	for _, n := range a.g.Nodes {
 		pn := p.Nodes[n.ID]
-		ns := &nodeState{n: n, pn: pn, status: stPending}
+		ns := &nodeState{n: n, pn: pn, status: plan.Pending}
 		a.nodes[n.ID] = ns
 		if pn.Skipped {
-			ns.status = stSkipped
+			ns.status = plan.Skipped
 			ns.message = "outside --target"
 			continue
 		}
@@ -259,7 +252,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	// or known after apply), in one group commit.
 	var planned []runlog.Entry
 	for _, ns := range a.nodes {
-		if !ns.pn.Skipped && (ns.pn.Action == ActRun || ns.pn.Action == ActMayRun) {
+		if !ns.pn.Skipped && (ns.pn.Action == plan.ActRun || ns.pn.Action == plan.ActMayRun) {
 			planned = append(planned, runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key})
 		}
 	}
@@ -406,7 +399,7 @@ func (a *applier) failStuck() {
 	stuck := a.sched.takeStuck()
 	msg := stuckMessage(stuck)
 	for _, ns := range stuck {
-		if ns.status == stPending {
+		if ns.status == plan.Pending {
 			a.fail(ns, dsl.ClassSetup, msg)
 		}
 	}
@@ -420,7 +413,7 @@ func (a *applier) dispatchReady() (kept []int) {
 	for i := 0; i < len(queue); i++ {
 		id := queue[i]
 		ns := a.nodes[id]
-		if ns.status == stPending && !a.sched.inFlight(id) {
+		if ns.status == plan.Pending && !a.sched.inFlight(id) {
 			switch {
 			case !ns.prepared && a.prepare(ns):
 				// Finished inline.
@@ -429,7 +422,7 @@ func (a *applier) dispatchReady() (kept []int) {
 			default:
 				// A node refused while being admitted (no free GPU) has
 				// failed: it is not kept waiting.
-				if a.tryStart(ns) && ns.status == stPending {
+				if a.tryStart(ns) && ns.status == plan.Pending {
 					kept = append(kept, id)
 				}
 			}
@@ -456,10 +449,10 @@ func (a *applier) startCPUNodes() {
 			break
 		}
 		ns := a.nodes[id]
-		if ns.status != stPending || a.sched.inFlight(id) {
+		if ns.status != plan.Pending || a.sched.inFlight(id) {
 			continue
 		}
-		if a.tryStart(ns) && ns.status == stPending {
+		if a.tryStart(ns) && ns.status == plan.Pending {
 			blocked = append(blocked, id)
 		}
 	}
@@ -549,24 +542,24 @@ func (a *applier) releaseResources(ns *nodeState) {
 }
 
 // instance is the object downstream expressions see for a node.
-func (a *applier) instance(n *Node) cty.Value {
+func (a *applier) instance(n *plan.Node) cty.Value {
 	ns := a.nodes[n.ID]
 	if ns.final {
 		return a.finalInstance(ns)
 	}
-	return unknownInstance(n)
+	return plan.UnknownInstance(n)
 }
 
 // upstreamDigest is an upstream's output digest for a downstream key.
-func (a *applier) upstreamDigest(n *Node) (string, bool) {
+func (a *applier) upstreamDigest(n *plan.Node) (string, bool) {
 	ns := a.nodes[n.ID]
 	switch ns.status {
-	case stOK, stCached:
+	case plan.OK, plan.Cached:
 		if ns.record != nil {
 			return ns.record.OutputDigest, true
 		}
-	case stFailed, stSkipped:
-		return failedOutputDigest(ns.status, ns.class), true
+	case plan.Failed, plan.Skipped:
+		return plan.FailedOutputDigest(ns.status, ns.class), true
 	}
 	if ns.pn.Skipped && ns.pn.Record != nil {
 		return ns.pn.Record.OutputDigest, true
@@ -584,7 +577,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	var failedUp *nodeState
 	for _, d := range n.Deps {
 		u := a.nodes[d]
-		if u.status == stFailed || u.status == stSkipped && !u.pn.Skipped {
+		if u.status == plan.Failed || u.status == plan.Skipped && !u.pn.Skipped {
 			failedUp = u
 			break
 		}
@@ -604,12 +597,12 @@ func (a *applier) prepare(ns *nodeState) bool {
 	// stands.
 	sn := ns.pn.Spec
 	reused := true
-	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.evalsStage(n) && !a.upstreamsAsPlanned(n) {
+	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.EvalsStage(n) && !a.upstreamsAsPlanned(n) {
 		reused = false
 		var diags hcl.Diagnostics
 		sn, diags = a.g.EvalNode(n, a.instance)
 		if diags.HasErrors() {
-			a.fail(ns, dsl.ClassSetup, "cannot evaluate its attributes: "+oneLine(diags.Error()))
+			a.fail(ns, dsl.ClassSetup, "cannot evaluate its attributes: "+plan.OneLine(diags.Error()))
 			return true
 		}
 	}
@@ -622,19 +615,19 @@ func (a *applier) prepare(ns *nodeState) bool {
 		sn.Upstreams = append(sn.Upstreams, up)
 	}
 	ns.spec = sn
-	if msg := a.g.lateCheck(n, &sn.Common); msg != "" {
+	if msg := a.g.LateCheck(n, &sn.Common); msg != "" {
 		a.fail(ns, dsl.ClassSetup, msg)
 		return true
 	}
-	var env *Envelope
-	var why *unknownReason
+	var env *plan.Envelope
+	var why *plan.UnknownReason
 	var err error
 	if reused && a.samePlannedUpstreams(ns) {
 		// Same arguments, no input files, the same upstream outputs as
 		// planned: the planned envelope stands.
 		env = ns.pn.Envelope
 	} else {
-		env, why, err = a.g.envelope(n, sn, a.upstreamDigest, a.cache.Stat)
+		env, why, err = a.g.NodeEnvelope(n, sn, a.upstreamDigest, a.cache.Stat)
 	}
 	if err != nil {
 		a.fail(ns, dsl.ClassSetup, err.Error())
@@ -661,7 +654,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	}
 	if grp := a.sched.groups[n.Stage.Name]; grp != nil && grp.policy.Strict {
 		// A strict batch decides for all its variants at once.
-		ns.secrets = sensitiveStrings(sn.Args)
+		ns.secrets = plan.SensitiveStrings(sn.Args)
 		return a.settleStrict(grp, ns)
 	}
 	if !a.opts.Replace[n.Addr] && a.cache.Has(ns.key) {
@@ -674,20 +667,20 @@ func (a *applier) prepare(ns *nodeState) bool {
 			return true
 		}
 	}
-	if a.opts.Exact && ns.pn.Action == ActCached {
+	if a.opts.Exact && ns.pn.Action == plan.ActCached {
 		a.fail(ns, dsl.ClassSetup, "planned as cached, but its cached result is gone since the plan was saved: not run; make a new plan with 'cairn plan --out FILE'")
 		return true
 	}
 	// It runs: what its logs must not show.
-	ns.secrets = sensitiveStrings(sn.Args)
+	ns.secrets = plan.SensitiveStrings(sn.Args)
 	return false
 }
 
 // anyUpstreamOK reports whether some upstream of n finished (ran or
 // cached).
-func (a *applier) anyUpstreamOK(n *Node) bool {
+func (a *applier) anyUpstreamOK(n *plan.Node) bool {
 	for _, d := range n.Deps {
-		if st := a.nodes[d].status; st == stOK || st == stCached {
+		if st := a.nodes[d].status; st == plan.OK || st == plan.Cached {
 			return true
 		}
 	}
@@ -697,7 +690,7 @@ func (a *applier) anyUpstreamOK(n *Node) bool {
 // upstreamFailure says how an upstream ended: "failed (class): message"
 // or "skipped".
 func upstreamFailure(u *nodeState) string {
-	if u.status != stFailed {
+	if u.status != plan.Failed {
 		return string(u.status)
 	}
 	return fmt.Sprintf("failed (%s): %s", u.class, u.message)
@@ -706,13 +699,13 @@ func upstreamFailure(u *nodeState) string {
 // upstreamsAsPlanned reports whether every upstream of n was cached at plan
 // time and was taken from that same record: the instance objects n's
 // expressions read are then the ones the plan evaluated it with.
-func (a *applier) upstreamsAsPlanned(n *Node) bool {
+func (a *applier) upstreamsAsPlanned(n *plan.Node) bool {
 	for _, d := range n.Deps {
 		u := a.nodes[d]
-		if !n.keyedDep(d) {
+		if !n.KeyedDep(d) {
 			continue // wait_for: never read
 		}
-		if u.status != stCached || u.record == nil || u.pn.Record == nil || u.record.Key != u.pn.Record.Key {
+		if u.status != plan.Cached || u.record == nil || u.pn.Record == nil || u.record.Key != u.pn.Record.Key {
 			return false
 		}
 	}
@@ -733,7 +726,7 @@ func (a *applier) samePlannedUpstreams(ns *nodeState) bool {
 	}
 	got := make([]string, 0, len(ns.n.Deps))
 	for _, d := range ns.n.Deps {
-		if !ns.n.keyedDep(d) {
+		if !ns.n.KeyedDep(d) {
 			continue
 		}
 		dg, ok := a.upstreamDigest(a.g.Nodes[d])
@@ -787,7 +780,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		return false
 	}
 	ns.record = rec
-	ns.status = stCached
+	ns.status = plan.Cached
 	// The node's lock, taken when another process had just finished it,
 	// is not needed to restore it: holding it until this apply ends would
 	// make other applies wait for nothing, and two applies holding what the
@@ -809,7 +802,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 
 // launch starts a node's worker goroutine.
 func (a *applier) launch(ns *nodeState) {
-	ns.status = stRunning
+	ns.status = plan.Running
 	a.sched.run(ns)
 	ns.started = time.Now()
 	a.mu.Lock()
@@ -840,7 +833,7 @@ func (a *applier) handle(ev event) {
 			}
 			return
 		}
-		ns.status = stPending
+		ns.status = plan.Pending
 		_ = a.cache.Refresh()
 		if a.takeCachedIfDone(ns) {
 			return
@@ -863,7 +856,7 @@ func (a *applier) handle(ev event) {
 			a.markFailed(ns)
 			return
 		}
-		ns.status = stOK
+		ns.status = plan.OK
 		a.res.Ran++
 		a.setFinal(ns)
 		// Postconditions first: a node they fail is shown failed only,
@@ -887,11 +880,11 @@ func (a *applier) fail(ns *nodeState, class, msg string) {
 
 func (a *applier) markFailed(ns *nodeState) {
 	ns.releaseKey()
-	ns.status = stFailed
+	ns.status = plan.Failed
 	// Nothing cairn writes about the node shows a sensitive value (a node
 	// that failed before it ran has not listed them yet).
 	if ns.secrets == nil && ns.spec != nil {
-		ns.secrets = sensitiveStrings(ns.spec.Args)
+		ns.secrets = plan.SensitiveStrings(ns.spec.Args)
 	}
 	ns.message = executor.RedactSecrets(ns.message, ns.secrets)
 	a.res.Failed++
@@ -909,9 +902,9 @@ func (a *applier) markFailed(ns *nodeState) {
 }
 
 func (a *applier) skip(ns *nodeState, why string) {
-	ns.status = stSkipped
+	ns.status = plan.Skipped
 	ns.message = why
-	ns.class = failUpstream
+	ns.class = plan.FailUpstream
 	a.res.Skipped++
 	a.setFinal(ns)
 	_ = a.j.Note(runlog.Entry{T: runlog.Skipped, Node: ns.n.Addr, Message: why})
@@ -924,7 +917,7 @@ func (a *applier) skip(ns *nodeState, why string) {
 // condition fails the node with its error_message.
 func (a *applier) checkPost(ns *nodeState) bool {
 	self := func() cty.Value { return a.finalInstance(ns) }
-	msg, _ := a.g.evalPostconditions(ns.n, self, a.instance)
+	msg, _ := a.g.EvalPostconditions(ns.n, self, a.instance)
 	if msg == "" {
 		return true
 	}
@@ -935,9 +928,9 @@ func (a *applier) checkPost(ns *nodeState) bool {
 
 func (a *applier) undoSuccess(ns *nodeState) {
 	switch ns.status {
-	case stOK:
+	case plan.OK:
 		a.res.Ran--
-	case stCached:
+	case plan.Cached:
 		a.res.Cached--
 	}
 }
@@ -961,11 +954,11 @@ func (a *applier) finalInstance(ns *nodeState) cty.Value {
 // state.
 func (a *applier) finishedInstance(ns *nodeState) cty.Value {
 	status := ns.status
-	if status == stCached {
-		status = stOK
+	if status == plan.Cached {
+		status = plan.OK
 	}
 	if ns.record != nil || ns.res == nil && ns.launch == nil {
-		return instanceObject(ns.n, ns.record, status, ns.class, ns.message, ns.key)
+		return plan.InstanceObject(ns.n, ns.record, status, ns.class, ns.message, ns.key)
 	}
 	// It ran (or was admitted to its batch) and failed: no record.
 	started, exit := ns.started, cty.NullVal(cty.Number)
@@ -978,8 +971,8 @@ func (a *applier) finishedInstance(ns *nodeState) cty.Value {
 		dur = cty.NumberFloatVal(r.Ended.Sub(r.Started).Seconds())
 		rss, gpuMiB = cty.NumberFloatVal(r.PeakRSSMiB), cty.NumberFloatVal(r.PeakGPUMiB)
 	}
-	return nodeInstance(ns.n, cty.NullVal(cty.DynamicPseudoType), exit, dur, rss, gpuMiB,
-		launchValue(a.runID, started, ns.launchRecord()), status, ns.class, ns.message, ns.key)
+	return plan.NodeInstance(ns.n, cty.NullVal(cty.DynamicPseudoType), exit, dur, rss, gpuMiB,
+		plan.LaunchValue(a.runID, started, ns.launchRecord()), status, ns.class, ns.message, ns.key)
 }
 
 func (a *applier) printf(format string, args ...any) {
@@ -1029,14 +1022,6 @@ func roundDur(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 300 {
-		s = s[:297] + "..."
-	}
-	return s
 }
 
 func tailLines(b []byte, n int) string {
@@ -1206,10 +1191,10 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		// A node that leased no GPU sees none.
 		env = append(env, "CUDA_VISIBLE_DEVICES=")
 	}
-	for _, k := range sortedKeys(c.Env) {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		env = append(env, k+"="+c.Env[k])
 	}
-	for _, k := range sortedKeys(p.Env) {
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		env = append(env, k+"="+p.Env[k])
 	}
 	var inherit []*os.File
@@ -1329,7 +1314,7 @@ func (a *applier) execute(ns *nodeState) error {
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
 		ns.ended = time.Now()
 		if err != nil {
-			ns.class, ns.message = dsl.ClassSetup, oneLine(err.Error())
+			ns.class, ns.message = dsl.ClassSetup, plan.OneLine(err.Error())
 		} else {
 			ns.res = out.Proc
 			ns.class, ns.message, ns.runCounts = out.Class, out.Message, out.RunCounts

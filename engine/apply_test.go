@@ -29,9 +29,9 @@ func TestApplyThenCached(t *testing.T) {
 	w := newWorkspace(t, twoStage)
 	r := w.apply(ApplyOptions{})
 	assert.Equal(t, 4, r.res.Ran, r.out)
-	assert.Equal(t, "a\nb\nc\n", w.read("out/all.txt"))
+	assert.Equal(t, "a\nb\nc\n", w.Read("out/all.txt"))
 	r = w.apply(ApplyOptions{})
 	assert.Equal(t, 0, r.res.Ran, r.out)
 	assert.Equal(t, 4, r.res.Cached, r.out)
-	require.Equal(t, "run\nrun\nrun\nrun\n", w.read("runs.log"))
+	require.Equal(t, "run\nrun\nrun\nrun\n", w.Read("runs.log"))
 }

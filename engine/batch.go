@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,7 +71,7 @@ func (a *applier) setupGroups() {
 		var pol stages.BatchPolicy
 		for _, n := range a.g.StageNodes[s.Name] {
 			pn := a.opts.Plan.Nodes[n.ID]
-			if pn.Skipped || pn.Action == ActCached {
+			if pn.Skipped || pn.Action == plan.ActCached {
 				continue
 			}
 			if pol.Mode == "" && pn.Spec != nil {
@@ -137,7 +138,7 @@ func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
 	var runs *nodeState
 	for _, id := range g.order {
 		o := a.nodes[id]
-		if o.status != stPending {
+		if o.status != plan.Pending {
 			continue
 		}
 		if !o.prepared {
@@ -194,7 +195,7 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 		if o == ns {
 			break
 		}
-		if o.status == stPending && o.waiting == 0 && o.prepared {
+		if o.status == plan.Pending && o.waiting == 0 && o.prepared {
 			return false
 		}
 	}
@@ -226,7 +227,7 @@ func (g *batchGroup) noteLaunch(a *applier, ns *nodeState, dev int) {
 	}
 	running := []*nodeState{ns}
 	for _, id := range g.order {
-		if o := a.nodes[id]; o != ns && o.status == stRunning {
+		if o := a.nodes[id]; o != ns && o.status == plan.Running {
 			running = append(running, o)
 		}
 	}
@@ -288,7 +289,7 @@ func (g *batchGroup) start(a *applier) bool {
 	// cache once their keys were known).
 	toRun := 0
 	for _, id := range g.order {
-		if st := a.nodes[id].status; st == stPending || st == stRunning {
+		if st := a.nodes[id].status; st == plan.Pending || st == plan.Running {
 			toRun++
 		}
 	}
@@ -373,7 +374,7 @@ func (g *batchGroup) release(a *applier, ns *nodeState) {
 	// variant is pending or running (variants taken from the cache or
 	// skipped never pass through here).
 	for _, id := range g.order {
-		if o := a.nodes[id]; o != ns && (o.status == stPending || o.status == stRunning) {
+		if o := a.nodes[id]; o != ns && (o.status == plan.Pending || o.status == plan.Running) {
 			return
 		}
 	}

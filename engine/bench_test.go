@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"io"
 	"os"
 	"path/filepath"
@@ -86,8 +87,8 @@ func newBenchSpace(b *testing.B, n int) *benchSpace {
 	return &benchSpace{root: root, cache: filepath.Join(root, ".cairn")}
 }
 
-func (s *benchSpace) load(b *testing.B) *Loaded {
-	l, diags := Load(LoadOptions{Path: filepath.Join(s.root, "pipeline.hcl"), Root: s.root})
+func (s *benchSpace) load(b *testing.B) *plan.Loaded {
+	l, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(s.root, "pipeline.hcl"), Root: s.root})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}
@@ -95,14 +96,14 @@ func (s *benchSpace) load(b *testing.B) *Loaded {
 }
 
 // plan loads, opens the cache, plans and renders, as `cairn plan` does.
-func (s *benchSpace) plan(b *testing.B) *Plan {
+func (s *benchSpace) plan(b *testing.B) *plan.Plan {
 	l := s.load(b)
 	c, err := store.Open(s.cache, store.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}
@@ -120,7 +121,7 @@ func (s *benchSpace) apply(b *testing.B, noSync bool) *ApplyResult {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}

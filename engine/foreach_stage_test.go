@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,7 +24,7 @@ stage "command" "b" {
   outputs  = ["s/${each.key}.txt"]
 }
 `)
-	p := w.plan(PlanOptions{})
+	p := w.Plan(plan.PlanOptions{})
 	g := p.Graph
 	bx := g.ByAddr[`stage.b["x"]`]
 	require.NotNil(t, bx)
@@ -31,8 +32,8 @@ stage "command" "b" {
 	assert.Equal(t, `stage.a["x"]`, g.Nodes[bx.Deps[0]].Addr)
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 4, r.res.Ran, r.out)
-	assert.Equal(t, "x-val\n", w.read("s/x.txt"))
-	assert.Equal(t, "y-val\n", w.read("s/y.txt"))
-	p = w.plan(PlanOptions{})
+	assert.Equal(t, "x-val\n", w.Read("s/x.txt"))
+	assert.Equal(t, "y-val\n", w.Read("s/y.txt"))
+	p = w.Plan(plan.PlanOptions{})
 	assert.Equal(t, 4, p.Cached)
 }

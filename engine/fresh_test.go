@@ -54,7 +54,7 @@ func TestStaleResultFailsTheNode(t *testing.T) {
 	r := w.apply(ApplyOptions{}, "script="+writeAll)
 	require.Equal(t, 0, r.res.Failed, r.out)
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
-	require.NoError(t, os.Chtimes(filepath.Join(w.root, "out/latest.json"), old, old))
+	require.NoError(t, os.Chtimes(filepath.Join(w.Root, "out/latest.json"), old, old))
 
 	// The configuration changed and the runner exits 0 writing nothing:
 	// the earlier run's accuracy must not pass the gate.
@@ -64,9 +64,9 @@ func TestStaleResultFailsTheNode(t *testing.T) {
 	assert.Equal(t, "result", f.Class, r.out)
 	assert.Contains(t, f.Message, "out/latest.json was not written by this run")
 	assert.Nil(t, failureOf(r, "stage.after"), "the downstream is skipped, not run")
-	assert.Equal(t, "0.9\n", w.read("out/after.txt"), "the downstream did not run on the stale result")
+	assert.Equal(t, "0.9\n", w.Read("out/after.txt"), "the downstream did not run on the stale result")
 	// The file the node left alone keeps its own time.
-	st, err := os.Stat(filepath.Join(w.root, "out/latest.json"))
+	st, err := os.Stat(filepath.Join(w.Root, "out/latest.json"))
 	require.NoError(t, err)
 	assert.True(t, st.ModTime().Equal(old), "mtime %s, want %s", st.ModTime(), old)
 }
@@ -146,7 +146,7 @@ func TestStaleFileFromTheFutureFailsTheNode(t *testing.T) {
 	r := w.apply(ApplyOptions{}, "script="+writeAll)
 	require.Equal(t, 0, r.res.Failed, r.out)
 	ahead := time.Now().Add(time.Hour).Truncate(time.Second)
-	require.NoError(t, os.Chtimes(filepath.Join(w.root, "out/latest.json"), ahead, ahead))
+	require.NoError(t, os.Chtimes(filepath.Join(w.Root, "out/latest.json"), ahead, ahead))
 	r = w.apply(ApplyOptions{}, "v=2")
 	f := failureOf(r, "stage.gate")
 	require.NotNil(t, f, r.out)

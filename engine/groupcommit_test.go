@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,14 +42,14 @@ func write(spec *executor.Spec) (*stages.ProcResult, error) {
 
 // planDurable plans a pipeline on a cache that syncs (closed when the
 // test ends).
-func planDurable(t *testing.T, pipeline string) (*Loaded, *store.Cache, *Plan) {
+func planDurable(t *testing.T, pipeline string) (*plan.Loaded, *store.Cache, *plan.Plan) {
 	t.Helper()
 	w := newWorkspace(t, pipeline)
-	l := w.load()
-	c, err := store.Open(w.cache, store.Options{})
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	return l, c, p
 }

@@ -2,16 +2,15 @@ package engine
 
 import (
 	"context"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
@@ -32,54 +31,12 @@ func (x inProcess) Submit(_ context.Context, spec *executor.Spec) (executor.Job,
 	return executor.Finished(executor.JobRef{Executor: x.name}, res, err), nil
 }
 
-// workspace is a temporary workspace with a pipeline file.
-type workspace struct {
-	t     *testing.T
-	root  string
-	cache string
-}
+// workspace is a plantest workspace that can also be applied.
+type workspace struct{ *plantest.Workspace }
 
 func newWorkspace(t *testing.T, pipeline string) *workspace {
 	t.Helper()
-	root := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(root, "pipeline.hcl"), []byte(pipeline), 0o644))
-	return &workspace{t: t, root: root, cache: filepath.Join(root, ".cairn")}
-}
-
-func (w *workspace) write(rel, content string) {
-	w.t.Helper()
-	p := filepath.Join(w.root, rel)
-	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
-}
-
-func (w *workspace) read(rel string) string {
-	w.t.Helper()
-	b, err := os.ReadFile(filepath.Join(w.root, rel))
-	require.NoError(w.t, err)
-	return string(b)
-}
-
-func (w *workspace) load(vars ...string) *Loaded {
-	w.t.Helper()
-	var args []dsl.VarArg
-	for _, v := range vars {
-		args = append(args, dsl.VarArg{Value: v})
-	}
-	l, diags := Load(LoadOptions{Path: filepath.Join(w.root, "pipeline.hcl"), Root: w.root, Vars: dsl.VarInputs{Args: args}})
-	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
-	return l
-}
-
-func (w *workspace) plan(opts PlanOptions, vars ...string) *Plan {
-	w.t.Helper()
-	l := w.load(vars...)
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
-	require.NoError(w.t, err)
-	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, opts)
-	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
-	return p
+	return &workspace{plantest.New(t, pipeline)}
 }
 
 type applyRun struct {
@@ -88,13 +45,13 @@ type applyRun struct {
 }
 
 func (w *workspace) apply(opts ApplyOptions, vars ...string) applyRun {
-	w.t.Helper()
-	l := w.load(vars...)
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
-	require.NoError(w.t, err)
+	w.T.Helper()
+	l := w.Load(vars...)
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(w.T, err)
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
-	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	var sb strings.Builder
 	opts.Plan, opts.Cache, opts.Progress, opts.NoSync = p, c, &sb, true
 	if opts.Parallelism == 0 {
@@ -103,7 +60,7 @@ func (w *workspace) apply(opts ApplyOptions, vars ...string) applyRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := Apply(ctx, opts)
-	require.NoError(w.t, err, sb.String())
+	require.NoError(w.T, err, sb.String())
 	return applyRun{res: res, out: sb.String()}
 }
 

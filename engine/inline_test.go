@@ -23,11 +23,11 @@ stage "command" "make" {
   outputs = ["out/small.txt", "out/edge.txt", "out/big.txt", "out/empty.txt", "out/many"]
 }
 `)
-	require.NoError(t, os.MkdirAll(filepath.Join(w.root, "out/many"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(w.Root, "out/many"), 0o755))
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 1, r.res.Ran, r.out)
 
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	rec, ok := c.Lookup(c.LastKey("inline", "stage.make"))
 	require.True(t, ok)
@@ -60,14 +60,14 @@ stage "command" "make" {
 	for p := range rec.Outputs {
 		b, err := c.OutputBytes(rec, p)
 		require.NoError(t, err, p)
-		want, err := os.ReadFile(filepath.Join(w.root, p))
+		want, err := os.ReadFile(filepath.Join(w.Root, p))
 		require.NoError(t, err)
 		assert.Equal(t, want, b, p)
 	}
 	require.NoError(t, c.Close())
 
 	// Collected garbage leaves what records hold.
-	c, err = store.Open(w.cache, store.Options{NoSync: true})
+	c, err = store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	_, err = store.GC(c, store.GCOptions{})
 	require.NoError(t, err)
@@ -75,16 +75,16 @@ stage "command" "make" {
 
 	want := map[string]string{}
 	for _, p := range []string{"out/small.txt", "out/edge.txt", "out/big.txt", "out/empty.txt", "out/many/3.txt", "out/many/10.txt"} {
-		want[p] = w.read(p)
+		want[p] = w.Read(p)
 	}
-	require.NoError(t, os.RemoveAll(filepath.Join(w.root, "out")))
+	require.NoError(t, os.RemoveAll(filepath.Join(w.Root, "out")))
 	r = w.apply(ApplyOptions{})
 	require.Equal(t, 0, r.res.Ran, r.out)
 	require.Equal(t, 1, r.res.Cached, r.out)
 	for p, content := range want {
-		assert.Equal(t, content, w.read(p), p)
+		assert.Equal(t, content, w.Read(p), p)
 	}
-	fi, err := os.Stat(filepath.Join(w.root, "out/small.txt"))
+	fi, err := os.Stat(filepath.Join(w.Root, "out/small.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "the mode is restored")
 }

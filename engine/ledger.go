@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -246,7 +247,7 @@ func ledgerEnd(a *applier, g *batchGroup) {
 	var errs []string
 	for _, id := range g.order {
 		ns := a.nodes[id]
-		if ns.status == stFailed || ns.class != "" {
+		if ns.status == plan.Failed || ns.class != "" {
 			errs = append(errs, fmt.Sprintf("- %s UTC %s %s variant %s failed (%s): %s", time.Now().UTC().Format("2006-01-02 15:04:05"), b.Tag, b.ID, ns.n.Inst.Key, ns.class, ns.message))
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,16 +26,16 @@ stage "command" "slow" {
   run = ["sleep", "0.1"]
 }
 `)
-	l := w.load()
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, _ := MakePlan(l.Graph, c, PlanOptions{})
+	p, _ := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	var sb strings.Builder
 	a := &applier{g: l.Graph, cache: c, out: &sb, res: &ApplyResult{}, sched: newSchedule(&ApplyOptions{})}
-	ns := &nodeState{n: l.Graph.Nodes[0], pn: p.Nodes[0], status: stRunning, started: time.Now().Add(-3 * time.Second)}
+	ns := &nodeState{n: l.Graph.Nodes[0], pn: p.Nodes[0], status: plan.Running, started: time.Now().Add(-3 * time.Second)}
 	a.nodes = []*nodeState{ns}
 	a.sched.run(ns)
 	(&nodeRuntime{a: a, ns: ns}).Progress("items 20/100: evaluated 20, from-cache 0, charged 20, infra-failures 0")
@@ -80,11 +81,11 @@ stage "command" "b" {
   outputs = ["o.txt"]
 }
 `)
-	l := w.load()
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, _ := MakePlan(l.Graph, c, PlanOptions{})
+	p, _ := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	out := &syncBuffer{}
 	done := make(chan *ApplyResult)
 	// Bounds the test should the display never show the line.
@@ -104,7 +105,7 @@ stage "command" "b" {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(w.root, "go"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(w.Root, "go"), nil, 0o644))
 	res := <-done
 	assert.Equal(t, 1, res.Ran)
 	assert.Equal(t, 1, res.Cached)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"time"
 
@@ -17,7 +18,7 @@ func (ns *nodeState) releaseKey() {
 // waitForKey parks a node whose key another process is running: a worker
 // says who holds it, waits for the lock and reports back.
 func (a *applier) waitForKey(ns *nodeState) {
-	ns.status = stRunning
+	ns.status = plan.Running
 	a.sched.run(ns)
 	ns.started = time.Now()
 	ctx := a.ctx

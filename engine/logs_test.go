@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,18 +41,18 @@ stage "command" "dies" {
 // all there; a failure names the logs that exist.
 func TestNodeLogsAreMadeWithTheirFirstByte(t *testing.T) {
 	w := newWorkspace(t, logsPipeline)
-	l := w.load()
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	require.False(t, diags.HasErrors())
 	var sb strings.Builder
 	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Progress: &sb, NoSync: true, Parallelism: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Ran, sb.String())
 	require.Equal(t, 2, res.Failed, sb.String())
-	run := filepath.Join(w.cache, "runs", res.RunID)
+	run := filepath.Join(w.Cache, "runs", res.RunID)
 	stem := func(a string) string { return runlog.NodeLog(run, a, 1) }
 
 	for _, p := range []string{stem("stage.quiet") + ".out", stem("stage.quiet") + ".err", stem("stage.talks") + ".err", stem("stage.fails") + ".out"} {
@@ -90,7 +91,7 @@ stage "command" "waits" {
 	go func() { done <- w.apply(ApplyOptions{}) }()
 	var seen bool
 	for i := 0; i < 600 && !seen; i++ {
-		logs, _ := filepath.Glob(filepath.Join(w.cache, "runs", "*", "logs", "waits.out"))
+		logs, _ := filepath.Glob(filepath.Join(w.Cache, "runs", "*", "logs", "waits.out"))
 		for _, p := range logs {
 			if b, _ := os.ReadFile(p); string(b) == "ready\n" {
 				seen = true
@@ -99,7 +100,7 @@ stage "command" "waits" {
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.True(t, seen, "the node's first line never reached its log while it ran")
-	w.write("go", "")
+	w.Write("go", "")
 	r := <-done
 	assert.Equal(t, 1, r.res.Ran, r.out)
 }
@@ -115,7 +116,7 @@ stage "command" "leaves" {
 }
 `)
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(w.root, "escaped.pid")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(w.Root, "escaped.pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
@@ -123,8 +124,8 @@ stage "command" "leaves" {
 	})
 	r := w.apply(ApplyOptions{})
 	assert.Equal(t, 1, r.res.Ran, r.out)
-	assert.NoFileExists(t, filepath.Join(w.root, "escaped.ended"), "the apply waited for the escaped process")
-	b, err := os.ReadFile(runlog.NodeLog(filepath.Join(w.cache, "runs", r.res.RunID), "stage.leaves", 1) + ".out")
+	assert.NoFileExists(t, filepath.Join(w.Root, "escaped.ended"), "the apply waited for the escaped process")
+	b, err := os.ReadFile(runlog.NodeLog(filepath.Join(w.Cache, "runs", r.res.RunID), "stage.leaves", 1) + ".out")
 	require.NoError(t, err)
 	assert.Equal(t, "before\nafter\n", string(b))
 }

@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,7 +93,7 @@ func MemoPath(cacheDir, identity string) string {
 // is none: a failure or skip, a --target, a stage kind that looks at the
 // workspace when planning, or a file changed too recently (or during the
 // run) for its stat information to be trusted later.
-func BuildMemo(p *Plan, res *ApplyResult, c *store.Cache, identity string) (*Memo, string) {
+func BuildMemo(p *plan.Plan, res *ApplyResult, c *store.Cache, identity string) (*Memo, string) {
 	switch {
 	case res.Failed > 0 || res.Skipped > 0 || res.Interrupted || res.Refused != "":
 		return nil, "not every node ended well"
@@ -146,11 +149,11 @@ func BuildMemo(p *Plan, res *ApplyResult, c *store.Cache, identity string) (*Mem
 	m.Index = MemoIndex{Dev: isig.Dev, Ino: isig.Ino, Offset: off}
 	at := time.Now()
 	for _, ns := range res.nodes {
-		if ns.status != stOK && ns.status != stCached || ns.record == nil || ns.env == nil || ns.key == "" {
+		if ns.status != plan.OK && ns.status != plan.Cached || ns.record == nil || ns.env == nil || ns.key == "" {
 			return nil, ns.n.Addr + " has no result"
 		}
 		mn := MemoNode{Addr: ns.n.Addr, Key: ns.key}
-		for _, rel := range sortedKeys(ns.record.Outputs) {
+		for _, rel := range slices.Sorted(maps.Keys(ns.record.Outputs)) {
 			full := filepath.Join(g.Root, rel)
 			before, err := fsdigest.LstatSig(full)
 			switch {
@@ -173,7 +176,7 @@ func BuildMemo(p *Plan, res *ApplyResult, c *store.Cache, identity string) (*Mem
 			}
 			mn.Outputs = append(mn.Outputs, MemoOutput{Path: rel, Sig: before})
 		}
-		for _, rel := range sortedKeys(ns.env.Inputs) {
+		for _, rel := range slices.Sorted(maps.Keys(ns.env.Inputs)) {
 			mn.Inputs = append(mn.Inputs, MemoInput{Path: rel, Digest: ns.env.Inputs[rel]})
 		}
 		m.Nodes = append(m.Nodes, mn)
@@ -438,11 +441,11 @@ func (m *Memo) RenderPlan(w io.Writer) error {
 	for _, n := range m.Nodes {
 		width = max(width, len(n.Addr))
 	}
-	width = min(width, planWidthMax)
+	width = min(width, plan.WidthMax)
 	for _, n := range m.Nodes {
-		writePlanLine(bw, "=", width, n.Addr, "cached", nil)
+		plan.WriteLine(bw, "=", width, n.Addr, "cached", nil)
 	}
-	writePlanFooter(bw, PlanCounts{Cached: len(m.Nodes)}, 0)
+	plan.WriteFooter(bw, plan.PlanCounts{Cached: len(m.Nodes)}, 0)
 	return bw.Flush()
 }
 

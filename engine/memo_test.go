@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,17 +28,17 @@ stage "evaluate" "ev" {
   scores = "scores.jsonl"
 }
 `)
-	w.write("worker.sh", "exit 0\n")
-	w.write("items.jsonl", `{"id": "a"}`+"\n")
-	l := w.load()
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
+	w.Write("worker.sh", "exit 0\n")
+	w.Write("items.jsonl", `{"id": "a"}`+"\n")
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	require.False(t, diags.HasErrors(), diags.Error())
 	res := &ApplyResult{}
 	for _, n := range l.Graph.Nodes {
-		res.nodes = append(res.nodes, &nodeState{n: n, status: stCached})
+		res.nodes = append(res.nodes, &nodeState{n: n, status: plan.Cached})
 	}
 	m, why := BuildMemo(p, res, c, "id")
 	assert.Nil(t, m)

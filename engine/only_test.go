@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"strings"
 	"testing"
 
@@ -33,13 +34,13 @@ stage "command" "c" {
 `
 
 // onlyPlan plans with --only; it returns the refusals' text, "" for none.
-func (w *workspace) onlyPlan(targets ...string) (*Plan, string) {
-	w.t.Helper()
-	l := w.load()
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
-	require.NoError(w.t, err)
+func (w *workspace) onlyPlan(targets ...string) (*plan.Plan, string) {
+	w.T.Helper()
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(w.T, err)
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{Targets: targets, Only: true})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{Targets: targets, Only: true})
 	if diags.HasErrors() {
 		var all []string
 		for _, d := range diags {
@@ -56,7 +57,7 @@ func (w *workspace) onlyPlan(targets ...string) (*Plan, string) {
 // refuses again.
 func TestOnlyRunsTheTargetsAlone(t *testing.T) {
 	w := newWorkspace(t, onlyPipeline)
-	w.write("in.txt", "x")
+	w.Write("in.txt", "x")
 	_, refused := w.onlyPlan("stage.c")
 	assert.Contains(t, refused, "they need stage.a (it writes a.txt), which has not run")
 	assert.Contains(t, refused, "they need stage.b (it writes b.txt)")
@@ -75,7 +76,7 @@ func TestOnlyRunsTheTargetsAlone(t *testing.T) {
 	require.Empty(t, refused)
 	assert.Equal(t, 0, p.ToRun, "all cached")
 
-	w.write("in.txt", "changed")
+	w.Write("in.txt", "changed")
 	_, refused = w.onlyPlan("stage.c")
 	assert.Contains(t, refused, "they need stage.a (it writes a.txt), which would run")
 	assert.Contains(t, refused, "they need stage.b (it writes b.txt), which would run")

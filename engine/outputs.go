@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/cas"
@@ -92,7 +92,7 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*store.Record, str
 	// downstream that sees this node's duration_s gets the same key on
 	// the next apply.
 	rec.Started, rec.Ended = rec.Started.Round(0), rec.Ended.Round(0)
-	rec.OutputDigest = outputDigest(rec.Outputs, rec.Result, "ok")
+	rec.OutputDigest = plan.OutputDigest(rec.Outputs, rec.Result, "ok")
 	seq, err := a.cache.Commit(rec, ns.after)
 	if err != nil {
 		return nil, dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
@@ -116,7 +116,7 @@ func (a *applier) openOutput(rel string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := nofollow.Open(a.g.pathCheck().rootReal, in)
+	f, err := nofollow.Open(a.g.PathCheck().RootReal(), in)
 	var le *nofollow.LinkError
 	if errors.As(err, &le) {
 		return nil, fmt.Errorf("%s changed while it was being stored (%s)", rel, le)
@@ -128,16 +128,16 @@ func (a *applier) openOutput(rel string) (*os.File, error) {
 // where it is, relative to the workspace root's real path; a file that
 // resolves outside the workspace or into the cache folder is refused.
 func (a *applier) resolveOutput(rel string) (string, error) {
-	pc := a.g.pathCheck()
+	pc := a.g.PathCheck()
 	real, err := filepath.EvalSymlinks(filepath.Join(a.g.Root, rel))
 	if err != nil {
 		return "", err
 	}
-	in, ok := below(pc.rootReal, real)
+	in, ok := plan.Below(pc.RootReal(), real)
 	if !ok {
 		return "", fmt.Errorf("%s is a symlink to %s, outside the workspace: it is not stored", rel, real)
 	}
-	if _, ok := below(pc.cacheReal, real); ok && pc.cacheReal != "" {
+	if _, ok := plan.Below(pc.CacheReal(), real); ok && pc.CacheReal() != "" {
 		return "", fmt.Errorf("%s is in the cache folder (%s): the cache's own files are never stored", rel, real)
 	}
 	return in, nil
@@ -161,20 +161,6 @@ func (a *applier) readOutput(rel string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
-}
-
-// below returns p relative to dir when p is dir or inside it.
-func below(dir, p string) (string, bool) {
-	if p == dir {
-		return ".", true
-	}
-	if dir == "/" {
-		return strings.TrimPrefix(p, "/"), strings.HasPrefix(p, "/")
-	}
-	if strings.HasPrefix(p, dir+string(filepath.Separator)) {
-		return p[len(dir)+1:], true
-	}
-	return "", false
 }
 
 // Outputs of at most inlineMax bytes are kept inside their record, up to

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,12 +18,12 @@ import (
 // reasons by address.
 func planKeys(t *testing.T, root string) map[string][3]string {
 	t.Helper()
-	l, diags := Load(LoadOptions{Path: filepath.Join(root, "pipeline.hcl"), Root: root})
+	l, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(root, "pipeline.hcl"), Root: root})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	c, err := store.Open(filepath.Join(root, ".cairn"), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	out := map[string][3]string{}
 	for _, pn := range p.Nodes {
@@ -59,11 +60,11 @@ func TestPlanOnEveryCoreMatchesOneCore(t *testing.T) {
 	require.Len(t, empty, 600)
 	assert.Equal(t, oneCore(), empty)
 
-	l, diags := Load(LoadOptions{Path: filepath.Join(root, "pipeline.hcl"), Root: root})
+	l, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(root, "pipeline.hcl"), Root: root})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	c, err := store.Open(filepath.Join(root, ".cairn"), store.Options{NoSync: true})
 	require.NoError(t, err)
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: touchExecutor, Parallelism: 2, NoSync: true})
 	require.NoError(t, err)
@@ -72,7 +73,7 @@ func TestPlanOnEveryCoreMatchesOneCore(t *testing.T) {
 
 	full := planKeys(t, root)
 	for addr, v := range full {
-		assert.Equal(t, ActCached, v[0], addr)
+		assert.Equal(t, plan.ActCached, v[0], addr)
 		assert.NotEmpty(t, v[1], addr)
 	}
 	assert.Equal(t, oneCore(), full)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ stage "command" "all" {
 }
 `
 
-func depAddrs(g *Graph, addr string) []string {
+func depAddrs(g *plan.Graph, addr string) []string {
 	var out []string
 	for _, id := range g.ByAddr[addr].Deps {
 		out = append(out, g.Nodes[id].Addr)
@@ -45,7 +46,7 @@ func depAddrs(g *Graph, addr string) []string {
 
 func TestInputNamingAnOutputIsADependency(t *testing.T) {
 	w := newWorkspace(t, readsOutputs)
-	g := w.load().Graph
+	g := w.Load().Graph
 	// Instance by instance: stats["large"] reads data/large.txt only.
 	assert.Equal(t, []string{`stage.gen["large"]`}, depAddrs(g, `stage.stats["large"]`))
 	assert.Equal(t, []string{`stage.gen["small"]`}, depAddrs(g, `stage.stats["small"]`))
@@ -59,10 +60,10 @@ func TestInputNamingAnOutputIsADependency(t *testing.T) {
 		assert.Equal(t, n, g.Nodes[n.ID])
 	}
 
-	p := w.plan(PlanOptions{})
+	p := w.Plan(plan.PlanOptions{})
 	for _, pn := range p.Nodes {
 		if pn.Node.Addr == `stage.stats["large"]` {
-			assert.Equal(t, ActMayRun, pn.Action)
+			assert.Equal(t, plan.ActMayRun, pn.Action)
 			assert.Equal(t, []string{`depends on the output of stage.gen["large"]`}, pn.Reasons)
 		}
 	}
@@ -70,22 +71,22 @@ func TestInputNamingAnOutputIsADependency(t *testing.T) {
 	r := w.apply(ApplyOptions{})
 	assert.Equal(t, 5, r.res.Ran, r.out)
 	assert.Equal(t, 0, r.res.Failed, r.out)
-	assert.Equal(t, "5\n", w.read("stats/large.txt"))
-	assert.Equal(t, "large.txt\nsmall.txt\n", w.read("listing.txt"))
+	assert.Equal(t, "5\n", w.Read("stats/large.txt"))
+	assert.Equal(t, "large.txt\nsmall.txt\n", w.Read("listing.txt"))
 
 	// The writer's output keys the reader: a new value reruns the writer,
 	// the readers of what it rewrote, and nothing else.
-	p = w.plan(PlanOptions{}, `sizes={small=3, large=7}`)
+	p = w.Plan(plan.PlanOptions{}, `sizes={small=3, large=7}`)
 	var torun []string
 	for _, pn := range p.Nodes {
-		if pn.Action == ActRun || pn.Action == ActMayRun {
+		if pn.Action == plan.ActRun || pn.Action == plan.ActMayRun {
 			torun = append(torun, pn.Node.Addr)
 		}
 	}
 	assert.Equal(t, []string{`stage.gen["large"]`, `stage.stats["large"]`, "stage.all"}, torun)
 	r = w.apply(ApplyOptions{}, `sizes={small=3, large=7}`)
 	assert.Equal(t, 3, r.res.Ran, r.out)
-	assert.Equal(t, "7\n", w.read("stats/large.txt"))
+	assert.Equal(t, "7\n", w.Read("stats/large.txt"))
 }
 
 func TestInputBelowAnOutputFolder(t *testing.T) {
@@ -103,8 +104,8 @@ stage "command" "unrelated" {
   inputs = ["outside.txt"]
 }
 `)
-	w.write("outside.txt", "o\n")
-	g := w.load().Graph
+	w.Write("outside.txt", "o\n")
+	g := w.Load().Graph
 	assert.Equal(t, []string{"stage.make"}, depAddrs(g, "stage.use"))
 	assert.Empty(t, depAddrs(g, "stage.unrelated"))
 	r := w.apply(ApplyOptions{})
@@ -115,7 +116,7 @@ stage "command" "unrelated" {
 func loadDiags(t *testing.T, pipeline string) string {
 	t.Helper()
 	w := newWorkspace(t, pipeline)
-	_, diags := Load(LoadOptions{Path: filepath.Join(w.root, "pipeline.hcl"), Root: w.root})
+	_, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
 	require.True(t, diags.HasErrors(), "loaded without errors")
 	var sb strings.Builder
 	for _, d := range diags {
@@ -161,8 +162,8 @@ stage "command" "bump" {
   outputs = ["n.txt"]
 }
 `)
-	w.write("n.txt", "1\n")
-	g := w.load().Graph
+	w.Write("n.txt", "1\n")
+	g := w.Load().Graph
 	assert.Empty(t, depAddrs(g, "stage.bump"))
 }
 
@@ -194,7 +195,7 @@ stage "command" "job" {
 
 func TestWaitForOrdersWithoutKeying(t *testing.T) {
 	w := newWorkspace(t, gated)
-	g := w.load().Graph
+	g := w.Load().Graph
 	// job["a"] waits for both gates; only check["a"] keys it.
 	assert.Equal(t, []string{`stage.check["a"]`, `stage.check["b"]`}, depAddrs(g, `stage.job["a"]`))
 	ja := g.ByAddr[`stage.job["a"]`]
@@ -204,16 +205,16 @@ func TestWaitForOrdersWithoutKeying(t *testing.T) {
 	assert.Equal(t, 4, r.res.Ran, r.out)
 
 	// A new value for b reruns b's gate and b's job only.
-	p := w.plan(PlanOptions{}, `vals={a="1", b="2"}`)
+	p := w.Plan(plan.PlanOptions{}, `vals={a="1", b="2"}`)
 	var torun []string
 	for _, pn := range p.Nodes {
-		if pn.Action == ActRun || pn.Action == ActMayRun {
+		if pn.Action == plan.ActRun || pn.Action == plan.ActMayRun {
 			torun = append(torun, pn.Node.Addr)
 		}
 		if pn.Node.Addr == `stage.job["a"]` {
 			require.NotNil(t, pn.Envelope, "job[a]'s key is known: check[b] does not key it")
 			assert.Len(t, pn.Envelope.Upstreams, 1)
-			assert.Equal(t, ActCached, pn.Action)
+			assert.Equal(t, plan.ActCached, pn.Action)
 			assert.Equal(t, []string{`waits for stage.check["b"], which will run`}, pn.Reasons)
 		}
 	}
@@ -255,7 +256,7 @@ stage "command" "writer" {
 	assert.Contains(t, r.out, "Add after = [stage.writer] to stage.reader")
 
 	// With the dependency written, it runs.
-	w.write("pipeline.hcl", strings.Replace(w.read("pipeline.hcl"), `inputs = [stage.name.result.file]`, "inputs = [stage.name.result.file]\n  after  = [stage.writer]", 1))
+	w.Write("pipeline.hcl", strings.Replace(w.Read("pipeline.hcl"), `inputs = [stage.name.result.file]`, "inputs = [stage.name.result.file]\n  after  = [stage.writer]", 1))
 	r = w.apply(ApplyOptions{})
 	assert.Equal(t, 0, r.res.Failed, r.out)
 }

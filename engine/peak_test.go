@@ -29,7 +29,7 @@ stage "command" "alloc" {
 `)
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 1, r.res.Ran, r.out)
-	c, err := store.Open(w.cache, store.Options{NoSync: true})
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
 	recs := c.Records()

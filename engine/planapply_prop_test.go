@@ -2,9 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -98,7 +101,7 @@ type fixtureState struct {
 
 func (s fixtureState) String() string {
 	var fs []string
-	for _, k := range sortedKeys(s.files) {
+	for _, k := range slices.Sorted(maps.Keys(s.files)) {
 		fs = append(fs, fmt.Sprintf("%s=%d", k, s.files[k]))
 	}
 	return fmt.Sprintf("pipeline %d, vars %d, files [%s]", s.variant, s.vars, strings.Join(fs, " "))
@@ -141,7 +144,7 @@ func TestPlanSaysWhatApplyDoes(t *testing.T) {
 					next.vars = rng.Intn(len(fx.vars))
 					edit = "variables"
 				case 2:
-					names := sortedKeys(fx.files)
+					names := slices.Sorted(maps.Keys(fx.files))
 					f := names[rng.Intn(len(names))]
 					next.files[f] = rng.Intn(len(fx.files[f]))
 					edit = "file " + f
@@ -152,7 +155,7 @@ func TestPlanSaysWhatApplyDoes(t *testing.T) {
 				state = next
 				w.setState(fx, state)
 				vars := fx.vars[state.vars]
-				p := w.plan(PlanOptions{}, vars...)
+				p := w.Plan(plan.PlanOptions{}, vars...)
 				r := w.apply(ApplyOptions{}, vars...)
 				what := fmt.Sprintf("seed %d, round %d, after editing the %s (%s)\n%s", seed, round, edit, state, r.out)
 				checkPlanMatchesApply(t, p, r, what, seen)
@@ -164,18 +167,18 @@ func TestPlanSaysWhatApplyDoes(t *testing.T) {
 
 // setState writes a fixture state into the workspace.
 func (w *workspace) setState(fx planFixture, s fixtureState) {
-	w.write("pipeline.hcl", fx.variants[s.variant])
+	w.Write("pipeline.hcl", fx.variants[s.variant])
 	for f, i := range s.files {
 		content := fx.files[f][i]
 		if content == "" {
-			require.NoError(w.t, os.RemoveAll(filepath.Join(w.root, f)))
+			require.NoError(w.T, os.RemoveAll(filepath.Join(w.Root, f)))
 			continue
 		}
-		w.write(f, content)
+		w.Write(f, content)
 	}
 }
 
-func checkPlanMatchesApply(t *testing.T, p *Plan, r applyRun, what string, seen map[string]int) {
+func checkPlanMatchesApply(t *testing.T, p *plan.Plan, r applyRun, what string, seen map[string]int) {
 	t.Helper()
 	ran := map[string]bool{}
 	for _, a := range ranSet(r) {
@@ -188,38 +191,38 @@ func checkPlanMatchesApply(t *testing.T, p *Plan, r applyRun, what string, seen 
 		byAddr[ns.n.Addr] = ns
 	}
 	failedRunning := func(ns *nodeState) bool {
-		for ns != nil && ns.status == stSkipped && ns.class == failUpstream {
+		for ns != nil && ns.status == plan.Skipped && ns.class == plan.FailUpstream {
 			up := strings.TrimPrefix(ns.message, "upstream ")
 			up = up[:strings.LastIndexByte(up, ' ')]
 			ns = byAddr[up]
 		}
-		return ns != nil && ns.status == stFailed && ran[ns.n.Addr]
+		return ns != nil && ns.status == plan.Failed && ran[ns.n.Addr]
 	}
 	var bad []string
 	for _, pn := range p.Nodes {
 		ns := r.res.nodes[pn.Node.ID]
 		addr := pn.Node.Addr
-		if pn.Action != ActSkip && ns.status == stSkipped && failedRunning(ns) {
+		if pn.Action != plan.ActSkip && ns.status == plan.Skipped && failedRunning(ns) {
 			seen["skipped below a failure"]++
 			continue
 		}
 		switch pn.Action {
-		case ActRun:
+		case plan.ActRun:
 			if !ran[addr] {
 				bad = append(bad, fmt.Sprintf("plan: %s runs (%s); apply: %s", addr, strings.Join(pn.Reasons, "; "), ns.status))
 			}
-		case ActMayRun:
-			seen[ActMayRun+" then "+map[bool]string{true: "ran", false: "not"}[ran[addr]]]++
-		case ActCached:
-			if ns.status != stCached && !(ns.status == stFailed && ns.record != nil && ns.res == nil) {
+		case plan.ActMayRun:
+			seen[plan.ActMayRun+" then "+map[bool]string{true: "ran", false: "not"}[ran[addr]]]++
+		case plan.ActCached:
+			if ns.status != plan.Cached && !(ns.status == plan.Failed && ns.record != nil && ns.res == nil) {
 				bad = append(bad, fmt.Sprintf("plan: %s cached; apply: %s %s", addr, ns.status, ns.message))
 			}
-		case ActSkip:
-			if ns.status != stSkipped {
+		case plan.ActSkip:
+			if ns.status != plan.Skipped {
 				bad = append(bad, fmt.Sprintf("plan: %s skipped (%s); apply: %s", addr, strings.Join(pn.Reasons, "; "), ns.status))
 			}
 		}
-		if pn.Action != ActRun && pn.Action != ActMayRun && ran[addr] {
+		if pn.Action != plan.ActRun && pn.Action != plan.ActMayRun && ran[addr] {
 			bad = append(bad, fmt.Sprintf("plan: %s %s; apply ran it", addr, pn.Action))
 		}
 		seen[pn.Action]++

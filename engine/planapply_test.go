@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"sort"
@@ -49,7 +50,7 @@ stage "command" "all" {
 `
 
 // planSets is what a plan says, by action.
-func planSets(p *Plan) map[string][]string {
+func planSets(p *plan.Plan) map[string][]string {
 	out := map[string][]string{}
 	for _, pn := range p.Nodes {
 		if !pn.Skipped {
@@ -63,7 +64,7 @@ func planSets(p *Plan) map[string][]string {
 func ranSet(r applyRun) []string {
 	var out []string
 	for _, ns := range r.res.nodes {
-		if ns.status == stOK || ns.status == stFailed && ns.res != nil {
+		if ns.status == plan.OK || ns.status == plan.Failed && ns.res != nil {
 			out = append(out, ns.n.Addr)
 		}
 	}
@@ -80,20 +81,20 @@ func TestPlanDigestsAnUpstreamsOutputAsRestored(t *testing.T) {
 	require.Equal(t, 5, r.res.Ran, r.out)
 	r = w.apply(ApplyOptions{}, "sizes={small=10, large=2000}")
 	require.Equal(t, 3, r.res.Ran, r.out)
-	require.Equal(t, `{"lines": 2000}`+"\n", w.read("stats/large.json"))
+	require.Equal(t, `{"lines": 2000}`+"\n", w.Read("stats/large.json"))
 
-	p := w.plan(PlanOptions{})
-	assert.Equal(t, map[string][]string{ActCached: {`stage.gen["large"]`, `stage.gen["small"]`, `stage.stats["large"]`, `stage.stats["small"]`, "stage.all"}}, planSets(p))
+	p := w.Plan(plan.PlanOptions{})
+	assert.Equal(t, map[string][]string{plan.ActCached: {`stage.gen["large"]`, `stage.gen["small"]`, `stage.stats["large"]`, `stage.stats["small"]`, "stage.all"}}, planSets(p))
 	assert.Equal(t, 0, p.ToRun)
 	r = w.apply(ApplyOptions{})
 	assert.Empty(t, ranSet(r), r.out)
 	assert.Equal(t, 5, r.res.Cached, r.out)
-	assert.Equal(t, "1010\n", w.read("total.txt"))
+	assert.Equal(t, "1010\n", w.Read("total.txt"))
 
 	// A file below the folder input that no upstream restores still counts.
-	w.write("data/extra.txt", "x\n")
-	p = w.plan(PlanOptions{})
-	assert.Equal(t, []string{"stage.all"}, planSets(p)[ActRun])
+	w.Write("data/extra.txt", "x\n")
+	p = w.Plan(plan.PlanOptions{})
+	assert.Equal(t, []string{"stage.all"}, planSets(p)[plan.ActRun])
 	assert.Contains(t, p.Nodes[len(p.Nodes)-1].Reasons, "input data changed")
 	r = w.apply(ApplyOptions{})
 	assert.Equal(t, []string{"stage.all"}, ranSet(r), r.out)
@@ -104,12 +105,12 @@ func TestPlanDigestsAnUpstreamsOutputAsRestored(t *testing.T) {
 func TestPlanSaysMayRunWhenAnInputWaitsForAnUpstream(t *testing.T) {
 	w := newWorkspace(t, tourPipeline)
 	w.apply(ApplyOptions{})
-	p := w.plan(PlanOptions{}, "sizes={small=10, large=2000}")
+	p := w.Plan(plan.PlanOptions{}, "sizes={small=10, large=2000}")
 	sets := planSets(p)
-	assert.Equal(t, []string{`stage.gen["large"]`}, sets[ActRun])
-	assert.Equal(t, []string{`stage.stats["large"]`, "stage.all"}, sets[ActMayRun])
+	assert.Equal(t, []string{`stage.gen["large"]`}, sets[plan.ActRun])
+	assert.Equal(t, []string{`stage.stats["large"]`, "stage.all"}, sets[plan.ActMayRun])
 	for _, pn := range p.Nodes {
-		if pn.Action == ActMayRun {
+		if pn.Action == plan.ActMayRun {
 			assert.Equal(t, []string{`depends on the output of stage.gen["large"]`}, pn.Reasons, pn.Node.Addr)
 			assert.Empty(t, pn.Key)
 		}
@@ -165,21 +166,21 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	w := newWorkspace(t, postPipeline)
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 4, r.res.Ran, r.out)
-	require.Equal(t, "ok\n", w.read("report.txt"))
+	require.Equal(t, "ok\n", w.Read("report.txt"))
 
-	p := w.plan(PlanOptions{}, "want=2")
-	byAddr := map[string]*PlannedNode{}
+	p := w.Plan(plan.PlanOptions{}, "want=2")
+	byAddr := map[string]*plan.PlannedNode{}
 	for _, pn := range p.Nodes {
 		byAddr[pn.Node.Addr] = pn
 	}
-	assert.Equal(t, ActCached, byAddr["stage.score"].Action)
+	assert.Equal(t, plan.ActCached, byAddr["stage.score"].Action)
 	assert.Equal(t, []string{"postcondition fails: v is 1, not 2"}, byAddr["stage.score"].Reasons)
-	assert.Equal(t, ActSkip, byAddr["stage.use"].Action)
+	assert.Equal(t, plan.ActSkip, byAddr["stage.use"].Action)
 	assert.Equal(t, []string{"upstream stage.score failed"}, byAddr["stage.use"].Reasons)
-	assert.Equal(t, ActSkip, byAddr["stage.below"].Action)
+	assert.Equal(t, plan.ActSkip, byAddr["stage.below"].Action)
 	assert.Equal(t, []string{"upstream stage.use skipped"}, byAddr["stage.below"].Reasons)
 	rep := byAddr["stage.report"]
-	assert.Equal(t, ActRun, rep.Action)
+	assert.Equal(t, plan.ActRun, rep.Action)
 	require.NotNil(t, rep.Spec)
 	assert.Contains(t, rep.Spec.Args["run"].Index(cty.NumberIntVal(2)).AsString(), "echo failed postcondition")
 	var out strings.Builder
@@ -190,12 +191,12 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	r = w.apply(ApplyOptions{}, "want=2")
 	assert.Equal(t, []string{"stage.report"}, ranSet(r), r.out)
 	assert.Equal(t, 2, r.res.Skipped, r.out)
-	assert.Equal(t, "failed postcondition\n", w.read("report.txt"))
+	assert.Equal(t, "failed postcondition\n", w.Read("report.txt"))
 	assert.Equal(t, rep.Key, r.res.nodes[rep.Node.ID].key, "plan keyed it as apply did")
 
 	// Again: the report is cached now, as plan says.
-	p = w.plan(PlanOptions{}, "want=2")
-	assert.Equal(t, []string{"stage.score", "stage.report"}, planSets(p)[ActCached])
+	p = w.Plan(plan.PlanOptions{}, "want=2")
+	assert.Equal(t, []string{"stage.score", "stage.report"}, planSets(p)[plan.ActCached])
 	r = w.apply(ApplyOptions{}, "want=2")
 	assert.Empty(t, ranSet(r), r.out)
 }
@@ -204,8 +205,8 @@ func TestPlanRestoresAMissingInputFolder(t *testing.T) {
 	// An input folder that only the cached upstream's restore makes.
 	w := newWorkspace(t, tourPipeline)
 	w.apply(ApplyOptions{})
-	require.NoError(t, os.RemoveAll(filepath.Join(w.root, "data")))
-	p := w.plan(PlanOptions{})
+	require.NoError(t, os.RemoveAll(filepath.Join(w.Root, "data")))
+	p := w.Plan(plan.PlanOptions{})
 	assert.Equal(t, 5, p.Cached, "the restore makes data/ again")
 	r := w.apply(ApplyOptions{})
 	assert.Empty(t, ranSet(r), r.out)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"maps"
 	"os"
 	"path/filepath"
@@ -174,7 +175,7 @@ func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 			continue
 		}
 		it, ok := in[pn.Node.Addr]
-		if !ok || a.opts.Replace[pn.Node.Addr] || pn.Action == ActCached {
+		if !ok || a.opts.Replace[pn.Node.Addr] || pn.Action == plan.ActCached {
 			continue
 		}
 		refuse = append(refuse, fmt.Sprintf("%s (interrupted in run %s)", pn.Node.Addr, it.RunID))
@@ -196,7 +197,7 @@ func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 // before anything starts.
 func (a *applier) checkGPUNeeds() error {
 	for _, pn := range a.opts.Plan.Nodes {
-		if pn.Skipped || pn.Action == ActCached || pn.Spec == nil || pn.Spec.Common.GPUs == 0 {
+		if pn.Skipped || pn.Action == plan.ActCached || pn.Spec == nil || pn.Spec.Common.GPUs == 0 {
 			continue
 		}
 		need := pn.Spec.Common.GPUs

@@ -19,13 +19,13 @@ func TestSettledRunsAreNotReadAgain(t *testing.T) {
 	w := newWorkspace(t, twoStage)
 	first := w.apply(ApplyOptions{}).res.RunID
 	second := w.apply(ApplyOptions{}).res.RunID
-	b, err := os.ReadFile(filepath.Join(w.cache, "runs", "settled"))
+	b, err := os.ReadFile(filepath.Join(w.Cache, "runs", "settled"))
 	require.NoError(t, err)
 	assert.Equal(t, first+"\n", string(b), "the second apply found the first one ended")
 
 	// A run folder that looks killed mid-node: read, it is reported.
 	fake := func(id string) {
-		j, err := runlog.Open(w.cache, id, true)
+		j, err := runlog.Open(w.Cache, id, true)
 		require.NoError(t, err)
 		require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
 		require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: "k"}))
@@ -35,7 +35,7 @@ func TestSettledRunsAreNotReadAgain(t *testing.T) {
 	fake(first[:len(first)-6] + "000000")
 	r := w.apply(ApplyOptions{})
 	assert.NotContains(t, r.out, "were running when an earlier apply stopped", r.out)
-	b, err = os.ReadFile(filepath.Join(w.cache, "runs", "settled"))
+	b, err = os.ReadFile(filepath.Join(w.Cache, "runs", "settled"))
 	require.NoError(t, err)
 	assert.Greater(t, r.res.RunID, second)
 	assert.Equal(t, second+"\n", string(b))
@@ -66,7 +66,7 @@ func TestRecoverEndsJobsOfOldAndNewRecords(t *testing.T) {
 	oldPID, nowPID := old.Process.Pid, now.Process.Pid
 	newRef := executor.LocalRef(nowPID, executor.ProcStartTicks(nowPID))
 	id := last[:len(last)-6] + "zzzzzz"
-	j, err := runlog.Open(w.cache, id, true)
+	j, err := runlog.Open(w.Cache, id, true)
 	require.NoError(t, err)
 	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
 	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: "k", PID: oldPID, PGID: oldPID, ProcTick: executor.ProcStartTicks(oldPID)}))

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"sort"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ func (s *schedule) upstreamDone(ns *nodeState) {
 			continue
 		}
 		dn.waiting--
-		if dn.waiting == 0 && dn.status == stPending {
+		if dn.waiting == 0 && dn.status == plan.Pending {
 			s.ready = append(s.ready, d)
 		}
 	}
@@ -139,7 +140,7 @@ func (s *schedule) takeStuck() []*nodeState {
 	sort.Ints(ids)
 	var out []*nodeState
 	for _, id := range ids {
-		if ns := s.nodes[id]; ns.status == stPending {
+		if ns := s.nodes[id]; ns.status == plan.Pending {
 			out = append(out, ns)
 		}
 	}

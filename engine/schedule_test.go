@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func (fullExecutor) CanRunMore() bool { return false }
 func TestScheduleReadiness(t *testing.T) {
 	st := &dsl.Stage{Name: "s"}
 	mk := func(id int, deps, downs []int, skipped bool) *nodeState {
-		return &nodeState{n: &Node{ID: id, Stage: st, Deps: deps, Downs: downs}, pn: &PlannedNode{Skipped: skipped}, status: stPending, spec: &stages.Node{}}
+		return &nodeState{n: &plan.Node{ID: id, Stage: st, Deps: deps, Downs: downs}, pn: &plan.PlannedNode{Skipped: skipped}, status: plan.Pending, spec: &stages.Node{}}
 	}
 	nodes := []*nodeState{mk(0, nil, []int{2}, false), mk(1, nil, []int{2}, false), mk(2, []int{0, 1, 3}, nil, false), mk(3, nil, []int{2}, true)}
 	s := newSchedule(&ApplyOptions{Parallelism: 1, Executor: executor.Local{}})
@@ -50,7 +51,7 @@ func TestScheduleReadiness(t *testing.T) {
 // it back once.
 func TestScheduleCPUSlots(t *testing.T) {
 	st := &dsl.Stage{Name: "s"}
-	ns := &nodeState{n: &Node{ID: 0, Stage: st}, pn: &PlannedNode{}, spec: &stages.Node{}}
+	ns := &nodeState{n: &plan.Node{ID: 0, Stage: st}, pn: &plan.PlannedNode{}, spec: &stages.Node{}}
 	s := newSchedule(&ApplyOptions{Parallelism: 1, Executor: executor.Local{}})
 	s.nodes = []*nodeState{ns}
 	assert.True(t, s.couldAdmit(ns))

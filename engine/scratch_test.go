@@ -38,10 +38,10 @@ func TestScratchFolders(t *testing.T) {
 		w := newWorkspace(t, scratchPipeline)
 		r := w.apply(ApplyOptions{Parallelism: par})
 		require.Equal(t, 8, r.res.Ran, r.out)
-		run := filepath.Join(w.cache, "runs", r.res.RunID)
+		run := filepath.Join(w.Cache, "runs", r.res.RunID)
 		seen := map[string]bool{}
 		for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-			d := strings.TrimSpace(w.read("out/" + k))
+			d := strings.TrimSpace(w.Read("out/" + k))
 			assert.Equal(t, filepath.Join(run, "out"), filepath.Dir(d), "the scratch folder is in the run's out folder")
 			assert.False(t, seen[d], "two nodes shared %s", d)
 			seen[d] = true
@@ -100,7 +100,7 @@ func TestNodeNamesDoNotCollide(t *testing.T) {
 	r := w.apply(ApplyOptions{Parallelism: 6})
 	require.Equal(t, 6, r.res.Ran, r.out)
 	require.Equal(t, 0, r.res.Failed, r.out)
-	run := filepath.Join(w.cache, "runs", r.res.RunID)
+	run := filepath.Join(w.Cache, "runs", r.res.RunID)
 	addrs := []string{`stage.train_a`, `stage.train["a"]`, `stage.x["a.b"]`, `stage.x["a_b"]`, `stage.x["a/b"]`, `stage.x["a b"]`}
 	stems := map[string]string{}
 	for _, a := range addrs {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ stage "command" "few" {
 		r := w.apply(ApplyOptions{Parallelism: par})
 		require.Equal(t, 48, r.res.Ran, r.out)
 		for stage, bound := range map[string]int{"many": par, "few": 1} {
-			counts := strings.Fields(w.read("counts." + stage))
+			counts := strings.Fields(w.Read("counts." + stage))
 			require.Len(t, counts, 24)
 			for _, c := range counts {
 				n, err := strconv.Atoi(c)
@@ -70,8 +71,8 @@ stage "command" "b" {
 `)
 	r := w.apply(ApplyOptions{Parallelism: 1})
 	require.Equal(t, 12, r.res.Ran, r.out)
-	order := strings.Fields(w.read("order.log"))
-	plan := w.plan(PlanOptions{})
+	order := strings.Fields(w.Read("order.log"))
+	plan := w.Plan(plan.PlanOptions{})
 	pos := map[string]int{}
 	for i, pn := range plan.Nodes {
 		pos[pn.Node.Addr] = i
@@ -135,7 +136,7 @@ stage "command" "b" {
 	r := w.apply(ApplyOptions{Parallelism: 2})
 	assert.Equal(t, 1, r.res.Ran, r.out)
 	assert.Equal(t, 1, r.res.Cached, r.out)
-	assert.Equal(t, "x\n", w.read("count.log"))
+	assert.Equal(t, "x\n", w.Read("count.log"))
 	assert.Contains(t, r.out, ": running in this apply", "the waiting node says who holds the work")
 }
 

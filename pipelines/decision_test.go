@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/stages/decision"
 )
@@ -221,7 +221,7 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	// 48 processes planned, in the collection order.
 	out, code := w.run(decisionArgs("plan", "--json")...)
 	require.Equal(t, 0, code, out)
-	var plan engine.PlanJSON
+	var plan plan.PlanJSON
 	require.NoError(t, json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &plan))
 	var planned []string
 	for _, n := range plan.Nodes {

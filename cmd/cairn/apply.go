@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -49,9 +50,9 @@ Exit codes: 0 all done, 1 a node failed or a gate refused, 2 bad input, 130
 interrupted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var saved *engine.PlanFile
+			var saved *plan.PlanFile
 			if len(args) == 1 {
-				pf, isPlan, err := engine.LoadPlanFile(a.path(args[0]))
+				pf, isPlan, err := plan.LoadPlanFile(a.path(args[0]))
 				switch {
 				case isPlan && err != nil:
 					return badInput("%s", err)
@@ -78,7 +79,7 @@ interrupted.`,
 					return err
 				}
 			}
-			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace, Only: only})
+			l, cache, p, err := a.loadAndPlan(args, plan.PlanOptions{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
 				return err
 			}
@@ -202,7 +203,7 @@ func redactArgs(args []string, vars map[string]*dsl.Variable) []string {
 
 // singleVariantTargets: a --target naming one variant of a batch stage is a
 // debugging run; its results are marked so.
-func (a *app) singleVariantTargets(g *engine.Graph, targets []string) map[string]bool {
+func (a *app) singleVariantTargets(g *plan.Graph, targets []string) map[string]bool {
 	out := g.SingleVariantTargets(targets)
 	for _, addr := range slices.Sorted(maps.Keys(out)) {
 		fmt.Fprintf(a.stderr, "warning: %s is one variant of a batch: single-variant runs are for debugging only; its result is marked as such\n", addr)
@@ -212,7 +213,7 @@ func (a *app) singleVariantTargets(g *engine.Graph, targets []string) map[string
 
 // printApplyHeader is apply's first line, and a note when the GPUs are
 // simulated.
-func (a *app) printApplyHeader(summary string, counts engine.PlanCounts, pool *gpu.Pool) {
+func (a *app) printApplyHeader(summary string, counts plan.PlanCounts, pool *gpu.Pool) {
 	fmt.Fprintf(a.stdout, "cairn apply: %s: %s\n", summary, counts)
 	if pool != nil && pool.Total() > 0 && pool.Simulated() {
 		fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
@@ -54,7 +55,7 @@ func (a *app) showCmd() *cobra.Command {
 					return badInput("%s", err)
 				}
 				r, _ := cache.Lookup(key)
-				fmt.Fprintln(a.stdout, engine.RecordText(r))
+				fmt.Fprintln(a.stdout, plan.RecordText(r))
 				return nil
 			}
 			addr := addrs.WithPrefix(arg)
@@ -76,7 +77,7 @@ func (a *app) showCmd() *cobra.Command {
 					gone = append(gone, fmt.Sprintf("pipeline %s: key %s", p, keys[p]))
 					continue
 				}
-				fmt.Fprintf(a.stdout, "# pipeline %s, %s\n%s\n", p, addr, engine.RecordText(r))
+				fmt.Fprintf(a.stdout, "# pipeline %s, %s\n%s\n", p, addr, plan.RecordText(r))
 				shown++
 			}
 			if shown == 0 {

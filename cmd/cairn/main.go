@@ -21,7 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cairn-run/cairn/dsl"
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 )
 
@@ -214,7 +214,7 @@ func (a *app) versionCmd() *cobra.Command {
 		Short: "Print cairn's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "cairn %s (node key envelope %s, cache format %d)\n", version, engine.EnvelopeVersion, store.Format)
+			fmt.Fprintf(a.stdout, "cairn %s (node key envelope %s, cache format %d)\n", version, plan.EnvelopeVersion, store.Format)
 			return nil
 		},
 	}
@@ -283,12 +283,12 @@ func (a *app) color() bool {
 }
 
 // load loads the pipeline and prints diagnostics; errors become exit 2.
-func (a *app) load(args []string) (*engine.Loaded, error) {
+func (a *app) load(args []string) (*plan.Loaded, error) {
 	path := "."
 	if len(args) > 0 {
 		path = args[0]
 	}
-	l, diags := engine.Load(engine.LoadOptions{
+	l, diags := plan.Load(plan.LoadOptions{
 		Path: path, Root: a.root(),
 		Vars: a.varInputs(), CacheDir: a.cachePath(),
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 )
@@ -94,7 +95,7 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 			return false, nil
 		}
 	}
-	a.printApplyHeader(m.Summary, engine.PlanCounts{Cached: len(m.Nodes)}, pool)
+	a.printApplyHeader(m.Summary, plan.PlanCounts{Cached: len(m.Nodes)}, pool)
 	vars := map[string]*dsl.Variable{}
 	for _, name := range m.Sensitive {
 		vars[name] = &dsl.Variable{Name: name, Sensitive: true}
@@ -112,7 +113,7 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 
 // rememberUpToDate keeps the memo of an apply that ended with every node
 // done, or removes a stale one.
-func (a *app) rememberUpToDate(identity string, p *engine.Plan, res *engine.ApplyResult, cache *store.Cache) {
+func (a *app) rememberUpToDate(identity string, p *plan.Plan, res *engine.ApplyResult, cache *store.Cache) {
 	if identity == "" {
 		return
 	}

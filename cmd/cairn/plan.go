@@ -17,7 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 )
 
@@ -51,7 +51,7 @@ its .hcl files is checked as a pipeline of its own.`,
 				}
 			}
 			var all hcl.Diagnostics
-			var allWaiting []engine.WaitingStage
+			var allWaiting []plan.WaitingStage
 			bad := 0
 			for _, p := range paths {
 				l, diags, waiting := a.validateOne(p)
@@ -94,12 +94,12 @@ its .hcl files is checked as a pipeline of its own.`,
 }
 
 // validateOne loads and checks the pipeline at path (a file or a folder).
-func (a *app) validateOne(path string) (*engine.Loaded, hcl.Diagnostics, []engine.WaitingStage) {
-	l, diags := engine.Load(engine.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath(), Validate: true})
+func (a *app) validateOne(path string) (*plan.Loaded, hcl.Diagnostics, []plan.WaitingStage) {
+	l, diags := plan.Load(plan.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath(), Validate: true})
 	if l.Graph != nil && !diags.HasErrors() {
 		diags = append(diags, l.Graph.CheckStages()...)
 	}
-	var waiting []engine.WaitingStage
+	var waiting []plan.WaitingStage
 	if l.Graph != nil {
 		waiting = l.Graph.WaitingStages()
 	}
@@ -113,13 +113,13 @@ type diagJSON struct {
 	Range    *hcl.Range `json:"range,omitempty"`
 }
 
-func (a *app) writeDiagJSON(diags hcl.Diagnostics, waiting []engine.WaitingStage) error {
+func (a *app) writeDiagJSON(diags hcl.Diagnostics, waiting []plan.WaitingStage) error {
 	diags = inFileOrder(diags)
 	out := struct {
-		Valid       bool                  `json:"valid"`
-		ErrorCount  int                   `json:"error_count"`
-		Diagnostics []diagJSON            `json:"diagnostics"`
-		Waiting     []engine.WaitingStage `json:"waiting_for_values,omitempty"`
+		Valid       bool                `json:"valid"`
+		ErrorCount  int                 `json:"error_count"`
+		Diagnostics []diagJSON          `json:"diagnostics"`
+		Waiting     []plan.WaitingStage `json:"waiting_for_values,omitempty"`
 	}{Valid: !diags.HasErrors(), Diagnostics: []diagJSON{}, Waiting: waiting}
 	for _, d := range diags {
 		sev := "warning"
@@ -169,14 +169,14 @@ pipeline's name, a key or an action.`,
 					return m.RenderPlan(a.stdout)
 				}
 			}
-			l, cache, p, err := a.loadAndPlan(args, engine.PlanOptions{Targets: targets, Replace: replace, Only: only})
+			l, cache, p, err := a.loadAndPlan(args, plan.PlanOptions{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
 				return err
 			}
 			defer cache.Close()
 			out = a.path(out)
 			if out != "" {
-				if err := engine.SavePlan(out, p, pipelineArgs(args), a.vars); err != nil {
+				if err := plan.SavePlan(out, p, pipelineArgs(args), a.vars); err != nil {
 					return badInput("cannot save the plan: %s", err)
 				}
 			}
@@ -206,7 +206,7 @@ pipeline's name, a key or an action.`,
 
 // loadAndPlan loads the pipeline, opens the cache and makes the plan,
 // printing diagnostics; the caller closes the cache.
-func (a *app) loadAndPlan(args []string, opts engine.PlanOptions) (*engine.Loaded, *store.Cache, *engine.Plan, error) {
+func (a *app) loadAndPlan(args []string, opts plan.PlanOptions) (*plan.Loaded, *store.Cache, *plan.Plan, error) {
 	l, err := a.load(args)
 	if err != nil {
 		return nil, nil, nil, err
@@ -215,7 +215,7 @@ func (a *app) loadAndPlan(args []string, opts engine.PlanOptions) (*engine.Loade
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p, diags := engine.MakePlan(l.Graph, cache, opts)
+	p, diags := plan.MakePlan(l.Graph, cache, opts)
 	if err := a.printDiags(l.Files(), diags); err != nil {
 		cache.Close()
 		return nil, nil, nil, err
@@ -303,7 +303,7 @@ one per node. --format svg (or --out FILE.svg) renders through graphviz's
 // writeDOT writes the DAG in Graphviz DOT, in plan order so that the
 // output is stable. Addresses hold quotes (stage.x["k"]) and instance keys
 // may hold anything, so every ID and label is escaped.
-func writeDOT(w *bytes.Buffer, g *engine.Graph, stagesOnly bool) error {
+func writeDOT(w *bytes.Buffer, g *plan.Graph, stagesOnly bool) error {
 	fmt.Fprintf(w, "strict digraph %s {\n\tnode [shape=box];\n", dotQuote(g.Config.Name))
 	if stagesOnly {
 		for _, s := range g.StageOrder {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 func sha256Hex(b []byte) string {
@@ -40,7 +40,7 @@ stage "command" "count" {
 func nodeKey(t *testing.T, r cliResult, addr string) string {
 	t.Helper()
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var p engine.PlanJSON
+	var p plan.PlanJSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
 	for _, n := range p.Nodes {
 		if n.Address == addr {

@@ -1,4 +1,4 @@
-package engine
+package plan_test
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,8 +35,8 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/valid/*.plan.golden")
 
 const (
-	invalidDir = "../testdata/invalid"
-	validDir   = "../testdata/valid"
+	invalidDir = "../../testdata/invalid"
+	validDir   = "../../testdata/valid"
 )
 
 // corpusCases lists the pipelines of a corpus folder: each .hcl file, and
@@ -78,9 +79,9 @@ func caseFiles(t *testing.T, dir, name string) []string {
 
 // validateLike does what `cairn validate` does: load, then evaluate every node
 // at plan level.
-func validateLike(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
+func validateLike(opts plan.LoadOptions) (*plan.Loaded, hcl.Diagnostics) {
 	opts.Validate = true
-	l, diags := Load(opts)
+	l, diags := plan.Load(opts)
 	if l.Graph != nil && !diags.HasErrors() {
 		diags = append(diags, l.Graph.CheckStages()...)
 	}
@@ -89,8 +90,8 @@ func validateLike(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 
 // planLike loads as plan and apply do: every required variable needs a
 // value.
-func planLike(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
-	l, diags := Load(opts)
+func planLike(opts plan.LoadOptions) (*plan.Loaded, hcl.Diagnostics) {
+	l, diags := plan.Load(opts)
 	if l.Graph != nil && !diags.HasErrors() {
 		diags = append(diags, l.Graph.CheckStages()...)
 	}
@@ -178,7 +179,7 @@ func TestCorpusInvalid(t *testing.T) {
 					load = planLike
 				}
 			}
-			_, diags := load(LoadOptions{Path: name, Root: root})
+			_, diags := load(plan.LoadOptions{Path: name, Root: root})
 			require.True(t, diags.HasErrors(), "%s loaded without errors", name)
 
 			var unexpected []string
@@ -228,7 +229,7 @@ func TestCorpusInvalid(t *testing.T) {
 // references, for_each and attribute values.
 func TestCorpusInvalidAllAtOnce(t *testing.T) {
 	root := copyCase(t, invalidDir, "many_errors.hcl")
-	_, diags := planLike(LoadOptions{Path: "many_errors.hcl", Root: root})
+	_, diags := planLike(plan.LoadOptions{Path: "many_errors.hcl", Root: root})
 	summaries := map[string]bool{}
 	for _, d := range diags {
 		summaries[d.Summary] = true
@@ -249,7 +250,7 @@ func TestCorpusValid(t *testing.T) {
 	require.NoError(t, err)
 	for _, name := range cases {
 		t.Run(strings.TrimSuffix(name, ".hcl"), func(t *testing.T) {
-			l, diags := planLike(LoadOptions{Path: name, Root: root})
+			l, diags := planLike(plan.LoadOptions{Path: name, Root: root})
 			require.False(t, diags.HasErrors(), "%s", diags.Error())
 			require.Empty(t, diags, "warnings: %s", diags.Error())
 
@@ -273,12 +274,12 @@ func TestCorpusValid(t *testing.T) {
 
 // renderCorpusPlan plans with an empty cache and renders the plan, then
 // every node's key and dependencies.
-func renderCorpusPlan(t *testing.T, l *Loaded, root string) string {
+func renderCorpusPlan(t *testing.T, l *plan.Loaded, root string) string {
 	t.Helper()
 	c, err := store.Open(t.TempDir(), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", l.Graph.Summary())
@@ -292,7 +293,7 @@ func renderCorpusPlan(t *testing.T, l *Loaded, root string) string {
 		fmt.Fprintf(&b, "  %s %s\n", pn.Node.Addr, key)
 		for _, d := range pn.Node.Deps {
 			how := "after"
-			if !pn.Node.keyedDep(d) {
+			if !pn.Node.KeyedDep(d) {
 				how = "wait_for"
 			}
 			fmt.Fprintf(&b, "      %s %s\n", how, l.Graph.Nodes[d].Addr)
@@ -320,16 +321,16 @@ func TestCorpusValidJSON(t *testing.T) {
 	root, err := filepath.Abs(validDir)
 	require.NoError(t, err)
 	for _, name := range corpusCases(t, validDir) {
-		l, diags := planLike(LoadOptions{Path: name, Root: root})
+		l, diags := planLike(plan.LoadOptions{Path: name, Root: root})
 		require.False(t, diags.HasErrors(), "%s: %s", name, diags.Error())
 		c, err := store.Open(t.TempDir(), store.Options{NoSync: true})
 		require.NoError(t, err)
-		p, diags := MakePlan(l.Graph, c, PlanOptions{})
+		p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 		require.False(t, diags.HasErrors(), "%s", diags.Error())
 		b, err := json.Marshal(p.JSON())
 		require.NoError(t, err)
 		c.Close()
-		var pj PlanJSON
+		var pj plan.PlanJSON
 		require.NoError(t, json.Unmarshal(b, &pj))
 		var addrs []string
 		for _, n := range pj.Nodes {

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"sort"
@@ -7,11 +7,11 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// sensitiveStrings lists the string forms of every sensitive value inside a
+// SensitiveStrings lists the string forms of every sensitive value inside a
 // node's evaluated attributes (a sensitive variable passed as an argument,
 // an environment value, ...), longest first: messages cairn writes about
 // the node have them replaced (see executor.RedactSecrets).
-func sensitiveStrings(args map[string]cty.Value) []string {
+func SensitiveStrings(args map[string]cty.Value) []string {
 	seen := map[string]bool{}
 	var walk func(v cty.Value, marked bool)
 	walk = func(v cty.Value, marked bool) {

@@ -1,6 +1,7 @@
-package engine
+package plan_test
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,9 +25,9 @@ func TestSensitiveStrings(t *testing.T) {
 		"port":    cty.NumberIntVal(8443).Mark(dsl.SensitiveMark),
 		"unknown": cty.UnknownVal(cty.String).Mark(dsl.SensitiveMark),
 	}
-	got := sensitiveStrings(args)
+	got := plan.SensitiveStrings(args)
 	assert.Equal(t, []string{"tok-123-long", "tok-123", "8443", "x"}, got)
 	assert.Equal(t, "cannot start (sensitive) with (sensitive) on port (sensitive)",
 		executor.RedactSecrets("cannot start tok-123-long with tok-123 on port 8443", got[:3]))
-	assert.Empty(t, sensitiveStrings(map[string]cty.Value{"run": cty.StringVal("plain")}))
+	assert.Empty(t, plan.SensitiveStrings(map[string]cty.Value{"run": cty.StringVal("plain")}))
 }

@@ -1,6 +1,7 @@
-package engine
+package plan_test
 
 import (
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"sort"
 	"testing"
 
@@ -22,7 +23,7 @@ stage "command" "train" {
 // without "stage.", spaces around it, and a stage's address for all of its
 // instances; what names no node gets one error, naming it with "stage.".
 func TestResolveAddrs(t *testing.T) {
-	g := newWorkspace(t, targetsPipeline).load().Graph
+	g := plantest.New(t, targetsPipeline).Load().Graph
 	addrsOf := func(ids map[int]bool) []string {
 		var out []string
 		for id := range ids {
@@ -40,7 +41,7 @@ func TestResolveAddrs(t *testing.T) {
 		`train["a.b"]`:       {`stage.train["a.b"]`},
 		` stage.train["a"] `: {`stage.train["a"]`},
 	} {
-		ids, diags := g.resolveAddrs([]string{in}, "--target")
+		ids, diags := g.ResolveAddrs([]string{in}, "--target")
 		require.False(t, diags.HasErrors(), "%q: %s", in, diags.Error())
 		assert.Equal(t, want, addrsOf(ids), "%q", in)
 	}
@@ -52,7 +53,7 @@ func TestResolveAddrs(t *testing.T) {
 		" stage.prep.result ": "stage.prep.result",
 		`stage.prep["a"]`:     `stage.prep["a"]`,
 	} {
-		ids, diags := g.resolveAddrs([]string{in}, "--replace")
+		ids, diags := g.ResolveAddrs([]string{in}, "--replace")
 		assert.Empty(t, ids, "%q", in)
 		require.Len(t, diags, 1, "%q", in)
 		assert.Equal(t, "Unknown address", diags[0].Summary)

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -176,7 +176,7 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 	for _, n := range g.Nodes {
 		sn, d := ahead[n.ID].sn, ahead[n.ID].diags
 		if !ahead[n.ID].done {
-			sn, d = g.EvalNode(n, unknownInstance)
+			sn, d = g.EvalNode(n, UnknownInstance)
 		}
 		diags = append(diags, d...)
 		if sn != nil {

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"errors"
@@ -88,9 +88,9 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 	return g.Scope.Context(extra)
 }
 
-// evalsStage reports whether a node's attributes or kind blocks read
+// EvalsStage reports whether a node's attributes or kind blocks read
 // stage objects (upstream instances and results).
-func (g *Graph) evalsStage(n *Node) bool {
+func (g *Graph) EvalsStage(n *Node) bool {
 	if r := g.refs[n.Stage.Name]; r != nil {
 		return r.evalStage
 	}
@@ -102,7 +102,7 @@ type evalResult struct {
 	sn    *stages.Node
 	diags hcl.Diagnostics
 	done  bool
-	// base is the node's key envelope without its upstreams, when the
+	// base is the node's key NodeEnvelope without its upstreams, when the
 	// caller asked for it (and the evaluation had no error).
 	base  envBase
 	based bool
@@ -111,7 +111,7 @@ type evalResult struct {
 // evalAhead evaluates, on every core, the nodes for which want is true and
 // whose expressions read no stage object: their evaluation depends on
 // nothing another node decides, so it can run in any order. The others are
-// left for the caller (done is false). With dg, the envelope of each node
+// left for the caller (done is false). With dg, the NodeEnvelope of each node
 // evaluated without error is built too, all but its upstreams.
 func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 	out := make([]evalResult, len(g.Nodes))
@@ -122,7 +122,7 @@ func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 	// Shared state the workers read is built before they start; the path
 	// checker locks its own.
 	g.Scope.Context(nil)
-	g.pathCheck()
+	g.PathCheck()
 	const chunk = 32
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -136,10 +136,10 @@ func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 					return
 				}
 				for _, n := range g.Nodes[start:min(start+chunk, len(g.Nodes))] {
-					if g.evalsStage(n) || !want(n) {
+					if g.EvalsStage(n) || !want(n) {
 						continue
 					}
-					sn, d := g.EvalNode(n, unknownInstance)
+					sn, d := g.EvalNode(n, UnknownInstance)
 					r := evalResult{sn: sn, diags: d, done: true}
 					if dg != nil && !d.HasErrors() {
 						r.base, r.based = g.envelopeBase(n, sn, dg), true
@@ -156,7 +156,7 @@ func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 // EvalNode evaluates a node's attributes and decodes the generic ones.
 // Values that depend on upstream results not yet known stay unknown.
 func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
-	ctx := g.nodeContext(n, inst, g.evalsStage(n))
+	ctx := g.nodeContext(n, inst, g.EvalsStage(n))
 	sn := &stages.Node{
 		Address: n.Addr, Stage: n.Stage.Name, EachKey: n.Inst.Key,
 		Args:        make(map[string]cty.Value, len(n.Stage.Attrs)),
@@ -471,7 +471,7 @@ func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Di
 // symlink, not the workspace root itself, and neither holding nor inside
 // the cache folder (see SetCacheDir). It returns the cleaned path.
 func (g *Graph) CheckPath(p string) (string, error) {
-	return g.pathCheck().check(p)
+	return g.PathCheck().check(p)
 }
 
 // SetCacheDir names the cache folder the graph's nodes will use (the
@@ -492,8 +492,8 @@ func (g *Graph) SetCacheDir(dir string) {
 	g.paths = nil
 }
 
-// pathCheck returns the graph's path checker, making it on first use.
-func (g *Graph) pathCheck() *pathChecker {
+// PathCheck returns the graph's path checker, making it on first use.
+func (g *Graph) PathCheck() *PathChecker {
 	g.pathsMu.Lock()
 	defer g.pathsMu.Unlock()
 	if g.paths == nil {
@@ -505,9 +505,9 @@ func (g *Graph) pathCheck() *pathChecker {
 	return g.paths
 }
 
-// pathChecker validates paths, remembering the verdict for every prefix so
+// PathChecker validates paths, remembering the verdict for every prefix so
 // that many paths under one folder cost one lstat each.
-type pathChecker struct {
+type PathChecker struct {
 	mu       sync.Mutex
 	root     string
 	rootReal string
@@ -538,22 +538,22 @@ const listAfter = 16
 
 // setSnapshot turns snapshot checking on or off; off forgets listings.
 func (g *Graph) setPathSnapshot(on bool) {
-	pc := g.pathCheck()
+	pc := g.PathCheck()
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.snapshot = on
 	pc.dirs = nil
 }
 
-func newPathChecker(root, cacheDir string) *pathChecker {
+func newPathChecker(root, cacheDir string) *PathChecker {
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		real = root
 	}
-	pc := &pathChecker{root: root, rootReal: real, seen: map[string]error{}, cacheDir: cacheDir}
+	pc := &PathChecker{root: root, rootReal: real, seen: map[string]error{}, cacheDir: cacheDir}
 	if cacheDir != "" {
 		pc.cacheReal = resolveExisting(cacheDir)
-		if rel, ok := below(real, pc.cacheReal); ok {
+		if rel, ok := Below(real, pc.cacheReal); ok {
 			pc.cacheRel = rel
 		}
 	}
@@ -581,7 +581,7 @@ func resolveExisting(p string) string {
 	}
 }
 
-func (pc *pathChecker) check(p string) (string, error) {
+func (pc *PathChecker) check(p string) (string, error) {
 	if p == "" {
 		return "", fmt.Errorf("the path is empty")
 	}
@@ -638,14 +638,14 @@ func (pc *pathChecker) check(p string) (string, error) {
 
 // checkCache refuses the path p, whose location is real, when it is the
 // cache folder, holds it or lies inside it.
-func (pc *pathChecker) checkCache(p, real string) error {
+func (pc *PathChecker) checkCache(p, real string) error {
 	if pc.cacheReal == "" {
 		return nil
 	}
-	if _, ok := below(pc.cacheReal, real); ok {
+	if _, ok := Below(pc.cacheReal, real); ok {
 		return fmt.Errorf("%q is inside the cache folder (%s); the cache's files are cairn's own: declare paths outside it, or give the cache another place with --cache", p, pc.cacheDir)
 	}
-	if _, ok := below(real, pc.cacheReal); ok {
+	if _, ok := Below(real, pc.cacheReal); ok {
 		return fmt.Errorf("%q holds the cache folder (%s); a restore would overwrite the cache's own files: name the files or folders the stage writes, or give the cache another place with --cache", p, pc.cacheDir)
 	}
 	return nil
@@ -653,7 +653,7 @@ func (pc *pathChecker) checkCache(p, real string) error {
 
 // mayBeLink is false when a snapshot listing of rel's folder shows that
 // rel is not a symlink (or does not exist). pc.mu is held.
-func (pc *pathChecker) mayBeLink(rel string) bool {
+func (pc *PathChecker) mayBeLink(rel string) bool {
 	dir, name := filepath.Split(rel)
 	if pc.dirs == nil {
 		pc.dirs = map[string]*dirListing{}
@@ -709,7 +709,7 @@ func listLinks(dir string) (links map[string]bool, ok bool) {
 
 // checkOne checks one prefix of a path; pc.mu is held. A symlink that
 // stays in the workspace is noted in pc.links.
-func (pc *pathChecker) checkOne(rel string) error {
+func (pc *PathChecker) checkOne(rel string) error {
 	full := filepath.Join(pc.root, rel)
 	st, err := os.Lstat(full)
 	if err != nil || st.Mode()&os.ModeSymlink == 0 {
@@ -738,3 +738,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+// RootReal is the workspace root with symlinks resolved.
+func (pc *PathChecker) RootReal() string { return pc.rootReal }
+
+// CacheReal is the cache folder with symlinks resolved ("" when it is
+// not known).
+func (pc *PathChecker) CacheReal() string { return pc.cacheReal }

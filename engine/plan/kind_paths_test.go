@@ -1,6 +1,8 @@
-package engine
+package plan_test
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"path/filepath"
 	"testing"
 
@@ -21,7 +23,7 @@ func TestKindOutputPathsChecked(t *testing.T) {
 		"../elsewhere": "leaves the workspace",
 	} {
 		t.Run(dir, func(t *testing.T) {
-			w := newWorkspace(t, `
+			w := plantest.New(t, `
 pipeline "kinds" {}
 stage "command" "a" {
   run = ["true"]
@@ -31,13 +33,13 @@ stage "pareto" "front" {
   out_dir = "`+dir+`"
 }
 `)
-			_, diags := Load(LoadOptions{Path: filepath.Join(w.root, "pipeline.hcl"), Root: w.root})
+			_, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
 			if !diags.HasErrors() {
-				l := w.load()
-				c, err := store.Open(w.cache, store.Options{NoSync: true})
+				l := w.Load()
+				c, err := store.Open(w.Cache, store.Options{NoSync: true})
 				require.NoError(t, err)
 				defer c.Close()
-				_, diags = MakePlan(l.Graph, c, PlanOptions{})
+				_, diags = plan.MakePlan(l.Graph, c, plan.PlanOptions{})
 			}
 			require.True(t, diags.HasErrors(), "%s", dir)
 			assert.Contains(t, diags.Error(), want)

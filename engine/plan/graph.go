@@ -1,7 +1,9 @@
-// Package engine turns a decoded pipeline into a DAG of nodes (stage
-// instances), computes node keys, plans, and applies: cache, journal,
-// locks, scheduling and executors.
-package engine
+// Package plan turns a decoded pipeline into a DAG of nodes (stage
+// instances: load, graph, node evaluation), computes their keys (key
+// envelopes over inputs and upstream outputs), and plans: per node, run,
+// cached or may run, and why, and the plan files `cairn plan --out`
+// saves. It starts nothing; package engine applies a plan.
+package plan
 
 import (
 	"fmt"
@@ -60,7 +62,7 @@ type Graph struct {
 	StageDeps map[string][]string
 	refs      map[string]*stageRefs
 	eaches    map[string]cty.Value // see eachValue
-	paths     *pathChecker
+	paths     *PathChecker
 	pathsMu   sync.Mutex
 	cacheDir  string // see SetCacheDir
 	// broken names the stages that cannot be expanded: unknown kind or
@@ -838,11 +840,11 @@ func (g *Graph) planStageObject(name string) cty.Value {
 		if len(nodes) == 0 {
 			return cty.DynamicVal
 		}
-		return unknownInstance(nodes[0])
+		return UnknownInstance(nodes[0])
 	}
 	m := make(map[string]cty.Value, len(nodes))
 	for _, n := range nodes {
-		m[n.Inst.Key] = unknownInstance(n)
+		m[n.Inst.Key] = UnknownInstance(n)
 	}
 	return cty.ObjectVal(m)
 }
@@ -851,7 +853,7 @@ func (g *Graph) planStageObject(name string) cty.Value {
 // (stage.NAME[KEY].ATTR and self.ATTR).
 var InstanceAttrs = dsl.InstanceAttrs
 
-func unknownInstance(n *Node) cty.Value {
+func UnknownInstance(n *Node) cty.Value {
 	attrs := map[string]cty.Value{}
 	for _, a := range InstanceAttrs {
 		attrs[a] = cty.DynamicVal

@@ -1,8 +1,10 @@
-package engine
+package plan_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,50 +18,40 @@ import (
 
 // keyWorkspace is a workspace with several pipeline files and a shared
 // cache, for comparing node keys across pipelines and edits.
-type keyWorkspace struct {
-	t    *testing.T
-	root string
-}
+type keyWorkspace struct{ *plantest.Workspace }
 
 func newKeyWorkspace(t *testing.T, files map[string]string) *keyWorkspace {
 	t.Helper()
-	w := &keyWorkspace{t: t, root: t.TempDir()}
+	w := &keyWorkspace{&plantest.Workspace{T: t, Root: t.TempDir()}}
 	for name, content := range files {
-		w.write(name, content)
+		w.Write(name, content)
 	}
 	return w
 }
 
-func (w *keyWorkspace) write(rel, content string) {
-	w.t.Helper()
-	p := filepath.Join(w.root, rel)
-	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
-}
-
 // plan plans pipeline file with a fresh cache and returns the plan.
-func (w *keyWorkspace) plan(file string, vars ...dsl.VarArg) *Plan {
-	w.t.Helper()
-	l, diags := Load(LoadOptions{Path: file, Root: w.root, Vars: dsl.VarInputs{Args: vars}})
-	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
-	c, err := store.Open(filepath.Join(w.t.TempDir(), "cache"), store.Options{NoSync: true})
-	require.NoError(w.t, err)
-	w.t.Cleanup(func() { c.Close() })
-	p, diags := MakePlan(l.Graph, c, PlanOptions{})
-	require.False(w.t, diags.HasErrors(), "%s", diags.Error())
+func (w *keyWorkspace) plan(file string, vars ...dsl.VarArg) *plan.Plan {
+	w.T.Helper()
+	l, diags := plan.Load(plan.LoadOptions{Path: file, Root: w.Root, Vars: dsl.VarInputs{Args: vars}})
+	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
+	c, err := store.Open(filepath.Join(w.T.TempDir(), "cache"), store.Options{NoSync: true})
+	require.NoError(w.T, err)
+	w.T.Cleanup(func() { c.Close() })
+	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	return p
 }
 
 func (w *keyWorkspace) key(file, addr string, vars ...dsl.VarArg) string {
-	w.t.Helper()
+	w.T.Helper()
 	p := w.plan(file, vars...)
 	for _, pn := range p.Nodes {
 		if pn.Node.Addr == addr {
-			require.NotEmpty(w.t, pn.Key, "%s has no key yet: %v", addr, pn.Reasons)
+			require.NotEmpty(w.T, pn.Key, "%s has no key yet: %v", addr, pn.Reasons)
 			return pn.Key
 		}
 	}
-	w.t.Fatalf("%s: no node %s", file, addr)
+	w.T.Fatalf("%s: no node %s", file, addr)
 	return ""
 }
 
@@ -123,21 +115,21 @@ func TestCorpusKeyChanges(t *testing.T) {
 	base := w.key("alpha.hcl", "stage.train")
 
 	t.Run("input file", func(t *testing.T) {
-		w.write("train.py", "print('train v2')\n")
+		w.Write("train.py", "print('train v2')\n")
 		assert.NotEqual(t, base, w.key("alpha.hcl", "stage.train"))
-		w.write("train.py", "print('train')\n")
+		w.Write("train.py", "print('train')\n")
 		assert.Equal(t, base, w.key("alpha.hcl", "stage.train"), "restoring the file restores the key")
 	})
 	t.Run("file inside an input directory", func(t *testing.T) {
-		w.write("data/items.json", "[1, 2, 3, 4]\n")
+		w.Write("data/items.json", "[1, 2, 3, 4]\n")
 		assert.NotEqual(t, base, w.key("alpha.hcl", "stage.train"))
-		w.write("data/items.json", "[1, 2, 3]\n")
+		w.Write("data/items.json", "[1, 2, 3]\n")
 		assert.Equal(t, base, w.key("alpha.hcl", "stage.train"))
 	})
 	t.Run("new file in an input directory", func(t *testing.T) {
-		w.write("data/extra.json", "{}\n")
+		w.Write("data/extra.json", "{}\n")
 		assert.NotEqual(t, base, w.key("alpha.hcl", "stage.train"))
-		require.NoError(t, os.Remove(filepath.Join(w.root, "data/extra.json")))
+		require.NoError(t, os.Remove(filepath.Join(w.Root, "data/extra.json")))
 		assert.Equal(t, base, w.key("alpha.hcl", "stage.train"))
 	})
 	t.Run("argument", func(t *testing.T) {
@@ -147,7 +139,7 @@ func TestCorpusKeyChanges(t *testing.T) {
 		assert.NotEqual(t, base, changed)
 	})
 	t.Run("env value", func(t *testing.T) {
-		w.write("env.hcl", `
+		w.Write("env.hcl", `
 stage "command" "train" {
   run    = ["python", "train.py", "--lr", "0.1"]
   inputs = ["train.py", "data/"]
@@ -157,7 +149,7 @@ stage "command" "train" {
 		assert.NotEqual(t, base, w.key("env.hcl", "stage.train"))
 	})
 	t.Run("scheduling knobs do not", func(t *testing.T) {
-		w.write("knobs.hcl", `
+		w.Write("knobs.hcl", `
 stage "command" "train" {
   run                 = ["python", "train.py", "--lr", "0.1"]
   inputs              = ["data/", "train.py"]
@@ -210,7 +202,7 @@ func TestCorpusSensitiveNeverShown(t *testing.T) {
 	js, err := json.Marshal(p.JSON())
 	require.NoError(t, err)
 	planFile := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, SavePlan(planFile, p, "secret.hcl", vars))
+	require.NoError(t, plan.SavePlan(planFile, p, "secret.hcl", vars))
 	saved, err := os.ReadFile(planFile)
 	require.NoError(t, err)
 
@@ -224,7 +216,7 @@ func TestCorpusSensitiveNeverShown(t *testing.T) {
 		}
 		b, err := json.Marshal(pn.Envelope)
 		require.NoError(t, err)
-		assert.NotContains(t, string(b), secret, "the key envelope of %s holds the secret", pn.Node.Addr)
+		assert.NotContains(t, string(b), secret, "the key NodeEnvelope of %s holds the secret", pn.Node.Addr)
 		assert.Contains(t, string(b), "visible-value", "non-sensitive values stay in the envelope")
 	}
 
@@ -235,7 +227,7 @@ func TestCorpusSensitiveNeverShown(t *testing.T) {
 
 	// A changed secret is explained without being shown.
 	p2 := w.plan("secret.hcl", dsl.VarArg{Value: "token=another-secret"})
-	reasons := diffEnvelopes(p.Nodes[0].Envelope, p2.Nodes[0].Envelope, p2.Graph, p2.Nodes[0].Node, p2)
+	reasons := plan.DiffEnvelopes(p.Nodes[0].Envelope, p2.Nodes[0].Envelope, p2.Graph, p2.Nodes[0].Node, p2)
 	require.NotEmpty(t, reasons)
 	for _, r := range reasons {
 		assert.NotContains(t, r, secret)

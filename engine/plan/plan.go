@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"bufio"
@@ -426,7 +426,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Reasons = []string{force.reason}
 		return diags
 	case runs != nil:
-		why = &unknownReason{Upstream: runs.Addr}
+		why = &UnknownReason{Upstream: runs.Addr}
 		fallthrough
 	case env == nil:
 		pn.Action = ActMayRun
@@ -442,7 +442,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Action = ActCached
 		pn.Record = rec
 		if msg := g.postconditionFails(n, rec, inst); msg != "" {
-			pn.fails = executor.RedactSecrets(msg, sensitiveStrings(sn.Args))
+			pn.fails = executor.RedactSecrets(msg, SensitiveStrings(sn.Args))
 			pn.Reasons = []string{"postcondition fails: " + msg}
 		}
 		if w := p.waitsFor(n); w != "" {
@@ -470,14 +470,14 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 
 // failedUpstream is the first dependency of n that apply will find failed
 // or skipped, and which; nil when none is known to fail.
-func (p *Plan) failedUpstream(n *Node) (*Node, nodeStatus) {
+func (p *Plan) failedUpstream(n *Node) (*Node, Status) {
 	for _, d := range n.Deps {
 		switch u := p.Nodes[d]; {
 		case u.Skipped:
 		case u.fails != "":
-			return u.Node, stFailed
+			return u.Node, Failed
 		case u.Action == ActSkip:
-			return u.Node, stSkipped
+			return u.Node, Skipped
 		}
 	}
 	return nil, ""
@@ -502,14 +502,14 @@ func (p *Plan) instance(u *Node) cty.Value {
 	switch {
 	case pn == nil:
 	case pn.Action == ActSkip:
-		return instanceObject(u, nil, stSkipped, failUpstream, pn.Reasons[0], "")
+		return InstanceObject(u, nil, Skipped, FailUpstream, pn.Reasons[0], "")
 	case pn.Action == ActCached && pn.Record != nil:
 		if pn.fails != "" {
-			return instanceObject(u, pn.Record, stFailed, dsl.ClassPostcondition, pn.fails, pn.Record.Key)
+			return InstanceObject(u, pn.Record, Failed, dsl.ClassPostcondition, pn.fails, pn.Record.Key)
 		}
 		return recordInstance(u, pn.Record)
 	}
-	return unknownInstance(u)
+	return UnknownInstance(u)
 }
 
 // upstreamDigest is an upstream's output digest as apply will see it; false
@@ -519,10 +519,10 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 	switch {
 	case pn == nil:
 	case pn.Action == ActSkip:
-		return failedOutputDigest(stSkipped, failUpstream), true
+		return FailedOutputDigest(Skipped, FailUpstream), true
 	case pn.Action == ActCached && pn.Record != nil:
 		if pn.fails != "" {
-			return failedOutputDigest(stFailed, dsl.ClassPostcondition), true
+			return FailedOutputDigest(Failed, dsl.ClassPostcondition), true
 		}
 		return pn.Record.OutputDigest, true
 	}
@@ -534,18 +534,18 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 // cannot be evaluated yet.
 func (g *Graph) postconditionFails(n *Node, rec *store.Record, inst instanceFunc) string {
 	self := func() cty.Value { return recordInstance(n, rec) }
-	if msg, invalid := g.evalPostconditions(n, self, inst); !invalid {
+	if msg, invalid := g.EvalPostconditions(n, self, inst); !invalid {
 		return msg
 	}
 	return ""
 }
 
-// evalPostconditions evaluates n's postconditions with self bound to its
+// EvalPostconditions evaluates n's postconditions with self bound to its
 // instance object (built only when there are postconditions). It returns
 // "" when all hold, else what failed: the first false condition's
 // error_message (invalid false), or why a condition could not be evaluated
 // to true or false (invalid true).
-func (g *Graph) evalPostconditions(n *Node, self func() cty.Value, inst instanceFunc) (msg string, invalid bool) {
+func (g *Graph) EvalPostconditions(n *Node, self func() cty.Value, inst instanceFunc) (msg string, invalid bool) {
 	if len(n.Stage.Postconditions) == 0 {
 		return "", false
 	}
@@ -554,7 +554,7 @@ func (g *Graph) evalPostconditions(n *Node, self func() cty.Value, inst instance
 	for _, chk := range n.Stage.Postconditions {
 		v, diags := chk.Condition.Value(ctx)
 		if diags.HasErrors() {
-			return "the postcondition could not be evaluated: " + oneLine(diags.Error()), true
+			return "the postcondition could not be evaluated: " + OneLine(diags.Error()), true
 		}
 		v, _ = v.Unmark()
 		if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.Bool) {
@@ -569,12 +569,12 @@ func (g *Graph) evalPostconditions(n *Node, self func() cty.Value, inst instance
 
 // recordInstance is the instance object of a cached or finished node.
 func recordInstance(n *Node, r *store.Record) cty.Value {
-	return instanceObject(n, r, stOK, "", "", r.Key)
+	return InstanceObject(n, r, OK, "", "", r.Key)
 }
 
-// instanceObject is the instance object of a node that ended with status,
+// InstanceObject is the instance object of a node that ended with status,
 // class and message; r is its record (nil when it has none).
-func instanceObject(n *Node, r *store.Record, status nodeStatus, class, message, key string) cty.Value {
+func InstanceObject(n *Node, r *store.Record, status Status, class, message, key string) cty.Value {
 	res := cty.NullVal(cty.DynamicPseudoType)
 	exit := cty.NullVal(cty.Number)
 	dur := cty.NumberFloatVal(0)
@@ -587,13 +587,13 @@ func instanceObject(n *Node, r *store.Record, status nodeStatus, class, message,
 		exit = cty.NumberIntVal(int64(r.ExitCode))
 		dur = cty.NumberFloatVal(r.Ended.Sub(r.Started).Seconds())
 		rss, gpuMiB = cty.NumberFloatVal(r.PeakRSSMiB), cty.NumberFloatVal(r.PeakGPUMiB)
-		launch = launchValue(r.RunID, r.Started, r.Launch)
+		launch = LaunchValue(r.RunID, r.Started, r.Launch)
 	}
-	return nodeInstance(n, res, exit, dur, rss, gpuMiB, launch, status, class, message, key)
+	return NodeInstance(n, res, exit, dur, rss, gpuMiB, launch, status, class, message, key)
 }
 
-// nodeInstance assembles an instance object.
-func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status nodeStatus, class, message, key string) cty.Value {
+// NodeInstance assembles an instance object.
+func NodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status Status, class, message, key string) cty.Value {
 	val := cty.NullVal(cty.DynamicPseudoType)
 	if n.Inst.Value != cty.NilVal {
 		val = n.Inst.Value
@@ -607,11 +607,11 @@ func nodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status
 	})
 }
 
-// launchValue is the launch instance attribute: for a variant of a batch,
+// LaunchValue is the launch instance attribute: for a variant of a batch,
 // which launch ran it (the run, when it and its batch started, its GPU,
 // how many of the batch ran with it and whether the batch was partial);
 // null for other nodes.
-func launchValue(runID string, started time.Time, l *store.Launch) cty.Value {
+func LaunchValue(runID string, started time.Time, l *store.Launch) cty.Value {
 	if l == nil {
 		return cty.NullVal(cty.DynamicPseudoType)
 	}
@@ -687,7 +687,7 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
 		named := false
 		for _, id := range n.Deps {
 			u := p.Nodes[id]
-			if u != nil && u.Record != nil && n.keyedDep(id) && !had[u.Record.OutputDigest] {
+			if u != nil && u.Record != nil && n.KeyedDep(id) && !had[u.Record.OutputDigest] {
 				out = append(out, fmt.Sprintf("upstream %s changed", u.Node.Addr))
 				named = true
 			}
@@ -735,7 +735,7 @@ func (p *Plan) Render(w io.Writer) error {
 			width = max(width, len(pn.Node.Addr))
 		}
 	}
-	width = min(width, planWidthMax)
+	width = min(width, WidthMax)
 	for _, pn := range p.Nodes {
 		if pn.Skipped {
 			continue
@@ -751,17 +751,17 @@ func (p *Plan) Render(w io.Writer) error {
 		case pn.Changed:
 			sym = "~"
 		}
-		writePlanLine(bw, sym, width, pn.Node.Addr, what, pn.Reasons)
+		WriteLine(bw, sym, width, pn.Node.Addr, what, pn.Reasons)
 	}
-	writePlanFooter(bw, p.Counts(), p.Excluded)
+	WriteFooter(bw, p.Counts(), p.Excluded)
 	return bw.Flush()
 }
 
-// planWidthMax caps the address column of a rendered plan.
-const planWidthMax = 60
+// WidthMax caps the address column of a rendered plan.
+const WidthMax = 60
 
-// writePlanLine writes one node's line of a rendered plan.
-func writePlanLine(bw *bufio.Writer, sym string, width int, addr, what string, reasons []string) {
+// WriteLine writes one node's line of a rendered plan.
+func WriteLine(bw *bufio.Writer, sym string, width int, addr, what string, reasons []string) {
 	fmt.Fprintf(bw, "  %s %-*s  %s", sym, width, addr, what)
 	if len(reasons) > 0 {
 		fmt.Fprintf(bw, ": %s", strings.Join(reasons, "; "))
@@ -793,8 +793,8 @@ func (p *Plan) Counts() PlanCounts {
 	return PlanCounts{ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skip: p.Skip}
 }
 
-// writePlanFooter writes a rendered plan's totals.
-func writePlanFooter(bw *bufio.Writer, c PlanCounts, excluded int) {
+// WriteFooter writes a rendered plan's totals.
+func WriteFooter(bw *bufio.Writer, c PlanCounts, excluded int) {
 	fmt.Fprintf(bw, "\nPlan: %s.", c)
 	if excluded > 0 {
 		fmt.Fprintf(bw, " (%d nodes outside --target not shown.)", excluded)

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"fmt"
@@ -71,7 +71,7 @@ func (x *pathIndex) overlapping(p string) []declPath {
 func (x *pathIndex) seal() { sort.Strings(x.sorted) }
 
 // pathDeps is what linkPaths knew when the graph was built, for the paths
-// known only at apply (lateCheck).
+// known only at apply (LateCheck).
 type pathDeps struct {
 	writes, reads pathIndex
 	// late are the nodes whose inputs, outputs or result were not known
@@ -86,7 +86,7 @@ type pathDeps struct {
 // writer's output digest enters the node's key. Paths known when the graph
 // is built (from variables, locals and each) are matched here; a path
 // computed from a result is checked when its node is about to start
-// (lateCheck).
+// (LateCheck).
 //
 // Two nodes of one stage cannot wait for each other, and a writer that
 // itself depends on the reader would make a cycle: both are errors that
@@ -194,7 +194,7 @@ func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known boo
 	if a == nil || g.badAttr(n.Stage, a) {
 		return nil, true
 	}
-	v, d := a.Expr.Value(g.nodeContext(n, unknownInstance, g.evalsStage(n)))
+	v, d := a.Expr.Value(g.nodeContext(n, UnknownInstance, g.EvalsStage(n)))
 	if d.HasErrors() {
 		return nil, true
 	}
@@ -235,13 +235,13 @@ func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known boo
 	return out, true
 }
 
-// lateCheck is linkPaths for a node whose paths were known only once its
+// LateCheck is linkPaths for a node whose paths were known only once its
 // upstreams had run, called just before it would start: an input that a
 // node of another stage writes, or an output that another node reads,
 // with no dependency between the two, would be a race (the reader might
 // start before the writer, or after it). It says which, and what to
 // write; "" when there is none.
-func (g *Graph) lateCheck(n *Node, c *stages.Common) string {
+func (g *Graph) LateCheck(n *Node, c *stages.Common) string {
 	pd := g.pathDeps
 	if pd == nil || !pd.late[n] {
 		return ""

@@ -1,6 +1,7 @@
-package engine
+package plan_test
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,15 +47,15 @@ stage "command" "fixed" {
 }
 `
 
-func loadWaiting(t *testing.T, gpus string, validate bool) (*Loaded, hcl.Diagnostics) {
+func loadWaiting(t *testing.T, gpus string, validate bool) (*plan.Loaded, hcl.Diagnostics) {
 	t.Helper()
 	root := t.TempDir()
 	src := []byte(replaceOnce(waitingPipeline, "GPUS", gpus))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), src, 0o644))
 	if validate {
-		return validateLike(LoadOptions{Path: "p.hcl", Root: root})
+		return validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
 	}
-	return planLike(LoadOptions{Path: "p.hcl", Root: root})
+	return planLike(plan.LoadOptions{Path: "p.hcl", Root: root})
 }
 
 // Validate checks a pipeline without values for its required variables,
@@ -96,7 +97,7 @@ func TestValidateWithoutValuesStillRefusesResultsInForEach(t *testing.T) {
 	root := t.TempDir()
 	src := "variable \"n\" {\n  type = string\n}\n\nstage \"command\" \"a\" {\n  run    = [\"echo\", var.n]\n  result = \"a.json\"\n}\n\nstage \"command\" \"b\" {\n  for_each = toset(stage.a.result.keys)\n  run      = [\"echo\", each.key]\n}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
-	_, diags := validateLike(LoadOptions{Path: "p.hcl", Root: root})
+	_, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
 	require.True(t, diags.HasErrors())
 	assert.Equal(t, "Invalid for_each", diags[0].Summary)
 }

@@ -1,6 +1,7 @@
-package engine
+package plan_test
 
 import (
+	"github.com/cairn-run/cairn/engine/plan"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ import (
 // text takes minutes to write, were such inputs and are refused now.
 func FuzzPipeline(f *testing.F) {
 	// The corpora, and the example pipelines (they use the other kinds).
-	for _, dir := range []string{invalidDir, validDir, "../pipelines"} {
+	for _, dir := range []string{invalidDir, validDir, "../../pipelines"} {
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".hcl") {
 				return err
@@ -69,7 +70,7 @@ func FuzzPipeline(f *testing.F) {
 		if err := os.WriteFile(file, src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		l, diags := validateLike(LoadOptions{Path: file, Root: root})
+		l, diags := validateLike(plan.LoadOptions{Path: file, Root: root})
 		if l == nil {
 			t.Fatal("Load returned no result")
 		}

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-run/cairn/stages"
 )
 
-// EnvelopeVersion names the key envelope's format. Changing what goes into
+// EnvelopeVersion names the key NodeEnvelope's format. Changing what goes into
 // a key means a new version, which changes every key.
 const EnvelopeVersion = "cairn.node.v1"
 
@@ -35,11 +35,11 @@ type Envelope struct {
 	// unchanged (early cutoff).
 	Upstreams []string `json:"upstreams"`
 	// Seal maps every file the pipeline's seal blocks pin to its digest:
-	// the same in every node's envelope, absent without seals.
+	// the same in every node's NodeEnvelope, absent without seals.
 	Seal map[string]string `json:"seal,omitempty"`
 }
 
-// Key returns the hex sha256 of the envelope's canonical JSON.
+// Key returns the hex sha256 of the NodeEnvelope's canonical JSON.
 func (e *Envelope) Key() string {
 	b, _ := json.Marshal(e)
 	return sha256Hex(b)
@@ -54,21 +54,21 @@ var notKeyed = map[string]bool{
 	"inputs": true,
 }
 
-// keyedDep reports whether dependency id's output enters n's key: every
+// KeyedDep reports whether dependency id's output enters n's key: every
 // dependency does but those named only in wait_for.
-func (n *Node) keyedDep(id int) bool {
+func (n *Node) KeyedDep(id int) bool {
 	return len(n.OrderOnly) == 0 || !containsInt(n.OrderOnly, id)
 }
 
-// unknownReason explains why a node's key is not known yet (plan says the
+// UnknownReason explains why a node's key is not known yet (plan says the
 // node may run).
-type unknownReason struct {
+type UnknownReason struct {
 	Upstream string // an upstream that will run
 	Attr     string // an attribute depending on results
 	Input    string // a missing input file
 }
 
-func (u *unknownReason) String() string {
+func (u *UnknownReason) String() string {
 	switch {
 	case u.Upstream != "":
 		return fmt.Sprintf("depends on the output of %s", u.Upstream)
@@ -85,33 +85,33 @@ type digester interface {
 	Tree(path string) (string, error)
 }
 
-// envelope builds a node's envelope. upstream returns an upstream node's
+// NodeEnvelope builds a node's NodeEnvelope. upstream returns an upstream node's
 // output digest, or false when it is not known (the upstream will run). A
-// nil envelope with a reason means the key is known only after apply.
-func (g *Graph) envelope(n *Node, sn *stages.Node, upstream func(*Node) (string, bool), dg digester) (*Envelope, *unknownReason, error) {
+// nil NodeEnvelope with a reason means the key is known only after apply.
+func (g *Graph) NodeEnvelope(n *Node, sn *stages.Node, upstream func(*Node) (string, bool), dg digester) (*Envelope, *UnknownReason, error) {
 	return g.envelopeFrom(g.envelopeBase(n, sn, dg), n, upstream)
 }
 
-// envBase is a node's envelope without its upstreams, or why it cannot be
+// envBase is a node's NodeEnvelope without its upstreams, or why it cannot be
 // built: what depends on the node alone, so it can be built on any core.
 type envBase struct {
 	e   *Envelope
-	why *unknownReason
+	why *UnknownReason
 	err error
 }
 
-// envelopeFrom completes a node's envelope with its upstreams' output
+// envelopeFrom completes a node's NodeEnvelope with its upstreams' output
 // digests. An upstream not known yet is the reason given first.
-func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, bool)) (*Envelope, *unknownReason, error) {
+func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, bool)) (*Envelope, *UnknownReason, error) {
 	ups := make([]string, 0, len(n.Deps))
 	for _, id := range n.Deps {
-		if !n.keyedDep(id) {
+		if !n.KeyedDep(id) {
 			continue
 		}
 		u := g.Nodes[id]
 		d, ok := upstream(u)
 		if !ok {
-			return nil, &unknownReason{Upstream: u.Addr}, nil
+			return nil, &UnknownReason{Upstream: u.Addr}, nil
 		}
 		ups = append(ups, d)
 	}
@@ -124,7 +124,7 @@ func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, b
 	return &e, nil, nil
 }
 
-// envelopeBase builds the parts of a node's envelope that do not depend
+// envelopeBase builds the parts of a node's NodeEnvelope that do not depend
 // on other nodes: kind, keyed arguments and input digests.
 func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 	e := &Envelope{V: EnvelopeVersion, Args: map[string]json.RawMessage{}, Inputs: map[string]string{}, Upstreams: []string{}, Seal: g.Seal}
@@ -149,19 +149,19 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		}
 		b, known := canonicalJSON(v)
 		if !known {
-			return envBase{why: &unknownReason{Attr: name}}
+			return envBase{why: &UnknownReason{Attr: name}}
 		}
 		e.Args[name] = b
 	}
 	if v, ok := sn.Args["inputs"]; ok && !v.IsWhollyKnown() {
-		return envBase{why: &unknownReason{Attr: "inputs"}}
+		return envBase{why: &UnknownReason{Attr: "inputs"}}
 	}
 	for _, p := range sn.Common.Inputs {
 		full := filepath.Join(g.Root, p)
 		d, err := dg.Tree(full)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return envBase{why: &unknownReason{Input: p}}
+				return envBase{why: &UnknownReason{Input: p}}
 			}
 			return envBase{err: fmt.Errorf("input %s: %w", p, err)}
 		}
@@ -170,18 +170,18 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 	return envBase{e: e}
 }
 
-// failUpstream is the class of a node skipped because an upstream failed.
-const failUpstream = "upstream"
+// FailUpstream is the class of a node skipped because an upstream failed.
+const FailUpstream = "upstream"
 
-// failedOutputDigest stands for the output of a dependency that failed or
+// FailedOutputDigest stands for the output of a dependency that failed or
 // was skipped, in the keys of nodes that run on upstream failure.
-func failedOutputDigest(status nodeStatus, class string) string {
-	return outputDigest(nil, nil, string(status)+":"+class)
+func FailedOutputDigest(status Status, class string) string {
+	return OutputDigest(nil, nil, string(status)+":"+class)
 }
 
-// outputDigest identifies what a node produced: its output files' digests
+// OutputDigest identifies what a node produced: its output files' digests
 // and its parsed result. Downstream keys hold it.
-func outputDigest(outputs map[string]string, result json.RawMessage, status string) string {
+func OutputDigest(outputs map[string]string, result json.RawMessage, status string) string {
 	var res any
 	if len(result) > 0 {
 		_ = json.Unmarshal(result, &res)
