@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,4 +91,44 @@ func TestLocalRefRoundTrip(t *testing.T) {
 	assert.False(t, ok)
 	assert.Equal(t, "pid 123", executor.Describe(executor.LocalRef(123, 456)))
 	assert.Equal(t, "slurm job 42", executor.Describe(executor.JobRef{Executor: "slurm", ID: "42"}))
+}
+
+// clusterExecutor records the jobs recovery hands it; it runs nodes as
+// the local executor does.
+type clusterExecutor struct {
+	executor.Local
+	recovered *[]executor.JobRef
+}
+
+func (clusterExecutor) Name() string { return "cluster" }
+
+func (x clusterExecutor) Recover(_ context.Context, refs []executor.JobRef) []string {
+	*x.recovered = append(*x.recovered, refs...)
+	var ids []string
+	for _, r := range refs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// Recovery hands each job to the executor its reference names; a job of
+// an executor this apply does not have is named in a warning.
+func TestRecoverDispatchesByExecutor(t *testing.T) {
+	w := newWorkspace(t, twoStage)
+	last := w.apply(ApplyOptions{}).res.RunID
+	id := last[:len(last)-6] + "zzzzzz"
+	j, err := runlog.Open(w.Cache, id, true)
+	require.NoError(t, err)
+	job := executor.JobRef{Executor: "cluster", ID: "42", Details: map[string]string{"exit_file": "x"}}
+	other := executor.JobRef{Executor: "elsewhere", ID: "7"}
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: "k", Job: &job}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["b"]`, Key: "k2", Job: &other}))
+	require.NoError(t, j.Close())
+
+	var got []executor.JobRef
+	r := w.apply(ApplyOptions{Executor: clusterExecutor{recovered: &got}})
+	assert.Equal(t, []executor.JobRef{job}, got)
+	assert.Contains(t, r.out, "cairn: killed 1 process(es) left running by interrupted run "+id, r.out)
+	assert.Contains(t, r.out, `warning: cannot end the jobs of executor "elsewhere" left by an interrupted run: this apply does not use it`, r.out)
 }
