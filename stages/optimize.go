@@ -258,8 +258,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 				s.out, m.Started, m.Node, m.Cache, filepath.Join(s.out, "optimization"))
 		}
 	}
-	trainSpec := s.eval
-	train, err := loadItems(root, trainSpec)
+	train, err := loadItems(root, s.eval)
 	if err != nil {
 		return setup("the training split: %s", err)
 	}

@@ -119,9 +119,9 @@ type Meter struct {
 	counts Counts
 	ledger *os.File
 	sync   bool
-	// every reports progress each this many charged rollouts.
+	// progress gets a line every ProgressEvery charged rollouts.
 	progress io.Writer
-	// OnCharge is called with the charged outcomes of a request once they
+	// onCharge is called with the charged outcomes of a request once they
 	// are in the ledger (the run journal's hook).
 	onCharge func([]Outcome)
 }
@@ -257,32 +257,6 @@ func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
 		}
 	}
 	return Reply{Results: out, Counts: next}
-}
-
-// ReadLedger counts the charged rollouts a ledger holds. A last line cut
-// short (a kill during the write, before the method saw the result) is not
-// counted; a malformed line before it is an error.
-func ReadLedger(path string) ([]LedgerLine, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []LedgerLine
-	lines := bytes.Split(b, []byte("\n"))
-	for i, l := range lines {
-		if len(l) == 0 {
-			continue
-		}
-		var ll LedgerLine
-		if err := json.Unmarshal(l, &ll); err != nil {
-			if i == len(lines)-1 {
-				break // torn last line: never answered
-			}
-			return nil, fmt.Errorf("rollout: %s:%d: %w", path, i+1, err)
-		}
-		out = append(out, ll)
-	}
-	return out, nil
 }
 
 // Server serves a Meter on a Unix socket.
