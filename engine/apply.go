@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cairn-run/cairn/engine/plan"
 	"io"
 	"io/fs"
 	"maps"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
@@ -886,13 +886,13 @@ func (a *applier) markFailed(ns *nodeState) {
 	if ns.secrets == nil && ns.spec != nil {
 		ns.secrets = plan.SensitiveStrings(ns.spec.Args)
 	}
-	ns.message = executor.RedactSecrets(ns.message, ns.secrets)
+	ns.message = stages.RedactSecrets(ns.message, ns.secrets)
 	a.res.Failed++
 	a.setFinal(ns)
 	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
 	f.NoOutput = ns.logs[1] != "" && len(f.Logs) == 0
 	if ns.res != nil {
-		f.Tail = executor.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
+		f.Tail = stages.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
 	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
@@ -1344,7 +1344,7 @@ func (a *applier) execute(ns *nodeState) error {
 		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
 			return nil
 		}
-		ns.message = executor.RedactSecrets(ns.message, ns.secrets)
+		ns.message = stages.RedactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}

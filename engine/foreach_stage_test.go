@@ -1,11 +1,12 @@
 package engine
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 // for_each = stage.X: instance k depends on X["k"] alone, and each.value is

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"io"
 	"strings"
 	"testing"
@@ -12,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 )
 

@@ -1,16 +1,16 @@
 package engine
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/cairn-run/cairn/engine/fsdigest"
-	"github.com/cairn-run/cairn/engine/store"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // A kind that looks at the workspace when planning (evaluate: its worker

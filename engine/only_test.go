@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 )
 

@@ -1,13 +1,14 @@
 package engine
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 // The reader is declared before the writer and names it nowhere: only its

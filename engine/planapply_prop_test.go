@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"github.com/cairn-run/cairn/engine/plan"
 	"maps"
 	"math/rand"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 // planFixture is a pipeline and the edits a user makes between applies.

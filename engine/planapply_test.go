@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 // tourPipeline is README.md's tour, with a reader of the whole data folder.

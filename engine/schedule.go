@@ -4,12 +4,12 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"github.com/cairn-run/cairn/engine/plan"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/gpu"
 )
 

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"testing"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/stages"
 )
 

@@ -1,13 +1,14 @@
 package engine
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 // --parallelism bounds the node processes running at once, also now that a

@@ -186,7 +186,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		lp, err := lookPath(path, spec.Env)
 		if err != nil {
 			res.Class = dsl.ClassSetup
-			res.Message = RedactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
+			res.Message = stages.RedactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
 			if err := appendLog(spec.Stderr, "cairn: "+res.Message+"\n"); err != nil {
 				return nil, err
 			}
@@ -229,7 +229,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	res.Started = time.Now()
 	if err := cmd.Start(); err != nil {
 		res.Class = dsl.ClassSetup
-		res.Message = RedactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
+		res.Message = stages.RedactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
 		_ = stdout.finish(time.Time{}, "")
 		if err := stderr.finish(time.Time{}, "cairn: "+res.Message+"\n"); err != nil {
 			return nil, fmt.Errorf("exec: log: %w", err)
@@ -356,7 +356,7 @@ loop:
 		cgroupOOM = res.Signal != "" && haveCgroup && oomAfter > oomBefore
 	}
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
-	res.Message = RedactSecrets(res.Message, spec.Secrets)
+	res.Message = stages.RedactSecrets(res.Message, spec.Secrets)
 	return nil
 }
 

@@ -3,8 +3,6 @@ package plan_test
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"github.com/cairn-run/cairn/engine/store"
 )
 

@@ -1,7 +1,6 @@
 package plan_test
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 // FuzzPipeline feeds arbitrary pipeline files through what `cairn validate`

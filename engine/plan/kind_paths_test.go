@@ -1,14 +1,14 @@
 package plan_test
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"github.com/cairn-run/cairn/engine/store"
 )
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
-	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
@@ -442,7 +441,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Action = ActCached
 		pn.Record = rec
 		if msg := g.postconditionFails(n, rec, inst); msg != "" {
-			pn.fails = executor.RedactSecrets(msg, SensitiveStrings(sn.Args))
+			pn.fails = stages.RedactSecrets(msg, SensitiveStrings(sn.Args))
 			pn.Reasons = []string{"postcondition fails: " + msg}
 		}
 		if w := p.waitsFor(n); w != "" {

@@ -1,12 +1,13 @@
 package plan_test
 
 import (
-	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 )
 
 const targetsPipeline = `

@@ -1,7 +1,6 @@
 package plan_test
 
 import (
-	"github.com/cairn-run/cairn/engine/plan"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
 )
 
 const waitingPipeline = `variable "names" {
