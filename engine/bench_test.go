@@ -103,7 +103,7 @@ func (s *benchSpace) plan(b *testing.B) *plan.Plan {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}
@@ -121,7 +121,7 @@ func (s *benchSpace) apply(b *testing.B, noSync bool) *ApplyResult {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}

@@ -25,7 +25,7 @@ stage "command" "b" {
   outputs  = ["s/${each.key}.txt"]
 }
 `)
-	p := w.Plan(plan.PlanOptions{})
+	p := w.Plan(plan.Options{})
 	g := p.Graph
 	bx := g.ByAddr[`stage.b["x"]`]
 	require.NotNil(t, bx)
@@ -35,6 +35,6 @@ stage "command" "b" {
 	require.Equal(t, 4, r.res.Ran, r.out)
 	assert.Equal(t, "x-val\n", w.Read("s/x.txt"))
 	assert.Equal(t, "y-val\n", w.Read("s/y.txt"))
-	p = w.Plan(plan.PlanOptions{})
+	p = w.Plan(plan.Options{})
 	assert.Equal(t, 4, p.Cached)
 }

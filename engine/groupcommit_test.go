@@ -49,7 +49,7 @@ func planDurable(t *testing.T, pipeline string) (*plan.Loaded, *store.Cache, *pl
 	c, err := store.Open(w.Cache, store.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	return l, c, p
 }

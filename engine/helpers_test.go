@@ -50,7 +50,7 @@ func (w *workspace) apply(opts ApplyOptions, vars ...string) applyRun {
 	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(w.T, err)
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	var sb strings.Builder
 	opts.Plan, opts.Cache, opts.Progress, opts.NoSync = p, c, &sb, true

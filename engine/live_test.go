@@ -32,7 +32,7 @@ stage "command" "slow" {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, _ := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, _ := plan.Make(l.Graph, c, plan.Options{})
 	var sb strings.Builder
 	a := &applier{g: l.Graph, cache: c, out: &sb, res: &ApplyResult{}, sched: newSchedule(&ApplyOptions{})}
 	ns := &nodeState{n: l.Graph.Nodes[0], pn: p.Nodes[0], status: plan.Running, started: time.Now().Add(-3 * time.Second)}
@@ -85,7 +85,7 @@ stage "command" "b" {
 	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, _ := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, _ := plan.Make(l.Graph, c, plan.Options{})
 	out := &syncBuffer{}
 	done := make(chan *ApplyResult)
 	// Bounds the test should the display never show the line.

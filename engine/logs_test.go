@@ -45,7 +45,7 @@ func TestNodeLogsAreMadeWithTheirFirstByte(t *testing.T) {
 	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(t, diags.HasErrors())
 	var sb strings.Builder
 	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Progress: &sb, NoSync: true, Parallelism: 2})

@@ -445,7 +445,7 @@ func (m *Memo) RenderPlan(w io.Writer) error {
 	for _, n := range m.Nodes {
 		plan.WriteLine(bw, "=", width, n.Addr, "cached", nil)
 	}
-	plan.WriteFooter(bw, plan.PlanCounts{Cached: len(m.Nodes)}, 0)
+	plan.WriteFooter(bw, plan.Counts{Cached: len(m.Nodes)}, 0)
 	return bw.Flush()
 }
 

@@ -34,7 +34,7 @@ stage "evaluate" "ev" {
 	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(t, diags.HasErrors(), diags.Error())
 	res := &ApplyResult{}
 	for _, n := range l.Graph.Nodes {

@@ -40,7 +40,7 @@ func (w *workspace) onlyPlan(targets ...string) (*plan.Plan, string) {
 	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(w.T, err)
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{Targets: targets, Only: true})
+	p, diags := plan.Make(l.Graph, c, plan.Options{Targets: targets, Only: true})
 	if diags.HasErrors() {
 		var all []string
 		for _, d := range diags {

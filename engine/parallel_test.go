@@ -23,7 +23,7 @@ func planKeys(t *testing.T, root string) map[string][3]string {
 	c, err := store.Open(filepath.Join(root, ".cairn"), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	out := map[string][3]string{}
 	for _, pn := range p.Nodes {
@@ -64,7 +64,7 @@ func TestPlanOnEveryCoreMatchesOneCore(t *testing.T) {
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	c, err := store.Open(filepath.Join(root, ".cairn"), store.Options{NoSync: true})
 	require.NoError(t, err)
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: touchExecutor, Parallelism: 2, NoSync: true})
 	require.NoError(t, err)

@@ -61,7 +61,7 @@ func TestInputNamingAnOutputIsADependency(t *testing.T) {
 		assert.Equal(t, n, g.Nodes[n.ID])
 	}
 
-	p := w.Plan(plan.PlanOptions{})
+	p := w.Plan(plan.Options{})
 	for _, pn := range p.Nodes {
 		if pn.Node.Addr == `stage.stats["large"]` {
 			assert.Equal(t, plan.ActMayRun, pn.Action)
@@ -77,7 +77,7 @@ func TestInputNamingAnOutputIsADependency(t *testing.T) {
 
 	// The writer's output keys the reader: a new value reruns the writer,
 	// the readers of what it rewrote, and nothing else.
-	p = w.Plan(plan.PlanOptions{}, `sizes={small=3, large=7}`)
+	p = w.Plan(plan.Options{}, `sizes={small=3, large=7}`)
 	var torun []string
 	for _, pn := range p.Nodes {
 		if pn.Action == plan.ActRun || pn.Action == plan.ActMayRun {
@@ -206,7 +206,7 @@ func TestWaitForOrdersWithoutKeying(t *testing.T) {
 	assert.Equal(t, 4, r.res.Ran, r.out)
 
 	// A new value for b reruns b's gate and b's job only.
-	p := w.Plan(plan.PlanOptions{}, `vals={a="1", b="2"}`)
+	p := w.Plan(plan.Options{}, `vals={a="1", b="2"}`)
 	var torun []string
 	for _, pn := range p.Nodes {
 		if pn.Action == plan.ActRun || pn.Action == plan.ActMayRun {

@@ -156,7 +156,7 @@ func TestPlanSaysWhatApplyDoes(t *testing.T) {
 				state = next
 				w.setState(fx, state)
 				vars := fx.vars[state.vars]
-				p := w.Plan(plan.PlanOptions{}, vars...)
+				p := w.Plan(plan.Options{}, vars...)
 				r := w.apply(ApplyOptions{}, vars...)
 				what := fmt.Sprintf("seed %d, round %d, after editing the %s (%s)\n%s", seed, round, edit, state, r.out)
 				checkPlanMatchesApply(t, p, r, what, seen)

@@ -84,7 +84,7 @@ func TestPlanDigestsAnUpstreamsOutputAsRestored(t *testing.T) {
 	require.Equal(t, 3, r.res.Ran, r.out)
 	require.Equal(t, `{"lines": 2000}`+"\n", w.Read("stats/large.json"))
 
-	p := w.Plan(plan.PlanOptions{})
+	p := w.Plan(plan.Options{})
 	assert.Equal(t, map[string][]string{plan.ActCached: {`stage.gen["large"]`, `stage.gen["small"]`, `stage.stats["large"]`, `stage.stats["small"]`, "stage.all"}}, planSets(p))
 	assert.Equal(t, 0, p.ToRun)
 	r = w.apply(ApplyOptions{})
@@ -94,7 +94,7 @@ func TestPlanDigestsAnUpstreamsOutputAsRestored(t *testing.T) {
 
 	// A file below the folder input that no upstream restores still counts.
 	w.Write("data/extra.txt", "x\n")
-	p = w.Plan(plan.PlanOptions{})
+	p = w.Plan(plan.Options{})
 	assert.Equal(t, []string{"stage.all"}, planSets(p)[plan.ActRun])
 	assert.Contains(t, p.Nodes[len(p.Nodes)-1].Reasons, "input data changed")
 	r = w.apply(ApplyOptions{})
@@ -106,7 +106,7 @@ func TestPlanDigestsAnUpstreamsOutputAsRestored(t *testing.T) {
 func TestPlanSaysMayRunWhenAnInputWaitsForAnUpstream(t *testing.T) {
 	w := newWorkspace(t, tourPipeline)
 	w.apply(ApplyOptions{})
-	p := w.Plan(plan.PlanOptions{}, "sizes={small=10, large=2000}")
+	p := w.Plan(plan.Options{}, "sizes={small=10, large=2000}")
 	sets := planSets(p)
 	assert.Equal(t, []string{`stage.gen["large"]`}, sets[plan.ActRun])
 	assert.Equal(t, []string{`stage.stats["large"]`, "stage.all"}, sets[plan.ActMayRun])
@@ -169,7 +169,7 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	require.Equal(t, 4, r.res.Ran, r.out)
 	require.Equal(t, "ok\n", w.Read("report.txt"))
 
-	p := w.Plan(plan.PlanOptions{}, "want=2")
+	p := w.Plan(plan.Options{}, "want=2")
 	byAddr := map[string]*plan.PlannedNode{}
 	for _, pn := range p.Nodes {
 		byAddr[pn.Node.Addr] = pn
@@ -196,7 +196,7 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	assert.Equal(t, rep.Key, r.res.nodes[rep.Node.ID].key, "plan keyed it as apply did")
 
 	// Again: the report is cached now, as plan says.
-	p = w.Plan(plan.PlanOptions{}, "want=2")
+	p = w.Plan(plan.Options{}, "want=2")
 	assert.Equal(t, []string{"stage.score", "stage.report"}, planSets(p)[plan.ActCached])
 	r = w.apply(ApplyOptions{}, "want=2")
 	assert.Empty(t, ranSet(r), r.out)
@@ -207,7 +207,7 @@ func TestPlanRestoresAMissingInputFolder(t *testing.T) {
 	w := newWorkspace(t, tourPipeline)
 	w.apply(ApplyOptions{})
 	require.NoError(t, os.RemoveAll(filepath.Join(w.Root, "data")))
-	p := w.Plan(plan.PlanOptions{})
+	p := w.Plan(plan.Options{})
 	assert.Equal(t, 5, p.Cached, "the restore makes data/ again")
 	r := w.apply(ApplyOptions{})
 	assert.Empty(t, ranSet(r), r.out)

@@ -73,7 +73,7 @@ stage "command" "b" {
 	r := w.apply(ApplyOptions{Parallelism: 1})
 	require.Equal(t, 12, r.res.Ran, r.out)
 	order := strings.Fields(w.Read("order.log"))
-	plan := w.Plan(plan.PlanOptions{})
+	plan := w.Plan(plan.Options{})
 	pos := map[string]int{}
 	for i, pn := range plan.Nodes {
 		pos[pn.Node.Addr] = i

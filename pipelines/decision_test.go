@@ -221,7 +221,7 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	// 48 processes planned, in the collection order.
 	out, code := w.run(decisionArgs("plan", "--json")...)
 	require.Equal(t, 0, code, out)
-	var plan plan.PlanJSON
+	var plan plan.JSON
 	require.NoError(t, json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &plan))
 	var planned []string
 	for _, n := range plan.Nodes {

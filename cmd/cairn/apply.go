@@ -50,9 +50,9 @@ Exit codes: 0 all done, 1 a node failed or a gate refused, 2 bad input, 130
 interrupted.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var saved *plan.PlanFile
+			var saved *plan.File
 			if len(args) == 1 {
-				pf, isPlan, err := plan.LoadPlanFile(a.path(args[0]))
+				pf, isPlan, err := plan.LoadFile(a.path(args[0]))
 				switch {
 				case isPlan && err != nil:
 					return badInput("%s", err)
@@ -79,7 +79,7 @@ interrupted.`,
 					return err
 				}
 			}
-			l, cache, p, err := a.loadAndPlan(args, plan.PlanOptions{Targets: targets, Replace: replace, Only: only})
+			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
 				return err
 			}
@@ -213,7 +213,7 @@ func (a *app) singleVariantTargets(g *plan.Graph, targets []string) map[string]b
 
 // printApplyHeader is apply's first line, and a note when the GPUs are
 // simulated.
-func (a *app) printApplyHeader(summary string, counts plan.PlanCounts, pool *gpu.Pool) {
+func (a *app) printApplyHeader(summary string, counts plan.Counts, pool *gpu.Pool) {
 	fmt.Fprintf(a.stdout, "cairn apply: %s: %s\n", summary, counts)
 	if pool != nil && pool.Total() > 0 && pool.Simulated() {
 		fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())

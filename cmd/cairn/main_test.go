@@ -194,14 +194,14 @@ func TestPlanJSON(t *testing.T) {
 	root := cliWorkspace(t, map[string]string{"good.hcl": goodPipeline})
 	r := runCLI(t, "--chdir", root, "plan", "--json", "good.hcl")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var p plan.PlanJSON
+	var p plan.JSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
 	assert.Equal(t, 1, p.Format)
 	assert.Equal(t, "demo", p.Pipeline)
 	assert.Equal(t, 1, p.ToRun)
 	assert.Equal(t, 3, p.MayRun, "their keys wait for prepare's output")
 	assert.Zero(t, p.Cached)
-	byAddr := map[string]plan.PlanNodeJSON{}
+	byAddr := map[string]plan.NodeJSON{}
 	var order []string
 	for _, n := range p.Nodes {
 		byAddr[n.Address] = n
@@ -253,7 +253,7 @@ stage "command" "show" {
 func planKeys(t *testing.T, r cliResult) []string {
 	t.Helper()
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var p plan.PlanJSON
+	var p plan.JSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
 	var keys []string
 	re := regexp.MustCompile(`^stage\.show\["(.*)"\]$`)
@@ -336,9 +336,9 @@ func TestPlanOut(t *testing.T) {
 	require.NoError(t, err, "--out resolves against --chdir")
 	assert.NotContains(t, string(b), "tok-from-flag", "a sensitive --var is not saved")
 	assert.NotContains(t, string(b), "tok-cli-secret")
-	var pf plan.PlanFile
+	var pf plan.File
 	require.NoError(t, json.Unmarshal(b, &pf), string(b))
-	assert.Equal(t, plan.PlanFileFormat, pf.Format)
+	assert.Equal(t, plan.FileFormat, pf.Format)
 	assert.Equal(t, "demo", pf.Pipeline)
 	assert.Equal(t, "good.hcl", pf.Path)
 	assert.Equal(t, root, pf.Root)
@@ -346,7 +346,7 @@ func TestPlanOut(t *testing.T) {
 	assert.True(t, pf.Vars[0].File)
 	assert.Equal(t, filepath.Join(root, "m.tfvars"), pf.Vars[0].Value)
 	require.Len(t, pf.Nodes, 3)
-	for i, want := range []plan.PlanFileEntry{
+	for i, want := range []plan.FileEntry{
 		{Address: "stage.prepare", Action: "run"},
 		{Address: `stage.eval["gemma"]`, Action: "may_run"},
 		{Address: "stage.report", Action: "may_run"},
@@ -360,7 +360,7 @@ func TestPlanOut(t *testing.T) {
 	// The saved key is the one a JSON plan shows.
 	r = runCLI(t, "--chdir", root, "plan", "--json", "good.hcl", "--var-file", "m.tfvars")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var p plan.PlanJSON
+	var p plan.JSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
 	assert.Equal(t, pf.Nodes[0].Key, p.Nodes[0].Key)
 }

@@ -169,14 +169,14 @@ pipeline's name, a key or an action.`,
 					return m.RenderPlan(a.stdout)
 				}
 			}
-			l, cache, p, err := a.loadAndPlan(args, plan.PlanOptions{Targets: targets, Replace: replace, Only: only})
+			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
 				return err
 			}
 			defer cache.Close()
 			out = a.path(out)
 			if out != "" {
-				if err := plan.SavePlan(out, p, pipelineArgs(args), a.vars); err != nil {
+				if err := plan.Save(out, p, pipelineArgs(args), a.vars); err != nil {
 					return badInput("cannot save the plan: %s", err)
 				}
 			}
@@ -206,7 +206,7 @@ pipeline's name, a key or an action.`,
 
 // loadAndPlan loads the pipeline, opens the cache and makes the plan,
 // printing diagnostics; the caller closes the cache.
-func (a *app) loadAndPlan(args []string, opts plan.PlanOptions) (*plan.Loaded, *store.Cache, *plan.Plan, error) {
+func (a *app) loadAndPlan(args []string, opts plan.Options) (*plan.Loaded, *store.Cache, *plan.Plan, error) {
 	l, err := a.load(args)
 	if err != nil {
 		return nil, nil, nil, err
@@ -215,7 +215,7 @@ func (a *app) loadAndPlan(args []string, opts plan.PlanOptions) (*plan.Loaded, *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p, diags := plan.MakePlan(l.Graph, cache, opts)
+	p, diags := plan.Make(l.Graph, cache, opts)
 	if err := a.printDiags(l.Files(), diags); err != nil {
 		cache.Close()
 		return nil, nil, nil, err

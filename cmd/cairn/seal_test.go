@@ -40,7 +40,7 @@ stage "command" "count" {
 func nodeKey(t *testing.T, r cliResult, addr string) string {
 	t.Helper()
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var p plan.PlanJSON
+	var p plan.JSON
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
 	for _, n := range p.Nodes {
 		if n.Address == addr {

@@ -37,7 +37,7 @@ func (w *keyWorkspace) plan(file string, vars ...dsl.VarArg) *plan.Plan {
 	c, err := store.Open(filepath.Join(w.T.TempDir(), "cache"), store.Options{NoSync: true})
 	require.NoError(w.T, err)
 	w.T.Cleanup(func() { c.Close() })
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	return p
 }
@@ -202,7 +202,7 @@ func TestCorpusSensitiveNeverShown(t *testing.T) {
 	js, err := json.Marshal(p.JSON())
 	require.NoError(t, err)
 	planFile := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, plan.SavePlan(planFile, p, "secret.hcl", vars))
+	require.NoError(t, plan.Save(planFile, p, "secret.hcl", vars))
 	saved, err := os.ReadFile(planFile)
 	require.NoError(t, err)
 

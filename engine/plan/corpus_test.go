@@ -279,7 +279,7 @@ func renderCorpusPlan(t *testing.T, l *plan.Loaded, root string) string {
 	c, err := store.Open(t.TempDir(), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", l.Graph.Summary())
@@ -325,12 +325,12 @@ func TestCorpusValidJSON(t *testing.T) {
 		require.False(t, diags.HasErrors(), "%s: %s", name, diags.Error())
 		c, err := store.Open(t.TempDir(), store.Options{NoSync: true})
 		require.NoError(t, err)
-		p, diags := plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+		p, diags := plan.Make(l.Graph, c, plan.Options{})
 		require.False(t, diags.HasErrors(), "%s", diags.Error())
 		b, err := json.Marshal(p.JSON())
 		require.NoError(t, err)
 		c.Close()
-		var pj plan.PlanJSON
+		var pj plan.JSON
 		require.NoError(t, json.Unmarshal(b, &pj))
 		var addrs []string
 		for _, n := range pj.Nodes {

@@ -39,7 +39,7 @@ stage "pareto" "front" {
 				c, err := store.Open(w.Cache, store.Options{NoSync: true})
 				require.NoError(t, err)
 				defer c.Close()
-				_, diags = plan.MakePlan(l.Graph, c, plan.PlanOptions{})
+				_, diags = plan.Make(l.Graph, c, plan.Options{})
 			}
 			require.True(t, diags.HasErrors(), "%s", dir)
 			assert.Contains(t, diags.Error(), want)

@@ -477,7 +477,7 @@ func (g *Graph) CheckPath(p string) (string, error) {
 // SetCacheDir names the cache folder the graph's nodes will use (the
 // default is .cairn in the workspace root): no declared path may hold it
 // or lie inside it, or a restore could overwrite the cache's own files.
-// MakePlan sets it from its cache.
+// Make sets it from its cache.
 func (g *Graph) SetCacheDir(dir string) {
 	if dir == "" {
 		dir = filepath.Join(g.Root, ".cairn")

@@ -63,11 +63,11 @@ type Plan struct {
 	Skip     int // skipped because an upstream fails
 	Excluded int
 	// Options are the --target and --replace the plan was made with.
-	Options PlanOptions
+	Options Options
 }
 
-// PlanOptions narrow or force a plan.
-type PlanOptions struct {
+// Options narrow or force a plan.
+type Options struct {
 	// Targets limits the plan to these addresses (a stage address means
 	// all its instances) and what they need.
 	Targets []string
@@ -166,9 +166,9 @@ func (g *Graph) Ancestors(ids map[int]bool) map[int]bool {
 	return out
 }
 
-// MakePlan decides, for every node, whether it runs or comes from the
+// Make decides, for every node, whether it runs or comes from the
 // cache, and why.
-func MakePlan(g *Graph, cache *store.Cache, opts PlanOptions) (*Plan, hcl.Diagnostics) {
+func Make(g *Graph, cache *store.Cache, opts Options) (*Plan, hcl.Diagnostics) {
 	p, diags := makePlan(g, cache, opts, nil)
 	if diags.HasErrors() {
 		return p, diags
@@ -232,7 +232,7 @@ func strictBatches(p *Plan) map[int]forcedRun {
 	return out
 }
 
-func makePlan(g *Graph, cache *store.Cache, opts PlanOptions, forced map[int]forcedRun) (*Plan, hcl.Diagnostics) {
+func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedRun) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Pipeline: g.Config.Name, Graph: g, Nodes: make([]*PlannedNode, len(g.Nodes)), Options: opts}
 	var diags hcl.Diagnostics
 	var include, targets map[int]bool
@@ -768,14 +768,14 @@ func WriteLine(bw *bufio.Writer, sym string, width int, addr, what string, reaso
 	bw.WriteByte('\n')
 }
 
-// PlanCounts are a plan's totals by action.
-type PlanCounts struct {
+// Counts are a plan's totals by action.
+type Counts struct {
 	ToRun, MayRun, Cached, Skip int
 }
 
 // String reads "N to run, M cached", with "K may run" and "S skipped"
 // when there are any.
-func (c PlanCounts) String() string {
+func (c Counts) String() string {
 	s := fmt.Sprintf("%d to run, ", c.ToRun)
 	if c.MayRun > 0 {
 		s += fmt.Sprintf("%d may run, ", c.MayRun)
@@ -788,12 +788,12 @@ func (c PlanCounts) String() string {
 }
 
 // Counts are the plan's totals.
-func (p *Plan) Counts() PlanCounts {
-	return PlanCounts{ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skip: p.Skip}
+func (p *Plan) Counts() Counts {
+	return Counts{ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skip: p.Skip}
 }
 
 // WriteFooter writes a rendered plan's totals.
-func WriteFooter(bw *bufio.Writer, c PlanCounts, excluded int) {
+func WriteFooter(bw *bufio.Writer, c Counts, excluded int) {
 	fmt.Fprintf(bw, "\nPlan: %s.", c)
 	if excluded > 0 {
 		fmt.Fprintf(bw, " (%d nodes outside --target not shown.)", excluded)
@@ -801,19 +801,19 @@ func WriteFooter(bw *bufio.Writer, c PlanCounts, excluded int) {
 	bw.WriteByte('\n')
 }
 
-// PlanJSON is the machine-readable plan (`cairn plan --json`, --out).
-type PlanJSON struct {
-	Format   int            `json:"format"`
-	Pipeline string         `json:"pipeline"`
-	ToRun    int            `json:"to_run"`
-	MayRun   int            `json:"may_run"`
-	Cached   int            `json:"cached"`
-	Skipped  int            `json:"skipped"`
-	Nodes    []PlanNodeJSON `json:"nodes"`
+// JSON is the machine-readable plan (`cairn plan --json`, --out).
+type JSON struct {
+	Format   int        `json:"format"`
+	Pipeline string     `json:"pipeline"`
+	ToRun    int        `json:"to_run"`
+	MayRun   int        `json:"may_run"`
+	Cached   int        `json:"cached"`
+	Skipped  int        `json:"skipped"`
+	Nodes    []NodeJSON `json:"nodes"`
 }
 
-// PlanNodeJSON is one node of PlanJSON.
-type PlanNodeJSON struct {
+// NodeJSON is one node of JSON.
+type NodeJSON struct {
 	Address string   `json:"address"`
 	Stage   string   `json:"stage"`
 	Kind    string   `json:"kind"`
@@ -825,13 +825,13 @@ type PlanNodeJSON struct {
 }
 
 // JSON returns the machine-readable plan.
-func (p *Plan) JSON() *PlanJSON {
-	out := &PlanJSON{Format: 1, Pipeline: p.Pipeline, ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skipped: p.Skip}
+func (p *Plan) JSON() *JSON {
+	out := &JSON{Format: 1, Pipeline: p.Pipeline, ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skipped: p.Skip}
 	for _, pn := range p.Nodes {
 		if pn.Skipped {
 			continue
 		}
-		j := PlanNodeJSON{
+		j := NodeJSON{
 			Address: pn.Node.Addr, Stage: pn.Node.Stage.Name, Kind: pn.Node.Stage.Kind,
 			Action: pn.Action, Changed: pn.Changed, Key: pn.Key, Reasons: pn.Reasons,
 		}

@@ -11,39 +11,39 @@ import (
 	"github.com/cairn-run/cairn/engine/store"
 )
 
-// PlanFileFormat is the format of the plan files this cairn writes and
+// FileFormat is the format of the plan files this cairn writes and
 // reads.
-const PlanFileFormat = 2
+const FileFormat = 2
 
-// PlanFile is a saved plan (`cairn plan --out FILE`): the pipeline, the
+// File is a saved plan (`cairn plan --out FILE`): the pipeline, the
 // variable flags, --target and --replace it was planned with, and every
 // node with its action and its key when known. Values of sensitive
 // variables are not saved; apply needs them again.
-type PlanFile struct {
-	Format   int             `json:"format"`
-	Pipeline string          `json:"pipeline"`
-	Path     string          `json:"path"`
-	Root     string          `json:"root"`
-	Vars     []dsl.VarArg    `json:"vars"`
-	Targets  []string        `json:"targets,omitempty"`
-	Replace  []string        `json:"replace,omitempty"`
-	Only     bool            `json:"only,omitempty"`
-	Nodes    []PlanFileEntry `json:"nodes"`
+type File struct {
+	Format   int          `json:"format"`
+	Pipeline string       `json:"pipeline"`
+	Path     string       `json:"path"`
+	Root     string       `json:"root"`
+	Vars     []dsl.VarArg `json:"vars"`
+	Targets  []string     `json:"targets,omitempty"`
+	Replace  []string     `json:"replace,omitempty"`
+	Only     bool         `json:"only,omitempty"`
+	Nodes    []FileEntry  `json:"nodes"`
 }
 
-// PlanFileEntry is one node of a saved plan, in plan order.
-type PlanFileEntry struct {
+// FileEntry is one node of a saved plan, in plan order.
+type FileEntry struct {
 	Address string `json:"address"`
 	Action  string `json:"action"`
 	// Key is absent when it is known only after apply.
 	Key string `json:"key,omitempty"`
 }
 
-// SavePlan writes p to path.
-func SavePlan(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
-	pf := &PlanFile{
-		Format: PlanFileFormat, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root,
-		Targets: p.Options.Targets, Replace: p.Options.Replace, Only: p.Options.Only, Nodes: []PlanFileEntry{},
+// Save writes p to path.
+func Save(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
+	pf := &File{
+		Format: FileFormat, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root,
+		Targets: p.Options.Targets, Replace: p.Options.Replace, Only: p.Options.Only, Nodes: []FileEntry{},
 	}
 	for _, v := range vars {
 		if !v.File {
@@ -58,7 +58,7 @@ func SavePlan(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) erro
 	}
 	for _, pn := range p.Nodes {
 		if !pn.Skipped {
-			pf.Nodes = append(pf.Nodes, PlanFileEntry{Address: pn.Node.Addr, Action: pn.Action, Key: pn.Key})
+			pf.Nodes = append(pf.Nodes, FileEntry{Address: pn.Node.Addr, Action: pn.Action, Key: pn.Key})
 		}
 	}
 	b, err := json.MarshalIndent(pf, "", "  ")
@@ -68,10 +68,10 @@ func SavePlan(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) erro
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// LoadPlanFile reads a saved plan. isPlan is false when the file is not
+// LoadFile reads a saved plan. isPlan is false when the file is not
 // one (it may be a pipeline); err is set too when it is a plan this cairn
 // cannot apply.
-func LoadPlanFile(path string) (pf *PlanFile, isPlan bool, err error) {
+func LoadFile(path string) (pf *File, isPlan bool, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, false, err
@@ -85,10 +85,10 @@ func LoadPlanFile(path string) (pf *PlanFile, isPlan bool, err error) {
 	if err := json.Unmarshal(b, &probe); err != nil || probe.Pipeline == nil || probe.Keys == nil && probe.Nodes == nil {
 		return nil, false, fmt.Errorf("%s is not a cairn plan file", path)
 	}
-	if probe.Format != PlanFileFormat {
-		return nil, true, fmt.Errorf("%s is a plan file of format %d, which this cairn does not apply (it reads format %d): make a new plan with 'cairn plan --out FILE'", path, probe.Format, PlanFileFormat)
+	if probe.Format != FileFormat {
+		return nil, true, fmt.Errorf("%s is a plan file of format %d, which this cairn does not apply (it reads format %d): make a new plan with 'cairn plan --out FILE'", path, probe.Format, FileFormat)
 	}
-	pf = &PlanFile{}
+	pf = &File{}
 	if err := json.Unmarshal(b, pf); err != nil {
 		return nil, true, fmt.Errorf("%s: a damaged plan file: %s", path, err)
 	}
@@ -99,7 +99,7 @@ func LoadPlanFile(path string) (pf *PlanFile, isPlan bool, err error) {
 // plan only as it was saved: the same pipeline name, the same nodes, each
 // with the same action and, where it was known, the same key. It returns
 // what changed, for people.
-func (pf *PlanFile) CheckAgainst(p *Plan) []string {
+func (pf *File) CheckAgainst(p *Plan) []string {
 	var changed []string
 	if p.Pipeline != pf.Pipeline {
 		changed = append(changed, fmt.Sprintf("the pipeline is named %q now, %q when the plan was saved", p.Pipeline, pf.Pipeline))

@@ -60,13 +60,13 @@ func (w *Workspace) Load(vars ...string) *plan.Loaded {
 }
 
 // Plan loads pipeline.hcl and plans it against the workspace's cache.
-func (w *Workspace) Plan(opts plan.PlanOptions, vars ...string) *plan.Plan {
+func (w *Workspace) Plan(opts plan.Options, vars ...string) *plan.Plan {
 	w.T.Helper()
 	l := w.Load(vars...)
 	c, err := store.Open(w.Cache, store.Options{NoSync: true})
 	require.NoError(w.T, err)
 	defer c.Close()
-	p, diags := plan.MakePlan(l.Graph, c, opts)
+	p, diags := plan.Make(l.Graph, c, opts)
 	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	return p
 }
