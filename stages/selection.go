@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/atomicfile"
@@ -30,6 +31,23 @@ type evalInstance struct {
 	Status string          `json:"status"`
 	Class  *string         `json:"class"`
 	Result *EvaluateResult `json:"result"`
+}
+
+// instanceKeyValue keeps, of an evaluate node's instance object, what a
+// select or job_result node reads (status, class, result), so that its
+// duration and peak memory stay out of the key: an evaluation rerun to the
+// same result leaves the node cached.
+func instanceKeyValue(v cty.Value) cty.Value {
+	if !v.IsWhollyKnown() || v.IsNull() || !v.Type().IsObjectType() {
+		return v
+	}
+	m := map[string]cty.Value{}
+	for _, k := range []string{"status", "class", "result"} {
+		if v.Type().HasAttribute(k) {
+			m[k] = v.GetAttr(k)
+		}
+	}
+	return cty.ObjectVal(m)
 }
 
 // decodeInstance reads an instance object attribute; unknown (plan time)
@@ -78,6 +96,15 @@ func (Select) Compares() {}
 
 // Name implements Kind.
 func (Select) Name() string { return "select" }
+
+// KeyValue implements KeyTransformer: of the validations, their status and
+// result.
+func (Select) KeyValue(attr string, v cty.Value) cty.Value {
+	if attr == "seed" || attr == "incumbent" {
+		return instanceKeyValue(v)
+	}
+	return v
+}
 
 // Version implements Kind.
 func (Select) Version() int { return 1 }
@@ -235,6 +262,15 @@ func init() { Register(JobResult{}) }
 
 // Name implements Kind.
 func (JobResult) Name() string { return "job_result" }
+
+// KeyValue implements KeyTransformer: of the test evaluations, their
+// status and result.
+func (JobResult) KeyValue(attr string, v cty.Value) cty.Value {
+	if attr == "baseline" || attr == "deployed" {
+		return instanceKeyValue(v)
+	}
+	return v
+}
 
 // Version implements Kind.
 func (JobResult) Version() int { return 1 }

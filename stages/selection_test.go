@@ -1,0 +1,60 @@
+package stages
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func evalRun(mean float64, scored, items int, status string) evalInstance {
+	return evalInstance{Status: status, Result: &EvaluateResult{MeanScore: mean, Scored: scored, ItemCount: items}}
+}
+
+// The selection rule: the incumbent iff strictly better on validation,
+// else the seed bundle with the reason.
+func TestDecide(t *testing.T) {
+	seedB, inc := []string{"bundles/seed/"}, []string{"out/optimization/incumbent/"}
+	proposed := Optimization{Proposed: true, SeedBundle: seedB, Candidate: inc}
+	reason := func(s Selection) string {
+		if s.FallbackReason == nil {
+			return ""
+		}
+		return *s.FallbackReason
+	}
+	s := Decide(proposed, evalRun(0.5, 10, 10, "ok"), evalRun(0.6, 10, 10, "ok"))
+	assert.Equal(t, "incumbent", s.Deployed)
+	assert.Equal(t, inc, s.DeployedBundle)
+	assert.Equal(t, "", reason(s))
+
+	s = Decide(proposed, evalRun(0.5, 10, 10, "ok"), evalRun(0.5, 10, 10, "ok"))
+	assert.Equal(t, "seed", s.Deployed, "equal is not better")
+	assert.Equal(t, seedB, s.DeployedBundle)
+	assert.Equal(t, FallbackNotBetter, reason(s))
+
+	s = Decide(Optimization{SeedBundle: seedB, Candidate: seedB}, evalRun(0.5, 10, 10, "ok"), evalRun(0.5, 10, 10, "ok"))
+	assert.Equal(t, FallbackNoIncumbent, reason(s))
+	assert.Nil(t, s.IncumbentMean)
+
+	s = Decide(proposed, evalRun(0.5, 10, 10, "ok"), evalInstance{Status: "failed"})
+	assert.Equal(t, FallbackValidationInvalid, reason(s))
+	s = Decide(proposed, evalRun(0.5, 10, 10, "ok"), evalRun(0.9, 9, 10, "ok"))
+	assert.Equal(t, FallbackValidationInvalid, reason(s), "an item without a score")
+	assert.Equal(t, "seed", s.Deployed)
+}
+
+// Of an evaluation's instance, only its status, class and result key a
+// select or job_result node.
+func TestInstanceKeyValue(t *testing.T) {
+	inst := func(d float64) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{
+			"status": cty.StringVal("ok"), "class": cty.StringVal(""), "duration_s": cty.NumberFloatVal(d),
+			"result": cty.ObjectVal(map[string]cty.Value{"mean_score": cty.NumberFloatVal(0.5)}),
+		})
+	}
+	a, b := Select{}.KeyValue("seed", inst(1.5)), Select{}.KeyValue("seed", inst(9))
+	assert.True(t, a.RawEquals(b))
+	assert.False(t, a.Type().HasAttribute("duration_s"))
+	assert.True(t, JobResult{}.KeyValue("deployed", inst(1)).RawEquals(JobResult{}.KeyValue("deployed", inst(2))))
+	assert.False(t, JobResult{}.KeyValue("job", inst(1)).RawEquals(JobResult{}.KeyValue("job", inst(2))), "other attributes whole")
+}
