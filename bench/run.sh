@@ -4,7 +4,8 @@
 # hyperfine, with and without fsync. Prints a table of medians and ratios
 # and writes bench/out/results.md (bench/out is git-ignored); then
 # bench/dsl.sh (large pipeline files) and bench/aggregate.sh (cairn
-# aggregate against scipy.stats.bootstrap) append their tables.
+# aggregate against scipy.stats.bootstrap) append their tables, and
+# bench/slurm.sh times the slurm executor against sbatch --wait loops.
 #
 # Environment:
 #   BENCH_SIZES=1000,10000,100000   graph sizes (plan and no-op figures)
@@ -17,6 +18,7 @@
 #   BENCH_GO_TIME_1M=5x             -benchtime of the 1M-record read and open benchmarks
 #   BENCH_WORK=DIR                  where the workspaces go (default: a new /tmp folder)
 #   BENCH_KEEP=1                    keep the workspaces afterwards
+#   BENCH_SLURM=0                   skip bench/slurm.sh (see there for its own settings)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -462,3 +464,8 @@ echo >&2
 echo "wrote $OUT/results.md" >&2
 bash "$ROOT/bench/dsl.sh" "$CAIRN"
 bash "$ROOT/bench/aggregate.sh" "$CAIRN"
+# The slurm executor against sbatch --wait loops, on a local cluster
+# (BENCH_SLURM=0 skips it; it needs root to start the cluster).
+if [ "${BENCH_SLURM:-1}" = 1 ]; then
+	bash "$ROOT/bench/slurm.sh" "$CAIRN"
+fi

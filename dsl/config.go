@@ -26,6 +26,9 @@ type Config struct {
 	// Name is the pipeline block's label, or the file (directory) base name.
 	Name        string
 	Description string
+	// Executor is the pipeline block's executor block; nil: none (the
+	// local executor, unless --executor says otherwise).
+	Executor *Executor
 	// Dir is the folder holding the pipeline file(s): path.pipeline.
 	Dir string
 	// Root is the workspace root, where file() and friends read; the

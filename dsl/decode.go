@@ -38,6 +38,7 @@ var fileSchema = &hcl.BodySchema{
 
 var pipelineSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "description"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "executor", LabelNames: []string{"name"}}},
 }
 
 var variableSchema = &hcl.BodySchema{
@@ -235,6 +236,20 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 				diags = append(diags, d...)
 				if a := c.Attributes["description"]; a != nil {
 					diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &cfg.Description)...)
+				}
+				for _, eb := range c.Blocks {
+					if cfg.Executor != nil {
+						diags = append(diags, &hcl.Diagnostic{
+							Severity: hcl.DiagError,
+							Summary:  "Duplicate executor block",
+							Detail:   fmt.Sprintf("A pipeline runs on one executor; the first executor block is at %s.", Pos(cfg.Executor.DeclRange)),
+							Subject:  eb.DefRange.Ptr(),
+						})
+						continue
+					}
+					e, d := decodeExecutor(eb)
+					diags = append(diags, d...)
+					cfg.Executor = e
 				}
 			case "variable":
 				v, d := decodeVariable(b)

@@ -1207,7 +1207,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 	spec := &executor.Spec{
 		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
-		Timeout: c.Timeout, KillGrace: c.KillGrace,
+		Timeout: c.Timeout, CPUs: c.CPUs, KillGrace: c.KillGrace,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(ref executor.JobRef) {
 			testKillAfterStart()
@@ -1319,7 +1319,11 @@ func (a *applier) execute(ns *nodeState) error {
 			ns.res = out.Proc
 			ns.class, ns.message, ns.runCounts = out.Class, out.Message, out.RunCounts
 			if ns.class == "" {
-				if msg := marks.check(); msg != "" {
+				var since time.Time
+				if out.Proc != nil {
+					since = out.Proc.Started
+				}
+				if msg := marks.check(since); msg != "" {
 					ns.class, ns.message = dsl.ClassResult, msg
 				}
 			}

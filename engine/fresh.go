@@ -49,6 +49,7 @@ type outputMarks struct {
 type freshMarks struct {
 	root string
 	outs []*outputMarks
+	at   time.Time // when the files were marked
 }
 
 // markOutputs marks the existing files among a node's declared result and
@@ -56,7 +57,7 @@ type freshMarks struct {
 // is recorded as it is, and no time is set through it; a path that inside
 // reports as leaving the workspace is not marked (commit refuses it).
 func markOutputs(root string, c stages.Common, inside func(rel string) error) *freshMarks {
-	m := &freshMarks{root: root}
+	m := &freshMarks{root: root, at: time.Now()}
 	add := func(decl string, result bool) {
 		om := &outputMarks{decl: decl, result: result, files: map[string]*fileMark{}}
 		full := filepath.Join(root, decl)
@@ -139,8 +140,14 @@ func (fm *fileMark) unchanged(st os.FileInfo) bool {
 // check returns a message naming the first declared path that this
 // attempt did not write ("" when every one was written or is missing,
 // which commit reports itself), and gives the files left unwritten their
-// times back.
-func (m *freshMarks) check() string {
+// times back. since is when the attempt's process started, when that was
+// before the marks (a cluster job an earlier apply submitted, to which this
+// one re-attached): a file it changed after since, before it was marked,
+// was written by it.
+func (m *freshMarks) check(since time.Time) string {
+	if !since.Before(m.at) {
+		since = time.Time{} // a process of this attempt: the marks say it all
+	}
 	msg := ""
 	for _, om := range m.outs {
 		if !om.exists {
@@ -149,7 +156,7 @@ func (m *freshMarks) check() string {
 		written := false
 		for rel, fm := range om.files {
 			st, err := os.Lstat(filepath.Join(m.root, rel))
-			if err != nil || !fm.unchanged(st) {
+			if err != nil || !fm.unchanged(st) || (!since.IsZero() && fm.marked && !fm.origMtime.Before(since) && fm.origMtime.Before(m.at)) {
 				written = true
 				continue
 			}

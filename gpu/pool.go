@@ -37,7 +37,20 @@ func NewPool(env func(string) string) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	ld, err := OpenLeaseDir(LeaseDirPath(env, inv))
+	p, err := NewPoolFor(inv, LeaseDirPath(env, inv))
+	if err != nil {
+		return nil, err
+	}
+	if env("CAIRN_GPU_BY_UUID") == "1" {
+		p.ByUUID = true
+	}
+	return p, nil
+}
+
+// NewPoolFor is a pool of inv's devices, leased in leaseDir: a cluster
+// executor's GPUs, say, which are the cluster's and not this machine's.
+func NewPoolFor(inv Inventory, leaseDir string) (*Pool, error) {
+	ld, err := OpenLeaseDir(leaseDir)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +59,6 @@ func NewPool(env func(string) string) (*Pool, error) {
 		// Simulated jobs report the device memory they use here.
 		si.memDir = filepath.Join(ld.path, "memory")
 		p.simMemDir = si.memDir
-	}
-	if env("CAIRN_GPU_BY_UUID") == "1" {
-		p.ByUUID = true
 	}
 	devs, err := inv.Devices(context.Background())
 	if err == nil {

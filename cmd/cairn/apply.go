@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/executor/slurm"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/gpu"
 )
@@ -30,6 +33,8 @@ func (a *app) applyCmd() *cobra.Command {
 		waitBatch        time.Duration
 		asJSON, verbose  bool
 		only             bool
+		executorName     string
+		leaveJobs        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "apply [PATH | PLANFILE]",
@@ -99,9 +104,13 @@ interrupted.`,
 				}
 			}
 			debug := a.singleVariantTargets(l.Graph, targets)
-			pool, err := gpu.NewPool(os.Getenv)
+			ex, pool, err := a.executor(l.Config.Executor, executorName, leaveJobs)
 			if err != nil {
-				return badInput("%s", err)
+				return err
+			}
+			if sx, ok := ex.(*slurm.Executor); ok && parallelism == 0 {
+				// The cluster's cores, not this machine's, run the nodes.
+				parallelism = sx.MaxSubmitted()
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -133,7 +142,7 @@ interrupted.`,
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
 				Progress: a.stdout, Stderr: a.stderr, JSON: asJSON, Verbose: verbose, Live: live,
 				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables),
-				Replace: rep, Hard: hard, GPUs: pool, Debug: debug,
+				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
 			})
 			if err != nil {
@@ -166,7 +175,50 @@ interrupted.`,
 	f.DurationVar(&waitBatch, "wait-batch", 0, "a GPU batch waits up to this long for another process's batch instead of refusing")
 	f.BoolVar(&asJSON, "json", false, "one JSON line per node event")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also list cached nodes")
+	f.StringVar(&executorName, "executor", "", "where nodes run: local or slurm (default: the pipeline's executor block, else local)")
+	f.BoolVar(&leaveJobs, "leave-jobs", false, "slurm executor: at an interrupt, leave the submitted jobs running instead of cancelling them")
 	return cmd
+}
+
+// executor is the apply's executor and its GPU pool: the pipeline's
+// executor block, or --executor, which wins; the local executor with this
+// machine's GPUs by default. The slurm executor's GPUs are its partition's.
+func (a *app) executor(block *dsl.Executor, name string, leave bool) (executor.Executor, *gpu.Pool, error) {
+	if name == "" && block != nil {
+		name = block.Name
+	}
+	switch name {
+	case "", "local":
+		pool, err := gpu.NewPool(os.Getenv)
+		if err != nil {
+			return nil, nil, badInput("%s", err)
+		}
+		return executor.Local{}, pool, nil
+	case "slurm":
+		var opts slurm.Options
+		if block != nil && block.Name == "slurm" {
+			opts = slurm.Options{Partition: block.Partition, Account: block.Account, QOS: block.QOS,
+				ExtraArgs: block.ExtraArgs, MaxSubmitted: block.MaxSubmitted, PollInterval: block.PollInterval}
+		}
+		// A controller that is restarting is waited for, not long.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		ex, err := slurm.NewExecutor(ctx, opts)
+		if err != nil {
+			return nil, nil, badInput("the slurm executor cannot reach the cluster: %s", err)
+		}
+		ex.Leave = leave
+		inv, err := slurm.ClusterGPUs(ctx, opts)
+		if err != nil {
+			return nil, nil, badInput("%s", err)
+		}
+		pool, err := gpu.NewPoolFor(inv, filepath.Join(a.cachePath(), "leases", "slurm"))
+		if err != nil {
+			return nil, nil, badInput("%s", err)
+		}
+		return ex, pool, nil
+	}
+	return nil, nil, badInput("--executor %s: there is no such executor; use local or slurm", name)
 }
 
 // redactArgs returns the command line with the values of sensitive

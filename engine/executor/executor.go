@@ -92,6 +92,9 @@ type Spec struct {
 	// cairn's own per-node logs are made with their first byte.
 	NamedLogs bool
 	Timeout   time.Duration
+	// CPUs is the stage's cpus (0: not said); a cluster executor asks
+	// for that many.
+	CPUs int
 	// KillGrace is the wait between SIGTERM and SIGKILL.
 	KillGrace time.Duration
 	Classify  []stages.ClassPattern // tried in order (see stages.Common)

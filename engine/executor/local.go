@@ -121,8 +121,8 @@ func (Local) StartWorker(ctx context.Context, w items.WorkerSpec) (items.Worker,
 	return items.LocalLauncher.StartWorker(ctx, w)
 }
 
-// fileTail returns the last max bytes of a file (nil if it cannot be read).
-func fileTail(path string, max int64) []byte {
+// FileTail returns the last max bytes of a file (nil if it cannot be read).
+func FileTail(path string, max int64) []byte {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -336,7 +336,7 @@ loop:
 	if err := errors.Join(errOut, errErr); err != nil {
 		return fmt.Errorf("exec: writing the logs of %s: %w", spec.Node, err)
 	}
-	res.StderrTail = fileTail(spec.Stderr, 16<<10)
+	res.StderrTail = FileTail(spec.Stderr, 16<<10)
 	st := cmd.ProcessState
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {

@@ -15,31 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 )
-
-// needCluster skips a test where no local Slurm cluster runs (see
-// scripts/slurm-up.sh), and fails it instead under CAIRN_REQUIRE_SLURM=1
-// (CI).
-func needCluster(t *testing.T) {
-	t.Helper()
-	if os.Getenv("CAIRN_SLURM_TEST") == "1" && os.Getenv("SLURM_CONF") != "" {
-		return
-	}
-	why := "no local Slurm cluster: run eval \"$(scripts/slurm-up.sh)\" first (CAIRN_SLURM_TEST is not 1)"
-	if os.Getenv("CAIRN_REQUIRE_SLURM") == "1" {
-		t.Fatal(why + ", and CAIRN_REQUIRE_SLURM=1 makes this a failure")
-	}
-	t.Skip(why)
-}
 
 // slurmCmd runs a Slurm client command for a test, under a timeout.
 func slurmCmd(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
-	return string(out)
+	return slurmtest.Call(t, name, args...)
 }
 
 // clusterJob is a job whose files live in a test folder.
@@ -58,6 +40,7 @@ func newClusterClient(t *testing.T) *Client {
 	defer cancel()
 	c, err := New(ctx, "cairn-test-"+strings.ReplaceAll(t.Name(), "/", "-")+"-"+fmt.Sprint(time.Now().UnixNano()), Options{PollInterval: 200 * time.Millisecond, MaxPollInterval: 2 * time.Second})
 	require.NoError(t, err)
+	t.Cleanup(c.Close)
 	return c
 }
 
@@ -71,7 +54,7 @@ func waitJob(t *testing.T, c *Client, ref Ref, limit time.Duration) *Outcome {
 }
 
 func TestClusterGPUJobs(t *testing.T) {
-	needCluster(t)
+	slurmtest.Need(t)
 	t.Parallel()
 	c := newClusterClient(t)
 	dir := t.TempDir()
@@ -102,7 +85,7 @@ func TestClusterGPUJobs(t *testing.T) {
 }
 
 func TestClusterExitStatus(t *testing.T) {
-	needCluster(t)
+	slurmtest.Need(t)
 	t.Parallel()
 	c := newClusterClient(t)
 	dir := t.TempDir()
@@ -118,7 +101,7 @@ func TestClusterExitStatus(t *testing.T) {
 }
 
 func TestClusterCancelledFromOutside(t *testing.T) {
-	needCluster(t)
+	slurmtest.Need(t)
 	t.Parallel()
 	c := newClusterClient(t)
 	dir := t.TempDir()
@@ -132,7 +115,7 @@ func TestClusterCancelledFromOutside(t *testing.T) {
 }
 
 func TestClusterTimeLimit(t *testing.T) {
-	needCluster(t)
+	slurmtest.Need(t)
 	if testing.Short() {
 		t.Skip("a time limit takes at least a minute (Slurm's limits are whole minutes)")
 	}
@@ -151,7 +134,7 @@ func TestClusterTimeLimit(t *testing.T) {
 }
 
 func TestClusterRequeue(t *testing.T) {
-	needCluster(t)
+	slurmtest.Need(t)
 	t.Parallel()
 	c := newClusterClient(t)
 	dir := t.TempDir()
@@ -182,7 +165,7 @@ func TestClusterRequeue(t *testing.T) {
 // the queries fail, the client waits, and decides the job rightly once the
 // controller is back.
 func TestClusterControllerAway(t *testing.T) {
-	needCluster(t)
+	slurmtest.Need(t)
 	if testing.Short() {
 		t.Skip("stops the controller for 20 s")
 	}

@@ -38,6 +38,7 @@ func newFake(t *testing.T, config string) (*fake, *Client) {
 		CallTimeout: 10 * time.Second,
 	})
 	require.NoError(t, err)
+	t.Cleanup(c.Close)
 	return f, c
 }
 
@@ -149,6 +150,17 @@ func TestMissingJobIsLost(t *testing.T) {
 	out := waitFake(t, c, ref)
 	assert.Equal(t, "LOST", out.State)
 	assert.Equal(t, dsl.ClassInfra, out.Class)
+}
+
+// A job Slurm has forgotten (older than MinJobAge) whose script wrote its
+// exit file is collected from that file.
+func TestForgottenJobIsCollectedFromItsExitFile(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	f.write("a.exit", "status=0\n")
+	c.Attach(Ref{JobID: "77", Run: "run-1", ExitFile: filepath.Join(f.dir, "a.exit")})
+	out := waitFake(t, c, Ref{JobID: "77"})
+	assert.Equal(t, "LOST", out.State)
+	assert.Equal(t, "", out.Class, out.Message)
 }
 
 func TestStates(t *testing.T) {

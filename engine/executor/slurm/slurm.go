@@ -116,6 +116,8 @@ type Client struct {
 	start   time.Time           // the earliest submission followed (sacct -S)
 	wake    chan struct{}       // a new job to follow: poll soon
 	polling bool
+	closed  chan struct{} // Close: the poller stops
+	pollWG  sync.WaitGroup
 	// Queries counts status queries made, for tests and benchmarks.
 	queries int
 }
@@ -125,13 +127,14 @@ type Client struct {
 func New(ctx context.Context, run string, opts Options) (*Client, error) {
 	opts.defaults()
 	c := &Client{
-		run:   run,
-		opts:  opts,
-		freed: make(chan struct{}),
-		jobs:  map[string]*tracked{},
-		wake:  make(chan struct{}, 1),
+		run:    run,
+		opts:   opts,
+		freed:  make(chan struct{}),
+		jobs:   map[string]*tracked{},
+		wake:   make(chan struct{}, 1),
+		closed: make(chan struct{}),
 	}
-	out, err := c.call(ctx, "scontrol", "show", "config")
+	out, err := c.callRetry(ctx, "scontrol", "show", "config")
 	if err != nil {
 		return nil, fmt.Errorf("slurm: reading the cluster's configuration: %w", err)
 	}
@@ -149,6 +152,19 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// Close stops following jobs and waits until the poller has stopped;
+// Waits that are left return their context's end only.
+func (c *Client) Close() {
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	c.mu.Unlock()
+	c.pollWG.Wait()
 }
 
 // Accounting says whether status comes from sacct (accounting storage)
@@ -195,6 +211,25 @@ func (e *callError) Error() string {
 
 func (e *callError) Unwrap() error { return e.err }
 
+// callRetry is call, retried with backoff until it answers or ctx ends:
+// for the questions cairn cannot go on without, which a controller that is
+// restarting answers a little later.
+func (c *Client) callRetry(ctx context.Context, name string, args ...string) ([]byte, error) {
+	backoff := c.opts.RetryBackoff
+	for {
+		out, err := c.call(ctx, name, args...)
+		if err == nil || ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
+			return out, err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return out, err
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
 // call runs one Slurm client command under the call timeout.
 func (c *Client) call(ctx context.Context, name string, args ...string) ([]byte, error) {
 	return c.callEnv(ctx, nil, name, args...)
@@ -225,15 +260,15 @@ func (c *Client) callEnv(ctx context.Context, env []string, name string, args ..
 
 // jobEnv is the environment sbatch runs with, which the job inherits
 // (--export=ALL): the node's own, less CUDA_VISIBLE_DEVICES (Slurm sets it
-// from --gres) and the SLURM_* variables of an allocation cairn itself may
+// from --gres; a job without GPUs gets it empty) and the SLURM_* variables of an allocation cairn itself may
 // run in, plus SLURM_CONF when cairn has one and the node does not.
-func jobEnv(env []string) []string {
-	out := make([]string, 0, len(env)+1)
+func jobEnv(env []string, gpus int) []string {
+	out := make([]string, 0, len(env)+2)
 	haveConf := false
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "CUDA_VISIBLE_DEVICES":
+		case k == "CUDA_VISIBLE_DEVICES" || k == "CUDA_DEVICE_ORDER":
 			continue
 		case k == "SLURM_CONF":
 			haveConf = true
@@ -247,6 +282,10 @@ func jobEnv(env []string) []string {
 	}
 	if len(env) == 0 {
 		out = append(out, "PATH="+os.Getenv("PATH"))
+	}
+	if gpus == 0 {
+		// A job that asked for no GPU sees none.
+		out = append(out, "CUDA_VISIBLE_DEVICES=")
 	}
 	return out
 }

@@ -88,7 +88,16 @@ func classify(state string, ex *ExitStatus, exitWait time.Duration, exitFile str
 	case "CANCELLED":
 		return dsl.ClassKilled, "the job was cancelled (scancel, by cairn or someone else)"
 	case "LOST":
-		return dsl.ClassInfra, "no Slurm status source has shown the job for too long"
+		// Gone from Slurm's memory (older than MinJobAge, say, when cairn
+		// comes back after a crash): the exit file the job's own script
+		// wrote is all that is left, and it is enough for the status.
+		if ex != nil && ex.Status == 0 {
+			return "", ""
+		}
+		if ex != nil {
+			return dsl.ClassExit, fmt.Sprintf("exited with status %d (from its exit file; Slurm no longer knows the job)", ex.Status)
+		}
+		return dsl.ClassInfra, "no Slurm status source has shown the job for too long, and it left no exit file"
 	}
 	return dsl.ClassInfra, "Slurm reports " + state
 }
@@ -152,6 +161,9 @@ func (c *Client) follow(ref Ref, slot bool) *tracked {
 	}
 	start := !c.polling
 	c.polling = true
+	if start {
+		c.pollWG.Add(1)
+	}
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -195,11 +207,17 @@ func (c *Client) State(jobID string) string {
 // a new one is followed. A failed query changes nothing (the jobs' states
 // are unknown, not final) and doubles the interval.
 func (c *Client) poll() {
+	defer c.pollWG.Done()
 	interval := c.opts.PollInterval
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
+		case <-c.closed:
+			c.mu.Lock()
+			c.polling = false
+			c.mu.Unlock()
+			return
 		case <-timer.C:
 		case <-c.wake:
 			interval = c.opts.PollInterval

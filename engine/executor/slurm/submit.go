@@ -130,7 +130,7 @@ func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
 	_, _ = rand.Read(tok[:])
 	token := hex.EncodeToString(tok[:])
 	args := c.sbatchArgs(job, token)
-	env := jobEnv(job.Env)
+	env := jobEnv(job.Env, job.GPUs)
 	deadline := time.Now().Add(c.opts.SubmitRetryFor)
 	backoff := c.opts.RetryBackoff
 	ambiguous := false

@@ -59,6 +59,7 @@ func wrapper(job *Job) string {
 exit_file=%s
 tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
 rm -f -- "$exit_file"
+started=$(date +%%s%%N)
 child=
 term=0
 on_term() {
@@ -68,7 +69,7 @@ on_term() {
 trap on_term TERM INT
 trap 'echo "cairn: SIGUSR2 from Slurm: the job is near its time limit" >&2' USR2
 finish() {
-	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\n' "$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" >"$tmp" &&
+	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\nstarted_ns=%%s\n' "$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" "$started" >"$tmp" &&
 		sync -- "$tmp" 2>/dev/null
 	mv -f -- "$tmp" "$exit_file"
 	exit "$1"
@@ -101,6 +102,8 @@ type ExitStatus struct {
 	Term     bool // the wrapper had a SIGTERM (a cancel or the time limit)
 	Job      string
 	Restarts int
+	// Started is when the script began, before the command.
+	Started time.Time
 }
 
 // readExit reads an exit file; ok is false when there is none (yet).
@@ -130,6 +133,10 @@ func readExit(path string) (ExitStatus, bool, error) {
 			st.Job = v
 		case "restarts":
 			st.Restarts, _ = strconv.Atoi(v)
+		case "started_ns":
+			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+				st.Started = time.Unix(0, ns)
+			}
 		}
 	}
 	if !have {

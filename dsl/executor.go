@@ -1,0 +1,102 @@
+package dsl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+)
+
+// Executor is a pipeline's executor block: where its nodes run. The
+// attributes after Name are the Slurm executor's; the local executor has
+// none.
+type Executor struct {
+	Name         string // "local" or "slurm"
+	Partition    string
+	Account      string
+	QOS          string
+	ExtraArgs    []string
+	MaxSubmitted int
+	PollInterval time.Duration
+	DeclRange    hcl.Range
+}
+
+// Executors are the executor names a pipeline (or --executor) may name.
+var Executors = []string{"local", "slurm"}
+
+var executorSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "partition"}, {Name: "account"}, {Name: "qos"}, {Name: "extra_args"},
+		{Name: "max_submitted"}, {Name: "poll_interval"},
+	},
+}
+
+// decodeExecutor reads `executor "slurm" { ... }` inside the pipeline
+// block. Its values are constants: they say where to run, not what.
+func decodeExecutor(b *hcl.Block) (*Executor, hcl.Diagnostics) {
+	e := &Executor{Name: b.Labels[0], DeclRange: b.DefRange}
+	var diags hcl.Diagnostics
+	if e.Name != "local" && e.Name != "slurm" {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Unknown executor",
+			Detail:   fmt.Sprintf("There is no executor %q: use \"local\" (the default) or \"slurm\".", e.Name),
+			Subject:  b.LabelRanges[0].Ptr(),
+		}}
+	}
+	c, d := b.Body.Content(executorSchema)
+	diags = append(diags, d...)
+	if e.Name == "local" {
+		for _, a := range c.Attributes {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unsupported argument",
+				Detail:   fmt.Sprintf("%s is an argument of the slurm executor; the local executor takes none.", a.Name),
+				Subject:  a.NameRange.Ptr(),
+			})
+		}
+		return e, diags
+	}
+	for _, s := range []struct {
+		name string
+		dst  *string
+	}{{"partition", &e.Partition}, {"account", &e.Account}, {"qos", &e.QOS}} {
+		if a := c.Attributes[s.name]; a != nil {
+			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, s.dst)...)
+		}
+	}
+	if a := c.Attributes["extra_args"]; a != nil {
+		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &e.ExtraArgs)...)
+	}
+	if a := c.Attributes["max_submitted"]; a != nil {
+		d := gohcl.DecodeExpression(a.Expr, nil, &e.MaxSubmitted)
+		diags = append(diags, d...)
+		if !d.HasErrors() && e.MaxSubmitted < 1 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid max_submitted",
+				Detail:   fmt.Sprintf("max_submitted is how many jobs may be in Slurm at once: at least 1, not %d.", e.MaxSubmitted),
+				Subject:  a.Expr.Range().Ptr(),
+			})
+		}
+	}
+	if a := c.Attributes["poll_interval"]; a != nil {
+		var s string
+		d := gohcl.DecodeExpression(a.Expr, nil, &s)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			iv, err := time.ParseDuration(s)
+			if err != nil || iv < 100*time.Millisecond {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid poll_interval",
+					Detail:   fmt.Sprintf("poll_interval is a duration of at least 100ms, such as \"5s\", not %q.", s),
+					Subject:  a.Expr.Range().Ptr(),
+				})
+			}
+			e.PollInterval = iv
+		}
+	}
+	return e, diags
+}

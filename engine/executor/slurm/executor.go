@@ -1,0 +1,404 @@
+package slurm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/items"
+)
+
+// Executor runs each node as one Slurm job, behind cairn's executor
+// interface. After a crash, Recover keeps the jobs a dead run left (it
+// cancels none), and Submit of the same node — the same command, folder and
+// node key — re-attaches to its job instead of submitting another: a job
+// still pending or running is waited for, one that ended is collected.
+type Executor struct {
+	opts Options
+	// Leave: at an interrupt, leave the jobs running instead of
+	// cancelling them.
+	Leave bool
+
+	mu     sync.Mutex
+	client *Client
+	// name is the job name of a dead run that Recover found: new jobs
+	// take it too, so that one query by name follows them all.
+	name  string
+	adopt map[string]executor.JobRef // by specDigest: a dead run's jobs
+
+	cancelMu sync.Mutex
+	cancelQ  []pendingCancel
+}
+
+type pendingCancel struct {
+	c   *Client
+	ref Ref
+}
+
+// cancelWindow gathers the cancels of one interrupt into one scancel.
+const cancelWindow = 100 * time.Millisecond
+
+// NewExecutor checks that the Slurm client commands answer, under
+// opts.CallTimeout, and returns the executor.
+func NewExecutor(ctx context.Context, opts Options) (*Executor, error) {
+	opts.defaults()
+	c, err := New(ctx, "check", opts)
+	if err != nil {
+		return nil, err
+	}
+	c.Close()
+	return &Executor{opts: opts, adopt: map[string]executor.JobRef{}}, nil
+}
+
+// MaxSubmitted is how many jobs may be in Slurm at once.
+func (e *Executor) MaxSubmitted() int { return e.opts.MaxSubmitted }
+
+// Name implements executor.Executor.
+func (*Executor) Name() string { return "slurm" }
+
+// CanRunMore implements executor.Executor: fewer than max_submitted of
+// the apply's jobs are in Slurm.
+func (e *Executor) CanRunMore() bool {
+	e.mu.Lock()
+	c := e.client
+	e.mu.Unlock()
+	return c == nil || c.CanSubmit()
+}
+
+// StartWorker implements items.Launcher: an evaluation's workers talk
+// with cairn over pipes and run on this machine.
+func (*Executor) StartWorker(ctx context.Context, w items.WorkerSpec) (items.Worker, error) {
+	return items.LocalLauncher.StartWorker(ctx, w)
+}
+
+// clientFor is the apply's Client, made at the first job; its job name is
+// a recovered run's, else run.
+func (e *Executor) clientFor(ctx context.Context, run string) (*Client, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.client != nil {
+		return e.client, nil
+	}
+	if e.name != "" {
+		run = e.name
+	}
+	c, err := New(ctx, run, e.opts)
+	if err != nil {
+		return nil, err
+	}
+	e.client = c
+	return c, nil
+}
+
+// Recover implements executor.Executor. It ends nothing: the jobs of
+// dead runs are kept for their nodes' next Submit, which re-attaches to
+// them. A job whose node this apply does not run again is left to finish
+// (scancel --name RUN ends them).
+func (e *Executor) Recover(_ context.Context, refs []executor.JobRef) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range refs {
+		if r.Executor != e.Name() || r.Details["spec"] == "" {
+			continue
+		}
+		e.adopt[r.Details["spec"]] = r
+		if e.name == "" && e.client == nil {
+			e.name = r.Details["run"]
+		}
+	}
+	return nil
+}
+
+// Attach implements executor.Executor: the job is followed from its
+// reference; ErrGone for a reference that is not a Slurm job's.
+func (e *Executor) Attach(ctx context.Context, ref executor.JobRef) (executor.Job, error) {
+	if ref.Executor != e.Name() || ref.ID == "" {
+		return nil, executor.ErrGone
+	}
+	c, err := e.clientFor(ctx, ref.Details["run"])
+	if err != nil {
+		return nil, err
+	}
+	r := Ref{JobID: ref.ID, Run: ref.Details["run"], ExitFile: ref.Details["exit_file"]}
+	c.Attach(r)
+	return e.newJob(c, r, ref, &executor.Spec{Stderr: ref.Details["stderr"]}), nil
+}
+
+// specDigest names a node's work as the job reference keeps it: the
+// command, its folder, GPUs and the node's address and key. Two specs with
+// the same digest do the same work.
+func specDigest(spec *executor.Spec) string {
+	h := sha256.New()
+	w := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
+	for _, a := range spec.Argv {
+		w(a)
+	}
+	w(strconv.FormatBool(spec.Shell))
+	w(spec.Dir)
+	w(strconv.Itoa(len(spec.GPUs)))
+	w(envValue(spec.Env, "CAIRN_NODE"))
+	w(envValue(spec.Env, "CAIRN_NODE_KEY"))
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// jobRef is the journal's reference to a submitted job.
+func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string) executor.JobRef {
+	return executor.JobRef{Executor: e.Name(), ID: ref.JobID, Details: map[string]string{
+		"run": ref.Run, "exit_file": ref.ExitFile, "spec": digest, "stderr": spec.Stderr,
+	}}
+}
+
+// Submit implements executor.Executor: it submits the node as a job (or
+// re-attaches to the job a dead run submitted for it) and returns once
+// Slurm has it. When ctx ends (an interrupt), the job is cancelled, with
+// the other jobs cancelled in the same moment in one scancel, unless Leave
+// says to leave it running.
+func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Job, error) {
+	now := time.Now()
+	setup := func(msg string) (executor.Job, error) {
+		res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: dsl.ClassSetup, Message: msg, Started: now, Ended: time.Now()}
+		return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
+	}
+	if spec.Stdin != nil {
+		return setup("the slurm executor cannot feed a node's standard input: run it with the local executor")
+	}
+	if len(spec.Argv) == 0 {
+		return setup("nothing to run: the command is empty")
+	}
+	run := envValue(spec.Env, "CAIRN_RUN_ID")
+	if run == "" {
+		run = "cairn"
+	}
+	c, err := e.clientFor(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	digest := specDigest(spec)
+	e.mu.Lock()
+	old, adopted := e.adopt[digest]
+	delete(e.adopt, digest)
+	e.mu.Unlock()
+	var ref Ref
+	if adopted {
+		ref = Ref{JobID: old.ID, Run: old.Details["run"], ExitFile: old.Details["exit_file"]}
+		c.Attach(ref)
+	} else {
+		job := jobFor(spec)
+		if err := os.Remove(job.ExitFile); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("slurm: %w", err)
+		}
+		ref, err = c.Submit(ctx, job)
+		if err != nil {
+			class := dsl.ClassInfra
+			if ctx.Err() != nil {
+				class, err = dsl.ClassInterrupted, errors.New("stopped because cairn was interrupted (before its job was submitted)")
+			}
+			res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: stages.RedactSecrets(err.Error(), spec.Secrets), Started: now, Ended: time.Now()}
+			return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
+		}
+	}
+	jr := e.jobRef(ref, spec, digest)
+	j := e.newJob(c, ref, jr, spec)
+	j.started = now
+	if spec.Started != nil {
+		spec.Started(jr)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			if e.Leave {
+				j.leave()
+			} else {
+				_ = j.Cancel(false)
+			}
+		case <-j.ended:
+		}
+	}()
+	return j, nil
+}
+
+// job is one node's Slurm job.
+type job struct {
+	e       *Executor
+	c       *Client
+	ref     Ref
+	jr      executor.JobRef
+	spec    *executor.Spec
+	started time.Time
+
+	once      sync.Once
+	ended     chan struct{} // Wait has its outcome
+	mu        sync.Mutex
+	cancelled bool
+	left      chan struct{} // closed by leave: Wait returns at once
+	leftOnce  sync.Once
+	giveUp    chan struct{} // closed a while after a cancel that shows no end
+	giveOnce  sync.Once
+}
+
+func (e *Executor) newJob(c *Client, ref Ref, jr executor.JobRef, spec *executor.Spec) *job {
+	return &job{e: e, c: c, ref: ref, jr: jr, spec: spec, started: time.Now(),
+		ended: make(chan struct{}), left: make(chan struct{}), giveUp: make(chan struct{})}
+}
+
+// Ref implements executor.Job.
+func (j *job) Ref() executor.JobRef { return j.jr }
+
+// Cancel implements executor.Job: scancel, gathered with the moment's
+// other cancels. Slurm sends SIGTERM, then SIGKILL after its KillWait, so
+// hard and soft are the same here.
+func (j *job) Cancel(bool) error {
+	j.mu.Lock()
+	first := !j.cancelled
+	j.cancelled = true
+	j.mu.Unlock()
+	if first {
+		j.e.cancel(j.c, j.ref)
+		// A controller that does not answer must not hold the interrupt
+		// up for ever.
+		time.AfterFunc(j.e.opts.CallTimeout+time.Minute, func() { j.giveOnce.Do(func() { close(j.giveUp) }) })
+	}
+	return nil
+}
+
+func (j *job) leave() { j.leftOnce.Do(func() { close(j.left) }) }
+
+// Wait implements executor.Job.
+func (j *job) Wait(ctx context.Context) (*stages.ProcResult, error) {
+	defer j.once.Do(func() { close(j.ended) })
+	res := &stages.ProcResult{ExitCode: -1, GPUs: j.spec.GPUs, Started: j.started}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		out *Outcome
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		out, err := j.c.Wait(wctx, j.ref)
+		ch <- answer{out, err}
+	}()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-j.left:
+		res.Class = dsl.ClassInterrupted
+		res.Message = fmt.Sprintf("cairn was interrupted; Slurm job %s is left running (its exit file: %s)", j.ref.JobID, j.ref.ExitFile)
+		res.Ended = time.Now()
+		return res, nil
+	case <-j.giveUp:
+		res.Class = dsl.ClassInterrupted
+		res.Message = fmt.Sprintf("stopped because cairn was interrupted; Slurm job %s was cancelled (no final state seen yet)", j.ref.JobID)
+		res.Ended = time.Now()
+		return res, nil
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	out := a.out
+	res.Ended = time.Now()
+	res.StderrTail = executor.FileTail(j.spec.Stderr, 16<<10)
+	if out.Exit != nil {
+		res.ExitCode = out.Exit.Status
+		if !out.Exit.Started.IsZero() {
+			// The command's own start: a job an earlier apply submitted
+			// started before this apply marked the node's outputs.
+			res.Started = out.Exit.Started
+		}
+	}
+	res.TimedOut = out.State == "TIMEOUT" || out.State == "DEADLINE"
+	res.Class, res.Message = out.Class, out.Message
+	j.mu.Lock()
+	cancelled := j.cancelled
+	j.mu.Unlock()
+	switch {
+	case cancelled && out.State == "CANCELLED":
+		res.Class, res.Message = dsl.ClassInterrupted, "stopped because cairn was interrupted (its Slurm job was cancelled)"
+	case res.Class == dsl.ClassExit:
+		res.Class, res.Message = classifyStderr(res, j.spec.Classify)
+	}
+	if res.Message != "" {
+		res.Message = stages.RedactSecrets(fmt.Sprintf("Slurm job %s: %s", j.ref.JobID, res.Message), j.spec.Secrets)
+	}
+	return res, nil
+}
+
+// classifyStderr tries a failed job's stderr against the stage's classify
+// patterns, then the out-of-memory diagnosis, as the local executor does.
+func classifyStderr(res *stages.ProcResult, patterns []stages.ClassPattern) (string, string) {
+	for _, p := range patterns {
+		if m := p.Pattern.Find(res.StderrTail); m != nil {
+			return p.Class, fmt.Sprintf("%s; stderr matched %s pattern %q", res.Message, p.Class, string(m))
+		}
+	}
+	if m, ok := gpu.DiagnoseOOM(res.StderrTail, nil); ok {
+		return dsl.ClassMemoryFailure, fmt.Sprintf("%s; out of memory: %q in stderr", res.Message, m)
+	}
+	return res.Class, res.Message
+}
+
+// cancel queues ref's cancel; the first of a moment's cancels sends them
+// all after cancelWindow, in as few scancel calls as they fit.
+func (e *Executor) cancel(c *Client, ref Ref) {
+	e.cancelMu.Lock()
+	first := len(e.cancelQ) == 0
+	e.cancelQ = append(e.cancelQ, pendingCancel{c, ref})
+	e.cancelMu.Unlock()
+	if !first {
+		return
+	}
+	go func() {
+		time.Sleep(cancelWindow)
+		e.cancelMu.Lock()
+		q := e.cancelQ
+		e.cancelQ = nil
+		e.cancelMu.Unlock()
+		byClient := map[*Client][]Ref{}
+		for _, p := range q {
+			byClient[p.c] = append(byClient[p.c], p.ref)
+		}
+		for c, refs := range byClient {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if err := c.Cancel(ctx, refs); err != nil {
+				fmt.Fprintf(os.Stderr, "cairn: %s\n", err)
+			}
+			cancel()
+		}
+	}()
+}
+
+// envValue is the last NAME=value of env.
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// jobFor is the Slurm job for spec: its batch script and exit file beside
+// the node's stdout log, in the run's log folder.
+func jobFor(spec *executor.Spec) *Job {
+	attempt, _ := strconv.Atoi(envValue(spec.Env, "CAIRN_ATTEMPT"))
+	stem := strings.TrimSuffix(spec.Stdout, filepath.Ext(spec.Stdout))
+	return &Job{
+		Node: spec.Node, Attempt: max(attempt, 1), Argv: spec.Argv, Shell: spec.Shell,
+		Env: spec.Env, Dir: spec.Dir, Stdout: spec.Stdout, Stderr: spec.Stderr,
+		Script: stem + ".sbatch", ExitFile: stem + ".exit",
+		GPUs: len(spec.GPUs), CPUs: spec.CPUs, Timeout: spec.Timeout,
+	}
+}

@@ -1,0 +1,252 @@
+package pipelines_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
+)
+
+// The seed-000 batch on the local Slurm cluster (scripts/slurm-up.sh: one
+// node, two fake GPUs): every node is a Slurm job, and the batch of four
+// runs two variants at a time, each job with its own CUDA_VISIBLE_DEVICES
+// from Slurm.
+
+func squeue(t *testing.T, args ...string) string {
+	t.Helper()
+	return slurmtest.Call(t, "squeue", args...)
+}
+
+func TestSlurmDemoBatch(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	out, code := w.apply("--executor", "slurm")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "Pareto front on (throughput, mean@16): ")
+
+	// Two waves of two on the partition's two GPUs.
+	es := w.lastJournal()
+	leases := batchLeases(es)
+	require.Len(t, leases, 4)
+	waves := map[int][]string{}
+	for _, l := range leases {
+		waves[l.wave] = append(waves[l.wave], l.name)
+	}
+	assert.Equal(t, map[int][]string{1: {"v0", "v1"}, 2: {"v2", "v3"}}, waves)
+
+	// Each variant ran once, as a Slurm job (SLURM_JOB_ID set), and the two
+	// of a wave had the two GPUs, as Slurm gave them.
+	runs := w.simRuns("aime24")
+	assert.Equal(t, map[string]int{"v0": 1, "v1": 1, "v2": 1, "v3": 1}, runs)
+	devs := map[string]string{}
+	for _, r := range w.simLog() {
+		if r.Program == "aime24" {
+			devs[strings.TrimSuffix(filepath.Base(r.Config), ".json")] = r.CUDAVisibleDevices
+		}
+	}
+	for _, wave := range waves {
+		got := map[string]bool{}
+		for _, v := range wave {
+			got[devs[v]] = true
+		}
+		assert.Equal(t, map[string]bool{"0": true, "1": true}, got, "the variants of a wave on the two GPUs: %v", devs)
+	}
+	run := w.runs()[len(w.runs())-1].ID
+	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%T")
+	assert.Equal(t, 12, strings.Count(jobs, "COMPLETED"), "4 preflights, 4 RULER runs and 4 variants, each one job:\n%s", jobs)
+
+	// A second apply takes everything from the cache and submits nothing.
+	out, code = w.apply("--executor", "slurm")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "0 ran")
+}
+
+// A job cancelled from outside cairn fails its node with class killed,
+// and the message says so.
+func TestSlurmCancelledFromOutside(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	w.write("main.hcl", `pipeline "p" {
+  executor "slurm" {
+    poll_interval = "200ms"
+  }
+}
+
+stage "command" "sleeper" {
+  run = ["sh", "-c", "touch started; sleep 300"]
+}
+`)
+	done := make(chan struct{})
+	var out string
+	var code int
+	go func() {
+		defer close(done)
+		out, code = w.run("apply", "main.hcl")
+	}()
+	waitFor(t, "the job to start", 2*time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(w.dir, "started"))
+		return err == nil
+	})
+	// The run's one job, by the run id its job name is.
+	run := w.runs()[len(w.runs())-1].ID
+	id := strings.TrimSpace(squeue(t, "--noheader", "--name="+run, "--format=%i"))
+	require.NotEmpty(t, id, "the job of stage.sleeper in squeue")
+	slurmtest.Call(t, "scancel", id)
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("cairn did not end within 3 minutes of the scancel")
+	}
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, fmt.Sprintf("stage.sleeper failed (killed): Slurm job %s: the job was cancelled", id))
+}
+
+// kill -9 of cairn while its jobs run, then apply again: the second apply
+// re-attaches to the jobs the first left (waits for those still running,
+// collects those that ended) and submits none of them again, as the nodes'
+// own execution log shows; only the downstream node is a new job.
+func TestSlurmKillThenReattach(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	w.write("main.hcl", `pipeline "p" {
+  executor "slurm" {
+    poll_interval = "200ms"
+  }
+}
+
+stage "command" "work" {
+  for_each = toset(["a", "b", "c", "d"])
+  # a and b end at once; c and d wait for the file release.
+  run     = ["sh", "-c", "echo start ${each.key} >> exec.log; if [ ${each.key} = c ] || [ ${each.key} = d ]; then while [ ! -e release ]; do sleep 0.1; done; fi; echo ${each.key} > out_${each.key}.txt; echo end ${each.key} >> exec.log"]
+  outputs = ["out_${each.key}.txt"]
+}
+
+stage "command" "sum" {
+  after   = [stage.work]
+  run     = ["sh", "-c", "echo sum >> exec.log; cat out_a.txt out_b.txt out_c.txt out_d.txt > sum.txt"]
+  outputs = ["sum.txt"]
+}
+`)
+	execLog := func() string {
+		b, _ := os.ReadFile(filepath.Join(w.dir, "exec.log"))
+		return string(b)
+	}
+	first := w.command("apply", "main.hcl")
+	require.NoError(t, first.Start())
+	waitFor(t, "a and b to end and c and d to start", 2*time.Minute, func() bool {
+		l := execLog()
+		return strings.Contains(l, "end a") && strings.Contains(l, "end b") && strings.Contains(l, "start c") && strings.Contains(l, "start d")
+	})
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	run := w.runs()[0].ID
+
+	second := w.command("apply", "main.hcl")
+	var out strings.Builder
+	second.Stdout, second.Stderr = &out, &out
+	require.NoError(t, second.Start())
+	// c and d are still running: the second apply follows their jobs
+	// (its journal names them) before they are let go.
+	waitFor(t, "the second apply to take c and d's jobs", 2*time.Minute, func() bool {
+		rs := w.runs()
+		if len(rs) < 2 {
+			return false
+		}
+		n := 0
+		for _, e := range rs[1].Entries {
+			if e.T == "started" && e.Job != nil && (strings.Contains(e.Node, `"c"`) || strings.Contains(e.Node, `"d"`)) {
+				n++
+			}
+		}
+		return n == 2
+	})
+	w.write("release", "")
+	done := make(chan error, 1)
+	go func() { done <- second.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, out.String())
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the second apply did not end within 3 minutes:\n%s", out.String())
+	}
+
+	l := execLog()
+	for _, k := range []string{"a", "b", "c", "d"} {
+		assert.Equal(t, 1, strings.Count(l, "start "+k+"\n"), "work[%q] ran once:\n%s", k, l)
+		assert.Equal(t, 1, strings.Count(l, "end "+k+"\n"), "work[%q] ended once:\n%s", k, l)
+	}
+	assert.Equal(t, 1, strings.Count(l, "sum\n"))
+	b, err := os.ReadFile(filepath.Join(w.dir, "sum.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb\nc\nd\n", string(b))
+	// Five jobs in all, every one under the first run's name.
+	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%k")
+	assert.Equal(t, 5, strings.Count(jobs, "cairn stage."), "one job per node:\n%s", jobs)
+}
+
+// Ctrl-C cancels every job of the run (one scancel) and journals the
+// nodes interrupted; with --leave-jobs the jobs go on.
+func TestSlurmInterrupt(t *testing.T) {
+	slurmtest.Need(t)
+	for _, leave := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leave=%v", leave), func(t *testing.T) {
+			w := newWorkspace(t, "none")
+			w.write("main.hcl", `pipeline "p" {
+  executor "slurm" {
+    poll_interval = "200ms"
+  }
+}
+
+stage "command" "sleeper" {
+  for_each = toset(["a", "b", "c"])
+  run      = ["sh", "-c", "echo ${each.key} >> started; sleep 300"]
+}
+`)
+			args := []string{"apply", "main.hcl"}
+			if leave {
+				args = append(args, "--leave-jobs")
+			}
+			cmd := w.command(args...)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			require.NoError(t, cmd.Start())
+			waitFor(t, "the three jobs to start", 2*time.Minute, func() bool {
+				b, _ := os.ReadFile(filepath.Join(w.dir, "started"))
+				return strings.Count(string(b), "\n") == 3
+			})
+			require.NoError(t, cmd.Process.Signal(os.Interrupt))
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(3 * time.Minute):
+				t.Fatalf("cairn did not end within 3 minutes of the interrupt:\n%s", out.String())
+			}
+			assert.Equal(t, 130, cmd.ProcessState.ExitCode(), out.String())
+			run := w.runs()[0].ID
+			want := "CANCELLED"
+			if leave {
+				want = "RUNNING"
+			}
+			states := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%T")
+			assert.Equal(t, 3, strings.Count(states, want), "%s", states)
+			n := 0
+			for _, e := range w.runs()[0].Entries {
+				if e.T == "failed" && e.Class == "interrupted" {
+					n++
+				}
+			}
+			assert.Equal(t, 3, n, "three nodes journaled interrupted")
+			if leave {
+				slurmtest.Call(t, "scancel", "--name="+run)
+			}
+		})
+	}
+}
