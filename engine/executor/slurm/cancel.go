@@ -12,7 +12,8 @@ const cancelChunk = 500
 
 // Cancel cancels jobs with as few scancel calls as it can (cancelChunk ids
 // each). A job that already ended is no error. A call that fails for
-// another reason is retried, with backoff, three times.
+// another reason (the controller restarting) is retried with backoff until
+// ctx ends.
 func (c *Client) Cancel(ctx context.Context, refs []Ref) error {
 	var errs []string
 	for i := 0; i < len(refs); i += cancelChunk {
@@ -22,7 +23,7 @@ func (c *Client) Cancel(ctx context.Context, refs []Ref) error {
 		}
 		var err error
 		backoff := c.opts.RetryBackoff
-		for try := 0; try < 4; try++ {
+		for {
 			if _, err = c.call(ctx, "scancel", ids...); err == nil || alreadyDone(err) {
 				err = nil
 				break
@@ -30,9 +31,9 @@ func (c *Client) Cancel(ctx context.Context, refs []Ref) error {
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
-				return ctx.Err()
+				return fmt.Errorf("slurm: cancelling %d jobs: %w", len(refs), err)
 			}
-			backoff *= 2
+			backoff = min(backoff*2, 10*time.Second)
 		}
 		if err != nil {
 			errs = append(errs, err.Error())

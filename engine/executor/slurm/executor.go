@@ -50,6 +50,10 @@ type pendingCancel struct {
 // cancelWindow gathers the cancels of one interrupt into one scancel.
 const cancelWindow = 100 * time.Millisecond
 
+// cancelFor bounds the retries of an interrupt's scancel (a controller
+// that is restarting answers within it).
+const cancelFor = 3 * time.Minute
+
 // NewExecutor checks that the Slurm client commands answer, under
 // opts.CallTimeout, and returns the executor.
 func NewExecutor(ctx context.Context, opts Options) (*Executor, error) {
@@ -268,7 +272,7 @@ func (j *job) Cancel(bool) error {
 		j.e.cancel(j.c, j.ref)
 		// A controller that does not answer must not hold the interrupt
 		// up for ever.
-		time.AfterFunc(j.e.opts.CallTimeout+time.Minute, func() { j.giveOnce.Do(func() { close(j.giveUp) }) })
+		time.AfterFunc(cancelFor+j.e.opts.CallTimeout, func() { j.giveOnce.Do(func() { close(j.giveUp) }) })
 	}
 	return nil
 }
@@ -370,7 +374,7 @@ func (e *Executor) cancel(c *Client, ref Ref) {
 			byClient[p.c] = append(byClient[p.c], p.ref)
 		}
 		for c, refs := range byClient {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), cancelFor)
 			if err := c.Cancel(ctx, refs); err != nil {
 				fmt.Fprintf(os.Stderr, "cairn: %s\n", err)
 			}
