@@ -18,9 +18,10 @@ import (
 //	CAIRN_TEST_KILL_AFTER_RECORDS=N  right after this run's Nth journal record is written
 //	CAIRN_TEST_KILL_AFTER_COMMITS=N  right after the Nth action record is committed to the
 //	                                 cache, before the node's "finished" journal record
-//	CAIRN_TEST_KILL_AFTER_STARTS=N   200ms after the Nth node process started, before its
-//	                                 "started" journal record: the process had time to
-//	                                 start others, which nothing journaled names
+//	CAIRN_TEST_KILL_AFTER_STARTS=N   after the Nth node process started, before its
+//	                                 "started" journal record, once the file named by
+//	                                 CAIRN_TEST_KILL_WHEN exists (the node writes it when it
+//	                                 has started others, which nothing journaled names)
 //	CAIRN_TEST_LATE_LOCK_KILLS=1     the leftovers found holding node locks are signalled 0,
 //	                                 not killed, as when a kill has not taken effect yet:
 //	                                 the process-group reaping then finds them again
@@ -31,6 +32,7 @@ var (
 	testKillAfterRecords = testHookEnv("CAIRN_TEST_KILL_AFTER_RECORDS")
 	testKillAfterCommits = testHookEnv("CAIRN_TEST_KILL_AFTER_COMMITS")
 	testKillAfterStarts  = testHookEnv("CAIRN_TEST_KILL_AFTER_STARTS")
+	testKillWhen         = os.Getenv("CAIRN_TEST_KILL_WHEN")
 	testLateLockKills    = testHookEnv("CAIRN_TEST_LATE_LOCK_KILLS") != 0
 	testRecords          atomic.Int64
 	testCommits          atomic.Int64
@@ -53,8 +55,14 @@ func init() {
 
 // testKillAfterStart is the CAIRN_TEST_KILL_AFTER_STARTS hook.
 func testKillAfterStart() {
-	if testKillAfterStarts != 0 && testStarts.Load()+1 == testKillAfterStarts {
-		time.Sleep(200 * time.Millisecond)
+	if testKillAfterStarts != 0 && testStarts.Load()+1 == testKillAfterStarts && testKillWhen != "" {
+		// A bound only so that a test whose node never writes the file
+		// ends; the wait is for the file, however loaded the machine.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(testKillWhen); err == nil {
+				break
+			}
+		}
 	}
 	testKillAt(testKillAfterStarts, &testStarts)
 }

@@ -157,7 +157,7 @@ stage "command" "one" {
 func TestKillBeforeStartJournaled(t *testing.T) {
 	w := newWS(t, holderPipeline("unjournaled", true))
 	w.write("counts/.keep", "")
-	res := w.run([]string{"CAIRN_TEST_KILL_AFTER_STARTS=1"}, "apply")
+	res := w.run([]string{"CAIRN_TEST_KILL_AFTER_STARTS=1", "CAIRN_TEST_KILL_WHEN=forked"}, "apply")
 	require.Equal(t, -1, res.code, res.String()) // killed by a signal
 	require.Empty(t, entries(w.lastRun(), runlog.Started, "stage.held"), "the start was journaled")
 	left := w.leftovers()

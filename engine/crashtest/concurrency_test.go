@@ -120,7 +120,7 @@ func TestConcurrentAppliesShareWork(t *testing.T) {
 func holderPipeline(name string, grandchild bool) string {
 	extra := ""
 	if grandchild {
-		extra = "sleep 1000 >/dev/null 2>&1 & "
+		extra = "sleep 1000 >/dev/null 2>&1 & touch forked; "
 	}
 	return fmt.Sprintf(`
 pipeline %q {}
