@@ -792,6 +792,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 	if !a.checkPost(ns) {
 		return true
 	}
+	a.announce(ns)
 	if a.opts.Verbose {
 		a.line(ns, "=", "cached")
 	}
@@ -864,9 +865,24 @@ func (a *applier) handle(ev event) {
 		if !a.checkPost(ns) {
 			return
 		}
+		a.announce(ns)
 		a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
 		a.emitJSON(ns, "ok")
 		a.finish(ns)
+	}
+}
+
+// announce prints the summary line of a node whose kind makes one of its
+// result (stages.Announcer), read from the node's record: after it ran and
+// when it is taken from the cache alike. It goes where the node's progress
+// lines go.
+func (a *applier) announce(ns *nodeState) {
+	an, ok := ns.n.Kind.(stages.Announcer)
+	if !ok || ns.record == nil || len(ns.record.Result) == 0 {
+		return
+	}
+	if line := an.Announce(ns.record.Result); line != "" {
+		_, _ = (&lockedWriter{a: a}).Write([]byte(line + "\n"))
 	}
 }
 

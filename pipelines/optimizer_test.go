@@ -99,6 +99,20 @@ func (w *optWorkspace) job(vars ...string) (string, int) {
 // phase applies one job with flags (NAME=VALUE for --NAME VALUE, or NAME).
 func (w *optWorkspace) phase(flags []string, vars ...string) (string, int) {
 	w.t.Helper()
+	cmd := w.command(w.applyArgs(flags, vars...)...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(w.t, err)
+	}
+	return string(out), code
+}
+
+// applyArgs are the arguments of phase's apply.
+func (w *optWorkspace) applyArgs(flags []string, vars ...string) []string {
 	args := []string{"apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color"}
 	for _, f := range flags {
 		k, v, ok := strings.Cut(f, "=")
@@ -115,16 +129,7 @@ func (w *optWorkspace) phase(flags []string, vars ...string) (string, int) {
 	for _, k := range slices.Sorted(maps.Keys(base)) {
 		args = append(args, "--var", k+"="+base[k])
 	}
-	cmd := w.command(args...)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(w.t, err)
-	}
-	return string(out), code
+	return args
 }
 
 func (w *optWorkspace) command(args ...string) *exec.Cmd {
@@ -245,9 +250,27 @@ func TestOptimizerJob(t *testing.T) {
 	assert.Equal(t, res["delta_pp"], sum["delta_pp"])
 	assert.Len(t, sum, 7)
 
+	// Applied again, the finished job runs nothing and prints its saved
+	// summary: the same line, made of the cached result.
 	out, code = w.job()
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "0 ran, 8 cached")
+	assert.Equal(t, []string{line}, summaryRe.FindAllString(out, -1), out)
+
+	// With --json, standard output holds the node events only; the summary
+	// line goes to standard error, as when the node runs.
+	cmd := w.command(w.applyArgs([]string{"json"})...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	assert.Equal(t, []string{line}, summaryRe.FindAllString(stderr.String(), -1), stderr.String())
+	events := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	require.Len(t, events, 8, stdout.String())
+	for _, l := range events {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &ev), l)
+		assert.Equal(t, "cached", ev["status"], l)
+	}
 }
 
 // Sealing: the out folder of one job refuses another job (another seed),

@@ -244,8 +244,8 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 }
 
 // JobResult writes a job's test.json (paired per-item test scores) and
-// result.json (its summary; docs/job-artifacts.md), and prints the summary
-// line.
+// result.json (its summary; docs/job-artifacts.md); apply prints its
+// summary line (Announce).
 //
 //	stage "job_result" "result" {
 //	  on_upstream_failure = "run"
@@ -274,6 +274,18 @@ func (JobResult) KeyValue(attr string, v cty.Value) cty.Value {
 
 // Version implements Kind.
 func (JobResult) Version() int { return 1 }
+
+// Announce implements Announcer: the job's summary line, made of its
+// result (result.json), when it runs and when it is taken from the cache.
+func (JobResult) Announce(result json.RawMessage) string {
+	var res ResultFile
+	if err := json.Unmarshal(result, &res); err != nil || res.Format != ResultFormat {
+		return ""
+	}
+	line, _ := json.Marshal(SummaryLine{Status: res.Status, CellID: res.CellID, BaselineMean: res.BaselineMean,
+		DeployedMean: res.DeployedMean, DeltaPP: res.DeltaPP, ValidForAggregation: res.ValidForAggregation, FallbackReason: res.FallbackReason})
+	return string(line)
+}
 
 // Schema implements Kind.
 func (JobResult) Schema() *hcl.BodySchema {
@@ -506,9 +518,6 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
 		}
 	}
-	line, _ := json.Marshal(SummaryLine{Status: res.Status, CellID: res.CellID, BaselineMean: res.BaselineMean,
-		DeployedMean: res.DeployedMean, DeltaPP: res.DeltaPP, ValidForAggregation: res.ValidForAggregation, FallbackReason: res.FallbackReason})
-	fmt.Fprintf(rt.Stderr(), "%s\n", line)
 	compact, _ := json.Marshal(res)
 	return &Outcome{Result: compact, Files: []string{filepath.Join(s.out, "test.json"), filepath.Join(s.out, "result.json")}}, nil
 }

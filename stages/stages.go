@@ -112,6 +112,17 @@ type Comparer interface {
 	Compares()
 }
 
+// Announcer is implemented by kinds whose result holds a summary for
+// people (an optimizer job's summary line): apply prints the line Announce
+// makes of the node's result in its output when the node runs, and again
+// when it is taken from the cache (from the cached record's result), so
+// that applying a finished pipeline again shows its summaries. "" prints
+// nothing. The line goes where the node's progress lines go (standard
+// error), never into --json's standard output.
+type Announcer interface {
+	Announce(result json.RawMessage) string
+}
+
 // StageChecker is implemented by kinds that validate a stage as a whole
 // (all its instances), e.g. a batch of exactly four variants.
 type StageChecker interface {
