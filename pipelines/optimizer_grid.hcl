@@ -231,7 +231,10 @@ stage "optimize" "optimize" {
   out                 = each.value.out
   budget              = var.budget
   bundle              = [var.seed_bundle]
-  worker              = ["python3", var.worker, local.prompt, "{bundle}/system.txt"]
+  # One worker serves every rollout of the optimization: it reads each
+  # request's bundle (bundle_in_request), so no rollout waits for a start.
+  worker              = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
+  bundle_in_request   = true
   items               = each.value.split.train
   model               = local.grid.models[each.value.model]
   runtime             = each.value.runtime_settings

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -249,6 +250,13 @@ func TestOptimizerJob(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(line), &sum))
 	assert.Equal(t, res["delta_pp"], sum["delta_pp"])
 	assert.Len(t, sum, 7)
+
+	// One rollout worker served the whole optimization: its 600 rollouts
+	// came in 30 requests of 20 and more bundles.
+	show := w.command("show", `stage.optimize["simgepa/sums/single/sim/0"]`, "--cache", w.cache)
+	rec, err := show.Output()
+	require.NoError(t, err)
+	assert.Regexp(t, `"worker_starts": 1\b`, string(rec))
 
 	// Applied again, the finished job runs nothing and prints its saved
 	// summary: the same line, made of the cached result.
@@ -562,4 +570,37 @@ func TestOptimizerInfraFailuresNotCharged(t *testing.T) {
 	assert.Equal(t, attempted, charged+infra)
 	assert.Equal(t, 100, lineCount(filepath.Join(w.dir, "runs/simgepa/sums/single/sim/0/optimization/rollouts.jsonl")))
 	assert.Regexp(t, `rollouts: charged 100/100, attempted \d+, infra-failures [1-9]`, out)
+}
+
+// A rollout worker that takes its bundle in its arguments ({bundle}) gets
+// the workers of each bundle, kept for the bundle's later requests: as many
+// starts as bundles, every rollout charged once.
+func TestOptimizerWorkerPerBundle(t *testing.T) {
+	w := newOptWorkspace(t)
+	p := filepath.Join(w.dir, "pipelines/optimizer_grid.hcl")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	src := strings.Replace(string(b), `worker              = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
+  bundle_in_request   = true`, `worker              = ["python3", var.worker, local.prompt, "{bundle}/system.txt"]`, 1)
+	require.NotEqual(t, string(b), src, "the optimize stage's worker")
+	require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+	out, code := w.job("budget=100")
+	require.Equal(t, 0, code, out)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	ledger, err := os.ReadFile(filepath.Join(w.dir, dir, "optimization/rollouts.jsonl"))
+	require.NoError(t, err)
+	bundles := map[string]bool{}
+	lines := strings.Split(strings.TrimSpace(string(ledger)), "\n")
+	require.Len(t, lines, 100)
+	for _, l := range lines {
+		var e struct{ Bundle string }
+		require.NoError(t, json.Unmarshal([]byte(l), &e))
+		bundles[e.Bundle] = true
+	}
+	rec, err := w.command("show", `stage.optimize["simgepa/sums/single/sim/0"]`, "--cache", w.cache).Output()
+	require.NoError(t, err)
+	assert.Regexp(t, fmt.Sprintf(`"worker_starts": %d\b`, len(bundles)), string(rec))
+	var res map[string]any
+	w.readJSON(dir+"/result.json", &res)
+	assert.Equal(t, 100.0, res["charged_rollouts"])
 }

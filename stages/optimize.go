@@ -82,13 +82,14 @@ func (Optimize) Schema() *hcl.BodySchema {
 		{Name: "item_timeout"},
 		{Name: "retry_infra"},
 		{Name: "endpoint_concurrency"},
+		{Name: "bundle_in_request"},
 	}}
 }
 
 // KeyExcluded implements KeyExcluder: where rollouts go and how many run at
 // once do not change a result.
 func (Optimize) KeyExcluded() []string {
-	return []string{"endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency", "reflection_base_url"}
+	return []string{"endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency", "reflection_base_url", "bundle_in_request"}
 }
 
 // optSpec is an optimize node's decoded attributes.
@@ -99,6 +100,9 @@ type optSpec struct {
 	budget             int
 	budgetOK           bool
 	reflModel, reflURL string
+	// bundleInRequest: the worker reads each rollout's bundle from its
+	// requests, so the same workers serve every bundle.
+	bundleInRequest bool
 }
 
 func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
@@ -143,6 +147,14 @@ func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
 	if m, ok := knownString(n, "reflection_model"); ok && m != "" {
 		s.reflModel = m
 	}
+	if v, ok := n.Args["bundle_in_request"]; ok && v.IsKnown() && !v.IsNull() {
+		v, _ = v.Unmark()
+		if v.Type() != cty.Bool {
+			bad("bundle_in_request", "bundle_in_request is true or false.")
+		} else {
+			s.bundleInRequest = v.True()
+		}
+	}
 	s.reflURL = items.ReflectionBaseURL(os.Getenv)
 	if u, ok := knownString(n, "reflection_base_url"); ok && u != "" {
 		s.reflURL = u
@@ -173,9 +185,15 @@ func (Optimize) Check(n *Node) hcl.Diagnostics {
 	if s.eval.itemsInline {
 		diags = append(diags, Diag("Invalid items", "items of an optimize stage is the training split's file.", n.Ranges["items"])...)
 	}
-	if len(s.eval.worker) > 0 && !strings.Contains(strings.Join(s.eval.worker, "\x00"), BundlePlaceholder) {
+	placeholder := strings.Contains(strings.Join(s.eval.worker, "\x00"), BundlePlaceholder)
+	switch {
+	case len(s.eval.worker) == 0:
+	case s.bundleInRequest && placeholder:
 		diags = append(diags, Diag("Invalid worker",
-			fmt.Sprintf("The rollout worker must be told which candidate bundle to run: write %s in one of its arguments (like \"%s/system.txt\"); cairn replaces it with each rollout's bundle folder.", BundlePlaceholder, BundlePlaceholder), n.Ranges["worker"])...)
+			fmt.Sprintf("With bundle_in_request = true the worker reads each rollout's bundle from its requests' \"bundle\", and the same worker serves every bundle: remove %s from its arguments.", BundlePlaceholder), n.Ranges["worker"])...)
+	case !s.bundleInRequest && !placeholder:
+		diags = append(diags, Diag("Invalid worker",
+			fmt.Sprintf("The rollout worker must be told which candidate bundle to run: write %s in one of its arguments (like \"%s/system.txt\"); cairn replaces it with each rollout's bundle folder. Or, for a worker that reads the bundle of each request, set bundle_in_request = true.", BundlePlaceholder, BundlePlaceholder), n.Ranges["worker"])...)
 	}
 	return diags
 }
@@ -334,7 +352,9 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	ev := &rolloutEval{
 		root: root, spec: s.eval, byID: byID, workerDigest: workerDig,
 		store: store, endpoints: endpoints, env: env, log: log,
+		bundleInRequest: s.bundleInRequest,
 	}
+	defer ev.close()
 	if ws, ok := rt.(WorkerStarter); ok {
 		ev.launcher = ws.WorkerLauncher()
 	}
@@ -364,11 +384,12 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		"REFLECTION_MODEL_BASE_URL": s.reflURL,
 	}})
 	srv.Close()
+	ev.close()
 	if jerr := jr.close(); jerr != nil {
 		fmt.Fprintf(log, "cairn: cannot journal charged rollouts: %s\n", jerr)
 	}
 	c := meter.Counts()
-	counts := map[string]int{"charged": c.Charged, "attempted": c.Attempted, "infra_failures": c.InfraFailures, "from_store": c.FromStore, "refused": c.Refused}
+	counts := map[string]int{"charged": c.Charged, "attempted": c.Attempted, "infra_failures": c.InfraFailures, "from_store": c.FromStore, "refused": c.Refused, "worker_starts": ev.starts}
 	if c.Charged%rollout.ProgressEvery != 0 || c.Charged == 0 {
 		fmt.Fprintln(progress, c.String())
 	}
@@ -440,6 +461,73 @@ type rolloutEval struct {
 	env          []string
 	log          *syncWriter
 	launcher     items.Launcher
+	// bundleInRequest: one session serves every bundle, named in each
+	// request; else a session per bundle (its folder is in the worker's
+	// arguments), the last few kept.
+	bundleInRequest bool
+	// sessions keep the workers running between requests, by argument
+	// list, the most recently used last. Requests are served one at a
+	// time (the meter's lock), so they need no lock of their own.
+	sessions []*rolloutSession
+	// starts counts the workers of the sessions closed.
+	starts int
+}
+
+type rolloutSession struct {
+	argv string
+	s    *items.Session
+}
+
+// maxBundleSessions is how many bundles' workers stay running for a worker
+// that takes its bundle in its arguments: the seed bundle's and the
+// candidate's a method is scoring.
+const maxBundleSessions = 2
+
+// session is the session of workers started with argv, opened when there
+// is none.
+func (e *rolloutEval) session(ctx context.Context, argv []string) (*items.Session, error) {
+	id := strings.Join(argv, "\x00")
+	for i, rs := range e.sessions {
+		if rs.argv == id {
+			if rs.s.Dead() {
+				e.closeSession(rs.s)
+				e.sessions = append(e.sessions[:i], e.sessions[i+1:]...)
+				break
+			}
+			e.sessions = append(append(e.sessions[:i:i], e.sessions[i+1:]...), rs)
+			return rs.s, nil
+		}
+	}
+	s, err := items.OpenSession(ctx, items.Config{
+		Worker: argv, Env: e.env, Dir: e.root,
+		ModelID: e.spec.model, Runtime: e.spec.runtime, WorkerDigest: e.workerDigest,
+		Replicas: e.spec.replicas, MaxInFlight: e.spec.maxInFlight, ItemTimeout: e.spec.itemTimeout,
+		Endpoints: e.endpoints, EndpointConcurrency: e.spec.epLimit, SkipPreflight: true,
+		Store: e.store, Log: e.log, Retry: e.spec.retry(), Launcher: e.launcher,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(e.sessions) >= maxBundleSessions {
+		e.closeSession(e.sessions[0].s)
+		e.sessions = e.sessions[1:]
+	}
+	e.sessions = append(e.sessions, &rolloutSession{argv: id, s: s})
+	return s, nil
+}
+
+// closeSession ends a session's workers and counts them.
+func (e *rolloutEval) closeSession(s *items.Session) {
+	s.Close()
+	e.starts += s.WorkerStarts()
+}
+
+// close ends every session's workers.
+func (e *rolloutEval) close() {
+	for _, rs := range e.sessions {
+		e.closeSession(rs.s)
+	}
+	e.sessions = nil
 }
 
 // Rollouts implements rollout.Evaluator.
@@ -464,6 +552,10 @@ func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string)
 	for i, a := range e.spec.worker {
 		argv[i] = strings.ReplaceAll(a, BundlePlaceholder, arg)
 	}
+	batch := items.Batch{BundleDigest: digest}
+	if e.bundleInRequest {
+		batch.Bundle = arg
+	}
 	list := make([]items.Item, len(ids))
 	seen := make(map[string]bool, len(ids))
 	for i, id := range ids {
@@ -477,16 +569,14 @@ func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string)
 		seen[id] = true
 		list[i] = it
 	}
-	cfg := items.Config{
-		Worker: argv, Env: e.env, Dir: e.root, Items: list,
-		BundleDigest: digest, ModelID: e.spec.model, Runtime: e.spec.runtime, WorkerDigest: e.workerDigest,
-		Replicas: e.spec.replicas, MaxInFlight: e.spec.maxInFlight, ItemTimeout: e.spec.itemTimeout,
-		Endpoints: e.endpoints, EndpointConcurrency: e.spec.epLimit, SkipPreflight: true,
-		Store: e.store, Log: e.log, Retry: e.spec.retry(), Launcher: e.launcher,
-	}
-	sum, err := items.Evaluate(ctx, cfg)
-	if err != nil && !errors.Is(err, items.ErrIncomplete) {
+	batch.Items = list
+	sess, err := e.session(ctx, argv)
+	if err != nil {
 		return nil, err
+	}
+	sum, err := sess.Evaluate(ctx, batch)
+	if err != nil && !errors.Is(err, items.ErrIncomplete) {
+		return nil, err // the session is dead: the next request opens another
 	}
 	out := make([]rollout.Outcome, len(sum.Items))
 	for i, o := range sum.Items {

@@ -109,6 +109,12 @@ type Config struct {
 	ModelID      string
 	Runtime      map[string]any
 	WorkerDigest string
+	// Bundle, when set, is sent in every request as "bundle": the folder
+	// of the bundle being evaluated, for a worker that reads the bundle of
+	// each request rather than one named in its arguments (a Session's
+	// worker serving many bundles). It does not enter the item key
+	// (BundleDigest does).
+	Bundle string
 
 	// Replicas is the number of worker processes (default 1); MaxInFlight
 	// the requests outstanding per worker (default 1).
@@ -222,6 +228,9 @@ type task struct {
 	id   string // request id: the first item's ID
 	idq  []byte // id as a JSON string
 	data []byte // canonical item JSON
+	// bundle is the request's "bundle" member, with its leading comma;
+	// nil when the evaluation has no Config.Bundle.
+	bundle []byte
 
 	infra, crashes, timeouts int
 	sends                    int
@@ -269,8 +278,15 @@ type run struct {
 	outcomes  []ItemOutcome
 	remaining int  // tasks unresolved
 	scanning  bool // resolving the items already stored
+	// batchDone closes when the items being evaluated are all resolved;
+	// done when the workers are no longer needed. They are one channel
+	// for Evaluate; a Session's done closes at Close.
+	batchDone chan struct{}
 	done      chan struct{}
 	fatal     error
+	started   bool // the workers, feeder and committer run
+	wg        sync.WaitGroup
+	rt        []byte // the runtime settings in canonical JSON
 
 	queue *readyQueue
 	// contended are tasks another evaluator held when a worker here was
@@ -315,54 +331,94 @@ func newRun(cfg Config) (*run, error) {
 		cfg:          cfg,
 		policy:       cfg.Retry.withDefaults(),
 		store:        cfg.Store,
-		outcomes:     make([]ItemOutcome, len(cfg.Items)),
-		done:         make(chan struct{}),
 		queue:        newReadyQueue(),
 		contendedSig: make(chan struct{}, 1),
 		commitCh:     make(chan *task, 4096),
+		rt:           rt,
 	}
-	r.counts.Total = len(cfg.Items)
-	byKey := make(map[[32]byte]*task, len(cfg.Items))
-	seen := make(map[string]bool, len(cfg.Items))
-	for i, it := range cfg.Items {
+	if err := r.reset(cfg.Items, cfg.BundleDigest, cfg.Bundle); err != nil {
+		return nil, err
+	}
+	r.done = r.batchDone
+	return r, nil
+}
+
+// reset makes items the items being evaluated, with the bundle of the
+// given digest (and folder, for the requests, when not ""). No task of
+// the items evaluated before may be unresolved.
+func (r *run) reset(list []Item, bundleDigest, bundle string) error {
+	var bundleField []byte
+	if bundle != "" {
+		bundleField = appendJSONString([]byte(`,"bundle":`), bundle)
+	}
+	outcomes := make([]ItemOutcome, len(list))
+	var tasks []*task
+	byKey := make(map[[32]byte]*task, len(list))
+	seen := make(map[string]bool, len(list))
+	for i, it := range list {
 		if it.ID == "" {
-			return nil, fmt.Errorf("items: item %d has no ID", i)
+			return fmt.Errorf("items: item %d has no ID", i)
 		}
 		if seen[it.ID] {
-			return nil, fmt.Errorf("items: item ID %q appears twice", it.ID)
+			return fmt.Errorf("items: item ID %q appears twice", it.ID)
 		}
 		seen[it.ID] = true
 		data, err := Canonical(it.Data)
 		if err != nil {
-			return nil, fmt.Errorf("items: item %q: %w", it.ID, err)
+			return fmt.Errorf("items: item %q: %w", it.ID, err)
 		}
-		key := itemKey(cfg.BundleDigest, data, cfg.ModelID, rt, cfg.WorkerDigest)
+		key := itemKey(bundleDigest, data, r.cfg.ModelID, r.rt, r.cfg.WorkerDigest)
 		kb, _ := parseKey(key)
-		r.outcomes[i] = ItemOutcome{ID: it.ID, Key: key}
+		outcomes[i] = ItemOutcome{ID: it.ID, Key: key}
 		if t, ok := byKey[kb]; ok {
 			t.idxs = append(t.idxs, i)
 			continue
 		}
 		idq, _ := json.Marshal(it.ID)
-		t := &task{kb: kb, key: key, idxs: []int{i}, id: it.ID, idq: idq, data: data}
+		t := &task{kb: kb, key: key, idxs: []int{i}, id: it.ID, idq: idq, data: data, bundle: bundleField}
 		byKey[kb] = t
-		r.tasks = append(r.tasks, t)
+		tasks = append(tasks, t)
 	}
-	r.remaining = len(r.tasks)
-	return r, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.outcomes, r.tasks = outcomes, tasks
+	r.counts = Counts{Total: len(list)}
+	r.remaining = len(tasks)
+	r.printed, r.anyLine = Counts{}, false
+	r.batchDone = make(chan struct{})
+	return nil
 }
 
 func (r *run) evaluate(parent context.Context) (Summary, error) {
-	if err := r.store.Refresh(); err != nil {
+	fresh, err := r.scan()
+	if err != nil || len(fresh) == 0 {
 		return r.summary(), err
+	}
+	if err := r.start(parent, len(fresh)); err != nil {
+		return r.summary(), err
+	}
+	r.push(fresh)
+	select {
+	case <-r.done:
+	case <-r.ctx.Done():
+	}
+	r.stop()
+	return r.result(parent)
+}
+
+// scan resolves the items whose result is stored and returns the others.
+func (r *run) scan() ([]*task, error) {
+	if err := r.store.Refresh(); err != nil {
+		return nil, err
 	}
 	// The items found in the store now make one progress line, not one
 	// per ten.
 	var fresh []*task
 	r.mu.Lock()
 	r.scanning = true
+	tasks := r.tasks
 	r.mu.Unlock()
-	for _, t := range r.tasks {
+	for _, t := range tasks {
 		if r.store.has(t.kb) {
 			r.resolveCached(t, false)
 		} else {
@@ -373,41 +429,61 @@ func (r *run) evaluate(parent context.Context) (Summary, error) {
 	r.scanning = false
 	r.report(true)
 	r.mu.Unlock()
-	if len(fresh) == 0 {
-		return r.summary(), nil
+	return fresh, nil
+}
+
+// start checks that n items can be sent and starts the workers, the
+// feeder and the committer, once.
+func (r *run) start(parent context.Context, n int) error {
+	if r.started {
+		return nil
 	}
 	if len(r.cfg.Worker) == 0 {
-		return r.summary(), fmt.Errorf("%w: %d items need evaluating and no worker command is set", ErrWorker, len(fresh))
+		return fmt.Errorf("%w: %d items need evaluating and no worker command is set", ErrWorker, n)
 	}
 	if len(r.cfg.Endpoints) > 0 && !r.cfg.SkipPreflight {
 		if err := Preflight(parent, r.cfg.Endpoints, r.cfg.ModelID); err != nil {
-			return r.summary(), err
+			return err
 		}
 	}
 	claims, err := OpenClaims(r.store.Dir())
 	if err != nil {
-		return r.summary(), err
+		return err
 	}
 	r.claims = claims
-	defer claims.Close()
 	r.picker = NewPicker(r.cfg.Endpoints, r.cfg.EndpointConcurrency)
-
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	r.ctx, r.cancel = ctx, cancel
-
-	var wg sync.WaitGroup
-	wg.Go(func() { r.feed(fresh) })
-	wg.Go(r.commit)
+	r.ctx, r.cancel = context.WithCancelCause(parent)
+	r.started = true
+	r.wg.Go(r.feed)
+	r.wg.Go(r.commit)
 	for n := range r.cfg.Replicas {
-		wg.Go(func() { r.replica(n) })
+		r.wg.Go(func() { r.replica(n) })
 	}
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-	}
-	wg.Wait()
+	return nil
+}
 
+// push queues fresh tasks for the workers.
+func (r *run) push(fresh []*task) {
+	for _, t := range fresh {
+		r.queue.push(t, false)
+	}
+}
+
+// stop waits for the workers (which end once done is closed or the
+// evaluation stops) and the other goroutines, and releases the claims.
+func (r *run) stop() {
+	if !r.started {
+		return
+	}
+	r.wg.Wait()
+	r.cancel(nil)
+	r.claims.Close()
+	r.started = false
+}
+
+// result is the summary of the items being evaluated, with the error
+// that ended their evaluation.
+func (r *run) result(parent context.Context) (Summary, error) {
 	sum := r.summary()
 	r.mu.Lock()
 	fatal := r.fatal
@@ -469,7 +545,7 @@ func (r *run) resolvedLocked(t *task) {
 	r.remaining--
 	r.report(false)
 	if r.remaining == 0 {
-		close(r.done)
+		close(r.batchDone)
 	}
 }
 
@@ -581,10 +657,7 @@ func (r *run) retryCount(t *task, class failureClass) string {
 // evaluator never holds items it is not evaluating: two evaluations of the
 // same items share them to the last, and neither waits while the other
 // has work claimed but idle.
-func (r *run) feed(fresh []*task) {
-	for _, t := range fresh {
-		r.queue.push(t, false)
-	}
+func (r *run) feed() {
 	wait := 5 * time.Millisecond
 	for {
 		select {
@@ -726,8 +799,14 @@ func (r *run) commit() {
 // complete records t's stored result.
 func (r *run) complete(t *task) {
 	if r.cfg.OnResult != nil {
-		for _, i := range t.idxs {
-			r.cfg.OnResult(r.cfg.Items[i].ID, t.key, t.result)
+		r.mu.Lock()
+		ids := make([]string, len(t.idxs))
+		for k, i := range t.idxs {
+			ids[k] = r.outcomes[i].ID
+		}
+		r.mu.Unlock()
+		for _, id := range ids {
+			r.cfg.OnResult(id, t.key, t.result)
 		}
 	}
 	r.release(t)

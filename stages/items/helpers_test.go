@@ -120,6 +120,7 @@ func itemDigest(t testing.TB, systemPrompt string, it Item) string {
 
 type chatRequest struct {
 	ID       string   `json:"id"`
+	Bundle   string   `json:"bundle"`
 	Endpoint string   `json:"endpoint"`
 	Model    string   `json:"model"`
 	Item     testItem `json:"item"`
@@ -189,7 +190,11 @@ func chatWorker() {
 		if strings.TrimSpace(got) == req.Item.Answer {
 			score = 1
 		}
-		return map[string]any{"id": req.ID, "score": score, "charged": 1, "outputs": map[string]string{"answer": got}}
+		outputs := map[string]string{"answer": got}
+		if req.Bundle != "" {
+			outputs["bundle"] = req.Bundle
+		}
+		return map[string]any{"id": req.ID, "score": score, "charged": 1, "outputs": outputs}
 	}
 
 	sc := bufio.NewScanner(os.Stdin)

@@ -286,6 +286,7 @@ func (p *proc) sendOne(t *task) bool {
 		line = append(line, `,"endpoint":`...)
 		line = appendJSONString(line, ep)
 	}
+	line = append(line, t.bundle...)
 	line = append(line, `,"model":`...)
 	line = appendJSONString(line, r.cfg.ModelID)
 	line = append(line, `,"item":`...)

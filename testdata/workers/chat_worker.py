@@ -13,7 +13,11 @@ and reads one JSON response per line on stdout, in any order:
     {"id": "q17", "score": 1.0, "charged": 1, "outputs": {"answer": "42"}}
     {"id": "q17", "infra_failure": true, "error": "HTTP 503 ..."}
 
-Usage: chat_worker.py [--system-prompt-file FILE]
+Usage: chat_worker.py [--system-prompt-file FILE | --bundle-system-prompt NAME]
+
+--bundle-system-prompt NAME reads the system prompt from the file NAME in
+each request's "bundle" folder (the rollouts of an optimize stage with
+bundle_in_request = true), so that one worker serves every candidate bundle.
 
 Standard library only. Requests run on CAIRN_MAX_IN_FLIGHT threads.
 """
@@ -29,11 +33,22 @@ import urllib.request
 TIMEOUT_S = 600
 
 
-def load_system_prompt(argv):
+def read_file(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def system_prompt_source(argv):
+    """A function of the request giving its system prompt (or None)."""
     if len(argv) >= 3 and argv[1] == "--system-prompt-file":
-        with open(argv[2], encoding="utf-8") as f:
-            return f.read()
-    return None
+        prompt = read_file(argv[2])
+        return lambda request: prompt
+    if len(argv) >= 3 and argv[1] == "--bundle-system-prompt":
+        # Read for every request: a method may rewrite a bundle folder
+        # between rollouts (cairn keys each rollout by the content it has).
+        name = argv[2]
+        return lambda request: read_file(os.path.join(request["bundle"], name))
+    return lambda request: None
 
 
 def normalize(text):
@@ -76,12 +91,12 @@ def evaluate(request, system_prompt):
 
 
 def main():
-    system_prompt = load_system_prompt(sys.argv)
+    system_prompt = system_prompt_source(sys.argv)
     write_lock = threading.Lock()
 
     def work(request):
         try:
-            response = evaluate(request, system_prompt)
+            response = evaluate(request, system_prompt(request))
         except Exception as e:  # every item gets an answer: a bug must not hang it
             response = {"id": request.get("id"), "error": f"{type(e).__name__}: {e}"}
         line = json.dumps(response) + "\n"
