@@ -64,8 +64,11 @@ fuzz:
 demo: build sim
 	bash pipelines/demo.sh
 
-# Seed 002's optimizer grid with the simulated task model and methods.
-demo-optimizer: build sim
+# Seed 002's optimizer grid with the simulated task model and methods. It
+# builds only the two programs the demo runs, in one go build (linked in
+# parallel), not the other simulated workloads.
+demo-optimizer:
+	$(GO) build -o $(BIN)/ ./cmd/cairn ./cmd/cairn-sim-model
 	bash pipelines/demo-optimizer.sh
 
 # Seed 003's decision protocol with a simulated training job (see

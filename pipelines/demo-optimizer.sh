@@ -18,7 +18,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DEMO_BIN:-$repo/bin}
 cairn=$bin/cairn
-sim=$bin/sim/cairn-sim-model
+sim=$bin/cairn-sim-model # as make demo-optimizer builds it; make sim puts it in sim/
+[ -x "$sim" ] || sim=$bin/sim/cairn-sim-model
 ws=${DEMO_DIR:-$repo/demo/optimizer}
 for p in "$cairn" "$sim"; do
 	[ -x "$p" ] || { echo "demo-optimizer: $p is missing: run 'make demo-optimizer' (it builds cairn and the simulated model)" >&2; exit 2; }
