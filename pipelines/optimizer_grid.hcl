@@ -119,7 +119,7 @@ variable "job_concurrency" {
 variable "task_endpoints" {
   type        = list(string)
   default     = []
-  description = "Task model base URLs, used round robin; empty: TASK_ENDPOINTS, then VLLM_BASE_URL."
+  description = "Task model base URLs for every job, used round robin; empty: the grid file's endpoints of the job's model, else TASK_ENDPOINTS, then VLLM_BASE_URL."
 }
 
 variable "allow_any_cell" {
@@ -183,6 +183,10 @@ locals {
   jobs = {
     for j in(var.method != "" ? local.one : local.all) : "${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}" => merge(j, {
       cell_id = "${j.dataset}/${j.runtime}/${j.model}"
+      # The task model's endpoints: --var task_endpoints for every job, else
+      # the grid file's endpoints of the job's model (each model is served
+      # by its own replicas), else TASK_ENDPOINTS, then VLLM_BASE_URL.
+      endpoints = length(var.task_endpoints) > 0 ? var.task_endpoints : tolist(try(local.grid.endpoints[j.model], []))
       out     = var.method != "" && var.out != "" ? var.out : "${var.runs}/${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}"
       split   = { for s in ["train", "val", "test"] : s => "${var.data_dir}/${j.dataset}/${s}.jsonl" }
       # Everything about the runtime that changes a result: it enters every
@@ -238,7 +242,7 @@ stage "optimize" "optimize" {
   items               = each.value.split.train
   model               = local.grid.models[each.value.model]
   runtime             = each.value.runtime_settings
-  endpoints           = var.task_endpoints
+  endpoints           = each.value.endpoints
   reflection_model    = var.reflection_model_id
   reflection_base_url = var.reflection_base_url
   max_in_flight       = 8
@@ -255,7 +259,7 @@ stage "evaluate" "seed_validation" {
   bundle        = [var.seed_bundle]
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = var.task_endpoints
+  endpoints     = each.value.endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env
@@ -269,7 +273,7 @@ stage "evaluate" "incumbent_validation" {
   bundle        = stage.optimize[each.key].result.candidate
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = var.task_endpoints
+  endpoints     = each.value.endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env
@@ -293,7 +297,7 @@ stage "evaluate" "seed_test" {
   bundle        = [var.seed_bundle]
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = var.task_endpoints
+  endpoints     = each.value.endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env
@@ -311,7 +315,7 @@ stage "evaluate" "deployed_test" {
   bundle        = stage.select[each.key].result.deployed_bundle
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = var.task_endpoints
+  endpoints     = each.value.endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env

@@ -604,3 +604,52 @@ func TestOptimizerWorkerPerBundle(t *testing.T) {
 	w.readJSON(dir+"/result.json", &res)
 	assert.Equal(t, 100.0, res["charged_rollouts"])
 }
+
+// A grid of two task models, each served by its own simulated server and
+// named in the grid file's endpoints: every job's rollouts and evaluations
+// reach its own model's server only (a server answers 404 for a model it
+// does not serve, which would fail the job), and both models' jobs finish.
+func TestOptimizerGridEndpointsPerModel(t *testing.T) {
+	w := newOptWorkspace(t) // its server serves sim-model
+	altLog := filepath.Join(t.TempDir(), "alt-requests.jsonl")
+	f, err := os.Create(altLog)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	alt, err := simmodel.Start(simmodel.Config{WrongRate: 0.25, Models: []string{"alt-model"}, RequestLog: f}, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { alt.Close() })
+	grid := fmt.Sprintf(`{
+  "models": {"sim": "sim-model", "alt": "alt-model"},
+  "endpoints": {"sim": [%q], "alt": [%q]},
+  "methods": {"simgepa": {"command": ["python3", "testdata/optimizer/methods/sim_method.py", "--method", "simgepa"],
+    "code": ["testdata/optimizer/methods/"], "cells": ["sums/single/sim", "sums/single/alt"]}}
+}`, w.url, alt.URL)
+	require.NoError(t, os.WriteFile(filepath.Join(w.dir, "grid.json"), []byte(grid), 0o644))
+	cmd := exec.Command(filepath.Join(bins, "cairn"), "apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color",
+		"--var", "grid=grid.json", "--var", "seeds=[0]", "--var", "budget=20", "--var", "include_nonconformant=true")
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "CAIRN_NO_FSYNC=1", "NO_COLOR=1", "TASK_ENDPOINTS=", "VLLM_BASE_URL=")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(b))
+	for _, m := range []string{"sim", "alt"} {
+		var res map[string]any
+		w.readJSON("runs/simgepa/sums/single/"+m+"/0/result.json", &res)
+		assert.Equal(t, 20.0, res["charged_rollouts"], m)
+	}
+	models := func(path string) map[string]int {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		out := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var e simmodel.LogEntry
+			require.NoError(t, json.Unmarshal([]byte(line), &e))
+			out[fmt.Sprintf("%s %d", e.Model, e.Status)]++
+		}
+		return out
+	}
+	simReqs, altReqs := models(w.reqLog), models(altLog)
+	assert.Len(t, simReqs, 1, "the sim model's server saw only its model, answered 200: %v", simReqs)
+	assert.Positive(t, simReqs["sim-model 200"])
+	assert.Len(t, altReqs, 1, "the alt model's server saw only its model, answered 200: %v", altReqs)
+	assert.Positive(t, altReqs["alt-model 200"])
+}
