@@ -187,8 +187,8 @@ locals {
       # the grid file's endpoints of the job's model (each model is served
       # by its own replicas), else TASK_ENDPOINTS, then VLLM_BASE_URL.
       endpoints = length(var.task_endpoints) > 0 ? var.task_endpoints : tolist(try(local.grid.endpoints[j.model], []))
-      out     = var.method != "" && var.out != "" ? var.out : "${var.runs}/${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}"
-      split   = { for s in ["train", "val", "test"] : s => "${var.data_dir}/${j.dataset}/${s}.jsonl" }
+      out       = var.method != "" && var.out != "" ? var.out : "${var.runs}/${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}"
+      split     = { for s in ["train", "val", "test"] : s => "${var.data_dir}/${j.dataset}/${s}.jsonl" }
       # Everything about the runtime that changes a result: it enters every
       # item key, so another cell never reuses these evaluations; the evaluation
       # seed is the job's seed, so jobs of one cell and seed share them.
@@ -227,14 +227,14 @@ stage "job" "job" {
 }
 
 stage "optimize" "optimize" {
-  for_each            = local.jobs
-  after               = [stage.job[each.key]]
-  on_interrupt        = "fail" # an interrupted optimization is never restarted silently
-  concurrency         = var.job_concurrency
-  run                 = concat(local.grid.methods[each.value.method].command, ["--seed", tostring(each.value.seed)], var.method_args)
-  out                 = each.value.out
-  budget              = var.budget
-  bundle              = [var.seed_bundle]
+  for_each     = local.jobs
+  after        = [stage.job[each.key]]
+  on_interrupt = "fail" # an interrupted optimization is never restarted silently
+  concurrency  = var.job_concurrency
+  run          = concat(local.grid.methods[each.value.method].command, ["--seed", tostring(each.value.seed)], var.method_args)
+  out          = each.value.out
+  budget       = var.budget
+  bundle       = [var.seed_bundle]
   # One worker serves every rollout of the optimization: it reads each
   # request's bundle (bundle_in_request), so no rollout waits for a start.
   worker              = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
