@@ -231,6 +231,7 @@ func TestMinJobAgeBoundsThePollInterval(t *testing.T) {
 	bin, _ := filepath.Abs("testdata/fakebin")
 	c, err := New(context.Background(), "r", Options{Bin: bin, MaxPollInterval: time.Minute})
 	require.NoError(t, err)
+	t.Cleanup(c.Close)
 	assert.Equal(t, 5*time.Second, c.opts.MaxPollInterval)
 }
 
@@ -256,6 +257,36 @@ func TestMaxSubmitted(t *testing.T) {
 	f.write("a.exit", "status=0\n")
 	f.write("squeue.out", "1001|COMPLETED|None\n1002|RUNNING|None\n")
 	assert.Equal(t, "1003", (<-done).JobID)
+}
+
+// Close kills the poller's query in flight with its whole process group
+// and returns once it has ended: nothing the Client started writes into
+// the test's folder after Close (the folder's removal runs after it).
+func TestCloseEndsTheCallsInFlight(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	_, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	f.write("squeue.hang", "")
+	var pid int
+	for pid == 0 {
+		pid, _ = strconv.Atoi(strings.TrimSpace(f.read("squeue.child")))
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.Close()
+	for i := 0; alive(pid); i++ {
+		require.Less(t, i, 2000, "the hanging call's child %d still runs 10 s after Close", pid)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// alive says whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }
 
 func TestCancelIsChunked(t *testing.T) {

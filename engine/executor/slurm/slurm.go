@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -118,6 +119,17 @@ type Client struct {
 	polling bool
 	closed  chan struct{} // Close: the poller stops
 	pollWG  sync.WaitGroup
+	// life ends at Close: the poller's queries and the finish goroutines'
+	// waits for exit files end with it.
+	life    context.Context
+	endLife context.CancelFunc
+
+	// work counts the Slurm calls in flight and the finish goroutines;
+	// Close waits until it is zero, so that nothing the Client started
+	// (a stand-in's or a client command's process) outlives Close.
+	workMu   sync.Mutex
+	work     int
+	workIdle *sync.Cond
 	// Queries counts status queries made, for tests and benchmarks.
 	queries int
 }
@@ -134,6 +146,8 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 		wake:   make(chan struct{}, 1),
 		closed: make(chan struct{}),
 	}
+	c.life, c.endLife = context.WithCancel(context.Background())
+	c.workIdle = sync.NewCond(&c.workMu)
 	out, err := c.callRetry(ctx, "scontrol", "show", "config")
 	if err != nil {
 		return nil, fmt.Errorf("slurm: reading the cluster's configuration: %w", err)
@@ -154,8 +168,12 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// Close stops following jobs and waits until the poller has stopped;
-// Waits that are left return their context's end only.
+// Close stops following jobs and waits until everything the Client
+// started has ended: the poller (its query in flight is killed), the
+// goroutines deciding final jobs (their waits for exit files cut short,
+// those jobs left undecided) and the calls in flight of Submit and Cancel
+// (each bounded by CallTimeout). Waits that are left return their
+// context's end only.
 func (c *Client) Close() {
 	c.mu.Lock()
 	select {
@@ -164,7 +182,29 @@ func (c *Client) Close() {
 		close(c.closed)
 	}
 	c.mu.Unlock()
+	c.endLife()
 	c.pollWG.Wait()
+	c.workMu.Lock()
+	for c.work > 0 {
+		c.workIdle.Wait()
+	}
+	c.workMu.Unlock()
+}
+
+// begin and end bracket work Close waits for.
+func (c *Client) begin() {
+	c.workMu.Lock()
+	c.work++
+	c.workMu.Unlock()
+}
+
+func (c *Client) end() {
+	c.workMu.Lock()
+	c.work--
+	if c.work == 0 {
+		c.workIdle.Broadcast()
+	}
+	c.workMu.Unlock()
 }
 
 // Accounting says whether status comes from sacct (accounting storage)
@@ -236,6 +276,8 @@ func (c *Client) call(ctx context.Context, name string, args ...string) ([]byte,
 }
 
 func (c *Client) callEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	c.begin()
+	defer c.end()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancel()
 	path := name
@@ -246,8 +288,17 @@ func (c *Client) callEnv(ctx context.Context, env []string, name string, args ..
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The command runs in its own process group, and a call that ends
+	// early (its context, the call timeout) kills the whole group: a
+	// client command's (or a script's) children do not outlive the call.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The command ended but left a child holding its output open.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	if err != nil {
 		ce := &callError{cmd: name, stderr: stderr.String(), err: err}
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {

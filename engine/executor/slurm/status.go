@@ -260,6 +260,7 @@ func (c *Client) poll() {
 					}
 					if now.Sub(t.missingSince) >= c.opts.LostAfter && now.Sub(t.since) >= c.opts.LostAfter {
 						t.state, t.finishing, changed = "LOST", true, true
+						c.begin()
 						go c.finish(t)
 					}
 					continue
@@ -271,6 +272,7 @@ func (c *Client) poll() {
 				t.state, t.reason = st.state, st.reason
 				if final(st.state) {
 					t.finishing = true
+					c.begin()
 					go c.finish(t)
 				}
 			}
@@ -299,7 +301,7 @@ func (c *Client) query(start time.Time) (map[string]jobState, error) {
 		name, args = "sacct", []string{"-X", "--parsable2", "--noheader", "--name=" + c.run,
 			"--starttime=" + start.Add(-time.Minute).Format("2006-01-02T15:04:05"), "--format=JobID,State,Reason"}
 	}
-	b, err := c.call(context.Background(), name, args...)
+	b, err := c.call(c.life, name, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -321,8 +323,10 @@ func (c *Client) query(start time.Time) (map[string]jobState, error) {
 
 // finish decides a job that reached a final state: it reads the exit
 // file, waiting up to ExitFileWait for it where the state leaves the exit
-// status to say (COMPLETED, FAILED), and closes done.
+// status to say (COMPLETED, FAILED), and closes done. Close cuts the wait
+// short and leaves the job undecided.
 func (c *Client) finish(t *tracked) {
+	defer c.end()
 	c.mu.Lock()
 	state, ref := t.state, t.ref
 	c.mu.Unlock()
@@ -331,6 +335,9 @@ func (c *Client) finish(t *tracked) {
 		wait = c.opts.ExitFileWait
 	}
 	ex, msgErr := c.awaitExit(ref.ExitFile, wait)
+	if ex == nil && c.life.Err() != nil {
+		return
+	}
 	class, msg := classify(state, ex, c.opts.ExitFileWait, ref.ExitFile)
 	if msgErr != nil && ex == nil {
 		msg += " (" + msgErr.Error() + ")"
@@ -359,7 +366,11 @@ func (c *Client) awaitExit(path string, wait time.Duration) (*ExitStatus, error)
 		if time.Now().After(deadline) {
 			return nil, err
 		}
-		time.Sleep(step)
+		select {
+		case <-time.After(step):
+		case <-c.life.Done():
+			return nil, c.life.Err()
+		}
 		step = min(step*2, 2*time.Second)
 	}
 }
