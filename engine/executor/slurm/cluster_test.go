@@ -140,9 +140,12 @@ func TestClusterRequeue(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs.log")
 	// Each start appends to the node's own execution log; the first run
-	// waits to be requeued, the second ends at once.
+	// becomes the sleep that waits to be requeued (Slurm signals the job's
+	// processes one by one: a shell left to wait for the sleep could see it
+	// die first and write "done" before its own signal came), the second
+	// ends at once.
 	ref, err := c.Submit(context.Background(), clusterJob(t, dir, "x", "sh", "-c",
-		fmt.Sprintf(`echo "start ${SLURM_RESTART_COUNT:-0}" >> %[1]s; if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 300; fi; echo done >> %[1]s`, runs)))
+		fmt.Sprintf(`echo "start ${SLURM_RESTART_COUNT:-0}" >> %[1]s; if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then exec sleep 300; fi; echo done >> %[1]s`, runs)))
 	require.NoError(t, err)
 	waitFile(t, runs)
 	slurmCmd(t, "scontrol", "requeue", ref.JobID)
@@ -173,11 +176,15 @@ func TestClusterControllerAway(t *testing.T) {
 	require.NotEmpty(t, dir, "CAIRN_SLURM_DIR (set by scripts/slurm-up.sh)")
 	c := newClusterClient(t)
 	wd := t.TempDir()
-	ref, err := c.Submit(context.Background(), clusterJob(t, wd, "x", "sh", "-c", "touch started; sleep 5; exit 4"))
+	// The job ends once the controller is away (the file go), not after a
+	// time: a job that ended while the controller still answered would be
+	// decided before the test looked.
+	ref, err := c.Submit(context.Background(), clusterJob(t, wd, "x", "sh", "-c", "touch started; while [ ! -e go ]; do sleep 0.1; done; exit 4"))
 	require.NoError(t, err)
 	waitFile(t, filepath.Join(wd, "started"))
 	stopController(t, dir)
 	before := c.Queries()
+	require.NoError(t, os.WriteFile(filepath.Join(wd, "go"), nil, 0o666))
 	// Wait for the job's own end, then for the client to have failed at
 	// least twice, then bring the controller back after 20 s in all.
 	stopped := time.Now()

@@ -37,8 +37,9 @@ func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// wrapper is the batch script for job. It runs the node's argv in its own
-// session, forwards SIGTERM (Slurm's at a cancel or the time limit) to it,
+// wrapper is the batch script for job. It sets its traps first (with a
+// time limit of a minute, Slurm's SIGUSR2 may come at once), runs the
+// node's argv in its own session, forwards SIGTERM (Slurm's at a cancel or the time limit) to it,
 // notes SIGUSR2 (sent 60 s before the time limit) in the node's stderr,
 // and writes the exit status to the exit file, temp file then rename, so
 // that cairn never reads half a file. It removes a previous run's exit file
@@ -56,10 +57,6 @@ func wrapper(job *Job) string {
 	fmt.Fprintf(&b, `#!/bin/bash
 # cairn's batch script for %s, attempt %d. Slurm runs it; it runs the node's
 # command and writes how it ended to the exit file.
-exit_file=%s
-tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
-rm -f -- "$exit_file"
-started=$(date +%%s%%N)
 child=
 term=0
 on_term() {
@@ -68,6 +65,10 @@ on_term() {
 }
 trap on_term TERM INT
 trap 'echo "cairn: SIGUSR2 from Slurm: the job is near its time limit" >&2' USR2
+exit_file=%s
+tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
+rm -f -- "$exit_file"
+started=$(date +%%s%%N)
 finish() {
 	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\nstarted_ns=%%s\n' "$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" "$started" >"$tmp" &&
 		sync -- "$tmp" 2>/dev/null
@@ -77,6 +78,8 @@ finish() {
 cd -- %s || finish 126
 setsid -- %s &
 child=$!
+# A SIGTERM that came before child was set is passed on now.
+[ "$term" = 1 ] && kill -TERM -- "-$child" 2>/dev/null
 while kill -0 "$child" 2>/dev/null; do wait "$child"; done
 wait "$child"
 finish $?
