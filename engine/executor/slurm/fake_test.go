@@ -289,6 +289,18 @@ func alive(pid int) bool {
 	return !strings.HasPrefix(rest, "Z")
 }
 
+// ClusterGPUs calls sinfo through a Client it makes itself, not New's.
+func TestClusterGPUsCallsThroughABareClient(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	f.write("sinfo.out", "n1|gpu:a100:2(S:0-1)\nn1|gpu:a100:2(S:0-1)\nn2|gpu:2,gpu:v100:1\n")
+	inv, err := ClusterGPUs(context.Background(), Options{Bin: bin})
+	require.NoError(t, err)
+	assert.Equal(t, 5, inv.n)
+}
+
 func TestCancelIsChunked(t *testing.T) {
 	f, c := newFake(t, noAccounting)
 	var refs []Ref

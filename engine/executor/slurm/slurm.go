@@ -127,9 +127,10 @@ type Client struct {
 	// work counts the Slurm calls in flight and the finish goroutines;
 	// Close waits until it is zero, so that nothing the Client started
 	// (a stand-in's or a client command's process) outlives Close.
-	workMu   sync.Mutex
-	work     int
-	workIdle *sync.Cond
+	// A zero Client (ClusterGPUs' one-call client) counts too.
+	workMu sync.Mutex
+	work   int
+	idle   chan struct{} // closed when work falls to zero; nil while zero
 	// Queries counts status queries made, for tests and benchmarks.
 	queries int
 }
@@ -147,7 +148,6 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 		closed: make(chan struct{}),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
-	c.workIdle = sync.NewCond(&c.workMu)
 	out, err := c.callRetry(ctx, "scontrol", "show", "config")
 	if err != nil {
 		return nil, fmt.Errorf("slurm: reading the cluster's configuration: %w", err)
@@ -182,18 +182,27 @@ func (c *Client) Close() {
 		close(c.closed)
 	}
 	c.mu.Unlock()
-	c.endLife()
-	c.pollWG.Wait()
-	c.workMu.Lock()
-	for c.work > 0 {
-		c.workIdle.Wait()
+	if c.endLife != nil {
+		c.endLife()
 	}
-	c.workMu.Unlock()
+	c.pollWG.Wait()
+	for {
+		c.workMu.Lock()
+		idle := c.idle
+		c.workMu.Unlock()
+		if idle == nil {
+			return
+		}
+		<-idle
+	}
 }
 
 // begin and end bracket work Close waits for.
 func (c *Client) begin() {
 	c.workMu.Lock()
+	if c.work == 0 {
+		c.idle = make(chan struct{})
+	}
 	c.work++
 	c.workMu.Unlock()
 }
@@ -202,7 +211,8 @@ func (c *Client) end() {
 	c.workMu.Lock()
 	c.work--
 	if c.work == 0 {
-		c.workIdle.Broadcast()
+		close(c.idle)
+		c.idle = nil
 	}
 	c.workMu.Unlock()
 }
