@@ -246,7 +246,30 @@ stage "command" "sleeper" {
 			assert.Equal(t, 3, n, "three nodes journaled interrupted")
 			if leave {
 				slurmtest.Call(t, "scancel", "--name="+run)
+				// The cancelled jobs' scripts write their exit files into
+				// the workspace as they end: wait for their processes to be
+				// gone before the workspace is removed.
+				waitFor(t, "the cancelled jobs' processes to end", 2*time.Minute, func() bool {
+					return len(processesIn(w.dir)) == 0
+				})
 			}
 		})
 	}
+}
+
+// processesIn lists the processes whose working folder is dir or below it
+// (on this one-node cluster, the jobs' scripts and their commands).
+func processesIn(dir string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
