@@ -179,12 +179,22 @@ func (Select) Check(n *Node) hcl.Diagnostics {
 
 // DeclaredOutputs implements OutputDeclarer: selection.json.
 func (Select) DeclaredOutputs(n *Node) []DeclaredPath {
+	return outFolderFiles(n, "selection.json")
+}
+
+// outFolderFiles declares the files names in the node's out folder (none
+// while out is unknown or empty).
+func outFolderFiles(n *Node, names ...string) []DeclaredPath {
 	var diags hcl.Diagnostics
 	var out string
 	if !jsonAttr(n, "out", &out, &diags, "") || out == "" {
 		return nil
 	}
-	return []DeclaredPath{{Attr: "out", Path: filepath.Join(filepath.Clean(out), "selection.json")}}
+	paths := make([]DeclaredPath, len(names))
+	for i, name := range names {
+		paths[i] = DeclaredPath{Attr: "out", Path: filepath.Join(filepath.Clean(out), name)}
+	}
+	return paths
 }
 
 // Decide applies the selection rule.
@@ -407,13 +417,7 @@ func (JobResult) Check(n *Node) hcl.Diagnostics {
 
 // DeclaredOutputs implements OutputDeclarer: test.json and result.json.
 func (JobResult) DeclaredOutputs(n *Node) []DeclaredPath {
-	var diags hcl.Diagnostics
-	var out string
-	if !jsonAttr(n, "out", &out, &diags, "") || out == "" {
-		return nil
-	}
-	out = filepath.Clean(out)
-	return []DeclaredPath{{Attr: "out", Path: filepath.Join(out, "test.json")}, {Attr: "out", Path: filepath.Join(out, "result.json")}}
+	return outFolderFiles(n, "test.json", "result.json")
 }
 
 // scoreLine is what job_result reads of a scores file's line.
