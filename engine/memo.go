@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/nofollow"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
@@ -250,11 +250,19 @@ func ReadMemo(path string) (*Memo, error) {
 	bad := func(line int, what string) error {
 		return fmt.Errorf("memo %s:%d: %s", path, line, what)
 	}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	s.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	// The memo is read on every up-to-date apply and plan, so it is cut
+	// into lines in place: one string of the whole file, every line and
+	// every field a part of it (an unquoted path without escapes is one
+	// too), and the nodes' slice made once.
+	text := string(b)
+	m.Nodes = make([]MemoNode, 0, strings.Count(text, "\nnode "))
 	ended := false
-	for i := 1; s.Scan(); i++ {
-		line := s.Text()
+	for i := 1; text != ""; i++ {
+		line, rest, found := strings.Cut(text, "\n")
+		if !found {
+			return nil, bad(i, "no line end")
+		}
+		text = rest
 		if ended {
 			return nil, bad(i, "text after the end")
 		}
@@ -319,9 +327,6 @@ func ReadMemo(path string) (*Memo, error) {
 			return nil, bad(i, err.Error())
 		}
 	}
-	if err := s.Err(); err != nil {
-		return nil, err
-	}
 	if !ended || m.Identity == "" {
 		return nil, fmt.Errorf("memo %s: cut short", path)
 	}
@@ -349,19 +354,22 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 	// Every folder on the way to an output or input is a real folder (a
 	// link could lead outside the workspace), and every output is the file
 	// it was.
-	dirs := map[string]bool{}
+	dirs := memoDirs{root: root, open: map[string]*os.File{}}
+	defer dirs.close()
 	var stat *fsdigest.Cache
 	for _, n := range m.Nodes {
 		for _, o := range n.Outputs {
-			if !checkParents(root, o.Path, dirs) {
+			dir, name := filepath.Split(o.Path)
+			d := dirs.get(dir)
+			if d == nil {
 				return false, "a folder of " + o.Path + " changed"
 			}
-			if sig, err := fsdigest.LstatSig(filepath.Join(root, o.Path)); err != nil || sig != o.Sig {
+			if sig, err := fsdigest.LstatSigAt(d, name); err != nil || sig != o.Sig {
 				return false, "output " + o.Path + " changed"
 			}
 		}
 		for _, in := range n.Inputs {
-			if !checkParents(root, in.Path, dirs) {
+			if dirs.get(filepath.Dir(in.Path)) == nil {
 				return false, "a folder of " + in.Path + " changed"
 			}
 			full := filepath.Join(root, in.Path)
@@ -414,23 +422,37 @@ func (m *Memo) checkIndex(path string) (bool, string) {
 	return true, ""
 }
 
-// checkParents lstats each folder on the way from root to rel (once per
-// folder, remembered in seen) and reports whether all are real folders.
-func checkParents(root, rel string, seen map[string]bool) bool {
-	dir := filepath.Dir(rel)
-	for dir != "." && dir != "/" {
-		ok, done := seen[dir]
-		if !done {
-			fi, err := os.Lstat(filepath.Join(root, dir))
-			ok = err == nil && fi.IsDir()
-			seen[dir] = ok
+// memoDirs are the workspace's folders that the up-to-date check has
+// opened: each once, following no symlink below the root (nofollow), so
+// that a folder on the way to a file is known to be a real folder, and the
+// files in it are looked at relative to it (one path component each, where
+// a path from the root would be walked again for every file).
+type memoDirs struct {
+	root string
+	open map[string]*os.File // by workspace-relative folder; nil: not a real folder
+}
+
+// get returns the open folder rel ("out/", "out", "" or "." for the root),
+// or nil when a component of it is a symlink, not a folder, or missing.
+func (d *memoDirs) get(rel string) *os.File {
+	rel = filepath.Clean(rel)
+	f, done := d.open[rel]
+	if !done {
+		var err error
+		if f, err = nofollow.OpenDir(d.root, rel, false); err != nil {
+			f = nil
 		}
-		if !ok {
-			return false
-		}
-		dir = filepath.Dir(dir)
+		d.open[rel] = f
 	}
-	return true
+	return f
+}
+
+func (d *memoDirs) close() {
+	for _, f := range d.open {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // RenderPlan writes what `cairn plan` shows for the memo: every node
