@@ -502,9 +502,11 @@ func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult,
 	if err := a.runStart(opts.Args); err != nil {
 		return nil, err
 	}
-	for _, n := range m.Nodes {
-		_ = j.NoteCached(n.Addr, n.Key)
+	nodes := make([]runlog.CachedNode, len(m.Nodes))
+	for i, n := range m.Nodes {
+		nodes[i] = runlog.CachedNode{Node: n.Addr, Key: n.Key}
 	}
+	_ = j.NoteCachedAll(nodes)
 	res.Dur = time.Since(start)
 	if err := j.Write(runlog.Entry{T: runlog.RunEnd, Status: "ok", Duration: res.Dur.Seconds()}); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -298,16 +299,12 @@ func (j *Journal) appendEntries(es []Entry, mode wal.Durability) error {
 // cost more than the rest of the record's handling. Consecutive cached
 // records share one write, made before the next other record.
 func (j *Journal) NoteCached(node, key string) error {
-	b := make([]byte, 0, 64+len(node)+len(key))
-	b = append(b, `{"t":"`+Cached+`","time":"`...)
-	b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","node":`...)
-	b = appendJSONString(b, node)
-	if key != "" {
-		b = append(b, `,"key":`...)
-		b = appendJSONString(b, key)
-	}
-	b = append(b, '}')
+	return j.queueCached(appendCached(make([]byte, 0, cachedSize(node, key)), time.Now().UTC().AppendFormat(nil, time.RFC3339Nano), node, key))
+}
+
+// queueCached adds a cached record to those waiting for one write, and
+// writes them when they are many.
+func (j *Journal) queueCached(b []byte) error {
 	j.mu.Lock()
 	j.cached = append(j.cached, b)
 	full := len(j.cached) >= maxCachedNotes
@@ -323,12 +320,61 @@ func (j *Journal) NoteCached(node, key string) error {
 	return nil
 }
 
+// CachedNode is a node taken from the cache, for NoteCachedAll.
+type CachedNode struct{ Node, Key string }
+
+// NoteCachedAll is NoteCached for nodes taken from the cache at one
+// moment (an apply the up-to-date memo answers takes every node at
+// once): their records have one time and are encoded into one buffer.
+func (j *Journal) NoteCachedAll(nodes []CachedNode) error {
+	now := time.Now().UTC().AppendFormat(nil, time.RFC3339Nano)
+	size := 0
+	for _, n := range nodes {
+		size += cachedSize(n.Node, n.Key) + len(now)
+	}
+	buf := make([]byte, 0, size)
+	for _, n := range nodes {
+		at := len(buf)
+		buf = appendCached(buf, now, n.Node, n.Key)
+		if err := j.queueCached(buf[at:len(buf):len(buf)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cachedSize is about how long a cached record is, without its time.
+func cachedSize(node, key string) int { return 64 + len(node) + len(key) }
+
+// appendCached appends the cached record of node and key taken at the
+// time now (RFC 3339, with nanoseconds).
+func appendCached(b, now []byte, node, key string) []byte {
+	b = append(b, `{"t":"`+Cached+`","time":"`...)
+	b = append(b, now...)
+	b = append(b, `","node":`...)
+	b = appendJSONString(b, node)
+	if key != "" {
+		b = append(b, `,"key":`...)
+		b = appendJSONString(b, key)
+	}
+	return append(b, '}')
+}
+
 // appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, valid UTF-8 kept as it is, invalid bytes
 // replaced as encoding/json does.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	plain := true // printable ASCII without a quote or backslash, as keys and most addresses are
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\'
+	}
+	if plain {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	for _, r := range s {
 		switch {
 		case r == '"' || r == '\\':
@@ -403,19 +449,36 @@ func List(cacheDir string) ([]*RunInfo, error) {
 // dirs lists a cache's run folders, oldest first (run ids sort by
 // time); none when the cache has no runs yet.
 func dirs(cacheDir string) ([]string, error) {
+	return dirsAfter(cacheDir, "")
+}
+
+// dirsAfter returns the run folders of a cache whose ids sort after
+// after, oldest first. Only those names are sorted and joined: recovery
+// looks at the runs after the settled one, however many came before.
+func dirsAfter(cacheDir, after string) ([]string, error) {
 	base := filepath.Join(cacheDir, "runs")
-	ents, err := os.ReadDir(base)
+	f, err := os.Open(base)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var dirs []string
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
 	for _, e := range ents {
-		if e.IsDir() {
-			dirs = append(dirs, filepath.Join(base, e.Name()))
+		if e.IsDir() && e.Name() > after {
+			names = append(names, e.Name())
 		}
+	}
+	slices.Sort(names)
+	dirs := make([]string, len(names))
+	for i, name := range names {
+		dirs[i] = filepath.Join(base, name)
 	}
 	return dirs, nil
 }

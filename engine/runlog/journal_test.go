@@ -2,6 +2,7 @@ package runlog
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,26 +10,40 @@ import (
 )
 
 // The hand-encoded cached record reads back like one encoding/json wrote,
-// whatever the address holds.
+// whatever the address holds, whether noted one by one or all at once
+// (more of them than wait for one write).
 func TestNoteCachedRoundTrip(t *testing.T) {
-	j, err := Open(t.TempDir(), NewRunID(), true)
-	require.NoError(t, err)
-	addrs := []string{`stage.x["a"]`, "stage.plain", "stage.x[\"tab\\there\"]", "stage.x[\"ünï\u00e9 ✓\"]", "stage.x[\"ctl\x01\x1f\"]", "stage.x[\"bad\xff\"]"}
-	for _, a := range addrs {
-		require.NoError(t, j.NoteCached(a, "abc123"))
+	addrs := []string{`stage.x["a"]`, "stage.plain", "stage.x[\"tab\\there\"]", "stage.x[\"ünï\u00e9 ✓\"]", "stage.x[\"ctl\x01\x1f\"]", "stage.x[\"bad\xff\"]", `stage.x["back\\slash"]`}
+	for len(addrs) < maxCachedNotes+10 {
+		addrs = append(addrs, fmt.Sprintf("stage.many[%q]", fmt.Sprint(len(addrs))))
 	}
-	require.NoError(t, j.Close())
-	es, err := Read(j.Dir)
-	require.NoError(t, err)
-	require.Len(t, es, len(addrs))
-	for i, e := range es {
-		want, _ := json.Marshal(addrs[i])
-		var decoded string
-		require.NoError(t, json.Unmarshal(want, &decoded))
-		assert.Equal(t, Cached, e.T)
-		assert.Equal(t, decoded, e.Node)
-		assert.Equal(t, "abc123", e.Key)
-		assert.False(t, e.Time.IsZero())
+	for _, all := range []bool{false, true} {
+		j, err := Open(t.TempDir(), NewRunID(), true)
+		require.NoError(t, err)
+		if all {
+			var nodes []CachedNode
+			for _, a := range addrs {
+				nodes = append(nodes, CachedNode{Node: a, Key: "abc123"})
+			}
+			require.NoError(t, j.NoteCachedAll(nodes))
+		} else {
+			for _, a := range addrs {
+				require.NoError(t, j.NoteCached(a, "abc123"))
+			}
+		}
+		require.NoError(t, j.Close())
+		es, err := Read(j.Dir)
+		require.NoError(t, err)
+		require.Len(t, es, len(addrs))
+		for i, e := range es {
+			want, _ := json.Marshal(addrs[i])
+			var decoded string
+			require.NoError(t, json.Unmarshal(want, &decoded))
+			assert.Equal(t, Cached, e.T)
+			assert.Equal(t, decoded, e.Node)
+			assert.Equal(t, "abc123", e.Key)
+			assert.False(t, e.Time.IsZero())
+		}
 	}
 }
 

@@ -21,18 +21,15 @@ import (
 // next apply does not look at those runs again: an apply's start does not
 // grow with the number of runs a cache has seen.
 func Unfinished(cacheDir string) ([]*RunInfo, error) {
-	ds, err := dirs(cacheDir)
+	settled := readSettled(cacheDir)
+	ds, err := dirsAfter(cacheDir, settled)
 	if err != nil {
 		return nil, err
 	}
-	settled := readSettled(cacheDir)
 	last := settled
 	var runs []*RunInfo
 	for _, dir := range ds {
 		id := filepath.Base(dir)
-		if len(runs) == 0 && id <= settled {
-			continue
-		}
 		if len(runs) == 0 {
 			if m := readEndMarker(dir); m != nil && m.Status != "interrupted" {
 				last = id
