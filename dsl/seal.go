@@ -1,11 +1,11 @@
 package dsl
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -48,7 +48,13 @@ func decodeSeal(b *hcl.Block) (*Seal, hcl.Diagnostics) {
 	return s, diags
 }
 
-var sha256Re = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+// sha256Hex reports whether s is a sha256 digest in hex, in either case.
+// (Not a regexp: `{64}` compiles to a program of 64 steps, at the start of
+// every cairn command.)
+func sha256Hex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return len(s) == 64 && err == nil
+}
 
 // CheckSeals evaluates every seal and checks each pinned file against its
 // digest. It returns the pins of all seals (cleaned path -> lower-case hex
@@ -103,7 +109,7 @@ func (c *Config) CheckSeals(s *Scope) (map[string]string, hcl.Diagnostics) {
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
 			path := filepath.Clean(k.AsString())
-			if e.IsNull() || !e.Type().Equals(cty.String) || !sha256Re.MatchString(e.AsString()) {
+			if e.IsNull() || !e.Type().Equals(cty.String) || !sha256Hex(e.AsString()) {
 				bad("Invalid digest in a seal", fmt.Sprintf("seal %q pins %s to %s: a digest is 64 hex digits (a sha256).", seal.Name, path, shortValue(e)))
 				continue
 			}

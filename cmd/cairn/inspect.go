@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,10 +23,21 @@ import (
 	"github.com/cairn-run/cairn/gpu"
 )
 
-var hexRe = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
-
-// shortHexRe is what looks like a key prefix too short to use.
-var shortHexRe = regexp.MustCompile(`^[0-9a-f]{1,7}$`)
+// lowerHex reports whether s is min to max lowercase hex digits: a key
+// (or a prefix of one) is 8 to 64 of them, and 1 to 7 look like a prefix
+// too short to use. (Not a regexp: `{8,64}` compiles to a program of 64
+// steps, at the start of every cairn command.)
+func lowerHex(s string, min, max int) bool {
+	if len(s) < min || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 func (a *app) showCmd() *cobra.Command {
 	return &cobra.Command{
@@ -49,7 +59,7 @@ func (a *app) showCmd() *cobra.Command {
 				return err
 			}
 			defer cache.Close()
-			if hexRe.MatchString(arg) {
+			if lowerHex(arg, 8, 64) {
 				key, err := cache.FindKey(arg)
 				if err != nil {
 					return badInput("%s", err)
@@ -63,7 +73,7 @@ func (a *app) showCmd() *cobra.Command {
 			if n, err := addrs.Parse(arg); err == nil {
 				keys = cache.AddressKeys(n.String())
 			}
-			if len(keys) == 0 && shortHexRe.MatchString(arg) {
+			if len(keys) == 0 && lowerHex(arg, 1, 7) {
 				return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no %s has a cached result)", arg, addr)
 			}
 			if len(keys) == 0 {
