@@ -449,30 +449,37 @@ func List(cacheDir string) ([]*RunInfo, error) {
 // dirs lists a cache's run folders, oldest first (run ids sort by
 // time); none when the cache has no runs yet.
 func dirs(cacheDir string) ([]string, error) {
-	return dirsAfter(cacheDir, "")
+	ds, _, err := dirsAfter(cacheDir, "")
+	return ds, err
 }
 
 // dirsAfter returns the run folders of a cache whose ids sort after
-// after, oldest first. Only those names are sorted and joined: recovery
-// looks at the runs after the settled one, however many came before.
-func dirsAfter(cacheDir, after string) ([]string, error) {
+// after, oldest first, and whether a run folder named after is there.
+// Only those names are sorted and joined: recovery looks at the runs
+// after the settled one, however many came before.
+func dirsAfter(cacheDir, after string) ([]string, bool, error) {
 	base := filepath.Join(cacheDir, "runs")
 	f, err := os.Open(base)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ents, err := f.ReadDir(-1)
 	f.Close()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var names []string
+	seen := false
 	for _, e := range ents {
-		if e.IsDir() && e.Name() > after {
-			names = append(names, e.Name())
+		switch name := e.Name(); {
+		case !e.IsDir():
+		case name > after:
+			names = append(names, name)
+		case name == after:
+			seen = true
 		}
 	}
 	slices.Sort(names)
@@ -480,7 +487,7 @@ func dirsAfter(cacheDir, after string) ([]string, error) {
 	for i, name := range names {
 		dirs[i] = filepath.Join(base, name)
 	}
-	return dirs, nil
+	return dirs, seen, nil
 }
 
 // Load reads one run folder.
