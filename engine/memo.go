@@ -200,8 +200,9 @@ func BuildMemo(p *plan.Plan, res *ApplyResult, c *store.Cache, identity string) 
 // Write stores the memo at path, atomically.
 func (m *Memo) Write(path string) error {
 	b := make([]byte, 0, 160*(len(m.Nodes)+len(m.Files))+256)
-	// line writes "word [first ]"quoted"": first is written when fields
-	// holds it, even empty, so that the reader finds it in its place.
+	// line writes "word [first ]last": first is written when fields holds
+	// it, even empty, so that the reader finds it in its place; last is
+	// the rest of the line (see appendMemoString).
 	line := func(word string, fields ...string) {
 		b = append(b, word...)
 		for _, f := range fields[:len(fields)-1] {
@@ -209,7 +210,7 @@ func (m *Memo) Write(path string) error {
 			b = append(b, f...)
 		}
 		b = append(b, ' ')
-		b = strconv.AppendQuote(b, fields[len(fields)-1])
+		b = appendMemoString(b, fields[len(fields)-1])
 		b = append(b, '\n')
 	}
 	b = fmt.Appendf(b, "%s\nidentity %s\n", memoMagic, m.Identity)
@@ -237,6 +238,26 @@ func (m *Memo) Write(path string) error {
 	}
 	b = append(b, "end\n"...)
 	return atomicfile.Write(path, b, false)
+}
+
+// appendMemoString appends s as the last field of a memo line: as it is,
+// the rest of the line, or quoted (strconv) where it could not be read
+// back so (empty, starting with a quote, or holding a line end). Most
+// addresses and paths need no quotes, and reading them back costs
+// nothing: an address's own quotes would be escaped.
+func appendMemoString(b []byte, s string) []byte {
+	if s == "" || s[0] == '"' || strings.ContainsAny(s, "\r\n") {
+		return strconv.AppendQuote(b, s)
+	}
+	return append(b, s...)
+}
+
+// memoString reads back what appendMemoString wrote.
+func memoString(s string) (string, error) {
+	if strings.HasPrefix(s, `"`) {
+		return strconv.Unquote(s)
+	}
+	return s, nil
 }
 
 // ReadMemo reads a memo written by Write. Anything malformed is an error:
@@ -278,12 +299,12 @@ func ReadMemo(path string) (*Memo, error) {
 		case "identity":
 			m.Identity = rest
 		case "pipeline":
-			m.Pipeline, err = strconv.Unquote(rest)
+			m.Pipeline, err = memoString(rest)
 		case "summary":
-			m.Summary, err = strconv.Unquote(rest)
+			m.Summary, err = memoString(rest)
 		case "sensitive":
 			var name string
-			name, err = strconv.Unquote(rest)
+			name, err = memoString(rest)
 			m.Sensitive = append(m.Sensitive, name)
 		case "index":
 			_, err = fmt.Sscanf(rest, "%d %d %d", &m.Index.Dev, &m.Index.Ino, &m.Index.Offset)
@@ -294,13 +315,13 @@ func ReadMemo(path string) (*Memo, error) {
 				f.Sig, err = fsdigest.ParseSig(sig)
 			}
 			if err == nil {
-				f.Path, err = strconv.Unquote(q)
+				f.Path, err = memoString(q)
 			}
 			m.Files = append(m.Files, f)
 		case "node":
 			key, q, _ := strings.Cut(rest, " ")
 			n := MemoNode{Key: key}
-			n.Addr, err = strconv.Unquote(q)
+			n.Addr, err = memoString(q)
 			m.Nodes = append(m.Nodes, n)
 		case "out", "in":
 			if len(m.Nodes) == 0 {
@@ -309,7 +330,7 @@ func ReadMemo(path string) (*Memo, error) {
 			n := &m.Nodes[len(m.Nodes)-1]
 			first, q, _ := strings.Cut(rest, " ")
 			var p string
-			p, err = strconv.Unquote(q)
+			p, err = memoString(q)
 			if word == "in" {
 				n.Inputs = append(n.Inputs, MemoInput{Path: p, Digest: first})
 			} else {

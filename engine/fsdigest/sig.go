@@ -4,10 +4,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -67,34 +66,51 @@ func (s Sig) String() string {
 	return fmt.Sprintf("%d:%d:%d:%d:%d:%o", s.Size, s.Mtime, s.Ctime, s.Ino, s.Dev, s.Mode)
 }
 
-// ParseSig reads what String wrote.
+// ParseSig reads what String wrote: six numbers, size, mtime and ctime
+// in decimal (possibly negative), inode and device in decimal, the mode in
+// octal. It is one pass over the text, without strconv: the up-to-date
+// check reads one for every output of a pipeline.
 func ParseSig(str string) (Sig, error) {
-	var f [6]string
-	rest := str
-	for i := range f {
-		var ok bool
-		if i == len(f)-1 {
-			f[i], ok = rest, !strings.Contains(rest, ":")
-		} else {
-			f[i], rest, ok = strings.Cut(rest, ":")
+	var v [6]uint64
+	field, digits, neg := 0, 0, false
+	for i := 0; ; i++ {
+		if i == len(str) || str[i] == ':' {
+			if digits == 0 || i < len(str) && field == len(v)-1 {
+				return Sig{}, fmt.Errorf("fsdigest: bad signature %q", str)
+			}
+			if neg {
+				v[field] = -v[field] // two's complement: read back as an int64
+			}
+			field, digits, neg = field+1, 0, false
+			if i == len(str) {
+				break
+			}
+			continue
 		}
-		if !ok {
+		c := str[i]
+		base, limit := uint64(10), uint64(math.MaxInt64)
+		switch field {
+		case 3, 4:
+			limit = math.MaxUint64
+		case 5:
+			base, limit = 8, math.MaxUint32
+		}
+		if c == '-' && field < 3 && digits == 0 && !neg {
+			neg = true
+			continue
+		}
+		if neg {
+			limit = math.MaxInt64 + 1
+		}
+		d := uint64(c) - '0'
+		if c < '0' || d >= base || v[field] > (limit-d)/base {
 			return Sig{}, fmt.Errorf("fsdigest: bad signature %q", str)
 		}
+		v[field] = v[field]*base + d
+		digits++
 	}
-	var s Sig
-	var errs [6]error
-	s.Size, errs[0] = strconv.ParseInt(f[0], 10, 64)
-	s.Mtime, errs[1] = strconv.ParseInt(f[1], 10, 64)
-	s.Ctime, errs[2] = strconv.ParseInt(f[2], 10, 64)
-	s.Ino, errs[3] = strconv.ParseUint(f[3], 10, 64)
-	s.Dev, errs[4] = strconv.ParseUint(f[4], 10, 64)
-	mode, err := strconv.ParseUint(f[5], 8, 32)
-	s.Mode, errs[5] = uint32(mode), err
-	for _, err := range errs {
-		if err != nil {
-			return Sig{}, fmt.Errorf("fsdigest: bad signature %q", str)
-		}
+	if field != len(v) {
+		return Sig{}, fmt.Errorf("fsdigest: bad signature %q", str)
 	}
-	return s, nil
+	return Sig{Size: int64(v[0]), Mtime: int64(v[1]), Ctime: int64(v[2]), Ino: v[3], Dev: v[4], Mode: uint32(v[5])}, nil
 }
