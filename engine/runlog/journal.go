@@ -362,29 +362,34 @@ func appendCached(b, now []byte, node, key string) []byte {
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, valid UTF-8 kept as it is, invalid bytes
-// replaced as encoding/json does.
+// replaced as encoding/json does. Runs of bytes that need nothing are
+// copied whole (an address's quotes are the only escapes most have).
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	plain := true // printable ASCII without a quote or backslash, as keys and most addresses are
-	for i := 0; i < len(s) && plain; i++ {
+	start := 0
+	for i := 0; i < len(s); {
 		c := s[i]
-		plain = c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\'
-	}
-	if plain {
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
-		default:
-			b = utf8.AppendRune(b, r)
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			i++
+			continue
 		}
+		b = append(b, s[start:i]...)
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+			i++
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			b = utf8.AppendRune(b, r) // utf8.RuneError for an invalid byte
+			i += size
+		}
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
