@@ -208,6 +208,7 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 	}
 	var diags hcl.Diagnostics
 	var pipelineRange *hcl.Range
+	schemas := map[string]*hcl.BodySchema{} // a stage block's schema, by kind (see decodeStage)
 	for _, f := range files {
 		content, d := f.Body.Content(fileSchema)
 		for _, dg := range d {
@@ -291,7 +292,7 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 				}
 				cfg.Seals = append(cfg.Seals, s)
 			case "stage":
-				s, d := l.decodeStage(b)
+				s, d := l.decodeStage(b, schemas)
 				diags = append(diags, d...)
 				if s == nil {
 					continue
@@ -421,7 +422,10 @@ func decodeCheck(b *hcl.Block) (*Check, hcl.Diagnostics) {
 	}, diags
 }
 
-func (l *Loader) decodeStage(b *hcl.Block) (*Stage, hcl.Diagnostics) {
+// decodeStage decodes a stage block. schemas keeps the body schema of
+// each kind met so far: a pipeline of many stages of one kind makes it
+// once, not once a block.
+func (l *Loader) decodeStage(b *hcl.Block, schemas map[string]*hcl.BodySchema) (*Stage, hcl.Diagnostics) {
 	s := &Stage{
 		Kind: b.Labels[0], Name: b.Labels[1],
 		DeclRange: b.DefRange, KindRange: b.LabelRanges[0], NameRange: b.LabelRanges[1],
@@ -448,7 +452,11 @@ func (l *Loader) decodeStage(b *hcl.Block) (*Stage, hcl.Diagnostics) {
 		}
 		kindSchema = ks
 	}
-	schema := stageSchema(kindSchema)
+	schema := schemas[s.Kind]
+	if schema == nil {
+		schema = stageSchema(kindSchema)
+		schemas[s.Kind] = schema
+	}
 	var content *hcl.BodyContent
 	var d hcl.Diagnostics
 	if s.UnknownKind {
@@ -581,12 +589,14 @@ func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 // arguments with the closest attribute name of the schema.
 func betterSuggestions(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagnostics {
 	var names []string
-	for _, a := range schema.Attributes {
-		names = append(names, a.Name)
-	}
 	for _, d := range diags {
 		if d.Summary != "Unsupported argument" || d.Subject == nil {
 			continue
+		}
+		if names == nil {
+			for _, a := range schema.Attributes {
+				names = append(names, a.Name)
+			}
 		}
 		name, _, ok := strings.Cut(strings.TrimPrefix(d.Detail, "An argument named \""), "\"")
 		if !ok {
