@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/fsdigest"
@@ -272,11 +273,14 @@ func ReadMemo(path string) (*Memo, error) {
 		return fmt.Errorf("memo %s:%d: %s", path, line, what)
 	}
 	// The memo is read on every up-to-date apply and plan, so it is cut
-	// into lines in place: one string of the whole file, every line and
-	// every field a part of it (an unquoted path without escapes is one
-	// too), and the nodes' slice made once.
-	text := string(b)
+	// into lines in place: the file's bytes are the text (never written
+	// again), every line and every field a part of it (an unquoted path
+	// is one too), and the nodes, their outputs and their inputs have one
+	// slice each, a node's part of them its own.
+	text := unsafe.String(unsafe.SliceData(b), len(b))
 	m.Nodes = make([]MemoNode, 0, strings.Count(text, "\nnode "))
+	outs := make([]MemoOutput, 0, strings.Count(text, "\nout "))
+	ins := make([]MemoInput, 0, strings.Count(text, "\nin "))
 	ended := false
 	for i := 1; text != ""; i++ {
 		line, rest, found := strings.Cut(text, "\n")
@@ -332,11 +336,13 @@ func ReadMemo(path string) (*Memo, error) {
 			var p string
 			p, err = memoString(q)
 			if word == "in" {
-				n.Inputs = append(n.Inputs, MemoInput{Path: p, Digest: first})
+				ins = append(ins, MemoInput{Path: p, Digest: first})
+				n.Inputs = ins[len(ins)-len(n.Inputs)-1 : len(ins) : len(ins)]
 			} else {
 				var sig fsdigest.Sig
 				if sig, err = fsdigest.ParseSig(first); err == nil {
-					n.Outputs = append(n.Outputs, MemoOutput{Path: p, Sig: sig})
+					outs = append(outs, MemoOutput{Path: p, Sig: sig})
+					n.Outputs = outs[len(outs)-len(n.Outputs)-1 : len(outs) : len(outs)]
 				}
 			}
 		case "end":

@@ -73,44 +73,55 @@ func (s Sig) String() string {
 func ParseSig(str string) (Sig, error) {
 	var v [6]uint64
 	field, digits, neg := 0, 0, false
+	var x uint64 // the field read so far
+	f := sigFields[0][0]
 	for i := 0; ; i++ {
 		if i == len(str) || str[i] == ':' {
 			if digits == 0 || i < len(str) && field == len(v)-1 {
 				return Sig{}, fmt.Errorf("fsdigest: bad signature %q", str)
 			}
 			if neg {
-				v[field] = -v[field] // two's complement: read back as an int64
+				x = -x // two's complement: read back as an int64
 			}
-			field, digits, neg = field+1, 0, false
+			v[field] = x
+			field, digits, neg, x = field+1, 0, false, 0
 			if i == len(str) {
 				break
 			}
+			f = sigFields[field][0]
 			continue
 		}
 		c := str[i]
-		base, limit := uint64(10), uint64(math.MaxInt64)
-		switch field {
-		case 3, 4:
-			limit = math.MaxUint64
-		case 5:
-			base, limit = 8, math.MaxUint32
-		}
 		if c == '-' && field < 3 && digits == 0 && !neg {
 			neg = true
+			f = sigFields[field][1]
 			continue
 		}
-		if neg {
-			limit = math.MaxInt64 + 1
-		}
 		d := uint64(c) - '0'
-		if c < '0' || d >= base || v[field] > (limit-d)/base {
+		if c < '0' || d >= f.base || x > f.cut || x == f.cut && d > f.rem {
 			return Sig{}, fmt.Errorf("fsdigest: bad signature %q", str)
 		}
-		v[field] = v[field]*base + d
+		x = x*f.base + d
 		digits++
 	}
 	if field != len(v) {
 		return Sig{}, fmt.Errorf("fsdigest: bad signature %q", str)
 	}
 	return Sig{Size: int64(v[0]), Mtime: int64(v[1]), Ctime: int64(v[2]), Ino: v[3], Dev: v[4], Mode: uint32(v[5])}, nil
+}
+
+// sigField is how a signature's field is read: its base, and the largest
+// value it may hold as cut and rem (a digit d may follow a value x when
+// x < cut, or x == cut and d <= rem).
+type sigField struct{ base, cut, rem uint64 }
+
+// sigFields are the six fields' (size, mtime, ctime: int64; inode,
+// device: uint64; mode: octal uint32), without and with a minus sign.
+var sigFields = [6][2]sigField{
+	{{10, math.MaxInt64 / 10, math.MaxInt64 % 10}, {10, (math.MaxInt64 + 1) / 10, (math.MaxInt64 + 1) % 10}},
+	{{10, math.MaxInt64 / 10, math.MaxInt64 % 10}, {10, (math.MaxInt64 + 1) / 10, (math.MaxInt64 + 1) % 10}},
+	{{10, math.MaxInt64 / 10, math.MaxInt64 % 10}, {10, (math.MaxInt64 + 1) / 10, (math.MaxInt64 + 1) % 10}},
+	{{10, math.MaxUint64 / 10, math.MaxUint64 % 10}},
+	{{10, math.MaxUint64 / 10, math.MaxUint64 % 10}},
+	{{8, math.MaxUint32 / 8, math.MaxUint32 % 8}},
 }
