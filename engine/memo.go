@@ -526,16 +526,12 @@ func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult,
 	}
 	j, res := a.j, a.res
 	defer j.Close()
-	if err := a.runStart(opts.Args); err != nil {
-		return nil, err
-	}
 	nodes := make([]runlog.CachedNode, len(m.Nodes))
 	for i, n := range m.Nodes {
 		nodes[i] = runlog.CachedNode{Node: n.Addr, Key: n.Key}
 	}
-	_ = j.NoteCachedAll(nodes)
 	res.Dur = time.Since(start)
-	if err := j.Write(runlog.Entry{T: runlog.RunEnd, Status: "ok", Duration: res.Dur.Seconds()}); err != nil {
+	if err := j.WriteCachedRun(a.runStartEntry(opts.Args), nodes, runlog.Entry{T: runlog.RunEnd, Status: "ok", Duration: res.Dur.Seconds()}); err != nil {
 		return nil, err
 	}
 	return res, j.Close()

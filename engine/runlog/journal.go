@@ -320,26 +320,63 @@ func (j *Journal) queueCached(b []byte) error {
 	return nil
 }
 
-// CachedNode is a node taken from the cache, for NoteCachedAll.
+// CachedNode is a node taken from the cache, for WriteCachedRun.
 type CachedNode struct{ Node, Key string }
 
-// NoteCachedAll is NoteCached for nodes taken from the cache at one
-// moment (an apply the up-to-date memo answers takes every node at
-// once): their records have one time and are encoded into one buffer.
-func (j *Journal) NoteCachedAll(nodes []CachedNode) error {
-	now := time.Now().UTC().AppendFormat(nil, time.RFC3339Nano)
+// WriteCachedRun journals a whole run that takes every node from the
+// cache at one moment (an apply the up-to-date memo answers): its
+// run_start, a cached record per node and its run_end, in one append that
+// waits once for the log, where Write, NoteCached for each node and
+// Write would wait
+// for the run_start and again for the run_end. Like those, nothing of it
+// is synced: it is information only. A kill during the write leaves a
+// prefix of it, as one between those calls would.
+func (j *Journal) WriteCachedRun(start Entry, nodes []CachedNode, end Entry) error {
+	if start.T != RunStart || end.T != RunEnd {
+		return fmt.Errorf("journal: a cached run is a run_start and a run_end, not %s and %s", start.T, end.T)
+	}
+	now := time.Now().UTC()
+	if start.Time.IsZero() {
+		start.Time = now
+	}
+	if end.Time.IsZero() {
+		end.Time = now
+	}
+	first, err := json.Marshal(start)
+	if err != nil {
+		return err
+	}
+	last, err := json.Marshal(end)
+	if err != nil {
+		return err
+	}
+	at := now.AppendFormat(nil, time.RFC3339Nano)
 	size := 0
 	for _, n := range nodes {
-		size += cachedSize(n.Node, n.Key) + len(now)
+		size += cachedSize(n.Node, n.Key) + len(at)
 	}
 	buf := make([]byte, 0, size)
+	payloads := make([][]byte, 0, len(nodes)+2)
+	payloads = append(payloads, first)
 	for _, n := range nodes {
-		at := len(buf)
-		buf = appendCached(buf, now, n.Node, n.Key)
-		if err := j.queueCached(buf[at:len(buf):len(buf)]); err != nil {
-			return err
+		from := len(buf)
+		buf = appendCached(buf, at, n.Node, n.Key)
+		payloads = append(payloads, buf[from:len(buf):len(buf)])
+	}
+	payloads = append(payloads, last)
+	if err := j.flushCached(); err != nil {
+		return err
+	}
+	if err := j.log.Append(payloads, wal.Written); err != nil {
+		return err
+	}
+	if AfterRecord != nil {
+		for range payloads {
+			AfterRecord()
 		}
 	}
+	j.pipeline = start.Pipeline
+	writeEndMarker(j.Dir, endMarker{Pipeline: j.pipeline, Status: end.Status})
 	return nil
 }
 
