@@ -178,8 +178,8 @@ stage "command" "c" {
 		for _, e := range ents {
 			assert.True(t, documented[e.Name()], "%s in a run folder is not in docs/durability.md's layout", e.Name())
 		}
-		b, err := os.ReadFile(filepath.Join(run, "ended"))
-		if assert.NoError(t, err, "the documented ended file") {
+		b, err := os.ReadFile(filepath.Join(run, "lock"))
+		if assert.NoError(t, err, "the documented end marker in the lock file") {
 			var m struct{ Pipeline, Status string }
 			require.NoError(t, json.Unmarshal(b, &m), string(b))
 			assert.Equal(t, "failed", m.Status)
@@ -187,6 +187,7 @@ stage "command" "c" {
 		}
 	}
 	assert.True(t, documented["ended"])
+	assert.True(t, documented["lock"])
 }
 
 // After gc removed a node's record, plan says its cached result is gone,

@@ -66,3 +66,34 @@ func TestSettledThatNamesNoRunIsNone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, c+"\n", string(got))
 }
+
+// A run's end marker goes into its lock file (no new file in the run
+// folder); one in an `ended` file (an earlier cairn's, or where the lock
+// file could not take it) is read as well.
+func TestEndMarkerInLockFile(t *testing.T) {
+	cache := t.TempDir()
+	const id = "20260315T091502.100Z-aaaaaa"
+	runFolder(t, cache, id, true)
+	dir := filepath.Join(cache, "runs", id)
+	_, err := os.Stat(filepath.Join(dir, endedFile))
+	assert.True(t, os.IsNotExist(err), "no ended file")
+	assert.Equal(t, &endMarker{Pipeline: "p", Status: "ok"}, readEndMarker(dir))
+	assert.False(t, Alive(dir), "the marker leaves the lock a lock")
+
+	// An earlier cairn's run: an empty lock file and an ended file.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, lockFile), nil, 0o666))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, endedFile), []byte(`{"pipeline":"p","status":"failed"}`+"\n"), 0o666))
+	assert.Equal(t, &endMarker{Pipeline: "p", Status: "failed"}, readEndMarker(dir))
+
+	// No lock file to write into: the marker goes to ended.
+	require.NoError(t, os.Remove(filepath.Join(dir, lockFile)))
+	writeEndMarker(dir, endMarker{Pipeline: "p", Status: "interrupted"})
+	assert.Equal(t, &endMarker{Pipeline: "p", Status: "interrupted"}, readEndMarker(dir))
+
+	// A longer marker before: the new one is written whole.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, lockFile), []byte(`{"pipeline":"a much longer pipeline name","status":"failed"}`+"\n"), 0o666))
+	writeEndMarker(dir, endMarker{Pipeline: "p", Status: "ok"})
+	b, err := os.ReadFile(filepath.Join(dir, lockFile))
+	require.NoError(t, err)
+	assert.Equal(t, `{"pipeline":"p","status":"ok"}`+"\n", string(b))
+}
