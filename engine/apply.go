@@ -817,6 +817,9 @@ func (a *applier) launch(ns *nodeState) {
 	for _, d := range ns.n.Deps {
 		ns.after = max(ns.after, a.nodes[d].seq)
 	}
+	// Its record will wait for its upstreams' to be durable: their sync
+	// round runs now, while it does.
+	a.cache.SyncSoon(ns.after)
 	go func() {
 		err := a.execute(ns)
 		a.events <- event{id: ns.n.ID, kind: evDone, err: err}

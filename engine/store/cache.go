@@ -139,15 +139,28 @@ type Cache struct {
 
 	// Group commit: Commit writes a record and returns; sync rounds make
 	// the records written so far durable, blobs first (see WaitDurable).
-	written  atomic.Int64 // records committed by this process, in order
-	durable  atomic.Int64 // every record up to this one is durable
-	syncMu   sync.Mutex   // held for a sync round
-	syncKick chan struct{}
+	written  atomic.Int64  // records committed by this process, in order
+	durable  atomic.Int64  // every record up to this one is durable
+	syncMu   sync.Mutex    // held for a sync round
+	syncKick chan struct{} // a record was written
+	syncSoon chan struct{} // a record is needed durable (SyncSoon)
+	syncStop chan struct{} // closed by Close
 	syncDone chan struct{} // closed when the background syncer has exited
+	// SyncDelay is the longest a written record waits for a sync round
+	// that nobody asked for (see SyncSoon): it bounds the records a power
+	// loss can take to those of about the last SyncDelay. Open sets
+	// DefaultSyncDelay.
+	SyncDelay time.Duration
 	// SyncGate, when set (tests only), is called at the start of every
 	// sync round.
 	SyncGate func()
 }
+
+// DefaultSyncDelay is a cache's SyncDelay: long enough that the records of
+// a run of short nodes share a few rounds (each costs an fdatasync, which
+// on this project's ext4 disks is as dear as a short node), short enough
+// that a power loss takes only the work of its last moments.
+const DefaultSyncDelay = 50 * time.Millisecond
 
 // Options tune Open.
 type Options struct {
@@ -167,7 +180,7 @@ func Open(dir string, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	c := &Cache{
-		Dir: dir, Blobs: blobs, noSync: opts.NoSync,
+		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: DefaultSyncDelay,
 		Stat:    fsdigest.Load(StatCachePath(dir)),
 		actions: map[string][]byte{}, addrs: map[string]string{},
 		Warn: func(string, ...any) {},
@@ -515,8 +528,9 @@ func (c *Cache) Durable() int64 { return c.durable.Load() }
 // WaitDurable returns once every record up to seq is durable: on disk,
 // fsynced, with the blobs it names. A sync round syncs the blobs stored
 // since the last round, then the index; concurrent callers share a round,
-// and a background syncer runs rounds while records wait, so that the
-// records a power loss can take are those of the last moments.
+// and a background syncer runs a round when asked to (SyncSoon) and at
+// the latest SyncDelay after a record was written, so that the records a
+// power loss can take are those of the last moments.
 func (c *Cache) WaitDurable(seq int64) error {
 	if c.noSync {
 		return nil
@@ -527,6 +541,26 @@ func (c *Cache) WaitDurable(seq int64) error {
 		}
 	}
 	return nil
+}
+
+// SyncSoon asks the background syncer for a round now when a record up to
+// seq is not durable yet: a node that is starting needs its upstreams'
+// records durable before its own can be written (Commit's after), and the
+// round then runs while the node does, off its path. Records nobody needs
+// yet wait for the next round instead, so that many share it.
+func (c *Cache) SyncSoon(seq int64) {
+	if c.noSync || c.durable.Load() >= seq {
+		return
+	}
+	c.mu.Lock()
+	soon := c.syncSoon
+	c.mu.Unlock()
+	if soon != nil {
+		select {
+		case soon <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // syncRound makes every record written when it starts durable.
@@ -557,13 +591,16 @@ func (c *Cache) syncRound() error {
 	return nil
 }
 
-// kickSyncer wakes the background syncer, starting it on first use.
+// kickSyncer tells the background syncer a record was written, starting
+// it on first use.
 func (c *Cache) kickSyncer() {
 	c.mu.Lock()
 	if c.syncKick == nil {
 		c.syncKick = make(chan struct{}, 1)
+		c.syncSoon = make(chan struct{}, 1)
+		c.syncStop = make(chan struct{})
 		c.syncDone = make(chan struct{})
-		go c.syncer(c.syncKick, c.syncDone)
+		go c.syncer(c.syncKick, c.syncSoon, c.syncStop, c.syncDone, c.SyncDelay)
 	}
 	select {
 	case c.syncKick <- struct{}{}:
@@ -572,17 +609,31 @@ func (c *Cache) kickSyncer() {
 	c.mu.Unlock()
 }
 
-// syncer runs sync rounds while records wait for one, until kick is
-// closed. A failed round is retried by the next Commit's kick, and
-// reported by WaitDurable.
-func (c *Cache) syncer(kick <-chan struct{}, done chan<- struct{}) {
+// syncer runs one sync round for the records written since the last one,
+// when SyncSoon asks for it or delay after the first of them was written,
+// until stop is closed. A failed round is retried by the next Commit's
+// kick, and reported by WaitDurable.
+func (c *Cache) syncer(kick, soon, stop <-chan struct{}, done chan<- struct{}, delay time.Duration) {
 	defer close(done)
-	for range kick {
-		for c.durable.Load() < c.written.Load() {
-			if c.syncRound() != nil {
-				break
-			}
+	t := time.NewTimer(delay)
+	t.Stop()
+	for {
+		select {
+		case <-kick:
+		case <-stop:
+			return
 		}
+		t.Reset(delay)
+		select {
+		case <-soon:
+		case <-t.C:
+		case <-stop:
+			return
+		}
+		t.Stop()
+		// Records written during the round kicked again: they wait for
+		// the next one.
+		_ = c.syncRound()
 	}
 }
 
@@ -603,11 +654,11 @@ func (c *Cache) Evict(key string) error {
 func (c *Cache) Close() error {
 	var errs []error
 	c.mu.Lock()
-	kick, done := c.syncKick, c.syncDone
-	c.syncKick = nil
+	stop, done := c.syncStop, c.syncDone
+	c.syncKick, c.syncSoon, c.syncStop = nil, nil, nil
 	c.mu.Unlock()
-	if kick != nil {
-		close(kick)
+	if stop != nil {
+		close(stop)
 		<-done
 	}
 	errs = append(errs, c.WaitDurable(c.written.Load()))

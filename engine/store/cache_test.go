@@ -43,3 +43,39 @@ func TestCommitReopenRecordKey(t *testing.T) {
 	assert.Equal(t, []string{key}, keys)
 	assert.Equal(t, "abababababab", Short(key))
 }
+
+// A written record waits for a sync round until one is asked for
+// (SyncSoon), or at the latest SyncDelay: records nobody needs durable
+// yet share a round.
+func TestSyncRoundsWaitUntilAskedOrDelay(t *testing.T) {
+	c, err := Open(t.TempDir(), Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	rounds := 0
+	c.SyncGate = func() {
+		if c.Written() > c.Durable() {
+			rounds++ // only the syncer's rounds run here: no data race
+		}
+	}
+	c.SyncDelay = time.Hour
+	commit := func(b byte) int64 {
+		seq, err := c.Commit(&Record{Key: strings.Repeat(string(b), 64), Pipeline: "p", Address: "stage." + string(b), Ended: time.Now()}, 0)
+		require.NoError(t, err)
+		return seq
+	}
+	commit('a')
+	seq := commit('b')
+	c.SyncSoon(seq)
+	require.Eventually(t, func() bool { return c.Durable() == seq }, 10*time.Second, time.Millisecond, "SyncSoon starts a round")
+	assert.Equal(t, 1, rounds, "both records share one round")
+	c.SyncSoon(seq) // durable already: no round
+	assert.Equal(t, seq, c.Durable())
+	require.NoError(t, c.Close())
+
+	// Unasked, a round comes SyncDelay after a record was written.
+	c, err = Open(c.Dir, Options{})
+	require.NoError(t, err)
+	c.SyncDelay = time.Millisecond
+	seq = commit('c')
+	require.Eventually(t, func() bool { return c.Durable() == seq }, 10*time.Second, time.Millisecond, "a round comes after SyncDelay")
+}
