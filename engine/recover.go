@@ -86,7 +86,9 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 					a.printf("warning: cannot mark interrupted batches in the ledger: %s\n", err)
 				}
 				// The space its journal reserved ahead goes, so that
-				// readers need not skip it each time.
+				// readers need not skip it each time. (The journal's
+				// writer held the run's lock, free now: TrimTail's
+				// journal.lock has no writer to wait for.)
 				_, _ = wal.TrimTail(filepath.Join(r.Dir, "journal"))
 				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o666)
 			}

@@ -117,9 +117,8 @@ type Batch struct {
 type Journal struct {
 	RunID    string
 	Dir      string
-	log      *wal.Log
-	lock     *flock.Flock
-	pipeline string // from the run_start record, for the end marker
+	log      *wal.Log // holds the run's lock while open
+	pipeline string   // from the run_start record, for the end marker
 
 	// cached holds NoteCached records not handed to the log yet: they go
 	// in one write, ahead of the next other record (or at Close).
@@ -217,18 +216,19 @@ func Open(cacheDir, runID string, noSync bool) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	lk := flock.New(filepath.Join(dir, lockFile), sharedLock)
-	if ok, err := lk.TryLock(); err != nil || !ok {
-		return nil, fmt.Errorf("journal: cannot lock run %s: %v", runID, err)
-	}
 	// Lazy: a run that journals nothing but its start, notes and its end
-	// (every node cached) costs no fsync.
-	l, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{NoSync: noSync, Lazy: true})
+	// (every node cached) costs no fsync. The journal's single-writer lock
+	// is the run's lock file, held as long as the journal is open: one
+	// file less for every apply to make (after many deletions ext4 is slow
+	// to find a free inode).
+	l, err := wal.Open(filepath.Join(dir, "journal"), wal.Options{NoSync: noSync, Lazy: true, LockPath: filepath.Join(dir, lockFile)})
+	if errors.Is(err, wal.ErrLocked) {
+		return nil, fmt.Errorf("journal: cannot lock run %s: %w", runID, err)
+	}
 	if err != nil {
-		_ = lk.Unlock()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	return &Journal{RunID: runID, Dir: dir, log: l, lock: lk}, nil
+	return &Journal{RunID: runID, Dir: dir, log: l}, nil
 }
 
 // Write appends one record and returns when it is durable (records
@@ -459,9 +459,7 @@ func (j *Journal) WriteBatch(es []Entry) error {
 // Close flushes and releases the run lock.
 func (j *Journal) Close() error {
 	ferr := j.flushCached()
-	err := errors.Join(ferr, j.log.Close())
-	_ = j.lock.Unlock()
-	return err
+	return errors.Join(ferr, j.log.Close()) // and the run's lock goes
 }
 
 // Read returns a run's records. A torn last record (the run was

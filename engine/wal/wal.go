@@ -56,8 +56,8 @@
 // neither the file's size nor its block map; the zeros past the last record read as
 // a torn tail, which Close and, after a crash, Open cut off.
 //
-// Each log has a sidecar lock file, "<path>.lock". Without Options.Shared, Open takes an
-// exclusive flock on it for the life of the Log, so a second writer (say, a second
+// Each log has a sidecar lock file, "<path>.lock" (or Options.LockPath). Without
+// Options.Shared, Open takes an exclusive flock on it for the life of the Log, so a second writer (say, a second
 // apply of the same run) fails with ErrLocked instead of interleaving records. With
 // Options.Shared, several processes append to one file: each commit takes the lock,
 // checks the bytes other processes appended since this Log last looked (cutting off a
@@ -150,6 +150,12 @@ type Options struct {
 	// one is closed without an fsync. For a single-writer log whose records
 	// matter only once one of them must be durable (a run journal).
 	Lazy bool
+	// LockPath is the lock file ("" for "<path>.lock"): a single-writer log
+	// whose owner has a lock file of its own for as long as it writes (a run
+	// journal, the run's lock) takes that one, and no file is made for the
+	// log's. Repair and TrimTail take "<path>.lock": call them only when the
+	// owner's lock shows no writer.
+	LockPath string
 }
 
 // Log appends records to one file. Its methods are safe for concurrent use.
@@ -214,7 +220,11 @@ func Open(path string, opts Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	lk, err := openLock(path + ".lock")
+	lockPath := opts.LockPath
+	if lockPath == "" {
+		lockPath = path + ".lock"
+	}
+	lk, err := openLock(lockPath)
 	if err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}

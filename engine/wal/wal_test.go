@@ -506,6 +506,29 @@ func TestSecondWriterIsRefused(t *testing.T) {
 	require.NoError(t, l.Close())
 }
 
+// With LockPath the writer's lock is that file: no "<path>.lock" is made,
+// a second writer is refused, and the lock goes with Close.
+func TestLockPathIsTheWritersLock(t *testing.T) {
+	dir := t.TempDir()
+	path, lock := filepath.Join(dir, "journal"), filepath.Join(dir, "lock")
+	l, err := Open(path, Options{NoSync: true, LockPath: lock})
+	require.NoError(t, err)
+	_, err = os.Stat(path + ".lock")
+	assert.True(t, os.IsNotExist(err), "no lock file of the log's own")
+	_, err = Open(path, Options{NoSync: true, LockPath: lock})
+	require.ErrorIs(t, err, ErrLocked)
+	other, err := openLock(lock)
+	require.NoError(t, err)
+	ok, err := other.tryLock()
+	require.NoError(t, err)
+	assert.False(t, ok, "held while the log is open")
+	require.NoError(t, l.Close())
+	ok, err = other.tryLock()
+	require.NoError(t, err)
+	assert.True(t, ok, "released by Close")
+	require.NoError(t, other.close())
+}
+
 func TestCloseIsIdempotentAndRefusesAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log")
 	l, err := Open(path, Options{NoSync: true})
