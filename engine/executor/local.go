@@ -412,7 +412,10 @@ func lookPath(name string, env []string) (string, error) {
 			dir = "."
 		}
 		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		// A bare stat, without os.Stat's FileInfo: every node that names
+		// its program without a folder looks through the whole PATH.
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Mode&0o111 != 0 {
 			return p, nil
 		}
 	}

@@ -3,7 +3,9 @@ package executor
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,4 +91,29 @@ func TestLocalAttachRecover(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Local{}.Attach(context.Background(), ref)
 	assert.ErrorIs(t, err, ErrGone)
+}
+
+// procStat reads this process's own group and start time, and a program
+// is found on the PATH a node's env gives it, not cairn's.
+func TestProcStatAndLookPath(t *testing.T) {
+	pgid, start, ok := procStat(os.Getpid())
+	require.True(t, ok)
+	assert.Equal(t, syscall.Getpgrp(), pgid)
+	assert.NotZero(t, start)
+	_, _, ok = procStat(1 << 30) // no such process
+	assert.False(t, ok)
+
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog")
+	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "data"), nil, 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "folder"), 0o755))
+	env := []string{"PATH=/nonexistent:" + dir}
+	p, err := lookPath("prog", env)
+	require.NoError(t, err)
+	assert.Equal(t, prog, p)
+	for _, name := range []string{"data", "folder", "missing"} {
+		_, err := lookPath(name, env)
+		assert.ErrorIs(t, err, exec.ErrNotFound, "%s is no program", name)
+	}
 }
