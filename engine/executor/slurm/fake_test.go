@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,4 +357,29 @@ func TestWrapperForwardsSIGTERM(t *testing.T) {
 	assert.Equal(t, 128+int(syscall.SIGTERM), st.Status)
 	assert.True(t, st.Term)
 	assert.Error(t, syscall.Kill(pid, 0), "the command got the SIGTERM")
+}
+
+// The start the wrapper records is on the clock that stamps files: a
+// command that writes its output at once leaves a modification time no
+// earlier than the recorded start, so that an apply that re-attaches to
+// the job counts the output as written by it. (File times come from the
+// kernel's coarse clock, or a file server's, which can lag `date` by some
+// milliseconds: a start taken with `date` was later than such a file 1
+// time in 6.)
+func TestWrapperStartIsNoLaterThanTheCommandsFiles(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 40; i++ {
+		out := filepath.Join(dir, fmt.Sprintf("out%d", i))
+		j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
+			Argv: []string{"touch", out}}
+		require.NoError(t, writeScript(j))
+		require.NoError(t, exec.Command("bash", j.Script).Run())
+		st, ok, err := readExit(j.ExitFile)
+		require.NoError(t, err)
+		require.True(t, ok)
+		fi, err := os.Stat(out)
+		require.NoError(t, err)
+		require.False(t, fi.ModTime().Before(st.Started), "run %d: the output's mtime %s is before the recorded start %s",
+			i, fi.ModTime().Format(time.RFC3339Nano), st.Started.Format(time.RFC3339Nano))
+	}
 }

@@ -68,7 +68,14 @@ trap 'echo "cairn: SIGUSR2 from Slurm: the job is near its time limit" >&2' USR2
 exit_file=%s
 tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
 rm -f -- "$exit_file"
-started=$(date +%%s%%N)
+# The start on the clock that stamps files: the modification time of a
+# file made now. cairn compares it with the times of the outputs the
+# command writes (to tell them from an earlier run's), and those come from
+# the kernel's coarse clock (or a file server's), which lags date's by up
+# to some milliseconds.
+stamp="$exit_file.started.${SLURM_JOB_ID:-0}.$$"
+if : >"$stamp" && started=$(date -r "$stamp" +%%s%%N); then :; else started=$(date +%%s%%N); fi
+rm -f -- "$stamp"
 finish() {
 	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\nstarted_ns=%%s\n' "$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" "$started" >"$tmp" &&
 		sync -- "$tmp" 2>/dev/null
@@ -105,7 +112,8 @@ type ExitStatus struct {
 	Term     bool // the wrapper had a SIGTERM (a cancel or the time limit)
 	Job      string
 	Restarts int
-	// Started is when the script began, before the command.
+	// Started is when the script began, before the command, as the
+	// filesystem stamps a file made then (the clock of the outputs' times).
 	Started time.Time
 }
 
