@@ -73,13 +73,7 @@ func TestSlurmDemoBatch(t *testing.T) {
 func TestSlurmCancelledFromOutside(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, "none")
-	w.write("main.hcl", `pipeline "p" {
-  executor "slurm" {
-    poll_interval = "200ms"
-  }
-}
-
-stage "command" "sleeper" {
+	w.write("main.hcl", slurmPipeline+`stage "command" "sleeper" {
   run = ["sh", "-c", "touch started; sleep 300"]
 }
 `)
@@ -115,29 +109,9 @@ stage "command" "sleeper" {
 func TestSlurmKillThenReattach(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, "none")
-	w.write("main.hcl", `pipeline "p" {
-  executor "slurm" {
-    poll_interval = "200ms"
-  }
-}
-
-stage "command" "work" {
-  for_each = toset(["a", "b", "c", "d"])
-  # a and b end at once; c and d wait for the file release.
-  run     = ["sh", "-c", "echo start ${each.key} >> exec.log; if [ ${each.key} = c ] || [ ${each.key} = d ]; then while [ ! -e release ]; do sleep 0.1; done; fi; echo ${each.key} > out_${each.key}.txt; echo end ${each.key} >> exec.log"]
-  outputs = ["out_${each.key}.txt"]
-}
-
-stage "command" "sum" {
-  after   = [stage.work]
-  run     = ["sh", "-c", "echo sum >> exec.log; cat out_a.txt out_b.txt out_c.txt out_d.txt > sum.txt"]
-  outputs = ["sum.txt"]
-}
-`)
-	execLog := func() string {
-		b, _ := os.ReadFile(filepath.Join(w.dir, "exec.log"))
-		return string(b)
-	}
+	// a and b end at once; c and d wait for the file release.
+	w.write("main.hcl", workThenSum([]string{"a", "b", "c", "d"}, "${each.key} = c ] || [ ${each.key} = d", "release"))
+	execLog := w.execLog
 	first := w.command("apply", "main.hcl")
 	require.NoError(t, first.Start())
 	waitFor(t, "a and b to end and c and d to start", 2*time.Minute, func() bool {
@@ -198,13 +172,7 @@ func TestSlurmInterrupt(t *testing.T) {
 	for _, leave := range []bool{false, true} {
 		t.Run(fmt.Sprintf("leave=%v", leave), func(t *testing.T) {
 			w := newWorkspace(t, "none")
-			w.write("main.hcl", `pipeline "p" {
-  executor "slurm" {
-    poll_interval = "200ms"
-  }
-}
-
-stage "command" "sleeper" {
+			w.write("main.hcl", slurmPipeline+`stage "command" "sleeper" {
   for_each = toset(["a", "b", "c"])
   run      = ["sh", "-c", "echo ${each.key} >> started; sleep 300"]
 }
@@ -272,4 +240,194 @@ func processesIn(dir string) []string {
 		}
 	}
 	return out
+}
+
+// A node past its timeout is ended by Slurm at the job's time limit
+// (--time, in Slurm's whole minutes): the apply fails the node with class
+// timeout and says Slurm ended it.
+func TestSlurmTimeLimit(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	w.write("main.hcl", slurmPipeline+`stage "command" "slow" {
+  run     = ["sh", "-c", "touch started; exec sleep 600"]
+  timeout = "5s" # Slurm's one minute
+}
+`)
+	out, code := w.run("apply", "main.hcl")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "stage.slow failed (timeout)")
+	assert.Contains(t, out, "Slurm ended the job at its time limit (TIMEOUT)")
+	assert.FileExists(t, filepath.Join(w.dir, "started"), "the job ran")
+	n := 0
+	for _, e := range w.lastJournal() {
+		if e.T == "failed" && e.Class == "timeout" {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "one node journaled failed with class timeout")
+}
+
+// A job requeued while it runs (scontrol requeue: a node drained, a
+// preemption) is followed under its job id: its second run is the one that
+// counts, the node is committed once, from that run, and the next apply
+// finds it in the cache.
+func TestSlurmRequeue(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	w.write("main.hcl", slurmPipeline+`stage "command" "work" {
+  # The first run waits to be requeued (exec: Slurm's signal reaches the
+  # sleep itself); the second writes the output.
+  run     = ["sh", "-c", "echo start $${SLURM_RESTART_COUNT:-0} >> exec.log; if [ $${SLURM_RESTART_COUNT:-0} = 0 ]; then exec sleep 300; fi; echo run $${SLURM_RESTART_COUNT} > out.txt"]
+  outputs = ["out.txt"]
+}
+`)
+	out, done := w.start("apply", "main.hcl")
+	execLog := w.execLog
+	waitFor(t, "the job's first run", 2*time.Minute, func() bool { return execLog() == "start 0\n" })
+	run := w.runs()[0].ID
+	id := strings.TrimSpace(squeue(t, "--noheader", "--name="+run, "--format=%i"))
+	require.NotEmpty(t, id, "the job of stage.work in squeue")
+	slurmtest.Call(t, "scontrol", "requeue", id)
+	// Slurm holds a requeued job back for two minutes: let it start now.
+	waitFor(t, "the requeued job to be pending", time.Minute, func() bool {
+		return strings.Contains(squeue(t, "--noheader", "--states=all", "--jobs="+id, "--format=%T"), "PENDING")
+	})
+	slurmtest.Call(t, "scontrol", "update", "JobId="+id, "StartTime=now")
+	select {
+	case err := <-done:
+		require.NoError(t, err, out.String())
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("cairn did not end within 4 minutes of the requeue:\n%s", out.String())
+	}
+	assert.Equal(t, "start 0\nstart 1\n", execLog(), "the first run was stopped, the second ran once")
+	b, err := os.ReadFile(filepath.Join(w.dir, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "run 1\n", string(b))
+	finished := 0
+	for _, e := range w.runs()[0].Entries {
+		if e.T == "finished" {
+			finished++
+		}
+		assert.NotEqual(t, "failed", e.T, "no node failed: %+v", e)
+	}
+	assert.Equal(t, 1, finished, "the node committed once")
+	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%i")
+	assert.Equal(t, id, strings.TrimSpace(jobs), "one job, followed under its id")
+
+	again, code := w.run("apply", "main.hcl")
+	require.Equal(t, 0, code, again)
+	assert.Contains(t, again, "0 ran")
+	assert.Equal(t, "start 0\nstart 1\n", execLog(), "the second apply ran nothing")
+}
+
+// slurmctld stopped for 20 s while the run's jobs end: every query fails
+// meanwhile, cairn keeps waiting (it neither ends nor decides a node), and
+// once the controller is back it collects both jobs, submits the
+// downstream node and finishes with the right result.
+func TestSlurmControllerAway(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	w.write("main.hcl", workThenSum([]string{"a", "b"}, "", "go"))
+	execLog := w.execLog
+	out, done := w.start("apply", "main.hcl")
+	waitFor(t, "both jobs to start", 2*time.Minute, func() bool {
+		l := execLog()
+		return strings.Contains(l, "start a") && strings.Contains(l, "start b")
+	})
+	startController := slurmtest.StopController(t)
+	stopped := time.Now()
+	// The jobs end while the controller is away, and their scripts write
+	// their exit files.
+	w.write("go", "")
+	waitFor(t, "both jobs' exit files", 2*time.Minute, func() bool {
+		m, _ := filepath.Glob(filepath.Join(w.dir, ".cairn", "runs", "*", "logs", "*.exit"))
+		return len(m) == 2
+	})
+	time.Sleep(time.Until(stopped.Add(20 * time.Second)))
+	select {
+	case err := <-done:
+		t.Fatalf("cairn ended while the controller was away (%v):\n%s", err, out.String())
+	default:
+	}
+	for _, e := range w.runs()[0].Entries {
+		assert.NotContains(t, []string{"finished", "failed"}, e.T, "nothing decided while the controller was away: %+v", e)
+	}
+	startController()
+	select {
+	case err := <-done:
+		require.NoError(t, err, out.String())
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("cairn did not end within 3 minutes of the controller's return:\n%s", out.String())
+	}
+	b, err := os.ReadFile(filepath.Join(w.dir, "sum.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb\n", string(b))
+	l := execLog()
+	for _, s := range []string{"start a\n", "end a\n", "start b\n", "end b\n", "sum\n"} {
+		assert.Equal(t, 1, strings.Count(l, s), "%q once in the nodes' log:\n%s", s, l)
+	}
+}
+
+// slurmPipeline starts the pipeline files of these tests: the Slurm
+// executor, polling often.
+const slurmPipeline = `pipeline "p" {
+  executor "slurm" {
+    poll_interval = "200ms"
+  }
+}
+
+`
+
+// workThenSum is a pipeline on the Slurm executor: stage work, one node per
+// key, each appending "start K" and "end K" to the nodes' own execution
+// log (exec.log) around writing out_K.txt, and stage sum after all of
+// them, concatenating their outputs into sum.txt. A node for which the
+// shell test `[ hold ]` is true (every node when hold is "") waits, after
+// its start, until the file release exists.
+func workThenSum(keys []string, hold, release string) string {
+	cond := "true"
+	if hold != "" {
+		cond = "[ " + hold + " ]"
+	}
+	q := make([]string, len(keys))
+	outs := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = fmt.Sprintf("%q", k)
+		outs[i] = "out_" + k + ".txt"
+	}
+	return fmt.Sprintf(slurmPipeline+`stage "command" "work" {
+  for_each = toset([%s])
+  run      = ["sh", "-c", "echo start ${each.key} >> exec.log; if %s; then while [ ! -e %s ]; do sleep 0.1; done; fi; echo ${each.key} > out_${each.key}.txt; echo end ${each.key} >> exec.log"]
+  outputs  = ["out_${each.key}.txt"]
+}
+
+stage "command" "sum" {
+  after   = [stage.work]
+  run     = ["sh", "-c", "echo sum >> exec.log; cat %s > sum.txt"]
+  outputs = ["sum.txt"]
+}
+`, strings.Join(q, ", "), cond, release, strings.Join(outs, " "))
+}
+
+// execLog is the nodes' own execution log, exec.log in the workspace
+// ("" before the first line).
+func (w *workspace) execLog() string {
+	b, _ := os.ReadFile(filepath.Join(w.dir, "exec.log"))
+	return string(b)
+}
+
+// start starts cairn in the background: its output so far, and a channel
+// that gets its end (nil for exit status 0).
+func (w *workspace) start(args ...string) (*strings.Builder, <-chan error) {
+	w.t.Helper()
+	cmd := w.command(args...)
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(w.t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return out, done
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -172,8 +170,6 @@ func TestClusterControllerAway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops the controller for 20 s")
 	}
-	dir := os.Getenv("CAIRN_SLURM_DIR")
-	require.NotEmpty(t, dir, "CAIRN_SLURM_DIR (set by scripts/slurm-up.sh)")
 	c := newClusterClient(t)
 	wd := t.TempDir()
 	// The job ends once the controller is away (the file go), not after a
@@ -182,7 +178,7 @@ func TestClusterControllerAway(t *testing.T) {
 	ref, err := c.Submit(context.Background(), clusterJob(t, wd, "x", "sh", "-c", "touch started; while [ ! -e go ]; do sleep 0.1; done; exit 4"))
 	require.NoError(t, err)
 	waitFile(t, filepath.Join(wd, "started"))
-	stopController(t, dir)
+	startController := slurmtest.StopController(t)
 	before := c.Queries()
 	require.NoError(t, os.WriteFile(filepath.Join(wd, "go"), nil, 0o666))
 	// Wait for the job's own end, then for the client to have failed at
@@ -194,44 +190,12 @@ func TestClusterControllerAway(t *testing.T) {
 	}
 	time.Sleep(time.Until(stopped.Add(20 * time.Second)))
 	assert.NotEqual(t, "FAILED", c.State(ref.JobID), "nothing decided while the controller was away")
-	startController(t)
+	startController()
 	out := waitJob(t, c, ref, 3*time.Minute)
 	assert.Equal(t, "FAILED", out.State)
 	assert.Equal(t, dsl.ClassExit, out.Class)
 	require.NotNil(t, out.Exit)
 	assert.Equal(t, 4, out.Exit.Status)
-}
-
-var controllerMu sync.Mutex
-
-func stopController(t *testing.T, dir string) {
-	controllerMu.Lock()
-	b, err := os.ReadFile(filepath.Join(dir, "slurmctld.pid"))
-	require.NoError(t, err)
-	pid := strings.TrimSpace(string(b))
-	slurmCmd(t, "kill", "-TERM", pid)
-	for i := 0; ; i++ {
-		if exec.Command("kill", "-0", pid).Run() != nil {
-			return
-		}
-		require.Less(t, i, 300, "slurmctld %s still runs 30 s after SIGTERM", pid)
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func startController(t *testing.T) {
-	defer controllerMu.Unlock()
-	slurmCmd(t, "slurmctld", "-f", os.Getenv("SLURM_CONF"))
-	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := exec.CommandContext(ctx, "squeue", "-h").Run()
-		cancel()
-		if err == nil {
-			return
-		}
-		require.Less(t, i, 300, "slurmctld does not answer 30 s after its start")
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // waitFile waits for a file to exist (at most two minutes).

@@ -8,9 +8,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Need skips a test where no local Slurm cluster runs, and fails it
@@ -45,4 +49,62 @@ func Call(t testing.TB, name string, args ...string) string {
 	}
 	t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
 	return ""
+}
+
+// StopController stops the local cluster's slurmctld (scripts/slurm-up.sh
+// records its pid in $CAIRN_SLURM_DIR) and waits until it is gone; the
+// returned function starts it again and waits until it answers. Between
+// the two, the test holds an exclusive lock on the cluster's controller:
+// tests in other packages (go test runs packages in parallel) that stop it
+// too wait their turn, so one never finds it stopped by another, or starts
+// it under another's feet.
+func StopController(t testing.TB) (start func()) {
+	t.Helper()
+	dir := os.Getenv("CAIRN_SLURM_DIR")
+	if dir == "" {
+		t.Fatal("CAIRN_SLURM_DIR is not set (scripts/slurm-up.sh sets it)")
+	}
+	lock := flock.New(filepath.Join(dir, "controller.lock"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ok, err := lock.TryLockContext(ctx, 100*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatalf("the controller lock %s: %v (held by another test for 10 minutes?)", lock.Path(), err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "slurmctld.pid"))
+	if err != nil {
+		_ = lock.Unlock()
+		t.Fatalf("slurmctld's pid: %v", err)
+	}
+	pid := strings.TrimSpace(string(b))
+	Call(t, "kill", "-TERM", pid)
+	for i := 0; exec.Command("kill", "-0", pid).Run() == nil; i++ {
+		if i == 300 {
+			_ = lock.Unlock()
+			t.Fatalf("slurmctld %s still runs 30 s after SIGTERM", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var once sync.Once
+	start = func() {
+		once.Do(func() {
+			defer lock.Unlock()
+			Call(t, "slurmctld", "-f", os.Getenv("SLURM_CONF"))
+			for i := 0; ; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := exec.CommandContext(ctx, "squeue", "-h").Run()
+				cancel()
+				if err == nil {
+					return
+				}
+				if i == 300 {
+					t.Fatalf("slurmctld does not answer 30 s after its start: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+	// A test that fails while the controller is away still brings it back.
+	t.Cleanup(start)
+	return start
 }
