@@ -210,7 +210,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		Args:  argv,
 		Env:   spec.Env,
 		Dir:   spec.Dir,
-		Stdin: spec.Stdin,
+		Stdin: stdinOf(spec),
 		// The pipes' write ends as files: Wait does not wait for the
 		// copy, which whatever the node started may keep open after the
 		// node's own process has ended (see nodeLog.finish).
@@ -358,6 +358,22 @@ loop:
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
 	res.Message = stages.RedactSecrets(res.Message, spec.Secrets)
 	return nil
+}
+
+// devNull is /dev/null, opened once, for the stdin of every process that
+// is given none: os/exec would open it afresh for each (an open, its
+// poller registration and a close per node).
+var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
+
+// stdinOf is the stdin a process is started with: its spec's, or /dev/null.
+func stdinOf(spec *Spec) io.Reader {
+	if spec.Stdin != nil {
+		return spec.Stdin
+	}
+	if f, err := devNull(); err == nil {
+		return f
+	}
+	return nil // os/exec opens /dev/null itself
 }
 
 // oomCount is the count of the OOM killer's kills in cairn's cgroup

@@ -117,3 +117,18 @@ func TestProcStatAndLookPath(t *testing.T) {
 		assert.ErrorIs(t, err, exec.ErrNotFound, "%s is no program", name)
 	}
 }
+
+// A process given no stdin reads /dev/null, one after another: the one
+// file cairn opens for them all stays open.
+func TestLocalStdinDevNull(t *testing.T) {
+	for i := 0; i < 2; i++ {
+		spec := sleepSpec(t)
+		spec.Argv = []string{"sh", "-c", `test "$(readlink /proc/self/fd/0)" = /dev/null && test -z "$(cat)"`}
+		job, err := Local{}.Submit(context.Background(), spec)
+		require.NoError(t, err)
+		res, err := job.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 0, res.ExitCode, "run %d", i)
+		assert.Empty(t, res.Class, "run %d: %s", i, res.Message)
+	}
+}
