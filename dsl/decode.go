@@ -63,7 +63,7 @@ var retrySchema = &hcl.BodySchema{
 // GenericAttributes are the attributes every stage kind accepts.
 var GenericAttributes = []string{
 	"description", "for_each", "after", "wait_for", "inputs", "result", "outputs", "env",
-	"cpus", "gpus", "timeout", "kill_grace", "concurrency", "on_interrupt",
+	"cpus", "memory", "gpus", "timeout", "kill_grace", "concurrency", "on_interrupt",
 	"on_upstream_failure", "classify",
 }
 

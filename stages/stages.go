@@ -168,6 +168,7 @@ type Common struct {
 	Env          map[string]string // sensitive values included; never logged
 	SensitiveEnv map[string]bool
 	CPUs         int
+	MemMiB       int // the stage's memory, MiB (0: not said)
 	GPUs         int
 	Timeout      time.Duration // 0: none
 	KillGrace    time.Duration

@@ -95,6 +95,9 @@ type Spec struct {
 	// CPUs is the stage's cpus (0: not said); a cluster executor asks
 	// for that many.
 	CPUs int
+	// MemMiB is the stage's memory in MiB (0: not said); a cluster
+	// executor asks for that much. The local executor does not enforce it.
+	MemMiB int
 	// KillGrace is the wait between SIGTERM and SIGKILL.
 	KillGrace time.Duration
 	Classify  []stages.ClassPattern // tried in order (see stages.Common)

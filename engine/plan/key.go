@@ -48,7 +48,7 @@ func (e *Envelope) Key() string {
 // notKeyed are generic attributes that do not change what a node
 // produces; they never enter its key.
 var notKeyed = map[string]bool{
-	"description": true, "for_each": true, "after": true, "cpus": true,
+	"description": true, "for_each": true, "after": true, "cpus": true, "memory": true,
 	"timeout": true, "kill_grace": true, "concurrency": true,
 	"on_interrupt": true, "on_upstream_failure": true, "classify": true,
 	"inputs": true,

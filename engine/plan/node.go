@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -358,6 +359,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 		}
 	}
 	c.CPUs = intAttr(sn, "cpus", 1, &diags)
+	c.MemMiB = memoryAttr(sn, "memory", &diags)
 	c.GPUs = intAttr(sn, "gpus", 0, &diags)
 	c.Concurrency = intAttr(sn, "concurrency", 0, &diags)
 	c.Timeout = durationAttr(sn, "timeout", 0, &diags)
@@ -421,6 +423,48 @@ func intAttr(sn *stages.Node, attr string, def int, diags *hcl.Diagnostics) int 
 		return def
 	}
 	return int(i)
+}
+
+// memoryAttr reads a memory size ("512M", "16G", "1T": binary units, MiB
+// and up, as Slurm's --mem takes them) as MiB; 0 when the attribute is
+// absent.
+func memoryAttr(sn *stages.Node, attr string, diags *hcl.Diagnostics) int {
+	v, ok := sn.Args[attr]
+	if !ok || !v.IsKnown() || v.IsNull() {
+		return 0
+	}
+	v, _ = v.Unmark()
+	sv, err := convert.Convert(v, cty.String)
+	mib := 0
+	if err == nil {
+		mib, err = ParseMemory(sv.AsString())
+	}
+	if err != nil {
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s: %v.", attr, err), sn.Ranges[attr])...)
+		return 0
+	}
+	return mib
+}
+
+// ParseMemory reads a memory size: a whole number and a unit, M, G or T
+// (MiB, GiB, TiB; "MiB", "GiB", "TiB" and "MB", "GB", "TB" mean the same,
+// as they do to Slurm), at least 1 MiB and at most 1 PiB, as MiB.
+func ParseMemory(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	unit := strings.ToUpper(strings.TrimSpace(t[i:]))
+	scale := map[string]int64{"M": 1, "MB": 1, "MIB": 1, "G": 1 << 10, "GB": 1 << 10, "GIB": 1 << 10, "T": 1 << 20, "TB": 1 << 20, "TIB": 1 << 20}[unit]
+	if err != nil || scale == 0 {
+		return 0, fmt.Errorf("%q is not a memory size: write a whole number and a unit, like \"512M\", \"16G\" or \"1T\"", s)
+	}
+	if n <= 0 || n > (1<<30)/scale {
+		return 0, fmt.Errorf("%q is out of range: at least 1M, at most 1024T", s)
+	}
+	return int(n * scale), nil
 }
 
 // ParseDuration reads "90s", "60m", "1h30m", or a number of seconds.

@@ -403,6 +403,6 @@ func jobFor(spec *executor.Spec) *Job {
 		Node: spec.Node, Attempt: max(attempt, 1), Argv: spec.Argv, Shell: spec.Shell,
 		Env: spec.Env, Dir: spec.Dir, Stdout: spec.Stdout, Stderr: spec.Stderr,
 		Script: stem + ".sbatch", ExitFile: stem + ".exit",
-		GPUs: len(spec.GPUs), CPUs: spec.CPUs, Timeout: spec.Timeout,
+		GPUs: len(spec.GPUs), CPUs: spec.CPUs, MemMiB: spec.MemMiB, Timeout: spec.Timeout,
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor"
 )
 
 // fake is a folder the stand-ins in testdata/fakebin read and write.
@@ -382,4 +383,21 @@ func TestWrapperStartIsNoLaterThanTheCommandsFiles(t *testing.T) {
 		require.False(t, fi.ModTime().Before(st.Started), "run %d: the output's mtime %s is before the recorded start %s",
 			i, fi.ModTime().Format(time.RFC3339Nano), st.Started.Format(time.RFC3339Nano))
 	}
+}
+
+// A node's job asks for what its stage says: gpus, cpus, memory and
+// timeout become the job's --gres, --cpus-per-task, --mem and --time
+// (TestSbatchArguments checks the flags).
+func TestJobForCarriesTheStagesResources(t *testing.T) {
+	spec := &executor.Spec{
+		Node: `stage.train["a"]`, Argv: []string{"true"}, Env: []string{"CAIRN_ATTEMPT=2"},
+		Stdout: "/logs/x.out", GPUs: []int{0, 1}, CPUs: 4, MemMiB: 16 << 10, Timeout: time.Hour,
+	}
+	j := jobFor(spec)
+	assert.Equal(t, 2, j.GPUs)
+	assert.Equal(t, 4, j.CPUs)
+	assert.Equal(t, 16<<10, j.MemMiB)
+	assert.Equal(t, time.Hour, j.Timeout)
+	assert.Equal(t, 2, j.Attempt)
+	assert.Equal(t, "/logs/x.exit", j.ExitFile)
 }
