@@ -276,6 +276,8 @@ func TestSlurmRequeue(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, "none")
 	t.Parallel()
+	// scontrol requeue must reach the controller while the job runs.
+	slurmtest.HoldController(t)
 	w.write("main.hcl", slurmPipeline+`stage "command" "work" {
   # The first run waits to be requeued (exec: Slurm's signal reaches the
   # sleep itself); the second writes the output.

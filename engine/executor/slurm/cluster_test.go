@@ -134,6 +134,7 @@ func TestClusterTimeLimit(t *testing.T) {
 func TestClusterRequeue(t *testing.T) {
 	slurmtest.Need(t)
 	t.Parallel()
+	slurmtest.HoldController(t)
 	c := newClusterClient(t)
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs.log")

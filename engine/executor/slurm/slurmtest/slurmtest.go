@@ -51,6 +51,34 @@ func Call(t testing.TB, name string, args ...string) string {
 	return ""
 }
 
+// controllerLock is the lock on the local cluster's controller that tests
+// in every package share: StopController holds it exclusively while
+// slurmctld is away, HoldController shared.
+func controllerLock(t testing.TB) *flock.Flock {
+	t.Helper()
+	dir := os.Getenv("CAIRN_SLURM_DIR")
+	if dir == "" {
+		t.Fatal("CAIRN_SLURM_DIR is not set (scripts/slurm-up.sh sets it)")
+	}
+	return flock.New(filepath.Join(dir, "controller.lock"))
+}
+
+// HoldController keeps the controller up for the rest of the test: a test
+// whose steps must reach slurmctld at a given moment (scontrol requeue of a
+// running job) waits until no test has it stopped, and none stops it until
+// this test ends.
+func HoldController(t testing.TB) {
+	t.Helper()
+	lock := controllerLock(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ok, err := lock.TryRLockContext(ctx, 100*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatalf("the controller lock %s: %v (held by another test for 10 minutes?)", lock.Path(), err)
+	}
+	t.Cleanup(func() { _ = lock.Unlock() })
+}
+
 // StopController stops the local cluster's slurmctld (scripts/slurm-up.sh
 // records its pid in $CAIRN_SLURM_DIR) and waits until it is gone; the
 // returned function starts it again and waits until it answers. Between
@@ -60,11 +88,8 @@ func Call(t testing.TB, name string, args ...string) string {
 // it under another's feet.
 func StopController(t testing.TB) (start func()) {
 	t.Helper()
-	dir := os.Getenv("CAIRN_SLURM_DIR")
-	if dir == "" {
-		t.Fatal("CAIRN_SLURM_DIR is not set (scripts/slurm-up.sh sets it)")
-	}
-	lock := flock.New(filepath.Join(dir, "controller.lock"))
+	lock := controllerLock(t)
+	dir := filepath.Dir(lock.Path())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ok, err := lock.TryLockContext(ctx, 100*time.Millisecond)
