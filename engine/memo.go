@@ -502,14 +502,15 @@ func (m *Memo) RenderPlan(w io.Writer) error {
 type MemoApplyOptions struct {
 	CacheDir string
 	Progress io.Writer
-	NoSync   bool
 	Args     []string // the command line, for the journal
 }
 
 // ApplyMemo is an apply of a pipeline the memo vouches for: every node is
 // taken from the cache as it is. It does what such an apply does besides
-// evaluating — recovering what earlier runs left, journaling the run and
-// each node taken from the cache — and returns the same result.
+// evaluating — recovering what earlier runs left, and journaling the run —
+// and returns the same result. The run is journaled as one line of the
+// up-to-date log (runlog.AppendUpToDate), not in a run folder: it has
+// nothing else to record.
 func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult, error) {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
@@ -521,18 +522,15 @@ func ApplyMemo(_ context.Context, m *Memo, opts MemoApplyOptions) (*ApplyResult,
 		return nil, err
 	}
 	defer release()
-	if err := a.openRun(opts.NoSync); err != nil {
-		return nil, err
-	}
-	j, res := a.j, a.res
-	defer j.Close()
-	nodes := make([]runlog.CachedNode, len(m.Nodes))
-	for i, n := range m.Nodes {
-		nodes[i] = runlog.CachedNode{Node: n.Addr, Key: n.Key}
-	}
+	res := a.res
+	res.RunID = runlog.NewRunID()
 	res.Dur = time.Since(start)
-	if err := j.WriteCachedRun(a.runStartEntry(opts.Args), nodes, runlog.Entry{T: runlog.RunEnd, Status: "ok", Duration: res.Dur.Seconds()}); err != nil {
+	err = runlog.AppendUpToDate(opts.CacheDir, runlog.UpToDateRun{
+		RunID: res.RunID, Time: start.UTC(), Pipeline: m.Pipeline, PID: os.Getpid(),
+		Args: opts.Args, Cached: len(m.Nodes), Duration: res.Dur.Seconds(),
+	})
+	if err != nil {
 		return nil, err
 	}
-	return res, j.Close()
+	return res, nil
 }

@@ -47,12 +47,18 @@ func (a *app) showCmd() *cobra.Command {
   KEY      a node key (or a unique prefix of 8+ hex digits): its action record
   ADDRESS  a node address such as 'stage.ruler["a"]': its last record, per pipeline
   RUN      a run id from 'cairn status': per node, state, attempts, duration,
-           peak memory and log paths`,
+           peak memory and log paths (for a run the up-to-date check answered:
+           that every node was taken from the cache)`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg := args[0]
 			if _, err := os.Stat(filepath.Join(a.cachePath(), "runs", arg)); err == nil {
 				return a.showRun(filepath.Join(a.cachePath(), "runs", arg))
+			}
+			if r, err := runlog.FindUpToDate(a.cachePath(), arg); err == nil && r != nil {
+				fmt.Fprintf(a.stdout, "Run %s of pipeline %s, started %s UTC, took %s: up to date, every node taken from the cache (%d nodes).\n",
+					r.RunID, r.Pipeline, r.Time.UTC().Format("2006-01-02 15:04:05"), time.Duration(r.Duration*float64(time.Second)).Round(time.Millisecond), r.Cached)
+				return nil
 			}
 			cache, err := a.openCache()
 			if err != nil {
@@ -252,6 +258,7 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tPIPELINE\tSTATE\tOK\tCACHED\tFAILED\tSKIPPED\tFAILED ATTEMPTS")
 			for _, r := range shown {
 				c := countNodes(r.Entries)
+				c.cached += r.UpToDate
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Pipeline, r.State, c.ok, c.cached, c.failed, c.skipped, c.failedAttempts)
 			}
 			_ = tw.Flush()

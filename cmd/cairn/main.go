@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -50,6 +51,18 @@ var version = "0.1.0-dev"
 
 func main() {
 	tuneGC()
+	// CAIRN_MEMPROFILE=FILE writes an allocation profile of this command
+	// when it ends (`go tool pprof -sample_index=alloc_space`): what cairn
+	// allocates, and where.
+	if p := os.Getenv("CAIRN_MEMPROFILE"); p != "" {
+		runtime.MemProfileRate = 64 << 10
+		code := run(os.Args[1:], os.Stdout, os.Stderr)
+		if f, err := os.Create(p); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+		os.Exit(code)
+	}
 	// CAIRN_CPUPROFILE=FILE writes a CPU profile of this command (for
 	// `go tool pprof`): how cairn's own time is spent.
 	if p := os.Getenv("CAIRN_CPUPROFILE"); p != "" {

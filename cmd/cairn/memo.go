@@ -102,7 +102,7 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 	}
 	res, err := engine.ApplyMemo(context.Background(), m, engine.MemoApplyOptions{
 		CacheDir: a.cachePath(), Progress: a.stdout,
-		NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], vars),
+		Args: redactArgs(os.Args[1:], vars),
 	})
 	if err != nil {
 		return true, err

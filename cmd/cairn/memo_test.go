@@ -167,6 +167,30 @@ func TestUpToDateCheck(t *testing.T) {
 		s := sp["edit"]
 		fast, ok := s.upToDate()
 		require.True(t, ok)
+		// The run is journaled as a line of the up-to-date log, not in a
+		// folder of its own: status lists it, show tells it.
+		folders := func() int {
+			ents, err := os.ReadDir(filepath.Join(s.cache, "runs"))
+			require.NoError(t, err)
+			n := 0
+			for _, e := range ents {
+				if e.IsDir() {
+					n++
+				}
+			}
+			return n
+		}
+		before := folders()
+		again, ok := s.upToDate()
+		require.True(t, ok)
+		assert.Equal(t, before, folders(), "an apply the up-to-date check answers makes no run folder")
+		id := regexp.MustCompile(`run (\S+)\]`).FindStringSubmatch(again.stdout)
+		require.Len(t, id, 2, again.stdout)
+		st := runCLI(t, "--cache", s.cache, "status")
+		assert.Regexp(t, regexp.QuoteMeta(id[1])+`\s+\S+ \S+\s+memo\s+ok\s+0\s+6\s+0\s+0\s+0`, st.stdout)
+		show := runCLI(t, "--cache", s.cache, "show", id[1])
+		require.Equal(t, 0, show.code, show.stderr)
+		assert.Contains(t, show.stdout, "up to date, every node taken from the cache (6 nodes)")
 		t.Setenv("CAIRN_NO_MEMO", "1")
 		full := s.apply()
 		assert.Equal(t, summaryTimes.ReplaceAllString(full.stdout, "[]"), summaryTimes.ReplaceAllString(fast.stdout, "[]"))
@@ -175,9 +199,6 @@ func TestUpToDateCheck(t *testing.T) {
 		fastPlan := runCLI(t, "--chdir", s.root, "--cache", s.cache, "plan")
 		assert.Equal(t, fullPlan, fastPlan)
 		assert.Contains(t, fastPlan.stdout, "Plan: 0 to run, 6 cached.")
-		// The run is journaled like any other.
-		st := runCLI(t, "--cache", s.cache, "status")
-		assert.Contains(t, st.stdout, "memo")
 	})
 
 	check := func(name string, change func(t *testing.T, s *memoSpace), want func(t *testing.T, s *memoSpace, r cliResult)) {

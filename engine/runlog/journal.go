@@ -340,66 +340,6 @@ func (j *Journal) queueCached(b []byte) error {
 	return nil
 }
 
-// CachedNode is a node taken from the cache, for WriteCachedRun.
-type CachedNode struct{ Node, Key string }
-
-// WriteCachedRun journals a whole run that takes every node from the
-// cache at one moment (an apply the up-to-date memo answers): its
-// run_start, a cached record per node and its run_end, in one append that
-// waits once for the log, where Write, NoteCached for each node and
-// Write would wait
-// for the run_start and again for the run_end. Like those, nothing of it
-// is synced: it is information only. A kill during the write leaves a
-// prefix of it, as one between those calls would.
-func (j *Journal) WriteCachedRun(start Entry, nodes []CachedNode, end Entry) error {
-	if start.T != RunStart || end.T != RunEnd {
-		return fmt.Errorf("journal: a cached run is a run_start and a run_end, not %s and %s", start.T, end.T)
-	}
-	now := time.Now().UTC()
-	if start.Time.IsZero() {
-		start.Time = now
-	}
-	if end.Time.IsZero() {
-		end.Time = now
-	}
-	first, err := json.Marshal(start)
-	if err != nil {
-		return err
-	}
-	last, err := json.Marshal(end)
-	if err != nil {
-		return err
-	}
-	at := now.AppendFormat(nil, time.RFC3339Nano)
-	size := 0
-	for _, n := range nodes {
-		size += cachedSize(n.Node, n.Key) + len(at)
-	}
-	buf := make([]byte, 0, size)
-	payloads := make([][]byte, 0, len(nodes)+2)
-	payloads = append(payloads, first)
-	for _, n := range nodes {
-		from := len(buf)
-		buf = appendCached(buf, at, n.Node, n.Key)
-		payloads = append(payloads, buf[from:len(buf):len(buf)])
-	}
-	payloads = append(payloads, last)
-	if err := j.flushCached(); err != nil {
-		return err
-	}
-	if err := j.log.Append(payloads, wal.Written); err != nil {
-		return err
-	}
-	if AfterRecord != nil {
-		for range payloads {
-			AfterRecord()
-		}
-	}
-	j.pipeline = start.Pipeline
-	writeEndMarker(j.Dir, endMarker{Pipeline: j.pipeline, Status: end.Status})
-	return nil
-}
-
 // cachedSize is about how long a cached record is, without its time.
 func cachedSize(node, key string) int { return 64 + len(node) + len(key) }
 
@@ -486,9 +426,13 @@ type RunInfo struct {
 	End      time.Time
 	State    string // running, ok, failed, interrupted
 	Entries  []Entry
+	// UpToDate is, for a run the up-to-date check answered (a line of the
+	// up-to-date log: no folder, no entries), its nodes, every one cached.
+	UpToDate int
 }
 
-// List reads every run folder of a cache, newest first.
+// List reads every run of a cache, newest first: its run folders and the
+// runs of its up-to-date log.
 func List(cacheDir string) ([]*RunInfo, error) {
 	ds, err := dirs(cacheDir)
 	if err != nil {
@@ -501,6 +445,13 @@ func List(cacheDir string) ([]*RunInfo, error) {
 			continue
 		}
 		runs = append(runs, ri)
+	}
+	quick, err := ReadUpToDate(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range quick {
+		runs = append(runs, r.Info())
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID })
 	return runs, nil

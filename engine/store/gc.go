@@ -107,13 +107,19 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	if opts.OlderThan > 0 {
 		runs, _ := runlog.List(c.Dir)
 		for _, r := range runs {
-			if r.State != "running" && !r.Start.IsZero() && time.Since(r.Start) > opts.OlderThan {
+			if r.Dir != "" && r.State != "running" && !r.Start.IsZero() && time.Since(r.Start) > opts.OlderThan {
 				res.Runs++
 				if !opts.DryRun {
 					_ = os.RemoveAll(r.Dir)
 				}
 			}
 		}
+		// The runs the up-to-date check answered: lines of one log.
+		n, err := runlog.TrimUpToDate(c.Dir, time.Now().Add(-opts.OlderThan), opts.DryRun)
+		if err != nil {
+			return res, err
+		}
+		res.Runs += n
 	}
 	if opts.DryRun {
 		return res, nil
