@@ -200,6 +200,11 @@ func BuildMemo(p *plan.Plan, res *ApplyResult, c *store.Cache, identity string) 
 
 // Write stores the memo at path, atomically.
 func (m *Memo) Write(path string) error {
+	return atomicfile.Write(path, m.encode(), false)
+}
+
+// encode is the memo's text, as Write stores it.
+func (m *Memo) encode() []byte {
 	b := make([]byte, 0, 160*(len(m.Nodes)+len(m.Files))+256)
 	// line writes "word [first ]last": first is written when fields holds
 	// it, even empty, so that the reader finds it in its place; last is
@@ -237,8 +242,7 @@ func (m *Memo) Write(path string) error {
 			line("in", in.Digest, in.Path)
 		}
 	}
-	b = append(b, "end\n"...)
-	return atomicfile.Write(path, b, false)
+	return append(b, "end\n"...)
 }
 
 // appendMemoString appends s as the last field of a memo line: as it is,
@@ -268,6 +272,12 @@ func ReadMemo(path string) (*Memo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseMemo(path, b)
+}
+
+// parseMemo reads the memo text b, read from path (for messages). The memo
+// keeps b: it must not change afterwards.
+func parseMemo(path string, b []byte) (*Memo, error) {
 	m := &Memo{}
 	bad := func(line int, what string) error {
 		return fmt.Errorf("memo %s:%d: %s", path, line, what)

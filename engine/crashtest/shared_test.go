@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // Two users of one machine, each with a primary group of their own, who
@@ -130,6 +133,23 @@ func TestSharedCacheTwoUsers(t *testing.T) {
 		require.Equal(t, 0, res.code, res.String())
 		assert.Contains(t, res.stdout, "1 ran, 2 cached")
 	}
+
+	// Once the outputs are old enough for the up-to-date check, applies it
+	// answers journal a line each in one log that both users append to.
+	time.Sleep(2100 * time.Millisecond)
+	for round := range 2 {
+		for _, u := range []struct {
+			uid  int
+			root string
+		}{{uidA, a}, {uidB, b}} {
+			res = s.run(t, u.uid, "002", u.root, "apply")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Contains(t, res.stdout, "0 ran, 3 cached", "round %d, uid %d", round, u.uid)
+		}
+	}
+	quick, err := runlog.ReadUpToDate(s.cache)
+	require.NoError(t, err)
+	assert.Len(t, quick, 2, "the second round: answered by the memo the first wrote")
 
 	// B collects everything: A's blobs, records and runs go too.
 	res = s.run(t, uidB, "002", b, "gc", "--older-than", "0s")

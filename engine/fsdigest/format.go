@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The stat cache file:
@@ -25,7 +26,8 @@ import (
 // Sorted paths share long prefixes, so 100k entries take a few MB.
 const magic = "cairn.statcache.v1\n"
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table, made on first use (see wal's).
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 var errCorrupt = errors.New("fsdigest: corrupt stat cache")
 
@@ -60,7 +62,7 @@ func encode(entries map[string]entry) []byte {
 		b = append(b, e.sum[:]...)
 		prev = p
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
 }
 
 func commonPrefix(a, b string) int {
@@ -78,7 +80,7 @@ func decode(b []byte) (map[string]entry, error) {
 		return nil, errCorrupt
 	}
 	body, tail := b[:len(b)-4], b[len(b)-4:]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(tail) {
+	if crc32.Checksum(body, castagnoli()) != binary.LittleEndian.Uint32(tail) {
 		return nil, errCorrupt
 	}
 	d := decoder{b: body[len(magic):]}

@@ -491,7 +491,7 @@ func TestCorruptCacheFileGivesEmptyCache(t *testing.T) {
 	require.Len(t, Load(good).entries, 1)
 
 	withCRC := func(body []byte) []byte {
-		return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
+		return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli()))
 	}
 	flipped := append([]byte(nil), valid...)
 	flipped[len(magic)+5] ^= 0x40
