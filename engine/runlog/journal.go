@@ -287,7 +287,7 @@ func (j *Journal) appendEntries(es []Entry, mode wal.Durability) error {
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		b, err := json.Marshal(e)
+		b, err := marshalEntry(&e)
 		if err != nil {
 			return err
 		}

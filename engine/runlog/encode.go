@@ -1,0 +1,147 @@
+package runlog
+
+import (
+	"encoding/json"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// marshalEntry is json.Marshal of e, encoded by hand for the records a
+// run writes for every node (started, finished, failed): the reflection of
+// encoding/json, and its time encoding, cost more than the rest of the
+// record's handling. It reads back (json.Unmarshal) as the same Entry;
+// what the hand encoder does not cover (a batch, a time or a number JSON
+// cannot hold) goes through encoding/json, which also reports the error.
+func marshalEntry(e *Entry) ([]byte, error) {
+	if e.Batch != nil || e.Time.Year() < 0 || e.Time.Year() > 9999 ||
+		!finite(e.Duration) || !finite(e.PeakRSS) || !finite(e.PeakGPU) {
+		return json.Marshal(e)
+	}
+	b := make([]byte, 0, 160+len(e.Node)+len(e.Key)+len(e.Message))
+	b = append(b, `{"t":`...)
+	b = appendJSONString(b, e.T)
+	b = append(b, `,"time":"`...)
+	b = e.Time.AppendFormat(b, "2006-01-02T15:04:05.999999999Z07:00")
+	b = append(b, '"')
+	b = appendStringField(b, "node", e.Node)
+	b = appendStringField(b, "key", e.Key)
+	b = appendIntField(b, "attempt", int64(e.Attempt))
+	if e.Job != nil {
+		b = append(b, `,"job":{"executor":`...)
+		b = appendJSONString(b, e.Job.Executor)
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, e.Job.ID)
+		if len(e.Job.Details) > 0 {
+			b = append(b, `,"details":{`...)
+			for i, k := range slices.Sorted(maps.Keys(e.Job.Details)) {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, k)
+				b = append(b, ':')
+				b = appendJSONString(b, e.Job.Details[k])
+			}
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	b = appendIntField(b, "pid", int64(e.PID))
+	b = appendIntField(b, "pgid", int64(e.PGID))
+	if e.ProcTick != 0 {
+		b = append(b, `,"proc_start":`...)
+		b = strconv.AppendUint(b, e.ProcTick, 10)
+	}
+	if len(e.GPUs) > 0 {
+		b = append(b, `,"gpus":[`...)
+		for i, g := range e.GPUs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(g), 10)
+		}
+		b = append(b, ']')
+	}
+	b = appendIntField(b, "wave", int64(e.Wave))
+	b = appendStringField(b, "class", e.Class)
+	b = appendStringField(b, "message", e.Message)
+	b = appendStringField(b, "status", e.Status)
+	b = appendFloatField(b, "duration_s", e.Duration)
+	b = appendFloatField(b, "peak_rss_mib", e.PeakRSS)
+	b = appendFloatField(b, "peak_gpu_mib", e.PeakGPU)
+	b = appendStringsField(b, "logs", e.Logs)
+	b = appendIntField(b, "count", int64(e.Count))
+	b = appendStringField(b, "item", e.Item)
+	if len(e.Counts) > 0 {
+		b = append(b, `,"counts":{`...)
+		for i, k := range slices.Sorted(maps.Keys(e.Counts)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, int64(e.Counts[k]), 10)
+		}
+		b = append(b, '}')
+	}
+	b = appendStringField(b, "run_id", e.RunID)
+	b = appendStringField(b, "pipeline", e.Pipeline)
+	b = appendStringsField(b, "args", e.Args)
+	return append(b, '}'), nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// The fields below are left out when empty (omitempty).
+
+func appendStringField(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = append(append(append(b, ",\""...), name...), "\":"...)
+	return appendJSONString(b, s)
+}
+
+func appendIntField(b []byte, name string, n int64) []byte {
+	if n == 0 {
+		return b
+	}
+	b = append(append(append(b, ",\""...), name...), "\":"...)
+	return strconv.AppendInt(b, n, 10)
+}
+
+func appendStringsField(b []byte, name string, ss []string) []byte {
+	if len(ss) == 0 {
+		return b
+	}
+	b = append(append(append(b, ",\""...), name...), "\":["...)
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendFloatField writes f as encoding/json does: the shortest decimal
+// that reads back as f, in exponent form below 1e-6 and from 1e21, with
+// a negative exponent's leading zero dropped (e-7, not e-07).
+func appendFloatField(b []byte, name string, f float64) []byte {
+	if f == 0 {
+		return b
+	}
+	b = append(append(append(b, ",\""...), name...), "\":"...)
+	format := byte('f')
+	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		// e-07 is written e-7
+		b[n-2] = b[n-1]
+		b = b[:n-1]
+	}
+	return b
+}
