@@ -144,7 +144,8 @@ type localJob struct {
 	cmd     *exec.Cmd
 	res     *stages.ProcResult
 	err     error
-	cancels chan bool // Cancel's requests: hard or not
+	poll    *poller   // the poll loop's state, where it supervises the job
+	cancels chan bool // Cancel's requests, hard or not, where it does not
 	done    chan struct{}
 }
 
@@ -160,6 +161,10 @@ func (j *localJob) Wait(ctx context.Context) (*stages.ProcResult, error) {
 }
 
 func (j *localJob) Cancel(hard bool) error {
+	if j.poll != nil {
+		j.poll.cancel(hard) // never blocks; nothing once the process has exited
+		return nil
+	}
 	select {
 	case j.cancels <- hard:
 	case <-j.done:
@@ -241,7 +246,15 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	stderr.started()
 	pid := cmd.Process.Pid
 	res.PID = pid
-	j := &localJob{ref: LocalRef(pid, ProcStartTicks(pid)), spec: spec, cmd: cmd, res: res, cancels: make(chan bool), done: make(chan struct{})}
+	j := &localJob{ref: LocalRef(pid, ProcStartTicks(pid)), spec: spec, cmd: cmd, res: res, done: make(chan struct{})}
+	// The poll loop supervises the process and reads its pipes where the
+	// system lets it (Linux with pidfds); otherwise goroutines wait for
+	// the process and copy the pipes.
+	if j.poll = newPoller(pid, cmd.Stdin); j.poll == nil {
+		j.cancels = make(chan bool)
+		stdout.startCopy()
+		stderr.startCopy()
+	}
 	if spec.Started != nil {
 		spec.Started(j.ref)
 	}
@@ -256,6 +269,12 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 			j.res = nil
 		}
 	}()
+	if j.poll != nil {
+		// Started after the supervising goroutine: the goroutine started
+		// last is usually run first, so this one is parked before the
+		// loop's first poll holds its thread.
+		j.poll.watch(ctx, spec.Hard)
+	}
 	return j, nil
 }
 
@@ -264,60 +283,12 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr *nodeLog, oomBefore uint64, stopSample func() gpu.Peaks) error {
 	spec, cmd, res := j.spec, j.cmd, j.res
 	pid := cmd.Process.Pid
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-
-	var timeoutC <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout)
-		defer t.Stop()
-		timeoutC = t.C
-	}
-	// kill_grace = 0 means SIGKILL right after SIGTERM.
-	grace := spec.KillGrace
-	if grace < 0 {
-		grace = 10 * time.Second
-	}
-	var killC <-chan time.Time
 	var waitErr error
-	interrupted := false
-	hard := spec.Hard
-	ctxDone := ctx.Done()
-	soft := func() {
-		interrupted = true
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		if killC == nil {
-			killC = time.After(grace)
-		}
-	}
-loop:
-	for {
-		select {
-		case waitErr = <-waitDone:
-			break loop
-		case <-timeoutC:
-			res.TimedOut = true
-			timeoutC = nil
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
-			killC = time.After(grace)
-		case <-ctxDone:
-			ctxDone = nil
-			soft()
-		case h := <-j.cancels:
-			if !h {
-				soft()
-				continue
-			}
-			interrupted = true
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		case <-hard:
-			hard = nil
-			interrupted = true
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		case <-killC:
-			killC = nil
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
+	var interrupted bool
+	if j.poll != nil {
+		waitErr, interrupted = j.pollUntilExit(ctx, stdout, stderr)
+	} else {
+		waitErr, interrupted = j.waitUntilExit(ctx)
 	}
 	// Nothing the node started outlives it: its lease ends now.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -332,6 +303,9 @@ loop:
 	// The group is gone: the copies end now (a process that left the
 	// group is cut off after a second).
 	cut := time.Now().Add(time.Second)
+	if j.poll != nil {
+		j.poll.drain(cut, stdout, stderr)
+	}
 	errOut, errErr := stdout.finish(cut, ""), stderr.finish(cut, "")
 	if err := errors.Join(errOut, errErr); err != nil {
 		return fmt.Errorf("exec: writing the logs of %s: %w", spec.Node, err)
@@ -358,6 +332,75 @@ loop:
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
 	res.Message = stages.RedactSecrets(res.Message, spec.Secrets)
 	return nil
+}
+
+// waitUntilExit waits for the process with goroutines: one in cmd.Wait,
+// and the copies of its pipes (nodeLog.startCopy). Timeouts are timers;
+// ctx, Cancel and the hard channel are selected on. This is how a job is
+// supervised where the poll loop cannot be (no pidfds: not Linux, or a
+// kernel before 5.3). It returns cmd.Wait's error and whether cairn
+// stopped the process.
+func (j *localJob) waitUntilExit(ctx context.Context) (waitErr error, interrupted bool) {
+	spec, cmd, res := j.spec, j.cmd, j.res
+	pid := cmd.Process.Pid
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	var timeoutC <-chan time.Time
+	if spec.Timeout > 0 {
+		t := time.NewTimer(spec.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	grace := killGrace(spec)
+	var killC <-chan time.Time
+	hard := spec.Hard
+	ctxDone := ctx.Done()
+	soft := func() {
+		interrupted = true
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		if killC == nil {
+			killC = time.After(grace)
+		}
+	}
+	for {
+		select {
+		case waitErr = <-waitDone:
+			return waitErr, interrupted
+		case <-timeoutC:
+			res.TimedOut = true
+			timeoutC = nil
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			killC = time.After(grace)
+		case <-ctxDone:
+			ctxDone = nil
+			soft()
+		case h := <-j.cancels:
+			if !h {
+				soft()
+				continue
+			}
+			interrupted = true
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		case <-hard:
+			hard = nil
+			interrupted = true
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		case <-killC:
+			killC = nil
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// killGrace is the wait between SIGTERM and SIGKILL: the spec's, 10 s when
+// it says none (negative); kill_grace = 0 means SIGKILL right after
+// SIGTERM.
+func killGrace(spec *Spec) time.Duration {
+	if spec.KillGrace < 0 {
+		return 10 * time.Second
+	}
+	return spec.KillGrace
 }
 
 // devNull is /dev/null, opened once, for the stdin of every process that

@@ -137,6 +137,23 @@ func TestLocalStdinDevNull(t *testing.T) {
 	}
 }
 
+// bothWays runs a test twice: with the poll loop supervising the job (on
+// Linux), and with goroutines doing it, as on a system without pidfds.
+func bothWays(t *testing.T, test func(t *testing.T)) {
+	for _, off := range []bool{false, true} {
+		name := "poll"
+		if off {
+			name = "goroutines"
+		}
+		t.Run(name, func(t *testing.T) {
+			old := pollOff
+			pollOff = off
+			defer func() { pollOff = old }()
+			test(t)
+		})
+	}
+}
+
 // shSpec is a spec running script with sh, in its own folder.
 func shSpec(t *testing.T, script string) *Spec {
 	spec := sleepSpec(t)
@@ -180,89 +197,97 @@ func run(t *testing.T, spec *Spec) *stages.ProcResult {
 // A node that writes far more than a pipe holds to both streams, in turns,
 // finds all of it in its two logs, in order.
 func TestLocalLogsLargeInterleaved(t *testing.T) {
-	const lines = 3000 // about 300 KiB a stream
-	pad := strings.Repeat("x", 90)
-	spec := shSpec(t, `i=0; while [ $i -lt `+strconv.Itoa(lines)+` ]; do echo "out $i `+pad+`"; echo "err $i `+pad+`" >&2; i=$((i+1)); done; head -c 200000 /dev/zero | tr '\0' o; head -c 200000 /dev/zero | tr '\0' e >&2`)
-	res := run(t, spec)
-	require.Empty(t, res.Class, res.Message)
-	var wantOut, wantErr strings.Builder
-	for i := 0; i < lines; i++ {
-		fmt.Fprintf(&wantOut, "out %d %s\n", i, pad)
-		fmt.Fprintf(&wantErr, "err %d %s\n", i, pad)
-	}
-	wantOut.WriteString(strings.Repeat("o", 200000))
-	wantErr.WriteString(strings.Repeat("e", 200000))
-	out, err := os.ReadFile(spec.Stdout)
-	require.NoError(t, err)
-	assert.True(t, string(out) == wantOut.String(), "stdout: %d bytes, want %d", len(out), wantOut.Len())
-	errb, err := os.ReadFile(spec.Stderr)
-	require.NoError(t, err)
-	assert.True(t, string(errb) == wantErr.String(), "stderr: %d bytes, want %d", len(errb), wantErr.Len())
-	assert.Equal(t, []byte(strings.Repeat("e", 16<<10)), res.StderrTail)
+	bothWays(t, func(t *testing.T) {
+		const lines = 3000 // about 300 KiB a stream
+		pad := strings.Repeat("x", 90)
+		spec := shSpec(t, `i=0; while [ $i -lt `+strconv.Itoa(lines)+` ]; do echo "out $i `+pad+`"; echo "err $i `+pad+`" >&2; i=$((i+1)); done; head -c 200000 /dev/zero | tr '\0' o; head -c 200000 /dev/zero | tr '\0' e >&2`)
+		res := run(t, spec)
+		require.Empty(t, res.Class, res.Message)
+		var wantOut, wantErr strings.Builder
+		for i := 0; i < lines; i++ {
+			fmt.Fprintf(&wantOut, "out %d %s\n", i, pad)
+			fmt.Fprintf(&wantErr, "err %d %s\n", i, pad)
+		}
+		wantOut.WriteString(strings.Repeat("o", 200000))
+		wantErr.WriteString(strings.Repeat("e", 200000))
+		out, err := os.ReadFile(spec.Stdout)
+		require.NoError(t, err)
+		assert.True(t, string(out) == wantOut.String(), "stdout: %d bytes, want %d", len(out), wantOut.Len())
+		errb, err := os.ReadFile(spec.Stderr)
+		require.NoError(t, err)
+		assert.True(t, string(errb) == wantErr.String(), "stderr: %d bytes, want %d", len(errb), wantErr.Len())
+		assert.Equal(t, []byte(strings.Repeat("e", 16<<10)), res.StderrTail)
+	})
 }
 
 // A log is written as the bytes arrive: it can be followed while the node
 // runs.
 func TestLocalLogsWrittenWhileRunning(t *testing.T) {
-	spec := shSpec(t, `echo first; echo first-err >&2; while [ ! -e go-on ]; do sleep 0.01; done; echo second`)
-	job, err := Local{}.Submit(context.Background(), spec)
-	require.NoError(t, err)
-	waitFor(t, "the first line in the logs", func() bool {
-		return logHas(spec.Stdout, "first\n") && logHas(spec.Stderr, "first-err\n")
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, `echo first; echo first-err >&2; while [ ! -e go-on ]; do sleep 0.01; done; echo second`)
+		job, err := Local{}.Submit(context.Background(), spec)
+		require.NoError(t, err)
+		waitFor(t, "the first line in the logs", func() bool {
+			return logHas(spec.Stdout, "first\n") && logHas(spec.Stderr, "first-err\n")
+		})
+		require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, "go-on"), nil, 0o644))
+		res, err := job.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Empty(t, res.Class, res.Message)
+		out, _ := os.ReadFile(spec.Stdout)
+		assert.Equal(t, "first\nsecond\n", string(out))
 	})
-	require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, "go-on"), nil, 0o644))
-	res, err := job.Wait(context.Background())
-	require.NoError(t, err)
-	assert.Empty(t, res.Class, res.Message)
-	out, _ := os.ReadFile(spec.Stdout)
-	assert.Equal(t, "first\nsecond\n", string(out))
 }
 
 // A node that writes nothing leaves no log files, unless its stage named
 // them.
 func TestLocalQuietNodeNoLogs(t *testing.T) {
-	spec := shSpec(t, "true")
-	res := run(t, spec)
-	assert.Empty(t, res.Class, res.Message)
-	assert.False(t, LogWritten(spec.Stdout))
-	assert.False(t, LogWritten(spec.Stderr))
-	assert.Empty(t, res.StderrTail)
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, "true")
+		res := run(t, spec)
+		assert.Empty(t, res.Class, res.Message)
+		assert.False(t, LogWritten(spec.Stdout))
+		assert.False(t, LogWritten(spec.Stderr))
+		assert.Empty(t, res.StderrTail)
 
-	spec = shSpec(t, "echo only-err >&2")
-	run(t, spec)
-	assert.False(t, LogWritten(spec.Stdout))
-	assert.True(t, logHas(spec.Stderr, "only-err\n"))
+		spec = shSpec(t, "echo only-err >&2")
+		run(t, spec)
+		assert.False(t, LogWritten(spec.Stdout))
+		assert.True(t, logHas(spec.Stderr, "only-err\n"))
 
-	spec = shSpec(t, "true")
-	spec.NamedLogs = true
-	run(t, spec)
-	for _, p := range []string{spec.Stdout, spec.Stderr} {
-		st, err := os.Stat(p)
-		require.NoError(t, err)
-		assert.Zero(t, st.Size())
-	}
+		spec = shSpec(t, "true")
+		spec.NamedLogs = true
+		run(t, spec)
+		for _, p := range []string{spec.Stdout, spec.Stderr} {
+			st, err := os.Stat(p)
+			require.NoError(t, err)
+			assert.Zero(t, st.Size())
+		}
+	})
 }
 
 // A process that left the node's group and holds its pipes open is cut
 // off about a second after the node's own process has ended: the job
 // ends, and what it wrote before is in the log.
 func TestLocalEscapedChildCutOff(t *testing.T) {
-	spec := shSpec(t, `setsid sh -c 'echo $$ > child.pid; echo child; echo child-err >&2; touch ready; exec sleep 60' & while [ ! -e ready ]; do sleep 0.01; done; echo main`)
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(spec.Dir, "child.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, `setsid sh -c 'echo $$ > child.pid; echo child; echo child-err >&2; touch ready; exec sleep 60' & while [ ! -e ready ]; do sleep 0.01; done; echo main`)
+		t.Cleanup(func() {
+			if b, err := os.ReadFile(filepath.Join(spec.Dir, "child.pid")); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
 			}
-		}
+		})
+		res := run(t, spec)
+		waited := time.Since(res.Ended)
+		assert.Empty(t, res.Class, res.Message)
+		assert.GreaterOrEqual(t, waited, 900*time.Millisecond, "the pipes are drained for a second")
+		assert.Less(t, waited, 5*time.Second)
+		out, _ := os.ReadFile(spec.Stdout)
+		assert.ElementsMatch(t, []string{"child", "main"}, strings.Fields(string(out)))
+		assert.Equal(t, []byte("child-err\n"), res.StderrTail)
 	})
-	res := run(t, spec)
-	waited := time.Since(res.Ended)
-	assert.Empty(t, res.Class, res.Message)
-	assert.GreaterOrEqual(t, waited, 900*time.Millisecond, "the pipes are drained for a second")
-	assert.Less(t, waited, 5*time.Second)
-	out, _ := os.ReadFile(spec.Stdout)
-	assert.ElementsMatch(t, []string{"child", "main"}, strings.Fields(string(out)))
-	assert.Equal(t, []byte("child-err\n"), res.StderrTail)
 }
 
 // trapScript says "ready" once it has set a trap for SIGTERM, which writes
@@ -274,34 +299,36 @@ func trapScript(then string) string {
 // At its timeout a process is sent SIGTERM, and SIGKILL after the kill
 // grace; with a grace of 0, SIGKILL comes right after SIGTERM.
 func TestLocalTimeout(t *testing.T) {
-	spec := shSpec(t, trapScript(":"))
-	spec.Timeout = time.Second
-	spec.KillGrace = 300 * time.Millisecond
-	res := run(t, spec)
-	assert.True(t, res.TimedOut)
-	assert.Equal(t, dsl.ClassTimeout, res.Class, res.Message)
-	assert.Equal(t, "killed", res.Signal)
-	assert.GreaterOrEqual(t, res.Ended.Sub(res.Started), 1300*time.Millisecond)
-	assert.True(t, logHas(spec.Stdout, "ready"))
-	assert.True(t, logHas(spec.Stderr, "term"), "SIGTERM came first")
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, trapScript(":"))
+		spec.Timeout = time.Second
+		spec.KillGrace = 300 * time.Millisecond
+		res := run(t, spec)
+		assert.True(t, res.TimedOut)
+		assert.Equal(t, dsl.ClassTimeout, res.Class, res.Message)
+		assert.Equal(t, "killed", res.Signal)
+		assert.GreaterOrEqual(t, res.Ended.Sub(res.Started), 1300*time.Millisecond)
+		assert.True(t, logHas(spec.Stdout, "ready"))
+		assert.True(t, logHas(spec.Stderr, "term"), "SIGTERM came first")
 
-	spec = shSpec(t, trapScript(":"))
-	spec.Timeout = 500 * time.Millisecond
-	spec.KillGrace = 0
-	res = run(t, spec)
-	assert.True(t, res.TimedOut)
-	assert.Equal(t, "killed", res.Signal)
-	assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "no grace")
+		spec = shSpec(t, trapScript(":"))
+		spec.Timeout = 500 * time.Millisecond
+		spec.KillGrace = 0
+		res = run(t, spec)
+		assert.True(t, res.TimedOut)
+		assert.Equal(t, "killed", res.Signal)
+		assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "no grace")
 
-	// A process that ends at SIGTERM is not killed.
-	spec = shSpec(t, trapScript("exit 3"))
-	spec.Timeout = 500 * time.Millisecond
-	spec.KillGrace = -1 // 10 s
-	res = run(t, spec)
-	assert.True(t, res.TimedOut)
-	assert.Equal(t, dsl.ClassTimeout, res.Class)
-	assert.Equal(t, 3, res.ExitCode)
-	assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second)
+		// A process that ends at SIGTERM is not killed.
+		spec = shSpec(t, trapScript("exit 3"))
+		spec.Timeout = 500 * time.Millisecond
+		spec.KillGrace = -1 // 10 s
+		res = run(t, spec)
+		assert.True(t, res.TimedOut)
+		assert.Equal(t, dsl.ClassTimeout, res.Class)
+		assert.Equal(t, 3, res.ExitCode)
+		assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second)
+	})
 }
 
 // startReady submits spec and waits until its process says "ready".
@@ -317,112 +344,122 @@ func startReady(t *testing.T, ctx context.Context, spec *Spec) Job {
 // kills at once; either way the job is interrupted. Cancel returns at once
 // once the job has ended.
 func TestLocalCancelRunning(t *testing.T) {
-	spec := shSpec(t, trapScript("exit 3"))
-	spec.KillGrace = -1
-	job := startReady(t, context.Background(), spec)
-	require.NoError(t, job.Cancel(false))
-	res, err := job.Wait(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
-	assert.Equal(t, 3, res.ExitCode)
-	assert.True(t, logHas(spec.Stderr, "term"))
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, trapScript("exit 3"))
+		spec.KillGrace = -1
+		job := startReady(t, context.Background(), spec)
+		require.NoError(t, job.Cancel(false))
+		res, err := job.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, 3, res.ExitCode)
+		assert.True(t, logHas(spec.Stderr, "term"))
 
-	spec = shSpec(t, trapScript(":"))
-	spec.KillGrace = 300 * time.Millisecond
-	job = startReady(t, context.Background(), spec)
-	cancelled := time.Now()
-	require.NoError(t, job.Cancel(false))
-	res, err = job.Wait(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
-	assert.Equal(t, "killed", res.Signal)
-	assert.GreaterOrEqual(t, res.Ended.Sub(cancelled), 300*time.Millisecond, "killed after the grace")
-	assert.True(t, logHas(spec.Stderr, "term"))
+		spec = shSpec(t, trapScript(":"))
+		spec.KillGrace = 300 * time.Millisecond
+		job = startReady(t, context.Background(), spec)
+		cancelled := time.Now()
+		require.NoError(t, job.Cancel(false))
+		res, err = job.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, "killed", res.Signal)
+		assert.GreaterOrEqual(t, res.Ended.Sub(cancelled), 300*time.Millisecond, "killed after the grace")
+		assert.True(t, logHas(spec.Stderr, "term"))
 
-	spec = shSpec(t, trapScript(":"))
-	spec.KillGrace = -1
-	job = startReady(t, context.Background(), spec)
-	require.NoError(t, job.Cancel(true))
-	res, err = job.Wait(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
-	assert.Equal(t, "killed", res.Signal)
-	assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "no grace")
-	assert.False(t, logHas(spec.Stderr, "term"), "no SIGTERM")
+		spec = shSpec(t, trapScript(":"))
+		spec.KillGrace = -1
+		job = startReady(t, context.Background(), spec)
+		require.NoError(t, job.Cancel(true))
+		res, err = job.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, "killed", res.Signal)
+		assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "no grace")
+		assert.False(t, logHas(spec.Stderr, "term"), "no SIGTERM")
 
-	done := make(chan struct{})
-	go func() {
-		_ = job.Cancel(false)
-		_ = job.Cancel(true)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Cancel blocks once the job has ended")
-	}
+		done := make(chan struct{})
+		go func() {
+			_ = job.Cancel(false)
+			_ = job.Cancel(true)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Cancel blocks once the job has ended")
+		}
+	})
 }
 
 // The end of Submit's context is Cancel(false); the close of the hard
 // channel is Cancel(true).
 func TestLocalContextAndHard(t *testing.T) {
-	spec := shSpec(t, trapScript(":"))
-	spec.KillGrace = 300 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	job := startReady(t, ctx, spec)
-	cancelled := time.Now()
-	cancel()
-	res, err := job.Wait(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
-	assert.Equal(t, "killed", res.Signal)
-	assert.GreaterOrEqual(t, res.Ended.Sub(cancelled), 300*time.Millisecond, "killed after the grace")
-	assert.True(t, logHas(spec.Stderr, "term"))
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, trapScript(":"))
+		spec.KillGrace = 300 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		job := startReady(t, ctx, spec)
+		cancelled := time.Now()
+		cancel()
+		res, err := job.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, "killed", res.Signal)
+		assert.GreaterOrEqual(t, res.Ended.Sub(cancelled), 300*time.Millisecond, "killed after the grace")
+		assert.True(t, logHas(spec.Stderr, "term"))
 
-	// The hard channel closed while a soft stop waits for its grace.
-	spec = shSpec(t, trapScript(":"))
-	spec.KillGrace = -1
-	hard := make(chan struct{})
-	spec.Hard = hard
-	ctx, cancel = context.WithCancel(context.Background())
-	defer cancel()
-	job = startReady(t, ctx, spec)
-	cancel()
-	waitFor(t, "SIGTERM", func() bool { return logHas(spec.Stderr, "term") })
-	close(hard)
-	res, err = job.Wait(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
-	assert.Equal(t, "killed", res.Signal)
-	assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "not the 10 s grace")
+		// The hard channel closed while a soft stop waits for its grace.
+		spec = shSpec(t, trapScript(":"))
+		spec.KillGrace = -1
+		hard := make(chan struct{})
+		spec.Hard = hard
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+		job = startReady(t, ctx, spec)
+		cancel()
+		waitFor(t, "SIGTERM", func() bool { return logHas(spec.Stderr, "term") })
+		close(hard)
+		res, err = job.Wait(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, "killed", res.Signal)
+		assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "not the 10 s grace")
+	})
 }
 
 // A stdin that is not a file is copied to the process.
 func TestLocalStdinReader(t *testing.T) {
-	spec := shSpec(t, "cat")
-	spec.Stdin = strings.NewReader("hello\n")
-	res := run(t, spec)
-	assert.Empty(t, res.Class, res.Message)
-	assert.True(t, logHas(spec.Stdout, "hello\n"))
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, "cat")
+		spec.Stdin = strings.NewReader("hello\n")
+		res := run(t, spec)
+		assert.Empty(t, res.Class, res.Message)
+		assert.True(t, logHas(spec.Stdout, "hello\n"))
+	})
 }
 
 // A program the kernel refuses to start leaves cairn's word on it in the
 // stderr log, and the node fails with the setup class.
 func TestLocalCannotStart(t *testing.T) {
-	spec := sleepSpec(t)
-	require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, "prog"), []byte("#!/bin/sh\n"), 0o644))
-	spec.Argv = []string{"./prog"}
-	res := run(t, spec)
-	assert.Equal(t, dsl.ClassSetup, res.Class)
-	assert.True(t, logHas(spec.Stderr, "cairn: cannot start ./prog"), "stderr log: %q", FileTail(spec.Stderr, 1000))
-	assert.False(t, LogWritten(spec.Stdout))
+	bothWays(t, func(t *testing.T) {
+		spec := sleepSpec(t)
+		require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, "prog"), []byte("#!/bin/sh\n"), 0o644))
+		spec.Argv = []string{"./prog"}
+		res := run(t, spec)
+		assert.Equal(t, dsl.ClassSetup, res.Class)
+		assert.True(t, logHas(spec.Stderr, "cairn: cannot start ./prog"), "stderr log: %q", FileTail(spec.Stderr, 1000))
+		assert.False(t, LogWritten(spec.Stdout))
+	})
 }
 
 // A process's peak memory is read from its rusage once it is reaped.
 func TestLocalPeakRSS(t *testing.T) {
-	spec := shSpec(t, `head -c 1048576 /dev/zero | tail -c 1 >/dev/null`)
-	res := run(t, spec)
-	assert.Empty(t, res.Class, res.Message)
-	assert.Positive(t, res.PeakRSSMiB)
+	bothWays(t, func(t *testing.T) {
+		spec := shSpec(t, `head -c 1048576 /dev/zero | tail -c 1 >/dev/null`)
+		res := run(t, spec)
+		assert.Empty(t, res.Class, res.Message)
+		assert.Positive(t, res.PeakRSSMiB)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -17,33 +18,65 @@ import (
 // The file is written as the bytes arrive, so it can be followed while the
 // node runs. The copy ends when every process holding the pipe has ended;
 // see finish for one that escaped the node's process group.
+//
+// Who reads the pipe is decided once the process has started. On Linux the
+// node's supervising goroutine does, in the same poll loop that waits for
+// the process (see poll_linux.go): the read end stays a bare descriptor,
+// fd, which Go's poller never sees. Otherwise startCopy hands the read end
+// to a goroutine of its own, which copies until the end of the stream.
 type nodeLog struct {
 	path string
-	r    *os.File // the pipe's read end
-	w    *os.File // its write end, for the child; closed here once started
-	f    *os.File // the log file, once made
-	err  error    // the first error creating or writing the file
-	done chan struct{}
+	fd   int           // the pipe's read end, for the poll loop; -1 once closed or made r
+	r    *os.File      // the read end as a file, for copy
+	w    *os.File      // its write end, for the child; closed here once started
+	f    *os.File      // the log file, once made
+	err  error         // the first error creating or writing the file
+	done chan struct{} // closed when copy has ended; nil when no copy runs
+	// ended: the poll loop has read the stream to its end.
+	ended bool
 }
 
-// openNodeLog makes the pipe for a stream logged to path and starts
-// copying. With now set, the file is made at once, empty or not.
+// openNodeLog makes the pipe for a stream logged to path; nothing reads
+// it yet (see startCopy and the poll loop). With now set, the file is made
+// at once, empty or not.
 func openNodeLog(path string, now bool) (*nodeLog, error) {
-	r, w, err := os.Pipe()
+	fd, r, w, err := logPipe()
 	if err != nil {
 		return nil, fmt.Errorf("exec: log pipe: %w", err)
 	}
-	l := &nodeLog{path: path, r: r, w: w, done: make(chan struct{})}
+	l := &nodeLog{path: path, fd: fd, r: r, w: w}
 	if now {
 		l.write(nil)
 		if l.err != nil {
-			r.Close()
+			l.closeRead()
 			w.Close()
 			return nil, fmt.Errorf("exec: log: %w", l.err)
 		}
 	}
-	go l.copy()
 	return l, nil
+}
+
+// startCopy starts the goroutine that copies the pipe into the file, for a
+// process the poll loop does not supervise. A bare read end is made a file
+// of Go's poller first, so that finish can cut a copy off by closing it.
+func (l *nodeLog) startCopy() {
+	if l.r == nil {
+		_ = syscall.SetNonblock(l.fd, true)
+		l.r = os.NewFile(uintptr(l.fd), "|0")
+		l.fd = -1
+	}
+	l.done = make(chan struct{})
+	go l.copy()
+}
+
+// closeRead closes the read end, whichever form it has.
+func (l *nodeLog) closeRead() {
+	if l.r != nil {
+		_ = l.r.Close()
+	} else if l.fd >= 0 {
+		_ = syscall.Close(l.fd)
+		l.fd = -1
+	}
 }
 
 // copyBufs are the buffers of the log copies, reused across nodes: a node
@@ -88,19 +121,25 @@ func (l *nodeLog) started() {
 
 // finish waits for the copy to end, until the deadline: the node's process
 // group has been killed by now, so the copy ends at once unless a process
-// that left the group still holds the pipe; that one is cut off. Then line,
-// if set, is appended (cairn's own word on the process). It returns the
-// first error writing the file.
+// that left the group still holds the pipe; that one is cut off. (The poll
+// loop has done this waiting itself by the time it calls finish, and a
+// process that never started has written nothing.) Then line, if set, is
+// appended (cairn's own word on the process). It returns the first error
+// writing the file.
 func (l *nodeLog) finish(deadline time.Time, line string) error {
 	l.started()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-l.done:
-	case <-t.C:
+	if l.done != nil {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case <-l.done:
+		case <-t.C:
+		}
 	}
-	_ = l.r.Close() // ends a copy still reading
-	<-l.done
+	l.closeRead() // ends a copy still reading
+	if l.done != nil {
+		<-l.done
+	}
 	if line != "" {
 		l.write([]byte(line))
 	}
