@@ -320,12 +320,7 @@ func (a *applier) openRun(noSync bool) error {
 
 // runStart writes the run's first record.
 func (a *applier) runStart(args []string) error {
-	return a.j.Write(a.runStartEntry(args))
-}
-
-// runStartEntry is the run's first record.
-func (a *applier) runStartEntry(args []string) runlog.Entry {
-	return runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args}
+	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args})
 }
 
 // loop is the scheduler: one goroutine owns all node state; workers report

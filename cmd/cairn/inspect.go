@@ -57,7 +57,7 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			if r, err := runlog.FindUpToDate(a.cachePath(), arg); err == nil && r != nil {
 				fmt.Fprintf(a.stdout, "Run %s of pipeline %s, started %s UTC, took %s: up to date, every node taken from the cache (%d nodes).\n",
-					r.RunID, r.Pipeline, r.Time.UTC().Format("2006-01-02 15:04:05"), time.Duration(r.Duration*float64(time.Second)).Round(time.Millisecond), r.Cached)
+					r.RunID, r.Pipeline, r.Time.UTC().Format("2006-01-02 15:04:05"), r.Took().Round(time.Millisecond), r.Cached)
 				return nil
 			}
 			cache, err := a.openCache()

@@ -34,14 +34,19 @@ type UpToDateRun struct {
 func (r *UpToDateRun) Info() *RunInfo {
 	return &RunInfo{
 		ID: r.RunID, Pipeline: r.Pipeline, PID: r.PID, Start: r.Time, State: "ok", UpToDate: r.Cached,
-		End: r.Time.Add(time.Duration(r.Duration * float64(time.Second))),
+		End: r.Time.Add(r.Took()),
 	}
+}
+
+// Took is how long the apply took.
+func (r *UpToDateRun) Took() time.Duration {
+	return time.Duration(r.Duration * float64(time.Second))
 }
 
 // FindUpToDate returns the run of the up-to-date log with id runID, or nil.
 func FindUpToDate(cacheDir, runID string) (*UpToDateRun, error) {
 	var found *UpToDateRun
-	err := upToDateLines(cacheDir, func(_ []byte, r *UpToDateRun) {
+	_, err := upToDateLines(cacheDir, func(_ []byte, r *UpToDateRun) {
 		if r.RunID == runID {
 			found = r
 		}
@@ -82,16 +87,18 @@ func AppendUpToDate(cacheDir string, r UpToDateRun) error {
 }
 
 // upToDateLines calls fn for every line of the up-to-date log that reads
-// as a run, in the order written; none when the log is missing. A line
-// that does not parse (torn by a power loss, or damaged) is skipped.
-func upToDateLines(cacheDir string, fn func(line []byte, r *UpToDateRun)) error {
+// as a run, in the order written, and returns the size of the log it read;
+// none when the log is missing. A line that does not parse (torn by a
+// power loss, or damaged) is skipped.
+func upToDateLines(cacheDir string, fn func(line []byte, r *UpToDateRun)) (int, error) {
 	b, err := os.ReadFile(UpToDatePath(cacheDir))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return 0, fmt.Errorf("journal: %w", err)
 	}
+	size := len(b)
 	for len(b) > 0 {
 		line, rest, _ := bytes.Cut(b, []byte{'\n'})
 		b = rest
@@ -103,13 +110,13 @@ func upToDateLines(cacheDir string, fn func(line []byte, r *UpToDateRun)) error 
 		}
 		fn(line, &r)
 	}
-	return nil
+	return size, nil
 }
 
 // ReadUpToDate returns the runs of the up-to-date log, oldest first.
 func ReadUpToDate(cacheDir string) ([]*UpToDateRun, error) {
 	var runs []*UpToDateRun
-	err := upToDateLines(cacheDir, func(_ []byte, r *UpToDateRun) { runs = append(runs, r) })
+	_, err := upToDateLines(cacheDir, func(_ []byte, r *UpToDateRun) { runs = append(runs, r) })
 	return runs, err
 }
 
@@ -119,13 +126,9 @@ func ReadUpToDate(cacheDir string) ([]*UpToDateRun, error) {
 // too. The caller holds the cache's gc lock exclusively: no apply appends
 // meanwhile.
 func TrimUpToDate(cacheDir string, cutoff time.Time, dryRun bool) (int, error) {
-	size := 0
-	if fi, err := os.Stat(UpToDatePath(cacheDir)); err == nil {
-		size = int(fi.Size())
-	}
 	var kept []byte
 	removed := 0
-	err := upToDateLines(cacheDir, func(line []byte, r *UpToDateRun) {
+	size, err := upToDateLines(cacheDir, func(line []byte, r *UpToDateRun) {
 		if r.Time.Before(cutoff) {
 			removed++
 			return
