@@ -340,6 +340,19 @@ func startReady(t *testing.T, ctx context.Context, spec *Spec) Job {
 	return job
 }
 
+// killedAfterGrace waits for a job asked to stop softly at stopped: it
+// was interrupted, got SIGTERM (its trap logs "term" and goes on), and was
+// killed once spec's kill grace had passed.
+func killedAfterGrace(t *testing.T, job Job, spec *Spec, stopped time.Time) {
+	t.Helper()
+	res, err := job.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+	assert.Equal(t, "killed", res.Signal)
+	assert.GreaterOrEqual(t, res.Ended.Sub(stopped), spec.KillGrace, "killed after the grace")
+	assert.True(t, logHas(spec.Stderr, "term"))
+}
+
 // Cancel(false) sends SIGTERM, then SIGKILL after the grace; Cancel(true)
 // kills at once; either way the job is interrupted. Cancel returns at once
 // once the job has ended.
@@ -360,12 +373,7 @@ func TestLocalCancelRunning(t *testing.T) {
 		job = startReady(t, context.Background(), spec)
 		cancelled := time.Now()
 		require.NoError(t, job.Cancel(false))
-		res, err = job.Wait(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassInterrupted, res.Class)
-		assert.Equal(t, "killed", res.Signal)
-		assert.GreaterOrEqual(t, res.Ended.Sub(cancelled), 300*time.Millisecond, "killed after the grace")
-		assert.True(t, logHas(spec.Stderr, "term"))
+		killedAfterGrace(t, job, spec, cancelled)
 
 		spec = shSpec(t, trapScript(":"))
 		spec.KillGrace = -1
@@ -403,12 +411,7 @@ func TestLocalContextAndHard(t *testing.T) {
 		job := startReady(t, ctx, spec)
 		cancelled := time.Now()
 		cancel()
-		res, err := job.Wait(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassInterrupted, res.Class)
-		assert.Equal(t, "killed", res.Signal)
-		assert.GreaterOrEqual(t, res.Ended.Sub(cancelled), 300*time.Millisecond, "killed after the grace")
-		assert.True(t, logHas(spec.Stderr, "term"))
+		killedAfterGrace(t, job, spec, cancelled)
 
 		// The hard channel closed while a soft stop waits for its grace.
 		spec = shSpec(t, trapScript(":"))
@@ -421,7 +424,7 @@ func TestLocalContextAndHard(t *testing.T) {
 		cancel()
 		waitFor(t, "SIGTERM", func() bool { return logHas(spec.Stderr, "term") })
 		close(hard)
-		res, err = job.Wait(context.Background())
+		res, err := job.Wait(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, dsl.ClassInterrupted, res.Class)
 		assert.Equal(t, "killed", res.Signal)
