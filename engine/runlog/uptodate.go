@@ -72,10 +72,14 @@ func AppendUpToDate(cacheDir string, r UpToDateRun) error {
 	}
 	line = append(line, '\n')
 	path := UpToDatePath(cacheDir)
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	open := func() (*os.File, error) { return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666) }
+	f, err := open()
+	if errors.Is(err, os.ErrNotExist) { // no runs folder yet
+		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		f, err = open()
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
