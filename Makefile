@@ -60,6 +60,11 @@ bench: build
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine/plan
 	$(GO) test -run '^$$' -fuzz '^FuzzParseInPieces$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl
+	$(GO) test -run '^$$' -fuzz '^FuzzFastParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl
+	$(GO) test -run '^$$' -fuzz '^FuzzReadMemo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine/wal
+	$(GO) test -run '^$$' -fuzz '^FuzzNodeAddr$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl/addrs
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl/addrs
 
 demo: build sim
 	bash pipelines/demo.sh

@@ -63,11 +63,15 @@ type piece struct {
 	diags       hcl.Diagnostics
 }
 
-// parse parses the piece and settles what it holds (see settleBody).
+// parse parses the piece and settles what it holds (see settleBody). A
+// piece in the plain subset of the syntax that fastParse reads is parsed
+// by it, the rest by hclsyntax; both give the same tree.
 func (pc *piece) parse(filename string) {
-	f, diags := hclsyntax.ParseConfig(pc.src, filename, pc.start)
-	pc.body, _ = f.Body.(*hclsyntax.Body)
-	pc.diags = diags
+	if pc.body = fastParse(pc.src, filename, pc.start); pc.body == nil {
+		f, diags := hclsyntax.ParseConfig(pc.src, filename, pc.start)
+		pc.body, _ = f.Body.(*hclsyntax.Body)
+		pc.diags = diags
+	}
 	switch {
 	case pc.body == nil:
 	case !pc.run:
