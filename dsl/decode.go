@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agext/levenshtein"
+	"github.com/cairn-run/cairn/dsl/par"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -208,9 +209,20 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 	}
 	var diags hcl.Diagnostics
 	var pipelineRange *hcl.Range
-	schemas := map[string]*hcl.BodySchema{} // a stage block's schema, by kind (see decodeStage)
-	for _, f := range files {
-		content, d := f.Body.Content(fileSchema)
+	contents := make([]*hcl.BodyContent, len(files))
+	contentDiags := make([]hcl.Diagnostics, len(files))
+	var stageBlocks []*hcl.Block
+	for i, f := range files {
+		contents[i], contentDiags[i] = f.Body.Content(fileSchema)
+		for _, b := range contents[i].Blocks {
+			if b.Type == "stage" {
+				stageBlocks = append(stageBlocks, b)
+			}
+		}
+	}
+	decoded := l.decodeStages(stageBlocks)
+	for i := range files {
+		content, d := contents[i], contentDiags[i]
 		for _, dg := range d {
 			if dg.Summary == "Unsupported block type" && !strings.Contains(dg.Detail, "Did you mean") {
 				dg.Detail += " A pipeline file holds pipeline, variable, locals, stage and seal blocks."
@@ -292,7 +304,8 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 				}
 				cfg.Seals = append(cfg.Seals, s)
 			case "stage":
-				s, d := l.decodeStage(b, schemas)
+				s, d := decoded[0].stage, decoded[0].diags
+				decoded = decoded[1:]
 				diags = append(diags, d...)
 				if s == nil {
 					continue
@@ -425,7 +438,54 @@ func decodeCheck(b *hcl.Block) (*Check, hcl.Diagnostics) {
 // decodeStage decodes a stage block. schemas keeps the body schema of
 // each kind met so far: a pipeline of many stages of one kind makes it
 // once, not once a block.
-func (l *Loader) decodeStage(b *hcl.Block, schemas map[string]*hcl.BodySchema) (*Stage, hcl.Diagnostics) {
+// A stageKind is what decoding a stage block needs of its kind: its
+// block schema, or, for a kind that is not known, the error's detail.
+type stageKind struct {
+	schema  *hcl.BodySchema
+	unknown string
+}
+
+// decodedStage is a stage block decoded, with its diagnostics.
+type decodedStage struct {
+	stage *Stage
+	diags hcl.Diagnostics
+}
+
+// decodeStages decodes stage blocks, in their order. Each block's decoding
+// depends on nothing but the block and its kind, so a pipeline of many
+// stages has them decoded on every core.
+func (l *Loader) decodeStages(blocks []*hcl.Block) []decodedStage {
+	kinds := map[string]*stageKind{}
+	for _, b := range blocks {
+		kind := b.Labels[0]
+		if kinds[kind] != nil {
+			continue
+		}
+		k := &stageKind{}
+		var kindSchema *hcl.BodySchema
+		if l.Kinds != nil {
+			ks, ok := l.Kinds.KindSchema(kind)
+			if !ok {
+				names := l.Kinds.KindNames()
+				k.unknown = fmt.Sprintf("There is no stage kind %q. Known kinds: %s.", kind, strings.Join(names, ", "))
+				if sug := Suggest(kind, names); sug != "" {
+					k.unknown = fmt.Sprintf("There is no stage kind %q. Did you mean %q? Known kinds: %s.", kind, sug, strings.Join(names, ", "))
+				}
+			}
+			kindSchema = ks
+		}
+		k.schema = stageSchema(kindSchema)
+		kinds[kind] = k
+	}
+	out := make([]decodedStage, len(blocks))
+	par.Chunks(len(blocks), 64, 256, func(i int) {
+		s, d := decodeStage(blocks[i], kinds[blocks[i].Labels[0]])
+		out[i] = decodedStage{s, d}
+	})
+	return out
+}
+
+func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 	s := &Stage{
 		Kind: b.Labels[0], Name: b.Labels[1],
 		DeclRange: b.DefRange, KindRange: b.LabelRanges[0], NameRange: b.LabelRanges[1],
@@ -433,30 +493,16 @@ func (l *Loader) decodeStage(b *hcl.Block, schemas map[string]*hcl.BodySchema) (
 		OnInterrupt: "rerun", OnUpstreamFailure: "skip",
 	}
 	diags := validName(s.Name, "stage", s.NameRange)
-	var kindSchema *hcl.BodySchema
-	if l.Kinds != nil {
-		ks, ok := l.Kinds.KindSchema(s.Kind)
-		if !ok {
-			names := l.Kinds.KindNames()
-			detail := fmt.Sprintf("There is no stage kind %q. Known kinds: %s.", s.Kind, strings.Join(names, ", "))
-			if sug := Suggest(s.Kind, names); sug != "" {
-				detail = fmt.Sprintf("There is no stage kind %q. Did you mean %q? Known kinds: %s.", s.Kind, sug, strings.Join(names, ", "))
-			}
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Unknown stage kind",
-				Detail:   detail,
-				Subject:  s.KindRange.Ptr(),
-			})
-			s.UnknownKind = true
-		}
-		kindSchema = ks
+	if kind.unknown != "" {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unknown stage kind",
+			Detail:   kind.unknown,
+			Subject:  s.KindRange.Ptr(),
+		})
+		s.UnknownKind = true
 	}
-	schema := schemas[s.Kind]
-	if schema == nil {
-		schema = stageSchema(kindSchema)
-		schemas[s.Kind] = schema
-	}
+	schema := kind.schema
 	var content *hcl.BodyContent
 	var d hcl.Diagnostics
 	if s.UnknownKind {

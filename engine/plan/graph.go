@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/dsl/par"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -121,8 +122,18 @@ func (g *Graph) linkStages() hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	cfg := g.Config
 	g.broken = map[string]bool{}
-	for _, s := range cfg.Stages {
-		r, d := collectRefs(cfg, s)
+	// Each stage's references depend on nothing but the stage and the
+	// configuration: collect them on every core.
+	type collected struct {
+		r *stageRefs
+		d hcl.Diagnostics
+	}
+	all := make([]collected, len(cfg.Stages))
+	par.Chunks(len(cfg.Stages), 32, 256, func(i int) {
+		all[i].r, all[i].d = collectRefs(cfg, cfg.Stages[i])
+	})
+	for i, s := range cfg.Stages {
+		r, d := all[i].r, all[i].d
 		diags = append(diags, d...)
 		if s.UnknownKind {
 			g.broken[s.Name] = true

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -25,6 +24,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/par"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -124,33 +124,18 @@ func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 	// checker locks its own.
 	g.Scope.Context(nil)
 	g.PathCheck()
-	const chunk = 32
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				start := int(next.Add(chunk)) - chunk
-				if start >= len(g.Nodes) {
-					return
-				}
-				for _, n := range g.Nodes[start:min(start+chunk, len(g.Nodes))] {
-					if g.EvalsStage(n) || !want(n) {
-						continue
-					}
-					sn, d := g.EvalNode(n, UnknownInstance)
-					r := evalResult{sn: sn, diags: d, done: true}
-					if dg != nil && !d.HasErrors() {
-						r.base, r.based = g.envelopeBase(n, sn, dg), true
-					}
-					out[n.ID] = r
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	par.Chunks(len(g.Nodes), 32, 64, func(i int) {
+		n := g.Nodes[i]
+		if g.EvalsStage(n) || !want(n) {
+			return
+		}
+		sn, d := g.EvalNode(n, UnknownInstance)
+		r := evalResult{sn: sn, diags: d, done: true}
+		if dg != nil && !d.HasErrors() {
+			r.base, r.based = g.envelopeBase(n, sn, dg), true
+		}
+		out[n.ID] = r
+	})
 	return out
 }
 
