@@ -68,23 +68,16 @@ func checkArgs(run cty.Value, rng hcl.Range) hcl.Diagnostics {
 		return nil
 	}
 	run, _ = run.Unmark()
-	check := func(name string, v cty.Value) hcl.Diagnostics {
+	check := func(i int, v cty.Value) hcl.Diagnostics {
 		v, _ = v.Unmark()
 		if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
 			return nil
 		}
-		s := v.AsString()
-		if i := strings.IndexByte(s, 0); i >= 0 {
-			return Diag("Invalid run", fmt.Sprintf("%s holds a NUL byte (at byte %d): a program's arguments cannot hold one, so it would receive the argument cut there. Remove it.", name, i), rng)
-		}
-		if len(s)+1 > maxArgLen {
-			return Diag("Invalid run", fmt.Sprintf("%s is %d bytes: Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN), so the program could not start. Pass the data in a file instead (and name it in inputs).", name, len(s)), rng)
-		}
-		return nil
+		return checkArg(i, v.AsString(), rng)
 	}
 	ty := run.Type()
 	if ty.Equals(cty.String) {
-		return check("run", run)
+		return check(-1, run)
 	}
 	if !(ty.IsListType() || ty.IsTupleType()) {
 		return nil
@@ -93,9 +86,26 @@ func checkArgs(run cty.Value, rng hcl.Range) hcl.Diagnostics {
 	i := 0
 	for it := run.ElementIterator(); it.Next(); i++ {
 		_, ev := it.Element()
-		diags = append(diags, check(fmt.Sprintf("run[%d]", i), ev)...)
+		diags = append(diags, check(i, ev)...)
 	}
 	return diags
+}
+
+// checkArg is checkArgs for one argument, run[i] (run itself for i < 0).
+func checkArg(i int, s string, rng hcl.Range) hcl.Diagnostics {
+	name := func() string {
+		if i < 0 {
+			return "run"
+		}
+		return fmt.Sprintf("run[%d]", i)
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return Diag("Invalid run", fmt.Sprintf("%s holds a NUL byte (at byte %d): a program's arguments cannot hold one, so it would receive the argument cut there. Remove it.", name(), i), rng)
+	}
+	if len(s)+1 > maxArgLen {
+		return Diag("Invalid run", fmt.Sprintf("%s is %d bytes: Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN), so the program could not start. Pass the data in a file instead (and name it in inputs).", name(), len(s)), rng)
+	}
+	return nil
 }
 
 // commandArgv decodes run and shell into a Proc. Unknown values (plan time)
@@ -111,6 +121,17 @@ func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
 			return p, Diag("Invalid shell", "shell must be true or false.", n.Ranges["shell"])
 		}
 		p.Shell = s.True()
+	}
+	// The common case, a list of known plain strings, in one pass.
+	if argv, ok := plainStrings(run); ok {
+		var diags hcl.Diagnostics
+		for i, a := range argv {
+			diags = append(diags, checkArg(i, a, rng)...)
+		}
+		if diags.HasErrors() {
+			return p, diags
+		}
+		return p, argvChecks(&p, argv, rng)
 	}
 	if d := checkArgs(run, rng); d.HasErrors() {
 		return p, d
@@ -131,14 +152,17 @@ func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
 	if err != nil {
 		return p, Diag("Invalid run", fmt.Sprintf("run must be a list of strings: %s.", err), rng)
 	}
+	return p, argvChecks(&p, argv, rng)
+}
+
+// argvChecks checks a run list of strings and sets p.Argv to it.
+func argvChecks(p *Proc, argv []string, rng hcl.Range) hcl.Diagnostics {
 	if len(argv) == 0 {
-		return p, Diag("Invalid run", "run must name a program: it is empty.", rng)
+		return Diag("Invalid run", "run must name a program: it is empty.", rng)
 	}
-	if p.Shell {
-		if len(argv) != 1 {
-			return p, Diag("Invalid run", "With shell = true, run is one string (or a list of one string) for /bin/sh -c.", rng)
-		}
+	if p.Shell && len(argv) != 1 {
+		return Diag("Invalid run", "With shell = true, run is one string (or a list of one string) for /bin/sh -c.", rng)
 	}
 	p.Argv = argv
-	return p, nil
+	return nil
 }
