@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agext/levenshtein"
-	"github.com/cairn-run/cairn/dsl/par"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -16,6 +15,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/cairn-run/cairn/dsl/par"
 )
 
 // Kinds tells the decoder which stage kinds exist and what attributes each
@@ -435,9 +436,6 @@ func decodeCheck(b *hcl.Block) (*Check, hcl.Diagnostics) {
 	}, diags
 }
 
-// decodeStage decodes a stage block. schemas keeps the body schema of
-// each kind met so far: a pipeline of many stages of one kind makes it
-// once, not once a block.
 // A stageKind is what decoding a stage block needs of its kind: its
 // block schema, or, for a kind that is not known, the error's detail.
 type stageKind struct {
@@ -485,6 +483,8 @@ func (l *Loader) decodeStages(blocks []*hcl.Block) []decodedStage {
 	return out
 }
 
+// decodeStage decodes a stage block of the kind given (made once per kind
+// by decodeStages, not once a block).
 func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 	s := &Stage{
 		Kind: b.Labels[0], Name: b.Labels[1],

@@ -100,10 +100,26 @@ func digit(c byte) bool { return '0' <= c && c <= '9' }
 // identStart byte.
 func (p *fastParser) ident() (string, hcl.Range) {
 	from := p.off
-	for p.off < len(p.src) && identByte(p.src[p.off]) {
-		p.off++
-	}
+	p.off = p.identEnd(from)
 	return string(p.src[from:p.off]), p.rng(from, p.off)
+}
+
+// identEnd is where the identifier that starts at from ends.
+func (p *fastParser) identEnd(from int) int {
+	for from < len(p.src) && identByte(p.src[from]) {
+		from++
+	}
+	return from
+}
+
+// callOrIndex says whether a function call or an index follows right
+// after the name just read, which the subset leaves to hclsyntax.
+func (p *fastParser) callOrIndex() bool {
+	if p.off >= len(p.src) {
+		return false
+	}
+	c := p.src[p.off]
+	return c == '(' || c == ':' || c == '['
 }
 
 // quoted reads a plain quoted string at the offset: its content, the
@@ -144,11 +160,7 @@ func (p *fastParser) body(top bool, open hcl.Range) (*hclsyntax.Body, hcl.Range,
 			tok = hcl.Range{Filename: p.filename, Start: p.pos(p.off),
 				End: hcl.Pos{Line: p.line + 1, Column: 1, Byte: p.base + p.off + 1}}
 		case identStart(c):
-			to := p.off
-			for to < len(p.src) && identByte(p.src[to]) {
-				to++
-			}
-			tok = p.rng(p.off, to)
+			tok = p.rng(p.off, p.identEnd(p.off))
 		default:
 			return nil, hcl.Range{}, false
 		}
@@ -312,10 +324,8 @@ func (p *fastParser) expr(inTuple bool) (hclsyntax.Expression, bool) {
 // traversal parses true, false, null or a traversal of names.
 func (p *fastParser) traversal() (hclsyntax.Expression, bool) {
 	name, r := p.ident()
-	if p.off < len(p.src) {
-		if c := p.src[p.off]; c == '(' || c == ':' || c == '[' {
-			return nil, false
-		}
+	if p.callOrIndex() {
+		return nil, false
 	}
 	switch name {
 	case "true", "false", "null":
@@ -342,10 +352,8 @@ func (p *fastParser) traversal() (hclsyntax.Expression, bool) {
 		step := hcl.RangeBetween(dot, ar)
 		t.Traversal = append(t.Traversal, hcl.TraverseAttr{Name: attr, SrcRange: step})
 		t.SrcRange = hcl.RangeBetween(t.SrcRange, step)
-		if p.off < len(p.src) {
-			if c := p.src[p.off]; c == '(' || c == ':' || c == '[' {
-				return nil, false
-			}
+		if p.callOrIndex() {
+			return nil, false
 		}
 	}
 	return t, true
