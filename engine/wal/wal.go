@@ -182,7 +182,15 @@ type Log struct {
 	commits atomic.Int64 // batches written, for benchmarks
 	syncs   atomic.Int64 // fsyncs made, for tests
 
-	// Owned by the committer goroutine (read by Close after it exits):
+	// commitMu is held by whoever writes the file: the committer
+	// goroutine, or an appender that finds it idle and commits the queued
+	// batches, its own the last, itself (see commitInline). Batches are
+	// taken from the queue only while it is held, so they are written in
+	// the order they were queued.
+	commitMu sync.Mutex
+
+	// Owned by the holder of commitMu (read by Close after the committer
+	// exits):
 	unsynced bool // records were written but not synced yet (Written, Queued)
 	// dirUnsynced: the file was created and its directory entry is not
 	// synced yet (Lazy).
@@ -377,11 +385,66 @@ const (
 // their write can keep a prefix of them), and returns as d says. Records
 // appended together go out in one write; none is nothing to do.
 func (l *Log) Append(payloads [][]byte, d Durability) error {
-	b, err := l.enqueueBatch(payloads, d == Durable)
+	b, err := l.enqueueBatch(payloads, d == Durable, d == Queued)
 	if d == Queued {
 		return err
 	}
-	return waitCommit(b, err)
+	return l.commitInline(b, err)
+}
+
+// commitInline waits until batch b is committed, committing it on the
+// caller's goroutine when no commit is under way: the queued batches, b
+// the last of them, are written (and synced, when one of them is durable)
+// at once, without handing them to the committer goroutine and waiting
+// for it to be scheduled and to hand them back. When a commit is under
+// way, the committer takes b after it. An enqueue's error is returned at
+// once.
+func (l *Log) commitInline(b *batch, err error) error {
+	if err != nil || b == nil {
+		return err
+	}
+	if !l.commitMu.TryLock() {
+		l.wake()
+		return waitCommit(b, nil)
+	}
+	for {
+		next := l.take()
+		if next == nil {
+			break // b was taken and committed by the committer
+		}
+		l.commitBatch(next)
+		if next == b {
+			break
+		}
+	}
+	more := l.queued()
+	l.commitMu.Unlock()
+	if more {
+		// Batches queued while this one was written: the committer's.
+		l.wake()
+	}
+	return waitCommit(b, nil)
+}
+
+// take removes the oldest queued batch, nil when there is none. commitMu
+// is held.
+func (l *Log) take() *batch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		return nil
+	}
+	b := l.queue[0]
+	l.queue[0] = nil
+	l.queue = l.queue[1:]
+	return b
+}
+
+// queued reports whether batches wait in the queue.
+func (l *Log) queued() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) > 0
 }
 
 // waitCommit waits until the batch a record joined is committed and returns
@@ -406,16 +469,12 @@ func (l *Log) Sync() error {
 		b.durable = true
 	}
 	l.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	l.wake()
-	return waitCommit(b, nil)
+	return l.commitInline(b, err)
 }
 
 // enqueueBatch adds records to one batch (nil when there are none), marking it
 // durable when asked, and wakes the committer.
-func (l *Log) enqueueBatch(payloads [][]byte, durable bool) (*batch, error) {
+func (l *Log) enqueueBatch(payloads [][]byte, durable, wake bool) (*batch, error) {
 	if len(payloads) == 0 {
 		return nil, nil
 	}
@@ -442,7 +501,9 @@ func (l *Log) enqueueBatch(payloads [][]byte, durable bool) (*batch, error) {
 		b.durable = true
 	}
 	l.mu.Unlock()
-	l.wake()
+	if wake {
+		l.wake()
+	}
 	return b, nil
 }
 
@@ -480,7 +541,8 @@ func (l *Log) wake() {
 	}
 }
 
-// run is the committer: the only goroutine that writes the file after Open.
+// run is the committer: it writes the batches that no appender commits
+// itself (Queued records, and those queued while a commit was under way).
 func (l *Log) run() {
 	defer close(l.done)
 	for {
@@ -489,40 +551,47 @@ func (l *Log) run() {
 			// them, so that they share the next fsync instead of waiting for one more.
 			runtime.Gosched()
 		}
-		l.mu.Lock()
-		var b *batch
-		if len(l.queue) > 0 {
-			b = l.queue[0]
-			l.queue[0] = nil
-			l.queue = l.queue[1:]
-		}
-		closed := l.closed
-		durable := b != nil && b.durable
-		l.mu.Unlock()
+		l.commitMu.Lock()
+		b := l.take()
 		if b == nil {
+			l.mu.Lock()
+			closed := l.closed
+			l.mu.Unlock()
 			if closed {
 				if l.unsynced && !l.opts.NoSync && (!l.opts.Lazy || l.hadDurable) {
 					l.asyncErr = errors.Join(l.asyncErr, l.sync())
 				}
+				l.commitMu.Unlock()
 				return
 			}
+			l.commitMu.Unlock()
 			<-l.kick
 			continue
 		}
-		b.err = l.commit(b.buf, durable)
-		l.commits.Add(1)
-		if !durable && b.err != nil {
-			l.asyncErr = errors.Join(l.asyncErr, b.err)
-		}
-		buf := b.buf[:0]
-		b.buf = nil
-		close(b.done)
-		l.mu.Lock()
-		if cap(buf) <= 2*maxBatchBytes && len(l.free) < 4 {
-			l.free = append(l.free, buf)
-		}
-		l.mu.Unlock()
+		l.commitBatch(b)
+		l.commitMu.Unlock()
 	}
+}
+
+// commitBatch writes a batch taken from the queue and wakes its waiters.
+// commitMu is held.
+func (l *Log) commitBatch(b *batch) {
+	l.mu.Lock()
+	durable := b.durable
+	l.mu.Unlock()
+	b.err = l.commit(b.buf, durable)
+	l.commits.Add(1)
+	if !durable && b.err != nil {
+		l.asyncErr = errors.Join(l.asyncErr, b.err)
+	}
+	buf := b.buf[:0]
+	b.buf = nil
+	close(b.done)
+	l.mu.Lock()
+	if cap(buf) <= 2*maxBatchBytes && len(l.free) < 4 {
+		l.free = append(l.free, buf)
+	}
+	l.mu.Unlock()
 }
 
 // commit writes buf at the end of the file and, when durable, syncs it (and

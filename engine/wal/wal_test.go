@@ -615,12 +615,31 @@ func TestConcurrentAppends(t *testing.T) {
 							i += 3
 							continue
 						}
-						assert.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("%d %d", g, i))}, Durable))
+						// Every kind of append: a Written or Durable one
+						// commits inline when the log is idle, and must
+						// not overtake a Queued one before it.
+						d := [...]Durability{Durable, Written, Queued}[(g+i)%3]
+						assert.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("%d %d", g, i))}, d))
 						i++
 					}
 				}()
 			}
+			stop := make(chan struct{})
+			synced := make(chan struct{})
+			go func() {
+				defer close(synced)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						assert.NoError(t, l.Sync())
+					}
+				}
+			}()
 			wg.Wait()
+			close(stop)
+			<-synced
 			require.NoError(t, l.Close())
 
 			recs, st, err := readAll(t, path)
