@@ -28,6 +28,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
@@ -143,6 +144,10 @@ type nodeState struct {
 	// scratch is the node's CAIRN_OUT_DIR once made (guarded by
 	// applier.scratchMu).
 	scratch string
+	// fileName is runlog.NodeLogName of the node's first attempt, once
+	// its worker has needed it (its logs' stem, its scratch folder's
+	// name): the address is parsed once a node, not for each.
+	fileName string
 	// slotFreed: its CPU slot and concurrency turn were given back.
 	slotFreed bool
 	// seq is the number of the node's record in the cache (Commit), 0
@@ -1070,6 +1075,18 @@ func (r *nodeRuntime) CacheDir() string  { return r.a.cache.Dir }
 func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
 func (r *nodeRuntime) OutDir() string    { return r.a.scratchFor(r.ns) }
 
+// logName is runlog.NodeLogName(addr, attempt) of the node. Only its
+// worker goroutine calls it.
+func (ns *nodeState) logName(attempt int) string {
+	if ns.fileName == "" {
+		ns.fileName = runlog.NodeLogName(ns.n.Addr, 1)
+	}
+	if attempt > 1 {
+		return addrs.AttemptName(ns.fileName, attempt)
+	}
+	return ns.fileName
+}
+
 // scratchFor is the node's private scratch folder (CAIRN_OUT_DIR),
 // <run>/out/<node>, made on first use. It is an emptied folder of an
 // earlier node when there is one (a rename), so that a run of many nodes
@@ -1080,7 +1097,7 @@ func (a *applier) scratchFor(ns *nodeState) string {
 	if ns.scratch != "" {
 		return ns.scratch
 	}
-	d := filepath.Join(a.j.Dir, "out", runlog.NodeLogName(ns.n.Addr, 1))
+	d := filepath.Join(a.j.Dir, "out", ns.logName(1))
 	ns.scratch = d
 	for len(a.freeScratch) > 0 {
 		f := a.freeScratch[len(a.freeScratch)-1]
@@ -1175,7 +1192,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResult, error) {
 	a, ns := r.a, r.ns
 	c := ns.spec.Common
-	stem := runlog.NodeLog(a.j.Dir, ns.n.Addr, ns.attempts)
+	stem := filepath.Join(a.j.Dir, "logs", ns.logName(ns.attempts))
 	stdout, stderr := stem+".out", stem+".err"
 	if p.Stdout != "" {
 		stdout = p.Stdout

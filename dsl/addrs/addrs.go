@@ -135,10 +135,16 @@ func (n Node) FileName(attempt int) string {
 		sum := sha256.Sum256([]byte(addr))
 		name = string(flat) + "~" + hex.EncodeToString(sum[:])[:16]
 	}
+	return AttemptName(name, attempt)
+}
+
+// AttemptName is the FileName of an attempt of a node whose first
+// attempt's FileName is first.
+func AttemptName(first string, attempt int) string {
 	if attempt > 1 {
-		name = fmt.Sprintf("%s.attempt%d", name, attempt)
+		return first + ".attempt" + strconv.Itoa(attempt)
 	}
-	return name
+	return first
 }
 
 func plainFileName(s string) bool {

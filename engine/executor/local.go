@@ -310,7 +310,10 @@ func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr 
 	if err := errors.Join(errOut, errErr); err != nil {
 		return fmt.Errorf("exec: writing the logs of %s: %w", spec.Node, err)
 	}
-	res.StderrTail = FileTail(spec.Stderr, 16<<10)
+	if stderr.f != nil {
+		// A stream is logged from its first byte: no file, no tail.
+		res.StderrTail = FileTail(spec.Stderr, 16<<10)
+	}
 	st := cmd.ProcessState
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {

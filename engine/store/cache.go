@@ -133,6 +133,9 @@ type Cache struct {
 	pre    map[string]*prefetched
 	// indexFile identifies the index file read so far (gc replaces it).
 	indexFile os.FileInfo
+	// indexRead is that file, open for Refresh's reads while it is the
+	// one at the index's path: a refresh is then one stat and one read.
+	indexRead *os.File
 	log       *wal.Log
 	// Warn receives problems that cost a cache hit but nothing else.
 	Warn func(format string, args ...any)
@@ -253,6 +256,7 @@ func (c *Cache) Refresh() error {
 				_ = c.log.Close()
 				c.log = nil
 			}
+			c.closeIndexRead()
 		}
 		c.indexFile = fi
 		if fi.Size() == c.offset {
@@ -260,7 +264,7 @@ func (c *Cache) Refresh() error {
 		}
 	}
 	for {
-		st, err := wal.ReadFrom(path, c.offset, func(off int64, p []byte) error {
+		st, err := c.readIndex(path, fi, func(off int64, p []byte) error {
 			c.loadIndexRecord(p)
 			return nil
 		})
@@ -285,6 +289,36 @@ func (c *Cache) Refresh() error {
 			return fmt.Errorf("cache: %w", err)
 		}
 		return nil
+	}
+}
+
+// readIndex reads the index records from c.offset on: from the file
+// Refresh keeps open when fi (the path's stat, nil if it failed) names it,
+// else by path. c.mu is held.
+func (c *Cache) readIndex(path string, fi os.FileInfo, fn func(off int64, p []byte) error) (wal.ReadStats, error) {
+	if fi == nil {
+		return wal.ReadFrom(path, c.offset, fn)
+	}
+	if c.indexRead == nil {
+		f, err := os.Open(path)
+		if err != nil {
+			return wal.ReadFrom(path, c.offset, fn)
+		}
+		if ofi, err := f.Stat(); err != nil || !os.SameFile(ofi, fi) {
+			// Replaced since the stat: this pass reads it by path.
+			f.Close()
+			return wal.ReadFrom(path, c.offset, fn)
+		}
+		c.indexRead = f
+	}
+	return wal.ReadAt(c.indexRead, path, c.offset, fi.Size(), fn)
+}
+
+// closeIndexRead closes the file Refresh reads. c.mu is held.
+func (c *Cache) closeIndexRead() {
+	if c.indexRead != nil {
+		_ = c.indexRead.Close()
+		c.indexRead = nil
 	}
 }
 
@@ -665,6 +699,9 @@ func (c *Cache) Close() error {
 	if c.log != nil {
 		errs = append(errs, c.log.Close())
 	}
+	c.mu.Lock()
+	c.closeIndexRead()
+	c.mu.Unlock()
 	errs = append(errs, c.Stat.Save())
 	return errors.Join(errs...)
 }

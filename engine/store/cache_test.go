@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -78,4 +80,47 @@ func TestSyncRoundsWaitUntilAskedOrDelay(t *testing.T) {
 	c.SyncDelay = time.Millisecond
 	seq = commit('c')
 	require.Eventually(t, func() bool { return c.Durable() == seq }, 10*time.Second, time.Millisecond, "a round comes after SyncDelay")
+}
+
+// Refresh takes in what another process committed, each time, while it
+// reads the index from the file it keeps open; and when the index is
+// replaced underneath it (gc compacts it into a new file), it reads the
+// new file from its start and forgets what the old one held.
+func TestRefreshFollowsAnotherWriterAndAReplacedIndex(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	defer b.Close()
+	rec := func(i int) *Record {
+		return &Record{Key: fmt.Sprintf("%064d", i), Pipeline: "p", Address: fmt.Sprintf("stage.n%d", i), Ended: time.Now()}
+	}
+	for i := 1; i <= 5; i++ {
+		_, err := a.Commit(rec(i), 0)
+		require.NoError(t, err)
+		require.NoError(t, b.Refresh())
+		for j := 1; j <= i; j++ {
+			assert.True(t, b.Has(rec(j).Key), "after commit %d, b misses record %d", i, j)
+		}
+		// b's own commit and a's next one come one after the other.
+		_, err = b.Commit(rec(100+i), 0)
+		require.NoError(t, err)
+		require.NoError(t, a.Refresh())
+		assert.True(t, a.Has(rec(100+i).Key))
+	}
+
+	// Another index takes the place of the one b has open, holding one
+	// record b has never seen and none of the others.
+	other := t.TempDir()
+	c, err := Open(other, Options{NoSync: true})
+	require.NoError(t, err)
+	_, err = c.Commit(rec(999), 0)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.NoError(t, os.Rename(IndexPath(other), IndexPath(dir)))
+	require.NoError(t, b.Refresh())
+	assert.True(t, b.Has(rec(999).Key))
+	assert.False(t, b.Has(rec(1).Key), "a record of the replaced index is still taken")
 }

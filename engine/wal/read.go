@@ -45,6 +45,13 @@ func ReadFrom(path string, off int64, fn func(off int64, payload []byte) error) 
 	return scan(f, path, off, fi.Size(), fn)
 }
 
+// ReadAt is ReadFrom on a log already open as r, up to size bytes: a
+// reader that follows a growing log keeps the file open between passes
+// (Cache.Refresh) instead of opening it for each.
+func ReadAt(r io.ReaderAt, path string, off, size int64, fn func(off int64, payload []byte) error) (ReadStats, error) {
+	return scan(r, path, off, size, fn)
+}
+
 // openForRepair takes the log's lock (waiting for a writer that holds it)
 // and opens the file for rewriting in place.
 func openForRepair(path string) (*fileLock, *os.File, error) {
