@@ -154,6 +154,15 @@ type nodeState struct {
 	// when it committed none in this apply; after is the highest seq of
 	// its upstreams: its record is written once theirs are durable.
 	seq, after int64
+	// persisted is made when the node may be released (see release):
+	// its worker closes it once its record is written to the cache, or
+	// could not be (persistFailed, set before), and sets seq before.
+	// Downstreams' workers wait for it before they write theirs.
+	persisted     chan struct{}
+	persistFailed bool
+	// released: its downstreams were made ready when its outputs were
+	// stored, before its record was written (the loop's goroutine only).
+	released bool
 }
 
 type applier struct {
@@ -178,6 +187,10 @@ type applier struct {
 	scratchMu   sync.Mutex
 	freeScratch []string
 	scratchN    int
+	// finished are the nodes whose scratch folders wait to be taken back
+	// (recycleScratch) once the nodes their end made ready have started:
+	// the loop's own goroutine only.
+	finished []*nodeState
 }
 
 // eventKind is what a node's worker reports to the apply loop.
@@ -192,6 +205,9 @@ const (
 	// evLocked: a node waiting for its key's lock got it (locked), or gave
 	// up (err).
 	evLocked
+	// evSettled: a node that may be released (mayRelease) succeeded and
+	// its outputs are stored; its record is being written (release).
+	evSettled
 )
 
 type event struct {
@@ -199,6 +215,10 @@ type event struct {
 	kind   eventKind
 	err    error
 	locked *store.KeyLock
+	// class and message: a released node's record could not be written
+	// (evDone); the loop, not the worker, sets them on the node, whose
+	// state its downstreams read by now.
+	class, message string
 }
 
 // Apply runs a plan: nodes whose key is cached are restored, the rest run
@@ -337,6 +357,7 @@ func (a *applier) loop() {
 		if !interrupted {
 			a.dispatch()
 		}
+		a.recycleFinished()
 		if a.sched.done(interrupted) {
 			break
 		}
@@ -815,15 +836,44 @@ func (a *applier) launch(ns *nodeState) {
 	ns.progress = ""
 	a.mu.Unlock()
 	for _, d := range ns.n.Deps {
-		ns.after = max(ns.after, a.nodes[d].seq)
+		if u := a.nodes[d]; u.persisted == nil {
+			ns.after = max(ns.after, u.seq)
+		} // else persist waits for it and reads its seq then
+	}
+	if a.mayRelease(ns) {
+		ns.persisted = make(chan struct{})
 	}
 	// Its record will wait for its upstreams' to be durable: their sync
 	// round runs now, while it does.
 	a.cache.SyncSoon(ns.after)
 	go func() {
-		err := a.execute(ns)
-		a.events <- event{id: ns.n.ID, kind: evDone, err: err}
+		ev := a.execute(ns)
+		ev.id, ev.kind = ns.n.ID, evDone
+		a.events <- ev
 	}()
+}
+
+// mayRelease reports whether a node's downstreams may start once its
+// outputs are stored, while its record is being written to the cache
+// (release): when its success is known then. A node with postconditions
+// is judged on its record in the loop, and a batch's variants end with
+// their batch; a node without downstreams has nothing to release.
+func (a *applier) mayRelease(ns *nodeState) bool {
+	return len(ns.n.Downs) > 0 && len(ns.n.Stage.Postconditions) == 0 && a.sched.groups[ns.n.Stage.Name] == nil
+}
+
+// release makes a node's downstreams ready on its evSettled event: it has
+// succeeded, its outputs are in the cache's blobs and its record is made,
+// and its worker is writing the record to the index. The ok line and the
+// count wait for evDone, when the record is in the index (a node shown ok
+// is not run again by the next apply). Should the record not be written,
+// the node fails then; its downstreams that started by then write no
+// record either (persist), and those that had not are skipped.
+func (a *applier) release(ns *nodeState) {
+	ns.released = true
+	ns.status = plan.OK
+	a.setFinal(ns)
+	a.finish(ns)
 }
 
 // handle processes a worker's event.
@@ -853,11 +903,16 @@ func (a *applier) handle(ev event) {
 		if a.sched.usesCPUSlot(ns) {
 			a.sched.releaseSlot(ns)
 		}
+	case evSettled:
+		a.release(ns)
 	case evDone:
 		a.sched.stopped(ns.n.ID)
 		a.releaseResources(ns)
-		a.recycleScratch(ns)
+		a.finished = append(a.finished, ns)
 		ns.releaseKey()
+		if ev.class != "" {
+			ns.class, ns.message = ev.class, ev.message
+		}
 		if ev.err != nil && ns.class == "" {
 			ns.class, ns.message = dsl.ClassSetup, ev.err.Error()
 		}
@@ -867,17 +922,29 @@ func (a *applier) handle(ev event) {
 		}
 		ns.status = plan.OK
 		a.res.Ran++
+		if ns.released {
+			// Final, and its downstreams ready, since evSettled; it has
+			// no postconditions.
+			a.okLine(ns)
+			return
+		}
 		a.setFinal(ns)
 		// Postconditions first: a node they fail is shown failed only,
 		// never "ok" first.
 		if !a.checkPost(ns) {
 			return
 		}
-		a.announce(ns)
-		a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
-		a.emitJSON(ns, "ok")
+		a.okLine(ns)
 		a.finish(ns)
 	}
+}
+
+// okLine shows a node that ran as ok: its kind's summary, its line, its
+// JSON event.
+func (a *applier) okLine(ns *nodeState) {
+	a.announce(ns)
+	a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
+	a.emitJSON(ns, "ok")
 }
 
 // announce prints the summary line of a node whose kind makes one of its
@@ -922,7 +989,9 @@ func (a *applier) markFailed(ns *nodeState) {
 	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
 	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
 	a.emitJSON(ns, "failed")
-	a.finish(ns)
+	if !ns.released {
+		a.finish(ns) // a released node's downstreams were made ready already
+	}
 }
 
 func (a *applier) skip(ns *nodeState, why string) {
@@ -1113,6 +1182,17 @@ func (a *applier) scratchFor(ns *nodeState) string {
 		_ = os.MkdirAll(d, 0o777)
 	}
 	return d
+}
+
+// recycleFinished takes back the scratch folders of the nodes that ended
+// since the last call. The loop calls it after dispatching what their end
+// made ready, so that the next node of a chain does not wait for it.
+func (a *applier) recycleFinished() {
+	for _, ns := range a.finished {
+		a.recycleScratch(ns)
+	}
+	clear(a.finished)
+	a.finished = a.finished[:0]
 }
 
 // recycleScratch takes back a finished node's scratch folder when the node
@@ -1339,9 +1419,17 @@ func intsString(xs []int) string {
 	return strings.Join(s, ",")
 }
 
+// noteFinished journals a node's end once its record is in the cache.
+func (a *applier) noteFinished(ns *nodeState, rec *store.Record) {
+	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts})
+}
+
 // execute runs a node with retries and commits its record. It runs on a
 // worker goroutine and touches only its own node's state.
-func (a *applier) execute(ns *nodeState) error {
+func (a *applier) execute(ns *nodeState) event {
+	if ns.persisted != nil {
+		defer close(ns.persisted)
+	}
 	retry := ns.n.Stage.Retry
 	for {
 		ns.attempts++
@@ -1370,19 +1458,36 @@ func (a *applier) execute(ns *nodeState) error {
 					// are stored and synced.
 					a.events <- event{id: ns.n.ID, kind: evExited}
 				}
-				rec, class, msg := a.commit(ns, out)
+				rec, class, msg := a.settle(ns, out)
+				if class == "" && ns.persisted != nil {
+					// Its downstreams may start now: the loop reads
+					// the node's state from here on, and a record that
+					// cannot be written fails the node through the
+					// event, without a retry.
+					ns.record = rec
+					a.events <- event{id: ns.n.ID, kind: evSettled}
+					if class, msg := a.persist(ns, rec); class != "" {
+						ns.persistFailed = true
+						return event{class: class, message: msg}
+					}
+					a.noteFinished(ns, rec)
+					return event{}
+				}
+				if class == "" {
+					class, msg = a.persist(ns, rec)
+				}
 				if class != "" {
 					ns.class, ns.message = class, msg
 				} else {
 					ns.record = rec
-					_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts})
-					return nil
+					a.noteFinished(ns, rec)
+					return event{}
 				}
 			}
 		}
 		marks.release()
 		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
-			return nil
+			return event{}
 		}
 		ns.message = stages.RedactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})

@@ -18,19 +18,22 @@ import (
 	"github.com/cairn-run/cairn/stages"
 )
 
-// commit stores a successful node's outputs and result and commits its
-// action record. A missing output or an unreadable result fails the node
-// with class "result" (nothing is committed).
-func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*store.Record, string, string) {
+// A successful node's result is committed in two steps: settle, then
+// persist (execute calls them).
+//
+// settle stores the node's outputs and result in the cache's blobs and
+// makes its record, all but its envelope, which persist adds; from then
+// on the record is read only, and the node's downstreams need nothing
+// more to start (see release). A missing output or an unreadable result
+// fails the node with class "result" (nothing is committed).
+func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, string, string) {
 	c := ns.spec.Common
 	rec := &store.Record{
 		Key: ns.key, Outputs: map[string]string{}, Modes: map[string]uint32{},
 		Pipeline: a.g.Config.Name, Address: ns.n.Addr, RunID: a.runID,
 		Attempts: ns.attempts, Started: ns.started, Ended: ns.ended,
 		Debug: a.opts.Debug[ns.n.Addr], RunCounts: out.RunCounts, Launch: ns.launchRecord(),
-	}
-	if env, err := json.Marshal(ns.env); err == nil {
-		rec.Envelope = env
+		Format: store.Format,
 	}
 	if out.Proc != nil {
 		rec.ExitCode = out.Proc.ExitCode
@@ -93,12 +96,49 @@ func (a *applier) commit(ns *nodeState, out *stages.Outcome) (*store.Record, str
 	// the next apply.
 	rec.Started, rec.Ended = rec.Started.Round(0), rec.Ended.Round(0)
 	rec.OutputDigest = plan.OutputDigest(rec.Outputs, rec.Result, "ok")
-	seq, err := a.cache.Commit(rec, ns.after)
+	return rec, "", ""
+}
+
+// persist is the second half of commit: the record, with its envelope,
+// is written to the cache index once the records of the node's upstreams
+// are in it and durable. An upstream released early (see release) may
+// still be writing its record: persist waits for it, and a node whose
+// upstream's record could not be written writes none either.
+func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) {
+	after := ns.after
+	for _, d := range ns.n.Deps {
+		u := a.nodes[d]
+		if u.persisted == nil {
+			continue // its seq was set before the loop heard of its end
+		}
+		<-u.persisted
+		if u.persistFailed {
+			return dsl.ClassInfra, fmt.Sprintf("not committed: the record of its upstream %s could not be committed to the cache", u.n.Addr)
+		}
+		after = max(after, u.seq)
+	}
+	body := *rec // rec itself is read by the loop
+	if env, err := json.Marshal(ns.env); err == nil {
+		body.Envelope = env
+	}
+	var seq int64
+	var err error
+	if testBeforePersist != nil {
+		err = testBeforePersist(ns.n.Addr)
+	}
+	if err == nil {
+		seq, err = a.cache.Commit(&body, after)
+	}
 	if err != nil {
-		return nil, dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
+		return dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
 	}
 	ns.seq = seq
-	return rec, "", ""
+	if ns.persisted != nil {
+		// Its downstreams may be running: their records will wait for
+		// this one to be durable.
+		a.cache.SyncSoon(seq)
+	}
+	return "", ""
 }
 
 // openOutput opens a file the node wrote (a declared output, a file in

@@ -86,3 +86,8 @@ func testKillAt(limit int64, count *atomic.Int64) {
 		select {} // the signal is on its way
 	}
 }
+
+// testBeforePersist, set by engine's own tests, is called before a node's
+// record is written to the cache (persist); an error fails the write, as
+// a full disk would. It is nil otherwise.
+var testBeforePersist func(addr string) error

@@ -442,7 +442,16 @@ func TestEvaluateCancelAndResume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, stored, second.FromCache)
 	assert.Equal(t, 300-stored, second.Evaluated)
-	assert.Len(t, f.requests(), before+300-stored)
+	// The second run asks for each item the first did not store, and for
+	// no other. A request of the first run that was in flight when it was
+	// cancelled can reach the model's log after the first run returned:
+	// it is for an item the first run did not store, which the second
+	// asks for too, so the items are counted, not the requests.
+	asked := requestsPerItem(f.requests()[before:], "")
+	assert.Len(t, asked, 300-stored)
+	for msgs, n := range asked {
+		assert.LessOrEqual(t, n, 2, "item %s asked for %d times", msgs, n)
+	}
 	assertOneResultEach(t, f.dir, second)
 }
 

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// releasePipeline is a chain a -> b -> c of processes; b and c write a
+// file as they start.
+const releasePipeline = `
+pipeline "release" {}
+
+stage "command" "a" {
+  run     = ["sh", "-c", "echo a > out/a"]
+  outputs = ["out/a"]
+}
+
+stage "command" "b" {
+  run     = ["sh", "-c", "touch out/b.started; echo b > out/b"]
+  outputs = ["out/b"]
+  after   = [stage.a]
+}
+
+stage "command" "c" {
+  run     = ["sh", "-c", "touch out/c.started; echo c > out/c"]
+  outputs = ["out/c"]
+  after   = [stage.b]
+}
+`
+
+// waitForFile waits until path exists, for at most a minute (a bound
+// only, so that a test that breaks ends).
+func waitForFile(path string) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+	}
+	return errors.New(path + " never appeared")
+}
+
+// A node's downstream starts once the node's outputs are stored, before
+// its record is written to the cache: here a's record is written only
+// after b has started, and c's only after c has started. The apply ends
+// with every record written, and the next apply runs nothing.
+func TestDownstreamStartsBeforeUpstreamRecordIsWritten(t *testing.T) {
+	w := newWorkspace(t, releasePipeline)
+	require.NoError(t, os.Mkdir(filepath.Join(w.Root, "out"), 0o755))
+	testBeforePersist = func(addr string) error {
+		switch addr {
+		case "stage.a":
+			return waitForFile(filepath.Join(w.Root, "out", "b.started"))
+		case "stage.b":
+			return waitForFile(filepath.Join(w.Root, "out", "c.started"))
+		}
+		return nil
+	}
+	defer func() { testBeforePersist = nil }()
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 3, r.res.Ran, r.out)
+	assert.Zero(t, r.res.Failed, r.out)
+	// Shown ok once its record is written, after its downstream started.
+	assert.Less(t, strings.Index(r.out, "stage.b  started"), strings.Index(r.out, "stage.a  ok"), r.out)
+
+	testBeforePersist = nil
+	r = w.apply(ApplyOptions{})
+	assert.Equal(t, 3, r.res.Cached, r.out)
+	assert.Zero(t, r.res.Ran, r.out)
+}
+
+// When a node's record cannot be written after its downstream started,
+// the node fails, and so does every downstream that started meanwhile:
+// none of them writes a record, so the next apply runs them all again.
+func TestUpstreamRecordFailureFailsReleasedDownstreams(t *testing.T) {
+	w := newWorkspace(t, releasePipeline)
+	require.NoError(t, os.Mkdir(filepath.Join(w.Root, "out"), 0o755))
+	testBeforePersist = func(addr string) error {
+		if addr == "stage.a" {
+			if err := waitForFile(filepath.Join(w.Root, "out", "c.started")); err != nil {
+				return err
+			}
+			return errors.New("no space left on device (test)")
+		}
+		return nil
+	}
+	defer func() { testBeforePersist = nil }()
+	r := w.apply(ApplyOptions{})
+	assert.Zero(t, r.res.Ran, r.out)
+	require.Equal(t, 3, r.res.Failed, r.out)
+	classes := map[string]string{}
+	for _, f := range r.res.Failures {
+		classes[f.Address] = f.Class
+		if f.Address != "stage.a" {
+			assert.Contains(t, f.Message, "could not be committed", f.Address)
+		}
+	}
+	assert.Equal(t, map[string]string{"stage.a": dsl.ClassInfra, "stage.b": dsl.ClassInfra, "stage.c": dsl.ClassInfra}, classes, r.out)
+	assert.NotContains(t, r.out, "stage.a  ok", r.out)
+
+	testBeforePersist = nil
+	r = w.apply(ApplyOptions{})
+	assert.Equal(t, 3, r.res.Ran, r.out)
+	assert.Zero(t, r.res.Cached, r.out)
+}
