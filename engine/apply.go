@@ -160,6 +160,11 @@ type nodeState struct {
 	// Downstreams' workers wait for it before they write theirs.
 	persisted     chan struct{}
 	persistFailed bool
+	// persistDone is set with persisted closed, and awaited by the loop
+	// when a downstream starts before it is: the node's worker then asks
+	// for a sync round once its record is written, which the downstream's
+	// record will wait for (see launch).
+	persistDone, awaited atomic.Bool
 	// released: its downstreams were made ready when its outputs were
 	// stored, before its record was written (the loop's goroutine only).
 	released bool
@@ -836,9 +841,17 @@ func (a *applier) launch(ns *nodeState) {
 	ns.progress = ""
 	a.mu.Unlock()
 	for _, d := range ns.n.Deps {
-		if u := a.nodes[d]; u.persisted == nil {
-			ns.after = max(ns.after, u.seq)
-		} // else persist waits for it and reads its seq then
+		u := a.nodes[d]
+		if u.persisted != nil {
+			// Released: its record may not be written yet. If it is not,
+			// its worker asks for the sync round once it is, and this
+			// node's persist waits for it.
+			u.awaited.Store(true)
+			if !u.persistDone.Load() {
+				continue
+			}
+		}
+		ns.after = max(ns.after, u.seq)
 	}
 	if a.mayRelease(ns) {
 		ns.persisted = make(chan struct{})
@@ -1428,7 +1441,15 @@ func (a *applier) noteFinished(ns *nodeState, rec *store.Record) {
 // worker goroutine and touches only its own node's state.
 func (a *applier) execute(ns *nodeState) event {
 	if ns.persisted != nil {
-		defer close(ns.persisted)
+		defer func() {
+			ns.persistDone.Store(true)
+			close(ns.persisted)
+			if ns.seq != 0 && ns.awaited.Load() {
+				// A downstream started before the record was written:
+				// its record will wait for this one to be durable.
+				a.cache.SyncSoon(ns.seq)
+			}
+		}()
 	}
 	retry := ns.n.Stage.Retry
 	for {

@@ -55,10 +55,10 @@ func planDurable(t *testing.T, pipeline string) (*plan.Loaded, *store.Cache, *pl
 }
 
 // A dependent starts before its upstream's record is synced (group
-// commit), yet that record is in the index file when it starts (a kill -9
-// cannot lose it), the dependent's own record is written only once its
-// upstream's is durable (records become durable in order), and the apply
-// returns only once every record is durable.
+// commit), even before it is written (release); that record is written
+// without waiting for a sync round, the dependent's own record is written
+// only once its upstream's is durable (records become durable in order),
+// and the apply returns only once every record is durable.
 func TestGroupCommitDependentStartsBeforeUpstreamSync(t *testing.T) {
 	l, c, p := planDurable(t, `
 pipeline "gc" {}
@@ -95,12 +95,15 @@ stage "command" "b" {
 	require.Equal(t, "stage.a", <-started)
 	require.Equal(t, "stage.b", <-started, "b starts while a's record waits for its sync")
 	assert.Equal(t, int64(0), c.Durable(), "no record is durable yet")
+	// a's record is written without a sync round (none can end); b's
+	// cannot be while no round ends.
+	require.Eventually(t, func() bool { return c.Written() >= 1 }, time.Minute, time.Millisecond)
 	assert.Equal(t, int64(1), c.Written(), "b's record waits for a's to be durable")
 
-	// a's record is in the index file already: another process sees it.
+	// a's record is in the index file: another process sees it.
 	other, err := store.Open(c.Dir, store.Options{NoSync: true})
 	require.NoError(t, err)
-	assert.True(t, other.Has(keyA), "a's record is written before b starts")
+	assert.True(t, other.Has(keyA), "a's record is in the index file")
 	require.NoError(t, other.Close())
 
 	select {

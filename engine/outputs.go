@@ -133,11 +133,6 @@ func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) 
 		return dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
 	}
 	ns.seq = seq
-	if ns.persisted != nil {
-		// Its downstreams may be running: their records will wait for
-		// this one to be durable.
-		a.cache.SyncSoon(seq)
-	}
 	return "", ""
 }
 
