@@ -183,8 +183,8 @@ type Log struct {
 	syncs   atomic.Int64 // fsyncs made, for tests
 
 	// commitMu is held by whoever writes the file: the committer
-	// goroutine, or an appender that finds it idle and commits the queued
-	// batches, its own the last, itself (see commitInline). Batches are
+	// goroutine, or a Written appender that finds it idle and commits the
+	// queued batches, its own the last, itself (see commitInline). Batches are
 	// taken from the queue only while it is held, so they are written in
 	// the order they were queued.
 	commitMu sync.Mutex
@@ -385,20 +385,27 @@ const (
 // their write can keep a prefix of them), and returns as d says. Records
 // appended together go out in one write; none is nothing to do.
 func (l *Log) Append(payloads [][]byte, d Durability) error {
-	b, err := l.enqueueBatch(payloads, d == Durable, d == Queued)
-	if d == Queued {
+	b, err := l.enqueueBatch(payloads, d == Durable, d != Written)
+	switch d {
+	case Queued:
 		return err
+	case Written:
+		return l.commitInline(b, err)
 	}
-	return l.commitInline(b, err)
+	return waitCommit(b, err)
 }
 
-// commitInline waits until batch b is committed, committing it on the
-// caller's goroutine when no commit is under way: the queued batches, b
-// the last of them, are written (and synced, when one of them is durable)
-// at once, without handing them to the committer goroutine and waiting
-// for it to be scheduled and to hand them back. When a commit is under
-// way, the committer takes b after it. An enqueue's error is returned at
-// once.
+// commitInline waits until batch b of Written records is committed,
+// committing it on the caller's goroutine when no commit is under way:
+// the queued batches, b the last of them, are written at once, without
+// handing them to the committer goroutine and waiting for it to be
+// scheduled and to hand them back. When a commit is under way, the
+// committer takes b after it. An enqueue's error is returned at once.
+// Durable appends are left to the committer: while it syncs, the
+// appenders that come meanwhile gather in one batch, which shares the
+// next fsync (group commit); committed by their appenders, they would
+// share fewer (BenchmarkAppendGroupCommit/durable: 4.4 records a commit
+// instead of 7.6, with 8 producers).
 func (l *Log) commitInline(b *batch, err error) error {
 	if err != nil || b == nil {
 		return err
@@ -469,11 +476,15 @@ func (l *Log) Sync() error {
 		b.durable = true
 	}
 	l.mu.Unlock()
-	return l.commitInline(b, err)
+	if err != nil {
+		return err
+	}
+	l.wake()
+	return waitCommit(b, nil)
 }
 
 // enqueueBatch adds records to one batch (nil when there are none), marking it
-// durable when asked, and wakes the committer.
+// durable when asked, and wakes the committer when asked.
 func (l *Log) enqueueBatch(payloads [][]byte, durable, wake bool) (*batch, error) {
 	if len(payloads) == 0 {
 		return nil, nil

@@ -615,9 +615,9 @@ func TestConcurrentAppends(t *testing.T) {
 							i += 3
 							continue
 						}
-						// Every kind of append: a Written or Durable one
-						// commits inline when the log is idle, and must
-						// not overtake a Queued one before it.
+						// Every kind of append: a Written one commits
+						// inline when the log is idle, and must not
+						// overtake a Queued or Durable one before it.
 						d := [...]Durability{Durable, Written, Queued}[(g+i)%3]
 						assert.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("%d %d", g, i))}, d))
 						i++
