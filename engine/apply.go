@@ -160,10 +160,10 @@ type nodeState struct {
 	// Downstreams' workers wait for it before they write theirs.
 	persisted     chan struct{}
 	persistFailed bool
-	// persistDone is set with persisted closed, and awaited by the loop
-	// when a downstream starts before it is: the node's worker then asks
-	// for a sync round once its record is written, which the downstream's
-	// record will wait for (see launch).
+	// persistDone is set as persisted is closed; awaited is set by the
+	// loop when a downstream starts before that: the node's worker then
+	// asks for a sync round once its record is written, which the
+	// downstream's record will wait for (see launch).
 	persistDone, awaited atomic.Bool
 	// released: its downstreams were made ready when its outputs were
 	// stored, before its record was written (the loop's goroutine only).
@@ -880,8 +880,8 @@ func (a *applier) mayRelease(ns *nodeState) bool {
 // and its worker is writing the record to the index. The ok line and the
 // count wait for evDone, when the record is in the index (a node shown ok
 // is not run again by the next apply). Should the record not be written,
-// the node fails then; its downstreams that started by then write no
-// record either (persist), and those that had not are skipped.
+// the node fails then; its downstreams made ready before that fail too,
+// without writing a record (persist), and the others are skipped.
 func (a *applier) release(ns *nodeState) {
 	ns.released = true
 	ns.status = plan.OK
