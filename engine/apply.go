@@ -105,13 +105,16 @@ type Failure struct {
 var ErrRefused = errors.New("apply refused")
 
 type nodeState struct {
-	n        *plan.Node
-	pn       *plan.PlannedNode
-	status   plan.Status
-	waiting  int // unfinished upstreams
-	spec     *stages.Node
-	key      string
-	env      *plan.Envelope
+	n       *plan.Node
+	pn      *plan.PlannedNode
+	status  plan.Status
+	waiting int // unfinished upstreams
+	spec    *stages.Node
+	key     string
+	env     *plan.Envelope
+	// envJSON is env as JSON when prepare encoded it for the key (the
+	// record's envelope); nil when the plan's key stands.
+	envJSON  []byte
 	record   *store.Record
 	class    string
 	message  string
@@ -676,7 +679,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	if env == ns.pn.Envelope && ns.pn.Key != "" {
 		ns.key = ns.pn.Key
 	} else {
-		ns.key = env.Key()
+		ns.key, ns.envJSON = env.KeyJSON()
 	}
 	sn.Key = ns.key
 	if a.opts.Exact && ns.pn.Key != "" && ns.key != ns.pn.Key {

@@ -118,8 +118,11 @@ func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) 
 		after = max(after, u.seq)
 	}
 	body := *rec // rec itself is read by the loop
-	if env, err := json.Marshal(ns.env); err == nil {
-		body.Envelope = env
+	body.Envelope = ns.envJSON
+	if body.Envelope == nil {
+		if env, err := json.Marshal(ns.env); err == nil {
+			body.Envelope = env
+		}
 	}
 	var seq int64
 	var err error

@@ -41,8 +41,15 @@ type Envelope struct {
 
 // Key returns the hex sha256 of the NodeEnvelope's canonical JSON.
 func (e *Envelope) Key() string {
+	key, _ := e.KeyJSON()
+	return key
+}
+
+// KeyJSON returns Key and the JSON it is the digest of, which a record
+// keeps as its envelope: one encoding for both.
+func (e *Envelope) KeyJSON() (key string, body []byte) {
 	b, _ := json.Marshal(e)
-	return sha256Hex(b)
+	return sha256Hex(b), b
 }
 
 // notKeyed are generic attributes that do not change what a node
