@@ -1166,10 +1166,7 @@ func (ns *nodeState) logName(attempt int) string {
 	if ns.fileName == "" {
 		ns.fileName = runlog.NodeLogName(ns.n.Addr, 1)
 	}
-	if attempt > 1 {
-		return addrs.AttemptName(ns.fileName, attempt)
-	}
-	return ns.fileName
+	return addrs.AttemptName(ns.fileName, attempt)
 }
 
 // scratchFor is the node's private scratch folder (CAIRN_OUT_DIR),
@@ -1288,7 +1285,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResult, error) {
 	a, ns := r.a, r.ns
 	c := ns.spec.Common
-	stem := filepath.Join(a.j.Dir, "logs", ns.logName(ns.attempts))
+	stem := runlog.LogStem(a.j.Dir, ns.logName(ns.attempts))
 	stdout, stderr := stem+".out", stem+".err"
 	if p.Stdout != "" {
 		stdout = p.Stdout

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,17 +35,6 @@ stage "command" "c" {
   after   = [stage.b]
 }
 `
-
-// waitForFile waits until path exists, for at most a minute (a bound
-// only, so that a test that breaks ends).
-func waitForFile(path string) error {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-	}
-	return errors.New(path + " never appeared")
-}
 
 // A node's downstream starts once the node's outputs are stored, before
 // its record is written to the cache: here a's record is written only

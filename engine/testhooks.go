@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -56,15 +57,21 @@ func init() {
 // testKillAfterStart is the CAIRN_TEST_KILL_AFTER_STARTS hook.
 func testKillAfterStart() {
 	if testKillAfterStarts != 0 && testStarts.Load()+1 == testKillAfterStarts && testKillWhen != "" {
-		// A bound only so that a test whose node never writes the file
-		// ends; the wait is for the file, however loaded the machine.
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if _, err := os.Stat(testKillWhen); err == nil {
-				break
-			}
-		}
+		_ = waitForFile(testKillWhen)
 	}
 	testKillAt(testKillAfterStarts, &testStarts)
+}
+
+// waitForFile waits until path exists, for a test hook or a test: for at
+// most a minute, a bound only so that a test whose node never writes the
+// file ends; the wait is for the file, however loaded the machine.
+func waitForFile(path string) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+	}
+	return errors.New(path + " never appeared")
 }
 
 func testHookEnv(name string) int64 {

@@ -545,7 +545,13 @@ func Alive(dir string) bool {
 // scratch folder (runs/<id>/out/<stem>) has the same name. It is
 // addrs.Node.FileName, which differs for every two addresses.
 func NodeLog(runDir, addr string, attempt int) string {
-	return filepath.Join(runDir, "logs", NodeLogName(addr, attempt))
+	return LogStem(runDir, NodeLogName(addr, attempt))
+}
+
+// LogStem is the stem of the logs named name (a NodeLogName) inside a
+// run folder.
+func LogStem(runDir, name string) string {
+	return filepath.Join(runDir, "logs", name)
 }
 
 // NodeLogName is the FileName of a node's address: the stem of its logs

@@ -184,9 +184,9 @@ type Log struct {
 
 	// commitMu is held by whoever writes the file: the committer
 	// goroutine, or a Written appender that finds it idle and commits the
-	// queued batches, its own the last, itself (see commitInline). Batches are
-	// taken from the queue only while it is held, so they are written in
-	// the order they were queued.
+	// queued batches, its own the last, itself (see commitInline).
+	// Batches are taken from the queue only while it is held, so they are
+	// written in the order they were queued.
 	commitMu sync.Mutex
 
 	// Owned by the holder of commitMu (read by Close after the committer
