@@ -232,7 +232,10 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	}
 	oomBefore := oomCount.before()
 	res.Started = time.Now()
-	if err := cmd.Start(); err != nil {
+	forkBefore := bootClock()
+	err = cmd.Start()
+	forkAfter := bootClock()
+	if err != nil {
 		res.Class = dsl.ClassSetup
 		res.Message = stages.RedactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
 		_ = stdout.finish(time.Time{}, "")
@@ -246,7 +249,11 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	stderr.started()
 	pid := cmd.Process.Pid
 	res.PID = pid
-	j := &localJob{ref: LocalRef(pid, ProcStartTicks(pid)), spec: spec, cmd: cmd, res: res, done: make(chan struct{})}
+	ticks, ok := forkTicks(forkBefore, forkAfter)
+	if !ok {
+		ticks = ProcStartTicks(pid)
+	}
+	j := &localJob{ref: LocalRef(pid, ticks), spec: spec, cmd: cmd, res: res, done: make(chan struct{})}
 	// The poll loop supervises the process and reads its pipes where the
 	// system lets it (Linux with pidfds); otherwise goroutines wait for
 	// the process and copy the pipes.

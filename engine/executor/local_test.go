@@ -466,3 +466,44 @@ func TestLocalPeakRSS(t *testing.T) {
 		assert.Positive(t, res.PeakRSSMiB)
 	})
 }
+
+// The start time a job's reference gives is the one the process table
+// gives, whether it was bracketed by the boot clock around the fork or read
+// from /proc: Recover and Attach tell a node's group from a later process
+// by it.
+func TestJobRefStartTimeIsTheProcessTables(t *testing.T) {
+	for i := 0; i < 40; i++ {
+		j, err := Local{}.Submit(context.Background(), sleepSpec(t))
+		require.NoError(t, err)
+		pid, _, start, ok := LocalProcess(j.Ref())
+		require.True(t, ok)
+		_, want, ok := procStat(pid)
+		require.True(t, ok)
+		assert.Equal(t, want, start, "start of %d", pid)
+		require.NoError(t, j.Cancel(true))
+		_, _ = j.Wait(context.Background())
+	}
+	// And the bracket itself: a fork between two reads in one tick
+	// started in that tick.
+	if clockTick() == 0 {
+		t.Skip("no AT_CLKTCK in the auxiliary vector")
+	}
+	bracketed := 0
+	for i := 0; i < 40; i++ {
+		before := bootClock()
+		cmd := exec.Command("sleep", "30")
+		require.NoError(t, cmd.Start())
+		after := bootClock()
+		if ticks, ok := forkTicks(before, after); ok {
+			bracketed++
+			_, want, ok := procStat(cmd.Process.Pid)
+			require.True(t, ok)
+			assert.Equal(t, want, ticks)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	assert.NotZero(t, bracketed, "no fork fell within one tick")
+	_, ok := forkTicks(10*clockTick()-1, 10*clockTick())
+	assert.False(t, ok, "reads in two ticks do not tell which")
+}
