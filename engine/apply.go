@@ -108,7 +108,7 @@ type nodeState struct {
 	n       *plan.Node
 	pn      *plan.PlannedNode
 	status  plan.Status
-	waiting int // unfinished upstreams
+	waiting atomic.Int32 // unfinished upstreams; the loop changes it, workers read it (yieldToLoop)
 	spec    *stages.Node
 	key     string
 	env     *plan.Envelope
@@ -869,6 +869,30 @@ func (a *applier) launch(ns *nodeState) {
 	}()
 }
 
+// yieldToLoop lets the loop run now on this worker's thread. A worker
+// calls it after releasing a node (evSettled) that is the only one in
+// flight and the last upstream of a downstream: the loop can start that
+// downstream, and nothing else runs meanwhile (a chain). The event readied
+// the loop on this thread's run queue, where another thread takes it only
+// once woken (tens of µs later on a small virtual machine), or this thread
+// once the worker blocks, after writing the node's record: the downstream
+// would wait for the record after all. Where other nodes run, the CPUs are
+// busy with them, and a yield (which wakes another thread) costs more
+// than it gains.
+func (a *applier) yieldToLoop() { runtime.Gosched() }
+
+// lastUpstreamOfAny reports whether a node is the last unfinished upstream
+// of one of its downstreams: whether its release may start one. The
+// counts are the loop's, read as they stand.
+func (a *applier) lastUpstreamOfAny(ns *nodeState) bool {
+	for _, d := range ns.n.Downs {
+		if a.nodes[d].waiting.Load() == 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // mayRelease reports whether a node's downstreams may start once its
 // outputs are stored, while its record is being written to the cache
 // (release): when its success is known then. A node with postconditions
@@ -1487,6 +1511,9 @@ func (a *applier) execute(ns *nodeState) event {
 					// event, without a retry.
 					ns.record = rec
 					a.events <- event{id: ns.n.ID, kind: evSettled}
+					if a.sched.inFlightN.Load() == 1 && a.lastUpstreamOfAny(ns) {
+						a.yieldToLoop()
+					}
 					if class, msg := a.persist(ns, rec); class != "" {
 						ns.persistFailed = true
 						return event{class: class, message: msg}

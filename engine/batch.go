@@ -195,7 +195,7 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 		if o == ns {
 			break
 		}
-		if o.status == plan.Pending && o.waiting == 0 && o.prepared {
+		if o.status == plan.Pending && o.waiting.Load() == 0 && o.prepared {
 			return false
 		}
 	}

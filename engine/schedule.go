@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-run/cairn/engine/executor"
@@ -34,8 +35,11 @@ type schedule struct {
 	// cpuWait holds prepared nodes that wait for a CPU slot.
 	cpuWait idHeap
 	running map[int]*nodeState
-	stageN  map[string]int
-	cpuUsed int
+	// inFlightN is running's size, for workers to read (see
+	// applier.yieldToLoop).
+	inFlightN atomic.Int32
+	stageN    map[string]int
+	cpuUsed   int
 	// outsideWait is set when a node waits for what is outside this
 	// apply's hands (GPUs another process holds, an executor that takes
 	// no more jobs now): the loop then polls.
@@ -63,10 +67,10 @@ func (s *schedule) start(nodes []*nodeState) {
 		}
 		for _, d := range ns.n.Deps {
 			if !nodes[d].pn.Skipped {
-				ns.waiting++
+				ns.waiting.Add(1)
 			}
 		}
-		if ns.waiting == 0 {
+		if ns.waiting.Load() == 0 {
 			s.ready = append(s.ready, ns.n.ID)
 		}
 	}
@@ -83,8 +87,7 @@ func (s *schedule) upstreamDone(ns *nodeState) {
 		if dn.pn.Skipped {
 			continue
 		}
-		dn.waiting--
-		if dn.waiting == 0 && dn.status == plan.Pending {
+		if dn.waiting.Add(-1) == 0 && dn.status == plan.Pending {
 			s.ready = append(s.ready, d)
 		}
 	}
@@ -111,8 +114,15 @@ func (s *schedule) nextCPU() (int, bool) {
 
 // running: the node is in flight (its worker runs, or it waits for its
 // key's lock); stopped: no longer.
-func (s *schedule) run(ns *nodeState) { s.running[ns.n.ID] = ns }
-func (s *schedule) stopped(id int)    { delete(s.running, id) }
+func (s *schedule) run(ns *nodeState) {
+	s.running[ns.n.ID] = ns
+	s.inFlightN.Store(int32(len(s.running)))
+}
+
+func (s *schedule) stopped(id int) {
+	delete(s.running, id)
+	s.inFlightN.Store(int32(len(s.running)))
+}
 
 func (s *schedule) inFlight(id int) bool {
 	_, ok := s.running[id]

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sort"
 	"strings"
@@ -65,17 +66,33 @@ func main() {
 	}
 	// CAIRN_CPUPROFILE=FILE writes a CPU profile of this command (for
 	// `go tool pprof`): how cairn's own time is spent.
-	if p := os.Getenv("CAIRN_CPUPROFILE"); p != "" {
-		if f, err := os.Create(p); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				code := run(os.Args[1:], os.Stdout, os.Stderr)
-				pprof.StopCPUProfile()
-				f.Close()
-				os.Exit(code)
-			}
-		}
-	}
+	profiled("CAIRN_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	// CAIRN_TRACE=FILE writes an execution trace of this command (for
+	// `go tool trace`): when each goroutine ran, waited and was woken.
+	profiled("CAIRN_TRACE", trace.Start, trace.Stop)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// profiled runs the command with a profile written to the file the
+// environment variable names, and exits; it returns when the variable is
+// unset or the profile cannot start.
+func profiled(env string, start func(io.Writer) error, stop func()) {
+	p := os.Getenv(env)
+	if p == "" {
+		return
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return
+	}
+	if start(f) != nil {
+		f.Close()
+		return
+	}
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	f.Close()
+	os.Exit(code)
 }
 
 // app holds global options and I/O for one invocation.
