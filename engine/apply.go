@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -1232,6 +1233,33 @@ func (a *applier) recycleFinished() {
 	a.finished = a.finished[:0]
 }
 
+// emptyDir reports whether the folder d can be read and holds nothing:
+// an open and two reads of its entries, without the os.File that
+// os.ReadDir would make (and offer to Go's poller).
+func emptyDir(d string) bool {
+	fd, err := syscall.Open(d, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	var buf [512]byte
+	for {
+		n, err := syscall.ReadDirent(fd, buf[:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		if _, count, _ := syscall.ParseDirent(buf[:n], 1, nil); count > 0 {
+			return false // ParseDirent leaves out "." and ".."
+		}
+	}
+}
+
 // recycleScratch takes back a finished node's scratch folder when the node
 // left it empty (its processes are gone: nothing writes there any more).
 // A folder with something in it stays where it is.
@@ -1242,13 +1270,7 @@ func (a *applier) recycleScratch(ns *nodeState) {
 	if d == "" {
 		return
 	}
-	f, err := os.Open(d)
-	if err != nil {
-		return
-	}
-	_, err = f.Readdirnames(1)
-	f.Close()
-	if !errors.Is(err, io.EOF) {
+	if !emptyDir(d) {
 		return
 	}
 	free := filepath.Join(a.j.Dir, "out", ".free")

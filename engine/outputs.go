@@ -150,6 +150,18 @@ func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) 
 // read into the cache. A file that does not exist is an error wrapping
 // fs.ErrNotExist.
 func (a *applier) openOutput(rel string) (*os.File, error) {
+	// Most outputs have no symlink on their way. Opened without following
+	// any, such a file is where its name says, below the workspace: only
+	// the cache folder is to be told from it. Any other answer (a link, a
+	// missing file) takes the way below, as before.
+	pc := a.g.PathCheck()
+	if f, err := nofollow.Open(pc.RootReal(), rel); err == nil {
+		real := filepath.Join(pc.RootReal(), rel)
+		if _, in := plan.Below(pc.CacheReal(), real); !in || pc.CacheReal() == "" {
+			return f, nil
+		}
+		f.Close()
+	}
 	in, err := a.resolveOutput(rel)
 	if err != nil {
 		return nil, err

@@ -126,3 +126,19 @@ func TestNodeNamesDoNotCollide(t *testing.T) {
 	long := `stage.x["` + strings.Repeat("k", 200) + `"]`
 	assert.Less(t, len(filepath.Base(runlog.NodeLog(run, long, 1))), 120)
 }
+
+// emptyDir tells an empty folder from one with anything in it (a hidden
+// file too), and from one that cannot be read.
+func TestEmptyDir(t *testing.T) {
+	d := t.TempDir()
+	assert.True(t, emptyDir(d))
+	require.NoError(t, os.WriteFile(filepath.Join(d, ".hidden"), nil, 0o644))
+	assert.False(t, emptyDir(d))
+	require.NoError(t, os.Remove(filepath.Join(d, ".hidden")))
+	require.NoError(t, os.Mkdir(filepath.Join(d, "sub"), 0o755))
+	assert.False(t, emptyDir(d))
+	assert.True(t, emptyDir(filepath.Join(d, "sub")))
+	assert.False(t, emptyDir(filepath.Join(d, "missing")))
+	require.NoError(t, os.WriteFile(filepath.Join(d, "file"), nil, 0o644))
+	assert.False(t, emptyDir(filepath.Join(d, "file")), "a file is not an empty folder")
+}

@@ -93,22 +93,15 @@ func Open(root, rel string) (*os.File, error) {
 		}
 		return nil, &os.PathError{Op: "open", Path: filepath.Join(root, rel), Err: err}
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(root, rel))
-	// O_NONBLOCK only kept a FIFO from blocking the open.
-	if err := clearNonblock(fd); err != nil {
-		f.Close()
-		return nil, err
+	// O_NONBLOCK only kept a FIFO from blocking the open; cleared before
+	// os.NewFile sees it, the file is not offered to Go's poller (which
+	// refuses regular files). F_SETFL changes only the status flags, and
+	// O_NONBLOCK is the only one the open set.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fcntl", Path: filepath.Join(root, rel), Err: err}
 	}
-	return f, nil
-}
-
-func clearNonblock(fd int) error {
-	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err != nil {
-		return err
-	}
-	_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags&^unix.O_NONBLOCK)
-	return err
+	return os.NewFile(uintptr(fd), filepath.Join(root, rel)), nil
 }
 
 // CreateTemp creates a new file in the folder dir, named prefix followed

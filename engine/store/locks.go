@@ -58,13 +58,13 @@ func keyOffset(key string) int64 {
 // process holds it.
 func TryKeyLock(cacheDir, key string) (*KeyLock, error) {
 	p := nodeLockFile(cacheDir)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
+	f, err := openLockFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The first lock of this cache.
 		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
 		}
-		f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
+		f, err = openLockFile(p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
@@ -75,6 +75,17 @@ func TryKeyLock(cacheDir, key string) (*KeyLock, error) {
 		return nil, err
 	}
 	return &KeyLock{f: f}, nil
+}
+
+// openLockFile opens (creating) the node lock file, as os.OpenFile does
+// but with one system call where os.OpenFile makes five (it offers the
+// file to Go's poller, which refuses regular files): one open a node.
+func openLockFile(p string) (*os.File, error) {
+	fd, err := syscall.Open(p, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }
 
 // WaitKeyLock blocks until the lock is free (or ctx ends), polling: the
