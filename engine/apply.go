@@ -110,6 +110,7 @@ type nodeState struct {
 	pn      *plan.PlannedNode
 	status  plan.Status
 	waiting atomic.Int32 // unfinished upstreams; the loop changes it, workers read it (yieldToLoop)
+	worker  *worker      // the worker executing it, from launch to evDone (the loop's)
 	spec    *stages.Node
 	key     string
 	env     *plan.Envelope
@@ -185,11 +186,17 @@ type applier struct {
 	// sched is what is left to do and what may start (schedule.go).
 	sched  *schedule
 	events chan event
-	mu     sync.Mutex // guards output
-	out    io.Writer
-	res    *ApplyResult
-	ctx    context.Context
-	live   *liveDisplay
+	// The worker goroutines execute the nodes the loop launches, one
+	// after another: a node does not pay for a goroutine of its own (its
+	// start, and the growth of its stack to the depth a node's start
+	// needs). idle are those whose last node's evDone the loop has
+	// handled; workers are all of them (the loop's own lists).
+	idle, workers []*worker
+	mu            sync.Mutex // guards output
+	out           io.Writer
+	res           *ApplyResult
+	ctx           context.Context
+	live          *liveDisplay
 	// dirs are the log folders made so far (see ensureDir).
 	dirs sync.Map
 	// Emptied scratch folders kept for the next node (see scratchFor).
@@ -302,6 +309,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		defer a.live.stop()
 	}
 	a.loop()
+	for _, w := range a.workers {
+		close(w.in) // idle: every node launched is done
+	}
 	a.dropFreeScratch()
 	a.res.nodes = a.nodes
 	a.res.Dur = time.Since(start)
@@ -863,11 +873,29 @@ func (a *applier) launch(ns *nodeState) {
 	// Its record will wait for its upstreams' to be durable: their sync
 	// round runs now, while it does.
 	a.cache.SyncSoon(ns.after)
-	go func() {
+	var w *worker
+	if n := len(a.idle); n > 0 {
+		w, a.idle = a.idle[n-1], a.idle[:n-1]
+	} else {
+		w = &worker{in: make(chan *nodeState, 1)}
+		a.workers = append(a.workers, w)
+		go a.work(w)
+	}
+	ns.worker = w
+	w.in <- ns // never blocks: w is idle, its one place empty
+}
+
+// worker is a goroutine that executes nodes (applier.work).
+type worker struct{ in chan *nodeState }
+
+// work executes the nodes handed to w, reporting each one's end, until in
+// is closed.
+func (a *applier) work(w *worker) {
+	for ns := range w.in {
 		ev := a.execute(ns)
 		ev.id, ev.kind = ns.n.ID, evDone
 		a.events <- ev
-	}()
+	}
 }
 
 // yieldToLoop lets the loop run now on this worker's thread. A worker
@@ -947,6 +975,10 @@ func (a *applier) handle(ev event) {
 	case evSettled:
 		a.release(ns)
 	case evDone:
+		// Its worker takes the next node handed to it once it has sent
+		// this event: it is idle now.
+		a.idle = append(a.idle, ns.worker)
+		ns.worker = nil
 		a.sched.stopped(ns.n.ID)
 		a.releaseResources(ns)
 		a.finished = append(a.finished, ns)
