@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh — what `make bench` runs: cairn against ninja, make and
-# snakemake on the same generated graphs (bench/gen), side by side with
-# hyperfine, with and without fsync. Prints a table of medians and ratios
+# snakemake on the same generated graphs (bench/gen), side by side (with
+# hyperfine; cold applies in turns, bench/interleave.py), with and without
+# fsync. Prints a table of medians and ratios
 # and writes bench/out/results.md (bench/out is git-ignored); then
 # bench/dsl.sh (large pipeline files) and bench/aggregate.sh (cairn
 # aggregate against scipy.stats.bootstrap) append their tables, and
@@ -114,18 +115,20 @@ EOF
 
 # cold_aside GROUP N RUNS: cold applies with two jobs, side by side, each
 # from a fresh empty out/ folder and no cache: the previous run's files are
-# moved aside (kept until the end), not deleted.
+# moved aside (kept until the end), not deleted. The tools take turns, a
+# run each per round (bench/interleave.py), so that the machine's drift
+# over the minutes this takes falls on all of them alike.
 cold_aside() {
 	local group=$1 n=$2 r=$3
 	log "$group: cold apply, $n nodes, 2 jobs (after 35 s without deletions)"
 	sleep 35
 	mkdir -p "$WORK/aside"
-	local aside="sh -c \"d=\$(mktemp -d $WORK/aside/XXXXXX) && mv out .cairn .ninja_log .ninja_deps \$d/ 2>/dev/null; mkdir out\""
-	hf "$group" -w 1 -r "$r" \
-		--prepare "$aside" -n "cairn apply -j2" "$CAIRN apply --parallelism 2" \
-		--prepare "$aside" -n "cairn apply -j2 (no fsync)" "env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
-		--prepare "$aside" -n "ninja -j2" "ninja -j2" \
-		--prepare "$aside" -n "make -j2" "make -j2"
+	local aside="d=\$(mktemp -d $WORK/aside/XXXXXX) && mv out .cairn .ninja_log .ninja_deps \$d/ 2>/dev/null; mkdir out"
+	python3 "$ROOT/bench/interleave.py" "$OUT/json/$group.json" "$r" 1 "$aside" \
+		"cairn apply -j2=$CAIRN apply --parallelism 2" \
+		"cairn apply -j2 (no fsync)=env CAIRN_NO_FSYNC=1 $CAIRN apply --parallelism 2" \
+		"ninja -j2=ninja -j2" \
+		"make -j2=make -j2"
 }
 
 # populate GROUP N: one cold apply of each tool, so that the no-op figures
@@ -226,7 +229,7 @@ for shape in "${shapes[@]}"; do
 			-n "ninja -n" "ninja -n" \
 			-n "make -n" "make -n"
 		if [[ ",$SHAPE_COLD_SIZES," == *",$n,"* ]]; then
-			cold_aside "cold@$shape-$n" "$n" "$(runs "$n" 6 2 1)"
+			cold_aside "cold@$shape-$n" "$n" "$(runs "$n" 8 2 1)"
 			rm -rf "$WORK/aside"
 		fi
 		populate "populate@$shape-$n" "$n"
@@ -288,7 +291,7 @@ w("Machine: %s cores, load average at start %s, kernel %s; %s, ninja %s, %s, sna
     facts.get("cores"), facts.get("load"), facts.get("kernel"), facts.get("go"), facts.get("ninja"),
     facts.get("make"), facts.get("snakemake"), facts.get("hyperfine"), facts.get("commit"), facts.get("date")))
 w("")
-w("Medians of hyperfine runs; the ratio is the command's median over the reference's (below 1: faster than it).")
+w("Medians of hyperfine runs (cold applies from fresh folders: of runs taken in turns, a run of each tool per round, by bench/interleave.py); the ratio is the command's median over the reference's (below 1: faster than it).")
 w("Graphs from bench/gen: distinct stages chained ten at a time, chains of four for_each stages over 50 keys")
 w("(each instance after the previous stage's same key), one fan-in per chain; every node is `touch out/NAME`.")
 
