@@ -973,6 +973,11 @@ func (a *applier) handle(ev event) {
 			a.sched.releaseSlot(ns)
 		}
 	case evSettled:
+		// Its processes have ended (its worker may have sent no
+		// evExited, see execute).
+		if a.sched.usesCPUSlot(ns) {
+			a.sched.releaseSlot(ns)
+		}
 		a.release(ns)
 	case evDone:
 		// Its worker takes the next node handed to it once it has sent
@@ -1551,10 +1556,13 @@ func (a *applier) execute(ns *nodeState) event {
 				}
 			}
 			if ns.class == "" {
-				if retry == nil || ns.attempts > retry.Max {
+				if (retry == nil || ns.attempts > retry.Max) && (ns.persisted == nil || a.sched.cpuQueued.Load() > 0) {
 					// No process of this node runs again: its CPU
 					// slot can go to the next node while the outputs
-					// are stored and synced.
+					// are stored and synced. A node that may be
+					// released frees it with evSettled, once its
+					// outputs are stored, where no node waits for a
+					// slot now: one event less to wake the loop for.
 					a.events <- event{id: ns.n.ID, kind: evExited}
 				}
 				rec, class, msg := a.settle(ns, out)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,29 +41,36 @@ stage "command" "c" {
 // its record is written to the cache: here a's record is written only
 // after b has started, and c's only after c has started. The apply ends
 // with every record written, and the next apply runs nothing.
+// With one CPU slot too: the released node's slot is free once its
+// outputs are stored.
 func TestDownstreamStartsBeforeUpstreamRecordIsWritten(t *testing.T) {
-	w := newWorkspace(t, releasePipeline)
-	require.NoError(t, os.Mkdir(filepath.Join(w.Root, "out"), 0o755))
-	testBeforePersist = func(addr string) error {
-		switch addr {
-		case "stage.a":
-			return waitForFile(filepath.Join(w.Root, "out", "b.started"))
-		case "stage.b":
-			return waitForFile(filepath.Join(w.Root, "out", "c.started"))
-		}
-		return nil
-	}
-	defer func() { testBeforePersist = nil }()
-	r := w.apply(ApplyOptions{})
-	require.Equal(t, 3, r.res.Ran, r.out)
-	assert.Zero(t, r.res.Failed, r.out)
-	// Shown ok once its record is written, after its downstream started.
-	assert.Less(t, strings.Index(r.out, "stage.b  started"), strings.Index(r.out, "stage.a  ok"), r.out)
+	for _, jobs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("parallelism %d", jobs), func(t *testing.T) {
+			w := newWorkspace(t, releasePipeline)
+			require.NoError(t, os.Mkdir(filepath.Join(w.Root, "out"), 0o755))
+			testBeforePersist = func(addr string) error {
+				switch addr {
+				case "stage.a":
+					return waitForFile(filepath.Join(w.Root, "out", "b.started"))
+				case "stage.b":
+					return waitForFile(filepath.Join(w.Root, "out", "c.started"))
+				}
+				return nil
+			}
+			defer func() { testBeforePersist = nil }()
+			r := w.apply(ApplyOptions{Parallelism: jobs})
+			require.Equal(t, 3, r.res.Ran, r.out)
+			assert.Zero(t, r.res.Failed, r.out)
+			// Shown ok once its record is written, after its downstream
+			// started.
+			assert.Less(t, strings.Index(r.out, "stage.b  started"), strings.Index(r.out, "stage.a  ok"), r.out)
 
-	testBeforePersist = nil
-	r = w.apply(ApplyOptions{})
-	assert.Equal(t, 3, r.res.Cached, r.out)
-	assert.Zero(t, r.res.Ran, r.out)
+			testBeforePersist = nil
+			r = w.apply(ApplyOptions{Parallelism: jobs})
+			assert.Equal(t, 3, r.res.Cached, r.out)
+			assert.Zero(t, r.res.Ran, r.out)
+		})
+	}
 }
 
 // When a node's record cannot be written after its downstream started,

@@ -34,7 +34,10 @@ type schedule struct {
 	ready []int // node ids, kept sorted (topological order)
 	// cpuWait holds prepared nodes that wait for a CPU slot.
 	cpuWait idHeap
-	running map[int]*nodeState
+	// cpuQueued is cpuWait's length, for workers to read: whether a node
+	// waits for the CPU slot theirs frees (see applier.execute).
+	cpuQueued atomic.Int32
+	running   map[int]*nodeState
 	// inFlightN is running's size, for workers to read (see
 	// applier.yieldToLoop).
 	inFlightN atomic.Int32
@@ -101,7 +104,10 @@ func (s *schedule) takeReady() []int {
 }
 
 // queueCPU queues a prepared node for a CPU slot.
-func (s *schedule) queueCPU(id int) { heap.Push(&s.cpuWait, id) }
+func (s *schedule) queueCPU(id int) {
+	heap.Push(&s.cpuWait, id)
+	s.cpuQueued.Store(int32(s.cpuWait.Len()))
+}
 
 // nextCPU is the queued CPU node earliest in the plan, while a CPU slot
 // is free.
@@ -109,7 +115,9 @@ func (s *schedule) nextCPU() (int, bool) {
 	if s.cpuWait.Len() == 0 || s.cpuUsed >= s.parallelism {
 		return 0, false
 	}
-	return heap.Pop(&s.cpuWait).(int), true
+	id := heap.Pop(&s.cpuWait).(int)
+	s.cpuQueued.Store(int32(s.cpuWait.Len()))
+	return id, true
 }
 
 // running: the node is in flight (its worker runs, or it waits for its
@@ -147,6 +155,7 @@ func (s *schedule) stuck() bool {
 func (s *schedule) takeStuck() []*nodeState {
 	ids := append(append([]int(nil), s.ready...), s.cpuWait...)
 	s.ready, s.cpuWait = nil, nil
+	s.cpuQueued.Store(0)
 	sort.Ints(ids)
 	var out []*nodeState
 	for _, id := range ids {
