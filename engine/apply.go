@@ -109,7 +109,7 @@ type nodeState struct {
 	n       *plan.Node
 	pn      *plan.PlannedNode
 	status  plan.Status
-	waiting atomic.Int32 // unfinished upstreams; the loop changes it, workers read it (yieldToLoop)
+	waiting atomic.Int32 // unfinished upstreams; the loop changes it, workers read it (yieldInChain)
 	worker  *worker      // the worker executing it, from launch to evDone (the loop's)
 	spec    *stages.Node
 	key     string
@@ -898,28 +898,26 @@ func (a *applier) work(w *worker) {
 	}
 }
 
-// yieldToLoop lets the loop run now on this worker's thread. A worker
-// calls it after releasing a node (evSettled) that is the only one in
-// flight and the last upstream of a downstream: the loop can start that
-// downstream, and nothing else runs meanwhile (a chain). The event readied
-// the loop on this thread's run queue, where another thread takes it only
-// once woken (tens of µs later on a small virtual machine), or this thread
-// once the worker blocks, after writing the node's record: the downstream
-// would wait for the record after all. Where other nodes run, the CPUs are
-// busy with them, and a yield (which wakes another thread) costs more
-// than it gains.
-func (a *applier) yieldToLoop() { runtime.Gosched() }
-
-// lastUpstreamOfAny reports whether a node is the last unfinished upstream
-// of one of its downstreams: whether its release may start one. The
-// counts are the loop's, read as they stand.
-func (a *applier) lastUpstreamOfAny(ns *nodeState) bool {
+// yieldInChain lets the loop run now on this worker's thread, after the
+// worker released ns (evSettled), when ns is the only node in flight and
+// the last upstream of a downstream: the loop can start that downstream,
+// and nothing else runs meanwhile (a chain). The event readied the loop on
+// this thread's run queue, where another thread takes it only once woken
+// (tens of µs later on a small virtual machine), or this thread once the
+// worker blocks, after writing the node's record: the downstream would
+// wait for the record after all. Where other nodes run, the CPUs are busy
+// with them, and a yield (which wakes another thread) costs more than it
+// gains. The counts are the loop's, read as they stand.
+func (a *applier) yieldInChain(ns *nodeState) {
+	if a.sched.inFlightN.Load() != 1 {
+		return
+	}
 	for _, d := range ns.n.Downs {
 		if a.nodes[d].waiting.Load() == 1 {
-			return true
+			runtime.Gosched()
+			return
 		}
 	}
-	return false
 }
 
 // mayRelease reports whether a node's downstreams may start once its
@@ -967,18 +965,16 @@ func (a *applier) handle(ev event) {
 			return
 		}
 		a.sched.markReady(ns.n.ID)
-	case evExited:
-		// Its last process has ended; cairn now stores its outputs.
+	case evExited, evSettled:
+		// Its last process has ended: on evExited cairn now stores its
+		// outputs; on evSettled it has (a worker that sends evSettled may
+		// have sent no evExited, see execute).
 		if a.sched.usesCPUSlot(ns) {
 			a.sched.releaseSlot(ns)
 		}
-	case evSettled:
-		// Its processes have ended (its worker may have sent no
-		// evExited, see execute).
-		if a.sched.usesCPUSlot(ns) {
-			a.sched.releaseSlot(ns)
+		if ev.kind == evSettled {
+			a.release(ns)
 		}
-		a.release(ns)
 	case evDone:
 		// Its worker takes the next node handed to it once it has sent
 		// this event: it is idle now.
@@ -1573,9 +1569,7 @@ func (a *applier) execute(ns *nodeState) event {
 					// event, without a retry.
 					ns.record = rec
 					a.events <- event{id: ns.n.ID, kind: evSettled}
-					if a.sched.inFlightN.Load() == 1 && a.lastUpstreamOfAny(ns) {
-						a.yieldToLoop()
-					}
+					a.yieldInChain(ns)
 					if class, msg := a.persist(ns, rec); class != "" {
 						ns.persistFailed = true
 						return event{class: class, message: msg}

@@ -156,8 +156,7 @@ func (a *applier) openOutput(rel string) (*os.File, error) {
 	// missing file) takes the way below, as before.
 	pc := a.g.PathCheck()
 	if f, err := nofollow.Open(pc.RootReal(), rel); err == nil {
-		real := filepath.Join(pc.RootReal(), rel)
-		if _, in := plan.Below(pc.CacheReal(), real); !in || pc.CacheReal() == "" {
+		if !pc.InCache(filepath.Join(pc.RootReal(), rel)) {
 			return f, nil
 		}
 		f.Close()
@@ -166,7 +165,7 @@ func (a *applier) openOutput(rel string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := nofollow.Open(a.g.PathCheck().RootReal(), in)
+	f, err := nofollow.Open(pc.RootReal(), in)
 	var le *nofollow.LinkError
 	if errors.As(err, &le) {
 		return nil, fmt.Errorf("%s changed while it was being stored (%s)", rel, le)
@@ -187,7 +186,7 @@ func (a *applier) resolveOutput(rel string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%s is a symlink to %s, outside the workspace: it is not stored", rel, real)
 	}
-	if _, ok := plan.Below(pc.CacheReal(), real); ok && pc.CacheReal() != "" {
+	if pc.InCache(real) {
 		return "", fmt.Errorf("%s is in the cache folder (%s): the cache's own files are never stored", rel, real)
 	}
 	return in, nil

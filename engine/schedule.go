@@ -39,7 +39,7 @@ type schedule struct {
 	cpuQueued atomic.Int32
 	running   map[int]*nodeState
 	// inFlightN is running's size, for workers to read (see
-	// applier.yieldToLoop).
+	// applier.yieldInChain).
 	inFlightN atomic.Int32
 	stageN    map[string]int
 	cpuUsed   int

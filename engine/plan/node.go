@@ -671,7 +671,7 @@ func (pc *PathChecker) checkCache(p, real string) error {
 	if pc.cacheReal == "" {
 		return nil
 	}
-	if _, ok := Below(pc.cacheReal, real); ok {
+	if pc.InCache(real) {
 		return fmt.Errorf("%q is inside the cache folder (%s); the cache's files are cairn's own: declare paths outside it, or give the cache another place with --cache", p, pc.cacheDir)
 	}
 	if _, ok := Below(real, pc.cacheReal); ok {
@@ -774,3 +774,13 @@ func (pc *PathChecker) RootReal() string { return pc.rootReal }
 // CacheReal is the cache folder with symlinks resolved ("" when it is
 // not known).
 func (pc *PathChecker) CacheReal() string { return pc.cacheReal }
+
+// InCache reports whether real, a path with symlinks resolved, is the
+// cache folder or inside it (false when the cache folder is not known).
+func (pc *PathChecker) InCache(real string) bool {
+	if pc.cacheReal == "" {
+		return false
+	}
+	_, ok := Below(pc.cacheReal, real)
+	return ok
+}
