@@ -328,8 +328,7 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics)
 			return bad("The for_each value holds elements known only after apply; its keys must be known at plan time.")
 		}
 		var keys []string
-		for it := v.ElementIterator(); it.Next(); {
-			_, ev := it.Element()
+		for ev := range Elements(v) {
 			if !ev.Type().Equals(cty.String) || ev.IsNull() {
 				return bad(fmt.Sprintf("A list or set for_each must hold strings (the instance keys); found %s. Use a map to attach other values to keys.", ev.Type().FriendlyName()))
 			}

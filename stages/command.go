@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
 )
 
 // Command runs one process: the workhorse kind.
@@ -84,9 +86,9 @@ func checkArgs(run cty.Value, rng hcl.Range) hcl.Diagnostics {
 	}
 	var diags hcl.Diagnostics
 	i := 0
-	for it := run.ElementIterator(); it.Next(); i++ {
-		_, ev := it.Element()
+	for ev := range dsl.Elements(run) {
 		diags = append(diags, check(i, ev)...)
+		i++
 	}
 	return diags
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
@@ -32,8 +34,7 @@ func StringList(v cty.Value) ([]string, error) {
 		return nil, fmt.Errorf("got %s, not a list", ty.FriendlyName())
 	}
 	out := make([]string, 0, v.LengthInt())
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
+	for e := range dsl.Elements(v) {
 		s, err := convert.Convert(e, cty.String)
 		if err != nil || s.IsNull() {
 			return nil, fmt.Errorf("element %d is %s, not a string", len(out), e.Type().FriendlyName())
@@ -54,8 +55,7 @@ func plainStrings(v cty.Value) ([]string, bool) {
 		return nil, false
 	}
 	out := make([]string, 0, v.LengthInt())
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
+	for e := range dsl.Elements(v) {
 		if e.IsMarked() || !e.IsKnown() || e.IsNull() || e.Type() != cty.String {
 			return nil, false
 		}
@@ -74,9 +74,10 @@ func unmarkDeep(v cty.Value) cty.Value {
 		}
 		if ty.IsListType() || ty.IsTupleType() {
 			flat := true
-			for it := v.ElementIterator(); it.Next() && flat; {
-				_, e := it.Element()
-				flat = !e.IsMarked() && e.Type().IsPrimitiveType()
+			for e := range dsl.Elements(v) {
+				if flat = !e.IsMarked() && e.Type().IsPrimitiveType(); !flat {
+					break
+				}
 			}
 			if flat {
 				return v

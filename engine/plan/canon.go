@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -62,8 +64,7 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
 		b.WriteByte('[')
 		i := 0
-		for it := v.ElementIterator(); it.Next(); {
-			_, e := it.Element()
+		for e := range dsl.Elements(v) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
