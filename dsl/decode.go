@@ -440,6 +440,7 @@ func decodeCheck(b *hcl.Block) (*Check, hcl.Diagnostics) {
 // block schema, or, for a kind that is not known, the error's detail.
 type stageKind struct {
 	schema  *hcl.BodySchema
+	index   *schemaIndex
 	unknown string
 }
 
@@ -473,6 +474,7 @@ func (l *Loader) decodeStages(blocks []*hcl.Block) []decodedStage {
 			kindSchema = ks
 		}
 		k.schema = stageSchema(kindSchema)
+		k.index = indexSchema(k.schema)
 		kinds[kind] = k
 	}
 	out := make([]decodedStage, len(blocks))
@@ -510,6 +512,8 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 		// in its generic attributes are checked; the kind's own
 		// attributes cannot be.
 		content, _, d = b.Body.PartialContent(schema)
+	} else if c, ok := kind.index.content(b.Body); ok {
+		content = c
 	} else {
 		content, d = b.Body.Content(schema)
 	}

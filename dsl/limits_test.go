@@ -286,3 +286,21 @@ func TestNumbersInRangeOfANumber(t *testing.T) {
 	assert.True(t, NumbersInRange(cty.NullVal(cty.Number)))
 	assert.False(t, NumbersInRange(cty.MustParseNumberVal("1e400").Mark("x")))
 }
+
+// References of a lone traversal (its fast way) are what the walk finds,
+// diagnostics included.
+func TestReferencesOfATraversalAreTheWalks(t *testing.T) {
+	for _, src := range []string{
+		`stage.a`, `stage.a["k"]`, `stage.a.result.x`, `stage.a[0]`, `var.n`, `local.x.y`,
+		`path.root`, `each.key`, `self.result`, `bogus.x`, `stage`, `var`, `stage.a["k"].result`,
+	} {
+		e, diags := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
+		require.Empty(t, diags, src)
+		_, ok := e.(*hclsyntax.ScopeTraversalExpr)
+		require.True(t, ok, src)
+		refs, diags := References(e)
+		wantRefs, wantDiags := walkReferences(e)
+		assert.Equal(t, wantRefs, refs, src)
+		assert.Equal(t, wantDiags, diags, src)
+	}
+}

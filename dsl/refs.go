@@ -45,8 +45,22 @@ func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 	if constant(expr) {
 		return nil, nil // what the walks below find in it: nothing
 	}
+	if st, ok := expr.(*hclsyntax.ScopeTraversalExpr); ok {
+		// One traversal, as in after = [stage.x]: what the walks below
+		// find in it, without walking.
+		r, diags := parseRef(st.Traversal)
+		if r == nil {
+			return nil, diags
+		}
+		return []Ref{*r}, diags
+	}
+	return walkReferences(expr)
+}
+
+// walkReferences is References for any expression, by walking it.
+func walkReferences(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	dynamic := map[hcl.Pos]bool{}
+	var dynamic map[hcl.Pos]bool
 	var refs []Ref
 	if se, ok := expr.(hclsyntax.Expression); ok {
 		_ = hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
@@ -61,6 +75,9 @@ func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 			attr, ok := st.Traversal[1].(hcl.TraverseAttr)
 			if !ok {
 				return nil
+			}
+			if dynamic == nil {
+				dynamic = map[hcl.Pos]bool{}
 			}
 			dynamic[st.SrcRange.Start] = true
 			refs = append(refs, Ref{Root: "stage", Name: attr.Name, KeyExpr: ie.Key, Range: ie.SrcRange})

@@ -100,11 +100,16 @@ type stageRefs struct {
 	bad []hcl.Range
 }
 
-func (r *stageRefs) all() []dsl.Ref {
-	out := append([]dsl.Ref{}, r.forEach...)
-	out = append(out, r.body...)
-	out = append(out, r.waitFor...)
-	return append(out, r.checks...)
+// all yields every reference of the stage: for_each, body, wait_for,
+// checks.
+func (r *stageRefs) all(yield func(dsl.Ref) bool) {
+	for _, refs := range [][]dsl.Ref{r.forEach, r.body, r.waitFor, r.checks} {
+		for _, ref := range refs {
+			if !yield(ref) {
+				return
+			}
+		}
+	}
 }
 
 // CheckReferences reports unknown references and dependency cycles
@@ -155,16 +160,33 @@ func (g *Graph) linkStages() hcl.Diagnostics {
 			}
 		}
 		g.refs[s.Name] = r
-		seen := map[string]bool{}
-		for _, ref := range r.all() {
-			if ref.Root == "stage" && !seen[ref.Name] && ref.Name != s.Name {
-				if _, ok := cfg.StageMap[ref.Name]; ok {
-					seen[ref.Name] = true
-					g.StageDeps[s.Name] = append(g.StageDeps[s.Name], ref.Name)
-				}
+		var deps []string
+		var seen map[string]bool // once deps is long
+		for ref := range r.all {
+			if ref.Root != "stage" || ref.Name == s.Name || cfg.StageMap[ref.Name] == nil {
+				continue
 			}
+			switch {
+			case seen != nil:
+				if seen[ref.Name] {
+					continue
+				}
+				seen[ref.Name] = true
+			case slices.Contains(deps, ref.Name):
+				continue
+			case len(deps) == 16:
+				seen = make(map[string]bool, 32)
+				for _, d := range deps {
+					seen[d] = true
+				}
+				seen[ref.Name] = true
+			}
+			deps = append(deps, ref.Name)
 		}
-		sort.Strings(g.StageDeps[s.Name])
+		sort.Strings(deps)
+		if deps != nil {
+			g.StageDeps[s.Name] = deps
+		}
 	}
 	return diags
 }
@@ -198,12 +220,13 @@ func Build(cfg *dsl.Config, scope *dsl.Scope, root string) (*Graph, hcl.Diagnost
 // unset (the required variables without a value, when validating), a
 // stage whose for_each depends on them waits for values (see Waiting).
 func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, unset map[string]bool) (*Graph, hcl.Diagnostics) {
+	n := len(cfg.Stages) // a node a stage, at least
 	g := &Graph{
 		Config: cfg, Scope: scope, Root: root,
-		ByAddr:     map[string]*Node{},
-		StageNodes: map[string][]*Node{},
-		StageDeps:  map[string][]string{},
-		refs:       map[string]*stageRefs{},
+		ByAddr:     make(map[string]*Node, n),
+		StageNodes: make(map[string][]*Node, n),
+		StageDeps:  make(map[string][]string, n),
+		refs:       make(map[string]*stageRefs, n),
 		Waiting:    map[string]string{},
 		unset:      unset,
 	}
@@ -677,7 +700,9 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 	}
 	waiting := g.Waiting[s.Name] != ""
 	insts := []dsl.Instance{{Keyed: true}}
-	if !waiting {
+	if !waiting && s.ForEach == nil {
+		insts = []dsl.Instance{{}}
+	} else if !waiting {
 		var d hcl.Diagnostics
 		insts, d = dsl.ExpandForEach(s, g.Scope.Context(extra))
 		diags = append(diags, d...)

@@ -1,0 +1,60 @@
+package dsl
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The index's content is the body's own Content wherever it answers, and
+// it declines every body that Content reports a problem in.
+func TestSchemaIndexContentIsContent(t *testing.T) {
+	schema := &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "run", Required: true}, {Name: "outputs"}, {Name: "after"}, {Name: "retry_on"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "retry"}, {Type: "slot", LabelNames: []string{"name"}}},
+	}
+	x := indexSchema(schema)
+	for i, src := range []string{
+		`run = ["a"]`,
+		`run = ["a"]
+outputs = ["x", "y"]
+after = [stage.b]`,
+		`run = "x"
+retry { attempts = 2 }
+slot "a" { v = 1 }
+slot "b" {}
+retry {}`,
+		// Content reports each of these.
+		``,
+		`outputs = ["x"]`,
+		`run = 1
+bogus = 2`,
+		`run = 1
+retry = 2`,
+		`run = 1
+slot {}`,
+		`run = 1
+retry "x" {}`,
+		`run = 1
+slot "a" "b" {}`,
+		`run = 1
+other {}`,
+	} {
+		f, diags := hclsyntax.ParseConfig([]byte(src), "t.hcl", hcl.InitialPos)
+		require.False(t, diags.HasErrors(), "%d: %s", i, diags)
+		want, wantDiags := f.Body.Content(schema)
+		got, ok := x.content(f.Body)
+		if wantDiags.HasErrors() {
+			assert.False(t, ok, "%d: Content reports %s", i, wantDiags)
+			continue
+		}
+		require.True(t, ok, "%d: declined a body Content takes", i)
+		assert.Equal(t, fmt.Sprint(want.MissingItemRange), fmt.Sprint(got.MissingItemRange), i)
+		assert.Equal(t, want.Attributes, got.Attributes, i)
+		assert.Equal(t, want.Blocks, got.Blocks, i)
+	}
+}
