@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/dsl/par"
 )
 
@@ -338,7 +339,7 @@ func duplicate(what, name string, first, again hcl.Range) *hcl.Diagnostic {
 }
 
 func validName(n, what string, r hcl.Range) hcl.Diagnostics {
-	if hclsyntax.ValidIdentifier(n) {
+	if addrs.ValidIdentifier(n) {
 		return nil
 	}
 	return hcl.Diagnostics{{

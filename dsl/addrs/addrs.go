@@ -60,7 +60,7 @@ func (n Node) String() string {
 // Valid reports whether n is an address that Parse can return: a stage
 // name that is an identifier, and fields that agree with each other.
 func (n Node) Valid() bool {
-	if !hclsyntax.ValidIdentifier(n.Name) || n.Keyed && n.All {
+	if !ValidIdentifier(n.Name) || n.Keyed && n.All {
 		return false
 	}
 	return n.Keyed || n.Key == ""
@@ -86,7 +86,7 @@ func Parse(s string) (Node, error) {
 	if i := strings.IndexByte(rest, '['); i >= 0 {
 		name, sub = rest[:i], rest[i:]
 	}
-	if !hclsyntax.ValidIdentifier(name) {
+	if !ValidIdentifier(name) {
 		return Node{}, fmt.Errorf("%q is not an address: addresses look like stage.NAME or stage.NAME[\"KEY\"], and %q is not a stage name", s, name)
 	}
 	if sub == "" {
@@ -161,4 +161,26 @@ func plainFileName(s string) bool {
 
 func fileNameByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// ValidIdentifier reports whether s is an identifier of the native syntax
+// (hclsyntax.ValidIdentifier), without the Unicode scan for the ASCII
+// names nearly every pipeline uses: a letter or '_', then letters,
+// digits, '_' and '-'.
+func ValidIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			return hclsyntax.ValidIdentifier(s)
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/stretchr/testify/assert"
 )
 
 func TestParseString(t *testing.T) {
@@ -216,4 +219,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q).String() = %q", s, n.String())
 		}
 	})
+}
+
+// ValidIdentifier answers as the native syntax's scanner does, for ASCII
+// names and others.
+func TestValidIdentifierIsTheSyntaxs(t *testing.T) {
+	for _, s := range []string{
+		"", "a", "A", "_", "__", "_a", "a_1", "a-b", "a-", "Z9", "1a", "-a", "a.b", "a b", "a\"", "a[", "a\x00",
+		"é", "aé", "é1", "a\u200d", "名前", "a名", "\u0301a", "a\u0301", "ａ", "x\xff",
+	} {
+		assert.Equal(t, hclsyntax.ValidIdentifier(s), ValidIdentifier(s), "%q", s)
+	}
+	for c := 0; c < 0x80; c++ {
+		for _, s := range []string{string(rune(c)), "a" + string(rune(c)), "_" + string(rune(c)) + "b"} {
+			assert.Equal(t, hclsyntax.ValidIdentifier(s), ValidIdentifier(s), "%q", s)
+		}
+	}
 }
