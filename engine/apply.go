@@ -156,20 +156,15 @@ type nodeState struct {
 	// slotFreed: its CPU slot and concurrency turn were given back.
 	slotFreed bool
 	// seq is the number of the node's record in the cache (Commit), 0
-	// when it committed none in this apply; after is the highest seq of
-	// its upstreams: its record is written once theirs are durable.
-	seq, after int64
+	// when it committed none in this apply: a downstream's record names
+	// the node's while it is above the cache's Durable (see persist).
+	seq int64
 	// persisted is made when the node may be released (see release):
 	// its worker closes it once its record is written to the cache, or
 	// could not be (persistFailed, set before), and sets seq before.
 	// Downstreams' workers wait for it before they write theirs.
 	persisted     chan struct{}
 	persistFailed bool
-	// persistDone is set as persisted is closed; awaited is set by the
-	// loop when a downstream starts before that: the node's worker then
-	// asks for a sync round once its record is written, which the
-	// downstream's record will wait for (see launch).
-	persistDone, awaited atomic.Bool
 	// released: its downstreams were made ready when its outputs were
 	// stored, before its record was written (the loop's goroutine only).
 	released bool
@@ -854,25 +849,9 @@ func (a *applier) launch(ns *nodeState) {
 	a.mu.Lock()
 	ns.progress = ""
 	a.mu.Unlock()
-	for _, d := range ns.n.Deps {
-		u := a.nodes[d]
-		if u.persisted != nil {
-			// Released: its record may not be written yet. If it is not,
-			// its worker asks for the sync round once it is, and this
-			// node's persist waits for it.
-			u.awaited.Store(true)
-			if !u.persistDone.Load() {
-				continue
-			}
-		}
-		ns.after = max(ns.after, u.seq)
-	}
 	if a.mayRelease(ns) {
 		ns.persisted = make(chan struct{})
 	}
-	// Its record will wait for its upstreams' to be durable: their sync
-	// round runs now, while it does.
-	a.cache.SyncSoon(ns.after)
 	var w *worker
 	if n := len(a.idle); n > 0 {
 		w, a.idle = a.idle[n-1], a.idle[:n-1]
@@ -1520,15 +1499,7 @@ func (a *applier) noteFinished(ns *nodeState, rec *store.Record) {
 // worker goroutine and touches only its own node's state.
 func (a *applier) execute(ns *nodeState) event {
 	if ns.persisted != nil {
-		defer func() {
-			ns.persistDone.Store(true)
-			close(ns.persisted)
-			if ns.seq != 0 && ns.awaited.Load() {
-				// A downstream started before the record was written:
-				// its record will wait for this one to be durable.
-				a.cache.SyncSoon(ns.seq)
-			}
-		}()
+		defer close(ns.persisted)
 	}
 	retry := ns.n.Stage.Retry
 	for {

@@ -101,21 +101,28 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 
 // persist is the second half of commit: the record, with its envelope,
 // is written to the cache index once the records of the node's upstreams
-// are in it and durable. An upstream released early (see release) may
-// still be writing its record: persist waits for it, and a node whose
-// upstream's record could not be written writes none either.
+// are in it. An upstream released early (see release) may still be
+// writing its record: persist waits for it, and a node whose upstream's
+// record could not be written writes none either. The records of its
+// upstreams that this apply wrote and no sync round has made durable yet
+// are named in the node's (store.Need): it counts only where they are in
+// the index too, so no sync round is waited for.
 func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) {
-	after := ns.after
+	var needs []store.Need
+	durable := a.cache.Durable()
 	for _, d := range ns.n.Deps {
 		u := a.nodes[d]
-		if u.persisted == nil {
-			continue // its seq was set before the loop heard of its end
+		if u.persisted != nil {
+			<-u.persisted
+			if u.persistFailed {
+				return dsl.ClassInfra, fmt.Sprintf("not committed: the record of its upstream %s could not be committed to the cache", u.n.Addr)
+			}
 		}
-		<-u.persisted
-		if u.persistFailed {
-			return dsl.ClassInfra, fmt.Sprintf("not committed: the record of its upstream %s could not be committed to the cache", u.n.Addr)
+		// An upstream that is not released set seq and record before
+		// the loop heard of its end, and so before this node started.
+		if u.seq > durable && u.record != nil {
+			needs = append(needs, store.Need{Key: u.key, OutputDigest: u.record.OutputDigest})
 		}
-		after = max(after, u.seq)
 	}
 	body := *rec // rec itself is read by the loop
 	body.Envelope = ns.envJSON
@@ -130,7 +137,7 @@ func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) 
 		err = testBeforePersist(ns.n.Addr)
 	}
 	if err == nil {
-		seq, err = a.cache.Commit(&body, after)
+		seq, err = a.cache.Commit(&body, needs)
 	}
 	if err != nil {
 		return dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)

@@ -26,6 +26,9 @@ import (
 //	CAIRN_TEST_LATE_LOCK_KILLS=1     the leftovers found holding node locks are signalled 0,
 //	                                 not killed, as when a kill has not taken effect yet:
 //	                                 the process-group reaping then finds them again
+//	CAIRN_TEST_SYNC_DELAY_S=N        the cache's sync rounds come N seconds after a record
+//	                                 is written, not 50 ms: records are written long before
+//	                                 they are durable, as on a slow disk
 //
 // They are read once at start; unset (the normal case), they cost one
 // atomic load per record.
@@ -52,6 +55,9 @@ func init() {
 		store.AfterCommit = func() { testKillAt(testKillAfterCommits, &testCommits) }
 	}
 	store.LateLockKills = testLateLockKills
+	if d := testHookEnv("CAIRN_TEST_SYNC_DELAY_S"); d != 0 {
+		store.TestSyncDelay = time.Duration(d) * time.Second
+	}
 }
 
 // testKillAfterStart is the CAIRN_TEST_KILL_AFTER_STARTS hook.

@@ -90,10 +90,28 @@ func (w *ws) appendIndex(payloads ...[]byte) {
 	require.NoError(w.t, l.Close())
 }
 
+// flipRecord flips a byte inside the action record of addr in the
+// index, as a disk that damaged it would; it returns the record (as it was)
+// and the index's path.
+func (w *ws) flipRecord(pipeline, addr string) (*store.Record, string) {
+	w.t.Helper()
+	rec := w.record(pipeline, addr)
+	idx := filepath.Join(w.cache, "index.log")
+	b, err := os.ReadFile(idx)
+	require.NoError(w.t, err)
+	at := strings.Index(string(b), "A"+rec.Key)
+	require.Positive(w.t, at)
+	b[at+70] ^= 0x01
+	require.NoError(w.t, os.WriteFile(idx, b, 0o644))
+	return rec, idx
+}
+
 // TestUnreadableRecord damages action records two ways — a record whose
 // content does not decode, and bytes flipped on disk inside the index — and
 // shows that each costs only a cache miss: the node runs again and its
-// downstream, whose key is unchanged, stays cached.
+// downstream, whose key is unchanged, stays cached. A downstream whose
+// record was written before its upstream's was durable names that record,
+// and runs again with it.
 func TestUnreadableRecord(t *testing.T) {
 	t.Run("undecodable", func(t *testing.T) {
 		w := newWS(t, chainPipeline)
@@ -116,19 +134,16 @@ func TestUnreadableRecord(t *testing.T) {
 	t.Run("flipped on disk", func(t *testing.T) {
 		w := newWS(t, chainPipeline)
 		w.write("counts/.keep", "")
-		res := w.apply()
+		// make's record is durable (its apply has ended) before use's is
+		// written: use's record stands on its own.
+		res := w.apply("--target", "stage.make")
 		require.Equal(t, 0, res.code, res.String())
-		rec := w.record("chain", "stage.make")
+		res = w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stdout, "1 ran, 1 cached")
 		// Flip a byte inside make's action record, in the middle of the
 		// index: use's records follow it.
-		idx := filepath.Join(w.cache, "index.log")
-		b, err := os.ReadFile(idx)
-		require.NoError(t, err)
-		at := strings.Index(string(b), "A"+rec.Key)
-		require.Positive(t, at)
-		b[at+70] ^= 0x01
-		require.NoError(t, os.WriteFile(idx, b, 0o644))
-
+		rec, idx := w.flipRecord("chain", "stage.make")
 		res = w.apply()
 		require.Equal(t, 0, res.code, res.String())
 		assert.Contains(t, res.stdout, "1 ran, 1 cached")
@@ -147,6 +162,26 @@ func TestUnreadableRecord(t *testing.T) {
 		assert.Contains(t, res.stdout, "0 ran, 2 cached")
 		_, err = wal.Read(idx, nil)
 		assert.NoError(t, err, "the index is readable again")
+	})
+	t.Run("flipped, written in one apply", func(t *testing.T) {
+		w := newWS(t, chainPipeline)
+		w.write("counts/.keep", "")
+		// No sync round comes between make's record and use's (however
+		// slow this machine is): use's is written before make's is
+		// durable.
+		res := w.run([]string{"CAIRN_TEST_SYNC_DELAY_S=3600"}, "apply")
+		require.Equal(t, 0, res.code, res.String())
+		w.flipRecord("chain", "stage.make")
+		// use's record was written moments after make's, before a sync
+		// round: it named make's, and counts no more without it.
+		res = w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stdout, "2 ran, 0 cached")
+		assert.Equal(t, 2, w.countLines("counts/make"))
+		assert.Equal(t, 2, w.countLines("counts/use"))
+		res = w.apply()
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stdout, "0 ran, 2 cached")
 	})
 }
 

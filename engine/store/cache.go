@@ -6,6 +6,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func (l *Launch) Partial() bool { return l.Launched < l.BatchSize }
 // RecordKey is the key whose record an index payload writes or evicts;
 // ok is false for the other payloads (address pointers).
 func RecordKey(p []byte) (key string, ok bool) {
-	if len(p) >= 65 && (p[0] == recAction || p[0] == recEvict) {
+	if len(p) >= 65 && (p[0] == recAction || p[0] == recNeeds || p[0] == recEvict) {
 		return string(p[1:65]), true
 	}
 	return "", false
@@ -108,7 +109,21 @@ const (
 	recAction = 'A' // 'A' + 64-hex key + record JSON
 	recAddr   = 'P' // 'P' + 64-hex key + pipeline + 0x00 + address
 	recEvict  = 'X' // 'X' + 64-hex key: the record is gone (corrupt, or gc)
+	// recNeeds is an action record that counts only where the records it
+	// names come before it in the index: 'N' + 64-hex key + 4-hex count n
+	// + n × (64-hex key + 64-hex output digest) + record JSON.
+	recNeeds = 'N'
 )
+
+// Need names an upstream's record that a record was written before it was
+// durable: the record counts only where that one is in the index too (see
+// Commit).
+type Need struct {
+	Key, OutputDigest string
+}
+
+// needSize is the length of one Need in a recNeeds payload.
+const needSize = 128
 
 // Cache is cairn's cache folder: the action index, the blob store, the
 // stat cache, per-key locks and run journals.
@@ -146,11 +161,10 @@ type Cache struct {
 	durable  atomic.Int64  // every record up to this one is durable
 	syncMu   sync.Mutex    // held for a sync round
 	syncKick chan struct{} // a record was written
-	syncSoon chan struct{} // a record is needed durable (SyncSoon)
 	syncStop chan struct{} // closed by Close
 	syncDone chan struct{} // closed when the background syncer has exited
 	// SyncDelay is the longest a written record waits for a sync round
-	// that nobody asked for (see SyncSoon): it bounds the records a power
+	// (unless WaitDurable asks for one): it bounds the records a power
 	// loss can take to those of about the last SyncDelay. Open sets
 	// DefaultSyncDelay.
 	SyncDelay time.Duration
@@ -164,6 +178,10 @@ type Cache struct {
 // on this project's ext4 disks is as dear as a short node), short enough
 // that a power loss takes only the work of its last moments.
 const DefaultSyncDelay = 50 * time.Millisecond
+
+// TestSyncDelay, when set (a test hook of engine's crash tests), is the
+// SyncDelay of the caches Open makes.
+var TestSyncDelay time.Duration
 
 // Options tune Open.
 type Options struct {
@@ -183,7 +201,7 @@ func Open(dir string, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	c := &Cache{
-		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: DefaultSyncDelay,
+		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: cmp.Or(TestSyncDelay, DefaultSyncDelay),
 		Stat:    fsdigest.Load(StatCachePath(dir)),
 		actions: map[string][]byte{}, addrs: map[string]string{},
 		Warn: func(string, ...any) {},
@@ -265,7 +283,7 @@ func (c *Cache) Refresh() error {
 	}
 	for {
 		st, err := c.readIndex(path, fi, func(off int64, p []byte) error {
-			c.loadIndexRecord(p)
+			c.loadIndexRecord(off, p)
 			return nil
 		})
 		// Next is a file offset (a record boundary): the next Refresh reads
@@ -325,7 +343,7 @@ func (c *Cache) closeIndexRead() {
 // loadIndexRecord takes one index record into the in-memory index: an
 // action record, an address pointer, or an eviction. Any other record (a
 // blanked stretch's zeros), or one too short to hold a key, is ignored.
-func (c *Cache) loadIndexRecord(p []byte) {
+func (c *Cache) loadIndexRecord(off int64, p []byte) {
 	if len(p) < 65 {
 		return
 	}
@@ -333,11 +351,47 @@ func (c *Cache) loadIndexRecord(p []byte) {
 	switch p[0] {
 	case recAction:
 		c.actions[key] = append([]byte(nil), p[65:]...)
+	case recNeeds:
+		body, missing := c.needsMet(p)
+		if missing == "-" {
+			c.Warn("cache: the index record at byte %d is malformed; it is skipped, and the node it recorded will run again", off)
+			return
+		}
+		if missing != "" {
+			// Written before the record of its upstream was durable,
+			// which a power loss took: left out, as a torn tail is
+			// (silently; the node runs again).
+			return
+		}
+		c.actions[key] = append([]byte(nil), body...)
 	case recAddr:
 		c.addrs[string(p[65:])] = key
 	case recEvict:
 		delete(c.actions, key)
 	}
+}
+
+// needsMet checks a recNeeds payload against the records read so far: it
+// returns the record's JSON, or the key of an upstream record it names that
+// is not in the index with that output digest (or "-" for a payload too
+// short to hold what it says).
+func (c *Cache) needsMet(p []byte) (body []byte, missing string) {
+	if len(p) < 69 {
+		return nil, "-"
+	}
+	n, err := strconv.ParseUint(string(p[65:69]), 16, 16)
+	if err != nil || len(p) < 69+int(n)*needSize {
+		return nil, "-"
+	}
+	for i := 0; i < int(n); i++ {
+		at := 69 + i*needSize
+		k, d := string(p[at:at+64]), p[at+64:at+needSize]
+		up, ok := c.actions[k]
+		if !ok || !bytes.Contains(up, append(append([]byte(`"output_digest":"`), d...), '"')) {
+			return nil, k
+		}
+	}
+	return p[69+int(n)*needSize:], ""
 }
 
 // OutputBytes returns the content of the output path of r: kept in the
@@ -505,13 +559,21 @@ func (c *Cache) openLog() (*wal.Log, error) {
 	return l, nil
 }
 
-// Commit adds a record and points its address at it, once every record
-// up to after (a Written value) is durable, and returns the record's
-// number. When Commit returns, the record is in the index file: no later
-// apply runs the node again, unless a power loss (not a kill) takes the
-// record before a sync round made it durable; see WaitDurable. Records
-// become durable in the order they were committed, each after its blobs.
-func (c *Cache) Commit(r *Record, after int64) (int64, error) {
+// Commit adds a record and points its address at it, and returns the
+// record's number. When Commit returns, the record is in the index file:
+// no later apply runs the node again, unless a power loss (not a kill)
+// takes the record before a sync round made it durable; see WaitDurable.
+//
+// needs are the records of the node's upstreams that are not durable yet
+// (committed by this process, not synced by a round so far). Their
+// records come before this one in the index, but between two rounds the
+// kernel writes pages back in any order: a power loss could leave this
+// record without them. The index then names them in this record, which
+// counts, when the index is read, only where every one of them is there
+// (the same key with the same output digest): no record takes effect
+// without the upstream records it was keyed on, and no commit waits for a
+// sync round.
+func (c *Cache) Commit(r *Record, needs []Need) (int64, error) {
 	r.Format = Format
 	body, err := json.Marshal(r)
 	if err != nil {
@@ -520,12 +582,23 @@ func (c *Cache) Commit(r *Record, after int64) (int64, error) {
 	if len(r.Key) != 64 {
 		return 0, fmt.Errorf("cache: bad key %q", r.Key)
 	}
-	// A record written only once those it may depend on are durable can
-	// never reach the disk without them.
-	if err := c.WaitDurable(after); err != nil {
-		return 0, err
+	var act []byte
+	if len(needs) == 0 {
+		act = append(append([]byte{recAction}, r.Key...), body...)
+	} else {
+		if len(needs) > 0xffff {
+			return 0, fmt.Errorf("cache: %d upstream records not durable yet; at most %d", len(needs), 0xffff)
+		}
+		act = make([]byte, 0, 1+64+4+len(needs)*needSize+len(body))
+		act = append(append(append(act, recNeeds), r.Key...), fmt.Sprintf("%04x", len(needs))...)
+		for _, n := range needs {
+			if len(n.Key) != 64 || len(n.OutputDigest) != 64 {
+				return 0, fmt.Errorf("cache: bad upstream record %q (output digest %q)", n.Key, n.OutputDigest)
+			}
+			act = append(append(act, n.Key...), n.OutputDigest...)
+		}
+		act = append(act, body...)
 	}
-	act := append(append([]byte{recAction}, r.Key...), body...)
 	addr := append(append([]byte{recAddr}, r.Key...), r.Pipeline+"\x00"+r.Address...)
 	c.mu.Lock()
 	l, err := c.openLog()
@@ -562,9 +635,9 @@ func (c *Cache) Durable() int64 { return c.durable.Load() }
 // WaitDurable returns once every record up to seq is durable: on disk,
 // fsynced, with the blobs it names. A sync round syncs the blobs stored
 // since the last round, then the index; concurrent callers share a round,
-// and a background syncer runs a round when asked to (SyncSoon) and at
-// the latest SyncDelay after a record was written, so that the records a
-// power loss can take are those of the last moments.
+// and a background syncer runs a round SyncDelay after a record was
+// written, so that the records a power loss can take are those of the last
+// moments.
 func (c *Cache) WaitDurable(seq int64) error {
 	if c.noSync {
 		return nil
@@ -575,26 +648,6 @@ func (c *Cache) WaitDurable(seq int64) error {
 		}
 	}
 	return nil
-}
-
-// SyncSoon asks the background syncer for a round now when a record up to
-// seq is not durable yet: a node that is starting needs its upstreams'
-// records durable before its own can be written (Commit's after), and the
-// round then runs while the node does, off its path. Records nobody needs
-// yet wait for the next round instead, so that many share it.
-func (c *Cache) SyncSoon(seq int64) {
-	if c.noSync || c.durable.Load() >= seq {
-		return
-	}
-	c.mu.Lock()
-	soon := c.syncSoon
-	c.mu.Unlock()
-	if soon != nil {
-		select {
-		case soon <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // syncRound makes every record written when it starts durable.
@@ -631,10 +684,9 @@ func (c *Cache) kickSyncer() {
 	c.mu.Lock()
 	if c.syncKick == nil {
 		c.syncKick = make(chan struct{}, 1)
-		c.syncSoon = make(chan struct{}, 1)
 		c.syncStop = make(chan struct{})
 		c.syncDone = make(chan struct{})
-		go c.syncer(c.syncKick, c.syncSoon, c.syncStop, c.syncDone, c.SyncDelay)
+		go c.syncer(c.syncKick, c.syncStop, c.syncDone, c.SyncDelay)
 	}
 	select {
 	case c.syncKick <- struct{}{}:
@@ -644,10 +696,10 @@ func (c *Cache) kickSyncer() {
 }
 
 // syncer runs one sync round for the records written since the last one,
-// when SyncSoon asks for it or delay after the first of them was written,
-// until stop is closed. A failed round is retried by the next Commit's
-// kick, and reported by WaitDurable.
-func (c *Cache) syncer(kick, soon, stop <-chan struct{}, done chan<- struct{}, delay time.Duration) {
+// delay after the first of them was written, until stop is closed: the
+// records of the nodes that end meanwhile share it. A failed round is
+// retried by the next Commit's kick, and reported by WaitDurable.
+func (c *Cache) syncer(kick, stop <-chan struct{}, done chan<- struct{}, delay time.Duration) {
 	defer close(done)
 	t := time.NewTimer(delay)
 	t.Stop()
@@ -659,7 +711,6 @@ func (c *Cache) syncer(kick, soon, stop <-chan struct{}, done chan<- struct{}, d
 		}
 		t.Reset(delay)
 		select {
-		case <-soon:
 		case <-t.C:
 		case <-stop:
 			return
@@ -689,7 +740,7 @@ func (c *Cache) Close() error {
 	var errs []error
 	c.mu.Lock()
 	stop, done := c.syncStop, c.syncDone
-	c.syncKick, c.syncSoon, c.syncStop = nil, nil, nil
+	c.syncKick, c.syncStop = nil, nil
 	c.mu.Unlock()
 	if stop != nil {
 		close(stop)
