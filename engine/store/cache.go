@@ -606,12 +606,18 @@ func (c *Cache) Commit(r *Record, needs []Need) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := l.Append([][]byte{act, addr}, wal.Written); err != nil {
+	span, err := l.AppendAt([][]byte{act, addr}, wal.Written)
+	if err != nil {
 		return 0, fmt.Errorf("cache: %w", err)
 	}
 	c.mu.Lock()
 	c.actions[r.Key] = body
 	c.addrs[r.Pipeline+"\x00"+r.Address] = r.Key
+	if span.Alone && span.Start == c.offset && c.log == l {
+		// Refresh has read everything before these records, which are
+		// now in the maps: it need not read them back.
+		c.offset = span.End
+	}
 	c.mu.Unlock()
 	seq := c.written.Add(1)
 	if !c.noSync {

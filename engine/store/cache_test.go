@@ -145,18 +145,26 @@ func TestRecordCountsOnlyWithTheUpstreamRecordsItNeeds(t *testing.T) {
 	require.NoError(t, o.Close())
 }
 
+// twoCaches opens two caches on one new folder, as two processes would
+// (closed when the test ends).
+func twoCaches(t *testing.T) (dir string, a, b *Cache) {
+	t.Helper()
+	dir = t.TempDir()
+	a, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	b, err = Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return dir, a, b
+}
+
 // Refresh takes in what another process committed, each time, while it
 // reads the index from the file it keeps open; and when the index is
 // replaced underneath it (gc compacts it into a new file), it reads the
 // new file from its start and forgets what the old one held.
 func TestRefreshFollowsAnotherWriterAndAReplacedIndex(t *testing.T) {
-	dir := t.TempDir()
-	a, err := Open(dir, Options{NoSync: true})
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := Open(dir, Options{NoSync: true})
-	require.NoError(t, err)
-	defer b.Close()
+	dir, a, b := twoCaches(t)
 	rec := func(i int) *Record {
 		return &Record{Key: fmt.Sprintf("%064d", i), Pipeline: "p", Address: fmt.Sprintf("stage.n%d", i), Ended: time.Now()}
 	}
@@ -186,4 +194,35 @@ func TestRefreshFollowsAnotherWriterAndAReplacedIndex(t *testing.T) {
 	require.NoError(t, b.Refresh())
 	assert.True(t, b.Has(rec(999).Key))
 	assert.False(t, b.Has(rec(1).Key), "a record of the replaced index is still taken")
+}
+
+// A process's own records need not be read back by Refresh, but whatever
+// another process wrote before or between them is: interleaved commits of
+// two caches on one folder each end up knowing every record.
+func TestRefreshReadsWhatOthersWroteBetweenOwnCommits(t *testing.T) {
+	dir, a, b := twoCaches(t)
+	key := func(i int) string { return fmt.Sprintf("%064x", i) }
+	commit := func(c *Cache, i int) {
+		_, err := c.Commit(&Record{Key: key(i), Pipeline: "p", Address: fmt.Sprintf("stage.s%d", i), Ended: time.Now()}, nil)
+		require.NoError(t, err)
+	}
+	// a, a, b, a, b, b, a: each of a's commits after b's starts past
+	// records a has not read.
+	for i, c := range []*Cache{a, a, b, a, b, b, a} {
+		commit(c, i)
+	}
+	for _, c := range []*Cache{a, b} {
+		require.NoError(t, c.Refresh())
+		for i := 0; i < 7; i++ {
+			assert.True(t, c.Has(key(i)), "record %d", i)
+			assert.Equal(t, key(i), c.LastKey("p", fmt.Sprintf("stage.s%d", i)))
+		}
+	}
+	// A third process reads them all from the file.
+	o, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	defer o.Close()
+	for i := 0; i < 7; i++ {
+		assert.True(t, o.Has(key(i)), "record %d", i)
+	}
 }

@@ -192,6 +192,8 @@ type Log struct {
 	// Owned by the holder of commitMu (read by Close after the committer
 	// exits):
 	unsynced bool // records were written but not synced yet (Written, Queued)
+	// wrote is where the last write put its bytes: [start, end).
+	wrote [2]int64
 	// dirUnsynced: the file was created and its directory entry is not
 	// synced yet (Lazy).
 	dirUnsynced bool
@@ -220,6 +222,16 @@ type batch struct {
 	// records is written and left for the next durable commit (or Close)
 	// to sync.
 	durable bool
+	calls   int  // the Append calls whose records the batch holds
+	span    Span // where the batch was written, valid once done is closed
+}
+
+// Span is where the records of an AppendAt are in the file: the bytes
+// [Start, End). Alone is set when they are the only records written there
+// (the batch held no other Append's); otherwise the span holds others too.
+type Span struct {
+	Start, End int64
+	Alone      bool
 }
 
 // Open opens the log at path for appending, creating it (and its parent
@@ -395,6 +407,25 @@ func (l *Log) Append(payloads [][]byte, d Durability) error {
 	return waitCommit(b, err)
 }
 
+// AppendAt is Append for Written and Durable records that also says where
+// in the file they were written, for a reader of the file that need not
+// read back what it wrote itself.
+func (l *Log) AppendAt(payloads [][]byte, d Durability) (Span, error) {
+	if d == Queued {
+		return Span{}, errors.New("wal: AppendAt does not take Queued records")
+	}
+	b, err := l.enqueueBatch(payloads, d == Durable, d != Written)
+	if d == Written {
+		err = l.commitInline(b, err)
+	} else {
+		err = waitCommit(b, err)
+	}
+	if err != nil || b == nil {
+		return Span{}, err
+	}
+	return b.span, nil
+}
+
 // commitInline waits until batch b of Written records is committed,
 // committing it on the caller's goroutine when no commit is under way:
 // the queued batches, b the last of them, are written at once, without
@@ -508,6 +539,7 @@ func (l *Log) enqueueBatch(payloads [][]byte, durable, wake bool) (*batch, error
 		b.buf = appendRecord(b.buf, p, crcs[i])
 	}
 	b.n += len(payloads)
+	b.calls++
 	if durable {
 		b.durable = true
 	}
@@ -591,6 +623,11 @@ func (l *Log) commitBatch(b *batch) {
 	durable := b.durable
 	l.mu.Unlock()
 	b.err = l.commit(b.buf, durable)
+	if b.err == nil {
+		l.mu.Lock()
+		b.span = Span{Start: l.wrote[0], End: l.wrote[1], Alone: b.calls == 1}
+		l.mu.Unlock()
+	}
 	l.commits.Add(1)
 	if !durable && b.err != nil {
 		l.asyncErr = errors.Join(l.asyncErr, b.err)
@@ -699,6 +736,7 @@ func (l *Log) write(buf []byte) error {
 		return werr
 	}
 	l.end.Store(start + int64(len(buf)))
+	l.wrote = [2]int64{start, start + int64(len(buf))}
 	return nil
 }
 

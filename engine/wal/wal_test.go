@@ -866,3 +866,36 @@ func TestTrimTail(t *testing.T) {
 	assert.Zero(t, dropped)
 	assert.Equal(t, bad, fileBytes(t, path), "damage in the middle is left for Repair")
 }
+
+// AppendAt says where its records went: one after the other, as Read
+// finds them, alone in their write when nothing else was queued with them.
+func TestAppendAtSpans(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "log")
+		l, err := Open(path, Options{Shared: shared, NoSync: true})
+		require.NoError(t, err)
+		var spans []Span
+		for i := 0; i < 3; i++ {
+			sp, err := l.AppendAt([][]byte{[]byte(fmt.Sprintf("record %d", i)), []byte("x")}, Written)
+			require.NoError(t, err)
+			spans = append(spans, sp)
+		}
+		_, err = l.AppendAt([][]byte{[]byte("q")}, Queued)
+		require.Error(t, err)
+		require.NoError(t, l.Close())
+		var offs []int64
+		_, err = ReadFrom(path, 0, func(off int64, _ []byte) error {
+			offs = append(offs, off)
+			return nil
+		})
+		require.NoError(t, err)
+		require.Len(t, offs, 6)
+		for i, sp := range spans {
+			assert.True(t, sp.Alone, "shared %v: span %d", shared, i)
+			assert.Equal(t, offs[2*i], sp.Start, "shared %v: span %d", shared, i)
+			if i+1 < len(spans) {
+				assert.Equal(t, spans[i+1].Start, sp.End, "shared %v: span %d", shared, i)
+			}
+		}
+	}
+}
