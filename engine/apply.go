@@ -1221,7 +1221,10 @@ func (a *applier) scratchFor(ns *nodeState) string {
 	for len(a.freeScratch) > 0 {
 		f := a.freeScratch[len(a.freeScratch)-1]
 		a.freeScratch = a.freeScratch[:len(a.freeScratch)-1]
-		if os.Rename(f, d) == nil {
+		// rename(2) itself, without os.Rename's look at d first: d, this
+		// node's own name, is not there (and were it an empty folder, it
+		// would be replaced by another).
+		if syscall.Rename(f, d) == nil {
 			return d
 		}
 		_ = os.Remove(f)
