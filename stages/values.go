@@ -5,9 +5,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl"
-	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Diag returns one error diagnostic at r.

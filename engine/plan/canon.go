@@ -8,9 +8,9 @@ import (
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/dsl"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // canonicalJSON encodes a value canonically for node keys: object and map

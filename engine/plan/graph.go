@@ -161,31 +161,14 @@ func (g *Graph) linkStages() hcl.Diagnostics {
 		}
 		g.refs[s.Name] = r
 		var deps []string
-		var seen map[string]bool // once deps is long
 		for ref := range r.all {
-			if ref.Root != "stage" || ref.Name == s.Name || cfg.StageMap[ref.Name] == nil {
-				continue
+			if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
+				deps = append(deps, ref.Name)
 			}
-			switch {
-			case seen != nil:
-				if seen[ref.Name] {
-					continue
-				}
-				seen[ref.Name] = true
-			case slices.Contains(deps, ref.Name):
-				continue
-			case len(deps) == 16:
-				seen = make(map[string]bool, 32)
-				for _, d := range deps {
-					seen[d] = true
-				}
-				seen[ref.Name] = true
-			}
-			deps = append(deps, ref.Name)
 		}
-		sort.Strings(deps)
 		if deps != nil {
-			g.StageDeps[s.Name] = deps
+			slices.Sort(deps)
+			g.StageDeps[s.Name] = slices.Compact(deps)
 		}
 	}
 	return diags
@@ -699,10 +682,11 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 		}
 	}
 	waiting := g.Waiting[s.Name] != ""
-	insts := []dsl.Instance{{Keyed: true}}
-	if !waiting && s.ForEach == nil {
-		insts = []dsl.Instance{{}}
-	} else if !waiting {
+	insts := []dsl.Instance{{}} // no for_each: one instance, without an evaluation context
+	switch {
+	case waiting:
+		insts = []dsl.Instance{{Keyed: true}}
+	case s.ForEach != nil:
 		var d hcl.Diagnostics
 		insts, d = dsl.ExpandForEach(s, g.Scope.Context(extra))
 		diags = append(diags, d...)

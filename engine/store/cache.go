@@ -352,8 +352,8 @@ func (c *Cache) loadIndexRecord(off int64, p []byte) {
 	case recAction:
 		c.actions[key] = append([]byte(nil), p[65:]...)
 	case recNeeds:
-		body, missing := c.needsMet(p)
-		if missing == "-" {
+		body, missing, ok := c.needsMet(p)
+		if !ok {
 			c.Warn("cache: the index record at byte %d is malformed; it is skipped, and the node it recorded will run again", off)
 			return
 		}
@@ -373,25 +373,25 @@ func (c *Cache) loadIndexRecord(off int64, p []byte) {
 
 // needsMet checks a recNeeds payload against the records read so far: it
 // returns the record's JSON, or the key of an upstream record it names that
-// is not in the index with that output digest (or "-" for a payload too
-// short to hold what it says).
-func (c *Cache) needsMet(p []byte) (body []byte, missing string) {
+// is not in the index with that output digest; ok is false for a payload
+// too short to hold what it says.
+func (c *Cache) needsMet(p []byte) (body []byte, missing string, ok bool) {
 	if len(p) < 69 {
-		return nil, "-"
+		return nil, "", false
 	}
 	n, err := strconv.ParseUint(string(p[65:69]), 16, 16)
 	if err != nil || len(p) < 69+int(n)*needSize {
-		return nil, "-"
+		return nil, "", false
 	}
 	for i := 0; i < int(n); i++ {
 		at := 69 + i*needSize
 		k, d := string(p[at:at+64]), p[at+64:at+needSize]
 		up, ok := c.actions[k]
 		if !ok || !bytes.Contains(up, append(append([]byte(`"output_digest":"`), d...), '"')) {
-			return nil, k
+			return nil, k, true
 		}
 	}
-	return p[69+int(n)*needSize:], ""
+	return p[69+int(n)*needSize:], "", true
 }
 
 // OutputBytes returns the content of the output path of r: kept in the

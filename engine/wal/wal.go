@@ -192,8 +192,6 @@ type Log struct {
 	// Owned by the holder of commitMu (read by Close after the committer
 	// exits):
 	unsynced bool // records were written but not synced yet (Written, Queued)
-	// wrote is where the last write put its bytes: [start, end).
-	wrote [2]int64
 	// dirUnsynced: the file was created and its directory entry is not
 	// synced yet (Lazy).
 	dirUnsynced bool
@@ -397,14 +395,21 @@ const (
 // their write can keep a prefix of them), and returns as d says. Records
 // appended together go out in one write; none is nothing to do.
 func (l *Log) Append(payloads [][]byte, d Durability) error {
+	_, err := l.append(payloads, d)
+	return err
+}
+
+// append is Append, returning the batch its records joined (nil when there
+// were none); for Written and Durable records it is committed.
+func (l *Log) append(payloads [][]byte, d Durability) (*batch, error) {
 	b, err := l.enqueueBatch(payloads, d == Durable, d != Written)
 	switch d {
 	case Queued:
-		return err
+		return b, err
 	case Written:
-		return l.commitInline(b, err)
+		return b, l.commitInline(b, err)
 	}
-	return waitCommit(b, err)
+	return b, waitCommit(b, err)
 }
 
 // AppendAt is Append for Written and Durable records that also says where
@@ -414,12 +419,7 @@ func (l *Log) AppendAt(payloads [][]byte, d Durability) (Span, error) {
 	if d == Queued {
 		return Span{}, errors.New("wal: AppendAt does not take Queued records")
 	}
-	b, err := l.enqueueBatch(payloads, d == Durable, d != Written)
-	if d == Written {
-		err = l.commitInline(b, err)
-	} else {
-		err = waitCommit(b, err)
-	}
+	b, err := l.append(payloads, d)
 	if err != nil || b == nil {
 		return Span{}, err
 	}
@@ -620,13 +620,13 @@ func (l *Log) run() {
 // commitMu is held.
 func (l *Log) commitBatch(b *batch) {
 	l.mu.Lock()
-	durable := b.durable
+	durable, calls := b.durable, b.calls
 	l.mu.Unlock()
 	b.err = l.commit(b.buf, durable)
 	if b.err == nil {
-		l.mu.Lock()
-		b.span = Span{Start: l.wrote[0], End: l.wrote[1], Alone: b.calls == 1}
-		l.mu.Unlock()
+		// The write ended at l.end, which only the next commit moves.
+		end := l.end.Load()
+		b.span = Span{Start: end - int64(len(b.buf)), End: end, Alone: calls == 1}
 	}
 	l.commits.Add(1)
 	if !durable && b.err != nil {
@@ -736,7 +736,6 @@ func (l *Log) write(buf []byte) error {
 		return werr
 	}
 	l.end.Store(start + int64(len(buf)))
-	l.wrote = [2]int64{start, start + int64(len(buf))}
 	return nil
 }
 
