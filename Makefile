@@ -31,8 +31,9 @@ sim:
 vet:
 	$(GO) vet ./...
 
-# Package results and failing tests' output as they come, then one line:
-# "N passed, N failed" (scripts/testsum). The status is non-zero on any
+# Package results and failing tests' output as they come, then each
+# skipped test with its reason, then one line: "N passed, N failed,
+# N skipped" (scripts/testsum). The status is non-zero on any
 # failure.
 test: vet
 	@$(GO) build -o $(BIN)/testsum ./scripts/testsum

@@ -1,8 +1,9 @@
 // Command testsum reads `go test -json` on stdin and prints what people
 // read: each package's result line, the whole output of every test that
 // failed (and of packages that failed to build or panicked outside a
-// test), and at the end one line, `N passed, N failed`. It exits 1 when
-// anything failed or when the input held no test result at all.
+// test), and at the end every skipped test with its reason, then one
+// line, `N passed, N failed, N skipped`. It exits 1 when anything failed or
+// when the input held no test result at all.
 //
 //	go test -json ./... | go run ./scripts/testsum
 package main
@@ -41,6 +42,7 @@ func summarize(in io.Reader, out io.Writer) int {
 	build := map[string][]string{}  // build output, by import path
 	failedIn := map[string]int{}    // failed tests, by package
 	var passed, failed, events int
+	var skips []string // "pkg Test: reason", in the order they came
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -66,6 +68,7 @@ func summarize(in io.Reader, out io.Writer) int {
 			passed++
 			delete(buf, id)
 		case e.Test != "" && e.Action == "skip":
+			skips = append(skips, e.Package+" "+e.Test+": "+skipReason(buf[id]))
 			delete(buf, id)
 		case e.Test != "" && e.Action == "fail":
 			failed++
@@ -106,11 +109,35 @@ func summarize(in io.Reader, out io.Writer) int {
 		fmt.Fprintln(w, "testsum: no test results in the input")
 		failed++
 	}
-	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
+	if len(skips) > 0 {
+		fmt.Fprintf(w, "skipped:\n")
+		for _, s := range skips {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", passed, failed, len(skips))
 	if failed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// skipReason is what a skipped test said, from its output: the lines
+// other than go test's own ("=== RUN", "--- SKIP"), the file:line prefix
+// kept, joined by "; ".
+func skipReason(lines []string) string {
+	var said []string
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "=== ") || strings.HasPrefix(l, "--- SKIP") {
+			continue
+		}
+		said = append(said, l)
+	}
+	if len(said) == 0 {
+		return "(no reason given)"
+	}
+	return strings.Join(said, "; ")
 }
 
 // lastLine returns the last of a package's output lines ("" if none).
