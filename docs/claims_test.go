@@ -501,3 +501,42 @@ stage "command" "n" {
 	assert.Contains(t, r.stderr, "graphviz")
 	assert.NoFileExists(t, filepath.Join(dir, "dag.svg"))
 }
+
+// The README's tour: after the run with large=2000 and the revert to the
+// defaults, `cairn show` shows the record of the configuration the
+// workspace holds (1000 lines), says so, and points at --all for the
+// 2000-line one, which --all shows too.
+func TestTourShowMatchesTheCurrentConfiguration(t *testing.T) {
+	readme := readDoc(t, "../README.md")
+	m := regexp.MustCompile(`(?s)cat > pipeline.hcl <<'EOF'\n(.*?)\nEOF\n`).FindStringSubmatch(readme)
+	require.NotNil(t, m, "the README's tour pipeline")
+	assert.Contains(t, prose(t, "../README.md"), "cairn show 'stage.stats[\"large\"]' # the record of the current configuration (1000 lines); --all shows the 2000-line one too")
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"pipeline.hcl": m[1] + "\n"})
+	ok(t, dir, nil, "apply")
+	ok(t, dir, nil, "apply", "--var", "sizes={small=10, large=2000}")
+	ok(t, dir, nil, "apply")
+	linesOf := regexp.MustCompile(`"lines": (\d+)`)
+	r := ok(t, dir, nil, "show", `stage.stats["large"]`)
+	assert.Equal(t, [][]string{{`"lines": 1000`, "1000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
+	assert.Contains(t, r.stdout, `# pipeline tour, stage.stats["large"]: the record that matches the current configuration (pipeline tour in this workspace)`)
+	assert.Contains(t, r.stdout, `# 1 other record(s) of stage.stats["large"] in this cache: cairn show --all 'stage.stats["large"]'`)
+
+	r = ok(t, dir, nil, "show", "--all", `stage.stats["large"]`)
+	var got []string
+	for _, l := range linesOf.FindAllStringSubmatch(r.stdout, -1) {
+		got = append(got, l[1])
+	}
+	assert.Equal(t, []string{"2000", "1000"}, got, "newest first:\n%s", r.stdout)
+	assert.Contains(t, r.stdout, `# pipeline tour, stage.stats["large"]: the last committed`)
+
+	// With the other configuration's --var, its record is the one shown.
+	r = ok(t, dir, nil, "show", "--var", "sizes={small=10, large=2000}", `stage.stats["large"]`)
+	assert.Equal(t, [][]string{{`"lines": 2000`, "2000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
+
+	// Away from the workspace there is no configuration to match: the last
+	// record committed, said to be that.
+	r = ok(t, t.TempDir(), []string{"CAIRN_CACHE=" + filepath.Join(dir, ".cairn")}, "show", `stage.stats["large"]`)
+	assert.Contains(t, r.stdout, "# no record matches the current configuration: no pipeline in this workspace to match it against; the last record committed follows")
+	assert.Equal(t, [][]string{{`"lines": 2000`, "2000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
+}

@@ -40,12 +40,17 @@ func lowerHex(s string, min, max int) bool {
 }
 
 func (a *app) showCmd() *cobra.Command {
-	return &cobra.Command{
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "show KEY | ADDRESS | RUN",
 		Short: "Show a cached record (by key or node address) or a run's nodes",
 		Long: `Show one of:
   KEY      a node key (or a unique prefix of 8+ hex digits): its action record
-  ADDRESS  a node address such as 'stage.ruler["a"]': its last record, per pipeline
+  ADDRESS  a node address such as 'stage.ruler["a"]': the record that matches
+           the current configuration (the workspace's pipeline with --var and
+           --var-file, as 'cairn plan' reads it); where there is none, the last
+           record committed, per pipeline, and it says so. --all shows every
+           record of the address, newest first
   RUN      a run id from 'cairn status': per node, state, attempts, duration,
            peak memory and log paths (for a run the up-to-date check answered:
            that every node was taken from the cache)`,
@@ -74,34 +79,143 @@ func (a *app) showCmd() *cobra.Command {
 				fmt.Fprintln(a.stdout, plan.RecordText(r))
 				return nil
 			}
-			addr := addrs.WithPrefix(arg)
 			var keys map[string]string
+			var others []string
 			if n, err := addrs.Parse(arg); err == nil {
 				keys = cache.AddressKeys(n.String())
+				others = cache.AddressRecords(n.String())
 			}
-			if len(keys) == 0 && lowerHex(arg, 1, 7) {
-				return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no %s has a cached result)", arg, addr)
+			if len(keys) == 0 && len(others) == 0 && lowerHex(arg, 1, 7) {
+				return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no %s has a cached result)", arg, addrs.WithPrefix(arg))
 			}
-			if len(keys) == 0 {
+			if len(keys) == 0 && len(others) == 0 {
 				return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])", arg)
 			}
-			shown := 0
-			var gone []string
-			for _, p := range sortedStrings(keys) {
-				r, ok := cache.Lookup(keys[p])
-				if !ok {
-					gone = append(gone, fmt.Sprintf("pipeline %s: key %s", p, keys[p]))
-					continue
-				}
-				fmt.Fprintf(a.stdout, "# pipeline %s, %s\n%s\n", p, addr, plan.RecordText(r))
-				shown++
-			}
-			if shown == 0 {
-				return badInput("the last result of %s is gone (evicted or collected): %s", addr, strings.Join(gone, ", "))
-			}
-			return nil
+			return a.showAddress(cache, addrs.WithPrefix(arg), keys, others, all)
 		},
 	}
+	a.addVarFlags(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "with an ADDRESS: every record of it in the cache, not only the current configuration's")
+	return cmd
+}
+
+// currentKey is the key the workspace's pipeline (with --var and
+// --var-file) gives addr now, and that pipeline, in words (where). ok is
+// false when there is no such pipeline, it has no node addr, or the key
+// is known only once an upstream has run; why then says which, for the
+// reader.
+func (a *app) currentKey(cache *store.Cache, addr string) (key, where, why string, ok bool) {
+	l, diags := plan.Load(plan.LoadOptions{
+		Path: ".", Root: a.root(),
+		Vars: a.varInputs(), CacheDir: a.cachePath(),
+	})
+	if diags.HasErrors() || l == nil || l.Graph == nil {
+		return "", "", "no pipeline in this workspace to match it against", false
+	}
+	p, diags := plan.Make(l.Graph, cache, plan.Options{})
+	if diags.HasErrors() {
+		return "", "", "the workspace's pipeline does not plan ('cairn plan' says why)", false
+	}
+	where = fmt.Sprintf("pipeline %s in this workspace", p.Pipeline)
+	for _, n := range p.Nodes {
+		if n.Node.Addr != addr {
+			continue
+		}
+		if n.Key == "" {
+			return "", where, fmt.Sprintf("in %s its key is known only once its upstreams have run ('cairn plan' shows them)", where), false
+		}
+		return n.Key, where, "", true
+	}
+	return "", where, fmt.Sprintf("%s has no node %s", where, addr), false
+}
+
+// showAddress prints the record of addr that matches the current
+// configuration, or, when there is none, the last record committed per
+// pipeline (last), saying which it is; with all, every record of addr
+// (keys), newest first.
+func (a *app) showAddress(cache *store.Cache, addr string, last map[string]string, keys []string, all bool) error {
+	cur, where, why, known := a.currentKey(cache, addr)
+	var current *store.Record
+	if known {
+		if r, ok := cache.Lookup(cur); ok {
+			current = r
+		} else {
+			why = fmt.Sprintf("the current configuration (%s) gives it key %s, which has no record: 'cairn apply' makes it", where, store.Short(cur))
+		}
+	}
+	label := func(r *store.Record) string {
+		var tags []string
+		if current != nil && r.Key == current.Key {
+			tags = append(tags, fmt.Sprintf("the record that matches the current configuration (%s)", where))
+		}
+		if last[r.Pipeline] == r.Key {
+			tags = append(tags, "the last committed")
+		}
+		if len(tags) == 0 {
+			tags = append(tags, "an earlier record, of another configuration")
+		}
+		return fmt.Sprintf("# pipeline %s, %s: %s", r.Pipeline, addr, strings.Join(tags, "; "))
+	}
+	var records []*store.Record
+	for _, k := range keys {
+		if r, ok := cache.Lookup(k); ok {
+			records = append(records, r)
+		}
+	}
+	sort.Slice(records, func(i, j int) bool {
+		if !records[i].Ended.Equal(records[j].Ended) {
+			return records[i].Ended.After(records[j].Ended)
+		}
+		return records[i].Key < records[j].Key
+	})
+	if all {
+		if len(records) == 0 {
+			return a.lastGone(addr, last)
+		}
+		for _, r := range records {
+			fmt.Fprintf(a.stdout, "%s\n%s\n", label(r), plan.RecordText(r))
+		}
+		return nil
+	}
+	more := func(shown int) {
+		if n := len(records) - shown; n > 0 {
+			fmt.Fprintf(a.stdout, "# %d other record(s) of %s in this cache: cairn show --all '%s'\n", n, addr, addr)
+		}
+	}
+	if current != nil {
+		fmt.Fprintf(a.stdout, "%s\n%s\n", label(current), plan.RecordText(current))
+		more(1)
+		return nil
+	}
+	// No record of the current configuration: the last ones committed,
+	// said to be that (or, where they are gone, the newest there is).
+	var shown []*store.Record
+	for _, p := range sortedStrings(last) {
+		if r, ok := cache.Lookup(last[p]); ok {
+			shown = append(shown, r)
+		}
+	}
+	if len(shown) == 0 && len(records) > 0 {
+		shown = records[:1]
+	}
+	if len(shown) == 0 {
+		return a.lastGone(addr, last)
+	}
+	fmt.Fprintf(a.stdout, "# no record matches the current configuration: %s; the last record committed follows\n", why)
+	for _, r := range shown {
+		fmt.Fprintf(a.stdout, "%s\n%s\n", label(r), plan.RecordText(r))
+	}
+	more(len(shown))
+	return nil
+}
+
+// lastGone is the error for an address whose records are all gone.
+func (a *app) lastGone(addr string, last map[string]string) error {
+	var gone []string
+	for _, p := range sortedStrings(last) {
+		gone = append(gone, fmt.Sprintf("pipeline %s: key %s", p, last[p]))
+	}
+	return badInput("the last result of %s is gone (evicted or collected): %s", addr, strings.Join(gone, ", "))
 }
 
 func sortedStrings(m map[string]string) []string {

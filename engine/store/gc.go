@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -237,3 +239,27 @@ func removeOldKeyLocks(cacheDir string) {
 // umask lets in (flock's default, 0600, would shut out the other users of
 // a shared cache).
 var SharedLock = flock.SetPermissions(0o666)
+
+// AddressRecords lists the keys of every record in the cache made for
+// addr, by any pipeline: the last one committed and the earlier ones
+// (another configuration's), in no order.
+func (c *Cache) AddressRecords(addr string) []string {
+	// The stage's part of the address (an identifier: the same bytes in
+	// the record's JSON) rules most records out without decoding them.
+	stage, _, _ := strings.Cut(addr, "[")
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var keys []string
+	for k, raw := range c.actions {
+		if !bytes.Contains(raw, []byte(stage)) {
+			continue
+		}
+		var r struct {
+			Address string `json:"address"`
+		}
+		if json.Unmarshal(raw, &r) == nil && r.Address == addr {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
