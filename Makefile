@@ -16,7 +16,7 @@ export CGO_CFLAGS
 # failure as the recipe's.
 SHELL := /bin/bash
 
-.PHONY: all build sim test test-short vet fmt fmt-check bench crosscheck fuzz demo demo-optimizer demo-decision gpu-check clean
+.PHONY: all build sim test test-short vet cross fmt fmt-check bench crosscheck fuzz demo demo-optimizer demo-decision gpu-check clean
 
 all: build
 
@@ -30,6 +30,21 @@ sim:
 
 vet:
 	$(GO) vet ./...
+
+# cairn builds, and vets, for the systems it is used on besides this one
+# (CI runs this): 32-bit Linux, arm64 Linux and macOS on Apple silicon,
+# without cgo (so without NVML, which cairn uses on Linux with cgo only).
+# Every target is tried; the status is non-zero when any failed, and the
+# last line names them.
+CROSS ?= linux/386 linux/arm64 darwin/arm64
+cross:
+	@failed=; for t in $(CROSS); do \
+		echo "cross: $$t"; \
+		export CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/}; \
+		$(GO) build ./... && $(GO) vet ./... || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "cross: failed for$$failed"; exit 1; fi; \
+	echo "cross: $(CROSS) build and vet"
 
 # Package results and failing tests' output as they come, then each
 # skipped test with its reason, then one line: "N passed, N failed,

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -103,7 +104,7 @@ func markFile(full, rel string) *fileMark {
 	}
 	fm := &fileMark{rel: rel, origMtime: st.ModTime()}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		fm.atime = time.Unix(sys.Atim.Sec, sys.Atim.Nsec)
+		fm.atime = time.Unix(0, fsdigest.AtimeNs(sys))
 	}
 	if st.Mode().IsRegular() && os.Chtimes(full, fm.atime, freshMark) == nil {
 		fm.marked = true
@@ -120,7 +121,7 @@ func (fm *fileMark) setIdentity(st os.FileInfo) {
 	fm.mtime = st.ModTime().UnixNano()
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		fm.dev, fm.ino = uint64(sys.Dev), sys.Ino
-		fm.ctime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
+		fm.ctime = fsdigest.CtimeNs(sys)
 	}
 }
 

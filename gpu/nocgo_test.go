@@ -1,6 +1,11 @@
-//go:build !cgo
+//go:build !linux || !cgo
 
 package gpu
 
+import "runtime"
+
 // noNVMLNote is what an inventory without a usable NVML says in this build.
-const noNVMLNote = "built without cgo, so it cannot use NVML: 0 GPUs"
+var noNVMLNote = map[bool]string{
+	true:  "built without cgo, so it cannot use NVML: 0 GPUs",
+	false: "NVML is not available on " + runtime.GOOS + ", so cairn sees no GPUs: 0 GPUs",
+}[runtime.GOOS == "linux"]

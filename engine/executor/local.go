@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/sysproc"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/stages/items"
@@ -219,13 +220,10 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		// The pipes' write ends as files: Wait does not wait for the
 		// copy, which whatever the node started may keep open after the
 		// node's own process has ended (see nodeLog.finish).
-		Stdout:     stdout.w,
-		Stderr:     stderr.w,
-		ExtraFiles: spec.Local.Inherit,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,
-			Pdeathsig: syscall.SIGKILL,
-		},
+		Stdout:      stdout.w,
+		Stderr:      stderr.w,
+		ExtraFiles:  spec.Local.Inherit,
+		SysProcAttr: sysproc.Group(),
 		// A stdin that is not a file is copied through a pipe: once the
 		// process has ended, do not wait long for the copy.
 		WaitDelay: time.Second,

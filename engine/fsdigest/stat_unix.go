@@ -12,7 +12,7 @@ func keyOf(fi fs.FileInfo) statKey {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		k.ino = uint64(st.Ino)
 		k.dev = uint64(st.Dev)
-		k.ctime = ctimeNs(st)
+		k.ctime = CtimeNs(st)
 	}
 	return k
 }

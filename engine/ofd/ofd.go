@@ -1,5 +1,5 @@
 // Package ofd places one-byte locks in a shared file: open-file-description
-// byte-range locks (Linux's F_OFD_SETLK). A lock belongs to the open file
+// byte-range locks (F_OFD_SETLK, on Linux and macOS). A lock belongs to the open file
 // description that took it, so it is shared by every process that inherited
 // that descriptor and dropped by the kernel when the last of them closes it
 // or dies. Many locks live in one file, at offsets taken from the locked
@@ -35,7 +35,7 @@ func Offset(b []byte) int64 {
 // lock f already holds succeeds.
 func TryLock(f *os.File, off int64) (bool, error) {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: 1}
-	err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+	err := unix.FcntlFlock(f.Fd(), setLk, &lk)
 	switch {
 	case err == nil:
 		return true, nil
@@ -49,7 +49,7 @@ func TryLock(f *os.File, off int64) (bool, error) {
 // Unlock gives the lock at off held through f back.
 func Unlock(f *os.File, off int64) error {
 	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: off, Len: 1}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+	if err := unix.FcntlFlock(f.Fd(), setLk, &lk); err != nil {
 		return fmt.Errorf("unlock %s at %d: %w", f.Name(), off, err)
 	}
 	return nil
@@ -59,7 +59,7 @@ func Unlock(f *os.File, off int64) error {
 // through descriptor fd of process pid, from /proc/PID/fdinfo/FD (whose
 // "lock:" lines name the locks of that descriptor's open file description
 // only). A process that is gone, or whose descriptors cannot be read,
-// holds nothing.
+// holds nothing; so does every process where there is no /proc (macOS).
 func Held(pid int, fd string) []int64 {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + fd)
 	if err != nil {

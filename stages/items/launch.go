@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/cairn-run/cairn/engine/sysproc"
 )
 
 // Launcher starts an evaluation's worker processes. The engine passes its
@@ -54,7 +56,7 @@ func (localLauncher) StartWorker(_ context.Context, w WorkerSpec) (Worker, error
 	cmd.Stdout = w.Stdout
 	cmd.Stderr = w.Stderr
 	cmd.WaitDelay = time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysproc.Group()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -73,6 +73,10 @@ type entry struct {
 	flags   uint8
 }
 
+// chargedInt is the entry's charged count as an int, held at the largest
+// int where an int has 32 bits.
+func (e entry) chargedInt() int { return int(min(int64(e.charged), math.MaxInt)) }
+
 // StoreOptions tune a Store.
 type StoreOptions struct {
 	// NoSync skips fsync on append (tests and benchmarks of everything but
@@ -227,7 +231,7 @@ func (s *Store) score(kb [32]byte) (float64, bool, int, bool) {
 	s.mu.RLock()
 	e, ok := s.index[kb]
 	s.mu.RUnlock()
-	return e.score, e.flags&flagScore != 0, int(e.charged), ok
+	return e.score, e.flags&flagScore != 0, e.chargedInt(), ok
 }
 
 // Get returns key's full result, reading its outputs from the log.
@@ -374,10 +378,7 @@ func encodeRecord(kb [32]byte, r Result) []byte {
 		p[33] = flagScore
 		binary.LittleEndian.PutUint64(p[34:42], math.Float64bits(*r.Score))
 	}
-	charged := r.Charged
-	if charged < 0 {
-		charged = 0
-	}
+	charged := max(int64(r.Charged), 0)
 	binary.LittleEndian.PutUint32(p[42:46], uint32(min(charged, math.MaxUint32)))
 	binary.LittleEndian.PutUint32(p[46:50], uint32(len(r.Error)))
 	p = append(p, r.Error...)
@@ -409,7 +410,7 @@ func decodeResult(p []byte) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r := Result{Charged: int(e.charged)}
+	r := Result{Charged: e.chargedInt()}
 	if e.flags&flagScore != 0 {
 		sc := e.score
 		r.Score = &sc
