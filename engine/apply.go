@@ -993,10 +993,17 @@ func (a *applier) handle(ev event) {
 }
 
 // okLine shows a node that ran as ok: its kind's summary, its line, its
-// JSON event.
+// JSON event. A node whose result records a failure its kind absorbs (a
+// decision slot that ran out of memory) shows that outcome, not "ok".
 func (a *applier) okLine(ns *nodeState) {
 	a.announce(ns)
-	a.line(ns, "✓", fmt.Sprintf("ok in %s", roundDur(ns.ended.Sub(ns.started))))
+	sym, what := "✓", "ok"
+	if l, ok := ns.n.Kind.(stages.OutcomeLabeler); ok && ns.record != nil {
+		if label := l.OutcomeLabel(ns.record.Result); label != "" {
+			sym, what = "!", label
+		}
+	}
+	a.line(ns, sym, fmt.Sprintf("%s in %s", what, roundDur(ns.ended.Sub(ns.started))))
 	a.emitJSON(ns, "ok")
 }
 

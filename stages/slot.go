@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -321,6 +322,36 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			return &Outcome{Class: res.Class, Message: res.Message, Proc: res}, nil
 		}
 	}
+}
+
+// OutcomeLabel implements OutcomeLabeler: a slot whose process completed
+// at its first attempt shows "ok"; any other shows its outcome, what
+// ended its last attempt, and its charged attempts after a replacement:
+// "memory_failure", "unresolved: timeout", "unresolved: crashed (exited with status 3)",
+// "within_margin after a replacement (2 attempts charged)".
+func (Slot) OutcomeLabel(result json.RawMessage) string {
+	var r slotResult
+	if json.Unmarshal(result, &r) != nil || r.State == "" || (r.Class == "" && r.Attempts <= 1) {
+		return ""
+	}
+	label := string(r.State)
+	switch {
+	case r.Class == "" || r.Class == "memory_failure":
+	case r.SetupClass != "":
+		label += ": setup failure (" + r.SetupClass + ")"
+	case r.Class == "timeout" || r.Class == "interrupted":
+		label += ": " + r.Class
+	default:
+		why, _, _ := strings.Cut(r.Message, "\n")
+		if why == "" {
+			why = r.Class
+		}
+		label += ": crashed (" + why + ")"
+	}
+	if r.Attempts > 1 {
+		label += fmt.Sprintf(" after a replacement (%d attempts charged)", r.Attempts)
+	}
+	return label
 }
 
 // setupClass is the declared setup class a failed attempt's stderr (or

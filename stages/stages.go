@@ -123,6 +123,16 @@ type Announcer interface {
 	Announce(result json.RawMessage) string
 }
 
+// OutcomeLabeler is implemented by kinds whose node succeeds with a result
+// that records a failure the kind absorbs as data (a decision slot whose
+// process ran out of memory, timed out or crashed, or needed a
+// replacement): apply shows the node with the label OutcomeLabel makes of
+// its result in place of "ok", so that a failed process never reads as one
+// that went well. "" shows "ok".
+type OutcomeLabeler interface {
+	OutcomeLabel(result json.RawMessage) string
+}
+
 // StageChecker is implemented by kinds that validate a stage as a whole
 // (all its instances), e.g. a batch of exactly four variants.
 type StageChecker interface {

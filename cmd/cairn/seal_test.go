@@ -100,3 +100,23 @@ func TestSealRefusesAChangedFile(t *testing.T) {
 	log, _ = os.ReadFile(filepath.Join(root, "runs.log"))
 	assert.Equal(t, 2, strings.Count(string(log), "ran"))
 }
+
+// A seal that passes is said, not silent: validate, plan and apply name
+// how many sealed files matched (#28).
+func TestSealThatMatchesIsSaid(t *testing.T) {
+	data := []byte("x,y\n1,2\n")
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl":   sealedPipeline,
+		"data/train.csv": string(data),
+		"pins.json":      `{"data/train.csv": "` + sha256Hex(data) + `"}`,
+	})
+	for _, cmd := range []string{"validate", "plan", "apply"} {
+		r := runCLI(t, "--chdir", root, cmd, "--var", "pins=pins.json")
+		require.Equal(t, 0, r.code, r.stderr)
+		first, _, _ := strings.Cut(r.stdout, "\n")
+		assert.Contains(t, first, `pipeline "sealed": 1 stage, 1 node, 1 sealed file matches its sha256`, cmd)
+	}
+	r := runCLI(t, "--chdir", root, "validate")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "sealed file", "a seal that waits for a value is not checked, and not said to match")
+}

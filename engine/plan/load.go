@@ -237,10 +237,22 @@ func (g *Graph) Summary() string {
 				nodes++
 			}
 		}
-		return fmt.Sprintf("pipeline %q: %s, %s known (%s wait for values)", g.Config.Name, countOf(len(g.Config.Stages), "stage"),
-			countOf(nodes, "node"), countOf(len(g.Waiting), "stage"))
+		return fmt.Sprintf("pipeline %q: %s, %s known (%s wait for values)%s", g.Config.Name, countOf(len(g.Config.Stages), "stage"),
+			countOf(nodes, "node"), countOf(len(g.Waiting), "stage"), g.sealNote())
 	}
-	return fmt.Sprintf("pipeline %q: %s, %s", g.Config.Name, countOf(len(g.Config.Stages), "stage"), countOf(len(g.Nodes), "node"))
+	return fmt.Sprintf("pipeline %q: %s, %s%s", g.Config.Name, countOf(len(g.Config.Stages), "stage"), countOf(len(g.Nodes), "node"), g.sealNote())
+}
+
+// sealNote says that the sealed files were checked and match: a check that
+// passes is worth a word, since one that fails refuses the run.
+func (g *Graph) sealNote() string {
+	if len(g.Seal) == 0 {
+		return ""
+	}
+	if len(g.Seal) == 1 {
+		return ", 1 sealed file matches its sha256"
+	}
+	return fmt.Sprintf(", %d sealed files match their sha256", len(g.Seal))
 }
 
 // Unset lists the required variables that were given no value (validate
