@@ -2,6 +2,8 @@ package pipelines_test
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -293,7 +295,7 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(replay, &got))
-	assert.Len(t, got, 5, "four cases and the total")
+	assert.Len(t, got, 6, "the inputs, four cases and the total")
 	offline, code := w.run("replay", "decision_protocol.json", "reports/decision/outcomes.json", "--json", "--out", "")
 	require.Equal(t, 0, code, offline)
 	assert.JSONEq(t, string(replay), offline)
@@ -454,10 +456,40 @@ func TestDecisionRefusesTheUnsealedSeedProtocol(t *testing.T) {
 	out, code = w2.run(decisionArgs("plan")...)
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, "Sealed file memory_tuner/benchmark_v2_env.py does not match")
+
+	// The protocol at the digest recorded when it was frozen
+	// (--var protocol_sha256): one byte of a donor's peak is refused, both
+	// digests named; the matrix file, when given, against matrix_sha256.
+	w3 := decisionWorkspace(t, nil)
+	pf := filepath.Join(w3.dir, "decision_protocol.json")
+	pb, err := os.ReadFile(pf)
+	require.NoError(t, err)
+	frozen := sha256Hex(pb)
+	out, code = w3.run(decisionArgs("plan", "--var", "protocol_sha256="+frozen)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "13 sealed files match their sha256", "the seal check is said")
+	edited := strings.Replace(string(pb), `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": "33109.0"`, 1)
+	require.NotEqual(t, string(pb), edited)
+	require.NoError(t, os.WriteFile(pf, []byte(edited), 0o644))
+	out, code = w3.run(decisionArgs("plan", "--var", "protocol_sha256="+frozen)...)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "pins decision_protocol.json to sha256 "+frozen+", but the file's sha256 is "+sha256Hex([]byte(edited)))
+	require.NoError(t, os.WriteFile(pf, pb, 0o644))
+	w3.write("matrix.csv", "not the matrix\n")
+	out, code = w3.run(decisionArgs("plan", "--var", "matrix=matrix.csv")...)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "pins matrix.csv to sha256 "+p.MatrixSHA256+", but the file's sha256 is "+sha256Hex([]byte("not the matrix\n")))
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // make demo-decision runs to its end, replacing the setup failures it
-// injects and replaying the outcomes.
+// injects and replaying the outcomes; its output says what each slot's
+// process did, lists the plan's 48 slots in the collection order, says the
+// seal matched, and a second, cached run still shows the replay (#28).
 func TestDecisionDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds cairn and runs it")
@@ -473,12 +505,88 @@ func TestDecisionDemo(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, "bin", "sim"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(bins, "cairn"), filepath.Join(repo, "bin", "cairn")))
 	require.NoError(t, os.Symlink(filepath.Join(bins, "train"), filepath.Join(repo, "bin", "sim", "train")))
-	cmd := exec.Command("bash", filepath.Join(repo, "pipelines", "demo-decision.sh"))
-	cmd.Env = append(os.Environ(), "CAIRN_GPUS=sim:8", "CAIRN_LEASE_DIR="+t.TempDir(), "CAIRN_NO_FSYNC=1",
-		"CAIRN_CACHE=", "NO_COLOR=1", "DEMO_TRAIN_DURATION=300ms")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "Apply complete: 49 ran, 0 cached, 0 failed, 0 skipped.")
-	assert.Contains(t, string(out), "missing_dependency")
-	assert.Regexp(t, `(?m)^total +direct_screen +3 `, string(out), "the offline replay's table")
+	leases := t.TempDir()
+	demo := func() string {
+		cmd := exec.Command("bash", filepath.Join(repo, "pipelines", "demo-decision.sh"))
+		cmd.Env = append(os.Environ(), "CAIRN_GPUS=sim:8", "CAIRN_LEASE_DIR="+leases, "CAIRN_NO_FSYNC=1",
+			"CAIRN_CACHE=", "NO_COLOR=1", "DEMO_TRAIN_DURATION=300ms")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	out := demo()
+	assert.Contains(t, out, "Apply complete: 49 ran, 0 cached, 0 failed, 0 skipped.")
+	assert.Contains(t, out, "missing_dependency")
+
+	// Each faulty slot's line says what its process did, never "✓ ok".
+	var faults map[string]map[string]any
+	b, err := os.ReadFile("../testdata/decision/demo-faults.json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &faults))
+	progress := out[strings.Index(out, "== apply"):]
+	line := func(slot string) string {
+		for _, l := range strings.Split(progress, "\n") {
+			if strings.Contains(l, fmt.Sprintf("stage.collect[%q]", slot)) && !strings.Contains(l, "  > ") && !strings.Contains(l, ": slot ") {
+				return strings.TrimSpace(l)
+			}
+		}
+		t.Fatalf("no line ends slot %s:\n%s", slot, out)
+		return ""
+	}
+	want := map[string]string{
+		"oom":   "memory_failure in ",
+		"hang":  "unresolved: timeout in ",
+		"crash": "unresolved: crashed (exited with status 3) in ",
+	}
+	for slot, f := range faults {
+		l := line(slot)
+		assert.True(t, strings.HasPrefix(l, "! "), "%s: %s", slot, l)
+		assert.NotContains(t, l, "ok in", slot)
+		for k, w := range want {
+			if f[k] == true {
+				assert.Contains(t, l, w, slot)
+			}
+		}
+		if f["setup"] != nil {
+			assert.Contains(t, l, "after a replacement (2 attempts charged)", slot)
+		}
+	}
+	assert.Contains(t, line("decision-phi4_mini-gsm8k-shape1024-n4-steps5-c3-s142"), "✓ ", "a slot that completed")
+
+	// The plan section lists the 48 slots in the collection order, and the
+	// seal check says it matched.
+	planSection := out[:strings.Index(out, "== apply")]
+	assert.Contains(t, planSection, "13 sealed files match their sha256")
+	var planned []string
+	for _, l := range strings.Split(planSection, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && strings.HasPrefix(f[1], "stage.collect[") {
+			planned = append(planned, slotOf(f[1]))
+		}
+	}
+	p, err := decision.ReadProtocol("../testdata/decision/decision_protocol.json")
+	require.NoError(t, err)
+	var order []string
+	for _, s := range p.CollectionOrder() {
+		order = append(order, s.ID)
+	}
+	assert.Equal(t, order, planned)
+
+	// A second run is cached, and shows the replay table whole.
+	again := demo()
+	assert.Contains(t, again, "Apply complete: 0 ran, 49 cached")
+	for _, c := range p.Cases {
+		for _, rule := range p.Rules {
+			assert.Regexp(t, fmt.Sprintf(`(?m)^%s +%s +3 `, c.ID, rule), again)
+		}
+	}
+	assert.Regexp(t, `(?m)^total +direct_screen +3 `, again)
+	assert.Contains(t, again, "The same figures as the pipeline's reports/decision/replay.json.")
+	assert.Contains(t, again, "protocol  decision_protocol.json  sha256 "+sha256Hex(mustRead(t, "../testdata/decision/decision_protocol.json")))
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }

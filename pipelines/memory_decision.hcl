@@ -8,6 +8,22 @@ variable "protocol" {
   type = string
 }
 
+# The protocol's sha256 as recorded when it was frozen (sha256sum
+# decision_protocol.json): when given, a protocol with another digest is
+# refused by the seal (an edited copy changes the figures). Without it the
+# protocol is pinned to itself: its digest keys every node.
+variable "protocol_sha256" {
+  type    = string
+  default = null
+}
+
+# The matrix file whose digest the protocol froze as matrix_sha256: when
+# given, it is sealed to that digest (the protocol does not name the file).
+variable "matrix" {
+  type    = string
+  default = null
+}
+
 # The instrumented training job; each slot's settings follow as flags:
 # --model-family F --dataset D --actor-micro-batch N --reservation R --seed S --slot ID.
 variable "train_command" {
@@ -36,15 +52,18 @@ locals {
 }
 
 # The files the protocol froze: the run is refused unless the working tree
-# matches them. The protocol cannot hold its own digest; pinned to itself,
-# it enters every node key, so a changed protocol reruns everything.
+# matches them. The protocol cannot hold its own digest: it is pinned to
+# var.protocol_sha256 when given, else to itself (it enters every node key,
+# so a changed protocol reruns everything); the matrix file, when given, to
+# matrix_sha256.
 seal "protocol" {
-  description = "source_files_sha256, data_files_sha256 and implementation_sha256 of the protocol"
+  description = "source_files_sha256, data_files_sha256, implementation_sha256 and matrix_sha256 of the protocol, and the protocol's own digest"
   sha256 = merge(
     local.protocol.source_files_sha256,
     local.protocol.data_files_sha256,
     local.protocol.implementation_sha256,
-    { (var.protocol) = filesha256(var.protocol) },
+    { (var.protocol) = var.protocol_sha256 != null ? var.protocol_sha256 : filesha256(var.protocol) },
+    var.matrix != null ? { (var.matrix) = local.protocol.matrix_sha256 } : {},
   )
 }
 
@@ -91,4 +110,5 @@ stage "decision" "replay" {
   protocol            = var.protocol
   slots               = stage.collect
   out_dir             = var.reports
+  matrix              = var.matrix
 }

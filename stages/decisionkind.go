@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -25,11 +26,14 @@ import (
 //	  protocol = "decision_protocol.json"
 //	  slots    = stage.collect               # or: outcomes = "recorded/outcomes.json"
 //	  out_dir  = "reports/decision"          # default reports/<stage name>
+//	  matrix   = "matrix.csv"                # optional: checked against matrix_sha256
 //	}
 //
 // It prints the replay's table and writes replay.json, replay.tsv and
 // outcomes.json (every planned slot's outcome, which `cairn replay` reads)
-// into out_dir. Its result is the replay's JSON object.
+// into out_dir. Its result is the replay's JSON object. Outcomes that break
+// the protocol's failure policy, and frozen files present with another
+// digest, fail the node (class setup).
 type Decision struct{}
 
 func init() { Register(Decision{}) }
@@ -51,6 +55,7 @@ func (Decision) Schema() *hcl.BodySchema {
 		{Name: "slots"},
 		{Name: "outcomes"},
 		{Name: "out_dir"},
+		{Name: "matrix"},
 	}}
 }
 
@@ -64,7 +69,7 @@ func (Decision) KeyValue(attr string, v cty.Value) cty.Value {
 }
 
 type decisionArgs struct {
-	protocol, outcomes, outDir string
+	protocol, outcomes, outDir, matrix string
 }
 
 func decisionDecode(n *Node) (decisionArgs, hcl.Diagnostics) {
@@ -86,6 +91,7 @@ func decisionDecode(n *Node) (decisionArgs, hcl.Diagnostics) {
 	path("protocol", &a.protocol)
 	path("outcomes", &a.outcomes)
 	path("out_dir", &a.outDir)
+	path("matrix", &a.matrix)
 	_, hasSlots := n.Args["slots"]
 	_, hasOutcomes := n.Args["outcomes"]
 	if hasSlots == hasOutcomes {
@@ -100,12 +106,12 @@ func (Decision) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
-// DeclaredInputs implements InputDeclarer: the protocol and the outcomes
-// file key the node by content.
+// DeclaredInputs implements InputDeclarer: the protocol, the outcomes file
+// and the matrix file key the node by content.
 func (Decision) DeclaredInputs(n *Node, _ string) []string {
 	a, _ := decisionDecode(n)
 	var out []string
-	for _, p := range []string{a.protocol, a.outcomes} {
+	for _, p := range []string{a.protocol, a.outcomes, a.matrix} {
 		if p != "" {
 			out = append(out, p)
 		}
@@ -131,26 +137,55 @@ func (Decision) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	p, err := decision.ReadProtocol(filepath.Join(rt.Root(), a.protocol))
+	protocol := filepath.Join(rt.Root(), a.protocol)
+	p, err := decision.ReadProtocol(protocol)
 	if err != nil {
 		return &Outcome{Class: "setup", Message: err.Error()}, nil
 	}
+	matrix := ""
+	if a.matrix != "" {
+		matrix = filepath.Join(rt.Root(), a.matrix)
+	}
+	frozen, err := p.CheckFrozen(filepath.Dir(protocol), matrix)
+	if err != nil {
+		return &Outcome{Class: "setup", Message: err.Error()}, nil
+	}
+	frozen.Matrix = a.matrix
 	var o decision.Outcomes
+	var in decision.Input
 	if a.outcomes != "" {
-		if o, err = decision.ReadOutcomes(filepath.Join(rt.Root(), a.outcomes), p); err != nil {
+		if o, in, err = decision.ReadOutcomes(filepath.Join(rt.Root(), a.outcomes), p); err != nil {
 			return &Outcome{Class: "setup", Message: err.Error()}, nil
 		}
+		in.File = a.outcomes
 	} else if o, err = slotOutcomes(n.Args["slots"], p); err != nil {
 		return &Outcome{Class: "setup", Message: err.Error()}, nil
+	}
+	var order []string
+	for _, s := range p.Slots() {
+		order = append(order, s.ID)
+	}
+	if bs := p.PolicyBreaches(o, order); len(bs) > 0 {
+		var lines []string
+		for _, b := range bs {
+			lines = append(lines, fmt.Sprintf("slot %q: %s", b.Slot, b.Msg))
+		}
+		return &Outcome{Class: "setup", Message: strings.Join(lines, "\n")}, nil
 	}
 	r := decision.Replay(p, o)
 	dir := filepath.Join(rt.Root(), a.outDir)
 	sync := os.Getenv("CAIRN_NO_FSYNC") != "1"
+	oj, _ := json.MarshalIndent(o, "", "  ")
+	oj = append(oj, '\n')
+	if a.outcomes == "" {
+		in = decision.InputOf(filepath.Join(a.outDir, DecisionOutcomes), oj)
+	}
+	r.Inputs.Protocol.File = a.protocol
+	r.Inputs.Outcomes, r.Inputs.Frozen = in, frozen
 	if err := r.WriteFiles(dir, sync); err != nil {
 		return nil, err
 	}
-	oj, _ := json.MarshalIndent(o, "", "  ")
-	if err := atomicfile.Write(filepath.Join(dir, DecisionOutcomes), append(oj, '\n'), sync); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, DecisionOutcomes), oj, sync); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(rt.Stderr(), "\n%s: replay of %s over %d slot outcomes\n", n.Address, a.protocol, len(o))

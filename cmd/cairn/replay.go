@@ -13,7 +13,7 @@ import (
 
 func (a *app) replayCmd() *cobra.Command {
 	var asJSON bool
-	var out string
+	var out, expect, matrix string
 	cmd := &cobra.Command{
 		Use:   "replay PROTOCOL OUTCOMES",
 		Short: "Replay a decision protocol's rules over recorded outcomes",
@@ -23,25 +23,48 @@ decision_protocol.json) over recorded slot outcomes, offline.
 OUTCOMES is a JSON object mapping slot ids to "within_margin",
 "above_margin", "memory_failure", "unresolved" or "not_started" (or to
 {"state": STATE, "attempts": N} for a slot that took more than one started
-attempt); a slot the file leaves out is unresolved.
+attempt); a slot the file leaves out is unresolved. Outcomes that break the
+protocol's failure policy (more than one replacement in a slot, more than
+resource_cap.max_repair_allocations in all) are refused, naming the slots.
+
+The files the protocol froze (source_files_sha256, data_files_sha256,
+implementation_sha256, relative to the protocol's folder) are checked where
+they are present, the matrix file against matrix_sha256 with --matrix, and
+the protocol itself against --expect-sha256: a file that differs is refused.
 
 For every case, rule and budget: each candidate's decision, approvals, true
 approvals, approval errors, candidates within margin, coverage, charged
 screen attempts, unavailable screens and unresolved truths, with [min, max]
 bounds where truths are unresolved; then the totals over the cases. A table
 on standard output (or, with --json, one JSON object), and replay.json and
-replay.tsv in --out. docs/decision.md describes every figure.`,
+replay.tsv in --out, each naming the protocol and outcomes files with their
+sha256. docs/decision.md describes every figure.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := decision.ReadProtocol(a.path(args[0]))
 			if err != nil {
 				return a.replayInputError(err, "protocol", args[0])
 			}
-			o, err := decision.ReadOutcomes(a.path(args[1]), p)
+			if expect != "" {
+				if err := p.CheckSHA256(expect); err != nil {
+					return a.replayInputError(err, "protocol", args[0])
+				}
+			}
+			frozen, err := p.CheckFrozen(filepath.Dir(a.path(args[0])), a.path(matrix))
+			if err != nil {
+				return a.replayInputError(err, "frozen", args[0])
+			}
+			if frozen.Matrix != "" {
+				frozen.Matrix = matrix
+			}
+			o, in, err := decision.ReadOutcomes(a.path(args[1]), p)
 			if err != nil {
 				return a.replayInputError(err, "outcomes", args[1])
 			}
 			r := decision.Replay(p, o)
+			r.Inputs.Protocol.File = args[0]
+			in.File = args[1]
+			r.Inputs.Outcomes, r.Inputs.Frozen = in, frozen
 			dir := a.path(out)
 			if out != "" {
 				if err := r.WriteFiles(dir, os.Getenv("CAIRN_NO_FSYNC") != "1"); err != nil {
@@ -62,8 +85,10 @@ replay.tsv in --out. docs/decision.md describes every figure.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object {case_id: {rule: {budget: metrics}}, \"total\": ...} instead of the table")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object {\"inputs\": ..., case_id: {rule: {budget: metrics}}, \"total\": ...} instead of the table")
 	cmd.Flags().StringVar(&out, "out", "replay", "folder for replay.json and replay.tsv (\"\": write no files)")
+	cmd.Flags().StringVar(&expect, "expect-sha256", "", "refuse the protocol unless its sha256 is this (hex): the digest recorded when it was frozen")
+	cmd.Flags().StringVar(&matrix, "matrix", "", "check this file against the protocol's matrix_sha256 (refused when it differs)")
 	return cmd
 }
 
@@ -74,6 +99,9 @@ func (a *app) replayInputError(err error, what, file string) error {
 	if errors.As(err, &es) {
 		for _, e := range es {
 			fmt.Fprintln(a.stderr, e)
+		}
+		if what == "frozen" {
+			return badInput("%d file(s) differ from what the protocol %s froze; nothing was replayed", len(es), file)
 		}
 		return badInput("%d problem(s) in the %s file %s; nothing was replayed", len(es), what, file)
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +22,11 @@ func TestReplayCommand(t *testing.T) {
 	r := runCLI(t, "--chdir", root, "replay", protocol, outcomes, "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var got map[string]map[string]map[string]map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	var top map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &top), r.stdout)
+	delete(top, "inputs")
+	b, _ := json.Marshal(top)
+	require.NoError(t, json.Unmarshal(b, &got), r.stdout)
 	assert.Equal(t, []any{0.5, 1.0}, got["total"]["source_copy"]["0"]["coverage"])
 	assert.Equal(t, 1.0, got["beta"]["direct_screen"]["3"]["unavailable"])
 
@@ -46,4 +52,115 @@ func TestReplayCommand(t *testing.T) {
 	missing := runCLI(t, "--chdir", root, "replay", "nope.json", outcomes)
 	assert.Equal(t, 2, missing.code)
 	assert.Contains(t, missing.stderr, "cannot read the protocol")
+}
+
+// Outcomes that break the protocol's failure policy are refused (exit 2),
+// each breach named with its slot and position, and nothing is replayed
+// or written (#28).
+func TestReplayRefusesOutcomesThatBreakTheFailurePolicy(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	protocol, err := filepath.Abs("../../stages/decision/testdata/small_protocol.json")
+	require.NoError(t, err)
+	slots := []string{"alpha-c1-s141", "alpha-c1-s142", "alpha-c1-s143", "alpha-c1-s144", "alpha-c2-s141", "alpha-c2-s142",
+		"alpha-c2-s143", "alpha-c2-s144", "alpha-c3-s141", "alpha-c3-s142", "alpha-c3-s143", "alpha-c3-s144", "beta-c1-s141", "beta-c1-s142"}
+	write := func(name string, attempts map[string]int) string {
+		var parts []string
+		for _, id := range slots {
+			if n, ok := attempts[id]; ok {
+				parts = append(parts, fmt.Sprintf("\n  %q: {\"state\": \"within_margin\", \"attempts\": %d}", id, n))
+			}
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte("{"+strings.Join(parts, ",")+"\n}\n"), 0o644))
+		return name
+	}
+	for _, tc := range []struct {
+		name     string
+		attempts map[string]int
+		want     []string
+	}{
+		{"five.json", map[string]int{"alpha-c2-s141": 5}, []string{`five.json:2:3: slot "alpha-c2-s141": 5 started attempts, but the protocol's failure policy allows at most 2 (one unchanged replacement per slot)`}},
+		{"million.json", map[string]int{"alpha-c1-s142": 1000000}, []string{`million.json:2:3: slot "alpha-c1-s142": 1000000 started attempts`}},
+		{"fourteen.json", func() map[string]int {
+			m := map[string]int{}
+			for _, id := range slots {
+				m[id] = 2
+			}
+			return m
+		}(), []string{`fourteen.json:10:3: slot "alpha-c3-s141": its replacement passes the cap: the outcomes hold 14 replacements (slots ` + strings.Join(slots, ", ") + `), but the protocol's failure policy allows at most 8 in all (resource_cap.max_repair_allocations)`}},
+	} {
+		r := runCLI(t, "--chdir", root, "replay", protocol, write(tc.name, tc.attempts), "--out", "out")
+		assert.Equal(t, 2, r.code, tc.name)
+		for _, w := range tc.want {
+			assert.Contains(t, r.stderr, w, tc.name)
+		}
+		assert.Contains(t, r.stderr, "nothing was replayed")
+		assert.Empty(t, r.stdout, "no figures")
+		_, err := os.Stat(filepath.Join(root, "out"))
+		assert.True(t, os.IsNotExist(err), "%s: nothing written", tc.name)
+	}
+}
+
+// The replay names the protocol and outcomes files with their sha256 in
+// replay.json and the table's header; --expect-sha256 refuses an edited
+// protocol; the files the protocol froze are checked where present, the
+// matrix with --matrix (#28).
+func TestReplayNamesAndChecksItsInputs(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	require.NoError(t, os.CopyFS(root, os.DirFS("../../testdata/decision")))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "outcomes.json"), []byte("{}\n"), 0o644))
+	pb, err := os.ReadFile(filepath.Join(root, "decision_protocol.json"))
+	require.NoError(t, err)
+	psum, osum := sha256Hex(pb), sha256Hex([]byte("{}\n"))
+
+	r := runCLI(t, "--chdir", root, "replay", "decision_protocol.json", "outcomes.json", "--expect-sha256", psum)
+	require.Equal(t, 0, r.code, r.stderr)
+	head := strings.SplitN(r.stdout, "CASE", 2)[0]
+	assert.Contains(t, head, "protocol  decision_protocol.json  sha256 "+psum)
+	assert.Contains(t, head, "outcomes  outcomes.json  sha256 "+osum)
+	assert.Contains(t, head, "frozen files: 12 match the protocol's sha256; matrix_sha256 not checked (no matrix file given)")
+	var got struct {
+		Inputs struct {
+			Protocol, Outcomes struct{ File, SHA256 string }
+			Frozen             struct{ Matched, Absent []string } `json:"frozen_files"`
+		}
+	}
+	js, err := os.ReadFile(filepath.Join(root, "replay", "replay.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &got))
+	assert.Equal(t, psum, got.Inputs.Protocol.SHA256)
+	assert.Equal(t, "decision_protocol.json", got.Inputs.Protocol.File)
+	assert.Equal(t, osum, got.Inputs.Outcomes.SHA256)
+	assert.Len(t, got.Inputs.Frozen.Matched, 12)
+
+	// One byte of a donor's peak: refused against the frozen digest,
+	// naming both digests.
+	edited := strings.Replace(string(pb), `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": "33109.0"`, 1)
+	require.NotEqual(t, string(pb), edited)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "decision_protocol.json"), []byte(edited), 0o644))
+	bad := runCLI(t, "--chdir", root, "replay", "decision_protocol.json", "outcomes.json", "--expect-sha256", psum, "--out", "")
+	assert.Equal(t, 2, bad.code)
+	assert.Contains(t, bad.stderr, "the protocol's sha256 is "+sha256Hex([]byte(edited))+", but "+psum+" is expected")
+	assert.Contains(t, bad.stderr, "nothing was replayed")
+	assert.Empty(t, bad.stdout)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "decision_protocol.json"), pb, 0o644))
+
+	// A frozen file that is present and differs is refused, named with
+	// both digests; an absent one is reported as not checked.
+	impl := filepath.Join(root, "memory_tuner", "benchmark_v2_env.py")
+	ib, err := os.ReadFile(impl)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(impl, append(ib, '#'), 0o644))
+	bad = runCLI(t, "--chdir", root, "replay", "decision_protocol.json", "outcomes.json", "--out", "")
+	assert.Equal(t, 2, bad.code)
+	assert.Contains(t, bad.stderr, impl+": the protocol's implementation_sha256 pins it to sha256 "+sha256Hex(ib)+", but the file's sha256 is "+sha256Hex(append(ib, '#')))
+	require.NoError(t, os.Remove(impl))
+	r = runCLI(t, "--chdir", root, "replay", "decision_protocol.json", "outcomes.json", "--out", "")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "frozen files: 11 match the protocol's sha256, 1 absent (not checked)")
+
+	// The matrix: refused when it differs from matrix_sha256.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "matrix.csv"), []byte("not the matrix\n"), 0o644))
+	bad = runCLI(t, "--chdir", root, "replay", "decision_protocol.json", "outcomes.json", "--matrix", "matrix.csv", "--out", "")
+	assert.Equal(t, 2, bad.code)
+	assert.Contains(t, bad.stderr, "matrix.csv: the protocol's matrix_sha256 is 0c14400d24b03d89225b1f03bcdc68339f5080abb6168c1db1543db5a522bae6, but the file's sha256 is "+sha256Hex([]byte("not the matrix\n")))
 }

@@ -272,7 +272,7 @@ func (l *Ledger) DecideReplacement(slot string, after int, setupClass string, ma
 				}
 			}
 		}
-		if perSlot >= 1 || total >= max {
+		if perSlot >= MaxReplacementsPerSlot || total >= max {
 			return nil
 		}
 		total++

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -62,13 +63,15 @@ func (o Outcomes) Of(slot string) Outcome {
 	return Outcome{State: Unresolved, Attempts: 1}
 }
 
-// ReadOutcomes reads an outcomes file for protocol p.
-func ReadOutcomes(file string, p *Protocol) (Outcomes, error) {
+// ReadOutcomes reads an outcomes file for protocol p; in is the file as
+// the replay's output names it (its path and sha256).
+func ReadOutcomes(file string, p *Protocol) (o Outcomes, in Input, err error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the outcomes: %w", err)
+		return nil, Input{}, fmt.Errorf("cannot read the outcomes: %w", err)
 	}
-	return ParseOutcomes(file, data, p)
+	o, err = ParseOutcomes(file, data, p)
+	return o, InputOf(file, data), err
 }
 
 // ParseOutcomes reads an outcomes file: one JSON object mapping slot ids
@@ -76,7 +79,8 @@ func ReadOutcomes(file string, p *Protocol) (Outcomes, error) {
 // "unresolved", "not_started") or to {"state": STATE, "attempts": N} for a
 // slot that took more than one started attempt. A plain state counts one
 // started attempt (none for not_started). A slot the protocol does not
-// plan is an error, as is an attempt count that contradicts the state.
+// plan is an error, as is an attempt count that contradicts the state, and
+// attempts that break the protocol's failure policy (PolicyBreaches).
 func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 	src := readSource(file, data)
 	if len(src.errs) > 0 {
@@ -137,7 +141,62 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 	if len(src.errs) > 0 {
 		return nil, src.sorted()
 	}
+	// The failure policy, each breach at its slot's key, counted in file
+	// order.
+	ids := sortedKeys(out)
+	sort.SliceStable(ids, func(i, j int) bool { return src.key[member("", ids[i])] < src.key[member("", ids[j])] })
+	for _, b := range p.PolicyBreaches(out, ids) {
+		src.errorf(src.key[member("", b.Slot)], "slot %q: %s", b.Slot, b.Msg)
+	}
+	if len(src.errs) > 0 {
+		return nil, src.sorted()
+	}
 	return out, nil
+}
+
+// MaxReplacementsPerSlot is the failure policy's limit per slot: at most
+// one unchanged replacement, so at most two started attempts.
+const MaxReplacementsPerSlot = 1
+
+// Breach is an outcome the protocol's failure policy forbids, at its slot.
+type Breach struct {
+	Slot string
+	Msg  string
+}
+
+// PolicyBreaches lists what in o the protocol's failure policy forbids,
+// counting the slots in order (the outcomes file's order, or the
+// protocol's): a slot with more started attempts than one unchanged
+// replacement allows, and every replacement past
+// resource_cap.max_repair_allocations in all. Every attempt of such
+// outcomes would be charged, so they are refused rather than replayed.
+func (p *Protocol) PolicyBreaches(o Outcomes, order []string) []Breach {
+	var out []Breach
+	var replaced []string
+	total := 0
+	for _, id := range order {
+		n := o[id].Attempts - 1 // replacements of the slot
+		if n > MaxReplacementsPerSlot {
+			out = append(out, Breach{id, fmt.Sprintf("%d started attempts, but the protocol's failure policy allows at most %d (one unchanged replacement per slot); outcomes that break the failure policy are not replayed", o[id].Attempts, 1+MaxReplacementsPerSlot)})
+		}
+		if n > 0 {
+			replaced = append(replaced, id)
+			total += n
+		}
+	}
+	if max := p.ResourceCap.MaxRepairAllocations; total > max {
+		// At the slot whose replacements pass the cap.
+		seen := 0
+		for _, id := range replaced {
+			seen += o[id].Attempts - 1
+			if seen > max {
+				out = append(out, Breach{id, fmt.Sprintf("its replacement passes the cap: the outcomes hold %d replacements (slots %s), but the protocol's failure policy allows at most %d in all (resource_cap.max_repair_allocations); outcomes that break the failure policy are not replayed",
+					total, strings.Join(replaced, ", "), max)})
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (s State) defaultAttempts() int {

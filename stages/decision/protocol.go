@@ -65,8 +65,10 @@ type Protocol struct {
 	MatrixSHA256            string            `json:"matrix_sha256"`
 	ImplementationSHA256    map[string]string `json:"implementation_sha256"`
 
-	// File is where the protocol was read from.
-	File string `json:"-"`
+	// File is where the protocol was read from, and SHA256 the hex sha256
+	// of its bytes.
+	File   string `json:"-"`
+	SHA256 string `json:"-"`
 }
 
 // ResourceCap is the protocol's limit on what its processes may use.
@@ -206,6 +208,7 @@ func ParseProtocol(file string, data []byte) (*Protocol, error) {
 		return nil, src.errs
 	}
 	p.File = file
+	p.SHA256 = InputOf(file, data).SHA256
 	p.check(src)
 	if len(src.errs) > 0 {
 		return nil, src.sorted()
@@ -283,7 +286,11 @@ func (p *Protocol) check(src *source) {
 			src.at(path, "must be more than 0")
 		}
 	}
-	if rc.MaxRepairAllocations < 0 {
+	if !src.has("resource_cap.max_repair_allocations") {
+		if src.has("resource_cap") {
+			src.at("resource_cap", "max_repair_allocations is missing: the failure policy's cap on replacements in all")
+		}
+	} else if rc.MaxRepairAllocations < 0 {
 		src.at("resource_cap.max_repair_allocations", "must be at least 0")
 	}
 
@@ -305,8 +312,8 @@ func (p *Protocol) check(src *source) {
 		if caseIDs[c.ID] && c.ID != "" {
 			src.at(cp+".case_id", "case %q is given twice", c.ID)
 		}
-		if c.ID == "total" {
-			src.at(cp+".case_id", "\"total\" names the replay's totals: give the case another id")
+		if c.ID == TotalKey || c.ID == InputsKey {
+			src.at(cp+".case_id", "%q names a part of the replay's output (its totals, or the files it read): give the case another id", c.ID)
 		}
 		caseIDs[c.ID] = true
 		inCase := map[string]bool{}

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -123,4 +124,52 @@ func TestOutcomesFile(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		}
 	}
+}
+
+// Outcomes that break the failure policy are refused, each breach at its
+// slot: more than one replacement in a slot, more replacements in all than
+// resource_cap.max_repair_allocations (8 in the small protocol).
+func TestOutcomesBreakingTheFailurePolicy(t *testing.T) {
+	p, _ := readSmall(t)
+	slots := p.Slots()
+	ids := make([]string, len(slots))
+	for i, s := range slots {
+		ids[i] = s.ID
+	}
+	with := func(attempts map[string]int) string {
+		var parts []string
+		for _, id := range ids {
+			if n, ok := attempts[id]; ok {
+				parts = append(parts, fmt.Sprintf("\n  %q: {\"state\": \"within_margin\", \"attempts\": %d}", id, n))
+			}
+		}
+		return "{" + strings.Join(parts, ",") + "\n}\n"
+	}
+
+	// Five attempts in one slot; a million in another.
+	_, err := ParseOutcomes("o.json", []byte(with(map[string]int{ids[0]: 5, ids[1]: 1000000})), p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("o.json:2:3: slot %q: 5 started attempts, but the protocol's failure policy allows at most 2 (one unchanged replacement per slot)", ids[0]))
+	assert.Contains(t, err.Error(), fmt.Sprintf("o.json:3:3: slot %q: 1000000 started attempts", ids[1]))
+
+	// Eight replacements are the cap; the ninth, and all past it, are
+	// refused at the slot that passes it, naming every replaced slot.
+	eight, fourteen := map[string]int{}, map[string]int{}
+	for i := 0; i < 14; i++ {
+		if i < 8 {
+			eight[ids[i]] = 2
+		}
+		fourteen[ids[i]] = 2
+	}
+	o, err := ParseOutcomes("o.json", []byte(with(eight)), p)
+	require.NoError(t, err)
+	assert.Len(t, o, 8)
+	_, err = ParseOutcomes("o.json", []byte(with(fourteen)), p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("o.json:10:3: slot %q: its replacement passes the cap: the outcomes hold 14 replacements (slots %s), but the protocol's failure policy allows at most 8 in all (resource_cap.max_repair_allocations)", ids[8], strings.Join(ids[:14], ", ")))
+
+	// The same check, over the outcomes a pipeline collected.
+	bs := p.PolicyBreaches(Outcomes{ids[2]: {State: Unresolved, Attempts: 3}}, ids)
+	require.Len(t, bs, 1)
+	assert.Equal(t, ids[2], bs[0].Slot)
 }

@@ -179,13 +179,17 @@ type Result struct {
 	Protocol *Protocol
 	Cases    []*CaseResult
 	Total    map[string]map[int]*Metrics
+	// Inputs name the files replayed: the protocol's (set by Replay), the
+	// outcomes' and the frozen files' check (set by the caller).
+	Inputs Inputs
 }
 
 // Replay replays every rule and budget of p over the outcomes. It never
 // drops a case: a case with unresolved truths or unavailable screens is
 // reported with its bounds.
 func Replay(p *Protocol, o Outcomes) *Result {
-	r := &Result{Protocol: p, Total: map[string]map[int]*Metrics{}}
+	r := &Result{Protocol: p, Total: map[string]map[int]*Metrics{},
+		Inputs: Inputs{Protocol: Input{File: p.File, SHA256: p.SHA256}, Frozen: FrozenCheck{Matched: []string{}, Absent: []string{}}}}
 	for _, rule := range p.Rules {
 		r.Total[rule] = map[int]*Metrics{}
 		for _, b := range p.BudgetsPerCase {

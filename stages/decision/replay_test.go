@@ -1,8 +1,12 @@
 package decision
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,7 +18,7 @@ func readSmall(t *testing.T) (*Protocol, Outcomes) {
 	t.Helper()
 	p, err := ReadProtocol("testdata/small_protocol.json")
 	require.NoError(t, err)
-	o, err := ReadOutcomes("testdata/small_outcomes.json", p)
+	o, _, err := ReadOutcomes("testdata/small_outcomes.json", p)
 	require.NoError(t, err)
 	return p, o
 }
@@ -299,9 +303,17 @@ func TestBoundsMatchEnumeration(t *testing.T) {
 
 func TestReplayJSONShape(t *testing.T) {
 	p, o := readSmall(t)
-	var got map[string]map[string]map[string]map[string]any
-	require.NoError(t, json.Unmarshal(Replay(p, o).JSON(), &got))
-	assert.ElementsMatch(t, []string{"alpha", "beta", "gamma", "total"}, keysOf(got))
+	var top map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(Replay(p, o).JSON(), &top))
+	assert.ElementsMatch(t, []string{"inputs", "alpha", "beta", "gamma", "total"}, keysOf(top))
+	got := map[string]map[string]map[string]map[string]any{}
+	for k, v := range top {
+		if k != InputsKey {
+			var c map[string]map[string]map[string]any
+			require.NoError(t, json.Unmarshal(v, &c), k)
+			got[k] = c
+		}
+	}
 	assert.ElementsMatch(t, []string{"0", "1", "2", "3"}, keysOf(got["alpha"][SourceCopy]))
 
 	m := got["alpha"][SourceCopy]["1"]
@@ -354,4 +366,97 @@ func TestReplayTSVAndTable(t *testing.T) {
 	assert.Contains(t, b.String(), "alpha  source_copy     0       A A R")
 	assert.Contains(t, b.String(), "0.333–1.000")
 	assert.Contains(t, b.String(), "n/a")
+}
+
+// The replay names what it replayed: the protocol and outcomes files with
+// the sha256 of their bytes, in replay.json and in the table's header, and
+// what was checked of the files the protocol froze.
+func TestReplayNamesItsInputs(t *testing.T) {
+	p, o := readSmall(t)
+	pb, err := os.ReadFile("testdata/small_protocol.json")
+	require.NoError(t, err)
+	ob, err := os.ReadFile("testdata/small_outcomes.json")
+	require.NoError(t, err)
+	psum, osum := sha256.Sum256(pb), sha256.Sum256(ob)
+	_, in, err := ReadOutcomes("testdata/small_outcomes.json", p)
+	require.NoError(t, err)
+	assert.Equal(t, hex.EncodeToString(osum[:]), in.SHA256)
+
+	r := Replay(p, o)
+	r.Inputs.Outcomes = in
+	var got struct {
+		Inputs struct {
+			Protocol, Outcomes struct{ File, SHA256 string }
+			Frozen             struct {
+				Matched, Absent []string
+				Matrix          string
+			} `json:"frozen_files"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(r.JSON(), &got))
+	assert.Equal(t, "testdata/small_protocol.json", got.Inputs.Protocol.File)
+	assert.Equal(t, hex.EncodeToString(psum[:]), got.Inputs.Protocol.SHA256)
+	assert.Equal(t, "testdata/small_outcomes.json", got.Inputs.Outcomes.File)
+	assert.Equal(t, hex.EncodeToString(osum[:]), got.Inputs.Outcomes.SHA256)
+	assert.Equal(t, []string{}, got.Inputs.Frozen.Matched)
+
+	var b strings.Builder
+	require.NoError(t, r.WriteTable(&b))
+	head := strings.SplitN(b.String(), "CASE", 2)[0]
+	assert.Contains(t, head, "protocol  testdata/small_protocol.json  sha256 "+hex.EncodeToString(psum[:]))
+	assert.Contains(t, head, "outcomes  testdata/small_outcomes.json  sha256 "+hex.EncodeToString(osum[:]))
+	assert.Contains(t, head, "frozen files: 0 match the protocol's sha256; matrix_sha256 not checked (no matrix file given)")
+
+	// One byte of a donor's peak changes the protocol's digest (and the
+	// figures): a protocol expected at the frozen digest is refused.
+	edited := strings.Replace(string(pb), `"36864.0"`, `"36865.0"`, 1)
+	require.NotEqual(t, string(pb), edited, "the fixture has a donor at the guard")
+	q, err := ParseProtocol("edited.json", []byte(edited))
+	require.NoError(t, err)
+	assert.NotEqual(t, r.Total[HeadroomGuard][0].Approvals, Replay(q, o).Total[HeadroomGuard][0].Approvals, "the edit changes a figure")
+	require.NoError(t, p.CheckSHA256(strings.ToUpper(p.SHA256)), "either case")
+	err = q.CheckSHA256(p.SHA256)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "edited.json: the protocol's sha256 is "+q.SHA256+", but "+p.SHA256+" is expected")
+	assert.ErrorContains(t, p.CheckSHA256("abc"), "not 64 hex digits")
+}
+
+// The files the protocol froze are checked where they are present; an
+// absent one is listed as not checked; the matrix file only when given.
+func TestCheckFrozenFiles(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"a.csv": "a\n", "data/b.parquet": "b\n", "run.py": "print(1)\n", "matrix.csv": "m\n"}
+	sum := map[string]string{}
+	for f, body := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644))
+		s := sha256.Sum256([]byte(body))
+		sum[f] = hex.EncodeToString(s[:])
+	}
+	p := &Protocol{
+		SourceFilesSHA256:    map[string]string{"a.csv": strings.ToUpper(sum["a.csv"]), "gone.csv": sum["a.csv"]},
+		DataFilesSHA256:      map[string]string{"data/b.parquet": sum["data/b.parquet"]},
+		ImplementationSHA256: map[string]string{"run.py": sum["run.py"]},
+		MatrixSHA256:         sum["matrix.csv"],
+	}
+	c, err := p.CheckFrozen(dir, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.csv", "data/b.parquet", "run.py"}, c.Matched)
+	assert.Equal(t, []string{"gone.csv"}, c.Absent)
+	assert.Equal(t, "", c.Matrix, "no matrix file given: not checked")
+
+	c, err = p.CheckFrozen(dir, filepath.Join(dir, "matrix.csv"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "matrix.csv"), c.Matrix)
+
+	// A changed byte in a present file, and a matrix file that differs,
+	// are refused, each named with both digests.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.py"), []byte("print(2)\n"), 0o644))
+	_, err = p.CheckFrozen(dir, filepath.Join(dir, "a.csv"))
+	require.Error(t, err)
+	changed := sha256.Sum256([]byte("print(2)\n"))
+	assert.Contains(t, err.Error(), filepath.Join(dir, "run.py")+": the protocol's implementation_sha256 pins it to sha256 "+sum["run.py"]+", but the file's sha256 is "+hex.EncodeToString(changed[:]))
+	assert.Contains(t, err.Error(), filepath.Join(dir, "a.csv")+": the protocol's matrix_sha256 is "+sum["matrix.csv"]+", but the file's sha256 is "+sum["a.csv"])
+	_, err = p.CheckFrozen(dir, filepath.Join(dir, "nope.csv"))
+	assert.ErrorContains(t, err, "nope.csv: the matrix file cannot be checked")
 }

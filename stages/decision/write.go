@@ -48,12 +48,16 @@ func (m *Metrics) jsonValue() metricsJSON {
 	return j
 }
 
-// JSON is the replay as one object, {case_id: {rule: {budget: metrics}},
-// "total": {rule: {budget: metrics}}}, with budgets as strings; cases,
-// rules and budgets in protocol order.
+// JSON is the replay as one object, {"inputs": {...}, case_id: {rule:
+// {budget: metrics}}, "total": {rule: {budget: metrics}}}, with budgets as
+// strings; cases, rules and budgets in protocol order. "inputs" names the
+// protocol and outcomes files with their sha256, and what was checked of
+// the files the protocol froze.
 func (r *Result) JSON() []byte {
 	var b bytes.Buffer
 	b.WriteString("{\n")
+	in, _ := json.Marshal(r.Inputs)
+	fmt.Fprintf(&b, "  %s: %s,\n", quote(InputsKey), in)
 	block := func(name string, byRule map[string]map[int]*Metrics, last bool) {
 		fmt.Fprintf(&b, "  %s: {\n", quote(name))
 		for ri, rule := range r.Protocol.Rules {
@@ -160,10 +164,14 @@ func coverage(r Range) string {
 	return fmt.Sprintf("%.3f–%.3f", r.Min, r.Max)
 }
 
-// WriteTable prints the replay for people: per case and in total, a row
-// per rule and budget; a range a–b where unresolved truths leave the
-// figure open.
+// WriteTable prints the replay for people: a header naming the protocol
+// and outcomes files with their sha256 and what was checked of the files
+// the protocol froze, then per case and in total a row per rule and
+// budget; a range a–b where unresolved truths leave the figure open.
 func (r *Result) WriteTable(w io.Writer) error {
+	if _, err := fmt.Fprintln(w, r.Inputs.describe()); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tRULE\tBUDGET\tDECISIONS\tAPPROVED\tTRUE\tERRORS\tWITHIN\tCOVERAGE\tCHARGED\tCOLD START\tUNAVAILABLE\tUNRESOLVED")
 	r.each(func(name, rule string, budget int, m *Metrics) {

@@ -1,0 +1,160 @@
+package decision
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// InputsKey names, in the replay's JSON, the files the replay read.
+const InputsKey = "inputs"
+
+// Input is a file a replay read: its path as given, and the sha256 of
+// its bytes.
+type Input struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+}
+
+// InputOf names data, read from file.
+func InputOf(file string, data []byte) Input {
+	sum := sha256.Sum256(data)
+	return Input{File: file, SHA256: hex.EncodeToString(sum[:])}
+}
+
+// Inputs are the files a replay read, and what was checked of the files
+// the protocol froze.
+type Inputs struct {
+	Protocol Input       `json:"protocol"`
+	Outcomes Input       `json:"outcomes"`
+	Frozen   FrozenCheck `json:"frozen_files"`
+}
+
+// FrozenCheck is what CheckFrozen found of the files the protocol froze
+// (source_files_sha256, data_files_sha256, implementation_sha256 and
+// matrix_sha256).
+type FrozenCheck struct {
+	// Matched are the pinned files present with the protocol's digest,
+	// as the protocol names them.
+	Matched []string `json:"matched"`
+	// Absent are the pinned files not there: not checked.
+	Absent []string `json:"absent"`
+	// Matrix is the file found to have matrix_sha256, "" when no matrix
+	// file was given (not checked).
+	Matrix string `json:"matrix"`
+}
+
+// CheckFrozen checks the files the protocol pins in source_files_sha256,
+// data_files_sha256 and implementation_sha256 that are present in dir
+// (the protocol's paths are relative to it), and the matrix file against
+// matrix_sha256 when one is given. A present file with another digest is
+// an error naming it and both digests, as is a matrix file that cannot be
+// read or differs; an absent pinned file is listed as not checked.
+func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
+	c := FrozenCheck{Matched: []string{}, Absent: []string{}}
+	var errs Errors
+	pinned := map[string][2]string{} // path -> digest, field
+	for _, set := range []struct {
+		field string
+		pins  map[string]string
+	}{{"source_files_sha256", p.SourceFilesSHA256}, {"data_files_sha256", p.DataFilesSHA256}, {"implementation_sha256", p.ImplementationSHA256}} {
+		for f, d := range set.pins {
+			pinned[f] = [2]string{d, set.field}
+		}
+	}
+	paths := make([]string, 0, len(pinned))
+	for f := range pinned {
+		paths = append(paths, f)
+	}
+	sort.Strings(paths)
+	for _, f := range paths {
+		want, field := pinned[f][0], pinned[f][1]
+		full := f
+		if !filepath.IsAbs(f) {
+			full = filepath.Join(dir, f)
+		}
+		got, err := fileSHA256(full)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			c.Absent = append(c.Absent, f)
+		case err != nil:
+			errs = append(errs, &Error{File: full, Msg: fmt.Sprintf("the protocol's %s pins it to sha256 %s, but %s", field, want, err)})
+		case got != strings.ToLower(want):
+			errs = append(errs, &Error{File: full, Msg: fmt.Sprintf("the protocol's %s pins it to sha256 %s, but the file's sha256 is %s: it is not the file the protocol froze", field, want, got)})
+		default:
+			c.Matched = append(c.Matched, f)
+		}
+	}
+	if matrix != "" {
+		got, err := fileSHA256(matrix)
+		switch {
+		case p.MatrixSHA256 == "":
+			errs = append(errs, &Error{File: matrix, Msg: "the protocol gives no matrix_sha256 to check the matrix file against"})
+		case err != nil:
+			errs = append(errs, &Error{File: matrix, Msg: fmt.Sprintf("the matrix file cannot be checked against the protocol's matrix_sha256 %s: %s", p.MatrixSHA256, err)})
+		case got != strings.ToLower(p.MatrixSHA256):
+			errs = append(errs, &Error{File: matrix, Msg: fmt.Sprintf("the protocol's matrix_sha256 is %s, but the file's sha256 is %s: it is not the matrix the protocol froze", p.MatrixSHA256, got)})
+		default:
+			c.Matrix = matrix
+		}
+	}
+	if len(errs) > 0 {
+		return c, errs
+	}
+	return c, nil
+}
+
+// fileSHA256 is the hex sha256 of a file's bytes.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CheckSHA256 refuses a protocol whose sha256 is not want (hex, either
+// case): it is not the protocol that was frozen.
+func (p *Protocol) CheckSHA256(want string) error {
+	w := strings.ToLower(strings.TrimSpace(want))
+	if _, err := hex.DecodeString(w); err != nil || len(w) != 2*sha256.Size {
+		return fmt.Errorf("the expected sha256 %q is not 64 hex digits", want)
+	}
+	if w != p.SHA256 {
+		return &Error{File: p.File, Msg: fmt.Sprintf("the protocol's sha256 is %s, but %s is expected: it is not the protocol that was frozen (an edited copy?)", p.SHA256, w)}
+	}
+	return nil
+}
+
+// describe is the table's header: the files read and what was checked.
+func (in Inputs) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "protocol  %s  sha256 %s\n", in.Protocol.File, in.Protocol.SHA256)
+	fmt.Fprintf(&b, "outcomes  %s  sha256 %s\n", in.Outcomes.File, in.Outcomes.SHA256)
+	f := in.Frozen
+	fmt.Fprintf(&b, "frozen files: %d match the protocol's sha256", len(f.Matched))
+	if len(f.Absent) > 0 {
+		fmt.Fprintf(&b, ", %d absent (not checked)", len(f.Absent))
+	}
+	if f.Matrix != "" {
+		fmt.Fprintf(&b, "; matrix %s matches matrix_sha256\n", f.Matrix)
+	} else {
+		b.WriteString("; matrix_sha256 not checked (no matrix file given)\n")
+	}
+	return b.String()
+}
