@@ -25,6 +25,7 @@ import (
 //	  roots                 = ["runs"]        # folders (or result.json files) in the workspace
 //	  family                = "task"          # task (default), method or none
 //	  bootstrap             = 10000           # replicates per row
+//	  resample              = "within-seed"   # or "shared-items": one draw of items for every seed
 //	  include_nonconformant = false
 //	  out_dir               = "reports/summary" # default reports/<stage name>
 //	  cpus                  = 4               # cores for the bootstrap; the result does not depend on it
@@ -42,7 +43,7 @@ func init() { Register(Aggregate{}) }
 func (Aggregate) Name() string { return "aggregate" }
 
 // Version implements Kind.
-func (Aggregate) Version() int { return 1 }
+func (Aggregate) Version() int { return 2 }
 
 // Schema implements Kind.
 func (Aggregate) Schema() *hcl.BodySchema {
@@ -50,6 +51,7 @@ func (Aggregate) Schema() *hcl.BodySchema {
 		{Name: "roots", Required: true},
 		{Name: "family"},
 		{Name: "bootstrap"},
+		{Name: "resample"},
 		{Name: "include_nonconformant"},
 		{Name: "out_dir"},
 	}}
@@ -96,6 +98,7 @@ func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
 	a := aggregateArgs{outDir: "reports/" + n.Stage}
 	a.opts.Family = aggregate.FamilyTask
 	a.opts.Replicates = aggregate.DefaultReplicates
+	a.opts.Resample = aggregate.ResampleWithinSeed
 	var diags hcl.Diagnostics
 	known := func(attr string) (cty.Value, bool) {
 		v, ok := n.Args[attr]
@@ -138,6 +141,13 @@ func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
 			bad("bootstrap", fmt.Sprintf("bootstrap is a whole number of replicates from 1 to %d (the protocol uses %d).", aggregate.MaxReplicates, aggregate.DefaultReplicates))
 		} else {
 			a.opts.Replicates = b
+		}
+	}
+	if v, ok := known("resample"); ok {
+		if !v.Type().Equals(cty.String) || !slices.Contains(aggregate.ResampleNames, v.AsString()) {
+			bad("resample", fmt.Sprintf("resample is %q (each seed's items resampled on their own, the protocol's method) or %q (one draw of items used for every seed).", aggregate.ResampleWithinSeed, aggregate.ResampleSharedItems))
+		} else {
+			a.opts.Resample = v.AsString()
 		}
 	}
 	if v, ok := known("include_nonconformant"); ok {
@@ -217,16 +227,26 @@ func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	for _, sk := range s.Skipped {
 		fmt.Fprintf(w, "  %s: %s\n", n.Address, sk.Warning())
 	}
-	var incomplete []string
+	var incomplete, nonconformant []string
 	for _, r := range s.Rows {
 		if r.Status != aggregate.StatusOK {
 			incomplete = append(incomplete, r.Method+" "+r.CellID+" ("+r.Reason+")")
 		}
+		if len(r.Nonconformant) > 0 {
+			nonconformant = append(nonconformant, r.Method+" "+r.CellID+" ("+strings.Join(r.Nonconformant, "; ")+")")
+		}
 	}
-	fmt.Fprintf(w, "\n%s: %d row(s) over seeds 0, 1, 2; %d replicates, family %s\n\n", n.Address, len(s.Rows), s.Replicates, s.Family)
+	scheme := ""
+	if s.Resample != aggregate.ResampleWithinSeed {
+		scheme = " resampling " + s.Resample
+	}
+	fmt.Fprintf(w, "\n%s: %d row(s) over seeds 0, 1, 2; %d replicates%s, family %s\n\n", n.Address, len(s.Rows), s.Replicates, scheme, s.Family)
 	_, _ = w.Write(tsv.Bytes())
 	if len(incomplete) > 0 {
 		fmt.Fprintf(w, "\nIncomplete: %s\n", strings.Join(incomplete, "; "))
+	}
+	if len(nonconformant) > 0 {
+		fmt.Fprintf(w, "\nNon-conformant (included on request): %s\n", strings.Join(nonconformant, "; "))
 	}
 	fmt.Fprintf(w, "\nTable: %s; summary: %s; plot: %s\n\n", files[0], files[1], files[2])
 	return &Outcome{Result: js.Bytes(), Files: files}, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -29,15 +30,29 @@ the mean over seeds of deployed − baseline), its 95% interval and p-value
 from a paired bootstrap stratified by seed, and the Holm–Bonferroni
 correction at α = 0.05 within each family. A row with a missing seed or with
 infrastructure-invalid test items is printed as incomplete, with the reason;
-non-conformant jobs are skipped with a warning. docs/aggregate.md describes
-every figure and the random stream (the same output on any machine).
+non-conformant jobs are skipped with a warning (a row's seed so skipped is
+"skipped"), or kept with --include-nonconformant and then marked
+"non-conformant" in the table, the summary and the plot.
+
+By default each seed's items are resampled on their own (--resample
+within-seed, the protocol's method); --resample shared-items draws one set
+of items per replicate for all three seeds, which keeps the interval's
+coverage when an item's effect is alike across seeds (the seeds share their
+test items). Scores must be finite and within the range whose sums do not
+overflow (docs/aggregate.md): anything else is refused, naming the file and
+the item. docs/aggregate.md describes every figure and the random stream
+(the same output on any machine).
 
 A tab-separated table goes to standard output; --out writes the JSON
-summary and --plot the forest plot (SVG).`,
+summary and --plot the forest plot (SVG). Every output is computed before
+any is written: all are written, or none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Replicates < 1 {
 				return badInput("--bootstrap %d: give at least 1 replicate (the protocol uses %d)", o.Replicates, aggregate.DefaultReplicates)
+			}
+			if !slices.Contains(aggregate.ResampleNames, o.Resample) {
+				return badInput("--resample %q: give %s", o.Resample, strings.Join(aggregate.ResampleNames, " or "))
 			}
 			if plot == "" && out != "" {
 				plot = strings.TrimSuffix(out, ".json") + ".svg"
@@ -61,24 +76,27 @@ summary and --plot the forest plot (SVG).`,
 			if len(s.Skipped) > 0 && !o.IncludeNonconformant {
 				fmt.Fprintf(a.stderr, "%d job(s) skipped; --include-nonconformant adds the non-conformant ones.\n", len(s.Skipped))
 			}
+			// Everything is rendered before anything is written, so that
+			// the outputs are written whole or not at all.
 			var table, summary, svg bytes.Buffer
-			if err := s.TSV(&table); err != nil {
-				return &exitError{code: exitFailed, msg: err.Error()}
-			}
-			sync := os.Getenv("CAIRN_NO_FSYNC") != "1"
-			for _, f := range []struct {
-				path  string
-				buf   *bytes.Buffer
-				write func(*bytes.Buffer) error
+			files := []struct {
+				path   string
+				buf    *bytes.Buffer
+				render func(*bytes.Buffer) error
 			}{
+				{"", &table, func(b *bytes.Buffer) error { return s.TSV(b) }},
 				{plot, &svg, func(b *bytes.Buffer) error { return s.SVG(b) }},
 				{out, &summary, func(b *bytes.Buffer) error { return s.JSON(b) }},
-			} {
+			}
+			for _, f := range files {
+				if err := f.render(f.buf); err != nil {
+					return &exitError{code: exitFailed, msg: err.Error() + "; nothing was written"}
+				}
+			}
+			sync := os.Getenv("CAIRN_NO_FSYNC") != "1"
+			for _, f := range files {
 				if f.path == "" {
 					continue
-				}
-				if err := f.write(f.buf); err != nil {
-					return &exitError{code: exitFailed, msg: err.Error()}
 				}
 				if err := atomicfile.Write(a.path(f.path), f.buf.Bytes(), sync); err != nil {
 					return &exitError{code: exitFailed, msg: fmt.Sprintf("cannot write %s: %s", f.path, err)}
@@ -87,13 +105,24 @@ summary and --plot the forest plot (SVG).`,
 			if _, err := a.stdout.Write(table.Bytes()); err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
-			complete := 0
+			complete, nonconformant := 0, 0
 			for _, r := range s.Rows {
 				if r.Status == aggregate.StatusOK {
 					complete++
 				}
+				if len(r.Nonconformant) > 0 {
+					nonconformant++
+				}
 			}
-			fmt.Fprintf(a.stderr, "%d row(s): %d complete, %d incomplete; %d bootstrap replicates, family %s.", len(s.Rows), complete, len(s.Rows)-complete, s.Replicates, s.Family)
+			fmt.Fprintf(a.stderr, "%d row(s): %d complete, %d incomplete", len(s.Rows), complete, len(s.Rows)-complete)
+			if nonconformant > 0 {
+				fmt.Fprintf(a.stderr, ", %d with non-conformant jobs (marked)", nonconformant)
+			}
+			fmt.Fprintf(a.stderr, "; %d bootstrap replicates", s.Replicates)
+			if s.Resample != aggregate.ResampleWithinSeed {
+				fmt.Fprintf(a.stderr, " resampling %s", s.Resample)
+			}
+			fmt.Fprintf(a.stderr, ", family %s.", s.Family)
 			if out != "" {
 				fmt.Fprintf(a.stderr, " Summary: %s; plot: %s.", out, plot)
 			} else if plot != "" {
@@ -107,6 +136,7 @@ summary and --plot the forest plot (SVG).`,
 	cmd.Flags().StringVar(&plot, "plot", "", "write the forest plot (SVG) to FILE (default: beside --out, .svg for .json)")
 	cmd.Flags().StringVar(&o.Family, "family", aggregate.FamilyTask, "the Holm family: task (rows sharing dataset × model), method, or none (no correction)")
 	cmd.Flags().IntVar(&o.Replicates, "bootstrap", aggregate.DefaultReplicates, "bootstrap replicates per row")
+	cmd.Flags().StringVar(&o.Resample, "resample", aggregate.ResampleWithinSeed, "how a replicate draws a row's items: within-seed (each seed's items on their own, the protocol's method) or shared-items (one draw of item indices used for every seed)")
 	cmd.Flags().BoolVar(&o.IncludeNonconformant, "include-nonconformant", false, "keep jobs whose result.json lists reasons they are not part of the experiment (smoke budgets, off-grid cells, another reflection model)")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -183,13 +184,136 @@ stage "aggregate" "summary" {
 
 	// Attributes are checked before anything runs.
 	require.NoError(t, os.WriteFile(filepath.Join(root, "pipeline.hcl"), []byte(`stage "aggregate" "summary" {
-  roots   = ["runs"]
-  family  = "dataset"
-  out_dir = "runs/report"
+  roots    = ["runs"]
+  family   = "dataset"
+  resample = "items"
+  out_dir  = "runs/report"
 }
 `), 0o644))
 	v := runCLI(t, "--chdir", root, "validate", "pipeline.hcl")
 	assert.Equal(t, 2, v.code)
 	assert.Contains(t, v.stderr, "Invalid family")
 	assert.Contains(t, v.stderr, "Invalid out_dir")
+	assert.Contains(t, v.stderr, "Invalid resample")
+}
+
+// The stage's resample attribute is the command's --resample: the same
+// table.
+func TestAggregateStageResamplesSharedItems(t *testing.T) {
+	root := aggregateWorkspace(t)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "pipeline.hcl"), []byte(`stage "aggregate" "summary" {
+  roots     = ["runs/a"]
+  bootstrap = 1000
+  resample  = "shared-items"
+}
+`), 0o644))
+	r := runCLI(t, "--chdir", root, "apply", "pipeline.hcl")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "1000 replicates resampling shared-items, family task")
+	tsv, err := os.ReadFile(filepath.Join(root, "reports", "summary", "aggregate.tsv"))
+	require.NoError(t, err)
+	cli := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "1000", "--resample", "shared-items")
+	require.Equal(t, 0, cli.code, cli.stderr)
+	assert.Equal(t, cli.stdout, string(tsv))
+	js, err := os.ReadFile(filepath.Join(root, "reports", "summary", "summary.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(js), `"resample": "shared-items"`)
+}
+
+// A seed left out as non-conformant is reported as skipped; included, its
+// row is marked non-conformant in the table, the summary and the plot.
+func TestAggregateMarksNonconformantRows(t *testing.T) {
+	root := aggregateWorkspace(t)
+	b, d := jobtest.Binary(rand.New(rand.NewPCG(8, 8)), 80, 0.5, 0.9)
+	smoke := jobtest.Job{Method: "gepa", Dataset: "math", Seed: 1, Nonconformant: []string{"budget 56 is below the protocol's 600 rollouts"},
+		Baseline: b, Deployed: d}
+	_, err := jobtest.Write(filepath.Join(root, "runs", "smoke"), smoke)
+	require.NoError(t, err)
+	file := filepath.Join("runs", "smoke", "gepa", "math_centralized_qwen", "seed1", "result.json")
+
+	r := runCLI(t, "--chdir", root, "aggregate", "runs", "--bootstrap", "500")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\tgepa\tmath/centralized/qwen\t2\t-\t-\t-\t-\t-\t-\t-\t-\tincomplete: seed 1 skipped as non-conformant (budget 56 is below the protocol's 600 rollouts)\n")
+	assert.Contains(t, r.stdout, "\tgepa\tmath/centralized/qwen\tseed 1\t-\t-\t-\t-\t-\t-\t-\t-\tskipped as non-conformant: budget 56 is below the protocol's 600 rollouts, "+file+"\n")
+	assert.NotContains(t, r.stdout, "missing")
+
+	inc := runCLI(t, "--chdir", root, "aggregate", "runs", "--include-nonconformant", "--bootstrap", "500", "--out", "out/summary.json")
+	require.Equal(t, 0, inc.code, inc.stderr)
+	assert.Regexp(t, `\tgepa\tmath/centralized/qwen\t3\t.*\t(yes|no)\tok; non-conformant: seed 1: budget 56 is below the protocol's 600 rollouts\n`, inc.stdout)
+	assert.Contains(t, inc.stdout, "\tseed 1\t")
+	assert.Contains(t, inc.stdout, "ok: 80 test items, "+file+"; non-conformant: budget 56 is below the protocol's 600 rollouts\n")
+	assert.Contains(t, inc.stderr, "4 row(s): 4 complete, 0 incomplete, 1 with non-conformant jobs (marked); 500 bootstrap replicates, family task.")
+	js, err := os.ReadFile(filepath.Join(root, "out", "summary.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(js), `"nonconformant": [
+        "seed 1: budget 56 is below the protocol's 600 rollouts"
+      ]`)
+	svg, err := os.ReadFile(filepath.Join(root, "out", "summary.svg"))
+	require.NoError(t, err)
+	assert.Regexp(t, `>gepa  math/centralized/qwen( \*)? \(non-conformant\)<`, string(svg))
+}
+
+// Scores whose sums cannot be computed are refused with exit 2, naming the
+// file and the item, and nothing is written: not the plot, not the
+// summary.
+func TestAggregateRefusesScoresItCannotSum(t *testing.T) {
+	root := aggregateWorkspace(t)
+	test := filepath.Join(root, "runs", "a", "gepa", "hotpotqa_centralized_qwen", "seed0", "test.json")
+	b, err := os.ReadFile(test)
+	require.NoError(t, err)
+	s := strings.ReplaceAll(string(b), `"baseline": 0,`, `"baseline": 1.7e308,`)
+	s = strings.ReplaceAll(s, `"baseline": 1,`, `"baseline": 1.7e308,`)
+	s = strings.ReplaceAll(s, `"deployed": 0,`, `"deployed": 1.7e308,`)
+	s = strings.ReplaceAll(s, `"deployed": 1,`, `"deployed": 1.7e308,`)
+	require.NoError(t, os.WriteFile(test, []byte(s), 0o644))
+
+	r := runCLI(t, "--chdir", root, "aggregate", "runs", "--out", "out/summary.json", "--bootstrap", "200")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Regexp(t, `^Error: runs/a/gepa/hotpotqa_centralized_qwen/seed0/test.json: items\[0\] \(id "q0000"\): the baseline score 1\.7e\+308 is beyond ±[0-9.e+]+, .*; nothing was written\n$`, r.stderr)
+	assert.Empty(t, r.stdout)
+	for _, f := range []string{"summary.json", "summary.svg"} {
+		_, err := os.Stat(filepath.Join(root, "out", f))
+		assert.ErrorIs(t, err, os.ErrNotExist, f)
+	}
+}
+
+// --resample shared-items draws one set of items for every seed; the
+// summary and the message say so, and another value is refused.
+func TestAggregateResampleSharedItems(t *testing.T) {
+	root := aggregateWorkspace(t)
+	def := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "2000", "--out", "def.json")
+	require.Equal(t, 0, def.code, def.stderr)
+	sh := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "2000", "--resample", "shared-items", "--out", "shared.json")
+	require.Equal(t, 0, sh.code, sh.stderr)
+	assert.Contains(t, sh.stderr, "; 2000 bootstrap replicates resampling shared-items, family task.")
+	read := func(name string) (resample string, ci []float64) {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		var s struct {
+			Resample string `json:"resample"`
+			Rows     []struct {
+				CILow float64 `json:"ci_low"`
+			} `json:"rows"`
+		}
+		require.NoError(t, json.Unmarshal(data, &s))
+		for _, r := range s.Rows {
+			ci = append(ci, r.CILow)
+		}
+		return s.Resample, ci
+	}
+	dr, dci := read("def.json")
+	sr, sci := read("shared.json")
+	assert.Equal(t, "within-seed", dr)
+	assert.Equal(t, "shared-items", sr)
+	assert.NotEqual(t, dci, sci, "another draw of the items")
+	svg, err := os.ReadFile(filepath.Join(root, "shared.svg"))
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "2000 replicates, the same items for every seed")
+
+	bad := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--resample", "items")
+	assert.Equal(t, 2, bad.code)
+	assert.Contains(t, bad.stderr, `--resample "items": give within-seed or shared-items`)
+	help := runCLI(t, "aggregate", "--help")
+	assert.Contains(t, help.stdout, "--resample string")
+	assert.Contains(t, help.stdout, "shared-items")
 }

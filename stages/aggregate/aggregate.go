@@ -11,6 +11,7 @@ package aggregate
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -43,6 +44,9 @@ type Options struct {
 	// IncludeNonconformant keeps jobs whose result.json lists reasons they
 	// are not part of the experiment.
 	IncludeNonconformant bool
+	// Resample is one of ResampleNames ("" is ResampleWithinSeed): how a
+	// bootstrap replicate draws a row's items.
+	Resample string
 	// Workers bounds the goroutines of the bootstrap (0: GOMAXPROCS). It
 	// does not change the result.
 	Workers int
@@ -54,11 +58,19 @@ const (
 	StatusIncomplete = "incomplete"
 )
 
+// Seed statuses besides StatusOK and the job's own status.
+const (
+	SeedMissing = "missing"
+	SeedSkipped = "skipped"
+	SeedInvalid = "invalid"
+)
+
 // Summary is the whole aggregation: what --out writes.
 type Summary struct {
 	Format     string   `json:"format"`
 	Family     string   `json:"family"`
 	Replicates int      `json:"bootstrap"`
+	Resample   string   `json:"resample"`
 	Alpha      float64  `json:"alpha"`
 	Stream     string   `json:"stream_constant"`
 	Roots      []string `json:"roots"`
@@ -72,6 +84,9 @@ type Family struct {
 	Name     string `json:"name"`
 	Rows     int    `json:"rows"`
 	Rejected int    `json:"rejected"`
+	// Nonconformant counts the family's rows with a non-conformant job
+	// (kept by IncludeNonconformant).
+	Nonconformant int `json:"nonconformant"`
 }
 
 // Row is one (method, cell).
@@ -87,6 +102,10 @@ type Row struct {
 	NSeeds  int    `json:"n_seeds"`
 	Status  string `json:"status"`
 	Reason  string `json:"reason,omitempty"`
+	// Nonconformant lists, for each of the row's jobs whose result.json
+	// says it is not part of the experiment (kept by IncludeNonconformant),
+	// "seed K: " and each reason; empty for a row of the experiment.
+	Nonconformant []string `json:"nonconformant"`
 	// The statistics, null in an incomplete row. Means are fractions;
 	// delta and interval are percentage points.
 	BaselineMean *float64 `json:"baseline_mean"`
@@ -102,10 +121,16 @@ type Row struct {
 
 // Seed is one seed of a row: a detail line.
 type Seed struct {
-	Seed   int    `json:"seed"`
-	Status string `json:"status"` // "ok", "missing", "invalid", or the job's own status
+	Seed int `json:"seed"`
+	// "ok", "missing", "skipped" (non-conformant, left out), "invalid",
+	// or the job's own status.
+	Status string `json:"status"`
 	File   string `json:"file,omitempty"`
-	Items  int    `json:"test_items"`
+	// Nonconformant are the reasons the job's result.json gives for not
+	// being part of the experiment: the job was kept (IncludeNonconformant)
+	// or, status "skipped", left out. Empty otherwise.
+	Nonconformant []string `json:"nonconformant"`
+	Items         int      `json:"test_items"`
 	// Invalid test items (infrastructure-invalid for either bundle).
 	Invalid int `json:"test_invalid_items"`
 	// Means over the seed's valid items; null when it has none.
@@ -131,6 +156,13 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if B < 1 || B > MaxReplicates {
 		return nil, &InputError{Msg: fmt.Sprintf("bootstrap replicates must be from 1 to %d, not %d", MaxReplicates, B)}
 	}
+	resample := o.Resample
+	if resample == "" {
+		resample = ResampleWithinSeed
+	}
+	if !slices.Contains(ResampleNames, resample) {
+		return nil, &InputError{Msg: fmt.Sprintf("resampling %q is not one of %s", resample, strings.Join(ResampleNames, ", "))}
+	}
 	files, err := FindResults(o.Dir, o.Roots)
 	if err != nil {
 		return nil, err
@@ -139,12 +171,15 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, &InputError{Msg: fmt.Sprintf("no %s under %s: name the folders the optimizer jobs wrote into", ResultFile, strings.Join(o.Roots, ", "))}
 	}
 	s := &Summary{
-		Format: SummaryFormat, Family: fam, Replicates: B, Alpha: Alpha,
+		Format: SummaryFormat, Family: fam, Replicates: B, Resample: resample, Alpha: Alpha,
 		Stream: StreamConstant, Roots: sortedCopy(o.Roots),
 		Rows: []Row{}, Families: []Family{}, Skipped: []Skip{},
 	}
 	type rowKey struct{ method, cell string }
 	jobs := map[rowKey]map[int]*Job{}
+	// The non-conformant jobs left out, by row and seed: a row that has
+	// other seeds reports them as skipped, not missing.
+	skipped := map[rowKey]map[int][]*Job{}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -158,6 +193,13 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		if skip != nil {
 			s.Skipped = append(s.Skipped, *skip)
+			if len(j.Nonconformant) > 0 {
+				k := rowKey{j.Method, j.CellID}
+				if skipped[k] == nil {
+					skipped[k] = map[int][]*Job{}
+				}
+				skipped[k][j.Seed] = append(skipped[k][j.Seed], j)
+			}
 			continue
 		}
 		k := rowKey{j.Method, j.CellID}
@@ -183,7 +225,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	var strata []Strata
 	var complete []int // index in s.Rows of each stratum
 	for _, k := range keys {
-		row, st, err := buildRow(jobs[k])
+		row, st, err := buildRow(jobs[k], skipped[k])
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +235,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		s.Rows = append(s.Rows, row)
 	}
-	ivs, err := Bootstrap(ctx, strata, B, o.Workers)
+	ivs, err := Bootstrap(ctx, strata, B, o.Workers, resample)
 	if err != nil {
 		return nil, err
 	}
@@ -209,12 +251,15 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	s.Families = correct(s.Rows, fam)
 	sortRows(s.Rows)
+	if err := computable(s.Rows); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// buildRow makes one row of its jobs by seed; st is nil when the row is
-// incomplete.
-func buildRow(bySeed map[int]*Job) (Row, *Strata, error) {
+// buildRow makes one row of its jobs by seed and the non-conformant jobs
+// left out of it by seed; st is nil when the row is incomplete.
+func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *Strata, error) {
 	var first *Job
 	for _, sd := range Seeds {
 		if j := bySeed[sd]; j != nil {
@@ -222,13 +267,20 @@ func buildRow(bySeed map[int]*Job) (Row, *Strata, error) {
 			break
 		}
 	}
-	r := Row{Method: first.Method, CellID: first.CellID, Dataset: first.Dataset, Runtime: first.Runtime, Model: first.Model, Status: StatusOK}
+	r := Row{Method: first.Method, CellID: first.CellID, Dataset: first.Dataset, Runtime: first.Runtime, Model: first.Model, Status: StatusOK, Nonconformant: []string{}}
 	var reasons []string
 	var ref *Job // the first present seed: the item set the others must have
 	for _, sd := range Seeds {
 		j := bySeed[sd]
 		if j == nil {
-			r.Seeds = append(r.Seeds, Seed{Seed: sd, Status: "missing"})
+			if sk := skipped[sd]; len(sk) > 0 {
+				// The first skipped job stands for the seed; the others
+				// are in the summary's skipped list too.
+				r.Seeds = append(r.Seeds, Seed{Seed: sd, Status: SeedSkipped, File: sk[0].File, Nonconformant: sk[0].Nonconformant})
+				reasons = append(reasons, fmt.Sprintf("seed %d skipped as non-conformant (%s)", sd, strings.Join(sk[0].Nonconformant, "; ")))
+				continue
+			}
+			r.Seeds = append(r.Seeds, Seed{Seed: sd, Status: SeedMissing, Nonconformant: []string{}})
 			reasons = append(reasons, fmt.Sprintf("seed %d missing", sd))
 			continue
 		}
@@ -238,7 +290,10 @@ func buildRow(bySeed map[int]*Job) (Row, *Strata, error) {
 		} else if err := sameItems(ref, j); err != nil {
 			return Row{}, nil, err
 		}
-		seed := Seed{Seed: sd, Status: StatusOK, File: j.File, Items: len(j.Items), Invalid: j.Invalid}
+		seed := Seed{Seed: sd, Status: StatusOK, File: j.File, Items: len(j.Items), Invalid: j.Invalid, Nonconformant: j.Nonconformant}
+		for _, why := range j.Nonconformant {
+			r.Nonconformant = append(r.Nonconformant, fmt.Sprintf("seed %d: %s", sd, why))
+		}
 		var b, d, diff float64
 		valid := 0
 		for _, it := range j.Items {
@@ -259,7 +314,7 @@ func buildRow(bySeed map[int]*Job) (Row, *Strata, error) {
 			seed.Status = j.Status
 			reasons = append(reasons, fmt.Sprintf("seed %d status %q", sd, j.Status))
 		case j.Invalid > 0:
-			seed.Status = "invalid"
+			seed.Status = SeedInvalid
 			reasons = append(reasons, fmt.Sprintf("seed %d: %d of %d test items infrastructure-invalid", sd, j.Invalid, len(j.Items)))
 		}
 		r.Seeds = append(r.Seeds, seed)
@@ -291,6 +346,37 @@ func buildRow(bySeed map[int]*Job) (Row, *Strata, error) {
 	r.DeployedMean = ptr(dm / n)
 	r.DeltaPP = ptr(float64(100 * (delta / n)))
 	return r, st, nil
+}
+
+// computable refuses a summary holding a figure that is not a finite
+// number: the limit on scores (ScoreLimit) keeps every figure finite, and
+// this says so where a figure is written.
+func computable(rows []Row) error {
+	type figure struct {
+		name string
+		v    *float64
+	}
+	for _, r := range rows {
+		figs := []figure{
+			{"baseline_mean", r.BaselineMean}, {"deployed_mean", r.DeployedMean}, {"delta_pp", r.DeltaPP},
+			{"ci_low", r.CILow}, {"ci_high", r.CIHigh}, {"p", r.P}, {"p_holm", r.PHolm},
+		}
+		var files []string
+		for _, sd := range r.Seeds {
+			figs = append(figs, figure{fmt.Sprintf("seed %d baseline_mean", sd.Seed), sd.BaselineMean},
+				figure{fmt.Sprintf("seed %d deployed_mean", sd.Seed), sd.DeployedMean},
+				figure{fmt.Sprintf("seed %d delta_pp", sd.Seed), sd.DeltaPP})
+			if sd.File != "" {
+				files = append(files, sd.File)
+			}
+		}
+		for _, f := range figs {
+			if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+				return &InputError{Msg: fmt.Sprintf("%s %s: %s is %v, not a figure that can be reported (from %s); nothing was computed", r.Method, r.CellID, f.name, *f.v, strings.Join(files, ", "))}
+			}
+		}
+	}
+	return nil
 }
 
 // sameItems refuses two seeds of a row whose test splits differ: the
@@ -373,6 +459,9 @@ func correct(rows []Row, fam string) []Family {
 			rows[i].Reject = ptrBool(rej[k])
 			if rej[k] {
 				f.Rejected++
+			}
+			if len(rows[i].Nonconformant) > 0 {
+				f.Nonconformant++
 			}
 		}
 		out = append(out, f)

@@ -3,6 +3,9 @@ package aggregate_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -91,7 +94,7 @@ func strata(seeds ...[]float64) []aggregate.Strata {
 
 func TestAllEqualDataCollapsesTheInterval(t *testing.T) {
 	zeros := make([]float64, 50)
-	iv, err := aggregate.Bootstrap(context.Background(), strata(zeros, zeros, zeros), 2000, 0)
+	iv, err := aggregate.Bootstrap(context.Background(), strata(zeros, zeros, zeros), 2000, 0, aggregate.ResampleWithinSeed)
 	require.NoError(t, err)
 	assert.Equal(t, aggregate.Interval{Low: 0, High: 0, P: 1}, iv[0])
 
@@ -101,7 +104,7 @@ func TestAllEqualDataCollapsesTheInterval(t *testing.T) {
 	for i := range quarter {
 		quarter[i] = 0.25
 	}
-	iv, err = aggregate.Bootstrap(context.Background(), strata(quarter, quarter, quarter), 999, 0)
+	iv, err = aggregate.Bootstrap(context.Background(), strata(quarter, quarter, quarter), 999, 0, aggregate.ResampleWithinSeed)
 	require.NoError(t, err)
 	assert.Equal(t, 25.0, iv[0].Low)
 	assert.Equal(t, 25.0, iv[0].High)
@@ -123,9 +126,9 @@ func TestBootstrapIsTheSameOnOneCoreAndOnMany(t *testing.T) {
 		}
 		rows = append(rows, st)
 	}
-	one, err := aggregate.Bootstrap(context.Background(), rows, 3000, 1)
+	one, err := aggregate.Bootstrap(context.Background(), rows, 3000, 1, aggregate.ResampleWithinSeed)
 	require.NoError(t, err)
-	many, err := aggregate.Bootstrap(context.Background(), rows, 3000, 8)
+	many, err := aggregate.Bootstrap(context.Background(), rows, 3000, 8, aggregate.ResampleWithinSeed)
 	require.NoError(t, err)
 	assert.Equal(t, one, many)
 	// Rows given in another order get the same intervals.
@@ -133,7 +136,7 @@ func TestBootstrapIsTheSameOnOneCoreAndOnMany(t *testing.T) {
 	for i := range rows {
 		rev[len(rows)-1-i] = rows[i]
 	}
-	back, err := aggregate.Bootstrap(context.Background(), rev, 3000, 3)
+	back, err := aggregate.Bootstrap(context.Background(), rev, 3000, 3, aggregate.ResampleWithinSeed)
 	require.NoError(t, err)
 	for i := range rows {
 		assert.Equal(t, one[i], back[len(rows)-1-i])
@@ -143,7 +146,7 @@ func TestBootstrapIsTheSameOnOneCoreAndOnMany(t *testing.T) {
 func TestBootstrapStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := aggregate.Bootstrap(ctx, strata(make([]float64, 10)), 5000, 2)
+	_, err := aggregate.Bootstrap(ctx, strata(make([]float64, 10)), 5000, 2, aggregate.ResampleWithinSeed)
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
@@ -282,13 +285,56 @@ func TestNonconformantJobsAreSkippedWithAWarning(t *testing.T) {
 	assert.Equal(t, "warning: skipped "+file+": budget 56 is below the protocol's 600 rollouts", sum.Skipped[0].Warning())
 	row := rowsByName(sum)["gepa math/centralized/qwen"]
 	assert.Equal(t, aggregate.StatusIncomplete, row.Status, "the smoke job was that row's seed 0")
-	assert.Equal(t, "seed 0 missing", row.Reason)
+	// Skipped, not missing: the seed is there, and left out on purpose.
+	assert.Equal(t, "seed 0 skipped as non-conformant (budget 56 is below the protocol's 600 rollouts)", row.Reason)
+	assert.Equal(t, aggregate.Seed{Seed: 0, Status: "skipped", File: file, Nonconformant: smoke.Nonconformant}, row.Seeds[0])
+	tsv, js, svg := outputs(t, sum)
+	assert.Contains(t, tsv, "\tgepa\tmath/centralized/qwen\tseed 0\t-\t-\t-\t-\t-\t-\t-\t-\tskipped as non-conformant: budget 56 is below the protocol's 600 rollouts, "+file+"\n")
+	assert.NotContains(t, tsv, "missing")
+	assert.Contains(t, js, `"status": "skipped"`)
+	assert.Contains(t, svg, "gepa  math/centralized/qwen: seed 0 skipped as non-conformant (budget 56 is below the protocol&#39;s 600 rollouts)")
 
 	incl := run(t, aggregate.Options{Roots: []string{root}, IncludeNonconformant: true})
 	assert.Empty(t, incl.Skipped)
 	row = rowsByName(incl)["gepa math/centralized/qwen"]
 	assert.Equal(t, aggregate.StatusOK, row.Status)
 	assert.Equal(t, file, row.Seeds[0].File)
+	// Included, the row is computed and marked in all three outputs.
+	assert.Equal(t, []string{"seed 0: budget 56 is below the protocol's 600 rollouts"}, row.Nonconformant)
+	assert.Equal(t, smoke.Nonconformant, row.Seeds[0].Nonconformant)
+	assert.Empty(t, rowsByName(incl)["gepa hotpotqa/centralized/qwen"].Nonconformant)
+	require.NotNil(t, row.Reject)
+	tsv, js, svg = outputs(t, incl)
+	var line string
+	for _, l := range strings.Split(tsv, "\n") {
+		if strings.HasPrefix(l, "math/qwen\tgepa\tmath/centralized/qwen\t3\t") {
+			line = l
+		}
+	}
+	assert.True(t, strings.HasSuffix(line, "\tok; non-conformant: seed 0: budget 56 is below the protocol's 600 rollouts"), line)
+	assert.Contains(t, tsv, "\tgepa\tmath/centralized/qwen\tseed 0\t")
+	assert.Contains(t, tsv, "ok: 60 test items, "+file+"; non-conformant: budget 56 is below the protocol's 600 rollouts\n")
+	var parsed struct {
+		Rows []struct {
+			Method, CellID string
+			Nonconformant  []string `json:"nonconformant"`
+		} `json:"rows"`
+		Families []aggregate.Family `json:"families"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &parsed))
+	marked := 0
+	for _, r := range parsed.Rows {
+		require.NotNil(t, r.Nonconformant, "every row says whether it is non-conformant")
+		marked += len(r.Nonconformant)
+	}
+	assert.Equal(t, 1, marked)
+	for _, f := range parsed.Families {
+		assert.Equal(t, map[bool]int{true: 1, false: 0}[f.Name == "math/qwen"], f.Nonconformant, f.Name)
+	}
+	assert.Contains(t, svg, ">gepa  math/centralized/qwen"+map[bool]string{true: " *", false: ""}[*row.Reject]+" (non-conformant)<")
+	assert.Contains(t, svg, "1 row(s) with a job outside the protocol")
+	assert.Equal(t, 1, strings.Count(svg, `stroke="#c05600" stroke-width="2" stroke-dasharray="5 3"`), "one dashed orange bar")
+	assert.Contains(t, svg, "non-conformant: seed 0: budget 56 is below the protocol&#39;s 600 rollouts</title>")
 }
 
 func TestFamilies(t *testing.T) {
@@ -420,4 +466,15 @@ func TestDocsDescribeTheTableAndTheStream(t *testing.T) {
 	assert.Contains(t, string(doc), "sha256(`"+aggregate.StreamConstant+"` NUL method NUL cell_id NUL seed)")
 	assert.Contains(t, string(doc), "xoshiro256++")
 	assert.Contains(t, string(doc), "`"+aggregate.SummaryFormat+"`")
+	// Both resampling schemes, the shared stream's name, and the bound on
+	// scores as ScoreLimit computes it.
+	for _, r := range aggregate.ResampleNames {
+		assert.Contains(t, string(doc), "`"+r+"`", "resampling %s", r)
+	}
+	assert.Contains(t, string(doc), "sha256(`"+aggregate.StreamConstant+"` NUL method NUL\n  cell_id NUL `"+aggregate.ResampleSharedItems+"`)")
+	assert.Contains(t, string(doc), "MaxFloat64 / (16 · max(n, 100))")
+	assert.Equal(t, math.MaxFloat64/1600, aggregate.ScoreLimit(3))
+	assert.Equal(t, math.MaxFloat64/(16*250), aggregate.ScoreLimit(250))
+	assert.Contains(t, string(doc), "(about 1.1e305 up to 100 items)")
+	assert.Equal(t, "1.1e+305", fmt.Sprintf("%.2g", aggregate.ScoreLimit(100)))
 }

@@ -29,7 +29,7 @@ func benchStrata(rows, items int) []Strata {
 func BenchmarkBootstrap(b *testing.B) {
 	rows := benchStrata(48, 500)
 	for b.Loop() {
-		if _, err := Bootstrap(context.Background(), rows, DefaultReplicates, 0); err != nil {
+		if _, err := Bootstrap(context.Background(), rows, DefaultReplicates, 0, ResampleWithinSeed); err != nil {
 			b.Fatal(err)
 		}
 	}

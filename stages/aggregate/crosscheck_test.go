@@ -32,6 +32,18 @@ type ccRow struct {
 	Strata     []ccStratum `json:"strata"`
 	Replicates int         `json:"replicates"`
 	Seed       int         `json:"seed"`
+	Resample   string      `json:"resample"`
+}
+
+// ccExact is a row whose bootstrap the reference script computes from the
+// documented stream, to be matched to the bit.
+type ccExact struct {
+	Method     string      `json:"method"`
+	CellID     string      `json:"cell_id"`
+	Seeds      []int       `json:"seeds"`
+	Strata     []ccStratum `json:"strata"`
+	Replicates int         `json:"replicates"`
+	Resample   string      `json:"resample"`
 }
 
 type ccRef struct {
@@ -48,6 +60,11 @@ type ccRef struct {
 		ScipyCIHigh *float64 `json:"scipy_ci_high"`
 		ScipySD     *float64 `json:"scipy_sd"`
 	} `json:"rows"`
+	Exact []struct {
+		CILow  float64 `json:"ci_low"`
+		CIHigh float64 `json:"ci_high"`
+		P      float64 `json:"p"`
+	} `json:"exact"`
 }
 
 // The cross-check's sizes: cairn's replicates per row, the reference's.
@@ -60,9 +77,13 @@ const (
 // use, on randomly generated inputs (a fixed generator seed, so a failure
 // reproduces): Holm exactly against statsmodels' multipletests; the
 // interval of one-seed rows against scipy.stats.bootstrap (paired,
-// percentile) and of three-seed rows against a numpy implementation of
-// docs/aggregate.md, within Monte-Carlo error; the p-values against numpy
-// likewise. `make crosscheck` installs what it needs and runs it.
+// percentile), of three-seed rows against a numpy implementation of
+// docs/aggregate.md, and of three-seed rows resampling shared items against
+// both (scipy's paired bootstrap over the seeds' differences draws the same
+// items for every seed), within Monte-Carlo error; the p-values against
+// numpy likewise. Both resampling schemes are also recomputed by the script
+// from the documented stream and must agree to the bit. `make crosscheck`
+// installs what it needs and runs it.
 func TestCrossCheck(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
 		t.Skipf("cross-check skipped: %s is missing (apt-get install python3-scipy python3-statsmodels, or make crosscheck)", python)
@@ -111,7 +132,7 @@ func TestCrossCheck(t *testing.T) {
 		n := 20 + rng.IntN(180)
 		gain := []float64{0, 0.02, 0.08, 0.2}[rng.IntN(4)]
 		binary := rng.IntN(2) == 0
-		row := ccRow{Replicates: ccRefReplicates, Seed: r}
+		row := ccRow{Replicates: ccRefReplicates, Seed: r, Resample: aggregate.ResampleWithinSeed}
 		for range seeds {
 			var b, d []float64
 			if binary {
@@ -136,7 +157,58 @@ func TestCrossCheck(t *testing.T) {
 		rows = append(rows, row)
 	}
 
-	cases, err := json.Marshal(map[string]any{"holm": holm, "rows": rows})
+	// Rows of three seeds resampling shared items, the item effects alike
+	// across seeds (a shared part and a seed's own), through the whole
+	// aggregation of their job files under another root.
+	shared := t.TempDir()
+	var sharedRows []threeSeed
+	first := len(rows)
+	for r := first; r < first+8; r++ {
+		n := 20 + rng.IntN(120)
+		gain := []float64{0, 0.03, 0.1}[rng.IntN(3)]
+		effect := make([]float64, n)
+		for i := range effect {
+			effect[i] = 0.4 * (rng.Float64() - 0.5)
+		}
+		row := ccRow{Replicates: ccRefReplicates, Seed: r, Resample: aggregate.ResampleSharedItems}
+		for s := range 3 {
+			b, d := make([]float64, n), make([]float64, n)
+			for i := range b {
+				b[i] = rng.Float64()
+				d[i] = math.Min(1, math.Max(0, b[i]+gain+effect[i]+0.2*(rng.Float64()-0.5)))
+			}
+			row.Strata = append(row.Strata, ccStratum{Baseline: b, Deployed: d})
+			_, err := jobtest.Write(shared, jobtest.Job{Method: "gepa", Dataset: fmt.Sprintf("ds%d", r), Seed: s, Baseline: b, Deployed: d})
+			require.NoError(t, err)
+		}
+		sharedRows = append(sharedRows, threeSeed{row: r, method: "gepa", cell: fmt.Sprintf("ds%d/centralized/qwen", r)})
+		rows = append(rows, row)
+	}
+
+	// Rows for the bit-for-bit comparison with the documented stream: both
+	// schemes, one and three seeds, items from 1 to 40, scores on a grid and
+	// continuous.
+	var exact []ccExact
+	for e := range 8 {
+		c := ccExact{Method: "gepa", CellID: fmt.Sprintf("d%d/r/m", e), Replicates: 257 + e,
+			Resample: aggregate.ResampleNames[e%2]}
+		n := []int{1, 7, 40, 23}[e/2]
+		for s := range []int{1, 3, 3, 3}[e/2] {
+			c.Seeds = append(c.Seeds, s)
+			b, d := make([]float64, n), make([]float64, n)
+			for i := range b {
+				b[i] = rng.Float64()
+				d[i] = rng.Float64()
+				if e%4 < 2 {
+					b[i], d[i] = math.Round(4*b[i])/4, math.Round(4*d[i])/4
+				}
+			}
+			c.Strata = append(c.Strata, ccStratum{Baseline: b, Deployed: d})
+		}
+		exact = append(exact, c)
+	}
+
+	cases, err := json.Marshal(map[string]any{"holm": holm, "rows": rows, "exact": exact})
 	require.NoError(t, err)
 	casesFile := filepath.Join(t.TempDir(), "cases.json")
 	require.NoError(t, os.WriteFile(casesFile, cases, 0o644))
@@ -148,6 +220,7 @@ func TestCrossCheck(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &ref))
 	require.Len(t, ref.Holm, len(holm))
 	require.Len(t, ref.Rows, len(rows))
+	require.Len(t, ref.Exact, len(exact))
 
 	for i, p := range holm {
 		adj, rej := aggregate.Holm(p, aggregate.Alpha)
@@ -168,7 +241,7 @@ func TestCrossCheck(t *testing.T) {
 			d[i] = row.Strata[0].Deployed[i] - row.Strata[0].Baseline[i]
 		}
 		st.Diffs = [][]float64{d}
-		iv, err := aggregate.Bootstrap(context.Background(), []aggregate.Strata{st}, ccReplicates, 0)
+		iv, err := aggregate.Bootstrap(context.Background(), []aggregate.Strata{st}, ccReplicates, 0, row.Resample)
 		require.NoError(t, err)
 		got[r] = iv[0]
 	}
@@ -180,6 +253,32 @@ func TestCrossCheck(t *testing.T) {
 		require.True(t, ok, ts.cell)
 		require.Equal(t, aggregate.StatusOK, row.Status)
 		got[ts.row] = aggregate.Interval{Low: *row.CILow, High: *row.CIHigh, P: *row.P}
+	}
+	sum, err = aggregate.Run(context.Background(), aggregate.Options{Roots: []string{shared}, Replicates: ccReplicates, Resample: aggregate.ResampleSharedItems})
+	require.NoError(t, err)
+	require.Equal(t, aggregate.ResampleSharedItems, sum.Resample)
+	byName = rowsByName(sum)
+	for _, ts := range sharedRows {
+		row, ok := byName[ts.method+" "+ts.cell]
+		require.True(t, ok, ts.cell)
+		require.Equal(t, aggregate.StatusOK, row.Status)
+		got[ts.row] = aggregate.Interval{Low: *row.CILow, High: *row.CIHigh, P: *row.P}
+	}
+
+	// The documented stream, to the bit.
+	for e, c := range exact {
+		st := aggregate.Strata{Method: c.Method, CellID: c.CellID, Seeds: c.Seeds}
+		for _, s := range c.Strata {
+			d := make([]float64, len(s.Baseline))
+			for i := range d {
+				d[i] = s.Deployed[i] - s.Baseline[i]
+			}
+			st.Diffs = append(st.Diffs, d)
+		}
+		iv, err := aggregate.Bootstrap(context.Background(), []aggregate.Strata{st}, c.Replicates, 2, c.Resample)
+		require.NoError(t, err)
+		want := aggregate.Interval{Low: ref.Exact[e].CILow, High: ref.Exact[e].CIHigh, P: ref.Exact[e].P}
+		assert.Equal(t, want, iv[0], "exact case %d (%s, %d seed(s) of %d items): the documented stream", e, c.Resample, len(c.Seeds), len(c.Strata[0].Baseline))
 	}
 
 	// Within Monte-Carlo error: a percentile of B replicates of a
@@ -199,8 +298,18 @@ func TestCrossCheck(t *testing.T) {
 		}
 		step := 100.0 / float64(items)
 		tol := 4*seQ(rr.SD) + step
-		name := fmt.Sprintf("row %d (%d seed(s), %d items)", r, len(row.Strata), items)
+		name := fmt.Sprintf("row %d (%d seed(s), %d items, %s)", r, len(row.Strata), items, row.Resample)
 		low, high := rr.CILow, rr.CIHigh
+		if row.Resample == aggregate.ResampleSharedItems {
+			// The seeds' items are drawn together: the interval's lattice is
+			// that of one seed's items.
+			step = 100.0 / float64(len(row.Strata[0].Baseline))
+			tol = 4*seQ(rr.SD) + step
+			require.NotNil(t, rr.ScipyCILow, "%s: scipy's paired bootstrap", name)
+			// numpy's and scipy's draws agree with each other as with cairn.
+			assert.InDelta(t, rr.CILow, *rr.ScipyCILow, tol, "%s: numpy's and scipy's ci_low", name)
+			assert.InDelta(t, rr.CIHigh, *rr.ScipyCIHigh, tol, "%s: numpy's and scipy's ci_high", name)
+		}
 		if rr.ScipyCILow != nil {
 			low, high = *rr.ScipyCILow, *rr.ScipyCIHigh
 			assert.InDelta(t, rr.SD, *rr.ScipySD, 0.05*rr.SD+1e-9, "%s: scipy's and numpy's bootstrap sd", name)

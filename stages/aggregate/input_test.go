@@ -1,7 +1,12 @@
 package aggregate_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,4 +126,127 @@ func TestNamesWithControlCharactersAreRefused(t *testing.T) {
 		})
 	})
 	assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed1/result.json: method "ge\x00pa" must be a non-empty name without tabs, newlines or other control characters`, msg)
+}
+
+// TestScoresWhoseSumsOverflowAreRefused: scores that are finite but so
+// large that a difference, a sum over items or a bootstrap mean would not
+// be are refused, naming the file and the item, before anything is
+// computed.
+func TestScoresWhoseSumsOverflowAreRefused(t *testing.T) {
+	write := func(root string, seed int, b, d []float64) {
+		setScores(t, filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d/test.json", seed)), b, d)
+	}
+	limit := fmt.Sprintf("%.2g", aggregate.ScoreLimit(5))
+	// The difference overflows: +Inf from two finite scores.
+	msg := badInput(t, func(root string) {
+		write(root, 1, []float64{0, 1, -1.7e308, 0, 1}, []float64{1, 1, 1.7e308, 0, 1})
+	})
+	assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed1/test.json: items[2] (id "q0002"): the baseline score -1.7e+308 is beyond ±`+limit+`, the largest magnitude whose sums over 5 items cairn can add without overflow; nothing can be computed from it`, msg)
+	// No difference at all, but the means' sums overflow.
+	msg = badInput(t, func(root string) {
+		big := []float64{1e308, 1e308, 1e308, 1e308, 1e308}
+		write(root, 2, big, big)
+	})
+	assert.Contains(t, msg, `gepa/hotpotqa_centralized_qwen/seed2/test.json: items[0] (id "q0000"): the baseline score 1e+308 is beyond ±`+limit)
+	// Each score within range, their difference not.
+	msg = badInput(t, func(root string) {
+		l := aggregate.ScoreLimit(5)
+		write(root, 0, []float64{0, 0, 0, -0.75 * l, 0}, []float64{0, 0, 0, 0.75 * l, 0})
+	})
+	assert.Contains(t, msg, `gepa/hotpotqa_centralized_qwen/seed0/test.json: items[3] (id "q0003"): the deployed − baseline `)
+}
+
+// TestScoresAtTheLimitGiveFiniteFigures: at the limit, every figure of the
+// table, the summary and the plot is a finite number.
+func TestScoresAtTheLimitGiveFiniteFigures(t *testing.T) {
+	for _, n := range []int{3, 100, 250} {
+		root := t.TempDir()
+		l := aggregate.ScoreLimit(n)
+		for s := range aggregate.Seeds {
+			b, d := make([]float64, n), make([]float64, n)
+			for i := range b {
+				// deployed − baseline is ±l, the scores ±l/2.
+				sign := float64(1 - 2*((i+s)%2))
+				if i%3 == 0 {
+					sign = 1
+				}
+				b[i], d[i] = -sign*l/2, sign*l/2
+			}
+			_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: s, Baseline: make([]float64, n), Deployed: make([]float64, n)})
+			require.NoError(t, err)
+			setScores(t, filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d/test.json", s)), b, d)
+		}
+		for _, resample := range aggregate.ResampleNames {
+			sum, err := aggregate.Run(context.Background(), aggregate.Options{Roots: []string{root}, Replicates: 500, Resample: resample})
+			require.NoError(t, err, "%d items", n)
+			require.Len(t, sum.Rows, 1)
+			r := sum.Rows[0]
+			require.Equal(t, aggregate.StatusOK, r.Status)
+			for name, v := range map[string]*float64{"baseline_mean": r.BaselineMean, "deployed_mean": r.DeployedMean, "delta_pp": r.DeltaPP, "ci_low": r.CILow, "ci_high": r.CIHigh, "p": r.P} {
+				require.NotNil(t, v, name)
+				assert.False(t, math.IsInf(*v, 0) || math.IsNaN(*v), "%d items, %s: %s = %v", n, resample, name, *v)
+			}
+			assert.NotEqual(t, *r.CILow, *r.CIHigh)
+			var tsv, js, svg bytes.Buffer
+			require.NoError(t, sum.TSV(&tsv))
+			require.NoError(t, sum.JSON(&js))
+			require.NoError(t, sum.SVG(&svg))
+			assert.NotContains(t, tsv.String()+js.String()+svg.String(), "Inf")
+			assert.NotContains(t, tsv.String()+js.String()+svg.String(), "NaN")
+			assert.Less(t, strings.Count(svg.String(), `stroke="#e4e4e4"`), 16, "a handful of ticks")
+		}
+	}
+}
+
+// TestThePlotRefusesValuesItCannotDraw: the forest plot of figures whose
+// axis would span more than the largest float (or that are not finite)
+// is an error, and nothing is written; the axis loop ends whatever the
+// values.
+func TestThePlotRefusesValuesItCannotDraw(t *testing.T) {
+	row := func(lo, d, hi float64) aggregate.Summary {
+		return aggregate.Summary{Family: aggregate.FamilyTask, Replicates: 10, Rows: []aggregate.Row{{
+			Method: "gepa", CellID: "d/r/m", Family: "d/m", Status: aggregate.StatusOK,
+			DeltaPP: &d, CILow: &lo, CIHigh: &hi, P: &d, PHolm: &d, Reject: new(bool),
+		}}}
+	}
+	for _, c := range [][3]float64{
+		{-1.7e308, 0, 1.7e308},
+		{math.Inf(-1), 0, 1},
+		{0, math.NaN(), 1},
+	} {
+		s := row(c[0], c[1], c[2])
+		w := &capped{max: 1 << 20}
+		err := s.SVG(w)
+		require.Error(t, err, "%v", c)
+		assert.Contains(t, err.Error(), "cannot be")
+		assert.Zero(t, w.n, "%v: nothing written", c)
+	}
+}
+
+// capped is a writer that keeps count and stops growing at max bytes.
+type capped struct{ n, max int }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.n >= c.max {
+		return 0, io.ErrShortWrite
+	}
+	c.n += len(p)
+	return len(p), nil
+}
+
+// setScores rewrites the scores of a test.json's items.
+func setScores(t *testing.T, path string, b, d []float64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(data, &doc))
+	items := doc["items"].([]any)
+	require.Len(t, items, len(b))
+	for i, it := range items {
+		it.(map[string]any)["baseline"], it.(map[string]any)["deployed"] = b[i], d[i]
+	}
+	data, err = json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
 }

@@ -290,6 +290,7 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	}
 	items := make([]Item, 0, len(*t.Items))
 	seen := make(map[string]int, len(*t.Items))
+	limit := ScoreLimit(len(*t.Items))
 	for i, it := range *t.Items {
 		where := fmt.Sprintf("items[%d]", i)
 		if it.ID == nil || *it.ID == "" {
@@ -314,8 +315,13 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 				return nil, nil, badFile(j.TestFile, "%s is valid but its deployed score is null: it has no pair", where)
 			}
 			x.Baseline, x.Deployed = *it.Baseline, *it.Deployed
-			if math.IsInf(x.Baseline, 0) || math.IsInf(x.Deployed, 0) {
-				return nil, nil, badFile(j.TestFile, "%s has a score out of range", where)
+			for _, v := range []struct {
+				what string
+				v    float64
+			}{{"baseline score", x.Baseline}, {"deployed score", x.Deployed}, {"deployed − baseline", x.Deployed - x.Baseline}} {
+				if !(math.Abs(v.v) <= limit) {
+					return nil, nil, badFile(j.TestFile, "%s: the %s %g is beyond ±%.2g, the largest magnitude whose sums over %d items cairn can add without overflow; nothing can be computed from it", where, v.what, v.v, limit, len(*t.Items))
+				}
 			}
 		} else {
 			j.Invalid++
@@ -334,6 +340,16 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.ID, b.ID) })
 	j.Items = items
 	return j, nil, nil
+}
+
+// ScoreLimit is the largest magnitude a score, and a paired difference
+// (deployed − baseline), of a job with n test items may have:
+// math.MaxFloat64 / (16 · max(n, 100)). Within it, every sum over a seed's
+// items (n terms at most), every mean and bootstrap replicate, every value
+// in percentage points and the difference of two (the percentiles'
+// interpolation), and every coordinate of the forest plot's axis is finite.
+func ScoreLimit(n int) float64 {
+	return math.MaxFloat64 / (16 * float64(max(n, 100)))
 }
 
 // decodeFile reads one JSON object from path into v; a file that does not

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -34,8 +35,35 @@ const DefaultReplicates = 10000
 // seeds).
 const MaxReplicates = 1_000_000
 
-// Stream returns the random stream of one seed of one row.
+// How a replicate resamples a row's items (docs/aggregate.md).
+const (
+	// ResampleWithinSeed draws each seed's items on the seed's own stream,
+	// independently of the other seeds: the protocol's default.
+	ResampleWithinSeed = "within-seed"
+	// ResampleSharedItems draws one set of items per replicate, on the
+	// row's own stream, and uses it for every seed: the seeds share their
+	// test items, and an item's effects may be alike across seeds.
+	ResampleSharedItems = "shared-items"
+)
+
+// ResampleNames lists the resampling schemes, the default first.
+var ResampleNames = []string{ResampleWithinSeed, ResampleSharedItems}
+
+// Stream returns the random stream of one seed of one row
+// (ResampleWithinSeed).
 func Stream(method, cellID string, seed int) *Xoshiro {
+	return streamOf(method, cellID, strconv.Itoa(seed))
+}
+
+// SharedStream returns the random stream of a row under
+// ResampleSharedItems: the stream of a seed named "shared-items".
+func SharedStream(method, cellID string) *Xoshiro {
+	return streamOf(method, cellID, ResampleSharedItems)
+}
+
+// streamOf is the generator whose state is sha256(StreamConstant NUL
+// method NUL cellID NUL last).
+func streamOf(method, cellID, last string) *Xoshiro {
 	h := sha256.New()
 	h.Write([]byte(StreamConstant))
 	h.Write([]byte{0})
@@ -43,7 +71,7 @@ func Stream(method, cellID string, seed int) *Xoshiro {
 	h.Write([]byte{0})
 	h.Write([]byte(cellID))
 	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(seed)))
+	h.Write([]byte(last))
 	sum := h.Sum(nil)
 	return NewXoshiro(binary.BigEndian.Uint64(sum[0:8]), binary.BigEndian.Uint64(sum[8:16]),
 		binary.BigEndian.Uint64(sum[16:24]), binary.BigEndian.Uint64(sum[24:32]))
@@ -164,30 +192,58 @@ func seedMeans(ctx context.Context, rng *Xoshiro, d []float64, out []float64) er
 	return nil
 }
 
-// Bootstrap runs the stratified paired bootstrap of every row with B
-// replicates on up to workers goroutines (0: GOMAXPROCS). A replicate of
-// a row resamples each seed's items with replacement, takes each seed's
-// mean difference and averages them over the seeds, in seed order: D*.
-// The result does not depend on workers or on the order of rows.
-func Bootstrap(ctx context.Context, rows []Strata, B, workers int) ([]Interval, error) {
+// Bootstrap runs the paired bootstrap of every row with B replicates on
+// up to workers goroutines (0: GOMAXPROCS), resampling as resample says
+// ("" is ResampleWithinSeed). Within seed, a replicate of a row resamples
+// each seed's items with replacement on the seed's stream, takes each
+// seed's mean difference and averages them over the seeds, in seed order:
+// D*. Shared items, a replicate draws one set of item indices on the row's
+// stream and uses it for every seed: D* is the mean of the drawn items'
+// differences averaged over the seeds (each item's differences summed in
+// seed order and divided by the number of seeds), which is the mean over
+// seeds of each seed's mean of the same items. The result does not depend
+// on workers or on the order of rows.
+func Bootstrap(ctx context.Context, rows []Strata, B, workers int, resample string) ([]Interval, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	type unit struct{ row, seed int }
-	means := make([][][]float64, len(rows))
-	left := make([]atomic.Int32, len(rows)) // seeds of the row still to draw
+	// A unit is one stream's draws: a seed of a row (slot k of the row),
+	// or the whole row when its items are shared (slot 0).
+	type unit struct {
+		row, slot int
+		stream    *Xoshiro
+		diffs     []float64
+	}
 	var units []unit
+	means := make([][][]float64, len(rows))
+	left := make([]atomic.Int32, len(rows)) // units of the row still to draw
 	for i, r := range rows {
-		means[i] = make([][]float64, len(r.Diffs))
-		left[i].Store(int32(len(r.Diffs)))
-		for s := range r.Diffs {
-			units = append(units, unit{i, s})
+		first := len(units)
+		if len(r.Diffs) == 0 || len(r.Seeds) != len(r.Diffs) {
+			return nil, fmt.Errorf("aggregate: %s %s: %d seeds with %d sets of differences", r.Method, r.CellID, len(r.Seeds), len(r.Diffs))
 		}
+		switch resample {
+		case "", ResampleWithinSeed:
+			for k, d := range r.Diffs {
+				units = append(units, unit{i, k, Stream(r.Method, r.CellID, r.Seeds[k]), d})
+			}
+		case ResampleSharedItems:
+			d, err := itemMeans(r)
+			if err != nil {
+				return nil, err
+			}
+			units = append(units, unit{i, 0, SharedStream(r.Method, r.CellID), d})
+		default:
+			return nil, fmt.Errorf("aggregate: resampling %q is not one of %s", resample, strings.Join(ResampleNames, ", "))
+		}
+		n := len(units) - first
+		means[i] = make([][]float64, n)
+		left[i].Store(int32(n))
 	}
 	// The largest rows first, so that the last to finish are small, and a
-	// row's seeds together, so that few rows' replicates are in memory at
+	// row's units together, so that few rows' replicates are in memory at
 	// once: a row is summarized, and its replicates dropped, as soon as
-	// its last seed is drawn.
+	// its last unit is drawn.
 	size := func(r Strata) (n int) {
 		for _, d := range r.Diffs {
 			n += len(d)
@@ -212,9 +268,8 @@ func Bootstrap(ctx context.Context, rows []Strata, B, workers int) ([]Interval, 
 		go func() {
 			defer wg.Done()
 			for u := range next {
-				r := rows[u.row]
 				m := make([]float64, B)
-				if err := seedMeans(ctx, Stream(r.Method, r.CellID, r.Seeds[u.seed]), r.Diffs[u.seed], m); err != nil {
+				if err := seedMeans(ctx, u.stream, u.diffs, m); err != nil {
 					errMu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -223,9 +278,9 @@ func Bootstrap(ctx context.Context, rows []Strata, B, workers int) ([]Interval, 
 					cancel()
 					continue
 				}
-				means[u.row][u.seed] = m
+				means[u.row][u.slot] = m
 				if left[u.row].Add(-1) == 0 {
-					out[u.row] = summarize(means[u.row], len(r.Diffs), B)
+					out[u.row] = summarize(means[u.row], B)
 					means[u.row] = nil
 				}
 			}
@@ -250,16 +305,38 @@ feed:
 	return out, nil
 }
 
-// summarize turns a row's per-seed replicate means into D* and its
+// itemMeans is, per item, the row's differences averaged over its seeds:
+// summed in seed order from 0, divided by the number of seeds.
+func itemMeans(r Strata) ([]float64, error) {
+	n := len(r.Diffs[0])
+	for k, d := range r.Diffs {
+		if len(d) != n {
+			return nil, fmt.Errorf("aggregate: %s %s: seed %d has %d items and seed %d has %d: items shared across seeds need the same items", r.Method, r.CellID, r.Seeds[0], n, r.Seeds[k], len(d))
+		}
+	}
+	out := make([]float64, n)
+	k := float64(len(r.Diffs))
+	for i := range out {
+		var s float64
+		for _, d := range r.Diffs {
+			s += d[i]
+		}
+		out[i] = s / k
+	}
+	return out, nil
+}
+
+// summarize turns a row's replicate means, one slice per unit (seed, or
+// the row's shared items), into D* — their mean, added in order — and its
 // interval and p-value.
-func summarize(means [][]float64, seeds, B int) Interval {
+func summarize(means [][]float64, B int) Interval {
 	dstar := make([]float64, B)
 	for b := range dstar {
 		var s float64
-		for k := range seeds {
-			s += means[k][b]
+		for _, m := range means {
+			s += m[b]
 		}
-		dstar[b] = s / float64(seeds)
+		dstar[b] = s / float64(len(means))
 	}
 	return intervalOf(dstar)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Forest-plot geometry, in SVG user units.
@@ -19,13 +20,25 @@ const (
 	topMargin   = 56
 	axisHeight  = 56
 	pointRadius = 4.5
+	legendLine  = 18
+	// maxTicks bounds the axis's ticks whatever the values: about six are
+	// drawn.
+	maxTicks = 64
+)
+
+// The colours of a row of the experiment and of a non-conformant one.
+const (
+	colourRow           = "#1f4e9c"
+	colourNonconformant = "#c05600"
 )
 
 // SVG writes the forest plot: per complete row its delta_pp as a point and
 // its 95% interval as a bar, grouped by family under a heading, a filled
 // point and a star where Holm rejects, a dashed line at zero and the axis in
-// percentage points; incomplete rows are listed at the end with their
-// reason.
+// percentage points; a row with a non-conformant job is drawn in orange,
+// its bar dashed and its label marked "(non-conformant)", under a legend
+// saying so; incomplete rows are listed at the end with their reason. A
+// figure that is not finite is an error, and nothing is written.
 func (s *Summary) SVG(w io.Writer) error {
 	type group struct {
 		name string
@@ -52,10 +65,19 @@ func (s *Summary) SVG(w io.Writer) error {
 	}
 
 	lo, hi := 0.0, 0.0
+	nonconformant := 0
 	for _, g := range groups {
 		for _, r := range g.rows {
+			for _, v := range []*float64{r.CILow, r.CIHigh, r.DeltaPP} {
+				if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+					return fmt.Errorf("aggregate: %s %s: its interval is not finite and cannot be plotted", r.Method, r.CellID)
+				}
+			}
 			lo = math.Min(lo, math.Min(*r.CILow, *r.DeltaPP))
 			hi = math.Max(hi, math.Max(*r.CIHigh, *r.DeltaPP))
+			if len(r.Nonconformant) > 0 {
+				nonconformant++
+			}
 		}
 	}
 	step := niceStep(hi - lo)
@@ -64,10 +86,18 @@ func (s *Summary) SVG(w io.Writer) error {
 	if hi-lo < step {
 		lo, hi = lo-step, hi+step
 	}
+	ticks := math.Floor((hi-lo)/step + 0.5)
+	if !(ticks >= 1 && ticks <= maxTicks) {
+		return fmt.Errorf("aggregate: the plot's axis from %g to %g pp cannot be drawn", lo, hi)
+	}
 	x0, x1 := float64(labelWidth), float64(plotWidth-plotRight)
 	xOf := func(v float64) float64 { return x0 + float64((v-lo)/(hi-lo)*(x1-x0)) }
 
-	height := topMargin
+	top := topMargin
+	if nonconformant > 0 {
+		top += legendLine
+	}
+	height := top
 	for _, g := range groups {
 		height += headHeight + rowHeight*len(g.rows)
 	}
@@ -83,44 +113,59 @@ func (s *Summary) SVG(w io.Writer) error {
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotWidth, height, plotWidth, height)
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="12" y="22" font-size="15" font-weight="bold">deployed − baseline per method and cell, with 95%% bootstrap intervals</text>` + "\n")
-	p(`<text x="12" y="40" fill="#555">%d replicates, stratified by seed; filled and starred: rejected by Holm at α = %s within its family</text>`+"\n", s.Replicates, f2(s.Alpha))
+	scheme := "stratified by seed"
+	if s.Resample == ResampleSharedItems {
+		scheme = "the same items for every seed"
+	}
+	p(`<text x="12" y="40" fill="#555">%d replicates, %s; filled and starred: rejected by Holm at α = %s within its family</text>`+"\n", s.Replicates, scheme, f2(s.Alpha))
+	if nonconformant > 0 {
+		p(`<text x="12" y="58" fill="%s">orange, dashed, “(non-conformant)”: %d row(s) with a job outside the protocol (smoke budget, off-grid cell, ...), included on request</text>`+"\n", colourNonconformant, nonconformant)
+	}
 
 	// The grid, the zero line and the axis.
-	for k := 0; float64(k)*step <= hi-lo+step/2; k++ {
+	for k := 0; k <= int(ticks); k++ {
 		v := lo + float64(float64(k)*step)
 		x := xOf(v)
-		p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#e4e4e4"/>`+"\n", f2(x), topMargin, f2(x), plotBottom)
+		p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#e4e4e4"/>`+"\n", f2(x), top, f2(x), plotBottom)
 		p(`<text x="%s" y="%d" text-anchor="middle">%s</text>`+"\n", f2(x), plotBottom+18, tick(v, step))
 	}
-	p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#333" stroke-dasharray="4 3"/>`+"\n", f2(xOf(0)), topMargin, f2(xOf(0)), plotBottom)
+	p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#333" stroke-dasharray="4 3"/>`+"\n", f2(xOf(0)), top, f2(xOf(0)), plotBottom)
 	p(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#333"/>`+"\n", f2(x0), plotBottom, f2(x1), plotBottom)
 	p(`<text x="%s" y="%d" text-anchor="middle">delta (percentage points)</text>`+"\n", f2((x0+x1)/2), plotBottom+40)
 
-	y := topMargin
+	y := top
 	for _, g := range groups {
 		p(`<text x="12" y="%d" font-weight="bold">%s</text>`+"\n", y+headHeight-9, esc(g.name))
 		y += headHeight
 		for _, r := range g.rows {
 			cy := float64(y) + rowHeight/2
 			rej := r.Reject != nil && *r.Reject
+			nc := len(r.Nonconformant) > 0
 			label := r.Method + "  " + r.CellID
 			if rej {
 				label += " *"
 			}
-			p(`<text x="24" y="%s" dominant-baseline="middle">%s</text>`+"\n", f2(cy), esc(label))
-			p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#1f4e9c" stroke-width="2"/>`+"\n", f2(xOf(*r.CILow)), f2(cy), f2(xOf(*r.CIHigh)), f2(cy))
+			colour, labelAttrs, dash, note := colourRow, "", "", ""
+			if nc {
+				label += " (non-conformant)"
+				colour, dash = colourNonconformant, ` stroke-dasharray="5 3"`
+				labelAttrs = ` fill="` + colourNonconformant + `"`
+				note = "; non-conformant: " + strings.Join(r.Nonconformant, "; ")
+			}
+			p(`<text x="24" y="%s" dominant-baseline="middle"%s>%s</text>`+"\n", f2(cy), labelAttrs, esc(label))
+			p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`+"\n", f2(xOf(*r.CILow)), f2(cy), f2(xOf(*r.CIHigh)), f2(cy), colour, dash)
 			fill := "white"
 			if rej {
-				fill = "#1f4e9c"
+				fill = colour
 			}
-			p(`<g><title>%s: %s pp [%s, %s], p = %s, p_holm = %s</title><circle cx="%s" cy="%s" r="%s" fill="%s" stroke="#1f4e9c" stroke-width="1.5"/></g>`+"\n",
-				esc(r.Method+" "+r.CellID), num(r.DeltaPP, 'f', 2), num(r.CILow, 'f', 2), num(r.CIHigh, 'f', 2), num(r.P, 'g', 4), num(r.PHolm, 'g', 4),
-				f2(xOf(*r.DeltaPP)), f2(cy), f2(pointRadius), fill)
+			p(`<g><title>%s: %s pp [%s, %s], p = %s, p_holm = %s%s</title><circle cx="%s" cy="%s" r="%s" fill="%s" stroke="%s" stroke-width="1.5"/></g>`+"\n",
+				esc(r.Method+" "+r.CellID), num(r.DeltaPP, 'f', 2), num(r.CILow, 'f', 2), num(r.CIHigh, 'f', 2), num(r.P, 'g', 4), num(r.PHolm, 'g', 4), esc(note),
+				f2(xOf(*r.DeltaPP)), f2(cy), f2(pointRadius), fill, colour)
 			y += rowHeight
 		}
 	}
 	if len(groups) == 0 {
-		p(`<text x="%s" y="%d" text-anchor="middle" fill="#555">no complete row</text>`+"\n", f2((x0+x1)/2), topMargin+20)
+		p(`<text x="%s" y="%d" text-anchor="middle" fill="#555">no complete row</text>`+"\n", f2((x0+x1)/2), top+20)
 	}
 	if len(incomplete) > 0 {
 		y = plotBottom + axisHeight

@@ -15,8 +15,10 @@ var TableHeader = []string{"family", "method", "cell", "n_seeds", "baseline_mean
 
 // TSV writes the table: the header, then per row its line and one detail
 // line per seed (n_seeds holds "seed K" there, and status the seed's own
-// status, test items and file). Means have 4 decimals, percentage points
-// 2, p-values 4 significant digits; "-" stands for no value.
+// status, test items and file). A row or seed with a non-conformant job
+// says so in its status: "; non-conformant: REASONS". Means have 4
+// decimals, percentage points 2, p-values 4 significant digits; "-" stands
+// for no value.
 func (s *Summary) TSV(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	line := func(cols ...string) {
@@ -33,6 +35,9 @@ func (s *Summary) TSV(w io.Writer) error {
 		if r.Reason != "" {
 			status += ": " + r.Reason
 		}
+		if len(r.Nonconformant) > 0 {
+			status += "; non-conformant: " + strings.Join(r.Nonconformant, "; ")
+		}
 		reject := "-"
 		if r.Reject != nil {
 			reject = map[bool]string{true: "yes", false: "no"}[*r.Reject]
@@ -44,11 +49,16 @@ func (s *Summary) TSV(w io.Writer) error {
 		for _, sd := range r.Seeds {
 			st := sd.Status
 			switch {
-			case sd.Status == "missing":
+			case sd.Status == SeedMissing:
+			case sd.Status == SeedSkipped:
+				st += fmt.Sprintf(" as non-conformant: %s, %s", strings.Join(sd.Nonconformant, "; "), sd.File)
 			case sd.Invalid > 0:
 				st += fmt.Sprintf(": %d of %d test items invalid, %s", sd.Invalid, sd.Items, sd.File)
 			default:
 				st += fmt.Sprintf(": %d test items, %s", sd.Items, sd.File)
+			}
+			if len(sd.Nonconformant) > 0 && sd.Status != SeedSkipped {
+				st += "; non-conformant: " + strings.Join(sd.Nonconformant, "; ")
 			}
 			line(fam, r.Method, r.CellID, "seed "+strconv.Itoa(sd.Seed),
 				num(sd.BaselineMean, 'f', 4), num(sd.DeployedMean, 'f', 4), num(sd.DeltaPP, 'f', 2),
