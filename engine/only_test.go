@@ -33,6 +33,17 @@ stage "command" "c" {
 }
 `
 
+// A prerequisite whose run failed is not said to have "not run".
+func TestOnlyNamesAFailedPrerequisiteAsNotCached(t *testing.T) {
+	w := newWorkspace(t, strings.Replace(onlyPipeline, `"cat in.txt > a.txt"`, `"exit 3"`, 1))
+	w.Write("in.txt", "x")
+	res := w.apply(ApplyOptions{})
+	require.Equal(t, 1, res.res.Failed, res.out)
+	_, refused := w.onlyPlan("stage.c")
+	assert.Contains(t, refused, "they need stage.a (it writes a.txt), which is not in the cache (it has not run, or it failed)")
+	assert.NotContains(t, refused, "has not run:")
+}
+
 // onlyPlan plans with --only; it returns the refusals' text, "" for none.
 func (w *workspace) onlyPlan(targets ...string) (*plan.Plan, string) {
 	w.T.Helper()
@@ -59,7 +70,7 @@ func TestOnlyRunsTheTargetsAlone(t *testing.T) {
 	w := newWorkspace(t, onlyPipeline)
 	w.Write("in.txt", "x")
 	_, refused := w.onlyPlan("stage.c")
-	assert.Contains(t, refused, "they need stage.a (it writes a.txt), which has not run")
+	assert.Contains(t, refused, "they need stage.a (it writes a.txt), which is not in the cache (it has not run, or it failed)")
 	assert.Contains(t, refused, "they need stage.b (it writes b.txt)")
 	assert.NotContains(t, refused, "need stage.c")
 

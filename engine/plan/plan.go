@@ -327,7 +327,9 @@ func (p *Plan) onlyRefusals(targets map[int]bool) hcl.Diagnostics {
 		if pn.Skipped || targets[pn.Node.ID] || pn.Action == ActCached {
 			continue
 		}
-		why := "has not run"
+		// No record: it has not run, or no run of it succeeded (a failure
+		// leaves none).
+		why := "is not in the cache (it has not run, or it failed)"
 		if len(pn.Reasons) > 0 && !(len(pn.Reasons) == 1 && pn.Reasons[0] == "new") {
 			why = "would run (" + strings.Join(pn.Reasons, "; ") + ")"
 		}
