@@ -540,3 +540,23 @@ func TestTourShowMatchesTheCurrentConfiguration(t *testing.T) {
 	assert.Contains(t, r.stdout, "# no record matches the current configuration: no pipeline in this workspace to match it against; the last record committed follows")
 	assert.Equal(t, [][]string{{`"lines": 2000`, "2000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
 }
+
+// Every repository file the README names in backquotes exists, and the
+// aggregation's random stream is the one the code uses.
+func TestReadmeNamesFilesThatExist(t *testing.T) {
+	readme := readDoc(t, "../README.md")
+	named := regexp.MustCompile("`((?:pipelines|docs|scripts|testdata|bench|cmd|stages|engine)/[A-Za-z0-9_./-]+\\.(?:hcl|md|sh|py|go))`").FindAllStringSubmatch(readme, -1)
+	require.NotEmpty(t, named)
+	for _, m := range named {
+		if strings.Contains(m[1], "/out/") {
+			continue // what a command writes
+		}
+		assert.FileExists(t, filepath.Join("..", m[1]), "README names %s", m[1])
+	}
+	code, err := os.ReadFile("../stages/aggregate/stats.go")
+	require.NoError(t, err)
+	require.Contains(t, string(code), "Xoshiro is xoshiro256++")
+	text := prose(t, "../README.md")
+	assert.Contains(t, text, "its random stream is xoshiro256++")
+	assert.NotContains(t, text, "PCG")
+}
