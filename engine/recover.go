@@ -39,28 +39,13 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 	}
 	// Oldest first, so a later run's events override an earlier one's.
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
-	last := map[string]runlog.Entry{}
-	lastRun := map[string]string{}
 	var lockLeft map[string]map[int]bool
 	for _, r := range runs {
 		// Leftovers of every dead run of this cache are reaped: they may
 		// hold node locks other pipelines need. Interruptions are this
 		// pipeline's only.
-		mine := r.Pipeline == a.pipeline
 		dead := r.State == "interrupted"
-		open := map[string]runlog.Entry{}
-		for _, e := range r.Entries {
-			switch e.T {
-			case runlog.Started:
-				open[e.Node] = e
-			case runlog.Finished, runlog.Failed, runlog.Cached, runlog.Skipped:
-				delete(open, e.Node)
-			}
-			if mine && e.Node != "" && e.T != runlog.Planned && e.T != runlog.Lease {
-				last[e.Node] = e
-				lastRun[e.Node] = r.ID
-			}
-		}
+		open := openNodes(r)
 		if dead {
 			marker := filepath.Join(r.Dir, "reaped")
 			if _, err := os.Stat(marker); err != nil {
@@ -93,25 +78,12 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o666)
 			}
 		}
-		if dead && mine {
-			for addr := range open {
-				last[addr] = runlog.Entry{T: "interrupted", Node: addr, Time: r.Start}
-				lastRun[addr] = r.ID
-			}
-		}
 	}
 	if n := len(lockLeft[""]); n > 0 {
 		// Leftovers that lost their CAIRN_RUN_ID: no run to name.
 		a.printf("cairn: killed %d process(es) left holding node locks by runs that are gone\n", n)
 	}
-	out := map[string]interruptedNode{}
-	for addr, e := range last {
-		// Killed while it ran, or stopped by an interrupt (Ctrl-C,
-		// SIGTERM): either way its work was cut short.
-		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == dsl.ClassInterrupted {
-			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
-		}
-	}
+	out := interruptedIn(runs, a.pipeline)
 	if len(out) > 0 && !a.opts.JSON {
 		var addrs []string
 		for addr := range out {
@@ -167,20 +139,73 @@ func (a *applier) executorNamed(name string) executor.Executor {
 	return nil
 }
 
+// openNodes are the nodes of run r started and not ended, by address.
+func openNodes(r *runlog.RunInfo) map[string]runlog.Entry {
+	open := map[string]runlog.Entry{}
+	for _, e := range r.Entries {
+		switch e.T {
+		case runlog.Started:
+			open[e.Node] = e
+		case runlog.Finished, runlog.Failed, runlog.Cached, runlog.Skipped:
+			delete(open, e.Node)
+		}
+	}
+	return open
+}
+
+// interruptedIn is, per address of pipeline, the nodes whose last event in
+// runs (oldest first) is an interruption: killed while they ran (in a run
+// that died), or stopped by an interrupt (Ctrl-C, SIGTERM). Either way
+// their work was cut short.
+func interruptedIn(runs []*runlog.RunInfo, pipeline string) map[string]interruptedNode {
+	last := map[string]runlog.Entry{}
+	lastRun := map[string]string{}
+	for _, r := range runs {
+		if r.Pipeline != pipeline {
+			continue
+		}
+		for _, e := range r.Entries {
+			if e.Node != "" && e.T != runlog.Planned && e.T != runlog.Lease {
+				last[e.Node] = e
+				lastRun[e.Node] = r.ID
+			}
+		}
+		if r.State == "interrupted" {
+			for addr := range openNodes(r) {
+				last[addr] = runlog.Entry{T: "interrupted", Node: addr, Time: r.Start}
+				lastRun[addr] = r.ID
+			}
+		}
+	}
+	out := map[string]interruptedNode{}
+	for addr, e := range last {
+		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == dsl.ClassInterrupted {
+			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
+		}
+	}
+	return out
+}
+
+// refusedAsInterrupted is the interruption for which apply refuses to run
+// pn: its stage declares on_interrupt = "fail", an earlier run left it
+// interrupted, and it is neither cached nor replaced (--replace).
+func refusedAsInterrupted(pn *plan.PlannedNode, in map[string]interruptedNode, replaced bool) (interruptedNode, bool) {
+	if pn.Skipped || pn.Node.Stage.OnInterrupt != "fail" || replaced || pn.Action == plan.ActCached {
+		return interruptedNode{}, false
+	}
+	it, ok := in[pn.Node.Addr]
+	return it, ok
+}
+
 // checkInterrupted refuses to rerun, silently, nodes of stages that
 // declare on_interrupt = "fail" and were interrupted: the user must ask
 // with --replace.
 func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 	var refuse []string
 	for _, pn := range a.opts.Plan.Nodes {
-		if pn.Skipped || pn.Node.Stage.OnInterrupt != "fail" {
-			continue
+		if it, ok := refusedAsInterrupted(pn, in, a.opts.Replace[pn.Node.Addr]); ok {
+			refuse = append(refuse, fmt.Sprintf("%s (interrupted in run %s)", pn.Node.Addr, it.RunID))
 		}
-		it, ok := in[pn.Node.Addr]
-		if !ok || a.opts.Replace[pn.Node.Addr] || pn.Action == plan.ActCached {
-			continue
-		}
-		refuse = append(refuse, fmt.Sprintf("%s (interrupted in run %s)", pn.Node.Addr, it.RunID))
 	}
 	if len(refuse) == 0 {
 		return nil
@@ -193,6 +218,30 @@ func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 	}
 	return fmt.Errorf("%w: %s declares on_interrupt = \"fail\": an interrupted node is never restarted silently.\nInterrupted: %s\nTo run it again from the start, pass %s",
 		ErrRefused, "its stage", strings.Join(refuse, ", "), strings.Join(flags, " "))
+}
+
+// NoteRefusals marks, in a plan to be shown, the nodes apply would refuse
+// to start (PlannedNode.Refusal): those of stages declaring on_interrupt
+// = "fail" that an earlier run of the cache at cacheDir left interrupted,
+// unless cached or replaced. It only reads the journals: nothing is
+// reaped.
+func NoteRefusals(p *plan.Plan, cacheDir string) error {
+	runs, err := runlog.Unfinished(cacheDir)
+	if err != nil {
+		return fmt.Errorf("reading earlier runs: %w", err)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
+	in := interruptedIn(runs, p.Pipeline)
+	if len(in) == 0 {
+		return nil
+	}
+	for _, pn := range p.Nodes {
+		replaced := slices.ContainsFunc(pn.Reasons, func(r string) bool { return strings.HasPrefix(r, "replace requested") })
+		if it, ok := refusedAsInterrupted(pn, in, replaced); ok {
+			pn.Refusal = fmt.Sprintf("interrupted in run %s, and its stage declares on_interrupt = \"fail\": apply refuses to restart it silently (--replace '%s' runs it again from the start)", it.RunID, pn.Node.Addr)
+		}
+	}
+	return nil
 }
 
 // checkGPUNeeds refuses nodes that ask for more GPUs than the machine has,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 )
@@ -157,6 +158,8 @@ func (a *app) planCmd() *cobra.Command {
              unless that key is cached
   = cached   the node's result is in the cache
   - skipped  an upstream fails (a cached result failing its postcondition)
+  ! refused  apply would refuse to start it: it was interrupted, and its
+             stage declares on_interrupt = "fail" (--replace runs it again)
 
 --out FILE saves the plan; 'cairn apply FILE' runs exactly that plan, or
 refuses (exit 2) naming what changed since: a node added or removed, the
@@ -174,6 +177,9 @@ pipeline's name, a key or an action.`,
 				return err
 			}
 			defer cache.Close()
+			if err := engine.NoteRefusals(p, cache.Dir); err != nil {
+				fmt.Fprintf(a.stderr, "warning: %s\n", err)
+			}
 			out = a.path(out)
 			if out != "" {
 				if err := plan.Save(out, p, pipelineArgs(args), a.vars); err != nil {

@@ -284,6 +284,14 @@ stage "command" "other" {
 			assert.Contains(t, res.stderr, `on_interrupt = "fail"`)
 			assert.Contains(t, res.stderr, "--replace 'stage.optimize'")
 			assert.Equal(t, 0, w.countLines("counts/optimize"), "refused, yet it ran")
+			// plan says so too, not "run: new".
+			res = w.run(nil, "plan")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Regexp(t, `! stage\.optimize\s+refused: interrupted in run \S+, and its stage declares on_interrupt = "fail": apply refuses to restart it silently \(--replace 'stage\.optimize' runs it again from the start\)`, res.stdout)
+			assert.NotContains(t, res.stdout, "new")
+			res = w.run(nil, "plan", "--replace", "stage.optimize")
+			require.Equal(t, 0, res.code, res.String())
+			assert.NotContains(t, res.stdout, "refused")
 			// Refused again: a refusal does not clear the interruption.
 			res = w.apply()
 			require.Equal(t, 1, res.code, res.String())

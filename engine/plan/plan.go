@@ -47,6 +47,10 @@ type PlannedNode struct {
 	Spec     *stages.Node
 	// Skipped is set for nodes outside --target's closure: not run.
 	Skipped bool
+	// Refusal says why apply would refuse to start the node (an
+	// interrupted node that must not be restarted silently); "" when it
+	// would not. Set by engine.NoteRefusals, for showing the plan.
+	Refusal string
 	// fails is the message of a cached node's failing postcondition:
 	// apply restores it, then fails it.
 	fails string
@@ -752,7 +756,11 @@ func (p *Plan) Render(w io.Writer) error {
 		case pn.Changed:
 			sym = "~"
 		}
-		WriteLine(bw, sym, width, pn.Node.Addr, what, pn.Reasons)
+		reasons := pn.Reasons
+		if pn.Refusal != "" {
+			sym, what, reasons = "!", "refused", []string{pn.Refusal}
+		}
+		WriteLine(bw, sym, width, pn.Node.Addr, what, reasons)
 	}
 	WriteFooter(bw, p.Counts(), p.Excluded)
 	return bw.Flush()
@@ -823,6 +831,8 @@ type NodeJSON struct {
 	Changed bool     `json:"changed,omitempty"`
 	Key     string   `json:"key,omitempty"`
 	Reasons []string `json:"reasons,omitempty"`
+	// Refused says why apply would refuse to start the node.
+	Refused string   `json:"refused,omitempty"`
 	Deps    []string `json:"deps,omitempty"`
 }
 
@@ -835,7 +845,7 @@ func (p *Plan) JSON() *JSON {
 		}
 		j := NodeJSON{
 			Address: pn.Node.Addr, Stage: pn.Node.Stage.Name, Kind: pn.Node.Stage.Kind,
-			Action: pn.Action, Changed: pn.Changed, Key: pn.Key, Reasons: pn.Reasons,
+			Action: pn.Action, Changed: pn.Changed, Key: pn.Key, Reasons: pn.Reasons, Refused: pn.Refusal,
 		}
 		for _, d := range pn.Node.Deps {
 			j.Deps = append(j.Deps, p.Graph.Nodes[d].Addr)
