@@ -16,7 +16,7 @@ export CGO_CFLAGS
 # failure as the recipe's.
 SHELL := /bin/bash
 
-.PHONY: all build sim test test-short vet cross fmt fmt-check bench crosscheck fuzz demo demo-optimizer demo-decision gpu-check clean
+.PHONY: all build sim test test-short vet cross fmt fmt-check bench crosscheck fuzz fuzz-short demo demo-optimizer demo-decision gpu-check clean
 
 all: build
 
@@ -73,14 +73,31 @@ fmt-check:
 bench: build
 	bash bench/run.sh
 
+# Every fuzzer for FUZZTIME each, one after the other. A failing fuzzer does
+# not stop the others: each one's result is listed at the end, and the
+# status is non-zero when any failed (a failing input is written under the
+# package's testdata/fuzz, where go test then runs it as a test).
+FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
+	./engine:FuzzReadMemo ./engine/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse
+
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine/plan
-	$(GO) test -run '^$$' -fuzz '^FuzzParseInPieces$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl
-	$(GO) test -run '^$$' -fuzz '^FuzzFastParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl
-	$(GO) test -run '^$$' -fuzz '^FuzzReadMemo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine
-	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./engine/wal
-	$(GO) test -run '^$$' -fuzz '^FuzzNodeAddr$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl/addrs
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./dsl/addrs
+	@failed=0; summary=""; \
+	for f in $(FUZZERS); do \
+		pkg=$${f%%:*}; name=$${f##*:}; \
+		echo "== $$name ($$pkg), $(FUZZTIME)"; \
+		if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; then \
+			summary="$$summary"$$'\n'"  ok      $$name ($$pkg)"; \
+		else \
+			failed=$$((failed+1)); summary="$$summary"$$'\n'"  FAILED  $$name ($$pkg)"; \
+		fi; \
+	done; \
+	echo "== fuzzers, $(FUZZTIME) each:$$summary"; \
+	if [ $$failed -gt 0 ]; then echo "$$failed fuzzer(s) failed"; exit 1; fi; \
+	echo "all fuzzers passed"
+
+# A short run of every fuzzer, for CI.
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 demo: build sim
 	bash pipelines/demo.sh

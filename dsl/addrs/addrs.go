@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
@@ -166,21 +167,26 @@ func fileNameByte(c byte) bool {
 // ValidIdentifier reports whether s is an identifier of the native syntax
 // (hclsyntax.ValidIdentifier), without the Unicode scan for the ASCII
 // names nearly every pipeline uses: a letter or '_', then letters,
-// digits, '_' and '-'.
+// digits, '_' and '-'. A name with other characters must be valid UTF-8,
+// and its ASCII characters must be of those: the syntax's scanner takes
+// some invalid UTF-8 together with the bytes after it as one identifier
+// ("\xe90[" among them), and a stage name with a '[' in it would not
+// parse back from its address.
 func ValidIdentifier(s string) bool {
 	if s == "" {
 		return false
 	}
+	ascii := true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= 0x80:
-			return hclsyntax.ValidIdentifier(s)
+			ascii = false
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
 		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
 		default:
 			return false
 		}
 	}
-	return true
+	return ascii || utf8.ValidString(s) && hclsyntax.ValidIdentifier(s)
 }

@@ -230,6 +230,13 @@ func TestValidIdentifierIsTheSyntaxs(t *testing.T) {
 	} {
 		assert.Equal(t, hclsyntax.ValidIdentifier(s), ValidIdentifier(s), "%q", s)
 	}
+	// The syntax's scanner takes these for identifiers; their addresses
+	// would not parse back (FuzzNodeAddr found the first).
+	for _, s := range []string{"\xe90[", "\xe9\xff", "a\xe9", "\xe9a[\"x\"]"} {
+		assert.False(t, ValidIdentifier(s), "%q", s)
+		n := Stage(s)
+		assert.False(t, n.Valid(), "%q", s)
+	}
 	for c := 0; c < 0x80; c++ {
 		for _, s := range []string{string(rune(c)), "a" + string(rune(c)), "_" + string(rune(c)) + "b"} {
 			assert.Equal(t, hclsyntax.ValidIdentifier(s), ValidIdentifier(s), "%q", s)
