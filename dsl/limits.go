@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"reflect"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -45,7 +46,15 @@ func CheckNesting(src []byte, filename string) hcl.Diagnostics {
 
 // checkNestingTokens is CheckNesting on the lexer's tokens.
 func checkNestingTokens(src []byte, filename string) hcl.Diagnostics {
-	_, over := tokenNesting(src, filename, MaxNesting)
+	_, over, invalid := tokenNesting(src, filename, MaxNesting)
+	if invalid != nil {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid character encoding",
+			Detail:   "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is selected in your editor.",
+			Subject:  invalid,
+		}}
+	}
 	if over == nil {
 		return nil
 	}
@@ -58,54 +67,101 @@ func checkNestingTokens(src []byte, filename string) hcl.Diagnostics {
 	}}
 }
 
+// nestingWindow is about how many bytes of a file tokenNesting lexes at a
+// time: memory for the tokens of that many, not of the whole file.
+var nestingWindow = 8 << 10
+
 // tokenNesting returns the deepest nesting of src's tokens and the first
-// token nested deeper than limit (nil if none), where it stops.
-func tokenNesting(src []byte, filename string, limit int) (most int, over *hcl.Range) {
-	toks, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
+// token nested deeper than limit (nil if none), where it stops. It lexes
+// src a window at a time, cut where the byte scan knows the lexer starts
+// afresh (scanNesting's lexCut), and stops lexing at the first window
+// that holds a token too deep: a huge file with an error near its start
+// costs the memory of the start only. Past where the byte scan gives up
+// (a heredoc, a block comment), the rest is lexed at once.
+//
+// The byte scan does not know how the lexer reads invalid UTF-8, which
+// no pipeline file may hold: only the bytes before the first invalid
+// sequence are checked, and when none of them is too deep, invalid is
+// where that sequence starts.
+func tokenNesting(src []byte, filename string, limit int) (most int, over, invalid *hcl.Range) {
+	valid := len(src)
+	if !utf8.Valid(src) {
+		valid = invalidUTF8At(src)
+	}
 	type level struct {
 		open hclsyntax.TokenType
 		ops  int
 	}
 	stack := []level{{}}
 	depth := 0 // len(stack)-1 plus the ops of every level
-	for _, t := range toks {
-		top := &stack[len(stack)-1]
-		switch t.Type {
-		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
-			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl,
-			hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
-			stack = append(stack, level{open: t.Type})
-			depth++
-		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
-			hclsyntax.TokenTemplateSeqEnd, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
-			if len(stack) > 1 {
-				depth -= 1 + top.ops
-				stack = stack[:len(stack)-1]
-			}
-		case hclsyntax.TokenComma:
-			depth -= top.ops
-			top.ops = 0
-		case hclsyntax.TokenNewline:
-			// A newline ends an expression in a body or an object, not
-			// inside parentheses or a list.
-			if top.open == 0 || top.open == hclsyntax.TokenOBrace {
+	start, pos := 0, hcl.InitialPos
+	// lex counts the tokens of src[start:end] and moves start to end; it
+	// reports whether no token was too deep.
+	lex := func(end int) bool {
+		toks, _ := hclsyntax.LexConfig(src[start:end], filename, pos)
+		start, pos = end, toks[len(toks)-1].Range.Start // the end of file
+		for _, t := range toks {
+			top := &stack[len(stack)-1]
+			switch t.Type {
+			case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
+				hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl,
+				hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc:
+				stack = append(stack, level{open: t.Type})
+				depth++
+			case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen,
+				hclsyntax.TokenTemplateSeqEnd, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc:
+				if len(stack) > 1 {
+					depth -= 1 + top.ops
+					stack = stack[:len(stack)-1]
+				}
+			case hclsyntax.TokenComma:
 				depth -= top.ops
 				top.ops = 0
+			case hclsyntax.TokenNewline:
+				// A newline ends an expression in a body or an object, not
+				// inside parentheses or a list.
+				if top.open == 0 || top.open == hclsyntax.TokenOBrace {
+					depth -= top.ops
+					top.ops = 0
+				}
+			case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash,
+				hclsyntax.TokenPercent, hclsyntax.TokenAnd, hclsyntax.TokenOr, hclsyntax.TokenBang,
+				hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan,
+				hclsyntax.TokenLessThanEq, hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq,
+				hclsyntax.TokenQuestion:
+				top.ops++
+				depth++
 			}
-		case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash,
-			hclsyntax.TokenPercent, hclsyntax.TokenAnd, hclsyntax.TokenOr, hclsyntax.TokenBang,
-			hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan,
-			hclsyntax.TokenLessThanEq, hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq,
-			hclsyntax.TokenQuestion:
-			top.ops++
-			depth++
+			most = max(most, depth)
+			if depth > limit {
+				over = t.Range.Ptr()
+				return false
+			}
 		}
-		most = max(most, depth)
-		if depth > limit {
-			return most, t.Range.Ptr()
-		}
+		return true
 	}
-	return most, nil
+	scanNesting(src[:valid], nil, func(i int) bool {
+		return i-start < nestingWindow || lex(i)
+	})
+	if over == nil && lex(valid) && valid < len(src) {
+		end := pos
+		end.Byte++
+		end.Column++
+		invalid = &hcl.Range{Filename: filename, Start: pos, End: end}
+	}
+	return most, over, invalid
+}
+
+// invalidUTF8At is the offset of the first invalid UTF-8 sequence in src.
+func invalidUTF8At(src []byte) int {
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(src)
 }
 
 // iterBudget counts the for-expression elements left to one evaluation.

@@ -12,7 +12,7 @@ import "unicode/utf8"
 // "$" or a newline where they are unusual, unbalanced brackets); the
 // caller then lexes.
 func nestingBound(src []byte) (bound int, ok bool) {
-	return scanNesting(src, nil)
+	return scanNesting(src, nil, nil)
 }
 
 // pieceCuts returns where src can be cut into pieces that parse on their
@@ -31,7 +31,7 @@ func pieceCuts(src []byte) (root, inner []int, ok bool) {
 		} else {
 			root = append(root, i+1)
 		}
-	})
+	}, nil)
 	return root, inner, ok
 }
 
@@ -39,7 +39,14 @@ func pieceCuts(src []byte) (root, inner []int, ok bool) {
 // called with the offset of every newline that ends a line at the top
 // level of the file (inBlock false) or directly inside a top-level brace
 // (inBlock true).
-func scanNesting(src []byte, cut func(i int, inBlock bool)) (bound int, ok bool) {
+//
+// lexCut, when set, is called with the offset just past every '[', '(',
+// ',' and newline outside strings, templates and comments, where the
+// three bytes before are ASCII (an invalid UTF-8 sequence may take the
+// bytes after it into one token): the lexer, started there afresh, makes
+// the tokens it makes of the whole file from there on. The scan stops,
+// with ok true, when lexCut returns false.
+func scanNesting(src []byte, cut func(i int, inBlock bool), lexCut func(i int) bool) (bound int, ok bool) {
 	const (
 		root = iota
 		brace
@@ -54,14 +61,33 @@ func scanNesting(src []byte, cut func(i int, inBlock bool)) (bound int, ok bool)
 	}
 	stack := make([]level, 1, 16)
 	depth, most := 0, 0
+	templates := 0 // quote and interp levels on the stack
 	push := func(open byte) {
 		stack = append(stack, level{open: open})
 		depth++
 		most = max(most, depth)
+		if open >= quote {
+			templates++
+		}
 	}
 	pop := func() {
 		depth -= 1 + stack[len(stack)-1].ops
+		if stack[len(stack)-1].open >= quote {
+			templates--
+		}
 		stack = stack[:len(stack)-1]
+	}
+	// lexable reports whether the lexer may start afresh just past i.
+	lexable := func(i int) bool {
+		if lexCut == nil || templates > 0 {
+			return false
+		}
+		for j := max(0, i-3); j < i; j++ {
+			if src[j] >= 0x80 {
+				return false
+			}
+		}
+		return true
 	}
 	// atCut reports the newline at i, if it is one, where a piece may end.
 	atCut := func(i int) {
@@ -121,8 +147,14 @@ func scanNesting(src []byte, cut func(i int, inBlock bool)) (bound int, ok bool)
 			push(brace)
 		case '[':
 			push(brack)
+			if lexable(i) && !lexCut(i+1) {
+				return max(most, depth), true
+			}
 		case '(':
 			push(paren)
+			if lexable(i) && !lexCut(i+1) {
+				return max(most, depth), true
+			}
 		case '}':
 			if len(stack) > 1 {
 				if top.open != brace && top.open != interp {
@@ -149,12 +181,18 @@ func scanNesting(src []byte, cut func(i int, inBlock bool)) (bound int, ok bool)
 		case ',':
 			depth -= top.ops
 			top.ops = 0
+			if lexable(i) && !lexCut(i+1) {
+				return most, true
+			}
 		case '\n':
 			if top.open == root || top.open == brace {
 				depth -= top.ops
 				top.ops = 0
 			}
 			atCut(i)
+			if lexable(i) && !lexCut(i+1) {
+				return most, true
+			}
 		case '<':
 			if i+1 < len(src) && src[i+1] == '<' {
 				return 0, false // a heredoc

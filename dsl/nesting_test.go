@@ -5,9 +5,11 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -88,7 +90,7 @@ func TestNestingBoundAgreesWithTokens(t *testing.T) {
 			passed++
 		}
 		// The bound is a bound: never below the tokens' depth.
-		most, _ := tokenNesting(src, "x.hcl", math.MaxInt)
+		most, _, _ := tokenNesting(src, "x.hcl", math.MaxInt)
 		if bound, ok := nestingBound(src); ok {
 			require.GreaterOrEqual(t, bound, most, "%s", src)
 			bounded++
@@ -129,4 +131,91 @@ func TestNestingBoundTakesOrdinaryFiles(t *testing.T) {
 	bound, ok := nestingBound([]byte(strings.Repeat(string(src), 1000)))
 	assert.True(t, ok)
 	assert.LessOrEqual(t, bound, 8)
+}
+
+// Lexed a window at a time, a file nests as it does lexed at once: over
+// nested expressions, pipeline files and random soups of the bytes that
+// open, close and hide levels (strings, comments, heredocs, non-ASCII and
+// invalid UTF-8), with a window of one byte (a cut at every place the byte
+// scan offers) against one window for the whole file.
+func TestTokenNestingInWindowsIsTheWholeFiles(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	var srcs [][]byte
+	for i := 0; i < 200; i++ {
+		var b strings.Builder
+		b.WriteString("x = ")
+		nestedExpr(rng, &b, MaxNesting/2+rng.Intn(MaxNesting/2+20))
+		b.WriteString("\n")
+		srcs = append(srcs, []byte(b.String()))
+	}
+	files, _ := filepath.Glob("../testdata/valid/*.hcl")
+	invalid, _ := filepath.Glob("../testdata/invalid/*.hcl")
+	for _, f := range append(files, invalid...) {
+		if src, err := os.ReadFile(f); err == nil {
+			srcs = append(srcs, src)
+		}
+	}
+	pieces := []string{"[", "]", "(", ")", "{", "}", ",", "\n", "\r\n", " ", "\"", "${", "%{", "$${", "\\\"", "#", "//", "/*", "*/",
+		"<<EOT\n", "EOT\n", "+", "-", "==", "!", "?", ":", "a", "1", "é", "\u0301", "\xe9", "\xe90", "\xff", "\t"}
+	for i := 0; i < 3000; i++ {
+		var b strings.Builder
+		for n := rng.Intn(300); n > 0; n-- {
+			if rng.Intn(3) == 0 {
+				b.WriteString(strings.Repeat("[", rng.Intn(2*MaxNesting)))
+			}
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		srcs = append(srcs, []byte(b.String()))
+	}
+	defer func(w int) { nestingWindow = w }(nestingWindow)
+	cut := 0
+	for _, src := range srcs {
+		nestingWindow = math.MaxInt
+		wantMost, wantOver, wantInvalid := tokenNesting(src, "x.hcl", MaxNesting)
+		nestingWindow = 1
+		scanNesting(src, nil, func(int) bool { cut++; return true })
+		gotMost, gotOver, gotInvalid := tokenNesting(src, "x.hcl", MaxNesting)
+		require.Equal(t, wantOver, gotOver, "%q", src)
+		require.Equal(t, wantMost, gotMost, "%q", src)
+		require.Equal(t, wantInvalid, gotInvalid, "%q", src)
+	}
+	assert.Greater(t, cut, 100000, "the byte scan offered few cuts: the windows were not tested")
+}
+
+// Refusing a 5 MB file of lists nested 300 deep, too deep at line 2, takes
+// the memory of about a window, not of the file's tokens (it took 2 GB).
+func TestNestingCheckMemoryIsBoundedOnHugeFiles(t *testing.T) {
+	line := "  x = " + strings.Repeat("[", 300) + "1" + strings.Repeat("]", 300) + "\n"
+	src := []byte("locals {\n" + strings.Repeat(line, 5<<20/len(line)) + "}\n")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d := CheckNesting(src, "deep.hcl")
+	runtime.ReadMemStats(&after)
+	require.True(t, d.HasErrors())
+	assert.Equal(t, 2, d[0].Subject.Start.Line)
+	assert.Equal(t, MaxNesting+6, d[0].Subject.Start.Column)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d MB file: %d KB allocated", len(src)>>20, alloc>>10)
+	assert.Less(t, alloc, uint64(8<<20), "allocated %d MB to refuse a %d MB file", alloc>>20, len(src)>>20)
+
+	// Through the loader, as cairn validate reads it.
+	runtime.ReadMemStats(&before)
+	cfg, diags := NewLoader(nil).ParseSource(src, "deep.hcl")
+	runtime.ReadMemStats(&after)
+	assert.Nil(t, cfg)
+	require.True(t, diags.HasErrors())
+	alloc = after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, alloc, uint64(8<<20), "the loader allocated %d MB to refuse a %d MB file", alloc>>20, len(src)>>20)
+
+	// Invalid UTF-8 before the first level too deep: the file is refused
+	// for its encoding, where the invalid byte is, in as little memory.
+	bad := append([]byte("locals {\n  y = \"a\xffb\"\n"), src[len("locals {\n"):]...)
+	runtime.ReadMemStats(&before)
+	d = CheckNesting(bad, "deep.hcl")
+	runtime.ReadMemStats(&after)
+	require.True(t, d.HasErrors())
+	assert.Equal(t, "Invalid character encoding", d[0].Summary)
+	assert.Equal(t, hcl.Pos{Line: 2, Column: 9, Byte: 17}, d[0].Subject.Start)
+	alloc = after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, alloc, uint64(8<<20), "allocated %d MB to refuse a %d MB file", alloc>>20, len(bad)>>20)
 }
