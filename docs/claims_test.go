@@ -211,6 +211,33 @@ func TestPlanAfterGCSaysGone(t *testing.T) {
 	assert.Contains(t, readDoc(t, "language.md"), "`"+gone+"`")
 }
 
+// A workspace that cannot take a cached output fails its node with the
+// path and what to do, and the record stays for the other workspaces, as
+// durability.md says.
+func TestWorkspaceRestoreFailureDoesNotEvict(t *testing.T) {
+	cache := t.TempDir()
+	a, b := t.TempDir(), t.TempDir()
+	p := map[string]string{"pipeline.hcl": `stage "command" "a" {
+  run     = ["sh", "-c", "mkdir -p d && echo a > d/small.txt"]
+  outputs = ["d/small.txt"]
+}
+`}
+	write(t, a, p)
+	write(t, b, p)
+	ok(t, a, nil, "--cache", cache, "apply")
+	require.NoError(t, os.MkdirAll(filepath.Join(b, "d", "small.txt", "x"), 0o755))
+	r := cairn(t, b, nil, "--cache", cache, "apply")
+	assert.Equal(t, 1, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "stage.a failed (result)")
+	const said = "d/small.txt is a folder: remove it, or move it aside, and apply again"
+	assert.Contains(t, r.stdout, filepath.Join(b, said))
+	r = ok(t, a, []string{"CAIRN_NO_MEMO=1"}, "--cache", cache, "plan")
+	assert.Contains(t, r.stdout, "= stage.a  cached")
+	doc := prose(t, "durability.md")
+	assert.Contains(t, doc, "the record is not evicted and other workspaces keep their hit")
+	assert.Contains(t, doc, said)
+}
+
 // A damaged index record is skipped with a warning by plan and by an apply
 // that takes everything from the cache, not only by the next commit.
 func TestDamagedIndexRecordWarns(t *testing.T) {

@@ -793,7 +793,8 @@ func (a *applier) takeCachedIfDone(ns *nodeState) bool {
 
 // takeCached finishes a node from its cache record: outputs restored and
 // verified, postconditions evaluated. A damaged entry is evicted and the
-// node runs instead (returns false).
+// node runs instead (returns false); when the workspace keeps an output
+// from being written, the node fails and the record stays.
 func (a *applier) takeCached(ns *nodeState) bool {
 	rec, ok := a.cache.Lookup(ns.key)
 	if !ok {
@@ -809,8 +810,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		return false
 	}
 	if err := a.restoreOutputs(rec); err != nil {
-		var le *restoreLinkError
-		if errors.As(err, &le) {
+		if !restoreDamaged(err) {
 			// The record is good: another workspace may restore it.
 			a.fail(ns, dsl.ClassResult, err.Error())
 			return true

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/cas"
@@ -295,12 +296,47 @@ func (e *restoreLinkError) Error() string {
 	return fmt.Sprintf("the cached output %s is not restored: %s, and cairn never writes through a link; make %s a real folder, or remove it, before this stage", e.output, e.err, e.err.Path)
 }
 
+// restoreWorkspaceError reports a cached output that cannot be written
+// into the workspace (a folder where the file goes, a folder cairn may not
+// write in, one removed meanwhile): the node fails with class "result" and
+// the record, which is intact, stays in the cache for every workspace.
+type restoreWorkspaceError struct {
+	output string // as declared
+	path   string // in the workspace
+	err    error
+}
+
+func (e *restoreWorkspaceError) Error() string {
+	what := "fix what keeps cairn from writing it, and apply again"
+	var pe *fs.PathError
+	inWorkspace := errors.As(e.err, &pe) && strings.HasPrefix(pe.Path, filepath.Dir(e.path))
+	if fi, err := os.Lstat(e.path); err == nil && fi.IsDir() {
+		what = fmt.Sprintf("%s is a folder: remove it, or move it aside, and apply again", e.path)
+	} else if inWorkspace && errors.Is(e.err, fs.ErrPermission) {
+		what = fmt.Sprintf("cairn may not write in %s: make it writable, and apply again", filepath.Dir(e.path))
+	} else if inWorkspace && errors.Is(e.err, fs.ErrNotExist) {
+		what = fmt.Sprintf("the folder %s went away while cairn restored into it: apply again", filepath.Dir(e.path))
+	}
+	return fmt.Sprintf("the cached output %s is not restored to %s: %v; the cache keeps its record, which other workspaces still use; %s", e.output, e.path, e.err, what)
+}
+
+func (e *restoreWorkspaceError) Unwrap() error { return e.err }
+
+// restoreDamaged reports whether a restore failed because of the cache's
+// copy (a blob or inline bytes that do not hash to their digest, a blob
+// that is gone), rather than the workspace.
+func restoreDamaged(err error) bool {
+	return errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrNotFound)
+}
+
 // restoreOutputs puts a cached node's outputs in the workspace: files
 // whose content already matches are left alone; the rest are copied from
 // the blob store and verified. Every folder on the way to a file it
 // writes is opened without following symlinks (nofollow.OpenDir), and all
 // of them are checked before anything is written: when one is a symlink,
-// the error is a *restoreLinkError and nothing was restored.
+// the error is a *restoreLinkError and nothing was restored. Damage to the
+// cached copy is an error restoreDamaged tells; what else keeps a file
+// from being written is a *restoreWorkspaceError.
 func (a *applier) restoreOutputs(rec *store.Record) error {
 	paths := make([]string, 0, len(rec.Outputs))
 	for p := range rec.Outputs {
@@ -326,7 +362,7 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 			return nil, &restoreLinkError{output: p, err: le}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("output %s: %w", p, err)
+			return nil, &restoreWorkspaceError{output: p, path: filepath.Join(a.g.Root, p), err: err}
 		}
 		dirs[rel] = d
 		return d, nil
@@ -363,8 +399,11 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 		} else {
 			err = a.cache.Blobs.RestoreAt(cas.Digest(want), dir, filepath.Base(p), mode)
 		}
-		if err != nil {
+		if err != nil && restoreDamaged(err) {
 			return fmt.Errorf("output %s: %w", p, err)
+		}
+		if err != nil {
+			return &restoreWorkspaceError{output: p, path: filepath.Join(a.g.Root, p), err: err}
 		}
 	}
 	return nil

@@ -66,6 +66,58 @@ func TestRestoreNeverWritesThroughLink(t *testing.T) {
 	assert.Contains(t, res.stdout, "= stage.use")
 }
 
+// TestWorkspaceRestoreFailureKeepsRecord: workspaces A and B share a
+// cache. When B cannot write a cached output (a folder stands where the
+// file goes), B's node fails naming the path in B and what to do, and the
+// record stays: A's plan still says cached, A's apply takes it, and B's
+// apply takes it once the folder is gone. For an output kept inside its
+// record (small.txt) and one in a blob (big.txt).
+func TestWorkspaceRestoreFailureKeepsRecord(t *testing.T) {
+	const pipeline = `
+pipeline "p" {}
+stage "command" "w" {
+  run     = ["sh", "-c", "mkdir -p d && echo small > d/small.txt && seq 1 2000 > d/big.txt"]
+  outputs = ["d/small.txt", "d/big.txt"]
+}
+`
+	shared := t.TempDir()
+	a := newWS(t, pipeline)
+	res := a.run(nil, "--cache", shared, "apply")
+	require.Equal(t, 0, res.code, res.String())
+	for _, out := range []string{"d/small.txt", "d/big.txt"} {
+		t.Run(out, func(t *testing.T) {
+			b := newWS(t, pipeline)
+			require.NoError(t, os.MkdirAll(b.path(out+"/x"), 0o755))
+			res := b.run(nil, "--cache", shared, "apply")
+			assert.Equal(t, 1, res.code, res.String())
+			assert.Contains(t, res.stdout, "stage.w failed (result)")
+			assert.Contains(t, res.stdout, b.path(out)+" is a folder: remove it, or move it aside, and apply again")
+			assert.NotContains(t, res.stdout, "damaged")
+
+			res = a.run([]string{"CAIRN_NO_MEMO=1"}, "--cache", shared, "plan")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Contains(t, res.stdout, "= stage.w  cached")
+			assert.NotContains(t, res.stdout, "gone")
+
+			require.NoError(t, os.RemoveAll(b.path(out)))
+			res = b.run(nil, "--cache", shared, "apply", "-v")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Contains(t, res.stdout, "1 cached")
+			assert.Equal(t, a.read(out), b.read(out))
+		})
+	}
+	if os.Geteuid() != 0 { // root writes in any folder
+		b := newWS(t, pipeline)
+		require.NoError(t, os.MkdirAll(b.path("d"), 0o555))
+		t.Cleanup(func() { _ = os.Chmod(b.path("d"), 0o755) })
+		res := b.run(nil, "--cache", shared, "apply")
+		assert.Equal(t, 1, res.code, res.String())
+		assert.Contains(t, res.stdout, "cairn may not write in "+b.path("d")+": make it writable")
+		res = a.run([]string{"CAIRN_NO_MEMO=1"}, "--cache", shared, "plan")
+		assert.Contains(t, res.stdout, "= stage.w  cached")
+	}
+}
+
 // TestPathsCoveringCacheRefused: a declared output, result or input that is
 // the workspace root, holds the cache folder, is it or lies inside it
 // (wherever --cache puts it, also through a symlink) is refused by
