@@ -813,7 +813,7 @@ stage "waves" "aime24" {
 		out, code = w.run(cmd, "five.hcl")
 		assert.Equal(t, 2, code, "%s: %s", cmd, out)
 		assert.Contains(t, out, "Batches must contain exactly 4 variants. Got 5 — re-design and re-invoke.", cmd)
-		assert.Contains(t, out, "on five.hcl line 3, in stage \"waves\" \"aime24\"", cmd)
+		assert.Contains(t, out, "on five.hcl:3:1, in stage \"waves\" \"aime24\"", cmd)
 	}
 	assert.Empty(t, w.simLog(), "nothing ran")
 }

@@ -361,8 +361,7 @@ func (a *app) printDiags(files map[string]*hcl.File, diags hcl.Diagnostics) erro
 			width = uint(w)
 		}
 	}
-	wr := hcl.NewDiagnosticTextWriter(a.stderr, files, width, a.color())
-	_ = wr.WriteDiagnostics(diags)
+	writeDiags(a.stderr, files, width, a.color(), diags)
 	if diags.HasErrors() {
 		n := 0
 		var sources []string // where the values in error came from

@@ -106,10 +106,10 @@ func TestExitCodes(t *testing.T) {
 	// Every problem at once, each with its file and line.
 	assert.Contains(t, r.stderr, "Error: Reference to undeclared stage")
 	assert.Contains(t, r.stderr, `Did you mean "train"?`)
-	assert.Regexp(t, `on .*bad\.hcl line 7`, r.stderr)
+	assert.Regexp(t, `on .*bad\.hcl:7:12, in stage`, r.stderr)
 	// gpus = "two" is a value error, reported in the same pass.
 	assert.Contains(t, r.stderr, "Error: Invalid gpus")
-	assert.Regexp(t, `on .*bad\.hcl line 3`, r.stderr)
+	assert.Regexp(t, `on .*bad\.hcl:3:10, in stage`, r.stderr)
 	assert.Contains(t, r.stderr, "Error: 2 error(s) in the pipeline; nothing was run")
 	assert.Less(t, strings.Index(r.stderr, "Invalid gpus"), strings.Index(r.stderr, "undeclared stage"), "in file order")
 
@@ -135,7 +135,7 @@ func TestValidateOneError(t *testing.T) {
 	r := runCLI(t, "--chdir", root, "validate", "bad.hcl")
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, "Error: Invalid gpus")
-	assert.Contains(t, r.stderr, "bad.hcl line 3")
+	assert.Contains(t, r.stderr, "bad.hcl:3:10")
 	assert.Contains(t, r.stderr, "Error: 1 error(s) in the pipeline; nothing was run")
 	assert.NotContains(t, r.stderr, "undeclared")
 }

@@ -76,7 +76,7 @@ func TestSealRefusesAChangedFile(t *testing.T) {
 	assert.Contains(t, r.stderr, "Sealed file data/train.csv does not match")
 	stderr := strings.Join(strings.Fields(r.stderr), " ")
 	assert.Contains(t, stderr, "pins data/train.csv to sha256 "+sha256Hex(data)+", but the file's sha256 is "+sha256Hex(changed))
-	assert.Contains(t, stderr, "pipeline.hcl line 8, in seal \"frozen\"", "where the seal is")
+	assert.Contains(t, stderr, "pipeline.hcl:8:12, in seal \"frozen\"", "where the seal is")
 	log, err := os.ReadFile(filepath.Join(root, "runs.log"))
 	require.NoError(t, err)
 	assert.Equal(t, "ran\n", string(log), "nothing ran after the refusal")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,7 +162,7 @@ func TestTooDeeplyNestedShowsSnippet(t *testing.T) {
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, "Expression nested too deeply")
 	assert.NotContains(t, r.stderr, "source code not available")
-	assert.Contains(t, r.stderr, `   2:   run = ["echo", [[[`)
+	assert.Contains(t, r.stderr, "p.hcl:2:272:\n   2: …[[[[")
 	assert.Contains(t, r.stderr, "line 2, column 272")
 }
 
@@ -171,4 +172,29 @@ func TestVarNumberOutOfRange(t *testing.T) {
 	r := runCLI(t, "--chdir", root, "validate", "p.hcl", "--var", "sizes={small=1e99999999}")
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, "The value from --var sizes holds a number beyond what cairn handles")
+}
+
+// Text diagnostics give the place as FILE:LINE:COL, the line and column
+// --json gives; a snippet line is cut around the column, so an error
+// after a 2 MB argument is a few hundred bytes, not the argument again.
+func TestDiagnosticsShowColumnAndCutLongLines(t *testing.T) {
+	long := strings.Repeat("x", 2<<20)
+	root := cliWorkspace(t, map[string]string{
+		"p.hcl":    "stage \"command\" \"a\" {\n  run  = [\"echo\"]\n  gpus = \"two\"\n}\n",
+		"long.hcl": "stage \"command\" \"a\" {\n  run = [\"echo\", \"" + long + "\", 1 + \"b\", \"" + long + "\"]\n}\n",
+	})
+	r := runCLI(t, "--chdir", root, "validate", "p.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "on "+filepath.Join(root, "p.hcl")+":3:10, in stage \"command\" \"a\":\n   3:   gpus = \"two\"\n")
+	j := runCLI(t, "--chdir", root, "validate", "--json", "p.hcl")
+	assert.Contains(t, strings.Join(strings.Fields(j.stdout), " "), `"Start": { "Line": 3, "Column": 10,`)
+
+	r = runCLI(t, "--chdir", root, "validate", "long.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Less(t, len(r.stderr), 2000, "the error text repeats the argument")
+	col := len(`  run = ["echo", "`) + len(long) + len(`", 1 + `) + 1
+	assert.Contains(t, r.stderr, fmt.Sprintf("long.hcl:2:%d, in stage", col))
+	assert.Contains(t, r.stderr, "   2: …"+strings.Repeat("x", 40))
+	assert.Contains(t, r.stderr, `", 1 + "b", "xxx`)
+	assert.Contains(t, r.stderr, "x…\n")
 }

@@ -167,7 +167,7 @@ stage "command" "bad" {
 				res := w.run(nil, "--cache", cache, cmd, "pipeline.hcl")
 				assert.Equal(t, 2, res.code, "%s: %s", cmd, res)
 				assert.Contains(t, res.stderr, tc.want, cmd)
-				assert.Contains(t, res.stderr, "pipeline.hcl line 5", cmd)
+				assert.Contains(t, res.stderr, "pipeline.hcl:5:", cmd)
 			}
 			res := w.run(nil, "--cache", cache, "validate", "--json", "pipeline.hcl")
 			assert.Equal(t, 2, res.code, res.String())
