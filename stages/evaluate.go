@@ -195,7 +195,7 @@ func decodeEvaluate(n *Node) (evalSpec, hcl.Diagnostics) {
 		}
 		i, acc := nv.AsBigFloat().Int64()
 		if acc != big.Exact || i < int64(min) || i > 1<<20 {
-			bad(attr, fmt.Sprintf("%s must be a whole number of at least %d.", attr, min))
+			bad(attr, fmt.Sprintf("%s must be a whole number from %d to %d.", attr, min, 1<<20))
 			return 0
 		}
 		return int(i)

@@ -198,3 +198,47 @@ func TestDiagnosticsShowColumnAndCutLongLines(t *testing.T) {
 	assert.Contains(t, r.stderr, `", 1 + "b", "xxx`)
 	assert.Contains(t, r.stderr, "x…\n")
 }
+
+// What fails only when the program starts is refused by validate, with
+// its position: an env value holding a NUL byte, and arguments over the
+// system's limit on a program's arguments and environment (ARG_MAX),
+// though each argument is within the per-argument limit. gpus beyond its
+// range says the range.
+func TestValidateRefusesWhatCannotStart(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"nul.hcl": "stage \"command\" \"a\" {\n  run = [\"env\"]\n  env = {\n    OK  = \"x\"\n    BAD = \"a\\u0000b\"\n  }\n}\n",
+		"big.hcl": `locals {
+  c1    = join("", [for j in range(1000) : "0123456789"])
+  chunk = join("", [for j in range(10) : local.c1])
+}
+stage "command" "a" {
+  run = concat(["echo"], [for i in range(70) : "${local.chunk}${i}"])
+}
+`,
+		"small.hcl": `locals {
+  c1    = join("", [for j in range(1000) : "0123456789"])
+  chunk = join("", [for j in range(10) : local.c1])
+}
+stage "command" "a" {
+  run = concat(["echo"], [for i in range(2) : "${local.chunk}${i}"])
+}
+`,
+		"gpus.hcl": "stage \"command\" \"a\" {\n  run  = [\"echo\"]\n  gpus = 1048577\n}\n",
+	})
+	r := runCLI(t, "--chdir", root, "validate", "nul.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "nul.hcl:5:5, in stage")
+	assert.Contains(t, r.stderr, "env.BAD holds a NUL byte (at byte 1)")
+
+	r = runCLI(t, "--chdir", root, "validate", "big.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "big.hcl:6:9, in stage")
+	assert.Contains(t, strings.Join(strings.Fields(r.stderr), " "), "(ARG_MAX): it would fail to start with \"argument list too long\"")
+
+	r = runCLI(t, "--chdir", root, "validate", "small.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+
+	r = runCLI(t, "--chdir", root, "validate", "gpus.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "gpus must be a whole number from 0 to 1048576.")
+}

@@ -174,6 +174,9 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 	if n.Kind != nil && hasRequired(n.Kind, sn) {
 		diags = append(diags, n.Kind.Check(sn)...)
 	}
+	if !diags.HasErrors() {
+		diags = append(diags, argSizeCheck(sn)...)
+	}
 	if d, ok := n.Kind.(stages.InputDeclarer); ok && !diags.HasErrors() {
 		// Files named by the kind's attributes key the node like inputs.
 		for _, p := range d.DeclaredInputs(sn, g.Root) {
@@ -339,6 +342,10 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("env.%s must be a string.", name))
 					continue
 				}
+				if i := strings.IndexByte(s.AsString(), 0); i >= 0 {
+					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("env.%s holds a NUL byte (at byte %d): an environment variable cannot hold one, so the program could not start. Remove it.", name, i))
+					continue
+				}
 				c.Env[name] = s.AsString()
 			}
 		}
@@ -404,7 +411,7 @@ func intAttr(sn *stages.Node, attr string, def int, diags *hcl.Diagnostics) int 
 	bf := nv.AsBigFloat()
 	i, acc := bf.Int64()
 	if acc != big.Exact || i < 0 || i > 1<<20 {
-		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number of at least 0.", attr), sn.Ranges[attr])...)
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number from 0 to %d.", attr, 1<<20), sn.Ranges[attr])...)
 		return def
 	}
 	return int(i)
@@ -782,5 +789,54 @@ func (pc *PathChecker) InCache(real string) bool {
 		return false
 	}
 	_, ok := Below(pc.cacheReal, real)
+	return ok
+}
+
+// envReserve is room kept for the variables cairn sets for a node
+// (CAIRN_*, CUDA_VISIBLE_DEVICES) on top of its own environment.
+const envReserve = 4 << 10
+
+// argSizeCheck refuses a run list whose arguments, with the stage's env
+// and the environment cairn passes on, are over what the system lets a
+// program start with (ARG_MAX): the program would fail to start, at apply
+// time, with "argument list too long".
+func argSizeCheck(sn *stages.Node) hcl.Diagnostics {
+	run, ok := sn.Args["run"]
+	if !ok || !run.IsWhollyKnown() || run.IsNull() {
+		return nil
+	}
+	run, _ = run.UnmarkDeep()
+	var argv []string
+	if run.Type().Equals(cty.String) {
+		argv = []string{"/bin/sh", "-c", run.AsString()}
+	} else if l, err := stages.StringList(run); err == nil {
+		argv = l
+	} else {
+		return nil
+	}
+	// Each string counts with its NUL and its pointer, as execve counts.
+	size, args := envReserve, 0
+	for _, a := range argv {
+		size += len(a) + 1 + 8
+		args += len(a) + 1 + 8
+	}
+	for k, v := range sn.Common.Env {
+		size += len(k) + len(v) + 2 + 8
+	}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !stageSets(sn, k) {
+			size += len(kv) + 1 + 8
+		}
+	}
+	limit := argLimit()
+	if size <= limit {
+		return nil
+	}
+	return stages.Diag("Invalid run", fmt.Sprintf("The arguments (%d bytes) and environment of this command take %d bytes, over the %d bytes this system lets a program start with (ARG_MAX): it would fail to start with \"argument list too long\". Pass the data in a file instead (and name it in inputs).", args, size, limit), sn.Ranges["run"])
+}
+
+// stageSets reports whether the stage's env sets the variable name.
+func stageSets(sn *stages.Node, name string) bool {
+	_, ok := sn.Common.Env[name]
 	return ok
 }
