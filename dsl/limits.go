@@ -214,18 +214,28 @@ func (e *boundedFor) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		// quickly instead of evaluating more.
 		return cty.DynamicVal, nil
 	}
-	coll, diags := e.CollExpr.Value(ctx)
-	if diags.HasErrors() {
-		return cty.DynamicVal, diags
-	}
-	n := int64(1)
-	if raw, _ := coll.Unmark(); raw.IsKnown() && !raw.IsNull() && raw.CanIterateElements() {
-		n += int64(raw.LengthInt())
-	}
-	over := b.left.Add(-n) < 0
-	if b.pool != nil && b.pool.Add(-n) < 0 {
-		over = true
+	var coll cty.Value
+	var diags hcl.Diagnostics
+	// Once the scope's budget is spent, each evaluation is refused before
+	// its collection is made: a node's range(1000), made again for each
+	// of a thousand nodes, cost seconds for loops that would not run.
+	over := b.pool != nil && b.pool.Load() < 0
+	if over {
 		b.left.Store(-1)
+	} else {
+		coll, diags = e.CollExpr.Value(ctx)
+		if diags.HasErrors() {
+			return cty.DynamicVal, diags
+		}
+		n := int64(1)
+		if raw, _ := coll.Unmark(); raw.IsKnown() && !raw.IsNull() && raw.CanIterateElements() {
+			n += int64(raw.LengthInt())
+		}
+		over = b.left.Add(-n) < 0
+		if b.pool != nil && b.pool.Add(-n) < 0 {
+			over = true
+			b.left.Store(-1)
+		}
 	}
 	if over {
 		if b.reported.Swap(true) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
 )
 
 func TestCheckNesting(t *testing.T) {
@@ -136,6 +137,29 @@ func TestForIterationPool(t *testing.T) {
 	// Another scope (another command) has its own pool.
 	_, diags = expr.Value(NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil).Context(nil))
 	assert.False(t, diags.HasErrors())
+
+	// Once the pool is spent, an evaluation is refused before its
+	// collection is made: a thousand nodes do not each make their
+	// range(1000) for loops that will not run (FuzzPipeline's
+	// nested_for_in_stage took 10 s).
+	calls := 0
+	s = NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
+	s.Funcs["counted"] = function.New(&function.Spec{
+		Type: function.StaticReturnType(cty.List(cty.Number)),
+		Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
+			calls++
+			return cty.ListVal([]cty.Value{cty.NumberIntVal(1)}), nil
+		},
+	})
+	e, d = hclsyntax.ParseExpression([]byte("[for a in counted() : [for b in range(1000) : b]]"), "pool.hcl", hcl.InitialPos)
+	require.False(t, d.HasErrors())
+	expr = boundExpr(e)
+	for i := 0; i < 1000; i++ {
+		_, diags = expr.Value(s.Context(nil))
+	}
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags[0].Detail, "over all its nodes")
+	assert.Equal(t, 9, calls, "collections made after the pool was spent")
 }
 
 // References through a bounded for expression are still found, so that
