@@ -238,6 +238,22 @@ func TestWorkspaceRestoreFailureDoesNotEvict(t *testing.T) {
 	assert.Contains(t, doc, said)
 }
 
+// A run whose journal is cut before its run_start record is still listed
+// by cairn status, as durability.md says.
+func TestStatusListsRunWithCutJournal(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"pipeline.hcl": "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
+	ok(t, dir, nil, "apply")
+	runs, err := filepath.Glob(filepath.Join(dir, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.NoError(t, os.Truncate(filepath.Join(runs[0], "journal"), 5))
+	r := ok(t, dir, nil, "status")
+	row := strings.Join(strings.Fields(r.stdout), " ")
+	assert.Contains(t, row, filepath.Base(runs[0])+" unknown ? interrupted (journal damaged)")
+	assert.Contains(t, prose(t, "durability.md"), "its state is marked `(journal damaged)`, its start shows as `unknown`")
+}
+
 // A damaged index record is skipped with a warning by plan and by an apply
 // that takes everything from the cache, not only by the next commit.
 func TestDamagedIndexRecordWarns(t *testing.T) {

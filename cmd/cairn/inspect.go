@@ -250,7 +250,14 @@ func (a *app) showRun(dir string) error {
 	if err != nil {
 		return badInput("cannot read run %s: %s", dir, err)
 	}
-	fmt.Fprintf(a.stdout, "run %s  pipeline %s  pid %d  started %s UTC  %s\n\n", ri.ID, ri.Pipeline, ri.PID, ri.Start.UTC().Format("2006-01-02 15:04:05"), ri.State)
+	started := runStart(ri)
+	if !ri.Start.IsZero() {
+		started += " UTC"
+	}
+	fmt.Fprintf(a.stdout, "run %s  pipeline %s  pid %d  started %s  %s\n\n", ri.ID, ri.Pipeline, ri.PID, started, runState(ri))
+	if ri.Damaged != "" {
+		fmt.Fprintf(a.stdout, "The run's journal is not whole: %s.\n\n", ri.Damaged)
+	}
 	for _, e := range ri.Entries {
 		if e.T == runlog.RunEnd && e.Status == "refused" && e.Message != "" {
 			fmt.Fprintf(a.stdout, "%s\n\n", strings.TrimPrefix(e.Message, engine.ErrRefused.Error()+": "))
@@ -373,9 +380,18 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 			for _, r := range shown {
 				c := countNodes(r.Entries)
 				c.cached += r.UpToDate
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, r.Start.UTC().Format("2006-01-02 15:04:05"), r.Pipeline, r.State, c.ok, c.cached, c.failed, c.skipped, c.failedAttempts)
+				pipeline := r.Pipeline
+				if pipeline == "" {
+					pipeline = "?"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, runStart(r), pipeline, runState(r), c.ok, c.cached, c.failed, c.skipped, c.failedAttempts)
 			}
 			_ = tw.Flush()
+			for _, r := range shown {
+				if r.Damaged != "" {
+					fmt.Fprintf(a.stdout, "run %s: %s.\n", r.ID, r.Damaged)
+				}
+			}
 			var batches []*runlog.Batch
 			for _, r := range runs {
 				last := map[string]*runlog.Batch{}
@@ -558,4 +574,21 @@ simulated inventory; CUDA_VISIBLE_DEVICES set on cairn restricts the list.`,
 			return nil
 		},
 	}
+}
+
+// runStart is a run's start as status and show print it: "unknown" when
+// its journal did not say (see runlog.RunInfo.Damaged).
+func runStart(r *runlog.RunInfo) string {
+	if r.Start.IsZero() {
+		return "unknown"
+	}
+	return r.Start.UTC().Format("2006-01-02 15:04:05")
+}
+
+// runState is a run's state, marked when its journal is damaged.
+func runState(r *runlog.RunInfo) string {
+	if r.Damaged != "" {
+		return r.State + " (journal damaged)"
+	}
+	return r.State
 }

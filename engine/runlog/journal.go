@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -429,6 +430,12 @@ type RunInfo struct {
 	// UpToDate is, for a run the up-to-date check answered (a line of the
 	// up-to-date log: no folder, no entries), its nodes, every one cached.
 	UpToDate int
+	// Damaged says why the run's journal was not read whole (a damaged
+	// record, a journal cut before its first record); "" when it was. The
+	// start, pipeline and counts of a damaged run may be unknown: Start
+	// is zero when no run_start record was read.
+	Damaged string
+	readErr error // Read's error, entries read before it or none
 }
 
 // List reads every run of a cache, newest first: its run folders and the
@@ -501,14 +508,19 @@ func dirsAfter(cacheDir, after string) ([]string, bool, error) {
 	return dirs, seen, nil
 }
 
-// Load reads one run folder.
+// Load reads one run folder. A journal that is damaged, or cut before its
+// first record, gives a RunInfo all the same, with Damaged saying so: the
+// run is shown, not left out. Only a folder without a journal is an error.
 func Load(dir string) (*RunInfo, error) {
 	ri := &RunInfo{ID: filepath.Base(dir), Dir: dir}
 	entries, err := Read(dir)
-	if err != nil && len(entries) == 0 {
+	if err != nil && len(entries) == 0 && errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	ri.Entries = entries
+	ri.Entries, ri.readErr = entries, err
+	if err != nil {
+		ri.Damaged = fmt.Sprintf("its journal is damaged (%s); what follows the damage is not shown", err)
+	}
 	for _, e := range entries {
 		switch e.T {
 		case RunStart:
@@ -523,6 +535,10 @@ func Load(dir string) (*RunInfo, error) {
 		} else {
 			ri.State = "interrupted"
 		}
+	}
+	if ri.Start.IsZero() && ri.Damaged == "" && ri.State != "running" {
+		// A live run may not have written its first record yet.
+		ri.Damaged = "its journal holds no run_start record (cut short, or damaged): its start and pipeline are unknown"
 	}
 	return ri, nil
 }

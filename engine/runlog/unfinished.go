@@ -42,7 +42,7 @@ func Unfinished(cacheDir string) ([]*RunInfo, error) {
 			}
 		}
 		ri, err := Load(dir)
-		if err != nil {
+		if err != nil || ri.readErr != nil && len(ri.Entries) == 0 {
 			continue
 		}
 		if len(runs) == 0 {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A run whose journal is cut to a few bytes, or whose first record is
+// damaged, is listed by cairn status, its start unknown and its state
+// marked, not shown as starting in year 1 nor left out.
+func TestStatusShowsRunsWithDamagedJournals(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	for i := 0; i < 2; i++ {
+		r = runCLI(t, "--chdir", root, "apply", "--replace", "stage.a", "p.hcl")
+		require.Equal(t, exitOK, r.code, r.stderr)
+	}
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 3)
+	cut, damaged, whole := runs[0], runs[1], runs[2]
+	require.NoError(t, os.Truncate(filepath.Join(cut, "journal"), 5))
+	j := filepath.Join(damaged, "journal")
+	b, err := os.ReadFile(j)
+	require.NoError(t, err)
+	b[20] ^= 0x20 // inside the first record, run_start
+	require.NoError(t, os.WriteFile(j, b, 0o644))
+
+	r = runCLI(t, "--chdir", root, "status")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "0001-01-01")
+	lines := strings.Split(r.stdout, "\n")
+	row := func(dir string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, filepath.Base(dir)+" ") {
+				return strings.Join(strings.Fields(l), " ")
+			}
+		}
+		t.Fatalf("run %s is not listed:\n%s", filepath.Base(dir), r.stdout)
+		return ""
+	}
+	assert.Contains(t, row(cut), " unknown ? interrupted (journal damaged) ")
+	assert.Contains(t, row(damaged), " unknown ? interrupted (journal damaged) ")
+	assert.Contains(t, row(whole), " p ok 1 ")
+	assert.Contains(t, r.stdout, "run "+filepath.Base(cut)+": its journal holds no run_start record")
+	assert.Contains(t, r.stdout, "run "+filepath.Base(damaged)+": its journal is damaged (wal: corrupt record at byte 8")
+
+	r = runCLI(t, "--chdir", root, "show", filepath.Base(damaged))
+	assert.Contains(t, r.stdout, "started unknown  interrupted (journal damaged)")
+}
