@@ -33,7 +33,8 @@ func (scoreEval) Rollouts(_ context.Context, bundle string, ids []string) ([]rol
 
 // The Python client of docs/rollout-protocol.md is the file the simulated
 // method imports, and it works against cairn's service: results, the
-// typed budget_exhausted error, infrastructure failures not charged.
+// typed budget_exhausted error, infrastructure failures not charged, a
+// malformed request refused as bad_request whatever the budget.
 func TestRolloutClient(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed")
@@ -69,6 +70,12 @@ try:
     c.call(op="train")
 except RolloutError as e:
     print("refused:", e)
+try:
+    c.rollout("bundle", ["e", "e"])
+except BudgetExhausted as e:
+    print("exhausted:", e)
+except RolloutError as e:
+    print("refused:", e)
 s = c.status()
 print(s["charged"], s["attempted"], s["infra_failures"], s["remaining"])
 `
@@ -78,9 +85,12 @@ print(s["charged"], s["attempted"], s["infra_failures"], s["remaining"])
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	require.Len(t, lines, 4, "%s", out)
+	require.Len(t, lines, 5, "%s", out)
 	assert.Equal(t, "[('a', 0.5, True), ('down', None, False), ('b', 0.5, True)]", lines[0])
 	assert.Equal(t, "exhausted: 2 rollout(s) asked for, 1 of the budget of 3 left; nothing was run or charged", lines[1])
 	assert.Contains(t, lines[2], `refused: unknown op "train"`)
-	assert.Equal(t, "2 3 1 1", lines[3])
+	// A malformed request asking for more than is left is bad_request, not
+	// budget_exhausted: it is checked before the budget.
+	assert.Equal(t, `refused: "e" is asked for twice in one request; nothing was charged`, lines[3])
+	assert.Equal(t, "2 3 1 1", lines[4])
 }

@@ -473,6 +473,8 @@ type rolloutEval struct {
 	starts int
 }
 
+var _ rollout.RequestChecker = (*rolloutEval)(nil)
+
 type rolloutSession struct {
 	argv string
 	s    *items.Session
@@ -530,16 +532,35 @@ func (e *rolloutEval) close() {
 	e.sessions = nil
 }
 
-// Rollouts implements rollout.Evaluator.
+// absBundle is a rollout request's bundle as an absolute path.
+func (e *rolloutEval) absBundle(bundle string) string {
+	if filepath.IsAbs(bundle) {
+		return bundle
+	}
+	return filepath.Join(e.root, bundle)
+}
+
+// CheckRequest implements rollout.RequestChecker: the bundle is a folder
+// and every item is one of the training split's.
+func (e *rolloutEval) CheckRequest(bundle string, ids []string) error {
+	if st, err := os.Stat(e.absBundle(bundle)); err != nil || !st.IsDir() {
+		return fmt.Errorf("%w: %s is not a folder (a bundle is the folder of a candidate's files)", rollout.ErrBadBundle, bundle)
+	}
+	for _, id := range ids {
+		if _, ok := e.byID[id]; !ok {
+			return fmt.Errorf("%w: %q is not an item of the training split %s", rollout.ErrUnknownItem, id, e.spec.itemsPath)
+		}
+	}
+	return nil
+}
+
+// Rollouts implements rollout.Evaluator; the meter has checked the
+// request (CheckRequest, and no item twice).
 func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string) ([]rollout.Outcome, error) {
-	abs := bundle
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(e.root, bundle)
+	if err := e.CheckRequest(bundle, ids); err != nil {
+		return nil, err
 	}
-	st, err := os.Stat(abs)
-	if err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a folder (a bundle is the folder of a candidate's files)", rollout.ErrBadBundle, bundle)
-	}
+	abs := e.absBundle(bundle)
 	digest, err := bundleDigest("", []string{abs})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", rollout.ErrBadBundle, err)
@@ -557,17 +578,8 @@ func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string)
 		batch.Bundle = arg
 	}
 	list := make([]items.Item, len(ids))
-	seen := make(map[string]bool, len(ids))
 	for i, id := range ids {
-		it, ok := e.byID[id]
-		if !ok {
-			return nil, fmt.Errorf("%w: %q is not an item of the training split %s", rollout.ErrUnknownItem, id, e.spec.itemsPath)
-		}
-		if seen[id] {
-			return nil, fmt.Errorf("%w: %q is asked for twice in one request", rollout.ErrUnknownItem, id)
-		}
-		seen[id] = true
-		list[i] = it
+		list[i] = e.byID[id]
 	}
 	batch.Items = list
 	sess, err := e.session(ctx, argv)

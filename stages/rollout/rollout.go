@@ -62,6 +62,15 @@ type Evaluator interface {
 	Rollouts(ctx context.Context, bundle string, ids []string) ([]Outcome, error)
 }
 
+// RequestChecker is implemented by Evaluators that can tell, without
+// running anything, that a request is malformed (a bundle it cannot read,
+// an item not in the training split): the meter asks it before it looks at
+// the budget, so that a malformed request is answered bad_request whatever
+// is left of the budget.
+type RequestChecker interface {
+	CheckRequest(bundle string, ids []string) error
+}
+
 // ErrBadBundle and ErrUnknownItem are the Evaluator's errors for a request
 // that names a bundle it cannot read or an item not in the training split.
 var (
@@ -196,6 +205,20 @@ func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
 	}
 	if req.Bundle == "" || len(req.Items) == 0 {
 		return fail(ErrBadRequest, "a rollout request names a bundle and at least one item")
+	}
+	// A malformed request is the method's mistake whatever the budget
+	// holds: it is answered bad_request, also once the budget is spent.
+	seen := make(map[string]bool, len(req.Items))
+	for _, id := range req.Items {
+		if seen[id] {
+			return fail(ErrBadRequest, "%q is asked for twice in one request; nothing was charged", id)
+		}
+		seen[id] = true
+	}
+	if rc, ok := ev.(RequestChecker); ok {
+		if err := rc.CheckRequest(req.Bundle, req.Items); err != nil {
+			return fail(ErrBadRequest, "%s; nothing was charged", err)
+		}
 	}
 	if len(req.Items) > m.counts.Remaining {
 		m.counts.Refused += len(req.Items)

@@ -45,6 +45,20 @@ func (f *fakeEval) Rollouts(_ context.Context, bundle string, ids []string) ([]O
 	return out, nil
 }
 
+// CheckRequest implements RequestChecker: the bundle "missing" is not a
+// folder, and items starting with "x" are not in the training split.
+func (f *fakeEval) CheckRequest(bundle string, ids []string) error {
+	if bundle == "missing" {
+		return fmt.Errorf("%w: no such folder", ErrBadBundle)
+	}
+	for _, id := range ids {
+		if strings.HasPrefix(id, "x") {
+			return fmt.Errorf("%w: %q is not a training item", ErrUnknownItem, id)
+		}
+	}
+	return nil
+}
+
 func newMeter(t *testing.T, budget int, progress io.Writer) (*Meter, string) {
 	t.Helper()
 	ledger := filepath.Join(t.TempDir(), "rollouts.jsonl")
@@ -163,6 +177,41 @@ func TestMeterBadRequests(t *testing.T) {
 		assert.Equal(t, ErrBadRequest, rep.Error.Type, "%+v: %s", req, rep.Error.Message)
 	}
 	assert.Equal(t, 0, m.Counts().Charged)
+}
+
+// A malformed request is the method's mistake, not a question of budget:
+// once the budget is spent it is still answered bad_request (a method
+// that retries on budget_exhausted would otherwise never learn of it),
+// and it is not counted as refused.
+func TestMeterBadRequestAfterTheBudgetIsSpent(t *testing.T) {
+	m, _ := newMeter(t, 10, nil)
+	ev := &fakeEval{}
+	rep := m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(0, 10)})
+	require.Nil(t, rep.Error)
+	require.Equal(t, 0, rep.Counts.Remaining)
+	for _, req := range []Request{
+		{Op: "rollout", Bundle: "missing", Items: []string{"t001"}},
+		{Op: "rollout", Bundle: "b", Items: []string{"t001", "x-unknown"}},
+		{Op: "rollout", Bundle: "b", Items: []string{"t001", "t001"}},
+		{Op: "rollout", Bundle: "b", Items: []string{"t001", "t002", "t001"}},
+	} {
+		rep := m.Serve(context.Background(), ev, req)
+		require.NotNil(t, rep.Error, "%+v", req)
+		assert.Equal(t, ErrBadRequest, rep.Error.Type, "%+v: %s", req, rep.Error.Message)
+		assert.Contains(t, rep.Error.Message, "nothing was charged")
+	}
+	// Before the budget is spent, a repeated item is refused the same way.
+	m2, _ := newMeter(t, 10, nil)
+	rep = m2.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: []string{"t001", "t001"}})
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, ErrBadRequest, rep.Error.Type)
+	assert.Contains(t, rep.Error.Message, `"t001" is asked for twice`)
+	c := m.Counts()
+	assert.Equal(t, 10, c.Charged)
+	assert.Equal(t, 0, c.Refused, "a malformed request is not a refusal for budget")
+	rep = m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: []string{"t011"}})
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, ErrBudgetExhausted, rep.Error.Type, "a well-formed request past the budget is still budget_exhausted")
 }
 
 // Two connections asking at once are served one request at a time, and
