@@ -133,8 +133,9 @@ variable "reflection_model_id" {
 }
 
 variable "reflection_base_url" {
-  type    = string
-  default = "http://localhost:8200/v1"
+  type        = string
+  default     = ""
+  description = "The reflection model's base URL handed to the method; empty: REFLECTION_MODEL_BASE_URL, else http://localhost:8200/v1."
 }
 
 variable "grid" {
@@ -149,8 +150,9 @@ variable "data_dir" {
 }
 
 variable "seed_bundle" {
-  type    = string
-  default = "testdata/optimizer/bundles/seed/"
+  type        = string
+  default     = "testdata/optimizer/bundles/seed/"
+  description = "The seed bundle's folder (with or without a trailing slash); the worker reads its system.txt."
 }
 
 variable "worker" {
@@ -200,6 +202,9 @@ locals {
     })
   }
   prompt = "--system-prompt-file"
+  # The seed bundle's folder, written with one trailing slash however the
+  # variable has it: "${local.seed_bundle}system.txt" is then its file.
+  seed_bundle = "${trimsuffix(var.seed_bundle, "/")}/"
 }
 
 stage "job" "job" {
@@ -221,8 +226,10 @@ stage "job" "job" {
     method   = local.grid.methods[each.value.method].code
     data     = values(each.value.split)
     worker   = [var.worker]
-    bundle   = [var.seed_bundle]
-    pipeline = ["pipelines/optimizer_grid.hcl"]
+    bundle   = [local.seed_bundle]
+    # This file, where it is: the pipeline may be applied from the user's
+    # own project folder (cairn apply PATH/TO/optimizer_grid.hcl).
+    pipeline = ["${path.pipeline}/optimizer_grid.hcl"]
   }
 }
 
@@ -234,7 +241,7 @@ stage "optimize" "optimize" {
   run          = concat(local.grid.methods[each.value.method].command, ["--seed", tostring(each.value.seed)], var.method_args)
   out          = each.value.out
   budget       = var.budget
-  bundle       = [var.seed_bundle]
+  bundle       = [local.seed_bundle]
   # One worker serves every rollout of the optimization: it reads each
   # request's bundle (bundle_in_request), so no rollout waits for a start.
   worker              = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
@@ -254,9 +261,9 @@ stage "optimize" "optimize" {
 stage "evaluate" "seed_validation" {
   for_each      = local.jobs
   after         = [stage.job[each.key]]
-  worker        = ["python3", var.worker, local.prompt, "${var.seed_bundle}system.txt"]
+  worker        = ["python3", var.worker, local.prompt, "${local.seed_bundle}system.txt"]
   items         = each.value.split.val
-  bundle        = [var.seed_bundle]
+  bundle        = [local.seed_bundle]
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
   endpoints     = each.value.endpoints
@@ -292,9 +299,9 @@ stage "select" "select" {
 stage "evaluate" "seed_test" {
   for_each      = local.jobs
   wait_for      = [stage.select[each.key]] # the test split is opened after the selection
-  worker        = ["python3", var.worker, local.prompt, "${var.seed_bundle}system.txt"]
+  worker        = ["python3", var.worker, local.prompt, "${local.seed_bundle}system.txt"]
   items         = each.value.split.test
-  bundle        = [var.seed_bundle]
+  bundle        = [local.seed_bundle]
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
   endpoints     = each.value.endpoints

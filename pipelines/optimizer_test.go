@@ -2,6 +2,8 @@ package pipelines_test
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -278,6 +280,81 @@ func TestOptimizerJob(t *testing.T) {
 		var ev map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &ev), l)
 		assert.Equal(t, "cached", ev["status"], l)
+	}
+}
+
+// REFLECTION_MODEL_BASE_URL in the environment reaches the method, as in
+// the seed's runner, when --var reflection_base_url does not name one.
+func TestOptimizerReflectionURLFromEnvironment(t *testing.T) {
+	w := newOptWorkspace(t)
+	const url = "http://reflect.example:8300/v1"
+	cmd := w.command(w.applyArgs(nil, "budget=20", `method_args=["--batch","10"]`)...)
+	cmd.Env = append(cmd.Env, "REFLECTION_MODEL_BASE_URL="+url)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var rec struct {
+		Reflection struct {
+			ID      string `json:"id"`
+			BaseURL string `json:"base_url"`
+		} `json:"reflection_model"`
+	}
+	w.readJSON("runs/simgepa/sums/single/sim/0/optimization/optimizer_result.json", &rec)
+	assert.Equal(t, url, rec.Reflection.BaseURL, "what the method was handed")
+	assert.Equal(t, "Qwen/Qwen3.5-122B-A10B-FP8", rec.Reflection.ID)
+}
+
+// The bundled pipeline applied from a project folder of the user's own
+// (the pipeline file outside the workspace): the job seals the pipeline
+// where it is, runs, and a second apply takes everything from the cache.
+func TestOptimizerPipelineAppliedFromAnotherFolder(t *testing.T) {
+	w := newOptWorkspace(t)
+	require.NoError(t, os.RemoveAll(filepath.Join(w.dir, "pipelines")))
+	pipeline, err := filepath.Abs("optimizer_grid.hcl")
+	require.NoError(t, err)
+	args := w.applyArgs(nil, "budget=20", `method_args=["--batch","10"]`)
+	require.Equal(t, "pipelines/optimizer_grid.hcl", args[1])
+	args[1] = pipeline
+	out, err := w.command(args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	var job struct {
+		Digests map[string]string `json:"digests"`
+	}
+	w.readJSON(dir+"/job.json", &job)
+	b, err := os.ReadFile(pipeline)
+	require.NoError(t, err)
+	// The digest of a one-file list (stages.bundleDigest): the file's
+	// sha256 under the list's header.
+	sum := sha256.Sum256(b)
+	list := sha256.Sum256([]byte("cairn.bundle.v1\nfile sha256:" + hex.EncodeToString(sum[:]) + "\n"))
+	assert.Equal(t, "sha256:"+hex.EncodeToString(list[:]), job.Digests["pipeline"], "the pipeline is sealed where it is")
+	var res map[string]any
+	w.readJSON(dir+"/result.json", &res)
+	assert.Equal(t, "ok", res["status"])
+
+	out, err = w.command(args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "0 ran, 8 cached", "%s", out)
+}
+
+// A seed bundle named without a trailing slash is the same folder: every
+// evaluation of it reads its system.txt, and the job ends as with the
+// slash.
+func TestOptimizerSeedBundleWithoutSlash(t *testing.T) {
+	w := newOptWorkspace(t)
+	out, code := w.job("budget=20", `method_args=["--batch","10"]`, "seed_bundle=testdata/optimizer/bundles/seed")
+	require.Equal(t, 0, code, out)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	var res map[string]any
+	w.readJSON(dir+"/result.json", &res)
+	assert.Equal(t, "ok", res["status"])
+	assert.Equal(t, 0.0, res["test_invalid_items"])
+	assert.Equal(t, 40.0, res["test_items"])
+	for _, f := range []string{"validation/seed_scores.jsonl", "test/seed_scores.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(w.dir, dir, f))
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), `"failed"`, f)
+		assert.Positive(t, strings.Count(string(b), `"score"`), f)
 	}
 }
 

@@ -390,12 +390,15 @@ func workerDigest(root string, argv []string) (string, error) {
 
 // bundleDigest identifies the bundle: the content of its files in the order
 // listed (a folder contributes its files' paths inside it and contents), not
-// where the bundle lives.
+// where the bundle lives. Paths are relative to root, or absolute.
 func bundleDigest(root string, paths []string) (string, error) {
 	h := sha256.New()
 	io.WriteString(h, "cairn.bundle.v1\n")
 	for _, p := range paths {
-		full := filepath.Join(root, p)
+		full := p
+		if !filepath.IsAbs(p) {
+			full = filepath.Join(root, p)
+		}
 		st, err := os.Stat(full)
 		if err != nil {
 			return "", fmt.Errorf("bundle %s: %w", p, err)

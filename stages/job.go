@@ -165,8 +165,8 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	}
 	for name, paths := range s.files {
 		for _, p := range paths {
-			if clean := filepath.Clean(p); p == "" || !filepath.IsLocal(clean) {
-				diags = append(diags, Diag("Invalid files", fmt.Sprintf("files.%s: %q is not a workspace-relative path.", name, p), n.Ranges["files"])...)
+			if p == "" {
+				diags = append(diags, Diag("Invalid files", fmt.Sprintf("files.%s: a path is empty.", name), n.Ranges["files"])...)
 			}
 		}
 	}
@@ -206,7 +206,11 @@ func (Job) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
-// DeclaredInputs implements InputDeclarer: the sealed files key the node.
+// DeclaredInputs implements InputDeclarer: the sealed files in the
+// workspace key the node. One outside it (the pipeline's own file, when a
+// pipeline kept elsewhere is applied from the user's folder) is sealed by
+// its digest in job.json all the same, which the out folder's seal check
+// compares before anything runs.
 func (Job) DeclaredInputs(n *Node, root string) []string {
 	s, diags := decodeJob(n)
 	if diags.HasErrors() {
@@ -215,7 +219,9 @@ func (Job) DeclaredInputs(n *Node, root string) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(s.files)) {
 		for _, p := range s.files[name] {
-			out = append(out, filepath.Clean(p))
+			if clean := filepath.Clean(p); filepath.IsLocal(clean) {
+				out = append(out, clean)
+			}
 		}
 	}
 	return out

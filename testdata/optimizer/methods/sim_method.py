@@ -46,7 +46,11 @@ def main():
         train = [json.loads(line)["id"] for line in f if line.strip()]
     client = Rollouts()
     rnd = random.Random(f"{args.method}/{args.seed}")
-    record = {"method": args.method, "seed": args.seed, "mode": args.mode, "simulated": True, "candidates": []}
+    # A real method reflects with the reflection model; this one only
+    # records where it was told to find it.
+    reflection = {"id": os.environ.get("REFLECTION_MODEL_ID"), "base_url": os.environ.get("REFLECTION_MODEL_BASE_URL")}
+    record = {"method": args.method, "seed": args.seed, "mode": args.mode, "simulated": True,
+              "reflection_model": reflection, "candidates": []}
     cursor = [0]
 
     def batch(n):
