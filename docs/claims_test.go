@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/stages"
 )
 
 // The tests in this file check claims the documents make in prose: each
@@ -602,4 +603,31 @@ func TestReadmeNamesFilesThatExist(t *testing.T) {
 	text := prose(t, "../README.md")
 	assert.Contains(t, text, "its random stream is xoshiro256++")
 	assert.NotContains(t, text, "PCG")
+}
+
+// job-artifacts.md lists the summary line's fields in the order a job
+// prints them: the seed's seven, then method, seed and out; the line
+// job_result makes has exactly those keys, in that order.
+func TestSummaryLineFieldsAreDocumented(t *testing.T) {
+	doc := prose(t, "job-artifacts.md")
+	m := regexp.MustCompile("The summary line a job prints in the apply output is this object restricted to (.*?) \\(the seed's fields\\), then (.*?) \\(the job's out folder\\)").FindStringSubmatch(doc)
+	require.NotNil(t, m, "job-artifacts.md describes the summary line")
+	var documented []string
+	for _, n := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(m[1]+" "+m[2], -1) {
+		documented = append(documented, n[1])
+	}
+	line := stages.ResultFile{Format: stages.ResultFormat, Status: "ok", Method: "gepa", CellID: "hotpotqa/centralized/qwen", Seed: 2}.SummaryLine("runs/gepa/hotpotqa/centralized/qwen/2")
+	dec := json.NewDecoder(strings.NewReader(line))
+	var keys []string
+	_, err := dec.Token() // {
+	require.NoError(t, err)
+	for dec.More() {
+		k, err := dec.Token()
+		require.NoError(t, err)
+		keys = append(keys, k.(string))
+		var v json.RawMessage
+		require.NoError(t, dec.Decode(&v))
+	}
+	assert.Equal(t, documented, keys, "the summary line: %s", line)
+	assert.Contains(t, doc, "cairn apply pipelines/optimizer_grid.hcl --summaries | jq")
 }

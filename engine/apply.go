@@ -50,12 +50,15 @@ type ApplyOptions struct {
 	Progress io.Writer
 	// Stderr receives the kinds' own progress lines (an evaluation's
 	// item counts, a comparison table); nil sends them to Progress.
-	Stderr  io.Writer
-	JSON    bool
-	Verbose bool
-	Live    bool // redraw a live status block (a TTY)
-	NoSync  bool
-	Args    []string
+	Stderr io.Writer
+	// Summaries receives the summary lines of the nodes whose kind makes
+	// one (stages.Announcer), one a line; nil sends them to Stderr.
+	Summaries io.Writer
+	JSON      bool
+	Verbose   bool
+	Live      bool // redraw a live status block (a TTY)
+	NoSync    bool
+	Args      []string
 	// Replace lists addresses forced to run (also clears on_interrupt = "fail" refusals).
 	Replace map[string]bool
 	// Hard is closed on a second interrupt: kill at once.
@@ -1007,16 +1010,26 @@ func (a *applier) okLine(ns *nodeState) {
 	a.emitJSON(ns, "ok")
 }
 
-// announce prints the summary line of a node whose kind makes one of its
-// result (stages.Announcer), read from the node's record: after it ran and
-// when it is taken from the cache alike. It goes where the node's progress
-// lines go.
-func (a *applier) announce(ns *nodeState) {
+// summaryLine is the summary line a node's kind makes of its result
+// (stages.Announcer), read from the node's record, or "".
+func (a *applier) summaryLine(ns *nodeState) string {
 	an, ok := ns.n.Kind.(stages.Announcer)
 	if !ok || ns.record == nil || len(ns.record.Result) == 0 {
-		return
+		return ""
 	}
-	if line := an.Announce(ns.record.Result); line != "" {
+	return an.Announce(ns.spec, ns.record.Result)
+}
+
+// announce prints the summary line of a node whose kind makes one: after
+// it ran and when it is taken from the cache alike. It goes to Summaries,
+// else where the node's progress lines go.
+func (a *applier) announce(ns *nodeState) {
+	line := a.summaryLine(ns)
+	switch {
+	case line == "":
+	case a.opts.Summaries != nil:
+		_, _ = a.writeOut(a.opts.Summaries, []byte(line+"\n"))
+	default:
 		_, _ = (&lockedWriter{a: a}).Write([]byte(line + "\n"))
 	}
 }
@@ -1160,6 +1173,9 @@ func (a *applier) emitJSON(ns *nodeState, status string) {
 	}
 	if !ns.started.IsZero() && !ns.ended.IsZero() {
 		ev["duration_s"] = ns.ended.Sub(ns.started).Seconds()
+	}
+	if line := a.summaryLine(ns); line != "" {
+		ev["summary"] = json.RawMessage(line)
 	}
 	b, _ := json.Marshal(ev)
 	a.mu.Lock()

@@ -251,7 +251,12 @@ func TestOptimizerJob(t *testing.T) {
 	var sum map[string]any
 	require.NoError(t, json.Unmarshal([]byte(line), &sum))
 	assert.Equal(t, res["delta_pp"], sum["delta_pp"])
-	assert.Len(t, sum, 7)
+	// The seed's seven fields, then what names the job in a grid.
+	assert.Len(t, sum, 10)
+	assert.Equal(t, "simgepa", sum["method"])
+	assert.Equal(t, "sums/single/sim", sum["cell_id"])
+	assert.Equal(t, 0.0, sum["seed"])
+	assert.Equal(t, dir, sum["out"])
 
 	// One rollout worker served the whole optimization: its 600 rollouts
 	// came in 30 requests of 20 and more bundles.
@@ -267,8 +272,9 @@ func TestOptimizerJob(t *testing.T) {
 	assert.Contains(t, out, "0 ran, 8 cached")
 	assert.Equal(t, []string{line}, summaryRe.FindAllString(out, -1), out)
 
-	// With --json, standard output holds the node events only; the summary
-	// line goes to standard error, as when the node runs.
+	// With --json, standard output holds the node events only, the result
+	// node's with the summary in its "summary"; the summary line goes to
+	// standard error, as when the node runs.
 	cmd := w.command(w.applyArgs([]string{"json"})...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -276,11 +282,28 @@ func TestOptimizerJob(t *testing.T) {
 	assert.Equal(t, []string{line}, summaryRe.FindAllString(stderr.String(), -1), stderr.String())
 	events := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	require.Len(t, events, 8, stdout.String())
+	summaries := 0
 	for _, l := range events {
-		var ev map[string]any
+		var ev map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal([]byte(l), &ev), l)
-		assert.Equal(t, "cached", ev["status"], l)
+		assert.JSONEq(t, `"cached"`, string(ev["status"]), l)
+		if s, ok := ev["summary"]; ok {
+			summaries++
+			assert.JSONEq(t, `"stage.result[\"simgepa/sums/single/sim/0\"]"`, string(ev["node"]), l)
+			assert.JSONEq(t, line, string(s), l)
+		}
 	}
+	assert.Equal(t, 1, summaries, stdout.String())
+
+	// With --json --summaries, standard output holds the summary line
+	// alone, and the node events go to standard error.
+	cmd = w.command(w.applyArgs([]string{"json", "summaries"})...)
+	stdout.Reset()
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	assert.Equal(t, line+"\n", stdout.String())
+	assert.Len(t, regexp.MustCompile(`(?m)^\{"key":.*"status":"cached".*\}$`).FindAllString(stderr.String(), -1), 8, stderr.String())
 }
 
 // REFLECTION_MODEL_BASE_URL in the environment reaches the method, as in
@@ -444,22 +467,46 @@ func TestOptimizerFallbackAndSmoke(t *testing.T) {
 // has its job.json, result.json and summary line; and the seed bundle's
 // validation and test evaluations reach the model once per cell and seed,
 // whichever method's node ran them: the second method's send nothing.
+// With --summaries, standard output is the jobs' summary lines alone, as
+// the seed's runner prints them (cairn apply ... | jq), each naming its
+// job; the progress is on standard error.
 func TestOptimizerGrid(t *testing.T) {
 	w := newOptWorkspace(t)
-	args := []string{"apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color",
+	args := []string{"apply", "pipelines/optimizer_grid.hcl", "--cache", w.cache, "--no-color", "--summaries",
 		"--var", "budget=60", "--var", `method_args=["--batch","20"]`, "--var", "include_nonconformant=true"}
 	cmd := exec.Command(filepath.Join(bins, "cairn"), args...)
 	cmd.Dir = w.dir
 	cmd.Env = append(os.Environ(), "TASK_ENDPOINTS="+w.url, "CAIRN_NO_FSYNC=1", "NO_COLOR=1")
-	b, err := cmd.CombinedOutput()
-	out := string(b)
-	require.NoError(t, err, out)
-	assert.Contains(t, out, "97 ran, 0 cached, 0 failed")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "%s", stderr.String())
+	assert.Contains(t, stderr.String(), "97 ran, 0 cached, 0 failed")
+	assert.NotContains(t, stderr.String(), `{"status"`, "the summary lines are on standard output only")
 	tsv, err := os.ReadFile(filepath.Join(w.dir, "reports/optimizer/aggregate.tsv"))
 	require.NoError(t, err)
 	rows := regexp.MustCompile(`(?m)^[^\t]+\t(simgepa|simmapro)\t(sums|products)/single/sim\t3\t.*\tok; non-conformant: seed 0: budget 60 is below the protocol's 600 rollouts; .*$`).FindAllString(string(tsv), -1)
 	assert.Len(t, rows, 4, "one complete row per method and cell:\n%s", tsv)
-	assert.Len(t, summaryRe.FindAllString(out, -1), 12)
+	type summary struct {
+		Status       string   `json:"status"`
+		Method       string   `json:"method"`
+		CellID       string   `json:"cell_id"`
+		Seed         *int     `json:"seed"`
+		Out          string   `json:"out"`
+		DeltaPP      *float64 `json:"delta_pp"`
+		BaselineMean *float64 `json:"baseline_mean"`
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	require.Len(t, lines, 12, "one line per job:\n%s", stdout.String())
+	byOut := map[string]summary{}
+	for _, l := range lines {
+		var sum summary
+		dec := json.NewDecoder(strings.NewReader(l))
+		require.NoError(t, dec.Decode(&sum), "every line of standard output is a JSON object: %q", l)
+		require.NotNil(t, sum.Seed, l)
+		require.NotNil(t, sum.DeltaPP, l)
+		assert.Equal(t, fmt.Sprintf("runs/%s/%s/%d", sum.Method, sum.CellID, *sum.Seed), sum.Out, l)
+		byOut[sum.Out] = sum
+	}
 	for _, m := range []string{"simgepa", "simmapro"} {
 		for _, d := range []string{"sums", "products"} {
 			for _, s := range []string{"0", "1", "2"} {
@@ -471,6 +518,14 @@ func TestOptimizerGrid(t *testing.T) {
 				assert.Equal(t, d+"/single/sim", res["cell_id"])
 				assert.Equal(t, job["seed"], res["seed"])
 				assert.Equal(t, 60.0, res["charged_rollouts"])
+				sum, ok := byOut[dir]
+				if assert.True(t, ok, "a summary line names %s", dir) {
+					assert.Equal(t, m, sum.Method)
+					assert.Equal(t, d+"/single/sim", sum.CellID)
+					assert.Equal(t, res["seed"], float64(*sum.Seed))
+					assert.Equal(t, res["delta_pp"], *sum.DeltaPP)
+					assert.Equal(t, res["status"], sum.Status)
+				}
 			}
 		}
 	}

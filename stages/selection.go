@@ -286,14 +286,28 @@ func (JobResult) KeyValue(attr string, v cty.Value) cty.Value {
 func (JobResult) Version() int { return 1 }
 
 // Announce implements Announcer: the job's summary line, made of its
-// result (result.json), when it runs and when it is taken from the cache.
-func (JobResult) Announce(result json.RawMessage) string {
+// result (result.json) and its out folder, when it runs and when it is
+// taken from the cache.
+func (JobResult) Announce(n *Node, result json.RawMessage) string {
 	var res ResultFile
 	if err := json.Unmarshal(result, &res); err != nil || res.Format != ResultFormat {
 		return ""
 	}
+	out := ""
+	if n != nil {
+		if p, ok := knownString(n, "out"); ok {
+			out = filepath.Clean(p)
+		}
+	}
+	return res.SummaryLine(out)
+}
+
+// SummaryLine is the job's summary line of result.json, for the job whose
+// out folder is out: the seed's fields, then what names the job in a grid.
+func (res ResultFile) SummaryLine(out string) string {
 	line, _ := json.Marshal(SummaryLine{Status: res.Status, CellID: res.CellID, BaselineMean: res.BaselineMean,
-		DeployedMean: res.DeployedMean, DeltaPP: res.DeltaPP, ValidForAggregation: res.ValidForAggregation, FallbackReason: res.FallbackReason})
+		DeployedMean: res.DeployedMean, DeltaPP: res.DeltaPP, ValidForAggregation: res.ValidForAggregation, FallbackReason: res.FallbackReason,
+		Method: res.Method, Seed: res.Seed, Out: out})
 	return string(line)
 }
 
@@ -356,7 +370,9 @@ type ResultFile struct {
 	TestInvalidItems    int      `json:"test_invalid_items"`
 }
 
-// SummaryLine is the one-line summary a job prints.
+// SummaryLine is the one-line summary a job prints: the seed's fields,
+// then the job's method, seed and out folder (a grid's lines tell its jobs
+// apart).
 type SummaryLine struct {
 	Status              string  `json:"status"`
 	CellID              string  `json:"cell_id"`
@@ -365,6 +381,9 @@ type SummaryLine struct {
 	DeltaPP             float64 `json:"delta_pp"`
 	ValidForAggregation bool    `json:"valid_for_aggregation"`
 	FallbackReason      *string `json:"fallback_reason"`
+	Method              string  `json:"method"`
+	Seed                int     `json:"seed"`
+	Out                 string  `json:"out"`
 }
 
 type resultSpec struct {

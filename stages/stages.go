@@ -114,13 +114,14 @@ type Comparer interface {
 
 // Announcer is implemented by kinds whose result holds a summary for
 // people (an optimizer job's summary line): apply prints the line Announce
-// makes of the node's result in its output when the node runs, and again
-// when it is taken from the cache (from the cached record's result), so
-// that applying a finished pipeline again shows its summaries. "" prints
-// nothing. The line goes where the node's progress lines go (standard
-// error), never into --json's standard output.
+// makes of the node (its evaluated attributes; nil when not known) and its
+// result when the node runs, and again when it is taken from the cache
+// (from the cached record's result), so that applying a finished pipeline
+// again shows its summaries. "" prints nothing. The line goes where the
+// node's progress lines go (standard error), or alone on standard output
+// with apply --summaries; --json's node event of the node carries it too.
 type Announcer interface {
-	Announce(result json.RawMessage) string
+	Announce(n *Node, result json.RawMessage) string
 }
 
 // OutcomeLabeler is implemented by kinds whose node succeeds with a result

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -32,6 +33,7 @@ func (a *app) applyCmd() *cobra.Command {
 		waitGPUs         time.Duration
 		waitBatch        time.Duration
 		asJSON, verbose  bool
+		summaries        bool
 		only             bool
 		executorName     string
 		leaveJobs        bool
@@ -48,6 +50,16 @@ With a PLANFILE from 'cairn plan --out', run exactly that plan (its variables,
 --target and --replace), or refuse with exit 2, running nothing, naming what
 changed since it was saved: a node added or removed, the pipeline's name, a
 key known then, or an action.
+
+Streams: standard output carries apply's progress (a line per node that
+runs or fails, or with --json one JSON object per node event) and its
+closing report (each failure whole, then the counts); standard error carries
+the stages' own progress lines (an evaluation's item counts, a method's
+rollout counts), the summary lines of the nodes that make one (an optimizer
+job's result: {"status", "cell_id", ..., "method", "seed", "out"}) and
+"Error:" messages. With --summaries, standard output carries only those
+summary lines, one JSON object each (cairn apply --summaries ... | jq), and
+everything else goes to standard error.
 
 Ctrl-C stops scheduling, terminates running nodes (SIGTERM, then SIGKILL after
 their kill_grace) and exits 130; a second Ctrl-C kills them at once.
@@ -76,7 +88,7 @@ interrupted.`,
 			// Nothing changed since an apply that ended well: no need to
 			// evaluate the pipeline again (see docs/durability.md).
 			identity := ""
-			if saved == nil && len(targets) == 0 && len(replace) == 0 && !asJSON && !verbose {
+			if saved == nil && len(targets) == 0 && len(replace) == 0 && !asJSON && !verbose && !summaries {
 				identity = a.memoIdentity(args)
 			}
 			if m := a.upToDate(identity); m != nil {
@@ -131,16 +143,22 @@ interrupted.`,
 					}
 				}
 			}()
+			// With --summaries standard output carries the summary lines
+			// alone; what goes there otherwise goes to standard error.
+			progress, summaryOut := a.stdout, io.Writer(nil)
+			if summaries {
+				progress, summaryOut = a.stderr, a.stdout
+			}
 			if !asJSON {
-				a.printApplyHeader(l.Graph.Summary(), p.Counts(), pool)
+				a.printApplyHeader(progress, l.Graph.Summary(), p.Counts(), pool)
 			}
 			live := false
-			if f, ok := a.stdout.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
+			if f, ok := progress.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
 				live = term.IsTerminal(int(f.Fd()))
 			}
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
-				Progress: a.stdout, Stderr: a.stderr, JSON: asJSON, Verbose: verbose, Live: live,
+				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
 				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables),
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
@@ -152,7 +170,7 @@ interrupted.`,
 				return err
 			}
 			if !asJSON {
-				a.printSummary(res)
+				a.printSummary(progress, res)
 			}
 			a.rememberUpToDate(identity, p, res, cache)
 			switch {
@@ -173,7 +191,8 @@ interrupted.`,
 	f.DurationVar(&lockTimeout, "lock-timeout", 0, "give up waiting for a node another process runs after this long (default: wait)")
 	f.DurationVar(&waitGPUs, "wait-gpus", 0, "a GPU batch waits up to this long for a free GPU instead of refusing")
 	f.DurationVar(&waitBatch, "wait-batch", 0, "a GPU batch waits up to this long for another process's batch instead of refusing")
-	f.BoolVar(&asJSON, "json", false, "one JSON line per node event")
+	f.BoolVar(&asJSON, "json", false, "one JSON line per node event on standard output (a node's summary line in its \"summary\")")
+	f.BoolVar(&summaries, "summaries", false, "standard output carries only the summary lines (an optimizer job's result, one JSON object a line); progress, node events and errors go to standard error")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also list cached nodes")
 	f.StringVar(&executorName, "executor", "", "where nodes run: local or slurm (default: the pipeline's executor block, else local)")
 	f.BoolVar(&leaveJobs, "leave-jobs", false, "slurm executor: at an interrupt, leave the submitted jobs running instead of cancelling them")
@@ -265,10 +284,10 @@ func (a *app) singleVariantTargets(g *plan.Graph, targets []string) map[string]b
 
 // printApplyHeader is apply's first line, and a note when the GPUs are
 // simulated.
-func (a *app) printApplyHeader(summary string, counts plan.Counts, pool *gpu.Pool) {
-	fmt.Fprintf(a.stdout, "cairn apply: %s: %s\n", summary, counts)
+func (a *app) printApplyHeader(w io.Writer, summary string, counts plan.Counts, pool *gpu.Pool) {
+	fmt.Fprintf(w, "cairn apply: %s: %s\n", summary, counts)
 	if pool != nil && pool.Total() > 0 && pool.Simulated() {
-		fmt.Fprintf(a.stdout, "GPUs: %s\n", pool.Inv.Note())
+		fmt.Fprintf(w, "GPUs: %s\n", pool.Inv.Note())
 	}
 }
 
@@ -277,24 +296,26 @@ func (a *app) printPlanHeader(summary string) {
 	fmt.Fprintf(a.stdout, "cairn plan: %s\n\n", summary)
 }
 
-func (a *app) printSummary(res *engine.ApplyResult) {
+// printSummary is apply's closing report on w: each failure whole, then
+// the counts.
+func (a *app) printSummary(w io.Writer, res *engine.ApplyResult) {
 	for _, f := range res.Failures {
-		fmt.Fprintf(a.stdout, "\n%s failed (%s): %s\n", f.Address, f.Class, f.Message)
+		fmt.Fprintf(w, "\n%s failed (%s): %s\n", f.Address, f.Class, f.Message)
 		if f.Tail != "" {
 			for _, l := range strings.Split(f.Tail, "\n") {
-				fmt.Fprintf(a.stdout, "  | %s\n", l)
+				fmt.Fprintf(w, "  | %s\n", l)
 			}
 		}
 		for _, l := range f.Logs {
-			fmt.Fprintf(a.stdout, "  log: %s\n", l)
+			fmt.Fprintf(w, "  log: %s\n", l)
 		}
 		if f.NoOutput {
-			fmt.Fprintf(a.stdout, "  log: none (the node wrote no output)\n")
+			fmt.Fprintf(w, "  log: none (the node wrote no output)\n")
 		}
 	}
-	fmt.Fprintf(a.stdout, "\nApply complete: %d ran, %d cached, %d failed, %d skipped.", res.Ran, res.Cached, res.Failed, res.Skipped)
+	fmt.Fprintf(w, "\nApply complete: %d ran, %d cached, %d failed, %d skipped.", res.Ran, res.Cached, res.Failed, res.Skipped)
 	if res.Interrupted {
-		fmt.Fprint(a.stdout, " (interrupted)")
+		fmt.Fprint(w, " (interrupted)")
 	}
-	fmt.Fprintf(a.stdout, " [%s, run %s]\n", res.Dur.Round(time.Millisecond), res.RunID)
+	fmt.Fprintf(w, " [%s, run %s]\n", res.Dur.Round(time.Millisecond), res.RunID)
 }

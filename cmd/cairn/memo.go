@@ -95,7 +95,7 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 			return false, nil
 		}
 	}
-	a.printApplyHeader(m.Summary, plan.Counts{Cached: len(m.Nodes)}, pool)
+	a.printApplyHeader(a.stdout, m.Summary, plan.Counts{Cached: len(m.Nodes)}, pool)
 	vars := map[string]*dsl.Variable{}
 	for _, name := range m.Sensitive {
 		vars[name] = &dsl.Variable{Name: name, Sensitive: true}
@@ -107,7 +107,7 @@ func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	a.printSummary(res)
+	a.printSummary(a.stdout, res)
 	return true, nil
 }
 
