@@ -10,9 +10,21 @@
 # budget is 100 rollouts, so the jobs are non-conformant smoke runs
 # (result.json says so) and the table includes them explicitly.
 #
-# The workspace is demo/optimizer/ in the repository (git-ignored;
-# DEMO_DIR overrides it). Running the demo again with nothing changed takes
-# every node from the cache and prints the same table.
+# The workspace is demo/optimizer/ in the repository (git-ignored; DEMO_DIR
+# names another folder): the simulated grid's files (testdata/optimizer/ and
+# the worker) are copied there, and the pipeline is applied from its place in
+# the repository, as from a project folder of one's own. The jobs' out
+# folders are DEMO_DIR/runs/, the table DEMO_DIR/reports/, the cache
+# DEMO_DIR/cache/. Running the demo again with nothing changed takes every
+# node from the cache and prints the same table.
+#
+# Arguments are handed to cairn apply after the demo's own, e.g.
+#   bash pipelines/demo-optimizer.sh --var 'methods=["simgepa"]' --var 'datasets=["sums"]'
+#
+# The summary lines (one JSON object per job) are on standard output; the
+# progress, without the lines of nodes that ended well, and every failure
+# whole are on standard error. When a node fails the demo exits with apply's
+# status and prints no table: the one on disk would not be this run's.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,11 +32,13 @@ bin=${DEMO_BIN:-$repo/bin}
 cairn=$bin/cairn
 sim=$bin/cairn-sim-model # as make demo-optimizer builds it; make sim puts it in sim/
 [ -x "$sim" ] || sim=$bin/sim/cairn-sim-model
-ws=${DEMO_DIR:-$repo/demo/optimizer}
 for p in "$cairn" "$sim"; do
 	[ -x "$p" ] || { echo "demo-optimizer: $p is missing: run 'make demo-optimizer' (it builds cairn and the simulated model)" >&2; exit 2; }
 done
-mkdir -p "$ws"
+ws=${DEMO_DIR:-$repo/demo/optimizer}
+mkdir -p "$ws/testdata"
+ws=$(cd "$ws" && pwd)
+cp -R "$repo/testdata/optimizer" "$repo/testdata/workers" "$ws/testdata/"
 
 "$sim" --request-log "$ws/requests.jsonl" >"$ws/sim.url" 2>"$ws/sim.log" &
 simpid=$!
@@ -35,14 +49,32 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 url=$(head -n 1 "$ws/sim.url")
-echo "demo-optimizer: SIMULATED task model at $url; jobs under $ws/runs"
+echo "demo-optimizer: SIMULATED task model at $url; jobs under $ws/runs" >&2
 
-cd "$repo"
-TASK_ENDPOINTS=$url "$cairn" apply pipelines/optimizer_grid.hcl \
-	--cache "$ws/cache" --var "runs=demo/optimizer/runs" --var "reports=demo/optimizer/reports" \
-	--var budget=100 --var 'method_args=["--batch","40"]' --var include_nonconformant=true 2>&1 |
-	grep -E '^\{"status"|^Apply complete|^Error|^  ✗' || true
+# Standard output: the summary lines (--summaries). Standard error: apply's
+# progress less the lines of nodes that started ("  >") or ended well
+# ("  ✓"), the stages' progress lines ("  ·") and the aggregate node's copy
+# of the table (printed below, also when the node is taken from the cache);
+# everything else, the closing report with each failure whole included.
+cd "$ws"
+exec 3>&1
+set +e
+TASK_ENDPOINTS=$url "$cairn" apply "$repo/pipelines/optimizer_grid.hcl" --summaries \
+	--cache cache --var runs=runs --var reports=reports \
+	--var budget=100 --var 'method_args=["--batch","40"]' --var include_nonconformant=true "$@" \
+	2>&1 >&3 3>&- | awk '
+		/^  (✓|·|>) / { next }
+		/^stage\.summary\["grid"\]: [0-9]+ row/ { table = 1; next }
+		table && (/^$/ || /\t/) { next }
+		{ table = 0; print; fflush() }' >&2
+status=${PIPESTATUS[0]}
+set -e
+exec 3>&-
+if [ "$status" -ne 0 ]; then
+	echo "demo-optimizer: cairn apply exited with status $status (failures above); no aggregate table is printed: the one in $ws/reports would not be this run's" >&2
+	exit "$status"
+fi
 
 echo
-echo "The aggregate table (demo/optimizer/reports/aggregate.tsv; docs/aggregate.md):"
-cat "$ws/reports/aggregate.tsv"
+echo "The aggregate table ($ws/reports/aggregate.tsv; docs/aggregate.md):"
+cat reports/aggregate.tsv

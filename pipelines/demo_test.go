@@ -1,6 +1,9 @@
 package pipelines_test
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +124,75 @@ func TestDemoEditOneConfigRerunsThatVariant(t *testing.T) {
 		for _, s := range []string{"preflight", "ruler", "aime24"} {
 			assert.True(t, strings.HasPrefix(plan[`stage.`+s+`["`+v+`"]`], "="), "stage.%s[%q] is cached: %q", s, v, plan[`stage.`+s+`["`+v+`"]`])
 		}
+	}
+}
+
+// make demo-optimizer works in DEMO_DIR (its jobs, table and cache are
+// there) and prints each job's summary line on standard output. When a
+// node fails it exits with apply's status, shows each failure whole (the
+// method's last lines and its log) and prints no table: the one on disk is
+// an earlier run's.
+func TestDemoOptimizerFailsLoudlyInDemoDir(t *testing.T) {
+	if testing.Short() || bins == "" {
+		t.Skip("end-to-end: builds cairn and runs it")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir := t.TempDir()
+	demo := func(args ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		// One method on one dataset: 3 jobs, a quick grid.
+		all := append([]string{"demo-optimizer.sh", "--var", `methods=["simgepa"]`, "--var", `datasets=["sums"]`}, args...)
+		cmd := exec.Command("bash", all...)
+		cmd.Env = append(os.Environ(), "DEMO_DIR="+dir, "DEMO_BIN="+bins, "CAIRN_NO_FSYNC=1", "NO_COLOR=1")
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		return o.String(), e.String(), code
+	}
+
+	stdout, stderr, code := demo()
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	assert.Contains(t, stderr, "Apply complete: 25 ran, 0 cached, 0 failed")
+	tsv, err := os.ReadFile(filepath.Join(dir, "reports", "aggregate.tsv"))
+	require.NoError(t, err, "the table is in DEMO_DIR")
+	summaries, table, ok := strings.Cut(stdout, "\n\n")
+	require.True(t, ok, stdout)
+	lines := strings.Split(summaries, "\n")
+	require.Len(t, lines, 3, stdout)
+	for i, l := range lines {
+		var sum struct {
+			Status, Method, CellID, Out string
+			Seed                        int
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &sum), l)
+		assert.Equal(t, "ok", sum.Status)
+		assert.Equal(t, fmt.Sprintf("runs/simgepa/sums/single/sim/%d", sum.Seed), sum.Out, l)
+		_, err := os.Stat(filepath.Join(dir, sum.Out, "result.json"))
+		assert.NoError(t, err, "job %d's out folder is in DEMO_DIR", i)
+	}
+	assert.True(t, strings.HasSuffix(table, string(tsv)), "the table printed is the one written:\n%s", table)
+	assert.Contains(t, string(tsv), "runs/simgepa/sums/single/sim/0/result.json")
+
+	// The same grid with a method that crashes (exit 3) into other out
+	// folders: every job fails.
+	stdout, stderr, code = demo("--var", "runs=runs-crash", "--var", `method_args=["--mode","crash"]`)
+	assert.Equal(t, 1, code, "a failed node fails the demo:\n%s\n%s", stdout, stderr)
+	assert.Regexp(t, `Apply complete: \d+ ran, \d+ cached, [1-9]\d* failed`, stderr)
+	assert.Regexp(t, `(?m)^stage\.optimize\["simgepa/sums/single/sim/0"\] failed \(exit\): the method failed: exited with status 3`, stderr)
+	assert.Contains(t, stderr, "  | sim-method: crashing on purpose (--mode crash)", "the method's last lines are shown")
+	assert.Regexp(t, `(?m)^  log: cache/runs/\S+/logs/optimize_\S+\.err$`, stderr)
+	assert.Contains(t, stderr, `stage.summary["grid"] failed (setup): no result.json under runs-crash`)
+	assert.Contains(t, stderr, "no aggregate table is printed")
+	for _, s := range []string{stdout, stderr} {
+		assert.NotContains(t, s, "family\tmethod\tcell", "no table is printed after a failure")
+		assert.NotContains(t, s, "runs/simgepa/sums/single/sim/0/result.json", "nothing cites the earlier run's files")
 	}
 }

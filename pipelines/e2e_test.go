@@ -63,7 +63,7 @@ func build(dir string) error {
 		goBin = "/usr/local/go/bin/go"
 	}
 	cmd := exec.Command(goBin, "build", "-o", dir+string(os.PathSeparator),
-		"./cmd/cairn", "./testdata/simwork/preflight", "./testdata/simwork/ruler", "./testdata/simwork/aime24", "./testdata/simwork/train")
+		"./cmd/cairn", "./cmd/cairn-sim-model", "./testdata/simwork/preflight", "./testdata/simwork/ruler", "./testdata/simwork/aime24", "./testdata/simwork/train")
 	cmd.Dir = ".."
 	out, err := cmd.CombinedOutput()
 	if err != nil {
