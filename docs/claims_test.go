@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/rollout"
 )
 
 // The tests in this file check claims the documents make in prose: each
@@ -630,4 +631,36 @@ func TestSummaryLineFieldsAreDocumented(t *testing.T) {
 	}
 	assert.Equal(t, documented, keys, "the summary line: %s", line)
 	assert.Contains(t, doc, "cairn apply pipelines/optimizer_grid.hcl --summaries | jq")
+}
+
+// The rollout service's counts are each defined, apart from an evaluate
+// stage's of the same names; a ledger line leaves out `cached` when it is
+// false, as the documents say; the worker's `charged` is not said to be the
+// optimization's budget accounting; result.json's rounding is said.
+func TestRolloutCountsAndLedgerAsDocumented(t *testing.T) {
+	proto := readDoc(t, "rollout-protocol.md")
+	counts := section(proto, "### Counts")
+	require.NotEmpty(t, counts, "rollout-protocol.md has a Counts section")
+	ct := reflect.TypeOf(rollout.Counts{})
+	for i := range ct.NumField() {
+		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("json"), ",")
+		assert.Contains(t, counts, "`"+name+"`", "the count %s is not defined", name)
+	}
+	assert.Contains(t, counts, "worker-protocol.md#progress", "the evaluate stage's counts are pointed at")
+
+	b, err := json.Marshal(rollout.LedgerLine{N: 1, Bundle: "b", Item: "i", Key: "k"})
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "cached")
+	b, err = json.Marshal(rollout.LedgerLine{N: 1, Cached: true})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"cached":true`)
+	for _, doc := range []string{"rollout-protocol.md", "job-artifacts.md"} {
+		assert.Contains(t, prose(t, doc), "`cached`: true for a rollout answered from the item store, left out otherwise", doc)
+	}
+
+	worker := prose(t, "worker-protocol.md")
+	assert.NotContains(t, worker, "(budget accounting)")
+	assert.Contains(t, worker, "an `optimize` stage's budget does not read it")
+	assert.Contains(t, prose(t, "job-artifacts.md"), "The three are rounded to 6 decimal places")
+	assert.Contains(t, prose(t, "rollout-protocol.md"), "`cairn show RUN` lists it")
 }

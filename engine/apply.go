@@ -1424,7 +1424,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(ref executor.JobRef) {
 			testKillAfterStart()
-			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: []string{stdout, stderr}}
+			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: append([]string{stdout, stderr}, p.Logs...)}
 			if pid, pgid, tick, ok := executor.LocalProcess(ref); ok {
 				e.PID, e.PGID, e.ProcTick = pid, pgid, tick
 			}

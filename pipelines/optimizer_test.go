@@ -702,6 +702,22 @@ func TestOptimizerInfraFailuresNotCharged(t *testing.T) {
 	assert.Equal(t, attempted, charged+infra)
 	assert.Equal(t, 100, lineCount(filepath.Join(w.dir, "runs/simgepa/sums/single/sim/0/optimization/rollouts.jsonl")))
 	assert.Regexp(t, `rollouts: charged 100/100, attempted \d+, infra-failures [1-9]`, out)
+
+	// The retries are told in rollouts.log, which cairn show RUN lists
+	// with the method's logs.
+	runs, err := filepath.Glob(filepath.Join(w.cache, "runs", "2*", "journal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, runs)
+	run := filepath.Dir(runs[len(runs)-1]) // the latest run's folder
+	logs, err := filepath.Glob(filepath.Join(run, "out", "*", "rollouts.log"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1, "the optimization's rollouts.log")
+	b, err := os.ReadFile(logs[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "infrastructure failure")
+	show, err := w.command("show", filepath.Base(run), "--cache", w.cache).Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(show), logs[0], "cairn show RUN lists rollouts.log")
 }
 
 // A rollout worker that takes its bundle in its arguments ({bundle}) gets

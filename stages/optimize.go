@@ -382,7 +382,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		"MODEL_ID":                  s.eval.model,
 		"REFLECTION_MODEL_ID":       s.reflModel,
 		"REFLECTION_MODEL_BASE_URL": s.reflURL,
-	}})
+	}, Logs: []string{logPath}})
 	srv.Close()
 	ev.close()
 	if jerr := jr.close(); jerr != nil {

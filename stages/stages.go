@@ -217,6 +217,10 @@ type Proc struct {
 	// LogName names the logs of a batch variant: with a batch log folder,
 	// they are <folder>/gpu<idx>_<LogName>.out and .err.
 	LogName string
+	// Logs are more log files the node writes beside the process's own
+	// (an optimization's rollouts.log): the journal lists them with the
+	// process's, and so does cairn show RUN.
+	Logs []string
 }
 
 // Batcher is implemented by kinds whose stage runs as one GPU batch
