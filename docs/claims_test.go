@@ -151,6 +151,8 @@ stage "command" "c" {
 	for _, want := range []string{runlog.RunStart, runlog.Planned, runlog.Started, runlog.Finished, runlog.Failed, runlog.Cached, runlog.Skipped, runlog.RunEnd} {
 		assert.True(t, types[want], "no %s record in the journals", want)
 	}
+	// A cluster executor's waits (pipelines/slurm_test.go journals them).
+	types[runlog.Waiting] = true
 	for ty := range types {
 		assert.Regexp(t, "(?m)^\\| `"+regexp.QuoteMeta(ty)+"` \\|", dur, "journal record %s has no row in docs/durability.md", ty)
 	}

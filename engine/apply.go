@@ -269,6 +269,10 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	j := a.j
 	defer j.Close()
 	_ = a.runStart(opts.Args)
+	if n, ok := opts.Executor.(executor.Noticer); ok {
+		n.Notify(func(n executor.Notice) { a.notice(nil, n) })
+		defer n.Notify(nil)
+	}
 	if refusal != nil {
 		// A refused apply is a run too: `cairn status` shows it refused.
 		a.res.Refused = refusal.Error()
@@ -997,7 +1001,9 @@ func (a *applier) handle(ev event) {
 
 // okLine shows a node that ran as ok: its kind's summary, its line, its
 // JSON event. A node whose result records a failure its kind absorbs (a
-// decision slot that ran out of memory) shows that outcome, not "ok".
+// decision slot that ran out of memory) shows that outcome, not "ok". The
+// duration is its record's, the command's own run time; the wait in a
+// cluster's queue is said apart.
 func (a *applier) okLine(ns *nodeState) {
 	a.announce(ns)
 	sym, what := "✓", "ok"
@@ -1006,8 +1012,26 @@ func (a *applier) okLine(ns *nodeState) {
 			sym, what = "!", label
 		}
 	}
-	a.line(ns, sym, fmt.Sprintf("%s in %s", what, roundDur(ns.ended.Sub(ns.started))))
+	msg := fmt.Sprintf("%s in %s", what, roundDur(ns.ranFor()))
+	if r := ns.res; r != nil && (r.Queued > 0 || r.Requeued > 0) {
+		msg += fmt.Sprintf(" (queued %s", roundDur(r.Queued))
+		if r.Requeued > 0 {
+			msg += fmt.Sprintf(", requeued %d×", r.Requeued)
+		}
+		msg += ")"
+	}
+	a.line(ns, sym, msg)
 	a.emitJSON(ns, "ok")
+}
+
+// ranFor is how long the node ran: its record's duration (the command's
+// own, where it ran one) once it has a record, else from its start to its
+// end in this apply.
+func (ns *nodeState) ranFor() time.Duration {
+	if r := ns.record; r != nil && !r.Started.IsZero() && !r.Ended.IsZero() {
+		return r.Ended.Sub(r.Started)
+	}
+	return ns.ended.Sub(ns.started)
 }
 
 // summaryLine is the summary line a node's kind makes of its result
@@ -1032,6 +1056,31 @@ func (a *applier) announce(ns *nodeState) {
 	default:
 		_, _ = (&lockedWriter{a: a}).Write([]byte(line + "\n"))
 	}
+}
+
+// notice says at once what the executor waits for, or that the wait is
+// over: a progress line, the node's live progress (ns nil: the
+// executor's, not one node's) and a journal note.
+func (a *applier) notice(ns *nodeState, n executor.Notice) {
+	status := "over"
+	if n.Waiting {
+		status = "waiting"
+	}
+	e := runlog.Entry{T: runlog.Waiting, Status: status, Message: n.String()}
+	if ns == nil {
+		a.printf("  … %s\n", n)
+	} else {
+		e.Node = ns.n.Addr
+		a.line(ns, "…", n.String())
+		a.mu.Lock()
+		if n.Waiting {
+			ns.progress = n.String()
+		} else {
+			ns.progress = ""
+		}
+		a.mu.Unlock()
+	}
+	_ = a.j.Note(e)
 }
 
 // finish makes a node's downstreams ready.
@@ -1172,7 +1221,10 @@ func (a *applier) emitJSON(ns *nodeState, status string) {
 		ev["class"], ev["message"] = ns.class, ns.message
 	}
 	if !ns.started.IsZero() && !ns.ended.IsZero() {
-		ev["duration_s"] = ns.ended.Sub(ns.started).Seconds()
+		ev["duration_s"] = ns.ranFor().Seconds()
+		if ns.res != nil && ns.res.Queued > 0 {
+			ev["queued_s"] = ns.res.Queued.Seconds()
+		}
 	}
 	if line := a.summaryLine(ns); line != "" {
 		ev["summary"] = json.RawMessage(line)
@@ -1424,6 +1476,8 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(ref executor.JobRef) {
 			testKillAfterStart()
+			stdout, stderr := executor.JobLogs(ref, stdout, stderr)
+			ns.logs = [2]string{stdout, stderr}
 			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: append([]string{stdout, stderr}, p.Logs...)}
 			if pid, pgid, tick, ok := executor.LocalProcess(ref); ok {
 				e.PID, e.PGID, e.ProcTick = pid, pgid, tick
@@ -1441,7 +1495,8 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 			}
 			a.line(ns, ">", detail+")")
 		},
-		Local: executor.LocalSpec{Inherit: inherit},
+		Notice: func(n executor.Notice) { a.notice(ns, n) },
+		Local:  executor.LocalSpec{Inherit: inherit},
 	}
 	if a.opts.GPUs != nil {
 		spec.Local.Sample = delayedSampler(a.opts.GPUs.Sampler(gpus))

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
+	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // The seed-000 batch on the local Slurm cluster (scripts/slurm-up.sh: one
@@ -160,9 +164,57 @@ func TestSlurmKillThenReattach(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(w.dir, "sum.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "a\nb\nc\nd\n", string(b))
+	// The re-attached jobs' durations are their commands' own, from
+	// their start in the first run (#29).
+	checkDurations(t, w, w.runs()[1], out.String(), "c", "d")
 	// Five jobs in all, every one under the first run's name.
 	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%k")
 	assert.Equal(t, 5, strings.Count(jobs, "cairn stage."), "one job per node:\n%s", jobs)
+}
+
+// A job cancelled while cairn was down: the next apply re-attaches to it,
+// fails its node with class killed and points at the log the job wrote,
+// the dead run's, which holds Slurm's cancel line (#29).
+func TestSlurmCancelledWhileCairnWasDown(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	// squeue and scancel must reach the controller while cairn is down.
+	slurmtest.HoldController(t)
+	w.write("main.hcl", slurmPipeline+`stage "command" "sleeper" {
+  run = ["sh", "-c", "touch started; exec sleep 300"]
+}
+`)
+	first := w.command("apply", "main.hcl")
+	require.NoError(t, first.Start())
+	waitFor(t, "the job to start", 2*time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(w.dir, "started"))
+		return err == nil
+	})
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	dead := w.runs()[0]
+	var logs []string
+	for _, e := range dead.Entries {
+		if e.T == "started" {
+			logs = e.Logs
+		}
+	}
+	require.Len(t, logs, 2, "the dead run journaled its job's logs")
+	id := strings.TrimSpace(squeue(t, "--noheader", "--name="+dead.ID, "--format=%i"))
+	require.NotEmpty(t, id, "the job of stage.sleeper in squeue")
+	slurmtest.Call(t, "scancel", id)
+	waitFor(t, "Slurm's cancel line in the job's log", 2*time.Minute, func() bool {
+		b, _ := os.ReadFile(logs[1])
+		return strings.Contains(string(b), "CANCELLED")
+	})
+
+	out, code := w.run("apply", "main.hcl")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, fmt.Sprintf("stage.sleeper failed (killed): Slurm job %s: the job was cancelled", id))
+	assert.Contains(t, out, "  log: "+logs[1]+"\n", "the log the job wrote, in the dead run's folder")
+	assert.NotContains(t, out, "log: none")
+	assert.Regexp(t, `  \| .*\*\*\* JOB `+id+` .*CANCELLED`, out, "its tail")
 }
 
 // Ctrl-C cancels every job of the run (one scancel) and journals the
@@ -242,30 +294,44 @@ func processesIn(dir string) []string {
 	return out
 }
 
-// A node past its timeout is ended by Slurm at the job's time limit
-// (--time, in Slurm's whole minutes): the apply fails the node with class
-// timeout and says Slurm ended it.
-func TestSlurmTimeLimit(t *testing.T) {
+// A stage's timeout under Slurm's one minute is enforced inside the job,
+// as the local executor enforces it: the batch script ends the command at
+// 2 s (an 8 s command would otherwise succeed within its --time=1), the
+// node fails with class timeout, nothing is cached, and a local apply runs
+// it again and ends it the same way (#29).
+func TestSlurmTimeoutUnderAMinute(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, "none")
 	t.Parallel()
 	w.write("main.hcl", slurmPipeline+`stage "command" "slow" {
-  run     = ["sh", "-c", "touch started; exec sleep 600"]
-  timeout = "5s" # Slurm's one minute
+  run       = ["sh", "-c", "touch started; sleep 8; echo done > out.txt"]
+  outputs   = ["out.txt"]
+  timeout   = "2s"
+  kill_grace = "1s"
 }
 `)
 	out, code := w.run("apply", "main.hcl")
 	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "stage.slow failed (timeout)")
-	assert.Contains(t, out, "Slurm ended the job at its time limit (TIMEOUT)")
+	assert.Regexp(t, `stage.slow failed \(timeout\): Slurm job \d+: killed at its timeout of 2s`, out)
 	assert.FileExists(t, filepath.Join(w.dir, "started"), "the job ran")
+	assert.NoFileExists(t, filepath.Join(w.dir, "out.txt"), "the command was ended before it wrote its output")
 	n := 0
 	for _, e := range w.lastJournal() {
 		if e.T == "failed" && e.Class == "timeout" {
 			n++
 		}
+		assert.NotEqual(t, "finished", e.T, "nothing committed")
 	}
 	assert.Equal(t, 1, n, "one node journaled failed with class timeout")
+	exits, _ := filepath.Glob(filepath.Join(w.dir, ".cairn", "runs", "*", "logs", "*.exit"))
+	require.Len(t, exits, 1)
+	b, err := os.ReadFile(exits[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "timed_out=1\n", "the exit file says it was the timeout")
+
+	out, code = w.run("apply", "--executor", "local", "main.hcl")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "stage.slow failed (timeout): killed at its timeout of 2s", "run again, not taken from the cache")
 }
 
 // A job requeued while it runs (scontrol requeue: a node drained, a
@@ -292,10 +358,12 @@ func TestSlurmRequeue(t *testing.T) {
 	id := strings.TrimSpace(squeue(t, "--noheader", "--name="+run, "--format=%i"))
 	require.NotEmpty(t, id, "the job of stage.work in squeue")
 	slurmtest.Call(t, "scontrol", "requeue", id)
-	// Slurm holds a requeued job back for two minutes: let it start now.
-	waitFor(t, "the requeued job to be pending", time.Minute, func() bool {
-		return strings.Contains(squeue(t, "--noheader", "--states=all", "--jobs="+id, "--format=%T"), "PENDING")
+	// Slurm holds a requeued job back for two minutes: cairn says so at
+	// once (#29); then let it start now.
+	waitFor(t, "cairn to say the job was requeued", 2*time.Minute, func() bool {
+		return strings.Contains(out.String(), "waiting for Slurm to run job "+id+" again since ")
 	})
+	assert.Regexp(t, `… stage.work  waiting for Slurm to run job `+id+` again since \d\d:\d\d:\d\d: Slurm requeued it; it is PENDING \(BeginTime\)`, out.String())
 	slurmtest.Call(t, "scontrol", "update", "JobId="+id, "StartTime=now")
 	select {
 	case err := <-done:
@@ -315,6 +383,10 @@ func TestSlurmRequeue(t *testing.T) {
 		assert.NotEqual(t, "failed", e.T, "no node failed: %+v", e)
 	}
 	assert.Equal(t, 1, finished, "the node committed once")
+	assert.Contains(t, out.String(), "… stage.work  done waiting for Slurm to run job "+id+" again after ")
+	// Its duration is its last run's, the queue and the requeue apart.
+	assert.Regexp(t, `✓ stage.work  ok in \S+ \(queued \S+, requeued 1×\)`, out.String())
+	assert.Less(t, okDuration(t, out.String(), "stage.work"), 5*time.Second, "the second run writes a file and ends:\n%s", out.String())
 	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%i")
 	assert.Equal(t, id, strings.TrimSpace(jobs), "one job, followed under its id")
 
@@ -348,6 +420,13 @@ func TestSlurmControllerAway(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(w.dir, ".cairn", "runs", "*", "logs", "*.exit"))
 		return len(m) == 2
 	})
+	// cairn says what it waits for, with the client's own error, at once
+	// (its first query that fails), on its progress lines and in the
+	// journal (#29).
+	waitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
+		return strings.Contains(out.String(), "… waiting for the Slurm controller since ")
+	})
+	assert.Regexp(t, `… waiting for the Slurm controller since \d\d:\d\d:\d\d: squeue: slurm_load_jobs error: Unable to contact slurm controller`, out.String())
 	time.Sleep(time.Until(stopped.Add(20 * time.Second)))
 	select {
 	case err := <-done:
@@ -358,12 +437,25 @@ func TestSlurmControllerAway(t *testing.T) {
 		assert.NotContains(t, []string{"finished", "failed"}, e.T, "nothing decided while the controller was away: %+v", e)
 	}
 	startController()
-	select {
-	case err := <-done:
-		require.NoError(t, err, out.String())
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("cairn did not end within 3 minutes of the controller's return:\n%s", out.String())
+	out.succeeds(t, done, "the controller's return")
+	assert.Contains(t, out.String(), "… done waiting for the Slurm controller after ")
+	// The wait in the journal: it began and ended (and so did any other
+	// test's stop of the controller during this apply).
+	var waits []string
+	for _, e := range w.runs()[0].Entries {
+		if e.T == "waiting" {
+			waits = append(waits, e.Status)
+			assert.Contains(t, e.Message, "the Slurm controller")
+		}
 	}
+	require.NotEmpty(t, waits, "no waiting record in the journal")
+	for i, st := range waits {
+		assert.Equal(t, []string{"waiting", "over"}[i%2], st, "the waits in the journal: %v", waits)
+	}
+	assert.Equal(t, "over", waits[len(waits)-1], "the waits in the journal: %v", waits)
+	// The jobs' durations are their commands' own, not up to the
+	// controller's return (#29).
+	checkDurations(t, w, w.runs()[0], out.String(), "a", "b")
 	b, err := os.ReadFile(filepath.Join(w.dir, "sum.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "a\nb\n", string(b))
@@ -371,6 +463,49 @@ func TestSlurmControllerAway(t *testing.T) {
 	for _, s := range []string{"start a\n", "end a\n", "start b\n", "end b\n", "sum\n"} {
 		assert.Equal(t, 1, strings.Count(l, s), "%q once in the nodes' log:\n%s", s, l)
 	}
+}
+
+// With slurmctld down when cairn starts, cairn says at once (its first
+// call that fails) what it waits for, since when and the client's own
+// error, and goes on once the controller answers (#29).
+func TestSlurmControllerDownAtStart(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	w.write("main.hcl", slurmPipeline+`stage "command" "one" {
+  run = ["sh", "-c", "echo one > one.txt"]
+}
+`)
+	startController := slurmtest.StopController(t)
+	out, done := w.start("apply", "main.hcl")
+	waitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
+		return strings.Contains(out.String(), "waiting for the Slurm controller since")
+	})
+	assert.Regexp(t, `cairn: slurm executor: waiting for the Slurm controller since \d\d:\d\d:\d\d: scontrol: slurm_load_ctl_conf error: Unable to contact slurm controller`, out.String())
+	startController()
+	out.succeeds(t, done, "the controller's return")
+	assert.Contains(t, out.String(), "cairn: slurm executor: done waiting for the Slurm controller after ")
+	assert.FileExists(t, filepath.Join(w.dir, "one.txt"))
+}
+
+// A SLURM_CONF that names no file is refused at once (exit 2), naming it,
+// instead of a silent wait while every Slurm command retries reading it
+// (#29).
+func TestSlurmMissingConf(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	w.write("main.hcl", slurmPipeline+`stage "command" "one" {
+  run = ["true"]
+}
+`)
+	missing := filepath.Join(w.dir, "no", "slurm.conf")
+	cmd := w.command("apply", "main.hcl")
+	cmd.Env = append(cmd.Env, "SLURM_CONF="+missing)
+	b, _ := cmd.CombinedOutput()
+	assert.Equal(t, 2, cmd.ProcessState.ExitCode(), string(b))
+	assert.Contains(t, string(b), "SLURM_CONF")
+	assert.Contains(t, string(b), missing+": no such file or directory")
 }
 
 // slurmPipeline starts the pipeline files of these tests: the Slurm
@@ -385,7 +520,8 @@ const slurmPipeline = `pipeline "p" {
 
 // workThenSum is a pipeline on the Slurm executor: stage work, one node per
 // key, each appending "start K" and "end K" to the nodes' own execution
-// log (exec.log) around writing out_K.txt, and stage sum after all of
+// log (exec.log) around writing out_K.txt (and its own clock's start and
+// end to t_K.start and t_K.end), and stage sum after all of
 // them, concatenating their outputs into sum.txt. A node for which the
 // shell test `[ hold ]` is true (every node when hold is "") waits, after
 // its start, until the file release exists.
@@ -402,7 +538,7 @@ func workThenSum(keys []string, hold, release string) string {
 	}
 	return fmt.Sprintf(slurmPipeline+`stage "command" "work" {
   for_each = toset([%s])
-  run      = ["sh", "-c", "echo start ${each.key} >> exec.log; if %s; then while [ ! -e %s ]; do sleep 0.1; done; fi; echo ${each.key} > out_${each.key}.txt; echo end ${each.key} >> exec.log"]
+  run      = ["sh", "-c", "date +%%s%%N > t_${each.key}.start; echo start ${each.key} >> exec.log; if %s; then while [ ! -e %s ]; do sleep 0.1; done; fi; echo ${each.key} > out_${each.key}.txt; echo end ${each.key} >> exec.log; date +%%s%%N > t_${each.key}.end"]
   outputs  = ["out_${each.key}.txt"]
 }
 
@@ -414,6 +550,51 @@ stage "command" "sum" {
 `, strings.Join(q, ", "), cond, release, strings.Join(outs, " "))
 }
 
+// ownDuration is how long work[K]'s command ran by its own clock
+// (workThenSum's t_K.start and t_K.end).
+func (w *workspace) ownDuration(k string) time.Duration {
+	w.t.Helper()
+	read := func(name string) int64 {
+		b, err := os.ReadFile(filepath.Join(w.dir, name))
+		require.NoError(w.t, err)
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		require.NoError(w.t, err)
+		return n
+	}
+	return time.Duration(read("t_"+k+".end") - read("t_"+k+".start"))
+}
+
+// okDuration is the duration on node addr's ok line in cairn's output.
+func okDuration(t *testing.T, out, addr string) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(`✓ ` + regexp.QuoteMeta(addr) + `  ok in (\S+)`).FindStringSubmatch(out)
+	require.NotNil(t, m, "no ok line for %s in:\n%s", addr, out)
+	d, err := time.ParseDuration(m[1])
+	require.NoError(t, err)
+	return d
+}
+
+// checkDurations checks that the ok lines of work[K] in out show the
+// command's own run time: its record's (the journal's finished duration_s)
+// and, within a second, what the command measured itself (#29).
+func checkDurations(t *testing.T, w *workspace, run *runlog.RunInfo, out string, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		addr := fmt.Sprintf("stage.work[%q]", k)
+		shown := okDuration(t, out, addr)
+		var rec time.Duration
+		for _, e := range run.Entries {
+			if e.T == "finished" && e.Node == addr {
+				rec = time.Duration(e.Duration * float64(time.Second))
+			}
+		}
+		require.NotZero(t, rec, "no finished record of %s", addr)
+		assert.InDelta(t, rec.Seconds(), shown.Seconds(), 0.011, "%s: the ok line shows %s, its record %s", addr, shown, rec)
+		own := w.ownDuration(k)
+		assert.InDelta(t, own.Seconds(), shown.Seconds(), 1, "%s: the ok line shows %s, the command ran %s", addr, shown, own)
+	}
+}
+
 // execLog is the nodes' own execution log, exec.log in the workspace
 // ("" before the first line).
 func (w *workspace) execLog() string {
@@ -421,12 +602,42 @@ func (w *workspace) execLog() string {
 	return string(b)
 }
 
+// output is cairn's output so far, read while it runs.
+type output struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+// succeeds waits for cairn, started with start, to end with exit status
+// 0, at most 3 minutes after what it names.
+func (o *output) succeeds(t *testing.T, done <-chan error, after string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		require.NoError(t, err, o.String())
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("cairn did not end within 3 minutes of %s:\n%s", after, o.String())
+	}
+}
+
 // start starts cairn in the background: its output so far, and a channel
 // that gets its end (nil for exit status 0).
-func (w *workspace) start(args ...string) (*strings.Builder, <-chan error) {
+func (w *workspace) start(args ...string) (*output, <-chan error) {
 	w.t.Helper()
 	cmd := w.command(args...)
-	out := &strings.Builder{}
+	out := &output{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(w.t, cmd.Start())
 	done := make(chan error, 1)

@@ -253,6 +253,11 @@ type ProcResult struct {
 	StderrTail []byte
 	Started    time.Time
 	Ended      time.Time
+	// Queued is the wait before the command started that a cluster
+	// executor knows of: from the job's submission to its (last) start;
+	// Requeued counts the times the cluster started it again.
+	Queued     time.Duration
+	Requeued   int
 	PeakRSSMiB float64
 	PeakGPUMiB float64
 	GPUs       []int

@@ -219,6 +219,9 @@ func (a *app) executor(block *dsl.Executor, name string, leave bool) (executor.E
 			opts = slurm.Options{Partition: block.Partition, Account: block.Account, QOS: block.QOS,
 				ExtraArgs: block.ExtraArgs, MaxSubmitted: block.MaxSubmitted, PollInterval: block.PollInterval}
 		}
+		// Until the apply's journal takes them, what the executor waits
+		// for is said on standard error, at once.
+		opts.Notify = func(n executor.Notice) { fmt.Fprintf(a.stderr, "cairn: slurm executor: %s\n", n) }
 		// A controller that is restarting is waited for, not long.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -22,6 +22,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -37,6 +38,49 @@ import (
 // with the process group and its start time). The journal keeps it in the
 // node's started record.
 type JobRef = runlog.JobRef
+
+// JobLogs are the log files a job writes: its reference's "stdout" and
+// "stderr" details where it names them (a cluster job that an apply
+// re-attached to writes the logs the dead run gave it), else the spec's.
+func JobLogs(ref JobRef, stdout, stderr string) (string, string) {
+	if p := ref.Details["stdout"]; p != "" {
+		stdout = p
+	}
+	if p := ref.Details["stderr"]; p != "" {
+		stderr = p
+	}
+	return stdout, stderr
+}
+
+// Notice is an executor's word on something it waits for and cannot go
+// on without (a cluster's controller that does not answer, a job the
+// cluster requeued), said once when the wait begins, with why (the
+// client command's own error, the job's state), and once when it ends.
+type Notice struct {
+	Waiting bool      // the wait begins; false: it is over
+	What    string    // what it waits for, for people: "the Slurm controller"
+	Since   time.Time // when the wait began
+	Detail  string    // why
+}
+
+// String is the notice for people: "waiting for WHAT since 15:04:05:
+// DETAIL", then "done waiting for WHAT after 28s".
+func (n Notice) String() string {
+	if !n.Waiting {
+		return fmt.Sprintf("done waiting for %s after %s", n.What, time.Since(n.Since).Round(time.Second))
+	}
+	s := fmt.Sprintf("waiting for %s since %s", n.What, n.Since.Format("15:04:05"))
+	if n.Detail != "" {
+		s += ": " + n.Detail
+	}
+	return s
+}
+
+// Noticer is an executor that says what it waits for: Notify sends its
+// notices to f from now on (nil: back to its default).
+type Noticer interface {
+	Notify(f func(Notice))
+}
 
 // ErrGone is Attach's answer for a job that no longer exists.
 var ErrGone = errors.New("executor: the job is gone")
@@ -108,6 +152,10 @@ type Spec struct {
 	// Started is called once the job runs (for the journal), with its
 	// reference.
 	Started func(JobRef)
+	// Notice, when set, gets what the job waits for that people should
+	// know at once (a cluster that requeued it); an executor may send
+	// none.
+	Notice func(Notice)
 	// Secrets are sensitive values (arguments, environment) that cairn's
 	// messages must not show.
 	Secrets []string

@@ -360,7 +360,7 @@ func (j *localJob) waitUntilExit(ctx context.Context) (waitErr error, interrupte
 		defer t.Stop()
 		timeoutC = t.C
 	}
-	grace := killGrace(spec)
+	grace := spec.Grace()
 	var killC <-chan time.Time
 	hard := spec.Hard
 	ctxDone := ctx.Done()
@@ -401,14 +401,14 @@ func (j *localJob) waitUntilExit(ctx context.Context) (waitErr error, interrupte
 	}
 }
 
-// killGrace is the wait between SIGTERM and SIGKILL: the spec's, 10 s when
-// it says none (negative); kill_grace = 0 means SIGKILL right after
-// SIGTERM.
-func killGrace(spec *Spec) time.Duration {
-	if spec.KillGrace < 0 {
+// Grace is the wait between SIGTERM and SIGKILL: the spec's KillGrace,
+// 10 s when it says none (negative); kill_grace = 0 means SIGKILL right
+// after SIGTERM.
+func (s *Spec) Grace() time.Duration {
+	if s.KillGrace < 0 {
 		return 10 * time.Second
 	}
-	return spec.KillGrace
+	return s.KillGrace
 }
 
 // devNull is /dev/null, opened once, for the stdin of every process that

@@ -198,7 +198,7 @@ func (j *localJob) pollUntilExit(ctx context.Context, stdout, stderr *nodeLog) (
 	if spec.Timeout > 0 {
 		timeoutAt = now.Add(spec.Timeout)
 	}
-	grace := killGrace(spec)
+	grace := spec.Grace()
 	ctxSeen, hard := false, spec.Hard
 	soft := func() {
 		interrupted = true

@@ -48,6 +48,7 @@ const (
 	Skipped    = "skipped"   // not run because an upstream failed
 	Charged    = "charged"   // budget accounting (item-level work)
 	BatchEvent = "batch"     // a GPU batch started or ended
+	Waiting    = "waiting"   // the executor waits for something it cannot go on without (status "waiting"), or no longer ("over")
 	RunEnd     = "run_end"   // the run ended: ok, failed, interrupted
 )
 

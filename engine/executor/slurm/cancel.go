@@ -49,7 +49,7 @@ func (c *Client) Cancel(ctx context.Context, refs []Ref) error {
 // nothing else.
 func alreadyDone(err error) bool {
 	ce, ok := err.(*callError)
-	if !ok || ce.timeout {
+	if !ok || ce.timeout > 0 {
 		return false
 	}
 	for _, line := range strings.Split(strings.TrimSpace(ce.stderr), "\n") {

@@ -121,7 +121,9 @@ func TestClusterTimeLimit(t *testing.T) {
 	c := newClusterClient(t)
 	dir := t.TempDir()
 	j := clusterJob(t, dir, "x", "sleep", "600")
-	j.Timeout = time.Second // rounded up to Slurm's one minute
+	// Slurm's own limit, with no stage timeout for the script to enforce
+	// first: rounded up to Slurm's one minute.
+	j.TimeLimit = time.Second
 	ref, err := c.Submit(context.Background(), j)
 	require.NoError(t, err)
 	out := waitJob(t, c, ref, 4*time.Minute)

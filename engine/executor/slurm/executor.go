@@ -40,6 +40,12 @@ type Executor struct {
 
 	cancelMu sync.Mutex
 	cancelQ  []pendingCancel
+
+	// noteMu guards notify, where the clients' notices go (Notify);
+	// defNotify is NewExecutor's Options.Notify.
+	noteMu    sync.Mutex
+	notify    func(executor.Notice)
+	defNotify func(executor.Notice)
 }
 
 type pendingCancel struct {
@@ -55,15 +61,46 @@ const cancelWindow = 100 * time.Millisecond
 const cancelFor = 3 * time.Minute
 
 // NewExecutor checks that the Slurm client commands answer, under
-// opts.CallTimeout, and returns the executor.
+// opts.CallTimeout, and returns the executor. A SLURM_CONF that names no
+// file is an error at once: Slurm's commands would retry reading it for a
+// minute each. While the commands do not answer, opts.Notify hears of it
+// (and later whatever Notify sets).
 func NewExecutor(ctx context.Context, opts Options) (*Executor, error) {
 	opts.defaults()
+	if conf := os.Getenv("SLURM_CONF"); conf != "" {
+		if _, err := os.Stat(conf); err != nil {
+			return nil, fmt.Errorf("SLURM_CONF names the cluster's configuration file, and %w: set it to the cluster's slurm.conf, or unset it", err)
+		}
+	}
+	e := &Executor{adopt: map[string]executor.JobRef{}, notify: opts.Notify, defNotify: opts.Notify}
+	opts.Notify = e.notice
+	e.opts = opts
 	c, err := New(ctx, "check", opts)
 	if err != nil {
 		return nil, err
 	}
 	c.Close()
-	return &Executor{opts: opts, adopt: map[string]executor.JobRef{}}, nil
+	return e, nil
+}
+
+// Notify implements executor.Noticer.
+func (e *Executor) Notify(f func(executor.Notice)) {
+	e.noteMu.Lock()
+	defer e.noteMu.Unlock()
+	if f == nil {
+		f = e.defNotify
+	}
+	e.notify = f
+}
+
+// notice passes a client's notice on.
+func (e *Executor) notice(n executor.Notice) {
+	e.noteMu.Lock()
+	f := e.notify
+	e.noteMu.Unlock()
+	if f != nil {
+		f(n)
+	}
 }
 
 // MaxSubmitted is how many jobs may be in Slurm at once.
@@ -137,7 +174,19 @@ func (e *Executor) Attach(ctx context.Context, ref executor.JobRef) (executor.Jo
 	}
 	r := Ref{JobID: ref.ID, Run: ref.Details["run"], ExitFile: ref.Details["exit_file"]}
 	c.Attach(r)
-	return e.newJob(c, r, ref, &executor.Spec{Stderr: ref.Details["stderr"]}), nil
+	j := e.newJob(c, r, ref, &executor.Spec{Stdout: ref.Details["stdout"], Stderr: ref.Details["stderr"]})
+	j.submitted = submittedAt(ref)
+	return j, nil
+}
+
+// submittedAt is when a job reference's job was submitted; zero where the
+// reference does not say (an older cairn's).
+func submittedAt(ref executor.JobRef) time.Time {
+	ns, err := strconv.ParseInt(ref.Details["submitted_ns"], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // specDigest names a node's work as the job reference keeps it: the
@@ -157,11 +206,17 @@ func specDigest(spec *executor.Spec) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// jobRef is the journal's reference to a submitted job.
-func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string) executor.JobRef {
-	return executor.JobRef{Executor: e.Name(), ID: ref.JobID, Details: map[string]string{
-		"run": ref.Run, "exit_file": ref.ExitFile, "spec": digest, "stderr": spec.Stderr,
-	}}
+// jobRef is the journal's reference to a submitted job: with the log
+// files the job writes ("stdout", "stderr": a job re-attached to keeps the
+// dead run's) and when it was submitted.
+func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string, submitted time.Time) executor.JobRef {
+	d := map[string]string{
+		"run": ref.Run, "exit_file": ref.ExitFile, "spec": digest, "stdout": spec.Stdout, "stderr": spec.Stderr,
+	}
+	if !submitted.IsZero() {
+		d["submitted_ns"] = strconv.FormatInt(submitted.UnixNano(), 10)
+	}
+	return executor.JobRef{Executor: e.Name(), ID: ref.JobID, Details: d}
 }
 
 // Submit implements executor.Executor: it submits the node as a job (or
@@ -195,9 +250,16 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 	delete(e.adopt, digest)
 	e.mu.Unlock()
 	var ref Ref
+	var submitted time.Time
 	if adopted {
 		ref = Ref{JobID: old.ID, Run: old.Details["run"], ExitFile: old.Details["exit_file"]}
 		c.Attach(ref)
+		// The job writes the logs the dead run gave it: its output and
+		// its end are there, not in this run's log folder.
+		logs := *spec
+		logs.Stdout, logs.Stderr = executor.JobLogs(old, spec.Stdout, spec.Stderr)
+		spec = &logs
+		submitted = submittedAt(old)
 	} else {
 		job := jobFor(spec)
 		if err := os.Remove(job.ExitFile); err != nil && !os.IsNotExist(err) {
@@ -212,10 +274,14 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 			res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: stages.RedactSecrets(err.Error(), spec.Secrets), Started: now, Ended: time.Now()}
 			return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
 		}
+		submitted = time.Now() // in Slurm's queue from now
 	}
-	jr := e.jobRef(ref, spec, digest)
+	jr := e.jobRef(ref, spec, digest, submitted)
 	j := e.newJob(c, ref, jr, spec)
-	j.started = now
+	j.started, j.submitted = now, submitted
+	if spec.Notice != nil {
+		c.Watch(ref.JobID, spec.Notice)
+	}
 	if spec.Started != nil {
 		spec.Started(jr)
 	}
@@ -241,6 +307,9 @@ type job struct {
 	jr      executor.JobRef
 	spec    *executor.Spec
 	started time.Time
+	// submitted is when the job was submitted (by this apply or a dead
+	// one); zero where unknown.
+	submitted time.Time
 
 	once      sync.Once
 	ended     chan struct{} // Wait has its outcome
@@ -314,15 +383,24 @@ func (j *job) Wait(ctx context.Context) (*stages.ProcResult, error) {
 	out := a.out
 	res.Ended = time.Now()
 	res.StderrTail = executor.FileTail(j.spec.Stderr, 16<<10)
-	if out.Exit != nil {
-		res.ExitCode = out.Exit.Status
-		if !out.Exit.Started.IsZero() {
+	if ex := out.Exit; ex != nil {
+		res.ExitCode = ex.Status
+		res.Requeued = ex.Restarts
+		if !ex.Started.IsZero() {
 			// The command's own start: a job an earlier apply submitted
 			// started before this apply marked the node's outputs.
-			res.Started = out.Exit.Started
+			res.Started = ex.Started
+			if !j.submitted.IsZero() && ex.Started.After(j.submitted) {
+				res.Queued = ex.Started.Sub(j.submitted)
+			}
+			if !ex.Ended.IsZero() && !ex.Ended.Before(ex.Started) {
+				// The command's own end, as the script saw it: not when
+				// cairn learnt of it (a poll later, or an apply later).
+				res.Ended = ex.Ended
+			}
 		}
 	}
-	res.TimedOut = out.State == "TIMEOUT" || out.State == "DEADLINE"
+	res.TimedOut = out.State == "TIMEOUT" || out.State == "DEADLINE" || (out.Exit != nil && out.Exit.TimedOut)
 	res.Class, res.Message = out.Class, out.Message
 	j.mu.Lock()
 	cancelled := j.cancelled
@@ -403,6 +481,6 @@ func jobFor(spec *executor.Spec) *Job {
 		Node: spec.Node, Attempt: max(attempt, 1), Argv: spec.Argv, Shell: spec.Shell,
 		Env: spec.Env, Dir: spec.Dir, Stdout: spec.Stdout, Stderr: spec.Stderr,
 		Script: stem + ".sbatch", ExitFile: stem + ".exit",
-		GPUs: len(spec.GPUs), CPUs: spec.CPUs, MemMiB: spec.MemMiB, Timeout: spec.Timeout,
+		GPUs: len(spec.GPUs), CPUs: spec.CPUs, MemMiB: spec.MemMiB, Timeout: spec.Timeout, KillGrace: spec.Grace(),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -400,4 +401,209 @@ func TestJobForCarriesTheStagesResources(t *testing.T) {
 	assert.Equal(t, time.Hour, j.Timeout)
 	assert.Equal(t, 2, j.Attempt)
 	assert.Equal(t, "/logs/x.exit", j.ExitFile)
+}
+
+// The wrapper ends the command at the stage's own timeout, as the local
+// executor does, whatever Slurm's --time (whole minutes): SIGTERM to its
+// process group, SIGKILL after the kill grace to a command that ignores
+// it, and the exit file says it was the timeout. A timed-out job is class
+// timeout whatever its state says (#29).
+func TestWrapperEnforcesTheTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name, cmd string
+		status    int
+	}{
+		{"term", "exec sleep 60", 128 + int(syscall.SIGTERM)},
+		{"ignores-term", "trap '' TERM; sleep 60", 128 + int(syscall.SIGKILL)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
+				Argv: []string{"sh", "-c", tc.cmd}, Timeout: 300 * time.Millisecond, KillGrace: 200 * time.Millisecond}
+			require.NoError(t, writeScript(j))
+			_ = exec.Command("bash", j.Script).Run()
+			st, ok, err := readExit(j.ExitFile)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, tc.status, st.Status)
+			assert.True(t, st.TimedOut, "the exit file says the timeout ended it")
+			assert.Equal(t, 300*time.Millisecond, st.Timeout)
+			assert.False(t, st.Ended.Before(st.Started), "the command's end is recorded")
+			for _, state := range []string{"FAILED", "COMPLETED", "TIMEOUT"} {
+				class, msg := classify(state, &st, time.Second, j.ExitFile)
+				assert.Equal(t, dsl.ClassTimeout, class, state)
+				assert.Equal(t, "killed at its timeout of 300ms", msg, state)
+			}
+		})
+	}
+	// A command that ends in time is not touched, and leaves no watchdog.
+	dir := t.TempDir()
+	j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
+		Argv: []string{"true"}, Timeout: time.Hour, KillGrace: time.Second}
+	require.NoError(t, writeScript(j))
+	require.NoError(t, exec.Command("bash", j.Script).Run())
+	st, ok, err := readExit(j.ExitFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 0, st.Status)
+	assert.False(t, st.TimedOut)
+	out, _ := exec.Command("pgrep", "-f", "sleep 3600.000").Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "the watchdog ended with the script")
+}
+
+// --time is Slurm's outer bound: the stage's timeout and its kill grace,
+// rounded up to whole minutes, so that the script's own kill comes first.
+func TestSbatchTimeIsTheOuterBound(t *testing.T) {
+	_, c := newFake(t, noAccounting)
+	for _, tc := range []struct {
+		timeout, grace, limit time.Duration
+		want                  string
+	}{
+		{20 * time.Second, 10 * time.Second, 0, "--time=1"},
+		{time.Minute, 10 * time.Second, 0, "--time=2"},
+		{40 * time.Minute, 0, 0, "--time=40"},
+		{0, 0, time.Second, "--time=1"},
+	} {
+		j := &Job{Node: "n", Script: "s", Timeout: tc.timeout, KillGrace: tc.grace, TimeLimit: tc.limit}
+		assert.Contains(t, c.sbatchArgs(j, "t"), tc.want, "timeout %s, grace %s", tc.timeout, tc.grace)
+	}
+	assert.NotContains(t, strings.Join(c.sbatchArgs(&Job{Node: "n", Script: "s"}, "t"), " "), "--time", "no timeout, no limit")
+}
+
+// notices collects a client's notices.
+type notices struct {
+	mu  sync.Mutex
+	got []executor.Notice
+}
+
+func (n *notices) add(x executor.Notice) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.got = append(n.got, x)
+}
+
+// wait waits for n notices and returns them.
+func (n *notices) wait(t *testing.T, count int) []executor.Notice {
+	t.Helper()
+	for i := 0; ; i++ {
+		n.mu.Lock()
+		got := append([]executor.Notice(nil), n.got...)
+		n.mu.Unlock()
+		if len(got) >= count {
+			return got
+		}
+		require.Less(t, i, 6000, "%d notices after 30 s, want %d: %v", len(got), count, got)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Status queries that fail as a controller away fails are said at once,
+// once, with the command's own error, and so is the first answer after
+// them (#29).
+func TestControllerAwayIsSaidAtOnce(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	var ns notices
+	c.opts.Notify = ns.add
+	f.write("squeue.fail", "")
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	got := ns.wait(t, 1)
+	assert.True(t, got[0].Waiting)
+	assert.Equal(t, "the Slurm controller", got[0].What)
+	assert.Contains(t, got[0].Detail, "squeue: slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
+	assert.False(t, got[0].Since.IsZero())
+	assert.Regexp(t, `^waiting for the Slurm controller since \d\d:\d\d:\d\d: squeue: slurm_load_jobs error`, got[0].String())
+	for f.calls("squeue") < 5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "squeue.fail")))
+	got = ns.wait(t, 2)
+	assert.False(t, got[1].Waiting)
+	assert.Equal(t, got[0].Since, got[1].Since)
+	assert.Regexp(t, `^done waiting for the Slurm controller after `, got[1].String())
+	f.write("a.exit", "status=0\n")
+	f.write("squeue.out", "1001|COMPLETED|None\n")
+	waitFake(t, c, ref)
+	assert.Len(t, ns.wait(t, 2), 2, "one notice for the spell of failures, one for its end")
+}
+
+// A job Slurm requeues (it ran, and waits again) is said at once, with
+// its state and Slurm's reason, and so is its run again (#29).
+func TestRequeueIsSaidAtOnce(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	ref, err := c.Submit(context.Background(), f.job("a"))
+	require.NoError(t, err)
+	var ns notices
+	c.Watch(ref.JobID, ns.add)
+	f.write("squeue.out", "1001|PENDING|Priority\n")
+	for n := f.calls("squeue"); f.calls("squeue") < n+2; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.write("squeue.out", "1001|RUNNING|None\n")
+	for n := f.calls("squeue"); f.calls("squeue") < n+2; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.write("squeue.out", "1001|PENDING|BeginTime\n")
+	got := ns.wait(t, 1)
+	assert.Equal(t, "waiting for Slurm to run job 1001 again since "+got[0].Since.Format("15:04:05")+
+		": Slurm requeued it; it is PENDING (BeginTime): Slurm holds a requeued job back for a while", got[0].String())
+	f.write("squeue.out", "1001|RUNNING|None\n")
+	got = ns.wait(t, 2)
+	assert.False(t, got[1].Waiting)
+	f.write("a.exit", "status=0\n")
+	f.write("squeue.out", "1001|COMPLETED|None\n")
+	waitFake(t, c, ref)
+	assert.Len(t, ns.wait(t, 2), 2, "a first wait in the queue is no requeue")
+
+	// A job requeued between two queries, never seen running: Slurm's
+	// hold of a requeued job tells it.
+	ref, err = c.Submit(context.Background(), f.job("b"))
+	require.NoError(t, err)
+	var nb notices
+	c.Watch(ref.JobID, nb.add)
+	f.write("squeue.out", "1001|COMPLETED|None\n1002|PENDING|BeginTime\n")
+	got = nb.wait(t, 1)
+	assert.True(t, got[0].Waiting)
+	assert.Equal(t, "Slurm to run job 1002 again", got[0].What)
+	f.write("b.exit", "status=0\n")
+	f.write("squeue.out", "1001|COMPLETED|None\n1002|COMPLETED|None\n")
+	waitFake(t, c, ref)
+	got = nb.wait(t, 2)
+	assert.False(t, got[1].Waiting, "the wait is over once it ended, though no query saw it run")
+}
+
+// A Slurm command that does not answer within the call timeout is shown
+// with what it said before it was stopped: scontrol retrying a missing
+// configuration file for a minute says so on its stderr (#29).
+func TestCallTimeoutShowsWhatTheCommandSaid(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	f.write("scontrol.hang", "scontrol: error: s_p_parse_file: cannot stat file /x/slurm.conf: No such file or directory, retrying in 1sec up to 60sec\n")
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var ns notices
+	_, err = New(ctx, "run-1", Options{Bin: bin, CallTimeout: 300 * time.Millisecond, RetryBackoff: time.Millisecond, Notify: ns.add})
+	require.Error(t, err)
+	assert.Regexp(t, `scontrol: no answer within \d+ms; it said: scontrol: error: s_p_parse_file: cannot stat file /x/slurm.conf`, err.Error())
+	got := ns.wait(t, 1)
+	assert.Equal(t, "scontrol: no answer within 300ms; it said: scontrol: error: s_p_parse_file: cannot stat file /x/slurm.conf: No such file or directory, retrying in 1sec up to 60sec",
+		got[0].Detail, "said at the first call that timed out")
+}
+
+// A SLURM_CONF that names no file is refused at once, naming it, instead
+// of a silent wait while every Slurm command retries reading it (#29).
+func TestMissingSlurmConfIsRefusedAtOnce(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	f.write("config", noAccounting)
+	missing := filepath.Join(f.dir, "no", "slurm.conf")
+	t.Setenv("SLURM_CONF", missing)
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	_, err = NewExecutor(context.Background(), Options{Bin: bin})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "SLURM_CONF")
+	assert.Contains(t, err.Error(), missing+": no such file or directory")
 }

@@ -25,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cairn-run/cairn/engine/executor"
 )
 
 // Options configure a Client. Zero values take the defaults.
@@ -61,6 +63,10 @@ type Options struct {
 	// Bin is a folder holding sbatch, squeue, sacct, scancel and scontrol;
 	// "" finds them on the PATH.
 	Bin string
+	// Notify, when set, is told at once when the Slurm commands stop
+	// answering (the controller away: the first call that fails so, with
+	// its own error) and when one answers again.
+	Notify func(executor.Notice)
 }
 
 func (o *Options) defaults() {
@@ -104,6 +110,9 @@ type Client struct {
 	// for finished jobs; otherwise squeue -t all does, for MinJobAge.
 	accounting bool
 	minJobAge  time.Duration
+	// begins: ExtraArgs give the jobs a begin time (a job pending for
+	// BeginTime is not necessarily a requeued one then).
+	begins bool
 
 	slotMu   sync.Mutex
 	inFlight int           // jobs submitted or attached, not yet final
@@ -133,6 +142,11 @@ type Client struct {
 	idle   chan struct{} // closed when work falls to zero; nil while zero
 	// Queries counts status queries made, for tests and benchmarks.
 	queries int
+
+	// waitMu guards waitSince: when the Slurm commands stopped
+	// answering; zero while they answer.
+	waitMu    sync.Mutex
+	waitSince time.Time
 }
 
 // New makes a Client for run and reads the cluster's configuration
@@ -148,6 +162,11 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 		closed: make(chan struct{}),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
+	for _, a := range opts.ExtraArgs {
+		if a == "-b" || strings.HasPrefix(a, "--begin") || strings.HasPrefix(a, "-b") && len(a) > 2 {
+			c.begins = true
+		}
+	}
 	out, err := c.callRetry(ctx, "scontrol", "show", "config")
 	if err != nil {
 		return nil, fmt.Errorf("slurm: reading the cluster's configuration: %w", err)
@@ -246,14 +265,19 @@ type callError struct {
 	cmd     string
 	stderr  string
 	err     error
-	timeout bool
+	timeout time.Duration // how long it ran unanswered before it was stopped; 0: it ended by itself
 }
 
 func (e *callError) Error() string {
 	msg := strings.TrimSpace(e.stderr)
-	if e.timeout {
-		msg = "no answer within the call timeout"
-	} else if msg == "" {
+	switch {
+	case e.timeout > 0 && msg != "":
+		// What the command said before it was stopped is why it hung
+		// (a configuration file it cannot read, say).
+		msg = fmt.Sprintf("no answer within %s; it said: %s", e.timeout, msg)
+	case e.timeout > 0:
+		msg = fmt.Sprintf("no answer within %s", e.timeout)
+	case msg == "":
 		msg = e.err.Error()
 	}
 	return e.cmd + ": " + msg
@@ -285,10 +309,11 @@ func (c *Client) call(ctx context.Context, name string, args ...string) ([]byte,
 	return c.callEnv(ctx, nil, name, args...)
 }
 
-func (c *Client) callEnv(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+func (c *Client) callEnv(parent context.Context, env []string, name string, args ...string) ([]byte, error) {
 	c.begin()
 	defer c.end()
-	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(parent, c.opts.CallTimeout)
 	defer cancel()
 	path := name
 	if c.opts.Bin != "" {
@@ -311,12 +336,52 @@ func (c *Client) callEnv(ctx context.Context, env []string, name string, args ..
 	}
 	if err != nil {
 		ce := &callError{cmd: name, stderr: stderr.String(), err: err}
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			ce.timeout = true
+		switch {
+		case ctx.Err() != nil && parent.Err() == nil:
+			ce.timeout = c.opts.CallTimeout
+		case ctx.Err() != nil:
+			// Cut short by the caller's end.
+			ce.timeout = max(time.Since(start).Round(time.Millisecond), time.Millisecond)
+		}
+		if parent.Err() == nil && transient(ce) {
+			c.unanswered(start, ce)
 		}
 		return stdout.Bytes(), ce
 	}
+	c.answered()
 	return stdout.Bytes(), nil
+}
+
+// controller is what a failing Slurm command leaves cairn waiting for.
+const controller = "the Slurm controller"
+
+// unanswered notes a call that failed as a controller away fails (see
+// transient): the first such call of a spell says so at once, with the
+// command's own error.
+func (c *Client) unanswered(start time.Time, err error) {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	if !c.waitSince.IsZero() {
+		return
+	}
+	c.waitSince = start
+	if c.opts.Notify != nil {
+		c.opts.Notify(executor.Notice{Waiting: true, What: controller, Since: start, Detail: err.Error()})
+	}
+}
+
+// answered notes a call that succeeded: a spell of failures is over.
+func (c *Client) answered() {
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	if c.waitSince.IsZero() {
+		return
+	}
+	since := c.waitSince
+	c.waitSince = time.Time{}
+	if c.opts.Notify != nil {
+		c.opts.Notify(executor.Notice{What: controller, Since: since})
+	}
 }
 
 // jobEnv is the environment sbatch runs with, which the job inherits

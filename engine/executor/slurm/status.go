@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/executor"
 )
 
 // tracked is one job the client follows.
@@ -19,6 +20,9 @@ type tracked struct {
 	reason       string
 	finishing    bool // final state seen; the outcome is being decided
 	slot         bool
+	ran          bool      // seen running since it was followed or last requeued
+	requeued     time.Time // when it was seen waiting again after it ran; zero otherwise
+	notify       func(executor.Notice)
 	done         chan struct{}
 	out          *Outcome
 }
@@ -61,6 +65,11 @@ func firstWord(s string) string {
 // COMPLETED with an exit file saying 0 is a success: an unknown state is
 // never taken for one.
 func classify(state string, ex *ExitStatus, exitWait time.Duration, exitFile string) (string, string) {
+	if ex != nil && ex.TimedOut && state != "OUT_OF_MEMORY" {
+		// The script ended the command at the stage's timeout, as the
+		// local executor does, whatever the command did then.
+		return dsl.ClassTimeout, fmt.Sprintf("killed at its timeout of %s", ex.Timeout)
+	}
 	switch state {
 	case "COMPLETED":
 		if ex == nil {
@@ -191,6 +200,63 @@ func (c *Client) Wait(ctx context.Context, ref Ref) (*Outcome, error) {
 	}
 }
 
+// Watch sends f what the job waits for that people should know at once:
+// that Slurm requeued it and it waits to run again (with its state and
+// Slurm's reason), and when it runs again.
+func (c *Client) Watch(jobID string, f func(executor.Notice)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.jobs[jobID]; ok {
+		t.notify = f
+	}
+}
+
+// running says whether a state is one of a job that has started.
+func running(state string) bool {
+	switch state {
+	case "RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT":
+		return true
+	}
+	return false
+}
+
+// requeuedState says whether a state and reason are a requeued job's
+// whatever came before: Slurm's REQUEUE states, or pending for BeginTime,
+// which is how Slurm holds a requeued job back, where the job was not
+// submitted with a begin time of its own (begins).
+func requeuedState(st jobState, begins bool) bool {
+	return strings.HasPrefix(st.state, "REQUEUE") || st.state == "PENDING" && st.reason == "BeginTime" && !begins
+}
+
+// watch notes t's new state and returns the notice it makes, if any: a
+// job that ran and is seen waiting again (Slurm requeued it: also when no
+// query saw it run, by its state), or that runs again or has ended since. begins: the jobs
+// were submitted with a begin time. c.mu is held.
+func (t *tracked) watch(st jobState, now time.Time, begins bool) *executor.Notice {
+	what := "Slurm to run job " + t.ref.JobID + " again"
+	switch {
+	case (running(st.state) || final(st.state)) && !t.requeued.IsZero():
+		// It ran again (also when it ended before a query saw it run).
+		since := t.requeued
+		t.requeued = time.Time{}
+		t.ran = true
+		return &executor.Notice{What: what, Since: since}
+	case running(st.state):
+		t.ran = true
+	case t.requeued.IsZero() && !final(st.state) && (t.ran || requeuedState(st, begins)):
+		t.requeued, t.ran = now, false
+		detail := "Slurm requeued it; it is " + st.state
+		if st.reason != "" && st.reason != "None" {
+			detail += " (" + st.reason + ")"
+			if st.reason == "BeginTime" {
+				detail += ": Slurm holds a requeued job back for a while"
+			}
+		}
+		return &executor.Notice{Waiting: true, What: what, Since: now, Detail: detail}
+	}
+	return nil
+}
+
 // State is the job's last seen state ("" before the first answer).
 func (c *Client) State(jobID string) string {
 	c.mu.Lock()
@@ -247,6 +313,11 @@ func (c *Client) poll() {
 		states, err := c.query(start)
 		now := time.Now()
 		changed := false
+		type note struct {
+			f func(executor.Notice)
+			n executor.Notice
+		}
+		var notes []note
 		c.mu.Lock()
 		if err == nil {
 			for id, t := range c.jobs {
@@ -269,6 +340,9 @@ func (c *Client) poll() {
 				if st.state != t.state {
 					changed = true
 				}
+				if n := t.watch(st, now, c.begins); n != nil && t.notify != nil {
+					notes = append(notes, note{t.notify, *n})
+				}
 				t.state, t.reason = st.state, st.reason
 				if final(st.state) {
 					t.finishing = true
@@ -278,6 +352,9 @@ func (c *Client) poll() {
 			}
 		}
 		c.mu.Unlock()
+		for _, n := range notes {
+			n.f(n.n)
+		}
 		switch {
 		case err != nil:
 			interval = min(interval*2, c.opts.MaxPollInterval)

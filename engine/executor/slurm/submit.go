@@ -54,8 +54,8 @@ func (c *Client) sbatchArgs(job *Job, token string) []string {
 	if job.MemMiB > 0 {
 		args = append(args, "--mem="+strconv.Itoa(job.MemMiB)+"M")
 	}
-	if job.Timeout > 0 {
-		args = append(args, "--time="+minutes(job.Timeout))
+	if limit := job.timeLimit(); limit > 0 {
+		args = append(args, "--time="+minutes(limit))
 	}
 	if c.opts.Partition != "" {
 		args = append(args, "--partition="+c.opts.Partition)
@@ -78,7 +78,7 @@ func transient(err error) bool {
 	if !errors.As(err, &ce) {
 		return false
 	}
-	if ce.timeout {
+	if ce.timeout > 0 {
 		return true
 	}
 	for _, s := range []string{
@@ -173,7 +173,7 @@ func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
 			return "", fmt.Errorf("slurm: submitting %s: %w", job.Node, err)
 		}
 		var ce *callError
-		ambiguous = ambiguous || (errors.As(err, &ce) && (ce.timeout || strings.Contains(ce.stderr, "Socket timed out")))
+		ambiguous = ambiguous || (errors.As(err, &ce) && (ce.timeout > 0 || strings.Contains(ce.stderr, "Socket timed out")))
 		if time.Now().Add(backoff).After(deadline) {
 			return "", fmt.Errorf("slurm: submitting %s: still failing after %s: %w", job.Node, c.opts.SubmitRetryFor, err)
 		}

@@ -29,7 +29,28 @@ type Job struct {
 	GPUs     int
 	CPUs     int
 	MemMiB   int
-	Timeout  time.Duration // --time, rounded up to whole minutes
+	// Timeout is the stage's own: the script sends SIGTERM to the
+	// command's process group once it has run this long, SIGKILL
+	// KillGrace later, and says so in the exit file. 0: none.
+	Timeout   time.Duration
+	KillGrace time.Duration
+	// TimeLimit is the job's --time, Slurm's outer bound; 0 takes
+	// Timeout+KillGrace (rounded up to whole minutes).
+	TimeLimit time.Duration
+}
+
+// timeLimit is the job's --time: TimeLimit, else the stage's timeout and
+// its kill grace, so that the script's own kill comes first; 0 for none.
+func (j *Job) timeLimit() time.Duration {
+	if j.TimeLimit > 0 || j.Timeout <= 0 {
+		return j.TimeLimit
+	}
+	return j.Timeout + max(j.KillGrace, 0)
+}
+
+// seconds is d for sleep(1): seconds, to the millisecond.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
 }
 
 // quote is s as one word for bash.
@@ -39,11 +60,15 @@ func quote(s string) string {
 
 // wrapper is the batch script for job. It sets its traps first (with a
 // time limit of a minute, Slurm's SIGUSR2 may come at once), runs the
-// node's argv in its own session, forwards SIGTERM (Slurm's at a cancel or the time limit) to it,
-// notes SIGUSR2 (sent 60 s before the time limit) in the node's stderr,
-// and writes the exit status to the exit file, temp file then rename, so
-// that cairn never reads half a file. It removes a previous run's exit file
-// when it starts: a requeued job is decided by its last run.
+// node's argv in its own session, forwards SIGTERM (Slurm's at a cancel or
+// the time limit) to it, notes SIGUSR2 (sent 60 s before the time limit) in
+// the node's stderr, enforces the stage's timeout as the local executor
+// does (a watchdog in its own session: SIGTERM to the command's group at
+// the timeout, SIGKILL after the kill grace), and writes the exit status,
+// the command's start and end and whether the timeout ended it to the exit
+// file, temp file then rename, so that cairn never reads half a file. It
+// removes a previous run's exit file when it starts: a requeued job is
+// decided by its last run.
 func wrapper(job *Job) string {
 	argv := job.Argv
 	if job.Shell {
@@ -53,17 +78,28 @@ func wrapper(job *Job) string {
 	for i, a := range argv {
 		words[i] = quote(a)
 	}
+	grace := max(job.KillGrace, 0)
 	var b strings.Builder
 	fmt.Fprintf(&b, `#!/bin/bash
 # cairn's batch script for %s, attempt %d. Slurm runs it; it runs the node's
 # command and writes how it ended to the exit file.
 child=
+watchdog=
 term=0
+timed_out=0
+timeout_ns=%d
 on_term() {
 	term=1
 	[ -n "$child" ] && kill -TERM -- "-$child" 2>/dev/null
 }
+# SIGUSR1 comes from the watchdog: the command has run for its timeout.
+on_timeout() {
+	timed_out=1
+	echo "cairn: the command ran for its timeout of %s: SIGTERM to it, SIGKILL after %s" >&2
+	[ -n "$child" ] && kill -TERM -- "-$child" 2>/dev/null
+}
 trap on_term TERM INT
+trap on_timeout USR1
 trap 'echo "cairn: SIGUSR2 from Slurm: the job is near its time limit" >&2' USR2
 exit_file=%s
 tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
@@ -77,7 +113,10 @@ stamp="$exit_file.started.${SLURM_JOB_ID:-0}.$$"
 if : >"$stamp" && started=$(date -r "$stamp" +%%s%%N); then :; else started=$(date +%%s%%N); fi
 rm -f -- "$stamp"
 finish() {
-	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\nstarted_ns=%%s\n' "$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" "$started" >"$tmp" &&
+	ended=$(date +%%s%%N)
+	[ -n "$watchdog" ] && kill -KILL -- "-$watchdog" 2>/dev/null
+	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\nstarted_ns=%%s\nended_ns=%%s\ntimed_out=%%s\ntimeout_ns=%%s\n' \
+		"$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" "$started" "$ended" "$timed_out" "$timeout_ns" >"$tmp" &&
 		sync -- "$tmp" 2>/dev/null
 	mv -f -- "$tmp" "$exit_file"
 	exit "$1"
@@ -87,10 +126,15 @@ setsid -- %s &
 child=$!
 # A SIGTERM that came before child was set is passed on now.
 [ "$term" = 1 ] && kill -TERM -- "-$child" 2>/dev/null
+if [ "$timeout_ns" -gt 0 ]; then
+	setsid -- /bin/bash -c 'sleep "$1"; kill -USR1 "$2"; sleep "$3"; kill -KILL -- "-$4"' watchdog %s "$$" %s "$child" </dev/null >/dev/null 2>&1 &
+	watchdog=$!
+fi
 while kill -0 "$child" 2>/dev/null; do wait "$child"; done
 wait "$child"
 finish $?
-`, job.Node, job.Attempt, quote(job.ExitFile), quote(job.Dir), strings.Join(words, " "))
+`, job.Node, job.Attempt, job.Timeout.Nanoseconds(), job.Timeout, grace, quote(job.ExitFile), quote(job.Dir), strings.Join(words, " "),
+		seconds(job.Timeout), seconds(grace))
 	return b.String()
 }
 
@@ -115,6 +159,12 @@ type ExitStatus struct {
 	// Started is when the script began, before the command, as the
 	// filesystem stamps a file made then (the clock of the outputs' times).
 	Started time.Time
+	// Ended is when the command had ended (zero in a file an older
+	// script wrote).
+	Ended time.Time
+	// TimedOut: the script ended the command at its Timeout.
+	TimedOut bool
+	Timeout  time.Duration
 }
 
 // readExit reads an exit file; ok is false when there is none (yet).
@@ -147,6 +197,16 @@ func readExit(path string) (ExitStatus, bool, error) {
 		case "started_ns":
 			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
 				st.Started = time.Unix(0, ns)
+			}
+		case "ended_ns":
+			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+				st.Ended = time.Unix(0, ns)
+			}
+		case "timed_out":
+			st.TimedOut = v == "1"
+		case "timeout_ns":
+			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+				st.Timeout = time.Duration(ns)
 			}
 		}
 	}
