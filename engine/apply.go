@@ -102,6 +102,11 @@ type Failure struct {
 	Logs []string
 	// NoOutput: the node's process ran and wrote nothing at all.
 	NoOutput bool
+	// Refused: the kind refused to run (bad input found as it ran).
+	Refused bool
+	// NoResume: the next apply does not resume the node (its message
+	// says what it does).
+	NoResume bool
 	Tail     string
 }
 
@@ -119,11 +124,13 @@ type nodeState struct {
 	env     *plan.Envelope
 	// envJSON is env as JSON when prepare encoded it for the key (the
 	// record's envelope); nil when the plan's key stands.
-	envJSON  []byte
-	record   *store.Record
-	class    string
-	message  string
-	attempts int
+	envJSON []byte
+	record  *store.Record
+	class   string
+	message string
+	// refused and noResume are the last outcome's (stages.Outcome).
+	refused, noResume bool
+	attempts          int
 	// runCounts are the kind's counts of the last attempt
 	// (stages.Outcome.RunCounts), for the journal.
 	runCounts map[string]int
@@ -1104,6 +1111,7 @@ func (a *applier) markFailed(ns *nodeState) {
 	a.setFinal(ns)
 	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
 	f.NoOutput = ns.logs[1] != "" && len(f.Logs) == 0
+	f.Refused, f.NoResume = ns.refused, ns.noResume
 	if ns.res != nil {
 		f.Tail = stages.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
@@ -1271,6 +1279,43 @@ func (r *nodeRuntime) Progress(line string) {
 func (r *nodeRuntime) CacheDir() string  { return r.a.cache.Dir }
 func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
 func (r *nodeRuntime) OutDir() string    { return r.a.scratchFor(r.ns) }
+
+// Replacing implements stages.Replacer: --replace names the node or one of
+// its upstreams.
+func (r *nodeRuntime) Replacing() bool {
+	seen := map[int]bool{}
+	var walk func(n *plan.Node) bool
+	walk = func(n *plan.Node) bool {
+		if r.a.opts.Replace[n.Addr] {
+			return true
+		}
+		for _, d := range n.Deps {
+			if !seen[d] {
+				seen[d] = true
+				if walk(r.a.g.Nodes[d]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(r.ns.n)
+}
+
+// ReplaceCommand implements stages.Replacer: this apply's arguments, with
+// --replace naming the node, each quoted for a POSIX shell where it needs
+// it.
+func (r *nodeRuntime) ReplaceCommand() string {
+	args := append(slices.Clone(r.a.opts.Args), "--replace", r.ns.n.Addr)
+	for i, a := range args {
+		if a == "" || strings.ContainsFunc(a, func(c rune) bool {
+			return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", c)
+		}) {
+			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return "cairn " + strings.Join(args, " ")
+}
 
 // logName is runlog.NodeLogName(addr, attempt) of the node. Only its
 // worker goroutine calls it.
@@ -1594,6 +1639,7 @@ func (a *applier) execute(ns *nodeState) event {
 		} else {
 			ns.res = out.Proc
 			ns.class, ns.message, ns.runCounts = out.Class, out.Message, out.RunCounts
+			ns.refused, ns.noResume = out.Refused, out.NoResume
 			if ns.class == "" {
 				var since time.Time
 				if out.Proc != nil {

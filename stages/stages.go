@@ -287,6 +287,17 @@ type ItemRecord struct {
 	Charged int    // rollouts the item charged
 }
 
+// Replacer is implemented by the engine's Runtime.
+type Replacer interface {
+	// Replacing reports whether --replace names the node or one of its
+	// upstreams: the node may then rewrite what an earlier run left in
+	// the workspace.
+	Replacing() bool
+	// ReplaceCommand is this apply's command line with --replace naming
+	// the node: the command that runs it again from the start.
+	ReplaceCommand() string
+}
+
 // WorkerStarter is implemented by the engine's Runtime: evaluate's worker
 // processes start through the apply's executor, as its nodes' processes
 // do.
@@ -321,6 +332,13 @@ type Outcome struct {
 	Proc    *ProcResult
 	// Files the kind wrote that are outputs besides the declared ones.
 	Files []string
+	// Refused: the kind refused to run, for a reason found only once it
+	// ran (an out folder another apply holds, a saved artifact it would
+	// rewrite): bad input, and apply exits 2.
+	Refused bool
+	// NoResume: the node's work is not resumed by the next apply (an
+	// interrupted optimization): its Message says what the next apply does.
+	NoResume bool
 	// RunCounts are counts that describe this run, not the result (items
 	// evaluated now or taken from the store, rollouts charged now): the
 	// engine keeps them in the node's record and its journal entry, never

@@ -175,7 +175,9 @@ interrupted.`,
 			a.rememberUpToDate(identity, p, res, cache)
 			switch {
 			case res.Interrupted:
-				return &exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted; run 'cairn apply' again to resume (run %s)", res.RunID)}
+				return &exitError{code: exitInterrupted, msg: interruptedMessage(res)}
+			case slices.ContainsFunc(res.Failures, func(f engine.Failure) bool { return f.Refused }):
+				return &exitError{code: exitBadInput}
 			case res.Failed > 0:
 				return &exitError{code: exitFailed}
 			}
@@ -321,4 +323,21 @@ func (a *app) printSummary(w io.Writer, res *engine.ApplyResult) {
 		fmt.Fprint(w, " (interrupted)")
 	}
 	fmt.Fprintf(w, " [%s, run %s]\n", res.Dur.Round(time.Millisecond), res.RunID)
+}
+
+// interruptedMessage says what the next apply does after an interrupt: it
+// resumes the nodes that did not finish, except those whose kind does not
+// resume them (their messages above say what it does instead).
+func interruptedMessage(res *engine.ApplyResult) string {
+	var not []string
+	for _, f := range res.Failures {
+		if f.NoResume {
+			not = append(not, f.Address)
+		}
+	}
+	msg := fmt.Sprintf("interrupted (run %s); the next 'cairn apply' resumes the nodes that did not finish", res.RunID)
+	if len(not) > 0 {
+		msg += fmt.Sprintf(", except %s: it does not restart it (see its message above)", strings.Join(not, ", "))
+	}
+	return msg
 }
