@@ -182,7 +182,7 @@ locals {
       ]
     ] if length(var.methods) == 0 || contains(var.methods, m)
   ])
-  jobs = {
+  job_specs = {
     for j in(var.method != "" ? local.one : local.all) : "${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}" => merge(j, {
       cell_id = "${j.dataset}/${j.runtime}/${j.model}"
       # The task model's endpoints: --var task_endpoints for every job, else
@@ -199,12 +199,26 @@ locals {
       # for every process of the job, and a check that it is usable).
       env   = try(local.grid.runtimes[j.runtime].env, {})
       check = try(local.grid.runtimes[j.runtime].check, null)
+      # The method's command line: sealed in job.json, run by optimize.
+      run = concat(local.grid.methods[j.method].command, ["--seed", tostring(j.seed)], var.method_args)
+    })
+  }
+  # A phase is done when its artifact is in the out folder: a rerun
+  # evaluates nothing for a job whose selection (validation) or result
+  # (test) is written, whatever the cache holds.
+  jobs = {
+    for k, j in local.job_specs : k => merge(j, {
+      selected = fileexists("${j.out}/selection.json")
+      finished = fileexists("${j.out}/result.json")
     })
   }
   prompt = "--system-prompt-file"
   # The seed bundle's folder, written with one trailing slash however the
   # variable has it: "${local.seed_bundle}system.txt" is then its file.
   seed_bundle = "${trimsuffix(var.seed_bundle, "/")}/"
+  # One worker serves every rollout of an optimization: it reads each
+  # request's bundle (bundle_in_request), so no rollout waits for a start.
+  rollout_worker = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
 }
 
 stage "job" "job" {
@@ -222,11 +236,14 @@ stage "job" "job" {
   env              = each.value.env
   in_grid          = contains(local.grid.methods[each.value.method].cells, each.value.cell_id)
   allow_any_cell   = var.allow_any_cell
+  command          = each.value.run
+  worker           = local.rollout_worker
+  splits           = each.value.split
   files = {
-    method   = local.grid.methods[each.value.method].code
-    data     = values(each.value.split)
-    worker   = [var.worker]
-    bundle   = [local.seed_bundle]
+    method = local.grid.methods[each.value.method].code
+    data   = values(each.value.split)
+    worker = [var.worker]
+    bundle = [local.seed_bundle]
     # This file, where it is: the pipeline may be applied from the user's
     # own project folder (cairn apply PATH/TO/optimizer_grid.hcl).
     pipeline = ["${path.pipeline}/optimizer_grid.hcl"]
@@ -234,17 +251,17 @@ stage "job" "job" {
 }
 
 stage "optimize" "optimize" {
-  for_each     = local.jobs
-  after        = [stage.job[each.key]]
-  on_interrupt = "fail" # an interrupted optimization is never restarted silently
-  concurrency  = var.job_concurrency
-  run          = concat(local.grid.methods[each.value.method].command, ["--seed", tostring(each.value.seed)], var.method_args)
-  out          = each.value.out
-  budget       = var.budget
-  bundle       = [local.seed_bundle]
-  # One worker serves every rollout of the optimization: it reads each
-  # request's bundle (bundle_in_request), so no rollout waits for a start.
-  worker              = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
+  for_each = local.jobs
+  after    = [stage.job[each.key]]
+  # An interrupted (or crashed) optimization is never restarted silently:
+  # the optimize kind refuses it from the out folder's started marker,
+  # whatever the cache, and --replace starts it over (docs/job-artifacts.md).
+  concurrency         = var.job_concurrency
+  run                 = each.value.run
+  out                 = each.value.out
+  budget              = var.budget
+  bundle              = [local.seed_bundle]
+  worker              = local.rollout_worker
   bundle_in_request   = true
   items               = each.value.split.train
   model               = local.grid.models[each.value.model]
@@ -271,6 +288,7 @@ stage "evaluate" "seed_validation" {
   item_timeout  = "10m"
   env           = each.value.env
   scores        = "${each.value.out}/validation/seed_scores.jsonl"
+  needed        = !each.value.selected
 }
 
 stage "evaluate" "incumbent_validation" {
@@ -285,15 +303,18 @@ stage "evaluate" "incumbent_validation" {
   item_timeout  = "10m"
   env           = each.value.env
   scores        = "${each.value.out}/validation/incumbent_scores.jsonl"
+  needed        = !each.value.selected
 }
 
+# A failed validation (an endpoint down past its retries) stops the job
+# before its selection: the next apply resumes the validation. Once
+# selection.json is written it is the job's, and a rerun keeps it.
 stage "select" "select" {
-  for_each            = local.jobs
-  on_upstream_failure = "run" # a failed validation deploys the seed bundle
-  out                 = each.value.out
-  optimization        = stage.optimize[each.key].result
-  seed                = stage.seed_validation[each.key]
-  incumbent           = stage.incumbent_validation[each.key]
+  for_each     = local.jobs
+  out          = each.value.out
+  optimization = stage.optimize[each.key].result
+  seed         = stage.seed_validation[each.key]
+  incumbent    = stage.incumbent_validation[each.key]
 }
 
 stage "evaluate" "seed_test" {
@@ -309,6 +330,7 @@ stage "evaluate" "seed_test" {
   item_timeout  = "10m"
   env           = each.value.env
   scores        = "${each.value.out}/test/seed_scores.jsonl"
+  needed        = !each.value.finished
 }
 
 # When the seed bundle is deployed, this evaluation has the seed_test's item
@@ -327,6 +349,7 @@ stage "evaluate" "deployed_test" {
   item_timeout  = "10m"
   env           = each.value.env
   scores        = "${each.value.out}/test/deployed_scores.jsonl"
+  needed        = !each.value.finished
 }
 
 stage "job_result" "result" {

@@ -459,8 +459,19 @@ func TestOptimizerFallbackAndSmoke(t *testing.T) {
 	out, code = w.job("budget=30", `method_args=["--mode","crash"]`, "out=runs/crash")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "the method failed")
+	assert.Contains(t, out, "the next apply does not restart this optimization")
 	_, err = os.Stat(filepath.Join(w.dir, "runs/crash/result.json"))
 	assert.True(t, os.IsNotExist(err))
+
+	// A crashed method is an interrupted optimization (#28): the next
+	// apply does not run it again.
+	ledger := filepath.Join(w.dir, "runs/crash/optimization/rollouts.jsonl")
+	charged := lineCount(ledger)
+	out, code = w.job("budget=30", `method_args=["--mode","crash"]`, "out=runs/crash")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "was interrupted")
+	assert.NotContains(t, out, "the method failed", "the method was not run again")
+	assert.Equal(t, charged, lineCount(ledger))
 }
 
 // The small grid end to end (2 methods x 2 datasets x 3 seeds): every job
@@ -582,9 +593,11 @@ func lineCount(path string) int {
 	return strings.Count(string(b), "\n")
 }
 
-// kill -9 of cairn during the optimization: the next apply refuses to run
-// it again silently and names --replace, which starts it over from nothing;
-// an apply on another cache is refused by the out folder's started marker.
+// kill -9 of cairn during the optimization (#28): the next apply, on this
+// cache or another, refuses to restart it silently and names the exact
+// command that starts it over; a fresh out folder works; --replace starts
+// it over in its folder and keeps the interrupted attempt's charged-rollout
+// record, set aside and named in job.json.
 func TestOptimizerKilledDuringOptimize(t *testing.T) {
 	w := newOptWorkspaceLatency(t, 20*time.Millisecond)
 	const dir = "runs/simgepa/sums/single/sim/0"
@@ -599,8 +612,9 @@ func TestOptimizerKilledDuringOptimize(t *testing.T) {
 
 	out, code := w.job("budget=200")
 	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "an interrupted node is never restarted silently")
-	assert.Contains(t, out, `--replace 'stage.optimize["simgepa/sums/single/sim/0"]'`)
+	assert.Contains(t, out, "was interrupted")
+	assert.Contains(t, out, "is never restarted silently")
+	assert.Contains(t, out, "cairn apply pipelines/optimizer_grid.hcl --cache "+w.cache+" --no-color --var budget=200 --var dataset=sums --var method=simgepa --var model=sim --var seed=0 --var topology=single --replace 'stage.optimize[\"simgepa/sums/single/sim/0\"]'")
 	assert.Equal(t, charged, lineCount(ledger), "the refused apply charged nothing")
 
 	other := exec.Command(filepath.Join(bins, "cairn"), "apply", "pipelines/optimizer_grid.hcl", "--cache", filepath.Join(t.TempDir(), "other"), "--no-color",
@@ -610,12 +624,32 @@ func TestOptimizerKilledDuringOptimize(t *testing.T) {
 	assert.Contains(t, string(b), "was interrupted", "another cache: the out folder's marker refuses")
 	assert.Contains(t, string(b), "fresh out folder")
 
+	// The seed's remedy: a fresh out folder.
+	out, code = w.job("budget=200", "out=runs/fresh")
+	require.Equal(t, 0, code, out)
+	var res map[string]any
+	w.readJSON("runs/fresh/result.json", &res)
+	assert.Equal(t, 200.0, res["charged_rollouts"])
+
 	out, code = w.phase([]string{`replace=stage.optimize["simgepa/sums/single/sim/0"]`}, "budget=200")
 	require.Equal(t, 0, code, out)
 	var opt map[string]any
 	w.readJSON(dir+"/optimization.json", &opt)
 	assert.Equal(t, 200.0, opt["charged_rollouts"], "started over: the budget is whole again")
 	assert.Equal(t, 200, lineCount(ledger))
+	var job struct {
+		EarlierAttempts []struct {
+			Folder          string
+			Interrupted     bool
+			ChargedRollouts int `json:"charged_rollouts"`
+		} `json:"earlier_attempts"`
+	}
+	w.readJSON(dir+"/job.json", &job)
+	require.Len(t, job.EarlierAttempts, 1)
+	assert.Equal(t, dir+"/optimization.attempt-1", job.EarlierAttempts[0].Folder)
+	assert.True(t, job.EarlierAttempts[0].Interrupted)
+	assert.Equal(t, charged, job.EarlierAttempts[0].ChargedRollouts)
+	assert.Equal(t, charged, lineCount(filepath.Join(w.dir, dir, "optimization.attempt-1/rollouts.jsonl")), "the interrupted attempt's record is kept")
 }
 
 // kill -9 of cairn during validation: the next apply resumes it, sending

@@ -44,6 +44,7 @@ import (
 //	  endpoints = var.task_endpoints            # else TASK_ENDPOINTS, else VLLM_BASE_URL
 //	  replicas = 1  max_in_flight = 8  item_timeout = "10m"  retry_infra = 3  endpoint_concurrency = 0
 //	  scores    = "out/seed_bundle/scores.jsonl"
+//	  needed    = !fileexists("runs/j/selection.json")   # false: nothing is evaluated, the result is null
 //	}
 //
 // An item's key covers the bundle's content, the item, the model, the
@@ -82,13 +83,15 @@ func (Evaluate) Schema() *hcl.BodySchema {
 		{Name: "retry_infra"},
 		{Name: "endpoint_concurrency"},
 		{Name: "scores", Required: true},
+		{Name: "needed"},
 	}}
 }
 
 // KeyExcluded implements KeyExcluder: where requests go and how many run at
-// once do not change a result.
+// once do not change a result; nor does needed, so that a node cached when
+// it was needed stays cached once the artifact made from it is written.
 func (Evaluate) KeyExcluded() []string {
-	return []string{"endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency"}
+	return []string{"endpoints", "replicas", "max_in_flight", "item_timeout", "retry_infra", "endpoint_concurrency", "needed"}
 }
 
 // Check implements Kind.
@@ -597,6 +600,17 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	setup := func(format string, args ...any) (*Outcome, error) {
 		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
+	}
+	var needed bool
+	if jsonAttr(n, "needed", &needed, &diags, "true or false") && !needed {
+		// What this evaluation is for is made already (a later artifact
+		// of a job, written from it): nothing is evaluated, and the
+		// result is null.
+		fmt.Fprintf(rt.Stderr(), "  · %s  not needed: nothing evaluated\n", n.Address)
+		return &Outcome{Result: json.RawMessage("null")}, nil
+	}
+	if diags.HasErrors() {
+		return nil, diags
 	}
 	root := rt.Root()
 	list, err := loadItems(root, s)

@@ -36,6 +36,9 @@ import (
 //	  seed             = 0
 //	  budget           = 600
 //	  reflection_model = var.reflection_model_id
+//	  command          = ["python3", "methods/gepa.py", "--seed", "0"]   # the optimize stage's run
+//	  worker           = ["python3", "workers/chat_worker.py"]         # the rollout worker's command
+//	  splits           = { train = "data/train.jsonl", val = "...", test = "..." }
 //	  files            = { method = ["methods/gepa/"], data = [...], worker = [...], pipeline = [...] }
 //	  in_grid          = contains(local.cells[var.method], local.cell_id)
 //	  allow_any_cell   = var.allow_any_cell
@@ -70,25 +73,49 @@ func (Job) Schema() *hcl.BodySchema {
 		{Name: "in_grid"},
 		{Name: "allow_any_cell"},
 		{Name: "check"},
+		{Name: "command"},
+		{Name: "worker"},
+		{Name: "splits"},
 	}}
 }
 
 // JobIdentity is job.json: what the job is, and the content it ran with.
 type JobIdentity struct {
-	Format          string            `json:"format"`
-	Method          string            `json:"method"`
-	CellID          string            `json:"cell_id"`
-	Dataset         string            `json:"dataset"`
-	Runtime         string            `json:"runtime"`
-	Model           string            `json:"model"`
-	TaskModel       string            `json:"task_model"`
-	Seed            int               `json:"seed"`
-	Budget          int               `json:"budget"`
-	ReflectionModel string            `json:"reflection_model"`
-	Digests         map[string]string `json:"digests"`
-	AllowAnyCell    bool              `json:"allow_any_cell"`
-	Nonconformant   []string          `json:"nonconformant"`
+	Format          string `json:"format"`
+	Method          string `json:"method"`
+	CellID          string `json:"cell_id"`
+	Dataset         string `json:"dataset"`
+	Runtime         string `json:"runtime"`
+	Model           string `json:"model"`
+	TaskModel       string `json:"task_model"`
+	Seed            int    `json:"seed"`
+	Budget          int    `json:"budget"`
+	ReflectionModel string `json:"reflection_model"`
+	// Command is the method's command line (the optimize stage's run),
+	// Worker the rollout worker's, Splits the split files by name: with
+	// the digests of their files, everything that shapes the optimization.
+	Command       []string          `json:"command"`
+	Worker        []string          `json:"worker"`
+	Splits        map[string]string `json:"splits"`
+	Digests       map[string]string `json:"digests"`
+	AllowAnyCell  bool              `json:"allow_any_cell"`
+	Nonconformant []string          `json:"nonconformant"`
+	// EarlierAttempts are the optimizations of this job set aside by
+	// --replace (not part of the seal).
+	EarlierAttempts []EarlierAttempt `json:"earlier_attempts,omitempty"`
 }
+
+// EarlierAttempt is an optimization set aside by --replace: its folder
+// keeps its charged-rollout record (rollouts.jsonl).
+type EarlierAttempt struct {
+	Folder          string `json:"folder"`
+	Interrupted     bool   `json:"interrupted"`
+	ChargedRollouts int    `json:"charged_rollouts"`
+	SetAside        string `json:"set_aside"`
+}
+
+// unsealed are the fields of job.json a seal check does not compare.
+var unsealed = map[string]bool{"earlier_attempts": true}
 
 type jobSpec struct {
 	id                  JobIdentity
@@ -178,6 +205,15 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	if _, ok := n.Args["allow_any_cell"]; ok {
 		need(jsonAttr(n, "allow_any_cell", &s.id.AllowAnyCell, &diags, "true or false"))
 	}
+	s.id.Command, s.id.Worker, s.id.Splits = []string{}, []string{}, map[string]string{}
+	for attr, dst := range map[string]any{"command": &s.id.Command, "worker": &s.id.Worker} {
+		if v, ok := n.Args[attr]; ok && (!v.IsKnown() || !v.IsNull()) {
+			need(jsonAttr(n, attr, dst, &diags, "an argument list, like [\"python3\", \"methods/gepa.py\"]"))
+		}
+	}
+	if v, ok := n.Args["splits"]; ok && (!v.IsKnown() || !v.IsNull()) {
+		need(jsonAttr(n, "splits", &s.id.Splits, &diags, "an object of split files by name, like { train = \"data/train.jsonl\" }"))
+	}
 	if v, ok := n.Args["check"]; ok && (!v.IsKnown() || !v.IsNull()) {
 		need(jsonAttr(n, "check", &s.check, &diags, "the environment check's argument list, like [\"python3\", \"-c\", \"import agents\"]"))
 	}
@@ -264,6 +300,9 @@ func SealDifferences(have []byte, want JobIdentity) ([]string, error) {
 	flat := func(m map[string]any) map[string]string {
 		out := map[string]string{}
 		for k, v := range m {
+			if unsealed[k] {
+				continue
+			}
 			if sub, ok := v.(map[string]any); ok && k == "digests" {
 				for sk, sv := range sub {
 					b, _ := json.Marshal(sv)
@@ -348,8 +387,13 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if err != nil {
 		return &Outcome{Class: dsl.ClassSetup, Message: err.Error()}, nil
 	}
+	// The seal is checked and written under the out folder's lock: of two
+	// applies into one folder, one seals it and the other refuses.
+	if o := holdOut(rt, n, s.out); o != nil {
+		return o, nil
+	}
 	if msg := sealRefusal(root, s.out, id); msg != "" {
-		return &Outcome{Class: dsl.ClassSetup, Message: msg}, nil
+		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: msg}, nil
 	}
 	var proc *ProcResult
 	if len(s.check) > 0 {
@@ -367,9 +411,35 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return nil, err
 	}
 	rel := filepath.Join(s.out, "job.json")
+	if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
+		// The folder is sealed for this job already: job.json stays as
+		// it is (with its earlier attempts).
+		compact, _ := json.Marshal(id)
+		return &Outcome{Result: compact, Proc: proc, Files: []string{rel}}, nil
+	}
 	if err := atomicfile.Write(filepath.Join(root, rel), append(b, '\n'), true); err != nil {
 		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
 	}
 	compact, _ := json.Marshal(id)
 	return &Outcome{Result: compact, Proc: proc, Files: []string{rel}}, nil
+}
+
+// addEarlierAttempt records in the out folder's job.json an optimization
+// set aside by --replace.
+func addEarlierAttempt(root, out string, a EarlierAttempt) error {
+	path := filepath.Join(root, out, "job.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var id JobIdentity
+	if err := json.Unmarshal(b, &id); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(out, "job.json"), err)
+	}
+	id.EarlierAttempts = append(id.EarlierAttempts, a)
+	nb, err := json.MarshalIndent(id, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(nb, '\n'), true)
 }

@@ -266,15 +266,29 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	out := filepath.Join(root, s.out)
 	optDir := filepath.Join(out, "optimization")
 	marker := filepath.Join(optDir, startedMarker)
-	if b, err := os.ReadFile(marker); err == nil {
+	if o := holdOut(rt, n, s.out); o != nil {
+		return o, nil
+	}
+	replace, again := replacing(rt)
+	// The out folder says what was done, whatever the cache holds: an
+	// interrupted optimization (its started marker left) is never
+	// restarted silently, and a finished one (optimization.json) is not
+	// run again; --replace sets either aside and starts over.
+	_, interrupted := os.Stat(marker)
+	_, finished := os.Stat(filepath.Join(out, "optimization.json"))
+	switch {
+	case interrupted == nil && !replace:
 		var m startedMark
+		b, _ := os.ReadFile(marker)
 		_ = json.Unmarshal(b, &m)
-		if m.Cache != rt.CacheDir() {
-			// The run journal of this cache knows nothing of it (a node
-			// of a stage with on_interrupt = "fail" is refused there).
-			return setup("the optimization in %s was interrupted (started %s by %s with the cache %s) and is never restarted silently: start the job again with a fresh out folder, or remove %s to run the optimization again from the start",
-				s.out, m.Started, m.Node, m.Cache, filepath.Join(s.out, "optimization"))
+		return setup("the optimization in %s was interrupted (started %s by %s) and is never restarted silently; its %d charged rollouts are recorded in %s. To start it over in this folder, keeping that record (set aside and named in job.json): %s. Or give the job a fresh out folder",
+			s.out, m.Started, m.Node, lineCount(filepath.Join(optDir, "rollouts.jsonl")), filepath.Join(s.out, "optimization", "rollouts.jsonl"), again)
+	case interrupted == nil || finished == nil && replace:
+		if err := setAsideOptimization(root, s.out, interrupted == nil); err != nil {
+			return infra("cannot set the earlier optimization aside: %s", err)
 		}
+	case finished == nil:
+		return savedOptimization(root, s, n, rt)
 	}
 	train, err := loadItems(root, s.eval)
 	if err != nil {
@@ -397,8 +411,14 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return nil, err
 	}
 	summary := fmt.Sprintf("%d of %d rollouts charged, %d infrastructure failures", c.Charged, c.Budget, c.InfraFailures)
-	if res.Class != "" {
-		return &Outcome{Class: res.Class, Message: fmt.Sprintf("the method failed: %s (%s; rollout log: %s)", res.Message, summary, logPath), Proc: res, RunCounts: counts}, nil
+	next := fmt.Sprintf("the next apply does not restart this optimization: it reports it interrupted and runs the rest of the grid. To start it over in this folder, keeping its charged-rollout record (set aside and named in job.json): %s. Or give the job a fresh out folder", again)
+	switch {
+	case res.Class == dsl.ClassInterrupted:
+		return &Outcome{Class: res.Class, NoResume: true, Message: fmt.Sprintf("the optimization was interrupted (%s); %s", summary, next), Proc: res, RunCounts: counts}, nil
+	case res.Class != "":
+		// A method that failed (crashed) leaves its optimization as an
+		// interrupted one: its started marker stays.
+		return &Outcome{Class: res.Class, NoResume: true, Message: fmt.Sprintf("the method failed: %s (%s; rollout log: %s); %s", res.Message, summary, logPath, next), Proc: res, RunCounts: counts}, nil
 	}
 	if _, err := os.Stat(filepath.Join(optDir, "optimizer_result.json")); err != nil {
 		return &Outcome{Class: dsl.ClassResult, Message: fmt.Sprintf("the method exited 0 without writing its record %s (%s)", filepath.Join(s.out, "optimization", "optimizer_result.json"), summary), Proc: res, RunCounts: counts}, nil
@@ -606,4 +626,77 @@ func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string)
 		out[i] = r
 	}
 	return out, nil
+}
+
+// lineCount is the number of lines of a file (0 when it cannot be read).
+func lineCount(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// setAsideOptimization moves an earlier optimization of the job (its
+// optimization folder and optimization.json) to optimization.attempt-N in
+// the out folder, and names it in job.json: its charged-rollout record is
+// kept.
+func setAsideOptimization(root, out string, interrupted bool) error {
+	dir := filepath.Join(root, out)
+	var aside string
+	for i := 1; ; i++ {
+		aside = fmt.Sprintf("optimization.attempt-%d", i)
+		if _, err := os.Lstat(filepath.Join(dir, aside)); os.IsNotExist(err) {
+			break
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "optimization"), 0o755); err != nil {
+		return err
+	}
+	charged := lineCount(filepath.Join(dir, "optimization", "rollouts.jsonl"))
+	if err := os.Rename(filepath.Join(dir, "optimization"), filepath.Join(dir, aside)); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(dir, "optimization.json"), filepath.Join(dir, aside, "optimization.json")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return addEarlierAttempt(root, out, EarlierAttempt{Folder: filepath.Join(out, aside), Interrupted: interrupted,
+		ChargedRollouts: charged, SetAside: time.Now().UTC().Format(time.RFC3339)})
+}
+
+// savedOptimization is the result of a finished optimization read from the
+// out folder: its optimization.json, checked against the incumbent bundle
+// and the charged-rollout record beside it. Nothing is run.
+func savedOptimization(root string, s optSpec, n *Node, rt Runtime) (*Outcome, error) {
+	rel := filepath.Join(s.out, "optimization.json")
+	refuse := func(format string, args ...any) (*Outcome, error) {
+		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s: ", rel) + fmt.Sprintf(format, args...) +
+			"; nothing was run. It is not the record of this folder's optimization: restore it, or start the optimization over with --replace"}, nil
+	}
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		return refuse("%s", err)
+	}
+	var opt Optimization
+	if err := json.Unmarshal(b, &opt); err != nil || opt.Format != OptimizationFormat {
+		return refuse("it is not an optimization.json of format %s", OptimizationFormat)
+	}
+	if opt.Budget != s.budget {
+		return refuse("budget is %d, this job's is %d", opt.Budget, s.budget)
+	}
+	if got := lineCount(filepath.Join(root, s.out, "optimization", "rollouts.jsonl")); got != opt.Charged {
+		return refuse("charged_rollouts is %d, optimization/rollouts.jsonl records %d", opt.Charged, got)
+	}
+	if opt.Proposed {
+		if opt.Incumbent == nil || opt.IncumbentDigest == nil {
+			return refuse("proposed is true without an incumbent and its digest")
+		}
+		d, err := bundleDigest(root, []string{*opt.Incumbent})
+		if err != nil || d != *opt.IncumbentDigest {
+			return refuse("incumbent_digest is %s, the incumbent folder's content is %s", *opt.IncumbentDigest, d)
+		}
+	}
+	fmt.Fprintf(rt.Stderr(), "  · %s  finished earlier: %s is kept (%d of %d rollouts charged); the method is not run again\n", n.Address, rel, opt.Charged, opt.Budget)
+	compact, _ := json.Marshal(opt)
+	return &Outcome{Result: compact, Files: []string{rel, filepath.Join(s.out, "optimization")}}, nil
 }

@@ -131,6 +131,9 @@ type Selection struct {
 	SeedMean        *float64 `json:"seed_validation_mean"`
 	IncumbentMean   *float64 `json:"incumbent_validation_mean"`
 	ValidationItems int      `json:"validation_items"`
+	// OptimizationSHA256 is the digest of the optimization.json the
+	// selection was made from.
+	OptimizationSHA256 string `json:"optimization_sha256,omitempty"`
 }
 
 // SelectionFormat names selection.json's format.
@@ -238,10 +241,40 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		// a job whose optimization never finished.
 		return &Outcome{Class: dsl.ClassSetup, Message: "the job's optimization did not finish (see its node): there is no incumbent to select from, and nothing of the job's test split is evaluated"}, nil
 	}
-	sel := Decide(s.opt, s.seed, s.inc)
-	b, _ := json.MarshalIndent(sel, "", "  ")
+	root := rt.Root()
+	if o := holdOut(rt, n, s.out); o != nil {
+		return o, nil
+	}
 	rel := filepath.Join(s.out, "selection.json")
-	if err := atomicfile.Write(filepath.Join(rt.Root(), rel), append(b, '\n'), true); err != nil {
+	optDigest, err := fileDigest(filepath.Join(root, s.out, "optimization.json"))
+	if err != nil {
+		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf("the job's optimization.json: %s", err)}, nil
+	}
+	// A selection once written is the job's: a rerun returns it as it is,
+	// and selects again only with --replace.
+	if replace, again := replacing(rt); !replace {
+		if b, err := os.ReadFile(filepath.Join(root, rel)); err == nil {
+			var saved Selection
+			if err := json.Unmarshal(b, &saved); err != nil || saved.Format != SelectionFormat {
+				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s is not a selection of format %s; nothing was rewritten: restore it, or select again with %s", rel, SelectionFormat, again)}, nil
+			}
+			if saved.OptimizationSHA256 != optDigest {
+				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s was made from another optimization.json (its optimization_sha256 is %q, the folder's optimization.json is %s); nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, saved.OptimizationSHA256, optDigest, again)}, nil
+			}
+			fmt.Fprintf(rt.Stderr(), "  · %s  deploying the %s bundle, as %s says (selected earlier)\n", n.Address, saved.Deployed, rel)
+			compact, _ := json.Marshal(saved)
+			return &Outcome{Result: compact, Files: []string{rel}}, nil
+		}
+	}
+	if s.seed.Status == "ok" && s.seed.Result == nil || s.inc.Status == "ok" && s.inc.Result == nil {
+		// The validations were not needed when they ran (selection.json
+		// was there), and it is gone now.
+		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf("%s is missing and the validations were skipped as not needed when it was there: nothing is selected; run them again with --replace 'stage.seed_validation[%q]' --replace 'stage.incumbent_validation[%q]'", rel, n.EachKey, n.EachKey)}, nil
+	}
+	sel := Decide(s.opt, s.seed, s.inc)
+	sel.OptimizationSHA256 = optDigest
+	b, _ := json.MarshalIndent(sel, "", "  ")
+	if err := atomicfile.Write(filepath.Join(root, rel), append(b, '\n'), true); err != nil {
 		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
 	}
 	why := "its validation mean is higher"
@@ -368,6 +401,10 @@ type ResultFile struct {
 	Nonconformant       []string `json:"nonconformant"`
 	TestItems           int      `json:"test_items"`
 	TestInvalidItems    int      `json:"test_invalid_items"`
+	// SelectionSHA256 and TestSHA256 are the digests of the selection.json
+	// the result was made from and of the test.json written with it.
+	SelectionSHA256 string `json:"selection_sha256,omitempty"`
+	TestSHA256      string `json:"test_sha256,omitempty"`
 }
 
 // SummaryLine is the one-line summary a job prints: the seed's fields,
@@ -478,6 +515,18 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	fail := func(format string, args ...any) (*Outcome, error) {
 		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
 	}
+	if o := holdOut(rt, n, s.out); o != nil {
+		return o, nil
+	}
+	selDigest, err := fileDigest(filepath.Join(root, s.out, "selection.json"))
+	if err != nil {
+		return fail("the job's selection.json: %s", err)
+	}
+	if replace, again := replacing(rt); !replace {
+		if o := savedResult(root, s.out, selDigest, again, n, rt); o != nil {
+			return o, nil
+		}
+	}
 	if s.base.Result == nil || s.dep.Result == nil {
 		return fail("the test evaluations did not finish (baseline %s, deployed %s): no result.json is written; apply again to resume them", s.base.Status, s.dep.Status)
 	}
@@ -531,13 +580,16 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	}
 	res.ValidForAggregation = len(res.Nonconformant) == 0 && invalid == 0
 	tb, _ := json.MarshalIndent(tf, "", "  ")
+	tb = append(tb, '\n')
+	res.SelectionSHA256, res.TestSHA256 = selDigest, digestBytes(tb)
 	rb, _ := json.MarshalIndent(res, "", "  ")
+	rb = append(rb, '\n')
 	for _, f := range []struct {
 		name string
 		b    []byte
 	}{{"test.json", tb}, {"result.json", rb}} {
 		rel := filepath.Join(s.out, f.name)
-		if err := atomicfile.Write(filepath.Join(root, rel), append(f.b, '\n'), true); err != nil {
+		if err := atomicfile.Write(filepath.Join(root, rel), f.b, true); err != nil {
 			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
 		}
 	}
@@ -546,3 +598,32 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 }
 
 func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
+
+// savedResult is the job's result read from the out folder when its
+// result.json is there: returned as it is when made from the folder's
+// selection.json, with its test.json; refused (nothing rewritten) when
+// not. Nil when the folder holds no result.json.
+func savedResult(root, out, selDigest, again string, n *Node, rt Runtime) *Outcome {
+	rel := filepath.Join(out, "result.json")
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		return nil
+	}
+	refuse := func(format string, args ...any) *Outcome {
+		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf(format, args...) +
+			fmt.Sprintf("; nothing was rewritten: restore the job's files, or write its result again with %s", again)}
+	}
+	var res ResultFile
+	if err := json.Unmarshal(b, &res); err != nil || res.Format != ResultFormat {
+		return refuse("%s is not a result of format %s", rel, ResultFormat)
+	}
+	if res.SelectionSHA256 != selDigest {
+		return refuse("%s was made from another selection.json (its selection_sha256 is %q, the folder's selection.json is %s)", rel, res.SelectionSHA256, selDigest)
+	}
+	if d, err := fileDigest(filepath.Join(root, out, "test.json")); err != nil || d != res.TestSHA256 {
+		return refuse("%s: test_sha256 is %q, the folder's test.json is %s", rel, res.TestSHA256, d)
+	}
+	fmt.Fprintf(rt.Stderr(), "  · %s  finished earlier: %s is kept\n", n.Address, rel)
+	compact, _ := json.Marshal(res)
+	return &Outcome{Result: compact, Files: []string{filepath.Join(out, "test.json"), rel}}
+}

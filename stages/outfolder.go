@@ -1,0 +1,99 @@
+package stages
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// OutLockFile is the lock file in an optimizer job's out folder: the apply
+// that writes the folder holds it (flock) until it ends, and writes in it
+// who it is, so that another apply into the folder refuses, naming it.
+const OutLockFile = ".cairn-out.lock"
+
+// outOwner is what the lock file says of the apply holding it.
+type outOwner struct {
+	PID     int    `json:"pid"`
+	Host    string `json:"host"`
+	Job     string `json:"job"`
+	Started string `json:"started"`
+}
+
+// heldOut are the out folders this process holds, by absolute path; a
+// folder's lock is held until the process ends.
+var heldOut = struct {
+	sync.Mutex
+	m map[string]*flock.Flock
+}{m: map[string]*flock.Flock{}}
+
+// holdOutFolder takes the out folder's lock for this process, which holds
+// it until it ends. It returns a refusal, for people, when another process
+// holds it; job names the job writing the folder.
+func holdOutFolder(root, out, job string) (string, error) {
+	dir := filepath.Join(root, out)
+	heldOut.Lock()
+	defer heldOut.Unlock()
+	if _, ok := heldOut.m[dir]; ok {
+		return "", nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, OutLockFile)
+	fl := flock.New(path)
+	ok, err := fl.TryLock()
+	if err != nil {
+		return "", fmt.Errorf("cannot lock the out folder %s: %w", out, err)
+	}
+	if !ok {
+		who := "another process"
+		// The owner writes who it is right after it takes the lock: give
+		// it a moment to.
+		for range 50 {
+			var o outOwner
+			if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &o) == nil && o.PID > 0 {
+				who = fmt.Sprintf("the apply of job %s (pid %d on %s, since %s)", o.Job, o.PID, o.Host, o.Started)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return fmt.Sprintf("the out folder %s is being written by %s; nothing was run. Wait for that apply to end (the next one finds what it left), or choose another out folder", out, who), nil
+	}
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(outOwner{PID: os.Getpid(), Host: host, Job: job, Started: time.Now().UTC().Format(time.RFC3339)})
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		fl.Unlock()
+		return "", fmt.Errorf("cannot write the out folder's lock file %s: %w", filepath.Join(out, OutLockFile), err)
+	}
+	heldOut.m[dir] = fl
+	return "", nil
+}
+
+// holdOut takes the out folder's lock for a node (holdOutFolder), as an
+// outcome when it cannot: refused (exit 2) when another apply holds it.
+func holdOut(rt Runtime, n *Node, out string) *Outcome {
+	msg, err := holdOutFolder(rt.Root(), out, n.EachKey)
+	switch {
+	case err != nil:
+		return &Outcome{Class: dsl.ClassInfra, Message: err.Error()}
+	case msg != "":
+		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: msg}
+	}
+	return nil
+}
+
+// replacing reports whether the apply's --replace names the node or one
+// of its upstreams (stages.Replacer), and the command that replaces it.
+func replacing(rt Runtime) (bool, string) {
+	if r, ok := rt.(Replacer); ok {
+		return r.Replacing(), r.ReplaceCommand()
+	}
+	return false, "cairn apply ... --replace ADDRESS"
+}
