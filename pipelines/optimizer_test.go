@@ -762,8 +762,9 @@ func TestOptimizerWorkerPerBundle(t *testing.T) {
 	p := filepath.Join(w.dir, "pipelines/optimizer_grid.hcl")
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
-	src := strings.Replace(string(b), `worker              = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
-  bundle_in_request   = true`, `worker              = ["python3", var.worker, local.prompt, "{bundle}/system.txt"]`, 1)
+	src := strings.Replace(string(b), `rollout_worker = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]`,
+		`rollout_worker = ["python3", var.worker, local.prompt, "{bundle}/system.txt"]`, 1)
+	src = strings.Replace(src, `bundle_in_request   = true`, ``, 1)
 	require.NotEqual(t, string(b), src, "the optimize stage's worker")
 	require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
 	out, code := w.job("budget=100")
