@@ -1,6 +1,7 @@
 package pipelines_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -94,6 +95,25 @@ func TestOptimizerFinishedJobUnderAnotherCache(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(w.dir, dir, "selection.json"))
 	require.NoError(t, err)
 	assert.Equal(t, files["selection.json"], string(got))
+
+	// --replace is the explicit way: the validations named run again, and
+	// the selection and result after them are rewritten.
+	out, code = w.phase([]string{`replace=stage.seed_validation["simgepa/sums/single/sim/0"]`, `replace=stage.incumbent_validation["simgepa/sums/single/sim/0"]`}, "budget=40")
+	require.Equal(t, 0, code, out)
+	var sel map[string]any
+	w.readJSON(dir+"/selection.json", &sel)
+	d, err := fileSHA256(p)
+	require.NoError(t, err)
+	assert.Equal(t, d, sel["optimization_sha256"])
+	assert.Equal(t, []string{line}, summaryRe.FindAllString(out, -1), "the same result, written again")
+}
+
+func fileSHA256(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(b)), nil
 }
 
 // blipProxy answers 503 for the validation split's requests while down is

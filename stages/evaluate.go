@@ -602,10 +602,10 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
 	}
 	var needed bool
-	if jsonAttr(n, "needed", &needed, &diags, "true or false") && !needed {
+	if replace, _ := replacing(rt); jsonAttr(n, "needed", &needed, &diags, "true or false") && !needed && !replace {
 		// What this evaluation is for is made already (a later artifact
 		// of a job, written from it): nothing is evaluated, and the
-		// result is null.
+		// result is null, unless --replace names the node or an upstream.
 		fmt.Fprintf(rt.Stderr(), "  · %s  not needed: nothing evaluated\n", n.Address)
 		return &Outcome{Result: json.RawMessage("null")}, nil
 	}

@@ -258,6 +258,9 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			if err := json.Unmarshal(b, &saved); err != nil || saved.Format != SelectionFormat {
 				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s is not a selection of format %s; nothing was rewritten: restore it, or select again with %s", rel, SelectionFormat, again)}, nil
 			}
+			if saved.OptimizationSHA256 == "" {
+				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s has no optimization_sha256 (an earlier cairn wrote it): which optimization.json it was made from cannot be checked; nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, again)}, nil
+			}
 			if saved.OptimizationSHA256 != optDigest {
 				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s was made from another optimization.json (its optimization_sha256 is %q, the folder's optimization.json is %s); nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, saved.OptimizationSHA256, optDigest, again)}, nil
 			}
@@ -616,6 +619,9 @@ func savedResult(root, out, selDigest, again string, n *Node, rt Runtime) *Outco
 	var res ResultFile
 	if err := json.Unmarshal(b, &res); err != nil || res.Format != ResultFormat {
 		return refuse("%s is not a result of format %s", rel, ResultFormat)
+	}
+	if res.SelectionSHA256 == "" {
+		return refuse("%s has no selection_sha256 (an earlier cairn wrote it): which selection.json it was made from cannot be checked", rel)
 	}
 	if res.SelectionSHA256 != selDigest {
 		return refuse("%s was made from another selection.json (its selection_sha256 is %q, the folder's selection.json is %s)", rel, res.SelectionSHA256, selDigest)
