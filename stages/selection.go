@@ -133,7 +133,7 @@ type Selection struct {
 	ValidationItems int      `json:"validation_items"`
 	// OptimizationSHA256 is the digest of the optimization.json the
 	// selection was made from.
-	OptimizationSHA256 string `json:"optimization_sha256,omitempty"`
+	OptimizationSHA256 string `json:"optimization_sha256"`
 }
 
 // SelectionFormat names selection.json's format.
@@ -406,8 +406,8 @@ type ResultFile struct {
 	TestInvalidItems    int      `json:"test_invalid_items"`
 	// SelectionSHA256 and TestSHA256 are the digests of the selection.json
 	// the result was made from and of the test.json written with it.
-	SelectionSHA256 string `json:"selection_sha256,omitempty"`
-	TestSHA256      string `json:"test_sha256,omitempty"`
+	SelectionSHA256 string `json:"selection_sha256"`
+	TestSHA256      string `json:"test_sha256"`
 }
 
 // SummaryLine is the one-line summary a job prints: the seed's fields,

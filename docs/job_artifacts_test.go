@@ -1,0 +1,73 @@
+package docs
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/stages"
+)
+
+// jsonFields are the JSON names of a struct's fields; with omitempty ones
+// too when all.
+func jsonFields(v any, all bool) []string {
+	var out []string
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" || name == "-" || strings.Contains(opts, "omitempty") && !all {
+			continue
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// docs/job-artifacts.md shows each artifact of an optimizer job with the
+// fields cairn writes (#28): job.json (the seal), optimization.json,
+// selection.json (with the digest of the optimization.json it was made
+// from) and result.json (with those of its selection.json and test.json);
+// and it names the out folder's lock file as cairn does.
+func TestJobArtifactsShowTheFieldsWritten(t *testing.T) {
+	b, err := os.ReadFile("job-artifacts.md")
+	require.NoError(t, err)
+	doc := string(b)
+	blocks := regexp.MustCompile("(?s)```json\n(\\{.*?\\})\n```").FindAllStringSubmatch(doc, -1)
+	byFormat := map[string][]string{}
+	for _, m := range blocks {
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(m[1], "…", "")), &obj), m[1])
+		f, _ := obj["format"].(string)
+		var keys []string
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		byFormat[f] = keys
+	}
+	for format, v := range map[string]any{
+		stages.JobFormat: stages.JobIdentity{}, stages.OptimizationFormat: stages.Optimization{},
+		stages.SelectionFormat: stages.Selection{}, stages.ResultFormat: stages.ResultFile{},
+	} {
+		got, ok := byFormat[format]
+		if assert.True(t, ok, "job-artifacts.md shows a %s file", format) {
+			assert.Equal(t, jsonFields(v, false), got, format)
+		}
+	}
+	shown := jsonFields(stages.JobIdentity{}, false)
+	for _, f := range jsonFields(stages.JobIdentity{}, true) {
+		if !slices.Contains(shown, f) {
+			assert.True(t, strings.Contains(doc, "`"+f+"`"), "job.json's field %s, absent from the example, is described", f)
+		}
+	}
+	assert.True(t, strings.Contains(doc, "`"+stages.OutLockFile+"`"), "the lock file %s is named", stages.OutLockFile)
+}
