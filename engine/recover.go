@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/stages"
 )
 
 // interruptedNode is a node that was running when an earlier run died.
@@ -221,24 +222,27 @@ func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 }
 
 // NoteRefusals marks, in a plan to be shown, the nodes apply would refuse
-// to start (PlannedNode.Refusal): those of stages declaring on_interrupt
-// = "fail" that an earlier run of the cache at cacheDir left interrupted,
-// unless cached or replaced. It only reads the journals: nothing is
-// reaped.
-func NoteRefusals(p *plan.Plan, cacheDir string) error {
+// to start (PlannedNode.Refusal), unless cached or replaced: those of
+// stages declaring on_interrupt = "fail" that an earlier run of the cache
+// at cacheDir left interrupted, and those whose kind finds in the
+// workspace at root that it will refuse (stages.PlanRefuser: an optimizer
+// job's interrupted out folder, whatever the cache). It only reads the
+// journals and the workspace: nothing is reaped.
+func NoteRefusals(p *plan.Plan, cacheDir, root string) error {
 	runs, err := runlog.Unfinished(cacheDir)
 	if err != nil {
 		return fmt.Errorf("reading earlier runs: %w", err)
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
 	in := interruptedIn(runs, p.Pipeline)
-	if len(in) == 0 {
-		return nil
-	}
 	for _, pn := range p.Nodes {
 		replaced := slices.ContainsFunc(pn.Reasons, func(r string) bool { return strings.HasPrefix(r, "replace requested") })
 		if it, ok := refusedAsInterrupted(pn, in, replaced); ok {
 			pn.Refusal = fmt.Sprintf("interrupted in run %s, and its stage declares on_interrupt = \"fail\": apply refuses to restart it silently (--replace '%s' runs it again from the start)", it.RunID, pn.Node.Addr)
+			continue
+		}
+		if r, ok := pn.Node.Kind.(stages.PlanRefuser); ok && pn.Spec != nil && !pn.Skipped && pn.Action != plan.ActCached {
+			pn.Refusal = r.PlanRefusal(pn.Spec, root, replaced)
 		}
 	}
 	return nil

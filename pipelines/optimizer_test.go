@@ -617,6 +617,18 @@ func TestOptimizerKilledDuringOptimize(t *testing.T) {
 	assert.Contains(t, out, "cairn apply pipelines/optimizer_grid.hcl --cache "+w.cache+" --no-color --var budget=200 --var dataset=sums --var method=simgepa --var model=sim --var seed=0 --var topology=single --replace 'stage.optimize[\"simgepa/sums/single/sim/0\"]'")
 	assert.Equal(t, charged, lineCount(ledger), "the refused apply charged nothing")
 
+	// cairn plan says so too, before anything runs, whatever the cache.
+	for _, cache := range []string{w.cache, filepath.Join(t.TempDir(), "plan")} {
+		plan := exec.Command(filepath.Join(bins, "cairn"), "plan", "pipelines/optimizer_grid.hcl", "--cache", cache, "--no-color",
+			"--var", "method=simgepa", "--var", "dataset=sums", "--var", "topology=single", "--var", "model=sim", "--var", "budget=200")
+		plan.Dir, plan.Env = w.dir, w.command().Env
+		b, err := plan.CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		assert.Regexp(t, `! stage\.optimize\["simgepa/sums/single/sim/0"\]\s+refused: the optimization in `+dir+` was interrupted`, string(b))
+		assert.Contains(t, string(b), `--replace 'stage.optimize["simgepa/sums/single/sim/0"]' starts it over`)
+		assert.NotRegexp(t, `\+ stage\.optimize\S*\s+run`, string(b))
+	}
+
 	other := exec.Command(filepath.Join(bins, "cairn"), "apply", "pipelines/optimizer_grid.hcl", "--cache", filepath.Join(t.TempDir(), "other"), "--no-color",
 		"--var", "method=simgepa", "--var", "dataset=sums", "--var", "topology=single", "--var", "model=sim", "--var", "budget=200")
 	other.Dir, other.Env = w.dir, w.command().Env

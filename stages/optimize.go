@@ -250,6 +250,32 @@ type startedMark struct {
 	Started string `json:"started"`
 }
 
+// interruptedOptimization says, for people, that the optimization in the
+// out folder out (workspace-relative) was interrupted: when, by which
+// node, and where its charged rollouts are recorded.
+func interruptedOptimization(root, out string) string {
+	optDir := filepath.Join(root, out, "optimization")
+	var m startedMark
+	b, _ := os.ReadFile(filepath.Join(optDir, startedMarker))
+	_ = json.Unmarshal(b, &m)
+	return fmt.Sprintf("the optimization in %s was interrupted (started %s by %s) and is never restarted silently; its %d charged rollouts are recorded in %s",
+		out, m.Started, m.Node, lineCount(filepath.Join(optDir, "rollouts.jsonl")), filepath.Join(out, "optimization", "rollouts.jsonl"))
+}
+
+// PlanRefusal implements PlanRefuser: an out folder whose optimization
+// was interrupted (its started marker left) is refused unless replaced,
+// as Run refuses it.
+func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
+	s, diags := decodeOptimize(n)
+	if diags.HasErrors() || replaced {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(root, s.out, "optimization", startedMarker)); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s (--replace '%s' starts it over in this folder, or give the job a fresh out folder)", interruptedOptimization(root, s.out), n.Address)
+}
+
 // Run implements Kind.
 func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := decodeOptimize(n)
@@ -278,11 +304,8 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	_, finished := os.Stat(filepath.Join(out, "optimization.json"))
 	switch {
 	case interrupted == nil && !replace:
-		var m startedMark
-		b, _ := os.ReadFile(marker)
-		_ = json.Unmarshal(b, &m)
-		return setup("the optimization in %s was interrupted (started %s by %s) and is never restarted silently; its %d charged rollouts are recorded in %s. To start it over in this folder, keeping that record (set aside and named in job.json): %s. Or give the job a fresh out folder",
-			s.out, m.Started, m.Node, lineCount(filepath.Join(optDir, "rollouts.jsonl")), filepath.Join(s.out, "optimization", "rollouts.jsonl"), again)
+		return setup("%s. To start it over in this folder, keeping that record (set aside and named in job.json): %s. Or give the job a fresh out folder",
+			interruptedOptimization(root, s.out), again)
 	case interrupted == nil || finished == nil && replace:
 		if err := setAsideOptimization(root, s.out, interrupted == nil); err != nil {
 			return infra("cannot set the earlier optimization aside: %s", err)

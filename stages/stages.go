@@ -134,6 +134,15 @@ type OutcomeLabeler interface {
 	OutcomeLabel(result json.RawMessage) string
 }
 
+// PlanRefuser is implemented by kinds whose node can find, before it
+// runs, that it will refuse to (an optimizer job whose out folder holds
+// an interrupted optimization): cairn plan shows the node as refused with
+// the reason PlanRefusal gives, "" when it would run. root is the
+// workspace; replaced says --replace names the node. It only reads.
+type PlanRefuser interface {
+	PlanRefusal(n *Node, root string, replaced bool) string
+}
+
 // StageChecker is implemented by kinds that validate a stage as a whole
 // (all its instances), e.g. a batch of exactly four variants.
 type StageChecker interface {

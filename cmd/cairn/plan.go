@@ -159,7 +159,9 @@ func (a *app) planCmd() *cobra.Command {
   = cached   the node's result is in the cache
   - skipped  an upstream fails (a cached result failing its postcondition)
   ! refused  apply would refuse to start it: it was interrupted, and its
-             stage declares on_interrupt = "fail" (--replace runs it again)
+             stage declares on_interrupt = "fail", or its kind refuses
+             (an optimizer job whose out folder holds an interrupted
+             optimization); --replace runs it again
 
 --out FILE saves the plan; 'cairn apply FILE' runs exactly that plan, or
 refuses (exit 2) naming what changed since: a node added or removed, the
@@ -177,7 +179,7 @@ pipeline's name, a key or an action.`,
 				return err
 			}
 			defer cache.Close()
-			if err := engine.NoteRefusals(p, cache.Dir); err != nil {
+			if err := engine.NoteRefusals(p, cache.Dir, a.root()); err != nil {
 				fmt.Fprintf(a.stderr, "warning: %s\n", err)
 			}
 			out = a.path(out)
