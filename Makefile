@@ -16,7 +16,7 @@ export CGO_CFLAGS
 # failure as the recipe's.
 SHELL := /bin/bash
 
-.PHONY: all build sim test test-short vet cross fmt fmt-check bench crosscheck fuzz fuzz-short demo demo-optimizer demo-decision gpu-check clean
+.PHONY: all build sim test test-short vet cross fmt fmt-check tidy-check bench crosscheck fuzz fuzz-short demo demo-optimizer demo-decision gpu-check clean
 
 all: build
 
@@ -69,6 +69,10 @@ fmt:
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# go.mod and go.sum are as go mod tidy leaves them (the diff shown otherwise).
+tidy-check:
+	$(GO) mod tidy -diff
 
 bench: build
 	bash bench/run.sh
