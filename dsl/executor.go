@@ -22,9 +22,6 @@ type Executor struct {
 	DeclRange    hcl.Range
 }
 
-// Executors are the executor names a pipeline (or --executor) may name.
-var Executors = []string{"local", "slurm"}
-
 var executorSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "partition"}, {Name: "account"}, {Name: "qos"}, {Name: "extra_args"},

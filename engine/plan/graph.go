@@ -112,15 +112,6 @@ func (r *stageRefs) all(yield func(dsl.Ref) bool) {
 	}
 }
 
-// CheckReferences reports unknown references and dependency cycles
-// without evaluating anything.
-func CheckReferences(cfg *dsl.Config) hcl.Diagnostics {
-	g := &Graph{Config: cfg, StageDeps: map[string][]string{}, refs: map[string]*stageRefs{}}
-	diags := g.linkStages()
-	_, d := g.orderStages()
-	return append(diags, d...)
-}
-
 // linkStages collects every stage's references and its stage-level
 // dependencies.
 func (g *Graph) linkStages() hcl.Diagnostics {
@@ -174,34 +165,16 @@ func (g *Graph) linkStages() hcl.Diagnostics {
 	return diags
 }
 
-// Build expands every stage's for_each and links the nodes. It reports
-// every problem at once: unknown references, dependency cycles (naming each
-// stage on the cycle with its position), bad for_each values.
-func Build(cfg *dsl.Config, scope *dsl.Scope, root string) (*Graph, hcl.Diagnostics) {
-	g, diags := build(cfg, scope, root, false, nil)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	for _, s := range cfg.Stages {
-		if s.UnknownKind {
-			return nil, append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError, Summary: "Unknown stage kind",
-				Detail: fmt.Sprintf("There is no stage kind %q.", s.Kind), Subject: s.KindRange.Ptr(),
-			})
-		}
-	}
-	return g, diags
-}
-
-// build is Build that keeps going: a stage with bad references, an unknown
-// kind or a bad for_each is left out along with every stage that depends
-// on it, and the others are expanded, so that one pass reports every
-// problem. The graph it returns is complete only without errors; with
-// errors, StageOrder lists just the stages that were expanded. With
-// brokenValues (a variable or local failed to evaluate, and is unknown), a
-// stage whose for_each is unknown is left out without a diagnostic. With
-// unset (the required variables without a value, when validating), a
-// stage whose for_each depends on them waits for values (see Waiting).
+// build expands every stage's for_each and links the nodes, and keeps
+// going: a stage with bad references, an unknown kind or a bad for_each is
+// left out along with every stage that depends on it, and the others are
+// expanded, so that one pass reports every problem. The graph it returns is
+// complete only without errors; with errors, StageOrder lists just the
+// stages that were expanded. With brokenValues (a variable or local failed
+// to evaluate, and is unknown), a stage whose for_each is unknown is left
+// out without a diagnostic. With unset (the required variables without a
+// value, when validating), a stage whose for_each depends on them waits for
+// values (see Waiting).
 func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, unset map[string]bool) (*Graph, hcl.Diagnostics) {
 	n := len(cfg.Stages) // a node a stage, at least
 	g := &Graph{
@@ -513,33 +486,14 @@ func (g *Graph) orderStages() ([]*dsl.Stage, hcl.Diagnostics) {
 			Subject:  cfg.StageMap[cycle[0]].NameRange.Ptr(),
 		})
 	}
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	// Depth-first post-order in declaration order: deterministic and O(V+E).
-	state := make(map[string]uint8, len(cfg.Stages))
-	order := make([]*dsl.Stage, 0, len(cfg.Stages))
-	var visit func(n string)
-	visit = func(n string) {
-		if state[n] != 0 {
-			return
-		}
-		state[n] = 1
-		for _, d := range g.StageDeps[n] {
-			visit(d)
-		}
-		state[n] = 2
-		order = append(order, cfg.StageMap[n])
-	}
-	for _, s := range cfg.Stages {
-		visit(s.Name)
-	}
-	return order, nil
+	// topoOrder met a cycle, and a cycle spans two stages at least (a
+	// stage's own name is no dependency): diags holds it.
+	return nil, diags
 }
 
-// topoOrder is the depth-first post-order of orderStages for a graph
-// without cycles; ok is false when it meets one (orderStages then finds
-// and reports every cycle).
+// topoOrder is the depth-first post-order, in declaration order
+// (deterministic and O(V+E)), of a graph without cycles; ok is false when
+// it meets one (orderStages then finds and reports every cycle).
 func (g *Graph) topoOrder() (order []*dsl.Stage, ok bool) {
 	cfg := g.Config
 	state := make(map[string]uint8, len(cfg.Stages))

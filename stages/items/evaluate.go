@@ -295,8 +295,7 @@ type run struct {
 	contendedSig chan struct{}
 	commitCh     chan *task
 	starts       int
-	quiet        int // workers in a row that died without answering
-	procSeq      int
+	quiet        int    // workers in a row that died without answering
 	printed      Counts // the counts of the last progress line
 	anyLine      bool
 }
