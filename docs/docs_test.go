@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/stages/items/simmodel"
@@ -390,8 +391,8 @@ func TestLanguageReferenceCoversTheCode(t *testing.T) {
 		}
 	})
 	t.Run("failure classes", func(t *testing.T) {
-		require.NotEmpty(t, dsl.FailureClasses)
-		for _, c := range dsl.FailureClasses {
+		require.NotEmpty(t, failclass.All)
+		for _, c := range failclass.All {
 			assert.True(t, mentioned(lang, c), "failure class %s is not in docs/language.md", c)
 			assert.True(t, mentioned(readme, c), "failure class %s is not in README.md", c)
 			// The class table has one row per class.

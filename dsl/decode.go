@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/dsl/par"
 )
 
@@ -618,10 +619,10 @@ func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			for _, cl := range r.On {
-				if !IsFailureClass(cl) {
-					detail := fmt.Sprintf("%q is not a failure class. The classes are: %s.", cl, strings.Join(FailureClasses, ", "))
-					if sug := Suggest(cl, FailureClasses); sug != "" {
-						detail = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, sug, strings.Join(FailureClasses, ", "))
+				if !failclass.Valid(cl) {
+					detail := fmt.Sprintf("%q is not a failure class. The classes are: %s.", cl, strings.Join(failclass.All, ", "))
+					if sug := Suggest(cl, failclass.All); sug != "" {
+						detail = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, sug, strings.Join(failclass.All, ", "))
 					}
 					diags = append(diags, &hcl.Diagnostic{
 						Severity: hcl.DiagError, Summary: "Unknown failure class",
@@ -631,7 +632,7 @@ func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 			}
 		}
 	} else {
-		r.On = []string{ClassExit, ClassTimeout, ClassKilled, ClassInfra}
+		r.On = []string{failclass.Exit, failclass.Timeout, failclass.Killed, failclass.Infra}
 	}
 	return r, diags
 }

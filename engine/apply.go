@@ -28,8 +28,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
@@ -454,7 +454,7 @@ func (a *applier) failStuck() {
 	msg := stuckMessage(stuck)
 	for _, ns := range stuck {
 		if ns.status == plan.Pending {
-			a.fail(ns, dsl.ClassSetup, msg)
+			a.fail(ns, failclass.Setup, msg)
 		}
 	}
 }
@@ -540,7 +540,7 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 	if ns.locked == nil {
 		lk, err := store.TryKeyLock(a.cache.Dir, ns.key)
 		if err != nil {
-			a.fail(ns, dsl.ClassSetup, err.Error())
+			a.fail(ns, failclass.Setup, err.Error())
 			return false
 		}
 		if lk == nil {
@@ -576,7 +576,7 @@ func (a *applier) admit(ns *nodeState) bool {
 		ok, refusal := a.sched.takeGPUs(a.ctx, ns, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
 		if !ok {
 			if refusal != "" {
-				a.fail(ns, dsl.ClassSetup, refusal)
+				a.fail(ns, failclass.Setup, refusal)
 			}
 			return false
 		}
@@ -656,7 +656,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		var diags hcl.Diagnostics
 		sn, diags = a.g.EvalNode(n, a.instance)
 		if diags.HasErrors() {
-			a.fail(ns, dsl.ClassSetup, "cannot evaluate its attributes: "+plan.OneLine(diags.Error()))
+			a.fail(ns, failclass.Setup, "cannot evaluate its attributes: "+plan.OneLine(diags.Error()))
 			return true
 		}
 	}
@@ -670,7 +670,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	}
 	ns.spec = sn
 	if msg := a.g.LateCheck(n, &sn.Common); msg != "" {
-		a.fail(ns, dsl.ClassSetup, msg)
+		a.fail(ns, failclass.Setup, msg)
 		return true
 	}
 	var env *plan.Envelope
@@ -684,7 +684,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		env, why, err = a.g.NodeEnvelope(n, sn, a.upstreamDigest, a.cache.Stat)
 	}
 	if err != nil {
-		a.fail(ns, dsl.ClassSetup, err.Error())
+		a.fail(ns, failclass.Setup, err.Error())
 		return true
 	}
 	if env == nil {
@@ -692,7 +692,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		if why.Input != "" {
 			msg = fmt.Sprintf("input %s does not exist", why.Input)
 		}
-		a.fail(ns, dsl.ClassSetup, msg)
+		a.fail(ns, failclass.Setup, msg)
 		return true
 	}
 	ns.env = env
@@ -703,7 +703,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	}
 	sn.Key = ns.key
 	if a.opts.Exact && ns.pn.Key != "" && ns.key != ns.pn.Key {
-		a.fail(ns, dsl.ClassSetup, fmt.Sprintf("its key changed since the plan was saved (%s then, %s now): not run; make a new plan with 'cairn plan --out FILE'", store.Short(ns.pn.Key), store.Short(ns.key)))
+		a.fail(ns, failclass.Setup, fmt.Sprintf("its key changed since the plan was saved (%s then, %s now): not run; make a new plan with 'cairn plan --out FILE'", store.Short(ns.pn.Key), store.Short(ns.key)))
 		return true
 	}
 	if grp := a.sched.groups[n.Stage.Name]; grp != nil && grp.policy.Strict {
@@ -722,7 +722,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		}
 	}
 	if a.opts.Exact && ns.pn.Action == plan.ActCached {
-		a.fail(ns, dsl.ClassSetup, "planned as cached, but its cached result is gone since the plan was saved: not run; make a new plan with 'cairn plan --out FILE'")
+		a.fail(ns, failclass.Setup, "planned as cached, but its cached result is gone since the plan was saved: not run; make a new plan with 'cairn plan --out FILE'")
 		return true
 	}
 	// It runs: what its logs must not show.
@@ -826,7 +826,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 	if err := a.restoreOutputs(rec); err != nil {
 		if !restoreDamaged(err) {
 			// The record is good: another workspace may restore it.
-			a.fail(ns, dsl.ClassResult, err.Error())
+			a.fail(ns, failclass.Result, err.Error())
 			return true
 		}
 		a.printf("warning: %s: the cached result is damaged (%s); evicting it and running the node again\n", ns.n.Addr, err)
@@ -946,9 +946,9 @@ func (a *applier) handle(ev event) {
 		a.sched.stopped(ns.n.ID)
 		if ev.err != nil {
 			if errors.Is(ev.err, context.Canceled) {
-				a.fail(ns, dsl.ClassInterrupted, "stopped while waiting for another process running the same node")
+				a.fail(ns, failclass.Interrupted, "stopped while waiting for another process running the same node")
 			} else {
-				a.fail(ns, dsl.ClassSetup, ev.err.Error())
+				a.fail(ns, failclass.Setup, ev.err.Error())
 			}
 			return
 		}
@@ -981,7 +981,7 @@ func (a *applier) handle(ev event) {
 			ns.class, ns.message = ev.class, ev.message
 		}
 		if ev.err != nil && ns.class == "" {
-			ns.class, ns.message = dsl.ClassSetup, ev.err.Error()
+			ns.class, ns.message = failclass.Setup, ev.err.Error()
 		}
 		if ns.class != "" {
 			a.markFailed(ns)
@@ -1145,7 +1145,7 @@ func (a *applier) checkPost(ns *nodeState) bool {
 		return true
 	}
 	a.undoSuccess(ns)
-	a.fail(ns, dsl.ClassPostcondition, msg)
+	a.fail(ns, failclass.Postcondition, msg)
 	return false
 }
 
@@ -1635,7 +1635,7 @@ func (a *applier) execute(ns *nodeState) event {
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
 		ns.ended = time.Now()
 		if err != nil {
-			ns.class, ns.message = dsl.ClassSetup, plan.OneLine(err.Error())
+			ns.class, ns.message = failclass.Setup, plan.OneLine(err.Error())
 		} else {
 			ns.res = out.Proc
 			ns.class, ns.message, ns.runCounts = out.Class, out.Message, out.RunCounts
@@ -1646,7 +1646,7 @@ func (a *applier) execute(ns *nodeState) event {
 					since = out.Proc.Started
 				}
 				if msg := marks.check(since); msg != "" {
-					ns.class, ns.message = dsl.ClassResult, msg
+					ns.class, ns.message = failclass.Result, msg
 				}
 			}
 			if ns.class == "" {
@@ -1688,7 +1688,7 @@ func (a *applier) execute(ns *nodeState) event {
 			}
 		}
 		marks.release()
-		if ns.class == dsl.ClassInterrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
+		if ns.class == failclass.Interrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
 			return event{}
 		}
 		ns.message = stages.RedactSecrets(ns.message, ns.secrets)

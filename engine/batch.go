@@ -12,8 +12,8 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
@@ -180,12 +180,12 @@ func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
 // device.
 func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 	if g.refused != "" {
-		a.fail(ns, dsl.ClassSetup, g.refused)
+		a.fail(ns, failclass.Setup, g.refused)
 		return false
 	}
 	if !g.started && !g.start(a) {
 		if g.refused != "" {
-			a.fail(ns, dsl.ClassSetup, g.refused)
+			a.fail(ns, failclass.Setup, g.refused)
 		}
 		return false
 	}

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/nofollow"
 	"github.com/cairn-run/cairn/engine/plan"
@@ -45,20 +45,20 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 	if result == nil && c.Result != "" {
 		b, err := a.readOutput(c.Result)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s was not written: %s", c.Result, errText(err))
+			return nil, failclass.Result, fmt.Sprintf("the result file %s was not written: %s", c.Result, errText(err))
 		}
 		if err != nil {
-			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s", err)
+			return nil, failclass.Result, fmt.Sprintf("the result file %s", err)
 		}
 		if !json.Valid(b) {
-			return nil, dsl.ClassResult, fmt.Sprintf("the result file %s is not valid JSON", c.Result)
+			return nil, failclass.Result, fmt.Sprintf("the result file %s is not valid JSON", c.Result)
 		}
 		result = b
 	}
 	if result != nil {
 		var compact json.RawMessage
 		if err := json.Unmarshal(result, &compact); err != nil {
-			return nil, dsl.ClassResult, fmt.Sprintf("the result is not valid JSON: %s", err)
+			return nil, failclass.Result, fmt.Sprintf("the result is not valid JSON: %s", err)
 		}
 		rec.Result = compact
 	}
@@ -72,7 +72,7 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 		full := filepath.Join(a.g.Root, f)
 		st, err := os.Stat(full)
 		if err != nil {
-			return nil, dsl.ClassResult, fmt.Sprintf("the declared output %s was not written", f)
+			return nil, failclass.Result, fmt.Sprintf("the declared output %s was not written", f)
 		}
 		if st.IsDir() {
 			err := filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
@@ -83,12 +83,12 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 				return a.storeFile(rec, rel, &inlined)
 			})
 			if err != nil {
-				return nil, dsl.ClassResult, fmt.Sprintf("cannot store output %s: %s", f, err)
+				return nil, failclass.Result, fmt.Sprintf("cannot store output %s: %s", f, err)
 			}
 			continue
 		}
 		if err := a.storeFile(rec, f, &inlined); err != nil {
-			return nil, dsl.ClassResult, fmt.Sprintf("cannot store output %s: %s", f, err)
+			return nil, failclass.Result, fmt.Sprintf("cannot store output %s: %s", f, err)
 		}
 	}
 	// Without the monotonic clock reading, the record in memory measures
@@ -116,7 +116,7 @@ func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) 
 		if u.persisted != nil {
 			<-u.persisted
 			if u.persistFailed {
-				return dsl.ClassInfra, fmt.Sprintf("not committed: the record of its upstream %s could not be committed to the cache", u.n.Addr)
+				return failclass.Infra, fmt.Sprintf("not committed: the record of its upstream %s could not be committed to the cache", u.n.Addr)
 			}
 		}
 		// An upstream that is not released set seq and record before
@@ -141,7 +141,7 @@ func (a *applier) persist(ns *nodeState, rec *store.Record) (class, msg string) 
 		seq, err = a.cache.Commit(&body, needs)
 	}
 	if err != nil {
-		return dsl.ClassInfra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
+		return failclass.Infra, fmt.Sprintf("cannot commit the result to the cache: %s", err)
 	}
 	ns.seq = seq
 	return "", ""

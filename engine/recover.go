@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
@@ -180,7 +180,7 @@ func interruptedIn(runs []*runlog.RunInfo, pipeline string) map[string]interrupt
 	}
 	out := map[string]interruptedNode{}
 	for addr, e := range last {
-		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == dsl.ClassInterrupted {
+		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == failclass.Interrupted {
 			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
 		}
 	}

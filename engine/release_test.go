@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 )
 
 // releasePipeline is a chain a -> b -> c of processes; b and c write a
@@ -100,7 +100,7 @@ func TestUpstreamRecordFailureFailsReleasedDownstreams(t *testing.T) {
 			assert.Contains(t, f.Message, "could not be committed", f.Address)
 		}
 	}
-	assert.Equal(t, map[string]string{"stage.a": dsl.ClassInfra, "stage.b": dsl.ClassInfra, "stage.c": dsl.ClassInfra}, classes, r.out)
+	assert.Equal(t, map[string]string{"stage.a": failclass.Infra, "stage.b": failclass.Infra, "stage.c": failclass.Infra}, classes, r.out)
 	assert.NotContains(t, r.out, "stage.a  ok", r.out)
 
 	testBeforePersist = nil

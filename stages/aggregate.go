@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/aggregate"
 )
@@ -196,9 +196,9 @@ func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	s, err := aggregate.Run(ctx, a.opts)
 	switch {
 	case ctx.Err() != nil:
-		return &Outcome{Class: dsl.ClassInterrupted, Message: "interrupted during the bootstrap"}, nil
+		return &Outcome{Class: failclass.Interrupted, Message: "interrupted during the bootstrap"}, nil
 	case errors.Is(err, aggregate.ErrBadInput):
-		return &Outcome{Class: dsl.ClassSetup, Message: err.Error()}, nil
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
 	case err != nil:
 		return nil, err
 	}

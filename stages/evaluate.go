@@ -25,7 +25,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/items"
 )
@@ -599,7 +599,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return nil, diags
 	}
 	setup := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf(format, args...)}, nil
 	}
 	var needed bool
 	if replace, _ := replacing(rt); jsonAttr(n, "needed", &needed, &diags, "true or false") && !needed && !replace {
@@ -628,7 +628,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	noSync := os.Getenv("CAIRN_NO_FSYNC") == "1"
 	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: noSync})
 	if err != nil {
-		return &Outcome{Class: dsl.ClassInfra, Message: err.Error()}, nil
+		return &Outcome{Class: failclass.Infra, Message: err.Error()}, nil
 	}
 	defer store.Close()
 
@@ -640,7 +640,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	logPath := filepath.Join(rt.OutDir(), "workers.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot open the worker log: %s", err)}, nil
+		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot open the worker log: %s", err)}, nil
 	}
 	defer logFile.Close()
 	log := &syncWriter{w: logFile}
@@ -654,7 +654,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 
 	if j, ok := rt.(Journaler); ok {
 		if err := j.NodeStarted(logPath); err != nil {
-			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the run journal: %s", err)}, nil
+			return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the run journal: %s", err)}, nil
 		}
 	}
 	jr := newItemJournal(rt, log)
@@ -712,25 +712,25 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	switch {
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return failed(dsl.ClassTimeout, "the evaluation passed the stage's timeout of %s (%s); the stored items are kept", n.Common.Timeout, counts)
+		return failed(failclass.Timeout, "the evaluation passed the stage's timeout of %s (%s); the stored items are kept", n.Common.Timeout, counts)
 	case ctx.Err() != nil:
-		return failed(dsl.ClassInterrupted, "interrupted (%s); the stored items are kept", counts)
+		return failed(failclass.Interrupted, "interrupted (%s); the stored items are kept", counts)
 	case len(endpoints) == 0 && errors.Is(err, items.ErrWorker):
-		return failed(dsl.ClassSetup, "%d of %d items have no stored result and no task model endpoint is configured: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL",
+		return failed(failclass.Setup, "%d of %d items have no stored result and no task model endpoint is configured: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL",
 			sum.Total-sum.FromCache, sum.Total)
 	case errors.Is(err, items.ErrPreflight):
-		return failed(dsl.ClassSetup, "%s (no item was sent)", evalOneLine(err.Error()))
+		return failed(failclass.Setup, "%s (no item was sent)", evalOneLine(err.Error()))
 	case errors.Is(err, items.ErrWorker):
-		return failed(dsl.ClassSetup, "%s (worker log: %s)", err, logPath)
+		return failed(failclass.Setup, "%s (worker log: %s)", err, logPath)
 	case errors.Is(err, items.ErrIncomplete):
-		return failed(dsl.ClassInfra, "%d of %d items failed after their retries (%s; last: %s); nothing was stored for them and the next apply sends them again (worker log: %s)",
+		return failed(failclass.Infra, "%d of %d items failed after their retries (%s; last: %s); nothing was stored for them and the next apply sends them again (worker log: %s)",
 			sum.Failed, sum.Total, counts, lastFailure(sum), logPath)
 	default:
-		return failed(dsl.ClassInfra, "%s (%s)", err, counts)
+		return failed(failclass.Infra, "%s (%s)", err, counts)
 	}
 
 	if scoresErr != nil {
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, scoresErr)}, nil
+		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, scoresErr)}, nil
 	}
 	res := EvaluateResult{
 		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: sum.MeanScore,
@@ -743,7 +743,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	if n.Common.Result != "" {
 		if err := atomicfile.Write(filepath.Join(root, n.Common.Result), append(b, '\n'), false); err != nil {
-			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write the result file %s: %s", n.Common.Result, err)}, nil
+			return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the result file %s: %s", n.Common.Result, err)}, nil
 		}
 	}
 	return &Outcome{Result: b, Files: []string{s.scores}, RunCounts: runCounts(sum.Counts)}, nil

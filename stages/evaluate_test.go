@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
@@ -386,7 +386,7 @@ func TestEvaluateRun(t *testing.T) {
 		n4.Args["runtime"] = cty.ObjectVal(map[string]cty.Value{"topology": cty.StringVal("single"), "team_size": cty.NumberIntVal(4), "temperature": cty.NumberFloatVal(0.7)})
 		out4, err := Evaluate{}.Run(ctx, n4, rt)
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassSetup, out4.Class)
+		assert.Equal(t, failclass.Setup, out4.Class)
 		assert.Contains(t, out4.Message, "25 of 25 items have no stored result and no task model endpoint is configured")
 	})
 
@@ -395,7 +395,7 @@ func TestEvaluateRun(t *testing.T) {
 		srv := simServer(t, simmodel.Config{Models: []string{"llama", "mistral"}})
 		out, err := Evaluate{}.Run(ctx, evalNode(srv.URL), rt)
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Equal(t, failclass.Setup, out.Class)
 		assert.Contains(t, out.Message, "endpoint "+srv.URL+` does not serve the task model "sim-model"; it serves llama, mistral`)
 		assert.Contains(t, out.Message, "no item was sent")
 		assert.NotContains(t, out.Message, "per-item results")
@@ -412,7 +412,7 @@ func TestEvaluateRun(t *testing.T) {
 			out, err := Evaluate{}.Run(ctx, n, rt)
 			require.NoError(t, err)
 			sends := 6 * (retries + 1)
-			assert.Equal(t, dsl.ClassInfra, out.Class)
+			assert.Equal(t, failclass.Infra, out.Class)
 			assert.Contains(t, out.Message, "6 of 6 items failed after their retries")
 			assert.Contains(t, out.Message, fmt.Sprintf("%d infrastructure failures", sends))
 			assert.Equal(t, sends, srv.ChatRequests(), "each item sent once and retried retry_infra times")
@@ -437,20 +437,20 @@ func TestEvaluateRun(t *testing.T) {
 		n.Args["items"] = cty.StringVal("data/missing.jsonl")
 		out, err := Evaluate{}.Run(ctx, n, rt)
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Equal(t, failclass.Setup, out.Class)
 		assert.Contains(t, out.Message, "cannot read the dataset")
 
 		n = evalNode("localhost:8000")
 		out, err = Evaluate{}.Run(ctx, n, rt)
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Equal(t, failclass.Setup, out.Class)
 		assert.Contains(t, out.Message, "is not an http(s) base URL")
 
 		n = evalNode("http://127.0.0.1:1/v1")
 		n.Args["bundle"] = strs("nope/")
 		out, err = Evaluate{}.Run(ctx, n, rt)
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassSetup, out.Class)
+		assert.Equal(t, failclass.Setup, out.Class)
 		assert.Contains(t, out.Message, "bundle nope")
 	})
 
@@ -461,6 +461,6 @@ func TestEvaluateRun(t *testing.T) {
 		cancel()
 		out, err := Evaluate{}.Run(cctx, evalNode(srv.URL), rt)
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassInterrupted, out.Class)
+		assert.Equal(t, failclass.Interrupted, out.Class)
 	})
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 )
 
@@ -385,7 +385,7 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	root := rt.Root()
 	id, err := s.identity(root)
 	if err != nil {
-		return &Outcome{Class: dsl.ClassSetup, Message: err.Error()}, nil
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
 	}
 	// The seal is checked and written under the out folder's lock: of two
 	// applies into one folder, one seals it and the other refuses.
@@ -393,7 +393,7 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return o, nil
 	}
 	if msg := sealRefusal(root, s.out, id); msg != "" {
-		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: msg}, nil
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: msg}, nil
 	}
 	var proc *ProcResult
 	if len(s.check) > 0 {
@@ -402,7 +402,7 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			return nil, err
 		}
 		if res.Class != "" {
-			return &Outcome{Class: dsl.ClassSetup, Proc: res, Message: fmt.Sprintf("the cell's environment is unusable: its check %q failed (%s); no rollout was charged", strings.Join(s.check, " "), res.Message)}, nil
+			return &Outcome{Class: failclass.Setup, Proc: res, Message: fmt.Sprintf("the cell's environment is unusable: its check %q failed (%s); no rollout was charged", strings.Join(s.check, " "), res.Message)}, nil
 		}
 		proc = res
 	}
@@ -418,7 +418,7 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return &Outcome{Result: compact, Proc: proc, Files: []string{rel}}, nil
 	}
 	if err := atomicfile.Write(filepath.Join(root, rel), append(b, '\n'), true); err != nil {
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
+		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
 	}
 	compact, _ := json.Marshal(id)
 	return &Outcome{Result: compact, Proc: proc, Files: []string{rel}}, nil

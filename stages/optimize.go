@@ -15,7 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/rollout"
@@ -283,10 +283,10 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return nil, diags
 	}
 	setup := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf(format, args...)}, nil
 	}
 	infra := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf(format, args...)}, nil
+		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf(format, args...)}, nil
 	}
 	root := rt.Root()
 	out := filepath.Join(root, s.out)
@@ -436,7 +436,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	summary := fmt.Sprintf("%d of %d rollouts charged, %d infrastructure failures", c.Charged, c.Budget, c.InfraFailures)
 	next := fmt.Sprintf("the next apply does not restart this optimization: it reports it interrupted and runs the rest of the grid. To start it over in this folder, keeping its charged-rollout record (set aside and named in job.json): %s. Or give the job a fresh out folder", again)
 	switch {
-	case res.Class == dsl.ClassInterrupted:
+	case res.Class == failclass.Interrupted:
 		return &Outcome{Class: res.Class, NoResume: true, Message: fmt.Sprintf("the optimization was interrupted (%s); %s", summary, next), Proc: res, RunCounts: counts}, nil
 	case res.Class != "":
 		// A method that failed (crashed) leaves its optimization as an
@@ -444,7 +444,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return &Outcome{Class: res.Class, NoResume: true, Message: fmt.Sprintf("the method failed: %s (%s; rollout log: %s); %s", res.Message, summary, logPath, next), Proc: res, RunCounts: counts}, nil
 	}
 	if _, err := os.Stat(filepath.Join(optDir, "optimizer_result.json")); err != nil {
-		return &Outcome{Class: dsl.ClassResult, Message: fmt.Sprintf("the method exited 0 without writing its record %s (%s)", filepath.Join(s.out, "optimization", "optimizer_result.json"), summary), Proc: res, RunCounts: counts}, nil
+		return &Outcome{Class: failclass.Result, Message: fmt.Sprintf("the method exited 0 without writing its record %s (%s)", filepath.Join(s.out, "optimization", "optimizer_result.json"), summary), Proc: res, RunCounts: counts}, nil
 	}
 	opt := Optimization{
 		Format: OptimizationFormat, SeedBundle: s.eval.bundle, Candidate: s.eval.bundle,
@@ -693,7 +693,7 @@ func setAsideOptimization(root, out string, interrupted bool) error {
 func savedOptimization(root string, s optSpec, n *Node, rt Runtime) (*Outcome, error) {
 	rel := filepath.Join(s.out, "optimization.json")
 	refuse := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s: ", rel) + fmt.Sprintf(format, args...) +
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s: ", rel) + fmt.Sprintf(format, args...) +
 			"; nothing was run. It is not the record of this folder's optimization: restore it, or start the optimization over with --replace"}, nil
 	}
 	b, err := os.ReadFile(filepath.Join(root, rel))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 )
 
 // OutLockFile is the lock file in an optimizer job's out folder: the apply
@@ -82,9 +82,9 @@ func holdOut(rt Runtime, n *Node, out string) *Outcome {
 	msg, err := holdOutFolder(rt.Root(), out, n.EachKey)
 	switch {
 	case err != nil:
-		return &Outcome{Class: dsl.ClassInfra, Message: err.Error()}
+		return &Outcome{Class: failclass.Infra, Message: err.Error()}
 	case msg != "":
-		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: msg}
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: msg}
 	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/report"
 )
@@ -204,14 +204,14 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	}
 	rows, simulated, err := paretoRows(n, a)
 	if err != nil {
-		return &Outcome{Class: dsl.ClassSetup, Message: err.Error()}, nil
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
 	}
 	front, err := report.RowFront(rows, a.X, a.Y)
 	if err == nil {
 		err = checkAxes(rows, a.X, a.Y)
 	}
 	if err != nil {
-		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf("%s (x = %q, y = %q; the rows' results hold: %s)", err, a.X, a.Y, strings.Join(resultFields(rows), ", "))}, nil
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%s (x = %q, y = %q; the rows' results hold: %s)", err, a.X, a.Y, strings.Join(resultFields(rows), ", "))}, nil
 	}
 	cols := make([]report.Column, len(a.Columns))
 	for i, name := range a.Columns {
@@ -258,7 +258,7 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		plot.Title += sim
 	}
 	if err := plot.SVG(&svg, rows, front); err != nil {
-		return &Outcome{Class: dsl.ClassSetup, Message: err.Error()}, nil
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
 	}
 	files := map[string]string{
 		"markdown": filepath.ToSlash(filepath.Join(a.OutDir, ParetoMarkdown)),

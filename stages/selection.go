@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
 )
 
@@ -239,7 +239,7 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if !s.optOK {
 		// on_upstream_failure = "run" lets a failed validation through, not
 		// a job whose optimization never finished.
-		return &Outcome{Class: dsl.ClassSetup, Message: "the job's optimization did not finish (see its node): there is no incumbent to select from, and nothing of the job's test split is evaluated"}, nil
+		return &Outcome{Class: failclass.Setup, Message: "the job's optimization did not finish (see its node): there is no incumbent to select from, and nothing of the job's test split is evaluated"}, nil
 	}
 	root := rt.Root()
 	if o := holdOut(rt, n, s.out); o != nil {
@@ -248,7 +248,7 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	rel := filepath.Join(s.out, "selection.json")
 	optDigest, err := fileDigest(filepath.Join(root, s.out, "optimization.json"))
 	if err != nil {
-		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf("the job's optimization.json: %s", err)}, nil
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("the job's optimization.json: %s", err)}, nil
 	}
 	// A selection once written is the job's: a rerun returns it as it is,
 	// and selects again only with --replace.
@@ -256,13 +256,13 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		if b, err := os.ReadFile(filepath.Join(root, rel)); err == nil {
 			var saved Selection
 			if err := json.Unmarshal(b, &saved); err != nil || saved.Format != SelectionFormat {
-				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s is not a selection of format %s; nothing was rewritten: restore it, or select again with %s", rel, SelectionFormat, again)}, nil
+				return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s is not a selection of format %s; nothing was rewritten: restore it, or select again with %s", rel, SelectionFormat, again)}, nil
 			}
 			if saved.OptimizationSHA256 == "" {
-				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s has no optimization_sha256 (an earlier cairn wrote it): which optimization.json it was made from cannot be checked; nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, again)}, nil
+				return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s has no optimization_sha256 (an earlier cairn wrote it): which optimization.json it was made from cannot be checked; nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, again)}, nil
 			}
 			if saved.OptimizationSHA256 != optDigest {
-				return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf("%s was made from another optimization.json (its optimization_sha256 is %q, the folder's optimization.json is %s); nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, saved.OptimizationSHA256, optDigest, again)}, nil
+				return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s was made from another optimization.json (its optimization_sha256 is %q, the folder's optimization.json is %s); nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, saved.OptimizationSHA256, optDigest, again)}, nil
 			}
 			fmt.Fprintf(rt.Stderr(), "  · %s  deploying the %s bundle, as %s says (selected earlier)\n", n.Address, saved.Deployed, rel)
 			compact, _ := json.Marshal(saved)
@@ -272,13 +272,13 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if s.seed.Status == "ok" && s.seed.Result == nil || s.inc.Status == "ok" && s.inc.Result == nil {
 		// The validations were not needed when they ran (selection.json
 		// was there), and it is gone now.
-		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf("%s is missing and the validations were skipped as not needed when it was there: nothing is selected; run them again with --replace 'stage.seed_validation[%q]' --replace 'stage.incumbent_validation[%q]'", rel, n.EachKey, n.EachKey)}, nil
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%s is missing and the validations were skipped as not needed when it was there: nothing is selected; run them again with --replace 'stage.seed_validation[%q]' --replace 'stage.incumbent_validation[%q]'", rel, n.EachKey, n.EachKey)}, nil
 	}
 	sel := Decide(s.opt, s.seed, s.inc)
 	sel.OptimizationSHA256 = optDigest
 	b, _ := json.MarshalIndent(sel, "", "  ")
 	if err := atomicfile.Write(filepath.Join(root, rel), append(b, '\n'), true); err != nil {
-		return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
+		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
 	}
 	why := "its validation mean is higher"
 	if sel.FallbackReason != nil {
@@ -516,7 +516,7 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	}
 	root := rt.Root()
 	fail := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: dsl.ClassSetup, Message: fmt.Sprintf(format, args...)}, nil
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf(format, args...)}, nil
 	}
 	if o := holdOut(rt, n, s.out); o != nil {
 		return o, nil
@@ -593,7 +593,7 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	}{{"test.json", tb}, {"result.json", rb}} {
 		rel := filepath.Join(s.out, f.name)
 		if err := atomicfile.Write(filepath.Join(root, rel), f.b, true); err != nil {
-			return &Outcome{Class: dsl.ClassInfra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
+			return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write %s: %s", rel, err)}, nil
 		}
 	}
 	compact, _ := json.Marshal(res)
@@ -613,7 +613,7 @@ func savedResult(root, out, selDigest, again string, n *Node, rt Runtime) *Outco
 		return nil
 	}
 	refuse := func(format string, args ...any) *Outcome {
-		return &Outcome{Class: dsl.ClassSetup, Refused: true, Message: fmt.Sprintf(format, args...) +
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf(format, args...) +
 			fmt.Sprintf("; nothing was rewritten: restore the job's files, or write its result again with %s", again)}
 	}
 	var res ResultFile

@@ -195,7 +195,7 @@ type Common struct {
 	Concurrency  int // 0: unlimited
 	// Classify are the stage's classify patterns, compiled when its
 	// attributes were validated, in the order a failed process's stderr is
-	// tried against them: by class in dsl.FailureClasses order, each
+	// tried against them: by class in failclass.All order, each
 	// class's patterns as written.
 	Classify []ClassPattern
 }

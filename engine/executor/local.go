@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/sysproc"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
@@ -104,7 +104,7 @@ func (j *attachedJob) Wait(ctx context.Context) (*stages.ProcResult, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return &stages.ProcResult{ExitCode: -1, Class: dsl.ClassInterrupted, Message: "started by an apply that stopped; its exit status cannot be read"}, nil
+	return &stages.ProcResult{ExitCode: -1, Class: failclass.Interrupted, Message: "started by an apply that stopped; its exit status cannot be read"}, nil
 }
 
 func (j *attachedJob) Cancel(hard bool) error {
@@ -184,14 +184,14 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
 	}
 	if len(argv) == 0 {
-		res.Class, res.Message = dsl.ClassSetup, "nothing to run: the command is empty"
+		res.Class, res.Message = failclass.Setup, "nothing to run: the command is empty"
 		return ended()
 	}
 	path := argv[0]
 	if !strings.Contains(path, "/") {
 		lp, err := lookPath(path, spec.Env)
 		if err != nil {
-			res.Class = dsl.ClassSetup
+			res.Class = failclass.Setup
 			res.Message = stages.RedactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
 			if err := appendLog(spec.Stderr, "cairn: "+res.Message+"\n"); err != nil {
 				return nil, err
@@ -234,7 +234,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	err = cmd.Start()
 	forkAfter := bootClock()
 	if err != nil {
-		res.Class = dsl.ClassSetup
+		res.Class = failclass.Setup
 		res.Message = stages.RedactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
 		_ = stdout.finish(time.Time{}, "")
 		if err := stderr.finish(time.Time{}, "cairn: "+res.Message+"\n"); err != nil {
@@ -494,10 +494,10 @@ func lookPath(name string, env []string) (string, error) {
 // diagnosed out-of-memory; then signal (killed) or exit status (exit).
 func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *Spec) (string, string) {
 	if res.TimedOut {
-		return dsl.ClassTimeout, fmt.Sprintf("killed at its timeout of %s", spec.Timeout)
+		return failclass.Timeout, fmt.Sprintf("killed at its timeout of %s", spec.Timeout)
 	}
 	if interrupted {
-		return dsl.ClassInterrupted, "stopped because cairn was interrupted"
+		return failclass.Interrupted, "stopped because cairn was interrupted"
 	}
 	if res.ExitCode == 0 && res.Signal == "" {
 		return "", ""
@@ -512,13 +512,13 @@ func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *Spec) (
 		}
 	}
 	if m, ok := gpu.DiagnoseOOM(res.StderrTail, nil); ok {
-		return dsl.ClassMemoryFailure, fmt.Sprintf("%s; out of memory: %q in stderr", how, m)
+		return failclass.MemoryFailure, fmt.Sprintf("%s; out of memory: %q in stderr", how, m)
 	}
 	if res.Signal != "" {
 		if cgroupOOM {
-			return dsl.ClassMemoryFailure, how + "; the kernel reports an OOM kill in this cgroup"
+			return failclass.MemoryFailure, how + "; the kernel reports an OOM kill in this cgroup"
 		}
-		return dsl.ClassKilled, how + " (not sent by cairn; no out-of-memory diagnosis)"
+		return failclass.Killed, how + " (not sent by cairn; no out-of-memory diagnosis)"
 	}
-	return dsl.ClassExit, how
+	return failclass.Exit, how
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -46,7 +46,7 @@ func TestLocalSubmitCancel(t *testing.T) {
 	require.NoError(t, job.Cancel(false))
 	res, err := job.Wait(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+	assert.Equal(t, failclass.Interrupted, res.Class)
 	assert.Equal(t, pid, res.PID)
 }
 
@@ -60,7 +60,7 @@ func TestLocalSubmitContextEnds(t *testing.T) {
 	cancel()
 	res, err := job.Wait(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+	assert.Equal(t, failclass.Interrupted, res.Class)
 }
 
 // A process that cannot start is a job that has ended, with the setup
@@ -72,7 +72,7 @@ func TestLocalSubmitNotFound(t *testing.T) {
 	require.NoError(t, err)
 	res, err := job.Wait(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassSetup, res.Class)
+	assert.Equal(t, failclass.Setup, res.Class)
 	assert.Contains(t, res.Message, "not found on PATH")
 }
 
@@ -90,7 +90,7 @@ func TestLocalAttachRecover(t *testing.T) {
 	assert.Equal(t, []string{ref.ID}, killed)
 	res, err := att.Wait(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+	assert.Equal(t, failclass.Interrupted, res.Class)
 	_, err = job.Wait(context.Background())
 	require.NoError(t, err)
 	_, err = Local{}.Attach(context.Background(), ref)
@@ -305,7 +305,7 @@ func TestLocalTimeout(t *testing.T) {
 		spec.KillGrace = 300 * time.Millisecond
 		res := run(t, spec)
 		assert.True(t, res.TimedOut)
-		assert.Equal(t, dsl.ClassTimeout, res.Class, res.Message)
+		assert.Equal(t, failclass.Timeout, res.Class, res.Message)
 		assert.Equal(t, "killed", res.Signal)
 		assert.GreaterOrEqual(t, res.Ended.Sub(res.Started), 1300*time.Millisecond)
 		assert.True(t, logHas(spec.Stdout, "ready"))
@@ -325,7 +325,7 @@ func TestLocalTimeout(t *testing.T) {
 		spec.KillGrace = -1 // 10 s
 		res = run(t, spec)
 		assert.True(t, res.TimedOut)
-		assert.Equal(t, dsl.ClassTimeout, res.Class)
+		assert.Equal(t, failclass.Timeout, res.Class)
 		assert.Equal(t, 3, res.ExitCode)
 		assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second)
 	})
@@ -347,7 +347,7 @@ func killedAfterGrace(t *testing.T, job Job, spec *Spec, stopped time.Time) {
 	t.Helper()
 	res, err := job.Wait(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, dsl.ClassInterrupted, res.Class)
+	assert.Equal(t, failclass.Interrupted, res.Class)
 	assert.Equal(t, "killed", res.Signal)
 	assert.GreaterOrEqual(t, res.Ended.Sub(stopped), spec.KillGrace, "killed after the grace")
 	assert.True(t, logHas(spec.Stderr, "term"))
@@ -364,7 +364,7 @@ func TestLocalCancelRunning(t *testing.T) {
 		require.NoError(t, job.Cancel(false))
 		res, err := job.Wait(context.Background())
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, failclass.Interrupted, res.Class)
 		assert.Equal(t, 3, res.ExitCode)
 		assert.True(t, logHas(spec.Stderr, "term"))
 
@@ -381,7 +381,7 @@ func TestLocalCancelRunning(t *testing.T) {
 		require.NoError(t, job.Cancel(true))
 		res, err = job.Wait(context.Background())
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, failclass.Interrupted, res.Class)
 		assert.Equal(t, "killed", res.Signal)
 		assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "no grace")
 		assert.False(t, logHas(spec.Stderr, "term"), "no SIGTERM")
@@ -426,7 +426,7 @@ func TestLocalContextAndHard(t *testing.T) {
 		close(hard)
 		res, err := job.Wait(context.Background())
 		require.NoError(t, err)
-		assert.Equal(t, dsl.ClassInterrupted, res.Class)
+		assert.Equal(t, failclass.Interrupted, res.Class)
 		assert.Equal(t, "killed", res.Signal)
 		assert.Less(t, res.Ended.Sub(res.Started), 5*time.Second, "not the 10 s grace")
 	})
@@ -451,7 +451,7 @@ func TestLocalCannotStart(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, "prog"), []byte("#!/bin/sh\n"), 0o644))
 		spec.Argv = []string{"./prog"}
 		res := run(t, spec)
-		assert.Equal(t, dsl.ClassSetup, res.Class)
+		assert.Equal(t, failclass.Setup, res.Class)
 		assert.True(t, logHas(spec.Stderr, "cairn: cannot start ./prog"), "stderr log: %q", FileTail(spec.Stderr, 1000))
 		assert.False(t, LogWritten(spec.Stdout))
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/dsl/par"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -365,10 +366,10 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 			for it := v.ElementIterator(); it.Next(); {
 				k, ev := it.Element()
 				cl := k.AsString()
-				if !dsl.IsFailureClass(cl) {
-					d := fmt.Sprintf("%q is not a failure class. The classes are: %s.", cl, strings.Join(dsl.FailureClasses, ", "))
-					if s := dsl.Suggest(cl, dsl.FailureClasses); s != "" {
-						d = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, s, strings.Join(dsl.FailureClasses, ", "))
+				if !failclass.Valid(cl) {
+					d := fmt.Sprintf("%q is not a failure class. The classes are: %s.", cl, strings.Join(failclass.All, ", "))
+					if s := dsl.Suggest(cl, failclass.All); s != "" {
+						d = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, s, strings.Join(failclass.All, ", "))
 					}
 					badAt("classify", g.itemRange(sn, "classify", cl), d)
 					continue
@@ -387,7 +388,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 					byClass[cl] = append(byClass[cl], re)
 				}
 			}
-			for _, cl := range dsl.FailureClasses {
+			for _, cl := range failclass.All {
 				for _, re := range byClass[cl] {
 					c.Classify = append(c.Classify, stages.ClassPattern{Class: cl, Pattern: re})
 				}

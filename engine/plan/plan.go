@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
@@ -510,7 +511,7 @@ func (p *Plan) instance(u *Node) cty.Value {
 		return InstanceObject(u, nil, Skipped, FailUpstream, pn.Reasons[0], "")
 	case pn.Action == ActCached && pn.Record != nil:
 		if pn.fails != "" {
-			return InstanceObject(u, pn.Record, Failed, dsl.ClassPostcondition, pn.fails, pn.Record.Key)
+			return InstanceObject(u, pn.Record, Failed, failclass.Postcondition, pn.fails, pn.Record.Key)
 		}
 		return recordInstance(u, pn.Record)
 	}
@@ -527,7 +528,7 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 		return FailedOutputDigest(Skipped, FailUpstream), true
 	case pn.Action == ActCached && pn.Record != nil:
 		if pn.fails != "" {
-			return FailedOutputDigest(Failed, dsl.ClassPostcondition), true
+			return FailedOutputDigest(Failed, failclass.Postcondition), true
 		}
 		return pn.Record.OutputDigest, true
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 )
 
 // Unfinished reads the runs that matter for recovery: the oldest run
@@ -115,7 +115,7 @@ func hasOpenNodes(ri *RunInfo) bool {
 		case Started:
 			open[e.Node] = true
 		case Failed:
-			if e.Class != dsl.ClassInterrupted {
+			if e.Class != failclass.Interrupted {
 				delete(open, e.Node)
 			}
 		case Finished, Cached, Skipped:

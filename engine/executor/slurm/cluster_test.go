@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 )
 
@@ -91,7 +91,7 @@ func TestClusterExitStatus(t *testing.T) {
 	require.NoError(t, err)
 	out := waitJob(t, c, ref, 2*time.Minute)
 	assert.Equal(t, "FAILED", out.State)
-	assert.Equal(t, dsl.ClassExit, out.Class)
+	assert.Equal(t, failclass.Exit, out.Class)
 	require.NotNil(t, out.Exit)
 	assert.Equal(t, 3, out.Exit.Status)
 	b, _ := os.ReadFile(filepath.Join(dir, "x.err"))
@@ -109,7 +109,7 @@ func TestClusterCancelledFromOutside(t *testing.T) {
 	slurmCmd(t, "scancel", ref.JobID)
 	out := waitJob(t, c, ref, 2*time.Minute)
 	assert.Equal(t, "CANCELLED", out.State)
-	assert.Equal(t, dsl.ClassKilled, out.Class)
+	assert.Equal(t, failclass.Killed, out.Class)
 }
 
 func TestClusterTimeLimit(t *testing.T) {
@@ -128,7 +128,7 @@ func TestClusterTimeLimit(t *testing.T) {
 	require.NoError(t, err)
 	out := waitJob(t, c, ref, 4*time.Minute)
 	assert.Equal(t, "TIMEOUT", out.State)
-	assert.Equal(t, dsl.ClassTimeout, out.Class)
+	assert.Equal(t, failclass.Timeout, out.Class)
 	b, _ := os.ReadFile(filepath.Join(dir, "x.err"))
 	assert.Contains(t, string(b), "SIGUSR2 from Slurm", "--signal=B:USR2@60 reached the wrapper")
 }
@@ -196,7 +196,7 @@ func TestClusterControllerAway(t *testing.T) {
 	startController()
 	out := waitJob(t, c, ref, 3*time.Minute)
 	assert.Equal(t, "FAILED", out.State)
-	assert.Equal(t, dsl.ClassExit, out.Class)
+	assert.Equal(t, failclass.Exit, out.Class)
 	require.NotNil(t, out.Exit)
 	assert.Equal(t, 4, out.Exit.Status)
 }

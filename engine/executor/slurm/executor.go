@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
@@ -227,7 +227,7 @@ func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string, submitted
 func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Job, error) {
 	now := time.Now()
 	setup := func(msg string) (executor.Job, error) {
-		res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: dsl.ClassSetup, Message: msg, Started: now, Ended: time.Now()}
+		res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: failclass.Setup, Message: msg, Started: now, Ended: time.Now()}
 		return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
 	}
 	if spec.Stdin != nil {
@@ -267,9 +267,9 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 		}
 		ref, err = c.Submit(ctx, job)
 		if err != nil {
-			class := dsl.ClassInfra
+			class := failclass.Infra
 			if ctx.Err() != nil {
-				class, err = dsl.ClassInterrupted, errors.New("stopped because cairn was interrupted (before its job was submitted)")
+				class, err = failclass.Interrupted, errors.New("stopped because cairn was interrupted (before its job was submitted)")
 			}
 			res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: stages.RedactSecrets(err.Error(), spec.Secrets), Started: now, Ended: time.Now()}
 			return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
@@ -367,12 +367,12 @@ func (j *job) Wait(ctx context.Context) (*stages.ProcResult, error) {
 	select {
 	case a = <-ch:
 	case <-j.left:
-		res.Class = dsl.ClassInterrupted
+		res.Class = failclass.Interrupted
 		res.Message = fmt.Sprintf("cairn was interrupted; Slurm job %s is left running (its exit file: %s)", j.ref.JobID, j.ref.ExitFile)
 		res.Ended = time.Now()
 		return res, nil
 	case <-j.giveUp:
-		res.Class = dsl.ClassInterrupted
+		res.Class = failclass.Interrupted
 		res.Message = fmt.Sprintf("stopped because cairn was interrupted; Slurm job %s was cancelled (no final state seen yet)", j.ref.JobID)
 		res.Ended = time.Now()
 		return res, nil
@@ -407,8 +407,8 @@ func (j *job) Wait(ctx context.Context) (*stages.ProcResult, error) {
 	j.mu.Unlock()
 	switch {
 	case cancelled && out.State == "CANCELLED":
-		res.Class, res.Message = dsl.ClassInterrupted, "stopped because cairn was interrupted (its Slurm job was cancelled)"
-	case res.Class == dsl.ClassExit:
+		res.Class, res.Message = failclass.Interrupted, "stopped because cairn was interrupted (its Slurm job was cancelled)"
+	case res.Class == failclass.Exit:
 		res.Class, res.Message = classifyStderr(res, j.spec.Classify)
 	}
 	if res.Message != "" {
@@ -426,7 +426,7 @@ func classifyStderr(res *stages.ProcResult, patterns []stages.ClassPattern) (str
 		}
 	}
 	if m, ok := gpu.DiagnoseOOM(res.StderrTail, nil); ok {
-		return dsl.ClassMemoryFailure, fmt.Sprintf("%s; out of memory: %q in stderr", res.Message, m)
+		return failclass.MemoryFailure, fmt.Sprintf("%s; out of memory: %q in stderr", res.Message, m)
 	}
 	return res.Class, res.Message
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 )
 
@@ -152,7 +152,7 @@ func TestMissingJobIsLost(t *testing.T) {
 	require.NoError(t, err)
 	out := waitFake(t, c, ref)
 	assert.Equal(t, "LOST", out.State)
-	assert.Equal(t, dsl.ClassInfra, out.Class)
+	assert.Equal(t, failclass.Infra, out.Class)
 }
 
 // A job Slurm has forgotten (older than MinJobAge) whose script wrote its
@@ -171,14 +171,14 @@ func TestStates(t *testing.T) {
 		state, exit, class string
 	}{
 		{"COMPLETED", "status=0\n", ""},
-		{"COMPLETED", "", dsl.ClassInfra}, // no exit file: never a success
-		{"FAILED", "status=3\n", dsl.ClassExit},
-		{"TIMEOUT", "status=143\nterm=1\n", dsl.ClassTimeout},
-		{"OUT_OF_MEMORY", "status=0\n", dsl.ClassMemoryFailure},
-		{"NODE_FAIL", "", dsl.ClassInfra},
-		{"BOOT_FAIL", "", dsl.ClassInfra},
-		{"PREEMPTED", "", dsl.ClassInfra},
-		{"CANCELLED by 1000", "status=143\nterm=1\n", dsl.ClassKilled},
+		{"COMPLETED", "", failclass.Infra}, // no exit file: never a success
+		{"FAILED", "status=3\n", failclass.Exit},
+		{"TIMEOUT", "status=143\nterm=1\n", failclass.Timeout},
+		{"OUT_OF_MEMORY", "status=0\n", failclass.MemoryFailure},
+		{"NODE_FAIL", "", failclass.Infra},
+		{"BOOT_FAIL", "", failclass.Infra},
+		{"PREEMPTED", "", failclass.Infra},
+		{"CANCELLED by 1000", "status=143\nterm=1\n", failclass.Killed},
 	} {
 		t.Run(strings.Fields(tc.state)[0]+"-"+strconv.Itoa(len(tc.exit)), func(t *testing.T) {
 			f, c := newFake(t, noAccounting)
@@ -211,7 +211,7 @@ func TestUnknownStateIsNotFinal(t *testing.T) {
 	f.write("squeue.out", "1001|FAILED|None\n")
 	f.write("a.exit", "status=2\n")
 	out := waitFake(t, c, ref)
-	assert.Equal(t, dsl.ClassExit, out.Class)
+	assert.Equal(t, failclass.Exit, out.Class)
 }
 
 func TestAccountingUsesSacct(t *testing.T) {
@@ -221,7 +221,7 @@ func TestAccountingUsesSacct(t *testing.T) {
 	require.NoError(t, err)
 	f.write("sacct.out", "1001|CANCELLED by 0|None\n")
 	out := waitFake(t, c, ref)
-	assert.Equal(t, dsl.ClassKilled, out.Class)
+	assert.Equal(t, failclass.Killed, out.Class)
 	log := f.read("sacct.log")
 	assert.Contains(t, log, "-X --parsable2 --noheader --name=run-1 --starttime=")
 	assert.Equal(t, 0, f.calls("squeue"))
@@ -431,7 +431,7 @@ func TestWrapperEnforcesTheTimeout(t *testing.T) {
 			assert.False(t, st.Ended.Before(st.Started), "the command's end is recorded")
 			for _, state := range []string{"FAILED", "COMPLETED", "TIMEOUT"} {
 				class, msg := classify(state, &st, time.Second, j.ExitFile)
-				assert.Equal(t, dsl.ClassTimeout, class, state)
+				assert.Equal(t, failclass.Timeout, class, state)
 				assert.Equal(t, "killed at its timeout of 300ms", msg, state)
 			}
 		})

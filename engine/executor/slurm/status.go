@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 )
 
@@ -68,34 +68,34 @@ func classify(state string, ex *ExitStatus, exitWait time.Duration, exitFile str
 	if ex != nil && ex.TimedOut && state != "OUT_OF_MEMORY" {
 		// The script ended the command at the stage's timeout, as the
 		// local executor does, whatever the command did then.
-		return dsl.ClassTimeout, fmt.Sprintf("killed at its timeout of %s", ex.Timeout)
+		return failclass.Timeout, fmt.Sprintf("killed at its timeout of %s", ex.Timeout)
 	}
 	switch state {
 	case "COMPLETED":
 		if ex == nil {
-			return dsl.ClassInfra, fmt.Sprintf("the job completed but its exit file %s did not appear within %s", exitFile, exitWait)
+			return failclass.Infra, fmt.Sprintf("the job completed but its exit file %s did not appear within %s", exitFile, exitWait)
 		}
 		if ex.Status != 0 {
-			return dsl.ClassExit, fmt.Sprintf("exited with status %d", ex.Status)
+			return failclass.Exit, fmt.Sprintf("exited with status %d", ex.Status)
 		}
 		return "", ""
 	case "FAILED":
 		if ex == nil {
-			return dsl.ClassExit, fmt.Sprintf("the job failed (no exit file %s within %s)", exitFile, exitWait)
+			return failclass.Exit, fmt.Sprintf("the job failed (no exit file %s within %s)", exitFile, exitWait)
 		}
-		return dsl.ClassExit, fmt.Sprintf("exited with status %d", ex.Status)
+		return failclass.Exit, fmt.Sprintf("exited with status %d", ex.Status)
 	case "TIMEOUT", "DEADLINE":
-		return dsl.ClassTimeout, "Slurm ended the job at its time limit (" + state + ")"
+		return failclass.Timeout, "Slurm ended the job at its time limit (" + state + ")"
 	case "OUT_OF_MEMORY":
 		msg := "Slurm reports OUT_OF_MEMORY"
 		if ex != nil && ex.Status == 0 {
 			msg += " (the command's exit status was 0)"
 		}
-		return dsl.ClassMemoryFailure, msg
+		return failclass.MemoryFailure, msg
 	case "NODE_FAIL", "BOOT_FAIL", "PREEMPTED", "REVOKED":
-		return dsl.ClassInfra, "Slurm reports " + state
+		return failclass.Infra, "Slurm reports " + state
 	case "CANCELLED":
-		return dsl.ClassKilled, "the job was cancelled (scancel, by cairn or someone else)"
+		return failclass.Killed, "the job was cancelled (scancel, by cairn or someone else)"
 	case "LOST":
 		// Gone from Slurm's memory (older than MinJobAge, say, when cairn
 		// comes back after a crash): the exit file the job's own script
@@ -104,11 +104,11 @@ func classify(state string, ex *ExitStatus, exitWait time.Duration, exitFile str
 			return "", ""
 		}
 		if ex != nil {
-			return dsl.ClassExit, fmt.Sprintf("exited with status %d (from its exit file; Slurm no longer knows the job)", ex.Status)
+			return failclass.Exit, fmt.Sprintf("exited with status %d (from its exit file; Slurm no longer knows the job)", ex.Status)
 		}
-		return dsl.ClassInfra, "no Slurm status source has shown the job for too long, and it left no exit file"
+		return failclass.Infra, "no Slurm status source has shown the job for too long, and it left no exit file"
 	}
-	return dsl.ClassInfra, "Slurm reports " + state
+	return failclass.Infra, "Slurm reports " + state
 }
 
 // takeSlot waits until fewer than MaxSubmitted jobs are in flight.
