@@ -35,8 +35,8 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
-	"github.com/cairn-run/cairn/stages/items"
 )
 
 // ApplyOptions configure one apply.
@@ -136,7 +136,7 @@ type nodeState struct {
 	runCounts map[string]int
 	started   time.Time
 	ended     time.Time
-	res       *stages.ProcResult
+	res       *process.Result
 	inst      cty.Value // built by finalInstance
 	final     bool      // ok, cached, failed or skipped
 	logs      [2]string
@@ -1106,14 +1106,14 @@ func (a *applier) markFailed(ns *nodeState) {
 	if ns.secrets == nil && ns.spec != nil {
 		ns.secrets = plan.SensitiveStrings(ns.spec.Args)
 	}
-	ns.message = stages.RedactSecrets(ns.message, ns.secrets)
+	ns.message = process.RedactSecrets(ns.message, ns.secrets)
 	a.res.Failed++
 	a.setFinal(ns)
 	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
 	f.NoOutput = ns.logs[1] != "" && len(f.Logs) == 0
 	f.Refused, f.NoResume = ns.refused, ns.noResume
 	if ns.res != nil {
-		f.Tail = stages.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
+		f.Tail = process.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
 	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
@@ -1463,7 +1463,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // Exec implements stages.Runtime.
-func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResult, error) {
+func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result, error) {
 	a, ns := r.a, r.ns
 	c := ns.spec.Common
 	stem := runlog.LogStem(a.j.Dir, ns.logName(ns.attempts))
@@ -1562,7 +1562,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*stages.ProcResu
 
 // WorkerLauncher implements stages.WorkerStarter: an evaluation's workers
 // start through the apply's executor.
-func (r *nodeRuntime) WorkerLauncher() items.Launcher { return r.a.opts.Executor }
+func (r *nodeRuntime) WorkerLauncher() process.Launcher { return r.a.opts.Executor }
 
 // ensureDir makes a log folder the first time a node of this apply needs
 // it; later nodes pay nothing.
@@ -1691,7 +1691,7 @@ func (a *applier) execute(ns *nodeState) event {
 		if ns.class == failclass.Interrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
 			return event{}
 		}
-		ns.message = stages.RedactSecrets(ns.message, ns.secrets)
+		ns.message = process.RedactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}

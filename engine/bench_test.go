@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
-	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/process"
 )
 
 // benchPipeline writes a pipeline of about n trivial nodes in the shape of
@@ -60,8 +60,8 @@ func benchPipeline(n int) string {
 // measure cairn rather than process start-up.
 var touchExecutor = inProcess{name: "touch", run: touch}
 
-func touch(spec *executor.Spec) (*stages.ProcResult, error) {
-	res := &stages.ProcResult{Started: time.Now()}
+func touch(spec *executor.Spec) (*process.Result, error) {
+	res := &process.Result{Started: time.Now()}
 	for _, f := range spec.Argv[1:] {
 		if err := os.WriteFile(filepath.Join(spec.Dir, f), nil, 0o644); err != nil {
 			return nil, err

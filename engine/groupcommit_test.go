@@ -18,20 +18,20 @@ import (
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
-	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/process"
 )
 
 // writeExecutor runs `write FILE` in-process, writing the file's own name
 // into it, and reports each node it starts.
 func writeExecutor(started chan<- string) executor.Executor {
-	return inProcess{name: "write", run: func(spec *executor.Spec) (*stages.ProcResult, error) {
+	return inProcess{name: "write", run: func(spec *executor.Spec) (*process.Result, error) {
 		started <- spec.Node
 		return write(spec)
 	}}
 }
 
-func write(spec *executor.Spec) (*stages.ProcResult, error) {
-	res := &stages.ProcResult{Started: time.Now()}
+func write(spec *executor.Spec) (*process.Result, error) {
+	res := &process.Result{Started: time.Now()}
 	for _, f := range spec.Argv[1:] {
 		if err := os.WriteFile(filepath.Join(spec.Dir, f), []byte(f), 0o644); err != nil {
 			return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"github.com/cairn-run/cairn/engine/store"
-	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/process"
 )
 
 // inProcess is an executor that runs each spec in cairn's own process,
@@ -21,7 +21,7 @@ import (
 type inProcess struct {
 	executor.Local
 	name string
-	run  func(*executor.Spec) (*stages.ProcResult, error)
+	run  func(*executor.Spec) (*process.Result, error)
 }
 
 func (x inProcess) Name() string { return x.name }

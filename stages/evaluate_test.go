@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
@@ -230,7 +231,7 @@ type fakeRuntime struct {
 	started          []string
 }
 
-func (r *fakeRuntime) Exec(context.Context, Proc) (*ProcResult, error) {
+func (r *fakeRuntime) Exec(context.Context, Proc) (*process.Result, error) {
 	return nil, fmt.Errorf("the evaluate kind starts no supervised process")
 }
 func (r *fakeRuntime) Root() string     { return r.root }

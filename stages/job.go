@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/process"
 )
 
 // Job seals an optimizer job's identity (method × cell × seed) in the
@@ -395,7 +396,7 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if msg := sealRefusal(root, s.out, id); msg != "" {
 		return &Outcome{Class: failclass.Setup, Refused: true, Message: msg}, nil
 	}
-	var proc *ProcResult
+	var proc *process.Result
 	if len(s.check) > 0 {
 		res, err := rt.Exec(ctx, Proc{Argv: s.check})
 		if err != nil {

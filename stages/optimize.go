@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/rollout"
 )
@@ -503,7 +504,7 @@ type rolloutEval struct {
 	endpoints    []string
 	env          []string
 	log          *syncWriter
-	launcher     items.Launcher
+	launcher     process.Launcher
 	// bundleInRequest: one session serves every bundle, named in each
 	// request; else a session per bundle (its folder is in the worker's
 	// arguments), the last few kept.

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/decision"
 )
 
@@ -356,7 +357,7 @@ func (Slot) OutcomeLabel(result json.RawMessage) string {
 
 // setupClass is the declared setup class a failed attempt's stderr (or
 // its diagnosis) matches, or "".
-func setupClass(pats []namedPattern, res *ProcResult) string {
+func setupClass(pats []namedPattern, res *process.Result) string {
 	text := append(append([]byte{}, res.StderrTail...), "\n"+res.Message...)
 	for _, p := range pats {
 		if p.re.Match(text) {

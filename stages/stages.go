@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -21,7 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/process"
 )
 
 // Kind is a stage kind.
@@ -197,14 +196,7 @@ type Common struct {
 	// attributes were validated, in the order a failed process's stderr is
 	// tried against them: by class in failclass.All order, each
 	// class's patterns as written.
-	Classify []ClassPattern
-}
-
-// ClassPattern is one classify pattern: stderr it matches gives a failed
-// process its Class.
-type ClassPattern struct {
-	Class   string
-	Pattern *regexp.Regexp
+	Classify []process.ClassPattern
 }
 
 // Upstream is the state of one upstream node.
@@ -252,32 +244,11 @@ type BatchPolicy struct {
 	Strict bool
 }
 
-// ProcResult is how a supervised process ended.
-type ProcResult struct {
-	ExitCode   int    // -1 when killed by a signal
-	Signal     string // "" or the signal's name
-	TimedOut   bool
-	Class      string // "" on success, else a dsl failure class
-	Message    string // a one-line diagnosis for people
-	StderrTail []byte
-	Started    time.Time
-	Ended      time.Time
-	// Queued is the wait before the command started that a cluster
-	// executor knows of: from the job's submission to its (last) start;
-	// Requeued counts the times the cluster started it again.
-	Queued     time.Duration
-	Requeued   int
-	PeakRSSMiB float64
-	PeakGPUMiB float64
-	GPUs       []int
-	PID        int
-}
-
 // Runtime is what the engine offers a running node.
 type Runtime interface {
 	// Exec starts p under supervision (own process group, timeout, logs,
 	// leases held for its lifetime, memory sampling) and waits for it.
-	Exec(ctx context.Context, p Proc) (*ProcResult, error)
+	Exec(ctx context.Context, p Proc) (*process.Result, error)
 	// Root is the workspace root.
 	Root() string
 	// OutDir is a private scratch folder for the node.
@@ -311,7 +282,7 @@ type Replacer interface {
 // processes start through the apply's executor, as its nodes' processes
 // do.
 type WorkerStarter interface {
-	WorkerLauncher() items.Launcher
+	WorkerLauncher() process.Launcher
 }
 
 // Journaler is implemented by the engine's Runtime. Kinds that finish their
@@ -338,7 +309,7 @@ type Outcome struct {
 	// Class is "" on success, else a failure class.
 	Class   string
 	Message string
-	Proc    *ProcResult
+	Proc    *process.Result
 	// Files the kind wrote that are outputs besides the declared ones.
 	Files []string
 	// Refused: the kind refused to run, for a reason found only once it

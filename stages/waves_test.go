@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -152,13 +153,13 @@ type execRuntime struct {
 	err   bytes.Buffer
 }
 
-func (r *execRuntime) Exec(_ context.Context, p stages.Proc) (*stages.ProcResult, error) {
+func (r *execRuntime) Exec(_ context.Context, p stages.Proc) (*process.Result, error) {
 	r.got = append(r.got, p)
 	start := time.Now()
 	if r.write != nil {
 		r.write()
 	}
-	return &stages.ProcResult{ExitCode: 0, Started: start, Ended: time.Now()}, nil
+	return &process.Result{ExitCode: 0, Started: start, Ended: time.Now()}, nil
 }
 func (r *execRuntime) Root() string      { return r.root }
 func (r *execRuntime) OutDir() string    { return filepath.Join(r.root, "out") }

@@ -29,8 +29,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
-	"github.com/cairn-run/cairn/stages"
-	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/process"
 )
 
 // JobRef names a job as its executor knows it: Executor is the
@@ -106,7 +105,7 @@ type Executor interface {
 	Recover(ctx context.Context, refs []JobRef) []string
 	// Launcher starts an evaluation's worker processes (stages/items)
 	// where the executor runs things.
-	items.Launcher
+	process.Launcher
 }
 
 // Job is a submitted node process.
@@ -114,7 +113,7 @@ type Job interface {
 	Ref() JobRef
 	// Wait returns once the job has ended, with how it ended; when ctx
 	// ends first it returns ctx's error and the job goes on.
-	Wait(ctx context.Context) (*stages.ProcResult, error)
+	Wait(ctx context.Context) (*process.Result, error)
 	// Cancel stops the job: softly (SIGTERM, then SIGKILL after the
 	// spec's KillGrace) or, hard, at once. Its Wait then reports it
 	// interrupted.
@@ -144,7 +143,7 @@ type Spec struct {
 	MemMiB int
 	// KillGrace is the wait between SIGTERM and SIGKILL.
 	KillGrace time.Duration
-	Classify  []stages.ClassPattern // tried in order (see stages.Common)
+	Classify  []process.ClassPattern // tried in order (see stages.Common)
 	GPUs      []int
 	// Hard, when closed, kills at once instead of SIGTERM-then-wait (a
 	// second Ctrl-C).
@@ -175,19 +174,19 @@ type LocalSpec struct {
 
 // Finished is a job that has already ended with res (or err): what an
 // executor that runs a spec at once, in-process, returns from Submit.
-func Finished(ref JobRef, res *stages.ProcResult, err error) Job {
+func Finished(ref JobRef, res *process.Result, err error) Job {
 	return finished{ref, res, err}
 }
 
 type finished struct {
 	ref JobRef
-	res *stages.ProcResult
+	res *process.Result
 	err error
 }
 
-func (f finished) Ref() JobRef                                      { return f.ref }
-func (f finished) Wait(context.Context) (*stages.ProcResult, error) { return f.res, f.err }
-func (f finished) Cancel(bool) error                                { return nil }
+func (f finished) Ref() JobRef                                   { return f.ref }
+func (f finished) Wait(context.Context) (*process.Result, error) { return f.res, f.err }
+func (f finished) Cancel(bool) error                             { return nil }
 
 // Describe names a job for people: "pid 123" for a local process, "slurm
 // job 42" for a cluster's.

@@ -17,8 +17,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/sysproc"
 	"github.com/cairn-run/cairn/gpu"
-	"github.com/cairn-run/cairn/stages"
-	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/process"
 )
 
 const localName = "local"
@@ -96,7 +95,7 @@ type attachedJob struct {
 
 func (j *attachedJob) Ref() JobRef { return j.ref }
 
-func (j *attachedJob) Wait(ctx context.Context) (*stages.ProcResult, error) {
+func (j *attachedJob) Wait(ctx context.Context) (*process.Result, error) {
 	for len(groupMembers(j.pgid, j.start)) > 0 {
 		select {
 		case <-ctx.Done():
@@ -104,7 +103,7 @@ func (j *attachedJob) Wait(ctx context.Context) (*stages.ProcResult, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return &stages.ProcResult{ExitCode: -1, Class: failclass.Interrupted, Message: "started by an apply that stopped; its exit status cannot be read"}, nil
+	return &process.Result{ExitCode: -1, Class: failclass.Interrupted, Message: "started by an apply that stopped; its exit status cannot be read"}, nil
 }
 
 func (j *attachedJob) Cancel(hard bool) error {
@@ -116,10 +115,10 @@ func (j *attachedJob) Cancel(hard bool) error {
 	return nil
 }
 
-// StartWorker implements items.Launcher: a worker is started as items
+// StartWorker implements process.Launcher: a worker is started as items
 // starts one on this machine.
-func (Local) StartWorker(ctx context.Context, w items.WorkerSpec) (items.Worker, error) {
-	return items.LocalLauncher.StartWorker(ctx, w)
+func (Local) StartWorker(ctx context.Context, w process.WorkerSpec) (process.Worker, error) {
+	return process.LocalLauncher.StartWorker(ctx, w)
 }
 
 // FileTail returns the last max bytes of a file (nil if it cannot be read).
@@ -143,7 +142,7 @@ type localJob struct {
 	ref     JobRef
 	spec    *Spec
 	cmd     *exec.Cmd
-	res     *stages.ProcResult
+	res     *process.Result
 	err     error
 	poll    *poller   // the poll loop's state, where it supervises the job
 	cancels chan bool // Cancel's requests, hard or not, where it does not
@@ -152,7 +151,7 @@ type localJob struct {
 
 func (j *localJob) Ref() JobRef { return j.ref }
 
-func (j *localJob) Wait(ctx context.Context) (*stages.ProcResult, error) {
+func (j *localJob) Wait(ctx context.Context) (*process.Result, error) {
 	select {
 	case <-j.done:
 		return j.res, j.err
@@ -177,7 +176,7 @@ func (j *localJob) Cancel(hard bool) error {
 // the PATH, refused by the kernel) is a job that has ended, with the setup
 // class.
 func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
-	res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs}
+	res := &process.Result{ExitCode: -1, GPUs: spec.GPUs}
 	ended := func() (Job, error) { return Finished(JobRef{Executor: localName}, res, nil), nil }
 	argv := spec.Argv
 	if spec.Shell {
@@ -192,7 +191,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		lp, err := lookPath(path, spec.Env)
 		if err != nil {
 			res.Class = failclass.Setup
-			res.Message = stages.RedactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
+			res.Message = process.RedactSecrets(fmt.Sprintf("cannot start %q: not found on PATH", path), spec.Secrets)
 			if err := appendLog(spec.Stderr, "cairn: "+res.Message+"\n"); err != nil {
 				return nil, err
 			}
@@ -235,7 +234,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	forkAfter := bootClock()
 	if err != nil {
 		res.Class = failclass.Setup
-		res.Message = stages.RedactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
+		res.Message = process.RedactSecrets(fmt.Sprintf("cannot start %s: %s", argv[0], err), spec.Secrets)
 		_ = stdout.finish(time.Time{}, "")
 		if err := stderr.finish(time.Time{}, "cairn: "+res.Message+"\n"); err != nil {
 			return nil, fmt.Errorf("exec: log: %w", err)
@@ -338,7 +337,7 @@ func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr 
 		cgroupOOM = res.Signal != "" && haveCgroup && oomAfter > oomBefore
 	}
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
-	res.Message = stages.RedactSecrets(res.Message, spec.Secrets)
+	res.Message = process.RedactSecrets(res.Message, spec.Secrets)
 	return nil
 }
 
@@ -492,7 +491,7 @@ func lookPath(name string, env []string) (string, error) {
 // classify decides a finished process's failure class ("" for success).
 // Order: cairn's own timeout and interrupt; declared stderr patterns;
 // diagnosed out-of-memory; then signal (killed) or exit status (exit).
-func classify(res *stages.ProcResult, interrupted, cgroupOOM bool, spec *Spec) (string, string) {
+func classify(res *process.Result, interrupted, cgroupOOM bool, spec *Spec) (string, string) {
 	if res.TimedOut {
 		return failclass.Timeout, fmt.Sprintf("killed at its timeout of %s", spec.Timeout)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
-	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/process"
 )
 
 func sleepSpec(t *testing.T) *Spec {
@@ -180,7 +180,7 @@ func logHas(path, s string) bool {
 }
 
 // run submits spec and waits for it, for up to a minute.
-func run(t *testing.T, spec *Spec) *stages.ProcResult {
+func run(t *testing.T, spec *Spec) *process.Result {
 	t.Helper()
 	job, err := Local{}.Submit(context.Background(), spec)
 	require.NoError(t, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/dsl/par"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -390,7 +391,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 			}
 			for _, cl := range failclass.All {
 				for _, re := range byClass[cl] {
-					c.Classify = append(c.Classify, stages.ClassPattern{Class: cl, Pattern: re})
+					c.Classify = append(c.Classify, process.ClassPattern{Class: cl, Pattern: re})
 				}
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -448,7 +449,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Action = ActCached
 		pn.Record = rec
 		if msg := g.postconditionFails(n, rec, inst); msg != "" {
-			pn.fails = stages.RedactSecrets(msg, SensitiveStrings(sn.Args))
+			pn.fails = process.RedactSecrets(msg, SensitiveStrings(sn.Args))
 			pn.Reasons = []string{"postcondition fails: " + msg}
 		}
 		if w := p.waitsFor(n); w != "" {

@@ -10,7 +10,7 @@ import (
 // SensitiveStrings lists the string forms of every sensitive value inside a
 // node's evaluated attributes (a sensitive variable passed as an argument,
 // an environment value, ...), longest first: messages cairn writes about
-// the node have them replaced (see stages.RedactSecrets).
+// the node have them replaced (see process.RedactSecrets).
 func SensitiveStrings(args map[string]cty.Value) []string {
 	seen := map[string]bool{}
 	var walk func(v cty.Value, marked bool)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/process"
 )
 
 // Every sensitive value inside a node's attributes — alone, in a list, in
@@ -28,6 +28,6 @@ func TestSensitiveStrings(t *testing.T) {
 	got := plan.SensitiveStrings(args)
 	assert.Equal(t, []string{"tok-123-long", "tok-123", "8443", "x"}, got)
 	assert.Equal(t, "cannot start (sensitive) with (sensitive) on port (sensitive)",
-		stages.RedactSecrets("cannot start tok-123-long with tok-123 on port 8443", got[:3]))
+		process.RedactSecrets("cannot start tok-123-long with tok-123 on port 8443", got[:3]))
 	assert.Empty(t, plan.SensitiveStrings(map[string]cty.Value{"run": cty.StringVal("plain")}))
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/cairn-run/cairn/process"
 )
 
 // Defaults of Config and RetryPolicy fields left at zero.
@@ -95,8 +97,8 @@ type Config struct {
 	Env    []string
 	Dir    string
 	// Launcher starts the workers: the engine's executor; nil for
-	// LocalLauncher.
-	Launcher Launcher
+	// process.LocalLauncher.
+	Launcher process.Launcher
 
 	// Items is the dataset.
 	Items []Item

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cairn-run/cairn/process"
 )
 
 // maxLine bounds one response line; a longer line is garbage. (A variable
@@ -46,7 +48,7 @@ type flight struct {
 type proc struct {
 	r    *run
 	name string
-	w    Worker
+	w    process.Worker
 	// stderr is the worker's stderr, each line prefixed with its name.
 	stderr *prefixWriter
 	in     *os.File // our end of the worker's stdin
@@ -124,9 +126,9 @@ func (r *run) startProc(n, k int) (*proc, error) {
 	stderr := &prefixWriter{w: r.cfg.WorkerStderr}
 	launcher := r.cfg.Launcher
 	if launcher == nil {
-		launcher = LocalLauncher
+		launcher = process.LocalLauncher
 	}
-	w, err := launcher.StartWorker(r.ctx, WorkerSpec{Argv: r.cfg.Worker, Dir: r.cfg.Dir, Env: r.workerEnv(), Stdin: inR, Stdout: outW, Stderr: stderr})
+	w, err := launcher.StartWorker(r.ctx, process.WorkerSpec{Argv: r.cfg.Worker, Dir: r.cfg.Dir, Env: r.workerEnv(), Stdin: inR, Stdout: outW, Stderr: stderr})
 	inR.Close()
 	outW.Close()
 	if err != nil {

@@ -16,8 +16,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/gpu"
-	"github.com/cairn-run/cairn/stages"
-	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/process"
 )
 
 // Executor runs each node as one Slurm job, behind cairn's executor
@@ -118,10 +117,10 @@ func (e *Executor) CanRunMore() bool {
 	return c == nil || c.CanSubmit()
 }
 
-// StartWorker implements items.Launcher: an evaluation's workers talk
+// StartWorker implements process.Launcher: an evaluation's workers talk
 // with cairn over pipes and run on this machine.
-func (*Executor) StartWorker(ctx context.Context, w items.WorkerSpec) (items.Worker, error) {
-	return items.LocalLauncher.StartWorker(ctx, w)
+func (*Executor) StartWorker(ctx context.Context, w process.WorkerSpec) (process.Worker, error) {
+	return process.LocalLauncher.StartWorker(ctx, w)
 }
 
 // clientFor is the apply's Client, made at the first job; its job name is
@@ -227,7 +226,7 @@ func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string, submitted
 func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Job, error) {
 	now := time.Now()
 	setup := func(msg string) (executor.Job, error) {
-		res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: failclass.Setup, Message: msg, Started: now, Ended: time.Now()}
+		res := &process.Result{ExitCode: -1, GPUs: spec.GPUs, Class: failclass.Setup, Message: msg, Started: now, Ended: time.Now()}
 		return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
 	}
 	if spec.Stdin != nil {
@@ -271,7 +270,7 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 			if ctx.Err() != nil {
 				class, err = failclass.Interrupted, errors.New("stopped because cairn was interrupted (before its job was submitted)")
 			}
-			res := &stages.ProcResult{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: stages.RedactSecrets(err.Error(), spec.Secrets), Started: now, Ended: time.Now()}
+			res := &process.Result{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: process.RedactSecrets(err.Error(), spec.Secrets), Started: now, Ended: time.Now()}
 			return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
 		}
 		submitted = time.Now() // in Slurm's queue from now
@@ -349,9 +348,9 @@ func (j *job) Cancel(bool) error {
 func (j *job) leave() { j.leftOnce.Do(func() { close(j.left) }) }
 
 // Wait implements executor.Job.
-func (j *job) Wait(ctx context.Context) (*stages.ProcResult, error) {
+func (j *job) Wait(ctx context.Context) (*process.Result, error) {
 	defer j.once.Do(func() { close(j.ended) })
-	res := &stages.ProcResult{ExitCode: -1, GPUs: j.spec.GPUs, Started: j.started}
+	res := &process.Result{ExitCode: -1, GPUs: j.spec.GPUs, Started: j.started}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
@@ -412,14 +411,14 @@ func (j *job) Wait(ctx context.Context) (*stages.ProcResult, error) {
 		res.Class, res.Message = classifyStderr(res, j.spec.Classify)
 	}
 	if res.Message != "" {
-		res.Message = stages.RedactSecrets(fmt.Sprintf("Slurm job %s: %s", j.ref.JobID, res.Message), j.spec.Secrets)
+		res.Message = process.RedactSecrets(fmt.Sprintf("Slurm job %s: %s", j.ref.JobID, res.Message), j.spec.Secrets)
 	}
 	return res, nil
 }
 
 // classifyStderr tries a failed job's stderr against the stage's classify
 // patterns, then the out-of-memory diagnosis, as the local executor does.
-func classifyStderr(res *stages.ProcResult, patterns []stages.ClassPattern) (string, string) {
+func classifyStderr(res *process.Result, patterns []process.ClassPattern) (string, string) {
 	for _, p := range patterns {
 		if m := p.Pattern.Find(res.StderrTail); m != nil {
 			return p.Class, fmt.Sprintf("%s; stderr matched %s pattern %q", res.Message, p.Class, string(m))

@@ -1,4 +1,4 @@
-package items
+package process
 
 import (
 	"context"

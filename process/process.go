@@ -1,0 +1,50 @@
+// Package process holds what the stage kinds and the executors both speak of
+// a process a node runs: how it ended (Result), the classify patterns that
+// give a failed one its class, the redaction of secrets from what is shown,
+// and the launcher of an evaluation's worker processes. It imports no stage
+// kind and, of the engine, only engine/sysproc: an executor runs a spec
+// without depending on the stage kinds, and the stage kinds start processes
+// without depending on an executor.
+package process
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// ClassPattern is one classify pattern: stderr it matches gives a failed
+// process its Class.
+type ClassPattern struct {
+	Class   string
+	Pattern *regexp.Regexp
+}
+
+// Result is how a supervised process ended.
+type Result struct {
+	ExitCode   int    // -1 when killed by a signal
+	Signal     string // "" or the signal's name
+	TimedOut   bool
+	Class      string // "" on success, else a failure class (dsl/failclass)
+	Message    string // a one-line diagnosis for people
+	StderrTail []byte
+	Started    time.Time
+	Ended      time.Time
+	// Queued is the wait before the command started that a cluster
+	// executor knows of: from the job's submission to its (last) start;
+	// Requeued counts the times the cluster started it again.
+	Queued     time.Duration
+	Requeued   int
+	PeakRSSMiB float64
+	PeakGPUMiB float64
+	GPUs       []int
+	PID        int
+}
+
+// RedactSecrets replaces every occurrence of the secrets in s.
+func RedactSecrets(s string, secrets []string) string {
+	for _, x := range secrets {
+		s = strings.ReplaceAll(s, x, "(sensitive)")
+	}
+	return s
+}
