@@ -383,7 +383,7 @@ func TestLanguageReferenceCoversTheCode(t *testing.T) {
 	readme := readDoc(t, "../README.md")
 
 	t.Run("functions", func(t *testing.T) {
-		names := dsl.FunctionNames()
+		names := dsl.FunctionNames(stages.Functions)
 		require.NotEmpty(t, names)
 		for _, fn := range names {
 			assert.True(t, mentioned(lang, fn), "function %s is not in docs/language.md", fn)

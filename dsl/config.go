@@ -51,6 +51,8 @@ type Config struct {
 
 	// Reads records every file the evaluation depends on (see FileRead).
 	Reads *FileReads
+	// Funcs are the loader's caller's functions (see Loader.Funcs).
+	Funcs map[string]FileFunc
 }
 
 func (c *Config) seal(name string) *Seal {

@@ -92,6 +92,10 @@ type Loader struct {
 	// Reads records the pipeline files read, and is handed to the
 	// Config for what evaluation reads.
 	Reads *FileReads
+	// Funcs are functions of pipeline expressions that the language does
+	// not define itself, given by the loader's caller (the stage kinds'
+	// decisionslots); the Config keeps them for its evaluations.
+	Funcs map[string]FileFunc
 }
 
 // NewLoader returns a loader that validates stage kinds against kinds.
@@ -205,6 +209,7 @@ func (l *Loader) ParseSource(src []byte, filename string) (*Config, hcl.Diagnost
 func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 	cfg := &Config{
 		Reads:     l.Reads,
+		Funcs:     l.Funcs,
 		Variables: map[string]*Variable{},
 		Locals:    map[string]*Local{},
 		StageMap:  map[string]*Stage{},

@@ -31,8 +31,9 @@ type Scope struct {
 }
 
 // NewScope builds a scope; root is the workspace root, dir the pipeline's
-// folder. Its file functions note what they read in reads (nil: nowhere).
-func NewScope(vars map[string]cty.Value, root, dir string, reads *FileReads) *Scope {
+// folder. Its file functions note what they read in reads (nil: nowhere);
+// funcs are the functions the language does not define (see Loader.Funcs).
+func NewScope(vars map[string]cty.Value, root, dir string, reads *FileReads, funcs map[string]FileFunc) *Scope {
 	pool := &atomic.Int64{}
 	pool.Store(MaxTotalIterations)
 	return &Scope{
@@ -40,7 +41,7 @@ func NewScope(vars map[string]cty.Value, root, dir string, reads *FileReads) *Sc
 		Vars:   vars,
 		Locals: map[string]cty.Value{},
 		Path:   cty.ObjectVal(map[string]cty.Value{"pipeline": cty.StringVal(dir), "root": cty.StringVal(root)}),
-		Funcs:  FunctionsReading(root, reads),
+		Funcs:  FunctionsReading(root, reads, funcs),
 	}
 }
 

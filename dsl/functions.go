@@ -18,15 +18,23 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-// Functions returns the function table of pipeline expressions. File
-// functions read paths relative to root (the workspace root).
-func Functions(root string) map[string]function.Function {
-	return FunctionsReading(root, nil)
+// FileFunc makes a function of pipeline expressions that the language does
+// not define itself (a loader's caller gives them, see Loader.Funcs). read
+// reads a file the way file() does: path relative to the workspace root, at
+// most MaxFileBytes, noted among the files the evaluation depends on, fn
+// (say "decisionslots()") named in its errors.
+type FileFunc func(read func(path, fn string) ([]byte, error)) function.Function
+
+// Functions returns the function table of pipeline expressions, with the
+// extra functions given. File functions read paths relative to root (the
+// workspace root).
+func Functions(root string, extra map[string]FileFunc) map[string]function.Function {
+	return FunctionsReading(root, nil, extra)
 }
 
 // FunctionsReading is Functions whose file functions note what they read
 // in reads.
-func FunctionsReading(root string, reads *FileReads) map[string]function.Function {
+func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) map[string]function.Function {
 	fns := map[string]function.Function{
 		"abs":             stdlib.AbsoluteFunc,
 		"can":             tryfunc.CanFunc,
@@ -98,16 +106,20 @@ func FunctionsReading(root string, reads *FileReads) map[string]function.Functio
 		"file":            fileFunc(root, reads),
 		"filesha256":      fileSHA256Func(root, reads),
 		"fileexists":      fileExistsFunc(root, reads),
-		"decisionslots":   decisionSlotsFunc(root, reads),
 		"sum":             sumFunc,
+	}
+	read := func(p, fn string) ([]byte, error) { return readBounded(root, p, reads, fn) }
+	for name, mk := range extra {
+		fns[name] = mk(read)
 	}
 	return fns
 }
 
-// FunctionNames lists the function table's names, sorted (for the docs test).
-func FunctionNames() []string {
+// FunctionNames lists the function table's names with the extra
+// functions given, sorted (for the docs test).
+func FunctionNames(extra map[string]FileFunc) []string {
 	var ns []string
-	for n := range Functions(".") {
+	for n := range Functions(".", extra) {
 		ns = append(ns, n)
 	}
 	sort.Strings(ns)

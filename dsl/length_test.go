@@ -11,7 +11,7 @@ import (
 )
 
 func TestLengthLikeTerraform(t *testing.T) {
-	ctx := &hcl.EvalContext{Functions: Functions(t.TempDir())}
+	ctx := &hcl.EvalContext{Functions: Functions(t.TempDir(), nil)}
 	for src, want := range map[string]int64{
 		`length("héllo")`:           5,
 		`length([1, 2, 3])`:         3,

@@ -68,7 +68,7 @@ func evalLocal(t *testing.T, expr string) (cty.Value, hcl.Diagnostics) {
 	t.Helper()
 	cfg, diags := NewLoader(nil).ParseSource([]byte("locals {\n  x = "+expr+"\n}\n"), filepath.Join(t.TempDir(), "p.hcl"))
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
-	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil, nil)
 	diags = cfg.EvalLocals(s)
 	return s.Locals["x"], diags
 }
@@ -106,7 +106,7 @@ func TestForIterationBudget(t *testing.T) {
 }
 `), "two.hcl")
 	require.False(t, d.HasErrors())
-	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil, nil)
 	require.False(t, cfg.EvalLocals(s).HasErrors())
 	assert.True(t, s.Locals["b"].RawEquals(cty.NumberIntVal(100)))
 }
@@ -121,7 +121,7 @@ func TestForIterationPool(t *testing.T) {
 	e, d := hclsyntax.ParseExpression([]byte("[for a in range(1000) : a]"), "pool.hcl", hcl.InitialPos)
 	require.False(t, d.HasErrors())
 	expr := boundExpr(e)
-	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
+	s := NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil, nil)
 	ok := 0
 	var diags hcl.Diagnostics
 	for i := 0; i < 20 && !diags.HasErrors(); i++ {
@@ -135,7 +135,7 @@ func TestForIterationPool(t *testing.T) {
 	assert.Contains(t, diags[0].Detail, "over all its nodes")
 
 	// Another scope (another command) has its own pool.
-	_, diags = expr.Value(NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil).Context(nil))
+	_, diags = expr.Value(NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil, nil).Context(nil))
 	assert.False(t, diags.HasErrors())
 
 	// Once the pool is spent, an evaluation is refused before its
@@ -143,7 +143,7 @@ func TestForIterationPool(t *testing.T) {
 	// range(1000) for loops that will not run (FuzzPipeline's
 	// nested_for_in_stage took 10 s).
 	calls := 0
-	s = NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil)
+	s = NewScope(map[string]cty.Value{}, t.TempDir(), ".", nil, nil)
 	s.Funcs["counted"] = function.New(&function.Spec{
 		Type: function.StaticReturnType(cty.List(cty.Number)),
 		Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
@@ -206,7 +206,7 @@ func TestFunctionGuards(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "big.txt"), make([]byte, 16), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "bin.dat"), []byte{0xff, 0xfe, 0x00}, 0o644))
-	fns := Functions(root)
+	fns := Functions(root, nil)
 	cases := []struct {
 		expr string
 		err  string // "" for success

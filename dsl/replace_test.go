@@ -12,7 +12,7 @@ import (
 // replace behaves as Terraform's: a /substring/ is a regular expression
 // whose replacement may use $1; anything else is literal.
 func TestReplaceLikeTerraform(t *testing.T) {
-	ctx := &hcl.EvalContext{Functions: Functions(t.TempDir())}
+	ctx := &hcl.EvalContext{Functions: Functions(t.TempDir(), nil)}
 	for src, want := range map[string]string{
 		`replace("a1b22c", "/[0-9]+/", "_")`:             "a_b_c",
 		`replace("llama-3-8b", "/-(\\d+)b/", "@$${1}B")`: "llama-3@8B",

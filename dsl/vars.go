@@ -224,7 +224,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 	if diags.HasErrors() {
 		return vals, diags
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals), budgetName: newBudget(nil)}, Functions: FunctionsReading(c.root(), c.Reads)}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals), budgetName: newBudget(nil)}, Functions: FunctionsReading(c.root(), c.Reads, c.Funcs)}
 	for _, name := range c.VarOrder {
 		v := c.Variables[name]
 		for _, chk := range v.Validations {

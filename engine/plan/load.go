@@ -71,6 +71,7 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 		}
 	}
 	loader := dsl.NewLoader(stages.Registry{})
+	loader.Funcs = stages.Functions
 	l := &Loaded{Loader: loader}
 	cfg, diags := loader.Load(path)
 	if cfg == nil {
@@ -104,7 +105,7 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	if err != nil {
 		rel = cfg.Dir
 	}
-	scope := dsl.NewScope(vars, root, rel, cfg.Reads)
+	scope := dsl.NewScope(vars, root, rel, cfg.Reads, cfg.Funcs)
 	diags = append(diags, cfg.EvalLocals(scope)...)
 	seal, d := cfg.CheckSeals(scope)
 	diags = append(diags, d...)

@@ -1,4 +1,4 @@
-package dsl
+package stages
 
 import (
 	"os"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages/decision"
 )
 
@@ -18,11 +19,11 @@ import (
 // bad protocol's problems with their positions.
 func TestDecisionSlots(t *testing.T) {
 	root := t.TempDir()
-	b, err := os.ReadFile("../stages/decision/testdata/seed_protocol.json")
+	b, err := os.ReadFile("decision/testdata/seed_protocol.json")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "p.json"), b, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "bad.json"), []byte("{\n  \"protocol_version\": 1\n}\n"), 0o644))
-	ctx := &hcl.EvalContext{Functions: Functions(root)}
+	ctx := &hcl.EvalContext{Functions: dsl.Functions(root, Functions)}
 	eval := func(src string) (string, hcl.Diagnostics) {
 		e, d := hclsyntax.ParseExpression([]byte(src), "t.hcl", hcl.InitialPos)
 		require.False(t, d.HasErrors(), src)

@@ -1,4 +1,4 @@
-package dsl
+package stages
 
 import (
 	"fmt"
@@ -6,8 +6,16 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages/decision"
 )
+
+// Functions are the functions of pipeline expressions that the stage kinds
+// add to the language's (engine/plan gives them to the loader):
+// decisionslots reads the decision kind's protocol files.
+var Functions = map[string]dsl.FileFunc{
+	"decisionslots": decisionSlotsFunc,
+}
 
 // slotType is the object decisionslots gives for each planned process.
 var slotType = cty.Object(map[string]cty.Type{
@@ -19,13 +27,13 @@ var slotType = cty.Object(map[string]cty.Type{
 // decisionSlotsFunc is decisionslots(path): the planned processes of a
 // decision protocol file (docs/decision.md) in their collection order,
 // one object per slot.
-func decisionSlotsFunc(root string, reads *FileReads) function.Function {
+func decisionSlotsFunc(read func(path, fn string) ([]byte, error)) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.List(slotType)),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			p := args[0].AsString()
-			b, err := readBounded(root, p, reads, "decisionslots()")
+			b, err := read(p, "decisionslots()")
 			if err != nil {
 				return cty.NilVal, err
 			}
