@@ -1519,7 +1519,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
 		Timeout: c.Timeout, CPUs: c.CPUs, MemMiB: c.MemMiB, KillGrace: c.KillGrace,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
-		Started: func(ref executor.JobRef) {
+		Started: func(ref process.JobRef) {
 			testKillAfterStart()
 			stdout, stderr := executor.JobLogs(ref, stdout, stderr)
 			ns.logs = [2]string{stdout, stderr}

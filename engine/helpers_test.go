@@ -28,7 +28,7 @@ func (x inProcess) Name() string { return x.name }
 
 func (x inProcess) Submit(_ context.Context, spec *executor.Spec) (executor.Job, error) {
 	res, err := x.run(spec)
-	return executor.Finished(executor.JobRef{Executor: x.name}, res, err), nil
+	return executor.Finished(process.JobRef{Executor: x.name}, res, err), nil
 }
 
 // workspace is a plantest workspace that can also be applied.

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -102,10 +103,10 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 // executors ended. A started record written before job references names a
 // local process group by its numbers.
 func (a *applier) recoverJobs(open map[string]runlog.Entry) []string {
-	byExecutor := map[string][]executor.JobRef{}
+	byExecutor := map[string][]process.JobRef{}
 	for _, addr := range slices.Sorted(maps.Keys(open)) {
 		e := open[addr]
-		var ref executor.JobRef
+		var ref process.JobRef
 		switch {
 		case e.Job != nil:
 			ref = *e.Job

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/process"
 )
 
 // Runs that ended are looked at once: the next apply starts after them.
@@ -87,22 +88,22 @@ func TestLocalRefRoundTrip(t *testing.T) {
 	pid, pgid, tick, ok := executor.LocalProcess(executor.LocalRef(123, 456))
 	require.True(t, ok)
 	assert.Equal(t, []any{123, 123, uint64(456)}, []any{pid, pgid, tick})
-	_, _, _, ok = executor.LocalProcess(executor.JobRef{Executor: "slurm", ID: "42"})
+	_, _, _, ok = executor.LocalProcess(process.JobRef{Executor: "slurm", ID: "42"})
 	assert.False(t, ok)
 	assert.Equal(t, "pid 123", executor.Describe(executor.LocalRef(123, 456)))
-	assert.Equal(t, "slurm job 42", executor.Describe(executor.JobRef{Executor: "slurm", ID: "42"}))
+	assert.Equal(t, "slurm job 42", executor.Describe(process.JobRef{Executor: "slurm", ID: "42"}))
 }
 
 // clusterExecutor records the jobs recovery hands it; it runs nodes as
 // the local executor does.
 type clusterExecutor struct {
 	executor.Local
-	recovered *[]executor.JobRef
+	recovered *[]process.JobRef
 }
 
 func (clusterExecutor) Name() string { return "cluster" }
 
-func (x clusterExecutor) Recover(_ context.Context, refs []executor.JobRef) []string {
+func (x clusterExecutor) Recover(_ context.Context, refs []process.JobRef) []string {
 	*x.recovered = append(*x.recovered, refs...)
 	var ids []string
 	for _, r := range refs {
@@ -119,16 +120,16 @@ func TestRecoverDispatchesByExecutor(t *testing.T) {
 	id := last[:len(last)-6] + "zzzzzz"
 	j, err := runlog.Open(w.Cache, id, true)
 	require.NoError(t, err)
-	job := executor.JobRef{Executor: "cluster", ID: "42", Details: map[string]string{"exit_file": "x"}}
-	other := executor.JobRef{Executor: "elsewhere", ID: "7"}
+	job := process.JobRef{Executor: "cluster", ID: "42", Details: map[string]string{"exit_file": "x"}}
+	other := process.JobRef{Executor: "elsewhere", ID: "7"}
 	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
 	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: "k", Job: &job}))
 	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["b"]`, Key: "k2", Job: &other}))
 	require.NoError(t, j.Close())
 
-	var got []executor.JobRef
+	var got []process.JobRef
 	r := w.apply(ApplyOptions{Executor: clusterExecutor{recovered: &got}})
-	assert.Equal(t, []executor.JobRef{job}, got)
+	assert.Equal(t, []process.JobRef{job}, got)
 	assert.Contains(t, r.out, "cairn: killed 1 process(es) left running by interrupted run "+id, r.out)
 	assert.Contains(t, r.out, `warning: cannot end the jobs of executor "elsewhere" left by an interrupted run: this apply does not use it`, r.out)
 }

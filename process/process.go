@@ -1,7 +1,8 @@
 // Package process holds what the stage kinds and the executors both speak of
 // a process a node runs: how it ended (Result), the classify patterns that
 // give a failed one its class, the redaction of secrets from what is shown,
-// and the launcher of an evaluation's worker processes. It imports no stage
+// the launcher of an evaluation's worker processes, and the reference to a
+// node's job that the run journal keeps. It imports no stage
 // kind and, of the engine, only engine/sysproc: an executor runs a spec
 // without depending on the stage kinds, and the stage kinds start processes
 // without depending on an executor.
@@ -39,6 +40,18 @@ type Result struct {
 	PeakGPUMiB float64
 	GPUs       []int
 	PID        int
+}
+
+// JobRef names a node's job as the executor that started it knows it, so
+// that an apply after a crash can find it again: Executor is the executor's
+// Name; for a local process ID is its pid, with the process group and start
+// time in Details; for a cluster job the job's id and what the executor
+// needs to collect it. The executor owns what ID and Details mean; the run
+// journal keeps the reference in the node's started record.
+type JobRef struct {
+	Executor string            `json:"executor"`
+	ID       string            `json:"id"`
+	Details  map[string]string `json:"details,omitempty"`
 }
 
 // RedactSecrets replaces every occurrence of the secrets in s.

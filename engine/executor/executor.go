@@ -5,7 +5,7 @@
 //
 // The interface is shaped by what a cluster can do, not by what a local
 // process offers. A node's job is submitted and returns at once (a cluster
-// may queue it), then waited for or cancelled; it is named by a JobRef,
+// may queue it), then waited for or cancelled; it is named by a process.JobRef,
 // which the journal keeps, so that an apply after a crash finds it again:
 // Attach waits for a job an earlier apply started, Recover ends what dead
 // applies left running (Local kills the process groups; a cluster cancels
@@ -27,21 +27,14 @@ import (
 	"os"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/process"
 )
 
-// JobRef names a job as its executor knows it: Executor is the
-// executor's Name, ID and Details are the executor's own (Local: the pid,
-// with the process group and its start time). The journal keeps it in the
-// node's started record.
-type JobRef = runlog.JobRef
-
 // JobLogs are the log files a job writes: its reference's "stdout" and
 // "stderr" details where it names them (a cluster job that an apply
 // re-attached to writes the logs the dead run gave it), else the spec's.
-func JobLogs(ref JobRef, stdout, stderr string) (string, string) {
+func JobLogs(ref process.JobRef, stdout, stderr string) (string, string) {
 	if p := ref.Details["stdout"]; p != "" {
 		stdout = p
 	}
@@ -95,14 +88,14 @@ type Executor interface {
 	// Attach finds a job an earlier apply started, by the reference its
 	// journal recorded: the job can be waited for or cancelled. ErrGone
 	// when it no longer exists.
-	Attach(ctx context.Context, ref JobRef) (Job, error)
+	Attach(ctx context.Context, ref process.JobRef) (Job, error)
 	// CanRunMore reports whether the executor takes another job now; the
 	// scheduler asks before it starts a node.
 	CanRunMore() bool
 	// Recover ends what is left of jobs that dead applies recorded as
 	// started and never saw end, and returns what it ended (Local: the
 	// pids of the processes it killed).
-	Recover(ctx context.Context, refs []JobRef) []string
+	Recover(ctx context.Context, refs []process.JobRef) []string
 	// Launcher starts an evaluation's worker processes (stages/items)
 	// where the executor runs things.
 	process.Launcher
@@ -110,7 +103,7 @@ type Executor interface {
 
 // Job is a submitted node process.
 type Job interface {
-	Ref() JobRef
+	Ref() process.JobRef
 	// Wait returns once the job has ended, with how it ended; when ctx
 	// ends first it returns ctx's error and the job goes on.
 	Wait(ctx context.Context) (*process.Result, error)
@@ -150,7 +143,7 @@ type Spec struct {
 	Hard <-chan struct{}
 	// Started is called once the job runs (for the journal), with its
 	// reference.
-	Started func(JobRef)
+	Started func(process.JobRef)
 	// Notice, when set, gets what the job waits for that people should
 	// know at once (a cluster that requeued it); an executor may send
 	// none.
@@ -174,23 +167,23 @@ type LocalSpec struct {
 
 // Finished is a job that has already ended with res (or err): what an
 // executor that runs a spec at once, in-process, returns from Submit.
-func Finished(ref JobRef, res *process.Result, err error) Job {
+func Finished(ref process.JobRef, res *process.Result, err error) Job {
 	return finished{ref, res, err}
 }
 
 type finished struct {
-	ref JobRef
+	ref process.JobRef
 	res *process.Result
 	err error
 }
 
-func (f finished) Ref() JobRef                                   { return f.ref }
+func (f finished) Ref() process.JobRef                           { return f.ref }
 func (f finished) Wait(context.Context) (*process.Result, error) { return f.res, f.err }
 func (f finished) Cancel(bool) error                             { return nil }
 
 // Describe names a job for people: "pid 123" for a local process, "slurm
 // job 42" for a cluster's.
-func Describe(ref JobRef) string {
+func Describe(ref process.JobRef) string {
 	if ref.Executor == localName {
 		return "pid " + ref.ID
 	}

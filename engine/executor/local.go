@@ -39,8 +39,8 @@ func (Local) CanRunMore() bool { return true }
 // group it leads and its start time (which tell it from a later process
 // given the same number). Journals written before job references name a
 // process by these numbers alone.
-func LocalRef(pid int, startTicks uint64) JobRef {
-	return JobRef{Executor: localName, ID: strconv.Itoa(pid), Details: map[string]string{
+func LocalRef(pid int, startTicks uint64) process.JobRef {
+	return process.JobRef{Executor: localName, ID: strconv.Itoa(pid), Details: map[string]string{
 		"pgid":       strconv.Itoa(pid),
 		"proc_start": strconv.FormatUint(startTicks, 10),
 	}}
@@ -48,7 +48,7 @@ func LocalRef(pid int, startTicks uint64) JobRef {
 
 // LocalProcess reads a local reference's pid, process group and start
 // time; ok is false for another executor's reference.
-func LocalProcess(ref JobRef) (pid, pgid int, startTicks uint64, ok bool) {
+func LocalProcess(ref process.JobRef) (pid, pgid int, startTicks uint64, ok bool) {
 	if ref.Executor != localName {
 		return 0, 0, 0, false
 	}
@@ -64,7 +64,7 @@ func LocalProcess(ref JobRef) (pid, pgid int, startTicks uint64, ok bool) {
 // Recover implements Executor: it kills what is left of each job's
 // process group (children die with cairn through PR_SET_PDEATHSIG;
 // grandchildren may not) and waits up to 2 s a group for it to go.
-func (Local) Recover(_ context.Context, refs []JobRef) []string {
+func (Local) Recover(_ context.Context, refs []process.JobRef) []string {
 	var killed []string
 	for _, ref := range refs {
 		if _, pgid, start, ok := LocalProcess(ref); ok && pgid > 0 {
@@ -79,7 +79,7 @@ func (Local) Recover(_ context.Context, refs []JobRef) []string {
 // Attach implements Executor. A process an earlier apply started is not
 // this one's child: its exit status cannot be read, so its Wait reports it
 // interrupted once its group is gone.
-func (Local) Attach(_ context.Context, ref JobRef) (Job, error) {
+func (Local) Attach(_ context.Context, ref process.JobRef) (Job, error) {
 	_, pgid, start, ok := LocalProcess(ref)
 	if !ok || pgid <= 0 || len(groupMembers(pgid, start)) == 0 {
 		return nil, ErrGone
@@ -88,12 +88,12 @@ func (Local) Attach(_ context.Context, ref JobRef) (Job, error) {
 }
 
 type attachedJob struct {
-	ref   JobRef
+	ref   process.JobRef
 	pgid  int
 	start uint64
 }
 
-func (j *attachedJob) Ref() JobRef { return j.ref }
+func (j *attachedJob) Ref() process.JobRef { return j.ref }
 
 func (j *attachedJob) Wait(ctx context.Context) (*process.Result, error) {
 	for len(groupMembers(j.pgid, j.start)) > 0 {
@@ -139,7 +139,7 @@ func FileTail(path string, max int64) []byte {
 
 // localJob is a process Local started.
 type localJob struct {
-	ref     JobRef
+	ref     process.JobRef
 	spec    *Spec
 	cmd     *exec.Cmd
 	res     *process.Result
@@ -149,7 +149,7 @@ type localJob struct {
 	done    chan struct{}
 }
 
-func (j *localJob) Ref() JobRef { return j.ref }
+func (j *localJob) Ref() process.JobRef { return j.ref }
 
 func (j *localJob) Wait(ctx context.Context) (*process.Result, error) {
 	select {
@@ -177,7 +177,7 @@ func (j *localJob) Cancel(hard bool) error {
 // class.
 func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	res := &process.Result{ExitCode: -1, GPUs: spec.GPUs}
-	ended := func() (Job, error) { return Finished(JobRef{Executor: localName}, res, nil), nil }
+	ended := func() (Job, error) { return Finished(process.JobRef{Executor: localName}, res, nil), nil }
 	argv := spec.Argv
 	if spec.Shell {
 		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}

@@ -29,8 +29,8 @@ func sleepSpec(t *testing.T) *Spec {
 // Cancel ends it, and Wait reports it interrupted.
 func TestLocalSubmitCancel(t *testing.T) {
 	spec := sleepSpec(t)
-	var started JobRef
-	spec.Started = func(ref JobRef) { started = ref }
+	var started process.JobRef
+	spec.Started = func(ref process.JobRef) { started = ref }
 	job, err := Local{}.Submit(context.Background(), spec)
 	require.NoError(t, err)
 	assert.Equal(t, started, job.Ref())
@@ -86,7 +86,7 @@ func TestLocalAttachRecover(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ref, att.Ref())
 
-	killed := Local{}.Recover(context.Background(), []JobRef{ref, {Executor: "slurm", ID: "1"}})
+	killed := Local{}.Recover(context.Background(), []process.JobRef{ref, {Executor: "slurm", ID: "1"}})
 	assert.Equal(t, []string{ref.ID}, killed)
 	res, err := att.Wait(context.Background())
 	require.NoError(t, err)

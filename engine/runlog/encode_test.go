@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/process"
 )
 
 // randomEntry fills a random subset of an Entry's fields with values
@@ -29,7 +31,7 @@ func randomEntry(r *rand.Rand) Entry {
 		e.Node, e.Key, e.Attempt = str(), str(), r.IntN(5)
 	}
 	if some() {
-		e.Job = &JobRef{Executor: str(), ID: str()}
+		e.Job = &process.JobRef{Executor: str(), ID: str()}
 		if some() {
 			e.Job.Details = map[string]string{str(): str(), "pgid": "12", "b": str()}
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/process"
 )
 
 // AfterRecord, when set, is called right after each journal record is
@@ -62,7 +63,7 @@ type Entry struct {
 	// Job names a started node's job as its executor knows it; a
 	// journal written before job references has none, and its started
 	// records name a local process by PID, PGID and ProcTick alone.
-	Job *JobRef `json:"job,omitempty"`
+	Job *process.JobRef `json:"job,omitempty"`
 	// A local process (and, in a run_start record, the apply itself);
 	// written beside Job for a local job, so that a cairn that knows no
 	// job references reaps it too.
@@ -88,17 +89,6 @@ type Entry struct {
 	Pipeline string   `json:"pipeline,omitempty"`
 	Args     []string `json:"args,omitempty"`
 	Batch    *Batch   `json:"batch,omitempty"`
-}
-
-// JobRef names a node's job as the executor that started it knows it, so
-// that an apply after a crash can find it again: for a local process its
-// pid, with the process group and start time in Details; for a cluster job
-// the job's id and what the executor needs to collect it. The executor
-// package owns what ID and Details mean (executor.JobRef is this type).
-type JobRef struct {
-	Executor string            `json:"executor"`
-	ID       string            `json:"id"`
-	Details  map[string]string `json:"details,omitempty"`
 }
 
 // Batch describes a GPU batch (a waves stage) for status and the ledger.

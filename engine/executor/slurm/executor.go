@@ -35,7 +35,7 @@ type Executor struct {
 	// name is the job name of a dead run that Recover found: new jobs
 	// take it too, so that one query by name follows them all.
 	name  string
-	adopt map[string]executor.JobRef // by specDigest: a dead run's jobs
+	adopt map[string]process.JobRef // by specDigest: a dead run's jobs
 
 	cancelMu sync.Mutex
 	cancelQ  []pendingCancel
@@ -71,7 +71,7 @@ func NewExecutor(ctx context.Context, opts Options) (*Executor, error) {
 			return nil, fmt.Errorf("SLURM_CONF names the cluster's configuration file, and %w: set it to the cluster's slurm.conf, or unset it", err)
 		}
 	}
-	e := &Executor{adopt: map[string]executor.JobRef{}, notify: opts.Notify, defNotify: opts.Notify}
+	e := &Executor{adopt: map[string]process.JobRef{}, notify: opts.Notify, defNotify: opts.Notify}
 	opts.Notify = e.notice
 	e.opts = opts
 	c, err := New(ctx, "check", opts)
@@ -146,7 +146,7 @@ func (e *Executor) clientFor(ctx context.Context, run string) (*Client, error) {
 // dead runs are kept for their nodes' next Submit, which re-attaches to
 // them. A job whose node this apply does not run again is left to finish
 // (scancel --name RUN ends them).
-func (e *Executor) Recover(_ context.Context, refs []executor.JobRef) []string {
+func (e *Executor) Recover(_ context.Context, refs []process.JobRef) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, r := range refs {
@@ -163,7 +163,7 @@ func (e *Executor) Recover(_ context.Context, refs []executor.JobRef) []string {
 
 // Attach implements executor.Executor: the job is followed from its
 // reference; ErrGone for a reference that is not a Slurm job's.
-func (e *Executor) Attach(ctx context.Context, ref executor.JobRef) (executor.Job, error) {
+func (e *Executor) Attach(ctx context.Context, ref process.JobRef) (executor.Job, error) {
 	if ref.Executor != e.Name() || ref.ID == "" {
 		return nil, executor.ErrGone
 	}
@@ -180,7 +180,7 @@ func (e *Executor) Attach(ctx context.Context, ref executor.JobRef) (executor.Jo
 
 // submittedAt is when a job reference's job was submitted; zero where the
 // reference does not say (an older cairn's).
-func submittedAt(ref executor.JobRef) time.Time {
+func submittedAt(ref process.JobRef) time.Time {
 	ns, err := strconv.ParseInt(ref.Details["submitted_ns"], 10, 64)
 	if err != nil {
 		return time.Time{}
@@ -208,14 +208,14 @@ func specDigest(spec *executor.Spec) string {
 // jobRef is the journal's reference to a submitted job: with the log
 // files the job writes ("stdout", "stderr": a job re-attached to keeps the
 // dead run's) and when it was submitted.
-func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string, submitted time.Time) executor.JobRef {
+func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string, submitted time.Time) process.JobRef {
 	d := map[string]string{
 		"run": ref.Run, "exit_file": ref.ExitFile, "spec": digest, "stdout": spec.Stdout, "stderr": spec.Stderr,
 	}
 	if !submitted.IsZero() {
 		d["submitted_ns"] = strconv.FormatInt(submitted.UnixNano(), 10)
 	}
-	return executor.JobRef{Executor: e.Name(), ID: ref.JobID, Details: d}
+	return process.JobRef{Executor: e.Name(), ID: ref.JobID, Details: d}
 }
 
 // Submit implements executor.Executor: it submits the node as a job (or
@@ -227,7 +227,7 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 	now := time.Now()
 	setup := func(msg string) (executor.Job, error) {
 		res := &process.Result{ExitCode: -1, GPUs: spec.GPUs, Class: failclass.Setup, Message: msg, Started: now, Ended: time.Now()}
-		return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
+		return executor.Finished(process.JobRef{Executor: e.Name()}, res, nil), nil
 	}
 	if spec.Stdin != nil {
 		return setup("the slurm executor cannot feed a node's standard input: run it with the local executor")
@@ -271,7 +271,7 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 				class, err = failclass.Interrupted, errors.New("stopped because cairn was interrupted (before its job was submitted)")
 			}
 			res := &process.Result{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: process.RedactSecrets(err.Error(), spec.Secrets), Started: now, Ended: time.Now()}
-			return executor.Finished(executor.JobRef{Executor: e.Name()}, res, nil), nil
+			return executor.Finished(process.JobRef{Executor: e.Name()}, res, nil), nil
 		}
 		submitted = time.Now() // in Slurm's queue from now
 	}
@@ -303,7 +303,7 @@ type job struct {
 	e       *Executor
 	c       *Client
 	ref     Ref
-	jr      executor.JobRef
+	jr      process.JobRef
 	spec    *executor.Spec
 	started time.Time
 	// submitted is when the job was submitted (by this apply or a dead
@@ -320,13 +320,13 @@ type job struct {
 	giveOnce  sync.Once
 }
 
-func (e *Executor) newJob(c *Client, ref Ref, jr executor.JobRef, spec *executor.Spec) *job {
+func (e *Executor) newJob(c *Client, ref Ref, jr process.JobRef, spec *executor.Spec) *job {
 	return &job{e: e, c: c, ref: ref, jr: jr, spec: spec, started: time.Now(),
 		ended: make(chan struct{}), left: make(chan struct{}), giveUp: make(chan struct{})}
 }
 
 // Ref implements executor.Job.
-func (j *job) Ref() executor.JobRef { return j.jr }
+func (j *job) Ref() process.JobRef { return j.jr }
 
 // Cancel implements executor.Job: scancel, gathered with the moment's
 // other cancels. Slurm sends SIGTERM, then SIGKILL after its KillWait, so
