@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -12,6 +13,27 @@ import (
 )
 
 const module = "github.com/cairn-run/cairn/"
+
+// moduleImports lists each package of the module (module-relative) with the
+// module's packages it imports outside its tests.
+func moduleImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").Output()
+	require.NoError(t, err)
+	imports := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], module)
+		imports[pkg] = []string{}
+		for _, imp := range f[1:] {
+			if dep, ours := strings.CutPrefix(imp, module); ours {
+				imports[pkg] = append(imports[pkg], dep)
+			}
+		}
+	}
+	require.NotEmpty(t, imports)
+	return imports
+}
 
 // Every package of the module is in architecture.md's table of layers,
 // and imports (outside its tests) only packages of lower layers.
@@ -25,29 +47,148 @@ func TestPackageArrows(t *testing.T) {
 	}
 	require.NotEmpty(t, layer)
 
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").Output()
-	require.NoError(t, err)
 	testOnly := regexp.MustCompile("Packages with tests only \\(([^)]*)\\)")
 	m := testOnly.FindStringSubmatch(strings.ReplaceAll(doc, "\n", " "))
 	require.NotNil(t, m, "the page names the packages with tests only")
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		pkg := strings.TrimPrefix(f[0], module)
+	for pkg, deps := range moduleImports(t) {
 		from, ok := layer[pkg]
 		if !ok {
 			assert.Contains(t, m[1], "`"+pkg+"`", "%s is not in the table of docs/architecture.md", pkg)
 			continue
 		}
-		for _, imp := range f[1:] {
-			dep, ours := strings.CutPrefix(imp, module)
-			if !ours {
-				continue
-			}
+		for _, dep := range deps {
 			to, ok := layer[dep]
 			if !assert.True(t, ok, "%s imports %s, which the table does not list", pkg, dep) {
 				continue
 			}
 			assert.Less(t, to, from, "%s (layer %d) imports %s (layer %d): imports run to lower layers only", pkg, from, dep, to)
+		}
+	}
+}
+
+// An importRule forbids the packages From to import the packages To.
+// A pattern is a package (`engine`), a folder and every package below it
+// (`engine/...` matches engine and engine/plan), or every package (`...`).
+type importRule struct {
+	From, To []string
+	Why      string
+}
+
+// forbidden are the imports that must never exist, whatever the layers
+// say: the intended shape of cairn (docs/architecture.md).
+var forbidden = []importRule{
+	{
+		From: []string{"dsl/..."},
+		To:   []string{"engine/...", "gpu/...", "stages/...", "process/..."},
+		Why:  "the language knows nothing of running or graphs: it parses, decodes and evaluates pipeline files; the functions the stage kinds add come from the loader's caller",
+	},
+	{
+		From: []string{"gpu/..."},
+		To:   []string{"dsl/...", "engine/plan/...", "stages/..."},
+		Why:  "devices know no pipelines or stage kinds",
+	},
+	{
+		From: []string{"stages/..."},
+		To:   []string{"engine", "engine/plan/...", "engine/executor/...", "cmd/..."},
+		Why:  "stage kinds never reach into the scheduler, the planner, an executor or the command line: they get a Runtime",
+	},
+	{
+		From: []string{"engine/store/...", "engine/cas/...", "engine/wal/..."},
+		To:   []string{"dsl/...", "engine/plan/...", "stages/..."},
+		Why:  "the cache knows no pipelines: it stores keys, records and blobs",
+	},
+	{
+		From: []string{"engine/executor/..."},
+		To:   []string{"engine", "engine/plan/...", "engine/runlog/...", "stages/..."},
+		Why:  "an executor runs a spec, not a graph: it knows no plan, no journal and no stage kind (process holds what it shares with them)",
+	},
+	{
+		From: []string{"..."},
+		To:   []string{"cmd/..."},
+		Why:  "the engine is a library the command line drives; nothing imports a command",
+	},
+}
+
+// matches reports whether pkg is pattern, or below it for "X/...".
+func matches(pattern, pkg string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == dir || strings.HasPrefix(pkg, dir+"/")
+	}
+	return pkg == pattern
+}
+
+func matchesAny(patterns []string, pkg string) bool {
+	for _, p := range patterns {
+		if matches(p, pkg) {
+			return true
+		}
+	}
+	return false
+}
+
+// forbiddenImports returns one line per import of imports (package to the
+// packages it imports) that a rule forbids, naming the import and the rule.
+func forbiddenImports(imports map[string][]string, rules []importRule) []string {
+	var bad []string
+	for pkg, deps := range imports {
+		for _, dep := range deps {
+			for _, r := range rules {
+				if matchesAny(r.From, pkg) && matchesAny(r.To, dep) {
+					bad = append(bad, fmt.Sprintf("%s imports %s: %s must not import %s, because %s",
+						pkg, dep, strings.Join(r.From, ", "), strings.Join(r.To, ", "), r.Why))
+				}
+			}
+		}
+	}
+	return bad
+}
+
+// No package imports what a rule of forbidden rules out.
+func TestForbiddenImports(t *testing.T) {
+	for _, line := range forbiddenImports(moduleImports(t), forbidden) {
+		t.Error(line)
+	}
+}
+
+// The check of forbidden imports fails on one, naming the import and the
+// rule, and passes what no rule forbids.
+func TestForbiddenImportsNamesImportAndRule(t *testing.T) {
+	bad := forbiddenImports(map[string][]string{
+		"dsl":             {"dsl/addrs", "stages/decision"},
+		"engine/executor": {"process", "gpu"},
+		"cmd/cairn":       {"engine", "cmd/cairn-sim-model"},
+		"engine":          {"cmd/cairn"},
+	}, forbidden)
+	require.Len(t, bad, 3, strings.Join(bad, "\n"))
+	joined := strings.Join(bad, "\n")
+	assert.Contains(t, joined, "dsl imports stages/decision: dsl/... must not import engine/..., gpu/..., stages/..., process/..., because the language knows nothing of running or graphs")
+	assert.Contains(t, joined, "engine imports cmd/cairn: ... must not import cmd/..., because the engine is a library the command line drives")
+	assert.Contains(t, joined, "cmd/cairn imports cmd/cairn-sim-model: ... must not import cmd/...")
+	assert.Empty(t, forbiddenImports(map[string][]string{"engine/executor": {"process", "gpu", "dsl/failclass"}}, forbidden))
+}
+
+// architecture.md lists one item a rule of forbidden, naming the packages
+// the rule forbids.
+func TestForbiddenImportsAreDocumented(t *testing.T) {
+	sec := section(readDoc(t, "architecture.md"), "## Imports that must never exist")
+	require.NotEmpty(t, sec)
+	items := regexp.MustCompile(`(?m)^- `).FindAllStringIndex(sec, -1)
+	require.Len(t, items, len(forbidden), "one item a rule")
+	for i, r := range forbidden {
+		end := len(sec)
+		if i+1 < len(items) {
+			end = items[i+1][0]
+		}
+		item := sec[items[i][0]:end]
+		for _, p := range append(append([]string{}, r.From...), r.To...) {
+			if p == "..." {
+				continue
+			}
+			assert.True(t, strings.Contains(item, "`"+p+"`") || strings.Contains(item, "`"+strings.TrimSuffix(p, "/...")+"`"),
+				"the item %q does not name %s", strings.TrimSpace(item), p)
 		}
 	}
 }
