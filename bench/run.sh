@@ -244,12 +244,12 @@ for shape in "${shapes[@]}"; do
 	done
 done
 
-log "Go benchmarks: journal (engine/wal) and item store (stages/items)"
+log "Go benchmarks: journal (storage/wal) and item store (stages/items)"
 {
 	# Throughput at steady state: many records or items per run. Opening
 	# or reading a million records: a few runs.
-	"$GO" test -run '^$' -bench 'AppendGroupCommit|EvaluateNoopWorker' -benchtime "$GO_TIME" ./engine/wal ./stages/items
-	"$GO" test -run '^$' -bench 'Read1M|OpenStore1M' -benchtime "$GO_TIME_1M" ./engine/wal ./stages/items
+	"$GO" test -run '^$' -bench 'AppendGroupCommit|EvaluateNoopWorker' -benchtime "$GO_TIME" ./storage/wal ./stages/items
+	"$GO" test -run '^$' -bench 'Read1M|OpenStore1M' -benchtime "$GO_TIME_1M" ./storage/wal ./stages/items
 } 2>&1 | grep -E '^(Benchmark|ok|FAIL|PASS|goos|goarch|cpu|pkg)' | tee "$OUT/go-bench.txt" >&2
 
 log "Batch scheduling on a virtual clock: backfill vs waves over 1,000 seeded duration sets"
@@ -436,7 +436,7 @@ if checks:
 gb = os.path.join(out, "go-bench.txt")
 if os.path.exists(gb):
     w("")
-    w("## Journal and item store (go test -bench, engine/wal and stages/items)")
+    w("## Journal and item store (go test -bench, storage/wal and stages/items)")
     w("")
     w("```")
     lines.extend(l.rstrip("\n") for l in open(gb))

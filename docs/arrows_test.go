@@ -89,11 +89,16 @@ var forbidden = []importRule{
 	},
 	{
 		From: []string{"stages/..."},
-		To:   []string{"engine", "engine/plan/...", "engine/executor/...", "cmd/..."},
-		Why:  "stage kinds never reach into the scheduler, the planner, an executor or the command line: they get a Runtime",
+		To:   []string{"engine/...", "cmd/..."},
+		Why:  "stage kinds never reach into the scheduler, the planner, an executor or the command line: they get a Runtime, and the storage primitives they share with the cache are under storage/",
 	},
 	{
-		From: []string{"engine/store/...", "engine/cas/...", "engine/wal/..."},
+		From: []string{"storage/..."},
+		To:   []string{"engine/...", "dsl/...", "stages/..."},
+		Why:  "the storage primitives (whole-file writes, byte-range locks, the record log) know nothing of what they store",
+	},
+	{
+		From: []string{"engine/store/...", "engine/cas/..."},
 		To:   []string{"dsl/...", "engine/plan/...", "stages/..."},
 		Why:  "the cache knows no pipelines: it stores keys, records and blobs",
 	},

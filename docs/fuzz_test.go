@@ -59,12 +59,12 @@ func TestMakeFuzzRunsOnAfterAFailure(t *testing.T) {
 		t.Skip("no make on this machine")
 	}
 	cmd := exec.Command("make", "--no-print-directory", "fuzz", "FUZZTIME=1x",
-		"FUZZERS=./no/such/package:FuzzMissing ./engine/wal:FuzzRead")
+		"FUZZERS=./no/such/package:FuzzMissing ./storage/wal:FuzzRead")
 	cmd.Dir = ".."
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", out)
 	text := string(out)
 	assert.Regexp(t, `FAILED +FuzzMissing \(\./no/such/package\)`, text)
-	assert.Regexp(t, `ok +FuzzRead \(\./engine/wal\)`, text)
+	assert.Regexp(t, `ok +FuzzRead \(\./storage/wal\)`, text)
 	assert.Contains(t, text, "1 fuzzer(s) failed")
 }

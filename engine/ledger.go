@@ -10,9 +10,9 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // The batch ledger is the markdown file a waves stage names in `ledger`

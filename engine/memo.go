@@ -16,14 +16,14 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/nofollow"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
-	"github.com/cairn-run/cairn/engine/wal"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/storage/atomicfile"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // A Memo remembers that a pipeline, run with given arguments, was up to

@@ -16,9 +16,9 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
-	"github.com/cairn-run/cairn/engine/wal"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // interruptedNode is a node that was running when an earlier run died.

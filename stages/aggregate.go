@@ -13,8 +13,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Aggregate is seed 002's aggregation as a stage: the optimizer jobs under

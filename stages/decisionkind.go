@@ -13,8 +13,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/decision"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Decision replays a decision protocol's rules over the outcomes of its

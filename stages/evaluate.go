@@ -26,8 +26,8 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Evaluate scores a dataset item by item through a worker (the protocol of

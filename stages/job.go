@@ -15,8 +15,8 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Job seals an optimizer job's identity (method × cell × seed) in the

@@ -16,10 +16,10 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/rollout"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Optimize runs an optimizer method (the user's command) against a metered

@@ -16,8 +16,8 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/dsl/failclass"
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/report"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Pareto compares the variants of a batch: the comparison table (Markdown,

@@ -15,7 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
-	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Fallback reasons: why the seed bundle is deployed.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
 	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 func (a *app) aggregateCmd() *cobra.Command {

@@ -66,7 +66,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // TreeVersion starts every directory encoding; it changes whenever the

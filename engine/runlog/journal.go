@@ -23,8 +23,8 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/cairn-run/cairn/dsl/addrs"
-	"github.com/cairn-run/cairn/engine/wal"
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // AfterRecord, when set, is called right after each journal record is

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // UpToDateFile is the log, in a cache's runs folder, of the applies that

@@ -21,7 +21,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/fsdigest"
-	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // Format is the version of the cache's on-disk layout.

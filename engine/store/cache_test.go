@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // A committed record is in the index for the next process, and every

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/runlog"
-	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // UseLock is held shared by every apply for its whole life; gc takes it

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/ofd"
+	"github.com/cairn-run/cairn/storage/ofd"
 )
 
 // LateLockKills makes ReapLockHolders signal the leftovers it finds 0,

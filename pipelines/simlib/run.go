@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // Env is what a simulated program sees of its process: arguments, output

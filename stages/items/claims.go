@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cairn-run/cairn/engine/ofd"
+	"github.com/cairn-run/cairn/storage/ofd"
 )
 
 // A claim is a one-byte lock at an offset taken from the item key (see

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // Result is what one evaluation of one item produced. It is stored under the

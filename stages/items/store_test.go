@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/engine/wal"
+	"github.com/cairn-run/cairn/storage/wal"
 )
 
 func testKey(i int) string {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cairn-run/cairn/engine/atomicfile"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 // keepDamaged copies the bytes [from, to) of the log f at path into a file
