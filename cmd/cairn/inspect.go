@@ -500,7 +500,7 @@ never removes what one uses.`,
 				return err
 			}
 			defer cache.Close()
-			res, err := store.GC(cache, store.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry, Wait: func() {
+			res, err := engine.GC(cache, store.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry, Wait: func() {
 				fmt.Fprintln(a.stderr, "cairn gc: waiting for running applies to finish")
 			}})
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
@@ -283,7 +284,7 @@ func TestRefreshAfterCompaction(t *testing.T) {
 	require.True(t, before.Has(mk))
 
 	gcCache := w.openCache(w.cache)
-	_, err := store.GC(gcCache, store.GCOptions{OlderThan: time.Nanosecond})
+	_, err := engine.GC(gcCache, store.GCOptions{OlderThan: time.Nanosecond})
 	require.NoError(t, err)
 	require.NoError(t, gcCache.Close())
 

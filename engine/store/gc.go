@@ -13,7 +13,6 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/cairn-run/cairn/engine/cas"
-	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/storage/wal"
 )
 
@@ -33,6 +32,12 @@ type GCOptions struct {
 	MaxBytes  int64         // evict oldest records until blobs fit; 0: no limit
 	DryRun    bool
 	Wait      func() // called when gc must wait for running applies
+	// Runs removes the run folders of the cache folder dir older than
+	// olderThan (the caller that knows the run journal gives it: see
+	// engine.GC) and returns how many it removed or, with dryRun, would.
+	// gc calls it with the gc lock held, when OlderThan is set; nil: no
+	// run is removed.
+	Runs func(dir string, olderThan time.Duration, dryRun bool) (int, error)
 }
 
 // GCResult says what gc did.
@@ -44,7 +49,7 @@ type GCResult struct {
 }
 
 // GC removes old records, blobs no record references, and old run
-// folders, then compacts the index. It waits for running applies.
+// folders (through opts.Runs), then compacts the index. It waits for running applies.
 func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	lk := flock.New(filepath.Join(c.Dir, "gc.lock"), SharedLock)
 	ok, err := lk.TryLock()
@@ -106,22 +111,12 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 			_ = c.Blobs.Remove(cas.Digest(d))
 		}
 	}
-	if opts.OlderThan > 0 {
-		runs, _ := runlog.List(c.Dir)
-		for _, r := range runs {
-			if r.Dir != "" && r.State != "running" && !r.Start.IsZero() && time.Since(r.Start) > opts.OlderThan {
-				res.Runs++
-				if !opts.DryRun {
-					_ = os.RemoveAll(r.Dir)
-				}
-			}
-		}
-		// The runs the up-to-date check answered: lines of one log.
-		n, err := runlog.TrimUpToDate(c.Dir, time.Now().Add(-opts.OlderThan), opts.DryRun)
+	if opts.OlderThan > 0 && opts.Runs != nil {
+		n, err := opts.Runs(c.Dir, opts.OlderThan, opts.DryRun)
+		res.Runs += n
 		if err != nil {
 			return res, err
 		}
-		res.Runs += n
 	}
 	if opts.DryRun {
 		return res, nil
