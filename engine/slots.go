@@ -1,8 +1,9 @@
 package engine
 
 // slotPolicy decides which of a batch's pinned devices the next variant
-// gets. The scheduler and the virtual-clock simulation (BatchMakespan) use
-// the same policy, so what the benchmark measures is what runs.
+// gets. The scheduler and the tests' virtual-clock simulation
+// (BatchMakespan, batchsim_test.go) use the same policy, so what the
+// simulation measures is what runs.
 //
 // waves: a wave of up to par variants starts on devices[0..par); the next
 // wave starts only when every variant of the previous one has ended.
