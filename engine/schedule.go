@@ -19,7 +19,7 @@ import (
 // all done), prepared nodes queued for a CPU slot, the nodes in flight,
 // admission (a stage's concurrency, CPU slots, GPU leases from the pool,
 // whether the executor takes more), and the stuck check. It starts and
-// waits for nothing: the applier (apply.go) runs the event loop, prepares
+// waits for nothing: the applier (apply.go, admit.go) runs the event loop, prepares
 // nodes, starts them and commits what they made, and tells the schedule
 // as nodes start and end. A batch group's admission (batch.go) is the
 // applier's, since it journals and keeps the ledger.

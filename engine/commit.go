@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/process"
+)
+
+// takeCachedIfDone takes a node from the cache when the index holds its
+// record and nothing makes it run all the same (--replace, a strict batch
+// that runs whole): another process finished it while this apply waited.
+func (a *applier) takeCachedIfDone(ns *nodeState) bool {
+	return !a.mustRun(ns) && a.cache.Has(ns.key) && a.takeCached(ns)
+}
+
+// takeCached finishes a node from its cache record: outputs restored and
+// verified, postconditions evaluated. A damaged entry is evicted and the
+// node runs instead (returns false); when the workspace keeps an output
+// from being written, the node fails and the record stays.
+func (a *applier) takeCached(ns *nodeState) bool {
+	rec, ok := a.cache.Lookup(ns.key)
+	if !ok {
+		return false
+	}
+	return a.takeCachedRecord(ns, rec)
+}
+
+// takeCachedRecord is takeCached with the node's record already read.
+func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
+	if rec.Debug && !a.opts.Debug[ns.n.Addr] {
+		// A single-variant debug run's result is not the batch's.
+		return false
+	}
+	if err := a.restoreOutputs(rec); err != nil {
+		if !restoreDamaged(err) {
+			// The record is good: another workspace may restore it.
+			a.fail(ns, failclass.Result, err.Error())
+			return true
+		}
+		a.printf("warning: %s: the cached result is damaged (%s); evicting it and running the node again\n", ns.n.Addr, err)
+		_ = a.cache.Evict(ns.key)
+		return false
+	}
+	ns.record = rec
+	ns.status = plan.Cached
+	// The node's lock, taken when another process had just finished it,
+	// is not needed to restore it: holding it until this apply ends would
+	// make other applies wait for nothing, and two applies holding what the
+	// other waits for would wait for ever.
+	ns.releaseKey()
+	a.res.Cached++
+	a.setFinal(ns)
+	_ = a.j.NoteCached(ns.n.Addr, ns.key)
+	if !a.checkPost(ns) {
+		return true
+	}
+	a.announce(ns)
+	if a.opts.Verbose {
+		a.line(ns, "=", "cached")
+	}
+	a.emitJSON(ns, "cached")
+	a.finish(ns)
+	return true
+}
+
+// mayRelease reports whether a node's downstreams may start once its
+// outputs are stored, while its record is being written to the cache
+// (release): when its success is known then. A node with postconditions
+// is judged on its record in the loop, and a batch's variants end with
+// their batch; a node without downstreams has nothing to release.
+func (a *applier) mayRelease(ns *nodeState) bool {
+	return len(ns.n.Downs) > 0 && len(ns.n.Stage.Postconditions) == 0 && a.sched.groups[ns.n.Stage.Name] == nil
+}
+
+// release makes a node's downstreams ready on its evSettled event: it has
+// succeeded, its outputs are in the cache's blobs and its record is made,
+// and its worker is writing the record to the index. The ok line and the
+// count wait for evDone, when the record is in the index (a node shown ok
+// is not run again by the next apply). Should the record not be written,
+// the node fails then; its downstreams made ready before that fail too,
+// without writing a record (persist), and the others are skipped.
+func (a *applier) release(ns *nodeState) {
+	ns.released = true
+	ns.status = plan.OK
+	a.setFinal(ns)
+	a.finish(ns)
+}
+
+// finish makes a node's downstreams ready.
+func (a *applier) finish(ns *nodeState) { a.sched.upstreamDone(ns) }
+
+func (a *applier) fail(ns *nodeState, class, msg string) {
+	ns.class, ns.message = class, msg
+	a.markFailed(ns)
+}
+
+func (a *applier) markFailed(ns *nodeState) {
+	ns.releaseKey()
+	ns.status = plan.Failed
+	// Nothing cairn writes about the node shows a sensitive value (a node
+	// that failed before it ran has not listed them yet).
+	if ns.secrets == nil && ns.spec != nil {
+		ns.secrets = plan.SensitiveStrings(ns.spec.Args)
+	}
+	ns.message = process.RedactSecrets(ns.message, ns.secrets)
+	a.res.Failed++
+	a.setFinal(ns)
+	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
+	f.NoOutput = ns.logs[1] != "" && len(f.Logs) == 0
+	f.Refused, f.NoResume = ns.refused, ns.noResume
+	if ns.res != nil {
+		f.Tail = process.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
+	}
+	a.res.Failures = append(a.res.Failures, f)
+	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
+	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
+	a.emitJSON(ns, "failed")
+	if !ns.released {
+		a.finish(ns) // a released node's downstreams were made ready already
+	}
+}
+
+func (a *applier) skip(ns *nodeState, why string) {
+	ns.status = plan.Skipped
+	ns.message = why
+	ns.class = plan.FailUpstream
+	a.res.Skipped++
+	a.setFinal(ns)
+	_ = a.j.Note(runlog.Entry{T: runlog.Skipped, Node: ns.n.Addr, Message: why})
+	a.line(ns, "-", "skipped: "+why)
+	a.emitJSON(ns, "skipped")
+	a.finish(ns)
+}
+
+// checkPost evaluates postconditions with self bound to the node; a false
+// condition fails the node with its error_message.
+func (a *applier) checkPost(ns *nodeState) bool {
+	self := func() cty.Value { return a.finalInstance(ns) }
+	msg, _ := a.g.EvalPostconditions(ns.n, self, a.instance)
+	if msg == "" {
+		return true
+	}
+	a.undoSuccess(ns)
+	a.fail(ns, failclass.Postcondition, msg)
+	return false
+}
+
+func (a *applier) undoSuccess(ns *nodeState) {
+	switch ns.status {
+	case plan.OK:
+		a.res.Ran--
+	case plan.Cached:
+		a.res.Cached--
+	}
+}
+
+// setFinal marks a node as having reached a final state; its instance
+// object is built when an expression first needs it.
+func (a *applier) setFinal(ns *nodeState) {
+	ns.final = true
+	ns.inst = cty.NilVal
+}
+
+// finalInstance is the instance object of a node in a final state.
+func (a *applier) finalInstance(ns *nodeState) cty.Value {
+	if ns.inst == cty.NilVal {
+		ns.inst = a.finishedInstance(ns)
+	}
+	return ns.inst
+}
+
+// finishedInstance is the instance object of a node that reached a final
+// state.
+func (a *applier) finishedInstance(ns *nodeState) cty.Value {
+	status := ns.status
+	if status == plan.Cached {
+		status = plan.OK
+	}
+	if ns.record != nil || ns.res == nil && ns.launch == nil {
+		return plan.InstanceObject(ns.n, ns.record, status, ns.class, ns.message, ns.key)
+	}
+	// It ran (or was admitted to its batch) and failed: no record.
+	started, exit := ns.started, cty.NullVal(cty.Number)
+	dur, rss, gpuMiB := cty.NumberFloatVal(0), cty.NumberFloatVal(0), cty.NumberFloatVal(0)
+	if r := ns.res; r != nil {
+		started = r.Started
+		if r.ExitCode >= 0 {
+			exit = cty.NumberIntVal(int64(r.ExitCode))
+		}
+		dur = cty.NumberFloatVal(r.Ended.Sub(r.Started).Seconds())
+		rss, gpuMiB = cty.NumberFloatVal(r.PeakRSSMiB), cty.NumberFloatVal(r.PeakGPUMiB)
+	}
+	return plan.NodeInstance(ns.n, cty.NullVal(cty.DynamicPseudoType), exit, dur, rss, gpuMiB,
+		plan.LaunchValue(a.runID, started, ns.launchRecord()), status, ns.class, ns.message, ns.key)
+}

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// nodeRuntime is the stages.Runtime of one running node.
+type nodeRuntime struct {
+	a  *applier
+	ns *nodeState
+}
+
+func (r *nodeRuntime) Root() string { return r.a.g.Root }
+
+// Progress implements stages.ProgressReporter: the live display shows the
+// line beside the running node.
+func (r *nodeRuntime) Progress(line string) {
+	r.a.mu.Lock()
+	r.ns.progress = line
+	r.a.mu.Unlock()
+}
+
+func (r *nodeRuntime) CacheDir() string { return r.a.cache.Dir }
+
+func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
+
+func (r *nodeRuntime) OutDir() string { return r.a.scratchFor(r.ns) }
+
+// Replacing implements stages.Replacer: --replace names the node or one of
+// its upstreams.
+func (r *nodeRuntime) Replacing() bool {
+	seen := map[int]bool{}
+	var walk func(n *plan.Node) bool
+	walk = func(n *plan.Node) bool {
+		if r.a.opts.Replace[n.Addr] {
+			return true
+		}
+		for _, d := range n.Deps {
+			if !seen[d] {
+				seen[d] = true
+				if walk(r.a.g.Nodes[d]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(r.ns.n)
+}
+
+// ReplaceCommand implements stages.Replacer: this apply's arguments, with
+// --replace naming the node, each quoted for a POSIX shell where it needs
+// it.
+func (r *nodeRuntime) ReplaceCommand() string {
+	args := append(slices.Clone(r.a.opts.Args), "--replace", r.ns.n.Addr)
+	for i, a := range args {
+		if a == "" || strings.ContainsFunc(a, func(c rune) bool {
+			return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", c)
+		}) {
+			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return "cairn " + strings.Join(args, " ")
+}
+
+// NodeStarted implements stages.Journaler. The record names cairn's own
+// pid and no process group: the node's processes die with cairn.
+func (r *nodeRuntime) NodeStarted(logs ...string) error {
+	a, ns := r.a, r.ns
+	if len(logs) > 0 {
+		ns.logs = [2]string{"", logs[len(logs)-1]}
+	}
+	err := a.j.Write(runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: os.Getpid(), Logs: logs})
+	a.line(ns, ">", "started")
+	return err
+}
+
+// JournalItems implements stages.Journaler: one "charged" record per
+// item stored by the node.
+func (r *nodeRuntime) JournalItems(recs []stages.ItemRecord) error {
+	es := make([]runlog.Entry, len(recs))
+	for i, rec := range recs {
+		es[i] = runlog.Entry{T: runlog.Charged, Node: r.ns.n.Addr, Attempt: r.ns.attempts, Item: rec.Item, Key: rec.Key, Count: rec.Charged}
+	}
+	return r.a.j.WriteBatch(es)
+}
+
+// Exec implements stages.Runtime.
+func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result, error) {
+	a, ns := r.a, r.ns
+	c := ns.spec.Common
+	stem := runlog.LogStem(a.j.Dir, ns.logName(ns.attempts))
+	stdout, stderr := stem+".out", stem+".err"
+	if p.Stdout != "" {
+		stdout = p.Stdout
+	}
+	if p.Stderr != "" {
+		stderr = p.Stderr
+	}
+	named := p.Stdout != "" || p.Stderr != ""
+	if ns.batchLogDir != "" && p.LogName != "" && ns.lease != nil {
+		stem := filepath.Join(ns.batchLogDir, fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName))
+		stdout, stderr = stem+".out", stem+".err"
+		named = true
+	}
+	if err := a.ensureDir(filepath.Dir(stdout)); err != nil {
+		return nil, err
+	}
+	ns.logs = [2]string{stdout, stderr}
+	env := os.Environ()
+	env = append(env,
+		"CAIRN_RUN_ID="+a.runID,
+		"CAIRN_NODE="+ns.n.Addr,
+		"CAIRN_NODE_KEY="+ns.key,
+		"CAIRN_OUT_DIR="+r.OutDir(),
+		fmt.Sprintf("CAIRN_ATTEMPT=%d", ns.attempts),
+		"CAIRN_WORKSPACE="+a.g.Root,
+	)
+	var gpus []int
+	if ns.lease != nil {
+		gpus = ns.lease.Devices
+		env = append(env, a.opts.GPUs.ChildEnv(gpus)...)
+	} else if c.GPUs == 0 {
+		// A node that leased no GPU sees none.
+		env = append(env, "CUDA_VISIBLE_DEVICES=")
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		env = append(env, k+"="+p.Env[k])
+	}
+	var inherit []*os.File
+	if ns.locked != nil {
+		inherit = append(inherit, ns.locked.File())
+	}
+	if ns.lease != nil {
+		inherit = append(inherit, ns.lease.Files()...)
+	}
+	spec := &executor.Spec{
+		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
+		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
+		Timeout: c.Timeout, CPUs: c.CPUs, MemMiB: c.MemMiB, KillGrace: c.KillGrace,
+		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
+		Started: func(ref process.JobRef) {
+			testKillAfterStart()
+			stdout, stderr := executor.JobLogs(ref, stdout, stderr)
+			ns.logs = [2]string{stdout, stderr}
+			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: append([]string{stdout, stderr}, p.Logs...)}
+			if pid, pgid, tick, ok := executor.LocalProcess(ref); ok {
+				e.PID, e.PGID, e.ProcTick = pid, pgid, tick
+			}
+			if ns.n.Stage.OnInterrupt == "fail" {
+				// After a power loss too, the node must show as
+				// interrupted, so that it is not rerun silently.
+				_ = a.j.Write(e)
+			} else {
+				_ = a.j.WriteUnsynced(e)
+			}
+			detail := "started (" + executor.Describe(ref)
+			if len(gpus) > 0 {
+				detail += fmt.Sprintf(", GPU %s", intsString(gpus))
+			}
+			a.line(ns, ">", detail+")")
+		},
+		Notice: func(n executor.Notice) { a.notice(ns, n) },
+		Local:  executor.LocalSpec{Inherit: inherit},
+	}
+	if a.opts.GPUs != nil {
+		spec.Local.Sample = delayedSampler(a.opts.GPUs.Sampler(gpus))
+	} else {
+		spec.Local.Sample = delayedSampler(func(pid int) func() gpu.Peaks {
+			s := gpu.StartSampler(context.Background(), pid, gpu.SampleInterval(), nil, nil)
+			return s.Stop
+		})
+	}
+	job, err := a.opts.Executor.Submit(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	// The job is cancelled when ctx ends (Submit's contract): wait for
+	// its end all the same, to know how it ended.
+	return job.Wait(context.WithoutCancel(ctx))
+}
+
+// WorkerLauncher implements stages.WorkerStarter: an evaluation's workers
+// start through the apply's executor.
+func (r *nodeRuntime) WorkerLauncher() process.Launcher { return r.a.opts.Executor }
+
+// delayedSampler starts sampling one interval after the process starts:
+// a process that ends sooner (most short nodes) costs no scan of /proc,
+// and its peak comes from the kernel's rusage figure, which the executor
+// always adds.
+func delayedSampler(start func(pid int) func() gpu.Peaks) func(pid int) func() gpu.Peaks {
+	return func(pid int) func() gpu.Peaks {
+		var (
+			mu      sync.Mutex
+			stop    func() gpu.Peaks
+			stopped bool
+		)
+		t := time.AfterFunc(gpu.SampleInterval(), func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !stopped {
+				stop = start(pid)
+			}
+		})
+		return func() gpu.Peaks {
+			t.Stop()
+			mu.Lock()
+			defer mu.Unlock()
+			stopped = true
+			if stop == nil {
+				return gpu.Peaks{}
+			}
+			return stop()
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/process"
+)
+
+// launch starts a node's worker goroutine.
+func (a *applier) launch(ns *nodeState) {
+	ns.status = plan.Running
+	a.sched.run(ns)
+	ns.started = time.Now()
+	a.mu.Lock()
+	ns.progress = ""
+	a.mu.Unlock()
+	if a.mayRelease(ns) {
+		ns.persisted = make(chan struct{})
+	}
+	var w *worker
+	if n := len(a.idle); n > 0 {
+		w, a.idle = a.idle[n-1], a.idle[:n-1]
+	} else {
+		w = &worker{in: make(chan *nodeState, 1)}
+		a.workers = append(a.workers, w)
+		go a.work(w)
+	}
+	ns.worker = w
+	w.in <- ns // never blocks: w is idle, its one place empty
+}
+
+// worker is a goroutine that executes nodes (applier.work).
+type worker struct{ in chan *nodeState }
+
+// work executes the nodes handed to w, reporting each one's end, until in
+// is closed.
+func (a *applier) work(w *worker) {
+	for ns := range w.in {
+		ev := a.execute(ns)
+		ev.id, ev.kind = ns.n.ID, evDone
+		a.events <- ev
+	}
+}
+
+// yieldInChain lets the loop run now on this worker's thread, after the
+// worker released ns (evSettled), when ns is the only node in flight and
+// the last upstream of a downstream: the loop can start that downstream,
+// and nothing else runs meanwhile (a chain). The event readied the loop on
+// this thread's run queue, where another thread takes it only once woken
+// (tens of µs later on a small virtual machine), or this thread once the
+// worker blocks, after writing the node's record: the downstream would
+// wait for the record after all. Where other nodes run, the CPUs are busy
+// with them, and a yield (which wakes another thread) costs more than it
+// gains. The counts are the loop's, read as they stand.
+func (a *applier) yieldInChain(ns *nodeState) {
+	if a.sched.inFlightN.Load() != 1 {
+		return
+	}
+	for _, d := range ns.n.Downs {
+		if a.nodes[d].waiting.Load() == 1 {
+			runtime.Gosched()
+			return
+		}
+	}
+}
+
+// noteFinished journals a node's end once its record is in the cache.
+func (a *applier) noteFinished(ns *nodeState, rec *store.Record) {
+	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts})
+}
+
+// execute runs a node with retries and commits its record. It runs on a
+// worker goroutine and touches only its own node's state.
+func (a *applier) execute(ns *nodeState) event {
+	if ns.persisted != nil {
+		defer close(ns.persisted)
+	}
+	retry := ns.n.Stage.Retry
+	for {
+		ns.attempts++
+		ns.class, ns.message, ns.runCounts = "", "", nil
+		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
+		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
+		ns.ended = time.Now()
+		if err != nil {
+			ns.class, ns.message = failclass.Setup, plan.OneLine(err.Error())
+		} else {
+			ns.res = out.Proc
+			ns.class, ns.message, ns.runCounts = out.Class, out.Message, out.RunCounts
+			ns.refused, ns.noResume = out.Refused, out.NoResume
+			if ns.class == "" {
+				var since time.Time
+				if out.Proc != nil {
+					since = out.Proc.Started
+				}
+				if msg := marks.check(since); msg != "" {
+					ns.class, ns.message = failclass.Result, msg
+				}
+			}
+			if ns.class == "" {
+				if (retry == nil || ns.attempts > retry.Max) && (ns.persisted == nil || a.sched.cpuQueued.Load() > 0) {
+					// No process of this node runs again: its CPU
+					// slot can go to the next node while the outputs
+					// are stored and synced. A node that may be
+					// released frees it with evSettled, once its
+					// outputs are stored, where no node waits for a
+					// slot now: one event less to wake the loop for.
+					a.events <- event{id: ns.n.ID, kind: evExited}
+				}
+				rec, class, msg := a.settle(ns, out)
+				if class == "" && ns.persisted != nil {
+					// Its downstreams may start now: the loop reads
+					// the node's state from here on, and a record that
+					// cannot be written fails the node through the
+					// event, without a retry.
+					ns.record = rec
+					a.events <- event{id: ns.n.ID, kind: evSettled}
+					a.yieldInChain(ns)
+					if class, msg := a.persist(ns, rec); class != "" {
+						ns.persistFailed = true
+						return event{class: class, message: msg}
+					}
+					a.noteFinished(ns, rec)
+					return event{}
+				}
+				if class == "" {
+					class, msg = a.persist(ns, rec)
+				}
+				if class != "" {
+					ns.class, ns.message = class, msg
+				} else {
+					ns.record = rec
+					a.noteFinished(ns, rec)
+					return event{}
+				}
+			}
+		}
+		marks.release()
+		if ns.class == failclass.Interrupted || retry == nil || ns.attempts > retry.Max || !slices.Contains(retry.On, ns.class) {
+			return event{}
+		}
+		ns.message = process.RedactSecrets(ns.message, ns.secrets)
+		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
+		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
+	}
+}
