@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 )
 
 // Batch states: a batch's state in its journal record, and the word in its
-// row of a waves stage's ledger table (see ledger.go).
+// row of a waves stage's ledger table (stages.Ledger).
 const (
 	BatchRunning     = "RUNNING"
 	BatchDone        = "DONE"
@@ -501,4 +502,96 @@ func writeBatchLock(lk *flock.Flock, b *runlog.Batch, runID string) {
 	info := batchLockInfo{RunID: runID, PID: os.Getpid(), Start: b.Start, Stage: b.Stage, Variants: b.Variants}
 	data, _ := json.Marshal(info)
 	_ = os.WriteFile(lk.Path(), append(data, '\n'), 0o666)
+}
+
+// The batch ledger (stages.Ledger) is the markdown file a waves stage names
+// in `ledger`: a batch's row is added when it starts and its state set when
+// it ends, with a line per failed variant.
+
+func ledgerPath(a *applier, g *batchGroup) string {
+	p := g.policy.Ledger
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(a.g.Root, p)
+	}
+	return p
+}
+
+// ledgerNotice says once which sections cairn added to the ledger.
+func ledgerNotice(a *applier, path string, existed bool, added []string) {
+	if len(added) == 0 {
+		return
+	}
+	rel := relTo(a.g.Root, path)
+	if !existed {
+		a.printf("  ledger: created %s with the sections %q and %q\n", rel, stages.LedgerBatches, stages.LedgerErrors)
+		return
+	}
+	a.printf("  ledger: added %s to %s\n", strings.Join(quoteAll(added), " and "), rel)
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%q", x)
+	}
+	return out
+}
+
+func ledgerStart(a *applier, g *batchGroup) {
+	b := g.batch
+	row := stages.LedgerRow(b.Tag, b.ID, b.Start, relTo(a.g.Root, b.LogDir), b.Variants, BatchRunning)
+	path := ledgerPath(a, g)
+	_, statErr := os.Stat(path)
+	added, err := stages.Ledger{Path: path}.AddRow(row)
+	if err != nil {
+		a.printf("warning: cannot update the ledger %s: %s\n", g.policy.Ledger, err)
+		return
+	}
+	ledgerNotice(a, path, statErr == nil, added)
+}
+
+// ledgerInterrupted marks the rows of the batches a dead run left RUNNING
+// as INTERRUPTED.
+func ledgerInterrupted(entries []runlog.Entry) error {
+	last := map[string]*runlog.Batch{}
+	var order []string
+	for _, e := range entries {
+		if e.T == runlog.BatchEvent && e.Batch != nil {
+			if last[e.Batch.ID] == nil {
+				order = append(order, e.Batch.ID)
+			}
+			last[e.Batch.ID] = e.Batch
+		}
+	}
+	var errs []error
+	for _, id := range order {
+		b := last[id]
+		if b.State != BatchRunning || b.Ledger == "" {
+			continue
+		}
+		if _, err := os.Stat(b.Ledger); err != nil {
+			continue // moved or removed since: nothing to mark
+		}
+		_, err := stages.Ledger{Path: b.Ledger}.SetState(id, BatchRunning, BatchInterrupted, nil)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func ledgerEnd(a *applier, g *batchGroup) {
+	b := g.batch
+	var errs []string
+	for _, id := range g.order {
+		ns := a.nodes[id]
+		if ns.status == plan.Failed || ns.class != "" {
+			errs = append(errs, stages.LedgerError(time.Now(), b.Tag, b.ID, ns.n.Inst.Key, ns.class, ns.message))
+		}
+	}
+	path := ledgerPath(a, g)
+	_, statErr := os.Stat(path)
+	added, err := stages.Ledger{Path: path}.SetState(b.ID, BatchRunning, b.State, errs)
+	ledgerNotice(a, path, statErr == nil, added)
+	if err != nil {
+		a.printf("warning: cannot update the ledger %s: %s\n", g.policy.Ledger, err)
+	}
 }

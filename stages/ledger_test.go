@@ -1,4 +1,4 @@
-package engine
+package stages
 
 import (
 	"os"
@@ -62,21 +62,21 @@ func TestLedgerRowsGoIntoSection1sTable(t *testing.T) {
 
 func TestEditLedgerCreatesTheSeedsSections(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "algorithm_scientist", "memory.md")
-	added, err := editLedger(path, func(s string) string { return insertAfterTable(s, isBatchesHeading, "| row |") })
+	added, err := Ledger{Path: path}.AddRow("| row |")
 	require.NoError(t, err)
-	assert.Equal(t, []string{ledgerBatches, ledgerErrors}, added)
+	assert.Equal(t, []string{LedgerBatches, LedgerErrors}, added)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.Equal(t, ledgerBatches+"\n\n"+ledgerHeader+"\n| row |\n\n"+ledgerErrors+"\n\n", string(b))
+	assert.Equal(t, LedgerBatches+"\n\n"+ledgerHeader+"\n| row |\n\n"+LedgerErrors+"\n\n", string(b))
 
 	// Nothing is added the second time.
-	added, err = editLedger(path, func(s string) string { return s })
+	added, err = Ledger{Path: path}.edit(func(s string) string { return s })
 	require.NoError(t, err)
 	assert.Empty(t, added)
 
 	// A file with section 1 only gets section 4 at its end.
 	require.NoError(t, os.WriteFile(path, []byte("# notes\n\n## 1. In-flight batches\n"), 0o644))
-	added, err = editLedger(path, func(s string) string { return s })
+	added, err = Ledger{Path: path}.edit(func(s string) string { return s })
 	require.NoError(t, err)
-	assert.Equal(t, []string{ledgerErrors}, added)
+	assert.Equal(t, []string{LedgerErrors}, added)
 }

@@ -1,7 +1,6 @@
-package engine
+package stages
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,42 +9,67 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
-// The batch ledger is the markdown file a waves stage names in `ledger`
-// (the user's memory file): cairn keeps a RUNNING row under "In-flight
+// A Ledger is the markdown file a waves stage names in `ledger` (the
+// user's memory file): the engine keeps a RUNNING row under "In-flight
 // batches" when a batch starts, its state updated when it ends, and each
-// failed variant logged under "Errors".
-const (
-	ledgerBatches = "## 1. In-flight batches"
-	ledgerErrors  = "## 4. Errors"
-	ledgerHeader  = "| tag | batch_id | started (UTC) | log_dir | variants | state |\n|---|---|---|---|---|---|"
-)
-
-func ledgerPath(a *applier, g *batchGroup) string {
-	p := g.policy.Ledger
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(a.g.Root, p)
-	}
-	return p
+// failed variant logged under "Errors" (docs/language.md, the waves kind).
+type Ledger struct {
+	Path string
 }
 
-// editLedger rewrites the ledger under a lock. A missing file is created
+// The sections a ledger is given when it lacks them.
+const (
+	LedgerBatches = "## 1. In-flight batches"
+	LedgerErrors  = "## 4. Errors"
+	ledgerHeader  = "| tag | batch_id | started (UTC) | log_dir | variants | state |\n|---|---|---|---|---|---|"
+	ledgerTime    = "2006-01-02 15:04:05"
+)
+
+// LedgerRow is a batch's row in the table of in-flight batches.
+func LedgerRow(tag, batchID string, start time.Time, logDir string, variants []string, state string) string {
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", tag, batchID, start.Format(ledgerTime), logDir, strings.Join(variants, ","), state)
+}
+
+// LedgerError is a failed variant's line in the errors section.
+func LedgerError(at time.Time, tag, batchID, variant, class, message string) string {
+	return fmt.Sprintf("- %s UTC %s %s variant %s failed (%s): %s", at.UTC().Format(ledgerTime), tag, batchID, variant, class, message)
+}
+
+// AddRow adds row at the end of the table of in-flight batches. It
+// returns the sections it had to add, for a one-line notice.
+func (l Ledger) AddRow(row string) (added []string, err error) {
+	return l.edit(func(s string) string { return insertAfterTable(s, isBatchesHeading, row) })
+}
+
+// SetState changes the state of the batch's rows in state from to to, and
+// adds errLines at the end of the errors section. It returns the sections
+// it had to add, for a one-line notice.
+func (l Ledger) SetState(batchID, from, to string, errLines []string) (added []string, err error) {
+	return l.edit(func(s string) string {
+		s = setRowState(s, batchID, from, to)
+		if len(errLines) > 0 {
+			s = appendToSection(s, isErrorsHeading, errLines)
+		}
+		return s
+	})
+}
+
+// edit rewrites the ledger under a lock. A missing file is created
 // with both sections, and a file without one of them gets it at its end;
 // what was added is returned, for a one-line notice.
-func editLedger(path string, edit func(string) string) (added []string, err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+func (l Ledger) edit(edit func(string) string) (added []string, err error) {
+	if err := os.MkdirAll(filepath.Dir(l.Path), 0o755); err != nil {
 		return nil, err
 	}
-	lk := flock.New(path + ".lock")
+	lk := flock.New(l.Path + ".lock")
 	if err := lk.Lock(); err != nil {
 		return nil, err
 	}
 	defer lk.Unlock()
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(l.Path)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
@@ -56,15 +80,15 @@ func editLedger(path string, edit func(string) string) (added []string, err erro
 		if s != "" {
 			s += "\n\n"
 		}
-		s += ledgerBatches + "\n\n" + ledgerHeader + "\n"
-		added = append(added, ledgerBatches)
+		s += LedgerBatches + "\n\n" + ledgerHeader + "\n"
+		added = append(added, LedgerBatches)
 	}
 	if at, _ := findSection(strings.Split(s, "\n"), isErrorsHeading...); at < 0 {
-		s = strings.TrimRight(s, "\n") + "\n\n" + ledgerErrors + "\n\n"
-		added = append(added, ledgerErrors)
+		s = strings.TrimRight(s, "\n") + "\n\n" + LedgerErrors + "\n\n"
+		added = append(added, LedgerErrors)
 	}
 	s = edit(s)
-	return added, atomicfile.Write(path, []byte(s), false)
+	return added, atomicfile.Write(l.Path, []byte(s), false)
 }
 
 // headingLevel is the level of a markdown heading line ("## x" is 2), or 0.
@@ -169,99 +193,13 @@ func appendToSection(s string, match []func(string) bool, add []string) string {
 	return strings.Join(append(out, rest...), "\n")
 }
 
-// ledgerNotice says once what editLedger added to the ledger.
-func ledgerNotice(a *applier, path string, existed bool, added []string) {
-	if len(added) == 0 {
-		return
-	}
-	rel := relTo(a.g.Root, path)
-	if !existed {
-		a.printf("  ledger: created %s with the sections %q and %q\n", rel, ledgerBatches, ledgerErrors)
-		return
-	}
-	a.printf("  ledger: added %s to %s\n", strings.Join(quoteAll(added), " and "), rel)
-}
-
-func quoteAll(xs []string) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = fmt.Sprintf("%q", x)
-	}
-	return out
-}
-
-func ledgerStart(a *applier, g *batchGroup) {
-	b := g.batch
-	row := fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", b.Tag, b.ID, b.Start.Format("2006-01-02 15:04:05"), relTo(a.g.Root, b.LogDir), strings.Join(b.Variants, ","), BatchRunning)
-	path := ledgerPath(a, g)
-	_, statErr := os.Stat(path)
-	added, err := editLedger(path, func(s string) string { return insertAfterTable(s, isBatchesHeading, row) })
-	if err != nil {
-		a.printf("warning: cannot update the ledger %s: %s\n", g.policy.Ledger, err)
-		return
-	}
-	ledgerNotice(a, path, statErr == nil, added)
-}
-
-// setRowState changes the state of a batch's RUNNING row.
-func setRowState(s, batchID, state string) string {
+// setRowState changes the state of a batch's rows in state from to to.
+func setRowState(s, batchID, from, to string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		if strings.Contains(l, "| "+batchID+" |") && strings.Contains(l, "| "+BatchRunning+" |") {
-			lines[i] = strings.Replace(l, "| "+BatchRunning+" |", "| "+state+" |", 1)
+		if strings.Contains(l, "| "+batchID+" |") && strings.Contains(l, "| "+from+" |") {
+			lines[i] = strings.Replace(l, "| "+from+" |", "| "+to+" |", 1)
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// ledgerInterrupted marks the rows of the batches a dead run left RUNNING
-// as INTERRUPTED.
-func ledgerInterrupted(entries []runlog.Entry) error {
-	last := map[string]*runlog.Batch{}
-	var order []string
-	for _, e := range entries {
-		if e.T == runlog.BatchEvent && e.Batch != nil {
-			if last[e.Batch.ID] == nil {
-				order = append(order, e.Batch.ID)
-			}
-			last[e.Batch.ID] = e.Batch
-		}
-	}
-	var errs []error
-	for _, id := range order {
-		b := last[id]
-		if b.State != BatchRunning || b.Ledger == "" {
-			continue
-		}
-		if _, err := os.Stat(b.Ledger); err != nil {
-			continue // moved or removed since: nothing to mark
-		}
-		_, err := editLedger(b.Ledger, func(s string) string { return setRowState(s, id, BatchInterrupted) })
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-func ledgerEnd(a *applier, g *batchGroup) {
-	b := g.batch
-	var errs []string
-	for _, id := range g.order {
-		ns := a.nodes[id]
-		if ns.status == plan.Failed || ns.class != "" {
-			errs = append(errs, fmt.Sprintf("- %s UTC %s %s variant %s failed (%s): %s", time.Now().UTC().Format("2006-01-02 15:04:05"), b.Tag, b.ID, ns.n.Inst.Key, ns.class, ns.message))
-		}
-	}
-	path := ledgerPath(a, g)
-	_, statErr := os.Stat(path)
-	added, err := editLedger(path, func(s string) string {
-		s = setRowState(s, b.ID, b.State)
-		if len(errs) > 0 {
-			s = appendToSection(s, isErrorsHeading, errs)
-		}
-		return s
-	})
-	ledgerNotice(a, path, statErr == nil, added)
-	if err != nil {
-		a.printf("warning: cannot update the ledger %s: %s\n", g.policy.Ledger, err)
-	}
 }
