@@ -26,7 +26,7 @@ build:
 # The simulated workloads of the demo and the end-to-end tests (stand-ins
 # for the real preflight, RULER and AIME24 scripts; see pipelines/README.md).
 sim:
-	$(GO) build -o $(BIN)/sim/ ./testdata/simwork/... ./cmd/cairn-sim-model
+	$(GO) build -o $(BIN)/sim/ ./sim/work/... ./cmd/cairn-sim-model
 
 vet:
 	$(GO) vet ./...

@@ -25,8 +25,8 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages"
-	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
 
 // The documents are checked against the real cairn binary, built once.

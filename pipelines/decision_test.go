@@ -26,7 +26,7 @@ import (
 // The decision protocol end to end: pipelines/memory_decision.hcl on the
 // fixture protocol of testdata/decision (seed 003's protocol with its pins
 // replaced by the digests of the fixture files beside it, and an 8-second
-// process timeout), the SIMULATED training job testdata/simwork/train, and
+// process timeout), the SIMULATED training job sim/work/train, and
 // ten simulated GPUs, so that the protocol's cap (4 allocations of 2 GPUs)
 // binds, not the GPUs.
 

@@ -24,7 +24,7 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
-	"github.com/cairn-run/cairn/pipelines/simlib"
+	"github.com/cairn-run/cairn/sim/simlib"
 )
 
 // The end-to-end tests run pipelines/aime24_batch.hcl through the real
@@ -63,7 +63,7 @@ func build(dir string) error {
 		goBin = "/usr/local/go/bin/go"
 	}
 	cmd := exec.Command(goBin, "build", "-o", dir+string(os.PathSeparator),
-		"./cmd/cairn", "./cmd/cairn-sim-model", "./testdata/simwork/preflight", "./testdata/simwork/ruler", "./testdata/simwork/aime24", "./testdata/simwork/train")
+		"./cmd/cairn", "./cmd/cairn-sim-model", "./sim/work/preflight", "./sim/work/ruler", "./sim/work/aime24", "./sim/work/train")
 	cmd.Dir = ".."
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/stages/items/simmodel"
+	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
 // The optimizer tests run pipelines/optimizer_grid.hcl through the real

@@ -1,6 +1,6 @@
 # Simulated tools for pipelines/aime24_batch.hcl: stand-ins for
 # check_engine_config, run_ruler.py and run_submission_aime24.py that need no
-# GPU and no Python (pipelines/simlib; `make sim` builds them into bin/sim/).
+# GPU and no Python (sim/simlib; `make sim` builds them into bin/sim/).
 # Their results are SIMULATED: deterministic functions of each config, marked
 # "simulated": true. Paths are relative to the workspace root, which must
 # hold bin/sim/ (`make demo` copies them into its workspace).

@@ -19,8 +19,8 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages/items"
-	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
 
 func strs(ss ...string) cty.Value {

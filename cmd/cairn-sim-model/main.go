@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/stages/items/simmodel"
+	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
 type modelList []string

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/stages/items/simmodel"
+	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
 func TestServeUntilSIGTERM(t *testing.T) {

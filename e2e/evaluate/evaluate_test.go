@@ -28,8 +28,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages/items"
-	"github.com/cairn-run/cairn/stages/items/simmodel"
 )
 
 // cairnBin is the cairn binary built for these tests.

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/stages/items/simmodel"
+	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
 const testModel = "sim-model"

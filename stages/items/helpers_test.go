@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/stages/items/simmodel"
+	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
 // The test binary doubles as the workers and evaluators the tests start:

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/stages/items/simmodel"
+	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
 // evaluator is an evaluation running in a child process (this test binary

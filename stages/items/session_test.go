@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/stages/items/simmodel"
+	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
 // A session's worker serves batch after batch, each of another bundle named

@@ -1,8 +1,8 @@
 // Command aime24 is a SIMULATED stand-in for algorithm_scientist/run_submission_aime24.py,
 // for running cairn's seed-000 pipelines on machines without GPUs. It reports
-// no real measurement. See package github.com/cairn-run/cairn/pipelines/simlib.
+// no real measurement. See package github.com/cairn-run/cairn/sim/simlib.
 package main
 
-import "github.com/cairn-run/cairn/pipelines/simlib"
+import "github.com/cairn-run/cairn/sim/simlib"
 
 func main() { simlib.Main(simlib.AIME24) }

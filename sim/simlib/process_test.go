@@ -179,7 +179,7 @@ func TestProcessConcurrentRunLog(t *testing.T) {
 	assert.Empty(t, pids, "one line per run")
 }
 
-// The thin mains under testdata/simwork build and carry the simulation
+// The thin mains under sim/work build and carry the simulation
 // notice in their usage.
 func TestSimworkMains(t *testing.T) {
 	if testing.Short() {
@@ -190,7 +190,7 @@ func TestSimworkMains(t *testing.T) {
 		t.Skip("no go toolchain on PATH")
 	}
 	bin := t.TempDir()
-	build := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "../../testdata/simwork/...")
+	build := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "../../sim/work/...")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 

@@ -99,16 +99,16 @@ func usage(program string) string {
 	switch program {
 	case Preflight:
 		return "usage: preflight CONFIG.json\n\n" +
-			"SIMULATED stand-in for check_engine_config(CONFIG) (cairn testdata/simwork).\n" +
+			"SIMULATED stand-in for check_engine_config(CONFIG) (cairn sim/work).\n" +
 			"Exits 0 when the config is valid, 1 with the problem on stderr otherwise.\n"
 	case Ruler:
 		return "usage: ruler --config submissions/<tag>/<name>.json\n\n" +
-			"SIMULATED stand-in for algorithm_scientist/run_ruler.py (cairn testdata/simwork).\n" +
+			"SIMULATED stand-in for algorithm_scientist/run_ruler.py (cairn sim/work).\n" +
 			"Needs CUDA_VISIBLE_DEVICES; writes summary_ruler_submissions/<tag>/<name>/latest.json\n" +
 			"with a simulated accuracy. No model runs and no GPU is used.\n"
 	case AIME24:
 		return "usage: aime24 --config submissions/<tag>/<name>.json\n\n" +
-			"SIMULATED stand-in for algorithm_scientist/run_submission_aime24.py (cairn testdata/simwork).\n" +
+			"SIMULATED stand-in for algorithm_scientist/run_submission_aime24.py (cairn sim/work).\n" +
 			"Needs CUDA_VISIBLE_DEVICES; writes summary_submissions/<tag>/<name>/<UTC time>__<hash>.json\n" +
 			"and latest.json with simulated metrics. No model runs and no GPU is used.\n"
 	}
@@ -419,7 +419,7 @@ func traceback(program, fn string) string {
 	return "Traceback (most recent call last):\n" +
 		fmt.Sprintf("  File %q, line 212, in <module>\n    main()\n", script) +
 		fmt.Sprintf("  File %q, line 187, in main\n    results = engine.%s(batch)\n", script, fn) +
-		"  [simulated traceback: cairn testdata/simwork]\n"
+		"  [simulated traceback: cairn sim/work]\n"
 }
 
 // writeJSONAtomic writes v as indented JSON to path through a temporary

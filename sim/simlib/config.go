@@ -11,8 +11,8 @@
 //	ruler  --config submissions/<tag>/<name>.json   algorithm_scientist/run_ruler.py
 //	aime24 --config submissions/<tag>/<name>.json   algorithm_scientist/run_submission_aime24.py
 //
-// The thin main packages live under testdata/simwork/ and are built with
-// `go build ./testdata/simwork/<name>`.
+// The thin main packages live under sim/work/ and are built with
+// `go build ./sim/work/<name>`.
 //
 // A config is a JSON object. The fields the simulated engine checks are
 // vortex_topk_val (an integer > 0) and vortex_topk_ratio (0 < r <= 1). An
