@@ -108,6 +108,11 @@ var forbidden = []importRule{
 		Why:  "an executor runs a spec, not a graph: it knows no plan, no journal and no stage kind (process holds what it shares with them)",
 	},
 	{
+		From: []string{"engine/memo/..."},
+		To:   []string{"engine", "engine/runlog/...", "engine/executor/...", "stages/..."},
+		Why:  "the up-to-date memo is a file format and a check over files and the cache's index: it knows no apply loop, no run journal, no executor and no stage kind (engine.BuildMemo hands it each node's result)",
+	},
+	{
 		From: []string{"..."},
 		To:   []string{"cmd/..."},
 		Why:  "the engine is a library the command line drives; nothing imports a command",

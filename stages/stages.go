@@ -49,7 +49,7 @@ type KeyExcluder interface {
 // PurePlanner is implemented by kinds whose plan-time work (attribute
 // checks, stage checks, key values, declared inputs) looks at nothing but
 // attribute values: no file, no clock, no environment. A pipeline made of
-// such kinds only can be remembered as up to date (engine.Memo) and
+// such kinds only can be remembered as up to date (engine/memo) and
 // checked later without being evaluated again.
 type PurePlanner interface {
 	PurePlan()

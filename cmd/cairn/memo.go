@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/memo"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
@@ -64,12 +65,12 @@ func (a *app) memoIdentity(args []string) string {
 }
 
 // upToDate returns the memo of identity when it still holds, or nil.
-func (a *app) upToDate(identity string) *engine.Memo {
+func (a *app) upToDate(identity string) *memo.Memo {
 	if identity == "" {
 		return nil
 	}
 	cache := a.cachePath()
-	m, err := engine.ReadMemo(engine.MemoPath(cache, identity))
+	m, err := memo.Read(memo.Path(cache, identity))
 	if err != nil || m.Identity != identity {
 		return nil
 	}
@@ -84,7 +85,7 @@ func (a *app) upToDate(identity string) *engine.Memo {
 }
 
 // applyUpToDate is `cairn apply` for a pipeline its memo vouches for.
-func (a *app) applyUpToDate(m *engine.Memo) (bool, error) {
+func (a *app) applyUpToDate(m *memo.Memo) (bool, error) {
 	// The GPUs are looked at only when set in the environment: what the
 	// full path would say of simulated ones (a bad value is for the full
 	// path to report); real ones need no word, and no driver call.
@@ -117,8 +118,8 @@ func (a *app) rememberUpToDate(identity string, p *plan.Plan, res *engine.ApplyR
 	if identity == "" {
 		return
 	}
-	path := engine.MemoPath(a.cachePath(), identity)
-	var m *engine.Memo
+	path := memo.Path(a.cachePath(), identity)
+	var m *memo.Memo
 	if !a.warned {
 		m, _ = engine.BuildMemo(p, res, cache, identity)
 	}

@@ -1,0 +1,508 @@
+// Package memo is the up-to-date memo: what an apply that ended well
+// depended on (files read, keys, outputs, inputs, how far the cache's index
+// was read), its file format under the cache's memo/ folder, and the check
+// that lets a later apply or plan skip evaluating the pipeline.
+package memo
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/nofollow"
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/storage/atomicfile"
+	"github.com/cairn-run/cairn/storage/wal"
+)
+
+// A Memo remembers that a pipeline, run with given arguments, was up to
+// date: every node taken from the cache or run, with nothing failed. It
+// lists everything the evaluation and the keys depended on — the files the
+// pipeline's evaluation read, each node's key, output files and input
+// digests, and how far the cache's index had been read — so that a later
+// apply or plan can tell, by looking at those files' stat information
+// alone, that evaluating the pipeline again would give the same keys and
+// find every one of them cached. It then skips the evaluation (see
+// docs/durability.md, "The up-to-date check").
+//
+// The check is conservative: anything it cannot vouch for sends cairn down
+// the full path, which is always right.
+type Memo struct {
+	Identity string
+	Pipeline string
+	Summary  string // the graph's one-line summary, for the header
+	// Sensitive names the sensitive variables, so that the journal's copy
+	// of the command line hides their values as a full apply does.
+	Sensitive []string
+	Index     Index
+	Files     []File
+	Nodes     []Node
+}
+
+// Index is how far the cache's index had been read when the memo was
+// made: records appended after Offset are looked at by the check.
+type Index struct {
+	Dev, Ino uint64
+	Offset   int64
+}
+
+// File is a file the evaluation read (or found absent).
+type File struct {
+	Path   string // absolute
+	Absent bool
+	Sig    fsdigest.Sig
+}
+
+// Node is one node, in the graph's order.
+type Node struct {
+	Addr, Key string
+	Outputs   []Output
+	Inputs    []Input
+}
+
+// Output is an output file as it was after the apply (not followed
+// through a link).
+type Output struct {
+	Path string // workspace-relative
+	Sig  fsdigest.Sig
+}
+
+// Input is an input of a node's key and its digest.
+type Input struct {
+	Path, Digest string // workspace-relative
+}
+
+const magic = "cairn-memo 1"
+
+// Path is where the memo of an identity is kept.
+func Path(cacheDir, identity string) string {
+	return filepath.Join(cacheDir, "memo", identity)
+}
+
+// A Result is how an apply ended for one node, as Build needs it.
+type Result struct {
+	Addr, Key string
+	// Ended is whether the node ran or was taken from the cache, with
+	// its record and key envelope at hand.
+	Ended  bool
+	Record *store.Record
+	Inputs map[string]string // the key envelope's inputs and their digests
+}
+
+// Build makes the memo of an apply that ended with every node of p's
+// graph run or taken from the cache (nodes, in the graph's order), or says
+// why there is none: a file changed too recently (or during the run) for
+// its stat information to be trusted later, or a node whose result cannot
+// be vouched for.
+func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo, string) {
+	g := p.Graph
+	m := &Memo{Identity: identity, Pipeline: p.Pipeline, Summary: g.Summary()}
+	for _, name := range g.Config.VarOrder {
+		if v := g.Config.Variables[name]; v != nil && v.Sensitive {
+			m.Sensitive = append(m.Sensitive, name)
+		}
+	}
+	reads, complete := g.Config.Reads.List()
+	if !complete {
+		return nil, "a file the pipeline read could not be looked at"
+	}
+	for _, r := range reads {
+		f := File{Path: r.Path, Absent: r.Info == nil}
+		now, err := os.Stat(r.Path)
+		if f.Absent {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, r.Path + " appeared during the run"
+			}
+		} else {
+			f.Sig = fsdigest.SigOf(r.Info)
+			switch {
+			case !f.Sig.Strong():
+				return nil, "this system's stat information cannot vouch for files"
+			case f.Sig.Racy(r.At):
+				return nil, r.Path + " changed moments before it was read"
+			case err != nil || fsdigest.SigOf(now) != f.Sig:
+				return nil, r.Path + " changed during the run"
+			}
+		}
+		m.Files = append(m.Files, f)
+	}
+	if err := c.Refresh(); err != nil {
+		return nil, "the cache's index cannot be read"
+	}
+	fi, off := c.IndexState()
+	if fi == nil {
+		return nil, "the cache has no index"
+	}
+	isig := fsdigest.SigOf(fi)
+	m.Index = Index{Dev: isig.Dev, Ino: isig.Ino, Offset: off}
+	at := time.Now()
+	for _, ns := range nodes {
+		if !ns.Ended || ns.Record == nil || ns.Key == "" {
+			return nil, ns.Addr + " has no result"
+		}
+		mn := Node{Addr: ns.Addr, Key: ns.Key}
+		for _, rel := range slices.Sorted(maps.Keys(ns.Record.Outputs)) {
+			full := filepath.Join(g.Root, rel)
+			before, err := fsdigest.LstatSig(full)
+			switch {
+			case err != nil || fs.FileMode(before.Mode)&fs.ModeType != 0:
+				return nil, "output " + rel + " is not a regular file"
+			case !before.Strong() || before.Racy(at):
+				return nil, "output " + rel + " was written moments ago"
+			}
+			// The digest the stat cache holds for exactly this file; else
+			// the file is read, and must not change meanwhile.
+			d, known := c.Stat.Known(full, before)
+			if !known {
+				d, err = c.Stat.File(full)
+				if after, aerr := fsdigest.LstatSig(full); err != nil || aerr != nil || after != before {
+					return nil, "output " + rel + " changed while it was checked"
+				}
+			}
+			if d != ns.Record.Outputs[rel] {
+				return nil, "output " + rel + " does not hold its cached content"
+			}
+			mn.Outputs = append(mn.Outputs, Output{Path: rel, Sig: before})
+		}
+		for _, rel := range slices.Sorted(maps.Keys(ns.Inputs)) {
+			mn.Inputs = append(mn.Inputs, Input{Path: rel, Digest: ns.Inputs[rel]})
+		}
+		m.Nodes = append(m.Nodes, mn)
+	}
+	// The index's last word on each key is what this run used. (Checked
+	// last: a record this run wrote is decoded again, and the checks above
+	// turn most runs that ran something away first.)
+	for _, ns := range nodes {
+		same, known := c.Holds(ns.Key, ns.Record)
+		if !known {
+			cur, ok := c.Lookup(ns.Key)
+			same = ok && cur.OutputDigest == ns.Record.OutputDigest
+		}
+		if !same {
+			return nil, ns.Addr + "'s record changed during the run"
+		}
+	}
+	return m, ""
+}
+
+// Write stores the memo at path, atomically.
+func (m *Memo) Write(path string) error {
+	return atomicfile.Write(path, m.encode(), false)
+}
+
+// encode is the memo's text, as Write stores it.
+func (m *Memo) encode() []byte {
+	b := make([]byte, 0, 160*(len(m.Nodes)+len(m.Files))+256)
+	// line writes "word [first ]last": first is written when fields holds
+	// it, even empty, so that the reader finds it in its place; last is
+	// the rest of the line (see appendString).
+	line := func(word string, fields ...string) {
+		b = append(b, word...)
+		for _, f := range fields[:len(fields)-1] {
+			b = append(b, ' ')
+			b = append(b, f...)
+		}
+		b = append(b, ' ')
+		b = appendString(b, fields[len(fields)-1])
+		b = append(b, '\n')
+	}
+	b = fmt.Appendf(b, "%s\nidentity %s\n", magic, m.Identity)
+	line("pipeline", m.Pipeline)
+	line("summary", m.Summary)
+	b = fmt.Appendf(b, "index %d %d %d\n", m.Index.Dev, m.Index.Ino, m.Index.Offset)
+	for _, name := range m.Sensitive {
+		line("sensitive", name)
+	}
+	for _, f := range m.Files {
+		sig := "absent"
+		if !f.Absent {
+			sig = f.Sig.String()
+		}
+		line("file", sig, f.Path)
+	}
+	for _, n := range m.Nodes {
+		line("node", n.Key, n.Addr)
+		for _, o := range n.Outputs {
+			line("out", o.Sig.String(), o.Path)
+		}
+		for _, in := range n.Inputs {
+			line("in", in.Digest, in.Path)
+		}
+	}
+	return append(b, "end\n"...)
+}
+
+// appendString appends s as the last field of a memo line: as it is,
+// the rest of the line, or quoted (strconv) where it could not be read
+// back so (empty, starting with a quote, or holding a line end). Most
+// addresses and paths need no quotes, and reading them back costs
+// nothing: an address's own quotes would be escaped.
+func appendString(b []byte, s string) []byte {
+	if s == "" || s[0] == '"' || strings.ContainsAny(s, "\r\n") {
+		return strconv.AppendQuote(b, s)
+	}
+	return append(b, s...)
+}
+
+// readString reads back what appendString wrote.
+func readString(s string) (string, error) {
+	if strings.HasPrefix(s, `"`) {
+		return strconv.Unquote(s)
+	}
+	return s, nil
+}
+
+// Read reads a memo written by Write. Anything malformed is an error:
+// the caller takes the full path.
+func Read(path string) (*Memo, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(path, b)
+}
+
+// parse reads the memo text b, read from path (for messages). The memo
+// keeps b: it must not change afterwards.
+func parse(path string, b []byte) (*Memo, error) {
+	m := &Memo{}
+	bad := func(line int, what string) error {
+		return fmt.Errorf("memo %s:%d: %s", path, line, what)
+	}
+	// The memo is read on every up-to-date apply and plan, so it is cut
+	// into lines in place: the file's bytes are the text (never written
+	// again), every line and every field a part of it (an unquoted path
+	// is one too), and the nodes, their outputs and their inputs have one
+	// slice each, a node's part of them its own.
+	text := unsafe.String(unsafe.SliceData(b), len(b))
+	m.Nodes = make([]Node, 0, strings.Count(text, "\nnode "))
+	outs := make([]Output, 0, strings.Count(text, "\nout "))
+	ins := make([]Input, 0, strings.Count(text, "\nin "))
+	ended := false
+	for i := 1; text != ""; i++ {
+		line, rest, found := strings.Cut(text, "\n")
+		if !found {
+			return nil, bad(i, "no line end")
+		}
+		text = rest
+		if ended {
+			return nil, bad(i, "text after the end")
+		}
+		if i == 1 {
+			if line != magic {
+				return nil, bad(i, "not a memo of this version")
+			}
+			continue
+		}
+		word, rest, _ := strings.Cut(line, " ")
+		var err error
+		switch word {
+		case "identity":
+			m.Identity = rest
+		case "pipeline":
+			m.Pipeline, err = readString(rest)
+		case "summary":
+			m.Summary, err = readString(rest)
+		case "sensitive":
+			var name string
+			name, err = readString(rest)
+			m.Sensitive = append(m.Sensitive, name)
+		case "index":
+			_, err = fmt.Sscanf(rest, "%d %d %d", &m.Index.Dev, &m.Index.Ino, &m.Index.Offset)
+		case "file":
+			sig, q, _ := strings.Cut(rest, " ")
+			f := File{Absent: sig == "absent"}
+			if !f.Absent {
+				f.Sig, err = fsdigest.ParseSig(sig)
+			}
+			if err == nil {
+				f.Path, err = readString(q)
+			}
+			m.Files = append(m.Files, f)
+		case "node":
+			key, q, _ := strings.Cut(rest, " ")
+			n := Node{Key: key}
+			n.Addr, err = readString(q)
+			m.Nodes = append(m.Nodes, n)
+		case "out", "in":
+			if len(m.Nodes) == 0 {
+				return nil, bad(i, word+" before any node")
+			}
+			n := &m.Nodes[len(m.Nodes)-1]
+			first, q, _ := strings.Cut(rest, " ")
+			var p string
+			p, err = readString(q)
+			if word == "in" {
+				ins = append(ins, Input{Path: p, Digest: first})
+				n.Inputs = ins[len(ins)-len(n.Inputs)-1 : len(ins) : len(ins)]
+			} else {
+				var sig fsdigest.Sig
+				if sig, err = fsdigest.ParseSig(first); err == nil {
+					outs = append(outs, Output{Path: p, Sig: sig})
+					n.Outputs = outs[len(outs)-len(n.Outputs)-1 : len(outs) : len(outs)]
+				}
+			}
+		case "end":
+			ended = true
+		default:
+			return nil, bad(i, "unknown line")
+		}
+		if err != nil {
+			return nil, bad(i, err.Error())
+		}
+	}
+	if !ended || m.Identity == "" {
+		return nil, fmt.Errorf("memo %s: cut short", path)
+	}
+	return m, nil
+}
+
+// Check reports whether the memo still holds for the workspace at root
+// and the cache at cacheDir, and if not, the first thing that changed.
+func (m *Memo) Check(root, cacheDir string) (bool, string) {
+	for _, f := range m.Files {
+		fi, err := os.Stat(f.Path)
+		if f.Absent {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return false, f.Path + " exists now"
+			}
+			continue
+		}
+		if err != nil || fsdigest.SigOf(fi) != f.Sig {
+			return false, f.Path + " changed"
+		}
+	}
+	if ok, why := m.checkIndex(store.IndexPath(cacheDir)); !ok {
+		return false, why
+	}
+	// Every folder on the way to an output or input is a real folder (a
+	// link could lead outside the workspace), and every output is the file
+	// it was.
+	dirs := dirs{root: root, open: map[string]*os.File{}}
+	defer dirs.close()
+	var stat *fsdigest.Cache
+	for _, n := range m.Nodes {
+		for _, o := range n.Outputs {
+			dir, name := filepath.Split(o.Path)
+			d := dirs.get(dir)
+			if d == nil {
+				return false, "a folder of " + o.Path + " changed"
+			}
+			if sig, err := fsdigest.LstatSigAt(d, name); err != nil || sig != o.Sig {
+				return false, "output " + o.Path + " changed"
+			}
+		}
+		for _, in := range n.Inputs {
+			if dirs.get(filepath.Dir(in.Path)) == nil {
+				return false, "a folder of " + in.Path + " changed"
+			}
+			full := filepath.Join(root, in.Path)
+			if fi, err := os.Lstat(full); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+				return false, "input " + in.Path + " changed"
+			}
+			if stat == nil {
+				stat = fsdigest.Load(store.StatCachePath(cacheDir))
+			}
+			if d, err := stat.Tree(full); err != nil || d != in.Digest {
+				return false, "input " + in.Path + " changed"
+			}
+		}
+	}
+	return true, ""
+}
+
+// checkIndex reports whether the index is the file the memo read, and
+// whether what was appended since leaves the memo's keys alone.
+func (m *Memo) checkIndex(path string) (bool, string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false, "the cache's index cannot be read"
+	}
+	sig := fsdigest.SigOf(fi)
+	if sig.Dev != m.Index.Dev || sig.Ino != m.Index.Ino || fi.Size() < m.Index.Offset {
+		return false, "the cache's index was rewritten"
+	}
+	if fi.Size() == m.Index.Offset {
+		return true, ""
+	}
+	keys := make(map[string]bool, len(m.Nodes))
+	for _, n := range m.Nodes {
+		keys[n.Key] = true
+	}
+	touched := ""
+	_, err = wal.ReadFrom(path, m.Index.Offset, func(_ int64, p []byte) error {
+		if k, ok := store.RecordKey(p); ok && keys[k] {
+			touched = k
+			return io.EOF
+		}
+		return nil
+	})
+	switch {
+	case touched != "":
+		return false, "the record of " + store.Short(touched) + " changed"
+	case err != nil:
+		return false, "the cache's index cannot be read"
+	}
+	return true, ""
+}
+
+// dirs are the workspace's folders that the up-to-date check has
+// opened: each once, following no symlink below the root (nofollow), so
+// that a folder on the way to a file is known to be a real folder, and the
+// files in it are looked at relative to it (one path component each, where
+// a path from the root would be walked again for every file).
+type dirs struct {
+	root string
+	open map[string]*os.File // by workspace-relative folder; nil: not a real folder
+}
+
+// get returns the open folder rel ("out/", "out", "" or "." for the root),
+// or nil when a component of it is a symlink, not a folder, or missing.
+func (d *dirs) get(rel string) *os.File {
+	rel = filepath.Clean(rel)
+	f, done := d.open[rel]
+	if !done {
+		var err error
+		if f, err = nofollow.OpenDir(d.root, rel, false); err != nil {
+			f = nil
+		}
+		d.open[rel] = f
+	}
+	return f
+}
+
+func (d *dirs) close() {
+	for _, f := range d.open {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// RenderPlan writes what `cairn plan` shows for the memo: every node
+// cached.
+func (m *Memo) RenderPlan(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	width := 0
+	for _, n := range m.Nodes {
+		width = max(width, len(n.Addr))
+	}
+	width = min(width, plan.WidthMax)
+	for _, n := range m.Nodes {
+		plan.WriteLine(bw, "=", width, n.Addr, "cached", nil)
+	}
+	plan.WriteFooter(bw, plan.Counts{Cached: len(m.Nodes)}, 0)
+	return bw.Flush()
+}
