@@ -19,6 +19,12 @@ import (
 	"github.com/cairn-run/cairn/stages"
 )
 
+// testBeforePersist, set by engine's own tests, is called before a node's
+// record is written to the cache (persist); an error fails the write, as
+// a full disk would. It is nil otherwise. The crash points of the crash
+// tests are engine/failpoint's.
+var testBeforePersist func(addr string) error
+
 // A successful node's result is committed in two steps: settle, then
 // persist (execute calls them).
 //
@@ -27,6 +33,7 @@ import (
 // on the record is read only, and the node's downstreams need nothing
 // more to start (see release). A missing output or an unreadable result
 // fails the node with class "result" (nothing is committed).
+
 func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, string, string) {
 	c := ns.spec.Common
 	rec := &store.Record{

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,4 +108,16 @@ func TestUpstreamRecordFailureFailsReleasedDownstreams(t *testing.T) {
 	r = w.apply(ApplyOptions{})
 	assert.Equal(t, 3, r.res.Ran, r.out)
 	assert.Zero(t, r.res.Cached, r.out)
+}
+
+// waitForFile waits until path exists: for at most a minute, a bound only
+// so that a test whose node never writes the file ends; the wait is for
+// the file, however loaded the machine.
+func waitForFile(path string) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+	}
+	return errors.New(path + " never appeared")
 }

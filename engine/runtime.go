@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/failpoint"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
@@ -159,7 +160,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		Timeout: c.Timeout, CPUs: c.CPUs, MemMiB: c.MemMiB, KillGrace: c.KillGrace,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(ref process.JobRef) {
-			testKillAfterStart()
+			failpoint.AfterStart()
 			stdout, stderr := executor.JobLogs(ref, stdout, stderr)
 			ns.logs = [2]string{stdout, stderr}
 			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: append([]string{stdout, stderr}, p.Logs...)}

@@ -23,14 +23,10 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/engine/failpoint"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/storage/wal"
 )
-
-// AfterRecord, when set, is called right after each journal record is
-// written (a NoteCached record: taken in). It is engine's test hook for
-// CAIRN_TEST_KILL_AFTER_RECORDS, set before any journal is opened.
-var AfterRecord func()
 
 // sharedLock creates a run's lock file readable and writable by everyone
 // the umask lets in, as store's cache locks are: a shared cache's runs
@@ -298,10 +294,8 @@ func (j *Journal) appendEntries(es []Entry, mode wal.Durability) error {
 	if err := j.log.Append(payloads, mode); err != nil {
 		return err
 	}
-	if AfterRecord != nil {
-		for range payloads {
-			AfterRecord()
-		}
+	for range payloads {
+		failpoint.AfterRecord()
 	}
 	return nil
 }
@@ -326,9 +320,7 @@ func (j *Journal) queueCached(b []byte) error {
 			return err
 		}
 	}
-	if AfterRecord != nil {
-		AfterRecord()
-	}
+	failpoint.AfterRecord() // a NoteCached record: taken in
 	return nil
 }
 

@@ -20,17 +20,13 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/failpoint"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/storage/wal"
 )
 
 // Format is the version of the cache's on-disk layout.
 const Format = 1
-
-// AfterCommit, when set, is called right after each action record is
-// committed. It is engine's test hook for CAIRN_TEST_KILL_AFTER_COMMITS,
-// set before any cache is opened.
-var AfterCommit func()
 
 // Record is the action record of a finished node: committed to the cache
 // index, it is what "finished" means.
@@ -179,10 +175,6 @@ type Cache struct {
 // that a power loss takes only the work of its last moments.
 const DefaultSyncDelay = 50 * time.Millisecond
 
-// TestSyncDelay, when set (a test hook of engine's crash tests), is the
-// SyncDelay of the caches Open makes.
-var TestSyncDelay time.Duration
-
 // Options tune Open.
 type Options struct {
 	NoSync bool // skip fsync (tests, benchmarks)
@@ -201,7 +193,7 @@ func Open(dir string, opts Options) (*Cache, error) {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	c := &Cache{
-		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: cmp.Or(TestSyncDelay, DefaultSyncDelay),
+		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: cmp.Or(failpoint.SyncDelay(), DefaultSyncDelay),
 		Stat:    fsdigest.Load(StatCachePath(dir)),
 		actions: map[string][]byte{}, addrs: map[string]string{},
 		Warn: func(string, ...any) {},
@@ -623,9 +615,7 @@ func (c *Cache) Commit(r *Record, needs []Need) (int64, error) {
 	if !c.noSync {
 		c.kickSyncer()
 	}
-	if AfterCommit != nil {
-		AfterCommit()
-	}
+	failpoint.AfterCommit()
 	return seq, nil
 }
 

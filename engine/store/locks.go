@@ -13,13 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/failpoint"
 	"github.com/cairn-run/cairn/storage/ofd"
 )
-
-// LateLockKills makes ReapLockHolders signal the leftovers it finds 0,
-// not kill them, as when a kill has not taken effect yet. It is engine's
-// test hook for CAIRN_TEST_LATE_LOCK_KILLS, set before any apply.
-var LateLockKills bool
 
 // KeyLock is the per-key lock held while a node runs: a second apply (of
 // this or another pipeline) that needs the same key waits, then takes the
@@ -244,7 +240,7 @@ func ReapLockHolders(cacheDir, key string) map[string]map[int]bool {
 			}
 			run := procEnv(pid, "CAIRN_RUN_ID")
 			sig := syscall.SIGKILL
-			if LateLockKills {
+			if failpoint.LateLockKills() {
 				sig = 0
 			}
 			if syscall.Kill(pid, sig) == nil {

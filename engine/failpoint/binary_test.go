@@ -1,0 +1,60 @@
+package failpoint_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// buildCairn builds cmd/cairn with the given go build flags and returns
+// the binary's symbol table (go tool nm) and its bytes.
+func buildCairn(t *testing.T, flags ...string) (symbols string, binary []byte) {
+	t.Helper()
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	bin := filepath.Join(t.TempDir(), "cairn")
+	args := append(append([]string{"build", "-o", bin}, flags...), "github.com/cairn-run/cairn/cmd/cairn")
+	out, err := exec.Command(goTool, args...).CombinedOutput()
+	require.NoError(t, err, "go %s: %s", strings.Join(args, " "), out)
+	nm, err := exec.Command(goTool, "tool", "nm", bin).CombinedOutput()
+	require.NoError(t, err, "go tool nm: %s", nm)
+	binary, err = os.ReadFile(bin)
+	require.NoError(t, err)
+	return string(nm), binary
+}
+
+// The crash points that make cairn kill itself are in a build with the
+// tag cairn_failpoints only (the crash tests' build): a release build
+// (`go build ./cmd/cairn`) has none of their code and reads none of
+// their environment variables.
+func TestReleaseBinaryHasNoCrashPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cairn twice")
+	}
+	const pkg = "github.com/cairn-run/cairn/engine/failpoint."
+	envNames := []string{
+		"CAIRN_TEST_KILL_AFTER_RECORDS", "CAIRN_TEST_KILL_AFTER_COMMITS", "CAIRN_TEST_KILL_AFTER_STARTS",
+		"CAIRN_TEST_KILL_WHEN", "CAIRN_TEST_LATE_LOCK_KILLS", "CAIRN_TEST_SYNC_DELAY_S",
+	}
+
+	symbols, binary := buildCairn(t)
+	assert.NotContains(t, symbols, pkg, "a release build of cairn has crash-point code")
+	for _, name := range envNames {
+		assert.False(t, bytes.Contains(binary, []byte(name)), "a release build of cairn reads %s", name)
+	}
+
+	symbols, binary = buildCairn(t, "-tags", "cairn_failpoints")
+	assert.Contains(t, symbols, pkg+"killAt", "the crash tests' build has the crash points")
+	for _, name := range envNames {
+		assert.True(t, bytes.Contains(binary, []byte(name)), "the crash tests' build reads %s", name)
+	}
+}
