@@ -98,22 +98,49 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 	if p.X == "" || p.Y == "" {
 		return fmt.Errorf("%w: the plot needs an x and a y metric", ErrUnknownMetric)
 	}
-	xl, yl := cmp.Or(p.XLabel, AxisLabel(p.X)), cmp.Or(p.YLabel, AxisLabel(p.Y))
 	title := cmp.Or(p.Title, cmp.Or(p.YLabel, p.Y)+" vs "+cmp.Or(p.XLabel, p.X))
 	width, height := float64(cmp.Or(p.Width, 760)), float64(cmp.Or(p.Height, 480))
 	const left, right, top, bottom = 84.0, 28.0, 70.0, 62.0
 	if width < left+right+100 || height < top+bottom+100 {
 		return fmt.Errorf("report: plot size %gx%g is too small", width, height)
 	}
+	pts, notes, err := p.sortRows(rows, onFront)
+	if err != nil {
+		return err
+	}
+	area := newPlotArea(pts, box{left, top, width - right, height - bottom})
+	total := height
+	if len(notes) > 0 {
+		total += 8 + noteLine*float64(len(notes))
+	}
+	var b bytes.Buffer
+	p.writeHead(&b, rows, front, title, width, total, area.x0)
+	writeLegend(&b, area.x1)
+	p.writeAxes(&b, area, len(pts) == 0)
+	writeFrontLine(&b, pts)
+	p.writeVariants(&b, rows, pts, area)
+	writeNotes(&b, rows, notes, area.x0, width, height)
+	b.WriteString("</svg>\n")
+	_, err = w.Write(b.Bytes())
+	return err
+}
 
+// A note is a line below the plot about a row that is not plotted.
+type note struct {
+	row  int
+	text string
+}
+
+// sortRows returns the rows to plot, with their data, and a note for each
+// of the others (failed, or a metric missing or not finite). A metric that
+// is a number in no row is an error.
+func (p Plot) sortRows(rows []Row, onFront map[int]bool) ([]plotted, []note, error) {
 	var pts []plotted
-	var notes []string
-	var noteRows []int
+	var notes []note
 	found := [2]bool{}
 	for i, r := range rows {
 		if r.Failed {
-			notes = append(notes, fmt.Sprintf("FAILED: %s: %s", r.Name, cmp.Or(r.FailReason, "no reason given")))
-			noteRows = append(noteRows, i)
+			notes = append(notes, note{i, fmt.Sprintf("FAILED: %s: %s", r.Name, cmp.Or(r.FailReason, "no reason given"))})
 			continue
 		}
 		x, okx := r.Number(p.X)
@@ -137,46 +164,60 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 				why = append(why, m.name+" is "+formatFloat(m.v, -1, false))
 			}
 		}
-		notes = append(notes, fmt.Sprintf("not plotted: %s: %s", r.Name, strings.Join(why, ", ")))
-		noteRows = append(noteRows, i)
+		notes = append(notes, note{i, fmt.Sprintf("not plotted: %s: %s", r.Name, strings.Join(why, ", "))})
 	}
 	for k, name := range []string{p.X, p.Y} {
 		if !found[k] && hasLive(rows) {
-			return fmt.Errorf("%w: %q is not a number in any row", ErrUnknownMetric, name)
+			return nil, nil, fmt.Errorf("%w: %q is not a number in any row", ErrUnknownMetric, name)
 		}
 	}
+	return pts, notes, nil
+}
 
+// plotArea is the box of the plot inside its margins, in pixels, and the
+// axes that map the data onto it.
+type plotArea struct {
+	box
+	xa, ya axis
+}
+
+// newPlotArea fits the axes to the points and sets their pixels.
+func newPlotArea(pts []plotted, b box) plotArea {
 	xs := make([]float64, len(pts))
 	ys := make([]float64, len(pts))
 	for i, pt := range pts {
 		xs[i], ys[i] = pt.x, pt.y
 	}
-	xa, ya := newAxis(xs), newAxis(ys)
-	x0, x1, y0, y1 := left, width-right, top, height-bottom
-	sx := func(v float64) float64 { return x0 + (v-xa.lo)/(xa.hi-xa.lo)*(x1-x0) }
-	sy := func(v float64) float64 { return y1 - (v-ya.lo)/(ya.hi-ya.lo)*(y1-y0) }
+	a := plotArea{box: b, xa: newAxis(xs), ya: newAxis(ys)}
 	for i := range pts {
-		pts[i].px, pts[i].py = sx(pts[i].x), sy(pts[i].y)
+		pts[i].px, pts[i].py = a.sx(pts[i].x), a.sy(pts[i].y)
 	}
+	return a
+}
 
-	total := height
-	if len(notes) > 0 {
-		total += 8 + noteLine*float64(len(notes))
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n")
-	fmt.Fprintf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\" font-family=\"%s\" fill=\"%s\">\n",
+// sx and sy are the pixel of a data value on the x and y axis.
+func (a plotArea) sx(v float64) float64 { return a.x0 + (v-a.xa.lo)/(a.xa.hi-a.xa.lo)*(a.x1-a.x0) }
+func (a plotArea) sy(v float64) float64 { return a.y1 - (v-a.ya.lo)/(a.ya.hi-a.ya.lo)*(a.y1-a.y0) }
+
+// writeHead writes the document's start: the svg element, its title and
+// description (the front's rows), the background and the title line.
+func (p Plot) writeHead(b *bytes.Buffer, rows []Row, front []int, title string, width, total, x0 float64) {
+	fmt.Fprintf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n")
+	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\" font-family=\"%s\" fill=\"%s\">\n",
 		num(width), num(total), num(width), num(total), fontFamily, inkColour)
-	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
+	fmt.Fprintf(b, "<title>%s</title>\n", esc(title))
 	var frontNames []string
 	for _, i := range front {
 		frontNames = append(frontNames, rows[i].Name)
 	}
-	fmt.Fprintf(&b, "<desc>%s</desc>\n", esc(fmt.Sprintf("Pareto front on (%s, %s), both maximised: %s.", p.X, p.Y, strings.Join(frontNames, ", "))))
-	fmt.Fprintf(&b, "<rect x=\"0\" y=\"0\" width=\"%s\" height=\"%s\" fill=\"#ffffff\"/>\n", num(width), num(total))
-	fmt.Fprintf(&b, "<text x=\"%s\" y=\"28\" font-size=\"17\" font-weight=\"bold\">%s</text>\n", num(x0), esc(title))
+	fmt.Fprintf(b, "<desc>%s</desc>\n", esc(fmt.Sprintf("Pareto front on (%s, %s), both maximised: %s.", p.X, p.Y, strings.Join(frontNames, ", "))))
+	fmt.Fprintf(b, "<rect x=\"0\" y=\"0\" width=\"%s\" height=\"%s\" fill=\"#ffffff\"/>\n", num(width), num(total))
+	fmt.Fprintf(b, "<text x=\"%s\" y=\"28\" font-size=\"17\" font-weight=\"bold\">%s</text>\n", num(x0), esc(title))
+}
 
-	// Legend, top right above the plot area.
+// writeLegend writes the legend, top right above the plot area (which
+// ends at x1).
+func writeLegend(b *bytes.Buffer, x1 float64) {
 	legend := []struct {
 		label           string
 		fill, stroke    string
@@ -196,41 +237,47 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 	b.WriteString("<g id=\"legend\">\n")
 	for _, it := range legend {
 		cx, cy := lx+12, 50.0
-		fmt.Fprintf(&b, "<g class=\"%s\">", it.className)
+		fmt.Fprintf(b, "<g class=\"%s\">", it.className)
 		if it.line != "" {
-			fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"/>", num(cx-11), num(cy), num(cx+11), num(cy), it.line)
+			fmt.Fprintf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"/>", num(cx-11), num(cy), num(cx+11), num(cy), it.line)
 		}
-		fmt.Fprintf(&b, "<circle cx=\"%s\" cy=\"%s\" r=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.2\"/>", num(cx), num(cy), num(it.r), it.fill, it.stroke)
-		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%s\" font-size=\"%s\">%s</text></g>\n", num(cx+18), num(cy+4), num(labelSize), esc(it.label))
+		fmt.Fprintf(b, "<circle cx=\"%s\" cy=\"%s\" r=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.2\"/>", num(cx), num(cy), num(it.r), it.fill, it.stroke)
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" font-size=\"%s\">%s</text></g>\n", num(cx+18), num(cy+4), num(labelSize), esc(it.label))
 		lx += 30 + textWidth(it.label, labelSize) + 14
 	}
 	b.WriteString("</g>\n")
+}
 
-	// Grid, ticks and axes.
+// writeAxes writes the grid, the ticks, the frame and the axes' labels
+// (and says so in the middle when there is no point to plot).
+func (p Plot) writeAxes(b *bytes.Buffer, a plotArea, empty bool) {
+	x0, x1, y0, y1 := a.x0, a.x1, a.y0, a.y1
 	b.WriteString("<g id=\"axes\" font-size=\"11\">\n")
-	for _, t := range xa.ticks {
-		x := sx(t)
-		fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x), num(y0), num(x), num(y1), gridColour)
-		fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x), num(y1), num(x), num(y1+5), inkColour)
-		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%s\" text-anchor=\"middle\">%s</text>\n", num(x), num(y1+19), xa.label(t))
+	for _, t := range a.xa.ticks {
+		x := a.sx(t)
+		fmt.Fprintf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x), num(y0), num(x), num(y1), gridColour)
+		fmt.Fprintf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x), num(y1), num(x), num(y1+5), inkColour)
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" text-anchor=\"middle\">%s</text>\n", num(x), num(y1+19), a.xa.label(t))
 	}
-	for _, t := range ya.ticks {
-		y := sy(t)
-		fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x0), num(y), num(x1), num(y), gridColour)
-		fmt.Fprintf(&b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x0-5), num(y), num(x0), num(y), inkColour)
-		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%s\" text-anchor=\"end\">%s</text>\n", num(x0-8), num(y+4), ya.label(t))
+	for _, t := range a.ya.ticks {
+		y := a.sy(t)
+		fmt.Fprintf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x0), num(y), num(x1), num(y), gridColour)
+		fmt.Fprintf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"%s\"/>", num(x0-5), num(y), num(x0), num(y), inkColour)
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" text-anchor=\"end\">%s</text>\n", num(x0-8), num(y+4), a.ya.label(t))
 	}
-	fmt.Fprintf(&b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"%s\"/>\n", num(x0), num(y0), num(x1-x0), num(y1-y0), inkColour)
-	fmt.Fprintf(&b, "<text id=\"x-label\" x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\">%s, higher is better →</text>\n",
-		num((x0+x1)/2), num(y1+46), esc(xl))
-	fmt.Fprintf(&b, "<text id=\"y-label\" x=\"0\" y=\"0\" font-size=\"13\" text-anchor=\"middle\" transform=\"translate(%s,%s) rotate(-90)\">%s, higher is better →</text>\n",
-		num(x0-60), num((y0+y1)/2), esc(yl))
-	if len(pts) == 0 {
-		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\" fill=\"#666666\">no variant to plot</text>\n", num((x0+x1)/2), num((y0+y1)/2))
+	fmt.Fprintf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"%s\"/>\n", num(x0), num(y0), num(x1-x0), num(y1-y0), inkColour)
+	fmt.Fprintf(b, "<text id=\"x-label\" x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\">%s, higher is better →</text>\n",
+		num((x0+x1)/2), num(y1+46), esc(cmp.Or(p.XLabel, AxisLabel(p.X))))
+	fmt.Fprintf(b, "<text id=\"y-label\" x=\"0\" y=\"0\" font-size=\"13\" text-anchor=\"middle\" transform=\"translate(%s,%s) rotate(-90)\">%s, higher is better →</text>\n",
+		num(x0-60), num((y0+y1)/2), esc(cmp.Or(p.YLabel, AxisLabel(p.Y))))
+	if empty {
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" font-size=\"13\" text-anchor=\"middle\" fill=\"#666666\">no variant to plot</text>\n", num((x0+x1)/2), num((y0+y1)/2))
 	}
 	b.WriteString("</g>\n")
+}
 
-	// The front, joined in x order.
+// writeFrontLine joins the front's points in x order.
+func writeFrontLine(b *bytes.Buffer, pts []plotted) {
 	var line []plotted
 	for _, pt := range pts {
 		if pt.front {
@@ -245,12 +292,15 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 		for k, pt := range line {
 			coords[k] = num(pt.px) + "," + num(pt.py)
 		}
-		fmt.Fprintf(&b, "<polyline id=\"front-line\" points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-opacity=\"0.85\"/>\n",
+		fmt.Fprintf(b, "<polyline id=\"front-line\" points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-opacity=\"0.85\"/>\n",
 			strings.Join(coords, " "), frontFill)
 	}
+}
 
-	// Points, dominated first so front points are drawn on top; labels are
-	// placed afterwards to avoid every point and each other.
+// writeVariants writes the points, dominated first so front points are
+// drawn on top, each with its title and its name; the names are placed
+// first, to avoid every point and each other.
+func (p Plot) writeVariants(b *bytes.Buffer, rows []Row, pts []plotted, a plotArea) {
 	order := slices.Clone(pts)
 	slices.SortStableFunc(order, func(a, b plotted) int {
 		if a.front != b.front {
@@ -261,7 +311,7 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 		}
 		return 0
 	})
-	labels := placeLabels(pts, rows, box{x0, y0, x1, y1})
+	labels := placeLabels(pts, rows, a.box)
 	b.WriteString("<g id=\"variants\">\n")
 	for _, pt := range order {
 		r := rows[pt.row]
@@ -270,35 +320,36 @@ func (p Plot) SVG(w io.Writer, rows []Row, front []int) error {
 			class, fill, stroke, radius, weight, status = "variant front", frontFill, frontStroke, frontRadius, "bold", "Pareto front"
 		}
 		l := labels[pt.row]
-		fmt.Fprintf(&b, "<g id=\"row-%d\" class=\"%s\">", pt.row, class)
-		fmt.Fprintf(&b, "<title>%s</title>", esc(fmt.Sprintf("%s: %s %s, %s %s (%s)", r.Name, p.X, formatFloat(pt.x, -1, false), p.Y, formatFloat(pt.y, -1, false), status)))
-		fmt.Fprintf(&b, "<circle cx=\"%s\" cy=\"%s\" r=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.2\"/>", num(pt.px), num(pt.py), num(radius), fill, stroke)
-		fmt.Fprintf(&b, "<text x=\"%s\" y=\"%s\" font-size=\"%s\" font-weight=\"%s\" text-anchor=\"%s\">%s</text></g>\n",
+		fmt.Fprintf(b, "<g id=\"row-%d\" class=\"%s\">", pt.row, class)
+		fmt.Fprintf(b, "<title>%s</title>", esc(fmt.Sprintf("%s: %s %s, %s %s (%s)", r.Name, p.X, formatFloat(pt.x, -1, false), p.Y, formatFloat(pt.y, -1, false), status)))
+		fmt.Fprintf(b, "<circle cx=\"%s\" cy=\"%s\" r=\"%s\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.2\"/>", num(pt.px), num(pt.py), num(radius), fill, stroke)
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" font-size=\"%s\" font-weight=\"%s\" text-anchor=\"%s\">%s</text></g>\n",
 			num(l.x), num(l.y), num(labelSize), weight, l.anchor, esc(r.Name))
 	}
 	b.WriteString("</g>\n")
+}
 
-	if len(notes) > 0 {
-		b.WriteString("<g id=\"notes\" font-size=\"12\">\n")
-		for k, n := range notes {
-			colour := "#555555"
-			class := "variant unplotted"
-			if rows[noteRows[k]].Failed {
-				colour, class = failedColour, "variant failed"
-			}
-			// A long note is cut to the width; its title holds all of it.
-			shown := n
-			if limit := int((width - x0 - 8) / charWidth); utf8.RuneCountInString(n) > limit {
-				shown = string([]rune(n)[:limit-1]) + "…"
-			}
-			fmt.Fprintf(&b, "<text id=\"row-%d\" class=\"%s\" x=\"%s\" y=\"%s\" fill=\"%s\"><title>%s</title>%s</text>\n",
-				noteRows[k], class, num(x0), num(height+4+noteLine*float64(k+1)-4), colour, esc(n), esc(shown))
-		}
-		b.WriteString("</g>\n")
+// writeNotes writes the notes below the plot (which is height high), from
+// x0, each cut to the width with all of it in its title.
+func writeNotes(b *bytes.Buffer, rows []Row, notes []note, x0, width, height float64) {
+	if len(notes) == 0 {
+		return
 	}
-	b.WriteString("</svg>\n")
-	_, err = w.Write(b.Bytes())
-	return err
+	b.WriteString("<g id=\"notes\" font-size=\"12\">\n")
+	for k, n := range notes {
+		colour := "#555555"
+		class := "variant unplotted"
+		if rows[n.row].Failed {
+			colour, class = failedColour, "variant failed"
+		}
+		shown := n.text
+		if limit := int((width - x0 - 8) / charWidth); utf8.RuneCountInString(n.text) > limit {
+			shown = string([]rune(n.text)[:limit-1]) + "…"
+		}
+		fmt.Fprintf(b, "<text id=\"row-%d\" class=\"%s\" x=\"%s\" y=\"%s\" fill=\"%s\"><title>%s</title>%s</text>\n",
+			n.row, class, num(x0), num(height+4+noteLine*float64(k+1)-4), colour, esc(n.text), esc(shown))
+	}
+	b.WriteString("</g>\n")
 }
 
 type label struct {
