@@ -113,6 +113,11 @@ var forbidden = []importRule{
 		Why:  "the up-to-date memo is a file format and a check over files and the cache's index: it knows no apply loop, no run journal, no executor and no stage kind (engine.BuildMemo hands it each node's result)",
 	},
 	{
+		From: []string{"stats/..."},
+		To:   []string{"..."},
+		Why:  "the statistics know nothing of files, jobs or stage kinds: they take numbers and give intervals, p-values and corrections",
+	},
+	{
 		From: []string{"..."},
 		To:   []string{"cmd/..."},
 		Why:  "the engine is a library the command line drives; nothing imports a command",

@@ -600,7 +600,7 @@ func TestReadmeNamesFilesThatExist(t *testing.T) {
 		}
 		assert.FileExists(t, filepath.Join("..", m[1]), "README names %s", m[1])
 	}
-	code, err := os.ReadFile("../stages/aggregate/stats.go")
+	code, err := os.ReadFile("../stats/stats.go")
 	require.NoError(t, err)
 	require.Contains(t, string(code), "Xoshiro is xoshiro256++")
 	text := prose(t, "../README.md")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/stats"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
@@ -97,8 +98,8 @@ func (Aggregate) DeclaredOutputs(n *Node) []DeclaredPath {
 func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
 	a := aggregateArgs{outDir: "reports/" + n.Stage}
 	a.opts.Family = aggregate.FamilyTask
-	a.opts.Replicates = aggregate.DefaultReplicates
-	a.opts.Resample = aggregate.ResampleWithinSeed
+	a.opts.Replicates = stats.DefaultReplicates
+	a.opts.Resample = stats.ResampleWithinSeed
 	var diags hcl.Diagnostics
 	known := func(attr string) (cty.Value, bool) {
 		v, ok := n.Args[attr]
@@ -137,15 +138,15 @@ func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
 	}
 	if v, ok := known("bootstrap"); ok {
 		b, ok := wholeNumber(v)
-		if !ok || b < 1 || b > aggregate.MaxReplicates {
-			bad("bootstrap", fmt.Sprintf("bootstrap is a whole number of replicates from 1 to %d (the protocol uses %d).", aggregate.MaxReplicates, aggregate.DefaultReplicates))
+		if !ok || b < 1 || b > stats.MaxReplicates {
+			bad("bootstrap", fmt.Sprintf("bootstrap is a whole number of replicates from 1 to %d (the protocol uses %d).", stats.MaxReplicates, stats.DefaultReplicates))
 		} else {
 			a.opts.Replicates = b
 		}
 	}
 	if v, ok := known("resample"); ok {
-		if !v.Type().Equals(cty.String) || !slices.Contains(aggregate.ResampleNames, v.AsString()) {
-			bad("resample", fmt.Sprintf("resample is %q (each seed's items resampled on their own, the protocol's method) or %q (one draw of items used for every seed).", aggregate.ResampleWithinSeed, aggregate.ResampleSharedItems))
+		if !v.Type().Equals(cty.String) || !slices.Contains(stats.ResampleNames, v.AsString()) {
+			bad("resample", fmt.Sprintf("resample is %q (each seed's items resampled on their own, the protocol's method) or %q (one draw of items used for every seed).", stats.ResampleWithinSeed, stats.ResampleSharedItems))
 		} else {
 			a.opts.Resample = v.AsString()
 		}
@@ -237,7 +238,7 @@ func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 		}
 	}
 	scheme := ""
-	if s.Resample != aggregate.ResampleWithinSeed {
+	if s.Resample != stats.ResampleWithinSeed {
 		scheme = " resampling " + s.Resample
 	}
 	fmt.Fprintf(w, "\n%s: %d row(s) over seeds 0, 1, 2; %d replicates%s, family %s\n\n", n.Address, len(s.Rows), s.Replicates, scheme, s.Family)

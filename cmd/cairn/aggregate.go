@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/stats"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
@@ -49,10 +50,10 @@ any is written: all are written, or none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Replicates < 1 {
-				return badInput("--bootstrap %d: give at least 1 replicate (the protocol uses %d)", o.Replicates, aggregate.DefaultReplicates)
+				return badInput("--bootstrap %d: give at least 1 replicate (the protocol uses %d)", o.Replicates, stats.DefaultReplicates)
 			}
-			if !slices.Contains(aggregate.ResampleNames, o.Resample) {
-				return badInput("--resample %q: give %s", o.Resample, strings.Join(aggregate.ResampleNames, " or "))
+			if !slices.Contains(stats.ResampleNames, o.Resample) {
+				return badInput("--resample %q: give %s", o.Resample, strings.Join(stats.ResampleNames, " or "))
 			}
 			if plot == "" && out != "" {
 				plot = strings.TrimSuffix(out, ".json") + ".svg"
@@ -119,7 +120,7 @@ any is written: all are written, or none.`,
 				fmt.Fprintf(a.stderr, ", %d with non-conformant jobs (marked)", nonconformant)
 			}
 			fmt.Fprintf(a.stderr, "; %d bootstrap replicates", s.Replicates)
-			if s.Resample != aggregate.ResampleWithinSeed {
+			if s.Resample != stats.ResampleWithinSeed {
 				fmt.Fprintf(a.stderr, " resampling %s", s.Resample)
 			}
 			fmt.Fprintf(a.stderr, ", family %s.", s.Family)
@@ -135,8 +136,8 @@ any is written: all are written, or none.`,
 	cmd.Flags().StringVar(&out, "out", "", "write the full JSON summary to FILE")
 	cmd.Flags().StringVar(&plot, "plot", "", "write the forest plot (SVG) to FILE (default: beside --out, .svg for .json)")
 	cmd.Flags().StringVar(&o.Family, "family", aggregate.FamilyTask, "the Holm family: task (rows sharing dataset × model), method, or none (no correction)")
-	cmd.Flags().IntVar(&o.Replicates, "bootstrap", aggregate.DefaultReplicates, "bootstrap replicates per row")
-	cmd.Flags().StringVar(&o.Resample, "resample", aggregate.ResampleWithinSeed, "how a replicate draws a row's items: within-seed (each seed's items on their own, the protocol's method) or shared-items (one draw of item indices used for every seed)")
+	cmd.Flags().IntVar(&o.Replicates, "bootstrap", stats.DefaultReplicates, "bootstrap replicates per row")
+	cmd.Flags().StringVar(&o.Resample, "resample", stats.ResampleWithinSeed, "how a replicate draws a row's items: within-seed (each seed's items on their own, the protocol's method) or shared-items (one draw of item indices used for every seed)")
 	cmd.Flags().BoolVar(&o.IncludeNonconformant, "include-nonconformant", false, "keep jobs whose result.json lists reasons they are not part of the experiment (smoke budgets, off-grid cells, another reflection model)")
 	return cmd
 }

@@ -14,6 +14,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/cairn-run/cairn/stats"
 )
 
 // Seeds are the seeds a reported row needs.
@@ -151,17 +153,17 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	B := o.Replicates
 	if B == 0 {
-		B = DefaultReplicates
+		B = stats.DefaultReplicates
 	}
-	if B < 1 || B > MaxReplicates {
-		return nil, &InputError{Msg: fmt.Sprintf("bootstrap replicates must be from 1 to %d, not %d", MaxReplicates, B)}
+	if B < 1 || B > stats.MaxReplicates {
+		return nil, &InputError{Msg: fmt.Sprintf("bootstrap replicates must be from 1 to %d, not %d", stats.MaxReplicates, B)}
 	}
 	resample := o.Resample
 	if resample == "" {
-		resample = ResampleWithinSeed
+		resample = stats.ResampleWithinSeed
 	}
-	if !slices.Contains(ResampleNames, resample) {
-		return nil, &InputError{Msg: fmt.Sprintf("resampling %q is not one of %s", resample, strings.Join(ResampleNames, ", "))}
+	if !slices.Contains(stats.ResampleNames, resample) {
+		return nil, &InputError{Msg: fmt.Sprintf("resampling %q is not one of %s", resample, strings.Join(stats.ResampleNames, ", "))}
 	}
 	files, err := FindResults(o.Dir, o.Roots)
 	if err != nil {
@@ -171,8 +173,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, &InputError{Msg: fmt.Sprintf("no %s under %s: name the folders the optimizer jobs wrote into", ResultFile, strings.Join(o.Roots, ", "))}
 	}
 	s := &Summary{
-		Format: SummaryFormat, Family: fam, Replicates: B, Resample: resample, Alpha: Alpha,
-		Stream: StreamConstant, Roots: sortedCopy(o.Roots),
+		Format: SummaryFormat, Family: fam, Replicates: B, Resample: resample, Alpha: stats.Alpha,
+		Stream: stats.StreamConstant, Roots: sortedCopy(o.Roots),
 		Rows: []Row{}, Families: []Family{}, Skipped: []Skip{},
 	}
 	type rowKey struct{ method, cell string }
@@ -222,7 +224,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		return strings.Compare(a.cell, b.cell)
 	})
-	var strata []Strata
+	var strata []stats.Strata
 	var complete []int // index in s.Rows of each stratum
 	for _, k := range keys {
 		row, st, err := buildRow(jobs[k], skipped[k])
@@ -235,7 +237,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		s.Rows = append(s.Rows, row)
 	}
-	ivs, err := Bootstrap(ctx, strata, B, o.Workers, resample)
+	ivs, err := stats.Bootstrap(ctx, strata, B, o.Workers, resample)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +261,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 
 // buildRow makes one row of its jobs by seed and the non-conformant jobs
 // left out of it by seed; st is nil when the row is incomplete.
-func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *Strata, error) {
+func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, error) {
 	var first *Job
 	for _, sd := range Seeds {
 		if j := bySeed[sd]; j != nil {
@@ -324,7 +326,7 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *Strata, error)
 		r.Reason = strings.Join(reasons, "; ")
 		return r, nil, nil
 	}
-	st := &Strata{Method: r.Method, CellID: r.CellID}
+	st := &stats.Strata{Method: r.Method, CellID: r.CellID}
 	var bm, dm, delta float64
 	for _, sd := range Seeds {
 		j := bySeed[sd]
@@ -441,7 +443,7 @@ func correct(rows []Row, fam string) []Family {
 		if fam == FamilyNone {
 			r := &rows[i]
 			r.PHolm = ptr(*r.P)
-			r.Reject = ptrBool(*r.P <= Alpha)
+			r.Reject = ptrBool(*r.P <= stats.Alpha)
 			continue
 		}
 		byFam[r.Family] = append(byFam[r.Family], i)
@@ -452,7 +454,7 @@ func correct(rows []Row, fam string) []Family {
 		for k, i := range idx {
 			p[k] = *rows[i].P
 		}
-		adj, rej := Holm(p, Alpha)
+		adj, rej := stats.Holm(p, stats.Alpha)
 		f := Family{Name: name, Rows: len(idx)}
 		for k, i := range idx {
 			rows[i].PHolm = ptr(adj[k])

@@ -17,138 +17,8 @@ import (
 
 	"github.com/cairn-run/cairn/stages/aggregate"
 	"github.com/cairn-run/cairn/stages/aggregate/jobtest"
+	"github.com/cairn-run/cairn/stats"
 )
-
-func TestHolmPublishedExample(t *testing.T) {
-	adj, rej := aggregate.Holm([]float64{0.01, 0.04, 0.03, 0.005}, 0.05)
-	want := []float64{0.03, 0.06, 0.06, 0.02}
-	for i := range want {
-		assert.InDelta(t, want[i], adj[i], 1e-15, "p_adj[%d]", i)
-	}
-	assert.Equal(t, []bool{true, false, false, true}, rej)
-}
-
-func TestHolmTiesShareTheirAdjustedValue(t *testing.T) {
-	adj, rej := aggregate.Holm([]float64{0.02, 0.04, 0.02}, 0.05)
-	// Sorted: 0.02 (×3 = 0.06), 0.02 (×2 = 0.04, raised to 0.06), 0.04 (×1, raised to 0.06).
-	for i, v := range adj {
-		assert.InDelta(t, 0.06, v, 1e-15, "p_adj[%d]", i)
-	}
-	assert.Equal(t, []bool{false, false, false}, rej)
-
-	adj, rej = aggregate.Holm([]float64{0.01, 0.01}, 0.05)
-	assert.InDeltaSlice(t, []float64{0.02, 0.02}, adj, 1e-15)
-	assert.Equal(t, []bool{true, true}, rej)
-}
-
-func TestHolmOfOneIsTheRawPValue(t *testing.T) {
-	for _, p := range []float64{0.0002, 0.05, 0.0500001, 1} {
-		adj, rej := aggregate.Holm([]float64{p}, 0.05)
-		assert.Equal(t, []float64{p}, adj)
-		assert.Equal(t, []bool{p <= 0.05}, rej, "p = %v", p)
-	}
-}
-
-func TestHolmNeverExceedsOne(t *testing.T) {
-	adj, rej := aggregate.Holm([]float64{0.5, 0.6, 0.001}, 0.05)
-	assert.Equal(t, []float64{1, 1, 0.003}, adj)
-	assert.Equal(t, []bool{false, false, true}, rej)
-}
-
-func TestPercentileIsNumpysLinear(t *testing.T) {
-	// numpy.percentile(x, q) for these x and q.
-	x := []float64{1, 2, 3, 4}
-	assert.InDelta(t, 1.075, aggregate.Percentile(x, 2.5), 1e-12)
-	assert.InDelta(t, 3.925, aggregate.Percentile(x, 97.5), 1e-12)
-	assert.Equal(t, 2.5, aggregate.Percentile(x, 50))
-	assert.Equal(t, 1.0, aggregate.Percentile(x, 0))
-	assert.Equal(t, 4.0, aggregate.Percentile(x, 100))
-	ten := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	assert.InDelta(t, 0.225, aggregate.Percentile(ten, 2.5), 1e-12)
-	assert.InDelta(t, 8.775, aggregate.Percentile(ten, 97.5), 1e-12)
-	assert.Equal(t, 7.0, aggregate.Percentile([]float64{7}, 2.5))
-}
-
-func TestStreamIsXoshiro256PlusPlus(t *testing.T) {
-	// The first outputs of the reference implementation
-	// (prng.di.unimi.it/xoshiro256plusplus.c) from the state {0, 0, 0, 1}.
-	want := []uint64{
-		0x0000000000800000, 0x0000000000800011, 0x0002200000800011, 0x0002200044000020,
-		0x00022000448008A1, 0x01102100802208A0, 0x0114002284200880, 0x0402896644A64095,
-		0x8A14A0A244ACC891, 0x8C88BA4680B20495,
-	}
-	x := aggregate.NewXoshiro(0, 0, 0, 1)
-	for i, w := range want {
-		require.Equal(t, w, x.Uint64(), "output %d", i+1)
-	}
-}
-
-func strata(seeds ...[]float64) []aggregate.Strata {
-	st := aggregate.Strata{Method: "m", CellID: "d/r/x"}
-	for i, d := range seeds {
-		st.Seeds = append(st.Seeds, i)
-		st.Diffs = append(st.Diffs, d)
-	}
-	return []aggregate.Strata{st}
-}
-
-func TestAllEqualDataCollapsesTheInterval(t *testing.T) {
-	zeros := make([]float64, 50)
-	iv, err := aggregate.Bootstrap(context.Background(), strata(zeros, zeros, zeros), 2000, 0, aggregate.ResampleWithinSeed)
-	require.NoError(t, err)
-	assert.Equal(t, aggregate.Interval{Low: 0, High: 0, P: 1}, iv[0])
-
-	// Every item 0.25 better: every replicate is 25 pp, and no replicate
-	// is at or below zero: p = 2/(B+1).
-	quarter := make([]float64, 40)
-	for i := range quarter {
-		quarter[i] = 0.25
-	}
-	iv, err = aggregate.Bootstrap(context.Background(), strata(quarter, quarter, quarter), 999, 0, aggregate.ResampleWithinSeed)
-	require.NoError(t, err)
-	assert.Equal(t, 25.0, iv[0].Low)
-	assert.Equal(t, 25.0, iv[0].High)
-	assert.Equal(t, 2.0/1000, iv[0].P)
-}
-
-func TestBootstrapIsTheSameOnOneCoreAndOnMany(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 7))
-	var rows []aggregate.Strata
-	for r := range 9 {
-		st := aggregate.Strata{Method: "m", CellID: "d/r/" + string(rune('a'+r)), Seeds: aggregate.Seeds}
-		for range aggregate.Seeds {
-			b, d := jobtest.Binary(rng, 30+r, 0.5, 0.6)
-			diff := make([]float64, len(b))
-			for i := range b {
-				diff[i] = d[i] - b[i]
-			}
-			st.Diffs = append(st.Diffs, diff)
-		}
-		rows = append(rows, st)
-	}
-	one, err := aggregate.Bootstrap(context.Background(), rows, 3000, 1, aggregate.ResampleWithinSeed)
-	require.NoError(t, err)
-	many, err := aggregate.Bootstrap(context.Background(), rows, 3000, 8, aggregate.ResampleWithinSeed)
-	require.NoError(t, err)
-	assert.Equal(t, one, many)
-	// Rows given in another order get the same intervals.
-	rev := make([]aggregate.Strata, len(rows))
-	for i := range rows {
-		rev[len(rows)-1-i] = rows[i]
-	}
-	back, err := aggregate.Bootstrap(context.Background(), rev, 3000, 3, aggregate.ResampleWithinSeed)
-	require.NoError(t, err)
-	for i := range rows {
-		assert.Equal(t, one[i], back[len(rows)-1-i])
-	}
-}
-
-func TestBootstrapStopsWhenCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := aggregate.Bootstrap(ctx, strata(make([]float64, 10)), 5000, 2, aggregate.ResampleWithinSeed)
-	assert.ErrorIs(t, err, context.Canceled)
-}
 
 // grid writes three methods × two cells (two datasets, one model) and one
 // method on another model, all complete, under a new folder.
@@ -386,7 +256,7 @@ func checkHolm(t *testing.T, s *aggregate.Summary) {
 		for _, r := range rows {
 			p = append(p, *r.P)
 		}
-		adj, rej := aggregate.Holm(p, 0.05)
+		adj, rej := stats.Holm(p, 0.05)
 		for i, r := range rows {
 			assert.Equal(t, adj[i], *r.PHolm, "%s: %s %s", name, r.Method, r.CellID)
 			assert.Equal(t, rej[i], *r.Reject)
@@ -463,15 +333,15 @@ func TestDocsDescribeTheTableAndTheStream(t *testing.T) {
 	for _, col := range aggregate.TableHeader {
 		assert.Contains(t, string(doc), "`"+col+"`", "column %s", col)
 	}
-	assert.Contains(t, string(doc), "sha256(`"+aggregate.StreamConstant+"` NUL method NUL cell_id NUL seed)")
+	assert.Contains(t, string(doc), "sha256(`"+stats.StreamConstant+"` NUL method NUL cell_id NUL seed)")
 	assert.Contains(t, string(doc), "xoshiro256++")
 	assert.Contains(t, string(doc), "`"+aggregate.SummaryFormat+"`")
 	// Both resampling schemes, the shared stream's name, and the bound on
 	// scores as ScoreLimit computes it.
-	for _, r := range aggregate.ResampleNames {
+	for _, r := range stats.ResampleNames {
 		assert.Contains(t, string(doc), "`"+r+"`", "resampling %s", r)
 	}
-	assert.Contains(t, string(doc), "sha256(`"+aggregate.StreamConstant+"` NUL method NUL\n  cell_id NUL `"+aggregate.ResampleSharedItems+"`)")
+	assert.Contains(t, string(doc), "sha256(`"+stats.StreamConstant+"` NUL method NUL\n  cell_id NUL `"+stats.ResampleSharedItems+"`)")
 	assert.Contains(t, string(doc), "MaxFloat64 / (16 · max(n, 100))")
 	assert.Equal(t, math.MaxFloat64/1600, aggregate.ScoreLimit(3))
 	assert.Equal(t, math.MaxFloat64/(16*250), aggregate.ScoreLimit(250))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-run/cairn/stages/aggregate"
 	"github.com/cairn-run/cairn/stages/aggregate/jobtest"
+	"github.com/cairn-run/cairn/stats"
 )
 
 // python is the interpreter of Debian's python3-numpy, python3-scipy and
@@ -132,7 +133,7 @@ func TestCrossCheck(t *testing.T) {
 		n := 20 + rng.IntN(180)
 		gain := []float64{0, 0.02, 0.08, 0.2}[rng.IntN(4)]
 		binary := rng.IntN(2) == 0
-		row := ccRow{Replicates: ccRefReplicates, Seed: r, Resample: aggregate.ResampleWithinSeed}
+		row := ccRow{Replicates: ccRefReplicates, Seed: r, Resample: stats.ResampleWithinSeed}
 		for range seeds {
 			var b, d []float64
 			if binary {
@@ -170,7 +171,7 @@ func TestCrossCheck(t *testing.T) {
 		for i := range effect {
 			effect[i] = 0.4 * (rng.Float64() - 0.5)
 		}
-		row := ccRow{Replicates: ccRefReplicates, Seed: r, Resample: aggregate.ResampleSharedItems}
+		row := ccRow{Replicates: ccRefReplicates, Seed: r, Resample: stats.ResampleSharedItems}
 		for s := range 3 {
 			b, d := make([]float64, n), make([]float64, n)
 			for i := range b {
@@ -191,7 +192,7 @@ func TestCrossCheck(t *testing.T) {
 	var exact []ccExact
 	for e := range 8 {
 		c := ccExact{Method: "gepa", CellID: fmt.Sprintf("d%d/r/m", e), Replicates: 257 + e,
-			Resample: aggregate.ResampleNames[e%2]}
+			Resample: stats.ResampleNames[e%2]}
 		n := []int{1, 7, 40, 23}[e/2]
 		for s := range []int{1, 3, 3, 3}[e/2] {
 			c.Seeds = append(c.Seeds, s)
@@ -223,25 +224,25 @@ func TestCrossCheck(t *testing.T) {
 	require.Len(t, ref.Exact, len(exact))
 
 	for i, p := range holm {
-		adj, rej := aggregate.Holm(p, aggregate.Alpha)
+		adj, rej := stats.Holm(p, stats.Alpha)
 		assert.Equal(t, ref.Holm[i].PAdj, adj, "Holm of %v: p_adj against statsmodels", p)
 		assert.Equal(t, ref.Holm[i].Reject, rej, "Holm of %v: rejections against statsmodels", p)
 	}
 
 	// cairn's figures per row: one-seed rows through Bootstrap, three-seed
 	// rows through the whole aggregation of their job files.
-	got := make([]aggregate.Interval, len(rows))
+	got := make([]stats.Interval, len(rows))
 	for r, row := range rows {
 		if len(row.Strata) != 1 {
 			continue
 		}
-		st := aggregate.Strata{Method: "one-seed", CellID: fmt.Sprintf("d/r/m%d", r), Seeds: []int{0}}
+		st := stats.Strata{Method: "one-seed", CellID: fmt.Sprintf("d/r/m%d", r), Seeds: []int{0}}
 		d := make([]float64, len(row.Strata[0].Baseline))
 		for i := range d {
 			d[i] = row.Strata[0].Deployed[i] - row.Strata[0].Baseline[i]
 		}
 		st.Diffs = [][]float64{d}
-		iv, err := aggregate.Bootstrap(context.Background(), []aggregate.Strata{st}, ccReplicates, 0, row.Resample)
+		iv, err := stats.Bootstrap(context.Background(), []stats.Strata{st}, ccReplicates, 0, row.Resample)
 		require.NoError(t, err)
 		got[r] = iv[0]
 	}
@@ -252,22 +253,22 @@ func TestCrossCheck(t *testing.T) {
 		row, ok := byName[ts.method+" "+ts.cell]
 		require.True(t, ok, ts.cell)
 		require.Equal(t, aggregate.StatusOK, row.Status)
-		got[ts.row] = aggregate.Interval{Low: *row.CILow, High: *row.CIHigh, P: *row.P}
+		got[ts.row] = stats.Interval{Low: *row.CILow, High: *row.CIHigh, P: *row.P}
 	}
-	sum, err = aggregate.Run(context.Background(), aggregate.Options{Roots: []string{shared}, Replicates: ccReplicates, Resample: aggregate.ResampleSharedItems})
+	sum, err = aggregate.Run(context.Background(), aggregate.Options{Roots: []string{shared}, Replicates: ccReplicates, Resample: stats.ResampleSharedItems})
 	require.NoError(t, err)
-	require.Equal(t, aggregate.ResampleSharedItems, sum.Resample)
+	require.Equal(t, stats.ResampleSharedItems, sum.Resample)
 	byName = rowsByName(sum)
 	for _, ts := range sharedRows {
 		row, ok := byName[ts.method+" "+ts.cell]
 		require.True(t, ok, ts.cell)
 		require.Equal(t, aggregate.StatusOK, row.Status)
-		got[ts.row] = aggregate.Interval{Low: *row.CILow, High: *row.CIHigh, P: *row.P}
+		got[ts.row] = stats.Interval{Low: *row.CILow, High: *row.CIHigh, P: *row.P}
 	}
 
 	// The documented stream, to the bit.
 	for e, c := range exact {
-		st := aggregate.Strata{Method: c.Method, CellID: c.CellID, Seeds: c.Seeds}
+		st := stats.Strata{Method: c.Method, CellID: c.CellID, Seeds: c.Seeds}
 		for _, s := range c.Strata {
 			d := make([]float64, len(s.Baseline))
 			for i := range d {
@@ -275,9 +276,9 @@ func TestCrossCheck(t *testing.T) {
 			}
 			st.Diffs = append(st.Diffs, d)
 		}
-		iv, err := aggregate.Bootstrap(context.Background(), []aggregate.Strata{st}, c.Replicates, 2, c.Resample)
+		iv, err := stats.Bootstrap(context.Background(), []stats.Strata{st}, c.Replicates, 2, c.Resample)
 		require.NoError(t, err)
-		want := aggregate.Interval{Low: ref.Exact[e].CILow, High: ref.Exact[e].CIHigh, P: ref.Exact[e].P}
+		want := stats.Interval{Low: ref.Exact[e].CILow, High: ref.Exact[e].CIHigh, P: ref.Exact[e].P}
 		assert.Equal(t, want, iv[0], "exact case %d (%s, %d seed(s) of %d items): the documented stream", e, c.Resample, len(c.Seeds), len(c.Strata[0].Baseline))
 	}
 
@@ -300,7 +301,7 @@ func TestCrossCheck(t *testing.T) {
 		tol := 4*seQ(rr.SD) + step
 		name := fmt.Sprintf("row %d (%d seed(s), %d items, %s)", r, len(row.Strata), items, row.Resample)
 		low, high := rr.CILow, rr.CIHigh
-		if row.Resample == aggregate.ResampleSharedItems {
+		if row.Resample == stats.ResampleSharedItems {
 			// The seeds' items are drawn together: the interval's lattice is
 			// that of one seed's items.
 			step = 100.0 / float64(len(row.Strata[0].Baseline))

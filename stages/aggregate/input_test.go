@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/stages/aggregate"
 	"github.com/cairn-run/cairn/stages/aggregate/jobtest"
+	"github.com/cairn-run/cairn/stats"
 )
 
 // badInput runs the aggregation of root after edit and returns its error,
@@ -176,7 +177,7 @@ func TestScoresAtTheLimitGiveFiniteFigures(t *testing.T) {
 			require.NoError(t, err)
 			setScores(t, filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d/test.json", s)), b, d)
 		}
-		for _, resample := range aggregate.ResampleNames {
+		for _, resample := range stats.ResampleNames {
 			sum, err := aggregate.Run(context.Background(), aggregate.Options{Roots: []string{root}, Replicates: 500, Resample: resample})
 			require.NoError(t, err, "%d items", n)
 			require.Len(t, sum.Rows, 1)

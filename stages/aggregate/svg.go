@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-run/cairn/stats"
 )
 
 // Forest-plot geometry, in SVG user units.
@@ -114,7 +116,7 @@ func (s *Summary) SVG(w io.Writer) error {
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="12" y="22" font-size="15" font-weight="bold">deployed − baseline per method and cell, with 95%% bootstrap intervals</text>` + "\n")
 	scheme := "stratified by seed"
-	if s.Resample == ResampleSharedItems {
+	if s.Resample == stats.ResampleSharedItems {
 		scheme = "the same items for every seed"
 	}
 	p(`<text x="12" y="40" fill="#555">%d replicates, %s; filled and starred: rejected by Holm at α = %s within its family</text>`+"\n", s.Replicates, scheme, f2(s.Alpha))

@@ -1,4 +1,4 @@
-package aggregate_test
+package stats_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/stats"
 )
 
 // TestBootstrapFollowsTheDocumentedStream recomputes a row's bootstrap
@@ -24,8 +24,8 @@ import (
 // schemes: anyone can reproduce cairn's figures from the document.
 func TestBootstrapFollowsTheDocumentedStream(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	row := func(sizes ...int) aggregate.Strata {
-		r := aggregate.Strata{Method: "gepa", CellID: "hotpotqa/centralized/qwen", Seeds: []int{0, 1, 2}}
+	row := func(sizes ...int) stats.Strata {
+		r := stats.Strata{Method: "gepa", CellID: "hotpotqa/centralized/qwen", Seeds: []int{0, 1, 2}}
 		for _, n := range sizes {
 			d := make([]float64, n)
 			for i := range d {
@@ -38,13 +38,13 @@ func TestBootstrapFollowsTheDocumentedStream(t *testing.T) {
 	const B = 301
 	for _, c := range []struct {
 		resample string
-		row      aggregate.Strata
+		row      stats.Strata
 	}{
-		{aggregate.ResampleWithinSeed, row(37, 50, 3)},
-		{aggregate.ResampleSharedItems, row(37, 37, 37)},
+		{stats.ResampleWithinSeed, row(37, 50, 3)},
+		{stats.ResampleSharedItems, row(37, 37, 37)},
 	} {
 		want := documentedBootstrap(c.row, B, c.resample)
-		got, err := aggregate.Bootstrap(context.Background(), []aggregate.Strata{c.row}, B, 2, c.resample)
+		got, err := stats.Bootstrap(context.Background(), []stats.Strata{c.row}, B, 2, c.resample)
 		require.NoError(t, err)
 		assert.Equal(t, want, got[0], c.resample)
 		assert.NotEqual(t, got[0].Low, got[0].High, "%s: a row whose interval is not a point", c.resample)
@@ -52,7 +52,7 @@ func TestBootstrapFollowsTheDocumentedStream(t *testing.T) {
 }
 
 // documentedBootstrap is docs/aggregate.md's bootstrap, written plainly.
-func documentedBootstrap(row aggregate.Strata, B int, resample string) aggregate.Interval {
+func documentedBootstrap(row stats.Strata, B int, resample string) stats.Interval {
 	// draw is one stream's B replicate means of d; the stream is named by
 	// the last part of its digest's message.
 	draw := func(name string, d []float64) []float64 {
@@ -98,7 +98,7 @@ func documentedBootstrap(row aggregate.Strata, B int, resample string) aggregate
 		return means
 	}
 	var units [][]float64
-	if resample == aggregate.ResampleSharedItems {
+	if resample == stats.ResampleSharedItems {
 		// Each item's differences summed in seed order and divided by the
 		// number of seeds, drawn on the stream named "shared-items".
 		item := make([]float64, len(row.Diffs[0]))
@@ -133,9 +133,9 @@ func documentedBootstrap(row aggregate.Strata, B int, resample string) aggregate
 		}
 	}
 	slices.Sort(pp)
-	return aggregate.Interval{
-		Low:  aggregate.Percentile(pp, 2.5),
-		High: aggregate.Percentile(pp, 97.5),
+	return stats.Interval{
+		Low:  stats.Percentile(pp, 2.5),
+		High: stats.Percentile(pp, 97.5),
 		P:    math.Min(1, 2*math.Min(float64(1+le)/float64(B+1), float64(1+ge)/float64(B+1))),
 	}
 }
@@ -156,14 +156,14 @@ func TestSharedItemsCoverWhenItemEffectsAreAlikeAcrossSeeds(t *testing.T) {
 	)
 	coverage := func(rho float64) map[string]float64 {
 		rng := rand.New(rand.NewPCG(28, uint64(100*rho)))
-		var rows []aggregate.Strata
+		var rows []stats.Strata
 		for r := range rowsPerCase {
-			st := aggregate.Strata{Method: "m", CellID: "d/r/" + strconv.Itoa(r), Seeds: aggregate.Seeds}
+			st := stats.Strata{Method: "m", CellID: "d/r/" + strconv.Itoa(r), Seeds: seeds}
 			effect := make([]float64, items)
 			for i := range effect {
 				effect[i] = math.Sqrt(rho) * rng.NormFloat64()
 			}
-			for range aggregate.Seeds {
+			for range seeds {
 				d := make([]float64, items)
 				for i := range d {
 					d[i] = gain + effect[i] + math.Sqrt(1-rho)*rng.NormFloat64()
@@ -173,8 +173,8 @@ func TestSharedItemsCoverWhenItemEffectsAreAlikeAcrossSeeds(t *testing.T) {
 			rows = append(rows, st)
 		}
 		out := map[string]float64{}
-		for _, scheme := range aggregate.ResampleNames {
-			ivs, err := aggregate.Bootstrap(context.Background(), rows, B, 0, scheme)
+		for _, scheme := range stats.ResampleNames {
+			ivs, err := stats.Bootstrap(context.Background(), rows, B, 0, scheme)
 			require.NoError(t, err)
 			held := 0
 			for _, iv := range ivs {
@@ -188,10 +188,10 @@ func TestSharedItemsCoverWhenItemEffectsAreAlikeAcrossSeeds(t *testing.T) {
 	}
 	independent := coverage(0)
 	t.Logf("rho 0: %v", independent)
-	assert.InDelta(t, independent[aggregate.ResampleWithinSeed], independent[aggregate.ResampleSharedItems], 0.04)
-	assert.Greater(t, independent[aggregate.ResampleWithinSeed], 0.88)
+	assert.InDelta(t, independent[stats.ResampleWithinSeed], independent[stats.ResampleSharedItems], 0.04)
+	assert.Greater(t, independent[stats.ResampleWithinSeed], 0.88)
 	alike := coverage(0.8)
 	t.Logf("rho 0.8: %v", alike)
-	assert.Less(t, alike[aggregate.ResampleWithinSeed], 0.85, "within seed undercovers")
-	assert.Greater(t, alike[aggregate.ResampleSharedItems], 0.9, "shared items cover")
+	assert.Less(t, alike[stats.ResampleWithinSeed], 0.85, "within seed undercovers")
+	assert.Greater(t, alike[stats.ResampleSharedItems], 0.9, "shared items cover")
 }

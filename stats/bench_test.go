@@ -1,4 +1,4 @@
-package aggregate
+package stats
 
 import (
 	"context"
@@ -7,13 +7,16 @@ import (
 	"testing"
 )
 
+// seeds are the protocol's seeds (stages/aggregate.Seeds).
+var seeds = []int{0, 1, 2}
+
 // benchStrata are n rows of 3 seeds of items binary-scored items.
 func benchStrata(rows, items int) []Strata {
 	rng := rand.New(rand.NewPCG(1, 2))
 	out := make([]Strata, rows)
 	for i := range out {
-		out[i] = Strata{Method: "m", CellID: fmt.Sprintf("d/r/m%d", i), Seeds: Seeds}
-		for range Seeds {
+		out[i] = Strata{Method: "m", CellID: fmt.Sprintf("d/r/m%d", i), Seeds: seeds}
+		for range seeds {
 			d := make([]float64, items)
 			for k := range d {
 				d[k] = float64(rng.IntN(2)) - float64(rng.IntN(2))

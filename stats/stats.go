@@ -1,4 +1,10 @@
-package aggregate
+// Package stats holds the statistics of cairn's aggregation (docs/aggregate.md):
+// the stratified paired bootstrap over a row's seeds on documented
+// xoshiro256++ streams (its interval and p-value, the same on any number of
+// cores), numpy's linear percentile and the Holm–Bonferroni correction. It
+// knows nothing of files or jobs: stages/aggregate reads the optimizer jobs
+// and hands their per-item differences here.
+package stats
 
 import (
 	"context"
