@@ -220,6 +220,20 @@ func ParseProtocol(file string, data []byte) (*Protocol, error) {
 // given twice, a query order that is not a permutation of the case's
 // candidates, counts that contradict the slots.
 func (p *Protocol) check(src *source) {
+	p.checkTop(src)
+	p.checkBudgets(src)
+	p.checkRules(src)
+	p.checkResourceCap(src)
+	t := &caseTally{caseIDs: map[string]bool{}, candIDs: map[string]string{}, slotIDs: map[string]string{}}
+	for ci := range p.Cases {
+		p.checkCase(src, ci, t)
+	}
+	p.checkCounts(src, t)
+}
+
+// checkTop checks the protocol's own fields: present, of a version cairn
+// knows, and not empty or negative where that makes no protocol.
+func (p *Protocol) checkTop(src *source) {
 	for _, f := range []string{"protocol_version", "cases", "screen_seed", "evaluation_seeds", "memory_limit_mib", "additional_donor_guard_mib", "budgets_per_case", "rules", "resource_cap", "collection_order_seed"} {
 		if !src.has(f) {
 			src.errorf(0, "%s is missing: a decision protocol must give it", f)
@@ -240,6 +254,11 @@ func (p *Protocol) check(src *source) {
 	if p.AdditionalDonorGuardMiB < 0 {
 		src.at("additional_donor_guard_mib", "must be at least 0")
 	}
+}
+
+// checkBudgets checks budgets_per_case: at least one, none negative, none
+// twice.
+func (p *Protocol) checkBudgets(src *source) {
 	seenBudget := map[int]bool{}
 	for i, b := range p.BudgetsPerCase {
 		path := fmt.Sprintf("budgets_per_case[%d]", i)
@@ -254,6 +273,10 @@ func (p *Protocol) check(src *source) {
 	if len(p.BudgetsPerCase) == 0 && src.has("budgets_per_case") {
 		src.at("budgets_per_case", "list at least one budget")
 	}
+}
+
+// checkRules checks rules: at least one, each known, none twice.
+func (p *Protocol) checkRules(src *source) {
 	seenRule := map[string]bool{}
 	for i, r := range p.Rules {
 		path := fmt.Sprintf("rules[%d]", i)
@@ -272,6 +295,11 @@ func (p *Protocol) check(src *source) {
 	if len(p.Rules) == 0 && src.has("rules") {
 		src.at("rules", "list at least one rule")
 	}
+}
+
+// checkResourceCap checks that resource_cap gives every limit, each more
+// than 0 (the cap on replacements at least 0).
+func (p *Protocol) checkResourceCap(src *source) {
 	rc := p.ResourceCap
 	for _, f := range []struct {
 		name string
@@ -293,127 +321,158 @@ func (p *Protocol) check(src *source) {
 	} else if rc.MaxRepairAllocations < 0 {
 		src.at("resource_cap.max_repair_allocations", "must be at least 0")
 	}
+}
 
-	caseIDs := map[string]bool{}
-	candIDs := map[string]string{} // candidate id -> path
-	slotIDs := map[string]string{} // slot id -> path
-	screens, evals, cands := 0, 0, 0
-	for ci := range p.Cases {
-		c := &p.Cases[ci]
-		cp := fmt.Sprintf("cases[%d]", ci)
-		for _, f := range []string{"case_id", "candidates", "query_order"} {
-			if !src.has(cp + "." + f) {
-				src.at(cp, "%s is missing", f)
-			}
+// caseTally is what check gathers over the cases: the ids seen (for a
+// candidate or slot, the path where it was, to name it when it comes
+// again), and the counts of slots and candidates the totals must match.
+type caseTally struct {
+	caseIDs               map[string]bool
+	candIDs               map[string]string // candidate id -> path
+	slotIDs               map[string]string // slot id -> path
+	screens, evals, cands int
+}
+
+// checkCase checks case ci: its fields and id, its candidates, its donors
+// and its query order.
+func (p *Protocol) checkCase(src *source, ci int, t *caseTally) {
+	c := &p.Cases[ci]
+	cp := fmt.Sprintf("cases[%d]", ci)
+	for _, f := range []string{"case_id", "candidates", "query_order"} {
+		if !src.has(cp + "." + f) {
+			src.at(cp, "%s is missing", f)
 		}
-		if c.ID == "" && src.has(cp+".case_id") {
-			src.at(cp+".case_id", "must not be empty")
+	}
+	if c.ID == "" && src.has(cp+".case_id") {
+		src.at(cp+".case_id", "must not be empty")
+	}
+	if t.caseIDs[c.ID] && c.ID != "" {
+		src.at(cp+".case_id", "case %q is given twice", c.ID)
+	}
+	if c.ID == TotalKey || c.ID == InputsKey {
+		src.at(cp+".case_id", "%q names a part of the replay's output (its totals, or the files it read): give the case another id", c.ID)
+	}
+	t.caseIDs[c.ID] = true
+	inCase := map[string]bool{}
+	for ki := range c.Candidates {
+		k := &c.Candidates[ki]
+		p.checkCandidate(src, k, fmt.Sprintf("%s.candidates[%d]", cp, ki), t)
+		inCase[k.ID] = true
+	}
+	checkDonors(src, c, cp, inCase)
+	checkQueryOrder(src, c, cp, inCase)
+}
+
+// checkCandidate checks candidate k (at path kp): its fields, its id, and
+// one screen slot and one evaluation slot per evaluation seed, each slot
+// id given once in the whole protocol.
+func (p *Protocol) checkCandidate(src *source, k *Candidate, kp string, t *caseTally) {
+	t.cands++
+	for _, f := range []string{"candidate_id", "actor_micro_batch", "reservation", "slot_ids"} {
+		if !src.has(kp + "." + f) {
+			src.at(kp, "%s is missing", f)
 		}
-		if caseIDs[c.ID] && c.ID != "" {
-			src.at(cp+".case_id", "case %q is given twice", c.ID)
-		}
-		if c.ID == TotalKey || c.ID == InputsKey {
-			src.at(cp+".case_id", "%q names a part of the replay's output (its totals, or the files it read): give the case another id", c.ID)
-		}
-		caseIDs[c.ID] = true
-		inCase := map[string]bool{}
-		for ki := range c.Candidates {
-			k := &c.Candidates[ki]
-			kp := fmt.Sprintf("%s.candidates[%d]", cp, ki)
-			cands++
-			for _, f := range []string{"candidate_id", "actor_micro_batch", "reservation", "slot_ids"} {
-				if !src.has(kp + "." + f) {
-					src.at(kp, "%s is missing", f)
-				}
-			}
-			if k.ID == "" && src.has(kp+".candidate_id") {
-				src.at(kp+".candidate_id", "must not be empty")
-			}
-			if prev, dup := candIDs[k.ID]; dup && k.ID != "" {
-				src.at(kp+".candidate_id", "candidate %q is also %s", k.ID, prev)
+	}
+	if k.ID == "" && src.has(kp+".candidate_id") {
+		src.at(kp+".candidate_id", "must not be empty")
+	}
+	if prev, dup := t.candIDs[k.ID]; dup && k.ID != "" {
+		src.at(kp+".candidate_id", "candidate %q is also %s", k.ID, prev)
+	} else {
+		t.candIDs[k.ID] = kp
+	}
+	if k.ActorMicroBatch <= 0 && src.has(kp+".actor_micro_batch") {
+		src.at(kp+".actor_micro_batch", "must be a whole number more than 0")
+	}
+	if (k.Reservation <= 0 || k.Reservation > 1) && src.has(kp+".reservation") {
+		src.at(kp+".reservation", "a reservation is a fraction of a GPU's memory, more than 0 and at most 1")
+	}
+	if len(k.SlotIDs.Screen) != 1 && src.has(kp+".slot_ids") {
+		src.at(kp+".slot_ids.screen", "a candidate has exactly one designated screen slot (seed %d); got %d", p.ScreenSeed, len(k.SlotIDs.Screen))
+	}
+	if len(k.SlotIDs.Evaluation) != len(p.EvaluationSeeds) && src.has(kp+".slot_ids") {
+		src.at(kp+".slot_ids.evaluation", "a candidate has one evaluation slot per evaluation seed (%d); got %d", len(p.EvaluationSeeds), len(k.SlotIDs.Evaluation))
+	}
+	t.screens += len(k.SlotIDs.Screen)
+	t.evals += len(k.SlotIDs.Evaluation)
+	for _, r := range []struct {
+		role string
+		ids  []string
+	}{{"screen", k.SlotIDs.Screen}, {"evaluation", k.SlotIDs.Evaluation}} {
+		role := r.role
+		for si, id := range r.ids {
+			sp := fmt.Sprintf("%s.slot_ids.%s[%d]", kp, role, si)
+			if id == "" {
+				src.at(sp, "a slot id must not be empty")
+			} else if prev, dup := t.slotIDs[id]; dup {
+				src.at(sp, "slot %q is also %s", id, prev)
 			} else {
-				candIDs[k.ID] = kp
-			}
-			inCase[k.ID] = true
-			if k.ActorMicroBatch <= 0 && src.has(kp+".actor_micro_batch") {
-				src.at(kp+".actor_micro_batch", "must be a whole number more than 0")
-			}
-			if (k.Reservation <= 0 || k.Reservation > 1) && src.has(kp+".reservation") {
-				src.at(kp+".reservation", "a reservation is a fraction of a GPU's memory, more than 0 and at most 1")
-			}
-			if len(k.SlotIDs.Screen) != 1 && src.has(kp+".slot_ids") {
-				src.at(kp+".slot_ids.screen", "a candidate has exactly one designated screen slot (seed %d); got %d", p.ScreenSeed, len(k.SlotIDs.Screen))
-			}
-			if len(k.SlotIDs.Evaluation) != len(p.EvaluationSeeds) && src.has(kp+".slot_ids") {
-				src.at(kp+".slot_ids.evaluation", "a candidate has one evaluation slot per evaluation seed (%d); got %d", len(p.EvaluationSeeds), len(k.SlotIDs.Evaluation))
-			}
-			screens += len(k.SlotIDs.Screen)
-			evals += len(k.SlotIDs.Evaluation)
-			for _, r := range []struct {
-				role string
-				ids  []string
-			}{{"screen", k.SlotIDs.Screen}, {"evaluation", k.SlotIDs.Evaluation}} {
-				role := r.role
-				for si, id := range r.ids {
-					sp := fmt.Sprintf("%s.slot_ids.%s[%d]", kp, role, si)
-					if id == "" {
-						src.at(sp, "a slot id must not be empty")
-					} else if prev, dup := slotIDs[id]; dup {
-						src.at(sp, "slot %q is also %s", id, prev)
-					} else {
-						slotIDs[id] = sp
-					}
-				}
-			}
-		}
-		for _, id := range sortedKeys(c.Donors) {
-			d := c.Donors[id]
-			dp := member(cp+".donors", id)
-			if !inCase[id] {
-				src.at(dp, "%q is not a candidate of case %q", id, c.ID)
-			}
-			if d.MaxCompletedPeak.bad != "" {
-				src.at(dp+".max_completed_run_peak_mib", "a peak in MiB must be a number of at least 0, or \"\" for none; got %s", d.MaxCompletedPeak.bad)
-			}
-			if !src.has(dp + ".observed_state") {
-				src.at(dp, "observed_state is missing")
-			} else if !d.ObservedState.valid() || d.ObservedState == NotStarted {
-				src.at(dp+".observed_state", "%q is not a donor state (within_margin, above_margin, memory_failure, unresolved)", d.ObservedState)
-			}
-		}
-		seen := map[string]bool{}
-		for qi, id := range c.QueryOrder {
-			qp := fmt.Sprintf("%s.query_order[%d]", cp, qi)
-			if !inCase[id] {
-				src.at(qp, "%q is not a candidate of case %q", id, c.ID)
-			}
-			if seen[id] {
-				src.at(qp, "%q is queried twice", id)
-			}
-			seen[id] = true
-		}
-		if src.has(cp + ".query_order") {
-			var missing []string
-			for _, k := range c.Candidates {
-				if !seen[k.ID] {
-					missing = append(missing, k.ID)
-				}
-			}
-			if len(missing) > 0 {
-				src.at(cp+".query_order", "the query order must list every candidate of the case once; it leaves out %s", strings.Join(missing, ", "))
+				t.slotIDs[id] = sp
 			}
 		}
 	}
+}
+
+// checkDonors checks case c's donors (at path cp): each a candidate of the
+// case, with a peak and an observed state that are valid.
+func checkDonors(src *source, c *Case, cp string, inCase map[string]bool) {
+	for _, id := range sortedKeys(c.Donors) {
+		d := c.Donors[id]
+		dp := member(cp+".donors", id)
+		if !inCase[id] {
+			src.at(dp, "%q is not a candidate of case %q", id, c.ID)
+		}
+		if d.MaxCompletedPeak.bad != "" {
+			src.at(dp+".max_completed_run_peak_mib", "a peak in MiB must be a number of at least 0, or \"\" for none; got %s", d.MaxCompletedPeak.bad)
+		}
+		if !src.has(dp + ".observed_state") {
+			src.at(dp, "observed_state is missing")
+		} else if !d.ObservedState.valid() || d.ObservedState == NotStarted {
+			src.at(dp+".observed_state", "%q is not a donor state (within_margin, above_margin, memory_failure, unresolved)", d.ObservedState)
+		}
+	}
+}
+
+// checkQueryOrder checks that case c's query order (at path cp) lists
+// every candidate of the case once, and nothing else.
+func checkQueryOrder(src *source, c *Case, cp string, inCase map[string]bool) {
+	seen := map[string]bool{}
+	for qi, id := range c.QueryOrder {
+		qp := fmt.Sprintf("%s.query_order[%d]", cp, qi)
+		if !inCase[id] {
+			src.at(qp, "%q is not a candidate of case %q", id, c.ID)
+		}
+		if seen[id] {
+			src.at(qp, "%q is queried twice", id)
+		}
+		seen[id] = true
+	}
+	if src.has(cp + ".query_order") {
+		var missing []string
+		for _, k := range c.Candidates {
+			if !seen[k.ID] {
+				missing = append(missing, k.ID)
+			}
+		}
+		if len(missing) > 0 {
+			src.at(cp+".query_order", "the query order must list every candidate of the case once; it leaves out %s", strings.Join(missing, ", "))
+		}
+	}
+}
+
+// checkCounts checks the protocol's stated totals against what its cases
+// list.
+func (p *Protocol) checkCounts(src *source, t *caseTally) {
 	for _, f := range []struct {
 		name      string
 		got, want int
 		what      string
 	}{
-		{"planned_processes", p.PlannedProcesses, screens + evals, "slots (screen and evaluation)"},
-		{"target_configurations", p.TargetConfigurations, cands, "candidates"},
-		{"screen_processes", p.ScreenProcesses, screens, "screen slots"},
-		{"hidden_evaluation_processes", p.HiddenEvalProcesses, evals, "evaluation slots"},
-		{"resource_cap.initial_allocations", rc.InitialAllocations, screens + evals, "slots (one allocation each)"},
+		{"planned_processes", p.PlannedProcesses, t.screens + t.evals, "slots (screen and evaluation)"},
+		{"target_configurations", p.TargetConfigurations, t.cands, "candidates"},
+		{"screen_processes", p.ScreenProcesses, t.screens, "screen slots"},
+		{"hidden_evaluation_processes", p.HiddenEvalProcesses, t.evals, "evaluation slots"},
+		{"resource_cap.initial_allocations", p.ResourceCap.InitialAllocations, t.screens + t.evals, "slots (one allocation each)"},
 	} {
 		if src.has(f.name) && f.got != f.want {
 			src.at(f.name, "says %d, but the cases list %d %s", f.got, f.want, f.what)
