@@ -3,6 +3,7 @@ package docs
 import (
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -205,5 +206,15 @@ func TestForbiddenImportsAreDocumented(t *testing.T) {
 			assert.True(t, strings.Contains(item, "`"+p+"`") || strings.Contains(item, "`"+strings.TrimSuffix(p, "/...")+"`"),
 				"the item %q does not name %s", strings.TrimSpace(item), p)
 		}
+	}
+}
+
+// Every file architecture.md names by its path exists.
+func TestArchitectureNamesFilesThatExist(t *testing.T) {
+	doc := readDoc(t, "architecture.md")
+	named := regexp.MustCompile("`((?:[a-z0-9_-]+/)+[A-Za-z0-9_.-]+\\.(?:go|md))`").FindAllStringSubmatch(doc, -1)
+	require.NotEmpty(t, named)
+	for _, m := range named {
+		assert.FileExists(t, filepath.Join("..", m[1]), "architecture.md names %s", m[1])
 	}
 }
