@@ -155,7 +155,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		inherit = append(inherit, ns.lease.Files()...)
 	}
 	spec := &executor.Spec{
-		Node: ns.n.Addr, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
+		Node: ns.n.Addr, RunID: a.runID, Key: ns.key, Attempt: ns.attempts, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
 		Timeout: c.Timeout, CPUs: c.CPUs, MemMiB: c.MemMiB, KillGrace: c.KillGrace,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,

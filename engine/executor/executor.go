@@ -115,14 +115,22 @@ type Job interface {
 
 // Spec is one process to run for a node: what any executor needs.
 type Spec struct {
-	Node   string
-	Argv   []string
-	Shell  bool
-	Env    []string // the complete environment
-	Dir    string
-	Stdin  io.Reader
-	Stdout string // log file paths
-	Stderr string
+	Node string
+	// RunID names the apply's run, Key the node's key and Attempt which
+	// attempt this is (1 for the first): the engine sets them, and a
+	// cluster executor names and describes its jobs by them. The process
+	// sees them in Env too (CAIRN_RUN_ID, CAIRN_NODE_KEY, CAIRN_ATTEMPT),
+	// but an executor reads them here.
+	RunID   string
+	Key     string
+	Attempt int
+	Argv    []string
+	Shell   bool
+	Env     []string // the complete environment
+	Dir     string
+	Stdin   io.Reader
+	Stdout  string // log file paths
+	Stderr  string
 	// NamedLogs: the stage named the log files (a batch's per-GPU logs),
 	// so they are made even when the process writes nothing to them.
 	// cairn's own per-node logs are made with their first byte.

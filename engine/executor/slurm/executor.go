@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -200,8 +201,8 @@ func specDigest(spec *executor.Spec) string {
 	w(strconv.FormatBool(spec.Shell))
 	w(spec.Dir)
 	w(strconv.Itoa(len(spec.GPUs)))
-	w(envValue(spec.Env, "CAIRN_NODE"))
-	w(envValue(spec.Env, "CAIRN_NODE_KEY"))
+	w(spec.Node)
+	w(spec.Key)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -235,11 +236,7 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 	if len(spec.Argv) == 0 {
 		return setup("nothing to run: the command is empty")
 	}
-	run := envValue(spec.Env, "CAIRN_RUN_ID")
-	if run == "" {
-		run = "cairn"
-	}
-	c, err := e.clientFor(ctx, run)
+	c, err := e.clientFor(ctx, cmp.Or(spec.RunID, "cairn"))
 	if err != nil {
 		return nil, err
 	}
@@ -460,24 +457,12 @@ func (e *Executor) cancel(c *Client, ref Ref) {
 	}()
 }
 
-// envValue is the last NAME=value of env.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
-}
-
 // jobFor is the Slurm job for spec: its batch script and exit file beside
 // the node's stdout log, in the run's log folder.
 func jobFor(spec *executor.Spec) *Job {
-	attempt, _ := strconv.Atoi(envValue(spec.Env, "CAIRN_ATTEMPT"))
 	stem := strings.TrimSuffix(spec.Stdout, filepath.Ext(spec.Stdout))
 	return &Job{
-		Node: spec.Node, Attempt: max(attempt, 1), Argv: spec.Argv, Shell: spec.Shell,
+		Node: spec.Node, Attempt: max(spec.Attempt, 1), Argv: spec.Argv, Shell: spec.Shell,
 		Env: spec.Env, Dir: spec.Dir, Stdout: spec.Stdout, Stderr: spec.Stderr,
 		Script: stem + ".sbatch", ExitFile: stem + ".exit",
 		GPUs: len(spec.GPUs), CPUs: spec.CPUs, MemMiB: spec.MemMiB, Timeout: spec.Timeout, KillGrace: spec.Grace(),

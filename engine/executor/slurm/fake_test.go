@@ -391,7 +391,7 @@ func TestWrapperStartIsNoLaterThanTheCommandsFiles(t *testing.T) {
 // (TestSbatchArguments checks the flags).
 func TestJobForCarriesTheStagesResources(t *testing.T) {
 	spec := &executor.Spec{
-		Node: `stage.train["a"]`, Argv: []string{"true"}, Env: []string{"CAIRN_ATTEMPT=2"},
+		Node: `stage.train["a"]`, Argv: []string{"true"}, Attempt: 2,
 		Stdout: "/logs/x.out", GPUs: []int{0, 1}, CPUs: 4, MemMiB: 16 << 10, Timeout: time.Hour,
 	}
 	j := jobFor(spec)
@@ -606,4 +606,38 @@ func TestMissingSlurmConfIsRefusedAtOnce(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "SLURM_CONF")
 	assert.Contains(t, err.Error(), missing+": no such file or directory")
+}
+
+// The executor names a node's job by the spec's typed run id, key and
+// attempt, which the engine sets, not by what the process's environment
+// holds: the job is the run's (--job-name), its comment names the
+// attempt, and its reference's spec digest tells two keys apart.
+func TestSubmitNamesTheJobByTheSpecsRunKeyAndAttempt(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	f.write("config", noAccounting)
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	e, err := NewExecutor(context.Background(), Options{Bin: bin, PollInterval: 5 * time.Millisecond, MaxPollInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	spec := func(key string) *executor.Spec {
+		return &executor.Spec{
+			Node: `stage.train["a"]`, RunID: "20260101T000000-abcd", Key: key, Attempt: 3,
+			Argv: []string{"true"}, Env: append(os.Environ(), "CAIRN_RUN_ID=other", "CAIRN_ATTEMPT=9"),
+			Dir: f.dir, Stdout: filepath.Join(f.dir, key+".out"), Stderr: filepath.Join(f.dir, key+".err"),
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := e.Submit(ctx, spec("k1"))
+	require.NoError(t, err)
+	require.NotEmpty(t, a.Ref().ID, "submitted")
+	args := f.read("sbatch.log")
+	assert.Contains(t, args, "--job-name=20260101T000000-abcd")
+	assert.Contains(t, args, `--comment=cairn stage.train["a"] attempt 3 sub `)
+	assert.NotContains(t, args, "other")
+	assert.Equal(t, "20260101T000000-abcd", a.Ref().Details["run"])
+	b, err := e.Submit(ctx, spec("k2"))
+	require.NoError(t, err)
+	assert.NotEqual(t, a.Ref().Details["spec"], b.Ref().Details["spec"], "the same command under another key is other work")
 }
