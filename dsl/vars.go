@@ -45,185 +45,226 @@ type varValue struct {
 
 // ResolveVariables computes every variable's value and runs its validations.
 func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[string]cty.Value, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	set := map[string]varValue{}
-
-	parseRaw := func(name, raw, source string) {
-		v, ok := c.Variables[name]
-		if !ok {
-			return
-		}
-		var val cty.Value
-		if v.Type.IsPrimitiveType() || v.Type == cty.DynamicPseudoType && !looksLikeExpr(raw) {
-			val = cty.StringVal(raw)
-		} else {
-			expr, d := hclsyntax.ParseExpression([]byte(raw), source, hcl.InitialPos)
-			if d.HasErrors() {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-					Detail:   fmt.Sprintf("The value from %s is not a valid expression for type %s: %s", source, v.Type.FriendlyName(), d.Error()),
-					Extra:    ValueInput{Source: source},
-				})
-				return
-			}
-			ev, d := expr.Value(nil)
-			if d.HasErrors() {
-				// A bare word ("not-a-list") parses as a reference; say
-				// what a value of the type looks like instead.
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-					Detail: fmt.Sprintf("The value from %s is not a literal value of type %s (%s). Write it in HCL syntax, like [\"a\", \"b\"] for a list or { key = \"value\" } for a map or object.",
-						source, v.Type.FriendlyNameForConstraint(), strings.TrimSuffix(d[0].Summary, ".")),
-					Extra: ValueInput{Source: source},
-				})
-				return
-			}
-			val = ev
-		}
-		set[name] = varValue{val: val, source: source}
-	}
-
-	for _, kv := range in.Env {
-		if !strings.HasPrefix(kv, "CAIRN_VAR_") {
-			continue
-		}
-		k, val, _ := strings.Cut(strings.TrimPrefix(kv, "CAIRN_VAR_"), "=")
-		parseRaw(k, val, "environment variable CAIRN_VAR_"+k)
-	}
-	for _, a := range in.Args {
-		if !a.File {
-			k, val, ok := strings.Cut(a.Value, "=")
-			if !ok || k == "" {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid --var",
-					Detail:   fmt.Sprintf("--var takes name=value; got %q.", a.Value),
-					Extra:    ValueInput{Source: "--var"},
-				})
-				continue
-			}
-			k = strings.TrimSpace(k)
-			if _, ok := c.Variables[k]; !ok {
-				dg := undeclared(k, "--var", c)
-				dg.Extra = ValueInput{Source: "--var " + k}
-				diags = append(diags, dg)
-				continue
-			}
-			parseRaw(k, val, "--var "+k)
-			continue
-		}
-		var f *hcl.File
-		var d hcl.Diagnostics
-		c.Reads.Note(a.Value)
-		if strings.HasSuffix(a.Value, ".json") {
-			f, d = parser.ParseJSONFile(a.Value)
-		} else if src, err := os.ReadFile(a.Value); err != nil {
-			d = hcl.Diagnostics{{
-				Severity: hcl.DiagError,
-				Summary:  "Cannot read variable file",
-				Detail:   fmt.Sprintf("%s. --var-file takes an HCL (.hcl, .tfvars) or JSON (.json) file of name = value lines.", err),
-			}}
-		} else if d = CheckNesting(src, a.Value); !d.HasErrors() {
-			f, d = parser.ParseHCL(src, a.Value)
-			boundFile(f)
-		}
-		diags = append(diags, d...)
-		if f == nil || d.HasErrors() {
-			if len(d) == 0 {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: a.Value})
-			}
-			continue
-		}
-		attrs, d := f.Body.JustAttributes()
-		diags = append(diags, d...)
-		for name, attr := range attrs {
-			if _, ok := c.Variables[name]; !ok {
-				dg := undeclared(name, "the variable file "+a.Value, c)
-				dg.Subject = attr.NameRange.Ptr()
-				dg.Extra = ValueInput{Source: a.Value}
-				diags = append(diags, dg)
-				continue
-			}
-			val, d := attr.Expr.Value(nil)
-			diags = append(diags, d...)
-			if !d.HasErrors() {
-				set[name] = varValue{val: val, source: a.Value, rng: attr.Expr.Range().Ptr()}
-			}
-		}
-	}
-
+	set, diags := c.givenValues(in, parser)
 	vals := map[string]cty.Value{}
 	for _, name := range c.VarOrder {
-		v := c.Variables[name]
-		given, ok := set[name]
-		var val cty.Value
-		switch {
-		case ok:
-			val = given.val
-			if v.TypeDefaults != nil {
-				val = v.TypeDefaults.Apply(val)
-			}
-			conv, err := convert.Convert(val, v.Type)
-			if err != nil {
-				what := err.Error()
-				var pe cty.PathError
-				if errors.As(err, &pe) && len(pe.Path) > 0 {
-					what = fmt.Sprintf("at %s, %s", pathString(name, pe.Path), what)
-				}
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-					Detail:   fmt.Sprintf("The value from %s does not fit the type %s: %s.", given.source, v.Type.FriendlyName(), what),
-					Subject:  given.rng,
-					Context:  v.DeclRange.Ptr(),
-					Extra:    ValueInput{Source: given.source},
-				})
-				continue
-			}
-			if !NumbersInRange(conv) {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-					Detail:   fmt.Sprintf("The value from %s holds a number beyond what cairn handles (about 1.8e308 in size at most, 4.9e-324 at least when not zero).", given.source),
-					Subject:  given.rng,
-					Context:  v.DeclRange.Ptr(),
-					Extra:    ValueInput{Source: given.source},
-				})
-				continue
-			}
-			val = conv
-		case v.HasDefault:
-			val = v.Default
-		case in.Unknown:
-			val = cty.UnknownVal(v.Type)
-		default:
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  fmt.Sprintf("No value for required variable %q", name),
-				Detail:   fmt.Sprintf("The variable %q has no default. Set it with --var %s=VALUE, a --var-file, or the environment variable CAIRN_VAR_%s.", name, name, name),
-				Subject:  v.DeclRange.Ptr(),
-			})
+		val, d := c.variableValue(name, set, in.Unknown)
+		if d != nil {
+			diags = append(diags, d)
 			continue
-		}
-		if val.IsNull() && !v.Nullable {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-				Detail:   "The variable is declared nullable = false and must not be null.",
-				Subject:  v.DeclRange.Ptr(),
-			})
-			continue
-		}
-		if v.Sensitive {
-			val = val.Mark(SensitiveMark)
 		}
 		vals[name] = val
 	}
 	if diags.HasErrors() {
 		return vals, diags
 	}
+	return vals, append(diags, c.validateVariables(vals)...)
+}
+
+// givenValues are the values given for the variables, by name: from the
+// environment, then the command line's --var and --var-file in order (a
+// later one wins).
+func (c *Config) givenValues(in VarInputs, parser *hclparse.Parser) (map[string]varValue, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	set := map[string]varValue{}
+	raw := func(name, raw, source string) {
+		if v, d, ok := c.parseRaw(name, raw, source); d != nil {
+			diags = append(diags, d)
+		} else if ok {
+			set[name] = v
+		}
+	}
+	for _, kv := range in.Env {
+		if !strings.HasPrefix(kv, "CAIRN_VAR_") {
+			continue
+		}
+		k, val, _ := strings.Cut(strings.TrimPrefix(kv, "CAIRN_VAR_"), "=")
+		raw(k, val, "environment variable CAIRN_VAR_"+k)
+	}
+	for _, a := range in.Args {
+		if a.File {
+			diags = append(diags, c.varFile(a.Value, set, parser)...)
+			continue
+		}
+		k, val, ok := strings.Cut(a.Value, "=")
+		if !ok || k == "" {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid --var",
+				Detail:   fmt.Sprintf("--var takes name=value; got %q.", a.Value),
+				Extra:    ValueInput{Source: "--var"},
+			})
+			continue
+		}
+		k = strings.TrimSpace(k)
+		if _, ok := c.Variables[k]; !ok {
+			dg := undeclared(k, "--var", c)
+			dg.Extra = ValueInput{Source: "--var " + k}
+			diags = append(diags, dg)
+			continue
+		}
+		raw(k, val, "--var "+k)
+	}
+	return set, diags
+}
+
+// parseRaw reads the text value of variable name (from the environment or
+// --var, which source names): as it is for a primitive type, else as an
+// HCL literal. ok is false for a variable the pipeline does not declare.
+func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnostic, ok bool) {
+	v, ok := c.Variables[name]
+	if !ok {
+		return varValue{}, nil, false
+	}
+	if v.Type.IsPrimitiveType() || v.Type == cty.DynamicPseudoType && !looksLikeExpr(raw) {
+		return varValue{val: cty.StringVal(raw), source: source}, nil, true
+	}
+	expr, d := hclsyntax.ParseExpression([]byte(raw), source, hcl.InitialPos)
+	if d.HasErrors() {
+		return varValue{}, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+			Detail:   fmt.Sprintf("The value from %s is not a valid expression for type %s: %s", source, v.Type.FriendlyName(), d.Error()),
+			Extra:    ValueInput{Source: source},
+		}, true
+	}
+	ev, d := expr.Value(nil)
+	if d.HasErrors() {
+		// A bare word ("not-a-list") parses as a reference; say what a
+		// value of the type looks like instead.
+		return varValue{}, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+			Detail: fmt.Sprintf("The value from %s is not a literal value of type %s (%s). Write it in HCL syntax, like [\"a\", \"b\"] for a list or { key = \"value\" } for a map or object.",
+				source, v.Type.FriendlyNameForConstraint(), strings.TrimSuffix(d[0].Summary, ".")),
+			Extra: ValueInput{Source: source},
+		}, true
+	}
+	return varValue{val: ev, source: source}, nil, true
+}
+
+// varFile reads the --var-file at path (HCL, or JSON for .json) into set.
+func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.Parser) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var f *hcl.File
+	var d hcl.Diagnostics
+	c.Reads.Note(path)
+	if strings.HasSuffix(path, ".json") {
+		f, d = parser.ParseJSONFile(path)
+	} else if src, err := os.ReadFile(path); err != nil {
+		d = hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read variable file",
+			Detail:   fmt.Sprintf("%s. --var-file takes an HCL (.hcl, .tfvars) or JSON (.json) file of name = value lines.", err),
+		}}
+	} else if d = CheckNesting(src, path); !d.HasErrors() {
+		f, d = parser.ParseHCL(src, path)
+		boundFile(f)
+	}
+	diags = append(diags, d...)
+	if f == nil || d.HasErrors() {
+		if len(d) == 0 {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: path})
+		}
+		return diags
+	}
+	attrs, d := f.Body.JustAttributes()
+	diags = append(diags, d...)
+	for name, attr := range attrs {
+		if _, ok := c.Variables[name]; !ok {
+			dg := undeclared(name, "the variable file "+path, c)
+			dg.Subject = attr.NameRange.Ptr()
+			dg.Extra = ValueInput{Source: path}
+			diags = append(diags, dg)
+			continue
+		}
+		val, d := attr.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			set[name] = varValue{val: val, source: path, rng: attr.Expr.Range().Ptr()}
+		}
+	}
+	return diags
+}
+
+// variableValue is variable name's value: the one given, converted to its
+// type; else its default; else unknown (when unknown is set). It is marked
+// when the variable is sensitive.
+func (c *Config) variableValue(name string, set map[string]varValue, unknown bool) (cty.Value, *hcl.Diagnostic) {
+	v := c.Variables[name]
+	given, ok := set[name]
+	var val cty.Value
+	switch {
+	case ok:
+		var d *hcl.Diagnostic
+		if val, d = givenValue(name, v, given); d != nil {
+			return cty.NilVal, d
+		}
+	case v.HasDefault:
+		val = v.Default
+	case unknown:
+		val = cty.UnknownVal(v.Type)
+	default:
+		return cty.NilVal, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("No value for required variable %q", name),
+			Detail:   fmt.Sprintf("The variable %q has no default. Set it with --var %s=VALUE, a --var-file, or the environment variable CAIRN_VAR_%s.", name, name, name),
+			Subject:  v.DeclRange.Ptr(),
+		}
+	}
+	if val.IsNull() && !v.Nullable {
+		return cty.NilVal, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+			Detail:   "The variable is declared nullable = false and must not be null.",
+			Subject:  v.DeclRange.Ptr(),
+		}
+	}
+	if v.Sensitive {
+		val = val.Mark(SensitiveMark)
+	}
+	return val, nil
+}
+
+// givenValue is the value given for variable v, with its type's defaults
+// and converted to its type, with numbers cairn handles.
+func givenValue(name string, v *Variable, given varValue) (cty.Value, *hcl.Diagnostic) {
+	val := given.val
+	if v.TypeDefaults != nil {
+		val = v.TypeDefaults.Apply(val)
+	}
+	conv, err := convert.Convert(val, v.Type)
+	if err != nil {
+		what := err.Error()
+		var pe cty.PathError
+		if errors.As(err, &pe) && len(pe.Path) > 0 {
+			what = fmt.Sprintf("at %s, %s", pathString(name, pe.Path), what)
+		}
+		return cty.NilVal, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+			Detail:   fmt.Sprintf("The value from %s does not fit the type %s: %s.", given.source, v.Type.FriendlyName(), what),
+			Subject:  given.rng,
+			Context:  v.DeclRange.Ptr(),
+			Extra:    ValueInput{Source: given.source},
+		}
+	}
+	if !NumbersInRange(conv) {
+		return cty.NilVal, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+			Detail:   fmt.Sprintf("The value from %s holds a number beyond what cairn handles (about 1.8e308 in size at most, 4.9e-324 at least when not zero).", given.source),
+			Subject:  given.rng,
+			Context:  v.DeclRange.Ptr(),
+			Extra:    ValueInput{Source: given.source},
+		}
+	}
+	return conv, nil
+}
+
+// validateVariables runs every variable's validation blocks on vals.
+func (c *Config) validateVariables(vals map[string]cty.Value) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals), budgetName: newBudget(nil)}, Functions: FunctionsReading(c.root(), c.Reads, c.Funcs)}
 	for _, name := range c.VarOrder {
 		v := c.Variables[name]
@@ -231,7 +272,7 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 			diags = append(diags, evalCheck(chk, ctx, fmt.Sprintf("Invalid value for variable %q", name))...)
 		}
 	}
-	return vals, diags
+	return diags
 }
 
 // ValueInput is the Extra of a diagnostic about a variable value given on
