@@ -119,6 +119,11 @@ var forbidden = []importRule{
 		Why:  "the statistics know nothing of files, jobs or stage kinds: they take numbers and give intervals, p-values and corrections",
 	},
 	{
+		From: []string{"engine/...", "stages/...", "dsl/...", "gpu/...", "storage/...", "process/..."},
+		To:   []string{"runreport/..."},
+		Why:  "the run report reads what a run leaves (its journal, the cache's records); nothing that runs a pipeline writes or knows the page",
+	},
+	{
 		From: []string{"..."},
 		To:   []string{"cmd/..."},
 		Why:  "the engine is a library the command line drives; nothing imports a command",

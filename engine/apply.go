@@ -43,6 +43,8 @@ type ApplyOptions struct {
 	Live      bool // redraw a live status block (a TTY)
 	NoSync    bool
 	Args      []string
+	// Version is cairn's version, for the journal's run_start record.
+	Version string
 	// Replace lists addresses forced to run (also clears on_interrupt = "fail" refusals).
 	Replace map[string]bool
 	// Hard is closed on a second interrupt: kill at once.
@@ -220,7 +222,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	var planned []runlog.Entry
 	for _, ns := range a.nodes {
 		if !ns.pn.Skipped && (ns.pn.Action == plan.ActRun || ns.pn.Action == plan.ActMayRun) {
-			planned = append(planned, runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key})
+			planned = append(planned, runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key, Reasons: ns.pn.Reasons})
 		}
 	}
 	if len(planned) > 0 {
@@ -290,7 +292,10 @@ func (a *applier) openRun(noSync bool) error {
 
 // runStart writes the run's first record.
 func (a *applier) runStart(args []string) error {
-	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args})
+	host, _ := os.Hostname()
+	dir, _ := os.Getwd()
+	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args,
+		Host: host, Dir: dir, Version: a.opts.Version})
 }
 
 // loop is the scheduler: one goroutine owns all node state; workers report

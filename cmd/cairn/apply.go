@@ -37,6 +37,7 @@ func (a *app) applyCmd() *cobra.Command {
 		only             bool
 		executorName     string
 		leaveJobs        bool
+		withReport       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "apply [PATH | PLANFILE]",
@@ -156,13 +157,21 @@ interrupted.`,
 			if f, ok := progress.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
 				live = term.IsTerminal(int(f.Fd()))
 			}
+			var liveRep *liveReport
+			if withReport {
+				liveRep = startLiveReport(cache, func(err error) { fmt.Fprintf(a.stderr, "warning: the run's report: %s\n", err) })
+			}
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
 				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
-				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables),
+				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
 			})
+			reportPath := ""
+			if liveRep != nil {
+				reportPath = liveRep.finish()
+			}
 			if err != nil {
 				if errors.Is(err, engine.ErrRefused) {
 					return &exitError{code: exitFailed, msg: strings.TrimPrefix(err.Error(), engine.ErrRefused.Error()+": ")}
@@ -171,6 +180,9 @@ interrupted.`,
 			}
 			if !asJSON {
 				a.printSummary(progress, res)
+			}
+			if reportPath != "" {
+				fmt.Fprintln(progress, reportLine(reportPath))
 			}
 			a.rememberUpToDate(identity, p, res, cache)
 			switch {
@@ -197,6 +209,7 @@ interrupted.`,
 	f.BoolVar(&summaries, "summaries", false, "standard output carries only the summary lines (an optimizer job's result, one JSON object a line); progress, node events and errors go to standard error")
 	f.BoolVarP(&verbose, "verbose", "v", false, "also list cached nodes")
 	f.StringVar(&executorName, "executor", "", "where nodes run: local or slurm (default: the pipeline's executor block, else local)")
+	f.BoolVar(&withReport, "report", false, "write the run's report (report.html and trace.tsv in its run folder) as it goes, every few seconds, and at its end ('cairn report')")
 	f.BoolVar(&leaveJobs, "leave-jobs", false, "slurm executor: at an interrupt, leave the submitted jobs running instead of cancelling them")
 	return cmd
 }

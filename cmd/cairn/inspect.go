@@ -40,7 +40,7 @@ func lowerHex(s string, min, max int) bool {
 }
 
 func (a *app) showCmd() *cobra.Command {
-	var all bool
+	var all, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show KEY | ADDRESS | RUN",
 		Short: "Show a cached record (by key or node address) or a run's nodes",
@@ -53,11 +53,15 @@ func (a *app) showCmd() *cobra.Command {
            record of the address, newest first
   RUN      a run id from 'cairn status': per node, state, attempts, duration,
            peak memory and log paths (for a run the up-to-date check answered:
-           that every node was taken from the cache)`,
+           that every node was taken from the cache); with --json, the run's
+           header, counts and nodes as 'cairn report' shows them`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg := args[0]
 			if _, err := os.Stat(filepath.Join(a.cachePath(), "runs", arg)); err == nil {
+				if asJSON {
+					return a.showRunJSON(filepath.Join(a.cachePath(), "runs", arg))
+				}
 				return a.showRun(filepath.Join(a.cachePath(), "runs", arg))
 			}
 			if r, err := runlog.FindUpToDate(a.cachePath(), arg); err == nil && r != nil {
@@ -96,6 +100,7 @@ func (a *app) showCmd() *cobra.Command {
 	}
 	a.addVarFlags(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "with an ADDRESS: every record of it in the cache, not only the current configuration's")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with a RUN: its header, counts and nodes as JSON (the numbers of its report)")
 	return cmd
 }
 

@@ -88,6 +88,10 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	b = appendStringField(b, "run_id", e.RunID)
 	b = appendStringField(b, "pipeline", e.Pipeline)
 	b = appendStringsField(b, "args", e.Args)
+	b = appendStringField(b, "host", e.Host)
+	b = appendStringField(b, "dir", e.Dir)
+	b = appendStringField(b, "version", e.Version)
+	b = appendStringsField(b, "reasons", e.Reasons)
 	return append(b, '}'), nil
 }
 

@@ -57,6 +57,10 @@ func randomEntry(r *rand.Rand) Entry {
 	if some() {
 		e.RunID, e.Pipeline, e.Args = str(), str(), []string{str(), str(), str()}[:r.IntN(4)]
 	}
+	if some() {
+		e.Host, e.Dir, e.Version = str(), str(), str()
+		e.Reasons = []string{str(), str()}[:r.IntN(3)]
+	}
 	return e
 }
 

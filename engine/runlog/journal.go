@@ -84,7 +84,15 @@ type Entry struct {
 	RunID    string   `json:"run_id,omitempty"`
 	Pipeline string   `json:"pipeline,omitempty"`
 	Args     []string `json:"args,omitempty"`
-	Batch    *Batch   `json:"batch,omitempty"`
+	// Host, Dir and Version are a run_start's machine, the folder cairn
+	// was started in, and cairn's version: with Args, how to run it again
+	// (`cairn report`).
+	Host    string `json:"host,omitempty"`
+	Dir     string `json:"dir,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Reasons are a planned node's plan reasons ("input x changed").
+	Reasons []string `json:"reasons,omitempty"`
+	Batch   *Batch   `json:"batch,omitempty"`
 }
 
 // Batch describes a GPU batch (a waves stage) for status and the ledger.

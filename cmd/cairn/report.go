@@ -1,0 +1,213 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/runreport"
+)
+
+func (a *app) reportCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report [RUN]",
+		Short: "Write a run's report: one self-contained HTML page, and trace.tsv beside it",
+		Long: `Write the report of a run (default: the last run of this cache) from its
+journal and the cache: report.html in the run's folder (or --out FILE), one
+page with everything inlined (it opens offline, from a laptop after scp):
+the run's header and the command to run it again, a timeline with a lane per
+GPU and per CPU (or Slurm) slot, every node with its outcome, plan reason,
+key, times, peak memory, GPU-seconds, attempts and log tails, resources per
+GPU and stage, the tables and plots the run's nodes wrote, and the items of
+each evaluation. trace.tsv, beside the page, has one row per node attempt.
+
+A run still going, or killed, is reported as far as its journal goes.
+'cairn apply --report' writes the page as the run goes.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := a.runDir(args)
+			if err != nil {
+				return err
+			}
+			rep, cache, err := a.buildReport(dir)
+			if err != nil {
+				return err
+			}
+			defer cache.Close()
+			path := filepath.Join(dir, runreport.HTMLName)
+			if out != "" {
+				path = a.path(out)
+			}
+			if err := rep.WriteFiles(path, cache); err != nil {
+				return fmt.Errorf("writing the report: %w", err)
+			}
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+			fmt.Fprintf(a.stdout, "Report of run %s (%s): %s\n", rep.Run.ID, rep.Run.State, path)
+			fmt.Fprintf(a.stdout, "Trace (one row per node attempt): %s\n", filepath.Join(filepath.Dir(path), runreport.TraceName))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the page here (trace.tsv goes beside it) instead of into the run's folder")
+	return cmd
+}
+
+// runDir is the folder of the run args names, or of the cache's last run.
+func (a *app) runDir(args []string) (string, error) {
+	base := filepath.Join(a.cachePath(), "runs")
+	if len(args) == 1 {
+		dir := filepath.Join(base, args[0])
+		if _, err := os.Stat(filepath.Join(dir, "journal")); err != nil {
+			if r, err := runlog.FindUpToDate(a.cachePath(), args[0]); err == nil && r != nil {
+				return "", badInput("run %s was answered by the up-to-date check (every node taken from the cache): it has no journal to report; 'cairn show %s' says so", args[0], args[0])
+			}
+			return "", badInput("no run %s in %s ('cairn status' lists the runs)", args[0], base)
+		}
+		return dir, nil
+	}
+	ents, err := os.ReadDir(base)
+	if err != nil && !os.IsNotExist(err) {
+		return "", badInput("%s", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() {
+			if _, err := os.Stat(filepath.Join(base, e.Name(), "journal")); err == nil {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	if len(names) == 0 {
+		return "", badInput("no run in %s to report: run 'cairn apply' first (or give --cache)", base)
+	}
+	return filepath.Join(base, slices.Max(names)), nil
+}
+
+// buildReport reads the run in dir, with the cache's records (open: the
+// caller closes it).
+func (a *app) buildReport(dir string) (*runreport.Report, *store.Cache, error) {
+	cache, err := a.openCache()
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := runreport.Build(dir, runreport.Options{Cache: cache})
+	if err != nil {
+		cache.Close()
+		return nil, nil, badInput("cannot read run %s: %s", filepath.Base(dir), err)
+	}
+	return rep, cache, nil
+}
+
+// showRunJSON prints a run's report data: the numbers its page shows.
+func (a *app) showRunJSON(dir string) error {
+	rep, cache, err := a.buildReport(dir)
+	if err != nil {
+		return err
+	}
+	defer cache.Close()
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// liveReport rewrites this process's run's report every interval while
+// apply runs, and once more when it ends.
+type liveReport struct {
+	cache    *store.Cache
+	runs     string
+	since    string
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	dir      string
+	interval time.Duration
+	warn     func(error)
+}
+
+// reportInterval is how often apply --report rewrites the page.
+const reportInterval = 3 * time.Second
+
+func startLiveReport(cache *store.Cache, warn func(error)) *liveReport {
+	l := &liveReport{cache: cache, runs: filepath.Join(cache.Dir, "runs"), stop: make(chan struct{}), done: make(chan struct{}), interval: reportInterval, warn: warn,
+		// Run ids start with their start time: this apply's is not
+		// before now.
+		since: time.Now().UTC().Add(-time.Second).Format("20060102T150405.000Z")}
+	go l.loop()
+	return l
+}
+
+func (l *liveReport) loop() {
+	defer close(l.done)
+	t := time.NewTicker(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.write()
+		}
+	}
+}
+
+// find is this process's run folder, once its journal names it.
+func (l *liveReport) find() string {
+	if l.dir != "" {
+		return l.dir
+	}
+	ents, _ := os.ReadDir(l.runs)
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() < l.since {
+			continue
+		}
+		dir := filepath.Join(l.runs, e.Name())
+		es, _ := runlog.Read(dir)
+		if len(es) > 0 && es[0].T == runlog.RunStart && es[0].PID == os.Getpid() {
+			l.dir = dir
+			return dir
+		}
+	}
+	return ""
+}
+
+func (l *liveReport) write() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dir := l.find()
+	if dir == "" {
+		return ""
+	}
+	rep, err := runreport.Build(dir, runreport.Options{Cache: l.cache})
+	if err == nil {
+		err = rep.WriteFiles(filepath.Join(dir, runreport.HTMLName), l.cache)
+	}
+	if err != nil {
+		l.warn(err)
+		return ""
+	}
+	return filepath.Join(dir, runreport.HTMLName)
+}
+
+// finish stops the rewrites and writes the page of the ended run; it
+// returns the page's path ("" when the run left no folder).
+func (l *liveReport) finish() string {
+	close(l.stop)
+	<-l.done
+	return l.write()
+}
+
+// reportLine is how apply names the report it wrote.
+func reportLine(path string) string {
+	return "Report: " + strings.TrimSpace(path)
+}

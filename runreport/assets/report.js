@@ -1,0 +1,463 @@
+// cairn's run report: draws the page from the data cairn packed into it
+// (gzipped JSON, base64, unpacked with the browser's DecompressionStream).
+// Plain JavaScript, no library: the page works offline, from a file.
+"use strict";
+
+const COLORS = { ok: "#2e8540", cached: "#7a9cc6", failed: "#d0312d", skipped: "#b0b0b0", running: "#e6a100", interrupted: "#8a4fbf", planned: "#dddddd" };
+const SVGNS = "http://www.w3.org/2000/svg";
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const k in attrs || {}) {
+    if (k === "text") e.textContent = attrs[k];
+    else if (k === "class") e.className = attrs[k];
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), attrs[k]);
+    else e.setAttribute(k, attrs[k]);
+  }
+  for (const c of kids) if (c != null) e.append(c);
+  return e;
+}
+
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+  return e;
+}
+
+async function unpack(id) {
+  const node = $(id);
+  if (!node) return null;
+  const b64 = node.textContent.trim();
+  const bin = atob(b64);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
+}
+
+// Formatting: durations in seconds with 3 decimals, memory in MiB with 1.
+function secs(x) { return x == null || x < 0 ? "-" : x.toFixed(3) + " s"; }
+function mib(x) { return !x ? "-" : x.toFixed(1) + " MiB"; }
+function human(ms) {
+  const s = ms / 1000;
+  if (Math.abs(s) < 60) return s.toFixed(s < 10 ? 2 : 1) + "s";
+  if (Math.abs(s) < 3600) return Math.floor(s / 60) + "m" + String(Math.round(s % 60)).padStart(2, "0") + "s";
+  return Math.floor(s / 3600) + "h" + String(Math.floor((s % 3600) / 60)).padStart(2, "0") + "m";
+}
+function stamp(t0, ms) { return ms == null ? "-" : new Date(t0 + ms).toISOString().replace("T", " ").replace("Z", " UTC"); }
+
+let D; // the page's data
+const C = {}; // column index by name
+
+async function main() {
+  D = await unpack("cairn-data");
+  D.cols.forEach((c, i) => (C[c] = i));
+  window.cairnReport = { data: D, ready: false };
+  header();
+  timeline();
+  nodesTable();
+  resources();
+  seedViews();
+  items();
+  window.cairnReport.ready = true;
+  document.body.dataset.ready = "1";
+}
+
+function badge(state) {
+  return el("span", { class: "badge", style: "background:" + (COLORS[state] || "#555"), text: state });
+}
+
+function header() {
+  const r = D.run;
+  const h = $("header");
+  h.append(el("h1", {}, document.createTextNode((r.pipeline || "(pipeline unknown)") + " "), badge(r.state)));
+  if (r.state === "running") h.append(el("div", { class: "warn", text: "This run is still going: the page shows it as of " + D.generated + "; reload to see it now (cairn apply --report rewrites it every few seconds)." }));
+  if (r.state === "interrupted") h.append(el("div", { class: "warn", text: "This run ended without its end record (killed, or interrupted): the page shows what its journal knows." }));
+  if (r.damaged) h.append(el("div", { class: "warn", text: "The journal is not whole: " + r.damaged }));
+  const kv = el("dl", { class: "kv" });
+  const add = (k, v, id) => { kv.append(el("dt", { text: k }), el("dd", id ? { text: v, id } : { text: v })); };
+  add("run", r.id, "run-id");
+  add("cairn", r.version || "(not journaled)");
+  add("host", r.host || "(not journaled)");
+  add("executor", r.executor || "local");
+  add("started", r.start && !r.start.startsWith("0001") ? r.start.replace("T", " ") : "unknown");
+  add("ended", r.end ? r.end.replace("T", " ") : (r.state === "running" ? "(running)" : "(no end record)"));
+  add("duration", secs(r.duration_s), "run-duration");
+  add("exit status", r.exit_status < 0 ? "(running)" : String(r.exit_status), "run-exit");
+  if (r.message) add("message", r.message);
+  h.append(kv);
+  const c = r.counts;
+  const counts = el("div", { class: "counts", id: "counts" });
+  for (const [k, label] of [["ran", "ran"], ["cached", "cached"], ["failed", "failed"], ["skipped", "skipped"], ["running", "running"], ["interrupted", "interrupted"], ["planned", "not started"], ["failed_attempts", "failed attempts"]]) {
+    if (c[k] || ["ran", "cached", "failed", "skipped"].includes(k)) counts.append(el("span", {}, el("b", { id: "count-" + k, text: String(c[k] || 0) }), document.createTextNode(" " + label)));
+  }
+  h.append(counts);
+  if (r.vars && r.vars.length) {
+    h.append(el("h3", { text: "Variables" }));
+    const t = el("table", { class: "t", id: "vars" });
+    for (const v of r.vars) t.append(el("tr", {}, el("th", { text: v.file ? "var-file" : v.name }), el("td", { text: v.value })));
+    h.append(t, el("div", { class: "hint", text: "Sensitive variables are journaled as (sensitive); values from var-files are in their files." }));
+  }
+  if (r.command) h.append(el("h3", { text: "To run it again" }), el("pre", { id: "command", text: r.command }));
+  if (D.trace) h.append(el("div", { class: "hint" }, document.createTextNode("One row per node attempt, for pandas or R: "), el("a", { href: D.trace, text: D.trace })));
+}
+
+// ---- timeline -------------------------------------------------------------
+
+const LANE_H = 22, LABEL_W = 90, AXIS_H = 22;
+
+function timeline() {
+  const lg = $("legend");
+  for (const s of D.states) lg.append(el("span", {}, el("i", { style: "background:" + COLORS[s] }), document.createTextNode(s)));
+  const box = $("tl");
+  if (!D.lanes.length) { box.append(el("div", { class: "hint", text: "No node of this run started: nothing to draw." })); box.style.cursor = "default"; return; }
+  let end = Math.max(D.now, 1);
+  for (const b of D.bars) if (b[3] > end) end = b[3];
+  const view = { a: 0, b: end * 1.02 };
+  const byLane = D.lanes.map(() => []);
+  for (let i = 0; i < D.bars.length; i++) byLane[D.bars[i][1]].push(i);
+  for (const l of byLane) l.sort((x, y) => D.bars[x][2] - D.bars[y][2]);
+  const tip = $("tip");
+  let drag = null;
+  function width() { return Math.max(400, box.clientWidth || 900); }
+  function draw() {
+    const W = width(), H = AXIS_H + D.lanes.length * LANE_H + 4;
+    const s = svg("svg", { width: W, height: H, id: "tlsvg" });
+    const x = (ms) => LABEL_W + ((ms - view.a) / (view.b - view.a)) * (W - LABEL_W - 8);
+    // axis
+    const span = view.b - view.a;
+    const step = niceStep(span / 8);
+    for (let t = Math.ceil(view.a / step) * step; t <= view.b; t += step) {
+      const px = x(t);
+      s.append(svg("line", { x1: px, x2: px, y1: AXIS_H - 4, y2: H, stroke: "#eef0f2" }));
+      const tx = svg("text", { x: px + 2, y: 14, "font-size": 11, fill: "#5f6b76" });
+      tx.textContent = human(t);
+      s.append(tx);
+    }
+    D.lanes.forEach((name, li) => {
+      const y = AXIS_H + li * LANE_H;
+      if (li % 2) s.append(svg("rect", { x: 0, y, width: W, height: LANE_H, fill: "#f8f9fa" }));
+      const t = svg("text", { x: 4, y: y + 15, "font-size": 12, fill: "#1d2329", class: "lane", "data-lane": name });
+      t.textContent = name;
+      s.append(t);
+      // Bars narrower than a pixel next to each other merge into one:
+      // the page stays fast however many nodes the run has.
+      let last = null;
+      for (const bi of byLane[li]) {
+        const b = D.bars[bi];
+        if (b[3] < view.a || b[2] > view.b) continue;
+        const x0 = Math.max(LABEL_W, x(b[2])), x1 = Math.min(W - 8, Math.max(x(b[3]), x0 + 1.5));
+        if (last && last.state === b[5] && x0 - last.x1 < 1 && x1 - x0 < 2) { last.x1 = Math.max(last.x1, x1); last.n++; continue; }
+        if (last) flush(s, last, y);
+        last = { x0, x1, state: b[5], bi, n: 1 };
+      }
+      if (last) flush(s, last, y);
+    });
+    box.replaceChildren(s);
+  }
+  function flush(s, r, y) {
+    const a = { x: r.x0, y: y + 3, width: Math.max(1, r.x1 - r.x0), height: LANE_H - 6, fill: COLORS[D.states[r.state]], rx: 2, class: "bar" };
+    if (r.n === 1) {
+      const node = D.nodes[D.bars[r.bi][0]];
+      a["data-bar"] = r.bi;
+      a["data-node"] = node[C.address];
+      a["data-state"] = D.states[r.state];
+    } else a["data-merged"] = r.n;
+    s.append(svg("rect", a));
+  }
+  draw();
+  window.addEventListener("resize", draw);
+  box.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    const W = width(), f = Math.max(0, ev.offsetX - LABEL_W) / (W - LABEL_W - 8);
+    const at = view.a + f * (view.b - view.a), k = ev.deltaY > 0 ? 1.25 : 0.8;
+    const span = Math.max(20, (view.b - view.a) * k);
+    view.a = at - f * span; view.b = view.a + span;
+    draw();
+  }, { passive: false });
+  box.addEventListener("mousedown", (ev) => { drag = { x: ev.clientX, a: view.a, b: view.b }; box.style.cursor = "grabbing"; });
+  window.addEventListener("mouseup", () => { drag = null; box.style.cursor = "grab"; });
+  box.addEventListener("dblclick", () => { view.a = 0; view.b = end * 1.02; draw(); });
+  box.addEventListener("mousemove", (ev) => {
+    if (drag) {
+      const d = ((ev.clientX - drag.x) / (width() - LABEL_W - 8)) * (drag.b - drag.a);
+      view.a = drag.a - d; view.b = drag.b - d;
+      draw();
+      return;
+    }
+    const bi = ev.target.getAttribute && ev.target.getAttribute("data-bar");
+    if (bi == null) { tip.style.display = "none"; return; }
+    const b = D.bars[+bi], n = D.nodes[b[0]];
+    tip.textContent = n[C.address] + "\n" + D.states[b[5]] + (n[C.class] ? " (" + n[C.class] + ")" : "") + ", attempt " + b[4] +
+      "\n" + stamp(D.t0, b[2]) + " → " + stamp(D.t0, b[3]) + "  (" + ((b[3] - b[2]) / 1000).toFixed(3) + " s)" +
+      "\nlane " + D.lanes[b[1]] + (n[C.wave] ? ", wave " + n[C.wave] : "") +
+      "\npeak RSS " + mib(n[C.peak_rss]) + ", peak GPU " + mib(b[6]) + (n[C.reason] ? "\n" + n[C.reason] : "");
+    tip.style.display = "block";
+    tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - 540) + "px";
+    tip.style.top = ev.clientY + 14 + "px";
+  });
+  box.addEventListener("mouseleave", () => (tip.style.display = "none"));
+  box.addEventListener("click", (ev) => {
+    const bi = ev.target.getAttribute && ev.target.getAttribute("data-bar");
+    if (bi != null) showDetail(D.bars[+bi][0]);
+  });
+}
+
+function niceStep(x) {
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(x, 1))));
+  for (const m of [1, 2, 5, 10]) if (m * p >= x) return m * p;
+  return 10 * p;
+}
+
+// ---- nodes table ----------------------------------------------------------
+
+const ROW_H = 24;
+const TCOLS = [
+  ["address", "address", "minmax(240px,3fr)"], ["kind", "kind", "90px"], ["state", "outcome", "120px"], ["reason", "plan reason", "minmax(160px,2fr)"],
+  ["key", "key", "110px"], ["duration", "duration", "90px"], ["queue_wait", "queue wait", "90px"], ["peak_rss", "peak RSS", "90px"],
+  ["peak_gpu", "peak GPU", "90px"], ["gpu_seconds", "GPU-s", "80px"], ["attempts", "attempts", "70px"], ["gpus", "GPUs", "60px"],
+];
+const NUMERIC = new Set(["duration", "queue_wait", "peak_rss", "peak_gpu", "gpu_seconds", "attempts"]);
+let view = [], sortCol = null, sortAsc = true, selected = -1;
+
+function cell(n, c) {
+  const v = n[C[c]];
+  switch (c) {
+    case "state": return v + (n[C.class] ? " (" + n[C.class] + ")" : "");
+    case "key": return v ? v.slice(0, 12) : "-";
+    case "duration": return n[C.start] == null && v === 0 ? "-" : secs(v);
+    case "queue_wait": return secs(v);
+    case "peak_rss": case "peak_gpu": return mib(v);
+    case "gpu_seconds": return v ? v.toFixed(3) : "-";
+    case "attempts": return String(v);
+    default: return v || (c === "kind" || c === "gpus" ? "-" : "");
+  }
+}
+
+function nodesTable() {
+  const table = $("table"), head = $("thead"), body = $("tbody"), spacer = $("tspacer");
+  let drawn = "";
+  table.style.setProperty("--cols", TCOLS.map((c) => c[2]).join(" "));
+  for (const [c, label] of TCOLS) {
+    head.append(el("div", { "data-col": c, class: NUMERIC.has(c) ? "num" : "", text: label, title: "sort by " + label, onclick: () => sortBy(c) }));
+  }
+  const sf = $("statefilter");
+  for (const s of D.states) sf.append(el("option", { value: s, text: s }));
+  let timer = null;
+  $("filter").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(applyFilter, 80); });
+  sf.addEventListener("change", applyFilter);
+  body.addEventListener("scroll", () => requestAnimationFrame(render));
+  // The first failed node is opened: its log tail is what one looks for.
+  applyFilter();
+  const failed = D.nodes.findIndex((n) => n[C.state] === "failed");
+  if (failed >= 0) showDetail(failed, true);
+
+  function sortBy(c) {
+    if (sortCol === c) sortAsc = !sortAsc; else { sortCol = c; sortAsc = !NUMERIC.has(c); }
+    for (const d of head.children) d.className = (NUMERIC.has(d.dataset.col) ? "num " : "") + (d.dataset.col === sortCol ? "sorted" + (sortAsc ? " asc" : "") : "");
+    doSort();
+    render(true);
+  }
+  function doSort() {
+    if (!sortCol) return;
+    const i = C[sortCol], dir = sortAsc ? 1 : -1;
+    const num = NUMERIC.has(sortCol);
+    view.sort((a, b) => {
+      let x = D.nodes[a][i], y = D.nodes[b][i];
+      if (num) return ((x ?? -1) - (y ?? -1)) * dir || a - b;
+      x = x || ""; y = y || "";
+      return (x < y ? -1 : x > y ? 1 : 0) * dir || a - b;
+    });
+  }
+  function applyFilter() {
+    const q = $("filter").value.trim().toLowerCase(), st = sf.value;
+    const words = q ? q.split(/\s+/) : [];
+    const fields = [C.address, C.kind, C.reason, C.class, C.key, C.state, C.message];
+    view = [];
+    for (let i = 0; i < D.nodes.length; i++) {
+      const n = D.nodes[i];
+      if (st && n[C.state] !== st) continue;
+      if (words.length) {
+        let hay = n._hay;
+        if (hay === undefined) { hay = fields.map((f) => n[f] || "").join(" ").toLowerCase(); Object.defineProperty(n, "_hay", { value: hay }); }
+        if (!words.every((w) => hay.includes(w))) continue;
+      }
+      view.push(i);
+    }
+    doSort();
+    $("shown").textContent = view.length + " of " + D.nodes.length + " nodes";
+    body.scrollTop = 0;
+    render(true);
+  }
+  function render(force) {
+    spacer.style.height = view.length * ROW_H + "px";
+    body.style.setProperty("--h", Math.max(72, view.length * ROW_H + 4) + "px");
+    const top = body.scrollTop, h = body.clientHeight || 480;
+    const from = Math.max(0, Math.floor(top / ROW_H) - 10), to = Math.min(view.length, Math.ceil((top + h) / ROW_H) + 10);
+    const keyNow = from + ":" + to + ":" + view.length;
+    if (!force && keyNow === drawn) return;
+    drawn = keyNow;
+    const rows = [];
+    for (let k = from; k < to; k++) {
+      const i = view[k], n = D.nodes[i];
+      const r = el("div", { class: "row" + (i === selected ? " sel" : ""), "data-i": i, style: "top:" + k * ROW_H + "px" });
+      for (const [c] of TCOLS) {
+        const d = el("div", { class: (NUMERIC.has(c) ? "num " : "") + (c === "state" ? "st" : ""), "data-col": c, text: cell(n, c) });
+        if (c === "state") d.style.color = COLORS[n[C.state]] === "#dddddd" ? "#888" : COLORS[n[C.state]];
+        if (c === "reason" || c === "address") d.title = n[C[c]] || "";
+        r.append(d);
+      }
+      r.addEventListener("click", () => showDetail(i));
+      rows.push(r);
+    }
+    body.replaceChildren(spacer, ...rows);
+  }
+  window.cairnReport.table = { rows: () => view.length, filter: (q, st) => { $("filter").value = q || ""; sf.value = st || ""; applyFilter(); } };
+}
+
+let logs = null;
+async function showDetail(i, quiet) {
+  selected = i;
+  for (const r of document.querySelectorAll(".row")) r.classList.toggle("sel", +r.dataset.i === i);
+  const n = D.nodes[i], box = el("div", { class: "box", id: "detail-box", "data-node": n[C.address] });
+  box.append(el("h3", {}, document.createTextNode(n[C.address] + " "), badge(n[C.state])));
+  const kv = el("dl", { class: "kv" });
+  const add = (k, v) => v != null && v !== "" && kv.append(el("dt", { text: k }), el("dd", { text: String(v) }));
+  add("kind", n[C.kind]); add("class", n[C.class]); add("plan reason", n[C.reason]); add("key", n[C.key]); add("message", n[C.message]);
+  add("started", n[C.start] == null ? null : stamp(D.t0, n[C.start])); add("ended", n[C.end] == null ? null : stamp(D.t0, n[C.end]));
+  add("duration", secs(n[C.duration])); add("queue wait", secs(n[C.queue_wait])); add("peak RSS", mib(n[C.peak_rss])); add("peak GPU memory", mib(n[C.peak_gpu]));
+  add("GPU-seconds", n[C.gpu_seconds] ? n[C.gpu_seconds].toFixed(3) : null); add("attempts", n[C.attempts] + (n[C.retries] ? " (" + n[C.retries] + " retried)" : ""));
+  add("GPUs", n[C.gpus]); add("wave", n[C.wave] || null); add("job", n[C.job]);
+  box.append(kv);
+  if (!logs) logs = (await unpack("cairn-logs")) || {};
+  const t = logs[i];
+  if (t) {
+    if (t[0]) box.append(el("details", { open: "", class: "log", "data-stream": "stdout" }, el("summary", { text: "stdout (tail)" }), el("pre", { text: t[0] })));
+    if (t[1]) box.append(el("details", { open: "", class: "log", "data-stream": "stderr" }, el("summary", { text: "stderr (tail)" }), el("pre", { text: t[1] })));
+  } else box.append(el("div", { class: "hint", text: "No log output kept for this node." }));
+  $("detail").replaceChildren(box);
+  if (!quiet) box.scrollIntoView({ block: "nearest" });
+}
+
+// ---- resources ------------------------------------------------------------
+
+function resources() {
+  const res = $("res");
+  // Per GPU: memory over time, each node's peak over its bar (the journal
+  // keeps each node's peak of the 100 ms samples, not every sample).
+  const gpuLanes = D.lanes.map((l, i) => [l, i]).filter(([l]) => l.startsWith("gpu "));
+  const withMem = D.bars.some((b) => b[6] > 0);
+  if (gpuLanes.length) {
+    res.append(el("h3", { text: "GPU memory over time" }));
+    if (!withMem) res.append(el("div", { class: "hint", text: "No node of this run reported GPU memory (simulated GPUs, or no NVML)." }));
+    else {
+      res.append(el("div", { class: "hint", text: "Each node's peak GPU memory over the time it held the GPU (peaks of the 100 ms samples)." }));
+      const grid = el("div", { class: "grid" });
+      const end = Math.max(D.now, 1);
+      for (const [name, li] of gpuLanes) {
+        const bars = D.bars.filter((b) => b[1] === li);
+        let top = 1;
+        for (const b of bars) if (b[6] > top) top = b[6];
+        const W = 320, H = 110, s = svg("svg", { width: W, height: H, class: "plot", "data-gpu": name });
+        const x = (ms) => 30 + (ms / end) * (W - 40), y = (v) => H - 18 - (v / top) * (H - 32);
+        for (const b of bars) if (b[6] > 0) s.append(svg("rect", { x: x(b[2]), y: y(b[6]), width: Math.max(1, x(b[3]) - x(b[2])), height: H - 18 - y(b[6]), fill: "#7a5cc6" }));
+        const lbl = svg("text", { x: 4, y: 12, "font-size": 11 }); lbl.textContent = name + ": peak " + top.toFixed(0) + " MiB"; s.append(lbl);
+        grid.append(s);
+      }
+      res.append(grid);
+    }
+  }
+  res.append(el("h3", { text: "Time per stage" }));
+  const t = el("table", { class: "t", id: "stages" });
+  t.append(el("tr", {}, ...["stage", "nodes", "node-seconds", "GPU-seconds", ""].map((h) => el("th", { text: h }))));
+  const topG = Math.max(1e-9, ...D.stages.map((s) => s.gpu_seconds));
+  for (const s of D.stages) {
+    const bar = el("div", { style: "height:10px;background:#7a5cc6;width:" + Math.round((s.gpu_seconds / topG) * 200) + "px" });
+    t.append(el("tr", {}, el("td", { text: s.stage }), el("td", { class: "num", text: String(s.nodes) }), el("td", { class: "num", text: s.seconds.toFixed(3) }), el("td", { class: "num", text: s.gpu_seconds.toFixed(3) }), el("td", {}, bar)));
+  }
+  res.append(t);
+  if (D.batches && D.batches.length) {
+    res.append(el("h3", { text: "GPU batches and their waves" }));
+    const w = el("table", { class: "t", id: "waves" });
+    w.append(el("tr", {}, ...["batch", "state", "wave", "variants", "start", "end", "idle GPU-seconds (against the slowest variant)"].map((h) => el("th", { text: h }))));
+    for (const b of D.batches) for (const wv of b.waves || []) {
+      w.append(el("tr", {}, el("td", { text: b.id }), el("td", { text: b.state }), el("td", { class: "num", text: String(wv.wave) }), el("td", { text: wv.nodes.join(", ") }),
+        el("td", { text: wv.start.replace("T", " ") }), el("td", { text: wv.end.replace("T", " ") }), el("td", { class: "num", text: wv.idle_gpu_seconds.toFixed(3) })));
+    }
+    res.append(w);
+  }
+}
+
+// ---- the seed's tables and plots ------------------------------------------
+
+function seedViews() {
+  const box = $("artifacts");
+  if (!D.artifacts || !D.artifacts.length) box.append(el("div", { class: "hint", text: "No node of this run wrote a table or plot (.md, .tsv, .svg outputs)." }));
+  for (const a of D.artifacts || []) {
+    box.append(el("h3", { text: a.path + " — " + a.node }));
+    if (a.type === "svg") {
+      // As an image: the plot's own markup cannot touch the page.
+      const img = el("img", { class: "plot artifact-svg", alt: a.path, "data-path": a.path, src: "data:image/svg+xml;base64," + btoa(unescape(encodeURIComponent(a.svg))) });
+      box.append(img);
+    } else if (a.type === "table") {
+      const t = el("table", { class: "t artifact-table", "data-path": a.path });
+      a.rows.forEach((r, i) => t.append(el("tr", {}, ...r.map((c) => el(i ? "td" : "th", { text: c })))));
+      box.append(t);
+    } else box.append(el("pre", { text: a.text }));
+  }
+  const ch = $("charges");
+  if (D.charges && D.charges.length) {
+    ch.append(el("h3", { text: "Rollout charge curves" }));
+    ch.append(el("div", { class: "hint", text: "Rollouts charged to each job's budget over the run (journal's charged records); attempted and infrastructure failures from its counts." }));
+    const grid = el("div", { class: "grid" });
+    const end = Math.max(1, ...D.charges.map((c) => c.t[c.t.length - 1] || 0));
+    for (const c of D.charges.slice(0, 60)) {
+      const W = 300, H = 130, s = svg("svg", { width: W, height: H, class: "plot charge", "data-node": c.node });
+      const top = Math.max(1, c.n[c.n.length - 1]);
+      const x = (t) => 34 + (t / end) * (W - 44), y = (v) => H - 30 - (v / top) * (H - 50);
+      let d = "M" + x(0) + "," + y(0);
+      c.t.forEach((t, i) => (d += " L" + x(t) + "," + y(i ? c.n[i - 1] : 0) + " L" + x(t) + "," + y(c.n[i])));
+      s.append(svg("path", { d, fill: "none", stroke: "#24579e", "stroke-width": 1.5 }));
+      const t1 = svg("text", { x: 4, y: 12, "font-size": 10 }); t1.textContent = c.node.replace(/^stage\./, ""); s.append(t1);
+      const k = c.counts || {};
+      const t2 = svg("text", { x: 4, y: H - 8, "font-size": 10, fill: "#5f6b76" });
+      t2.textContent = "charged " + (k.charged ?? top) + ", attempted " + (k.attempted ?? "?") + ", infra failures " + (k.infra_failures ?? "?");
+      s.append(t2);
+      grid.append(s);
+    }
+    ch.append(grid);
+    if (D.charges.length > 60) ch.append(el("div", { class: "hint", text: D.charges.length - 60 + " more charge curves not drawn." }));
+  }
+}
+
+// ---- items ----------------------------------------------------------------
+
+function items() {
+  const box = $("itemlist");
+  if (!D.items || !D.items.length) { box.append(el("div", { class: "hint", text: "No evaluation of this run has per-item results in the cache." })); return; }
+  for (const ref of D.items) {
+    const n = D.nodes[ref.node];
+    const out = el("div", {});
+    const btn = el("button", { text: "show " + ref.count + " items", onclick: async () => { btn.disabled = true; drawItems(out, await unpack(ref.blob)); } });
+    box.append(el("div", { class: "card", "data-node": n[C.address] }, el("b", { text: n[C.address] }), document.createTextNode(" " + ref.path + " "), btn, out));
+  }
+}
+
+function drawItems(out, rows) {
+  const scores = rows.map((r) => r[1]).filter((s) => typeof s === "number");
+  let lo = Infinity, hi = -Infinity;
+  for (const x of scores) { if (x < lo) lo = x; if (x > hi) hi = x; }
+  const bins = 20, counts = new Array(bins).fill(0);
+  for (const s of scores) counts[hi > lo ? Math.min(bins - 1, Math.floor(((s - lo) / (hi - lo)) * bins)) : 0]++;
+  const W = 320, H = 100, s = svg("svg", { width: W, height: H, class: "plot" });
+  const top = Math.max(1, ...counts);
+  counts.forEach((c, i) => s.append(svg("rect", { x: 10 + i * ((W - 20) / bins), y: H - 16 - (c / top) * (H - 30), width: (W - 20) / bins - 1, height: (c / top) * (H - 30), fill: "#2e8540" })));
+  const t = svg("text", { x: 10, y: H - 3, "font-size": 10 }); t.textContent = "score " + lo + " … " + hi + ", mean " + (scores.reduce((a, b) => a + b, 0) / Math.max(1, scores.length)).toFixed(4) + " over " + scores.length; s.append(t);
+  const table = el("table", { class: "t" });
+  table.append(el("tr", {}, ...["id", "score", "outputs", "error"].map((h) => el("th", { text: h }))));
+  for (const r of rows.slice(0, 500)) table.append(el("tr", {}, el("td", { text: r[0] }), el("td", { class: "num", text: r[1] == null ? "-" : String(r[1]) }), el("td", { text: r[2] }), el("td", { text: r[3] || "" })));
+  out.replaceChildren(s, table, rows.length > 500 ? el("div", { class: "hint", text: "first 500 of " + rows.length + " items" }) : null);
+}
+
+main().catch((e) => { console.error("cairn report: " + e.message); document.body.dataset.ready = "error"; document.body.prepend(el("div", { class: "warn", text: "The report could not be drawn: " + e.message })); });

@@ -1,0 +1,336 @@
+package runreport
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/store"
+)
+
+//go:embed assets/report.html assets/report.css assets/report.js
+var assets embed.FS
+
+// tailBytes is how much of the end of each log a node row shows.
+const tailBytes = 4 << 10
+
+// maxTails bounds the log tails a page carries (a failed node's always
+// are): a run of 100,000 nodes keeps its page small.
+const maxTails = 16 << 20
+
+// maxItems is the most items an evaluation's table carries.
+const maxItems = 200_000
+
+// page is the data the page's script reads.
+type page struct {
+	Run       Run         `json:"run"`
+	T0        int64       `json:"t0"` // the run's start, ms since the epoch
+	Now       int64       `json:"now"`
+	Generated string      `json:"generated"`
+	Lanes     []string    `json:"lanes"`
+	Cols      []string    `json:"cols"`
+	Nodes     [][]any     `json:"nodes"`
+	Bars      [][]float64 `json:"bars"` // node, lane, start ms, end ms, attempt, state, peak GPU MiB
+	States    []string    `json:"states"`
+	Batches   []*Batch    `json:"batches"`
+	Stages    []*StageUse `json:"stages"`
+	Artifacts []*Artifact `json:"artifacts"`
+	Charges   []*Charge   `json:"charges"`
+	Items     []itemsRef  `json:"items"`
+	Trace     string      `json:"trace,omitempty"`
+}
+
+type itemsRef struct {
+	Node  int    `json:"node"`
+	Path  string `json:"path"`
+	Count int    `json:"count"`
+	Blob  string `json:"blob"`
+}
+
+var states = []string{"ok", "cached", "failed", "skipped", "running", "interrupted", "planned"}
+
+// cols are the node row's fields, in order.
+var cols = []string{"address", "stage", "kind", "state", "class", "reason", "key", "start", "end", "duration", "queue_wait", "peak_rss", "peak_gpu", "gpu_seconds", "attempts", "retries", "gpus", "wave", "message", "job"}
+
+// WriteHTML writes the report's page. cache gives evaluations' items
+// (nil: none). trace names the trace file shown in the page ("" none).
+func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error {
+	p := &page{Run: r.Run, States: states, Cols: cols, Batches: r.Batches, Stages: r.Stages, Artifacts: r.Artifacts, Charges: r.Charges, Trace: trace}
+	p.Generated = time.Now().UTC().Format("2006-01-02 15:04:05 UTC")
+	t0 := r.Run.Start
+	if t0.IsZero() {
+		for _, n := range r.Nodes {
+			for _, t := range n.Tries {
+				if !t.Start.IsZero() && (t0.IsZero() || t.Start.Before(t0)) {
+					t0 = t.Start
+				}
+			}
+		}
+	}
+	p.T0 = t0.UnixMilli()
+	now := time.Now()
+	if !r.Run.End.IsZero() {
+		now = r.Run.End
+	}
+	p.Now = now.Sub(t0).Milliseconds()
+	rel := func(t time.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return t.Sub(t0).Milliseconds()
+	}
+	lanes := map[string]int{}
+	var laneNames []string
+	for _, n := range r.Nodes {
+		for _, t := range n.Tries {
+			for _, l := range tryLanes(t) {
+				if _, ok := lanes[l]; !ok {
+					lanes[l] = 0
+					laneNames = append(laneNames, l)
+				}
+			}
+		}
+	}
+	sort.Slice(laneNames, func(i, j int) bool { return laneLess(laneNames[i], laneNames[j]) })
+	for i, l := range laneNames {
+		lanes[l] = i
+	}
+	p.Lanes = laneNames
+	stateCode := map[string]float64{}
+	for i, s := range states {
+		stateCode[s] = float64(i)
+	}
+	tails := map[int][2]string{}
+	tailed := 0
+	for i, n := range r.Nodes {
+		job := ""
+		if k := len(n.Tries); k > 0 && n.Tries[k-1].Job != "" {
+			job = n.Tries[k-1].Executor + ":" + n.Tries[k-1].Job
+		}
+		p.Nodes = append(p.Nodes, []any{n.Addr, n.Stage, n.Kind, n.State, n.Class, n.Reason, n.Key,
+			rel(n.Start), rel(n.End), round3(n.Duration), round3(n.QueueWait), round1(n.PeakRSS), round1(n.PeakGPU), round3(n.GPUSeconds),
+			n.Attempts, n.Retries, intsText(n.GPUs), n.Wave, n.Message, job})
+		for _, t := range n.Tries {
+			if t.Start.IsZero() {
+				continue
+			}
+			end := t.End
+			if end.IsZero() {
+				end = now
+			}
+			st := t.State
+			if st == "ok" && n.State == "cached" {
+				st = "cached"
+			}
+			for _, l := range tryLanes(t) {
+				p.Bars = append(p.Bars, []float64{float64(i), float64(lanes[l]), float64(t.Start.Sub(t0).Milliseconds()), float64(end.Sub(t0).Milliseconds()), float64(t.N), stateCode[st], round1(t.PeakGPU)})
+			}
+		}
+		if n.State == "failed" || n.State == "interrupted" || tailed < maxTails {
+			out, errs := tailsOf(n.Logs)
+			if out != "" || errs != "" {
+				tails[i] = [2]string{out, errs}
+				tailed += len(out) + len(errs)
+			}
+		}
+	}
+	var blobs []string
+	if cache != nil {
+		for i, n := range r.Nodes {
+			if n.scores == "" || n.record == nil {
+				continue
+			}
+			items, err := readItems(cache, n)
+			if err != nil || len(items) == 0 {
+				continue
+			}
+			b, err := packJSON(items)
+			if err != nil {
+				return err
+			}
+			id := "cairn-items-" + strconv.Itoa(len(blobs))
+			blobs = append(blobs, blobTag(id, b))
+			p.Items = append(p.Items, itemsRef{Node: i, Path: n.scores, Count: len(items), Blob: id})
+		}
+	}
+	data, err := packJSON(p)
+	if err != nil {
+		return err
+	}
+	logs, err := packJSON(tails)
+	if err != nil {
+		return err
+	}
+	tmpl, _ := assets.ReadFile("assets/report.html")
+	css, _ := assets.ReadFile("assets/report.css")
+	js, _ := assets.ReadFile("assets/report.js")
+	title := "cairn run " + r.Run.ID
+	if r.Run.Pipeline != "" {
+		title = r.Run.Pipeline + " · " + title
+	}
+	out := string(tmpl)
+	out = strings.Replace(out, "{{TITLE}}", html.EscapeString(title), 1)
+	out = strings.Replace(out, "{{CSS}}", string(css), 1)
+	out = strings.Replace(out, "{{DATA}}", blobTag("cairn-data", data)+blobTag("cairn-logs", logs)+strings.Join(blobs, ""), 1)
+	out = strings.Replace(out, "{{JS}}", strings.ReplaceAll(string(js), "</script", `<\/script`), 1)
+	_, err = io.WriteString(w, out)
+	return err
+}
+
+// tryLanes are the lanes an attempt is drawn in: each GPU it held, or
+// its slot.
+func tryLanes(t *Attempt) []string {
+	if len(t.GPUs) <= 1 {
+		if t.Lane == "" {
+			return nil
+		}
+		return []string{t.Lane}
+	}
+	ls := make([]string, len(t.GPUs))
+	for i, g := range t.GPUs {
+		ls[i] = laneGPU(g)
+	}
+	return ls
+}
+
+// laneLess orders lanes: GPUs by index, then CPU slots, then Slurm slots.
+func laneLess(a, b string) bool {
+	ka, na := laneKey(a)
+	kb, nb := laneKey(b)
+	if ka != kb {
+		return ka < kb
+	}
+	return na < nb
+}
+
+func laneKey(l string) (int, int) {
+	kind, num, _ := strings.Cut(l, " ")
+	n, _ := strconv.Atoi(num)
+	switch kind {
+	case "gpu":
+		return 0, n
+	case "cpu":
+		return 1, n
+	}
+	return 2, n
+}
+
+func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+func round3(x float64) float64 {
+	if x < 0 {
+		return x
+	}
+	return float64(int64(x*1000+0.5)) / 1000
+}
+
+func intsText(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// packJSON is v's JSON, gzipped and base64-encoded: the page unpacks it
+// with the browser's DecompressionStream.
+func packJSON(v any) (string, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		return "", err
+	}
+	if err := zw.Close(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+func blobTag(id, b64 string) string {
+	return `<script type="application/gzip+base64" id="` + id + `">` + b64 + "</script>\n"
+}
+
+// tailsOf reads the end of a node's stdout and stderr logs (the files
+// ending .out and .err of its last attempt, or the first two).
+func tailsOf(logs []string) (out, errs string) {
+	for _, l := range logs {
+		t := tail(l)
+		switch {
+		case strings.HasSuffix(l, ".err"):
+			errs = t
+		default:
+			out = t
+		}
+	}
+	return out, errs
+}
+
+func tail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(0, fi.Size()-tailBytes)
+	b := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(b, off)
+	s := string(b[:n])
+	if off > 0 {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		s = fmt.Sprintf("[… %d bytes before]\n", off) + s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// readItems reads an evaluation's scores file from its record: one row
+// per item (id, score, outputs, error).
+func readItems(cache *store.Cache, n *Node) ([][]any, error) {
+	b, err := cache.OutputBytes(n.record, n.scores)
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]any
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var it struct {
+			ID      string          `json:"id"`
+			Score   *float64        `json:"score"`
+			Outputs json.RawMessage `json:"outputs"`
+			Error   string          `json:"error"`
+			Cached  *bool           `json:"cached"`
+		}
+		if json.Unmarshal(line, &it) != nil {
+			continue
+		}
+		outs := string(it.Outputs)
+		if len(outs) > 300 {
+			outs = outs[:300] + "…"
+		}
+		var score any
+		if it.Score != nil {
+			score = *it.Score
+		}
+		rows = append(rows, []any{it.ID, score, outs, it.Error})
+		if len(rows) >= maxItems {
+			break
+		}
+	}
+	return rows, nil
+}

@@ -1,0 +1,780 @@
+// Package runreport builds a run's report: what `cairn report` and
+// `cairn apply --report` write (report.html, one self-contained page, and
+// trace.tsv beside it), and what `cairn show RUN --json` prints. It reads
+// a run's journal (engine/runlog) and the cache's records (engine/store);
+// nothing in the engine imports it.
+package runreport
+
+import (
+	"encoding/json"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+)
+
+// Report is one run, as the page and `cairn show RUN --json` give it.
+type Report struct {
+	Run   Run     `json:"run"`
+	Nodes []*Node `json:"nodes"`
+	// Batches are the run's GPU batches with their waves.
+	Batches []*Batch `json:"batches,omitempty"`
+	// Stages are GPU-seconds and node-seconds per stage.
+	Stages []*StageUse `json:"stages,omitempty"`
+	// Artifacts are the tables and plots the run's nodes wrote (taken
+	// from their cached records): the seed's comparison table and
+	// Pareto plot, the aggregate table and forest plot, a replay table.
+	Artifacts []*Artifact `json:"artifacts,omitempty"`
+	// Charges are the rollout charge curves of the nodes that charge a
+	// budget (an optimizer's rollouts), from the journal's charged records.
+	Charges []*Charge `json:"charges,omitempty"`
+}
+
+// Run is the report's header.
+type Run struct {
+	ID       string    `json:"id"`
+	Pipeline string    `json:"pipeline"`
+	State    string    `json:"state"` // running, ok, failed, interrupted, refused
+	Message  string    `json:"message,omitempty"`
+	Host     string    `json:"host,omitempty"`
+	Version  string    `json:"version,omitempty"`
+	Dir      string    `json:"dir,omitempty"`
+	Executor string    `json:"executor,omitempty"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end,omitzero"`
+	// Duration is End-Start, or, for a run without an end (running or
+	// killed), the last journal record's time less Start.
+	Duration float64 `json:"duration_s"`
+	// ExitStatus is the exit code apply gave (or gives) for the run's
+	// state: 0 ok, 1 failed or refused, 130 interrupted; -1 while running.
+	ExitStatus int      `json:"exit_status"`
+	Args       []string `json:"args,omitempty"`
+	Vars       []Var    `json:"vars,omitempty"`
+	Command    string   `json:"command,omitempty"`
+	Counts     Counts   `json:"counts"`
+	Damaged    string   `json:"damaged,omitempty"`
+}
+
+// Var is a variable given on the command line (a sensitive one's value
+// is "(sensitive)": apply journals it so).
+type Var struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	File  bool   `json:"file,omitempty"` // a --var-file: Value is its path
+}
+
+// Counts are a run's nodes by how each ended (by its last record, as
+// `cairn status` counts them), and its failed attempts apart.
+type Counts struct {
+	Ran            int `json:"ran"`
+	Cached         int `json:"cached"`
+	Failed         int `json:"failed"`
+	Skipped        int `json:"skipped"`
+	Running        int `json:"running"`
+	Planned        int `json:"planned"`
+	Interrupted    int `json:"interrupted"`
+	FailedAttempts int `json:"failed_attempts"`
+}
+
+// Node is one node of the run.
+type Node struct {
+	Addr  string `json:"address"`
+	Stage string `json:"stage"`
+	Kind  string `json:"kind,omitempty"`
+	// State: ok (ran), cached, failed, skipped, running, interrupted,
+	// planned (not started).
+	State   string `json:"state"`
+	Class   string `json:"class,omitempty"`
+	Message string `json:"message,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Key     string `json:"key,omitempty"`
+	// Times of the last attempt (zero when it did not start).
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// Duration is the sum of the attempts' durations, in seconds.
+	Duration float64 `json:"duration_s"`
+	// QueueWait is the time from when the node could start (its
+	// upstreams in this run done, or the run started) to its first
+	// attempt's start; -1 when unknown.
+	QueueWait  float64    `json:"queue_wait_s"`
+	PeakRSS    float64    `json:"peak_rss_mib"`
+	PeakGPU    float64    `json:"peak_gpu_mib"`
+	GPUSeconds float64    `json:"gpu_seconds"`
+	Attempts   int        `json:"attempts"`
+	Retries    int        `json:"retries"`
+	GPUs       []int      `json:"gpus,omitempty"`
+	Wave       int        `json:"wave,omitempty"`
+	Tries      []*Attempt `json:"tries,omitempty"`
+	Logs       []string   `json:"logs,omitempty"`
+	// Counts are the kind's run counts (items evaluated, rollouts
+	// charged...).
+	Counts map[string]int `json:"counts,omitempty"`
+	// From is, for a cached node, the run that made its record, and when.
+	From     string    `json:"from_run,omitempty"`
+	FromTime time.Time `json:"from_time,omitzero"`
+
+	upstreams []string // keys, from the record's envelope
+	scores    string   // an evaluation's scores file (a record output)
+	record    *store.Record
+}
+
+// Attempt is one attempt of a node: a row of trace.tsv.
+type Attempt struct {
+	N        int       `json:"attempt"`
+	State    string    `json:"state"` // ok, failed, running, interrupted
+	Class    string    `json:"class,omitempty"`
+	Start    time.Time `json:"start,omitzero"`
+	End      time.Time `json:"end,omitzero"`
+	Executor string    `json:"executor,omitempty"`
+	Job      string    `json:"job,omitempty"`
+	GPUs     []int     `json:"gpus,omitempty"`
+	Wave     int       `json:"wave,omitempty"`
+	PeakRSS  float64   `json:"peak_rss_mib,omitempty"`
+	PeakGPU  float64   `json:"peak_gpu_mib,omitempty"`
+	Logs     []string  `json:"logs,omitempty"`
+	// Lane is the timeline lane the attempt is drawn in: "gpu N" per
+	// device it held, else a CPU slot ("cpu N") or a Slurm slot.
+	Lane string `json:"lane,omitempty"`
+}
+
+// Seconds is the attempt's duration (0 for one that did not start or
+// end).
+func (a *Attempt) Seconds() float64 {
+	if a.Start.IsZero() || a.End.IsZero() {
+		return 0
+	}
+	return a.End.Sub(a.Start).Seconds()
+}
+
+// Batch is a GPU batch and its waves.
+type Batch struct {
+	ID       string   `json:"id"`
+	Stage    string   `json:"stage"`
+	Tag      string   `json:"tag,omitempty"`
+	State    string   `json:"state"`
+	Variants []string `json:"variants"`
+	Waves    []*Wave  `json:"waves"`
+}
+
+// Wave is one wave of a batch: its variants run side by side, and the
+// GPUs that finished first idle until its slowest ends.
+type Wave struct {
+	N     int       `json:"wave"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Nodes []string  `json:"nodes"`
+	// IdleGPUSeconds is what the wave cost against its slowest variant:
+	// the sum, over its variants, of (wave end - variant end) x GPUs.
+	IdleGPUSeconds float64 `json:"idle_gpu_seconds"`
+}
+
+// StageUse is a stage's share of the run.
+type StageUse struct {
+	Stage      string  `json:"stage"`
+	Nodes      int     `json:"nodes"`
+	Seconds    float64 `json:"seconds"`
+	GPUSeconds float64 `json:"gpu_seconds"`
+}
+
+// Artifact is a table or plot a node of the run wrote.
+type Artifact struct {
+	Node string `json:"node"`
+	Path string `json:"path"`
+	Type string `json:"type"` // svg, table, text
+	// SVG is a plot's bytes (Type svg); Rows a table's cells, header
+	// first (Type table); Text anything else shown as it is.
+	SVG  string     `json:"svg,omitempty"`
+	Rows [][]string `json:"rows,omitempty"`
+	Text string     `json:"text,omitempty"`
+}
+
+// Charge is one node's rollout charge curve.
+type Charge struct {
+	Node string `json:"node"`
+	// T are seconds since the run started, N the rollouts charged by
+	// then.
+	T      []float64      `json:"t"`
+	N      []int          `json:"n"`
+	Counts map[string]int `json:"counts,omitempty"`
+}
+
+// Options are what Build reads besides the run's journal.
+type Options struct {
+	// Cache gives the records of the run's nodes (kinds, plots, tables,
+	// where a cached node came from); nil leaves those out.
+	Cache *store.Cache
+	// Now is the time a running run is shown at (default time.Now).
+	Now time.Time
+}
+
+// Build reads a run folder (cache/runs/ID).
+func Build(runDir string, opts Options) (*Report, error) {
+	ri, err := runlog.Load(runDir)
+	if err != nil {
+		return nil, err
+	}
+	return FromRunInfo(ri, opts), nil
+}
+
+// FromRunInfo builds the report of a loaded run.
+func FromRunInfo(ri *runlog.RunInfo, opts Options) *Report {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	r := &Report{Run: Run{ID: ri.ID, Pipeline: ri.Pipeline, State: ri.State, Start: ri.Start, End: ri.End, Damaged: ri.Damaged}}
+	b := &builder{r: r, byAddr: map[string]*Node{}, ri: ri, opts: opts}
+	b.read()
+	b.finish()
+	return r
+}
+
+type builder struct {
+	r      *Report
+	ri     *runlog.RunInfo
+	opts   Options
+	byAddr map[string]*Node
+	last   time.Time // the last record's time
+	// charged entries per node
+	charges map[string]*Charge
+	batches map[string]*Batch
+}
+
+func (b *builder) node(addr string) *Node {
+	n, ok := b.byAddr[addr]
+	if !ok {
+		n = &Node{Addr: addr, Stage: stageOf(addr), State: "planned", QueueWait: -1}
+		b.byAddr[addr] = n
+		b.r.Nodes = append(b.r.Nodes, n)
+	}
+	return n
+}
+
+// stageOf is an address without its instance key: stage.x["a"] is
+// stage.x.
+func stageOf(addr string) string {
+	if i := strings.IndexByte(addr, '['); i > 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+// lastTry is n's attempt number a (appended when new).
+func lastTry(n *Node, a int) *Attempt {
+	if a <= 0 {
+		a = max(1, len(n.Tries))
+	}
+	for _, t := range n.Tries {
+		if t.N == a {
+			return t
+		}
+	}
+	t := &Attempt{N: a, State: "running"}
+	n.Tries = append(n.Tries, t)
+	return t
+}
+
+func (b *builder) read() {
+	run := &b.r.Run
+	b.charges = map[string]*Charge{}
+	b.batches = map[string]*Batch{}
+	for _, e := range b.ri.Entries {
+		if e.Time.After(b.last) {
+			b.last = e.Time
+		}
+		switch e.T {
+		case runlog.RunStart:
+			run.Host, run.Version, run.Dir, run.Args = e.Host, e.Version, e.Dir, e.Args
+			continue
+		case runlog.RunEnd:
+			run.Message = e.Message
+			continue
+		case runlog.BatchEvent:
+			if e.Batch != nil {
+				bt, ok := b.batches[e.Batch.ID]
+				if !ok {
+					bt = &Batch{ID: e.Batch.ID, Stage: e.Batch.Stage, Tag: e.Batch.Tag, Variants: e.Batch.Variants}
+					b.batches[e.Batch.ID] = bt
+					b.r.Batches = append(b.r.Batches, bt)
+				}
+				bt.State = e.Batch.State
+			}
+			continue
+		}
+		if e.Node == "" {
+			continue
+		}
+		n := b.node(e.Node)
+		if e.Key != "" && e.T != runlog.Charged {
+			n.Key = e.Key
+		}
+		switch e.T {
+		case runlog.Planned:
+			if len(e.Reasons) > 0 {
+				n.Reason = "run: " + strings.Join(e.Reasons, "; ")
+			}
+		case runlog.Lease:
+			if len(n.GPUs) == 0 {
+				n.GPUs = e.GPUs
+			}
+			n.Wave = max(n.Wave, e.Wave)
+		case runlog.Started:
+			t := lastTry(n, e.Attempt)
+			t.State, t.Start, t.GPUs, t.Wave, t.Logs = "running", e.Time, e.GPUs, e.Wave, e.Logs
+			if e.Job != nil {
+				t.Executor, t.Job = e.Job.Executor, e.Job.ID
+			}
+			n.State, n.GPUs = "running", e.GPUs
+			n.Wave = max(n.Wave, e.Wave)
+			n.addLogs(e.Logs)
+		case runlog.Finished:
+			t := lastTry(n, e.Attempt)
+			t.State, t.End, t.PeakRSS, t.PeakGPU = "ok", e.Time, e.PeakRSS, e.PeakGPU
+			if t.Start.IsZero() && e.Duration > 0 {
+				t.Start = e.Time.Add(-time.Duration(e.Duration * float64(time.Second)))
+			}
+			n.State, n.Class, n.Message = "ok", "", ""
+			if len(e.Counts) > 0 {
+				n.Counts = e.Counts
+			}
+		case runlog.Failed:
+			t := lastTry(n, e.Attempt)
+			t.State, t.End, t.Class, t.PeakRSS, t.PeakGPU = "failed", e.Time, e.Class, e.PeakRSS, e.PeakGPU
+			if t.Start.IsZero() {
+				t.Start = e.Time // failed before its process started (class setup)
+			}
+			t.Logs = appendNew(t.Logs, e.Logs)
+			n.State, n.Class, n.Message = "failed", e.Class, e.Message
+			n.addLogs(e.Logs)
+			if len(e.Counts) > 0 {
+				n.Counts = e.Counts
+			}
+		case runlog.Cached:
+			n.State = "cached"
+		case runlog.Skipped:
+			n.State, n.Message = "skipped", e.Message
+		case runlog.Charged:
+			c, ok := b.charges[e.Node]
+			if !ok {
+				c = &Charge{Node: e.Node}
+				b.charges[e.Node] = c
+				b.r.Charges = append(b.r.Charges, c)
+			}
+			total := e.Count
+			if len(c.N) > 0 {
+				total += c.N[len(c.N)-1]
+			}
+			c.T = append(c.T, e.Time.Sub(b.ri.Start).Seconds())
+			c.N = append(c.N, total)
+		}
+	}
+}
+
+func (n *Node) addLogs(logs []string) { n.Logs = appendNew(n.Logs, logs) }
+
+func appendNew(to, from []string) []string {
+	for _, l := range from {
+		if !slices.Contains(to, l) {
+			to = append(to, l)
+		}
+	}
+	return to
+}
+
+func (b *builder) finish() {
+	run := &b.r.Run
+	live := run.State == "running"
+	if !run.End.IsZero() {
+		run.Duration = run.End.Sub(run.Start).Seconds()
+	} else if live {
+		run.Duration = b.opts.Now.Sub(run.Start).Seconds()
+	} else if !run.Start.IsZero() {
+		run.Duration = b.last.Sub(run.Start).Seconds()
+	}
+	switch run.State {
+	case "ok":
+		run.ExitStatus = 0
+	case "interrupted":
+		run.ExitStatus = 130
+	case "running":
+		run.ExitStatus = -1
+	default:
+		run.ExitStatus = 1
+	}
+	run.Vars = varsOf(run.Args)
+	run.Command = commandOf(run.Dir, run.Args)
+	byKey := map[string]*Node{}
+	for _, n := range b.r.Nodes {
+		for _, t := range n.Tries {
+			if t.State == "running" && !live {
+				t.State = "interrupted"
+			}
+			if t.Executor != "" {
+				run.Executor = t.Executor
+			}
+		}
+		if n.State == "running" && !live {
+			n.State = "interrupted"
+		}
+		n.Attempts = len(n.Tries)
+		n.Retries = max(0, n.Attempts-1)
+		for _, t := range n.Tries {
+			end := t.End
+			if end.IsZero() && t.State == "running" {
+				end = b.opts.Now
+			}
+			if !t.Start.IsZero() && !end.IsZero() {
+				d := end.Sub(t.Start).Seconds()
+				n.Duration += d
+				n.GPUSeconds += d * float64(len(t.GPUs))
+			}
+			n.PeakRSS = max(n.PeakRSS, t.PeakRSS)
+			n.PeakGPU = max(n.PeakGPU, t.PeakGPU)
+		}
+		if k := len(n.Tries); k > 0 {
+			n.Start, n.End = n.Tries[k-1].Start, n.Tries[k-1].End
+		}
+		if n.Key != "" {
+			byKey[n.Key] = n
+		}
+		if b.opts.Cache != nil && n.Key != "" {
+			if rec, ok := b.opts.Cache.Lookup(n.Key); ok {
+				b.fromRecord(n, rec)
+			}
+		}
+		if n.State == "cached" && n.Reason == "" {
+			n.Reason = "cached"
+			if n.From != "" {
+				n.Reason = "cached: from run " + n.From + " at " + n.FromTime.UTC().Format("2006-01-02 15:04:05") + " UTC"
+			}
+		}
+	}
+	b.queueWaits(byKey)
+	b.lanes()
+	b.waves()
+	b.stages()
+	run.Counts = countNodes(b.ri.Entries, b.r.Nodes)
+	if run.Executor == "" {
+		run.Executor = "local"
+	}
+	for _, c := range b.r.Charges {
+		if n := b.byAddr[c.Node]; n != nil {
+			c.Counts = n.Counts
+		}
+	}
+}
+
+// fromRecord takes what n's cached record says: its kind, where a cached
+// node came from, its plots and tables, an evaluation's scores file.
+func (b *builder) fromRecord(n *Node, rec *store.Record) {
+	n.record = rec
+	var env struct {
+		Kind      string   `json:"kind"`
+		Upstreams []string `json:"upstreams"`
+	}
+	if json.Unmarshal(rec.Envelope, &env) == nil {
+		n.Kind, n.upstreams = env.Kind, env.Upstreams
+	}
+	if n.State == "cached" {
+		n.From, n.FromTime = rec.RunID, rec.Ended
+		if n.PeakRSS == 0 {
+			n.PeakRSS, n.PeakGPU = rec.PeakRSSMiB, rec.PeakGPUMiB
+		}
+	}
+	var res struct {
+		Scores string `json:"scores_file"`
+	}
+	if len(rec.Result) > 0 && json.Unmarshal(rec.Result, &res) == nil && res.Scores != "" {
+		if _, ok := rec.Outputs[res.Scores]; ok {
+			n.scores = res.Scores
+		}
+	}
+	if n.State != "ok" && n.State != "cached" {
+		return
+	}
+	for _, p := range slices.Sorted(mapKeys(rec.Outputs)) {
+		switch path.Ext(p) {
+		case ".svg", ".md":
+		case ".tsv":
+			// The same table as markdown is shown once.
+			if _, ok := rec.Outputs[strings.TrimSuffix(p, ".tsv")+".md"]; ok {
+				continue
+			}
+		default:
+			continue
+		}
+		data, err := b.opts.Cache.OutputBytes(rec, p)
+		if err != nil || len(data) > maxArtifact {
+			continue
+		}
+		b.r.Artifacts = append(b.r.Artifacts, artifactOf(n.Addr, p, data))
+	}
+}
+
+// maxArtifact is the largest table or plot the page carries.
+const maxArtifact = 2 << 20
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// artifactOf reads a table (markdown's pipe table, or TSV) into cells, or
+// keeps a plot's SVG.
+func artifactOf(node, p string, data []byte) *Artifact {
+	a := &Artifact{Node: node, Path: p}
+	switch path.Ext(p) {
+	case ".svg":
+		a.Type, a.SVG = "svg", string(data)
+		return a
+	case ".tsv":
+		for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+			a.Rows = append(a.Rows, strings.Split(line, "\t"))
+		}
+	case ".md":
+		a.Rows = mdTable(string(data))
+	}
+	if len(a.Rows) > 0 {
+		a.Type = "table"
+	} else {
+		a.Type, a.Text = "text", string(data)
+	}
+	return a
+}
+
+// mdTable reads the first pipe table of a markdown text: its header and
+// rows, without the separator line.
+func mdTable(s string) [][]string {
+	var rows [][]string
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") {
+			if len(rows) > 0 {
+				break
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		sep := true
+		for i, c := range cells {
+			cells[i] = strings.TrimSpace(c)
+			if strings.Trim(cells[i], ":-") != "" {
+				sep = false
+			}
+		}
+		if sep {
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// queueWaits sets each started node's wait: from when its last upstream
+// in this run ended (or the run started) to its first attempt.
+func (b *builder) queueWaits(byKey map[string]*Node) {
+	for _, n := range b.r.Nodes {
+		if len(n.Tries) == 0 || n.Tries[0].Start.IsZero() || b.ri.Start.IsZero() {
+			continue
+		}
+		ready := b.ri.Start
+		for _, k := range n.upstreams {
+			if up := byKey[k]; up != nil && up.End.After(ready) {
+				ready = up.End
+			}
+		}
+		n.QueueWait = max(0, n.Tries[0].Start.Sub(ready).Seconds())
+	}
+}
+
+// lanes puts every attempt in a timeline lane: one per GPU it held, else
+// the first CPU (or Slurm) slot free when it started.
+func (b *builder) lanes() {
+	type slotted struct {
+		t    *Attempt
+		node *Node
+	}
+	var cpu []slotted
+	for _, n := range b.r.Nodes {
+		for _, t := range n.Tries {
+			if t.Start.IsZero() {
+				continue
+			}
+			if len(t.GPUs) > 0 {
+				t.Lane = laneGPU(t.GPUs[0])
+				continue
+			}
+			cpu = append(cpu, slotted{t, n})
+		}
+	}
+	sort.SliceStable(cpu, func(i, j int) bool { return cpu[i].t.Start.Before(cpu[j].t.Start) })
+	var free []time.Time // per slot, when it is free again
+	for _, s := range cpu {
+		end := s.t.End
+		if end.IsZero() {
+			end = b.opts.Now
+		}
+		slot := -1
+		for i, f := range free {
+			if !f.After(s.t.Start) {
+				slot = i
+				break
+			}
+		}
+		if slot < 0 {
+			slot = len(free)
+			free = append(free, time.Time{})
+		}
+		free[slot] = end
+		prefix := "cpu "
+		if s.t.Executor == "slurm" {
+			prefix = "slurm "
+		}
+		s.t.Lane = prefix + itoa(slot)
+	}
+}
+
+func laneGPU(i int) string { return "gpu " + itoa(i) }
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// waves groups a batch's variants by wave.
+func (b *builder) waves() {
+	for _, bt := range b.r.Batches {
+		waves := map[int]*Wave{}
+		for _, n := range b.r.Nodes {
+			if n.Stage != "stage."+bt.Stage || n.Wave == 0 || len(n.Tries) == 0 {
+				continue
+			}
+			t := n.Tries[len(n.Tries)-1]
+			w, ok := waves[n.Wave]
+			if !ok {
+				w = &Wave{N: n.Wave, Start: t.Start}
+				waves[n.Wave] = w
+				bt.Waves = append(bt.Waves, w)
+			}
+			w.Nodes = append(w.Nodes, n.Addr)
+			if t.Start.Before(w.Start) {
+				w.Start = t.Start
+			}
+			if t.End.After(w.End) {
+				w.End = t.End
+			}
+		}
+		sort.Slice(bt.Waves, func(i, j int) bool { return bt.Waves[i].N < bt.Waves[j].N })
+		for _, w := range bt.Waves {
+			for _, a := range w.Nodes {
+				n := b.byAddr[a]
+				t := n.Tries[len(n.Tries)-1]
+				if !t.End.IsZero() {
+					w.IdleGPUSeconds += w.End.Sub(t.End).Seconds() * float64(max(1, len(t.GPUs)))
+				}
+			}
+		}
+	}
+}
+
+func (b *builder) stages() {
+	by := map[string]*StageUse{}
+	for _, n := range b.r.Nodes {
+		s, ok := by[n.Stage]
+		if !ok {
+			s = &StageUse{Stage: n.Stage}
+			by[n.Stage] = s
+			b.r.Stages = append(b.r.Stages, s)
+		}
+		s.Nodes++
+		s.Seconds += n.Duration
+		s.GPUSeconds += n.GPUSeconds
+	}
+}
+
+// countNodes counts each node once, by its last record: a node that
+// failed twice and then succeeded is one ran node with two failed
+// attempts.
+func countNodes(entries []runlog.Entry, nodes []*Node) Counts {
+	var c Counts
+	for _, e := range entries {
+		if e.T == runlog.Failed {
+			c.FailedAttempts++
+		}
+	}
+	for _, n := range nodes {
+		switch n.State {
+		case "ok":
+			c.Ran++
+		case "cached":
+			c.Cached++
+		case "failed":
+			c.Failed++
+		case "skipped":
+			c.Skipped++
+		case "running":
+			c.Running++
+		case "interrupted":
+			c.Interrupted++
+		default:
+			c.Planned++
+		}
+	}
+	return c
+}
+
+// varsOf reads the variables of a journaled command line: --var NAME=V
+// (and -var, --var=), --var-file FILE.
+func varsOf(args []string) []Var {
+	var out []Var
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		flag, val, eq := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (flag != "var" && flag != "var-file") {
+			continue
+		}
+		if !eq {
+			if i+1 >= len(args) {
+				break
+			}
+			i++
+			val = args[i]
+		}
+		if flag == "var-file" {
+			out = append(out, Var{Name: "(file)", Value: val, File: true})
+			continue
+		}
+		name, v, _ := strings.Cut(val, "=")
+		out = append(out, Var{Name: name, Value: v})
+	}
+	return out
+}
+
+// commandOf is the shell command that runs the run again.
+func commandOf(dir string, args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if dir != "" {
+		b.WriteString("cd " + shellQuote(dir) + " && ")
+	}
+	b.WriteString("cairn")
+	for _, a := range args {
+		b.WriteString(" " + shellQuote(a))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
