@@ -12,6 +12,8 @@ PKGS ?= ./...
 # this, a first build prints a page of warnings about code that is not ours.
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
+# The run report's browser tests need chromium: `make test` installs it
+# when missing (scripts/chromium-deps.sh), and where it cannot they skip.
 # The test recipe pipes go test into its summary; pipefail keeps go test's
 # failure as the recipe's.
 SHELL := /bin/bash
@@ -54,6 +56,7 @@ cross:
 # N skipped" (scripts/testsum). The status is non-zero on any
 # failure.
 test: vet
+	@bash scripts/chromium-deps.sh || true
 	@$(GO) build -o $(BIN)/testsum ./scripts/testsum
 	@set -o pipefail; $(GO) test -json -race -count=1 -timeout 30m $(PKGS) 2>&1 | $(BIN)/testsum
 

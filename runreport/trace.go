@@ -16,6 +16,9 @@ import (
 var traceCols = []string{"task_id", "hash", "native_id", "name", "process", "kind", "attempt", "status", "submit", "start", "complete",
 	"duration", "realtime", "queue_wait", "peak_rss", "gpus", "wave", "peak_gpu_mem", "gpu_seconds", "class", "executor", "reason"}
 
+// cellSpace keeps a cell on its line and in its column.
+var cellSpace = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+
 // nextflowStatus is a node attempt's state in Nextflow's words.
 var nextflowStatus = map[string]string{"ok": "COMPLETED", "failed": "FAILED", "running": "RUNNING", "interrupted": "ABORTED",
 	"cached": "CACHED", "skipped": "SKIPPED", "planned": "PLANNED"}
@@ -55,7 +58,7 @@ func (r *Report) WriteTrace(w io.Writer) error {
 			numOrDash(rss, rss > 0), dash(gpus), numOrDash(float64(wave), wave > 0), numOrDash(gpu, gpu > 0), numOrDash(gsec, gsec > 0),
 			dash(class), dash(executor), dash(n.Reason)}
 		for i, c := range cells {
-			cells[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(c)
+			cells[i] = cellSpace.Replace(c)
 		}
 		bw.WriteString(strings.Join(cells, "\t") + "\n")
 	}

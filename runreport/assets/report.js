@@ -149,15 +149,15 @@ function timeline() {
         if (b[3] < view.a || b[2] > view.b) continue;
         const x0 = Math.max(LABEL_W, x(b[2])), x1 = Math.min(W - 8, Math.max(x(b[3]), x0 + 1.5));
         if (last && last.state === b[5] && x0 - last.x1 < 1 && x1 - x0 < 2) { last.x1 = Math.max(last.x1, x1); last.n++; continue; }
-        if (last) flush(s, last, y);
+        if (last) flush(s, last, y, name);
         last = { x0, x1, state: b[5], bi, n: 1 };
       }
-      if (last) flush(s, last, y);
+      if (last) flush(s, last, y, name);
     });
     box.replaceChildren(s);
   }
-  function flush(s, r, y) {
-    const a = { x: r.x0, y: y + 3, width: Math.max(1, r.x1 - r.x0), height: LANE_H - 6, fill: COLORS[D.states[r.state]], rx: 2, class: "bar" };
+  function flush(s, r, y, lane) {
+    const a = { x: r.x0, y: y + 3, width: Math.max(1, r.x1 - r.x0), height: LANE_H - 6, fill: COLORS[D.states[r.state]], rx: 2, class: "bar", "data-lane": lane };
     if (r.n === 1) {
       const node = D.nodes[D.bars[r.bi][0]];
       a["data-bar"] = r.bi;

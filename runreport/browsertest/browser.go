@@ -1,8 +1,8 @@
-// Package browser opens report pages in headless Chromium for tests
+// Package browsertest opens report pages in headless Chromium for tests
 // (chromedp): Debian's chromium, installed by scripts/chromium-deps.sh.
 // Without a browser a test skips, saying why, unless CAIRN_REQUIRE_BROWSER
 // is 1 (CI), where it fails.
-package browser
+package browsertest
 
 import (
 	"context"

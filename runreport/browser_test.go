@@ -1,0 +1,108 @@
+package runreport_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/runreport"
+	"github.com/cairn-run/cairn/runreport/browsertest"
+)
+
+// benchOut is the repository's bench/out folder (git-ignored), where the
+// screenshots and figures go.
+func benchOut(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "bench", "out")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// writePage builds the report of the run in dir and writes its page.
+func writePage(t testing.TB, dir string) (*runreport.Report, string) {
+	t.Helper()
+	r, err := runreport.Build(dir, runreport.Options{})
+	require.NoError(t, err)
+	page := filepath.Join(dir, runreport.HTMLName)
+	require.NoError(t, r.WriteFiles(page, nil))
+	return r, page
+}
+
+// The page of a small run opens without a console error, its header
+// counts are the report's, the failed node is opened with its log tail,
+// its bars are in their GPU and CPU lanes, and the filter and the sort of
+// the nodes table work.
+func TestPageInBrowser(t *testing.T) {
+	r, page := writePage(t, smallRun(t, t.TempDir()))
+	p := browsertest.Open(t, page, 1400, 1000)
+	assert.Empty(t, p.Errors(), "console errors")
+	for k, want := range map[string]int{"ran": r.Run.Counts.Ran, "cached": r.Run.Counts.Cached, "failed": r.Run.Counts.Failed, "skipped": r.Run.Counts.Skipped, "failed_attempts": r.Run.Counts.FailedAttempts} {
+		assert.Equal(t, fmt.Sprint(want), browsertest.Eval[string](t, p, `document.getElementById("count-`+k+`").textContent`), k)
+	}
+	assert.Equal(t, "stage.c", browsertest.Eval[string](t, p, `document.getElementById("detail-box").dataset.node`))
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector('#detail-box details[data-stream="stderr"] pre').textContent`), "CUDA out of memory")
+	lanes := browsertest.Eval[map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("rect.bar[data-node]")].map(b => [b.dataset.node + "#" + b.dataset.state, b.dataset.lane]))`)
+	assert.Equal(t, map[string]string{"stage.a#ok": "cpu 0", `stage.b["k"]#failed`: "gpu 1", `stage.b["k"]#ok`: "gpu 1", "stage.c#failed": "gpu 0"}, lanes)
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.getElementById("vars").textContent`), "(sensitive)")
+
+	rows := func() []string {
+		return browsertest.Eval[[]string](t, p, `[...document.querySelectorAll("#tbody .row")].sort((a, b) => a.offsetTop - b.offsetTop).map(r => r.querySelector('[data-col="address"]').textContent)`)
+	}
+	assert.Len(t, rows(), 5)
+	browsertest.Eval[bool](t, p, `window.cairnReport.table.filter("", "failed"), true`)
+	assert.Equal(t, []string{"stage.c"}, rows())
+	browsertest.Eval[bool](t, p, `window.cairnReport.table.filter("data/x.jsonl", ""), true`)
+	assert.Equal(t, []string{"stage.a"}, rows(), "the plan reason is searched")
+	browsertest.Eval[bool](t, p, `window.cairnReport.table.filter("", ""), document.querySelector('#thead [data-col="duration"]').click(), true`)
+	assert.Equal(t, `stage.b["k"]`, rows()[0], "longest first")
+	assert.Empty(t, p.Errors(), "console errors")
+}
+
+// A page of 100,000 nodes opens, and filters, fast: the figures are
+// logged and written to bench/out/report-100k.txt (not asserted: a loaded
+// machine must not fail the test), with screenshots of the timeline and
+// the nodes table.
+func TestBigPageInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and opens a 100,000-node report")
+	}
+	n := 100_000
+	dir := bigRun(t, t.TempDir(), n)
+	built := time.Now()
+	r, page := writePage(t, dir)
+	buildDur := time.Since(built)
+	require.Len(t, r.Nodes, n)
+	fi, err := os.Stat(page)
+	require.NoError(t, err)
+
+	p := browsertest.Open(t, page, 1400, 1000)
+	assert.Empty(t, p.Errors(), "console errors")
+	// The page's own clock: from the start of navigation to drawn.
+	opened := browsertest.Eval[float64](t, p, `performance.now()`)
+	shown := browsertest.Eval[string](t, p, `document.getElementById("shown").textContent`)
+	assert.Equal(t, fmt.Sprintf("%d of %d nodes", n, n), shown)
+	filterMs := browsertest.Eval[float64](t, p, `(() => { const t = performance.now(); window.cairnReport.table.filter("item-000999", ""); return performance.now() - t; })()`)
+	assert.Equal(t, "1 of 100000 nodes", browsertest.Eval[string](t, p, `document.getElementById("shown").textContent`))
+	stateMs := browsertest.Eval[float64](t, p, `(() => { const t = performance.now(); window.cairnReport.table.filter("", "failed"); return performance.now() - t; })()`)
+	assert.Equal(t, "100 of 100000 nodes", browsertest.Eval[string](t, p, `document.getElementById("shown").textContent`))
+	browsertest.Eval[bool](t, p, `window.cairnReport.table.filter("", ""), true`)
+	rendered := browsertest.Eval[int](t, p, `document.querySelectorAll("#tbody .row").length`)
+	assert.Less(t, rendered, 200, "rows are virtualised")
+	out := benchOut(t)
+	browsertest.Shot(t, p, "#timeline", filepath.Join(out, "report-100k-timeline.png"))
+	browsertest.Shot(t, p, "#nodes", filepath.Join(out, "report-100k-nodes.png"))
+	figures := fmt.Sprintf("report of %d nodes: page %.1f MiB, built in %s; opened and drawn in %.0f ms; filter by text %.0f ms, by state %.0f ms (headless Chromium)\n",
+		n, float64(fi.Size())/(1<<20), buildDur.Round(time.Millisecond), opened, filterMs, stateMs)
+	t.Log(figures)
+	require.NoError(t, os.WriteFile(filepath.Join(out, "report-100k.txt"), []byte(figures), 0o644))
+	b, _ := json.Marshal(map[string]float64{"open_ms": opened, "filter_ms": filterMs})
+	t.Logf("figures: %s", b)
+	assert.Less(t, opened+filterMs, 60_000.0, "a generous bound: the page is meant to open and filter in under 3 s")
+}
