@@ -16,6 +16,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/cairn-run/cairn/storage/digest"
 )
 
 // FileFunc makes a function of pipeline expressions that the language does
@@ -351,11 +353,11 @@ func fileSHA256(root, p string, reads *FileReads) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	d, err := digest.Reader(f)
+	if err != nil {
 		return "", fmt.Errorf("cannot read %s: %w", p, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return d, nil
 }
 
 // MaxElements bounds the collections that setproduct may build, and

@@ -1,7 +1,6 @@
 package pipelines_test
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/storage/digest"
 )
 
 // A job's artifacts are the truth (#28): what shapes the optimization is
@@ -109,11 +110,8 @@ func TestOptimizerFinishedJobUnderAnotherCache(t *testing.T) {
 }
 
 func fileSHA256(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("sha256:%x", sha256.Sum256(b)), nil
+	d, err := digest.File(path)
+	return "sha256:" + d, err
 }
 
 // blipProxy answers 503 for the validation split's requests while down is

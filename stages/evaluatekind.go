@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/storage/atomicfile"
+	"github.com/cairn-run/cairn/storage/digest"
 )
 
 // Evaluate scores a dataset item by item through a worker (the protocol of
@@ -441,17 +442,14 @@ func bundleDigest(root string, paths []string) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// fileDigest is a file's content digest as the stage kinds write it:
+// "sha256:" and the hex sha256 of its bytes.
 func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
+	d, err := digest.File(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return "sha256:" + d, nil
 }
 
 func digestBytes(b []byte) string {

@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/cairn-run/cairn/storage/digest"
 )
 
 // InputsKey names, in the replay's JSON, the files the replay read.
@@ -80,7 +80,7 @@ func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
 		if !filepath.IsAbs(f) {
 			full = filepath.Join(dir, f)
 		}
-		got, err := fileSHA256(full)
+		got, err := digest.File(full)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			c.Absent = append(c.Absent, f)
@@ -93,7 +93,7 @@ func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
 		}
 	}
 	if matrix != "" {
-		got, err := fileSHA256(matrix)
+		got, err := digest.File(matrix)
 		switch {
 		case p.MatrixSHA256 == "":
 			errs = append(errs, &Error{File: matrix, Msg: "the protocol gives no matrix_sha256 to check the matrix file against"})
@@ -109,23 +109,6 @@ func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
 		return c, errs
 	}
 	return c, nil
-}
-
-// fileSHA256 is the hex sha256 of a file's bytes.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // CheckSHA256 refuses a protocol whose sha256 is not want (hex, either
