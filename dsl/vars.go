@@ -370,6 +370,3 @@ func CheckMessage(chk *Check, ctx *hcl.EvalContext) string {
 	}
 	return "(error_message is not a string)"
 }
-
-// Environ returns the process environment; a seam for tests.
-var Environ = os.Environ

@@ -43,6 +43,10 @@ func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
 
 func (r *nodeRuntime) OutDir() string { return r.a.scratchFor(r.ns) }
 
+func (r *nodeRuntime) RunID() string { return r.a.runID }
+
+func (r *nodeRuntime) NoSync() bool { return r.a.opts.NoSync }
+
 // Replacing implements stages.Replacer: --replace names the node or one of
 // its upstreams.
 func (r *nodeRuntime) Replacing() bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -174,7 +173,7 @@ func (Decision) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	r := decision.Replay(p, o)
 	dir := filepath.Join(rt.Root(), a.outDir)
-	sync := os.Getenv("CAIRN_NO_FSYNC") != "1"
+	sync := !rt.NoSync()
 	oj, _ := json.MarshalIndent(o, "", "  ")
 	oj = append(oj, '\n')
 	if a.outcomes == "" {

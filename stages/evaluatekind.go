@@ -623,8 +623,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err != nil {
 		return setup("%s", err)
 	}
-	noSync := os.Getenv("CAIRN_NO_FSYNC") == "1"
-	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: noSync})
+	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
 	if err != nil {
 		return &Outcome{Class: failclass.Infra, Message: err.Error()}, nil
 	}

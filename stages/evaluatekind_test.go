@@ -237,6 +237,8 @@ func (r *fakeRuntime) Exec(context.Context, Proc) (*process.Result, error) {
 func (r *fakeRuntime) Root() string     { return r.root }
 func (r *fakeRuntime) OutDir() string   { return r.out }
 func (r *fakeRuntime) CacheDir() string { return r.cache }
+func (r *fakeRuntime) RunID() string    { return "test-run" }
+func (r *fakeRuntime) NoSync() bool     { return true } // tests need no fsync
 func (r *fakeRuntime) Stderr() io.Writer {
 	return writerFunc(func(b []byte) (int, error) {
 		r.mu.Lock()
@@ -307,7 +309,6 @@ func TestEvaluateRun(t *testing.T) {
 		t.Skip("no /usr/bin/env")
 	}
 	noEndpointEnv(t)
-	t.Setenv("CAIRN_NO_FSYNC", "1")
 	ctx := context.Background()
 
 	t.Run("evaluates, then another node reads the store", func(t *testing.T) {

@@ -333,7 +333,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err := items.Preflight(ctx, endpoints, s.eval.model); err != nil {
 		return setup("%s (no rollout was run)", evalOneLine(err.Error()))
 	}
-	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1"})
+	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
 	if err != nil {
 		return infra("%s", err)
 	}
@@ -366,7 +366,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	progress := &linePrefixer{w: rt.Stderr(), prefix: "  · " + n.Address + "  "}
 	meter, err := rollout.NewMeter(rollout.MeterOptions{
 		Budget: s.budget, Ledger: filepath.Join(optDir, "rollouts.jsonl"),
-		NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Progress: progress,
+		NoSync: rt.NoSync(), Progress: progress,
 		OnCharge: func(outs []rollout.Outcome) {
 			for _, o := range outs {
 				jr.add(o.Item, o.Key, items.Result{Charged: 1})

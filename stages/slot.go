@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -220,13 +219,13 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	led := &decision.Ledger{Dir: filepath.Join(rt.Root(), s.ledger), Sync: os.Getenv("CAIRN_NO_FSYNC") != "1"}
+	led := &decision.Ledger{Dir: filepath.Join(rt.Root(), s.ledger), Sync: !rt.NoSync()}
 	if s.allocationTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.allocationTime)
 		defer cancel()
 	}
-	runID := os.Getenv("CAIRN_RUN_ID")
+	runID := rt.RunID()
 	for {
 		h, err := led.History(s.slot)
 		if err != nil {

@@ -257,6 +257,12 @@ type Runtime interface {
 	CacheDir() string
 	// Stderr receives progress lines for people (cairn's standard error).
 	Stderr() io.Writer
+	// RunID names the apply's run (its journal under the cache's runs/).
+	RunID() string
+	// NoSync says that the stores and ledgers a kind writes skip fsync
+	// (CAIRN_NO_FSYNC=1, which only the command line reads; tests and
+	// benchmarks): a power loss may then lose their last records.
+	NoSync() bool
 }
 
 // ItemRecord is one unit of a node's work that was finished and stored: an

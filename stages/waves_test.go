@@ -165,6 +165,8 @@ func (r *execRuntime) Root() string      { return r.root }
 func (r *execRuntime) OutDir() string    { return filepath.Join(r.root, "out") }
 func (r *execRuntime) CacheDir() string  { return filepath.Join(r.root, ".cairn") }
 func (r *execRuntime) Stderr() io.Writer { return &r.err }
+func (r *execRuntime) RunID() string     { return "test-run" }
+func (r *execRuntime) NoSync() bool      { return true }
 
 func TestWavesRunNamesLogsAfterTheVariant(t *testing.T) {
 	rt := &execRuntime{root: t.TempDir()}

@@ -94,7 +94,7 @@ any is written: all are written, or none.`,
 					return &exitError{code: exitFailed, msg: err.Error() + "; nothing was written"}
 				}
 			}
-			sync := os.Getenv("CAIRN_NO_FSYNC") != "1"
+			sync := !noFsync()
 			for _, f := range files {
 				if f.path == "" {
 					continue

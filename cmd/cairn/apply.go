@@ -164,7 +164,7 @@ interrupted.`,
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
 				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
-				NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1", Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
+				NoSync: noFsync(), Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
 			})

@@ -240,7 +240,7 @@ func pipelineArgs(args []string) string {
 
 func (a *app) openCache() (*store.Cache, error) {
 	c, err := store.Open(a.cachePath(), store.Options{
-		NoSync: os.Getenv("CAIRN_NO_FSYNC") == "1",
+		NoSync: noFsync(),
 		Warn: func(format string, args ...any) {
 			fmt.Fprintf(a.stderr, "warning: "+format+"\n", args...)
 		},

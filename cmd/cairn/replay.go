@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -67,7 +66,7 @@ sha256. docs/decision.md describes every figure.`,
 			r.Inputs.Outcomes, r.Inputs.Frozen = in, frozen
 			dir := a.path(out)
 			if out != "" {
-				if err := r.WriteFiles(dir, os.Getenv("CAIRN_NO_FSYNC") != "1"); err != nil {
+				if err := r.WriteFiles(dir, !noFsync()); err != nil {
 					return &exitError{code: exitFailed, msg: err.Error()}
 				}
 			}
