@@ -14,11 +14,14 @@ CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 # The run report's browser tests need chromium: `make test` installs it
 # when missing (scripts/chromium-deps.sh), and where it cannot they skip.
+# The real model server's tests (e2e/llamacpp) need llama-cpp-python: `make
+# test` installs it when missing (scripts/llama-deps.sh; the first time it
+# builds llama.cpp, many minutes), and where it cannot they skip.
 # The test recipe pipes go test into its summary; pipefail keeps go test's
 # failure as the recipe's.
 SHELL := /bin/bash
 
-.PHONY: all build sim test test-short vet cross fmt fmt-check tidy-check bench crosscheck fuzz fuzz-short demo demo-optimizer demo-decision gpu-check clean
+.PHONY: all build sim test test-short vet cross fmt fmt-check tidy-check bench crosscheck llama-deps llama-check fuzz fuzz-short demo demo-optimizer demo-decision gpu-check clean
 
 all: build
 
@@ -57,6 +60,7 @@ cross:
 # failure.
 test: vet
 	@bash scripts/chromium-deps.sh || true
+	@bash scripts/llama-deps.sh || true
 	@$(GO) build -o $(BIN)/testsum ./scripts/testsum
 	@set -o pipefail; $(GO) test -json -race -count=1 -timeout 30m $(PKGS) 2>&1 | $(BIN)/testsum
 
@@ -65,6 +69,16 @@ test: vet
 crosscheck:
 	bash scripts/crosscheck-deps.sh
 	$(GO) test -count=1 -run '^TestCrossCheck$$' -v ./stages/aggregate
+
+# llama.cpp's OpenAI-compatible server (llama-cpp-python[server], pinned)
+# and gguf in build/pyenv-llama, for the tests that run a real model server
+# (e2e/llamacpp, part of make test): the first install builds llama.cpp
+# (many minutes), later ones take the wheels kept in build/wheels-llama.
+llama-deps:
+	bash scripts/llama-deps.sh
+
+llama-check: llama-deps
+	CAIRN_REQUIRE_LLAMA=1 $(GO) test -count=1 -v ./e2e/llamacpp
 
 test-short:
 	$(GO) test -short -count=1 ./...
