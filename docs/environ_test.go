@@ -28,6 +28,7 @@ var environReaders = map[string]string{
 	"engine/executor/slurm/slurm.go":               "the Slurm client commands (sbatch, squeue, ...) run with the cluster's SLURM_CONF and PATH",
 	"engine/executor/slurm/executor.go":            "a SLURM_CONF that names no file is refused at once, before every Slurm command retries reading it",
 	"engine/executor/slurm/slurmtest/slurmtest.go": "the tests on a local Slurm cluster: whether one runs (CAIRN_SLURM_TEST, CAIRN_REQUIRE_SLURM, CAIRN_SLURM_DIR)",
+	"runreport/browsertest/browser.go":             "the tests of the report page in a browser: which Chromium (CAIRN_CHROMIUM), and whether one is required (CAIRN_REQUIRE_BROWSER)",
 	"engine/failpoint/on.go":                       "the crash tests' crash points (CAIRN_TEST_*), compiled in only with the build tag cairn_failpoints",
 	"gpu/inventory.go":                             "which GPUs a process sees (CAIRN_GPUS, CUDA_VISIBLE_DEVICES), where the caller passes no lookup",
 	"gpu/lease.go":                                 "the machine-wide lease folder (CAIRN_LEASE_DIR), where the caller passes no lookup",
