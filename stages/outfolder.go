@@ -35,45 +35,66 @@ var heldOut = struct {
 
 // holdOutFolder takes the out folder's lock for this process, which holds
 // it until it ends. It returns a refusal, for people, when another process
-// holds it; job names the job writing the folder.
+// holds it; job names the job writing the folder. The wait for that
+// process to say who it is happens outside heldOut's mutex: a folder
+// another apply holds does not keep this process from taking others.
 func holdOutFolder(root, out, job string) (string, error) {
 	dir := filepath.Join(root, out)
+	path := filepath.Join(dir, OutLockFile)
+	taken, err := takeOutFolder(dir, out, path, job)
+	if err != nil || taken {
+		return "", err
+	}
+	return fmt.Sprintf("the out folder %s is being written by %s; nothing was run. Wait for that apply to end (the next one finds what it left), or choose another out folder", out, outOwnerOf(dir, path)), nil
+}
+
+// takeOutFolder takes the lock of the folder dir (out as the pipeline
+// names it, path its lock file) under heldOut's mutex: taken is false when
+// another process holds it.
+func takeOutFolder(dir, out, path, job string) (taken bool, err error) {
 	heldOut.Lock()
 	defer heldOut.Unlock()
 	if _, ok := heldOut.m[dir]; ok {
-		return "", nil
+		return true, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return false, err
 	}
-	path := filepath.Join(dir, OutLockFile)
 	fl := flock.New(path)
 	ok, err := fl.TryLock()
 	if err != nil {
-		return "", fmt.Errorf("cannot lock the out folder %s: %w", out, err)
+		return false, fmt.Errorf("cannot lock the out folder %s: %w", out, err)
 	}
 	if !ok {
-		who := "another process"
-		// The owner writes who it is right after it takes the lock: give
-		// it a moment to.
-		for range 50 {
-			var o outOwner
-			if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &o) == nil && o.PID > 0 {
-				who = fmt.Sprintf("the apply of job %s (pid %d on %s, since %s)", o.Job, o.PID, o.Host, o.Started)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		return fmt.Sprintf("the out folder %s is being written by %s; nothing was run. Wait for that apply to end (the next one finds what it left), or choose another out folder", out, who), nil
+		return false, nil
 	}
 	host, _ := os.Hostname()
 	b, _ := json.Marshal(outOwner{PID: os.Getpid(), Host: host, Job: job, Started: time.Now().UTC().Format(time.RFC3339)})
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		fl.Unlock()
-		return "", fmt.Errorf("cannot write the out folder's lock file %s: %w", filepath.Join(out, OutLockFile), err)
+		return false, fmt.Errorf("cannot write the out folder's lock file %s: %w", filepath.Join(out, OutLockFile), err)
 	}
 	heldOut.m[dir] = fl
-	return "", nil
+	return true, nil
+}
+
+// waitingForOwner is called when holdOutFolder starts to wait for the
+// process holding dir to say who it is (tests watch it).
+var waitingForOwner = func(dir string) {}
+
+// outOwnerOf says who holds the out folder dir, from its lock file at
+// path. The owner writes who it is right after it takes the lock: it is
+// given a moment (up to half a second) to.
+func outOwnerOf(dir, path string) string {
+	waitingForOwner(dir)
+	for range 50 {
+		var o outOwner
+		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &o) == nil && o.PID > 0 {
+			return fmt.Sprintf("the apply of job %s (pid %d on %s, since %s)", o.Job, o.PID, o.Host, o.Started)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "another process"
 }
 
 // holdOut takes the out folder's lock for a node (holdOutFolder), as an
