@@ -120,7 +120,19 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 	if !ok {
 		return nil, nil, false
 	}
+	pieces, units := cutPieces(src, roots, inner, filename)
+	if len(pieces) < 2 {
+		return nil, nil, false
+	}
+	parsePieces(pieces, filename)
+	return joinPieces(src, filename, pieces, units)
+}
 
+// cutPieces cuts src at the top-level cuts roots and the cuts inside
+// blocks inner (pieceCuts) into the pieces to parse, and the units they
+// make: a top-level piece, or a large block's shell (parsed here) and the
+// runs of its items.
+func cutPieces(src []byte, roots, inner []int, filename string) ([]*piece, []unit) {
 	// Positions of cut offsets, taken in increasing order.
 	line, lineAt := 1, 0
 	posAt := func(off int) hcl.Pos {
@@ -181,12 +193,12 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 		regionAt = e
 	}
 	closeTop(len(src))
-	if len(pieces) < 2 {
-		return nil, nil, false
-	}
+	return pieces, units
+}
 
-	// Parse the pieces on every core, in order; none after the first
-	// piece that is not clean, since the rest is parsed again from there.
+// parsePieces parses the pieces on every core, in order; none after the
+// first piece that is not clean, since the rest is parsed again from there.
+func parsePieces(pieces []*piece, filename string) {
 	var next atomic.Int64
 	var bad atomic.Int64
 	bad.Store(int64(len(pieces)))
@@ -218,7 +230,11 @@ func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, boo
 		}()
 	}
 	wg.Wait()
+}
 
+// joinPieces joins the units' parses into one file; from the first unit
+// that did not parse cleanly, the rest of the file is parsed in one go.
+func joinPieces(src []byte, filename string, pieces []*piece, units []unit) (*hcl.File, hcl.Diagnostics, bool) {
 	// The joined file: an empty parse gives a file whose navigation (the
 	// "in stage ..." context of diagnostics) points at its body, which
 	// then takes every unit's blocks.
