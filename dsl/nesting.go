@@ -47,165 +47,219 @@ func pieceCuts(src []byte) (root, inner []int, ok bool) {
 // the tokens it makes of the whole file from there on. The scan stops,
 // with ok true, when lexCut returns false.
 func scanNesting(src []byte, cut func(i int, inBlock bool), lexCut func(i int) bool) (bound int, ok bool) {
-	const (
-		root = iota
-		brace
-		brack
-		paren
-		quote
-		interp // ${ or %{ inside a quoted string
-	)
-	type level struct {
-		open byte
-		ops  int
-	}
-	stack := make([]level, 1, 16)
-	depth, most := 0, 0
-	templates := 0 // quote and interp levels on the stack
-	push := func(open byte) {
-		stack = append(stack, level{open: open})
-		depth++
-		most = max(most, depth)
-		if open >= quote {
-			templates++
+	s := nestScan{src: src, cut: cut, lexCut: lexCut, stack: make([]nestLevel, 1, 16)}
+	for i := 0; i < len(src); i++ {
+		var end scanEnd
+		if s.stack[len(s.stack)-1].open == nestQuote {
+			i, end = s.quoted(i)
+		} else {
+			i, end = s.unquoted(i)
+		}
+		switch end {
+		case scanFail:
+			return 0, false
+		case scanStopDepth:
+			return max(s.most, s.depth), true
+		case scanStop:
+			return s.most, true
 		}
 	}
-	pop := func() {
-		depth -= 1 + stack[len(stack)-1].ops
-		if stack[len(stack)-1].open >= quote {
-			templates--
-		}
-		stack = stack[:len(stack)-1]
+	return s.most, true
+}
+
+// The levels of scanNesting's stack.
+const (
+	nestRoot = iota
+	nestBrace
+	nestBrack
+	nestParen
+	nestQuote
+	nestInterp // ${ or %{ inside a quoted string
+)
+
+type nestLevel struct {
+	open byte
+	ops  int
+}
+
+// nestScan is scanNesting's state: the stack of open levels, the depth
+// now and the most it was, and how many quote and interp levels are open.
+type nestScan struct {
+	src       []byte
+	cut       func(i int, inBlock bool)
+	lexCut    func(i int) bool
+	stack     []nestLevel
+	depth     int
+	most      int
+	templates int // quote and interp levels on the stack
+}
+
+// scanEnd is how a byte of the scan ends it: not (scanOn), as input the
+// scan does not model (scanFail), or because lexCut said to stop, with
+// the bound the most depth (scanStop) or the larger of it and the depth
+// now (scanStopDepth).
+type scanEnd int
+
+const (
+	scanOn scanEnd = iota
+	scanFail
+	scanStop
+	scanStopDepth
+)
+
+func (s *nestScan) push(open byte) {
+	s.stack = append(s.stack, nestLevel{open: open})
+	s.depth++
+	s.most = max(s.most, s.depth)
+	if open >= nestQuote {
+		s.templates++
 	}
-	// lexable reports whether the lexer may start afresh just past i.
-	lexable := func(i int) bool {
-		if lexCut == nil || templates > 0 {
+}
+
+func (s *nestScan) pop() {
+	s.depth -= 1 + s.stack[len(s.stack)-1].ops
+	if s.stack[len(s.stack)-1].open >= nestQuote {
+		s.templates--
+	}
+	s.stack = s.stack[:len(s.stack)-1]
+}
+
+// lexable reports whether the lexer may start afresh just past i.
+func (s *nestScan) lexable(i int) bool {
+	if s.lexCut == nil || s.templates > 0 {
+		return false
+	}
+	for j := max(0, i-3); j < i; j++ {
+		if s.src[j] >= 0x80 {
 			return false
 		}
-		for j := max(0, i-3); j < i; j++ {
-			if src[j] >= 0x80 {
-				return false
-			}
-		}
-		return true
 	}
-	// atCut reports the newline at i, if it is one, where a piece may end.
-	atCut := func(i int) {
-		if cut == nil || i >= len(src) {
-			return
-		}
-		switch {
-		case len(stack) == 1:
-			cut(i, false)
-		case len(stack) == 2 && stack[1].open == brace:
-			cut(i, true)
-		}
+	return true
+}
+
+// atCut reports the newline at i, if it is one, where a piece may end.
+func (s *nestScan) atCut(i int) {
+	if s.cut == nil || i >= len(s.src) {
+		return
 	}
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		top := &stack[len(stack)-1]
-		if top.open == quote {
-			switch c {
-			case '\\':
-				i++ // the escaped byte
-			case '"':
-				pop()
-			case '$', '%':
-				if i+2 < len(src) && src[i+1] == c && src[i+2] == '{' {
-					i += 2 // $${ and %%{ are literal
-				} else if i+1 < len(src) && src[i+1] == '{' {
-					i++
-					push(interp)
-				}
-			case '\n':
-				return 0, false
-			}
-			continue
+	switch {
+	case len(s.stack) == 1:
+		s.cut(i, false)
+	case len(s.stack) == 2 && s.stack[1].open == nestBrace:
+		s.cut(i, true)
+	}
+}
+
+// quoted scans the byte at i inside a quoted string; it returns the
+// offset of the last byte it took.
+func (s *nestScan) quoted(i int) (int, scanEnd) {
+	src := s.src
+	switch c := src[i]; c {
+	case '\\':
+		i++ // the escaped byte
+	case '"':
+		s.pop()
+	case '$', '%':
+		if i+2 < len(src) && src[i+1] == c && src[i+2] == '{' {
+			i += 2 // $${ and %%{ are literal
+		} else if i+1 < len(src) && src[i+1] == '{' {
+			i++
+			s.push(nestInterp)
 		}
-		switch c {
-		case '#':
-			// A line comment runs through its newline: the lexer makes the
-			// newline part of the comment token, so it resets nothing.
+	case '\n':
+		return i, scanFail
+	}
+	return i, scanOn
+}
+
+// unquoted scans the byte at i outside quoted strings (a comment it
+// starts, whole); it returns the offset of the last byte it took.
+func (s *nestScan) unquoted(i int) (int, scanEnd) {
+	src := s.src
+	top := &s.stack[len(s.stack)-1]
+	switch src[i] {
+	case '#':
+		// A line comment runs through its newline: the lexer makes the
+		// newline part of the comment token, so it resets nothing.
+		for i < len(src) && src[i] != '\n' {
+			i++
+		}
+		s.atCut(i)
+	case '/':
+		if i+1 < len(src) && src[i+1] == '/' {
 			for i < len(src) && src[i] != '\n' {
 				i++
 			}
-			atCut(i)
-		case '/':
-			if i+1 < len(src) && src[i+1] == '/' {
-				for i < len(src) && src[i] != '\n' {
-					i++
-				}
-				atCut(i)
-				continue
-			}
-			if i+1 < len(src) && src[i+1] == '*' {
-				return 0, false
-			}
-			top.ops++
-			depth++
-		case '{':
-			push(brace)
-		case '[':
-			push(brack)
-			if lexable(i) && !lexCut(i+1) {
-				return max(most, depth), true
-			}
-		case '(':
-			push(paren)
-			if lexable(i) && !lexCut(i+1) {
-				return max(most, depth), true
-			}
-		case '}':
-			if len(stack) > 1 {
-				if top.open != brace && top.open != interp {
-					return 0, false
-				}
-				pop()
-			}
-		case ']':
-			if len(stack) > 1 {
-				if top.open != brack {
-					return 0, false
-				}
-				pop()
-			}
-		case ')':
-			if len(stack) > 1 {
-				if top.open != paren {
-					return 0, false
-				}
-				pop()
-			}
-		case '"':
-			push(quote)
-		case ',':
-			depth -= top.ops
-			top.ops = 0
-			if lexable(i) && !lexCut(i+1) {
-				return most, true
-			}
-		case '\n':
-			if top.open == root || top.open == brace {
-				depth -= top.ops
-				top.ops = 0
-			}
-			atCut(i)
-			if lexable(i) && !lexCut(i+1) {
-				return most, true
-			}
-		case '<':
-			if i+1 < len(src) && src[i+1] == '<' {
-				return 0, false // a heredoc
-			}
-			top.ops++
-			depth++
-		case '$':
-			return 0, false
-		case '+', '-', '*', '%', '&', '|', '!', '=', '>', '?':
-			top.ops++
-			depth++
+			s.atCut(i)
+			return i, scanOn
 		}
-		most = max(most, depth)
+		if i+1 < len(src) && src[i+1] == '*' {
+			return i, scanFail
+		}
+		top.ops++
+		s.depth++
+	case '{':
+		s.push(nestBrace)
+	case '[':
+		s.push(nestBrack)
+		if s.lexable(i) && !s.lexCut(i+1) {
+			return i, scanStopDepth
+		}
+	case '(':
+		s.push(nestParen)
+		if s.lexable(i) && !s.lexCut(i+1) {
+			return i, scanStopDepth
+		}
+	case '}', ']', ')':
+		if !s.close(src[i], top.open) {
+			return i, scanFail
+		}
+	case '"':
+		s.push(nestQuote)
+	case ',':
+		s.depth -= top.ops
+		top.ops = 0
+		if s.lexable(i) && !s.lexCut(i+1) {
+			return i, scanStop
+		}
+	case '\n':
+		if top.open == nestRoot || top.open == nestBrace {
+			s.depth -= top.ops
+			top.ops = 0
+		}
+		s.atCut(i)
+		if s.lexable(i) && !s.lexCut(i+1) {
+			return i, scanStop
+		}
+	case '<':
+		if i+1 < len(src) && src[i+1] == '<' {
+			return i, scanFail // a heredoc
+		}
+		top.ops++
+		s.depth++
+	case '$':
+		return i, scanFail
+	case '+', '-', '*', '%', '&', '|', '!', '=', '>', '?':
+		top.ops++
+		s.depth++
 	}
-	return most, true
+	s.most = max(s.most, s.depth)
+	return i, scanOn
+}
+
+// close pops the level that the closing bracket c ends (top is the level
+// open now); a closing bracket at the top level is ignored. It is false
+// where c does not close top.
+func (s *nestScan) close(c, top byte) bool {
+	if len(s.stack) == 1 {
+		return true
+	}
+	switch {
+	case c == '}' && top != nestBrace && top != nestInterp,
+		c == ']' && top != nestBrack,
+		c == ')' && top != nestParen:
+		return false
+	}
+	s.pop()
+	return true
 }
