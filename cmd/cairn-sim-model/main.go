@@ -12,12 +12,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
@@ -46,6 +50,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "seed of the failure draws")
 	maxModelLen := fs.Int("max-model-len", 0, "context length in tokens (words of the messages): longer requests get HTTP 400, as from vLLM (0: no limit)")
 	requestLog := fs.String("request-log", "", "append one JSON line per chat request to this file")
+	port := fs.Int("port", -1, "port to listen on, on 127.0.0.1 (overrides --addr's port)")
+	startDelay := fs.Duration("start-delay", 0, "a slow start: wait this long before listening")
+	warmup := fs.Duration("warmup", 0, "after listening, answer chat completions with HTTP 503 for this long (GET /health and /v1/models answer)")
+	crashAfter := fs.Int("crash-after", 0, "exit with status 3, answering nothing, on the chat request after this many (0: never)")
+	gpuMiB := fs.Float64("gpu-mib", 0, "on simulated GPUs, report this much device memory in use on each device of CUDA_VISIBLE_DEVICES ("+gpu.EnvSimMemory+")")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `cairn-sim-model: a SIMULATED OpenAI-compatible task model for tests and demos.
 It runs no model: answers are a deterministic function of (model, messages).
@@ -80,6 +89,26 @@ Usage: cairn-sim-model [flags]
 		Seed:        *seed,
 		WrongRate:   *wrongRate,
 		MaxModelLen: *maxModelLen,
+		Warmup:      *warmup,
+		CrashAfter:  *crashAfter,
+		Crash: func() {
+			fmt.Fprintf(stderr, "cairn-sim-model: SIMULATED crash after %d chat requests\n", *crashAfter)
+			os.Exit(3)
+		},
+	}
+	if *port >= 0 {
+		host, _, err := net.SplitHostPort(*addr)
+		if err != nil {
+			host = "127.0.0.1"
+		}
+		*addr = net.JoinHostPort(host, strconv.Itoa(*port))
+	}
+	if *startDelay > 0 {
+		fmt.Fprintf(stderr, "cairn-sim-model: SIMULATED slow start: listening in %s\n", *startDelay)
+		time.Sleep(*startDelay)
+	}
+	if *gpuMiB > 0 {
+		reportGPUMemory(*gpuMiB)
 	}
 	if *requestLog != "" {
 		f, err := os.OpenFile(*requestLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -110,4 +139,24 @@ Usage: cairn-sim-model [flags]
 		return 1
 	}
 	return 0
+}
+
+// reportGPUMemory writes mib as this process's use of each simulated GPU
+// it sees, where cairn's simulated inventory reads it: the file goes when
+// the process has ended, as a real server's memory is freed.
+func reportGPUMemory(mib float64) {
+	dir := os.Getenv(gpu.EnvSimMemory)
+	if dir == "" {
+		return
+	}
+	for _, f := range strings.Split(os.Getenv("CUDA_VISIBLE_DEVICES"), ",") {
+		idx, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			continue
+		}
+		p := gpu.SimMemoryFile(dir, idx, os.Getpid())
+		if os.MkdirAll(filepath.Dir(p), 0o777) == nil {
+			_ = os.WriteFile(p, []byte(strconv.FormatFloat(mib, 'f', -1, 64)), 0o644)
+		}
+	}
 }

@@ -56,6 +56,15 @@ type Config struct {
 	MaxModelLen int
 	// RequestLog gets one JSON line (a LogEntry) per chat request.
 	RequestLog io.Writer
+	// Warmup is how long after New chat completions fail with HTTP 503
+	// while GET /health and GET /v1/models already answer, as some
+	// servers list their model before their warm-up ends.
+	Warmup time.Duration
+	// CrashAfter, when positive, calls Crash on the chat request after
+	// that many (the request gets no answer): a server that dies
+	// mid-run.
+	CrashAfter int
+	Crash      func()
 }
 
 // Message is one chat message.
@@ -85,6 +94,7 @@ type Server struct {
 
 	chats  atomic.Int64
 	failed atomic.Int64
+	born   time.Time
 }
 
 // New returns a simulated server.
@@ -96,6 +106,7 @@ func New(cfg Config) *Server {
 		cfg:    cfg,
 		models: make(map[string]bool, len(cfg.Models)),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		born:   time.Now(),
 	}
 	for _, m := range cfg.Models {
 		s.models[m] = true
@@ -119,6 +130,9 @@ func (s *Server) Answer(model string, messages []Message) string {
 // http://HOST:PORT/v1.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
+	case "/health":
+		// As vLLM's: 200 once the server is up, also during warm-up.
+		w.WriteHeader(http.StatusOK)
 	case "/v1/models":
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "use GET", "invalid_request_error")
@@ -156,7 +170,16 @@ func (s *Server) serveModels(w http.ResponseWriter) {
 }
 
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
-	s.chats.Add(1)
+	if n := s.chats.Add(1); s.cfg.CrashAfter > 0 && n > int64(s.cfg.CrashAfter) && s.cfg.Crash != nil {
+		s.cfg.Crash()
+		return
+	}
+	if s.cfg.Warmup > 0 && time.Since(s.born) < s.cfg.Warmup {
+		s.log(LogEntry{Time: time.Now().UTC(), Status: http.StatusServiceUnavailable, UserAgent: r.UserAgent()})
+		s.failed.Add(1)
+		writeError(w, http.StatusServiceUnavailable, "the simulated model is warming up", "server_error")
+		return
+	}
 	var req struct {
 		Model    string    `json:"model"`
 		Messages []Message `json:"messages"`

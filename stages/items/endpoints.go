@@ -110,6 +110,12 @@ func (p *Picker) Next() string {
 		return ""
 	}
 	i := p.next % len(p.eps)
+	for k := range len(p.eps) {
+		if j := (p.next + k) % len(p.eps); !EndpointDown(p.eps[j]) {
+			i = j
+			break
+		}
+	}
 	p.next = i + 1
 	p.served[i]++
 	return p.eps[i]
@@ -123,7 +129,9 @@ func (p *Picker) Acquire(ctx context.Context) (string, func(), error) {
 }
 
 // AcquireAvoiding is Acquire that passes over avoid (the endpoint an item
-// just failed on) whenever the Picker has another endpoint.
+// just failed on) whenever the Picker has another endpoint in service. An
+// endpoint out of the rotation (SetEndpointDown) is passed over; while all
+// are, it waits for one to come back.
 func (p *Picker) AcquireAvoiding(ctx context.Context, avoid string) (string, func(), error) {
 	for {
 		p.mu.Lock()
@@ -132,9 +140,15 @@ func (p *Picker) AcquireAvoiding(ctx context.Context, avoid string) (string, fun
 			p.mu.Unlock()
 			return "", func() {}, nil
 		}
+		up := 0
+		for _, ep := range p.eps {
+			if !EndpointDown(ep) {
+				up++
+			}
+		}
 		for k := range n {
 			i := (p.next + k) % n
-			if p.limit > 0 && p.inUse[i] >= p.limit || n > 1 && p.eps[i] == avoid {
+			if p.limit > 0 && p.inUse[i] >= p.limit || up > 1 && p.eps[i] == avoid || EndpointDown(p.eps[i]) {
 				continue
 			}
 			p.inUse[i]++
@@ -148,6 +162,7 @@ func (p *Picker) AcquireAvoiding(ctx context.Context, avoid string) (string, fun
 		p.mu.Unlock()
 		select {
 		case <-freed:
+		case <-rotationChanged():
 		case <-ctx.Done():
 			return "", nil, ctx.Err()
 		}
@@ -176,6 +191,18 @@ func (p *Picker) Served() []int {
 func Preflight(ctx context.Context, endpoints []string, modelID string) error {
 	if len(endpoints) == 0 {
 		return ErrNoEndpoints
+	}
+	// An endpoint out of the rotation (a replica a serve stage restarts)
+	// gets no request until it is back: it is not asked either, unless
+	// every endpoint is.
+	var up []string
+	for _, ep := range endpoints {
+		if !EndpointDown(ep) {
+			up = append(up, ep)
+		}
+	}
+	if len(up) > 0 {
+		endpoints = up
 	}
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup

@@ -109,6 +109,11 @@ type Config struct {
 	// evaluation seed...) and the digest of the worker's code.
 	BundleDigest string
 	ModelID      string
+	// ModelKey, when set, is the item key's model field in place of
+	// ModelID: the model id and the identity of the weights a serve
+	// stage serves it with (docs/serve.md), so that new weights under the
+	// same id give new keys. Requests and the preflight use ModelID.
+	ModelKey     string
 	Runtime      map[string]any
 	WorkerDigest string
 	// Bundle, when set, is sent in every request as "bundle": the folder
@@ -158,6 +163,14 @@ type Config struct {
 	// ShutdownGrace is how long a worker may take to exit after its stdin
 	// is closed at the end (default 5s) before its group is killed.
 	ShutdownGrace time.Duration
+}
+
+// modelKey is the item key's model field.
+func (c *Config) modelKey() string {
+	if c.ModelKey != "" {
+		return c.ModelKey
+	}
+	return c.ModelID
 }
 
 // Counts are the running totals of an evaluation, in items (item IDs).
@@ -368,7 +381,7 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 		if err != nil {
 			return fmt.Errorf("items: item %q: %w", it.ID, err)
 		}
-		key := itemKey(bundleDigest, data, r.cfg.ModelID, r.rt, r.cfg.WorkerDigest)
+		key := itemKey(bundleDigest, data, r.cfg.modelKey(), r.rt, r.cfg.WorkerDigest)
 		kb, _ := parseKey(key)
 		outcomes[i] = ItemOutcome{ID: it.ID, Key: key}
 		if t, ok := byKey[kb]; ok {
