@@ -33,6 +33,7 @@ var Roots = []string{"var", "local", "path", "stage", "each", "self"}
 var InstanceAttrs = []string{
 	"key", "value", "result", "status", "class", "message", "exit_code",
 	"duration_s", "peak_rss_mib", "peak_gpu_mib", "key_digest", "launch",
+	"endpoints",
 }
 
 // PathAttrs are the attributes of the path object.

@@ -211,6 +211,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		pn := p.Nodes[n.ID]
 		ns := &nodeState{n: n, pn: pn, status: plan.Pending}
 		a.nodes[n.ID] = ns
+		if isService(ns) {
+			ns.svc = &serviceState{done: make(chan struct{})}
+		}
 		if pn.Skipped {
 			ns.status = plan.Skipped
 			ns.message = "outside --target"

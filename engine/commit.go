@@ -166,6 +166,7 @@ func (a *applier) undoSuccess(ns *nodeState) {
 func (a *applier) setFinal(ns *nodeState) {
 	ns.final = true
 	ns.inst = cty.NilVal
+	a.servicesDone(ns)
 }
 
 // finalInstance is the instance object of a node in a final state.

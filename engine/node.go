@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,7 +101,10 @@ type nodeState struct {
 	// its worker closes it once its record is written to the cache, or
 	// could not be (persistFailed, set before), and sets seq before.
 	// Downstreams' workers wait for it before they write theirs.
-	persisted chan struct{}
+	persisted   chan struct{}
+	persistOnce sync.Once
+	// svc is a service node's state (serve.go); nil for other nodes.
+	svc *serviceState
 }
 
 // ranFor is how long the node ran: its record's duration (the command's

@@ -77,6 +77,10 @@ func (a *applier) prepare(ns *nodeState) bool {
 			a.fail(ns, failclass.Setup, "cannot evaluate its attributes: "+plan.OneLine(diags.Error()))
 			return true
 		}
+		if err := a.g.SetServiceWeights(n, sn, a.cache.Stat); err != nil {
+			a.fail(ns, failclass.Setup, err.Error())
+			return true
+		}
 	}
 	for _, d := range n.Deps {
 		u := a.nodes[d]
@@ -128,6 +132,14 @@ func (a *applier) prepare(ns *nodeState) bool {
 		// A strict batch decides for all its variants at once.
 		ns.secrets = plan.SensitiveStrings(sn.Args)
 		return a.settleStrict(grp, ns)
+	}
+	if ns.svc != nil {
+		ns.secrets = plan.SensitiveStrings(sn.Args)
+		if !a.serviceNeeded(ns) {
+			a.serviceIdle(ns)
+			return true
+		}
+		return false
 	}
 	if !a.opts.Replace[n.Addr] && a.cache.Has(ns.key) {
 		// The plan decoded this record moments ago.

@@ -119,7 +119,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		stderr = p.Stderr
 	}
 	named := p.Stdout != "" || p.Stderr != ""
-	if ns.batchLogDir != "" && p.LogName != "" && ns.lease != nil {
+	if p.Replica > 0 {
+		named = true
+	} else if ns.batchLogDir != "" && p.LogName != "" && ns.lease != nil {
 		stem := filepath.Join(ns.batchLogDir, fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName))
 		stdout, stderr = stem+".out", stem+".err"
 		named = true
@@ -127,7 +129,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	if err := a.ensureDir(filepath.Dir(stdout)); err != nil {
 		return nil, err
 	}
-	ns.logs = [2]string{stdout, stderr}
+	if p.Replica == 0 {
+		ns.logs = [2]string{stdout, stderr}
+	}
 	env := os.Environ()
 	env = append(env,
 		"CAIRN_RUN_ID="+a.runID,
@@ -140,6 +144,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	var gpus []int
 	if ns.lease != nil {
 		gpus = ns.lease.Devices
+		if p.Replica > 0 {
+			gpus = replicaDevices(ns, p.Replica)
+		}
 		env = append(env, a.opts.GPUs.ChildEnv(gpus)...)
 	} else if c.GPUs == 0 {
 		// A node that leased no GPU sees none.
@@ -166,11 +173,15 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		Started: func(ref process.JobRef) {
 			failpoint.AfterStart()
 			stdout, stderr := executor.JobLogs(ref, stdout, stderr)
-			ns.logs = [2]string{stdout, stderr}
+			if p.Replica == 0 {
+				ns.logs = [2]string{stdout, stderr}
+			}
 			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: append([]string{stdout, stderr}, p.Logs...)}
 			if pid, pgid, tick, ok := executor.LocalProcess(ref); ok {
 				e.PID, e.PGID, e.ProcTick = pid, pgid, tick
+				ns.notePID(p.Replica, pid)
 			}
+			e.Replica = p.Replica
 			if ns.n.Stage.OnInterrupt == "fail" {
 				// After a power loss too, the node must show as
 				// interrupted, so that it is not rerun silently.

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/stages"
 )
 
 // schedule is what an apply has left to do and what it may start now, as
@@ -243,6 +244,11 @@ func (s *schedule) takeGPUs(ctx context.Context, ns *nodeState, h gpu.Holder) (o
 	n := ns.spec.Common.GPUs
 	if s.gpus == nil {
 		return false, fmt.Sprintf("needs %d GPU(s), but this apply was given no GPUs", n)
+	}
+	if svc, ok := ns.n.Kind.(stages.Service); ok {
+		// A service leases its replicas' GPUs, as many replicas as are
+		// free when it says none.
+		n = max(n, svc.LeaseGPUs(ns.spec, len(s.gpus.FreeIndices(ctx))))
 	}
 	lease, err := s.gpus.Acquire(ctx, n, h)
 	if err != nil || lease == nil {

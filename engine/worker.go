@@ -80,7 +80,7 @@ func (a *applier) noteFinished(ns *nodeState, rec *store.Record) {
 // worker goroutine and touches only its own node's state.
 func (a *applier) execute(ns *nodeState) event {
 	if ns.persisted != nil {
-		defer close(ns.persisted)
+		defer ns.closePersisted()
 	}
 	retry := ns.n.Stage.Retry
 	for {
@@ -89,6 +89,11 @@ func (a *applier) execute(ns *nodeState) event {
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
 		ns.ended = time.Now()
+		if ns.svc != nil && err == nil {
+			ns.res = out.Proc
+			ns.class, ns.message = out.Class, out.Message
+			return a.serviceEnded(ns)
+		}
 		if err != nil {
 			ns.class, ns.message = failclass.Setup, plan.OneLine(err.Error())
 		} else {

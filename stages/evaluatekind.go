@@ -590,6 +590,49 @@ func runCounts(c items.Counts) map[string]int {
 	}
 }
 
+// NeedsService implements ServiceConsumer: an evaluation of the model a
+// serve stage serves needs it unless every item's result is in the store
+// under the keys it gives them, or it is not needed at all.
+func (Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMessage) bool {
+	s, diags := decodeEvaluate(n)
+	if diags.HasErrors() || s.model == "" {
+		return true
+	}
+	var id ServeIdentity
+	if json.Unmarshal(identity, &id) != nil || id.Model != s.model {
+		return true // it serves another model: not this evaluation's
+	}
+	if v, ok := n.Args["needed"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+		if v, _ = v.UnmarkDeep(); v.Type() == cty.Bool && v.False() {
+			return false
+		}
+	}
+	list, err := loadItems(root, s)
+	if err != nil {
+		return true
+	}
+	bundle, err := bundleDigest(root, s.bundle)
+	if err != nil {
+		return true
+	}
+	worker, err := workerDigest(root, s.worker)
+	if err != nil {
+		return true
+	}
+	store, err := items.OpenStore(cacheDir, items.StoreOptions{NoSync: true})
+	if err != nil {
+		return true
+	}
+	defer store.Close()
+	for _, it := range list {
+		key, err := items.ItemKey(bundle, it.Data, id.ModelKey, s.runtime, worker)
+		if err != nil || !store.Has(key) {
+			return true
+		}
+	}
+	return false
+}
+
 // Run implements Kind.
 func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := decodeEvaluate(n)
@@ -629,7 +672,15 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	defer store.Close()
 
-	endpoints, epErr := items.ParseEndpoints(s.endpoints, os.Getenv)
+	// With a serve stage serving the model, the item key's model field
+	// holds the weights' identity, and the endpoints are the stage's
+	// (none when it was not started: every item is in the store).
+	modelKey, served := ServeModelKey(n, s.model)
+	getenv := os.Getenv
+	if served {
+		getenv = func(string) string { return "" }
+	}
+	endpoints, epErr := items.ParseEndpoints(s.endpoints, getenv)
 	if epErr != nil && !errors.Is(epErr, items.ErrNoEndpoints) {
 		return setup("%s", epErr)
 	}
@@ -658,7 +709,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	cfg := items.Config{
 		Worker: s.worker, Env: env, Dir: root,
 		Items:        list,
-		BundleDigest: bundle, ModelID: s.model, Runtime: s.runtime, WorkerDigest: worker,
+		BundleDigest: bundle, ModelID: s.model, ModelKey: modelKey, Runtime: s.runtime, WorkerDigest: worker,
 		Replicas: s.replicas, MaxInFlight: s.maxInFlight, ItemTimeout: s.itemTimeout,
 		Endpoints: endpoints, EndpointConcurrency: s.epLimit,
 		Store:    store,

@@ -173,6 +173,9 @@ type Node struct {
 	Upstreams []Upstream
 	// Key is the node key (hex sha256), known when the node runs.
 	Key string
+	// WeightsDigest is the digest of the weights a service node names
+	// (Service.WeightsPath), set by the engine; "" when it names none.
+	WeightsDigest string
 	// Blocks are the kind's own blocks, evaluated by the kind.
 	Blocks []*hcl.Block
 	// EvalContext evaluates expressions inside Blocks.
@@ -218,6 +221,10 @@ type Proc struct {
 	// LogName names the logs of a batch variant: with a batch log folder,
 	// they are <folder>/gpu<idx>_<LogName>.out and .err.
 	LogName string
+	// Replica numbers a service node's replica (from 1; 0 for other
+	// processes): it sees its own share of the node's GPUs (gpus each, in
+	// lease order), and its logs are Stdout and Stderr.
+	Replica int
 	// Logs are more log files the node writes beside the process's own
 	// (an optimization's rollouts.log): the journal lists them with the
 	// process's, and so does cairn show RUN.

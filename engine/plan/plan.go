@@ -67,7 +67,9 @@ type Plan struct {
 	MayRun   int
 	Cached   int
 	Skip     int // skipped because an upstream fails
-	Excluded int
+	// NotStarted counts service nodes no consumer needs (ActNotStarted).
+	NotStarted int
+	Excluded   int
 	// Options are the --target and --replace the plan was made with.
 	Options Options
 }
@@ -310,6 +312,9 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 			p.Skip++
 		}
 	}
+	if cache != nil {
+		p.markIdleServices(g.Root, cache.Dir)
+	}
 	if opts.Only && targets != nil && !diags.HasErrors() {
 		diags = append(diags, p.onlyRefusals(targets)...)
 	}
@@ -404,6 +409,9 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		return diags
 	}
 	pn.Spec = sn
+	if err := g.SetServiceWeights(n, sn, cache.Stat); err != nil {
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the weights", Detail: fmt.Sprintf("%s: %s. Set weights to the folder or file of the model's weights, or to their digest (\"sha256:...\").", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
+	}
 	base := ahead.base
 	if !ahead.based {
 		base = g.envelopeBase(n, sn, cache.Stat)
@@ -423,6 +431,12 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if env != nil && runs == nil {
 		pn.Envelope = env
 		pn.Key = env.Key()
+	}
+	if _, svc := n.Kind.(stages.Service); svc && env != nil {
+		// Never cached: it runs whenever a consumer needs it
+		// (markIdleServices).
+		pn.Reasons = []string{"starts its servers for its consumers"}
+		return diags
 	}
 	switch {
 	case replace:
@@ -527,6 +541,10 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 	case pn == nil:
 	case pn.Action == ActSkip:
 		return FailedOutputDigest(Skipped, FailUpstream), true
+	case pn.Action == ActRun || pn.Action == ActNotStarted:
+		if d, ok := serviceDigest(u, pn.Spec); ok {
+			return d, true
+		}
 	case pn.Action == ActCached && pn.Record != nil:
 		if pn.fails != "" {
 			return FailedOutputDigest(Failed, failclass.Postcondition), true
@@ -606,7 +624,7 @@ func NodeInstance(n *Node, res, exit, dur, rss, gpuMiB, launch cty.Value, status
 		val = n.Inst.Value
 	}
 	return cty.ObjectVal(map[string]cty.Value{
-		"key": cty.StringVal(n.Inst.Key), "value": val, "result": res,
+		"key": cty.StringVal(n.Inst.Key), "value": val, "result": res, "endpoints": serviceEndpoints(n, res),
 		"status": cty.StringVal(string(status)), "class": cty.StringVal(class),
 		"message": cty.StringVal(message), "exit_code": exit, "duration_s": dur,
 		"peak_rss_mib": rss, "peak_gpu_mib": gpuMiB, "key_digest": cty.StringVal(key),
@@ -755,6 +773,8 @@ func (p *Plan) Render(w io.Writer) error {
 			sym, what = "?", "may run"
 		case pn.Action == ActSkip:
 			sym, what = "-", "skipped"
+		case pn.Action == ActNotStarted:
+			sym, what = "=", "not started"
 		case pn.Changed:
 			sym = "~"
 		}

@@ -73,6 +73,9 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	b = appendStringsField(b, "logs", e.Logs)
 	b = appendIntField(b, "count", int64(e.Count))
 	b = appendStringField(b, "item", e.Item)
+	b = appendIntField(b, "replica", int64(e.Replica))
+	b = appendIntField(b, "port", int64(e.Port))
+	b = appendStringField(b, "endpoint", e.Endpoint)
 	if len(e.Counts) > 0 {
 		b = append(b, `,"counts":{`...)
 		for i, k := range slices.Sorted(maps.Keys(e.Counts)) {

@@ -47,6 +47,11 @@ const (
 	BatchEvent = "batch"     // a GPU batch started or ended
 	Waiting    = "waiting"   // the executor waits for something it cannot go on without (status "waiting"), or no longer ("over")
 	RunEnd     = "run_end"   // the run ended: ok, failed, interrupted
+	// Serve is an event of a service node (a serve stage) or one of its
+	// replicas: its status says which (not_started, ready, serving, down,
+	// restarting, failed, stopped, gpus_freed, port_skipped), with the
+	// replica's pid, port, GPUs and endpoint.
+	Serve = "serve"
 )
 
 // Entry is one journal record.
@@ -77,6 +82,11 @@ type Entry struct {
 	Logs     []string `json:"logs,omitempty"`
 	Count    int      `json:"count,omitempty"`
 	Item     string   `json:"item,omitempty"` // an evaluated item's id (charged records)
+	// A service replica's number (from 1), port and endpoint (serve
+	// records).
+	Replica  int    `json:"replica,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
 	// Counts are a finished or failed node's run counts (an evaluation's
 	// items evaluated now and from the store, rollouts charged...).
 	Counts map[string]int `json:"counts,omitempty"`

@@ -1,0 +1,576 @@
+// Package serve_test proves the serve stage kind end to end: the real cairn
+// binary starts the SIMULATED model server (cmd/cairn-sim-model) on
+// simulated GPUs as a serve stage, and the Python chat worker of
+// testdata/workers evaluates items through it. What the servers were asked
+// comes from their request log; what cairn did, from the run journal.
+package serve_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/sim/simmodel"
+)
+
+var cairnBin, simBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	if _, err := exec.LookPath("python3"); err != nil {
+		fmt.Println("skipping: the serve end-to-end tests need python3")
+		return 0
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		fmt.Println("skipping: no go toolchain on PATH to build cairn")
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "cairn-serve-bin")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cairnBin, simBin = filepath.Join(dir, "cairn"), filepath.Join(dir, "cairn-sim-model")
+	for pkg, out := range map[string]string{"github.com/cairn-run/cairn/cmd/cairn": cairnBin, "github.com/cairn-run/cairn/cmd/cairn-sim-model": simBin} {
+		if b, err := exec.Command(gobin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			fmt.Printf("building %s: %v\n%s", pkg, err, b)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+const (
+	model        = "sim-model"
+	systemPrompt = "Answer with a number only."
+)
+
+type item struct {
+	ID       string `json:"id"`
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+func (it item) digest() string {
+	return simmodel.MessagesDigest([]simmodel.Message{{Role: "system", Content: systemPrompt}, {Role: "user", Content: it.Question}})
+}
+
+type workspace struct {
+	t     *testing.T
+	dir   string
+	cache string
+	lease string
+	items []item
+}
+
+func newWorkspace(t *testing.T, n int) *workspace {
+	t.Helper()
+	w := &workspace{t: t, dir: t.TempDir(), cache: t.TempDir(), lease: t.TempDir()}
+	worker, err := os.ReadFile("../../testdata/workers/chat_worker.py")
+	require.NoError(t, err)
+	w.write("workers/chat_worker.py", string(worker))
+	w.write("bundles/seed/system.txt", systemPrompt)
+	w.write("weights/model.bin", "weights v1")
+	var b strings.Builder
+	for i := range n {
+		it := item{ID: fmt.Sprintf("q%03d", i), Question: fmt.Sprintf("What is %d + %d?", i, 3*i+1), Answer: fmt.Sprint(4*i + 1)}
+		w.items = append(w.items, it)
+		line, _ := json.Marshal(it)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	w.write("data/items.jsonl", b.String())
+	return w
+}
+
+func (w *workspace) write(rel, content string) {
+	w.t.Helper()
+	p := filepath.Join(w.dir, rel)
+	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+// serveStage is a serve stage of the simulated model; run is the server's
+// command line after the program (the request log and model are added).
+func serveStage(name string, port, replicas, gpus int, extra string, simArgs ...string) string {
+	args := []string{simBin, "--port", "{port}", "--model", "{model}", "--request-log", "requests.jsonl", "--gpu-mib", "1000"}
+	args = append(args, simArgs...)
+	q, _ := json.Marshal(args)
+	return fmt.Sprintf(`
+stage "serve" %q {
+  run      = %s
+  model    = %q
+  weights  = "weights"
+  replicas = %d
+  gpus     = %d
+  port     = %d
+  kill_grace = "5s"
+  start_timeout = "60s"
+%s}
+`, name, q, model, replicas, gpus, port, extra)
+}
+
+// evalStage is an evaluate stage of the items through serve stage srv.
+func evalStage(name, srv string) string { return evalStageWith(name, srv, 4, 0) }
+
+// evalStageWith is evalStage with max_in_flight and eval_seed.
+func evalStageWith(name, srv string, inFlight, seed int) string {
+	return fmt.Sprintf(`
+stage "evaluate" %q {
+  worker        = ["python3", "workers/chat_worker.py", "--system-prompt-file", "bundles/seed/system.txt"]
+  items         = "data/items.jsonl"
+  bundle        = ["bundles/seed/"]
+  model         = %q
+  runtime       = { topology = "single", temperature = 0, eval_seed = %d }
+  endpoints     = stage.%s.endpoints
+  max_in_flight = %d
+  retry_infra   = 3
+  scores        = "out/%s.jsonl"
+}
+`, name, model, seed, srv, inFlight, name)
+}
+
+func (w *workspace) pipeline(stages ...string) string {
+	src := "pipeline \"serve-test\" {}\n" + strings.Join(stages, "")
+	w.write("p.hcl", src)
+	return "p.hcl"
+}
+
+func (w *workspace) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(cairnBin, append(args, "--cache", w.cache, "--no-color")...)
+	cmd.Dir = w.dir
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TASK_ENDPOINTS=") && !strings.HasPrefix(kv, "VLLM_BASE_URL=") && !strings.HasPrefix(kv, "CAIRN_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "CAIRN_NO_FSYNC=1", "CAIRN_GPUS=sim:2", "CAIRN_LEASE_DIR="+w.lease)
+	return cmd
+}
+
+func (w *workspace) run(args ...string) (int, string) {
+	w.t.Helper()
+	out, err := w.cmd(args...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(w.t, err, "%s", out)
+	return 0, string(out)
+}
+
+// requests reads the simulated servers' request log.
+func (w *workspace) requests() []simmodel.LogEntry {
+	w.t.Helper()
+	f, err := os.Open(filepath.Join(w.dir, "requests.jsonl"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(w.t, err)
+	defer f.Close()
+	es, err := simmodel.ReadLog(f)
+	require.NoError(w.t, err)
+	return es
+}
+
+// workerRequests are the request log's entries of the chat worker (not of
+// cairn's readiness checks).
+func (w *workspace) workerRequests() []simmodel.LogEntry {
+	var out []simmodel.LogEntry
+	for _, e := range w.requests() {
+		if e.UserAgent == "cairn-chat-worker" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+var runID = regexp.MustCompile(`run (\d{8}T\d{6}\.\d{3}Z-[0-9a-f]+)\]`)
+
+// journal reads the journal of the run whose summary is in out.
+func (w *workspace) journal(out string) []runlog.Entry {
+	w.t.Helper()
+	m := runID.FindStringSubmatch(out)
+	require.NotNil(w.t, m, "no run id in:\n%s", out)
+	es, err := runlog.Read(filepath.Join(w.cache, "runs", m[1]))
+	require.NoError(w.t, err)
+	return es
+}
+
+func (w *workspace) storedKeys() map[string]bool {
+	keys := map[string]bool{}
+	err := items.ScanStore(w.cache, func(key string, _ items.Result) error {
+		keys[key] = true
+		return nil
+	})
+	if !os.IsNotExist(err) {
+		require.NoError(w.t, err)
+	}
+	return keys
+}
+
+// freePort is the first of n consecutive free loopback ports from a random
+// base.
+func freePort(t *testing.T, n int) int {
+	t.Helper()
+	for base := 20000 + os.Getpid()%20000; base < 60000; base += n + 7 {
+		ok := true
+		for p := base; p < base+n && ok; p++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				ok = false
+				continue
+			}
+			ln.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free ports")
+	return 0
+}
+
+func index(es []runlog.Entry, match func(runlog.Entry) bool) int {
+	for i, e := range es {
+		if match(e) {
+			return i
+		}
+	}
+	return -1
+}
+
+func lastIndex(es []runlog.Entry, match func(runlog.Entry) bool) int {
+	for i := len(es) - 1; i >= 0; i-- {
+		if match(es[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func serveRec(node, status string) func(runlog.Entry) bool {
+	return func(e runlog.Entry) bool { return e.T == runlog.Serve && e.Node == node && e.Status == status }
+}
+
+// Consumers never send a request before readiness: the server's
+// completions fail for 2 s of warm-up while /health and /v1/models answer;
+// no item fails and the worker's requests all succeed.
+func TestServeNoRequestBeforeReady(t *testing.T) {
+	w := newWorkspace(t, 12)
+	port := freePort(t, 4)
+	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--warmup", "2s"), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 12/12: 12 evaluated, 0 from the store, 0 failed")
+	assert.Contains(t, out, "infra-failures 0;")
+	reqs := w.workerRequests()
+	require.Len(t, reqs, 12)
+	for _, e := range reqs {
+		assert.Equal(t, 200, e.Status, "a request of the worker failed: %+v", e)
+	}
+	// The readiness checks met the warm-up (503s), so it was real.
+	warm := 0
+	for _, e := range w.requests() {
+		if e.Status == 503 {
+			warm++
+		}
+	}
+	assert.Positive(t, warm, "the readiness checks never met the warm-up")
+	es := w.journal(out)
+	ready := index(es, serveRec("stage.tm", "serving"))
+	started := index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.a" })
+	require.True(t, ready >= 0 && started > ready, "stage.a started before stage.tm served")
+}
+
+// With every evaluation in the item store, plan says the server is not
+// started, and apply starts no process and leases no GPU.
+func TestServePlanCachedStartsNoServer(t *testing.T) {
+	w := newWorkspace(t, 6)
+	port := freePort(t, 4)
+	f := w.pipeline(serveStage("tm", port, 2, 1, ""), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	// Another scores path: the node runs, but its items are all stored.
+	w.pipeline(serveStage("tm", port, 2, 1, ""), evalStage("a", "tm"), evalStage("b", "tm"))
+	code, out = w.run("plan", f)
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `= stage\.tm\s+not started: nothing to evaluate`, out)
+	before := len(w.requests())
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "stage.tm  not started: nothing to evaluate")
+	assert.Contains(t, out, "items 6/6: 0 evaluated, 6 from the store, 0 failed")
+	assert.Equal(t, before, len(w.requests()), "a server was asked")
+	procs, leases := 0, 0
+	for _, e := range w.journal(out) {
+		if e.Node == "stage.tm" && e.T == runlog.Started {
+			procs++
+		}
+		if e.Node == "stage.tm" && (e.T == runlog.Lease || len(e.GPUs) > 0) {
+			leases++
+		}
+	}
+	assert.Zero(t, procs, "processes started")
+	assert.Zero(t, leases, "GPU leases")
+}
+
+// Two evaluate stages share two replicas; the server stops when the second
+// ends, not before; a stage waiting for its GPUs gets them only after they
+// show freed.
+func TestServeSharedAndStoppedAfterLastConsumer(t *testing.T) {
+	w := newWorkspace(t, 10)
+	port := freePort(t, 4)
+	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "20ms"),
+		evalStage("a", "tm"),
+		evalStageWith("b", "tm", 4, 1),
+		`
+stage "command" "gpu_job" {
+  run   = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > gpu_job.txt"]
+  gpus  = 2
+  after = [stage.a]
+  outputs = ["gpu_job.txt"]
+}
+`)
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	es := w.journal(out)
+	fin := func(node string) int {
+		return index(es, func(e runlog.Entry) bool { return e.T == runlog.Finished && e.Node == node })
+	}
+	stopped := index(es, serveRec("stage.tm", "stopped"))
+	freed := index(es, serveRec("stage.tm", "gpus_freed"))
+	gpuJob := index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.gpu_job" })
+	require.True(t, fin("stage.a") >= 0 && fin("stage.b") >= 0, "the evaluations did not finish:\n%s", out)
+	assert.Greater(t, stopped, fin("stage.a"), "the server stopped before stage.a ended")
+	assert.Greater(t, stopped, fin("stage.b"), "the server stopped before stage.b ended")
+	require.GreaterOrEqual(t, freed, 0, "no gpus_freed record")
+	assert.Greater(t, gpuJob, freed, "the waiting stage got the GPUs before they were freed")
+	// Both replicas answered both stages.
+	ready := 0
+	for _, e := range es {
+		if e.T == runlog.Serve && e.Node == "stage.tm" && e.Status == "ready" {
+			ready++
+			assert.NotZero(t, e.PID)
+			assert.Len(t, e.GPUs, 1)
+		}
+	}
+	assert.Equal(t, 2, ready)
+	assert.Len(t, w.workerRequests(), 20)
+}
+
+// A replica killed mid-evaluation is taken out of the rotation and
+// restarted once; the evaluation finishes with every item answered once.
+func TestServeReplicaKilledMidEvaluation(t *testing.T) {
+	w := newWorkspace(t, 24)
+	port := freePort(t, 4)
+	// Replica 1 crashes on its 4th chat request (readiness's included),
+	// in its first life only.
+	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ] && [ ! -e crashed ]; then touch crashed; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 30ms --crash-after 4; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 30ms`, simBin, model, simBin, model)
+	srv := fmt.Sprintf(`
+stage "serve" "tm" {
+  run      = ["sh", "-c", %q]
+  model    = %q
+  replicas = 2
+  port     = %d
+  kill_grace = "5s"
+}
+`, script, model, port)
+	f := w.pipeline(srv, evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 24/24: 24 evaluated, 0 from the store, 0 failed")
+	// Every item is answered once in the store: one record each (an
+	// answer the crash kept from the worker was asked again, on the
+	// other replica, and stored once).
+	records := map[string]int{}
+	require.NoError(t, items.ScanStore(w.cache, func(key string, _ items.Result) error {
+		records[key]++
+		return nil
+	}))
+	assert.Len(t, records, 24)
+	for k, n := range records {
+		assert.Equal(t, 1, n, "item key %s stored %d times", k, n)
+	}
+	answered := map[string]int{}
+	for _, e := range w.workerRequests() {
+		if e.Status == 200 {
+			answered[e.Messages]++
+		}
+	}
+	for _, it := range w.items {
+		assert.GreaterOrEqual(t, answered[it.digest()], 1, "item %s never answered", it.ID)
+	}
+	es := w.journal(out)
+	restarts := 0
+	for _, e := range es {
+		if e.T == runlog.Serve && e.Node == "stage.tm" && e.Status == "restarting" {
+			restarts++
+			assert.Equal(t, 1, e.Replica)
+		}
+	}
+	assert.Equal(t, 1, restarts, "restarts:\n%s", out)
+}
+
+// A replica that dies again after its restart fails the node with its log.
+func TestServeSecondDeathFailsWithLog(t *testing.T) {
+	w := newWorkspace(t, 24)
+	port := freePort(t, 4)
+	// Replica 1 crashes mid-evaluation, and its restart dies at start.
+	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ]; then if [ -e crashed ]; then echo "SIMULATED crash at start" >&2; exit 3; fi; touch crashed; exec %s --port $CAIRN_SERVE_PORT --model %s --latency 30ms --crash-after 4; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --latency 30ms`, simBin, model, simBin, model)
+	srv := fmt.Sprintf(`
+stage "serve" "tm" {
+  run      = ["sh", "-c", %q]
+  model    = %q
+  replicas = 2
+  port     = %d
+  restarts = 1
+}
+`, script, model, port)
+	f := w.pipeline(srv, evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 1, code, out)
+	assert.Regexp(t, `stage\.tm\s+failed \(infrastructure\): replica 1 \(port \d+\) died 2 times`, out)
+	assert.Contains(t, out, "SIMULATED crash at start")
+	// The evaluation finished on replica 2.
+	assert.Contains(t, out, "items 24/24: 24 evaluated, 0 from the store, 0 failed")
+}
+
+// A port held by another process is skipped, never bound twice.
+func TestServePortCollisionSkipped(t *testing.T) {
+	w := newWorkspace(t, 4)
+	port := freePort(t, 4)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	require.NoError(t, err)
+	defer ln.Close()
+	f := w.pipeline(serveStage("tm", port, 1, 0, ""), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, fmt.Sprintf("port %d is in use: skipped", port))
+	assert.Contains(t, out, fmt.Sprintf("replica 1 ready at http://127.0.0.1:%d/v1", port+1))
+	es := w.journal(out)
+	assert.GreaterOrEqual(t, index(es, func(e runlog.Entry) bool {
+		return e.T == runlog.Serve && e.Status == "port_skipped" && e.Port == port
+	}), 0)
+	// Our listener still has its port.
+	_ = ln.(*net.TCPListener).SetDeadline(time.Now())
+	_, err = ln.Accept()
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout(), "the held port was taken over: %v", err)
+}
+
+// kill -9 of cairn while it serves leaves no server process; the next
+// apply starts them afresh and completes.
+func TestServeKill9LeavesNoServer(t *testing.T) {
+	w := newWorkspace(t, 40)
+	port := freePort(t, 4)
+	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "300ms"), evalStageWith("a", "tm", 1, 0))
+	cmd := w.cmd("apply", f)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	require.NoError(t, cmd.Start())
+	// Wait for the evaluation to start sending.
+	var pids []int
+	runs := filepath.Join(w.cache, "runs")
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(pids) < 2 {
+		require.True(t, time.Now().Before(deadline), "the servers never got ready:\n%s", buf.String())
+		ents, _ := os.ReadDir(runs)
+		for _, d := range ents {
+			es, _ := runlog.Read(filepath.Join(runs, d.Name()))
+			pids = pids[:0]
+			served := false
+			for _, e := range es {
+				if e.T == runlog.Started && e.Node == "stage.tm" && e.PID > 0 {
+					pids = append(pids, e.PID)
+				}
+				served = served || e.T == runlog.Serve && e.Status == "serving"
+			}
+			if !served {
+				pids = pids[:0]
+			}
+		}
+		if len(pids) < 2 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	for _, pid := range pids {
+		for alive(pid) {
+			require.True(t, time.Now().Before(deadline), "server pid %d still runs after cairn was killed", pid)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `items 40/40: \d+ evaluated, \d+ from the store, 0 failed`, out)
+}
+
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// The same weights on other ports ask nothing again; changed weights ask
+// every item again.
+func TestServeKeysByWeights(t *testing.T) {
+	w := newWorkspace(t, 8)
+	port := freePort(t, 8)
+	f := w.pipeline(serveStage("tm", port, 1, 0, ""), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	require.Len(t, w.workerRequests(), 8)
+	// Other ports, other replica count: 0 requests.
+	w.pipeline(serveStage("tm", port+4, 2, 0, ""), evalStage("a", "tm"))
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "not started: nothing to evaluate")
+	assert.Len(t, w.workerRequests(), 8, "the same weights were asked again")
+	// New weights: every item asked again, under new keys.
+	w.write("weights/model.bin", "weights v2")
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 8/8: 8 evaluated, 0 from the store, 0 failed")
+	assert.Len(t, w.workerRequests(), 16)
+	assert.Len(t, w.storedKeys(), 16)
+	// The scores name the keys; each holds the weights' identity, so a
+	// plain-endpoints evaluation of the same items does not share them.
+	sc, err := os.Open(filepath.Join(w.dir, "out/a.jsonl"))
+	require.NoError(t, err)
+	defer sc.Close()
+	n := 0
+	for s := bufio.NewScanner(sc); s.Scan(); n++ {
+	}
+	assert.Equal(t, 8, n)
+}

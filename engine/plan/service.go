@@ -1,0 +1,120 @@
+package plan
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/stages"
+)
+
+// ActNotStarted: a service node (a serve stage) none of whose consumers
+// will run or send it a request (every evaluation it would serve is in the
+// item store): apply does not start it.
+const ActNotStarted = "not_started"
+
+// NotStartedReason is the plan's reason for ActNotStarted.
+const NotStartedReason = "nothing to evaluate"
+
+// SetServiceWeights digests the weights a service node names (through
+// dg, the stat cache: a large folder is read again only when a file of it
+// changed) and sets sn.WeightsDigest. Other nodes are left alone.
+func (g *Graph) SetServiceWeights(n *Node, sn *stages.Node, dg digester) error {
+	svc, ok := n.Kind.(stages.Service)
+	if !ok {
+		return nil
+	}
+	p := svc.WeightsPath(sn)
+	if p == "" {
+		return nil
+	}
+	full := p
+	if !filepath.IsAbs(p) {
+		full = filepath.Join(g.Root, p)
+	}
+	d, err := dg.Tree(full)
+	if err != nil {
+		return fmt.Errorf("weights %s: %w", p, err)
+	}
+	sn.WeightsDigest = "sha256:" + d
+	return nil
+}
+
+// serviceDigest is a service node's output digest as its consumers' keys
+// hold it: its identity (model and weights), never where it listens.
+func serviceDigest(n *Node, sn *stages.Node) (string, bool) {
+	svc, ok := n.Kind.(stages.Service)
+	if !ok || sn == nil {
+		return "", false
+	}
+	return OutputDigest(nil, svc.Identity(sn), string(OK)), true
+}
+
+// ServiceNeeded reports whether a consumer of service node n will run and
+// may send it a request: a downstream the plan runs (or may run), unless
+// its kind tells it sends none (stages.ServiceConsumer).
+func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) bool {
+	if p == nil {
+		return true
+	}
+	svc := n.Kind.(stages.Service)
+	id := svc.Identity(sn)
+	for _, d := range n.Downs {
+		pn := p.Nodes[d]
+		if pn == nil || pn.Skipped || pn.Action == ActCached || pn.Action == ActSkip || pn.Action == ActNotStarted {
+			continue
+		}
+		c, ok := pn.Node.Kind.(stages.ServiceConsumer)
+		if !ok || pn.Spec == nil || pn.Action == ActMayRun {
+			return true
+		}
+		if c.NeedsService(pn.Spec, root, cacheDir, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// markIdleServices makes every service node whose consumers will not need
+// it ActNotStarted.
+func (p *Plan) markIdleServices(root, cacheDir string) {
+	for _, pn := range p.Nodes {
+		if _, ok := pn.Node.Kind.(stages.Service); !ok || pn.Skipped || pn.Action != ActRun || pn.Spec == nil {
+			continue
+		}
+		if ServiceNeeded(p, pn.Node, pn.Spec, root, cacheDir) {
+			continue
+		}
+		pn.Action = ActNotStarted
+		pn.Reasons = []string{NotStartedReason}
+		p.ToRun--
+		p.NotStarted++
+	}
+}
+
+// serviceEndpoints is the endpoints instance attribute of a node: a
+// service's replicas' base URLs from its result; null for other nodes.
+func serviceEndpoints(n *Node, res cty.Value) cty.Value {
+	if _, ok := n.Kind.(stages.Service); !ok {
+		return cty.NullVal(cty.List(cty.String))
+	}
+	if res.IsNull() || !res.IsKnown() || !res.Type().IsObjectType() || !res.Type().HasAttribute("endpoints") {
+		return cty.NullVal(cty.List(cty.String))
+	}
+	eps := res.GetAttr("endpoints")
+	if eps.IsNull() || !eps.IsKnown() {
+		return cty.NullVal(cty.List(cty.String))
+	}
+	var list []cty.Value
+	for it := eps.ElementIterator(); it.Next(); {
+		_, v := it.Element()
+		if v.Type() == cty.String {
+			list = append(list, v)
+		}
+	}
+	if len(list) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	return cty.ListVal(list)
+}

@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// A service node (stages.Service: the serve kind) runs beside its
+// consumers: once its replicas are ready, Serving makes it final with its
+// result (its endpoints), so that its downstreams start, while its worker
+// keeps supervising the servers; once every downstream is final (no
+// consumer still needs it), the channel Serving returned is closed, the
+// kind stops the servers, and the node's GPUs go back to the pool once
+// their memory shows freed. It is never cached: no record is committed.
+
+// serviceState is a service node's part of its nodeState.
+type serviceState struct {
+	mu sync.Mutex
+	// done is closed when no consumer still needs the service.
+	done     chan struct{}
+	doneOnce sync.Once
+	serving  bool
+	// pids are the replicas' processes, by replica number.
+	pids map[int]int
+}
+
+// isService reports whether ns is a service node.
+func isService(ns *nodeState) bool {
+	_, ok := ns.n.Kind.(stages.Service)
+	return ok
+}
+
+// serviceDigest is a service node's output digest as its consumers' keys
+// hold it: its identity, the same on every port and host.
+func serviceDigest(identity json.RawMessage) string {
+	return plan.OutputDigest(nil, identity, string(plan.OK))
+}
+
+// serviceNeeded reports whether a consumer of the service node will run:
+// a downstream that the plan runs (or may run) and that cannot say it
+// sends the service no request.
+func (a *applier) serviceNeeded(ns *nodeState) bool {
+	return plan.ServiceNeeded(a.opts.Plan, ns.n, ns.spec, a.g.Root, a.cache.Dir)
+}
+
+// serviceIdle finishes a service node no consumer needs: it is not
+// started, and its result is its identity with no endpoint.
+func (a *applier) serviceIdle(ns *nodeState) {
+	svc := ns.n.Kind.(stages.Service)
+	id := svc.Identity(ns.spec)
+	ns.record = &store.Record{Key: ns.key, Result: id, OutputDigest: serviceDigest(id)}
+	ns.status = plan.OK
+	ns.releaseKey()
+	a.setFinal(ns)
+	_ = a.j.Note(runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: "not_started", Message: "nothing to evaluate"})
+	a.line(ns, "=", "not started: nothing to evaluate")
+	a.emitJSON(ns, "not_started")
+	a.finish(ns)
+}
+
+// servicesDone closes the done channel of every serving service node
+// upstream of ns whose downstreams are all final now (the loop's
+// goroutine).
+func (a *applier) servicesDone(ns *nodeState) {
+	for _, d := range ns.n.Deps {
+		u := a.nodes[d]
+		if u.svc == nil {
+			continue
+		}
+		a.checkServiceDone(u)
+	}
+}
+
+func (a *applier) checkServiceDone(u *nodeState) {
+	u.svc.mu.Lock()
+	serving := u.svc.serving
+	u.svc.mu.Unlock()
+	if !serving {
+		return
+	}
+	for _, dd := range u.n.Downs {
+		if x := a.nodes[dd]; !x.final && !x.pn.Skipped {
+			return
+		}
+	}
+	u.svc.doneOnce.Do(func() { close(u.svc.done) })
+}
+
+// Devices implements stages.ServiceHost.
+func (r *nodeRuntime) Devices() []int {
+	if r.ns.lease == nil {
+		return nil
+	}
+	return append([]int(nil), r.ns.lease.Devices...)
+}
+
+// Serving implements stages.ServiceHost: the node becomes final with
+// result (its downstreams start); the channel is closed once none of them
+// still needs it.
+func (r *nodeRuntime) Serving(result json.RawMessage) <-chan struct{} {
+	a, ns := r.a, r.ns
+	svc := ns.svc
+	id := ns.n.Kind.(stages.Service).Identity(ns.spec)
+	now := time.Now()
+	ns.record = &store.Record{Key: ns.key, Result: result, OutputDigest: serviceDigest(id), Started: ns.started, Ended: now}
+	svc.mu.Lock()
+	svc.serving = true
+	svc.mu.Unlock()
+	_ = a.j.Write(runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: "serving", Message: string(result)})
+	if ns.persisted == nil {
+		// No downstream: nothing needs it.
+		svc.doneOnce.Do(func() { close(svc.done) })
+		return svc.done
+	}
+	ns.closePersisted()
+	a.events <- event{id: ns.n.ID, kind: evSettled}
+	return svc.done
+}
+
+// ServeEvent implements stages.ServiceHost.
+func (r *nodeRuntime) ServeEvent(ev stages.ServeEvent) {
+	a, ns := r.a, r.ns
+	if ev.PID == 0 && ev.Replica > 0 {
+		ns.svc.mu.Lock()
+		ev.PID = ns.svc.pids[ev.Replica]
+		ns.svc.mu.Unlock()
+	}
+	e := runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: ev.Status, Replica: ev.Replica, PID: ev.PID, Port: ev.Port, GPUs: ev.GPUs, Endpoint: ev.Endpoint, Message: ev.Message}
+	_ = a.j.Write(e)
+	a.line(ns, "·", ev.Message)
+}
+
+// notePID remembers a replica's pid (Exec's started callback).
+func (ns *nodeState) notePID(replica, pid int) {
+	if ns.svc == nil || replica == 0 {
+		return
+	}
+	ns.svc.mu.Lock()
+	defer ns.svc.mu.Unlock()
+	if ns.svc.pids == nil {
+		ns.svc.pids = map[int]int{}
+	}
+	ns.svc.pids[replica] = pid
+}
+
+// closePersisted closes the node's persisted channel once.
+func (ns *nodeState) closePersisted() {
+	if ns.persisted == nil {
+		return
+	}
+	ns.persistOnce.Do(func() { close(ns.persisted) })
+}
+
+// replicaDevices are the GPUs a service's replica sees: its share of the
+// node's lease, gpus each in lease order.
+func replicaDevices(ns *nodeState, replica int) []int {
+	if ns.lease == nil {
+		return nil
+	}
+	per := ns.spec.Common.GPUs
+	lo, hi := (replica-1)*per, replica*per
+	if per == 0 || lo < 0 || hi > len(ns.lease.Devices) {
+		return nil
+	}
+	return ns.lease.Devices[lo:hi]
+}
+
+// serviceEnded is a service node's end after its kind's Run returned: no
+// record is committed; its GPUs are given back (by the loop, on evDone)
+// once their memory shows freed.
+func (a *applier) serviceEnded(ns *nodeState) event {
+	a.waitGPUMemoryFreed(ns)
+	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: time.Since(ns.started).Seconds()})
+	return event{}
+}
+
+// GPUFreeWait bounds the wait, after a service stopped, for its GPUs'
+// memory to show freed before they go back to the pool.
+var GPUFreeWait = 60 * time.Second
+
+// waitGPUMemoryFreed waits until no process shows memory on the node's
+// leased GPUs (NVML, or the simulated inventory), at most GPUFreeWait; then
+// it warns, naming what is left, and the lease is given back all the same.
+func (a *applier) waitGPUMemoryFreed(ns *nodeState) {
+	if ns.lease == nil || a.opts.GPUs == nil || len(ns.lease.Devices) == 0 {
+		return
+	}
+	inv := a.opts.GPUs.Inv
+	deadline := time.Now().Add(GPUFreeWait)
+	for {
+		var left []string
+		for _, d := range ns.lease.Devices {
+			_, procs, err := inv.DeviceMemory(context.Background(), d)
+			if err != nil {
+				continue
+			}
+			for _, p := range procs {
+				if p.PID == os.Getpid() {
+					continue
+				}
+				left = append(left, fmt.Sprintf("GPU %d: pid %d (%d MiB)", d, p.PID, p.UsedMiB))
+			}
+		}
+		if len(left) == 0 {
+			_ = a.j.Write(runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: "gpus_freed", GPUs: ns.lease.Devices})
+			return
+		}
+		if time.Now().After(deadline) {
+			a.printf("warning: %s: %s after its servers stopped, %s still show memory in use; the GPUs go back to the pool all the same\n",
+				ns.n.Addr, roundDur(GPUFreeWait), strings.Join(left, ", "))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,801 @@
+package stages
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/stages/items"
+)
+
+// Serve starts model servers (vLLM, SGLang, llama.cpp or anything with an
+// OpenAI-compatible API) on leased GPUs, proves each replica ready, shares
+// their endpoints with the stages that consume them and stops them once
+// none still needs them (docs/serve.md).
+//
+//	stage "serve" "task_model" {
+//	  run      = ["vllm", "serve", "Qwen/Qwen3.5-9B", "--port", "{port}"]
+//	  model    = "Qwen/Qwen3.5-9B"
+//	  weights  = "/models/qwen3.5-9b"   # a folder or file, or "sha256:..."
+//	  gpus     = 1                      # per replica
+//	  replicas = 2                      # default: one per free GPU set
+//	  port     = 8000                   # replicas on consecutive free ports
+//	}
+//
+// Consumers take endpoints = stage.task_model.endpoints.
+type Serve struct{}
+
+func init() { Register(Serve{}) }
+
+// Name implements Kind.
+func (Serve) Name() string { return "serve" }
+
+// Version implements Kind.
+func (Serve) Version() int { return 1 }
+
+// Schema implements Kind.
+func (Serve) Schema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "run", Required: true},
+		{Name: "model", Required: true},
+		{Name: "weights"},
+		{Name: "replicas"},
+		{Name: "max_replicas"},
+		{Name: "port"},
+		{Name: "host"},
+		{Name: "ready"},
+		{Name: "start_timeout"},
+		{Name: "restarts"},
+	}}
+}
+
+// KeyExcluded implements KeyExcluder: a serve node is never cached; what
+// its consumers' keys hold of it is its Identity.
+func (Serve) KeyExcluded() []string {
+	return []string{"replicas", "max_replicas", "port", "host", "ready", "start_timeout", "restarts"}
+}
+
+// Defaults of the serve kind.
+const (
+	DefaultServePort         = 8000
+	DefaultServeStartTimeout = 10 * time.Minute
+	DefaultServeRestarts     = 1
+	DefaultServeMaxReplicas  = 8
+	DefaultHealthPath        = "/health"
+	// ServeHealthInterval is how often a ready replica's health is checked.
+	ServeHealthInterval = time.Second
+)
+
+// readyCheck says how a replica proves it is ready.
+type readyCheck struct {
+	Health     string `json:"health"`     // path answered 200 ("" to skip)
+	Models     *bool  `json:"models"`     // GET /v1/models lists the model
+	Completion *bool  `json:"completion"` // one chat completion returns
+}
+
+type serveSpec struct {
+	argv         []string
+	model        string
+	weights      string // a path
+	digest       string // a digest the user gives
+	replicas     int    // 0: one per free GPU set
+	maxReplicas  int
+	gpus         int // per replica
+	port         int
+	host         string
+	ready        readyCheck
+	startTimeout time.Duration
+	restarts     int
+	known        bool
+}
+
+func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
+	s := serveSpec{port: DefaultServePort, host: "127.0.0.1", startTimeout: DefaultServeStartTimeout, restarts: DefaultServeRestarts, maxReplicas: DefaultServeMaxReplicas, gpus: n.Common.GPUs}
+	s.ready.Health = DefaultHealthPath
+	var diags hcl.Diagnostics
+	bad := func(attr, detail string) {
+		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+	}
+	s.known = true
+	for _, a := range []string{"run", "model", "weights", "replicas", "port"} {
+		if v, ok := n.Args[a]; ok && !v.IsWhollyKnown() {
+			s.known = false
+		}
+	}
+	if v, ok := n.Args["run"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+		argv, err := StringList(v)
+		switch {
+		case err != nil || v.Type() == cty.String:
+			bad("run", "run is the server's argument list, like [\"vllm\", \"serve\", \"MODEL\", \"--port\", \"{port}\"]; {port}, {replica}, {model} and {gpus} are replaced for each replica.")
+		case len(argv) == 0:
+			bad("run", "run must name the server's program: it is empty.")
+		default:
+			s.argv = argv
+			for i, a := range argv {
+				diags = append(diags, checkArg(i, a, n.Ranges["run"])...)
+			}
+		}
+	}
+	if m, ok, d := StringArg(n, "model"); ok {
+		s.model = m
+	} else {
+		diags = append(diags, d...)
+	}
+	if w, ok, d := StringArg(n, "weights"); ok {
+		if isDigest(w) {
+			s.digest = w
+		} else {
+			s.weights = filepath.Clean(w)
+		}
+	} else {
+		diags = append(diags, d...)
+	}
+	if h, ok, d := StringArg(n, "host"); ok {
+		s.host = h
+	} else {
+		diags = append(diags, d...)
+	}
+	whole := func(attr string, min, max int) (int, bool) {
+		v, ok := n.Args[attr]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return 0, false
+		}
+		v, _ = v.UnmarkDeep()
+		if v.Type() != cty.Number {
+			bad(attr, fmt.Sprintf("%s must be a whole number from %d to %d.", attr, min, max))
+			return 0, false
+		}
+		i, acc := v.AsBigFloat().Int64()
+		if acc != 0 || i < int64(min) || i > int64(max) {
+			bad(attr, fmt.Sprintf("%s must be a whole number from %d to %d.", attr, min, max))
+			return 0, false
+		}
+		return int(i), true
+	}
+	if r, ok := whole("replicas", 1, 1024); ok {
+		s.replicas = r
+	}
+	if r, ok := whole("max_replicas", 1, 1024); ok {
+		s.maxReplicas = r
+	}
+	if p, ok := whole("port", 1, 65535); ok {
+		s.port = p
+	}
+	if r, ok := whole("restarts", 0, 100); ok {
+		s.restarts = r
+	}
+	if v, ok := n.Args["start_timeout"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+		v, _ = v.UnmarkDeep()
+		d, err := durationValue(v)
+		if err == nil && d <= 0 {
+			err = errors.New("start_timeout must be positive")
+		}
+		if err != nil {
+			bad("start_timeout", strings.Replace(err.Error(), "item_timeout", "start_timeout", 1)+".")
+		} else {
+			s.startTimeout = d
+		}
+	}
+	jsonAttr(n, "ready", &s.ready, &diags, `an object like { health = "/health", models = true, completion = true }`)
+	if s.ready.Health != "" && !strings.HasPrefix(s.ready.Health, "/") {
+		bad("ready", fmt.Sprintf("ready.health is a path on the server, starting with \"/\" (like \"/health\"), not %q.", s.ready.Health))
+	}
+	return s, diags
+}
+
+func isDigest(w string) bool {
+	alg, hexPart, ok := strings.Cut(w, ":")
+	if !ok || (alg != "sha256" && alg != "sha512" && alg != "blake3") || len(hexPart) < 16 {
+		return false
+	}
+	for _, c := range hexPart {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Check implements Kind.
+func (Serve) Check(n *Node) hcl.Diagnostics {
+	_, diags := decodeServe(n)
+	return diags
+}
+
+// WeightsPath implements Service.
+func (Serve) WeightsPath(n *Node) string {
+	s, _ := decodeServe(n)
+	return s.weights
+}
+
+// ServeIdentity is what a serve node's consumers' keys hold of it, and the
+// fields of its result that say what it serves.
+type ServeIdentity struct {
+	Model string `json:"model"`
+	// Weights is the weights' digest: of the files the weights attribute
+	// names, or the digest it gives; "" when it names none.
+	Weights string `json:"weights"`
+	// ModelKey is the item key's model field of the evaluations the node
+	// serves: the model id, and the weights' digest after "@" when known.
+	ModelKey string `json:"model_key"`
+}
+
+// ServeResult is a serve node's result: stage.NAME.result, and
+// stage.NAME.endpoints is its endpoints.
+type ServeResult struct {
+	ServeIdentity
+	Endpoints []string `json:"endpoints"`
+	Ports     []int    `json:"ports"`
+	GPUs      [][]int  `json:"gpus"`
+	// Started is false when no consumer needed the service.
+	Started bool `json:"started"`
+}
+
+func serveIdentity(n *Node) ServeIdentity {
+	s, _ := decodeServe(n)
+	id := ServeIdentity{Model: s.model, Weights: s.digest}
+	if n.WeightsDigest != "" {
+		id.Weights = n.WeightsDigest
+	}
+	id.ModelKey = id.Model
+	if id.Weights != "" {
+		id.ModelKey += "@" + id.Weights
+	}
+	return id
+}
+
+// Identity implements Service.
+func (Serve) Identity(n *Node) json.RawMessage {
+	b, _ := json.Marshal(ServeResult{ServeIdentity: serveIdentity(n), Endpoints: []string{}, Ports: []int{}, GPUs: [][]int{}})
+	return b
+}
+
+// LeaseGPUs implements Service.
+func (Serve) LeaseGPUs(n *Node, free int) int {
+	s, _ := decodeServe(n)
+	if s.gpus == 0 {
+		return 0
+	}
+	r := s.replicas
+	if r == 0 {
+		r = max(1, min(free/s.gpus, s.maxReplicas))
+	}
+	return r * s.gpus
+}
+
+// ServeModelKey returns the item key's model field for a consumer of model
+// whose upstreams include a serve node serving it (found by its result):
+// the model id and the weights' digest. It is model itself when no serve
+// upstream serves model.
+func ServeModelKey(n *Node, model string) (key string, served bool) {
+	for _, u := range n.Upstreams {
+		if len(u.Result) == 0 {
+			continue
+		}
+		var r ServeResult
+		if json.Unmarshal(u.Result, &r) != nil || r.ModelKey == "" || r.Model != model || r.Endpoints == nil {
+			continue
+		}
+		return r.ModelKey, true
+	}
+	return model, false
+}
+
+// replica is one server process of a serve node.
+type replica struct {
+	i       int // from 1
+	port    int
+	gpus    []int
+	url     string // base URL, ending in /v1
+	out     string // log files
+	err     string
+	restart int
+	cancel  context.CancelFunc
+	exited  chan struct{}
+	res     *process.Result
+	resErr  error
+	pid     int
+}
+
+// Run implements Kind.
+func (k Serve) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
+	s, diags := decodeServe(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	host, ok := rt.(ServiceHost)
+	if !ok {
+		return &Outcome{Class: failclass.Setup, Message: "a serve stage runs only under cairn apply's engine"}, nil
+	}
+	id := serveIdentity(n)
+	devs := host.Devices()
+	count := s.replicas
+	if count == 0 {
+		count = 1
+		if s.gpus > 0 {
+			count = max(1, len(devs)/s.gpus)
+		}
+	}
+	if s.gpus > 0 && len(devs) < count*s.gpus {
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%d replicas of %d GPUs each need %d GPUs; %d were leased", count, s.gpus, count*s.gpus, len(devs))}, nil
+	}
+	ports, release, err := reservePorts(s.host, s.port, count, func(p int) {
+		host.ServeEvent(ServeEvent{Status: "port_skipped", Port: p, Message: fmt.Sprintf("port %d is in use: skipped", p)})
+	})
+	if err != nil {
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
+	}
+	defer release()
+	sv := &server{k: k, n: n, rt: rt, host: host, s: s, id: id}
+	for i := range count {
+		r := &replica{i: i + 1, port: ports[i]}
+		if s.gpus > 0 {
+			r.gpus = devs[i*s.gpus : (i+1)*s.gpus]
+		}
+		r.url = fmt.Sprintf("http://%s/v1", net.JoinHostPort(s.host, strconv.Itoa(r.port)))
+		stem := filepath.Join(rt.OutDir(), fmt.Sprintf("replica%d", r.i))
+		r.out, r.err = stem+".out", stem+".err"
+		sv.reps = append(sv.reps, r)
+	}
+	defer sv.stopAll()
+	// Every replica starts at once and must be ready within start_timeout.
+	errs := make([]error, count)
+	var wg sync.WaitGroup
+	for i, r := range sv.reps {
+		wg.Go(func() {
+			sv.start(ctx, r)
+			errs[i] = sv.waitReady(ctx, r)
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return &Outcome{Class: failclass.Interrupted, Message: "interrupted while the servers started"}, nil
+	}
+	for i, err := range errs {
+		if err != nil {
+			return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("replica %d (port %d) did not get ready: %s%s", i+1, sv.reps[i].port, err, sv.tail(sv.reps[i]))}, nil
+		}
+	}
+	res := ServeResult{ServeIdentity: id, Started: true}
+	for _, r := range sv.reps {
+		res.Endpoints = append(res.Endpoints, r.url)
+		res.Ports = append(res.Ports, r.port)
+		res.GPUs = append(res.GPUs, append([]int{}, r.gpus...))
+	}
+	b, _ := json.Marshal(res)
+	done := host.Serving(b)
+	failed := sv.supervise(ctx, done)
+	sv.stopAll()
+	if failed != "" {
+		return &Outcome{Result: b, Class: failclass.Infra, Message: failed}, nil
+	}
+	if ctx.Err() != nil {
+		return &Outcome{Result: b, Class: failclass.Interrupted, Message: "interrupted: the servers were stopped"}, nil
+	}
+	return &Outcome{Result: b}, nil
+}
+
+// server is a running serve node.
+type server struct {
+	k    Serve
+	n    *Node
+	rt   Runtime
+	host ServiceHost
+	s    serveSpec
+	id   ServeIdentity
+	reps []*replica
+	mu   sync.Mutex
+}
+
+// argv is the replica's command line, placeholders replaced.
+func (sv *server) argv(r *replica) []string {
+	rep := strings.NewReplacer("{port}", strconv.Itoa(r.port), "{replica}", strconv.Itoa(r.i),
+		"{model}", sv.s.model, "{gpus}", strconv.Itoa(max(len(r.gpus), 1)), "{host}", sv.s.host)
+	out := make([]string, len(sv.s.argv))
+	for i, a := range sv.s.argv {
+		out[i] = rep.Replace(a)
+	}
+	return out
+}
+
+// start starts r's process; r.exited is closed when it ends.
+func (sv *server) start(ctx context.Context, r *replica) {
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	r.exited = make(chan struct{})
+	r.pid = 0
+	p := Proc{
+		Argv: sv.argv(r), Replica: r.i, Stdout: r.out, Stderr: r.err,
+		Env: map[string]string{
+			"CAIRN_SERVE_PORT": strconv.Itoa(r.port), "CAIRN_SERVE_REPLICA": strconv.Itoa(r.i),
+			"CAIRN_SERVE_MODEL": sv.s.model,
+		},
+	}
+	exited := r.exited
+	go func() {
+		defer close(exited)
+		res, err := sv.rt.Exec(pctx, p)
+		sv.mu.Lock()
+		r.res, r.resErr = res, err
+		sv.mu.Unlock()
+	}()
+	go func() {
+		// The caller's ctx ending stops the replica (Ctrl-C).
+		select {
+		case <-ctx.Done():
+			cancel()
+		case <-exited:
+		}
+	}()
+}
+
+// alive reports whether r's process runs.
+func alive(r *replica) bool {
+	select {
+	case <-r.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+var serveClient = &http.Client{Timeout: 30 * time.Second}
+
+// ReadinessUserAgent is the User-Agent of cairn's readiness and health
+// checks, so that a server's log tells them from its consumers' requests.
+const ReadinessUserAgent = "cairn-serve-check"
+
+// waitReady polls r until it answers as ready, it dies, start_timeout
+// passes or ctx ends.
+func (sv *server) waitReady(ctx context.Context, r *replica) error {
+	deadline := time.NewTimer(sv.s.startTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := errors.New("it has not answered yet")
+	for {
+		if !alive(r) {
+			return fmt.Errorf("its process ended during start-up (%s)", sv.exitText(r))
+		}
+		err := sv.probe(ctx, r, true)
+		if err == nil {
+			sv.host.ServeEvent(ServeEvent{Status: "ready", Replica: r.i, PID: sv.pid(r), Port: r.port, GPUs: r.gpus, Endpoint: r.url,
+				Message: fmt.Sprintf("replica %d ready at %s", r.i, r.url)})
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.exited:
+		case <-deadline.C:
+			return fmt.Errorf("not ready within start_timeout %s (last check: %s)", sv.s.startTimeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+func (sv *server) pid(r *replica) int {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if r.res != nil {
+		return r.res.PID
+	}
+	return r.pid
+}
+
+func (sv *server) exitText(r *replica) string {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	switch {
+	case r.resErr != nil:
+		return r.resErr.Error()
+	case r.res != nil && r.res.Message != "":
+		return r.res.Message
+	case r.res != nil:
+		return fmt.Sprintf("exit status %d", r.res.ExitCode)
+	}
+	return "ended"
+}
+
+// probe checks r as readiness is defined: health path 200, the model
+// listed, and (full) one chat completion answered.
+func (sv *server) probe(ctx context.Context, r *replica, full bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	root := strings.TrimSuffix(r.url, "/v1")
+	get := func(url string) ([]byte, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("User-Agent", ReadinessUserAgent)
+		resp, err := serveClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %s", url, shortNetErr(err))
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s answered HTTP %d", url, resp.StatusCode)
+		}
+		return b, nil
+	}
+	if sv.s.ready.Health != "" {
+		if _, err := get(root + sv.s.ready.Health); err != nil {
+			return err
+		}
+	}
+	if !full {
+		return nil
+	}
+	if sv.s.ready.Models == nil || *sv.s.ready.Models {
+		b, err := get(r.url + "/models")
+		if err != nil {
+			return err
+		}
+		var list struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(b, &list); err != nil {
+			return fmt.Errorf("GET %s/models is not an OpenAI model list: %s", r.url, err)
+		}
+		found := false
+		var ids []string
+		for _, m := range list.Data {
+			found = found || m.ID == sv.s.model
+			ids = append(ids, m.ID)
+		}
+		if !found {
+			return fmt.Errorf("GET %s/models does not list %q (it lists %s)", r.url, sv.s.model, strings.Join(ids, ", "))
+		}
+	}
+	if sv.s.ready.Completion == nil || *sv.s.ready.Completion {
+		body, _ := json.Marshal(map[string]any{
+			"model":      sv.s.model,
+			"messages":   []map[string]string{{"role": "user", "content": "Reply with OK."}},
+			"max_tokens": 4,
+		})
+		url := r.url + "/chat/completions"
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("User-Agent", ReadinessUserAgent)
+		resp, err := serveClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("POST %s: %s", url, shortNetErr(err))
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("POST %s answered HTTP %d: %s", url, resp.StatusCode, evalOneLine(string(b)))
+		}
+		var c struct {
+			Choices []json.RawMessage `json:"choices"`
+		}
+		if json.Unmarshal(b, &c) != nil || len(c.Choices) == 0 {
+			return fmt.Errorf("POST %s answered no choice: %s", url, evalOneLine(string(b)))
+		}
+	}
+	return nil
+}
+
+func shortNetErr(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	return err.Error()
+}
+
+// supervise watches the replicas until done is closed or ctx ends: a
+// replica that dies or fails its health check is taken out of the rotation
+// at once and restarted (up to restarts times); it returns why the node
+// fails, "" when it does not.
+func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
+	type event struct {
+		r    *replica
+		died bool
+	}
+	evs := make(chan event, len(sv.reps))
+	watch := func(r *replica, exited chan struct{}) {
+		go func() {
+			tick := time.NewTicker(ServeHealthInterval)
+			defer tick.Stop()
+			bad := 0
+			for {
+				select {
+				case <-exited:
+					evs <- event{r: r, died: true}
+					return
+				case <-done:
+					return
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if err := sv.probe(ctx, r, false); err != nil {
+						bad++
+						items.SetEndpointDown(r.url, true)
+						if bad == 1 {
+							sv.host.ServeEvent(ServeEvent{Status: "down", Replica: r.i, PID: sv.pid(r), Port: r.port, Endpoint: r.url,
+								Message: fmt.Sprintf("replica %d failed its health check (%s): out of the rotation", r.i, err)})
+						}
+						if time.Duration(bad)*ServeHealthInterval >= sv.s.startTimeout || bad >= 30 {
+							r.cancel() // it answers no more: restarted below
+						}
+					} else if bad > 0 {
+						bad = 0
+						items.SetEndpointDown(r.url, false)
+						sv.host.ServeEvent(ServeEvent{Status: "ready", Replica: r.i, PID: sv.pid(r), Port: r.port, Endpoint: r.url,
+							Message: fmt.Sprintf("replica %d answers its health check again: back in the rotation", r.i)})
+					}
+				}
+			}
+		}()
+	}
+	for _, r := range sv.reps {
+		watch(r, r.exited)
+	}
+	failedFor := ""
+	dead := 0
+	for {
+		select {
+		case <-done:
+			return failedFor
+		case <-ctx.Done():
+			return failedFor
+		case ev := <-evs:
+			r := ev.r
+			items.SetEndpointDown(r.url, true)
+			why := sv.exitText(r)
+			if r.restart >= sv.s.restarts {
+				dead++
+				msg := fmt.Sprintf("replica %d (port %d) died %d times, the last: %s%s", r.i, r.port, r.restart+1, why, sv.tail(r))
+				sv.host.ServeEvent(ServeEvent{Status: "failed", Replica: r.i, Port: r.port, Endpoint: r.url, Message: msg})
+				if failedFor == "" {
+					failedFor = msg
+				}
+				if dead == len(sv.reps) {
+					// None is left: requests fail fast, as
+					// infrastructure failures, rather than wait.
+					for _, x := range sv.reps {
+						items.SetEndpointDown(x.url, false)
+					}
+					return failedFor
+				}
+				continue
+			}
+			r.restart++
+			sv.host.ServeEvent(ServeEvent{Status: "restarting", Replica: r.i, Port: r.port, Endpoint: r.url,
+				Message: fmt.Sprintf("replica %d died (%s): out of the rotation, restart %d of %d", r.i, why, r.restart, sv.s.restarts)})
+			sv.start(ctx, r)
+			go func() {
+				if err := sv.waitReady(ctx, r); err != nil {
+					if alive(r) {
+						r.cancel()
+					}
+					<-r.exited
+				} else {
+					items.SetEndpointDown(r.url, false)
+				}
+				watch(r, r.exited)
+			}()
+		}
+	}
+}
+
+// stopAll stops every replica (SIGTERM, then SIGKILL after kill_grace) and
+// waits for them; it journals each stop once.
+func (sv *server) stopAll() {
+	for _, r := range sv.reps {
+		if r.cancel != nil {
+			r.cancel()
+		}
+	}
+	for _, r := range sv.reps {
+		if r.exited == nil {
+			continue
+		}
+		<-r.exited
+		items.SetEndpointDown(r.url, false)
+		if r.cancel != nil {
+			sv.host.ServeEvent(ServeEvent{Status: "stopped", Replica: r.i, PID: sv.pid(r), Port: r.port, GPUs: r.gpus, Endpoint: r.url,
+				Message: fmt.Sprintf("replica %d stopped", r.i)})
+			r.cancel = nil
+		}
+	}
+}
+
+// tail is the end of r's logs, for a failure's message.
+func (sv *server) tail(r *replica) string {
+	var parts []string
+	for _, f := range []string{r.err, r.out} {
+		b, err := os.ReadFile(f)
+		if err != nil || len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > 10 {
+			lines = lines[len(lines)-10:]
+		}
+		parts = append(parts, fmt.Sprintf("\n  last lines of %s:\n    %s", f, strings.Join(lines, "\n    ")))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf(" (its logs %s and %s are empty)", r.out, r.err)
+	}
+	return strings.Join(parts, "")
+}
+
+// ports holds the ports this cairn gave to servers it started: another
+// serve stage skips them even before their server binds them.
+var ports struct {
+	mu    sync.Mutex
+	taken map[int]bool
+}
+
+// reservePorts takes count free ports from first on, skipping those in use
+// (said through skipped) or given to another server of this apply.
+func reservePorts(host string, first, count int, skipped func(int)) ([]int, func(), error) {
+	ports.mu.Lock()
+	defer ports.mu.Unlock()
+	if ports.taken == nil {
+		ports.taken = map[int]bool{}
+	}
+	var out []int
+	for p := first; len(out) < count; p++ {
+		if p > 65535 || p-first > 1024 {
+			return nil, nil, fmt.Errorf("no %d free ports from %d on: %d of them are in use (port collisions are a setup failure; pick another port)", count, first, p-first-len(out))
+		}
+		if ports.taken[p] {
+			continue
+		}
+		if !portFree(host, p) {
+			skipped(p)
+			continue
+		}
+		out = append(out, p)
+	}
+	for _, p := range out {
+		ports.taken[p] = true
+	}
+	return out, func() {
+		ports.mu.Lock()
+		defer ports.mu.Unlock()
+		for _, p := range out {
+			delete(ports.taken, p)
+		}
+	}, nil
+}
+
+// portFree reports whether nothing listens on port, on host nor on any
+// address.
+func portFree(host string, port int) bool {
+	for _, h := range []string{host, "0.0.0.0", ""} {
+		ln, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	// Something may listen on another address only: connecting finds it.
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), 200*time.Millisecond)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return true
+}
