@@ -25,8 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/runlog"
-	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/sim/simmodel"
+	"github.com/cairn-run/cairn/stages/items"
 )
 
 var cairnBin, simBin string
