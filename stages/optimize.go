@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"math/big"
 	"os"
 	"path/filepath"
@@ -283,81 +284,31 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	setup := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf(format, args...)}, nil
-	}
-	infra := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf(format, args...)}, nil
-	}
 	root := rt.Root()
-	out := filepath.Join(root, s.out)
-	optDir := filepath.Join(out, "optimization")
-	marker := filepath.Join(optDir, startedMarker)
-	if o := holdOut(rt, n, s.out); o != nil {
-		return o, nil
+	o := &optRun{s: s, n: n, rt: rt, root: root, out: filepath.Join(root, s.out)}
+	o.optDir = filepath.Join(o.out, "optimization")
+	o.marker = filepath.Join(o.optDir, startedMarker)
+	o.incDir = filepath.Join(o.optDir, "incumbent")
+	if out, err, done := o.outFolder(); done {
+		return out, err
 	}
-	replace, again := replacing(rt)
-	// The out folder says what was done, whatever the cache holds: an
-	// interrupted optimization (its started marker left) is never
-	// restarted silently, and a finished one (optimization.json) is not
-	// run again; --replace sets either aside and starts over.
-	_, interrupted := os.Stat(marker)
-	_, finished := os.Stat(filepath.Join(out, "optimization.json"))
-	switch {
-	case interrupted == nil && !replace:
-		return setup("%s. To start it over in this folder, keeping that record (set aside and named in job.json): %s. Or give the job a fresh out folder",
-			interruptedOptimization(root, s.out), again)
-	case interrupted == nil || finished == nil && replace:
-		if err := setAsideOptimization(root, s.out, interrupted == nil); err != nil {
-			return infra("cannot set the earlier optimization aside: %s", err)
-		}
-	case finished == nil:
-		return savedOptimization(root, s, n, rt)
-	}
-	train, err := loadItems(root, s.eval)
-	if err != nil {
-		return setup("the training split: %s", err)
-	}
-	seedDigest, err := bundleDigest(root, s.eval.bundle)
-	if err != nil {
-		return setup("the seed bundle: %s", err)
-	}
-	workerDig, err := workerDigest(root, s.eval.worker)
-	if err != nil {
-		return setup("%s", err)
-	}
-	endpoints, err := items.ParseEndpoints(s.eval.endpoints, os.Getenv)
-	if err != nil {
-		return setup("%s (rollouts need the task model)", evalOneLine(err.Error()))
-	}
-	if err := items.Preflight(ctx, endpoints, s.eval.model); err != nil {
-		return setup("%s (no rollout was run)", evalOneLine(err.Error()))
+	in, fail := o.inputs(ctx)
+	if fail != nil {
+		return fail, nil
 	}
 	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
 	if err != nil {
-		return infra("%s", err)
+		return optFailure(failclass.Infra, "%s", err)
 	}
 	defer store.Close()
-
-	// A fresh start: nothing of an earlier optimization is kept.
-	for _, p := range []string{filepath.Join(out, "optimization.json"), optDir} {
-		if err := os.RemoveAll(p); err != nil {
-			return infra("cannot clear %s: %s", p, err)
-		}
-	}
-	incDir := filepath.Join(optDir, "incumbent")
-	if err := os.MkdirAll(incDir, 0o755); err != nil {
-		return infra("cannot make %s: %s", incDir, err)
-	}
-	mb, _ := json.Marshal(startedMark{Cache: rt.CacheDir(), Node: n.Address, Started: time.Now().UTC().Format(time.RFC3339)})
-	if err := atomicfile.Write(marker, append(mb, '\n'), true); err != nil {
-		return infra("cannot write %s: %s", marker, err)
+	if fail := o.begin(); fail != nil {
+		return fail, nil
 	}
 
 	logPath := filepath.Join(rt.OutDir(), "rollouts.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return infra("cannot open the rollout log: %s", err)
+		return optFailure(failclass.Infra, "cannot open the rollout log: %s", err)
 	}
 	defer logFile.Close()
 	log := &syncWriter{w: logFile}
@@ -365,62 +316,35 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	jr := newItemJournal(rt, log)
 	progress := &linePrefixer{w: rt.Stderr(), prefix: "  · " + n.Address + "  "}
 	meter, err := rollout.NewMeter(rollout.MeterOptions{
-		Budget: s.budget, Ledger: filepath.Join(optDir, "rollouts.jsonl"),
+		Budget: s.budget, Ledger: filepath.Join(o.optDir, "rollouts.jsonl"),
 		NoSync: rt.NoSync(), Progress: progress,
 		OnCharge: func(outs []rollout.Outcome) {
-			for _, o := range outs {
-				jr.add(o.Item, o.Key, items.Result{Charged: 1})
+			for _, oc := range outs {
+				jr.add(oc.Item, oc.Key, items.Result{Charged: 1})
 			}
 		},
 	})
 	if err != nil {
-		return infra("%s", err)
+		return optFailure(failclass.Infra, "%s", err)
 	}
 	defer meter.Close()
-
-	env := os.Environ()
-	env = append(env, "CAIRN_NODE="+n.Address, "CAIRN_WORKSPACE="+root, "CUDA_VISIBLE_DEVICES=")
-	for _, k := range sortedEnvNames(n.Common.Env) {
-		env = append(env, k+"="+n.Common.Env[k])
-	}
-	byID := make(map[string]items.Item, len(train))
-	for _, it := range train {
-		byID[it.ID] = it
-	}
-	ev := &rolloutEval{
-		root: root, spec: s.eval, byID: byID, workerDigest: workerDig,
-		store: store, endpoints: endpoints, env: env, log: log,
-		bundleInRequest: s.bundleInRequest,
-	}
+	ev := o.rolloutEval(in, store, log)
 	defer ev.close()
-	if ws, ok := rt.(WorkerStarter); ok {
-		ev.launcher = ws.WorkerLauncher()
-	}
+
 	sock, cleanup, err := socketPath(rt.OutDir())
 	if err != nil {
-		return infra("%s", err)
+		return optFailure(failclass.Infra, "%s", err)
 	}
 	defer cleanup()
 	srvCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	srv, err := rollout.Listen(srvCtx, sock, meter, ev, log)
 	if err != nil {
-		return infra("%s", err)
+		return optFailure(failclass.Infra, "%s", err)
 	}
 	defer srv.Close()
 
-	res, err := rt.Exec(ctx, Proc{Argv: s.run, Env: map[string]string{
-		"CAIRN_ROLLOUT_SOCKET":      sock,
-		"CAIRN_BUDGET":              fmt.Sprint(s.budget),
-		"CAIRN_JOB_OUT":             out,
-		"CAIRN_OPTIMIZATION_DIR":    optDir,
-		"CAIRN_INCUMBENT_DIR":       incDir,
-		"CAIRN_SEED_BUNDLE":         strings.Join(s.eval.bundle, string(os.PathListSeparator)),
-		"CAIRN_TRAIN_ITEMS":         s.eval.itemsPath,
-		"MODEL_ID":                  s.eval.model,
-		"REFLECTION_MODEL_ID":       s.reflModel,
-		"REFLECTION_MODEL_BASE_URL": s.reflURL,
-	}, Logs: []string{logPath}})
+	res, err := o.runMethod(ctx, sock, logPath)
 	srv.Close()
 	ev.close()
 	if jerr := jr.close(); jerr != nil {
@@ -434,8 +358,164 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
+	return o.finish(res, c, counts, in.seedDigest, logPath)
+}
+
+// optRun is one run of an optimize node: its spec and the folders it
+// writes (out, its optimization folder, the started marker there, and the
+// folder the method writes its incumbent bundle to).
+type optRun struct {
+	s                                 optSpec
+	n                                 *Node
+	rt                                Runtime
+	root, out, optDir, marker, incDir string
+	again                             string // how to start it over (replacing)
+}
+
+// optInputs are what the rollouts need, read before the optimization
+// starts: the training items, the digests of the seed bundle and the
+// worker, and the task model's endpoints (checked to answer).
+type optInputs struct {
+	train                 []items.Item
+	seedDigest, workerDig string
+	endpoints             []string
+}
+
+// optFailure is the outcome of a node that failed with class.
+func optFailure(class, format string, args ...any) (*Outcome, error) {
+	return &Outcome{Class: class, Message: fmt.Sprintf(format, args...)}, nil
+}
+
+// outFolder decides from the out folder whether to run at all (done false
+// when the optimization is to start): the out folder says what was done,
+// whatever the cache holds: an interrupted optimization (its started
+// marker left) is never restarted silently, and a finished one
+// (optimization.json) is not run again; --replace sets either aside and
+// starts over.
+func (o *optRun) outFolder() (_ *Outcome, _ error, done bool) {
+	if out := holdOut(o.rt, o.n, o.s.out); out != nil {
+		return out, nil, true
+	}
+	var replace bool
+	replace, o.again = replacing(o.rt)
+	_, interrupted := os.Stat(o.marker)
+	_, finished := os.Stat(filepath.Join(o.out, "optimization.json"))
+	switch {
+	case interrupted == nil && !replace:
+		out, err := optFailure(failclass.Setup, "%s. To start it over in this folder, keeping that record (set aside and named in job.json): %s. Or give the job a fresh out folder",
+			interruptedOptimization(o.root, o.s.out), o.again)
+		return out, err, true
+	case interrupted == nil || finished == nil && replace:
+		if err := setAsideOptimization(o.root, o.s.out, interrupted == nil); err != nil {
+			out, err := optFailure(failclass.Infra, "cannot set the earlier optimization aside: %s", err)
+			return out, err, true
+		}
+	case finished == nil:
+		out, err := savedOptimization(o.root, o.s, o.n, o.rt)
+		return out, err, true
+	}
+	return nil, nil, false
+}
+
+// inputs reads what the rollouts need, or returns the outcome of a node
+// whose inputs are not usable (a setup failure: no rollout was run).
+func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
+	setup := func(format string, args ...any) (*optInputs, *Outcome) {
+		out, _ := optFailure(failclass.Setup, format, args...)
+		return nil, out
+	}
+	var in optInputs
+	var err error
+	if in.train, err = loadItems(o.root, o.s.eval); err != nil {
+		return setup("the training split: %s", err)
+	}
+	if in.seedDigest, err = bundleDigest(o.root, o.s.eval.bundle); err != nil {
+		return setup("the seed bundle: %s", err)
+	}
+	if in.workerDig, err = workerDigest(o.root, o.s.eval.worker); err != nil {
+		return setup("%s", err)
+	}
+	if in.endpoints, err = items.ParseEndpoints(o.s.eval.endpoints, os.Getenv); err != nil {
+		return setup("%s (rollouts need the task model)", evalOneLine(err.Error()))
+	}
+	if err := items.Preflight(ctx, in.endpoints, o.s.eval.model); err != nil {
+		return setup("%s (no rollout was run)", evalOneLine(err.Error()))
+	}
+	return &in, nil
+}
+
+// begin starts a fresh optimization: nothing of an earlier one is kept,
+// and the started marker is written before the method starts.
+func (o *optRun) begin() *Outcome {
+	infra := func(format string, args ...any) *Outcome {
+		out, _ := optFailure(failclass.Infra, format, args...)
+		return out
+	}
+	for _, p := range []string{filepath.Join(o.out, "optimization.json"), o.optDir} {
+		if err := os.RemoveAll(p); err != nil {
+			return infra("cannot clear %s: %s", p, err)
+		}
+	}
+	if err := os.MkdirAll(o.incDir, 0o755); err != nil {
+		return infra("cannot make %s: %s", o.incDir, err)
+	}
+	mb, _ := json.Marshal(startedMark{Cache: o.rt.CacheDir(), Node: o.n.Address, Started: time.Now().UTC().Format(time.RFC3339)})
+	if err := atomicfile.Write(o.marker, append(mb, '\n'), true); err != nil {
+		return infra("cannot write %s: %s", o.marker, err)
+	}
+	return nil
+}
+
+// rolloutEval is the evaluation the rollout service runs rollouts with:
+// the node's workers, on the training items, with the node's environment.
+func (o *optRun) rolloutEval(in *optInputs, store *items.Store, log *syncWriter) *rolloutEval {
+	env := os.Environ()
+	env = append(env, "CAIRN_NODE="+o.n.Address, "CAIRN_WORKSPACE="+o.root, "CUDA_VISIBLE_DEVICES=")
+	for _, k := range sortedEnvNames(o.n.Common.Env) {
+		env = append(env, k+"="+o.n.Common.Env[k])
+	}
+	byID := make(map[string]items.Item, len(in.train))
+	for _, it := range in.train {
+		byID[it.ID] = it
+	}
+	ev := &rolloutEval{
+		root: o.root, spec: o.s.eval, byID: byID, workerDigest: in.workerDig,
+		store: store, endpoints: in.endpoints, env: env, log: log,
+		bundleInRequest: o.s.bundleInRequest,
+	}
+	if ws, ok := o.rt.(WorkerStarter); ok {
+		ev.launcher = ws.WorkerLauncher()
+	}
+	return ev
+}
+
+// runMethod runs the optimization method, told where the rollout service
+// listens and where to write.
+func (o *optRun) runMethod(ctx context.Context, sock, logPath string) (*process.Result, error) {
+	s := o.s
+	return o.rt.Exec(ctx, Proc{Argv: s.run, Env: map[string]string{
+		"CAIRN_ROLLOUT_SOCKET":      sock,
+		"CAIRN_BUDGET":              fmt.Sprint(s.budget),
+		"CAIRN_JOB_OUT":             o.out,
+		"CAIRN_OPTIMIZATION_DIR":    o.optDir,
+		"CAIRN_INCUMBENT_DIR":       o.incDir,
+		"CAIRN_SEED_BUNDLE":         strings.Join(s.eval.bundle, string(os.PathListSeparator)),
+		"CAIRN_TRAIN_ITEMS":         s.eval.itemsPath,
+		"MODEL_ID":                  s.eval.model,
+		"REFLECTION_MODEL_ID":       s.reflModel,
+		"REFLECTION_MODEL_BASE_URL": s.reflURL,
+	}, Logs: []string{logPath}})
+}
+
+// finish is the node's outcome once the method ended: a method that was
+// interrupted, failed or wrote no record leaves its optimization as an
+// interrupted one (its started marker stays); else optimization.json
+// records it, naming the incumbent when the method proposed one that
+// differs from the seed bundle, and the marker is removed.
+func (o *optRun) finish(res *process.Result, c rollout.Counts, counts map[string]int, seedDigest, logPath string) (*Outcome, error) {
+	s, root := o.s, o.root
 	summary := fmt.Sprintf("%d of %d rollouts charged, %d infrastructure failures", c.Charged, c.Budget, c.InfraFailures)
-	next := fmt.Sprintf("the next apply does not restart this optimization: it reports it interrupted and runs the rest of the grid. To start it over in this folder, keeping its charged-rollout record (set aside and named in job.json): %s. Or give the job a fresh out folder", again)
+	next := fmt.Sprintf("the next apply does not restart this optimization: it reports it interrupted and runs the rest of the grid. To start it over in this folder, keeping its charged-rollout record (set aside and named in job.json): %s. Or give the job a fresh out folder", o.again)
 	switch {
 	case res.Class == failclass.Interrupted:
 		return &Outcome{Class: res.Class, NoResume: true, Message: fmt.Sprintf("the optimization was interrupted (%s); %s", summary, next), Proc: res, RunCounts: counts}, nil
@@ -444,7 +524,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		// interrupted one: its started marker stays.
 		return &Outcome{Class: res.Class, NoResume: true, Message: fmt.Sprintf("the method failed: %s (%s; rollout log: %s); %s", res.Message, summary, logPath, next), Proc: res, RunCounts: counts}, nil
 	}
-	if _, err := os.Stat(filepath.Join(optDir, "optimizer_result.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(o.optDir, "optimizer_result.json")); err != nil {
 		return &Outcome{Class: failclass.Result, Message: fmt.Sprintf("the method exited 0 without writing its record %s (%s)", filepath.Join(s.out, "optimization", "optimizer_result.json"), summary), Proc: res, RunCounts: counts}, nil
 	}
 	opt := Optimization{
@@ -452,11 +532,11 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		Budget: c.Budget, Charged: c.Charged, Attempted: c.Attempted, InfraFailures: c.InfraFailures,
 		FromStore: c.FromStore, Refused: c.Refused,
 	}
-	if ents, _ := os.ReadDir(incDir); len(ents) > 0 {
+	if ents, _ := os.ReadDir(o.incDir); len(ents) > 0 {
 		rel := filepath.Join(s.out, "optimization", "incumbent")
 		d, err := bundleDigest(root, []string{rel})
 		if err != nil {
-			return infra("the incumbent bundle: %s", err)
+			return optFailure(failclass.Infra, "the incumbent bundle: %s", err)
 		}
 		if d != seedDigest {
 			opt.Proposed, opt.Incumbent, opt.IncumbentDigest, opt.Candidate = true, &rel, &d, []string{rel + "/"}
@@ -466,11 +546,11 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(filepath.Join(out, "optimization.json"), append(b, '\n'), true); err != nil {
-		return infra("cannot write optimization.json: %s", err)
+	if err := atomicfile.Write(filepath.Join(o.out, "optimization.json"), append(b, '\n'), true); err != nil {
+		return optFailure(failclass.Infra, "cannot write optimization.json: %s", err)
 	}
-	if err := os.Remove(marker); err != nil {
-		return infra("cannot remove %s: %s", marker, err)
+	if err := os.Remove(o.marker); err != nil {
+		return optFailure(failclass.Infra, "cannot remove %s: %s", o.marker, err)
 	}
 	compact, _ := json.Marshal(opt)
 	return &Outcome{Result: compact, Proc: res, RunCounts: counts,
