@@ -155,163 +155,222 @@ type evalSpec struct {
 
 func decodeEvaluate(n *Node) (evalSpec, hcl.Diagnostics) {
 	s := evalSpec{itemID: "id", retryInfra: -1}
-	var diags hcl.Diagnostics
-	bad := func(attr, detail string) {
-		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+	d := &evalDecoder{n: n}
+	d.worker(&s)
+	d.items(&s)
+	d.itemID(&s)
+	d.bundle(&s)
+	d.model(&s)
+	d.runtime(&s)
+	d.endpoints(&s)
+	d.limits(&s)
+	if p, ok := d.str("scores"); ok {
+		if clean, ok := d.path("scores", p); ok {
+			s.scores = clean
+		}
 	}
-	known := func(attr string) (cty.Value, bool) {
-		v, ok := n.Args[attr]
-		if !ok || !v.IsWhollyKnown() || v.IsNull() {
-			return cty.NilVal, false
-		}
-		v, _ = v.UnmarkDeep()
-		return v, true
-	}
-	str := func(attr string) (string, bool) {
-		v, ok := known(attr)
-		if !ok {
-			return "", false
-		}
-		sv, err := convert.Convert(v, cty.String)
-		if err != nil || !v.Type().IsPrimitiveType() {
-			bad(attr, fmt.Sprintf("%s must be a string, not %s.", attr, v.Type().FriendlyName()))
-			return "", false
-		}
-		return sv.AsString(), true
-	}
-	path := func(attr, p string) (string, bool) {
-		clean := filepath.Clean(p)
-		if p == "" || !filepath.IsLocal(clean) {
-			bad(attr, fmt.Sprintf("%q is not a workspace-relative path: paths must not be empty or absolute, nor leave the workspace with \"..\".", p))
-			return "", false
-		}
-		return clean, true
-	}
-	count := func(attr string, min int) int {
-		v, ok := known(attr)
-		if !ok {
-			return 0
-		}
-		nv, err := convert.Convert(v, cty.Number)
-		if err != nil {
-			bad(attr, fmt.Sprintf("%s must be a whole number.", attr))
-			return 0
-		}
-		i, acc := nv.AsBigFloat().Int64()
-		if acc != big.Exact || i < int64(min) || i > 1<<20 {
-			bad(attr, fmt.Sprintf("%s must be a whole number from %d to %d.", attr, min, 1<<20))
-			return 0
-		}
-		return int(i)
-	}
+	return s, d.diags
+}
 
-	if v, ok := known("worker"); ok {
-		argv, err := StringList(v)
-		switch {
-		case err != nil:
-			bad("worker", fmt.Sprintf("worker is the worker's argument list, like [\"python3\", \"worker.py\"]: %s.", err))
-		case len(argv) == 0:
-			bad("worker", "worker must name a program: it is empty.")
-		default:
-			s.worker = argv
-		}
+// evalDecoder decodes an evaluate node's attributes, gathering what is
+// wrong with them. An attribute whose value is not known yet (plan time)
+// is left alone.
+type evalDecoder struct {
+	n     *Node
+	diags hcl.Diagnostics
+}
+
+func (d *evalDecoder) bad(attr, detail string) {
+	d.diags = append(d.diags, Diag("Invalid "+attr, detail, d.n.Ranges[attr])...)
+}
+
+// known is attr's value, unmarked, when it is set, known and not null.
+func (d *evalDecoder) known(attr string) (cty.Value, bool) {
+	v, ok := d.n.Args[attr]
+	if !ok || !v.IsWhollyKnown() || v.IsNull() {
+		return cty.NilVal, false
 	}
-	if v, ok := known("items"); ok {
-		ty := v.Type()
-		switch {
-		case ty == cty.String:
-			if p, ok := path("items", v.AsString()); ok {
-				s.itemsPath = p
-			}
-		case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
-			s.itemsInline = true
-			for it := v.ElementIterator(); it.Next(); {
-				_, e := it.Element()
-				if e.IsNull() {
-					bad("items", fmt.Sprintf("item %d is null.", len(s.itemsList)))
-					break
-				}
-				b, err := ctyjson.Marshal(e, e.Type())
-				if err != nil {
-					bad("items", fmt.Sprintf("item %d cannot be written as JSON: %s.", len(s.itemsList), err))
-					break
-				}
-				s.itemsList = append(s.itemsList, b)
-			}
-		default:
-			bad("items", fmt.Sprintf("items is the path of a JSONL or JSON dataset file, or a list of objects; not %s.", ty.FriendlyName()))
-		}
+	v, _ = v.UnmarkDeep()
+	return v, true
+}
+
+func (d *evalDecoder) str(attr string) (string, bool) {
+	v, ok := d.known(attr)
+	if !ok {
+		return "", false
 	}
-	if id, ok := str("item_id"); ok {
+	sv, err := convert.Convert(v, cty.String)
+	if err != nil || !v.Type().IsPrimitiveType() {
+		d.bad(attr, fmt.Sprintf("%s must be a string, not %s.", attr, v.Type().FriendlyName()))
+		return "", false
+	}
+	return sv.AsString(), true
+}
+
+func (d *evalDecoder) path(attr, p string) (string, bool) {
+	clean := filepath.Clean(p)
+	if p == "" || !filepath.IsLocal(clean) {
+		d.bad(attr, fmt.Sprintf("%q is not a workspace-relative path: paths must not be empty or absolute, nor leave the workspace with \"..\".", p))
+		return "", false
+	}
+	return clean, true
+}
+
+// count is attr's whole number, from min to 2^20 (0 when not set).
+func (d *evalDecoder) count(attr string, min int) int {
+	v, ok := d.known(attr)
+	if !ok {
+		return 0
+	}
+	nv, err := convert.Convert(v, cty.Number)
+	if err != nil {
+		d.bad(attr, fmt.Sprintf("%s must be a whole number.", attr))
+		return 0
+	}
+	i, acc := nv.AsBigFloat().Int64()
+	if acc != big.Exact || i < int64(min) || i > 1<<20 {
+		d.bad(attr, fmt.Sprintf("%s must be a whole number from %d to %d.", attr, min, 1<<20))
+		return 0
+	}
+	return int(i)
+}
+
+func (d *evalDecoder) worker(s *evalSpec) {
+	v, ok := d.known("worker")
+	if !ok {
+		return
+	}
+	argv, err := StringList(v)
+	switch {
+	case err != nil:
+		d.bad("worker", fmt.Sprintf("worker is the worker's argument list, like [\"python3\", \"worker.py\"]: %s.", err))
+	case len(argv) == 0:
+		d.bad("worker", "worker must name a program: it is empty.")
+	default:
+		s.worker = argv
+	}
+}
+
+// items is the dataset: a file's path, or the items themselves, as JSON.
+func (d *evalDecoder) items(s *evalSpec) {
+	v, ok := d.known("items")
+	if !ok {
+		return
+	}
+	ty := v.Type()
+	switch {
+	case ty == cty.String:
+		if p, ok := d.path("items", v.AsString()); ok {
+			s.itemsPath = p
+		}
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		s.itemsInline = true
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			if e.IsNull() {
+				d.bad("items", fmt.Sprintf("item %d is null.", len(s.itemsList)))
+				break
+			}
+			b, err := ctyjson.Marshal(e, e.Type())
+			if err != nil {
+				d.bad("items", fmt.Sprintf("item %d cannot be written as JSON: %s.", len(s.itemsList), err))
+				break
+			}
+			s.itemsList = append(s.itemsList, b)
+		}
+	default:
+		d.bad("items", fmt.Sprintf("items is the path of a JSONL or JSON dataset file, or a list of objects; not %s.", ty.FriendlyName()))
+	}
+}
+
+func (d *evalDecoder) itemID(s *evalSpec) {
+	if id, ok := d.str("item_id"); ok {
 		if id == "" {
-			bad("item_id", "item_id names the field holding each item's id; it is empty.")
+			d.bad("item_id", "item_id names the field holding each item's id; it is empty.")
 		} else {
 			s.itemID, s.itemIDSet = id, true
 		}
 	}
-	if v, ok := known("bundle"); ok {
-		list, err := StringList(v)
-		if err != nil {
-			bad("bundle", fmt.Sprintf("bundle is a list of workspace-relative files or folders: %s.", err))
-		}
-		for _, p := range list {
-			if clean, ok := path("bundle", p); ok {
-				s.bundle = append(s.bundle, clean)
-			}
+}
+
+func (d *evalDecoder) bundle(s *evalSpec) {
+	v, ok := d.known("bundle")
+	if !ok {
+		return
+	}
+	list, err := StringList(v)
+	if err != nil {
+		d.bad("bundle", fmt.Sprintf("bundle is a list of workspace-relative files or folders: %s.", err))
+	}
+	for _, p := range list {
+		if clean, ok := d.path("bundle", p); ok {
+			s.bundle = append(s.bundle, clean)
 		}
 	}
-	if m, ok := str("model"); ok {
+}
+
+func (d *evalDecoder) model(s *evalSpec) {
+	if m, ok := d.str("model"); ok {
 		if strings.TrimSpace(m) == "" {
-			bad("model", "model is the task model's id as the endpoints serve it; it is empty.")
+			d.bad("model", "model is the task model's id as the endpoints serve it; it is empty.")
 		} else {
 			s.model = m
 		}
 	}
-	if v, ok := known("runtime"); ok {
-		ty := v.Type()
-		if !(ty.IsObjectType() || ty.IsMapType()) {
-			bad("runtime", "runtime is an object of the settings that change a result: topology, framework, communication format, team size, decoding parameters, evaluation seed.")
-		} else if b, err := ctyjson.Marshal(v, ty); err != nil {
-			bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
-		} else {
-			dec := json.NewDecoder(bytes.NewReader(b))
-			dec.UseNumber()
-			if err := dec.Decode(&s.runtime); err != nil {
-				bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
-			}
+}
+
+// runtime is the object of settings that change a result, as JSON.
+func (d *evalDecoder) runtime(s *evalSpec) {
+	v, ok := d.known("runtime")
+	if !ok {
+		return
+	}
+	ty := v.Type()
+	if !(ty.IsObjectType() || ty.IsMapType()) {
+		d.bad("runtime", "runtime is an object of the settings that change a result: topology, framework, communication format, team size, decoding parameters, evaluation seed.")
+	} else if b, err := ctyjson.Marshal(v, ty); err != nil {
+		d.bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if err := dec.Decode(&s.runtime); err != nil {
+			d.bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
 		}
 	}
-	if v, ok := known("endpoints"); ok {
-		if v.Type() == cty.String {
-			s.endpoints = strings.Split(v.AsString(), ",")
-		} else if list, err := StringList(v); err != nil {
-			bad("endpoints", fmt.Sprintf("endpoints is a list of base URLs (or one comma-separated string): %s.", err))
-		} else {
-			s.endpoints = list
-		}
+}
+
+func (d *evalDecoder) endpoints(s *evalSpec) {
+	v, ok := d.known("endpoints")
+	if !ok {
+		return
 	}
-	s.replicas = count("replicas", 1)
-	s.maxInFlight = count("max_in_flight", 1)
-	s.epLimit = count("endpoint_concurrency", 0)
-	if _, ok := known("retry_infra"); ok {
-		s.retryInfra = count("retry_infra", 0)
+	if v.Type() == cty.String {
+		s.endpoints = strings.Split(v.AsString(), ",")
+	} else if list, err := StringList(v); err != nil {
+		d.bad("endpoints", fmt.Sprintf("endpoints is a list of base URLs (or one comma-separated string): %s.", err))
+	} else {
+		s.endpoints = list
 	}
-	if v, ok := known("item_timeout"); ok {
-		d, err := durationValue(v)
-		if err == nil && d <= 0 {
+}
+
+// limits are the counts and the item timeout.
+func (d *evalDecoder) limits(s *evalSpec) {
+	s.replicas = d.count("replicas", 1)
+	s.maxInFlight = d.count("max_in_flight", 1)
+	s.epLimit = d.count("endpoint_concurrency", 0)
+	if _, ok := d.known("retry_infra"); ok {
+		s.retryInfra = d.count("retry_infra", 0)
+	}
+	if v, ok := d.known("item_timeout"); ok {
+		t, err := durationValue(v)
+		if err == nil && t <= 0 {
 			err = errors.New("item_timeout must be positive")
 		}
 		if err != nil {
-			bad("item_timeout", err.Error()+".")
+			d.bad("item_timeout", err.Error()+".")
 		}
-		s.itemTimeout = d
+		s.itemTimeout = t
 	}
-	if p, ok := str("scores"); ok {
-		if clean, ok := path("scores", p); ok {
-			s.scores = clean
-		}
-	}
-	return s, diags
 }
 
 // retry is the items' retry policy: retry_infra's count, 0 meaning none.
@@ -693,29 +752,64 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	defer logFile.Close()
 	log := &syncWriter{w: logFile}
 
-	env := os.Environ()
-	env = append(env, "CAIRN_NODE="+n.Address, "CAIRN_NODE_KEY="+n.Key, "CAIRN_WORKSPACE="+root)
-	env = append(env, "CUDA_VISIBLE_DEVICES=") // the workers are clients of the endpoints
-	for _, k := range sortedEnvNames(n.Common.Env) {
-		env = append(env, k+"="+n.Common.Env[k])
-	}
-
 	if j, ok := rt.(Journaler); ok {
 		if err := j.NodeStarted(logPath); err != nil {
 			return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the run journal: %s", err)}, nil
 		}
 	}
 	jr := newItemJournal(rt, log)
+	cfg := evalConfig(n, rt, s, list, endpoints)
+	cfg.BundleDigest, cfg.ModelKey, cfg.WorkerDigest = bundle, modelKey, worker
+	cfg.Store, cfg.OnResult, cfg.Log = store, jr.add, log
+	if n.Common.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, n.Common.Timeout)
+		defer cancel()
+	}
+	sum, err := items.Evaluate(ctx, cfg)
+	if jerr := jr.close(); jerr != nil {
+		fmt.Fprintf(log, "cairn: cannot journal evaluated items: %s\n", jerr)
+	}
+	// The per-item results file is written whenever the evaluation got
+	// as far as its items, also when the node fails: what was stored can
+	// be read, and what failed says why.
+	var buf bytes.Buffer
+	scoresErr := sum.WriteScores(&buf, store)
+	written := err == nil || sum.Done > 0 // not when nothing was sent (preflight)
+	if scoresErr == nil && written {
+		scoresErr = atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false)
+	}
+	if err != nil {
+		return evalFailure(ctx, err, n, s, sum, len(endpoints) > 0, written && scoresErr == nil, logPath)
+	}
+	if scoresErr != nil {
+		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, scoresErr)}, nil
+	}
+	return evalResult(n, root, s, sum, EvaluateResult{
+		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: sum.MeanScore,
+		ScoresFile: s.scores, ScoresDigest: digestBytes(buf.Bytes()),
+		Model: s.model, BundleDigest: bundle, WorkerDigest: worker,
+	})
+}
+
+// evalConfig is the evaluation of the node's items by its workers (their
+// environment, the endpoints, the limits, progress), less the store, the
+// journal and the log.
+func evalConfig(n *Node, rt Runtime, s evalSpec, list []items.Item, endpoints []string) items.Config {
+	root := rt.Root()
+	env := os.Environ()
+	env = append(env, "CAIRN_NODE="+n.Address, "CAIRN_NODE_KEY="+n.Key, "CAIRN_WORKSPACE="+root)
+	env = append(env, "CUDA_VISIBLE_DEVICES=") // the workers are clients of the endpoints
+	for _, k := range sortedEnvNames(n.Common.Env) {
+		env = append(env, k+"="+n.Common.Env[k])
+	}
 	cfg := items.Config{
 		Worker: s.worker, Env: env, Dir: root,
-		Items:        list,
-		BundleDigest: bundle, ModelID: s.model, ModelKey: modelKey, Runtime: s.runtime, WorkerDigest: worker,
+		Items:   list,
+		ModelID: s.model, Runtime: s.runtime,
 		Replicas: s.replicas, MaxInFlight: s.maxInFlight, ItemTimeout: s.itemTimeout,
 		Endpoints: endpoints, EndpointConcurrency: s.epLimit,
-		Store:    store,
 		Progress: &linePrefixer{w: rt.Stderr(), prefix: "  · " + n.Address + "  "},
-		OnResult: jr.add,
-		Log:      log,
 	}
 	if ws, ok := rt.(WorkerStarter); ok {
 		cfg.Launcher = ws.WorkerLauncher()
@@ -731,39 +825,27 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		// worker, Evaluate stops with ErrWorker when any item needs one.
 		cfg.Worker = nil
 	}
-	if n.Common.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, n.Common.Timeout)
-		defer cancel()
-	}
-	sum, err := items.Evaluate(ctx, cfg)
-	if jerr := jr.close(); jerr != nil {
-		fmt.Fprintf(log, "cairn: cannot journal evaluated items: %s\n", jerr)
-	}
+	return cfg
+}
+
+// evalFailure is the outcome of an evaluation that ended with err: its
+// class and what to do, naming the per-item results file when it was
+// written (scored).
+func evalFailure(ctx context.Context, err error, n *Node, s evalSpec, sum items.Summary, haveEndpoints, scored bool, logPath string) (*Outcome, error) {
 	counts := fmt.Sprintf("%d evaluated, %d from the store, %d failed, %d infrastructure failures", sum.Evaluated, sum.FromCache, sum.Failed, sum.InfraFailures)
-	// The per-item results file is written whenever the evaluation got
-	// as far as its items, also when the node fails: what was stored can
-	// be read, and what failed says why.
-	var buf bytes.Buffer
-	scoresErr := sum.WriteScores(&buf, store)
-	written := err == nil || sum.Done > 0 // not when nothing was sent (preflight)
-	if scoresErr == nil && written {
-		scoresErr = atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false)
-	}
 	failed := func(class, format string, args ...any) (*Outcome, error) {
 		msg := fmt.Sprintf(format, args...)
-		if written && scoresErr == nil {
+		if scored {
 			msg += fmt.Sprintf("; per-item results in %s", s.scores)
 		}
 		return &Outcome{Class: class, Message: msg, RunCounts: runCounts(sum.Counts)}, nil
 	}
 	switch {
-	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return failed(failclass.Timeout, "the evaluation passed the stage's timeout of %s (%s); the stored items are kept", n.Common.Timeout, counts)
 	case ctx.Err() != nil:
 		return failed(failclass.Interrupted, "interrupted (%s); the stored items are kept", counts)
-	case len(endpoints) == 0 && errors.Is(err, items.ErrWorker):
+	case !haveEndpoints && errors.Is(err, items.ErrWorker):
 		return failed(failclass.Setup, "%d of %d items have no stored result and no task model endpoint is configured: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL",
 			sum.Total-sum.FromCache, sum.Total)
 	case errors.Is(err, items.ErrPreflight):
@@ -776,15 +858,11 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	default:
 		return failed(failclass.Infra, "%s (%s)", err, counts)
 	}
+}
 
-	if scoresErr != nil {
-		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, scoresErr)}, nil
-	}
-	res := EvaluateResult{
-		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: sum.MeanScore,
-		ScoresFile: s.scores, ScoresDigest: digestBytes(buf.Bytes()),
-		Model: s.model, BundleDigest: bundle, WorkerDigest: worker,
-	}
+// evalResult is the outcome of an evaluation that ended well: its result,
+// also written to the stage's result file when it names one.
+func evalResult(n *Node, root string, s evalSpec, sum items.Summary, res EvaluateResult) (*Outcome, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
