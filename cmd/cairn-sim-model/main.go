@@ -1,5 +1,5 @@
 // Command cairn-sim-model serves a SIMULATED task model: an OpenAI-compatible
-// HTTP server (GET /v1/models, POST /v1/chat/completions) with deterministic
+// HTTP server (chat, completions, embeddings, vLLM's tokenizer endpoints) with deterministic
 // answers, configurable latency and failure rate, and a request log. It runs
 // no model; it stands in for a vLLM replica in tests and demos.
 //
@@ -61,7 +61,10 @@ It runs no model: answers are a deterministic function of (model, messages).
 Arithmetic questions ("What is 17 + 25?") get the number, wrong for a share
 --wrong-rate of them; anything else gets "simulated answer <digest>".
 The first line on stdout is the base URL (http://HOST:PORT/v1); as from vLLM,
-the API is served under /v1 only (GET /v1/models, POST /v1/chat/completions).
+the API is served under /v1 (GET /v1/models, POST /v1/chat/completions,
+/v1/completions with echo and logprobs, /v1/embeddings; streamed or not),
+and vLLM's tokenizer endpoints at the root (GET /tokenizer_info, POST
+/tokenize, /detokenize) with a byte-level tokenizer.
 
 Usage: cairn-sim-model [flags]
 

@@ -1,5 +1,6 @@
 // Package simmodel is a SIMULATED task model: a small OpenAI-compatible HTTP
-// server (GET /v1/models, POST /v1/chat/completions) whose answers are a
+// server (GET /v1/models, POST /v1/chat/completions; and, in openai.go, the
+// completions, embeddings and tokenizer endpoints) whose answers are a
 // deterministic function of the model id and the messages. It stands in for a
 // vLLM replica in cairn's tests and demos; it runs no model.
 //
@@ -95,6 +96,14 @@ type Server struct {
 	chats  atomic.Int64
 	failed atomic.Int64
 	born   time.Time
+	draws  atomic.Int64 // samples drawn (see serveSampledChat)
+}
+
+// wait sleeps the configured latency.
+func (s *Server) wait() {
+	if s.cfg.Latency > 0 {
+		time.Sleep(s.cfg.Latency)
+	}
 }
 
 // New returns a simulated server.
@@ -125,9 +134,10 @@ func (s *Server) Answer(model string, messages []Message) string {
 	return Answer(model, messages, s.cfg.WrongRate)
 }
 
-// ServeHTTP serves /v1/models and /v1/chat/completions, and nothing else:
-// as vLLM, the OpenAI API is under /v1 only, so an endpoint is the base URL
-// http://HOST:PORT/v1.
+// ServeHTTP serves /v1/models, /v1/chat/completions, /v1/completions,
+// /v1/embeddings and vLLM's tokenizer endpoints (/tokenizer_info, /tokenize,
+// /detokenize): as vLLM, the OpenAI API is under /v1 only, so an endpoint is
+// the base URL http://HOST:PORT/v1.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
 	case "/health":
@@ -145,6 +155,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveChat(w, r)
+	case "/v1/completions", "/v1/embeddings", "/tokenize", "/detokenize":
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "use POST", "invalid_request_error")
+			return
+		}
+		s.serveMore(w, r, path)
+	case "/tokenizer_info":
+		s.serveMore(w, r, path)
 	case "/models", "/chat/completions":
 		writeError(w, http.StatusNotFound, "no route "+r.URL.Path+": the OpenAI API is served under /v1, as vLLM serves it; use http://HOST:PORT/v1 as the base URL", "invalid_request_error")
 	default:
@@ -181,8 +199,12 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Model    string    `json:"model"`
-		Messages []Message `json:"messages"`
+		Model       string    `json:"model"`
+		Messages    []Message `json:"messages"`
+		Stream      bool      `json:"stream"`
+		Temperature *float64  `json:"temperature"`
+		Seed        *int64    `json:"seed"`
+		N           int       `json:"n"`
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	if err == nil {
@@ -232,6 +254,14 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	answer := Answer(req.Model, req.Messages, s.cfg.WrongRate)
+	if req.Temperature != nil && *req.Temperature > 0 && req.Seed == nil || req.N > 1 {
+		s.serveSampledChat(w, req.Model, digest, answer, req.N, req.Stream)
+		return
+	}
+	if req.Stream {
+		s.streamChat(w, req.Model, digest, []string{answer})
+		return
+	}
 	completion := len(strings.Fields(answer))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id":      "chatcmpl-sim-" + strings.TrimPrefix(digest, "sha256:")[:24],

@@ -1,0 +1,298 @@
+package modelcache
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/sim/simmodel"
+)
+
+type env struct {
+	t     *testing.T
+	sim   *simmodel.Running
+	cache string
+}
+
+func newEnv(t *testing.T, cfg simmodel.Config) *env {
+	t.Helper()
+	sim, err := simmodel.Start(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	return &env{t: t, sim: sim, cache: t.TempDir()}
+}
+
+// start opens a cache server on the env's store (a process of its own, as
+// far as claims go).
+func (e *env) start(weights map[string]string) *Server {
+	e.t.Helper()
+	st, err := items.OpenStore(e.cache, items.StoreOptions{NoSync: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s, err := Start(Config{Endpoints: []string{e.sim.URL}, Store: st, Weights: weights})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { s.Close(); st.Close() })
+	return s
+}
+
+func post(t *testing.T, url, body string) (int, string, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), b
+}
+
+func TestCacheReplaysEveryKindByteIdentical(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	reqs := map[string]string{
+		"/chat/completions":        `{"model":"sim-model","messages":[{"role":"user","content":"What is 2 + 3?"}],"temperature":0}`,
+		"/chat/completions#stream": `{"model":"sim-model","messages":[{"role":"user","content":"say something long"}],"temperature":0,"stream":true}`,
+		"/completions":             `{"model":"sim-model","prompt":[[72,105,32,116,104,101,114,101]],"echo":true,"logprobs":1,"max_tokens":1,"temperature":0}`,
+		"/completions#stream":      `{"model":"sim-model","prompt":"Once upon","max_tokens":8,"temperature":0,"stream":true}`,
+		"/embeddings":              `{"model":"sim-model","input":["a","b"]}`,
+	}
+	first := map[string][]byte{}
+	s := e.start(nil)
+	for p, body := range reqs {
+		path, _, _ := strings.Cut(p, "#")
+		code, ct, b := post(t, s.URL+path, body)
+		if code != 200 {
+			t.Fatalf("%s: status %d: %s", p, code, b)
+		}
+		if strings.HasSuffix(p, "#stream") && !strings.HasPrefix(ct, "text/event-stream") || !strings.HasSuffix(p, "#stream") && ct != "application/json" {
+			t.Errorf("%s: content type %q", p, ct)
+		}
+		first[p] = b
+	}
+	if c := s.Counts(); c.Forwarded != int64(len(reqs)) || c.FromStore != 0 {
+		t.Fatalf("first pass counts %+v, want %d forwarded", c, len(reqs))
+	}
+	if !bytes.Contains(first["/completions"], []byte(`"token_logprobs":[null,`)) {
+		t.Errorf("echo+logprobs answer lacks the prompt's logprobs: %s", first["/completions"])
+	}
+	if !bytes.HasSuffix(first["/chat/completions#stream"], []byte("data: [DONE]\n\n")) {
+		t.Errorf("stream does not end in [DONE]: %q", first["/chat/completions#stream"])
+	}
+	// A new process on the same store (a resumed run): everything from the
+	// store, byte for byte, none forwarded.
+	before := e.sim.ChatRequests()
+	s2 := e.start(nil)
+	for p, body := range reqs {
+		path, _, _ := strings.Cut(p, "#")
+		_, _, b := post(t, s2.URL+path, body)
+		if !bytes.Equal(b, first[p]) {
+			t.Errorf("%s: replay differs:\n%s\nwant\n%s", p, b, first[p])
+		}
+	}
+	if c := s2.Counts(); c.Forwarded != 0 || c.FromStore != int64(len(reqs)) {
+		t.Errorf("replay counts %+v, want all %d from the store", c, len(reqs))
+	}
+	if got := e.sim.ChatRequests(); got != before {
+		t.Errorf("the model got %d requests on replay", got-before)
+	}
+}
+
+func TestCacheIgnoresFieldsThatDoNotChangeTheAnswer(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	s := e.start(nil)
+	post(t, s.URL+"/chat/completions", `{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"temperature":0,"user":"alice"}`)
+	_, _, b := post(t, s.URL+"/chat/completions", `{ "user":"bob", "temperature":0, "messages":[{"content":"hi","role":"user"}],"model":"sim-model","metadata":{"x":"y"}}`)
+	if c := s.Counts(); c.Forwarded != 1 || c.FromStore != 1 {
+		t.Errorf("counts %+v: a request differing in user, metadata, key order and spacing must be a hit: %s", c, b)
+	}
+	post(t, s.URL+"/chat/completions", `{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"temperature":0,"max_tokens":5}`)
+	if c := s.Counts(); c.Forwarded != 2 {
+		t.Errorf("counts %+v: max_tokens changes the answer and must be forwarded", c)
+	}
+}
+
+func TestCacheWeightsEnterTheKey(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	body := `{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"temperature":0}`
+	post(t, e.start(map[string]string{"sim-model": "sha256:aaaa"}).URL+"/chat/completions", body)
+	s := e.start(map[string]string{"sim-model": "sha256:bbbb"})
+	post(t, s.URL+"/chat/completions", body)
+	if c := s.Counts(); c.Forwarded != 1 {
+		t.Errorf("other weights under the same model id were answered from the store: %+v", c)
+	}
+	s3 := e.start(map[string]string{"sim-model": "sha256:aaaa"})
+	post(t, s3.URL+"/chat/completions", body)
+	if c := s3.Counts(); c.FromStore != 1 {
+		t.Errorf("the same weights were forwarded again: %+v", c)
+	}
+}
+
+func chatContent(t *testing.T, b []byte) string {
+	t.Helper()
+	var v struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || len(v.Choices) == 0 {
+		t.Fatalf("not a chat completion: %s", b)
+	}
+	return v.Choices[0].Message.Content
+}
+
+func TestCacheSamplingKeepsOccurrences(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	body := `{"model":"sim-model","messages":[{"role":"user","content":"tell a story"}],"temperature":1}`
+	s := e.start(nil)
+	var first []string
+	seen := map[string]bool{}
+	for range 5 {
+		_, _, b := post(t, s.URL+"/chat/completions", body)
+		a := chatContent(t, b)
+		first = append(first, a)
+		seen[a] = true
+	}
+	if len(seen) != 5 || s.Counts().Forwarded != 5 {
+		t.Fatalf("5 samples at temperature 1 gave %d distinct answers, %d forwarded: %q", len(seen), s.Counts().Forwarded, first)
+	}
+	// The next run: the k-th request gets the k-th stored answer.
+	s2 := e.start(nil)
+	for k := range 5 {
+		_, _, b := post(t, s2.URL+"/chat/completions", body)
+		if a := chatContent(t, b); a != first[k] {
+			t.Errorf("sample %d replayed as %q, want %q", k+1, a, first[k])
+		}
+	}
+	if c := s2.Counts(); c.Forwarded != 0 {
+		t.Errorf("replay forwarded %d", c.Forwarded)
+	}
+	// A sixth asks the model.
+	post(t, s2.URL+"/chat/completions", body)
+	if c := s2.Counts(); c.Forwarded != 1 {
+		t.Errorf("a 6th sample was not forwarded: %+v", c)
+	}
+	// With a seed, identical requests are one request.
+	seeded := `{"model":"sim-model","messages":[{"role":"user","content":"tell a story"}],"temperature":1,"seed":7}`
+	post(t, s2.URL+"/chat/completions", seeded)
+	post(t, s2.URL+"/chat/completions", seeded)
+	if c := s2.Counts(); c.Forwarded != 2 {
+		t.Errorf("a seeded request was forwarded twice: %+v", c)
+	}
+}
+
+func TestCacheRefusesMalformedWithoutForwarding(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	s := e.start(nil)
+	for body, want := range map[string]string{
+		`{"model":"sim-model","messages":`:                        "not a JSON object",
+		`{"messages":[]}`:                                         `no "model"`,
+		`{"model":"sim-model"}`:                                   `no "messages"`,
+		`{"model":"sim-model","messages":"hi"}`:                   `"messages" that is not a list`,
+		`{"model":"sim-model","messages":[],"temperature":"hot"}`: `"temperature" that is not a number`,
+	} {
+		code, _, raw := post(t, s.URL+"/chat/completions", body)
+		var v struct{ Error struct{ Message string } }
+		_ = json.Unmarshal(raw, &v)
+		b := v.Error.Message
+		if code != 400 || !strings.Contains(b, want) || !strings.Contains(b, "not forwarded") {
+			t.Errorf("%s: got %d %s, want 400 saying %q", body, code, b, want)
+		}
+	}
+	if e.sim.ChatRequests() != 0 || s.Counts().Refused != 5 {
+		t.Errorf("malformed requests reached the model (%d) or were not counted: %+v", e.sim.ChatRequests(), s.Counts())
+	}
+}
+
+func TestCacheDoesNotStoreServerErrors(t *testing.T) {
+	e := newEnv(t, simmodel.Config{FailRate: 1})
+	s := e.start(nil)
+	body := `{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"temperature":0}`
+	for range 2 {
+		if code, _, _ := post(t, s.URL+"/chat/completions", body); code != 503 {
+			t.Fatalf("status %d, want the endpoint's 503", code)
+		}
+	}
+	if c := s.Counts(); c.Forwarded != 2 || c.Failed != 2 || c.FromStore != 0 {
+		t.Errorf("a 503 was stored: %+v", c)
+	}
+	// 4xx: a 404 (model not served) is not stored; a 400 from the model is.
+	nf := `{"model":"nope","messages":[{"role":"user","content":"hi"}],"temperature":0}`
+	post(t, s.URL+"/chat/completions", nf)
+	post(t, s.URL+"/chat/completions", nf)
+	if c := s.Counts(); c.Forwarded != 4 {
+		t.Errorf("a 404 was stored: %+v", c)
+	}
+}
+
+func TestCacheStoresBadRequestAnswers(t *testing.T) {
+	e := newEnv(t, simmodel.Config{MaxModelLen: 2})
+	s := e.start(nil)
+	body := `{"model":"sim-model","messages":[{"role":"user","content":"one two three"}],"temperature":0}`
+	c1, _, b1 := post(t, s.URL+"/chat/completions", body)
+	c2, _, b2 := post(t, s.URL+"/chat/completions", body)
+	if c1 != 400 || c2 != 400 || !bytes.Equal(b1, b2) || s.Counts().Forwarded != 1 {
+		t.Errorf("the model's 400 (context too long) is not replayed: %d %d %+v", c1, c2, s.Counts())
+	}
+}
+
+func TestCachePassesTokenizerThrough(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	s := e.start(nil)
+	root := strings.TrimSuffix(s.URL, "/v1")
+	code, _, b := post(t, root+"/tokenize", `{"model":"sim-model","prompt":"Hi"}`)
+	if code != 200 || !strings.Contains(string(b), `"tokens":[72,105]`) {
+		t.Errorf("tokenize: %d %s", code, b)
+	}
+	code, _, b = post(t, root+"/detokenize", `{"model":"sim-model","tokens":[72,105]}`)
+	if code != 200 || !strings.Contains(string(b), `"prompt":"Hi"`) {
+		t.Errorf("detokenize: %d %s", code, b)
+	}
+	resp, err := http.Get(root + "/tokenizer_info")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("tokenizer_info: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if c := s.Counts(); c.PassThrough != 3 || c.Forwarded != 0 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+func TestCacheTwoProcessesForwardEachRequestOnce(t *testing.T) {
+	e := newEnv(t, simmodel.Config{Latency: 20 * time.Millisecond})
+	a, b := e.start(nil), e.start(nil)
+	const distinct = 20
+	var wg sync.WaitGroup
+	for _, s := range []*Server{a, b, a, b} {
+		for i := range distinct {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := fmt.Sprintf(`{"model":"sim-model","messages":[{"role":"user","content":"What is %d + 1?"}],"temperature":0}`, i)
+				if code, _, out := post(t, s.URL+"/chat/completions", body); code != 200 {
+					t.Errorf("status %d: %s", code, out)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if got := e.sim.ChatRequests(); got != distinct {
+		t.Errorf("the model got %d requests for %d distinct ones", got, distinct)
+	}
+	if f := a.Counts().Forwarded + b.Counts().Forwarded; f != distinct {
+		t.Errorf("forwarded %d, want %d", f, distinct)
+	}
+}
