@@ -240,8 +240,11 @@ func (c *Config) CheckRefs(refs []Ref, rc RefContext) hcl.Diagnostics {
 				bad("Invalid each reference", fmt.Sprintf("each has key and value; there is no each.%s.", r.Name))
 			}
 		case "self":
-			if !rc.AllowSelf {
-				bad("Invalid self reference", "self is available only inside a stage's postcondition block.")
+			if !rc.AllowSelf && rc.Stage != nil && r.Name == "model_cache" {
+				// self.model_cache.url: the stage's model-call cache
+				// (docs/model-cache.md), in its attributes.
+			} else if !rc.AllowSelf {
+				bad("Invalid self reference", "self is available only inside a stage's postcondition block (and self.model_cache.url in a stage's attributes).")
 			} else if r.Name != "" && !slices.Contains(InstanceAttrs, r.Name) {
 				bad("Unsupported attribute", notDeclared("instance attribute", r.Name, InstanceAttrs,
 					"self is the stage instance: "+strings.Join(InstanceAttrs, ", ")+"; a field of the result file is self.result.NAME."))

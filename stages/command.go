@@ -16,7 +16,13 @@ import (
 //	stage "command" "NAME" {
 //	  run   = ["python", "train.py", "--seed", "1"]   # an argument list, no shell
 //	  shell = false                                   # true: run is one string for /bin/sh -c
+//	  model_cache = {                                 # optional (docs/model-cache.md)
+//	    endpoints = ["http://gpu1:8000/v1"]
+//	  }
 //	}
+//
+// With model_cache, cairn serves a model-call cache on loopback for the
+// life of the process (commandcache.go).
 type Command struct{}
 
 func init() { Register(Command{}) }
@@ -35,12 +41,18 @@ func (Command) Schema() *hcl.BodySchema {
 	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "run", Required: true},
 		{Name: "shell"},
+		{Name: "model_cache"},
 	}}
 }
 
 // Check implements Kind.
 func (Command) Check(n *Node) hcl.Diagnostics {
-	_, diags := commandArgv(n)
+	p, diags := commandArgv(n)
+	_, mdiags := decodeModelCache(n)
+	diags = append(diags, mdiags...)
+	if !diags.HasErrors() && !hasModelCache(n) && usesModelCacheURL(p) {
+		diags = append(diags, Diag("Invalid run", "run uses self.model_cache.url, but the stage has no model_cache: add model_cache = { endpoints = [...] } (docs/model-cache.md).", n.Ranges["run"])...)
+	}
 	return diags
 }
 
@@ -49,6 +61,9 @@ func (Command) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	p, diags := commandArgv(n)
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	if hasModelCache(n) {
+		return runWithModelCache(ctx, n, rt, p)
 	}
 	res, err := rt.Exec(ctx, p)
 	if err != nil {

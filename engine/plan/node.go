@@ -34,6 +34,13 @@ import (
 // when known, unknown values otherwise.
 type instanceFunc func(n *Node) cty.Value
 
+// selfInAttrs is self as a stage's attributes see it: self.model_cache.url
+// only, a stand-in the command kind replaces with its model cache's URL
+// when the process starts (docs/model-cache.md).
+var selfInAttrs = cty.ObjectVal(map[string]cty.Value{
+	"model_cache": cty.ObjectVal(map[string]cty.Value{"url": cty.StringVal(stages.ModelCacheURL)}),
+})
+
 // evalContext builds the context a node's expressions see: var, local,
 // path, each, and stage objects holding the node's upstream instances.
 func (g *Graph) evalContext(n *Node, inst instanceFunc) *hcl.EvalContext {
@@ -44,7 +51,8 @@ func (g *Graph) evalContext(n *Node, inst instanceFunc) *hcl.EvalContext {
 // is set: a node whose expressions never mention stage does not pay for
 // building its upstreams' instance objects.
 func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.EvalContext {
-	extra := make(map[string]cty.Value, 2)
+	extra := make(map[string]cty.Value, 3)
+	extra["self"] = selfInAttrs
 	if n.Inst.Keyed {
 		each := n.each
 		if each == cty.NilVal {

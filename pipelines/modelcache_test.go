@@ -1,0 +1,93 @@
+package pipelines_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/sim/simmodel"
+)
+
+// A command stage with model_cache: the process finds the cache's URL in
+// self.model_cache.url and OPENAI_BASE_URL; a second pipeline asking the
+// same requests sends none to the model.
+
+const cacheClient = `import json, os, sys, urllib.request
+url = sys.argv[1]
+assert url == os.environ["OPENAI_BASE_URL"] == os.environ["OPENAI_API_BASE"], (url, os.environ["OPENAI_BASE_URL"])
+out = []
+for i in range(int(sys.argv[2])):
+    body = json.dumps({"model": "sim-model", "temperature": 0,
+        "messages": [{"role": "user", "content": "What is %d + 1?" % i}]}).encode()
+    req = urllib.request.Request(url + "/chat/completions", body, {"Content-Type": "application/json"})
+    out.append(json.load(urllib.request.urlopen(req))["choices"][0]["message"]["content"])
+open(sys.argv[3], "w").write("\n".join(out) + "\n")
+`
+
+func cachePipeline(stage, endpoint string, n int) string {
+	return fmt.Sprintf(`stage "command" %q {
+  run         = ["python3", "client.py", self.model_cache.url, "%d", "%s.txt"]
+  inputs      = ["client.py"]
+  outputs     = ["%s.txt"]
+  model_cache = { endpoints = [%q] }
+}
+`, stage, n, stage, stage, endpoint)
+}
+
+var cacheCounts = regexp.MustCompile(`model cache: (\d+) from store, (\d+) forwarded, (\d+) in flight, (\d+) failed`)
+
+func cacheFigures(t *testing.T, out string) (fromStore, forwarded int) {
+	t.Helper()
+	m := cacheCounts.FindStringSubmatch(out)
+	require.NotNil(t, m, "no model cache counts in:\n%s", out)
+	a, _ := strconv.Atoi(m[1])
+	b, _ := strconv.Atoi(m[2])
+	return a, b
+}
+
+func TestModelCacheStageServesTheProcess(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3 for the client script")
+	}
+	w := newWorkspace(t, "sim:0")
+	sim, err := simmodel.Start(simmodel.Config{}, "")
+	require.NoError(t, err)
+	defer sim.Close()
+	w.write("client.py", cacheClient)
+	w.write("a.hcl", cachePipeline("first", sim.URL, 6))
+	out, code := w.run("apply", "a.hcl")
+	require.Equal(t, 0, code, out)
+	fromStore, forwarded := cacheFigures(t, out)
+	require.Equal(t, [2]int{0, 6}, [2]int{fromStore, forwarded}, out)
+	require.Equal(t, 6, sim.ChatRequests())
+	first, err := os.ReadFile(filepath.Join(w.dir, "first.txt"))
+	require.NoError(t, err)
+
+	// Another pipeline (another stage, same requests): all from the store.
+	w.write("b.hcl", cachePipeline("second", sim.URL, 6))
+	out, code = w.run("apply", "b.hcl")
+	require.Equal(t, 0, code, out)
+	fromStore, forwarded = cacheFigures(t, out)
+	require.Equal(t, [2]int{6, 0}, [2]int{fromStore, forwarded}, out)
+	require.Equal(t, 6, sim.ChatRequests(), "the second pipeline reached the model")
+	second, err := os.ReadFile(filepath.Join(w.dir, "second.txt"))
+	require.NoError(t, err)
+	require.Equal(t, string(first), string(second))
+}
+
+func TestModelCacheURLNeedsTheBlock(t *testing.T) {
+	w := newWorkspace(t, "sim:0")
+	w.write("a.hcl", `stage "command" "x" {
+  run = ["echo", self.model_cache.url]
+}
+`)
+	out, code := w.run("plan", "a.hcl")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "has no model_cache")
+}

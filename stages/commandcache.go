@@ -1,0 +1,215 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/stages/modelcache"
+)
+
+// ModelCacheURL is what self.model_cache.url reads in a stage's
+// attributes: a fixed stand-in, so that the node's key never holds a port,
+// replaced in the process's arguments and environment by the cache's real
+// URL when the process starts.
+const ModelCacheURL = "http://cairn-model-cache.invalid/v1"
+
+// modelCacheSpec is a command stage's model_cache attribute, decoded.
+type modelCacheSpec struct {
+	Endpoints []string
+	Weights   map[string]string
+	Timeout   time.Duration
+}
+
+func hasModelCache(n *Node) bool {
+	v, ok := n.Args["model_cache"]
+	return ok && v != cty.NilVal && !v.IsNull()
+}
+
+// usesModelCacheURL reports whether p's arguments mention
+// self.model_cache.url.
+func usesModelCacheURL(p Proc) bool {
+	for _, a := range p.Argv {
+		if strings.Contains(a, ModelCacheURL) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeModelCache decodes model_cache = { endpoints = [...], weights =
+// {MODEL = DIGEST}, timeout = "10m" }; unknown values (plan time) pass.
+func decodeModelCache(n *Node) (*modelCacheSpec, hcl.Diagnostics) {
+	if !hasModelCache(n) {
+		return nil, nil
+	}
+	rng := n.Ranges["model_cache"]
+	v := unmarkDeep(n.Args["model_cache"])
+	if !v.IsWhollyKnown() {
+		return nil, nil
+	}
+	bad := func(msg string) (*modelCacheSpec, hcl.Diagnostics) {
+		return nil, Diag("Invalid model_cache", msg+" (docs/model-cache.md)", rng)
+	}
+	ty := v.Type()
+	if !ty.IsObjectType() && !ty.IsMapType() {
+		return bad("model_cache is an object: { endpoints = [\"http://HOST:PORT/v1\"], weights = { MODEL = DIGEST }, timeout = \"10m\" }.")
+	}
+	spec := &modelCacheSpec{}
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		switch name := k.AsString(); name {
+		case "endpoints":
+			eps, err := StringList(ev)
+			if err != nil || len(eps) == 0 {
+				return bad("model_cache.endpoints is a non-empty list of base URLs, each ending in /v1 (a serve stage's endpoints, or URLs).")
+			}
+			for _, e := range eps {
+				if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+					return bad(fmt.Sprintf("model_cache.endpoints: %q is not an http(s) URL.", e))
+				}
+				spec.Endpoints = append(spec.Endpoints, strings.TrimSuffix(e, "/"))
+			}
+		case "weights":
+			if ev.IsNull() {
+				continue
+			}
+			if !ev.Type().IsObjectType() && !ev.Type().IsMapType() {
+				return bad("model_cache.weights maps each model id to the digest of the weights served under it.")
+			}
+			spec.Weights = map[string]string{}
+			for wi := ev.ElementIterator(); wi.Next(); {
+				mk, mv := wi.Element()
+				if mv.IsNull() || !mv.Type().Equals(cty.String) {
+					return bad(fmt.Sprintf("model_cache.weights[%q] is not a string.", mk.AsString()))
+				}
+				spec.Weights[mk.AsString()] = mv.AsString()
+			}
+		case "timeout":
+			if ev.IsNull() || !ev.Type().Equals(cty.String) {
+				return bad("model_cache.timeout is a duration such as \"10m\".")
+			}
+			d, err := time.ParseDuration(ev.AsString())
+			if err != nil || d <= 0 {
+				return bad(fmt.Sprintf("model_cache.timeout %q is not a positive duration such as \"90s\" or \"10m\".", ev.AsString()))
+			}
+			spec.Timeout = d
+		default:
+			return bad(fmt.Sprintf("model_cache has no field %q; it has endpoints, weights and timeout.", name))
+		}
+	}
+	if len(spec.Endpoints) == 0 {
+		return bad("model_cache needs endpoints: the real endpoints' base URLs, each ending in /v1.")
+	}
+	return spec, nil
+}
+
+// KeyValue implements KeyTransformer: of model_cache, only the weights
+// enter the node's key; the endpoints and the timeout say where and how
+// the answers are fetched, not what they are.
+func (Command) KeyValue(attr string, v cty.Value) cty.Value {
+	if attr != "model_cache" || v.IsNull() || !v.IsKnown() {
+		return v
+	}
+	u, marks := v.Unmark()
+	if !u.Type().IsObjectType() && !u.Type().IsMapType() {
+		return v
+	}
+	kept := map[string]cty.Value{}
+	for it := u.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		if k.AsString() == "weights" {
+			kept["weights"] = ev
+		}
+	}
+	return cty.ObjectVal(kept).WithMarks(marks)
+}
+
+// runWithModelCache runs p with a model-call cache serving on loopback for
+// its life: its URL replaces self.model_cache.url in the arguments and the
+// environment, and is in OPENAI_BASE_URL, OPENAI_API_BASE and
+// CAIRN_MODEL_CACHE_URL.
+func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outcome, error) {
+	spec, diags := decodeModelCache(n)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	st, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{})
+	if err != nil {
+		return &Outcome{Class: failclass.Infra, Message: "model cache: " + err.Error()}, nil
+	}
+	defer st.Close()
+	j, _ := rt.(Journaler)
+	var jmu sync.Mutex
+	srv, err := modelcache.Start(modelcache.Config{
+		Endpoints: spec.Endpoints, Store: st, Weights: spec.Weights, Timeout: spec.Timeout,
+		OnStored: func(path, model, key string) {
+			if j == nil {
+				return
+			}
+			jmu.Lock()
+			defer jmu.Unlock()
+			_ = j.JournalItems([]ItemRecord{{Item: "model-call " + path + " " + model, Key: key}})
+		},
+	})
+	if err != nil {
+		return &Outcome{Class: failclass.Infra, Message: err.Error()}, nil
+	}
+	defer srv.Close()
+	for i, a := range p.Argv {
+		p.Argv[i] = strings.ReplaceAll(a, ModelCacheURL, srv.URL)
+	}
+	env := make(map[string]string, len(p.Env)+len(n.Common.Env)+3)
+	for k, v := range n.Common.Env {
+		if strings.Contains(v, ModelCacheURL) {
+			env[k] = strings.ReplaceAll(v, ModelCacheURL, srv.URL)
+		}
+	}
+	for k, v := range p.Env {
+		env[k] = strings.ReplaceAll(v, ModelCacheURL, srv.URL)
+	}
+	env["OPENAI_BASE_URL"] = srv.URL
+	env["OPENAI_API_BASE"] = srv.URL
+	env["CAIRN_MODEL_CACHE_URL"] = srv.URL
+	p.Env = env
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	if pr, ok := rt.(ProgressReporter); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					pr.Progress(srv.Counts().String())
+				}
+			}
+		}()
+	}
+	res, err := rt.Exec(ctx, p)
+	close(stop)
+	wg.Wait()
+	c := srv.Counts()
+	if w := rt.Stderr(); w != nil {
+		_, _ = io.WriteString(w, n.Address+": "+c.String()+fmt.Sprintf(", %d refused as malformed\n", c.Refused))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Class: res.Class, Message: res.Message, Proc: res, RunCounts: map[string]int{
+		"model_cache_from_store": int(c.FromStore), "model_cache_forwarded": int(c.Forwarded),
+		"model_cache_failed": int(c.Failed), "model_cache_refused": int(c.Refused),
+	}}, nil
+}
