@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -109,8 +110,29 @@ func tokenString(t int) string {
 	return Detokenize([]int{t})
 }
 
-// greedy is the simulated model's most likely token after prefix.
+var mcQuestion = regexp.MustCompile(`(-?\d+)\s*([-+*x])\s*(-?\d+)\?[^\n]*Answer:( ?-?\d*)$`)
+
+// greedy is the simulated model's most likely token after prefix: after
+// "... A op B? ... Answer:" it continues with " " and the right number (so
+// that a multiple-choice task scored by loglikelihood has the right answer
+// most likely), elsewhere a letter chosen by digest.
 func greedy(model string, prefix []int) int {
+	if m := mcQuestion.FindStringSubmatch(Detokenize(prefix)); m != nil {
+		a, _ := strconv.ParseInt(m[1], 10, 64)
+		b, _ := strconv.ParseInt(m[3], 10, 64)
+		v := a + b
+		switch m[2] {
+		case "-":
+			v = a - b
+		case "*", "x":
+			v = a * b
+		}
+		want := " " + strconv.FormatInt(v, 10)
+		if got := m[4]; len(got) < len(want) && strings.HasPrefix(want, got) {
+			return int(want[len(got)])
+		}
+		return '\n'
+	}
 	h := sha256.New()
 	h.Write([]byte(model))
 	var b [4]byte

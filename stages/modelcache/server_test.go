@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/sim/simmodel"
+	"github.com/cairn-run/cairn/stages/items"
 )
 
 type env struct {
