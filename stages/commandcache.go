@@ -142,7 +142,7 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	st, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{})
+	st, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
 	if err != nil {
 		return &Outcome{Class: failclass.Infra, Message: "model cache: " + err.Error()}, nil
 	}
