@@ -8,7 +8,7 @@ hyperparameters it reads (context, embedding and feed-forward lengths, block
 and head counts, RMS-norm epsilon, RoPE dimensions), a SentencePiece-style
 vocabulary (`tokenizer.ggml.model = "llama"`: control tokens <unk>, <s>,
 </s>, the 256 byte tokens <0x00>..<0xFF> its byte fallback looks up, and a
-few hundred word pieces, with scores), a chat template, and every tensor of
+few hundred word pieces with their prefixes, with scores), a chat template, and every tensor of
 each block in float32. The weights are random (seeded): the model loads,
 tokenizes and generates for real, and what it says is noise.
 
@@ -69,13 +69,20 @@ def vocabulary():
     add("</s>", 0.0, gguf.TokenType.CONTROL)
     for b in range(256):
         add(f"<0x{b:02X}>", 0.0, gguf.TokenType.BYTE)
+    # The tokenizer merges two adjacent pieces only into a piece of the
+    # vocabulary: every word's prefixes are pieces too ("▁W", "▁Wh",
+    # "▁Wha", "▁What"), longer ones scoring higher, so that the merges reach
+    # the whole word.
     seen = set()
-    for i, p in enumerate(PIECES):
-        if p in seen:
-            continue
-        seen.add(p)
-        # Longer pieces score higher, so that the tokenizer prefers them.
-        add(p, -1000.0 + 10.0 * len(p) - i * 1e-3, gguf.TokenType.NORMAL)
+    i = 0
+    for p in PIECES:
+        for k in range(1, len(p) + 1):
+            piece = p[:k]
+            if piece in seen:
+                continue
+            seen.add(piece)
+            add(piece, -1000.0 + 10.0 * len(piece) - i * 1e-3, gguf.TokenType.NORMAL)
+            i += 1
     return tokens, scores, types
 
 
