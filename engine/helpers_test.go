@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/plan/plantest"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/process"
 )
@@ -65,3 +66,10 @@ func (w *workspace) apply(opts ApplyOptions, vars ...string) applyRun {
 }
 
 var _ = io.Discard
+
+// nodeLog is the per-node log file stem inside a run folder; the node's
+// scratch folder (runs/<id>/out/<stem>) has the same name. It is
+// addrs.Node.FileName, which differs for every two addresses.
+func nodeLog(runDir, addr string, attempt int) string {
+	return runlog.LogStem(runDir, runlog.NodeLogName(addr, attempt))
+}

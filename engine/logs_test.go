@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 )
 
@@ -53,7 +52,7 @@ func TestNodeLogsAreMadeWithTheirFirstByte(t *testing.T) {
 	require.Equal(t, 2, res.Ran, sb.String())
 	require.Equal(t, 2, res.Failed, sb.String())
 	run := filepath.Join(w.Cache, "runs", res.RunID)
-	stem := func(a string) string { return runlog.NodeLog(run, a, 1) }
+	stem := func(a string) string { return nodeLog(run, a, 1) }
 
 	for _, p := range []string{stem("stage.quiet") + ".out", stem("stage.quiet") + ".err", stem("stage.talks") + ".err", stem("stage.fails") + ".out"} {
 		assert.NoFileExists(t, p)
@@ -125,7 +124,7 @@ stage "command" "leaves" {
 	r := w.apply(ApplyOptions{})
 	assert.Equal(t, 1, r.res.Ran, r.out)
 	assert.NoFileExists(t, filepath.Join(w.Root, "escaped.ended"), "the apply waited for the escaped process")
-	b, err := os.ReadFile(runlog.NodeLog(filepath.Join(w.Cache, "runs", r.res.RunID), "stage.leaves", 1) + ".out")
+	b, err := os.ReadFile(nodeLog(filepath.Join(w.Cache, "runs", r.res.RunID), "stage.leaves", 1) + ".out")
 	require.NoError(t, err)
 	assert.Equal(t, "before\nafter\n", string(b))
 }

@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/cairn-run/cairn/engine/runlog"
 )
 
 // Each node finds CAIRN_OUT_DIR an empty folder of its own; what a node
@@ -104,7 +102,7 @@ func TestNodeNamesDoNotCollide(t *testing.T) {
 	addrs := []string{`stage.train_a`, `stage.train["a"]`, `stage.x["a.b"]`, `stage.x["a_b"]`, `stage.x["a/b"]`, `stage.x["a b"]`}
 	stems := map[string]string{}
 	for _, a := range addrs {
-		stem := runlog.NodeLog(run, a, 1)
+		stem := nodeLog(run, a, 1)
 		if other, dup := stems[stem]; dup {
 			t.Fatalf("%s and %s share the log %s", a, other, stem)
 		}
@@ -120,11 +118,11 @@ func TestNodeNamesDoNotCollide(t *testing.T) {
 		require.NoError(t, err, "%s kept its scratch folder under its log name", a)
 		assert.Equal(t, a+"\n", string(mine))
 	}
-	assert.Equal(t, "train_a", filepath.Base(runlog.NodeLog(run, "stage.train_a", 1)), "a stage without a key keeps its name")
-	assert.Equal(t, "train_a.attempt2", filepath.Base(runlog.NodeLog(run, "stage.train_a", 2)))
-	assert.Regexp(t, `^train_a~[0-9a-f]{16}\.attempt3$`, filepath.Base(runlog.NodeLog(run, `stage.train["a"]`, 3)))
+	assert.Equal(t, "train_a", filepath.Base(nodeLog(run, "stage.train_a", 1)), "a stage without a key keeps its name")
+	assert.Equal(t, "train_a.attempt2", filepath.Base(nodeLog(run, "stage.train_a", 2)))
+	assert.Regexp(t, `^train_a~[0-9a-f]{16}\.attempt3$`, filepath.Base(nodeLog(run, `stage.train["a"]`, 3)))
 	long := `stage.x["` + strings.Repeat("k", 200) + `"]`
-	assert.Less(t, len(filepath.Base(runlog.NodeLog(run, long, 1))), 120)
+	assert.Less(t, len(filepath.Base(nodeLog(run, long, 1))), 120)
 }
 
 // emptyDir tells an empty folder from one with anything in it (a hidden

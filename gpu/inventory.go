@@ -17,8 +17,6 @@ var (
 	ErrNoDevice = errors.New("gpu: no such device")
 	// ErrNVML: an NVML call failed; the wrapping error names the call and NVML's code.
 	ErrNVML = errors.New("gpu: nvml call failed")
-	// ErrNoNVML: NVML is not available here (no driver library, or a build without cgo).
-	ErrNoNVML = errors.New("gpu: NVML not available")
 )
 
 // Inventory sources, as returned by Inventory.Source.

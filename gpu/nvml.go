@@ -20,16 +20,13 @@ type nvmlInventory struct {
 	closeErr  error
 }
 
-// NewNVML initialises NVML through lib (the real library from nvml.New, or a mock in tests)
-// and returns an inventory of its devices. When the driver library is missing or the kernel
-// driver is not loaded, it returns an empty inventory whose Note says so, and no error: that
-// is a machine without NVIDIA GPUs. Any other initialisation failure is an error, returned
-// together with an empty inventory that says why, so callers may carry on without GPUs.
-func NewNVML(lib nvml.Interface) (Inventory, error) {
-	return newNVML(lib, nvmlLibraryName)
-}
-
-// newNVML is NewNVML for a library loaded from libName.
+// newNVML initialises NVML through lib (the real library from nvml.New, or
+// a mock in tests) loaded from libName, and returns an inventory of its
+// devices. When the driver library is missing or the kernel driver is not
+// loaded, it returns an empty inventory whose Note says so, and no error:
+// that is a machine without NVIDIA GPUs. Any other initialisation failure is
+// an error, returned together with an empty inventory that says why, so
+// callers may carry on without GPUs.
 func newNVML(lib nvml.Interface, libName string) (Inventory, error) {
 	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:

@@ -85,16 +85,6 @@ func (d Digest) Valid() bool {
 // String returns the hex digest.
 func (d Digest) String() string { return string(d) }
 
-// ParseDigest checks that s is a digest: 64 lowercase hex characters,
-// optionally prefixed by "sha256:".
-func ParseDigest(s string) (Digest, error) {
-	d := Digest(strings.TrimPrefix(s, "sha256:"))
-	if !d.Valid() {
-		return "", fmt.Errorf("cas: invalid digest %q: want 64 lowercase hex characters", s)
-	}
-	return d, nil
-}
-
 func digestOf(sum []byte) Digest { return Digest(hex.EncodeToString(sum)) }
 
 // Options tune a Store.

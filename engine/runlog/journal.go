@@ -558,13 +558,6 @@ func Alive(dir string) bool {
 	return true
 }
 
-// NodeLog is the per-node log file stem inside a run folder; the node's
-// scratch folder (runs/<id>/out/<stem>) has the same name. It is
-// addrs.Node.FileName, which differs for every two addresses.
-func NodeLog(runDir, addr string, attempt int) string {
-	return LogStem(runDir, NodeLogName(addr, attempt))
-}
-
 // LogStem is the stem of the logs named name (a NodeLogName) inside a
 // run folder.
 func LogStem(runDir, name string) string {

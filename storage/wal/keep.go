@@ -11,7 +11,7 @@ import (
 )
 
 // keepDamaged copies the bytes [from, to) of the log f at path into a file
-// beside it, before Repair cuts them or Blank overwrites them, so that damaged
+// beside it, before cut drops them or Blank overwrites them, so that damaged
 // data is never destroyed for good: whoever wants to look at what was lost
 // (or recover a record by hand) finds it there. The copy is named
 // <log>.damaged-<offset>-<UTC time>, where offset is the byte offset in the

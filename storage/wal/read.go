@@ -71,20 +71,11 @@ func openForRepair(path string) (*fileLock, *os.File, error) {
 	return lk, f, nil
 }
 
-// Repair makes a damaged log usable again by cutting it at its first bad record,
-// dropping that record and everything after it. What it drops is first copied
-// to a file beside the log (see keepDamaged), whose path it returns with the
-// number of bytes dropped; a torn tail is dropped without a copy. A log that is
-// fine is left alone. Repair waits for the log's lock, so it waits for a writer
-// that holds the log open without Options.Shared to close it.
-func Repair(path string) (dropped int64, kept string, err error) {
-	return cut(path, true)
-}
-
 // TrimTail cuts a torn tail off the log at path (what a writer killed in the
 // middle of a write, or with space reserved ahead, leaves) and returns the
-// number of bytes dropped. Unlike Repair it leaves a log damaged in the
-// middle as it is. It waits for the log's lock, like Repair.
+// number of bytes dropped. It leaves a log damaged in the middle as it is.
+// It waits for the log's lock, so it waits for a writer that holds the log
+// open without Options.Shared to close it.
 func TrimTail(path string) (dropped int64, err error) {
 	dropped, _, err = cut(path, false)
 	return dropped, err

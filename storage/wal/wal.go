@@ -37,8 +37,7 @@
 //     zeros, is torn, anything else is corruption.
 //   - Corruption: a valid record follows the bad one, so records were damaged after
 //     they had been written. Read and Open return a *CorruptError (wrapping ErrCorrupt)
-//     that names the byte offset of the bad record, and nothing is truncated. Repair
-//     drops the bad record and everything after it.
+//     that names the byte offset of the bad record, and nothing is truncated.
 //
 // # Writing
 //
@@ -157,7 +156,7 @@ type Options struct {
 	// LockPath is the lock file ("" for "<path>.lock"): a single-writer log
 	// whose owner has a lock file of its own for as long as it writes (a run
 	// journal, the run's lock) takes that one, and no file is made for the
-	// log's. Repair and TrimTail take "<path>.lock": call them only when the
+	// log's. TrimTail takes "<path>.lock": call them only when the
 	// owner's lock shows no writer.
 	LockPath string
 }

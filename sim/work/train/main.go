@@ -34,6 +34,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairn-run/cairn/gpu"
 )
 
 type fault struct {
@@ -130,11 +132,11 @@ func peakMiB(family, dataset string, mb int, res float64, seed int) float64 {
 	return p + float64(binary.BigEndian.Uint64(h[:8])%2001) - 1000
 }
 
-func devices() []string {
-	var out []string
+func devices() []int {
+	var out []int
 	for _, d := range strings.Split(os.Getenv("CUDA_VISIBLE_DEVICES"), ",") {
-		if _, err := strconv.Atoi(strings.TrimSpace(d)); err == nil {
-			out = append(out, strings.TrimSpace(d))
+		if i, err := strconv.Atoi(strings.TrimSpace(d)); err == nil {
+			out = append(out, i)
 		}
 	}
 	return out
@@ -142,12 +144,12 @@ func devices() []string {
 
 // report says the job uses mib on each of its simulated GPUs.
 func report(mib float64) {
-	dir := os.Getenv("CAIRN_SIM_GPU_MEMORY")
+	dir := os.Getenv(gpu.EnvSimMemory)
 	if dir == "" {
 		return
 	}
 	for _, d := range devices() {
-		p := filepath.Join(dir, d, strconv.Itoa(os.Getpid()))
+		p := gpu.SimMemoryFile(dir, d, os.Getpid())
 		_ = os.MkdirAll(filepath.Dir(p), 0o777)
 		tmp := p + ".tmp"
 		if os.WriteFile(tmp, []byte(fmt.Sprintf("%.0f\n", mib)), 0o666) == nil {
@@ -157,12 +159,12 @@ func report(mib float64) {
 }
 
 func clear() {
-	dir := os.Getenv("CAIRN_SIM_GPU_MEMORY")
+	dir := os.Getenv(gpu.EnvSimMemory)
 	if dir == "" {
 		return
 	}
 	for _, d := range devices() {
-		_ = os.Remove(filepath.Join(dir, d, strconv.Itoa(os.Getpid())))
+		_ = os.Remove(gpu.SimMemoryFile(dir, d, os.Getpid()))
 	}
 }
 
