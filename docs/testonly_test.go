@@ -19,7 +19,6 @@ var testOnly = map[string][]string{
 	"storage/wal":   {"Repair"},
 	"gpu":           {"NewNVML", "Probe", "TreeRSS"},
 	"engine/runlog": {"NodeLog"},
-	"stages/items":  {"ItemKey"},
 	"engine":        {"BatchMakespan"},
 }
 
