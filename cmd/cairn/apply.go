@@ -42,49 +42,12 @@ func (a *app) applyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply [PATH | PLANFILE]",
 		Short: "Run the pipeline: cached nodes are restored, the rest run as resources allow",
-		Long: `Run every node whose result is not in the cache, in dependency order, on this
-machine's CPU slots and free GPUs. Finished nodes are committed to the cache as
-they end, so an apply killed at any moment resumes where it stopped; a node
-that another process is running is waited for, then taken from the cache.
-
-With a PLANFILE from 'cairn plan --out', run exactly that plan (its variables,
---target and --replace), or refuse with exit 2, running nothing, naming what
-changed since it was saved: a node added or removed, the pipeline's name, a
-key known then, or an action.
-
-Streams: standard output carries apply's progress (a line per node that
-runs or fails, or with --json one JSON object per node event) and its
-closing report (each failure whole, then the counts); standard error carries
-the stages' own progress lines (an evaluation's item counts, a method's
-rollout counts), the summary lines of the nodes that make one (an optimizer
-job's result: {"status", "cell_id", ..., "method", "seed", "out"}) and
-"Error:" messages. With --summaries, standard output carries only those
-summary lines, one JSON object each (cairn apply --summaries ... | jq), and
-everything else goes to standard error.
-
-Ctrl-C stops scheduling, terminates running nodes (SIGTERM, then SIGKILL after
-their kill_grace) and exits 130; a second Ctrl-C kills them at once.
-Exit codes: 0 all done, 1 a node failed or a gate refused, 2 bad input, 130
-interrupted.`,
-		Args: cobra.MaximumNArgs(1),
+		Long:  applyLong,
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var saved *plan.File
-			if len(args) == 1 {
-				pf, isPlan, err := plan.LoadFile(a.path(args[0]))
-				switch {
-				case isPlan && err != nil:
-					return badInput("%s", err)
-				case isPlan && (len(targets) > 0 || len(replace) > 0 || only):
-					return badInput("a saved plan is applied as it was planned: give --target, --replace and --only to 'cairn plan --out FILE', not to 'cairn apply PLANFILE'")
-				case isPlan:
-					saved = pf
-					args = []string{pf.Path}
-					targets, replace, only = pf.Targets, pf.Replace, pf.Only
-					a.vars = append(append([]dsl.VarArg{}, pf.Vars...), a.vars...)
-					if a.chdir == "" {
-						a.chdir = pf.Root
-					}
-				}
+			saved, args, err := a.savedPlan(args, &targets, &replace, &only)
+			if err != nil {
+				return err
 			}
 			// Nothing changed since an apply that ended well: no need to
 			// evaluate the pipeline again (see docs/durability.md).
@@ -108,14 +71,7 @@ interrupted.`,
 						strings.Join(changed, "\n  ") + "\nMake a new plan with 'cairn plan --out FILE'."}
 				}
 			}
-			rep := map[string]bool{}
-			for _, pn := range p.Nodes {
-				for _, r := range pn.Reasons {
-					if strings.HasPrefix(r, "replace requested") {
-						rep[pn.Node.Addr] = true
-					}
-				}
-			}
+			rep := replaceRequested(p)
 			debug := a.singleVariantTargets(l.Graph, targets)
 			ex, pool, err := a.executor(l.Config.Executor, executorName, leaveJobs)
 			if err != nil {
@@ -127,23 +83,8 @@ interrupted.`,
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			hard := make(chan struct{})
-			sigs := make(chan os.Signal, 2)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			go func() {
-				n := 0
-				for range sigs {
-					n++
-					if n == 1 {
-						fmt.Fprintln(a.stderr, "\ncairn: interrupted: stopping running nodes (Ctrl-C again to kill them at once)")
-						cancel()
-					} else {
-						close(hard)
-						return
-					}
-				}
-			}()
+			hard, stopSignals := a.onInterrupt(cancel)
+			defer stopSignals()
 			// With --summaries standard output carries the summary lines
 			// alone; what goes there otherwise goes to standard error.
 			progress, summaryOut := a.stdout, io.Writer(nil)
@@ -185,15 +126,7 @@ interrupted.`,
 				fmt.Fprintln(progress, reportLine(reportPath))
 			}
 			a.rememberUpToDate(identity, p, res, cache)
-			switch {
-			case res.Interrupted:
-				return &exitError{code: exitInterrupted, msg: interruptedMessage(res)}
-			case slices.ContainsFunc(res.Failures, func(f engine.Failure) bool { return f.Refused }):
-				return &exitError{code: exitBadInput}
-			case res.Failed > 0:
-				return &exitError{code: exitFailed}
-			}
-			return nil
+			return applyExit(res)
 		},
 	}
 	a.addVarFlags(cmd)
@@ -212,6 +145,106 @@ interrupted.`,
 	f.BoolVar(&withReport, "report", false, "write the run's report (report.html and trace.tsv in its run folder) as it goes, every few seconds, and at its end ('cairn report')")
 	f.BoolVar(&leaveJobs, "leave-jobs", false, "slurm executor: at an interrupt, leave the submitted jobs running instead of cancelling them")
 	return cmd
+}
+
+const applyLong = `Run every node whose result is not in the cache, in dependency order, on this
+machine's CPU slots and free GPUs. Finished nodes are committed to the cache as
+they end, so an apply killed at any moment resumes where it stopped; a node
+that another process is running is waited for, then taken from the cache.
+
+With a PLANFILE from 'cairn plan --out', run exactly that plan (its variables,
+--target and --replace), or refuse with exit 2, running nothing, naming what
+changed since it was saved: a node added or removed, the pipeline's name, a
+key known then, or an action.
+
+Streams: standard output carries apply's progress (a line per node that
+runs or fails, or with --json one JSON object per node event) and its
+closing report (each failure whole, then the counts); standard error carries
+the stages' own progress lines (an evaluation's item counts, a method's
+rollout counts), the summary lines of the nodes that make one (an optimizer
+job's result: {"status", "cell_id", ..., "method", "seed", "out"}) and
+"Error:" messages. With --summaries, standard output carries only those
+summary lines, one JSON object each (cairn apply --summaries ... | jq), and
+everything else goes to standard error.
+
+Ctrl-C stops scheduling, terminates running nodes (SIGTERM, then SIGKILL after
+their kill_grace) and exits 130; a second Ctrl-C kills them at once.
+Exit codes: 0 all done, 1 a node failed or a gate refused, 2 bad input, 130
+interrupted.`
+
+// savedPlan reads the saved plan args names, if it names one: the plan's
+// pipeline becomes the argument, and its --target, --replace, --only and
+// variables those of this apply. Giving them again is refused (exit 2).
+func (a *app) savedPlan(args []string, targets, replace *[]string, only *bool) (*plan.File, []string, error) {
+	if len(args) != 1 {
+		return nil, args, nil
+	}
+	pf, isPlan, err := plan.LoadFile(a.path(args[0]))
+	switch {
+	case isPlan && err != nil:
+		return nil, nil, badInput("%s", err)
+	case isPlan && (len(*targets) > 0 || len(*replace) > 0 || *only):
+		return nil, nil, badInput("a saved plan is applied as it was planned: give --target, --replace and --only to 'cairn plan --out FILE', not to 'cairn apply PLANFILE'")
+	case isPlan:
+		*targets, *replace, *only = pf.Targets, pf.Replace, pf.Only
+		a.vars = append(append([]dsl.VarArg{}, pf.Vars...), a.vars...)
+		if a.chdir == "" {
+			a.chdir = pf.Root
+		}
+		return pf, []string{pf.Path}, nil
+	}
+	return nil, args, nil
+}
+
+// replaceRequested is the set of nodes the plan runs because --replace
+// names them (or an upstream).
+func replaceRequested(p *plan.Plan) map[string]bool {
+	rep := map[string]bool{}
+	for _, pn := range p.Nodes {
+		for _, r := range pn.Reasons {
+			if strings.HasPrefix(r, "replace requested") {
+				rep[pn.Node.Addr] = true
+			}
+		}
+	}
+	return rep
+}
+
+// onInterrupt handles Ctrl-C and SIGTERM: the first stops the apply
+// (cancel), the second closes hard, to kill running nodes at once. stop
+// ends the handling.
+func (a *app) onInterrupt(cancel context.CancelFunc) (hard chan struct{}, stop func()) {
+	hard = make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			if n == 1 {
+				fmt.Fprintln(a.stderr, "\ncairn: interrupted: stopping running nodes (Ctrl-C again to kill them at once)")
+				cancel()
+			} else {
+				close(hard)
+				return
+			}
+		}
+	}()
+	return hard, func() { signal.Stop(sigs) }
+}
+
+// applyExit is the exit of an apply that ran: 130 interrupted, 2 a node
+// refused its input, 1 a node failed, else 0.
+func applyExit(res *engine.ApplyResult) error {
+	switch {
+	case res.Interrupted:
+		return &exitError{code: exitInterrupted, msg: interruptedMessage(res)}
+	case slices.ContainsFunc(res.Failures, func(f engine.Failure) bool { return f.Refused }):
+		return &exitError{code: exitBadInput}
+	case res.Failed > 0:
+		return &exitError{code: exitFailed}
+	}
+	return nil
 }
 
 // executor is the apply's executor and its GPU pool: the pipeline's
