@@ -51,7 +51,7 @@ echo "== plan: the seal checked, the 48 slots in the collection order, then the 
 "$cairn" plan "$repo/pipelines/memory_decision.hcl" "${vars[@]}"
 echo
 echo "== apply (SIMULATED job on $CAIRN_GPUS)"
-"$cairn" apply "$repo/pipelines/memory_decision.hcl" "${vars[@]}"
+"$cairn" apply "$repo/pipelines/memory_decision.hcl" "${vars[@]}" || { status=$?; "$cairn" report; exit "$status"; }
 echo
 echo "== the attempt ledger: $ws/decision/ledger/attempts.tsv (and attempts.json); the attempts that failed or replaced one"
 awk -F'\t' 'NR == 1 || $3 != "" || $10 == "true"' decision/ledger/attempts.tsv | cut -f1-3,7-10 | column -t -s $'\t'
@@ -66,3 +66,6 @@ else
 fi
 echo
 echo "Files: reports/decision/replay.{json,tsv}, reports/decision/outcomes.json, decision/ledger/attempts.{tsv,json}, in $ws"
+echo
+echo "== The run's report (open it in a browser; trace.tsv beside it)"
+"$cairn" report

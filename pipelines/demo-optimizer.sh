@@ -71,6 +71,7 @@ status=${PIPESTATUS[0]}
 set -e
 exec 3>&-
 if [ "$status" -ne 0 ]; then
+	"$cairn" report --cache cache >&2
 	echo "demo-optimizer: cairn apply exited with status $status (failures above); no aggregate table is printed: the one in $ws/reports would not be this run's" >&2
 	exit "$status"
 fi
@@ -78,3 +79,6 @@ fi
 echo
 echo "The aggregate table ($ws/reports/aggregate.tsv; docs/aggregate.md):"
 cat reports/aggregate.tsv
+echo
+echo "The run's report (open it in a browser; trace.tsv beside it):"
+"$cairn" report --cache cache

@@ -109,4 +109,7 @@ if [ -f "$table" ]; then
 fi
 echo
 "$cairn" status | sed -n '/^Batches:/,$p' | head -4
+echo
+echo "== The run's report (open it in a browser; trace.tsv beside it)"
+"$cairn" report
 exit "$status"

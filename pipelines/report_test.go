@@ -1,0 +1,169 @@
+package pipelines_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/runreport"
+	"github.com/cairn-run/cairn/runreport/browsertest"
+)
+
+// reportOf is the run id and page path `cairn report` printed at the end
+// of a demo.
+func reportOf(t *testing.T, out string) (id, state, path string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^Report of run (\S+) \((\w+)\): (\S+report\.html)$`).FindStringSubmatch(out)
+	require.NotNil(t, m, "the demo ends by printing its report's path:\n%s", out)
+	return m[1], m[2], m[3]
+}
+
+// showJSON is `cairn show RUN --json` in the demo's workspace.
+func showJSON(t *testing.T, w *workspace, id string) *runreport.Report {
+	t.Helper()
+	out, code := w.run("show", id, "--json")
+	require.Equal(t, 0, code, out)
+	var r runreport.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	return &r
+}
+
+// The demo's report, opened in headless Chromium: no console error; the
+// 4 AIME24 variants each on the lane of the GPU the journal says it held,
+// 4 lanes; the Pareto plot drawn; every number of the header and the
+// nodes table equal to `cairn show RUN --json`'s. Then one variant runs
+// out of GPU memory: the new run's page opens on that node with its log
+// tail.
+func TestDemoReportInBrowser(t *testing.T) {
+	w, demo := demoRepo(t)
+	out, code := demo()
+	require.Equal(t, 0, code, out)
+	id, state, page := reportOf(t, out)
+	assert.Equal(t, "ok", state)
+	js := showJSON(t, w, id)
+	p := browsertest.Open(t, page, 1400, 1000)
+
+	lanes := browsertest.Eval[map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("rect.bar[data-node^='stage.aime24']")].map(b => [b.dataset.node, b.dataset.lane]))`)
+	want := map[string]string{}
+	gpus := map[string]bool{}
+	for _, n := range js.Nodes {
+		if strings.HasPrefix(n.Addr, "stage.aime24[") {
+			require.Len(t, n.GPUs, 1, n.Addr)
+			want[n.Addr] = fmt.Sprintf("gpu %d", n.GPUs[0])
+			gpus[want[n.Addr]] = true
+		}
+	}
+	assert.Len(t, want, 4)
+	assert.Len(t, gpus, 4, "the 4 variants ran side by side, one a GPU")
+	assert.Equal(t, want, lanes)
+	assert.Greater(t, browsertest.Eval[int](t, p, `(document.querySelector("img.artifact-svg[data-path$='pareto.svg']") || {}).naturalWidth || 0`), 100, "the Pareto plot is drawn")
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("table.artifact-table[data-path$='table.md']").textContent`), "batch_demo_id3")
+
+	// The page's numbers are show --json's.
+	c := js.Run.Counts
+	for k, v := range map[string]int{"ran": c.Ran, "cached": c.Cached, "failed": c.Failed, "skipped": c.Skipped} {
+		assert.Equal(t, fmt.Sprint(v), browsertest.Eval[string](t, p, `document.getElementById("count-`+k+`").textContent`), k)
+	}
+	assert.Equal(t, fmt.Sprintf("%.3f s", js.Run.Duration), browsertest.Eval[string](t, p, `document.getElementById("run-duration").textContent`))
+	assert.Equal(t, fmt.Sprint(js.Run.ExitStatus), browsertest.Eval[string](t, p, `document.getElementById("run-exit").textContent`))
+	rows := browsertest.Eval[map[string]map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("#tbody .row")].map(r => [r.querySelector('[data-col="address"]').textContent, Object.fromEntries([...r.children].map(c => [c.dataset.col, c.textContent]))]))`)
+	require.Len(t, rows, len(js.Nodes))
+	mib := func(x float64) string {
+		if x == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f MiB", x)
+	}
+	for _, n := range js.Nodes {
+		r := rows[n.Addr]
+		require.NotNil(t, r, n.Addr)
+		assert.Equal(t, fmt.Sprintf("%.3f s", n.Duration), r["duration"], n.Addr)
+		assert.Equal(t, mib(n.PeakRSS), r["peak_rss"], n.Addr)
+		assert.Equal(t, mib(n.PeakGPU), r["peak_gpu"], n.Addr)
+		assert.Equal(t, fmt.Sprint(n.Attempts), r["attempts"], n.Addr)
+		assert.Equal(t, n.State, r["state"], n.Addr)
+		assert.Equal(t, n.Key[:12], r["key"], n.Addr)
+		if n.QueueWait >= 0 {
+			assert.Equal(t, fmt.Sprintf("%.3f s", n.QueueWait), r["queue_wait"], n.Addr)
+		}
+	}
+	browsertest.Shot(t, p, "#timeline", filepath.Join(benchOut(t), "report-demo-timeline.png"))
+	browsertest.Shot(t, p, "#nodes", filepath.Join(benchOut(t), "report-demo-nodes.png"))
+	assert.Empty(t, p.Errors(), "console errors")
+
+	// One variant runs out of GPU memory.
+	cfg := filepath.Join(w.dir, "submissions", "demo", "batch_demo_id3.json")
+	var v map[string]any
+	b, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &v))
+	v["sim"].(map[string]any)["oom"] = true
+	v["sim"].(map[string]any)["stages"] = []string{"aime24"}
+	b, _ = json.Marshal(v)
+	require.NoError(t, os.WriteFile(cfg, b, 0o644))
+	out, code = demo()
+	require.Equal(t, 1, code, out)
+	_, state, page = reportOf(t, out)
+	assert.Equal(t, "failed", state)
+	p = browsertest.Open(t, page, 1400, 1000)
+	assert.Equal(t, `stage.aime24["batch_demo_id3"]`, browsertest.Eval[string](t, p, `document.getElementById("detail-box").dataset.node`))
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector('#detail-box details[data-stream="stderr"] pre').textContent`), "CUDA out of memory")
+	assert.Equal(t, "1", browsertest.Eval[string](t, p, `document.getElementById("count-failed").textContent`))
+	assert.Empty(t, p.Errors(), "console errors")
+}
+
+// apply --report writes the page while the run goes (a trace row of a
+// node still running) and once more at its end, naming it.
+func TestApplyReportWhileRunning(t *testing.T) {
+	w := newWorkspace(t, "sim:4")
+	for i := range names {
+		w.setSim(i, map[string]any{"aime24_ms": 7000})
+	}
+	cmd := w.command(append([]string{"apply"}, pipelineArgs(names, "--report")...)...)
+	var outb strings.Builder
+	cmd.Stdout, cmd.Stderr = &outb, &outb
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	running := false
+	for !running {
+		select {
+		case err := <-done:
+			t.Fatalf("apply ended before its report showed a running node (%v):\n%s", err, outb.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		traces, _ := filepath.Glob(filepath.Join(w.dir, ".cairn", "runs", "*", runreport.TraceName))
+		for _, tr := range traces {
+			b, _ := os.ReadFile(tr)
+			if strings.Contains(string(b), "\tRUNNING\t") {
+				running = true
+				_, err := os.Stat(filepath.Join(filepath.Dir(tr), runreport.HTMLName))
+				assert.NoError(t, err, "the page beside the trace")
+			}
+		}
+	}
+	require.NoError(t, <-done, outb.String())
+	m := regexp.MustCompile(`(?m)^Report: (\S+)$`).FindStringSubmatch(outb.String())
+	require.NotNil(t, m, outb.String())
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(m[1]), runreport.TraceName))
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "\tRUNNING\t", "rewritten at the end")
+	assert.Equal(t, 4, strings.Count(string(b), "\tstage.aime24\twaves\t1\tCOMPLETED\t"), string(b))
+}
+
+// benchOut is the repository's bench/out folder (git-ignored), where the
+// screenshots go.
+func benchOut(t *testing.T) string {
+	dir, err := filepath.Abs(filepath.Join("..", "bench", "out"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
