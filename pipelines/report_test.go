@@ -95,6 +95,8 @@ func TestDemoReportInBrowser(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("%.3f s", n.QueueWait), r["queue_wait"], n.Addr)
 		}
 	}
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("table.artifact-table[data-path^='results of stage.aime24']").textContent`), "mean@16", "the variants' results, a row each")
+	browsertest.ShotViewport(t, p, filepath.Join(benchOut(t), "report-demo-top.png"))
 	browsertest.Shot(t, p, "#timeline", filepath.Join(benchOut(t), "report-demo-timeline.png"))
 	browsertest.Shot(t, p, "#nodes", filepath.Join(benchOut(t), "report-demo-nodes.png"))
 	assert.Empty(t, p.Errors(), "console errors")

@@ -119,7 +119,8 @@ type Node struct {
 	FromTime time.Time `json:"from_time,omitzero"`
 
 	upstreams []string // keys, from the record's envelope
-	scores    string   // an evaluation's scores file (a record output)
+	result    map[string]any
+	scores    string // an evaluation's scores file (a record output)
 	record    *store.Record
 }
 
@@ -461,11 +462,108 @@ func (b *builder) finish() {
 	if run.Executor == "" {
 		run.Executor = "local"
 	}
+	// Charge curves are an optimizer's: an evaluation charges its items
+	// too, and its item table says more.
+	var charges []*Charge
 	for _, c := range b.r.Charges {
-		if n := b.byAddr[c.Node]; n != nil {
+		if n := b.byAddr[c.Node]; n != nil && (n.Kind == "" || n.Kind == "optimize") {
 			c.Counts = n.Counts
+			charges = append(charges, c)
 		}
 	}
+	b.r.Charges = charges
+	b.resultTables()
+}
+
+// maxResultRows bounds a stage's results table.
+const maxResultRows = 5000
+
+// resultTables adds, per stage whose nodes' results are JSON objects, a
+// table of their plain fields (numbers, strings, booleans; a list of
+// strings joined), one row a node in the order the nodes started: an
+// optimizer job's selection and fallback, a decision slot's outcome in
+// collection order, an evaluation's mean score.
+func (b *builder) resultTables() {
+	byStage := map[string][]*Node{}
+	var stages []string
+	for _, n := range b.r.Nodes {
+		if n.result == nil {
+			continue
+		}
+		if _, ok := byStage[n.Stage]; !ok {
+			stages = append(stages, n.Stage)
+		}
+		byStage[n.Stage] = append(byStage[n.Stage], n)
+	}
+	for _, st := range stages {
+		nodes := byStage[st]
+		sort.SliceStable(nodes, func(i, j int) bool {
+			a, c := firstStart(nodes[i]), firstStart(nodes[j])
+			return !a.IsZero() && (c.IsZero() || a.Before(c))
+		})
+		cols := map[string]bool{}
+		for _, n := range nodes {
+			for k, v := range n.result {
+				if plain(v) != nil {
+					cols[k] = true
+				}
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		names := slices.Sorted(mapKeys(cols))
+		rows := [][]string{append([]string{"node"}, names...)}
+		for _, n := range nodes[:min(len(nodes), maxResultRows)] {
+			row := []string{n.Addr}
+			for _, k := range names {
+				v := plain(n.result[k])
+				if v == nil {
+					row = append(row, "")
+				} else {
+					row = append(row, *v)
+				}
+			}
+			rows = append(rows, row)
+		}
+		b.r.Artifacts = append(b.r.Artifacts, &Artifact{Node: st, Path: "results of " + st + " (in start order)", Type: "table", Rows: rows})
+	}
+}
+
+func firstStart(n *Node) time.Time {
+	if len(n.Tries) == 0 {
+		return time.Time{}
+	}
+	return n.Tries[0].Start
+}
+
+// plain is a result field as a table cell, or nil for one that is not a
+// number, string, boolean, null or list of strings.
+func plain(v any) *string {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		s = "null"
+	case string:
+		s = v
+	case bool:
+		s = strconv.FormatBool(v)
+	case float64:
+		s = strconv.FormatFloat(v, 'g', -1, 64)
+	case []any:
+		var parts []string
+		for _, x := range v {
+			str, ok := x.(string)
+			if !ok {
+				return nil
+			}
+			parts = append(parts, str)
+		}
+		s = strings.Join(parts, ", ")
+	default:
+		return nil
+	}
+	return &s
 }
 
 // fromRecord takes what n's cached record says: its kind, where a cached
@@ -484,6 +582,10 @@ func (b *builder) fromRecord(n *Node, rec *store.Record) {
 		if n.PeakRSS == 0 {
 			n.PeakRSS, n.PeakGPU = rec.PeakRSSMiB, rec.PeakGPUMiB
 		}
+	}
+	var obj map[string]any
+	if len(rec.Result) > 0 && json.Unmarshal(rec.Result, &obj) == nil {
+		n.result = obj
 	}
 	var res struct {
 		Scores string `json:"scores_file"`

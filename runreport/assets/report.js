@@ -81,8 +81,9 @@ function header() {
   add("cairn", r.version || "(not journaled)");
   add("host", r.host || "(not journaled)");
   add("executor", r.executor || "local");
-  add("started", r.start && !r.start.startsWith("0001") ? r.start.replace("T", " ") : "unknown");
-  add("ended", r.end ? r.end.replace("T", " ") : (r.state === "running" ? "(running)" : "(no end record)"));
+  const utc = (t) => new Date(t).toISOString().replace("T", " ").replace("Z", " UTC");
+  add("started", r.start && !r.start.startsWith("0001") ? utc(r.start) : "unknown");
+  add("ended", r.end ? utc(r.end) : (r.state === "running" ? "(running)" : "(no end record)"));
   add("duration", secs(r.duration_s), "run-duration");
   add("exit status", r.exit_status < 0 ? "(running)" : String(r.exit_status), "run-exit");
   if (r.message) add("message", r.message);
@@ -118,6 +119,17 @@ function timeline() {
   const byLane = D.lanes.map(() => []);
   for (let i = 0; i < D.bars.length; i++) byLane[D.bars[i][1]].push(i);
   for (const l of byLane) l.sort((x, y) => D.bars[x][2] - D.bars[y][2]);
+  // A batch's waves: a band behind the GPU lanes, from the wave's first
+  // start to its slowest variant's end.
+  const laneOf = new Map();
+  for (const b of D.bars) laneOf.set(b[0], b[1]);
+  const index = new Map(D.nodes.map((n, i) => [n[C.address], i]));
+  const bands = [];
+  for (const b of D.batches || []) for (const wv of b.waves || []) {
+    const lanes = wv.nodes.map((addr) => laneOf.get(index.get(addr))).filter((l) => l != null);
+    if (!lanes.length) continue;
+    bands.push({ a: Date.parse(wv.start) - D.t0, z: Date.parse(wv.end) - D.t0, l0: Math.min(...lanes), l1: Math.max(...lanes), id: b.id + "#" + wv.wave, label: b.stage + " wave " + wv.wave });
+  }
   const tip = $("tip");
   let drag = null;
   function width() { return Math.max(400, box.clientWidth || 900); }
@@ -135,9 +147,18 @@ function timeline() {
       tx.textContent = human(t);
       s.append(tx);
     }
+    // A batch's waves: a band behind the GPU lanes, from the wave's first
+    // start to its slowest variant's end.
+    for (const w of bands) {
+      if (w.z < view.a || w.a > view.b) continue;
+      s.append(svg("rect", { x: x(w.a), y: AXIS_H + w.l0 * LANE_H, width: Math.max(1, x(w.z) - x(w.a)), height: (w.l1 - w.l0 + 1) * LANE_H, fill: "#efe9fb", stroke: "#b9a6e6", class: "wave", "data-wave": w.id }));
+      const t = svg("text", { x: x(w.a) + 2, y: AXIS_H + w.l0 * LANE_H - 1, "font-size": 9, fill: "#6a55a8" });
+      t.textContent = w.label;
+      s.append(t);
+    }
     D.lanes.forEach((name, li) => {
       const y = AXIS_H + li * LANE_H;
-      if (li % 2) s.append(svg("rect", { x: 0, y, width: W, height: LANE_H, fill: "#f8f9fa" }));
+      if (li % 2) s.insertBefore(svg("rect", { x: 0, y, width: W, height: LANE_H, fill: "#f8f9fa" }), s.firstChild);
       const t = svg("text", { x: 4, y: y + 15, "font-size": 12, fill: "#1d2329", class: "lane", "data-lane": name });
       t.textContent = name;
       s.append(t);

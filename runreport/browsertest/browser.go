@@ -101,6 +101,16 @@ func Eval[T any](t testing.TB, p *Page, expr string) T {
 	return v
 }
 
+// ShotViewport writes a PNG of what the window shows to path.
+func ShotViewport(t testing.TB, p *Page, path string) {
+	t.Helper()
+	b, err := chromedp.Run(p.Ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	write(t, path, b)
+}
+
 // Shot writes a PNG of the element sel matches to path.
 func Shot(t testing.TB, p *Page, sel, path string) {
 	t.Helper()
@@ -108,11 +118,16 @@ func Shot(t testing.TB, p *Page, sel, path string) {
 	if err != nil {
 		t.Fatalf("screenshot of %s: %v", sel, err)
 	}
+	write(t, path, b)
+}
+
+func write(t testing.TB, path string, b []byte) {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot of %s: %s", sel, path)
+	t.Logf("screenshot: %s", path)
 }
