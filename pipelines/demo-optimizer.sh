@@ -79,6 +79,8 @@ fi
 echo
 echo "The aggregate table ($ws/reports/aggregate.tsv; docs/aggregate.md):"
 cat reports/aggregate.tsv
-echo
-echo "The run's report (open it in a browser; trace.tsv beside it):"
-"$cairn" report --cache cache
+# The report's path last, on standard error: standard output stays the
+# summary lines and the table.
+echo >&2
+echo "The run's report (open it in a browser; trace.tsv beside it):" >&2
+"$cairn" report --cache cache >&2

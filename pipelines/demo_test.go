@@ -180,6 +180,7 @@ func TestDemoOptimizerFailsLoudlyInDemoDir(t *testing.T) {
 	}
 	assert.True(t, strings.HasSuffix(table, string(tsv)), "the table printed is the one written:\n%s", table)
 	assert.Contains(t, string(tsv), "runs/simgepa/sums/single/sim/0/result.json")
+	assert.Regexp(t, `(?m)^Report of run \S+ \(ok\): \S+/cache/runs/\S+/report\.html\n.*trace\.tsv\n$`, stderr, "the demo ends by printing its report's path")
 
 	// The same grid with a method that crashes (exit 3) into other out
 	// folders: every job fails.
