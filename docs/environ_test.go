@@ -19,10 +19,9 @@ import (
 // as options; what is read below it is the environment a process
 // inherits or hands on, a device's visibility, or a test's switch.
 var environReaders = map[string]string{
-	"engine/runtime.go":                            "a node's process inherits cairn's environment (os.Environ), with what cairn adds",
-	"stages/items/run.go":                          "an evaluation's workers inherit the environment the kind gives them, cairn's own where it gives none",
-	"stages/evaluatekind.go":                       "the workers inherit cairn's environment; the endpoints are named by environment variables the pipeline gives (TASK_ENDPOINTS), read when the node runs",
-	"stages/optimize.go":                           "the rollout workers inherit cairn's environment; the task and reflection endpoints are named by environment variables the pipeline gives, read when the node runs",
+	"process/env.go":                               "a process cairn starts for a node inherits cairn's environment (os.Environ), where its caller gives none: the one place a child's environment is built",
+	"stages/evaluatekind.go":                       "the endpoints are named by environment variables the pipeline gives (TASK_ENDPOINTS), read when the node runs",
+	"stages/optimize.go":                           "the task and reflection endpoints are named by environment variables the pipeline gives, read when the node runs",
 	"engine/plan/node.go":                          "the check that a command fits ARG_MAX counts the environment the command will inherit",
 	"engine/executor/local.go":                     "a program named without a folder is looked up on the PATH the node inherits where its own env sets none",
 	"engine/executor/slurm/slurm.go":               "the Slurm client commands (sbatch, squeue, ...) run with the cluster's SLURM_CONF and PATH",
@@ -39,6 +38,9 @@ var environReaders = map[string]string{
 }
 
 var environRead = regexp.MustCompile(`\bos\.(Getenv|LookupEnv|Environ)\b`)
+
+// childEnvVar is a variable cairn tells a node's process, set by hand.
+var childEnvVar = regexp.MustCompile(`"CAIRN_(RUN_ID|NODE|NODE_KEY|OUT_DIR|ATTEMPT|WORKSPACE)=`)
 
 // goSources are the module's Go files, tests left out (git ls-files).
 func goSources(t *testing.T) []string {
@@ -59,7 +61,8 @@ func goSources(t *testing.T) []string {
 
 // Below cmd/, only the files of environReaders read the environment, and
 // each still does (the list is kept exact); CAIRN_NO_FSYNC is read in one
-// place, cmd/cairn/settings.go, and reaches the packages as an option.
+// place, cmd/cairn/settings.go, and reaches the packages as an option; a
+// child's environment is built in one place, process.Env.List.
 func TestEnvironmentIsReadWhereListed(t *testing.T) {
 	readers := map[string]bool{}
 	for _, f := range goSources(t) {
@@ -69,6 +72,9 @@ func TestEnvironmentIsReadWhereListed(t *testing.T) {
 			code, _, _ := strings.Cut(line, "//")
 			if strings.Contains(code, "CAIRN_NO_FSYNC") && f != "cmd/cairn/settings.go" {
 				t.Errorf("%s reads CAIRN_NO_FSYNC: only cmd/cairn/settings.go reads it; pass it down as an option (engine.ApplyOptions.NoSync, stages.Runtime.NoSync)", f)
+			}
+			if childEnvVar.MatchString(code) && f != "process/env.go" {
+				t.Errorf("%s builds a child's environment (%s): process.Env.List builds every one", f, childEnvVar.FindString(code))
 			}
 			if environRead.MatchString(code) && !strings.HasPrefix(f, "cmd/") {
 				readers[f] = true

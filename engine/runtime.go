@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,32 +131,21 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	if p.Replica == 0 {
 		ns.logs = [2]string{stdout, stderr}
 	}
-	env := os.Environ()
-	env = append(env,
-		"CAIRN_RUN_ID="+a.runID,
-		"CAIRN_NODE="+ns.n.Addr,
-		"CAIRN_NODE_KEY="+ns.key,
-		"CAIRN_OUT_DIR="+r.OutDir(),
-		fmt.Sprintf("CAIRN_ATTEMPT=%d", ns.attempts),
-		"CAIRN_WORKSPACE="+a.g.Root,
-	)
+	ce := process.Env{
+		RunID: a.runID, Node: ns.n.Addr, Key: ns.key, OutDir: r.OutDir(), Attempt: ns.attempts, Workspace: a.g.Root,
+		// A node that leased no GPU sees none.
+		NoGPUs: ns.lease == nil && c.GPUs == 0,
+		Stage:  c.Env, Set: p.Env,
+	}
 	var gpus []int
 	if ns.lease != nil {
 		gpus = ns.lease.Devices
 		if p.Replica > 0 {
 			gpus = replicaDevices(ns, p.Replica)
 		}
-		env = append(env, a.opts.GPUs.ChildEnv(gpus)...)
-	} else if c.GPUs == 0 {
-		// A node that leased no GPU sees none.
-		env = append(env, "CUDA_VISIBLE_DEVICES=")
+		ce.GPUs = a.opts.GPUs.ChildEnv(gpus)
 	}
-	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-		env = append(env, k+"="+c.Env[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-		env = append(env, k+"="+p.Env[k])
-	}
+	env := ce.List()
 	var inherit []*os.File
 	if ns.locked != nil {
 		inherit = append(inherit, ns.locked.File())

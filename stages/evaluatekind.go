@@ -26,6 +26,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 	"github.com/cairn-run/cairn/storage/digest"
@@ -797,12 +798,8 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 // journal and the log.
 func evalConfig(n *Node, rt Runtime, s evalSpec, list []items.Item, endpoints []string) items.Config {
 	root := rt.Root()
-	env := os.Environ()
-	env = append(env, "CAIRN_NODE="+n.Address, "CAIRN_NODE_KEY="+n.Key, "CAIRN_WORKSPACE="+root)
-	env = append(env, "CUDA_VISIBLE_DEVICES=") // the workers are clients of the endpoints
-	for _, k := range sortedEnvNames(n.Common.Env) {
-		env = append(env, k+"="+n.Common.Env[k])
-	}
+	// The workers are clients of the endpoints: they see no GPU.
+	env := process.Env{Node: n.Address, Key: n.Key, Workspace: root, NoGPUs: true, Stage: n.Common.Env}.List()
 	cfg := items.Config{
 		Worker: s.worker, Env: env, Dir: root,
 		Items:   list,
@@ -890,15 +887,6 @@ func evalOneLine(s string) string {
 		s = s[:397] + "..."
 	}
 	return s
-}
-
-func sortedEnvNames(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // itemJournal writes the per-item journal records in batches, off the path

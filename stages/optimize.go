@@ -469,11 +469,7 @@ func (o *optRun) begin() *Outcome {
 // rolloutEval is the evaluation the rollout service runs rollouts with:
 // the node's workers, on the training items, with the node's environment.
 func (o *optRun) rolloutEval(in *optInputs, store *items.Store, log *syncWriter) *rolloutEval {
-	env := os.Environ()
-	env = append(env, "CAIRN_NODE="+o.n.Address, "CAIRN_WORKSPACE="+o.root, "CUDA_VISIBLE_DEVICES=")
-	for _, k := range sortedEnvNames(o.n.Common.Env) {
-		env = append(env, k+"="+o.n.Common.Env[k])
-	}
+	env := process.Env{Node: o.n.Address, Workspace: o.root, NoGPUs: true, Stage: o.n.Common.Env}.List()
 	byID := make(map[string]items.Item, len(in.train))
 	for _, it := range in.train {
 		byID[it.ID] = it

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -1006,20 +1005,7 @@ func (q *readyQueue) pop(stop ...<-chan struct{}) (*task, bool) {
 
 // workerEnv is the worker's environment.
 func (r *run) workerEnv() []string {
-	env := r.cfg.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	out := make([]string, 0, len(env)+2)
-	for _, kv := range env {
-		if hasEnvName(kv, "MODEL_ID") || hasEnvName(kv, "CAIRN_MAX_IN_FLIGHT") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "MODEL_ID="+r.cfg.ModelID, "CAIRN_MAX_IN_FLIGHT="+strconv.Itoa(r.cfg.MaxInFlight))
-}
-
-func hasEnvName(kv, name string) bool {
-	return len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name
+	return process.Env{Inherit: r.cfg.Env, Set: map[string]string{
+		"MODEL_ID": r.cfg.ModelID, "CAIRN_MAX_IN_FLIGHT": strconv.Itoa(r.cfg.MaxInFlight),
+	}}.List()
 }
