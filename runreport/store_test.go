@@ -1,0 +1,84 @@
+package runreport_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/runreport"
+	"github.com/cairn-run/cairn/runreport/browsertest"
+)
+
+// A run of the Slurm executor with an evaluation whose record holds its
+// scores, and a node taken from the cache: the evaluation's items are in
+// its page (drawn when asked for), the cached node says where it came
+// from, the Slurm jobs have Slurm lanes and their job ids in the trace.
+func TestReportItemsAndSlurm(t *testing.T) {
+	cacheDir := t.TempDir()
+	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer cache.Close()
+	var scores bytes.Buffer
+	for i := range 500 {
+		fmt.Fprintf(&scores, `{"id":"q-%03d","score":%d,"outputs":{"answer":"%d"}}`+"\n", i, i%3/2, i)
+	}
+	scoresPath := "runs/eval/scores.jsonl"
+	commit := func(key, addr, kind, run string, result string, outputs map[string][]byte) {
+		r := &store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"` + kind + `"}`), Outputs: map[string]string{}, Inline: map[string][]byte{},
+			Result: []byte(result), Started: t0, Ended: t0.Add(time.Second), Attempts: 1, Pipeline: "synthetic", Address: addr, RunID: run}
+		for p, b := range outputs {
+			r.Outputs[p] = string(cas.DigestBytes(b))
+			r.Inline[p] = b
+		}
+		_, err := cache.Commit(r, nil)
+		require.NoError(t, err)
+	}
+	evalKey, cachedKey := strings.Repeat("e", 64), strings.Repeat("c", 64)
+	commit(evalKey, "stage.eval", "evaluate", "20260301T120000.000Z-eeeeee", `{"scores_file":"`+scoresPath+`","mean_score":0.33}`, map[string][]byte{scoresPath: scores.Bytes()})
+	commit(cachedKey, "stage.prep", "command", "20260228T090000.000Z-000000", `{}`, nil)
+
+	slurm := func(id string) *process.JobRef { return &process.JobRef{Executor: "slurm", ID: id} }
+	dir := writeJournal(t, cacheDir, "20260301T120000.000Z-eeeeee", []runlog.Entry{
+		{T: runlog.Cached, Time: t0, Node: "stage.prep", Key: cachedKey},
+		{T: runlog.Planned, Time: t0, Node: "stage.eval", Key: evalKey},
+		{T: runlog.Planned, Time: t0, Node: "stage.train", Key: "tttt"},
+		{T: runlog.Started, Time: at(100), Node: "stage.eval", Key: evalKey, Attempt: 1, Job: slurm("4242")},
+		{T: runlog.Started, Time: at(150), Node: "stage.train", Key: "tttt", Attempt: 1, Job: slurm("4243"), GPUs: []int{0, 1}},
+		{T: runlog.Finished, Time: at(2100), Node: "stage.eval", Key: evalKey, Attempt: 1, Counts: map[string]int{"items": 500}},
+		{T: runlog.Finished, Time: at(3150), Node: "stage.train", Key: "tttt", Attempt: 1, PeakGPU: 30000},
+	}, "ok")
+	r, err := runreport.Build(dir, runreport.Options{Cache: cache})
+	require.NoError(t, err)
+	assert.Equal(t, "slurm", r.Run.Executor)
+	assert.Equal(t, "cached: from run 20260228T090000.000Z-000000 at 2026-03-01 12:00:01 UTC", nodeOf(t, r, "stage.prep").Reason)
+	assert.Equal(t, "evaluate", nodeOf(t, r, "stage.eval").Kind)
+	assert.Equal(t, "slurm 0", nodeOf(t, r, "stage.eval").Tries[0].Lane)
+	assert.InDelta(t, 6.0, nodeOf(t, r, "stage.train").GPUSeconds, 1e-9, "3 s on 2 GPUs")
+	var trace bytes.Buffer
+	require.NoError(t, r.WriteTrace(&trace))
+	assert.Contains(t, trace.String(), "\t4242\tstage.eval\tstage.eval\tevaluate\t1\tCOMPLETED\t")
+	assert.Contains(t, trace.String(), "\t4243\tstage.train\tstage.train\t-\t1\tCOMPLETED\t")
+
+	page := filepath.Join(dir, runreport.HTMLName)
+	require.NoError(t, r.WriteFiles(page, cache))
+	p := browsertest.Open(t, page, 1400, 1000)
+	lanes := browsertest.Eval[[]string](t, p, `[...document.querySelectorAll("rect.bar[data-node='stage.train']")].map(b => b.dataset.lane).sort()`)
+	assert.Equal(t, []string{"gpu 0", "gpu 1"}, lanes, "a bar on each GPU the node held")
+	assert.Equal(t, "slurm 0", browsertest.Eval[string](t, p, `document.querySelector("rect.bar[data-node='stage.eval']").dataset.lane`))
+	assert.Equal(t, 0, browsertest.Eval[int](t, p, `document.querySelectorAll("#itemlist table").length`), "items are unpacked when asked for")
+	browsertest.Eval[bool](t, p, `document.querySelector("#itemlist .card[data-node='stage.eval'] button").click(), true`)
+	rows := browsertest.Eval[int](t, p, `new Promise(ok => { const f = () => { const n = document.querySelectorAll("#itemlist table tr").length; n ? ok(n) : setTimeout(f, 20) }; f() })`)
+	assert.Equal(t, 1+500, rows)
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("#itemlist svg").textContent`), "over 500")
+	assert.Empty(t, p.Errors(), "console errors")
+}
