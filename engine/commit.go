@@ -119,7 +119,7 @@ func (a *applier) markFailed(ns *nodeState) {
 		f.Tail = process.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
-	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs})
+	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs, Queued: queuedOf(ns)})
 	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
 	a.emitJSON(ns, "failed")
 	if !ns.released {

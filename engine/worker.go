@@ -71,9 +71,18 @@ func (a *applier) yieldInChain(ns *nodeState) {
 	}
 }
 
+// queuedOf is a node's last attempt's wait in a cluster's queue, in
+// seconds (0 for a local process).
+func queuedOf(ns *nodeState) float64 {
+	if ns.res == nil {
+		return 0
+	}
+	return ns.res.Queued.Seconds()
+}
+
 // noteFinished journals a node's end once its record is in the cache.
 func (a *applier) noteFinished(ns *nodeState, rec *store.Record) {
-	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts})
+	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts, Queued: queuedOf(ns)})
 }
 
 // execute runs a node with retries and commits its record. It runs on a
@@ -152,7 +161,7 @@ func (a *applier) execute(ns *nodeState) event {
 			return event{}
 		}
 		ns.message = process.RedactSecrets(ns.message, ns.secrets)
-		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts})
+		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Queued: queuedOf(ns)})
 		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
 	}
 }

@@ -100,7 +100,8 @@ type Node struct {
 	Duration float64 `json:"duration_s"`
 	// QueueWait is the time from when the node could start (its
 	// upstreams in this run done, or the run started) to its first
-	// attempt's start; -1 when unknown.
+	// attempt's start (a cluster job's wait in the cluster's queue
+	// included); -1 when unknown.
 	QueueWait  float64    `json:"queue_wait_s"`
 	PeakRSS    float64    `json:"peak_rss_mib"`
 	PeakGPU    float64    `json:"peak_gpu_mib"`
@@ -126,11 +127,16 @@ type Node struct {
 
 // Attempt is one attempt of a node: a row of trace.tsv.
 type Attempt struct {
-	N        int       `json:"attempt"`
-	State    string    `json:"state"` // ok, failed, running, interrupted
-	Class    string    `json:"class,omitempty"`
-	Start    time.Time `json:"start,omitzero"`
-	End      time.Time `json:"end,omitzero"`
+	N     int       `json:"attempt"`
+	State string    `json:"state"` // ok, failed, running, interrupted
+	Class string    `json:"class,omitempty"`
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// Submit and Queued are, for a cluster job, when it was submitted
+	// and how long it waited in the cluster's queue (Start is when it
+	// began to run).
+	Submit   time.Time `json:"submit,omitzero"`
+	Queued   float64   `json:"queued_s,omitempty"`
 	Executor string    `json:"executor,omitempty"`
 	Job      string    `json:"job,omitempty"`
 	GPUs     []int     `json:"gpus,omitempty"`
@@ -334,7 +340,7 @@ func (b *builder) read() {
 			n.addLogs(e.Logs)
 		case runlog.Finished:
 			t := lastTry(n, e.Attempt)
-			t.State, t.End, t.PeakRSS, t.PeakGPU = "ok", e.Time, e.PeakRSS, e.PeakGPU
+			t.State, t.End, t.PeakRSS, t.PeakGPU, t.Queued = "ok", e.Time, e.PeakRSS, e.PeakGPU, e.Queued
 			if t.Start.IsZero() && e.Duration > 0 {
 				t.Start = e.Time.Add(-time.Duration(e.Duration * float64(time.Second)))
 			}
@@ -344,7 +350,7 @@ func (b *builder) read() {
 			}
 		case runlog.Failed:
 			t := lastTry(n, e.Attempt)
-			t.State, t.End, t.Class, t.PeakRSS, t.PeakGPU = "failed", e.Time, e.Class, e.PeakRSS, e.PeakGPU
+			t.State, t.End, t.Class, t.PeakRSS, t.PeakGPU, t.Queued = "failed", e.Time, e.Class, e.PeakRSS, e.PeakGPU, e.Queued
 			if t.Start.IsZero() {
 				t.Start = e.Time // failed before its process started (class setup)
 			}
@@ -411,6 +417,12 @@ func (b *builder) finish() {
 	byKey := map[string]*Node{}
 	for _, n := range b.r.Nodes {
 		for _, t := range n.Tries {
+			if t.Queued > 0 && !t.Start.IsZero() {
+				// Journaled when submitted: it ran from the end of its
+				// wait in the cluster's queue.
+				t.Submit = t.Start
+				t.Start = t.Start.Add(time.Duration(t.Queued * float64(time.Second)))
+			}
 			if t.State == "running" && !live {
 				t.State = "interrupted"
 			}

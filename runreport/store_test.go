@@ -54,7 +54,7 @@ func TestReportItemsAndSlurm(t *testing.T) {
 		{T: runlog.Planned, Time: t0, Node: "stage.train", Key: "tttt"},
 		{T: runlog.Started, Time: at(100), Node: "stage.eval", Key: evalKey, Attempt: 1, Job: slurm("4242")},
 		{T: runlog.Started, Time: at(150), Node: "stage.train", Key: "tttt", Attempt: 1, Job: slurm("4243"), GPUs: []int{0, 1}},
-		{T: runlog.Finished, Time: at(2100), Node: "stage.eval", Key: evalKey, Attempt: 1, Counts: map[string]int{"items": 500}},
+		{T: runlog.Finished, Time: at(2100), Node: "stage.eval", Key: evalKey, Attempt: 1, Counts: map[string]int{"items": 500}, Queued: 0.4},
 		{T: runlog.Finished, Time: at(3150), Node: "stage.train", Key: "tttt", Attempt: 1, PeakGPU: 30000},
 	}, "ok")
 	r, err := runreport.Build(dir, runreport.Options{Cache: cache})
@@ -62,11 +62,15 @@ func TestReportItemsAndSlurm(t *testing.T) {
 	assert.Equal(t, "slurm", r.Run.Executor)
 	assert.Equal(t, "cached: from run 20260228T090000.000Z-000000 at 2026-03-01 12:00:01 UTC", nodeOf(t, r, "stage.prep").Reason)
 	assert.Equal(t, "evaluate", nodeOf(t, r, "stage.eval").Kind)
-	assert.Equal(t, "slurm 0", nodeOf(t, r, "stage.eval").Tries[0].Lane)
+	eval := nodeOf(t, r, "stage.eval")
+	assert.Equal(t, "slurm 0", eval.Tries[0].Lane)
+	assert.InDelta(t, 0.5, eval.QueueWait, 1e-9, "0.1 s before its submission, 0.4 s in Slurm's queue")
+	assert.InDelta(t, 1.6, eval.Duration, 1e-9, "from the end of its wait in the queue")
+	assert.Equal(t, at(100), eval.Tries[0].Submit)
 	assert.InDelta(t, 6.0, nodeOf(t, r, "stage.train").GPUSeconds, 1e-9, "3 s on 2 GPUs")
 	var trace bytes.Buffer
 	require.NoError(t, r.WriteTrace(&trace))
-	assert.Contains(t, trace.String(), "\t4242\tstage.eval\tstage.eval\tevaluate\t1\tCOMPLETED\t")
+	assert.Contains(t, trace.String(), "\t4242\tstage.eval\tstage.eval\tevaluate\t1\tCOMPLETED\t2026-03-01T12:00:00.100Z\t2026-03-01T12:00:00.500Z\t2026-03-01T12:00:02.100Z\t2.000\t1.600\t0.500\t")
 	assert.Contains(t, trace.String(), "\t4243\tstage.train\tstage.train\t-\t1\tCOMPLETED\t")
 
 	page := filepath.Join(dir, runreport.HTMLName)

@@ -46,6 +46,12 @@ func (r *Report) WriteTrace(w io.Writer) error {
 				wait = num(n.QueueWait)
 				submit = start.Add(-time.Duration(n.QueueWait * float64(time.Second)))
 			}
+			if !t.Submit.IsZero() {
+				submit = t.Submit
+				if t.N != n.Tries[0].N {
+					wait = num(t.Queued)
+				}
+			}
 		} else if n.State == "cached" {
 			rss, gpu = n.PeakRSS, n.PeakGPU
 		}

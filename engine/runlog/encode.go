@@ -16,7 +16,7 @@ import (
 // cannot hold) goes through encoding/json, which also reports the error.
 func marshalEntry(e *Entry) ([]byte, error) {
 	if e.Batch != nil || e.Time.Year() < 0 || e.Time.Year() > 9999 ||
-		!finite(e.Duration) || !finite(e.PeakRSS) || !finite(e.PeakGPU) {
+		!finite(e.Duration) || !finite(e.PeakRSS) || !finite(e.PeakGPU) || !finite(e.Queued) {
 		return json.Marshal(e)
 	}
 	b := make([]byte, 0, 160+len(e.Node)+len(e.Key)+len(e.Message))
@@ -70,6 +70,7 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	b = appendFloatField(b, "duration_s", e.Duration)
 	b = appendFloatField(b, "peak_rss_mib", e.PeakRSS)
 	b = appendFloatField(b, "peak_gpu_mib", e.PeakGPU)
+	b = appendFloatField(b, "queued_s", e.Queued)
 	b = appendStringsField(b, "logs", e.Logs)
 	b = appendIntField(b, "count", int64(e.Count))
 	b = appendStringField(b, "item", e.Item)

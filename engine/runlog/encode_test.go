@@ -46,6 +46,7 @@ func randomEntry(r *rand.Rand) Entry {
 	}
 	if some() {
 		e.Duration, e.PeakRSS, e.PeakGPU = floats[r.IntN(len(floats))], floats[r.IntN(len(floats))], floats[r.IntN(len(floats))]
+		e.Queued = floats[r.IntN(len(floats))]
 	}
 	if some() {
 		e.Logs = []string{str(), str()}[:r.IntN(3)]

@@ -68,20 +68,23 @@ type Entry struct {
 	// A local process (and, in a run_start record, the apply itself);
 	// written beside Job for a local job, so that a cairn that knows no
 	// job references reaps it too.
-	PID      int      `json:"pid,omitempty"`
-	PGID     int      `json:"pgid,omitempty"`
-	ProcTick uint64   `json:"proc_start,omitempty"` // process start time in clock ticks since boot (/proc/PID/stat field 22)
-	GPUs     []int    `json:"gpus,omitempty"`
-	Wave     int      `json:"wave,omitempty"`
-	Class    string   `json:"class,omitempty"`
-	Message  string   `json:"message,omitempty"`
-	Status   string   `json:"status,omitempty"`
-	Duration float64  `json:"duration_s,omitempty"`
-	PeakRSS  float64  `json:"peak_rss_mib,omitempty"`
-	PeakGPU  float64  `json:"peak_gpu_mib,omitempty"`
-	Logs     []string `json:"logs,omitempty"`
-	Count    int      `json:"count,omitempty"`
-	Item     string   `json:"item,omitempty"` // an evaluated item's id (charged records)
+	PID      int     `json:"pid,omitempty"`
+	PGID     int     `json:"pgid,omitempty"`
+	ProcTick uint64  `json:"proc_start,omitempty"` // process start time in clock ticks since boot (/proc/PID/stat field 22)
+	GPUs     []int   `json:"gpus,omitempty"`
+	Wave     int     `json:"wave,omitempty"`
+	Class    string  `json:"class,omitempty"`
+	Message  string  `json:"message,omitempty"`
+	Status   string  `json:"status,omitempty"`
+	Duration float64 `json:"duration_s,omitempty"`
+	PeakRSS  float64 `json:"peak_rss_mib,omitempty"`
+	PeakGPU  float64 `json:"peak_gpu_mib,omitempty"`
+	// Queued is a cluster job's wait in its scheduler's queue before it
+	// started (finished and failed records), in seconds.
+	Queued float64  `json:"queued_s,omitempty"`
+	Logs   []string `json:"logs,omitempty"`
+	Count  int      `json:"count,omitempty"`
+	Item   string   `json:"item,omitempty"` // an evaluated item's id (charged records)
 	// A service replica's number (from 1), port and endpoint (serve
 	// records).
 	Replica  int    `json:"replica,omitempty"`
