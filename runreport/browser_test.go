@@ -52,6 +52,19 @@ func TestPageInBrowser(t *testing.T) {
 	assert.Equal(t, map[string]string{"stage.a#ok": "cpu 0", `stage.b["k"]#failed`: "gpu 1", `stage.b["k"]#ok`: "gpu 1", "stage.c#failed": "gpu 0"}, lanes)
 	assert.Contains(t, browsertest.Eval[string](t, p, `document.getElementById("vars").textContent`), "(sensitive)")
 
+	// Hover: the node, its outcome and class, its times and lane.
+	tip := browsertest.Eval[string](t, p, `(() => { const r = document.querySelector("rect.bar[data-node='stage.c']"), b = r.getBoundingClientRect();
+		r.dispatchEvent(new MouseEvent("mousemove", { bubbles: true, clientX: b.x + 1, clientY: b.y + 1 })); return document.getElementById("tip").textContent })()`)
+	assert.Contains(t, tip, "stage.c\nfailed (oom), attempt 1\n2026-03-01 12:00:01.030 UTC → 2026-03-01 12:00:01.530 UTC  (0.500 s)\nlane gpu 0")
+	// Zoom at the pointer: a wheel turn up widens the bars.
+	width := `document.querySelector("rect.bar[data-node='stage.a']").getBBox().width`
+	before := browsertest.Eval[float64](t, p, width)
+	browsertest.Eval[bool](t, p, `(() => { const tl = document.getElementById("tl"), b = tl.getBoundingClientRect();
+		tl.dispatchEvent(new WheelEvent("wheel", { bubbles: true, cancelable: true, deltaY: -100, clientX: b.x + 200, clientY: b.y + 40 })); return true })()`)
+	assert.Greater(t, browsertest.Eval[float64](t, p, width), before*1.1, "zoomed in (by a quarter, less what the lane's left edge cuts)")
+	browsertest.Eval[bool](t, p, `document.getElementById("tl").dispatchEvent(new MouseEvent("dblclick", { bubbles: true })), true`)
+	assert.InDelta(t, before, browsertest.Eval[float64](t, p, width), before*0.01, "double-click resets")
+
 	rows := func() []string {
 		return browsertest.Eval[[]string](t, p, `[...document.querySelectorAll("#tbody .row")].sort((a, b) => a.offsetTop - b.offsetTop).map(r => r.querySelector('[data-col="address"]').textContent)`)
 	}
