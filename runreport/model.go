@@ -58,6 +58,8 @@ type Run struct {
 	Command    string   `json:"command,omitempty"`
 	Counts     Counts   `json:"counts"`
 	Damaged    string   `json:"damaged,omitempty"`
+	// Notes are the event log's warnings and notes for people.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Var is a variable given on the command line (a sensitive one's value
@@ -208,6 +210,12 @@ type Charge struct {
 	T      []float64      `json:"t"`
 	N      []int          `json:"n"`
 	Counts map[string]int `json:"counts,omitempty"`
+	// From the event log (FromEvents): the rollouts attempted and the
+	// infrastructure failures by then, and the budget.
+	FromEvents bool  `json:"from_events,omitempty"`
+	Attempted  []int `json:"attempted,omitempty"`
+	Infra      []int `json:"infra_failures,omitempty"`
+	Budget     int   `json:"budget,omitempty"`
 }
 
 // Options are what Build reads besides the run's journal.
@@ -237,6 +245,9 @@ func FromRunInfo(ri *runlog.RunInfo, opts Options) *Report {
 	b := &builder{r: r, byAddr: map[string]*Node{}, ri: ri, opts: opts}
 	b.read()
 	b.finish()
+	if ri.Dir != "" {
+		b.readEvents(ri.Dir)
+	}
 	return r
 }
 

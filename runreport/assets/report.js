@@ -75,6 +75,7 @@ function header() {
   if (r.state === "running") h.append(el("div", { class: "warn", text: "This run is still going: the page shows it as of " + D.generated + "; reload to see it now (cairn apply --report rewrites it every few seconds)." }));
   if (r.state === "interrupted") h.append(el("div", { class: "warn", text: "This run ended without its end record (killed, or interrupted): the page shows what its journal knows." }));
   if (r.damaged) h.append(el("div", { class: "warn", text: "The journal is not whole: " + r.damaged }));
+  for (const n of r.notes || []) h.append(el("div", { class: "warn note", text: n }));
   const kv = el("dl", { class: "kv" });
   const add = (k, v, id) => { kv.append(el("dt", { text: k }), el("dd", id ? { text: v, id } : { text: v })); };
   add("run", r.id, "run-id");
@@ -435,15 +436,24 @@ function seedViews() {
     const end = Math.max(1, ...D.charges.map((c) => c.t[c.t.length - 1] || 0));
     for (const c of D.charges.slice(0, 60)) {
       const W = 300, H = 130, s = svg("svg", { width: W, height: H, class: "plot charge", "data-node": c.node });
-      const top = Math.max(1, c.n[c.n.length - 1]);
+      const top = Math.max(1, c.n[c.n.length - 1], c.attempted ? c.attempted[c.attempted.length - 1] : 0, c.budget || 0);
       const x = (t) => 34 + (t / end) * (W - 44), y = (v) => H - 30 - (v / top) * (H - 50);
       let d = "M" + x(0) + "," + y(0);
       c.t.forEach((t, i) => (d += " L" + x(t) + "," + y(i ? c.n[i - 1] : 0) + " L" + x(t) + "," + y(c.n[i])));
       s.append(svg("path", { d, fill: "none", stroke: "#24579e", "stroke-width": 1.5 }));
+      // From the event log: attempted (dashed) and infrastructure
+      // failures (red) beside what was charged.
+      for (const [series, color, dash] of [[c.attempted, "#888", "4 3"], [c.infra_failures, "#d0312d", ""]]) {
+        if (!series) continue;
+        let p = "M" + x(0) + "," + y(0);
+        c.t.forEach((t, i) => (p += " L" + x(t) + "," + y(i ? series[i - 1] : 0) + " L" + x(t) + "," + y(series[i])));
+        s.append(svg("path", { d: p, fill: "none", stroke: color, "stroke-width": 1, "stroke-dasharray": dash, class: "series" }));
+      }
       const t1 = svg("text", { x: 4, y: 12, "font-size": 10 }); t1.textContent = c.node.replace(/^stage\./, ""); s.append(t1);
       const k = c.counts || {};
       const t2 = svg("text", { x: 4, y: H - 8, "font-size": 10, fill: "#5f6b76" });
-      t2.textContent = "charged " + (k.charged ?? top) + ", attempted " + (k.attempted ?? "?") + ", infra failures " + (k.infra_failures ?? "?");
+      const last = (a) => (a && a.length ? a[a.length - 1] : undefined);
+      t2.textContent = "charged " + (k.charged ?? last(c.n)) + ", attempted " + (k.attempted ?? last(c.attempted) ?? "?") + ", infra failures " + (k.infra_failures ?? last(c.infra_failures) ?? "?") + (c.budget ? " of " + c.budget : "");
       s.append(t2);
       grid.append(s);
     }
