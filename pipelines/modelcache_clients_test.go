@@ -228,3 +228,54 @@ func TestLMEvalChatThroughModelCache(t *testing.T) {
 	require.Equal(t, scoresA, scoresB)
 	require.Equal(t, 12, sim.ChatRequests())
 }
+
+func TestOpenAINodeClientThroughModelCache(t *testing.T) {
+	mods := filepath.Join(modelClient(t, "node"), "node_modules")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	sim, err := simmodel.Start(simmodel.Config{}, "")
+	require.NoError(t, err)
+	defer sim.Close()
+	w := newWorkspace(t, "sim:0")
+	w.copyFromRepo("pipelines/model_cache/node")
+	pipe := func(stage string) string {
+		return fmt.Sprintf(`stage "command" %q {
+  run         = ["node", "pipelines/model_cache/node/client.cjs", "%s.json"]
+  outputs     = ["%s.json"]
+  env         = { NODE_PATH = %q }
+  model_cache = { endpoints = [%q] }
+}
+`, stage, stage, stage, mods, sim.URL)
+	}
+	w.write("a.hcl", pipe("first"))
+	out, code := w.run("apply", "a.hcl")
+	require.Equal(t, 0, code, out)
+	_, forwarded := cacheFigures(t, out)
+	require.Equal(t, 8, forwarded, out)
+	requests := sim.ChatRequests()
+	w.write("b.hcl", pipe("second"))
+	out, code = w.run("apply", "b.hcl")
+	require.Equal(t, 0, code, out)
+	fromStore, forwarded := cacheFigures(t, out)
+	require.Equal(t, [2]int{8, 0}, [2]int{fromStore, forwarded}, out)
+	require.Equal(t, requests, sim.ChatRequests())
+
+	read := func(name string) map[string]any {
+		b, err := os.ReadFile(filepath.Join(w.dir, name))
+		require.NoError(t, err)
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(b, &v))
+		return v
+	}
+	a, b := read("first.json"), read("second.json")
+	require.NotEqual(t, a["base_url"], b["base_url"], "each process has its own cache endpoint")
+	delete(a, "base_url")
+	delete(b, "base_url")
+	require.Equal(t, a, b, "answers differ on replay")
+	require.Contains(t, a["completions"], `"token_logprobs":[null,`)
+	require.Contains(t, a["chat_stream"], "data: [DONE]")
+	require.NotEmpty(t, a["chat_stream_text"])
+	require.NotEmpty(t, a["completions_stream_text"])
+	require.EqualValues(t, 8, a["embedding_dims"])
+}
