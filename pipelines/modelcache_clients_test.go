@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -278,4 +279,34 @@ func TestOpenAINodeClientThroughModelCache(t *testing.T) {
 	require.NotEmpty(t, a["chat_stream_text"])
 	require.NotEmpty(t, a["completions_stream_text"])
 	require.EqualValues(t, 8, a["embedding_dims"])
+}
+
+func TestInspectThroughModelCache(t *testing.T) {
+	venv := modelClient(t, "inspect")
+	sim, err := simmodel.Start(simmodel.Config{WrongRate: 0.25}, "")
+	require.NoError(t, err)
+	defer sim.Close()
+	w := newWorkspace(t, "sim:0")
+	w.copyFromRepo("pipelines/model_cache/inspect", "pipelines/model_cache/lm_eval/arith.jsonl", "pipelines/inspect_cached.hcl")
+	apply := func(out string) (int, int) {
+		o, code := w.run("apply", "pipelines/inspect_cached.hcl", "--var", "endpoint="+sim.URL,
+			"--var", "inspect="+filepath.Join(venv, "bin", "inspect"), "--var", "out="+out)
+		require.Equal(t, 0, code, o)
+		return cacheFigures(t, o)
+	}
+	imported := func(dir string) string {
+		logs, _ := filepath.Glob(filepath.Join(w.dir, dir, "*.eval"))
+		require.Len(t, logs, 1)
+		o, code := w.run("import", "inspect", logs[0])
+		require.Equal(t, 0, code, o)
+		return o
+	}
+	fromStore, forwarded := apply("out/a")
+	require.Equal(t, [2]int{0, 12}, [2]int{fromStore, forwarded})
+	a := imported("out/a")
+	require.Equal(t, 12, strings.Count(a, `"id":"arith-`), a)
+	fromStore, forwarded = apply("out/b")
+	require.Equal(t, [2]int{12, 0}, [2]int{fromStore, forwarded})
+	require.Equal(t, 12, sim.ChatRequests())
+	require.Equal(t, a, imported("out/b"), "the replayed run's items differ")
 }

@@ -233,7 +233,7 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colours in output (NO_COLOR is respected too)")
 	root.AddCommand(
 		a.validateCmd(), a.planCmd(), a.applyCmd(), a.graphCmd(), a.fmtCmd(),
-		a.showCmd(), a.statusCmd(), a.gcCmd(), a.gpusCmd(), a.aggregateCmd(), a.replayCmd(), a.reportCmd(), a.versionCmd(),
+		a.showCmd(), a.statusCmd(), a.gcCmd(), a.gpusCmd(), a.aggregateCmd(), a.replayCmd(), a.reportCmd(), a.importCmd(), a.versionCmd(),
 	)
 	return root
 }

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestImportCommandWritesItemResults(t *testing.T) {
+	src, err := os.ReadFile("../../stages/modelcache/testdata/arith.eval")
+	require.NoError(t, err)
+	root := cliWorkspace(t, map[string]string{"logs/arith.eval": string(src), "bad.jsonl": "{\"x\": 1}\n"})
+	r := runCLI(t, "--chdir", root, "import", "inspect", "logs/arith.eval", "--out", "items.jsonl")
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err := os.ReadFile(filepath.Join(root, "items.jsonl"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 12)
+	require.True(t, strings.HasPrefix(lines[0], `{"id":"arith-00","score":1,`), lines[0])
+
+	r = runCLI(t, "--chdir", root, "import", "lm-eval", "bad.jsonl", "--out", "x.jsonl")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "bad.jsonl: line 1 has no doc_id")
+	require.NoFileExists(t, filepath.Join(root, "x.jsonl"))
+	r = runCLI(t, "--chdir", root, "import", "helm", "bad.jsonl")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "the formats are lm-eval and inspect")
+}
