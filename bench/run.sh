@@ -4,8 +4,10 @@
 # hyperfine; cold applies in turns, bench/interleave.py), with and without
 # fsync. Prints a table of medians and ratios
 # and writes bench/out/results.md (bench/out is git-ignored); then
-# bench/dsl.sh (large pipeline files) and bench/aggregate.sh (cairn
-# aggregate against scipy.stats.bootstrap) append their tables, and
+# bench/dsl.sh (large pipeline files), bench/aggregate.sh (cairn
+# aggregate against scipy.stats.bootstrap) and bench/modelcache.sh (the
+# model-call cache's hits per second and added miss latency) append their
+# tables, and
 # bench/slurm.sh times the slurm executor against sbatch --wait loops.
 #
 # Environment:
@@ -467,6 +469,7 @@ echo >&2
 echo "wrote $OUT/results.md" >&2
 bash "$ROOT/bench/dsl.sh" "$CAIRN"
 bash "$ROOT/bench/aggregate.sh" "$CAIRN"
+bash "$ROOT/bench/modelcache.sh"
 # The slurm executor against sbatch --wait loops, on a local cluster
 # (BENCH_SLURM=0 skips it; it needs root to start the cluster).
 if [ "${BENCH_SLURM:-1}" = 1 ]; then

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 
 	"github.com/cairn-run/cairn/stages/items"
@@ -107,18 +108,32 @@ func Parse(path string, body []byte) (*Request, error) {
 		}
 		r.Sampling = temp > 0 && !seeded
 	}
+	// The canonical object, member by member: keys sorted, each value
+	// canonical (the decoder kept the last of duplicate keys).
+	keys := make([]string, 0, len(obj))
 	for f := range obj {
-		if ignored[f] {
-			delete(obj, f)
+		if !ignored[f] {
+			keys = append(keys, f)
 		}
 	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s: %v", path, err)}
+	sort.Strings(keys)
+	buf := make([]byte, 0, len(body))
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		kb, _ := json.Marshal(k)
+		kb, _ = items.Canonical(kb) // no HTML escaping, as in the values
+		buf = append(buf, kb...)
+		buf = append(buf, ':')
+		v, err := items.Canonical(obj[k])
+		if err != nil {
+			return nil, &BadRequest{fmt.Sprintf("the request body of POST %s: %q: %v", path, k, err)}
+		}
+		buf = append(buf, v...)
 	}
-	if r.Canonical, err = items.Canonical(raw); err != nil {
-		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s: %v", path, err)}
-	}
+	r.Canonical = append(buf, '}')
 	return r, nil
 }
 
