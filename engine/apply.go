@@ -293,12 +293,25 @@ func (a *applier) openRun(noSync bool) error {
 	return nil
 }
 
+// devices are the GPUs the run may lease, for the journal (none without
+// a pool).
+func (a *applier) devices() []runlog.Device {
+	if a.opts.GPUs == nil {
+		return nil
+	}
+	var out []runlog.Device
+	for _, d := range a.opts.GPUs.Devices() {
+		out = append(out, runlog.Device{Index: d.Index, Name: d.Name, MemoryMiB: d.MemTotalMiB})
+	}
+	return out
+}
+
 // runStart writes the run's first record.
 func (a *applier) runStart(args []string) error {
 	host, _ := os.Hostname()
 	dir, _ := os.Getwd()
 	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args,
-		Host: host, Dir: dir, Version: a.opts.Version})
+		Host: host, Dir: dir, Version: a.opts.Version, Devices: a.devices()})
 }
 
 // loop is the scheduler: one goroutine owns all node state; workers report

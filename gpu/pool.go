@@ -68,6 +68,14 @@ func NewPoolFor(inv Inventory, leaseDir string) (*Pool, error) {
 	return p, nil
 }
 
+// Devices are the devices offered, as last read (at NewPool, or by
+// Status).
+func (p *Pool) Devices() []Device {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Device(nil), p.devs...)
+}
+
 // Total is the number of devices offered.
 func (p *Pool) Total() int { return p.total }
 

@@ -37,16 +37,19 @@ type Report struct {
 
 // Run is the report's header.
 type Run struct {
-	ID       string    `json:"id"`
-	Pipeline string    `json:"pipeline"`
-	State    string    `json:"state"` // running, ok, failed, interrupted, refused
-	Message  string    `json:"message,omitempty"`
-	Host     string    `json:"host,omitempty"`
-	Version  string    `json:"version,omitempty"`
-	Dir      string    `json:"dir,omitempty"`
-	Executor string    `json:"executor,omitempty"`
-	Start    time.Time `json:"start"`
-	End      time.Time `json:"end,omitzero"`
+	ID       string `json:"id"`
+	Pipeline string `json:"pipeline"`
+	State    string `json:"state"` // running, ok, failed, interrupted, refused
+	Message  string `json:"message,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Executor string `json:"executor,omitempty"`
+	// GPUs are the devices the run could lease (journaled since the
+	// report came).
+	GPUs  []runlog.Device `json:"gpus,omitempty"`
+	Start time.Time       `json:"start"`
+	End   time.Time       `json:"end,omitzero"`
 	// Duration is End-Start, or, for a run without an end (running or
 	// killed), the last journal record's time less Start.
 	Duration float64 `json:"duration_s"`
@@ -306,7 +309,7 @@ func (b *builder) read() {
 		}
 		switch e.T {
 		case runlog.RunStart:
-			run.Host, run.Version, run.Dir, run.Args = e.Host, e.Version, e.Dir, e.Args
+			run.Host, run.Version, run.Dir, run.Args, run.GPUs = e.Host, e.Version, e.Dir, e.Args, e.Devices
 			continue
 		case runlog.RunEnd:
 			run.Message = e.Message

@@ -28,7 +28,8 @@ func writeJournal(t testing.TB, cacheDir, id string, es []runlog.Entry, end stri
 	j, err := runlog.Open(cacheDir, id, true)
 	require.NoError(t, err)
 	all := append([]runlog.Entry{{T: runlog.RunStart, Time: t0, RunID: id, Pipeline: "synthetic", PID: 1,
-		Args: []string{"apply", "p.hcl", "--var", "tag=x", "--var", "token=(sensitive)"}, Host: "box", Dir: "/work", Version: "v-test"}}, es...)
+		Args: []string{"apply", "p.hcl", "--var", "tag=x", "--var", "token=(sensitive)"}, Host: "box", Dir: "/work", Version: "v-test",
+		Devices: []runlog.Device{{Index: 0, Name: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559}, {Index: 1, Name: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559}}}}, es...)
 	if end != "" {
 		last := t0
 		for _, e := range es {

@@ -15,7 +15,7 @@ import (
 // what the hand encoder does not cover (a batch, a time or a number JSON
 // cannot hold) goes through encoding/json, which also reports the error.
 func marshalEntry(e *Entry) ([]byte, error) {
-	if e.Batch != nil || e.Time.Year() < 0 || e.Time.Year() > 9999 ||
+	if e.Batch != nil || len(e.Devices) > 0 || e.Time.Year() < 0 || e.Time.Year() > 9999 ||
 		!finite(e.Duration) || !finite(e.PeakRSS) || !finite(e.PeakGPU) || !finite(e.Queued) {
 		return json.Marshal(e)
 	}

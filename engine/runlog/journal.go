@@ -103,9 +103,18 @@ type Entry struct {
 	Host    string `json:"host,omitempty"`
 	Dir     string `json:"dir,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Devices are the GPUs the run could lease (run_start).
+	Devices []Device `json:"devices,omitempty"`
 	// Reasons are a planned node's plan reasons ("input x changed").
 	Reasons []string `json:"reasons,omitempty"`
 	Batch   *Batch   `json:"batch,omitempty"`
+}
+
+// Device is a GPU a run could lease: its index, name and memory.
+type Device struct {
+	Index     int    `json:"index"`
+	Name      string `json:"name,omitempty"`
+	MemoryMiB uint64 `json:"memory_mib,omitempty"`
 }
 
 // Batch describes a GPU batch (a waves stage) for status and the ledger.

@@ -82,6 +82,7 @@ function header() {
   add("cairn", r.version || "(not journaled)");
   add("host", r.host || "(not journaled)");
   add("executor", r.executor || "local");
+  if (r.gpus && r.gpus.length) add("GPUs", r.gpus.map((g) => g.index + ": " + (g.name || "?") + (g.memory_mib && !/GiB|GB/.test(g.name || "") ? " (" + (g.memory_mib / 1024).toFixed(0) + " GiB)" : "")).join(", "));
   const utc = (t) => new Date(t).toISOString().replace("T", " ").replace("Z", " UTC");
   add("started", r.start && !r.start.startsWith("0001") ? utc(r.start) : "unknown");
   add("ended", r.end ? utc(r.end) : (r.state === "running" ? "(running)" : "(no end record)"));
@@ -131,6 +132,7 @@ function timeline() {
     if (!lanes.length) continue;
     bands.push({ a: Date.parse(wv.start) - D.t0, z: Date.parse(wv.end) - D.t0, l0: Math.min(...lanes), l1: Math.max(...lanes), id: b.id + "#" + wv.wave, label: b.stage + " wave " + wv.wave });
   }
+  const devices = new Map((D.run.gpus || []).map((g) => ["gpu " + g.index, g]));
   const tip = $("tip");
   let drag = null;
   function width() { return Math.max(400, box.clientWidth || 900); }
@@ -162,6 +164,15 @@ function timeline() {
       if (li % 2) s.insertBefore(svg("rect", { x: 0, y, width: W, height: LANE_H, fill: "#f8f9fa" }), s.firstChild);
       const t = svg("text", { x: 4, y: y + 15, "font-size": 12, fill: "#1d2329", class: "lane", "data-lane": name });
       t.textContent = name;
+      const dev = devices.get(name);
+      if (dev) {
+        // The device's name and memory: its memory beside the lane's
+        // name, all of it on hover.
+        if (dev.memory_mib) t.textContent += " · " + (dev.memory_mib / 1024).toFixed(0) + "G";
+        const title = svg("title");
+        title.textContent = name + ": " + (dev.name || "?") + (dev.memory_mib ? ", " + dev.memory_mib + " MiB" : "");
+        t.append(title);
+      }
       s.append(t);
       // Bars narrower than a pixel next to each other merge into one:
       // the page stays fast however many nodes the run has.
