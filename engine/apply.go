@@ -414,7 +414,11 @@ func (a *applier) handle(ev event) {
 			return
 		}
 		ns.status = plan.OK
-		a.res.Ran++
+		if ns.svc == nil {
+			// A service (a serve stage) makes no result: its line
+			// says how it ended, the count is of nodes that did.
+			a.res.Ran++
+		}
 		if ns.released {
 			// Final, and its downstreams ready, since evSettled; it has
 			// no postconditions.

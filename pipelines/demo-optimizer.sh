@@ -4,8 +4,10 @@
 # optimize -> validate -> select -> test, then the per-job summary lines and
 # the aggregate table over the seeds.
 #
-# Everything is SIMULATED: the task model is cmd/cairn-sim-model (no model
-# runs; its answers are a deterministic function of the messages) and the
+# Everything is SIMULATED: the task and reflection models are
+# cmd/cairn-sim-model (no model runs; its answers are a deterministic
+# function of the messages), started by the pipeline's serve stages on
+# simulated GPUs, and the
 # methods are testdata/optimizer/methods/sim_method.py. To stay quick the
 # budget is 100 rollouts, so the jobs are non-conformant smoke runs
 # (result.json says so) and the table includes them explicitly.
@@ -40,16 +42,14 @@ mkdir -p "$ws/testdata"
 ws=$(cd "$ws" && pwd)
 cp -R "$repo/testdata/optimizer" "$repo/testdata/workers" "$ws/testdata/"
 
-"$sim" --request-log "$ws/requests.jsonl" >"$ws/sim.url" 2>"$ws/sim.log" &
-simpid=$!
-trap 'kill "$simpid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-	[ -s "$ws/sim.url" ] && break
-	kill -0 "$simpid" 2>/dev/null || { cat "$ws/sim.log" >&2; exit 1; }
-	sleep 0.1
-done
-url=$(head -n 1 "$ws/sim.url")
-echo "demo-optimizer: SIMULATED task model at $url; jobs under $ws/runs" >&2
+# The servers are serve stages of the pipeline (--var serve=true): cairn
+# starts the SIMULATED task model (one replica per free GPU from port 8000)
+# and the SIMULATED reflection model (4 GPUs, port 8200) on SIMULATED GPUs
+# when a job will ask them, and stops them when none will.
+export PATH="$(dirname "$sim"):$PATH"
+export CAIRN_GPUS=${CAIRN_GPUS:-sim:6}
+export CAIRN_LEASE_DIR=${CAIRN_LEASE_DIR:-$ws/leases}
+echo "demo-optimizer: cairn serves the SIMULATED task and reflection models (cairn-sim-model) on SIMULATED GPUs ($CAIRN_GPUS); jobs under $ws/runs" >&2
 
 # Standard output: the summary lines (--summaries). Standard error: apply's
 # progress less the lines of nodes that started ("  >") or ended well
@@ -59,8 +59,8 @@ echo "demo-optimizer: SIMULATED task model at $url; jobs under $ws/runs" >&2
 cd "$ws"
 exec 3>&1
 set +e
-TASK_ENDPOINTS=$url "$cairn" apply "$repo/pipelines/optimizer_grid.hcl" --summaries \
-	--cache cache --var runs=runs --var reports=reports \
+"$cairn" apply "$repo/pipelines/optimizer_grid.hcl" --summaries \
+	--cache cache --var runs=runs --var reports=reports --var serve=true \
 	--var budget=100 --var 'method_args=["--batch","40"]' --var include_nonconformant=true "$@" \
 	2>&1 >&3 3>&- | awk '
 		/^  (✓|·|>) / { next }

@@ -122,6 +122,12 @@ variable "task_endpoints" {
   description = "Task model base URLs for every job, used round robin; empty: the grid file's endpoints of the job's model, else TASK_ENDPOINTS, then VLLM_BASE_URL."
 }
 
+variable "serve" {
+  type        = bool
+  default     = false
+  description = "true: cairn starts the model servers as serve stages (docs/serve.md): each task model's replicas across the free GPUs from its port (8000), the reflection model on 4 GPUs at port 8200, from the grid file's servers, and stops them when no job needs them; false: the jobs use servers you run (task_endpoints, the grid file's endpoints, TASK_ENDPOINTS, VLLM_BASE_URL; reflection_base_url)."
+}
+
 variable "allow_any_cell" {
   type    = bool
   default = false
@@ -185,10 +191,6 @@ locals {
   job_specs = {
     for j in(var.method != "" ? local.one : local.all) : "${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}" => merge(j, {
       cell_id = "${j.dataset}/${j.runtime}/${j.model}"
-      # The task model's endpoints: --var task_endpoints for every job, else
-      # the grid file's endpoints of the job's model (each model is served
-      # by its own replicas), else TASK_ENDPOINTS, then VLLM_BASE_URL.
-      endpoints = length(var.task_endpoints) > 0 ? var.task_endpoints : tolist(try(local.grid.endpoints[j.model], []))
       out       = var.method != "" && var.out != "" ? var.out : "${var.runs}/${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}"
       split     = { for s in ["train", "val", "test"] : s => "${var.data_dir}/${j.dataset}/${s}.jsonl" }
       # Everything about the runtime that changes a result: it enters every
@@ -219,6 +221,40 @@ locals {
   # One worker serves every rollout of an optimization: it reads each
   # request's bundle (bundle_in_request), so no rollout waits for a start.
   rollout_worker = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
+}
+
+# The model servers. With serve = true cairn starts them (the grid file's
+# servers: the command line of each task model and of the reflection model)
+# when a job will send them a request, and stops them when none will; a
+# job's evaluations are then keyed by the weights served (docs/serve.md).
+# With serve = false they publish the endpoints of servers you run, and the
+# keys are the model id's, as without serve stages.
+stage "serve" "reflection_model" {
+  run           = try(local.grid.reflection_server.run, ["vllm", "serve", var.reflection_model_id, "--port", "{port}", "--tensor-parallel-size", "{gpus}"])
+  model         = var.reflection_model_id
+  weights       = try(local.grid.reflection_server.weights, null)
+  gpus          = var.serve ? try(local.grid.reflection_server.gpus, 4) : 0
+  replicas      = 1
+  port          = try(local.grid.reflection_server.port, 8200)
+  start_timeout = "30m"
+  endpoints     = var.serve ? null : compact([var.reflection_base_url])
+}
+
+stage "serve" "task_model" {
+  for_each = toset([for j in values(local.job_specs) : j.model])
+  # After the reflection model: the task model's replicas take the GPUs it
+  # leaves free, one replica per GPU by default.
+  after         = [stage.reflection_model]
+  run           = try(local.grid.servers[each.key].run, ["vllm", "serve", local.grid.models[each.key], "--port", "{port}", "--tensor-parallel-size", "{gpus}"])
+  model         = local.grid.models[each.key]
+  weights       = try(local.grid.servers[each.key].weights, null)
+  gpus          = var.serve ? try(local.grid.servers[each.key].gpus, 1) : 0
+  port          = try(local.grid.servers[each.key].port, 8000)
+  start_timeout = "30m"
+  # Servers you run: --var task_endpoints for every model, else the grid
+  # file's endpoints of the model (each model is served by its own
+  # replicas), else TASK_ENDPOINTS, then VLLM_BASE_URL.
+  endpoints = var.serve ? null : (length(var.task_endpoints) > 0 ? var.task_endpoints : tolist(try(local.grid.endpoints[each.key], [])))
 }
 
 stage "job" "job" {
@@ -266,9 +302,9 @@ stage "optimize" "optimize" {
   items               = each.value.split.train
   model               = local.grid.models[each.value.model]
   runtime             = each.value.runtime_settings
-  endpoints           = each.value.endpoints
+  endpoints           = stage.task_model[each.value.model].endpoints
   reflection_model    = var.reflection_model_id
-  reflection_base_url = var.reflection_base_url
+  reflection_base_url = var.serve ? stage.reflection_model.endpoints : [var.reflection_base_url]
   max_in_flight       = 8
   item_timeout        = "10m"
   retry_infra         = var.rollout_retry_infra
@@ -283,7 +319,7 @@ stage "evaluate" "seed_validation" {
   bundle        = [local.seed_bundle]
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = each.value.endpoints
+  endpoints     = stage.task_model[each.value.model].endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env
@@ -298,7 +334,7 @@ stage "evaluate" "incumbent_validation" {
   bundle        = stage.optimize[each.key].result.candidate
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = each.value.endpoints
+  endpoints     = stage.task_model[each.value.model].endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env
@@ -325,7 +361,7 @@ stage "evaluate" "seed_test" {
   bundle        = [local.seed_bundle]
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = each.value.endpoints
+  endpoints     = stage.task_model[each.value.model].endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env
@@ -344,7 +380,7 @@ stage "evaluate" "deployed_test" {
   bundle        = stage.select[each.key].result.deployed_bundle
   model         = local.grid.models[each.value.model]
   runtime       = each.value.runtime_settings
-  endpoints     = each.value.endpoints
+  endpoints     = stage.task_model[each.value.model].endpoints
   max_in_flight = 8
   item_timeout  = "10m"
   env           = each.value.env

@@ -109,6 +109,9 @@ func byJob(t *testing.T, p plan.JSON) (map[string][]string, []string) {
 	jobs := map[string][]string{}
 	var addrs []string
 	for _, n := range p.Nodes {
+		if n.Kind == "serve" {
+			continue // the model servers, shared by the jobs
+		}
 		addrs = append(addrs, n.Address)
 		m := jobAddress.FindStringSubmatch(n.Address)
 		require.NotNil(t, m, "node address %s", n.Address)
@@ -148,7 +151,14 @@ func TestOptimizerExperimentGridPlans(t *testing.T) {
 	for k, st := range jobs {
 		assert.Equal(t, stages, st, "job %s has a node of every per-job stage", k)
 	}
-	total := len(want)*len(stages) + 1 // and the aggregate
+	servers := 0
+	for _, n := range p.Nodes {
+		if n.Kind == "serve" {
+			servers++
+		}
+	}
+	assert.Equal(t, 1+len(g.Models), servers, "the reflection model's server and one per task model")
+	total := len(want)*len(stages) + 1 + servers // and the aggregate
 	assert.Len(t, p.Nodes, total)
 	assert.Equal(t, total, p.ToRun+p.MayRun, "every node to run, none cached or skipped")
 	seen := map[string]bool{}
@@ -204,7 +214,11 @@ func TestOptimizerExperimentGridOneJob(t *testing.T) {
 	for _, st := range all[key] {
 		want = append(want, fmt.Sprintf("stage.%s[%q]", st, key))
 	}
+	// And the servers of its models: the reflection model's and its task
+	// model's only.
+	want = append(want, "stage.reflection_model", fmt.Sprintf("stage.task_model[%q]", strings.Split(key, "/")[3]))
 	sort.Strings(got)
+	sort.Strings(want)
 	assert.Equal(t, want, got, "%v plans job %s's nodes and no other", vars, key)
 	gridCairn(t, dir, append([]string{"validate", "pipelines/optimizer_grid.hcl", "--var", "grid=" + experimentGrid}, args...)...)
 }

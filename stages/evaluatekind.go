@@ -659,8 +659,11 @@ func (Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMe
 		return true
 	}
 	var id ServeIdentity
-	if json.Unmarshal(identity, &id) != nil || id.Model != s.model {
-		return true // it serves another model: not this evaluation's
+	if json.Unmarshal(identity, &id) != nil {
+		return true
+	}
+	if id.Model != s.model {
+		return false // it serves another model: not this evaluation's
 	}
 	if v, ok := n.Args["needed"]; ok && v.IsWhollyKnown() && !v.IsNull() {
 		if v, _ = v.UnmarkDeep(); v.Type() == cty.Bool && v.False() {

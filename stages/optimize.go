@@ -160,6 +160,20 @@ func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
 	s.reflURL = items.ReflectionBaseURL(os.Getenv)
 	if u, ok := knownString(n, "reflection_base_url"); ok && u != "" {
 		s.reflURL = u
+	} else if v, ok := n.Args["reflection_base_url"]; ok && v.IsWhollyKnown() && !v.IsNull() && v.Type() != cty.String {
+		// A list: a serve stage's endpoints (reflection_base_url =
+		// stage.reflection_model.endpoints); its first non-empty one, else
+		// the default.
+		list, err := StringList(v)
+		if err != nil {
+			bad("reflection_base_url", fmt.Sprintf("reflection_base_url is a base URL, or a list of them (a serve stage's endpoints): %s.", err))
+		}
+		for _, u := range list {
+			if u != "" {
+				s.reflURL = u
+				break
+			}
+		}
 	}
 	return s, diags
 }
@@ -379,6 +393,7 @@ type optInputs struct {
 	train                 []items.Item
 	seedDigest, workerDig string
 	endpoints             []string
+	modelKey              string // the item key's model field (Config.ModelKey)
 }
 
 // optFailure is the outcome of a node that failed with class.
@@ -435,7 +450,14 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	if in.workerDig, err = workerDigest(o.root, o.s.eval.worker); err != nil {
 		return setup("%s", err)
 	}
-	if in.endpoints, err = items.ParseEndpoints(o.s.eval.endpoints, os.Getenv); err != nil {
+	// A serve stage serving the task model: its endpoints, and item keys
+	// that hold the weights' identity (docs/serve.md).
+	getenv := os.Getenv
+	var served bool
+	if in.modelKey, served = ServeModelKey(o.n, o.s.eval.model); served {
+		getenv = func(string) string { return "" }
+	}
+	if in.endpoints, err = items.ParseEndpoints(o.s.eval.endpoints, getenv); err != nil {
 		return setup("%s (rollouts need the task model)", evalOneLine(err.Error()))
 	}
 	if err := items.Preflight(ctx, in.endpoints, o.s.eval.model); err != nil {
@@ -477,7 +499,7 @@ func (o *optRun) rolloutEval(in *optInputs, store *items.Store, log *syncWriter)
 	ev := &rolloutEval{
 		root: o.root, spec: o.s.eval, byID: byID, workerDigest: in.workerDig,
 		store: store, endpoints: in.endpoints, env: env, log: log,
-		bundleInRequest: o.s.bundleInRequest,
+		bundleInRequest: o.s.bundleInRequest, modelKey: in.modelKey,
 	}
 	if ws, ok := o.rt.(WorkerStarter); ok {
 		ev.launcher = ws.WorkerLauncher()
@@ -578,6 +600,7 @@ type rolloutEval struct {
 	workerDigest string
 	store        *items.Store
 	endpoints    []string
+	modelKey     string // the item key's model field (Config.ModelKey)
 	env          []string
 	log          *syncWriter
 	launcher     process.Launcher
@@ -622,7 +645,7 @@ func (e *rolloutEval) session(ctx context.Context, argv []string) (*items.Sessio
 	}
 	s, err := items.OpenSession(ctx, items.Config{
 		Worker: argv, Env: e.env, Dir: e.root,
-		ModelID: e.spec.model, Runtime: e.spec.runtime, WorkerDigest: e.workerDigest,
+		ModelID: e.spec.model, ModelKey: e.modelKey, Runtime: e.spec.runtime, WorkerDigest: e.workerDigest,
 		Replicas: e.spec.replicas, MaxInFlight: e.spec.maxInFlight, ItemTimeout: e.spec.itemTimeout,
 		Endpoints: e.endpoints, EndpointConcurrency: e.spec.epLimit, SkipPreflight: true,
 		Store: e.store, Log: e.log, Retry: e.spec.retry(), Launcher: e.launcher,

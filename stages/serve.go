@@ -62,13 +62,14 @@ func (Serve) Schema() *hcl.BodySchema {
 		{Name: "ready"},
 		{Name: "start_timeout"},
 		{Name: "restarts"},
+		{Name: "endpoints"},
 	}}
 }
 
 // KeyExcluded implements KeyExcluder: a serve node is never cached; what
 // its consumers' keys hold of it is its Identity.
 func (Serve) KeyExcluded() []string {
-	return []string{"replicas", "max_replicas", "port", "host", "ready", "start_timeout", "restarts"}
+	return []string{"replicas", "max_replicas", "port", "host", "ready", "start_timeout", "restarts", "endpoints"}
 }
 
 // Defaults of the serve kind.
@@ -103,6 +104,10 @@ type serveSpec struct {
 	startTimeout time.Duration
 	restarts     int
 	known        bool
+	// external: servers someone else runs (the endpoints attribute): none
+	// is started, and these base URLs are published as they are.
+	external    []string
+	externalSet bool
 }
 
 func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
@@ -192,6 +197,26 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 			s.startTimeout = d
 		}
 	}
+	if v, ok := n.Args["endpoints"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+		v, _ = v.UnmarkDeep()
+		var list []string
+		var err error
+		if v.Type() == cty.String {
+			list = strings.Split(v.AsString(), ",")
+		} else {
+			list, err = StringList(v)
+		}
+		if err != nil {
+			bad("endpoints", fmt.Sprintf("endpoints is a list of base URLs of servers you run (or one comma-separated string): %s.", err))
+		} else {
+			s.externalSet = true
+			for _, e := range list {
+				if e = strings.TrimSpace(e); e != "" {
+					s.external = append(s.external, e)
+				}
+			}
+		}
+	}
 	jsonAttr(n, "ready", &s.ready, &diags, `an object like { health = "/health", models = true, completion = true }`)
 	if s.ready.Health != "" && !strings.HasPrefix(s.ready.Health, "/") {
 		bad("ready", fmt.Sprintf("ready.health is a path on the server, starting with \"/\" (like \"/health\"), not %q.", s.ready.Health))
@@ -269,7 +294,7 @@ func (Serve) Identity(n *Node) json.RawMessage {
 // LeaseGPUs implements Service.
 func (Serve) LeaseGPUs(n *Node, free int) int {
 	s, _ := decodeServe(n)
-	if s.gpus == 0 {
+	if s.gpus == 0 || s.externalSet {
 		return 0
 	}
 	r := s.replicas
@@ -324,6 +349,9 @@ func (k Serve) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return &Outcome{Class: failclass.Setup, Message: "a serve stage runs only under cairn apply's engine"}, nil
 	}
 	id := serveIdentity(n)
+	if s.externalSet {
+		return serveExternal(ctx, s, id, host)
+	}
 	devs := host.Devices()
 	count := s.replicas
 	if count == 0 {
@@ -798,4 +826,22 @@ func portFree(host string, port int) bool {
 		return false
 	}
 	return true
+}
+
+// serveExternal publishes the endpoints of servers someone else runs (the
+// endpoints attribute; TASK_ENDPOINTS, then VLLM_BASE_URL, when it is
+// empty): nothing is started or stopped.
+func serveExternal(ctx context.Context, s serveSpec, id ServeIdentity, host ServiceHost) (*Outcome, error) {
+	eps, err := items.ParseEndpoints(s.external, os.Getenv)
+	if err != nil && !errors.Is(err, items.ErrNoEndpoints) {
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
+	}
+	res := ServeResult{ServeIdentity: id, Endpoints: append([]string{}, eps...), Ports: []int{}, GPUs: [][]int{}}
+	b, _ := json.Marshal(res)
+	host.ServeEvent(ServeEvent{Status: "external", Message: fmt.Sprintf("servers run elsewhere: %s", strings.Join(eps, ", "))})
+	select {
+	case <-host.Serving(b):
+	case <-ctx.Done():
+	}
+	return &Outcome{Result: b}, nil
 }

@@ -335,8 +335,11 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 func (p *Plan) onlyRefusals(targets map[int]bool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, pn := range p.Nodes {
-		if pn.Skipped || targets[pn.Node.ID] || pn.Action == ActCached {
+		if pn.Skipped || targets[pn.Node.ID] || pn.Action == ActCached || pn.Action == ActNotStarted {
 			continue
+		}
+		if _, svc := pn.Node.Kind.(stages.Service); svc {
+			continue // a model server starts for the targets that need it
 		}
 		// No record: it has not run, or no run of it succeeded (a failure
 		// leaves none).
@@ -435,7 +438,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if _, svc := n.Kind.(stages.Service); svc && env != nil {
 		// Never cached: it runs whenever a consumer needs it
 		// (markIdleServices).
-		pn.Reasons = []string{"starts its servers for its consumers"}
+		pn.Reasons = []string{"never cached: serves its consumers while they run"}
 		return diags
 	}
 	switch {

@@ -65,6 +65,11 @@ func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) boo
 		if pn == nil || pn.Skipped || pn.Action == ActCached || pn.Action == ActSkip || pn.Action == ActNotStarted {
 			continue
 		}
+		if _, svc := pn.Node.Kind.(stages.Service); svc {
+			// Another service started after this one (to take the GPUs
+			// this one leaves free) is no consumer.
+			continue
+		}
 		c, ok := pn.Node.Kind.(stages.ServiceConsumer)
 		if !ok || pn.Spec == nil || pn.Action == ActMayRun {
 			return true
