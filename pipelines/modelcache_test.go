@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
@@ -66,6 +67,13 @@ func TestModelCacheStageServesTheProcess(t *testing.T) {
 	fromStore, forwarded := cacheFigures(t, out)
 	require.Equal(t, [2]int{0, 6}, [2]int{fromStore, forwarded}, out)
 	require.Equal(t, 6, sim.ChatRequests())
+	calls := 0
+	for _, e := range w.lastJournal() {
+		if e.T == runlog.Charged && e.Item == "model-call /v1/chat/completions sim-model" && len(e.Key) == 64 {
+			calls++
+		}
+	}
+	require.Equal(t, 6, calls, "each forwarded call is journaled")
 	first, err := os.ReadFile(filepath.Join(w.dir, "first.txt"))
 	require.NoError(t, err)
 

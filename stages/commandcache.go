@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -133,6 +134,27 @@ func (Command) KeyValue(attr string, v cty.Value) cty.Value {
 	return cty.ObjectVal(kept).WithMarks(marks)
 }
 
+// servedWeights adds to weights the weights' digest of each model a serve
+// upstream serves (its result's model and weights), unless weights names
+// that model already: a call to a served model is keyed by the weights
+// behind it.
+func servedWeights(n *Node, weights map[string]string) map[string]string {
+	for _, u := range n.Upstreams {
+		var r ServeResult
+		if len(u.Result) == 0 || json.Unmarshal(u.Result, &r) != nil || r.Model == "" || r.Weights == "" {
+			continue
+		}
+		if _, ok := weights[r.Model]; ok {
+			continue
+		}
+		if weights == nil {
+			weights = map[string]string{}
+		}
+		weights[r.Model] = r.Weights
+	}
+	return weights
+}
+
 // runWithModelCache runs p with a model-call cache serving on loopback for
 // its life: its URL replaces self.model_cache.url in the arguments and the
 // environment, and is in OPENAI_BASE_URL, OPENAI_API_BASE and
@@ -142,6 +164,7 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	spec.Weights = servedWeights(n, spec.Weights)
 	st, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
 	if err != nil {
 		return &Outcome{Class: failclass.Infra, Message: "model cache: " + err.Error()}, nil

@@ -1,0 +1,48 @@
+package stages
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestModelCacheTakesTheServedWeights(t *testing.T) {
+	res, _ := json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "qwen", Weights: "sha256:abc"}, Endpoints: []string{"http://h:1/v1"}})
+	n := &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
+	require.Equal(t, map[string]string{"qwen": "sha256:abc"}, servedWeights(n, nil))
+	// The stage's own weights win.
+	require.Equal(t, map[string]string{"qwen": "sha256:mine"}, servedWeights(n, map[string]string{"qwen": "sha256:mine"}))
+}
+
+func TestModelCacheAttributeIsChecked(t *testing.T) {
+	node := func(v cty.Value) *Node {
+		return &Node{Args: map[string]cty.Value{"run": cty.TupleVal([]cty.Value{cty.StringVal("true")}), "model_cache": v}}
+	}
+	ok := cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("http://h:8000/v1")}), "timeout": cty.StringVal("90s")})
+	require.False(t, Command{}.Check(node(ok)).HasErrors())
+	for v, want := range map[*cty.Value]string{
+		ptr(cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("gpu1:8000")})})):                                     "not an http(s) URL",
+		ptr(cty.ObjectVal(map[string]cty.Value{"endpoint": cty.StringVal("http://h/v1")})):                                                               `no field "endpoint"`,
+		ptr(cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("http://h/v1")}), "timeout": cty.StringVal("soon")})): "not a positive duration",
+		ptr(cty.StringVal("http://h/v1")): "model_cache is an object",
+	} {
+		d := Command{}.Check(node(*v))
+		require.True(t, d.HasErrors())
+		require.Contains(t, d.Error(), want)
+	}
+	// Only the weights enter the key.
+	k := Command{}.KeyValue("model_cache", cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("http://h/v1")}), "weights": cty.MapVal(map[string]cty.Value{"m": cty.StringVal("sha256:1")})}))
+	require.Equal(t, []string{"weights"}, keysOf(k))
+}
+
+func ptr(v cty.Value) *cty.Value { return &v }
+
+func keysOf(v cty.Value) []string {
+	var out []string
+	for k := range v.Type().AttributeTypes() {
+		out = append(out, k)
+	}
+	return out
+}
