@@ -31,7 +31,6 @@ var environReaders = map[string]string{
 	"engine/failpoint/on.go":                       "the crash tests' crash points (CAIRN_TEST_*), compiled in only with the build tag cairn_failpoints",
 	"gpu/inventory.go":                             "which GPUs a process sees (CAIRN_GPUS, CUDA_VISIBLE_DEVICES), where the caller passes no lookup",
 	"gpu/lease.go":                                 "the machine-wide lease folder (CAIRN_LEASE_DIR), where the caller passes no lookup",
-	"gpu/sample.go":                                "the memory sampler's interval (CAIRN_SAMPLE_INTERVAL), a knob of the sampler's tests",
 	"sim/simlib/main.go":                           "a simulated workload is a program a node runs: it reads its environment as a real one does",
 	"sim/work/train/main.go":                       "a simulated workload is a program a node runs: it reads its environment as a real one does",
 }

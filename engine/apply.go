@@ -42,7 +42,10 @@ type ApplyOptions struct {
 	Verbose   bool
 	Live      bool // redraw a live status block (a TTY)
 	NoSync    bool
-	Args      []string
+	// SampleInterval is how often a node's memory is sampled
+	// (CAIRN_SAMPLE_INTERVAL; 0: gpu.DefaultSampleInterval).
+	SampleInterval time.Duration
+	Args           []string
 	// Version is cairn's version, for the journal's run_start record.
 	Version string
 	// Replace lists addresses forced to run (also clears on_interrupt = "fail" refusals).

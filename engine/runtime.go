@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -186,11 +187,12 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		Notice: func(n executor.Notice) { a.notice(ns, n) },
 		Local:  executor.LocalSpec{Inherit: inherit},
 	}
+	interval := cmp.Or(a.opts.SampleInterval, gpu.DefaultSampleInterval)
 	if a.opts.GPUs != nil {
-		spec.Local.Sample = delayedSampler(a.opts.GPUs.Sampler(gpus))
+		spec.Local.Sample = delayedSampler(interval, a.opts.GPUs.Sampler(gpus))
 	} else {
-		spec.Local.Sample = delayedSampler(func(pid int) func() gpu.Peaks {
-			s := gpu.StartSampler(context.Background(), pid, gpu.SampleInterval(), nil, nil)
+		spec.Local.Sample = delayedSampler(interval, func(pid int) func() gpu.Peaks {
+			s := gpu.StartSampler(context.Background(), pid, interval, nil, nil)
 			return s.Stop
 		})
 	}
@@ -211,14 +213,14 @@ func (r *nodeRuntime) WorkerLauncher() process.Launcher { return r.a.opts.Execut
 // a process that ends sooner (most short nodes) costs no scan of /proc,
 // and its peak comes from the kernel's rusage figure, which the executor
 // always adds.
-func delayedSampler(start func(pid int) func() gpu.Peaks) func(pid int) func() gpu.Peaks {
+func delayedSampler(interval time.Duration, start func(pid int) func() gpu.Peaks) func(pid int) func() gpu.Peaks {
 	return func(pid int) func() gpu.Peaks {
 		var (
 			mu      sync.Mutex
 			stop    func() gpu.Peaks
 			stopped bool
 		)
-		t := time.AfterFunc(gpu.SampleInterval(), func() {
+		t := time.AfterFunc(interval, func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if !stopped {

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -19,6 +20,9 @@ type Pool struct {
 	ByUUID bool
 	// MaxUsedMiB is the memory threshold above which a device is busy.
 	MaxUsedMiB uint64
+	// SampleInterval is how often a node's memory is sampled (0:
+	// DefaultSampleInterval).
+	SampleInterval time.Duration
 
 	mu       sync.Mutex
 	mine     map[int]bool // devices leased by this process now
@@ -44,6 +48,7 @@ func NewPool(env func(string) string) (*Pool, error) {
 	if env("CAIRN_GPU_BY_UUID") == "1" {
 		p.ByUUID = true
 	}
+	p.SampleInterval = ParseSampleInterval(env("CAIRN_SAMPLE_INTERVAL"))
 	return p, nil
 }
 
@@ -185,7 +190,7 @@ func (p *Pool) Sampler(devs []int) func(pid int) func() Peaks {
 		if len(devs) > 0 {
 			inv = p.Inv
 		}
-		s := StartSampler(context.Background(), pid, SampleInterval(), inv, devs)
+		s := StartSampler(context.Background(), pid, cmp.Or(p.SampleInterval, DefaultSampleInterval), inv, devs)
 		return s.Stop
 	}
 }

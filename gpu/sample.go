@@ -15,13 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SampleInterval is the memory sampling interval: CAIRN_SAMPLE_INTERVAL
-// (a Go duration), DefaultSampleInterval when unset or not one.
-func SampleInterval() time.Duration {
-	if s := os.Getenv("CAIRN_SAMPLE_INTERVAL"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil && d > 0 {
-			return d
-		}
+// ParseSampleInterval is the memory sampling interval a value of
+// CAIRN_SAMPLE_INTERVAL says (a Go duration): DefaultSampleInterval when
+// it is empty or not a duration above 0. The command line reads the
+// variable and passes the interval down (engine.ApplyOptions,
+// Pool.SampleInterval).
+func ParseSampleInterval(s string) time.Duration {
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d
 	}
 	return DefaultSampleInterval
 }

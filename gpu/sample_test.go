@@ -200,3 +200,20 @@ func BenchmarkParseProcStat(b *testing.B) {
 		}
 	}
 }
+
+// CAIRN_SAMPLE_INTERVAL's value, which the command line reads, is a Go
+// duration above 0; anything else is the default. A pool made from a
+// lookup samples at the interval the lookup gives.
+func TestParseSampleInterval(t *testing.T) {
+	for s, want := range map[string]time.Duration{
+		"": DefaultSampleInterval, "250ms": 250 * time.Millisecond, "2s": 2 * time.Second,
+		"0s": DefaultSampleInterval, "-1s": DefaultSampleInterval, "fast": DefaultSampleInterval,
+	} {
+		assert.Equal(t, want, ParseSampleInterval(s), "%q", s)
+	}
+	p, err := NewPool(func(k string) string {
+		return map[string]string{"CAIRN_GPUS": "none", "CAIRN_LEASE_DIR": t.TempDir(), "CAIRN_SAMPLE_INTERVAL": "30ms"}[k]
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Millisecond, p.SampleInterval)
+}

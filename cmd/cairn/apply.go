@@ -105,7 +105,7 @@ func (a *app) applyCmd() *cobra.Command {
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
 				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
-				NoSync: noFsync(), Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
+				NoSync: noFsync(), SampleInterval: sampleInterval(), Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
 			})
@@ -286,6 +286,7 @@ func (a *app) executor(block *dsl.Executor, name string, leave bool) (executor.E
 		if err != nil {
 			return nil, nil, badInput("%s", err)
 		}
+		pool.SampleInterval = sampleInterval()
 		return ex, pool, nil
 	}
 	return nil, nil, badInput("--executor %s: there is no such executor; use local or slurm", name)
