@@ -21,6 +21,7 @@ import (
 var environReaders = map[string]string{
 	"process/env.go":                               "a process cairn starts for a node inherits cairn's environment (os.Environ), where its caller gives none: the one place a child's environment is built",
 	"stages/evaluatekind.go":                       "the endpoints are named by environment variables the pipeline gives (TASK_ENDPOINTS), read when the node runs",
+	"stages/serve.go":                              "a serve stage of servers someone else runs publishes the endpoints environment variables name (TASK_ENDPOINTS, VLLM_BASE_URL), read when the node runs",
 	"stages/optimize.go":                           "the task and reflection endpoints are named by environment variables the pipeline gives, read when the node runs",
 	"engine/plan/node.go":                          "the check that a command fits ARG_MAX counts the environment the command will inherit",
 	"engine/executor/local.go":                     "a program named without a folder is looked up on the PATH the node inherits where its own env sets none",
