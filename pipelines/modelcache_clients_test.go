@@ -253,13 +253,13 @@ func TestOpenAINodeClientThroughModelCache(t *testing.T) {
 	out, code := w.run("apply", "a.hcl")
 	require.Equal(t, 0, code, out)
 	_, forwarded := cacheFigures(t, out)
-	require.Equal(t, 8, forwarded, out)
+	require.Equal(t, 13, forwarded, out)
 	requests := sim.ChatRequests()
 	w.write("b.hcl", pipe("second"))
 	out, code = w.run("apply", "b.hcl")
 	require.Equal(t, 0, code, out)
 	fromStore, forwarded := cacheFigures(t, out)
-	require.Equal(t, [2]int{8, 0}, [2]int{fromStore, forwarded}, out)
+	require.Equal(t, [2]int{13, 0}, [2]int{fromStore, forwarded}, out)
 	require.Equal(t, requests, sim.ChatRequests())
 
 	read := func(name string) map[string]any {
@@ -279,6 +279,48 @@ func TestOpenAINodeClientThroughModelCache(t *testing.T) {
 	require.NotEmpty(t, a["chat_stream_text"])
 	require.NotEmpty(t, a["completions_stream_text"])
 	require.EqualValues(t, 8, a["embedding_dims"])
+	samples, _ := a["samples"].([]any)
+	distinct := map[any]bool{}
+	for _, s := range samples {
+		distinct[s] = true
+	}
+	require.Len(t, distinct, 5, "5 samples at temperature 1 are 5 answers: %v", samples)
+}
+
+// Two harness processes on one cache, at once: each distinct request
+// reaches the model once.
+func TestTwoLMEvalRunsShareTheModelCache(t *testing.T) {
+	venv := modelClient(t, "lmeval")
+	python := filepath.Join(venv, "bin", "python")
+	sim, err := simmodel.Start(simmodel.Config{Latency: 100 * time.Millisecond}, "")
+	require.NoError(t, err)
+	defer sim.Close()
+	cache := t.TempDir()
+	var ws []*workspace
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for i := range 2 {
+		// Two settings of the harness (num_concurrent 1 and 2): two nodes,
+		// which cairn runs at once; the same requests.
+		w := newWorkspace(t, "sim:0")
+		w.copyFromRepo("pipelines/model_cache", "pipelines/lm_eval_cached.hcl")
+		cmd := w.command(append([]string{"--cache", cache}, lmEvalArgs(sim.URL, python, "chat", "out/lm", i+1)...)...)
+		var b strings.Builder
+		cmd.Stdout, cmd.Stderr = &b, &b
+		require.NoError(t, cmd.Start())
+		ws, cmds, outs = append(ws, w), append(cmds, cmd), append(outs, &b)
+	}
+	forwarded := 0
+	for i, cmd := range cmds {
+		require.NoError(t, cmd.Wait(), outs[i].String())
+		_, f := cacheFigures(t, outs[i].String())
+		forwarded += f
+	}
+	require.Equal(t, 12, sim.ChatRequests(), "a request reached the model twice")
+	require.Equal(t, 12, forwarded)
+	a, _ := lmEvalOutputs(t, filepath.Join(ws[0].dir, "out/lm"))
+	b, _ := lmEvalOutputs(t, filepath.Join(ws[1].dir, "out/lm"))
+	require.Equal(t, a, b)
 }
 
 func TestInspectThroughModelCache(t *testing.T) {

@@ -32,6 +32,13 @@ const raw = async (p) => (await p.asResponse()).text();
   out.embedding_dims = emb.data[0].embedding.length;
   const lp = await client.completions.create({ model, prompt: "Hi", max_tokens: 2, logprobs: 1, temperature: 0 });
   out.logprobs_tokens = lp.choices[0].logprobs.tokens;
+  // n = 5 samples at temperature 1, no seed: 5 requests, 5 answers, the
+  // same 5 in the same order on replay.
+  out.samples = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await client.chat.completions.create({ model, messages: [{ role: "user", content: "write a line of verse" }], temperature: 1 });
+    out.samples.push(r.choices[0].message.content);
+  }
   fs.writeFileSync(process.argv[2], JSON.stringify(out, null, 1) + "\n");
 })().catch((e) => {
   console.error(e);
