@@ -2,9 +2,13 @@ package docs
 
 import (
 	"fmt"
+	"io/fs"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +128,11 @@ var forbidden = []importRule{
 		Why:  "the run report reads what a run leaves (its journal, the cache's records); nothing that runs a pipeline writes or knows the page",
 	},
 	{
+		From: []string{"engine/...", "stages/...", "events/..."},
+		To:   []string{"ui/..."},
+		Why:  "the engine and the stage kinds do not import the terminal consumers: they emit typed events to a sink, and the terminal display, --json and the run's event log are sinks at the edge that the command line wires up",
+	},
+	{
 		From: []string{"..."},
 		To:   []string{"cmd/..."},
 		Why:  "the engine is a library the command line drives; nothing imports a command",
@@ -222,4 +231,89 @@ func TestArchitectureNamesFilesThatExist(t *testing.T) {
 	for _, m := range named {
 		assert.FileExists(t, filepath.Join("..", m[1]), "architecture.md names %s", m[1])
 	}
+}
+
+// printsOK are the production files outside cmd/ that may print: programs
+// of their own, with why.
+var printsOK = map[string]string{
+	"sim/simlib/main.go": "the simulated programs' main (simlib.Main): a program, which prints as the program it simulates does",
+}
+
+var printRe = regexp.MustCompile(`\bos\.Stdout\b|\bos\.Stderr\b|\bfmt\.Print(f|ln)?\(`)
+
+// printers returns file:line: text for each line of the files (path to
+// content) that writes to standard output or standard error, outside
+// cmd/, tests, testdata, main packages and printsOK.
+func printers(files map[string]string) []string {
+	var bad []string
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		src := files[path]
+		if strings.HasPrefix(path, "cmd/") || strings.HasSuffix(path, "_test.go") || strings.Contains("/"+path, "/testdata/") || printsOK[path] != "" {
+			continue
+		}
+		if regexp.MustCompile(`(?m)^package main$`).MatchString(src) {
+			continue
+		}
+		for i, line := range strings.Split(src, "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			if printRe.MatchString(code) {
+				bad = append(bad, fmt.Sprintf("%s:%d: %s", path, i+1, strings.TrimSpace(line)))
+			}
+		}
+	}
+	return bad
+}
+
+// goFiles reads every .go file of the module, by module-relative path.
+func goFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("..", p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	return files
+}
+
+// No package below the command line writes to standard output or
+// standard error: the engine, the stage kinds and the executors emit
+// events, and the sinks at the edge print (architecture.md).
+func TestNothingPrintsBelowTheCommandLine(t *testing.T) {
+	for _, line := range printers(goFiles(t)) {
+		t.Errorf("%s: only the command line prints; emit an event (package events) instead", line)
+	}
+}
+
+// The check names the file and line of a print below the command line,
+// and passes the command line, tests, main packages and comments.
+func TestNothingPrintsCheckNamesFileAndLine(t *testing.T) {
+	bad := printers(map[string]string{
+		"engine/x.go":          "package engine\n\nfunc f() {\n\tfmt.Fprintf(os.Stderr, \"x\")\n}\n",
+		"stages/y.go":          "package stages\n\n// fmt.Println in a comment\nfunc g() { fmt.Println(1) }\n",
+		"cmd/cairn/z.go":       "package main\n\nfunc h() { fmt.Println(1) }\n",
+		"engine/x_test.go":     "package engine\n\nfunc i() { fmt.Println(1) }\n",
+		"bench/gen/main.go":    "package main\n\nfunc j() { fmt.Println(1) }\n",
+		"engine/w.go":          "package engine\n\nfunc k() { fmt.Sprintf(\"\") }\n",
+		"stages/testdata/a.go": "package a\n\nfunc l() { fmt.Print(1) }\n",
+	})
+	assert.Equal(t, []string{
+		`engine/x.go:4: fmt.Fprintf(os.Stderr, "x")`,
+		`stages/y.go:4: func g() { fmt.Println(1) }`,
+	}, bad)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -168,6 +169,7 @@ func (a *applier) admit(ns *nodeState) bool {
 			}
 			return false
 		}
+		a.emit(&events.GPULeased{Node: ns.n.Addr, GPUs: ns.lease.Devices})
 	} else if !a.sched.takeCPU(ns) {
 		return false
 	}
@@ -177,6 +179,9 @@ func (a *applier) admit(ns *nodeState) bool {
 
 func (a *applier) releaseResources(ns *nodeState) {
 	a.sched.releaseSlot(ns)
+	if ns.lease != nil {
+		a.emit(&events.GPUReleased{Node: ns.n.Addr, GPUs: ns.lease.Devices})
+	}
 	a.sched.releaseLease(ns)
 	if grp := a.sched.groups[ns.n.Stage.Name]; grp != nil {
 		grp.release(a, ns)

@@ -2,14 +2,14 @@
 // set and admission) apart from the applier's event loop, which starts
 // nodes through the executor, waits for them and commits what they made
 // to the cache and the run journal; batches and their slots, the ledger,
-// the live display, the up-to-date memo, and recovery after a crash.
+// the up-to-date memo, and recovery after a crash. It prints nothing: what
+// it does goes out as typed events (package events).
 package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -30,18 +31,10 @@ type ApplyOptions struct {
 	Executor    executor.Executor
 	Parallelism int           // CPU slots for nodes without GPUs (default: cores)
 	LockTimeout time.Duration // how long to wait for a node another process runs (0: forever)
-	// Progress receives human progress (or JSON lines with JSON set).
-	Progress io.Writer
-	// Stderr receives the kinds' own progress lines (an evaluation's
-	// item counts, a comparison table); nil sends them to Progress.
-	Stderr io.Writer
-	// Summaries receives the summary lines of the nodes whose kind makes
-	// one (stages.Announcer), one a line; nil sends them to Stderr.
-	Summaries io.Writer
-	JSON      bool
-	Verbose   bool
-	Live      bool // redraw a live status block (a TTY)
-	NoSync    bool
+	// Events receives what the apply does, as it happens (package
+	// events): the apply itself prints nothing. nil drops them.
+	Events events.Sink
+	NoSync bool
 	// SampleInterval is how often a node's memory is sampled
 	// (CAIRN_SAMPLE_INTERVAL; 0: gpu.DefaultSampleInterval).
 	SampleInterval time.Duration
@@ -119,11 +112,11 @@ type applier struct {
 	// needs). idle are those whose last node's evDone the loop has
 	// handled; workers are all of them (the loop's own lists).
 	idle, workers []*worker
-	mu            sync.Mutex // guards output
-	out           io.Writer
-	res           *ApplyResult
-	ctx           context.Context
-	live          *liveDisplay
+	// ev stamps the events with the run and passes them to the options'
+	// sink, one at a time.
+	ev  *events.Serial
+	res *ApplyResult
+	ctx context.Context
 	// dirs are the log folders made so far (see ensureDir).
 	dirs sync.Map
 	// Emptied scratch folders kept for the next node (see scratchFor).
@@ -174,12 +167,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	if opts.Executor == nil {
 		opts.Executor = executor.Local{}
 	}
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
-	}
 	p := opts.Plan
 	a := &applier{
-		opts: opts, g: p.Graph, pipeline: p.Pipeline, cache: opts.Cache, out: opts.Progress,
+		opts: opts, g: p.Graph, pipeline: p.Pipeline, cache: opts.Cache, ev: newSerial(opts.Events),
 		events: make(chan event, 64), res: &ApplyResult{}, ctx: ctx, sched: newSchedule(&opts),
 	}
 	start := time.Now()
@@ -206,6 +196,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		// A refused apply is a run too: `cairn status` shows it refused.
 		a.res.Refused = refusal.Error()
 		_ = j.Write(runlog.Entry{T: runlog.RunEnd, Status: "refused", Message: refusal.Error()})
+		a.runEnded("refused", refusal.Error())
 		return a.res, refusal
 	}
 
@@ -236,12 +227,9 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 			return nil, err
 		}
 	}
+	a.planDecided()
 	a.sched.start(a.nodes)
 	a.setupGroups()
-	if opts.Live {
-		a.live = newLiveDisplay(a)
-		defer a.live.stop()
-	}
 	a.loop()
 	for _, w := range a.workers {
 		close(w.in) // idle: every node launched is done
@@ -259,11 +247,13 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	// The apply is complete once every record it committed is durable.
 	if err := a.cache.WaitDurable(a.cache.Written()); err != nil {
 		_ = j.Write(runlog.Entry{T: runlog.RunEnd, Status: "failed", Message: err.Error(), Duration: a.res.Dur.Seconds()})
+		a.runEnded("failed", err.Error())
 		return a.res, fmt.Errorf("the results of this run are in the cache but could not be made durable (%w): a power loss could make their nodes run again", err)
 	}
 	_ = j.Write(runlog.Entry{T: runlog.RunEnd, Status: status, Duration: a.res.Dur.Seconds()})
+	a.runEnded(status, "")
 	if err := a.cache.Stat.Save(); err != nil {
-		a.printf("warning: cannot save the stat cache: %s\n", err)
+		a.warn("cannot save the stat cache: %s", err)
 	}
 	return a.res, nil
 }
@@ -293,6 +283,7 @@ func (a *applier) openRun(noSync bool) error {
 		return err
 	}
 	a.j = j
+	a.ev.SetRun(a.runID)
 	return nil
 }
 
@@ -313,8 +304,17 @@ func (a *applier) devices() []runlog.Device {
 func (a *applier) runStart(args []string) error {
 	host, _ := os.Hostname()
 	dir, _ := os.Getwd()
+	a.emit(&events.RunStarted{Pipeline: a.pipeline, Dir: a.j.Dir, PID: os.Getpid(), Args: args})
 	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args,
 		Host: host, Dir: dir, Version: a.opts.Version, Devices: a.devices()})
+}
+
+// newSerial is the apply's event sink: sink, or one that drops them.
+func newSerial(sink events.Sink) *events.Serial {
+	if sink == nil {
+		sink = events.Discard
+	}
+	return &events.Serial{Sink: sink}
 }
 
 // loop is the scheduler: one goroutine owns all node state; workers report
@@ -339,9 +339,6 @@ func (a *applier) loop() {
 		var tick <-chan time.Time
 		if d := a.sched.pollAfter(); d > 0 {
 			tick = time.After(d)
-		} else if a.live != nil {
-			// The live block's elapsed times advance without events.
-			tick = time.After(200 * time.Millisecond)
 		}
 		select {
 		case ev := <-a.events:
@@ -351,9 +348,6 @@ func (a *applier) loop() {
 			interrupted = true
 			a.res.Interrupted = true
 		case <-tick:
-		}
-		if a.live != nil {
-			a.live.update()
 		}
 	}
 	for _, grp := range a.sched.groups {
@@ -373,6 +367,7 @@ func (a *applier) handle(ev event) {
 		// Another process released the key: maybe it finished the node.
 		ns.locked = ev.locked
 		a.sched.stopped(ns.n.ID)
+		a.emit(&events.NodeWaiting{Node: ns.n.Addr, Over: true})
 		if ev.err != nil {
 			if errors.Is(ev.err, context.Canceled) {
 				a.fail(ns, failclass.Interrupted, "stopped while waiting for another process running the same node")

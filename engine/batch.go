@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -172,7 +174,7 @@ func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
 		a.sched.markReady(o.n.ID)
 	}
 	if again > 0 {
-		a.printf("  batch stage.%s: strict_batch: %s must run, so the %d cached variant(s) run again with it\n", g.stage, runs.n.Addr, again)
+		a.emit(&events.BatchRerun{Stage: g.stage, Node: runs.n.Addr, Again: again})
 	}
 	return false
 }
@@ -215,6 +217,8 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 	g.noteLaunch(a, ns, dev)
 	ns.batchLogDir = g.batch.LogDir
 	_ = a.j.Write(runlog.Entry{T: runlog.Lease, Node: ns.n.Addr, GPUs: []int{dev}, Wave: ns.wave})
+	a.emit(&events.GPULeased{Node: ns.n.Addr, GPUs: []int{dev}})
+	a.emit(&events.WaveStarted{Stage: g.stage, Node: ns.n.Addr, Wave: ns.wave, GPU: dev})
 	return true
 }
 
@@ -322,23 +326,16 @@ func (g *batchGroup) start(a *applier) bool {
 	writeBatchLock(g.lock, g.batch, a.runID)
 	_ = a.j.Write(runlog.Entry{T: runlog.BatchEvent, Node: addrs.Stage(g.stage).String(), Batch: g.batch, GPUs: g.devices})
 	waves := (toRun + g.par - 1) / g.par
-	sim := ""
-	if a.opts.GPUs.Simulated() {
-		sim = " (simulated)"
+	mode := g.policy.Mode
+	if mode != "backfill" {
+		mode = "waves"
 	}
-	a.printf("  batch stage.%s: %d variant(s) on free GPU%s %s%s: parallel=%d, %s, logs in %s\n",
-		g.stage, toRun, plural(len(g.devices)), intsString(g.devices), sim, g.par, modeText(g.policy.Mode, waves), relTo(a.g.Root, g.batch.LogDir))
+	a.emit(&events.BatchStarted{Stage: g.stage, ID: g.batch.ID, Variants: toRun, GPUs: slices.Clone(g.devices),
+		Simulated: a.opts.GPUs.Simulated(), Parallel: g.par, Mode: mode, Waves: waves, LogDir: relTo(a.g.Root, g.batch.LogDir)})
 	if g.policy.Ledger != "" {
 		ledgerStart(a, g)
 	}
 	return true
-}
-
-func modeText(mode string, waves int) string {
-	if mode == "backfill" {
-		return "backfill"
-	}
-	return fmt.Sprintf("%d wave(s)", waves)
 }
 
 func plural(n int) string {
@@ -452,6 +449,7 @@ func (g *batchGroup) end(a *applier, interrupted bool) {
 		g.batch.State = BatchDone
 	}
 	_ = a.j.Write(runlog.Entry{T: runlog.BatchEvent, Node: addrs.Stage(g.stage).String(), Batch: g.batch, Status: g.batch.State})
+	a.emit(&events.BatchEnded{Stage: g.stage, ID: g.batch.ID, State: g.batch.State})
 	if g.policy.Ledger != "" {
 		ledgerEnd(a, g)
 	}
@@ -523,18 +521,10 @@ func ledgerNotice(a *applier, path string, existed bool, added []string) {
 	}
 	rel := relTo(a.g.Root, path)
 	if !existed {
-		a.printf("  ledger: created %s with the sections %q and %q\n", rel, stages.LedgerBatches, stages.LedgerErrors)
+		a.emit(&events.LedgerUpdated{Path: rel, Created: true, Sections: []string{stages.LedgerBatches, stages.LedgerErrors}})
 		return
 	}
-	a.printf("  ledger: added %s to %s\n", strings.Join(quoteAll(added), " and "), rel)
-}
-
-func quoteAll(xs []string) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = fmt.Sprintf("%q", x)
-	}
-	return out
+	a.emit(&events.LedgerUpdated{Path: rel, Added: added})
 }
 
 func ledgerStart(a *applier, g *batchGroup) {
@@ -544,7 +534,7 @@ func ledgerStart(a *applier, g *batchGroup) {
 	_, statErr := os.Stat(path)
 	added, err := stages.Ledger{Path: path}.AddRow(row)
 	if err != nil {
-		a.printf("warning: cannot update the ledger %s: %s\n", g.policy.Ledger, err)
+		a.warn("cannot update the ledger %s: %s", g.policy.Ledger, err)
 		return
 	}
 	ledgerNotice(a, path, statErr == nil, added)
@@ -592,6 +582,6 @@ func ledgerEnd(a *applier, g *batchGroup) {
 	added, err := stages.Ledger{Path: path}.SetState(b.ID, BatchRunning, b.State, errs)
 	ledgerNotice(a, path, statErr == nil, added)
 	if err != nil {
-		a.printf("warning: cannot update the ledger %s: %s\n", g.policy.Ledger, err)
+		a.warn("cannot update the ledger %s: %s", g.policy.Ledger, err)
 	}
 }

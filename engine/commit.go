@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"fmt"
-
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
@@ -44,7 +42,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 			a.fail(ns, failclass.Result, err.Error())
 			return true
 		}
-		a.printf("warning: %s: the cached result is damaged (%s); evicting it and running the node again\n", ns.n.Addr, err)
+		a.warn("%s: the cached result is damaged (%s); evicting it and running the node again", ns.n.Addr, err)
 		_ = a.cache.Evict(ns.key)
 		return false
 	}
@@ -61,11 +59,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 	if !a.checkPost(ns) {
 		return true
 	}
-	a.announce(ns)
-	if a.opts.Verbose {
-		a.line(ns, "=", "cached")
-	}
-	a.emitJSON(ns, "cached")
+	a.nodeEnded(ns, "cached")
 	a.finish(ns)
 	return true
 }
@@ -120,8 +114,7 @@ func (a *applier) markFailed(ns *nodeState) {
 	}
 	a.res.Failures = append(a.res.Failures, f)
 	_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs, Queued: queuedOf(ns)})
-	a.line(ns, "✗", fmt.Sprintf("failed (%s): %s", ns.class, ns.message))
-	a.emitJSON(ns, "failed")
+	a.nodeEnded(ns, "failed")
 	if !ns.released {
 		a.finish(ns) // a released node's downstreams were made ready already
 	}
@@ -134,8 +127,7 @@ func (a *applier) skip(ns *nodeState, why string) {
 	a.res.Skipped++
 	a.setFinal(ns)
 	_ = a.j.Note(runlog.Entry{T: runlog.Skipped, Node: ns.n.Addr, Message: why})
-	a.line(ns, "-", "skipped: "+why)
-	a.emitJSON(ns, "skipped")
+	a.nodeEnded(ns, "skipped")
 	a.finish(ns)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/ui"
 )
 
 // writeExecutor runs `write FILE` in-process, writing the file's own name
@@ -94,7 +95,7 @@ func TestGroupCommitDependentStartsBeforeUpstreamSync(t *testing.T) {
 	var res *ApplyResult
 	go func() {
 		var err error
-		res, err = Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 2, Progress: &out})
+		res, err = Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 2, Events: ui.NewTerminal(ui.Options{Progress: &out})})
 		done <- err
 	}()
 	require.Equal(t, "stage.a", <-started)
@@ -165,7 +166,7 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 		}
 		close(all)
 	}()
-	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 4, Progress: &strings.Builder{}})
+	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 4, Events: ui.NewTerminal(ui.Options{Progress: &strings.Builder{}})})
 	require.NoError(t, err)
 	assert.Equal(t, n, res.Ran)
 	assert.Equal(t, int64(n), c.Durable())
@@ -198,7 +199,7 @@ func TestGroupCommitChainSyncsOnce(t *testing.T) {
 		}
 	}
 	started := make(chan string, n)
-	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 2, Progress: &strings.Builder{}})
+	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(started), Parallelism: 2, Events: ui.NewTerminal(ui.Options{Progress: &strings.Builder{}})})
 	require.NoError(t, err)
 	assert.Equal(t, n, res.Ran)
 	assert.Equal(t, int64(n), c.Durable(), "every record is durable when the apply returns")
@@ -229,7 +230,7 @@ func TestDownstreamRecordDoesNotOutliveItsUpstreams(t *testing.T) {
 		p, diags := plan.Make(l.Graph, c, plan.Options{})
 		require.False(t, diags.HasErrors(), "%s", diags.Error())
 		var out strings.Builder
-		res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(make(chan string, 4)), Parallelism: 2, Progress: &out})
+		res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Executor: writeExecutor(make(chan string, 4)), Parallelism: 2, Events: ui.NewTerminal(ui.Options{Progress: &out})})
 		require.NoError(t, err, out.String())
 		return res
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/ui"
 )
 
 // inProcess is an executor that runs each spec in cairn's own process,
@@ -54,7 +55,7 @@ func (w *workspace) apply(opts ApplyOptions, vars ...string) applyRun {
 	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	var sb strings.Builder
-	opts.Plan, opts.Cache, opts.Progress, opts.NoSync = p, c, &sb, true
+	opts.Plan, opts.Cache, opts.Events, opts.NoSync = p, c, ui.NewTerminal(ui.Options{Progress: &sb}), true
 	if opts.Parallelism == 0 {
 		opts.Parallelism = 2
 	}

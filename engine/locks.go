@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 )
 
 // releaseKey releases the node's key lock, if it holds one, and forgets it.
@@ -21,6 +22,7 @@ func (a *applier) waitForKey(ns *nodeState) {
 	ns.status = plan.Running
 	a.sched.run(ns)
 	ns.started = time.Now()
+	started := ns.started
 	ctx := a.ctx
 	go func() {
 		who := "another cairn"
@@ -35,15 +37,12 @@ func (a *applier) waitForKey(ns *nodeState) {
 				who += fmt.Sprintf(", run %s", h.RunID)
 			}
 		}
-		a.printf("  … waiting for %s: running in %s\n", ns.n.Addr, who)
-		a.mu.Lock()
-		ns.progress = "waiting: the same work is running in " + who
-		a.mu.Unlock()
+		a.emit(&events.NodeWaiting{Head: events.Head{Time: started}, Node: ns.n.Addr, Holder: who})
 		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func(n int, run string) {
 			if run == "" {
 				run = "(unknown)"
 			}
-			a.printf("cairn: killed %d process(es) left holding %s by run %s, which is gone\n", n, ns.n.Addr, run)
+			a.info("killed %d process(es) left holding %s by run %s, which is gone", n, ns.n.Addr, run)
 		})
 		a.events <- event{id: ns.n.ID, kind: evLocked, locked: lk, err: err}
 	}()

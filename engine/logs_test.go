@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/ui"
 )
 
 const logsPipeline = `
@@ -47,7 +48,7 @@ func TestNodeLogsAreMadeWithTheirFirstByte(t *testing.T) {
 	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(t, diags.HasErrors())
 	var sb strings.Builder
-	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Progress: &sb, NoSync: true, Parallelism: 2})
+	res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, Events: ui.NewTerminal(ui.Options{Progress: &sb}), NoSync: true, Parallelism: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Ran, sb.String())
 	require.Equal(t, 2, res.Failed, sb.String())

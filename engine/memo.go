@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"io"
 	"os"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -47,8 +47,9 @@ func BuildMemo(p *plan.Plan, res *ApplyResult, c *store.Cache, identity string) 
 // MemoApplyOptions configure ApplyMemo.
 type MemoApplyOptions struct {
 	CacheDir string
-	Progress io.Writer
-	Args     []string // the command line, for the journal
+	// Events receives what recovery did (package events); nil drops them.
+	Events events.Sink
+	Args   []string // the command line, for the journal
 }
 
 // ApplyMemo is an apply of a pipeline the memo vouches for: every node is
@@ -58,11 +59,8 @@ type MemoApplyOptions struct {
 // up-to-date log (runlog.AppendUpToDate), not in a run folder: it has
 // nothing else to record.
 func ApplyMemo(_ context.Context, m *memo.Memo, opts MemoApplyOptions) (*ApplyResult, error) {
-	if opts.Progress == nil {
-		opts.Progress = io.Discard
-	}
 	start := time.Now()
-	a := &applier{pipeline: m.Pipeline, cache: &store.Cache{Dir: opts.CacheDir}, out: opts.Progress, res: &ApplyResult{Cached: len(m.Nodes)}}
+	a := &applier{pipeline: m.Pipeline, cache: &store.Cache{Dir: opts.CacheDir}, ev: newSerial(opts.Events), res: &ApplyResult{Cached: len(m.Nodes)}}
 	release, _, err := a.begin()
 	if err != nil {
 		return nil, err

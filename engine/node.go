@@ -72,6 +72,7 @@ type nodeState struct {
 	runCounts map[string]int
 	ended     time.Time
 	res       *process.Result
+	job       process.JobRef // its last process's, once started
 	record    *store.Record
 	logs      [2]string
 	// fileName is runlog.NodeLogName of the node's first attempt, once
@@ -92,8 +93,6 @@ type nodeState struct {
 	// since launch (written by the scheduler, read when the record is
 	// made).
 	inFlight atomic.Int32
-	// progress is the kind's latest progress line (guarded by applier.mu).
-	progress string
 	// scratch is the node's CAIRN_OUT_DIR once made (guarded by
 	// applier.scratchMu).
 	scratch string

@@ -3,39 +3,73 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/stages"
 )
 
-// okLine shows a node that ran as ok: its kind's summary, its line, its
-// JSON event. A node whose result records a failure its kind absorbs (a
-// decision slot that ran out of memory) shows that outcome, not "ok". The
-// duration is its record's, the command's own run time; the wait in a
-// cluster's queue is said apart.
-func (a *applier) okLine(ns *nodeState) {
-	a.announce(ns)
-	sym, what := "✓", "ok"
-	if l, ok := ns.n.Kind.(stages.OutcomeLabeler); ok && ns.record != nil {
-		if label := l.OutcomeLabel(ns.record.Result); label != "" {
-			sym, what = "!", label
-		}
-	}
-	msg := fmt.Sprintf("%s in %s", what, roundDur(ns.ranFor()))
-	if r := ns.res; r != nil && (r.Queued > 0 || r.Requeued > 0) {
-		msg += fmt.Sprintf(" (queued %s", roundDur(r.Queued))
-		if r.Requeued > 0 {
-			msg += fmt.Sprintf(", requeued %d×", r.Requeued)
-		}
-		msg += ")"
-	}
-	a.line(ns, sym, msg)
-	a.emitJSON(ns, "ok")
+// The apply prints nothing: it tells what happens as typed events
+// (package events) to the sink in its options, and the terminal display,
+// --json and the run's event log (package ui) show them.
+
+// emit sends an event to the apply's sink, stamped with the run.
+func (a *applier) emit(e events.Event) { a.ev.Emit(e) }
+
+// info says something cairn did that people should know.
+func (a *applier) info(format string, args ...any) {
+	a.emit(&events.Info{Text: fmt.Sprintf(format, args...)})
 }
+
+// warn says what went wrong without failing the run.
+func (a *applier) warn(format string, args ...any) {
+	a.emit(&events.Warning{Text: fmt.Sprintf(format, args...)})
+}
+
+// nodeEnded tells a node's final state: ok (a node that ran), cached,
+// failed or skipped. The duration is its record's, the command's own run
+// time; the wait in a cluster's queue is told apart.
+func (a *applier) nodeEnded(ns *nodeState, status string) {
+	e := &events.NodeEnded{Node: ns.n.Addr, Key: ns.key, Status: status, Class: ns.class, Message: ns.message,
+		Attempt: ns.attempts, Refused: ns.refused, NoResume: ns.noResume}
+	if ns.class == "" && status != "not_started" {
+		e.Message = ""
+	}
+	if l, ok := ns.n.Kind.(stages.OutcomeLabeler); ok && ns.record != nil && status == "ok" {
+		e.Label = l.OutcomeLabel(ns.record.Result)
+	}
+	if status == "ok" || !ns.started.IsZero() && !ns.ended.IsZero() {
+		e.Duration = ns.ranFor()
+	}
+	if !ns.started.IsZero() && !ns.ended.IsZero() {
+		e.DurationS = ns.ranFor().Seconds()
+	}
+	if r := ns.res; r != nil {
+		e.Queued, e.QueuedS, e.Requeued = r.Queued, r.Queued.Seconds(), r.Requeued
+		e.GPUs, e.PeakRSSMiB, e.PeakGPUMiB = r.GPUs, r.PeakRSSMiB, r.PeakGPUMiB
+	}
+	if rec := ns.record; rec != nil && status != "cached" {
+		e.PeakRSSMiB, e.PeakGPUMiB = rec.PeakRSSMiB, rec.PeakGPUMiB
+	}
+	if ns.lease != nil && len(e.GPUs) == 0 {
+		e.GPUs = ns.lease.Devices
+	}
+	if ns.job.ID != "" {
+		e.Executor, e.JobID = ns.job.Executor, ns.job.ID
+	}
+	if status != "cached" {
+		e.Logs = executor.ExistingLogs(ns.logs[:])
+	}
+	if line := a.summaryLine(ns); line != "" {
+		e.Summary = json.RawMessage(line)
+	}
+	a.emit(e)
+}
+
+// okLine tells that a node that ran is ok.
+func (a *applier) okLine(ns *nodeState) { a.nodeEnded(ns, "ok") }
 
 // summaryLine is the summary line a node's kind makes of its result
 // (stages.Announcer), read from the node's record, or "".
@@ -47,98 +81,41 @@ func (a *applier) summaryLine(ns *nodeState) string {
 	return an.Announce(ns.spec, ns.record.Result)
 }
 
-// announce prints the summary line of a node whose kind makes one: after
-// it ran and when it is taken from the cache alike. It goes to Summaries,
-// else where the node's progress lines go.
-func (a *applier) announce(ns *nodeState) {
-	line := a.summaryLine(ns)
-	switch {
-	case line == "":
-	case a.opts.Summaries != nil:
-		_, _ = a.writeOut(a.opts.Summaries, []byte(line+"\n"))
-	default:
-		_, _ = (&lockedWriter{a: a}).Write([]byte(line + "\n"))
-	}
-}
-
-// notice says at once what the executor waits for, or that the wait is
-// over: a progress line, the node's live progress (ns nil: the
-// executor's, not one node's) and a journal note.
+// notice tells at once what the executor waits for, or that the wait is
+// over (ns nil: the executor's, not one node's), and notes it in the
+// journal.
 func (a *applier) notice(ns *nodeState, n executor.Notice) {
+	if n.Error != "" {
+		a.emit(&events.ExecutorError{Text: n.Error})
+		return
+	}
 	status := "over"
 	if n.Waiting {
 		status = "waiting"
 	}
 	e := runlog.Entry{T: runlog.Waiting, Status: status, Message: n.String()}
-	if ns == nil {
-		a.printf("  … %s\n", n)
-	} else {
-		e.Node = ns.n.Addr
-		a.line(ns, "…", n.String())
-		a.mu.Lock()
-		if n.Waiting {
-			ns.progress = n.String()
-		} else {
-			ns.progress = ""
-		}
-		a.mu.Unlock()
+	ev := &events.Notice{Text: n.String(), Waiting: n.Waiting}
+	if ns != nil {
+		e.Node, ev.Node = ns.n.Addr, ns.n.Addr
 	}
+	a.emit(ev)
 	_ = a.j.Note(e)
 }
 
-func (a *applier) printf(format string, args ...any) {
-	if a.opts.JSON {
-		return
+// planDecided tells what the apply means to do with each node.
+func (a *applier) planDecided() {
+	e := &events.PlanDecided{Nodes: make([]events.Planned, len(a.nodes))}
+	for i, ns := range a.nodes {
+		pn := ns.pn
+		e.Nodes[i] = events.Planned{Node: ns.n.Addr, Action: pn.Action, Key: pn.Key, Reasons: pn.Reasons, OutsideTarget: pn.Skipped}
 	}
-	_, _ = a.writeOut(a.out, fmt.Appendf(nil, format, args...))
+	a.emit(e)
 }
 
-// writeOut writes p to w under the output lock, clearing the live display
-// first.
-func (a *applier) writeOut(w io.Writer, p []byte) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.live != nil {
-		a.live.clear()
-	}
-	return w.Write(p)
-}
-
-func (a *applier) line(ns *nodeState, sym, what string) {
-	a.printf("  %s %s  %s\n", sym, ns.n.Addr, what)
-}
-
-func (a *applier) emitJSON(ns *nodeState, status string) {
-	if !a.opts.JSON {
-		return
-	}
-	ev := map[string]any{"node": ns.n.Addr, "status": status, "key": ns.key}
-	if ns.class != "" {
-		ev["class"], ev["message"] = ns.class, ns.message
-	}
-	if !ns.started.IsZero() && !ns.ended.IsZero() {
-		ev["duration_s"] = ns.ranFor().Seconds()
-		if ns.res != nil && ns.res.Queued > 0 {
-			ev["queued_s"] = ns.res.Queued.Seconds()
-		}
-	}
-	if line := a.summaryLine(ns); line != "" {
-		ev["summary"] = json.RawMessage(line)
-	}
-	b, _ := json.Marshal(ev)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	fmt.Fprintln(a.out, string(b))
-}
-
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d > time.Minute:
-		return d.Round(time.Second)
-	case d > time.Second:
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
+// runEnded tells the run's end.
+func (a *applier) runEnded(status, msg string) {
+	r := a.res
+	a.emit(&events.RunEnded{Status: status, Message: msg, Ran: r.Ran, Cached: r.Cached, Failed: r.Failed, Skipped: r.Skipped, DurationS: r.Dur.Seconds()})
 }
 
 func tailLines(b []byte, n int) string {
@@ -147,17 +124,6 @@ func tailLines(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-type lockedWriter struct{ a *applier }
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	a := w.a
-	if a.opts.Stderr == nil {
-		a.printf("%s", p)
-		return len(p), nil
-	}
-	return a.writeOut(a.opts.Stderr, p)
 }
 
 func intsString(xs []int) string {

@@ -67,10 +67,10 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 					killed[id] = true
 				}
 				if n := len(killed); n > 0 {
-					a.printf("cairn: killed %d process(es) left running by interrupted run %s\n", n, r.ID)
+					a.info("killed %d process(es) left running by interrupted run %s", n, r.ID)
 				}
 				if err := ledgerInterrupted(r.Entries); err != nil {
-					a.printf("warning: cannot mark interrupted batches in the ledger: %s\n", err)
+					a.warn("cannot mark interrupted batches in the ledger: %s", err)
 				}
 				// The space its journal reserved ahead goes, so that
 				// readers need not skip it each time. (The journal's
@@ -83,16 +83,16 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 	}
 	if n := len(lockLeft[""]); n > 0 {
 		// Leftovers that lost their CAIRN_RUN_ID: no run to name.
-		a.printf("cairn: killed %d process(es) left holding node locks by runs that are gone\n", n)
+		a.info("killed %d process(es) left holding node locks by runs that are gone", n)
 	}
 	out := interruptedIn(runs, a.pipeline)
-	if len(out) > 0 && !a.opts.JSON {
+	if len(out) > 0 {
 		var addrs []string
 		for addr := range out {
 			addrs = append(addrs, addr)
 		}
 		sort.Strings(addrs)
-		a.printf("cairn: %d node(s) were running when an earlier apply stopped: %s\n", len(addrs), strings.Join(addrs, ", "))
+		a.info("%d node(s) were running when an earlier apply stopped: %s", len(addrs), strings.Join(addrs, ", "))
 	}
 	return out, nil
 }
@@ -121,7 +121,7 @@ func (a *applier) recoverJobs(open map[string]runlog.Entry) []string {
 	for _, name := range slices.Sorted(maps.Keys(byExecutor)) {
 		x := a.executorNamed(name)
 		if x == nil {
-			a.printf("warning: cannot end the jobs of executor %q left by an interrupted run: this apply does not use it\n", name)
+			a.warn("cannot end the jobs of executor %q left by an interrupted run: this apply does not use it", name)
 			continue
 		}
 		ended = append(ended, x.Recover(a.ctx, byExecutor[name])...)

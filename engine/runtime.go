@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/cairn-run/cairn/engine/failpoint"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
@@ -29,17 +29,17 @@ type nodeRuntime struct {
 
 func (r *nodeRuntime) Root() string { return r.a.g.Root }
 
-// Progress implements stages.ProgressReporter: the live display shows the
+// Progress implements stages.ProgressReporter: a live display shows the
 // line beside the running node.
 func (r *nodeRuntime) Progress(line string) {
-	r.a.mu.Lock()
-	r.ns.progress = line
-	r.a.mu.Unlock()
+	r.a.emit(&events.Progress{Node: r.ns.n.Addr, Text: line})
 }
 
-func (r *nodeRuntime) CacheDir() string { return r.a.cache.Dir }
+// Emit implements stages.Runtime: the kind's events go to the apply's
+// sink.
+func (r *nodeRuntime) Emit(e events.Event) { r.a.emit(e) }
 
-func (r *nodeRuntime) Stderr() io.Writer { return &lockedWriter{a: r.a} }
+func (r *nodeRuntime) CacheDir() string { return r.a.cache.Dir }
 
 func (r *nodeRuntime) OutDir() string { return r.a.scratchFor(r.ns) }
 
@@ -92,7 +92,7 @@ func (r *nodeRuntime) NodeStarted(logs ...string) error {
 		ns.logs = [2]string{"", logs[len(logs)-1]}
 	}
 	err := a.j.Write(runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: os.Getpid(), Logs: logs})
-	a.line(ns, ">", "started")
+	a.emit(&events.ProcessStarted{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Logs: logs, InProcess: true})
 	return err
 }
 
@@ -178,11 +178,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 			} else {
 				_ = a.j.WriteUnsynced(e)
 			}
-			detail := "started (" + executor.Describe(ref)
-			if len(gpus) > 0 {
-				detail += fmt.Sprintf(", GPU %s", intsString(gpus))
-			}
-			a.line(ns, ">", detail+")")
+			ns.job = ref
+			a.emit(&events.ProcessStarted{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts,
+				Executor: ref.Executor, Job: executor.Describe(ref), JobID: ref.ID, GPUs: gpus, Wave: ns.wave, Logs: e.Logs})
 		},
 		Notice: func(n executor.Notice) { a.notice(ns, n) },
 		Local:  executor.LocalSpec{Inherit: inherit},

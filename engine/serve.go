@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -63,8 +64,8 @@ func (a *applier) serviceIdle(ns *nodeState) {
 	ns.releaseKey()
 	a.setFinal(ns)
 	_ = a.j.Note(runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: "not_started", Message: "nothing to evaluate"})
-	a.line(ns, "=", "not started: nothing to evaluate")
-	a.emitJSON(ns, "not_started")
+	ns.message = "nothing to evaluate"
+	a.nodeEnded(ns, "not_started")
 	a.finish(ns)
 }
 
@@ -137,7 +138,8 @@ func (r *nodeRuntime) ServeEvent(ev stages.ServeEvent) {
 	}
 	e := runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: ev.Status, Replica: ev.Replica, PID: ev.PID, Port: ev.Port, GPUs: ev.GPUs, Endpoint: ev.Endpoint, Message: ev.Message}
 	_ = a.j.Write(e)
-	a.line(ns, "·", ev.Message)
+	a.emit(&events.ServeEvent{Node: ns.n.Addr, Status: ev.Status, Replica: ev.Replica, PID: ev.PID, Port: ev.Port,
+		GPUs: ev.GPUs, Endpoint: ev.Endpoint, Message: ev.Message})
 }
 
 // notePID remembers a replica's pid (Exec's started callback).
@@ -216,8 +218,8 @@ func (a *applier) waitGPUMemoryFreed(ns *nodeState) {
 			return
 		}
 		if time.Now().After(deadline) {
-			a.printf("warning: %s: %s after its servers stopped, %s still show memory in use; the GPUs go back to the pool all the same\n",
-				ns.n.Addr, roundDur(GPUFreeWait), strings.Join(left, ", "))
+			a.warn("%s: %s after its servers stopped, %s still show memory in use; the GPUs go back to the pool all the same",
+				ns.n.Addr, GPUFreeWait, strings.Join(left, ", "))
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

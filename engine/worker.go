@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"runtime"
 	"slices"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 )
 
@@ -18,9 +18,7 @@ func (a *applier) launch(ns *nodeState) {
 	ns.status = plan.Running
 	a.sched.run(ns)
 	ns.started = time.Now()
-	a.mu.Lock()
-	ns.progress = ""
-	a.mu.Unlock()
+	a.emit(&events.NodeStarted{Head: events.Head{Time: ns.started}, Node: ns.n.Addr, Key: ns.key})
 	if a.mayRelease(ns) {
 		ns.persisted = make(chan struct{})
 	}
@@ -162,6 +160,6 @@ func (a *applier) execute(ns *nodeState) event {
 		}
 		ns.message = process.RedactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Queued: queuedOf(ns)})
-		a.line(ns, "↻", fmt.Sprintf("attempt %d failed (%s): %s; retrying", ns.attempts, ns.class, ns.message))
+		a.emit(&events.NodeRetry{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Class: ns.class, Message: ns.message})
 	}
 }

@@ -224,7 +224,8 @@ func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 		}
 	}
 
-	w := rt.Stderr()
+	w := &bytes.Buffer{}
+	defer emitOutput(rt, n.Address, w)
 	for _, sk := range s.Skipped {
 		fmt.Fprintf(w, "  %s: %s\n", n.Address, sk.Warning())
 	}

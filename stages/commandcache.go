@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/modelcache"
 )
@@ -225,9 +225,7 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 	close(stop)
 	wg.Wait()
 	c := srv.Counts()
-	if w := rt.Stderr(); w != nil {
-		_, _ = io.WriteString(w, n.Address+": "+c.String()+fmt.Sprintf(", %d refused as malformed\n", c.Refused))
-	}
+	rt.Emit(&events.NodeOutput{Node: n.Address, Text: n.Address + ": " + c.String() + fmt.Sprintf(", %d refused as malformed\n", c.Refused)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -187,8 +188,10 @@ func (Decision) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err := atomicfile.Write(filepath.Join(dir, DecisionOutcomes), oj, sync); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(rt.Stderr(), "\n%s: replay of %s over %d slot outcomes\n", n.Address, a.protocol, len(o))
-	if err := r.WriteTable(rt.Stderr()); err != nil {
+	w := &bytes.Buffer{}
+	defer emitOutput(rt, n.Address, w)
+	fmt.Fprintf(w, "\n%s: replay of %s over %d slot outcomes\n", n.Address, a.protocol, len(o))
+	if err := r.WriteTable(w); err != nil {
 		return nil, err
 	}
 	var files []string

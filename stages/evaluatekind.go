@@ -26,6 +26,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/storage/atomicfile"
@@ -710,7 +711,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		// What this evaluation is for is made already (a later artifact
 		// of a job, written from it): nothing is evaluated, and the
 		// result is null, unless --replace names the node or an upstream.
-		fmt.Fprintf(rt.Stderr(), "  · %s  not needed: nothing evaluated\n", n.Address)
+		note(rt, n.Address, "not needed: nothing evaluated")
 		return &Outcome{Result: json.RawMessage("null")}, nil
 	}
 	if diags.HasErrors() {
@@ -809,7 +810,11 @@ func evalConfig(n *Node, rt Runtime, s evalSpec, list []items.Item, endpoints []
 		ModelID: s.model, Runtime: s.runtime,
 		Replicas: s.replicas, MaxInFlight: s.maxInFlight, ItemTimeout: s.itemTimeout,
 		Endpoints: endpoints, EndpointConcurrency: s.epLimit,
-		Progress: &linePrefixer{w: rt.Stderr(), prefix: "  · " + n.Address + "  "},
+		OnReport: func(c items.Counts) {
+			rt.Emit(&events.ItemProgress{Node: n.Address, Total: c.Total, Done: c.Done, Evaluated: c.Evaluated,
+				FromStore: c.FromCache, Failed: c.Failed, Charged: c.Charged, Attempted: c.Attempted,
+				InfraFailures: c.InfraFailures, Text: c.String()})
+		},
 	}
 	if ws, ok := rt.(WorkerStarter); ok {
 		cfg.Launcher = ws.WorkerLauncher()
@@ -971,27 +976,17 @@ func (ij *itemJournal) close() error {
 	return ij.err
 }
 
-// linePrefixer writes each line with a prefix.
-type linePrefixer struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix string
+// note tells a line about the node as it runs (events.NodeNote).
+func note(rt Runtime, node, format string, args ...any) {
+	rt.Emit(&events.NodeNote{Node: node, Text: fmt.Sprintf(format, args...)})
 }
 
-func (p *linePrefixer) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []byte
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		if len(line) > 0 {
-			out = append(out, p.prefix...)
-			out = append(out, line...)
-		}
+// emitOutput shows what a kind wrote to w whole, as it is
+// (events.NodeOutput), when it wrote anything.
+func emitOutput(rt Runtime, node string, w *bytes.Buffer) {
+	if w.Len() > 0 {
+		rt.Emit(&events.NodeOutput{Node: node, Text: w.String()})
 	}
-	if _, err := p.w.Write(out); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }
 
 // syncWriter serializes writes to one file.

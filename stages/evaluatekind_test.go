@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,9 +17,11 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/ui"
 )
 
 func strs(ss ...string) cty.Value {
@@ -239,12 +240,14 @@ func (r *fakeRuntime) OutDir() string   { return r.out }
 func (r *fakeRuntime) CacheDir() string { return r.cache }
 func (r *fakeRuntime) RunID() string    { return "test-run" }
 func (r *fakeRuntime) NoSync() bool     { return true } // tests need no fsync
-func (r *fakeRuntime) Stderr() io.Writer {
-	return writerFunc(func(b []byte) (int, error) {
+
+// Emit shows the kind's events as the terminal does, in stderr.
+func (r *fakeRuntime) Emit(e events.Event) {
+	ui.NewTerminal(ui.Options{Progress: writerFunc(func(b []byte) (int, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.stderr.Write(b)
-	})
+	})}).Emit(e)
 }
 func (r *fakeRuntime) NodeStarted(logs ...string) error {
 	r.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/items"
 	"github.com/cairn-run/cairn/stages/rollout"
@@ -328,10 +329,13 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	log := &syncWriter{w: logFile}
 
 	jr := newItemJournal(rt, log)
-	progress := &linePrefixer{w: rt.Stderr(), prefix: "  · " + n.Address + "  "}
+	progress := func(c rollout.Counts) {
+		rt.Emit(&events.RolloutCounts{Node: n.Address, Budget: c.Budget, Charged: c.Charged, Attempted: c.Attempted,
+			InfraFailures: c.InfraFailures, FromStore: c.FromStore, Text: c.String()})
+	}
 	meter, err := rollout.NewMeter(rollout.MeterOptions{
 		Budget: s.budget, Ledger: filepath.Join(o.optDir, "rollouts.jsonl"),
-		NoSync: rt.NoSync(), Progress: progress,
+		NoSync: rt.NoSync(), OnProgress: progress,
 		OnCharge: func(outs []rollout.Outcome) {
 			for _, oc := range outs {
 				jr.add(oc.Item, oc.Key, items.Result{Charged: 1})
@@ -367,7 +371,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	c := meter.Counts()
 	counts := map[string]int{"charged": c.Charged, "attempted": c.Attempted, "infra_failures": c.InfraFailures, "from_store": c.FromStore, "refused": c.Refused, "worker_starts": ev.starts}
 	if c.Charged%rollout.ProgressEvery != 0 || c.Charged == 0 {
-		fmt.Fprintln(progress, c.String())
+		progress(c)
 	}
 	if err != nil {
 		return nil, err
@@ -819,7 +823,7 @@ func savedOptimization(root string, s optSpec, n *Node, rt Runtime) (*Outcome, e
 			return refuse("incumbent_digest is %s, the incumbent folder's content is %s", *opt.IncumbentDigest, d)
 		}
 	}
-	fmt.Fprintf(rt.Stderr(), "  · %s  finished earlier: %s is kept (%d of %d rollouts charged); the method is not run again\n", n.Address, rel, opt.Charged, opt.Budget)
+	note(rt, n.Address, "finished earlier: %s is kept (%d of %d rollouts charged); the method is not run again", rel, opt.Charged, opt.Budget)
 	compact, _ := json.Marshal(opt)
 	return &Outcome{Result: compact, Files: []string{rel, filepath.Join(s.out, "optimization")}}, nil
 }

@@ -292,7 +292,8 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return nil, fmt.Errorf("pareto: %w", err)
 	}
 
-	w := rt.Stderr()
+	w := &bytes.Buffer{}
+	defer emitOutput(rt, n.Address, w)
 	if len(res.Failed) == len(rows) {
 		fmt.Fprintf(w, "  %s: no variant finished (%s failed or skipped): nothing to compare; table in %s\n", n.Address, strings.Join(res.Failed, ", "), files["markdown"])
 	} else {

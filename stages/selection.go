@@ -264,7 +264,7 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			if saved.OptimizationSHA256 != optDigest {
 				return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s was made from another optimization.json (its optimization_sha256 is %q, the folder's optimization.json is %s); nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, saved.OptimizationSHA256, optDigest, again)}, nil
 			}
-			fmt.Fprintf(rt.Stderr(), "  · %s  deploying the %s bundle, as %s says (selected earlier)\n", n.Address, saved.Deployed, rel)
+			note(rt, n.Address, "deploying the %s bundle, as %s says (selected earlier)", saved.Deployed, rel)
 			compact, _ := json.Marshal(saved)
 			return &Outcome{Result: compact, Files: []string{rel}}, nil
 		}
@@ -284,7 +284,7 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if sel.FallbackReason != nil {
 		why = *sel.FallbackReason
 	}
-	fmt.Fprintf(rt.Stderr(), "  · %s  deploying the %s bundle (%s)\n", n.Address, sel.Deployed, why)
+	note(rt, n.Address, "deploying the %s bundle (%s)", sel.Deployed, why)
 	compact, _ := json.Marshal(sel)
 	return &Outcome{Result: compact, Files: []string{rel}}, nil
 }
@@ -629,7 +629,7 @@ func savedResult(root, out, selDigest, again string, n *Node, rt Runtime) *Outco
 	if d, err := fileDigest(filepath.Join(root, out, "test.json")); err != nil || d != res.TestSHA256 {
 		return refuse("%s: test_sha256 is %q, the folder's test.json is %s", rel, res.TestSHA256, d)
 	}
-	fmt.Fprintf(rt.Stderr(), "  · %s  finished earlier: %s is kept\n", n.Address, rel)
+	note(rt, n.Address, "finished earlier: %s is kept", rel)
 	compact, _ := json.Marshal(res)
 	return &Outcome{Result: compact, Files: []string{filepath.Join(out, "test.json"), rel}}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/decision"
 )
@@ -257,8 +258,8 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 					return nil, err
 				}
 				if granted {
-					fmt.Fprintf(rt.Stderr(), "%s: slot %s: attempt %d failed setup (%s): one unchanged replacement, %d of %d in the ledger, recorded before it starts\n",
-						n.Address, s.slot, last.Attempt, last.SetupClass, total, s.maxReplace)
+					rt.Emit(&events.NodeOutput{Node: n.Address, Text: fmt.Sprintf("%s: slot %s: attempt %d failed setup (%s): one unchanged replacement, %d of %d in the ledger, recorded before it starts\n",
+						n.Address, s.slot, last.Attempt, last.SetupClass, total, s.maxReplace)})
 					continue
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 )
 
@@ -262,8 +263,9 @@ type Runtime interface {
 	OutDir() string
 	// CacheDir is the cache root (shared stores live under it).
 	CacheDir() string
-	// Stderr receives progress lines for people (cairn's standard error).
-	Stderr() io.Writer
+	// Emit tells what the node does as it runs (package events: notes,
+	// item progress, rollout counts, tables): the kind prints nothing.
+	Emit(events.Event)
 	// RunID names the apply's run (its journal under the cache's runs/).
 	RunID() string
 	// NoSync says that the stores and ledgers a kind writes skip fsync

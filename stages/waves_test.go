@@ -3,7 +3,6 @@ package stages_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,8 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/ui"
 )
 
 func strList(ss ...string) cty.Value {
@@ -161,12 +162,12 @@ func (r *execRuntime) Exec(_ context.Context, p stages.Proc) (*process.Result, e
 	}
 	return &process.Result{ExitCode: 0, Started: start, Ended: time.Now()}, nil
 }
-func (r *execRuntime) Root() string      { return r.root }
-func (r *execRuntime) OutDir() string    { return filepath.Join(r.root, "out") }
-func (r *execRuntime) CacheDir() string  { return filepath.Join(r.root, ".cairn") }
-func (r *execRuntime) Stderr() io.Writer { return &r.err }
-func (r *execRuntime) RunID() string     { return "test-run" }
-func (r *execRuntime) NoSync() bool      { return true }
+func (r *execRuntime) Root() string        { return r.root }
+func (r *execRuntime) OutDir() string      { return filepath.Join(r.root, "out") }
+func (r *execRuntime) CacheDir() string    { return filepath.Join(r.root, ".cairn") }
+func (r *execRuntime) Emit(e events.Event) { ui.NewTerminal(ui.Options{Progress: &r.err}).Emit(e) }
+func (r *execRuntime) RunID() string       { return "test-run" }
+func (r *execRuntime) NoSync() bool        { return true }
 
 func TestWavesRunNamesLogsAfterTheVariant(t *testing.T) {
 	rt := &execRuntime{root: t.TempDir()}

@@ -22,7 +22,9 @@ import (
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/executor/slurm"
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/ui"
 )
 
 func (a *app) applyCmd() *cobra.Command {
@@ -102,13 +104,33 @@ func (a *app) applyCmd() *cobra.Command {
 			if withReport {
 				liveRep = startLiveReport(cache, func(err error) { fmt.Fprintf(a.stderr, "warning: the run's report: %s\n", err) })
 			}
+			// The apply prints nothing itself: its events go to the
+			// terminal (or --json) and to the run's event log.
+			name := l.Graph.Config.Name
+			tty := ui.NewTerminal(ui.Options{
+				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
+				Expect: func(node string) time.Duration {
+					if k := cache.LastKey(name, node); k != "" {
+						if r, ok := cache.Lookup(k); ok {
+							return r.Ended.Sub(r.Started)
+						}
+					}
+					return 0
+				},
+			})
+			defer tty.Close()
+			evlog := &ui.EventLog{}
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
-				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
+				Events: events.Fanout{tty, evlog},
 				NoSync: noFsync(), SampleInterval: sampleInterval(), Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
 			})
+			tty.Close()
+			if lerr := evlog.Close(); lerr != nil {
+				fmt.Fprintf(a.stderr, "warning: the run's event log is incomplete: %s\n", lerr)
+			}
 			reportPath := ""
 			if liveRep != nil {
 				reportPath = liveRep.finish()
@@ -269,7 +291,13 @@ func (a *app) executor(block *dsl.Executor, name string, leave bool) (executor.E
 		}
 		// Until the apply's journal takes them, what the executor waits
 		// for is said on standard error, at once.
-		opts.Notify = func(n executor.Notice) { fmt.Fprintf(a.stderr, "cairn: slurm executor: %s\n", n) }
+		opts.Notify = func(n executor.Notice) {
+			if n.Error != "" {
+				fmt.Fprintf(a.stderr, "cairn: %s\n", n.Error)
+				return
+			}
+			fmt.Fprintf(a.stderr, "cairn: slurm executor: %s\n", n)
+		}
 		// A controller that is restarting is waited for, not long.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/ui"
 )
 
 // memoIdentity names what a memo is valid for: this cairn binary, the
@@ -102,7 +103,7 @@ func (a *app) applyUpToDate(m *memo.Memo) (bool, error) {
 		vars[name] = &dsl.Variable{Name: name, Sensitive: true}
 	}
 	res, err := engine.ApplyMemo(context.Background(), m, engine.MemoApplyOptions{
-		CacheDir: a.cachePath(), Progress: a.stdout,
+		CacheDir: a.cachePath(), Events: ui.NewTerminal(ui.Options{Progress: a.stdout}),
 		Args: redactArgs(os.Args[1:], vars),
 	})
 	if err != nil {

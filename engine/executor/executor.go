@@ -53,11 +53,17 @@ type Notice struct {
 	What    string    // what it waits for, for people: "the Slurm controller"
 	Since   time.Time // when the wait began
 	Detail  string    // why
+	// Error, when set, is not a wait but an error the executor hit that
+	// fails no node (a job it could not cancel): the notice says it alone.
+	Error string
 }
 
 // String is the notice for people: "waiting for WHAT since 15:04:05:
 // DETAIL", then "done waiting for WHAT after 28s".
 func (n Notice) String() string {
+	if n.Error != "" {
+		return n.Error
+	}
 	if !n.Waiting {
 		return fmt.Sprintf("done waiting for %s after %s", n.What, time.Since(n.Since).Round(time.Second))
 	}

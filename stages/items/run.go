@@ -148,6 +148,9 @@ type Config struct {
 	// the store when the evaluation starts, and one when the last item is
 	// done.
 	Progress io.Writer
+	// OnReport, when set, is called with the counts whenever Progress
+	// would get a line.
+	OnReport func(Counts)
 	// OnProgress, when set, is called with the counts after every change;
 	// it must return quickly.
 	OnProgress func(Counts)
@@ -571,7 +574,7 @@ func (r *run) report(force bool) {
 	if r.cfg.OnProgress != nil {
 		r.cfg.OnProgress(c)
 	}
-	if r.cfg.Progress == nil || r.scanning || (r.anyLine && c == r.printed) {
+	if r.cfg.Progress == nil && r.cfg.OnReport == nil || r.scanning || (r.anyLine && c == r.printed) {
 		return
 	}
 	due := c.Charged/progressEvery > r.printed.Charged/progressEvery ||
@@ -582,7 +585,12 @@ func (r *run) report(force bool) {
 		return
 	}
 	r.printed, r.anyLine = c, true
-	fmt.Fprintln(r.cfg.Progress, c.String())
+	if r.cfg.Progress != nil {
+		fmt.Fprintln(r.cfg.Progress, c.String())
+	}
+	if r.cfg.OnReport != nil {
+		r.cfg.OnReport(c)
+	}
 }
 
 func (r *run) release(t *task) {

@@ -128,8 +128,10 @@ type Meter struct {
 	counts Counts
 	ledger *os.File
 	sync   bool
-	// progress gets a line every ProgressEvery charged rollouts.
-	progress io.Writer
+	// progress gets a line, and onProgress the counts, every
+	// ProgressEvery charged rollouts.
+	progress   io.Writer
+	onProgress func(Counts)
 	// onCharge is called with the charged outcomes of a request once they
 	// are in the ledger (the run journal's hook).
 	onCharge func([]Outcome)
@@ -144,9 +146,11 @@ type MeterOptions struct {
 	Ledger string
 	// NoSync skips the fsync after each request's charges (tests).
 	NoSync bool
-	// Progress gets Counts.String every ProgressEvery charged rollouts.
-	Progress io.Writer
-	OnCharge func([]Outcome)
+	// Progress gets Counts.String, and OnProgress the counts, every
+	// ProgressEvery charged rollouts.
+	Progress   io.Writer
+	OnProgress func(Counts)
+	OnCharge   func([]Outcome)
 }
 
 // ProgressEvery is how many charged rollouts pass between progress lines.
@@ -161,7 +165,7 @@ func NewMeter(o MeterOptions) (*Meter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rollout: open the ledger: %w", err)
 	}
-	m := &Meter{ledger: f, sync: !o.NoSync, progress: o.Progress, onCharge: o.OnCharge}
+	m := &Meter{ledger: f, sync: !o.NoSync, progress: o.Progress, onProgress: o.OnProgress, onCharge: o.OnCharge}
 	m.counts.Budget = o.Budget
 	m.counts.Remaining = o.Budget
 	return m, nil
@@ -238,7 +242,7 @@ func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
 	}
 	var buf bytes.Buffer
 	var charged []Outcome
-	var progress []string // the counts as each 10th rollout was charged
+	var progress []Counts // the counts as each 10th rollout was charged
 	next := m.counts
 	for i := range out {
 		next.Attempted++
@@ -252,7 +256,7 @@ func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
 			next.FromStore++
 		}
 		if next.Charged%ProgressEvery == 0 {
-			progress = append(progress, next.String())
+			progress = append(progress, next)
 		}
 		out[i].Charged = true
 		charged = append(charged, out[i])
@@ -274,9 +278,12 @@ func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
 	if m.onCharge != nil && len(charged) > 0 {
 		m.onCharge(charged)
 	}
-	if m.progress != nil {
-		for _, l := range progress {
-			fmt.Fprintln(m.progress, l)
+	for _, c := range progress {
+		if m.progress != nil {
+			fmt.Fprintln(m.progress, c.String())
+		}
+		if m.onProgress != nil {
+			m.onProgress(c)
 		}
 	}
 	return Reply{Results: out, Counts: next}

@@ -450,7 +450,7 @@ func (e *Executor) cancel(c *Client, ref Ref) {
 		for c, refs := range byClient {
 			ctx, cancel := context.WithTimeout(context.Background(), cancelFor)
 			if err := c.Cancel(ctx, refs); err != nil {
-				fmt.Fprintf(os.Stderr, "cairn: %s\n", err)
+				e.notice(executor.Notice{Error: err.Error()})
 			}
 			cancel()
 		}

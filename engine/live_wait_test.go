@@ -15,37 +15,8 @@ import (
 
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/ui"
 )
-
-// The live display shows each running node with its elapsed time and the
-// progress line its kind reports (e.g. an evaluation's item counts).
-func TestLiveDisplayShowsProgress(t *testing.T) {
-	w := newWorkspace(t, `
-pipeline "live" {}
-stage "command" "slow" {
-  run = ["sleep", "0.1"]
-}
-`)
-	l := w.Load()
-	c, err := store.Open(w.Cache, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p, _ := plan.Make(l.Graph, c, plan.Options{})
-	var sb strings.Builder
-	a := &applier{g: l.Graph, cache: c, out: &sb, res: &ApplyResult{}, sched: newSchedule(&ApplyOptions{})}
-	ns := &nodeState{n: l.Graph.Nodes[0], pn: p.Nodes[0], status: plan.Running, started: time.Now().Add(-3 * time.Second)}
-	a.nodes = []*nodeState{ns}
-	a.sched.run(ns)
-	(&nodeRuntime{a: a, ns: ns}).Progress("items 20/100: evaluated 20, from-cache 0, charged 20, infra-failures 0")
-	ld := &liveDisplay{a: a, exp: map[int]time.Duration{}}
-	ld.update()
-	ld.draw()
-	out := sb.String()
-	assert.Contains(t, out, "[0/1] ran 0, cached 0, failed 0, skipped 0, running 1")
-	assert.Contains(t, out, "stage.slow  3s  items 20/100: evaluated 20")
-}
 
 // syncBuffer is a strings.Builder that an apply writes while the test reads.
 type syncBuffer struct {
@@ -92,7 +63,9 @@ stage "command" "b" {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	go func() {
-		res, err := Apply(ctx, ApplyOptions{Plan: p, Cache: c, Progress: out, NoSync: true, Parallelism: 2, Live: true})
+		tty := ui.NewTerminal(ui.Options{Progress: out, Live: true})
+		defer tty.Close()
+		res, err := Apply(ctx, ApplyOptions{Plan: p, Cache: c, Events: tty, NoSync: true, Parallelism: 2})
 		assert.NoError(t, err)
 		done <- res
 	}()

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/events"
+	"github.com/cairn-run/cairn/ui"
+)
+
+const eventsPipeline = `pipeline "ev" {}
+stage "command" "a" {
+  run     = ["sh", "-c", "echo a > a.txt"]
+  gpus    = 1
+  outputs = ["a.txt"]
+}
+stage "command" "b" {
+  run   = ["sh", "-c", "exit 3"]
+  after = [stage.a]
+}
+stage "command" "c" {
+  run   = ["true"]
+  after = [stage.b]
+}
+`
+
+// field decodes one field of an event log object.
+func field[T any](t *testing.T, ev map[string]json.RawMessage, name string) T {
+	t.Helper()
+	var v T
+	raw, ok := ev[name]
+	require.True(t, ok, "no %q in %v", name, ev)
+	require.NoError(t, json.Unmarshal(raw, &v))
+	return v
+}
+
+// An apply keeps its events in events.jsonl in its run folder, in the
+// order they happened: the run's start, the plan, each node's start (its
+// process: executor, job, GPUs, attempt) and end (status, class, run
+// time, peak memory, GPUs), the run's end; each with the schema version,
+// the run and the time.
+func TestApplyKeepsItsEventsInTheRunFolder(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"pipeline.hcl": eventsPipeline})
+	t.Setenv("CAIRN_GPUS", "sim:1")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r := runCLI(t, "--chdir", root, "apply", "pipeline.hcl")
+	require.Equal(t, 1, r.code, r.stdout+r.stderr)
+
+	logs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "*", ui.EventLogName))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	evs, err := ui.ReadEventLog(logs[0])
+	require.NoError(t, err)
+	run := filepath.Base(filepath.Dir(logs[0]))
+
+	var types []string
+	at := map[string]int{} // "type node" to its place
+	var last time.Time
+	for i, ev := range evs {
+		assert.Equal(t, events.Version, field[int](t, ev, "v"))
+		assert.Equal(t, run, field[string](t, ev, "run"))
+		tm := field[time.Time](t, ev, "time")
+		assert.False(t, tm.Before(last), "event %d is older than the one before", i)
+		last = tm
+		ty := field[string](t, ev, "type")
+		types = append(types, ty)
+		node := ""
+		if _, ok := ev["node"]; ok {
+			node = field[string](t, ev, "node")
+		}
+		if _, seen := at[ty+" "+node]; !seen {
+			at[ty+" "+node] = i
+		}
+	}
+	require.NotEmpty(t, types)
+	assert.Equal(t, "run_started", types[0], "%v", types)
+	assert.Equal(t, "plan_decided", types[1], "%v", types)
+	assert.Equal(t, "run_ended", types[len(types)-1], "%v", types)
+	// Each node's events in order; a downstream may start while its
+	// upstream's record is being written, before its upstream's end.
+	for _, order := range [][]string{
+		{"gpu_leased stage.a", "node_started stage.a", "process_started stage.a", "gpu_released stage.a", "node_ended stage.a"},
+		{"node_started stage.a", "node_started stage.b", "process_started stage.b", "node_ended stage.b", "node_ended stage.c"},
+	} {
+		for i, k := range order {
+			require.Contains(t, at, k, "%v", types)
+			if i > 0 {
+				assert.Less(t, at[order[i-1]], at[k], "%s before %s: %v", order[i-1], k, types)
+			}
+		}
+	}
+	assert.NotContains(t, at, "node_started stage.c", "a skipped node does not start")
+
+	plan := evs[1]
+	nodes := field[[]events.Planned](t, plan, "nodes")
+	require.Len(t, nodes, 3)
+	assert.Equal(t, events.Planned{Node: "stage.a", Action: "run", Key: nodes[0].Key, Reasons: nodes[0].Reasons}, nodes[0])
+	assert.NotEmpty(t, nodes[0].Reasons)
+
+	var started events.ProcessStarted
+	require.NoError(t, json.Unmarshal(mustJSON(t, evs[at["process_started stage.a"]]), &started))
+	assert.Equal(t, "local", started.Executor)
+	assert.Equal(t, 1, started.Attempt)
+	assert.Equal(t, []int{0}, started.GPUs)
+	assert.NotEmpty(t, started.JobID)
+	assert.Equal(t, "pid "+started.JobID, started.Job)
+
+	var a, b, c events.NodeEnded
+	require.NoError(t, json.Unmarshal(mustJSON(t, evs[at["node_ended stage.a"]]), &a))
+	require.NoError(t, json.Unmarshal(mustJSON(t, evs[at["node_ended stage.b"]]), &b))
+	require.NoError(t, json.Unmarshal(mustJSON(t, evs[at["node_ended stage.c"]]), &c))
+	assert.Equal(t, "ok", a.Status)
+	assert.Equal(t, 1, a.Attempt)
+	assert.Positive(t, a.DurationS)
+	assert.Positive(t, a.PeakRSSMiB)
+	assert.Equal(t, []int{0}, a.GPUs)
+	assert.Equal(t, "local", a.Executor)
+	assert.Equal(t, started.JobID, a.JobID)
+	assert.NotEmpty(t, a.Key)
+	assert.Equal(t, "failed", b.Status)
+	assert.Equal(t, "exit", b.Class)
+	assert.Contains(t, b.Message, "3")
+	assert.Equal(t, "skipped", c.Status)
+
+	end := evs[len(evs)-1]
+	assert.Equal(t, "failed", field[string](t, end, "status"))
+	assert.Equal(t, 1, field[int](t, end, "ran"))
+	assert.Equal(t, 1, field[int](t, end, "failed"))
+	assert.Equal(t, 1, field[int](t, end, "skipped"))
+}
+
+func mustJSON(t *testing.T, ev map[string]json.RawMessage) []byte {
+	t.Helper()
+	b, err := json.Marshal(ev)
+	require.NoError(t, err)
+	return b
+}
+
+// apply --json prints one object a node's end, each with the schema
+// version (docs/events.md).
+func TestApplyJSONCarriesTheSchemaVersion(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"pipeline.hcl": eventsPipeline})
+	t.Setenv("CAIRN_GPUS", "sim:1")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r := runCLI(t, "--chdir", root, "apply", "--json", "pipeline.hcl")
+	require.Equal(t, 1, r.code, r.stdout+r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 3, r.stdout)
+	for _, l := range lines {
+		var ev map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(l), &ev), l)
+		assert.Equal(t, "1", string(ev["v"]), l)
+		assert.Contains(t, ev, "node", l)
+		assert.Contains(t, ev, "status", l)
+	}
+}
