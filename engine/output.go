@@ -59,7 +59,7 @@ func (a *applier) nodeEnded(ns *nodeState, status string) {
 	if ns.job.ID != "" {
 		e.Executor, e.JobID = ns.job.Executor, ns.job.ID
 	}
-	if status != "cached" {
+	if status == "failed" {
 		e.Logs = executor.ExistingLogs(ns.logs[:])
 	}
 	if line := a.summaryLine(ns); line != "" {

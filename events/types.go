@@ -98,7 +98,7 @@ type NodeEnded struct {
 	GPUs       []int         `json:"gpus,omitempty"`
 	PeakRSSMiB float64       `json:"peak_rss_mib,omitempty"`
 	PeakGPUMiB float64       `json:"peak_gpu_mib,omitempty"`
-	Logs       []string      `json:"logs,omitempty"`
+	Logs       []string      `json:"logs,omitempty"` // a failed node's, those that exist
 	// Summary is the summary line its kind makes of its result (one
 	// JSON object), when it makes one.
 	Summary json.RawMessage `json:"summary,omitempty"`

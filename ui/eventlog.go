@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/cairn-run/cairn/events"
 )
@@ -14,8 +15,8 @@ import (
 const EventLogName = "events.jsonl"
 
 // EventLog is the Sink that keeps a run's events in events.jsonl in its
-// run folder, one JSON object a line (docs/events.md), each appended as
-// it happens. Events before the run is named (what recovery did) are kept
+// run folder, one JSON object a line (docs/events.md), appended as they
+// happen (within FlushAfter). Events before the run is named (what recovery did) are kept
 // until RunStarted names its folder. Progress events, a live display's
 // alone, are left out.
 type EventLog struct {
@@ -23,7 +24,15 @@ type EventLog struct {
 	f       *os.File
 	pending [][]byte
 	err     error
+	// buf holds what is not written yet: it is written FlushAfter after
+	// its first event (one write for the events of a busy moment, not one
+	// each), at once for a run's end and a failure, and at Close.
+	buf   []byte
+	timer *time.Timer
 }
+
+// FlushAfter is how long an event may wait in the log's buffer.
+const FlushAfter = 100 * time.Millisecond
 
 // Emit implements events.Sink.
 func (l *EventLog) Emit(e events.Event) {
@@ -55,15 +64,44 @@ func (l *EventLog) Emit(e events.Event) {
 		return
 	}
 	l.write(b)
+	switch e := e.(type) {
+	case *events.RunEnded:
+		l.flush()
+	case *events.NodeEnded:
+		if e.Status == "failed" {
+			l.flush()
+		}
+	}
 }
 
 func (l *EventLog) write(b []byte) {
 	if len(b) == 0 || l.err != nil {
 		return
 	}
-	if _, err := l.f.Write(b); err != nil {
+	l.buf = append(l.buf, b...)
+	if l.timer == nil {
+		l.timer = time.AfterFunc(FlushAfter, func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.flush()
+		})
+	}
+}
+
+// flush writes the buffer; l.mu is held.
+func (l *EventLog) flush() {
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	if len(l.buf) == 0 || l.f == nil || l.err != nil {
+		l.buf = l.buf[:0]
+		return
+	}
+	if _, err := l.f.Write(l.buf); err != nil {
 		l.fail(err)
 	}
+	l.buf = l.buf[:0]
 }
 
 func (l *EventLog) fail(err error) {
@@ -78,6 +116,7 @@ func (l *EventLog) fail(err error) {
 func (l *EventLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.flush()
 	if l.f != nil {
 		if err := l.f.Close(); err != nil && l.err == nil {
 			l.err = err
