@@ -60,7 +60,7 @@ type itemsRef struct {
 var states = []string{"ok", "cached", "failed", "skipped", "running", "interrupted", "planned"}
 
 // cols are the node row's fields, in order.
-var cols = []string{"address", "stage", "kind", "state", "class", "reason", "key", "start", "end", "duration", "queue_wait", "peak_rss", "peak_gpu", "gpu_seconds", "attempts", "retries", "gpus", "wave", "message", "job"}
+var cols = []string{"address", "kind", "state", "class", "reason", "key", "start", "end", "duration", "queue_wait", "peak_rss", "peak_gpu", "gpu_seconds", "attempts", "retries", "gpus", "wave", "message", "job"}
 
 // WriteHTML writes the report's page. cache gives evaluations' items
 // (nil: none). trace names the trace file shown in the page ("" none).
@@ -117,7 +117,7 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 		if k := len(n.Tries); k > 0 && n.Tries[k-1].Job != "" {
 			job = n.Tries[k-1].Executor + ":" + n.Tries[k-1].Job
 		}
-		p.Nodes = append(p.Nodes, []any{n.Addr, n.Stage, n.Kind, n.State, n.Class, n.Reason, n.Key,
+		p.Nodes = append(p.Nodes, []any{n.Addr, n.Kind, n.State, n.Class, n.Reason, keyPrefix(n.Key),
 			rel(n.Start), rel(n.End), round3(n.Duration), round3(n.QueueWait), round1(n.PeakRSS), round1(n.PeakGPU), round3(n.GPUSeconds),
 			n.Attempts, n.Retries, intsText(n.GPUs), n.Wave, n.Message, job})
 		for _, t := range n.Tries {
@@ -186,6 +186,13 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 	_, err = io.WriteString(w, out)
 	return err
 }
+
+// pageKey is how much of a key the page carries: enough for `cairn show
+// KEY` (8 hex digits or more), a quarter of the page's data less at
+// 100,000 nodes than whole keys.
+const pageKey = 16
+
+func keyPrefix(k string) string { return k[:min(len(k), pageKey)] }
 
 // tryLanes are the lanes an attempt is drawn in: each GPU it held, or
 // its slot.

@@ -25,15 +25,22 @@ function svg(tag, attrs) {
   return e;
 }
 
-async function unpack(id) {
+async function unpack(id, timings) {
   const node = $(id);
   if (!node) return null;
   const b64 = node.textContent.trim();
-  const bin = atob(b64);
-  const bytes = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  let bytes;
+  if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(b64);
+  else {
+    const bin = atob(b64);
+    bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  }
+  if (timings) timings.decoded = performance.now();
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return JSON.parse(await new Response(stream).text());
+  const text = await new Response(stream).text();
+  if (timings) { timings.inflated = performance.now(); timings.json_mib = text.length / 1048576; }
+  return JSON.parse(text);
 }
 
 // Formatting: durations in seconds with 3 decimals, memory in MiB with 1.
@@ -51,15 +58,17 @@ let D; // the page's data
 const C = {}; // column index by name
 
 async function main() {
-  D = await unpack("cairn-data");
+  // How long each part took to draw, in ms since navigation began (for
+  // the page's own benchmark, bench/out/report-100k.txt).
+  const timings = { start: performance.now() };
+  D = await unpack("cairn-data", timings);
+  timings.unpacked = performance.now();
   D.cols.forEach((c, i) => (C[c] = i));
-  window.cairnReport = { data: D, ready: false };
-  header();
-  timeline();
-  nodesTable();
-  resources();
-  seedViews();
-  items();
+  window.cairnReport = { data: D, ready: false, timings };
+  for (const [name, f] of [["header", header], ["timeline", timeline], ["nodes", nodesTable], ["resources", resources], ["seed", seedViews], ["items", items]]) {
+    f();
+    timings[name] = performance.now();
+  }
   window.cairnReport.ready = true;
   document.body.dataset.ready = "1";
 }
@@ -357,7 +366,7 @@ async function showDetail(i, quiet) {
   box.append(el("h3", {}, document.createTextNode(n[C.address] + " "), badge(n[C.state])));
   const kv = el("dl", { class: "kv" });
   const add = (k, v) => v != null && v !== "" && kv.append(el("dt", { text: k }), el("dd", { text: String(v) }));
-  add("kind", n[C.kind]); add("class", n[C.class]); add("plan reason", n[C.reason]); add("key", n[C.key]); add("message", n[C.message]);
+  add("kind", n[C.kind]); add("class", n[C.class]); add("plan reason", n[C.reason]); add("key (prefix)", n[C.key]); add("message", n[C.message]);
   add("started", n[C.start] == null ? null : stamp(D.t0, n[C.start])); add("ended", n[C.end] == null ? null : stamp(D.t0, n[C.end]));
   add("duration", secs(n[C.duration])); add("queue wait", secs(n[C.queue_wait])); add("peak RSS", mib(n[C.peak_rss])); add("peak GPU memory", mib(n[C.peak_gpu]));
   add("GPU-seconds", n[C.gpu_seconds] ? n[C.gpu_seconds].toFixed(3) : null); add("attempts", n[C.attempts] + (n[C.retries] ? " (" + n[C.retries] + " retried)" : ""));
