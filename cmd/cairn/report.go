@@ -135,7 +135,8 @@ type liveReport struct {
 	warn     func(error)
 }
 
-// reportInterval is how often apply --report rewrites the page.
+// reportInterval is how often apply --report rewrites the page (less
+// often when building it takes more than half of that).
 const reportInterval = 3 * time.Second
 
 func startLiveReport(cache *store.Cache, warn func(error)) *liveReport {
@@ -149,14 +150,17 @@ func startLiveReport(cache *store.Cache, warn func(error)) *liveReport {
 
 func (l *liveReport) loop() {
 	defer close(l.done)
-	t := time.NewTicker(l.interval)
-	defer t.Stop()
+	wait := l.interval
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-t.C:
+		case <-time.After(wait):
+			began := time.Now()
 			l.write()
+			// A large run's page takes a while to build: it never takes
+			// more than a third of the apply's time.
+			wait = max(l.interval, 2*time.Since(began))
 		}
 	}
 }
