@@ -331,11 +331,14 @@ type replica struct {
 	out     string // log files
 	err     string
 	restart int
-	cancel  context.CancelFunc
-	exited  chan struct{}
-	res     *process.Result
-	resErr  error
-	pid     int
+	// deathSeen: the death of its current process was handled
+	// (supervise's goroutine only).
+	deathSeen bool
+	cancel    context.CancelFunc
+	exited    chan struct{}
+	res       *process.Result
+	resErr    error
+	pid       int
 }
 
 // Run implements Kind.
@@ -680,48 +683,89 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 	}
 	failedFor := ""
 	dead := 0
+	var restarting sync.WaitGroup
+	// died handles a replica's death: out of the rotation, restarted
+	// while it has restarts left (and restart says so), else the node's
+	// failure. It reports whether no replica is left.
+	died := func(r *replica, restart bool) bool {
+		r.deathSeen = true
+		items.SetEndpointDown(r.url, true)
+		why := sv.exitText(r)
+		if r.restart >= sv.s.restarts {
+			dead++
+			msg := fmt.Sprintf("replica %d (port %d) died %d times, the last: %s%s", r.i, r.port, r.restart+1, why, sv.tail(r))
+			sv.host.ServeEvent(ServeEvent{Status: "failed", Replica: r.i, Port: r.port, Endpoint: r.url, Message: msg})
+			if failedFor == "" {
+				failedFor = msg
+			}
+			return dead == len(sv.reps)
+		}
+		if !restart {
+			sv.host.ServeEvent(ServeEvent{Status: "down", Replica: r.i, Port: r.port, Endpoint: r.url,
+				Message: fmt.Sprintf("replica %d died (%s) as its consumers ended: not restarted", r.i, why)})
+			return false
+		}
+		r.restart++
+		sv.host.ServeEvent(ServeEvent{Status: "restarting", Replica: r.i, Port: r.port, Endpoint: r.url,
+			Message: fmt.Sprintf("replica %d died (%s): out of the rotation, restart %d of %d", r.i, why, r.restart, sv.s.restarts)})
+		sv.start(ctx, r)
+		r.deathSeen = false
+		restarting.Add(1)
+		go func() {
+			defer restarting.Done()
+			if err := sv.waitReady(ctx, r); err != nil {
+				if alive(r) {
+					r.cancel()
+				}
+				<-r.exited
+				evs <- event{r: r, died: true}
+				return
+			}
+			items.SetEndpointDown(r.url, false)
+			watch(r, r.exited)
+		}()
+		return false
+	}
+	// settle is the end, once no consumer needs the servers: a restart
+	// under way ends, and a death not handled yet still counts.
+	settle := func() string {
+		restarting.Wait()
+		for {
+			select {
+			case ev := <-evs:
+				if !ev.r.deathSeen {
+					died(ev.r, false)
+				}
+				continue
+			default:
+			}
+			break
+		}
+		for _, r := range sv.reps {
+			if !alive(r) && !r.deathSeen {
+				died(r, false)
+			}
+		}
+		return failedFor
+	}
 	for {
 		select {
 		case <-done:
-			return failedFor
+			return settle()
 		case <-ctx.Done():
 			return failedFor
 		case ev := <-evs:
-			r := ev.r
-			items.SetEndpointDown(r.url, true)
-			why := sv.exitText(r)
-			if r.restart >= sv.s.restarts {
-				dead++
-				msg := fmt.Sprintf("replica %d (port %d) died %d times, the last: %s%s", r.i, r.port, r.restart+1, why, sv.tail(r))
-				sv.host.ServeEvent(ServeEvent{Status: "failed", Replica: r.i, Port: r.port, Endpoint: r.url, Message: msg})
-				if failedFor == "" {
-					failedFor = msg
-				}
-				if dead == len(sv.reps) {
-					// None is left: requests fail fast, as
-					// infrastructure failures, rather than wait.
-					for _, x := range sv.reps {
-						items.SetEndpointDown(x.url, false)
-					}
-					return failedFor
-				}
+			if ev.r.deathSeen {
 				continue
 			}
-			r.restart++
-			sv.host.ServeEvent(ServeEvent{Status: "restarting", Replica: r.i, Port: r.port, Endpoint: r.url,
-				Message: fmt.Sprintf("replica %d died (%s): out of the rotation, restart %d of %d", r.i, why, r.restart, sv.s.restarts)})
-			sv.start(ctx, r)
-			go func() {
-				if err := sv.waitReady(ctx, r); err != nil {
-					if alive(r) {
-						r.cancel()
-					}
-					<-r.exited
-				} else {
-					items.SetEndpointDown(r.url, false)
+			if died(ev.r, true) {
+				// None is left: requests fail fast, as
+				// infrastructure failures, rather than wait.
+				for _, x := range sv.reps {
+					items.SetEndpointDown(x.url, false)
 				}
-				watch(r, r.exited)
-			}()
+				return failedFor
+			}
 		}
 	}
 }

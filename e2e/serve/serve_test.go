@@ -7,7 +7,6 @@ package serve_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -387,7 +386,7 @@ func TestServeReplicaKilledMidEvaluation(t *testing.T) {
 	port := freePort(t, 4)
 	// Replica 1 crashes on its 4th chat request (readiness's included),
 	// in its first life only.
-	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ] && [ ! -e crashed ]; then touch crashed; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 30ms --crash-after 4; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 30ms`, simBin, model, simBin, model)
+	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ] && [ ! -e crashed ]; then touch crashed; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 100ms --crash-after 4; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 100ms`, simBin, model, simBin, model)
 	srv := fmt.Sprintf(`
 stage "serve" "tm" {
   run      = ["sh", "-c", %q]
@@ -488,15 +487,19 @@ func TestServeKill9LeavesNoServer(t *testing.T) {
 	port := freePort(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "300ms"), evalStageWith("a", "tm", 1, 0))
 	cmd := w.cmd("apply", f)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
+	logPath := filepath.Join(t.TempDir(), "apply.log")
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
+	output := func() string { b, _ := os.ReadFile(logPath); return string(b) }
 	// Wait for the evaluation to start sending.
 	var pids []int
 	runs := filepath.Join(w.cache, "runs")
 	deadline := time.Now().Add(2 * time.Minute)
 	for len(pids) < 2 {
-		require.True(t, time.Now().Before(deadline), "the servers never got ready:\n%s", buf.String())
+		require.True(t, time.Now().Before(deadline), "the servers never got ready:\n%s", output())
 		ents, _ := os.ReadDir(runs)
 		for _, d := range ents {
 			es, _ := runlog.Read(filepath.Join(runs, d.Name()))
