@@ -173,12 +173,15 @@ func TestLMEvalThroughModelCacheResumesAfterKill9(t *testing.T) {
 	w.copyFromRepo("pipelines/model_cache", "pipelines/lm_eval_cached.hcl")
 	base := sim.ChatRequests()
 	killed := 0
-	for range kills {
+	for k := range kills {
 		sent := sim.ChatRequests() - base
 		if sent >= distinct-1 {
 			break
 		}
-		target := base + sent + 1 + rng.IntN(distinct-1-sent)
+		// A random point in the next stretch, sized so that every kill
+		// finds requests left to kill between.
+		stretch := max(1, 2*(distinct-1-sent)/(kills-k))
+		target := base + sent + 1 + rng.IntN(min(stretch, distinct-1-sent))
 		if w.applyUntil(sim, target, lmEvalArgs(sim.URL, python, "completions", "out/lm", 1)) {
 			killed++
 		}
