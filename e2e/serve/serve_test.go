@@ -377,6 +377,12 @@ stage "command" "gpu_job" {
 	}
 	assert.Equal(t, 2, ready)
 	assert.Len(t, w.workerRequests(), 20)
+	// cairn show RUN lists the replicas' logs.
+	code, show := w.run("show", runID.FindStringSubmatch(out)[1])
+	require.Equal(t, 0, code, show)
+	for _, l := range []string{"tm/replica1.out", "tm/replica1.err", "tm/replica2.err"} {
+		assert.Contains(t, show, l)
+	}
 }
 
 // A replica killed mid-evaluation is taken out of the rotation and
@@ -494,7 +500,54 @@ func TestServeKill9LeavesNoServer(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
 	output := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	// Wait for the evaluation to start sending.
+	pids, deadline := servingPIDs(t, w, output)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	for _, pid := range pids {
+		for alive(pid) {
+			require.True(t, time.Now().Before(deadline), "server pid %d still runs after cairn was killed", pid)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `items 40/40: \d+ evaluated, \d+ from the store, 0 failed`, out)
+}
+
+// Ctrl-C stops the servers cleanly: SIGTERM, their stop journaled, no
+// process left, exit status 130.
+func TestServeInterruptStopsServers(t *testing.T) {
+	w := newWorkspace(t, 40)
+	port := freePort(t, 4)
+	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "300ms"), evalStageWith("a", "tm", 1, 0))
+	cmd := w.cmd("apply", f)
+	logPath := filepath.Join(t.TempDir(), "apply.log")
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start())
+	output := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	pids, deadline := servingPIDs(t, w, output)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, output())
+	assert.Equal(t, 130, ee.ExitCode(), output())
+	for _, pid := range pids {
+		for alive(pid) {
+			require.True(t, time.Now().Before(deadline), "server pid %d still runs after Ctrl-C", pid)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	assert.Contains(t, output(), "replica 1 stopped")
+	assert.Contains(t, output(), "replica 2 stopped")
+}
+
+// servingPIDs waits until an apply of w serves (its consumers started)
+// and returns its replicas' pids and the tests' deadline.
+func servingPIDs(t *testing.T, w *workspace, output func() string) ([]int, time.Time) {
+	t.Helper()
 	var pids []int
 	runs := filepath.Join(w.cache, "runs")
 	deadline := time.Now().Add(2 * time.Minute)
@@ -519,17 +572,7 @@ func TestServeKill9LeavesNoServer(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	for _, pid := range pids {
-		for alive(pid) {
-			require.True(t, time.Now().Before(deadline), "server pid %d still runs after cairn was killed", pid)
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	code, out := w.run("apply", f)
-	require.Equal(t, 0, code, out)
-	assert.Regexp(t, `items 40/40: \d+ evaluated, \d+ from the store, 0 failed`, out)
+	return pids, deadline
 }
 
 // alive reports whether pid runs (a zombie does not).
