@@ -6,7 +6,9 @@
 # and writes bench/out/results.md (bench/out is git-ignored); then
 # bench/dsl.sh (large pipeline files), bench/aggregate.sh (cairn
 # aggregate against scipy.stats.bootstrap) and bench/modelcache.sh (the
-# model-call cache's hits per second and added miss latency) append their
+# model-call cache's hits per second and added miss latency) and
+# bench/serve.sh (a serve stage's start to the first consumer request, and
+# its per-request overhead against a hand-started server) append their
 # tables, and
 # bench/slurm.sh times the slurm executor against sbatch --wait loops.
 #
@@ -470,6 +472,7 @@ echo "wrote $OUT/results.md" >&2
 bash "$ROOT/bench/dsl.sh" "$CAIRN"
 bash "$ROOT/bench/aggregate.sh" "$CAIRN"
 bash "$ROOT/bench/modelcache.sh"
+bash "$ROOT/bench/serve.sh" "$CAIRN"
 # The slurm executor against sbatch --wait loops, on a local cluster
 # (BENCH_SLURM=0 skips it; it needs root to start the cluster).
 if [ "${BENCH_SLURM:-1}" = 1 ]; then
