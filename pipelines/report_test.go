@@ -159,6 +159,7 @@ func TestApplyReportWhileRunning(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "\tRUNNING\t", "rewritten at the end")
 	assert.Equal(t, 4, strings.Count(string(b), "\tstage.aime24\twaves\t1\tCOMPLETED\t"), string(b))
+	assert.Contains(t, string(b), "\t0\t1\t", "GPU 0, wave 1")
 }
 
 // benchOut is the repository's bench/out folder (git-ignored), where the
@@ -168,4 +169,50 @@ func benchOut(t *testing.T) string {
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	return dir
+}
+
+// A run killed with kill -9 is reported as far as its journal goes: the
+// run interrupted, the nodes it was running aborted, what ended before
+// kept.
+func TestReportOfKilledApply(t *testing.T) {
+	w := newWorkspace(t, "sim:4")
+	for i := range names {
+		w.setSim(i, map[string]any{"aime24_ms": 20000})
+	}
+	cmd := w.command(append([]string{"apply"}, pipelineArgs(names)...)...)
+	var outb strings.Builder
+	cmd.Stdout, cmd.Stderr = &outb, &outb
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait for the batch's variants to start, by the journal.
+	for started := 0; started < 4; {
+		select {
+		case err := <-done:
+			t.Fatalf("apply ended before its batch started (%v):\n%s", err, outb.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		started = 0
+		if rs := w.runs(); len(rs) > 0 {
+			for _, e := range rs[len(rs)-1].Entries {
+				if e.T == "started" && strings.HasPrefix(e.Node, "stage.aime24[") {
+					started++
+				}
+			}
+		}
+	}
+	require.NoError(t, cmd.Process.Kill())
+	<-done
+	out, code := w.run("report")
+	require.Equal(t, 0, code, out)
+	_, state, page := reportOf(t, out)
+	assert.Equal(t, "interrupted", state)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(page), runreport.TraceName))
+	require.NoError(t, err)
+	assert.Equal(t, 4, strings.Count(string(b), "\tstage.aime24\t-\t1\tABORTED\t"), "the kind of a node without a record is unknown:\n%s", b)
+	assert.Equal(t, 4, strings.Count(string(b), "\tstage.ruler\tcommand\t1\tCOMPLETED\t"), string(b))
+	p := browsertest.Open(t, page, 1400, 1000)
+	assert.Equal(t, "4", browsertest.Eval[string](t, p, `document.getElementById("count-interrupted").textContent`))
+	assert.Equal(t, "130", browsertest.Eval[string](t, p, `document.getElementById("run-exit").textContent`))
+	assert.Empty(t, p.Errors(), "console errors")
 }

@@ -61,7 +61,7 @@ func (r *Report) WriteTrace(w io.Writer) error {
 		}
 		cells := []string{strconv.Itoa(id), short(n.Key), dash(job), n.Addr, n.Stage, dash(n.Kind), attempt, nextflowStatus[state],
 			stamp(submit), stamp(start), stamp(end), dur, numOrDash(real, t != nil && !end.IsZero()), wait,
-			numOrDash(rss, rss > 0), dash(gpus), numOrDash(float64(wave), wave > 0), numOrDash(gpu, gpu > 0), numOrDash(gsec, gsec > 0),
+			numOrDash(rss, rss > 0), dash(gpus), intOrDash(wave), numOrDash(gpu, gpu > 0), numOrDash(gsec, gsec > 0),
 			dash(class), dash(executor), dash(n.Reason)}
 		for i, c := range cells {
 			cells[i] = cellSpace.Replace(c)
@@ -102,6 +102,13 @@ func stamp(t time.Time) string {
 }
 
 func num(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+
+func intOrDash(n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
 
 func numOrDash(x float64, ok bool) string {
 	if !ok {
