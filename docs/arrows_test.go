@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,34 +41,131 @@ func moduleImports(t *testing.T) map[string][]string {
 	return imports
 }
 
-// Every package of the module is in architecture.md's table of layers,
-// and imports (outside its tests) only packages of lower layers.
+// A part is one of cairn's parts: the packages its patterns match (a
+// pattern as in importRule), its rank, and why it sits there. A package
+// imports only packages of its own part or of parts of a lower rank: two
+// parts of one rank know nothing of each other.
+type part struct {
+	Name string
+	Rank int
+	Pkgs []string
+	Why  string
+}
+
+// parts is the intended shape of cairn, bottom up (docs/architecture.md
+// draws it). Every package of the module is in exactly one part.
+var parts = []part{
+	{"primitives", 0, []string{"dsl/addrs", "dsl/failclass", "dsl/par", "storage/...", "engine/nofollow", "engine/sysproc", "engine/failpoint", "process", "events", "stats"},
+		"names, classes, files, locks, logs, processes, the typed events an apply tells, and statistics that know nothing of pipelines, runs or devices: every part may use them"},
+	{"language", 1, []string{"dsl"}, "pipeline files to configuration: it knows nothing of running or graphs"},
+	{"devices", 1, []string{"gpu"}, "the GPUs: they know no pipelines, stage kinds or runs"},
+	{"cache", 1, []string{"engine/cas", "engine/fsdigest", "engine/store"}, "keys, records, blobs and digests: it knows no pipelines and no runs"},
+	{"journal", 1, []string{"engine/runlog"}, "what a run did, record by record: it knows no cache, no plan and no executor"},
+	{"executors", 2, []string{"engine/executor/..."}, "run a spec on a machine or a cluster: no graph, no journal, no stage kind"},
+	{"stage kinds", 2, []string{"stages/..."}, "what a node of each kind checks and does, through the Runtime it is given: no scheduler, planner or executor"},
+	{"simulations", 2, []string{"sim/..."}, "stand-ins for the programs and models cairn runs, for tests and demos: they know cairn only as those programs do (files, environment, GPU memory reports)"},
+	{"planner", 3, []string{"engine/plan/..."}, "configuration to graph, keys and plan, with the stage kinds' checks and the cache's index"},
+	{"engine", 4, []string{"engine", "engine/memo"}, "apply: the schedule and the applier's loop over the plan, the executors, the cache and the journal"},
+	{"edge", 5, []string{"cmd/...", "ui", "runreport/..."}, "what people run and read: the command line drives the engine and hands it its sinks (ui: the terminal, --json, the event log); the run report reads the journal, the events and the cache"},
+	{"tools", 5, []string{"bench/...", "scripts/..."}, "the build's own programs (benchmark generator, test summary)"},
+}
+
+// partOf returns the part whose patterns match pkg, and how many parts do.
+func partOf(pkg string) (part, int) {
+	var found part
+	n := 0
+	for _, p := range parts {
+		if matchesAny(p.Pkgs, pkg) {
+			found = p
+			n++
+		}
+	}
+	return found, n
+}
+
+// partArrows returns one line per package of imports (package to the
+// packages it imports) that is in no part or in several, and per import
+// that goes to another part of the same or a higher rank.
+func partArrows(imports map[string][]string) []string {
+	var bad []string
+	for pkg, deps := range imports {
+		from, n := partOf(pkg)
+		if n != 1 {
+			bad = append(bad, fmt.Sprintf("%s is in %d parts of arrows_test.go: it belongs in one", pkg, n))
+			continue
+		}
+		for _, dep := range deps {
+			to, n := partOf(dep)
+			if n != 1 || to.Name == from.Name || to.Rank < from.Rank {
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("%s (%s, rank %d) imports %s (%s, rank %d): a part imports only parts of lower ranks (%s: %s)",
+				pkg, from.Name, from.Rank, dep, to.Name, to.Rank, to.Name, to.Why))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// Every package of the module is in one part, the one architecture.md's
+// table names for it, and imports (outside its tests) only packages of its
+// part or of lower-ranked parts.
 func TestPackageArrows(t *testing.T) {
 	doc := readDoc(t, "architecture.md")
-	layer := map[string]int{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9/_-]+)` \\| ([0-9]+) \\|").FindAllStringSubmatch(doc, -1) {
-		n, err := strconv.Atoi(m[2])
-		require.NoError(t, err)
-		layer[m[1]] = n
+	named := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9/_-]+)` \\| ([a-z ]+) \\|").FindAllStringSubmatch(doc, -1) {
+		named[m[1]] = m[2]
 	}
-	require.NotEmpty(t, layer)
+	require.NotEmpty(t, named)
 
 	testOnly := regexp.MustCompile("Packages with tests only \\(([^)]*)\\)")
 	m := testOnly.FindStringSubmatch(strings.ReplaceAll(doc, "\n", " "))
 	require.NotNil(t, m, "the page names the packages with tests only")
-	for pkg, deps := range moduleImports(t) {
-		from, ok := layer[pkg]
-		if !ok {
+	imports := moduleImports(t)
+	shipped := map[string][]string{}
+	for pkg, deps := range imports {
+		if _, ok := named[pkg]; !ok {
 			assert.Contains(t, m[1], "`"+pkg+"`", "%s is not in the table of docs/architecture.md", pkg)
 			continue
 		}
-		for _, dep := range deps {
-			to, ok := layer[dep]
-			if !assert.True(t, ok, "%s imports %s, which the table does not list", pkg, dep) {
-				continue
-			}
-			assert.Less(t, to, from, "%s (layer %d) imports %s (layer %d): imports run to lower layers only", pkg, from, dep, to)
+		shipped[pkg] = deps
+		if p, n := partOf(pkg); n == 1 {
+			assert.Equal(t, p.Name, named[pkg], "architecture.md puts %s in the part %q, arrows_test.go in %q", pkg, named[pkg], p.Name)
 		}
+	}
+	for _, line := range partArrows(shipped) {
+		t.Error(line)
+	}
+	for pkg := range named {
+		_, listed := imports[pkg]
+		assert.True(t, listed, "architecture.md lists %s, which is no package of the module", pkg)
+	}
+}
+
+// The check of parts fails on an import to a part of the same or a higher
+// rank, naming the import and the parts, and on a package in no part.
+func TestPartArrowsNameTheImport(t *testing.T) {
+	bad := partArrows(map[string][]string{
+		"stages":        {"process", "engine/executor"},
+		"engine/runlog": {"storage/wal", "engine/store"},
+		"engine":        {"stages", "engine/memo"},
+		"nowhere":       {},
+	})
+	require.Len(t, bad, 3, strings.Join(bad, "\n"))
+	assert.Equal(t, "engine/runlog (journal, rank 1) imports engine/store (cache, rank 1): a part imports only parts of lower ranks (cache: keys, records, blobs and digests: it knows no pipelines and no runs)", bad[0])
+	assert.Contains(t, bad[1], "nowhere is in 0 parts")
+	assert.Contains(t, bad[2], "stages (stage kinds, rank 2) imports engine/executor (executors, rank 2)")
+}
+
+// architecture.md's table of parts gives each part of arrows_test.go with
+// its rank, in order.
+func TestPartsAreDocumented(t *testing.T) {
+	sec := section(readDoc(t, "architecture.md"), "## The parts")
+	rows := regexp.MustCompile("(?m)^\\| ([a-z ]+) \\| ([0-9]+) \\|").FindAllStringSubmatch(sec, -1)
+	require.Len(t, rows, len(parts), "one row a part")
+	for i, p := range parts {
+		assert.Equal(t, p.Name, rows[i][1])
+		assert.Equal(t, strconv.Itoa(p.Rank), rows[i][2], "the rank of %s", p.Name)
 	}
 }
 
@@ -79,8 +177,8 @@ type importRule struct {
 	Why      string
 }
 
-// forbidden are the imports that must never exist, whatever the layers
-// say: the intended shape of cairn (docs/architecture.md).
+// forbidden are the imports that must never exist, finer than the parts:
+// the intended shape of cairn (docs/architecture.md).
 var forbidden = []importRule{
 	{
 		From: []string{"dsl/..."},
