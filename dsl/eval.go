@@ -325,15 +325,28 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics)
 			add(k, vals[k])
 		}
 	case ty.IsSetType() || ty.IsListType() || ty.IsTupleType():
-		if !v.IsWhollyKnown() {
+		// One pass over the elements (iterating a set sorts it): an
+		// element known only after apply is reported before one of
+		// another type, wherever each is.
+		keys := make([]string, 0, v.LengthInt())
+		var notString cty.Type
+		unknown := false
+		for ev := range Elements(v) {
+			switch {
+			case !ev.IsWhollyKnown():
+				unknown = true
+			case notString != cty.NilType:
+			case !ev.Type().Equals(cty.String) || ev.IsNull():
+				notString = ev.Type()
+			default:
+				keys = append(keys, ev.AsString())
+			}
+		}
+		if unknown {
 			return bad("The for_each value holds elements known only after apply; its keys must be known at plan time.")
 		}
-		var keys []string
-		for ev := range Elements(v) {
-			if !ev.Type().Equals(cty.String) || ev.IsNull() {
-				return bad(fmt.Sprintf("A list or set for_each must hold strings (the instance keys); found %s. Use a map to attach other values to keys.", ev.Type().FriendlyName()))
-			}
-			keys = append(keys, ev.AsString())
+		if notString != cty.NilType {
+			return bad(fmt.Sprintf("A list or set for_each must hold strings (the instance keys); found %s. Use a map to attach other values to keys.", notString.FriendlyName()))
 		}
 		if ty.IsSetType() {
 			sort.Strings(keys)

@@ -96,7 +96,7 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 		"upper":           stdlib.UpperFunc,
 		"values":          stdlib.ValuesFunc,
 		"zipmap":          stdlib.ZipmapFunc,
-		"tostring":        makeToFunc(cty.String),
+		"tostring":        makeToStringFunc(),
 		"tonumber":        makeToFunc(cty.Number),
 		"tobool":          makeToFunc(cty.Bool),
 		"tolist":          makeToCollectionFunc(cty.List(cty.DynamicPseudoType)),

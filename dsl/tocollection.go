@@ -85,3 +85,29 @@ func plainElements(v cty.Value) ([]cty.Value, bool) {
 	}
 	return vals, true
 }
+
+// makeToStringFunc is tostring: stdlib.MakeToFunc(cty.String), with a
+// number written by NumberText (the same text cty's conversion writes,
+// without its shortest-decimal search for whole numbers).
+func makeToStringFunc() function.Function {
+	std := stdlib.MakeToFunc(cty.String)
+	return function.New(&function.Spec{
+		Description: std.Description(),
+		Params: []function.Parameter{{
+			Name: "v", Type: cty.DynamicPseudoType, AllowNull: true, AllowDynamicType: true,
+		}},
+		Type: func(args []cty.Value) (cty.Type, error) {
+			if args[0].Type() == cty.Number {
+				return cty.String, nil
+			}
+			return std.ReturnTypeForValues(args)
+		},
+		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+			v := args[0]
+			if v.Type() == cty.Number && v.IsKnown() && !v.IsNull() && !v.IsMarked() {
+				return cty.StringVal(NumberText(v.AsBigFloat())), nil
+			}
+			return std.Call(args)
+		},
+	})
+}

@@ -64,6 +64,23 @@ func TestToCollectionMatchesStdlib(t *testing.T) {
 	}
 }
 
+// tostring writes numbers as stdlib's conversion does.
+func TestToStringMatchesStdlib(t *testing.T) {
+	ours, std := Functions(".", nil)["tostring"], stdlib.MakeToFunc(cty.String)
+	for _, a := range []cty.Value{
+		cty.NumberIntVal(0), cty.NumberIntVal(-12), cty.NumberIntVal(1 << 62), cty.NumberFloatVal(2.5),
+		cty.MustParseNumberVal("0.1"), cty.MustParseNumberVal("1e40"), cty.MustParseNumberVal("-0"),
+		cty.PositiveInfinity, cty.NullVal(cty.Number), cty.UnknownVal(cty.Number),
+		cty.NumberIntVal(3).Mark("sensitive"), cty.StringVal("x"), cty.True, cty.EmptyObjectVal,
+	} {
+		got, gerr := ours.Call([]cty.Value{a})
+		exp, eerr := std.Call([]cty.Value{a})
+		if fmt.Sprint(gerr) != fmt.Sprint(eerr) || (gerr == nil && !got.RawEquals(exp)) {
+			t.Errorf("tostring(%#v) = %#v, %v; stdlib's %#v, %v", a, got, gerr, exp, eerr)
+		}
+	}
+}
+
 // A grid's keys: 2,500 strings made a set without pairwise type
 // unification (the conversion took over 100 ms).
 func BenchmarkToSetGrid(b *testing.B) {

@@ -23,8 +23,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
@@ -273,7 +273,7 @@ func (d *evalDecoder) items(s *evalSpec) {
 				d.bad("items", fmt.Sprintf("item %d is null.", len(s.itemsList)))
 				break
 			}
-			b, err := ctyjson.Marshal(e, e.Type())
+			b, err := dsl.MarshalJSON(e, e.Type())
 			if err != nil {
 				d.bad("items", fmt.Sprintf("item %d cannot be written as JSON: %s.", len(s.itemsList), err))
 				break
@@ -330,7 +330,7 @@ func (d *evalDecoder) runtime(s *evalSpec) {
 	ty := v.Type()
 	if !(ty.IsObjectType() || ty.IsMapType()) {
 		d.bad("runtime", "runtime is an object of the settings that change a result: topology, framework, communication format, team size, decoding parameters, evaluation seed.")
-	} else if b, err := ctyjson.Marshal(v, ty); err != nil {
+	} else if b, err := dsl.MarshalJSON(v, ty); err != nil {
 		d.bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
 	} else {
 		dec := json.NewDecoder(bytes.NewReader(b))

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/storage/atomicfile"
@@ -138,7 +138,7 @@ func jsonAttr(n *Node, attr string, dst any, diags *hcl.Diagnostics, what string
 		return false
 	}
 	v = unmarkDeep(v)
-	b, err := ctyjson.Marshal(v, v.Type())
+	b, err := dsl.MarshalJSON(v, v.Type())
 	if err == nil {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()

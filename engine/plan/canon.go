@@ -50,7 +50,7 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 		s, _ := json.Marshal(v.AsString())
 		b.Write(s)
 	case ty == cty.Number:
-		s, err := ctyjson.Marshal(v, cty.Number)
+		s, err := dsl.MarshalJSON(v, cty.Number)
 		if err != nil {
 			return false
 		}

@@ -1,0 +1,129 @@
+package dsl
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/big"
+	"sort"
+	"strconv"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// NumberText is a number the way cty writes it (big.Float's Text('f', -1):
+// in JSON, and converted to a string). A whole number of int64's range is
+// written with strconv: the shortest-decimal search Text runs at cty's
+// 512-bit precision cost a grid's plan a fifth of its time.
+func NumberText(f *big.Float) string {
+	if i, acc := f.Int64(); acc == big.Exact && (i != 0 || !f.Signbit()) {
+		return strconv.FormatInt(i, 10)
+	}
+	return f.Text('f', -1)
+}
+
+// MarshalJSON is ctyjson.Marshal(v, t), byte for byte
+// (TestMarshalJSONMatchesCty), with numbers written by NumberText. Values
+// it does not write itself (marked, unknown, infinite, dynamic or capsule
+// parts) go to ctyjson.Marshal whole, so its errors are cty's.
+func MarshalJSON(v cty.Value, t cty.Type) ([]byte, error) {
+	var b bytes.Buffer
+	if marshalPlain(&b, v, t) {
+		return b.Bytes(), nil
+	}
+	return ctyjson.Marshal(v, t)
+}
+
+func marshalPlain(b *bytes.Buffer, v cty.Value, t cty.Type) bool {
+	if v.IsMarked() || !v.IsKnown() || t == cty.DynamicPseudoType {
+		return false
+	}
+	if v.IsNull() {
+		b.WriteString("null")
+		return true
+	}
+	switch {
+	case t == cty.String:
+		s, err := json.Marshal(v.AsString())
+		if err != nil {
+			return false
+		}
+		b.Write(s)
+	case t == cty.Number:
+		f := v.AsBigFloat()
+		if f.IsInf() {
+			return false
+		}
+		b.WriteString(NumberText(f))
+	case t == cty.Bool:
+		if v.True() {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case t.IsListType() || t.IsSetType() || t.IsTupleType():
+		var etys []cty.Type
+		if t.IsTupleType() {
+			etys = t.TupleElementTypes()
+		}
+		b.WriteByte('[')
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			ety := cty.NilType
+			if etys != nil {
+				ety = etys[i]
+			} else {
+				ety = t.ElementType()
+			}
+			_, ev := it.Element()
+			if !marshalPlain(b, ev, ety) {
+				return false
+			}
+		}
+		b.WriteByte(']')
+	case t.IsMapType():
+		b.WriteByte('{')
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			ek, ev := it.Element()
+			if !marshalPlain(b, ek, cty.String) {
+				return false
+			}
+			b.WriteByte(':')
+			if !marshalPlain(b, ev, t.ElementType()) {
+				return false
+			}
+		}
+		b.WriteByte('}')
+	case t.IsObjectType():
+		atys := t.AttributeTypes()
+		names := make([]string, 0, len(atys))
+		for k := range atys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		b.WriteByte('{')
+		for i, k := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if !marshalPlain(b, cty.StringVal(k), cty.String) {
+				return false
+			}
+			b.WriteByte(':')
+			if !marshalPlain(b, v.GetAttr(k), atys[k]) {
+				return false
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return false
+	}
+	return true
+}
