@@ -62,6 +62,18 @@ func (a *app) applyCmd() *cobra.Command {
 					return err
 				}
 			}
+			// -v: why the pipeline is evaluated, and, after the run, why
+			// it leaves no memo for the next apply.
+			explainID := ""
+			if verbose {
+				why := ""
+				if saved != nil || len(targets) > 0 || len(replace) > 0 || asJSON || summaries {
+					why = "a saved plan, --target, --replace, --json or --summaries asks for the full path"
+				} else {
+					explainID = a.memoIdentity(args)
+				}
+				a.explainUpToDate(explainID, why)
+			}
 			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
 				return err
@@ -148,6 +160,9 @@ func (a *app) applyCmd() *cobra.Command {
 				fmt.Fprintln(progress, reportLine(reportPath))
 			}
 			a.rememberUpToDate(identity, p, res, cache)
+			if verbose {
+				a.explainNoMemo(explainID, p, res, cache)
+			}
 			return applyExit(res)
 		},
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -67,22 +69,48 @@ func (a *app) memoIdentity(args []string) string {
 
 // upToDate returns the memo of identity when it still holds, or nil.
 func (a *app) upToDate(identity string) *memo.Memo {
+	m, _ := a.upToDateWhy(identity)
+	return m
+}
+
+// upToDateWhy is upToDate, with the reason when it returns nil (what
+// apply -v prints).
+func (a *app) upToDateWhy(identity string) (*memo.Memo, string) {
 	if identity == "" {
-		return nil
+		return nil, "off (CAIRN_NO_MEMO=1, or this system's stat information cannot vouch for files)"
 	}
 	cache := a.cachePath()
 	m, err := memo.Read(memo.Path(cache, identity))
-	if err != nil || m.Identity != identity {
-		return nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "no memo of this pipeline with these variables, workspace, cache and CAIRN_ environment: the last such apply did not end with every node done and settled"
+	case err != nil:
+		return nil, "the memo cannot be read: " + err.Error()
+	case m.Identity != identity:
+		return nil, "the memo is of another pipeline, variables or environment"
 	}
 	root, err := filepath.Abs(a.root())
 	if err != nil {
-		return nil
+		return nil, "the workspace's path cannot be made absolute"
 	}
-	if ok, _ := m.Check(root, cache); !ok {
-		return nil
+	if ok, why := m.Check(root, cache); !ok {
+		return nil, why
 	}
-	return m
+	return m, ""
+}
+
+// explainUpToDate prints, for apply -v, why the up-to-date check did not
+// answer: a full evaluation of an unchanged pipeline always has its
+// reason shown.
+func (a *app) explainUpToDate(identity, why string) {
+	if why == "" {
+		if _, w := a.upToDateWhy(identity); w != "" {
+			why = w
+		} else {
+			why = "the memo holds, but -v lists every node: the pipeline is evaluated"
+		}
+	}
+	fmt.Fprintf(a.stderr, "up-to-date check: not used: %s\n", why)
 }
 
 // applyUpToDate is `cairn apply` for a pipeline its memo vouches for.
@@ -126,5 +154,20 @@ func (a *app) rememberUpToDate(identity string, p *plan.Plan, res *engine.ApplyR
 	}
 	if m == nil || m.Write(path) != nil {
 		_ = os.Remove(path)
+	}
+}
+
+// explainNoMemo prints, for apply -v, why this run leaves no memo (the
+// next apply then evaluates the pipeline in full), or that it would.
+func (a *app) explainNoMemo(identity string, p *plan.Plan, res *engine.ApplyResult, cache *store.Cache) {
+	if identity == "" {
+		return
+	}
+	why := "a warning was printed"
+	if !a.warned {
+		_, why = engine.BuildMemo(p, res, cache, identity)
+	}
+	if why != "" {
+		fmt.Fprintf(a.stderr, "up-to-date check: this run leaves no memo: %s\n", why)
 	}
 }

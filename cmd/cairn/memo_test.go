@@ -300,3 +300,37 @@ func TestUpToDateCheck(t *testing.T) {
 		assert.Equal(t, b.read("out/use"), a.read("out/use"))
 	})
 }
+
+// apply -v says why the up-to-date check did not answer, and why a run
+// leaves no memo: a full evaluation of an unchanged pipeline never goes
+// without its reason (#34).
+func TestApplyVerboseShowsWhyTheMemoIsNotUsed(t *testing.T) {
+	cliWorkspace(t, nil)
+	s := newMemoSpace(t, "")
+	r := s.apply("-v")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "up-to-date check: not used: no memo of this pipeline")
+	// Files written just now cannot be vouched for by their times: the
+	// next apply evaluates the pipeline again, and says so.
+	assert.Regexp(t, `up-to-date check: this run leaves no memo: (output )?\S+ (was written|changed) moments (ago|before it was read)`, r.stderr)
+
+	settle(t, s)
+	r = s.apply("-v")
+	assert.Contains(t, r.stderr, "up-to-date check: not used: the memo holds, but -v lists every node")
+	assert.NotContains(t, r.stderr, "leaves no memo")
+
+	s.write("msg.txt", "bye\n")
+	r = s.apply("-v")
+	assert.Regexp(t, `up-to-date check: not used: \S*msg.txt changed\n`, r.stderr)
+
+	r = s.apply("-v", "--replace", "stage.a")
+	assert.Contains(t, r.stderr, "up-to-date check: not used: a saved plan, --target, --replace")
+
+	t.Setenv("CAIRN_NO_MEMO", "1")
+	r = s.apply("-v")
+	assert.Contains(t, r.stderr, "up-to-date check: not used: off (CAIRN_NO_MEMO=1")
+
+	t.Setenv("CAIRN_NO_MEMO", "")
+	r = s.apply()
+	assert.NotContains(t, r.stderr, "up-to-date check", "without -v nothing is said")
+}
