@@ -47,7 +47,6 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		// hold node locks other pipelines need. Interruptions are this
 		// pipeline's only.
 		dead := r.State == "interrupted"
-		open := openNodes(r)
 		if dead {
 			marker := filepath.Join(r.Dir, "reaped")
 			if _, err := os.Stat(marker); err != nil {
@@ -63,7 +62,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 				for pid := range lockLeft[r.ID] {
 					killed[strconv.Itoa(pid)] = true
 				}
-				for _, id := range a.recoverJobs(open) {
+				for _, id := range a.recoverJobs(openJobs(r)) {
 					killed[id] = true
 				}
 				if n := len(killed); n > 0 {
@@ -102,10 +101,9 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 // reference), in the order of the nodes' addresses, and returns what the
 // executors ended. A started record written before job references names a
 // local process group by its numbers.
-func (a *applier) recoverJobs(open map[string]runlog.Entry) []string {
+func (a *applier) recoverJobs(open []runlog.Entry) []string {
 	byExecutor := map[string][]process.JobRef{}
-	for _, addr := range slices.Sorted(maps.Keys(open)) {
-		e := open[addr]
+	for _, e := range open {
 		var ref process.JobRef
 		switch {
 		case e.Job != nil:
@@ -139,6 +137,40 @@ func (a *applier) executorNamed(name string) executor.Executor {
 		return executor.Local{}
 	}
 	return nil
+}
+
+// openJobs are the started records of r's nodes in flight, in the order
+// of their addresses: one a node, and one a replica of a service node
+// (each replica is a job of its own).
+func openJobs(r *runlog.RunInfo) []runlog.Entry {
+	type job struct {
+		node    string
+		replica int
+	}
+	open := map[job]runlog.Entry{}
+	for _, e := range r.Entries {
+		switch e.T {
+		case runlog.Started:
+			open[job{e.Node, e.Replica}] = e
+		case runlog.Finished, runlog.Failed, runlog.Cached, runlog.Skipped:
+			for j := range open {
+				if j.node == e.Node {
+					delete(open, j)
+				}
+			}
+		}
+	}
+	jobs := slices.SortedFunc(maps.Keys(open), func(a, b job) int {
+		if c := strings.Compare(a.node, b.node); c != 0 {
+			return c
+		}
+		return a.replica - b.replica
+	})
+	out := make([]runlog.Entry, len(jobs))
+	for i, j := range jobs {
+		out[i] = open[j]
+	}
+	return out
 }
 
 // openNodes are the nodes of run r started and not ended, by address.

@@ -181,6 +181,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 			ns.job = ref
 			a.emit(&events.ProcessStarted{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts,
 				Executor: ref.Executor, Job: executor.Describe(ref), JobID: ref.ID, GPUs: gpus, Wave: ns.wave, Logs: e.Logs})
+			if p.Started != nil {
+				p.Started(ref)
+			}
 		},
 		Notice: func(n executor.Notice) { a.notice(ns, n) },
 		Local:  executor.LocalSpec{Inherit: inherit},

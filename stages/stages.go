@@ -230,6 +230,11 @@ type Proc struct {
 	// (an optimization's rollouts.log): the journal lists them with the
 	// process's, and so does cairn show RUN.
 	Logs []string
+	// Started, when set, is called once the process runs (a cluster's
+	// job is submitted), with its reference: the log files of a cluster
+	// job that an apply re-attached to are the dead run's ("stdout",
+	// "stderr" of its details).
+	Started func(process.JobRef)
 }
 
 // Batcher is implemented by kinds whose stage runs as one GPU batch
