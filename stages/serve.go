@@ -339,6 +339,9 @@ type replica struct {
 	res       *process.Result
 	resErr    error
 	pid       int
+	// endpoint is the file a cluster job writes its host and port to
+	// (under a cluster executor; see serve_remote.go).
+	endpoint string
 }
 
 // Run implements Kind.
@@ -366,20 +369,30 @@ func (k Serve) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if s.gpus > 0 && len(devs) < count*s.gpus {
 		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%d replicas of %d GPUs each need %d GPUs; %d were leased", count, s.gpus, count*s.gpus, len(devs))}, nil
 	}
-	ports, release, err := reservePorts(s.host, s.port, count, func(p int) {
-		host.ServeEvent(ServeEvent{Status: "port_skipped", Port: p, Message: fmt.Sprintf("port %d is in use: skipped", p)})
-	})
-	if err != nil {
-		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
+	// Under a cluster executor each replica's job takes its port on the
+	// machine it runs on, and says which (serve_remote.go).
+	remote := remoteExecutor(rt)
+	ports := make([]int, count)
+	if !remote {
+		var release func()
+		var err error
+		ports, release, err = reservePorts(s.host, s.port, count, func(p int) {
+			host.ServeEvent(ServeEvent{Status: "port_skipped", Port: p, Message: fmt.Sprintf("port %d is in use: skipped", p)})
+		})
+		if err != nil {
+			return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
+		}
+		defer release()
 	}
-	defer release()
-	sv := &server{k: k, n: n, rt: rt, host: host, s: s, id: id}
+	sv := &server{k: k, n: n, rt: rt, host: host, s: s, id: id, remote: remote, count: count}
 	for i := range count {
 		r := &replica{i: i + 1, port: ports[i]}
 		if s.gpus > 0 {
 			r.gpus = devs[i*s.gpus : (i+1)*s.gpus]
 		}
-		r.url = fmt.Sprintf("http://%s/v1", net.JoinHostPort(s.host, strconv.Itoa(r.port)))
+		if !remote {
+			r.url = fmt.Sprintf("http://%s/v1", net.JoinHostPort(s.host, strconv.Itoa(r.port)))
+		}
 		stem := filepath.Join(rt.OutDir(), fmt.Sprintf("replica%d", r.i))
 		r.out, r.err = stem+".out", stem+".err"
 		sv.reps = append(sv.reps, r)
@@ -432,6 +445,9 @@ type server struct {
 	id   ServeIdentity
 	reps []*replica
 	mu   sync.Mutex
+	// remote: the replicas are cluster jobs (count of them).
+	remote bool
+	count  int
 }
 
 // argv is the replica's command line, placeholders replaced.
@@ -457,6 +473,9 @@ func (sv *server) start(ctx context.Context, r *replica) {
 			"CAIRN_SERVE_PORT": strconv.Itoa(r.port), "CAIRN_SERVE_REPLICA": strconv.Itoa(r.i),
 			"CAIRN_SERVE_MODEL": sv.s.model,
 		},
+	}
+	if sv.remote {
+		sv.remoteProc(r, &p)
 	}
 	exited := r.exited
 	go func() {
@@ -500,6 +519,11 @@ func (sv *server) waitReady(ctx context.Context, r *replica) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	last := errors.New("it has not answered yet")
+	if sv.remote {
+		if err := sv.awaitEndpoint(ctx, r, deadline.C); err != nil {
+			return err
+		}
+	}
 	for {
 		if !alive(r) {
 			return fmt.Errorf("its process ended during start-up (%s)", sv.exitText(r))
