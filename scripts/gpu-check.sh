@@ -61,3 +61,67 @@ EOF2
   echo "-- pinning and peak memory (cairn show $run)"
   (cd "$ws" && "$cairn" show "$run")
 done
+
+# A serve stage with vLLM (docs/serve.md): one replica on one GPU, two
+# evaluate stages sharing it, and no server process left once apply ends.
+# CAIRN_GPU_CHECK_MODEL names the model (default a small one, which must be
+# in the Hugging Face cache or downloadable).
+echo
+echo "== serve (vLLM)"
+if command -v vllm >/dev/null 2>&1; then
+  vllm=("vllm")
+elif python3 -c 'import vllm' 2>/dev/null; then
+  vllm=("python3" "-m" "vllm.entrypoints.cli.main")
+else
+  echo "gpu-check: vLLM is not installed here (no vllm command, no vllm module for python3): serve check skipped."
+  exit 0
+fi
+model=${CAIRN_GPU_CHECK_MODEL:-Qwen/Qwen2.5-0.5B-Instruct}
+mkdir -p "$ws/serve/workers"
+cp "$here/testdata/workers/chat_worker.py" "$ws/serve/workers/"
+python3 - "$ws/serve/items.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(16):
+        f.write(json.dumps({"id": f"q{i}", "question": f"What is {i} + {2 * i + 1}? Answer with the number only.", "answer": str(3 * i + 1)}) + "\n")
+PY
+run_json=$(printf '"%s", ' "${vllm[@]}")
+cat > "$ws/serve/serve.hcl" <<EOF2
+pipeline "gpu-check-serve" {}
+stage "serve" "task" {
+  run           = [${run_json}"serve", "$model", "--host", "127.0.0.1", "--port", "{port}",
+                   "--tensor-parallel-size", "{gpus}", "--max-model-len", "4096", "--gpu-memory-utilization", "0.5"]
+  model         = "$model"
+  gpus          = 1
+  replicas      = 1
+  port          = 8000
+  start_timeout = "15m"
+}
+stage "evaluate" "first" {
+  worker        = ["python3", "workers/chat_worker.py"]
+  items         = "items.jsonl"
+  model         = "$model"
+  endpoints     = stage.task.endpoints
+  max_in_flight = 8
+  scores        = "out/first.jsonl"
+}
+stage "evaluate" "second" {
+  worker        = ["python3", "workers/chat_worker.py"]
+  items         = "items.jsonl"
+  model         = "$model"
+  runtime       = { temperature = 0, pass = 2 }
+  endpoints     = stage.task.endpoints
+  max_in_flight = 8
+  scores        = "out/second.jsonl"
+}
+EOF2
+(cd "$ws/serve" && "$cairn" apply serve.hcl)
+run=$(cd "$ws/serve" && ls -t .cairn/runs | head -1)
+echo "-- the serve node's journal and logs (cairn show $run)"
+(cd "$ws/serve" && "$cairn" show "$run")
+left=$(pgrep -f -- "serve $model" || true)
+if [ -n "$left" ]; then
+  echo "gpu-check: FAILED: a vLLM server is still running after apply: pid(s) $left"
+  exit 1
+fi
+echo "-- no vLLM server left running"
