@@ -215,6 +215,8 @@ func (a *applier) waitGPUMemoryFreed(ns *nodeState) {
 		}
 		if len(left) == 0 {
 			_ = a.j.Write(runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: "gpus_freed", GPUs: ns.lease.Devices})
+			a.emit(&events.ServeEvent{Node: ns.n.Addr, Status: "gpus_freed", GPUs: ns.lease.Devices,
+				Message: fmt.Sprintf("GPU %s memory freed: back to the pool", intsString(ns.lease.Devices))})
 			return
 		}
 		if time.Now().After(deadline) {
