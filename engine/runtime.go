@@ -178,7 +178,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 			} else {
 				_ = a.j.WriteUnsynced(e)
 			}
-			ns.job = ref
+			if p.Replica == 0 {
+				ns.job = ref // a service's replicas start side by side
+			}
 			a.emit(&events.ProcessStarted{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts,
 				Executor: ref.Executor, Job: executor.Describe(ref), JobID: ref.ID, GPUs: gpus, Wave: ns.wave, Logs: e.Logs})
 			if p.Started != nil {

@@ -52,7 +52,12 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	cairnBin, simBin = filepath.Join(dir, "cairn"), filepath.Join(dir, "cairn-sim-model")
 	for pkg, out := range map[string]string{"github.com/cairn-run/cairn/cmd/cairn": cairnBin, "github.com/cairn-run/cairn/cmd/cairn-sim-model": simBin} {
-		if b, err := exec.Command(gobin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		args := []string{"build", "-o", out, pkg}
+		if raceEnabled {
+			// The engine's side of the servers under the race detector too.
+			args = []string{"build", "-race", "-o", out, pkg}
+		}
+		if b, err := exec.Command(gobin, args...).CombinedOutput(); err != nil {
 			fmt.Printf("building %s: %v\n%s", pkg, err, b)
 			return 1
 		}
