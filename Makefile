@@ -15,8 +15,8 @@ export CGO_CFLAGS
 # The run report's browser tests need chromium: `make test` installs it
 # when missing (scripts/chromium-deps.sh), and where it cannot they skip.
 # The real model server's tests (e2e/llamacpp) need llama-cpp-python: `make
-# test` installs it when missing (scripts/llama-deps.sh; the first time it
-# builds llama.cpp, many minutes), and where it cannot they skip.
+# test` installs it from wheels built before (`make llama-deps` builds
+# llama.cpp once: many minutes), and where there are none they skip.
 # The test recipe pipes go test into its summary; pipefail keeps go test's
 # failure as the recipe's.
 SHELL := /bin/bash
@@ -60,7 +60,7 @@ cross:
 # failure.
 test: vet
 	@bash scripts/chromium-deps.sh || true
-	@bash scripts/llama-deps.sh || true
+	@CAIRN_LLAMA_BUILD=0 bash scripts/llama-deps.sh || true
 	@$(GO) build -o $(BIN)/testsum ./scripts/testsum
 	@set -o pipefail; $(GO) test -json -race -count=1 -timeout 30m $(PKGS) 2>&1 | $(BIN)/testsum
 

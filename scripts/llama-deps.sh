@@ -8,6 +8,10 @@
 #   CAIRN_LLAMA_VENV    the environment (default build/pyenv-llama)
 #   CAIRN_LLAMA_WHEELS  the built wheels, kept for the next install
 #                       (default build/wheels-llama)
+#   CAIRN_LLAMA_BUILD   0: install only from wheels already built; where
+#                       there are none, say so and exit 3 without building
+#                       (make test and CI do this: the build took 96 min on
+#                       a loaded 2-core machine)
 #
 # llama-cpp-python builds llama.cpp from source when it is installed: many
 # minutes on a small machine (CMAKE_BUILD_PARALLEL_LEVEL jobs; default the
@@ -39,6 +43,10 @@ if [ ! -x "$venv/bin/python" ]; then
 	"$python" -m venv "$venv"
 fi
 have_wheel() { compgen -G "$wheels/llama_cpp_python-$llama_version-*.whl" >/dev/null && compgen -G "$wheels/gguf-$gguf_version-*.whl" >/dev/null; }
+if ! have_wheel && [ "${CAIRN_LLAMA_BUILD:-1}" = 0 ]; then
+	echo "llama-deps: no built llama-cpp-python $llama_version wheel in $wheels, and CAIRN_LLAMA_BUILD=0: not building llama.cpp (many minutes; 96 min on a loaded 2-core machine). Run 'make llama-deps' to build it once; until then e2e/llamacpp's tests skip." >&2
+	exit 3
+fi
 if ! have_wheel; then
 	mkdir -p "$wheels"
 	echo "building llama-cpp-python $llama_version (llama.cpp from source: many minutes; kept in $wheels for later installs)" >&2
