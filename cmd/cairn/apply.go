@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/executor/slurm"
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/ui"
@@ -62,17 +63,10 @@ func (a *app) applyCmd() *cobra.Command {
 					return err
 				}
 			}
-			// -v: why the pipeline is evaluated, and, after the run, why
-			// it leaves no memo for the next apply.
 			explainID := ""
 			if verbose {
-				why := ""
-				if saved != nil || len(targets) > 0 || len(replace) > 0 || asJSON || summaries {
-					why = "a saved plan, --target, --replace, --json or --summaries asks for the full path"
-				} else {
-					explainID = a.memoIdentity(args)
-				}
-				a.explainUpToDate(explainID, why)
+				full := saved != nil || len(targets) > 0 || len(replace) > 0 || asJSON || summaries
+				explainID = a.explainEvaluation(args, full)
 			}
 			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: targets, Replace: replace, Only: only})
 			if err != nil {
@@ -118,17 +112,9 @@ func (a *app) applyCmd() *cobra.Command {
 			}
 			// The apply prints nothing itself: its events go to the
 			// terminal (or --json) and to the run's event log.
-			name := l.Graph.Config.Name
 			tty := ui.NewTerminal(ui.Options{
 				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
-				Expect: func(node string) time.Duration {
-					if k := cache.LastKey(name, node); k != "" {
-						if r, ok := cache.Lookup(k); ok {
-							return r.Ended.Sub(r.Started)
-						}
-					}
-					return 0
-				},
+				Expect: expectedDuration(cache, l.Graph.Config.Name),
 			})
 			defer tty.Close()
 			evlog := &ui.EventLog{}
@@ -182,6 +168,33 @@ func (a *app) applyCmd() *cobra.Command {
 	f.BoolVar(&withReport, "report", false, "write the run's report (report.html and trace.tsv in its run folder) as it goes, every few seconds, and at its end ('cairn report')")
 	f.BoolVar(&leaveJobs, "leave-jobs", false, "slurm executor: at an interrupt, leave the submitted jobs running instead of cancelling them")
 	return cmd
+}
+
+// explainEvaluation is -v's word on why the pipeline is evaluated
+// (full: a saved plan or a flag asks for the full path) and returns the
+// memo identity that explainNoMemo later says why no memo was left for.
+func (a *app) explainEvaluation(args []string, full bool) (explainID string) {
+	why := ""
+	if full {
+		why = "a saved plan, --target, --replace, --json or --summaries asks for the full path"
+	} else {
+		explainID = a.memoIdentity(args)
+	}
+	a.explainUpToDate(explainID, why)
+	return explainID
+}
+
+// expectedDuration is the live display's expected duration of a node: its
+// last run's, from the cache, or 0 where none is known.
+func expectedDuration(cache *store.Cache, pipeline string) func(node string) time.Duration {
+	return func(node string) time.Duration {
+		if k := cache.LastKey(pipeline, node); k != "" {
+			if r, ok := cache.Lookup(k); ok {
+				return r.Ended.Sub(r.Started)
+			}
+		}
+		return 0
+	}
 }
 
 const applyLong = `Run every node whose result is not in the cache, in dependency order, on this
