@@ -81,6 +81,13 @@ const (
 	DefaultHealthPath        = "/health"
 	// ServeHealthInterval is how often a ready replica's health is checked.
 	ServeHealthInterval = time.Second
+	// ServeHealthTimeout is how long a health check waits for its answer:
+	// a replica that is alive but hung fails it then.
+	ServeHealthTimeout = 5 * time.Second
+	// ServeHungRestart caps how long a replica that fails its health
+	// checks stays out of the rotation before it is restarted
+	// (start_timeout when shorter).
+	ServeHungRestart = 30 * time.Second
 )
 
 // readyCheck says how a replica proves it is ready.
@@ -572,7 +579,11 @@ func (sv *server) exitText(r *replica) string {
 // probe checks r as readiness is defined: health path 200, the model
 // listed, and (full) one chat completion answered.
 func (sv *server) probe(ctx context.Context, r *replica, full bool) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	timeout := 30 * time.Second
+	if !full {
+		timeout = ServeHealthTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	root := strings.TrimSuffix(r.url, "/v1")
 	get := func(url string) ([]byte, error) {
@@ -672,6 +683,7 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 			tick := time.NewTicker(ServeHealthInterval)
 			defer tick.Stop()
 			bad := 0
+			var since time.Time // the first failed check in a row
 			for {
 				select {
 				case <-exited:
@@ -682,14 +694,16 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 				case <-ctx.Done():
 					return
 				case <-tick.C:
+					at := time.Now()
 					if err := sv.probe(ctx, r, false); err != nil {
 						bad++
 						items.SetEndpointDown(r.url, true)
 						if bad == 1 {
+							since = at
 							sv.host.ServeEvent(ServeEvent{Status: "down", Replica: r.i, PID: sv.pid(r), Port: r.port, Endpoint: r.url,
 								Message: fmt.Sprintf("replica %d failed its health check (%s): out of the rotation", r.i, err)})
 						}
-						if time.Duration(bad)*ServeHealthInterval >= sv.s.startTimeout || bad >= 30 {
+						if time.Since(since) >= min(sv.s.startTimeout, ServeHungRestart) {
 							r.cancel() // it answers no more: restarted below
 						}
 					} else if bad > 0 {

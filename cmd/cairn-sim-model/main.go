@@ -54,6 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	startDelay := fs.Duration("start-delay", 0, "a slow start: wait this long before listening")
 	warmup := fs.Duration("warmup", 0, "after listening, answer chat completions with HTTP 503 for this long (GET /health and /v1/models answer)")
 	crashAfter := fs.Int("crash-after", 0, "exit with status 3, answering nothing, on the chat request after this many (0: never)")
+	hangAfter := fs.Int("hang-after", 0, "hang on the chat request after this many: from then on nothing (GET /health included) is answered, and the process stays alive (0: never)")
 	gpuMiB := fs.Float64("gpu-mib", 0, "on simulated GPUs, report this much device memory in use on each device of CUDA_VISIBLE_DEVICES ("+gpu.EnvSimMemory+")")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `cairn-sim-model: a SIMULATED OpenAI-compatible task model for tests and demos.
@@ -94,6 +95,10 @@ Usage: cairn-sim-model [flags]
 		MaxModelLen: *maxModelLen,
 		Warmup:      *warmup,
 		CrashAfter:  *crashAfter,
+		HangAfter:   *hangAfter,
+		Hang: func() {
+			fmt.Fprintf(stderr, "cairn-sim-model: SIMULATED hang after %d chat requests: nothing is answered from now on\n", *hangAfter)
+		},
 		Crash: func() {
 			fmt.Fprintf(stderr, "cairn-sim-model: SIMULATED crash after %d chat requests\n", *crashAfter)
 			os.Exit(3)

@@ -222,6 +222,20 @@ func (w *workspace) journal(out string) []runlog.Entry {
 	return es
 }
 
+// assertStoredOnce asserts the item store holds n items, one record each.
+func (w *workspace) assertStoredOnce(n int) {
+	w.t.Helper()
+	records := map[string]int{}
+	require.NoError(w.t, items.ScanStore(w.cache, func(key string, _ items.Result) error {
+		records[key]++
+		return nil
+	}))
+	assert.Len(w.t, records, n)
+	for k, c := range records {
+		assert.Equal(w.t, 1, c, "item key %s stored %d times", k, c)
+	}
+}
+
 func (w *workspace) storedKeys() map[string]bool {
 	keys := map[string]bool{}
 	err := items.ScanStore(w.cache, func(key string, _ items.Result) error {
@@ -390,6 +404,23 @@ stage "command" "gpu_job" {
 	}
 }
 
+// firstLifeFault is serve stage "tm" of two replicas of the simulated
+// model, replica 1 with the fault flags in its first life only: it writes
+// its pid to the file marker, and its restart runs without them.
+func firstLifeFault(port int, marker, fault, extra string) string {
+	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ] && [ ! -e %s ]; then echo $$ > %s; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 100ms %s; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 100ms`,
+		marker, marker, simBin, model, fault, simBin, model)
+	return fmt.Sprintf(`
+stage "serve" "tm" {
+  run      = ["sh", "-c", %q]
+  model    = %q
+  replicas = 2
+  port     = %d
+  kill_grace = "5s"
+%s}
+`, script, model, port, extra)
+}
+
 // A replica killed mid-evaluation is taken out of the rotation and
 // restarted once; the evaluation finishes with every item answered once.
 func TestServeReplicaKilledMidEvaluation(t *testing.T) {
@@ -397,32 +428,14 @@ func TestServeReplicaKilledMidEvaluation(t *testing.T) {
 	port := freePort(t, 4)
 	// Replica 1 crashes on its 4th chat request (readiness's included),
 	// in its first life only.
-	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ] && [ ! -e crashed ]; then touch crashed; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 100ms --crash-after 4; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --latency 100ms`, simBin, model, simBin, model)
-	srv := fmt.Sprintf(`
-stage "serve" "tm" {
-  run      = ["sh", "-c", %q]
-  model    = %q
-  replicas = 2
-  port     = %d
-  kill_grace = "5s"
-}
-`, script, model, port)
-	f := w.pipeline(srv, evalStage("a", "tm"))
+	f := w.pipeline(firstLifeFault(port, "crashed", "--crash-after 4", ""), evalStage("a", "tm"))
 	code, out := w.run("apply", f)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "items 24/24: 24 evaluated, 0 from the store, 0 failed")
 	// Every item is answered once in the store: one record each (an
 	// answer the crash kept from the worker was asked again, on the
 	// other replica, and stored once).
-	records := map[string]int{}
-	require.NoError(t, items.ScanStore(w.cache, func(key string, _ items.Result) error {
-		records[key]++
-		return nil
-	}))
-	assert.Len(t, records, 24)
-	for k, n := range records {
-		assert.Equal(t, 1, n, "item key %s stored %d times", k, n)
-	}
+	w.assertStoredOnce(24)
 	answered := map[string]int{}
 	for _, e := range w.workerRequests() {
 		if e.Status == 200 {
@@ -441,6 +454,48 @@ stage "serve" "tm" {
 		}
 	}
 	assert.Equal(t, 1, restarts, "restarts:\n%s", out)
+}
+
+// A replica that stays alive but stops answering (the SIMULATED model's
+// --hang-after: /health and completions get no answer) is taken out of the
+// rotation at once and restarted; the items in flight on it are
+// infrastructure failures asked again on the other replica, not failures:
+// the evaluation finishes with every item answered once in the store.
+func TestServeReplicaHungMidEvaluation(t *testing.T) {
+	w := newWorkspace(t, 24)
+	port := freePort(t, 4)
+	// Replica 1 hangs after its 4th chat request (readiness's included),
+	// in its first life only (whose pid the marker file keeps).
+	f := w.pipeline(firstLifeFault(port, "hung", "--hang-after 4", `  start_timeout = "10s"`+"\n"), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 24/24: 24 evaluated, 0 from the store, 0 failed")
+	assert.Regexp(t, `infra-failures [1-9]\d*;`, out, "no item in flight on the hung replica was retried")
+	w.assertStoredOnce(24)
+	es := w.journal(out)
+	// The hung replica failed its health check while its process lived:
+	// down first, then restarted (its death was cairn's stop), then ready.
+	down := index(es, func(e runlog.Entry) bool {
+		return e.T == runlog.Serve && e.Node == "stage.tm" && e.Status == "down" && e.Replica == 1
+	})
+	require.GreaterOrEqual(t, down, 0, "replica 1 was never taken out of the rotation:\n%s", out)
+	assert.Contains(t, es[down].Message, "failed its health check")
+	hungPID, err := os.ReadFile(filepath.Join(w.dir, "hung"))
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSpace(string(hungPID)), strconv.Itoa(es[down].PID), "the replica taken out is not the hung one")
+	restarts := 0
+	for i, e := range es {
+		if e.T == runlog.Serve && e.Node == "stage.tm" && e.Status == "restarting" {
+			restarts++
+			assert.Equal(t, 1, e.Replica)
+			assert.Greater(t, i, down, "restarted before it was taken out of the rotation")
+		}
+	}
+	assert.Equal(t, 1, restarts, "restarts:\n%s", out)
+	readyAgain := lastIndex(es, func(e runlog.Entry) bool {
+		return e.T == runlog.Serve && e.Node == "stage.tm" && e.Status == "ready" && e.Replica == 1
+	})
+	assert.Greater(t, readyAgain, down, "the restarted replica never got ready")
 }
 
 // A replica that dies again after its restart fails the node with its log.

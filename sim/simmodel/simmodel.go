@@ -66,6 +66,12 @@ type Config struct {
 	// mid-run.
 	CrashAfter int
 	Crash      func()
+	// HangAfter, when positive, makes the server hang on the chat request
+	// after that many: from then on no request (GET /health included)
+	// gets an answer, while the process stays alive: a server that is
+	// stuck, not dead.
+	HangAfter int
+	Hang      func() // called once, as the server hangs
 }
 
 // Message is one chat message.
@@ -95,6 +101,7 @@ type Server struct {
 
 	chats  atomic.Int64
 	failed atomic.Int64
+	hung   atomic.Bool
 	born   time.Time
 	draws  atomic.Int64 // samples drawn (see serveSampledChat)
 }
@@ -139,6 +146,12 @@ func (s *Server) Answer(model string, messages []Message) string {
 // /detokenize): as vLLM, the OpenAI API is under /v1 only, so an endpoint is
 // the base URL http://HOST:PORT/v1.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.hung.Load() {
+		// A hung server answers nothing: the request waits until its
+		// client gives up or the process ends.
+		<-r.Context().Done()
+		return
+	}
 	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
 	case "/health":
 		// As vLLM's: 200 once the server is up, also during warm-up.
@@ -190,6 +203,13 @@ func (s *Server) serveModels(w http.ResponseWriter) {
 func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	if n := s.chats.Add(1); s.cfg.CrashAfter > 0 && n > int64(s.cfg.CrashAfter) && s.cfg.Crash != nil {
 		s.cfg.Crash()
+		return
+	}
+	if s.cfg.HangAfter > 0 && s.chats.Load() > int64(s.cfg.HangAfter) {
+		if !s.hung.Swap(true) && s.cfg.Hang != nil {
+			s.cfg.Hang()
+		}
+		<-r.Context().Done()
 		return
 	}
 	if s.cfg.Warmup > 0 && time.Since(s.born) < s.cfg.Warmup {
