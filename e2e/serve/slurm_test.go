@@ -196,7 +196,13 @@ func TestSlurmServeReattachesAfterCrash(t *testing.T) {
 				break
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "the servers did not get ready:\n%s", out1.String())
+		if !time.Now().Before(deadline) {
+			// Its output is read once the apply has ended (the copy
+			// into out1 runs until then).
+			_ = first.Process.Kill()
+			_ = first.Wait()
+			t.Fatalf("the servers did not get ready:\n%s", out1.String())
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	require.NoError(t, first.Process.Kill())
