@@ -186,19 +186,17 @@ func (a *applier) serviceEnded(ns *nodeState) event {
 	return event{}
 }
 
-// GPUFreeWait bounds the wait, after a service stopped, for its GPUs'
-// memory to show freed before they go back to the pool.
-var GPUFreeWait = 60 * time.Second
-
 // waitGPUMemoryFreed waits until no process shows memory on the node's
-// leased GPUs (NVML, or the simulated inventory), at most GPUFreeWait; then
-// it warns, naming what is left, and the lease is given back all the same.
+// leased GPUs (NVML, or the simulated inventory), at most the kind's
+// GPUFreeWait (the serve kind's gpu_free_wait); then it warns, naming what
+// is left, journals it, and the lease is given back all the same.
 func (a *applier) waitGPUMemoryFreed(ns *nodeState) {
 	if ns.lease == nil || a.opts.GPUs == nil || len(ns.lease.Devices) == 0 {
 		return
 	}
 	inv := a.opts.GPUs.Inv
-	deadline := time.Now().Add(GPUFreeWait)
+	wait := ns.n.Kind.(stages.Service).GPUFreeWait(ns.spec)
+	deadline := time.Now().Add(wait)
 	for {
 		var left []string
 		for _, d := range ns.lease.Devices {
@@ -220,8 +218,10 @@ func (a *applier) waitGPUMemoryFreed(ns *nodeState) {
 			return
 		}
 		if time.Now().After(deadline) {
-			a.warn("%s: %s after its servers stopped, %s still show memory in use; the GPUs go back to the pool all the same",
-				ns.n.Addr, GPUFreeWait, strings.Join(left, ", "))
+			msg := fmt.Sprintf("%s after its servers stopped, %s still show memory in use (gpu_free_wait); the GPUs go back to the pool all the same",
+				wait, strings.Join(left, ", "))
+			_ = a.j.Write(runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: "gpus_not_freed", GPUs: ns.lease.Devices, Message: msg})
+			a.warn("%s: %s", ns.n.Addr, msg)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -63,13 +63,14 @@ func (Serve) Schema() *hcl.BodySchema {
 		{Name: "start_timeout"},
 		{Name: "restarts"},
 		{Name: "endpoints"},
+		{Name: "gpu_free_wait"},
 	}}
 }
 
 // KeyExcluded implements KeyExcluder: a serve node is never cached; what
 // its consumers' keys hold of it is its Identity.
 func (Serve) KeyExcluded() []string {
-	return []string{"replicas", "max_replicas", "port", "host", "ready", "start_timeout", "restarts", "endpoints"}
+	return []string{"replicas", "max_replicas", "port", "host", "ready", "start_timeout", "restarts", "endpoints", "gpu_free_wait"}
 }
 
 // Defaults of the serve kind.
@@ -79,6 +80,9 @@ const (
 	DefaultServeRestarts     = 1
 	DefaultServeMaxReplicas  = 8
 	DefaultHealthPath        = "/health"
+	// DefaultGPUFreeWait bounds the wait, after the servers stopped, for
+	// their GPUs' memory to show freed before they go back to the pool.
+	DefaultGPUFreeWait = 60 * time.Second
 	// ServeHealthInterval is how often a ready replica's health is checked.
 	ServeHealthInterval = time.Second
 	// ServeHealthTimeout is how long a health check waits for its answer:
@@ -110,6 +114,7 @@ type serveSpec struct {
 	ready        readyCheck
 	startTimeout time.Duration
 	restarts     int
+	gpuFreeWait  time.Duration
 	known        bool
 	// external: servers someone else runs (the endpoints attribute): none
 	// is started, and these base URLs are published as they are.
@@ -118,7 +123,7 @@ type serveSpec struct {
 }
 
 func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
-	s := serveSpec{port: DefaultServePort, host: "127.0.0.1", startTimeout: DefaultServeStartTimeout, restarts: DefaultServeRestarts, maxReplicas: DefaultServeMaxReplicas, gpus: n.Common.GPUs}
+	s := serveSpec{port: DefaultServePort, host: "127.0.0.1", startTimeout: DefaultServeStartTimeout, gpuFreeWait: DefaultGPUFreeWait, restarts: DefaultServeRestarts, maxReplicas: DefaultServeMaxReplicas, gpus: n.Common.GPUs}
 	s.ready.Health = DefaultHealthPath
 	var diags hcl.Diagnostics
 	bad := func(attr, detail string) {
@@ -192,18 +197,24 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 	if r, ok := whole("restarts", 0, 100); ok {
 		s.restarts = r
 	}
-	if v, ok := n.Args["start_timeout"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+	positive := func(attr string, into *time.Duration) {
+		v, ok := n.Args[attr]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return
+		}
 		v, _ = v.UnmarkDeep()
 		d, err := durationValue(v)
 		if err == nil && d <= 0 {
-			err = errors.New("start_timeout must be positive")
+			err = errors.New(attr + " must be positive")
 		}
 		if err != nil {
-			bad("start_timeout", strings.Replace(err.Error(), "item_timeout", "start_timeout", 1)+".")
+			bad(attr, strings.Replace(err.Error(), "item_timeout", attr, 1)+".")
 		} else {
-			s.startTimeout = d
+			*into = d
 		}
 	}
+	positive("start_timeout", &s.startTimeout)
+	positive("gpu_free_wait", &s.gpuFreeWait)
 	if v, ok := n.Args["endpoints"]; ok && v.IsWhollyKnown() && !v.IsNull() {
 		v, _ = v.UnmarkDeep()
 		var list []string
@@ -296,6 +307,12 @@ func serveIdentity(n *Node) ServeIdentity {
 func (Serve) Identity(n *Node) json.RawMessage {
 	b, _ := json.Marshal(ServeResult{ServeIdentity: serveIdentity(n), Endpoints: []string{}, Ports: []int{}, GPUs: [][]int{}})
 	return b
+}
+
+// GPUFreeWait implements Service.
+func (Serve) GPUFreeWait(n *Node) time.Duration {
+	s, _ := decodeServe(n)
+	return s.gpuFreeWait
 }
 
 // LeaseGPUs implements Service.

@@ -1,6 +1,9 @@
 package stages
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Service is implemented by kinds whose node is a service its downstream
 // nodes talk to while it runs (the serve kind: model servers). Such a node
@@ -21,6 +24,9 @@ type Service interface {
 	// LeaseGPUs is how many GPUs the node leases when free GPUs are free
 	// now: its GPUs per replica times its replicas.
 	LeaseGPUs(n *Node, free int) int
+	// GPUFreeWait bounds the wait, once the node's servers stopped, for
+	// its GPUs' memory to show freed before they go back to the pool.
+	GPUFreeWait(n *Node) time.Duration
 }
 
 // ServiceConsumer is implemented by kinds that can tell, before they run,

@@ -421,6 +421,80 @@ stage "serve" "tm" {
 `, script, model, port, extra)
 }
 
+// A process that keeps GPU memory after the servers stopped holds the GPUs
+// back for gpu_free_wait only: then a warning names its pid, and the GPUs
+// go back to the pool; a stage waiting for them starts after that. The
+// leftover is one the server started as Python servers start their
+// workers (subprocess: inherited descriptors closed), in a session of its
+// own so that stopping the server's process group leaves it, and it holds
+// SIMULATED GPU memory.
+func TestServeGPUsReleasedAfterLeftoverWarning(t *testing.T) {
+	w := newWorkspace(t, 6)
+	port := freePort(t, 4)
+	leftover := `d="$CAIRN_SIM_GPU_MEMORY/$CUDA_VISIBLE_DEVICES"; mkdir -p "$d"; echo 700 > "$d/$$"; echo $$ > leftover.pid; exec sleep 300`
+	spawn := fmt.Sprintf(`import subprocess; subprocess.Popen(["sh", "-c", %q], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)`, leftover)
+	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ]; then python3 -c %s; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --gpu-mib 1000`,
+		shellQuote(spawn), simBin, model)
+	srv := fmt.Sprintf(`
+stage "serve" "tm" {
+  run      = ["sh", "-c", %q]
+  model    = %q
+  replicas = 2
+  gpus     = 1
+  port     = %d
+  kill_grace = "5s"
+  gpu_free_wait = "2s"
+}
+`, script, model, port)
+	f := w.pipeline(srv, evalStage("a", "tm"), `
+stage "command" "gpu_job" {
+  run   = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > gpu_job.txt"]
+  gpus  = 2
+  after = [stage.a]
+  outputs = ["gpu_job.txt"]
+}
+`)
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(w.dir, "leftover.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	b, err := os.ReadFile(filepath.Join(w.dir, "leftover.pid"))
+	require.NoError(t, err, "the leftover process never started:\n%s", out)
+	pid := strings.TrimSpace(string(b))
+	require.True(t, alive(mustAtoi(t, pid)), "the leftover process did not outlive the server")
+	// The warning names the leftover process and its GPU.
+	assert.Regexp(t, `stage\.tm: 2s after its servers stopped, GPU \d: pid `+pid+` \(700 MiB\) still show memory in use`, out)
+	es := w.journal(out)
+	stopped := lastIndex(es, serveRec("stage.tm", "stopped"))
+	notFreed := index(es, serveRec("stage.tm", "gpus_not_freed"))
+	gpuJob := index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.gpu_job" })
+	require.GreaterOrEqual(t, notFreed, 0, "no gpus_not_freed record:\n%s", out)
+	assert.Contains(t, es[notFreed].Message, "pid "+pid)
+	assert.Greater(t, notFreed, stopped, "the GPUs were given up before the servers stopped")
+	assert.Equal(t, -1, index(es, serveRec("stage.tm", "gpus_freed")), "the leftover's memory was not seen")
+	// The waiting stage got both GPUs, and only once they were released.
+	require.GreaterOrEqual(t, gpuJob, 0, "stage.gpu_job never started:\n%s", out)
+	assert.Greater(t, gpuJob, notFreed, "stage.gpu_job started on the GPUs before they were released")
+	got, err := os.ReadFile(filepath.Join(w.dir, "gpu_job.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "0,1", strings.TrimSpace(string(got)))
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
+
 // A replica killed mid-evaluation is taken out of the rotation and
 // restarted once; the evaluation finishes with every item answered once.
 func TestServeReplicaKilledMidEvaluation(t *testing.T) {

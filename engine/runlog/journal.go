@@ -49,7 +49,7 @@ const (
 	RunEnd     = "run_end"   // the run ended: ok, failed, interrupted
 	// Serve is an event of a service node (a serve stage) or one of its
 	// replicas: its status says which (not_started, ready, serving, down,
-	// restarting, failed, stopped, gpus_freed, port_skipped), with the
+	// restarting, failed, stopped, gpus_freed, gpus_not_freed, port_skipped), with the
 	// replica's pid, port, GPUs and endpoint.
 	Serve = "serve"
 )
