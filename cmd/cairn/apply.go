@@ -85,9 +85,13 @@ func (a *app) applyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if sx, ok := ex.(*slurm.Executor); ok && parallelism == 0 {
-				// The cluster's cores, not this machine's, run the nodes.
-				parallelism = sx.MaxSubmitted()
+			if sx, ok := ex.(*slurm.Executor); ok {
+				// Nothing the executor started outlives the apply's end.
+				defer sx.Close()
+				if parallelism == 0 {
+					// The cluster's cores, not this machine's, run the nodes.
+					parallelism = sx.MaxSubmitted()
+				}
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -40,6 +40,7 @@ type Executor struct {
 
 	cancelMu sync.Mutex
 	cancelQ  []pendingCancel
+	cancelWG sync.WaitGroup // the scancels queued and in flight
 
 	// noteMu guards notify, where the clients' notices go (Notify);
 	// defNotify is NewExecutor's Options.Notify.
@@ -100,6 +101,20 @@ func (e *Executor) notice(n executor.Notice) {
 	e.noteMu.Unlock()
 	if f != nil {
 		f(n)
+	}
+}
+
+// Close sends the cancels queued, stops following the apply's jobs and
+// waits until the Client's queries and goroutines have ended (see
+// Client.Close); jobs still in Slurm are left there. The executor takes no
+// more work after it.
+func (e *Executor) Close() {
+	e.cancelWG.Wait()
+	e.mu.Lock()
+	c := e.client
+	e.mu.Unlock()
+	if c != nil {
+		c.Close()
 	}
 }
 
@@ -437,7 +452,9 @@ func (e *Executor) cancel(c *Client, ref Ref) {
 	if !first {
 		return
 	}
+	e.cancelWG.Add(1)
 	go func() {
+		defer e.cancelWG.Done()
 		time.Sleep(cancelWindow)
 		e.cancelMu.Lock()
 		q := e.cancelQ

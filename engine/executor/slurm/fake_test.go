@@ -620,6 +620,9 @@ func TestSubmitNamesTheJobByTheSpecsRunKeyAndAttempt(t *testing.T) {
 	require.NoError(t, err)
 	e, err := NewExecutor(context.Background(), Options{Bin: bin, PollInterval: 5 * time.Millisecond, MaxPollInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
+	// The poller's stand-in squeue writes in f.dir: it ends before the
+	// folder is removed.
+	t.Cleanup(e.Close)
 	spec := func(key string) *executor.Spec {
 		return &executor.Spec{
 			Node: `stage.train["a"]`, RunID: "20260101T000000-abcd", Key: key, Attempt: 3,
@@ -627,8 +630,9 @@ func TestSubmitNamesTheJobByTheSpecsRunKeyAndAttempt(t *testing.T) {
 			Dir: f.dir, Stdout: filepath.Join(f.dir, key+".out"), Stderr: filepath.Join(f.dir, key+".err"),
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// The jobs are never cancelled: a scancel must not write in f.dir
+	// after the test.
+	ctx := context.Background()
 	a, err := e.Submit(ctx, spec("k1"))
 	require.NoError(t, err)
 	require.NotEmpty(t, a.Ref().ID, "submitted")
