@@ -645,3 +645,58 @@ func TestSubmitNamesTheJobByTheSpecsRunKeyAndAttempt(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, a.Ref().Details["spec"], b.Ref().Details["spec"], "the same command under another key is other work")
 }
+
+// statusQueries are the times of the fake squeue's status queries (not its
+// lookups by comment), from its log.
+func (f *fake) statusQueries() []time.Time {
+	var out []time.Time
+	for _, line := range strings.Split(strings.TrimSpace(f.read("squeue.log")), "\n") {
+		ns, args, ok := strings.Cut(line, " ")
+		if !ok || !strings.Contains(args, "%T") {
+			continue
+		}
+		n, err := strconv.ParseInt(ns, 10, 64)
+		require.NoError(f.t, err, "squeue.log line %q", line)
+		out = append(out, time.Unix(0, n))
+	}
+	return out
+}
+
+// Submissions and jobs ending wake the poller, and still no two status
+// queries are closer than poll_interval (the previous one's end to the
+// next one's start): one query per cycle for the whole run.
+func TestStatusQueriesKeepThePollInterval(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	const interval = 200 * time.Millisecond
+	c.opts.PollInterval, c.opts.MaxPollInterval, c.opts.MaxSubmitted = interval, time.Second, 3
+	begin := time.Now()
+	var wg sync.WaitGroup
+	outs := make(chan *Outcome, 8)
+	for i := range 8 {
+		// A burst of submissions; with three in Slurm at once, each job
+		// that ends lets the next one in, as the engine's apply loop does.
+		ref, err := c.Submit(context.Background(), f.job(fmt.Sprint(i)))
+		require.NoError(t, err)
+		f.write(fmt.Sprint(i)+".exit", "status=0\n")
+		var done strings.Builder
+		for j := 0; j <= i; j++ {
+			fmt.Fprintf(&done, "%d|COMPLETED|None\n", 1001+j)
+		}
+		f.write("squeue.out", done.String())
+		wg.Add(1)
+		go func() { defer wg.Done(); outs <- waitFake(t, c, ref) }()
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	close(outs)
+	for out := range outs {
+		assert.Equal(t, "", out.Class, out.Message)
+	}
+	q := f.statusQueries()
+	require.NotEmpty(t, q)
+	for i := 1; i < len(q); i++ {
+		assert.GreaterOrEqual(t, q[i].Sub(q[i-1]), interval, "status queries %d and %d", i, i+1)
+	}
+	assert.LessOrEqual(t, len(q), int(elapsed/interval)+1, "status queries in %s at one per %s", elapsed, interval)
+	assert.Equal(t, len(q), c.Queries())
+}

@@ -271,12 +271,16 @@ func (c *Client) State(jobID string) string {
 // none is left. The interval starts at PollInterval, grows by half at each
 // quiet cycle up to MaxPollInterval, and falls back when a job changes or
 // a new one is followed. A failed query changes nothing (the jobs' states
-// are unknown, not final) and doubles the interval.
+// are unknown, not final) and doubles the interval. Whatever wakes it, no
+// query starts less than PollInterval after the previous one ended: a
+// burst of submissions, or of jobs ending, is seen by the next cycle's one
+// query, not by a query each.
 func (c *Client) poll() {
 	defer c.pollWG.Done()
 	interval := c.opts.PollInterval
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var last time.Time // when the previous query ended
 	for {
 		select {
 		case <-c.closed:
@@ -287,11 +291,11 @@ func (c *Client) poll() {
 		case <-timer.C:
 		case <-c.wake:
 			interval = c.opts.PollInterval
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
+			timer.Stop()
+			if wait := time.Until(last.Add(c.opts.PollInterval)); wait > 0 {
+				// The next cycle, not this moment, sees what woke it.
+				timer.Reset(wait)
+				continue
 			}
 		}
 		c.mu.Lock()
@@ -312,6 +316,7 @@ func (c *Client) poll() {
 
 		states, err := c.query(start)
 		now := time.Now()
+		last = now
 		changed := false
 		type note struct {
 			f func(executor.Notice)
