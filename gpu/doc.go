@@ -13,7 +13,8 @@
 //
 // Leases: one lock file per device in a machine-wide directory, flock'ed exclusively, so
 // concurrent cairn processes never hand one GPU to two nodes. The node's process inherits
-// the locked descriptors, so a lease lives exactly as long as the process tree using it.
+// the locked descriptors, so that should cairn be killed a lease lives exactly as long as the
+// process tree using it; while cairn runs, Pool.Release ends it when the node is over.
 //
 // Pool: what an apply holds of all this. NewPool opens the inventory and the lease folder;
 // Acquire and AcquireExact lease free devices to a node, ChildEnv pins them for its

@@ -130,9 +130,12 @@ func (e *BusyError) Error() string {
 func (e *BusyError) Unwrap() error { return ErrBusy }
 
 // Lease is a set of devices held exclusively. Its lock lives as long as any process holds a
-// copy of its descriptors: pass Files to the node's process (exec.Cmd.ExtraFiles), start it,
-// then Release: the lease then ends exactly when that process and every descendant that
-// kept the descriptors have exited, even if cairn itself is killed.
+// copy of its descriptors: pass Files to the node's process (exec.Cmd.ExtraFiles) and start
+// it. Keep the lease while the node runs and End it once the node is over: the lease ends
+// then, even for a process that escaped the node's process group with the descriptors.
+// Should cairn be killed meanwhile, the lease ends exactly when that process and every
+// descendant that kept the descriptors have exited. (Release instead of End hands the lease
+// to the processes that hold its descriptors.)
 type Lease struct {
 	Devices []int // in increasing order
 
@@ -283,11 +286,26 @@ func (l *Lease) SetHolder(h Holder) error {
 
 // Release closes this process's copies of the lock descriptors. The lease ends when every
 // process holding a copy has closed it or exited. Calling Release again does nothing.
-func (l *Lease) Release() error {
+func (l *Lease) Release() error { return l.close(false) }
+
+// End ends the lease now, for every process holding a copy of its descriptors: the locks
+// belong to the open file descriptions those copies share, and unlocking through this
+// process's copy drops them for all (flock(2)). cairn ends a node's lease once the node's
+// process group is gone, so that a process left behind with inherited descriptors (a
+// child that left the group) does not keep the devices leased. Calling End or Release
+// again does nothing.
+func (l *Lease) End() error { return l.close(true) }
+
+func (l *Lease) close(unlock bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var errs []error
-	for _, f := range l.files {
+	for i, f := range l.files {
+		if unlock {
+			if err := flock(f, unix.LOCK_UN); err != nil {
+				errs = append(errs, fmt.Errorf("unlock GPU %d: %w", l.Devices[i], err))
+			}
+		}
 		if err := f.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -62,6 +62,33 @@ func TestLeaseLivesExactlyAsLongAsTheChild(t *testing.T) {
 	require.NoError(t, l2.Release())
 }
 
+// The pool ends a node's lease once the node is over: a process that kept
+// the lease's descriptors (one that left the node's process group) no
+// longer holds the devices, and another cairn leases them while it runs.
+func TestPoolReleaseEndsTheLeaseForAProcessLeftWithItsDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	p, err := NewPoolFor(NewSimulated(SimSpec{Count: 2}), dir)
+	require.NoError(t, err)
+	l, err := p.AcquireExact([]int{0, 1}, Holder{RunID: "r1", Node: "stage.serve"})
+	require.NoError(t, err)
+	require.NotNil(t, l)
+	leftover := startHelper(t, "hold", l.Files())
+	require.Equal(t, "ready", leftover.line(t))
+
+	_, err = openDir(t, dir).TryAcquire([]int{0}, Holder{RunID: "r2"})
+	require.ErrorIs(t, err, ErrBusy, "leased while the node runs")
+	p.Release(l)
+	assert.Empty(t, l.Files())
+	holders, err := openDir(t, dir).Holders()
+	require.NoError(t, err)
+	assert.Empty(t, holders, "the leftover (pid %d) still holds the lease", leftover.cmd.Process.Pid)
+	l2, err := openDir(t, dir).TryAcquire([]int{0, 1}, Holder{RunID: "r2"})
+	require.NoError(t, err, "the lease ended when the pool released it, leftover or not")
+	require.Nil(t, leftover.cmd.ProcessState, "the leftover still runs")
+	require.NoError(t, l2.End())
+	require.NoError(t, l2.End(), "a second end does nothing")
+}
+
 func TestLeaseEndsWhenHolderProcessIsKilled(t *testing.T) {
 	dir := t.TempDir()
 	child := startHelper(t, "race", nil, "CAIRN_GPU_TEST_DIR="+dir)

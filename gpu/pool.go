@@ -158,11 +158,12 @@ func (p *Pool) AcquireExact(devs []int, h Holder) (*Lease, error) {
 	return l, nil
 }
 
-// Release ends this process's hold on a lease (the child, if alive,
-// still holds it) and gives the devices a grace period for their memory
-// to drain before they count as busy.
+// Release ends a node's lease (Lease.End) once its process has ended:
+// a process it left behind with the lease's descriptors no longer holds
+// the devices. It gives them a grace period for their memory to drain
+// before they count as busy.
 func (p *Pool) Release(l *Lease) {
-	_ = l.Release()
+	_ = l.End()
 	p.mu.Lock()
 	for _, d := range l.Devices {
 		delete(p.mine, d)

@@ -424,15 +424,33 @@ stage "serve" "tm" {
 // A process that keeps GPU memory after the servers stopped holds the GPUs
 // back for gpu_free_wait only: then a warning names its pid, and the GPUs
 // go back to the pool; a stage waiting for them starts after that. The
-// leftover is one the server started as Python servers start their
-// workers (subprocess: inherited descriptors closed), in a session of its
-// own so that stopping the server's process group leaves it, and it holds
-// SIMULATED GPU memory.
+// leftover is one the server started in a session of its own, so that
+// stopping the server's process group leaves it, and it holds SIMULATED
+// GPU memory. Either it was started as Python servers start their workers
+// (subprocess: inherited descriptors closed), or it kept every descriptor
+// the server had, the GPU lease's among them: the lease ends all the same
+// when cairn gives the GPUs back.
 func TestServeGPUsReleasedAfterLeftoverWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		closeFDs bool
+	}{
+		{"descriptors closed", true},
+		{"lease descriptors inherited", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLeftoverWarning(t, tc.closeFDs) })
+	}
+}
+
+func testLeftoverWarning(t *testing.T, closeFDs bool) {
 	w := newWorkspace(t, 6)
 	port := freePort(t, 4)
 	leftover := `d="$CAIRN_SIM_GPU_MEMORY/$CUDA_VISIBLE_DEVICES"; mkdir -p "$d"; echo 700 > "$d/$$"; echo $$ > leftover.pid; exec sleep 300`
-	spawn := fmt.Sprintf(`import subprocess; subprocess.Popen(["sh", "-c", %q], start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)`, leftover)
+	closeArg := "True"
+	if !closeFDs {
+		closeArg = "False"
+	}
+	spawn := fmt.Sprintf(`import subprocess; subprocess.Popen(["sh", "-c", %q], start_new_session=True, close_fds=%s, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)`, leftover, closeArg)
 	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ]; then python3 -c %s; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl --gpu-mib 1000`,
 		shellQuote(spawn), simBin, model)
 	srv := fmt.Sprintf(`
@@ -462,11 +480,18 @@ stage "command" "gpu_job" {
 		}
 	})
 	code, out := w.run("apply", f)
-	require.Equal(t, 0, code, out)
 	b, err := os.ReadFile(filepath.Join(w.dir, "leftover.pid"))
 	require.NoError(t, err, "the leftover process never started:\n%s", out)
 	pid := strings.TrimSpace(string(b))
 	require.True(t, alive(mustAtoi(t, pid)), "the leftover process did not outlive the server")
+	// The leftover holds the GPU lease's descriptors exactly when it
+	// inherited them.
+	if closeFDs {
+		assert.Empty(t, leaseFiles(t, pid, w.lease), "the leftover kept the lease's descriptors")
+	} else {
+		assert.NotEmpty(t, leaseFiles(t, pid, w.lease), "the leftover did not inherit the lease's descriptors")
+	}
+	require.Equal(t, 0, code, out)
 	// The warning names the leftover process and its GPU.
 	assert.Regexp(t, `stage\.tm: 2s after its servers stopped, GPU \d: pid `+pid+` \(700 MiB\) still show memory in use`, out)
 	es := w.journal(out)
@@ -483,6 +508,22 @@ stage "command" "gpu_job" {
 	got, err := os.ReadFile(filepath.Join(w.dir, "gpu_job.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "0,1", strings.TrimSpace(string(got)))
+}
+
+// leaseFiles lists the GPU lease files (under the lease folder) that
+// process pid holds open.
+func leaseFiles(t *testing.T, pid, leaseDir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir(filepath.Join("/proc", pid, "fd"))
+	require.NoError(t, err)
+	var out []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc", pid, "fd", fd.Name()))
+		if err == nil && strings.HasPrefix(target, leaseDir+"/") && strings.HasSuffix(target, ".lock") {
+			out = append(out, target)
+		}
+	}
+	return out
 }
 
 // shellQuote quotes s for sh.
