@@ -180,6 +180,20 @@ type RolloutCounts struct {
 	Text          string `json:"text"` // the counts as a line
 }
 
+// GPUMemory: a node's process's memory use on one GPU over its attempt,
+// from the samples, told when the process ended: T[i] milliseconds after
+// Start the use became MiB[i] (each point the highest sample of its span;
+// a series is bounded, however long the process ran).
+type GPUMemory struct {
+	Head
+	Node    string    `json:"node"`
+	Attempt int       `json:"attempt"`
+	GPU     int       `json:"gpu"`
+	Start   time.Time `json:"start"`
+	T       []int64   `json:"t_ms"`
+	MiB     []float64 `json:"mib"`
+}
+
 // NodeNote: a line a stage kind says about its node as it runs (what it
 // deploys, what it keeps from an earlier run).
 type NodeNote struct {
@@ -300,6 +314,7 @@ func (*Progress) Kind() string       { return "progress" }
 func (*ItemProgress) Kind() string   { return "item_progress" }
 func (*RolloutCounts) Kind() string  { return "rollout_counts" }
 func (*NodeNote) Kind() string       { return "node_note" }
+func (*GPUMemory) Kind() string      { return "gpu_memory" }
 func (*NodeOutput) Kind() string     { return "node_output" }
 func (*BatchStarted) Kind() string   { return "batch_started" }
 func (*BatchRerun) Kind() string     { return "batch_rerun" }
@@ -321,6 +336,6 @@ func All() []Event {
 		&RunStarted{}, &PlanDecided{}, &NodeStarted{}, &ProcessStarted{}, &NodeRetry{}, &NodeWaiting{},
 		&NodeEnded{}, &ServeEvent{}, &Progress{}, &ItemProgress{}, &RolloutCounts{}, &NodeNote{}, &NodeOutput{},
 		&BatchStarted{}, &WaveStarted{}, &BatchRerun{}, &BatchEnded{}, &LedgerUpdated{},
-		&GPULeased{}, &GPUReleased{}, &Notice{}, &ExecutorError{}, &Info{}, &Warning{}, &RunEnded{},
+		&GPULeased{}, &GPUReleased{}, &GPUMemory{}, &Notice{}, &ExecutorError{}, &Info{}, &Warning{}, &RunEnded{},
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cairn-run/cairn/process"
 )
 
 // ParseSampleInterval is the memory sampling interval a value of
@@ -37,6 +39,9 @@ type Peaks struct {
 	RSSMiB  float64
 	GPUMiB  float64
 	Samples int
+	// GPUMemory is the use on each leased device over time (a bounded
+	// series, see SeriesPoints), for the run report.
+	GPUMemory []process.GPUMemory
 }
 
 // WithRusage raises RSSMiB to the largest resident set the kernel recorded for the waited
@@ -56,8 +61,10 @@ type Sampler struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu    sync.Mutex
-	peaks Peaks
+	mu      sync.Mutex
+	peaks   Peaks
+	devices []int
+	series  []*series // per leased device, in devices' order
 }
 
 // StartSampler samples the process tree rooted at pid (its descendants, and every process in
@@ -74,6 +81,12 @@ func StartSampler(ctx context.Context, pid int, interval time.Duration, inv Inve
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Sampler{cancel: cancel, done: make(chan struct{})}
 	devices = append([]int(nil), devices...)
+	s.devices = devices
+	if inv != nil {
+		for range devices {
+			s.series = append(s.series, &series{width: interval})
+		}
+	}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(interval)
@@ -96,8 +109,13 @@ func (s *Sampler) sample(ctx context.Context, pid int, inv Inventory, devices []
 		return
 	}
 	var gpu uint64
+	now := time.Now()
+	per := make([]float64, len(devices))
+	for i := range per {
+		per[i] = -1
+	}
 	if inv != nil {
-		for _, dev := range devices {
+		for i, dev := range devices {
 			used, procs, err := inv.DeviceMemory(ctx, dev)
 			if err != nil {
 				continue
@@ -108,25 +126,100 @@ func (s *Sampler) sample(ctx context.Context, pid int, inv Inventory, devices []
 					mine += p.UsedMiB
 				}
 			}
-			if mine > 0 {
-				gpu += mine
-			} else {
-				gpu += used
+			if mine == 0 {
+				mine = used
 			}
+			gpu += mine
+			per[i] = float64(mine)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for i, v := range per {
+		if v >= 0 && i < len(s.series) {
+			s.series[i].add(now, v)
+		}
+	}
 	s.peaks.Samples++
 	s.peaks.RSSMiB = max(s.peaks.RSSMiB, float64(rss)/(1<<20))
 	s.peaks.GPUMiB = max(s.peaks.GPUMiB, float64(gpu))
 }
 
-// Peaks returns the maxima so far, while sampling goes on.
+// Peaks returns the maxima so far, while sampling goes on, with each
+// device's series.
 func (s *Sampler) Peaks() Peaks {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.peaks
+	p := s.peaks
+	p.GPUMemory = nil
+	for i, sr := range s.series {
+		if m, ok := sr.points(s.devices[i]); ok {
+			p.GPUMemory = append(p.GPUMemory, m)
+		}
+	}
+	return p
+}
+
+// SeriesPoints bounds the buckets of a device's memory series: when a
+// process runs longer than SeriesPoints sampling intervals, neighbouring
+// buckets merge two into one (each keeping the higher sample), so a
+// series of a week's run is as small as one of a minute's, and the
+// event log stays small.
+const SeriesPoints = 256
+
+// series is one device's samples, in buckets of width from start: each
+// bucket the highest sample in it (-1: none).
+type series struct {
+	start time.Time
+	width time.Duration
+	vals  []float64
+}
+
+func (s *series) add(t time.Time, v float64) {
+	if s.start.IsZero() {
+		s.start = t
+	}
+	i := int(t.Sub(s.start) / s.width)
+	for i >= SeriesPoints {
+		merged := make([]float64, (len(s.vals)+1)/2)
+		for k := range merged {
+			merged[k] = s.vals[2*k]
+			if 2*k+1 < len(s.vals) {
+				merged[k] = max(merged[k], s.vals[2*k+1])
+			}
+		}
+		s.vals, s.width = merged, 2*s.width
+		i = int(t.Sub(s.start) / s.width)
+	}
+	for len(s.vals) <= i {
+		s.vals = append(s.vals, -1)
+	}
+	s.vals[i] = max(s.vals[i], v)
+}
+
+// points are the series' change points: a bucket whose value differs from
+// the one before, and the last bucket.
+func (s *series) points(dev int) (process.GPUMemory, bool) {
+	m := process.GPUMemory{Device: dev, Start: s.start}
+	last := -1
+	for i, v := range s.vals {
+		if v < 0 {
+			continue
+		}
+		if len(m.MiB) == 0 || v != m.MiB[len(m.MiB)-1] {
+			m.T = append(m.T, (time.Duration(i) * s.width).Milliseconds())
+			m.MiB = append(m.MiB, v)
+		}
+		last = i
+	}
+	if len(m.MiB) == 0 {
+		return m, false
+	}
+	if t := (time.Duration(last) * s.width).Milliseconds(); t > m.T[len(m.T)-1] {
+		m.T = append(m.T, t)
+		m.MiB = append(m.MiB, m.MiB[len(m.MiB)-1])
+	}
+	return m, true
 }
 
 // Stop ends sampling and returns the maxima. Calling it again returns them again.

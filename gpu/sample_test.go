@@ -217,3 +217,42 @@ func TestParseSampleInterval(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 30*time.Millisecond, p.SampleInterval)
 }
+
+// A device's memory series keeps its change points, and stays bounded
+// however long a process runs: buckets merge two into one, each keeping
+// the higher sample, so the peak survives.
+func TestMemorySeriesIsBoundedAndKeepsThePeak(t *testing.T) {
+	s := &series{width: 100 * time.Millisecond}
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for ms := 0; ms < 1000; ms += 100 {
+		s.add(at(ms), 1000)
+	}
+	for ms := 1000; ms < 2000; ms += 100 {
+		s.add(at(ms), 3000)
+	}
+	for ms := 2000; ms <= 3000; ms += 100 {
+		s.add(at(ms), 500)
+	}
+	m, ok := s.points(2)
+	require.True(t, ok)
+	assert.Equal(t, 2, m.Device)
+	assert.Equal(t, t0, m.Start)
+	assert.Equal(t, []int64{0, 1000, 2000, 3000}, m.T)
+	assert.Equal(t, []float64{1000, 3000, 500, 500}, m.MiB)
+
+	// A day of samples, one 100 ms spike of 7000 MiB in it.
+	long := &series{width: 100 * time.Millisecond}
+	for ms := 0; ms <= 24*3600*1000; ms += 100 {
+		v := float64(1000 + ms/1000%7)
+		if ms == 12*3600*1000+300 {
+			v = 7000
+		}
+		long.add(at(ms), v)
+	}
+	assert.LessOrEqual(t, len(long.vals), SeriesPoints)
+	lm, _ := long.points(0)
+	assert.LessOrEqual(t, len(lm.MiB), SeriesPoints+1)
+	assert.Contains(t, lm.MiB, 7000.0, "the spike is kept")
+	assert.Greater(t, lm.T[len(lm.T)-1], int64(23*3600*1000), "the series reaches the last sample's bucket")
+}

@@ -216,3 +216,63 @@ func TestReportOfKilledApply(t *testing.T) {
 	assert.Equal(t, "130", browsertest.Eval[string](t, p, `document.getElementById("run-exit").textContent`))
 	assert.Empty(t, p.Errors(), "console errors")
 }
+
+// A node on a simulated GPU uses 1000, then 3000, then 500 MiB, a second
+// each: the report's Resources section draws that curve on the GPU's
+// plot, inside the node's bar on the timeline's time axis.
+func TestReportGPUMemoryOverTime(t *testing.T) {
+	w := newWorkspace(t, "sim:2")
+	script := `d="$CAIRN_SIM_GPU_MEMORY/$CUDA_VISIBLE_DEVICES"; mkdir -p "$d"; for v in 1000 3000 500; do echo $v > "$d/tmp.$$"; mv "$d/tmp.$$" "$d/$$"; sleep 1; done; echo ok > done.txt`
+	w.write("mem.hcl", fmt.Sprintf(`pipeline "mem" {}
+
+stage "command" "alloc" {
+  run     = ["sh", "-c", %q]
+  gpus    = 1
+  outputs = ["done.txt"]
+}
+`, script))
+	cmd := w.command("apply", "mem.hcl", "--report")
+	cmd.Env = append(cmd.Env, "CAIRN_SAMPLE_INTERVAL=50ms")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := regexp.MustCompile(`(?m)^Report: (\S+)$`).FindStringSubmatch(string(out))
+	require.NotNil(t, m, "%s", out)
+	p := browsertest.Open(t, m[1], 1400, 1000)
+	assert.Empty(t, p.Errors(), "console errors")
+
+	type drawn struct {
+		GPU    string    `json:"gpu"`
+		Node   string    `json:"node"`
+		Points []float64 `json:"points"`
+		PathX0 float64   `json:"pathX0"`
+		PathX1 float64   `json:"pathX1"`
+		BarX0  float64   `json:"barX0"`
+		BarX1  float64   `json:"barX1"`
+	}
+	got := browsertest.Eval[[]drawn](t, p, `[...document.querySelectorAll("#gpumem svg path.memseries")].map(path => {
+		const bar = document.querySelector("rect.bar[data-node='" + path.dataset.node + "']"), pb = path.getBBox();
+		return { gpu: path.closest("svg").dataset.gpu, node: path.dataset.node, points: JSON.parse(path.dataset.points),
+			pathX0: pb.x, pathX1: pb.x + pb.width, barX0: bar.x.baseVal.value, barX1: bar.x.baseVal.value + bar.width.baseVal.value };
+	})`)
+	require.Len(t, got, 1, "one series: the node's one attempt on its one GPU")
+	g := got[0]
+	assert.Equal(t, "stage.alloc", g.Node)
+	js := showJSON(t, w, regexp.MustCompile(`runs/([^/]+)/`).FindStringSubmatch(m[1])[1])
+	n := js.Nodes[0]
+	require.Len(t, n.GPUs, 1)
+	assert.Equal(t, fmt.Sprintf("gpu %d", n.GPUs[0]), g.GPU, "drawn on the plot of the GPU the node held")
+	// The curve's levels, in order (a sample taken before the first
+	// report reads 0).
+	var levels []float64
+	for i := 1; i < len(g.Points); i += 2 {
+		if v := g.Points[i]; v > 0 && (len(levels) == 0 || levels[len(levels)-1] != v) {
+			levels = append(levels, v)
+		}
+	}
+	assert.Equal(t, []float64{1000, 3000, 500}, levels, "points %v", g.Points)
+	assert.Equal(t, 3000.0, n.PeakGPU, "the curve's top is the node's peak")
+	// On the timeline's axis: the curve lies within the node's bar.
+	assert.GreaterOrEqual(t, g.PathX0, g.BarX0-1)
+	assert.LessOrEqual(t, g.PathX1, g.BarX1+1)
+	assert.Greater(t, g.PathX1-g.PathX0, (g.BarX1-g.BarX0)/2, "the curve spans most of the bar")
+}

@@ -38,8 +38,25 @@ type Result struct {
 	Requeued   int
 	PeakRSSMiB float64
 	PeakGPUMiB float64
-	GPUs       []int
-	PID        int
+	// GPUMemory is the memory use on each GPU over the process's life,
+	// from the samples, bounded (see GPUMemory); nil where the executor
+	// does not sample (a cluster job) or the node held no GPU.
+	GPUMemory []GPUMemory
+	GPUs      []int
+	PID       int
+}
+
+// GPUMemory is a process tree's memory use on one GPU over time, from the
+// memory samples (every 100 ms by default), downsampled to at most a few
+// hundred points however long it ran: each point is where the use changed
+// to MiB[i], T[i] milliseconds after Start, and the highest sample of its
+// span (a peak is never smoothed away). The last point is the last
+// sample's.
+type GPUMemory struct {
+	Device int
+	Start  time.Time
+	T      []int64
+	MiB    []float64
 }
 
 // JobRef names a node's job as the executor that started it knows it, so

@@ -23,11 +23,17 @@ type event struct {
 	Attempted     int       `json:"attempted"`
 	InfraFailures int       `json:"infra_failures"`
 	Budget        int       `json:"budget"`
+	// gpu_memory
+	Attempt int       `json:"attempt"`
+	GPU     int       `json:"gpu"`
+	Start   time.Time `json:"start"`
+	TMs     []int64   `json:"t_ms"`
+	MiB     []float64 `json:"mib"`
 }
 
 // readEvents adds what the run's event log says beyond the journal: each
 // optimization's rollout meter over time (charged, attempted,
-// infrastructure failures), and the warnings and notes people should
+// infrastructure failures), each GPU's memory use over time, and the warnings and notes people should
 // read. A run without an event log (an older cairn) keeps what its
 // journal says; a line that does not read is skipped.
 func (b *builder) readEvents(runDir string) {
@@ -58,6 +64,15 @@ func (b *builder) readEvents(runDir string) {
 			c.Attempted = append(c.Attempted, e.Attempted)
 			c.Infra = append(c.Infra, e.InfraFailures)
 			c.Budget = e.Budget
+		case "gpu_memory":
+			if len(e.TMs) != len(e.MiB) || len(e.MiB) == 0 {
+				continue
+			}
+			g := &GPUSeries{GPU: e.GPU, Node: e.Node, Attempt: e.Attempt, MiB: e.MiB}
+			for _, ms := range e.TMs {
+				g.T = append(g.T, e.Start.Add(time.Duration(ms)*time.Millisecond))
+			}
+			b.r.GPUMemory = append(b.r.GPUMemory, g)
 		case "warning", "info", "executor_error":
 			b.r.Run.Notes = append(b.r.Run.Notes, e.Type+": "+e.Text)
 		}

@@ -47,7 +47,10 @@ type page struct {
 	Artifacts []*Artifact `json:"artifacts"`
 	Charges   []*Charge   `json:"charges"`
 	Items     []itemsRef  `json:"items"`
-	Trace     string      `json:"trace,omitempty"`
+	// GPUMem are the GPUs' memory series: lane, node, attempt, then
+	// [ms since t0, MiB] pairs.
+	GPUMem [][]any `json:"gpumem"`
+	Trace  string  `json:"trace,omitempty"`
 }
 
 type itemsRef struct {
@@ -143,6 +146,25 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 				tailed += len(out) + len(errs)
 			}
 		}
+	}
+	nodeIndex := make(map[string]int, len(r.Nodes))
+	for i, n := range r.Nodes {
+		nodeIndex[n.Addr] = i
+	}
+	for _, g := range r.GPUMemory {
+		li, ok := lanes[laneGPU(g.GPU)]
+		if !ok {
+			continue
+		}
+		pts := make([]float64, 0, 2*len(g.T))
+		for i, t := range g.T {
+			pts = append(pts, float64(t.Sub(t0).Milliseconds()), round1(g.MiB[i]))
+		}
+		node, ok := nodeIndex[g.Node]
+		if !ok {
+			node = -1
+		}
+		p.GPUMem = append(p.GPUMem, []any{li, node, g.Attempt, pts})
 	}
 	var blobs []string
 	if cache != nil {

@@ -33,6 +33,19 @@ type Report struct {
 	// Charges are the rollout charge curves of the nodes that charge a
 	// budget (an optimizer's rollouts), from the journal's charged records.
 	Charges []*Charge `json:"charges,omitempty"`
+	// GPUMemory is each GPU's memory use over the run, a series per node
+	// attempt that held it (from the event log's gpu_memory events).
+	GPUMemory []*GPUSeries `json:"gpu_memory,omitempty"`
+}
+
+// GPUSeries is one node attempt's memory use on one GPU: at T[i] the use
+// became MiB[i].
+type GPUSeries struct {
+	GPU     int         `json:"gpu"`
+	Node    string      `json:"node"`
+	Attempt int         `json:"attempt"`
+	T       []time.Time `json:"t"`
+	MiB     []float64   `json:"mib"`
 }
 
 // Run is the report's header.

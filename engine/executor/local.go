@@ -299,7 +299,7 @@ func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr 
 	res.Ended = time.Now()
 	if stopSample != nil {
 		p := stopSample().WithRusage(cmd.ProcessState)
-		res.PeakRSSMiB, res.PeakGPUMiB = p.RSSMiB, p.GPUMiB
+		res.PeakRSSMiB, res.PeakGPUMiB, res.GPUMemory = p.RSSMiB, p.GPUMiB, p.GPUMemory
 	} else if cmd.ProcessState != nil {
 		p := gpu.Peaks{}.WithRusage(cmd.ProcessState)
 		res.PeakRSSMiB = p.RSSMiB

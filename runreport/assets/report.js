@@ -118,6 +118,9 @@ function header() {
 // ---- timeline -------------------------------------------------------------
 
 const LANE_H = 22, LABEL_W = 90, AXIS_H = 22;
+// The timeline's view (ms since the run's start) and width: the GPU
+// memory plots of the Resources section follow it (zoom and pan too).
+const TL = { view: null, width: () => 900, hooks: [] };
 
 function timeline() {
   const lg = $("legend");
@@ -127,6 +130,8 @@ function timeline() {
   let end = Math.max(D.now, 1);
   for (const b of D.bars) if (b[3] > end) end = b[3];
   const view = { a: 0, b: end * 1.02 };
+  TL.view = view;
+  TL.width = width;
   const byLane = D.lanes.map(() => []);
   for (let i = 0; i < D.bars.length; i++) byLane[D.bars[i][1]].push(i);
   for (const l of byLane) l.sort((x, y) => D.bars[x][2] - D.bars[y][2]);
@@ -197,6 +202,7 @@ function timeline() {
       if (last) flush(s, last, y, name);
     });
     box.replaceChildren(s);
+    for (const f of TL.hooks) f();
   }
   function flush(s, r, y, lane) {
     const a = { x: r.x0, y: y + 3, width: Math.max(1, r.x1 - r.x0), height: LANE_H - 6, fill: COLORS[D.states[r.state]], rx: 2, class: "bar", "data-lane": lane };
@@ -386,28 +392,57 @@ async function showDetail(i, quiet) {
 
 function resources() {
   const res = $("res");
-  // Per GPU: memory over time, each node's peak over its bar (the journal
-  // keeps each node's peak of the 100 ms samples, not every sample).
+  // Per GPU: memory over time, from the samples (the event log's
+  // gpu_memory series), on the timeline's time axis; without series (a
+  // cluster job, an older cairn) each node's peak over its bar.
   const gpuLanes = D.lanes.map((l, i) => [l, i]).filter(([l]) => l.startsWith("gpu "));
-  const withMem = D.bars.some((b) => b[6] > 0);
+  const series = D.gpumem || [];
+  const withMem = series.length > 0 || D.bars.some((b) => b[6] > 0);
   if (gpuLanes.length) {
     res.append(el("h3", { text: "GPU memory over time" }));
-    if (!withMem) res.append(el("div", { class: "hint", text: "No node of this run reported GPU memory (simulated GPUs, or no NVML)." }));
+    if (!withMem) res.append(el("div", { class: "hint", text: "No node of this run reported GPU memory (simulated GPUs without reports, or no NVML)." }));
     else {
-      res.append(el("div", { class: "hint", text: "Each node's peak GPU memory over the time it held the GPU (peaks of the 100 ms samples)." }));
-      const grid = el("div", { class: "grid" });
-      const end = Math.max(D.now, 1);
-      for (const [name, li] of gpuLanes) {
-        const bars = D.bars.filter((b) => b[1] === li);
-        let top = 1;
-        for (const b of bars) if (b[6] > top) top = b[6];
-        const W = 320, H = 110, s = svg("svg", { width: W, height: H, class: "plot", "data-gpu": name });
-        const x = (ms) => 30 + (ms / end) * (W - 40), y = (v) => H - 18 - (v / top) * (H - 32);
-        for (const b of bars) if (b[6] > 0) s.append(svg("rect", { x: x(b[2]), y: y(b[6]), width: Math.max(1, x(b[3]) - x(b[2])), height: H - 18 - y(b[6]), fill: "#7a5cc6" }));
-        const lbl = svg("text", { x: 4, y: 12, "font-size": 11 }); lbl.textContent = name + ": peak " + top.toFixed(0) + " MiB"; s.append(lbl);
-        grid.append(s);
-      }
-      res.append(grid);
+      res.append(el("div", { class: "hint", text: series.length ? "Each GPU's memory use from the 100 ms samples (each point the highest sample of its span), on the timeline's time axis: zoom and pan the timeline to follow." : "Each node's peak GPU memory over the time it held the GPU (the event log has no samples of this run)." }));
+      const box = el("div", { id: "gpumem" });
+      res.append(box);
+      const drawMem = () => {
+        const W = TL.width(), H = 96, view = TL.view || { a: 0, b: Math.max(D.now, 1) };
+        const x = (ms) => LABEL_W + ((ms - view.a) / (view.b - view.a)) * (W - LABEL_W - 8);
+        const plots = [];
+        for (const [name, li] of gpuLanes) {
+          const mine = series.filter((g) => g[0] === li);
+          const bars = D.bars.filter((b) => b[1] === li && b[6] > 0);
+          let top = 1;
+          for (const g of mine) for (let k = 1; k < g[3].length; k += 2) if (g[3][k] > top) top = g[3][k];
+          if (!mine.length) for (const b of bars) if (b[6] > top) top = b[6];
+          const s = svg("svg", { width: W, height: H, class: "plot gpumem", "data-gpu": name });
+          const y = (v) => H - 6 - (v / top) * (H - 22);
+          s.append(svg("line", { x1: LABEL_W, x2: W - 8, y1: y(0), y2: y(0), stroke: "#ccd" }));
+          if (mine.length) {
+            for (const g of mine) {
+              const pts = g[3];
+              let d = "";
+              for (let k = 0; k < pts.length; k += 2) {
+                const px = x(pts[k]), py = y(pts[k + 1]);
+                d += k === 0 ? "M" + px + "," + y(0) + " L" + px + "," + py : " L" + px + "," + y(pts[k - 1]) + " L" + px + "," + py;
+              }
+              d += " L" + x(pts[pts.length - 2]) + "," + y(0);
+              const node = g[1] >= 0 ? D.nodes[g[1]][C.address] : "";
+              const path = svg("path", { d, fill: "rgba(122,92,198,0.25)", stroke: "#7a5cc6", "stroke-width": 1.2, class: "memseries", "data-node": node, "data-attempt": g[2], "data-points": JSON.stringify(pts) });
+              const title = svg("title"); title.textContent = node + " (attempt " + g[2] + ")"; path.append(title);
+              s.append(path);
+            }
+          } else {
+            for (const b of bars) s.append(svg("rect", { x: x(b[2]), y: y(b[6]), width: Math.max(1, x(b[3]) - x(b[2])), height: y(0) - y(b[6]), fill: "#7a5cc6", class: "mempeak" }));
+          }
+          const lbl = svg("text", { x: 4, y: 14, "font-size": 11 }); lbl.textContent = name; s.append(lbl);
+          const l2 = svg("text", { x: 4, y: 28, "font-size": 10, fill: "#5f6b76" }); l2.textContent = "top " + top.toFixed(0) + " MiB"; s.append(l2);
+          plots.push(s);
+        }
+        box.replaceChildren(...plots);
+      };
+      drawMem();
+      TL.hooks.push(drawMem);
     }
   }
   res.append(el("h3", { text: "Time per stage" }));
