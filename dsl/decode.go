@@ -737,27 +737,33 @@ func pipelineBlock(f *hcl.File) *hclsyntax.Block {
 // PipelineFolder reports whether dir is a folder of pipelines rather than
 // one pipeline: more than one of its .hcl files declares a pipeline block
 // (a pipeline has one). It then returns the names of all its .hcl files,
-// each a pipeline of its own; otherwise nil.
+// each a pipeline of its own; otherwise nil. A directory of fewer than two
+// .hcl files is one pipeline without a file read: validating a large
+// pipeline's folder parses its file once, not twice.
 func PipelineFolder(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var names []string
-	declaring := 0
 	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".hcl") {
-			continue
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
+			names = append(names, e.Name())
 		}
-		names = append(names, e.Name())
-		src, err := os.ReadFile(filepath.Join(dir, e.Name()))
+	}
+	if len(names) < 2 {
+		return nil
+	}
+	declaring := 0
+	for _, name := range names {
+		src, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			continue
 		}
-		if CheckNesting(src, e.Name()).HasErrors() {
+		if CheckNesting(src, name).HasErrors() {
 			continue
 		}
-		if f, _ := hclsyntax.ParseConfig(src, e.Name(), hcl.InitialPos); pipelineBlock(f) != nil {
+		if f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos); pipelineBlock(f) != nil {
 			declaring++
 		}
 	}
