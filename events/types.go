@@ -167,6 +167,19 @@ type ItemProgress struct {
 	Text          string `json:"text"` // the counts as a line
 }
 
+// ItemsFromStore: where an evaluation's results came from, told once its
+// scores file is written: Items is how many lines the file has, FromStore
+// the spans [from, to) of its lines (0-based, the file's order) whose
+// results were in the item store already; every other item that has a
+// result was asked of the model in this run.
+type ItemsFromStore struct {
+	Head
+	Node      string   `json:"node"`
+	Scores    string   `json:"scores"`
+	Items     int      `json:"items"`
+	FromStore [][2]int `json:"from_store"`
+}
+
 // RolloutCounts: an optimization's rollout meter, every 10 charged
 // rollouts and at its end.
 type RolloutCounts struct {
@@ -313,6 +326,7 @@ func (*NodeWaiting) Kind() string    { return "node_waiting" }
 func (*Progress) Kind() string       { return "progress" }
 func (*ItemProgress) Kind() string   { return "item_progress" }
 func (*RolloutCounts) Kind() string  { return "rollout_counts" }
+func (*ItemsFromStore) Kind() string { return "items_from_store" }
 func (*NodeNote) Kind() string       { return "node_note" }
 func (*GPUMemory) Kind() string      { return "gpu_memory" }
 func (*NodeOutput) Kind() string     { return "node_output" }
@@ -334,7 +348,7 @@ func (*ServeEvent) Kind() string     { return "serve" }
 func All() []Event {
 	return []Event{
 		&RunStarted{}, &PlanDecided{}, &NodeStarted{}, &ProcessStarted{}, &NodeRetry{}, &NodeWaiting{},
-		&NodeEnded{}, &ServeEvent{}, &Progress{}, &ItemProgress{}, &RolloutCounts{}, &NodeNote{}, &NodeOutput{},
+		&NodeEnded{}, &ServeEvent{}, &Progress{}, &ItemProgress{}, &ItemsFromStore{}, &RolloutCounts{}, &NodeNote{}, &NodeOutput{},
 		&BatchStarted{}, &WaveStarted{}, &BatchRerun{}, &BatchEnded{}, &LedgerUpdated{},
 		&GPULeased{}, &GPUReleased{}, &GPUMemory{}, &Notice{}, &ExecutorError{}, &Info{}, &Warning{}, &RunEnded{},
 	}

@@ -29,11 +29,15 @@ type event struct {
 	Start   time.Time `json:"start"`
 	TMs     []int64   `json:"t_ms"`
 	MiB     []float64 `json:"mib"`
+	// items_from_store
+	Items     int      `json:"items"`
+	FromStore [][2]int `json:"from_store"`
 }
 
 // readEvents adds what the run's event log says beyond the journal: each
 // optimization's rollout meter over time (charged, attempted,
-// infrastructure failures), each GPU's memory use over time, and the warnings and notes people should
+// infrastructure failures), each GPU's memory use over time, which items
+// of an evaluation came from the item store, and the warnings and notes people should
 // read. A run without an event log (an older cairn) keeps what its
 // journal says; a line that does not read is skipped.
 func (b *builder) readEvents(runDir string) {
@@ -73,6 +77,10 @@ func (b *builder) readEvents(runDir string) {
 				g.T = append(g.T, e.Start.Add(time.Duration(ms)*time.Millisecond))
 			}
 			b.r.GPUMemory = append(b.r.GPUMemory, g)
+		case "items_from_store":
+			if n := b.byAddr[e.Node]; n != nil {
+				n.fromStore, n.origins = e.FromStore, true
+			}
 		case "warning", "info", "executor_error":
 			b.r.Run.Notes = append(b.r.Run.Notes, e.Type+": "+e.Text)
 		}

@@ -326,27 +326,51 @@ func tail(path string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
+// inSpans says whether i is in one of the spans [from, to).
+func inSpans(spans [][2]int, i int) bool {
+	k := sort.Search(len(spans), func(k int) bool { return spans[k][1] > i })
+	return k < len(spans) && spans[k][0] <= i
+}
+
 // readItems reads an evaluation's scores file from its record: one row
-// per item (id, score, outputs, error).
+// per item (id, score, outputs, error, origin: "store" for a result that
+// was in the item store, "asked" for one asked of the model in this run,
+// "" where the run does not say: a node taken from the cache, an item not
+// done).
 func readItems(cache *store.Cache, n *Node) ([][]any, error) {
 	b, err := cache.OutputBytes(n.record, n.scores)
 	if err != nil {
 		return nil, err
 	}
 	var rows [][]any
+	lineNo := 0
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		i := lineNo
+		lineNo++
 		var it struct {
 			ID      string          `json:"id"`
 			Score   *float64        `json:"score"`
 			Outputs json.RawMessage `json:"outputs"`
 			Error   string          `json:"error"`
-			Cached  *bool           `json:"cached"`
+			Failed  string          `json:"failed"`
+			Pending bool            `json:"pending"`
 		}
 		if json.Unmarshal(line, &it) != nil {
 			continue
+		}
+		origin := ""
+		switch {
+		case !n.origins || it.Pending:
+		case inSpans(n.fromStore, i):
+			origin = "store"
+		default:
+			origin = "asked"
+		}
+		if it.Error == "" {
+			it.Error = it.Failed
 		}
 		outs := string(it.Outputs)
 		if len(outs) > 300 {
@@ -356,7 +380,7 @@ func readItems(cache *store.Cache, n *Node) ([][]any, error) {
 		if it.Score != nil {
 			score = *it.Score
 		}
-		rows = append(rows, []any{it.ID, score, outs, it.Error})
+		rows = append(rows, []any{it.ID, score, outs, it.Error, origin})
 		if len(rows) >= maxItems {
 			break
 		}

@@ -140,6 +140,10 @@ type Node struct {
 	upstreams []string // keys, from the record's envelope
 	result    map[string]any
 	scores    string // an evaluation's scores file (a record output)
+	// fromStore are the scores file's lines whose results were in the
+	// item store (spans [from, to)), when the event log says (origins).
+	fromStore [][2]int
+	origins   bool
 	record    *store.Record
 }
 

@@ -784,6 +784,9 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if scoresErr == nil && written {
 		scoresErr = atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false)
 	}
+	if scoresErr == nil && written {
+		rt.Emit(itemsFromStore(n.Address, s.scores, sum.Items))
+	}
 	if err != nil {
 		return evalFailure(ctx, err, n, s, sum, len(endpoints) > 0, written && scoresErr == nil, logPath)
 	}

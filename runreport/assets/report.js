@@ -540,10 +540,17 @@ function drawItems(out, rows) {
   const top = Math.max(1, ...counts);
   counts.forEach((c, i) => s.append(svg("rect", { x: 10 + i * ((W - 20) / bins), y: H - 16 - (c / top) * (H - 30), width: (W - 20) / bins - 1, height: (c / top) * (H - 30), fill: "#2e8540" })));
   const t = svg("text", { x: 10, y: H - 3, "font-size": 10 }); t.textContent = "score " + lo + " … " + hi + ", mean " + (scores.reduce((a, b) => a + b, 0) / Math.max(1, scores.length)).toFixed(4) + " over " + scores.length; s.append(t);
-  const table = el("table", { class: "t" });
-  table.append(el("tr", {}, ...["id", "score", "outputs", "error"].map((h) => el("th", { text: h }))));
-  for (const r of rows.slice(0, 500)) table.append(el("tr", {}, el("td", { text: r[0] }), el("td", { class: "num", text: r[1] == null ? "-" : String(r[1]) }), el("td", { text: r[2] }), el("td", { text: r[3] || "" })));
-  out.replaceChildren(s, table, rows.length > 500 ? el("div", { class: "hint", text: "first 500 of " + rows.length + " items" }) : null);
+  // Where each result came from: the item store, or asked of the model
+  // in this run (the event log's items_from_store; "-" where the run does
+  // not say: a node taken from the cache, an item not done).
+  const ORIGIN = { store: "from the store", asked: "asked" };
+  let fromStore = 0, asked = 0;
+  for (const r of rows) { if (r[4] === "store") fromStore++; else if (r[4] === "asked") asked++; }
+  const origins = el("div", { class: "hint origins", text: fromStore + asked ? fromStore + " from the item store, " + asked + " asked of the model in this run" : "This run does not say which results came from the item store (the node was taken from the cache, or an older cairn ran it)." });
+  const table = el("table", { class: "t items" });
+  table.append(el("tr", {}, ...["id", "score", "from the store or asked", "outputs", "error"].map((h) => el("th", { text: h }))));
+  for (const r of rows.slice(0, 500)) table.append(el("tr", { "data-id": r[0], "data-origin": r[4] || "" }, el("td", { text: r[0] }), el("td", { class: "num", text: r[1] == null ? "-" : String(r[1]) }), el("td", { class: "origin", text: ORIGIN[r[4]] || "-" }), el("td", { text: r[2] }), el("td", { text: r[3] || "" })));
+  out.replaceChildren(s, origins, table, rows.length > 500 ? el("div", { class: "hint", text: "first 500 of " + rows.length + " items" }) : null);
 }
 
 main().catch((e) => { console.error("cairn report: " + e.message); document.body.dataset.ready = "error"; document.body.prepend(el("div", { class: "warn", text: "The report could not be drawn: " + e.message })); });
