@@ -60,7 +60,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(fs.Output(), `cairn-sim-model: a SIMULATED OpenAI-compatible task model for tests and demos.
 It runs no model: answers are a deterministic function of (model, messages).
 Arithmetic questions ("What is 17 + 25?") get the number, wrong for a share
---wrong-rate of them; anything else gets "simulated answer <digest>".
+--wrong-rate of them; a reflection request (a prompt between triple-backtick
+fences and a request for a new instruction) gets that prompt back with a new
+simulated quality; anything else gets "simulated answer <digest>".
 The first line on stdout is the base URL (http://HOST:PORT/v1); as from vLLM,
 the API is served under /v1 (GET /v1/models, POST /v1/chat/completions,
 /v1/completions with echo and logprobs, /v1/embeddings; streamed or not),

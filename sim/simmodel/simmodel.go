@@ -6,7 +6,9 @@
 //
 // Arithmetic questions ("What is 17 + 25?") get the right number, except for
 // a share WrongRate of (model, messages) pairs, chosen by their digest, which
-// get a wrong one; anything else gets a fixed "simulated answer". Failures
+// get a wrong one; a reflection request (a fenced prompt and a request for a
+// new instruction) gets the prompt back with a new simulated quality (see
+// reflect); anything else gets a fixed "simulated answer". Failures
 // (HTTP 503) come at FailRate from a seeded generator. Every chat request is
 // logged as one JSON line.
 package simmodel
@@ -361,6 +363,9 @@ func Answer(model string, messages []Message, wrongRate float64) string {
 			break
 		}
 	}
+	if r, ok := reflect(question, sum); ok {
+		return r
+	}
 	m := arithmetic.FindStringSubmatch(question)
 	if m == nil {
 		return "simulated answer " + hex.EncodeToString(sum[:6])
@@ -384,6 +389,37 @@ func Answer(model string, messages []Message, wrongRate float64) string {
 		v += 1 + int64(sum[8]%9)
 	}
 	return strconv.FormatInt(v, 10)
+}
+
+// fenced is the first block between ``` fences (a language tag after
+// the opening fence is dropped).
+var fenced = regexp.MustCompile("(?s)```[^\n]*\n(.*?)\n?```")
+
+// reflect answers a reflection request, as an optimizer method sends the
+// reflection model: a user message that quotes a prompt between ```
+// fences and asks for a new instruction (GEPA's reflection template, and
+// any like it). The answer is the quoted prompt, fenced, with its
+// "[simulated wrong rate R]" tag set to a rate drawn from the request's
+// digest, between 0 and 0.5 (the tag added when the prompt has none): a
+// proposal the simulated task model obeys, better or worse than the
+// prompt it came from, so that a real search has something to find.
+func reflect(question string, sum []byte) (string, bool) {
+	if !strings.Contains(strings.ToLower(question), "new instruction") {
+		return "", false
+	}
+	m := fenced.FindStringSubmatch(question)
+	if m == nil {
+		return "", false
+	}
+	u := float64(binary.BigEndian.Uint64(sum[8:16])>>11) / (1 << 53)
+	tag := fmt.Sprintf("[simulated wrong rate %.2f]", 0.5*u)
+	prompt := strings.TrimSpace(m[1])
+	if promptWrongRate.MatchString(prompt) {
+		prompt = promptWrongRate.ReplaceAllLiteralString(prompt, tag)
+	} else {
+		prompt += "\n" + tag
+	}
+	return "```\n" + prompt + "\n```", true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

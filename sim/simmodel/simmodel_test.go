@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -216,4 +218,27 @@ func TestContextLengthIsABadRequest(t *testing.T) {
 	assert.Contains(t, body, "maximum context length is 5 tokens")
 	status, _ = chat(t, srv.URL, DefaultModel, []Message{{Role: "user", Content: "What is 1 + 2?"}})
 	assert.Equal(t, http.StatusOK, status)
+}
+
+// A reflection request (a fenced prompt, a request for a new instruction,
+// as GEPA's template sends it) gets the prompt back, fenced, with a new
+// simulated wrong rate that the model then obeys; the examples' arithmetic
+// in it is not answered.
+func TestReflectionRequestProposesAPrompt(t *testing.T) {
+	ask := func(prompt string) string {
+		return Answer("reflect", []Message{{Role: "user", Content: "I provided an assistant with the following instructions:\n```\n" + prompt +
+			"\n```\nExamples: What is 17 + 25? answered 41.\nYour task is to write a new instruction for the assistant.\nProvide the new instructions within ``` blocks."}}, 0)
+	}
+	got := ask("Answer with the number only.")
+	m := regexp.MustCompile("^```\nAnswer with the number only.\n\\[simulated wrong rate (0\\.\\d\\d)\\]\n```$").FindStringSubmatch(got)
+	require.NotNil(t, m, got)
+	rate, _ := strconv.ParseFloat(m[1], 64)
+	assert.LessOrEqual(t, rate, 0.5)
+	assert.Equal(t, got, ask("Answer with the number only."), "deterministic")
+
+	again := ask("Be exact. [simulated wrong rate 0.40]")
+	assert.Regexp(t, "^```\nBe exact. \\[simulated wrong rate 0\\.\\d\\d\\]\n```$", again, "the tag is replaced, not added")
+
+	// Not a reflection request: the arithmetic is answered.
+	assert.Equal(t, "42", Answer("m", []Message{{Role: "user", Content: "```\nx\n```\nWhat is 17 + 25?"}}, 0))
 }
