@@ -4,8 +4,10 @@
 #   bin/clients/lmeval   a venv with lm-eval[api]
 #   bin/clients/inspect  a venv with inspect-ai and openai
 #   bin/clients/node     node_modules with the official openai client
+#   bin/clients/gepa     a venv with gepa, the optimizer method of
+#                        pipelines/methods/gepa_adapter.py
 # Each is installed once (a stamp file names its pinned versions) and
-# reused. Usage: scripts/model-cache-clients.sh [lmeval|inspect|node ...]
+# reused. Usage: scripts/model-cache-clients.sh [lmeval|inspect|node|gepa ...]
 # (default: all). Exits 3 with the reason on standard error when a
 # registry cannot be reached or a tool is missing; the tests then skip,
 # unless CAIRN_REQUIRE_MODEL_CLIENTS=1 (CI), which makes them fail.
@@ -15,6 +17,7 @@ DEST=${CAIRN_CLIENTS_DIR:-$PWD/bin/clients}
 LMEVAL_PIN='lm-eval[api]==0.4.13'
 INSPECT_PIN='inspect-ai==0.3.285 openai==3.51.0'
 NODE_PIN='openai@7.55.0'
+GEPA_PIN='gepa==0.1.4'
 mkdir -p "$DEST"
 
 fail() { echo "model-cache clients: $*" >&2; exit 3; }
@@ -42,12 +45,13 @@ node_client() {
 	echo "$NODE_PIN" >"$dir/.pinned"
 }
 
-want=${*:-lmeval inspect node}
+want=${*:-lmeval inspect node gepa}
 for c in $want; do
 	case $c in
 	lmeval) venv lmeval "$LMEVAL_PIN" ;;
 	inspect) venv inspect $INSPECT_PIN ;;
 	node) node_client ;;
-	*) echo "model-cache clients: unknown client $c (lmeval, inspect, node)" >&2; exit 2 ;;
+	gepa) venv gepa "$GEPA_PIN" ;;
+	*) echo "model-cache clients: unknown client $c (lmeval, inspect, node, gepa)" >&2; exit 2 ;;
 	esac
 done
