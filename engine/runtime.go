@@ -203,6 +203,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	if err != nil {
 		return nil, err
 	}
+	if qj, ok := job.(executor.QueuedJob); ok && p.Submitted != nil {
+		p.Submitted(qj.Queue)
+	}
 	// The job is cancelled when ctx ends (Submit's contract): wait for
 	// its end all the same, to know how it ended.
 	res, err := job.Wait(context.WithoutCancel(ctx))

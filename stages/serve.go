@@ -364,8 +364,11 @@ type replica struct {
 	resErr    error
 	pid       int
 	// endpoint is the file a cluster job writes its host and port to
-	// (under a cluster executor; see serve_remote.go).
+	// (under a cluster executor; see serve_remote.go), job the job's id
+	// and queue what says whether it waits in the cluster's queue.
 	endpoint string
+	job      string
+	queue    func() (string, bool)
 }
 
 // Run implements Kind.
@@ -538,16 +541,17 @@ const ReadinessUserAgent = "cairn-serve-check"
 // waitReady polls r until it answers as ready, it dies, start_timeout
 // passes or ctx ends.
 func (sv *server) waitReady(ctx context.Context, r *replica) error {
+	if sv.remote {
+		// A cluster job's start_timeout counts from its start.
+		if err := sv.awaitEndpoint(ctx, r); err != nil {
+			return err
+		}
+	}
 	deadline := time.NewTimer(sv.s.startTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	last := errors.New("it has not answered yet")
-	if sv.remote {
-		if err := sv.awaitEndpoint(ctx, r, deadline.C); err != nil {
-			return err
-		}
-	}
 	for {
 		if !alive(r) {
 			return fmt.Errorf("its process ended during start-up (%s)", sv.exitText(r))

@@ -102,13 +102,20 @@ func readEndpoint(path string) (remoteEndpoint, bool) {
 
 // awaitEndpoint waits for r's job to write its endpoint file, and sets r's
 // port and URL from it (before they are published: a restarted replica
-// must come back where it was).
-func (sv *server) awaitEndpoint(ctx context.Context, r *replica, deadline <-chan time.Time) error {
+// must come back where it was). The job's wait in the cluster's queue has
+// no bound here: start_timeout counts from its start. A wait seen in the
+// queue is journaled (queued), and so is the job's start after it
+// (running). A job that runs and shows no endpoint file within
+// start_timeout fails the replica.
+func (sv *server) awaitEndpoint(ctx context.Context, r *replica) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	var queuedAt time.Time
+	var ran <-chan time.Time
+	state := ""
 	for {
 		sv.mu.Lock()
-		path := r.endpoint
+		path, job, queue := r.endpoint, r.job, r.queue
 		sv.mu.Unlock()
 		if path != "" {
 			if e, ok := readEndpoint(path); ok {
@@ -119,7 +126,25 @@ func (sv *server) awaitEndpoint(ctx context.Context, r *replica, deadline <-chan
 					return fmt.Errorf("its job came back at %s, not at %s, where its consumers send their requests", url, r.url)
 				}
 				r.port, r.url = e.Port, url
+				if !queuedAt.IsZero() {
+					sv.host.ServeEvent(ServeEvent{Status: "running", Replica: r.i, Port: e.Port,
+						Message: fmt.Sprintf("replica %d: %s runs on %s after %s in the queue", r.i, job, e.Host, time.Since(queuedAt).Round(time.Second))})
+				}
 				return nil
+			}
+			if queue != nil {
+				var queued bool
+				state, queued = queue()
+				switch {
+				case queued && queuedAt.IsZero():
+					queuedAt = time.Now()
+					sv.host.ServeEvent(ServeEvent{Status: "queued", Replica: r.i,
+						Message: fmt.Sprintf("replica %d: %s is queued, %s; its consumers wait (start_timeout counts from its start)", r.i, job, state)})
+				case !queued && state != "" && ran == nil:
+					t := time.NewTimer(sv.s.startTimeout)
+					defer t.Stop()
+					ran = t.C
+				}
 			}
 		}
 		select {
@@ -127,8 +152,8 @@ func (sv *server) awaitEndpoint(ctx context.Context, r *replica, deadline <-chan
 			return ctx.Err()
 		case <-r.exited:
 			return fmt.Errorf("its job ended before it wrote its endpoint file (%s)", sv.exitText(r))
-		case <-deadline:
-			return fmt.Errorf("its job wrote no endpoint file %s within start_timeout %s (still queued?)", path, sv.s.startTimeout)
+		case <-ran:
+			return fmt.Errorf("its job runs (%s) but its endpoint file %s did not show within start_timeout %s: the run's folder must be on a filesystem the cluster's machines share", state, path, sv.s.startTimeout)
 		case <-tick.C:
 		}
 	}
@@ -150,7 +175,7 @@ func (sv *server) remoteProc(r *replica, p *Proc) {
 	_ = os.Remove(file)
 	p.Env["CAIRN_SERVE_ENDPOINT_FILE"] = file
 	sv.mu.Lock()
-	r.endpoint = ""
+	r.endpoint, r.job, r.queue = "", "", nil
 	sv.mu.Unlock()
 	p.Started = func(ref process.JobRef) {
 		// A job re-attached to writes beside the dead run's logs.
@@ -160,6 +185,12 @@ func (sv *server) remoteProc(r *replica, p *Proc) {
 		}
 		sv.mu.Lock()
 		r.endpoint = endpointFile(stdout)
+		r.job = ref.Executor + " job " + ref.ID
+		sv.mu.Unlock()
+	}
+	p.Submitted = func(queue func() (string, bool)) {
+		sv.mu.Lock()
+		r.queue = queue
 		sv.mu.Unlock()
 	}
 }

@@ -235,6 +235,12 @@ type Proc struct {
 	// job that an apply re-attached to are the dead run's ("stdout",
 	// "stderr" of its details).
 	Started func(process.JobRef)
+	// Submitted, when set, is called once a cluster's job is submitted
+	// (under a cluster executor only), with what says whether it waits
+	// in the cluster's queue: its state as the cluster last showed it
+	// ("PENDING (Resources)"; "" before the first answer) and whether
+	// that is a wait in the queue.
+	Submitted func(queue func() (state string, queued bool))
 }
 
 // Batcher is implemented by kinds whose stage runs as one GPU batch

@@ -239,6 +239,9 @@ type nodeView struct {
 	rss, gpuMiB       float64
 	logs              []string
 	gpus              []int
+	// queued are a serve node's replicas whose cluster job waits in the
+	// queue.
+	queued map[int]bool
 }
 
 // addLogs adds log paths not listed yet: every attempt's logs are shown.
@@ -302,6 +305,16 @@ func (a *app) showRun(dir string) error {
 			v.state = "cached"
 		case runlog.Skipped:
 			v.state, v.msg = "skipped", e.Message
+		case runlog.Serve:
+			switch e.Status {
+			case "queued":
+				if v.queued == nil {
+					v.queued = map[int]bool{}
+				}
+				v.queued[e.Replica] = true
+			case "running", "stopped", "failed":
+				delete(v.queued, e.Replica)
+			}
 		}
 	}
 	if len(order) == 0 {
@@ -313,6 +326,10 @@ func (a *app) showRun(dir string) error {
 		v := nodes[addr]
 		if v.state == "running" && ri.State != "running" {
 			v.state = "interrupted"
+		} else if v.state == "running" && len(v.queued) > 0 {
+			// A serve node whose replicas' jobs wait in the cluster's
+			// queue.
+			v.state = "queued"
 		}
 		dur := "-"
 		if !v.start.IsZero() && !v.end.IsZero() {

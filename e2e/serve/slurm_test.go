@@ -224,3 +224,109 @@ func TestSlurmServeReattachesAfterCrash(t *testing.T) {
 		assert.Equal(t, "CANCELLED", jobState(t, id), "job %s", id)
 	}
 }
+
+// A serve job that waits in Slurm's queue (the node taken whole by another
+// job) does not fail its start_timeout there: start_timeout counts from
+// the job's start. Meanwhile the journal, the progress and `cairn show RUN`
+// say it is queued, and its consumers wait; once the other job ends, it
+// runs, gets ready within start_timeout and serves them.
+func TestSlurmServeWaitsInTheQueue(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, 6)
+	// Another user's job holds the only node until the file unblock
+	// exists.
+	unblock := filepath.Join(w.dir, "unblock")
+	blocker := strings.TrimSpace(slurmtest.Call(t, "sbatch", "--parsable", "--exclusive", "--job-name=cairn-test-blocker",
+		"--output=/dev/null", "--chdir="+w.dir, "--wrap", "while [ ! -f "+unblock+" ]; do sleep 0.2; done"))
+	t.Cleanup(func() { slurmtest.Call(t, "scancel", blocker) })
+	waitFor(t, 2*time.Minute, func() bool { return jobState(t, blocker) == "RUNNING" }, "the blocking job never ran")
+
+	const startTimeout = 10 * time.Second
+	srv := strings.Replace(slurmServeStage(freePort(t, 4), 1), `start_timeout = "3m"`, fmt.Sprintf("start_timeout = %q", startTimeout), 1)
+	f := w.pipeline(srv, evalStage("a", "tm"))
+	apply := w.cmd("apply", f, "--executor", "slurm")
+	var out strings.Builder
+	apply.Stdout, apply.Stderr = &out, &out
+	require.NoError(t, apply.Start())
+	ended := make(chan struct{})
+	go func() { _ = apply.Wait(); close(ended) }()
+	t.Cleanup(func() {
+		_ = apply.Process.Kill()
+		<-ended
+	})
+	isEnded := func() bool {
+		select {
+		case <-ended:
+			return true
+		default:
+			return false
+		}
+	}
+	entries := func() []runlog.Entry {
+		if rs := w.runsOldestFirst(); len(rs) == 1 {
+			return rs[0].Entries
+		}
+		return nil
+	}
+
+	// The replica's job is queued, and the journal says so.
+	var queuedAt time.Time
+	waitFor(t, 2*time.Minute, func() bool {
+		es := entries()
+		if i := index(es, serveRec("stage.tm", "queued")); i >= 0 {
+			queuedAt = es[i].Time
+			return true
+		}
+		return isEnded()
+	}, "no queued record")
+	require.False(t, isEnded(), "the apply ended:\n%s", out.String())
+	es := entries()
+	jobs := serveJobs(es)
+	require.Len(t, jobs, 1)
+	assert.Contains(t, es[index(es, serveRec("stage.tm", "queued"))].Message, "slurm job "+jobs[0]+" is queued, PENDING")
+
+	// Twice start_timeout later it still waits, queued, with no failure,
+	// and its consumer has not started.
+	waitFor(t, 5*time.Minute, func() bool { return time.Since(queuedAt) > 2*startTimeout || isEnded() }, "")
+	require.False(t, isEnded(), "the apply ended while the serve job was queued:\n%s", out.String())
+	assert.Equal(t, "PENDING", jobState(t, jobs[0]))
+	es = entries()
+	assert.Equal(t, -1, index(es, func(e runlog.Entry) bool { return e.T == runlog.Failed }), "a node failed while queued")
+	assert.Equal(t, -1, index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.a" }), "the consumer started before its server")
+	runs := w.runsOldestFirst()
+	require.Len(t, runs, 1)
+	code, show := w.run("show", runs[0].ID)
+	require.Equal(t, 0, code, show)
+	assert.Regexp(t, `stage\.tm\s+queued\s`, show)
+
+	// The other job ends: the replica runs, gets ready and serves.
+	w.write("unblock", "")
+	<-ended
+	require.Equal(t, 0, apply.ProcessState.ExitCode(), out.String())
+	es = w.journal(out.String())
+	queued, running := index(es, serveRec("stage.tm", "queued")), index(es, serveRec("stage.tm", "running"))
+	ready := index(es, serveRec("stage.tm", "ready"))
+	consumer := index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.a" })
+	require.True(t, queued >= 0 && running > queued && ready > running && consumer > ready, "queued %d, running %d, ready %d, consumer %d:\n%s", queued, running, ready, consumer, out.String())
+	assert.Contains(t, es[running].Message, "in the queue")
+	assert.Regexp(t, `stage\.tm  replica 1: slurm job `+jobs[0]+` is queued, PENDING \(Resources\); its consumers wait`, out.String())
+	assert.Len(t, w.workerRequests(), 6)
+	assert.Equal(t, "CANCELLED", jobState(t, jobs[0]))
+}
+
+// waitFor polls cond until it holds; the test fails with msg after
+// timeout (a bound on a broken run, not a timing assertion). An empty msg
+// fails nothing: the caller checks what it needs.
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			if msg != "" {
+				t.Fatal(msg)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

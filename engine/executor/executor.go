@@ -119,6 +119,16 @@ type Job interface {
 	Cancel(hard bool) error
 }
 
+// QueuedJob is a Job that a cluster may hold in its queue before it runs.
+type QueuedJob interface {
+	Job
+	// Queue is the job's state as the cluster last showed it, for
+	// people ("PENDING (Resources)"; "" before the first answer), and
+	// whether that state is a wait in the queue (neither running nor
+	// ended).
+	Queue() (state string, queued bool)
+}
+
 // Spec is one process to run for a node: what any executor needs.
 type Spec struct {
 	Node string

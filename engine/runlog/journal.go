@@ -48,9 +48,9 @@ const (
 	Waiting    = "waiting"   // the executor waits for something it cannot go on without (status "waiting"), or no longer ("over")
 	RunEnd     = "run_end"   // the run ended: ok, failed, interrupted
 	// Serve is an event of a service node (a serve stage) or one of its
-	// replicas: its status says which (not_started, ready, serving, down,
-	// restarting, failed, stopped, gpus_freed, gpus_not_freed, port_skipped), with the
-	// replica's pid, port, GPUs and endpoint.
+	// replicas: its status says which (not_started, queued, running, ready,
+	// serving, down, restarting, failed, stopped, gpus_freed, gpus_not_freed,
+	// port_skipped), with the replica's pid, port, GPUs and endpoint.
 	Serve = "serve"
 )
 

@@ -359,6 +359,22 @@ func (j *job) Cancel(bool) error {
 
 func (j *job) leave() { j.leftOnce.Do(func() { close(j.left) }) }
 
+// Queue implements executor.QueuedJob: the state and Slurm's reason from
+// the last status query.
+func (j *job) Queue() (string, bool) {
+	j.c.mu.Lock()
+	defer j.c.mu.Unlock()
+	t, ok := j.c.jobs[j.ref.JobID]
+	if !ok || t.state == "" {
+		return "", false
+	}
+	st := t.state
+	if t.reason != "" && t.reason != "None" {
+		st += " (" + t.reason + ")"
+	}
+	return st, !running(t.state) && !final(t.state)
+}
+
 // Wait implements executor.Job.
 func (j *job) Wait(ctx context.Context) (*process.Result, error) {
 	defer j.once.Do(func() { close(j.ended) })

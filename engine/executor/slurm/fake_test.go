@@ -612,7 +612,8 @@ func TestMissingSlurmConfIsRefusedAtOnce(t *testing.T) {
 // attempt, which the engine sets, not by what the process's environment
 // holds: the job is the run's (--job-name), its comment names the
 // attempt, and its reference's spec digest tells two keys apart.
-func TestSubmitNamesTheJobByTheSpecsRunKeyAndAttempt(t *testing.T) {
+// newFakeExecutor is an Executor on the fake Slurm commands.
+func newFakeExecutor(t *testing.T) (*fake, *Executor) {
 	f := &fake{t: t, dir: t.TempDir()}
 	t.Setenv("FAKE_SLURM", f.dir)
 	f.write("config", noAccounting)
@@ -623,6 +624,11 @@ func TestSubmitNamesTheJobByTheSpecsRunKeyAndAttempt(t *testing.T) {
 	// The poller's stand-in squeue writes in f.dir: it ends before the
 	// folder is removed.
 	t.Cleanup(e.Close)
+	return f, e
+}
+
+func TestSubmitNamesTheJobByTheSpecsRunKeyAndAttempt(t *testing.T) {
+	f, e := newFakeExecutor(t)
 	spec := func(key string) *executor.Spec {
 		return &executor.Spec{
 			Node: `stage.train["a"]`, RunID: "20260101T000000-abcd", Key: key, Attempt: 3,
@@ -699,4 +705,42 @@ func TestStatusQueriesKeepThePollInterval(t *testing.T) {
 	}
 	assert.LessOrEqual(t, len(q), int(elapsed/interval)+1, "status queries in %s at one per %s", elapsed, interval)
 	assert.Equal(t, len(q), c.Queries())
+}
+
+// A submitted job says whether it waits in Slurm's queue, with its state
+// and Slurm's reason as the last status query showed them (#31).
+func TestJobSaysItIsQueued(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	j, err := e.Submit(context.Background(), &executor.Spec{
+		Node: "stage.serve", RunID: "20260101T000000-abcd", Key: "k1", Attempt: 1,
+		Argv: []string{"true"}, Env: os.Environ(), Dir: f.dir, Stdout: filepath.Join(f.dir, "k1.out"), Stderr: filepath.Join(f.dir, "k1.err"),
+	})
+	require.NoError(t, err)
+	qj, ok := j.(executor.QueuedJob)
+	require.True(t, ok, "a Slurm job says whether it is queued")
+	id := j.Ref().ID
+	until := func(want string) (string, bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, q := qj.Queue()
+			if st == want || time.Now().After(deadline) {
+				return st, q
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	f.write("squeue.out", id+"|PENDING|Resources\n")
+	st, queued := until("PENDING (Resources)")
+	assert.Equal(t, "PENDING (Resources)", st)
+	assert.True(t, queued)
+	f.write("squeue.out", id+"|RUNNING|None\n")
+	st, queued = until("RUNNING")
+	assert.Equal(t, "RUNNING", st)
+	assert.False(t, queued, "a running job is not queued")
+	f.write("k1.exit", "status=0\n")
+	f.write("squeue.out", id+"|COMPLETED|None\n")
+	res, err := j.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, res.Class, res.Message)
 }
