@@ -737,7 +737,16 @@ func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string)
 	if err != nil && !errors.Is(err, items.ErrIncomplete) {
 		return nil, err // the session is dead: the next request opens another
 	}
+	// The results found in the store are read in one pass over its log.
+	var keys []string
+	for _, o := range sum.Items {
+		if o.Done && !o.Failed && o.Result == nil {
+			keys = append(keys, o.Key)
+		}
+	}
+	stored, _, serr := e.store.GetAll(keys)
 	out := make([]rollout.Outcome, len(sum.Items))
+	next := 0 // into stored
 	for i, o := range sum.Items {
 		r := rollout.Outcome{Item: o.ID, Key: o.Key, Score: o.Score, Cached: o.Cached}
 		switch {
@@ -746,9 +755,10 @@ func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string)
 		case o.Result != nil:
 			r.Outputs, r.Error = o.Result.Outputs, o.Result.Error
 		default:
-			if res, ok, _ := e.store.Get(o.Key); ok {
-				r.Outputs, r.Error = res.Outputs, res.Error
+			if serr == nil {
+				r.Outputs, r.Error = stored[next].Outputs, stored[next].Error
 			}
+			next++
 		}
 		out[i] = r
 	}

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"testing"
 )
 
@@ -82,5 +84,42 @@ func BenchmarkOpenStore1M(b *testing.B) {
 			b.Fatalf("opened %d items, want %d", s.Len(), n)
 		}
 		s.Close()
+	}
+}
+
+// BenchmarkWriteScoresFromStore writes the scores file of an evaluation
+// whose 50,000 items were all in the store: their outputs are read from
+// the log (what a resumed evaluation does at its end).
+func BenchmarkWriteScoresFromStore(b *testing.B) {
+	const n = 50_000
+	dir := b.TempDir()
+	store, err := OpenStore(dir, StoreOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]Record, n)
+	sum := Summary{Items: make([]ItemOutcome, n)}
+	for i := range n {
+		var buf [8]byte
+		binary.LittleEndian.PutUint64(buf[:], uint64(i))
+		h := sha256.Sum256(buf[:])
+		sc := float64(i % 2)
+		key := hex.EncodeToString(h[:])
+		recs[i] = Record{Key: key, Result: Result{Score: &sc, Charged: 1, Outputs: json.RawMessage(fmt.Sprintf(`{"answer":"%d"}`, i))}}
+		sum.Items[i] = ItemOutcome{ID: fmt.Sprintf("q%d", i), Key: key, Score: &sc, Cached: true, Done: true}
+	}
+	if err := store.PutBatch(recs); err != nil {
+		b.Fatal(err)
+	}
+	store.Close()
+	if store, err = OpenStore(dir, StoreOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := sum.WriteScores(io.Discard, store); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

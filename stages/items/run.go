@@ -876,7 +876,22 @@ func (r *run) summary() Summary {
 // result came from the store is left out, so that the same results always
 // make the same file (and the same digest).
 func (s Summary) WriteScores(w io.Writer, st *Store) error {
+	// The results found in the store are read in one pass over its log.
+	var stored []Result
+	if st != nil {
+		var keys []string
+		for _, o := range s.Items {
+			if o.Done && !o.Failed && o.Result == nil {
+				keys = append(keys, o.Key)
+			}
+		}
+		var err error
+		if stored, _, err = st.GetAll(keys); err != nil {
+			return fmt.Errorf("items: write scores: %w", err)
+		}
+	}
 	bw := bufio.NewWriter(w)
+	next := 0 // into stored
 	for _, o := range s.Items {
 		line := struct {
 			ID      string          `json:"id"`
@@ -896,13 +911,8 @@ func (s Summary) WriteScores(w io.Writer, st *Store) error {
 		case o.Result != nil:
 			line.Error, line.Outputs = o.Result.Error, o.Result.Outputs
 		default:
-			r, ok, err := st.Get(o.Key)
-			if err != nil {
-				return fmt.Errorf("items: write scores: %w", err)
-			}
-			if ok {
-				line.Error, line.Outputs = r.Error, r.Outputs
-			}
+			line.Error, line.Outputs = stored[next].Error, stored[next].Outputs
+			next++
 		}
 		b, err := json.Marshal(line)
 		if err != nil {

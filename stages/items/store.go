@@ -1,6 +1,7 @@
 package items
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -272,6 +273,59 @@ func (s *Store) Get(key string) (Result, bool, error) {
 		return Result{}, true, fmt.Errorf("%w: no record at offset %d for %s", ErrBadRecord, e.off, key)
 	}
 	return r, true, nil
+}
+
+// GetAll returns the full results of keys, in their order: has[i] is
+// false where keys[i] has no result. It reads the log once, in offset
+// order, through one open file, where a Get per key opens it each time.
+func (s *Store) GetAll(keys []string) (res []Result, has []bool, err error) {
+	res, has = make([]Result, len(keys)), make([]bool, len(keys))
+	at := make(map[int64][]int) // log offset -> indexes into keys
+	offs := make([]int64, 0, len(keys))
+	kbs := make([][32]byte, len(keys))
+	s.mu.RLock()
+	for i, key := range keys {
+		kb, perr := parseKey(key)
+		if perr != nil {
+			s.mu.RUnlock()
+			return nil, nil, perr
+		}
+		kbs[i] = kb
+		e, ok := s.index[kb]
+		if !ok {
+			continue
+		}
+		has[i] = true
+		if e.off < 0 {
+			if res[i], err = decodeResult(s.own[kb]); err != nil {
+				s.mu.RUnlock()
+				return nil, nil, fmt.Errorf("items: read result %s: %w", key, err)
+			}
+			continue
+		}
+		if _, seen := at[e.off]; !seen {
+			offs = append(offs, e.off)
+		}
+		at[e.off] = append(at[e.off], i)
+	}
+	s.mu.RUnlock()
+	err = wal.ReadRecords(s.logPath, offs, func(off int64, p []byte) error {
+		r, err := decodeResult(p)
+		if err != nil {
+			return fmt.Errorf("%w at offset %d: %w", ErrBadRecord, off, err)
+		}
+		for _, i := range at[off] {
+			if !bytes.Equal(p[1:33], kbs[i][:]) {
+				return fmt.Errorf("%w: the record at offset %d is not %s's", ErrBadRecord, off, keys[i])
+			}
+			res[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("items: read results from %s: %w", s.logPath, err)
+	}
+	return res, has, nil
 }
 
 // Put stores r under key unless key already has a result. It returns when

@@ -200,3 +200,44 @@ func TestClaimReleasedWhenHolderIsKilled(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "the kernel released the dead holder's claim")
 }
+
+// GetAll gives what Get gives for each key, in the keys' order: results
+// this Store appended and has not read back, results read from the log
+// (another process's), a key asked for twice, and keys without a result.
+func TestStoreGetAll(t *testing.T) {
+	dir := t.TempDir()
+	other, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	s, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 300 {
+		r := Result{Score: score(float64(i % 2)), Charged: 1, Outputs: json.RawMessage(fmt.Sprintf(`{"answer":"%d"}`, i))}
+		if i%7 == 0 {
+			r.Error = fmt.Sprintf("item %d gave up", i)
+		}
+		st := other
+		if i%3 == 0 {
+			st = s // appended here: not read back yet
+		}
+		require.NoError(t, st.Put(testKey(i), r))
+	}
+	require.NoError(t, other.Close())
+	require.NoError(t, s.Refresh())
+	keys := []string{testKey(299), testKey(0), testKey(1000), testKey(150), testKey(0), testKey(7), testKey(1)}
+	res, has, err := s.GetAll(keys)
+	require.NoError(t, err)
+	require.Len(t, res, len(keys))
+	for i, k := range keys {
+		want, ok, err := s.Get(k)
+		require.NoError(t, err)
+		assert.Equal(t, ok, has[i], "key %d", i)
+		assert.Equal(t, want, res[i], "key %d", i)
+	}
+	assert.False(t, has[2])
+	assert.Equal(t, `{"answer":"7"}`, string(res[5].Outputs))
+	assert.Equal(t, "item 7 gave up", res[5].Error)
+
+	_, _, err = s.GetAll([]string{"not a key"})
+	assert.ErrorIs(t, err, ErrBadKey)
+}
