@@ -81,6 +81,8 @@ type Graph struct {
 	// Seal is what the pipeline's seal blocks pin (path -> digest),
 	// checked before anything runs; it enters every node's key.
 	Seal map[string]string
+	// room is what a node's command inherits (see argSizeCheck).
+	room *startRoom
 }
 
 // stageRefs are the references found in one stage's expressions.
@@ -185,6 +187,7 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, un
 		refs:       make(map[string]*stageRefs, n),
 		Waiting:    map[string]string{},
 		unset:      unset,
+		room:       &startRoom{},
 	}
 	diags := g.linkStages()
 	order, d := g.orderStages()

@@ -185,7 +185,7 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		diags = append(diags, n.Kind.Check(sn)...)
 	}
 	if !diags.HasErrors() {
-		diags = append(diags, argSizeCheck(sn)...)
+		diags = append(diags, argSizeCheck(sn, g.room)...)
 	}
 	if d, ok := n.Kind.(stages.InputDeclarer); ok && !diags.HasErrors() {
 		// Files named by the kind's attributes key the node like inputs.
@@ -809,44 +809,105 @@ const envReserve = 4 << 10
 // argSizeCheck refuses a run list whose arguments, with the stage's env
 // and the environment cairn passes on, are over what the system lets a
 // program start with (ARG_MAX): the program would fail to start, at apply
-// time, with "argument list too long".
-func argSizeCheck(sn *stages.Node) hcl.Diagnostics {
+// time, with "argument list too long". The inherited environment and the
+// limit are read once a graph (see startRoom).
+func argSizeCheck(sn *stages.Node, room *startRoom) hcl.Diagnostics {
 	run, ok := sn.Args["run"]
-	if !ok || !run.IsWhollyKnown() || run.IsNull() {
+	if !ok {
 		return nil
 	}
-	run, _ = run.UnmarkDeep()
-	var argv []string
-	if run.Type().Equals(cty.String) {
-		argv = []string{"/bin/sh", "-c", run.AsString()}
-	} else if l, err := stages.StringList(run); err == nil {
-		argv = l
-	} else {
-		return nil
+	args, ok := plainArgBytes(run)
+	if !ok {
+		if !run.IsWhollyKnown() || run.IsNull() {
+			return nil
+		}
+		run, _ = run.UnmarkDeep()
+		var argv []string
+		if run.Type().Equals(cty.String) {
+			argv = []string{"/bin/sh", "-c", run.AsString()}
+		} else if l, err := stages.StringList(run); err == nil {
+			argv = l
+		} else {
+			return nil
+		}
+		for _, a := range argv {
+			args += argBytes(a)
+		}
 	}
-	// Each string counts with its NUL and its pointer, as execve counts.
-	size, args := envReserve, 0
-	for _, a := range argv {
-		size += len(a) + 1 + 8
-		args += len(a) + 1 + 8
-	}
+	size := envReserve + args
 	for k, v := range sn.Common.Env {
 		size += len(k) + len(v) + 2 + 8
 	}
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !stageSets(sn, k) {
-			size += len(kv) + 1 + 8
-		}
-	}
-	limit := argLimit()
+	size += room.inherited(sn)
+	limit := room.limit()
 	if size <= limit {
 		return nil
 	}
 	return stages.Diag("Invalid run", fmt.Sprintf("The arguments (%d bytes) and environment of this command take %d bytes, over the %d bytes this system lets a program start with (ARG_MAX): it would fail to start with \"argument list too long\". Pass the data in a file instead (and name it in inputs).", args, size, limit), sn.Ranges["run"])
 }
 
-// stageSets reports whether the stage's env sets the variable name.
-func stageSets(sn *stages.Node, name string) bool {
-	_, ok := sn.Common.Env[name]
-	return ok
+// argBytes is what execve counts for one argument or environment entry:
+// the string with its NUL and its pointer.
+func argBytes(s string) int { return len(s) + 1 + 8 }
+
+// plainArgBytes is the bytes of the arguments of a run given as a known,
+// unmarked string (run by /bin/sh -c) or a list or tuple of them, without
+// copying them out; ok is false for any other run.
+func plainArgBytes(run cty.Value) (int, bool) {
+	if run.IsMarked() || !run.IsKnown() || run.IsNull() {
+		return 0, false
+	}
+	ty := run.Type()
+	if ty == cty.String {
+		return argBytes("/bin/sh") + argBytes("-c") + argBytes(run.AsString()), true
+	}
+	if !(ty.IsListType() || ty.IsTupleType()) {
+		return 0, false
+	}
+	n := 0
+	for e := range dsl.Elements(run) {
+		if e.IsMarked() || !e.IsKnown() || e.IsNull() || e.Type() != cty.String {
+			return 0, false
+		}
+		n += argBytes(e.AsString())
+	}
+	return n, true
+}
+
+// startRoom is what argSizeCheck counts for every node alike: the
+// environment cairn passes on and the system's limit, read once (the
+// nodes of a graph are checked in parallel).
+type startRoom struct {
+	once  sync.Once
+	total int            // every inherited entry, with its NUL and pointer
+	byKey map[string]int // the entries of each variable name
+	max   int            // argLimit
+}
+
+func (r *startRoom) read() {
+	r.once.Do(func() {
+		r.byKey = map[string]int{}
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			r.total += argBytes(kv)
+			r.byKey[k] += argBytes(kv)
+		}
+		r.max = argLimit()
+	})
+}
+
+// inherited is the size of the environment a node inherits: every
+// variable but those its stage's env sets.
+func (r *startRoom) inherited(sn *stages.Node) int {
+	r.read()
+	size := r.total
+	for k := range sn.Common.Env {
+		size -= r.byKey[k]
+	}
+	return size
+}
+
+func (r *startRoom) limit() int {
+	r.read()
+	return r.max
 }
