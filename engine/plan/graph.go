@@ -62,7 +62,8 @@ type Graph struct {
 	// StageDeps maps a stage to the stages it depends on.
 	StageDeps map[string][]string
 	refs      map[string]*stageRefs
-	eaches    map[string]cty.Value // see eachValue
+	eaches    map[string]cty.Value      // see eachValue
+	forEaches map[string][]dsl.Instance // see expandForEach
 	paths     *PathChecker
 	pathsMu   sync.Mutex
 	cacheDir  string // see SetCacheDir
@@ -645,7 +646,7 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 		insts = []dsl.Instance{{Keyed: true}}
 	case s.ForEach != nil:
 		var d hcl.Diagnostics
-		insts, d = dsl.ExpandForEach(s, g.Scope.Context(extra))
+		insts, d = g.expandForEach(s, extra)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			return diags
@@ -765,6 +766,54 @@ func isEachKey(e hcl.Expression) bool {
 	}
 	a, ok := t[1].(hcl.TraverseAttr)
 	return ok && a.Name == "key"
+}
+
+// expandForEach is dsl.ExpandForEach, whose instances are shared by the
+// stages whose for_each is the same variable or local (for_each =
+// local.ids): that value is the same for every stage, and expanding a set
+// sorts it (cty orders a set's elements each time they are iterated,
+// comparing cty values: the most of a grid's plan before).
+func (g *Graph) expandForEach(s *dsl.Stage, extra map[string]cty.Value) ([]dsl.Instance, hcl.Diagnostics) {
+	key, shared := sharedForEach(s.ForEach)
+	if shared {
+		if insts, ok := g.forEaches[key]; ok {
+			return insts, nil
+		}
+	}
+	insts, diags := dsl.ExpandForEach(s, g.Scope.Context(extra))
+	if shared && len(diags) == 0 {
+		if g.forEaches == nil {
+			g.forEaches = map[string][]dsl.Instance{}
+		}
+		g.forEaches[key] = insts
+	}
+	return insts, diags
+}
+
+// sharedForEach names a for_each that is a variable or a local, or an
+// attribute of one (local.grid.ids), by its traversal: its value is the
+// same wherever it is written.
+func sharedForEach(e hcl.Expression) (string, bool) {
+	st, ok := e.(*hclsyntax.ScopeTraversalExpr)
+	if !ok || len(st.Traversal) < 2 {
+		return "", false
+	}
+	var b strings.Builder
+	for i, step := range st.Traversal {
+		switch t := step.(type) {
+		case hcl.TraverseRoot:
+			if i != 0 || (t.Name != "local" && t.Name != "var") {
+				return "", false
+			}
+			b.WriteString(t.Name)
+		case hcl.TraverseAttr:
+			b.WriteByte('.')
+			b.WriteString(t.Name)
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
 }
 
 // eachValue is dsl.EachValue, shared between instances whose value is

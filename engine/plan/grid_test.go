@@ -1,0 +1,83 @@
+package plan_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
+)
+
+// gridPipeline is four stages over one grid of keys, each instance after
+// the previous stage's instance of its key. FOREACH is each stage's
+// for_each.
+const gridPipeline = `variable "tags" {
+  type    = set(string)
+  default = ["b", "a"]
+}
+
+locals {
+  ids  = toset([for p in setproduct(range(7), range(6)) : tostring(p[0] * 6 + p[1])])
+  grid = { ids = local.ids, tags = var.tags }
+}
+
+stage "command" "l0" {
+  for_each = FOREACH
+  run      = ["sh", "-c", "echo l0_${each.key} > out/l0_${each.key}"]
+  outputs  = ["out/l0_${each.key}"]
+}
+
+stage "command" "l1" {
+  for_each = FOREACH
+  run      = ["sh", "-c", "echo l1_${each.key} > out/l1_${each.key}"]
+  outputs  = ["out/l1_${each.key}"]
+  after    = [stage.l0[each.key]]
+}
+
+stage "command" "l2" {
+  for_each = FOREACH
+  run      = ["sh", "-c", "echo ${each.value} > out/l2_${each.key}"]
+  outputs  = ["out/l2_${each.key}"]
+  after    = [stage.l1[each.key]]
+}
+
+stage "command" "t" {
+  for_each = var.tags
+  run      = ["echo", each.key]
+}
+
+stage "command" "u" {
+  for_each = local.grid.tags
+  run      = ["echo", each.key]
+  after    = [stage.t[each.key]]
+}
+`
+
+// Stages whose for_each is the same local or variable share its
+// expansion (a set is sorted once, not once a stage): the plan, every
+// node's key and dependencies included, is the one of for_each
+// expressions evaluated stage by stage.
+func TestSharedForEachPlansAsEvaluatedOnes(t *testing.T) {
+	render := func(forEach string) string {
+		root := t.TempDir()
+		src := strings.ReplaceAll(gridPipeline, "FOREACH", forEach)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "out"), 0o755))
+		l, diags := planLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+		require.False(t, diags.HasErrors(), "%s", diags.Error())
+		return renderCorpusPlan(t, l, root)
+	}
+	for _, shared := range []string{"local.ids", "local.grid.ids"} {
+		got := render(shared)
+		// An expression that is not a bare traversal is evaluated for
+		// each stage.
+		want := render(fmt.Sprintf("toset([for k in %s : k])", shared))
+		assert.Equal(t, want, got, "for_each = %s", shared)
+		assert.Contains(t, got, `stage.l2["41"]`)
+	}
+}
