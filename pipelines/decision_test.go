@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/runreport/browsertest"
 	"github.com/cairn-run/cairn/stages/decision"
 )
 
@@ -517,6 +518,8 @@ func TestDecisionDemo(t *testing.T) {
 	out := demo()
 	assert.Contains(t, out, "Apply complete: 49 ran, 0 cached, 0 failed, 0 skipped.")
 	assert.Contains(t, out, "missing_dependency")
+	ledgerPath := filepath.Join(repo, "demo", "decision", "decision", "ledger", decision.LedgerJSON)
+	checkLedgerInReport(t, out, ledgerPath)
 
 	// Each faulty slot's line says what its process did, never "✓ ok".
 	var faults map[string]map[string]any
@@ -574,6 +577,7 @@ func TestDecisionDemo(t *testing.T) {
 	// A second run is cached, and shows the replay table whole.
 	again := demo()
 	assert.Contains(t, again, "Apply complete: 0 ran, 49 cached")
+	checkLedgerInReport(t, again, ledgerPath)
 	for _, c := range p.Cases {
 		for _, rule := range p.Rules {
 			assert.Regexp(t, fmt.Sprintf(`(?m)^%s +%s +3 `, c.ID, rule), again)
@@ -582,6 +586,45 @@ func TestDecisionDemo(t *testing.T) {
 	assert.Regexp(t, `(?m)^total +direct_screen +3 `, again)
 	assert.Contains(t, again, "The same figures as the pipeline's reports/decision/replay.json.")
 	assert.Contains(t, again, "protocol  decision_protocol.json  sha256 "+sha256Hex(mustRead(t, "../testdata/decision/decision_protocol.json")))
+}
+
+// checkLedgerInReport opens the report the demo printed and reads its
+// attempt ledger: a row per attempt of the ledger file, each with the
+// slot's outcome, class, charge and whether it counts under the cap on
+// replacements; the demo's setup failures are there with their
+// replacements.
+func checkLedgerInReport(t *testing.T, out, ledgerPath string) {
+	t.Helper()
+	_, _, page := reportOf(t, out)
+	var atts []decision.Attempt
+	require.NoError(t, json.Unmarshal(mustRead(t, ledgerPath), &atts))
+	want := map[string][]string{}
+	replacements := 0
+	for _, a := range atts {
+		class := a.Class
+		if a.SetupClass != "" {
+			class += " (" + a.SetupClass + ")"
+		}
+		charged, cap := "not charged", "initial allocation: not counted"
+		if a.Charged {
+			charged = "charged"
+		}
+		if a.Replacement {
+			cap = "replacement: counted"
+			replacements++
+		}
+		want[fmt.Sprintf("%s#%d", a.Slot, a.Attempt)] = []string{string(a.State), class, charged, cap}
+	}
+	assert.Len(t, atts, 48+3, "48 slots, 3 setup failures replaced once")
+	assert.Equal(t, 3, replacements)
+	p := browsertest.Open(t, page, 1400, 1000)
+	got := browsertest.Eval[map[string][]string](t, p, `Object.fromEntries([...document.querySelectorAll("#ledger-table tr[data-slot]")].map(r => [r.dataset.slot + "#" + r.dataset.attempt, ["outcome", "class", "charged", "cap"].map(c => r.querySelector("td." + c).textContent)]))`)
+	assert.Equal(t, want, got)
+	assert.Equal(t, "51 attempts of 48 slots: 51 charged, 3 replacements counted under the cap on replacements (max_repair_allocations)", browsertest.Eval[string](t, p, `document.getElementById("ledger-summary").textContent`))
+	// Beside it, the slots in collection order and the replay table.
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("table.artifact-table[data-path^='results of stage.collect']").textContent`), "memory_failure")
+	assert.Contains(t, browsertest.Eval[string](t, p, `[...document.querySelectorAll("table.artifact-table")].map(t => t.dataset.path).join(" ")`), "replay")
+	assert.Empty(t, p.Errors(), "console errors")
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/runreport"
 	"github.com/cairn-run/cairn/runreport/browsertest"
 )
@@ -120,4 +121,18 @@ func TestBigPageInBrowser(t *testing.T) {
 	b, _ := json.Marshal(map[string]float64{"open_ms": opened, "filter_ms": filterMs})
 	t.Logf("figures: %s", b)
 	assert.Less(t, opened+filterMs, 60_000.0, "a generous bound: the page is meant to open and filter in under 3 s")
+}
+
+// A run whose every node was taken from the cache has no lane and no bar:
+// its page opens all the same, without a console error.
+func TestPageOfCachedRunInBrowser(t *testing.T) {
+	dir := writeJournal(t, t.TempDir(), "20260301T120000.000Z-dddddd", []runlog.Entry{
+		{T: runlog.Cached, Time: at(1), Node: "stage.a", Key: "aaaa"},
+		{T: runlog.Cached, Time: at(2), Node: "stage.b", Key: "bbbb"},
+	}, "ok")
+	_, page := writePage(t, dir)
+	p := browsertest.Open(t, page, 1200, 800)
+	assert.Empty(t, p.Errors(), "console errors")
+	assert.Equal(t, "2", browsertest.Eval[string](t, p, `document.getElementById("count-cached").textContent`))
+	assert.Equal(t, "2 of 2 nodes", browsertest.Eval[string](t, p, `document.getElementById("shown").textContent`))
 }

@@ -33,20 +33,21 @@ const maxItems = 200_000
 
 // page is the data the page's script reads.
 type page struct {
-	Run       Run         `json:"run"`
-	T0        int64       `json:"t0"` // the run's start, ms since the epoch
-	Now       int64       `json:"now"`
-	Generated string      `json:"generated"`
-	Lanes     []string    `json:"lanes"`
-	Cols      []string    `json:"cols"`
-	Nodes     [][]any     `json:"nodes"`
-	Bars      [][]float64 `json:"bars"` // node, lane, start ms, end ms, attempt, state, peak GPU MiB
-	States    []string    `json:"states"`
-	Batches   []*Batch    `json:"batches"`
-	Stages    []*StageUse `json:"stages"`
-	Artifacts []*Artifact `json:"artifacts"`
-	Charges   []*Charge   `json:"charges"`
-	Items     []itemsRef  `json:"items"`
+	Run       Run              `json:"run"`
+	T0        int64            `json:"t0"` // the run's start, ms since the epoch
+	Now       int64            `json:"now"`
+	Generated string           `json:"generated"`
+	Lanes     []string         `json:"lanes"`
+	Cols      []string         `json:"cols"`
+	Nodes     [][]any          `json:"nodes"`
+	Bars      [][]float64      `json:"bars"` // node, lane, start ms, end ms, attempt, state, peak GPU MiB
+	States    []string         `json:"states"`
+	Batches   []*Batch         `json:"batches"`
+	Stages    []*StageUse      `json:"stages"`
+	Artifacts []*Artifact      `json:"artifacts"`
+	Charges   []*Charge        `json:"charges"`
+	Ledger    []*LedgerAttempt `json:"ledger"`
+	Items     []itemsRef       `json:"items"`
 	// GPUMem are the GPUs' memory series: lane, node, attempt, then
 	// [ms since t0, MiB] pairs.
 	GPUMem [][]any `json:"gpumem"`
@@ -68,7 +69,7 @@ var cols = []string{"address", "kind", "state", "class", "reason", "key", "start
 // WriteHTML writes the report's page. cache gives evaluations' items
 // (nil: none). trace names the trace file shown in the page ("" none).
 func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error {
-	p := &page{Run: r.Run, States: states, Cols: cols, Batches: r.Batches, Stages: r.Stages, Artifacts: r.Artifacts, Charges: r.Charges, Trace: trace}
+	p := &page{Run: r.Run, States: states, Cols: cols, Batches: r.Batches, Stages: r.Stages, Artifacts: r.Artifacts, Charges: r.Charges, Ledger: r.Ledger, Trace: trace}
 	p.Generated = time.Now().UTC().Format("2006-01-02 15:04:05 UTC")
 	t0 := r.Run.Start
 	if t0.IsZero() {
@@ -108,7 +109,10 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 	for i, l := range laneNames {
 		lanes[l] = i
 	}
-	p.Lanes = laneNames
+	// Never null in the page: a run whose nodes were all cached has no
+	// lane and no bar.
+	p.Lanes = append([]string{}, laneNames...)
+	p.Bars, p.Nodes = [][]float64{}, [][]any{}
 	stateCode := map[string]float64{}
 	for i, s := range states {
 		stateCode[s] = float64(i)

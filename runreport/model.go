@@ -36,6 +36,27 @@ type Report struct {
 	// GPUMemory is each GPU's memory use over the run, a series per node
 	// attempt that held it (from the event log's gpu_memory events).
 	GPUMemory []*GPUSeries `json:"gpu_memory,omitempty"`
+	// Ledger is a decision protocol's attempt ledger: every attempt of
+	// its slots, from the slot nodes' results, in the order they started.
+	Ledger []*LedgerAttempt `json:"ledger,omitempty"`
+}
+
+// LedgerAttempt is one attempt of a decision slot: how it ended, whether
+// it was charged (every started attempt is), and whether it was a
+// replacement, counted under the cap on replacements (the protocol's
+// max_repair_allocations).
+type LedgerAttempt struct {
+	Node        string     `json:"node"`
+	Slot        string     `json:"slot"`
+	Attempt     int        `json:"attempt"`
+	State       string     `json:"state"`
+	Class       string     `json:"class,omitempty"`
+	SetupClass  string     `json:"setup_class,omitempty"`
+	Charged     bool       `json:"charged"`
+	Replacement bool       `json:"replacement"`
+	Started     time.Time  `json:"started"`
+	Ended       *time.Time `json:"ended"`
+	PeakGPUMiB  float64    `json:"peak_gpu_mib"`
 }
 
 // GPUSeries is one node attempt's memory use on one GPU: at T[i] the use
@@ -516,6 +537,16 @@ func (b *builder) finish() {
 	}
 	b.r.Charges = charges
 	b.resultTables()
+	sort.SliceStable(b.r.Ledger, func(i, j int) bool {
+		x, y := b.r.Ledger[i], b.r.Ledger[j]
+		if !x.Started.Equal(y.Started) {
+			return x.Started.Before(y.Started)
+		}
+		if x.Slot != y.Slot {
+			return x.Slot < y.Slot
+		}
+		return x.Attempt < y.Attempt
+	})
 }
 
 // maxResultRows bounds a stage's results table.
@@ -629,6 +660,18 @@ func (b *builder) fromRecord(n *Node, rec *store.Record) {
 	var obj map[string]any
 	if len(rec.Result) > 0 && json.Unmarshal(rec.Result, &obj) == nil {
 		n.result = obj
+	}
+	if n.Kind == "slot" {
+		var slot struct {
+			Slot   string           `json:"slot"`
+			Ledger []*LedgerAttempt `json:"ledger"`
+		}
+		if json.Unmarshal(rec.Result, &slot) == nil {
+			for _, a := range slot.Ledger {
+				a.Node, a.Slot = n.Addr, slot.Slot
+				b.r.Ledger = append(b.r.Ledger, a)
+			}
+		}
 	}
 	var res struct {
 		Scores string `json:"scores_file"`

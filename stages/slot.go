@@ -212,6 +212,25 @@ type slotResult struct {
 	Class      string         `json:"class"`
 	SetupClass string         `json:"setup_class"`
 	Message    string         `json:"message"`
+	// Ledger is the slot's attempts as the attempt ledger holds them, in
+	// order: the run report's attempt ledger.
+	Ledger []slotAttempt `json:"ledger,omitempty"`
+}
+
+// slotAttempt is one attempt of a slot in its node's result: how it
+// ended, whether it was charged (every started attempt is) and whether it
+// was a replacement, counted under the ledger's cap (max_replacements,
+// the protocol's max_repair_allocations).
+type slotAttempt struct {
+	Attempt     int            `json:"attempt"`
+	State       decision.State `json:"state"`
+	Class       string         `json:"class"`
+	SetupClass  string         `json:"setup_class"`
+	Charged     bool           `json:"charged"`
+	Replacement bool           `json:"replacement"`
+	Started     time.Time      `json:"started"`
+	Ended       *time.Time     `json:"ended"`
+	PeakGPUMiB  float64        `json:"peak_gpu_mib"`
 }
 
 // Run implements Kind.
@@ -373,6 +392,10 @@ func slotOutcome(slot string, h *decision.SlotHistory) (*Outcome, error) {
 	last := h.Last()
 	r := slotResult{Slot: slot, State: last.State, Attempts: len(h.Attempts), PeakGPUMiB: last.PeakGPUMiB,
 		Class: last.Class, SetupClass: last.SetupClass, Message: last.Message}
+	for _, a := range h.Attempts {
+		r.Ledger = append(r.Ledger, slotAttempt{Attempt: a.Attempt, State: a.State, Class: a.Class, SetupClass: a.SetupClass,
+			Charged: a.Charged, Replacement: a.Replacement, Started: a.Started, Ended: a.Ended, PeakGPUMiB: a.PeakGPUMiB})
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, err

@@ -483,6 +483,7 @@ function seedViews() {
       box.append(t);
     } else box.append(el("pre", { text: a.text }));
   }
+  attemptLedger();
   const ch = $("charges");
   if (D.charges && D.charges.length) {
     ch.append(el("h3", { text: "Rollout charge curves" }));
@@ -515,6 +516,28 @@ function seedViews() {
     ch.append(grid);
     if (D.charges.length > 60) ch.append(el("div", { class: "hint", text: D.charges.length - 60 + " more charge curves not drawn." }));
   }
+}
+
+// A decision protocol's attempt ledger: every attempt of its slots, in the
+// order they started (from the slot nodes' results).
+function attemptLedger() {
+  const L = D.ledger || [];
+  if (!L.length) return;
+  const box = $("ledger");
+  const charged = L.filter((a) => a.charged).length, repl = L.filter((a) => a.replacement).length;
+  box.append(el("h3", { text: "Attempt ledger" }));
+  box.append(el("div", { class: "hint", id: "ledger-summary", text: L.length + " attempts of " + new Set(L.map((a) => a.slot)).size + " slots: " + charged + " charged, " + repl + " replacements counted under the cap on replacements (max_repair_allocations)" }));
+  const t = el("table", { class: "t", id: "ledger-table" });
+  t.append(el("tr", {}, ...["slot", "attempt", "outcome", "class", "charged", "under the repair cap", "started", "ended", "peak GPU"].map((h) => el("th", { text: h }))));
+  const utc = (s) => (s ? s.replace("T", " ").replace(/\.\d+Z$|Z$/, "") : "-");
+  for (const a of L) {
+    t.append(el("tr", { "data-slot": a.slot, "data-attempt": a.attempt }, el("td", { text: a.slot }), el("td", { class: "num", text: String(a.attempt) }),
+      el("td", { class: "outcome", text: a.state }), el("td", { class: "class", text: (a.class || "") + (a.setup_class ? " (" + a.setup_class + ")" : "") }),
+      el("td", { class: "charged", text: a.charged ? "charged" : "not charged" }),
+      el("td", { class: "cap", text: a.replacement ? "replacement: counted" : "initial allocation: not counted" }),
+      el("td", { text: utc(a.started) }), el("td", { text: a.ended ? utc(a.ended) : "(never ended)" }), el("td", { class: "num", text: mib(a.peak_gpu_mib) })));
+  }
+  box.append(t);
 }
 
 // ---- items ----------------------------------------------------------------
@@ -553,4 +576,4 @@ function drawItems(out, rows) {
   out.replaceChildren(s, origins, table, rows.length > 500 ? el("div", { class: "hint", text: "first 500 of " + rows.length + " items" }) : null);
 }
 
-main().catch((e) => { console.error("cairn report: " + e.message); document.body.dataset.ready = "error"; document.body.prepend(el("div", { class: "warn", text: "The report could not be drawn: " + e.message })); });
+main().catch((e) => { console.error("cairn report: " + (e.stack || e.message)); document.body.dataset.ready = "error"; document.body.prepend(el("div", { class: "warn", text: "The report could not be drawn: " + e.message })); });
