@@ -71,3 +71,21 @@ func TestJobArtifactsShowTheFieldsWritten(t *testing.T) {
 	}
 	assert.True(t, strings.Contains(doc, "`"+stages.OutLockFile+"`"), "the lock file %s is named", stages.OutLockFile)
 }
+
+// An imported job's provenance (#33): every field of result.json's
+// `source` is described where model-cache.md maps the import.
+func TestImportedJobSourceIsDescribed(t *testing.T) {
+	b, err := os.ReadFile("model-cache.md")
+	require.NoError(t, err)
+	_, sec, ok := strings.Cut(string(b), "### Imported results in the seed-002 statistics")
+	require.True(t, ok, "model-cache.md has the section")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	for _, v := range []any{stages.ImportSource{}, stages.ImportedFile{}} {
+		for _, f := range jsonFields(v, true) {
+			assert.Contains(t, sec, "`"+f+"`", "the field %s of an imported job's source", f)
+		}
+	}
+	for _, f := range []string{"--job", "--baseline", "--method", "--cell", "--seed"} {
+		assert.Contains(t, sec, f)
+	}
+}

@@ -408,6 +408,28 @@ type ResultFile struct {
 	// the result was made from and of the test.json written with it.
 	SelectionSHA256 string `json:"selection_sha256"`
 	TestSHA256      string `json:"test_sha256"`
+	// Source is, for a job that `cairn import --job` made of an evaluation
+	// harness's logs, where its scores came from; absent for a job cairn
+	// ran.
+	Source *ImportSource `json:"source,omitempty"`
+}
+
+// ImportSource is an imported job's provenance: the harness's format, the
+// two files (as named on the command line) with their digests, and what
+// of them became the score.
+type ImportSource struct {
+	Format   string       `json:"format"` // "lm-eval" or "inspect"
+	Baseline ImportedFile `json:"baseline"`
+	Deployed ImportedFile `json:"deployed"`
+	Metric   string       `json:"metric,omitempty"`
+	Filter   string       `json:"filter,omitempty"`
+	Scorer   string       `json:"scorer,omitempty"`
+}
+
+// ImportedFile is one imported file and its digest ("sha256:" and hex).
+type ImportedFile struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
 }
 
 // SummaryLine is the one-line summary a job prints: the seed's fields,
@@ -542,8 +564,6 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 		return fail("the deployed bundle's test scores: %s", err)
 	}
 	tf := TestFile{Format: TestFormat, Method: s.job.Method, CellID: s.job.CellID, Seed: s.job.Seed, Deployed: s.sel.Deployed, Items: []TestItem{}}
-	var sumB, sumD float64
-	valid, invalid := 0, 0
 	for id, bl := range base {
 		dl, ok := dep[id]
 		it := TestItem{ID: id}
@@ -553,11 +573,6 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 			if s.sel.Deployed == "seed" {
 				it.Deployed = bl.Score
 			}
-			sumB += *it.Baseline
-			sumD += *it.Deployed
-			valid++
-		} else {
-			invalid++
 		}
 		tf.Items = append(tf.Items, it)
 	}
@@ -566,27 +581,13 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 			return fail("the test evaluations scored different items (%s is in the deployed bundle's only)", id)
 		}
 	}
-	sort.Slice(tf.Items, func(i, j int) bool { return tf.Items[i].ID < tf.Items[j].ID })
 	res := ResultFile{
 		Format: ResultFormat, Status: "ok", Method: s.job.Method, CellID: s.job.CellID,
 		Dataset: s.job.Dataset, Runtime: s.job.Runtime, Model: s.job.Model, Seed: s.job.Seed,
 		Budget: s.job.Budget, Charged: s.opt.Charged, Deployed: s.sel.Deployed, FallbackReason: s.sel.FallbackReason,
-		Nonconformant: s.job.Nonconformant, TestItems: len(tf.Items), TestInvalidItems: invalid,
+		Nonconformant: s.job.Nonconformant, SelectionSHA256: selDigest,
 	}
-	if res.Nonconformant == nil {
-		res.Nonconformant = []string{}
-	}
-	if valid > 0 {
-		res.BaselineMean = round6(sumB / float64(valid))
-		res.DeployedMean = round6(sumD / float64(valid))
-		res.DeltaPP = round6(100 * (res.DeployedMean - res.BaselineMean))
-	}
-	res.ValidForAggregation = len(res.Nonconformant) == 0 && invalid == 0
-	tb, _ := json.MarshalIndent(tf, "", "  ")
-	tb = append(tb, '\n')
-	res.SelectionSHA256, res.TestSHA256 = selDigest, digestBytes(tb)
-	rb, _ := json.MarshalIndent(res, "", "  ")
-	rb = append(rb, '\n')
+	tb, rb := JobFiles(&tf, &res)
 	for _, f := range []struct {
 		name string
 		b    []byte
@@ -598,6 +599,41 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	}
 	compact, _ := json.Marshal(res)
 	return &Outcome{Result: compact, Files: []string{filepath.Join(s.out, "test.json"), filepath.Join(s.out, "result.json")}}, nil
+}
+
+// JobFiles completes a job's test.json and result.json from the test
+// items: it sorts tf's items by id, and sets res's test_items,
+// test_invalid_items, the means over the valid items (rounded to 6
+// places, delta_pp from the rounded means), valid_for_aggregation and
+// test_sha256. It returns both files' bytes (docs/job-artifacts.md).
+func JobFiles(tf *TestFile, res *ResultFile) (test, result []byte) {
+	sort.Slice(tf.Items, func(i, j int) bool { return tf.Items[i].ID < tf.Items[j].ID })
+	var sumB, sumD float64
+	valid, invalid := 0, 0
+	for _, it := range tf.Items {
+		if !it.Valid {
+			invalid++
+			continue
+		}
+		sumB += *it.Baseline
+		sumD += *it.Deployed
+		valid++
+	}
+	res.TestItems, res.TestInvalidItems = len(tf.Items), invalid
+	if res.Nonconformant == nil {
+		res.Nonconformant = []string{}
+	}
+	if valid > 0 {
+		res.BaselineMean = round6(sumB / float64(valid))
+		res.DeployedMean = round6(sumD / float64(valid))
+		res.DeltaPP = round6(100 * (res.DeployedMean - res.BaselineMean))
+	}
+	res.ValidForAggregation = len(res.Nonconformant) == 0 && invalid == 0
+	test, _ = json.MarshalIndent(tf, "", "  ")
+	test = append(test, '\n')
+	res.TestSHA256 = digestBytes(test)
+	result, _ = json.MarshalIndent(res, "", "  ")
+	return test, append(result, '\n')
 }
 
 func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }

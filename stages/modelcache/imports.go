@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +25,11 @@ type ItemResult struct {
 	ID      string          `json:"id"`
 	Score   *float64        `json:"score"`
 	Outputs json.RawMessage `json:"outputs,omitempty"`
+	// Where names the item in its file ("line 12 (doc_id 3)", "sample
+	// 7"), and Field what became its score (`metric "acc"`, `scorer
+	// "match"`): for messages about it.
+	Where string `json:"-"`
+	Field string `json:"-"`
 }
 
 // ErrBadImport reports a file that is not in the format it was read as.
@@ -116,7 +122,8 @@ func ImportLMEval(path string, o ImportOptions) ([]ItemResult, error) {
 		}
 		outputs["metrics"], _ = json.Marshal(ms)
 		ob, _ := json.Marshal(outputs)
-		out = append(out, ItemResult{ID: id, Score: score, Outputs: ob})
+		out = append(out, ItemResult{ID: id, Score: score, Outputs: ob,
+			Where: fmt.Sprintf("line %d (doc_id %s)", line, id), Field: fmt.Sprintf("metric %q", metric)})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -170,11 +177,11 @@ func scoreValue(raw json.RawMessage) (*float64, error) {
 		case "P":
 			return f(0.5)
 		}
-		if n, err := strconv.ParseFloat(x, 64); err == nil {
+		if n, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) {
 			return f(n)
 		}
 	}
-	return nil, fmt.Errorf("value %s is not a score (a number, true/false, or C/I/P/N)", raw)
+	return nil, fmt.Errorf("value %s is not a score (a finite number, true/false, or C/I/P/N)", raw)
 }
 
 // zipZstd is the zip compression method of zstd.
@@ -315,7 +322,7 @@ func ImportInspect(path string, o ImportOptions) ([]ItemResult, error) {
 			outputs["completion"] = quote(o.Completion)
 		}
 		ob, _ := json.Marshal(outputs)
-		out = append(out, ItemResult{ID: id, Score: v, Outputs: ob})
+		out = append(out, ItemResult{ID: id, Score: v, Outputs: ob, Where: "sample " + id, Field: fmt.Sprintf("scorer %q", scorer)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return idLess(out[i].ID, out[j].ID) })
 	return out, nil
