@@ -250,6 +250,22 @@ func TestImportJobRefusesWhatCannotGiveAFigure(t *testing.T) {
 		r = runCLI(t, "--chdir", root, "import", "lm-eval", "base.jsonl", "--baseline", "base.jsonl", "--job", "runs/imp", "--method", "m", "--cell", "d/r/m", "--seed", "0")
 		assert.Equal(t, 0, r.code, r.stderr)
 	}
+	// An Inspect log makes a job the same way; the scorer is recorded.
+	ev, err := os.ReadFile("../../stages/modelcache/testdata/arith.eval")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "arith.eval"), ev, 0o644))
+	r = runCLI(t, "--chdir", root, "import", "inspect", "arith.eval", "--baseline", "arith.eval", "--job", "runs/inspect", "--method", "m", "--cell", "d/r/m", "--seed", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	var insp struct {
+		TestItems int `json:"test_items"`
+		Source    struct{ Format, Scorer string }
+	}
+	b, err := os.ReadFile(filepath.Join(root, "runs/inspect/result.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &insp))
+	assert.Equal(t, 12, insp.TestItems)
+	assert.Equal(t, "inspect", insp.Source.Format)
+	assert.NotEmpty(t, insp.Source.Scorer)
 	// The baseline is checked as well.
 	r = runCLI(t, "--chdir", root, "import", "lm-eval", "base.jsonl", "--baseline", "missing.jsonl", "--job", "runs/x",
 		"--method", "m", "--cell", "d/r/m", "--seed", "0")
