@@ -359,6 +359,9 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 		for i := range x.Parts {
 			boundIn(&x.Parts[i])
 		}
+		if plainParts(x) {
+			return plainTemplate{x}
+		}
 	case *hclsyntax.TemplateJoinExpr:
 		boundIn(&x.Tuple)
 	case *hclsyntax.TemplateWrapExpr:

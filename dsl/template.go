@@ -1,0 +1,102 @@
+package dsl
+
+import (
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// plainTemplate is a string template whose parts are literal text and
+// references ("out/${stage.name}_${each.key}"), the way grids name their
+// instances' files. When every part is a known, unmarked, non-null
+// string, its value is their concatenation, which is what
+// TemplateExpr.Value makes of them (no conversion, no marks, no
+// refinement of a known string); it is made without the conversions, the
+// marks' map and the buffer TemplateExpr.Value makes for every
+// evaluation. Any other part (a number, a sensitive or unknown value,
+// null, an error) sends the template to TemplateExpr.Value, which
+// evaluates it again: its parts are references, which read and write
+// nothing. TestPlainTemplateIsTemplateExprs holds both to one result.
+type plainTemplate struct{ *hclsyntax.TemplateExpr }
+
+// plainParts reports whether a template's parts are literal text and
+// references only, at least one of them a reference.
+func plainParts(t *hclsyntax.TemplateExpr) bool {
+	refs := 0
+	for _, p := range t.Parts {
+		switch p.(type) {
+		case *hclsyntax.LiteralValueExpr:
+		case *hclsyntax.ScopeTraversalExpr:
+			refs++
+		default:
+			return false
+		}
+	}
+	return refs > 0
+}
+
+// Value implements hcl.Expression.
+func (e plainTemplate) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	var parts [8]string
+	strs := parts[:0]
+	n := 0
+	for _, p := range e.Parts {
+		var v cty.Value
+		switch x := p.(type) {
+		case *hclsyntax.LiteralValueExpr:
+			v = x.Val
+		case *hclsyntax.ScopeTraversalExpr:
+			var ok bool
+			if v, ok = attrTraversal(ctx, x.Traversal); !ok {
+				return e.TemplateExpr.Value(ctx)
+			}
+		}
+		if v.Type() != cty.String || v.IsMarked() || !v.IsKnown() || v.IsNull() {
+			return e.TemplateExpr.Value(ctx)
+		}
+		s := v.AsString()
+		strs = append(strs, s)
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range strs {
+		b.WriteString(s)
+	}
+	return cty.StringVal(b.String()), nil
+}
+
+// attrTraversal is the value of a traversal of attributes only
+// (each.key, local.grid.name) where hcl's traversal finds it without a
+// diagnostic: the root variable in the innermost context that has it,
+// then attributes of known, unmarked, non-null objects that have them.
+// ok is false for anything else (an index, a missing name, a marked,
+// unknown or null value on the way), which hcl's traversal then decides.
+func attrTraversal(ctx *hcl.EvalContext, t hcl.Traversal) (cty.Value, bool) {
+	root, ok := t[0].(hcl.TraverseRoot)
+	if !ok {
+		return cty.NilVal, false
+	}
+	var v cty.Value
+	found := false
+	for c := ctx; c != nil && !found; c = c.Parent() {
+		v, found = c.Variables[root.Name]
+	}
+	if !found {
+		return cty.NilVal, false
+	}
+	for _, step := range t[1:] {
+		a, ok := step.(hcl.TraverseAttr)
+		if !ok || v.IsMarked() || !v.IsKnown() || v.IsNull() {
+			return cty.NilVal, false
+		}
+		ty := v.Type()
+		if !ty.IsObjectType() || !ty.HasAttribute(a.Name) {
+			return cty.NilVal, false
+		}
+		v = v.GetAttr(a.Name)
+	}
+	return v, true
+}
