@@ -154,6 +154,21 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	if ns.lease != nil {
 		inherit = append(inherit, ns.lease.Files()...)
 	}
+	// started is the node's started record for its job ref.
+	started := func(ref process.JobRef) runlog.Entry {
+		stdout, stderr := executor.JobLogs(ref, stdout, stderr)
+		return runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave,
+			Logs: append([]string{stdout, stderr}, p.Logs...), Replica: p.Replica}
+	}
+	writeStarted := func(e runlog.Entry) {
+		if ns.n.Stage.OnInterrupt == "fail" {
+			// After a power loss too, the node must show as
+			// interrupted, so that it is not rerun silently.
+			_ = a.j.Write(e)
+		} else {
+			_ = a.j.WriteUnsynced(e)
+		}
+	}
 	spec := &executor.Spec{
 		Node: ns.n.Addr, RunID: a.runID, Key: ns.key, Attempt: ns.attempts, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
@@ -165,19 +180,12 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 			if p.Replica == 0 {
 				ns.logs = [2]string{stdout, stderr}
 			}
-			e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave, Logs: append([]string{stdout, stderr}, p.Logs...)}
+			e := started(ref)
 			if pid, pgid, tick, ok := executor.LocalProcess(ref); ok {
 				e.PID, e.PGID, e.ProcTick = pid, pgid, tick
 				ns.notePID(p.Replica, pid)
 			}
-			e.Replica = p.Replica
-			if ns.n.Stage.OnInterrupt == "fail" {
-				// After a power loss too, the node must show as
-				// interrupted, so that it is not rerun silently.
-				_ = a.j.Write(e)
-			} else {
-				_ = a.j.WriteUnsynced(e)
-			}
+			writeStarted(e)
 			if p.Replica == 0 {
 				ns.job = ref // a service's replicas start side by side
 			}
@@ -187,8 +195,11 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 				p.Started(ref)
 			}
 		},
-		Notice: func(n executor.Notice) { a.notice(ns, n) },
-		Local:  executor.LocalSpec{Inherit: inherit},
+		// A started record without the job's id, written before its
+		// submission; Started's record follows once it is submitted.
+		Submitting: func(ref process.JobRef) { writeStarted(started(ref)) },
+		Notice:     func(n executor.Notice) { a.notice(ns, n) },
+		Local:      executor.LocalSpec{Inherit: inherit},
 	}
 	interval := cmp.Or(a.opts.SampleInterval, gpu.DefaultSampleInterval)
 	if a.opts.GPUs != nil {

@@ -3,6 +3,7 @@ package pipelines_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -167,9 +168,11 @@ func TestSlurmKillThenReattach(t *testing.T) {
 	// The re-attached jobs' durations are their commands' own, from
 	// their start in the first run (#29).
 	checkDurations(t, w, w.runs()[1], out.String(), "c", "d")
-	// Five jobs in all, every one under the first run's name.
+	// Five jobs in all (work's four are one array's tasks), every one
+	// under the first run's name.
 	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%k")
-	assert.Equal(t, 5, strings.Count(jobs, "cairn stage."), "one job per node:\n%s", jobs)
+	assert.Equal(t, 5, strings.Count(jobs, "cairn "), "one job per node:\n%s", jobs)
+	assert.Equal(t, 4, strings.Count(jobs, "cairn array stage.work tasks 4 "), "work's instances, ready together, are one array:\n%s", jobs)
 }
 
 // A job cancelled while cairn was down: the next apply re-attaches to it,
@@ -650,4 +653,82 @@ func (w *workspace) start(args ...string) (*output, <-chan error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	return out, done
+}
+
+var (
+	failpointOnce sync.Once
+	failpointBin  string
+	failpointErr  error
+)
+
+// failpointCairn is cairn built with its crash points
+// (-tags cairn_failpoints, see engine/failpoint).
+func failpointCairn(t *testing.T) string {
+	t.Helper()
+	failpointOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cairn-failpoints")
+		if err != nil {
+			failpointErr = err
+			return
+		}
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = "/usr/local/go/bin/go"
+		}
+		failpointBin = filepath.Join(dir, "cairn")
+		cmd := exec.Command(goBin, "build", "-tags", "cairn_failpoints", "-o", failpointBin, "./cmd/cairn")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			failpointErr = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	require.NoError(t, failpointErr)
+	return failpointBin
+}
+
+// A stage's instances ready together are one job array. cairn killed
+// (kill -9) after the array's sbatch and before its tasks' job ids were
+// journaled: the next apply finds the array by the comment journaled
+// before the sbatch and re-attaches each node to its task. No task runs
+// twice, none is left in Slurm, and no second array is submitted.
+func TestSlurmArrayKilledBeforeItsJournalRecords(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	w.write("main.hcl", slurmPipeline+`stage "command" "work" {
+  for_each = toset(["a", "b", "c", "d", "e", "f"])
+  run      = ["sh", "-c", "echo start ${each.key} >> exec.log; echo ${each.key} > out_${each.key}.txt"]
+  outputs  = ["out_${each.key}.txt"]
+}
+`)
+	first := w.command("apply", "main.hcl")
+	first.Path = failpointCairn(t)
+	first.Env = append(first.Env, "CAIRN_TEST_KILL_AFTER_ARRAYS=1")
+	out, err := first.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, string(out))
+	require.Equal(t, -1, ee.ExitCode(), "killed by its crash point:\n%s", out)
+	runs := w.runs()
+	require.Len(t, runs, 1)
+	run := runs[0].ID
+	var unnamed int
+	for _, e := range runs[0].Entries {
+		if e.T == runlog.Started && e.Job != nil && e.Job.ID == "" && e.Job.Details["array"] != "" {
+			unnamed++
+		}
+	}
+	require.Equal(t, len(keys), unnamed, "each task journaled by its array's comment before the sbatch")
+
+	out2, code := w.run("apply", "main.hcl")
+	require.Equal(t, 0, code, out2)
+	l := w.execLog()
+	for _, k := range keys {
+		assert.Equal(t, 1, strings.Count(l, "start "+k+"\n"), "work[%q] ran once:\n%s", k, l)
+	}
+	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%i|%T|%k")
+	lines := strings.Split(strings.TrimSpace(jobs), "\n")
+	assert.Len(t, lines, len(keys), "the one array's tasks and nothing else:\n%s", jobs)
+	for _, line := range lines {
+		assert.Contains(t, line, "|COMPLETED|cairn array stage.work tasks 6 sub ", "no task left in Slurm:\n%s", jobs)
+	}
 }

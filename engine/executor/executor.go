@@ -168,6 +168,12 @@ type Spec struct {
 	// Started is called once the job runs (for the journal), with its
 	// reference.
 	Started func(process.JobRef)
+	// Submitting, when set, is called before a cluster executor submits
+	// the job in a way whose answer it journals only afterwards (a job
+	// array), with a reference that finds the job without its id: the
+	// journal keeps it, so that a cairn killed in between re-attaches to
+	// the job instead of submitting it again. Started follows as usual.
+	Submitting func(process.JobRef)
 	// Notice, when set, gets what the job waits for that people should
 	// know at once (a cluster that requeued it); an executor may send
 	// none.

@@ -18,6 +18,8 @@
 //	                                 "started" journal record, once the file named by
 //	                                 CAIRN_TEST_KILL_WHEN exists (the node writes it when it
 //	                                 has started others, which nothing journaled names)
+//	CAIRN_TEST_KILL_AFTER_ARRAYS=N   once a cluster accepted the Nth job array (the Slurm
+//	                                 executor), before its tasks' "started" journal records
 //	CAIRN_TEST_LATE_LOCK_KILLS=1     the leftovers found holding node locks are signalled 0,
 //	                                 not killed, as when a kill has not taken effect yet:
 //	                                 the process-group reaping then finds them again

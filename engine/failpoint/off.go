@@ -18,6 +18,10 @@ func AfterCommit() {}
 // "started" journal record.
 func AfterStart() {}
 
+// AfterArraySubmit is called once a cluster accepted a job array, before
+// its tasks' "started" journal records.
+func AfterArraySubmit() {}
+
 // LateLockKills reports whether the leftovers found holding node locks
 // are signalled 0, not killed.
 func LateLockKills() bool { return false }

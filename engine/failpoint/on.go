@@ -18,12 +18,14 @@ var (
 	killAfterRecords = envCount("CAIRN_TEST_KILL_AFTER_RECORDS")
 	killAfterCommits = envCount("CAIRN_TEST_KILL_AFTER_COMMITS")
 	killAfterStarts  = envCount("CAIRN_TEST_KILL_AFTER_STARTS")
+	killAfterArrays  = envCount("CAIRN_TEST_KILL_AFTER_ARRAYS")
 	killWhen         = os.Getenv("CAIRN_TEST_KILL_WHEN")
 	lateLockKills    = envCount("CAIRN_TEST_LATE_LOCK_KILLS") != 0
 	syncDelay        = time.Duration(envCount("CAIRN_TEST_SYNC_DELAY_S")) * time.Second
 	records          atomic.Int64
 	commits          atomic.Int64
 	starts           atomic.Int64
+	arrays           atomic.Int64
 )
 
 // AfterRecord is called right after each journal record is written: the
@@ -42,6 +44,11 @@ func AfterStart() {
 	}
 	killAt(killAfterStarts, &starts)
 }
+
+// AfterArraySubmit is called once a cluster accepted a job array, before
+// its tasks' "started" journal records: the CAIRN_TEST_KILL_AFTER_ARRAYS
+// crash point.
+func AfterArraySubmit() { killAt(killAfterArrays, &arrays) }
 
 // LateLockKills reports whether the leftovers found holding node locks
 // are signalled 0, not killed (CAIRN_TEST_LATE_LOCK_KILLS).

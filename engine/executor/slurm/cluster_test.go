@@ -212,3 +212,58 @@ func waitFile(t *testing.T, path string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A job array on the cluster: each task runs its own node's command in
+// its node's environment and writes its node's logs, and each is followed
+// on its own: one fails, one is requeued (scontrol requeue A_i) and runs
+// again, one is cancelled (scancel A_i).
+func TestClusterArrayTasks(t *testing.T) {
+	slurmtest.Need(t)
+	t.Parallel()
+	c := newClusterClient(t)
+	dir := t.TempDir()
+	mk := func(name, script string) *Job {
+		j := clusterJob(t, dir, name, "sh", "-c", script)
+		j.Env = append(j.Env, "WHO="+name)
+		return j
+	}
+	jobs := []*Job{
+		mk("ok", `echo "$WHO"`),
+		mk("fail", `echo "$WHO" >&2; exit 3`),
+		mk("requeue", `echo run >> requeue.runs; [ -e requeued ] || { touch requeue.waiting; sleep 300; }`),
+		mk("cancel", `touch cancel.started; sleep 300`),
+	}
+	a, ok, err := NewArray("stage.t", jobs)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ctx := context.Background()
+	for range jobs {
+		require.NoError(t, c.takeSlot(ctx))
+	}
+	refs, err := c.SubmitArray(ctx, a)
+	require.NoError(t, err)
+	waitFile(t, filepath.Join(dir, "cancel.started"))
+	slurmCmd(t, "scancel", refs[3].JobID)
+	waitFile(t, filepath.Join(dir, "requeue.waiting"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "requeued"), nil, 0o666))
+	slurmCmd(t, "scontrol", "requeue", refs[2].JobID)
+
+	out := waitJob(t, c, refs[0], 5*time.Minute)
+	assert.Equal(t, "", out.Class, out.Message)
+	b, _ := os.ReadFile(jobs[0].Stdout)
+	assert.Equal(t, "ok\n", string(b), "task 0 ran ok's command in ok's environment, its output in ok's log")
+	out = waitJob(t, c, refs[1], 5*time.Minute)
+	assert.Equal(t, failclass.Exit, out.Class, out.Message)
+	b, _ = os.ReadFile(jobs[1].Stderr)
+	assert.Equal(t, "fail\n", string(b))
+	out = waitJob(t, c, refs[3], 5*time.Minute)
+	assert.Equal(t, "CANCELLED", out.State)
+	assert.Equal(t, failclass.Killed, out.Class)
+	out = waitJob(t, c, refs[2], 5*time.Minute)
+	assert.Equal(t, "COMPLETED", out.State, out.Message)
+	assert.Equal(t, "", out.Class, out.Message)
+	require.NotNil(t, out.Exit)
+	assert.Equal(t, 1, out.Exit.Restarts)
+	b, _ = os.ReadFile(filepath.Join(dir, "requeue.runs"))
+	assert.Equal(t, "run\nrun\n", string(b), "the requeued task ran again, the others once")
+}

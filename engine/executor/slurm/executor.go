@@ -38,6 +38,11 @@ type Executor struct {
 	name  string
 	adopt map[string]process.JobRef // by specDigest: a dead run's jobs
 
+	// gatherMu guards gathering: the instances waiting to be submitted
+	// together, by arrayKey.
+	gatherMu  sync.Mutex
+	gathering map[string]*gathering
+
 	cancelMu sync.Mutex
 	cancelQ  []pendingCancel
 	cancelWG sync.WaitGroup // the scancels queued and in flight
@@ -73,7 +78,7 @@ func NewExecutor(ctx context.Context, opts Options) (*Executor, error) {
 			return nil, fmt.Errorf("SLURM_CONF names the cluster's configuration file, and %w: set it to the cluster's slurm.conf, or unset it", err)
 		}
 	}
-	e := &Executor{adopt: map[string]process.JobRef{}, notify: opts.Notify, defNotify: opts.Notify}
+	e := &Executor{adopt: map[string]process.JobRef{}, gathering: map[string]*gathering{}, notify: opts.Notify, defNotify: opts.Notify}
 	opts.Notify = e.notice
 	e.opts = opts
 	c, err := New(ctx, "check", opts)
@@ -241,10 +246,11 @@ func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string, submitted
 // says to leave it running.
 func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Job, error) {
 	now := time.Now()
-	setup := func(msg string) (executor.Job, error) {
-		res := &process.Result{ExitCode: -1, GPUs: spec.GPUs, Class: failclass.Setup, Message: msg, Started: now, Ended: time.Now()}
+	failed := func(class, msg string) (executor.Job, error) {
+		res := &process.Result{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: msg, Started: now, Ended: time.Now()}
 		return executor.Finished(process.JobRef{Executor: e.Name()}, res, nil), nil
 	}
+	setup := func(msg string) (executor.Job, error) { return failed(failclass.Setup, msg) }
 	if spec.Stdin != nil {
 		return setup("the slurm executor cannot feed a node's standard input: run it with the local executor")
 	}
@@ -262,6 +268,19 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 	e.mu.Unlock()
 	var ref Ref
 	var submitted time.Time
+	if adopted && old.ID == "" && old.Details["array"] != "" {
+		// Journaled before its array's sbatch answered: found by the
+		// array's comment, or submitted again where it never was.
+		r, found, err := e.findTask(ctx, c, old)
+		if err != nil {
+			return failed(failclass.Infra, process.RedactSecrets(err.Error(), spec.Secrets))
+		}
+		if found {
+			old.ID = r.JobID
+		} else {
+			adopted = false
+		}
+	}
 	if adopted {
 		ref = Ref{JobID: old.ID, Run: old.Details["run"], ExitFile: old.Details["exit_file"]}
 		c.Attach(ref)
@@ -276,7 +295,13 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 		if err := os.Remove(job.ExitFile); err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("slurm: %w", err)
 		}
-		ref, err = c.Submit(ctx, job)
+		err = c.takeSlot(ctx)
+		if err == nil {
+			ref, err = e.submitGathered(ctx, c, spec, job, digest)
+			if err != nil {
+				c.freeSlot()
+			}
+		}
 		if err != nil {
 			class := failclass.Infra
 			if ctx.Err() != nil {

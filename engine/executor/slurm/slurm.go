@@ -1,5 +1,7 @@
 // Package slurm runs nodes as Slurm jobs: one sbatch of a small wrapper per
-// node, one status query per poll cycle for all of a run's jobs, the job's
+// node (of a job array for a stage's instances submitted together, each
+// task running its node's wrapper), one status query per poll cycle for
+// all of a run's jobs, the job's
 // state and the exit file the wrapper writes deciding how it ended, and a
 // chunked scancel on interrupt.
 //
@@ -113,6 +115,9 @@ type Client struct {
 	// begins: ExtraArgs give the jobs a begin time (a job pending for
 	// BeginTime is not necessarily a requeued one then).
 	begins bool
+	// maxArray is the cluster's MaxArraySize: an array's tasks are
+	// numbered 0 to maxArray-1, so one sbatch holds at most maxArray.
+	maxArray int
 
 	slotMu   sync.Mutex
 	inFlight int           // jobs submitted or attached, not yet final
@@ -178,6 +183,12 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 			c.minJobAge = time.Duration(n) * time.Second
 		}
 	}
+	c.maxArray = defaultMaxArraySize
+	if f := strings.Fields(cfg["MaxArraySize"]); len(f) > 0 {
+		if n, err := strconv.Atoi(f[0]); err == nil && n > 0 {
+			c.maxArray = n
+		}
+	}
 	if !c.accounting && c.minJobAge > 0 && c.opts.MaxPollInterval > c.minJobAge/2 {
 		c.opts.MaxPollInterval = max(c.minJobAge/2, time.Second)
 		if c.opts.PollInterval > c.opts.MaxPollInterval {
@@ -186,6 +197,13 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// defaultMaxArraySize is Slurm's MaxArraySize where the configuration
+// does not say.
+const defaultMaxArraySize = 1001
+
+// MaxArraySize is the most tasks one job array of the cluster holds.
+func (c *Client) MaxArraySize() int { return c.maxArray }
 
 // Close stops following jobs and waits until everything the Client
 // started has ended: the poller (its query in flight is killed), the

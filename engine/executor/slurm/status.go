@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -398,10 +399,44 @@ func (c *Client) query(start time.Time) (map[string]jobState, error) {
 		if len(f) > 2 {
 			st.reason = strings.TrimSpace(f[2])
 		}
-		out[strings.TrimSpace(f[0])] = st
+		for _, id := range jobIDs(strings.TrimSpace(f[0])) {
+			out[id] = st
+		}
 	}
 	return out, nil
 }
+
+// jobIDs are the jobs a status line's id names: itself, or for the
+// pending tasks of a job array, which squeue and sacct print as one line
+// (1234_[0-3,7], 1234_[5-999%10] with a limit on tasks at once), each
+// task's id (1234_0, ...). An id it cannot read is kept as it is.
+func jobIDs(id string) []string {
+	base, tasks, ok := strings.Cut(id, "_[")
+	if !ok || !strings.HasSuffix(tasks, "]") {
+		return []string{id}
+	}
+	tasks, _, _ = strings.Cut(strings.TrimSuffix(tasks, "]"), "%")
+	var out []string
+	for _, r := range strings.Split(tasks, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 0 || b < a || b-a > maxTasks {
+			return []string{id}
+		}
+		for i := a; i <= b; i++ {
+			out = append(out, base+"_"+strconv.Itoa(i))
+		}
+	}
+	return out
+}
+
+// maxTasks bounds the tasks one range may name (Slurm's MaxArraySize is
+// at most 4000001).
+const maxTasks = 4000001
 
 // finish decides a job that reached a final state: it reads the exit
 // file, waiting up to ExitFileWait for it where the state leaves the exit

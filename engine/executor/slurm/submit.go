@@ -34,16 +34,26 @@ func minutes(d time.Duration) string {
 
 // sbatchArgs are the arguments to submit job.
 func (c *Client) sbatchArgs(job *Job, token string) []string {
+	return c.sbatchArgsAs(job, comment(job, token), job.Stdout, job.Stderr, job.Script, "")
+}
+
+// sbatchArgsAs are the arguments to submit script with job's resources,
+// under comment, with those log files, and as a job array of those tasks
+// (--array; "" for a single job).
+func (c *Client) sbatchArgsAs(job *Job, comment, stdout, stderr, script, array string) []string {
 	args := []string{
 		"--parsable",
 		"--job-name=" + c.run,
-		"--comment=" + comment(job, token),
-		"--output=" + job.Stdout,
-		"--error=" + job.Stderr,
+		"--comment=" + comment,
+		"--output=" + stdout,
+		"--error=" + stderr,
 		"--chdir=" + job.Dir,
 		"--signal=B:USR2@60",
 		"--requeue",
 		"--export=ALL",
+	}
+	if array != "" {
+		args = append(args, "--array="+array)
 	}
 	if job.GPUs > 0 {
 		args = append(args, "--gres=gpu:"+strconv.Itoa(job.GPUs))
@@ -67,7 +77,7 @@ func (c *Client) sbatchArgs(job *Job, token string) []string {
 		args = append(args, "--qos="+c.opts.QOS)
 	}
 	args = append(args, c.opts.ExtraArgs...)
-	return append(args, job.Script)
+	return append(args, script)
 }
 
 // transient says whether an sbatch failure is worth a retry: the
@@ -125,19 +135,30 @@ func (c *Client) Submit(ctx context.Context, job *Job) (Ref, error) {
 	return ref, nil
 }
 
-func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
+// newToken tells one submission from any other.
+func newToken() string {
 	var tok [4]byte
 	_, _ = rand.Read(tok[:])
-	token := hex.EncodeToString(tok[:])
-	args := c.sbatchArgs(job, token)
-	env := jobEnv(job.Env, job.GPUs)
+	return hex.EncodeToString(tok[:])
+}
+
+func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
+	token := newToken()
+	return c.sbatch(ctx, job.Node, c.sbatchArgs(job, token), jobEnv(job.Env, job.GPUs), comment(job, token))
+}
+
+// sbatch submits with args and env, what being what it submits (for
+// messages) and comment its --comment, by which a submission whose
+// answer was lost is looked up before another sbatch. It returns the job
+// id (an array's base id).
+func (c *Client) sbatch(ctx context.Context, what string, args, env []string, comment string) (string, error) {
 	deadline := time.Now().Add(c.opts.SubmitRetryFor)
 	backoff := c.opts.RetryBackoff
 	ambiguous := false
 	for {
 		if ambiguous {
 			// Until the lookup answers, submitting again may submit twice.
-			id, found, err := c.findByComment(ctx, comment(job, token))
+			id, found, err := c.findByComment(ctx, comment)
 			if found {
 				return id, nil
 			}
@@ -146,7 +167,7 @@ func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
 					return "", ctx.Err()
 				}
 				if time.Now().Add(backoff).After(deadline) {
-					return "", fmt.Errorf("slurm: submitting %s: cannot tell whether a submission that timed out went through: %w", job.Node, err)
+					return "", fmt.Errorf("slurm: submitting %s: cannot tell whether a submission that timed out went through: %w", what, err)
 				}
 				select {
 				case <-time.After(backoff):
@@ -162,7 +183,7 @@ func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
 		if err == nil {
 			id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
 			if _, perr := strconv.ParseUint(id, 10, 64); perr != nil {
-				return "", fmt.Errorf("slurm: sbatch for %s printed %q, not a job id", job.Node, strings.TrimSpace(string(out)))
+				return "", fmt.Errorf("slurm: sbatch for %s printed %q, not a job id", what, strings.TrimSpace(string(out)))
 			}
 			return id, nil
 		}
@@ -170,12 +191,12 @@ func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
 			return "", ctx.Err()
 		}
 		if !transient(err) {
-			return "", fmt.Errorf("slurm: submitting %s: %w", job.Node, err)
+			return "", fmt.Errorf("slurm: submitting %s: %w", what, err)
 		}
 		var ce *callError
 		ambiguous = ambiguous || (errors.As(err, &ce) && (ce.timeout > 0 || strings.Contains(ce.stderr, "Socket timed out")))
 		if time.Now().Add(backoff).After(deadline) {
-			return "", fmt.Errorf("slurm: submitting %s: still failing after %s: %w", job.Node, c.opts.SubmitRetryFor, err)
+			return "", fmt.Errorf("slurm: submitting %s: still failing after %s: %w", what, c.opts.SubmitRetryFor, err)
 		}
 		select {
 		case <-time.After(backoff):
@@ -200,7 +221,8 @@ func (c *Client) gap(ctx context.Context) {
 }
 
 // findByComment looks for the run's job with this comment (a submission
-// whose answer was lost).
+// whose answer was lost); for a job array, its base id (squeue prints
+// 1234_[0-9] for the pending tasks and 1234_3 for each other one).
 func (c *Client) findByComment(ctx context.Context, want string) (string, bool, error) {
 	out, err := c.call(ctx, "squeue", "--noheader", "--states=all", "--name="+c.run, "--format=%i|%k")
 	if err != nil {
@@ -209,7 +231,8 @@ func (c *Client) findByComment(ctx context.Context, want string) (string, bool, 
 	for _, line := range strings.Split(string(out), "\n") {
 		id, k, ok := strings.Cut(line, "|")
 		if ok && strings.TrimSpace(k) == want {
-			return strings.TrimSpace(id), true, nil
+			base, _, _ := strings.Cut(strings.TrimSpace(id), "_")
+			return base, true, nil
 		}
 	}
 	return "", false, nil

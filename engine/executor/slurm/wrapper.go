@@ -37,6 +37,10 @@ type Job struct {
 	// TimeLimit is the job's --time, Slurm's outer bound; 0 takes
 	// Timeout+KillGrace (rounded up to whole minutes).
 	TimeLimit time.Duration
+	// prelude are shell lines the wrapper runs first: for a task of a job
+	// array, which runs in the array's environment, the unset and export
+	// lines that make it the node's own.
+	prelude string
 }
 
 // timeLimit is the job's --time: TimeLimit, else the stage's timeout and
@@ -101,7 +105,7 @@ on_timeout() {
 trap on_term TERM INT
 trap on_timeout USR1
 trap 'echo "cairn: SIGUSR2 from Slurm: the job is near its time limit" >&2' USR2
-exit_file=%s
+%sexit_file=%s
 tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
 rm -f -- "$exit_file"
 # The start on the clock that stamps files: the modification time of a
@@ -133,7 +137,7 @@ fi
 while kill -0 "$child" 2>/dev/null; do wait "$child"; done
 wait "$child"
 finish $?
-`, job.Node, job.Attempt, job.Timeout.Nanoseconds(), job.Timeout, grace, quote(job.ExitFile), quote(job.Dir), strings.Join(words, " "),
+`, job.Node, job.Attempt, job.Timeout.Nanoseconds(), job.Timeout, grace, job.prelude, quote(job.ExitFile), quote(job.Dir), strings.Join(words, " "),
 		seconds(job.Timeout), seconds(grace))
 	return b.String()
 }
@@ -144,7 +148,12 @@ func writeScript(job *Job) error {
 		return err
 	}
 	tmp := job.Script + ".tmp"
-	if err := os.WriteFile(tmp, []byte(wrapper(job)), 0o755); err != nil {
+	mode := os.FileMode(0o755)
+	if job.prelude != "" {
+		// It sets the node's environment, secrets too: the user's only.
+		mode = 0o700
+	}
+	if err := os.WriteFile(tmp, []byte(wrapper(job)), mode); err != nil {
 		return err
 	}
 	return os.Rename(tmp, job.Script)
