@@ -717,6 +717,12 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 				case <-tick.C:
 					at := time.Now()
 					if err := sv.probe(ctx, r, false); err != nil {
+						if bad == 0 && items.EndpointAnsweredSince(r.url, at) {
+							// Consumers had answers while the check
+							// waited: busy (its health path queued
+							// behind completions), not hung.
+							continue
+						}
 						bad++
 						items.SetEndpointDown(r.url, true)
 						if bad == 1 {

@@ -55,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 0, "after listening, answer chat completions with HTTP 503 for this long (GET /health and /v1/models answer)")
 	crashAfter := fs.Int("crash-after", 0, "exit with status 3, answering nothing, on the chat request after this many (0: never)")
 	hangAfter := fs.Int("hang-after", 0, "hang on the chat request after this many: from then on nothing (GET /health included) is answered, and the process stays alive (0: never)")
+	serial := fs.Bool("serial", false, "answer one request at a time, in order, GET /health included: a busy server answers its health path late")
 	gpuMiB := fs.Float64("gpu-mib", 0, "on simulated GPUs, report this much device memory in use on each device of CUDA_VISIBLE_DEVICES ("+gpu.EnvSimMemory+")")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `cairn-sim-model: a SIMULATED OpenAI-compatible task model for tests and demos.
@@ -98,6 +99,7 @@ Usage: cairn-sim-model [flags]
 		Warmup:      *warmup,
 		CrashAfter:  *crashAfter,
 		HangAfter:   *hangAfter,
+		Serial:      *serial,
 		Hang: func() {
 			fmt.Fprintf(stderr, "cairn-sim-model: SIMULATED hang after %d chat requests: nothing is answered from now on\n", *hangAfter)
 		},

@@ -613,6 +613,27 @@ func TestServeReplicaHungMidEvaluation(t *testing.T) {
 	assert.Greater(t, readyAgain, down, "the restarted replica never got ready")
 }
 
+// A replica that answers one request at a time (as llama.cpp's Python
+// server does) answers its health check only after the completions queued
+// before it: late, while consumers are answered. It is busy, not hung, and
+// stays in the rotation: no item waits and none is retried.
+func TestServeBusyReplicaStaysInTheRotation(t *testing.T) {
+	w := newWorkspace(t, 6)
+	port := freePort(t, 2)
+	// Four completions of 2 s queue ahead of each health check: longer
+	// than the check's 5 s.
+	f := w.pipeline(serveStage("tm", port, 1, 0, "", "--serial", "--latency", "2s"), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 6/6: 6 evaluated, 0 from the store, 0 failed")
+	assert.Contains(t, out, "infra-failures 0;")
+	for _, e := range w.journal(out) {
+		if e.T == runlog.Serve && e.Status == "down" {
+			t.Errorf("the busy replica was taken out of the rotation: %s\n%s", e.Message, out)
+		}
+	}
+}
+
 // A replica that dies again after its restart fails the node with its log.
 func TestServeSecondDeathFailsWithLog(t *testing.T) {
 	w := newWorkspace(t, 24)

@@ -74,6 +74,11 @@ type Config struct {
 	// stuck, not dead.
 	HangAfter int
 	Hang      func() // called once, as the server hangs
+	// Serial makes the server answer one request at a time, in the order
+	// they came, GET /health and /v1/models included: a server that
+	// queues its health path behind the completions before it, as
+	// llama.cpp's Python server does. Busy, it answers late, not never.
+	Serial bool
 }
 
 // Message is one chat message.
@@ -106,6 +111,7 @@ type Server struct {
 	hung   atomic.Bool
 	born   time.Time
 	draws  atomic.Int64 // samples drawn (see serveSampledChat)
+	serial sync.Mutex   // held for each request with Config.Serial
 }
 
 // wait sleeps the configured latency.
@@ -153,6 +159,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// client gives up or the process ends.
 		<-r.Context().Done()
 		return
+	}
+	if s.cfg.Serial {
+		s.serial.Lock()
+		defer s.serial.Unlock()
 	}
 	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
 	case "/health":

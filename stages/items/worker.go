@@ -529,6 +529,7 @@ func (p *proc) handle(line []byte) {
 		r.retry(t, classInfra, why)
 		return
 	}
+	EndpointAnswered(f.endpoint)
 	out := resp.Outputs
 	if bytes.Equal(bytes.TrimSpace(out), []byte("null")) {
 		out = nil

@@ -412,6 +412,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, k
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode < 500 {
+		items.EndpointAnswered(ep)
+	}
 	ct := resp.Header.Get("Content-Type")
 	if ct != "" {
 		w.Header().Set("Content-Type", ct)
