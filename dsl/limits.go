@@ -393,6 +393,11 @@ func NumbersInRange(v cty.Value) bool {
 		// A number, as every number literal is: no walk.
 		return !v.IsKnown() || v.IsNull() || floatInRange(v.AsBigFloat())
 	}
+	if !mayHoldNumber(ty) {
+		// No walk where the type has no room for a number: walking a
+		// set (toset of a grid's keys) sorts it.
+		return true
+	}
 	ok := true
 	_ = cty.Walk(v, func(_ cty.Path, ev cty.Value) (bool, error) {
 		ev, _ = ev.Unmark()
@@ -405,6 +410,33 @@ func NumbersInRange(v cty.Value) bool {
 		return ok, nil
 	})
 	return ok
+}
+
+// mayHoldNumber reports whether a value of type ty can hold a number:
+// its type is number, or has one (or a type known only with the value)
+// among its elements' or attributes' types.
+func mayHoldNumber(ty cty.Type) bool {
+	switch {
+	case ty == cty.String || ty == cty.Bool:
+		return false
+	case ty.IsListType() || ty.IsSetType() || ty.IsMapType():
+		return mayHoldNumber(ty.ElementType())
+	case ty.IsTupleType():
+		for _, et := range ty.TupleElementTypes() {
+			if mayHoldNumber(et) {
+				return true
+			}
+		}
+		return false
+	case ty.IsObjectType():
+		for _, at := range ty.AttributeTypes() {
+			if mayHoldNumber(at) {
+				return true
+			}
+		}
+		return false
+	}
+	return true // number, dynamic, capsule
 }
 
 // floatInRange is NumbersInRange for one number.

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -326,5 +327,36 @@ func TestReferencesOfATraversalAreTheWalks(t *testing.T) {
 		wantRefs, wantDiags := walkReferences(e)
 		assert.Equal(t, wantRefs, refs, src)
 		assert.Equal(t, wantDiags, diags, src)
+	}
+}
+
+// A value whose type has no room for a number is in range without a walk:
+// walking a set sorts it, and toset of a grid's keys was sorted once for
+// the check. A number anywhere in a structure is still found.
+func TestNumbersInRangeSkipsWhatHoldsNoNumber(t *testing.T) {
+	keys := make([]cty.Value, 2000)
+	for i := range keys {
+		keys[i] = cty.StringVal(fmt.Sprintf("k%d", i))
+	}
+	set := cty.SetVal(keys)
+	assert.True(t, NumbersInRange(set))
+	if allocs := testing.AllocsPerRun(5, func() { NumbersInRange(set) }); allocs > 0 {
+		t.Errorf("NumbersInRange of a set of strings made %.0f allocations, want none (no walk)", allocs)
+	}
+	big := cty.MustParseNumberVal("1e400")
+	for _, v := range []cty.Value{
+		cty.ObjectVal(map[string]cty.Value{"s": cty.StringVal("x"), "n": big}),
+		cty.MapVal(map[string]cty.Value{"a": cty.TupleVal([]cty.Value{cty.True, big})}),
+		cty.SetVal([]cty.Value{cty.ListVal([]cty.Value{big})}),
+		cty.TupleVal([]cty.Value{cty.StringVal("x"), cty.ObjectVal(map[string]cty.Value{"n": big})}),
+	} {
+		assert.False(t, NumbersInRange(v), "%#v", v)
+	}
+	for _, v := range []cty.Value{
+		cty.ObjectVal(map[string]cty.Value{"s": cty.StringVal("x"), "l": cty.ListValEmpty(cty.Bool)}),
+		cty.MapVal(map[string]cty.Value{"a": cty.SetVal([]cty.Value{cty.StringVal("y")})}),
+		cty.TupleVal([]cty.Value{cty.StringVal("x"), cty.NumberIntVal(3)}),
+	} {
+		assert.True(t, NumbersInRange(v), "%#v", v)
 	}
 }
