@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 	"github.com/cairn-run/cairn/runreport"
 	"github.com/cairn-run/cairn/runreport/browsertest"
 )
@@ -275,4 +276,64 @@ stage "command" "alloc" {
 	assert.GreaterOrEqual(t, g.PathX0, g.BarX0-1)
 	assert.LessOrEqual(t, g.PathX1, g.BarX1+1)
 	assert.Greater(t, g.PathX1-g.PathX0, (g.BarX1-g.BarX0)/2, "the curve spans most of the bar")
+}
+
+// A run on the local Slurm cluster with --report: every node that ran is
+// a Slurm job, and the page's nodes table gives each its job id as Slurm
+// lists it under the run's name, and its wait in Slurm's queue (from
+// submission to the job's start) as `cairn show --json` has it, within a
+// second of what Slurm says of the job; the page opens with no console
+// error, its bars in Slurm lanes.
+func TestSlurmReportInBrowser(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	w.write("main.hcl", workThenSum([]string{"a", "b", "c"}, "${each.key} = none", "never"))
+	out, code := w.run("apply", "main.hcl", "--report")
+	require.Equal(t, 0, code, out)
+	m := regexp.MustCompile(`(?m)^Report: (\S+)$`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	run := w.runs()[len(w.runs())-1].ID
+	js := showJSON(t, w, run)
+	assert.Equal(t, "slurm", js.Run.Executor)
+
+	// Slurm's own account of the run's jobs (named after the run): id,
+	// submit and start times.
+	jobs := map[string]float64{} // job id -> Slurm's queue wait, s
+	for _, l := range strings.Split(strings.TrimSpace(squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%i %V %S")), "\n") {
+		f := strings.Fields(l)
+		require.Len(t, f, 3, l)
+		sub, err1 := time.ParseInLocation("2006-01-02T15:04:05", f[1], time.Local)
+		start, err2 := time.ParseInLocation("2006-01-02T15:04:05", f[2], time.Local)
+		require.NoError(t, err1, l)
+		require.NoError(t, err2, l)
+		jobs[f[0]] = start.Sub(sub).Seconds()
+	}
+	require.Len(t, jobs, 4, "a job a node: 3 work, 1 sum")
+
+	p := browsertest.Open(t, m[1], 1400, 1000)
+	rows := browsertest.Eval[map[string]map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("#tbody .row")].map(r => [r.querySelector('[data-col="address"]').textContent, Object.fromEntries([...r.children].map(c => [c.dataset.col, c.textContent]))]))`)
+	require.Len(t, rows, len(js.Nodes))
+	seen := map[string]bool{}
+	for _, n := range js.Nodes {
+		r := rows[n.Addr]
+		require.NotNil(t, r, n.Addr)
+		require.Len(t, n.Tries, 1, n.Addr)
+		id := n.Tries[0].Job
+		assert.Equal(t, "slurm:"+id, r["job"], n.Addr)
+		wait, ok := jobs[id]
+		require.True(t, ok, "%s: job %s is not one of the run's jobs in Slurm: %v", n.Addr, id, jobs)
+		seen[id] = true
+		// The page's queue wait is show --json's: from the journal's
+		// record of Slurm's queue (submission to the job's start).
+		assert.Equal(t, fmt.Sprintf("%.3f s", n.QueueWait), r["queue_wait"], n.Addr)
+		assert.Greater(t, n.Tries[0].Queued, 0.0, "%s: a wait in Slurm's queue", n.Addr)
+		assert.InDelta(t, wait, n.Tries[0].Queued, 1.5, "%s: Slurm's submit-to-start (whole seconds) against cairn's", n.Addr)
+	}
+	assert.Len(t, seen, 4)
+	lanes := browsertest.Eval[[]string](t, p, `[...new Set([...document.querySelectorAll("rect.bar[data-node]")].map(b => b.dataset.lane))]`)
+	for _, l := range lanes {
+		assert.True(t, strings.HasPrefix(l, "slurm "), "lane %s", l)
+	}
+	assert.Equal(t, "slurm", browsertest.Eval[string](t, p, `[...document.querySelectorAll("#header dt")].find(d => d.textContent === "executor").nextSibling.textContent`))
+	assert.Empty(t, p.Errors(), "console errors")
 }

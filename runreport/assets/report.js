@@ -265,6 +265,7 @@ const TCOLS = [
   ["address", "address", "minmax(240px,3fr)"], ["kind", "kind", "90px"], ["state", "outcome", "120px"], ["reason", "plan reason", "minmax(160px,2fr)"],
   ["key", "key", "110px"], ["duration", "duration", "90px"], ["queue_wait", "queue wait", "90px"], ["peak_rss", "peak RSS", "90px"],
   ["peak_gpu", "peak GPU", "90px"], ["gpu_seconds", "GPU-s", "80px"], ["attempts", "attempts", "70px"], ["gpus", "GPUs", "60px"],
+  ["job", "job", "110px"],
 ];
 const NUMERIC = new Set(["duration", "queue_wait", "peak_rss", "peak_gpu", "gpu_seconds", "attempts"]);
 let view = [], sortCol = null, sortAsc = true, selected = -1;
@@ -321,7 +322,7 @@ function nodesTable() {
   function applyFilter() {
     const q = $("filter").value.trim().toLowerCase(), st = sf.value;
     const words = q ? q.split(/\s+/) : [];
-    const fields = [C.address, C.kind, C.reason, C.class, C.key, C.state, C.message];
+    const fields = [C.address, C.kind, C.reason, C.class, C.key, C.state, C.message, C.job];
     view = [];
     for (let i = 0; i < D.nodes.length; i++) {
       const n = D.nodes[i];
