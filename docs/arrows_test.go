@@ -67,7 +67,7 @@ var parts = []part{
 	{"planner", 3, []string{"engine/plan/..."}, "configuration to graph, keys and plan, with the stage kinds' checks and the cache's index"},
 	{"engine", 4, []string{"engine", "engine/memo"}, "apply: the schedule and the applier's loop over the plan, the executors, the cache and the journal"},
 	{"edge", 5, []string{"cmd/...", "ui", "runreport/..."}, "what people run and read: the command line drives the engine and hands it its sinks (ui: the terminal, --json, the event log); the run report reads the journal, the events and the cache"},
-	{"tools", 5, []string{"bench/...", "scripts/..."}, "the build's own programs (benchmark generator, test summary)"},
+	{"tools", 5, []string{"bench/...", "scripts/...", "e2e/e2etest"}, "the build's own programs (benchmark generator, test summary) and what the tests that run cairn's binaries share"},
 }
 
 // partOf returns the part whose patterns match pkg, and how many parts do.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages"
@@ -34,26 +35,9 @@ var cairnBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "cairn-docs-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := 1
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = "/usr/local/go/bin/go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "cairn"), "./cmd/cairn")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building cairn: %s\n%s", err, out)
-	} else {
+	os.Exit(e2etest.Binaries{Packages: []string{"cmd/cairn"}}.Main(m, os.Stderr, func(dir string) {
 		cairnBin = filepath.Join(dir, "cairn")
-		code = m.Run()
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	}))
 }
 
 // docFiles are the documents whose marked blocks are checked.

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
@@ -41,35 +42,8 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "cairn-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := 1
-	if err := build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "building cairn and the simulated programs:", err)
-	} else {
-		bins = dir
-		code = m.Run()
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func build(dir string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = "/usr/local/go/bin/go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", dir+string(os.PathSeparator),
-		"./cmd/cairn", "./cmd/cairn-sim-model", "./sim/work/preflight", "./sim/work/ruler", "./sim/work/aime24", "./sim/work/train")
-	cmd.Dir = ".."
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%w\n%s", err, out)
-	}
-	return nil
+	b := e2etest.Binaries{Packages: []string{"cmd/cairn", "cmd/cairn-sim-model", "sim/work/preflight", "sim/work/ruler", "sim/work/aime24", "sim/work/train"}}
+	os.Exit(b.Main(m, os.Stderr, func(dir string) { bins = dir }))
 }
 
 const tag = "t"
@@ -115,9 +89,7 @@ func newWorkspace(t *testing.T, gpus string) *workspace {
 
 func (w *workspace) write(rel, content string) {
 	w.t.Helper()
-	p := filepath.Join(w.dir, rel)
-	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+	e2etest.WriteFile(w.t, w.dir, rel, content)
 }
 
 func (w *workspace) config(name string, cfg map[string]any) {
@@ -586,28 +558,6 @@ func TestLedgerIsKeptByDefault(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(w2.dir, "algorithm_scientist/memory.md"))
 }
 
-// procGone reports whether pid has exited (a zombie counts as exited).
-func procGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestKillDuringBatchThenResume(t *testing.T) {
 	w := newWorkspace(t, "sim:2")
 	w.setSim(2, map[string]any{"aime24_ms": 3000})
@@ -619,7 +569,7 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 
 	// Kill cairn once the second wave runs.
 	var started []runlog.Entry
-	waitFor(t, "the second wave to start", 60*time.Second, func() bool {
+	e2etest.WaitFor(t, "the second wave to start", 60*time.Second, func() bool {
 		rs, err := runlog.List(filepath.Join(w.dir, ".cairn"))
 		if err != nil || len(rs) == 0 {
 			return false
@@ -638,9 +588,9 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 	// No child holds a device, nor the batch lock.
 	leases, err := gpu.OpenLeaseDir(filepath.Join(w.leases, "simulated"))
 	require.NoError(t, err)
-	waitFor(t, "the children to die", 10*time.Second, func() bool {
+	e2etest.WaitFor(t, "the children to die", 10*time.Second, func() bool {
 		for _, e := range started {
-			if !procGone(e.PID) {
+			if !e2etest.ProcGone(e.PID) {
 				return false
 			}
 		}
@@ -860,7 +810,7 @@ func TestOneBatchAtATimePerMachine(t *testing.T) {
 	cmdA.Stdout, cmdA.Stderr = &bufA, &bufA
 	require.NoError(t, cmdA.Start())
 	var runA string
-	waitFor(t, "A's batch to start", 60*time.Second, func() bool {
+	e2etest.WaitFor(t, "A's batch to start", 60*time.Second, func() bool {
 		rs, err := runlog.List(filepath.Join(a.dir, ".cairn"))
 		if err != nil || len(rs) == 0 {
 			return false
@@ -967,7 +917,7 @@ func TestInterruptedBatch(t *testing.T) {
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())
-	waitFor(t, "the batch to run", 60*time.Second, func() bool {
+	e2etest.WaitFor(t, "the batch to run", 60*time.Second, func() bool {
 		rs, err := runlog.List(filepath.Join(w.dir, ".cairn"))
 		if err != nil || len(rs) == 0 {
 			return false

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/storage/digest"
 )
 
@@ -270,7 +271,7 @@ func TestOptimizerCtrlCSaysWhatTheNextApplyDoes(t *testing.T) {
 	var buf strings.Builder
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())
-	waitFor(t, "charged rollouts", 60*time.Second, func() bool { return lineCount(ledger) >= 20 })
+	e2etest.WaitFor(t, "charged rollouts", 60*time.Second, func() bool { return lineCount(ledger) >= 20 })
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	err := cmd.Wait()
 	var ee *exec.ExitError

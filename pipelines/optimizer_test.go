@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
@@ -152,7 +153,7 @@ func (w *optWorkspace) killDuring(cond func() bool, args ...string) {
 	require.NoError(w.t, cmd.Start())
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	waitFor(w.t, "the moment to kill cairn", 60*time.Second, func() bool {
+	e2etest.WaitFor(w.t, "the moment to kill cairn", 60*time.Second, func() bool {
 		select {
 		case <-done:
 			w.t.Fatalf("cairn ended before it was killed:\n%s", out.String())

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
@@ -89,7 +90,7 @@ func TestSlurmCancelledFromOutside(t *testing.T) {
 		defer close(done)
 		out, code = w.run("apply", "main.hcl")
 	}()
-	waitFor(t, "the job to start", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "the job to start", 2*time.Minute, func() bool {
 		_, err := os.Stat(filepath.Join(w.dir, "started"))
 		return err == nil
 	})
@@ -119,7 +120,7 @@ func TestSlurmKillThenReattach(t *testing.T) {
 	execLog := w.execLog
 	first := w.command("apply", "main.hcl")
 	require.NoError(t, first.Start())
-	waitFor(t, "a and b to end and c and d to start", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "a and b to end and c and d to start", 2*time.Minute, func() bool {
 		l := execLog()
 		return strings.Contains(l, "end a") && strings.Contains(l, "end b") && strings.Contains(l, "start c") && strings.Contains(l, "start d")
 	})
@@ -133,7 +134,7 @@ func TestSlurmKillThenReattach(t *testing.T) {
 	require.NoError(t, second.Start())
 	// c and d are still running: the second apply follows their jobs
 	// (its journal names them) before they are let go.
-	waitFor(t, "the second apply to take c and d's jobs", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "the second apply to take c and d's jobs", 2*time.Minute, func() bool {
 		rs := w.runs()
 		if len(rs) < 2 {
 			return false
@@ -190,7 +191,7 @@ func TestSlurmCancelledWhileCairnWasDown(t *testing.T) {
 `)
 	first := w.command("apply", "main.hcl")
 	require.NoError(t, first.Start())
-	waitFor(t, "the job to start", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "the job to start", 2*time.Minute, func() bool {
 		_, err := os.Stat(filepath.Join(w.dir, "started"))
 		return err == nil
 	})
@@ -207,7 +208,7 @@ func TestSlurmCancelledWhileCairnWasDown(t *testing.T) {
 	id := strings.TrimSpace(squeue(t, "--noheader", "--name="+dead.ID, "--format=%i"))
 	require.NotEmpty(t, id, "the job of stage.sleeper in squeue")
 	slurmtest.Call(t, "scancel", id)
-	waitFor(t, "Slurm's cancel line in the job's log", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "Slurm's cancel line in the job's log", 2*time.Minute, func() bool {
 		b, _ := os.ReadFile(logs[1])
 		return strings.Contains(string(b), "CANCELLED")
 	})
@@ -240,7 +241,7 @@ func TestSlurmInterrupt(t *testing.T) {
 			var out strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &out
 			require.NoError(t, cmd.Start())
-			waitFor(t, "the three jobs to start", 2*time.Minute, func() bool {
+			e2etest.WaitFor(t, "the three jobs to start", 2*time.Minute, func() bool {
 				b, _ := os.ReadFile(filepath.Join(w.dir, "started"))
 				return strings.Count(string(b), "\n") == 3
 			})
@@ -272,7 +273,7 @@ func TestSlurmInterrupt(t *testing.T) {
 				// The cancelled jobs' scripts write their exit files into
 				// the workspace as they end: wait for their processes to be
 				// gone before the workspace is removed.
-				waitFor(t, "the cancelled jobs' processes to end", 2*time.Minute, func() bool {
+				e2etest.WaitFor(t, "the cancelled jobs' processes to end", 2*time.Minute, func() bool {
 					return len(processesIn(w.dir)) == 0
 				})
 			}
@@ -356,14 +357,14 @@ func TestSlurmRequeue(t *testing.T) {
 `)
 	out, done := w.start("apply", "main.hcl")
 	execLog := w.execLog
-	waitFor(t, "the job's first run", 2*time.Minute, func() bool { return execLog() == "start 0\n" })
+	e2etest.WaitFor(t, "the job's first run", 2*time.Minute, func() bool { return execLog() == "start 0\n" })
 	run := w.runs()[0].ID
 	id := strings.TrimSpace(squeue(t, "--noheader", "--name="+run, "--format=%i"))
 	require.NotEmpty(t, id, "the job of stage.work in squeue")
 	slurmtest.Call(t, "scontrol", "requeue", id)
 	// Slurm holds a requeued job back for two minutes: cairn says so at
 	// once (#29); then let it start now.
-	waitFor(t, "cairn to say the job was requeued", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "cairn to say the job was requeued", 2*time.Minute, func() bool {
 		return strings.Contains(out.String(), "waiting for Slurm to run job "+id+" again since ")
 	})
 	assert.Regexp(t, `… stage.work  waiting for Slurm to run job `+id+` again since \d\d:\d\d:\d\d: Slurm requeued it; it is PENDING \(BeginTime\)`, out.String())
@@ -410,7 +411,7 @@ func TestSlurmControllerAway(t *testing.T) {
 	w.write("main.hcl", workThenSum([]string{"a", "b"}, "", "go"))
 	execLog := w.execLog
 	out, done := w.start("apply", "main.hcl")
-	waitFor(t, "both jobs to start", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "both jobs to start", 2*time.Minute, func() bool {
 		l := execLog()
 		return strings.Contains(l, "start a") && strings.Contains(l, "start b")
 	})
@@ -419,7 +420,7 @@ func TestSlurmControllerAway(t *testing.T) {
 	// The jobs end while the controller is away, and their scripts write
 	// their exit files.
 	w.write("go", "")
-	waitFor(t, "both jobs' exit files", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "both jobs' exit files", 2*time.Minute, func() bool {
 		m, _ := filepath.Glob(filepath.Join(w.dir, ".cairn", "runs", "*", "logs", "*.exit"))
 		return len(m) == 2
 	})
@@ -430,7 +431,7 @@ func TestSlurmControllerAway(t *testing.T) {
 	// wait may run on through this stop: the wait under way names
 	// whichever client failed first.
 	const waiting, doneWaiting = "… waiting for the Slurm controller since ", "… done waiting for the Slurm controller"
-	waitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
 		s := out.String()
 		return strings.Count(s, waiting) > strings.Count(s, doneWaiting)
 	})
@@ -488,7 +489,7 @@ func TestSlurmControllerDownAtStart(t *testing.T) {
 `)
 	startController := slurmtest.StopController(t)
 	out, done := w.start("apply", "main.hcl")
-	waitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
 		return strings.Contains(out.String(), "waiting for the Slurm controller since")
 	})
 	assert.Regexp(t, `cairn: slurm executor: waiting for the Slurm controller since \d\d:\d\d:\d\d: scontrol: slurm_load_ctl_conf error: Unable to contact slurm controller`, out.String())

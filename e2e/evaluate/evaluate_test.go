@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages/items"
@@ -44,24 +45,13 @@ func runTests(m *testing.M) int {
 		fmt.Println("skipping: the evaluate end-to-end tests need python3")
 		return 0
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := e2etest.GoTool(); err != nil {
 		fmt.Println("skipping: no go toolchain on PATH to build cairn")
 		return 0
 	}
-	dir, err := os.MkdirTemp("", "cairn-e2e-bin")
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command(gobin, "build", "-o", cairnBin, "github.com/cairn-run/cairn/cmd/cairn")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Printf("building cairn: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	return e2etest.Binaries{Packages: []string{"cmd/cairn"}}.Main(m, os.Stdout, func(dir string) {
+		cairnBin = filepath.Join(dir, "cairn")
+	})
 }
 
 const (
@@ -112,9 +102,7 @@ func newWorkspace(t *testing.T, n int) *workspace {
 
 func (w *workspace) write(rel, content string) {
 	w.t.Helper()
-	p := filepath.Join(w.dir, rel)
-	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+	e2etest.WriteFile(w.t, w.dir, rel, content)
 }
 
 // stageSpec is one evaluate stage of a test pipeline.

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +29,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/e2e/e2etest"
 )
 
 var (
@@ -49,23 +50,9 @@ func runTests(m *testing.M) int {
 		return m.Run()
 	}
 	python, skipReason = findLlama()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = "/usr/local/go/bin/go"
-	}
-	dir, err := os.MkdirTemp("", "cairn-llamacpp-bin")
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command(gobin, "build", "-o", cairnBin, "github.com/cairn-run/cairn/cmd/cairn")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Printf("building cairn: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	return e2etest.Binaries{Packages: []string{"cmd/cairn"}}.Main(m, os.Stdout, func(dir string) {
+		cairnBin = filepath.Join(dir, "cairn")
+	})
 }
 
 // repoRoot is the repository's root, from this package's folder.
@@ -131,37 +118,6 @@ func tinyModel(t *testing.T, dir string, seed int) string {
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "writing the tiny model: %s", b)
 	return out
-}
-
-// freePort is a loopback port no one listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// procGone reports whether pid has exited (a zombie counts as exited).
-func procGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 var client = &http.Client{Timeout: 60 * time.Second}
@@ -235,7 +191,7 @@ func TestLlamaServerAnswers(t *testing.T) {
 	needLlama(t)
 	dir := t.TempDir()
 	model := tinyModel(t, dir, 1)
-	port := fmt.Sprint(freePort(t))
+	port := fmt.Sprint(e2etest.FreePort(t))
 	base := "http://127.0.0.1:" + port
 	cmd := exec.Command(serverArgv(model, "tiny-llama", port)[0], serverArgv(model, "tiny-llama", port)[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -256,7 +212,7 @@ func TestLlamaServerAnswers(t *testing.T) {
 	}
 
 	var models modelList
-	waitFor(t, "the server to list its model", 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "the server to list its model", 2*time.Minute, func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("the server ended while it started (%v):\n%s", err, logText())
@@ -298,5 +254,5 @@ func TestLlamaServerAnswers(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("the server did not end within a minute of SIGTERM:\n%s", logText())
 	}
-	assert.True(t, procGone(pid))
+	assert.True(t, e2etest.ProcGone(pid))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
 
@@ -46,9 +47,7 @@ func newWorkspace(t *testing.T, items int) *workspace {
 
 func (w *workspace) write(rel, content string) {
 	w.t.Helper()
-	p := filepath.Join(w.dir, rel)
-	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+	e2etest.WriteFile(w.t, w.dir, rel, content)
 }
 
 // pipeline is a serve stage running llama.cpp's server on the tiny model
@@ -173,7 +172,7 @@ func TestLlamaServeStage(t *testing.T) {
 	needLlama(t)
 	const n = 5
 	w := newWorkspace(t, n)
-	code, out := w.apply(w.pipeline(freePort(t)))
+	code, out := w.apply(w.pipeline(e2etest.FreePort(t)))
 	require.Equal(t, 0, code, out)
 
 	first, second := w.scored("out/first.jsonl"), w.scored("out/second.jsonl")
@@ -221,7 +220,7 @@ func TestLlamaServeStage(t *testing.T) {
 	require.Len(t, stopped, 1)
 	pid := readies[0].PID
 	require.Positive(t, pid)
-	assert.True(t, procGone(pid), "the server (pid %d) still runs after apply", pid)
+	assert.True(t, e2etest.ProcGone(pid), "the server (pid %d) still runs after apply", pid)
 
 	// Every evaluation in the store: a second apply starts no server.
 	code, out = w.apply("main.hcl")
@@ -235,13 +234,13 @@ func TestLlamaServeKilledCairn(t *testing.T) {
 	needLlama(t)
 	const n = 3
 	w := newWorkspace(t, n)
-	file := w.pipeline(freePort(t))
+	file := w.pipeline(e2etest.FreePort(t))
 	cmd := w.command("apply", file)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	var pid int
-	waitFor(t, "the server to be ready", 5*time.Minute, func() bool {
+	e2etest.WaitFor(t, "the server to be ready", 5*time.Minute, func() bool {
 		if rs := w.serveRecords("ready"); len(rs) > 0 {
 			pid = rs[0].PID
 			return true
@@ -249,10 +248,10 @@ func TestLlamaServeKilledCairn(t *testing.T) {
 		return false
 	})
 	require.Positive(t, pid)
-	require.False(t, procGone(pid), "the server runs once ready")
+	require.False(t, e2etest.ProcGone(pid), "the server runs once ready")
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
-	waitFor(t, fmt.Sprintf("the server (pid %d) to end with cairn", pid), time.Minute, func() bool { return procGone(pid) })
+	e2etest.WaitFor(t, fmt.Sprintf("the server (pid %d) to end with cairn", pid), time.Minute, func() bool { return e2etest.ProcGone(pid) })
 
 	code, text := w.apply(file)
 	require.Equal(t, 0, code, "%s\n(first apply:\n%s)", text, out.String())
@@ -261,5 +260,5 @@ func TestLlamaServeKilledCairn(t *testing.T) {
 	again := w.serveRecords("ready")
 	require.Len(t, again, 1)
 	assert.NotEqual(t, pid, again[0].PID, "a new server")
-	assert.True(t, procGone(again[0].PID))
+	assert.True(t, e2etest.ProcGone(again[0].PID))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages/items"
@@ -39,30 +40,16 @@ func runTests(m *testing.M) int {
 		fmt.Println("skipping: the serve end-to-end tests need python3")
 		return 0
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := e2etest.GoTool(); err != nil {
 		fmt.Println("skipping: no go toolchain on PATH to build cairn")
 		return 0
 	}
-	dir, err := os.MkdirTemp("", "cairn-serve-bin")
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cairnBin, simBin = filepath.Join(dir, "cairn"), filepath.Join(dir, "cairn-sim-model")
-	for pkg, out := range map[string]string{"github.com/cairn-run/cairn/cmd/cairn": cairnBin, "github.com/cairn-run/cairn/cmd/cairn-sim-model": simBin} {
-		args := []string{"build", "-o", out, pkg}
-		if raceEnabled {
-			// The engine's side of the servers under the race detector too.
-			args = []string{"build", "-race", "-o", out, pkg}
-		}
-		if b, err := exec.Command(gobin, args...).CombinedOutput(); err != nil {
-			fmt.Printf("building %s: %v\n%s", pkg, err, b)
-			return 1
-		}
-	}
-	return m.Run()
+	// The engine's side of the servers under the race detector too, where
+	// the tests run under it.
+	bins := e2etest.Binaries{Packages: []string{"cmd/cairn", "cmd/cairn-sim-model"}, Race: e2etest.RaceEnabled}
+	return bins.Main(m, os.Stdout, func(dir string) {
+		cairnBin, simBin = filepath.Join(dir, "cairn"), filepath.Join(dir, "cairn-sim-model")
+	})
 }
 
 const (
@@ -110,9 +97,7 @@ func newWorkspace(t *testing.T, n int) *workspace {
 
 func (w *workspace) write(rel, content string) {
 	w.t.Helper()
-	p := filepath.Join(w.dir, rel)
-	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+	e2etest.WriteFile(w.t, w.dir, rel, content)
 }
 
 // serveStage is a serve stage of the simulated model; run is the server's
@@ -248,28 +233,6 @@ func (w *workspace) storedKeys() map[string]bool {
 	return keys
 }
 
-// freePort is the first of n consecutive free loopback ports from a random
-// base.
-func freePort(t *testing.T, n int) int {
-	t.Helper()
-	for base := 20000 + os.Getpid()%20000; base < 60000; base += n + 7 {
-		ok := true
-		for p := base; p < base+n && ok; p++ {
-			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				continue
-			}
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free ports")
-	return 0
-}
-
 func index(es []runlog.Entry, match func(runlog.Entry) bool) int {
 	for i, e := range es {
 		if match(e) {
@@ -297,7 +260,7 @@ func serveRec(node, status string) func(runlog.Entry) bool {
 // no item fails and the worker's requests all succeed.
 func TestServeNoRequestBeforeReady(t *testing.T) {
 	w := newWorkspace(t, 12)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--warmup", "2s"), evalStage("a", "tm"))
 	code, out := w.run("apply", f)
 	require.Equal(t, 0, code, out)
@@ -326,7 +289,7 @@ func TestServeNoRequestBeforeReady(t *testing.T) {
 // started, and apply starts no process and leases no GPU.
 func TestServePlanCachedStartsNoServer(t *testing.T) {
 	w := newWorkspace(t, 6)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, ""), evalStage("a", "tm"))
 	code, out := w.run("apply", f)
 	require.Equal(t, 0, code, out)
@@ -359,7 +322,7 @@ func TestServePlanCachedStartsNoServer(t *testing.T) {
 // show freed.
 func TestServeSharedAndStoppedAfterLastConsumer(t *testing.T) {
 	w := newWorkspace(t, 10)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "20ms"),
 		evalStage("a", "tm"),
 		evalStageWith("b", "tm", 4, 1),
@@ -444,7 +407,7 @@ func TestServeGPUsReleasedAfterLeftoverWarning(t *testing.T) {
 
 func testLeftoverWarning(t *testing.T, closeFDs bool) {
 	w := newWorkspace(t, 6)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	leftover := `d="$CAIRN_SIM_GPU_MEMORY/$CUDA_VISIBLE_DEVICES"; mkdir -p "$d"; echo 700 > "$d/$$"; echo $$ > leftover.pid; exec sleep 300`
 	closeArg := "True"
 	if !closeFDs {
@@ -483,7 +446,7 @@ stage "command" "gpu_job" {
 	b, err := os.ReadFile(filepath.Join(w.dir, "leftover.pid"))
 	require.NoError(t, err, "the leftover process never started:\n%s", out)
 	pid := strings.TrimSpace(string(b))
-	require.True(t, alive(mustAtoi(t, pid)), "the leftover process did not outlive the server")
+	require.False(t, e2etest.ProcGone(mustAtoi(t, pid)), "the leftover process did not outlive the server")
 	// The leftover holds the GPU lease's descriptors exactly when it
 	// inherited them.
 	if closeFDs {
@@ -540,7 +503,7 @@ func mustAtoi(t *testing.T, s string) int {
 // restarted once; the evaluation finishes with every item answered once.
 func TestServeReplicaKilledMidEvaluation(t *testing.T) {
 	w := newWorkspace(t, 24)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	// Replica 1 crashes on its 4th chat request (readiness's included),
 	// in its first life only.
 	f := w.pipeline(firstLifeFault(port, "crashed", "--crash-after 4", ""), evalStage("a", "tm"))
@@ -578,7 +541,7 @@ func TestServeReplicaKilledMidEvaluation(t *testing.T) {
 // the evaluation finishes with every item answered once in the store.
 func TestServeReplicaHungMidEvaluation(t *testing.T) {
 	w := newWorkspace(t, 24)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	// Replica 1 hangs after its 4th chat request (readiness's included),
 	// in its first life only (whose pid the marker file keeps).
 	f := w.pipeline(firstLifeFault(port, "hung", "--hang-after 4", `  start_timeout = "10s"`+"\n"), evalStage("a", "tm"))
@@ -619,7 +582,7 @@ func TestServeReplicaHungMidEvaluation(t *testing.T) {
 // stays in the rotation: no item waits and none is retried.
 func TestServeBusyReplicaStaysInTheRotation(t *testing.T) {
 	w := newWorkspace(t, 6)
-	port := freePort(t, 2)
+	port := e2etest.FreePorts(t, 2)
 	// Four completions of 2 s queue ahead of each health check: longer
 	// than the check's 5 s.
 	f := w.pipeline(serveStage("tm", port, 1, 0, "", "--serial", "--latency", "2s"), evalStage("a", "tm"))
@@ -637,7 +600,7 @@ func TestServeBusyReplicaStaysInTheRotation(t *testing.T) {
 // A replica that dies again after its restart fails the node with its log.
 func TestServeSecondDeathFailsWithLog(t *testing.T) {
 	w := newWorkspace(t, 24)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	// Replica 1 crashes mid-evaluation, and its restart dies at start.
 	script := fmt.Sprintf(`if [ "$CAIRN_SERVE_REPLICA" = 1 ]; then if [ -e crashed ]; then echo "SIMULATED crash at start" >&2; exit 3; fi; touch crashed; exec %s --port $CAIRN_SERVE_PORT --model %s --latency 30ms --crash-after 4; fi; exec %s --port $CAIRN_SERVE_PORT --model %s --latency 30ms`, simBin, model, simBin, model)
 	srv := fmt.Sprintf(`
@@ -661,7 +624,7 @@ stage "serve" "tm" {
 // A port held by another process is skipped, never bound twice.
 func TestServePortCollisionSkipped(t *testing.T) {
 	w := newWorkspace(t, 4)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	require.NoError(t, err)
 	defer ln.Close()
@@ -686,7 +649,7 @@ func TestServePortCollisionSkipped(t *testing.T) {
 // apply starts them afresh and completes.
 func TestServeKill9LeavesNoServer(t *testing.T) {
 	w := newWorkspace(t, 40)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "300ms"), evalStageWith("a", "tm", 1, 0))
 	cmd := w.cmd("apply", f)
 	logPath := filepath.Join(t.TempDir(), "apply.log")
@@ -700,7 +663,7 @@ func TestServeKill9LeavesNoServer(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	for _, pid := range pids {
-		for alive(pid) {
+		for !e2etest.ProcGone(pid) {
 			require.True(t, time.Now().Before(deadline), "server pid %d still runs after cairn was killed", pid)
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -714,7 +677,7 @@ func TestServeKill9LeavesNoServer(t *testing.T) {
 // process left, exit status 130.
 func TestServeInterruptStopsServers(t *testing.T) {
 	w := newWorkspace(t, 40)
-	port := freePort(t, 4)
+	port := e2etest.FreePorts(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "300ms"), evalStageWith("a", "tm", 1, 0))
 	cmd := w.cmd("apply", f)
 	logPath := filepath.Join(t.TempDir(), "apply.log")
@@ -731,7 +694,7 @@ func TestServeInterruptStopsServers(t *testing.T) {
 	require.ErrorAs(t, err, &ee, output())
 	assert.Equal(t, 130, ee.ExitCode(), output())
 	for _, pid := range pids {
-		for alive(pid) {
+		for !e2etest.ProcGone(pid) {
 			require.True(t, time.Now().Before(deadline), "server pid %d still runs after Ctrl-C", pid)
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -771,24 +734,11 @@ func servingPIDs(t *testing.T, w *workspace, output func() string) ([]int, time.
 	return pids, deadline
 }
 
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
 // The same weights on other ports ask nothing again; changed weights ask
 // every item again.
 func TestServeKeysByWeights(t *testing.T) {
 	w := newWorkspace(t, 8)
-	port := freePort(t, 8)
+	port := e2etest.FreePorts(t, 8)
 	f := w.pipeline(serveStage("tm", port, 1, 0, ""), evalStage("a", "tm"))
 	code, out := w.run("apply", f)
 	require.Equal(t, 0, code, out)

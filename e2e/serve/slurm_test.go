@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
@@ -118,7 +119,7 @@ func answers(endpoint string) bool {
 func TestSlurmServeReportsItsEndpoint(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, 8)
-	f := w.pipeline(slurmServeStage(freePort(t, 4), 2), evalStage("a", "tm"), evalStageWith("b", "tm", 4, 1))
+	f := w.pipeline(slurmServeStage(e2etest.FreePorts(t, 4), 2), evalStage("a", "tm"), evalStageWith("b", "tm", 4, 1))
 	code, out := w.run("apply", f, "--executor", "slurm")
 	require.Equal(t, 0, code, out)
 	es := w.journal(out)
@@ -182,7 +183,7 @@ func TestSlurmServeReportsItsEndpoint(t *testing.T) {
 func TestSlurmServeReattachesAfterCrash(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, 6)
-	f := w.pipeline(slurmServeStage(freePort(t, 4), 2), heldEvalStage("a", 0))
+	f := w.pipeline(slurmServeStage(e2etest.FreePorts(t, 4), 2), heldEvalStage("a", 0))
 	first := w.cmd("apply", f, "--executor", "slurm")
 	var out1 strings.Builder
 	first.Stdout, first.Stderr = &out1, &out1
@@ -239,10 +240,10 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 	blocker := strings.TrimSpace(slurmtest.Call(t, "sbatch", "--parsable", "--exclusive", "--job-name=cairn-test-blocker",
 		"--output=/dev/null", "--chdir="+w.dir, "--wrap", "while [ ! -f "+unblock+" ]; do sleep 0.2; done"))
 	t.Cleanup(func() { slurmtest.Call(t, "scancel", blocker) })
-	waitFor(t, 2*time.Minute, func() bool { return jobState(t, blocker) == "RUNNING" }, "the blocking job never ran")
+	e2etest.WaitFor(t, "the blocking job to run", 2*time.Minute, func() bool { return jobState(t, blocker) == "RUNNING" })
 
 	const startTimeout = 10 * time.Second
-	srv := strings.Replace(slurmServeStage(freePort(t, 4), 1), `start_timeout = "3m"`, fmt.Sprintf("start_timeout = %q", startTimeout), 1)
+	srv := strings.Replace(slurmServeStage(e2etest.FreePorts(t, 4), 1), `start_timeout = "3m"`, fmt.Sprintf("start_timeout = %q", startTimeout), 1)
 	f := w.pipeline(srv, evalStage("a", "tm"))
 	apply := w.cmd("apply", f, "--executor", "slurm")
 	var out strings.Builder
@@ -271,14 +272,14 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 
 	// The replica's job is queued, and the journal says so.
 	var queuedAt time.Time
-	waitFor(t, 2*time.Minute, func() bool {
+	e2etest.WaitFor(t, "a queued record (or the apply's end)", 2*time.Minute, func() bool {
 		es := entries()
 		if i := index(es, serveRec("stage.tm", "queued")); i >= 0 {
 			queuedAt = es[i].Time
 			return true
 		}
 		return isEnded()
-	}, "no queued record")
+	})
 	require.False(t, isEnded(), "the apply ended:\n%s", out.String())
 	es := entries()
 	jobs := serveJobs(es)
@@ -287,7 +288,9 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 
 	// Twice start_timeout later it still waits, queued, with no failure,
 	// and its consumer has not started.
-	waitFor(t, 5*time.Minute, func() bool { return time.Since(queuedAt) > 2*startTimeout || isEnded() }, "")
+	e2etest.WaitFor(t, "twice start_timeout after the queued record (or the apply's end)", 5*time.Minute, func() bool {
+		return time.Since(queuedAt) > 2*startTimeout || isEnded()
+	})
 	require.False(t, isEnded(), "the apply ended while the serve job was queued:\n%s", out.String())
 	assert.Equal(t, "PENDING", jobState(t, jobs[0]))
 	es = entries()
@@ -312,21 +315,4 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 	assert.Regexp(t, `stage\.tm  replica 1: slurm job `+jobs[0]+` is queued, PENDING \(Resources\); its consumers wait`, out.String())
 	assert.Len(t, w.workerRequests(), 6)
 	assert.Equal(t, "CANCELLED", jobState(t, jobs[0]))
-}
-
-// waitFor polls cond until it holds; the test fails with msg after
-// timeout (a bound on a broken run, not a timing assertion). An empty msg
-// fails nothing: the caller checks what it needs.
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			if msg != "" {
-				t.Fatal(msg)
-			}
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
 
@@ -37,7 +38,7 @@ stage "command" "sibling" {
 func (w *ws) startedPID(addr string) int {
 	w.t.Helper()
 	pid := 0
-	waitFor(w.t, addr+" to start", 30*time.Second, func() bool {
+	e2etest.WaitFor(w.t, addr+" to start", 30*time.Second, func() bool {
 		runs, _ := runlog.List(w.cache)
 		if len(runs) == 0 {
 			return false
@@ -130,7 +131,7 @@ stage "command" "one" {
 	env := []string{"CAIRN_NO_FSYNC=1"}
 	p := w.start(env, "apply", "two.hcl")
 	w.startedPID("stage.held")
-	waitFor(t, "the node's 16 sleeps", 30*time.Second, func() bool {
+	e2etest.WaitFor(t, "the node's 16 sleeps", 30*time.Second, func() bool {
 		n := 0
 		for _, pr := range workspaceProcs(w.root) {
 			if strings.HasPrefix(pr.cmd, "sleep 1000") {
@@ -175,7 +176,7 @@ func TestKillBeforeStartJournaled(t *testing.T) {
 func (w *ws) leftovers() []proc {
 	w.t.Helper()
 	var left []proc
-	waitFor(w.t, "the node's shell to die with cairn", 10*time.Second, func() bool {
+	e2etest.WaitFor(w.t, "the node's shell to die with cairn", 10*time.Second, func() bool {
 		left = workspaceProcs(w.root)
 		for _, pr := range left {
 			if strings.HasPrefix(pr.cmd, "sh ") {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
 
@@ -62,7 +63,7 @@ func TestConcurrentAppliesShareWork(t *testing.T) {
 	}
 	// Hold the common nodes until each is running in one apply and
 	// waited for by the three others.
-	waitFor(t, "every apply to reach the common nodes", time.Minute, func() bool {
+	e2etest.WaitFor(t, "every apply to reach the common nodes", time.Minute, func() bool {
 		for _, key := range []string{"s1", "s2", "s3", "s4"} {
 			addr := `stage.common["` + key + `"]`
 			waiting, running := 0, 0
@@ -150,14 +151,14 @@ func TestDeadHolderFreesLock(t *testing.T) {
 				w.waitProc("sleep 1000")
 			}
 			waiter := w.start(env, "apply", "waiter.hcl")
-			waitFor(t, "the second apply to wait", 30*time.Second, func() bool {
+			e2etest.WaitFor(t, "the second apply to wait", 30*time.Second, func() bool {
 				return strings.Contains(waiter.out.String(), "waiting for stage.held")
 			})
 			require.NoError(t, holder.cmd.Process.Signal(syscall.SIGKILL))
 			hres := holder.wait(t)
 			require.Equal(t, -int(syscall.SIGKILL), hres.code, hres.String())
 			// The waiter now runs the node; let it finish.
-			waitFor(t, "the waiter to run the node", 30*time.Second, func() bool {
+			e2etest.WaitFor(t, "the waiter to run the node", 30*time.Second, func() bool {
 				return strings.Contains(waiter.out.String(), "stage.held  started")
 			})
 			w.write("go", "")
@@ -185,7 +186,7 @@ func TestInterruptWhileWaiting(t *testing.T) {
 	holder := w.start(env, "apply", "holder.hcl")
 	w.startedPID("stage.held")
 	waiter := w.start(env, "apply", "waiter.hcl")
-	waitFor(t, "the second apply to wait", 30*time.Second, func() bool {
+	e2etest.WaitFor(t, "the second apply to wait", 30*time.Second, func() bool {
 		return strings.Contains(waiter.out.String(), "waiting for stage.held")
 	})
 	require.NoError(t, waiter.cmd.Process.Signal(syscall.SIGINT))

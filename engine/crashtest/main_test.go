@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 )
@@ -25,28 +25,10 @@ import (
 var cairnBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cairn-crashtest-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cairnBin = filepath.Join(dir, "cairn")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
 	// The crash points (engine/failpoint) are in a build with this tag
 	// only: a release build has none.
-	build := exec.Command(goTool, "build", "-tags", "cairn_failpoints", "-o", cairnBin, "github.com/cairn-run/cairn/cmd/cairn")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building cairn:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	b := e2etest.Binaries{Packages: []string{"cmd/cairn"}, Tags: []string{"cairn_failpoints"}}
+	os.Exit(b.Main(m, os.Stderr, func(dir string) { cairnBin = filepath.Join(dir, "cairn") }))
 }
 
 // ws is a workspace with a pipeline file and its own cache folder.
@@ -75,9 +57,7 @@ func (w *ws) path(rel string) string { return filepath.Join(w.root, rel) }
 
 func (w *ws) write(rel, content string) {
 	w.t.Helper()
-	p := w.path(rel)
-	require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
+	e2etest.WriteFile(w.t, w.root, rel, content)
 }
 
 func (w *ws) read(rel string) string {
@@ -221,18 +201,6 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// waitFor polls cond every 10ms until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // runs returns the cache's runs, oldest first.
 func (w *ws) runs() []*runlog.RunInfo {
 	w.t.Helper()
@@ -324,7 +292,7 @@ func killWorkspaceProcs(root string) {
 // prefix.
 func (w *ws) waitProc(prefix string) {
 	w.t.Helper()
-	waitFor(w.t, "a process "+prefix, 30*time.Second, func() bool {
+	e2etest.WaitFor(w.t, "a process "+prefix, 30*time.Second, func() bool {
 		for _, p := range workspaceProcs(w.root) {
 			if strings.HasPrefix(p.cmd, prefix) {
 				return true

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 )
 
@@ -33,7 +34,7 @@ stage "command" "slow" {
 // every address in addrs and finished records for every address in done.
 func (w *ws) waitJournal(started, finished []string) {
 	w.t.Helper()
-	waitFor(w.t, "the journal to show the nodes running", 30*time.Second, func() bool {
+	e2etest.WaitFor(w.t, "the journal to show the nodes running", 30*time.Second, func() bool {
 		runs, _ := runlog.List(w.cache)
 		if len(runs) == 0 {
 			return false
@@ -107,9 +108,9 @@ stage "command" "stubborn" {
 	w.waitJournal([]string{"stage.stubborn"}, nil)
 	// The started record comes before the shell has run its first line: a
 	// SIGTERM then would end it before its trap is in place.
-	waitFor(t, "the node's trap to be in place", 30*time.Second, func() bool { return w.exists("trapped") })
+	e2etest.WaitFor(t, "the node's trap to be in place", 30*time.Second, func() bool { return w.exists("trapped") })
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
-	waitFor(t, "the node to get SIGTERM", 30*time.Second, func() bool { return w.exists("term.log") })
+	e2etest.WaitFor(t, "the node to get SIGTERM", 30*time.Second, func() bool { return w.exists("term.log") })
 	select {
 	case <-p.done:
 		t.Fatalf("cairn ended before its node's kill_grace: %s", p.res)
@@ -445,7 +446,7 @@ func TestGCWhileApplying(t *testing.T) {
 	p := w.start(nil, "apply", "--parallelism", "4")
 	w.waitJournal(slowAddrs, []string{"stage.fast"})
 	gc := w.start(nil, "gc")
-	waitFor(t, "gc to wait for the apply", 30*time.Second, func() bool {
+	e2etest.WaitFor(t, "gc to wait for the apply", 30*time.Second, func() bool {
 		return strings.Contains(gc.err.String(), "waiting for running applies")
 	})
 	select {

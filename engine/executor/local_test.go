@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/process"
 )
 
@@ -161,18 +162,6 @@ func shSpec(t *testing.T, script string) *Spec {
 	return spec
 }
 
-// waitFor waits, for up to 10 s, until cond holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10 s for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // logHas reports whether the log at path holds s.
 func logHas(path, s string) bool {
 	b, _ := os.ReadFile(path)
@@ -227,7 +216,7 @@ func TestLocalLogsWrittenWhileRunning(t *testing.T) {
 		spec := shSpec(t, `echo first; echo first-err >&2; while [ ! -e go-on ]; do sleep 0.01; done; echo second`)
 		job, err := Local{}.Submit(context.Background(), spec)
 		require.NoError(t, err)
-		waitFor(t, "the first line in the logs", func() bool {
+		e2etest.WaitFor(t, "the first line in the logs", 10*time.Second, func() bool {
 			return logHas(spec.Stdout, "first\n") && logHas(spec.Stderr, "first-err\n")
 		})
 		require.NoError(t, os.WriteFile(filepath.Join(spec.Dir, "go-on"), nil, 0o644))
@@ -336,7 +325,7 @@ func startReady(t *testing.T, ctx context.Context, spec *Spec) Job {
 	t.Helper()
 	job, err := Local{}.Submit(ctx, spec)
 	require.NoError(t, err)
-	waitFor(t, "the process to be ready", func() bool { return logHas(spec.Stdout, "ready") })
+	e2etest.WaitFor(t, "the process to be ready", 10*time.Second, func() bool { return logHas(spec.Stdout, "ready") })
 	return job
 }
 
@@ -422,7 +411,7 @@ func TestLocalContextAndHard(t *testing.T) {
 		defer cancel()
 		job = startReady(t, ctx, spec)
 		cancel()
-		waitFor(t, "SIGTERM", func() bool { return logHas(spec.Stderr, "term") })
+		e2etest.WaitFor(t, "SIGTERM", 10*time.Second, func() bool { return logHas(spec.Stderr, "term") })
 		close(hard)
 		res, err := job.Wait(context.Background())
 		require.NoError(t, err)

@@ -5,26 +5,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/e2e/e2etest"
 )
 
-// buildCairn builds cmd/cairn with the given go build flags and returns
-// the binary's symbol table (go tool nm) and its bytes.
-func buildCairn(t *testing.T, flags ...string) (symbols string, binary []byte) {
+// buildCairn builds cmd/cairn with the given build tags and returns the
+// binary's symbol table (go tool nm) and its bytes.
+func buildCairn(t *testing.T, tags ...string) (symbols string, binary []byte) {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
-	bin := filepath.Join(t.TempDir(), "cairn")
-	args := append(append([]string{"build", "-o", bin}, flags...), "github.com/cairn-run/cairn/cmd/cairn")
-	out, err := exec.Command(goTool, args...).CombinedOutput()
-	require.NoError(t, err, "go %s: %s", strings.Join(args, " "), out)
+	bin := filepath.Join(e2etest.Binaries{Packages: []string{"cmd/cairn"}, Tags: tags}.BuildFor(t), "cairn")
+	goTool, err := e2etest.GoTool()
+	require.NoError(t, err)
 	nm, err := exec.Command(goTool, "tool", "nm", bin).CombinedOutput()
 	require.NoError(t, err, "go tool nm: %s", nm)
 	binary, err = os.ReadFile(bin)
@@ -52,7 +47,7 @@ func TestReleaseBinaryHasNoCrashPoints(t *testing.T) {
 		assert.False(t, bytes.Contains(binary, []byte(name)), "a release build of cairn reads %s", name)
 	}
 
-	symbols, binary = buildCairn(t, "-tags", "cairn_failpoints")
+	symbols, binary = buildCairn(t, "cairn_failpoints")
 	assert.Contains(t, symbols, pkg+"killAt", "the crash tests' build has the crash points")
 	for _, name := range envNames {
 		assert.True(t, bytes.Contains(binary, []byte(name)), "the crash tests' build reads %s", name)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/e2e/e2etest"
 )
 
 // The test binary doubles as the three programs: with SIMLIB_TEST_PROGRAM
@@ -185,14 +187,10 @@ func TestSimworkMains(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds three programs")
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := e2etest.GoTool(); err != nil {
 		t.Skip("no go toolchain on PATH")
 	}
-	bin := t.TempDir()
-	build := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "../../sim/work/...")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := e2etest.Binaries{Packages: []string{"sim/work/..."}}.BuildFor(t)
 
 	w := newWorkdir(t)
 	cfg := w.config("batch_a_id0", `{"vortex_topk_val": 2048, "vortex_topk_ratio": 0.2, "sim": {"duration_ms": 0}}`)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/executor"
 )
 
@@ -276,20 +277,10 @@ func TestCloseEndsTheCallsInFlight(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	c.Close()
-	for i := 0; alive(pid); i++ {
+	for i := 0; !e2etest.ProcGone(pid); i++ {
 		require.Less(t, i, 2000, "the hanging call's child %d still runs 10 s after Close", pid)
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// alive says whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }
 
 // ClusterGPUs calls sinfo through a Client it makes itself, not New's.
