@@ -1,7 +1,6 @@
 package stages
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -525,31 +524,39 @@ func digestBytes(b []byte) string {
 func loadItems(root string, s evalSpec) ([]items.Item, error) {
 	raws := s.itemsList
 	where := func(i int) string { return fmt.Sprintf("item %d of the items list", i) }
+	jsonl := false
 	if !s.itemsInline {
 		b, err := os.ReadFile(filepath.Join(root, s.itemsPath))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the dataset: %w", err)
 		}
-		raws, where, err = splitDataset(b, s.itemsPath)
+		raws, where, jsonl, err = splitDataset(b, s.itemsPath)
 		if err != nil {
 			return nil, err
 		}
 	}
+	// One pass over each item, on every core: its canonical form (what
+	// its key hashes, so the evaluation does not rewrite it again) and
+	// its id.
+	canons, fields, errs := items.CanonicalMembers(raws, s.itemID)
 	out := make([]items.Item, len(raws))
+	for i := range out {
+		out[i] = items.Item{Data: canons[i], Canonical: true}
+	}
 	ids := make(map[string]int, len(raws))
 	var missing []int
-	for i, raw := range raws {
-		out[i].Data = raw
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil {
-			obj = nil // not an object: no id field
+	for i := range raws {
+		if errs[i] != nil {
+			if jsonl {
+				return nil, fmt.Errorf("%s is not one JSON value (a JSONL dataset has one item per line): %w", where(i), errs[i])
+			}
+			return nil, fmt.Errorf("%s: %w", where(i), errs[i])
 		}
-		field, ok := obj[s.itemID]
-		if !ok {
+		if fields[i] == nil {
 			missing = append(missing, i)
 			continue
 		}
-		id, err := idText(field)
+		id, err := idText(fields[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s: field %q: %w", where(i), s.itemID, err)
 		}
@@ -571,59 +578,57 @@ func loadItems(root string, s evalSpec) ([]items.Item, error) {
 	return out, nil
 }
 
-// splitDataset cuts a dataset file into items.
-func splitDataset(b []byte, name string) ([]json.RawMessage, func(int) string, error) {
+// splitDataset cuts a dataset file into items; jsonl reports a JSON Lines
+// file, whose lines are not checked here (each item's canonical form is).
+func splitDataset(b []byte, name string) (raws []json.RawMessage, where func(int) string, jsonl bool, err error) {
 	trimmed := bytes.TrimSpace(b)
 	if bytes.HasPrefix(trimmed, []byte("[")) {
 		var arr []json.RawMessage
 		if err := json.Unmarshal(trimmed, &arr); err != nil {
-			return nil, nil, fmt.Errorf("%s is not a JSON array of items: %w", name, err)
+			return nil, nil, false, fmt.Errorf("%s is not a JSON array of items: %w", name, err)
 		}
 		for i, r := range arr {
 			if bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
-				return nil, nil, fmt.Errorf("%s: item %d is null", name, i)
+				return nil, nil, false, fmt.Errorf("%s: item %d is null", name, i)
 			}
 		}
-		return arr, func(i int) string { return fmt.Sprintf("%s: item %d", name, i) }, nil
+		return arr, func(i int) string { return fmt.Sprintf("%s: item %d", name, i) }, false, nil
 	}
-	var out []json.RawMessage
 	var lines []int
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 256<<20)
-	for ln := 1; sc.Scan(); ln++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+	for ln, rest := 1, b; len(rest) > 0; ln++ {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
 		}
-		if !json.Valid(line) {
-			return nil, nil, fmt.Errorf("%s:%d is not one JSON value (a JSONL dataset has one item per line)", name, ln)
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			raws = append(raws, line)
+			lines = append(lines, ln)
 		}
-		out = append(out, append(json.RawMessage(nil), line...))
-		lines = append(lines, ln)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("cannot read %s: %w", name, err)
-	}
-	return out, func(i int) string { return fmt.Sprintf("%s:%d", name, lines[i]) }, nil
+	return raws, func(i int) string { return fmt.Sprintf("%s:%d", name, lines[i]) }, true, nil
 }
 
-func idText(field json.RawMessage) (string, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(field))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	switch x := v.(type) {
-	case string:
-		if x == "" {
+// idText is an item's id: its id field's canonical text, a string (not
+// empty) or a number as written.
+func idText(field []byte) (string, error) {
+	switch {
+	case len(field) >= 2 && field[0] == '"':
+		var id string
+		if bytes.IndexByte(field, '\\') < 0 {
+			id = string(field[1 : len(field)-1])
+		} else if err := json.Unmarshal(field, &id); err != nil {
+			return "", err
+		}
+		if id == "" {
 			return "", errors.New("the id is empty")
 		}
-		return x, nil
-	case json.Number:
-		return x.String(), nil
+		return id, nil
+	case field[0] == '-' || '0' <= field[0] && field[0] <= '9':
+		return string(field), nil
 	}
-	return "", fmt.Errorf("the id must be a string or a number, not %s", strings.TrimSpace(string(field)))
+	return "", fmt.Errorf("the id must be a string or a number, not %s", field)
 }
 
 // EvaluateResult is an evaluate node's result (its JSON is the node's

@@ -133,6 +133,7 @@ func TestLoadItems(t *testing.T) {
 	}{
 		{"jsonl", "{\"id\":\"a\",\"q\":1}\n\n{\"id\":\"b\",\"q\":2}\n", "", []string{"a", "b"}, ""},
 		{"json array", `[{"id":"a"},{"id":"b"},{"id":"c"}]`, "", []string{"a", "b", "c"}, ""},
+		{"spaces and member order", "{ \"q\": [1, 2],  \"id\" : \"b\\u00e9\" }\r\n", "", []string{"bé"}, ""},
 		{"numeric ids", "{\"id\":7}\n{\"id\":8.5}\n", "", []string{"7", "8.5"}, ""},
 		{"another field", "{\"qid\":\"x1\"}\n{\"qid\":\"x2\"}\n", "qid", []string{"x1", "x2"}, ""},
 		{"no ids: positions", "{\"q\":1}\n{\"q\":2}\n\"a string item\"\n", "", []string{"0", "1", "2"}, ""},
@@ -161,7 +162,10 @@ func TestLoadItems(t *testing.T) {
 			var ids []string
 			for _, it := range got {
 				ids = append(ids, it.ID)
-				assert.True(t, json.Valid(it.Data))
+				canon, err := items.Canonical(it.Data)
+				require.NoError(t, err)
+				assert.Equal(t, string(canon), string(it.Data), "loaded in canonical form")
+				assert.True(t, it.Canonical)
 			}
 			assert.Equal(t, tc.wantIDs, ids)
 		})

@@ -31,10 +31,43 @@ func Canonical(raw json.RawMessage) ([]byte, error) {
 	return c.out, nil
 }
 
+// CanonicalMember is Canonical that also returns the canonical text of
+// the value's member named field when the value is an object (nil when it
+// is not one, or has no such member; of duplicate members, the last, as
+// Canonical keeps): an item's canonical form and its id in one pass.
+func CanonicalMember(raw json.RawMessage, field string) (canon, member []byte, err error) {
+	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw)), field: []byte(field), wantField: true}
+	if err := c.value(0); err != nil {
+		return nil, nil, err
+	}
+	c.space()
+	if c.pos < len(c.in) {
+		return nil, nil, fmt.Errorf("more than one JSON value (offset %d)", c.pos)
+	}
+	return c.out, c.member, nil
+}
+
+// CanonicalMembers is CanonicalMember of each of raws, on every core:
+// errs[i] is raws[i]'s error.
+func CanonicalMembers(raws []json.RawMessage, field string) (canons, members [][]byte, errs []error) {
+	canons, members, errs = make([][]byte, len(raws)), make([][]byte, len(raws)), make([]error, len(raws))
+	parallelChunks(len(raws), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			canons[i], members[i], errs[i] = CanonicalMember(raws[i], field)
+		}
+	})
+	return canons, members, errs
+}
+
 type canonicalizer struct {
 	in  []byte
 	pos int
 	out []byte
+	// field names the top-level member whose canonical value goes to
+	// member, when wantField.
+	field     []byte
+	wantField bool
+	member    []byte
 }
 
 var errEnd = errors.New("unexpected end of JSON input")
@@ -209,6 +242,9 @@ func (c *canonicalizer) object(depth int) error {
 			return err
 		}
 		members = append(members, member{key: key, enc: c.out[start:len(c.out):len(c.out)]})
+		if depth == 0 && c.wantField && bytes.Equal(key, c.field) {
+			c.member = bytes.Clone(c.out[start+len(enc)+1:])
+		}
 		c.space()
 		if c.pos >= len(c.in) {
 			return errEnd

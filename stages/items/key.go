@@ -49,14 +49,25 @@ func ItemKey(bundleDigest string, itemJSON json.RawMessage, modelID string, runt
 
 // itemKey hashes the envelope from parts that are already canonical.
 func itemKey(bundleDigest string, item []byte, modelID string, runtime []byte, workerDigest string) string {
+	kb := newKeyer(bundleDigest, modelID, runtime, workerDigest).sum(nil, item)
+	return hex.EncodeToString(kb[:])
+}
+
+// keyer hashes the envelopes of many items of one evaluation: what comes
+// before and after the item is written once.
+type keyer struct {
+	prefix, suffix []byte
+}
+
+func newKeyer(bundleDigest, modelID string, runtime []byte, workerDigest string) keyer {
 	var b bytes.Buffer
-	b.Grow(96 + len(bundleDigest) + len(item) + len(modelID) + len(runtime) + len(workerDigest))
 	b.WriteString(`{"v":`)
 	b.WriteString(strconv.Quote(KeyVersion))
 	b.WriteString(`,"bundle":`)
 	writeJSONString(&b, bundleDigest)
 	b.WriteString(`,"item":`)
-	b.Write(item)
+	prefix := bytes.Clone(b.Bytes())
+	b.Reset()
 	b.WriteString(`,"model":`)
 	writeJSONString(&b, modelID)
 	b.WriteString(`,"runtime":`)
@@ -64,8 +75,23 @@ func itemKey(bundleDigest string, item []byte, modelID string, runtime []byte, w
 	b.WriteString(`,"worker":`)
 	writeJSONString(&b, workerDigest)
 	b.WriteByte('}')
-	sum := sha256.Sum256(b.Bytes())
-	return hex.EncodeToString(sum[:])
+	return keyer{prefix: prefix, suffix: bytes.Clone(b.Bytes())}
+}
+
+// sum is the key of item (canonical JSON), the envelope written in buf
+// (reused from call to call: pass back what the last call left in *buf).
+func (k keyer) sum(buf *[]byte, item []byte) [32]byte {
+	var b []byte
+	if buf != nil {
+		b = (*buf)[:0]
+	}
+	b = append(b, k.prefix...)
+	b = append(b, item...)
+	b = append(b, k.suffix...)
+	if buf != nil {
+		*buf = b
+	}
+	return sha256.Sum256(b)
 }
 
 // CanonicalRuntime returns the canonical JSON of the runtime settings that

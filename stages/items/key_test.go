@@ -148,3 +148,38 @@ func TestCanonicalMatchesReference(t *testing.T) {
 		assert.Error(t, err, "%q", bad)
 	}
 }
+
+// CanonicalMember gives Canonical's text and, in the same pass, the
+// canonical text of one top-level member: the last of duplicates, as
+// Canonical keeps; never a nested member of that name.
+func TestCanonicalMember(t *testing.T) {
+	cases := []struct{ in, member string }{
+		{`{"q": "What is 1 + 2?", "id": "q1"}`, `"q1"`},
+		{`{"id": 7.50, "x": 1}`, `7.50`},
+		{`{"id": "a", "id": {"b": [1, 2]}}`, `{"b":[1,2]}`},
+		{`{"x": {"id": "nested"}}`, ``},
+		{`{"id": "caf\u00e9"}`, `"café"`},
+		{`["id", "q1"]`, ``},
+		{`"id"`, ``},
+	}
+	for _, tc := range cases {
+		canon, member, err := CanonicalMember(json.RawMessage(tc.in), "id")
+		require.NoError(t, err, tc.in)
+		want, err := Canonical(json.RawMessage(tc.in))
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(canon), tc.in)
+		if tc.member == "" {
+			assert.Nil(t, member, tc.in)
+		} else {
+			assert.Equal(t, tc.member, string(member), tc.in)
+		}
+	}
+	_, _, err := CanonicalMember(json.RawMessage(`{"id": 1} {}`), "id")
+	assert.ErrorContains(t, err, "more than one JSON value")
+
+	canons, members, errs := CanonicalMembers([]json.RawMessage{json.RawMessage(`{"id":"a"}`), json.RawMessage(`{"id":`)}, "id")
+	assert.Equal(t, `{"id":"a"}`, string(canons[0]))
+	assert.Equal(t, `"a"`, string(members[0]))
+	assert.NoError(t, errs[0])
+	assert.Error(t, errs[1])
+}

@@ -3,10 +3,12 @@ package items
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -44,6 +46,9 @@ type Item struct {
 	ID string
 	// Data is the item's content (one JSON value). It enters the item key.
 	Data json.RawMessage
+	// Canonical is set when Data is in canonical form already (the text
+	// Canonical or CanonicalMember returns): it is not rewritten.
+	Canonical bool
 }
 
 // RetryPolicy bounds how often one item is sent again. Each count is the
@@ -151,8 +156,9 @@ type Config struct {
 	// OnReport, when set, is called with the counts whenever Progress
 	// would get a line.
 	OnReport func(Counts)
-	// OnProgress, when set, is called with the counts after every change;
-	// it must return quickly.
+	// OnProgress, when set, is called with the counts after every change
+	// (once for all the items found in the store when the evaluation
+	// starts); it must return quickly.
 	OnProgress func(Counts)
 	// OnResult is the per-item journal hook, called once per item ID as
 	// its new result is stored (durably), from one goroutine.
@@ -367,6 +373,25 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 	if bundle != "" {
 		bundleField = appendJSONString([]byte(`,"bundle":`), bundle)
 	}
+	// The keys, on every core: each is a canonical form (when the item
+	// is not in it already) and a sha256.
+	datas := make([][]byte, len(list))
+	kbs := make([][32]byte, len(list))
+	errs := make([]error, len(list))
+	k := newKeyer(bundleDigest, r.cfg.modelKey(), r.rt, r.cfg.WorkerDigest)
+	parallelChunks(len(list), func(lo, hi int) {
+		var buf []byte
+		for i := lo; i < hi; i++ {
+			data := []byte(list[i].Data)
+			if !list[i].Canonical {
+				if data, errs[i] = Canonical(list[i].Data); errs[i] != nil {
+					continue
+				}
+			}
+			datas[i] = data
+			kbs[i] = k.sum(&buf, data)
+		}
+	})
 	outcomes := make([]ItemOutcome, len(list))
 	var tasks []*task
 	byKey := make(map[[32]byte]*task, len(list))
@@ -379,18 +404,17 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 			return fmt.Errorf("items: item ID %q appears twice", it.ID)
 		}
 		seen[it.ID] = true
-		data, err := Canonical(it.Data)
-		if err != nil {
-			return fmt.Errorf("items: item %q: %w", it.ID, err)
+		if errs[i] != nil {
+			return fmt.Errorf("items: item %q: %w", it.ID, errs[i])
 		}
-		key := itemKey(bundleDigest, data, r.cfg.modelKey(), r.rt, r.cfg.WorkerDigest)
-		kb, _ := parseKey(key)
+		data, kb := datas[i], kbs[i]
+		key := hex.EncodeToString(kb[:])
 		outcomes[i] = ItemOutcome{ID: it.ID, Key: key}
 		if t, ok := byKey[kb]; ok {
 			t.idxs = append(t.idxs, i)
 			continue
 		}
-		idq, _ := json.Marshal(it.ID)
+		idq := appendJSONString(nil, it.ID)
 		t := &task{kb: kb, key: key, idxs: []int{i}, id: it.ID, idq: idq, data: data, bundle: bundleField}
 		byKey[kb] = t
 		tasks = append(tasks, t)
@@ -403,6 +427,17 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 	r.printed, r.anyLine = Counts{}, false
 	r.batchDone = make(chan struct{})
 	return nil
+}
+
+// parallelChunks calls fn on n items cut into one chunk per core, at
+// once, and returns when every call has.
+func parallelChunks(n int, fn func(lo, hi int)) {
+	chunks := min(runtime.GOMAXPROCS(0), max(n/1024, 1))
+	var wg sync.WaitGroup
+	for c := range chunks {
+		wg.Go(func() { fn(n*c/chunks, n*(c+1)/chunks) })
+	}
+	wg.Wait()
 }
 
 func (r *run) evaluate(parent context.Context) (Summary, error) {
@@ -571,7 +606,8 @@ func (r *run) resolvedLocked(t *task) {
 // done) and calls OnProgress. r.mu is held.
 func (r *run) report(force bool) {
 	c := r.counts
-	if r.cfg.OnProgress != nil {
+	if r.cfg.OnProgress != nil && (!r.scanning || force) {
+		// The items found in the store at the start: one call.
 		r.cfg.OnProgress(c)
 	}
 	if r.cfg.Progress == nil && r.cfg.OnReport == nil || r.scanning || (r.anyLine && c == r.printed) {

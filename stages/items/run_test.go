@@ -755,3 +755,25 @@ func TestProgressWithoutCharges(t *testing.T) {
 	assert.Contains(t, lines[1], "; items 20/25: 20 evaluated")
 	assert.Equal(t, "charged 0, attempted 25, infra-failures 0; items 25/25: 25 evaluated, 0 from the store, 0 failed", lines[2])
 }
+
+// The items found in the store when an evaluation starts make one
+// OnProgress call with all of them, not one per item: a resumed
+// evaluation of many stored items does not format its counts for each.
+func TestOnProgressOnceForTheStoredItems(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	list := makeItems(120)
+	_, err := Evaluate(context.Background(), f.config(list[:100]))
+	require.NoError(t, err)
+
+	var calls []Counts
+	cfg := f.config(list)
+	cfg.OnProgress = func(c Counts) { calls = append(calls, c) }
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 20, sum.Evaluated)
+	require.NotEmpty(t, calls)
+	assert.Equal(t, Counts{Total: 120, Done: 100, FromCache: 100}, calls[0], "the stored items, at once")
+	for _, c := range calls[1:] {
+		assert.GreaterOrEqual(t, c.Done, 100)
+	}
+}
