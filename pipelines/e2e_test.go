@@ -43,7 +43,11 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	b := e2etest.Binaries{Packages: []string{"cmd/cairn", "cmd/cairn-sim-model", "sim/work/preflight", "sim/work/ruler", "sim/work/aime24", "sim/work/train"}}
-	os.Exit(b.Main(m, os.Stderr, func(dir string) { bins = dir }))
+	code := b.Main(m, os.Stderr, func(dir string) { bins = dir })
+	if failpointBin != "" {
+		_ = os.RemoveAll(filepath.Dir(failpointBin))
+	}
+	os.Exit(code)
 }
 
 const tag = "t"

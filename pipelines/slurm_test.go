@@ -663,24 +663,15 @@ var (
 )
 
 // failpointCairn is cairn built with its crash points
-// (-tags cairn_failpoints, see engine/failpoint).
+// (-tags cairn_failpoints, see engine/failpoint), on first use; TestMain
+// removes it.
 func failpointCairn(t *testing.T) string {
 	t.Helper()
 	failpointOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cairn-failpoints")
-		if err != nil {
-			failpointErr = err
-			return
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = "/usr/local/go/bin/go"
-		}
-		failpointBin = filepath.Join(dir, "cairn")
-		cmd := exec.Command(goBin, "build", "-tags", "cairn_failpoints", "-o", failpointBin, "./cmd/cairn")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			failpointErr = fmt.Errorf("%w\n%s", err, out)
+		var dir string
+		dir, failpointErr = e2etest.Binaries{Packages: []string{"cmd/cairn"}, Tags: []string{"cairn_failpoints"}}.Build()
+		if failpointErr == nil {
+			failpointBin = filepath.Join(dir, "cairn")
 		}
 	})
 	require.NoError(t, failpointErr)
