@@ -48,6 +48,16 @@ func NewScope(vars map[string]cty.Value, root, dir string, reads *FileReads, fun
 // Context returns an evaluation context with var, local and path, plus the
 // extra variables given (each, stage, self).
 func (s *Scope) Context(extra map[string]cty.Value) *hcl.EvalContext {
+	vars := make(map[string]cty.Value, len(extra)+1)
+	for k, v := range extra {
+		vars[k] = v
+	}
+	return s.ContextOf(vars)
+}
+
+// ContextOf is Context, with vars (each, stage, self) as the context's own
+// variables: the map is the context's from then on, not copied.
+func (s *Scope) ContextOf(vars map[string]cty.Value) *hcl.EvalContext {
 	if s.varObj == cty.NilVal {
 		s.varObj = cty.ObjectVal(s.Vars)
 		s.base = nil
@@ -62,12 +72,11 @@ func (s *Scope) Context(extra map[string]cty.Value) *hcl.EvalContext {
 			Functions: s.Funcs,
 		}
 	}
-	// Each context has its own iteration budget.
-	vars := make(map[string]cty.Value, len(extra)+1)
-	vars[budgetName] = newBudget(s.pool)
-	for k, v := range extra {
-		vars[k] = v
+	if vars == nil {
+		vars = map[string]cty.Value{}
 	}
+	// Each context has its own iteration budget.
+	vars[budgetName] = newBudget(s.pool)
 	ctx := s.base.NewChild()
 	ctx.Variables = vars
 	return ctx

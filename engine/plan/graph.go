@@ -101,6 +101,9 @@ type stageRefs struct {
 	// bad locates the references already reported as wrong in the
 	// stage's attributes: an attribute holding one is not evaluated.
 	bad []hcl.Range
+	// ranges locates each attribute's expression: the Ranges of every
+	// node of the stage whose attributes all evaluate (see EvalNode).
+	ranges map[string]hcl.Range
 }
 
 // all yields every reference of the stage: for_each, body, wait_for,
@@ -279,8 +282,10 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	}
 	sort.Strings(names)
 	afterEnd := len(r.body)
+	r.ranges = make(map[string]hcl.Range, len(names))
 	for _, n := range names {
 		add(&r.body, s.Attrs[n].Expr, rc)
+		r.ranges[n] = s.Attrs[n].Expr.Range()
 	}
 	for _, b := range s.KindBlocks {
 		for _, e := range bodyExprs(b.Body) {

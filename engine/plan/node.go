@@ -51,7 +51,7 @@ func (g *Graph) evalContext(n *Node, inst instanceFunc) *hcl.EvalContext {
 // is set: a node whose expressions never mention stage does not pay for
 // building its upstreams' instance objects.
 func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.EvalContext {
-	extra := make(map[string]cty.Value, 3)
+	extra := make(map[string]cty.Value, 4) // and the iteration budget
 	extra["self"] = selfInAttrs
 	if n.Inst.Keyed {
 		each := n.each
@@ -96,7 +96,7 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		}
 		extra["stage"] = cty.ObjectVal(objs)
 	}
-	return g.Scope.Context(extra)
+	return g.Scope.ContextOf(extra)
 }
 
 // EvalsStage reports whether a node's attributes or kind blocks read
@@ -156,14 +156,22 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 	sn := &stages.Node{
 		Address: n.Addr, Stage: n.Stage.Name, EachKey: n.Inst.Key,
 		Args:        make(map[string]cty.Value, len(n.Stage.Attrs)),
-		Ranges:      make(map[string]hcl.Range, len(n.Stage.Attrs)),
 		Blocks:      n.Stage.KindBlocks,
 		EvalContext: ctx,
 	}
 	var diags hcl.Diagnostics
 	var bad bool // some attribute holds a reference reported as wrong
-	if r := g.refs[n.Stage.Name]; r != nil {
+	r := g.refs[n.Stage.Name]
+	if r != nil {
 		bad = len(r.bad) > 0
+	}
+	if r != nil && !bad && r.ranges != nil {
+		// Every attribute is evaluated, and the node is returned only
+		// when none failed: its ranges are the stage's, one map shared
+		// by its instances (read only).
+		sn.Ranges = r.ranges
+	} else {
+		sn.Ranges = make(map[string]hcl.Range, len(n.Stage.Attrs))
 	}
 	for name, a := range n.Stage.Attrs {
 		if bad && g.badAttr(n.Stage, a) {
@@ -175,7 +183,9 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 			continue
 		}
 		sn.Args[name] = v
-		sn.Ranges[name] = a.Expr.Range()
+		if r == nil || bad || r.ranges == nil {
+			sn.Ranges[name] = a.Expr.Range()
+		}
 	}
 	if diags.HasErrors() {
 		return nil, dsl.TidyDiagnostics(diags)
