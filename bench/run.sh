@@ -9,8 +9,9 @@
 # aggregate against scipy.stats.bootstrap) and bench/modelcache.sh (the
 # model-call cache's hits per second and added miss latency) and
 # bench/serve.sh (a serve stage's start to the first consumer request, and
-# its per-request overhead against a hand-started server) append their
-# tables, and
+# its per-request overhead against a hand-started server) and
+# bench/evalpace.sh (evaluations and rollouts against the server-bound
+# ideal, and an evaluation's cold start) append their tables, and
 # bench/slurm.sh times the slurm executor against sbatch --wait loops.
 #
 # Environment:
@@ -475,6 +476,7 @@ bash "$ROOT/bench/rss.sh" "$CAIRN"
 bash "$ROOT/bench/aggregate.sh" "$CAIRN"
 bash "$ROOT/bench/modelcache.sh"
 bash "$ROOT/bench/serve.sh" "$CAIRN"
+bash "$ROOT/bench/evalpace.sh" "$CAIRN"
 # The slurm executor against sbatch --wait loops, on a local cluster
 # (BENCH_SLURM=0 skips it; it needs root to start the cluster).
 if [ "${BENCH_SLURM:-1}" = 1 ]; then

@@ -1,0 +1,308 @@
+// Command evalpace is bench/evalpace.sh's helper: the anchors and the
+// programs an evaluation at the server's pace is measured with.
+//
+//	evalpace client -endpoint URL -model M -n N -c C
+//	    the minimal client: N chat completions of the same shape as the
+//	    workers' (bench/evalpace.sh's items), C at a time, over kept-alive
+//	    connections; prints the seconds from the first request to the last
+//	    answer. What the server allows, measured in the same run.
+//	evalpace worker
+//	    an evaluation worker in Go (docs/worker-protocol.md): one goroutine
+//	    per request, CAIRN_MAX_IN_FLIGHT connections kept alive.
+//	evalpace method -n N -batch B -out FILE
+//	    an optimizer method (docs/rollout-protocol.md) that asks for N
+//	    rollouts of the seed bundle, B items a request, and writes to FILE
+//	    the seconds from its first request to its last reply and the
+//	    rollouts charged; it proposes no incumbent.
+//	evalpace items -n N
+//	    writes N items (JSON lines) on stdout.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: evalpace client|worker|method|items [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "client":
+		err = client(os.Args[2:])
+	case "worker":
+		err = worker()
+	case "method":
+		err = method(os.Args[2:])
+	case "items":
+		err = items(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "evalpace:", err)
+		os.Exit(1)
+	}
+}
+
+// question is item i's question; its answer is 2i+1.
+func question(i int) string { return fmt.Sprintf("What is %d + %d?", i, i+1) }
+
+func items(args []string) error {
+	fs := flag.NewFlagSet("items", flag.ExitOnError)
+	n := fs.Int("n", 1000, "items")
+	fs.Parse(args)
+	bw := bufio.NewWriter(os.Stdout)
+	for i := range *n {
+		fmt.Fprintf(bw, `{"id":"q%d","question":%q,"answer":"%d"}`+"\n", i, question(i), 2*i+1)
+	}
+	return bw.Flush()
+}
+
+func httpClient(conns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+	}, Timeout: 10 * time.Minute}
+}
+
+type chatReply struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
+// ask posts one chat completion and returns the answer.
+func ask(c *http.Client, endpoint, model, q string) (string, int, error) {
+	body, _ := json.Marshal(map[string]any{"model": model, "temperature": 0,
+		"messages": []map[string]string{{"role": "user", "content": q}}})
+	resp, err := c.Post(strings.TrimRight(endpoint, "/")+"/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", resp.StatusCode, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, b)
+	}
+	var r chatReply
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Choices) == 0 {
+		return "", resp.StatusCode, fmt.Errorf("a reply without a choice: %.200s", b)
+	}
+	return r.Choices[0].Message.Content, resp.StatusCode, nil
+}
+
+func client(args []string) error {
+	fs := flag.NewFlagSet("client", flag.ExitOnError)
+	endpoint := fs.String("endpoint", "", "base URL (…/v1)")
+	model := fs.String("model", "sim-model", "model id")
+	n := fs.Int("n", 1000, "requests")
+	c := fs.Int("c", 64, "requests at a time")
+	fs.Parse(args)
+	hc := httpClient(*c)
+	next := make(chan int, *n)
+	for i := range *n {
+		next <- i
+	}
+	close(next)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, *c)
+	for range *c {
+		wg.Go(func() {
+			for i := range next {
+				if _, _, err := ask(hc, *endpoint, *model, question(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	fmt.Printf("%.4f\n", took.Seconds())
+	return nil
+}
+
+func worker() error {
+	conns, _ := strconv.Atoi(os.Getenv("CAIRN_MAX_IN_FLIGHT"))
+	hc := httpClient(max(conns, 1))
+	// EVALPACE_TRACE=FILE: a line per request read ("r SECONDS") and per
+	// answer written ("w SECONDS"): how many of CAIRN_MAX_IN_FLIGHT slots
+	// the worker holds over time, against the server's request log.
+	var trace func(kind byte)
+	if p := os.Getenv("EVALPACE_TRACE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		var tmu sync.Mutex
+		tw := bufio.NewWriter(f)
+		defer func() { tw.Flush(); f.Close() }()
+		trace = func(kind byte) {
+			tmu.Lock()
+			fmt.Fprintf(tw, "%c %.6f\n", kind, float64(time.Now().UnixNano())/1e9)
+			tmu.Unlock()
+		}
+	}
+	// One writer: answers that finish together go out in one flush.
+	answers := make(chan []byte, 4096)
+	wrote := make(chan error, 1)
+	go func() {
+		out := bufio.NewWriterSize(os.Stdout, 64<<10)
+		for b := range answers {
+			out.Write(b)
+			if len(answers) == 0 {
+				out.Flush()
+			}
+		}
+		wrote <- out.Flush()
+	}()
+	write := func(v any) {
+		b, _ := json.Marshal(v)
+		answers <- append(b, '\n')
+		if trace != nil {
+			trace('w')
+		}
+	}
+	type request struct {
+		ID       string `json:"id"`
+		Endpoint string `json:"endpoint"`
+		Model    string `json:"model"`
+		Item     struct {
+			Question string `json:"question"`
+			Answer   string `json:"answer"`
+		} `json:"item"`
+	}
+	br := bufio.NewReaderSize(os.Stdin, 1<<20)
+	var wg sync.WaitGroup
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if trace != nil {
+				trace('r')
+			}
+			var req request
+			if jerr := json.Unmarshal(line, &req); jerr != nil {
+				fmt.Fprintln(os.Stderr, "bad request:", jerr)
+			} else {
+				wg.Go(func() {
+					text, code, err := ask(hc, req.Endpoint, req.Model, req.Item.Question)
+					switch {
+					case err != nil && (code == 0 || code == 429 || code >= 500):
+						write(map[string]any{"id": req.ID, "infra_failure": true, "error": err.Error()})
+					case err != nil:
+						write(map[string]any{"id": req.ID, "score": 0.0, "charged": 1, "error": err.Error()})
+					default:
+						score := 0.0
+						if strings.TrimSpace(text) == req.Item.Answer {
+							score = 1
+						}
+						write(map[string]any{"id": req.ID, "score": score, "charged": 1, "outputs": map[string]string{"answer": text}})
+					}
+				})
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	wg.Wait()
+	close(answers)
+	return <-wrote
+}
+
+func method(args []string) error {
+	fs := flag.NewFlagSet("method", flag.ExitOnError)
+	n := fs.Int("n", 1024, "rollouts")
+	batch := fs.Int("batch", 256, "items a request")
+	outPath := fs.String("out", "", "where the timing goes")
+	fs.Parse(args)
+	seed := strings.TrimRight(strings.Split(os.Getenv("CAIRN_SEED_BUNDLE"), string(os.PathListSeparator))[0], "/")
+	f, err := os.Open(os.Getenv("CAIRN_TRAIN_ITEMS"))
+	if err != nil {
+		return err
+	}
+	var ids []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var it struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &it) == nil && it.ID != "" {
+			ids = append(ids, it.ID)
+		}
+	}
+	f.Close()
+	conn, err := net.Dial("unix", os.Getenv("CAIRN_ROLLOUT_SOCKET"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rd := bufio.NewReaderSize(conn, 1<<20)
+	start := time.Now()
+	charged := 0
+	for done := 0; done < *n; {
+		k := min(*batch, *n-done, len(ids)-done%len(ids))
+		req, _ := json.Marshal(map[string]any{"op": "rollout", "bundle": seed, "items": ids[done%len(ids) : done%len(ids)+k]})
+		if _, err := conn.Write(append(req, '\n')); err != nil {
+			return err
+		}
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			return err
+		}
+		var rep struct {
+			Results []struct {
+				Charged bool `json:"charged"`
+			} `json:"results"`
+			Error *struct{ Type, Message string } `json:"error"`
+		}
+		if err := json.Unmarshal(line, &rep); err != nil {
+			return err
+		}
+		if rep.Error != nil {
+			return fmt.Errorf("%s: %s", rep.Error.Type, rep.Error.Message)
+		}
+		for _, r := range rep.Results {
+			if r.Charged {
+				charged++
+			}
+		}
+		done += k
+	}
+	took := time.Since(start)
+	// The method's record; it proposes no incumbent.
+	record := filepath.Join(os.Getenv("CAIRN_OPTIMIZATION_DIR"), "optimizer_result.json")
+	if err := os.WriteFile(record, fmt.Appendf(nil, `{"method":"evalpace","rollouts":%d}`+"\n", charged), 0o644); err != nil {
+		return err
+	}
+	if *outPath != "" {
+		return os.WriteFile(*outPath, fmt.Appendf(nil, "%.4f %d\n", took.Seconds(), charged), 0o644)
+	}
+	return nil
+}
