@@ -184,7 +184,7 @@ type chatAnswer struct {
 }
 
 // The pieces on their own: the tiny model loads in llama.cpp's server,
-// which lists it under its alias, tokenizes text into the vocabulary's word
+// which has no /health, lists it under its alias, tokenizes text into the vocabulary's word
 // pieces, answers a chat completion through the model's chat template, and
 // ends with its process group at a SIGTERM.
 func TestLlamaServerAnswers(t *testing.T) {
@@ -222,6 +222,10 @@ func TestLlamaServerAnswers(t *testing.T) {
 		return code == http.StatusOK && json.Unmarshal(body, &models) == nil
 	})
 	assert.Equal(t, []string{"tiny-llama"}, models.ids())
+	// It has no /health (docs/serve.md: a serve stage of it names
+	// another health path).
+	code, _ := get(base + "/health")
+	assert.Equal(t, http.StatusNotFound, code, "GET /health")
 
 	// Real tokenization: the vocabulary's word pieces, with the BOS token.
 	var tok struct {

@@ -285,6 +285,114 @@ func TestServeNoRequestBeforeReady(t *testing.T) {
 	require.True(t, ready >= 0 && started > ready, "stage.a started before stage.tm served")
 }
 
+// background is a cairn command running while the test looks on.
+type background struct {
+	cmd  *exec.Cmd
+	out  strings.Builder
+	done chan struct{}
+}
+
+// start starts cairn with args in the workspace; the test's end kills it
+// if it still runs.
+func (w *workspace) start(args ...string) *background {
+	w.t.Helper()
+	b := &background{cmd: w.cmd(args...), done: make(chan struct{})}
+	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.out
+	require.NoError(w.t, b.cmd.Start())
+	go func() { _ = b.cmd.Wait(); close(b.done) }()
+	w.t.Cleanup(func() {
+		_ = b.cmd.Process.Kill()
+		<-b.done
+	})
+	return b
+}
+
+// ended reports whether the command has ended.
+func (b *background) ended() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the command's end.
+func (b *background) wait() { <-b.done }
+
+// output is what the command wrote, once it has ended.
+func (b *background) output() string {
+	if !b.ended() {
+		return "(it still runs)"
+	}
+	return b.out.String()
+}
+
+// A server that opens its port only once its model is loaded (llama.cpp's
+// Python server does: it loads before it listens): until then every
+// readiness check meets a refused connection, which is not a failure;
+// cairn keeps checking within start_timeout, and the replica is ready, not
+// restarted, once the port opens. The "load" ends when the test writes the
+// file loaded.
+func TestServeReadyOnceItsPortOpens(t *testing.T) {
+	w := newWorkspace(t, 6)
+	port := e2etest.FreePorts(t, 2)
+	script := fmt.Sprintf(`while [ ! -f loaded ]; do sleep 0.05; done; exec %s --port $CAIRN_SERVE_PORT --model %s --request-log requests.jsonl`, simBin, model)
+	f := w.pipeline(fmt.Sprintf(`
+stage "serve" "tm" {
+  run           = ["sh", "-c", %q]
+  model         = %q
+  replicas      = 1
+  port          = %d
+  restarts      = 0
+  start_timeout = "3m"
+}
+`, script, model, port), evalStage("a", "tm"))
+	apply := w.start("apply", f)
+	// The replica's process runs, and its port refuses connections.
+	var startedAt time.Time
+	e2etest.WaitFor(t, "the replica's start (or the apply's end)", time.Minute, func() bool {
+		if rs := w.runsOldestFirst(); len(rs) == 1 {
+			if i := index(rs[0].Entries, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.tm" }); i >= 0 {
+				startedAt = rs[0].Entries[i].Time
+				return true
+			}
+		}
+		return apply.ended()
+	})
+	require.False(t, apply.ended(), "the apply ended:\n%s", apply.output())
+	_, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	require.ErrorIs(t, err, syscall.ECONNREFUSED, "the port must refuse connections while the model loads")
+	// Seconds of refused readiness checks (one every 100 ms) fail nothing.
+	e2etest.WaitFor(t, "2 s after the replica's start (or the apply's end)", time.Minute, func() bool {
+		return time.Since(startedAt) > 2*time.Second || apply.ended()
+	})
+	require.False(t, apply.ended(), "the apply ended while the port was closed:\n%s", apply.output())
+
+	w.write("loaded", "")
+	apply.wait()
+	require.Equal(t, 0, apply.cmd.ProcessState.ExitCode(), apply.output())
+	assert.Contains(t, apply.output(), "items 6/6: 6 evaluated, 0 from the store, 0 failed")
+	es := w.journal(apply.output())
+	starts := 0
+	for _, e := range es {
+		if e.T == runlog.Started && e.Node == "stage.tm" {
+			starts++
+		}
+		if e.T == runlog.Serve && e.Node == "stage.tm" {
+			assert.NotContains(t, []string{"down", "restarting", "failed"}, e.Status, "%s", e.Message)
+		}
+	}
+	assert.Equal(t, 1, starts, "the replica was started once, never restarted")
+	ready := index(es, serveRec("stage.tm", "ready"))
+	consumer := index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.a" })
+	require.True(t, ready >= 0 && consumer > ready, "ready %d, consumer %d:\n%s", ready, consumer, apply.output())
+	reqs := w.requests()
+	require.NotEmpty(t, reqs)
+	assert.Equal(t, "cairn-serve-check", reqs[0].UserAgent, "the first request the server answered was a readiness check")
+	assert.Len(t, w.workerRequests(), 6)
+}
+
 // With every evaluation in the item store, plan says the server is not
 // started, and apply starts no process and leases no GPU.
 func TestServePlanCachedStartsNoServer(t *testing.T) {

@@ -245,24 +245,7 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 	const startTimeout = 10 * time.Second
 	srv := strings.Replace(slurmServeStage(e2etest.FreePorts(t, 4), 1), `start_timeout = "3m"`, fmt.Sprintf("start_timeout = %q", startTimeout), 1)
 	f := w.pipeline(srv, evalStage("a", "tm"))
-	apply := w.cmd("apply", f, "--executor", "slurm")
-	var out strings.Builder
-	apply.Stdout, apply.Stderr = &out, &out
-	require.NoError(t, apply.Start())
-	ended := make(chan struct{})
-	go func() { _ = apply.Wait(); close(ended) }()
-	t.Cleanup(func() {
-		_ = apply.Process.Kill()
-		<-ended
-	})
-	isEnded := func() bool {
-		select {
-		case <-ended:
-			return true
-		default:
-			return false
-		}
-	}
+	apply := w.start("apply", f, "--executor", "slurm")
 	entries := func() []runlog.Entry {
 		if rs := w.runsOldestFirst(); len(rs) == 1 {
 			return rs[0].Entries
@@ -278,9 +261,9 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 			queuedAt = es[i].Time
 			return true
 		}
-		return isEnded()
+		return apply.ended()
 	})
-	require.False(t, isEnded(), "the apply ended:\n%s", out.String())
+	require.False(t, apply.ended(), "the apply ended:\n%s", apply.output())
 	es := entries()
 	jobs := serveJobs(es)
 	require.Len(t, jobs, 1)
@@ -289,9 +272,9 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 	// Twice start_timeout later it still waits, queued, with no failure,
 	// and its consumer has not started.
 	e2etest.WaitFor(t, "twice start_timeout after the queued record (or the apply's end)", 5*time.Minute, func() bool {
-		return time.Since(queuedAt) > 2*startTimeout || isEnded()
+		return time.Since(queuedAt) > 2*startTimeout || apply.ended()
 	})
-	require.False(t, isEnded(), "the apply ended while the serve job was queued:\n%s", out.String())
+	require.False(t, apply.ended(), "the apply ended while the serve job was queued:\n%s", apply.output())
 	assert.Equal(t, "PENDING", jobState(t, jobs[0]))
 	es = entries()
 	assert.Equal(t, -1, index(es, func(e runlog.Entry) bool { return e.T == runlog.Failed }), "a node failed while queued")
@@ -304,15 +287,15 @@ func TestSlurmServeWaitsInTheQueue(t *testing.T) {
 
 	// The other job ends: the replica runs, gets ready and serves.
 	w.write("unblock", "")
-	<-ended
-	require.Equal(t, 0, apply.ProcessState.ExitCode(), out.String())
-	es = w.journal(out.String())
+	apply.wait()
+	require.Equal(t, 0, apply.cmd.ProcessState.ExitCode(), apply.output())
+	es = w.journal(apply.output())
 	queued, running := index(es, serveRec("stage.tm", "queued")), index(es, serveRec("stage.tm", "running"))
 	ready := index(es, serveRec("stage.tm", "ready"))
 	consumer := index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.a" })
-	require.True(t, queued >= 0 && running > queued && ready > running && consumer > ready, "queued %d, running %d, ready %d, consumer %d:\n%s", queued, running, ready, consumer, out.String())
+	require.True(t, queued >= 0 && running > queued && ready > running && consumer > ready, "queued %d, running %d, ready %d, consumer %d:\n%s", queued, running, ready, consumer, apply.output())
 	assert.Contains(t, es[running].Message, "in the queue")
-	assert.Regexp(t, `stage\.tm  replica 1: slurm job `+jobs[0]+` is queued, PENDING \(Resources\); its consumers wait`, out.String())
+	assert.Regexp(t, `stage\.tm  replica 1: slurm job `+jobs[0]+` is queued, PENDING \(Resources\); its consumers wait`, apply.output())
 	assert.Len(t, w.workerRequests(), 6)
 	assert.Equal(t, "CANCELLED", jobState(t, jobs[0]))
 }
