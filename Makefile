@@ -102,7 +102,8 @@ bench: build
 # status is non-zero when any failed (a failing input is written under the
 # package's testdata/fuzz, where go test then runs it as a test).
 FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
-	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse
+	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
+	./stages/modelcache:FuzzParse
 
 fuzz:
 	@failed=0; summary=""; \

@@ -68,6 +68,10 @@ type canonicalizer struct {
 	field     []byte
 	wantField bool
 	member    []byte
+	// stack holds the members of the objects being read, innermost last;
+	// scratch is where an object's members are put in order.
+	stack   []member
+	scratch []byte
 }
 
 var errEnd = errors.New("unexpected end of JSON input")
@@ -209,45 +213,108 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 type member struct {
 	key []byte // decoded
 	enc []byte // canonical "key":value
+	val int    // where the value starts in enc
+}
+
+// Member is one member of a JSON object in canonical form.
+type Member struct {
+	Key   []byte // the key, decoded
+	Enc   []byte // the member as Canonical writes it: "key":value
+	Value []byte // the value's canonical text (the tail of Enc)
+}
+
+// CanonicalObject parses raw, one JSON object, into its members in the
+// order Canonical writes them (sorted by key in byte order, the last of
+// duplicate keys kept), each in canonical form: Canonical(raw) is "{", the
+// members' Enc joined by ",", then "}". It checks raw as Canonical does; a
+// JSON value that is not an object is an error.
+func CanonicalObject(raw []byte) ([]Member, error) {
+	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	c.space()
+	if c.pos >= len(c.in) {
+		return nil, errEnd
+	}
+	if c.in[c.pos] != '{' {
+		if err := c.value(0); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("not an object")
+	}
+	c.stack = make([]member, 0, 16)
+	members, err := c.members(0)
+	if err != nil {
+		return nil, err
+	}
+	c.space()
+	if c.pos < len(c.in) {
+		return nil, fmt.Errorf("more than one JSON value (offset %d)", c.pos)
+	}
+	out := make([]Member, len(members))
+	for i, m := range members {
+		out[i] = Member{Key: m.key, Enc: m.enc, Value: m.enc[m.val:]}
+	}
+	return out, nil
 }
 
 func (c *canonicalizer) object(depth int) error {
+	mark, base := len(c.out), len(c.stack)
+	members, err := c.members(depth)
+	if err != nil {
+		return err
+	}
+	// Write the members again in their place, in order.
+	c.scratch = append(c.scratch[:0], '{')
+	for i, m := range members {
+		if i > 0 {
+			c.scratch = append(c.scratch, ',')
+		}
+		c.scratch = append(c.scratch, m.enc...)
+	}
+	c.scratch = append(c.scratch, '}')
+	c.out = append(c.out[:mark], c.scratch...)
+	c.stack = c.stack[:base]
+	return nil
+}
+
+// members reads an object, writing its members to c.out as they come,
+// and returns them sorted by key, the last of equal keys kept; each
+// member's enc is a slice of c.out. The members are the tail of c.stack,
+// which the caller cuts back once done with them.
+func (c *canonicalizer) members(depth int) ([]member, error) {
 	c.pos++ // {
-	var members []member
+	base := len(c.stack)
 	c.space()
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
-		c.out = append(c.out, "{}"...)
-		return nil
+		return nil, nil
 	}
-	mark := len(c.out)
 	for {
 		c.space()
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
-			return c.syntax("looking for beginning of object key string")
+			return nil, c.syntax("looking for beginning of object key string")
 		}
 		key, enc, err := c.str()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c.space()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
-			return c.syntax("after object key")
+			return nil, c.syntax("after object key")
 		}
 		c.pos++
 		start := len(c.out)
 		c.out = append(c.out, enc...)
 		c.out = append(c.out, ':')
 		if err := c.value(depth + 1); err != nil {
-			return err
+			return nil, err
 		}
-		members = append(members, member{key: key, enc: c.out[start:len(c.out):len(c.out)]})
+		c.stack = append(c.stack, member{key: key, enc: c.out[start:len(c.out):len(c.out)], val: len(enc) + 1})
 		if depth == 0 && c.wantField && bytes.Equal(key, c.field) {
 			c.member = bytes.Clone(c.out[start+len(enc)+1:])
 		}
 		c.space()
 		if c.pos >= len(c.in) {
-			return errEnd
+			return nil, errEnd
 		}
 		if c.in[c.pos] == ',' {
 			c.pos++
@@ -257,10 +324,10 @@ func (c *canonicalizer) object(depth int) error {
 			c.pos++
 			break
 		}
-		return c.syntax("after object key:value pair")
+		return nil, c.syntax("after object key:value pair")
 	}
-	// Sort by key, keeping the last of equal keys, and write the members
-	// again in their place.
+	// Sort by key, keeping the last of equal keys.
+	members := c.stack[base:]
 	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 	kept := members[:0]
 	for i, m := range members {
@@ -269,17 +336,8 @@ func (c *canonicalizer) object(depth int) error {
 		}
 		kept = append(kept, m)
 	}
-	body := make([]byte, 0, len(c.out)-mark+len(kept)+1)
-	body = append(body, '{')
-	for i, m := range kept {
-		if i > 0 {
-			body = append(body, ',')
-		}
-		body = append(body, m.enc...)
-	}
-	body = append(body, '}')
-	c.out = append(c.out[:mark], body...)
-	return nil
+	c.stack = c.stack[:base+len(kept)]
+	return kept, nil
 }
 
 func (c *canonicalizer) array(depth int) error {

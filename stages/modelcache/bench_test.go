@@ -298,3 +298,43 @@ func BenchmarkModelCacheMiss(b *testing.B) {
 	b.ReportMetric(cached, "miss-p50-us")
 	b.ReportMetric(cached-direct, "added-p50-us")
 }
+
+// discard is a ResponseWriter that keeps nothing but the status.
+type discard struct {
+	h      http.Header
+	status int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(status int)      { d.status = status }
+
+// hitRequest asks s, in this goroutine and without a connection, one request
+// it has the answer to; it returns the answer's status.
+func hitRequest(s *Server, body []byte) int {
+	r, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	w := &discard{h: http.Header{}}
+	s.ServeHTTP(w, r)
+	return w.status
+}
+
+// BenchmarkModelCacheHitHandler: the cache's own work for a hit (the body
+// read, parsed, keyed, looked up, answered), without HTTP or connections.
+func BenchmarkModelCacheHitHandler(b *testing.B) {
+	sim, err := simmodel.Start(simmodel.Config{}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	s := benchServer(b, sim)
+	body := benchBody(7)
+	do(b, benchClient(), s.URL+"/chat/completions", body)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if st := hitRequest(s, body); st != 200 {
+			b.Fatalf("status %d", st)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 
 	"github.com/cairn-run/cairn/stages/items"
@@ -59,82 +58,101 @@ type BadRequest struct{ Msg string }
 
 func (e *BadRequest) Error() string { return e.Msg }
 
-// Parse checks a request body for path and returns its key parts.
+// Parse checks a request body for path and returns its key parts. The body
+// is read once: checked, split into its members and each made canonical in
+// one pass (items.CanonicalObject).
 func Parse(path string, body []byte) (*Request, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(body, &obj); err != nil {
+	members, err := items.CanonicalObject(body)
+	if err != nil {
+		if isNull(body) {
+			return nil, &BadRequest{fmt.Sprintf("the request body of POST %s is null: send a JSON object", path)}
+		}
 		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s is not a JSON object: %v", path, err)}
 	}
-	if obj == nil {
-		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s is null: send a JSON object", path)}
-	}
 	r := &Request{Path: path}
-	m, ok := obj["model"]
-	if !ok || json.Unmarshal(m, &r.Model) != nil || r.Model == "" {
-		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has no \"model\" string: name the model", path)}
-	}
 	need := map[string]string{
 		"/v1/chat/completions": "messages",
 		"/v1/completions":      "prompt",
 		"/v1/embeddings":       "input",
 	}[path]
-	if v, ok := obj[need]; !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has no %q: it is required", path, need)}
-	}
-	if path == "/v1/chat/completions" {
-		var msgs []json.RawMessage
-		if json.Unmarshal(obj["messages"], &msgs) != nil {
-			return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has \"messages\" that is not a list", path)}
+	var model, needed, messages, stream, temperature []byte
+	seeded := false
+	n := 2
+	for _, m := range members {
+		switch string(m.Key) {
+		case "model":
+			model = m.Value
+		case "messages":
+			messages = m.Value
+		case "stream":
+			stream = m.Value
+		case "temperature":
+			temperature = m.Value
+		case "seed":
+			seeded = !isNull(m.Value)
+		}
+		if string(m.Key) == need {
+			needed = m.Value
+		}
+		if !ignored[string(m.Key)] {
+			n += len(m.Enc) + 1
 		}
 	}
-	if s, ok := obj["stream"]; ok {
-		if err := json.Unmarshal(s, &r.Stream); err != nil {
-			var null any
-			if json.Unmarshal(s, &null) != nil || null != nil {
-				return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has \"stream\" that is not true or false", path)}
-			}
+	if model == nil || model[0] != '"' || jsonUnquote(model, &r.Model) != nil || r.Model == "" {
+		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has no \"model\" string: name the model", path)}
+	}
+	if needed == nil || isNull(needed) {
+		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has no %q: it is required", path, need)}
+	}
+	if path == "/v1/chat/completions" && messages[0] != '[' {
+		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has \"messages\" that is not a list", path)}
+	}
+	if stream != nil {
+		switch string(stream) {
+		case "true":
+			r.Stream = true
+		case "false", "null":
+		default:
+			return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has \"stream\" that is not true or false", path)}
 		}
 	}
 	if path != "/v1/embeddings" {
 		temp := 1.0 // the OpenAI API's default, and vLLM's
-		if t, ok := obj["temperature"]; ok && !isNull(t) {
-			if err := json.Unmarshal(t, &temp); err != nil {
+		if temperature != nil && !isNull(temperature) {
+			if temperature[0] != '-' && (temperature[0] < '0' || temperature[0] > '9') {
+				return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has \"temperature\" that is not a number", path)}
+			}
+			// As json.Unmarshal reads a number into a float64.
+			if temp, err = strconv.ParseFloat(string(temperature), 64); err != nil {
 				return nil, &BadRequest{fmt.Sprintf("the request body of POST %s has \"temperature\" that is not a number", path)}
 			}
 		}
-		_, seeded := obj["seed"]
-		if seeded && isNull(obj["seed"]) {
-			seeded = false
-		}
 		r.Sampling = temp > 0 && !seeded
 	}
-	// The canonical object, member by member: keys sorted, each value
-	// canonical (the decoder kept the last of duplicate keys).
-	keys := make([]string, 0, len(obj))
-	for f := range obj {
-		if !ignored[f] {
-			keys = append(keys, f)
-		}
-	}
-	sort.Strings(keys)
-	buf := make([]byte, 0, len(body))
+	// The canonical object: the members in order (keys sorted, the last of
+	// duplicate keys kept), each canonical, without the ignored fields.
+	buf := make([]byte, 0, n)
 	buf = append(buf, '{')
-	for i, k := range keys {
-		if i > 0 {
+	for _, m := range members {
+		if ignored[string(m.Key)] {
+			continue
+		}
+		if len(buf) > 1 {
 			buf = append(buf, ',')
 		}
-		kb, _ := json.Marshal(k)
-		kb, _ = items.Canonical(kb) // no HTML escaping, as in the values
-		buf = append(buf, kb...)
-		buf = append(buf, ':')
-		v, err := items.Canonical(obj[k])
-		if err != nil {
-			return nil, &BadRequest{fmt.Sprintf("the request body of POST %s: %q: %v", path, k, err)}
-		}
-		buf = append(buf, v...)
+		buf = append(buf, m.Enc...)
 	}
 	r.Canonical = append(buf, '}')
 	return r, nil
+}
+
+// jsonUnquote decodes v, a canonical JSON string, into s.
+func jsonUnquote(v []byte, s *string) error {
+	if len(v) >= 2 && bytes.IndexByte(v, '\\') < 0 {
+		*s = string(v[1 : len(v)-1])
+		return nil
+	}
+	return json.Unmarshal(v, s)
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
@@ -148,21 +166,33 @@ func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []b
 // request that does not sample, 1, 2, ... for the k-th identical sampling
 // request of a run); R is the canonical request.
 func (r *Request) Key(weights string, occurrence int) string {
-	var b bytes.Buffer
-	b.Grow(128 + len(r.Canonical))
-	b.WriteString(`{"v":"` + KeyVersion + `","path":`)
-	b.WriteString(strconv.Quote(r.Path))
-	b.WriteString(`,"model":`)
-	q, _ := json.Marshal(r.Model)
-	b.Write(q)
-	b.WriteString(`,"weights":`)
-	q, _ = json.Marshal(weights)
-	b.Write(q)
-	b.WriteString(`,"occurrence":`)
-	b.WriteString(strconv.Itoa(occurrence))
-	b.WriteString(`,"request":`)
-	b.Write(r.Canonical)
-	b.WriteByte('}')
-	sum := sha256.Sum256(b.Bytes())
+	var arr [1024]byte
+	b := append(arr[:0], `{"v":"`+KeyVersion+`","path":`...)
+	b = strconv.AppendQuote(b, r.Path)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, r.Model)
+	b = append(b, `,"weights":`...)
+	b = appendJSONString(b, weights)
+	b = append(b, `,"occurrence":`...)
+	b = strconv.AppendInt(b, int64(occurrence), 10)
+	b = append(b, `,"request":`...)
+	b = append(b, r.Canonical...)
+	b = append(b, '}')
+	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// appendJSONString appends s as json.Marshal writes it: quoted as it is
+// when it is printable ASCII that needs no escape (a model id, a digest),
+// through json.Marshal otherwise.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +91,25 @@ type Stored struct {
 	Path        string `json:"path"`
 	Model       string `json:"model"`
 	Stream      bool   `json:"stream,omitempty"`
+
+	// The header values replay sends, made once.
+	contentType, contentLength []string
+}
+
+// prepare makes the header values replay sends.
+func (st *Stored) prepare() *Stored {
+	if st.ContentType != "" {
+		st.contentType = []string{st.ContentType}
+	}
+	if bodyAllowed(st.Status) {
+		st.contentLength = []string{strconv.Itoa(len(st.Body))}
+	}
+	return st
+}
+
+// bodyAllowed says whether an answer with status may have a body.
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 // Start opens the claims and serves on a free loopback port until Close.
@@ -229,8 +249,19 @@ func copyHeaders(dst, src http.Header) {
 	}
 }
 
+// readBody reads a request's body, up to limit bytes: at once into a buffer
+// of its length when the request gives it.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r.Body, b)
+		return b, err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, limit))
+}
+
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, path string) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+	body, err := readBody(r, 256<<20)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
 		return
@@ -316,6 +347,7 @@ func (s *Server) lookup(key string) *Stored {
 	if json.Unmarshal(res.Outputs, &v) != nil || v.Format != storedFormat {
 		return nil
 	}
+	v.prepare()
 	s.remember(key, &v)
 	return &v
 }
@@ -445,6 +477,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, k
 		return
 	}
 	st := &Stored{Format: storedFormat, Status: resp.StatusCode, ContentType: ct, Body: buf.Bytes(), Path: req.Path, Model: req.Model, Stream: req.Stream}
+	st.prepare()
 	out, _ := json.Marshal(st)
 	if err := s.cfg.Store.Put(key, items.Result{Outputs: out}); err != nil {
 		s.failed.Add(1)
@@ -456,11 +489,20 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, k
 	}
 }
 
+var hitHeader = []string{"hit"}
+
+// replay sends a stored answer whole, with its length (no chunking): the
+// header values are shared by every replay of st, and net/http only reads
+// them.
 func replay(w http.ResponseWriter, st *Stored) {
-	if st.ContentType != "" {
-		w.Header().Set("Content-Type", st.ContentType)
+	h := w.Header()
+	if st.contentType != nil {
+		h["Content-Type"] = st.contentType
 	}
-	w.Header().Set("X-Cairn-Model-Cache", "hit")
+	if st.contentLength != nil {
+		h["Content-Length"] = st.contentLength
+	}
+	h["X-Cairn-Model-Cache"] = hitHeader
 	w.WriteHeader(st.Status)
 	_, _ = w.Write(st.Body)
 }

@@ -296,3 +296,28 @@ func TestCacheTwoProcessesForwardEachRequestOnce(t *testing.T) {
 		t.Errorf("forwarded %d, want %d", f, distinct)
 	}
 }
+
+// TestCacheHitAllocatesLittle: answering a stored request costs a handful
+// of allocations (the body, its parse, the key), not one per JSON value
+// decoded and re-encoded. Counted by the runtime, not timed.
+func TestCacheHitAllocatesLittle(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	s := e.start(nil)
+	body := benchBody(7)
+	if code, _, b := post(t, s.URL+"/chat/completions", string(body)); code != 200 {
+		t.Fatalf("status %d: %s", code, b)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if st := hitRequest(s, body); st != 200 {
+			t.Fatalf("status %d", st)
+		}
+	})
+	// 10 of them are the test's own request (http.NewRequest, the
+	// recorder's header).
+	if allocs > 32 {
+		t.Errorf("a hit took %.0f allocations, want at most 32", allocs)
+	}
+	if c := s.Counts(); c.Forwarded != 1 || c.FromStore < 200 {
+		t.Errorf("the hits were not answered from the store: %+v", c)
+	}
+}
