@@ -107,6 +107,7 @@ type Store struct {
 	dir     string
 	logPath string
 	log     *wal.Log
+	rd      *os.File // the log, open for reading one record (Get)
 
 	refreshMu sync.Mutex // serializes reads of the log's tail
 	next      int64      // where the next read of the tail starts
@@ -136,8 +137,12 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("items: open store: %w", err)
 	}
 	s.log = l
-	if err := s.Refresh(); err != nil {
+	if s.rd, err = os.Open(s.logPath); err != nil {
 		l.Close()
+		return nil, fmt.Errorf("items: open store: %w", err)
+	}
+	if err := s.Refresh(); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -158,7 +163,7 @@ func (s *Store) Dir() string { return s.dir }
 
 // Close closes the log.
 func (s *Store) Close() error {
-	return s.log.Close()
+	return errors.Join(s.log.Close(), s.rd.Close())
 }
 
 // Refresh reads the records other processes appended since the last read.
@@ -252,25 +257,16 @@ func (s *Store) Get(key string) (Result, bool, error) {
 		r, err := decodeResult(own)
 		return r, true, err
 	}
-	var r Result
-	var found bool
-	stop := errors.New("stop")
-	_, err = wal.ReadFrom(s.logPath, e.off, func(off int64, p []byte) error {
-		if off != e.off {
-			return stop
-		}
-		r, err = decodeResult(p)
-		found = true
-		if err != nil {
-			return err
-		}
-		return stop
-	})
-	if err != nil && !errors.Is(err, stop) {
+	p, err := wal.ReadRecord(s.rd, s.logPath, e.off)
+	if err != nil {
 		return Result{}, true, fmt.Errorf("items: read result %s: %w", key, err)
 	}
-	if !found {
-		return Result{}, true, fmt.Errorf("%w: no record at offset %d for %s", ErrBadRecord, e.off, key)
+	if len(p) < recHeader || [32]byte(p[1:33]) != kb {
+		return Result{}, true, fmt.Errorf("%w: the record at offset %d is not %s's", ErrBadRecord, e.off, key)
+	}
+	r, err := decodeResult(p)
+	if err != nil {
+		return Result{}, true, fmt.Errorf("%w at offset %d: %w", ErrBadRecord, e.off, err)
 	}
 	return r, true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -240,4 +241,43 @@ func TestStoreGetAll(t *testing.T) {
 
 	_, _, err = s.GetAll([]string{"not a key"})
 	assert.ErrorIs(t, err, ErrBadKey)
+}
+
+// TestStoreGetReadsOneRecord: a result read back from the log costs about
+// its own size, not a megabyte of read-ahead per Get (a resumed model
+// cache reads each stored answer this way), and a damaged record is an
+// error naming it, never another key's result.
+func TestStoreGetReadsOneRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	out := json.RawMessage(`{"answer":"` + strings.Repeat("x", 1000) + `"}`)
+	for i := range 50 {
+		require.NoError(t, s.Put(testKey(i), Result{Score: score(float64(i)), Outputs: out}))
+	}
+	require.NoError(t, s.Close())
+	s, err = OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	defer s.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range 50 {
+		r, ok, err := s.Get(testKey(i))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, float64(i), *r.Score)
+		require.JSONEq(t, string(out), string(r.Outputs))
+	}
+	runtime.ReadMemStats(&after)
+	perGet := (after.TotalAlloc - before.TotalAlloc) / 50
+	assert.Less(t, perGet, uint64(16<<10), "bytes allocated per Get of a 1 KiB result")
+
+	// Damage the last record's payload: Get refuses it.
+	b, err := os.ReadFile(filepath.Join(dir, "items", "log"))
+	require.NoError(t, err)
+	b[len(b)-20] ^= 0xff
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "items", "log"), b, 0o666))
+	_, ok, err := s.Get(testKey(49))
+	assert.True(t, ok)
+	assert.ErrorIs(t, err, wal.ErrCorrupt)
 }

@@ -3,6 +3,7 @@ package modelcache
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -26,7 +27,13 @@ import (
 
 func benchServer(b *testing.B, sim *simmodel.Running) *Server {
 	b.Helper()
-	st, err := items.OpenStore(b.TempDir(), items.StoreOptions{NoSync: true})
+	return benchServer2(b, sim, b.TempDir())
+}
+
+// benchServer2 is a cache on the store in dir.
+func benchServer2(b *testing.B, sim *simmodel.Running, dir string) *Server {
+	b.Helper()
+	st, err := items.OpenStore(dir, items.StoreOptions{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,6 +110,11 @@ func newLoad(b *testing.B, base, path string, bodies [][]byte, conns int, header
 // run asks n requests over all connections at once and returns the time
 // it took and the CPU time (user and system) the process spent meanwhile.
 func (l *load) run(b *testing.B, n int) (wall, cpu time.Duration) {
+	return l.runFrom(b, 0, n)
+}
+
+// runFrom is run asking the requests from the from-th on.
+func (l *load) runFrom(b *testing.B, from, n int) (wall, cpu time.Duration) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, len(l.conns))
@@ -117,7 +129,7 @@ func (l *load) run(b *testing.B, n int) (wall, cpu time.Duration) {
 				if k >= int64(n) {
 					return
 				}
-				if _, err := l.conns[i].Write(l.reqs[k%int64(len(l.reqs))]); err != nil {
+				if _, err := l.conns[i].Write(l.reqs[(int64(from)+k)%int64(len(l.reqs))]); err != nil {
 					errs <- err
 					return
 				}
@@ -260,6 +272,58 @@ func BenchmarkModelCacheHit(b *testing.B) {
 	b.ReportMetric(median(ancCPU), "anchor-cpu-us/req")
 	if f := s.Counts().Forwarded; f != distinct {
 		b.Fatalf("forwarded %d, want %d", f, distinct)
+	}
+}
+
+// BenchmarkModelCacheHitResumed: hits as a resumed run asks them: b.N
+// distinct requests answered before (stored by an earlier process), each
+// asked once of a cache just started, so that every answer is read from
+// the store's log; 64 connections; the median req/s of 5 rounds.
+func BenchmarkModelCacheHitResumed(b *testing.B) {
+	sim, err := simmodel.Start(simmodel.Config{}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	const conns, rounds = 64, 5
+	per := max(b.N/rounds, conns)
+	dir := b.TempDir()
+	st, err := items.OpenStore(dir, items.StoreOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One answer from the model, stored under every request's key as
+	// the cache would have stored it.
+	answer := do(b, benchClient(), sim.URL+"/chat/completions", benchBody(0))
+	out, _ := json.Marshal((&Stored{Format: storedFormat, Status: 200, ContentType: "application/json", Body: answer, Path: "/v1/chat/completions", Model: "sim-model"}))
+	bodies := make([][]byte, rounds*per)
+	var recs []items.Record
+	for i := range bodies {
+		bodies[i] = benchBody(i)
+		req, err := Parse("/v1/chat/completions", bodies[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs = append(recs, items.Record{Key: req.Key("", 0), Result: items.Result{Outputs: out}})
+	}
+	if err := st.PutBatch(recs); err != nil {
+		b.Fatal(err)
+	}
+	st.Close()
+	s := benchServer2(b, sim, dir)
+	l := newLoad(b, s.URL, "/chat/completions", bodies, conns, "X-Cairn-Model-Cache: hit")
+	var rate, cpus []float64
+	b.ResetTimer()
+	for r := range rounds {
+		w, cpu := l.runFrom(b, r*per, per)
+		rate = append(rate, float64(per)/w.Seconds())
+		cpus = append(cpus, float64(cpu.Microseconds())/float64(per))
+	}
+	b.StopTimer()
+	b.ReportMetric(median(rate), "req/s")
+	b.ReportMetric(median(cpus), "cpu-us/req")
+	if c := s.Counts(); c.Forwarded != 0 || c.FromStore != int64(len(bodies)) {
+		b.Fatalf("not every request was answered from the store: %+v", c)
 	}
 }
 

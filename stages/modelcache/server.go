@@ -336,9 +336,6 @@ func (s *Server) lookup(key string) *Stored {
 	if st != nil {
 		return st
 	}
-	if !s.cfg.Store.Has(key) {
-		return nil
-	}
 	res, ok, err := s.cfg.Store.Get(key)
 	if err != nil || !ok {
 		return nil

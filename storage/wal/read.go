@@ -53,6 +53,36 @@ func ReadAt(r io.ReaderAt, path string, off, size int64, fn func(off int64, payl
 	return scan(r, path, off, size, fn)
 }
 
+// ReadRecord reads the one record at off of the log open as r (an offset
+// passed to Read's fn, or Span's): two reads of exactly its bytes, its
+// length and checksum checked, where ReadFrom would read ahead a
+// megabyte. It returns the payload; damage is a *CorruptError naming path.
+func ReadRecord(r io.ReaderAt, path string, off int64) ([]byte, error) {
+	if off < fileHeaderSize || off%8 != 0 {
+		return nil, fmt.Errorf("wal: offset %d in %s is not a record boundary", off, path)
+	}
+	var h [recordHeaderSize]byte
+	if _, err := r.ReadAt(h[:], off); err != nil {
+		return nil, fmt.Errorf("wal: read the record at byte %d of %s: %w", off, path, err)
+	}
+	n := binary.LittleEndian.Uint32(h[:])
+	if n > MaxRecordSize {
+		return nil, &CorruptError{Path: path, Offset: off, Next: -1, Reason: fmt.Sprintf("length %d is over the %d-byte limit", n, MaxRecordSize)}
+	}
+	rec := make([]byte, recordSize(int(n)))
+	copy(rec, h[:])
+	if _, err := r.ReadAt(rec[recordHeaderSize:], off+recordHeaderSize); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &CorruptError{Path: path, Offset: off, Next: -1, Reason: fmt.Sprintf("%d-byte record runs past the end of the file", n)}
+		}
+		return nil, fmt.Errorf("wal: read the record at byte %d of %s: %w", off, path, err)
+	}
+	if reason := recordProblem(rec); reason != "" {
+		return nil, &CorruptError{Path: path, Offset: off, Next: -1, Reason: reason}
+	}
+	return rec[recordHeaderSize : recordHeaderSize+n], nil
+}
+
 // openForRepair takes the log's lock (waiting for a writer that holds it)
 // and opens the file for rewriting in place.
 func openForRepair(path string) (*fileLock, *os.File, error) {

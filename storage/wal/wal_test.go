@@ -899,3 +899,33 @@ func TestAppendAtSpans(t *testing.T) {
 		}
 	}
 }
+
+// ReadRecord reads the record at an offset Read gave, whatever its size, and
+// refuses a damaged one or an offset that is not a record's.
+func TestReadRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	ps := [][]byte{payload(1, 3), payload(2, 0), payload(3, 5000), payload(4, 8)}
+	offs := writeLog(t, path, ps...)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	for i, off := range offs {
+		p, err := ReadRecord(f, path, off)
+		require.NoError(t, err)
+		assert.Equal(t, ps[i], p, "record %d", i)
+	}
+	_, err = ReadRecord(f, path, offs[2]+4)
+	assert.ErrorContains(t, err, "not a record boundary")
+	_, err = ReadRecord(f, path, fileHeaderSize+recordSize(3)+recordSize(0)+recordSize(5000)+recordSize(8))
+	assert.Error(t, err, "past the end")
+
+	b := fileBytes(t, path)
+	b[offs[2]+recordHeaderSize+100] ^= 0xff
+	require.NoError(t, os.WriteFile(path, b, 0o666))
+	_, err = ReadRecord(f, path, offs[2])
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "checksum mismatch")
+	p, err := ReadRecord(f, path, offs[3])
+	require.NoError(t, err)
+	assert.Equal(t, ps[3], p)
+}
