@@ -5,6 +5,7 @@
 //
 //	itemstore -write -n 1000000 DIR   # a store of N results under DIR
 //	itemstore DIR                     # open it; prints items and seconds
+//	itemstore -cpuprofile F DIR       # and writes the open's CPU profile
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/cairn-run/cairn/stages/items"
@@ -22,6 +25,7 @@ import (
 func main() {
 	write := flag.Bool("write", false, "write a store of -n items instead of opening one")
 	n := flag.Int("n", 1_000_000, "items to write")
+	prof := flag.String("cpuprofile", "", "write the open's CPU profile to `file`")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: itemstore [-write -n N] DIR")
@@ -35,15 +39,40 @@ func main() {
 		}
 		return
 	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "itemstore:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "itemstore:", err)
+			os.Exit(1)
+		}
+	}
+	cpu0 := cpuTime()
 	start := time.Now()
 	s, err := items.OpenStore(dir, items.StoreOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "itemstore:", err)
 		os.Exit(1)
 	}
-	took := time.Since(start)
-	fmt.Printf("items=%d open_s=%.3f\n", s.Len(), took.Seconds())
+	took, cpu := time.Since(start), cpuTime()-cpu0
+	if *prof != "" {
+		pprof.StopCPUProfile()
+	}
+	fmt.Printf("items=%d open_s=%.3f cpu_s=%.3f\n", s.Len(), took.Seconds(), cpu.Seconds())
 	_ = s.Close()
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // writeStore writes n results, keyed like BenchmarkOpenStore1M's.
