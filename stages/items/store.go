@@ -111,6 +111,7 @@ type Store struct {
 
 	refreshMu sync.Mutex // serializes reads of the log's tail
 	next      int64      // where the next read of the tail starts
+	batch     []indexed  // Refresh's buffer
 
 	mu      sync.RWMutex
 	index   map[[32]byte]entry
@@ -129,7 +130,6 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 	s := &Store{
 		dir:     dir,
 		logPath: filepath.Join(dir, logName),
-		index:   make(map[[32]byte]entry, sizeHint(filepath.Join(dir, logName))),
 		own:     make(map[[32]byte][]byte),
 	}
 	l, err := wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true})
@@ -137,6 +137,9 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("items: open store: %w", err)
 	}
 	s.log = l
+	// Sized once for the records the log holds: a map grown as it fills
+	// copies itself at each doubling and ends up to twice as big.
+	s.index = make(map[[32]byte]entry, l.Records())
 	if s.rd, err = os.Open(s.logPath); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("items: open store: %w", err)
@@ -146,16 +149,6 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// sizeHint guesses the number of records from the log's size, so the index
-// is allocated once.
-func sizeHint(path string) int {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return int(fi.Size() / 80)
 }
 
 // Dir is the store's directory (<cache>/items), where its claims file lives.
@@ -170,7 +163,30 @@ func (s *Store) Close() error {
 func (s *Store) Refresh() error {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
-	st, err := wal.ReadFrom(s.logPath, s.next, s.add)
+	// Records are indexed in batches, one lock each: a lock per record
+	// was a tenth of opening a store of a million.
+	batch := s.batch[:0]
+	flush := func() {
+		s.mu.Lock()
+		for _, x := range batch {
+			s.addLocked(x.kb, x.e)
+		}
+		s.mu.Unlock()
+		batch = batch[:0]
+	}
+	st, err := wal.ReadFrom(s.logPath, s.next, func(off int64, p []byte) error {
+		e, kb, err := decodeEntry(p)
+		if err != nil {
+			return fmt.Errorf("%w at offset %d: %w", ErrBadRecord, off, err)
+		}
+		e.off = off
+		if batch = append(batch, indexed{kb, e}); len(batch) == refreshBatch {
+			flush()
+		}
+		return nil
+	})
+	flush()
+	s.batch = batch
 	if st.Next > s.next {
 		s.next = st.Next
 	}
@@ -180,15 +196,17 @@ func (s *Store) Refresh() error {
 	return nil
 }
 
-// add indexes one record read from the log at off.
-func (s *Store) add(off int64, p []byte) error {
-	e, kb, err := decodeEntry(p)
-	if err != nil {
-		return fmt.Errorf("%w at offset %d: %w", ErrBadRecord, off, err)
-	}
-	e.off = off
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// refreshBatch is how many records Refresh indexes under one lock.
+const refreshBatch = 4096
+
+// indexed is a record read from the log, to index.
+type indexed struct {
+	kb [32]byte
+	e  entry
+}
+
+// addLocked indexes one record read from the log; s.mu is held.
+func (s *Store) addLocked(kb [32]byte, e entry) {
 	s.records++
 	old, ok := s.index[kb]
 	switch {
@@ -200,10 +218,9 @@ func (s *Store) add(off int64, p []byte) error {
 		// which wins either way.
 		delete(s.own, kb)
 		s.index[kb] = e
-	case old.off != off:
+	case old.off != e.off:
 		s.dups++
 	}
-	return nil
 }
 
 // Has reports whether key has a result.

@@ -171,6 +171,9 @@ type Log struct {
 	// end is the offset just past the last record this Log knows of: everything
 	// before it has been validated or written by us.
 	end atomic.Int64
+	// opened is the number of valid records Open found in the file;
+	// scanned, the number the last recovery pass read.
+	opened, scanned int
 
 	mu     sync.Mutex
 	queue  []*batch // batches waiting for the committer, oldest first
@@ -281,6 +284,7 @@ func Open(path string, opts Options) (*Log, error) {
 		prealloc: !opts.Shared && !opts.NoSync,
 	}
 	err = l.recover(0)
+	l.opened = l.scanned
 	if opts.Shared {
 		if uerr := lk.unlock(); err == nil && uerr != nil {
 			err = fmt.Errorf("wal: unlock %s: %w", path, uerr)
@@ -312,6 +316,7 @@ func (l *Log) recover(from int64) error {
 	if err != nil {
 		return err
 	}
+	l.scanned = st.Records
 	if st.Next == size && size > 0 {
 		l.end.Store(size)
 		l.allocated = size
@@ -362,6 +367,11 @@ func syncDir(dir string) error {
 
 // Path is the file the log writes.
 func (l *Log) Path() string { return l.path }
+
+// Records is the number of valid records Open found in the file (a torn
+// tail not counted): what a reader that loads them all can size its index
+// by.
+func (l *Log) Records() int { return l.opened }
 
 // Size is the offset just past the last record this Log has written or seen. In
 // Shared mode other processes may have appended more since.

@@ -929,3 +929,15 @@ func TestReadRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ps[3], p)
 }
+
+// Records is the number of valid records Open found, a torn tail left out.
+func TestOpenCountsRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	writeLog(t, path, payload(1, 10), payload(2, 20), payload(3, 30))
+	b := fileBytes(t, path)
+	require.NoError(t, os.WriteFile(path, b[:len(b)-5], 0o666)) // the last one torn
+	l, err := Open(path, Options{NoSync: true, Shared: true})
+	require.NoError(t, err)
+	defer l.Close()
+	assert.Equal(t, 2, l.Records())
+}
