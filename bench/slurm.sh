@@ -9,10 +9,21 @@
 # slurm-up.sh)"), else starts one with scripts/slurm-up.sh (as root) and
 # stops it at the end.
 #
+# Then, at thousands of jobs: a cold apply of one for_each stage of
+# BENCH_SLURM_ARRAY nodes (max_submitted as large, poll_interval 2s) side by
+# side with a hand-written job array of as many tasks and one squeue poll
+# loop (1 s), with cairn's sbatch and status-query calls counted (a PATH
+# shim logs each); and a chain of BENCH_SLURM_CHAIN trivial nodes against
+# Slurm's own dependency chain (sbatch --dependency=afterok, all submitted
+# at once, one poll loop), per hop. Each row has its target, met or MISSED.
+#
 # Environment:
 #   BENCH_SLURM_NODES=200      nodes of the cairn run and of the parallel loop
 #   BENCH_SLURM_SEQ=10         jobs of the one-after-another loop
 #   BENCH_SLURM_RUNS=3         runs of each (the median is reported)
+#   BENCH_SLURM_ARRAY=1000     nodes of the one-stage run against a job array (0: skip)
+#   BENCH_SLURM_ARRAY_RUNS=1   runs of it, cairn and the array in turns (the median is reported)
+#   BENCH_SLURM_CHAIN=20       nodes of the chain (0: skip)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -114,4 +125,149 @@ EOF
 )
 echo "$table"
 [ -f "$OUT/results.md" ] && echo "$table" >>"$OUT/results.md"
+
+# --- thousands of jobs: one stage as job arrays, against a hand-written one
+A=${BENCH_SLURM_ARRAY:-1000}
+ARUNS=${BENCH_SLURM_ARRAY_RUNS:-1}
+CH=${BENCH_SLURM_CHAIN:-20}
+shim=$work/shim
+mkdir -p "$shim"
+for c in sbatch squeue sacct; do
+	real=$(command -v "$c")
+	printf '#!/bin/sh\necho "$(date +%%s.%%N) $*" >>"$CALLS.%s"\nexec %s "$@"\n' "$c" "$real" >"$shim/$c"
+	chmod +x "$shim/$c"
+done
+
+# cairn_stage R: a cold apply of A trivial instances of one stage; prints
+# its wall time, its sbatch calls, and the least and median gap between its
+# status queries after the first minute (steady state).
+cairn_stage() {
+	local ws=$work/array-$1 t0 t1 queries
+	mkdir -p "$ws"
+	cat >"$ws/main.hcl" <<EOF
+pipeline "bench" {
+  executor "slurm" {
+    max_submitted = $A
+    poll_interval = "2s"
+  }
+}
+
+stage "command" "node" {
+  for_each = toset([for i in range($A) : tostring(i)])
+  run      = ["true", each.key]
+}
+EOF
+	export CALLS=$ws/calls
+	t0=$(now)
+	(cd "$ws" && PATH=$shim:$PATH CAIRN_NO_FSYNC=1 "$CAIRN" apply main.hcl >"$ws/apply.log" 2>&1) || { tail -20 "$ws/apply.log" >&2; exit 1; }
+	t1=$(now)
+	queries=$(cat "$CALLS.squeue" "$CALLS.sacct" 2>/dev/null | grep -v '%k' | awk '{print $1}' | sort -g)
+	echo "$(echo "$t1 - $t0" | bc -l) $(wc -l <"$CALLS.sbatch") $(echo "$queries" |
+		awk -v t0="$t0" 'NR > 1 && $1 - t0 > 60 { print $1 - p } { p = $1 }' | sort -g |
+		awk '{ g[NR] = $1 } END { if (!NR) { print "0 0"; exit } printf "%.2f %.2f\n", g[1], g[int((NR + 1) / 2)] }')"
+}
+
+# hand_array R: sbatch --array of A trivial tasks, then squeue every second
+# until none is left.
+hand_array() {
+	local t0 t1 id
+	t0=$(now)
+	id=$(sbatch --parsable --job-name="bench-array-$1" --output=/dev/null --array=0-$((A - 1)) --wrap 'true $SLURM_ARRAY_TASK_ID')
+	while [ -n "$(squeue -h -j "$id" -o %i 2>/dev/null | head -1)" ]; do sleep 1; done
+	t1=$(now)
+	echo "$t1 - $t0" | bc -l
+}
+
+# cairn_chain: CH trivial nodes, each after the one before; prints the
+# wall time.
+cairn_chain() {
+	local ws=$work/chain t0 t1 i
+	mkdir -p "$ws"
+	{
+		printf 'pipeline "bench" {\n  executor "slurm" {}\n}\n'
+		for i in $(seq 0 $((CH - 1))); do
+			printf 'stage "command" "n%d" {\n  run = ["true", "%d"]\n' "$i" "$i"
+			[ "$i" -gt 0 ] && printf '  after = [stage.n%d]\n' $((i - 1))
+			printf '}\n'
+		done
+	} >"$ws/main.hcl"
+	t0=$(now)
+	(cd "$ws" && CAIRN_NO_FSYNC=1 "$CAIRN" apply main.hcl >"$ws/apply.log" 2>&1) || { tail -20 "$ws/apply.log" >&2; exit 1; }
+	t1=$(now)
+	echo "$t1 - $t0" | bc -l
+}
+
+# slurm_chain: CH trivial jobs, each --dependency=afterok on the one
+# before, all submitted at once; then squeue every second until the last
+# has ended.
+slurm_chain() {
+	local t0 t1 i id="" dep
+	t0=$(now)
+	for i in $(seq "$CH"); do
+		dep=()
+		[ -n "$id" ] && dep=(--dependency=afterok:"$id")
+		id=$(sbatch --parsable --job-name=bench-chain --output=/dev/null "${dep[@]}" --wrap "true $i")
+	done
+	while [ -n "$(squeue -h -j "$id" -o %i 2>/dev/null | head -1)" ]; do sleep 1; done
+	t1=$(now)
+	echo "$t1 - $t0" | bc -l
+}
+
+verdict() { if [ "$1" = 1 ]; then echo met; else echo MISSED; fi; }
+
+if [ "$A" -gt 0 ]; then
+	cw=() cs=() cg=() cmed=() hw=()
+	for r in $(seq "$ARUNS"); do
+		echo "== run $r/$ARUNS: cairn, one stage of $A nodes" >&2
+		read -r w sb g med <<<"$(cairn_stage "$r")"
+		cw+=("$w") cs+=("$sb") cg+=("$g") cmed+=("$med")
+		echo "== run $r/$ARUNS: a hand-written array of $A tasks" >&2
+		hw+=("$(hand_array "$r")")
+	done
+	acm=$(printf '%s\n' "${cw[@]}" | median)
+	ahm=$(printf '%s\n' "${hw[@]}" | median)
+	subs=$(printf '%s\n' "${cs[@]}" | sort -g | tail -1)
+	gap=$(printf '%s\n' "${cg[@]}" | sort -g | head -1)
+	gmed=$(printf '%s\n' "${cmed[@]}" | median)
+	table=$(
+		cat <<EOF
+
+## Slurm at thousands of jobs: one stage of $A trivial nodes, median of $ARUNS run(s) in turns
+
+| what | figure | target | verdict |
+|---|---|---|---|
+| cairn apply, wall (s) | $(printf %.1f "$acm") | <= the hand-written array's | $(verdict "$(echo "$acm <= $ahm" | bc -l)") |
+| a hand-written job array + one squeue loop (1 s), wall (s) | $(printf %.1f "$ahm") | (anchor) | |
+| cairn's sbatch calls (most of any run) | $subs | <= 1 per 1,000 nodes ($(((A + 999) / 1000))) | $(verdict "$(echo "$subs <= ($A + 999) / 1000" | bc)") |
+| least gap between two status queries after the first minute (s) | $gap | >= 2 | $(verdict "$(echo "$gap >= 2" | bc -l)") |
+| median gap between two status queries after the first minute (s) | $gmed | (poll_interval = "2s") | |
+
+cairn's calls are counted by a PATH shim in front of sbatch, squeue and
+sacct; its lookups by comment (squeue --format=%i|%k) are not status
+queries.
+EOF
+	)
+	echo "$table"
+	[ -f "$OUT/results.md" ] && echo "$table" >>"$OUT/results.md"
+fi
+
+if [ "$CH" -gt 0 ]; then
+	echo "== cairn: a chain of $CH nodes" >&2
+	cc=$(cairn_chain)
+	echo "== Slurm: a dependency chain of $CH jobs" >&2
+	sc=$(slurm_chain)
+	table=$(
+		cat <<EOF
+
+## Slurm: a chain of $CH trivial nodes, per hop
+
+| what | wall (s) | per hop (s) | target | verdict |
+|---|---|---|---|---|
+| cairn apply, each node after the one before | $(printf %.1f "$cc") | $(echo "$cc / $CH" | bc -l | xargs printf %.2f) | <= Slurm's own chain's (+10%) | $(verdict "$(echo "$cc <= 1.1 * $sc" | bc -l)") |
+| sbatch --dependency=afterok chain + one squeue loop (1 s) | $(printf %.1f "$sc") | $(echo "$sc / $CH" | bc -l | xargs printf %.2f) | (anchor) | |
+EOF
+	)
+	echo "$table"
+	[ -f "$OUT/results.md" ] && echo "$table" >>"$OUT/results.md"
+fi
 exit 0
