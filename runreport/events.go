@@ -29,9 +29,8 @@ type event struct {
 	Start   time.Time `json:"start"`
 	TMs     []int64   `json:"t_ms"`
 	MiB     []float64 `json:"mib"`
-	// items_from_store
-	Items     int      `json:"items"`
-	FromStore [][2]int `json:"from_store"`
+	// items_from_store's spans; a number in other events (rollout_counts)
+	FromStore json.RawMessage `json:"from_store"`
 }
 
 // readEvents adds what the run's event log says beyond the journal: each
@@ -78,8 +77,9 @@ func (b *builder) readEvents(runDir string) {
 			}
 			b.r.GPUMemory = append(b.r.GPUMemory, g)
 		case "items_from_store":
-			if n := b.byAddr[e.Node]; n != nil {
-				n.fromStore, n.origins = e.FromStore, true
+			var spans [][2]int
+			if n := b.byAddr[e.Node]; n != nil && json.Unmarshal(e.FromStore, &spans) == nil {
+				n.fromStore, n.origins = spans, true
 			}
 		case "warning", "info", "executor_error":
 			b.r.Run.Notes = append(b.r.Run.Notes, e.Type+": "+e.Text)
