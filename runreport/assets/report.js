@@ -56,6 +56,24 @@ function stamp(t0, ms) { return ms == null ? "-" : new Date(t0 + ms).toISOString
 
 let D; // the page's data
 const C = {}; // column index by name
+// The node rows by column (the page carries them so: they parse fast):
+// COL.address[i] is node i's address. row(i) is node i as a row, n[C.x].
+const COL = {};
+// column unpacks a column as the page carries it (runreport's column):
+// its values; {fill, at, v}: one value but in the rows at; {dict, idx}.
+function column(v, n) {
+  if (Array.isArray(v)) return v;
+  if (!v) return new Array(n).fill(null);
+  if (v.dict) return v.idx.map((k) => v.dict[k]);
+  const a = new Array(n).fill(v.fill);
+  for (let k = 0; k < v.at.length; k++) a[v.at[k]] = v.v[k];
+  return a;
+}
+function row(i) { const r = new Array(D.cols.length); for (const c of D.cols) r[C[c]] = COL[c][i]; return r; }
+// The timeline's bars, 7 numbers each in one flat list: bar bi's field k
+// is D.bars[bi * 7 + k] (node, lane, start, end, attempt, state, peak GPU).
+const BW = 7;
+function bar(bi) { return D.bars.slice(bi * BW, bi * BW + BW); }
 
 async function main() {
   // How long each part took to draw, in ms since navigation began (for
@@ -64,6 +82,8 @@ async function main() {
   D = await unpack("cairn-data", timings);
   timings.unpacked = performance.now();
   D.cols.forEach((c, i) => (C[c] = i));
+  for (const c of D.cols) COL[c] = column(D.nodes[c], D.count);
+  timings.columns = performance.now();
   window.cairnReport = { data: D, ready: false, timings };
   for (const [name, f] of [["header", header], ["timeline", timeline], ["nodes", nodesTable], ["resources", resources], ["seed", seedViews], ["items", items]]) {
     f();
@@ -128,19 +148,25 @@ function timeline() {
   const box = $("tl");
   if (!D.lanes.length) { box.append(el("div", { class: "hint", text: "No node of this run started: nothing to draw." })); box.style.cursor = "default"; return; }
   let end = Math.max(D.now, 1);
-  for (const b of D.bars) if (b[3] > end) end = b[3];
+  for (let k = 3; k < D.bars.length; k += BW) if (D.bars[k] > end) end = D.bars[k];
   const view = { a: 0, b: end * 1.02 };
   TL.view = view;
   TL.width = width;
-  const byLane = D.lanes.map(() => []);
-  for (let i = 0; i < D.bars.length; i++) byLane[D.bars[i][1]].push(i);
-  for (const l of byLane) l.sort((x, y) => D.bars[x][2] - D.bars[y][2]);
+  // The bars come sorted by lane and start: a lane is a run of them.
+  const byLane = D.lanes.map(() => ({ from: 0, to: 0 }));
+  for (let bi = 0, n = D.bars.length / BW; bi < n; bi++) {
+    const l = byLane[D.bars[bi * BW + 1]];
+    if (l.to === 0) l.from = bi;
+    l.to = bi + 1;
+  }
   // A batch's waves: a band behind the GPU lanes, from the wave's first
   // start to its slowest variant's end.
-  const laneOf = new Map();
-  for (const b of D.bars) laneOf.set(b[0], b[1]);
-  const index = new Map(D.nodes.map((n, i) => [n[C.address], i]));
   const bands = [];
+  const laneOf = new Map(), index = new Map();
+  if (D.batches && D.batches.length) {
+    for (let k = 0; k < D.bars.length; k += BW) laneOf.set(D.bars[k], D.bars[k + 1]);
+    COL.address.forEach((a, i) => index.set(a, i));
+  }
   for (const b of D.batches || []) for (const wv of b.waves || []) {
     const lanes = wv.nodes.map((addr) => laneOf.get(index.get(addr))).filter((l) => l != null);
     if (!lanes.length) continue;
@@ -191,13 +217,14 @@ function timeline() {
       // Bars narrower than a pixel next to each other merge into one:
       // the page stays fast however many nodes the run has.
       let last = null;
-      for (const bi of byLane[li]) {
-        const b = D.bars[bi];
-        if (b[3] < view.a || b[2] > view.b) continue;
-        const x0 = Math.max(LABEL_W, x(b[2])), x1 = Math.min(W - 8, Math.max(x(b[3]), x0 + 1.5));
-        if (last && last.state === b[5] && x0 - last.x1 < 1 && x1 - x0 < 2) { last.x1 = Math.max(last.x1, x1); last.n++; continue; }
+      const B = D.bars;
+      for (let bi = byLane[li].from; bi < byLane[li].to; bi++) {
+        const o = bi * BW, b2 = B[o + 2], b3 = B[o + 3], st = B[o + 5];
+        if (b3 < view.a || b2 > view.b) continue;
+        const x0 = Math.max(LABEL_W, x(b2)), x1 = Math.min(W - 8, Math.max(x(b3), x0 + 1.5));
+        if (last && last.state === st && x0 - last.x1 < 1 && x1 - x0 < 2) { last.x1 = Math.max(last.x1, x1); last.n++; continue; }
         if (last) flush(s, last, y, name);
-        last = { x0, x1, state: b[5], bi, n: 1 };
+        last = { x0, x1, state: st, bi, n: 1 };
       }
       if (last) flush(s, last, y, name);
     });
@@ -207,7 +234,7 @@ function timeline() {
   function flush(s, r, y, lane) {
     const a = { x: r.x0, y: y + 3, width: Math.max(1, r.x1 - r.x0), height: LANE_H - 6, fill: COLORS[D.states[r.state]], rx: 2, class: "bar", "data-lane": lane };
     if (r.n === 1) {
-      const node = D.nodes[D.bars[r.bi][0]];
+      const node = row(D.bars[r.bi * BW]);
       a["data-bar"] = r.bi;
       a["data-node"] = node[C.address];
       a["data-state"] = D.states[r.state];
@@ -236,7 +263,7 @@ function timeline() {
     }
     const bi = ev.target.getAttribute && ev.target.getAttribute("data-bar");
     if (bi == null) { tip.style.display = "none"; return; }
-    const b = D.bars[+bi], n = D.nodes[b[0]];
+    const b = bar(+bi), n = row(b[0]);
     tip.textContent = n[C.address] + "\n" + D.states[b[5]] + (n[C.class] ? " (" + n[C.class] + ")" : "") + ", attempt " + b[4] +
       "\n" + stamp(D.t0, b[2]) + " → " + stamp(D.t0, b[3]) + "  (" + ((b[3] - b[2]) / 1000).toFixed(3) + " s)" +
       "\nlane " + D.lanes[b[1]] + (n[C.wave] ? ", wave " + n[C.wave] : "") +
@@ -248,7 +275,7 @@ function timeline() {
   box.addEventListener("mouseleave", () => (tip.style.display = "none"));
   box.addEventListener("click", (ev) => {
     const bi = ev.target.getAttribute && ev.target.getAttribute("data-bar");
-    if (bi != null) showDetail(D.bars[+bi][0]);
+    if (bi != null) showDetail(D.bars[+bi * BW]);
   });
 }
 
@@ -270,7 +297,7 @@ const TCOLS = [
 const NUMERIC = new Set(["duration", "queue_wait", "peak_rss", "peak_gpu", "gpu_seconds", "attempts"]);
 let view = [], sortCol = null, sortAsc = true, selected = -1;
 
-function cell(n, c) {
+function cell(n, c) { // n: row(i)
   const v = n[C[c]];
   switch (c) {
     case "state": return v + (n[C.class] ? " (" + n[C.class] + ")" : "");
@@ -286,7 +313,7 @@ function cell(n, c) {
 
 function nodesTable() {
   const table = $("table"), head = $("thead"), body = $("tbody"), spacer = $("tspacer");
-  let drawn = "";
+  let drawn = "", hay = null;
   table.style.setProperty("--cols", TCOLS.map((c) => c[2]).join(" "));
   for (const [c, label] of TCOLS) {
     head.append(el("div", { "data-col": c, class: NUMERIC.has(c) ? "num" : "", text: label, title: "sort by " + label, onclick: () => sortBy(c) }));
@@ -299,7 +326,7 @@ function nodesTable() {
   body.addEventListener("scroll", () => requestAnimationFrame(render));
   // The first failed node is opened: its log tail is what one looks for.
   applyFilter();
-  const failed = D.nodes.findIndex((n) => n[C.state] === "failed");
+  const failed = COL.state.indexOf("failed");
   if (failed >= 0) showDetail(failed, true);
 
   function sortBy(c) {
@@ -310,10 +337,10 @@ function nodesTable() {
   }
   function doSort() {
     if (!sortCol) return;
-    const i = C[sortCol], dir = sortAsc ? 1 : -1;
+    const col = COL[sortCol], dir = sortAsc ? 1 : -1;
     const num = NUMERIC.has(sortCol);
     view.sort((a, b) => {
-      let x = D.nodes[a][i], y = D.nodes[b][i];
+      let x = col[a], y = col[b];
       if (num) return ((x ?? -1) - (y ?? -1)) * dir || a - b;
       x = x || ""; y = y || "";
       return (x < y ? -1 : x > y ? 1 : 0) * dir || a - b;
@@ -322,20 +349,25 @@ function nodesTable() {
   function applyFilter() {
     const q = $("filter").value.trim().toLowerCase(), st = sf.value;
     const words = q ? q.split(/\s+/) : [];
-    const fields = [C.address, C.kind, C.reason, C.class, C.key, C.state, C.message, C.job];
-    view = [];
-    for (let i = 0; i < D.nodes.length; i++) {
-      const n = D.nodes[i];
-      if (st && n[C.state] !== st) continue;
-      if (words.length) {
-        let hay = n._hay;
-        if (hay === undefined) { hay = fields.map((f) => n[f] || "").join(" ").toLowerCase(); Object.defineProperty(n, "_hay", { value: hay }); }
-        if (!words.every((w) => hay.includes(w))) continue;
+    const fields = ["address", "kind", "reason", "class", "key", "state", "message", "job"].map((c) => COL[c]);
+    if (words.length && !hay) {
+      // Each node's searched text, made once, at the first search.
+      hay = new Array(D.count);
+      for (let i = 0; i < D.count; i++) {
+        let h = "";
+        for (const f of fields) if (f[i]) h += f[i] + " ";
+        hay[i] = h.toLowerCase();
       }
+    }
+    view = [];
+    const state = COL.state;
+    for (let i = 0; i < D.count; i++) {
+      if (st && state[i] !== st) continue;
+      if (words.length && !words.every((w) => hay[i].includes(w))) continue;
       view.push(i);
     }
     doSort();
-    $("shown").textContent = view.length + " of " + D.nodes.length + " nodes";
+    $("shown").textContent = view.length + " of " + D.count + " nodes";
     body.scrollTop = 0;
     render(true);
   }
@@ -349,7 +381,7 @@ function nodesTable() {
     drawn = keyNow;
     const rows = [];
     for (let k = from; k < to; k++) {
-      const i = view[k], n = D.nodes[i];
+      const i = view[k], n = row(i);
       const r = el("div", { class: "row" + (i === selected ? " sel" : ""), "data-i": i, style: "top:" + k * ROW_H + "px" });
       for (const [c] of TCOLS) {
         const d = el("div", { class: (NUMERIC.has(c) ? "num " : "") + (c === "state" ? "st" : ""), "data-col": c, text: cell(n, c) });
@@ -369,7 +401,7 @@ let logs = null;
 async function showDetail(i, quiet) {
   selected = i;
   for (const r of document.querySelectorAll(".row")) r.classList.toggle("sel", +r.dataset.i === i);
-  const n = D.nodes[i], box = el("div", { class: "box", id: "detail-box", "data-node": n[C.address] });
+  const n = row(i), box = el("div", { class: "box", id: "detail-box", "data-node": n[C.address] });
   box.append(el("h3", {}, document.createTextNode(n[C.address] + " "), badge(n[C.state])));
   const kv = el("dl", { class: "kv" });
   const add = (k, v) => v != null && v !== "" && kv.append(el("dt", { text: k }), el("dd", { text: String(v) }));
@@ -398,7 +430,10 @@ function resources() {
   // cluster job, an older cairn) each node's peak over its bar.
   const gpuLanes = D.lanes.map((l, i) => [l, i]).filter(([l]) => l.startsWith("gpu "));
   const series = D.gpumem || [];
-  const withMem = series.length > 0 || D.bars.some((b) => b[6] > 0);
+  // Bars with a peak GPU memory, each as a list of its 7 fields.
+  const peaks = [];
+  for (let bi = 0, n = D.bars.length / BW; bi < n; bi++) if (D.bars[bi * BW + 6] > 0) peaks.push(bar(bi));
+  const withMem = series.length > 0 || peaks.length > 0;
   if (gpuLanes.length) {
     res.append(el("h3", { text: "GPU memory over time" }));
     if (!withMem) res.append(el("div", { class: "hint", text: "No node of this run reported GPU memory (simulated GPUs without reports, or no NVML)." }));
@@ -412,7 +447,7 @@ function resources() {
         const plots = [];
         for (const [name, li] of gpuLanes) {
           const mine = series.filter((g) => g[0] === li);
-          const bars = D.bars.filter((b) => b[1] === li && b[6] > 0);
+          const bars = peaks.filter((b) => b[1] === li);
           let top = 1;
           for (const g of mine) for (let k = 1; k < g[3].length; k += 2) if (g[3][k] > top) top = g[3][k];
           if (!mine.length) for (const b of bars) if (b[6] > top) top = b[6];
@@ -428,7 +463,7 @@ function resources() {
                 d += k === 0 ? "M" + px + "," + y(0) + " L" + px + "," + py : " L" + px + "," + y(pts[k - 1]) + " L" + px + "," + py;
               }
               d += " L" + x(pts[pts.length - 2]) + "," + y(0);
-              const node = g[1] >= 0 ? D.nodes[g[1]][C.address] : "";
+              const node = g[1] >= 0 ? COL.address[g[1]] : "";
               const path = svg("path", { d, fill: "rgba(122,92,198,0.25)", stroke: "#7a5cc6", "stroke-width": 1.2, class: "memseries", "data-node": node, "data-attempt": g[2], "data-points": JSON.stringify(pts) });
               const title = svg("title"); title.textContent = node + " (attempt " + g[2] + ")"; path.append(title);
               s.append(path);
@@ -547,7 +582,7 @@ function items() {
   const box = $("itemlist");
   if (!D.items || !D.items.length) { box.append(el("div", { class: "hint", text: "No evaluation of this run has per-item results in the cache." })); return; }
   for (const ref of D.items) {
-    const n = D.nodes[ref.node];
+    const n = row(ref.node);
     const out = el("div", {});
     const btn = el("button", { text: "show " + ref.count + " items", onclick: async () => { btn.disabled = true; drawItems(out, await unpack(ref.blob)); } });
     box.append(el("div", { class: "card", "data-node": n[C.address] }, el("b", { text: n[C.address] }), document.createTextNode(" " + ref.path + " "), btn, out));
