@@ -361,6 +361,9 @@ stage "serve" "tm" {
 		return apply.ended()
 	})
 	require.False(t, apply.ended(), "the apply ended:\n%s", apply.output())
+	if rs := w.runsOldestFirst(); len(rs) == 1 {
+		require.Equal(t, -1, index(rs[0].Entries, serveRec("stage.tm", "port_skipped")), "another program took port %d", port)
+	}
 	_, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	require.ErrorIs(t, err, syscall.ECONNREFUSED, "the port must refuse connections while the model loads")
 	// Seconds of refused readiness checks (one every 100 ms) fail nothing.
@@ -383,14 +386,14 @@ stage "serve" "tm" {
 			assert.NotContains(t, []string{"down", "restarting", "failed"}, e.Status, "%s", e.Message)
 		}
 	}
-	assert.Equal(t, 1, starts, "the replica was started once, never restarted")
+	assert.Equal(t, 1, starts, "the replica was started once, never restarted:\n%s", apply.output())
 	ready := index(es, serveRec("stage.tm", "ready"))
 	consumer := index(es, func(e runlog.Entry) bool { return e.T == runlog.Started && e.Node == "stage.a" })
 	require.True(t, ready >= 0 && consumer > ready, "ready %d, consumer %d:\n%s", ready, consumer, apply.output())
 	reqs := w.requests()
-	require.NotEmpty(t, reqs)
-	assert.Equal(t, "cairn-serve-check", reqs[0].UserAgent, "the first request the server answered was a readiness check")
-	assert.Len(t, w.workerRequests(), 6)
+	require.NotEmpty(t, reqs, apply.output())
+	assert.Equal(t, "cairn-serve-check", reqs[0].UserAgent, "the first request the server answered was a readiness check: %+v", reqs)
+	assert.Len(t, w.workerRequests(), 6, "%+v\n%s", reqs, apply.output())
 }
 
 // With every evaluation in the item store, plan says the server is not
