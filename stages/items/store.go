@@ -114,7 +114,7 @@ type Store struct {
 	batch     []indexed  // Refresh's buffer
 
 	mu      sync.RWMutex
-	index   map[[32]byte]entry
+	index   *keyIndex
 	own     map[[32]byte][]byte // payloads appended here, not yet read back
 	records int
 	dups    int
@@ -139,7 +139,7 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 	s.log = l
 	// Sized once for the records the log holds: a map grown as it fills
 	// copies itself at each doubling and ends up to twice as big.
-	s.index = make(map[[32]byte]entry, l.Records())
+	s.index = newKeyIndex(l.Records())
 	if s.rd, err = os.Open(s.logPath); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("items: open store: %w", err)
@@ -208,16 +208,16 @@ type indexed struct {
 // addLocked indexes one record read from the log; s.mu is held.
 func (s *Store) addLocked(kb [32]byte, e entry) {
 	s.records++
-	old, ok := s.index[kb]
+	i, had := s.index.add(kb, e)
+	old := s.index.ents[i].e
 	switch {
-	case !ok:
-		s.index[kb] = e
+	case !had:
 	case old.off < 0:
 		// This process appended the key and now reads the key's first
 		// record back: its own, or an earlier one from another process,
 		// which wins either way.
 		delete(s.own, kb)
-		s.index[kb] = e
+		s.index.ents[i].e = e
 	case old.off != e.off:
 		s.dups++
 	}
@@ -234,7 +234,7 @@ func (s *Store) Has(key string) bool {
 
 func (s *Store) has(kb [32]byte) bool {
 	s.mu.RLock()
-	_, ok := s.index[kb]
+	_, ok := s.index.get(kb)
 	s.mu.RUnlock()
 	return ok
 }
@@ -252,7 +252,7 @@ func (s *Store) Score(key string) (score float64, hasScore bool, charged int, ok
 
 func (s *Store) score(kb [32]byte) (float64, bool, int, bool) {
 	s.mu.RLock()
-	e, ok := s.index[kb]
+	e, ok := s.index.get(kb)
 	s.mu.RUnlock()
 	return e.score, e.flags&flagScore != 0, e.chargedInt(), ok
 }
@@ -264,7 +264,7 @@ func (s *Store) Get(key string) (Result, bool, error) {
 		return Result{}, false, err
 	}
 	s.mu.RLock()
-	e, ok := s.index[kb]
+	e, ok := s.index.get(kb)
 	own := s.own[kb]
 	s.mu.RUnlock()
 	if !ok {
@@ -304,7 +304,7 @@ func (s *Store) GetAll(keys []string) (res []Result, has []bool, err error) {
 			return nil, nil, perr
 		}
 		kbs[i] = kb
-		e, ok := s.index[kb]
+		e, ok := s.index.get(kb)
 		if !ok {
 			continue
 		}
@@ -382,10 +382,9 @@ func (s *Store) PutBatch(recs []Record) error {
 	}
 	s.mu.Lock()
 	for _, x := range encs {
-		if _, ok := s.index[x.kb]; ok {
+		if _, had := s.index.add(x.kb, x.e); had {
 			continue // read back by a concurrent Refresh already
 		}
-		s.index[x.kb] = x.e
 		s.own[x.kb] = x.p
 	}
 	s.mu.Unlock()
@@ -396,14 +395,14 @@ func (s *Store) PutBatch(recs []Record) error {
 func (s *Store) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.index)
+	return s.index.len()
 }
 
 // Stats describes the records read so far.
 func (s *Store) Stats() StoreStats {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return StoreStats{Items: len(s.index), Records: s.records, Duplicates: s.dups}
+	return StoreStats{Items: s.index.len(), Records: s.records, Duplicates: s.dups}
 }
 
 // ScanStore reads every record of the store in cacheDir in log order,
