@@ -263,12 +263,17 @@ def main():
     load = open("/proc/loadavg").read().split()[:3]
     rows, checks = [], []
     for r in ROWS:
+        done = len(rows)
         if r in ("64", "256", "1024"):
             eval_row(work, int(r), rows, checks)
         elif r == "rollout":
             rollout_row(work, rows, checks)
         elif r == "cold":
             cold_row(work, rows, checks)
+        # Each row's figures as soon as it has them (a long run cut short
+        # keeps them).
+        for name, t, ideal, client in rows[done:]:
+            log("  %s: %.3f s%s" % (name, t, " (ideal %.2f s, %.0f%%)" % (ideal, 100 * ideal / t) if ideal else ""))
     end = open("/proc/loadavg").read().split()[:3]
     md = ["", "## Evaluations at the pace of the server (bench/evalpace.py, simulated model)", "",
           "%d rounds in turns; medians. Load average %s at the start, %s at the end, on %d cores. "
