@@ -4,7 +4,8 @@
 # hyperfine; cold applies in turns, bench/interleave.py), with and without
 # fsync. Prints a table of medians and ratios
 # and writes bench/out/results.md (bench/out is git-ignored); then
-# bench/dsl.sh (large pipeline files), bench/rss.sh (peak memory of plan,
+# bench/dsl.sh (large pipeline files), bench/grid.sh (plan and validate of
+# setproduct grids, a 10k chain and seed 002's grid), bench/rss.sh (peak memory of plan,
 # apply and a 1M-item store), bench/aggregate.sh (cairn
 # aggregate against scipy.stats.bootstrap) and bench/modelcache.sh (the
 # model-call cache's hits per second and added miss latency) and
@@ -472,6 +473,7 @@ EOF
 echo >&2
 echo "wrote $OUT/results.md" >&2
 bash "$ROOT/bench/dsl.sh" "$CAIRN"
+bash "$ROOT/bench/grid.sh" "$CAIRN"
 bash "$ROOT/bench/rss.sh" "$CAIRN"
 bash "$ROOT/bench/aggregate.sh" "$CAIRN"
 bash "$ROOT/bench/modelcache.sh"

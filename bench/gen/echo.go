@@ -6,17 +6,24 @@ import (
 	"strings"
 )
 
-// layeredStages is the number of for_each stages of the layered shape.
+// layeredStages is the number of for_each stages of the layered and grid
+// shapes.
 const layeredStages = 4
+
+// gridCols is the second range of the grid shape's setproduct.
+const gridCols = 50
 
 // echoGraph is a graph of the layered, chain or fan shape: every node is
 // `sh -c "echo NAME > out/NAME"`.
 type echoGraph struct {
 	shape string
-	keys  []string // for_each keys (layered, fan)
-	n     int      // stages of a chain
-	nodes []node   // every node, in a topological order
-	about string
+	keys  []string // for_each keys (layered, grid, fan)
+	// rows and cols make the grid shape's keys: setproduct(range(rows),
+	// range(cols)), key r*cols+c.
+	rows, cols int
+	n          int    // stages of a chain
+	nodes      []node // every node, in a topological order
+	about      string
 }
 
 func newEchoGraph(shape string, n int) (*echoGraph, error) {
@@ -27,11 +34,21 @@ func newEchoGraph(shape string, n int) (*echoGraph, error) {
 		}
 	}
 	switch shape {
-	case "layered":
+	case "layered", "grid":
 		if n < layeredStages {
-			return nil, fmt.Errorf("the layered shape needs at least %d nodes", layeredStages)
+			return nil, fmt.Errorf("the %s shape needs at least %d nodes", shape, layeredStages)
 		}
 		keys(n / layeredStages)
+		if shape == "grid" {
+			g.cols = gridCols
+			if n%(layeredStages*gridCols) != 0 {
+				return nil, fmt.Errorf("the grid shape needs a multiple of %d nodes", layeredStages*gridCols)
+			}
+			g.rows = n / layeredStages / gridCols
+			for i := range g.keys {
+				g.keys[i] = fmt.Sprint(i)
+			}
+		}
 		for l := 0; l < layeredStages; l++ {
 			for _, k := range g.keys {
 				nd := node{out: layerName(l) + "_" + k}
@@ -42,6 +59,9 @@ func newEchoGraph(shape string, n int) (*echoGraph, error) {
 			}
 		}
 		g.about = fmt.Sprintf("%d for_each stages x %d keys, each instance after the previous stage's same key", layeredStages, len(g.keys))
+		if shape == "grid" {
+			g.about += fmt.Sprintf(" (the keys a setproduct grid of %d x %d)", g.rows, g.cols)
+		}
 	case "chain":
 		g.n = n
 		for i := 0; i < n; i++ {
@@ -79,7 +99,10 @@ func echoRun(name string) string {
 
 func (g *echoGraph) writeCairn(w *bufio.Writer) {
 	fmt.Fprintf(w, "pipeline \"bench\" {\n  description = \"generated benchmark graph (%s): %d nodes\"\n}\n", g.shape, len(g.nodes))
-	if len(g.keys) > 0 {
+	switch {
+	case g.shape == "grid":
+		fmt.Fprintf(w, "\nlocals {\n  keys = toset([for p in setproduct(range(%d), range(%d)) : tostring(p[0] * %d + p[1])])\n}\n", g.rows, g.cols, g.cols)
+	case len(g.keys) > 0:
 		fmt.Fprintf(w, "\nlocals {\n  keys = [%s]\n}\n", quoteList(g.keys))
 	}
 	distinct := func(name, after string) {
@@ -102,7 +125,7 @@ func (g *echoGraph) writeCairn(w *bufio.Writer) {
 		w.WriteString("}\n")
 	}
 	switch g.shape {
-	case "layered":
+	case "layered", "grid":
 		for l := 0; l < layeredStages; l++ {
 			after := ""
 			if l > 0 {

@@ -26,6 +26,9 @@
 //     l<i-1>["k"] (after = [stage.l<i-1>[each.key]]);
 //   - chain: N distinct stages c0..c<N-1>, each after the one before: no
 //     two nodes can run at once;
+//   - grid: the layered graph, its keys made as ML grids make them:
+//     toset([for p in setproduct(range(R), range(50)) : tostring(p[0] * 50 + p[1])])
+//     (N a multiple of 200);
 //   - fan: one stage src, a for_each stage w over N-2 keys each after src
 //     (fan-out), and one stage all after every instance of w (fan-in).
 //
@@ -249,10 +252,10 @@ type genFile struct {
 func main() {
 	n := flag.Int("n", 1000, "number of nodes")
 	out := flag.String("out", "", "workspace folder to write (created)")
-	shapeName := flag.String("shape", "mixed", "graph shape: mixed, layered, chain or fan")
+	shapeName := flag.String("shape", "mixed", "graph shape: mixed, layered, grid, chain or fan")
 	flag.Parse()
 	if *out == "" || *n < 1 {
-		fmt.Fprintln(os.Stderr, "usage: gen [-shape mixed|layered|chain|fan] -n NODES -out DIR")
+		fmt.Fprintln(os.Stderr, "usage: gen [-shape mixed|layered|grid|chain|fan] -n NODES -out DIR")
 		os.Exit(2)
 	}
 	var files []genFile
@@ -268,7 +271,7 @@ func main() {
 		}
 		summary = fmt.Sprintf("%d nodes (%d distinct stages, %d chains of %d for_each stages x %d keys + fan-in)",
 			s.distinct+s.chains*chainNodes, s.distinct, s.chains, stagesInChain, keysPerStage)
-	case "layered", "chain", "fan":
+	case "layered", "grid", "chain", "fan":
 		g, err := newEchoGraph(*shapeName, *n)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "gen:", err)
@@ -281,7 +284,7 @@ func main() {
 		}
 		summary = fmt.Sprintf("%d nodes, %s", len(g.nodes), g.about)
 	default:
-		fmt.Fprintf(os.Stderr, "gen: unknown shape %q: use mixed, layered, chain or fan\n", *shapeName)
+		fmt.Fprintf(os.Stderr, "gen: unknown shape %q: use mixed, layered, grid, chain or fan\n", *shapeName)
 		os.Exit(2)
 	}
 	if err := os.MkdirAll(filepath.Join(*out, "out"), 0o755); err != nil {
