@@ -359,8 +359,8 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 		for i := range x.Parts {
 			boundIn(&x.Parts[i])
 		}
-		if plainParts(x) {
-			return plainTemplate{x}
+		if w := boundTemplate(x); w != nil {
+			return w
 		}
 	case *hclsyntax.TemplateJoinExpr:
 		boundIn(&x.Tuple)

@@ -107,7 +107,7 @@ func constant(expr hcl.Expression) bool {
 	switch x := expr.(type) {
 	case *hclsyntax.LiteralValueExpr:
 		return true
-	case checkedLiteral, *evaluated:
+	case checkedLiteral, *evaluated, textTemplate:
 		return true
 	case *hclsyntax.TupleConsExpr:
 		for _, e := range x.Exprs {

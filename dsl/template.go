@@ -21,6 +21,44 @@ import (
 // nothing. TestPlainTemplateIsTemplateExprs holds both to one result.
 type plainTemplate struct{ *hclsyntax.TemplateExpr }
 
+// textTemplate is a template of literal text only, a quoted string such
+// as "out/c5" (the parser makes every quoted string a template): its value
+// is made once, when the file is read, the value TemplateExpr.Value makes
+// of it at every evaluation.
+type textTemplate struct {
+	*hclsyntax.TemplateExpr
+	val cty.Value
+}
+
+// Value implements hcl.Expression.
+func (e textTemplate) Value(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) { return e.val, nil }
+
+// templateText is the text of a template of literal strings only (known,
+// unmarked, not null), and whether it is one.
+func templateText(t *hclsyntax.TemplateExpr) (string, bool) {
+	var b strings.Builder
+	for _, p := range t.Parts {
+		l, ok := p.(*hclsyntax.LiteralValueExpr)
+		if !ok || l.Val.Type() != cty.String || l.Val.IsMarked() || !l.Val.IsKnown() || l.Val.IsNull() {
+			return "", false
+		}
+		b.WriteString(l.Val.AsString())
+	}
+	return b.String(), true
+}
+
+// boundTemplate is what replaces a template when the file is read: a
+// textTemplate or a plainTemplate where one fits, else nil.
+func boundTemplate(t *hclsyntax.TemplateExpr) hclsyntax.Expression {
+	if text, ok := templateText(t); ok {
+		return textTemplate{t, cty.StringVal(text)}
+	}
+	if plainParts(t) {
+		return plainTemplate{t}
+	}
+	return nil
+}
+
 // plainParts reports whether a template's parts are literal text and
 // references only, at least one of them a reference.
 func plainParts(t *hclsyntax.TemplateExpr) bool {

@@ -8,8 +8,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// A template of literal text and references evaluates as hcl's
-// TemplateExpr does, whatever the references hold: strings (NFC
+// A template of literal text and references, or of text only (a quoted
+// string), evaluates as hcl's TemplateExpr does, whatever the references hold: strings (NFC
 // normalised as a whole), numbers and bools (converted), sensitive,
 // unknown and null values, and references to nothing.
 func TestPlainTemplateIsTemplateExprs(t *testing.T) {
@@ -42,6 +42,10 @@ func TestPlainTemplateIsTemplateExprs(t *testing.T) {
 		`"x${v.list}"`,
 		`"x${v.missing}"`,
 		`"x${nothing.here}"`,
+		`"out/c5"`,
+		`""`,
+		`"e\u0301 and $${not.a.reference}"`,
+		"<<EOT\nline one\n  line two\nEOT\n",
 	}
 	for _, src := range templates {
 		expr, diags := hclsyntax.ParseExpression([]byte(src), "t.hcl", hcl.InitialPos)
@@ -49,14 +53,17 @@ func TestPlainTemplateIsTemplateExprs(t *testing.T) {
 			t.Fatalf("%s: %s", src, diags.Error())
 		}
 		tmpl, ok := expr.(*hclsyntax.TemplateExpr)
-		if !ok || !plainParts(tmpl) {
-			t.Fatalf("%s: parsed as %T, not a template of text and references", src, expr)
+		if !ok {
+			t.Fatalf("%s: parsed as %T, not a template", src, expr)
 		}
 		want, wantDiags := tmpl.Value(ctx)
-		got, gotDiags := boundExpr(tmpl).Value(ctx)
-		if _, ok := boundExpr(tmpl).(plainTemplate); !ok {
-			t.Fatalf("%s: not bound to a plainTemplate", src)
+		bound := boundExpr(tmpl)
+		switch bound.(type) {
+		case plainTemplate, textTemplate:
+		default:
+			t.Fatalf("%s: bound to a %T, not a template of text and references", src, bound)
 		}
+		got, gotDiags := bound.Value(ctx)
 		if !got.RawEquals(want) {
 			t.Errorf("%s: got %#v, want %#v", src, got, want)
 		}
@@ -84,5 +91,21 @@ func TestPlainTemplateAllocatesItsResultOnly(t *testing.T) {
 	allocs := testing.AllocsPerRun(50, func() { _, _ = bound.Value(ctx) })
 	if allocs > 2 {
 		t.Errorf("a template of text and references made %.0f allocations an evaluation, want at most 2 (its text and its value)", allocs)
+	}
+}
+
+// A quoted string's value is made once: evaluating it allocates nothing,
+// and References finds nothing in it without a walk.
+func TestTextTemplateIsMadeOnce(t *testing.T) {
+	expr, _ := hclsyntax.ParseExpression([]byte(`"echo c5 > out/c5"`), "t.hcl", hcl.InitialPos)
+	bound := boundExpr(expr.(hclsyntax.Expression))
+	if v, _ := bound.Value(nil); v != cty.StringVal("echo c5 > out/c5") {
+		t.Fatalf("got %#v", v)
+	}
+	if allocs := testing.AllocsPerRun(50, func() { _, _ = bound.Value(nil) }); allocs > 0 {
+		t.Errorf("a quoted string made %.0f allocations an evaluation, want none", allocs)
+	}
+	if !constant(bound) {
+		t.Errorf("a quoted string is not taken for a constant")
 	}
 }
