@@ -52,6 +52,15 @@ func bigLocals(n int) string {
 	return b.String()
 }
 
+// smallPieces makes the sizes for parsing in pieces an eighth of what
+// they are, for the rest of the test: a file an eighth the size is cut
+// the same way, into as many pieces, at an eighth of the parsing.
+func smallPieces(t *testing.T) {
+	a, b, c := splitParseMin, splitPieceMin, splitBlockMin
+	t.Cleanup(func() { splitParseMin, splitPieceMin, splitBlockMin = a, b, c })
+	splitParseMin, splitPieceMin, splitBlockMin = a/8, b/8, c/8
+}
+
 // wholeParse parses src whole, as parseConfig hands a file on (settled).
 func wholeParse(src []byte) (*hcl.File, hcl.Diagnostics) {
 	f, diags := hclsyntax.ParseConfig(src, "big.hcl", hcl.InitialPos)
@@ -119,17 +128,19 @@ func TestParseInPiecesCutsLargeBlock(t *testing.T) {
 // syntax errors gets the very diagnostics of a whole parse, even where the
 // first error quiets a later one.
 func TestParseInPiecesFallsBack(t *testing.T) {
+	smallPieces(t)
 	for name, tail := range map[string]string{
 		"syntax error":        "stage \"command\" \"bad\" {\n  run = [\n}\n",
-		"syntax error inside": "stage \"command\" \"bad\" {\n  run = [\"a\" \"b\"]\n  x = = 1\n}\n" + bigPipeline(200),
+		"syntax error inside": "stage \"command\" \"bad\" {\n  run = [\"a\" \"b\"]\n  x = = 1\n}\n" + bigPipeline(25),
 		// The first error quiets the second in a whole parse.
-		"errors in two pieces": "stage \"command\" \"bad\" {\n  run = [1 2]\n}\n" + bigPipeline(1500) + "stage \"command\" \"t\" {\n  run = !\n}\n",
-		"unclosed bracket":     "locals {\n  t = [1, 2\n}\n" + bigPipeline(200),
+		"errors in two pieces": "stage \"command\" \"bad\" {\n  run = [1 2]\n}\n" + bigPipeline(190) + "stage \"command\" \"t\" {\n  run = !\n}\n",
+		"unclosed bracket":     "locals {\n  t = [1, 2\n}\n" + bigPipeline(25),
 		"top-level attribute":  "x = 1\n",
 		"heredoc":              "locals {\n  t = <<EOT\nhello\nEOT\n}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			src := []byte(bigPipeline(1500) + tail)
+			src := []byte(bigPipeline(190) + tail)
+			require.Greater(t, len(src), 40*splitPieceMin)
 			_, _, ok := parseInPieces(src, "big.hcl")
 			assert.Equal(t, name == "syntax error inside" || name == "errors in two pieces", ok, "parsed in pieces")
 			p := hclparse.NewParser()
@@ -146,7 +157,8 @@ func TestParseInPiecesFallsBack(t *testing.T) {
 // diagnostics (and the syntax tree) are those of a parse of the whole
 // file.
 func TestParseInPiecesErrorsInLargeBlock(t *testing.T) {
-	big := bigLocals(3000)
+	smallPieces(t)
+	big := bigLocals(375)
 	at := func(frac float64) int { // the start of a line inside the block
 		i := int(float64(len(big)) * frac)
 		return strings.Index(big[i:], "\n  v") + i + 1
@@ -170,6 +182,9 @@ func TestParseInPiecesErrorsInLargeBlock(t *testing.T) {
 		}
 	}
 	require.NotZero(t, cut)
+	roots, _, _ := pieceCuts([]byte(big))
+	pieces, _ := cutPieces([]byte(big), roots, inner, "big.hcl")
+	require.Greater(t, len(pieces), 15, "pieces")
 	for name, tc := range map[string]struct {
 		src    string
 		pieces bool // parsed in pieces, not whole
@@ -197,7 +212,7 @@ func TestParseInPiecesErrorsInLargeBlock(t *testing.T) {
 		"heredoc":                    {insert(0.4, "  h = <<EOT\n  }\nEOT\n"), false, true},
 		"block comment":              {insert(0.4, "  /* } */\n"), false, true},
 		"top-level attribute":        {big + "x = {\n  a = 1\n}\n", false, true},
-		"top-level object":           {"x = {\n" + strings.Repeat("  a1 = [1, 2, 3, 4, 5, 6]\n", 4000) + "}\n" + big, false, true},
+		"top-level object":           {"x = {\n" + strings.Repeat("  a1 = [1, 2, 3, 4, 5, 6]\n", 500) + "}\n" + big, false, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := []byte(tc.src)
