@@ -14,6 +14,12 @@
 # Environment:
 #   BENCH_RSS_SIZES=10000,100000   graph sizes
 #   BENCH_RSS_ITEMS=1000000        items in the store
+#
+# Run time: the cold apply of 100,000 trivial nodes dominates (100,000
+# shell commands at --parallelism 2): the whole script took 6.5 minutes
+# (4 of them that apply) at a load average falling from 16 to 5 on 2 cores,
+# 35 minutes at ~36.
+# BENCH_RSS_SIZES=10000 leaves the 100k rows out.
 set -euo pipefail
 
 CAIRN=${1:-}
@@ -88,10 +94,11 @@ done
 items=${BENCH_RSS_ITEMS:-1000000}
 "$WORK/itemstore" -write -n "$items" "$WORK/store"
 /usr/bin/time -v -o "$WORK/t" "$WORK/itemstore" "$WORK/store" >"$WORK/open"
-opened=$(sed -n 's/.*open_s=//p' "$WORK/open")
+opened=$(sed -n 's/.*open_s=\([0-9.]*\).*/\1/p' "$WORK/open")
+cpu=$(sed -n 's/.*cpu_s=\([0-9.]*\).*/\1/p' "$WORK/open")
 max_mib=0 max_s=0
 [ "$items" = 1000000 ] && max_mib=200 max_s=1
-row "evaluate item store, $items items, opened" "$WORK/t" "$max_mib" "$max_s" "$opened"
+row "evaluate item store, $items items, opened (CPU $cpu s)" "$WORK/t" "$max_mib" "$max_s" "$opened"
 
 {
 	echo ""
