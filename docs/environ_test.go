@@ -34,6 +34,7 @@ var environReaders = map[string]string{
 	"gpu/lease.go":                                 "the machine-wide lease folder (CAIRN_LEASE_DIR), where the caller passes no lookup",
 	"sim/simlib/main.go":                           "a simulated workload is a program a node runs: it reads its environment as a real one does",
 	"sim/work/train/main.go":                       "a simulated workload is a program a node runs: it reads its environment as a real one does",
+	"bench/evalpace/main.go":                       "the benchmark's worker and method are programs a node runs: they read the environment cairn gives them (CAIRN_MAX_IN_FLIGHT, CAIRN_ROLLOUT_SOCKET, ...) as a user's would",
 }
 
 var environRead = regexp.MustCompile(`\bos\.(Getenv|LookupEnv|Environ)\b`)

@@ -10,7 +10,6 @@ import (
 	"html"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +80,30 @@ var cols = []string{"address", "kind", "state", "class", "reason", "key", "start
 func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error {
 	p := &page{Run: r.Run, States: states, Cols: cols, Batches: r.Batches, Stages: r.Stages, Artifacts: r.Artifacts, Charges: r.Charges, Ledger: r.Ledger, Trace: trace}
 	p.Generated = time.Now().UTC().Format("2006-01-02 15:04:05 UTC")
+	t0 := r.timeZero()
+	p.T0 = t0.UnixMilli()
+	now := time.Now()
+	if !r.Run.End.IsZero() {
+		now = r.Run.End
+	}
+	p.Now = now.Sub(t0).Milliseconds()
+	lanes, laneNames := r.lanes()
+	// Never null in the page: a run whose nodes were all cached has no
+	// lane and no bar.
+	p.Lanes = append([]string{}, laneNames...)
+	p.Count = len(r.Nodes)
+	tails := r.nodeRows(p, lanes, t0, now)
+	r.gpuMemory(p, lanes, t0)
+	blobs, err := r.itemBlobs(p, cache)
+	if err != nil {
+		return err
+	}
+	return r.render(w, p, tails, blobs)
+}
+
+// timeZero is the run's start, or else its earliest attempt's: the
+// page's times count from it.
+func (r *Report) timeZero() time.Time {
 	t0 := r.Run.Start
 	if t0.IsZero() {
 		for _, n := range r.Nodes {
@@ -91,18 +114,11 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 			}
 		}
 	}
-	p.T0 = t0.UnixMilli()
-	now := time.Now()
-	if !r.Run.End.IsZero() {
-		now = r.Run.End
-	}
-	p.Now = now.Sub(t0).Milliseconds()
-	rel := func(t time.Time) any {
-		if t.IsZero() {
-			return nil
-		}
-		return t.Sub(t0).Milliseconds()
-	}
+	return t0
+}
+
+// lanes are the timeline's lanes in their order, and each one's index.
+func (r *Report) lanes() (map[string]int, []string) {
 	lanes := map[string]int{}
 	var laneNames []string
 	for _, n := range r.Nodes {
@@ -119,10 +135,18 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 	for i, l := range laneNames {
 		lanes[l] = i
 	}
-	// Never null in the page: a run whose nodes were all cached has no
-	// lane and no bar.
-	p.Lanes = append([]string{}, laneNames...)
-	p.Bars, p.Count = []float64{}, len(r.Nodes)
+	return lanes, laneNames
+}
+
+// nodeRows fills the page's node columns and timeline bars (flat, sorted
+// by lane, then start), and returns the log tails by node row.
+func (r *Report) nodeRows(p *page, lanes map[string]int, t0, now time.Time) map[int][2]string {
+	rel := func(t time.Time) any {
+		if t.IsZero() {
+			return nil
+		}
+		return t.Sub(t0).Milliseconds()
+	}
 	columns := make([][]any, len(cols))
 	for c := range columns {
 		columns[c] = make([]any, 0, len(r.Nodes))
@@ -180,7 +204,7 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 		}
 		return bars[i].start < bars[j].start
 	})
-	p.Bars = slices.Grow(p.Bars, 7*len(bars))
+	p.Bars = make([]float64, 0, 7*len(bars))
 	for _, b := range bars {
 		p.Bars = append(p.Bars, b.v[:]...)
 	}
@@ -188,6 +212,12 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 	for c, name := range cols {
 		p.Nodes[name] = column(columns[c])
 	}
+	return tails
+}
+
+// gpuMemory adds each GPU's memory over time, on its lane, with the node
+// that held it.
+func (r *Report) gpuMemory(p *page, lanes map[string]int, t0 time.Time) {
 	nodeIndex := make(map[string]int, len(r.Nodes))
 	for i, n := range r.Nodes {
 		nodeIndex[n.Addr] = i
@@ -207,25 +237,36 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 		}
 		p.GPUMem = append(p.GPUMem, []any{li, node, g.Attempt, pts})
 	}
+}
+
+// itemBlobs packs each evaluation's items, read from the cache, into a
+// blob of its own, loaded when its node is opened.
+func (r *Report) itemBlobs(p *page, cache *store.Cache) ([]string, error) {
 	var blobs []string
-	if cache != nil {
-		for i, n := range r.Nodes {
-			if n.scores == "" || n.record == nil {
-				continue
-			}
-			items, err := readItems(cache, n)
-			if err != nil || len(items) == 0 {
-				continue
-			}
-			b, err := packJSON(items)
-			if err != nil {
-				return err
-			}
-			id := "cairn-items-" + strconv.Itoa(len(blobs))
-			blobs = append(blobs, blobTag(id, b))
-			p.Items = append(p.Items, itemsRef{Node: i, Path: n.scores, Count: len(items), Blob: id})
-		}
+	if cache == nil {
+		return nil, nil
 	}
+	for i, n := range r.Nodes {
+		if n.scores == "" || n.record == nil {
+			continue
+		}
+		items, err := readItems(cache, n)
+		if err != nil || len(items) == 0 {
+			continue
+		}
+		b, err := packJSON(items)
+		if err != nil {
+			return nil, err
+		}
+		id := "cairn-items-" + strconv.Itoa(len(blobs))
+		blobs = append(blobs, blobTag(id, b))
+		p.Items = append(p.Items, itemsRef{Node: i, Path: n.scores, Count: len(items), Blob: id})
+	}
+	return blobs, nil
+}
+
+// render writes the page: the template with its styles, script and data.
+func (r *Report) render(w io.Writer, p *page, tails map[int][2]string, blobs []string) error {
 	data, err := packJSON(p)
 	if err != nil {
 		return err
