@@ -1,8 +1,9 @@
 // Package e2etest is what the tests that drive cairn's binaries share: the
 // binaries built once for a test package (Binaries), the wait for a
-// condition (WaitFor), a workspace file written (WriteFile), whether a process has ended (ProcGone) and free
-// loopback ports (FreePort, FreePorts). It imports the standard library
-// and testify only.
+// condition (WaitFor), a workspace file written (WriteFile), the
+// environment cairn runs in (Env) and a run's exit status and output (Run),
+// whether a process has ended (ProcGone) and free loopback ports
+// (FreePort, FreePorts). It imports the standard library and testify only.
 package e2etest
 
 import (
@@ -115,6 +116,32 @@ func WriteFile(t testing.TB, dir, rel, content string) {
 	p := filepath.Join(dir, rel)
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+// Env is this process's environment without what would steer the cairn
+// under test from outside (CAIRN_* settings, TASK_ENDPOINTS,
+// VLLM_BASE_URL), with extra added: the environment a test runs cairn in.
+func Env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TASK_ENDPOINTS=") && !strings.HasPrefix(kv, "VLLM_BASE_URL=") && !strings.HasPrefix(kv, "CAIRN_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// Run runs cmd to its end and returns its exit status and its output
+// (standard output and error together); a command that cannot start
+// fails the test.
+func Run(t testing.TB, cmd *exec.Cmd) (int, string) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(t, err, "%s", out)
+	return 0, string(out)
 }
 
 // WaitFor polls cond every 10 ms until it holds, and fails the test,

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,4 +111,26 @@ func TestWriteFile(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "a", "b", "c.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "x\n", string(b))
+}
+
+func TestEnvLeavesOutWhatSteersCairn(t *testing.T) {
+	t.Setenv("CAIRN_GPUS", "sim:8")
+	t.Setenv("TASK_ENDPOINTS", "http://x/v1")
+	t.Setenv("VLLM_BASE_URL", "http://y/v1")
+	t.Setenv("E2ETEST_KEPT", "1")
+	env := e2etest.Env("CAIRN_NO_FSYNC=1")
+	assert.Contains(t, env, "E2ETEST_KEPT=1")
+	assert.Equal(t, "CAIRN_NO_FSYNC=1", env[len(env)-1])
+	for _, kv := range env[:len(env)-1] {
+		assert.False(t, strings.HasPrefix(kv, "CAIRN_") || strings.HasPrefix(kv, "TASK_ENDPOINTS=") || strings.HasPrefix(kv, "VLLM_BASE_URL="), kv)
+	}
+}
+
+func TestRunGivesExitStatusAndOutput(t *testing.T) {
+	code, out := e2etest.Run(t, exec.Command("sh", "-c", "echo out; echo err >&2; exit 3"))
+	assert.Equal(t, 3, code)
+	assert.Equal(t, "out\nerr\n", out)
+	code, out = e2etest.Run(t, exec.Command("true"))
+	assert.Equal(t, 0, code)
+	assert.Empty(t, out)
 }

@@ -157,25 +157,14 @@ func (w *workspace) cairn(file string, endpoints ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(cairnBin, args...)
 	cmd.Dir = w.dir
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TASK_ENDPOINTS=") && !strings.HasPrefix(kv, "VLLM_BASE_URL=") && !strings.HasPrefix(kv, "CAIRN_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "CAIRN_NO_FSYNC=1")
+	cmd.Env = e2etest.Env("CAIRN_NO_FSYNC=1")
 	return cmd
 }
 
 // apply runs cairn apply and returns its exit code and output.
 func (w *workspace) apply(file string, endpoints ...string) (int, string) {
 	w.t.Helper()
-	out, err := w.cairn(file, endpoints...).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), string(out)
-	}
-	require.NoError(w.t, err, "%s", out)
-	return 0, string(out)
+	return e2etest.Run(w.t, w.cairn(file, endpoints...))
 }
 
 // nodeResult is the evaluate node's result file.

@@ -96,24 +96,13 @@ stage "evaluate" "second" {
 func (w *workspace) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(cairnBin, append(args, "--cache", w.cache, "--no-color")...)
 	cmd.Dir = w.dir
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TASK_ENDPOINTS=") && !strings.HasPrefix(kv, "VLLM_BASE_URL=") && !strings.HasPrefix(kv, "CAIRN_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "CAIRN_NO_FSYNC=1", "CAIRN_GPUS=none", "CAIRN_LEASE_DIR="+filepath.Join(w.cache, "leases"))
+	cmd.Env = e2etest.Env("CAIRN_NO_FSYNC=1", "CAIRN_GPUS=none", "CAIRN_LEASE_DIR="+filepath.Join(w.cache, "leases"))
 	return cmd
 }
 
 func (w *workspace) apply(file string) (int, string) {
 	w.t.Helper()
-	out, err := w.command("apply", file).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), string(out)
-	}
-	require.NoError(w.t, err, "%s", out)
-	return 0, string(out)
+	return e2etest.Run(w.t, w.command("apply", file))
 }
 
 // runs lists the workspace's runs, oldest first.

@@ -149,24 +149,13 @@ func (w *workspace) pipeline(stages ...string) string {
 func (w *workspace) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(cairnBin, append(args, "--cache", w.cache, "--no-color")...)
 	cmd.Dir = w.dir
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TASK_ENDPOINTS=") && !strings.HasPrefix(kv, "VLLM_BASE_URL=") && !strings.HasPrefix(kv, "CAIRN_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "CAIRN_NO_FSYNC=1", "CAIRN_GPUS=sim:2", "CAIRN_LEASE_DIR="+w.lease)
+	cmd.Env = e2etest.Env("CAIRN_NO_FSYNC=1", "CAIRN_GPUS=sim:2", "CAIRN_LEASE_DIR="+w.lease)
 	return cmd
 }
 
 func (w *workspace) run(args ...string) (int, string) {
 	w.t.Helper()
-	out, err := w.cmd(args...).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), string(out)
-	}
-	require.NoError(w.t, err, "%s", out)
-	return 0, string(out)
+	return e2etest.Run(w.t, w.cmd(args...))
 }
 
 // requests reads the simulated servers' request log.
