@@ -34,6 +34,7 @@ var environReaders = map[string]string{
 	"gpu/lease.go":                                 "the machine-wide lease folder (CAIRN_LEASE_DIR), where the caller passes no lookup",
 	"sim/simlib/main.go":                           "a simulated workload is a program a node runs: it reads its environment as a real one does",
 	"sim/work/train/main.go":                       "a simulated workload is a program a node runs: it reads its environment as a real one does",
+	"e2e/e2etest/e2etest.go":                       "the tests that drive cairn's binaries run them in this process's environment less what would steer them from outside (e2etest.Env)",
 	"bench/evalpace/main.go":                       "the benchmark's worker and method are programs a node runs: they read the environment cairn gives them (CAIRN_MAX_IN_FLIGHT, CAIRN_ROLLOUT_SOCKET, ...) as a user's would",
 }
 
