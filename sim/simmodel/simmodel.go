@@ -79,6 +79,11 @@ type Config struct {
 	// queues its health path behind the completions before it, as
 	// llama.cpp's Python server does. Busy, it answers late, not never.
 	Serial bool
+	// DropIdle closes each connection as soon as it has answered a
+	// request, without telling the client (no "Connection: close"): a
+	// server whose keep-alive timeout passed while the client's
+	// connection sat idle, as uvicorn's does after 5 s.
+	DropIdle bool
 }
 
 // Message is one chat message.
@@ -454,7 +459,11 @@ type Running struct {
 	srv      *http.Server
 	done     chan struct{} // closed when Serve returns
 	serveErr error
+	conns    atomic.Int64 // connections accepted
 }
+
+// Connections is the number of connections the server has accepted.
+func (r *Running) Connections() int64 { return r.conns.Load() }
 
 // Start listens on addr ("127.0.0.1:0" picks a free loopback port) and serves
 // a simulated model until Close.
@@ -473,6 +482,14 @@ func Start(cfg Config, addr string) (*Running, error) {
 		URL:    "http://" + ln.Addr().String() + "/v1",
 		srv:    &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second},
 		done:   make(chan struct{}),
+	}
+	run.srv.ConnState = func(c net.Conn, st http.ConnState) {
+		switch {
+		case st == http.StateNew:
+			run.conns.Add(1)
+		case st == http.StateIdle && cfg.DropIdle:
+			_ = c.Close()
+		}
 	}
 	go func() {
 		run.serveErr = run.srv.Serve(ln)

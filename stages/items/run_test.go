@@ -529,8 +529,10 @@ func TestPythonChatWorker(t *testing.T) {
 	assertOneResultEach(t, f.dir, sum)
 }
 
-// TestDocumentedWorker runs the worker printed in docs/worker-protocol.md.
-func TestDocumentedWorker(t *testing.T) {
+// documentedWorker writes the worker printed in docs/worker-protocol.md to
+// a file and returns the command that runs it.
+func documentedWorker(t *testing.T) []string {
+	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 is not installed")
@@ -546,10 +548,15 @@ func TestDocumentedWorker(t *testing.T) {
 			lines++
 		}
 	}
-	assert.LessOrEqual(t, lines, 32, "the documented worker fits on a screen")
+	assert.LessOrEqual(t, lines, 50, "the documented worker fits on a screen")
 	path := filepath.Join(t.TempDir(), "worker.py")
 	require.NoError(t, os.WriteFile(path, []byte(code), 0o644))
+	return []string{python, path}
+}
 
+// TestDocumentedWorker runs the worker printed in docs/worker-protocol.md.
+func TestDocumentedWorker(t *testing.T) {
+	worker := documentedWorker(t)
 	f := newFixture(t, simmodel.Config{WrongRate: 0.5, FailRate: 0.2, Seed: 11, MaxModelLen: 40})
 	items := makeItems(50)
 	// An item the server refuses (over the context length: HTTP 400) and
@@ -558,7 +565,7 @@ func TestDocumentedWorker(t *testing.T) {
 	long, _ := json.Marshal(testItem{Question: "What is 1 + 2?" + strings.Repeat(" please", 60), Answer: "3"})
 	items = append(items, Item{ID: "long", Data: long}, Item{ID: "noq", Data: json.RawMessage(`{"answer":"3"}`)})
 	cfg := f.config(items)
-	cfg.Worker = []string{python, path}
+	cfg.Worker = worker
 	cfg.Env = os.Environ()
 	cfg.Retry.InfraFailures = 20
 	cfg.ItemTimeout = time.Minute // an item left unanswered would wait this long, and fail the test
@@ -579,16 +586,64 @@ func TestDocumentedWorker(t *testing.T) {
 	require.True(t, ok)
 	assert.Nil(t, rq.Score)
 	assert.Contains(t, rq.Error, "KeyError")
-	for i, it := range items[:50] {
+	f.assertScoredAsAnswered(items[:50], sum)
+	assertOneResultEach(t, f.dir, sum)
+}
+
+// The documented worker keeps one connection per thread open from one
+// request to the next (#34): at hundreds of requests in flight, a connection
+// per request costs more than the server's own time. Its results are the
+// model's answers, scored.
+func TestDocumentedWorkerKeepsConnectionsAlive(t *testing.T) {
+	items := makeItems(120)
+	f, sum := evaluateWithDocumentedWorker(t, simmodel.Config{WrongRate: 0.5, Seed: 5}, items, 4)
+	assert.Equal(t, 120, sum.Evaluated)
+	assert.Zero(t, sum.InfraFailures)
+	assert.LessOrEqual(t, f.sim.Connections(), int64(4)+1,
+		"cairn's preflight and one connection per thread, kept open: not one per request")
+	f.assertScoredAsAnswered(items, sum)
+}
+
+// assertScoredAsAnswered checks that the first items of sum have score 1
+// where the simulated model answers them right, 0 where it does not.
+func (f *fixture) assertScoredAsAnswered(items []Item, sum Summary) {
+	t := f.t
+	t.Helper()
+	for i, it := range items {
 		var ti testItem
 		require.NoError(t, json.Unmarshal(it.Data, &ti))
 		want := 0.0
 		if f.sim.Answer(testModel, chatMessages("", ti)) == ti.Answer {
 			want = 1
 		}
+		require.NotNil(t, sum.Items[i].Score, it.ID)
 		assert.Equal(t, want, *sum.Items[i].Score, it.ID)
 	}
-	assertOneResultEach(t, f.dir, sum)
+}
+
+// A server that closes a kept-alive connection while it sits idle (uvicorn
+// does after 5 s) costs the documented worker a new connection, not an
+// infrastructure failure.
+func TestDocumentedWorkerReconnectsWhenTheServerDropsIdleConnections(t *testing.T) {
+	f, sum := evaluateWithDocumentedWorker(t, simmodel.Config{DropIdle: true}, makeItems(30), 2)
+	assert.Equal(t, 30, sum.Evaluated)
+	assert.Zero(t, sum.Failed)
+	assert.Zero(t, sum.InfraFailures, "a dropped idle connection is opened again, not reported")
+	assert.Greater(t, f.sim.Connections(), int64(2), "the server dropped connections")
+}
+
+// evaluateWithDocumentedWorker evaluates items with one documented worker
+// at inFlight requests against a simulated model set up by simCfg.
+func evaluateWithDocumentedWorker(t *testing.T, simCfg simmodel.Config, items []Item, inFlight int) (*fixture, Summary) {
+	t.Helper()
+	worker := documentedWorker(t)
+	f := newFixture(t, simCfg)
+	cfg := f.config(items)
+	cfg.Worker, cfg.Env = worker, os.Environ()
+	cfg.Replicas, cfg.MaxInFlight = 1, inFlight
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	return f, sum
 }
 
 // The worker log says where the items of a dead worker go: sent again, or,
