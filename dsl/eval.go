@@ -286,24 +286,31 @@ type Instance struct {
 
 // ExpandForEach evaluates a stage's for_each with ctx and returns its
 // instances in order: a list keeps its order, a map or set sorts by key.
-func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics) {
+// known is whether the value is wholly known (cty's IsWhollyKnown), true
+// when it failed to evaluate: a set's elements are iterated once for both,
+// and cty sorts a set each time it is iterated. When it is not known, the
+// diagnostics say why for_each cannot be expanded yet.
+func ExpandForEach(s *Stage, ctx *hcl.EvalContext) (insts []Instance, known bool, diags hcl.Diagnostics) {
 	if s.ForEach == nil {
-		return []Instance{{}}, nil
+		return []Instance{{}}, true, nil
 	}
 	v, diags := s.ForEach.Value(ctx)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, true, diags
 	}
-	bad := func(detail string) ([]Instance, hcl.Diagnostics) {
-		return nil, append(diags, &hcl.Diagnostic{
+	known = true
+	bad := func(detail string) ([]Instance, bool, hcl.Diagnostics) {
+		return nil, known, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError, Summary: "Invalid for_each", Detail: detail,
 			Subject: s.ForEach.Range().Ptr(), Expression: s.ForEach, EvalContext: ctx,
 		})
 	}
 	if v.IsMarked() {
+		known = v.IsWhollyKnown()
 		return bad("for_each must not use sensitive values: instance keys appear in plan output and addresses.")
 	}
 	if !v.IsKnown() {
+		known = false
 		return bad("The for_each value depends on results that are known only after apply. for_each must be known at plan time: use variables, locals or another stage's instances, not its results.")
 	}
 	if v.IsNull() {
@@ -322,6 +329,7 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics)
 	}
 	switch {
 	case ty.IsMapType() || ty.IsObjectType():
+		known = v.IsWhollyKnown()
 		keys := make([]string, 0, v.LengthInt())
 		vals := map[string]cty.Value{}
 		for it := v.ElementIterator(); it.Next(); {
@@ -339,11 +347,10 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics)
 		// another type, wherever each is.
 		keys := make([]string, 0, v.LengthInt())
 		var notString cty.Type
-		unknown := false
 		for ev := range Elements(v) {
 			switch {
 			case !ev.IsWhollyKnown():
-				unknown = true
+				known = false
 			case notString != cty.NilType:
 			case !ev.Type().Equals(cty.String) || ev.IsNull():
 				notString = ev.Type()
@@ -351,7 +358,7 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics)
 				keys = append(keys, ev.AsString())
 			}
 		}
-		if unknown {
+		if !known {
 			return bad("The for_each value holds elements known only after apply; its keys must be known at plan time.")
 		}
 		if notString != cty.NilType {
@@ -368,7 +375,7 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) ([]Instance, hcl.Diagnostics)
 	default:
 		return bad(fmt.Sprintf("for_each takes a map, a set of strings or a list of strings; got %s.", ty.FriendlyName()))
 	}
-	return out, diags
+	return out, known, diags
 }
 
 // InstanceAddress formats a node address: stage.NAME or stage.NAME["KEY"].

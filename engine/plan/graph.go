@@ -62,8 +62,9 @@ type Graph struct {
 	// StageDeps maps a stage to the stages it depends on.
 	StageDeps map[string][]string
 	refs      map[string]*stageRefs
-	eaches    map[string]cty.Value      // see eachValue
-	forEaches map[string][]dsl.Instance // see expandForEach
+	eaches    map[string]cty.Value // see eachValue
+	forEaches map[string]*forEach  // see forEachOf
+	expanded  map[string]*forEach  // see forEachOf
 	paths     *PathChecker
 	pathsMu   sync.Mutex
 	cacheDir  string // see SetCacheDir
@@ -210,7 +211,7 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, un
 			continue
 		}
 		waits := g.waitsFor(s)
-		if waits == "" && brokenValues && s.ForEach != nil && !g.forEachKnown(s) {
+		if waits == "" && brokenValues && s.ForEach != nil && !g.forEachOf(s).known {
 			left[s.Name] = true
 			continue
 		}
@@ -570,7 +571,7 @@ func (g *Graph) cyclePath(scc []string) []string {
 // locals too) and the stages it iterates that wait themselves. It is ""
 // when the for_each is known, or unknown for another reason.
 func (g *Graph) waitsFor(s *dsl.Stage) string {
-	if g.unset == nil || s.ForEach == nil || g.forEachKnown(s) {
+	if g.unset == nil || s.ForEach == nil || g.forEachOf(s).known {
 		return ""
 	}
 	var names []string
@@ -608,52 +609,22 @@ func (g *Graph) waitsFor(s *dsl.Stage) string {
 	return strings.Join(names, ", ")
 }
 
-// forEachKnown reports whether a stage's for_each evaluates to a wholly
-// known value (errors count as known: expand reports them).
-func (g *Graph) forEachKnown(s *dsl.Stage) bool {
-	objs := map[string]cty.Value{}
-	for _, ref := range g.refs[s.Name].forEach {
-		if ref.Root == "stage" {
-			objs[ref.Name] = g.planStageObject(ref.Name)
-		}
-	}
-	extra := map[string]cty.Value{}
-	if len(objs) > 0 {
-		extra["stage"] = cty.ObjectVal(objs)
-	}
-	v, diags := s.ForEach.Value(g.Scope.Context(extra))
-	return diags.HasErrors() || v.IsWhollyKnown()
-}
-
 // expand evaluates a stage's for_each and adds its nodes with their
 // dependencies.
 func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 	kind, _ := stages.Lookup(s.Kind)
 	r := g.refs[s.Name]
 	var diags hcl.Diagnostics
-	var extra map[string]cty.Value
-	if s.ForEach != nil {
-		extra = map[string]cty.Value{}
-		objs := map[string]cty.Value{}
-		for _, ref := range r.forEach {
-			if ref.Root == "stage" {
-				objs[ref.Name] = g.planStageObject(ref.Name)
-			}
-		}
-		if len(objs) > 0 {
-			extra["stage"] = cty.ObjectVal(objs)
-		}
-	}
 	waiting := g.Waiting[s.Name] != ""
 	insts := []dsl.Instance{{}} // no for_each: one instance, without an evaluation context
 	switch {
 	case waiting:
 		insts = []dsl.Instance{{Keyed: true}}
 	case s.ForEach != nil:
-		var d hcl.Diagnostics
-		insts, d = g.expandForEach(s, extra)
-		diags = append(diags, d...)
-		if d.HasErrors() {
+		fe := g.forEachOf(s)
+		insts = fe.insts
+		diags = append(diags, fe.diags...)
+		if fe.diags.HasErrors() {
 			return diags
 		}
 	}
@@ -773,26 +744,50 @@ func isEachKey(e hcl.Expression) bool {
 	return ok && a.Name == "key"
 }
 
-// expandForEach is dsl.ExpandForEach, whose instances are shared by the
-// stages whose for_each is the same variable or local (for_each =
-// local.ids): that value is the same for every stage, and expanding a set
-// sorts it (cty orders a set's elements each time they are iterated,
-// comparing cty values: the most of a grid's plan before).
-func (g *Graph) expandForEach(s *dsl.Stage, extra map[string]cty.Value) ([]dsl.Instance, hcl.Diagnostics) {
+// forEach is a stage's for_each, expanded (see dsl.ExpandForEach).
+type forEach struct {
+	insts []dsl.Instance
+	known bool
+	diags hcl.Diagnostics
+}
+
+// forEachOf is dsl.ExpandForEach of a stage, evaluated once a stage (build
+// asks whether it is known before expanding it) and shared by the stages
+// whose for_each is the same variable or local (for_each = local.ids):
+// that value is the same for every stage, and expanding a set sorts it
+// (cty orders a set's elements each time they are iterated, comparing cty
+// values: the most of a grid's plan before).
+func (g *Graph) forEachOf(s *dsl.Stage) *forEach {
+	if fe, ok := g.expanded[s.Name]; ok {
+		return fe
+	}
 	key, shared := sharedForEach(s.ForEach)
-	if shared {
-		if insts, ok := g.forEaches[key]; ok {
-			return insts, nil
+	fe := g.forEaches[key]
+	if !shared || fe == nil {
+		objs := map[string]cty.Value{}
+		for _, ref := range g.refs[s.Name].forEach {
+			if ref.Root == "stage" {
+				objs[ref.Name] = g.planStageObject(ref.Name)
+			}
+		}
+		extra := map[string]cty.Value{}
+		if len(objs) > 0 {
+			extra["stage"] = cty.ObjectVal(objs)
+		}
+		fe = &forEach{}
+		fe.insts, fe.known, fe.diags = dsl.ExpandForEach(s, g.Scope.Context(extra))
+		if shared && len(fe.diags) == 0 {
+			if g.forEaches == nil {
+				g.forEaches = map[string]*forEach{}
+			}
+			g.forEaches[key] = fe
 		}
 	}
-	insts, diags := dsl.ExpandForEach(s, g.Scope.Context(extra))
-	if shared && len(diags) == 0 {
-		if g.forEaches == nil {
-			g.forEaches = map[string][]dsl.Instance{}
-		}
-		g.forEaches[key] = insts
+	if g.expanded == nil {
+		g.expanded = map[string]*forEach{}
 	}
-	return insts, diags
+	g.expanded[s.Name] = fe
+	return fe
 }
 
 // sharedForEach names a for_each that is a variable or a local, or an

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/plan"
 )
 
@@ -79,5 +80,44 @@ func TestSharedForEachPlansAsEvaluatedOnes(t *testing.T) {
 		want := render(fmt.Sprintf("toset([for k in %s : k])", shared))
 		assert.Equal(t, want, got, "for_each = %s", shared)
 		assert.Contains(t, got, `stage.l2["41"]`)
+	}
+}
+
+// Validating evaluates each stage's for_each once, as planning does: its
+// for expressions count once against the pipeline's limit on the elements
+// they visit (and a set for_each is iterated once to be checked known and
+// expanded).
+func TestValidateEvaluatesForEachOnce(t *testing.T) {
+	const src = `locals {
+  ids = [for i in range(40) : tostring(i)]
+}
+
+stage "command" "l0" {
+  for_each = toset([for k in local.ids : k])
+  run      = ["echo", each.key]
+}
+
+stage "command" "l1" {
+  for_each = toset([for k in local.ids : k])
+  run      = ["echo", each.key]
+  after    = [stage.l0[each.key]]
+}
+
+stage "command" "l2" {
+  for_each = toset([for k in local.ids : k])
+  run      = ["echo", each.key]
+  after    = [stage.l1[each.key]]
+}
+`
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	defer func(m int64) { dsl.MaxTotalIterations = m }(dsl.MaxTotalIterations)
+	// 40 elements and the collection itself, for the local and for each
+	// stage's for_each.
+	dsl.MaxTotalIterations = 4 * 41
+	for _, validate := range []bool{false, true} {
+		l, diags := planLike(plan.LoadOptions{Path: "p.hcl", Root: root, Validate: validate})
+		require.False(t, diags.HasErrors(), "validate %v: %s", validate, diags.Error())
+		assert.Len(t, l.Graph.Nodes, 120, "validate %v", validate)
 	}
 }
