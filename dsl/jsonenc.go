@@ -22,6 +22,22 @@ func NumberText(f *big.Float) string {
 	return f.Text('f', -1)
 }
 
+// AppendJSONString appends s as json.Marshal writes it: quoted as it is
+// when it is printable ASCII that needs no escape (a path, a command
+// word, a digest), through json.Marshal otherwise
+// (TestAppendJSONStringMatchesMarshal).
+func AppendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
 // MarshalJSON is ctyjson.Marshal(v, t), byte for byte
 // (TestMarshalJSONMatchesCty), with numbers written by NumberText. Values
 // it does not write itself (marked, unknown, infinite, dynamic or capsule
@@ -44,11 +60,7 @@ func marshalPlain(b *bytes.Buffer, v cty.Value, t cty.Type) bool {
 	}
 	switch {
 	case t == cty.String:
-		s, err := json.Marshal(v.AsString())
-		if err != nil {
-			return false
-		}
-		b.Write(s)
+		b.Write(AppendJSONString(b.AvailableBuffer(), v.AsString()))
 	case t == cty.Number:
 		f := v.AsBigFloat()
 		if f.IsInf() {

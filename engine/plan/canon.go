@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sort"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -19,8 +18,8 @@ import (
 // so that keys change when a secret changes but never hold it. known is
 // false when any part of v is unknown.
 func canonicalJSON(v cty.Value) (out []byte, known bool) {
-	var b bytes.Buffer
-	ok := writeCanon(&b, v)
+	b := bytes.NewBuffer(make([]byte, 0, 256))
+	ok := writeCanon(b, v)
 	return b.Bytes(), ok
 }
 
@@ -47,8 +46,7 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 	ty := v.Type()
 	switch {
 	case ty == cty.String:
-		s, _ := json.Marshal(v.AsString())
-		b.Write(s)
+		b.Write(dsl.AppendJSONString(b.AvailableBuffer(), v.AsString()))
 	case ty == cty.Number:
 		s, err := dsl.MarshalJSON(v, cty.Number)
 		if err != nil {
@@ -75,25 +73,18 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 		}
 		b.WriteByte(']')
 	case ty.IsMapType() || ty.IsObjectType():
-		type kv struct {
-			k string
-			v cty.Value
-		}
-		var kvs []kv
-		for it := v.ElementIterator(); it.Next(); {
-			k, e := it.Element()
-			kvs = append(kvs, kv{k.AsString(), e})
-		}
-		sort.Slice(kvs, func(i, j int) bool { return kvs[i].k < kvs[j].k })
+		// cty yields map elements and object attributes in key order
+		// (sort.Strings), the order canonical JSON wants.
 		b.WriteByte('{')
-		for i, p := range kvs {
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			k, e := it.Element()
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			s, _ := json.Marshal(p.k)
-			b.Write(s)
+			b.Write(dsl.AppendJSONString(b.AvailableBuffer(), k.AsString()))
 			b.WriteByte(':')
-			if !writeCanon(b, p.v) {
+			if !writeCanon(b, e) {
 				return false
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages/items"
 )
 
@@ -170,9 +171,9 @@ func (r *Request) Key(weights string, occurrence int) string {
 	b := append(arr[:0], `{"v":"`+KeyVersion+`","path":`...)
 	b = strconv.AppendQuote(b, r.Path)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, r.Model)
+	b = dsl.AppendJSONString(b, r.Model)
 	b = append(b, `,"weights":`...)
-	b = appendJSONString(b, weights)
+	b = dsl.AppendJSONString(b, weights)
 	b = append(b, `,"occurrence":`...)
 	b = strconv.AppendInt(b, int64(occurrence), 10)
 	b = append(b, `,"request":`...)
@@ -180,19 +181,4 @@ func (r *Request) Key(weights string, occurrence int) string {
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// appendJSONString appends s as json.Marshal writes it: quoted as it is
-// when it is printable ASCII that needs no escape (a model id, a digest),
-// through json.Marshal otherwise.
-func appendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(dst, q...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
 }
