@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +13,9 @@ import (
 
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/syncbuf"
 	"github.com/cairn-run/cairn/ui"
 )
-
-// syncBuffer is a strings.Builder that an apply writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A node waiting for the same work done elsewhere shows how long it has
 // waited and what it waits for, not the time since year 1.
@@ -57,7 +38,7 @@ stage "command" "b" {
 	require.NoError(t, err)
 	defer c.Close()
 	p, _ := plan.Make(l.Graph, c, plan.Options{})
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	done := make(chan *ApplyResult)
 	// Bounds the test should the display never show the line.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

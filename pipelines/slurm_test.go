@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/syncbuf"
 )
 
 // The seed-000 batch on the local Slurm cluster (scripts/slurm-up.sh: one
@@ -614,22 +615,7 @@ func (w *workspace) execLog() string {
 }
 
 // output is cairn's output so far, read while it runs.
-type output struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
-}
+type output struct{ syncbuf.Buffer }
 
 // succeeds waits for cairn, started with start, to end with exit status
 // 0, at most 3 minutes after what it names.

@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/syncbuf"
 )
 
 // cairnBin is the cairn binary built for these tests.
@@ -266,24 +267,12 @@ type server struct {
 	log *requestLog
 }
 
-type requestLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *requestLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(b)
-}
+type requestLog struct{ syncbuf.Buffer }
 
 // entries returns the requests logged so far.
 func (l *requestLog) entries(t *testing.T) []simmodel.LogEntry {
 	t.Helper()
-	l.mu.Lock()
-	b := bytes.Clone(l.buf.Bytes())
-	l.mu.Unlock()
-	es, err := simmodel.ReadLog(bytes.NewReader(b))
+	es, err := simmodel.ReadLog(strings.NewReader(l.String()))
 	require.NoError(t, err)
 	return es
 }

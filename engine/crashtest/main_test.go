@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/syncbuf"
 )
 
 // cairnBin is the cairn binary built for this test run.
@@ -143,7 +143,7 @@ func (w *ws) apply(args ...string) result {
 // started is a cairn running in the background.
 type started struct {
 	cmd      *exec.Cmd
-	out, err *syncBuf
+	out, err *syncbuf.Buffer
 	done     chan struct{}
 	res      result
 }
@@ -151,7 +151,7 @@ type started struct {
 func (w *ws) start(extraEnv []string, args ...string) *started {
 	w.t.Helper()
 	cmd := w.command(extraEnv, args...)
-	s := &started{cmd: cmd, out: &syncBuf{}, err: &syncBuf{}, done: make(chan struct{})}
+	s := &started{cmd: cmd, out: &syncbuf.Buffer{}, err: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.out, s.err
 	require.NoError(w.t, cmd.Start())
 	go func() {
@@ -180,25 +180,6 @@ func (s *started) wait(t *testing.T) result {
 		t.Fatalf("cairn did not end within two minutes\n%s", s.res)
 	}
 	return s.res
-}
-
-// syncBuf is a buffer the exec package's copier writes while the test
-// reads it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // runs returns the cache's runs, oldest first.

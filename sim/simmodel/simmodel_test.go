@@ -10,28 +10,19 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/syncbuf"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+// lockedBuffer is a request log the server writes while the test reads.
+type lockedBuffer struct{ syncbuf.Buffer }
 
 func (l *lockedBuffer) entries(t *testing.T) []LogEntry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, err := ReadLog(bytes.NewReader(l.b.Bytes()))
+	e, err := ReadLog(strings.NewReader(l.String()))
 	require.NoError(t, err)
 	return e
 }

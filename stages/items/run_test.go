@@ -18,27 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/sim/simmodel"
+	"github.com/cairn-run/cairn/syncbuf"
 )
 
 const testModel = "sim-model"
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fixture is a cache directory, a store and a simulated model with a
 // request log.
@@ -48,7 +31,7 @@ type fixture struct {
 	store   *Store
 	sim     *simmodel.Running
 	logPath string
-	diag    *syncBuffer
+	diag    *syncbuf.Buffer
 }
 
 func newFixture(t *testing.T, simCfg simmodel.Config) *fixture {
@@ -68,7 +51,7 @@ func newFixture(t *testing.T, simCfg simmodel.Config) *fixture {
 	store, err := OpenStore(dir, StoreOptions{NoSync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	f := &fixture{t: t, dir: dir, store: store, sim: sim, logPath: logPath, diag: &syncBuffer{}}
+	f := &fixture{t: t, dir: dir, store: store, sim: sim, logPath: logPath, diag: &syncbuf.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("diagnostics:\n%s", f.diag.String())
@@ -160,7 +143,7 @@ func TestEvaluateChatWorker(t *testing.T) {
 	f := newFixture(t, simmodel.Config{WrongRate: 0.3})
 	items := makeItems(200)
 	cfg := f.config(items)
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	cfg.Progress = &progress
 	j := newJournal()
 	cfg.OnResult = j.hook
@@ -247,7 +230,7 @@ func TestEvaluateSharesResultsAcrossMethods(t *testing.T) {
 	cfg.Endpoints = []string{deadEndpoint(t)}
 	j := newJournal()
 	cfg.OnResult = j.hook
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	cfg.Progress = &progress
 	b, err := Evaluate(context.Background(), cfg)
 	require.NoError(t, err)
@@ -799,7 +782,7 @@ func TestProgressWithoutCharges(t *testing.T) {
 	cfg := f.config(makeItems(25))
 	cfg.Env = helperEnvFor("noop")
 	cfg.Replicas, cfg.MaxInFlight = 1, 1
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	cfg.Progress = &progress
 	_, err := Evaluate(context.Background(), cfg)
 	require.NoError(t, err)
