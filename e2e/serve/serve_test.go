@@ -751,14 +751,7 @@ func TestServeKill9LeavesNoServer(t *testing.T) {
 	w := newWorkspace(t, 40)
 	port := e2etest.FreePorts(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "300ms"), evalStageWith("a", "tm", 1, 0))
-	cmd := w.cmd("apply", f)
-	logPath := filepath.Join(t.TempDir(), "apply.log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	defer logFile.Close()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	output := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	cmd, output := w.startLogged("apply", f)
 	pids, deadline := servingPIDs(t, w, output)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
@@ -779,17 +772,10 @@ func TestServeInterruptStopsServers(t *testing.T) {
 	w := newWorkspace(t, 40)
 	port := e2etest.FreePorts(t, 4)
 	f := w.pipeline(serveStage("tm", port, 2, 1, "", "--latency", "300ms"), evalStageWith("a", "tm", 1, 0))
-	cmd := w.cmd("apply", f)
-	logPath := filepath.Join(t.TempDir(), "apply.log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	defer logFile.Close()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	output := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	cmd, output := w.startLogged("apply", f)
 	pids, deadline := servingPIDs(t, w, output)
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, output())
 	assert.Equal(t, 130, ee.ExitCode(), output())
@@ -801,6 +787,20 @@ func TestServeInterruptStopsServers(t *testing.T) {
 	}
 	assert.Contains(t, output(), "replica 1 stopped")
 	assert.Contains(t, output(), "replica 2 stopped")
+}
+
+// startLogged starts cairn with args in the workspace, its output in a
+// log file, and returns the command and a reader of its output so far.
+func (w *workspace) startLogged(args ...string) (*exec.Cmd, func() string) {
+	w.t.Helper()
+	cmd := w.cmd(args...)
+	logPath := filepath.Join(w.t.TempDir(), "apply.log")
+	logFile, err := os.Create(logPath)
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { _ = logFile.Close() })
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(w.t, cmd.Start())
+	return cmd, func() string { b, _ := os.ReadFile(logPath); return string(b) }
 }
 
 // servingPIDs waits until an apply of w serves (its consumers started)
