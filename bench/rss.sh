@@ -79,8 +79,10 @@ for n in "${sizes[@]}"; do
 	rm -rf out .cairn && mkdir out
 	/usr/bin/time -v -o "$WORK/t" "$CAIRN" apply --parallelism 2 >/dev/null
 	row "cairn apply, $k nodes, cold" "$WORK/t" 0
-	# Outputs written less than 2 s ago cannot be vouched for: the memo
-	# is written by the apply after that.
+	# The workspace folder's listing (it names the pipeline files)
+	# changed as the cold apply began (out/ and .cairn were just made):
+	# its times cannot vouch for it, and the memo is written by the
+	# apply after that.
 	sleep 2.5
 	"$CAIRN" apply --parallelism 2 >/dev/null
 	/usr/bin/time -v -o "$WORK/t" "$CAIRN" apply --parallelism 2 >/dev/null

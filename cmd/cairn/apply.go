@@ -149,10 +149,7 @@ func (a *app) applyCmd() *cobra.Command {
 			if reportPath != "" {
 				fmt.Fprintln(progress, reportLine(reportPath))
 			}
-			a.rememberUpToDate(identity, p, res, cache)
-			if verbose {
-				a.explainNoMemo(explainID, p, res, cache)
-			}
+			a.rememberUpToDate(identity, explainID, p, res, cache)
 			return applyExit(res)
 		},
 	}
@@ -176,7 +173,7 @@ func (a *app) applyCmd() *cobra.Command {
 
 // explainEvaluation is -v's word on why the pipeline is evaluated
 // (full: a saved plan or a flag asks for the full path) and returns the
-// memo identity that explainNoMemo later says why no memo was left for.
+// memo identity that the apply leaves its memo for (and says why not).
 func (a *app) explainEvaluation(args []string, full bool) (explainID string) {
 	why := ""
 	if full {

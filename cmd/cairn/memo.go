@@ -80,7 +80,8 @@ func (a *app) upToDateWhy(identity string) (*memo.Memo, string) {
 		return nil, "off (CAIRN_NO_MEMO=1, or this system's stat information cannot vouch for files)"
 	}
 	cache := a.cachePath()
-	m, err := memo.Read(memo.Path(cache, identity))
+	path := memo.Path(cache, identity)
+	m, err := memo.Read(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, "no memo of this pipeline with these variables, workspace, cache and CAIRN_ environment: the last such apply did not end with every node done and settled"
@@ -95,6 +96,11 @@ func (a *app) upToDateWhy(identity string) (*memo.Memo, string) {
 	}
 	if ok, why := m.Check(root, cache); !ok {
 		return nil, why
+	}
+	if m.Settled() {
+		// Outputs written moments before the memo was made were read
+		// and can be vouched for by their times from now on.
+		_ = m.Write(path)
 	}
 	return m, ""
 }
@@ -142,32 +148,31 @@ func (a *app) applyUpToDate(m *memo.Memo) (bool, error) {
 }
 
 // rememberUpToDate keeps the memo of an apply that ended with every node
-// done, or removes a stale one.
-func (a *app) rememberUpToDate(identity string, p *plan.Plan, res *engine.ApplyResult, cache *store.Cache) {
+// done, or removes a stale one. An apply -v (explainID, its identity: see
+// explainEvaluation) evaluates in full to list every node, leaves the memo
+// that the next apply without -v checks, and says why it leaves none.
+func (a *app) rememberUpToDate(identity, explainID string, p *plan.Plan, res *engine.ApplyResult, cache *store.Cache) {
+	if explainID != "" {
+		identity = explainID
+	}
 	if identity == "" {
 		return
 	}
 	path := memo.Path(a.cachePath(), identity)
 	var m *memo.Memo
-	if !a.warned {
-		m, _ = engine.BuildMemo(p, res, cache, identity)
-	}
-	if m == nil || m.Write(path) != nil {
-		_ = os.Remove(path)
-	}
-}
-
-// explainNoMemo prints, for apply -v, why this run leaves no memo (the
-// next apply then evaluates the pipeline in full), or that it would.
-func (a *app) explainNoMemo(identity string, p *plan.Plan, res *engine.ApplyResult, cache *store.Cache) {
-	if identity == "" {
-		return
-	}
 	why := "a warning was printed"
 	if !a.warned {
-		_, why = engine.BuildMemo(p, res, cache, identity)
+		m, why = engine.BuildMemo(p, res, cache, identity)
 	}
-	if why != "" {
-		fmt.Fprintf(a.stderr, "up-to-date check: this run leaves no memo: %s\n", why)
+	if m != nil {
+		if err := m.Write(path); err != nil {
+			m, why = nil, "the memo cannot be written: "+err.Error()
+		}
+	}
+	if m == nil {
+		_ = os.Remove(path)
+		if explainID != "" {
+			fmt.Fprintf(a.stderr, "up-to-date check: this run leaves no memo: %s\n", why)
+		}
 	}
 }

@@ -334,3 +334,53 @@ func TestApplyVerboseShowsWhyTheMemoIsNotUsed(t *testing.T) {
 	r = s.apply()
 	assert.NotContains(t, r.stderr, "up-to-date check", "without -v nothing is said")
 }
+
+// answered counts the applies the up-to-date check answered (the lines of
+// the up-to-date log).
+func (s *memoSpace) answered() int {
+	b, _ := os.ReadFile(filepath.Join(s.cache, "runs", "up-to-date.log"))
+	return strings.Count(string(b), "\n")
+}
+
+// A cold apply, then no-op applies in a row: the up-to-date check answers
+// every one of them, from the first on. The outputs the run wrote moments
+// before it made its memo are read once and compared with their digests,
+// until their times can vouch for them. An apply -v evaluates in full, says
+// why, and leaves the memo for the next apply (#34).
+func TestUpToDateFromTheFirstNoOp(t *testing.T) {
+	cliWorkspace(t, nil)
+	s := newMemoSpace(t, "")
+	// The pipeline file itself (not its folder, whose listing changes as
+	// the run makes its cache and outputs), once the files it reads are
+	// older than the window in which their times cannot vouch for them.
+	s.args = []string{"pipeline.hcl"}
+	deadline := time.Now().Add(time.Minute)
+	for _, name := range []string{"pipeline.hcl", "msg.txt", "data.txt"} {
+		for {
+			var st syscall.Stat_t
+			require.NoError(t, syscall.Stat(filepath.Join(s.root, name), &st))
+			if time.Since(time.Unix(st.Ctim.Unix())) > 2100*time.Millisecond && time.Since(time.Unix(st.Mtim.Unix())) > 2100*time.Millisecond {
+				break
+			}
+			require.True(t, time.Now().Before(deadline))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	r := s.apply("-v")
+	require.Contains(t, r.stdout, "6 ran")
+	assert.NotContains(t, r.stderr, "leaves no memo", "outputs written moments ago are kept with their digests")
+	for i := range 5 {
+		r := s.apply()
+		assert.Contains(t, r.stdout, "0 ran, 6 cached")
+		assert.Equal(t, i+1, s.answered(), "no-op apply %d was answered by the up-to-date check", i+1)
+	}
+	r = s.apply("-v")
+	assert.Contains(t, r.stderr, "up-to-date check: not used: the memo holds, but -v lists every node")
+	assert.NotContains(t, r.stderr, "leaves no memo")
+	require.NoError(t, os.RemoveAll(filepath.Join(s.cache, "memo")))
+	r = s.apply("-v")
+	assert.Contains(t, r.stderr, "up-to-date check: not used: no memo of this pipeline")
+	assert.NotContains(t, r.stderr, "leaves no memo")
+	s.apply()
+	assert.Equal(t, 6, s.answered(), "the memo apply -v left answers the next apply")
+}

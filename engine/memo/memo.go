@@ -49,6 +49,8 @@ type Memo struct {
 	Index     Index
 	Files     []File
 	Nodes     []Node
+
+	settled bool // see Settled
 }
 
 // Index is how far the cache's index had been read when the memo was
@@ -77,6 +79,11 @@ type Node struct {
 type Output struct {
 	Path string // workspace-relative
 	Sig  fsdigest.Sig
+	// Digest is set for an output written within the racy window of the
+	// moment its Sig was taken (fsdigest.Sig.Racy): its times cannot vouch
+	// for its content yet, so the check reads the file and compares its
+	// digest, and settles it (clears Digest) once the times can.
+	Digest string
 }
 
 // Input is an input of a node's key and its digest.
@@ -103,9 +110,10 @@ type Result struct {
 
 // Build makes the memo of an apply that ended with every node of p's
 // graph run or taken from the cache (nodes, in the graph's order), or says
-// why there is none: a file changed too recently (or during the run) for
-// its stat information to be trusted later, or a node whose result cannot
-// be vouched for.
+// why there is none: a file the evaluation read changed too recently (or
+// during the run) for its stat information to be trusted later, or a node
+// whose result cannot be vouched for. An output written moments ago is
+// kept with its digest (Output.Digest), which the check compares.
 func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo, string) {
 	g := p.Graph
 	m := &Memo{Identity: identity, Pipeline: p.Pipeline, Summary: g.Summary()}
@@ -159,8 +167,8 @@ func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo
 			switch {
 			case err != nil || fs.FileMode(before.Mode)&fs.ModeType != 0:
 				return nil, "output " + rel + " is not a regular file"
-			case !before.Strong() || before.Racy(at):
-				return nil, "output " + rel + " was written moments ago"
+			case !before.Strong():
+				return nil, "this system's stat information cannot vouch for files"
 			}
 			// The digest the stat cache holds for exactly this file; else
 			// the file is read, and must not change meanwhile.
@@ -174,7 +182,11 @@ func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo
 			if d != ns.Record.Outputs[rel] {
 				return nil, "output " + rel + " does not hold its cached content"
 			}
-			mn.Outputs = append(mn.Outputs, Output{Path: rel, Sig: before})
+			o := Output{Path: rel, Sig: before}
+			if before.Racy(at) {
+				o.Digest = d
+			}
+			mn.Outputs = append(mn.Outputs, o)
 		}
 		for _, rel := range slices.Sorted(maps.Keys(ns.Inputs)) {
 			mn.Inputs = append(mn.Inputs, Input{Path: rel, Digest: ns.Inputs[rel]})
@@ -235,7 +247,11 @@ func (m *Memo) encode() []byte {
 	for _, n := range m.Nodes {
 		line("node", n.Key, n.Addr)
 		for _, o := range n.Outputs {
-			line("out", o.Sig.String(), o.Path)
+			if o.Digest != "" {
+				line("fresh", o.Sig.String(), o.Digest, o.Path)
+			} else {
+				line("out", o.Sig.String(), o.Path)
+			}
 		}
 		for _, in := range n.Inputs {
 			line("in", in.Digest, in.Path)
@@ -288,7 +304,7 @@ func parse(path string, b []byte) (*Memo, error) {
 	// slice each, a node's part of them its own.
 	text := unsafe.String(unsafe.SliceData(b), len(b))
 	m.Nodes = make([]Node, 0, strings.Count(text, "\nnode "))
-	outs := make([]Output, 0, strings.Count(text, "\nout "))
+	outs := make([]Output, 0, strings.Count(text, "\nout ")+strings.Count(text, "\nfresh "))
 	ins := make([]Input, 0, strings.Count(text, "\nin "))
 	ended := false
 	for i := 1; text != ""; i++ {
@@ -336,12 +352,16 @@ func parse(path string, b []byte) (*Memo, error) {
 			n := Node{Key: key}
 			n.Addr, err = readString(q)
 			m.Nodes = append(m.Nodes, n)
-		case "out", "in":
+		case "out", "fresh", "in":
 			if len(m.Nodes) == 0 {
 				return nil, bad(i, word+" before any node")
 			}
 			n := &m.Nodes[len(m.Nodes)-1]
 			first, q, _ := strings.Cut(rest, " ")
+			digest := ""
+			if word == "fresh" {
+				digest, q, _ = strings.Cut(q, " ")
+			}
 			var p string
 			p, err = readString(q)
 			if word == "in" {
@@ -350,7 +370,7 @@ func parse(path string, b []byte) (*Memo, error) {
 			} else {
 				var sig fsdigest.Sig
 				if sig, err = fsdigest.ParseSig(first); err == nil {
-					outs = append(outs, Output{Path: p, Sig: sig})
+					outs = append(outs, Output{Path: p, Sig: sig, Digest: digest})
 					n.Outputs = outs[len(outs)-len(n.Outputs)-1 : len(outs) : len(outs)]
 				}
 			}
@@ -371,7 +391,13 @@ func parse(path string, b []byte) (*Memo, error) {
 
 // Check reports whether the memo still holds for the workspace at root
 // and the cache at cacheDir, and if not, the first thing that changed.
+// An output written moments before the memo was made (Output.Digest) is
+// read and its digest compared; one whose times can vouch for it by now
+// is settled in m (its Digest cleared), and Settled then reports it: the
+// caller writes the memo again so that later checks only look at its
+// times.
 func (m *Memo) Check(root, cacheDir string) (bool, string) {
+	m.settled = false
 	for _, f := range m.Files {
 		fi, err := os.Stat(f.Path)
 		if f.Absent {
@@ -394,13 +420,22 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 	defer dirs.close()
 	var stat *fsdigest.Cache
 	for _, n := range m.Nodes {
-		for _, o := range n.Outputs {
+		for oi, o := range n.Outputs {
 			dir, name := filepath.Split(o.Path)
 			d := dirs.get(dir)
 			if d == nil {
 				return false, "a folder of " + o.Path + " changed"
 			}
 			if sig, err := fsdigest.LstatSigAt(d, name); err != nil || sig != o.Sig {
+				return false, "output " + o.Path + " changed"
+			}
+			if o.Digest == "" {
+				continue
+			}
+			if stat == nil {
+				stat = fsdigest.Load(store.StatCachePath(cacheDir))
+			}
+			if !m.settle(&n.Outputs[oi], d, name, filepath.Join(root, o.Path), stat) {
 				return false, "output " + o.Path + " changed"
 			}
 		}
@@ -422,6 +457,31 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 	}
 	return true, ""
 }
+
+// settle reads the output o (name in the open folder d, full its path) of
+// a memo made moments after it was written: it holds the content the memo
+// recorded, and keeps the same stat information while it is read. Where
+// that information is older than the racy window by now, no later change
+// can leave it behind, and o is settled: its Digest is cleared.
+func (m *Memo) settle(o *Output, d *os.File, name, full string, stat *fsdigest.Cache) bool {
+	at := time.Now()
+	sum, err := stat.File(full)
+	if err != nil || sum != o.Digest {
+		return false
+	}
+	if after, err := fsdigest.LstatSigAt(d, name); err != nil || after != o.Sig {
+		return false
+	}
+	if !o.Sig.Racy(at) {
+		o.Digest = ""
+		m.settled = true
+	}
+	return true
+}
+
+// Settled reports whether the last Check settled an output written
+// moments before the memo was made: the memo is worth writing again.
+func (m *Memo) Settled() bool { return m.settled }
 
 // checkIndex reports whether the index is the file the memo read, and
 // whether what was appended since leaves the memo's keys alone.

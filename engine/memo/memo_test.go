@@ -2,14 +2,19 @@ package memo
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // A memo reads back as it was written; anything cut short or unknown is
@@ -21,7 +26,7 @@ func TestMemoRoundTrip(t *testing.T) {
 		Index:     Index{Dev: 1, Ino: 2, Offset: 64},
 		Files:     []File{{Path: "/w/p.hcl", Sig: sigFor(t)}, {Path: "/w/flag file", Absent: true}},
 		Nodes: []Node{{Addr: `stage.x["a b"]`, Key: "k1",
-			Outputs: []Output{{Path: "out/a b", Sig: sigFor(t)}},
+			Outputs: []Output{{Path: "out/a b", Sig: sigFor(t)}, {Path: "out/c", Sig: sigFor(t), Digest: "d2"}},
 			Inputs:  []Input{{Path: "data dir", Digest: "d1"}}}},
 	}
 	path := filepath.Join(t.TempDir(), "memo", "abc")
@@ -51,6 +56,7 @@ func sigFor(t *testing.T) fsdigest.Sig {
 func FuzzReadMemo(f *testing.F) {
 	f.Add([]byte("cairn-memo 1\nidentity x\npipeline \"p\"\nsummary \"s\"\nindex 1 2 8\nfile 0:1:2:3:4:644 \"/a\"\nnode k \"stage.a\"\nout 0:1:2:3:4:644 \"out/a\"\nin d \"in\"\nend\n"))
 	f.Add([]byte("cairn-memo 1\nidentity x\nout 1 \"a\"\nend\n"))
+	f.Add([]byte("cairn-memo 1\nidentity x\nnode k \"stage.a\"\nfresh 0:1:2:3:4:644 d \"out/a\"\nend\n"))
 	f.Add([]byte("cairn-memo 1\nidentity x\nsensitive \"tok\"\nfile absent \"/b\"\nend\n"))
 	// In memory: what Read and Write do besides the file's read and
 	// its atomic write (a file and an fsync per input made the fuzzer
@@ -64,4 +70,63 @@ func FuzzReadMemo(f *testing.F) {
 		require.NoError(t, err)
 		assert.Equal(t, m, m2)
 	})
+}
+
+// An output written moments before its memo was made is read by the check
+// and compared with its digest: other content with the same stat
+// information fails the check; the same content passes, and once the
+// file's times can vouch for it the output is settled (checked by its
+// times alone from then on) and the memo says it is worth writing again
+// (#34).
+func TestCheckReadsFreshOutputsUntilSettled(t *testing.T) {
+	root, cache := t.TempDir(), t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "out"), 0o755))
+	out := filepath.Join(root, "out", "a")
+	require.NoError(t, os.WriteFile(out, []byte("a\n"), 0o644))
+	require.NoError(t, os.WriteFile(store.IndexPath(cache), []byte("x"), 0o644))
+	osig, err := fsdigest.LstatSig(out)
+	require.NoError(t, err)
+	fi, err := os.Stat(store.IndexPath(cache))
+	require.NoError(t, err)
+	isig := fsdigest.SigOf(fi)
+	sum := sha256.Sum256([]byte("a\n"))
+	memoOf := func(digest string) *Memo {
+		return &Memo{Identity: "id", Index: Index{Dev: isig.Dev, Ino: isig.Ino, Offset: 1},
+			Nodes: []Node{{Addr: "stage.a", Key: "k", Outputs: []Output{{Path: "out/a", Sig: osig, Digest: digest}}}}}
+	}
+	require.True(t, osig.Racy(time.Now()), "the file was just written")
+
+	ok, why := memoOf(strings.Repeat("0", 64)).Check(root, cache)
+	assert.False(t, ok, "other content than the memo's")
+	assert.Equal(t, "output out/a changed", why)
+
+	m := memoOf(hex.EncodeToString(sum[:]))
+	path := filepath.Join(cache, "memo", "id")
+	require.NoError(t, m.Write(path))
+	m, err = Read(path)
+	require.NoError(t, err)
+	require.Equal(t, hex.EncodeToString(sum[:]), m.Nodes[0].Outputs[0].Digest, "the digest reads back")
+	for osig.Racy(time.Now()) {
+		ok, why = m.Check(root, cache)
+		require.True(t, ok, why)
+		if m.Settled() {
+			break
+		}
+		assert.Equal(t, hex.EncodeToString(sum[:]), m.Nodes[0].Outputs[0].Digest, "not settled while its times cannot vouch for it")
+		time.Sleep(50 * time.Millisecond)
+	}
+	ok, why = m.Check(root, cache)
+	require.True(t, ok, why)
+	assert.True(t, m.Settled(), "its times vouch for it now")
+	assert.Empty(t, m.Nodes[0].Outputs[0].Digest)
+	require.NoError(t, m.Write(path))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "\nout ")
+	assert.NotContains(t, string(b), "\nfresh ")
+	m, err = Read(path)
+	require.NoError(t, err)
+	ok, _ = m.Check(root, cache)
+	assert.True(t, ok)
+	assert.False(t, m.Settled(), "nothing left to settle")
 }
