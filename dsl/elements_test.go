@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,4 +47,43 @@ func TestElementsIsTheElementIterator(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 5, n)
+}
+
+// SetStrings reads a set of strings as iterating it does, in its order, and
+// leaves every other value to the iterator: a set holding an unknown or a
+// null string, a marked set, a list, a set of another type.
+func TestSetStringsReadsTheSet(t *testing.T) {
+	var grid []cty.Value
+	for i := 0; i < 2500; i++ {
+		grid = append(grid, cty.StringVal(fmt.Sprint(i*7919%2500)))
+	}
+	for name, v := range map[string]cty.Value{
+		"grid":    cty.SetVal(grid),
+		"one":     cty.SetVal([]cty.Value{cty.StringVal("x")}),
+		"empty":   cty.SetValEmpty(cty.String),
+		"unicode": cty.SetVal([]cty.Value{cty.StringVal("é"), cty.StringVal("e\u0301x"), cty.StringVal(""), cty.StringVal("Z"), cty.StringVal("a b")}),
+	} {
+		got, ok := SetStrings(v)
+		if !assert.True(t, ok, "%s: the set's elements were not read", name) {
+			continue
+		}
+		want := []string{}
+		for e := range Elements(v) {
+			want = append(want, e.AsString())
+		}
+		assert.Equal(t, want, append([]string{}, got...), name)
+	}
+	for name, v := range map[string]cty.Value{
+		"unknown element": cty.SetVal([]cty.Value{cty.StringVal("a"), cty.UnknownVal(cty.String)}),
+		"null element":    cty.SetVal([]cty.Value{cty.StringVal("a"), cty.NullVal(cty.String)}),
+		"marked":          cty.SetVal([]cty.Value{cty.StringVal("a")}).Mark("secret"),
+		"marked element":  cty.SetVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b").Mark("secret")}),
+		"unknown":         cty.UnknownVal(cty.Set(cty.String)),
+		"null":            cty.NullVal(cty.Set(cty.String)),
+		"list":            cty.ListVal([]cty.Value{cty.StringVal("b"), cty.StringVal("a")}),
+		"numbers":         cty.SetVal([]cty.Value{cty.NumberIntVal(2), cty.NumberIntVal(10)}),
+	} {
+		_, ok := SetStrings(v)
+		assert.False(t, ok, name)
+	}
 }

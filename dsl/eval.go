@@ -342,6 +342,13 @@ func ExpandForEach(s *Stage, ctx *hcl.EvalContext) (insts []Instance, known bool
 			add(k, vals[k])
 		}
 	case ty.IsSetType() || ty.IsListType() || ty.IsTupleType():
+		if keys, ok := SetStrings(v); ok {
+			// Known strings, each once: the set's order is theirs.
+			for _, k := range keys {
+				add(k, cty.StringVal(k))
+			}
+			return out, known, diags
+		}
 		// One pass over the elements (iterating a set sorts it): an
 		// element known only after apply is reported before one of
 		// another type, wherever each is.
