@@ -148,13 +148,21 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline file", Detail: err.Error()})
 			continue
 		}
-		if d := CheckNesting(src, p); d.HasErrors() {
-			// The source, for the diagnostic's snippet.
-			l.Parser.AddFile(p, &hcl.File{Bytes: src})
-			diags = append(diags, d...)
-			continue
+		// A large file is scanned once, for its nesting and for where
+		// it can be cut to parse in pieces.
+		var cuts *fileCuts
+		if len(src) >= splitParseMin {
+			cuts = scanCuts(src)
 		}
-		f, d := parseConfig(l.Parser, src, p)
+		if !cuts.nestingChecked() {
+			if d := CheckNesting(src, p); d.HasErrors() {
+				// The source, for the diagnostic's snippet.
+				l.Parser.AddFile(p, &hcl.File{Bytes: src})
+				diags = append(diags, d...)
+				continue
+			}
+		}
+		f, d := parseConfigCut(l.Parser, src, p, cuts)
 		diags = append(diags, d...)
 		if f != nil {
 			files = append(files, f)

@@ -1,6 +1,13 @@
 package dsl
 
-import "unicode/utf8"
+import (
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// nestingScans counts the byte scans of scanNesting, for the tests that
+// check a file is scanned once.
+var nestingScans atomic.Int64
 
 // nestingBound is CheckNesting's fast path: one pass over the bytes of src
 // that returns a depth at least as large as the one CheckNesting computes
@@ -22,17 +29,38 @@ func nestingBound(src []byte) (bound int, ok bool) {
 // (inner). ok is false where the nesting scan gives up, and where src is
 // not UTF-8: the lexer may take a newline into an invalid sequence.
 func pieceCuts(src []byte) (root, inner []int, ok bool) {
+	c := scanCuts(src)
+	return c.root, c.inner, c.ok
+}
+
+// fileCuts is what one byte scan of a file finds: pieceCuts' cuts, and
+// nestingBound's bound (when ok).
+type fileCuts struct {
+	root, inner []int
+	bound       int
+	ok          bool
+}
+
+// nestingChecked reports whether the scan shows src nested no deeper
+// than MaxNesting, so that CheckNesting has nothing to report.
+func (c *fileCuts) nestingChecked() bool {
+	return c != nil && c.ok && c.bound <= MaxNesting
+}
+
+// scanCuts scans src once for both pieceCuts and nestingBound.
+func scanCuts(src []byte) *fileCuts {
+	c := &fileCuts{}
 	if !utf8.Valid(src) {
-		return nil, nil, false
+		return c
 	}
-	_, ok = scanNesting(src, func(i int, inBlock bool) {
+	c.bound, c.ok = scanNesting(src, func(i int, inBlock bool) {
 		if inBlock {
-			inner = append(inner, i+1)
+			c.inner = append(c.inner, i+1)
 		} else {
-			root = append(root, i+1)
+			c.root = append(c.root, i+1)
 		}
 	}, nil)
-	return root, inner, ok
+	return c
 }
 
 // scanNesting is the byte scan behind nestingBound; cut, when set, is
@@ -47,6 +75,7 @@ func pieceCuts(src []byte) (root, inner []int, ok bool) {
 // the tokens it makes of the whole file from there on. The scan stops,
 // with ok true, when lexCut returns false.
 func scanNesting(src []byte, cut func(i int, inBlock bool), lexCut func(i int) bool) (bound int, ok bool) {
+	nestingScans.Add(1)
 	s := nestScan{src: src, cut: cut, lexCut: lexCut, stack: make([]nestLevel, 1, 16)}
 	for i := 0; i < len(src); i++ {
 		var end scanEnd

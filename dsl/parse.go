@@ -36,12 +36,18 @@ var (
 // the constants of its locals are evaluated before the next piece's tree
 // takes memory.
 func parseConfig(p *hclparse.Parser, src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
+	return parseConfigCut(p, src, filename, nil)
+}
+
+// parseConfigCut is parseConfig with src's cuts found already (scanCuts),
+// or nil.
+func parseConfigCut(p *hclparse.Parser, src []byte, filename string, cuts *fileCuts) (*hcl.File, hcl.Diagnostics) {
 	if f := p.Files()[filename]; f != nil {
 		settleFile(f)
 		return f, nil
 	}
 	if len(src) >= splitParseMin {
-		if f, diags, ok := parseInPieces(src, filename); ok {
+		if f, diags, ok := parseInPiecesCut(src, filename, cuts); ok {
 			p.AddFile(filename, f)
 			return f, diags
 		}
@@ -116,11 +122,18 @@ type unit struct {
 // file is not cut (see pieceCuts) or has a top-level attribute. The file
 // returned is settled (see settleBody).
 func parseInPieces(src []byte, filename string) (*hcl.File, hcl.Diagnostics, bool) {
-	roots, inner, ok := pieceCuts(src)
-	if !ok {
+	return parseInPiecesCut(src, filename, nil)
+}
+
+// parseInPiecesCut is parseInPieces with src's cuts found already, or nil.
+func parseInPiecesCut(src []byte, filename string, cuts *fileCuts) (*hcl.File, hcl.Diagnostics, bool) {
+	if cuts == nil {
+		cuts = scanCuts(src)
+	}
+	if !cuts.ok {
 		return nil, nil, false
 	}
-	pieces, units := cutPieces(src, roots, inner, filename)
+	pieces, units := cutPieces(src, cuts.root, cuts.inner, filename)
 	if len(pieces) < 2 {
 		return nil, nil, false
 	}

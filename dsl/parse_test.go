@@ -2,6 +2,8 @@ package dsl
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -312,4 +314,28 @@ func TestSettledLocalsKeepTheirValues(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 36, n) // v0, v7, ...; v4, v5, v6, v11, ...; last, h, e
+}
+
+// A large pipeline file is scanned once, for its nesting and for its
+// cuts, before it is parsed in pieces; a too deep one in a large file is
+// still refused before parsing, from the file Load reads.
+func TestLoadScansLargeFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.hcl")
+	src := bigPipeline(200)
+	require.Greater(t, len(src), splitParseMin)
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	before := nestingScans.Load()
+	cfg, _ := NewLoader(nil).Load(path) // no kinds: their arguments are refused
+	require.NotNil(t, cfg)
+	assert.Len(t, cfg.Stages, 200)
+	assert.Equal(t, int64(1), nestingScans.Load()-before, "byte scans of the file")
+
+	deep := src + "locals {\n  x = " + strings.Repeat("(", MaxNesting+1) + "1" + strings.Repeat(")", MaxNesting+1) + "\n}\n"
+	require.NoError(t, os.WriteFile(path, []byte(deep), 0o644))
+	cfg, diags := NewLoader(nil).Load(path)
+	assert.Nil(t, cfg)
+	require.True(t, diags.HasErrors())
+	assert.Equal(t, "Expression nested too deeply", diags[0].Summary)
+	assert.Equal(t, strings.Count(src, "\n")+2, diags[0].Subject.Start.Line)
 }
