@@ -613,8 +613,8 @@ type rolloutEval struct {
 	// arguments), the last few kept.
 	bundleInRequest bool
 	// sessions keep the workers running between requests, by argument
-	// list, the most recently used last. Requests are served one at a
-	// time (the meter's lock), so they need no lock of their own.
+	// list, the most recently used last. Requests are run one at a time
+	// (the meter's evaluation lock), so they need no lock of their own.
 	sessions []*rolloutSession
 	// starts counts the workers of the sessions closed.
 	starts int

@@ -121,13 +121,40 @@ type ReplyError struct {
 }
 
 // Meter charges rollouts against a budget and writes each charge to the
-// ledger before the method sees its result. All charging happens under one
-// lock: requests of a job are served one at a time.
+// ledger before the method sees its result. Requests are evaluated and
+// charged one at a time, in the order they take the evaluation lock; the
+// ledger's fsync is shared by the requests that wait for it together (a
+// group commit), and runs while the next request is evaluated. Each reply,
+// and the counts any reply shows, wait until the charges they count are on
+// disk.
 type Meter struct {
-	mu     sync.Mutex
-	counts Counts
-	ledger *os.File
-	sync   bool
+	// evalMu is held while a request is checked, evaluated and written to
+	// the ledger: requests are charged in order and cannot overspend.
+	evalMu sync.Mutex
+	// pending are the counts as charged by the requests written to the
+	// ledger, durable or not (evalMu held): the budget is checked on them.
+	pending Counts
+	seq     int // requests that changed pending (evalMu held)
+
+	mu sync.Mutex
+	// counts are the counts of the requests whose charges are durable and
+	// published, in order: status replies show them.
+	counts    Counts
+	published int // the last request whose counts are published
+	cond      *sync.Cond
+	ledger    *os.File
+	written   int64 // bytes written to the ledger
+
+	// syncMu is held by the one fsync in progress; synced (syncMu held)
+	// is how much of the ledger it and those before it made durable, and
+	// syncErr the first fsync failure (the ledger is not trusted after).
+	syncMu  sync.Mutex
+	synced  int64
+	syncErr error
+	sync    bool
+	// syncLedger syncs the ledger (tests count and hold its calls).
+	syncLedger func(*os.File) error
+
 	// progress gets a line, and onProgress the counts, every
 	// ProgressEvery charged rollouts.
 	progress   io.Writer
@@ -165,16 +192,18 @@ func NewMeter(o MeterOptions) (*Meter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rollout: open the ledger: %w", err)
 	}
-	m := &Meter{ledger: f, sync: !o.NoSync, progress: o.Progress, onProgress: o.OnProgress, onCharge: o.OnCharge}
+	m := &Meter{ledger: f, sync: !o.NoSync, syncLedger: (*os.File).Sync, progress: o.Progress, onProgress: o.OnProgress, onCharge: o.OnCharge}
+	m.cond = sync.NewCond(&m.mu)
 	m.counts.Budget = o.Budget
 	m.counts.Remaining = o.Budget
+	m.pending = m.counts
 	return m, nil
 }
 
 // Close closes the ledger.
 func (m *Meter) Close() error { return m.ledger.Close() }
 
-// Counts returns the totals.
+// Counts returns the totals whose charges are durable.
 func (m *Meter) Counts() Counts {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -191,20 +220,45 @@ type LedgerLine struct {
 	Cached bool     `json:"cached,omitempty"`
 }
 
+// charge is what one request changed: its counts, its charged outcomes,
+// the counts at each 10th charged rollout, and where its ledger lines end.
+type charge struct {
+	seq      int
+	counts   Counts
+	charged  []Outcome
+	progress []Counts
+	end      int64
+}
+
 // Serve runs one request: it refuses it whole when it asks for more than
 // the budget has left, else runs it and charges every item that got a
-// result.
+// result. The reply is written once the charges it counts are on disk.
 func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	fail := func(typ, format string, args ...any) Reply {
-		return Reply{Counts: m.counts, Error: &ReplyError{Type: typ, Message: fmt.Sprintf(format, args...)}}
+	if req.Op == "status" {
+		return Reply{Counts: m.Counts()}
 	}
-	switch req.Op {
-	case "status":
-		return Reply{Counts: m.counts}
-	case "rollout":
-	default:
+	m.evalMu.Lock()
+	c, rep := m.run(ctx, ev, req)
+	m.evalMu.Unlock()
+	if c == nil {
+		return rep
+	}
+	err := m.durable(c.end)
+	m.publish(c, err == nil)
+	if err != nil {
+		return Reply{Counts: m.Counts(), Error: &ReplyError{Type: ErrInternal, Message: fmt.Sprintf("cannot sync the ledger: %s", err)}}
+	}
+	rep.Counts = c.counts
+	return rep
+}
+
+// run checks, evaluates and writes one request to the ledger; evalMu is
+// held. A nil charge: the request changed nothing, and rep is its reply.
+func (m *Meter) run(ctx context.Context, ev Evaluator, req Request) (*charge, Reply) {
+	fail := func(typ, format string, args ...any) (*charge, Reply) {
+		return nil, Reply{Counts: m.Counts(), Error: &ReplyError{Type: typ, Message: fmt.Sprintf(format, args...)}}
+	}
+	if req.Op != "rollout" {
 		return fail(ErrBadRequest, "unknown op %q: the ops are \"rollout\" and \"status\"", req.Op)
 	}
 	if req.Bundle == "" || len(req.Items) == 0 {
@@ -224,10 +278,13 @@ func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
 			return fail(ErrBadRequest, "%s; nothing was charged", err)
 		}
 	}
-	if len(req.Items) > m.counts.Remaining {
-		m.counts.Refused += len(req.Items)
-		return fail(ErrBudgetExhausted, "%d rollout(s) asked for, %d of the budget of %d left; nothing was run or charged",
-			len(req.Items), m.counts.Remaining, m.counts.Budget)
+	if len(req.Items) > m.pending.Remaining {
+		m.pending.Refused += len(req.Items)
+		m.seq++
+		c := &charge{seq: m.seq, counts: m.pending, end: m.writtenNow()}
+		return c, Reply{Error: &ReplyError{Type: ErrBudgetExhausted, Message: fmt.Sprintf(
+			"%d rollout(s) asked for, %d of the budget of %d left; nothing was run or charged",
+			len(req.Items), m.pending.Remaining, m.pending.Budget)}}
 	}
 	out, err := ev.Rollouts(ctx, req.Bundle, req.Items)
 	if err != nil {
@@ -241,52 +298,99 @@ func (m *Meter) Serve(ctx context.Context, ev Evaluator, req Request) Reply {
 		return fail(ErrInternal, "the evaluation gave %d results for %d items; nothing was charged", len(out), len(req.Items))
 	}
 	var buf bytes.Buffer
-	var charged []Outcome
-	var progress []Counts // the counts as each 10th rollout was charged
-	next := m.counts
+	c := &charge{counts: m.pending}
 	for i := range out {
-		next.Attempted++
+		c.counts.Attempted++
 		if out[i].InfraFailure {
-			next.InfraFailures++
+			c.counts.InfraFailures++
 			continue
 		}
-		next.Charged++
-		next.Remaining--
+		c.counts.Charged++
+		c.counts.Remaining--
 		if out[i].Cached {
-			next.FromStore++
+			c.counts.FromStore++
 		}
-		if next.Charged%ProgressEvery == 0 {
-			progress = append(progress, next)
+		if c.counts.Charged%ProgressEvery == 0 {
+			c.progress = append(c.progress, c.counts)
 		}
 		out[i].Charged = true
-		charged = append(charged, out[i])
-		b, _ := json.Marshal(LedgerLine{N: next.Charged, Bundle: req.Bundle, Item: out[i].Item, Key: out[i].Key, Score: out[i].Score, Cached: out[i].Cached})
+		c.charged = append(c.charged, out[i])
+		b, _ := json.Marshal(LedgerLine{N: c.counts.Charged, Bundle: req.Bundle, Item: out[i].Item, Key: out[i].Key, Score: out[i].Score, Cached: out[i].Cached})
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
+	m.mu.Lock()
 	if buf.Len() > 0 {
 		if _, err := m.ledger.Write(buf.Bytes()); err != nil {
+			m.mu.Unlock()
 			return fail(ErrInternal, "cannot write the ledger: %s; nothing was charged", err)
 		}
-		if m.sync {
-			if err := m.ledger.Sync(); err != nil {
-				return fail(ErrInternal, "cannot sync the ledger: %s", err)
-			}
-		}
+		m.written += int64(buf.Len())
 	}
-	m.counts = next
-	if m.onCharge != nil && len(charged) > 0 {
-		m.onCharge(charged)
+	c.end = m.written
+	m.mu.Unlock()
+	m.pending = c.counts
+	m.seq++
+	c.seq = m.seq
+	return c, Reply{Results: out}
+}
+
+// writtenNow is how much of the ledger is written.
+func (m *Meter) writtenNow() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.written
+}
+
+// durable returns once the ledger's first end bytes are on disk: one
+// fsync covers every request written before it started, so requests that
+// wait together share it.
+func (m *Meter) durable(end int64) error {
+	if !m.sync {
+		return nil
 	}
-	for _, c := range progress {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	if m.syncErr != nil {
+		return m.syncErr
+	}
+	if m.synced >= end {
+		return nil
+	}
+	upTo := m.writtenNow()
+	if err := m.syncLedger(m.ledger); err != nil {
+		m.syncErr = err
+		return err
+	}
+	m.synced = upTo
+	return nil
+}
+
+// publish makes c's counts the meter's, in the order the requests were
+// charged, and reports its charges (ok: they are durable).
+func (m *Meter) publish(c *charge, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.published != c.seq-1 {
+		m.cond.Wait()
+	}
+	m.published = c.seq
+	m.cond.Broadcast()
+	if !ok {
+		return
+	}
+	m.counts = c.counts
+	if m.onCharge != nil && len(c.charged) > 0 {
+		m.onCharge(c.charged)
+	}
+	for _, p := range c.progress {
 		if m.progress != nil {
-			fmt.Fprintln(m.progress, c.String())
+			fmt.Fprintln(m.progress, p.String())
 		}
 		if m.onProgress != nil {
-			m.onProgress(c)
+			m.onProgress(p)
 		}
 	}
-	return Reply{Results: out, Counts: next}
 }
 
 // Server serves a Meter on a Unix socket.

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -256,4 +258,129 @@ func TestServerSocket(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, 25, m.Counts().Charged)
 	assert.Equal(t, 1, refused[0]+refused[1])
+}
+
+// Requests that come together share the ledger's fsync (#34): while one
+// request's charges are being synced, the next ones are run and written,
+// and one fsync makes them all durable. No reply comes before the ledger
+// lines it counts are synced, and the counts stay in order.
+func TestMeterGroupCommitsTheLedger(t *testing.T) {
+	const n = 8
+	ledger := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	m, err := NewMeter(MeterOptions{Budget: 1000, Ledger: ledger})
+	require.NoError(t, err)
+	defer m.Close()
+	var mu sync.Mutex
+	var syncs int
+	var synced int64 // the ledger's size at the end of the last fsync
+	written := func() int64 {
+		st, err := os.Stat(ledger)
+		require.NoError(t, err)
+		return st.Size()
+	}
+	allWritten := make(chan struct{})
+	m.syncLedger = func(f *os.File) error {
+		mu.Lock()
+		syncs++
+		first := syncs == 1
+		mu.Unlock()
+		if first {
+			// Hold the first fsync until every request is written: with
+			// one lock held over the fsync they cannot be, and after a
+			// while each runs with an fsync of its own.
+			select {
+			case <-allWritten:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		size := written()
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		mu.Lock()
+		synced = max(synced, size)
+		mu.Unlock()
+		return nil
+	}
+	go func() {
+		for {
+			b, err := os.ReadFile(ledger)
+			if err != nil || bytes.Count(b, []byte("\n")) == n*10 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		close(allWritten)
+	}()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep := m.Serve(context.Background(), &fakeEval{}, Request{Op: "rollout", Bundle: "b", Items: batch(10*i, 10)})
+			if !assert.Nil(t, rep.Error) {
+				return
+			}
+			mu.Lock()
+			durable := synced
+			mu.Unlock()
+			assert.GreaterOrEqual(t, durable, lineEnd(t, ledger, rep.Results[9].Item), "the reply came after its charges were synced")
+			assert.Zero(t, rep.Counts.Charged%10)
+		}()
+	}
+	wg.Wait()
+	assert.Less(t, syncs, n, "requests that came together shared an fsync")
+	assert.Equal(t, n*10, m.Counts().Charged)
+	lines := ledgerLines(t, ledger)
+	require.Len(t, lines, n*10)
+	for i, l := range lines {
+		assert.Equal(t, i+1, l.N, "charged in order")
+	}
+}
+
+// lineEnd is the offset in the ledger where the line of item id ends.
+func lineEnd(t *testing.T, ledger, id string) int64 {
+	b, err := os.ReadFile(ledger)
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte(`"item":"`+id+`"`))
+	require.GreaterOrEqual(t, i, 0, id)
+	return int64(i + bytes.IndexByte(b[i:], '\n') + 1)
+}
+
+// blockingEval holds each request until release is closed (or a while has
+// passed), and says when one has started.
+type blockingEval struct {
+	fakeEval
+	started chan struct{}
+	release chan struct{}
+	done    atomic.Bool
+}
+
+func (b *blockingEval) Rollouts(ctx context.Context, bundle string, ids []string) ([]Outcome, error) {
+	close(b.started)
+	select {
+	case <-b.release:
+	case <-time.After(5 * time.Second):
+	}
+	defer b.done.Store(true)
+	return b.fakeEval.Rollouts(ctx, bundle, ids)
+}
+
+// A status is answered while a request's rollouts run, with the counts
+// charged before it.
+func TestMeterStatusWhileARequestRuns(t *testing.T) {
+	m, _ := newMeter(t, 100, nil)
+	rep := m.Serve(context.Background(), &fakeEval{}, Request{Op: "rollout", Bundle: "b", Items: batch(0, 10)})
+	require.Nil(t, rep.Error)
+	ev := &blockingEval{started: make(chan struct{}), release: make(chan struct{})}
+	ran := make(chan Reply)
+	go func() {
+		ran <- m.Serve(context.Background(), ev, Request{Op: "rollout", Bundle: "b", Items: batch(10, 10)})
+	}()
+	<-ev.started
+	st := m.Serve(context.Background(), ev, Request{Op: "status"})
+	assert.False(t, ev.done.Load(), "the status was answered while the rollouts ran")
+	assert.Equal(t, 10, st.Counts.Charged)
+	close(ev.release)
+	assert.Equal(t, 20, (<-ran).Counts.Charged)
 }
