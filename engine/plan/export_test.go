@@ -9,3 +9,10 @@ var DiffEnvelopes = diffEnvelopes
 func (g *Graph) ResolveAddrs(given []string, flag string) (map[int]bool, hcl.Diagnostics) {
 	return g.resolveAddrs(given, flag)
 }
+
+// Lstats is how many paths the checker looked at one by one.
+func (pc *PathChecker) Lstats() int {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.lstats
+}

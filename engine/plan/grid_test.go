@@ -121,3 +121,27 @@ stage "command" "l2" {
 		assert.Len(t, l.Graph.Nodes, 120, "validate %v", validate)
 	}
 }
+
+// Validating checks the paths of a stage's many instances against a
+// listing of their folder, as a plan does, rather than one lstat a path,
+// and still finds an output that is a symlink leading out of the
+// workspace.
+func TestValidateListsAFolderOfOutputs(t *testing.T) {
+	const src = `stage "command" "x" {
+  for_each = toset([for i in range(200) : tostring(i)])
+  run      = ["sh", "-c", "echo ${each.key} > out/x_${each.key}"]
+  outputs  = ["out/x_${each.key}"]
+}
+`
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "out"), 0o755))
+	l, diags := planLike(plan.LoadOptions{Path: "p.hcl", Root: root, Validate: true})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	assert.Less(t, l.Graph.PathCheck().Lstats(), 40, "paths checked one by one, of 200 in one folder")
+
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, "out", "x_150")))
+	_, diags = planLike(plan.LoadOptions{Path: "p.hcl", Root: root, Validate: true})
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Error(), `"out/x_150": resolves through a symlink to`)
+}

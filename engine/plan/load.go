@@ -171,6 +171,10 @@ func valuesKnown(cfg *dsl.Config, vars, locals map[string]cty.Value) bool {
 // runs the kinds' stage-wide checks, so `validate` reports bad attribute
 // values without touching the cache.
 func (g *Graph) CheckStages() hcl.Diagnostics {
+	// Like a plan, the check looks at the workspace at one moment: paths
+	// are checked against folder listings, not one lstat each.
+	g.setPathSnapshot(true)
+	defer g.setPathSnapshot(false)
 	var diags hcl.Diagnostics
 	specs := map[string][]*stages.Node{}
 	ahead := g.evalAhead(func(*Node) bool { return true }, nil)

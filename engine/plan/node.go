@@ -579,6 +579,8 @@ type PathChecker struct {
 	// instead of one lstat per path.
 	snapshot bool
 	dirs     map[string]*dirListing
+	// lstats counts the paths checked one by one (checkOne).
+	lstats int
 }
 
 // dirListing is what a snapshot knows of one folder.
@@ -766,6 +768,7 @@ func listLinks(dir string) (links map[string]bool, ok bool) {
 // checkOne checks one prefix of a path; pc.mu is held. A symlink that
 // stays in the workspace is noted in pc.links.
 func (pc *PathChecker) checkOne(rel string) error {
+	pc.lstats++
 	full := filepath.Join(pc.root, rel)
 	st, err := os.Lstat(full)
 	if err != nil || st.Mode()&os.ModeSymlink == 0 {
