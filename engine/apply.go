@@ -123,6 +123,10 @@ type applier struct {
 	scratchMu   sync.Mutex
 	freeScratch []string
 	scratchN    int
+	// scratchLeft is how many nodes may still ask for a scratch folder:
+	// an emptied folder beyond them is removed at once, not kept for
+	// the run's end.
+	scratchLeft int
 	// finished are the nodes whose scratch folders wait to be taken back
 	// (recycleScratch) once the nodes their end made ready have started:
 	// the loop's own goroutine only.
@@ -222,6 +226,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 			planned = append(planned, runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key, Reasons: ns.pn.Reasons})
 		}
 	}
+	a.scratchLeft = len(planned)
 	if len(planned) > 0 {
 		if err := j.WriteBatch(planned); err != nil {
 			return nil, err

@@ -21,6 +21,7 @@ func (a *applier) scratchFor(ns *nodeState) string {
 	}
 	d := filepath.Join(a.j.Dir, "out", ns.logName(1))
 	ns.scratch = d
+	a.scratchLeft = max(a.scratchLeft-1, 0)
 	for len(a.freeScratch) > 0 {
 		f := a.freeScratch[len(a.freeScratch)-1]
 		a.freeScratch = a.freeScratch[:len(a.freeScratch)-1]
@@ -79,8 +80,9 @@ func emptyDir(d string) bool {
 }
 
 // recycleScratch takes back a finished node's scratch folder when the node
-// left it empty (its processes are gone: nothing writes there any more).
-// A folder with something in it stays where it is.
+// left it empty (its processes are gone: nothing writes there any more),
+// for a node that has none yet, or removes it where enough are kept for
+// the nodes left. A folder with something in it stays where it is.
 func (a *applier) recycleScratch(ns *nodeState) {
 	a.scratchMu.Lock()
 	defer a.scratchMu.Unlock()
@@ -89,6 +91,13 @@ func (a *applier) recycleScratch(ns *nodeState) {
 		return
 	}
 	if !emptyDir(d) {
+		return
+	}
+	if len(a.freeScratch) >= a.scratchLeft {
+		// No node left would take it: removed now, while the run's
+		// other nodes run, rather than at its end (a thousand nodes in
+		// flight at once free a thousand folders).
+		_ = syscall.Rmdir(d)
 		return
 	}
 	free := filepath.Join(a.j.Dir, "out", ".free")

@@ -140,3 +140,35 @@ func TestEmptyDir(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(d, "file"), nil, 0o644))
 	assert.False(t, emptyDir(filepath.Join(d, "file")), "a file is not an empty folder")
 }
+
+// Four nodes hold their scratch folders at once; the one node after them
+// needs one folder: the other three emptied folders are removed as their
+// nodes end, not kept in out/.free until the run's end.
+const wideScratchPipeline = `
+pipeline "scratch" {}
+stage "command" "wide" {
+  for_each = toset(["a", "b", "c", "d"])
+  shell    = true
+  run      = <<-EOT
+    mkdir -p seen && : > seen/${each.key}
+    while [ "$(ls seen | wc -l)" -lt 4 ]; do sleep 0.02; done
+    echo ${each.key} > ${each.key}.txt
+  EOT
+  outputs  = ["${each.key}.txt"]
+}
+stage "command" "last" {
+  after = [stage.wide]
+  shell = true
+  run   = "ls -A \"$(dirname \"$CAIRN_OUT_DIR\")/.free\" 2>/dev/null | wc -l > free.txt"
+  outputs = ["free.txt"]
+}
+`
+
+func TestScratchFreedWhenNoNodeIsLeftToUseIt(t *testing.T) {
+	w := newWorkspace(t, wideScratchPipeline)
+	r := w.apply(ApplyOptions{Parallelism: 4})
+	require.Equal(t, 5, r.res.Ran, r.out)
+	assert.Equal(t, "0", strings.TrimSpace(w.Read("free.txt")), "emptied folders kept while the last node ran")
+	_, err := os.Stat(filepath.Join(w.Cache, "runs", r.res.RunID, "out", ".free"))
+	assert.True(t, os.IsNotExist(err), "no folder kept for reuse after the run")
+}
