@@ -679,22 +679,7 @@ func TestSlurmArrayKilledBeforeItsJournalRecords(t *testing.T) {
   outputs  = ["out_${each.key}.txt"]
 }
 `)
-	first := w.command("apply", "main.hcl")
-	first.Path = failpointCairn(t)
-	first.Env = append(first.Env, "CAIRN_TEST_KILL_AFTER_ARRAYS=1")
-	out, err := first.CombinedOutput()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, string(out))
-	require.Equal(t, -1, ee.ExitCode(), "killed by its crash point:\n%s", out)
-	runs := w.runs()
-	require.Len(t, runs, 1)
-	run := runs[0].ID
-	var unnamed int
-	for _, e := range runs[0].Entries {
-		if e.T == runlog.Started && e.Job != nil && e.Job.ID == "" && e.Job.Details["array"] != "" {
-			unnamed++
-		}
-	}
+	run, unnamed := w.killedBeforeJobIDs(t, "CAIRN_TEST_KILL_AFTER_ARRAYS", "array")
 	require.Equal(t, len(keys), unnamed, "each task journaled by its array's comment before the sbatch")
 
 	out2, code := w.run("apply", "main.hcl")
@@ -709,4 +694,52 @@ func TestSlurmArrayKilledBeforeItsJournalRecords(t *testing.T) {
 	for _, line := range lines {
 		assert.Contains(t, line, "|COMPLETED|cairn array stage.work tasks 6 sub ", "no task left in Slurm:\n%s", jobs)
 	}
+}
+
+// A node that is no stage's instance is one job. cairn killed (kill -9)
+// after its sbatch and before the job's id was journaled: the next apply
+// finds the job by the comment journaled before the sbatch and re-attaches
+// to it. The node runs once, and the one job is all the run left in Slurm.
+func TestSlurmJobKilledBeforeItsJournalRecord(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	w.write("main.hcl", slurmPipeline+`stage "command" "one" {
+  run     = ["sh", "-c", "echo start >> exec.log; echo one > out.txt"]
+  outputs = ["out.txt"]
+}
+`)
+	run, unnamed := w.killedBeforeJobIDs(t, "CAIRN_TEST_KILL_AFTER_STARTS", "comment")
+	require.Equal(t, 1, unnamed, "the job journaled by its comment before the sbatch")
+
+	out2, code := w.run("apply", "main.hcl")
+	require.Equal(t, 0, code, out2)
+	assert.Equal(t, "start\n", w.execLog(), "the node ran once")
+	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%i|%T|%k")
+	lines := strings.Split(strings.TrimSpace(jobs), "\n")
+	assert.Len(t, lines, 1, "the one job and nothing else:\n%s", jobs)
+	assert.Contains(t, jobs, "|COMPLETED|cairn stage.one attempt 1 sub ", "no job left in Slurm:\n%s", jobs)
+}
+
+// killedBeforeJobIDs applies main.hcl with cairn's crash point kill (a
+// CAIRN_TEST_KILL_AFTER_* variable) at 1: it returns the killed run's id
+// and how many started records it journaled with no job id, naming the
+// job by its detail (comment or array).
+func (w *workspace) killedBeforeJobIDs(t *testing.T, kill, detail string) (string, int) {
+	t.Helper()
+	first := w.command("apply", "main.hcl")
+	first.Path = failpointCairn(t)
+	first.Env = append(first.Env, kill+"=1")
+	out, err := first.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, string(out))
+	require.Equal(t, -1, ee.ExitCode(), "killed by its crash point:\n%s", out)
+	runs := w.runs()
+	require.Len(t, runs, 1)
+	var unnamed int
+	for _, e := range runs[0].Entries {
+		if e.T == runlog.Started && e.Job != nil && e.Job.ID == "" && e.Job.Details[detail] != "" {
+			unnamed++
+		}
+	}
+	return runs[0].ID, unnamed
 }

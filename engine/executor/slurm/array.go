@@ -161,10 +161,3 @@ func (c *Client) SubmitArray(ctx context.Context, a *Array) ([]Ref, error) {
 	}
 	return refs, nil
 }
-
-// FindArray looks up the run's array submitted under comment (by a cairn
-// that was killed before it journaled the tasks' job ids): its base id,
-// or found false where Slurm shows none.
-func (c *Client) FindArray(ctx context.Context, comment string) (string, bool, error) {
-	return c.findByComment(ctx, comment)
-}

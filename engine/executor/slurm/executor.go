@@ -268,10 +268,10 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 	e.mu.Unlock()
 	var ref Ref
 	var submitted time.Time
-	if adopted && old.ID == "" && old.Details["array"] != "" {
-		// Journaled before its array's sbatch answered: found by the
-		// array's comment, or submitted again where it never was.
-		r, found, err := e.findTask(ctx, c, old)
+	if adopted && old.ID == "" && (old.Details["array"] != "" || old.Details["comment"] != "") {
+		// Journaled before its sbatch answered: found by its comment
+		// (its array's), or submitted again where it never was.
+		r, found, err := e.findPending(ctx, c, old)
 		if err != nil {
 			return failed(failclass.Infra, process.RedactSecrets(err.Error(), spec.Secrets))
 		}

@@ -112,14 +112,22 @@ func (e *Executor) gather(c *Client, key string, g *gathering) {
 	e.submitArray(c, g.stage, g.members)
 }
 
-// submitAlone submits m's job as a single job.
+// submitAlone submits m's job as a single job. Before the sbatch, the
+// member's Submitting journals a reference that finds the job by its
+// comment (a cairn killed before Started's record re-attaches by it);
+// Started follows with the job's id.
 func (e *Executor) submitAlone(c *Client, m *member) {
 	defer close(m.done)
+	m.job.prelude = ""
 	if err := writeScript(m.job); err != nil {
 		m.err = fmt.Errorf("slurm: writing the batch script of %s: %w", m.job.Node, err)
 		return
 	}
-	id, err := c.submit(m.ctx, m.job)
+	token := newToken()
+	if m.spec.Submitting != nil {
+		m.spec.Submitting(e.pendingRef(c.run, m, "comment", comment(m.job, token)))
+	}
+	id, err := c.submitAs(m.ctx, m.job, token)
 	if err != nil {
 		m.err = err
 		return
@@ -173,7 +181,7 @@ func (e *Executor) submitArray(c *Client, stage string, members []*member) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.spec.Submitting(e.taskRef(c.run, a.Comment, i, m))
+			m.spec.Submitting(e.pendingRef(c.run, m, "array", a.Comment, "task", strconv.Itoa(i)))
 		}()
 	}
 	wg.Wait()
@@ -202,40 +210,55 @@ func (e *Executor) submitArray(c *Client, stage string, members []*member) {
 	}
 }
 
-// taskRef is the journal's reference to task i of the array with that
-// comment before Slurm gave it an id.
-func (e *Executor) taskRef(run, comment string, i int, m *member) process.JobRef {
-	return process.JobRef{Executor: e.Name(), Details: map[string]string{
+// pendingRef is the journal's reference to m's job before Slurm gave it
+// an id: kv names it ("comment" and the job's --comment; "array" and the
+// array's --comment with "task" and its index).
+func (e *Executor) pendingRef(run string, m *member, kv ...string) process.JobRef {
+	d := map[string]string{
 		"run": run, "exit_file": m.job.ExitFile, "spec": m.digest, "stdout": m.spec.Stdout, "stderr": m.spec.Stderr,
-		"array": comment, "task": strconv.Itoa(i),
-	}}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		d[kv[i]] = kv[i+1]
+	}
+	return process.JobRef{Executor: e.Name(), Details: d}
 }
 
-// findTask is the job of a dead run's task that was journaled before its
-// array's id (old has no ID): found by the array's comment. found is false
-// where Slurm shows no such array and the task left no exit file (it was
-// never submitted): the node is submitted again. A task whose array Slurm
-// has forgotten but whose exit file is there is followed under its
-// reference, and collected from that file.
-func (e *Executor) findTask(ctx context.Context, c *Client, old process.JobRef) (Ref, bool, error) {
+// findPending is the job of a dead run's node that was journaled before
+// its job's id (old has no ID): a single job found by its comment, an
+// array's task by the array's. found is false where Slurm shows no such
+// job and the node's job left no exit file (it was never submitted): the
+// node is submitted again. A job Slurm has forgotten whose exit file is
+// there is followed under its reference, and collected from that file.
+func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRef) (Ref, bool, error) {
 	ref := Ref{Run: old.Details["run"], ExitFile: old.Details["exit_file"]}
+	want, what := old.Details["comment"], "job"
+	if a := old.Details["array"]; a != "" {
+		want, what = a, "job array"
+	}
 	backoff := c.opts.RetryBackoff
 	deadline := time.Now().Add(c.opts.SubmitRetryFor)
 	for {
-		base, found, err := c.FindArray(ctx, old.Details["array"])
+		base, found, err := c.findByComment(ctx, want)
 		if err == nil {
+			task := old.Details["task"]
 			if found {
-				ref.JobID = base + "_" + old.Details["task"]
+				ref.JobID = base
+				if old.Details["array"] != "" {
+					ref.JobID += "_" + task
+				}
 				return ref, true, nil
 			}
 			if _, err := os.Stat(ref.ExitFile); err == nil {
-				ref.JobID = "task " + old.Details["task"] + " of " + old.Details["array"]
+				ref.JobID = "the job of " + want
+				if old.Details["array"] != "" {
+					ref.JobID = "task " + task + " of " + want
+				}
 				return ref, true, nil
 			}
 			return Ref{}, false, nil
 		}
 		if ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
-			return Ref{}, false, fmt.Errorf("slurm: looking up the job array a killed cairn submitted (%s): %w", old.Details["array"], err)
+			return Ref{}, false, fmt.Errorf("slurm: looking up the %s a killed cairn submitted (%s): %w", what, want, err)
 		}
 		select {
 		case <-time.After(backoff):

@@ -143,7 +143,11 @@ func newToken() string {
 }
 
 func (c *Client) submit(ctx context.Context, job *Job) (string, error) {
-	token := newToken()
+	return c.submitAs(ctx, job, newToken())
+}
+
+// submitAs submits job under the comment token makes.
+func (c *Client) submitAs(ctx context.Context, job *Job, token string) (string, error) {
 	return c.sbatch(ctx, job.Node, c.sbatchArgs(job, token), jobEnv(job.Env, job.GPUs), comment(job, token))
 }
 
