@@ -32,6 +32,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -107,15 +108,31 @@ def run(cmd, cwd, env=None):
     return t
 
 
+def children_cpu():
+    """User + system CPU seconds of the children waited for so far (a
+    cairn's own and its workers', which it waits for)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+# name -> median CPU seconds (user + system) of the last rounds()' commands.
+CPU = {}
+
+
 def rounds(cmds):
-    """cmds: name -> function returning seconds; runs them in turns."""
+    """cmds: name -> function returning seconds; runs them in turns. Also
+    sets CPU: each command's median CPU time."""
     times = {n: [] for n in cmds}
+    cpus = {n: [] for n in cmds}
     names = list(cmds)
     for r in range(ROUNDS):
         k = r % len(names)
         for n in names[k:] + names[:k]:
+            c0 = children_cpu()
             times[n].append(cmds[n]())
+            cpus[n].append(children_cpu() - c0)
         log("  round %d/%d done" % (r + 1, ROUNDS))
+    CPU.update({n: statistics.median(c) for n, c in cpus.items()})
     return {n: statistics.median(t) for n, t in times.items()}
 
 
@@ -159,7 +176,7 @@ def eval_row(work, inflight, rows, checks):
     sim.stop()
     ideal = math.ceil(n / inflight) * lat
     for name, t in med.items():
-        rows.append((f"{n} items, {inflight} in flight, {lat * 1000:g} ms: {name}", t, ideal, med["minimal client"]))
+        rows.append((f"{n} items, {inflight} in flight, {lat * 1000:g} ms: {name}", t, ideal, med["minimal client"], CPU[name]))
         if name.startswith("cairn,"):
             checks.append((f"evaluate {inflight} in flight, {name[7:]}: >= 95% of the server-bound rate",
                            ideal / t >= TARGET, "%.0f%% (%.2f s vs %.2f s ideal; minimal client %.0f%%)" % (
@@ -211,7 +228,7 @@ stage "optimize" "o" {{
     sim.stop()
     ideal = math.ceil(n / inflight) * lat
     for name, t in med.items():
-        rows.append((f"optimize, {n} rollouts in requests of {batch}, {inflight} in flight, {lat * 1000:g} ms: {name} (method's time)", t, ideal, None))
+        rows.append((f"optimize, {n} rollouts in requests of {batch}, {inflight} in flight, {lat * 1000:g} ms: {name} (method's time)", t, ideal, None, CPU[name]))
         if name == "cairn":
             checks.append(("rollout service, 256 in flight: >= 95% of the server-bound rollouts/s", ideal / t >= TARGET,
                            "%.0f rollouts/s vs %.0f (%.0f%%)" % (n / t, n / ideal, 100 * ideal / t)))
@@ -251,7 +268,7 @@ def cold_row(work, rows, checks):
     med = rounds({name: apply(b) for name, b in cairns()})
     sim.stop()
     for name, t in med.items():
-        rows.append((f"cold start, {n} items, {stored} in the store: {name}, time to the first request", t, None, None))
+        rows.append((f"cold start, {n} items, {stored} in the store: {name}, time to the first request", t, None, None, CPU[name]))
         if name == "cairn":
             checks.append(("cold start 50k items, 49k stored: first request <= 1 s", t <= 1.0, "%.2f s" % t))
 
@@ -272,18 +289,19 @@ def main():
             cold_row(work, rows, checks)
         # Each row's figures as soon as it has them (a long run cut short
         # keeps them).
-        for name, t, ideal, client in rows[done:]:
-            log("  %s: %.3f s%s" % (name, t, " (ideal %.2f s, %.0f%%)" % (ideal, 100 * ideal / t) if ideal else ""))
+        for name, t, ideal, client, cpu in rows[done:]:
+            log("  %s: %.3f s, CPU %.2f s%s" % (name, t, cpu, " (ideal %.2f s, %.0f%%)" % (ideal, 100 * ideal / t) if ideal else ""))
     end = open("/proc/loadavg").read().split()[:3]
     md = ["", "## Evaluations at the pace of the server (bench/evalpace.py, simulated model)", "",
           "%d rounds in turns; medians. Load average %s at the start, %s at the end, on %d cores. "
           "Ideal: ceil(items / in flight) x latency, what the server allows; the minimal client sends the same requests "
-          "at the same concurrency without cairn." % (ROUNDS, " ".join(load), " ".join(end), os.cpu_count()), "",
-          "| row | median | ideal | % of ideal | minimal client |", "|---|---:|---:|---:|---:|"]
-    for name, t, ideal, client in rows:
-        md.append("| %s | %.3f s | %s | %s | %s |" % (name, t, "%.2f s" % ideal if ideal else "",
-                                                      "%.0f%%" % (100 * ideal / t) if ideal else "",
-                                                      "%.3f s" % client if client else ""))
+          "at the same concurrency without cairn. CPU: user + system time of the command and the processes it waited for "
+          "(cairn's workers), median." % (ROUNDS, " ".join(load), " ".join(end), os.cpu_count()), "",
+          "| row | median | CPU | ideal | % of ideal | minimal client |", "|---|---:|---:|---:|---:|---:|"]
+    for name, t, ideal, client, cpu in rows:
+        md.append("| %s | %.3f s | %.2f s | %s | %s | %s |" % (name, t, cpu, "%.2f s" % ideal if ideal else "",
+                                                               "%.0f%%" % (100 * ideal / t) if ideal else "",
+                                                               "%.3f s" % client if client else ""))
     md += ["", "| target | measured | |", "|---|---|---|"]
     for what, ok, measured in checks:
         md.append("| %s | %s | %s |" % (what, measured, "met" if ok else "MISSED"))
