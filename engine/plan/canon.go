@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -18,10 +19,18 @@ import (
 // so that keys change when a secret changes but never hold it. known is
 // false when any part of v is unknown.
 func canonicalJSON(v cty.Value) (out []byte, known bool) {
-	b := bytes.NewBuffer(make([]byte, 0, 256))
-	ok := writeCanon(b, v)
-	return b.Bytes(), ok
+	b := canonBufs.Get().(*bytes.Buffer)
+	defer canonBufs.Put(b)
+	b.Reset()
+	if !writeCanon(b, v) {
+		return nil, false
+	}
+	return bytes.Clone(b.Bytes()), true
 }
+
+// canonBufs are canonicalJSON's scratch buffers: what it returns is one
+// allocation of the encoding's size.
+var canonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 	if v.IsMarked() {

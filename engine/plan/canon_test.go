@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strconv"
 	"testing"
@@ -29,6 +30,17 @@ func TestCanonicalJSONAllocs(t *testing.T) {
 	n := testing.AllocsPerRun(100, func() { canonicalJSON(v) })
 	if n > 8 {
 		t.Errorf("canonicalJSON of 2 attributes, 4 strings: %v allocations, want <= 8", n)
+	}
+	// The bytes it keeps are the encoding's, not a scratch buffer's.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 1000
+	for range runs {
+		canonicalJSON(v)
+	}
+	runtime.ReadMemStats(&after)
+	if b := (after.TotalAlloc - before.TotalAlloc) / runs; b > 4*uint64(len(want)) {
+		t.Errorf("canonicalJSON of a %d-byte encoding: %d bytes allocated a call, want <= %d", len(want), b, 4*len(want))
 	}
 }
 
