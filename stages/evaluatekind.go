@@ -329,14 +329,8 @@ func (d *evalDecoder) runtime(s *evalSpec) {
 	ty := v.Type()
 	if !(ty.IsObjectType() || ty.IsMapType()) {
 		d.bad("runtime", "runtime is an object of the settings that change a result: topology, framework, communication format, team size, decoding parameters, evaluation seed.")
-	} else if b, err := dsl.MarshalJSON(v, ty); err != nil {
+	} else if err := decodeValue(v, &s.runtime, false, true); err != nil {
 		d.bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		if err := dec.Decode(&s.runtime); err != nil {
-			d.bad("runtime", fmt.Sprintf("runtime cannot be written as JSON: %s.", err))
-		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package stages
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/storage/atomicfile"
@@ -127,8 +125,9 @@ type jobSpec struct {
 	known               bool // every attribute is known
 }
 
-// jsonAttr decodes a known attribute through its JSON form into dst; it
-// reports false when the attribute is absent or not known yet.
+// jsonAttr decodes a known attribute into dst as its JSON form decodes
+// (decodeValue); it reports false when the attribute is absent or not
+// known yet.
 func jsonAttr(n *Node, attr string, dst any, diags *hcl.Diagnostics, what string) bool {
 	v, ok := n.Args[attr]
 	if !ok || v.IsNull() {
@@ -137,14 +136,7 @@ func jsonAttr(n *Node, attr string, dst any, diags *hcl.Diagnostics, what string
 	if !v.IsWhollyKnown() {
 		return false
 	}
-	v = unmarkDeep(v)
-	b, err := dsl.MarshalJSON(v, v.Type())
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		err = dec.Decode(dst)
-	}
-	if err != nil {
+	if err := decodeValue(v, dst, true, false); err != nil {
 		*diags = append(*diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be %s.", attr, what), n.Ranges[attr])...)
 		return false
 	}
