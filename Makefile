@@ -103,7 +103,7 @@ bench: build
 # package's testdata/fuzz, where go test then runs it as a test).
 FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
 	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
-	./stages/modelcache:FuzzParse
+	./stages/modelcache:FuzzParse ./dsl:FuzzAppendJSONString
 
 fuzz:
 	@failed=0; summary=""; \
