@@ -272,3 +272,18 @@ func FuzzFastParse(f *testing.F) {
 		checkFastParse(t, src, hcl.InitialPos)
 	})
 }
+
+// A stage block of a generated chain (kind and name labels, run and
+// outputs of quoted strings, after) is parsed in a few allocations: the
+// nodes hclsyntax's tree is made of are allocated together where they
+// come together.
+func TestFastParseAllocs(t *testing.T) {
+	src := []byte(chainPipeline(100))
+	if fastParse(src, "chain.hcl", hcl.InitialPos) == nil {
+		t.Fatal("the chain is outside fastParse's subset")
+	}
+	n := testing.AllocsPerRun(5, func() { fastParse(src, "chain.hcl", hcl.InitialPos) })
+	if per := n / 100; per > 40 {
+		t.Errorf("fastParse: %.1f allocations a stage, want <= 40", per)
+	}
+}
