@@ -361,6 +361,11 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		return optFailure(failclass.Infra, "%s", err)
 	}
 	defer srv.Close()
+	if o.s.bundleInRequest {
+		// One session of workers serves every bundle: it starts with the
+		// method, so that the method's first request does not wait for it.
+		ev.prestart(srvCtx)
+	}
 
 	res, err := o.runMethod(ctx, sock, logPath)
 	srv.Close()
@@ -663,6 +668,15 @@ func (e *rolloutEval) session(ctx context.Context, argv []string) (*items.Sessio
 	}
 	e.sessions = append(e.sessions, &rolloutSession{argv: id, s: s})
 	return s, nil
+}
+
+// prestart opens the session of the worker command as written (the one
+// session of a worker that takes its bundle in its requests) and starts its
+// workers. An error is left for the first request, which meets it again.
+func (e *rolloutEval) prestart(ctx context.Context) {
+	if s, err := e.session(ctx, e.spec.worker); err == nil {
+		_ = s.Start()
+	}
 }
 
 // closeSession ends a session's workers and counts them.

@@ -99,6 +99,21 @@ func (s *Session) Evaluate(ctx context.Context, b Batch) (Summary, error) {
 	return sum, err
 }
 
+// Start starts the session's workers now, before its first batch, so that
+// the first batch does not wait for them either. Its error (no worker
+// command, the claims cannot be opened) is also the first batch's.
+func (s *Session) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrSessionClosed
+	}
+	if s.err != nil {
+		return s.err
+	}
+	return s.r.start(s.ctx, 0)
+}
+
 // WorkerStarts counts the worker processes the session started.
 func (s *Session) WorkerStarts() int {
 	s.r.mu.Lock()

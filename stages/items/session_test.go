@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,29 @@ func TestSessionWorkerThatCannotStart(t *testing.T) {
 	assert.True(t, s.Dead())
 	_, err = s.Evaluate(context.Background(), Batch{Items: makeItems(2), BundleDigest: "sha256:b"})
 	assert.ErrorIs(t, err, ErrWorker)
+}
+
+// Start starts a session's workers before its first batch (#34: an
+// optimize stage's rollout service starts them with the method, so that
+// its first request does not wait for a worker to start); the first batch
+// is served by them.
+func TestSessionStartStartsTheWorkersBeforeTheFirstBatch(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(nil)
+	cfg.Replicas = 2
+	s, err := OpenSession(context.Background(), cfg)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Start())
+	for deadline := time.Now().Add(time.Minute); s.WorkerStarts() < 2; {
+		require.True(t, time.Now().Before(deadline), "the workers started before the first batch")
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Empty(t, f.requests(), "nothing is sent before a batch")
+	sum, err := s.Evaluate(context.Background(), Batch{Items: makeItems(10), BundleDigest: "sha256:b"})
+	require.NoError(t, err)
+	assert.Equal(t, 10, sum.Evaluated)
+	assert.Equal(t, 2, sum.WorkerStarts, "the first batch is served by the workers started before it")
+	s.Close()
+	assert.ErrorIs(t, s.Start(), ErrSessionClosed)
 }
