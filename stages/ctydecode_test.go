@@ -248,3 +248,48 @@ func TestDecodeJobAllocations(t *testing.T) {
 	t.Logf("decodeJob: %.0f allocations", allocs)
 	assert.LessOrEqual(t, allocs, 100.0)
 }
+
+func TestUnmarkDeepMatchesCty(t *testing.T) {
+	r := rand.New(rand.NewPCG(34, 3))
+	marked := 0
+	for range 3000 {
+		v := randValue(r, 0)
+		require.Equal(t, v.ContainsMarked(), hasMarks(v), "%#v", v)
+		want, _ := v.UnmarkDeep()
+		require.True(t, unmarkDeep(v).RawEquals(want), "%#v", v)
+		if hasMarks(v) {
+			marked++
+		}
+	}
+	require.Greater(t, marked, 100)
+}
+
+// seedEvalNode is a seed_validation node of seed 002's experiment grid as
+// plan evaluates it: its endpoints known only once the task model runs.
+func seedEvalNode() *Node {
+	return &Node{Address: `stage.seed_validation["gepa/hotpotqa/centralized+json/qwen/1"]`, Stage: "seed_validation", Args: map[string]cty.Value{
+		"worker":        strs("python3", "testdata/workers/chat_worker.py", "--system-prompt-file", "testdata/optimizer/bundles/seed/system.txt"),
+		"items":         cty.StringVal("testdata/optimizer/data/hotpotqa/val.jsonl"),
+		"bundle":        strs("testdata/optimizer/bundles/seed/"),
+		"model":         cty.StringVal("Qwen/Qwen3.5-9B"),
+		"runtime":       cty.ObjectVal(map[string]cty.Value{"runtime": cty.StringVal("centralized+json"), "temperature": cty.NumberIntVal(0), "eval_seed": cty.NumberIntVal(1)}),
+		"endpoints":     cty.DynamicVal,
+		"max_in_flight": cty.NumberIntVal(8),
+		"item_timeout":  cty.StringVal("10m"),
+		"env":           cty.EmptyObjectVal,
+		"scores":        cty.StringVal("runs/gepa/hotpotqa/centralized+json/qwen/1/validation/seed_scores.jsonl"),
+		"needed":        cty.True,
+	}, Ranges: map[string]hcl.Range{}}
+}
+
+// An evaluate node is decoded several times while a grid is planned: its
+// attributes are read without copying them.
+func TestDecodeEvaluateAllocations(t *testing.T) {
+	n := seedEvalNode()
+	s, diags := decodeEvaluate(n)
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	assert.Equal(t, map[string]any{"runtime": "centralized+json", "temperature": json.Number("0"), "eval_seed": json.Number("1")}, s.runtime)
+	allocs := testing.AllocsPerRun(50, func() { decodeEvaluate(n) })
+	t.Logf("decodeEvaluate: %.0f allocations", allocs)
+	assert.LessOrEqual(t, allocs, 40.0)
+}

@@ -191,8 +191,7 @@ func (d *evalDecoder) known(attr string) (cty.Value, bool) {
 	if !ok || !v.IsWhollyKnown() || v.IsNull() {
 		return cty.NilVal, false
 	}
-	v, _ = v.UnmarkDeep()
-	return v, true
+	return unmarkDeep(v), true
 }
 
 func (d *evalDecoder) str(attr string) (string, bool) {

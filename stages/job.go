@@ -3,7 +3,9 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -357,6 +359,11 @@ func sealRefusal(root, out string, want JobIdentity) string {
 func (Job) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
 	s, diags := decodeJob(n)
 	if diags.HasErrors() || !s.known {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(root, s.out, "job.json")); errors.Is(err, fs.ErrNotExist) {
+		// A fresh out folder: nothing to compare, and the sealed files
+		// are not digested (a grid's plan would read every job's).
 		return nil
 	}
 	id, err := s.identity(root)

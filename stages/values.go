@@ -25,7 +25,7 @@ func StringList(v cty.Value) ([]string, error) {
 	if out, ok := plainStrings(v); ok {
 		return out, nil
 	}
-	v, _ = v.UnmarkDeep()
+	v = unmarkDeep(v)
 	if v.IsNull() {
 		return nil, nil
 	}
@@ -65,27 +65,46 @@ func plainStrings(v cty.Value) ([]string, bool) {
 }
 
 // unmarkDeep is v.UnmarkDeep() without the copy when nothing in v is
-// marked, for the common flat values (strings, lists of strings).
+// marked (cty's UnmarkDeep rebuilds the whole value all the same).
 func unmarkDeep(v cty.Value) cty.Value {
-	if !v.IsMarked() && v.IsKnown() && !v.IsNull() {
-		ty := v.Type()
-		if ty.IsPrimitiveType() {
-			return v
-		}
-		if ty.IsListType() || ty.IsTupleType() {
-			flat := true
-			for e := range dsl.Elements(v) {
-				if flat = !e.IsMarked() && e.Type().IsPrimitiveType(); !flat {
-					break
-				}
-			}
-			if flat {
-				return v
-			}
-		}
+	if !hasMarks(v) {
+		return v
 	}
 	v, _ = v.UnmarkDeep()
 	return v
+}
+
+// hasMarks reports whether v or a value inside it is marked: what
+// v.ContainsMarked() reports, without making a path for every value.
+func hasMarks(v cty.Value) bool {
+	if v.IsMarked() {
+		return true
+	}
+	if !v.IsKnown() || v.IsNull() {
+		return false
+	}
+	ty := v.Type()
+	switch {
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		for e := range dsl.Elements(v) {
+			if hasMarks(e) {
+				return true
+			}
+		}
+	case ty.IsMapType():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); hasMarks(e) {
+				return true
+			}
+		}
+	case ty.IsObjectType():
+		for name := range ty.AttributeTypes() {
+			if hasMarks(v.GetAttr(name)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // StringArg is a node's string attribute when it is known: ok is false
@@ -96,7 +115,7 @@ func StringArg(n *Node, attr string) (s string, ok bool, diags hcl.Diagnostics) 
 	if !present || !v.IsWhollyKnown() || v.IsNull() {
 		return "", false, nil
 	}
-	v, _ = v.UnmarkDeep()
+	v = unmarkDeep(v)
 	c, err := convert.Convert(v, cty.String)
 	if err != nil || c.IsNull() || c.AsString() == "" {
 		return "", false, Diag("Invalid "+attr, attr+" must be a non-empty string.", n.Ranges[attr])
