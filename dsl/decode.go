@@ -220,7 +220,6 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 		Funcs:     l.Funcs,
 		Variables: map[string]*Variable{},
 		Locals:    map[string]*Local{},
-		StageMap:  map[string]*Stage{},
 		Files:     l.Parser.Files(),
 	}
 	var diags hcl.Diagnostics
@@ -236,6 +235,7 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 			}
 		}
 	}
+	cfg.StageMap = make(map[string]*Stage, len(stageBlocks)) // sized once
 	decoded := l.decodeStages(stageBlocks)
 	for i := range files {
 		content, d := contents[i], contentDiags[i]

@@ -319,7 +319,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		diags = append(diags, p.onlyRefusals(targets)...)
 	}
 	if !diags.HasErrors() {
-		specs := map[string][]*stages.Node{}
+		specs := make(map[string][]*stages.Node, len(g.StageOrder))
 		for _, pn := range p.Nodes {
 			if pn.Spec != nil {
 				specs[pn.Node.Stage.Name] = append(specs[pn.Node.Stage.Name], pn.Spec)
