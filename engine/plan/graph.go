@@ -47,6 +47,9 @@ type Node struct {
 	// for_each waits for values (validate without values): its each.key
 	// and each.value are unknown.
 	waiting bool
+	// unknown is UnknownInstance's value for the node, made once.
+	unknown     cty.Value
+	unknownOnce sync.Once
 }
 
 // Graph is the node DAG of a pipeline. Nodes are in a topological order
@@ -879,8 +882,15 @@ func (g *Graph) planStageObject(name string) cty.Value {
 // (stage.NAME[KEY].ATTR and self.ATTR).
 var InstanceAttrs = dsl.InstanceAttrs
 
+// UnknownInstance is a node's instance object before it runs: its key and
+// each value, the rest unknown. The value is made once per node.
 func UnknownInstance(n *Node) cty.Value {
-	attrs := map[string]cty.Value{}
+	n.unknownOnce.Do(func() { n.unknown = unknownInstance(n) })
+	return n.unknown
+}
+
+func unknownInstance(n *Node) cty.Value {
+	attrs := make(map[string]cty.Value, len(InstanceAttrs)+2)
 	for _, a := range InstanceAttrs {
 		attrs[a] = cty.DynamicVal
 	}

@@ -56,6 +56,10 @@ type PlannedNode struct {
 	// fails is the message of a cached node's failing postcondition:
 	// apply restores it, then fails it.
 	fails string
+	// svcDigest is a service node's output digest as its consumers' keys
+	// hold it (svcOK), once svcDone.
+	svcDigest      string
+	svcOK, svcDone bool
 }
 
 // Plan is what apply would do.
@@ -415,15 +419,19 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if err := g.SetServiceWeights(n, sn, cache.Stat); err != nil {
 		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the weights", Detail: fmt.Sprintf("%s: %s. Set weights to the folder or file of the model's weights, or to their digest (\"sha256:...\").", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
 	}
+	// While an upstream's output is unknown the key is too (envelopeFrom
+	// says which upstream before it looks at the rest): the node's
+	// arguments and inputs are not digested for it.
+	waits := unknownUpstream(g, n, upstream)
 	base := ahead.base
-	if !ahead.based {
+	if !ahead.based && !waits {
 		base = g.envelopeBase(n, sn, cache.Stat)
 	}
 	var runs *Node
 	if written != nil && len(sn.Common.Inputs) > 0 {
 		var pending map[string]map[string]fsdigest.Pending
 		pending, runs = p.inputWrites(written, n, sn, cache.Stat)
-		if pending != nil && runs == nil {
+		if pending != nil && runs == nil && !waits {
 			base = g.envelopeBase(n, sn, pendingDigester{stat: cache.Stat, pending: pending})
 		}
 	}
@@ -492,6 +500,19 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	return diags
 }
 
+// unknownUpstream reports whether the output digest of an upstream that
+// keys n is known only after apply.
+func unknownUpstream(g *Graph, n *Node, upstream func(*Node) (string, bool)) bool {
+	for _, id := range n.Deps {
+		if n.KeyedDep(id) {
+			if _, ok := upstream(g.Nodes[id]); !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // failedUpstream is the first dependency of n that apply will find failed
 // or skipped, and which; nil when none is known to fail.
 func (p *Plan) failedUpstream(n *Node) (*Node, Status) {
@@ -545,8 +566,14 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 	case pn.Action == ActSkip:
 		return FailedOutputDigest(Skipped, FailUpstream), true
 	case pn.Action == ActRun || pn.Action == ActNotStarted:
-		if d, ok := serviceDigest(u, pn.Spec); ok {
-			return d, true
+		// A service's identity is its consumers' upstream digest: made
+		// once, however many consumers it has.
+		if !pn.svcDone {
+			pn.svcDigest, pn.svcOK = serviceDigest(u, pn.Spec)
+			pn.svcDone = true
+		}
+		if pn.svcOK {
+			return pn.svcDigest, true
 		}
 	case pn.Action == ActCached && pn.Record != nil:
 		if pn.fails != "" {
