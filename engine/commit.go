@@ -60,6 +60,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		return true
 	}
 	a.nodeEnded(ns, "cached")
+	ns.shedRun()
 	a.finish(ns)
 	return true
 }

@@ -34,11 +34,12 @@ func BuildMemo(p *plan.Plan, res *ApplyResult, c *store.Cache, identity string) 
 	}
 	results := make([]memo.Result, len(res.nodes))
 	for i, ns := range res.nodes {
-		r := memo.Result{Addr: ns.n.Addr, Key: ns.key, Record: ns.record,
-			Ended: (ns.status == plan.OK || ns.status == plan.Cached) && ns.env != nil}
+		inputs, keyed := ns.inputs, ns.shed
 		if ns.env != nil {
-			r.Inputs = ns.env.Inputs
+			inputs, keyed = ns.env.Inputs, true
 		}
+		r := memo.Result{Addr: ns.n.Addr, Key: ns.key, Record: ns.record, Inputs: inputs,
+			Ended: (ns.status == plan.OK || ns.status == plan.Cached) && keyed}
 		results[i] = r
 	}
 	return memo.Build(p, results, c, identity)

@@ -104,6 +104,41 @@ type nodeState struct {
 	persistOnce sync.Once
 	// svc is a service node's state (serve.go); nil for other nodes.
 	svc *serviceState
+
+	// shed: the node ended with its record and told so; what it no
+	// longer needs is dropped (see shed), its envelope's inputs kept in
+	// inputs for the memo.
+	shed   bool
+	inputs map[string]string
+}
+
+// shed drops what a node that ended with its record (ran or taken from
+// the cache) no longer needs once its end is told, so that an apply of
+// many nodes does not hold every node's run to its end: its process's
+// result (the stderr tail, GPU samples), job reference, logs' names, spec
+// and the plan's, secrets, key envelope and the plan's (its inputs are
+// kept for the memo) and the
+// envelope's JSON, and its record's copy of the envelope, the contents of
+// its small outputs and their modes (outputs are restored before this,
+// and the cache's index holds the record whole). What later nodes read
+// of it stays: its status, key, record (result, output digests, times
+// and peaks) and instance object. The loop calls it; its worker is done
+// with it.
+func (ns *nodeState) shedRun() {
+	if ns.record == nil || ns.svc != nil || ns.class != "" || ns.shed {
+		return
+	}
+	ns.shed = true
+	if ns.env != nil {
+		ns.inputs = ns.env.Inputs
+	}
+	ns.env, ns.envJSON, ns.spec, ns.secrets = nil, nil, nil, nil
+	// The plan's spec and envelope of the node were read by its prepare
+	// alone (its record stays: a downstream compares it, see
+	// upstreamsAsPlanned).
+	ns.pn.Spec, ns.pn.Envelope = nil, nil
+	ns.res, ns.job, ns.logs = nil, process.JobRef{}, [2]string{}
+	ns.record.Envelope, ns.record.Inline, ns.record.Modes = nil, nil, nil
 }
 
 // ranFor is how long the node ran: its record's duration (the command's

@@ -69,7 +69,10 @@ func (a *applier) nodeEnded(ns *nodeState, status string) {
 }
 
 // okLine tells that a node that ran is ok.
-func (a *applier) okLine(ns *nodeState) { a.nodeEnded(ns, "ok") }
+func (a *applier) okLine(ns *nodeState) {
+	a.nodeEnded(ns, "ok")
+	ns.shedRun()
+}
 
 // summaryLine is the summary line a node's kind makes of its result
 // (stages.Announcer), read from the node's record, or "".

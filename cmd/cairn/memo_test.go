@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan/plantest"
 )
 
 // memoPipeline depends on everything the up-to-date check must watch: a
@@ -354,18 +356,7 @@ func TestUpToDateFromTheFirstNoOp(t *testing.T) {
 	// the run makes its cache and outputs), once the files it reads are
 	// older than the window in which their times cannot vouch for them.
 	s.args = []string{"pipeline.hcl"}
-	deadline := time.Now().Add(time.Minute)
-	for _, name := range []string{"pipeline.hcl", "msg.txt", "data.txt"} {
-		for {
-			var st syscall.Stat_t
-			require.NoError(t, syscall.Stat(filepath.Join(s.root, name), &st))
-			if time.Since(time.Unix(st.Ctim.Unix())) > 2100*time.Millisecond && time.Since(time.Unix(st.Mtim.Unix())) > 2100*time.Millisecond {
-				break
-			}
-			require.True(t, time.Now().Before(deadline))
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	plantest.WaitSettled(t, filepath.Join(s.root, "pipeline.hcl"), filepath.Join(s.root, "msg.txt"), filepath.Join(s.root, "data.txt"))
 	r := s.apply("-v")
 	require.Contains(t, r.stdout, "6 ran")
 	assert.NotContains(t, r.stderr, "leaves no memo", "outputs written moments ago are kept with their digests")

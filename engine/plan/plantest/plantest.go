@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 )
@@ -69,4 +71,24 @@ func (w *Workspace) Plan(opts plan.Options, vars ...string) *plan.Plan {
 	p, diags := plan.Make(l.Graph, c, opts)
 	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	return p
+}
+
+// WaitSettled waits until the times of the files at paths can vouch for
+// their content (fsdigest.Sig.Racy: they were last changed more than the
+// racy window ago), so that an apply's up-to-date memo may list them; at
+// most a minute.
+func WaitSettled(t testing.TB, paths ...string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, p := range paths {
+		for {
+			fi, err := os.Stat(p)
+			require.NoError(t, err)
+			if !fsdigest.SigOf(fi).Racy(time.Now()) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "%s never settled", p)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
