@@ -61,13 +61,18 @@ func (x *schemaIndex) content(body hcl.Body) (*hcl.BodyContent, bool) {
 		}
 	}
 	c := &hcl.BodyContent{Attributes: make(hcl.Attributes, len(b.Attributes)), MissingItemRange: b.MissingItemRange()}
+	// The attributes and blocks, in one allocation each.
+	attrs := make([]hcl.Attribute, 0, len(b.Attributes))
 	for name, a := range b.Attributes {
-		c.Attributes[name] = a.AsHCLAttribute()
+		attrs = append(attrs, *a.AsHCLAttribute())
+		c.Attributes[name] = &attrs[len(attrs)-1]
 	}
 	if len(b.Blocks) > 0 {
 		c.Blocks = make(hcl.Blocks, len(b.Blocks))
+		blocks := make([]hcl.Block, len(b.Blocks))
 		for i, blk := range b.Blocks {
-			c.Blocks[i] = blk.AsHCLBlock()
+			blocks[i] = *blk.AsHCLBlock()
+			c.Blocks[i] = &blocks[i]
 		}
 	}
 	return c, true
