@@ -169,8 +169,8 @@ type Spec struct {
 	// reference.
 	Started func(process.JobRef)
 	// Submitting, when set, is called before a cluster executor submits
-	// the job in a way whose answer it journals only afterwards (a job
-	// array), with a reference that finds the job without its id: the
+	// the job in a way whose answer it journals only afterwards (an
+	// sbatch), with a reference that finds the job without its id: the
 	// journal keeps it, so that a cairn killed in between re-attaches to
 	// the job instead of submitting it again. Started follows as usual.
 	Submitting func(process.JobRef)

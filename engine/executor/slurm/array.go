@@ -2,12 +2,15 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Array is nodes submitted as one Slurm job array: task i runs Jobs[i]'s
@@ -85,10 +88,11 @@ func prelude(env, want []string, gpus int) (string, bool) {
 
 // NewArray prepares jobs, which share their resources and folder, as one
 // job array of stage: each task's wrapper (setting its node's own
-// environment first), the links to its logs and the array's batch
-// script, which runs the wrapper of task SLURM_ARRAY_TASK_ID. ok is false
-// (and nothing is written) where a task's environment cannot be set from
-// the array's.
+// environment first), the links to it and to its logs, and the array's
+// batch script, which runs the wrapper of task SLURM_ARRAY_TASK_ID through
+// its link: a few lines whatever the tasks, as Slurm copies the batch
+// script for each task it starts. ok is false (and nothing is written)
+// where a task's environment cannot be set from the array's.
 func NewArray(stage string, jobs []*Job) (*Array, bool, error) {
 	first := jobs[0]
 	token := newToken()
@@ -106,31 +110,49 @@ func NewArray(stage string, jobs []*Job) (*Array, bool, error) {
 	if err := os.MkdirAll(a.Dir, 0o777); err != nil {
 		return nil, true, err
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `#!/bin/bash
-# cairn's job array of %d tasks of %s: task N runs its node's batch script.
-case "${SLURM_ARRAY_TASK_ID:-}" in
-`, len(jobs), stage)
-	for i, j := range jobs {
-		j.prelude = preludes[i]
-		if err := writeScript(j); err != nil {
-			return nil, true, fmt.Errorf("writing the batch script of %s: %w", j.Node, err)
-		}
-		n := strconv.Itoa(i)
-		for _, l := range [][2]string{{j.Stdout, n + ".out"}, {j.Stderr, n + ".err"}} {
-			link := filepath.Join(a.Dir, l[1])
-			_ = os.Remove(link)
-			if err := os.Symlink(l[0], link); err != nil {
-				return nil, true, err
+	// The folder is new: the links are made without a look first. The
+	// files are written side by side, as a loaded shared filesystem
+	// answers each one late.
+	errs := make([]error, len(jobs))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(len(jobs), 16) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				j := jobs[i]
+				j.prelude = preludes[i]
+				if err := writeScript(j); err != nil {
+					errs[i] = fmt.Errorf("writing the batch script of %s: %w", j.Node, err)
+					continue
+				}
+				n := strconv.Itoa(i)
+				for _, l := range [][2]string{{j.Script, n + ".sh"}, {j.Stdout, n + ".out"}, {j.Stderr, n + ".err"}} {
+					if err := os.Symlink(l[0], filepath.Join(a.Dir, l[1])); err != nil {
+						errs[i] = err
+						break
+					}
+				}
 			}
-		}
-		fmt.Fprintf(&b, "%d) exec /bin/bash %s ;;\n", i, quote(j.Script))
+		}()
 	}
-	b.WriteString(`esac
-echo "cairn: no node for array task ${SLURM_ARRAY_TASK_ID:-?}" >&2
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, true, err
+	}
+	script := fmt.Sprintf(`#!/bin/bash
+# cairn's job array of %s: task N runs its node's batch script, linked as
+# N.sh here.
+task="${SLURM_ARRAY_TASK_ID:-?}"
+case "$task" in
+*[!0-9]*|"") ;;
+*) [ -e %s/"$task".sh ] && exec /bin/bash %s/"$task".sh ;;
+esac
+echo "cairn: no node for array task $task" >&2
 exit 1
-`)
-	if err := os.WriteFile(a.script, []byte(b.String()), 0o755); err != nil {
+`, stage, quote(a.Dir), quote(a.Dir))
+	if err := os.WriteFile(a.script, []byte(script), 0o755); err != nil {
 		return nil, true, err
 	}
 	return a, true, nil

@@ -160,6 +160,41 @@ func TestArrayTasksMapBackToTheirNodes(t *testing.T) {
 	}
 }
 
+// Slurm keeps an array's batch script and copies it for each task it
+// starts: the script is the same few lines for 3 tasks as for 40, and
+// each task still runs its own node (the first, a middle and the last
+// checked; a task number with no node fails).
+func TestArrayBatchScriptDoesNotGrowWithItsTasks(t *testing.T) {
+	sizes := map[int]int{}
+	for _, n := range []int{3, 40} {
+		f, e := newFakeExecutor(t)
+		specs := make([]*executor.Spec, n)
+		for i := range specs {
+			specs[i] = f.instance(i, 0)
+		}
+		jobs := submitAll(t, e, specs)
+		require.Equal(t, 1, f.calls("sbatch"))
+		node := map[string]int{} // by task
+		for i, j := range jobs {
+			node[taskOf(t, j)] = i
+		}
+		args := strings.Fields(strings.TrimSpace(f.read("sbatch.log")))
+		st, err := os.Stat(args[len(args)-1])
+		require.NoError(t, err)
+		sizes[n] = int(st.Size())
+		for _, task := range []string{"0", strconv.Itoa(n / 2), strconv.Itoa(n - 1)} {
+			f.runTask(1, task)
+			i := node[task]
+			got, _ := os.ReadFile(specs[i].Stdout)
+			assert.Equal(t, "node"+strconv.Itoa(i), string(got), "task %s runs node %d", task, i)
+		}
+		f.runTask(1, strconv.Itoa(n))
+		got, _ := os.ReadFile(filepath.Join(filepath.Dir(args[len(args)-1]), strconv.Itoa(n)+".err"))
+		assert.Contains(t, string(got), "cairn: no node for array task "+strconv.Itoa(n))
+	}
+	assert.Equal(t, sizes[3], sizes[40], "the batch script of 40 tasks (%d bytes) is that of 3", sizes[40])
+}
+
 // Each task is followed on its own: pending tasks shown as one range,
 // a requeued task said at once, a cancelled one cancelled by its id.
 func TestArrayTaskRequeuedAndCancelled(t *testing.T) {
