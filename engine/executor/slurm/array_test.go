@@ -328,3 +328,43 @@ func TestTasksJournaledBeforeTheirIDsAreReattached(t *testing.T) {
 	submitAll(t, e3, []*executor.Spec{f.instance(0, 0), f.instance(1, 0)})
 	assert.Equal(t, 2, f.calls("sbatch"))
 }
+
+// On a cluster with accounting, the one status query per cycle is sacct
+// (-X, by the run's name), and its lines for an array's tasks decide each
+// task on its own: the pending tasks as one range (1001_[0-3%2], with a
+// limit on tasks at once), each other task as 1001_N, a cancel as
+// "CANCELLED by UID". The lines are in sacct's --parsable2 format as
+// Slurm documents it, given by a stand-in sacct: the local test cluster
+// keeps no accounting (no slurmdbd), so no run there takes this path.
+func TestArrayTasksFollowedThroughSacct(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	f.write("config", "AccountingStorageType   = accounting_storage/slurmdbd\nMinJobAge               = 300 sec\n")
+	specs := make([]*executor.Spec, 4)
+	for i := range specs {
+		specs[i] = f.instance(i, 0)
+	}
+	jobs := submitAll(t, e, specs)
+	require.Equal(t, 1, f.calls("sbatch"), "one submission for the four instances")
+	f.write("sacct.out", "1001_[0-3%2]|PENDING|JobArrayTaskLimit\n")
+	for _, j := range jobs {
+		for e.client.State(j.Ref().ID) != "PENDING" {
+			time.Sleep(5 * time.Millisecond)
+		}
+		st, waiting := j.(executor.QueuedJob).Queue()
+		assert.True(t, waiting)
+		assert.Equal(t, "PENDING (JobArrayTaskLimit)", st)
+	}
+	want := map[string]string{"0": "", "1": failclass.Exit, "2": failclass.Killed, "3": ""}
+	for _, task := range []string{"0", "1", "3"} {
+		f.runTask(1, task)
+	}
+	f.write("sacct.out", "1001_0|COMPLETED|None\n1001_1|FAILED|NonZeroExitCode\n1001_2|CANCELLED by 0|None\n1001_3|COMPLETED|None\n")
+	for i, j := range jobs {
+		task := taskOf(t, j)
+		res := waitExec(t, j)
+		assert.Equal(t, want[task], res.Class, "task %s (node %d): %s", task, i, res.Message)
+	}
+	log := f.read("sacct.log")
+	assert.Contains(t, log, "-X --parsable2 --noheader --name=run-1 --starttime=")
+	assert.NotContains(t, f.read("squeue.log"), "%T", "no status query by squeue")
+}
