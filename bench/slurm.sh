@@ -158,13 +158,15 @@ stage "command" "node" {
 }
 EOF
 	export CALLS=$ws/calls
+	local timer=()
+	[ -x /usr/bin/time ] && timer=(/usr/bin/time -f "%U %S" -o "$ws/cpu")
 	t0=$(now)
-	(cd "$ws" && PATH=$shim:$PATH CAIRN_NO_FSYNC=1 "$CAIRN" apply main.hcl >"$ws/apply.log" 2>&1) || { tail -20 "$ws/apply.log" >&2; exit 1; }
+	(cd "$ws" && PATH=$shim:$PATH CAIRN_NO_FSYNC=1 "${timer[@]}" "$CAIRN" apply main.hcl >"$ws/apply.log" 2>&1) || { tail -20 "$ws/apply.log" >&2; exit 1; }
 	t1=$(now)
 	queries=$(cat "$CALLS.squeue" "$CALLS.sacct" 2>/dev/null | grep -v '%k' | awk '{print $1}' | sort -g)
 	echo "$(echo "$t1 - $t0" | bc -l) $(wc -l <"$CALLS.sbatch") $(echo "$queries" |
 		awk -v t0="$t0" 'NR > 1 && $1 - t0 > 60 { print $1 - p } { p = $1 }' | sort -g |
-		awk '{ g[NR] = $1 } END { if (!NR) { print "0 0"; exit } printf "%.2f %.2f\n", g[1], g[int((NR + 1) / 2)] }')"
+		awk '{ g[NR] = $1 } END { if (!NR) { print "0 0"; exit } printf "%.2f %.2f", g[1], g[int((NR + 1) / 2)] }') $(awk '{ print $1 + $2 }' "$ws/cpu" 2>/dev/null || echo -)"
 }
 
 # hand_array R: sbatch --array of A trivial tasks, then squeue every second
@@ -216,11 +218,11 @@ slurm_chain() {
 verdict() { if [ "$1" = 1 ]; then echo met; else echo MISSED; fi; }
 
 if [ "$A" -gt 0 ]; then
-	cw=() cs=() cg=() cmed=() hw=()
+	cw=() cs=() cg=() cmed=() hw=() ccpu=()
 	for r in $(seq "$ARUNS"); do
 		echo "== run $r/$ARUNS: cairn, one stage of $A nodes" >&2
-		read -r w sb g med <<<"$(cairn_stage "$r")"
-		cw+=("$w") cs+=("$sb") cg+=("$g") cmed+=("$med")
+		read -r w sb g med cpu <<<"$(cairn_stage "$r")"
+		cw+=("$w") cs+=("$sb") cg+=("$g") cmed+=("$med") ccpu+=("$cpu")
 		echo "== run $r/$ARUNS: a hand-written array of $A tasks" >&2
 		hw+=("$(hand_array "$r")")
 	done
@@ -229,6 +231,7 @@ if [ "$A" -gt 0 ]; then
 	subs=$(printf '%s\n' "${cs[@]}" | sort -g | tail -1)
 	gap=$(printf '%s\n' "${cg[@]}" | sort -g | head -1)
 	gmed=$(printf '%s\n' "${cmed[@]}" | median)
+	cpum=$(printf '%s\n' "${ccpu[@]}" | grep -v '^-$' | median)
 	table=$(
 		cat <<EOF
 
@@ -238,6 +241,8 @@ if [ "$A" -gt 0 ]; then
 |---|---|---|---|
 | cairn apply, wall (s) | $(printf %.1f "$acm") | <= the hand-written array's | $(verdict "$(echo "$acm <= $ahm" | bc -l)") |
 | a hand-written job array + one squeue loop (1 s), wall (s) | $(printf %.1f "$ahm") | (anchor) | |
+| cairn / the array, wall | $(echo "$acm / $ahm" | bc -l | xargs printf %.3f) | <= 1 | |
+| cairn's own CPU time, user + sys (s) | ${cpum:-not measured (no /usr/bin/time)} | | |
 | cairn's sbatch calls (most of any run) | $subs | <= 1 per 1,000 nodes ($(((A + 999) / 1000))) | $(verdict "$(echo "$subs <= ($A + 999) / 1000" | bc)") |
 | least gap between two status queries after the first minute (s) | $gap | >= 2 | $(verdict "$(echo "$gap >= 2" | bc -l)") |
 | median gap between two status queries after the first minute (s) | $gmed | (poll_interval = "2s") | |
