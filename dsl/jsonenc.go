@@ -22,19 +22,48 @@ func NumberText(f *big.Float) string {
 	return f.Text('f', -1)
 }
 
-// AppendJSONString appends s as json.Marshal writes it: quoted as it is
-// when it is printable ASCII that needs no escape (a path, a command
-// word, a digest), through json.Marshal otherwise
-// (TestAppendJSONStringMatchesMarshal).
+// AppendJSONString appends s as json.Marshal writes it. Printable ASCII,
+// newlines and tabs (a path, a command line with its quotes and
+// redirections) it escapes itself, as json.Marshal does: quotes and
+// backslashes with a backslash, <, > and & as \u003c, \u003e and \u0026;
+// other control bytes and non-ASCII text go through json.Marshal
+// (TestAppendJSONStringMatchesMarshal, FuzzAppendJSONString).
 func AppendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if c := s[i]; (c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c > 0x7e {
 			q, _ := json.Marshal(s)
 			return append(dst, q...)
 		}
 	}
 	dst = append(dst, '"')
-	dst = append(dst, s...)
+	start := 0
+	for i := 0; i < len(s); i++ {
+		var esc string
+		switch s[i] {
+		case '"':
+			esc = `\"`
+		case '\\':
+			esc = `\\`
+		case '\n':
+			esc = `\n`
+		case '\r':
+			esc = `\r`
+		case '\t':
+			esc = `\t`
+		case '<':
+			esc = `\u003c`
+		case '>':
+			esc = `\u003e`
+		case '&':
+			esc = `\u0026`
+		default:
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		dst = append(dst, esc...)
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 

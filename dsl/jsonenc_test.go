@@ -55,7 +55,7 @@ func TestMarshalJSONMatchesCty(t *testing.T) {
 // and invalid UTF-8 it leaves to json.Marshal.
 func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 	r := rand.New(rand.NewPCG(34, 2))
-	alphabet := []string{"a", "Z", "0", " ", "/", "-", "\"", "\\", "<", ">", "&", "\n", "\t", "\x00", "\x1f", "\x7f",
+	alphabet := []string{"a", "Z", "0", " ", "/", "-", "\"", "\\", "<", ">", "&", "\n", "\t", "\r", "\b", "\f", "\x00", "\x1f", "\x7f",
 		"é", "\u2028", "\u2029", "\xff", "\xc3", "~", "{", "}"}
 	check := func(s string) {
 		want, _ := json.Marshal(s)
@@ -75,11 +75,14 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 	}
 }
 
-// A string that needs no escape costs no allocation beyond the buffer.
+// An ASCII string costs no allocation beyond the buffer, escapes and
+// all (a command line with a redirection and quotes).
 func TestAppendJSONStringAllocs(t *testing.T) {
 	buf := make([]byte, 0, 64)
-	if n := testing.AllocsPerRun(100, func() { AppendJSONString(buf[:0], "out/c42") }); n != 0 {
-		t.Errorf("AppendJSONString of a plain string: %v allocations, want 0", n)
+	for _, s := range []string{"out/c42", `echo "c42" > out/c42 && cat <in`, "a\tb\n"} {
+		if n := testing.AllocsPerRun(100, func() { AppendJSONString(buf[:0], s) }); n != 0 {
+			t.Errorf("AppendJSONString(%q): %v allocations, want 0", s, n)
+		}
 	}
 }
 
