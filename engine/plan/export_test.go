@@ -16,3 +16,11 @@ func (pc *PathChecker) Lstats() int {
 	defer pc.mu.Unlock()
 	return pc.lstats
 }
+
+// SetGuessAhead turns makePlan's evaluation ahead of the nodes reading
+// stage objects on or off; it returns the setting before.
+func SetGuessAhead(on bool) bool {
+	was := guessAhead
+	guessAhead = on
+	return was
+}

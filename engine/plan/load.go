@@ -177,7 +177,10 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 	defer g.setPathSnapshot(false)
 	var diags hcl.Diagnostics
 	specs := map[string][]*stages.Node{}
-	ahead := g.evalAhead(func(*Node) bool { return true }, nil)
+	// Every node evaluates with its upstreams unknown: those reading
+	// stage objects too go ahead.
+	all := func(*Node) bool { return true }
+	ahead := g.evalAhead(all, all, nil)
 	for _, n := range g.Nodes {
 		sn, d := ahead[n.ID].sn, ahead[n.ID].diags
 		if !ahead[n.ID].done {

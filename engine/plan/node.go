@@ -117,14 +117,21 @@ type evalResult struct {
 	// caller asked for it (and the evaluation had no error).
 	base  envBase
 	based bool
+	// guess marks a node that reads stage objects, evaluated with its
+	// upstreams' instances unknown (UnknownInstance): it holds only if
+	// they are unknown to it when its turn comes.
+	guess bool
 }
 
 // evalAhead evaluates, on every core, the nodes for which want is true and
 // whose expressions read no stage object: their evaluation depends on
-// nothing another node decides, so it can run in any order. The others are
-// left for the caller (done is false). With dg, the NodeEnvelope of each node
-// evaluated without error is built too, all but its upstreams.
-func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
+// nothing another node decides, so it can run in any order. A node that
+// reads stage objects is evaluated too when guess says so, its upstreams'
+// instances unknown (the result is marked guess). The others are left for
+// the caller (done is false). With dg, the NodeEnvelope of each node
+// evaluated without error, and not guessed, is built too, all but its
+// upstreams.
+func (g *Graph) evalAhead(want, guess func(*Node) bool, dg digester) []evalResult {
 	out := make([]evalResult, len(g.Nodes))
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 || len(g.Nodes) < 64 {
@@ -136,12 +143,16 @@ func (g *Graph) evalAhead(want func(*Node) bool, dg digester) []evalResult {
 	g.PathCheck()
 	par.Chunks(len(g.Nodes), 32, 64, func(i int) {
 		n := g.Nodes[i]
-		if g.EvalsStage(n) || !want(n) {
+		if !want(n) {
+			return
+		}
+		stage := g.EvalsStage(n)
+		if stage && (guess == nil || !guess(n)) {
 			return
 		}
 		sn, d := g.EvalNode(n, UnknownInstance)
-		r := evalResult{sn: sn, diags: d, done: true}
-		if dg != nil && !d.HasErrors() {
+		r := evalResult{sn: sn, diags: d, done: true, guess: stage}
+		if dg != nil && !stage && !d.HasErrors() {
 			r.base, r.based = g.envelopeBase(n, sn, dg), true
 		}
 		out[n.ID] = r
