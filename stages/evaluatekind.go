@@ -188,7 +188,7 @@ func (d *evalDecoder) bad(attr, detail string) {
 // known is attr's value, unmarked, when it is set, known and not null.
 func (d *evalDecoder) known(attr string) (cty.Value, bool) {
 	v, ok := d.n.Args[attr]
-	if !ok || !v.IsWhollyKnown() || v.IsNull() {
+	if !ok || !whollyKnown(v) || v.IsNull() {
 		return cty.NilVal, false
 	}
 	return unmarkDeep(v), true
@@ -664,7 +664,7 @@ func (Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMe
 	if id.Model != s.model {
 		return false // it serves another model: not this evaluation's
 	}
-	if v, ok := n.Args["needed"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+	if v, ok := n.Args["needed"]; ok && whollyKnown(v) && !v.IsNull() {
 		if v, _ = v.UnmarkDeep(); v.Type() == cty.Bool && v.False() {
 			return false
 		}

@@ -135,7 +135,7 @@ func jsonAttr(n *Node, attr string, dst any, diags *hcl.Diagnostics, what string
 	if !ok || v.IsNull() {
 		return false
 	}
-	if !v.IsWhollyKnown() {
+	if !whollyKnown(v) {
 		return false
 	}
 	if err := decodeValue(v, dst, true, false); err != nil {
@@ -173,7 +173,7 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	need(jsonAttr(n, "seed", &s.id.Seed, &diags, "a whole number"))
 	if jsonAttr(n, "budget", &s.id.Budget, &diags, "a whole number of rollouts") && s.id.Budget < 0 {
 		diags = append(diags, Diag("Invalid budget", "budget is a number of rollouts, 0 or more.", n.Ranges["budget"])...)
-	} else if _, ok := n.Args["budget"]; ok && !n.Args["budget"].IsWhollyKnown() {
+	} else if _, ok := n.Args["budget"]; ok && !whollyKnown(n.Args["budget"]) {
 		s.known = false
 	}
 	if _, ok := n.Args["reflection_model"]; ok {

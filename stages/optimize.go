@@ -114,7 +114,7 @@ func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
 	bad := func(attr, detail string) {
 		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
 	}
-	if v, ok := n.Args["run"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+	if v, ok := n.Args["run"]; ok && whollyKnown(v) && !v.IsNull() {
 		argv, err := StringList(unmarkDeep(v))
 		switch {
 		case err != nil:
@@ -161,7 +161,7 @@ func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
 	s.reflURL = items.ReflectionBaseURL(os.Getenv)
 	if u, ok := knownString(n, "reflection_base_url"); ok && u != "" {
 		s.reflURL = u
-	} else if v, ok := n.Args["reflection_base_url"]; ok && v.IsWhollyKnown() && !v.IsNull() && v.Type() != cty.String {
+	} else if v, ok := n.Args["reflection_base_url"]; ok && whollyKnown(v) && !v.IsNull() && v.Type() != cty.String {
 		// A list: a serve stage's endpoints (reflection_base_url =
 		// stage.reflection_model.endpoints); its first non-empty one, else
 		// the default.

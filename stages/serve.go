@@ -131,11 +131,11 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 	}
 	s.known = true
 	for _, a := range []string{"run", "model", "weights", "replicas", "port"} {
-		if v, ok := n.Args[a]; ok && !v.IsWhollyKnown() {
+		if v, ok := n.Args[a]; ok && !whollyKnown(v) {
 			s.known = false
 		}
 	}
-	if v, ok := n.Args["run"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+	if v, ok := n.Args["run"]; ok && whollyKnown(v) && !v.IsNull() {
 		argv, err := StringList(v)
 		switch {
 		case err != nil || v.Type() == cty.String:
@@ -170,7 +170,7 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 	}
 	whole := func(attr string, min, max int) (int, bool) {
 		v, ok := n.Args[attr]
-		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+		if !ok || !whollyKnown(v) || v.IsNull() {
 			return 0, false
 		}
 		v, _ = v.UnmarkDeep()
@@ -199,7 +199,7 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 	}
 	positive := func(attr string, into *time.Duration) {
 		v, ok := n.Args[attr]
-		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+		if !ok || !whollyKnown(v) || v.IsNull() {
 			return
 		}
 		v, _ = v.UnmarkDeep()
@@ -215,7 +215,7 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 	}
 	positive("start_timeout", &s.startTimeout)
 	positive("gpu_free_wait", &s.gpuFreeWait)
-	if v, ok := n.Args["endpoints"]; ok && v.IsWhollyKnown() && !v.IsNull() {
+	if v, ok := n.Args["endpoints"]; ok && whollyKnown(v) && !v.IsNull() {
 		v, _ = v.UnmarkDeep()
 		var list []string
 		var err error

@@ -107,12 +107,48 @@ func hasMarks(v cty.Value) bool {
 	return false
 }
 
+// whollyKnown is v.IsWhollyKnown(), without making an iterator and an
+// index value for every element of v.
+func whollyKnown(v cty.Value) bool {
+	if v.IsMarked() {
+		v, _ = v.Unmark()
+	}
+	if !v.IsKnown() {
+		return false
+	}
+	if v.IsNull() {
+		return true
+	}
+	ty := v.Type()
+	switch {
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		for e := range dsl.Elements(v) {
+			if !whollyKnown(e) {
+				return false
+			}
+		}
+	case ty.IsMapType():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); !whollyKnown(e) {
+				return false
+			}
+		}
+	case ty.IsObjectType():
+		for name := range ty.AttributeTypes() {
+			if !whollyKnown(v.GetAttr(name)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // StringArg is a node's string attribute when it is known: ok is false
 // when it is absent, unknown or null. A value that is not a non-empty
 // string is an error at the attribute.
 func StringArg(n *Node, attr string) (s string, ok bool, diags hcl.Diagnostics) {
 	v, present := n.Args[attr]
-	if !present || !v.IsWhollyKnown() || v.IsNull() {
+	if !present || !whollyKnown(v) || v.IsNull() {
 		return "", false, nil
 	}
 	v = unmarkDeep(v)
