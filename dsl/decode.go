@@ -119,14 +119,13 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 	if st.IsDir() {
 		// Its listing decides which files are the pipeline.
 		l.Reads.Note(path)
-		ents, err := os.ReadDir(path)
+		names, err := PipelineFiles(path)
 		if err != nil {
 			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read pipeline directory", Detail: err.Error()}}
 		}
-		for _, e := range ents {
-			if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
-				paths = append(paths, filepath.Join(path, e.Name()))
-			}
+		l.Reads.NoteListing(path, names)
+		for _, name := range names {
+			paths = append(paths, filepath.Join(path, name))
 		}
 		if len(paths) == 0 {
 			return nil, hcl.Diagnostics{{

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,6 +20,9 @@ type FileRead struct {
 	Info   fs.FileInfo // nil when the file did not exist
 	At     time.Time   // when Info was taken
 	Follow bool        // Info follows symbolic links (os.Stat)
+	// Listing is, for a pipeline directory, the names of the pipeline
+	// files its listing gave (PipelineFiles), in order.
+	Listing []string
 }
 
 // FileReads records the files an evaluation read. It is safe for
@@ -57,6 +61,41 @@ func (r *FileReads) Note(path string) {
 	if _, ok := r.m[abs]; !ok {
 		r.m[abs] = FileRead{Path: abs, Info: fi, At: at, Follow: true}
 	}
+}
+
+// NoteListing records the names of the pipeline files that the listing
+// of path, a noted directory, gave.
+func (r *FileReads) NoteListing(path string, names []string) {
+	if r == nil {
+		return
+	}
+	abs, err := filepath.Abs(path)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.failed = true
+		return
+	}
+	if f, ok := r.m[abs]; ok {
+		f.Listing = names
+		r.m[abs] = f
+	}
+}
+
+// PipelineFiles lists the pipeline files of a directory: the names of its
+// entries that end in .hcl and are not directories, sorted.
+func PipelineFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }
 
 // List returns the files read, sorted by path, and whether the record is

@@ -374,4 +374,17 @@ func TestUpToDateFromTheFirstNoOp(t *testing.T) {
 	assert.NotContains(t, r.stderr, "leaves no memo")
 	s.apply()
 	assert.Equal(t, 6, s.answered(), "the memo apply -v left answers the next apply")
+
+	// The workspace folder as the pipeline: the run makes its cache and
+	// output folders in it, which leaves the pipeline files it lists as
+	// they were; the memo lists it again until its times can vouch for it.
+	d := newMemoSpace(t, "")
+	plantest.WaitSettled(t, filepath.Join(d.root, "pipeline.hcl"), filepath.Join(d.root, "msg.txt"), filepath.Join(d.root, "data.txt"))
+	r = d.apply("-v")
+	require.Contains(t, r.stdout, "6 ran")
+	assert.NotContains(t, r.stderr, "leaves no memo", "the folder the run changed is kept with its listing")
+	for i := range 3 {
+		d.apply()
+		assert.Equal(t, i+1, d.answered(), "no-op apply %d of the folder was answered by the up-to-date check", i+1)
+	}
 }

@@ -6,6 +6,8 @@ package memo
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/nofollow"
 	"github.com/cairn-run/cairn/engine/plan"
@@ -65,6 +68,12 @@ type File struct {
 	Path   string // absolute
 	Absent bool
 	Sig    fsdigest.Sig
+	// Listing is set for a pipeline directory listed within the racy
+	// window of the moment its Sig was taken: the digest of the names of
+	// its pipeline files (listingDigest). Its times cannot vouch for its
+	// listing yet, so the check lists it again and compares, and settles
+	// it (clears Listing) once the times can.
+	Listing string
 }
 
 // Node is one node, in the graph's order.
@@ -113,7 +122,9 @@ type Result struct {
 // why there is none: a file the evaluation read changed too recently (or
 // during the run) for its stat information to be trusted later, or a node
 // whose result cannot be vouched for. An output written moments ago is
-// kept with its digest (Output.Digest), which the check compares.
+// kept with its digest (Output.Digest), and a pipeline folder changed
+// moments before it was listed with its listing's (File.Listing), which
+// the check compares.
 func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo, string) {
 	g := p.Graph
 	m := &Memo{Identity: identity, Pipeline: p.Pipeline, Summary: g.Summary()}
@@ -127,6 +138,14 @@ func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo
 		return nil, "a file the pipeline read could not be looked at"
 	}
 	for _, r := range reads {
+		if r.Info != nil && r.Info.IsDir() && r.Listing != nil {
+			f, why := listedDir(r)
+			if why != "" {
+				return nil, why
+			}
+			m.Files = append(m.Files, f)
+			continue
+		}
 		f := File{Path: r.Path, Absent: r.Info == nil}
 		now, err := os.Stat(r.Path)
 		if f.Absent {
@@ -209,6 +228,35 @@ func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo
 	return m, ""
 }
 
+// listedDir is the memo's entry of a pipeline folder the evaluation
+// listed: what the evaluation read of it is the names of its pipeline
+// files (the pipeline files themselves are entries of their own), so its
+// stat information is taken now, where a listing between two equal stats
+// still gives those names (a run that makes its cache or output folders
+// in it changes the folder, not them); with the listing's digest where
+// the folder changed moments ago (File.Listing).
+func listedDir(r dsl.FileRead) (File, string) {
+	at := time.Now()
+	before, err := os.Stat(r.Path)
+	if err != nil {
+		return File{}, r.Path + " changed during the run"
+	}
+	names, err := dsl.PipelineFiles(r.Path)
+	after, aerr := os.Stat(r.Path)
+	sig := fsdigest.SigOf(before)
+	switch {
+	case err != nil || aerr != nil || fsdigest.SigOf(after) != sig || !slices.Equal(names, r.Listing):
+		return File{}, "the pipeline files of " + r.Path + " changed during the run"
+	case !sig.Strong():
+		return File{}, "this system's stat information cannot vouch for files"
+	}
+	f := File{Path: r.Path, Sig: sig}
+	if sig.Racy(at) {
+		f.Listing = listingDigest(names)
+	}
+	return f, ""
+}
+
 // Write stores the memo at path, atomically.
 func (m *Memo) Write(path string) error {
 	return atomicfile.Write(path, m.encode(), false)
@@ -242,7 +290,11 @@ func (m *Memo) encode() []byte {
 		if !f.Absent {
 			sig = f.Sig.String()
 		}
-		line("file", sig, f.Path)
+		if f.Listing != "" {
+			line("dir", sig, f.Listing, f.Path)
+		} else {
+			line("file", sig, f.Path)
+		}
 	}
 	for _, n := range m.Nodes {
 		line("node", n.Key, n.Addr)
@@ -337,9 +389,12 @@ func parse(path string, b []byte) (*Memo, error) {
 			m.Sensitive = append(m.Sensitive, name)
 		case "index":
 			_, err = fmt.Sscanf(rest, "%d %d %d", &m.Index.Dev, &m.Index.Ino, &m.Index.Offset)
-		case "file":
+		case "file", "dir":
 			sig, q, _ := strings.Cut(rest, " ")
 			f := File{Absent: sig == "absent"}
+			if word == "dir" {
+				f.Listing, q, _ = strings.Cut(q, " ")
+			}
 			if !f.Absent {
 				f.Sig, err = fsdigest.ParseSig(sig)
 			}
@@ -392,13 +447,14 @@ func parse(path string, b []byte) (*Memo, error) {
 // Check reports whether the memo still holds for the workspace at root
 // and the cache at cacheDir, and if not, the first thing that changed.
 // An output written moments before the memo was made (Output.Digest) is
-// read and its digest compared; one whose times can vouch for it by now
-// is settled in m (its Digest cleared), and Settled then reports it: the
-// caller writes the memo again so that later checks only look at its
-// times.
+// read and its digest compared, a pipeline folder changed moments before
+// it was listed (File.Listing) listed again; one whose times can vouch for
+// it by now is settled in m, and Settled then reports it: the caller
+// writes the memo again so that later checks only look at its times.
 func (m *Memo) Check(root, cacheDir string) (bool, string) {
 	m.settled = false
-	for _, f := range m.Files {
+	for i := range m.Files {
+		f := &m.Files[i]
 		fi, err := os.Stat(f.Path)
 		if f.Absent {
 			if !errors.Is(err, fs.ErrNotExist) {
@@ -407,6 +463,9 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 			continue
 		}
 		if err != nil || fsdigest.SigOf(fi) != f.Sig {
+			return false, f.Path + " changed"
+		}
+		if f.Listing != "" && !m.settleListing(f) {
 			return false, f.Path + " changed"
 		}
 	}
@@ -477,6 +536,38 @@ func (m *Memo) settle(o *Output, d *os.File, name, full string, stat *fsdigest.C
 		m.settled = true
 	}
 	return true
+}
+
+// settleListing lists the pipeline directory f of a memo made moments
+// after it changed: it gives the pipeline files the memo recorded, and
+// keeps the same stat information meanwhile. Where that information is
+// older than the racy window by now, no later change can leave it behind,
+// and f is settled: its Listing is cleared.
+func (m *Memo) settleListing(f *File) bool {
+	at := time.Now()
+	names, err := dsl.PipelineFiles(f.Path)
+	if err != nil || listingDigest(names) != f.Listing {
+		return false
+	}
+	if fi, err := os.Stat(f.Path); err != nil || fsdigest.SigOf(fi) != f.Sig {
+		return false
+	}
+	if !f.Sig.Racy(at) {
+		f.Listing = ""
+		m.settled = true
+	}
+	return true
+}
+
+// listingDigest is the hex sha256 of a directory's pipeline file names,
+// each ended by a line end.
+func listingDigest(names []string) string {
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Settled reports whether the last Check settled an output written

@@ -24,7 +24,7 @@ func TestMemoRoundTrip(t *testing.T) {
 		Identity: "abc", Pipeline: "p \"q\"", Summary: "pipeline \"p\": 1 stages, 1 nodes",
 		Sensitive: []string{"token"},
 		Index:     Index{Dev: 1, Ino: 2, Offset: 64},
-		Files:     []File{{Path: "/w/p.hcl", Sig: sigFor(t)}, {Path: "/w/flag file", Absent: true}},
+		Files:     []File{{Path: "/w/p.hcl", Sig: sigFor(t)}, {Path: "/w/flag file", Absent: true}, {Path: "/w/pipes", Sig: sigFor(t), Listing: "l1"}},
 		Nodes: []Node{{Addr: `stage.x["a b"]`, Key: "k1",
 			Outputs: []Output{{Path: "out/a b", Sig: sigFor(t)}, {Path: "out/c", Sig: sigFor(t), Digest: "d2"}},
 			Inputs:  []Input{{Path: "data dir", Digest: "d1"}}}},
@@ -58,6 +58,7 @@ func FuzzReadMemo(f *testing.F) {
 	f.Add([]byte("cairn-memo 1\nidentity x\nout 1 \"a\"\nend\n"))
 	f.Add([]byte("cairn-memo 1\nidentity x\nnode k \"stage.a\"\nfresh 0:1:2:3:4:644 d \"out/a\"\nend\n"))
 	f.Add([]byte("cairn-memo 1\nidentity x\nsensitive \"tok\"\nfile absent \"/b\"\nend\n"))
+	f.Add([]byte("cairn-memo 1\nidentity x\ndir 0:1:2:3:4:755 l \"/w\"\nend\n"))
 	// In memory: what Read and Write do besides the file's read and
 	// its atomic write (a file and an fsync per input made the fuzzer
 	// crawl, and its minimisation of a new input take its whole minute).
@@ -129,4 +130,44 @@ func TestCheckReadsFreshOutputsUntilSettled(t *testing.T) {
 	ok, _ = m.Check(root, cache)
 	assert.True(t, ok)
 	assert.False(t, m.Settled(), "nothing left to settle")
+}
+
+// A pipeline folder listed moments after it changed is listed again by
+// the check: other pipeline files than the memo's fail it; the same pass,
+// and once the folder's times can vouch for it the memo checks its times
+// alone (#34).
+func TestCheckListsFreshPipelineFoldersUntilSettled(t *testing.T) {
+	root, cache := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a.hcl"), nil, 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(root, "sub.hcl"), 0o755))
+	require.NoError(t, os.WriteFile(store.IndexPath(cache), []byte("x"), 0o644))
+	fi, err := os.Stat(root)
+	require.NoError(t, err)
+	dsig := fsdigest.SigOf(fi)
+	fi, err = os.Stat(store.IndexPath(cache))
+	require.NoError(t, err)
+	isig := fsdigest.SigOf(fi)
+	memoOf := func(names ...string) *Memo {
+		return &Memo{Identity: "id", Index: Index{Dev: isig.Dev, Ino: isig.Ino, Offset: 1},
+			Files: []File{{Path: root, Sig: dsig, Listing: listingDigest(names)}}}
+	}
+	require.True(t, dsig.Racy(time.Now()), "the folder just changed")
+
+	ok, why := memoOf("a.hcl", "b.hcl").Check(root, cache)
+	assert.False(t, ok, "other pipeline files than the memo's")
+	assert.Equal(t, root+" changed", why)
+
+	m := memoOf("a.hcl")
+	for dsig.Racy(time.Now()) {
+		ok, why = m.Check(root, cache)
+		require.True(t, ok, why)
+		if m.Settled() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ok, why = m.Check(root, cache)
+	require.True(t, ok, why)
+	assert.True(t, m.Settled(), "its times vouch for it now")
+	assert.Empty(t, m.Files[0].Listing)
 }
