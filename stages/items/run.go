@@ -308,8 +308,11 @@ type run struct {
 	done      chan struct{}
 	fatal     error
 	started   bool // the workers, feeder and committer run
-	wg        sync.WaitGroup
-	rt        []byte // the runtime settings in canonical JSON
+	// ready closes once the endpoints passed preflight and the claims
+	// are open: the workers, started before, send nothing until then.
+	ready chan struct{}
+	wg    sync.WaitGroup
+	rt    []byte // the runtime settings in canonical JSON
 
 	queue *readyQueue
 	// contended are tasks another evaluator held when a worker here was
@@ -492,24 +495,33 @@ func (r *run) start(parent context.Context, n int) error {
 	if len(r.cfg.Worker) == 0 {
 		return fmt.Errorf("%w: %d items need evaluating and no worker command is set", ErrWorker, n)
 	}
-	if len(r.cfg.Endpoints) > 0 && !r.cfg.SkipPreflight {
-		if err := Preflight(parent, r.cfg.Endpoints, r.cfg.ModelID); err != nil {
-			return err
-		}
-	}
-	claims, err := OpenClaims(r.store.Dir())
-	if err != nil {
-		return err
-	}
-	r.claims = claims
 	r.picker = NewPicker(r.cfg.Endpoints, r.cfg.EndpointConcurrency)
 	r.ctx, r.cancel = context.WithCancelCause(parent)
-	r.started = true
-	r.wg.Go(r.feed)
-	r.wg.Go(r.commit)
+	// The workers start while the endpoints are checked and the claims
+	// opened (a process start and a round trip, one after the other, were
+	// most of the wait for the first request); they get their first
+	// request once both are done (ready), and are stopped when either
+	// fails: no item is sent then.
+	r.ready = make(chan struct{})
 	for n := range r.cfg.Replicas {
 		r.wg.Go(func() { r.replica(n) })
 	}
+	var err error
+	if len(r.cfg.Endpoints) > 0 && !r.cfg.SkipPreflight {
+		err = Preflight(parent, r.cfg.Endpoints, r.cfg.ModelID)
+	}
+	if err == nil {
+		r.claims, err = OpenClaims(r.store.Dir())
+	}
+	if err != nil {
+		r.cancel(err)
+		r.wg.Wait()
+		return err
+	}
+	r.started = true
+	r.wg.Go(r.feed)
+	r.wg.Go(r.commit)
+	close(r.ready)
 	return nil
 }
 

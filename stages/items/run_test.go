@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/sim/simmodel"
 	"github.com/cairn-run/cairn/syncbuf"
 )
@@ -397,9 +402,56 @@ func TestEvaluatePreflight(t *testing.T) {
 	sum, err := Evaluate(context.Background(), cfg)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "endpoint "+f.sim.URL+` does not serve the task model "sim-model"; it serves llama-3.1-8b`)
-	assert.Zero(t, sum.WorkerStarts)
+	// The workers started during the check are stopped without a request.
+	assert.LessOrEqual(t, sum.WorkerStarts, cfg.Replicas)
 	assert.Zero(t, f.sim.ChatRequests())
 	assert.Zero(t, f.store.Len())
+}
+
+// startSignal is a Launcher that says when it started a worker.
+type startSignal struct {
+	started chan struct{}
+	once    sync.Once
+}
+
+func (s *startSignal) StartWorker(ctx context.Context, w process.WorkerSpec) (process.Worker, error) {
+	p, err := process.LocalLauncher.StartWorker(ctx, w)
+	if err == nil {
+		s.once.Do(func() { close(s.started) })
+	}
+	return p, err
+}
+
+// The workers start while the endpoints are checked, not after: the
+// check's round trip and a worker's start were paid one after the other
+// before the first request of every evaluation (#34).
+func TestWorkersStartDuringPreflight(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	launcher := &startSignal{started: make(chan struct{})}
+	target, err := url.Parse(f.sim.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	// The model list is answered once a worker has started: an
+	// evaluation that starts its workers after the check never gets it.
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			select {
+			case <-launcher.started:
+			case <-time.After(30 * time.Second):
+				http.Error(w, "no worker started while the model list was asked for", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer gate.Close()
+	cfg := f.config(makeItems(20))
+	cfg.Endpoints = []string{gate.URL + target.Path}
+	cfg.Launcher = launcher
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 20, sum.Evaluated)
+	assert.Equal(t, 20, f.sim.ChatRequests())
 }
 
 func TestEvaluateCancelAndResume(t *testing.T) {

@@ -78,6 +78,10 @@ func (r *run) replica(n int) {
 			r.setFatal(err)
 			return
 		}
+		select {
+		case <-r.ready:
+		case <-r.ctx.Done(): // serve stops it: the evaluation did not start
+		}
 		p.serve()
 		if r.finished() {
 			return
