@@ -132,7 +132,11 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 		logPath: filepath.Join(dir, logName),
 		own:     make(map[[32]byte][]byte),
 	}
-	l, err := wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true})
+	// Lazy: nothing is synced before the first results are stored (a new
+	// log's header and folder entry, with them), so that no fsync stands
+	// between an evaluation's start and its first request, and one that
+	// stores nothing (every item found here) makes none.
+	l, err := wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true, Lazy: true})
 	if err != nil {
 		return nil, fmt.Errorf("items: open store: %w", err)
 	}

@@ -281,3 +281,35 @@ func TestStoreGetReadsOneRecord(t *testing.T) {
 	assert.True(t, ok)
 	assert.ErrorIs(t, err, wal.ErrCorrupt)
 }
+
+// Opening the store syncs nothing, also on a fresh cache (where it made
+// the log's header and folder entry: two fsyncs before an evaluation's
+// first request); the first stored results sync them, in one round, and
+// every opener syncs its first results so (the process that made the
+// file may not have synced it yet). A store that stores nothing makes no
+// fsync at all (#34).
+func TestStoreOpenSyncsNothing(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	defer a.Close()
+	assert.Zero(t, a.log.Syncs(), "a fresh store's open")
+	b, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, b.log.Syncs(), "a second opener's")
+	require.NoError(t, b.Put(testKey(1), Result{Score: score(1)}))
+	assert.Equal(t, int64(1), b.log.Syncs(), "the first results sync the file and its folder once")
+	require.NoError(t, b.Put(testKey(2), Result{Score: score(1)}))
+	assert.Equal(t, int64(2), b.log.Syncs())
+	require.NoError(t, b.Close())
+	require.NoError(t, a.Refresh())
+	assert.Equal(t, 2, a.Len())
+	require.NoError(t, a.Close())
+	assert.Zero(t, a.log.Syncs(), "a store that stored nothing")
+
+	c, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, c.log.Syncs(), "reopened")
+	assert.Equal(t, 2, c.Len())
+	require.NoError(t, c.Close())
+}

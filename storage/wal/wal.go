@@ -150,8 +150,10 @@ type Options struct {
 	// Lazy defers every fsync to the first durable append (a Durable
 	// Append, or Sync): a new file's header and directory entry, and the
 	// records written before it, are synced then, and a Log that never had
-	// one is closed without an fsync. For a single-writer log whose records
-	// matter only once one of them must be durable (a run journal).
+	// one is closed without an fsync. For a log whose records matter only
+	// once one of them must be durable (a run journal, the item store).
+	// With Shared, every opener's first durable commit syncs the file and
+	// its directory: the process that made the file may not have yet.
 	Lazy bool
 	// LockPath is the lock file ("" for "<path>.lock"): a single-writer log
 	// whose owner has a lock file of its own for as long as it writes (a run
@@ -285,6 +287,12 @@ func Open(path string, opts Options) (*Log, error) {
 	}
 	err = l.recover(0)
 	l.opened = l.scanned
+	if opts.Shared && opts.Lazy && !opts.NoSync {
+		// Another process may have made the file without syncing it or
+		// its directory entry yet (Lazy): the first durable commit here
+		// syncs both.
+		l.unsynced, l.dirUnsynced = true, true
+	}
 	if opts.Shared {
 		if uerr := lk.unlock(); err == nil && uerr != nil {
 			err = fmt.Errorf("wal: unlock %s: %w", path, uerr)
@@ -340,6 +348,7 @@ func (l *Log) recover(from int64) error {
 			if err := syncDir(filepath.Dir(l.path)); err != nil {
 				return err
 			}
+			l.syncs.Add(1)
 		}
 	} else if l.opts.Lazy && !l.opts.NoSync {
 		l.unsynced = true
@@ -347,6 +356,7 @@ func (l *Log) recover(from int64) error {
 		if err := l.f.Sync(); err != nil {
 			return fmt.Errorf("wal: sync %s: %w", l.path, err)
 		}
+		l.syncs.Add(1)
 	}
 	l.end.Store(st.Next)
 	l.allocated = st.Next
@@ -364,6 +374,10 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// Syncs is the number of times the log synced its file (with its
+// directory where that was due) since Open, Open's own included.
+func (l *Log) Syncs() int64 { return l.syncs.Load() }
 
 // Path is the file the log writes.
 func (l *Log) Path() string { return l.path }
