@@ -24,3 +24,6 @@ func SetGuessAhead(on bool) bool {
 	guessAhead = on
 	return was
 }
+
+// Bases is how many key bases (envelopeBase) the graph has built.
+func (g *Graph) Bases() int64 { return g.bases.Load() }

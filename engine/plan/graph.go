@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dominikbraun/graph"
 	"github.com/hashicorp/hcl/v2"
@@ -88,6 +89,8 @@ type Graph struct {
 	Seal map[string]string
 	// room is what a node's command inherits (see argSizeCheck).
 	room *startRoom
+	// bases counts the key bases built (envelopeBase), for tests.
+	bases atomic.Int64
 }
 
 // stageRefs are the references found in one stage's expressions.

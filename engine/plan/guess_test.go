@@ -2,9 +2,12 @@ package plan_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,15 +44,7 @@ stage "command" "b" {
 	c, err := store.Open(filepath.Join(t.TempDir(), "cache"), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()
-	render := func(guess bool) (string, *plan.Plan) {
-		was := plan.SetGuessAhead(guess)
-		defer plan.SetGuessAhead(was)
-		p, diags := plan.Make(l.Graph, c, plan.Options{})
-		require.False(t, diags.HasErrors(), "%s", diags.Error())
-		var b bytes.Buffer
-		require.NoError(t, p.Render(&b))
-		return b.String(), p
-	}
+	render := func(guess bool) (string, *plan.Plan) { return planGuessing(t, l.Graph, c, guess) }
 	first, p := render(true)
 	inTurn, _ := render(false)
 	assert.Equal(t, inTurn, first)
@@ -73,4 +68,75 @@ stage "command" "b" {
 	assert.Equal(t, 40, p.ToRun, "a's uncached half and the b nodes of the cached half run")
 	assert.Contains(t, second, `+ stage.b["k00"]`)
 	assert.Contains(t, second, `? stage.b["k39"]`)
+}
+
+// In a chain where no node ran before, every node but the first waits
+// for its upstream's output: its key is unknown, and the evaluation ahead
+// builds no key base for it. When an upstream is cached after all (its key
+// recorded under another address), the node's base is built in its turn.
+// The plan is the one made node by node, keys included.
+func TestPlanWaitingNodesBuildNoBaseAhead(t *testing.T) {
+	runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // evaluation ahead needs two
+	root := t.TempDir()
+	var src strings.Builder
+	src.WriteString("pipeline \"chain\" {}\n")
+	const n = 100
+	for i := range n {
+		fmt.Fprintf(&src, "stage \"command\" \"c%d\" {\n  run     = [\"sh\", \"-c\", \"echo c%d > out/c%d\"]\n  outputs = [\"out/c%d\"]\n", i, i, i, i)
+		if i > 0 {
+			fmt.Fprintf(&src, "  after   = [stage.c%d]\n", i-1)
+		}
+		src.WriteString("}\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src.String()), 0o644))
+	c, err := store.Open(filepath.Join(t.TempDir(), "cache"), store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	// planOf plans with a fresh graph each time: bases counts its key bases.
+	planOf := func(guess bool) (string, *plan.Plan, int64) {
+		l, diags := plan.Load(plan.LoadOptions{Path: "p.hcl", Root: root})
+		require.False(t, diags.HasErrors(), "%s", diags.Error())
+		out, p := planGuessing(t, l.Graph, c, guess)
+		return out, p, l.Graph.Bases()
+	}
+	first, p, bases := planOf(true)
+	inTurn, _, allBases := planOf(false)
+	assert.Equal(t, inTurn, first)
+	assert.Equal(t, 1, p.ToRun)
+	assert.Equal(t, n-1, p.MayRun)
+	assert.EqualValues(t, 1, bases, "only c0's key is known")
+	assert.EqualValues(t, n, allBases, "in turn, a base for every node")
+
+	// c0 and c1 are cached under another address: c2's key is known, its
+	// base built in its turn.
+	for i := range 2 {
+		pn := p.Nodes[i]
+		require.NotEmpty(t, pn.Key, pn.Node.Addr)
+		_, err := c.Commit(&store.Record{Key: pn.Key, Pipeline: "elsewhere", Address: "stage.elsewhere",
+			OutputDigest: strings.Repeat(strconv.Itoa(i), 64)}, nil)
+		require.NoError(t, err)
+		_, p, _ = planOf(true)
+	}
+	second, p, bases := planOf(true)
+	inTurn, _, _ = planOf(false)
+	assert.Equal(t, inTurn, second)
+	assert.Equal(t, 2, p.Cached)
+	assert.Equal(t, 1, p.ToRun)
+	assert.Equal(t, n-3, p.MayRun)
+	assert.EqualValues(t, 3, bases)
+	assert.Contains(t, second, "+ stage.c2 ")
+}
+
+// planGuessing plans g with the evaluation ahead guessing or not, and
+// returns the plan rendered and in JSON (keys included).
+func planGuessing(t *testing.T, g *plan.Graph, c *store.Cache, guess bool) (string, *plan.Plan) {
+	was := plan.SetGuessAhead(guess)
+	defer plan.SetGuessAhead(was)
+	p, diags := plan.Make(g, c, plan.Options{})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	var b bytes.Buffer
+	require.NoError(t, p.Render(&b))
+	js, err := json.Marshal(p.JSON())
+	require.NoError(t, err)
+	return b.String() + string(js), p
 }

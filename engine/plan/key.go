@@ -134,6 +134,7 @@ func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, b
 // envelopeBase builds the parts of a node's NodeEnvelope that do not depend
 // on other nodes: kind, keyed arguments and input digests.
 func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
+	g.bases.Add(1)
 	e := &Envelope{V: EnvelopeVersion, Args: map[string]json.RawMessage{}, Inputs: map[string]string{}, Upstreams: []string{}, Seal: g.Seal}
 	if n.Kind != nil {
 		e.Kind = n.Kind.Name()

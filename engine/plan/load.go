@@ -180,7 +180,7 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 	// Every node evaluates with its upstreams unknown: those reading
 	// stage objects too go ahead.
 	all := func(*Node) bool { return true }
-	ahead := g.evalAhead(all, all, nil)
+	ahead := g.evalAhead(all, all, nil, nil)
 	for _, n := range g.Nodes {
 		sn, d := ahead[n.ID].sn, ahead[n.ID].diags
 		if !ahead[n.ID].done {

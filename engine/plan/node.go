@@ -130,8 +130,9 @@ type evalResult struct {
 // instances unknown (the result is marked guess). The others are left for
 // the caller (done is false). With dg, the NodeEnvelope of each node
 // evaluated without error, and not guessed, is built too, all but its
-// upstreams.
-func (g *Graph) evalAhead(want, guess func(*Node) bool, dg digester) []evalResult {
+// upstreams, unless waits says that an upstream's output will most likely
+// be unknown to it (its key then is too, and no base is needed).
+func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []evalResult {
 	out := make([]evalResult, len(g.Nodes))
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 || len(g.Nodes) < 64 {
@@ -152,7 +153,7 @@ func (g *Graph) evalAhead(want, guess func(*Node) bool, dg digester) []evalResul
 		}
 		sn, d := g.EvalNode(n, UnknownInstance)
 		r := evalResult{sn: sn, diags: d, done: true, guess: stage}
-		if dg != nil && !stage && !d.HasErrors() {
+		if dg != nil && !stage && !d.HasErrors() && (waits == nil || !waits(n)) {
 			r.base, r.based = g.envelopeBase(n, sn, dg), true
 		}
 		out[n.ID] = r

@@ -302,7 +302,23 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		}
 		return n.eachFrom == nil || !ranBefore[n.eachFrom.ID]
 	}
-	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] }, guess, cache.Stat)
+	// A node with a keyed upstream that did not run before most likely
+	// waits for that upstream's output (a service's digest is known
+	// without running): its key is unknown, and its base is built only
+	// if it turns out not to wait (planNode).
+	waits := func(n *Node) bool {
+		if !guessAhead {
+			return false
+		}
+		for _, d := range n.Deps {
+			u := g.Nodes[d]
+			if _, svc := u.Kind.(stages.Service); !ranBefore[d] && !svc && n.KeyedDep(d) {
+				return true
+			}
+		}
+		return false
+	}
+	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] }, guess, waits, cache.Stat)
 	debug := g.SingleVariantTargets(opts.Targets)
 	for _, n := range g.Nodes {
 		pn := &PlannedNode{Node: n, Action: ActRun}
@@ -559,8 +575,9 @@ func (p *Plan) noUpstreamOK(n *Node) bool {
 }
 
 // guessAhead lets makePlan evaluate ahead the nodes reading stage
-// objects whose upstreams did not run before (off in tests only, to
-// compare with the plan made in turn).
+// objects whose upstreams did not run before, and leave out of that
+// evaluation the key bases of nodes whose keyed upstreams did not run
+// before (off in tests only, to compare with the plan made in turn).
 var guessAhead = true
 
 // diagsOfSkipped are the diagnostics a node skipped for its upstreams
