@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -139,7 +140,61 @@ func TestNestingBoundTakesOrdinaryFiles(t *testing.T) {
 // invalid UTF-8), with a window of one byte (a cut at every place the byte
 // scan offers) against one window for the whole file.
 func TestTokenNestingInWindowsIsTheWholeFiles(t *testing.T) {
-	rng := rand.New(rand.NewSource(2))
+	srcs := nestingCorpus(rand.New(rand.NewSource(2)))
+	defer func(w int) { nestingWindow = w }(nestingWindow)
+	cut := 0
+	for _, src := range srcs {
+		nestingWindow = math.MaxInt
+		wantMost, wantOver, wantInvalid := tokenNesting(src, "x.hcl", MaxNesting)
+		nestingWindow = 1
+		scanNesting(src, nil, func(int) bool { cut++; return true })
+		gotMost, gotOver, gotInvalid := tokenNesting(src, "x.hcl", MaxNesting)
+		require.Equal(t, wantOver, gotOver, "%q", src)
+		require.Equal(t, wantMost, gotMost, "%q", src)
+		require.Equal(t, wantInvalid, gotInvalid, "%q", src)
+	}
+	assert.Greater(t, cut, 100000, "the byte scan offered few cuts: the windows were not tested")
+}
+
+// The byte scan skips only bytes it would take without a change: over the
+// corpus above, the skipping scan finds the cuts, the lexer's restarts and
+// the bound that the scan taking every byte in turn finds, and stops where
+// it stops.
+func TestNestingScanSkipsOnlyIgnoredBytes(t *testing.T) {
+	type scan struct {
+		cuts      *fileCuts
+		lex       []int
+		bound     int
+		ok        bool
+		stopBound int
+		stopOK    bool
+	}
+	run := func(src []byte) scan {
+		var s scan
+		s.cuts = scanCuts(src)
+		s.bound, s.ok = scanNesting(src, nil, func(i int) bool { s.lex = append(s.lex, i); return true })
+		// Stopped at the fifth restart offered.
+		n := 0
+		s.stopBound, s.stopOK = scanNesting(src, nil, func(int) bool { n++; return n < 5 })
+		return s
+	}
+	defer func(q, u [256]bool) { quotedStops, unquotedStops = q, u }(quotedStops, unquotedStops)
+	var every [256]bool
+	for i := range every {
+		every[i] = true
+	}
+	for _, src := range nestingCorpus(rand.New(rand.NewSource(3))) {
+		got := run(src)
+		quotedStops, unquotedStops = every, every
+		want := run(src)
+		quotedStops, unquotedStops = stops(quotedStopBytes), stops(unquotedStopBytes)
+		require.Equal(t, want, got, "%q", src)
+	}
+}
+
+// nestingCorpus is nested expressions, the test pipelines and random soups
+// of the bytes that open, close and hide levels.
+func nestingCorpus(rng *rand.Rand) [][]byte {
 	var srcs [][]byte
 	for i := 0; i < 200; i++ {
 		var b strings.Builder
@@ -167,19 +222,7 @@ func TestTokenNestingInWindowsIsTheWholeFiles(t *testing.T) {
 		}
 		srcs = append(srcs, []byte(b.String()))
 	}
-	defer func(w int) { nestingWindow = w }(nestingWindow)
-	cut := 0
-	for _, src := range srcs {
-		nestingWindow = math.MaxInt
-		wantMost, wantOver, wantInvalid := tokenNesting(src, "x.hcl", MaxNesting)
-		nestingWindow = 1
-		scanNesting(src, nil, func(int) bool { cut++; return true })
-		gotMost, gotOver, gotInvalid := tokenNesting(src, "x.hcl", MaxNesting)
-		require.Equal(t, wantOver, gotOver, "%q", src)
-		require.Equal(t, wantMost, gotMost, "%q", src)
-		require.Equal(t, wantInvalid, gotInvalid, "%q", src)
-	}
-	assert.Greater(t, cut, 100000, "the byte scan offered few cuts: the windows were not tested")
+	return srcs
 }
 
 // Refusing a 5 MB file of lists nested 300 deep, too deep at line 2, takes
@@ -218,4 +261,19 @@ func TestNestingCheckMemoryIsBoundedOnHugeFiles(t *testing.T) {
 	assert.Equal(t, hcl.Pos{Line: 2, Column: 9, Byte: 17}, d[0].Subject.Start)
 	alloc = after.TotalAlloc - before.TotalAlloc
 	assert.Less(t, alloc, uint64(8<<20), "allocated %d MB to refuse a %d MB file", alloc>>20, len(bad)>>20)
+}
+
+// BenchmarkScanCutsChain scans a chain of 10,000 stage blocks, as bench/gen
+// -shape chain writes it, once for its cuts and nesting bound (what
+// Loader.Load does before parsing it).
+func BenchmarkScanCutsChain(b *testing.B) {
+	var src strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&src, "\nstage \"command\" \"c%d\" {\n  run     = [\"sh\", \"-c\", \"echo c%d > out/c%d\"]\n  outputs = [\"out/c%d\"]\n  after   = [stage.c%d]\n}\n", i, i, i, i, i-1)
+	}
+	buf := []byte(src.String())
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		scanCuts(buf)
+	}
 }
