@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -327,6 +328,36 @@ func TestReferencesOfATraversalAreTheWalks(t *testing.T) {
 		wantRefs, wantDiags := walkReferences(e)
 		assert.Equal(t, wantRefs, refs, src)
 		assert.Equal(t, wantDiags, diags, src)
+	}
+}
+
+// AppendReferences appends what References lists, diagnostics included,
+// and a lone traversal's reference costs no allocation beyond the slice's
+// (it took two: the reference, then a slice of it).
+func TestAppendReferencesAppendsTheReferences(t *testing.T) {
+	prefix := []Ref{{Root: "var", Name: "p"}}
+	for _, src := range []string{
+		`stage.a`, `stage.a["k"]`, `bogus.x`, `stage`, `"plain"`, `[1, 2]`, `[stage.a, var.n]`,
+		`"a${local.x}"`, `[stage.a[each.key]]`, `[for x in var.l : x if bogus.y]`, `upper(nope.z)`,
+	} {
+		e, diags := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
+		require.Empty(t, diags, src)
+		e = boundExpr(e)
+		wantRefs, wantDiags := References(e)
+		refs, diags := AppendReferences(nil, e)
+		assert.Equal(t, wantRefs, refs, src)
+		assert.Equal(t, wantDiags, diags, src)
+		refs, diags = AppendReferences(slices.Clip(slices.Clone(prefix)), e)
+		assert.Equal(t, append(slices.Clone(prefix), wantRefs...), refs, src)
+		assert.Equal(t, wantDiags, diags, src)
+	}
+	e, _ := hclsyntax.ParseExpression([]byte(`stage.a`), "x.hcl", hcl.InitialPos)
+	if allocs := testing.AllocsPerRun(10, func() { _, _ = References(e) }); allocs > 1 {
+		t.Errorf("References of stage.a made %.0f allocations, want 1", allocs)
+	}
+	room := make([]Ref, 0, 1)
+	if allocs := testing.AllocsPerRun(10, func() { _, _ = AppendReferences(room, e) }); allocs > 0 {
+		t.Errorf("AppendReferences of stage.a to a slice with room made %.0f allocations, want 0", allocs)
 	}
 }
 

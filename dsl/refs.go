@@ -43,19 +43,29 @@ var PathAttrs = []string{"pipeline", "root"}
 // expression (stage.x[each.key]) is returned with KeyExpr set, so a node
 // depends on one instance rather than the whole stage.
 func References(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
+	return AppendReferences(nil, expr)
+}
+
+// AppendReferences appends the references of expr, as References lists
+// them, to refs.
+func AppendReferences(refs []Ref, expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 	if constant(expr) {
-		return nil, nil // what the walks below find in it: nothing
+		return refs, nil // what the walks below find in it: nothing
 	}
 	if st, ok := expr.(*hclsyntax.ScopeTraversalExpr); ok {
 		// One traversal, as in after = [stage.x]: what the walks below
 		// find in it, without walking.
-		r, diags := parseRef(st.Traversal)
-		if r == nil {
-			return nil, diags
+		r, ok, diags := parseRef(st.Traversal)
+		if ok {
+			refs = append(refs, r)
 		}
-		return []Ref{*r}, diags
+		return refs, diags
 	}
-	return walkReferences(expr)
+	found, diags := walkReferences(expr)
+	if len(refs) == 0 {
+		return found, diags
+	}
+	return append(refs, found...), diags
 }
 
 // walkReferences is References for any expression, by walking it.
@@ -89,10 +99,10 @@ func walkReferences(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 		if dynamic[t.SourceRange().Start] && len(t) == 2 {
 			continue
 		}
-		r, d := parseRef(t)
+		r, ok, d := parseRef(t)
 		diags = append(diags, d...)
-		if r != nil {
-			refs = append(refs, *r)
+		if ok {
+			refs = append(refs, r)
 		}
 	}
 	return refs, diags
@@ -129,9 +139,11 @@ func constant(expr hcl.Expression) bool {
 	return false
 }
 
-func parseRef(t hcl.Traversal) (*Ref, hcl.Diagnostics) {
+// parseRef is the reference t makes; ok is false where it makes none
+// (the diagnostics say why).
+func parseRef(t hcl.Traversal) (r Ref, ok bool, diags hcl.Diagnostics) {
 	root := t.RootName()
-	r := &Ref{Root: root, Range: t.SourceRange()}
+	r = Ref{Root: root, Range: t.SourceRange()}
 	switch root {
 	case "each", "self":
 		if len(t) > 1 {
@@ -139,17 +151,17 @@ func parseRef(t hcl.Traversal) (*Ref, hcl.Diagnostics) {
 				r.Name = a.Name
 			}
 		}
-		return r, nil
+		return r, true, nil
 	case "var", "local", "path", "stage":
 	default:
 		detail := fmt.Sprintf("%q is not something a pipeline can refer to. References start with %s.", root, strings.Join(Roots, ", "))
 		if s := Suggest(root, Roots); s != "" {
 			detail = fmt.Sprintf("%q is not something a pipeline can refer to. Did you mean %q? References start with %s.", root, s, strings.Join(Roots, ", "))
 		}
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unknown reference", Detail: detail, Subject: r.Range.Ptr()}}
+		return Ref{}, false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unknown reference", Detail: detail, Subject: r.Range.Ptr()}}
 	}
 	if len(t) < 2 {
-		return nil, hcl.Diagnostics{{
+		return Ref{}, false, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Invalid reference",
 			Detail:   fmt.Sprintf("%q must be followed by an attribute name, like %s.NAME.", root, root),
@@ -158,7 +170,7 @@ func parseRef(t hcl.Traversal) (*Ref, hcl.Diagnostics) {
 	}
 	a, ok := t[1].(hcl.TraverseAttr)
 	if !ok {
-		return nil, hcl.Diagnostics{{
+		return Ref{}, false, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Invalid reference",
 			Detail:   fmt.Sprintf("%q must be followed by .NAME, not an index.", root),
@@ -172,7 +184,7 @@ func parseRef(t hcl.Traversal) (*Ref, hcl.Diagnostics) {
 				r.HasKey = true
 				r.Key = ix.Key.AsString()
 			} else {
-				return nil, hcl.Diagnostics{{
+				return Ref{}, false, hcl.Diagnostics{{
 					Severity: hcl.DiagError,
 					Summary:  "Invalid stage instance key",
 					Detail:   "Stage instances are keyed by strings: stage.NAME[\"key\"].",
@@ -181,7 +193,7 @@ func parseRef(t hcl.Traversal) (*Ref, hcl.Diagnostics) {
 			}
 		}
 	}
-	return r, nil
+	return r, true, nil
 }
 
 // RefContext says where an expression appears, which decides which

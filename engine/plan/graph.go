@@ -248,10 +248,11 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	r := &stageRefs{}
 	rc := dsl.RefContext{Stage: s, AllowEach: s.ForEach != nil}
 	add := func(dst *[]dsl.Ref, e hcl.Expression, rc dsl.RefContext) {
-		refs, d := dsl.References(e)
+		before := len(*dst)
+		refs, d := dsl.AppendReferences(*dst, e)
 		diags = append(diags, d...)
-		diags = append(diags, cfg.CheckRefs(refs, rc)...)
-		*dst = append(*dst, refs...)
+		diags = append(diags, cfg.CheckRefs(refs[before:], rc)...)
+		*dst = refs
 	}
 	if s.ForEach != nil {
 		add(&r.forEach, s.ForEach, dsl.RefContext{Stage: s})
@@ -319,9 +320,11 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 			r.evalStage = true // each.value is the upstream instance
 		}
 	}
-	for _, ref := range append(append([]dsl.Ref{}, r.body...), r.checks...) {
-		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
-			r.upstream = append(r.upstream, ref)
+	for _, refs := range [][]dsl.Ref{r.body, r.checks} {
+		for _, ref := range refs {
+			if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
+				r.upstream = append(r.upstream, ref)
+			}
 		}
 	}
 	return r, diags
