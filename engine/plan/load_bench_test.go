@@ -2,11 +2,13 @@ package plan_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 )
@@ -46,6 +48,38 @@ func BenchmarkLoadPlanChain(b *testing.B) {
 		}
 		if len(p.Nodes) != 10000 {
 			b.Fatalf("%d nodes planned, want 10000", len(p.Nodes))
+		}
+	}
+}
+
+// BenchmarkPlanSeed002Grid loads and plans seed 002's experiment grid
+// (pipelines/optimizer_grid.hcl with pipelines/grids/experiment.json,
+// 3,748 nodes) and renders the plan, the way `cairn plan` does from the
+// repository's root (bench/grid.sh's row).
+func BenchmarkPlanSeed002Grid(b *testing.B) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Chdir(root)
+	cache, err := store.Open(filepath.Join(b.TempDir(), "cache"), store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cache.Close()
+	vars := dsl.VarInputs{Args: []dsl.VarArg{{Value: "grid=pipelines/grids/experiment.json"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		l, diags := plan.Load(plan.LoadOptions{Path: "pipelines/optimizer_grid.hcl", Root: root, Vars: vars})
+		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		p, d := plan.Make(l.Graph, cache, plan.Options{})
+		if d.HasErrors() {
+			b.Fatal(d)
+		}
+		if err := p.Render(io.Discard); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
