@@ -1,6 +1,9 @@
 package dsl
 
 import (
+	"math/big"
+	"math/bits"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -11,11 +14,11 @@ import (
 // plainTemplate is a string template whose parts are literal text and
 // references ("out/${stage.name}_${each.key}"), the way grids name their
 // instances' files. When every part is a known, unmarked, non-null
-// string, its value is their concatenation, which is what
-// TemplateExpr.Value makes of them (no conversion, no marks, no
-// refinement of a known string); it is made without the conversions, the
-// marks' map and the buffer TemplateExpr.Value makes for every
-// evaluation. Any other part (a number, a sensitive or unknown value,
+// string or whole number (intText), its value is their concatenation,
+// which is what TemplateExpr.Value makes of them (no marks, no refinement
+// of a known string); it is made without the conversions, the marks' map
+// and the buffer TemplateExpr.Value makes for every evaluation. Any other
+// part (a fraction, a sensitive or unknown value,
 // null, an error) sends the template to TemplateExpr.Value, which
 // evaluates it again: its parts are references, which read and write
 // nothing. TestPlainTemplateIsTemplateExprs holds both to one result.
@@ -91,10 +94,21 @@ func (e plainTemplate) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) 
 				return e.TemplateExpr.Value(ctx)
 			}
 		}
-		if v.Type() != cty.String || v.IsMarked() || !v.IsKnown() || v.IsNull() {
+		if v.IsMarked() || !v.IsKnown() || v.IsNull() {
 			return e.TemplateExpr.Value(ctx)
 		}
-		s := v.AsString()
+		var s string
+		switch ty := v.Type(); {
+		case ty == cty.String:
+			s = v.AsString()
+		case ty == cty.Number:
+			var ok bool
+			if s, ok = intText(v.AsBigFloat()); !ok {
+				return e.TemplateExpr.Value(ctx)
+			}
+		default:
+			return e.TemplateExpr.Value(ctx)
+		}
 		strs = append(strs, s)
 		n += len(s)
 	}
@@ -104,6 +118,32 @@ func (e plainTemplate) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) 
 		b.WriteString(s)
 	}
 	return cty.StringVal(b.String()), nil
+}
+
+// intText is the text of a whole number that an int64 holds, as the
+// conversion of a number to a string writes it (Text('f', -1), the
+// shortest decimal that reads back as f at its precision): its digits,
+// when f's precision holds every bit of it (no shorter decimal then reads
+// back as f). ok is false for anything else (a fraction, -0, a number
+// beyond an int64 or its precision), which the conversion then writes:
+// seeds and indexes in keys and paths ("${j.method}/${j.seed}") are
+// written without its decimal expansion of a 512-bit number.
+func intText(f *big.Float) (string, bool) {
+	if !f.IsInt() || f.Signbit() && f.Sign() == 0 {
+		return "", false
+	}
+	i, acc := f.Int64()
+	if acc != big.Exact {
+		return "", false
+	}
+	mag := uint64(i)
+	if i < 0 {
+		mag = -mag
+	}
+	if uint(bits.Len64(mag)) > f.Prec() {
+		return "", false
+	}
+	return strconv.FormatInt(i, 10), true
 }
 
 // attrTraversal is the value of a traversal of attributes only

@@ -1,6 +1,8 @@
 package dsl
 
 import (
+	"fmt"
+	"math/big"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -20,6 +22,12 @@ func TestPlainTemplateIsTemplateExprs(t *testing.T) {
 			"empty":   cty.StringVal(""),
 			"accent":  cty.StringVal("\u0301"), // a combining accent: "e" + it is one character
 			"n":       cty.NumberIntVal(42),
+			"neg":     cty.NumberIntVal(-7),
+			"zero":    cty.NumberIntVal(0),
+			"big":     cty.MustParseNumberVal("123456789012345678901234567890"),
+			"e20":     cty.MustParseNumberVal("1e20"),
+			"seed":    cty.MustParseNumberVal("2"),
+			"f60":     cty.NumberFloatVal(1 << 60),
 			"f":       cty.NumberFloatVal(0.5),
 			"b":       cty.True,
 			"secret":  cty.StringVal("pw").Mark("sensitive"),
@@ -35,6 +43,8 @@ func TestPlainTemplateIsTemplateExprs(t *testing.T) {
 		`"${v.s}/${v.empty}/"`,
 		`"e${v.accent}"`,
 		`"n=${v.n} f=${v.f} b=${v.b}"`,
+		`"${v.s}/${v.seed}/${v.neg}/${v.zero}/${v.n}"`,
+		`"${v.big} ${v.e20} ${v.f60}"`,
 		`"pw=${v.secret}"`,
 		`"prefix-${v.unknown}-${each.key}"`,
 		`"prefix-${v.dyn}"`,
@@ -64,18 +74,40 @@ func TestPlainTemplateIsTemplateExprs(t *testing.T) {
 			t.Fatalf("%s: bound to a %T, not a template of text and references", src, bound)
 		}
 		got, gotDiags := bound.Value(ctx)
-		if !got.RawEquals(want) {
-			t.Errorf("%s: got %#v, want %#v", src, got, want)
+		sameResult(t, src, got, gotDiags, want, wantDiags)
+	}
+}
+
+// intText writes a whole number as the conversion to a string does,
+// whatever the number's precision, and declines the others.
+func TestIntTextIsText(t *testing.T) {
+	var nums []*big.Float
+	for _, s := range []string{"0", "1", "-1", "2", "42", "-7", "1000", "1e18", "9223372036854775807",
+		"-9223372036854775808", "9223372036854775808", "1e20", "0.5", "-0.5", "1.5", "123456789012345678901234567890"} {
+		nums = append(nums, cty.MustParseNumberVal(s).AsBigFloat())
+	}
+	for _, v := range []int64{1 << 60, 1<<53 + 1, 1<<62 + 1<<10, -(1 << 62), 999999999999, 3} {
+		for _, prec := range []uint{1, 2, 8, 24, 53, 64, 512} {
+			nums = append(nums, new(big.Float).SetPrec(prec).SetInt64(v))
 		}
-		if len(gotDiags) != len(wantDiags) {
-			t.Errorf("%s: got diagnostics %v, want %v", src, gotDiags, wantDiags)
-			continue
+	}
+	negZero := new(big.Float).Neg(new(big.Float))
+	nums = append(nums, negZero, cty.NumberFloatVal(1<<60).AsBigFloat(), cty.NumberIntVal(-3).AsBigFloat())
+	for _, f := range []*big.Float{cty.MustParseNumberVal("2").AsBigFloat(), cty.NumberIntVal(-3).AsBigFloat(), cty.NumberFloatVal(1 << 40).AsBigFloat()} {
+		if _, ok := intText(f); !ok {
+			t.Errorf("intText declined %s", f.Text('f', -1))
 		}
-		for i := range gotDiags {
-			if gotDiags[i].Summary != wantDiags[i].Summary || gotDiags[i].Detail != wantDiags[i].Detail || *gotDiags[i].Subject != *wantDiags[i].Subject {
-				t.Errorf("%s: got diagnostic %v, want %v", src, gotDiags[i], wantDiags[i])
+	}
+	for _, f := range nums {
+		want := f.Text('f', -1)
+		if got, ok := intText(f); ok {
+			if got != want {
+				t.Errorf("intText(%s at precision %d) = %q, want %q", want, f.Prec(), got, want)
 			}
 		}
+	}
+	if _, ok := intText(negZero); ok {
+		t.Errorf("intText wrote -0")
 	}
 }
 
@@ -94,6 +126,24 @@ func TestPlainTemplateAllocatesItsResultOnly(t *testing.T) {
 	}
 }
 
+// A whole number in a template (a grid's seed in its job's key) is
+// written without the conversion's decimal expansion: the number read
+// (a copy of its big.Float), its text, the result's text and its value.
+func TestPlainTemplateWritesWholeNumbers(t *testing.T) {
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
+		"j": cty.ObjectVal(map[string]cty.Value{"method": cty.StringVal("gepa"), "seed": cty.MustParseNumberVal("12")}),
+	}}
+	expr, _ := hclsyntax.ParseExpression([]byte(`"${j.method}/${j.seed}"`), "t.hcl", hcl.InitialPos)
+	bound := boundExpr(expr.(hclsyntax.Expression))
+	if v, _ := bound.Value(ctx); v.AsString() != "gepa/12" {
+		t.Fatalf("got %#v", v)
+	}
+	allocs := testing.AllocsPerRun(50, func() { _, _ = bound.Value(ctx) })
+	if allocs > 4 {
+		t.Errorf("a template with a whole number made %.0f allocations an evaluation, want at most 4", allocs)
+	}
+}
+
 // A quoted string's value is made once: evaluating it allocates nothing,
 // and References finds nothing in it without a walk.
 func TestTextTemplateIsMadeOnce(t *testing.T) {
@@ -107,5 +157,34 @@ func TestTextTemplateIsMadeOnce(t *testing.T) {
 	}
 	if !constant(bound) {
 		t.Errorf("a quoted string is not taken for a constant")
+	}
+}
+
+// sameExprAt reports whether a diagnostic's expression is of the kind
+// written at the same place, not a stand-in.
+func sameExprAt(got, want hcl.Expression) bool {
+	return want != nil && got.Range() == want.Range() && fmt.Sprintf("%T", got) == fmt.Sprintf("%T", want)
+}
+
+// sameResult reports where a bound expression's value and diagnostics
+// (got) differ from the syntax tree's own (want): the value, and each
+// diagnostic's severity, text, ranges and expression.
+func sameResult(t *testing.T, src string, got cty.Value, gotDiags hcl.Diagnostics, want cty.Value, wantDiags hcl.Diagnostics) {
+	t.Helper()
+	if !got.RawEquals(want) {
+		t.Errorf("%s: got %#v, want %#v", src, got, want)
+	}
+	if len(gotDiags) != len(wantDiags) {
+		t.Errorf("%s: got diagnostics %v, want %v", src, gotDiags, wantDiags)
+		return
+	}
+	for i, g := range gotDiags {
+		w := wantDiags[i]
+		if g.Severity != w.Severity || g.Summary != w.Summary || g.Detail != w.Detail || fmt.Sprint(g.Subject) != fmt.Sprint(w.Subject) || fmt.Sprint(g.Context) != fmt.Sprint(w.Context) {
+			t.Errorf("%s: got diagnostic %v, want %v", src, g, w)
+		}
+		if g.Expression != nil && !sameExprAt(g.Expression, w.Expression) {
+			t.Errorf("%s: diagnostic %q names a %T at %s, want a %T at %s", src, g.Summary, g.Expression, g.Expression.Range(), w.Expression, w.Expression.Range())
+		}
 	}
 }
