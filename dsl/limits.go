@@ -325,6 +325,9 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 		boundIn(&x.Condition)
 		boundIn(&x.TrueResult)
 		boundIn(&x.FalseResult)
+		if mayBeTuple(x.TrueResult) && mayBeTuple(x.FalseResult) {
+			return tupleCond{x}
+		}
 	case *hclsyntax.IndexExpr:
 		boundIn(&x.Collection)
 		boundIn(&x.Key)
