@@ -39,6 +39,14 @@ func (e textTemplate) Value(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) { ret
 // templateText is the text of a template of literal strings only (known,
 // unmarked, not null), and whether it is one.
 func templateText(t *hclsyntax.TemplateExpr) (string, bool) {
+	if len(t.Parts) == 1 {
+		// A quoted string: its one part's text, without a copy.
+		l, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr)
+		if !ok || l.Val.Type() != cty.String || l.Val.IsMarked() || !l.Val.IsKnown() || l.Val.IsNull() {
+			return "", false
+		}
+		return l.Val.AsString(), true
+	}
 	var b strings.Builder
 	for _, p := range t.Parts {
 		l, ok := p.(*hclsyntax.LiteralValueExpr)

@@ -158,6 +158,12 @@ func TestTextTemplateIsMadeOnce(t *testing.T) {
 	if !constant(bound) {
 		t.Errorf("a quoted string is not taken for a constant")
 	}
+	// Its value is its one part's text, not a copy: the wrapper and the
+	// value are all the file's reading allocates for it.
+	tmpl := expr.(*hclsyntax.TemplateExpr)
+	if allocs := testing.AllocsPerRun(50, func() { boundTemplate(tmpl) }); allocs > 2 {
+		t.Errorf("reading a quoted string made %.0f allocations, want 2", allocs)
+	}
 }
 
 // sameExprAt reports whether a diagnostic's expression is of the kind
