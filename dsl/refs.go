@@ -108,6 +108,11 @@ func walkReferences(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 	return refs, diags
 }
 
+// Constant reports whether expr is made of literal values only (see
+// constant): it refers to nothing, calls nothing and iterates over
+// nothing, so it evaluates without a context to the same value.
+func Constant(expr hcl.Expression) bool { return constant(expr) }
+
 // constant reports whether expr is made of literal values, negated ones,
 // lists of them and quoted strings without templates only: it refers to
 // nothing. It walks without allocating, where the syntax tree's walks

@@ -179,7 +179,8 @@ type Node struct {
 	WeightsDigest string
 	// Blocks are the kind's own blocks, evaluated by the kind.
 	Blocks []*hcl.Block
-	// EvalContext evaluates expressions inside Blocks.
+	// EvalContext evaluates expressions inside Blocks (nil when the
+	// node has none and its attributes are constant).
 	EvalContext *hcl.EvalContext
 }
 

@@ -27,3 +27,11 @@ func SetGuessAhead(on bool) bool {
 
 // Bases is how many key bases (envelopeBase) the graph has built.
 func (g *Graph) Bases() int64 { return g.bases.Load() }
+
+// SetConstantsAlone turns EvalNode's evaluation of constant attributes
+// without a context on or off; it returns the setting before.
+func SetConstantsAlone(on bool) bool {
+	was := constantsAlone
+	constantsAlone = on
+	return was
+}

@@ -89,6 +89,9 @@ type Graph struct {
 	Seal map[string]string
 	// room is what a node's command inherits (see argSizeCheck).
 	room *startRoom
+	// required are the attributes each stage kind of the graph
+	// requires, by kind name (see hasRequired).
+	required map[string][]string
 	// bases counts the key bases built (envelopeBase), for tests.
 	bases atomic.Int64
 }
@@ -111,6 +114,9 @@ type stageRefs struct {
 	// ranges locates each attribute's expression: the Ranges of every
 	// node of the stage whose attributes all evaluate (see EvalNode).
 	ranges map[string]hcl.Range
+	// constant is true when every attribute is made of literal values
+	// only (dsl.Constant): they evaluate without a context.
+	constant bool
 }
 
 // all yields every reference of the stage: for_each, body, wait_for,
@@ -199,6 +205,7 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, un
 		Waiting:    map[string]string{},
 		unset:      unset,
 		room:       &startRoom{},
+		required:   map[string][]string{},
 	}
 	diags := g.linkStages()
 	order, d := g.orderStages()
@@ -291,9 +298,15 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	sort.Strings(names)
 	afterEnd := len(r.body)
 	r.ranges = make(map[string]hcl.Range, len(names))
+	r.constant = true
 	for _, n := range names {
-		add(&r.body, s.Attrs[n].Expr, rc)
-		r.ranges[n] = s.Attrs[n].Expr.Range()
+		e := s.Attrs[n].Expr
+		r.ranges[n] = e.Range()
+		if dsl.Constant(e) {
+			continue // no reference in it, nothing to check
+		}
+		r.constant = false
+		add(&r.body, e, rc)
 	}
 	for _, b := range s.KindBlocks {
 		for _, e := range bodyExprs(b.Body) {
@@ -622,6 +635,9 @@ func (g *Graph) waitsFor(s *dsl.Stage) string {
 // dependencies.
 func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 	kind, _ := stages.Lookup(s.Kind)
+	if _, ok := g.required[s.Kind]; !ok && kind != nil {
+		g.required[s.Kind] = requiredAttrs(kind)
+	}
 	r := g.refs[s.Name]
 	var diags hcl.Diagnostics
 	waiting := g.Waiting[s.Name] != ""

@@ -164,16 +164,28 @@ func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []ev
 // EvalNode evaluates a node's attributes and decodes the generic ones.
 // Values that depend on upstream results not yet known stay unknown.
 func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
-	ctx := g.nodeContext(n, inst, g.EvalsStage(n))
+	r := g.refs[n.Stage.Name]
+	// A node whose attributes are all constant, and that has no kind
+	// blocks, needs no evaluation context: none is made unless an
+	// attribute's evaluation has something to say (its diagnostics carry
+	// the context).
+	var ctx *hcl.EvalContext
+	context := func() *hcl.EvalContext {
+		if ctx == nil {
+			ctx = g.nodeContext(n, inst, g.EvalsStage(n))
+		}
+		return ctx
+	}
+	if r == nil || !r.constant || len(n.Stage.KindBlocks) > 0 || !constantsAlone {
+		context()
+	}
 	sn := &stages.Node{
 		Address: n.Addr, Stage: n.Stage.Name, EachKey: n.Inst.Key,
-		Args:        make(map[string]cty.Value, len(n.Stage.Attrs)),
-		Blocks:      n.Stage.KindBlocks,
-		EvalContext: ctx,
+		Args:   make(map[string]cty.Value, len(n.Stage.Attrs)),
+		Blocks: n.Stage.KindBlocks,
 	}
 	var diags hcl.Diagnostics
 	var bad bool // some attribute holds a reference reported as wrong
-	r := g.refs[n.Stage.Name]
 	if r != nil {
 		bad = len(r.bad) > 0
 	}
@@ -190,6 +202,9 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 			continue
 		}
 		v, d := a.Expr.Value(ctx)
+		if len(d) > 0 && ctx == nil {
+			v, d = a.Expr.Value(context())
+		}
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -199,11 +214,12 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 			sn.Ranges[name] = a.Expr.Range()
 		}
 	}
+	sn.EvalContext = ctx
 	if diags.HasErrors() {
 		return nil, dsl.TidyDiagnostics(diags)
 	}
 	diags = append(diags, g.decodeCommon(sn)...)
-	if n.Kind != nil && hasRequired(n.Kind, sn) {
+	if n.Kind != nil && hasRequired(g.required[n.Stage.Kind], sn) {
 		diags = append(diags, n.Kind.Check(sn)...)
 	}
 	if !diags.HasErrors() {
@@ -241,6 +257,10 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 	return sn, diags
 }
 
+// constantsAlone lets EvalNode evaluate constant attributes without a
+// context (off in tests only, to compare with their evaluation in one).
+var constantsAlone = true
+
 // itemRange locates the item keyed key of a stage attribute written as an
 // object ({ KEY = value, ... }); otherwise it returns the attribute's range.
 func (g *Graph) itemRange(sn *stages.Node, attr, key string) hcl.Range {
@@ -273,20 +293,29 @@ func (g *Graph) elemRange(sn *stages.Node, attr string, i, n int) hcl.Range {
 	return sn.Ranges[attr]
 }
 
-// hasRequired reports whether every attribute the kind requires is
-// present. Without one (already reported when the file was decoded), the
-// kind's Check is not asked to cope with it.
-func hasRequired(k stages.Kind, sn *stages.Node) bool {
-	s := k.Schema()
-	if s == nil {
-		return true
-	}
-	for _, a := range s.Attributes {
-		if _, ok := sn.Args[a.Name]; a.Required && !ok {
+// hasRequired reports whether every attribute the kind requires (see
+// requiredAttrs) is present. Without one (already reported when the file
+// was decoded), the kind's Check is not asked to cope with it.
+func hasRequired(required []string, sn *stages.Node) bool {
+	for _, name := range required {
+		if _, ok := sn.Args[name]; !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// requiredAttrs are the attributes kind k's schema requires.
+func requiredAttrs(k stages.Kind) []string {
+	var out []string
+	if s := k.Schema(); s != nil {
+		for _, a := range s.Attributes {
+			if a.Required {
+				out = append(out, a.Name)
+			}
+		}
+	}
+	return out
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/stages"
 )
 
 const waitingPipeline = `variable "names" {
@@ -104,3 +106,103 @@ func TestValidateWithoutValuesStillRefusesResultsInForEach(t *testing.T) {
 }
 
 func replaceOnce(s, old, new string) string { return strings.Replace(s, old, new, 1) }
+
+// A stage without an attribute its kind requires is reported once, by
+// the decoding; its kind's checks, which would trip over the missing
+// attribute, are not run on it. A stage that has them is checked.
+func TestMissingRequiredAttributeSkipsKindCheck(t *testing.T) {
+	root := t.TempDir()
+	src := `stage "command" "norun" {
+  outputs = ["out/a"]
+}
+
+stage "command" "badrun" {
+  run = []
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	_, diags := plan.Load(plan.LoadOptions{Path: "p.hcl", Root: root})
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.Summary+" @ "+filepath.Base(d.Subject.String()))
+	}
+	assert.ElementsMatch(t, []string{
+		`Missing required argument @ p.hcl:1,25-25`,
+		`Invalid run @ p.hcl:6,9-11`,
+	}, got)
+}
+
+// A node whose attributes are all constant evaluates without a context:
+// the same values, ranges and decoded attributes as evaluated in one, and
+// the same diagnostics, which carry the context as they did.
+func TestConstantAttributesEvaluateAlone(t *testing.T) {
+	root := t.TempDir()
+	src := `variable "tag" {
+  default = "t"
+}
+
+stage "command" "plain" {
+  run     = ["sh", "-c", "echo a > out/a"]
+  outputs = ["out/a"]
+  gpus    = 0
+}
+
+stage "command" "object" {
+  run = ["echo", "b"]
+  env = { A = "1" }
+}
+
+stage "command" "null_part" {
+  run = ["echo", "a${null}"]
+}
+
+stage "command" "refs" {
+  run   = ["echo", var.tag]
+  after = [stage.plain]
+}
+
+stage "command" "bad_kind" {
+  run   = ["echo", "x"]
+  shell = "yes"
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	l, _ := plan.Load(plan.LoadOptions{Path: "p.hcl", Root: root})
+	require.NotNil(t, l.Graph)
+	type eval struct {
+		spec  *stages.Node
+		diags []string
+		ctx   bool
+	}
+	evalAll := func(alone bool) map[string]eval {
+		was := plan.SetConstantsAlone(alone)
+		defer plan.SetConstantsAlone(was)
+		out := map[string]eval{}
+		for _, n := range l.Graph.Nodes {
+			sn, diags := l.Graph.EvalNode(n, plan.UnknownInstance)
+			e := eval{spec: sn}
+			for _, d := range diags {
+				e.diags = append(e.diags, fmt.Sprintf("%s: %s @ %s (context %t)", d.Summary, d.Detail, d.Subject, d.EvalContext != nil))
+			}
+			if sn != nil {
+				e.ctx = sn.EvalContext != nil
+				sn.EvalContext = nil
+			}
+			out[n.Addr] = e
+		}
+		return out
+	}
+	alone, inContext := evalAll(true), evalAll(false)
+	for addr, e := range inContext {
+		assert.True(t, e.ctx || e.spec == nil, addr)
+		a := alone[addr]
+		assert.Equal(t, e.spec, a.spec, addr)
+		assert.Equal(t, e.diags, a.diags, addr)
+	}
+	assert.False(t, alone["stage.plain"].ctx, "a constant node made a context")
+	assert.False(t, alone["stage.bad_kind"].ctx, "a constant node made a context")
+	assert.True(t, alone["stage.refs"].ctx)
+	assert.True(t, alone["stage.object"].ctx)
+	assert.Contains(t, strings.Join(alone["stage.null_part"].diags, "\n"), "(context true)")
+	assert.NotEmpty(t, alone["stage.bad_kind"].diags)
+}
