@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -164,9 +165,25 @@ func (s *Store) Close() error {
 }
 
 // Refresh reads the records other processes appended since the last read.
+// It reads through the store's open file: an evaluation refreshes before
+// each claim, and a log that did not grow costs one lseek, where opening
+// the log each time cost an open, a stat and a close (and their
+// allocations).
 func (s *Store) Refresh() error {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	size, err := s.rd.Seek(0, io.SeekEnd)
+	if err != nil {
+		return fmt.Errorf("items: read store %s: %w", s.logPath, err)
+	}
+	if size <= s.next {
+		return nil
+	}
+	return s.readTail(size)
+}
+
+// readTail indexes the records from s.next to size; refreshMu is held.
+func (s *Store) readTail(size int64) error {
 	// Records are indexed in batches, one lock each: a lock per record
 	// was a tenth of opening a store of a million.
 	batch := s.batch[:0]
@@ -178,7 +195,7 @@ func (s *Store) Refresh() error {
 		s.mu.Unlock()
 		batch = batch[:0]
 	}
-	st, err := wal.ReadFrom(s.logPath, s.next, func(off int64, p []byte) error {
+	st, err := wal.ReadAt(s.rd, s.logPath, s.next, size, func(off int64, p []byte) error {
 		e, kb, err := decodeEntry(p)
 		if err != nil {
 			return fmt.Errorf("%w at offset %d: %w", ErrBadRecord, off, err)

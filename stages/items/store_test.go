@@ -313,3 +313,31 @@ func TestStoreOpenSyncsNothing(t *testing.T) {
 	assert.Equal(t, 2, c.Len())
 	require.NoError(t, c.Close())
 }
+
+// An evaluation refreshes the store before each claim (#34): a refresh
+// that finds nothing new allocates nothing (it opened the log each time:
+// an open, a stat and a close, and their allocations), and one after
+// another opener's append still reads it.
+func TestStoreRefreshOfNothingNewAllocatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, a.Put(testKey(1), Result{Score: score(1)}))
+	require.NoError(t, b.Refresh())
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := b.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations per Refresh of a log that did not grow")
+	require.NoError(t, a.Put(testKey(2), Result{Score: score(0)}))
+	require.NoError(t, b.Refresh())
+	sc, has, _, ok := b.Score(testKey(2))
+	assert.True(t, ok && has)
+	assert.Equal(t, 0.0, sc)
+	assert.Equal(t, 2, b.Len())
+}
