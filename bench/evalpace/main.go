@@ -1,11 +1,13 @@
 // Command evalpace is bench/evalpace.sh's helper: the anchors and the
 // programs an evaluation at the server's pace is measured with.
 //
-//	evalpace client -endpoint URL -model M -n N -c C
+//	evalpace client -endpoint URL -model M -n N -c C [-batch B]
 //	    the minimal client: N chat completions of the same shape as the
 //	    workers' (bench/evalpace.sh's items), C at a time, over kept-alive
 //	    connections; prints the seconds from the first request to the last
-//	    answer. What the server allows, measured in the same run.
+//	    answer. What the server allows, measured in the same run. With
+//	    -batch, in batches of B, each once every reply of the last is in:
+//	    what the server allows a rollout method that waits for each reply.
 //	evalpace worker
 //	    an evaluation worker in Go (docs/worker-protocol.md): one goroutine
 //	    per request, CAIRN_MAX_IN_FLIGHT connections kept alive.
@@ -118,20 +120,36 @@ func client(args []string) error {
 	model := fs.String("model", "sim-model", "model id")
 	n := fs.Int("n", 1000, "requests")
 	c := fs.Int("c", 64, "requests at a time")
+	batch := fs.Int("batch", 0, "requests a batch: each batch starts once every reply of the one before is in (0: no batches)")
 	fs.Parse(args)
 	hc := httpClient(*c)
-	next := make(chan int, *n)
-	for i := range *n {
+	size := *n
+	if *batch > 0 {
+		size = *batch
+	}
+	start := time.Now()
+	for lo := 0; lo < *n; lo += size {
+		if err := clientBatch(hc, *endpoint, *model, lo, min(lo+size, *n), *c); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%.4f\n", time.Since(start).Seconds())
+	return nil
+}
+
+// clientBatch asks items lo to hi-1, c at a time.
+func clientBatch(hc *http.Client, endpoint, model string, lo, hi, c int) error {
+	next := make(chan int, hi-lo)
+	for i := lo; i < hi; i++ {
 		next <- i
 	}
 	close(next)
-	start := time.Now()
 	var wg sync.WaitGroup
-	errs := make(chan error, *c)
-	for range *c {
+	errs := make(chan error, c)
+	for range c {
 		wg.Go(func() {
 			for i := range next {
-				if _, _, err := ask(hc, *endpoint, *model, question(i)); err != nil {
+				if _, _, err := ask(hc, endpoint, model, question(i)); err != nil {
 					errs <- err
 					return
 				}
@@ -139,13 +157,8 @@ func client(args []string) error {
 		})
 	}
 	wg.Wait()
-	took := time.Since(start)
 	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	fmt.Printf("%.4f\n", took.Seconds())
-	return nil
+	return <-errs
 }
 
 func worker() error {
