@@ -78,7 +78,7 @@ func (s *Session) Evaluate(ctx context.Context, b Batch) (Summary, error) {
 	if len(fresh) == 0 {
 		return r.summary(), nil
 	}
-	if err := r.start(s.ctx, len(fresh)); err != nil {
+	if err := r.start(s.ctx, fresh); err != nil {
 		s.stopLocked(err)
 		return r.summary(), err
 	}
@@ -111,7 +111,7 @@ func (s *Session) Start() error {
 	if s.err != nil {
 		return s.err
 	}
-	return s.r.start(s.ctx, 0)
+	return s.r.start(s.ctx, nil)
 }
 
 // WorkerStarts counts the worker processes the session started.

@@ -2,8 +2,11 @@ package items
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -340,4 +344,55 @@ func TestStoreRefreshOfNothingNewAllocatesNothing(t *testing.T) {
 	assert.True(t, ok && has)
 	assert.Equal(t, 0.0, sc)
 	assert.Equal(t, 2, b.Len())
+}
+
+// The claims files the items need are made while the endpoints are
+// checked (#34): on a new cache, making them at the first claim (up to 64
+// files, 14-50 ms on a busy disk) held up the first request. The check's
+// answer waits until they are there: they are made before it, or never
+// (then the check answers after its wait, and the test fails).
+func TestClaimsFilesMadeWhileTheEndpointsAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	store, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	defer store.Close()
+	items := makeItems(40)
+	want := map[string]bool{}
+	for _, it := range items {
+		key, err := ItemKey("sha256:b", it.Data, "m", nil, "sha256:w")
+		require.NoError(t, err)
+		kb, err := parseKey(key)
+		require.NoError(t, err)
+		want[fmt.Sprintf("%02x", int(kb[0])%claimShards)] = true
+	}
+	claimsDir := filepath.Join(store.Dir(), "claims")
+	missing := func() []string {
+		var out []string
+		for name := range want {
+			if _, err := os.Stat(filepath.Join(claimsDir, name)); err != nil {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	var missingAtCheck []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range 1000 {
+			if len(missing()) == 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		missingAtCheck = missing()
+		fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+	}))
+	defer srv.Close()
+	sum, err := Evaluate(context.Background(), Config{
+		Worker: self(t), Env: helperEnvFor("noop"), Items: items,
+		BundleDigest: "sha256:b", ModelID: "m", WorkerDigest: "sha256:w",
+		Endpoints: []string{srv.URL}, MaxInFlight: 8, Store: store,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 40, sum.Evaluated)
+	assert.Empty(t, missingAtCheck, "claims files not made when the endpoints were checked")
 }
