@@ -38,42 +38,55 @@ func indexSchema(s *hcl.BodySchema) *schemaIndex {
 // attributes already taken are hidden from Content, not from this): a
 // block's body in a file's content is the one parsed.
 func (x *schemaIndex) content(body hcl.Body) (*hcl.BodyContent, bool) {
-	b, ok := body.(*hclsyntax.Body)
+	attrs, blocks, ok := x.items(body)
 	if !ok {
 		return nil, false
+	}
+	c := &hcl.BodyContent{Attributes: make(hcl.Attributes, len(attrs)), Blocks: blocks, MissingItemRange: body.MissingItemRange()}
+	for i := range attrs {
+		c.Attributes[attrs[i].Name] = &attrs[i]
+	}
+	return c, true
+}
+
+// items is content's attributes, in one slice (in no order), and blocks,
+// for a caller that goes through them once and needs no map of them.
+func (x *schemaIndex) items(body hcl.Body) ([]hcl.Attribute, hcl.Blocks, bool) {
+	b, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return nil, nil, false
 	}
 	required := 0
 	for name := range b.Attributes {
 		req, ok := x.attrs[name]
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		if req {
 			required++
 		}
 	}
 	if required != x.required {
-		return nil, false
+		return nil, nil, false
 	}
 	for _, blk := range b.Blocks {
 		if n, ok := x.labels[blk.Type]; !ok || n != len(blk.Labels) {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	c := &hcl.BodyContent{Attributes: make(hcl.Attributes, len(b.Attributes)), MissingItemRange: b.MissingItemRange()}
 	// The attributes and blocks, in one allocation each.
 	attrs := make([]hcl.Attribute, 0, len(b.Attributes))
-	for name, a := range b.Attributes {
+	for _, a := range b.Attributes {
 		attrs = append(attrs, *a.AsHCLAttribute())
-		c.Attributes[name] = &attrs[len(attrs)-1]
 	}
+	var out hcl.Blocks
 	if len(b.Blocks) > 0 {
-		c.Blocks = make(hcl.Blocks, len(b.Blocks))
+		out = make(hcl.Blocks, len(b.Blocks))
 		blocks := make([]hcl.Block, len(b.Blocks))
 		for i, blk := range b.Blocks {
 			blocks[i] = *blk.AsHCLBlock()
-			c.Blocks[i] = &blocks[i]
+			out[i] = &blocks[i]
 		}
 	}
-	return c, true
+	return attrs, out, true
 }

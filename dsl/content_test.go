@@ -74,3 +74,59 @@ func TestSchemaIndexContentAllocs(t *testing.T) {
 	n := testing.AllocsPerRun(100, func() { x.content(f.Body) })
 	assert.LessOrEqual(t, n, 6.0, "allocations of the content of 4 attributes and 2 blocks")
 }
+
+// A stage decoded from the index's items is the stage decoded from the
+// body's Content, diagnostics included.
+func TestDecodeStageFromItemsIsFromContent(t *testing.T) {
+	kindSchema := &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "run", Required: true}, {Name: "shell"}},
+		Blocks:     []hcl.BlockHeaderSchema{{Type: "slot", LabelNames: []string{"name"}}},
+	}
+	schema := stageSchema(kindSchema)
+	for i, src := range []string{
+		`run = ["a"]`,
+		`run     = ["sh", "-c", "echo c1 > out/c1"]
+outputs = ["out/c1"]
+after   = [stage.c0]`,
+		`run = "x"
+for_each = toset(["a"])
+wait_for = [stage.b]
+description = "d"
+on_interrupt = "fail"
+on_upstream_failure = "run"
+retry {
+  max = 2
+}
+postcondition {
+  condition = true
+  error_message = "m"
+}
+slot "a" {
+  v = 1
+}`,
+		// Diagnostics of the decoding itself.
+		`run = "x"
+after = stage.b
+on_interrupt = "later"
+description = 3
+retry {
+  max = -1
+}
+retry {}`,
+	} {
+		f, diags := hclsyntax.ParseConfig([]byte("stage \"k\" \"s\" {\n"+src+"\n}\n"), "t.hcl", hcl.InitialPos)
+		require.False(t, diags.HasErrors(), "%d: %s", i, diags)
+		blk := f.Body.(*hclsyntax.Body).Blocks[0].AsHCLBlock()
+		fast := &stageKind{schema: schema, index: indexSchema(schema)}
+		_, _, ok := fast.index.items(blk.Body)
+		require.True(t, ok, "%d: the index declined the body", i)
+		general := &stageKind{schema: schema, index: &schemaIndex{required: -1}} // declines every body
+		want, wantDiags := decodeStage(blk, general)
+		got, gotDiags := decodeStage(blk, fast)
+		assert.Equal(t, want, got, i)
+		assert.ElementsMatch(t, wantDiags, gotDiags, i)
+		if i == 3 {
+			assert.Len(t, gotDiags, 4, "%s", gotDiags) // after, on_interrupt, max, a second retry
+		}
+	}
+}

@@ -519,21 +519,32 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 		s.UnknownKind = true
 	}
 	schema := kind.schema
-	var content *hcl.BodyContent
 	var d hcl.Diagnostics
-	if s.UnknownKind {
+	// The attributes and blocks, as Content gives them (the index's
+	// items where it takes the body: the same, without their map).
+	var items []hcl.Attribute
+	var blocks hcl.Blocks
+	fast := false
+	if !s.UnknownKind {
+		items, blocks, fast = kind.index.items(b.Body)
+	}
+	var content *hcl.BodyContent
+	switch {
+	case fast:
+	case s.UnknownKind:
 		// Keep the generic part, so that references to this stage and
 		// in its generic attributes are checked; the kind's own
 		// attributes cannot be.
 		content, _, d = b.Body.PartialContent(schema)
-	} else if c, ok := kind.index.content(b.Body); ok {
-		content = c
-	} else {
+		blocks = content.Blocks
+	default:
 		content, d = b.Body.Content(schema)
+		blocks = content.Blocks
 	}
 	diags = append(diags, betterSuggestions(d, schema)...)
-	for n, a := range content.Attributes {
-		switch n {
+	attr := func(a *hcl.Attribute) {
+		var d hcl.Diagnostics
+		switch n := a.Name; n {
 		case "for_each":
 			s.ForEach = a.Expr
 		case "after", "wait_for":
@@ -545,7 +556,7 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 					Detail:   n + " takes a list of stage references, e.g. " + n + " = [stage.preflight, stage.build[\"a\"]].",
 					Subject:  a.Expr.Range().Ptr(),
 				})
-				continue
+				return
 			}
 			if n == "after" {
 				s.After = exprs
@@ -564,7 +575,16 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 			s.Attrs[n] = a
 		}
 	}
-	for _, blk := range content.Blocks {
+	if fast {
+		for i := range items {
+			attr(&items[i])
+		}
+	} else {
+		for _, a := range content.Attributes {
+			attr(a)
+		}
+	}
+	for _, blk := range blocks {
 		switch blk.Type {
 		case "retry":
 			if s.Retry != nil {
