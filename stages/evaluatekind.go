@@ -98,7 +98,7 @@ func (Evaluate) KeyExcluded() []string {
 
 // Check implements Kind.
 func (Evaluate) Check(n *Node) hcl.Diagnostics {
-	_, diags := decodeEvaluate(n)
+	_, diags := decodedOnce(n, decodeEvaluate)
 	if n.Common.GPUs > 0 {
 		diags = append(diags, Diag("Invalid gpus",
 			"An evaluate stage leases no GPU: its workers send requests to the task model's endpoints. Serve the model on the GPUs (vLLM) and list its endpoints instead.", n.Ranges["gpus"])...)
@@ -108,7 +108,7 @@ func (Evaluate) Check(n *Node) hcl.Diagnostics {
 
 // DeclaredOutputs implements OutputDeclarer: the scores file.
 func (Evaluate) DeclaredOutputs(n *Node) []DeclaredPath {
-	s, diags := decodeEvaluate(n)
+	s, diags := decodedOnce(n, decodeEvaluate)
 	if diags.HasErrors() || s.scores == "" {
 		return nil
 	}
@@ -118,10 +118,16 @@ func (Evaluate) DeclaredOutputs(n *Node) []DeclaredPath {
 // DeclaredInputs implements InputDeclarer: the dataset file, the bundle and
 // the worker's files in the workspace key the node.
 func (Evaluate) DeclaredInputs(n *Node, root string) []string {
-	s, diags := decodeEvaluate(n)
+	s, diags := decodedOnce(n, decodeEvaluate)
 	if diags.HasErrors() {
 		return nil
 	}
+	return s.inputs(root)
+}
+
+// inputs are the files in the workspace that key an evaluation: the
+// dataset file, the bundle and the worker's files.
+func (s evalSpec) inputs(root string) []string {
 	var out []string
 	if s.itemsPath != "" {
 		out = append(out, s.itemsPath)

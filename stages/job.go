@@ -229,7 +229,7 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 // Check implements Kind: a cell outside the method's part of the grid is
 // refused unless allow_any_cell.
 func (Job) Check(n *Node) hcl.Diagnostics {
-	s, diags := decodeJob(n)
+	s, diags := decodedOnce(n, decodeJob)
 	if s.inGridKnown && !s.inGrid && !s.id.AllowAnyCell && !diags.HasErrors() {
 		diags = append(diags, Diag("Cell outside the grid",
 			fmt.Sprintf("The cell %s is outside %s's part of the experiment grid. Choose a cell the method covers, or set allow_any_cell = true (--var allow_any_cell=true) to run it as a non-conformant job.", s.id.CellID, s.id.Method), n.Ranges["in_grid"])...)
@@ -243,7 +243,7 @@ func (Job) Check(n *Node) hcl.Diagnostics {
 // its digest in job.json all the same, which the out folder's seal check
 // compares before anything runs.
 func (Job) DeclaredInputs(n *Node, root string) []string {
-	s, diags := decodeJob(n)
+	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() {
 		return nil
 	}
@@ -260,7 +260,7 @@ func (Job) DeclaredInputs(n *Node, root string) []string {
 
 // DeclaredOutputs implements OutputDeclarer: job.json.
 func (Job) DeclaredOutputs(n *Node) []DeclaredPath {
-	s, diags := decodeJob(n)
+	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() || s.out == "" {
 		return nil
 	}
@@ -357,7 +357,7 @@ func sealRefusal(root, out string, want JobIdentity) string {
 // CheckWorkspace implements WorkspaceChecker: before anything runs, an out
 // folder sealed for another job is refused (exit 2).
 func (Job) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
-	s, diags := decodeJob(n)
+	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() || !s.known {
 		return nil
 	}

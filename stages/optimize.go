@@ -194,7 +194,7 @@ func knownString(n *Node, attr string) (string, bool) {
 
 // Check implements Kind.
 func (Optimize) Check(n *Node) hcl.Diagnostics {
-	s, diags := decodeOptimize(n)
+	s, diags := decodedOnce(n, decodeOptimize)
 	if n.Common.GPUs > 0 {
 		diags = append(diags, Diag("Invalid gpus",
 			"An optimize stage leases no GPU: its rollouts go to the task model's endpoints.", n.Ranges["gpus"])...)
@@ -218,13 +218,17 @@ func (Optimize) Check(n *Node) hcl.Diagnostics {
 // DeclaredInputs implements InputDeclarer: the training split, the seed
 // bundle and the worker's files.
 func (Optimize) DeclaredInputs(n *Node, root string) []string {
-	return Evaluate{}.DeclaredInputs(n, root)
+	s, diags := decodedOnce(n, decodeOptimize)
+	if diags.HasErrors() {
+		return nil
+	}
+	return s.eval.inputs(root)
 }
 
 // DeclaredOutputs implements OutputDeclarer: optimization.json and the
 // optimization folder.
 func (Optimize) DeclaredOutputs(n *Node) []DeclaredPath {
-	s, diags := decodeOptimize(n)
+	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() || s.out == "" {
 		return nil
 	}
@@ -283,7 +287,7 @@ func interruptedOptimization(root, out string) string {
 // was interrupted (its started marker left) is refused unless replaced,
 // as Run refuses it.
 func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
-	s, diags := decodeOptimize(n)
+	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() || replaced {
 		return ""
 	}

@@ -182,6 +182,11 @@ type Node struct {
 	// EvalContext evaluates expressions inside Blocks (nil when the
 	// node has none and its attributes are constant).
 	EvalContext *hcl.EvalContext
+	// decoded is the kind's decoding of Args for its checks (decodedOnce).
+	decoded struct {
+		mu   sync.Mutex
+		spec any
+	}
 }
 
 // Common are the generic attributes every kind shares, decoded.
