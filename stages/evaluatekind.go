@@ -775,18 +775,27 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		ctx, cancel = context.WithTimeout(ctx, n.Common.Timeout)
 		defer cancel()
 	}
+	// The per-item results file is written whenever the evaluation got
+	// as far as its items, also when the node fails: what was stored can
+	// be read, and what failed says why. Once every item is resolved it
+	// is written while the workers exit (OnResolved).
+	var buf bytes.Buffer
+	var scoresErr error
+	scored := false
+	writeScores := func(sum items.Summary) {
+		scored = true
+		if scoresErr = sum.WriteScores(&buf, store); scoresErr == nil {
+			scoresErr = atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false)
+		}
+	}
+	cfg.OnResolved = writeScores
 	sum, err := items.Evaluate(ctx, cfg)
 	if jerr := jr.close(); jerr != nil {
 		fmt.Fprintf(log, "cairn: cannot journal evaluated items: %s\n", jerr)
 	}
-	// The per-item results file is written whenever the evaluation got
-	// as far as its items, also when the node fails: what was stored can
-	// be read, and what failed says why.
-	var buf bytes.Buffer
-	scoresErr := sum.WriteScores(&buf, store)
-	written := err == nil || sum.Done > 0 // not when nothing was sent (preflight)
-	if scoresErr == nil && written {
-		scoresErr = atomicfile.Write(filepath.Join(root, s.scores), buf.Bytes(), false)
+	written := scored || err == nil || sum.Done > 0 // not when nothing was sent (preflight)
+	if written && !scored {
+		writeScores(sum)
 	}
 	if scoresErr == nil && written {
 		rt.Emit(itemsFromStore(n.Address, s.scores, sum.Items))

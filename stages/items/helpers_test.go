@@ -21,7 +21,9 @@ import (
 // The test binary doubles as the workers and evaluators the tests start:
 // CAIRN_ITEMS_HELPER names the part it plays.
 //
-//	noop      answers every request at once with score 1 (overhead benchmark)
+//	noop      answers every request at once with score 1 (overhead benchmark);
+//	          HELPER_EXIT_GATE=FILE waits, at the end of its input, until FILE
+//	          exists before it exits
 //	chat      asks the request's endpoint, like testdata/workers/chat_worker.py;
 //	          HELPER_CRASH_EVERY=N exits after reading its Nth request,
 //	          HELPER_HANG_EVERY=N stops reading and writing at its Nth request,
@@ -74,6 +76,14 @@ func noopWorker(in io.Reader, out io.Writer) {
 		}
 		if err != nil {
 			bw.Flush()
+			if gate := os.Getenv("HELPER_EXIT_GATE"); gate != "" {
+				for {
+					if _, err := os.Stat(gate); err == nil {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
 			return
 		}
 		if br.Buffered() == 0 {

@@ -163,6 +163,14 @@ type Config struct {
 	// OnResult is the per-item journal hook, called once per item ID as
 	// its new result is stored (durably), from one goroutine.
 	OnResult func(itemID, key string, r Result)
+	// OnResolved, when set, is called by Evaluate once every item is
+	// resolved (stored, found in the store, or failed), with the summary:
+	// its Counts and Items are final. It runs while the workers exit, so
+	// that what needs the results alone (the per-item results file) does
+	// not wait for the processes to end; Evaluate returns once both are
+	// done. It is not called when the evaluation stops before (an error,
+	// ctx), nor by a Session.
+	OnResolved func(Summary)
 	// Log gets cairn's diagnostics about workers (garbage lines, crashes,
 	// timeouts, retries); WorkerStderr gets the workers' stderr, each line
 	// prefixed with the worker's name. Both default to Log, then discard.
@@ -446,7 +454,11 @@ func parallelChunks(n int, fn func(lo, hi int)) {
 func (r *run) evaluate(parent context.Context) (Summary, error) {
 	fresh, err := r.scan()
 	if err != nil || len(fresh) == 0 {
-		return r.summary(), err
+		sum := r.summary()
+		if err == nil && r.cfg.OnResolved != nil {
+			r.cfg.OnResolved(sum)
+		}
+		return sum, err
 	}
 	if err := r.start(parent, fresh); err != nil {
 		return r.summary(), err
@@ -456,8 +468,27 @@ func (r *run) evaluate(parent context.Context) (Summary, error) {
 	case <-r.done:
 	case <-r.ctx.Done():
 	}
-	r.stop()
+	if r.cfg.OnResolved == nil || !r.resolved() {
+		r.stop()
+		return r.result(parent)
+	}
+	// The workers, their stdin closed, exit (a Python worker of 1,024
+	// threads takes 200 ms and more) while OnResolved runs.
+	var stopping sync.WaitGroup
+	stopping.Go(r.stop)
+	r.cfg.OnResolved(r.summary())
+	stopping.Wait()
 	return r.result(parent)
+}
+
+// resolved reports whether every item being evaluated is resolved.
+func (r *run) resolved() bool {
+	select {
+	case <-r.batchDone:
+		return true
+	default:
+		return false
+	}
 }
 
 // scan resolves the items whose result is stored and returns the others.

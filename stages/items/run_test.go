@@ -867,3 +867,44 @@ func TestOnProgressOnceForTheStoredItems(t *testing.T) {
 		assert.GreaterOrEqual(t, c.Done, 100)
 	}
 }
+
+// Once every item is resolved, OnResolved gets the summary while the
+// workers exit (#34): a worker that takes its time to end (a Python worker
+// of 1,024 threads, 200 ms and more) no longer holds up what needs the
+// results alone, like the per-item results file. The worker here exits
+// only once OnResolved has run; Evaluate returns after both, with the
+// summary OnResolved got, and nothing is killed.
+func TestOnResolvedRunsWhileTheWorkersExit(t *testing.T) {
+	dir := t.TempDir()
+	store, err := OpenStore(dir, StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	defer store.Close()
+	gate := filepath.Join(dir, "gate")
+	var diag syncbuf.Buffer
+	var resolved []Summary
+	cfg := Config{
+		Worker: self(t), Env: helperEnvFor("noop", "HELPER_EXIT_GATE="+gate), Items: makeItems(30),
+		BundleDigest: "sha256:b", ModelID: "m", WorkerDigest: "sha256:w",
+		MaxInFlight: 4, Replicas: 2, Store: store, Log: &diag,
+		ShutdownGrace: time.Minute, // a worker still waiting at its end would hold the test this long
+		OnResolved: func(s Summary) {
+			resolved = append(resolved, s)
+			require.NoError(t, os.WriteFile(gate, nil, 0o666))
+		},
+	}
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Len(t, resolved, 1)
+	assert.Equal(t, sum.Counts, resolved[0].Counts)
+	assert.Equal(t, sum.Items, resolved[0].Items)
+	assert.Equal(t, 30, sum.Evaluated)
+	assert.NotContains(t, diag.String(), "killing it")
+
+	// Every item in the store: no worker, and OnResolved all the same.
+	resolved = nil
+	sum, err = Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Len(t, resolved, 1)
+	assert.Equal(t, 30, resolved[0].FromCache)
+	assert.Zero(t, sum.WorkerStarts)
+}
