@@ -1,6 +1,8 @@
 package dsl
 
 import (
+	"bytes"
+	"slices"
 	"sync/atomic"
 	"unicode/utf8"
 )
@@ -53,13 +55,26 @@ func scanCuts(src []byte) *fileCuts {
 	if !utf8.Valid(src) {
 		return c
 	}
+	// A cut is a newline: room for every one, in one slice, the root
+	// cuts filled from its start and the inner ones from its end.
+	buf := make([]int, bytes.Count(src, []byte{'\n'}))
+	roots, inner := 0, 0
 	c.bound, c.ok = scanNesting(src, func(i int, inBlock bool) {
 		if inBlock {
-			c.inner = append(c.inner, i+1)
+			inner++
+			buf[len(buf)-inner] = i + 1
 		} else {
-			c.root = append(c.root, i+1)
+			buf[roots] = i + 1
+			roots++
 		}
 	}, nil)
+	if roots > 0 {
+		c.root = buf[:roots:roots]
+	}
+	if inner > 0 {
+		c.inner = buf[len(buf)-inner:]
+		slices.Reverse(c.inner)
+	}
 	return c
 }
 

@@ -172,6 +172,19 @@ func TestNestingScanSkipsOnlyIgnoredBytes(t *testing.T) {
 	run := func(src []byte) scan {
 		var s scan
 		s.cuts = scanCuts(src)
+		// The cuts as the scan offers them, one append at a time.
+		var root, inner []int
+		_, _ = scanNesting(src, func(i int, inBlock bool) {
+			if inBlock {
+				inner = append(inner, i+1)
+			} else {
+				root = append(root, i+1)
+			}
+		}, nil)
+		if s.cuts.ok {
+			require.Equal(t, root, s.cuts.root, "%q", src)
+			require.Equal(t, inner, s.cuts.inner, "%q", src)
+		}
 		s.bound, s.ok = scanNesting(src, nil, func(i int) bool { s.lex = append(s.lex, i); return true })
 		// Stopped at the fifth restart offered.
 		n := 0
