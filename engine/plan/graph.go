@@ -51,6 +51,8 @@ type Node struct {
 	// unknown is UnknownInstance's value for the node, made once.
 	unknown     cty.Value
 	unknownOnce sync.Once
+	// refs are its stage's references (the graph's refs of the stage).
+	refs *stageRefs
 }
 
 // Graph is the node DAG of a pipeline. Nodes are in a topological order
@@ -655,7 +657,7 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 	}
 	var seen map[int]bool
 	for _, in := range insts {
-		n := &Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in}
+		n := &Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in, refs: r}
 		if waiting {
 			n.Addr, n.waiting = addrs.Wildcard(s.Name).String(), true
 			n.each = cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal})

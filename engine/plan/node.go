@@ -99,10 +99,18 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 	return g.Scope.ContextOf(extra)
 }
 
+// stageRefs are the references of n's stage; nil when it has none.
+func (g *Graph) stageRefs(n *Node) *stageRefs {
+	if n.refs != nil {
+		return n.refs
+	}
+	return g.refs[n.Stage.Name]
+}
+
 // EvalsStage reports whether a node's attributes or kind blocks read
 // stage objects (upstream instances and results).
 func (g *Graph) EvalsStage(n *Node) bool {
-	if r := g.refs[n.Stage.Name]; r != nil {
+	if r := g.stageRefs(n); r != nil {
 		return r.evalStage
 	}
 	return true
@@ -164,7 +172,7 @@ func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []ev
 // EvalNode evaluates a node's attributes and decodes the generic ones.
 // Values that depend on upstream results not yet known stay unknown.
 func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
-	r := g.refs[n.Stage.Name]
+	r := g.stageRefs(n)
 	// A node whose attributes are all constant, and that has no kind
 	// blocks, needs no evaluation context: none is made unless an
 	// attribute's evaluation has something to say (its diagnostics carry
