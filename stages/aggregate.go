@@ -110,7 +110,7 @@ func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
 		return v, true
 	}
 	bad := func(attr, detail string) {
-		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+		diags = append(diags, Diag("Invalid "+attr, detail, n.Range(attr))...)
 	}
 	if v, ok := known("roots"); ok {
 		roots, err := StringList(v)

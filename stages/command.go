@@ -51,7 +51,7 @@ func (Command) Check(n *Node) hcl.Diagnostics {
 	_, mdiags := decodeModelCache(n)
 	diags = append(diags, mdiags...)
 	if !diags.HasErrors() && !hasModelCache(n) && usesModelCacheURL(p) {
-		diags = append(diags, Diag("Invalid run", "run uses self.model_cache.url, but the stage has no model_cache: add model_cache = { endpoints = [...] } (docs/model-cache.md).", n.Ranges["run"])...)
+		diags = append(diags, Diag("Invalid run", "run uses self.model_cache.url, but the stage has no model_cache: add model_cache = { endpoints = [...] } (docs/model-cache.md).", n.Range("run"))...)
 	}
 	return diags
 }
@@ -131,11 +131,11 @@ func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
 	var p Proc
 	run := n.Args["run"]
 	shell := n.Args["shell"]
-	rng := n.Ranges["run"]
+	rng := n.Range("run")
 	if shell != cty.NilVal && shell.IsKnown() && !shell.IsNull() {
 		s, _ := shell.Unmark()
 		if !s.Type().Equals(cty.Bool) {
-			return p, Diag("Invalid shell", "shell must be true or false.", n.Ranges["shell"])
+			return p, Diag("Invalid shell", "shell must be true or false.", n.Range("shell"))
 		}
 		p.Shell = s.True()
 	}

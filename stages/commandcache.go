@@ -52,7 +52,7 @@ func decodeModelCache(n *Node) (*modelCacheSpec, hcl.Diagnostics) {
 	if !hasModelCache(n) {
 		return nil, nil
 	}
-	rng := n.Ranges["model_cache"]
+	rng := n.Range("model_cache")
 	v := unmarkDeep(n.Args["model_cache"])
 	if !v.IsWhollyKnown() {
 		return nil, nil

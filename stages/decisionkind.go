@@ -83,7 +83,7 @@ func decisionDecode(n *Node) (decisionArgs, hcl.Diagnostics) {
 		}
 		clean, err := relPath(v)
 		if err != nil {
-			diags = append(diags, Diag("Invalid "+attr, attr+" "+err.Error(), n.Ranges[attr])...)
+			diags = append(diags, Diag("Invalid "+attr, attr+" "+err.Error(), n.Range(attr))...)
 			return
 		}
 		*dst = clean
@@ -95,7 +95,7 @@ func decisionDecode(n *Node) (decisionArgs, hcl.Diagnostics) {
 	_, hasSlots := n.Args["slots"]
 	_, hasOutcomes := n.Args["outcomes"]
 	if hasSlots == hasOutcomes {
-		diags = append(diags, Diag("Invalid decision stage", "Give the outcomes one way: slots = stage.NAME (this pipeline's slot stage) or outcomes = \"FILE\" (a recorded outcomes file), not both or neither.", n.Ranges["protocol"])...)
+		diags = append(diags, Diag("Invalid decision stage", "Give the outcomes one way: slots = stage.NAME (this pipeline's slot stage) or outcomes = \"FILE\" (a recorded outcomes file), not both or neither.", n.Range("protocol"))...)
 	}
 	return a, diags
 }

@@ -101,7 +101,7 @@ func (Evaluate) Check(n *Node) hcl.Diagnostics {
 	_, diags := decodedOnce(n, decodeEvaluate)
 	if n.Common.GPUs > 0 {
 		diags = append(diags, Diag("Invalid gpus",
-			"An evaluate stage leases no GPU: its workers send requests to the task model's endpoints. Serve the model on the GPUs (vLLM) and list its endpoints instead.", n.Ranges["gpus"])...)
+			"An evaluate stage leases no GPU: its workers send requests to the task model's endpoints. Serve the model on the GPUs (vLLM) and list its endpoints instead.", n.Range("gpus"))...)
 	}
 	return diags
 }
@@ -188,7 +188,7 @@ type evalDecoder struct {
 }
 
 func (d *evalDecoder) bad(attr, detail string) {
-	d.diags = append(d.diags, Diag("Invalid "+attr, detail, d.n.Ranges[attr])...)
+	d.diags = append(d.diags, Diag("Invalid "+attr, detail, d.n.Range(attr))...)
 }
 
 // known is attr's value, unmarked, when it is set, known and not null.

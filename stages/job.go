@@ -139,7 +139,7 @@ func jsonAttr(n *Node, attr string, dst any, diags *hcl.Diagnostics, what string
 		return false
 	}
 	if err := decodeValue(v, dst, true, false); err != nil {
-		*diags = append(*diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be %s.", attr, what), n.Ranges[attr])...)
+		*diags = append(*diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be %s.", attr, what), n.Range(attr))...)
 		return false
 	}
 	return true
@@ -156,7 +156,7 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	need(jsonAttr(n, "out", &s.out, &diags, "the job's out folder, a workspace-relative path"))
 	if s.out != "" {
 		if clean := filepath.Clean(s.out); !filepath.IsLocal(clean) {
-			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Ranges["out"])...)
+			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Range("out"))...)
 		} else {
 			s.out = clean
 		}
@@ -164,7 +164,7 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	for attr, dst := range map[string]*string{"method": &s.id.Method, "dataset": &s.id.Dataset, "runtime": &s.id.Runtime, "model": &s.id.Model, "task_model": &s.id.TaskModel} {
 		if jsonAttr(n, attr, dst, &diags, "a string") {
 			if *dst == "" || strings.ContainsAny(*dst, " \t\n/") && attr != "task_model" {
-				diags = append(diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be a name without spaces, tabs or slashes: it is one part of the cell id DATASET/RUNTIME/MODEL.", attr), n.Ranges[attr])...)
+				diags = append(diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be a name without spaces, tabs or slashes: it is one part of the cell id DATASET/RUNTIME/MODEL.", attr), n.Range(attr))...)
 			}
 		} else {
 			s.known = false
@@ -172,7 +172,7 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	}
 	need(jsonAttr(n, "seed", &s.id.Seed, &diags, "a whole number"))
 	if jsonAttr(n, "budget", &s.id.Budget, &diags, "a whole number of rollouts") && s.id.Budget < 0 {
-		diags = append(diags, Diag("Invalid budget", "budget is a number of rollouts, 0 or more.", n.Ranges["budget"])...)
+		diags = append(diags, Diag("Invalid budget", "budget is a number of rollouts, 0 or more.", n.Range("budget"))...)
 	} else if _, ok := n.Args["budget"]; ok && !whollyKnown(n.Args["budget"]) {
 		s.known = false
 	}
@@ -188,7 +188,7 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	for name, paths := range s.files {
 		for _, p := range paths {
 			if p == "" {
-				diags = append(diags, Diag("Invalid files", fmt.Sprintf("files.%s: a path is empty.", name), n.Ranges["files"])...)
+				diags = append(diags, Diag("Invalid files", fmt.Sprintf("files.%s: a path is empty.", name), n.Range("files"))...)
 			}
 		}
 	}
@@ -232,7 +232,7 @@ func (Job) Check(n *Node) hcl.Diagnostics {
 	s, diags := decodedOnce(n, decodeJob)
 	if s.inGridKnown && !s.inGrid && !s.id.AllowAnyCell && !diags.HasErrors() {
 		diags = append(diags, Diag("Cell outside the grid",
-			fmt.Sprintf("The cell %s is outside %s's part of the experiment grid. Choose a cell the method covers, or set allow_any_cell = true (--var allow_any_cell=true) to run it as a non-conformant job.", s.id.CellID, s.id.Method), n.Ranges["in_grid"])...)
+			fmt.Sprintf("The cell %s is outside %s's part of the experiment grid. Choose a cell the method covers, or set allow_any_cell = true (--var allow_any_cell=true) to run it as a non-conformant job.", s.id.CellID, s.id.Method), n.Range("in_grid"))...)
 	}
 	return diags
 }
@@ -371,7 +371,7 @@ func (Job) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
 		return nil // the run reports unreadable files as setup failures
 	}
 	if msg := sealRefusal(root, s.out, id); msg != "" {
-		return Diag("Out folder sealed for another job", msg+".", n.Ranges["out"])
+		return Diag("Out folder sealed for another job", msg+".", n.Range("out"))
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
 	es, diags := decodeEvaluate(n)
 	s := optSpec{eval: es}
 	bad := func(attr, detail string) {
-		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+		diags = append(diags, Diag("Invalid "+attr, detail, n.Range(attr))...)
 	}
 	if v, ok := n.Args["run"]; ok && whollyKnown(v) && !v.IsNull() {
 		argv, err := StringList(unmarkDeep(v))
@@ -197,20 +197,20 @@ func (Optimize) Check(n *Node) hcl.Diagnostics {
 	s, diags := decodedOnce(n, decodeOptimize)
 	if n.Common.GPUs > 0 {
 		diags = append(diags, Diag("Invalid gpus",
-			"An optimize stage leases no GPU: its rollouts go to the task model's endpoints.", n.Ranges["gpus"])...)
+			"An optimize stage leases no GPU: its rollouts go to the task model's endpoints.", n.Range("gpus"))...)
 	}
 	if s.eval.itemsInline {
-		diags = append(diags, Diag("Invalid items", "items of an optimize stage is the training split's file.", n.Ranges["items"])...)
+		diags = append(diags, Diag("Invalid items", "items of an optimize stage is the training split's file.", n.Range("items"))...)
 	}
 	placeholder := strings.Contains(strings.Join(s.eval.worker, "\x00"), BundlePlaceholder)
 	switch {
 	case len(s.eval.worker) == 0:
 	case s.bundleInRequest && placeholder:
 		diags = append(diags, Diag("Invalid worker",
-			fmt.Sprintf("With bundle_in_request = true the worker reads each rollout's bundle from its requests' \"bundle\", and the same worker serves every bundle: remove %s from its arguments.", BundlePlaceholder), n.Ranges["worker"])...)
+			fmt.Sprintf("With bundle_in_request = true the worker reads each rollout's bundle from its requests' \"bundle\", and the same worker serves every bundle: remove %s from its arguments.", BundlePlaceholder), n.Range("worker"))...)
 	case !s.bundleInRequest && !placeholder:
 		diags = append(diags, Diag("Invalid worker",
-			fmt.Sprintf("The rollout worker must be told which candidate bundle to run: write %s in one of its arguments (like \"%s/system.txt\"); cairn replaces it with each rollout's bundle folder. Or, for a worker that reads the bundle of each request, set bundle_in_request = true.", BundlePlaceholder, BundlePlaceholder), n.Ranges["worker"])...)
+			fmt.Sprintf("The rollout worker must be told which candidate bundle to run: write %s in one of its arguments (like \"%s/system.txt\"); cairn replaces it with each rollout's bundle folder. Or, for a worker that reads the bundle of each request, set bundle_in_request = true.", BundlePlaceholder, BundlePlaceholder), n.Range("worker"))...)
 	}
 	return diags
 }

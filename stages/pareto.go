@@ -139,7 +139,7 @@ func (Pareto) Check(n *Node) hcl.Diagnostics {
 		if !(ty.IsObjectType() || ty.IsMapType() || ty.IsListType() || ty.IsTupleType() || ty.IsSetType()) {
 			diags = append(diags, Diag("Invalid rows",
 				fmt.Sprintf("rows is the instances of a stage (rows = stage.aime24) or a list of result objects, not %s.", ty.FriendlyName()),
-				n.Ranges["rows"])...)
+				n.Range("rows"))...)
 		}
 	}
 	return diags
@@ -172,7 +172,7 @@ func paretoDecode(n *Node) (paretoArgs, hcl.Diagnostics) {
 	if dir != "" {
 		clean, err := relPath(dir)
 		if err != nil {
-			diags = append(diags, Diag("Invalid out_dir", "out_dir "+err.Error(), n.Ranges["out_dir"])...)
+			diags = append(diags, Diag("Invalid out_dir", "out_dir "+err.Error(), n.Range("out_dir"))...)
 		} else {
 			a.OutDir = clean
 		}
@@ -181,9 +181,9 @@ func paretoDecode(n *Node) (paretoArgs, hcl.Diagnostics) {
 		cols, err := StringList(v)
 		switch {
 		case err != nil:
-			diags = append(diags, Diag("Invalid columns", fmt.Sprintf("columns must be a list of metric names: %s.", err), n.Ranges["columns"])...)
+			diags = append(diags, Diag("Invalid columns", fmt.Sprintf("columns must be a list of metric names: %s.", err), n.Range("columns"))...)
 		case len(cols) == 0:
-			diags = append(diags, Diag("Invalid columns", "columns must name at least one column.", n.Ranges["columns"])...)
+			diags = append(diags, Diag("Invalid columns", "columns must name at least one column.", n.Range("columns"))...)
 		default:
 			a.Columns = cols
 		}

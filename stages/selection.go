@@ -62,13 +62,13 @@ func decodeInstance(n *Node, attr string, diags *hcl.Diagnostics) (evalInstance,
 	if r := raw["result"]; len(r) > 0 && string(r) != "null" {
 		var er EvaluateResult
 		if err := json.Unmarshal(r, &er); err != nil {
-			*diags = append(*diags, Diag("Invalid "+attr, fmt.Sprintf("%s's result is not an evaluate stage's result: %s.", attr, err), n.Ranges[attr])...)
+			*diags = append(*diags, Diag("Invalid "+attr, fmt.Sprintf("%s's result is not an evaluate stage's result: %s.", attr, err), n.Range(attr))...)
 			return evalInstance{}, false
 		}
 		in.Result = &er
 	}
 	if in.Status == "" {
-		*diags = append(*diags, Diag("Invalid "+attr, attr+" must be an evaluate stage's instance, like stage.seed_validation (not its result).", n.Ranges[attr])...)
+		*diags = append(*diags, Diag("Invalid "+attr, attr+" must be an evaluate stage's instance, like stage.seed_validation (not its result).", n.Range(attr))...)
 		return evalInstance{}, false
 	}
 	return in, true
@@ -154,7 +154,7 @@ func decodeSelect(n *Node) (selectSpec, hcl.Diagnostics) {
 	outOK := jsonAttr(n, "out", &s.out, &diags, "the job's out folder")
 	if outOK {
 		if clean := filepath.Clean(s.out); s.out == "" || !filepath.IsLocal(clean) {
-			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Ranges["out"])...)
+			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Range("out"))...)
 		} else {
 			s.out = clean
 		}
@@ -163,7 +163,7 @@ func decodeSelect(n *Node) (selectSpec, hcl.Diagnostics) {
 	if jsonAttr(n, "optimization", &raw, &diags, "an optimize stage's result, like stage.optimize.result") {
 		b, _ := json.Marshal(raw)
 		if err := json.Unmarshal(b, &s.opt); err != nil || s.opt.Format != OptimizationFormat {
-			diags = append(diags, Diag("Invalid optimization", "optimization must be an optimize stage's result, like stage.optimize.result.", n.Ranges["optimization"])...)
+			diags = append(diags, Diag("Invalid optimization", "optimization must be an optimize stage's result, like stage.optimize.result.", n.Range("optimization"))...)
 		} else {
 			s.optOK = true
 		}
@@ -464,7 +464,7 @@ func decodeJobResult(n *Node) (resultSpec, hcl.Diagnostics) {
 	if ok {
 		s.out = filepath.Clean(s.out)
 		if !filepath.IsLocal(s.out) {
-			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Ranges["out"])...)
+			diags = append(diags, Diag("Invalid out", fmt.Sprintf("%q is not a workspace-relative folder.", s.out), n.Range("out"))...)
 		}
 	}
 	var raw map[string]json.RawMessage
@@ -475,7 +475,7 @@ func decodeJobResult(n *Node) (resultSpec, hcl.Diagnostics) {
 		}
 		b, _ := json.Marshal(raw)
 		if err := json.Unmarshal(b, dst); err != nil || *format != want {
-			diags = append(diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be the result of the job's %s stage (format %s).", attr, attr, want), n.Ranges[attr])...)
+			diags = append(diags, Diag("Invalid "+attr, fmt.Sprintf("%s must be the result of the job's %s stage (format %s).", attr, attr, want), n.Range(attr))...)
 			return false
 		}
 		return true

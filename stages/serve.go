@@ -127,7 +127,7 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 	s.ready.Health = DefaultHealthPath
 	var diags hcl.Diagnostics
 	bad := func(attr, detail string) {
-		diags = append(diags, Diag("Invalid "+attr, detail, n.Ranges[attr])...)
+		diags = append(diags, Diag("Invalid "+attr, detail, n.Range(attr))...)
 	}
 	s.known = true
 	for _, a := range []string{"run", "model", "weights", "replicas", "port"} {
@@ -145,7 +145,7 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 		default:
 			s.argv = argv
 			for i, a := range argv {
-				diags = append(diags, checkArg(i, a, n.Ranges["run"])...)
+				diags = append(diags, checkArg(i, a, n.Range("run"))...)
 			}
 		}
 	}

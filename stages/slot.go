@@ -118,7 +118,7 @@ func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
 	}
 	if v, ok := known("slot"); ok {
 		if !v.Type().Equals(cty.String) || v.AsString() == "" {
-			diags = append(diags, Diag("Invalid slot", "slot is the slot id the protocol gives this process, a non-empty string.", n.Ranges["slot"])...)
+			diags = append(diags, Diag("Invalid slot", "slot is the slot id the protocol gives this process, a non-empty string.", n.Range("slot"))...)
 		} else {
 			s.slot = v.AsString()
 		}
@@ -126,13 +126,13 @@ func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
 	if v, ok := known("memory_limit_mib"); ok {
 		f, err := numberOf(v)
 		if err != nil || f <= 0 {
-			diags = append(diags, Diag("Invalid memory_limit_mib", "memory_limit_mib is the margin in MiB, a number more than 0 (the protocol's memory_limit_mib).", n.Ranges["memory_limit_mib"])...)
+			diags = append(diags, Diag("Invalid memory_limit_mib", "memory_limit_mib is the margin in MiB, a number more than 0 (the protocol's memory_limit_mib).", n.Range("memory_limit_mib"))...)
 		}
 		s.limit = f
 	}
 	if v, ok := known("ledger"); ok {
 		if !v.Type().Equals(cty.String) || v.AsString() == "" {
-			diags = append(diags, Diag("Invalid ledger", "ledger is a workspace-relative folder for the attempt ledger, shared by every slot of the collection.", n.Ranges["ledger"])...)
+			diags = append(diags, Diag("Invalid ledger", "ledger is a workspace-relative folder for the attempt ledger, shared by every slot of the collection.", n.Range("ledger"))...)
 		} else {
 			s.ledger = filepath.Clean(v.AsString())
 		}
@@ -140,21 +140,21 @@ func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
 	if v, ok := known("max_replacements"); ok {
 		f, err := numberOf(v)
 		if err != nil || f < 0 || f != math.Trunc(f) || f > 1<<20 {
-			diags = append(diags, Diag("Invalid max_replacements", "max_replacements is a whole number ≥ 0: the replacements allowed in the whole ledger.", n.Ranges["max_replacements"])...)
+			diags = append(diags, Diag("Invalid max_replacements", "max_replacements is a whole number ≥ 0: the replacements allowed in the whole ledger.", n.Range("max_replacements"))...)
 		}
 		s.maxReplace = int(f)
 	}
 	if v, ok := known("allocation_time"); ok {
 		d, err := durationOf(v)
 		if err != nil || d <= 0 {
-			diags = append(diags, Diag("Invalid allocation_time", "allocation_time is a duration more than 0 (\"40m\", or seconds): how long the slot's allocation may last, every attempt included.", n.Ranges["allocation_time"])...)
+			diags = append(diags, Diag("Invalid allocation_time", "allocation_time is a duration more than 0 (\"40m\", or seconds): how long the slot's allocation may last, every attempt included.", n.Range("allocation_time"))...)
 		}
 		s.allocationTime = d
 	}
 	if v, ok := known("replace_on"); ok {
 		ty := v.Type()
 		if !(ty.IsObjectType() || ty.IsMapType()) {
-			diags = append(diags, Diag("Invalid replace_on", "replace_on maps each documented setup class to regular expressions of its stderr: { port_collision = [\"Address already in use\"] }.", n.Ranges["replace_on"])...)
+			diags = append(diags, Diag("Invalid replace_on", "replace_on maps each documented setup class to regular expressions of its stderr: { port_collision = [\"Address already in use\"] }.", n.Range("replace_on"))...)
 		} else {
 			var names []string
 			pats := map[string][]string{}
@@ -162,7 +162,7 @@ func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
 				k, e := it.Element()
 				list, err := StringList(e)
 				if err != nil {
-					diags = append(diags, Diag("Invalid replace_on", fmt.Sprintf("replace_on.%s must be a list of regular expressions: %s.", k.AsString(), err), n.Ranges["replace_on"])...)
+					diags = append(diags, Diag("Invalid replace_on", fmt.Sprintf("replace_on.%s must be a list of regular expressions: %s.", k.AsString(), err), n.Range("replace_on"))...)
 					continue
 				}
 				names = append(names, k.AsString())
@@ -173,7 +173,7 @@ func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
 				for _, p := range pats[name] {
 					re, err := regexp.Compile(p)
 					if err != nil {
-						diags = append(diags, Diag("Invalid replace_on", fmt.Sprintf("replace_on.%s: %q is not a regular expression (RE2): %s.", name, p, err), n.Ranges["replace_on"])...)
+						diags = append(diags, Diag("Invalid replace_on", fmt.Sprintf("replace_on.%s: %q is not a regular expression (RE2): %s.", name, p, err), n.Range("replace_on"))...)
 						continue
 					}
 					s.replaceOn = append(s.replaceOn, namedPattern{class: name, re: re})

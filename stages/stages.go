@@ -165,8 +165,12 @@ type Node struct {
 	// Args holds the node's evaluated attributes by name: generic and
 	// kind-specific. Sensitive values carry dsl.SensitiveMark.
 	Args map[string]cty.Value
-	// Ranges locate each attribute in its file, for diagnostics.
+	// Ranges locate attributes in their file, for diagnostics (see
+	// Range).
 	Ranges map[string]hcl.Range
+	// Attributes are the stage's attributes: they locate those that
+	// Ranges does not (see Range).
+	Attributes map[string]*hcl.Attribute
 	// Common is the decoded generic part.
 	Common Common
 	// Upstreams are the nodes this node depends on, with their state at
@@ -187,6 +191,25 @@ type Node struct {
 		mu   sync.Mutex
 		spec any
 	}
+}
+
+// Range locates attribute attr in its file, for diagnostics: its range in
+// Ranges, or its expression's in Attributes; the zero Range where
+// neither has it.
+func (n *Node) Range(attr string) hcl.Range {
+	r, _ := n.LookupRange(attr)
+	return r
+}
+
+// LookupRange is Range, and whether Ranges or Attributes has attr.
+func (n *Node) LookupRange(attr string) (hcl.Range, bool) {
+	if r, ok := n.Ranges[attr]; ok {
+		return r, true
+	}
+	if a := n.Attributes[attr]; a != nil {
+		return a.Expr.Range(), true
+	}
+	return hcl.Range{}, false
 }
 
 // Common are the generic attributes every kind shares, decoded.

@@ -154,7 +154,7 @@ func StringArg(n *Node, attr string) (s string, ok bool, diags hcl.Diagnostics) 
 	v = unmarkDeep(v)
 	c, err := convert.Convert(v, cty.String)
 	if err != nil || c.IsNull() || c.AsString() == "" {
-		return "", false, Diag("Invalid "+attr, attr+" must be a non-empty string.", n.Ranges[attr])
+		return "", false, Diag("Invalid "+attr, attr+" must be a non-empty string.", n.Range(attr))
 	}
 	return c.AsString(), true, nil
 }

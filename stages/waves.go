@@ -89,7 +89,7 @@ func (Waves) Check(n *Node) hcl.Diagnostics {
 		n.Common.GPUs = 1
 	} else if v.IsKnown() && n.Common.GPUs != 1 {
 		diags = append(diags, Diag("Invalid gpus",
-			fmt.Sprintf("A waves variant runs on exactly one GPU (gpus = 1): the batch pins each variant to its own device, in waves of min(free GPUs, batch_size); got gpus = %d. For multi-GPU work use a command stage with gpus = N.", n.Common.GPUs), n.Ranges["gpus"])...)
+			fmt.Sprintf("A waves variant runs on exactly one GPU (gpus = 1): the batch pins each variant to its own device, in waves of min(free GPUs, batch_size); got gpus = %d. For multi-GPU work use a command stage with gpus = N.", n.Common.GPUs), n.Range("gpus"))...)
 	}
 	_, d := batchPolicy(n)
 	return append(diags, d...)
@@ -129,7 +129,7 @@ func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
 		if !d.HasErrors() && p.Size > 0 {
 			size = p.Size
 		}
-		if r, ok := n.Ranges["for_each"]; ok {
+		if r, ok := n.LookupRange("for_each"); ok {
 			rng = r
 		}
 		break
@@ -175,7 +175,7 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 		}
 		v, _ = v.UnmarkDeep()
 		if !v.Type().Equals(cty.String) {
-			diags = append(diags, Diag("Invalid "+attr, attr+" must be a string.", n.Ranges[attr])...)
+			diags = append(diags, Diag("Invalid "+attr, attr+" must be a string.", n.Range(attr))...)
 			return "", false
 		}
 		return v.AsString(), true
@@ -184,7 +184,7 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 		v, _ = v.UnmarkDeep()
 		size, ok := wholeNumber(v)
 		if !ok || size < 1 {
-			diags = append(diags, Diag("Invalid batch_size", "batch_size must be a whole number of variants, at least 1.", n.Ranges["batch_size"])...)
+			diags = append(diags, Diag("Invalid batch_size", "batch_size must be a whole number of variants, at least 1.", n.Range("batch_size"))...)
 		} else {
 			p.Size = size
 		}
@@ -196,13 +196,13 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 		default:
 			diags = append(diags, Diag("Invalid mode",
 				fmt.Sprintf("mode is %q or %q, not %q: waves start together and the next wave waits for the whole previous one; backfill starts a variant as soon as any of the batch's GPUs frees.", ModeWaves, ModeBackfill, m),
-				n.Ranges["mode"])...)
+				n.Range("mode"))...)
 		}
 	}
 	if d, ok := str("log_dir"); ok {
 		clean, err := relPath(d)
 		if err != nil {
-			diags = append(diags, Diag("Invalid log_dir", "log_dir "+err.Error(), n.Ranges["log_dir"])...)
+			diags = append(diags, Diag("Invalid log_dir", "log_dir "+err.Error(), n.Range("log_dir"))...)
 		} else {
 			p.LogDir = clean
 		}
@@ -213,7 +213,7 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 	if v, ok := n.Args["strict_batch"]; ok && v.IsWhollyKnown() && !v.IsNull() {
 		v, _ = v.UnmarkDeep()
 		if !v.Type().Equals(cty.Bool) {
-			diags = append(diags, Diag("Invalid strict_batch", "strict_batch must be true or false.", n.Ranges["strict_batch"])...)
+			diags = append(diags, Diag("Invalid strict_batch", "strict_batch must be true or false.", n.Range("strict_batch"))...)
 		} else {
 			p.Strict = v.True()
 		}
@@ -221,7 +221,7 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 	if l, ok := str("ledger"); ok && l != "" {
 		clean, err := relPath(l)
 		if err != nil {
-			diags = append(diags, Diag("Invalid ledger", "ledger "+err.Error(), n.Ranges["ledger"])...)
+			diags = append(diags, Diag("Invalid ledger", "ledger "+err.Error(), n.Range("ledger"))...)
 		} else {
 			p.Ledger = clean
 		}

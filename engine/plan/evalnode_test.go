@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The instances of a stage share its attributes' ranges, and a node's
+// The instances of a stage share its attributes (which locate them), and a node's
 // evaluation context holds its own variables in one map: evaluating a
 // node of a grid allocates its arguments' map and values, and no copy of
 // what every instance has alike. Positions in diagnostics are the
@@ -39,12 +39,16 @@ stage "command" "l0" {
 		t.Fatal(da.Error(), db.Error())
 	}
 	for _, attr := range []string{"run", "outputs"} {
-		if sa.Ranges[attr] != a.Stage.Attrs[attr].Expr.Range() {
-			t.Errorf("%s: range %v, want %v", attr, sa.Ranges[attr], a.Stage.Attrs[attr].Expr.Range())
+		if sa.Range(attr) != a.Stage.Attrs[attr].Expr.Range() {
+			t.Errorf("%s: range %v, want %v", attr, sa.Range(attr), a.Stage.Attrs[attr].Expr.Range())
 		}
 	}
-	if reflect.ValueOf(sa.Ranges).Pointer() != reflect.ValueOf(sb.Ranges).Pointer() {
-		t.Errorf("two instances of a stage have a ranges map each")
+	if sa.Ranges != nil || sb.Ranges != nil {
+		t.Errorf("instances of a stage have a ranges map of their own")
+	}
+	if reflect.ValueOf(sa.Attributes).Pointer() != reflect.ValueOf(a.Stage.Attrs).Pointer() ||
+		reflect.ValueOf(sb.Attributes).Pointer() != reflect.ValueOf(a.Stage.Attrs).Pointer() {
+		t.Errorf("the instances of a stage do not share its attributes")
 	}
 	allocs := testing.AllocsPerRun(20, func() { g.EvalNode(a, nil) })
 	if allocs > 44 {

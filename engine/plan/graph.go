@@ -113,9 +113,6 @@ type stageRefs struct {
 	// bad locates the references already reported as wrong in the
 	// stage's attributes: an attribute holding one is not evaluated.
 	bad []hcl.Range
-	// ranges locates each attribute's expression: the Ranges of every
-	// node of the stage whose attributes all evaluate (see EvalNode).
-	ranges map[string]hcl.Range
 	// constant is true when every attribute is made of literal values
 	// only (dsl.Constant): they evaluate without a context.
 	constant bool
@@ -299,11 +296,9 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	}
 	sort.Strings(names)
 	afterEnd := len(r.body)
-	r.ranges = make(map[string]hcl.Range, len(names))
 	r.constant = true
 	for _, n := range names {
 		e := s.Attrs[n].Expr
-		r.ranges[n] = e.Range()
 		if dsl.Constant(e) {
 			continue // no reference in it, nothing to check
 		}

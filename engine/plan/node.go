@@ -197,11 +197,12 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 	if r != nil {
 		bad = len(r.bad) > 0
 	}
-	if r != nil && !bad && r.ranges != nil {
+	shared := r != nil && !bad
+	if shared {
 		// Every attribute is evaluated, and the node is returned only
-		// when none failed: its ranges are the stage's, one map shared
-		// by its instances (read only).
-		sn.Ranges = r.ranges
+		// when none failed: its attributes locate themselves, the
+		// stage's map shared by its instances (read only).
+		sn.Attributes = n.Stage.Attrs
 	} else {
 		sn.Ranges = make(map[string]hcl.Range, len(n.Stage.Attrs))
 	}
@@ -218,7 +219,7 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 			continue
 		}
 		sn.Args[name] = v
-		if r == nil || bad || r.ranges == nil {
+		if !shared {
 			sn.Ranges[name] = a.Expr.Range()
 		}
 	}
@@ -254,7 +255,7 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		// outputs.
 		for _, o := range d.DeclaredOutputs(sn) {
 			if _, err := g.CheckPath(o.Path); err != nil {
-				r, ok := sn.Ranges[o.Attr]
+				r, ok := sn.LookupRange(o.Attr)
 				if !ok {
 					r = n.Stage.DeclRange
 				}
@@ -287,7 +288,7 @@ func (g *Graph) itemRange(sn *stages.Node, attr, key string) hcl.Range {
 			}
 		}
 	}
-	return sn.Ranges[attr]
+	return sn.Range(attr)
 }
 
 // elemRange locates element i of a stage attribute written as a list of n
@@ -298,7 +299,7 @@ func (g *Graph) elemRange(sn *stages.Node, attr string, i, n int) hcl.Range {
 			return tc.Exprs[i].Range()
 		}
 	}
-	return sn.Ranges[attr]
+	return sn.Range(attr)
 }
 
 // hasRequired reports whether every attribute the kind requires (see
@@ -337,7 +338,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	c := &sn.Common
 	bad := func(attr, detail string) {
-		diags = append(diags, stages.Diag("Invalid "+attr, detail, sn.Ranges[attr])...)
+		diags = append(diags, stages.Diag("Invalid "+attr, detail, sn.Range(attr))...)
 	}
 	// badAt points at one element or map item of the attribute.
 	badAt := func(attr string, r hcl.Range, detail string) {
@@ -474,13 +475,13 @@ func intAttr(sn *stages.Node, attr string, def int, diags *hcl.Diagnostics) int 
 	v, _ = v.Unmark()
 	nv, err := convert.Convert(v, cty.Number)
 	if err != nil {
-		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number.", attr), sn.Ranges[attr])...)
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number.", attr), sn.Range(attr))...)
 		return def
 	}
 	bf := nv.AsBigFloat()
 	i, acc := bf.Int64()
 	if acc != big.Exact || i < 0 || i > 1<<20 {
-		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number from 0 to %d.", attr, 1<<20), sn.Ranges[attr])...)
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number from 0 to %d.", attr, 1<<20), sn.Range(attr))...)
 		return def
 	}
 	return int(i)
@@ -501,7 +502,7 @@ func memoryAttr(sn *stages.Node, attr string, diags *hcl.Diagnostics) int {
 		mib, err = ParseMemory(sv.AsString())
 	}
 	if err != nil {
-		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s: %v.", attr, err), sn.Ranges[attr])...)
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s: %v.", attr, err), sn.Range(attr))...)
 		return 0
 	}
 	return mib
@@ -565,7 +566,7 @@ func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Di
 		err = fmt.Errorf("timeout must be longer than 0s; for no time limit, leave timeout out")
 	}
 	if err != nil {
-		*diags = append(*diags, stages.Diag("Invalid "+attr, err.Error()+".", sn.Ranges[attr])...)
+		*diags = append(*diags, stages.Diag("Invalid "+attr, err.Error()+".", sn.Range(attr))...)
 		return def
 	}
 	return d
@@ -905,7 +906,7 @@ func argSizeCheck(sn *stages.Node, room *startRoom) hcl.Diagnostics {
 	if size <= limit {
 		return nil
 	}
-	return stages.Diag("Invalid run", fmt.Sprintf("The arguments (%d bytes) and environment of this command take %d bytes, over the %d bytes this system lets a program start with (ARG_MAX): it would fail to start with \"argument list too long\". Pass the data in a file instead (and name it in inputs).", args, size, limit), sn.Ranges["run"])
+	return stages.Diag("Invalid run", fmt.Sprintf("The arguments (%d bytes) and environment of this command take %d bytes, over the %d bytes this system lets a program start with (ARG_MAX): it would fail to start with \"argument list too long\". Pass the data in a file instead (and name it in inputs).", args, size, limit), sn.Range("run"))
 }
 
 // argBytes is what execve counts for one argument or environment entry:
