@@ -401,18 +401,44 @@ func NumbersInRange(v cty.Value) bool {
 		// set (toset of a grid's keys) sorts it.
 		return true
 	}
-	ok := true
-	_ = cty.Walk(v, func(_ cty.Path, ev cty.Value) (bool, error) {
-		ev, _ = ev.Unmark()
-		if !ok || !ev.IsKnown() || ev.IsNull() {
-			return false, nil
+	return numbersInRange(v)
+}
+
+// numbersInRange is NumbersInRange for a value whose type may hold a
+// number: it visits what cty.Walk visits (the known, non-null values,
+// unmarked, below the known, non-null ones), but only the attributes and
+// elements whose types may hold a number, and makes no path: a job's
+// object of strings and lists of strings, merged for each of a grid's
+// jobs, is not walked for its one number.
+func numbersInRange(v cty.Value) bool {
+	v, _ = v.Unmark()
+	if !v.IsKnown() || v.IsNull() {
+		return true
+	}
+	ty := v.Type()
+	switch {
+	case ty == cty.Number:
+		return floatInRange(v.AsBigFloat())
+	case ty.IsObjectType():
+		for name, aty := range ty.AttributeTypes() {
+			if mayHoldNumber(aty) && !numbersInRange(v.GetAttr(name)) {
+				return false
+			}
 		}
-		if ev.Type().Equals(cty.Number) {
-			ok = floatInRange(ev.AsBigFloat())
+	case ty.IsTupleType() || ty.IsListType():
+		for e := range Elements(v) {
+			if mayHoldNumber(e.Type()) && !numbersInRange(e) {
+				return false
+			}
 		}
-		return ok, nil
-	})
-	return ok
+	case ty.IsSetType() || ty.IsMapType():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); !numbersInRange(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // mayHoldNumber reports whether a value of type ty can hold a number:

@@ -440,3 +440,85 @@ func TestArithmeticAllocatesItsResults(t *testing.T) {
 		t.Errorf("p[0] * 50 + p[1] made %.0f allocations an evaluation, want at most 16", allocs)
 	}
 }
+
+// walkNumbersInRange is NumbersInRange as cty.Walk finds it: every known,
+// non-null number, unmarked, below known, non-null values.
+func walkNumbersInRange(v cty.Value) bool {
+	ok := true
+	_ = cty.Walk(v, func(_ cty.Path, ev cty.Value) (bool, error) {
+		ev, _ = ev.Unmark()
+		if !ok || !ev.IsKnown() || ev.IsNull() {
+			return false, nil
+		}
+		if ev.Type().Equals(cty.Number) {
+			ok = floatInRange(ev.AsBigFloat())
+		}
+		return ok, nil
+	})
+	return ok
+}
+
+// NumbersInRange finds what a walk of the whole value finds, wherever the
+// number is, however the values around it are marked, unknown or null.
+func TestNumbersInRangeIsTheWalks(t *testing.T) {
+	big, small, one := cty.MustParseNumberVal("1e400"), cty.MustParseNumberVal("1e-400"), cty.NumberIntVal(1)
+	var leaves []cty.Value
+	for _, n := range []cty.Value{big, small, one} {
+		leaves = append(leaves, n, n.Mark("sensitive"))
+	}
+	leaves = append(leaves, cty.StringVal("s"), cty.True, cty.UnknownVal(cty.Number), cty.NullVal(cty.Number), cty.DynamicVal,
+		cty.UnknownVal(cty.Object(map[string]cty.Type{"n": cty.Number})).Mark("m"))
+	wraps := []func(cty.Value) cty.Value{
+		func(v cty.Value) cty.Value { return v },
+		func(v cty.Value) cty.Value {
+			return cty.ObjectVal(map[string]cty.Value{"s": cty.StringVal("x"), "l": cty.ListVal([]cty.Value{cty.StringVal("a")}), "v": v})
+		},
+		func(v cty.Value) cty.Value { return cty.TupleVal([]cty.Value{cty.StringVal("x"), v, cty.False}) },
+		func(v cty.Value) cty.Value { return cty.ListVal([]cty.Value{v}) },
+		func(v cty.Value) cty.Value { return cty.MapVal(map[string]cty.Value{"a": v}) },
+		func(v cty.Value) cty.Value {
+			if !v.IsWhollyKnown() || v.IsMarked() {
+				return v
+			}
+			return cty.SetVal([]cty.Value{v})
+		},
+		func(v cty.Value) cty.Value { return cty.TupleVal([]cty.Value{v}).Mark("outer") },
+		func(v cty.Value) cty.Value {
+			return cty.ObjectVal(map[string]cty.Value{"o": cty.ObjectVal(map[string]cty.Value{"t": cty.TupleVal([]cty.Value{v})})})
+		},
+	}
+	checked := 0
+	for _, leaf := range leaves {
+		for _, w1 := range wraps {
+			for _, w2 := range wraps {
+				v := w2(w1(leaf))
+				assert.Equal(t, walkNumbersInRange(v), NumbersInRange(v), "%#v", v)
+				checked++
+			}
+		}
+	}
+	assert.Greater(t, checked, 500)
+}
+
+// A grid job's object (strings, lists of strings, one number) is checked
+// without a walk of its strings: what holds no number is not visited, and
+// no path is made.
+func TestNumbersInRangeVisitsWhatMayHoldNumbers(t *testing.T) {
+	strs := func(n int) cty.Value {
+		var l []cty.Value
+		for i := range n {
+			l = append(l, cty.StringVal(fmt.Sprintf("s%d", i)))
+		}
+		return cty.ListVal(l)
+	}
+	job := cty.ObjectVal(map[string]cty.Value{
+		"method": cty.StringVal("gepa"), "out": cty.StringVal("runs/gepa/1"), "seed": cty.NumberIntVal(1),
+		"run": strs(8), "files": cty.ObjectVal(map[string]cty.Value{"data": strs(20), "method": strs(4)}),
+		"runtime": cty.ObjectVal(map[string]cty.Value{"runtime": cty.StringVal("single"), "temperature": cty.NumberIntVal(0)}),
+	})
+	require.True(t, NumbersInRange(job))
+	// The walk made 4 allocations for each value it visited.
+	if allocs := testing.AllocsPerRun(20, func() { NumbersInRange(job) }); allocs > 4 {
+		t.Errorf("NumbersInRange of a job made %.0f allocations, want at most 4", allocs)
+	}
+}
