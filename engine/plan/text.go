@@ -22,7 +22,8 @@ func Below(dir, p string) (string, bool) {
 	if dir == "/" {
 		return strings.TrimPrefix(p, "/"), strings.HasPrefix(p, "/")
 	}
-	if strings.HasPrefix(p, dir+string(filepath.Separator)) {
+	// p starts with dir and a separator (tested without joining them).
+	if len(p) > len(dir) && p[len(dir)] == filepath.Separator && strings.HasPrefix(p, dir) {
 		return p[len(dir)+1:], true
 	}
 	return "", false
