@@ -39,18 +39,10 @@ func (e textTemplate) Value(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) { ret
 // templateText is the text of a template of literal strings only (known,
 // unmarked, not null), and whether it is one.
 func templateText(t *hclsyntax.TemplateExpr) (string, bool) {
-	if len(t.Parts) == 1 {
-		// A quoted string: its one part's text, without a copy.
-		l, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr)
-		if !ok || l.Val.Type() != cty.String || l.Val.IsMarked() || !l.Val.IsKnown() || l.Val.IsNull() {
-			return "", false
-		}
-		return l.Val.AsString(), true
-	}
 	var b strings.Builder
 	for _, p := range t.Parts {
 		l, ok := p.(*hclsyntax.LiteralValueExpr)
-		if !ok || l.Val.Type() != cty.String || l.Val.IsMarked() || !l.Val.IsKnown() || l.Val.IsNull() {
+		if !ok || !plainText(l.Val) {
 			return "", false
 		}
 		b.WriteString(l.Val.AsString())
@@ -58,9 +50,21 @@ func templateText(t *hclsyntax.TemplateExpr) (string, bool) {
 	return b.String(), true
 }
 
+// plainText reports whether v is a known, unmarked, non-null string.
+func plainText(v cty.Value) bool {
+	return v.Type() == cty.String && !v.IsMarked() && v.IsKnown() && !v.IsNull()
+}
+
 // boundTemplate is what replaces a template when the file is read: a
 // textTemplate or a plainTemplate where one fits, else nil.
 func boundTemplate(t *hclsyntax.TemplateExpr) hclsyntax.Expression {
+	if len(t.Parts) == 1 {
+		// A quoted string: its value is its one part's (a string made
+		// by cty.StringVal, normalised: StringVal of its text is it).
+		if l, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr); ok && plainText(l.Val) {
+			return textTemplate{t, l.Val}
+		}
+	}
 	if text, ok := templateText(t); ok {
 		return textTemplate{t, cty.StringVal(text)}
 	}
