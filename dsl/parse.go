@@ -167,14 +167,17 @@ func cutPieces(src []byte, roots, inner []int, filename string) ([]*piece, []uni
 		if e <= regionAt {
 			continue
 		}
-		// The inner cuts within this region (the top-level lines up to e).
-		var in []int
-		for len(inner) > 0 && inner[0] <= e {
-			if inner[0] > regionAt {
-				in = append(in, inner[0])
-			}
-			inner = inner[1:]
+		// The inner cuts within this region (the top-level lines up to
+		// e): the ones of inner up to e, past regionAt (inner is sorted).
+		k := 0
+		for k < len(inner) && inner[k] <= e {
+			k++
 		}
+		in := inner[:k:k]
+		for len(in) > 0 && in[0] <= regionAt {
+			in = in[1:]
+		}
+		inner = inner[k:]
 		if e-regionAt >= splitBlockMin && len(in) >= 2 {
 			closeTop(regionAt)
 			start := posAt(regionAt)

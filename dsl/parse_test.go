@@ -339,3 +339,16 @@ func TestLoadScansLargeFileOnce(t *testing.T) {
 	assert.Equal(t, "Expression nested too deeply", diags[0].Summary)
 	assert.Equal(t, strings.Count(src, "\n")+2, diags[0].Subject.Start.Line)
 }
+
+// Cutting a file of many small blocks into pieces allocates the pieces
+// and their list, not the inner cuts of each block again.
+func TestCutPiecesAllocs(t *testing.T) {
+	src := []byte(chainPipeline(1000))
+	c := scanCuts(src)
+	require.True(t, c.ok)
+	pieces, _ := cutPieces(src, c.root, c.inner, "chain.hcl")
+	allocs := testing.AllocsPerRun(5, func() { cutPieces(src, c.root, c.inner, "chain.hcl") })
+	if max := float64(2*len(pieces) + 40); allocs > max {
+		t.Errorf("cutting %d pieces made %.0f allocations, want at most %.0f", len(pieces), allocs, max)
+	}
+}
