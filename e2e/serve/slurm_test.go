@@ -74,7 +74,10 @@ func (w *workspace) runsOldestFirst() []*runlog.RunInfo {
 func serveJobs(es []runlog.Entry) []string {
 	var ids []string
 	for _, e := range es {
-		if e.T == runlog.Started && e.Node == "stage.tm" && e.Job != nil {
+		// A job is journaled by its comment before its sbatch (no id
+		// yet), then by its id once Slurm gave one: only the latter names
+		// a job.
+		if e.T == runlog.Started && e.Node == "stage.tm" && e.Job != nil && e.Job.ID != "" {
 			ids = append(ids, e.Job.ID)
 		}
 	}
