@@ -158,6 +158,21 @@ func intText(f *big.Float) (string, bool) {
 	return strconv.FormatInt(i, 10), true
 }
 
+// ExprValue is e.Value(ctx). A reference alone (each.value.out, the
+// attributes of a grid's stages) is read by attrTraversal where it reads
+// it: hcl's traversal makes a copy of each step on the heap, and the
+// steps' diagnostics, for every evaluation. Anything else, and anything
+// attrTraversal leaves to hcl, is e.Value(ctx). TestExprValueIsValue
+// holds both to one result.
+func ExprValue(e hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if st, ok := e.(*hclsyntax.ScopeTraversalExpr); ok {
+		if v, ok := attrTraversal(ctx, st.Traversal); ok {
+			return v, nil
+		}
+	}
+	return e.Value(ctx)
+}
+
 // attrTraversal is the value of a traversal of attributes only
 // (each.key, local.grid.name) where hcl's traversal finds it without a
 // diagnostic: the root variable in the innermost context that has it,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -192,5 +193,51 @@ func sameResult(t *testing.T, src string, got cty.Value, gotDiags hcl.Diagnostic
 		if g.Expression != nil && !sameExprAt(g.Expression, w.Expression) {
 			t.Errorf("%s: diagnostic %q names a %T at %s, want a %T at %s", src, g.Summary, g.Expression, g.Expression.Range(), w.Expression, w.Expression.Range())
 		}
+	}
+}
+
+// A reference alone is read as hcl reads it, diagnostics included,
+// whatever it meets on the way: objects, maps, lists, unknown, marked,
+// null or missing values, a name in an outer context, no context at all.
+func TestExprValueIsValue(t *testing.T) {
+	outer := &hcl.EvalContext{Variables: map[string]cty.Value{
+		"local": cty.ObjectVal(map[string]cty.Value{"grid": cty.ObjectVal(map[string]cty.Value{
+			"models": cty.MapVal(map[string]cty.Value{"qwen": cty.StringVal("Qwen/Qwen3.5-9B")}),
+			"seeds":  cty.TupleVal([]cty.Value{cty.NumberIntVal(0), cty.NumberIntVal(1)}),
+		})}),
+		"each": cty.StringVal("shadowed"),
+	}}
+	ctx := outer.NewChild()
+	ctx.Variables = map[string]cty.Value{
+		"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal("k"), "value": cty.ObjectVal(map[string]cty.Value{
+			"out":     cty.StringVal("runs/gepa/1"),
+			"seed":    cty.NumberIntVal(1),
+			"split":   cty.ObjectVal(map[string]cty.Value{"val": cty.StringVal("val.jsonl")}),
+			"secret":  cty.StringVal("pw").Mark("sensitive"),
+			"hidden":  cty.ObjectVal(map[string]cty.Value{"x": cty.True}).Mark("sensitive"),
+			"unknown": cty.UnknownVal(cty.Object(map[string]cty.Type{"x": cty.String})),
+			"dyn":     cty.DynamicVal,
+			"null":    cty.NullVal(cty.Object(map[string]cty.Type{"x": cty.String})),
+			"list":    cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"x": cty.True})}),
+		})}),
+	}
+	for _, src := range []string{
+		"each.key", "each.value", "each.value.out", "each.value.seed", "each.value.split.val", "each.value.secret",
+		"each.value.hidden.x", "each.value.unknown.x", "each.value.dyn.x", "each.value.null.x", "each.value.list.x",
+		"each.value.missing", "each.value.out.x", "local.grid.models.qwen", "local.grid.models.llama", "local.grid.seeds",
+		"local.grid.seeds[1]", "each.value.list[0].x", "nothing.here", "each", "local",
+	} {
+		e, diags := hclsyntax.ParseExpression([]byte(src), "r.hcl", hcl.InitialPos)
+		require.False(t, diags.HasErrors(), src)
+		for _, c := range []*hcl.EvalContext{ctx, outer, nil} {
+			want, wantDiags := e.Value(c)
+			got, gotDiags := ExprValue(e, c)
+			sameResult(t, src, got, gotDiags, want, wantDiags)
+		}
+	}
+	e, _ := hclsyntax.ParseExpression([]byte("each.value.split.val"), "r.hcl", hcl.InitialPos)
+	// hcl's traversal makes 4: its steps' copies.
+	if allocs := testing.AllocsPerRun(20, func() { _, _ = ExprValue(e, ctx) }); allocs > 0 {
+		t.Errorf("reading each.value.split.val made %.0f allocations, want none", allocs)
 	}
 }

@@ -210,7 +210,7 @@ func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		if bad && g.badAttr(n.Stage, a) {
 			continue
 		}
-		v, d := a.Expr.Value(ctx)
+		v, d := dsl.ExprValue(a.Expr, ctx)
 		if len(d) > 0 && ctx == nil {
 			v, d = a.Expr.Value(context())
 		}
