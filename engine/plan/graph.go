@@ -94,8 +94,27 @@ type Graph struct {
 	// required are the attributes each stage kind of the graph
 	// requires, by kind name (see hasRequired).
 	required map[string][]string
+	// slab holds the nodes newNode hands out next.
+	slab []Node
 	// bases counts the key bases built (envelopeBase), for tests.
 	bases atomic.Int64
+}
+
+// newNode returns a new zero node, taken from a slab of them: a graph of
+// thousands of nodes is made in a few allocations.
+func (g *Graph) newNode() *Node {
+	if len(g.slab) == 0 {
+		// A node a stage at least, first; then room for more
+		// instances.
+		size := 256
+		if len(g.Nodes) == 0 && g.Config != nil {
+			size = max(1, len(g.Config.Stages))
+		}
+		g.slab = make([]Node, size)
+	}
+	n := &g.slab[0]
+	g.slab = g.slab[1:]
+	return n
 }
 
 // stageRefs are the references found in one stage's expressions.
@@ -652,7 +671,8 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 	}
 	var seen map[int]bool
 	for _, in := range insts {
-		n := &Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in, refs: r}
+		n := g.newNode()
+		*n = Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in, refs: r}
 		if waiting {
 			n.Addr, n.waiting = addrs.Wildcard(s.Name).String(), true
 			n.each = cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal})

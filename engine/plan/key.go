@@ -78,11 +78,11 @@ type UnknownReason struct {
 func (u *UnknownReason) String() string {
 	switch {
 	case u.Upstream != "":
-		return fmt.Sprintf("depends on the output of %s", u.Upstream)
+		return "depends on the output of " + u.Upstream
 	case u.Input != "":
-		return fmt.Sprintf("input %s does not exist yet", u.Input)
+		return "input " + u.Input + " does not exist yet"
 	case u.Attr != "":
-		return fmt.Sprintf("%s depends on upstream results", u.Attr)
+		return u.Attr + " depends on upstream results"
 	}
 	return "known after apply"
 }
@@ -110,7 +110,7 @@ type envBase struct {
 // envelopeFrom completes a node's NodeEnvelope with its upstreams' output
 // digests. An upstream not known yet is the reason given first.
 func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, bool)) (*Envelope, *UnknownReason, error) {
-	ups := make([]string, 0, len(n.Deps))
+	var ups []string // made once an upstream is known
 	for _, id := range n.Deps {
 		if !n.KeyedDep(id) {
 			continue
@@ -120,10 +120,16 @@ func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, b
 		if !ok {
 			return nil, &UnknownReason{Upstream: u.Addr}, nil
 		}
+		if ups == nil {
+			ups = make([]string, 0, len(n.Deps))
+		}
 		ups = append(ups, d)
 	}
 	if b.e == nil {
 		return nil, b.why, b.err
+	}
+	if ups == nil {
+		ups = []string{}
 	}
 	sort.Strings(ups)
 	e := *b.e

@@ -320,8 +320,10 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 	}
 	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] }, guess, waits, cache.Stat)
 	debug := g.SingleVariantTargets(opts.Targets)
+	planned := make([]PlannedNode, len(g.Nodes)) // every node's, in one allocation
 	for _, n := range g.Nodes {
-		pn := &PlannedNode{Node: n, Action: ActRun}
+		pn := &planned[n.ID]
+		*pn = PlannedNode{Node: n, Action: ActRun}
 		p.Nodes[n.ID] = pn
 		if include != nil && !include[n.ID] {
 			pn.Skipped = true

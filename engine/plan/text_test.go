@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,5 +39,52 @@ func TestBelowIsTheJoinedTest(t *testing.T) {
 	p := dir + "/objects/ab/cdef"
 	if allocs := testing.AllocsPerRun(20, func() { Below(dir, p) }); allocs > 0 {
 		t.Errorf("Below made %.0f allocations, want none", allocs)
+	}
+}
+
+// Why a key is unknown reads as it did when formatted.
+func TestUnknownReasonStrings(t *testing.T) {
+	for _, c := range []struct {
+		u    UnknownReason
+		want string
+	}{
+		{UnknownReason{Upstream: `stage.a["k"]`}, fmt.Sprintf("depends on the output of %s", `stage.a["k"]`)},
+		{UnknownReason{Input: "data/x.csv"}, fmt.Sprintf("input %s does not exist yet", "data/x.csv")},
+		{UnknownReason{Attr: "run"}, fmt.Sprintf("%s depends on upstream results", "run")},
+		{UnknownReason{}, "known after apply"},
+	} {
+		if got := c.u.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.u, got, c.want)
+		}
+	}
+}
+
+// A node's envelope lists its upstreams' digests, an empty list when it
+// has none (the key is made of the envelope's JSON: [] and not null); an
+// upstream not known makes no list.
+func TestEnvelopeFromUpstreams(t *testing.T) {
+	a := &Node{ID: 0, Addr: "stage.a"}
+	b := &Node{ID: 1, Addr: "stage.b", Deps: []int{0}}
+	g := &Graph{Nodes: []*Node{a, b}}
+	base := envBase{e: &Envelope{V: EnvelopeVersion}}
+	known := func(*Node) (string, bool) { return "d0", true }
+	unknown := func(*Node) (string, bool) { return "", false }
+	e, why, err := g.envelopeFrom(base, a, known)
+	if err != nil || why != nil || e.Upstreams == nil || len(e.Upstreams) != 0 {
+		t.Errorf("no upstream: %#v, %v, %v", e, why, err)
+	}
+	if js, _ := json.Marshal(e); !strings.Contains(string(js), `"upstreams":[]`) {
+		t.Errorf("no upstream: %s", js)
+	}
+	e, why, _ = g.envelopeFrom(base, b, known)
+	if why != nil || len(e.Upstreams) != 1 || e.Upstreams[0] != "d0" {
+		t.Errorf("known upstream: %#v, %v", e, why)
+	}
+	e, why, _ = g.envelopeFrom(base, b, unknown)
+	if e != nil || why == nil || why.Upstream != "stage.a" {
+		t.Errorf("unknown upstream: %#v, %v", e, why)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { g.envelopeFrom(base, b, unknown) }); allocs > 1 {
+		t.Errorf("an unknown upstream made %.0f allocations, want 1 (the reason)", allocs)
 	}
 }
