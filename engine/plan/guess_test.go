@@ -78,17 +78,8 @@ stage "command" "b" {
 func TestPlanWaitingNodesBuildNoBaseAhead(t *testing.T) {
 	runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // evaluation ahead needs two
 	root := t.TempDir()
-	var src strings.Builder
-	src.WriteString("pipeline \"chain\" {}\n")
 	const n = 100
-	for i := range n {
-		fmt.Fprintf(&src, "stage \"command\" \"c%d\" {\n  run     = [\"sh\", \"-c\", \"echo c%d > out/c%d\"]\n  outputs = [\"out/c%d\"]\n", i, i, i, i)
-		if i > 0 {
-			fmt.Fprintf(&src, "  after   = [stage.c%d]\n", i-1)
-		}
-		src.WriteString("}\n")
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src.String()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(chainSource(n)), 0o644))
 	c, err := store.Open(filepath.Join(t.TempDir(), "cache"), store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer c.Close()

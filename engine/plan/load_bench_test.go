@@ -19,16 +19,7 @@ import (
 // (cmd/cairn/gc.go): GOGC=off gives the profile it has there.
 func BenchmarkLoadPlanChain(b *testing.B) {
 	dir := b.TempDir()
-	var src strings.Builder
-	src.WriteString("pipeline \"bench\" {\n  description = \"a chain of stage blocks\"\n}\n")
-	for i := range 10000 {
-		fmt.Fprintf(&src, "\nstage \"command\" \"c%d\" {\n  run     = [\"sh\", \"-c\", \"echo c%d > out/c%d\"]\n  outputs = [\"out/c%d\"]\n", i, i, i, i)
-		if i > 0 {
-			fmt.Fprintf(&src, "  after   = [stage.c%d]\n", i-1)
-		}
-		src.WriteString("}\n")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pipeline.hcl"), []byte(src.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.hcl"), []byte(chainSource(10000)), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	cache, err := store.Open(filepath.Join(dir, ".cairn"), store.Options{NoSync: true})
@@ -82,4 +73,19 @@ func BenchmarkPlanSeed002Grid(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// chainSource is a pipeline of n stage blocks c0..c<n-1>, each after the
+// one before, as bench/gen -shape chain writes it.
+func chainSource(n int) string {
+	var src strings.Builder
+	src.WriteString("pipeline \"bench\" {\n  description = \"a chain of stage blocks\"\n}\n")
+	for i := range n {
+		fmt.Fprintf(&src, "\nstage \"command\" \"c%d\" {\n  run     = [\"sh\", \"-c\", \"echo c%d > out/c%d\"]\n  outputs = [\"out/c%d\"]\n", i, i, i, i)
+		if i > 0 {
+			fmt.Fprintf(&src, "  after   = [stage.c%d]\n", i-1)
+		}
+		src.WriteString("}\n")
+	}
+	return src.String()
 }
