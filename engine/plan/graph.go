@@ -929,7 +929,8 @@ func UnknownInstance(n *Node) cty.Value {
 }
 
 func unknownInstance(n *Node) cty.Value {
-	attrs := make(map[string]cty.Value, len(InstanceAttrs)+2)
+	attrs := lendValues()
+	defer giveValues(attrs)
 	for _, a := range InstanceAttrs {
 		attrs[a] = cty.DynamicVal
 	}

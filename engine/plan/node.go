@@ -64,8 +64,11 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		extra["each"] = each
 	}
 	if withStage && len(n.Deps) > 0 {
+		// The maps the stage objects are made of are lent (cty.ObjectVal
+		// keeps none of them) and given back once the objects are made.
 		byStage := map[string]map[string]cty.Value{}
-		single := map[string]cty.Value{}
+		single := lendValues()
+		defer giveValues(single)
 		var waiting []string // stages whose instances wait for values
 		for _, id := range n.Deps {
 			u := g.Nodes[id]
@@ -79,12 +82,14 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 			}
 			m := byStage[u.Stage.Name]
 			if m == nil {
-				m = map[string]cty.Value{}
+				m = lendValues()
+				defer giveValues(m)
 				byStage[u.Stage.Name] = m
 			}
 			m[u.Inst.Key] = inst(u)
 		}
-		objs := make(map[string]cty.Value, len(byStage)+len(single))
+		objs := lendValues()
+		defer giveValues(objs)
 		for s, v := range single {
 			objs[s] = v
 		}
@@ -97,6 +102,26 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		extra["stage"] = cty.ObjectVal(objs)
 	}
 	return g.Scope.ContextOf(extra)
+}
+
+// values lends the maps a stage object or an instance object is made
+// from: cty.ObjectVal copies what they hold, and the maps were most of
+// what a grid's nodes allocate for their contexts.
+var values = sync.Pool{New: func() any { return map[string]cty.Value{} }}
+
+// maxLentValues is the most entries a lent map may have had to be lent
+// again: clearing a map costs as much as its room.
+const maxLentValues = 64
+
+// lendValues lends an empty map; giveValues gives it back, emptied.
+func lendValues() map[string]cty.Value { return values.Get().(map[string]cty.Value) }
+
+func giveValues(m map[string]cty.Value) {
+	if len(m) > maxLentValues {
+		return
+	}
+	clear(m)
+	values.Put(m)
 }
 
 // stageRefs are the references of n's stage; nil when it has none.
