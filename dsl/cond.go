@@ -87,7 +87,7 @@ func (e tupleCond) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 // an operator's result, a for expression making an object).
 func mayBeTuple(e hclsyntax.Expression) bool {
 	switch x := e.(type) {
-	case *hclsyntax.LiteralValueExpr, checkedLiteral, *hclsyntax.TemplateExpr, plainTemplate, textTemplate,
+	case *hclsyntax.LiteralValueExpr, checkedLiteral, *hclsyntax.TemplateExpr, plainTemplate, *textTemplate,
 		*hclsyntax.TemplateWrapExpr, *hclsyntax.ObjectConsExpr, *hclsyntax.BinaryOpExpr, checkedOp, *hclsyntax.UnaryOpExpr:
 		return false
 	case *boundedFor:

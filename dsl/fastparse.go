@@ -10,11 +10,12 @@ import (
 // syntax's parser would, for the plain subset of the syntax that generated
 // and most hand-written pipeline files keep to, and returns nil for
 // anything outside it: the caller then parses src with hclsyntax. Within
-// the subset the body returned is the one hclsyntax.ParseConfig gives,
-// node for node and range for range (TestFastParseMatchesHCL holds it to
-// that), built in one pass over the bytes with no token buffer, which is
-// most of the time and memory of loading a pipeline of thousands of
-// stages.
+// the subset the body returned, once bound (boundBody, which the caller
+// applies to either), is the one hclsyntax.ParseConfig gives bound, node
+// for node and range for range (TestFastParseMatchesHCL holds it to
+// that): its quoted strings are bound already. It is built in one pass
+// over the bytes with no token buffer, which is most of the time and
+// memory of loading a pipeline of thousands of stages.
 //
 // The subset: printable ASCII, spaces and newlines (no tab, carriage
 // return or comment); top-level items and block items each on lines of
@@ -246,6 +247,7 @@ type (
 		tmpl  hclsyntax.TemplateExpr
 		lit   hclsyntax.LiteralValueExpr
 		parts [1]hclsyntax.Expression
+		text  textTemplate
 	}
 	tupleNode struct {
 		t     hclsyntax.TupleConsExpr
@@ -310,7 +312,9 @@ func (p *fastParser) expr(inTuple bool) (hclsyntax.Expression, bool) {
 		q := &quotedNode{lit: hclsyntax.LiteralValueExpr{Val: cty.StringVal(s), SrcRange: content}}
 		q.parts[0] = &q.lit
 		q.tmpl = hclsyntax.TemplateExpr{Parts: q.parts[:], SrcRange: whole}
-		e = &q.tmpl
+		// Bound as boundTemplate binds it, in the same allocation.
+		q.text = textTemplate{&q.tmpl, q.lit.Val}
+		e = &q.text
 	case c == '[':
 		t, ok := p.tuple()
 		if !ok {

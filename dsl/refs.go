@@ -122,7 +122,7 @@ func constant(expr hcl.Expression) bool {
 	switch x := expr.(type) {
 	case *hclsyntax.LiteralValueExpr:
 		return true
-	case checkedLiteral, *evaluated, textTemplate:
+	case checkedLiteral, *evaluated, *textTemplate:
 		return true
 	case *hclsyntax.TupleConsExpr:
 		for _, e := range x.Exprs {

@@ -62,11 +62,11 @@ func boundTemplate(t *hclsyntax.TemplateExpr) hclsyntax.Expression {
 		// A quoted string: its value is its one part's (a string made
 		// by cty.StringVal, normalised: StringVal of its text is it).
 		if l, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr); ok && plainText(l.Val) {
-			return textTemplate{t, l.Val}
+			return &textTemplate{t, l.Val}
 		}
 	}
 	if text, ok := templateText(t); ok {
-		return textTemplate{t, cty.StringVal(text)}
+		return &textTemplate{t, cty.StringVal(text)}
 	}
 	if plainParts(t) {
 		return plainTemplate{t}

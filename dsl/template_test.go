@@ -70,7 +70,7 @@ func TestPlainTemplateIsTemplateExprs(t *testing.T) {
 		want, wantDiags := tmpl.Value(ctx)
 		bound := boundExpr(tmpl)
 		switch bound.(type) {
-		case plainTemplate, textTemplate:
+		case plainTemplate, *textTemplate:
 		default:
 			t.Fatalf("%s: bound to a %T, not a template of text and references", src, bound)
 		}
