@@ -885,10 +885,19 @@ func (r *run) acquire(ts []*task) []*task {
 	return send
 }
 
+// commitWindow is how long a result waits for others to be stored with,
+// while items of the batch are still in flight; the last ones are stored
+// at once. A commit (an fsync) at each result or few, 468 for 8,192 items
+// at 1,024 in flight and 420 for 2,000 at 64, was a fifth of cairn's CPU.
+// (A variable: tests lengthen it.)
+var commitWindow = 20 * time.Millisecond
+
 // commit stores results in group commits and completes their items.
 func (r *run) commit() {
 	batch := make([]*task, 0, 1024)
 	recs := make([]Record, 0, 1024)
+	window := time.NewTimer(commitWindow)
+	window.Stop()
 	for {
 		batch = batch[:0]
 		select {
@@ -899,15 +908,19 @@ func (r *run) commit() {
 		case <-r.ctx.Done():
 			return
 		}
-	drain:
-		for len(batch) < cap(batch) {
+		window.Reset(commitWindow)
+	gather:
+		for len(batch) < cap(batch) && !r.lastResults(len(batch)) {
 			select {
 			case t := <-r.commitCh:
 				batch = append(batch, t)
-			default:
-				break drain
+			case <-window.C:
+				break gather
+			case <-r.ctx.Done():
+				break gather
 			}
 		}
+		window.Stop()
 		recs = recs[:0]
 		for _, t := range batch {
 			recs = append(recs, Record{Key: t.key, Result: t.result})
@@ -920,6 +933,14 @@ func (r *run) commit() {
 			r.complete(t)
 		}
 	}
+}
+
+// lastResults reports whether n results waiting to be stored are all the
+// batch's unresolved items: no other result can come to join them.
+func (r *run) lastResults(n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return n >= r.remaining
 }
 
 // complete records t's stored result.
