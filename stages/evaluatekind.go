@@ -774,7 +774,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		cfg.OnProgress = live.set
 	}
 	cfg.BundleDigest, cfg.ModelKey, cfg.WorkerDigest = bundle, modelKey, worker
-	cfg.Store, cfg.OnResult, cfg.Log = store, jr.add, log
+	cfg.Store, cfg.OnResult, cfg.OnCommit, cfg.Log = store, jr.add, jr.flush, log
 	if n.Common.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, n.Common.Timeout)
@@ -915,7 +915,9 @@ func evalOneLine(s string) string {
 
 // itemJournal writes the per-item journal records in batches, off the path
 // that stores results: items are durable in the store already, and the
-// journal records follow as fast as the journal takes them.
+// journal records follow as fast as the journal takes them. Records wait
+// for flush, so that those of one commit of the store are written (and
+// synced) together, not a few at a time as the writer wakes.
 type itemJournal struct {
 	j   Journaler
 	log io.Writer
@@ -939,7 +941,7 @@ func newItemJournal(rt Runtime, log io.Writer) *itemJournal {
 	return ij
 }
 
-// add is items.Config.OnResult.
+// add is items.Config.OnResult: the record is written at the next flush.
 func (ij *itemJournal) add(id, key string, r items.Result) {
 	if ij.j == nil {
 		return
@@ -947,6 +949,11 @@ func (ij *itemJournal) add(id, key string, r items.Result) {
 	ij.mu.Lock()
 	ij.pending = append(ij.pending, ItemRecord{Item: id, Key: key, Charged: r.Charged})
 	ij.mu.Unlock()
+}
+
+// flush hands the records added so far to the writer
+// (items.Config.OnCommit).
+func (ij *itemJournal) flush() {
 	select {
 	case ij.wake <- struct{}{}:
 	default:
@@ -956,6 +963,7 @@ func (ij *itemJournal) add(id, key string, r items.Result) {
 func (ij *itemJournal) run() {
 	defer close(ij.done)
 	for {
+		<-ij.wake // a flush, or close
 		ij.mu.Lock()
 		batch, closed := ij.pending, ij.closed
 		ij.pending = nil
@@ -968,12 +976,10 @@ func (ij *itemJournal) run() {
 				}
 				ij.mu.Unlock()
 			}
-			continue
 		}
 		if closed {
 			return
 		}
-		<-ij.wake
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -503,4 +504,36 @@ func TestEvaluateLiveCountsAtTheDisplaysPace(t *testing.T) {
 	require.NotEmpty(t, rt.lines)
 	assert.Less(t, len(rt.lines), 100, "lines for 200 items (a line a change made over 400)")
 	assert.Equal(t, "charged 200, attempted 200, infra-failures 0; items 200/200: 200 evaluated, 0 from the store, 0 failed", rt.lines[len(rt.lines)-1])
+}
+
+// countingJournal is a fakeRuntime that keeps each JournalItems call.
+type countingJournal struct {
+	*fakeRuntime
+	calls [][]ItemRecord
+}
+
+func (j *countingJournal) JournalItems(recs []ItemRecord) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls = append(j.calls, recs)
+	return nil
+}
+
+// The per-item journal records of one commit of the store are written
+// together, at its flush (items.Config.OnCommit), not a few at a time as
+// the writer wakes: each write is a durable append, an fsync (#34).
+func TestItemJournalWritesAtFlush(t *testing.T) {
+	j := &countingJournal{fakeRuntime: &fakeRuntime{}}
+	ij := newItemJournal(j, nil)
+	for i := range 5 {
+		ij.add(fmt.Sprintf("q%d", i), "k", items.Result{Charged: 1})
+		runtime.Gosched() // a writer woken by the add would write now
+	}
+	j.mu.Lock()
+	assert.Empty(t, j.calls, "records written before the flush")
+	j.mu.Unlock()
+	ij.flush()
+	require.NoError(t, ij.close())
+	require.Len(t, j.calls, 1)
+	assert.Len(t, j.calls[0], 5)
 }

@@ -344,6 +344,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 			for _, oc := range outs {
 				jr.add(oc.Item, oc.Key, items.Result{Charged: 1})
 			}
+			jr.flush()
 		},
 	})
 	if err != nil {

@@ -163,6 +163,10 @@ type Config struct {
 	// OnResult is the per-item journal hook, called once per item ID as
 	// its new result is stored (durably), from one goroutine.
 	OnResult func(itemID, key string, r Result)
+	// OnCommit, when set, is called after each group of results is
+	// stored and OnResult called for each, from the same goroutine: a
+	// journal can write the group's records together.
+	OnCommit func()
 	// OnResolved, when set, is called by Evaluate once every item is
 	// resolved (stored, found in the store, or failed), with the summary:
 	// its Counts and Items are final. It runs while the workers exit, so
@@ -931,6 +935,9 @@ func (r *run) commit() {
 		}
 		for _, t := range batch {
 			r.complete(t)
+		}
+		if r.cfg.OnCommit != nil {
+			r.cfg.OnCommit()
 		}
 	}
 }

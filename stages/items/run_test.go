@@ -922,16 +922,24 @@ func TestResultsStoredTogetherUntilTheLast(t *testing.T) {
 	store, err := OpenStore(t.TempDir(), StoreOptions{})
 	require.NoError(t, err)
 	defer store.Close()
+	// OnCommit follows each commit's OnResult calls (a journal writes
+	// their records together).
+	results := 0
+	var atCommit []int
 	cfg := Config{
 		Worker: self(t), Env: helperEnvFor("noop"), Items: makeItems(200),
 		BundleDigest: "sha256:b", ModelID: "m", WorkerDigest: "sha256:w",
 		MaxInFlight: 4, Replicas: 2, Store: store,
+		OnResult: func(string, string, Result) { results++ },
+		OnCommit: func() { atCommit = append(atCommit, results) },
 	}
 	sum, err := Evaluate(context.Background(), cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 200, sum.Evaluated)
 	assert.Equal(t, int64(1), store.log.Syncs(), "commits of 200 results answered 8 at a time")
 	assert.Equal(t, 200, store.Len())
+	assert.Equal(t, []int{200}, atCommit)
+	cfg.OnResult, cfg.OnCommit = nil, nil
 
 	cfg.Items = nil
 	s, err := OpenSession(context.Background(), cfg)
