@@ -212,6 +212,13 @@ func TestSlurmServeReattachesAfterCrash(t *testing.T) {
 	require.NoError(t, first.Process.Kill())
 	_ = first.Wait()
 	jobs, eps := serveJobs(es1), readyEndpoints(es1)
+	// Should the test fail before the second apply ends them, the jobs
+	// must not hold the node for the tests after this one.
+	t.Cleanup(func() {
+		for _, id := range jobs {
+			slurmtest.Call(t, "scancel", id)
+		}
+	})
 	require.Len(t, jobs, 2)
 	for _, id := range jobs {
 		assert.Equal(t, "RUNNING", jobState(t, id), "job %s goes on after cairn died", id)
