@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -894,9 +895,24 @@ const WidthMax = 60
 
 // WriteLine writes one node's line of a rendered plan.
 func WriteLine(bw *bufio.Writer, sym string, width int, addr, what string, reasons []string) {
-	fmt.Fprintf(bw, "  %s %-*s  %s", sym, width, addr, what)
-	if len(reasons) > 0 {
-		fmt.Fprintf(bw, ": %s", strings.Join(reasons, "; "))
+	// "  %s %-*s  %s" written piece by piece: the address padded with
+	// spaces to width characters.
+	bw.WriteString("  ")
+	bw.WriteString(sym)
+	bw.WriteByte(' ')
+	bw.WriteString(addr)
+	for pad := width - utf8.RuneCountInString(addr); pad > 0; pad-- {
+		bw.WriteByte(' ')
+	}
+	bw.WriteString("  ")
+	bw.WriteString(what)
+	for i, r := range reasons {
+		if i == 0 {
+			bw.WriteString(": ")
+		} else {
+			bw.WriteString("; ")
+		}
+		bw.WriteString(r)
 	}
 	bw.WriteByte('\n')
 }

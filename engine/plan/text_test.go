@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -86,5 +88,35 @@ func TestEnvelopeFromUpstreams(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(10, func() { g.envelopeFrom(base, b, unknown) }); allocs > 1 {
 		t.Errorf("an unknown upstream made %.0f allocations, want 1 (the reason)", allocs)
+	}
+}
+
+// A plan's line reads as it did when formatted with "  %s %-*s  %s" and
+// ": " and the reasons joined with "; ": the address padded to the width
+// in characters, a longer one not cut.
+func TestWriteLineIsFormatted(t *testing.T) {
+	for _, c := range []struct {
+		sym, addr, what string
+		width           int
+		reasons         []string
+	}{
+		{"+", "stage.a", "run", 12, []string{"new"}},
+		{"?", `stage.b["é"]`, "may run", 14, []string{"depends on the output of stage.a", "x"}},
+		{"=", "stage.long_name_here", "cached", 5, nil},
+		{"~", "stage.c", "run", 7, []string{}},
+		{"!", "", "refused", 0, []string{"a", "b", "c"}},
+	} {
+		var got, want bytes.Buffer
+		bw := bufio.NewWriter(&got)
+		WriteLine(bw, c.sym, c.width, c.addr, c.what, c.reasons)
+		bw.Flush()
+		fmt.Fprintf(&want, "  %s %-*s  %s", c.sym, c.width, c.addr, c.what)
+		if len(c.reasons) > 0 {
+			fmt.Fprintf(&want, ": %s", strings.Join(c.reasons, "; "))
+		}
+		want.WriteByte('\n')
+		if got.String() != want.String() {
+			t.Errorf("%q, want %q", got.String(), want.String())
+		}
 	}
 }
