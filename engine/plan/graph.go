@@ -94,10 +94,26 @@ type Graph struct {
 	// required are the attributes each stage kind of the graph
 	// requires, by kind name (see hasRequired).
 	required map[string][]string
+	// kinds are the stage kinds looked up (see lookupKind).
+	kinds map[string]stages.Kind
 	// slab holds the nodes newNode hands out next.
 	slab []Node
 	// bases counts the key bases built (envelopeBase), for tests.
 	bases atomic.Int64
+}
+
+// lookupKind is stages.Lookup, remembered for the graph: a pipeline of
+// thousands of stages has a few kinds. Not safe for concurrent use.
+func (g *Graph) lookupKind(name string) (stages.Kind, bool) {
+	if k, ok := g.kinds[name]; ok {
+		return k, k != nil
+	}
+	k, ok := stages.Lookup(name)
+	if g.kinds == nil {
+		g.kinds = map[string]stages.Kind{}
+	}
+	g.kinds[name] = k
+	return k, ok
 }
 
 // newNode returns a new zero node, taken from a slab of them: a graph of
@@ -650,7 +666,7 @@ func (g *Graph) waitsFor(s *dsl.Stage) string {
 // expand evaluates a stage's for_each and adds its nodes with their
 // dependencies.
 func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
-	kind, _ := stages.Lookup(s.Kind)
+	kind, _ := g.lookupKind(s.Kind)
 	if _, ok := g.required[s.Kind]; !ok && kind != nil {
 		g.required[s.Kind] = requiredAttrs(kind)
 	}

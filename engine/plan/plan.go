@@ -206,9 +206,16 @@ type forcedRun struct {
 func strictBatches(p *Plan) map[int]forcedRun {
 	out := map[int]forcedRun{}
 	for _, st := range p.Graph.StageOrder {
+		nodes := p.Graph.StageNodes[st.Name]
+		if len(nodes) == 0 {
+			continue
+		}
+		if _, ok := nodes[0].Kind.(stages.Batcher); !ok {
+			continue // a stage's nodes are of its kind: none batches
+		}
 		var members []*PlannedNode
 		strict := false
-		for _, n := range p.Graph.StageNodes[st.Name] {
+		for _, n := range nodes {
 			pn := p.Nodes[n.ID]
 			if pn.Skipped || pn.Action == ActSkip {
 				continue

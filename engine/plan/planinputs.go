@@ -39,7 +39,7 @@ func (g *Graph) pipelineReadsInputs() bool {
 		if _, ok := s.Attrs["inputs"]; ok {
 			return true
 		}
-		if k, ok := stages.Lookup(s.Kind); ok {
+		if k, ok := g.lookupKind(s.Kind); ok {
 			if _, ok := k.(stages.InputDeclarer); ok {
 				return true
 			}
