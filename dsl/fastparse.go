@@ -372,7 +372,9 @@ func (p *fastParser) traversal() (hclsyntax.Expression, bool) {
 		}
 		return &hclsyntax.LiteralValueExpr{Val: v, SrcRange: r}, true
 	}
-	t := &hclsyntax.ScopeTraversalExpr{Traversal: hcl.Traversal{hcl.TraverseRoot{Name: name, SrcRange: r}}, SrcRange: r}
+	steps := make(hcl.Traversal, 1, 2) // room for stage.NAME
+	steps[0] = hcl.TraverseRoot{Name: name, SrcRange: r}
+	t := &hclsyntax.ScopeTraversalExpr{Traversal: steps, SrcRange: r}
 	for p.off < len(p.src) && p.src[p.off] == '.' {
 		dot := p.rng(p.off, p.off+1)
 		p.off++

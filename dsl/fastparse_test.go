@@ -286,7 +286,7 @@ func TestFastParseAllocs(t *testing.T) {
 		t.Fatal("the chain is outside fastParse's subset")
 	}
 	n := testing.AllocsPerRun(5, func() { boundBody(fastParse(src, "chain.hcl", hcl.InitialPos)) })
-	if per := n / 100; per > 36 {
-		t.Errorf("fastParse and boundBody: %.1f allocations a stage, want <= 36 (39 with a quoted string's binding on its own)", per)
+	if per := n / 100; per > 35 {
+		t.Errorf("fastParse and boundBody: %.1f allocations a stage, want <= 35 (39 with a quoted string's binding on its own, 36 with a traversal grown to its second step)", per)
 	}
 }
