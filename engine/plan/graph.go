@@ -151,6 +151,9 @@ type stageRefs struct {
 	// constant is true when every attribute is made of literal values
 	// only (dsl.Constant): they evaluate without a context.
 	constant bool
+	// room holds body's and upstream's first reference (most stages
+	// have at most one: after = [stage.x]) in the same allocation.
+	room [2]dsl.Ref
 }
 
 // all yields every reference of the stage: for_each, body, wait_for,
@@ -287,6 +290,7 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, un
 func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	r := &stageRefs{}
+	r.body, r.upstream = r.room[:0:1], r.room[1:1:2]
 	rc := dsl.RefContext{Stage: s, AllowEach: s.ForEach != nil}
 	add := func(dst *[]dsl.Ref, e hcl.Expression, rc dsl.RefContext) {
 		before := len(*dst)
