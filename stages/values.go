@@ -107,8 +107,11 @@ func hasMarks(v cty.Value) bool {
 	return false
 }
 
-// whollyKnown is v.IsWhollyKnown(), without making an iterator and an
-// index value for every element of v.
+// WhollyKnown is v.IsWhollyKnown(), without making an iterator and an
+// index value for every element of v (TestWhollyKnownMatchesCty).
+func WhollyKnown(v cty.Value) bool { return whollyKnown(v) }
+
+// whollyKnown is WhollyKnown.
 func whollyKnown(v cty.Value) bool {
 	if v.IsMarked() {
 		v, _ = v.Unmark()

@@ -24,8 +24,8 @@ func TestMakeChainAllocs(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	allocs := testing.AllocsPerRun(3, func() { plan.Make(l.Graph, c, plan.Options{}) })
-	if per := allocs / n; per > 24 {
-		t.Errorf("plan of a chain: %.1f allocations a node, want at most 24 (26.5 with a planned node, a list of upstream digests and a formatted reason of their own)", per)
+	if per := allocs / n; per > 21 {
+		t.Errorf("plan of a chain: %.1f allocations a node, want at most 21 (26.5 with a planned node, a list of upstream digests and a formatted reason of their own; 22.5 with an iterator to see the outputs known)", per)
 	}
 }
 

@@ -371,7 +371,7 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 	}
 	known := func(attr string) (cty.Value, bool) {
 		v, ok := sn.Args[attr]
-		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+		if !ok || !stages.WhollyKnown(v) || v.IsNull() {
 			return v, false
 		}
 		return v, true
