@@ -97,28 +97,17 @@ tidy-check:
 bench: build
 	bash bench/run.sh
 
-# Every fuzzer for FUZZTIME each, one after the other. A failing fuzzer does
-# not stop the others: each one's result is listed at the end, and the
-# status is non-zero when any failed (a failing input is written under the
-# package's testdata/fuzz, where go test then runs it as a test).
+# Every fuzzer for FUZZTIME each, one after the other (scripts/fuzz.sh). A
+# failing fuzzer does not stop the others: each one's result is listed at
+# the end, and the status is non-zero when any failed (a failing input is
+# written under the package's testdata/fuzz, where go test then runs it as a
+# test).
 FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
 	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
 	./stages/modelcache:FuzzParse ./dsl:FuzzAppendJSONString
 
 fuzz:
-	@failed=0; summary=""; \
-	for f in $(FUZZERS); do \
-		pkg=$${f%%:*}; name=$${f##*:}; \
-		echo "== $$name ($$pkg), $(FUZZTIME)"; \
-		if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; then \
-			summary="$$summary"$$'\n'"  ok      $$name ($$pkg)"; \
-		else \
-			failed=$$((failed+1)); summary="$$summary"$$'\n'"  FAILED  $$name ($$pkg)"; \
-		fi; \
-	done; \
-	echo "== fuzzers, $(FUZZTIME) each:$$summary"; \
-	if [ $$failed -gt 0 ]; then echo "$$failed fuzzer(s) failed"; exit 1; fi; \
-	echo "all fuzzers passed"
+	@GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZERS)
 
 # A short run of every fuzzer, for CI.
 fuzz-short:

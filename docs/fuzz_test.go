@@ -68,3 +68,32 @@ func TestMakeFuzzRunsOnAfterAFailure(t *testing.T) {
 	assert.Regexp(t, `ok +FuzzRead \(\./storage/wal\)`, text)
 	assert.Contains(t, text, "1 fuzzer(s) failed")
 }
+
+// make fuzz lists a fuzzer whose only failure is Go's fuzzing coordinator
+// reporting its own -fuzztime deadline (no failing input) as ok, saying
+// so, and still fails one that wrote a failing input or failed otherwise.
+func TestMakeFuzzTellsTheDeadlineRaceFromAFailure(t *testing.T) {
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "go")
+	// A stand-in for go test -fuzz: what each named fuzzer prints, and its
+	// status.
+	require.NoError(t, os.WriteFile(stub, []byte(`#!/bin/sh
+case "$*" in
+*FuzzRace*) printf -- '--- FAIL: FuzzRace (6.01s)\n    context deadline exceeded\nFAIL\n'; exit 1 ;;
+*FuzzCrash*) printf -- '--- FAIL: FuzzCrash (0.05s)\n    --- FAIL: FuzzCrash (0.00s)\n        x_test.go:9: context deadline exceeded\n    Failing input written to testdata/fuzz/FuzzCrash/0f1e\nFAIL\n'; exit 1 ;;
+*FuzzTimeout*) printf -- '--- FAIL: FuzzTimeout (6.01s)\n    x_test.go:9: timed out\nFAIL\n'; exit 1 ;;
+*) printf 'PASS\nok\n' ;;
+esac
+`), 0o755))
+	cmd := exec.Command("bash", "../scripts/fuzz.sh", "1s",
+		"./a:FuzzRace", "./a:FuzzCrash", "./a:FuzzTimeout", "./a:FuzzFine")
+	cmd.Env = append(os.Environ(), "GO="+stub)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	text := string(out)
+	assert.Regexp(t, `ok +FuzzRace \(\./a\): its time ran out with no failing input`, text)
+	assert.Regexp(t, `FAILED +FuzzCrash \(\./a\)`, text)
+	assert.Regexp(t, `FAILED +FuzzTimeout \(\./a\)`, text)
+	assert.Regexp(t, `ok +FuzzFine \(\./a\)\n`, text)
+	assert.Contains(t, text, "2 fuzzer(s) failed")
+}
