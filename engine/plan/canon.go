@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -19,8 +18,12 @@ import (
 // so that keys change when a secret changes but never hold it. known is
 // false when any part of v is unknown.
 func canonicalJSON(v cty.Value) (out []byte, known bool) {
-	b := canonBufs.Get().(*bytes.Buffer)
-	defer canonBufs.Put(b)
+	b := canonBufs.get()
+	defer func() {
+		if b.Cap() <= maxCanonBuf {
+			canonBufs.put(b)
+		}
+	}()
 	b.Reset()
 	if !writeCanon(b, v) {
 		return nil, false
@@ -29,8 +32,11 @@ func canonicalJSON(v cty.Value) (out []byte, known bool) {
 }
 
 // canonBufs are canonicalJSON's scratch buffers: what it returns is one
-// allocation of the encoding's size.
-var canonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// allocation of the encoding's size. A buffer grown past maxCanonBuf (a
+// value of megabytes) is not kept.
+var canonBufs = freeList[*bytes.Buffer]{make: func() *bytes.Buffer { return new(bytes.Buffer) }}
+
+const maxCanonBuf = 1 << 20
 
 func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 	if v.IsMarked() {

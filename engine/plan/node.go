@@ -104,24 +104,24 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 	return g.Scope.ContextOf(extra)
 }
 
-// values lends the maps a stage object or an instance object is made
-// from: cty.ObjectVal copies what they hold, and the maps were most of
-// what a grid's nodes allocate for their contexts.
-var values = sync.Pool{New: func() any { return map[string]cty.Value{} }}
+// values are the maps a stage object or an instance object is made from,
+// given back for lending again: cty.ObjectVal copies what they hold, and
+// the maps were most of what a grid's nodes allocate for their contexts.
+var values = freeList[map[string]cty.Value]{make: func() map[string]cty.Value { return map[string]cty.Value{} }}
 
 // maxLentValues is the most entries a lent map may have had to be lent
 // again: clearing a map costs as much as its room.
 const maxLentValues = 64
 
 // lendValues lends an empty map; giveValues gives it back, emptied.
-func lendValues() map[string]cty.Value { return values.Get().(map[string]cty.Value) }
+func lendValues() map[string]cty.Value { return values.get() }
 
 func giveValues(m map[string]cty.Value) {
 	if len(m) > maxLentValues {
 		return
 	}
 	clear(m)
-	values.Put(m)
+	values.put(m)
 }
 
 // stageRefs are the references of n's stage; nil when it has none.
