@@ -889,19 +889,10 @@ func (r *run) acquire(ts []*task) []*task {
 	return send
 }
 
-// commitWindow is how long a result waits for others to be stored with,
-// while items of the batch are still in flight; the last ones are stored
-// at once. A commit (an fsync) at each result or few, 468 for 8,192 items
-// at 1,024 in flight and 420 for 2,000 at 64, was a fifth of cairn's CPU.
-// (A variable: tests lengthen it.)
-var commitWindow = 20 * time.Millisecond
-
 // commit stores results in group commits and completes their items.
 func (r *run) commit() {
 	batch := make([]*task, 0, 1024)
 	recs := make([]Record, 0, 1024)
-	window := time.NewTimer(commitWindow)
-	window.Stop()
 	for {
 		batch = batch[:0]
 		select {
@@ -912,19 +903,15 @@ func (r *run) commit() {
 		case <-r.ctx.Done():
 			return
 		}
-		window.Reset(commitWindow)
-	gather:
-		for len(batch) < cap(batch) && !r.lastResults(len(batch)) {
+	drain:
+		for len(batch) < cap(batch) {
 			select {
 			case t := <-r.commitCh:
 				batch = append(batch, t)
-			case <-window.C:
-				break gather
-			case <-r.ctx.Done():
-				break gather
+			default:
+				break drain
 			}
 		}
-		window.Stop()
 		recs = recs[:0]
 		for _, t := range batch {
 			recs = append(recs, Record{Key: t.key, Result: t.result})
@@ -940,14 +927,6 @@ func (r *run) commit() {
 			r.cfg.OnCommit()
 		}
 	}
-}
-
-// lastResults reports whether n results waiting to be stored are all the
-// batch's unresolved items: no other result can come to join them.
-func (r *run) lastResults(n int) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return n >= r.remaining
 }
 
 // complete records t's stored result.

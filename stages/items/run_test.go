@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -908,47 +907,4 @@ func TestOnResolvedRunsWhileTheWorkersExit(t *testing.T) {
 	require.Len(t, resolved, 1)
 	assert.Equal(t, 30, resolved[0].FromCache)
 	assert.Zero(t, sum.WorkerStarts)
-}
-
-// Results wait up to commitWindow for others to be stored with while
-// items are still in flight, and the last ones are stored at once (#34):
-// a commit at each result or few (an fsync each: 420 for 2,000 items at 64
-// in flight) was a fifth of cairn's CPU. With a window longer than the
-// test, 200 items answered a few at a time are stored in one commit, when
-// the last answer comes; and a session's batches one commit each.
-func TestResultsStoredTogetherUntilTheLast(t *testing.T) {
-	defer func(w time.Duration) { commitWindow = w }(commitWindow)
-	commitWindow = time.Hour
-	store, err := OpenStore(t.TempDir(), StoreOptions{})
-	require.NoError(t, err)
-	defer store.Close()
-	// OnCommit follows each commit's OnResult calls (a journal writes
-	// their records together).
-	results := 0
-	var atCommit []int
-	cfg := Config{
-		Worker: self(t), Env: helperEnvFor("noop"), Items: makeItems(200),
-		BundleDigest: "sha256:b", ModelID: "m", WorkerDigest: "sha256:w",
-		MaxInFlight: 4, Replicas: 2, Store: store,
-		OnResult: func(string, string, Result) { results++ },
-		OnCommit: func() { atCommit = append(atCommit, results) },
-	}
-	sum, err := Evaluate(context.Background(), cfg)
-	require.NoError(t, err)
-	assert.Equal(t, 200, sum.Evaluated)
-	assert.Equal(t, int64(1), store.log.Syncs(), "commits of 200 results answered 8 at a time")
-	assert.Equal(t, 200, store.Len())
-	assert.Equal(t, []int{200}, atCommit)
-	cfg.OnResult, cfg.OnCommit = nil, nil
-
-	cfg.Items = nil
-	s, err := OpenSession(context.Background(), cfg)
-	require.NoError(t, err)
-	defer s.Close()
-	for b := range 3 {
-		sum, err := s.Evaluate(context.Background(), Batch{Items: makeItems(50), BundleDigest: fmt.Sprintf("sha256:b%d", b)})
-		require.NoError(t, err)
-		assert.Equal(t, 50, sum.Evaluated)
-		assert.Equal(t, int64(2+b), store.log.Syncs(), "batch %d", b)
-	}
 }
