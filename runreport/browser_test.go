@@ -48,6 +48,14 @@ func TestPageInBrowser(t *testing.T) {
 		assert.Equal(t, fmt.Sprint(want), browsertest.Eval[string](t, p, `document.getElementById("count-`+k+`").textContent`), k)
 	}
 	assert.Equal(t, "stage.c", browsertest.Eval[string](t, p, `document.getElementById("detail-box").dataset.node`))
+	// Memory and durations are written as cairn's command line writes
+	// them (Go's %.1f, %.3f): an exact tie to the even digit, where
+	// toFixed takes the larger.
+	for _, x := range []float64{19.25, 20.25, 19.35, 0.05, 1.0005, 2.0625, 7.1875, 1536.75, 0} {
+		for _, d := range []int{1, 3} {
+			assert.Equal(t, fmt.Sprintf("%.*f", d, x), browsertest.Eval[string](t, p, fmt.Sprintf("fixed(%v, %d)", x, d)), "%v with %d decimals", x, d)
+		}
+	}
 	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector('#detail-box details[data-stream="stderr"] pre').textContent`), "CUDA out of memory")
 	lanes := browsertest.Eval[map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("rect.bar[data-node]")].map(b => [b.dataset.node + "#" + b.dataset.state, b.dataset.lane]))`)
 	assert.Equal(t, map[string]string{"stage.a#ok": "cpu 0", `stage.b["k"]#failed`: "gpu 1", `stage.b["k"]#ok`: "gpu 1", "stage.c#failed": "gpu 0"}, lanes)

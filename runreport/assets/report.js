@@ -44,8 +44,20 @@ async function unpack(id, timings) {
 }
 
 // Formatting: durations in seconds with 3 decimals, memory in MiB with 1.
-function secs(x) { return x == null || x < 0 ? "-" : x.toFixed(3) + " s"; }
-function mib(x) { return !x ? "-" : x.toFixed(1) + " MiB"; }
+function secs(x) { return x == null || x < 0 ? "-" : fixed(x, 3) + " s"; }
+function mib(x) { return !x ? "-" : fixed(x, 1) + " MiB"; }
+
+// fixed is x (>= 0) with d decimals, as cairn's command line writes it: to
+// the nearest, and an exact tie to the even digit (19.25 MiB is "19.2 MiB"),
+// where toFixed takes the larger one. toFixed(100) is x's exact decimal
+// expansion for every x >= 2^-48.
+function fixed(x, d) {
+  const e = x.toFixed(100);
+  const cut = e.indexOf(".") + (d > 0 ? 1 + d : 0);
+  if (!/^\.?50*$/.test(e.slice(cut))) return x.toFixed(d);
+  const kept = e.slice(0, cut);
+  return (kept.charCodeAt(kept.length - 1) - 48) % 2 === 0 ? kept : x.toFixed(d);
+}
 function human(ms) {
   const s = ms / 1000;
   if (Math.abs(s) < 60) return s.toFixed(s < 10 ? 2 : 1) + "s";
