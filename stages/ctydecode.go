@@ -118,7 +118,9 @@ func directInt(v cty.Value) (int, bool) {
 	i, acc := f.Int64()
 	// -0 is written "-0": encoding/json reads it as 0 all the same, but
 	// it is left to the JSON form.
-	if acc != big.Exact || (i == 0 && f.Signbit()) {
+	// A number beyond int (a 32-bit system's) is left to the JSON form,
+	// which refuses it.
+	if acc != big.Exact || (i == 0 && f.Signbit()) || int64(int(i)) != i {
 		return 0, false
 	}
 	return int(i), true

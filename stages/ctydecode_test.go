@@ -158,6 +158,7 @@ func TestDecodeValueMatchesJSON(t *testing.T) {
 		cty.StringVal(string([]byte{0xff, 'a'})), // not UTF-8: json.Marshal writes U+FFFD
 		cty.NumberIntVal(3), cty.NumberIntVal(-3), cty.NumberFloatVal(1.5),
 		cty.NumberVal(new(big.Float).Neg(big.NewFloat(0))),
+		cty.MustParseNumberVal("2147483648"), cty.MustParseNumberVal("-2147483649"),
 		cty.MustParseNumberVal("9223372036854775807"), cty.MustParseNumberVal("9223372036854775808"),
 		cty.MustParseNumberVal("1e30"), cty.PositiveInfinity,
 		cty.True, cty.False,
