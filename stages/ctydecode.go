@@ -134,9 +134,12 @@ func directBool(v cty.Value) (bool, bool) {
 	return v.True(), true
 }
 
-// directStrings reads a list, tuple or set of strings; an empty one is an
-// empty slice, not nil, as encoding/json makes it.
-func directStrings(v cty.Value) ([]string, bool) {
+// directStrings reads a list, tuple or set of strings.
+func directStrings(v cty.Value) ([]string, bool) { return directSlice(v, directString) }
+
+// directSlice reads a list, tuple or set with elem for its elements; an
+// empty one is an empty slice, not nil, as encoding/json makes it.
+func directSlice[T any](v cty.Value, elem func(cty.Value) (T, bool)) ([]T, bool) {
 	v, ok := plain(v)
 	if !ok {
 		return nil, false
@@ -145,13 +148,13 @@ func directStrings(v cty.Value) ([]string, bool) {
 	if !(ty.IsListType() || ty.IsTupleType() || ty.IsSetType()) {
 		return nil, false
 	}
-	out := make([]string, 0, v.LengthInt())
+	out := make([]T, 0, v.LengthInt())
 	for e := range dsl.Elements(v) {
-		s, ok := directString(e)
+		x, ok := elem(e)
 		if !ok {
 			return nil, false
 		}
-		out = append(out, s)
+		out = append(out, x)
 	}
 	return out, true
 }
@@ -226,13 +229,9 @@ func directAny(v cty.Value) (any, bool) {
 	case ty == cty.Bool:
 		return v.True(), true
 	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
-		out := make([]any, 0, v.LengthInt())
-		for e := range dsl.Elements(v) {
-			a, ok := directAny(e)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, a)
+		out, ok := directSlice(v, directAny)
+		if !ok {
+			return nil, false
 		}
 		return out, true
 	case ty.IsObjectType() || ty.IsMapType():
