@@ -47,6 +47,11 @@ BASE = sys.argv[5] if len(sys.argv) > 5 else ""
 ROUNDS = int(os.environ.get("BENCH_EVALPACE_ROUNDS", "3"))
 ROWS = os.environ.get("BENCH_EVALPACE_ROWS", "64,256,1024,rollout,cold").split(",")
 PYTHON = os.environ.get("BENCH_EVALPACE_PYTHON", "1") != "0"
+# The README worker runs on the interpreter running this script, named by
+# its path: "python3" on PATH may be a version manager's shell script (a
+# pyenv shim took 60-90 ms to start one here), a cost of the machine's
+# setup, not of cairn or of the worker.
+PYTHON_EXE = sys.executable
 MODEL = "sim-model"
 # in flight -> (items, latency in seconds)
 SHAPES = {64: (2000, 0.05), 256: (5000, 0.2), 1024: (8192, 0.5)}
@@ -159,7 +164,7 @@ def eval_row(work, inflight, rows, checks):
         f.write(evaluate_pipeline(sim.url, inflight))
     workers = [("Go worker", '["%s","worker"]' % EVALPACE)]
     if PYTHON:
-        workers.append(("README worker (Python)", '["python3","worker.py"]'))
+        workers.append(("README worker (Python)", json.dumps([PYTHON_EXE, "worker.py"])))
 
     def apply(binary, w):
         def go():
@@ -283,6 +288,19 @@ def cold_row(work, rows, checks):
             checks.append(("cold start 50k items, 49k stored: first request <= 1 s", t <= 1.0, "%.2f s" % t))
 
 
+def python_start():
+    """Median seconds the README worker's interpreter takes to start and
+    import what the worker imports, and exit: the least an evaluation with
+    it can lose before its first request."""
+    imports = "; ".join(l for l in readme_worker().splitlines() if l.startswith("import "))
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([PYTHON_EXE, "-c", imports], check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def main():
     work = os.path.join(OUT, "evalpace-work")
     shutil.rmtree(work, ignore_errors=True)
@@ -306,7 +324,9 @@ def main():
           "%d rounds in turns; medians. Load average %s at the start, %s at the end, on %d cores. "
           "Ideal: ceil(items / in flight) x latency, what the server allows; the minimal client sends the same requests "
           "at the same concurrency without cairn. CPU: user + system time of the command and the processes it waited for "
-          "(cairn's workers), median." % (ROUNDS, " ".join(load), " ".join(end), os.cpu_count()), "",
+          "(cairn's workers), median." % (ROUNDS, " ".join(load), " ".join(end), os.cpu_count())
+          + (" The README worker runs on %s (Python %s), which starts and imports the worker's modules in %.0f ms."
+             % (PYTHON_EXE, sys.version.split()[0], 1000 * python_start()) if PYTHON and any(r in ("64", "256", "1024") for r in ROWS) else ""), "",
           "| row | median | CPU | ideal | % of ideal | minimal client |", "|---|---:|---:|---:|---:|---:|"]
     for name, t, ideal, client, cpu in rows:
         md.append("| %s | %.3f s | %.2f s | %s | %s | %s |" % (name, t, cpu, "%.2f s" % ideal if ideal else "",

@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,6 +163,17 @@ func clientBatch(hc *http.Client, endpoint, model string, lo, hi, c int) error {
 }
 
 func worker() error {
+	// EVALPACE_CPUPROFILE=FILE: the worker's CPU profile (go tool pprof).
+	if p := os.Getenv("EVALPACE_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	conns, _ := strconv.Atoi(os.Getenv("CAIRN_MAX_IN_FLIGHT"))
 	hc := httpClient(max(conns, 1))
 	// EVALPACE_TRACE=FILE: a line per request read ("r SECONDS") and per
