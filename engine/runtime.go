@@ -97,13 +97,15 @@ func (r *nodeRuntime) NodeStarted(logs ...string) error {
 }
 
 // JournalItems implements stages.Journaler: one "charged" record per
-// item stored by the node.
+// item stored by the node, written but not synced (each item's result is
+// durable in the item store already; the node's finished or failed record
+// syncs them).
 func (r *nodeRuntime) JournalItems(recs []stages.ItemRecord) error {
 	es := make([]runlog.Entry, len(recs))
 	for i, rec := range recs {
 		es[i] = runlog.Entry{T: runlog.Charged, Node: r.ns.n.Addr, Attempt: r.ns.attempts, Item: rec.Item, Key: rec.Key, Count: rec.Charged}
 	}
-	return r.a.j.WriteBatch(es)
+	return r.a.j.WriteBatchUnsynced(es)
 }
 
 // Exec implements stages.Runtime.

@@ -351,7 +351,10 @@ type Journaler interface {
 	// a run killed meanwhile leaves it recorded as interrupted.
 	NodeStarted(logs ...string) error
 	// JournalItems appends one "charged" record per item and returns once
-	// they are durable.
+	// they are in the journal's file: a kill -9 of cairn cannot lose them.
+	// They are not synced on their own (what they record is durable in the
+	// item store, or the rollout ledger, first); the node's next durable
+	// record syncs them.
 	JournalItems(recs []ItemRecord) error
 }
 

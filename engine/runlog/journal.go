@@ -410,6 +410,15 @@ func (j *Journal) WriteBatch(es []Entry) error {
 	return j.appendEntries(es, wal.Durable)
 }
 
+// WriteBatchUnsynced appends records with one write and returns once they
+// are in the file, as WriteUnsynced does one: for records that repeat what
+// is durable elsewhere (an evaluation's charged items, each stored in the
+// item store before its record is written), so that a power loss takes
+// information only. The next durable record syncs them.
+func (j *Journal) WriteBatchUnsynced(es []Entry) error {
+	return j.appendEntries(es, wal.Written)
+}
+
 // Close flushes and releases the run lock.
 func (j *Journal) Close() error {
 	ferr := j.flushCached()

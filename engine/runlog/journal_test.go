@@ -56,3 +56,33 @@ func TestNoteCachedKeepsOrder(t *testing.T) {
 	}
 	assert.Equal(t, []string{"cached stage.a", "cached stage.b", "started stage.c", "cached stage.d", "skipped stage.e", "cached stage.f"}, got)
 }
+
+// An evaluation's charged records are in the file when WriteBatchUnsynced
+// returns (what a kill -9 leaves is read back), cost no fsync of their
+// own, and are synced by the next durable record.
+func TestChargedRecordsWrittenNotSynced(t *testing.T) {
+	j, err := Open(t.TempDir(), NewRunID(), false)
+	require.NoError(t, err)
+	defer j.Close()
+	require.NoError(t, j.Write(Entry{T: RunStart, Pipeline: "p"}))
+	require.NoError(t, j.Write(Entry{T: Started, Node: "stage.e", Attempt: 1}))
+	before := j.log.Syncs()
+	for i := range 3 {
+		require.NoError(t, j.WriteBatchUnsynced([]Entry{
+			{T: Charged, Node: "stage.e", Item: fmt.Sprint("a", i), Key: "k", Count: 1},
+			{T: Charged, Node: "stage.e", Item: fmt.Sprint("b", i), Key: "k", Count: 1},
+		}))
+	}
+	assert.Equal(t, before, j.log.Syncs(), "charged records sync nothing on their own")
+	es, err := Read(j.Dir)
+	require.NoError(t, err)
+	var items []string
+	for _, e := range es {
+		if e.T == Charged {
+			items = append(items, e.Item)
+		}
+	}
+	assert.Equal(t, []string{"a0", "b0", "a1", "b1", "a2", "b2"}, items, "in the file, in order, before any sync")
+	require.NoError(t, j.Write(Entry{T: Failed, Node: "stage.e", Attempt: 1, Class: "infrastructure"}))
+	assert.Equal(t, before+1, j.log.Syncs(), "the next durable record syncs them with itself")
+}
