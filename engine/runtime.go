@@ -85,15 +85,28 @@ func (r *nodeRuntime) ReplaceCommand() string {
 }
 
 // NodeStarted implements stages.Journaler. The record names cairn's own
-// pid and no process group: the node's processes die with cairn.
+// pid and no process group: the node's processes die with cairn. It is
+// synced as a process's started record is (writeStarted).
 func (r *nodeRuntime) NodeStarted(logs ...string) error {
 	a, ns := r.a, r.ns
 	if len(logs) > 0 {
 		ns.logs = [2]string{"", logs[len(logs)-1]}
 	}
-	err := a.j.Write(runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: os.Getpid(), Logs: logs})
+	err := a.writeStarted(ns, runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, PID: os.Getpid(), Logs: logs})
 	a.emit(&events.ProcessStarted{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Logs: logs, InProcess: true})
 	return err
+}
+
+// writeStarted appends a node's started record: in the file before the
+// node's work begins, so that a kill -9 leaves the node recorded as in
+// flight, and synced by the next durable record, or at once for a stage
+// with on_interrupt = "fail": after a power loss too, such a node must show
+// as interrupted, so that it is not rerun silently.
+func (a *applier) writeStarted(ns *nodeState, e runlog.Entry) error {
+	if ns.n.Stage.OnInterrupt == "fail" {
+		return a.j.Write(e)
+	}
+	return a.j.WriteUnsynced(e)
 }
 
 // JournalItems implements stages.Journaler: one "charged" record per
@@ -162,15 +175,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		return runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave,
 			Logs: append([]string{stdout, stderr}, p.Logs...), Replica: p.Replica}
 	}
-	writeStarted := func(e runlog.Entry) {
-		if ns.n.Stage.OnInterrupt == "fail" {
-			// After a power loss too, the node must show as
-			// interrupted, so that it is not rerun silently.
-			_ = a.j.Write(e)
-		} else {
-			_ = a.j.WriteUnsynced(e)
-		}
-	}
+	writeStarted := func(e runlog.Entry) { _ = a.writeStarted(ns, e) }
 	spec := &executor.Spec{
 		Node: ns.n.Addr, RunID: a.runID, Key: ns.key, Attempt: ns.attempts, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,

@@ -419,6 +419,9 @@ func (j *Journal) WriteBatchUnsynced(es []Entry) error {
 	return j.appendEntries(es, wal.Written)
 }
 
+// Syncs is how many times the journal has synced its file.
+func (j *Journal) Syncs() int64 { return j.log.Syncs() }
+
 // Close flushes and releases the run lock.
 func (j *Journal) Close() error {
 	ferr := j.flushCached()
