@@ -320,13 +320,15 @@ def main():
         for name, t, ideal, client, cpu in rows[done:]:
             log("  %s: %.3f s, CPU %.2f s%s" % (name, t, cpu, " (ideal %.2f s, %.0f%%)" % (ideal, 100 * ideal / t) if ideal else ""))
     end = open("/proc/loadavg").read().split()[:3]
+    interpreter = ""
+    if PYTHON and any(r in ("64", "256", "1024") for r in ROWS):
+        interpreter = " The README worker runs on %s (Python %s), which starts and imports the worker's modules in %.0f ms." % (
+            PYTHON_EXE, sys.version.split()[0], 1000 * python_start())
     md = ["", "## Evaluations at the pace of the server (bench/evalpace.py, simulated model)", "",
           "%d rounds in turns; medians. Load average %s at the start, %s at the end, on %d cores. "
           "Ideal: ceil(items / in flight) x latency, what the server allows; the minimal client sends the same requests "
           "at the same concurrency without cairn. CPU: user + system time of the command and the processes it waited for "
-          "(cairn's workers), median." % (ROUNDS, " ".join(load), " ".join(end), os.cpu_count())
-          + (" The README worker runs on %s (Python %s), which starts and imports the worker's modules in %.0f ms."
-             % (PYTHON_EXE, sys.version.split()[0], 1000 * python_start()) if PYTHON and any(r in ("64", "256", "1024") for r in ROWS) else ""), "",
+          "(cairn's workers), median.%s" % (ROUNDS, " ".join(load), " ".join(end), os.cpu_count(), interpreter), "",
           "| row | median | CPU | ideal | % of ideal | minimal client |", "|---|---:|---:|---:|---:|---:|"]
     for name, t, ideal, client, cpu in rows:
         md.append("| %s | %.3f s | %.2f s | %s | %s | %s |" % (name, t, cpu, "%.2f s" % ideal if ideal else "",

@@ -66,14 +66,14 @@ func TestChargedRecordsWrittenNotSynced(t *testing.T) {
 	defer j.Close()
 	require.NoError(t, j.Write(Entry{T: RunStart, Pipeline: "p"}))
 	require.NoError(t, j.Write(Entry{T: Started, Node: "stage.e", Attempt: 1}))
-	before := j.log.Syncs()
+	before := j.Syncs()
 	for i := range 3 {
 		require.NoError(t, j.WriteBatchUnsynced([]Entry{
 			{T: Charged, Node: "stage.e", Item: fmt.Sprint("a", i), Key: "k", Count: 1},
 			{T: Charged, Node: "stage.e", Item: fmt.Sprint("b", i), Key: "k", Count: 1},
 		}))
 	}
-	assert.Equal(t, before, j.log.Syncs(), "charged records sync nothing on their own")
+	assert.Equal(t, before, j.Syncs(), "charged records sync nothing on their own")
 	es, err := Read(j.Dir)
 	require.NoError(t, err)
 	var items []string
@@ -84,5 +84,5 @@ func TestChargedRecordsWrittenNotSynced(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a0", "b0", "a1", "b1", "a2", "b2"}, items, "in the file, in order, before any sync")
 	require.NoError(t, j.Write(Entry{T: Failed, Node: "stage.e", Attempt: 1, Class: "infrastructure"}))
-	assert.Equal(t, before+1, j.log.Syncs(), "the next durable record syncs them with itself")
+	assert.Equal(t, before+1, j.Syncs(), "the next durable record syncs them with itself")
 }
