@@ -302,10 +302,21 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	if s.ForEach != nil {
 		add(&r.forEach, s.ForEach, dsl.RefContext{Stage: s})
 		for _, ref := range r.forEach {
-			if ref.Root == "stage" && (ref.HasKey || ref.KeyExpr != nil) {
+			if ref.Root != "stage" {
+				continue
+			}
+			if ref.HasKey || ref.KeyExpr != nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError, Summary: "Invalid for_each",
 					Detail:  "for_each may iterate over another stage's instances (for_each = stage.NAME), but not over one instance's results: results are known only after apply.",
+					Subject: ref.Range.Ptr(),
+				})
+			} else if up := cfg.StageMap[ref.Name]; up != nil && up.ForEach == nil && isWholeStage(s.ForEach) {
+				// Without for_each, stage.NAME is the stage's one instance
+				// object: iterating it would make a node per attribute name.
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError, Summary: "Invalid for_each",
+					Detail:  fmt.Sprintf("%s has no for_each: it is one instance, with no instance keys to iterate, and its results are known only after apply. for_each = stage.NAME iterates a stage that has for_each; to make one node after %s, drop for_each and write after = [%s].", addrs.Stage(ref.Name), addrs.Stage(ref.Name), addrs.Stage(ref.Name)),
 					Subject: ref.Range.Ptr(),
 				})
 			}
@@ -377,6 +388,12 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 		}
 	}
 	return r, diags
+}
+
+// isWholeStage reports whether e is a bare stage.NAME.
+func isWholeStage(e hcl.Expression) bool {
+	st, ok := e.(*hclsyntax.ScopeTraversalExpr)
+	return ok && len(st.Traversal) == 2 && st.Traversal.RootName() == "stage"
 }
 
 // checkDepElement checks one element of after or wait_for: exactly one
