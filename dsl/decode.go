@@ -263,7 +263,7 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 				c, d := b.Body.Content(pipelineSchema)
 				diags = append(diags, d...)
 				if a := c.Attributes["description"]; a != nil {
-					diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &cfg.Description)...)
+					diags = append(diags, decodeLiteral(a.Expr, &cfg.Description)...)
 				}
 				for _, eb := range c.Blocks {
 					if cfg.Executor != nil {
@@ -337,6 +337,16 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 	return cfg, diags
 }
 
+// decodeLiteral decodes an attribute that takes a literal value into dst.
+// An expression that is not one (a variable, a function call) is reported
+// once, as that: not again as a value of the wrong type.
+func decodeLiteral(e hcl.Expression, dst any) hcl.Diagnostics {
+	if _, diags := e.Value(nil); diags.HasErrors() {
+		return diags
+	}
+	return gohcl.DecodeExpression(e, nil, dst)
+}
+
 // Pos formats a range's start as file:line:col.
 func Pos(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
@@ -358,7 +368,7 @@ func validName(n, what string, r hcl.Range) hcl.Diagnostics {
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
 		Summary:  fmt.Sprintf("Invalid %s name", what),
-		Detail:   fmt.Sprintf("%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", n),
+		Detail:   fmt.Sprintf("%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter or an underscore.", n),
 		Subject:  r.Ptr(),
 	}}
 }
@@ -369,13 +379,13 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 	content, d := b.Body.Content(variableSchema)
 	diags = append(diags, d...)
 	if a := content.Attributes["description"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v.Description)...)
+		diags = append(diags, decodeLiteral(a.Expr, &v.Description)...)
 	}
 	if a := content.Attributes["sensitive"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v.Sensitive)...)
+		diags = append(diags, decodeLiteral(a.Expr, &v.Sensitive)...)
 	}
 	if a := content.Attributes["nullable"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &v.Nullable)...)
+		diags = append(diags, decodeLiteral(a.Expr, &v.Nullable)...)
 	}
 	if a := content.Attributes["type"]; a != nil {
 		ty, defs, d := typeexpr.TypeConstraintWithDefaults(a.Expr)
@@ -564,7 +574,7 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 				s.WaitFor = exprs
 			}
 		case "description":
-			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &s.Description)...)
+			diags = append(diags, decodeLiteral(a.Expr, &s.Description)...)
 		case "on_interrupt":
 			s.OnInterrupt, d = staticChoice(a, "rerun", "fail")
 			diags = append(diags, d...)
@@ -588,7 +598,12 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 		switch blk.Type {
 		case "retry":
 			if s.Retry != nil {
-				diags = append(diags, duplicate("retry block", s.Name, s.Retry.DeclRange, blk.DefRange))
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate retry block",
+					Detail:   fmt.Sprintf("A stage has at most one retry block; the first of %s is at %s. Put every retry setting in that one.", addrs.Stage(s.Name), Pos(s.Retry.DeclRange)),
+					Subject:  blk.DefRange.Ptr(),
+				})
 				continue
 			}
 			r, d := decodeRetry(blk)
@@ -609,7 +624,7 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 
 func staticChoice(a *hcl.Attribute, choices ...string) (string, hcl.Diagnostics) {
 	var s string
-	diags := gohcl.DecodeExpression(a.Expr, nil, &s)
+	diags := decodeLiteral(a.Expr, &s)
 	if diags.HasErrors() {
 		return choices[0], diags
 	}
@@ -638,7 +653,7 @@ func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 	r := &Retry{DeclRange: b.DefRange}
 	c, diags := b.Body.Content(retrySchema)
 	if a := c.Attributes["max"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &r.Max)...)
+		diags = append(diags, decodeLiteral(a.Expr, &r.Max)...)
 		if r.Max < 0 {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError, Summary: "Invalid retry max",
@@ -647,7 +662,7 @@ func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 		}
 	}
 	if a := c.Attributes["on"]; a != nil {
-		d := gohcl.DecodeExpression(a.Expr, nil, &r.On)
+		d := decodeLiteral(a.Expr, &r.On)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			for _, cl := range r.On {

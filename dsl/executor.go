@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 )
 
 // Executor is a pipeline's executor block: where its nodes run. The
@@ -60,14 +59,14 @@ func decodeExecutor(b *hcl.Block) (*Executor, hcl.Diagnostics) {
 		dst  *string
 	}{{"partition", &e.Partition}, {"account", &e.Account}, {"qos", &e.QOS}} {
 		if a := c.Attributes[s.name]; a != nil {
-			diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, s.dst)...)
+			diags = append(diags, decodeLiteral(a.Expr, s.dst)...)
 		}
 	}
 	if a := c.Attributes["extra_args"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &e.ExtraArgs)...)
+		diags = append(diags, decodeLiteral(a.Expr, &e.ExtraArgs)...)
 	}
 	if a := c.Attributes["max_submitted"]; a != nil {
-		d := gohcl.DecodeExpression(a.Expr, nil, &e.MaxSubmitted)
+		d := decodeLiteral(a.Expr, &e.MaxSubmitted)
 		diags = append(diags, d...)
 		if !d.HasErrors() && e.MaxSubmitted < 1 {
 			diags = append(diags, &hcl.Diagnostic{
@@ -80,7 +79,7 @@ func decodeExecutor(b *hcl.Block) (*Executor, hcl.Diagnostics) {
 	}
 	if a := c.Attributes["poll_interval"]; a != nil {
 		var s string
-		d := gohcl.DecodeExpression(a.Expr, nil, &s)
+		d := decodeLiteral(a.Expr, &s)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			iv, err := time.ParseDuration(s)

@@ -152,6 +152,8 @@ var lengthFunc = function.New(&function.Spec{
 			return stdlib.Strlen(v)
 		case ty.IsObjectType():
 			return cty.NumberIntVal(int64(len(ty.AttributeTypes()))).WithMarks(marks), nil
+		case !(ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty == cty.DynamicPseudoType):
+			return cty.NilVal, fmt.Errorf("length takes a string, a list, a set, a tuple, a map or an object, not %s", ty.FriendlyName())
 		}
 		out, err := stdlib.Length(v)
 		if err != nil {

@@ -28,5 +28,11 @@ func TestLengthLikeTerraform(t *testing.T) {
 	}
 	e, _ := hclsyntax.ParseExpression([]byte(`length(42)`), "t.hcl", hcl.InitialPos)
 	_, d := e.Value(ctx)
-	assert.True(t, d.HasErrors(), "a number has no length")
+	require.True(t, d.HasErrors(), "a number has no length")
+	// The message lists what length takes, all of it.
+	assert.Contains(t, d[0].Detail, "length takes a string, a list, a set, a tuple, a map or an object, not number")
+	e, _ = hclsyntax.ParseExpression([]byte(`length(true)`), "t.hcl", hcl.InitialPos)
+	_, d = e.Value(ctx)
+	require.True(t, d.HasErrors(), "a bool has no length")
+	assert.Contains(t, d[0].Detail, "not bool")
 }

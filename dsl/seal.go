@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -43,7 +42,7 @@ func decodeSeal(b *hcl.Block) (*Seal, hcl.Diagnostics) {
 		s.SHA256 = a.Expr
 	}
 	if a := c.Attributes["description"]; a != nil {
-		diags = append(diags, gohcl.DecodeExpression(a.Expr, nil, &s.Description)...)
+		diags = append(diags, decodeLiteral(a.Expr, &s.Description)...)
 	}
 	return s, diags
 }

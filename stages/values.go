@@ -36,7 +36,10 @@ func StringList(v cty.Value) ([]string, error) {
 	out := make([]string, 0, v.LengthInt())
 	for e := range dsl.Elements(v) {
 		s, err := convert.Convert(e, cty.String)
-		if err != nil || s.IsNull() {
+		if e.IsNull() {
+			return nil, fmt.Errorf("element %d is null, not a string", len(out))
+		}
+		if err != nil {
 			return nil, fmt.Errorf("element %d is %s, not a string", len(out), e.Type().FriendlyName())
 		}
 		out = append(out, s.AsString())

@@ -245,8 +245,12 @@ func (g *Graph) Summary() string {
 				nodes++
 			}
 		}
-		return fmt.Sprintf("pipeline %q: %s, %s known (%s wait for values)%s", g.Config.Name, countOf(len(g.Config.Stages), "stage"),
-			countOf(nodes, "node"), countOf(len(g.Waiting), "stage"), g.sealNote())
+		wait := "wait"
+		if len(g.Waiting) == 1 {
+			wait = "waits"
+		}
+		return fmt.Sprintf("pipeline %q: %s, %s known (%s %s for values)%s", g.Config.Name, countOf(len(g.Config.Stages), "stage"),
+			countOf(nodes, "node"), countOf(len(g.Waiting), "stage"), wait, g.sealNote())
 	}
 	return fmt.Sprintf("pipeline %q: %s, %s%s", g.Config.Name, countOf(len(g.Config.Stages), "stage"), countOf(len(g.Nodes), "node"), g.sealNote())
 }

@@ -206,3 +206,13 @@ stage "command" "bad_kind" {
 	assert.Contains(t, strings.Join(alone["stage.null_part"].diags, "\n"), "(context true)")
 	assert.NotEmpty(t, alone["stage.bad_kind"].diags)
 }
+
+// The summary's verb agrees with the count of waiting stages.
+func TestValidateSummaryOneStageWaits(t *testing.T) {
+	root := t.TempDir()
+	src := "variable \"names\" {\n  type = set(string)\n}\n\nstage \"command\" \"gen\" {\n  for_each = var.names\n  run      = [\"echo\", each.key]\n}\n\nstage \"command\" \"fixed\" {\n  run = [\"true\"]\n}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	l, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	assert.Contains(t, l.Graph.Summary(), "2 stages, 1 node known (1 stage waits for values)")
+}
