@@ -375,7 +375,7 @@ func (a *applier) handle(ev event) {
 		a.emit(&events.NodeWaiting{Node: ns.n.Addr, Over: true})
 		if ev.err != nil {
 			if errors.Is(ev.err, context.Canceled) {
-				a.fail(ns, failclass.Interrupted, "stopped while waiting for another process running the same node")
+				a.fail(ns, failclass.Interrupted, "stopped while waiting for its key's lock: another node of this apply, or another process, was running the same work")
 			} else {
 				a.fail(ns, failclass.Setup, ev.err.Error())
 			}

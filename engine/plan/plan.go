@@ -927,14 +927,20 @@ func WriteLine(bw *bufio.Writer, sym string, width int, addr, what string, reaso
 // Counts are a plan's totals by action.
 type Counts struct {
 	ToRun, MayRun, Cached, Skip int
+	// Refused are the nodes apply would refuse to start (PlannedNode.
+	// Refusal), counted here and not as to run or may run.
+	Refused int
 }
 
-// String reads "N to run, M cached", with "K may run" and "S skipped"
-// when there are any.
+// String reads "N to run, M cached", with "K may run", "R refused" and
+// "S skipped" when there are any.
 func (c Counts) String() string {
 	s := fmt.Sprintf("%d to run, ", c.ToRun)
 	if c.MayRun > 0 {
 		s += fmt.Sprintf("%d may run, ", c.MayRun)
+	}
+	if c.Refused > 0 {
+		s += fmt.Sprintf("%d refused, ", c.Refused)
 	}
 	s += fmt.Sprintf("%d cached", c.Cached)
 	if c.Skip > 0 {
@@ -945,7 +951,21 @@ func (c Counts) String() string {
 
 // Counts are the plan's totals.
 func (p *Plan) Counts() Counts {
-	return Counts{ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skip: p.Skip}
+	c := Counts{ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skip: p.Skip}
+	for _, pn := range p.Nodes {
+		if pn.Refusal == "" || pn.Skipped {
+			continue
+		}
+		switch pn.Action {
+		case ActRun:
+			c.ToRun--
+			c.Refused++
+		case ActMayRun:
+			c.MayRun--
+			c.Refused++
+		}
+	}
+	return c
 }
 
 // WriteFooter writes a rendered plan's totals.
@@ -959,13 +979,16 @@ func WriteFooter(bw *bufio.Writer, c Counts, excluded int) {
 
 // JSON is the machine-readable plan (`cairn plan --json`, --out).
 type JSON struct {
-	Format   int        `json:"format"`
-	Pipeline string     `json:"pipeline"`
-	ToRun    int        `json:"to_run"`
-	MayRun   int        `json:"may_run"`
-	Cached   int        `json:"cached"`
-	Skipped  int        `json:"skipped"`
-	Nodes    []NodeJSON `json:"nodes"`
+	Format   int    `json:"format"`
+	Pipeline string `json:"pipeline"`
+	ToRun    int    `json:"to_run"`
+	MayRun   int    `json:"may_run"`
+	Cached   int    `json:"cached"`
+	Skipped  int    `json:"skipped"`
+	// Refused counts the nodes with a refused member, which to_run and
+	// may_run do not count.
+	Refused int        `json:"refused,omitempty"`
+	Nodes   []NodeJSON `json:"nodes"`
 }
 
 // NodeJSON is one node of JSON.
@@ -984,7 +1007,8 @@ type NodeJSON struct {
 
 // JSON returns the machine-readable plan.
 func (p *Plan) JSON() *JSON {
-	out := &JSON{Format: 1, Pipeline: p.Pipeline, ToRun: p.ToRun, MayRun: p.MayRun, Cached: p.Cached, Skipped: p.Skip}
+	c := p.Counts()
+	out := &JSON{Format: 1, Pipeline: p.Pipeline, ToRun: c.ToRun, MayRun: c.MayRun, Cached: c.Cached, Skipped: c.Skip, Refused: c.Refused}
 	for _, pn := range p.Nodes {
 		if pn.Skipped {
 			continue

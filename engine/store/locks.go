@@ -105,7 +105,7 @@ func WaitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duratio
 			}
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return nil, fmt.Errorf("gave up waiting for another process running the same node after %s (--lock-timeout)", timeout)
+			return nil, fmt.Errorf("gave up after %s (--lock-timeout) waiting for its key's lock: another node of this apply, or another process, is running the same work", timeout)
 		}
 		select {
 		case <-ctx.Done():
