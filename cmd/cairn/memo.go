@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 	"github.com/cairn-run/cairn/ui"
 )
 
@@ -84,7 +85,10 @@ func (a *app) upToDateWhy(identity string) (*memo.Memo, string) {
 	m, err := memo.Read(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "no memo of this pipeline with these variables, workspace, cache and CAIRN_ environment: the last such apply did not end with every node done and settled"
+		if b, err := os.ReadFile(whyNoMemoPath(path)); err == nil && len(b) > 0 {
+			return nil, "the last apply of this pipeline with these variables, workspace, cache and CAIRN_ environment left no memo: " + string(b)
+		}
+		return nil, "no memo of this pipeline with these variables, workspace, cache and CAIRN_ environment: no such apply has ended with every node done and settled"
 	case err != nil:
 		return nil, "the memo cannot be read: " + err.Error()
 	case m.Identity != identity:
@@ -169,10 +173,18 @@ func (a *app) rememberUpToDate(identity, explainID string, p *plan.Plan, res *en
 			m, why = nil, "the memo cannot be written: "+err.Error()
 		}
 	}
-	if m == nil {
+	if m != nil {
+		_ = os.Remove(whyNoMemoPath(path))
+	} else {
 		_ = os.Remove(path)
+		// Kept for the next apply -v, which would otherwise have to guess.
+		_ = atomicfile.Write(whyNoMemoPath(path), []byte(why), false)
 		if explainID != "" {
 			fmt.Fprintf(a.stderr, "up-to-date check: this run leaves no memo: %s\n", why)
 		}
 	}
 }
+
+// whyNoMemoPath is where an apply that leaves no memo says why, next to
+// the memo it would have written.
+func whyNoMemoPath(memoPath string) string { return memoPath + ".none" }

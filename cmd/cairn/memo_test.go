@@ -315,6 +315,10 @@ func TestApplyVerboseShowsWhyTheMemoIsNotUsed(t *testing.T) {
 	// Files written just now cannot be vouched for by their times: the
 	// next apply evaluates the pipeline again, and says so.
 	assert.Regexp(t, `up-to-date check: this run leaves no memo: (output )?\S+ (was written|changed) moments (ago|before it was read)`, r.stderr)
+	// The next apply -v says what the last one said, not a guess.
+	r = s.apply("-v")
+	assert.Regexp(t, `up-to-date check: not used: the last apply of this pipeline with these variables, workspace, cache and CAIRN_ environment left no memo: (output )?\S+ (was written|changed) moments (ago|before it was read)\n`, r.stderr)
+	assert.NotContains(t, r.stderr, "every node done and settled")
 
 	settle(t, s)
 	r = s.apply("-v")
