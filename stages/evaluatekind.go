@@ -637,14 +637,16 @@ func idText(field []byte) (string, error) {
 // a rerun answered from the item store has the same result and leaves the
 // node's downstream cached.
 type EvaluateResult struct {
-	ItemCount    int     `json:"item_count"`
-	Scored       int     `json:"scored"`
-	MeanScore    float64 `json:"mean_score"`
-	ScoresFile   string  `json:"scores_file"`
-	ScoresDigest string  `json:"scores_digest"`
-	Model        string  `json:"model"`
-	BundleDigest string  `json:"bundle_digest"`
-	WorkerDigest string  `json:"worker_digest"`
+	ItemCount int `json:"item_count"`
+	Scored    int `json:"scored"`
+	// MeanScore is the mean of the scored items; null when none has a
+	// score: a mean over no item is no figure, and never 0.
+	MeanScore    *float64 `json:"mean_score"`
+	ScoresFile   string   `json:"scores_file"`
+	ScoresDigest string   `json:"scores_digest"`
+	Model        string   `json:"model"`
+	BundleDigest string   `json:"bundle_digest"`
+	WorkerDigest string   `json:"worker_digest"`
 }
 
 // runCounts are an evaluation's counts for the run's record.
@@ -811,8 +813,12 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if scoresErr != nil {
 		return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the scores file %s: %s", s.scores, scoresErr)}, nil
 	}
+	var mean *float64
+	if sum.Scored > 0 {
+		mean = &sum.MeanScore
+	}
 	return evalResult(n, root, s, sum, EvaluateResult{
-		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: sum.MeanScore,
+		ItemCount: sum.Total, Scored: sum.Scored, MeanScore: mean,
 		ScoresFile: s.scores, ScoresDigest: digestBytes(buf.Bytes()),
 		Model: s.model, BundleDigest: bundle, WorkerDigest: worker,
 	})

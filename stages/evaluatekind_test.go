@@ -312,6 +312,25 @@ func noEndpointEnv(t *testing.T) {
 	t.Setenv("VLLM_BASE_URL", "")
 }
 
+// An evaluation with no scored item has no mean: mean_score is null,
+// never a 0 that reads as a figure.
+func TestEvaluateMeanOfNothingIsNull(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/env"); err != nil {
+		t.Skip("no /usr/bin/env")
+	}
+	noEndpointEnv(t)
+	rt := evalWorkspace(t, 0)
+	out, err := Evaluate{}.Run(context.Background(), evalNode(), rt)
+	require.NoError(t, err)
+	require.Empty(t, out.Class, out.Message)
+	assert.Contains(t, string(out.Result), `"mean_score":null`)
+	var res EvaluateResult
+	require.NoError(t, json.Unmarshal(out.Result, &res))
+	assert.Zero(t, res.ItemCount)
+	assert.Zero(t, res.Scored)
+	assert.Nil(t, res.MeanScore)
+}
+
 func TestEvaluateRun(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/env"); err != nil {
 		t.Skip("no /usr/bin/env")
@@ -346,8 +365,9 @@ func TestEvaluateRun(t *testing.T) {
 			require.NoError(t, json.Unmarshal(line, &l))
 			sum += l.Score
 		}
-		assert.InDelta(t, sum/25, res.MeanScore, 1e-9)
-		assert.Less(t, res.MeanScore, 1.0, "the simulated model answers some questions wrongly")
+		require.NotNil(t, res.MeanScore)
+		assert.InDelta(t, sum/25, *res.MeanScore, 1e-9)
+		assert.Less(t, *res.MeanScore, 1.0, "the simulated model answers some questions wrongly")
 		assert.Len(t, rt.journal, 25, "one journal record per item")
 		require.Len(t, rt.started, 1)
 		assert.FileExists(t, rt.started[0], "the worker log")
@@ -383,7 +403,7 @@ func TestEvaluateRun(t *testing.T) {
 		assert.Zero(t, out2.RunCounts["charged"])
 		assert.Equal(t, 25, srv.ChatRequests(), "no request sent")
 		assert.Equal(t, res.ScoresDigest, res2.ScoresDigest, "same results, same scores file")
-		assert.Equal(t, res.MeanScore, res2.MeanScore)
+		assert.Equal(t, *res.MeanScore, *res2.MeanScore)
 
 		// With no endpoint configured at all, stored results still serve.
 		n3 := evalNode()

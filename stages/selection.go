@@ -204,22 +204,21 @@ func outFolderFiles(n *Node, names ...string) []DeclaredPath {
 func Decide(opt Optimization, seed, inc evalInstance) Selection {
 	sel := Selection{Format: SelectionFormat, Deployed: "seed", DeployedBundle: opt.SeedBundle, SeedBundle: opt.SeedBundle, Proposed: opt.Proposed}
 	if seed.Result != nil {
-		m := seed.Result.MeanScore
-		sel.SeedMean = &m
+		sel.SeedMean = seed.Result.MeanScore
 		sel.ValidationItems = seed.Result.ItemCount
 	}
 	if inc.Result != nil && opt.Proposed {
-		m := inc.Result.MeanScore
-		sel.IncumbentMean = &m
+		sel.IncumbentMean = inc.Result.MeanScore
 	}
 	reason := ""
 	switch {
 	case !opt.Proposed:
 		reason = FallbackNoIncumbent
 	case seed.Status != "ok" || inc.Status != "ok" || seed.Result == nil || inc.Result == nil ||
-		seed.Result.Scored < seed.Result.ItemCount || inc.Result.Scored < inc.Result.ItemCount:
+		seed.Result.Scored < seed.Result.ItemCount || inc.Result.Scored < inc.Result.ItemCount ||
+		seed.Result.MeanScore == nil || inc.Result.MeanScore == nil:
 		reason = FallbackValidationInvalid
-	case inc.Result.MeanScore > seed.Result.MeanScore:
+	case *inc.Result.MeanScore > *seed.Result.MeanScore:
 		sel.Deployed, sel.DeployedBundle = "incumbent", opt.Candidate
 	default:
 		reason = FallbackNotBetter

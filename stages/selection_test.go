@@ -8,7 +8,11 @@ import (
 )
 
 func evalRun(mean float64, scored, items int, status string) evalInstance {
-	return evalInstance{Status: status, Result: &EvaluateResult{MeanScore: mean, Scored: scored, ItemCount: items}}
+	r := &EvaluateResult{Scored: scored, ItemCount: items}
+	if scored > 0 {
+		r.MeanScore = &mean
+	}
+	return evalInstance{Status: status, Result: r}
 }
 
 // The selection rule: the incumbent iff strictly better on validation,
@@ -41,6 +45,11 @@ func TestDecide(t *testing.T) {
 	s = Decide(proposed, evalRun(0.5, 10, 10, "ok"), evalRun(0.9, 9, 10, "ok"))
 	assert.Equal(t, FallbackValidationInvalid, reason(s), "an item without a score")
 	assert.Equal(t, "seed", s.Deployed)
+	// Empty validation splits: no mean on either side, so no comparison.
+	s = Decide(proposed, evalRun(0, 0, 0, "ok"), evalRun(0, 0, 0, "ok"))
+	assert.Equal(t, FallbackValidationInvalid, reason(s), "a mean over no item")
+	assert.Nil(t, s.SeedMean)
+	assert.Nil(t, s.IncumbentMean)
 }
 
 // Of an evaluation's instance, only its status, class and result key a
