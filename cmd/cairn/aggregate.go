@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -58,6 +59,9 @@ any is written: all are written, or none.`,
 			if plot == "" && out != "" {
 				plot = strings.TrimSuffix(out, ".json") + ".svg"
 			}
+			if err := a.checkAggregateOutputs(args, out, plot); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			o.Dir = a.root()
@@ -94,14 +98,14 @@ any is written: all are written, or none.`,
 					return &exitError{code: exitFailed, msg: err.Error() + "; nothing was written"}
 				}
 			}
-			sync := !noFsync()
+			var write []atomicfile.File
 			for _, f := range files {
-				if f.path == "" {
-					continue
+				if f.path != "" {
+					write = append(write, atomicfile.File{Path: a.path(f.path), Data: f.buf.Bytes()})
 				}
-				if err := atomicfile.Write(a.path(f.path), f.buf.Bytes(), sync); err != nil {
-					return &exitError{code: exitFailed, msg: fmt.Sprintf("cannot write %s: %s", f.path, err)}
-				}
+			}
+			if err := atomicfile.WriteAll(write, !noFsync()); err != nil {
+				return &exitError{code: exitFailed, msg: fmt.Sprintf("cannot write the outputs: %s", err)}
 			}
 			if _, err := a.stdout.Write(table.Bytes()); err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}
@@ -140,4 +144,69 @@ any is written: all are written, or none.`,
 	cmd.Flags().StringVar(&o.Resample, "resample", stats.ResampleWithinSeed, "how a replicate draws a row's items: within-seed (each seed's items on their own, the protocol's method) or shared-items (one draw of item indices used for every seed)")
 	cmd.Flags().BoolVar(&o.IncludeNonconformant, "include-nonconformant", false, "keep jobs whose result.json lists reasons they are not part of the experiment (smoke budgets, off-grid cells, another reflection model)")
 	return cmd
+}
+
+// checkAggregateOutputs refuses, before anything is read or written, an
+// --out or --plot that would write over something that is not aggregate's
+// own output: a job's result.json or test.json under the roots (its
+// inputs), a folder, a device or a link (/dev/stdout, say: the file is
+// written beside it and renamed over it), or the other output.
+func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
+	type output struct{ flag, path, abs string }
+	var outs []output
+	for _, o := range []output{{flag: "--out", path: out}, {flag: "--plot", path: plot}} {
+		if o.path == "" {
+			continue
+		}
+		o.abs = realPath(a.path(o.path))
+		if fi, err := os.Lstat(a.path(o.path)); err == nil && !fi.Mode().IsRegular() {
+			return badInput("%s %s is not a regular file (%s): aggregate writes its own file, to a temporary file then renamed over it; name a file", o.flag, o.path, fileKind(fi.Mode()))
+		}
+		outs = append(outs, o)
+	}
+	if len(outs) == 2 && outs[0].abs == outs[1].abs {
+		return badInput("--out and --plot both name %s: give the plot a file of its own", out)
+	}
+	results, err := aggregate.FindResults(a.root(), roots)
+	if err != nil {
+		return nil // aggregate.Run reports the roots' problem
+	}
+	for _, r := range results {
+		res := a.path(r)
+		for _, in := range []string{res, filepath.Join(filepath.Dir(res), aggregate.TestFile)} {
+			for _, o := range outs {
+				if realPath(in) == o.abs {
+					return badInput("%s %s is a job's own file (%s, read as input): aggregate never writes over what it reads; name a file outside the job folders", o.flag, o.path, in)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// realPath is p, absolute, with the links of its folder resolved (p
+// itself may not exist yet).
+func realPath(p string) string {
+	p, _ = filepath.Abs(p)
+	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(d, filepath.Base(p))
+	}
+	return p
+}
+
+// fileKind names what a non-regular file is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a plain file"
 }

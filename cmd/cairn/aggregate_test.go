@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,6 +77,51 @@ func TestAggregateCommand(t *testing.T) {
 			assert.Equal(t, string(want), string(b), other+ext)
 		}
 	}
+}
+
+// --out and --plot never write over a job's own files (the inputs), a
+// folder, a device or a link, or each other: refused (exit 2) before
+// anything is written, the inputs untouched.
+func TestAggregateOutputsNeverReplaceWhatTheyShouldNot(t *testing.T) {
+	root := aggregateWorkspace(t)
+	job := filepath.Join("runs", "a", "gepa", "hotpotqa_centralized_qwen", "seed2")
+	before := map[string][]byte{}
+	for _, f := range []string{"result.json", "test.json"} {
+		b, err := os.ReadFile(filepath.Join(root, job, f))
+		require.NoError(t, err)
+		before[f] = b
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "outdir"), 0o755))
+	require.NoError(t, os.Symlink("elsewhere.json", filepath.Join(root, "link.json")))
+	// A named pipe stands for /dev/stdout and devices, which a test that
+	// regressed would replace on the machine running it.
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644))
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--out", filepath.Join(job, "result.json")}, "is a job's own file"},
+		{[]string{"--out", "x.json", "--plot", filepath.Join(job, "test.json")}, "is a job's own file"},
+		{[]string{"--out", "outdir"}, "is not a regular file (a folder)"},
+		{[]string{"--out", "pipe"}, "is not a regular file (a named pipe)"},
+		{[]string{"--out", "link.json"}, "is not a regular file (a symbolic link)"},
+		{[]string{"--out", "s.json", "--plot", "./s.json"}, "--out and --plot both name s.json"},
+	} {
+		r := runCLI(t, append([]string{"--chdir", root, "aggregate", "runs", "--bootstrap", "50"}, c.args...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.msg, c.args)
+		assert.Empty(t, r.stdout, c.args)
+	}
+	for f, b := range before {
+		got, err := os.ReadFile(filepath.Join(root, job, f))
+		require.NoError(t, err)
+		assert.Equal(t, string(b), string(got), f)
+	}
+	for _, f := range []string{"x.json", "x.svg", "s.json", "s.svg", "outdir.svg", "link.svg", "pipe.svg", filepath.Join(job, "result.svg")} {
+		assert.NoFileExists(t, filepath.Join(root, f))
+	}
+	_, err := os.Lstat(filepath.Join(root, "elsewhere.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the link's target is not written")
 }
 
 func TestAggregateFamiliesAndNonconformantJobs(t *testing.T) {

@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write replaces path's content with b (mode 0666 less the umask, as a
@@ -18,24 +20,87 @@ import (
 // itself after it (the folder is synced too), so that a power loss leaves
 // the old content or the new; without it, only a crash of the process is
 // covered.
-func Write(path string, b []byte, sync bool) (err error) {
-	dir := filepath.Dir(path)
+func Write(path string, b []byte, sync bool) error {
+	tmp, err := writeTemp(path, b, sync)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if sync {
+		syncDir(filepath.Dir(path))
+	}
+	return nil
+}
+
+// A File is one file of WriteAll: its path and its new content.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// WriteAll replaces several files as Write does each, all or none as far
+// as the file system lets it: every new content is written to its
+// temporary file first, and only when all are there are they renamed
+// into place. A failure before the renames leaves every file as it was;
+// one among them (which only a file system that fails a rename in a
+// folder it just wrote in can cause) leaves the files renamed before it
+// new, and says which.
+func WriteAll(files []File, sync bool) error {
+	tmps := make([]string, 0, len(files))
+	for _, f := range files {
+		tmp, err := writeTemp(f.Path, f.Data, sync)
+		if err != nil {
+			for _, t := range tmps {
+				_ = os.Remove(t)
+			}
+			return err
+		}
+		tmps = append(tmps, tmp)
+	}
+	for i, f := range files {
+		if err := os.Rename(tmps[i], f.Path); err != nil {
+			for _, t := range tmps[i:] {
+				_ = os.Remove(t)
+			}
+			if i > 0 {
+				names := make([]string, i)
+				for j := range i {
+					names[j] = files[j].Path
+				}
+				return fmt.Errorf("%w (%s written already)", err, strings.Join(names, ", "))
+			}
+			return err
+		}
+	}
+	if sync {
+		done := map[string]bool{}
+		for _, f := range files {
+			if d := filepath.Dir(f.Path); !done[d] {
+				done[d] = true
+				syncDir(d)
+			}
+		}
+	}
+	return nil
+}
+
+// writeTemp writes b to a new temporary file beside path (making path's
+// folder if needed, 0777 less the umask), synced when sync is set, and
+// returns its name; on an error it leaves no file.
+func writeTemp(path string, b []byte, sync bool) (tmp string, err error) {
 	f, err := createTemp(path)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return err
+		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+			return "", err
 		}
 		f, err = createTemp(path)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
 	_, err = f.Write(b)
 	if err == nil && sync {
 		err = f.Sync()
@@ -43,17 +108,19 @@ func Write(path string, b []byte, sync bool) (err error) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
 	}
-	if err != nil || !sync {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
+	return f.Name(), nil
+}
+
+// syncDir makes a rename in dir durable (best effort).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
-	return nil
 }
 
 // createTemp creates a new file beside path with mode 0666 less the

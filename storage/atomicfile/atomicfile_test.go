@@ -56,3 +56,31 @@ func TestWriteRespectsUmask(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o664), st.Mode().Perm())
 }
+
+// WriteAll writes every file or, when one cannot be written, none: the
+// others keep their old content and no temporary file is left.
+func TestWriteAllIsAllOrNone(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "sub", "b.svg")
+	require.NoError(t, WriteAll([]File{{a, []byte("a1")}, {b, []byte("b1")}}, true))
+	for p, want := range map[string]string{a: "a1", b: "b1"} {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+	// The second file's folder cannot be made (a file is in its way):
+	// the first is not replaced either.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "blocker"), nil, 0o644))
+	c := filepath.Join(dir, "blocker", "c.svg")
+	assert.Error(t, WriteAll([]File{{a, []byte("a2")}, {c, []byte("c2")}}, false))
+	got, err := os.ReadFile(a)
+	require.NoError(t, err)
+	assert.Equal(t, "a1", string(got), "nothing is written when one file cannot be")
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"a.json", "sub", "blocker"}, names, "no temporary file is left")
+}
