@@ -68,6 +68,37 @@ func TestAResultThatDoesNotParseIsNamedWithItsPosition(t *testing.T) {
 	assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed1/result.json: format "cairn.job-result/2" is not one cairn reads (want "cairn.job-result/1")`, msg)
 }
 
+// A job's file holds one JSON object and nothing else: junk after it (not
+// only a second JSON value) is refused at its position.
+func TestAResultWithJunkAfterItIsRefused(t *testing.T) {
+	for _, junk := range []string{"garbage", "\x00\x00", "]", "{}"} {
+		for _, file := range []string{"result.json", "test.json"} {
+			msg := badInput(t, func(root string) {
+				rewrite(t, filepath.Join(root, seed1, file), func(s string) string { return s + junk })
+			})
+			assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/`+file+`:\d+:1: more after the JSON object: a job's file holds one object and nothing else$`, msg, "%q after %s", junk, file)
+		}
+	}
+}
+
+// A key given twice in one object is refused, at the second: which one a
+// JSON reader keeps is not a thing a figure may depend on.
+func TestAKeyGivenTwiceIsRefused(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"method": "gepa",`, `"method": "gepa", "method": "miprov2",`, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json:\d+:\d+: method is given twice: JSON readers disagree on which one counts, so give it once$`, msg)
+
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string {
+			return strings.Replace(s, `"baseline": `, `"baseline": 1, "baseline": `, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json:\d+:\d+: items\[\d+\]\.baseline is given twice`, msg)
+}
+
 func TestItemsThatDoNotPairUpAreRefused(t *testing.T) {
 	test := func(root string) string { return filepath.Join(root, seed1, "test.json") }
 	msg := badInput(t, func(root string) {

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/cairn-run/cairn/stages/jsonpos"
 )
 
 // The formats this package reads (docs/job-artifacts.md).
@@ -362,8 +364,12 @@ func decodeFile(path, name string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	err = dec.Decode(v)
 	if err == nil {
-		if _, extra := dec.Token(); extra == nil {
-			return badAt(name, data, dec.InputOffset(), "more after the JSON object: a job's file holds one object")
+		end := dec.InputOffset()
+		if _, extra := dec.Token(); extra != io.EOF {
+			return badAt(name, data, end+int64(len(data[end:])-len(bytes.TrimLeft(data[end:], " \t\r\n"))), "more after the JSON object: a job's file holds one object and nothing else")
+		}
+		if p, off, dup := jsonpos.FirstDuplicate(data); dup {
+			return badAt(name, data, int64(off), "%s is given twice: JSON readers disagree on which one counts, so give it once", p)
 		}
 		return nil
 	}

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-run/cairn/stages/jsonpos"
 )
 
 // Error is one problem in a JSON input file, at a position people can go
@@ -55,7 +56,16 @@ func readSource(file string, data []byte) *source {
 	s := &source{file: file, data: data, val: map[string]int{}, key: map[string]int{}}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := s.walk(dec, ""); err != nil {
+	err := jsonpos.Walk(dec, data, "", jsonpos.Visitor{
+		Value: func(p string, off int) { s.val[p] = off },
+		Key: func(p string, off int) {
+			if _, dup := s.key[p]; dup {
+				s.errorf(off, "%s is given twice: JSON readers disagree on which one counts, so give it once", p)
+			}
+			s.key[p] = off
+		},
+	})
+	if err != nil {
 		s.syntax(err, dec)
 		return s
 	}
@@ -76,67 +86,6 @@ func (s *source) syntax(err error, dec *json.Decoder) {
 		err = errors.New("the file ends in the middle of a JSON value")
 	}
 	s.errorf(off, "not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-// valueStart is the offset of the next value after off: past blanks, a
-// colon or a comma.
-func (s *source) valueStart(off int) int {
-	for off < len(s.data) && strings.IndexByte(" \t\r\n:,", s.data[off]) >= 0 {
-		off++
-	}
-	return off
-}
-
-var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func member(path, k string) string {
-	if identRe.MatchString(k) {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	return path + "[" + strconv.Quote(k) + "]"
-}
-
-func (s *source) walk(dec *json.Decoder, path string) error {
-	start := s.valueStart(int(dec.InputOffset()))
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	s.val[path] = start
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	switch d {
-	case '{':
-		for dec.More() {
-			koff := s.valueStart(int(dec.InputOffset()))
-			kt, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			k, _ := kt.(string)
-			p := member(path, k)
-			if _, dup := s.key[p]; dup {
-				s.errorf(koff, "%s is given twice: JSON readers disagree on which one counts, so give it once", p)
-			}
-			s.key[p] = koff
-			if err := s.walk(dec, p); err != nil {
-				return err
-			}
-		}
-	case '[':
-		for i := 0; dec.More(); i++ {
-			if err := s.walk(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-	}
-	_, err = dec.Token() // the closing delimiter
-	return err
 }
 
 // lineCol turns a byte offset into a 1-based line and column (in bytes).

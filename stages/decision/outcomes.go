@@ -7,6 +7,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/cairn-run/cairn/stages/jsonpos"
 )
 
 // State is the outcome of one planned process (a slot), or a donor's
@@ -104,7 +106,7 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 		src.errorf(src.val[path], "slot %q: %s", id, fmt.Sprintf(format, args...))
 	}
 	for _, id := range sortedKeys(raw) {
-		path := member("", id)
+		path := jsonpos.Member("", id)
 		if !planned[id] {
 			src.errorf(src.key[path], "slot %q: the protocol plans no slot of that id (its slot ids look like %q)", id, p.Slots()[0].ID)
 			continue
@@ -144,9 +146,9 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 	// The failure policy, each breach at its slot's key, counted in file
 	// order.
 	ids := sortedKeys(out)
-	sort.SliceStable(ids, func(i, j int) bool { return src.key[member("", ids[i])] < src.key[member("", ids[j])] })
+	sort.SliceStable(ids, func(i, j int) bool { return src.key[jsonpos.Member("", ids[i])] < src.key[jsonpos.Member("", ids[j])] })
 	for _, b := range p.PolicyBreaches(out, ids) {
-		src.errorf(src.key[member("", b.Slot)], "slot %q: %s", b.Slot, b.Msg)
+		src.errorf(src.key[jsonpos.Member("", b.Slot)], "slot %q: %s", b.Slot, b.Msg)
 	}
 	if len(src.errs) > 0 {
 		return nil, src.sorted()

@@ -15,6 +15,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-run/cairn/stages/jsonpos"
 )
 
 // ProtocolVersion is the protocol version this package implements.
@@ -418,7 +420,7 @@ func (p *Protocol) checkCandidate(src *source, k *Candidate, kp string, t *caseT
 func checkDonors(src *source, c *Case, cp string, inCase map[string]bool) {
 	for _, id := range sortedKeys(c.Donors) {
 		d := c.Donors[id]
-		dp := member(cp+".donors", id)
+		dp := jsonpos.Member(cp+".donors", id)
 		if !inCase[id] {
 			src.at(dp, "%q is not a candidate of case %q", id, c.ID)
 		}

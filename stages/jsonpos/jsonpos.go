@@ -1,0 +1,108 @@
+// Package jsonpos walks a JSON document and says where each of its values
+// and object keys starts, by path (`cases[0].slot_ids["a b"][2]`), so that
+// a check on the decoded value can name the line and column it was
+// written at. It also finds what encoding/json lets pass silently: a key
+// given twice in one object, of which json.Unmarshal keeps the last.
+package jsonpos
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// Visitor is told of each value and each object key of a document, with
+// its path and the byte offset where it starts. Either may be nil.
+type Visitor struct {
+	Value func(path string, off int)
+	Key   func(path string, off int)
+}
+
+// Walk reads one JSON value from dec (which reads data from its start)
+// under path ("" for the document), telling v of each value and key in
+// document order. It returns dec's error for a document that does not
+// parse.
+func Walk(dec *json.Decoder, data []byte, path string, v Visitor) error {
+	start := valueStart(data, int(dec.InputOffset()))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if v.Value != nil {
+		v.Value(path, start)
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch d {
+	case '{':
+		for dec.More() {
+			koff := valueStart(data, int(dec.InputOffset()))
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			k, _ := kt.(string)
+			p := Member(path, k)
+			if v.Key != nil {
+				v.Key(p, koff)
+			}
+			if err := Walk(dec, data, p, v); err != nil {
+				return err
+			}
+		}
+	case '[':
+		for i := 0; dec.More(); i++ {
+			if err := Walk(dec, data, fmt.Sprintf("%s[%d]", path, i), v); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// FirstDuplicate returns the path and key offset of the first key given
+// twice in one object of data, a document that parses; ok is false when
+// there is none (or data does not parse).
+func FirstDuplicate(data []byte) (path string, off int, ok bool) {
+	seen := map[string]bool{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	err := Walk(dec, data, "", Visitor{Key: func(p string, o int) {
+		if seen[p] && !ok {
+			path, off, ok = p, o, true
+		}
+		seen[p] = true
+	}})
+	if err != nil {
+		return "", 0, false
+	}
+	return path, off, ok
+}
+
+var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Member is the path of member k of the object at path: path.k, or
+// path["k"] for a key that is not an identifier.
+func Member(path, k string) string {
+	if identRe.MatchString(k) {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	return path + "[" + strconv.Quote(k) + "]"
+}
+
+// valueStart is the offset of the next value after off: past blanks, a
+// colon or a comma.
+func valueStart(data []byte, off int) int {
+	for off < len(data) && bytes.IndexByte([]byte(" \t\r\n:,"), data[off]) >= 0 {
+		off++
+	}
+	return off
+}
