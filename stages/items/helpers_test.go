@@ -235,6 +235,17 @@ func chatWorker() {
 		if silentEvery > 0 && n%silentEvery == 0 {
 			continue
 		}
+		if bad := os.Getenv("HELPER_BAD_REPLY"); bad != "" {
+			id, _ := json.Marshal(req.ID)
+			write(map[string]string{
+				"nan":        `{"id":` + string(id) + `,"score":NaN}`,
+				"string":     `{"id":` + string(id) + `,"score":"1"}`,
+				"huge":       `{"score":1e400,"id":` + string(id) + `}`,
+				"negcharged": `{"id":` + string(id) + `,"score":1,"charged":-5}`,
+				"dup":        `{"id":` + string(id) + `,"score":0,"score":1}`,
+			}[bad] + "\n")
+			continue
+		}
 		k := n
 		pending.Go(func() {
 			resp, _ := json.Marshal(answer(req))

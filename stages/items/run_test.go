@@ -318,6 +318,36 @@ func TestEvaluateMisbehavingWorkers(t *testing.T) {
 	}
 }
 
+// A reply to an item in flight that cairn cannot read fails that attempt
+// at once, with the reason, instead of leaving the item to time out: a
+// worker that always answers so ends the evaluation in seconds, its items
+// failed, nothing stored.
+func TestEvaluateBadRepliesFailTheirItems(t *testing.T) {
+	for mode, why := range map[string]string{
+		"nan":        "invalid character 'N' looking for beginning of value",
+		"string":     "cannot unmarshal string into Go struct field response.score of type float64",
+		"huge":       "cannot unmarshal number 1e400",
+		"negcharged": "charged is -5, want a whole number, 0 or more",
+		"dup":        "score is given twice",
+	} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, simmodel.Config{})
+			cfg := f.config(makeItems(20), "HELPER_BAD_REPLY="+mode)
+			cfg.ItemTimeout = time.Hour // a timeout would hang the test
+			cfg.Retry.Crashes = 1
+			sum, err := Evaluate(context.Background(), cfg)
+			require.ErrorIs(t, err, ErrIncomplete)
+			assert.Equal(t, 20, sum.Failed)
+			assert.Zero(t, sum.Evaluated)
+			assert.Zero(t, f.store.Len(), "nothing is stored from a reply cairn cannot read")
+			for _, it := range sum.Items {
+				assert.Contains(t, it.Reason, "answered it with a reply cairn cannot read ("+why, it.ID)
+			}
+			assert.Contains(t, f.diag.String(), "crash retry 1 of 1")
+		})
+	}
+}
+
 func TestEvaluateInfrastructureFailures(t *testing.T) {
 	t.Run("HTTP 503 from the endpoint", func(t *testing.T) {
 		f := newFixture(t, simmodel.Config{FailRate: 0.3, Seed: 7})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/stages/jsonpos"
 )
 
 // maxLine bounds one response line; a longer line is garbage. (A variable
@@ -34,6 +35,56 @@ type response struct {
 	Charged      int             `json:"charged"`
 	InfraFailure bool            `json:"infra_failure"`
 	Error        string          `json:"error"`
+}
+
+// check finds what json.Unmarshal lets pass in a response line: a
+// negative charged count, and a key given twice (which of the two a
+// reader keeps is not for a stored result to depend on).
+func (r *response) check(line []byte) error {
+	if r.Charged < 0 {
+		return fmt.Errorf("charged is %d, want a whole number, 0 or more", r.Charged)
+	}
+	// Most lines give each key once: the walk runs only where a key
+	// might repeat.
+	for _, k := range responseKeys {
+		if bytes.Count(line, k) > 1 {
+			if path, _, dup := jsonpos.FirstDuplicate(line); dup {
+				return fmt.Errorf("%s is given twice", path)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+var responseKeys = [][]byte{[]byte(`"id"`), []byte(`"score"`), []byte(`"outputs"`), []byte(`"charged"`), []byte(`"infra_failure"`), []byte(`"error"`)}
+
+// replyID is the string id of a line that is not a valid response, when
+// its object gives one before what is wrong with it (a NaN score, say).
+func replyID(line []byte) *string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if k == "id" {
+			if v, err := dec.Token(); err == nil {
+				if s, ok := v.(string); ok {
+					return &s
+				}
+			}
+			return nil
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // flight is an item sent to a worker and not answered yet.
@@ -493,12 +544,20 @@ func (p *proc) read() {
 
 func (p *proc) handle(line []byte) {
 	var resp response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		p.garbageLine(line, "not a response: "+err.Error())
-		return
+	err := json.Unmarshal(line, &resp)
+	if err == nil {
+		err = resp.check(line)
 	}
-	if resp.ID == nil {
-		p.garbageLine(line, "no id")
+	id := resp.ID
+	if err != nil && id == nil {
+		id = replyID(line)
+	}
+	if id == nil {
+		if err != nil {
+			p.garbageLine(line, "not a response: "+strings.TrimPrefix(err.Error(), "json: "))
+		} else {
+			p.garbageLine(line, "no id")
+		}
 		return
 	}
 	p.mu.Lock()
@@ -506,13 +565,13 @@ func (p *proc) handle(line []byte) {
 		p.mu.Unlock()
 		return // its items were sent again already
 	}
-	f, ok := p.inflight[*resp.ID]
+	f, ok := p.inflight[*id]
 	if ok {
-		delete(p.inflight, *resp.ID)
+		delete(p.inflight, *id)
 	}
 	p.mu.Unlock()
 	if !ok {
-		p.garbageLine(line, fmt.Sprintf("no item %q is in flight on this worker", *resp.ID))
+		p.garbageLine(line, fmt.Sprintf("no item %q is in flight on this worker", *id))
 		return
 	}
 	f.release()
@@ -520,6 +579,13 @@ func (p *proc) handle(line []byte) {
 	p.answered.Add(1)
 	r := p.r
 	t := f.t
+	if err != nil {
+		// A reply to an item in flight that cairn cannot read fails that
+		// attempt at once, saying why, rather than leaving the item to
+		// time out: a worker that always answers so fails in seconds.
+		r.retry(t, classCrash, fmt.Sprintf("%s answered it with a reply cairn cannot read (%s): %s", p.name, strings.TrimPrefix(err.Error(), "json: "), snippet(line)))
+		return
+	}
 	if resp.InfraFailure {
 		r.mu.Lock()
 		r.counts.InfraFailures++
@@ -538,7 +604,7 @@ func (p *proc) handle(line []byte) {
 	if bytes.Equal(bytes.TrimSpace(out), []byte("null")) {
 		out = nil
 	}
-	t.result = Result{Score: resp.Score, Outputs: out, Charged: max(resp.Charged, 0), Error: resp.Error}
+	t.result = Result{Score: resp.Score, Outputs: out, Charged: resp.Charged, Error: resp.Error}
 	select {
 	case r.commitCh <- t:
 	case <-r.ctx.Done():
