@@ -192,6 +192,15 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 			if plain && utf8.Valid(raw) && !bytes.Contains(raw, []byte("\u2028")) && !bytes.Contains(raw, []byte("\u2029")) {
 				return raw[1 : len(raw)-1], raw, nil
 			}
+			if !utf8.Valid(raw) {
+				// Go's decoder would turn each bad byte into U+FFFD, and
+				// two items that differ only there into one key.
+				bad := start
+				for r, size := utf8.DecodeRune(c.in[bad:]); r != utf8.RuneError || size != 1; r, size = utf8.DecodeRune(c.in[bad:]) {
+					bad += size
+				}
+				return nil, nil, fmt.Errorf("a string holds bytes that are not UTF-8 (offset %d): JSON is UTF-8 text; re-encode the file", bad)
+			}
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
 				return nil, nil, err

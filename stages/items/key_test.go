@@ -129,7 +129,6 @@ func TestCanonicalMatchesReference(t *testing.T) {
 		`{"\u0062":1,"a":2,"\u0061b":3}`,
 		`"tab\there, quote \" slash \\ \/ \b\f\n\r \u0001 \u2028 \u2029 \ud83d\ude00 <&>"`,
 		"\"raw \u2028 line separator\"",
-		"\"invalid utf8 \xff here\"",
 		`[1, 2.50, -0, 0e0, 1E-7, 123456789012345678901234567890]`,
 		` { "question" : "What is 17 + 25?" , "answer" : "42" , "meta" : { "tags" : [ "a" , "b" ] } } `,
 		`{"é":1,"e":2,"É":3,"z":4,"":5}`,
@@ -147,6 +146,21 @@ func TestCanonicalMatchesReference(t *testing.T) {
 		_, err := Canonical(json.RawMessage(bad))
 		assert.Error(t, err, "%q", bad)
 	}
+}
+
+// A string that is not UTF-8 is refused, where Go's decoder would make
+// each bad byte U+FFFD and give two different items one key.
+func TestCanonicalRefusesBytesThatAreNotUTF8(t *testing.T) {
+	for _, bad := range []string{"\"invalid utf8 \xff here\"", "{\"q\": \"\xfe\"}", "{\"\xc3\": 1}", "[\"ok\", \"caf\xc3\"]"} {
+		_, err := Canonical(json.RawMessage(bad))
+		require.Error(t, err, "%q", bad)
+		assert.Contains(t, err.Error(), "bytes that are not UTF-8", "%q", bad)
+	}
+	_, err := Canonical(json.RawMessage("{\"q\": \"\xfe\"}"))
+	assert.Contains(t, err.Error(), "(offset 7)", "the first bad byte")
+	a, err := ItemKey("b", json.RawMessage(`{"q":"\ufffd"}`), "m", nil, "w")
+	require.NoError(t, err, "U+FFFD itself is text")
+	assert.NotEmpty(t, a)
 }
 
 // CanonicalMember gives Canonical's text and, in the same pass, the
