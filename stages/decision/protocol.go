@@ -340,13 +340,16 @@ type caseTally struct {
 func (p *Protocol) checkCase(src *source, ci int, t *caseTally) {
 	c := &p.Cases[ci]
 	cp := fmt.Sprintf("cases[%d]", ci)
-	for _, f := range []string{"case_id", "candidates", "query_order"} {
+	for _, f := range []string{"case_id", "candidates", "donors", "query_order"} {
 		if !src.has(cp + "." + f) {
 			src.at(cp, "%s is missing", f)
 		}
 	}
 	if c.ID == "" && src.has(cp+".case_id") {
 		src.at(cp+".case_id", "must not be empty")
+	}
+	if c.Donors == nil && src.has(cp+".donors") {
+		src.at(cp+".donors", "is null: give the case's donors, {} for none")
 	}
 	if t.caseIDs[c.ID] && c.ID != "" {
 		src.at(cp+".case_id", "case %q is given twice", c.ID)
@@ -431,6 +434,25 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool) {
 			src.at(dp, "observed_state is missing")
 		} else if !d.ObservedState.valid() || d.ObservedState == NotStarted {
 			src.at(dp+".observed_state", "%q is not a donor state (within_margin, above_margin, memory_failure, unresolved)", d.ObservedState)
+		}
+		// The recorded attempts are counted into cold_start_charged: a
+		// missing or null list, or an id given twice, would change it.
+		switch rp := dp + ".recorded_attempt_ids"; {
+		case !src.has(rp):
+			src.at(dp, "recorded_attempt_ids is missing (give [] for a donor with none)")
+		case d.RecordedAttemptIDs == nil:
+			src.at(rp, "is null: give the donor's recorded attempt ids, [] for none")
+		default:
+			seen := map[string]bool{}
+			for ai, a := range d.RecordedAttemptIDs {
+				ap := fmt.Sprintf("%s[%d]", rp, ai)
+				if a == "" {
+					src.at(ap, "an attempt id must not be empty")
+				} else if seen[a] {
+					src.at(ap, "attempt %q is given twice", a)
+				}
+				seen[a] = true
+			}
 		}
 	}
 }

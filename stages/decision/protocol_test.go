@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -83,6 +84,9 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
 		{"slot twice", `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s142"`, `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141"`, []string{"cases[0].candidates[0].slot_ids.evaluation[0]: slot \"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141\" is also cases[0].candidates[0].slot_ids.screen[0]"}},
 		{"bad peak", `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": "lots"`, []string{"a peak in MiB must be a number"}},
 		{"version", `"decision-1.0"`, `"decision-2.0"`, []string{"p.json:2:", "\"decision-2.0\" is not a version cairn knows"}},
+		{"attempt twice", `"attempt-02cd07da6caa1a64",
+            "attempt-a1aa42155011745d",`, `"attempt-02cd07da6caa1a64",
+            "attempt-02cd07da6caa1a64",`, []string{".recorded_attempt_ids[1]: attempt \"attempt-02cd07da6caa1a64\" is given twice"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Contains(t, text, tc.from)
@@ -101,6 +105,37 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
 	assert.ErrorContains(t, err, "p.json:1:1: a protocol is a JSON object")
 	_, err = ParseProtocol("p.json", []byte(`{"protocol_version": "decision-1.0"`))
 	assert.ErrorContains(t, err, "ends in the middle")
+}
+
+// The donors and their recorded attempts are counted into the replay's
+// cold_start_charged: a case without donors, a donor without its list of
+// attempts or with a null one is refused, not read as none.
+func TestProtocolDonorFieldsAreRequired(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	edit := func(f func(c0 map[string]any, donor map[string]any)) error {
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(seed, &doc))
+		c0 := doc["cases"].([]any)[0].(map[string]any)
+		var donor map[string]any
+		for _, d := range c0["donors"].(map[string]any) {
+			donor = d.(map[string]any)
+			break
+		}
+		f(c0, donor)
+		b, err := json.MarshalIndent(doc, "", "  ")
+		require.NoError(t, err)
+		_, err = ParseProtocol("p.json", b)
+		return err
+	}
+	require.NoError(t, edit(func(map[string]any, map[string]any) {}))
+	assert.ErrorContains(t, edit(func(c0, _ map[string]any) { delete(c0, "donors") }), "cases[0]: donors is missing")
+	assert.ErrorContains(t, edit(func(c0, _ map[string]any) { c0["donors"] = nil }), "cases[0].donors: is null")
+	assert.ErrorContains(t, edit(func(_, d map[string]any) { delete(d, "recorded_attempt_ids") }), "recorded_attempt_ids is missing (give [] for a donor with none)")
+	assert.ErrorContains(t, edit(func(_, d map[string]any) { d["recorded_attempt_ids"] = nil }), ".recorded_attempt_ids: is null")
+	assert.ErrorContains(t, edit(func(_, d map[string]any) { d["recorded_attempt_ids"] = []any{""} }), ".recorded_attempt_ids[0]: an attempt id must not be empty")
+	require.NoError(t, edit(func(c0, d map[string]any) { d["recorded_attempt_ids"] = []any{} }), "[] is a donor with no recorded attempt")
+	require.NoError(t, edit(func(c0, _ map[string]any) { c0["donors"] = map[string]any{} }), "{} is a case with no donor")
 }
 
 func TestOutcomesFile(t *testing.T) {
