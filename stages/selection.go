@@ -635,7 +635,14 @@ func JobFiles(tf *TestFile, res *ResultFile) (test, result []byte) {
 	return test, append(result, '\n')
 }
 
-func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
+// round6 rounds f to 6 places; a magnitude of 1e15 and more has no
+// digit after the point to round (and f·1e6 could overflow).
+func round6(f float64) float64 {
+	if math.Abs(f) >= 1e15 {
+		return f
+	}
+	return math.Round(f*1e6) / 1e6
+}
 
 // savedResult is the job's result read from the out folder when its
 // result.json is there: returned as it is when made from the folder's

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -214,7 +215,17 @@ stage "aggregate" "summary" {
 	seed0 := filepath.Join(root, "runs", "a", "gepa", "hotpotqa_centralized_qwen", "seed0", "test.json")
 	b, err := os.ReadFile(seed0)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(seed0, []byte(strings.Replace(string(b), `"baseline": 0,`, `"baseline": 0.5,`, 1)), 0o644))
+	var doc struct {
+		Items []struct{ Baseline, Deployed float64 }
+	}
+	require.NoError(t, json.Unmarshal(b, &doc))
+	var bs, ds []float64
+	for _, it := range doc.Items {
+		bs, ds = append(bs, it.Baseline), append(ds, it.Deployed)
+	}
+	bs[slices.Index(bs, 0)] = 0.5 // the job written again, as a rerun would
+	_, err = jobtest.Write(filepath.Join(root, "runs", "a"), jobtest.Job{Method: "gepa", Seed: 0, Baseline: bs, Deployed: ds})
+	require.NoError(t, err)
 	plan := runCLI(t, "--chdir", root, "plan", "pipeline.hcl")
 	require.Equal(t, 0, plan.code, plan.stderr)
 	assert.Contains(t, plan.stdout, "~ stage.summary")

@@ -99,6 +99,34 @@ func TestAKeyGivenTwiceIsRefused(t *testing.T) {
 	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json:\d+:\d+: items\[\d+\]\.baseline is given twice`, msg)
 }
 
+// A result.json that contradicts its test.json, or itself, is refused:
+// the table is computed from test.json, and a job whose files disagree
+// is not one job.
+func TestAResultThatContradictsItsTestsIsRefused(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string {
+			return strings.Replace(s, `"baseline": 1,`, `"baseline": -5,`, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json: says baseline_mean = [0-9.]+, but the mean of gepa/hotpotqa_centralized_qwen/seed1/test.json's \d+ valid items is -?[0-9.]+: the two files are not one job's$`, msg)
+
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"valid_for_aggregation": true`, `"valid_for_aggregation": false`, 1)
+		})
+	})
+	assert.Contains(t, msg, "says valid_for_aggregation = false, but it is true exactly when nonconformant is empty (here 0 reasons) and test_invalid_items is 0 (here 0): the file contradicts itself")
+
+	// The digest the job wrote of its test.json: an edit that keeps the
+	// means (two scores swapped) is found by it.
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"format": "cairn.job-result/1",`, `"format": "cairn.job-result/1", "test_sha256": "sha256:0000",`, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json: is not the file the job wrote: its digest is sha256:[0-9a-f]{64}, result.json's test_sha256 is sha256:0000 \(was it edited after the job ended\?\)$`, msg)
+}
+
 func TestItemsThatDoNotPairUpAreRefused(t *testing.T) {
 	test := func(root string) string { return filepath.Join(root, seed1, "test.json") }
 	msg := badInput(t, func(root string) {
@@ -204,9 +232,8 @@ func TestScoresAtTheLimitGiveFiniteFigures(t *testing.T) {
 				}
 				b[i], d[i] = -sign*l/2, sign*l/2
 			}
-			_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: s, Baseline: make([]float64, n), Deployed: make([]float64, n)})
+			_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: s, Baseline: b, Deployed: d})
 			require.NoError(t, err)
-			setScores(t, filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d/test.json", s)), b, d)
 		}
 		for _, resample := range stats.ResampleNames {
 			sum, err := aggregate.Run(context.Background(), aggregate.Options{Roots: []string{root}, Replicates: 500, Resample: resample})

@@ -2,6 +2,8 @@ package aggregate
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,6 +81,13 @@ type resultDoc struct {
 	Nonconformant    *[]string `json:"nonconformant"`
 	TestItems        *int      `json:"test_items"`
 	TestInvalidItems *int      `json:"test_invalid_items"`
+	// What the job wrote of its test items, checked against test.json
+	// when present (docs/job-artifacts.md): a file that contradicts the
+	// other is refused, not read either way.
+	TestSHA256          *string  `json:"test_sha256"`
+	BaselineMean        *float64 `json:"baseline_mean"`
+	DeployedMean        *float64 `json:"deployed_mean"`
+	ValidForAggregation *bool    `json:"valid_for_aggregation"`
 }
 
 type testDoc struct {
@@ -208,7 +217,7 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		path = filepath.Join(dir, name)
 	}
 	var r resultDoc
-	if err := decodeFile(path, name, &r); err != nil {
+	if _, err := decodeFile(path, name, &r); err != nil {
 		return nil, nil, err
 	}
 	if r.Format == nil {
@@ -247,21 +256,37 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		return j, &Skip{File: name, Reasons: j.Nonconformant}, nil
 	}
 
+	if err := j.readTests(&r, name, path); err != nil {
+		return nil, nil, err
+	}
+	return j, nil, nil
+}
+
+// readTests reads the test.json beside the job's result.json (r, read
+// from path, as name) into j: its items, checked against the result.
+func (j *Job) readTests(r *resultDoc, name, path string) error {
 	j.TestFile = filepath.Join(filepath.Dir(name), TestFile)
 	tpath := filepath.Join(filepath.Dir(path), TestFile)
 	if _, err := os.Stat(tpath); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, badFile(name, "has no %s beside it: the job's paired test scores are missing", TestFile)
+		return badFile(name, "has no %s beside it: the job's paired test scores are missing", TestFile)
 	}
 	var t testDoc
-	if err := decodeFile(tpath, j.TestFile, &t); err != nil {
-		return nil, nil, err
+	tdata, err := decodeFile(tpath, j.TestFile, &t)
+	if err != nil {
+		return err
+	}
+	if r.TestSHA256 != nil {
+		sum := sha256.Sum256(tdata)
+		if got := "sha256:" + hex.EncodeToString(sum[:]); got != *r.TestSHA256 {
+			return badFile(j.TestFile, "is not the file the job wrote: its digest is %s, %s's test_sha256 is %s (was it edited after the job ended?)", got, ResultFile, *r.TestSHA256)
+		}
 	}
 	if t.Format == nil || *t.Format != TestFormat {
 		got := "no \"format\""
 		if t.Format != nil {
 			got = fmt.Sprintf("format %q", *t.Format)
 		}
-		return nil, nil, badFile(j.TestFile, "has %s; cairn reads %q", got, TestFormat)
+		return badFile(j.TestFile, "has %s; cairn reads %q", got, TestFormat)
 	}
 	agree := func(field string, got *string, want string) error {
 		if got == nil {
@@ -273,22 +298,22 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		return nil
 	}
 	if err := agree("method", t.Method, j.Method); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if err := agree("cell_id", t.CellID, j.CellID); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if err := agree("deployed", t.Deployed, *r.Deployed); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if t.Seed == nil {
-		return nil, nil, badFile(j.TestFile, "has no \"seed\"")
+		return badFile(j.TestFile, "has no \"seed\"")
 	}
 	if *t.Seed != j.Seed {
-		return nil, nil, badFile(j.TestFile, "seed %d disagrees with %s's seed %d", *t.Seed, ResultFile, j.Seed)
+		return badFile(j.TestFile, "seed %d disagrees with %s's seed %d", *t.Seed, ResultFile, j.Seed)
 	}
 	if t.Items == nil {
-		return nil, nil, badFile(j.TestFile, "has no \"items\"")
+		return badFile(j.TestFile, "has no \"items\"")
 	}
 	items := make([]Item, 0, len(*t.Items))
 	seen := make(map[string]int, len(*t.Items))
@@ -296,25 +321,25 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	for i, it := range *t.Items {
 		where := fmt.Sprintf("items[%d]", i)
 		if it.ID == nil || *it.ID == "" {
-			return nil, nil, badFile(j.TestFile, "%s has no \"id\"", where)
+			return badFile(j.TestFile, "%s has no \"id\"", where)
 		}
 		where += fmt.Sprintf(" (id %q)", *it.ID)
 		if first, dup := seen[*it.ID]; dup {
-			return nil, nil, badFile(j.TestFile, "%s repeats the id of items[%d]: ids must be unique", where, first)
+			return badFile(j.TestFile, "%s repeats the id of items[%d]: ids must be unique", where, first)
 		}
 		seen[*it.ID] = i
 		if it.Valid == nil {
-			return nil, nil, badFile(j.TestFile, "%s has no \"valid\"", where)
+			return badFile(j.TestFile, "%s has no \"valid\"", where)
 		}
 		x := Item{ID: *it.ID, Valid: *it.Valid}
 		if x.Valid {
 			switch {
 			case it.Baseline == nil && it.Deployed == nil:
-				return nil, nil, badFile(j.TestFile, "%s is valid but has neither score: a valid item pairs a baseline and a deployed score", where)
+				return badFile(j.TestFile, "%s is valid but has neither score: a valid item pairs a baseline and a deployed score", where)
 			case it.Baseline == nil:
-				return nil, nil, badFile(j.TestFile, "%s is valid but its baseline score is null: it has no pair", where)
+				return badFile(j.TestFile, "%s is valid but its baseline score is null: it has no pair", where)
 			case it.Deployed == nil:
-				return nil, nil, badFile(j.TestFile, "%s is valid but its deployed score is null: it has no pair", where)
+				return badFile(j.TestFile, "%s is valid but its deployed score is null: it has no pair", where)
 			}
 			x.Baseline, x.Deployed = *it.Baseline, *it.Deployed
 			for _, v := range []struct {
@@ -322,7 +347,7 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 				v    float64
 			}{{"baseline score", x.Baseline}, {"deployed score", x.Deployed}, {"deployed − baseline", x.Deployed - x.Baseline}} {
 				if !(math.Abs(v.v) <= limit) {
-					return nil, nil, badFile(j.TestFile, "%s: the %s %g is beyond ±%.2g, the largest magnitude whose sums over %d items cairn can add without overflow; nothing can be computed from it", where, v.what, v.v, limit, len(*t.Items))
+					return badFile(j.TestFile, "%s: the %s %g is beyond ±%.2g, the largest magnitude whose sums over %d items cairn can add without overflow; nothing can be computed from it", where, v.what, v.v, limit, len(*t.Items))
 				}
 			}
 		} else {
@@ -331,17 +356,58 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		items = append(items, x)
 	}
 	if len(items) == 0 {
-		return nil, nil, badFile(j.TestFile, "has no test items")
+		return badFile(j.TestFile, "has no test items")
 	}
 	if len(items) != *r.TestItems {
-		return nil, nil, badFile(j.TestFile, "holds %d items where %s says test_items = %d", len(items), ResultFile, *r.TestItems)
+		return badFile(j.TestFile, "holds %d items where %s says test_items = %d", len(items), ResultFile, *r.TestItems)
 	}
 	if j.Invalid != *r.TestInvalidItems {
-		return nil, nil, badFile(j.TestFile, "holds %d invalid items where %s says test_invalid_items = %d", j.Invalid, ResultFile, *r.TestInvalidItems)
+		return badFile(j.TestFile, "holds %d invalid items where %s says test_invalid_items = %d", j.Invalid, ResultFile, *r.TestInvalidItems)
+	}
+	if v := r.ValidForAggregation; v != nil && *v != (len(j.Nonconformant) == 0 && j.Invalid == 0) {
+		return badFile(name, "says valid_for_aggregation = %t, but it is true exactly when nonconformant is empty (here %d reasons) and test_invalid_items is 0 (here %d): the file contradicts itself", *v, len(j.Nonconformant), j.Invalid)
 	}
 	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.ID, b.ID) })
+	if err := checkMeans(name, j.TestFile, items, r.BaselineMean, r.DeployedMean); err != nil {
+		return err
+	}
 	j.Items = items
-	return j, nil, nil
+	return nil
+}
+
+// checkMeans refuses a result.json whose baseline_mean or deployed_mean
+// is not the mean of test.json's valid items (sorted by id), rounded to 6
+// places as the job writes it: the table is computed from test.json, and a
+// result.json that says otherwise is not the same job.
+func checkMeans(name, testName string, items []Item, baseline, deployed *float64) error {
+	var sumB, sumD float64
+	valid := 0
+	for _, it := range items {
+		if it.Valid {
+			sumB += it.Baseline
+			sumD += it.Deployed
+			valid++
+		}
+	}
+	if valid == 0 {
+		return nil
+	}
+	for _, m := range []struct {
+		field string
+		given *float64
+		sum   float64
+	}{{"baseline_mean", baseline, sumB}, {"deployed_mean", deployed, sumD}} {
+		if m.given == nil {
+			continue
+		}
+		// The job rounds the mean to 6 places: it may be off by half a
+		// millionth, and by float64's own error on a large one.
+		mean := m.sum / float64(valid)
+		if !(math.Abs(*m.given-mean) <= 5.0001e-7+1e-12*math.Abs(mean)) {
+			return badFile(name, "says %s = %g, but the mean of %s's %d valid items is %g: the two files are not one job's", m.field, *m.given, testName, valid, mean)
+		}
+	}
+	return nil
 }
 
 // ScoreLimit is the largest magnitude a score, and a paired difference
@@ -356,13 +422,18 @@ func ScoreLimit(n int) float64 {
 
 // decodeFile reads one JSON object from path into v; a file that does not
 // parse is an *InputError naming the file and the line and column.
-func decodeFile(path, name string, v any) error {
+func decodeFile(path, name string, v any) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return badFile(name, "cannot be read: %s", errors.Unwrap(err))
+		return nil, badFile(name, "cannot be read: %s", errors.Unwrap(err))
 	}
+	return data, decodeData(data, name, v)
+}
+
+// decodeData is decodeFile's reading of the file's bytes.
+func decodeData(data []byte, name string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	err = dec.Decode(v)
+	err := dec.Decode(v)
 	if err == nil {
 		end := dec.InputOffset()
 		if _, extra := dec.Token(); extra != io.EOF {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -81,8 +82,8 @@ func Write(root string, j Job) (string, error) {
 		items[i] = it
 	}
 	if valid > 0 {
-		b /= float64(valid)
-		d /= float64(valid)
+		// Rounded as a job writes them (stages.JobFiles).
+		b, d = round6(b/float64(valid)), round6(d/float64(valid))
 	}
 	nc := j.Nonconformant
 	if nc == nil {
@@ -150,4 +151,12 @@ func Grid(root string, seed uint64, n int, gain map[string]float64, cells []stri
 		}
 	}
 	return nil
+}
+
+// round6 rounds as stages.JobFiles does.
+func round6(f float64) float64 {
+	if math.Abs(f) >= 1e15 {
+		return f // no digit after the point to round
+	}
+	return math.Round(f*1e6) / 1e6
 }
