@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/stages/jsonpos"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 	"github.com/cairn-run/cairn/storage/digest"
 )
@@ -528,6 +529,9 @@ func loadItems(root string, s evalSpec) ([]items.Item, error) {
 		b, err := os.ReadFile(filepath.Join(root, s.itemsPath))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the dataset: %w", err)
+		}
+		if bytes.HasPrefix(b, jsonpos.BOM) {
+			return nil, fmt.Errorf("the dataset %s %s", s.itemsPath, jsonpos.BOMMessage)
 		}
 		raws, where, jsonl, err = splitDataset(b, s.itemsPath)
 		if err != nil {

@@ -144,6 +144,8 @@ func TestLoadItems(t *testing.T) {
 		{"object id", "{\"id\":{\"x\":1}}\n", "", nil, "the id must be a string or a number"},
 		{"bad line", "{\"id\":\"a\"}\n{\"id\": \n", "", nil, "items.jsonl:2 is not one JSON value"},
 		{"bad array", `[{"id":"a"},`, "", nil, "is not a JSON array of items"},
+		{"byte-order mark", "\ufeff{\"id\":\"a\"}\n", "", nil, "the dataset items.jsonl starts with a UTF-8 byte-order mark"},
+		{"not UTF-8", "{\"id\":\"a\",\"q\":\"\xfe\"}\n", "", nil, "items.jsonl:1 is not one JSON value (a JSONL dataset has one item per line): a string holds bytes that are not UTF-8"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

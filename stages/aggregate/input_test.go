@@ -81,6 +81,32 @@ func TestAResultWithJunkAfterItIsRefused(t *testing.T) {
 	}
 }
 
+// A number beyond float64 and an empty non-conformance reason are named
+// as what they are.
+func TestOutOfRangeScoresAndEmptyReasonsAreNamed(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string {
+			return strings.Replace(s, `"baseline": 1,`, `"baseline": 1e400,`, 1)
+		})
+	})
+	assert.Regexp(t, `test.json:\d+:\d+: items.baseline is the number 1e400, beyond what a 64-bit float holds \(about ±1.8e308\)$`, msg)
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"nonconformant": []`, `"nonconformant": [""]`, 1)
+		})
+	})
+	assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed1/result.json: nonconformant[0] is empty: each reason is a sentence saying why the job is not part of the experiment`, msg)
+}
+
+// A file that starts with a UTF-8 byte-order mark is refused saying so,
+// not as an "invalid character".
+func TestAResultWithAByteOrderMarkIsRefused(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string { return "\ufeff" + s })
+	})
+	assert.Equal(t, "gepa/hotpotqa_centralized_qwen/seed1/test.json:1:1: starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not have: save the file without it (UTF-8 without BOM)", msg)
+}
+
 // A key given twice in one object is refused, at the second: which one a
 // JSON reader keeps is not a thing a figure may depend on.
 func TestAKeyGivenTwiceIsRefused(t *testing.T) {

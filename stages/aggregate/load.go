@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -252,6 +253,11 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	case j.CellID != j.Dataset+"/"+j.Runtime+"/"+j.Model:
 		return nil, nil, badFile(name, "cell_id %q is not dataset/runtime/model (%q/%q/%q)", j.CellID, j.Dataset, j.Runtime, j.Model)
 	}
+	for i, why := range j.Nonconformant {
+		if strings.TrimSpace(why) == "" {
+			return nil, nil, badFile(name, "nonconformant[%d] is empty: each reason is a sentence saying why the job is not part of the experiment", i)
+		}
+	}
 	if len(j.Nonconformant) > 0 && !include {
 		return j, &Skip{File: name, Reasons: j.Nonconformant}, nil
 	}
@@ -432,6 +438,9 @@ func decodeFile(path, name string, v any) ([]byte, error) {
 
 // decodeData is decodeFile's reading of the file's bytes.
 func decodeData(data []byte, name string, v any) error {
+	if bytes.HasPrefix(data, jsonpos.BOM) {
+		return badAt(name, data, 0, "%s", jsonpos.BOMMessage)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	err := dec.Decode(v)
 	if err == nil {
@@ -452,6 +461,9 @@ func decodeData(data []byte, name string, v any) error {
 	case errors.As(err, &typ):
 		if typ.Field == "" {
 			return badAt(name, data, typ.Offset, "want a JSON object, got %s", typ.Value)
+		}
+		if strings.HasPrefix(typ.Value, "number ") && typ.Type.Kind() == reflect.Float64 {
+			return badAt(name, data, typ.Offset, "%s is the %s, beyond what a 64-bit float holds (about ±1.8e308)", typ.Field, typ.Value)
 		}
 		return badAt(name, data, typ.Offset, "%s is %s, want %s", typ.Field, typ.Value, friendlyType(typ.Type.String()))
 	case errors.Is(err, io.EOF):

@@ -54,6 +54,10 @@ type source struct {
 // (encoding/json would keep the last of two silently).
 func readSource(file string, data []byte) *source {
 	s := &source{file: file, data: data, val: map[string]int{}, key: map[string]int{}}
+	if bytes.HasPrefix(data, jsonpos.BOM) {
+		s.errorf(0, "%s", jsonpos.BOMMessage)
+		return s
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	err := jsonpos.Walk(dec, data, "", jsonpos.Visitor{
@@ -185,6 +189,8 @@ func goKind(t string) string {
 	switch {
 	case strings.HasPrefix(t, "int"):
 		return "a whole number"
+	case strings.HasPrefix(t, "uint"):
+		return "a whole number, 0 or more"
 	case strings.HasPrefix(t, "float"):
 		return "a number"
 	case t == "string":

@@ -3,6 +3,7 @@ package decision
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -117,13 +118,18 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 			dec := json.NewDecoder(bytes.NewReader(v))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&o); err != nil {
-				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N}: %s", strings.TrimPrefix(err.Error(), "json: "))
+				why := strings.TrimPrefix(err.Error(), "json: ")
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) {
+					why = fmt.Sprintf("%s is %s where %s is expected", te.Field, jsonKind(te.Value), goKind(te.Type.String()))
+				}
+				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N}: %s", why)
 				continue
 			}
 			if !src.has(path + ".attempts") {
 				o.Attempts = o.State.defaultAttempts()
 			}
-		} else if err := json.Unmarshal(v, &o.State); err != nil {
+		} else if err := json.Unmarshal(v, &o.State); err != nil || string(v) == "null" {
 			bad(path, id, "an outcome is a state string or {\"state\": STATE, \"attempts\": N}")
 			continue
 		} else {

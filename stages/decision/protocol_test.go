@@ -80,6 +80,7 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
         "qwen25_3b-gsm8k-shape1024-n4-steps5-c9",`, []string{"cases[0].query_order[0]: \"qwen25_3b-gsm8k-shape1024-n4-steps5-c9\" is not a candidate", "leaves out qwen25_3b-gsm8k-shape1024-n4-steps5-c3"}},
 		{"duplicate key", `"screen_seed": 141,`, `"screen_seed": 141, "screen_seed": 142,`, []string{"screen_seed is given twice"}},
 		{"unknown rule", `"direct_screen"`, `"direct_scren"`, []string{"rules[2]: \"direct_scren\" is not a decision rule"}},
+		{"negative seed", `"collection_order_seed": 20260916`, `"collection_order_seed": -1`, []string{"collection_order_seed: the number -1 where a whole number, 0 or more is expected"}},
 		{"planned count", `"planned_processes": 48,`, `"planned_processes": 47,`, []string{"planned_processes: says 47, but the cases list 48 slots"}},
 		{"slot twice", `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s142"`, `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141"`, []string{"cases[0].candidates[0].slot_ids.evaluation[0]: slot \"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141\" is also cases[0].candidates[0].slot_ids.screen[0]"}},
 		{"bad peak", `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": "lots"`, []string{"a peak in MiB must be a number"}},
@@ -101,6 +102,8 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
 			}
 		})
 	}
+	_, err = ParseProtocol("p.json", append([]byte("\ufeff"), seed...))
+	assert.ErrorContains(t, err, "p.json:1:1: starts with a UTF-8 byte-order mark")
 	_, err = ParseProtocol("p.json", []byte(`[1]`))
 	assert.ErrorContains(t, err, "p.json:1:1: a protocol is a JSON object")
 	_, err = ParseProtocol("p.json", []byte(`{"protocol_version": "decision-1.0"`))
@@ -151,6 +154,8 @@ func TestOutcomesFile(t *testing.T) {
 		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 0}}`, "started at least once"},
 		{`{"alpha-c1-s141": {"state": "unresolved", "tries": 2}}`, "unknown field"},
 		{`{"alpha-c1-s141": 3}`, "a state string or"},
+		{`{"alpha-c1-s141": null}`, `slot "alpha-c1-s141": an outcome is a state string or`},
+		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 1.5}}`, `attempts is the number 1.5 where a whole number is expected`},
 		{"{\n \"alpha-c1-s141\": \"unresolved\",\n \"alpha-c1-s141\": \"within_margin\"\n}", `o.json:3:2: ["alpha-c1-s141"] is given twice`},
 		{`["alpha-c1-s141"]`, "JSON object mapping slot ids"},
 	} {

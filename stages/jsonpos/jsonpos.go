@@ -84,6 +84,14 @@ func FirstDuplicate(data []byte) (path string, off int, ok bool) {
 	return path, off, ok
 }
 
+// BOM is the UTF-8 byte-order mark some editors put at a file's start;
+// JSON has none (RFC 8259), and a reader that meets one reports an
+// "invalid character 'ï'" that points nowhere useful.
+var BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// BOMMessage is what a reader says of a JSON file that starts with BOM.
+const BOMMessage = "starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not have: save the file without it (UTF-8 without BOM)"
+
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Member is the path of member k of the object at path: path.k, or
