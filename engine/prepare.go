@@ -74,7 +74,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		var diags hcl.Diagnostics
 		sn, diags = a.g.EvalNode(n, a.instance)
 		if diags.HasErrors() {
-			a.fail(ns, failclass.Setup, "cannot evaluate its attributes: "+plan.OneLine(diags.Error()))
+			a.fail(ns, failclass.Setup, "cannot evaluate its attributes: "+plan.DiagsLine(diags))
 			return true
 		}
 		if err := a.g.SetServiceWeights(n, sn, a.cache.Stat); err != nil {

@@ -242,3 +242,31 @@ stage "command" "a" {
 	assert.Equal(t, exitBadInput, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "gpus must be a whole number from 0 to 1048576.")
 }
+
+// An error found as a node is prepared, or as its postcondition is
+// evaluated, names its place as validate does: file:line:col.
+func TestRunTimeErrorsNameFileLineCol(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `stage "command" "t" {
+  run    = ["sh", "-c", "echo '{\"acc\": 0.9}' > t.json"]
+  result = "t.json"
+}
+
+stage "command" "u" {
+  run = ["echo", stage.t.result.accuracy]
+}
+
+stage "command" "w" {
+  run = ["echo", "x"]
+  postcondition {
+    condition     = self.result.acc > 1
+    error_message = "no result"
+  }
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	assert.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	out := r.stdout + r.stderr
+	assert.Regexp(t, `cannot evaluate its attributes: \S*p\.hcl:7:32: Unsupported attribute: This object does not have an attribute named "accuracy"\.`, out)
+	assert.Regexp(t, `the postcondition could not be evaluated: \S*p\.hcl:13:32: Attempt to get attribute from null value`, out)
+	assert.NotRegexp(t, `p\.hcl:\d+,\d+-\d+`, out, "hcl's own range form")
+}

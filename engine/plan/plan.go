@@ -688,7 +688,7 @@ func (g *Graph) EvalPostconditions(n *Node, self func() cty.Value, inst instance
 	for _, chk := range n.Stage.Postconditions {
 		v, diags := chk.Condition.Value(ctx)
 		if diags.HasErrors() {
-			return "the postcondition could not be evaluated: " + OneLine(diags.Error()), true
+			return "the postcondition could not be evaluated: " + DiagsLine(diags), true
 		}
 		v, _ = v.Unmark()
 		if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.Bool) {

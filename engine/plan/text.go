@@ -3,6 +3,10 @@ package plan
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/cairn-run/cairn/dsl"
 )
 
 // OneLine puts a message on one line of at most 300 bytes.
@@ -12,6 +16,27 @@ func OneLine(s string) string {
 		s = s[:297] + "..."
 	}
 	return s
+}
+
+// DiagsLine puts a pipeline's errors on one line, each at its
+// file:line:col as validate names places ("main.hcl:6:32: Unsupported
+// attribute: ..."), not in hcl's "main.hcl:6,32-41" form.
+func DiagsLine(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		p := d.Summary
+		if d.Detail != "" {
+			p += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			p = dsl.Pos(*d.Subject) + ": " + p
+		}
+		parts = append(parts, p)
+	}
+	return OneLine(strings.Join(parts, "; "))
 }
 
 // Below returns p relative to dir when p is dir or inside it.
