@@ -270,3 +270,22 @@ stage "command" "w" {
 	assert.Regexp(t, `the postcondition could not be evaluated: \S*p\.hcl:13:32: Attempt to get attribute from null value`, out)
 	assert.NotRegexp(t, `p\.hcl:\d+,\d+-\d+`, out, "hcl's own range form")
 }
+
+// A --var-file among the *.hcl files of a folder pipeline is refused as
+// what it is, before the folder is read: it would be part of the pipeline.
+func TestVarFileInsidePipelineFolderRefused(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"p/main.hcl": "variable \"tag\" {\n  type = string\n}\n\nstage \"command\" \"s\" {\n  run = [\"echo\", var.tag]\n}\n",
+		"p/dev.hcl":  "tag = \"x\"\n",
+		"dev.hcl":    "tag = \"y\"\n",
+	})
+	for _, cmd := range []string{"validate", "plan", "apply"} {
+		r := runCLI(t, "--chdir", root, cmd, "p", "--var-file", "p/dev.hcl")
+		assert.Equal(t, exitBadInput, r.code, cmd)
+		assert.Contains(t, r.stderr, "Variable file inside the pipeline folder", cmd)
+		assert.Contains(t, strings.Join(strings.Fields(r.stderr), " "), "Rename it dev.vars (or write it as .json), or move it out of the folder.", cmd)
+	}
+	// The same file outside the folder is a variable file, and a plan.
+	r := runCLI(t, "--chdir", root, "plan", filepath.Join("p", "main.hcl"), "--var-file", "dev.hcl")
+	assert.Equal(t, 0, r.code, r.stderr)
+}

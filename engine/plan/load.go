@@ -73,6 +73,9 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	loader := dsl.NewLoader(stages.Registry{})
 	loader.Funcs = stages.Functions
 	l := &Loaded{Loader: loader}
+	if d := varFilesInFolder(path, opts.Vars.Args); d != nil {
+		return l, hcl.Diagnostics{d}
+	}
 	cfg, diags := loader.Load(path)
 	if cfg == nil {
 		return l, diags
@@ -304,4 +307,31 @@ func countOf(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// varFilesInFolder refuses a --var-file that is one of the *.hcl files a
+// folder pipeline at path reads: it would be read as part of the pipeline
+// (its values as unexpected arguments), not as values.
+func varFilesInFolder(path string, args []dsl.VarArg) *hcl.Diagnostic {
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		return nil
+	}
+	dir, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	for _, v := range args {
+		if !v.File || !strings.HasSuffix(v.Value, ".hcl") {
+			continue
+		}
+		if f, err := filepath.Abs(v.Value); err == nil && filepath.Dir(f) == dir {
+			return &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Variable file inside the pipeline folder",
+				Detail: fmt.Sprintf("--var-file %s is in the pipeline folder %s, which is read as one pipeline: every *.hcl file in it, %s too, as stages and variables, not as values. Rename it %s.vars (or write it as .json), or move it out of the folder.",
+					v.Value, dir, filepath.Base(f), strings.TrimSuffix(filepath.Base(f), ".hcl")),
+			}
+		}
+	}
+	return nil
 }
