@@ -68,6 +68,19 @@ func TestSavedPlanIsAppliedExactlyOrRefused(t *testing.T) {
 		})
 	}
 
+	// The reasons a changed key gives compare the node with its last run,
+	// and say so: the plan's own text is not what they show.
+	t.Run("a command changed after a run", func(t *testing.T) {
+		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline})
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "apply").code)
+		writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(savedPipeline, "echo a >", "echo hey >", 1))
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--out", "p.plan").code)
+		writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(savedPipeline, "echo a >", "echo yo >", 1))
+		r := runCLI(t, "--chdir", root, "apply", "p.plan")
+		assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
+		assert.Regexp(t, `stage\.a: key [0-9a-f]+ at plan time, [0-9a-f]+ now \(against its last run: run: .*echo a .* -> .*echo yo `, r.stderr)
+	})
+
 	t.Run("unchanged", func(t *testing.T) {
 		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline})
 		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--out", "p.plan").code)

@@ -118,7 +118,13 @@ func (pf *File) CheckAgainst(p *Plan) []string {
 		case !ok:
 			changed = append(changed, fmt.Sprintf("%s is no longer in the pipeline", e.Address))
 		case e.Key != "" && pn.Key != e.Key:
-			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now%s", e.Address, store.Short(e.Key), orUnknown(pn.Key), becauseOf(pn)))
+			// The reasons compare the node with its last run, not with
+			// the plan: they say so.
+			why := becauseOf(pn)
+			if pn.Changed && why != "" {
+				why = " (against its last run: " + strings.Join(pn.Reasons, "; ") + ")"
+			}
+			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now%s", e.Address, store.Short(e.Key), orUnknown(pn.Key), why))
 		case pn.Action != e.Action:
 			changed = append(changed, fmt.Sprintf("%s: %s, %s%s", e.Address, plannedAs(e.Action), wouldNow(pn.Action), becauseOf(pn)))
 		}
