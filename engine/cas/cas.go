@@ -331,6 +331,18 @@ func (s *Store) open(d Digest) (*os.File, os.FileInfo, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("cas: %w", err)
 	}
+	if !fi.Mode().IsRegular() {
+		// Not a blob cairn wrote (a folder in its place, say): damaged
+		// as a blob whose bytes changed is, and evicted the same way.
+		f.Close()
+		err := fmt.Errorf("%w: %s is not a regular file (mode %s); evicted", ErrCorrupt, d, fi.Mode().Type())
+		p := s.path(d)
+		if rerr := os.RemoveAll(p); rerr != nil {
+			return nil, nil, errors.Join(err, rerr)
+		}
+		s.markDirty(filepath.Dir(p))
+		return nil, nil, err
+	}
 	return f, fi, nil
 }
 

@@ -304,6 +304,13 @@ func TestCorruptBlob(t *testing.T) {
 		{"emptied", func(t *testing.T) func(string) {
 			return func(p string) { require.NoError(t, os.Truncate(p, 0)) }
 		}},
+		{"a folder in its place", func(t *testing.T) func(string) {
+			return func(p string) {
+				require.NoError(t, os.Remove(p))
+				require.NoError(t, os.MkdirAll(filepath.Join(p, "sub"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(p, "sub", "f"), content, 0o644))
+			}
+		}},
 	}
 	reads := []struct {
 		name string
@@ -330,7 +337,8 @@ func TestCorruptBlob(t *testing.T) {
 				err = rd.read(s, d, dir)
 				require.ErrorIs(t, err, ErrCorrupt)
 				assert.False(t, s.Has(d), "a corrupt blob is evicted")
-				assert.NoFileExists(t, s.path(d))
+				_, err = os.Lstat(s.path(d))
+				assert.ErrorIs(t, err, fs.ErrNotExist, "nothing is left in its place")
 
 				got, err := os.ReadFile(prior)
 				require.NoError(t, err)
