@@ -54,6 +54,10 @@ A run still going, or killed, is reported as far as its journal goes.
 			if abs, err := filepath.Abs(path); err == nil {
 				path = abs
 			}
+			if rep.Run.Damaged != "" {
+				// The page says so at its top; the terminal says it too.
+				fmt.Fprintf(a.stderr, "warning: run %s: %s; its state (%s) is as far as the journal can tell\n", rep.Run.ID, rep.Run.Damaged, rep.Run.State)
+			}
 			fmt.Fprintf(a.stdout, "Report of run %s (%s): %s\n", rep.Run.ID, rep.Run.State, path)
 			fmt.Fprintf(a.stdout, "Trace (one row per node attempt): %s\n", filepath.Join(filepath.Dir(path), runreport.TraceName))
 			return nil

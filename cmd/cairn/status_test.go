@@ -53,4 +53,12 @@ func TestStatusShowsRunsWithDamagedJournals(t *testing.T) {
 
 	r = runCLI(t, "--chdir", root, "show", filepath.Base(damaged))
 	assert.Contains(t, r.stdout, "started unknown  interrupted (journal damaged)")
+
+	// The report of such a run is written, and the terminal warns too.
+	r = runCLI(t, "--chdir", root, "report", filepath.Base(damaged))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: run "+filepath.Base(damaged)+": its journal is damaged (wal: corrupt record at byte 8")
+	r = runCLI(t, "--chdir", root, "report", filepath.Base(whole))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "warning")
 }
