@@ -162,6 +162,11 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			}
 		}
 		f, d := parseConfigCut(l.Parser, src, p, cuts)
+		if e := encodingDiag(src, d); e != nil {
+			// One error for a file that is not UTF-8, not one for each
+			// character the parser then trips over.
+			d = hcl.Diagnostics{e}
+		}
 		diags = append(diags, d...)
 		if f != nil {
 			files = append(files, f)

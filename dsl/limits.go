@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"fmt"
 	"math/big"
 	"reflect"
@@ -150,6 +151,24 @@ func tokenNesting(src []byte, filename string, limit int) (most int, over, inval
 		invalid = &hcl.Range{Filename: filename, Start: pos, End: end}
 	}
 	return most, over, invalid
+}
+
+// encodingDiag is the one error for a file (src) the parser found not
+// UTF-8 (diags hold its "Invalid character encoding" errors; bytes that
+// are not UTF-8 in a comment pass): the first place, and UTF-16 named
+// when the file starts with its byte-order mark. nil when diags hold none.
+func encodingDiag(src []byte, diags hcl.Diagnostics) *hcl.Diagnostic {
+	for _, d := range diags {
+		if d.Summary != "Invalid character encoding" || d.Subject == nil {
+			continue
+		}
+		detail := "Pipeline files are UTF-8 text; this one holds a byte that is not UTF-8 here. Save it as UTF-8 in your editor."
+		if bytes.HasPrefix(src, []byte{0xFF, 0xFE}) || bytes.HasPrefix(src, []byte{0xFE, 0xFF}) {
+			detail = "This file is UTF-16 (it starts with UTF-16's byte-order mark); pipeline files are UTF-8 text. Save it as UTF-8 in your editor (iconv -f UTF-16 -t UTF-8 also converts it)."
+		}
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: d.Summary, Detail: detail, Subject: d.Subject}
+	}
+	return nil
 }
 
 // invalidUTF8At is the offset of the first invalid UTF-8 sequence in src.

@@ -289,3 +289,33 @@ func TestVarFileInsidePipelineFolderRefused(t *testing.T) {
 	r := runCLI(t, "--chdir", root, "plan", filepath.Join("p", "main.hcl"), "--var-file", "dev.hcl")
 	assert.Equal(t, 0, r.code, r.stderr)
 }
+
+// A pipeline file that is not UTF-8 is one error, at its first bad byte,
+// naming UTF-16 when the file is; bytes that are not UTF-8 in a comment
+// pass, as before.
+func TestPipelineFileEncoding(t *testing.T) {
+	src := "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"
+	var u16 []byte
+	u16 = append(u16, 0xFF, 0xFE)
+	for _, r := range src {
+		u16 = append(u16, byte(r), 0)
+	}
+	root := cliWorkspace(t, map[string]string{
+		"u16.hcl":     string(u16),
+		"latin1.hcl":  "stage \"command\" \"a\" {\n  run = [\"caf\xe9\"]\n}\n",
+		"comment.hcl": "# caf\xe9\n" + src,
+	})
+	r := runCLI(t, "--chdir", root, "validate", "u16.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, "Error: Invalid character encoding"), r.stderr)
+	assert.Contains(t, strings.Join(strings.Fields(r.stderr), " "), "This file is UTF-16")
+	assert.Contains(t, r.stderr, "1 error(s) in the pipeline")
+
+	r = runCLI(t, "--chdir", root, "validate", "latin1.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "latin1.hcl:2:14")
+	assert.Contains(t, r.stderr, "1 error(s) in the pipeline")
+
+	r = runCLI(t, "--chdir", root, "validate", "comment.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+}
