@@ -36,6 +36,10 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		// A single-variant debug run's result is not the batch's.
 		return false
 	}
+	if _, differs := plan.OutFolderDiffers(a.g.Root, ns.n, rec, a.cache.Stat); differs {
+		// The out folder is the truth: the node runs and takes it.
+		return false
+	}
 	if err := a.restoreOutputs(rec); err != nil {
 		if !restoreDamaged(err) {
 			// The record is good: another workspace may restore it.

@@ -857,3 +857,56 @@ func TestOptimizerGridEndpointsPerModel(t *testing.T) {
 	assert.Len(t, altReqs, 1, "the alt model's server saw only its model, answered 200: %v", altReqs)
 	assert.Positive(t, altReqs["alt-model 200"])
 }
+
+// The out folder is the truth, whatever the cache holds: a job finished
+// on one cache (its model answering one way) is not replaced by another
+// cache's record of the same keys. Here the out folder is written on a
+// fresh cache against a model that answers differently (its settings
+// are in no key); the first cache's records are then not restored over
+// it: the job's nodes take the folder's artifacts as they are.
+func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	out, code := w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	require.NoError(t, os.Rename(filepath.Join(w.dir, "runs"), filepath.Join(w.dir, "runs.first")))
+
+	other, err := simmodel.Start(simmodel.Config{WrongRate: 0.9, Seed: 3}, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	first, firstURL := w.cache, w.url
+	w.cache, w.url = filepath.Join(t.TempDir(), "other-cache"), other.URL
+	out, code = w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	files := []string{"job.json", "optimization.json", "selection.json", "test.json", "result.json"}
+	written := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(w.dir, dir, f))
+		require.NoError(t, err)
+		written[f] = string(b)
+	}
+	firstResult, err := os.ReadFile(filepath.Join(w.dir, "runs.first", strings.TrimPrefix(dir, "runs/"), "result.json"))
+	require.NoError(t, err)
+	require.NotEqual(t, string(firstResult), written["result.json"], "the two models answered differently")
+
+	w.cache, w.url = first, firstURL
+	total := func() (n int) {
+		for _, c := range w.requests() {
+			n += c
+		}
+		return n
+	}
+	sent := total()
+	plan := w.command(append([]string{"plan"}, w.applyArgs(nil, "budget=20")[1:]...)...)
+	b, err := plan.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	assert.Contains(t, string(b), "and not the cached record's (written by another apply or on another cache): the out folder is the truth")
+	out, code = w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(w.dir, dir, f))
+		require.NoError(t, err)
+		assert.Equal(t, written[f], string(b), "%s is the out folder's, not the first cache's", f)
+	}
+	assert.Equal(t, sent, total(), "nothing was evaluated again")
+}

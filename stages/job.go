@@ -259,6 +259,9 @@ func (Job) DeclaredInputs(n *Node, root string) []string {
 }
 
 // DeclaredOutputs implements OutputDeclarer: job.json.
+// KeepsOutFolder implements OutFolderKeeper.
+func (Job) KeepsOutFolder() {}
+
 func (Job) DeclaredOutputs(n *Node) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() || s.out == "" {

@@ -227,6 +227,9 @@ func (Optimize) DeclaredInputs(n *Node, root string) []string {
 
 // DeclaredOutputs implements OutputDeclarer: optimization.json and the
 // optimization folder.
+// KeepsOutFolder implements OutFolderKeeper.
+func (Optimize) KeepsOutFolder() {}
+
 func (Optimize) DeclaredOutputs(n *Node) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() || s.out == "" {

@@ -181,6 +181,9 @@ func (Select) Check(n *Node) hcl.Diagnostics {
 }
 
 // DeclaredOutputs implements OutputDeclarer: selection.json.
+// KeepsOutFolder implements OutFolderKeeper.
+func (Select) KeepsOutFolder() {}
+
 func (Select) DeclaredOutputs(n *Node) []DeclaredPath {
 	return outFolderFiles(n, "selection.json")
 }
@@ -496,6 +499,9 @@ func (JobResult) Check(n *Node) hcl.Diagnostics {
 }
 
 // DeclaredOutputs implements OutputDeclarer: test.json and result.json.
+// KeepsOutFolder implements OutFolderKeeper.
+func (JobResult) KeepsOutFolder() {}
+
 func (JobResult) DeclaredOutputs(n *Node) []DeclaredPath {
 	return outFolderFiles(n, "test.json", "result.json")
 }

@@ -104,6 +104,17 @@ type KeyTransformer interface {
 	KeyValue(attr string, v cty.Value) cty.Value
 }
 
+// OutFolderKeeper is implemented by the kinds whose outputs are an
+// optimizer job's artifacts in its out folder (job.json, optimization.json,
+// selection.json, test.json, result.json): the out folder is the truth
+// (docs/job-artifacts.md). A cached record is restored only where the out
+// folder holds no different file; when it does (the folder written by
+// another apply, on another cache), the node runs instead, and its kind
+// takes the folder's artifacts as they are, or refuses them.
+type OutFolderKeeper interface {
+	KeepsOutFolder()
+}
+
 // Comparer is implemented by kinds that compare their upstreams' results
 // (the pareto kind): with on_upstream_failure = "run" a failed upstream is
 // still listed, but a node none of whose upstreams finished has nothing to

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -516,6 +518,10 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		return diags
 	}
 	if ok {
+		if p, differs := OutFolderDiffers(g.Root, n, rec, cache.Stat); differs {
+			pn.Reasons = []string{fmt.Sprintf("its out folder holds %s, and not the cached record's (written by another apply or on another cache): the out folder is the truth, and the node takes it as it is", p)}
+			return diags
+		}
 		pn.Action = ActCached
 		pn.Record = rec
 		if msg := g.postconditionFails(n, rec, inst); msg != "" {
@@ -1023,4 +1029,34 @@ func (p *Plan) JSON() *JSON {
 		out.Nodes = append(out.Nodes, j)
 	}
 	return out
+}
+
+// OutFolderDiffers reports the first output of rec, a cached record of
+// n, that n's out folder holds with other content, when n's kind keeps
+// its out folder (stages.OutFolderKeeper): the record must not be
+// restored over it. A file the folder lacks does not count (restoring it
+// writes the record's).
+func OutFolderDiffers(root string, n *Node, rec *store.Record, stat *fsdigest.Cache) (string, bool) {
+	if _, keeps := n.Kind.(stages.OutFolderKeeper); !keeps {
+		return "", false
+	}
+	paths := make([]string, 0, len(rec.Outputs))
+	for p := range rec.Outputs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		full := filepath.Join(root, p)
+		fi, err := os.Lstat(full)
+		if err != nil {
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			return p, true
+		}
+		if got, err := stat.File(full); err != nil || got != rec.Outputs[p] {
+			return p, true
+		}
+	}
+	return "", false
 }
