@@ -226,7 +226,8 @@ locals {
 # The model servers. With serve = true cairn starts them (the grid file's
 # servers: the command line of each task model and of the reflection model)
 # when a job will send them a request, and stops them when none will; a
-# job's evaluations are then keyed by the weights served (docs/serve.md).
+# job's evaluations are then keyed by the weights served and the servers'
+# command lines (docs/serve.md).
 # With serve = false they publish the endpoints of servers you run, and the
 # keys are the model id's, as without serve stages.
 stage "serve" "reflection_model" {

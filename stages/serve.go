@@ -3,6 +3,8 @@ package stages
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -274,8 +276,15 @@ type ServeIdentity struct {
 	// Weights is the weights' digest: of the files the weights attribute
 	// names, or the digest it gives; "" when it names none.
 	Weights string `json:"weights"`
+	// Server is the digest of the server's command line as the stage
+	// writes it, its {port}, {replica}, {model}, {gpus} and {host} as
+	// placeholders, not their values: a flag that changes answers
+	// (--dtype, --quantization, --max-model-len) changes it. "" for
+	// servers someone else runs.
+	Server string `json:"server,omitempty"`
 	// ModelKey is the item key's model field of the evaluations the node
-	// serves: the model id, and the weights' digest after "@" when known.
+	// serves: the model id, the weights' digest after "@" when known, and
+	// the server's after ";server=".
 	ModelKey string `json:"model_key"`
 }
 
@@ -296,9 +305,20 @@ func serveIdentity(n *Node) ServeIdentity {
 	if n.WeightsDigest != "" {
 		id.Weights = n.WeightsDigest
 	}
+	if !s.externalSet && len(s.argv) > 0 {
+		h := sha256.New()
+		for _, a := range s.argv {
+			h.Write([]byte(a))
+			h.Write([]byte{0})
+		}
+		id.Server = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	}
 	id.ModelKey = id.Model
 	if id.Weights != "" {
 		id.ModelKey += "@" + id.Weights
+	}
+	if id.Server != "" {
+		id.ModelKey += ";server=" + id.Server
 	}
 	return id
 }

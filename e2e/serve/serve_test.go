@@ -856,6 +856,19 @@ func TestServeKeysByWeights(t *testing.T) {
 	assert.Contains(t, out, "items 8/8: 8 evaluated, 0 from the store, 0 failed")
 	assert.Len(t, w.workerRequests(), 16)
 	assert.Len(t, w.storedKeys(), 16)
+	// The same weights served with a flag that changes answers: another
+	// server, new keys, every item asked again (and its answers differ).
+	w.pipeline(serveStage("tm", port, 1, 0, "", "--wrong-rate", "0.9"), evalStage("a", "tm"))
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 8/8: 8 evaluated, 0 from the store, 0 failed")
+	assert.Len(t, w.workerRequests(), 24)
+	assert.Len(t, w.storedKeys(), 24)
+	// Back to the first command line: its items are in the store.
+	w.pipeline(serveStage("tm", port, 1, 0, ""), evalStage("a", "tm"))
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Len(t, w.workerRequests(), 24, "the first server's answers were asked again")
 	// The scores name the keys; each holds the weights' identity, so a
 	// plain-endpoints evaluation of the same items does not share them.
 	sc, err := os.Open(filepath.Join(w.dir, "out/a.jsonl"))
