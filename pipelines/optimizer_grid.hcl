@@ -191,12 +191,15 @@ locals {
   job_specs = {
     for j in(var.method != "" ? local.one : local.all) : "${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}" => merge(j, {
       cell_id = "${j.dataset}/${j.runtime}/${j.model}"
-      out       = var.method != "" && var.out != "" ? var.out : "${var.runs}/${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}"
-      split     = { for s in ["train", "val", "test"] : s => "${var.data_dir}/${j.dataset}/${s}.jsonl" }
+      out     = var.method != "" && var.out != "" ? var.out : "${var.runs}/${j.method}/${j.dataset}/${j.runtime}/${j.model}/${j.seed}"
+      split   = { for s in ["train", "val", "test"] : s => "${var.data_dir}/${j.dataset}/${s}.jsonl" }
       # Everything about the runtime that changes a result: it enters every
       # item key, so another cell never reuses these evaluations; the evaluation
-      # seed is the job's seed, so jobs of one cell and seed share them.
-      runtime_settings = { runtime = j.runtime, temperature = 0, eval_seed = j.seed }
+      # seed is the job's seed, so jobs of one cell and seed share them. The
+      # runtime's env (its install: PYTHONPATH to an SDK, say) is in it when
+      # the grid file gives one.
+      runtime_settings = merge({ runtime = j.runtime, temperature = 0, eval_seed = j.seed },
+      { for k, v in { env = try(local.grid.runtimes[j.runtime].env, {}) } : k => v if length(v) > 0 })
       # A runtime may need its own install (the grid file's runtimes: env
       # for every process of the job, and a check that it is usable).
       env   = try(local.grid.runtimes[j.runtime].env, {})

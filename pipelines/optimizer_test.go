@@ -910,3 +910,37 @@ func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
 	}
 	assert.Equal(t, sent, total(), "nothing was evaluated again")
 }
+
+// A runtime's env (the grid file's runtimes: its install) shapes a job's
+// results: it is sealed in job.json, so a finished job refuses a changed
+// one, and it is in every item key, so a fresh out folder evaluates again
+// rather than reusing answers made without it.
+func TestRuntimeEnvIsSealedAndKeyed(t *testing.T) {
+	w := newOptWorkspace(t)
+	out, code := w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	var job map[string]any
+	w.readJSON("runs/simgepa/sums/single/sim/0/job.json", &job)
+	assert.NotContains(t, job, "env", "no env: job.json as before")
+
+	grid := filepath.Join(w.dir, "testdata/optimizer/grid.json")
+	var g map[string]any
+	b, err := os.ReadFile(grid)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &g))
+	g["runtimes"] = map[string]any{"single": map[string]any{"env": map[string]any{"SIM_SDK": "v2"}}}
+	b, err = json.MarshalIndent(g, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(grid, b, 0o644))
+
+	out, code = w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, `env: the out folder's job is (none), this job is {"SIM_SDK":"v2"}`)
+
+	out, code = w.job("budget=20", "out=runs/with-env")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 30/30: 30 evaluated, 0 from the store", "validation answers made without the env are not reused")
+	assert.Contains(t, out, "items 40/40: 40 evaluated, 0 from the store", "test answers made without the env are not reused")
+	w.readJSON("runs/with-env/job.json", &job)
+	assert.Equal(t, map[string]any{"SIM_SDK": "v2"}, job["env"])
+}

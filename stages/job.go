@@ -101,6 +101,10 @@ type JobIdentity struct {
 	Digests       map[string]string `json:"digests"`
 	AllowAnyCell  bool              `json:"allow_any_cell"`
 	Nonconformant []string          `json:"nonconformant"`
+	// Env is the stage's env, which every process of the job gets (a
+	// runtime's install: PYTHONPATH to another SDK, say); a sensitive
+	// value is written "(sensitive)". Absent when the stage sets none.
+	Env map[string]string `json:"env,omitempty"`
 	// EarlierAttempts are the optimizations of this job set aside by
 	// --replace (not part of the seal).
 	EarlierAttempts []EarlierAttempt `json:"earlier_attempts,omitempty"`
@@ -213,6 +217,15 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 		need(jsonAttr(n, "check", &s.check, &diags, "the environment check's argument list, like [\"python3\", \"-c\", \"import agents\"]"))
 	}
 	s.id.CellID = s.id.Dataset + "/" + s.id.Runtime + "/" + s.id.Model
+	if len(n.Common.Env) > 0 {
+		s.id.Env = make(map[string]string, len(n.Common.Env))
+		for k, v := range n.Common.Env {
+			if n.Common.SensitiveEnv[k] {
+				v = "(sensitive)"
+			}
+			s.id.Env[k] = v
+		}
+	}
 	s.id.Nonconformant = []string{}
 	if s.id.Budget < ProtocolBudget {
 		s.id.Nonconformant = append(s.id.Nonconformant, fmt.Sprintf("budget %d is below the protocol's %d rollouts", s.id.Budget, ProtocolBudget))
