@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -66,6 +69,9 @@ sha256. docs/decision.md describes every figure.`,
 			r.Inputs.Outcomes, r.Inputs.Frozen = in, frozen
 			dir := a.path(out)
 			if out != "" {
+				if err := keptReplay(dir, out, r.JSON()); err != nil {
+					return err
+				}
 				if err := r.WriteFiles(dir, !noFsync()); err != nil {
 					return &exitError{code: exitFailed, msg: err.Error()}
 				}
@@ -105,4 +111,25 @@ func (a *app) replayInputError(err error, what, file string) error {
 		return badInput("%d problem(s) in the %s file %s; nothing was replayed", len(es), what, file)
 	}
 	return badInput("%s; nothing was replayed", err)
+}
+
+// keptReplay refuses to write a replay over another one: a folder whose
+// replay.json holds other figures (other inputs) keeps them; the same
+// replay is written again.
+func keptReplay(dir, out string, want []byte) error {
+	path := filepath.Join(dir, decision.Files[0])
+	have, err := os.ReadFile(path)
+	if err != nil || bytes.Equal(have, want) {
+		return nil
+	}
+	var in struct {
+		Inputs struct {
+			Protocol, Outcomes struct{ File, SHA256 string }
+		} `json:"inputs"`
+	}
+	what := "another replay"
+	if json.Unmarshal(have, &in) == nil && in.Inputs.Protocol.SHA256 != "" {
+		what = fmt.Sprintf("the replay of %s (sha256 %.12s) and %s (sha256 %.12s)", in.Inputs.Protocol.File, in.Inputs.Protocol.SHA256, in.Inputs.Outcomes.File, in.Inputs.Outcomes.SHA256)
+	}
+	return badInput("%s holds %s, with other figures: a replay is not written over another. Give --out another folder (or --out \"\" to write none), or remove %s to replace it", filepath.Join(out, decision.Files[0]), what, filepath.Join(out, decision.Files[0]))
 }

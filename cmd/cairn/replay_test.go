@@ -37,6 +37,26 @@ func TestReplayCommand(t *testing.T) {
 	_, err = os.Stat(filepath.Join(root, "replay", "replay.tsv"))
 	require.NoError(t, err)
 
+	// The same replay again is written again; another one is not written
+	// over it (exit 2, nothing printed or written).
+	again := runCLI(t, "--chdir", root, "replay", protocol, outcomes, "--json")
+	require.Equal(t, 0, again.code, again.stderr)
+	ob, err := os.ReadFile(outcomes)
+	require.NoError(t, err)
+	require.Contains(t, string(ob), `"alpha-c2-s141": "memory_failure"`)
+	other := filepath.Join(root, "other.json")
+	require.NoError(t, os.WriteFile(other, []byte(strings.Replace(string(ob), `"alpha-c2-s141": "memory_failure"`, `"alpha-c2-s141": "within_margin"`, 1)), 0o644))
+	kept := runCLI(t, "--chdir", root, "replay", protocol, other)
+	assert.Equal(t, 2, kept.code, kept.stderr)
+	assert.Contains(t, kept.stderr, "replay/replay.json holds the replay of "+protocol)
+	assert.Contains(t, kept.stderr, "a replay is not written over another")
+	assert.Empty(t, kept.stdout)
+	js2, err := os.ReadFile(filepath.Join(root, "replay", "replay.json"))
+	require.NoError(t, err)
+	assert.Equal(t, string(js), string(js2), "the first replay is kept")
+	elsewhere := runCLI(t, "--chdir", root, "replay", protocol, other, "--out", "replay-other")
+	require.Equal(t, 0, elsewhere.code, elsewhere.stderr)
+
 	table := runCLI(t, "--chdir", root, "replay", protocol, outcomes, "--out", "")
 	require.Equal(t, 0, table.code, table.stderr)
 	assert.Contains(t, table.stdout, "CASE   RULE            BUDGET  DECISIONS")
