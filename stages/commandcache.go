@@ -165,7 +165,7 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 		return nil, diags
 	}
 	spec.Weights = servedWeights(n, spec.Weights)
-	st, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
+	st, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
 		return &Outcome{Class: failclass.Infra, Message: "model cache: " + err.Error()}, nil
 	}

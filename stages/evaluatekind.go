@@ -740,7 +740,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err != nil {
 		return setup("%s", err)
 	}
-	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
+	store, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
 		return &Outcome{Class: failclass.Infra, Message: err.Error()}, nil
 	}
@@ -1065,6 +1065,12 @@ func (l *liveCounts) show() {
 func (l *liveCounts) close() {
 	close(l.stop)
 	<-l.done
+}
+
+// storeOptions are the item store's options for a run of node: fsync as
+// the apply says, and damage repaired as it opens told as a note.
+func storeOptions(rt Runtime, node string) items.StoreOptions {
+	return items.StoreOptions{NoSync: rt.NoSync(), Warn: func(text string) { note(rt, node, "%s", text) }}
 }
 
 // note tells a line about the node as it runs (events.NodeNote).

@@ -318,7 +318,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if fail != nil {
 		return fail, nil
 	}
-	store, err := items.OpenStore(rt.CacheDir(), items.StoreOptions{NoSync: rt.NoSync()})
+	store, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
 		return optFailure(failclass.Infra, "%s", err)
 	}

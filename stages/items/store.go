@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/cairn-run/cairn/storage/wal"
@@ -84,6 +85,9 @@ type StoreOptions struct {
 	// NoSync skips fsync on append (tests and benchmarks of everything but
 	// durability).
 	NoSync bool
+	// Warn is told of damage repaired as the store opens (records in the
+	// middle of the log blanked); nil: not told.
+	Warn func(text string)
 }
 
 // StoreStats describes the log behind a Store.
@@ -138,6 +142,19 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 	// between an evaluation's start and its first request, and one that
 	// stores nothing (every item found here) makes none.
 	l, err := wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true, Lazy: true})
+	if errors.Is(err, wal.ErrCorrupt) {
+		// Damaged records in the middle of the log (a flipped bit): each
+		// is blanked in place, its bytes kept beside the log, so that the
+		// results around it are read and new ones appended; the items it
+		// held are evaluated again.
+		kept, berr := wal.Blank(s.logPath, opts.NoSync)
+		if berr == nil {
+			if opts.Warn != nil {
+				opts.Warn(fmt.Sprintf("the item store %s had %d damaged record(s), now blanked: their items are evaluated again (the damaged bytes are kept in %s)", s.logPath, len(kept), strings.Join(kept, ", ")))
+			}
+			l, err = wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true, Lazy: true})
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("items: open store: %w", err)
 	}
@@ -196,6 +213,9 @@ func (s *Store) readTail(size int64) error {
 		batch = batch[:0]
 	}
 	st, err := wal.ReadAt(s.rd, s.logPath, s.next, size, func(off int64, p []byte) error {
+		if blanked(p) {
+			return nil // a damaged record, blanked (wal.Blank): no result
+		}
 		e, kb, err := decodeEntry(p)
 		if err != nil {
 			return fmt.Errorf("%w at offset %d: %w", ErrBadRecord, off, err)
@@ -431,6 +451,9 @@ func (s *Store) Stats() StoreStats {
 func ScanStore(cacheDir string, fn func(key string, r Result) error) error {
 	path := filepath.Join(cacheDir, storeSubdir, logName)
 	_, err := wal.Read(path, func(off int64, p []byte) error {
+		if blanked(p) {
+			return nil
+		}
 		if len(p) < recHeader {
 			return fmt.Errorf("%w at offset %d: short", ErrBadRecord, off)
 		}
@@ -471,6 +494,16 @@ func encodeRecord(kb [32]byte, r Result) []byte {
 	p = append(p, r.Error...)
 	p = append(p, r.Outputs...)
 	return p
+}
+
+// blanked reports whether p is a blanked record's payload: all zeros.
+func blanked(p []byte) bool {
+	for _, b := range p {
+		if b != 0 {
+			return false
+		}
+	}
+	return len(p) > 0
 }
 
 func decodeEntry(p []byte) (entry, [32]byte, error) {

@@ -396,3 +396,56 @@ func TestClaimsFilesMadeWhileTheEndpointsAreChecked(t *testing.T) {
 	assert.Equal(t, 40, sum.Evaluated)
 	assert.Empty(t, missingAtCheck, "claims files not made when the endpoints were checked")
 }
+
+// A record damaged in the middle of the log (a flipped bit) is blanked as
+// the store opens, with a warning and the bytes kept beside the log: the
+// results around it are read, its item is missing (evaluated again), and
+// the store takes new results. Before, every open failed.
+func TestStoreBlanksADamagedRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	for i := range 10 {
+		require.NoError(t, s.Put(testKey(i), Result{Score: score(float64(i)), Charged: 1, Outputs: json.RawMessage(`{"answer":"an answer long enough to fill the record"}`)}))
+	}
+	require.NoError(t, s.Close())
+	log := filepath.Join(dir, storeSubdir, logName)
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0x04
+	require.NoError(t, os.WriteFile(log, b, 0o644))
+
+	var warned []string
+	s, err = OpenStore(dir, StoreOptions{Warn: func(text string) { warned = append(warned, text) }})
+	require.NoError(t, err)
+	require.Len(t, warned, 1)
+	assert.Contains(t, warned[0], "had 1 damaged record(s), now blanked: their items are evaluated again")
+	assert.Equal(t, 9, s.Len(), "one result lost, the others read")
+	var lost string
+	for i := range 10 {
+		if !s.Has(testKey(i)) {
+			lost = testKey(i)
+			continue
+		}
+		r, ok, err := s.Get(testKey(i))
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, float64(i), *r.Score)
+	}
+	require.NotEmpty(t, lost)
+	require.NoError(t, s.Put(lost, Result{Score: score(42)}))
+	require.NoError(t, s.Close())
+
+	warned = nil
+	s, err = OpenStore(dir, StoreOptions{Warn: func(text string) { warned = append(warned, text) }})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Empty(t, warned, "repaired once")
+	assert.Equal(t, 10, s.Len())
+	n := 0
+	require.NoError(t, ScanStore(dir, func(string, Result) error { n++; return nil }))
+	assert.Equal(t, 10, n)
+	kept, err := filepath.Glob(log + ".damaged-*")
+	require.NoError(t, err)
+	assert.Len(t, kept, 1, "the damaged bytes are kept beside the log")
+}
