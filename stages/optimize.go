@@ -282,8 +282,15 @@ func interruptedOptimization(root, out string) string {
 	var m startedMark
 	b, _ := os.ReadFile(filepath.Join(optDir, startedMarker))
 	_ = json.Unmarshal(b, &m)
-	return fmt.Sprintf("the optimization in %s was interrupted (started %s by %s) and is never restarted silently; its %d charged rollouts are recorded in %s",
+	msg := fmt.Sprintf("the optimization in %s was interrupted (started %s by %s) and is never restarted silently; its %d charged rollouts are recorded in %s",
 		out, m.Started, m.Node, lineCount(filepath.Join(optDir, "rollouts.jsonl")), filepath.Join(out, "optimization", "rollouts.jsonl"))
+	if _, err := os.Stat(filepath.Join(optDir, "optimizer_result.json")); err == nil {
+		// Killed between the method's end and optimization.json: the
+		// method's record is there, and a start over takes every rollout
+		// it charged from the item store.
+		msg += fmt.Sprintf(" (the method had finished: its record %s was written before cairn stopped; started over, its rollouts come from the item store)", filepath.Join(out, "optimization", "optimizer_result.json"))
+	}
+	return msg
 }
 
 // PlanRefusal implements PlanRefuser: an out folder whose optimization
