@@ -198,8 +198,7 @@ locals {
       # seed is the job's seed, so jobs of one cell and seed share them. The
       # runtime's env (its install: PYTHONPATH to an SDK, say) is in it when
       # the grid file gives one.
-      runtime_settings = merge({ runtime = j.runtime, temperature = 0, eval_seed = j.seed },
-      { for k, v in { env = try(local.grid.runtimes[j.runtime].env, {}) } : k => v if length(v) > 0 })
+      runtime_settings = merge({ runtime = j.runtime, temperature = 0, eval_seed = j.seed }, try(local.runtime_env[j.runtime], {}))
       # A runtime may need its own install (the grid file's runtimes: env
       # for every process of the job, and a check that it is usable).
       env   = try(local.grid.runtimes[j.runtime].env, {})
@@ -208,6 +207,9 @@ locals {
       run = concat(local.grid.methods[j.method].command, ["--seed", tostring(j.seed)], var.method_args)
     })
   }
+  # The runtimes whose env the grid file gives: { env = ... } for the
+  # runtime settings of their evaluations.
+  runtime_env = { for r, spec in try(local.grid.runtimes, {}) : r => { env = spec.env } if length(try(spec.env, {})) > 0 }
   # A phase is done when its artifact is in the out folder: a rerun
   # evaluates nothing for a job whose selection (validation) or result
   # (test) is written, whatever the cache holds.
