@@ -518,8 +518,8 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		return diags
 	}
 	if ok {
-		if p, differs := OutFolderDiffers(g.Root, n, rec, cache.Stat); differs {
-			pn.Reasons = []string{fmt.Sprintf("its out folder holds %s, and not the cached record's (written by another apply or on another cache): the out folder is the truth, and the node takes it as it is", p)}
+		if held, differs := OutFolderDiffers(g.Root, n, rec, cache.Stat); differs {
+			pn.Reasons = []string{fmt.Sprintf("its out folder holds %s, and not the cached record's (written by another apply or on another cache): the out folder is the truth, and the node takes it as it is", held)}
 			return diags
 		}
 		pn.Action = ActCached
