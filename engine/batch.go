@@ -531,6 +531,7 @@ func ledgerStart(a *applier, g *batchGroup) {
 	b := g.batch
 	row := stages.LedgerRow(b.Tag, b.ID, b.Start, relTo(a.g.Root, b.LogDir), b.Variants, BatchRunning)
 	path := ledgerPath(a, g)
+	ledgerStaleRunning(a, path)
 	_, statErr := os.Stat(path)
 	added, err := stages.Ledger{Path: path}.AddRow(row)
 	if err != nil {
@@ -538,6 +539,30 @@ func ledgerStart(a *applier, g *batchGroup) {
 		return
 	}
 	ledgerNotice(a, path, statErr == nil, added)
+}
+
+// ledgerStaleRunning marks INTERRUPTED the ledger's RUNNING rows of runs
+// of this cache that are dead: those ledgerInterrupted could not find, the
+// run's journal damaged before its batch record. A row of a run this cache
+// does not hold (another cache's, or one collected) is left as it is.
+func ledgerStaleRunning(a *applier, path string) {
+	ids, err := stages.Ledger{Path: path}.RowsInState(BatchRunning)
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		run, _, ok := strings.Cut(id, "/")
+		if !ok || run == a.runID {
+			continue
+		}
+		ri, err := runlog.Load(filepath.Join(a.cache.Dir, "runs", run))
+		if err != nil || ri.State != "interrupted" {
+			continue // not this cache's, still running, or it ended
+		}
+		if _, err := (stages.Ledger{Path: path}).SetState(id, BatchRunning, BatchInterrupted, nil); err != nil {
+			a.warn("cannot mark batch %s interrupted in the ledger %s: %s", id, path, err)
+		}
+	}
 }
 
 // ledgerInterrupted marks the rows of the batches a dead run left RUNNING

@@ -562,17 +562,44 @@ func TestLedgerIsKeptByDefault(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(w2.dir, "algorithm_scientist/memory.md"))
 }
 
-func TestKillDuringBatchThenResume(t *testing.T) {
+// A killed batch whose run's journal is then damaged (from its first
+// record: the batch's record is not read) is still marked INTERRUPTED in
+// the ledger by the next batch: its row names a run of this cache that
+// ended without a run_end.
+func TestKilledBatchWithDamagedJournalIsMarkedInterrupted(t *testing.T) {
 	w := newWorkspace(t, "sim:2")
+	run, _ := killDuringSecondWave(t, w)
+	ledger, err := os.ReadFile(filepath.Join(w.dir, "memory.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(ledger), "| v0,v1,v2,v3 | RUNNING |")
+
+	// A flipped byte inside the journal's first record: nothing of the
+	// run, its batch included, can be read from it.
+	j := filepath.Join(w.dir, ".cairn", "runs", run, "journal")
+	b, err := os.ReadFile(j)
+	require.NoError(t, err)
+	b[20] ^= 0x20
+	require.NoError(t, os.WriteFile(j, b, 0o644))
+
+	out, code := w.apply("--var", "ledger=memory.md")
+	require.Equal(t, 0, code, out)
+	ledger, err = os.ReadFile(filepath.Join(w.dir, "memory.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ledger), "| v0,v1,v2,v3 | INTERRUPTED |")
+	assert.NotContains(t, string(ledger), "RUNNING")
+}
+
+// killDuringSecondWave applies the batch with ledger = memory.md, its
+// second wave slow, and kills cairn (SIGKILL) once that wave runs; it
+// returns the run and the second wave's started records.
+func killDuringSecondWave(t *testing.T, w *workspace) (run string, started []runlog.Entry) {
+	t.Helper()
 	w.setSim(2, map[string]any{"aime24_ms": 3000})
 	w.setSim(3, map[string]any{"aime24_ms": 3000})
 	cmd := w.command(append([]string{"apply"}, pipelineArgs(names, "--var", "ledger=memory.md")...)...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())
-
-	// Kill cairn once the second wave runs.
-	var started []runlog.Entry
 	e2etest.WaitFor(t, "the second wave to start", 60*time.Second, func() bool {
 		rs, err := runlog.List(filepath.Join(w.dir, ".cairn"))
 		if err != nil || len(rs) == 0 {
@@ -584,10 +611,18 @@ func TestKillDuringBatchThenResume(t *testing.T) {
 				started = append(started, e)
 			}
 		}
+		run = rs[0].ID
 		return len(started) == 2
 	})
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
+	return run, started
+}
+
+func TestKillDuringBatchThenResume(t *testing.T) {
+	w := newWorkspace(t, "sim:2")
+	// Kill cairn once the second wave runs.
+	_, started := killDuringSecondWave(t, w)
 
 	// No child holds a device, nor the batch lock.
 	leases, err := gpu.OpenLeaseDir(filepath.Join(w.leases, "simulated"))

@@ -44,6 +44,27 @@ func (l Ledger) AddRow(row string) (added []string, err error) {
 	return l.edit(func(s string) string { return insertAfterTable(s, isBatchesHeading, row) })
 }
 
+// RowsInState lists the batch ids of the table rows whose state is state
+// (a row "| tag | batch_id | started | log_dir | variants | state |"); a
+// missing file has none.
+func (l Ledger) RowsInState(state string) ([]string, error) {
+	b, err := os.ReadFile(l.Path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) == 6 && strings.TrimSpace(cells[5]) == state {
+			ids = append(ids, strings.TrimSpace(cells[1]))
+		}
+	}
+	return ids, nil
+}
+
 // SetState changes the state of the batch's rows in state from to to, and
 // adds errLines at the end of the errors section. It returns the sections
 // it had to add, for a one-line notice.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,4 +80,19 @@ func TestEditLedgerCreatesTheSeedsSections(t *testing.T) {
 	added, err = Ledger{Path: path}.edit(func(s string) string { return s })
 	require.NoError(t, err)
 	assert.Equal(t, []string{LedgerErrors}, added)
+}
+
+func TestLedgerRowsInState(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "memory.md")
+	ids, err := Ledger{Path: p}.RowsInState("RUNNING")
+	require.NoError(t, err)
+	assert.Empty(t, ids, "a missing ledger has none")
+	start := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	for _, r := range []string{LedgerRow("t", "run1/aime24", start, "logs", []string{"a", "b"}, "RUNNING"), LedgerRow("t", "run2/aime24", start, "logs", []string{"a"}, "DONE"), LedgerRow("u", "run3/aime24", start, "logs", []string{"c"}, "RUNNING")} {
+		_, err := Ledger{Path: p}.AddRow(r)
+		require.NoError(t, err)
+	}
+	ids, err = Ledger{Path: p}.RowsInState("RUNNING")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"run1/aime24", "run3/aime24"}, ids)
 }
