@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/runreport"
 )
 
 // lowerHex reports whether s is min to max lowercase hex digits: a key
@@ -65,6 +67,17 @@ func (a *app) showCmd() *cobra.Command {
 				return a.showRun(filepath.Join(a.cachePath(), "runs", arg))
 			}
 			if r, err := runlog.FindUpToDate(a.cachePath(), arg); err == nil && r != nil {
+				if asJSON {
+					// The report's header and counts, as for any run: it
+					// ran nothing, every node cached, and has no nodes to
+					// list (it left no journal).
+					rep := runreport.Report{Run: runreport.Run{ID: r.RunID, Pipeline: r.Pipeline, State: "ok", Start: r.Time,
+						End: r.Time.Add(r.Took()), Duration: r.Took().Seconds(), Args: r.Args, Counts: runreport.Counts{Cached: r.Cached},
+						Notes: []string{"up to date: every node taken from the cache by the up-to-date check; the run left no journal"}}, Nodes: []*runreport.Node{}}
+					enc := json.NewEncoder(a.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(rep)
+				}
 				fmt.Fprintf(a.stdout, "Run %s of pipeline %s, started %s UTC, took %s: up to date, every node taken from the cache (%d nodes).\n",
 					r.RunID, r.Pipeline, r.Time.UTC().Format("2006-01-02 15:04:05"), r.Took().Round(time.Millisecond), r.Cached)
 				return nil
@@ -532,7 +545,7 @@ never removes what one uses.`,
 			if dry {
 				verb = "Would remove"
 			}
-			fmt.Fprintf(a.stdout, "%s %d record(s), %d blob(s) (%s), %d run folder(s); kept %d record(s) (%s).\n",
+			fmt.Fprintf(a.stdout, "%s %d record(s), %d blob(s) (%s), %d run(s) (run folders and up-to-date log lines); kept %d record(s) (%s).\n",
 				verb, res.Records, res.Blobs, human(res.Bytes), res.Runs, res.Kept, human(res.KeptBytes))
 			return nil
 		},

@@ -228,6 +228,7 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 	// --version without cobra's -v: -v is apply's --verbose, and one
 	// letter has one meaning.
 	root.Flags().Bool("version", false, "print cairn's version")
+	root.SetVersionTemplate(versionLine())
 	root.PersistentFlags().StringVar(&a.chdir, "chdir", "", "workspace root: commands run there and paths resolve against it (default: the current directory)")
 	root.PersistentFlags().StringVar(&a.cacheDir, "cache", "", "cache folder, shareable among pipelines (default: <workspace>/.cairn; env CAIRN_CACHE)")
 	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colours in output (NO_COLOR is respected too)")
@@ -244,10 +245,16 @@ func (a *app) versionCmd() *cobra.Command {
 		Short: "Print cairn's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "cairn %s (node key envelope %s, cache format %d)\n", version, plan.EnvelopeVersion, store.Format)
+			fmt.Fprint(a.stdout, versionLine())
 			return nil
 		},
 	}
+}
+
+// versionLine is what `cairn version` and `cairn --version` print: the
+// version, and the key envelope and cache format it reads and writes.
+func versionLine() string {
+	return fmt.Sprintf("cairn %s (node key envelope %s, cache format %d)\n", version, plan.EnvelopeVersion, store.Format)
 }
 
 // varFlag collects --var and --var-file in command-line order.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -193,6 +194,22 @@ func TestUpToDateCheck(t *testing.T) {
 		show := runCLI(t, "--cache", s.cache, "show", id[1])
 		require.Equal(t, 0, show.code, show.stderr)
 		assert.Contains(t, show.stdout, "up to date, every node taken from the cache (6 nodes)")
+		// --json: the report's header and counts, as for any run.
+		js := runCLI(t, "--cache", s.cache, "show", id[1], "--json")
+		require.Equal(t, 0, js.code, js.stderr)
+		var rep struct {
+			Run struct {
+				ID, Pipeline, State string
+				Counts              struct{ Cached, Ran int }
+			}
+			Nodes []any
+		}
+		require.NoError(t, json.Unmarshal([]byte(js.stdout), &rep), js.stdout)
+		assert.Equal(t, id[1], rep.Run.ID)
+		assert.Equal(t, "ok", rep.Run.State)
+		assert.Equal(t, 6, rep.Run.Counts.Cached)
+		assert.Zero(t, rep.Run.Counts.Ran)
+		assert.NotNil(t, rep.Nodes)
 		t.Setenv("CAIRN_NO_MEMO", "1")
 		full := s.apply()
 		assert.Equal(t, summaryTimes.ReplaceAllString(full.stdout, "[]"), summaryTimes.ReplaceAllString(fast.stdout, "[]"))

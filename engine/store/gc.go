@@ -80,6 +80,7 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	var used int64
 	counted := map[string]bool{}
 	var drop []*Record
+	full := false // the size limit is reached: every older record goes too
 	for _, r := range recs {
 		old := opts.OlderThan > 0 && time.Since(r.Ended) > opts.OlderThan
 		var need int64
@@ -88,7 +89,12 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 				need += sizes[d]
 			}
 		}
-		if old || (opts.MaxBytes > 0 && used+need > opts.MaxBytes) {
+		if !old && opts.MaxBytes > 0 && used+need > opts.MaxBytes {
+			// Oldest first: a smaller, older record is not kept in the
+			// room a newer one left, half a configuration cached.
+			full = true
+		}
+		if old || full {
 			drop = append(drop, r)
 			continue
 		}
