@@ -271,10 +271,10 @@ func (Job) DeclaredInputs(n *Node, root string) []string {
 	return out
 }
 
-// DeclaredOutputs implements OutputDeclarer: job.json.
 // KeepsOutFolder implements OutFolderKeeper.
 func (Job) KeepsOutFolder() {}
 
+// DeclaredOutputs implements OutputDeclarer: job.json.
 func (Job) DeclaredOutputs(n *Node) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() || s.out == "" {

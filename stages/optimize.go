@@ -225,11 +225,11 @@ func (Optimize) DeclaredInputs(n *Node, root string) []string {
 	return s.eval.inputs(root)
 }
 
-// DeclaredOutputs implements OutputDeclarer: optimization.json and the
-// optimization folder.
 // KeepsOutFolder implements OutFolderKeeper.
 func (Optimize) KeepsOutFolder() {}
 
+// DeclaredOutputs implements OutputDeclarer: optimization.json and the
+// optimization folder.
 func (Optimize) DeclaredOutputs(n *Node) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() || s.out == "" {

@@ -180,10 +180,10 @@ func (Select) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
-// DeclaredOutputs implements OutputDeclarer: selection.json.
 // KeepsOutFolder implements OutFolderKeeper.
 func (Select) KeepsOutFolder() {}
 
+// DeclaredOutputs implements OutputDeclarer: selection.json.
 func (Select) DeclaredOutputs(n *Node) []DeclaredPath {
 	return outFolderFiles(n, "selection.json")
 }
@@ -498,10 +498,10 @@ func (JobResult) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
-// DeclaredOutputs implements OutputDeclarer: test.json and result.json.
 // KeepsOutFolder implements OutFolderKeeper.
 func (JobResult) KeepsOutFolder() {}
 
+// DeclaredOutputs implements OutputDeclarer: test.json and result.json.
 func (JobResult) DeclaredOutputs(n *Node) []DeclaredPath {
 	return outFolderFiles(n, "test.json", "result.json")
 }
