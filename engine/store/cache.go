@@ -533,16 +533,12 @@ func (c *Cache) openLog() (*wal.Log, error) {
 	if c.log != nil {
 		return c.log, nil
 	}
-	l, err := wal.Open(c.indexPath(), wal.Options{Shared: true, NoSync: c.noSync})
-	if errors.Is(err, wal.ErrCorrupt) {
-		// Damaged records in the middle (Refresh skipped them): blank
-		// them in place so that appends can go on after the records that
-		// follow them.
-		kept, berr := wal.Blank(c.indexPath(), c.noSync)
-		if berr == nil {
-			c.Warn("cache: %d damaged record(s) of the index were blanked; the nodes they recorded run again (the damaged bytes are kept in %s)", len(kept), strings.Join(kept, ", "))
-			l, err = wal.Open(c.indexPath(), wal.Options{Shared: true, NoSync: c.noSync})
-		}
+	// Damaged records in the middle (Refresh skipped them) are blanked
+	// in place so that appends can go on after the records that follow
+	// them.
+	l, kept, err := wal.OpenBlanking(c.indexPath(), wal.Options{Shared: true, NoSync: c.noSync})
+	if len(kept) > 0 {
+		c.Warn("cache: %d damaged record(s) of the index were blanked; the nodes they recorded run again (the damaged bytes are kept in %s)", len(kept), strings.Join(kept, ", "))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)

@@ -141,19 +141,13 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 	// log's header and folder entry, with them), so that no fsync stands
 	// between an evaluation's start and its first request, and one that
 	// stores nothing (every item found here) makes none.
-	l, err := wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true, Lazy: true})
-	if errors.Is(err, wal.ErrCorrupt) {
-		// Damaged records in the middle of the log (a flipped bit): each
-		// is blanked in place, its bytes kept beside the log, so that the
-		// results around it are read and new ones appended; the items it
-		// held are evaluated again.
-		kept, berr := wal.Blank(s.logPath, opts.NoSync)
-		if berr == nil {
-			if opts.Warn != nil {
-				opts.Warn(fmt.Sprintf("the item store %s had %d damaged record(s), now blanked: their items are evaluated again (the damaged bytes are kept in %s)", s.logPath, len(kept), strings.Join(kept, ", ")))
-			}
-			l, err = wal.Open(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true, Lazy: true})
-		}
+	// Damaged records in the middle of the log (a flipped bit) are
+	// blanked in place, their bytes kept beside the log, so that the
+	// results around them are read and new ones appended; the items they
+	// held are evaluated again.
+	l, kept, err := wal.OpenBlanking(s.logPath, wal.Options{NoSync: opts.NoSync, Shared: true, Lazy: true})
+	if len(kept) > 0 && opts.Warn != nil {
+		opts.Warn(fmt.Sprintf("the item store %s had %d damaged record(s), now blanked: their items are evaluated again (the damaged bytes are kept in %s)", s.logPath, len(kept), strings.Join(kept, ", ")))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("items: open store: %w", err)
@@ -213,8 +207,8 @@ func (s *Store) readTail(size int64) error {
 		batch = batch[:0]
 	}
 	st, err := wal.ReadAt(s.rd, s.logPath, s.next, size, func(off int64, p []byte) error {
-		if blanked(p) {
-			return nil // a damaged record, blanked (wal.Blank): no result
+		if wal.Blanked(p) {
+			return nil // a damaged record, blanked: no result
 		}
 		e, kb, err := decodeEntry(p)
 		if err != nil {
@@ -451,7 +445,7 @@ func (s *Store) Stats() StoreStats {
 func ScanStore(cacheDir string, fn func(key string, r Result) error) error {
 	path := filepath.Join(cacheDir, storeSubdir, logName)
 	_, err := wal.Read(path, func(off int64, p []byte) error {
-		if blanked(p) {
+		if wal.Blanked(p) {
 			return nil
 		}
 		if len(p) < recHeader {
@@ -494,16 +488,6 @@ func encodeRecord(kb [32]byte, r Result) []byte {
 	p = append(p, r.Error...)
 	p = append(p, r.Outputs...)
 	return p
-}
-
-// blanked reports whether p is a blanked record's payload: all zeros.
-func blanked(p []byte) bool {
-	for _, b := range p {
-		if b != 0 {
-			return false
-		}
-	}
-	return len(p) > 0
 }
 
 func decodeEntry(p []byte) (entry, [32]byte, error) {

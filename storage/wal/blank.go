@@ -61,3 +61,32 @@ func Blank(path string, noSync bool) (kept []string, err error) {
 	}
 	return kept, nil
 }
+
+// OpenBlanking is Open for a log whose records each stand alone: when the
+// log is damaged in the middle, the damage is blanked (Blank) and the log
+// opened again. kept names the copies of the damaged bytes Blank made
+// (none when the log opened at once); when Blank fails, Open's error is
+// returned.
+func OpenBlanking(path string, opts Options) (l *Log, kept []string, err error) {
+	l, err = Open(path, opts)
+	if !errors.Is(err, ErrCorrupt) {
+		return l, nil, err
+	}
+	kept, berr := Blank(path, opts.NoSync)
+	if berr != nil {
+		return nil, nil, err
+	}
+	l, err = Open(path, opts)
+	return l, kept, err
+}
+
+// Blanked reports whether p, a record's payload, is one Blank wrote over
+// a damaged stretch: all zeros.
+func Blanked(p []byte) bool {
+	for _, b := range p {
+		if b != 0 {
+			return false
+		}
+	}
+	return len(p) > 0
+}

@@ -69,3 +69,38 @@ func TestBlankRefusesDamageAtTheEnd(t *testing.T) {
 	_, err := Blank(path, true)
 	require.ErrorIs(t, err, ErrCorrupt)
 }
+
+// OpenBlanking opens a sound log as Open does, and one damaged in the
+// middle after blanking it; readers tell the blanked record by Blanked.
+func TestOpenBlanking(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	l, kept, err := OpenBlanking(path, Options{Shared: true, NoSync: true})
+	require.NoError(t, err)
+	assert.Empty(t, kept)
+	var offs []int64
+	for i := 0; i < 3; i++ {
+		offs = append(offs, l.Size())
+		require.NoError(t, l.Append([][]byte{[]byte(fmt.Sprintf("record %d", i))}, Durable))
+	}
+	require.NoError(t, l.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	b[offs[1]+10] ^= 0xff
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+
+	l, kept, err = OpenBlanking(path, Options{Shared: true, NoSync: true})
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	require.NoError(t, l.Close())
+	var got []string
+	_, err = Read(path, func(_ int64, p []byte) error {
+		if !Blanked(p) {
+			got = append(got, string(p))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"record 0", "record 2"}, got)
+	assert.False(t, Blanked(nil), "an empty payload is not a blanked record")
+	assert.False(t, Blanked([]byte{0, 1}))
+}
