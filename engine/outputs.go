@@ -378,11 +378,8 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 	// writes must not go through one.
 	var todo []string
 	for _, p := range paths {
-		full := filepath.Join(a.g.Root, p)
-		if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
-			if got, err := a.cache.Stat.File(full); err == nil && got == rec.Outputs[p] {
-				continue
-			}
+		if _, same := plan.OutputState(a.g.Root, p, rec.Outputs[p], a.cache.Stat); same {
+			continue
 		}
 		todo = append(todo, p)
 	}

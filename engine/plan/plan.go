@@ -1046,17 +1046,26 @@ func OutFolderDiffers(root string, n *Node, rec *store.Record, stat *fsdigest.Ca
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		full := filepath.Join(root, p)
-		fi, err := os.Lstat(full)
-		if err != nil {
-			continue
-		}
-		if !fi.Mode().IsRegular() {
-			return p, true
-		}
-		if got, err := stat.File(full); err != nil || got != rec.Outputs[p] {
+		if present, same := OutputState(root, p, rec.Outputs[p], stat); present && !same {
 			return p, true
 		}
 	}
 	return "", false
+}
+
+// OutputState says whether the workspace (root) holds something at the
+// output p, and whether that is a regular file whose content has the
+// digest want (read through the stat cache): what a record's restore
+// leaves alone.
+func OutputState(root, p, want string, stat *fsdigest.Cache) (present, same bool) {
+	full := filepath.Join(root, p)
+	fi, err := os.Lstat(full)
+	if err != nil {
+		return false, false
+	}
+	if !fi.Mode().IsRegular() {
+		return true, false
+	}
+	got, err := stat.File(full)
+	return true, err == nil && got == want
 }
