@@ -179,7 +179,9 @@ func (w *ws) leftovers() []proc {
 	e2etest.WaitFor(w.t, "the node's shell to die with cairn", 10*time.Second, func() bool {
 		left = workspaceProcs(w.root)
 		for _, pr := range left {
-			if strings.HasPrefix(pr.cmd, "sh ") {
+			// A process with no command line is exiting (its memory
+			// gone, not yet a zombie): the shell on its way out.
+			if strings.HasPrefix(pr.cmd, "sh ") || pr.cmd == "" {
 				return false
 			}
 		}
