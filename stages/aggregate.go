@@ -229,6 +229,9 @@ func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	for _, sk := range s.Skipped {
 		fmt.Fprintf(w, "  %s: %s\n", n.Address, sk.Warning())
 	}
+	for _, c := range s.CannotRejectWarnings() {
+		fmt.Fprintf(w, "  %s: %s\n", n.Address, c)
+	}
 	var incomplete, nonconformant []string
 	for _, r := range s.Rows {
 		if r.Status != aggregate.StatusOK {

@@ -372,6 +372,12 @@ func intervalOf(dstar []float64) Interval {
 	}
 }
 
+// PFloor is the smallest p-value B replicates can give: intervalOf's
+// p-value is at least min(1, 2/(B+1)), whatever the data.
+func PFloor(B int) float64 {
+	return math.Min(1, 2/float64(B+1))
+}
+
 // Percentile is numpy's default percentile (method "linear") of sorted
 // values: the value at virtual index (n−1)·q/100, interpolated linearly
 // between the order statistics around it exactly as numpy does (from the

@@ -78,6 +78,9 @@ any is written: all are written, or none.`,
 			for _, sk := range s.Skipped {
 				fmt.Fprintln(a.stderr, sk.Warning())
 			}
+			for _, c := range s.CannotRejectWarnings() {
+				fmt.Fprintln(a.stderr, c)
+			}
 			if len(s.Skipped) > 0 && !o.IncludeNonconformant {
 				fmt.Fprintf(a.stderr, "%d job(s) skipped; --include-nonconformant adds the non-conformant ones.\n", len(s.Skipped))
 			}

@@ -374,3 +374,61 @@ func TestAggregateResampleSharedItems(t *testing.T) {
 	assert.Contains(t, help.stdout, "--resample string")
 	assert.Contains(t, help.stdout, "shared-items")
 }
+
+// Too few bootstrap replicates to make any row of a family significant:
+// the rows are marked in the table and the summary and a warning names
+// the family, the p-value floor and the replicates needed; enough of them
+// and nothing is marked.
+func TestAggregateMarksFamiliesTooFewReplicatesCanDecide(t *testing.T) {
+	root := aggregateWorkspace(t)
+	r := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "1", "--out", "out/one.json")
+	require.Equal(t, 0, r.code, r.stderr)
+	// One family of two rows: the floor 2/(1+1) = 1 is above 0.05/2.
+	assert.Contains(t, r.stderr, "warning: family hotpotqa/qwen: no row can be significant: 1 bootstrap replicates give no p-value below 1, and Holm's first step in a family of 2 rows needs p <= 0.025 (at least 79 replicates)\n")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	marked := 0
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "hotpotqa/qwen\t") && !strings.Contains(l, "\tseed ") {
+			assert.Regexp(t, `\tno\tok; cannot be significant: 1 bootstrap replicates give no p-value below 1, `, l)
+			marked++
+		}
+	}
+	assert.Equal(t, 2, marked, r.stdout)
+	var sum struct {
+		PFloor   float64 `json:"p_floor"`
+		Families []struct {
+			Name         string `json:"name"`
+			CannotReject bool   `json:"cannot_reject"`
+		} `json:"families"`
+		Rows []struct {
+			CannotReject bool `json:"cannot_reject"`
+		} `json:"rows"`
+	}
+	js, err := os.ReadFile(filepath.Join(root, "out", "one.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &sum))
+	assert.Equal(t, 1.0, sum.PFloor)
+	require.Len(t, sum.Families, 1)
+	assert.True(t, sum.Families[0].CannotReject)
+	for _, row := range sum.Rows {
+		assert.True(t, row.CannotReject)
+	}
+
+	// 78 replicates: the floor 2/79 is still above 0.025; 79 reach it.
+	r78 := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "78")
+	require.Equal(t, 0, r78.code, r78.stderr)
+	assert.Contains(t, r78.stderr, "no row can be significant")
+	r79 := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "79")
+	require.Equal(t, 0, r79.code, r79.stderr)
+	assert.NotContains(t, r79.stderr, "significant")
+	assert.NotContains(t, r79.stdout, "cannot be significant")
+
+	// With no correction each row stands alone: 39 replicates cannot give
+	// p <= 0.05, 40 can.
+	none := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--family", "none", "--bootstrap", "38")
+	require.Equal(t, 0, none.code, none.stderr)
+	assert.Contains(t, none.stderr, "warning: no row can be significant: 38 bootstrap replicates give no p-value below 0.05128, and a row with no correction needs p <= 0.05 (at least 39 replicates)\n")
+	ok := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--family", "none", "--bootstrap", "39")
+	require.Equal(t, 0, ok.code, ok.stderr)
+	assert.NotContains(t, ok.stderr, "significant")
+}

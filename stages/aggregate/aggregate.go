@@ -69,16 +69,20 @@ const (
 
 // Summary is the whole aggregation: what --out writes.
 type Summary struct {
-	Format     string   `json:"format"`
-	Family     string   `json:"family"`
-	Replicates int      `json:"bootstrap"`
-	Resample   string   `json:"resample"`
-	Alpha      float64  `json:"alpha"`
-	Stream     string   `json:"stream_constant"`
-	Roots      []string `json:"roots"`
-	Rows       []Row    `json:"rows"`
-	Families   []Family `json:"families"`
-	Skipped    []Skip   `json:"skipped"`
+	Format     string  `json:"format"`
+	Family     string  `json:"family"`
+	Replicates int     `json:"bootstrap"`
+	Resample   string  `json:"resample"`
+	Alpha      float64 `json:"alpha"`
+	// PFloor is the smallest p-value the bootstrap's replicates can give
+	// (stats.PFloor): a family whose rows cannot be significant above it
+	// is marked (Family.CannotReject).
+	PFloor   float64  `json:"p_floor"`
+	Stream   string   `json:"stream_constant"`
+	Roots    []string `json:"roots"`
+	Rows     []Row    `json:"rows"`
+	Families []Family `json:"families"`
+	Skipped  []Skip   `json:"skipped"`
 }
 
 // Family is one Holm family: the rows corrected together.
@@ -89,6 +93,11 @@ type Family struct {
 	// Nonconformant counts the family's rows with a non-conformant job
 	// (kept by IncludeNonconformant).
 	Nonconformant int `json:"nonconformant"`
+	// CannotReject marks a family in which no row can be significant,
+	// whatever its data: Holm's first step needs p·rows <= alpha, and
+	// the bootstrap's replicates give no p-value below Summary.PFloor.
+	// Each of its rows is marked too.
+	CannotReject bool `json:"cannot_reject"`
 }
 
 // Row is one (method, cell).
@@ -118,7 +127,10 @@ type Row struct {
 	P            *float64 `json:"p"`
 	PHolm        *float64 `json:"p_holm"`
 	Reject       *bool    `json:"reject"`
-	Seeds        []Seed   `json:"seeds"`
+	// CannotReject marks a complete row whose reject is "no" whatever its
+	// data: too few bootstrap replicates for its family (Family.CannotReject).
+	CannotReject bool   `json:"cannot_reject"`
+	Seeds        []Seed `json:"seeds"`
 }
 
 // Seed is one seed of a row: a detail line.
@@ -251,7 +263,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			r.Family = r.Method
 		}
 	}
-	s.Families = correct(s.Rows, fam)
+	s.PFloor = stats.PFloor(B)
+	s.Families = correct(s.Rows, fam, s.PFloor)
 	sortRows(s.Rows)
 	if err := computable(s.Rows); err != nil {
 		return nil, err
@@ -433,8 +446,10 @@ func idList(ids []string) string {
 }
 
 // correct applies Holm within each family of complete rows and lists the
-// families, sorted by name.
-func correct(rows []Row, fam string) []Family {
+// families, sorted by name. pFloor is the smallest p-value the bootstrap
+// can give: a family (or, with no correction, a row) that cannot reach
+// alpha with it is marked.
+func correct(rows []Row, fam string, pFloor float64) []Family {
 	byFam := map[string][]int{}
 	for i, r := range rows {
 		if r.Status != StatusOK {
@@ -444,6 +459,7 @@ func correct(rows []Row, fam string) []Family {
 			r := &rows[i]
 			r.PHolm = ptr(*r.P)
 			r.Reject = ptrBool(*r.P <= stats.Alpha)
+			r.CannotReject = pFloor > stats.Alpha
 			continue
 		}
 		byFam[r.Family] = append(byFam[r.Family], i)
@@ -455,8 +471,9 @@ func correct(rows []Row, fam string) []Family {
 			p[k] = *rows[i].P
 		}
 		adj, rej := stats.Holm(p, stats.Alpha)
-		f := Family{Name: name, Rows: len(idx)}
+		f := Family{Name: name, Rows: len(idx), CannotReject: pFloor*float64(len(idx)) > stats.Alpha}
 		for k, i := range idx {
+			rows[i].CannotReject = f.CannotReject
 			rows[i].PHolm = ptr(adj[k])
 			rows[i].Reject = ptrBool(rej[k])
 			if rej[k] {

@@ -59,6 +59,9 @@ func (s *Summary) SVG(w io.Writer) error {
 		} else {
 			name = s.Family + " family: " + name
 		}
+		if r.CannotReject {
+			name += fmt.Sprintf(" (no row can be rejected with %d replicates)", s.Replicates)
+		}
 		if len(groups) == 0 || groups[len(groups)-1].name != name {
 			groups = append(groups, group{name: name})
 		}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-run/cairn/stats"
 )
 
 // TableHeader are the table's columns.
@@ -27,16 +29,19 @@ func (s *Summary) TSV(w io.Writer) error {
 	}
 	line(TableHeader...)
 	for _, r := range s.Rows {
-		fam := r.Family
-		if fam == "" {
-			fam = "-"
-		}
 		status := r.Status
 		if r.Reason != "" {
 			status += ": " + r.Reason
 		}
 		if len(r.Nonconformant) > 0 {
 			status += "; non-conformant: " + strings.Join(r.Nonconformant, "; ")
+		}
+		if r.CannotReject {
+			status += "; cannot be significant: " + s.CannotRejectNote(r.Family)
+		}
+		fam := r.Family
+		if fam == "" {
+			fam = "-"
 		}
 		reject := "-"
 		if r.Reject != nil {
@@ -76,6 +81,46 @@ func (s *Summary) JSON(w io.Writer) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// CannotRejectNote says why the rows of family name (any row, with no
+// correction) cannot be significant: the bootstrap's replicates give no
+// p-value small enough.
+func (s *Summary) CannotRejectNote(name string) string {
+	need, by := stats.Alpha, "a row with no correction needs"
+	for _, f := range s.Families {
+		if f.Name == name && s.Family != FamilyNone {
+			need, by = stats.Alpha/float64(f.Rows), fmt.Sprintf("Holm's first step in a family of %d rows needs", f.Rows)
+		}
+	}
+	return fmt.Sprintf("%d bootstrap replicates give no p-value below %.4g, and %s p <= %.4g (at least %d replicates)",
+		s.Replicates, s.PFloor, by, need, minReplicates(need))
+}
+
+// CannotRejectWarnings are the warnings for the marked families (for a
+// summary with no correction, one for all its rows), one a line.
+func (s *Summary) CannotRejectWarnings() []string {
+	var out []string
+	if s.Family == FamilyNone {
+		for _, r := range s.Rows {
+			if r.CannotReject {
+				return []string{"warning: no row can be significant: " + s.CannotRejectNote("")}
+			}
+		}
+		return nil
+	}
+	for _, f := range s.Families {
+		if f.CannotReject {
+			out = append(out, fmt.Sprintf("warning: family %s: no row can be significant: %s", f.Name, s.CannotRejectNote(f.Name)))
+		}
+	}
+	return out
+}
+
+// minReplicates is the fewest replicates whose p-value floor 2/(B+1) is
+// at most need.
+func minReplicates(need float64) int {
+	return int(math.Ceil(2/need - 1))
 }
 
 // num formats a value, "-" for none; a value that rounds to zero has no
