@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,6 +63,9 @@ func (a *app) showCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg := args[0]
+			if strings.TrimSpace(arg) == "" {
+				return badInput("give what to show: a run id (cairn status lists them), a key, or a node address such as stage.NAME[\"KEY\"]; the argument is empty")
+			}
 			if _, err := os.Stat(filepath.Join(a.cachePath(), "runs", arg)); err == nil {
 				if asJSON {
 					return a.showRunJSON(filepath.Join(a.cachePath(), "runs", arg))
@@ -530,6 +536,11 @@ never removes what one uses.`,
 				}
 				maxBytes = n
 			}
+			if _, err := os.Stat(a.cachePath()); errors.Is(err, fs.ErrNotExist) {
+				// Nothing to collect; a mistyped --cache is not created.
+				fmt.Fprintf(a.stdout, "No cache at %s: nothing to remove.\n", a.cachePath())
+				return nil
+			}
 			cache, err := a.openCache()
 			if err != nil {
 				return err
@@ -556,22 +567,29 @@ never removes what one uses.`,
 	return cmd
 }
 
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(strings.ToUpper(s))
+func parseSize(arg string) (int64, error) {
+	s := strings.TrimSpace(strings.ToUpper(arg))
 	mult := int64(1)
 	for _, u := range []struct {
 		suf string
 		m   int64
-	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+	}{
+		{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10},
+		{"TI", 1 << 40}, {"GI", 1 << 30}, {"MI", 1 << 20}, {"KI", 1 << 10},
+		{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+		{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1},
+	} {
 		if strings.HasSuffix(s, u.suf) {
 			mult = u.m
-			s = strings.TrimSuffix(s, u.suf)
+			s = strings.TrimSpace(strings.TrimSuffix(s, u.suf))
 			break
 		}
 	}
+	// Plain decimal numbers only: no NaN, Inf, exponents or hex.
+	bad := s == "" || strings.Trim(s, "0123456789.") != "" || strings.Count(s, ".") > 1 || s == "."
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 {
-		return 0, fmt.Errorf("%q is not a size like 500M or 10G", s)
+	if bad || err != nil || f*float64(mult) >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is not a size like 500M, 10G or 1.5GiB (units K, M, G, T, binary: 1K = 1024 bytes)", arg)
 	}
 	return int64(f * float64(mult)), nil
 }

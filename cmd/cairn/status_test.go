@@ -62,3 +62,30 @@ func TestStatusShowsRunsWithDamagedJournals(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.NotContains(t, r.stderr, "warning")
 }
+
+// gc with a --cache that names no folder (a typo) says so and creates
+// nothing; --max-size takes decimal and binary units and refuses what is
+// not a size; show of an empty argument says what to give.
+func TestGCAndShowRefuseWhatNamesNothing(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
+	r := runCLI(t, "--chdir", root, "--cache", "typo", "gc")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "No cache at typo: nothing to remove.")
+	assert.NoDirExists(t, filepath.Join(root, "typo"))
+
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	for _, size := range []string{"10GiB", "1.5G", "500m", "2Ti", "100"} {
+		r = runCLI(t, "--chdir", root, "gc", "--dry-run", "--max-size", size)
+		assert.Equal(t, exitOK, r.code, size+": "+r.stderr)
+	}
+	for _, size := range []string{"NaN", "inf", "1e3", "0x10", "10XB", "-1G", "G", "1.2.3M"} {
+		r = runCLI(t, "--chdir", root, "gc", "--dry-run", "--max-size", size)
+		assert.Equal(t, exitBadInput, r.code, size)
+		assert.Contains(t, r.stderr, "--max-size: \""+size+"\" is not a size like 500M", size)
+	}
+
+	r = runCLI(t, "--chdir", root, "show", "")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "give what to show: a run id")
+}
