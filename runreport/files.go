@@ -15,19 +15,19 @@ const (
 )
 
 // WriteFiles writes the report's page to htmlPath and trace.tsv beside
-// it, each replaced whole (a reader never sees half a file).
+// it, each replaced whole (a reader never sees half a file): both are
+// rendered first, then written, then renamed into place, so that a page
+// that cannot be written leaves no new trace beside it either.
 func (r *Report) WriteFiles(htmlPath string, cache *store.Cache) error {
-	var t bytes.Buffer
+	var t, h bytes.Buffer
 	if err := r.WriteTrace(&t); err != nil {
 		return err
 	}
-	tracePath := filepath.Join(filepath.Dir(htmlPath), TraceName)
-	if err := atomicfile.Write(tracePath, t.Bytes(), false); err != nil {
-		return err
-	}
-	var h bytes.Buffer
 	if err := r.WriteHTML(&h, cache, TraceName); err != nil {
 		return err
 	}
-	return atomicfile.Write(htmlPath, h.Bytes(), false)
+	return atomicfile.WriteAll([]atomicfile.File{
+		{Path: filepath.Join(filepath.Dir(htmlPath), TraceName), Data: t.Bytes()},
+		{Path: htmlPath, Data: h.Bytes()},
+	}, false)
 }

@@ -39,6 +39,14 @@ A run still going, or killed, is reported as far as its journal goes.
 			if err != nil {
 				return err
 			}
+			if out != "" {
+				if fi, err := os.Lstat(a.path(out)); err == nil && !fi.Mode().IsRegular() {
+					return badInput("--out %s is not a regular file (%s): name the page's file, such as %s", out, fileKind(fi.Mode()), filepath.Join(out, runreport.HTMLName))
+				}
+				if filepath.Base(out) == runreport.TraceName {
+					return badInput("--out %s is the name of the trace written beside the page: name the page otherwise, such as %s", out, filepath.Join(filepath.Dir(out), runreport.HTMLName))
+				}
+			}
 			rep, cache, err := a.buildReport(dir)
 			if err != nil {
 				return err

@@ -89,3 +89,24 @@ func TestGCAndShowRefuseWhatNamesNothing(t *testing.T) {
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, "give what to show: a run id")
 }
+
+// report --out naming a folder, or the trace's own name, is refused
+// before anything is written: no trace.tsv is left beside it.
+func TestReportOutRefusedWritesNothing(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, os.Mkdir(filepath.Join(root, "outdir"), 0o755))
+	r = runCLI(t, "--chdir", root, "report", "--out", "outdir")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "--out outdir is not a regular file (a folder): name the page's file, such as outdir/report.html")
+	r = runCLI(t, "--chdir", root, "report", "--out", "sub/trace.tsv")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.NoFileExists(t, filepath.Join(root, "trace.tsv"))
+	assert.NoDirExists(t, filepath.Join(root, "sub"))
+
+	r = runCLI(t, "--chdir", root, "report", "--out", "page.html")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.FileExists(t, filepath.Join(root, "page.html"))
+	assert.FileExists(t, filepath.Join(root, "trace.tsv"))
+}
