@@ -88,6 +88,9 @@ func (a *applier) prepare(ns *nodeState) bool {
 		if u.record != nil {
 			up.Result = u.record.Result
 		}
+		if u.spec != nil {
+			up.Args = u.spec.Args
+		}
 		sn.Upstreams = append(sn.Upstreams, up)
 	}
 	ns.spec = sn

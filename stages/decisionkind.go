@@ -160,6 +160,11 @@ func (Decision) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		in.File = a.outcomes
 	} else if o, err = slotOutcomes(n.Args["slots"], p); err != nil {
 		return &Outcome{Class: "setup", Message: err.Error()}, nil
+	} else if msg, err := collectedElsewhere(n, rt, o); err != nil || msg != "" {
+		if err != nil {
+			return nil, err
+		}
+		return &Outcome{Class: "setup", Message: msg}, nil
 	}
 	var order []string
 	for _, s := range p.Slots() {
@@ -199,6 +204,76 @@ func (Decision) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		files = append(files, filepath.Join(a.outDir, f))
 	}
 	return &Outcome{Result: r.JSON(), Files: files}, nil
+}
+
+// collectedElsewhere refuses a replay that would count a slot not_started
+// although its ledger holds attempts of it: another apply collected the
+// slot, or is collecting it now (its GPUs were that apply's, or another
+// cache ran it), and the replay here would contradict the ledger and
+// replace a truer one. It also refuses while another apply has an attempt
+// of the collection running. The ledgers are those the slot nodes this
+// apply evaluated name. It returns "" when the replay may go on.
+func collectedElsewhere(n *Node, rt Runtime, o decision.Outcomes) (string, error) {
+	var missing []string
+	for id, oc := range o {
+		if oc.State == decision.NotStarted {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return "", nil
+	}
+	sort.Strings(missing)
+	ledgers := map[string]bool{}
+	for _, u := range n.Upstreams {
+		if v, ok := u.Args["ledger"]; ok && v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
+			ledgers[v.AsString()] = true
+		}
+	}
+	var names []string
+	for l := range ledgers {
+		names = append(names, l)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		led := &decision.Ledger{Dir: filepath.Join(rt.Root(), name)}
+		hs, err := led.Read()
+		if err != nil {
+			return "", err
+		}
+		var seen []string
+		for _, id := range missing {
+			if h := hs[id]; h != nil && h.Last() != nil {
+				a := h.Last()
+				state := "still running"
+				if a.Ended != nil {
+					state = "ended " + string(a.State)
+				}
+				seen = append(seen, fmt.Sprintf("%s (attempt %d, started by run %s, %s)", id, a.Attempt, a.RunID, state))
+			}
+		}
+		if total := len(seen); total > 0 {
+			more := ""
+			if total > 3 {
+				more = fmt.Sprintf(" and %d more", total-3)
+				seen = seen[:3]
+			}
+			return fmt.Sprintf("%d slot(s) have no outcome in this apply but attempts in ledger %s: %s%s. Another apply collected them or is collecting them (with its GPUs, another cache or another configuration: each slot's own failure says which), and a replay here would count them not_started against the ledger; nothing was written. Apply again once no other apply of this collection runs: their outcomes then come from the cache or the ledger",
+				total, name, strings.Join(seen, "; "), more), nil
+		}
+		var running []string
+		for id, h := range hs {
+			if a := h.Last(); a != nil && a.Ended == nil && a.RunID != rt.RunID() {
+				running = append(running, fmt.Sprintf("%s (run %s)", id, a.RunID))
+			}
+		}
+		if len(running) > 0 {
+			sort.Strings(running)
+			return fmt.Sprintf("%d planned slot(s) have no outcome in this apply (%s first), and another apply is collecting ledger %s now: %s running. A replay here would count them not_started; nothing was written. Apply again once that apply has ended",
+				len(missing), missing[0], name, strings.Join(running, ", ")), nil
+		}
+	}
+	return "", nil
 }
 
 // slotOutcomes reads the outcomes of a slot stage's instances: a finished

@@ -249,6 +249,10 @@ type Upstream struct {
 	Status  string // "ok", "failed", "skipped"
 	Class   string
 	Result  json.RawMessage
+	// Args are the upstream's evaluated attributes where this apply
+	// evaluated it (nil otherwise): what a kind may need of how an
+	// upstream that gave no result was meant to run (a slot's ledger).
+	Args map[string]cty.Value
 }
 
 // Proc is a process for the Runtime to start.

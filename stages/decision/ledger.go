@@ -229,6 +229,20 @@ func Histories(events []Event) map[string]*SlotHistory {
 	return out
 }
 
+// Read returns what the ledger knows of every slot, read under its lock;
+// a ledger folder that does not exist knows nothing (and is not created).
+func (l *Ledger) Read() (map[string]*SlotHistory, error) {
+	if _, err := os.Stat(l.Dir); os.IsNotExist(err) {
+		return map[string]*SlotHistory{}, nil
+	}
+	var hs map[string]*SlotHistory
+	err := l.locked(func(events []Event, _ func(Event) error) error {
+		hs = Histories(events)
+		return nil
+	})
+	return hs, err
+}
+
 // History returns what the ledger knows of slot.
 func (l *Ledger) History(slot string) (*SlotHistory, error) {
 	var h *SlotHistory
