@@ -144,17 +144,24 @@ type validateJSON struct {
 	Valid       bool `json:"valid"`
 	ErrorCount  int  `json:"error_count"`
 	Diagnostics []struct {
-		Severity string `json:"severity"`
-		Summary  string `json:"summary"`
-		Detail   string `json:"detail"`
-		Range    *struct {
-			Filename string `json:"Filename"`
-			Start    struct {
-				Line   int `json:"Line"`
-				Column int `json:"Column"`
-			} `json:"Start"`
-		} `json:"range"`
+		Severity string     `json:"severity"`
+		Summary  string     `json:"summary"`
+		Detail   string     `json:"detail"`
+		Range    *jsonRange `json:"range"`
 	} `json:"diagnostics"`
+	Waiting []struct {
+		Stage    string    `json:"stage"`
+		WaitsFor string    `json:"waits_for"`
+		Range    jsonRange `json:"range"`
+	} `json:"waiting_for_values"`
+}
+
+type jsonRange struct {
+	Filename string `json:"filename"`
+	Start    struct {
+		Line   int `json:"line"`
+		Column int `json:"column"`
+	} `json:"start"`
 }
 
 func TestValidateJSON(t *testing.T) {
@@ -184,6 +191,24 @@ func TestValidateJSON(t *testing.T) {
 		lines[d.Summary] = [2]int{d.Range.Start.Line, d.Range.Start.Column}
 	}
 	assert.Equal(t, "Invalid gpus", bad.Diagnostics[0].Summary, "in file order")
+	// The range's names are lower case, as every other name in the object
+	// (Go's decoder above would take either).
+	assert.Contains(t, r.stdout, `"filename": "`)
+	assert.Contains(t, r.stdout, `"start": {`)
+	assert.NotContains(t, r.stdout, `"Filename"`)
+	assert.NotContains(t, r.stdout, `"Line"`)
+
+	// A stage waiting for a variable's value, and where its for_each is.
+	wait := cliWorkspace(t, map[string]string{"w.hcl": "pipeline \"p\" {}\nvariable \"n\" { type = list(string) }\nstage \"command\" \"a\" {\n  for_each = toset(var.n)\n  run = [\"true\"]\n}\n"})
+	r = runCLI(t, "--chdir", wait, "validate", "--json", "w.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var w validateJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &w), r.stdout)
+	require.Len(t, w.Waiting, 1)
+	assert.Equal(t, "stage.a", w.Waiting[0].Stage)
+	assert.Equal(t, "var.n", w.Waiting[0].WaitsFor)
+	assert.Equal(t, [2]int{4, 14}, [2]int{w.Waiting[0].Range.Start.Line, w.Waiting[0].Range.Start.Column})
+	assert.NotContains(t, r.stdout, `"Filename"`)
 	assert.Equal(t, map[string][2]int{
 		"Reference to undeclared stage": {7, 12},
 		"Invalid gpus":                  {3, 10},

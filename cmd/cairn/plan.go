@@ -111,24 +111,56 @@ type diagJSON struct {
 	Severity string     `json:"severity"`
 	Summary  string     `json:"summary"`
 	Detail   string     `json:"detail,omitempty"`
-	Range    *hcl.Range `json:"range,omitempty"`
+	Range    *rangeJSON `json:"range,omitempty"`
+}
+
+// rangeJSON is a place in a pipeline file as --json writes it:
+// {"filename", "start": {"line", "column", "byte"}, "end": {...}}, lines
+// and columns from 1, bytes from 0.
+type rangeJSON struct {
+	Filename string  `json:"filename"`
+	Start    posJSON `json:"start"`
+	End      posJSON `json:"end"`
+}
+
+type posJSON struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+func rangeToJSON(r *hcl.Range) *rangeJSON {
+	if r == nil {
+		return nil
+	}
+	pos := func(p hcl.Pos) posJSON { return posJSON{Line: p.Line, Column: p.Column, Byte: p.Byte} }
+	return &rangeJSON{Filename: r.Filename, Start: pos(r.Start), End: pos(r.End)}
+}
+
+type waitingJSON struct {
+	Stage    string     `json:"stage"`
+	WaitsFor string     `json:"waits_for"`
+	Range    *rangeJSON `json:"range"`
 }
 
 func (a *app) writeDiagJSON(diags hcl.Diagnostics, waiting []plan.WaitingStage) error {
 	diags = inFileOrder(diags)
 	out := struct {
-		Valid       bool                `json:"valid"`
-		ErrorCount  int                 `json:"error_count"`
-		Diagnostics []diagJSON          `json:"diagnostics"`
-		Waiting     []plan.WaitingStage `json:"waiting_for_values,omitempty"`
-	}{Valid: !diags.HasErrors(), Diagnostics: []diagJSON{}, Waiting: waiting}
+		Valid       bool          `json:"valid"`
+		ErrorCount  int           `json:"error_count"`
+		Diagnostics []diagJSON    `json:"diagnostics"`
+		Waiting     []waitingJSON `json:"waiting_for_values,omitempty"`
+	}{Valid: !diags.HasErrors(), Diagnostics: []diagJSON{}}
+	for _, w := range waiting {
+		out.Waiting = append(out.Waiting, waitingJSON{Stage: w.Stage, WaitsFor: w.WaitsFor, Range: rangeToJSON(&w.Range)})
+	}
 	for _, d := range diags {
 		sev := "warning"
 		if d.Severity == hcl.DiagError {
 			sev = "error"
 			out.ErrorCount++
 		}
-		out.Diagnostics = append(out.Diagnostics, diagJSON{Severity: sev, Summary: d.Summary, Detail: d.Detail, Range: d.Subject})
+		out.Diagnostics = append(out.Diagnostics, diagJSON{Severity: sev, Summary: d.Summary, Detail: d.Detail, Range: rangeToJSON(d.Subject)})
 	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
