@@ -108,7 +108,9 @@ any is written: all are written, or none.`,
 				}
 			}
 			if err := atomicfile.WriteAll(write, !noFsync()); err != nil {
-				return &exitError{code: exitFailed, msg: fmt.Sprintf("cannot write the outputs: %s", err)}
+				// --out or --plot names a place that cannot take a file:
+				// bad input, as for report, graph and plan.
+				return badInput("cannot write the outputs: %s", err)
 			}
 			if _, err := a.stdout.Write(table.Bytes()); err != nil {
 				return &exitError{code: exitFailed, msg: err.Error()}

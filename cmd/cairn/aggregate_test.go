@@ -425,6 +425,12 @@ func TestAggregateMarksFamiliesTooFewReplicatesCanDecide(t *testing.T) {
 
 	// With no correction each row stands alone: 39 replicates cannot give
 	// p <= 0.05, 40 can.
+	// An --out that cannot take a file is bad input.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "afile"), nil, 0o644))
+	bad := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "79", "--out", "afile/s.json")
+	assert.Equal(t, exitBadInput, bad.code)
+	assert.Contains(t, bad.stderr, "cannot write the outputs")
+
 	none := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--family", "none", "--bootstrap", "38")
 	require.Equal(t, 0, none.code, none.stderr)
 	assert.Contains(t, none.stderr, "warning: no row can be significant: 38 bootstrap replicates give no p-value below 0.05128, and a row with no correction needs p <= 0.05 (at least 39 replicates)\n")

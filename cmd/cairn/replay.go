@@ -73,7 +73,9 @@ sha256. docs/decision.md describes every figure.`,
 					return err
 				}
 				if err := r.WriteFiles(dir, !noFsync()); err != nil {
-					return &exitError{code: exitFailed, msg: err.Error()}
+					// The folder given cannot take the files: a bad
+					// --out, as for report, graph and plan.
+					return badInput("--out %s: cannot write the replay: %s", out, err)
 				}
 			}
 			if asJSON {

@@ -72,6 +72,13 @@ func TestReplayCommand(t *testing.T) {
 	missing := runCLI(t, "--chdir", root, "replay", "nope.json", outcomes)
 	assert.Equal(t, 2, missing.code)
 	assert.Contains(t, missing.stderr, "cannot read the protocol")
+
+	// An --out that cannot take the files is bad input, as for report,
+	// graph and plan.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "afile"), nil, 0o644))
+	unwritable := runCLI(t, "--chdir", root, "replay", protocol, outcomes, "--out", "afile/sub")
+	assert.Equal(t, 2, unwritable.code)
+	assert.Contains(t, unwritable.stderr, "--out afile/sub: cannot write the replay")
 }
 
 // Outcomes that break the protocol's failure policy are refused (exit 2),
