@@ -187,7 +187,7 @@ func TestDiagnosticsShowColumnAndCutLongLines(t *testing.T) {
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, "on "+filepath.Join(root, "p.hcl")+":3:10, in stage \"command\" \"a\":\n   3:   gpus = \"two\"\n")
 	j := runCLI(t, "--chdir", root, "validate", "--json", "p.hcl")
-	assert.Contains(t, strings.Join(strings.Fields(j.stdout), " "), `"Start": { "Line": 3, "Column": 10,`)
+	assert.Contains(t, strings.Join(strings.Fields(j.stdout), " "), `"start": { "line": 3, "column": 10,`)
 
 	r = runCLI(t, "--chdir", root, "validate", "long.hcl")
 	assert.Equal(t, exitBadInput, r.code)
