@@ -323,6 +323,7 @@ func TestAggregateRefusesScoresItCannotSum(t *testing.T) {
 	s = strings.ReplaceAll(s, `"deployed": 0,`, `"deployed": 1.7e308,`)
 	s = strings.ReplaceAll(s, `"deployed": 1,`, `"deployed": 1.7e308,`)
 	require.NoError(t, os.WriteFile(test, []byte(s), 0o644))
+	require.NoError(t, jobtest.Reseal(filepath.Dir(test)))
 
 	r := runCLI(t, "--chdir", root, "aggregate", "runs", "--out", "out/summary.json", "--bootstrap", "200")
 	assert.Equal(t, 2, r.code, r.stderr)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,6 +41,10 @@ func rewrite(t *testing.T, path string, f func(string) string) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, []byte(f(string(b))), 0o644))
+	if filepath.Base(path) == "test.json" {
+		// Past the digest check, to the one under test.
+		require.NoError(t, jobtest.Reseal(filepath.Dir(path)))
+	}
 }
 
 func TestAResultThatDoesNotParseIsNamedWithItsPosition(t *testing.T) {
@@ -147,10 +152,45 @@ func TestAResultThatContradictsItsTestsIsRefused(t *testing.T) {
 	// means (two scores swapped) is found by it.
 	msg = badInput(t, func(root string) {
 		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
-			return strings.Replace(s, `"format": "cairn.job-result/1",`, `"format": "cairn.job-result/1", "test_sha256": "sha256:0000",`, 1)
+			return regexp.MustCompile(`"test_sha256": "sha256:[0-9a-f]+"`).ReplaceAllString(s, `"test_sha256": "sha256:0000"`)
 		})
 	})
 	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json: is not the file the job wrote: its digest is sha256:[0-9a-f]{64}, result.json's test_sha256 is sha256:0000 \(was it edited after the job ended\?\)$`, msg)
+
+	// Every field of the job's record is there: without test_sha256 an
+	// edited test.json would be read as the job's, without the means its
+	// test.json could not be checked against them.
+	for _, field := range []string{"test_sha256", "baseline_mean", "deployed_mean", "delta_pp", "valid_for_aggregation", "fallback_reason", "budget", "charged_rollouts", "selection_sha256"} {
+		msg = badInput(t, func(root string) {
+			rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+				var doc map[string]any
+				require.NoError(t, json.Unmarshal([]byte(s), &doc))
+				delete(doc, field)
+				b, err := json.Marshal(doc)
+				require.NoError(t, err)
+				return string(b)
+			})
+		})
+		assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed1/result.json: has no "`+field+`": every job's result.json has it (docs/job-artifacts.md); was the file edited?`, msg, field)
+	}
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return regexp.MustCompile(`"delta_pp": [^,]*,`).ReplaceAllString(s, `"delta_pp": 15,`)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json: says delta_pp = 15, but 100 × \(deployed_mean − baseline_mean\) is -?[0-9.e-]+: the file contradicts itself$`, msg)
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"fallback_reason": null`, `"fallback_reason": "incumbent_not_better"`, 1)
+		})
+	})
+	assert.Contains(t, msg, `deploys the incumbent but gives fallback_reason "incumbent_not_better"`)
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"deployed": "incumbent"`, `"deployed": "seed"`, 1)
+		})
+	})
+	assert.Contains(t, msg, "deploys the seed bundle with fallback_reason null")
 }
 
 func TestItemsThatDoNotPairUpAreRefused(t *testing.T) {
@@ -334,4 +374,5 @@ func setScores(t *testing.T, path string, b, d []float64) {
 	data, err = json.Marshal(doc)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, data, 0o644))
+	require.NoError(t, jobtest.Reseal(filepath.Dir(path)))
 }

@@ -88,8 +88,20 @@ type resultDoc struct {
 	TestSHA256          *string  `json:"test_sha256"`
 	BaselineMean        *float64 `json:"baseline_mean"`
 	DeployedMean        *float64 `json:"deployed_mean"`
+	DeltaPP             *float64 `json:"delta_pp"`
 	ValidForAggregation *bool    `json:"valid_for_aggregation"`
+	FallbackReason      *string  `json:"fallback_reason"`
+	Budget              *int     `json:"budget"`
+	ChargedRollouts     *int     `json:"charged_rollouts"`
+	SelectionSHA256     *string  `json:"selection_sha256"`
 }
+
+// resultFields are the fields every result.json has (docs/job-artifacts.md;
+// fallback_reason may be null, the others not). A file without one is
+// not a job's whole record: its figures are not taken on trust.
+var resultFields = []string{"format", "status", "method", "cell_id", "dataset", "runtime", "model", "seed",
+	"budget", "charged_rollouts", "baseline_mean", "deployed_mean", "delta_pp", "deployed", "fallback_reason",
+	"valid_for_aggregation", "nonconformant", "test_items", "test_invalid_items", "selection_sha256", "test_sha256"}
 
 type testDoc struct {
 	Format   *string    `json:"format"`
@@ -218,7 +230,8 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		path = filepath.Join(dir, name)
 	}
 	var r resultDoc
-	if _, err := decodeFile(path, name, &r); err != nil {
+	data, err := decodeFile(path, name, &r)
+	if err != nil {
 		return nil, nil, err
 	}
 	if r.Format == nil {
@@ -227,18 +240,8 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	if *r.Format != ResultFormat {
 		return nil, nil, badFile(name, "format %q is not one cairn reads (want %q)", *r.Format, ResultFormat)
 	}
-	for _, f := range []struct {
-		name string
-		ok   bool
-	}{
-		{"status", r.Status != nil}, {"method", r.Method != nil}, {"cell_id", r.CellID != nil},
-		{"dataset", r.Dataset != nil}, {"runtime", r.Runtime != nil}, {"model", r.Model != nil},
-		{"seed", r.Seed != nil}, {"deployed", r.Deployed != nil}, {"nonconformant", r.Nonconformant != nil},
-		{"test_items", r.TestItems != nil}, {"test_invalid_items", r.TestInvalidItems != nil},
-	} {
-		if !f.ok {
-			return nil, nil, badFile(name, "has no %q (or it is null): see docs/job-artifacts.md", f.name)
-		}
+	if err := checkResultFields(name, data, &r); err != nil {
+		return nil, nil, err
 	}
 	j := &Job{
 		File: name, Status: *r.Status, Method: *r.Method, CellID: *r.CellID,
@@ -268,6 +271,47 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	return j, nil, nil
 }
 
+// checkResultFields refuses a result.json that lacks a field (null only
+// for fallback_reason) or whose figures contradict each other: delta_pp
+// is 100 × (deployed_mean − baseline_mean) of the rounded means, the seed
+// bundle deployed has equal means and a fallback reason, the incumbent
+// none.
+func checkResultFields(name string, data []byte, r *resultDoc) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return badFile(name, "is not a JSON object")
+	}
+	for _, f := range resultFields {
+		v, ok := keys[f]
+		if !ok {
+			return badFile(name, "has no %q: every job's result.json has it (docs/job-artifacts.md); was the file edited?", f)
+		}
+		if f != "fallback_reason" && string(bytes.TrimSpace(v)) == "null" {
+			return badFile(name, "has %q null: see docs/job-artifacts.md", f)
+		}
+	}
+	b, d, delta := *r.BaselineMean, *r.DeployedMean, *r.DeltaPP
+	if want := 100 * (d - b); !(math.Abs(delta-want) <= 5.0001e-7+1e-12*math.Abs(want)) {
+		return badFile(name, "says delta_pp = %g, but 100 × (deployed_mean − baseline_mean) is %g: the file contradicts itself", delta, want)
+	}
+	switch *r.Deployed {
+	case "incumbent":
+		if r.FallbackReason != nil {
+			return badFile(name, "deploys the incumbent but gives fallback_reason %q, which only a seed bundle deployed has: the file contradicts itself", *r.FallbackReason)
+		}
+	case "seed":
+		if r.FallbackReason == nil {
+			return badFile(name, "deploys the seed bundle with fallback_reason null: a seed bundle deployed says why (incumbent_not_better, no_incumbent or validation_invalid)")
+		}
+		if b != d {
+			return badFile(name, "deploys the seed bundle, yet baseline_mean %g and deployed_mean %g differ: the file contradicts itself", b, d)
+		}
+	default:
+		return badFile(name, "deployed %q is neither \"incumbent\" nor \"seed\"", *r.Deployed)
+	}
+	return nil
+}
+
 // readTests reads the test.json beside the job's result.json (r, read
 // from path, as name) into j: its items, checked against the result.
 func (j *Job) readTests(r *resultDoc, name, path string) error {
@@ -281,7 +325,7 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 	if err != nil {
 		return err
 	}
-	if r.TestSHA256 != nil {
+	{
 		sum := sha256.Sum256(tdata)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != *r.TestSHA256 {
 			return badFile(j.TestFile, "is not the file the job wrote: its digest is %s, %s's test_sha256 is %s (was it edited after the job ended?)", got, ResultFile, *r.TestSHA256)

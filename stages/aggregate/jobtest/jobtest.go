@@ -4,6 +4,8 @@
 package jobtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -103,16 +105,51 @@ func Write(root string, j Job) (string, error) {
 		"format": "cairn.job-test/1", "method": j.Method, "cell_id": j.CellID(),
 		"seed": j.Seed, "deployed": "incumbent", "items": items,
 	}
-	for name, v := range map[string]any{"result.json": result, "test.json": test} {
-		data, err := json.MarshalIndent(v, "", "  ")
+	// test.json first: result.json gives its digest. A job made here has
+	// no selection.json, as an imported one has none.
+	result["selection_sha256"] = ""
+	for _, f := range []struct {
+		name string
+		v    map[string]any
+	}{{"test.json", test}, {"result.json", result}} {
+		data, err := json.MarshalIndent(f.v, "", "  ")
 		if err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), append(data, '\n'), 0o644); err != nil {
+		data = append(data, '\n')
+		if err := os.WriteFile(filepath.Join(dir, f.name), data, 0o644); err != nil {
 			return "", err
 		}
+		sum := sha256.Sum256(data)
+		result["test_sha256"] = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	return dir, nil
+}
+
+// Reseal sets the test_sha256 of the result.json in dir to the digest of
+// the test.json beside it, as the job would have written it: for tests
+// that edit a test.json to reach the checks after the digest's.
+func Reseal(dir string) error {
+	test, err := os.ReadFile(filepath.Join(dir, "test.json"))
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "result.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var result map[string]any
+	if err := json.Unmarshal(b, &result); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(test)
+	result["test_sha256"] = "sha256:" + hex.EncodeToString(sum[:])
+	out, err := json.MarshalIndent(result, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(out, '\n'), 0o644)
 }
 
 // Binary returns n paired 0/1 scores: the baseline right with probability
