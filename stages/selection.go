@@ -9,7 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -203,6 +205,56 @@ func outFolderFiles(n *Node, names ...string) []DeclaredPath {
 	return paths
 }
 
+// contradiction says how a saved selection breaks the selection rule
+// (Decide) by its own figures or against the optimization it was made
+// from; "" when it follows it. A selection.json edited by hand to deploy
+// another bundle than its means give is refused, not tested.
+func (sel Selection) contradiction(opt Optimization) string {
+	reason := ""
+	if sel.FallbackReason != nil {
+		reason = *sel.FallbackReason
+	}
+	means := sel.SeedMean != nil && sel.IncumbentMean != nil
+	switch {
+	case sel.Proposed != opt.Proposed:
+		return fmt.Sprintf("proposed is %t, optimization.json's is %t", sel.Proposed, opt.Proposed)
+	case !slices.Equal(sel.SeedBundle, opt.SeedBundle):
+		return fmt.Sprintf("seed_bundle %q is not optimization.json's %q", sel.SeedBundle, opt.SeedBundle)
+	case sel.Deployed == "incumbent" && reason != "":
+		return fmt.Sprintf("it deploys the incumbent with fallback_reason %q", reason)
+	case sel.Deployed == "incumbent" && !opt.Proposed:
+		return "it deploys an incumbent the optimization did not propose"
+	case sel.Deployed == "incumbent" && !slices.Equal(sel.DeployedBundle, opt.Candidate):
+		return fmt.Sprintf("it deploys %q, not the incumbent %q", sel.DeployedBundle, opt.Candidate)
+	case sel.Deployed == "incumbent" && !(means && *sel.IncumbentMean > *sel.SeedMean):
+		return fmt.Sprintf("it deploys the incumbent, whose validation mean (%s) is not strictly greater than the seed bundle's (%s)", meanText(sel.IncumbentMean), meanText(sel.SeedMean))
+	case sel.Deployed == "incumbent":
+		return ""
+	case sel.Deployed != "seed":
+		return fmt.Sprintf("deployed %q is neither \"incumbent\" nor \"seed\"", sel.Deployed)
+	case !slices.Equal(sel.DeployedBundle, sel.SeedBundle):
+		return fmt.Sprintf("it deploys the seed bundle as %q, not %q", sel.DeployedBundle, sel.SeedBundle)
+	case reason == FallbackNoIncumbent && opt.Proposed:
+		return "fallback_reason no_incumbent, but the optimization proposed one"
+	case reason == FallbackNotBetter && !opt.Proposed:
+		return "fallback_reason incumbent_not_better, but the optimization proposed no incumbent"
+	case reason == FallbackNotBetter && !(means && *sel.IncumbentMean <= *sel.SeedMean):
+		return fmt.Sprintf("fallback_reason incumbent_not_better, but the incumbent's validation mean (%s) is greater than the seed bundle's (%s), or one is missing", meanText(sel.IncumbentMean), meanText(sel.SeedMean))
+	case reason == FallbackValidationInvalid && !opt.Proposed:
+		return "fallback_reason validation_invalid, but the optimization proposed no incumbent"
+	case reason != FallbackNoIncumbent && reason != FallbackNotBetter && reason != FallbackValidationInvalid:
+		return fmt.Sprintf("it deploys the seed bundle with fallback_reason %q, not one of %s, %s, %s", reason, FallbackNotBetter, FallbackNoIncumbent, FallbackValidationInvalid)
+	}
+	return ""
+}
+
+func meanText(m *float64) string {
+	if m == nil {
+		return "null"
+	}
+	return strconv.FormatFloat(*m, 'g', -1, 64)
+}
+
 // Decide applies the selection rule.
 func Decide(opt Optimization, seed, inc evalInstance) Selection {
 	sel := Selection{Format: SelectionFormat, Deployed: "seed", DeployedBundle: opt.SeedBundle, SeedBundle: opt.SeedBundle, Proposed: opt.Proposed}
@@ -265,6 +317,9 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			}
 			if saved.OptimizationSHA256 != optDigest {
 				return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s was made from another optimization.json (its optimization_sha256 is %q, the folder's optimization.json is %s); nothing was rewritten: select again with %s, or give the job a fresh out folder", rel, saved.OptimizationSHA256, optDigest, again)}, nil
+			}
+			if why := saved.contradiction(s.opt); why != "" {
+				return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s does not follow the selection rule: %s; nothing was rewritten: restore it, or select again with %s", rel, why, again)}, nil
 			}
 			note(rt, n.Address, "deploying the %s bundle, as %s says (selected earlier)", saved.Deployed, rel)
 			compact, _ := json.Marshal(saved)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -66,4 +67,48 @@ func TestInstanceKeyValue(t *testing.T) {
 	assert.False(t, a.Type().HasAttribute("duration_s"))
 	assert.True(t, JobResult{}.KeyValue("deployed", inst(1)).RawEquals(JobResult{}.KeyValue("deployed", inst(2))))
 	assert.False(t, JobResult{}.KeyValue("job", inst(1)).RawEquals(JobResult{}.KeyValue("job", inst(2))), "other attributes whole")
+}
+
+// A saved selection follows the rule by its own figures: every selection
+// Decide makes does, and one edited to deploy another bundle than its
+// means give, or with a reason its figures contradict, does not.
+func TestSelectionContradiction(t *testing.T) {
+	seedB, inc := []string{"bundles/seed/"}, []string{"out/optimization/incumbent/"}
+	proposed := Optimization{Proposed: true, SeedBundle: seedB, Candidate: inc}
+	none := Optimization{SeedBundle: seedB, Candidate: seedB}
+	for _, c := range []struct {
+		opt       Optimization
+		seed, inc evalInstance
+	}{
+		{proposed, evalRun(0.5, 10, 10, "ok"), evalRun(0.6, 10, 10, "ok")},
+		{proposed, evalRun(0.5, 10, 10, "ok"), evalRun(0.5, 10, 10, "ok")},
+		{none, evalRun(0.5, 10, 10, "ok"), evalRun(0.5, 10, 10, "ok")},
+		{proposed, evalRun(0.5, 10, 10, "ok"), evalInstance{Status: "failed"}},
+		{proposed, evalRun(0.5, 10, 10, "ok"), evalRun(0.9, 9, 10, "ok")},
+		{proposed, evalRun(0, 0, 0, "ok"), evalRun(0, 0, 0, "ok")},
+	} {
+		assert.Empty(t, Decide(c.opt, c.seed, c.inc).contradiction(c.opt))
+	}
+
+	better := Decide(proposed, evalRun(0.733, 10, 10, "ok"), evalRun(1, 10, 10, "ok"))
+	require.Equal(t, "incumbent", better.Deployed)
+	// Edited to deploy the seed bundle "as not better".
+	edited := better
+	r := FallbackNotBetter
+	edited.Deployed, edited.DeployedBundle, edited.FallbackReason = "seed", seedB, &r
+	assert.Equal(t, "fallback_reason incumbent_not_better, but the incumbent's validation mean (1) is greater than the seed bundle's (0.733), or one is missing", edited.contradiction(proposed))
+
+	worse := Decide(proposed, evalRun(0.8, 10, 10, "ok"), evalRun(0.7, 10, 10, "ok"))
+	edited = worse
+	edited.Deployed, edited.DeployedBundle, edited.FallbackReason = "incumbent", inc, nil
+	assert.Equal(t, "it deploys the incumbent, whose validation mean (0.7) is not strictly greater than the seed bundle's (0.8)", edited.contradiction(proposed))
+
+	edited = better
+	edited.DeployedBundle = []string{"elsewhere/"}
+	assert.Contains(t, edited.contradiction(proposed), `it deploys ["elsewhere/"], not the incumbent`)
+	assert.Equal(t, "proposed is true, optimization.json's is false", better.contradiction(none))
+	r2 := "because"
+	edited = worse
+	edited.FallbackReason = &r2
+	assert.Contains(t, edited.contradiction(proposed), `fallback_reason "because", not one of`)
 }
