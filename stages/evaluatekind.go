@@ -407,32 +407,56 @@ func durationValue(v cty.Value) (time.Duration, error) {
 
 // workerFile is a file of the workspace named in the worker's argv.
 type workerFile struct {
-	arg  int    // its index in argv
-	path string // workspace-relative, clean
+	arg    int    // its index in argv
+	prefix string // what of the argument comes before the path: "--prompt=", or ""
+	path   string // workspace-relative, clean
 }
 
 // workerFiles returns the argv elements that name regular files of the
-// workspace: the worker's script, its configuration. Their content, not
-// their names, identifies the worker.
+// workspace: the worker's script, its configuration. An argument names
+// one whole ("worker.py") or after its first "=" ("--prompt=p.txt",
+// "prompt_file=p.txt"), by a path relative to the workspace or an
+// absolute one inside it. Their content, not their names, identifies the
+// worker.
 func workerFiles(root string, argv []string) []workerFile {
 	var out []workerFile
+	absRoot, _ := filepath.Abs(root)
 	for i, a := range argv {
-		if a == "" || strings.HasPrefix(a, "-") || strings.Contains(a, "://") {
+		if a == "" || strings.Contains(a, "://") {
 			continue
 		}
-		clean := filepath.Clean(a)
-		if !filepath.IsLocal(clean) {
-			continue
+		cands := []string{"", a}
+		if eq := strings.IndexByte(a, '='); eq >= 0 {
+			cands = append(cands, a[:eq+1], a[eq+1:])
 		}
-		if st, err := os.Stat(filepath.Join(root, clean)); err == nil && st.Mode().IsRegular() {
-			out = append(out, workerFile{arg: i, path: clean})
+		for c := 0; c < len(cands); c += 2 {
+			prefix, v := cands[c], cands[c+1]
+			if v == "" || prefix == "" && strings.HasPrefix(v, "-") {
+				continue
+			}
+			clean := filepath.Clean(v)
+			if filepath.IsAbs(clean) {
+				rel, err := filepath.Rel(absRoot, clean)
+				if err != nil {
+					continue
+				}
+				clean = rel
+			}
+			if !filepath.IsLocal(clean) {
+				continue
+			}
+			if st, err := os.Stat(filepath.Join(root, clean)); err == nil && st.Mode().IsRegular() {
+				out = append(out, workerFile{arg: i, prefix: prefix, path: clean})
+				break
+			}
 		}
 	}
 	return out
 }
 
 // workerDigest identifies the worker: its argv, with each workspace file
-// replaced by the digest of its content.
+// replaced by the digest of its content (after what comes before it in
+// its argument: "--prompt=").
 func workerDigest(root string, argv []string) (string, error) {
 	parts := make([]string, len(argv))
 	for i, a := range argv {
@@ -444,6 +468,9 @@ func workerDigest(root string, argv []string) (string, error) {
 			return "", fmt.Errorf("worker file %s: %w", f.path, err)
 		}
 		parts[f.arg] = "file:" + d
+		if f.prefix != "" {
+			parts[f.arg] = "arg:" + f.prefix + "file:" + d
+		}
 	}
 	b, _ := json.Marshal(struct {
 		V    string   `json:"v"`

@@ -214,6 +214,33 @@ func TestDigests(t *testing.T) {
 	w2, err = workerDigest(root, []string{"python3", "./w2/renamed.py", "--flag"})
 	require.NoError(t, err)
 	assert.NotEqual(t, w1, w2, "code changed")
+
+	// A file named after "=" in its argument, or by an absolute path
+	// inside the workspace, is identified by its content as well.
+	writeFile(t, filepath.Join(root, "prompts/p.txt"), "P1")
+	for k, argv := range [][]string{
+		{"python3", "w1/worker.py", "--prompt=prompts/p.txt"},
+		{"python3", "w1/worker.py", "prompt_file=prompts/p.txt"},
+		{"python3", filepath.Join(root, "w1/worker.py")},
+	} {
+		before, err := workerDigest(root, argv)
+		require.NoError(t, err)
+		writeFile(t, filepath.Join(root, "prompts/p.txt"), fmt.Sprintf("P%d", k+2))
+		writeFile(t, filepath.Join(root, "w1/worker.py"), fmt.Sprintf("print('v%d')", k+3))
+		after, err := workerDigest(root, argv)
+		require.NoError(t, err)
+		assert.NotEqual(t, before, after, "%q: a file it names changed", argv)
+	}
+	f1, err := workerDigest(root, []string{"python3", "w1/worker.py", "--prompt=prompts/p.txt"})
+	require.NoError(t, err)
+	f2, err := workerDigest(root, []string{"python3", "w1/worker.py", "--system=prompts/p.txt"})
+	require.NoError(t, err)
+	assert.NotEqual(t, f1, f2, "the flag before the file counts")
+	moved, err := workerDigest(root, []string{"python3", filepath.Join(root, "w1/worker.py")})
+	require.NoError(t, err)
+	rel, err := workerDigest(root, []string{"python3", "w1/worker.py"})
+	require.NoError(t, err)
+	assert.Equal(t, rel, moved, "an absolute path inside the workspace is its file, wherever the workspace is")
 }
 
 func TestDeclaredInputs(t *testing.T) {
@@ -221,13 +248,16 @@ func TestDeclaredInputs(t *testing.T) {
 	writeFile(t, filepath.Join(root, "worker.py"), "")
 	writeFile(t, filepath.Join(root, "prompts/system.txt"), "")
 	args := evalArgs()
-	args["worker"] = strs("python3", "-u", "worker.py", "--system-prompt-file", "prompts/system.txt", "--url=http://x/v1", "not-a-file")
+	writeFile(t, filepath.Join(root, "prompts/user.txt"), "")
+	writeFile(t, filepath.Join(root, "conf.yaml"), "")
+	args["worker"] = strs("python3", "-u", "worker.py", "--system-prompt-file", "prompts/system.txt", "--url=http://x/v1", "not-a-file",
+		"--user=prompts/user.txt", filepath.Join(root, "conf.yaml"), "/etc/hostname")
 	got := Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
-	assert.Equal(t, []string{"data/items.jsonl", "bundle", "worker.py", "prompts/system.txt"}, got)
+	assert.Equal(t, []string{"data/items.jsonl", "bundle", "worker.py", "prompts/system.txt", "prompts/user.txt", "conf.yaml"}, got)
 
 	args["items"] = cty.TupleVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a")})})
 	got = Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
-	assert.Equal(t, []string{"bundle", "worker.py", "prompts/system.txt"}, got, "inline items are keyed as an attribute")
+	assert.Equal(t, []string{"bundle", "worker.py", "prompts/system.txt", "prompts/user.txt", "conf.yaml"}, got, "inline items are keyed as an attribute")
 }
 
 // fakeRuntime is a Runtime for running evaluate nodes without the engine.
