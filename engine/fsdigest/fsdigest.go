@@ -286,7 +286,36 @@ func (c *Cache) Tree(path string) (string, error) {
 	}
 
 	var recs []record
-	if err := walk(abs, "", &recs); err != nil {
+	if err := walk(abs, "", &recs, nil); err != nil {
+		return "", err
+	}
+	if err := c.fileDigests(recs); err != nil {
+		return "", err
+	}
+	return treeDigest(recs), nil
+}
+
+// ContentTree is Tree through symbolic links: a link is digested as what
+// it points to (a file's content, a folder's tree), never as its target's
+// name. It is for trees whose files are often links to where the bytes
+// live (a model's weights: a checkpoint linked into place, a Hugging Face
+// snapshot), where what a link names can change under the same name. A
+// link that points to nothing, or back into a folder it is in, is an
+// error.
+func (c *Cache) ContentTree(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("fsdigest: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("fsdigest: %w", err)
+	}
+	if !fi.IsDir() {
+		return c.Tree(abs)
+	}
+	var recs []record
+	if err := walk(abs, "", &recs, map[string]bool{}); err != nil {
 		return "", err
 	}
 	if err := c.fileDigests(recs); err != nil {
@@ -325,7 +354,7 @@ func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error
 	case !fi.IsDir():
 		return c.Tree(path)
 	default:
-		if err := walk(abs, "", &recs); err != nil {
+		if err := walk(abs, "", &recs, nil); err != nil {
 			return "", err
 		}
 	}
@@ -427,8 +456,21 @@ func (r *record) appendTo(b []byte) []byte {
 }
 
 // walk appends the records of the directory dir, whose path under the root
-// is rel ("" for the root), in encoding order.
-func walk(dir, rel string, recs *[]record) error {
+// is rel ("" for the root), in encoding order. With follow non-nil (the
+// real paths of the folders being walked) a symbolic link is walked as
+// what it points to (ContentTree).
+func walk(dir, rel string, recs *[]record, follow map[string]bool) error {
+	if follow != nil {
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return fmt.Errorf("fsdigest: %w", err)
+		}
+		if follow[real] {
+			return fmt.Errorf("fsdigest: %s: a link leads back into a folder it is in", dir)
+		}
+		follow[real] = true
+		defer delete(follow, real)
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("fsdigest: %w", err)
@@ -443,9 +485,17 @@ func walk(dir, rel string, recs *[]record) error {
 		if rel != "" {
 			r = rel + "/" + r
 		}
-		switch t := e.Type(); {
+		t := e.Type()
+		var fi fs.FileInfo
+		if t&fs.ModeSymlink != 0 && follow != nil {
+			if fi, err = os.Stat(p); err != nil {
+				return fmt.Errorf("fsdigest: link %s: %w", p, err)
+			}
+			t = fi.Mode().Type()
+		}
+		switch {
 		case t.IsDir():
-			if err := walk(p, r, recs); err != nil {
+			if err := walk(p, r, recs, follow); err != nil {
 				return err
 			}
 		case t&fs.ModeSymlink != 0:
@@ -455,9 +505,10 @@ func walk(dir, rel string, recs *[]record) error {
 			}
 			*recs = append(*recs, record{rel: r, kind: 'l', target: target})
 		case t.IsRegular():
-			fi, err := e.Info()
-			if err != nil {
-				return fmt.Errorf("fsdigest: %w", err)
+			if fi == nil {
+				if fi, err = e.Info(); err != nil {
+					return fmt.Errorf("fsdigest: %w", err)
+				}
 			}
 			*recs = append(*recs, record{rel: r, kind: 'f', abs: p, exec: fi.Mode()&0o111 != 0, key: keyOf(fi)})
 		default:

@@ -638,3 +638,45 @@ func TestTreeWithIsTreeAfterTheWrites(t *testing.T) {
 		assert.Equal(t, shaHex([]byte("x")), got)
 	})
 }
+
+// ContentTree digests what links point to: a checkpoint linked into a
+// weights folder is its bytes, so new bytes under the same link give a
+// new digest (Tree keeps the link's target name), and a folder holding
+// the bytes themselves digests the same. A link to nothing, or one
+// leading back into its own folder, is an error.
+func TestContentTreeFollowsLinks(t *testing.T) {
+	store := t.TempDir()
+	write(t, filepath.Join(store, "blob1"), "weights v1", 0o644)
+	write(t, filepath.Join(store, "sub", "tok.json"), "{}", 0o644)
+	linked := t.TempDir()
+	require.NoError(t, os.Symlink(filepath.Join(store, "blob1"), filepath.Join(linked, "model.bin")))
+	require.NoError(t, os.Symlink(filepath.Join(store, "sub"), filepath.Join(linked, "sub")))
+	plain := t.TempDir()
+	write(t, filepath.Join(plain, "model.bin"), "weights v1", 0o644)
+	write(t, filepath.Join(plain, "sub", "tok.json"), "{}", 0o644)
+
+	c := later("")
+	d1, err := c.ContentTree(linked)
+	require.NoError(t, err)
+	p, err := c.ContentTree(plain)
+	require.NoError(t, err)
+	assert.Equal(t, p, d1, "a link digests as the bytes it points to")
+	byName, err := c.Tree(linked)
+	require.NoError(t, err)
+
+	write(t, filepath.Join(store, "blob1"), "weights v2", 0o644)
+	d2, err := c.ContentTree(linked)
+	require.NoError(t, err)
+	assert.NotEqual(t, d1, d2, "new bytes under the same link")
+	again, err := c.Tree(linked)
+	require.NoError(t, err)
+	assert.Equal(t, byName, again, "Tree keeps the link's name")
+
+	require.NoError(t, os.Symlink(filepath.Join(store, "gone"), filepath.Join(linked, "dangling")))
+	_, err = c.ContentTree(linked)
+	assert.ErrorContains(t, err, "dangling")
+	require.NoError(t, os.Remove(filepath.Join(linked, "dangling")))
+	require.NoError(t, os.Symlink(linked, filepath.Join(linked, "loop")))
+	_, err = c.ContentTree(linked)
+	assert.ErrorContains(t, err, "leads back into a folder it is in")
+}

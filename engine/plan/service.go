@@ -20,7 +20,7 @@ const NotStartedReason = "nothing to evaluate"
 // SetServiceWeights digests the weights a service node names (through
 // dg, the stat cache: a large folder is read again only when a file of it
 // changed) and sets sn.WeightsDigest. Other nodes are left alone.
-func (g *Graph) SetServiceWeights(n *Node, sn *stages.Node, dg digester) error {
+func (g *Graph) SetServiceWeights(n *Node, sn *stages.Node, dg contentDigester) error {
 	svc, ok := n.Kind.(stages.Service)
 	if !ok {
 		return nil
@@ -33,12 +33,19 @@ func (g *Graph) SetServiceWeights(n *Node, sn *stages.Node, dg digester) error {
 	if !filepath.IsAbs(p) {
 		full = filepath.Join(g.Root, p)
 	}
-	d, err := dg.Tree(full)
+	// Through links: a checkpoint linked into the folder is its bytes.
+	d, err := dg.ContentTree(full)
 	if err != nil {
 		return fmt.Errorf("weights %s: %w", p, err)
 	}
 	sn.WeightsDigest = "sha256:" + d
 	return nil
+}
+
+// contentDigester digests a tree through its symbolic links
+// (fsdigest.Cache.ContentTree).
+type contentDigester interface {
+	ContentTree(path string) (string, error)
 }
 
 // serviceDigest is a service node's output digest as its consumers' keys
