@@ -2,6 +2,8 @@ package stages
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"path"
@@ -151,7 +153,7 @@ func (Waves) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	p.LogName = n.EachKey
+	p.LogName = variantLogName(n.EachKey)
 	if p.LogName == "" {
 		p.LogName = n.Stage
 	}
@@ -257,4 +259,28 @@ func wholeNumber(v cty.Value) (int, bool) {
 		return 0, false
 	}
 	return int(i), true
+}
+
+// variantLogName is a variant's instance key as its logs' name
+// (gpu<index>_<name>.out): the key itself where it is one file name, else
+// the key with each '/', '\\' and control character as '_', cut to 120
+// bytes, and '~' and the start of the key's sha256, so that no key leads
+// out of the batch's log folder and two keys never share a log.
+func variantLogName(key string) string {
+	plain := len(key) <= 120 && key != "." && key != ".."
+	b := []byte(key)
+	for i, c := range b {
+		if c == '/' || c == '\\' || c < 0x20 || c == 0x7f {
+			b[i] = '_'
+			plain = false
+		}
+	}
+	if plain {
+		return key
+	}
+	if len(b) > 120 {
+		b = b[:120]
+	}
+	sum := sha256.Sum256([]byte(key))
+	return string(b) + "~" + hex.EncodeToString(sum[:8])
 }

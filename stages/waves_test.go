@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,4 +179,28 @@ func TestWavesRunNamesLogsAfterTheVariant(t *testing.T) {
 	require.Len(t, rt.got, 1)
 	assert.Equal(t, "batch_x_id2", rt.got[0].LogName)
 	assert.Equal(t, []string{"bin/sim/aime24", "--config", "submissions/t/batch_x_id2.json"}, rt.got[0].Argv)
+}
+
+// A variant key that is not one file name never leads its logs out of the
+// batch's folder, and two such keys never share a log; a plain key (dots
+// and dashes included) is its own name.
+func TestWavesLogNameStaysInTheBatchFolder(t *testing.T) {
+	byKey, byName := map[string]string{}, map[string]string{}
+	for _, key := range []string{"x/../../../../esc_out", "sub/dir", "sub_dir", "qwen2.5-7b", "..", "a\nb", strings.Repeat("k", 300)} {
+		rt := &execRuntime{root: t.TempDir()}
+		_, err := stages.Waves{}.Run(context.Background(), wavesNode(key, nil), rt)
+		require.NoError(t, err)
+		require.Len(t, rt.got, 1)
+		name := rt.got[0].LogName
+		log := filepath.Join("logs", "gpu0_"+name+".out")
+		assert.Equal(t, "logs", filepath.Dir(filepath.Clean(log)), key)
+		assert.NotContains(t, name, "\n", key)
+		assert.LessOrEqual(t, len(name), 140, key)
+		if other, dup := byName[name]; dup {
+			t.Errorf("%q shares its log with %q", key, other)
+		}
+		byName[name], byKey[key] = key, name
+	}
+	assert.Equal(t, "qwen2.5-7b", byKey["qwen2.5-7b"])
+	assert.Equal(t, "sub_dir", byKey["sub_dir"])
 }
