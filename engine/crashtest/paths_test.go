@@ -171,7 +171,7 @@ stage "command" "bad" {
 			}
 			res := w.run(nil, "--cache", cache, "validate", "--json", "pipeline.hcl")
 			assert.Equal(t, 2, res.code, res.String())
-			assert.Regexp(t, `"Line": 5,\s+"Column": \d+`, res.stdout)
+			assert.Regexp(t, `"line": 5,\s+"column": \d+`, res.stdout)
 			assert.False(t, w.exists("ran.txt"), "the node ran")
 			assert.Equal(t, before, treeFiles(t, cache), "the cache changed")
 		})
