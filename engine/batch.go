@@ -598,13 +598,18 @@ func ledgerEnd(a *applier, g *batchGroup) {
 	var errs []string
 	for _, id := range g.order {
 		ns := a.nodes[id]
-		if ns.status == plan.Failed || ns.class != "" {
+		// A skipped variant (its upstream failed) did not fail: the
+		// upstream's own failure is what the errors list.
+		if ns.status != plan.Skipped && (ns.status == plan.Failed || ns.class != "") {
 			errs = append(errs, stages.LedgerError(time.Now(), b.Tag, b.ID, ns.n.Inst.Key, ns.class, ns.message))
 		}
 	}
 	path := ledgerPath(a, g)
 	_, statErr := os.Stat(path)
-	added, err := stages.Ledger{Path: path}.SetState(b.ID, BatchRunning, b.State, errs)
+	// The batch's row as it started, in its final state: put back if the
+	// file lost it while the batch ran.
+	row := stages.LedgerRow(b.Tag, b.ID, b.Start, relTo(a.g.Root, b.LogDir), b.Variants, b.State)
+	added, err := stages.Ledger{Path: path}.SetStateOrAdd(b.ID, BatchRunning, b.State, row, errs)
 	ledgerNotice(a, path, statErr == nil, added)
 	if err != nil {
 		a.warn("cannot update the ledger %s: %s", g.policy.Ledger, err)

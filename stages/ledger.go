@@ -69,13 +69,28 @@ func (l Ledger) RowsInState(state string) ([]string, error) {
 // adds errLines at the end of the errors section. It returns the sections
 // it had to add, for a one-line notice.
 func (l Ledger) SetState(batchID, from, to string, errLines []string) (added []string, err error) {
-	return l.edit(func(s string) string {
+	return l.SetStateOrAdd(batchID, from, to, "", errLines)
+}
+
+// SetStateOrAdd is SetState, and where no row of the batch is in state
+// from (the file was rewritten or removed while the batch ran) it adds
+// row, the batch's row in state to, and says so among the sections it
+// added: a batch's end is never lost from the ledger.
+func (l Ledger) SetStateOrAdd(batchID, from, to, row string, errLines []string) (added []string, err error) {
+	var readded []string
+	added, err = l.edit(func(s string) string {
+		before := s
 		s = setRowState(s, batchID, from, to)
+		if s == before && row != "" && !hasRow(s, batchID, to) {
+			s = insertAfterTable(s, isBatchesHeading, row)
+			readded = []string{"the row of batch " + batchID + ", which was gone"}
+		}
 		if len(errLines) > 0 {
 			s = appendToSection(s, isErrorsHeading, errLines)
 		}
 		return s
 	})
+	return append(added, readded...), err
 }
 
 // edit rewrites the ledger under a lock. A missing file is created
@@ -84,6 +99,12 @@ func (l Ledger) SetState(batchID, from, to string, errLines []string) (added []s
 func (l Ledger) edit(edit func(string) string) (added []string, err error) {
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o755); err != nil {
 		return nil, err
+	}
+	// A ledger that is a link (to notes kept elsewhere in the workspace;
+	// one leading out of it is refused when the pipeline is read) is
+	// edited where it points, the link left as it is.
+	if real, err := filepath.EvalSymlinks(l.Path); err == nil {
+		l.Path = real
 	}
 	lk := flock.New(l.Path + ".lock")
 	if err := lk.Lock(); err != nil {
@@ -109,7 +130,17 @@ func (l Ledger) edit(edit func(string) string) (added []string, err error) {
 		added = append(added, LedgerErrors)
 	}
 	s = edit(s)
-	return added, atomicfile.Write(l.Path, []byte(s), false)
+	return added, atomicfile.WriteKeepMode(l.Path, []byte(s), false)
+}
+
+// hasRow reports whether a table row of batchID in state is in s.
+func hasRow(s, batchID, state string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "| "+batchID+" |") && strings.Contains(l, "| "+state+" |") {
+			return true
+		}
+	}
+	return false
 }
 
 // headingLevel is the level of a markdown heading line ("## x" is 2), or 0.

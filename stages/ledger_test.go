@@ -96,3 +96,46 @@ func TestLedgerRowsInState(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"run1/aime24", "run3/aime24"}, ids)
 }
+
+// A ledger that is a link is edited where it points (the link kept), a
+// rewritten ledger keeps its permission bits, and a batch whose RUNNING
+// row was removed while it ran gets its row back in its final state.
+func TestLedgerKeepsLinksModesAndTheBatchsEnd(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "notes", "real.md")
+	require.NoError(t, os.MkdirAll(filepath.Dir(real), 0o755))
+	require.NoError(t, os.WriteFile(real, []byte(userMemory), 0o600))
+	link := filepath.Join(dir, "memory.md")
+	require.NoError(t, os.Symlink("notes/real.md", link))
+
+	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	row := LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, "RUNNING")
+	_, err := Ledger{Path: link}.AddRow(row)
+	require.NoError(t, err)
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is kept")
+	b, err := os.ReadFile(real)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), row)
+	fi, err = os.Stat(real)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a private ledger stays private")
+
+	// The row is gone (an agent rewrote the file from an older copy).
+	require.NoError(t, os.WriteFile(real, []byte(userMemory), 0o600))
+	added, err := Ledger{Path: link}.SetStateOrAdd("r2/aime24", "RUNNING", "DONE", LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, "DONE"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"the row of batch r2/aime24, which was gone"}, added)
+	b, err = os.ReadFile(real)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "| t | r2/aime24 | 2026-12-05 10:00:00 | logs/y | a,b | DONE |")
+	assert.Contains(t, string(b), "| t | r1/aime24 |", "the other rows are kept")
+	// Once there, it is not added twice.
+	added, err = Ledger{Path: link}.SetStateOrAdd("r2/aime24", "RUNNING", "DONE", LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, "DONE"), nil)
+	require.NoError(t, err)
+	assert.Empty(t, added)
+	b, err = os.ReadFile(real)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(b), "| r2/aime24 |"))
+}

@@ -21,9 +21,32 @@ import (
 // the old content or the new; without it, only a crash of the process is
 // covered.
 func Write(path string, b []byte, sync bool) error {
+	return replace(path, b, sync, false)
+}
+
+// WriteKeepMode is Write for a file the user owns (a notes file cairn
+// adds to): the new file keeps the permission bits of the one it
+// replaces, set before the rename, so that a private file never becomes
+// readable by others, nor a shared one less writable.
+func WriteKeepMode(path string, b []byte, sync bool) error {
+	return replace(path, b, sync, true)
+}
+
+// replace writes b to a temporary file beside path and renames it over
+// path; with keepMode, the temporary file first gets the permission bits
+// of the file it replaces.
+func replace(path string, b []byte, sync, keepMode bool) error {
 	tmp, err := writeTemp(path, b, sync)
 	if err != nil {
 		return err
+	}
+	if keepMode {
+		if fi, err := os.Stat(path); err == nil {
+			if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+				_ = os.Remove(tmp)
+				return err
+			}
+		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
