@@ -44,6 +44,11 @@ type nodeState struct {
 	// released: its downstreams were made ready when its outputs were
 	// stored, before its record was written.
 	released bool
+	// endedOut: its node_ended event is out; endedHeld: it waits for an
+	// upstream's (heldEnds are the downstreams' events that wait for
+	// its own). See emitEnded.
+	endedOut, endedHeld bool
+	heldEnds            []heldEnd
 
 	// Set by the loop before launch (prepare, admission), read by its
 	// worker while it runs.

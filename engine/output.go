@@ -65,7 +65,51 @@ func (a *applier) nodeEnded(ns *nodeState, status string) {
 	if line := a.summaryLine(ns); line != "" {
 		e.Summary = json.RawMessage(line)
 	}
+	a.emitEnded(ns, e)
+}
+
+// heldEnd is a node_ended event that waits for an upstream's.
+type heldEnd struct {
+	ns *nodeState
+	e  *events.NodeEnded
+}
+
+// emitEnded emits a node's node_ended event after its upstreams' own: a
+// downstream may end (taken from the cache, say) while an upstream it
+// was released by still writes its record, and every reader of the
+// events (the terminal, --json, events.jsonl, the report) sees an
+// upstream end before what it fed. The event waits with that upstream
+// and goes out, stamped then, right after the upstream's.
+func (a *applier) emitEnded(ns *nodeState, e *events.NodeEnded) {
+	for _, d := range ns.n.Deps {
+		if u := a.nodes[d]; !u.endedOut && (u.released || u.endedHeld) {
+			ns.endedHeld = true
+			u.heldEnds = append(u.heldEnds, heldEnd{ns, e})
+			return
+		}
+	}
+	ns.endedHeld = false
 	a.emit(e)
+	ns.endedOut = true
+	held := ns.heldEnds
+	ns.heldEnds = nil
+	for _, h := range held {
+		a.emitEnded(h.ns, h.e)
+	}
+}
+
+// flushHeldEnds emits the node_ended events still waiting for an
+// upstream's that will not come (the run stopped first), in node order.
+func (a *applier) flushHeldEnds() {
+	for _, ns := range a.nodes {
+		held := ns.heldEnds
+		ns.heldEnds = nil
+		for _, h := range held {
+			h.ns.endedHeld = false
+			a.emit(h.e)
+			h.ns.endedOut = true
+		}
+	}
 }
 
 // okLine tells that a node that ran is ok.
@@ -117,6 +161,7 @@ func (a *applier) planDecided() {
 
 // runEnded tells the run's end.
 func (a *applier) runEnded(status, msg string) {
+	a.flushHeldEnds()
 	r := a.res
 	a.emit(&events.RunEnded{Status: status, Message: msg, Ran: r.Ran, Cached: r.Cached, Failed: r.Failed, Skipped: r.Skipped, DurationS: r.Dur.Seconds()})
 }

@@ -160,3 +160,61 @@ func TestApplyJSONCarriesTheSchemaVersion(t *testing.T) {
 		assert.Contains(t, ev, "status", l)
 	}
 }
+
+// A downstream taken from the cache while the upstream that released it
+// still writes its record ends after it in every stream: the upstream's
+// node_ended comes first in events.jsonl and in --json, whatever the
+// timing (the downstream's key needs the upstream's outputs, so it cannot
+// have ended before).
+func TestNodeEndedComesAfterTheUpstreams(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "order" {}
+variable "salt" {
+  type    = string
+  default = "0"
+}
+stage "command" "up" {
+  run     = ["sh", "-c", "sleep 0.2; echo ${var.salt} >/dev/null; echo s > up.txt"]
+  outputs = ["up.txt"]
+}
+stage "command" "down" {
+  after   = [stage.up]
+  run     = ["sh", "-c", "cat up.txt > down.txt"]
+  outputs = ["down.txt"]
+}
+stage "command" "last" {
+  after   = [stage.down]
+  run     = ["sh", "-c", "cat down.txt > last.txt"]
+  outputs = ["last.txt"]
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, 0, r.code, r.stderr)
+	for salt := 1; salt <= 4; salt++ {
+		r = runCLI(t, "--chdir", root, "apply", "p.hcl", "--json", "--var", "salt="+string(rune('0'+salt)))
+		require.Equal(t, 0, r.code, r.stderr)
+		var order []string
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			var e struct {
+				Node, Status string
+			}
+			if json.Unmarshal([]byte(line), &e) == nil && e.Node != "" {
+				order = append(order, e.Node+" "+e.Status)
+			}
+		}
+		assert.Equal(t, []string{"stage.up ok", "stage.down cached", "stage.last cached"}, order, "--json, salt %d", salt)
+	}
+	logs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "*", ui.EventLogName))
+	require.NoError(t, err)
+	require.Len(t, logs, 5)
+	for _, log := range logs {
+		evs, err := ui.ReadEventLog(log)
+		require.NoError(t, err)
+		var ended []string
+		for _, ev := range evs {
+			if field[string](t, ev, "type") == "node_ended" {
+				ended = append(ended, field[string](t, ev, "node"))
+			}
+		}
+		assert.Equal(t, []string{"stage.up", "stage.down", "stage.last"}, ended, log)
+	}
+}
