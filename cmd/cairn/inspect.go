@@ -308,7 +308,12 @@ func (a *app) showRun(dir string) error {
 		v := get(e.Node)
 		switch e.T {
 		case runlog.Started:
-			v.state, v.start, v.gpus = "running", e.Time, e.GPUs
+			// The duration is the node's, every attempt included, as
+			// apply and the report give it.
+			v.state, v.gpus = "running", e.GPUs
+			if v.start.IsZero() {
+				v.start = e.Time
+			}
 			v.attempts = max(v.attempts, e.Attempt)
 			v.addLogs(e.Logs)
 		case runlog.Finished:
@@ -318,6 +323,7 @@ func (a *app) showRun(dir string) error {
 			// setup) has no started record: its attempt and logs are
 			// on the failure.
 			v.state, v.end, v.class, v.msg = "failed", e.Time, e.Class, e.Message
+			v.rss, v.gpuMiB = e.PeakRSS, e.PeakGPU
 			v.attempts = max(v.attempts, e.Attempt)
 			v.addLogs(e.Logs)
 		case runlog.Cached:

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,4 +110,39 @@ func TestReportOutRefusedWritesNothing(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.FileExists(t, filepath.Join(root, "page.html"))
 	assert.FileExists(t, filepath.Join(root, "trace.tsv"))
+}
+
+// cairn show RUN gives a retried node's duration from its first attempt's
+// start to its end, as apply and the report do, and a failed node's peak
+// memory, as its event does.
+func TestShowRunGivesRetriedDurationAndFailedPeak(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+stage "command" "flaky" {
+  run = ["sh", "-c", "sleep 0.4; exit 1"]
+  retry {
+    max = 1
+    on  = ["exit"]
+  }
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var row []string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "stage.flaky ") {
+			row = strings.Fields(l)
+		}
+	}
+	require.NotEmpty(t, row, r.stdout)
+	// stage.flaky failed (exit) 2 DURATION PEAK-RSS ...
+	assert.Equal(t, "2", row[3], r.stdout)
+	d, err := time.ParseDuration(row[4])
+	require.NoError(t, err, r.stdout)
+	assert.GreaterOrEqual(t, d, 800*time.Millisecond, "both attempts: %s", r.stdout)
+	assert.NotEqual(t, "-", row[5], "a failed process's peak RSS: %s", r.stdout)
 }
