@@ -466,7 +466,6 @@ func (b *builder) finish() {
 	}
 	run.Vars = varsOf(run.Args)
 	run.Command = commandOf(run.Dir, run.Args)
-	byKey := map[string]*Node{}
 	for _, n := range b.r.Nodes {
 		for _, t := range n.Tries {
 			if t.Queued > 0 && !t.Start.IsZero() {
@@ -503,9 +502,6 @@ func (b *builder) finish() {
 		if k := len(n.Tries); k > 0 {
 			n.Start, n.End = n.Tries[k-1].Start, n.Tries[k-1].End
 		}
-		if n.Key != "" {
-			byKey[n.Key] = n
-		}
 		if b.opts.Cache != nil && n.Key != "" {
 			if rec, ok := b.opts.Cache.Lookup(n.Key); ok {
 				b.fromRecord(n, rec)
@@ -518,7 +514,7 @@ func (b *builder) finish() {
 			}
 		}
 	}
-	b.queueWaits(byKey)
+	b.queueWaits()
 	b.lanes()
 	b.waves()
 	b.stages()
@@ -768,19 +764,30 @@ func mdTable(s string) [][]string {
 }
 
 // queueWaits sets each started node's wait: from when its last upstream
-// in this run ended (or the run started) to its first attempt.
-func (b *builder) queueWaits(byKey map[string]*Node) {
+// in this run ended (or the run started) to its first attempt. A node's
+// record names its upstreams by their output digests: each is the node
+// of this run with that output that ended last before the node started.
+func (b *builder) queueWaits() {
+	byDigest := map[string][]*Node{}
+	for _, n := range b.r.Nodes {
+		if n.record != nil && n.record.OutputDigest != "" {
+			byDigest[n.record.OutputDigest] = append(byDigest[n.record.OutputDigest], n)
+		}
+	}
 	for _, n := range b.r.Nodes {
 		if len(n.Tries) == 0 || n.Tries[0].Start.IsZero() || b.ri.Start.IsZero() {
 			continue
 		}
+		start := n.Tries[0].Start
 		ready := b.ri.Start
-		for _, k := range n.upstreams {
-			if up := byKey[k]; up != nil && up.End.After(ready) {
-				ready = up.End
+		for _, d := range n.upstreams {
+			for _, up := range byDigest[d] {
+				if up != n && up.End.After(ready) && !up.End.After(start) {
+					ready = up.End
+				}
 			}
 		}
-		n.QueueWait = max(0, n.Tries[0].Start.Sub(ready).Seconds())
+		n.QueueWait = max(0, start.Sub(ready).Seconds())
 	}
 }
 

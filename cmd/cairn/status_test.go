@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,4 +146,44 @@ stage "command" "flaky" {
 	require.NoError(t, err, r.stdout)
 	assert.GreaterOrEqual(t, d, 800*time.Millisecond, "both attempts: %s", r.stdout)
 	assert.NotEqual(t, "-", row[5], "a failed process's peak RSS: %s", r.stdout)
+}
+
+// A node's queue wait counts from its last upstream's end, not from the
+// run's start: a node started right after its upstream waited about
+// nothing, however long the upstream ran.
+func TestQueueWaitCountsFromTheUpstreamsEnd(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+stage "command" "up" {
+  run     = ["sh", "-c", "sleep 1; echo s > up.txt"]
+  outputs = ["up.txt"]
+}
+stage "command" "down" {
+  after   = [stage.up]
+  run     = ["sh", "-c", "cat up.txt > down.txt"]
+  outputs = ["down.txt"]
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]), "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var rep struct {
+		Nodes []struct {
+			Addr      string  `json:"address"`
+			Duration  float64 `json:"duration_s"`
+			QueueWait float64 `json:"queue_wait_s"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	got := map[string][2]float64{}
+	for _, n := range rep.Nodes {
+		got[n.Addr] = [2]float64{n.Duration, n.QueueWait}
+	}
+	require.Contains(t, got, "stage.up", r.stdout)
+	require.Contains(t, got, "stage.down", r.stdout)
+	assert.GreaterOrEqual(t, got["stage.up"][0], 1.0)
+	assert.Less(t, got["stage.down"][1], got["stage.up"][0], "down waited from up's end, not the run's start: %s", r.stdout)
 }
