@@ -226,6 +226,10 @@ locals {
   # One worker serves every rollout of an optimization: it reads each
   # request's bundle (bundle_in_request), so no rollout waits for a start.
   rollout_worker = ["python3", var.worker, "--bundle-system-prompt", "system.txt"]
+  # The model servers' command lines (the grid file's servers, else vLLM):
+  # what the serve stages run, and what each job's job.json seals.
+  reflection_server_run = try(local.grid.reflection_server.run, ["vllm", "serve", var.reflection_model_id, "--port", "{port}", "--tensor-parallel-size", "{gpus}"])
+  task_server_run       = { for m in distinct([for j in values(local.job_specs) : j.model]) : m => try(local.grid.servers[m].run, ["vllm", "serve", local.grid.models[m], "--port", "{port}", "--tensor-parallel-size", "{gpus}"]) }
 }
 
 # The model servers. With serve = true cairn starts them (the grid file's
@@ -236,7 +240,7 @@ locals {
 # With serve = false they publish the endpoints of servers you run, and the
 # keys are the model id's, as without serve stages.
 stage "serve" "reflection_model" {
-  run           = try(local.grid.reflection_server.run, ["vllm", "serve", var.reflection_model_id, "--port", "{port}", "--tensor-parallel-size", "{gpus}"])
+  run           = local.reflection_server_run
   model         = var.reflection_model_id
   weights       = try(local.grid.reflection_server.weights, null)
   gpus          = var.serve ? try(local.grid.reflection_server.gpus, 4) : 0
@@ -251,7 +255,7 @@ stage "serve" "task_model" {
   # After the reflection model: the task model's replicas take the GPUs it
   # leaves free, one replica per GPU by default.
   after         = [stage.reflection_model]
-  run           = try(local.grid.servers[each.key].run, ["vllm", "serve", local.grid.models[each.key], "--port", "{port}", "--tensor-parallel-size", "{gpus}"])
+  run           = local.task_server_run[each.key]
   model         = local.grid.models[each.key]
   weights       = try(local.grid.servers[each.key].weights, null)
   gpus          = var.serve ? try(local.grid.servers[each.key].gpus, 1) : 0
@@ -281,6 +285,9 @@ stage "job" "job" {
   command          = each.value.run
   worker           = local.rollout_worker
   splits           = each.value.split
+  # The servers cairn starts for the job, sealed with it: a server run
+  # with other flags is another job's (docs/job-artifacts.md).
+  servers = var.serve ? { task = local.task_server_run[each.value.model], reflection = local.reflection_server_run } : null
   files = {
     method = local.grid.methods[each.value.method].code
     data   = values(each.value.split)

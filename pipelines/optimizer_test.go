@@ -944,3 +944,47 @@ func TestRuntimeEnvIsSealedAndKeyed(t *testing.T) {
 	w.readJSON("runs/with-env/job.json", &job)
 	assert.Equal(t, map[string]any{"SIM_SDK": "v2"}, job["env"])
 }
+
+// The servers cairn starts for a job (serve = true) are sealed in its
+// job.json: the same job applied again with a server run with other flags
+// is refused, naming the servers, and never mixes the two servers'
+// answers in one job's phases.
+func TestServersAreSealedWithTheJob(t *testing.T) {
+	w := newOptWorkspace(t)
+	leases := t.TempDir()
+	run := func(vars ...string) (string, int) {
+		cmd := w.command(w.applyArgs(nil, append([]string{"serve=true", "budget=20"}, vars...)...)...)
+		cmd.Env = append(cmd.Env, "CAIRN_GPUS=sim:6", "CAIRN_LEASE_DIR="+leases, "PATH="+bins+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		require.NoError(t, err)
+		return string(out), 0
+	}
+	out, code := run()
+	require.Equal(t, 0, code, out)
+	var job map[string]any
+	w.readJSON("runs/simgepa/sums/single/sim/0/job.json", &job)
+	servers, ok := job["servers"].(map[string]any)
+	require.True(t, ok, "job.json: %v", job)
+	assert.Contains(t, servers, "task")
+	assert.Contains(t, servers, "reflection")
+
+	grid := filepath.Join(w.dir, "testdata/optimizer/grid.json")
+	var g map[string]any
+	b, err := os.ReadFile(grid)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &g))
+	sim := g["servers"].(map[string]any)["sim"].(map[string]any)
+	sim["run"] = append(sim["run"].([]any), "--wrong-rate", "0.6")
+	b, err = json.MarshalIndent(g, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(grid, b, 0o644))
+
+	out, code = run()
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "servers: the out folder's job is")
+	assert.Contains(t, out, "--wrong-rate")
+}

@@ -77,6 +77,7 @@ func (Job) Schema() *hcl.BodySchema {
 		{Name: "command"},
 		{Name: "worker"},
 		{Name: "splits"},
+		{Name: "servers"},
 	}}
 }
 
@@ -105,6 +106,13 @@ type JobIdentity struct {
 	// runtime's install: PYTHONPATH to another SDK, say); a sensitive
 	// value is written "(sensitive)". Absent when the stage sets none.
 	Env map[string]string `json:"env,omitempty"`
+	// Servers are the command lines of the model servers the pipeline
+	// starts for the job (serve stages), by role ("task", "reflection"),
+	// placeholders as written: a server run with other flags (--dtype,
+	// --quantization, a wrong rate) can answer otherwise, so a job's
+	// phases never mix two. Absent when the stage gives none (servers
+	// the user runs).
+	Servers map[string][]string `json:"servers,omitempty"`
 	// EarlierAttempts are the optimizations of this job set aside by
 	// --replace (not part of the seal).
 	EarlierAttempts []EarlierAttempt `json:"earlier_attempts,omitempty"`
@@ -212,6 +220,12 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	}
 	if v, ok := n.Args["splits"]; ok && (!v.IsKnown() || !v.IsNull()) {
 		need(jsonAttr(n, "splits", &s.id.Splits, &diags, "an object of split files by name, like { train = \"data/train.jsonl\" }"))
+	}
+	if v, ok := n.Args["servers"]; ok && (!v.IsKnown() || !v.IsNull()) {
+		need(jsonAttr(n, "servers", &s.id.Servers, &diags, "an object of server command lines by role, like { task = [\"vllm\", \"serve\", \"m\", \"--port\", \"{port}\"] }"))
+		if len(s.id.Servers) == 0 {
+			s.id.Servers = nil
+		}
 	}
 	if v, ok := n.Args["check"]; ok && (!v.IsKnown() || !v.IsNull()) {
 		need(jsonAttr(n, "check", &s.check, &diags, "the environment check's argument list, like [\"python3\", \"-c\", \"import agents\"]"))
