@@ -304,6 +304,8 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 			ref = j
 		} else if err := sameItems(ref, j); err != nil {
 			return Row{}, nil, err
+		} else if err := sameSetup(ref, j); err != nil {
+			return Row{}, nil, err
 		}
 		seed := Seed{Seed: sd, Status: StatusOK, File: j.File, Items: len(j.Items), Invalid: j.Invalid, Nonconformant: j.Nonconformant}
 		for _, why := range j.Nonconformant {

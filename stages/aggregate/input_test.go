@@ -376,3 +376,49 @@ func setScores(t *testing.T, path string, b, d []float64) {
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	require.NoError(t, jobtest.Reseal(filepath.Dir(path)))
 }
+
+// The seeds of a row ran one experiment: where their job.json files say
+// they were answered by different servers, or ran other code or data,
+// the row is refused, naming the field and both files; job.json files
+// that agree, or none, change nothing.
+func TestSeedsOfARowShareTheirSetup(t *testing.T) {
+	writeJobs := func(root string, servers func(seed int) string) {
+		for seed := range 3 {
+			dir := filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d", seed))
+			job := `{"format": "cairn.job/1", "task_model": "Qwen/Qwen3.5-9B", "reflection_model": "R", "command": ["m", "--seed", "` + fmt.Sprint(seed) + `"],
+  "worker": ["python3", "w.py"], "digests": {"method": "sha256:m", "data": "sha256:d", "worker": "sha256:w", "bundle": "sha256:b", "pipeline": "sha256:p` + fmt.Sprint(seed) + `"}` + servers(seed) + `}`
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "job.json"), []byte(job), 0o644))
+		}
+	}
+	same := t.TempDir()
+	require.NoError(t, jobtest.Grid(same, 9, 5, map[string]float64{"gepa": 0}, []string{"hotpotqa/centralized/qwen"}))
+	writeJobs(same, func(int) string { return `, "servers": {"task": ["sim", "--port", "{port}"]}` })
+	_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: same, Roots: []string{"."}, Replicates: 100})
+	require.NoError(t, err, "the command and the pipeline's digest may differ")
+
+	msg := badInput(t, func(root string) {
+		writeJobs(root, func(seed int) string {
+			if seed == 2 {
+				return `, "servers": {"task": ["sim", "--port", "{port}", "--wrong-rate", "0.6"]}`
+			}
+			return `, "servers": {"task": ["sim", "--port", "{port}"]}`
+		})
+	})
+	assert.Equal(t, `gepa hotpotqa/centralized/qwen: seeds 0 and 2 ran with different servers (gepa/hotpotqa_centralized_qwen/seed0/job.json: {"task":["sim","--port","{port}"]}; gepa/hotpotqa_centralized_qwen/seed2/job.json: {"task":["sim","--port","{port}","--wrong-rate","0.6"]}): every seed of a row is one experiment, its seed aside`, msg)
+
+	msg = badInput(t, func(root string) {
+		writeJobs(root, func(seed int) string {
+			if seed == 1 {
+				return `, "servers": {"task": ["sim"]}`
+			}
+			return ""
+		})
+	})
+	assert.Contains(t, msg, "seeds 0 and 1 ran with different servers (gepa/hotpotqa_centralized_qwen/seed0/job.json: (none);")
+
+	msg = badInput(t, func(root string) {
+		writeJobs(root, func(int) string { return "" })
+		rewrite(t, filepath.Join(root, seed1, "job.json"), func(s string) string { return strings.Replace(s, "sha256:m", "sha256:m2", 1) })
+	})
+	assert.Contains(t, msg, "seeds 0 and 1 ran with different digests.method")
+}

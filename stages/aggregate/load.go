@@ -30,6 +30,7 @@ const (
 const (
 	ResultFile = "result.json"
 	TestFile   = "test.json"
+	JobFile    = "job.json"
 )
 
 // InputError is a problem with the artifacts read: a file that does not
@@ -136,6 +137,81 @@ type Job struct {
 	Items []Item
 	// Invalid counts the items that are not valid.
 	Invalid int
+	// JobFile is the job.json beside the result, "" when there is none
+	// (an imported job); Setup is what of it every seed of a row shares
+	// (jobSetupFields), as canonical JSON by field.
+	JobFile string
+	Setup   map[string]string
+}
+
+// jobSetupFields are the fields of job.json that every seed of a row
+// shares: the models, the servers that answered, the runtime env, the
+// rollout worker and the digests of the method's code, the data, the
+// worker and the seed bundle. Seeds that differ in one are not one
+// experiment. (The command differs by its --seed; the pipeline file may
+// change by a comment.)
+var jobSetupFields = []string{"task_model", "reflection_model", "servers", "env", "worker",
+	"digests.method", "digests.data", "digests.worker", "digests.bundle"}
+
+// readSetup reads the job.json beside a result (name as found, path
+// resolved), if there is one, into j.JobFile and j.Setup.
+func (j *Job) readSetup(name, path string) error {
+	jpath := filepath.Join(filepath.Dir(path), JobFile)
+	data, err := os.ReadFile(jpath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	j.JobFile = filepath.Join(filepath.Dir(name), JobFile)
+	if err != nil {
+		return badFile(j.JobFile, "cannot be read: %s", errors.Unwrap(err))
+	}
+	var doc map[string]json.RawMessage
+	if err := decodeData(data, j.JobFile, &doc); err != nil {
+		return err
+	}
+	j.Setup = map[string]string{}
+	for _, f := range jobSetupFields {
+		top, sub, nested := strings.Cut(f, ".")
+		raw, ok := doc[top]
+		if ok && nested {
+			var inner map[string]json.RawMessage
+			if json.Unmarshal(raw, &inner) != nil {
+				return badFile(j.JobFile, "%s is not an object", top)
+			}
+			raw, ok = inner[sub]
+		}
+		if !ok {
+			continue // absent: as the job wrote it (no env, no servers)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return badFile(j.JobFile, "%s: %s", f, err)
+		}
+		canon, _ := json.Marshal(v)
+		j.Setup[f] = string(canon)
+	}
+	return nil
+}
+
+// sameSetup refuses two seeds of a row whose job.json differ in a field
+// every seed shares; seeds without a job.json are not compared.
+func sameSetup(a, b *Job) error {
+	if a.Setup == nil || b.Setup == nil {
+		return nil
+	}
+	for _, f := range jobSetupFields {
+		if a.Setup[f] != b.Setup[f] {
+			show := func(v string) string {
+				if v == "" {
+					return "(none)"
+				}
+				return v
+			}
+			return &InputError{Msg: fmt.Sprintf("%s %s: seeds %d and %d ran with different %s (%s: %s; %s: %s): every seed of a row is one experiment, its seed aside",
+				a.Method, a.CellID, a.Seed, b.Seed, f, a.JobFile, show(a.Setup[f]), b.JobFile, show(b.Setup[f]))}
+		}
+	}
+	return nil
 }
 
 // Item is one paired test item.
@@ -266,6 +342,9 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	}
 
 	if err := j.readTests(&r, name, path); err != nil {
+		return nil, nil, err
+	}
+	if err := j.readSetup(name, path); err != nil {
 		return nil, nil, err
 	}
 	return j, nil, nil
