@@ -134,14 +134,14 @@ func (Command) KeyValue(attr string, v cty.Value) cty.Value {
 	return cty.ObjectVal(kept).WithMarks(marks)
 }
 
-// servedWeights adds to weights the weights' digest of each model a serve
-// upstream serves (its result's model and weights), unless weights names
-// that model already: a call to a served model is keyed by the weights
-// behind it.
+// servedWeights adds to weights the identity of each model a serve
+// upstream serves (its result's weights, and its server's command line
+// after ";server="), unless weights names that model already: a call to a
+// served model is keyed by the weights and the server behind it.
 func servedWeights(n *Node, weights map[string]string) map[string]string {
 	for _, u := range n.Upstreams {
 		var r ServeResult
-		if len(u.Result) == 0 || json.Unmarshal(u.Result, &r) != nil || r.Model == "" || r.Weights == "" {
+		if len(u.Result) == 0 || json.Unmarshal(u.Result, &r) != nil || r.Model == "" || r.Weights == "" && r.Server == "" {
 			continue
 		}
 		if _, ok := weights[r.Model]; ok {
@@ -150,7 +150,14 @@ func servedWeights(n *Node, weights map[string]string) map[string]string {
 		if weights == nil {
 			weights = map[string]string{}
 		}
-		weights[r.Model] = r.Weights
+		// The server's command line with the weights, as in an
+		// evaluation's item keys: the same weights served with other
+		// flags may answer otherwise.
+		w := r.Weights
+		if r.Server != "" {
+			w += ";server=" + r.Server
+		}
+		weights[r.Model] = w
 	}
 	return weights
 }

@@ -14,6 +14,15 @@ func TestModelCacheTakesTheServedWeights(t *testing.T) {
 	require.Equal(t, map[string]string{"qwen": "sha256:abc"}, servedWeights(n, nil))
 	// The stage's own weights win.
 	require.Equal(t, map[string]string{"qwen": "sha256:mine"}, servedWeights(n, map[string]string{"qwen": "sha256:mine"}))
+
+	// A server cairn starts is keyed by its command line too: the same
+	// weights with other flags are other calls.
+	res, _ = json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "qwen", Weights: "sha256:abc", Server: "sha256:cmd"}})
+	n = &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
+	require.Equal(t, map[string]string{"qwen": "sha256:abc;server=sha256:cmd"}, servedWeights(n, nil))
+	res, _ = json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "qwen", Server: "sha256:cmd"}})
+	n = &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
+	require.Equal(t, map[string]string{"qwen": ";server=sha256:cmd"}, servedWeights(n, nil))
 }
 
 func TestModelCacheAttributeIsChecked(t *testing.T) {
