@@ -318,6 +318,24 @@ func TestEvaluateMisbehavingWorkers(t *testing.T) {
 	}
 }
 
+// A worker that hangs at its first request, every time, is stopped for
+// the items' timeouts again and again: its items end failed once their
+// timeout retries are spent (ErrIncomplete, an infrastructure failure of
+// the node), not as workers that "died without answering" (ErrWorker, a
+// setup failure): cairn stopped them.
+func TestWorkersStoppedForTimeoutsAreNotDeadWorkers(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(6), "HELPER_HANG_EVERY=1")
+	cfg.ItemTimeout = 100 * time.Millisecond
+	cfg.Retry.Timeouts = 12 // more stopped workers than the dead-worker limit allows
+	sum, err := Evaluate(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrIncomplete, "%v", err)
+	assert.NotErrorIs(t, err, ErrWorker)
+	assert.Equal(t, 6, sum.Failed)
+	assert.Zero(t, sum.Evaluated)
+	assert.Contains(t, f.diag.String(), "did not answer")
+}
+
 // A reply to an item in flight that cairn cannot read fails that attempt
 // at once, with the reason, instead of leaving the item to time out: a
 // worker that always answers so ends the evaluation in seconds, its items

@@ -110,6 +110,9 @@ type proc struct {
 	ctx      context.Context // ends when the worker dies or the evaluation stops
 	cancel   context.CancelFunc
 	answered atomic.Int64
+	// timedOut: cairn stopped the worker because items it held went past
+	// their timeout; it did not die on its own.
+	timedOut atomic.Bool
 
 	mu       sync.Mutex
 	inflight map[string]*flight
@@ -138,10 +141,15 @@ func (r *run) replica(n int) {
 			return
 		}
 		r.mu.Lock()
-		if p.answered.Load() == 0 {
-			r.quiet++
-		} else {
+		switch {
+		case p.answered.Load() > 0:
 			r.quiet = 0
+		case p.timedOut.Load():
+			// Stopped for items past their timeout: the items' timeout
+			// retries decide (a model too slow, a worker that hangs),
+			// not the count of workers that die on their own.
+		default:
+			r.quiet++
 		}
 		quiet := r.quiet
 		r.mu.Unlock()
@@ -491,6 +499,7 @@ func (p *proc) watch() {
 			}
 			p.mu.Unlock()
 			if late != nil {
+				p.timedOut.Store(true)
 				p.die(classDisplaced, fmt.Sprintf("did not answer %d items within %s", len(late), p.r.cfg.ItemTimeout), late)
 				return
 			}
