@@ -186,11 +186,22 @@ func (g *batchGroup) admit(a *applier, ns *nodeState) bool {
 		a.fail(ns, failclass.Setup, g.refused)
 		return false
 	}
-	if !g.started && !g.start(a) {
-		if g.refused != "" {
-			a.fail(ns, failclass.Setup, g.refused)
+	if !g.started {
+		// The batch starts once every variant that may still run has its
+		// upstreams done. Variants that wait for their own upstreams would
+		// otherwise start one by one as each is ready, neither together
+		// nor in the order given.
+		for _, id := range g.order {
+			if o := a.nodes[id]; o.status == plan.Pending && o.waiting.Load() > 0 {
+				return false
+			}
 		}
-		return false
+		if !g.start(a) {
+			if g.refused != "" {
+				a.fail(ns, failclass.Setup, g.refused)
+			}
+			return false
+		}
 	}
 	// The batch's order decides which variant goes next.
 	for _, id := range g.order {
@@ -255,6 +266,17 @@ func (ns *nodeState) launchRecord() *store.Launch {
 	return &l
 }
 
+// holdsOtherBatch reports whether this apply holds the machine's batch
+// lock for a batch other than g.
+func (a *applier) holdsOtherBatch(g *batchGroup) bool {
+	for _, o := range a.sched.groups {
+		if o != g && o.lock != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // start takes the machine-wide batch lock and fixes the batch's devices.
 func (g *batchGroup) start(a *applier) bool {
 	if g.deadline.IsZero() {
@@ -271,6 +293,13 @@ func (g *batchGroup) start(a *applier) bool {
 			return false
 		}
 		if lk == nil {
+			if a.holdsOtherBatch(g) {
+				// This apply's own batch of another stage: one batch at a
+				// time on the machine, so this one starts after it,
+				// whatever --wait-batch says of other applies' batches.
+				a.sched.waitOutside()
+				return false
+			}
 			if time.Now().After(g.deadline.Add(a.opts.WaitBatch - a.opts.WaitGPUs)) {
 				g.refused = fmt.Sprintf("another batch is running on this machine: %s. One batch at a time: wait for it, or pass --wait-batch DURATION", other)
 				return false

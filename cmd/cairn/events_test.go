@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +31,18 @@ stage "command" "c" {
 }
 `
 
+// onlyRunEvents reads the events of the workspace's one run, and the
+// path of its log.
+func onlyRunEvents(t *testing.T, root string) ([]map[string]json.RawMessage, string) {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "*", ui.EventLogName))
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	evs, err := ui.ReadEventLog(logs[0])
+	require.NoError(t, err)
+	return evs, logs[0]
+}
+
 // field decodes one field of an event log object.
 func field[T any](t *testing.T, ev map[string]json.RawMessage, name string) T {
 	t.Helper()
@@ -52,12 +65,8 @@ func TestApplyKeepsItsEventsInTheRunFolder(t *testing.T) {
 	r := runCLI(t, "--chdir", root, "apply", "pipeline.hcl")
 	require.Equal(t, 1, r.code, r.stdout+r.stderr)
 
-	logs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "*", ui.EventLogName))
-	require.NoError(t, err)
-	require.Len(t, logs, 1)
-	evs, err := ui.ReadEventLog(logs[0])
-	require.NoError(t, err)
-	run := filepath.Base(filepath.Dir(logs[0]))
+	evs, log := onlyRunEvents(t, root)
+	run := filepath.Base(filepath.Dir(log))
 
 	var types []string
 	at := map[string]int{} // "type node" to its place
@@ -217,4 +226,60 @@ stage "command" "last" {
 		}
 		assert.Equal(t, []string{"stage.up", "stage.down", "stage.last"}, ended, log)
 	}
+}
+
+// Variants of a waves batch that each wait for their own upstream start
+// together, in the order given, once every one of them is ready: not one
+// by one as each upstream ends (b's upstream is the slow one here).
+func TestWavesWithOwnUpstreamsStartInOrder(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "stagger" {}
+stage "command" "up" {
+  for_each = ["a", "b", "c", "d"]
+  run      = ["sh", "-c", "sleep ${each.key == "b" ? 1 : 0.1}; mkdir -p up; echo '{\"v\": 1}' > up/${each.key}.json"]
+  result   = "up/${each.key}.json"
+}
+stage "waves" "bench" {
+  for_each = ["a", "b", "c", "d"]
+  after    = [stage.up[each.key]]
+  run      = ["sh", "-c", "sleep 0.3; mkdir -p res; echo '{\"score\": 1}' > res/${each.key}.json"]
+  result   = "res/${each.key}.json"
+}
+`})
+	t.Setenv("CAIRN_GPUS", "sim:2")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	evs, _ := onlyRunEvents(t, root)
+	var waves []string
+	for _, ev := range evs {
+		if field[string](t, ev, "type") == "wave_started" {
+			waves = append(waves, fmt.Sprintf("%s wave %d gpu %d", field[string](t, ev, "node"), field[int](t, ev, "wave"), field[int](t, ev, "gpu")))
+		}
+	}
+	assert.Equal(t, []string{
+		`stage.bench["a"] wave 1 gpu 0`, `stage.bench["b"] wave 1 gpu 1`,
+		`stage.bench["c"] wave 2 gpu 0`, `stage.bench["d"] wave 2 gpu 1`,
+	}, waves)
+}
+
+// Two waves stages of one apply run one batch after the other: the
+// second is not refused by the apply's own first batch.
+func TestTwoBatchesOfOneApplyRunInTurn(t *testing.T) {
+	var p strings.Builder
+	p.WriteString("pipeline \"two\" {}\n")
+	for _, s := range []string{"b1", "b2"} {
+		fmt.Fprintf(&p, `stage "waves" %q {
+  for_each = ["a", "b", "c", "d"]
+  run      = ["sh", "-c", "sleep 0.2; mkdir -p %s; echo '{\"s\": 1}' > %s/${each.key}.json"]
+  result   = "%s/${each.key}.json"
+}
+`, s, s, s, s)
+	}
+	root := cliWorkspace(t, map[string]string{"p.hcl": p.String()})
+	t.Setenv("CAIRN_GPUS", "sim:8")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "Apply complete: 8 ran, 0 cached, 0 failed, 0 skipped.")
+	assert.NotContains(t, r.stdout+r.stderr, "another batch is running")
 }
