@@ -1002,3 +1002,34 @@ func TestServersAreSealedWithTheJob(t *testing.T) {
 	assert.Contains(t, out, "servers: the out folder's job is")
 	assert.Contains(t, out, "--wrong-rate")
 }
+
+// A finished job applied on a fresh cache (serve = true) takes its phases
+// from its out folder: no model server is started and no request sent.
+func TestFinishedJobOnAFreshCacheStartsNoServer(t *testing.T) {
+	w := newOptWorkspace(t)
+	leases := t.TempDir()
+	run := func(cache string) string {
+		args := w.applyArgs(nil, "serve=true", "budget=20")
+		args[3] = cache // --cache CACHE
+		cmd := w.command(args...)
+		cmd.Env = append(cmd.Env, "CAIRN_GPUS=sim:6", "CAIRN_LEASE_DIR="+leases, "PATH="+bins+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	require.Equal(t, "--cache", w.applyArgs(nil)[2])
+	out := run(w.cache)
+	assert.Contains(t, out, `stage.task_model["sim"]  started`)
+	requests := func() int {
+		b, err := os.ReadFile(filepath.Join(w.dir, "requests.jsonl"))
+		require.NoError(t, err)
+		return strings.Count(string(b), "\n")
+	}
+	before := requests()
+	require.Positive(t, before)
+
+	out = run(filepath.Join(t.TempDir(), "fresh"))
+	assert.Contains(t, out, `stage.task_model["sim"]  not started: nothing to evaluate`)
+	assert.Contains(t, out, "stage.reflection_model  not started: nothing to evaluate")
+	assert.Equal(t, before, requests(), "no request, not even a readiness check:\n%s", out)
+}

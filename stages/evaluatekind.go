@@ -688,6 +688,17 @@ func runCounts(c items.Counts) map[string]int {
 	}
 }
 
+// SkipsService implements ServiceSkipper: an evaluation with needed =
+// false sends nothing, whatever its upstreams give.
+func (Evaluate) SkipsService(n *Node, _ string) bool {
+	v, ok := n.Args["needed"]
+	if !ok || !whollyKnown(v) || v.IsNull() {
+		return false
+	}
+	v, _ = v.UnmarkDeep()
+	return v.Type() == cty.Bool && v.False()
+}
+
 // NeedsService implements ServiceConsumer: an evaluation of the model a
 // serve stage serves needs it unless every item's result is in the store
 // under the keys it gives them, or it is not needed at all.

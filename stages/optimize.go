@@ -263,6 +263,22 @@ type Optimization struct {
 // OptimizationFormat names optimization.json's format.
 const OptimizationFormat = "cairn.optimization/1"
 
+// SkipsService implements ServiceSkipper: an optimization whose out
+// folder holds its optimization.json, and no started marker, is taken as
+// it is and sends no request (a finished job applied on a fresh cache).
+func (Optimize) SkipsService(n *Node, root string) bool {
+	s, diags := decodeOptimize(n)
+	if diags.HasErrors() || s.out == "" {
+		return false
+	}
+	out := filepath.Join(root, s.out)
+	if _, err := os.Stat(filepath.Join(out, "optimization", startedMarker)); err == nil {
+		return false // interrupted: refused, or started over with --replace
+	}
+	_, err := os.Stat(filepath.Join(out, "optimization.json"))
+	return err == nil
+}
+
 // startedMarker is written in the optimization folder before the method
 // starts and removed once optimization.json is written: one left behind
 // is an interrupted optimization.

@@ -38,6 +38,14 @@ type ServiceConsumer interface {
 	NeedsService(n *Node, root, cacheDir string, identity json.RawMessage) bool
 }
 
+// ServiceSkipper is implemented by kinds that can tell from what is known
+// before their upstreams run that they will send no service any request:
+// a phase its out folder holds already, an evaluation with needed =
+// false. It only reads; false when it cannot tell.
+type ServiceSkipper interface {
+	SkipsService(n *Node, root string) bool
+}
+
 // ServiceHost is implemented by the engine's Runtime for a service node.
 type ServiceHost interface {
 	// Devices are the GPUs leased to the node, in order.

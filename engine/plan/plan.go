@@ -52,6 +52,9 @@ type PlannedNode struct {
 	Spec     *stages.Node
 	// Skipped is set for nodes outside --target's closure: not run.
 	Skipped bool
+	// Replaced: --replace named it, so it runs whatever its out folder
+	// or the cache holds.
+	Replaced bool
 	// Refusal says why apply would refuse to start the node (an
 	// interrupted node that must not be restarted silently); "" when it
 	// would not. Set by engine.NoteRefusals, for showing the plan.
@@ -499,6 +502,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	switch {
 	case replace:
 		pn.Reasons = []string{"replace requested (--replace)"}
+		pn.Replaced = true
 		return diags
 	case force != nil && env != nil && runs == nil:
 		pn.Action = force.action

@@ -78,7 +78,14 @@ func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) boo
 			continue
 		}
 		c, ok := pn.Node.Kind.(stages.ServiceConsumer)
-		if !ok || pn.Spec == nil || pn.Action == ActMayRun {
+		if pn.Spec != nil && !pn.Replaced {
+			// Told before its upstreams run (an out folder that holds the
+			// phase, needed = false): it sends nothing, may run or not.
+			if sk, ok := pn.Node.Kind.(stages.ServiceSkipper); ok && sk.SkipsService(pn.Spec, root) {
+				continue
+			}
+		}
+		if !ok || pn.Spec == nil || pn.Action == ActMayRun || pn.Replaced {
 			return true
 		}
 		if c.NeedsService(pn.Spec, root, cacheDir, id) {
