@@ -165,6 +165,14 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 			s.known = false
 		}
 	}
+	// An attribute that failed to evaluate (a reference to an undeclared
+	// variable, say) is missing from Args: the job is not known, and no
+	// seal is compared with a zero in its place.
+	for _, a := range (Job{}).Schema().Attributes {
+		if _, ok := n.Args[a.Name]; a.Required && !ok {
+			s.known = false
+		}
+	}
 	need(jsonAttr(n, "out", &s.out, &diags, "the job's out folder, a workspace-relative path"))
 	if s.out != "" {
 		if clean := filepath.Clean(s.out); !filepath.IsLocal(clean) {

@@ -46,4 +46,20 @@ func TestJobCheckWorkspaceFreshFolder(t *testing.T) {
 	require.True(t, d.HasErrors())
 	assert.Contains(t, d.Error(), "holds another job")
 	assert.Contains(t, d.Error(), "seed: the out folder's job is 2, this job is 1")
+
+	// An attribute that failed to evaluate (it is missing from the node's
+	// arguments) is not a zero to compare with the seal: no refusal
+	// before the evaluation's own error.
+	other = s.id
+	require.NoError(t, os.WriteFile(filepath.Join(root, s.out, "job.json"), mustJSON(t, other), 0o644))
+	failed := seedJobNode()
+	delete(failed.Args, "budget")
+	assert.Empty(t, Job{}.CheckWorkspace(failed, root), "budget did not evaluate")
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	require.NoError(t, err)
+	return b
 }
