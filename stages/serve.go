@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -389,6 +390,9 @@ type replica struct {
 	endpoint string
 	job      string
 	queue    func() (string, bool)
+	// hungFor is how long its current process had failed its health
+	// checks when cairn stopped it (nanoseconds; 0: not stopped so).
+	hungFor atomic.Int64
 }
 
 // Run implements Kind.
@@ -751,6 +755,7 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 								Message: fmt.Sprintf("replica %d failed its health check (%s): out of the rotation", r.i, err)})
 						}
 						if time.Since(since) >= min(sv.s.startTimeout, ServeHungRestart) {
+							r.hungFor.Store(int64(time.Since(since)))
 							r.cancel() // it answers no more: restarted below
 						}
 					} else if bad > 0 {
@@ -776,6 +781,10 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 		r.deathSeen = true
 		items.SetEndpointDown(r.url, true)
 		why := sv.exitText(r)
+		if hung := time.Duration(r.hungFor.Swap(0)); hung > 0 {
+			// cairn stopped it, not an interrupt of cairn.
+			why = fmt.Sprintf("stopped by cairn: it had failed its health checks for %s", hung.Round(time.Second))
+		}
 		if r.restart >= sv.s.restarts {
 			dead++
 			msg := fmt.Sprintf("replica %d (port %d) died %d times, the last: %s%s", r.i, r.port, r.restart+1, why, sv.tail(r))

@@ -667,6 +667,9 @@ func TestServeReplicaHungMidEvaluation(t *testing.T) {
 			restarts++
 			assert.Equal(t, 1, e.Replica)
 			assert.Greater(t, i, down, "restarted before it was taken out of the rotation")
+			// cairn stopped it: no interrupt of cairn is named.
+			assert.Contains(t, e.Message, "stopped by cairn: it had failed its health checks for")
+			assert.NotContains(t, e.Message, "interrupted")
 		}
 	}
 	assert.Equal(t, 1, restarts, "restarts:\n%s", out)
