@@ -301,7 +301,11 @@ func (g *batchGroup) start(a *applier) bool {
 				return false
 			}
 			if time.Now().After(g.deadline.Add(a.opts.WaitBatch - a.opts.WaitGPUs)) {
-				g.refused = fmt.Sprintf("another batch is running on this machine: %s. One batch at a time: wait for it, or pass --wait-batch DURATION", other)
+				how := "wait for it, or pass --wait-batch DURATION"
+				if a.opts.WaitBatch > 0 {
+					how = fmt.Sprintf("it did not end in the %s --wait-batch gave; give a longer --wait-batch", a.opts.WaitBatch)
+				}
+				g.refused = fmt.Sprintf("another batch is running on this machine: %s. One batch at a time: %s", other, how)
 				return false
 			}
 			a.sched.waitOutside()
@@ -312,7 +316,7 @@ func (g *batchGroup) start(a *applier) bool {
 	free := a.opts.GPUs.FreeIndices(context.Background())
 	if len(free) == 0 {
 		if time.Now().After(g.deadline) && !a.sched.holdsLeases() {
-			g.refused = "No free GPUs. Wait, do not launch. (" + busyGPUs(a.opts.GPUs) + "; pass --wait-gpus DURATION to wait for one)"
+			g.refused = "No free GPUs. Wait, do not launch. (" + busyGPUs(a.opts.GPUs) + "; " + waitedFor("--wait-gpus", a.opts.WaitGPUs, "one") + ")"
 			g.releaseLock()
 			return false
 		}

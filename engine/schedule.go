@@ -320,7 +320,16 @@ func (s *schedule) noFreeGPUs(n int) string {
 	if n > 1 {
 		need = fmt.Sprintf(" (this node needs %d)", n)
 	}
-	return "No free GPUs" + need + ". Wait, do not launch. (" + busyGPUs(s.gpus) + "; pass --wait-gpus DURATION to wait for one)"
+	return "No free GPUs" + need + ". Wait, do not launch. (" + busyGPUs(s.gpus) + "; " + waitedFor("--wait-gpus", s.waitGPUs, "one") + ")"
+}
+
+// waitedFor is the end of a refusal that a wait flag could have avoided:
+// how to wait, or, when the flag was given, that the wait ran out.
+func waitedFor(flag string, waited time.Duration, what string) string {
+	if waited > 0 {
+		return fmt.Sprintf("none came in the %s %s gave; give a longer %s", waited, flag, flag)
+	}
+	return fmt.Sprintf("pass %s DURATION to wait for %s", flag, what)
 }
 
 // holdsLeases reports whether a running node of this apply holds GPUs:

@@ -283,3 +283,29 @@ func TestTwoBatchesOfOneApplyRunInTurn(t *testing.T) {
 	assert.Contains(t, r.stdout, "Apply complete: 8 ran, 0 cached, 0 failed, 0 skipped.")
 	assert.NotContains(t, r.stdout+r.stderr, "another batch is running")
 }
+
+// A refusal for want of GPUs says how to wait for them, or, when
+// --wait-gpus was given, that the wait ran out: not to pass the flag the
+// user passed.
+func TestNoFreeGPUsSaysTheWaitRanOut(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "g" {}
+stage "command" "one" {
+  gpus = 1
+  run  = ["true"]
+}
+stage "waves" "bench" {
+  for_each = ["a", "b", "c", "d"]
+  run      = ["sh", "-c", "mkdir -p r; echo '{\"s\": 1}' > r/${each.key}.json"]
+  result   = "r/${each.key}.json"
+}
+`})
+	t.Setenv("CAIRN_GPUS", "sim:2,busy=0,1")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout+r.stderr, "pass --wait-gpus DURATION to wait for one")
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl", "--wait-gpus", "300ms")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout+r.stderr, "none came in the 300ms --wait-gpus gave; give a longer --wait-gpus")
+	assert.NotContains(t, r.stdout+r.stderr, "pass --wait-gpus")
+}
