@@ -206,12 +206,12 @@ func TestPlanAfterGCSaysGone(t *testing.T) {
 	ok(t, dir, nil, "apply")
 	r := ok(t, dir, nil, "gc", "--older-than", "1ns")
 	assert.Contains(t, r.stdout, "Removed 1 record(s)")
-	const gone = "the cached result is gone (evicted or collected)"
+	const gone = "the cached result is gone (evicted, collected or damaged)"
 	r = ok(t, dir, nil, "plan")
 	assert.Contains(t, r.stdout, "~ stage.a  run: "+gone)
 	r = cairn(t, dir, nil, "show", "stage.a")
 	assert.Equal(t, 2, r.code)
-	assert.Contains(t, r.stderr, "the last result of stage.a is gone (evicted or collected)")
+	assert.Contains(t, r.stderr, "the last result of stage.a is gone (evicted, collected or damaged)")
 	assert.Contains(t, readDoc(t, "language.md"), "`"+gone+"`")
 }
 

@@ -122,13 +122,15 @@ func (a *app) applyCmd() *cobra.Command {
 			})
 			defer tty.Close()
 			evlog := &ui.EventLog{}
+			fan, restoreWarn := a.runEvents(cache, tty, evlog)
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
-				Events: events.Fanout{tty, evlog},
+				Events: fan,
 				NoSync: noFsync(), SampleInterval: sampleInterval(), Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
 			})
+			restoreWarn()
 			tty.Close()
 			if lerr := evlog.Close(); lerr != nil {
 				fmt.Fprintf(a.stderr, "warning: the run's event log is incomplete: %s\n", lerr)
@@ -444,4 +446,18 @@ func interruptedMessage(res *engine.ApplyResult) string {
 		msg += fmt.Sprintf(", except %s: it does not restart it (see its message above)", strings.Join(not, ", "))
 	}
 	return msg
+}
+
+// runEvents is where an apply's events go: the terminal and the run's
+// event log. What opening the cache warned of (printed already) goes in
+// the event log too, and so in the run's report; what the cache warns of
+// during the run goes with the run's other events until restore.
+func (a *app) runEvents(cache *store.Cache, tty, evlog events.Sink) (fan events.Fanout, restore func()) {
+	for _, w := range a.cacheWarnings {
+		evlog.Emit(&events.Warning{Text: w})
+	}
+	fan = events.Fanout{tty, evlog}
+	stderrWarn := cache.Warn
+	cache.Warn = func(format string, args ...any) { fan.Emit(&events.Warning{Text: fmt.Sprintf(format, args...)}) }
+	return fan, func() { cache.Warn = stderrWarn }
 }

@@ -239,7 +239,7 @@ func (a *app) lastGone(addr string, last map[string]string) error {
 	for _, p := range sortedStrings(last) {
 		gone = append(gone, fmt.Sprintf("pipeline %s: key %s", p, last[p]))
 	}
-	return badInput("the last result of %s is gone (evicted or collected): %s", addr, strings.Join(gone, ", "))
+	return badInput("the last result of %s is gone (evicted, collected or damaged): %s", addr, strings.Join(gone, ", "))
 }
 
 func sortedStrings(m map[string]string) []string {

@@ -100,9 +100,12 @@ type app struct {
 	stdout, stderr io.Writer
 	chdir          string
 	cacheDir       string
-	noColor        bool
-	vars           []dsl.VarArg
-	warned         bool // diagnostics were printed (a memo would hide them next time)
+	// cacheWarnings are the warnings opening the cache gave (a damaged
+	// index record): printed at once, and kept in the run's event log.
+	cacheWarnings []string
+	noColor       bool
+	vars          []dsl.VarArg
+	warned        bool // diagnostics were printed (a memo would hide them next time)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

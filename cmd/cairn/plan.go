@@ -274,7 +274,9 @@ func (a *app) openCache() (*store.Cache, error) {
 	c, err := store.Open(a.cachePath(), store.Options{
 		NoSync: noFsync(),
 		Warn: func(format string, args ...any) {
-			fmt.Fprintf(a.stderr, "warning: "+format+"\n", args...)
+			msg := fmt.Sprintf(format, args...)
+			a.cacheWarnings = append(a.cacheWarnings, msg)
+			fmt.Fprintf(a.stderr, "warning: %s\n", msg)
 		},
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +187,38 @@ stage "command" "down" {
 	require.Contains(t, got, "stage.down", r.stdout)
 	assert.GreaterOrEqual(t, got["stage.up"][0], 1.0)
 	assert.Less(t, got["stage.down"][1], got["stage.up"][0], "down waited from up's end, not the run's start: %s", r.stdout)
+}
+
+// A damaged index record is warned of when the cache opens, and the
+// warning is kept in the run's event log and its report's notes, not on
+// the terminal alone; plan says the result may be damaged, not only
+// evicted or collected.
+func TestDamagedIndexWarningIsInTheRunsRecord(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run     = [\"sh\", \"-c\", \"echo a > a.txt\"]\n  outputs = [\"a.txt\"]\n}\n"})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	index := filepath.Join(root, ".cairn", "index.log")
+	b, err := os.ReadFile(index)
+	require.NoError(t, err)
+	i := strings.Index(string(b), `"kind":"command"`)
+	require.Positive(t, i)
+	b[i+10] ^= 1
+	require.NoError(t, os.WriteFile(index, b, 0o644))
+
+	r = runCLI(t, "--chdir", root, "plan", "p.hcl")
+	assert.Contains(t, r.stdout, "the cached result is gone (evicted, collected or damaged)")
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: cache: the index record at byte")
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	sort.Strings(runs)
+	ev, err := os.ReadFile(filepath.Join(runs[1], "events.jsonl"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ev), `"type":"warning"`)
+	assert.Contains(t, string(ev), "is damaged; it is skipped")
+	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[1]), "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "is damaged; it is skipped")
 }

@@ -550,7 +550,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		}
 	}
 	if len(pn.Reasons) == 0 {
-		pn.Reasons = []string{"the cached result is gone (evicted or collected)"}
+		pn.Reasons = []string{"the cached result is gone (evicted, collected or damaged)"}
 	}
 	return diags
 }
