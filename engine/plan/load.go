@@ -180,6 +180,7 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 	defer g.setPathSnapshot(false)
 	var diags hcl.Diagnostics
 	specs := map[string][]*stages.Node{}
+	byID := make([]*stages.Node, len(g.Nodes))
 	// Every node evaluates with its upstreams unknown: those reading
 	// stage objects too go ahead.
 	all := func(*Node) bool { return true }
@@ -192,9 +193,11 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 		diags = append(diags, d...)
 		if sn != nil {
 			specs[n.Stage.Name] = append(specs[n.Stage.Name], sn)
+			byID[n.ID] = sn
 		}
 	}
-	return uniqueDiags(append(diags, g.stageChecks(specs)...))
+	diags = append(diags, g.stageChecks(specs)...)
+	return uniqueDiags(append(diags, g.servedModelChecks(byID)...))
 }
 
 // uniqueDiags drops repeats: the instances of one stage evaluate the same

@@ -371,12 +371,15 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 	}
 	if !diags.HasErrors() {
 		specs := make(map[string][]*stages.Node, len(g.StageOrder))
+		byID := make([]*stages.Node, len(g.Nodes))
 		for _, pn := range p.Nodes {
 			if pn.Spec != nil {
 				specs[pn.Node.Stage.Name] = append(specs[pn.Node.Stage.Name], pn.Spec)
+				byID[pn.Node.ID] = pn.Spec
 			}
 		}
 		diags = append(diags, g.stageChecks(specs)...)
+		diags = append(diags, g.servedModelChecks(byID)...)
 	}
 	return p, uniqueDiags(diags)
 }

@@ -3,7 +3,9 @@ package plan
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/stages"
@@ -136,4 +138,71 @@ func serviceEndpoints(n *Node, res cty.Value) cty.Value {
 		return cty.ListValEmpty(cty.String)
 	}
 	return cty.ListVal(list)
+}
+
+// servedModelChecks refuses a consumer of a service (an evaluate stage)
+// whose endpoints attribute reads a serve stage none of whose instances
+// it depends on serves the consumer's model: cairn starts a serve stage
+// only for the evaluations of its own model, so the endpoints would be
+// empty and the items sent to TASK_ENDPOINTS, a server the pipeline does
+// not name. specs are the nodes' evaluated attributes by node ID.
+func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	known := func(sn *stages.Node, attr string) (string, bool) {
+		if sn == nil {
+			return "", false
+		}
+		v, ok := sn.Args[attr]
+		if !ok || !v.IsWhollyKnown() || v.IsNull() {
+			return "", false
+		}
+		v, _ = v.UnmarkDeep()
+		if v.Type() != cty.String {
+			return "", false
+		}
+		return v.AsString(), true
+	}
+	for _, n := range g.Nodes {
+		if _, ok := n.Kind.(stages.ServiceConsumer); !ok {
+			continue
+		}
+		attr := n.Stage.Attrs["endpoints"]
+		model, ok := known(specs[n.ID], "model")
+		if attr == nil || !ok {
+			continue
+		}
+		for _, tr := range attr.Expr.Variables() {
+			if tr.RootName() != "stage" || len(tr) < 2 {
+				continue
+			}
+			step, ok := tr[1].(hcl.TraverseAttr)
+			if !ok {
+				continue
+			}
+			var served []string
+			for _, d := range n.Deps {
+				u := g.Nodes[d]
+				if u.Stage.Name != step.Name {
+					continue
+				}
+				if _, svc := u.Kind.(stages.Service); !svc {
+					continue
+				}
+				m, ok := known(specs[u.ID], "model")
+				if !ok {
+					served = nil // not known yet: nothing to say
+					break
+				}
+				served = append(served, m)
+			}
+			if len(served) == 0 || slices.Contains(served, model) {
+				continue
+			}
+			r := attr.Expr.Range()
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Endpoints of another model",
+				Detail:  fmt.Sprintf("endpoints reads stage.%s, which serves %q; this stage evaluates %q. cairn starts a serve stage only for the evaluations of its own model, so these endpoints would be empty and the items sent to TASK_ENDPOINTS, a server this pipeline does not name. Give both stages the same model, or read the endpoints of a stage that serves %q.", step.Name, served[0], model, model),
+				Subject: &r})
+		}
+	}
+	return diags
 }
