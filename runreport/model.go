@@ -899,7 +899,9 @@ func (b *builder) stages() {
 func countNodes(entries []runlog.Entry, nodes []*Node) Counts {
 	var c Counts
 	for _, e := range entries {
-		if e.T == runlog.Failed {
+		// A failure before any attempt ran (a setup refusal, a cached
+		// result's postcondition) is no failed attempt.
+		if e.T == runlog.Failed && e.Attempt > 0 {
 			c.FailedAttempts++
 		}
 	}

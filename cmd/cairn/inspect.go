@@ -493,7 +493,9 @@ func countNodes(entries []runlog.Entry) nodeCounts {
 	for _, e := range entries {
 		switch e.T {
 		case runlog.Failed:
-			c.failedAttempts++
+			if e.Attempt > 0 { // a failure before any attempt ran is none
+				c.failedAttempts++
+			}
 			fallthrough
 		case runlog.Started, runlog.Finished, runlog.Cached, runlog.Skipped:
 			last[e.Node] = e.T

@@ -222,3 +222,42 @@ func TestDamagedIndexWarningIsInTheRunsRecord(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "is damaged; it is skipped")
 }
+
+// A node that fails with no attempt run (its cached result fails its
+// postcondition) is a failed node with no failed attempt, in status and
+// in the report's counts alike.
+func TestFailureWithoutAttemptIsNoFailedAttempt(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+variable "th" {
+  type    = number
+  default = 0.5
+}
+stage "command" "acc" {
+  run    = ["sh", "-c", "echo '{\"accuracy\": 0.7}' > acc.json"]
+  result = "acc.json"
+  postcondition {
+    condition     = self.result.accuracy >= var.th
+    error_message = "too low"
+  }
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl", "--var", "th=0.9")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "status")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.GreaterOrEqual(t, len(lines), 3, r.stdout)
+	// RUN STARTED PIPELINE STATE OK CACHED FAILED SKIPPED FAILED-ATTEMPTS,
+	// newest first.
+	f := strings.Fields(lines[1])
+	assert.Equal(t, []string{"1", "0"}, []string{f[len(f)-3], f[len(f)-1]}, "one failed node, no failed attempt: %s", r.stdout)
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	sort.Strings(runs)
+	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[len(runs)-1]), "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"failed_attempts": 0`)
+	assert.Contains(t, r.stdout, `"failed": 1`)
+}
