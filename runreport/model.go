@@ -765,8 +765,8 @@ func mdTable(s string) [][]string {
 
 // queueWaits sets each started node's wait: from when its last upstream
 // in this run ended (or the run started) to its first attempt. A node's
-// record names its upstreams by their output digests: each is the node
-// of this run with that output that ended last before the node started.
+// record names its upstreams by their output digests: the node of this
+// run with that output, where only one has it.
 func (b *builder) queueWaits() {
 	byDigest := map[string][]*Node{}
 	for _, n := range b.r.Nodes {
@@ -781,9 +781,21 @@ func (b *builder) queueWaits() {
 		start := n.Tries[0].Start
 		ready := b.ri.Start
 		for _, d := range n.upstreams {
+			if len(byDigest[d]) != 1 {
+				// Nodes with one output digest (none, say) cannot be told
+				// apart: that upstream is not known.
+				continue
+			}
 			for _, up := range byDigest[d] {
-				if up != n && up.End.After(ready) && !up.End.After(start) {
-					ready = up.End
+				end := up.End
+				if end.After(start) {
+					// Its record was journaled after n started: n was
+					// released as soon as its outputs were stored, and
+					// waited for nothing after it.
+					end = start
+				}
+				if up != n && end.After(ready) {
+					ready = end
 				}
 			}
 		}
