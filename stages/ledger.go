@@ -29,8 +29,36 @@ const (
 )
 
 // LedgerRow is a batch's row in the table of in-flight batches.
+// Each cell's '|' is written "\|", as markdown tables escape it, so that a
+// tag or a variant key holding one stays in its column.
 func LedgerRow(tag, batchID string, start time.Time, logDir string, variants []string, state string) string {
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", tag, batchID, start.Format(ledgerTime), logDir, strings.Join(variants, ","), state)
+	cell := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", cell(tag), cell(batchID), start.Format(ledgerTime), cell(logDir), cell(strings.Join(variants, ",")), state)
+}
+
+// tableCells splits a markdown table row into its cells, trimmed; an
+// escaped "\|" is part of a cell.
+func tableCells(line string) []string {
+	line = strings.TrimSpace(line)
+	line = strings.TrimPrefix(line, "|")
+	if strings.HasSuffix(line, "|") && !strings.HasSuffix(line, `\|`) {
+		line = line[:len(line)-1]
+	}
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] == '\\' && i+1 < len(line) && line[i+1] == '|':
+			cur.WriteString(`\|`)
+			i++
+		case line[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(line[i])
+		}
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
 }
 
 // LedgerError is a failed variant's line in the errors section.
@@ -57,9 +85,8 @@ func (l Ledger) RowsInState(state string) ([]string, error) {
 	}
 	var ids []string
 	for _, line := range strings.Split(string(b), "\n") {
-		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
-		if len(cells) == 6 && strings.TrimSpace(cells[5]) == state {
-			ids = append(ids, strings.TrimSpace(cells[1]))
+		if cells := tableCells(line); len(cells) == 6 && cells[5] == state {
+			ids = append(ids, cells[1])
 		}
 	}
 	return ids, nil

@@ -139,3 +139,17 @@ func TestLedgerKeepsLinksModesAndTheBatchsEnd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(b), "| r2/aime24 |"))
 }
+
+// A '|' in a tag or a variant key is escaped in its cell, so that the row
+// keeps its six columns, and the row is still found by its state.
+func TestLedgerRowEscapesPipes(t *testing.T) {
+	row := LedgerRow("x|y", "r3/aime24", time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), "logs/z", []string{"a|1", "b"}, "RUNNING")
+	assert.Equal(t, `| x\|y | r3/aime24 | 2026-12-05 10:00:00 | logs/z | a\|1,b | RUNNING |`, row)
+	assert.Len(t, tableCells(row), 6)
+	path := filepath.Join(t.TempDir(), "memory.md")
+	_, err := Ledger{Path: path}.AddRow(row)
+	require.NoError(t, err)
+	ids, err := Ledger{Path: path}.RowsInState("RUNNING")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r3/aime24"}, ids)
+}
