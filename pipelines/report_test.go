@@ -214,7 +214,7 @@ func TestReportOfKilledApply(t *testing.T) {
 	assert.Equal(t, 4, strings.Count(string(b), "\tstage.ruler\tcommand\t1\tCOMPLETED\t"), string(b))
 	p := browsertest.Open(t, page, 1400, 1000)
 	assert.Equal(t, "4", browsertest.Eval[string](t, p, `document.getElementById("count-interrupted").textContent`))
-	assert.Equal(t, "130", browsertest.Eval[string](t, p, `document.getElementById("run-exit").textContent`))
+	assert.Equal(t, "(none: the run never ended)", browsertest.Eval[string](t, p, `document.getElementById("run-exit").textContent`), "killed: no exit code")
 	assert.Empty(t, p.Errors(), "console errors")
 }
 

@@ -88,7 +88,8 @@ type Run struct {
 	// killed), the last journal record's time less Start.
 	Duration float64 `json:"duration_s"`
 	// ExitStatus is the exit code apply gave (or gives) for the run's
-	// state: 0 ok, 1 failed or refused, 130 interrupted; -1 while running.
+	// state: 0 ok, 1 failed or refused, 130 interrupted; -1 while running;
+	// -2 for a run that never ended (killed: it gave no exit code).
 	ExitStatus int      `json:"exit_status"`
 	Args       []string `json:"args,omitempty"`
 	Vars       []Var    `json:"vars,omitempty"`
@@ -459,6 +460,9 @@ func (b *builder) finish() {
 		run.ExitStatus = 0
 	case "interrupted":
 		run.ExitStatus = 130
+		if run.End.IsZero() {
+			run.ExitStatus = -2 // killed (kill -9, a crash): no end, no exit code
+		}
 	case "running":
 		run.ExitStatus = -1
 	default:

@@ -79,7 +79,7 @@ func TestReportOfKilledRun(t *testing.T) {
 	r, err := runreport.Build(dir, runreport.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "interrupted", r.Run.State)
-	assert.Equal(t, 130, r.Run.ExitStatus)
+	assert.Equal(t, -2, r.Run.ExitStatus, "killed: it gave no exit code")
 	assert.Equal(t, runreport.Counts{Ran: 1, Interrupted: 1}, r.Run.Counts)
 	assert.Equal(t, "interrupted", nodeOf(t, r, "stage.b").State)
 	assert.InDelta(t, 0.910, r.Run.Duration, 1e-9, "the last record's time")

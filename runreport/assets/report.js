@@ -128,7 +128,7 @@ function header() {
   add("started", r.start && !r.start.startsWith("0001") ? utc(r.start) : "unknown");
   add("ended", r.end ? utc(r.end) : (r.state === "running" ? "(running)" : "(no end record)"));
   add("duration", secs(r.duration_s), "run-duration");
-  add("exit status", r.exit_status < 0 ? "(running)" : String(r.exit_status), "run-exit");
+  add("exit status", r.exit_status === -1 ? "(running)" : r.exit_status === -2 ? "(none: the run never ended)" : String(r.exit_status), "run-exit");
   if (r.message) add("message", r.message);
   h.append(kv);
   const c = r.counts;
