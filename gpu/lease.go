@@ -59,10 +59,23 @@ func OpenLeaseDir(path string) (*LeaseDir, error) {
 		return nil, errors.New("gpu: lease directory: empty path")
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// Every folder made here (CAIRN_LEASE_DIR and its simulated/
+		// both, when neither exists) is world-writable with the sticky
+		// bit: the umask would leave the parent 0755, and other users'
+		// cairn could not lease.
+		var made []string
+		for d := path; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
+				break
+			}
+			made = append(made, d)
+		}
 		if err := os.MkdirAll(path, 0o777); err != nil {
 			return nil, fmt.Errorf("gpu: lease directory: %w", err)
 		}
-		_ = os.Chmod(path, 0o777|fs.ModeSticky) // best effort: another user may have made it
+		for _, d := range made {
+			_ = os.Chmod(d, 0o777|fs.ModeSticky) // best effort: another user may have made it
+		}
 	} else if err != nil {
 		return nil, fmt.Errorf("gpu: lease directory: %w", err)
 	}

@@ -237,6 +237,15 @@ func TestOpenLeaseDir(t *testing.T) {
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, os.ModeSticky|os.ModeDir|0o777, st.Mode(), "a created lease directory is shared like /tmp")
+	// Its parent, made with it (CAIRN_LEASE_DIR, whose simulated/ is the
+	// lease directory), is shared too; the folder that was there is not
+	// touched.
+	st, err = os.Stat(filepath.Join(base, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSticky|os.ModeDir|0o777, st.Mode(), "a folder made on the way")
+	st, err = os.Stat(base)
+	require.NoError(t, err)
+	assert.Zero(t, st.Mode()&os.ModeSticky, "the existing folder keeps its mode")
 
 	file := filepath.Join(base, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
