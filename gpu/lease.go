@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -117,7 +118,12 @@ func (h Holder) String() string {
 		b.WriteString(" node " + h.Node)
 	}
 	if h.PID != 0 {
-		fmt.Fprintf(&b, " (pid %d)", h.PID)
+		if errors.Is(syscall.Kill(h.PID, 0), syscall.ESRCH) {
+			// The cairn is gone (kill -9): what it started holds the lease.
+			fmt.Fprintf(&b, " (pid %d, which has exited: processes it started still hold the GPU; the next apply of its cache stops them)", h.PID)
+		} else {
+			fmt.Fprintf(&b, " (pid %d)", h.PID)
+		}
 	}
 	if h.RunID == "" && h.Node == "" && h.PID == 0 {
 		b.WriteString(" (holder unknown)")

@@ -1,7 +1,9 @@
 package gpu
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -292,4 +294,16 @@ func BenchmarkHolders8(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A holder whose cairn has exited (killed with kill -9, its processes
+// left holding the lease) is named as such: the pid in the message is
+// not a process to look for.
+func TestHolderOfAnExitedCairn(t *testing.T) {
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	gone := Holder{RunID: "r1", Node: "stage.eval", PID: cmd.Process.Pid}
+	assert.Contains(t, gone.String(), fmt.Sprintf("(pid %d, which has exited: processes it started still hold the GPU; the next apply of its cache stops them)", cmd.Process.Pid))
+	alive := Holder{RunID: "r1", Node: "stage.eval", PID: os.Getpid()}
+	assert.Equal(t, fmt.Sprintf("cairn run r1, node stage.eval (pid %d)", os.Getpid()), alive.String())
 }

@@ -14,7 +14,7 @@ func TestRenderSimulated(t *testing.T) {
 	require.NoError(t, err)
 	devs, err := inv.Devices(context.Background())
 	require.NoError(t, err)
-	holders := map[int]Holder{2: {RunID: "20250301-1200", Node: "stage.eval[\"a\"]", PID: 4321}}
+	holders := map[int]Holder{2: {RunID: "20250301-1200", Node: "stage.eval[\"a\"]", PID: 1}}
 	var out bytes.Buffer
 	Render(&out, inv, Classify(devs, FreePolicy{Leased: holders}), holders)
 	want := `SIMULATED GPUs: these are not real devices.
@@ -22,7 +22,7 @@ simulated GPUs, not real devices (CAIRN_GPUS=sim:3,busy=1,mem=24G): 3 GPUs, 1 sh
 GPU  UUID       NAME                    MEMORY USED/TOTAL  PROCESSES   STATE   WHY
 0    SIM-GPU-0  simulated GPU (24 GiB)  0 / 24576 MiB      -           free
 1    SIM-GPU-1  simulated GPU (24 GiB)  12288 / 24576 MiB  sim:12288M  busy    1 compute process (simulated)
-2    SIM-GPU-2  simulated GPU (24 GiB)  0 / 24576 MiB      -           leased  by cairn run 20250301-1200, node stage.eval["a"] (pid 4321)
+2    SIM-GPU-2  simulated GPU (24 GiB)  0 / 24576 MiB      -           leased  by cairn run 20250301-1200, node stage.eval["a"] (pid 1)
 `
 	assert.Equal(t, want, out.String())
 }
