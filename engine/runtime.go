@@ -103,6 +103,9 @@ func (r *nodeRuntime) NodeStarted(logs ...string) error {
 // with on_interrupt = "fail": after a power loss too, such a node must show
 // as interrupted, so that it is not rerun silently.
 func (a *applier) writeStarted(ns *nodeState, e runlog.Entry) error {
+	// Its kind, for the report of a node that ends with no record
+	// (failed, or cut off by a kill).
+	e.Kind = ns.n.Kind.Name()
 	if ns.n.Stage.OnInterrupt == "fail" {
 		return a.j.Write(e)
 	}

@@ -210,7 +210,7 @@ func TestReportOfKilledApply(t *testing.T) {
 	assert.Equal(t, "interrupted", state)
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(page), runreport.TraceName))
 	require.NoError(t, err)
-	assert.Equal(t, 4, strings.Count(string(b), "\tstage.aime24\t-\t1\tABORTED\t"), "the kind of a node without a record is unknown:\n%s", b)
+	assert.Equal(t, 4, strings.Count(string(b), "\tstage.aime24\twaves\t1\tABORTED\t"), "a node cut off has no record: its kind is its started record's:\n%s", b)
 	assert.Equal(t, 4, strings.Count(string(b), "\tstage.ruler\tcommand\t1\tCOMPLETED\t"), string(b))
 	p := browsertest.Open(t, page, 1400, 1000)
 	assert.Equal(t, "4", browsertest.Eval[string](t, p, `document.getElementById("count-interrupted").textContent`))

@@ -372,6 +372,9 @@ func (b *builder) read() {
 		if e.Key != "" && e.T != runlog.Charged {
 			n.Key = e.Key
 		}
+		if e.Kind != "" {
+			n.Kind = e.Kind // a record's, read later, says the same
+		}
 		switch e.T {
 		case runlog.Planned:
 			if len(e.Reasons) > 0 {

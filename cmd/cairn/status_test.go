@@ -166,11 +166,7 @@ stage "command" "down" {
 `})
 	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
-	require.NoError(t, err)
-	require.Len(t, runs, 1)
-	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]), "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	r, _ = showOnlyRun(t, root)
 	var rep struct {
 		Nodes []struct {
 			Addr      string  `json:"address"`
@@ -260,4 +256,41 @@ stage "command" "acc" {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"failed_attempts": 0`)
 	assert.Contains(t, r.stdout, `"failed": 1`)
+}
+
+// A failed node has no record, yet the report and trace.tsv give its kind
+// and peak memory, from its journal records.
+func TestFailedNodeKeepsItsKindInTheReport(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"bad\" {\n  run = [\"sh\", \"-c\", \"sleep 0.3; exit 1\"]\n}\n"})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	r, run := showOnlyRun(t, root)
+	var rep struct {
+		Nodes []struct {
+			Addr    string  `json:"address"`
+			Kind    string  `json:"kind"`
+			PeakRSS float64 `json:"peak_rss_mib"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	require.Len(t, rep.Nodes, 1)
+	assert.Equal(t, "command", rep.Nodes[0].Kind)
+	assert.Positive(t, rep.Nodes[0].PeakRSS)
+	r = runCLI(t, "--chdir", root, "report")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	trace, err := os.ReadFile(filepath.Join(run, "trace.tsv"))
+	require.NoError(t, err)
+	assert.Contains(t, string(trace), "\tstage.bad\tcommand\t1\tFAILED\t")
+}
+
+// showOnlyRun is `cairn show RUN --json` of the workspace's one run, and
+// the run's folder.
+func showOnlyRun(t *testing.T, root string) (cliResult, string) {
+	t.Helper()
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	r := runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]), "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	return r, runs[0]
 }

@@ -27,6 +27,7 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	b = append(b, '"')
 	b = appendStringField(b, "node", e.Node)
 	b = appendStringField(b, "key", e.Key)
+	b = appendStringField(b, "kind", e.Kind)
 	b = appendIntField(b, "attempt", int64(e.Attempt))
 	if e.Job != nil {
 		b = append(b, `,"job":{"executor":`...)

@@ -56,11 +56,14 @@ const (
 
 // Entry is one journal record.
 type Entry struct {
-	T       string    `json:"t"`
-	Time    time.Time `json:"time"`
-	Node    string    `json:"node,omitempty"`
-	Key     string    `json:"key,omitempty"`
-	Attempt int       `json:"attempt,omitempty"`
+	T    string    `json:"t"`
+	Time time.Time `json:"time"`
+	Node string    `json:"node,omitempty"`
+	Key  string    `json:"key,omitempty"`
+	// Kind is the node's kind (started and failed records): what the
+	// report shows of a node that ends with no record.
+	Kind    string `json:"kind,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 	// Job names a started node's job as its executor knows it; a
 	// journal written before job references has none, and its started
 	// records name a local process by PID, PGID and ProcTick alone.
