@@ -118,7 +118,10 @@ func (a *applier) markFailed(ns *nodeState) {
 		f.Tail = process.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
-	e := runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs, Queued: queuedOf(ns), Kind: ns.n.Kind.Name()}
+	e := runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs, Queued: queuedOf(ns)}
+	if ns.n.Kind != nil {
+		e.Kind = ns.n.Kind.Name()
+	}
 	if ns.res != nil {
 		// What the failed process used: an out-of-memory victim's peak is
 		// the figure its user looks for.

@@ -105,7 +105,9 @@ func (r *nodeRuntime) NodeStarted(logs ...string) error {
 func (a *applier) writeStarted(ns *nodeState, e runlog.Entry) error {
 	// Its kind, for the report of a node that ends with no record
 	// (failed, or cut off by a kill).
-	e.Kind = ns.n.Kind.Name()
+	if ns.n.Kind != nil {
+		e.Kind = ns.n.Kind.Name()
+	}
 	if ns.n.Stage.OnInterrupt == "fail" {
 		return a.j.Write(e)
 	}

@@ -451,13 +451,16 @@ func interruptedMessage(res *engine.ApplyResult) string {
 // runEvents is where an apply's events go: the terminal and the run's
 // event log. What opening the cache warned of (printed already) goes in
 // the event log too, and so in the run's report; what the cache warns of
-// during the run goes with the run's other events until restore.
+// during the run is printed on standard error, as before the run, and
+// kept in the event log, until restore.
 func (a *app) runEvents(cache *store.Cache, tty, evlog events.Sink) (fan events.Fanout, restore func()) {
 	for _, w := range a.cacheWarnings {
 		evlog.Emit(&events.Warning{Text: w})
 	}
-	fan = events.Fanout{tty, evlog}
 	stderrWarn := cache.Warn
-	cache.Warn = func(format string, args ...any) { fan.Emit(&events.Warning{Text: fmt.Sprintf(format, args...)}) }
-	return fan, func() { cache.Warn = stderrWarn }
+	cache.Warn = func(format string, args ...any) {
+		stderrWarn(format, args...)
+		evlog.Emit(&events.Warning{Text: fmt.Sprintf(format, args...)})
+	}
+	return events.Fanout{tty, evlog}, func() { cache.Warn = stderrWarn }
 }
