@@ -23,9 +23,12 @@ type tracked struct {
 	slot         bool
 	ran          bool      // seen running since it was followed or last requeued
 	requeued     time.Time // when it was seen waiting again after it ran; zero otherwise
-	notify       func(executor.Notice)
-	done         chan struct{}
-	out          *Outcome
+	// failedSince is when a query first showed it in a final state other
+	// than COMPLETED (zero otherwise): see settled.
+	failedSince time.Time
+	notify      func(executor.Notice)
+	done        chan struct{}
+	out         *Outcome
 }
 
 // Outcome is how a job ended.
@@ -39,6 +42,27 @@ type Outcome struct {
 	// why for people.
 	Class   string
 	Message string
+}
+
+// failedSettle is how long a final state other than COMPLETED must stand,
+// over two queries at least, before it is taken: a job Slurm requeues
+// (scontrol requeue, a preemption, a node failure) can show its killed run
+// as FAILED for a moment before it is pending again, and that run is not
+// the job's end.
+const failedSettle = 2 * time.Second
+
+// settled reports whether a job seen in final state state at now may be
+// decided: COMPLETED at once, any other once it has stood for
+// failedSettle (and the poll interval) since a query first showed it.
+func (t *tracked) settled(state string, now time.Time, interval time.Duration) bool {
+	if state == "COMPLETED" {
+		return true
+	}
+	if t.failedSince.IsZero() {
+		t.failedSince = now
+		return false
+	}
+	return now.Sub(t.failedSince) >= max(failedSettle, interval)
 }
 
 // final says whether a state (its first word) is one a job does not leave.
@@ -350,6 +374,13 @@ func (c *Client) poll() {
 					notes = append(notes, note{t.notify, *n})
 				}
 				t.state, t.reason = st.state, st.reason
+				if !final(st.state) {
+					t.failedSince = time.Time{} // requeued: its killed run was no end
+				}
+				if final(st.state) && !t.settled(st.state, now, c.opts.PollInterval) {
+					changed = true // look again at the next short interval
+					continue
+				}
 				if final(st.state) {
 					t.finishing = true
 					c.begin()
