@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -230,12 +232,7 @@ func collectedElsewhere(n *Node, rt Runtime, o decision.Outcomes) (string, error
 			ledgers[v.AsString()] = true
 		}
 	}
-	var names []string
-	for l := range ledgers {
-		names = append(names, l)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(ledgers)) {
 		led := &decision.Ledger{Dir: filepath.Join(rt.Root(), name)}
 		hs, err := led.Read()
 		if err != nil {

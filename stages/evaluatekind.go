@@ -702,7 +702,7 @@ func (Evaluate) SkipsService(n *Node, _ string) bool {
 // NeedsService implements ServiceConsumer: an evaluation of the model a
 // serve stage serves needs it unless every item's result is in the store
 // under the keys it gives them, or it is not needed at all.
-func (Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMessage) bool {
+func (e Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMessage) bool {
 	s, diags := decodeEvaluate(n)
 	if diags.HasErrors() || s.model == "" {
 		return true
@@ -714,10 +714,8 @@ func (Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMe
 	if id.Model != s.model {
 		return false // it serves another model: not this evaluation's
 	}
-	if v, ok := n.Args["needed"]; ok && whollyKnown(v) && !v.IsNull() {
-		if v, _ = v.UnmarkDeep(); v.Type() == cty.Bool && v.False() {
-			return false
-		}
+	if e.SkipsService(n, root) {
+		return false // needed = false
 	}
 	list, err := loadItems(root, s)
 	if err != nil {

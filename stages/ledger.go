@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,9 +107,8 @@ func (l Ledger) SetState(batchID, from, to string, errLines []string) (added []s
 func (l Ledger) SetStateOrAdd(batchID, from, to, row string, errLines []string) (added []string, err error) {
 	var readded []string
 	added, err = l.edit(func(s string) string {
-		before := s
 		s = setRowState(s, batchID, from, to)
-		if s == before && row != "" && !hasRow(s, batchID, to) {
+		if row != "" && !hasRow(s, batchID, to) {
 			s = insertAfterTable(s, isBatchesHeading, row)
 			readded = []string{"the row of batch " + batchID + ", which was gone"}
 		}
@@ -162,12 +162,12 @@ func (l Ledger) edit(edit func(string) string) (added []string, err error) {
 
 // hasRow reports whether a table row of batchID in state is in s.
 func hasRow(s, batchID, state string) bool {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, "| "+batchID+" |") && strings.Contains(l, "| "+state+" |") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(strings.Split(s, "\n"), func(l string) bool { return isRowOf(l, batchID, state) })
+}
+
+// isRowOf reports whether line is a table row of batchID in state.
+func isRowOf(line, batchID, state string) bool {
+	return strings.Contains(line, "| "+batchID+" |") && strings.Contains(line, "| "+state+" |")
 }
 
 // headingLevel is the level of a markdown heading line ("## x" is 2), or 0.
@@ -276,7 +276,7 @@ func appendToSection(s string, match []func(string) bool, add []string) string {
 func setRowState(s, batchID, from, to string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		if strings.Contains(l, "| "+batchID+" |") && strings.Contains(l, "| "+from+" |") {
+		if isRowOf(l, batchID, from) {
 			lines[i] = strings.Replace(l, "| "+from+" |", "| "+to+" |", 1)
 		}
 	}

@@ -285,8 +285,14 @@ func (c *Cache) Tree(path string) (string, error) {
 		return "", fmt.Errorf("fsdigest: %s is neither a file nor a directory (%s)", path, fi.Mode().Type())
 	}
 
+	return c.dirTree(abs, nil)
+}
+
+// dirTree is the tree digest of the directory abs; follow, when not nil,
+// walks symbolic links as what they point to (see walk).
+func (c *Cache) dirTree(abs string, follow map[string]bool) (string, error) {
 	var recs []record
-	if err := walk(abs, "", &recs, nil); err != nil {
+	if err := walk(abs, "", &recs, follow); err != nil {
 		return "", err
 	}
 	if err := c.fileDigests(recs); err != nil {
@@ -303,25 +309,14 @@ func (c *Cache) Tree(path string) (string, error) {
 // link that points to nothing, or back into a folder it is in, is an
 // error.
 func (c *Cache) ContentTree(path string) (string, error) {
-	abs, err := filepath.Abs(path)
+	abs, fi, err := absStat(path)
 	if err != nil {
-		return "", fmt.Errorf("fsdigest: %w", err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("fsdigest: %w", err)
+		return "", err
 	}
 	if !fi.IsDir() {
 		return c.Tree(abs)
 	}
-	var recs []record
-	if err := walk(abs, "", &recs, map[string]bool{}); err != nil {
-		return "", err
-	}
-	if err := c.fileDigests(recs); err != nil {
-		return "", err
-	}
-	return treeDigest(recs), nil
+	return c.dirTree(abs, map[string]bool{})
 }
 
 // Pending is a file that is about to be written under a tree: its content

@@ -152,15 +152,8 @@ func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
 		if sn == nil {
 			return "", false
 		}
-		v, ok := sn.Args[attr]
-		if !ok || !v.IsWhollyKnown() || v.IsNull() {
-			return "", false
-		}
-		v, _ = v.UnmarkDeep()
-		if v.Type() != cty.String {
-			return "", false
-		}
-		return v.AsString(), true
+		s, ok, _ := stages.StringArg(sn, attr) // its own check reports a bad one
+		return s, ok
 	}
 	for _, n := range g.Nodes {
 		if _, ok := n.Kind.(stages.ServiceConsumer); !ok {

@@ -245,11 +245,8 @@ func (l *Ledger) Read() (map[string]*SlotHistory, error) {
 
 // History returns what the ledger knows of slot.
 func (l *Ledger) History(slot string) (*SlotHistory, error) {
-	var h *SlotHistory
-	err := l.locked(func(events []Event, _ func(Event) error) error {
-		h = Histories(events)[slot]
-		return nil
-	})
+	hs, err := l.Read()
+	h := hs[slot]
 	if h == nil {
 		h = &SlotHistory{}
 	}

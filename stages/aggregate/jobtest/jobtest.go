@@ -120,10 +120,15 @@ func Write(root string, j Job) (string, error) {
 		if err := os.WriteFile(filepath.Join(dir, f.name), data, 0o644); err != nil {
 			return "", err
 		}
-		sum := sha256.Sum256(data)
-		result["test_sha256"] = "sha256:" + hex.EncodeToString(sum[:])
+		result["test_sha256"] = digest(data)
 	}
 	return dir, nil
+}
+
+// digest is a file's digest as result.json's test_sha256 gives it.
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Reseal sets the test_sha256 of the result.json in dir to the digest of
@@ -143,8 +148,7 @@ func Reseal(dir string) error {
 	if err := json.Unmarshal(b, &result); err != nil {
 		return err
 	}
-	sum := sha256.Sum256(test)
-	result["test_sha256"] = "sha256:" + hex.EncodeToString(sum[:])
+	result["test_sha256"] = digest(test)
 	out, err := json.MarshalIndent(result, "", "  ")
 	if err != nil {
 		return err
