@@ -155,27 +155,40 @@ func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
 		s, ok, _ := stages.StringArg(sn, attr) // its own check reports a bad one
 		return s, ok
 	}
+	// The stages each consumer stage's endpoints reads, once a stage.
+	reads := map[string][]string{}
+	readsOf := func(s string, attr *hcl.Attribute) []string {
+		names, done := reads[s]
+		if !done {
+			for _, tr := range attr.Expr.Variables() {
+				if tr.RootName() != "stage" || len(tr) < 2 {
+					continue
+				}
+				if a, ok := tr[1].(hcl.TraverseAttr); ok {
+					names = append(names, a.Name)
+				}
+			}
+			reads[s] = names
+		}
+		return names
+	}
 	for _, n := range g.Nodes {
 		if _, ok := n.Kind.(stages.ServiceConsumer); !ok {
 			continue
 		}
 		attr := n.Stage.Attrs["endpoints"]
-		model, ok := known(specs[n.ID], "model")
-		if attr == nil || !ok {
+		if attr == nil {
 			continue
 		}
-		for _, tr := range attr.Expr.Variables() {
-			if tr.RootName() != "stage" || len(tr) < 2 {
-				continue
-			}
-			step, ok := tr[1].(hcl.TraverseAttr)
-			if !ok {
-				continue
-			}
+		model, ok := known(specs[n.ID], "model")
+		if !ok {
+			continue
+		}
+		for _, name := range readsOf(n.Stage.Name, attr) {
 			var served []string
 			for _, d := range n.Deps {
 				u := g.Nodes[d]
-				if u.Stage.Name != step.Name {
+				if u.Stage.Name != name {
 					continue
 				}
 				if _, svc := u.Kind.(stages.Service); !svc {
@@ -193,7 +206,7 @@ func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
 			}
 			r := attr.Expr.Range()
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Endpoints of another model",
-				Detail:  fmt.Sprintf("endpoints reads stage.%s, which serves %q; this stage evaluates %q. cairn starts a serve stage only for the evaluations of its own model, so these endpoints would be empty and the items sent to TASK_ENDPOINTS, a server this pipeline does not name. Give both stages the same model, or read the endpoints of a stage that serves %q.", step.Name, served[0], model, model),
+				Detail:  fmt.Sprintf("endpoints reads stage.%s, which serves %q; this stage evaluates %q. cairn starts a serve stage only for the evaluations of its own model, so these endpoints would be empty and the items sent to TASK_ENDPOINTS, a server this pipeline does not name. Give both stages the same model, or read the endpoints of a stage that serves %q.", name, served[0], model, model),
 				Subject: &r})
 		}
 	}
