@@ -230,6 +230,9 @@ locals {
   # what the serve stages run, and what each job's job.json seals.
   reflection_server_run = try(local.grid.reflection_server.run, ["vllm", "serve", var.reflection_model_id, "--port", "{port}", "--tensor-parallel-size", "{gpus}"])
   task_server_run       = { for m in distinct([for j in values(local.job_specs) : j.model]) : m => try(local.grid.servers[m].run, ["vllm", "serve", local.grid.models[m], "--port", "{port}", "--tensor-parallel-size", "{gpus}"]) }
+  # What each job's job.json seals of them, by model: null for servers
+  # you run (serve = false).
+  job_servers = { for m, run in local.task_server_run : m => var.serve ? { task = run, reflection = local.reflection_server_run } : null }
 }
 
 # The model servers. With serve = true cairn starts them (the grid file's
@@ -287,7 +290,7 @@ stage "job" "job" {
   splits           = each.value.split
   # The servers cairn starts for the job, sealed with it: a server run
   # with other flags is another job's (docs/job-artifacts.md).
-  servers = var.serve ? { task = local.task_server_run[each.value.model], reflection = local.reflection_server_run } : null
+  servers = local.job_servers[each.value.model]
   files = {
     method = local.grid.methods[each.value.method].code
     data   = values(each.value.split)
