@@ -157,16 +157,12 @@ var jobSetupFields = []string{"task_model", "reflection_model", "servers", "env"
 // resolved), if there is one, into j.JobFile and j.Setup.
 func (j *Job) readSetup(name, path string) error {
 	jpath := filepath.Join(filepath.Dir(path), JobFile)
-	data, err := os.ReadFile(jpath)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(jpath); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	j.JobFile = filepath.Join(filepath.Dir(name), JobFile)
-	if err != nil {
-		return badFile(j.JobFile, "cannot be read: %s", errors.Unwrap(err))
-	}
 	var doc map[string]json.RawMessage
-	if err := decodeData(data, j.JobFile, &doc); err != nil {
+	if _, err := decodeFile(jpath, j.JobFile, &doc); err != nil {
 		return err
 	}
 	j.Setup = map[string]string{}
