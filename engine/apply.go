@@ -61,11 +61,14 @@ type ApplyOptions struct {
 
 // ApplyResult summarises an apply.
 type ApplyResult struct {
-	RunID       string
-	Ran         int
-	Cached      int
-	Failed      int
-	Skipped     int
+	RunID   string
+	Ran     int
+	Cached  int
+	Failed  int
+	Skipped int
+	// Stopped counts the nodes an interrupt stopped (Ctrl-C, SIGTERM):
+	// not failed, and not in Failed; the next apply resumes them.
+	Stopped     int
 	Interrupted bool
 	Refused     string // a gate or policy refused before anything ran
 	Failures    []Failure
@@ -89,7 +92,10 @@ type Failure struct {
 	// NoResume: the next apply does not resume the node (its message
 	// says what it does).
 	NoResume bool
-	Tail     string
+	// Stopped: an interrupt of the apply stopped the node; it did not
+	// fail (ApplyResult.Stopped counts it).
+	Stopped bool
+	Tail    string
 }
 
 // ErrRefused wraps refusals that stop an apply before it starts (exit 1).

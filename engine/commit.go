@@ -109,9 +109,14 @@ func (a *applier) markFailed(ns *nodeState) {
 		ns.secrets = plan.SensitiveStrings(ns.spec.Args)
 	}
 	ns.message = process.RedactSecrets(ns.message, ns.secrets)
-	a.res.Failed++
-	a.setFinal(ns)
 	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
+	f.Stopped = a.res.Interrupted && ns.class == failclass.Interrupted
+	if f.Stopped {
+		a.res.Stopped++
+	} else {
+		a.res.Failed++
+	}
+	a.setFinal(ns)
 	f.NoOutput = ns.logs[1] != "" && len(f.Logs) == 0
 	f.Refused, f.NoResume = ns.refused, ns.noResume
 	if ns.res != nil {

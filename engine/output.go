@@ -163,7 +163,7 @@ func (a *applier) planDecided() {
 func (a *applier) runEnded(status, msg string) {
 	a.flushHeldEnds()
 	r := a.res
-	a.emit(&events.RunEnded{Status: status, Message: msg, Ran: r.Ran, Cached: r.Cached, Failed: r.Failed, Skipped: r.Skipped, DurationS: r.Dur.Seconds()})
+	a.emit(&events.RunEnded{Status: status, Message: msg, Ran: r.Ran, Cached: r.Cached, Failed: r.Failed, Skipped: r.Skipped, Interrupted: r.Stopped, DurationS: r.Dur.Seconds()})
 }
 
 func tailLines(b []byte, n int) string {

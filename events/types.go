@@ -17,13 +17,15 @@ type RunStarted struct {
 // RunEnded: the apply ended. Status is ok, failed, interrupted or refused.
 type RunEnded struct {
 	Head
-	Status    string  `json:"status"`
-	Message   string  `json:"message,omitempty"`
-	Ran       int     `json:"ran"`
-	Cached    int     `json:"cached"`
-	Failed    int     `json:"failed"`
-	Skipped   int     `json:"skipped"`
-	DurationS float64 `json:"duration_s"`
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	Ran     int    `json:"ran"`
+	Cached  int    `json:"cached"`
+	Failed  int    `json:"failed"`
+	Skipped int    `json:"skipped"`
+	// Interrupted counts the nodes an interrupt stopped (not in Failed).
+	Interrupted int     `json:"interrupted"`
+	DurationS   float64 `json:"duration_s"`
 }
 
 // Planned is one node of the plan as the apply takes it up.

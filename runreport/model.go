@@ -481,7 +481,7 @@ func (b *builder) finish() {
 				t.Submit = t.Start
 				t.Start = t.Start.Add(time.Duration(t.Queued * float64(time.Second)))
 			}
-			if t.State == "running" && !live {
+			if t.State == "running" && !live || t.State == "failed" && runlog.Stopped(t.Class, run.State) {
 				t.State = "interrupted"
 			}
 			if t.Executor != "" {
@@ -489,6 +489,11 @@ func (b *builder) finish() {
 			}
 		}
 		if n.State == "running" && !live {
+			n.State = "interrupted"
+		}
+		if n.State == "failed" && runlog.Stopped(n.Class, run.State) {
+			// Stopped by Ctrl-C: interrupted, as a node a killed run
+			// left running is (runlog.Stopped).
 			n.State = "interrupted"
 		}
 		n.Attempts = len(n.Tries)
@@ -525,7 +530,7 @@ func (b *builder) finish() {
 	b.lanes()
 	b.waves()
 	b.stages()
-	run.Counts = countNodes(b.ri.Entries, b.r.Nodes)
+	run.Counts = countNodes(b.ri.Entries, run.State, b.r.Nodes)
 	if run.Executor == "" {
 		run.Executor = "local"
 	}
@@ -915,12 +920,13 @@ func (b *builder) stages() {
 // countNodes counts each node once, by its last record: a node that
 // failed twice and then succeeded is one ran node with two failed
 // attempts.
-func countNodes(entries []runlog.Entry, nodes []*Node) Counts {
+func countNodes(entries []runlog.Entry, state string, nodes []*Node) Counts {
 	var c Counts
 	for _, e := range entries {
 		// A failure before any attempt ran (a setup refusal, a cached
-		// result's postcondition) is no failed attempt.
-		if e.T == runlog.Failed && e.Attempt > 0 {
+		// result's postcondition) is no failed attempt, nor is an
+		// attempt Ctrl-C stopped.
+		if e.T == runlog.Failed && e.Attempt > 0 && !runlog.Stopped(e.Class, state) {
 			c.FailedAttempts++
 		}
 	}

@@ -411,7 +411,11 @@ func (a *app) printPlanHeader(summary string) {
 // the counts.
 func (a *app) printSummary(w io.Writer, res *engine.ApplyResult) {
 	for _, f := range res.Failures {
-		fmt.Fprintf(w, "\n%s failed (%s): %s\n", f.Address, f.Class, f.Message)
+		if f.Stopped {
+			fmt.Fprintf(w, "\n%s interrupted: %s\n", f.Address, f.Message)
+		} else {
+			fmt.Fprintf(w, "\n%s failed (%s): %s\n", f.Address, f.Class, f.Message)
+		}
 		if f.Tail != "" {
 			for _, l := range strings.Split(f.Tail, "\n") {
 				fmt.Fprintf(w, "  | %s\n", l)
@@ -424,7 +428,11 @@ func (a *app) printSummary(w io.Writer, res *engine.ApplyResult) {
 			fmt.Fprintf(w, "  log: none (the node wrote no output)\n")
 		}
 	}
-	fmt.Fprintf(w, "\nApply complete: %d ran, %d cached, %d failed, %d skipped.", res.Ran, res.Cached, res.Failed, res.Skipped)
+	fmt.Fprintf(w, "\nApply complete: %d ran, %d cached, %d failed, %d skipped", res.Ran, res.Cached, res.Failed, res.Skipped)
+	if res.Stopped > 0 {
+		fmt.Fprintf(w, ", %d interrupted", res.Stopped)
+	}
+	fmt.Fprint(w, ".")
 	if res.Interrupted {
 		fmt.Fprint(w, " (interrupted)")
 	}

@@ -323,6 +323,9 @@ func (a *app) showRun(dir string) error {
 			// setup) has no started record: its attempt and logs are
 			// on the failure.
 			v.state, v.end, v.class, v.msg = "failed", e.Time, e.Class, e.Message
+			if runlog.Stopped(e.Class, ri.State) {
+				v.state, v.class = "interrupted", ""
+			}
 			v.rss, v.gpuMiB = e.PeakRSS, e.PeakGPU
 			v.attempts = max(v.attempts, e.Attempt)
 			v.addLogs(e.Logs)
@@ -423,15 +426,15 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 				shown = shown[:10]
 			}
 			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tPIPELINE\tSTATE\tOK\tCACHED\tFAILED\tSKIPPED\tFAILED ATTEMPTS")
+			fmt.Fprintln(tw, "RUN\tSTARTED (UTC)\tPIPELINE\tSTATE\tOK\tCACHED\tFAILED\tSKIPPED\tINTERRUPTED\tFAILED ATTEMPTS")
 			for _, r := range shown {
-				c := countNodes(r.Entries)
+				c := countNodes(r)
 				c.cached += r.UpToDate
 				pipeline := r.Pipeline
 				if pipeline == "" {
 					pipeline = "?"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", r.ID, runStart(r), pipeline, runState(r), c.ok, c.cached, c.failed, c.skipped, c.failedAttempts)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", r.ID, runStart(r), pipeline, runState(r), c.ok, c.cached, c.failed, c.skipped, c.interrupted, c.failedAttempts)
 			}
 			_ = tw.Flush()
 			for _, r := range shown {
@@ -481,18 +484,24 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 // nodeCounts are a run's nodes by how each ended, and its failed attempts
 // (retried or not) apart.
 type nodeCounts struct {
-	ok, cached, failed, skipped, failedAttempts int
+	ok, cached, failed, skipped, interrupted, failedAttempts int
 }
 
-// countNodes counts each node once, by its last record: a node that
-// failed twice and then succeeded is one ok node with two failed attempts,
-// and a node running again after a failed attempt is in no column yet.
-func countNodes(entries []runlog.Entry) nodeCounts {
+// countNodes counts each node of run r once, by its last record: a node
+// that failed twice and then succeeded is one ok node with two failed
+// attempts, and a node running again after a failed attempt is in no
+// column yet. A node stopped by an interrupt (Ctrl-C), and one left
+// running by a run that was killed, are interrupted, not failed.
+func countNodes(r *runlog.RunInfo) nodeCounts {
 	var c nodeCounts
 	last := map[string]string{}
-	for _, e := range entries {
+	for _, e := range r.Entries {
 		switch e.T {
 		case runlog.Failed:
+			if runlog.Stopped(e.Class, r.State) {
+				last[e.Node] = "interrupted"
+				continue
+			}
 			if e.Attempt > 0 { // a failure before any attempt ran is none
 				c.failedAttempts++
 			}
@@ -511,6 +520,12 @@ func countNodes(entries []runlog.Entry) nodeCounts {
 			c.failed++
 		case runlog.Skipped:
 			c.skipped++
+		case "interrupted":
+			c.interrupted++
+		case runlog.Started:
+			if r.State != "running" {
+				c.interrupted++
+			}
 		}
 	}
 	return c

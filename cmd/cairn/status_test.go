@@ -245,10 +245,10 @@ stage "command" "acc" {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	require.GreaterOrEqual(t, len(lines), 3, r.stdout)
-	// RUN STARTED PIPELINE STATE OK CACHED FAILED SKIPPED FAILED-ATTEMPTS,
-	// newest first.
+	// RUN STARTED PIPELINE STATE OK CACHED FAILED SKIPPED INTERRUPTED
+	// FAILED-ATTEMPTS, newest first.
 	f := strings.Fields(lines[1])
-	assert.Equal(t, []string{"1", "0"}, []string{f[len(f)-3], f[len(f)-1]}, "one failed node, no failed attempt: %s", r.stdout)
+	assert.Equal(t, []string{"1", "0"}, []string{f[len(f)-4], f[len(f)-1]}, "one failed node, no failed attempt: %s", r.stdout)
 	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
 	require.NoError(t, err)
 	sort.Strings(runs)

@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"syscall"
@@ -434,6 +435,63 @@ func TestStatusAndShowOfKilledRun(t *testing.T) {
 	assert.Regexp(t, `stage\.fast\s+ok\s+1\s`, res.stdout)
 	for _, a := range slowAddrs {
 		assert.Regexp(t, strings.ReplaceAll(strings.ReplaceAll(a, "[", `\[`), "]", `\]`)+`\s+interrupted\s+1\s.*\.err`, res.stdout)
+	}
+}
+
+// TestInterruptedNodesCountAlikeAfterCtrlCAndKill: the nodes an apply
+// was running when it was interrupted (SIGINT: cairn stops them) or
+// killed (SIGKILL: nothing stops them) are interrupted nodes, not failed
+// ones, with no failed attempt, in apply's summary, `cairn status`,
+// `cairn show RUN` and the report's counts alike.
+func TestInterruptedNodesCountAlikeAfterCtrlCAndKill(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			w := newWS(t, gatedPipeline)
+			w.write("counts/.keep", "")
+			p := w.start([]string{"CAIRN_NO_FSYNC=1"}, "apply", "--parallelism", "4")
+			w.waitJournal(slowAddrs, []string{"stage.fast"})
+			id := w.lastRun().ID
+			require.NoError(t, p.cmd.Process.Signal(sig))
+			res := p.wait(t)
+			if sig == syscall.SIGINT {
+				require.Equal(t, 130, res.code, res.String())
+				assert.Contains(t, res.stdout, "0 failed, 0 skipped, 3 interrupted.", res.String())
+				assert.Contains(t, res.stdout, `stage.slow["a"] interrupted: stopped because cairn was interrupted`)
+			}
+			killWorkspaceProcs(w.root)
+
+			res = w.run(nil, "status")
+			require.Equal(t, 0, res.code, res.String())
+			// RUN STARTED(2) PIPELINE STATE OK CACHED FAILED SKIPPED
+			// INTERRUPTED FAILED-ATTEMPTS
+			var row []string
+			for _, l := range strings.Split(res.stdout, "\n") {
+				if strings.HasPrefix(l, id+" ") {
+					row = strings.Fields(l)
+				}
+			}
+			require.Len(t, row, 11, res.stdout)
+			assert.Equal(t, []string{"interrupted", "1", "0", "0", "0", "3", "0"}, row[4:], res.stdout)
+
+			res = w.run(nil, "show", id)
+			require.Equal(t, 0, res.code, res.String())
+			for _, a := range slowAddrs {
+				assert.Regexp(t, strings.ReplaceAll(strings.ReplaceAll(a, "[", `\[`), "]", `\]`)+`\s+interrupted\s+1\s`, res.stdout)
+			}
+			res = w.run(nil, "show", id, "--json")
+			require.Equal(t, 0, res.code, res.String())
+			var rep struct {
+				Run struct {
+					Counts struct {
+						Failed, Interrupted int
+						FailedAttempts      int `json:"failed_attempts"`
+					} `json:"counts"`
+				} `json:"run"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep), res.stdout)
+			c := rep.Run.Counts
+			assert.Equal(t, [3]int{0, 3, 0}, [3]int{c.Failed, c.Interrupted, c.FailedAttempts}, res.stdout)
+		})
 	}
 }
 

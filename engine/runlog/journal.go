@@ -23,6 +23,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/failpoint"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/storage/wal"
@@ -600,4 +601,15 @@ func NodeLogName(addr string, attempt int) string {
 		panic("cairn: a node's address does not parse: " + err.Error())
 	}
 	return n.FileName(attempt)
+}
+
+// Stopped reports whether a failed record of class class, in a run whose
+// state is runState, is an attempt cairn stopped because it was
+// interrupted (Ctrl-C, SIGTERM): its node is interrupted, as a node a
+// killed run left running is, not failed, and the attempt is no failed
+// attempt. A failure of class interrupted in a run that was not
+// interrupted (a process an earlier, killed apply started, whose end
+// cannot be read) is a failure.
+func Stopped(class, runState string) bool {
+	return class == failclass.Interrupted && runState == "interrupted"
 }
