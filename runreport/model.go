@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/stages/report"
 )
 
 // Report is one run, as the page and `cairn show RUN --json` give it.
@@ -759,10 +760,10 @@ func mdTable(s string) [][]string {
 			}
 			continue
 		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
+		cells := report.Cells(line)
 		sep := true
 		for i, c := range cells {
-			cells[i] = strings.TrimSpace(c)
+			cells[i] = report.UnescapeCell(c)
 			if strings.Trim(cells[i], ":-") != "" {
 				sep = false
 			}

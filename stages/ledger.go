@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/cairn-run/cairn/stages/report"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
@@ -33,33 +34,8 @@ const (
 // Each cell's '|' is written "\|", as markdown tables escape it, so that a
 // tag or a variant key holding one stays in its column.
 func LedgerRow(tag, batchID string, start time.Time, logDir string, variants []string, state string) string {
-	cell := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace
+	cell := report.EscapeCell
 	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", cell(tag), cell(batchID), start.Format(ledgerTime), cell(logDir), cell(strings.Join(variants, ",")), state)
-}
-
-// tableCells splits a markdown table row into its cells, trimmed; an
-// escaped "\|" is part of a cell.
-func tableCells(line string) []string {
-	line = strings.TrimSpace(line)
-	line = strings.TrimPrefix(line, "|")
-	if strings.HasSuffix(line, "|") && !strings.HasSuffix(line, `\|`) {
-		line = line[:len(line)-1]
-	}
-	var cells []string
-	var cur strings.Builder
-	for i := 0; i < len(line); i++ {
-		switch {
-		case line[i] == '\\' && i+1 < len(line) && line[i+1] == '|':
-			cur.WriteString(`\|`)
-			i++
-		case line[i] == '|':
-			cells = append(cells, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		default:
-			cur.WriteByte(line[i])
-		}
-	}
-	return append(cells, strings.TrimSpace(cur.String()))
 }
 
 // LedgerError is a failed variant's line in the errors section.
@@ -86,7 +62,7 @@ func (l Ledger) RowsInState(state string) ([]string, error) {
 	}
 	var ids []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if cells := tableCells(line); len(cells) == 6 && cells[5] == state {
+		if cells := report.Cells(line); len(cells) == 6 && cells[5] == state {
 			ids = append(ids, cells[1])
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/stages/report"
 )
 
 // A user's memory file, with sections after the errors section.
@@ -145,7 +147,7 @@ func TestLedgerKeepsLinksModesAndTheBatchsEnd(t *testing.T) {
 func TestLedgerRowEscapesPipes(t *testing.T) {
 	row := LedgerRow("x|y", "r3/aime24", time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), "logs/z", []string{"a|1", "b"}, "RUNNING")
 	assert.Equal(t, `| x\|y | r3/aime24 | 2026-12-05 10:00:00 | logs/z | a\|1,b | RUNNING |`, row)
-	assert.Len(t, tableCells(row), 6)
+	assert.Len(t, report.Cells(row), 6)
 	path := filepath.Join(t.TempDir(), "memory.md")
 	_, err := Ledger{Path: path}.AddRow(row)
 	require.NoError(t, err)

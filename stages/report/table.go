@@ -190,13 +190,12 @@ func (t Table) Markdown(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	esc := strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
 	for i := range header {
-		header[i] = esc.Replace(header[i])
+		header[i] = escapeCell(header[i])
 	}
 	for _, line := range body {
 		for j := range line {
-			line[j].text = esc.Replace(line[j].text)
+			line[j].text = escapeCell(line[j].text)
 		}
 	}
 	width := make([]int, len(header))

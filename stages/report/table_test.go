@@ -115,6 +115,29 @@ func TestMarkdownShape(t *testing.T) {
 	assert.Contains(t, strings.Split(b.String(), "\n")[4], "| dominated")
 }
 
+// Cells reads a row the writer wrote back into its columns, a cell with
+// an escaped "|" whole; UnescapeCell gives its text as it was.
+func TestMarkdownCellsReadBack(t *testing.T) {
+	rows := troubled()
+	var b bytes.Buffer
+	require.NoError(t, Markdown(&b, rows, nil))
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	header := Cells(lines[0])
+	for _, l := range lines {
+		assert.Len(t, Cells(l), len(header), l)
+	}
+	found := false
+	for _, c := range Cells(lines[3]) {
+		if strings.HasPrefix(c, "FAILED:") {
+			found = true
+			assert.Equal(t, "FAILED: torch.OutOfMemoryError: CUDA out of memory | exit 1 see gpu1_b_id1.err", UnescapeCell(c))
+		}
+	}
+	assert.True(t, found, lines[3])
+	assert.Equal(t, []string{`a\|b`, "", "c"}, Cells(`| a\|b |  | c |`))
+	assert.Equal(t, []string{`x\|`}, Cells(`| x\|`), "an escaped pipe at the end is the cell's")
+}
+
 func TestTSVShape(t *testing.T) {
 	rows := troubled()
 	var b bytes.Buffer
