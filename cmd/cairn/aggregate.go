@@ -53,6 +53,10 @@ any is written: all are written, or none.`,
 			if o.Replicates < 1 {
 				return badInput("--bootstrap %d: give at least 1 replicate (the protocol uses %d)", o.Replicates, stats.DefaultReplicates)
 			}
+			if !slices.Contains(aggregate.FamilyNames, o.Family) {
+				// "" means task to the library, not to the command line.
+				return badInput("--family %q: give %s", o.Family, strings.Join(aggregate.FamilyNames, ", "))
+			}
 			if !slices.Contains(stats.ResampleNames, o.Resample) {
 				return badInput("--resample %q: give %s", o.Resample, strings.Join(stats.ResampleNames, " or "))
 			}
@@ -81,8 +85,8 @@ any is written: all are written, or none.`,
 			for _, c := range s.CannotRejectWarnings() {
 				fmt.Fprintln(a.stderr, c)
 			}
-			if len(s.Skipped) > 0 && !o.IncludeNonconformant {
-				fmt.Fprintf(a.stderr, "%d job(s) skipped; --include-nonconformant adds the non-conformant ones.\n", len(s.Skipped))
+			if n := s.SkippedNonconformant(); n > 0 && !o.IncludeNonconformant {
+				fmt.Fprintf(a.stderr, "%d job(s) skipped as non-conformant; --include-nonconformant adds them.\n", n)
 			}
 			// Everything is rendered before anything is written, so that
 			// the outputs are written whole or not at all.

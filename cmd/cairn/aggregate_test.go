@@ -136,7 +136,7 @@ func TestAggregateFamiliesAndNonconformantJobs(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	file := filepath.Join("runs", "smoke", "gepa", "math_centralized_qwen", "seed1", "result.json")
 	assert.Contains(t, r.stderr, "warning: skipped "+file+": budget 56 is below the protocol's 600 rollouts\n")
-	assert.Contains(t, r.stderr, "1 job(s) skipped; --include-nonconformant adds the non-conformant ones.")
+	assert.Contains(t, r.stderr, "1 job(s) skipped as non-conformant; --include-nonconformant adds them.")
 	assert.Contains(t, r.stdout, "\ngepa\tgepa\thotpotqa/centralized/llama\t3\t")
 	assert.Contains(t, r.stdout, "\nmiprov2\tmiprov2\thotpotqa/centralized/qwen\t3\t")
 
@@ -177,7 +177,7 @@ func TestAggregateBadInputWritesNothing(t *testing.T) {
 		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 	}
 	r = runCLI(t, "--chdir", root, "aggregate", "runs/a", "--family", "dataset")
-	assert.Contains(t, r.stderr, `family "dataset" is not one of task, method, none`)
+	assert.Contains(t, r.stderr, `--family "dataset": give task, method, none`)
 }
 
 func TestAggregateStage(t *testing.T) {
@@ -438,4 +438,21 @@ func TestAggregateMarksFamiliesTooFewReplicatesCanDecide(t *testing.T) {
 	ok := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--family", "none", "--bootstrap", "39")
 	require.Equal(t, 0, ok.code, ok.stderr)
 	assert.NotContains(t, ok.stderr, "significant")
+}
+
+// An empty --family is refused as an empty --resample is (the library's
+// "" default is not the command line's), and jobs skipped for their seed
+// are not said to be what --include-nonconformant adds.
+func TestAggregateFlagsAndSkipsSayWhatTheyAre(t *testing.T) {
+	root := aggregateWorkspace(t)
+	r := runCLI(t, "--chdir", root, "aggregate", "runs", "--family", "")
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `--family "": give task, method, none`)
+
+	_, err := jobtest.Write(filepath.Join(root, "runs", "extra"), jobtest.Job{Method: "gepa", Seed: 7, Baseline: []float64{0, 1}, Deployed: []float64{1, 1}})
+	require.NoError(t, err)
+	r = runCLI(t, "--chdir", root, "aggregate", "runs", "--bootstrap", "200")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "seed 7 is not one of the protocol's seeds 0, 1, 2")
+	assert.NotContains(t, r.stderr, "--include-nonconformant")
 }

@@ -194,12 +194,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// The non-conformant jobs left out, by row and seed: a row that has
 	// other seeds reports them as skipped, not missing.
 	skipped := map[rowKey]map[int][]*Job{}
+	cells := map[string]*Job{} // the first job of each cell_id
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		j, skip, err := ReadJob(o.Dir, f, o.IncludeNonconformant)
 		if err != nil {
+			return nil, err
+		}
+		if err := sameCell(cells, j); err != nil {
 			return nil, err
 		}
 		if skip == nil && !slices.Contains(Seeds, j.Seed) {
@@ -256,6 +260,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	for i, iv := range ivs {
 		r := &s.Rows[complete[i]]
 		r.CILow, r.CIHigh, r.P = ptr(iv.Low), ptr(iv.High), ptr(iv.P)
+		if _, ok := constantDiff(&strata[i]); ok {
+			// Every replicate is the point, up to its sums' rounding.
+			r.CILow, r.CIHigh = r.DeltaPP, r.DeltaPP
+		}
 		switch fam {
 		case FamilyTask:
 			r.Family = r.Dataset + "/" + r.Model
@@ -284,7 +292,8 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 	}
 	r := Row{Method: first.Method, CellID: first.CellID, Dataset: first.Dataset, Runtime: first.Runtime, Model: first.Model, Status: StatusOK, Nonconformant: []string{}}
 	var reasons []string
-	var ref *Job // the first present seed: the item set the others must have
+	var ref *Job   // the first present seed: the item set the others must have
+	var setup *Job // the first present seed with a job.json: the setup the others must have
 	for _, sd := range Seeds {
 		j := bySeed[sd]
 		if j == nil {
@@ -304,7 +313,10 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 			ref = j
 		} else if err := sameItems(ref, j); err != nil {
 			return Row{}, nil, err
-		} else if err := sameSetup(ref, j); err != nil {
+		}
+		if setup == nil && j.Setup != nil {
+			setup = j
+		} else if err := sameSetup(setup, j); err != nil {
 			return Row{}, nil, err
 		}
 		seed := Seed{Seed: sd, Status: StatusOK, File: j.File, Items: len(j.Items), Invalid: j.Invalid, Nonconformant: j.Nonconformant}
@@ -362,7 +374,29 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 	r.BaselineMean = ptr(bm / n)
 	r.DeployedMean = ptr(dm / n)
 	r.DeltaPP = ptr(float64(100 * (delta / n)))
+	if c, ok := constantDiff(st); ok {
+		// Every mean of c is c: a sum's rounding would put the point a
+		// few ulps off the interval, which is that point.
+		r.DeltaPP = ptr(float64(100 * c))
+		for i := range r.Seeds {
+			r.Seeds[i].DeltaPP = r.DeltaPP
+		}
+	}
 	return r, st, nil
+}
+
+// constantDiff reports whether every item of every seed of st has the
+// same difference, and which: the row's interval is then that point.
+func constantDiff(st *stats.Strata) (float64, bool) {
+	c := st.Diffs[0][0]
+	for _, d := range st.Diffs {
+		for _, x := range d {
+			if x != c {
+				return 0, false
+			}
+		}
+	}
+	return c, true
 }
 
 // computable refuses a summary holding a figure that is not a finite
@@ -392,6 +426,23 @@ func computable(rows []Row) error {
 				return &InputError{Msg: fmt.Sprintf("%s %s: %s is %v, not a figure that can be reported (from %s); nothing was computed", r.Method, r.CellID, f.name, *f.v, strings.Join(files, ", "))}
 			}
 		}
+	}
+	return nil
+}
+
+// sameCell refuses a job whose cell_id another job (of any method)
+// splits into another dataset, runtime and model: a name may hold "/"
+// ("Qwen/Qwen3.5-9B"), so the id alone does not say, and the task family
+// (dataset × model) would depend on which job was read first.
+func sameCell(cells map[string]*Job, j *Job) error {
+	first, ok := cells[j.CellID]
+	if !ok {
+		cells[j.CellID] = j
+		return nil
+	}
+	if first.Dataset != j.Dataset || first.Runtime != j.Runtime || first.Model != j.Model {
+		return &InputError{Msg: fmt.Sprintf("cell_id %q is split two ways: %s says dataset %q, runtime %q, model %q; %s says %q, %q, %q: one cell has one dataset, runtime and model",
+			j.CellID, first.File, first.Dataset, first.Runtime, first.Model, j.File, j.Dataset, j.Runtime, j.Model)}
 	}
 	return nil
 }

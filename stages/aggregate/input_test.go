@@ -422,3 +422,134 @@ func TestSeedsOfARowShareTheirSetup(t *testing.T) {
 	})
 	assert.Contains(t, msg, "seeds 0 and 1 ran with different digests.method")
 }
+
+// A seed with no job.json (an imported job) does not stand between the
+// seeds that have one: those are still compared with each other.
+func TestSeedsWithAJobFileAreComparedPastAnImportedOne(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		for seed, model := range map[int]string{1: "Qwen/Qwen3.5-9B", 2: "meta-llama/Llama-3-70B"} {
+			dir := filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d", seed))
+			job := `{"format": "cairn.job/1", "task_model": "` + model + `", "reflection_model": "R", "worker": ["w"], "digests": {"method": "sha256:m", "data": "sha256:d", "worker": "sha256:w", "bundle": "sha256:b"}}`
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "job.json"), []byte(job), 0o644))
+		}
+	})
+	assert.Contains(t, msg, "seeds 1 and 2 ran with different task_model")
+}
+
+// A job folder linked into a root is one of its jobs, as a linked
+// result.json is, and a root that is a link to a folder is walked; a
+// link back up the tree is walked once.
+func TestJobsBehindLinksAreFound(t *testing.T) {
+	root := t.TempDir()
+	aside := t.TempDir()
+	require.NoError(t, jobtest.Grid(root, 9, 5, map[string]float64{"gepa": 0}, []string{"hotpotqa/centralized/qwen"}))
+	require.NoError(t, jobtest.Grid(aside, 9, 5, map[string]float64{"mipro": 0}, []string{"hotpotqa/centralized/qwen"}))
+	require.NoError(t, os.Symlink(filepath.Join(aside, "mipro"), filepath.Join(root, "mipro")))
+	require.NoError(t, os.Symlink(root, filepath.Join(root, "gepa", "loop")))
+	s, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+	require.NoError(t, err)
+	require.Len(t, s.Rows, 2)
+	assert.Equal(t, []string{"gepa", "mipro"}, []string{s.Rows[0].Method, s.Rows[1].Method})
+	assert.Equal(t, []int{3, 3}, []int{s.Rows[0].NSeeds, s.Rows[1].NSeeds})
+	require.Len(t, s.Families, 1)
+	assert.Equal(t, 2, s.Families[0].Rows)
+
+	link := filepath.Join(t.TempDir(), "mipro-link")
+	require.NoError(t, os.Symlink(filepath.Join(aside, "mipro"), link))
+	s, err = aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{link}, Replicates: 100})
+	require.NoError(t, err)
+	require.Len(t, s.Rows, 1)
+	assert.Equal(t, 3, s.Rows[0].NSeeds)
+}
+
+// Keys that differ only in letter case are one struct field to cairn's
+// reader and two keys to others: refused, as a key given twice is.
+func TestAKeyGivenTwiceInTwoCasesIsRefused(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"method": "gepa",`, `"method": "gepa", "Method": "miprov2",`, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json:\d+:\d+: Method is given twice, in two letter cases`, msg)
+
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string {
+			return strings.Replace(s, `"valid": true`, `"valid": true, "VALID": false`, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json:\d+:\d+: items\[0\]\.VALID is given twice, in two letter cases`, msg)
+}
+
+// One cell_id is split one way by every job: "a/b/c/d" could be dataset
+// "a/b" or runtime "b/c", and the family (dataset × model) would follow
+// whichever job was read first. An empty part names nothing.
+func TestACellSplitTwoWaysIsRefused(t *testing.T) {
+	root := t.TempDir()
+	for _, m := range []struct {
+		method, dataset, runtime string
+	}{{"gepa", "ds", "rt/x"}, {"mipro", "ds/rt", "x"}} {
+		for seed := range 3 {
+			_, err := jobtest.Write(root, jobtest.Job{Method: m.method, Dataset: m.dataset, Runtime: m.runtime, Model: "mdl", Seed: seed, Baseline: []float64{0, 1}, Deployed: []float64{1, 1}})
+			require.NoError(t, err)
+		}
+	}
+	_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+	require.ErrorIs(t, err, aggregate.ErrBadInput)
+	assert.Contains(t, err.Error(), `cell_id "ds/rt/x/mdl" is split two ways`)
+
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			s = strings.Replace(s, `"runtime": "centralized"`, `"runtime": ""`, 1)
+			return strings.Replace(s, `"cell_id": "hotpotqa/centralized/qwen"`, `"cell_id": "hotpotqa//qwen"`, 1)
+		})
+	})
+	assert.Contains(t, msg, `cell_id "hotpotqa//qwen" has an empty part`)
+}
+
+// A job that deployed the seed bundle scored its items once: its
+// deployed scores are its baseline scores, item by item.
+func TestSeedDeployedWithOtherScoresIsRefused(t *testing.T) {
+	root := t.TempDir()
+	for seed := range 3 {
+		// Equal means, other items: scores swapped between two items.
+		dir, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: seed, Baseline: []float64{0, 1, 1}, Deployed: []float64{1, 0, 1}})
+		require.NoError(t, err)
+		rewrite(t, filepath.Join(dir, "test.json"), func(s string) string {
+			return strings.Replace(s, `"deployed": "incumbent"`, `"deployed": "seed"`, 1)
+		})
+		rewrite(t, filepath.Join(dir, "result.json"), func(s string) string {
+			s = strings.Replace(s, `"fallback_reason": null`, `"fallback_reason": "incumbent_not_better"`, 1)
+			return strings.Replace(s, `"deployed": "incumbent"`, `"deployed": "seed"`, 1)
+		})
+	}
+	_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+	require.ErrorIs(t, err, aggregate.ErrBadInput)
+	assert.Regexp(t, `test.json: items\[0\] \(id "q0000"\): deployed 1 differs from baseline 0, but the job deployed the seed bundle`, err.Error())
+}
+
+// When every item has the same difference the interval is that point,
+// and delta_pp is it, to the bit: no sum's rounding puts the point
+// outside its own interval.
+func TestAConstantDifferenceIsItsOwnInterval(t *testing.T) {
+	root := t.TempDir()
+	for seed := range 3 {
+		b := make([]float64, 33)
+		d := make([]float64, 33)
+		for i := range d {
+			b[i], d[i] = 0.5, 0.6
+		}
+		_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: seed, Baseline: b, Deployed: d})
+		require.NoError(t, err)
+	}
+	s, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 200})
+	require.NoError(t, err)
+	r := s.Rows[0]
+	b, d := 0.5, 0.6
+	want := 100 * (d - b) // 9.999999999999998: the doubles' difference
+	assert.Equal(t, want, *r.DeltaPP)
+	assert.Equal(t, *r.DeltaPP, *r.CILow)
+	assert.Equal(t, *r.DeltaPP, *r.CIHigh)
+	for _, sd := range r.Seeds {
+		assert.Equal(t, want, *sd.DeltaPP)
+	}
+}

@@ -192,7 +192,7 @@ func (j *Job) readSetup(name, path string) error {
 // sameSetup refuses two seeds of a row whose job.json differ in a field
 // every seed shares; seeds without a job.json are not compared.
 func sameSetup(a, b *Job) error {
-	if a.Setup == nil || b.Setup == nil {
+	if a == nil || a.Setup == nil || b.Setup == nil {
 		return nil
 	}
 	for _, f := range jobSetupFields {
@@ -221,6 +221,20 @@ type Item struct {
 type Skip struct {
 	File    string   `json:"file"`
 	Reasons []string `json:"reasons"`
+	// Nonconformant: skipped for its non-conformance reasons, which
+	// Options.IncludeNonconformant takes in (not for its seed, say).
+	Nonconformant bool `json:"-"`
+}
+
+// SkippedNonconformant counts the jobs skipped as non-conformant.
+func (s *Summary) SkippedNonconformant() int {
+	n := 0
+	for _, sk := range s.Skipped {
+		if sk.Nonconformant {
+			n++
+		}
+	}
+	return n
 }
 
 // Warning is the line a skip is reported with on standard error.
@@ -266,21 +280,7 @@ func FindResults(dir string, roots []string) ([]string, error) {
 			add(filepath.Clean(root), abs)
 			continue
 		}
-		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() || d.Name() != ResultFile {
-				return nil
-			}
-			rel, err := filepath.Rel(abs, p)
-			if err != nil {
-				return err
-			}
-			add(filepath.Join(root, rel), p)
-			return nil
-		})
-		if err != nil {
+		if err := walkResults(abs, root, map[string]bool{}, add); err != nil {
 			return nil, fmt.Errorf("aggregate: reading %s: %w", root, err)
 		}
 	}
@@ -290,6 +290,46 @@ func FindResults(dir string, roots []string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// walkResults calls add(name, path) for every result.json under the
+// folder abs (named name), following links to folders as a link to a
+// result.json is followed: a job folder linked into the tree is one of
+// its jobs. seen holds the real paths of the folders walked, so that a
+// link back up the tree is walked once.
+func walkResults(abs, name string, seen map[string]bool, add func(name, abs string)) error {
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return err
+	}
+	if seen[real] {
+		return nil
+	}
+	seen[real] = true
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p, n := filepath.Join(abs, e.Name()), filepath.Join(name, e.Name())
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(p)
+			if err != nil {
+				continue // a dangling link names no job
+			}
+			isDir = fi.IsDir()
+		}
+		switch {
+		case isDir:
+			if err := walkResults(p, n, seen, add); err != nil {
+				return err
+			}
+		case e.Name() == ResultFile:
+			add(n, p)
+		}
+	}
+	return nil
 }
 
 // ReadJob reads a result.json (name as found, resolved against dir) and,
@@ -327,6 +367,8 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		return nil, nil, badFile(name, "cell_id %q must be a non-empty id without spaces, tabs, newlines or other control characters", j.CellID)
 	case j.CellID != j.Dataset+"/"+j.Runtime+"/"+j.Model:
 		return nil, nil, badFile(name, "cell_id %q is not dataset/runtime/model (%q/%q/%q)", j.CellID, j.Dataset, j.Runtime, j.Model)
+	case j.Dataset == "" || j.Runtime == "" || j.Model == "":
+		return nil, nil, badFile(name, "cell_id %q has an empty part (dataset %q, runtime %q, model %q): each names something", j.CellID, j.Dataset, j.Runtime, j.Model)
 	}
 	for i, why := range j.Nonconformant {
 		if strings.TrimSpace(why) == "" {
@@ -334,7 +376,7 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 		}
 	}
 	if len(j.Nonconformant) > 0 && !include {
-		return j, &Skip{File: name, Reasons: j.Nonconformant}, nil
+		return j, &Skip{File: name, Reasons: j.Nonconformant, Nonconformant: true}, nil
 	}
 
 	if err := j.readTests(&r, name, path); err != nil {
@@ -467,6 +509,9 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 				return badFile(j.TestFile, "%s is valid but its deployed score is null: it has no pair", where)
 			}
 			x.Baseline, x.Deployed = *it.Baseline, *it.Deployed
+			if *r.Deployed == "seed" && x.Deployed != x.Baseline {
+				return badFile(j.TestFile, "%s: deployed %g differs from baseline %g, but the job deployed the seed bundle, which is the baseline: its scores are the same numbers (docs/job-artifacts.md)", where, x.Deployed, x.Baseline)
+			}
 			for _, v := range []struct {
 				what string
 				v    float64
@@ -570,6 +615,14 @@ func decodeData(data []byte, name string, v any) error {
 		if p, off, dup := jsonpos.FirstDuplicate(data); dup {
 			return badAt(name, data, int64(off), "%s is given twice: JSON readers disagree on which one counts, so give it once", p)
 		}
+		// A struct's fields match keys in any letter case: "Deployed"
+		// after "deployed" would be read as it, where other readers see
+		// two keys.
+		if reflect.TypeOf(v).Elem().Kind() == reflect.Struct {
+			if p, off, dup := jsonpos.FirstFoldDuplicate(data); dup {
+				return badAt(name, data, int64(off), "%s is given twice, in two letter cases: JSON readers disagree on whether that is one key, so give it once, as docs/job-artifacts.md spells it", p)
+			}
+		}
 		return nil
 	}
 	var syn *json.SyntaxError
@@ -583,6 +636,9 @@ func decodeData(data []byte, name string, v any) error {
 		}
 		if strings.HasPrefix(typ.Value, "number ") && typ.Type.Kind() == reflect.Float64 {
 			return badAt(name, data, typ.Offset, "%s is the %s, beyond what a 64-bit float holds (about ±1.8e308)", typ.Field, typ.Value)
+		}
+		if n, ok := strings.CutPrefix(typ.Value, "number "); ok && typ.Type.Kind() == reflect.Int && strings.Trim(n, "-0123456789") == "" {
+			return badAt(name, data, typ.Offset, "%s is the whole number %s, beyond what cairn reads (at most %d)", typ.Field, n, math.MaxInt64)
 		}
 		return badAt(name, data, typ.Offset, "%s is %s, want %s", typ.Field, typ.Value, friendlyType(typ.Type.String()))
 	case errors.Is(err, io.EOF):

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
+	"unicode"
 )
 
 // Visitor is told of each value and each object key of a document, with
@@ -69,19 +71,48 @@ func Walk(dec *json.Decoder, data []byte, path string, v Visitor) error {
 // twice in one object of data, a document that parses; ok is false when
 // there is none (or data does not parse).
 func FirstDuplicate(data []byte) (path string, off int, ok bool) {
+	return firstDuplicate(data, func(p string) string { return p })
+}
+
+// FirstFoldDuplicate is FirstDuplicate with keys that differ only in case
+// taken as one: encoding/json decodes "Deployed" into a struct's
+// "deployed" field (and keeps the last of the two), where other readers
+// see two keys. For documents decoded into structs alone; a map's keys
+// ("PATH" and "Path" in an env) are distinct. path is the later key's.
+func FirstFoldDuplicate(data []byte) (path string, off int, ok bool) {
+	return firstDuplicate(data, fold)
+}
+
+func firstDuplicate(data []byte, canon func(string) string) (path string, off int, ok bool) {
 	seen := map[string]bool{}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	err := Walk(dec, data, "", Visitor{Key: func(p string, o int) {
-		if seen[p] && !ok {
+		c := canon(p)
+		if seen[c] && !ok {
 			path, off, ok = p, o, true
 		}
-		seen[p] = true
+		seen[c] = true
 	}})
 	if err != nil {
 		return "", 0, false
 	}
 	return path, off, ok
+}
+
+// fold maps every rune of s to the least rune of its case-folding orbit,
+// so that fold(a) == fold(b) exactly when strings.EqualFold(a, b), as
+// encoding/json matches a key to a struct field.
+func fold(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // BOM is the UTF-8 byte-order mark some editors put at a file's start;
