@@ -104,9 +104,16 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 			vars[name] = cty.DynamicVal
 		}
 	}
-	rel, err := filepath.Rel(root, cfg.Dir)
+	// path.pipeline: the pipeline's folder relative to the workspace
+	// root. cfg.Dir is relative to the current directory (as the files
+	// are shown), which --chdir makes another folder than the root.
+	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
-		rel = cfg.Dir
+		dir = cfg.Dir
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		rel = dir
 	}
 	scope := dsl.NewScope(vars, root, rel, cfg.Reads, cfg.Funcs)
 	diags = append(diags, cfg.EvalLocals(scope)...)
