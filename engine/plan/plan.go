@@ -82,6 +82,9 @@ type Plan struct {
 	Excluded   int
 	// Options are the --target and --replace the plan was made with.
 	Options Options
+	// sensitive: the pipeline has sensitive variables, whose values its
+	// nodes' reasons must not show.
+	sensitive bool
 }
 
 // Options narrow or force a plan.
@@ -259,6 +262,9 @@ func strictBatches(p *Plan) map[int]forcedRun {
 
 func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedRun) (*Plan, hcl.Diagnostics) {
 	p := &Plan{Pipeline: g.Config.Name, Graph: g, Nodes: make([]*PlannedNode, len(g.Nodes)), Options: opts}
+	for _, v := range g.Config.Variables {
+		p.sensitive = p.sensitive || v.Sensitive
+	}
 	var diags hcl.Diagnostics
 	var include, targets map[int]bool
 	if len(opts.Targets) > 0 {
@@ -349,6 +355,14 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		}
 		d := p.planNode(pn, ahead[n.ID], inst, upstream, written, cache, replace[n.ID], debug[n.Addr], force)
 		diags = append(diags, d...)
+		if p.sensitive && pn.Spec != nil {
+			// A reason may name a path or value made of a sensitive
+			// variable ("input s3cr3t.in does not exist yet").
+			secrets := SensitiveStrings(pn.Spec.Args)
+			for i, r := range pn.Reasons {
+				pn.Reasons[i] = process.RedactSecrets(r, secrets)
+			}
+		}
 		if written != nil {
 			written.add(pn)
 		}
@@ -549,7 +563,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if rec, ok := cache.Lookup(prev); ok {
 		var old Envelope
 		if json.Unmarshal(rec.Envelope, &old) == nil {
-			pn.Reasons = diffEnvelopes(&old, env, g, n, p)
+			pn.Reasons = diffEnvelopes(&old, env, g, n, p, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0)
 		}
 	}
 	if len(pn.Reasons) == 0 {
@@ -777,8 +791,10 @@ func LaunchValue(runID string, started time.Time, l *store.Launch) cty.Value {
 	})
 }
 
-// diffEnvelopes explains why a node's key changed.
-func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
+// diffEnvelopes explains why a node's key changed. hideInputs: the node's
+// input paths are made of sensitive values, this run's or an earlier
+// one's: the reasons do not name them.
+func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan, hideInputs bool) []string {
 	var out []string
 	if old.Kind != cur.Kind || old.KindVersion != cur.KindVersion {
 		out = append(out, fmt.Sprintf("kind %s v%d -> %s v%d", old.Kind, old.KindVersion, cur.Kind, cur.KindVersion))
@@ -812,6 +828,9 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan) []string {
 	}
 	for _, k := range sortedKeys(ins) {
 		o, c := old.Inputs[k], cur.Inputs[k]
+		if hideInputs {
+			k = "(sensitive)"
+		}
 		switch {
 		case o == "":
 			out = append(out, fmt.Sprintf("input %s added", k))
