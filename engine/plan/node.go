@@ -63,7 +63,8 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		}
 		extra["each"] = each
 	}
-	if withStage && len(n.Deps) > 0 {
+	empty := emptyStages(g, n)
+	if withStage && (len(n.Deps) > 0 || len(empty) > 0) {
 		// The maps the stage objects are made of are lent (cty.ObjectVal
 		// keeps none of them) and given back once the objects are made.
 		byStage := map[string]map[string]cty.Value{}
@@ -99,9 +100,25 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		for _, s := range waiting {
 			objs[s] = cty.DynamicVal
 		}
+		for _, s := range empty {
+			objs[s] = cty.EmptyObjectVal // a for_each of nothing: no instance
+		}
 		extra["stage"] = cty.ObjectVal(objs)
 	}
 	return g.Scope.ContextOf(extra)
+}
+
+// emptyStages lists the stages n's stage refers to that have no node: a
+// for_each over an empty collection, whose stage.NAME is an object of no
+// instances (length 0), as it is with one.
+func emptyStages(g *Graph, n *Node) []string {
+	var out []string
+	for _, s := range g.StageDeps[n.Stage.Name] {
+		if len(g.StageNodes[s]) == 0 && !g.broken[s] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // values are the maps a stage object or an instance object is made from,
