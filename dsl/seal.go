@@ -96,7 +96,7 @@ func (c *Config) CheckSeals(s *Scope) (map[string]string, hcl.Diagnostics) {
 		if d.HasErrors() || !v.IsWhollyKnown() {
 			continue
 		}
-		if v.IsMarked() {
+		if v.ContainsMarked() { // the map, or a path or digest in it
 			bad("Sensitive value in a seal", fmt.Sprintf("seal %q: pinned paths and digests are printed when they do not match, so they cannot be sensitive.", seal.Name))
 			continue
 		}

@@ -12,6 +12,15 @@ seal "self" {
   sha256 = { "seal.hcl" = "0000000000000000000000000000000000000000000000000000000000000000" } # ERROR: Sealed file seal.hcl does not match
 }
 
+variable "secret_digest" {
+  default   = "0000000000000000000000000000000000000000000000000000000000000000"
+  sensitive = true
+}
+
+seal "secret" {
+  sha256 = { "seal.hcl" = var.secret_digest } # ERROR: Sensitive value in a seal
+}
+
 seal "short" {
   sha256 = { "seal.hcl" = "abc" } # ERROR: Invalid digest in a seal
 }
