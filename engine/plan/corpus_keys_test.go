@@ -235,3 +235,31 @@ func TestCorpusSensitiveNeverShown(t *testing.T) {
 		assert.Contains(t, r, "(sensitive)")
 	}
 }
+
+// Paths are cleaned before they are keyed: "./a.txt", "a.txt//." and
+// "a.txt" are one output, "./r.json" and "r.json" one result, so that a
+// respelled path keeps the node's key (language.md, Paths).
+func TestCorpusKeyCleansPaths(t *testing.T) {
+	stage := func(outputs, result string) string {
+		return `stage "command" "a" {
+  run     = ["sh", "-c", "echo a > a.txt; echo '{}' > r.json"]
+  outputs = ` + outputs + `
+  result  = "` + result + `"
+}
+`
+	}
+	w := newKeyWorkspace(t, map[string]string{
+		"clean.hcl":  stage(`["a.txt", "b"]`, "r.json"),
+		"dot.hcl":    stage(`["./a.txt", "b/"]`, "./r.json"),
+		"dots.hcl":   stage(`["a.txt//.", "./b"]`, "r.json"),
+		"set.hcl":    stage(`toset(["./a.txt", "b"])`, "r.json"),
+		"other.hcl":  stage(`["a2.txt", "b"]`, "r.json"),
+		"result.hcl": stage(`["a.txt", "b"]`, "r2.json"),
+	})
+	base := w.key("clean.hcl", "stage.a")
+	for _, f := range []string{"dot.hcl", "dots.hcl", "set.hcl"} {
+		assert.Equal(t, base, w.key(f, "stage.a"), f)
+	}
+	assert.NotEqual(t, base, w.key("other.hcl", "stage.a"))
+	assert.NotEqual(t, base, w.key("result.hcl", "stage.a"))
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -157,7 +159,7 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		if notKeyed[name] || excluded[name] {
 			continue
 		}
-		v := sn.Args[name]
+		v := cleanPathsArg(name, sn)
 		if kt, ok := n.Kind.(stages.KeyTransformer); ok {
 			v = kt.KeyValue(name, v)
 		}
@@ -182,6 +184,42 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		e.Inputs[p] = d
 	}
 	return envBase{e: e}
+}
+
+// cleanPathsArg is the node's argument name as keyed: outputs and result
+// as their cleaned paths (language.md: "./a.txt" and "a.txt" are one
+// path), so that respelling a path keeps the key. An argument already
+// clean is the value itself, so that its key is the one it always had.
+func cleanPathsArg(name string, sn *stages.Node) cty.Value {
+	v := sn.Args[name]
+	switch {
+	case name == "result" && sn.Common.Result != "" && v.Type().Equals(cty.String) && v.IsKnown() && !v.IsNull() && !v.IsMarked():
+		if v.AsString() != sn.Common.Result {
+			return cty.StringVal(sn.Common.Result)
+		}
+	case name == "outputs" && v.IsWhollyKnown() && !v.IsNull() && v.CanIterateElements() && v.LengthInt() == len(sn.Common.Outputs):
+		elems := make([]cty.Value, 0, len(sn.Common.Outputs))
+		changed := false
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			clean := sn.Common.Outputs[len(elems)]
+			if u, marks := e.Unmark(); u.Type().Equals(cty.String) && u.AsString() != clean {
+				e, changed = cty.StringVal(clean).WithMarks(marks), true
+			}
+			elems = append(elems, e)
+		}
+		if !changed {
+			return v
+		}
+		switch {
+		case v.Type().IsListType():
+			return cty.ListVal(elems)
+		case v.Type().IsSetType():
+			return cty.SetVal(elems)
+		}
+		return cty.TupleVal(elems)
+	}
+	return v
 }
 
 // FailUpstream is the class of a node skipped because an upstream failed.
