@@ -373,8 +373,11 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 	}
 	for _, ref := range r.forEach {
 		// for_each = stage.X: instance k needs X["k"] only (its keys are
-		// known at plan time; its result when the instance runs).
-		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil && !ref.HasKey && ref.KeyExpr == nil {
+		// known at plan time; its result when the instance runs). Any
+		// other for_each reading X ({ for k, v in stage.X : k => k })
+		// uses what is known at plan time, its keys: each.value is its
+		// own, and it needs no instance of X.
+		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil && !ref.HasKey && ref.KeyExpr == nil && isWholeStage(s.ForEach) {
 			ref.SameKey = true
 			r.upstream = append(r.upstream, ref)
 			r.evalStage = true // each.value is the upstream instance
@@ -855,6 +858,16 @@ func (g *Graph) forEachOf(s *dsl.Stage) *forEach {
 		}
 		fe = &forEach{}
 		fe.insts, fe.known, fe.diags = dsl.ExpandForEach(s, g.Scope.Context(extra))
+		if len(objs) > 0 && !fe.known && len(fe.diags) == 0 && !isWholeStage(s.ForEach) && len(g.unset) == 0 {
+			// Known keys, values made of another stage's results:
+			// each.value would be known only after apply.
+			fe.known = true
+			fe.diags = hcl.Diagnostics{{
+				Severity: hcl.DiagError, Summary: "Invalid for_each",
+				Detail:  "The for_each values depend on stage results, which are known only after apply; for_each, keys and values, must be known at plan time. Iterate the stage's instances (for_each = stage.NAME) and read each.value.result in the attributes instead.",
+				Subject: s.ForEach.Range().Ptr(),
+			}}
+		}
 		if shared && len(fe.diags) == 0 {
 			if g.forEaches == nil {
 				g.forEaches = map[string]*forEach{}
