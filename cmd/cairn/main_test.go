@@ -538,6 +538,36 @@ func TestFmt(t *testing.T) {
 	assert.Contains(t, r.stderr, "broken.hcl")
 	b, _ = os.ReadFile(filepath.Join(root, "broken.hcl"))
 	assert.Equal(t, broken, string(b))
+
+	// In a folder, a file that does not parse is named and left alone,
+	// and every other file is formatted all the same: "a.hcl" before it
+	// and "c.hcl" after it. A file's mode is kept, and a link stays a
+	// link to its rewritten target.
+	dir := filepath.Join(root, "many")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.hcl"), []byte(ugly), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.hcl"), []byte(broken), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "target.hcl"), []byte(ugly), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(root, "target.hcl"), filepath.Join(dir, "c.hcl")))
+	r = runCLI(t, "--chdir", root, "fmt", "--check", "many")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stdout, "many/a.hcl\n")
+	assert.Contains(t, r.stdout, "many/c.hcl\n")
+	r = runCLI(t, "--chdir", root, "fmt", "many")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "b.hcl cannot be parsed")
+	for _, f := range []string{"many/a.hcl", "target.hcl"} {
+		b, _ = os.ReadFile(filepath.Join(root, f))
+		assert.Equal(t, pretty, string(b), f)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "a.hcl"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	fi, err = os.Lstat(filepath.Join(dir, "c.hcl"))
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "c.hcl is still a link")
+	b, _ = os.ReadFile(filepath.Join(dir, "b.hcl"))
+	assert.Equal(t, broken, string(b))
 }
 
 func TestVersion(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 	"github.com/cairn-run/cairn/engine/store"
 )
 
@@ -422,7 +423,10 @@ if there are any.`,
 				}
 			}
 			sort.Strings(files)
-			var unformatted []string
+			// Every file is taken up: one that cannot be parsed is named
+			// and left as it is, and the others are formatted (or, with
+			// --check, listed) all the same.
+			var unformatted, unparsed []string
 			for _, f := range files {
 				src, err := os.ReadFile(f)
 				if err != nil {
@@ -431,7 +435,8 @@ if there are any.`,
 				_, diags := hclwrite.ParseConfig(src, f, hcl.InitialPos)
 				if diags.HasErrors() {
 					_ = a.printDiags(map[string]*hcl.File{f: {Bytes: src}}, diags)
-					return badInput("%s cannot be parsed, so it was left as it is; fix it and run cairn fmt again", f)
+					unparsed = append(unparsed, f)
+					continue
 				}
 				formatted := hclwrite.Format(src)
 				if bytes.Equal(src, formatted) {
@@ -441,12 +446,21 @@ if there are any.`,
 				if check {
 					continue
 				}
-				if err := os.WriteFile(f, formatted, 0o644); err != nil {
+				// Whole or not at all, keeping the file's mode; a link
+				// stays a link, its target rewritten.
+				target := f
+				if real, err := filepath.EvalSymlinks(f); err == nil {
+					target = real
+				}
+				if err := atomicfile.WriteKeepMode(target, formatted, true); err != nil {
 					return err
 				}
 			}
 			for _, f := range unformatted {
 				fmt.Fprintln(a.stdout, f)
+			}
+			if len(unparsed) > 0 {
+				return badInput("%s cannot be parsed, so it was left as it is; fix it and run cairn fmt again", strings.Join(unparsed, ", "))
 			}
 			if check && len(unformatted) > 0 {
 				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d file(s) need formatting: run 'cairn fmt'", len(unformatted))}
