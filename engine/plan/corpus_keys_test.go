@@ -263,3 +263,34 @@ func TestCorpusKeyCleansPaths(t *testing.T) {
 	assert.NotEqual(t, base, w.key("other.hcl", "stage.a"))
 	assert.NotEqual(t, base, w.key("result.hcl", "stage.a"))
 }
+
+// A stage a postcondition reads orders the node (it waits for it, to
+// judge) without keying it: postconditions are not part of the key, so a
+// threshold another stage computes re-judges the same result.
+func TestCorpusKeyHoldsNoPostconditionUpstream(t *testing.T) {
+	w := newKeyWorkspace(t, map[string]string{"p.hcl": `variable "min" {
+  default = 5
+}
+stage "command" "threshold" {
+  run    = ["sh", "-c", "echo '{\"min\": ${var.min}}' > t.json"]
+  result = "t.json"
+}
+stage "command" "train" {
+  run    = ["sh", "-c", "echo '{\"v\": 3}' > a.json"]
+  result = "a.json"
+  postcondition {
+    condition     = self.result.v >= stage.threshold.result.min
+    error_message = "too low"
+  }
+}
+`})
+	k := w.key("p.hcl", "stage.train")
+	assert.Equal(t, k, w.key("p.hcl", "stage.train", dsl.VarArg{Value: "min=1"}))
+	p := w.plan("p.hcl")
+	for _, pn := range p.Nodes {
+		if pn.Node.Addr == "stage.train" {
+			require.Len(t, pn.Node.Deps, 1)
+			assert.Equal(t, pn.Node.Deps, pn.Node.OrderOnly, "the threshold orders the node only")
+		}
+	}
+}

@@ -145,6 +145,10 @@ type stageRefs struct {
 	evalStage bool
 	// upstream are the references to other stages, for node dependencies.
 	upstream []dsl.Ref
+	// judges are the postconditions' references to other stages: they
+	// order the node, as wait_for does, without keying it (a node's key
+	// holds no postcondition: a changed threshold re-judges its result).
+	judges []dsl.Ref
 	// bad locates the references already reported as wrong in the
 	// stage's attributes: an attribute holding one is not evaluated.
 	bad []hcl.Range
@@ -383,11 +387,14 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 			r.evalStage = true // each.value is the upstream instance
 		}
 	}
-	for _, refs := range [][]dsl.Ref{r.body, r.checks} {
-		for _, ref := range refs {
-			if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
-				r.upstream = append(r.upstream, ref)
-			}
+	for _, ref := range r.body {
+		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
+			r.upstream = append(r.upstream, ref)
+		}
+	}
+	for _, ref := range r.checks {
+		if ref.Root == "stage" && ref.Name != s.Name && cfg.StageMap[ref.Name] != nil {
+			r.judges = append(r.judges, ref)
 		}
 	}
 	return r, diags
@@ -792,15 +799,18 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 		for _, ref := range r.upstream {
 			link(ref, addDep)
 		}
-		// wait_for: what no keyed reference named already orders only.
+		// wait_for and postconditions: what no keyed reference named
+		// already orders only.
 		var order []int
-		for _, ref := range r.waitFor {
-			link(ref, func(id int) {
-				had := len(deps)
-				if addDep(id); len(deps) > had {
-					order = append(order, id)
-				}
-			})
+		for _, refs := range [2][]dsl.Ref{r.waitFor, r.judges} {
+			for _, ref := range refs {
+				link(ref, func(id int) {
+					had := len(deps)
+					if addDep(id); len(deps) > had {
+						order = append(order, id)
+					}
+				})
+			}
 		}
 		sort.Ints(order)
 		n.OrderOnly = order
