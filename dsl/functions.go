@@ -71,7 +71,7 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 		"min":             stdlib.MinFunc,
 		"parseint":        stdlib.ParseIntFunc,
 		"pow":             stdlib.PowFunc,
-		"range":           stdlib.RangeFunc,
+		"range":           rangeFunc,
 		"regex":           stdlib.RegexFunc,
 		"regexall":        stdlib.RegexAllFunc,
 		"replace":         replaceFunc,
@@ -160,6 +160,19 @@ var lengthFunc = function.New(&function.Spec{
 			return cty.NilVal, err
 		}
 		return out.WithMarks(marks), nil
+	},
+})
+
+// rangeFunc is cty's range, which says "more than 1024 values were
+// generated" of a step of 0 (it never moves): that is named instead.
+var rangeFunc = function.New(&function.Spec{
+	VarParam: stdlib.RangeFunc.VarParam(),
+	Type:     function.StaticReturnType(cty.List(cty.Number)),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if len(args) == 3 && args[2].IsKnown() && !args[2].IsNull() && args[2].Type() == cty.Number && args[2].RawEquals(cty.Zero) && !args[0].RawEquals(args[1]) {
+			return cty.NilVal, function.NewArgErrorf(2, "step must not be 0: range(start, end, step) would never reach its end")
+		}
+		return stdlib.RangeFunc.Call(args)
 	},
 })
 

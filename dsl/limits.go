@@ -246,9 +246,11 @@ func (e *boundedFor) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		if diags.HasErrors() {
 			return cty.DynamicVal, diags
 		}
+		// Each element visited costs one; a loop over nothing costs one
+		// too, so that loops of empty loops still end.
 		n := int64(1)
 		if raw, _ := coll.Unmark(); raw.IsKnown() && !raw.IsNull() && raw.CanIterateElements() {
-			n += int64(raw.LengthInt())
+			n = max(1, int64(raw.LengthInt()))
 		}
 		over = b.left.Add(-n) < 0
 		if b.pool != nil && b.pool.Add(-n) < 0 {

@@ -95,6 +95,14 @@ func TestForIterationBudget(t *testing.T) {
 	assert.Equal(t, "Too many iterations", diags[0].Summary)
 	assert.Equal(t, 2, diags[0].Subject.Start.Line)
 
+	// The bound is the elements visited: a loop over exactly
+	// MaxIterations elements is allowed, one more is not.
+	v, diags = evalLocal(t, "length([for p in setproduct(range(128), range(128)) : p])")
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	assert.True(t, v.RawEquals(cty.NumberIntVal(16384)), v.GoString())
+	_, diags = evalLocal(t, "length([for p in setproduct(range(128), range(129)) : p])")
+	require.True(t, diags.HasErrors())
+
 	// Loops over empty collections still count: nesting them cannot go on
 	// forever for free.
 	_, diags = evalLocal(t, strings.Repeat("[for a in range(2) : ", 40)+"1"+strings.Repeat("]", 40))

@@ -2,3 +2,8 @@
 locals {
   seeds = range(100000000) # ERROR: more than 1024 values were generated
 }
+
+# A step of 0 never reaches its end: named as such.
+locals {
+  stuck = range(0, 1, 0) # ERROR: step must not be 0
+}
