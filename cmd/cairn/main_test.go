@@ -451,6 +451,25 @@ stage "command" "job" {
 	assert.Equal(t, 4, strings.Count(r.stdout, "->"), r.stdout)
 	assert.Equal(t, 2, strings.Count(r.stdout, "dashed"), r.stdout)
 	checkDOT(t, r.stdout)
+
+	// --stages: job needs gate's outputs (after), so the stage edge is
+	// solid; a stage that only waits for another gets a dashed one.
+	r = runCLI(t, "--chdir", root, "graph", "w.hcl", "--stages")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"stage.gate" -> "stage.job";`)
+	root = cliWorkspace(t, map[string]string{"w.hcl": `
+stage "command" "gate" {
+  run = ["true"]
+}
+stage "command" "job" {
+  wait_for = [stage.gate]
+  run      = ["true"]
+}
+`})
+	r = runCLI(t, "--chdir", root, "graph", "w.hcl", "--stages")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"stage.gate" -> "stage.job" [style=dashed];`)
+	checkDOT(t, r.stdout)
 }
 
 // Instance keys may hold quotes, backslashes and newlines; the DOT stays

@@ -355,7 +355,11 @@ func writeDOT(w *bytes.Buffer, g *plan.Graph, stagesOnly bool) error {
 		}
 		for _, s := range g.StageOrder {
 			for _, d := range g.StageDeps[s.Name] {
-				fmt.Fprintf(w, "\t%s -> %s;\n", dotQuote(addrs.Stage(d).String()), dotQuote(s.Address()))
+				style := ""
+				if orderOnlyStages(g, s.Name, d) {
+					style = " [style=dashed]" // wait_for: orders, does not key
+				}
+				fmt.Fprintf(w, "\t%s -> %s%s;\n", dotQuote(addrs.Stage(d).String()), dotQuote(s.Address()), style)
 			}
 		}
 	} else {
@@ -374,6 +378,25 @@ func writeDOT(w *bytes.Buffer, g *plan.Graph, stagesOnly bool) error {
 	}
 	w.WriteString("}\n")
 	return nil
+}
+
+// orderOnlyStages reports whether stage s depends on stage d by order
+// alone: some node of s depends on a node of d, and every such
+// dependency is order-only (wait_for, a postcondition).
+func orderOnlyStages(g *plan.Graph, s, d string) bool {
+	found := false
+	for _, n := range g.StageNodes[s] {
+		for _, id := range n.Deps {
+			if g.Nodes[id].Stage.Name != d {
+				continue
+			}
+			if !slices.Contains(n.OrderOnly, id) {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
 }
 
 // dotQuote makes s a quoted DOT ID; a newline becomes DOT's centred line
