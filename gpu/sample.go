@@ -46,14 +46,30 @@ type Peaks struct {
 
 // WithRusage raises RSSMiB to the largest resident set the kernel recorded for the waited
 // process (its rusage maximum), which catches a peak shorter than the sampling interval.
-func (p Peaks) WithRusage(ps *os.ProcessState) Peaks {
+//
+// parentKiB is the starting process's own rusage maximum once the child had started
+// (SelfMaxRSSKiB after Start). A child started by vfork (as Go starts processes) shares its
+// parent's memory until it executes its program, and Linux then counts the parent's high-water
+// mark in the child's maximum: a maximum at or below the parent's may be the parent's, and is
+// not taken (the samples stand). One above it is the child's own.
+func (p Peaks) WithRusage(ps *os.ProcessState, parentKiB int64) Peaks {
 	if ps == nil {
 		return p
 	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil && ru.Maxrss > parentKiB {
 		p.RSSMiB = max(p.RSSMiB, float64(ru.Maxrss)/1024) // Linux reports KiB
 	}
 	return p
+}
+
+// SelfMaxRSSKiB is this process's own rusage maximum resident set, in KiB (0 where it
+// cannot be read).
+func SelfMaxRSSKiB() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return int64(ru.Maxrss)
 }
 
 // Sampler follows one node's process tree until stopped.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,7 +150,7 @@ func TestSamplerPeakRSSOfAllocatingChild(t *testing.T) {
 	assert.GreaterOrEqual(t, p.Samples, ready+3)
 	assert.Equal(t, p, s.Stop(), "Stop again returns the same peaks")
 	// The kernel's own maximum agrees, and as a floor it can only raise the peak.
-	floor := p.WithRusage(h.cmd.ProcessState).RSSMiB
+	floor := p.WithRusage(h.cmd.ProcessState, 0).RSSMiB
 	assert.GreaterOrEqual(t, floor, p.RSSMiB)
 	assert.InDelta(t, want, floor, 0.1*mib)
 }
@@ -161,9 +162,22 @@ func TestPeaksWithRusageRaisesShortPeak(t *testing.T) {
 	require.NoError(t, h.stdin.Close())
 	require.NoError(t, h.cmd.Wait())
 	// Sampled nothing (as if the peak fell between samples): the kernel's maximum counts.
-	p := Peaks{}.WithRusage(h.cmd.ProcessState)
+	p := Peaks{}.WithRusage(h.cmd.ProcessState, SelfMaxRSSKiB())
 	assert.GreaterOrEqual(t, p.RSSMiB, float64(mib))
-	assert.Equal(t, Peaks{RSSMiB: 5}, Peaks{RSSMiB: 5}.WithRusage(nil))
+	assert.Equal(t, Peaks{RSSMiB: 5}, Peaks{RSSMiB: 5}.WithRusage(nil, 0))
+}
+
+// A child's rusage maximum at or below its parent's may be the parent's
+// (Linux counts the memory a vfork child shared until exec): it is not
+// taken for the child's. `true` never holds what this test process does.
+func TestPeaksWithRusageIgnoresTheParentsMaximum(t *testing.T) {
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Start())
+	parent := SelfMaxRSSKiB()
+	require.NoError(t, cmd.Wait())
+	require.Positive(t, parent)
+	assert.Equal(t, Peaks{}, Peaks{}.WithRusage(cmd.ProcessState, parent))
+	assert.Equal(t, Peaks{RSSMiB: 2}, Peaks{RSSMiB: 2}.WithRusage(cmd.ProcessState, parent), "the samples stand")
 }
 
 func TestSamplerStopsWithContext(t *testing.T) {

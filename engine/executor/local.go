@@ -147,6 +147,10 @@ type localJob struct {
 	poll    *poller   // the poll loop's state, where it supervises the job
 	cancels chan bool // Cancel's requests, hard or not, where it does not
 	done    chan struct{}
+	// parentKiB is cairn's own maximum resident set once the process
+	// started: the process's rusage maximum is its own only above it
+	// (gpu.Peaks.WithRusage).
+	parentKiB int64
 }
 
 func (j *localJob) Ref() process.JobRef { return j.ref }
@@ -242,6 +246,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		res.Ended = time.Now()
 		return ended()
 	}
+	parentKiB := gpu.SelfMaxRSSKiB() // the child has executed its program: Start waits for it
 	stdout.started()
 	stderr.started()
 	pid := cmd.Process.Pid
@@ -250,7 +255,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	if !ok {
 		ticks = ProcStartTicks(pid)
 	}
-	j := &localJob{ref: LocalRef(pid, ticks), spec: spec, cmd: cmd, res: res, done: make(chan struct{})}
+	j := &localJob{ref: LocalRef(pid, ticks), spec: spec, cmd: cmd, res: res, done: make(chan struct{}), parentKiB: parentKiB}
 	// The poll loop supervises the process and reads its pipes where the
 	// system lets it (Linux with pidfds); otherwise goroutines wait for
 	// the process and copy the pipes.
@@ -298,10 +303,10 @@ func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr 
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	res.Ended = time.Now()
 	if stopSample != nil {
-		p := stopSample().WithRusage(cmd.ProcessState)
+		p := stopSample().WithRusage(cmd.ProcessState, j.parentKiB)
 		res.PeakRSSMiB, res.PeakGPUMiB, res.GPUMemory = p.RSSMiB, p.GPUMiB, p.GPUMemory
 	} else if cmd.ProcessState != nil {
-		p := gpu.Peaks{}.WithRusage(cmd.ProcessState)
+		p := gpu.Peaks{}.WithRusage(cmd.ProcessState, j.parentKiB)
 		res.PeakRSSMiB = p.RSSMiB
 	}
 	// The group is gone: the copies end now (a process that left the
