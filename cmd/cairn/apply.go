@@ -104,6 +104,9 @@ func (a *app) applyCmd() *cobra.Command {
 				progress, summaryOut = a.stderr, a.stdout
 			}
 			if !asJSON {
+				// The nodes apply will refuse are counted as refused,
+				// as plan counts them, not as to run.
+				_ = engine.NoteRefusals(p, cache.Dir, a.root())
 				a.printApplyHeader(progress, l.Graph.Summary(), p.Counts(), pool)
 			}
 			live := false

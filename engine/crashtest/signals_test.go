@@ -283,6 +283,7 @@ stage "command" "other" {
 
 			res := w.apply()
 			require.Equal(t, 1, res.code, res.String())
+			assert.Contains(t, res.stdout, "0 to run, 1 refused, 1 cached", "apply's header counts it as plan does")
 			assert.Contains(t, res.stderr, `on_interrupt = "fail"`)
 			assert.Contains(t, res.stderr, "--replace 'stage.optimize'")
 			assert.Equal(t, 0, w.countLines("counts/optimize"), "refused, yet it ran")
