@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/failpoint"
 	"github.com/cairn-run/cairn/engine/plan"
@@ -180,7 +181,19 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		return runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Job: &ref, GPUs: gpus, Wave: ns.wave,
 			Logs: append([]string{stdout, stderr}, p.Logs...), Replica: p.Replica}
 	}
+	// A failed write is the journal's error (ApplyResult.JournalErr).
 	writeStarted := func(e runlog.Entry) { _ = a.writeStarted(ns, e) }
+	if ns.n.Stage.OnInterrupt == "fail" {
+		// Durable before the process starts: a node that then runs is
+		// shown interrupted if cairn dies, whenever it dies. A start
+		// that cannot be recorded is not made.
+		e := runlog.Entry{T: runlog.Started, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, GPUs: gpus, Wave: ns.wave,
+			Logs: append([]string{stdout, stderr}, p.Logs...), Replica: p.Replica}
+		if err := a.writeStarted(ns, e); err != nil {
+			return &process.Result{ExitCode: -1, GPUs: gpus, Class: failclass.Infra, Message: fmt.Sprintf(
+				"not started: its start could not be recorded in the run's journal %s (%s), which its stage's on_interrupt = \"fail\" needs; make room there, and apply again", a.j.Path(), err)}, nil
+		}
+	}
 	spec := &executor.Spec{
 		Node: ns.n.Addr, RunID: a.runID, Key: ns.key, Attempt: ns.attempts, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
 		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,

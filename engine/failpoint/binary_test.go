@@ -39,6 +39,7 @@ func TestReleaseBinaryHasNoCrashPoints(t *testing.T) {
 	envNames := []string{
 		"CAIRN_TEST_KILL_AFTER_RECORDS", "CAIRN_TEST_KILL_AFTER_COMMITS", "CAIRN_TEST_KILL_AFTER_STARTS",
 		"CAIRN_TEST_KILL_WHEN", "CAIRN_TEST_LATE_LOCK_KILLS", "CAIRN_TEST_SYNC_DELAY_S",
+		"CAIRN_TEST_JOURNAL_FULL_AFTER",
 	}
 
 	symbols, binary := buildCairn(t)

@@ -26,6 +26,9 @@
 //	CAIRN_TEST_SYNC_DELAY_S=N        the cache's sync rounds come N seconds after a record
 //	                                 is written, not 50 ms: records are written long before
 //	                                 they are durable, as on a slow disk
+//	CAIRN_TEST_JOURNAL_FULL_AFTER=N  the journal records after the Nth are not written: their
+//	                                 writes fail with "no space left on device", as on a
+//	                                 full disk
 //
 // Unset, each costs a comparison with zero where it is passed; in a
 // release build, nothing. `go vet ./...` does not see the tagged file:

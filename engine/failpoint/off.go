@@ -22,6 +22,10 @@ func AfterStart() {}
 // its tasks' "started" journal records.
 func AfterArraySubmit() {}
 
+// JournalWrite is called before n journal records are written; nil: they
+// may be.
+func JournalWrite(int) error { return nil }
+
 // LateLockKills reports whether the leftovers found holding node locks
 // are signalled 0, not killed.
 func LateLockKills() bool { return false }

@@ -4,6 +4,7 @@ package failpoint
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -22,10 +23,12 @@ var (
 	killWhen         = os.Getenv("CAIRN_TEST_KILL_WHEN")
 	lateLockKills    = envCount("CAIRN_TEST_LATE_LOCK_KILLS") != 0
 	syncDelay        = time.Duration(envCount("CAIRN_TEST_SYNC_DELAY_S")) * time.Second
+	journalFullAfter = envCount("CAIRN_TEST_JOURNAL_FULL_AFTER")
 	records          atomic.Int64
 	commits          atomic.Int64
 	starts           atomic.Int64
 	arrays           atomic.Int64
+	journaled        atomic.Int64
 )
 
 // AfterRecord is called right after each journal record is written: the
@@ -49,6 +52,20 @@ func AfterStart() {
 // its tasks' "started" journal records: the CAIRN_TEST_KILL_AFTER_ARRAYS
 // crash point.
 func AfterArraySubmit() { killAt(killAfterArrays, &arrays) }
+
+// JournalWrite is called before n journal records are written: past the
+// CAIRN_TEST_JOURNAL_FULL_AFTER first records, it fails as a full disk
+// would (and the records are not written).
+func JournalWrite(n int) error {
+	if journalFullAfter == 0 {
+		return nil
+	}
+	if journaled.Add(int64(n)) > journalFullAfter {
+		journaled.Add(-int64(n))
+		return fmt.Errorf("write: %w", syscall.ENOSPC)
+	}
+	return nil
+}
 
 // LateLockKills reports whether the leftovers found holding node locks
 // are signalled 0, not killed (CAIRN_TEST_LATE_LOCK_KILLS).

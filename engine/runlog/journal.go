@@ -151,6 +151,9 @@ type Journal struct {
 	mustSync atomic.Bool
 }
 
+// Path is the journal file.
+func (j *Journal) Path() string { return filepath.Join(j.Dir, "journal") }
+
 // maxCachedNotes is how many cached-node records wait for one write.
 const maxCachedNotes = 512
 
@@ -316,6 +319,9 @@ func (j *Journal) appendEntries(es []Entry, mode wal.Durability) error {
 		payloads = append(payloads, b)
 	}
 	if err := j.flushCached(); err != nil {
+		return err
+	}
+	if err := failpoint.JournalWrite(len(payloads)); err != nil {
 		return err
 	}
 	if mode != wal.Queued {
