@@ -73,6 +73,10 @@ type ApplyResult struct {
 	Refused     string // a gate or policy refused before anything ran
 	Failures    []Failure
 	Dur         time.Duration
+	// JournalErr is the first error writing the run's journal (a full
+	// disk): records of this run are missing from it, though the nodes'
+	// results are in the cache. It names the journal.
+	JournalErr error
 
 	nodes []*nodeState // every node's final state, for BuildMemo
 }
@@ -197,6 +201,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	}
 	j := a.j
 	defer j.Close()
+	defer a.noteJournalErr()
 	_ = a.runStart(opts.Args)
 	if n, ok := opts.Executor.(executor.Noticer); ok {
 		n.Notify(func(n executor.Notice) { a.notice(nil, n) })
@@ -294,8 +299,19 @@ func (a *applier) openRun(noSync bool) error {
 		return err
 	}
 	a.j = j
+	j.OnError = func(err error) {
+		a.warn("cannot write the run's journal %s: %s; records of this run are missing from it from here on (the results of its nodes still go to the cache)", j.Path(), err)
+	}
 	a.ev.SetRun(a.runID)
 	return nil
+}
+
+// noteJournalErr tells the apply's result that the journal could not be
+// written (the first error).
+func (a *applier) noteJournalErr() {
+	if err := a.j.Err(); err != nil {
+		a.res.JournalErr = fmt.Errorf("the run's journal %s is incomplete (%w)", a.j.Path(), err)
+	}
 }
 
 // devices are the GPUs the run may lease, for the journal (none without

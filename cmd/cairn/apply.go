@@ -155,6 +155,9 @@ func (a *app) applyCmd() *cobra.Command {
 				fmt.Fprintln(progress, reportLine(reportPath))
 			}
 			a.rememberUpToDate(identity, explainID, p, res, cache)
+			if res.JournalErr != nil {
+				fmt.Fprintf(a.stderr, "Error: %s: the results of the nodes that ran are in the cache, but this run's history is not all recorded ('cairn status' may show it interrupted); make room on that disk\n", res.JournalErr)
+			}
 			return applyExit(res)
 		},
 	}
@@ -290,14 +293,15 @@ func (a *app) onInterrupt(cancel context.CancelFunc) (hard chan struct{}, stop f
 }
 
 // applyExit is the exit of an apply that ran: 130 interrupted, 2 a node
-// refused its input, 1 a node failed, else 0.
+// refused its input, 1 a node failed or the run's journal could not be
+// written, else 0.
 func applyExit(res *engine.ApplyResult) error {
 	switch {
 	case res.Interrupted:
 		return &exitError{code: exitInterrupted, msg: interruptedMessage(res)}
 	case slices.ContainsFunc(res.Failures, func(f engine.Failure) bool { return f.Refused }):
 		return &exitError{code: exitBadInput}
-	case res.Failed > 0:
+	case res.Failed > 0, res.JournalErr != nil:
 		return &exitError{code: exitFailed}
 	}
 	return nil

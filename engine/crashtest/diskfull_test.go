@@ -38,3 +38,30 @@ stage "command" "precious" {
 	assert.Contains(t, res.stdout, "1 ran")
 	assert.Equal(t, 1, w.countLines("precious.log"))
 }
+
+// TestJournalWriteFailureExits1: an apply whose journal records cannot
+// all be written says so, naming the journal, and does not exit 0: its
+// results are in the cache, but the run's history is not all recorded.
+func TestJournalWriteFailureExits1(t *testing.T) {
+	w := newWS(t, `
+pipeline "jfull" {}
+stage "command" "n" {
+  for_each = toset(["a", "b", "c"])
+  run      = ["sh", "-c", "echo ${each.key} > ${each.key}.txt"]
+  outputs  = ["${each.key}.txt"]
+}
+`)
+	// run_start and the three planned records are written, then nothing.
+	res := w.run(journalFull("4"), "apply", "--parallelism", "1")
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stdout, "3 ran")
+	assert.Contains(t, res.stdout+res.stderr, "warning: cannot write the run's journal "+w.cache+"/runs/")
+	assert.Contains(t, res.stderr, "no space left on device")
+	assert.Contains(t, res.stderr, "Error: the run's journal "+w.cache+"/runs/")
+	assert.Contains(t, res.stderr, "is incomplete")
+
+	// The results are in the cache all the same.
+	res = w.apply()
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "0 ran, 3 cached")
+}

@@ -149,6 +149,38 @@ type Journal struct {
 	// mustSync is set once a record other than run_start and notes was
 	// journaled: the run_end record is durable then, and only then.
 	mustSync atomic.Bool
+
+	// OnError, when set, is called with the first error writing the
+	// journal (a full disk), once. Set it before the first record.
+	OnError func(error)
+	errMu   sync.Mutex
+	err     error // the first write error (Err)
+}
+
+// failed keeps err, the journal's first write error, and returns it.
+func (j *Journal) failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	j.errMu.Lock()
+	first := j.err == nil
+	if first {
+		j.err = err
+	}
+	j.errMu.Unlock()
+	if first && j.OnError != nil {
+		j.OnError(err)
+	}
+	return err
+}
+
+// Err is the first error writing the journal, whatever record it was
+// (a note's included): nil when every record was written. A record that
+// failed is missing from the journal, and later ones may be too.
+func (j *Journal) Err() error {
+	j.errMu.Lock()
+	defer j.errMu.Unlock()
+	return j.err
 }
 
 // Path is the journal file.
@@ -319,10 +351,10 @@ func (j *Journal) appendEntries(es []Entry, mode wal.Durability) error {
 		payloads = append(payloads, b)
 	}
 	if err := j.flushCached(); err != nil {
-		return err
+		return j.failed(err)
 	}
 	if err := failpoint.JournalWrite(len(payloads)); err != nil {
-		return err
+		return j.failed(err)
 	}
 	if mode != wal.Queued {
 		for _, e := range es {
@@ -332,7 +364,7 @@ func (j *Journal) appendEntries(es []Entry, mode wal.Durability) error {
 		}
 	}
 	if err := j.log.Append(payloads, mode); err != nil {
-		return err
+		return j.failed(err)
 	}
 	for range payloads {
 		failpoint.AfterRecord()
@@ -357,7 +389,7 @@ func (j *Journal) queueCached(b []byte) error {
 	j.mu.Unlock()
 	if full {
 		if err := j.flushCached(); err != nil {
-			return err
+			return j.failed(err)
 		}
 	}
 	failpoint.AfterRecord() // a NoteCached record: taken in
@@ -435,7 +467,7 @@ func (j *Journal) Syncs() int64 { return j.log.Syncs() }
 // Close flushes and releases the run lock.
 func (j *Journal) Close() error {
 	ferr := j.flushCached()
-	return errors.Join(ferr, j.log.Close()) // and the run's lock goes
+	return j.failed(errors.Join(ferr, j.log.Close())) // and the run's lock goes
 }
 
 // Read returns a run's records. A torn last record (the run was
