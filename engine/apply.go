@@ -296,7 +296,7 @@ func (a *applier) openRun(noSync bool) error {
 	a.res.RunID = a.runID
 	j, err := runlog.Open(a.cache.Dir, a.runID, noSync)
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot start this run's journal (%w): nothing was run; make room on the cache's disk, and apply again", err)
 	}
 	a.j = j
 	j.OnError = func(err error) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -75,7 +76,7 @@ func ApplyMemo(_ context.Context, m *memo.Memo, opts MemoApplyOptions) (*ApplyRe
 		Args: opts.Args, Cached: len(m.Nodes), Duration: res.Dur.Seconds(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot record this apply (%w): nothing needed to run, but it is not recorded; make room on the cache's disk, and apply again", err)
 	}
 	return res, nil
 }

@@ -79,7 +79,10 @@ refused (exit 2), naming the file and the item.`,
 				_, err := a.stdout.Write(buf.Bytes())
 				return err
 			}
-			return atomicfile.Write(a.abs(out), buf.Bytes(), false)
+			if err := atomicfile.Write(a.abs(out), buf.Bytes(), false); err != nil {
+				return fmt.Errorf("cannot write %s (%w); nothing was written", a.abs(out), err)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the results to this file (default: standard output)")

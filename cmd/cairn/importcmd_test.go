@@ -29,3 +29,21 @@ func TestImportCommandWritesItemResults(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "the formats are lm-eval and inspect")
 }
+
+// An error once a command runs (here --out cannot be written: a file
+// stands where its folder goes, as a full disk or a read-only folder
+// would refuse it) is not the command line's: exit 1, no usage hint.
+// Wrong arguments stay exit 2, with the hint.
+func TestRunErrorIsNotUsageError(t *testing.T) {
+	src, err := os.ReadFile("../../stages/modelcache/testdata/arith.eval")
+	require.NoError(t, err)
+	root := cliWorkspace(t, map[string]string{"logs/arith.eval": string(src), "file": "x"})
+	r := runCLI(t, "--chdir", root, "import", "inspect", "logs/arith.eval", "--out", "file/items.jsonl")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "Error: cannot write "+filepath.Join(root, "file/items.jsonl"))
+	require.NotContains(t, r.stderr, "for usage")
+
+	r = runCLI(t, "--chdir", root, "import", "inspect")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "Run 'cairn import --help' for usage.")
+}

@@ -239,7 +239,30 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 		a.validateCmd(), a.planCmd(), a.applyCmd(), a.graphCmd(), a.fmtCmd(),
 		a.showCmd(), a.statusCmd(), a.gcCmd(), a.gpusCmd(), a.aggregateCmd(), a.replayCmd(), a.reportCmd(), a.importCmd(), a.versionCmd(),
 	)
+	runErrorsFail(root)
 	return root
+}
+
+// runErrorsFail makes the errors a command returns once it runs exit 1,
+// with their message and no usage hint: what went wrong then is not the
+// command line (a full disk, a cache cairn may not write), unless the
+// command says so with an *exitError (badInput). What cobra refuses
+// before a command runs (unknown commands and flags, wrong arguments)
+// stays a usage error, exit 2 (see run).
+func runErrorsFail(c *cobra.Command) {
+	if runE := c.RunE; runE != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := runE(cmd, args)
+			var ee *exitError
+			if err == nil || errors.As(err, &ee) {
+				return err
+			}
+			return &exitError{code: exitFailed, msg: err.Error()}
+		}
+	}
+	for _, sub := range c.Commands() {
+		runErrorsFail(sub)
+	}
 }
 
 func (a *app) versionCmd() *cobra.Command {

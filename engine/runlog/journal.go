@@ -270,7 +270,12 @@ func Open(cacheDir, runID string, noSync bool) (*Journal, error) {
 	dir := filepath.Join(cacheDir, "runs", runID)
 	// The logs folder is made when the first node runs: an apply that
 	// runs nothing leaves none.
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o777); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	err := os.Mkdir(dir, 0o777)
+	made := err == nil
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	// Lazy: a run that journals nothing but its start, notes and its end
@@ -283,6 +288,11 @@ func Open(cacheDir, runID string, noSync bool) (*Journal, error) {
 		return nil, fmt.Errorf("journal: cannot lock run %s: %w", runID, err)
 	}
 	if err != nil {
+		// A run folder with no journal to read would be listed as a
+		// damaged run: the folder, if made just now, goes.
+		if made {
+			_ = os.RemoveAll(dir)
+		}
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	return &Journal{RunID: runID, Dir: dir, log: l}, nil

@@ -3,6 +3,10 @@ package runlog
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +89,22 @@ func TestChargedRecordsWrittenNotSynced(t *testing.T) {
 	assert.Equal(t, []string{"a0", "b0", "a1", "b1", "a2", "b2"}, items, "in the file, in order, before any sync")
 	require.NoError(t, j.Write(Entry{T: Failed, Node: "stage.e", Attempt: 1, Class: "infrastructure"}))
 	assert.Equal(t, before+1, j.Syncs(), "the next durable record syncs them with itself")
+}
+
+// A run folder whose journal cannot be made (its header cannot be
+// written: a full disk, here a file size limit of 0) is removed again:
+// left, `cairn status` would list it as a damaged run.
+func TestOpenFailureLeavesNoRunFolder(t *testing.T) {
+	var old syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
+	signal.Ignore(syscall.SIGXFSZ)
+	defer signal.Reset(syscall.SIGXFSZ)
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 0, Max: old.Max}))
+	cache := t.TempDir()
+	_, err := Open(cache, NewRunID(), true)
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old))
+	require.Error(t, err)
+	es, rerr := os.ReadDir(filepath.Join(cache, "runs"))
+	require.NoError(t, rerr)
+	assert.Empty(t, es, "a run folder was left")
 }
