@@ -90,12 +90,14 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 				return a.storeFile(rec, rel, &inlined)
 			})
 			if err != nil {
-				return nil, failclass.Result, fmt.Sprintf("cannot store output %s: %s", f, err)
+				class, msg := a.storeFailed(f, err)
+				return nil, class, msg
 			}
 			continue
 		}
 		if err := a.storeFile(rec, f, &inlined); err != nil {
-			return nil, failclass.Result, fmt.Sprintf("cannot store output %s: %s", f, err)
+			class, msg := a.storeFailed(f, err)
+			return nil, class, msg
 		}
 	}
 	// Without the monotonic clock reading, the record in memory measures
@@ -105,6 +107,41 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 	rec.Started, rec.Ended = rec.Started.Round(0), rec.Ended.Round(0)
 	rec.OutputDigest = plan.OutputDigest(rec.Outputs, rec.Result, "ok")
 	return rec, "", ""
+}
+
+// storeFailed is the class and message of a node whose output f could
+// not be stored: infrastructure where the cache's own files could not be
+// written (a full disk, a cache cairn may not write in), which is no fault
+// of the node; result where the node's file is (missing, unreadable, a
+// link leading out of the workspace).
+func (a *applier) storeFailed(f string, err error) (class, msg string) {
+	if inCacheDir(a.cache.Dir, err) {
+		return failclass.Infra, fmt.Sprintf("cannot store output %s in the cache (%s): make room on the cache's disk, or let cairn write there, and apply again", f, err)
+	}
+	return failclass.Result, fmt.Sprintf("cannot store output %s: %s", f, err)
+}
+
+// inCacheDir reports whether err is about a file below the cache folder
+// dir (the first path error it wraps).
+func inCacheDir(dir string, err error) bool {
+	var path string
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		path = pe.Path
+	case errors.As(err, &le):
+		path = le.New
+	default:
+		return false
+	}
+	d, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	_, below := plan.Below(d, p)
+	return below
 }
 
 // persist is the second half of commit: the record, with its envelope,

@@ -315,10 +315,10 @@ func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr 
 	if j.poll != nil {
 		j.poll.drain(cut, stdout, stderr)
 	}
-	errOut, errErr := stdout.finish(cut, ""), stderr.finish(cut, "")
-	if err := errors.Join(errOut, errErr); err != nil {
-		return fmt.Errorf("exec: writing the logs of %s: %w", spec.Node, err)
-	}
+	// A log cairn cannot write (a full disk) fails the node with class
+	// infrastructure, however the process ended: what it said is lost,
+	// through no fault of its own.
+	logErr := errors.Join(stdout.finish(cut, ""), stderr.finish(cut, ""))
 	if stderr.f != nil {
 		// A stream is logged from its first byte: no file, no tail.
 		res.StderrTail = FileTail(spec.Stderr, 16<<10)
@@ -342,6 +342,10 @@ func (j *localJob) supervise(ctx context.Context, argv []string, stdout, stderr 
 		cgroupOOM = res.Signal != "" && haveCgroup && oomAfter > oomBefore
 	}
 	res.Class, res.Message = classify(res, interrupted, cgroupOOM, spec)
+	if logErr != nil && res.Class != failclass.Interrupted {
+		res.Class = failclass.Infra
+		res.Message = fmt.Sprintf("cannot write its log (%s): make room on the run folder's disk, and apply again", logErr)
+	}
 	res.Message = process.RedactSecrets(res.Message, spec.Secrets)
 	return nil
 }

@@ -504,3 +504,19 @@ func TestJobRefStartTimeIsTheProcessTables(t *testing.T) {
 	_, ok := forkTicks(10*clockTick()-1, 10*clockTick())
 	assert.False(t, ok, "reads in two ticks do not tell which")
 }
+
+// A node log cairn cannot write (/dev/full: a full disk) fails the job
+// with class infrastructure, naming the error: the process is not at
+// fault, nor did it fail to start.
+func TestLocalLogWriteFailureIsInfrastructure(t *testing.T) {
+	spec := sleepSpec(t)
+	spec.Argv = []string{"sh", "-c", "echo hello"}
+	spec.Stdout = "/dev/full"
+	job, err := Local{}.Submit(context.Background(), spec)
+	require.NoError(t, err)
+	res, err := job.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, failclass.Infra, res.Class)
+	assert.Contains(t, res.Message, "cannot write its log")
+	assert.Contains(t, res.Message, "no space left on device")
+}

@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/dsl/failclass"
+)
+
+// An output the cache cannot take (its blob's folder cannot be made: a
+// full disk, a cache cairn may not write in) fails the node with class
+// infrastructure, which retry { on = ["infrastructure"] } covers: the
+// node's file is fine. A declared output the node did not write stays
+// class result.
+func TestBlobStoreFailureIsInfrastructure(t *testing.T) {
+	content := strings.Repeat("x", 4096) + "\n" // a blob, not inline
+	sum := sha256.Sum256([]byte(content))
+	digest := hex.EncodeToString(sum[:])
+	w := newWorkspace(t, `
+pipeline "p" {}
+stage "command" "big" {
+  run     = ["sh", "-c", "printf 'x%.0s' $(seq 4096) > big.txt; echo >> big.txt"]
+  outputs = ["big.txt"]
+}
+stage "command" "lazy" {
+  run     = ["true"]
+  outputs = ["never.txt"]
+}
+`)
+	// A file where the blob's fan-out folder goes.
+	fan := filepath.Join(w.Cache, "cas", "sha256", digest[:2])
+	require.NoError(t, os.MkdirAll(filepath.Dir(fan), 0o777))
+	require.NoError(t, os.WriteFile(fan, nil, 0o666))
+
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 2, r.res.Failed, r.out)
+	classes := map[string]Failure{}
+	for _, f := range r.res.Failures {
+		classes[f.Address] = f
+	}
+	assert.Equal(t, failclass.Infra, classes["stage.big"].Class, r.out)
+	assert.Contains(t, classes["stage.big"].Message, "cannot store output big.txt in the cache")
+	assert.Contains(t, classes["stage.big"].Message, fan)
+	assert.Equal(t, failclass.Result, classes["stage.lazy"].Class, r.out)
+}
