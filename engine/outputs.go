@@ -347,10 +347,16 @@ func (e *restoreLinkError) Error() string {
 type restoreWorkspaceError struct {
 	output string // as declared
 	path   string // in the workspace
+	cache  string // the cache folder
 	err    error
 }
 
 func (e *restoreWorkspaceError) Error() string {
+	if inCacheDir(e.cache, e.err) {
+		// The cache's own file, not the workspace, is at fault (a blob
+		// this user may not read).
+		return fmt.Sprintf("the cached output %s is not restored to %s: cairn cannot read the cache's copy (%v); the cache keeps its record; let this user read the cache's files (a shared cache: see docs/durability.md, \"Sharing a cache\"), or apply with another --cache", e.output, e.path, e.err)
+	}
 	what := "fix what keeps cairn from writing it, and apply again"
 	var pe *fs.PathError
 	inWorkspace := errors.As(e.err, &pe) && strings.HasPrefix(pe.Path, filepath.Dir(e.path))
@@ -406,7 +412,7 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 			return nil, &restoreLinkError{output: p, err: le}
 		}
 		if err != nil {
-			return nil, &restoreWorkspaceError{output: p, path: filepath.Join(a.g.Root, p), err: err}
+			return nil, &restoreWorkspaceError{output: p, path: filepath.Join(a.g.Root, p), cache: a.cache.Dir, err: err}
 		}
 		dirs[rel] = d
 		return d, nil
@@ -444,7 +450,7 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 			return fmt.Errorf("output %s: %w", p, err)
 		}
 		if err != nil {
-			return &restoreWorkspaceError{output: p, path: filepath.Join(a.g.Root, p), err: err}
+			return &restoreWorkspaceError{output: p, path: filepath.Join(a.g.Root, p), cache: a.cache.Dir, err: err}
 		}
 	}
 	return nil

@@ -3,6 +3,8 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,4 +51,23 @@ stage "command" "lazy" {
 	assert.Contains(t, classes["stage.big"].Message, "cannot store output big.txt in the cache")
 	assert.Contains(t, classes["stage.big"].Message, fan)
 	assert.Equal(t, failclass.Result, classes["stage.lazy"].Class, r.out)
+}
+
+// A blob this user may not read (a shared cache) is the cache's
+// problem: the message says cairn cannot read the cache's copy and what
+// to do, not to fix the workspace.
+func TestRestoreUnreadableBlobMessage(t *testing.T) {
+	cache := t.TempDir()
+	blob := filepath.Join(cache, "cas", "sha256", "ab", "abcd")
+	err := &restoreWorkspaceError{output: "big.bin", path: "/ws/big.bin", cache: cache,
+		err: fmt.Errorf("cas: %w", &fs.PathError{Op: "open", Path: blob, Err: fs.ErrPermission})}
+	msg := err.Error()
+	assert.Contains(t, msg, "cairn cannot read the cache's copy (cas: open "+blob+": permission denied)")
+	assert.Contains(t, msg, "let this user read the cache's files")
+	assert.NotContains(t, msg, "writing it")
+
+	// A folder in the workspace cairn may not write in is the workspace's.
+	err = &restoreWorkspaceError{output: "d/x", path: "/ws/d/x", cache: cache,
+		err: &fs.PathError{Op: "open", Path: "/ws/d/.x.cairn-1", Err: fs.ErrPermission}}
+	assert.Contains(t, err.Error(), "cairn may not write in /ws/d")
 }
