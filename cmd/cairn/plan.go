@@ -19,8 +19,8 @@ import (
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/storage/atomicfile"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 func (a *app) validateCmd() *cobra.Command {
