@@ -17,7 +17,7 @@ import (
 
 const eventsPipeline = `pipeline "ev" {}
 stage "command" "a" {
-  run     = ["sh", "-c", "echo a > a.txt"]
+  run     = ["sh", "-c", "sleep 0.2; echo a > a.txt"]
   gpus    = 1
   outputs = ["a.txt"]
 }
@@ -127,7 +127,7 @@ func TestApplyKeepsItsEventsInTheRunFolder(t *testing.T) {
 	assert.Equal(t, "ok", a.Status)
 	assert.Equal(t, 1, a.Attempt)
 	assert.Positive(t, a.DurationS)
-	assert.Positive(t, a.PeakRSSMiB)
+	assert.Positive(t, a.PeakRSSMiB, "sampled while it sleeps")
 	assert.Equal(t, []int{0}, a.GPUs)
 	assert.Equal(t, "local", a.Executor)
 	assert.Equal(t, started.JobID, a.JobID)
