@@ -104,10 +104,7 @@ func (a *app) applyCmd() *cobra.Command {
 				progress, summaryOut = a.stderr, a.stdout
 			}
 			if !asJSON {
-				// The nodes apply will refuse are counted as refused,
-				// as plan counts them, not as to run.
-				_ = engine.NoteRefusals(p, cache.Dir, a.root())
-				a.printApplyHeader(progress, l.Graph.Summary(), p.Counts(), pool)
+				a.applyHeader(progress, l.Graph.Summary(), p, cache.Dir, pool)
 			}
 			live := false
 			if f, ok := progress.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
@@ -407,6 +404,13 @@ func (a *app) printApplyHeader(w io.Writer, summary string, counts plan.Counts, 
 	if pool != nil && pool.Total() > 0 && pool.Simulated() {
 		fmt.Fprintf(w, "GPUs: %s\n", pool.Inv.Note())
 	}
+}
+
+// applyHeader prints apply's first line. The nodes apply will refuse are
+// counted as refused, as plan counts them, not as to run.
+func (a *app) applyHeader(w io.Writer, summary string, p *plan.Plan, cacheDir string, pool *gpu.Pool) {
+	_ = engine.NoteRefusals(p, cacheDir, a.root())
+	a.printApplyHeader(w, summary, p.Counts(), pool)
 }
 
 // printPlanHeader is plan's first line.
