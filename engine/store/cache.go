@@ -543,6 +543,9 @@ func (c *Cache) openLog() (*wal.Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
+	if n := l.Headless(); n > 0 {
+		c.Warn("cache: the index %s held %d bytes without a valid header (zeros, or cut short: damaged, or never written to disk), and no record could be read from them; it starts empty, and the nodes it recorded run again", c.indexPath(), n)
+	}
 	c.log = l
 	return l, nil
 }

@@ -226,3 +226,30 @@ func TestRefreshReadsWhatOthersWroteBetweenOwnCommits(t *testing.T) {
 		assert.True(t, o.Has(key(i)), "record %d", i)
 	}
 }
+
+// An index whose file is all zeros (a lost write, or damage over its
+// header) holds no record to read: the cache starts it anew and says so,
+// naming the index and the bytes dropped, instead of starting over
+// without a word.
+func TestZeroedIndexIsStartedAnewWithAWarning(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	_, err = c.Commit(&Record{Key: fmt.Sprintf("%064d", 1), Pipeline: "p", Address: "stage.a", Ended: time.Now()}, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	index := filepath.Join(dir, "index.log")
+	fi, err := os.Stat(index)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(index, make([]byte, fi.Size()), 0o644))
+
+	var warned []string
+	c, err = Open(dir, Options{NoSync: true, Warn: func(f string, args ...any) { warned = append(warned, fmt.Sprintf(f, args...)) }})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Commit(&Record{Key: fmt.Sprintf("%064d", 2), Pipeline: "p", Address: "stage.b", Ended: time.Now()}, nil)
+	require.NoError(t, err)
+	require.Len(t, warned, 1, "%q", warned)
+	assert.Contains(t, warned[0], fmt.Sprintf("held %d bytes without a valid header", fi.Size()))
+	assert.False(t, c.Has(fmt.Sprintf("%064d", 1)))
+}

@@ -150,7 +150,13 @@ func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {
 		opts.Warn(fmt.Sprintf("the item store %s had %d damaged record(s), now blanked: their items are evaluated again (the damaged bytes are kept in %s)", s.logPath, len(kept), strings.Join(kept, ", ")))
 	}
 	if err != nil {
+		if errors.Is(err, wal.ErrCorrupt) {
+			return nil, fmt.Errorf("items: the item store %s is damaged (%w); move it aside to start an empty store: its items are then evaluated again", s.logPath, err)
+		}
 		return nil, fmt.Errorf("items: open store: %w", err)
+	}
+	if n := l.Headless(); n > 0 && opts.Warn != nil {
+		opts.Warn(fmt.Sprintf("the item store %s held %d bytes without a valid header (zeros, or cut short: damaged, or never written to disk), and no result could be read from them; it starts empty, and its items are evaluated again", s.logPath, n))
 	}
 	s.log = l
 	// Sized once for the records the log holds: a map grown as it fills

@@ -449,3 +449,36 @@ func TestStoreBlanksADamagedRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, kept, 1, "the damaged bytes are kept beside the log")
 }
+
+// A store whose file has no valid header says so: all zeros (as a lost
+// write leaves it) is started anew with a warning naming the bytes it
+// dropped; a header that is not a cairn log's stops the store with what
+// to do.
+func TestStoreWithoutAHeaderIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenStore(dir, StoreOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Put(testKey(1), Result{Score: score(1), Charged: 1}))
+	require.NoError(t, s.Close())
+	log := filepath.Join(dir, storeSubdir, logName)
+	fi, err := os.Stat(log)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(log, make([]byte, fi.Size()), 0o644))
+
+	var warned []string
+	s, err = OpenStore(dir, StoreOptions{Warn: func(text string) { warned = append(warned, text) }})
+	require.NoError(t, err)
+	require.Len(t, warned, 1)
+	assert.Contains(t, warned[0], fmt.Sprintf("held %d bytes without a valid header", fi.Size()))
+	assert.Equal(t, 0, s.Len())
+	require.NoError(t, s.Close())
+
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	copy(b, "NOTALOG!")
+	require.NoError(t, os.WriteFile(log, b, 0o644))
+	_, err = OpenStore(dir, StoreOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is damaged")
+	assert.Contains(t, err.Error(), "move it aside to start an empty store")
+}

@@ -176,6 +176,9 @@ type Log struct {
 	// opened is the number of valid records Open found in the file;
 	// scanned, the number the last recovery pass read.
 	opened, scanned int
+	// headless is the size of a file Open found without a valid header
+	// (zeros, or a prefix of the header), which it started anew.
+	headless int64
 
 	mu     sync.Mutex
 	queue  []*batch // batches waiting for the committer, oldest first
@@ -335,6 +338,9 @@ func (l *Log) recover(from int64) error {
 	}
 	if st.Next == 0 {
 		// New file, or one whose header never made it to disk.
+		if from == 0 {
+			l.headless = size
+		}
 		if _, err := l.f.Write([]byte(magic)); err != nil {
 			return fmt.Errorf("wal: write header of %s: %w", l.path, err)
 		}
@@ -386,6 +392,12 @@ func (l *Log) Path() string { return l.path }
 // tail not counted): what a reader that loads them all can size its index
 // by.
 func (l *Log) Records() int { return l.opened }
+
+// Headless is the size of the file Open found without a valid header:
+// zeros (damage, or a header and records that never reached the disk) or
+// a header cut short, which it started anew, dropping those bytes. 0 for
+// a new, empty file or a whole one.
+func (l *Log) Headless() int64 { return l.headless }
 
 // Size is the offset just past the last record this Log has written or seen. In
 // Shared mode other processes may have appended more since.
