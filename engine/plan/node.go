@@ -371,6 +371,17 @@ func requiredAttrs(k stages.Kind) []string {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// envNameProblem says what is wrong with an env name, "" when nothing is.
+func envNameProblem(name string) string {
+	if !envName.MatchString(name) {
+		return fmt.Sprintf("%q is not a valid environment variable name.", name)
+	}
+	if reservedEnv(name) {
+		return fmt.Sprintf("%s is set by cairn itself (GPU pinning and node context); a stage cannot set it. Ask for GPUs with gpus = N.", name)
+	}
+	return ""
+}
+
 // reservedEnv names the variables cairn sets for every node.
 func reservedEnv(name string) bool {
 	return name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER" || strings.HasPrefix(name, "CAIRN_")
@@ -427,6 +438,15 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 			c.Result = clean
 		}
 	}
+	if v, ok := sn.Args["env"]; ok && v.IsKnown() && !v.IsNull() && v.Type().IsObjectType() && !stages.WhollyKnown(v) {
+		// Names written in the file are checked while values wait
+		// (validate without variable values).
+		for name := range v.Type().AttributeTypes() {
+			if msg := envNameProblem(name); msg != "" {
+				badAt("env", g.itemRange(sn, "env", name), msg)
+			}
+		}
+	}
 	if v, ok := known("env"); ok {
 		ty := v.Type()
 		if !(ty.IsMapType() || ty.IsObjectType()) {
@@ -437,12 +457,8 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 			for it := v.ElementIterator(); it.Next(); {
 				k, ev := it.Element()
 				name := k.AsString()
-				if !envName.MatchString(name) {
-					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("%q is not a valid environment variable name.", name))
-					continue
-				}
-				if reservedEnv(name) {
-					badAt("env", g.itemRange(sn, "env", name), fmt.Sprintf("%s is set by cairn itself (GPU pinning and node context); a stage cannot set it. Ask for GPUs with gpus = N.", name))
+				if msg := envNameProblem(name); msg != "" {
+					badAt("env", g.itemRange(sn, "env", name), msg)
 					continue
 				}
 				if ev.IsMarked() {

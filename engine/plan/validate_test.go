@@ -105,6 +105,38 @@ func TestValidateWithoutValuesStillRefusesResultsInForEach(t *testing.T) {
 	assert.Equal(t, "Invalid for_each", diags[0].Summary)
 }
 
+// env names written in the file are checked while its values wait for
+// variables, in a plain stage and in one whose for_each waits.
+func TestValidateWithoutValuesChecksEnvNames(t *testing.T) {
+	root := t.TempDir()
+	src := `variable "n" {
+  type = string
+}
+variable "names" {
+  type = list(string)
+}
+stage "command" "t" {
+  run = ["true"]
+  env = { CAIRN_X = var.n, "bad name" = "x" }
+}
+stage "command" "s" {
+  for_each = toset(var.names)
+  run      = ["echo", each.key]
+  env      = { CUDA_VISIBLE_DEVICES = each.value }
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	_, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+	var got []string
+	for _, d := range diags {
+		got = append(got, fmt.Sprintf("%d:%d %s", d.Subject.Start.Line, d.Subject.Start.Column, d.Detail))
+	}
+	assert.Len(t, got, 3, "%q", got)
+	assert.Contains(t, strings.Join(got, "\n"), "9:28 \"bad name\" is not a valid environment variable name.")
+	assert.Contains(t, strings.Join(got, "\n"), "9:11 CAIRN_X is set by cairn itself")
+	assert.Contains(t, strings.Join(got, "\n"), "14:16 CUDA_VISIBLE_DEVICES is set by cairn itself")
+}
+
 func replaceOnce(s, old, new string) string { return strings.Replace(s, old, new, 1) }
 
 // A stage without an attribute its kind requires is reported once, by
