@@ -83,7 +83,10 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 		}
 		if st.IsDir() {
 			err := filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
+				if err == nil && d.IsDir() {
+					return a.notTheCache(p, f, d)
+				}
+				if err != nil {
 					return err
 				}
 				rel, _ := filepath.Rel(a.g.Root, p)
@@ -109,12 +112,36 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 	return rec, "", ""
 }
 
+// errOutputHoldsCache fails a node whose output folder holds the cache:
+// storing it would store the cache's own files, and restoring it would
+// write old copies over them.
+var errOutputHoldsCache = errors.New("output folder holds the cache")
+
+// notTheCache refuses dir, a folder of output f, when it is the cache's
+// folder reached by another path (a bind mount, a hard-to-see link):
+// validate and plan refuse outputs that name the cache by its path, and
+// this catches what a path cannot show.
+func (a *applier) notTheCache(dir, f string, d fs.DirEntry) error {
+	info, err := d.Info()
+	if err != nil {
+		return err
+	}
+	cache, err := os.Stat(a.cache.Dir)
+	if err != nil || !os.SameFile(info, cache) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s, a folder of output %s, is the cache %s by another path (a bind mount?); put the cache outside the node's outputs (--cache)", errOutputHoldsCache, dir, f, a.cache.Dir)
+}
+
 // storeFailed is the class and message of a node whose output f could
 // not be stored: infrastructure where the cache's own files could not be
 // written (a full disk, a cache cairn may not write in), which is no fault
 // of the node; result where the node's file is (missing, unreadable, a
 // link leading out of the workspace).
 func (a *applier) storeFailed(f string, err error) (class, msg string) {
+	if errors.Is(err, errOutputHoldsCache) {
+		return failclass.Setup, fmt.Sprintf("cannot store output %s: %s", f, err)
+	}
 	if inCacheDir(a.cache.Dir, err) {
 		return failclass.Infra, fmt.Sprintf("cannot store output %s in the cache (%s): make room on the cache's disk, or let cairn write there, and apply again", f, err)
 	}

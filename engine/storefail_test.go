@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // An output the cache cannot take (its blob's folder cannot be made: a
@@ -70,4 +71,26 @@ func TestRestoreUnreadableBlobMessage(t *testing.T) {
 	err = &restoreWorkspaceError{output: "d/x", path: "/ws/d/x", cache: cache,
 		err: &fs.PathError{Op: "open", Path: "/ws/d/.x.cairn-1", Err: fs.ErrPermission}}
 	assert.Contains(t, err.Error(), "cairn may not write in /ws/d")
+}
+
+// An output folder that is the cache by another path (a bind mount, which
+// no path check can see) is refused when its files are stored, naming
+// both, instead of storing the cache's own files in it.
+func TestOutputFolderThatIsTheCacheIsRefused(t *testing.T) {
+	c, err := store.Open(filepath.Join(t.TempDir(), "cache"), store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := &applier{cache: c}
+	entry := func(p string) fs.DirEntry {
+		info, err := os.Stat(p)
+		require.NoError(t, err)
+		return fs.FileInfoToDirEntry(info)
+	}
+	err = a.notTheCache(c.Dir, "out", entry(c.Dir))
+	require.ErrorIs(t, err, errOutputHoldsCache)
+	class, msg := a.storeFailed("out", err)
+	assert.Equal(t, failclass.Setup, class)
+	assert.Contains(t, msg, "put the cache outside the node's outputs")
+	other := t.TempDir()
+	assert.NoError(t, a.notTheCache(other, "out", entry(other)))
 }
