@@ -394,6 +394,13 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		}
 		diags = append(diags, g.stageChecks(specs)...)
 		diags = append(diags, g.servedModelChecks(byID)...)
+	} else if !opts.Only {
+		// A node that failed to evaluate has no spec here, and its
+		// stage's checks need every instance: validate's check, which
+		// evaluates them all, reports what is left, so that plan and
+		// apply refuse with every error validate gives. (--only's
+		// refusals are not errors of the pipeline.)
+		diags = append(diags, g.CheckStages()...)
 	}
 	return p, uniqueDiags(diags)
 }

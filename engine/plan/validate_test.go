@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -135,6 +136,36 @@ stage "command" "s" {
 	assert.Contains(t, strings.Join(got, "\n"), "9:28 \"bad name\" is not a valid environment variable name.")
 	assert.Contains(t, strings.Join(got, "\n"), "9:11 CAIRN_X is set by cairn itself")
 	assert.Contains(t, strings.Join(got, "\n"), "14:16 CUDA_VISIBLE_DEVICES is set by cairn itself")
+}
+
+// plan refuses a pipeline with every error validate gives: a stage's
+// own check (a waves batch's size) as well as an attribute's, though the
+// attribute's error leaves the stage's nodes without a spec.
+func TestPlanGivesEveryErrorValidateGives(t *testing.T) {
+	root := t.TempDir()
+	src := `stage "waves" "w" {
+  for_each = ["a", "b", "c"]
+  run      = ["true"]
+  mode     = "wave"
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	summaries := func(diags hcl.Diagnostics) []string {
+		var out []string
+		for _, d := range diags {
+			out = append(out, d.Summary)
+		}
+		return out
+	}
+	_, vd := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+	l, diags := plan.Load(plan.LoadOptions{Path: "p.hcl", Root: root})
+	require.False(t, diags.HasErrors(), diags.Error())
+	c, err := store.Open(filepath.Join(t.TempDir(), "cache"), store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	_, pd := plan.Make(l.Graph, c, plan.Options{})
+	assert.ElementsMatch(t, summaries(vd), summaries(pd))
+	assert.Contains(t, summaries(pd), "Wrong batch size")
 }
 
 func replaceOnce(s, old, new string) string { return strings.Replace(s, old, new, 1) }
