@@ -128,15 +128,43 @@ func (a *applier) recoverJobs(open []runlog.Entry) []string {
 }
 
 // executorNamed is the apply's executor of that name; the local one is
-// always at hand.
+// always at hand. (An apply answered by the up-to-date check has no
+// other: see ClusterJobsLeft.)
 func (a *applier) executorNamed(name string) executor.Executor {
 	switch {
-	case a.opts.Executor.Name() == name:
+	case a.opts.Executor != nil && a.opts.Executor.Name() == name:
 		return a.opts.Executor
 	case name == (executor.Local{}).Name():
 		return executor.Local{}
 	}
 	return nil
+}
+
+// ClusterJobsLeft reports whether a dead run of the cache at cacheDir,
+// not reaped yet, left jobs in flight on an executor other than the
+// local one (a Slurm array): only a full apply, with that executor,
+// re-attaches to them or ends them, so the up-to-date check leaves such
+// an apply to the full path. It reports true when the runs cannot be
+// read, for the full path to say why.
+func ClusterJobsLeft(cacheDir string) bool {
+	runs, err := runlog.Unfinished(cacheDir)
+	if err != nil {
+		return true
+	}
+	for _, r := range runs {
+		if r.State != "interrupted" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(r.Dir, "reaped")); err == nil {
+			continue
+		}
+		for _, e := range openJobs(r) {
+			if e.Job != nil && e.Job.Executor != (executor.Local{}).Name() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // openJobs are the started records of r's nodes in flight, in the order

@@ -125,6 +125,11 @@ func (a *app) explainUpToDate(identity, why string) {
 
 // applyUpToDate is `cairn apply` for a pipeline its memo vouches for.
 func (a *app) applyUpToDate(m *memo.Memo) (bool, error) {
+	if engine.ClusterJobsLeft(a.cachePath()) {
+		// A dead run's cluster jobs are for the full path, whose
+		// executor re-attaches to them.
+		return false, nil
+	}
 	// The GPUs are looked at only when set in the environment: what the
 	// full path would say of simulated ones (a bad value is for the full
 	// path to report); real ones need no word, and no driver call.

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/plan/plantest"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/process"
 )
 
 // memoPipeline depends on everything the up-to-date check must watch: a
@@ -408,4 +410,33 @@ func TestUpToDateFromTheFirstNoOp(t *testing.T) {
 		d.apply()
 		assert.Equal(t, i+1, d.answered(), "no-op apply %d of the folder was answered by the up-to-date check", i+1)
 	}
+}
+
+// A dead run that left jobs on a cluster executor (a Slurm array) is for
+// the full path, whose executor re-attaches to them: the up-to-date
+// check leaves such an apply alone instead of failing on an executor it
+// does not have (it panicked).
+func TestUpToDateLeavesClusterJobsToTheFullPath(t *testing.T) {
+	cliWorkspace(t, nil)
+	s := newMemoSpace(t, "")
+	s.args = []string{"pipeline.hcl"}
+	plantest.WaitSettled(t, filepath.Join(s.root, "pipeline.hcl"), filepath.Join(s.root, "msg.txt"), filepath.Join(s.root, "data.txt"))
+	require.Contains(t, s.apply("-v").stdout, "6 ran")
+	s.apply()
+	require.Equal(t, 1, s.answered())
+
+	id := runlog.NewRunID()
+	j, err := runlog.Open(s.cache, id, true)
+	require.NoError(t, err)
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "memo", PID: 1}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: "stage.x", Key: "k", Job: &process.JobRef{Executor: "slurm", ID: "4242"}}))
+	require.NoError(t, j.Close()) // no run_end: as if killed
+
+	r := s.apply()
+	assert.Equal(t, 1, s.answered(), "the full path took it")
+	assert.Contains(t, r.stdout, "0 ran, 6 cached")
+	assert.NotContains(t, r.stderr, "panic")
+	assert.Contains(t, r.stdout+r.stderr, `cannot end the jobs of executor "slurm" left by an interrupted run`)
+	s.apply()
+	assert.Equal(t, 2, s.answered(), "once the dead run is reaped, the check answers again")
 }
