@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -734,4 +735,31 @@ func TestJobSaysItIsQueued(t *testing.T) {
 	res, err := j.Wait(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, res.Class, res.Message)
+}
+
+// A job without GPUs sees CUDA_VISIBLE_DEVICES empty (unset, CUDA would
+// show it every GPU of its machine), whatever its environment held; one
+// with GPUs keeps what Slurm gives it. The watchdog of a stage's timeout
+// ends without a "Killed" line in the job's stderr, where classify reads.
+func TestWrapperEnvironmentAndQuietWatchdog(t *testing.T) {
+	for _, gpus := range []int{0, 1} {
+		dir := t.TempDir()
+		j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
+			Argv: []string{"sh", "-c", `printf '%s' "${CUDA_VISIBLE_DEVICES-unset}" > cvd; exit 1`}, GPUs: gpus, Timeout: time.Hour, KillGrace: time.Second}
+		require.NoError(t, writeScript(j))
+		cmd := exec.Command("bash", j.Script)
+		cmd.Env = append(os.Environ(), "CUDA_VISIBLE_DEVICES=3")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		_ = cmd.Run()
+		b, err := os.ReadFile(filepath.Join(dir, "cvd"))
+		require.NoError(t, err)
+		if gpus == 0 {
+			assert.Equal(t, "", string(b), "a job without GPUs")
+		} else {
+			assert.Equal(t, "3", string(b), "Slurm's value stands")
+		}
+		assert.NotContains(t, stderr.String(), "Killed")
+		assert.Empty(t, stderr.String())
+	}
 }

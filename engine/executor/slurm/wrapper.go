@@ -125,7 +125,7 @@ finish() {
 	mv -f -- "$tmp" "$exit_file"
 	exit "$1"
 }
-cd -- %s || finish 126
+%scd -- %s || finish 126
 setsid -- %s &
 child=$!
 # A SIGTERM that came before child was set is passed on now.
@@ -133,13 +133,27 @@ child=$!
 if [ "$timeout_ns" -gt 0 ]; then
 	setsid -- /bin/bash -c 'sleep "$1"; kill -USR1 "$2"; sleep "$3"; kill -KILL -- "-$4"' watchdog %s "$$" %s "$child" </dev/null >/dev/null 2>&1 &
 	watchdog=$!
+	# Not a job of this shell's: its end (killed by finish) is not
+	# reported as "Killed" in the node's stderr, where classify reads.
+	disown "$watchdog" 2>/dev/null
 fi
 while kill -0 "$child" 2>/dev/null; do wait "$child"; done
 wait "$child"
 finish $?
-`, job.Node, job.Attempt, job.Timeout.Nanoseconds(), job.Timeout, grace, job.prelude, quote(job.ExitFile), quote(job.Dir), strings.Join(words, " "),
+`, job.Node, job.Attempt, job.Timeout.Nanoseconds(), job.Timeout, grace, job.prelude, quote(job.ExitFile), noGPUs(job), quote(job.Dir), strings.Join(words, " "),
 		seconds(job.Timeout), seconds(grace))
 	return b.String()
+}
+
+// noGPUs is the line that gives a job without GPUs an empty
+// CUDA_VISIBLE_DEVICES, as the local executor does: unset, CUDA would
+// show the process every GPU of its machine, and Slurm drops the empty
+// value the job's environment exported. A job with GPUs gets Slurm's.
+func noGPUs(job *Job) string {
+	if job.GPUs > 0 {
+		return ""
+	}
+	return "export CUDA_VISIBLE_DEVICES=\n"
 }
 
 // writeScript writes job's wrapper to job.Script.
