@@ -255,9 +255,12 @@ type nodeView struct {
 	state, class, msg string
 	attempts          int
 	start, end        time.Time
-	rss, gpuMiB       float64
-	logs              []string
-	gpus              []int
+	// ran is a finished node's command's own run time (its record's),
+	// which a cluster job's queue wait is not in.
+	ran         time.Duration
+	rss, gpuMiB float64
+	logs        []string
+	gpus        []int
 	// queued are a serve node's replicas whose cluster job waits in the
 	// queue.
 	queued map[int]bool
@@ -318,6 +321,7 @@ func (a *app) showRun(dir string) error {
 			v.addLogs(e.Logs)
 		case runlog.Finished:
 			v.state, v.end, v.rss, v.gpuMiB = "ok", e.Time, e.PeakRSS, e.PeakGPU
+			v.ran = time.Duration(e.Duration * float64(time.Second))
 		case runlog.Failed:
 			// A node that failed before its process started (class
 			// setup) has no started record: its attempt and logs are
@@ -360,7 +364,13 @@ func (a *app) showRun(dir string) error {
 			v.state = "queued"
 		}
 		dur := "-"
-		if !v.start.IsZero() && !v.end.IsZero() {
+		switch {
+		case v.state == "ok" && v.attempts <= 1 && v.ran > 0:
+			// The command's own, as its "ok in" line and duration_s
+			// give it (from the journal's times, a cluster job's would
+			// hold its wait in the queue).
+			dur = v.ran.Round(time.Millisecond).String()
+		case !v.start.IsZero() && !v.end.IsZero():
 			dur = v.end.Sub(v.start).Round(time.Millisecond).String()
 		}
 		state := v.state

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/events"
 )
 
 // A run whose journal is cut to a few bytes, or whose first record is
@@ -293,4 +296,34 @@ func showOnlyRun(t *testing.T, root string) (cliResult, string) {
 	r := runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]), "--json")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	return r, runs[0]
+}
+
+// show RUN gives a node's duration as its "ok in" line and its event's
+// duration_s do: the command's own run time, not the time between the
+// journal's records, which holds the storing of its outputs (64 MiB
+// here) and, for a cluster job, its queue wait.
+func TestShowRunDurationIsTheCommandsOwn(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+stage "command" "s" {
+  run     = ["sh", "-c", "head -c 67108864 /dev/zero > big.bin"]
+  outputs = ["big.bin"]
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	evs, _ := onlyRunEvents(t, root)
+	var ended events.NodeEnded
+	for _, ev := range evs {
+		if field[string](t, ev, "type") == "node_ended" {
+			require.NoError(t, json.Unmarshal(mustJSON(t, ev), &ended))
+		}
+	}
+	require.Positive(t, ended.DurationS)
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	want := time.Duration(ended.DurationS * float64(time.Second)).Round(time.Millisecond).String()
+	assert.Regexp(t, `stage\.s\s+ok\s+1\s+`+regexp.QuoteMeta(want)+`\s`, r.stdout)
 }
