@@ -144,3 +144,24 @@ func TestPageOfCachedRunInBrowser(t *testing.T) {
 	assert.Equal(t, "2", browsertest.Eval[string](t, p, `document.getElementById("count-cached").textContent`))
 	assert.Equal(t, "2 of 2 nodes", browsertest.Eval[string](t, p, `document.getElementById("shown").textContent`))
 }
+
+// A killed run's page ends its timeline at the journal's last record:
+// the bar of the node it was running ends there, as the header's duration
+// and the node's row do, however long after the kill the page is written.
+func TestPageOfKilledRunEndsAtItsLastRecord(t *testing.T) {
+	dir := writeJournal(t, t.TempDir(), "20260301T120000.000Z-cccccc", []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.a", Key: "aaaa"},
+		{T: runlog.Planned, Time: t0, Node: "stage.b", Key: "bbbb"},
+		{T: runlog.Started, Time: at(5), Node: "stage.a", Attempt: 1},
+		{T: runlog.Started, Time: at(910), Node: "stage.b", Attempt: 1},
+		{T: runlog.Finished, Time: at(1400), Node: "stage.a", Attempt: 1},
+	}, "")
+	_, page := writePage(t, dir)
+	p := browsertest.Open(t, page, 1400, 1000)
+	assert.Empty(t, p.Errors(), "console errors")
+	assert.Equal(t, "1.400 s", browsertest.Eval[string](t, p, `document.getElementById("run-duration").textContent`))
+	assert.Equal(t, 1400.0, browsertest.Eval[float64](t, p, `window.cairnReport.data.now`), "the timeline ends at the last record")
+	bar := browsertest.Eval[[]float64](t, p, `bar(+document.querySelector("rect.bar[data-node='stage.b']").dataset.bar)`)
+	assert.Equal(t, []float64{910, 1400}, bar[2:4], "stage.b's bar: from its start to the last record")
+	assert.Equal(t, "0.490 s", browsertest.Eval[string](t, p, `window.cairnReport.table.filter("stage.b", ""), document.querySelector('#tbody .row [data-col="duration"]').textContent`))
+}

@@ -82,9 +82,11 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 	p.Generated = time.Now().UTC().Format("2006-01-02 15:04:05 UTC")
 	t0 := r.timeZero()
 	p.T0 = t0.UnixMilli()
-	now := time.Now()
-	if !r.Run.End.IsZero() {
-		now = r.Run.End
+	// The timeline's end: the run's, else what endOf gives an attempt
+	// without one (now while the run goes, else its last record).
+	now := r.Run.End
+	if now.IsZero() {
+		now = r.endOf(&Attempt{Start: t0})
 	}
 	p.Now = now.Sub(t0).Milliseconds()
 	lanes, laneNames := r.lanes()
@@ -92,7 +94,7 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 	// lane and no bar.
 	p.Lanes = append([]string{}, laneNames...)
 	p.Count = len(r.Nodes)
-	tails := r.nodeRows(p, lanes, t0, now)
+	tails := r.nodeRows(p, lanes, t0)
 	r.gpuMemory(p, lanes, t0)
 	blobs, err := r.itemBlobs(p, cache)
 	if err != nil {
@@ -140,7 +142,7 @@ func (r *Report) lanes() (map[string]int, []string) {
 
 // nodeRows fills the page's node columns and timeline bars (flat, sorted
 // by lane, then start), and returns the log tails by node row.
-func (r *Report) nodeRows(p *page, lanes map[string]int, t0, now time.Time) map[int][2]string {
+func (r *Report) nodeRows(p *page, lanes map[string]int, t0 time.Time) map[int][2]string {
 	rel := func(t time.Time) any {
 		if t.IsZero() {
 			return nil
@@ -177,10 +179,7 @@ func (r *Report) nodeRows(p *page, lanes map[string]int, t0, now time.Time) map[
 			if t.Start.IsZero() {
 				continue
 			}
-			end := t.End
-			if end.IsZero() {
-				end = now
-			}
+			end := r.endOf(t)
 			st := t.State
 			if st == "ok" && n.State == "cached" {
 				st = "cached"

@@ -40,6 +40,11 @@ type Report struct {
 	// Ledger is a decision protocol's attempt ledger: every attempt of
 	// its slots, from the slot nodes' results, in the order they started.
 	Ledger []*LedgerAttempt `json:"ledger,omitempty"`
+
+	// openEnd is when an attempt without an end is shown to end: now
+	// for a run still going; for one that ended without its end record
+	// (kill -9), its journal's last record, the last thing known of it.
+	openEnd time.Time
 }
 
 // LedgerAttempt is one attempt of a decision slot: how it ended, whether
@@ -201,6 +206,22 @@ func (a *Attempt) Seconds() float64 {
 		return 0
 	}
 	return a.End.Sub(a.Start).Seconds()
+}
+
+// endOf is when t ended, or, for an attempt without an end (running, or
+// cut off by a kill), when it is shown to end: now for a run still going,
+// else the last thing the run's journal knows (never before t started).
+func (r *Report) endOf(t *Attempt) time.Time {
+	if !t.End.IsZero() || t.Start.IsZero() {
+		return t.End
+	}
+	if r.openEnd.IsZero() {
+		return time.Now()
+	}
+	if r.openEnd.Before(t.Start) {
+		return t.Start
+	}
+	return r.openEnd
 }
 
 // Batch is a GPU batch and its waves.
@@ -452,12 +473,14 @@ func appendNew(to, from []string) []string {
 func (b *builder) finish() {
 	run := &b.r.Run
 	live := run.State == "running"
+	b.r.openEnd = b.last
+	if live {
+		b.r.openEnd = b.opts.Now
+	}
 	if !run.End.IsZero() {
 		run.Duration = run.End.Sub(run.Start).Seconds()
-	} else if live {
-		run.Duration = b.opts.Now.Sub(run.Start).Seconds()
 	} else if !run.Start.IsZero() {
-		run.Duration = b.last.Sub(run.Start).Seconds()
+		run.Duration = b.r.openEnd.Sub(run.Start).Seconds()
 	}
 	switch run.State {
 	case "ok":
@@ -500,10 +523,7 @@ func (b *builder) finish() {
 		n.Attempts = len(n.Tries)
 		n.Retries = max(0, n.Attempts-1)
 		for _, t := range n.Tries {
-			end := t.End
-			if end.IsZero() && t.State == "running" {
-				end = b.opts.Now
-			}
+			end := b.r.endOf(t)
 			if !t.Start.IsZero() && !end.IsZero() {
 				d := end.Sub(t.Start).Seconds()
 				n.Duration += d
@@ -839,10 +859,7 @@ func (b *builder) lanes() {
 	sort.SliceStable(cpu, func(i, j int) bool { return cpu[i].t.Start.Before(cpu[j].t.Start) })
 	var free []time.Time // per slot, when it is free again
 	for _, s := range cpu {
-		end := s.t.End
-		if end.IsZero() {
-			end = b.opts.Now
-		}
+		end := b.r.endOf(s.t)
 		slot := -1
 		for i, f := range free {
 			if !f.After(s.t.Start) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,26 @@ func TestReportOfKilledRun(t *testing.T) {
 	assert.Equal(t, runreport.Counts{Ran: 1, Interrupted: 1}, r.Run.Counts)
 	assert.Equal(t, "interrupted", nodeOf(t, r, "stage.b").State)
 	assert.InDelta(t, 0.910, r.Run.Duration, 1e-9, "the last record's time")
+}
+
+// A killed run is shown up to its journal's last record, alike in the
+// header, the nodes and the timeline: the node it was running ran from
+// its start to that record, however long after the kill the report is
+// written.
+func TestKilledRunIsShownToItsLastRecord(t *testing.T) {
+	dir := writeJournal(t, t.TempDir(), "20260301T120000.000Z-cccccc", []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.a", Key: "aaaa"},
+		{T: runlog.Planned, Time: t0, Node: "stage.b", Key: "bbbb"},
+		{T: runlog.Started, Time: at(5), Node: "stage.a", Attempt: 1},
+		{T: runlog.Started, Time: at(910), Node: "stage.b", Attempt: 1, GPUs: []int{2}},
+		{T: runlog.Finished, Time: at(1400), Node: "stage.a", Attempt: 1},
+	}, "")
+	r, err := runreport.Build(dir, runreport.Options{Now: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	assert.InDelta(t, 1.4, r.Run.Duration, 1e-9, "to the last record")
+	b := nodeOf(t, r, "stage.b")
+	assert.Equal(t, "interrupted", b.State)
+	assert.InDelta(t, 0.49, b.Duration, 1e-9, "from its start to the last record, not to now")
+	assert.InDelta(t, 0.49, b.GPUSeconds, 1e-9)
+	assert.True(t, b.Tries[0].End.IsZero(), "it never ended")
 }
