@@ -197,6 +197,8 @@ type Attempt struct {
 	// Lane is the timeline lane the attempt is drawn in: "gpu N" per
 	// device it held, else a CPU slot ("cpu N") or a Slurm slot.
 	Lane string `json:"lane,omitempty"`
+
+	ran time.Duration // a finished record's duration_s: its own run time
 }
 
 // Seconds is the attempt's duration (0 for one that did not start or
@@ -419,6 +421,7 @@ func (b *builder) read() {
 		case runlog.Finished:
 			t := lastTry(n, e.Attempt)
 			t.State, t.End, t.PeakRSS, t.PeakGPU, t.Queued = "ok", e.Time, e.PeakRSS, e.PeakGPU, e.Queued
+			t.ran = time.Duration(e.Duration * float64(time.Second))
 			if t.Start.IsZero() && e.Duration > 0 {
 				t.Start = e.Time.Add(-time.Duration(e.Duration * float64(time.Second)))
 			}
@@ -498,6 +501,11 @@ func (b *builder) finish() {
 	run.Vars = varsOf(run.Args)
 	run.Command = commandOf(run.Dir, run.Args)
 	for _, n := range b.r.Nodes {
+		var rec *store.Record
+		if b.opts.Cache != nil && n.Key != "" {
+			rec, _ = b.opts.Cache.Lookup(n.Key)
+		}
+		b.ranTimes(n, rec)
 		for _, t := range n.Tries {
 			if t.Queued > 0 && !t.Start.IsZero() {
 				// Journaled when submitted: it ran from the end of its
@@ -535,10 +543,8 @@ func (b *builder) finish() {
 		if k := len(n.Tries); k > 0 {
 			n.Start, n.End = n.Tries[k-1].Start, n.Tries[k-1].End
 		}
-		if b.opts.Cache != nil && n.Key != "" {
-			if rec, ok := b.opts.Cache.Lookup(n.Key); ok {
-				b.fromRecord(n, rec)
-			}
+		if rec != nil {
+			b.fromRecord(n, rec)
 		}
 		if n.State == "cached" && n.Reason == "" {
 			n.Reason = "cached"
@@ -576,6 +582,47 @@ func (b *builder) finish() {
 		}
 		return x.Attempt < y.Attempt
 	})
+}
+
+// ranTimes puts n's finished attempt where its process ran. The finished
+// record is journaled once the node's record is in the cache, after a
+// group commit: later than the process ended, and after the next node
+// started in the slot its end freed. Its duration_s is the node's own
+// run time, and the cache record of a node that ran in this run has its
+// process's own start and end: those are taken where they are the last
+// attempt's. Else the attempt ends its duration after its started record
+// (written once the process started, so no earlier than it did), or at
+// its finished record where that is sooner, and starts its duration
+// before. A cluster job's (its time in the queue journaled) keeps its
+// records' times.
+func (b *builder) ranTimes(n *Node, rec *store.Record) {
+	k := len(n.Tries)
+	if k == 0 {
+		return
+	}
+	t := n.Tries[k-1]
+	if t.State != "ok" || t.ran <= 0 || t.Queued > 0 || t.Start.IsZero() || t.End.IsZero() {
+		return
+	}
+	end := t.Start.Add(t.ran)
+	if t.End.Before(end) {
+		end = t.End
+	}
+	start := end.Add(-t.ran)
+	if rec != nil && rec.RunID == b.ri.ID && rec.Attempts == t.N && rec.Ended.After(rec.Started) && !rec.Started.IsZero() {
+		start, end = rec.Started, rec.Ended
+	}
+	// Not before the attempt before it ended, nor the run started: a
+	// node whose duration counts from its first attempt (one run in
+	// cairn's process) starts at its started record.
+	floor := b.ri.Start
+	if k > 1 && floor.Before(n.Tries[k-2].End) {
+		floor = n.Tries[k-2].End
+	}
+	if start.Before(floor) {
+		start = t.Start
+	}
+	t.Start, t.End = start, end
 }
 
 // maxResultRows bounds a stage's results table.

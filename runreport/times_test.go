@@ -1,0 +1,72 @@
+package runreport_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/runreport"
+)
+
+// slotRun is two nodes run one after the other in one CPU slot, as
+// apply journals them: each finished record is written after the node's
+// record was committed, 200 ms after its process ended, when the next
+// node had started already; each says the node's own run time (100 ms).
+func slotRun(t *testing.T, cacheDir string) string {
+	ka, kb := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	return writeJournal(t, cacheDir, "20260301T120000.000Z-ffffff", []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.a", Key: ka},
+		{T: runlog.Planned, Time: t0, Node: "stage.b", Key: kb},
+		{T: runlog.Started, Time: at(10), Node: "stage.a", Key: ka, Attempt: 1},
+		{T: runlog.Started, Time: at(150), Node: "stage.b", Key: kb, Attempt: 1},
+		{T: runlog.Finished, Time: at(310), Node: "stage.a", Key: ka, Attempt: 1, Duration: 0.1},
+		{T: runlog.Finished, Time: at(450), Node: "stage.b", Key: kb, Attempt: 1, Duration: 0.1},
+	}, "ok")
+}
+
+// A node's duration is its own run time (the finished record's
+// duration_s, as events.jsonl gives it), not the time to its finished
+// record; nodes that ran one after the other share a CPU lane.
+func TestAttemptsTakeTheirOwnRunTime(t *testing.T) {
+	r, err := runreport.Build(slotRun(t, t.TempDir()), runreport.Options{})
+	require.NoError(t, err)
+	a, b := nodeOf(t, r, "stage.a"), nodeOf(t, r, "stage.b")
+	assert.InDelta(t, 0.1, a.Duration, 1e-9)
+	assert.InDelta(t, 0.1, b.Duration, 1e-9)
+	assert.Equal(t, at(110), a.End, "its duration after its started record")
+	assert.Equal(t, "cpu 0", a.Tries[0].Lane)
+	assert.Equal(t, "cpu 0", b.Tries[0].Lane, "a ran before b started: one slot")
+	for _, s := range r.Stages {
+		assert.InDelta(t, 0.1, s.Seconds, 1e-9, "node-seconds of %s: its node's own", s.Stage)
+	}
+}
+
+// Where the cache holds the record a node made in this run, its attempt
+// is drawn from its process's own start to its end.
+func TestAttemptsTakeTheirRecordsTimes(t *testing.T) {
+	cacheDir := t.TempDir()
+	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer cache.Close()
+	dir := slotRun(t, cacheDir)
+	for _, c := range []struct {
+		key, addr  string
+		start, end time.Time
+	}{{strings.Repeat("a", 64), "stage.a", at(4), at(104)}, {strings.Repeat("b", 64), "stage.b", at(140), at(240)}} {
+		_, err := cache.Commit(&store.Record{Format: 1, Key: c.key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"command"}`), Result: []byte(`{}`),
+			Started: c.start, Ended: c.end, Attempts: 1, Pipeline: "synthetic", Address: c.addr, RunID: "20260301T120000.000Z-ffffff"}, nil)
+		require.NoError(t, err)
+	}
+	r, err := runreport.Build(dir, runreport.Options{Cache: cache})
+	require.NoError(t, err)
+	a, b := nodeOf(t, r, "stage.a"), nodeOf(t, r, "stage.b")
+	assert.Equal(t, [2]time.Time{at(4), at(104)}, [2]time.Time{a.Start, a.End})
+	assert.Equal(t, [2]time.Time{at(140), at(240)}, [2]time.Time{b.Start, b.End})
+	assert.InDelta(t, 0.1, b.Duration, 1e-9)
+	assert.Equal(t, "cpu 0", b.Tries[0].Lane)
+}
