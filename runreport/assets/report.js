@@ -610,7 +610,12 @@ function drawItems(out, rows) {
   const W = 320, H = 100, s = svg("svg", { width: W, height: H, class: "plot" });
   const top = Math.max(1, ...counts);
   counts.forEach((c, i) => s.append(svg("rect", { x: 10 + i * ((W - 20) / bins), y: H - 16 - (c / top) * (H - 30), width: (W - 20) / bins - 1, height: (c / top) * (H - 30), fill: "#2e8540" })));
-  const t = svg("text", { x: 10, y: H - 3, "font-size": 10 }); t.textContent = "score " + lo + " … " + hi + ", mean " + (scores.reduce((a, b) => a + b, 0) / Math.max(1, scores.length)).toFixed(4) + " over " + scores.length; s.append(t);
+  // Without a scored item there is no range and no mean: said so, never
+  // drawn as 0 or Infinity.
+  const t = svg("text", { x: 10, y: H - 3, "font-size": 10, class: "score-summary" });
+  t.textContent = scores.length ? "score " + lo + " … " + hi + ", mean " + (scores.reduce((a, b) => a + b, 0) / scores.length).toFixed(4) + " over " + scores.length
+    : "no scored item: none of the " + rows.length + " items has a score (no range, no mean)";
+  s.append(t);
   // Where each result came from: the item store, or asked of the model
   // in this run (the event log's items_from_store; "-" where the run does
   // not say: a node taken from the cache, an item not done).
@@ -621,7 +626,8 @@ function drawItems(out, rows) {
   const table = el("table", { class: "t items" });
   table.append(el("tr", {}, ...["id", "score", "from the store or asked", "outputs", "error"].map((h) => el("th", { text: h }))));
   for (const r of rows.slice(0, 500)) table.append(el("tr", { "data-id": r[0], "data-origin": r[4] || "" }, el("td", { text: r[0] }), el("td", { class: "num", text: r[1] == null ? "-" : String(r[1]) }), el("td", { class: "origin", text: ORIGIN[r[4]] || "-" }), el("td", { text: r[2] }), el("td", { text: r[3] || "" })));
-  out.replaceChildren(s, origins, table, rows.length > 500 ? el("div", { class: "hint", text: "first 500 of " + rows.length + " items" }) : null);
+  out.replaceChildren(s, origins, table);
+  if (rows.length > 500) out.append(el("div", { class: "hint", text: "first 500 of " + rows.length + " items" }));
 }
 
 main().catch((e) => { console.error("cairn report: " + (e.stack || e.message)); document.body.dataset.ready = "error"; document.body.prepend(el("div", { class: "warn", text: "The report could not be drawn: " + e.message })); });

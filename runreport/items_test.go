@@ -1,0 +1,64 @@
+package runreport_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/cas"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/runreport"
+	"github.com/cairn-run/cairn/runreport/browsertest"
+)
+
+// evalPage writes the page of a run of one evaluation, stage.eval, whose
+// record holds this scores file (and result), and opens it.
+func evalPage(t *testing.T, scores, result string) *browsertest.Page {
+	t.Helper()
+	cacheDir := t.TempDir()
+	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer cache.Close()
+	const id = "20260301T120000.000Z-999999"
+	key, path := strings.Repeat("9", 64), "out/scores.jsonl"
+	rec := &store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"evaluate"}`), Result: []byte(result),
+		Outputs: map[string]string{path: string(cas.DigestBytes([]byte(scores)))}, Inline: map[string][]byte{path: []byte(scores)},
+		Started: at(10), Ended: at(500), Attempts: 1, Pipeline: "synthetic", Address: "stage.eval", RunID: id}
+	_, err = cache.Commit(rec, nil)
+	require.NoError(t, err)
+	dir := writeJournal(t, cacheDir, id, []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.eval", Key: key},
+		{T: runlog.Started, Time: at(10), Node: "stage.eval", Key: key, Attempt: 1},
+		{T: runlog.Finished, Time: at(600), Node: "stage.eval", Key: key, Attempt: 1, Duration: 0.49},
+	}, "ok")
+	r, err := runreport.Build(dir, runreport.Options{Cache: cache})
+	require.NoError(t, err)
+	page := filepath.Join(dir, runreport.HTMLName)
+	require.NoError(t, r.WriteFiles(page, cache))
+	p := browsertest.Open(t, page, 1400, 1000)
+	browsertest.Eval[bool](t, p, `new Promise(ok => { document.querySelector("#itemlist .card[data-node='stage.eval'] button").click(); const f = () => document.querySelector("#itemlist table") ? ok(true) : setTimeout(f, 5); f() })`)
+	return p
+}
+
+// An evaluation none of whose items has a score has no range and no
+// mean: its items panel says so, and shows no 0 and no Infinity.
+func TestItemsWithoutScoreHaveNoMean(t *testing.T) {
+	p := evalPage(t, `{"id":"a","error":"could not parse the answer"}`+"\n"+`{"id":"b","error":"could not parse the answer"}`+"\n", `{"scores_file":"out/scores.jsonl","mean_score":null}`)
+	summary := browsertest.Eval[string](t, p, `document.querySelector("#itemlist svg text").textContent`)
+	assert.Contains(t, summary, "no scored item")
+	assert.NotContains(t, summary, "Infinity")
+	assert.NotContains(t, summary, "mean 0")
+	assert.Empty(t, p.Errors(), "console errors")
+}
+
+// The items panel ends with its table: no stray text after it.
+func TestItemsPanelEndsWithItsTable(t *testing.T) {
+	p := evalPage(t, `{"id":"a","score":1}`+"\n"+`{"id":"b","score":0}`+"\n", `{"scores_file":"out/scores.jsonl","mean_score":0.5}`)
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("#itemlist svg text").textContent`), "mean 0.5000 over 2")
+	assert.Equal(t, "TABLE", browsertest.Eval[string](t, p, `document.querySelector("#itemlist .card > div").lastChild.nodeName`))
+	assert.NotContains(t, browsertest.Eval[string](t, p, `document.querySelector("#itemlist .card").textContent`), "null")
+}
