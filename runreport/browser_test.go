@@ -165,3 +165,21 @@ func TestPageOfKilledRunEndsAtItsLastRecord(t *testing.T) {
 	assert.Equal(t, []float64{910, 1400}, bar[2:4], "stage.b's bar: from its start to the last record")
 	assert.Equal(t, "0.490 s", browsertest.Eval[string](t, p, `window.cairnReport.table.filter("stage.b", ""), document.querySelector('#tbody .row [data-col="duration"]').textContent`))
 }
+
+// A retried node's bars are each its attempt's: hovering the first says
+// how the first failed (timed out), the second how the second did.
+func TestPageHoverGivesEachAttemptsClass(t *testing.T) {
+	dir := writeJournal(t, t.TempDir(), "20260301T120000.000Z-666666", []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.n", Key: "nnnn"},
+		{T: runlog.Started, Time: at(10), Node: "stage.n", Key: "nnnn", Attempt: 1},
+		{T: runlog.Failed, Time: at(1010), Node: "stage.n", Key: "nnnn", Attempt: 1, Class: "timeout", Message: "timed out after 1s"},
+		{T: runlog.Started, Time: at(1100), Node: "stage.n", Key: "nnnn", Attempt: 2},
+		{T: runlog.Failed, Time: at(1200), Node: "stage.n", Key: "nnnn", Attempt: 2, Class: "memory_failure", Message: "CUDA out of memory"},
+	}, "failed")
+	_, page := writePage(t, dir)
+	p := browsertest.Open(t, page, 1400, 1000)
+	tips := browsertest.Eval[[]string](t, p, `[...document.querySelectorAll("rect.bar[data-node='stage.n']")].map(r => { const b = r.getBoundingClientRect();
+		r.dispatchEvent(new MouseEvent("mousemove", { bubbles: true, clientX: b.x + 1, clientY: b.y + 1 })); return document.getElementById("tip").textContent.split("\n")[1] }).sort()`)
+	assert.Equal(t, []string{"failed (memory_failure), attempt 2", "failed (timeout), attempt 1"}, tips)
+	assert.Empty(t, p.Errors(), "console errors")
+}

@@ -46,11 +46,15 @@ type page struct {
 	// 3 s).
 	Nodes map[string]any `json:"nodes"`
 	Count int            `json:"count"`
-	// Bars are the timeline's bars, 7 numbers each (node, lane, start ms,
-	// end ms, attempt, state, peak GPU MiB), in one flat list, sorted by
+	// Bars are the timeline's bars, barWidth numbers each (node, lane,
+	// start ms, end ms, attempt, state, peak GPU MiB, class: the
+	// attempt's own, an index in Classes), in one flat list, sorted by
 	// lane and start.
-	Bars      []float64        `json:"bars"`
-	States    []string         `json:"states"`
+	Bars   []float64 `json:"bars"`
+	States []string  `json:"states"`
+	// Classes are the attempts' failure classes; the first is "", an
+	// attempt without one.
+	Classes   []string         `json:"classes"`
 	Batches   []*Batch         `json:"batches"`
 	Stages    []*StageUse      `json:"stages"`
 	Artifacts []*Artifact      `json:"artifacts"`
@@ -69,6 +73,9 @@ type itemsRef struct {
 	Count int    `json:"count"`
 	Blob  string `json:"blob"`
 }
+
+// barWidth is how many numbers a timeline bar is (page.Bars).
+const barWidth = 8
 
 var states = []string{"ok", "cached", "failed", "skipped", "running", "interrupted", "planned"}
 
@@ -156,12 +163,23 @@ func (r *Report) nodeRows(p *page, lanes map[string]int, t0 time.Time) map[int][
 	type bar struct {
 		lane  int
 		start int64
-		v     [7]float64
+		v     [barWidth]float64
 	}
 	var bars []bar
 	stateCode := map[string]float64{}
 	for i, s := range states {
 		stateCode[s] = float64(i)
+	}
+	p.Classes = []string{""}
+	classCode := map[string]float64{"": 0}
+	classOf := func(c string) float64 {
+		k, ok := classCode[c]
+		if !ok {
+			k = float64(len(p.Classes))
+			classCode[c] = k
+			p.Classes = append(p.Classes, c)
+		}
+		return k
 	}
 	tails := map[int][2]string{}
 	tailed := 0
@@ -186,7 +204,7 @@ func (r *Report) nodeRows(p *page, lanes map[string]int, t0 time.Time) map[int][
 			}
 			for _, l := range tryLanes(t) {
 				ms := t.Start.Sub(t0).Milliseconds()
-				bars = append(bars, bar{lanes[l], ms, [7]float64{float64(i), float64(lanes[l]), float64(ms), float64(end.Sub(t0).Milliseconds()), float64(t.N), stateCode[st], round1(t.PeakGPU)}})
+				bars = append(bars, bar{lanes[l], ms, [barWidth]float64{float64(i), float64(lanes[l]), float64(ms), float64(end.Sub(t0).Milliseconds()), float64(t.N), stateCode[st], round1(t.PeakGPU), classOf(t.Class)}})
 			}
 		}
 		if n.State == "failed" || n.State == "interrupted" || tailed < maxTails {
@@ -203,7 +221,7 @@ func (r *Report) nodeRows(p *page, lanes map[string]int, t0 time.Time) map[int][
 		}
 		return bars[i].start < bars[j].start
 	})
-	p.Bars = make([]float64, 0, 7*len(bars))
+	p.Bars = make([]float64, 0, barWidth*len(bars))
 	for _, b := range bars {
 		p.Bars = append(p.Bars, b.v[:]...)
 	}

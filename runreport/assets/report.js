@@ -82,9 +82,10 @@ function column(v, n) {
   return a;
 }
 function row(i) { const r = new Array(D.cols.length); for (const c of D.cols) r[C[c]] = COL[c][i]; return r; }
-// The timeline's bars, 7 numbers each in one flat list: bar bi's field k
-// is D.bars[bi * 7 + k] (node, lane, start, end, attempt, state, peak GPU).
-const BW = 7;
+// The timeline's bars, 8 numbers each in one flat list: bar bi's field k
+// is D.bars[bi * 8 + k] (node, lane, start, end, attempt, state, peak GPU,
+// the attempt's own class: an index in D.classes).
+const BW = 8;
 function bar(bi) { return D.bars.slice(bi * BW, bi * BW + BW); }
 
 async function main() {
@@ -275,8 +276,10 @@ function timeline() {
     }
     const bi = ev.target.getAttribute && ev.target.getAttribute("data-bar");
     if (bi == null) { tip.style.display = "none"; return; }
-    const b = bar(+bi), n = row(b[0]);
-    tip.textContent = n[C.address] + "\n" + D.states[b[5]] + (n[C.class] ? " (" + n[C.class] + ")" : "") + ", attempt " + b[4] +
+    // The attempt's own outcome and class: a retried node's attempts may
+    // have failed each its own way.
+    const b = bar(+bi), n = row(b[0]), cls = D.classes[b[7]];
+    tip.textContent = n[C.address] + "\n" + D.states[b[5]] + (cls ? " (" + cls + ")" : "") + ", attempt " + b[4] +
       "\n" + stamp(D.t0, b[2]) + " → " + stamp(D.t0, b[3]) + "  (" + ((b[3] - b[2]) / 1000).toFixed(3) + " s)" +
       "\nlane " + D.lanes[b[1]] + (n[C.wave] ? ", wave " + n[C.wave] : "") +
       "\npeak RSS " + mib(n[C.peak_rss]) + ", peak GPU " + mib(b[6]) + (n[C.reason] ? "\n" + n[C.reason] : "");
@@ -442,7 +445,7 @@ function resources() {
   // cluster job, an older cairn) each node's peak over its bar.
   const gpuLanes = D.lanes.map((l, i) => [l, i]).filter(([l]) => l.startsWith("gpu "));
   const series = D.gpumem || [];
-  // Bars with a peak GPU memory, each as a list of its 7 fields.
+  // Bars with a peak GPU memory, each as a list of its fields.
   const peaks = [];
   for (let bi = 0, n = D.bars.length / BW; bi < n; bi++) if (D.bars[bi * BW + 6] > 0) peaks.push(bar(bi));
   const withMem = series.length > 0 || peaks.length > 0;
