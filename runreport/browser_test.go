@@ -183,3 +183,28 @@ func TestPageHoverGivesEachAttemptsClass(t *testing.T) {
 	assert.Equal(t, []string{"failed (memory_failure), attempt 2", "failed (timeout), attempt 1"}, tips)
 	assert.Empty(t, p.Errors(), "console errors")
 }
+
+// A run stopped by Ctrl-C wrote its end record: its page says it was
+// interrupted and ended, not that it has no end record, as a killed
+// run's does.
+func TestPageSaysHowAnInterruptedRunEnded(t *testing.T) {
+	es := []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.long", Key: "llll"},
+		{T: runlog.Started, Time: at(10), Node: "stage.long", Key: "llll", Attempt: 1},
+		{T: runlog.Failed, Time: at(2000), Node: "stage.long", Key: "llll", Attempt: 1, Class: "interrupted", Message: "interrupted"},
+	}
+	for _, c := range []struct{ end, says, exit string }{
+		{"interrupted", "was interrupted (Ctrl-C or SIGTERM) and ended", "130"},
+		{"", "ended without its end record", "(none: the run never ended)"},
+	} {
+		_, page := writePage(t, writeJournal(t, t.TempDir(), "20260301T120000.000Z-999990", es, c.end))
+		p := browsertest.Open(t, page, 1200, 800)
+		warns := browsertest.Eval[string](t, p, `[...document.querySelectorAll("#header .warn")].map(d => d.textContent).join("\n")`)
+		assert.Contains(t, warns, c.says, "end record %q", c.end)
+		if c.end != "" {
+			assert.NotContains(t, warns, "without its end record")
+		}
+		assert.Equal(t, c.exit, browsertest.Eval[string](t, p, `document.getElementById("run-exit").textContent`))
+		assert.Empty(t, p.Errors(), "console errors")
+	}
+}

@@ -115,7 +115,11 @@ function header() {
   const h = $("header");
   h.append(el("h1", {}, document.createTextNode((r.pipeline || "(pipeline unknown)") + " "), badge(r.state)));
   if (r.state === "running") h.append(el("div", { class: "warn", text: "This run is still going: the page shows it as of " + D.generated + "; reload to see it now (cairn apply --report rewrites it every few seconds)." }));
-  if (r.state === "interrupted") h.append(el("div", { class: "warn", text: "This run ended without its end record (killed, or interrupted): the page shows what its journal knows." }));
+  // Interrupted: stopped (Ctrl-C, SIGTERM), it wrote its end record; killed
+  // (kill -9, a crash), it has none.
+  if (r.state === "interrupted") h.append(el("div", { class: "warn", id: "run-interrupted", text: r.end
+    ? "This run was interrupted (Ctrl-C or SIGTERM) and ended: the nodes it stopped show as interrupted."
+    : "This run ended without its end record (killed: kill -9, a crash, the machine went down): the page shows what its journal knows, up to its last record." }));
   if (r.damaged) h.append(el("div", { class: "warn", text: "The journal is not whole: " + r.damaged }));
   for (const n of r.notes || []) h.append(el("div", { class: "warn note", text: n }));
   const kv = el("dl", { class: "kv" });
