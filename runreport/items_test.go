@@ -16,18 +16,31 @@ import (
 )
 
 // evalPage writes the page of a run of one evaluation, stage.eval, whose
-// record holds this scores file (and result), and opens it.
+// record holds this scores file (and result), opens it and its items.
 func evalPage(t *testing.T, scores, result string) *browsertest.Page {
+	t.Helper()
+	p, _ := recordPage(t, "evaluate", result, map[string][]byte{"out/scores.jsonl": []byte(scores)})
+	browsertest.Eval[bool](t, p, `new Promise(ok => { document.querySelector("#itemlist .card[data-node='stage.eval'] button").click(); const f = () => document.querySelector("#itemlist table") ? ok(true) : setTimeout(f, 5); f() })`)
+	return p
+}
+
+// recordPage writes the page of a run of one node, stage.eval, of this
+// kind, which ran and whose record holds this result and these outputs,
+// and opens it.
+func recordPage(t *testing.T, kind, result string, outputs map[string][]byte) (*browsertest.Page, *runreport.Report) {
 	t.Helper()
 	cacheDir := t.TempDir()
 	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
 	require.NoError(t, err)
 	defer cache.Close()
 	const id = "20260301T120000.000Z-999999"
-	key, path := strings.Repeat("9", 64), "out/scores.jsonl"
-	rec := &store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"evaluate"}`), Result: []byte(result),
-		Outputs: map[string]string{path: string(cas.DigestBytes([]byte(scores)))}, Inline: map[string][]byte{path: []byte(scores)},
+	key := strings.Repeat("9", 64)
+	rec := &store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"` + kind + `"}`), Result: []byte(result),
+		Outputs: map[string]string{}, Inline: map[string][]byte{},
 		Started: at(10), Ended: at(500), Attempts: 1, Pipeline: "synthetic", Address: "stage.eval", RunID: id}
+	for p, b := range outputs {
+		rec.Outputs[p], rec.Inline[p] = string(cas.DigestBytes(b)), b
+	}
 	_, err = cache.Commit(rec, nil)
 	require.NoError(t, err)
 	dir := writeJournal(t, cacheDir, id, []runlog.Entry{
@@ -39,9 +52,7 @@ func evalPage(t *testing.T, scores, result string) *browsertest.Page {
 	require.NoError(t, err)
 	page := filepath.Join(dir, runreport.HTMLName)
 	require.NoError(t, r.WriteFiles(page, cache))
-	p := browsertest.Open(t, page, 1400, 1000)
-	browsertest.Eval[bool](t, p, `new Promise(ok => { document.querySelector("#itemlist .card[data-node='stage.eval'] button").click(); const f = () => document.querySelector("#itemlist table") ? ok(true) : setTimeout(f, 5); f() })`)
-	return p
+	return browsertest.Open(t, page, 1400, 1000), r
 }
 
 // An evaluation none of whose items has a score has no range and no
@@ -61,4 +72,18 @@ func TestItemsPanelEndsWithItsTable(t *testing.T) {
 	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("#itemlist svg text").textContent`), "mean 0.5000 over 2")
 	assert.Equal(t, "TABLE", browsertest.Eval[string](t, p, `document.querySelector("#itemlist .card > div").lastChild.nodeName`))
 	assert.NotContains(t, browsertest.Eval[string](t, p, `document.querySelector("#itemlist .card").textContent`), "null")
+}
+
+// A markdown output is shown whole in "Tables and plots": its tables as
+// tables, the text around them (a legend, a caveat) as text, in order.
+func TestPageShowsMarkdownOutputWhole(t *testing.T) {
+	md := "| name | launch |\n| --- | --- |\n| a | 1 |\n| b | 2 (partial) |\n\nLaunches (run, batch start in UTC, variants it launched):\n- 1: run R1\nRows of different launches were not measured together: compare them with care.\n\n| x | y |\n|---|---|\n| 1 | 2 |\n"
+	p, _ := recordPage(t, "pareto", `{}`, map[string][]byte{"reports/cmp/table.md": []byte(md)})
+	shown := browsertest.Eval[[]string](t, p, `[...document.querySelectorAll("#artifacts [data-path='reports/cmp/table.md']")].map(e => e.nodeName + ": " + e.textContent)`)
+	assert.Equal(t, []string{
+		"TABLE: namelauncha1b2 (partial)",
+		"PRE: Launches (run, batch start in UTC, variants it launched):\n- 1: run R1\nRows of different launches were not measured together: compare them with care.",
+		"TABLE: xy12",
+	}, shown)
+	assert.Empty(t, p.Errors(), "console errors")
 }

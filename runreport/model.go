@@ -262,8 +262,19 @@ type Artifact struct {
 	Path string `json:"path"`
 	Type string `json:"type"` // svg, table, text
 	// SVG is a plot's bytes (Type svg); Rows a table's cells, header
-	// first (Type table); Text anything else shown as it is.
+	// first (Type table: a markdown file's first table); Text anything
+	// else shown as it is.
 	SVG  string     `json:"svg,omitempty"`
+	Rows [][]string `json:"rows,omitempty"`
+	Text string     `json:"text,omitempty"`
+	// Parts are a markdown file whole, in order: its tables and the
+	// text around them (a table's legend, its caveats).
+	Parts []*Part `json:"parts,omitempty"`
+}
+
+// Part is a piece of a markdown file: a table's cells (header first), or
+// the text between tables, as written.
+type Part struct {
 	Rows [][]string `json:"rows,omitempty"`
 	Text string     `json:"text,omitempty"`
 }
@@ -805,42 +816,74 @@ func artifactOf(node, p string, data []byte) *Artifact {
 			a.Rows = append(a.Rows, strings.Split(line, "\t"))
 		}
 	case ".md":
-		a.Rows = mdTable(string(data))
+		a.Parts = mdParts(string(data))
+		for _, p := range a.Parts {
+			if len(p.Rows) > 0 {
+				a.Rows = p.Rows
+				break
+			}
+		}
 	}
 	if len(a.Rows) > 0 {
 		a.Type = "table"
 	} else {
-		a.Type, a.Text = "text", string(data)
+		a.Type, a.Text, a.Parts = "text", string(data), nil
 	}
 	return a
 }
 
-// mdTable reads the first pipe table of a markdown text: its header and
-// rows, without the separator line.
-func mdTable(s string) [][]string {
-	var rows [][]string
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "|") {
-			if len(rows) > 0 {
-				break
-			}
-			continue
+// mdParts reads a markdown text into its pipe tables (header and rows,
+// without the separator line) and the text between them, in order;
+// blank lines around a text are dropped.
+func mdParts(s string) []*Part {
+	var parts []*Part
+	var text []string
+	flush := func() {
+		if t := strings.Trim(strings.Join(text, "\n"), "\n"); strings.TrimSpace(t) != "" {
+			parts = append(parts, &Part{Text: t})
 		}
-		cells := report.Cells(line)
-		sep := true
-		for i, c := range cells {
-			cells[i] = report.UnescapeCell(c)
-			if strings.Trim(cells[i], ":-") != "" {
-				sep = false
-			}
-		}
-		if sep {
-			continue
-		}
-		rows = append(rows, cells)
+		text = nil
 	}
-	return rows
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "|") {
+			if len(rows) > 0 {
+				parts = append(parts, &Part{Rows: rows})
+			}
+			rows = nil
+			text = append(text, line)
+			continue
+		}
+		if rows == nil {
+			flush()
+		}
+		rows = mdRow(rows, strings.TrimSpace(line))
+	}
+	if len(rows) > 0 {
+		parts = append(parts, &Part{Rows: rows})
+	}
+	flush()
+	return parts
+}
+
+// mdRow adds a pipe table's line to its rows: its cells, unescaped (the
+// separator line adds none, but makes rows non-nil).
+func mdRow(rows [][]string, line string) [][]string {
+	if rows == nil {
+		rows = [][]string{}
+	}
+	cells := report.Cells(line)
+	sep := true
+	for i, c := range cells {
+		cells[i] = report.UnescapeCell(c)
+		if strings.Trim(cells[i], ":-") != "" {
+			sep = false
+		}
+	}
+	if sep {
+		return rows
+	}
+	return append(rows, cells)
 }
 
 // queueWaits sets each started node's wait: from when its last upstream

@@ -533,9 +533,14 @@ function seedViews() {
       const img = el("img", { class: "plot artifact-svg", alt: a.path, "data-path": a.path, src: "data:image/svg+xml;base64," + btoa(unescape(encodeURIComponent(a.svg))) });
       box.append(img);
     } else if (a.type === "table") {
-      const t = el("table", { class: "t artifact-table", "data-path": a.path });
-      a.rows.forEach((r, i) => t.append(el("tr", {}, ...r.map((c) => el(i ? "td" : "th", { text: c })))));
-      box.append(t);
+      // A markdown file whole, in order: its tables, and the text around
+      // them (a legend, a caveat) as written.
+      for (const p of a.parts || [{ rows: a.rows }]) {
+        if (!p.rows) { box.append(el("pre", { class: "artifact-text", "data-path": a.path, text: p.text })); continue; }
+        const t = el("table", { class: "t artifact-table", "data-path": a.path });
+        p.rows.forEach((r, i) => t.append(el("tr", {}, ...r.map((c) => el(i ? "td" : "th", { text: c })))));
+        box.append(t);
+      }
     } else box.append(el("pre", { text: a.text }));
   }
   attemptLedger();
