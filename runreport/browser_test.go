@@ -60,6 +60,7 @@ func TestPageInBrowser(t *testing.T) {
 	lanes := browsertest.Eval[map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("rect.bar[data-node]")].map(b => [b.dataset.node + "#" + b.dataset.state, b.dataset.lane]))`)
 	assert.Equal(t, map[string]string{"stage.a#ok": "cpu 0", `stage.b["k"]#failed`: "gpu 1", `stage.b["k"]#ok`: "gpu 1", "stage.c#failed": "gpu 0"}, lanes)
 	assert.Contains(t, browsertest.Eval[string](t, p, `document.getElementById("vars").textContent`), "(sensitive)")
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.getElementById("command-sensitive").textContent`), "set CAIRN_VAR_TOKEN to the value of token", "the page says the value must be given again")
 	assert.Equal(t, "gpu 1 · 80G"+"gpu 1: NVIDIA H100 80GB HBM3, 81559 MiB", browsertest.Eval[string](t, p, `document.querySelector("text.lane[data-lane='gpu 1']").textContent`), "a GPU lane names its device")
 
 	// Hover: the node, its outcome and class, its times and lane.

@@ -112,7 +112,14 @@ type Var struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 	File  bool   `json:"file,omitempty"` // a --var-file: Value is its path
+	// Env is, for a sensitive variable, the environment variable the
+	// command to run it again reads its value from (the journal has
+	// none): the shell refuses to run the command while it is unset.
+	Env string `json:"env,omitempty"`
 }
+
+// sensitiveValue is how apply journals a sensitive variable's value.
+const sensitiveValue = "(sensitive)"
 
 // Counts are a run's nodes by how each ended (by its last record, as
 // `cairn status` counts them), and its failed attempts apart.
@@ -1081,12 +1088,19 @@ func varsOf(args []string) []Var {
 			continue
 		}
 		name, v, _ := strings.Cut(val, "=")
-		out = append(out, Var{Name: name, Value: v})
+		vr := Var{Name: name, Value: v}
+		if v == sensitiveValue {
+			vr.Env = sensitiveEnv(name)
+		}
+		out = append(out, vr)
 	}
 	return out
 }
 
-// commandOf is the shell command that runs the run again.
+// commandOf is the shell command that runs the run again. A sensitive
+// variable's value is not in the journal: the command reads it from an
+// environment variable (sensitiveEnv), and the shell refuses to run it
+// while that is unset, rather than apply with the value "(sensitive)".
 func commandOf(dir string, args []string) string {
 	if len(args) == 0 {
 		return ""
@@ -1096,10 +1110,55 @@ func commandOf(dir string, args []string) string {
 		b.WriteString("cd " + shellQuote(dir) + " && ")
 	}
 	b.WriteString("cairn")
-	for _, a := range args {
-		b.WriteString(" " + shellQuote(a))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			for _, rest := range args[i:] {
+				b.WriteString(" " + shellQuote(rest))
+			}
+			break
+		}
+		flag, val, eq := strings.Cut(a, "=")
+		if flag != "--var" && flag != "-var" {
+			b.WriteString(" " + shellQuote(a))
+			continue
+		}
+		if !eq && i+1 < len(args) {
+			i++
+			val = args[i]
+		} else if !eq {
+			b.WriteString(" " + shellQuote(a))
+			continue
+		}
+		b.WriteString(" " + flag + " " + varArg(val))
 	}
 	return b.String()
+}
+
+// varArg is a --var's NAME=VALUE for the shell; a sensitive one's value
+// is its environment variable, required.
+func varArg(kv string) string {
+	name, v, _ := strings.Cut(kv, "=")
+	if v != sensitiveValue || strings.ContainsAny(name, "\"$`\\}") {
+		return shellQuote(kv)
+	}
+	env := sensitiveEnv(name)
+	return `"` + name + "=${" + env + ":?set " + env + " to the value of the sensitive variable " + name + ": the run's journal does not keep it}" + `"`
+}
+
+// sensitiveEnv is the environment variable the command to run a run
+// again reads a sensitive variable's value from: CAIRN_VAR_ and its name,
+// in capitals, with "_" for any other character than a letter or digit.
+func sensitiveEnv(name string) string {
+	b := []byte("CAIRN_VAR_")
+	for _, c := range strings.ToUpper(name) {
+		if c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b = append(b, byte(c))
+		} else {
+			b = append(b, '_')
+		}
+	}
+	return string(b)
 }
 
 func shellQuote(s string) string {

@@ -2,6 +2,7 @@ package runreport_test
 
 import (
 	"bytes"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +35,8 @@ func TestReportFromJournal(t *testing.T) {
 	assert.Equal(t, 1, r.Run.ExitStatus)
 	assert.Equal(t, "box", r.Run.Host)
 	assert.Equal(t, "v-test", r.Run.Version)
-	assert.Equal(t, "cd /work && cairn apply p.hcl --var tag=x --var 'token=(sensitive)'", r.Run.Command)
-	assert.Equal(t, []runreport.Var{{Name: "tag", Value: "x"}, {Name: "token", Value: "(sensitive)"}}, r.Run.Vars)
+	assert.Equal(t, `cd /work && cairn apply p.hcl --var tag=x --var "token=${CAIRN_VAR_TOKEN:?set CAIRN_VAR_TOKEN to the value of the sensitive variable token: the run's journal does not keep it}"`, r.Run.Command)
+	assert.Equal(t, []runreport.Var{{Name: "tag", Value: "x"}, {Name: "token", Value: "(sensitive)", Env: "CAIRN_VAR_TOKEN"}}, r.Run.Vars)
 	assert.Equal(t, runreport.Counts{Ran: 2, Cached: 1, Failed: 1, Skipped: 1, FailedAttempts: 2}, r.Run.Counts)
 
 	a := nodeOf(t, r, "stage.a")
@@ -106,4 +107,27 @@ func TestKilledRunIsShownToItsLastRecord(t *testing.T) {
 	assert.InDelta(t, 0.49, b.Duration, 1e-9, "from its start to the last record, not to now")
 	assert.InDelta(t, 0.49, b.GPUSeconds, 1e-9)
 	assert.True(t, b.Tries[0].End.IsZero(), "it never ended")
+}
+
+// The command that runs a run again never applies a sensitive variable
+// with the value "(sensitive)", as the journal keeps it: the shell
+// refuses to run it until the value is given again (in the environment
+// variable the page names), and then passes that value.
+func TestCommandAsksForSensitiveValuesAgain(t *testing.T) {
+	r, err := runreport.Build(smallRun(t, t.TempDir()), runreport.Options{})
+	require.NoError(t, err)
+	cmd := strings.TrimPrefix(r.Run.Command, "cd /work && ")
+	run := func(env ...string) (string, error) {
+		c := exec.Command("sh", "-c", `cairn() { printf '%s\n' "$@"; }; `+cmd)
+		c.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run()
+	assert.Error(t, err, "refused while the value is not given: %s", out)
+	assert.Contains(t, out, "CAIRN_VAR_TOKEN")
+	assert.NotContains(t, out, "apply", "cairn did not run")
+	out, err = run("CAIRN_VAR_TOKEN=s3 cr3t")
+	require.NoError(t, err, out)
+	assert.Equal(t, "apply\np.hcl\n--var\ntag=x\n--var\ntoken=s3 cr3t\n", out)
 }

@@ -149,6 +149,10 @@ function header() {
     h.append(t, el("div", { class: "hint", text: "Sensitive variables are journaled as (sensitive); values from var-files are in their files." }));
   }
   if (r.command) h.append(el("h3", { text: "To run it again" }), el("pre", { id: "command", text: r.command }));
+  // A sensitive variable's value is not journaled: the command reads it
+  // from the environment, and the shell refuses to run it without.
+  const secret = (r.vars || []).filter((v) => v.env);
+  if (r.command && secret.length) h.append(el("div", { class: "warn", id: "command-sensitive", text: "Give the sensitive variables' values again (the journal keeps none): set " + secret.map((v) => v.env + " to the value of " + v.name).join(", ") + " before running it; without, the shell refuses to run it." }));
   if (D.trace) h.append(el("div", { class: "hint" }, document.createTextNode("One row per node attempt, for pandas or R: "), el("a", { href: D.trace, text: D.trace })));
 }
 
