@@ -87,3 +87,26 @@ func TestPageShowsMarkdownOutputWhole(t *testing.T) {
 	}, shown)
 	assert.Empty(t, p.Errors(), "console errors")
 }
+
+// An output too big for the page is named in "Tables and plots", with
+// its size, the page's limit and where the file is; the others are shown.
+func TestPageNamesOutputsItLeavesOut(t *testing.T) {
+	small := `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="40"><text x="5" y="20">small</text></svg>`
+	big := `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">` + strings.Repeat(`<circle cx="1" cy="1" r="1"/>`, 3<<20/29) + `</svg>`
+	p, r := recordPage(t, "command", `{}`, map[string][]byte{"out/small.svg": []byte(small), "out/scatter.svg": []byte(big)})
+	var omitted *runreport.Artifact
+	for _, a := range r.Artifacts {
+		if a.Path == "out/scatter.svg" {
+			omitted = a
+		}
+	}
+	require.NotNil(t, omitted, "the big output is in the report")
+	assert.Equal(t, "omitted", omitted.Type)
+	assert.Equal(t, int64(len(big)), omitted.Size)
+	assert.Empty(t, omitted.SVG)
+	note := browsertest.Eval[string](t, p, `document.querySelector("#artifacts .artifact-omitted[data-path='out/scatter.svg']").textContent`)
+	assert.Contains(t, note, "3.0 MiB, over the 2 MiB a page carries")
+	assert.Contains(t, note, "/work/out/scatter.svg")
+	assert.Equal(t, 1, browsertest.Eval[int](t, p, `document.querySelectorAll("#artifacts img[data-path='out/small.svg']").length`))
+	assert.Empty(t, p.Errors(), "console errors")
+}

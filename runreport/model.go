@@ -7,6 +7,7 @@ package runreport
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"slices"
 	"sort"
@@ -267,7 +268,7 @@ type StageUse struct {
 type Artifact struct {
 	Node string `json:"node"`
 	Path string `json:"path"`
-	Type string `json:"type"` // svg, table, text
+	Type string `json:"type"` // svg, table, text, omitted
 	// SVG is a plot's bytes (Type svg); Rows a table's cells, header
 	// first (Type table: a markdown file's first table); Text anything
 	// else shown as it is.
@@ -277,6 +278,9 @@ type Artifact struct {
 	// Parts are a markdown file whole, in order: its tables and the
 	// text around them (a table's legend, its caveats).
 	Parts []*Part `json:"parts,omitempty"`
+	// Size is, for a file left out of the page (Type omitted: too big,
+	// Text says why and where it is), its size in bytes.
+	Size int64 `json:"size,omitempty"`
 }
 
 // Part is a piece of a markdown file: a table's cells (header first), or
@@ -791,6 +795,7 @@ func (b *builder) fromRecord(n *Node, rec *store.Record) {
 		}
 		data, err := b.opts.Cache.OutputBytes(rec, p)
 		if err != nil || len(data) > maxArtifact {
+			b.r.Artifacts = append(b.r.Artifacts, b.leftOut(n, p, len(data), err))
 			continue
 		}
 		b.r.Artifacts = append(b.r.Artifacts, artifactOf(n.Addr, p, data))
@@ -799,6 +804,22 @@ func (b *builder) fromRecord(n *Node, rec *store.Record) {
 
 // maxArtifact is the largest table or plot the page carries.
 const maxArtifact = 2 << 20
+
+// leftOut is a table or plot the page does not carry (over maxArtifact,
+// or unreadable in the cache): Type omitted, its Text saying why and
+// where the file is.
+func (b *builder) leftOut(n *Node, p string, size int, err error) *Artifact {
+	where := p
+	if b.r.Run.Dir != "" && !path.IsAbs(p) {
+		where = path.Join(b.r.Run.Dir, p)
+	}
+	why := fmt.Sprintf("%.1f MiB, over the %.0f MiB a page carries", float64(size)/(1<<20), float64(maxArtifact)/(1<<20))
+	if err != nil {
+		why = "it could not be read from the cache: " + err.Error()
+	}
+	return &Artifact{Node: n.Addr, Path: p, Type: "omitted", Size: int64(size),
+		Text: "Left out of this page: " + why + ". It is at " + where + " (where the run wrote it), and in the cache with " + n.Addr + "'s record (cairn show " + shellQuote(n.Addr) + ")."}
+}
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {

@@ -545,7 +545,8 @@ function seedViews() {
         p.rows.forEach((r, i) => t.append(el("tr", {}, ...r.map((c) => el(i ? "td" : "th", { text: c })))));
         box.append(t);
       }
-    } else box.append(el("pre", { text: a.text }));
+    } else if (a.type === "omitted") box.append(el("div", { class: "warn artifact-omitted", "data-path": a.path, text: a.text }));
+    else box.append(el("pre", { text: a.text }));
   }
   attemptLedger();
   const ch = $("charges");
