@@ -209,3 +209,21 @@ func TestPageSaysHowAnInterruptedRunEnded(t *testing.T) {
 		assert.Empty(t, p.Errors(), "console errors")
 	}
 }
+
+// A node that did not start is "not started" all over the page, as in
+// the header's counts: the state filter, the legend, its row.
+func TestPageCallsPlannedNodesNotStarted(t *testing.T) {
+	dir := writeJournal(t, t.TempDir(), "20260301T120000.000Z-777777", []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.a", Key: "aaaa"},
+		{T: runlog.Planned, Time: t0, Node: "stage.b", Key: "bbbb"},
+		{T: runlog.Started, Time: at(10), Node: "stage.a", Key: "aaaa", Attempt: 1},
+	}, "")
+	_, page := writePage(t, dir)
+	p := browsertest.Open(t, page, 1400, 1000)
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.getElementById("counts").textContent`), "1 not started")
+	assert.Equal(t, "not started", browsertest.Eval[string](t, p, `document.querySelector("#statefilter option[value='planned']").textContent`))
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.getElementById("legend").textContent`), "not started")
+	assert.NotContains(t, browsertest.Eval[string](t, p, `document.getElementById("legend").textContent`), "planned")
+	assert.Equal(t, "not started", browsertest.Eval[string](t, p, `window.cairnReport.table.filter("", "planned"), document.querySelector('#tbody .row [data-col="state"]').textContent`))
+	assert.Empty(t, p.Errors(), "console errors")
+}

@@ -106,8 +106,12 @@ async function main() {
   document.body.dataset.ready = "1";
 }
 
+// A node state as the page words it: "planned" is a node that did not
+// start, as the header's counts say.
+function stateLabel(s) { return s === "planned" ? "not started" : s; }
+
 function badge(state) {
-  return el("span", { class: "badge", style: "background:" + (COLORS[state] || "#555"), text: state });
+  return el("span", { class: "badge", style: "background:" + (COLORS[state] || "#555"), text: stateLabel(state) });
 }
 
 function header() {
@@ -165,7 +169,7 @@ const TL = { view: null, width: () => 900, hooks: [] };
 
 function timeline() {
   const lg = $("legend");
-  for (const s of D.states) lg.append(el("span", {}, el("i", { style: "background:" + COLORS[s] }), document.createTextNode(s)));
+  for (const s of D.states) lg.append(el("span", {}, el("i", { style: "background:" + COLORS[s] }), document.createTextNode(stateLabel(s))));
   const box = $("tl");
   if (!D.lanes.length) { box.append(el("div", { class: "hint", text: "No node of this run started: nothing to draw." })); box.style.cursor = "default"; return; }
   let end = Math.max(D.now, 1);
@@ -323,7 +327,7 @@ let view = [], sortCol = null, sortAsc = true, selected = -1;
 function cell(n, c) { // n: row(i)
   const v = n[C[c]];
   switch (c) {
-    case "state": return v + (n[C.class] ? " (" + n[C.class] + ")" : "");
+    case "state": return stateLabel(v) + (n[C.class] ? " (" + n[C.class] + ")" : "");
     case "key": return v ? v.slice(0, 12) : "-";
     case "duration": return n[C.start] == null && v === 0 ? "-" : secs(v);
     case "queue_wait": return secs(v);
@@ -342,7 +346,7 @@ function nodesTable() {
     head.append(el("div", { "data-col": c, class: NUMERIC.has(c) ? "num" : "", text: label, title: "sort by " + label, onclick: () => sortBy(c) }));
   }
   const sf = $("statefilter");
-  for (const s of D.states) sf.append(el("option", { value: s, text: s }));
+  for (const s of D.states) sf.append(el("option", { value: s, text: stateLabel(s) }));
   let timer = null;
   $("filter").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(applyFilter, 80); });
   sf.addEventListener("change", applyFilter);
