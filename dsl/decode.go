@@ -670,15 +670,19 @@ func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 		d := decodeLiteral(a.Expr, &r.On)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
-			for _, cl := range r.On {
+			for i, cl := range r.On {
 				if !failclass.Valid(cl) {
 					detail := fmt.Sprintf("%q is not a failure class. The classes are: %s.", cl, strings.Join(failclass.All, ", "))
 					if sug := Suggest(cl, failclass.All); sug != "" {
 						detail = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, sug, strings.Join(failclass.All, ", "))
 					}
+					at := a.Expr.Range()
+					if t, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok && i < len(t.Exprs) {
+						at = t.Exprs[i].Range() // the class, not the list
+					}
 					diags = append(diags, &hcl.Diagnostic{
 						Severity: hcl.DiagError, Summary: "Unknown failure class",
-						Detail: detail, Subject: a.Expr.Range().Ptr(),
+						Detail: detail, Subject: at.Ptr(),
 					})
 				}
 			}

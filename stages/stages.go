@@ -166,6 +166,9 @@ type StageInfo struct {
 	Keys      []string
 	Nodes     []*Node
 	DeclRange hcl.Range
+	// ForEach locates the stage's for_each (nil without one): what a
+	// check of its instances points at.
+	ForEach *hcl.Range
 }
 
 // Node is one stage instance as a kind sees it.

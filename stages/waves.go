@@ -126,6 +126,9 @@ func (Waves) BatchPolicy(n *Node) BatchPolicy {
 func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
 	size := DefaultBatchSize
 	rng := s.DeclRange
+	if s.ForEach != nil {
+		rng = *s.ForEach
+	}
 	for _, n := range s.Nodes {
 		p, d := batchPolicy(n)
 		if !d.HasErrors() && p.Size > 0 {

@@ -241,6 +241,9 @@ func (g *Graph) stageChecks(specs map[string][]*stages.Node) hcl.Diagnostics {
 			continue
 		}
 		info := &stages.StageInfo{Name: s.Name, Nodes: specs[s.Name], DeclRange: s.DeclRange}
+		if s.ForEach != nil {
+			info.ForEach = s.ForEach.Range().Ptr()
+		}
 		for _, n := range g.StageNodes[s.Name] {
 			info.Keys = append(info.Keys, n.Inst.Key)
 		}

@@ -279,3 +279,30 @@ func TestValidateSummaryOneStageWaits(t *testing.T) {
 	require.False(t, diags.HasErrors(), "%s", diags.Error())
 	assert.Contains(t, l.Graph.Summary(), "2 stages, 1 node known (1 stage waits for values)")
 }
+
+// Errors point at the mistake: an unknown class at its element of
+// retry.on, not at the list; a waves batch of the wrong size at its
+// for_each, not at the block.
+func TestErrorsPointAtTheMistake(t *testing.T) {
+	root := t.TempDir()
+	src := `stage "waves" "w" {
+  for_each = ["a", "b", "c"]
+  run      = ["true"]
+}
+stage "command" "r" {
+  run = ["false"]
+  retry {
+    max = 1
+    on  = ["exit", "exitt"]
+  }
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	_, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+	at := map[string]string{}
+	for _, d := range diags {
+		at[d.Summary] = fmt.Sprintf("%d:%d", d.Subject.Start.Line, d.Subject.Start.Column)
+	}
+	assert.Equal(t, "2:14", at["Wrong batch size"], "%v", at)
+	assert.Equal(t, "9:20", at["Unknown failure class"], "%v", at)
+}
