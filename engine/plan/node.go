@@ -214,6 +214,39 @@ func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []ev
 // EvalNode evaluates a node's attributes and decodes the generic ones.
 // Values that depend on upstream results not yet known stay unknown.
 func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
+	sn, diags := g.evalNode(n, inst)
+	if n.Inst.Keyed && diags.HasErrors() {
+		g.withInstance(n, inst, diags)
+	}
+	return sn, diags
+}
+
+// withInstance gives each error of an instance that points into one of
+// its stage's attributes that attribute's expression and the instance's
+// context, so that the message shows the values it was evaluated with
+// ("each.value is "abc""): the instances of a stage share their
+// attributes' positions, and would otherwise read alike.
+func (g *Graph) withInstance(n *Node, inst instanceFunc, diags hcl.Diagnostics) {
+	var ctx *hcl.EvalContext
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError || d.Subject == nil || d.Expression != nil {
+			continue
+		}
+		for _, a := range n.Stage.Attrs {
+			r := a.Expr.Range()
+			if r.Filename != d.Subject.Filename || !r.ContainsOffset(d.Subject.Start.Byte) {
+				continue
+			}
+			if ctx == nil {
+				ctx = g.nodeContext(n, inst, g.EvalsStage(n))
+			}
+			d.Expression, d.EvalContext = a.Expr, ctx
+			break
+		}
+	}
+}
+
+func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
 	r := g.stageRefs(n)
 	// A node whose attributes are all constant, and that has no kind
 	// blocks, needs no evaluation context: none is made unless an

@@ -306,3 +306,23 @@ stage "command" "r" {
 	assert.Equal(t, "2:14", at["Wrong batch size"], "%v", at)
 	assert.Equal(t, "9:20", at["Unknown failure class"], "%v", at)
 }
+
+// An instance's error shows the values its attribute was evaluated with:
+// the instances of a stage share the attribute's position, and would
+// otherwise read alike.
+func TestInstanceErrorsShowTheirValues(t *testing.T) {
+	root := t.TempDir()
+	src := `stage "command" "a" {
+  for_each = { a = "90s", b = "abc" }
+  run      = ["true"]
+  timeout  = each.value
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	_, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+	require.Len(t, diags, 1, diags.Error())
+	var buf strings.Builder
+	w := hcl.NewDiagnosticTextWriter(&buf, map[string]*hcl.File{}, 100, false)
+	require.NoError(t, w.WriteDiagnostic(diags[0]))
+	assert.Contains(t, buf.String(), `with each.value as "abc"`)
+}
