@@ -790,7 +790,7 @@ func TestBatchOfExactlyFour(t *testing.T) {
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, refusal)
 
-	// Through the waves kind itself, pointing at the stage.
+	// Through the waves kind itself, pointing at the stage's for_each.
 	w.write("five.hcl", `pipeline "five" {}
 
 stage "waves" "aime24" {
@@ -802,7 +802,7 @@ stage "waves" "aime24" {
 		out, code = w.run(cmd, "five.hcl")
 		assert.Equal(t, 2, code, "%s: %s", cmd, out)
 		assert.Contains(t, out, "Batches must contain exactly 4 variants. Got 5 — re-design and re-invoke.", cmd)
-		assert.Contains(t, out, "on five.hcl:3:1, in stage \"waves\" \"aime24\"", cmd)
+		assert.Contains(t, out, "on five.hcl:4:14, in stage \"waves\" \"aime24\"", cmd)
 	}
 	assert.Empty(t, w.simLog(), "nothing ran")
 }
