@@ -237,8 +237,14 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		}
 	}
 
-	var md, tsv, js, svg bytes.Buffer
+	// The files say SIMULATED themselves (a copied table.md still does);
+	// the terminal's heading says it above the table.
+	var md, mdFile, tsv, js, svg bytes.Buffer
 	if err := short.Markdown(&md); err != nil {
+		return nil, err
+	}
+	short.Simulated, table.Simulated = simulated, simulated
+	if err := short.Markdown(&mdFile); err != nil {
 		return nil, err
 	}
 	if err := table.TSV(&tsv); err != nil {
@@ -266,7 +272,7 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		"json":     filepath.ToSlash(filepath.Join(a.OutDir, ParetoJSON)),
 		"svg":      filepath.ToSlash(filepath.Join(a.OutDir, ParetoSVG)),
 	}
-	for kind, data := range map[string][]byte{"markdown": md.Bytes(), "tsv": tsv.Bytes(), "json": js.Bytes(), "svg": svg.Bytes()} {
+	for kind, data := range map[string][]byte{"markdown": mdFile.Bytes(), "tsv": tsv.Bytes(), "json": js.Bytes(), "svg": svg.Bytes()} {
 		if err := atomicfile.Write(filepath.Join(rt.Root(), files[kind]), data, false); err != nil {
 			return nil, fmt.Errorf("pareto: %w", err)
 		}
@@ -281,6 +287,7 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		ParetoFront []string          `json:"pareto_front"`
 		Failed      []string          `json:"failed"`
 		Launches    json.RawMessage   `json:"launches,omitempty"`
+		Simulated   bool              `json:"simulated,omitempty"`
 		Files       map[string]string `json:"files"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &res); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -67,7 +68,14 @@ type Table struct {
 	// appear in the JSON and let the pareto column tell "n/a" (not
 	// comparable) from "dominated".
 	X, Y string
+	// Simulated marks every figure as a simulated workload's: Markdown
+	// says so above the table, TSV in a last column, JSON in a field, so
+	// that a copied file still says it.
+	Simulated bool
 }
+
+// SimulatedNote is the line above a table of simulated results.
+const SimulatedNote = "SIMULATED results: every figure below comes from simulated workloads, not from a model or a GPU."
 
 // Markdown writes the default table (DefaultColumns) as GitHub Markdown.
 func Markdown(w io.Writer, rows []Row, front []int) error {
@@ -211,6 +219,9 @@ func (t Table) Markdown(w io.Writer) error {
 		}
 	}
 	var b bytes.Buffer
+	if t.Simulated {
+		b.WriteString(SimulatedNote + "\n\n")
+	}
 	writeLine := func(cells []string, right []bool) {
 		b.WriteString("|")
 		for j, c := range cells {
@@ -251,6 +262,9 @@ func (t Table) Markdown(w io.Writer) error {
 // keep full precision; a tab, line break or backslash in a cell is written
 // as \t, \n, \r or \\.
 func (t Table) TSV(w io.Writer) error {
+	if t.Simulated {
+		t.Columns = append(slices.Clone(t.columns()), Column{Name: "simulated", Value: func(Row) (any, bool) { return "yes", true }, Digits: -1})
+	}
 	header, body, err := t.cells(false)
 	if err != nil {
 		return err
@@ -299,6 +313,9 @@ func (t Table) JSON(w io.Writer) error {
 	launches, _ := t.launches()
 	var b bytes.Buffer
 	obj := &orderedObject{b: &b}
+	if t.Simulated {
+		obj.field("simulated", true)
+	}
 	if t.X != "" || t.Y != "" {
 		obj.field("x", t.X)
 		obj.field("y", t.Y)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -299,4 +300,30 @@ Rows of different launches, or of a partial batch, were not measured together: c
 	md.Reset()
 	require.NoError(t, Table{Rows: []Row{{Name: "x", Mean16: 1}}, Columns: Columns(ColName, ColMean16)}.Markdown(&md))
 	assert.NotContains(t, md.String(), "launch")
+}
+
+// A table of simulated results says so in every file, so that a copied
+// file still does: a line above the Markdown table, a last TSV column, a
+// JSON field.
+func TestSimulatedTablesSaySo(t *testing.T) {
+	rows := batch4()
+	table := Table{Rows: rows, Simulated: true}
+	var md, tsv, js bytes.Buffer
+	require.NoError(t, table.Markdown(&md))
+	require.NoError(t, table.TSV(&tsv))
+	require.NoError(t, table.JSON(&js))
+	assert.True(t, strings.HasPrefix(md.String(), SimulatedNote+"\n\n|"), md.String())
+	lines := strings.Split(strings.TrimSuffix(tsv.String(), "\n"), "\n")
+	col := slices.Index(strings.Split(lines[0], "\t"), "simulated")
+	require.GreaterOrEqual(t, col, 0, lines[0])
+	for _, l := range lines[1:] {
+		assert.Equal(t, "yes", strings.Split(l, "\t")[col], l)
+	}
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(js.Bytes(), &obj))
+	assert.Equal(t, true, obj["simulated"])
+
+	var plain bytes.Buffer
+	require.NoError(t, Table{Rows: rows}.Markdown(&plain))
+	assert.NotContains(t, plain.String(), "SIMULATED")
 }
