@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/process"
 )
 
 // fake is a folder the stand-ins in testdata/fakebin read and write.
@@ -761,5 +762,47 @@ func TestWrapperEnvironmentAndQuietWatchdog(t *testing.T) {
 		}
 		assert.NotContains(t, stderr.String(), "Killed")
 		assert.Empty(t, stderr.String())
+	}
+}
+
+// Two dead runs, each with its own job name, left a job each: the next
+// apply re-attaches to both, and its status queries ask for both names
+// (squeue --name takes a list), so neither job is taken for lost.
+func TestReattachedJobsOfTwoDeadRunsAreBothFollowed(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	spec := func(key string) *executor.Spec {
+		return &executor.Spec{
+			Node: "stage." + key, RunID: "run-new", Key: key, Attempt: 1,
+			Argv: []string{"true"}, Env: os.Environ(), Dir: f.dir,
+			Stdout: filepath.Join(f.dir, key+".out"), Stderr: filepath.Join(f.dir, key+".err"),
+		}
+	}
+	ref := func(id, run, key string) process.JobRef {
+		return process.JobRef{Executor: "slurm", ID: id, Details: map[string]string{
+			"run": run, "exit_file": filepath.Join(f.dir, key+".exit"), "spec": specDigest(spec(key)),
+		}}
+	}
+	f.write("squeue.named", "run-a|71|RUNNING|None\nrun-b|72|RUNNING|None\n")
+	e.Recover(context.Background(), []process.JobRef{ref("71", "run-a", "a"), ref("72", "run-b", "b")})
+	var jobs []executor.Job
+	for _, key := range []string{"a", "b"} {
+		j, err := e.Submit(context.Background(), spec(key))
+		require.NoError(t, err)
+		jobs = append(jobs, j)
+	}
+	assert.Equal(t, []string{"71", "72"}, []string{jobs[0].Ref().ID, jobs[1].Ref().ID}, "re-attached")
+	assert.Equal(t, 0, f.calls("sbatch"))
+	deadline := time.Now().Add(30 * time.Second)
+	for e.client.State("72") != "RUNNING" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, "RUNNING", e.client.State("71"))
+	assert.Equal(t, "RUNNING", e.client.State("72"), "the second dead run's job is seen by its own name")
+	f.write("a.exit", "status=0\n")
+	f.write("b.exit", "status=0\n")
+	f.write("squeue.named", "run-a|71|COMPLETED|None\nrun-b|72|COMPLETED|None\n")
+	for _, j := range jobs {
+		res := waitExec(t, j)
+		assert.Equal(t, "", res.Class, res.Message)
 	}
 }

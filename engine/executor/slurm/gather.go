@@ -235,6 +235,8 @@ func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRe
 	if a := old.Details["array"]; a != "" {
 		want, what = a, "job array"
 	}
+	// The dead run named its jobs after itself.
+	c.addName(ref.Run)
 	backoff := c.opts.RetryBackoff
 	deadline := time.Now().Add(c.opts.SubmitRetryFor)
 	for {

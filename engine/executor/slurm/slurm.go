@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,7 +127,11 @@ type Client struct {
 	submitMu   sync.Mutex
 	lastSubmit time.Time
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// names are the job names the status queries ask for: run, and the
+	// names of the dead runs whose jobs it re-attached to (each dead run
+	// named its jobs after itself).
+	names   []string
 	jobs    map[string]*tracked // by job id
 	start   time.Time           // the earliest submission followed (sacct -S)
 	wake    chan struct{}       // a new job to follow: poll soon
@@ -160,6 +165,7 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 	opts.defaults()
 	c := &Client{
 		run:    run,
+		names:  []string{run},
 		opts:   opts,
 		freed:  make(chan struct{}),
 		jobs:   map[string]*tracked{},
@@ -196,6 +202,26 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// addName adds a job name to those the status queries ask for.
+func (c *Client) addName(name string) {
+	if name == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.names, name) {
+		c.names = append(c.names, name)
+	}
+}
+
+// nameList is the --name argument that finds every job the client
+// follows: its job names, comma separated.
+func (c *Client) nameList() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.names, ",")
 }
 
 // defaultMaxArraySize is Slurm's MaxArraySize where the configuration

@@ -171,8 +171,10 @@ func (c *Client) CanSubmit() bool {
 }
 
 // Attach follows a job a previous cairn submitted (from the journal). It
-// counts against MaxSubmitted until it ends.
+// counts against MaxSubmitted until it ends. The status queries ask for
+// its job name from now on.
 func (c *Client) Attach(ref Ref) {
+	c.addName(ref.Run)
 	c.slotMu.Lock()
 	c.inFlight++
 	c.slotMu.Unlock()
@@ -406,13 +408,15 @@ func (c *Client) poll() {
 
 type jobState struct{ state, reason string }
 
-// query is one status query for all of the run's jobs: sacct by job name
-// since the first submission where the cluster keeps accounting, squeue
-// -t all by job name otherwise.
+// query is one status query for all of the jobs followed: sacct by job
+// name since the first submission where the cluster keeps accounting,
+// squeue -t all by job name otherwise; by every name they carry (a dead
+// run's re-attached jobs carry its own).
 func (c *Client) query(start time.Time) (map[string]jobState, error) {
-	name, args := "squeue", []string{"--noheader", "--states=all", "--name=" + c.run, "--format=%i|%T|%r"}
+	names := c.nameList()
+	name, args := "squeue", []string{"--noheader", "--states=all", "--name=" + names, "--format=%i|%T|%r"}
 	if c.accounting {
-		name, args = "sacct", []string{"-X", "--parsable2", "--noheader", "--name=" + c.run,
+		name, args = "sacct", []string{"-X", "--parsable2", "--noheader", "--name=" + names,
 			"--starttime=" + start.Add(-time.Minute).Format("2006-01-02T15:04:05"), "--format=JobID,State,Reason"}
 	}
 	b, err := c.call(c.life, name, args...)

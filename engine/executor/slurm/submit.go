@@ -224,11 +224,12 @@ func (c *Client) gap(ctx context.Context) {
 	c.lastSubmit = time.Now()
 }
 
-// findByComment looks for the run's job with this comment (a submission
-// whose answer was lost); for a job array, its base id (squeue prints
+// findByComment looks for the job with this comment among those of the
+// client's job names (a submission whose answer was lost, or a dead run's
+// whose id its journal lacks); for a job array, its base id (squeue prints
 // 1234_[0-9] for the pending tasks and 1234_3 for each other one).
 func (c *Client) findByComment(ctx context.Context, want string) (string, bool, error) {
-	out, err := c.call(ctx, "squeue", "--noheader", "--states=all", "--name="+c.run, "--format=%i|%k")
+	out, err := c.call(ctx, "squeue", "--noheader", "--states=all", "--name="+c.nameList(), "--format=%i|%k")
 	if err != nil {
 		return "", false, err
 	}
