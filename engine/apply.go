@@ -137,6 +137,10 @@ type applier struct {
 	// an emptied folder beyond them is removed at once, not kept for
 	// the run's end.
 	scratchLeft int
+	// liveRuns are the runs of the cache that were alive when this apply
+	// began, or held a key one of its nodes waited for, and were not
+	// seen dead since: see recoverFreed (the loop's own).
+	liveRuns map[string]bool
 	// finished are the nodes whose scratch folders wait to be taken back
 	// (recycleScratch) once the nodes their end made ready have started:
 	// the loop's own goroutine only.
@@ -165,6 +169,9 @@ type event struct {
 	kind   eventKind
 	err    error
 	locked *store.KeyLock
+	// holder is the run that held the key's lock while the node waited
+	// (evLocked), where known.
+	holder string
 	// class and message: a released node's record could not be written
 	// (evDone); the loop, not the worker, sets them on the node, whose
 	// state its downstreams read by now.
@@ -185,6 +192,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	a := &applier{
 		opts: opts, g: p.Graph, pipeline: p.Pipeline, cache: opts.Cache, ev: newSerial(opts.Events),
 		events: make(chan event, 64), res: &ApplyResult{}, ctx: ctx, sched: newSchedule(&opts),
+		liveRuns: map[string]bool{},
 	}
 	start := time.Now()
 	release, interrupted, err := a.begin()
@@ -408,6 +416,13 @@ func (a *applier) handle(ev event) {
 		if a.takeCachedIfDone(ns) {
 			return
 		}
+		// The holder may have died with the node's job still running
+		// (a Slurm job): its executor hears of that job first, and the
+		// node re-attaches to it instead of submitting another.
+		if ev.holder != "" && ev.holder != a.runID {
+			a.liveRuns[ev.holder] = true
+		}
+		a.recoverFreed()
 		a.sched.markReady(ns.n.ID)
 	case evExited, evSettled:
 		// Its last process has ended: on evExited cairn now stores its

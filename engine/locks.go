@@ -25,7 +25,7 @@ func (a *applier) waitForKey(ns *nodeState) {
 	started := ns.started
 	ctx := a.ctx
 	go func() {
-		who := "another cairn"
+		who, holder := "another cairn", ""
 		// A node process between fork and exec still has this apply's
 		// files open, run folder lock included: it reads as this apply.
 		if h := store.KeyLockHolder(a.cache.Dir, ns.key); h.PID == os.Getpid() || h.RunID == a.runID {
@@ -35,6 +35,7 @@ func (a *applier) waitForKey(ns *nodeState) {
 			who = fmt.Sprintf("pid %d", h.PID)
 			if h.RunID != "" {
 				who += fmt.Sprintf(", run %s", h.RunID)
+				holder = h.RunID
 			}
 		}
 		a.emit(&events.NodeWaiting{Head: events.Head{Time: started}, Node: ns.n.Addr, Holder: who})
@@ -44,6 +45,6 @@ func (a *applier) waitForKey(ns *nodeState) {
 			}
 			a.info("killed %d process(es) left holding %s by run %s, which is gone", n, ns.n.Addr, run)
 		})
-		a.events <- event{id: ns.n.ID, kind: evLocked, locked: lk, err: err}
+		a.events <- event{id: ns.n.ID, kind: evLocked, locked: lk, err: err, holder: holder}
 	}()
 }

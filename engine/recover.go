@@ -46,38 +46,14 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		// Leftovers of every dead run of this cache are reaped: they may
 		// hold node locks other pipelines need. Interruptions are this
 		// pipeline's only.
-		dead := r.State == "interrupted"
-		if dead {
-			marker := filepath.Join(r.Dir, "reaped")
-			if _, err := os.Stat(marker); err != nil {
-				// Processes holding node locks for dead runs, whether the
-				// journal names them or not (see store.ReapLockHolders): looked
-				// for once.
-				if lockLeft == nil {
-					lockLeft = store.ReapLockHolders(a.cache.Dir, "")
-				}
-				// A process both holding a node lock and in a node's
-				// group is counted once.
-				killed := map[string]bool{}
-				for pid := range lockLeft[r.ID] {
-					killed[strconv.Itoa(pid)] = true
-				}
-				for _, id := range a.recoverJobs(openJobs(r)) {
-					killed[id] = true
-				}
-				if n := len(killed); n > 0 {
-					a.info("killed %d process(es) left running by interrupted run %s", n, r.ID)
-				}
-				if err := ledgerInterrupted(r.Entries); err != nil {
-					a.warn("cannot mark interrupted batches in the ledger: %s", err)
-				}
-				// The space its journal reserved ahead goes, so that
-				// readers need not skip it each time. (The journal's
-				// writer held the run's lock, free now: TrimTail's
-				// journal.lock has no writer to wait for.)
-				_, _ = wal.TrimTail(filepath.Join(r.Dir, "journal"))
-				_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o666)
-			}
+		switch r.State {
+		case "interrupted":
+			a.reapRun(r, &lockLeft)
+		case "running":
+			// Its nodes hold their keys' locks; should it die while a node
+			// of this apply waits for one, its jobs are looked at then
+			// (recoverFreed).
+			a.liveRuns[r.ID] = true
 		}
 	}
 	if n := len(lockLeft[""]); n > 0 {
@@ -94,6 +70,65 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		a.info("%d node(s) were running when an earlier apply stopped: %s", len(addrs), strings.Join(addrs, ", "))
 	}
 	return out, nil
+}
+
+// reapRun deals, once, with what the dead run r left: the processes
+// holding node locks for it (lockLeft, looked for at the first call) and
+// its nodes' jobs in flight, which their executors end or keep for their
+// nodes' next run; its batches in the ledger are marked interrupted. A
+// marker in its folder says it was done.
+func (a *applier) reapRun(r *runlog.RunInfo, lockLeft *map[string]map[int]bool) {
+	marker := filepath.Join(r.Dir, "reaped")
+	if _, err := os.Stat(marker); err == nil {
+		return
+	}
+	// Processes holding node locks for dead runs, whether the journal
+	// names them or not (see store.ReapLockHolders): looked for once.
+	if *lockLeft == nil {
+		*lockLeft = store.ReapLockHolders(a.cache.Dir, "")
+	}
+	// A process both holding a node lock and in a node's group is
+	// counted once.
+	killed := map[string]bool{}
+	for pid := range (*lockLeft)[r.ID] {
+		killed[strconv.Itoa(pid)] = true
+	}
+	for _, id := range a.recoverJobs(openJobs(r)) {
+		killed[id] = true
+	}
+	if n := len(killed); n > 0 {
+		a.info("killed %d process(es) left running by interrupted run %s", n, r.ID)
+	}
+	if err := ledgerInterrupted(r.Entries); err != nil {
+		a.warn("cannot mark interrupted batches in the ledger: %s", err)
+	}
+	// The space its journal reserved ahead goes, so that readers need not
+	// skip it each time. (The journal's writer held the run's lock, free
+	// now: TrimTail's journal.lock has no writer to wait for.)
+	_, _ = wal.TrimTail(filepath.Join(r.Dir, "journal"))
+	_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o666)
+}
+
+// recoverFreed looks again at the runs that were alive when this apply
+// began, or held a key a node of it waited for: a node lock frees when
+// its holder dies, and the dead run's job for that node may still run (a
+// Slurm job outlives cairn). Each run found dead is reaped as at the
+// start (reapRun): its jobs go to their executors, so that the node that
+// takes the lock re-attaches to its job instead of submitting another.
+func (a *applier) recoverFreed() {
+	var lockLeft map[string]map[int]bool
+	for _, id := range slices.Sorted(maps.Keys(a.liveRuns)) {
+		dir := filepath.Join(a.cache.Dir, "runs", id)
+		if runlog.Alive(dir) {
+			continue
+		}
+		delete(a.liveRuns, id)
+		r, err := runlog.Load(dir)
+		if err != nil || r.State != "interrupted" {
+			continue // it ended, and left nothing running
+		}
+		a.reapRun(r, &lockLeft)
+	}
 }
 
 // recoverJobs ends what is left of the jobs of a dead run's nodes in

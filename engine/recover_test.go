@@ -5,15 +5,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/syncbuf"
+	"github.com/cairn-run/cairn/ui"
 )
 
 // Runs that ended are looked at once: the next apply starts after them.
@@ -132,4 +138,60 @@ func TestRecoverDispatchesByExecutor(t *testing.T) {
 	assert.Equal(t, []process.JobRef{job}, got)
 	assert.Contains(t, r.out, "cairn: killed 1 process(es) left running by interrupted run "+id, r.out)
 	assert.Contains(t, r.out, `warning: cannot end the jobs of executor "elsewhere" left by an interrupted run: this apply does not use it`, r.out)
+}
+
+// A node waiting for its key's lock while another apply runs it takes
+// the lock when that apply dies: the dead run's job for the node (which
+// a cluster keeps running) goes to the executor before the node starts,
+// so that it re-attaches to that job instead of submitting another.
+func TestLockFreedByADeadRunHandsItsJobsOver(t *testing.T) {
+	w := newWorkspace(t, twoStage)
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	p, _ := plan.Make(l.Graph, c, plan.Options{})
+	var key string
+	for _, pn := range p.Nodes {
+		if pn.Node.Addr == `stage.make["a"]` {
+			key = pn.Key
+		}
+	}
+	require.NotEmpty(t, key)
+
+	// Another apply, alive: it runs stage.make["a"] as a cluster job.
+	id := runlog.NewRunID()
+	j, err := runlog.Open(w.Cache, id, true)
+	require.NoError(t, err)
+	job := process.JobRef{Executor: "cluster", ID: "42", Details: map[string]string{"run": id}}
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: key, Job: &job}))
+	lk, err := store.TryKeyLock(w.Cache, key)
+	require.NoError(t, err)
+	require.NotNil(t, lk)
+
+	var got []process.JobRef
+	out := &syncbuf.Buffer{}
+	done := make(chan *ApplyResult)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() {
+		res, err := Apply(ctx, ApplyOptions{Plan: p, Cache: c, Events: ui.NewTerminal(ui.Options{Progress: out}), NoSync: true,
+			Parallelism: 2, Executor: clusterExecutor{recovered: &got}})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	for !strings.Contains(out.String(), "waiting") {
+		select {
+		case res := <-done:
+			t.Fatalf("apply ended before stage.make[\"a\"] waited: %+v\n%s", res, out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// It dies: its run's lock and the node's lock free at once.
+	require.NoError(t, j.Close())
+	lk.Release()
+	res := <-done
+	assert.Equal(t, []process.JobRef{job}, got, out.String())
+	assert.Equal(t, 4, res.Ran)
 }
