@@ -806,3 +806,18 @@ func TestReattachedJobsOfTwoDeadRunsAreBothFollowed(t *testing.T) {
 		assert.Equal(t, "", res.Class, res.Message)
 	}
 }
+
+// A job no status query shows whose exit file is there ended and was
+// forgotten by Slurm (older than MinJobAge): it is collected at once, not
+// after LostAfter.
+func TestForgottenJobWithItsExitFileIsCollectedAtOnce(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	c.opts.LostAfter = time.Hour
+	f.write("a.exit", "status=0\n")
+	c.Attach(Ref{JobID: "77", Run: "run-1", ExitFile: filepath.Join(f.dir, "a.exit")})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := c.Wait(ctx, Ref{JobID: "77"})
+	require.NoError(t, err, "collected without waiting LostAfter")
+	assert.Equal(t, "", out.Class, out.Message)
+}

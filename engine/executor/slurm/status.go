@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -361,7 +362,10 @@ func (c *Client) poll() {
 					if t.missingSince.IsZero() {
 						t.missingSince = now
 					}
-					if now.Sub(t.missingSince) >= c.opts.LostAfter && now.Sub(t.since) >= c.opts.LostAfter {
+					// Its exit file there, the job's script has ended:
+					// Slurm forgot the job (older than MinJobAge), and
+					// there is nothing more to wait for.
+					if exitWritten(t.ref.ExitFile) || now.Sub(t.missingSince) >= c.opts.LostAfter && now.Sub(t.since) >= c.opts.LostAfter {
 						t.state, t.finishing, changed = "LOST", true, true
 						c.begin()
 						go c.finish(t)
@@ -503,6 +507,15 @@ func (c *Client) finish(t *tracked) {
 	if slot {
 		c.freeSlot()
 	}
+}
+
+// exitWritten says whether a job's exit file is there.
+func exitWritten(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // awaitExit reads the exit file, retrying for up to wait.
