@@ -821,3 +821,27 @@ func TestForgottenJobWithItsExitFileIsCollectedAtOnce(t *testing.T) {
 	require.NoError(t, err, "collected without waiting LostAfter")
 	assert.Equal(t, "", out.Class, out.Message)
 }
+
+// A machine with no Slurm configuration at all (no SLURM_CONF, no
+// slurm.conf, no configless DNS record) is refused at once, saying what
+// to do, not after minutes of retries: no retry makes a configuration
+// appear.
+func TestNoSlurmConfigurationIsRefusedAtOnce(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	t.Setenv("SLURM_CONF", "")
+	f.write("scontrol.fail", "scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\n"+
+		"scontrol: error: fetch_config: DNS SRV lookup failed\n"+
+		"scontrol: error: _establish_config_source: failed to fetch config\n"+
+		"scontrol: fatal: Could not establish a configuration source\n")
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = NewExecutor(ctx, Options{Bin: bin, RetryBackoff: 10 * time.Millisecond})
+	require.Error(t, err)
+	assert.NoError(t, ctx.Err(), "refused before the wait's end")
+	assert.Equal(t, 1, f.calls("scontrol"), "not retried")
+	assert.Contains(t, err.Error(), "Could not establish a configuration source")
+	assert.Contains(t, err.Error(), "set SLURM_CONF")
+}

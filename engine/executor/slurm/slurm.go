@@ -179,6 +179,9 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 		}
 	}
 	out, err := c.callRetry(ctx, "scontrol", "show", "config")
+	if err != nil && noConfig(err) {
+		return nil, fmt.Errorf("slurm: this machine has no Slurm configuration; set SLURM_CONF to the cluster's slurm.conf, or run cairn on a machine of the cluster (a login node). %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("slurm: reading the cluster's configuration: %w", err)
 	}
@@ -336,7 +339,7 @@ func (c *Client) callRetry(ctx context.Context, name string, args ...string) ([]
 	backoff := c.opts.RetryBackoff
 	for {
 		out, err := c.call(ctx, name, args...)
-		if err == nil || ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) || noConfig(err) {
 			return out, err
 		}
 		select {
@@ -346,6 +349,14 @@ func (c *Client) callRetry(ctx context.Context, name string, args ...string) ([]
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
+}
+
+// noConfig says whether a Slurm command failed because it found no
+// configuration at all (no SLURM_CONF, no slurm.conf where Slurm looks,
+// no configless DNS record): no retry makes one appear.
+func noConfig(err error) bool {
+	var ce *callError
+	return errors.As(err, &ce) && ce.timeout == 0 && strings.Contains(ce.stderr, "Could not establish a configuration source")
 }
 
 // call runs one Slurm client command under the call timeout.
