@@ -131,6 +131,7 @@ func (a *applier) markFailed(ns *nodeState) {
 		// What the failed process used: an out-of-memory victim's peak is
 		// the figure its user looks for.
 		e.PeakRSS, e.PeakGPU = ns.res.PeakRSSMiB, ns.res.PeakGPUMiB
+		e.Left = ns.res.Left && ns.class == failclass.Interrupted
 	}
 	_ = a.j.Write(e)
 	a.nodeEnded(ns, "failed")

@@ -204,7 +204,9 @@ func ClusterJobsLeft(cacheDir string) bool {
 
 // openJobs are the started records of r's nodes in flight, in the order
 // of their addresses: one a node, and one a replica of a service node
-// (each replica is a job of its own).
+// (each replica is a job of its own). A node whose job was left running
+// at an interrupt (--leave-jobs; its failed record says so) is in flight
+// too: the next apply re-attaches to that job.
 func openJobs(r *runlog.RunInfo) []runlog.Entry {
 	type job struct {
 		node    string
@@ -215,7 +217,16 @@ func openJobs(r *runlog.RunInfo) []runlog.Entry {
 		switch e.T {
 		case runlog.Started:
 			open[job{e.Node, e.Replica}] = e
-		case runlog.Finished, runlog.Failed, runlog.Cached, runlog.Skipped:
+		case runlog.Failed:
+			if e.Left {
+				continue
+			}
+			for j := range open {
+				if j.node == e.Node {
+					delete(open, j)
+				}
+			}
+		case runlog.Finished, runlog.Cached, runlog.Skipped:
 			for j := range open {
 				if j.node == e.Node {
 					delete(open, j)
@@ -276,7 +287,9 @@ func interruptedIn(runs []*runlog.RunInfo, pipeline string) map[string]interrupt
 	}
 	out := map[string]interruptedNode{}
 	for addr, e := range last {
-		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == failclass.Interrupted {
+		// A job left running (--leave-jobs) was not cut short: the next
+		// apply re-attaches to it.
+		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == failclass.Interrupted && !e.Left {
 			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
@@ -194,4 +195,29 @@ func TestLockFreedByADeadRunHandsItsJobsOver(t *testing.T) {
 	res := <-done
 	assert.Equal(t, []process.JobRef{job}, got, out.String())
 	assert.Equal(t, 4, res.Ran)
+}
+
+// A run interrupted with --leave-jobs ended with its run_end record, its
+// nodes failed as interrupted, and their jobs still running: the next
+// apply hands those jobs to the executor (which re-attaches to them), and
+// not the jobs an interrupt cancelled.
+func TestJobsLeftRunningAreRecovered(t *testing.T) {
+	w := newWorkspace(t, twoStage)
+	last := w.apply(ApplyOptions{}).res.RunID
+	id := last[:len(last)-6] + "zzzzzz"
+	j, err := runlog.Open(w.Cache, id, true)
+	require.NoError(t, err)
+	left := process.JobRef{Executor: "cluster", ID: "42", Details: map[string]string{"exit_file": "x"}}
+	cancelled := process.JobRef{Executor: "cluster", ID: "43", Details: map[string]string{"exit_file": "y"}}
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: "k", Job: &left}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["b"]`, Key: "k2", Job: &cancelled}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Failed, Node: `stage.make["a"]`, Key: "k", Class: failclass.Interrupted, Left: true}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.Failed, Node: `stage.make["b"]`, Key: "k2", Class: failclass.Interrupted}))
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunEnd, Status: "interrupted"}))
+	require.NoError(t, j.Close())
+
+	var got []process.JobRef
+	w.apply(ApplyOptions{Executor: clusterExecutor{recovered: &got}})
+	assert.Equal(t, []process.JobRef{left}, got)
 }

@@ -34,8 +34,11 @@ type Result struct {
 	// Queued is the wait before the command started that a cluster
 	// executor knows of: from the job's submission to its (last) start;
 	// Requeued counts the times the cluster started it again.
-	Queued     time.Duration
-	Requeued   int
+	Queued   time.Duration
+	Requeued int
+	// Left: cairn was interrupted and left the job running (a cluster
+	// job, cairn apply --leave-jobs); a later apply re-attaches to it.
+	Left       bool
 	PeakRSSMiB float64
 	PeakGPUMiB float64
 	// GPUMemory is the memory use on each GPU over the process's life,

@@ -66,6 +66,9 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	}
 	b = appendIntField(b, "wave", int64(e.Wave))
 	b = appendStringField(b, "class", e.Class)
+	if e.Left {
+		b = append(b, `,"left_running":true`...)
+	}
 	b = appendStringField(b, "message", e.Message)
 	b = appendStringField(b, "status", e.Status)
 	b = appendFloatField(b, "duration_s", e.Duration)

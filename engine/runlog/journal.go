@@ -72,12 +72,15 @@ type Entry struct {
 	// A local process (and, in a run_start record, the apply itself);
 	// written beside Job for a local job, so that a cairn that knows no
 	// job references reaps it too.
-	PID      int     `json:"pid,omitempty"`
-	PGID     int     `json:"pgid,omitempty"`
-	ProcTick uint64  `json:"proc_start,omitempty"` // process start time in clock ticks since boot (/proc/PID/stat field 22)
-	GPUs     []int   `json:"gpus,omitempty"`
-	Wave     int     `json:"wave,omitempty"`
-	Class    string  `json:"class,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	PGID     int    `json:"pgid,omitempty"`
+	ProcTick uint64 `json:"proc_start,omitempty"` // process start time in clock ticks since boot (/proc/PID/stat field 22)
+	GPUs     []int  `json:"gpus,omitempty"`
+	Wave     int    `json:"wave,omitempty"`
+	Class    string `json:"class,omitempty"`
+	// Left: the failed attempt's job was left running at an interrupt
+	// (cairn apply --leave-jobs), for a later apply to re-attach to.
+	Left     bool    `json:"left_running,omitempty"`
 	Message  string  `json:"message,omitempty"`
 	Status   string  `json:"status,omitempty"`
 	Duration float64 `json:"duration_s,omitempty"`

@@ -419,7 +419,7 @@ func (j *job) Wait(ctx context.Context) (*process.Result, error) {
 	select {
 	case a = <-ch:
 	case <-j.left:
-		res.Class = failclass.Interrupted
+		res.Class, res.Left = failclass.Interrupted, true
 		res.Message = fmt.Sprintf("cairn was interrupted; Slurm job %s is left running (its exit file: %s)", j.ref.JobID, j.ref.ExitFile)
 		res.Ended = time.Now()
 		return res, nil

@@ -845,3 +845,23 @@ func TestNoSlurmConfigurationIsRefusedAtOnce(t *testing.T) {
 	assert.Contains(t, err.Error(), "Could not establish a configuration source")
 	assert.Contains(t, err.Error(), "set SLURM_CONF")
 }
+
+// With Leave (--leave-jobs), an interrupt leaves the job running and its
+// result says so, for the journal: the next apply re-attaches to it. A
+// job cancelled at an interrupt is not left.
+func TestLeftJobSaysItWasLeft(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	e.Leave = true
+	ctx, cancel := context.WithCancel(context.Background())
+	j, err := e.Submit(ctx, &executor.Spec{
+		Node: "stage.a", RunID: "run-1", Key: "k1", Attempt: 1,
+		Argv: []string{"true"}, Env: os.Environ(), Dir: f.dir, Stdout: filepath.Join(f.dir, "k1.out"), Stderr: filepath.Join(f.dir, "k1.err"),
+	})
+	require.NoError(t, err)
+	f.write("squeue.out", j.Ref().ID+"|RUNNING|None\n")
+	cancel()
+	res := waitExec(t, j)
+	assert.Equal(t, failclass.Interrupted, res.Class)
+	assert.True(t, res.Left, res.Message)
+	assert.Empty(t, f.read("scancel.log"), "nothing cancelled")
+}
