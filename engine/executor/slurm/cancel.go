@@ -26,6 +26,7 @@ func (c *Client) Cancel(ctx context.Context, refs []Ref) error {
 		for {
 			if _, err = c.call(ctx, "scancel", ids...); err == nil || alreadyDone(err) {
 				err = nil
+				c.cancelled(ids)
 				break
 			}
 			select {
@@ -43,6 +44,24 @@ func (c *Client) Cancel(ctx context.Context, refs []Ref) error {
 		return fmt.Errorf("slurm: cancelling %d jobs: %s", len(refs), strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// cancelled notes the jobs cairn's own scancel cancelled: one that then
+// leaves the status queries without an exit file was cancelled before
+// it ran (Slurm drops a cancelled pending array task from squeue with no
+// CANCELLED line), and is taken as cancelled at once (see poll).
+func (c *Client) cancelled(ids []string) {
+	c.mu.Lock()
+	for _, id := range ids {
+		if t, ok := c.jobs[id]; ok {
+			t.cancelled = true
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 }
 
 // alreadyDone: scancel complains about jobs that ended already and about

@@ -865,3 +865,31 @@ func TestLeftJobSaysItWasLeft(t *testing.T) {
 	assert.True(t, res.Left, res.Message)
 	assert.Empty(t, f.read("scancel.log"), "nothing cancelled")
 }
+
+// A pending task cairn cancels at an interrupt leaves squeue with no
+// CANCELLED line (Slurm 22.05): gone without an exit file after cairn's
+// own scancel, it was cancelled before it ran, and is taken so at once.
+func TestCancelledPendingJobThatVanishesIsInterruptedAtOnce(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	j, err := e.Submit(ctx, &executor.Spec{
+		Node: "stage.a", RunID: "run-1", Key: "k1", Attempt: 1,
+		Argv: []string{"true"}, Env: os.Environ(), Dir: f.dir, Stdout: filepath.Join(f.dir, "k1.out"), Stderr: filepath.Join(f.dir, "k1.err"),
+	})
+	require.NoError(t, err)
+	id := j.Ref().ID
+	f.write("squeue.out", id+"|PENDING|Resources\n")
+	for e.client.State(id) != "PENDING" {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	for !strings.Contains(f.read("scancel.log"), id) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.write("squeue.out", "")
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	res, err := j.Wait(wctx)
+	require.NoError(t, err, "decided at once, not after LostAfter")
+	assert.Equal(t, failclass.Interrupted, res.Class, res.Message)
+}

@@ -22,6 +22,7 @@ type tracked struct {
 	reason       string
 	finishing    bool // final state seen; the outcome is being decided
 	slot         bool
+	cancelled    bool      // cairn's own scancel cancelled it
 	ran          bool      // seen running since it was followed or last requeued
 	requeued     time.Time // when it was seen waiting again after it ran; zero otherwise
 	// failedSince is when a query first showed it in a final state other
@@ -364,8 +365,16 @@ func (c *Client) poll() {
 					}
 					// Its exit file there, the job's script has ended:
 					// Slurm forgot the job (older than MinJobAge), and
-					// there is nothing more to wait for.
-					if exitWritten(t.ref.ExitFile) || now.Sub(t.missingSince) >= c.opts.LostAfter && now.Sub(t.since) >= c.opts.LostAfter {
+					// there is nothing more to wait for. Without it, a job
+					// cairn cancelled was cancelled before it ran.
+					exited := exitWritten(t.ref.ExitFile)
+					if !exited && t.cancelled {
+						t.state, t.finishing, changed = "CANCELLED", true, true
+						c.begin()
+						go c.finish(t)
+						continue
+					}
+					if exited || now.Sub(t.missingSince) >= c.opts.LostAfter && now.Sub(t.since) >= c.opts.LostAfter {
 						t.state, t.finishing, changed = "LOST", true, true
 						c.begin()
 						go c.finish(t)
