@@ -893,3 +893,36 @@ func TestCancelledPendingJobThatVanishesIsInterruptedAtOnce(t *testing.T) {
 	require.NoError(t, err, "decided at once, not after LostAfter")
 	assert.Equal(t, failclass.Interrupted, res.Class, res.Message)
 }
+
+// A cairn killed while its sbatch waits for a slow controller takes the
+// sbatch with it: the submission never happens behind the next apply's
+// back (that apply found no job by its comment, and submits its own).
+func TestSbatchDiesWithCairn(t *testing.T) {
+	if os.Getenv("CAIRN_SLURM_SBATCH_HELPER") != "" {
+		// The cairn to kill: it submits, and is killed during the sbatch.
+		bin, _ := filepath.Abs("testdata/fakebin")
+		c, err := New(context.Background(), "run-1", Options{Bin: bin})
+		if err != nil {
+			os.Exit(3)
+		}
+		f := &fake{t: t, dir: os.Getenv("FAKE_SLURM")}
+		_, _ = c.Submit(context.Background(), f.job("a"))
+		os.Exit(0)
+	}
+	f := &fake{t: t, dir: t.TempDir()}
+	f.write("config", noAccounting)
+	f.write("sbatch.delay", "2")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSbatchDiesWithCairn$")
+	cmd.Env = append(os.Environ(), "CAIRN_SLURM_SBATCH_HELPER=1", "FAKE_SLURM="+f.dir)
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for f.calls("sbatch") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, 1, f.calls("sbatch"), "the sbatch started")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	time.Sleep(3 * time.Second) // past the slow controller's delay
+	assert.Empty(t, f.read("comments"), "nothing submitted after cairn died")
+}
+

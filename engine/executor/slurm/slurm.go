@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine/executor"
+	"github.com/cairn-run/cairn/engine/sysproc"
 )
 
 // Options configure a Client. Zero values take the defaults.
@@ -381,7 +382,10 @@ func (c *Client) callEnv(parent context.Context, env []string, name string, args
 	// The command runs in its own process group, and a call that ends
 	// early (its context, the call timeout) kills the whole group: a
 	// client command's (or a script's) children do not outlive the call.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// It dies with cairn too (PR_SET_PDEATHSIG): an sbatch still waiting
+	// for the controller when cairn is killed must not submit after the
+	// next apply looked for its job and found none.
+	cmd.SysProcAttr = sysproc.Group()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
