@@ -294,6 +294,9 @@ func TestTasksJournaledBeforeTheirIDsAreReattached(t *testing.T) {
 	jobs := submitAll(t, e, specs)
 	require.Len(t, journaled, 2)
 	e.Close()
+	// A lookup that finds no job waits out the dead run's sbatch calls
+	// (see findPending): short ones here.
+	e.opts.CallTimeout = 100 * time.Millisecond
 
 	// The next apply: the journal holds the references without ids.
 	e2, err := NewExecutor(context.Background(), e.opts)

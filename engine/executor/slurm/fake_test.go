@@ -926,3 +926,27 @@ func TestSbatchDiesWithCairn(t *testing.T) {
 	assert.Empty(t, f.read("comments"), "nothing submitted after cairn died")
 }
 
+// The next apply looks up a dead run's job journaled before its sbatch
+// answered: where Slurm does not show it yet, the sbatch may still be on
+// its way (a slow controller), and it looks again until no sbatch of the
+// dead run can be left, instead of submitting the node a second time.
+func TestSubmissionInFlightIsWaitedFor(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	e.opts.CallTimeout = time.Second
+	spec := f.instance(0, 0)
+	digest := specDigest(spec)
+	pending := process.JobRef{Executor: "slurm", Details: map[string]string{
+		"run": "run-dead", "exit_file": strings.TrimSuffix(spec.Stdout, ".out") + ".exit", "spec": digest,
+		"comment": "cairn stage.x[\"0\"] attempt 1 sub beef", "submitting_ns": strconv.FormatInt(time.Now().UnixNano(), 10),
+	}}
+	e.Recover(context.Background(), []process.JobRef{pending})
+	go func() {
+		// The dead run's sbatch lands a moment later.
+		time.Sleep(300 * time.Millisecond)
+		f.write("comments", "777|cairn stage.x[\"0\"] attempt 1 sub beef\n")
+	}()
+	j, err := e.Submit(context.Background(), spec)
+	require.NoError(t, err)
+	assert.Equal(t, "777", j.Ref().ID, "re-attached to the job that landed")
+	assert.Equal(t, 0, f.calls("sbatch"), "not submitted twice")
+}

@@ -212,10 +212,12 @@ func (e *Executor) submitArray(c *Client, stage string, members []*member) {
 
 // pendingRef is the journal's reference to m's job before Slurm gave it
 // an id: kv names it ("comment" and the job's --comment; "array" and the
-// array's --comment with "task" and its index).
+// array's --comment with "task" and its index); "submitting_ns" is when
+// (its sbatch starts after).
 func (e *Executor) pendingRef(run string, m *member, kv ...string) process.JobRef {
 	d := map[string]string{
 		"run": run, "exit_file": m.job.ExitFile, "spec": m.digest, "stdout": m.spec.Stdout, "stderr": m.spec.Stderr,
+		"submitting_ns": strconv.FormatInt(time.Now().UnixNano(), 10),
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		d[kv[i]] = kv[i+1]
@@ -223,12 +225,22 @@ func (e *Executor) pendingRef(run string, m *member, kv ...string) process.JobRe
 	return process.JobRef{Executor: e.Name(), Details: d}
 }
 
+// pendingSettle is how long after an sbatch's call timeout a submission
+// it made is sure to show in squeue.
+const pendingSettle = 5 * time.Second
+
 // findPending is the job of a dead run's node that was journaled before
 // its job's id (old has no ID): a single job found by its comment, an
 // array's task by the array's. found is false where Slurm shows no such
 // job and the node's job left no exit file (it was never submitted): the
 // node is submitted again. A job Slurm has forgotten whose exit file is
 // there is followed under its reference, and collected from that file.
+//
+// The dead run's sbatch may still have been on its way when it died (a
+// slow controller): no such sbatch outlives its call's timeout after the
+// reference was journaled (nor cairn: it dies with it, see callEnv), so
+// "never submitted" is concluded only once that time has passed; until
+// then a job not shown is looked for again.
 func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRef) (Ref, bool, error) {
 	ref := Ref{Run: old.Details["run"], ExitFile: old.Details["exit_file"]}
 	want, what := old.Details["comment"], "job"
@@ -239,6 +251,10 @@ func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRe
 	c.addName(ref.Run)
 	backoff := c.opts.RetryBackoff
 	deadline := time.Now().Add(c.opts.SubmitRetryFor)
+	var settled time.Time // no sbatch of the dead run is on its way after it
+	if ns, err := strconv.ParseInt(old.Details["submitting_ns"], 10, 64); err == nil {
+		settled = time.Unix(0, ns).Add(c.opts.CallTimeout + pendingSettle)
+	}
 	for {
 		base, found, err := c.findByComment(ctx, want)
 		if err == nil {
@@ -256,6 +272,14 @@ func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRe
 					ref.JobID = "task " + task + " of " + want
 				}
 				return ref, true, nil
+			}
+			if wait := time.Until(settled); wait > 0 {
+				select {
+				case <-time.After(min(wait, max(backoff, time.Second))):
+				case <-ctx.Done():
+					return Ref{}, false, ctx.Err()
+				}
+				continue
 			}
 			return Ref{}, false, nil
 		}
