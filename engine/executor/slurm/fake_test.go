@@ -156,6 +156,9 @@ func TestMissingJobIsLost(t *testing.T) {
 	out := waitFake(t, c, ref)
 	assert.Equal(t, "LOST", out.State)
 	assert.Equal(t, failclass.Infra, out.Class)
+	// Not called cancelled without evidence, but the user learns that a
+	// pending job cancelled by hand looks so.
+	assert.Contains(t, out.Message, "a job cancelled while pending leaves no trace on a cluster without accounting")
 }
 
 // A job Slurm has forgotten (older than MinJobAge) whose script wrote its

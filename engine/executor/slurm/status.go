@@ -133,7 +133,11 @@ func classify(state string, ex *ExitStatus, exitWait time.Duration, exitFile str
 		if ex != nil {
 			return failclass.Exit, fmt.Sprintf("exited with status %d (from its exit file; Slurm no longer knows the job)", ex.Status)
 		}
-		return failclass.Infra, "no Slurm status source has shown the job for too long, and it left no exit file"
+		// A pending job (an array's pending task) cancelled by someone
+		// else leaves no trace where the cluster keeps no accounting:
+		// squeue drops it and scontrol no longer knows it. Nothing tells
+		// that from a job lost otherwise, so it is not called cancelled.
+		return failclass.Infra, "no Slurm status source has shown the job for too long, and it left no exit file (a job cancelled while pending leaves no trace on a cluster without accounting)"
 	}
 	return failclass.Infra, "Slurm reports " + state
 }
