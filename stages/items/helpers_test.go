@@ -243,6 +243,10 @@ func chatWorker() {
 				"huge":       `{"score":1e400,"id":` + string(id) + `}`,
 				"negcharged": `{"id":` + string(id) + `,"score":1,"charged":-5}`,
 				"dup":        `{"id":` + string(id) + `,"score":0,"score":1}`,
+				"dupcase":    `{"id":` + string(id) + `,"score":0,"Score":1}`,
+				"dupescape":  `{"id":` + string(id) + `,"score":0,"\u0073core":1}`,
+				"bigcharged": `{"id":` + string(id) + `,"score":1,"charged":9223372036854775807}`,
+				"badutf8":    `{"id":` + string(id) + `,"score":1,"outputs":{"text":"caf` + "\xe9" + `"}}`,
 			}[bad] + "\n")
 			continue
 		}

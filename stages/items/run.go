@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"runtime"
 	"strconv"
 	"sync"
@@ -971,8 +973,26 @@ func (r *run) summary() Summary {
 	}
 	if s.Scored > 0 {
 		s.MeanScore = sum / float64(s.Scored)
+		if math.IsInf(sum, 0) {
+			// Finite scores whose sum overflows (1.5e308 twice): their
+			// mean is finite, added exactly.
+			s.MeanScore = exactMean(s.Items, s.Scored)
+		}
 	}
 	return s
+}
+
+// exactMean is the mean of the scored items' scores, added exactly (the
+// float64 closest to it): for sums beyond float64's range.
+func exactMean(items []ItemOutcome, scored int) float64 {
+	sum := new(big.Float).SetPrec(2200)
+	for _, o := range items {
+		if o.Score != nil && !o.Failed {
+			sum.Add(sum, new(big.Float).SetFloat64(*o.Score))
+		}
+	}
+	mean, _ := sum.Quo(sum, new(big.Float).SetInt64(int64(scored))).Float64()
+	return mean
 }
 
 // WriteScores writes the per-item results file: one JSON object per line,

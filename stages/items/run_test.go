@@ -345,8 +345,12 @@ func TestEvaluateBadRepliesFailTheirItems(t *testing.T) {
 		"nan":        "invalid character 'N' looking for beginning of value",
 		"string":     "cannot unmarshal string into Go struct field response.score of type float64",
 		"huge":       "cannot unmarshal number 1e400",
-		"negcharged": "charged is -5, want a whole number, 0 or more",
+		"negcharged": "charged is -5, want a whole number from 0 to 1099511627776",
+		"bigcharged": "charged is 9223372036854775807, want a whole number from 0 to 1099511627776",
 		"dup":        "score is given twice",
+		"dupcase":    `"Score" is given twice, in two spellings JSON readers disagree on`,
+		"dupescape":  "score is given twice",
+		"badutf8":    "outputs hold bytes that are not UTF-8",
 	} {
 		t.Run(mode, func(t *testing.T) {
 			f := newFixture(t, simmodel.Config{})
@@ -955,4 +959,32 @@ func TestOnResolvedRunsWhileTheWorkersExit(t *testing.T) {
 	require.Len(t, resolved, 1)
 	assert.Equal(t, 30, resolved[0].FromCache)
 	assert.Zero(t, sum.WorkerStarts)
+}
+
+// What a worker may write stays accepted: escapes in outputs, and keys of
+// its own inside outputs that differ only in case.
+func TestResponseCheckKeepsWhatWorkersMayWrite(t *testing.T) {
+	for _, line := range []string{
+		`{"id":"a","score":1,"outputs":{"text":"caf\u00e9 \u2014 ok"}}`,
+		`{"id":"a","score":1,"outputs":{"A":1,"a":2,"Score":3}}`,
+		`{"id":"a","score":1,"charged":1099511627776}`,
+		`{"id":"a","score":0.5,"outputs":"plain"}`,
+	} {
+		var r response
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		assert.NoError(t, r.check([]byte(line)), line)
+	}
+}
+
+// Finite scores whose sum overflows float64 have a finite mean, and the
+// evaluation reports it (it failed on +Inf, on every apply).
+func TestMeanOfScoresWhoseSumOverflows(t *testing.T) {
+	score := func(x float64) *float64 { return &x }
+	r := &run{outcomes: []ItemOutcome{{Score: score(1.5e308)}, {Score: score(1.5e308)}, {Score: score(-1.5e308)}, {Score: score(7), Failed: true}}}
+	s := r.summary()
+	assert.Equal(t, 3, s.Scored)
+	assert.Equal(t, 5e307, s.MeanScore)
+	a, b := 0.1, 0.2
+	r = &run{outcomes: []ItemOutcome{{Score: score(a)}, {Score: score(b)}}}
+	assert.Equal(t, (a+b)/2, r.summary().MeanScore, "an ordinary sum is added as before")
 }

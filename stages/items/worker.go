@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/jsonpos"
@@ -37,19 +38,33 @@ type response struct {
 	Error        string          `json:"error"`
 }
 
+// MaxCharged bounds one answer's charged count: far above any item's
+// rollouts, and low enough that no run's sum of them overflows.
+const MaxCharged = 1 << 40
+
 // check finds what json.Unmarshal lets pass in a response line: a
-// negative charged count, and a key given twice (which of the two a
-// reader keeps is not for a stored result to depend on).
+// charged count below 0 or beyond MaxCharged, outputs that are not UTF-8
+// (stored as they are, they would make the scores file unreadable), and
+// a key given twice, or twice in two spellings json.Unmarshal takes for
+// one ("Score", "\u0073core"): which of the two a reader keeps is not
+// for a stored result to depend on.
 func (r *response) check(line []byte) error {
-	if r.Charged < 0 {
-		return fmt.Errorf("charged is %d, want a whole number, 0 or more", r.Charged)
+	if r.Charged < 0 || r.Charged > MaxCharged {
+		return fmt.Errorf("charged is %d, want a whole number from 0 to %d", r.Charged, MaxCharged)
 	}
-	// Most lines give each key once: the walk runs only where a key
-	// might repeat.
+	if !utf8.Valid(r.Outputs) {
+		return fmt.Errorf("outputs hold bytes that are not UTF-8: JSON text is UTF-8")
+	}
+	// Most lines give each key once, spelt as it is: the walks run only
+	// where a key might repeat.
+	escaped := bytes.Contains(line, []byte(`\u`))
 	for _, k := range responseKeys {
-		if bytes.Count(line, k) > 1 {
+		if n := foldCount(line, k); n > 1 || escaped {
 			if path, _, dup := jsonpos.FirstDuplicate(line); dup {
 				return fmt.Errorf("%s is given twice", path)
+			}
+			if key, dup := topFoldDuplicate(line); dup {
+				return fmt.Errorf("%s is given twice, in two spellings JSON readers disagree on", key)
 			}
 			break
 		}
@@ -57,7 +72,54 @@ func (r *response) check(line []byte) error {
 	return nil
 }
 
-var responseKeys = [][]byte{[]byte(`"id"`), []byte(`"score"`), []byte(`"outputs"`), []byte(`"charged"`), []byte(`"infra_failure"`), []byte(`"error"`)}
+var responseKeys = [][]byte{[]byte(`id`), []byte(`score`), []byte(`outputs`), []byte(`charged`), []byte(`infra_failure`), []byte(`error`)}
+
+// foldCount counts the quoted strings in line that are key in any letter
+// case ("score", "Score"): a key json.Unmarshal may take for the field.
+func foldCount(line, key []byte) int {
+	n := 0
+	for i := 0; i < len(line); {
+		j := bytes.IndexByte(line[i:], '"')
+		if j < 0 {
+			break
+		}
+		at := i + j + 1
+		end := at + len(key)
+		if end < len(line) && line[end] == '"' && bytes.EqualFold(line[at:end], key) {
+			n++
+		}
+		i = at
+	}
+	return n
+}
+
+// topFoldDuplicate reports a key of line's object that another of its
+// keys matches as json.Unmarshal matches a field: in any letter case, or
+// written with escapes. (Keys inside outputs are the worker's own.)
+func topFoldDuplicate(line []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := k.(string)
+		if f := jsonpos.Fold(key); seen[f] {
+			return strconv.Quote(key), true
+		} else {
+			seen[f] = true
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
 
 // replyID is the string id of a line that is not a valid response, when
 // its object gives one before what is wrong with it (a NaN score, say).

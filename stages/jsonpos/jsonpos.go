@@ -83,6 +83,10 @@ func FirstFoldDuplicate(data []byte) (path string, off int, ok bool) {
 	return firstDuplicate(data, fold)
 }
 
+// Fold is a key as encoding/json matches it to a struct field: two keys
+// with the same Fold are one field to it.
+func Fold(key string) string { return fold(key) }
+
 func firstDuplicate(data []byte, canon func(string) string) (path string, off int, ok bool) {
 	seen := map[string]bool{}
 	dec := json.NewDecoder(bytes.NewReader(data))
