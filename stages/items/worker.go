@@ -57,69 +57,18 @@ func (r *response) check(line []byte) error {
 	}
 	// Most lines give each key once, spelt as it is: the walks run only
 	// where a key might repeat.
-	escaped := bytes.Contains(line, []byte(`\u`))
-	for _, k := range responseKeys {
-		if n := foldCount(line, k); n > 1 || escaped {
-			if path, _, dup := jsonpos.FirstDuplicate(line); dup {
-				return fmt.Errorf("%s is given twice", path)
-			}
-			if key, dup := topFoldDuplicate(line); dup {
-				return fmt.Errorf("%s is given twice, in two spellings JSON readers disagree on", key)
-			}
-			break
+	if jsonpos.MayRepeat(line, responseKeys) {
+		if path, _, dup := jsonpos.FirstDuplicate(line); dup {
+			return fmt.Errorf("%s is given twice", path)
+		}
+		if key, dup := jsonpos.TopFoldDuplicate(line); dup {
+			return fmt.Errorf("%s is given twice, in two spellings JSON readers disagree on", key)
 		}
 	}
 	return nil
 }
 
 var responseKeys = [][]byte{[]byte(`id`), []byte(`score`), []byte(`outputs`), []byte(`charged`), []byte(`infra_failure`), []byte(`error`)}
-
-// foldCount counts the quoted strings in line that are key in any letter
-// case ("score", "Score"): a key json.Unmarshal may take for the field.
-func foldCount(line, key []byte) int {
-	n := 0
-	for i := 0; i < len(line); {
-		j := bytes.IndexByte(line[i:], '"')
-		if j < 0 {
-			break
-		}
-		at := i + j + 1
-		end := at + len(key)
-		if end < len(line) && line[end] == '"' && bytes.EqualFold(line[at:end], key) {
-			n++
-		}
-		i = at
-	}
-	return n
-}
-
-// topFoldDuplicate reports a key of line's object that another of its
-// keys matches as json.Unmarshal matches a field: in any letter case, or
-// written with escapes. (Keys inside outputs are the worker's own.)
-func topFoldDuplicate(line []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		key, _ := k.(string)
-		if f := jsonpos.Fold(key); seen[f] {
-			return strconv.Quote(key), true
-		} else {
-			seen[f] = true
-		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return "", false
-		}
-	}
-	return "", false
-}
 
 // replyID is the string id of a line that is not a valid response, when
 // its object gives one before what is wrong with it (a NaN score, say).

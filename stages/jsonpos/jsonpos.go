@@ -83,9 +83,70 @@ func FirstFoldDuplicate(data []byte) (path string, off int, ok bool) {
 	return firstDuplicate(data, fold)
 }
 
-// Fold is a key as encoding/json matches it to a struct field: two keys
-// with the same Fold are one field to it.
-func Fold(key string) string { return fold(key) }
+// MayRepeat reports, cheaply, whether a line decoded into a struct of
+// these field names may give one twice as encoding/json reads it: a name
+// written twice in any letter case ("score", "Score"), or an escape
+// anywhere (a key spelt "\u0073core"). Only then is the walk of
+// FirstDuplicate and TopFoldDuplicate worth its cost.
+func MayRepeat(line []byte, names [][]byte) bool {
+	if bytes.Contains(line, []byte(`\u`)) {
+		return true
+	}
+	for _, k := range names {
+		if foldCount(line, k) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// foldCount counts the quoted strings in line that are key in any letter
+// case (ASCII).
+func foldCount(line, key []byte) int {
+	n := 0
+	for i := 0; i < len(line); {
+		j := bytes.IndexByte(line[i:], '"')
+		if j < 0 {
+			break
+		}
+		at := i + j + 1
+		end := at + len(key)
+		if end < len(line) && line[end] == '"' && bytes.EqualFold(line[at:end], key) {
+			n++
+		}
+		i = at
+	}
+	return n
+}
+
+// TopFoldDuplicate reports a key of the object data holds that another of
+// its keys matches as encoding/json matches a struct field: in another
+// letter case, or written with escapes. Keys of nested objects are not
+// compared (they may be a map's). It returns the later key, quoted.
+func TopFoldDuplicate(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := k.(string)
+		f := fold(key)
+		if seen[f] {
+			return strconv.Quote(key), true
+		}
+		seen[f] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
 
 func firstDuplicate(data []byte, canon func(string) string) (path string, off int, ok bool) {
 	seen := map[string]bool{}

@@ -22,6 +22,8 @@ import (
 	"net"
 	"os"
 	"sync"
+
+	"github.com/cairn-run/cairn/stages/jsonpos"
 )
 
 // Error types a reply may carry (Reply.Error.Type).
@@ -460,19 +462,48 @@ func (s *Server) serve(c net.Conn) {
 		var rep Reply
 		if err := json.Unmarshal(line, &req); err != nil {
 			rep = Reply{Counts: s.meter.Counts(), Error: &ReplyError{Type: ErrBadRequest, Message: "the request is not a JSON object of op, bundle and items: " + err.Error()}}
+		} else if key, dup := requestDuplicate(line); dup {
+			// Which of the two a reader takes is not for a charge to
+			// depend on.
+			rep = Reply{Counts: s.meter.Counts(), Error: &ReplyError{Type: ErrBadRequest, Message: key + " is given twice: give each of op, bundle and items once"}}
 		} else {
 			rep = s.meter.Serve(s.ctx, s.ev, req)
 		}
-		b, _ := json.Marshal(rep)
-		w.Write(b)
-		w.WriteByte('\n')
-		if err := w.Flush(); err != nil {
+		if err := s.reply(w, rep); err != nil {
+			fmt.Fprintf(s.log, "cairn: rollout connection closed before its reply was written (%s): %d result(s) charged to it stay charged, and a request sent again takes them from the store\n", err, len(rep.Results))
 			return
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		msg := fmt.Sprintf("the request is longer than %d MiB: send fewer items in one request", maxRequest>>20)
+		fmt.Fprintf(s.log, "cairn: rollout connection closed: %s\n", msg)
+		_ = s.reply(w, Reply{Counts: s.meter.Counts(), Error: &ReplyError{Type: ErrBadRequest, Message: msg}})
+	} else if err != nil {
 		fmt.Fprintf(s.log, "cairn: rollout connection closed: %s\n", err)
 	}
+}
+
+// reply writes one reply line and flushes it.
+func (s *Server) reply(w *bufio.Writer, rep Reply) error {
+	b, _ := json.Marshal(rep)
+	w.Write(b)
+	w.WriteByte('\n')
+	return w.Flush()
+}
+
+// requestKeys are the fields of a Request.
+var requestKeys = [][]byte{[]byte("op"), []byte("bundle"), []byte("items")}
+
+// requestDuplicate reports a key given twice in a request line, as
+// written or in two spellings encoding/json takes for one field.
+func requestDuplicate(line []byte) (string, bool) {
+	if !jsonpos.MayRepeat(line, requestKeys) {
+		return "", false
+	}
+	if path, _, dup := jsonpos.FirstDuplicate(line); dup {
+		return path, true
+	}
+	return jsonpos.TopFoldDuplicate(line)
 }
 
 // Close stops accepting, closes every connection and waits for the

@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/syncbuf"
 )
 
 // fakeEval answers every item with score 1; items named in infra end as
@@ -383,4 +385,78 @@ func TestMeterStatusWhileARequestRuns(t *testing.T) {
 	assert.Equal(t, 10, st.Counts.Charged)
 	close(ev.release)
 	assert.Equal(t, 20, (<-ran).Counts.Charged)
+}
+
+// A request that gives a key twice (as written, in another letter case,
+// or with escapes) is a bad request, charged nothing; one too long gets a
+// bad_request reply before its connection closes; a reply nobody reads
+// is said in the log.
+func TestServerRefusesAmbiguousAndOverlongRequests(t *testing.T) {
+	m, _ := newMeter(t, 25, nil)
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	var log syncbuf.Buffer
+	srv, err := Listen(context.Background(), sock, m, &fakeEval{}, &log)
+	require.NoError(t, err)
+	defer srv.Close()
+	ask := func(conn net.Conn, r *bufio.Reader, line string) Reply {
+		t.Helper()
+		_, err := conn.Write([]byte(line + "\n"))
+		require.NoError(t, err)
+		b, err := r.ReadBytes('\n')
+		require.NoError(t, err, "a reply for %.60s", line)
+		var rep Reply
+		require.NoError(t, json.Unmarshal(b, &rep))
+		return rep
+	}
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for _, line := range []string{
+		`{"op":"rollout","bundle":"b","items":["i1"],"items":["i2","i3"]}`,
+		`{"op":"rollout","bundle":"b","items":["i1"],"Items":["i2","i3"]}`,
+		`{"op":"rollout","bundle":"b","items":["i1"],"\u0069tems":["i2","i3"]}`,
+	} {
+		rep := ask(conn, r, line)
+		require.NotNil(t, rep.Error, line)
+		assert.Equal(t, ErrBadRequest, rep.Error.Type, line)
+		assert.Contains(t, rep.Error.Message, "is given twice", line)
+	}
+	assert.Zero(t, m.Counts().Charged)
+
+	long := `{"op":"rollout","bundle":"b","items":["` + strings.Repeat("x", maxRequest) + `"]}`
+	rep := ask(conn, r, long)
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, ErrBadRequest, rep.Error.Type)
+	assert.Contains(t, rep.Error.Message, "longer than 16 MiB")
+	assert.Eventually(t, func() bool { return strings.Contains(log.String(), "longer than 16 MiB") }, 5*time.Second, 10*time.Millisecond)
+}
+
+// slowEval answers after a pause, so that a client can hang up first.
+type slowEval struct{ fakeEval }
+
+func (s *slowEval) Rollouts(ctx context.Context, bundle string, ids []string) ([]Outcome, error) {
+	time.Sleep(200 * time.Millisecond)
+	return s.fakeEval.Rollouts(ctx, bundle, ids)
+}
+
+// A client that hangs up before its reply: the rollouts stay charged, and
+// the service's log says the reply was not written.
+func TestServerLogsAReplyNobodyRead(t *testing.T) {
+	m, _ := newMeter(t, 25, nil)
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	var log syncbuf.Buffer
+	srv, err := Listen(context.Background(), sock, m, &slowEval{}, &log)
+	require.NoError(t, err)
+	defer srv.Close()
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	b, _ := json.Marshal(Request{Op: "rollout", Bundle: "b", Items: batch(0, 5)})
+	_, err = conn.Write(append(b, '\n'))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	assert.Eventually(t, func() bool {
+		return strings.Contains(log.String(), "closed before its reply was written")
+	}, 10*time.Second, 10*time.Millisecond, log.String())
+	assert.Equal(t, 5, m.Counts().Charged)
 }
