@@ -242,7 +242,11 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	var planned []runlog.Entry
 	for _, ns := range a.nodes {
 		if !ns.pn.Skipped && (ns.pn.Action == plan.ActRun || ns.pn.Action == plan.ActMayRun) {
-			planned = append(planned, runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key, Reasons: ns.pn.Reasons})
+			e := runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key, Reasons: ns.pn.Reasons}
+			for _, id := range ns.n.OrderOnly {
+				e.Waits = append(e.Waits, a.g.Nodes[id].Addr)
+			}
+			planned = append(planned, e)
 		}
 	}
 	a.scratchLeft = len(planned)

@@ -174,6 +174,7 @@ type Node struct {
 	FromTime time.Time `json:"from_time,omitzero"`
 
 	upstreams []string // keys, from the record's envelope
+	waits     []string // addresses of the upstreams that only order it (journal)
 	result    map[string]any
 	scores    string // an evaluation's scores file (a record output)
 	// fromStore are the scores file's lines whose results were in the
@@ -426,6 +427,7 @@ func (b *builder) read() {
 			if len(e.Reasons) > 0 {
 				n.Reason = "run: " + strings.Join(e.Reasons, "; ")
 			}
+			n.waits = e.Waits
 		case runlog.Lease:
 			if len(n.GPUs) == 0 {
 				n.GPUs = e.GPUs
@@ -925,29 +927,41 @@ func (b *builder) queueWaits() {
 			byDigest[n.record.OutputDigest] = append(byDigest[n.record.OutputDigest], n)
 		}
 	}
+	byAddr := map[string]*Node{}
+	for _, n := range b.r.Nodes {
+		byAddr[n.Addr] = n
+	}
 	for _, n := range b.r.Nodes {
 		if len(n.Tries) == 0 || n.Tries[0].Start.IsZero() || b.ri.Start.IsZero() {
 			continue
 		}
 		start := n.Tries[0].Start
 		ready := b.ri.Start
+		waitFor := func(up *Node) {
+			end := up.End
+			if end.After(start) {
+				// Its record was journaled after n started: n was
+				// released as soon as its outputs were stored, and
+				// waited for nothing after it.
+				end = start
+			}
+			if up != n && end.After(ready) {
+				ready = end
+			}
+		}
 		for _, d := range n.upstreams {
 			if len(byDigest[d]) != 1 {
 				// Nodes with one output digest (none, say) cannot be told
 				// apart: that upstream is not known.
 				continue
 			}
-			for _, up := range byDigest[d] {
-				end := up.End
-				if end.After(start) {
-					// Its record was journaled after n started: n was
-					// released as soon as its outputs were stored, and
-					// waited for nothing after it.
-					end = start
-				}
-				if up != n && end.After(ready) {
-					ready = end
-				}
+			waitFor(byDigest[d][0])
+		}
+		// What orders it without keying it (wait_for, a postcondition's
+		// references) is waited for too: that wait is not the queue's.
+		for _, a := range n.waits {
+			if up := byAddr[a]; up != nil {
+				waitFor(up)
 			}
 		}
 		n.QueueWait = max(0, start.Sub(ready).Seconds())

@@ -186,6 +186,27 @@ stage "command" "down" {
 	require.Contains(t, got, "stage.down", r.stdout)
 	assert.GreaterOrEqual(t, got["stage.up"][0], 1.0)
 	assert.Less(t, got["stage.down"][1], got["stage.up"][0], "down waited from up's end, not the run's start: %s", r.stdout)
+
+	// An upstream that only orders the node (wait_for) is waited for
+	// too: the gate's second is not the queue's.
+	root = cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+stage "command" "gate" {
+  run = ["sleep", "1"]
+}
+stage "command" "after_gate" {
+  wait_for = [stage.gate]
+  run      = ["true"]
+}
+`})
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r, _ = showOnlyRun(t, root)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	for _, n := range rep.Nodes {
+		got[n.Addr] = [2]float64{n.Duration, n.QueueWait}
+	}
+	assert.GreaterOrEqual(t, got["stage.gate"][0], 1.0)
+	assert.Less(t, got["stage.after_gate"][1], 0.5, "after_gate waited for its gate, not in a queue: %s", r.stdout)
 }
 
 // A damaged index record is warned of when the cache opens, and the

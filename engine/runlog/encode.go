@@ -100,6 +100,7 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	b = appendStringField(b, "dir", e.Dir)
 	b = appendStringField(b, "version", e.Version)
 	b = appendStringsField(b, "reasons", e.Reasons)
+	b = appendStringsField(b, "waits", e.Waits)
 	return append(b, '}'), nil
 }
 

@@ -62,6 +62,7 @@ func randomEntry(r *rand.Rand) Entry {
 	if some() {
 		e.Host, e.Dir, e.Version = str(), str(), str()
 		e.Reasons = []string{str(), str()}[:r.IntN(3)]
+		e.Waits = []string{str(), str()}[:r.IntN(3)]
 		if some() {
 			e.Devices = []Device{{Index: r.IntN(8), Name: str(), MemoryMiB: r.Uint64N(1 << 20)}}
 		}

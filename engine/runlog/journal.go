@@ -114,7 +114,11 @@ type Entry struct {
 	Devices []Device `json:"devices,omitempty"`
 	// Reasons are a planned node's plan reasons ("input x changed").
 	Reasons []string `json:"reasons,omitempty"`
-	Batch   *Batch   `json:"batch,omitempty"`
+	// Waits are a planned node's upstreams that order it without keying
+	// it (wait_for, a postcondition's references), by address: what it
+	// waits for, which its record does not name.
+	Waits []string `json:"waits,omitempty"`
+	Batch *Batch   `json:"batch,omitempty"`
 }
 
 // Device is a GPU a run could lease: its index, name and memory.
