@@ -583,9 +583,16 @@ func TestTourShowMatchesTheCurrentConfiguration(t *testing.T) {
 
 	// Away from the workspace there is no configuration to match: the last
 	// record committed, said to be that.
-	r = ok(t, t.TempDir(), []string{"CAIRN_CACHE=" + filepath.Join(dir, ".cairn")}, "show", `stage.stats["large"]`)
-	assert.Contains(t, r.stdout, "# no record matches the current configuration: no pipeline in this workspace to match it against; the last record committed follows")
+	away := t.TempDir()
+	r = ok(t, away, []string{"CAIRN_CACHE=" + filepath.Join(dir, ".cairn")}, "show", `stage.stats["large"]`)
+	assert.Contains(t, r.stdout, "# no record matches the current configuration: no pipeline in this workspace to match it against (name one with --pipeline FILE); the last record committed follows")
 	assert.Equal(t, [][]string{{`"lines": 2000`, "2000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
+
+	// --pipeline names the pipeline to match: from elsewhere too (its
+	// paths are the workspace's, as plan's are).
+	r = ok(t, dir, nil, "show", "--pipeline", "pipeline.hcl", `stage.stats["large"]`)
+	assert.Contains(t, r.stdout, "the record that matches the current configuration")
+	assert.Equal(t, [][]string{{`"lines": 1000`, "1000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
 }
 
 // Every repository file the README names in backquotes exists, and the

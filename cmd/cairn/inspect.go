@@ -46,14 +46,16 @@ func lowerHex(s string, min, max int) bool {
 
 func (a *app) showCmd() *cobra.Command {
 	var all, asJSON bool
+	var pipelinePath string
 	cmd := &cobra.Command{
 		Use:   "show KEY | ADDRESS | RUN",
 		Short: "Show a cached record (by key or node address) or a run's nodes",
 		Long: `Show one of:
   KEY      a node key (or a unique prefix of 8+ hex digits): its action record
   ADDRESS  a node address such as 'stage.ruler["a"]': the record that matches
-           the current configuration (the workspace's pipeline with --var and
-           --var-file, as 'cairn plan' reads it); where there is none, the last
+           the current configuration (the workspace's pipeline, or the one
+           --pipeline names, with --var and --var-file, as 'cairn plan' reads
+           it); where there is none, the last
            record committed, per pipeline, and it says so. --all shows every
            record of the address, newest first
   RUN      a run id from 'cairn status': per node, state, attempts, duration,
@@ -114,11 +116,12 @@ func (a *app) showCmd() *cobra.Command {
 			if len(keys) == 0 && len(others) == 0 {
 				return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])", arg)
 			}
-			return a.showAddress(cache, addrs.WithPrefix(arg), keys, others, all)
+			return a.showAddress(cache, pipelinePath, addrs.WithPrefix(arg), keys, others, all)
 		},
 	}
 	a.addVarFlags(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "with an ADDRESS: every record of it in the cache, not only the current configuration's")
+	cmd.Flags().StringVar(&pipelinePath, "pipeline", "", "with an ADDRESS: the pipeline (file or folder) whose current configuration to match, as 'cairn plan PATH' reads it (default: the workspace's)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "with a RUN: its header, counts and nodes as JSON (the numbers of its report)")
 	return cmd
 }
@@ -128,13 +131,19 @@ func (a *app) showCmd() *cobra.Command {
 // false when there is no such pipeline, it has no node addr, or the key
 // is known only once an upstream has run; why then says which, for the
 // reader.
-func (a *app) currentKey(cache *store.Cache, addr string) (key, where, why string, ok bool) {
+func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why string, ok bool) {
+	if path == "" {
+		path = "."
+	}
 	l, diags := plan.Load(plan.LoadOptions{
-		Path: ".", Root: a.root(),
+		Path: path, Root: a.root(),
 		Vars: a.varInputs(), CacheDir: a.cachePath(),
 	})
 	if diags.HasErrors() || l == nil || l.Graph == nil {
-		return "", "", "no pipeline in this workspace to match it against", false
+		if path == "." {
+			return "", "", "no pipeline in this workspace to match it against (name one with --pipeline FILE)", false
+		}
+		return "", "", fmt.Sprintf("the pipeline %s does not load ('cairn validate %s' says why)", path, path), false
 	}
 	p, diags := plan.Make(l.Graph, cache, plan.Options{})
 	if diags.HasErrors() {
@@ -157,8 +166,8 @@ func (a *app) currentKey(cache *store.Cache, addr string) (key, where, why strin
 // configuration, or, when there is none, the last record committed per
 // pipeline (last), saying which it is; with all, every record of addr
 // (keys), newest first.
-func (a *app) showAddress(cache *store.Cache, addr string, last map[string]string, keys []string, all bool) error {
-	cur, where, why, known := a.currentKey(cache, addr)
+func (a *app) showAddress(cache *store.Cache, path, addr string, last map[string]string, keys []string, all bool) error {
+	cur, where, why, known := a.currentKey(cache, path, addr)
 	var current *store.Record
 	if known {
 		if r, ok := cache.Lookup(cur); ok {
