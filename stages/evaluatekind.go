@@ -808,7 +808,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 			return &Outcome{Class: failclass.Infra, Message: fmt.Sprintf("cannot write the run journal: %s", err)}, nil
 		}
 	}
-	jr := newItemJournal(rt, log)
+	jr := newItemJournal(rt)
 	cfg := evalConfig(n, rt, s, list, endpoints)
 	if pr, ok := rt.(ProgressReporter); ok {
 		live := startLiveCounts(pr)
@@ -959,32 +959,24 @@ func evalOneLine(s string) string {
 	return s
 }
 
-// itemJournal writes the per-item journal records in batches, off the path
-// that stores results: items are durable in the store already, and the
-// journal records follow as fast as the journal takes them. Records wait
-// for flush, so that those of one commit of the store are written (and
-// synced) together, not a few at a time as the writer wakes.
+// itemJournal writes the per-item journal records in batches: those of one
+// commit of the store (or of one rollout request's charges) are written
+// together, at flush, which returns once they are in the journal's file.
+// flush runs before the items count as done (items.Config.OnCommit) and
+// before a rollout's reply is written (rollout.MeterOptions.OnCharge): a
+// kill -9 of cairn after either cannot lose a record. The write is not
+// synced: what the records say is durable in the store or the ledger.
 type itemJournal struct {
-	j   Journaler
-	log io.Writer
+	j Journaler
 
 	mu      sync.Mutex
 	pending []ItemRecord
-	closed  bool
 	err     error
-	wake    chan struct{}
-	done    chan struct{}
 }
 
-func newItemJournal(rt Runtime, log io.Writer) *itemJournal {
+func newItemJournal(rt Runtime) *itemJournal {
 	j, _ := rt.(Journaler)
-	ij := &itemJournal{j: j, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if j == nil {
-		close(ij.done)
-		return ij
-	}
-	go ij.run()
-	return ij
+	return &itemJournal{j: j}
 }
 
 // add is items.Config.OnResult: the record is written at the next flush.
@@ -997,48 +989,24 @@ func (ij *itemJournal) add(id, key string, r items.Result) {
 	ij.mu.Unlock()
 }
 
-// flush hands the records added so far to the writer
-// (items.Config.OnCommit).
+// flush writes the records added so far and returns once they are in the
+// journal's file (items.Config.OnCommit).
 func (ij *itemJournal) flush() {
-	select {
-	case ij.wake <- struct{}{}:
-	default:
+	ij.mu.Lock()
+	defer ij.mu.Unlock()
+	batch := ij.pending
+	ij.pending = nil
+	if len(batch) == 0 {
+		return
 	}
-}
-
-func (ij *itemJournal) run() {
-	defer close(ij.done)
-	for {
-		<-ij.wake // a flush, or close
-		ij.mu.Lock()
-		batch, closed := ij.pending, ij.closed
-		ij.pending = nil
-		ij.mu.Unlock()
-		if len(batch) > 0 {
-			if err := ij.j.JournalItems(batch); err != nil {
-				ij.mu.Lock()
-				if ij.err == nil {
-					ij.err = err
-				}
-				ij.mu.Unlock()
-			}
-		}
-		if closed {
-			return
-		}
+	if err := ij.j.JournalItems(batch); err != nil && ij.err == nil {
+		ij.err = err
 	}
 }
 
 // close writes what is pending and returns the first error.
 func (ij *itemJournal) close() error {
-	ij.mu.Lock()
-	ij.closed = true
-	ij.mu.Unlock()
-	select {
-	case ij.wake <- struct{}{}:
-	default:
-	}
-	<-ij.done
+	ij.flush()
 	ij.mu.Lock()
 	defer ij.mu.Unlock()
 	return ij.err

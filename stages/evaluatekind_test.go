@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
@@ -558,13 +559,16 @@ func TestEvaluateLiveCountsAtTheDisplaysPace(t *testing.T) {
 	assert.Equal(t, "charged 200, attempted 200, infra-failures 0; items 200/200: 200 evaluated, 0 from the store, 0 failed", rt.lines[len(rt.lines)-1])
 }
 
-// countingJournal is a fakeRuntime that keeps each JournalItems call.
+// countingJournal is a fakeRuntime that keeps each JournalItems call,
+// taking delay to write each.
 type countingJournal struct {
 	*fakeRuntime
 	calls [][]ItemRecord
+	delay time.Duration
 }
 
 func (j *countingJournal) JournalItems(recs []ItemRecord) error {
+	time.Sleep(j.delay)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.calls = append(j.calls, recs)
@@ -573,10 +577,12 @@ func (j *countingJournal) JournalItems(recs []ItemRecord) error {
 
 // The per-item journal records of one commit of the store are written
 // together, at its flush (items.Config.OnCommit), not a few at a time as
-// the writer wakes: each write is a durable append, an fsync (#34).
+// the writer wakes (#34); and flush returns once they are in the journal:
+// it runs before the items count as done, and before a rollout's reply
+// is written, so that a kill -9 after either cannot lose them.
 func TestItemJournalWritesAtFlush(t *testing.T) {
-	j := &countingJournal{fakeRuntime: &fakeRuntime{}}
-	ij := newItemJournal(j, nil)
+	j := &countingJournal{fakeRuntime: &fakeRuntime{}, delay: 50 * time.Millisecond}
+	ij := newItemJournal(j)
 	for i := range 5 {
 		ij.add(fmt.Sprintf("q%d", i), "k", items.Result{Charged: 1})
 		runtime.Gosched() // a writer woken by the add would write now
@@ -585,7 +591,10 @@ func TestItemJournalWritesAtFlush(t *testing.T) {
 	assert.Empty(t, j.calls, "records written before the flush")
 	j.mu.Unlock()
 	ij.flush()
-	require.NoError(t, ij.close())
-	require.Len(t, j.calls, 1)
+	j.mu.Lock()
+	require.Len(t, j.calls, 1, "flush returned before the records were written")
 	assert.Len(t, j.calls[0], 5)
+	j.mu.Unlock()
+	require.NoError(t, ij.close())
+	assert.Len(t, j.calls, 1, "nothing left for close")
 }

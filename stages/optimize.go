@@ -358,7 +358,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	defer logFile.Close()
 	log := &syncWriter{w: logFile}
 
-	jr := newItemJournal(rt, log)
+	jr := newItemJournal(rt)
 	progress := func(c rollout.Counts) {
 		rt.Emit(&events.RolloutCounts{Node: n.Address, Budget: c.Budget, Charged: c.Charged, Attempted: c.Attempted,
 			InfraFailures: c.InfraFailures, FromStore: c.FromStore, Text: c.String()})

@@ -166,8 +166,10 @@ type Config struct {
 	// its new result is stored (durably), from one goroutine.
 	OnResult func(itemID, key string, r Result)
 	// OnCommit, when set, is called after each group of results is
-	// stored and OnResult called for each, from the same goroutine: a
-	// journal can write the group's records together.
+	// stored and OnResult called for each, from the same goroutine, and
+	// before any of the group's items counts as done (OnProgress, the
+	// summary): a journal writes the group's records together then, so
+	// that none is lost by a kill once its item is reported.
 	OnCommit func()
 	// OnResolved, when set, is called by Evaluate once every item is
 	// resolved (stored, found in the store, or failed), with the summary:
@@ -922,28 +924,38 @@ func (r *run) commit() {
 			r.setFatal(err)
 			return
 		}
+		// The journal gets the commit's records before any of its items
+		// counts as done: a kill -9 once one is reported cannot lose them.
 		for _, t := range batch {
-			r.complete(t)
+			r.journal(t)
 		}
 		if r.cfg.OnCommit != nil {
 			r.cfg.OnCommit()
 		}
+		for _, t := range batch {
+			r.complete(t)
+		}
 	}
 }
 
-// complete records t's stored result.
-func (r *run) complete(t *task) {
-	if r.cfg.OnResult != nil {
-		r.mu.Lock()
-		ids := make([]string, len(t.idxs))
-		for k, i := range t.idxs {
-			ids[k] = r.outcomes[i].ID
-		}
-		r.mu.Unlock()
-		for _, id := range ids {
-			r.cfg.OnResult(id, t.key, t.result)
-		}
+// journal hands t's stored result to OnResult, once per item ID.
+func (r *run) journal(t *task) {
+	if r.cfg.OnResult == nil {
+		return
 	}
+	r.mu.Lock()
+	ids := make([]string, len(t.idxs))
+	for k, i := range t.idxs {
+		ids[k] = r.outcomes[i].ID
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.cfg.OnResult(id, t.key, t.result)
+	}
+}
+
+// complete records t's stored result, journaled already.
+func (r *run) complete(t *task) {
 	r.release(t)
 	r.mu.Lock()
 	defer r.mu.Unlock()

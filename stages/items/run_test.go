@@ -213,6 +213,38 @@ func TestEvaluateChatWorker(t *testing.T) {
 	assert.Equal(t, "charged 200, attempted 200, infra-failures 0; items 200/200: 200 evaluated, 0 from the store, 0 failed", lines[19])
 }
 
+// Each commit's results are journaled (OnResult, then OnCommit) before any
+// of its items counts as done: a journal that writes its records at
+// OnCommit loses none to a kill -9 once an item is reported.
+func TestEvaluateJournalsBeforeItemsAreDone(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(100))
+	var mu sync.Mutex
+	added, committed, early := 0, 0, 0
+	cfg.OnResult = func(string, string, Result) {
+		mu.Lock()
+		added++
+		mu.Unlock()
+	}
+	cfg.OnCommit = func() {
+		mu.Lock()
+		committed = added
+		mu.Unlock()
+	}
+	cfg.OnProgress = func(c Counts) {
+		mu.Lock()
+		if c.Evaluated > committed {
+			early++
+		}
+		mu.Unlock()
+	}
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 100, sum.Evaluated)
+	assert.Equal(t, 100, committed)
+	assert.Zero(t, early, "items counted done before their commit was journaled")
+}
+
 func TestEvaluateSharesResultsAcrossMethods(t *testing.T) {
 	f := newFixture(t, simmodel.Config{WrongRate: 0.5})
 	items := makeItems(150)
