@@ -163,7 +163,9 @@ type Config struct {
 	// starts); it must return quickly.
 	OnProgress func(Counts)
 	// OnResult is the per-item journal hook, called once per item ID as
-	// its new result is stored (durably), from one goroutine.
+	// its new result is stored (durably), from one goroutine. Items of the
+	// same content share one result: the first ID's call gets its Charged,
+	// the others' 0, so that the calls charge what the counts do.
 	OnResult func(itemID, key string, r Result)
 	// OnCommit, when set, is called after each group of results is
 	// stored and OnResult called for each, from the same goroutine, and
@@ -938,7 +940,10 @@ func (r *run) commit() {
 	}
 }
 
-// journal hands t's stored result to OnResult, once per item ID.
+// journal hands t's stored result to OnResult, once per item ID. Items of
+// the same content share one request and one result: its rollouts are
+// charged once, by the first of them, and the others' calls charge
+// nothing, as in the counts.
 func (r *run) journal(t *task) {
 	if r.cfg.OnResult == nil {
 		return
@@ -949,8 +954,10 @@ func (r *run) journal(t *task) {
 		ids[k] = r.outcomes[i].ID
 	}
 	r.mu.Unlock()
+	res := t.result
 	for _, id := range ids {
-		r.cfg.OnResult(id, t.key, t.result)
+		r.cfg.OnResult(id, t.key, res)
+		res.Charged = 0
 	}
 }
 

@@ -245,6 +245,36 @@ func TestEvaluateJournalsBeforeItemsAreDone(t *testing.T) {
 	assert.Zero(t, early, "items counted done before their commit was journaled")
 }
 
+// Items of the same content are sent once, and their result's rollouts
+// are charged once: in the counts, and in the journal, where the first
+// item's record charges them and the others' charge nothing.
+func TestEvaluateJournalChargesSameContentOnce(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	list := makeItems(3)
+	list = append(list, Item{ID: "again0", Data: list[0].Data}, Item{ID: "again0b", Data: list[0].Data}, Item{ID: "again2", Data: list[2].Data})
+	cfg := f.config(list)
+	var mu sync.Mutex
+	charged := map[string]int{}
+	cfg.OnResult = func(id, _ string, r Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		charged[id] = r.Charged
+	}
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Len(t, f.requests(), 3, "one request for each content")
+	assert.Equal(t, 3, sum.Charged)
+	assert.Equal(t, 6, sum.Evaluated)
+	require.Len(t, charged, 6, "a record for each item")
+	total := 0
+	for _, c := range charged {
+		total += c
+	}
+	assert.Equal(t, sum.Charged, total, "the journal charges what the counts do: %v", charged)
+	assert.Equal(t, 1, charged["q00000"]+charged["again0"]+charged["again0b"])
+	assert.Equal(t, 1, charged["q00002"]+charged["again2"])
+}
+
 func TestEvaluateSharesResultsAcrossMethods(t *testing.T) {
 	f := newFixture(t, simmodel.Config{WrongRate: 0.5})
 	items := makeItems(150)
