@@ -73,7 +73,8 @@ type nodeState struct {
 	refused, noResume bool
 	attempts          int
 	// runCounts are the kind's counts of the last attempt
-	// (stages.Outcome.RunCounts), for the journal.
+	// (stages.Outcome.RunCounts), merged with the earlier attempts' where
+	// the kind is a stages.RunCountsMerger, for the journal.
 	runCounts map[string]int
 	ended     time.Time
 	res       *process.Result

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/stages"
 )
 
 // launch starts a node's worker goroutine.
@@ -83,6 +84,20 @@ func (a *applier) noteFinished(ns *nodeState, rec *store.Record) {
 	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: rec.Ended.Sub(rec.Started).Seconds(), PeakRSS: rec.PeakRSSMiB, PeakGPU: rec.PeakGPUMiB, Counts: rec.RunCounts, Queued: queuedOf(ns)})
 }
 
+// mergeRunCounts are a node's run counts after an attempt that counted
+// last: with the earlier attempts' where its kind adds them up (a retry,
+// stages.RunCountsMerger), else the last attempt's.
+func mergeRunCounts(k stages.Kind, earlier, last map[string]int) map[string]int {
+	m, ok := k.(stages.RunCountsMerger)
+	switch {
+	case !ok || earlier == nil:
+		return last
+	case last == nil:
+		return earlier
+	}
+	return m.MergeRunCounts(earlier, last)
+}
+
 // execute runs a node with retries and commits its record. It runs on a
 // worker goroutine and touches only its own node's state.
 func (a *applier) execute(ns *nodeState) event {
@@ -92,6 +107,7 @@ func (a *applier) execute(ns *nodeState) event {
 	retry := ns.n.Stage.Retry
 	for {
 		ns.attempts++
+		earlier := ns.runCounts
 		ns.class, ns.message, ns.runCounts = "", "", nil
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
@@ -103,9 +119,12 @@ func (a *applier) execute(ns *nodeState) event {
 		}
 		if err != nil {
 			ns.class, ns.message = failclass.Setup, plan.OneLine(err.Error())
+			ns.runCounts = mergeRunCounts(ns.n.Kind, earlier, nil)
 		} else {
 			ns.res = out.Proc
-			ns.class, ns.message, ns.runCounts = out.Class, out.Message, out.RunCounts
+			ns.class, ns.message = out.Class, out.Message
+			out.RunCounts = mergeRunCounts(ns.n.Kind, earlier, out.RunCounts)
+			ns.runCounts = out.RunCounts
 			ns.refused, ns.noResume = out.Refused, out.NoResume
 			if ns.class == "" {
 				var since time.Time

@@ -688,6 +688,26 @@ func runCounts(c items.Counts) map[string]int {
 	}
 }
 
+// MergeRunCounts implements RunCountsMerger: after a retry of the node,
+// its counts are what its attempts did together. What was done (evaluated,
+// charged, attempted, infra_failures, retried) adds up; items and failed
+// are the last attempt's; and from_store counts the results that were in
+// the store before the first attempt, not those an earlier attempt stored
+// (the last attempt finds them there).
+func (Evaluate) MergeRunCounts(earlier, last map[string]int) map[string]int {
+	out := make(map[string]int, len(last))
+	for k, v := range last {
+		switch k {
+		case "evaluated", "charged", "attempted", "infra_failures", "retried":
+			v += earlier[k]
+		case "from_store":
+			v = max(0, v-earlier["evaluated"])
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // SkipsService implements ServiceSkipper: an evaluation with needed =
 // false sends nothing, whatever its upstreams give.
 func (Evaluate) SkipsService(n *Node, _ string) bool {

@@ -598,3 +598,13 @@ func TestItemJournalWritesAtFlush(t *testing.T) {
 	require.NoError(t, ij.close())
 	assert.Len(t, j.calls, 1, "nothing left for close")
 }
+
+// After a retry of the node, its run counts add up its attempts; what the
+// first attempt stored is not counted again as from the store, while what
+// was there before the first attempt is.
+func TestEvaluateMergeRunCounts(t *testing.T) {
+	first := map[string]int{"items": 10, "evaluated": 6, "from_store": 2, "failed": 2, "charged": 6, "attempted": 12, "infra_failures": 6, "retried": 4}
+	second := map[string]int{"items": 10, "evaluated": 2, "from_store": 8, "failed": 0, "charged": 2, "attempted": 2, "infra_failures": 0, "retried": 0}
+	assert.Equal(t, map[string]int{"items": 10, "evaluated": 8, "from_store": 2, "failed": 0, "charged": 8, "attempted": 14, "infra_failures": 6, "retried": 4},
+		Evaluate{}.MergeRunCounts(first, second))
+}

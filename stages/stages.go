@@ -376,6 +376,15 @@ type Journaler interface {
 	JournalItems(recs []ItemRecord) error
 }
 
+// RunCountsMerger is implemented by kinds whose run counts add up over a
+// node's attempts in one apply (a retry of the node): the engine keeps,
+// in the node's record and journal, MergeRunCounts(earlier, last) — what
+// the attempts did together — instead of the last attempt's counts alone.
+// earlier is what the attempts before last merged to.
+type RunCountsMerger interface {
+	MergeRunCounts(earlier, last map[string]int) map[string]int
+}
+
 // Outcome is a node's result as the kind reports it.
 type Outcome struct {
 	// Result is the node's parsed result (the result file's JSON, or what

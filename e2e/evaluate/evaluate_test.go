@@ -733,3 +733,55 @@ stage "command" "select" {
 	}
 	assert.True(t, found, "a finished record for stage.val")
 }
+
+// After a retry of the node, its counts are what its attempts did
+// together, not the last attempt's alone: the results the first attempt
+// stored are evaluated (once), not from the store, and its requests and
+// infrastructure failures count.
+func TestRetriedNodeCountsEveryAttempt(t *testing.T) {
+	const n = 8
+	w := newWorkspace(t, n)
+	srv := startServer(t, simmodel.Config{})
+	// q00004 answers an infrastructure failure to its first 4 sends (the
+	// first attempt's 1 + 3 retries), then a score.
+	w.write("worker.py", `import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["id"] == "q00004":
+        with open("sent.log", "a") as f:
+            f.write("x")
+        if len(open("sent.log").read()) <= 4:
+            print(json.dumps({"id": req["id"], "infra_failure": True, "error": "HTTP 503"}), flush=True)
+            continue
+    print(json.dumps({"id": req["id"], "score": 1, "charged": 1}), flush=True)
+`)
+	w.write("p.hcl", `pipeline "p" {}
+variable "task_endpoints" {
+  type    = list(string)
+  default = []
+}
+stage "evaluate" "ev" {
+  worker    = ["python3", "worker.py"]
+  items     = "data/items.jsonl"
+  model     = "`+model+`"
+  endpoints = var.task_endpoints
+  scores    = "out/scores.jsonl"
+  retry {
+    max = 1
+    on  = ["infrastructure"]
+  }
+}
+`)
+	code, text := w.apply("p.hcl", srv.URL)
+	require.Equal(t, 0, code, text)
+	require.Contains(t, text, "attempt 1 failed (infrastructure)")
+	runs, err := runlog.List(w.cache)
+	require.NoError(t, err)
+	var got map[string]int
+	for _, e := range runs[0].Entries {
+		if e.T == runlog.Finished && e.Node == "stage.ev" {
+			got = e.Counts
+		}
+	}
+	assert.Equal(t, map[string]int{"items": n, "evaluated": n, "from_store": 0, "failed": 0, "charged": n, "attempted": n + 4, "infra_failures": 4, "retried": 3}, got)
+}
