@@ -3,6 +3,7 @@ package items
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -200,4 +201,54 @@ func TestSurvivorTakesOverClaimsOfKilledEvaluator(t *testing.T) {
 		assert.Equal(t, 1, count, key)
 	}
 	t.Logf("apply b evaluated %d and found %d stored by apply a", sb.Evaluated, sb.FromCache)
+}
+
+// A worker that starts a process in a session of its own, which keeps its
+// stdout open (as Python's subprocess.Popen does), does not hold the
+// evaluation until that process ends: its stdout is read stdoutDelay more
+// once the worker exited, at the end of the items as when the evaluation
+// stops (the stage's timeout, an interrupt).
+func TestWorkerStdoutHeldByAHelper(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	for _, stop := range []bool{false, true} {
+		name := map[bool]string{false: "items done", true: "evaluation stopped"}[stop]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, simmodel.Config{})
+			pids := filepath.Join(t.TempDir(), "helpers")
+			var env []string
+			if stop {
+				env = append(env, "HELPER_GATE="+filepath.Join(t.TempDir(), "never"))
+			}
+			cfg := f.config(makeItems(10), env...)
+			cfg.Replicas = 1
+			cfg.Worker = append([]string{"sh", "-c", `setsid sleep 20 2>/dev/null </dev/null & echo $! >> "$HELPER_PIDS"; exec "$@"`, "sh"}, cfg.Worker...)
+			cfg.Env = append(cfg.Env, "HELPER_PIDS="+pids)
+			t.Cleanup(func() {
+				b, _ := os.ReadFile(pids)
+				for _, l := range bytes.Fields(b) {
+					if pid, err := strconv.Atoi(string(l)); err == nil {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if stop {
+				time.AfterFunc(300*time.Millisecond, cancel)
+			}
+			start := time.Now()
+			sum, err := Evaluate(ctx, cfg)
+			took := time.Since(start)
+			if stop {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, 10, sum.Evaluated)
+			}
+			assert.Less(t, took, 10*time.Second, "the evaluation waited for the worker's helper")
+			assert.Contains(t, f.diag.String(), "a process it started holds its stdout open")
+		})
+	}
 }

@@ -236,9 +236,14 @@ func (r *run) startProc(n, k int) (*proc, error) {
 // once the process has exited and its output is drained.
 func (p *proc) serve() {
 	var wg sync.WaitGroup
-	wg.Go(p.read)
+	readDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(readDone)
+		p.read()
+	})
 	wg.Go(p.wait)
 	wg.Go(p.watch)
+	wg.Go(func() { p.stopReading(readDone) })
 	p.send()
 	wg.Wait()
 	p.cancel()
@@ -515,6 +520,31 @@ func (p *proc) watch() {
 				return
 			}
 		}
+	}
+}
+
+// stdoutDelay is how long the worker's stdout is still read once its
+// process has exited (as exec.Cmd's WaitDelay does for its stderr copy).
+var stdoutDelay = time.Second
+
+// stopReading ends read stdoutDelay after the worker's process exited
+// when its stdout is still open: held by a process the worker started in
+// a session of its own (a helper, a daemon, which the kill of its process
+// group spares), it would keep the evaluation waiting for that process,
+// past the stage's timeout and an interrupt.
+func (p *proc) stopReading(readDone <-chan struct{}) {
+	select {
+	case <-p.exited:
+	case <-readDone:
+		return
+	}
+	t := time.NewTimer(stdoutDelay)
+	defer t.Stop()
+	select {
+	case <-readDone:
+	case <-t.C:
+		fmt.Fprintf(p.r.cfg.Log, "items: %s exited, but a process it started holds its stdout open; no longer reading it\n", p.name)
+		p.out.SetReadDeadline(time.Now())
 	}
 }
 
