@@ -399,6 +399,9 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 
 	res, err := o.runMethod(ctx, sock, logPath)
+	// The requests still in flight have nobody left to read their replies:
+	// they are cancelled, and charge nothing.
+	stop()
 	srv.Close()
 	ev.close()
 	if jerr := jr.close(); jerr != nil {

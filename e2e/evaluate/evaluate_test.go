@@ -785,3 +785,59 @@ stage "evaluate" "ev" {
 	}
 	assert.Equal(t, map[string]int{"items": n, "evaluated": n, "from_store": 0, "failed": 0, "charged": n, "attempted": n + 4, "infra_failures": 4, "retried": 3}, got)
 }
+
+// A method that gives up on a rollout request and exits does not leave
+// the node waiting for it: the request is cancelled when the method ends,
+// and charges nothing, as its reply had nobody to read it.
+func TestOptimizeCancelsTheRequestsOfAMethodThatEnded(t *testing.T) {
+	w := newWorkspace(t, 5)
+	srv := startServer(t, simmodel.Config{})
+	// q00003 is never answered (a hung model call).
+	w.write("worker.py", `import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["id"] != "q00003":
+        print(json.dumps({"id": req["id"], "score": 1, "charged": 1}), flush=True)
+`)
+	w.write("method.py", `import json, os, socket
+s = socket.socket(socket.AF_UNIX); s.connect(os.environ["CAIRN_ROLLOUT_SOCKET"]); s.settimeout(1.0)
+s.sendall(b'{"op":"rollout","bundle":"bundles/seed","items":["q00001","q00002","q00003"]}\n')
+try:
+    s.makefile("rb").readline()
+except socket.timeout:
+    pass
+json.dump({}, open(os.path.join(os.environ["CAIRN_OPTIMIZATION_DIR"], "optimizer_result.json"), "w"))
+`)
+	w.write("p.hcl", `pipeline "p" {}
+variable "task_endpoints" {
+  type    = list(string)
+  default = []
+}
+stage "optimize" "opt" {
+  run               = ["python3", "method.py"]
+  out               = "job"
+  budget            = 10
+  bundle            = ["bundles/seed/"]
+  worker            = ["python3", "worker.py"]
+  bundle_in_request = true
+  items             = "data/items.jsonl"
+  model             = "`+model+`"
+  endpoints         = var.task_endpoints
+  item_timeout      = "10s"
+}
+`)
+	start := time.Now()
+	code, text := w.apply("p.hcl", srv.URL)
+	took := time.Since(start)
+	require.Equal(t, 0, code, text)
+	assert.Less(t, took, 10*time.Second, "the node waited for the abandoned request:\n%s", text)
+	var opt struct {
+		Charged   int `json:"charged_rollouts"`
+		Attempted int `json:"attempted_rollouts"`
+	}
+	b, err := os.ReadFile(filepath.Join(w.dir, "job/optimization.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &opt))
+	assert.Zero(t, opt.Charged, "rollouts no method received were charged")
+	assert.Zero(t, opt.Attempted)
+}

@@ -289,6 +289,12 @@ func (m *Meter) run(ctx context.Context, ev Evaluator, req Request) (*charge, Re
 			len(req.Items), m.pending.Remaining, m.pending.Budget)}}
 	}
 	out, err := ev.Rollouts(ctx, req.Bundle, req.Items)
+	if ctx.Err() != nil {
+		// The service stopped (the method ended) while the request ran:
+		// its reply has nobody to read it, and nothing is charged. What
+		// its rollouts stored stays in the item store.
+		return fail(ErrInternal, "the rollout service stopped before the request was answered; nothing was charged")
+	}
 	if err != nil {
 		typ := ErrInternal
 		if errors.Is(err, ErrBadBundle) || errors.Is(err, ErrUnknownItem) {

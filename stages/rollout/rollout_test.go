@@ -460,3 +460,33 @@ func TestServerLogsAReplyNobodyRead(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, log.String())
 	assert.Equal(t, 5, m.Counts().Charged)
 }
+
+// A request whose evaluation ends after the service stopped (the method
+// ended while it ran) has nobody to read its reply: nothing of it is
+// charged, also when its items got results.
+func TestMeterChargesNothingOnceTheServiceStopped(t *testing.T) {
+	m, ledger := newMeter(t, 10, nil)
+	charged := 0
+	m.onCharge = func(outs []Outcome) { charged += len(outs) }
+	ctx, cancel := context.WithCancel(context.Background())
+	ev := evalFunc(func(ctx context.Context, bundle string, ids []string) ([]Outcome, error) {
+		cancel() // the method ends while the rollouts run
+		return (&fakeEval{}).Rollouts(ctx, bundle, ids)
+	})
+	rep := m.Serve(ctx, ev, Request{Op: "rollout", Bundle: "b", Items: batch(0, 3)})
+	require.NotNil(t, rep.Error)
+	assert.Equal(t, ErrInternal, rep.Error.Type)
+	assert.Contains(t, rep.Error.Message, "nothing was charged")
+	assert.Zero(t, m.Counts().Charged)
+	assert.Zero(t, m.Counts().Attempted)
+	b, err := os.ReadFile(ledger)
+	require.NoError(t, err)
+	assert.Empty(t, b, "nothing in the ledger")
+	assert.Zero(t, charged, "nothing journaled")
+}
+
+type evalFunc func(ctx context.Context, bundle string, ids []string) ([]Outcome, error)
+
+func (f evalFunc) Rollouts(ctx context.Context, bundle string, ids []string) ([]Outcome, error) {
+	return f(ctx, bundle, ids)
+}
