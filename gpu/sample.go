@@ -56,7 +56,7 @@ func (p Peaks) WithRusage(ps *os.ProcessState, parentKiB int64) Peaks {
 	if ps == nil {
 		return p
 	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil && ru.Maxrss > parentKiB {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil && int64(ru.Maxrss) > parentKiB {
 		p.RSSMiB = max(p.RSSMiB, float64(ru.Maxrss)/1024) // Linux reports KiB
 	}
 	return p

@@ -638,7 +638,7 @@ func decodeData(data []byte, name string, v any) error {
 			return badAt(name, data, typ.Offset, "%s is the %s, beyond what a 64-bit float holds (about ±1.8e308)", typ.Field, typ.Value)
 		}
 		if n, ok := strings.CutPrefix(typ.Value, "number "); ok && typ.Type.Kind() == reflect.Int && strings.Trim(n, "-0123456789") == "" {
-			return badAt(name, data, typ.Offset, "%s is the whole number %s, beyond what cairn reads (at most %d)", typ.Field, n, math.MaxInt64)
+			return badAt(name, data, typ.Offset, "%s is the whole number %s, beyond what cairn reads (at most %d)", typ.Field, n, math.MaxInt)
 		}
 		return badAt(name, data, typ.Offset, "%s is %s, want %s", typ.Field, typ.Value, friendlyType(typ.Type.String()))
 	case errors.Is(err, io.EOF):

@@ -40,7 +40,7 @@ type response struct {
 
 // MaxCharged bounds one answer's charged count: far above any item's
 // rollouts, and low enough that no run's sum of them overflows.
-const MaxCharged = 1 << 40
+const MaxCharged int64 = 1 << 40
 
 // check finds what json.Unmarshal lets pass in a response line: a
 // charged count below 0 or beyond MaxCharged, outputs that are not UTF-8
@@ -49,7 +49,7 @@ const MaxCharged = 1 << 40
 // one ("Score", "\u0073core"): which of the two a reader keeps is not
 // for a stored result to depend on.
 func (r *response) check(line []byte) error {
-	if r.Charged < 0 || r.Charged > MaxCharged {
+	if r.Charged < 0 || int64(r.Charged) > MaxCharged {
 		return fmt.Errorf("charged is %d, want a whole number from 0 to %d", r.Charged, MaxCharged)
 	}
 	if !utf8.Valid(r.Outputs) {
