@@ -463,8 +463,9 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 }
 
 // addEarlierAttempt records in the out folder's job.json an optimization
-// set aside by --replace.
-func addEarlierAttempt(root, out string, a EarlierAttempt) error {
+// set aside by --replace; with check, it only reads job.json, to say
+// whether the attempt can be recorded there, and writes nothing.
+func addEarlierAttempt(root, out string, a EarlierAttempt, check bool) error {
 	path := filepath.Join(root, out, "job.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -473,6 +474,9 @@ func addEarlierAttempt(root, out string, a EarlierAttempt) error {
 	var id JobIdentity
 	if err := json.Unmarshal(b, &id); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(out, "job.json"), err)
+	}
+	if check {
+		return nil // it can be read: the attempt can be added
 	}
 	id.EarlierAttempts = append(id.EarlierAttempts, a)
 	nb, err := json.MarshalIndent(id, "", "  ")

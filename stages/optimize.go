@@ -835,6 +835,16 @@ func setAsideOptimization(root, out string, interrupted bool) error {
 			break
 		}
 	}
+	// job.json (a job stage's) names the attempt; it is read before
+	// anything moves, so that a job.json that cannot take it leaves the
+	// folder as it was.
+	_, err := os.Stat(filepath.Join(dir, "job.json"))
+	hasJob := err == nil
+	if hasJob {
+		if err := addEarlierAttempt(root, out, EarlierAttempt{}, true); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "optimization"), 0o755); err != nil {
 		return err
 	}
@@ -842,12 +852,34 @@ func setAsideOptimization(root, out string, interrupted bool) error {
 	if err := os.Rename(filepath.Join(dir, "optimization"), filepath.Join(dir, aside)); err != nil {
 		return err
 	}
-	if err := os.Rename(filepath.Join(dir, "optimization.json"), filepath.Join(dir, aside, "optimization.json")); err != nil && !os.IsNotExist(err) {
+	undo := func(err error) error {
+		_ = os.Rename(filepath.Join(dir, aside, "optimization.json"), filepath.Join(dir, "optimization.json"))
+		_ = os.Rename(filepath.Join(dir, aside), filepath.Join(dir, "optimization"))
 		return err
 	}
-	return addEarlierAttempt(root, out, EarlierAttempt{Folder: filepath.Join(out, aside), Interrupted: interrupted,
-		ChargedRollouts: charged, SetAside: time.Now().UTC().Format(time.RFC3339)})
+	if err := os.Rename(filepath.Join(dir, "optimization.json"), filepath.Join(dir, aside, "optimization.json")); err != nil && !os.IsNotExist(err) {
+		return undo(err)
+	}
+	a := EarlierAttempt{Folder: filepath.Join(out, aside), Interrupted: interrupted,
+		ChargedRollouts: charged, SetAside: time.Now().UTC().Format(time.RFC3339)}
+	if !hasJob {
+		// No job stage: the attempt names itself, in its own folder.
+		b, _ := json.MarshalIndent(a, "", "  ")
+		if err := atomicfile.Write(filepath.Join(dir, aside, SetAsideFile), append(b, '\n'), true); err != nil {
+			return undo(err)
+		}
+		return nil
+	}
+	if err := addEarlierAttempt(root, out, a, false); err != nil {
+		return undo(err)
+	}
+	return nil
 }
+
+// SetAsideFile names, in an optimization set aside where the out folder
+// has no job.json (an optimize stage without a job stage), the attempt:
+// what job.json's earlier_attempts would say of it.
+const SetAsideFile = "set_aside.json"
 
 // savedOptimization is the result of a finished optimization read from the
 // out folder: its optimization.json, checked against the incumbent bundle
