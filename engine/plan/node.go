@@ -63,7 +63,10 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		}
 		extra["each"] = each
 	}
-	empty := emptyStages(g, n)
+	var empty []string
+	if withStage {
+		empty = emptyStages(g, n)
+	}
 	if withStage && (len(n.Deps) > 0 || len(empty) > 0) {
 		// The maps the stage objects are made of are lent (cty.ObjectVal
 		// keeps none of them) and given back once the objects are made.
