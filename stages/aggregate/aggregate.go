@@ -131,6 +131,9 @@ type Row struct {
 	// data: too few bootstrap replicates for its family (Family.CannotReject).
 	CannotReject bool   `json:"cannot_reject"`
 	Seeds        []Seed `json:"seeds"`
+	// constant: every item of every seed has the same difference, so
+	// the interval is the point (buildRow).
+	constant bool
 }
 
 // Seed is one seed of a row: a detail line.
@@ -260,7 +263,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	for i, iv := range ivs {
 		r := &s.Rows[complete[i]]
 		r.CILow, r.CIHigh, r.P = ptr(iv.Low), ptr(iv.High), ptr(iv.P)
-		if _, ok := constantDiff(&strata[i]); ok {
+		if r.constant {
 			// Every replicate is the point, up to its sums' rounding.
 			r.CILow, r.CIHigh = r.DeltaPP, r.DeltaPP
 		}
@@ -377,6 +380,7 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 	if c, ok := constantDiff(st); ok {
 		// Every mean of c is c: a sum's rounding would put the point a
 		// few ulps off the interval, which is that point.
+		r.constant = true
 		r.DeltaPP = ptr(float64(100 * c))
 		for i := range r.Seeds {
 			r.Seeds[i].DeltaPP = r.DeltaPP
