@@ -471,11 +471,7 @@ if there are any.`,
 				}
 				// Whole or not at all, keeping the file's mode; a link
 				// stays a link, its target rewritten.
-				target := f
-				if real, err := filepath.EvalSymlinks(f); err == nil {
-					target = real
-				}
-				if err := atomicfile.WriteKeepMode(target, formatted, true); err != nil {
+				if err := atomicfile.WriteKeepMode(f, formatted, true); err != nil {
 					return err
 				}
 			}

@@ -25,10 +25,15 @@ func Write(path string, b []byte, sync bool) error {
 }
 
 // WriteKeepMode is Write for a file the user owns (a notes file cairn
-// adds to): the new file keeps the permission bits of the one it
-// replaces, set before the rename, so that a private file never becomes
-// readable by others, nor a shared one less writable.
+// adds to, a pipeline file): the new file keeps the permission bits of
+// the one it replaces, set before the rename, so that a private file
+// never becomes readable by others, nor a shared one less writable; and
+// a path that is a link is written where the link points, the link left
+// a link.
 func WriteKeepMode(path string, b []byte, sync bool) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	return replace(path, b, sync, true)
 }
 

@@ -84,3 +84,23 @@ func TestWriteAllIsAllOrNone(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"a.json", "sub", "blocker"}, names, "no temporary file is left")
 }
+
+// WriteKeepMode writes a link's target, with the target's mode, and
+// leaves the link a link.
+func TestWriteKeepModeThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "notes.md")
+	require.NoError(t, os.WriteFile(target, []byte("old"), 0o600))
+	link := filepath.Join(dir, "link.md")
+	require.NoError(t, os.Symlink(target, link))
+	require.NoError(t, WriteKeepMode(link, []byte("new"), false))
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "still a link")
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(b))
+	fi, err = os.Stat(target)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
