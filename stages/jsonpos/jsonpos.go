@@ -92,31 +92,29 @@ func MayRepeat(line []byte, names [][]byte) bool {
 	if bytes.Contains(line, []byte(`\u`)) {
 		return true
 	}
-	for _, k := range names {
-		if foldCount(line, k) > 1 {
-			return true
-		}
+	// One pass over the line's quotes, each compared with every name.
+	var room [8]int
+	seen := room[:]
+	if len(names) > len(room) {
+		seen = make([]int, len(names))
 	}
-	return false
-}
-
-// foldCount counts the quoted strings in line that are key in any letter
-// case (ASCII).
-func foldCount(line, key []byte) int {
-	n := 0
 	for i := 0; i < len(line); {
 		j := bytes.IndexByte(line[i:], '"')
 		if j < 0 {
 			break
 		}
 		at := i + j + 1
-		end := at + len(key)
-		if end < len(line) && line[end] == '"' && bytes.EqualFold(line[at:end], key) {
-			n++
+		for k, name := range names {
+			end := at + len(name)
+			if end < len(line) && line[end] == '"' && bytes.EqualFold(line[at:end], name) {
+				if seen[k]++; seen[k] > 1 {
+					return true
+				}
+			}
 		}
 		i = at
 	}
-	return n
+	return false
 }
 
 // TopFoldDuplicate reports a key of the object data holds that another of

@@ -41,3 +41,17 @@ func TestWalkPositions(t *testing.T) {
 	assert.Equal(t, map[string]int{"": 0, "a": at("[10"), "a[0]": at("10"), "a[1]": at(`{"b"`), "a[1].b": at("true"), `["c d"]`: at("null")}, vals)
 	assert.Equal(t, map[string]int{"a": at(`"a"`), "a[1].b": at(`"b"`), `["c d"]`: at(`"c d"`)}, keys)
 }
+
+func TestMayRepeat(t *testing.T) {
+	names := [][]byte{[]byte("id"), []byte("score")}
+	for line, want := range map[string]bool{
+		`{"id":"a","score":1}`:                   false,
+		`{"id":"a","score":1,"score":2}`:         true,
+		`{"id":"a","score":1,"Score":2}`:         true,
+		`{"id":"a","\u0073core":1}`:              true,
+		`{"id":"a","score":1,"outputs":"score"}`: true, // cheap: a value may look like a key
+		`{"id":"a","scores":1,"score":1}`:        false,
+	} {
+		assert.Equal(t, want, MayRepeat([]byte(line), names), line)
+	}
+}
