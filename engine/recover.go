@@ -78,7 +78,7 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 // nodes' next run; its batches in the ledger are marked interrupted. A
 // marker in its folder says it was done.
 func (a *applier) reapRun(r *runlog.RunInfo, lockLeft *map[string]map[int]bool) {
-	marker := filepath.Join(r.Dir, "reaped")
+	marker := reapedMarker(r)
 	if _, err := os.Stat(marker); err == nil {
 		return
 	}
@@ -175,6 +175,10 @@ func (a *applier) executorNamed(name string) executor.Executor {
 	return nil
 }
 
+// reapedMarker is the file in a dead run's folder that says reapRun was
+// done with it.
+func reapedMarker(r *runlog.RunInfo) string { return filepath.Join(r.Dir, "reaped") }
+
 // ClusterJobsLeft reports whether a dead run of the cache at cacheDir,
 // not reaped yet, left jobs in flight on an executor other than the
 // local one (a Slurm array): only a full apply, with that executor,
@@ -190,7 +194,7 @@ func ClusterJobsLeft(cacheDir string) bool {
 		if r.State != "interrupted" {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(r.Dir, "reaped")); err == nil {
+		if _, err := os.Stat(reapedMarker(r)); err == nil {
 			continue
 		}
 		for _, e := range openJobs(r) {
