@@ -221,16 +221,10 @@ func openJobs(r *runlog.RunInfo) []runlog.Entry {
 		switch e.T {
 		case runlog.Started:
 			open[job{e.Node, e.Replica}] = e
-		case runlog.Failed:
+		case runlog.Failed, runlog.Finished, runlog.Cached, runlog.Skipped:
 			if e.Left {
-				continue
+				continue // a failed record of a job left running
 			}
-			for j := range open {
-				if j.node == e.Node {
-					delete(open, j)
-				}
-			}
-		case runlog.Finished, runlog.Cached, runlog.Skipped:
 			for j := range open {
 				if j.node == e.Node {
 					delete(open, j)
