@@ -304,8 +304,13 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 		}
 		if err != nil {
 			class := failclass.Infra
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				class, err = failclass.Interrupted, errors.New("stopped because cairn was interrupted (before its job was submitted)")
+			case errors.Is(err, ErrRefused):
+				// The stage's settings: retry on infrastructure would
+				// submit the same refused job again.
+				class, err = failclass.Setup, fmt.Errorf("%w; check the stage's slurm settings (partition, account, qos, gres, time) against what the cluster offers (sinfo, sacctmgr show assoc), then apply again", err)
 			}
 			res := &process.Result{ExitCode: -1, GPUs: spec.GPUs, Class: class, Message: process.RedactSecrets(err.Error(), spec.Secrets), Started: now, Ended: time.Now()}
 			return executor.Finished(process.JobRef{Executor: e.Name()}, res, nil), nil

@@ -129,8 +129,29 @@ func TestPermanentSbatchErrorFails(t *testing.T) {
 	_, err := c.Submit(context.Background(), f.job("a"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Invalid partition name specified")
+	assert.ErrorIs(t, err, ErrRefused)
+	assert.NotContains(t, err.Error(), "sbatch: sbatch:", "sbatch's own name is said once")
 	assert.Equal(t, 1, f.calls("sbatch"))
 	assert.True(t, c.CanSubmit(), "the failed submission's slot is free again")
+}
+
+// A job sbatch refuses for what it asks (a partition the cluster does not
+// have) fails its node as setup, with what to check: a retry on
+// infrastructure would submit the same job again, to the same refusal.
+func TestRefusedJobIsSetup(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	f.write("sbatch.fail.1", "sbatch: error: Batch job submission failed: Invalid partition name specified\n")
+	j, err := e.Submit(context.Background(), &executor.Spec{
+		Node: "stage.a", RunID: "run-1", Key: "k1", Attempt: 1,
+		Argv: []string{"true"}, Env: os.Environ(), Dir: f.dir, Stdout: filepath.Join(f.dir, "k1.out"), Stderr: filepath.Join(f.dir, "k1.err"),
+	})
+	require.NoError(t, err)
+	res := waitExec(t, j)
+	assert.Equal(t, failclass.Setup, res.Class, res.Message)
+	assert.Contains(t, res.Message, "Invalid partition name specified")
+	assert.Contains(t, res.Message, "partition, account")
+	assert.NotContains(t, res.Message, "sbatch: sbatch:")
+	assert.Equal(t, 1, f.calls("sbatch"))
 }
 
 func TestFailedQueriesKeepWaiting(t *testing.T) {

@@ -328,6 +328,9 @@ func (e *callError) Error() string {
 	case msg == "":
 		msg = e.err.Error()
 	}
+	if strings.HasPrefix(msg, e.cmd+":") {
+		return msg // "sbatch: error: ...": it names itself
+	}
 	return e.cmd + ": " + msg
 }
 

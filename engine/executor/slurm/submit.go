@@ -112,6 +112,12 @@ func transient(err error) bool {
 	return false
 }
 
+// ErrRefused is a submission sbatch refused for what the job asks (an
+// invalid partition, account, qos or gres; a time over the partition's
+// limit): the stage's settings, not the cluster's state, and the same
+// submission fails again.
+var ErrRefused = errors.New("slurm refused the job")
+
 // Submit writes job's wrapper and submits it. It waits for a free slot
 // (MaxSubmitted), keeps SubmitGap between sbatch calls, and retries
 // transient errors with backoff for up to SubmitRetryFor. After a failure
@@ -195,6 +201,13 @@ func (c *Client) sbatch(ctx context.Context, what string, args, env []string, co
 			return "", ctx.Err()
 		}
 		if !transient(err) {
+			var ce *callError
+			if errors.As(err, &ce) && ce.timeout == 0 && strings.TrimSpace(ce.stderr) != "" {
+				// sbatch answered, and no: the job as written (its
+				// partition, account, qos, gres, time) is not one
+				// this cluster takes, and submitting again cannot help.
+				return "", fmt.Errorf("%w: submitting %s: %w", ErrRefused, what, err)
+			}
 			return "", fmt.Errorf("slurm: submitting %s: %w", what, err)
 		}
 		var ce *callError
