@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/engine/store"
 )
@@ -470,6 +471,68 @@ func tail(path string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
+// maxOutputRunes is how much of an item's outputs its row shows.
+const maxOutputRunes = 300
+
+// outputsText is an item's outputs as a reader wants them: a string as
+// its text, an object's fields as "name: value" lines (a string field as
+// its text), anything else as compact JSON, with < > & as they are (the
+// scores file has them as \u003c...: its JSON is written HTML-safe). Cut
+// after maxOutputRunes characters, never inside one, saying how many more
+// there are.
+func outputsText(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ""
+	}
+	text := func(v any) string {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(v) != nil {
+			return ""
+		}
+		return strings.TrimSuffix(b.String(), "\n")
+	}
+	var out string
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err == nil && tok == json.Delim('{') {
+		// Fields in the order the worker wrote them.
+		var lines []string
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return strings.ToValidUTF8(string(raw), "\uFFFD")
+			}
+			var v any
+			if dec.Decode(&v) != nil {
+				return strings.ToValidUTF8(string(raw), "\uFFFD")
+			}
+			lines = append(lines, fmt.Sprint(k)+": "+text(v))
+		}
+		out = strings.Join(lines, "\n")
+	} else {
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if d.Decode(&v) != nil {
+			return strings.ToValidUTF8(string(raw), "\uFFFD")
+		}
+		out = text(v)
+	}
+	n := 0
+	for i := range out {
+		if n == maxOutputRunes {
+			return out[:i] + fmt.Sprintf("… (%d more characters)", utf8.RuneCountInString(out[i:]))
+		}
+		n++
+	}
+	return out
+}
+
 // inSpans says whether i is in one of the spans [from, to).
 func inSpans(spans [][2]int, i int) bool {
 	k := sort.Search(len(spans), func(k int) bool { return spans[k][1] > i })
@@ -516,10 +579,7 @@ func readItems(cache *store.Cache, n *Node) ([][]any, error) {
 		if it.Error == "" {
 			it.Error = it.Failed
 		}
-		outs := string(it.Outputs)
-		if len(outs) > 300 {
-			outs = outs[:300] + "…"
-		}
+		outs := outputsText(it.Outputs)
 		var score any
 		if it.Score != nil {
 			score = *it.Score

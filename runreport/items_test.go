@@ -110,3 +110,24 @@ func TestPageNamesOutputsItLeavesOut(t *testing.T) {
 	assert.Equal(t, 1, browsertest.Eval[int](t, p, `document.querySelectorAll("#artifacts img[data-path='out/small.svg']").length`))
 	assert.Empty(t, p.Errors(), "console errors")
 }
+
+// An item's outputs are shown as text: a string field as its text, with
+// < > & as the worker wrote them (the scores file has them as \u003c),
+// one field a line, cut after 300 characters, never inside one, saying
+// how many more there are.
+func TestItemOutputsAreShownAsText(t *testing.T) {
+	long := strings.Repeat("é", 291) + "漢字" + strings.Repeat("x", 40)
+	scores := `{"id":"a","score":1,"outputs":{"answer":"\u003cb\u003e42\u003c/b\u003e \u0026 more","n":3}}` + "\n" +
+		`{"id":"b","score":0,"outputs":{"answer":"` + long + `"}}` + "\n" +
+		`{"id":"c","score":0,"outputs":"plain"}` + "\n"
+	p := evalPage(t, scores, `{"scores_file":"out/scores.jsonl","mean_score":0.3333}`)
+	cell := func(id string) string {
+		return browsertest.Eval[string](t, p, `document.querySelector("#itemlist tr[data-id='`+id+`'] td.outputs").textContent`)
+	}
+	assert.Equal(t, "answer: <b>42</b> & more\nn: 3", cell("a"))
+	b := cell("b")
+	assert.Equal(t, "answer: "+strings.Repeat("é", 291)+"漢… (41 more characters)", b)
+	assert.NotContains(t, b, "\uFFFD", "never cut inside a character")
+	assert.Equal(t, "plain", cell("c"))
+	assert.Empty(t, p.Errors(), "console errors")
+}

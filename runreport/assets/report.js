@@ -646,7 +646,7 @@ function drawItems(out, rows) {
   const origins = el("div", { class: "hint origins", text: fromStore + asked ? fromStore + " from the item store, " + asked + " asked of the model in this run" : "This run does not say which results came from the item store (the node was taken from the cache, or an older cairn ran it)." });
   const table = el("table", { class: "t items" });
   table.append(el("tr", {}, ...["id", "score", "from the store or asked", "outputs", "error"].map((h) => el("th", { text: h }))));
-  for (const r of rows.slice(0, 500)) table.append(el("tr", { "data-id": r[0], "data-origin": r[4] || "" }, el("td", { text: r[0] }), el("td", { class: "num", text: r[1] == null ? "-" : String(r[1]) }), el("td", { class: "origin", text: ORIGIN[r[4]] || "-" }), el("td", { text: r[2] }), el("td", { text: r[3] || "" })));
+  for (const r of rows.slice(0, 500)) table.append(el("tr", { "data-id": r[0], "data-origin": r[4] || "" }, el("td", { text: r[0] }), el("td", { class: "num", text: r[1] == null ? "-" : String(r[1]) }), el("td", { class: "origin", text: ORIGIN[r[4]] || "-" }), el("td", { class: "outputs", text: r[2] }), el("td", { text: r[3] || "" })));
   out.replaceChildren(s, origins, table);
   if (rows.length > 500) out.append(el("div", { class: "hint", text: "first 500 of " + rows.length + " items" }));
 }
