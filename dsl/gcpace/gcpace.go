@@ -1,0 +1,109 @@
+// Package gcpace sets the garbage collector's pacing for a command-line
+// run of cairn: no collection until the heap is large (most of what a
+// plan allocates stays live to its end, so collecting a small heap is
+// wasted work), and a collection asked for at once, after a step that
+// left much garbage, that keeps that pacing.
+package gcpace
+
+import (
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// StartHeap is the heap size at which the first collection not asked for
+// runs.
+const StartHeap = 256 << 20
+
+var (
+	tuned   atomic.Bool // Tune's pacing holds
+	forced  atomic.Bool // the next sentinel found dead was Collect's
+	rearmed = make(chan struct{}, 1)
+	mu      sync.Mutex
+)
+
+// Tune sets the collector for a command-line run: no collection runs
+// until the heap reaches StartHeap (or Collect asks for one); from the
+// first other one on, the collector paces itself as usual (GOGC=100).
+// GOGC or GOMEMLIMIT in the environment leave the collector as they set
+// it.
+func Tune() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(StartHeap)
+	tuned.Store(true)
+	arm()
+}
+
+// arm sets a sentinel that the next collection finds unreachable. Its
+// finalizer restores the usual pacing, unless Collect ran that collection
+// and the heap left is small: then it sets another sentinel, for the next
+// collection. A large heap left is paced as usual either way: no
+// collection may run again and again at StartHeap.
+func arm() {
+	sentinel := new([64]byte)
+	runtime.SetFinalizer(sentinel, func(*[64]byte) {
+		if forced.Swap(false) && liveHeap() < StartHeap/2 {
+			arm()
+		} else {
+			tuned.Store(false)
+			debug.SetGCPercent(100)
+			debug.SetMemoryLimit(math.MaxInt64)
+		}
+		select {
+		case rearmed <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// Collect runs a collection now, where Tune set the pacing and more than
+// garbage bytes were allocated since since (a HeapAllocs reading): a step
+// that made that much garbage gives its memory back for what comes next,
+// instead of the heap growing while no collection runs. The pacing Tune
+// set stays.
+func Collect(since, garbage uint64) {
+	if !tuned.Load() || HeapAllocs()-since <= garbage {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case <-rearmed: // a signal no Collect waited for
+	default:
+	}
+	forced.Store(true)
+	runtime.GC()
+	// The sentinel's finalizer runs on its own goroutine, after the
+	// collection: wait for it, so that what it decides holds from here.
+	select {
+	case <-rearmed:
+	case <-time.After(time.Second):
+	}
+}
+
+// HeapAllocs is the bytes allocated on the heap so far.
+func HeapAllocs() uint64 {
+	return read("/gc/heap/allocs:bytes")
+}
+
+// liveHeap is the heap the last collection found live.
+func liveHeap() uint64 {
+	return read("/gc/heap/live:bytes")
+}
+
+func read(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}

@@ -1,0 +1,103 @@
+package gcpace
+
+import (
+	"math"
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gcPercent reads the collector's GOGC setting.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// tuneForTest sets Tune's pacing for the test and restores the usual one
+// after it.
+func tuneForTest(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	Tune()
+	require.Equal(t, -1, gcPercent())
+	t.Cleanup(func() {
+		tuned.Store(false)
+		forced.Store(false)
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+		runtime.GC() // the test's sentinel, whatever its finalizer decides
+		runtime.GC()
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+	})
+}
+
+var keep [][]byte
+
+// Garbage past the threshold is collected at once, and no collection
+// runs after it until the heap is large again: the pacing stays.
+func TestCollectFreesGarbageAndKeepsThePacing(t *testing.T) {
+	tuneForTest(t)
+	before := HeapAllocs()
+	for range 64 {
+		_ = append([]byte(nil), make([]byte, 256<<10)...) // 16 MiB of garbage
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	cycles := m.NumGC
+	Collect(before, 8<<20)
+	runtime.ReadMemStats(&m)
+	assert.Equal(t, cycles+1, m.NumGC, "one collection")
+	assert.Less(t, m.HeapAlloc, uint64(8<<20), "the garbage is gone")
+	assert.Equal(t, -1, gcPercent(), "no collection until the heap is large, as before")
+	assert.True(t, tuned.Load())
+
+	// Below the threshold: nothing.
+	before = HeapAllocs()
+	Collect(before, 8<<20)
+	runtime.ReadMemStats(&m)
+	assert.Equal(t, cycles+1, m.NumGC)
+}
+
+// A collection that leaves a large heap live ends Tune's pacing: the
+// usual one follows, so that no collection runs again and again near
+// StartHeap.
+func TestCollectLeavingALargeHeapRestoresUsualPacing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds 160 MiB")
+	}
+	tuneForTest(t)
+	before := HeapAllocs()
+	for range 160 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	defer func() { keep = nil }()
+	Collect(before, 8<<20)
+	assert.Equal(t, 100, gcPercent())
+	assert.False(t, tuned.Load())
+	// And Collect does nothing from then on.
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	cycles := m.NumGC
+	before = HeapAllocs()
+	for range 32 {
+		_ = append([]byte(nil), make([]byte, 1<<20)...)
+	}
+	Collect(before, 8<<20)
+	runtime.ReadMemStats(&m)
+	assert.LessOrEqual(t, m.NumGC-cycles, uint32(1), "no collection asked for (the usual pacing may run one)")
+}
+
+// GOGC in the environment leaves the collector as it set it.
+func TestEnvironmentKeepsItsSetting(t *testing.T) {
+	t.Setenv("GOGC", "50")
+	old := debug.SetGCPercent(50)
+	defer debug.SetGCPercent(old)
+	Tune()
+	assert.Equal(t, 50, gcPercent())
+	assert.False(t, tuned.Load())
+}
