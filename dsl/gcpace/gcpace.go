@@ -7,7 +7,6 @@ package gcpace
 
 import (
 	"math"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -30,10 +29,10 @@ var (
 // Tune sets the collector for a command-line run: no collection runs
 // until the heap reaches StartHeap (or Collect asks for one); from the
 // first other one on, the collector paces itself as usual (GOGC=100).
-// GOGC or GOMEMLIMIT in the environment leave the collector as they set
-// it.
-func Tune() {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+// set says GOGC or GOMEMLIMIT is set in the environment: the collector
+// stays as they set it.
+func Tune(set bool) {
+	if set {
 		return
 	}
 	debug.SetGCPercent(-1)

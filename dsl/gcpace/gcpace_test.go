@@ -20,9 +20,7 @@ func gcPercent() int {
 // tuneForTest sets Tune's pacing for the test and restores the usual one
 // after it.
 func tuneForTest(t *testing.T) {
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	Tune()
+	Tune(false)
 	require.Equal(t, -1, gcPercent())
 	t.Cleanup(func() {
 		tuned.Store(false)
@@ -94,10 +92,9 @@ func TestCollectLeavingALargeHeapRestoresUsualPacing(t *testing.T) {
 
 // GOGC in the environment leaves the collector as it set it.
 func TestEnvironmentKeepsItsSetting(t *testing.T) {
-	t.Setenv("GOGC", "50")
 	old := debug.SetGCPercent(50)
 	defer debug.SetGCPercent(old)
-	Tune()
+	Tune(true)
 	assert.Equal(t, 50, gcPercent())
 	assert.False(t, tuned.Load())
 }
