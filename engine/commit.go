@@ -50,6 +50,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		_ = a.cache.Evict(ns.key)
 		return false
 	}
+	a.removeOtherConfigurations(ns, rec)
 	ns.record = rec
 	ns.status = plan.Cached
 	// The node's lock, taken when another process had just finished it,

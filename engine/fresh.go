@@ -5,10 +5,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -51,6 +54,10 @@ type freshMarks struct {
 	root string
 	outs []*outputMarks
 	at   time.Time // when the files were marked
+	// earlier is the record this node's address last committed, when it
+	// has another key: another configuration's outputs (nil: none). Read
+	// only where a written folder holds a file this attempt did not write.
+	earlier func() *store.Record
 }
 
 // markOutputs marks the existing files among a node's declared result and
@@ -155,6 +162,7 @@ func (m *freshMarks) check(since time.Time) string {
 			continue
 		}
 		written := false
+		var left []string // files of a folder this attempt did not write
 		for rel, fm := range om.files {
 			st, err := os.Lstat(filepath.Join(m.root, rel))
 			if err != nil || !fm.unchanged(st) || (!since.IsZero() && fm.marked && !fm.origMtime.Before(since) && fm.origMtime.Before(m.at)) {
@@ -162,6 +170,12 @@ func (m *freshMarks) check(since time.Time) string {
 				continue
 			}
 			fm.restore(m.root)
+			if rel != om.decl {
+				left = append(left, rel)
+			}
+		}
+		if written && msg == "" {
+			msg = m.otherConfiguration(om, left)
 		}
 		if written || msg != "" {
 			continue
@@ -193,6 +207,45 @@ func (m *freshMarks) check(since time.Time) string {
 		msg = fmt.Sprintf("%s %s was not written by this run: it is the file an earlier run left%s; the node must write it each time it runs", what, om.decl, since)
 	}
 	return msg
+}
+
+// otherConfiguration returns a message naming the files of a written
+// folder (om) that this attempt left as they were (left) and that the
+// node's last record, of another configuration, holds among its outputs:
+// that configuration's output, not this one's, which committing would
+// store as this configuration's and restore wherever it is asked for
+// ("" when there are none). Files no committed record of another
+// configuration holds (an interrupted attempt's, the user's own) are
+// kept: a command that skips the files it finds may rely on them.
+func (m *freshMarks) otherConfiguration(om *outputMarks, left []string) string {
+	if len(left) == 0 || m.earlier == nil {
+		return ""
+	}
+	rec := m.earlier()
+	if rec == nil {
+		return ""
+	}
+	var stale []string
+	for _, rel := range left {
+		if _, ok := rec.Outputs[filepath.ToSlash(rel)]; ok {
+			stale = append(stale, filepath.ToSlash(rel))
+		}
+	}
+	if len(stale) == 0 {
+		return ""
+	}
+	slices.Sort(stale)
+	more := ""
+	if len(stale) > 3 {
+		more = fmt.Sprintf(" and %d more", len(stale)-3)
+		stale = stale[:3]
+	}
+	run := ""
+	if rec.RunID != "" {
+		run = " (run " + rec.RunID + ")"
+	}
+	return fmt.Sprintf("%s holds %s%s, which this run did not write: an earlier run of this node with another configuration%s wrote it, so it is not this configuration's output; remove it (or have the command empty %s before it writes there), then apply again",
+		om.decl, strings.Join(stale, ", "), more, run, om.decl)
 }
 
 // restore gives a file that was not written its times back.

@@ -153,3 +153,64 @@ func TestStaleFileFromTheFutureFailsTheNode(t *testing.T) {
 	assert.Equal(t, "result", f.Class)
 	assert.Contains(t, f.Message, "out/latest.json was not written by this run")
 }
+
+// A folder the node writes that still holds a file another configuration
+// of the node wrote, and this run did not, fails the node: committed, that
+// file would be this configuration's output, restored wherever it is asked
+// for. A file no committed record holds (the user's own, an interrupted
+// attempt's) stays: a command that skips what it finds may rely on it.
+func TestOtherConfigurationsFileInAFolderFailsTheNode(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	r := w.apply(ApplyOptions{}, "script="+writeAll+" && echo g > out/dir/g.txt")
+	require.Equal(t, 0, r.res.Failed, r.out)
+
+	// Another configuration writes f.txt and not g.txt.
+	r = w.apply(ApplyOptions{}, "v=2", "script="+writeAll)
+	f := failureOf(r, "stage.gate")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "out/dir holds out/dir/g.txt, which this run did not write")
+	assert.Contains(t, f.Message, "another configuration")
+	assert.Contains(t, f.Message, "remove it")
+
+	// Removed, the configuration runs and commits what it wrote.
+	require.NoError(t, os.Remove(filepath.Join(w.Root, "out/dir/g.txt")))
+	r = w.apply(ApplyOptions{}, "v=2", "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+
+	// A file of the user's own in the folder is no other
+	// configuration's: it stays, and the node passes.
+	w.Write("out/dir/notes.txt", "mine\n")
+	r = w.apply(ApplyOptions{}, "v=3", "script="+writeAll)
+	assert.Equal(t, 0, r.res.Failed, r.out)
+}
+
+// Taken from the cache, a node's output folder holds what its record
+// holds: a file another configuration of the node wrote there (restored
+// when the user switched to it, and back) is removed, and said; a file of
+// the user's own stays.
+func TestRestoredFolderDropsOtherConfigurationsFiles(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	withG := "script=" + writeAll + " && echo g > out/dir/g.txt"
+	fresh := "script=rm -rf out/dir && " + writeAll
+	r := w.apply(ApplyOptions{}, withG)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	r = w.apply(ApplyOptions{}, "v=2", fresh)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.NoFileExists(t, filepath.Join(w.Root, "out/dir/g.txt"))
+
+	// Back to the first configuration: taken from the cache, g.txt too.
+	r = w.apply(ApplyOptions{}, withG)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, "g\n", w.Read("out/dir/g.txt"))
+	w.Write("out/dir/notes.txt", "mine\n")
+
+	// And to the second again: g.txt is not its output.
+	r = w.apply(ApplyOptions{}, "v=2", fresh)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, 0, r.res.Ran, r.out)
+	assert.NoFileExists(t, filepath.Join(w.Root, "out/dir/g.txt"))
+	assert.Contains(t, r.out, "removed out/dir/g.txt from its output folder")
+	assert.Equal(t, "mine\n", w.Read("out/dir/notes.txt"), "the user's file stays")
+	assert.Equal(t, "f\n", w.Read("out/dir/f.txt"))
+}

@@ -489,3 +489,80 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// removeOtherConfigurations makes the node's declared output folders hold
+// what its restored record holds: a file in one that the record does not
+// hold, and that another record of the node (another configuration) holds
+// with the same content, is that configuration's output, left by its run
+// or restore; a downstream reading the folder would read it as this
+// one's. It is removed, and said: its content stays in the cache with
+// that record. Any other file there (the user's own) stays.
+func (a *applier) removeOtherConfigurations(ns *nodeState, rec *store.Record) {
+	var extras []string
+	for _, o := range ns.spec.Common.Outputs {
+		full := filepath.Join(a.g.Root, o)
+		if st, err := os.Lstat(full); err != nil || !st.IsDir() {
+			continue
+		}
+		_ = filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			rel, err := filepath.Rel(a.g.Root, p)
+			if err == nil {
+				if _, ok := rec.Outputs[filepath.ToSlash(rel)]; !ok {
+					extras = append(extras, filepath.ToSlash(rel))
+				}
+			}
+			return nil
+		})
+	}
+	if len(extras) == 0 {
+		return
+	}
+	// The node's other records: the last one committed first (switching
+	// back to a configuration), then every one of the address.
+	others := func(yield func(*store.Record) bool) {
+		last := a.cache.LastKey(a.g.Config.Name, ns.n.Addr)
+		if r, ok := a.cache.Lookup(last); ok && last != rec.Key {
+			if !yield(r) {
+				return
+			}
+		}
+		for _, r := range a.cache.Records() {
+			if r.Pipeline == a.g.Config.Name && r.Address == ns.n.Addr && r.Key != rec.Key && r.Key != last {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
+	var removed []string
+	for r := range others {
+		left := extras[:0]
+		for _, p := range extras {
+			want, ok := r.Outputs[p]
+			_, inline := r.Inline[p]
+			if ok && (inline || a.cache.Blobs.Has(cas.Digest(want))) {
+				if _, same := plan.OutputState(a.g.Root, p, want, a.cache.Stat); same && os.Remove(filepath.Join(a.g.Root, p)) == nil {
+					removed = append(removed, p)
+					continue
+				}
+			}
+			left = append(left, p)
+		}
+		extras = left
+		if len(extras) == 0 {
+			break
+		}
+	}
+	if len(removed) > 0 {
+		sort.Strings(removed)
+		more := ""
+		if len(removed) > 3 {
+			more = fmt.Sprintf(" and %d more", len(removed)-3)
+			removed = removed[:3]
+		}
+		a.warn("%s: removed %s%s from its output folder: another configuration of the node wrote it, and this one's cached output does not hold it (the cache keeps it with that configuration)", ns.n.Addr, strings.Join(removed, ", "), more)
+	}
+}

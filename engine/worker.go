@@ -110,6 +110,7 @@ func (a *applier) execute(ns *nodeState) event {
 		earlier := ns.runCounts
 		ns.class, ns.message, ns.runCounts = "", "", nil
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
+		marks.earlier = a.earlierRecord(ns)
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
 		ns.ended = time.Now()
 		if ns.svc != nil && err == nil {
@@ -180,5 +181,25 @@ func (a *applier) execute(ns *nodeState) event {
 		ns.message = process.RedactSecrets(ns.message, ns.secrets)
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Queued: queuedOf(ns)})
 		a.emit(&events.NodeRetry{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Class: ns.class, Message: ns.message})
+	}
+}
+
+// earlierRecord returns the record ns's address last committed when its
+// key is not ns's: what another configuration of the node wrote. The
+// record is looked up when first asked for.
+func (a *applier) earlierRecord(ns *nodeState) func() *store.Record {
+	return func() *store.Record {
+		if a.cache == nil {
+			return nil
+		}
+		k := a.cache.LastKey(a.g.Config.Name, ns.n.Addr)
+		if k == "" || k == ns.key {
+			return nil
+		}
+		rec, ok := a.cache.Lookup(k)
+		if !ok {
+			return nil
+		}
+		return rec
 	}
 }
