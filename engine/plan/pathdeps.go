@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"iter"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -49,12 +50,9 @@ func (x *pathIndex) overlapping(p string) []declPath {
 	if x == nil || len(x.by) == 0 {
 		return nil
 	}
-	var out []declPath
-	for q := p; ; q = filepath.Dir(q) {
+	out := append([]declPath(nil), x.by[p]...)
+	for q := range parents(p) {
 		out = append(out, x.by[q]...)
-		if q == "." || q == "/" || filepath.Dir(q) == q {
-			break
-		}
 	}
 	prefix := p + "/"
 	if p == "." {
@@ -69,6 +67,18 @@ func (x *pathIndex) overlapping(p string) []declPath {
 }
 
 func (x *pathIndex) seal() { sort.Strings(x.sorted) }
+
+// parents yields the folders above a clean workspace-relative path,
+// nearest first: "a/b/c" gives "a/b", then "a".
+func parents(p string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := strings.LastIndexByte(p, '/'); i > 0; i = strings.LastIndexByte(p[:i], '/') {
+			if !yield(p[:i]) {
+				return
+			}
+		}
+	}
+}
 
 // pathDeps is what linkPaths knew when the graph was built, for the paths
 // known only at apply (LateCheck).
@@ -223,7 +233,7 @@ func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known boo
 			continue
 		}
 		clean := filepath.Clean(p)
-		if clean == ".." || strings.HasPrefix(clean, "../") {
+		if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
 			continue
 		}
 		rng := a.Expr.Range()

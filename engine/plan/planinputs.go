@@ -71,13 +71,9 @@ func (x *outputIndex) put(w written) {
 	if x.at == nil {
 		x.at = map[string][]written{}
 	}
-	for p := w.path; ; {
+	x.at[w.path] = append(x.at[w.path], w)
+	for p := range parents(w.path) {
 		x.at[p] = append(x.at[p], w)
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			return
-		}
-		p = p[:i]
 	}
 }
 
@@ -85,18 +81,14 @@ func (x *outputIndex) put(w written) {
 // above the input path in.
 func (x *outputIndex) overlapping(in string) []written {
 	out := append([]written(nil), x.at[in]...)
-	for q := in; ; {
-		i := strings.LastIndexByte(q, '/')
-		if i < 0 {
-			return out
-		}
-		q = q[:i]
+	for q := range parents(in) {
 		for _, w := range x.at[q] {
 			if w.path == q {
 				out = append(out, w)
 			}
 		}
 	}
+	return out
 }
 
 // isAncestor reports whether node id is a transitive dependency of n.
