@@ -393,6 +393,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 			}
 		}
 		diags = append(diags, g.stageChecks(specs)...)
+		diags = append(diags, g.writeClashes(byID)...)
 		diags = append(diags, g.servedModelChecks(byID)...)
 	} else if !opts.Only {
 		// A node that failed to evaluate has no spec here, and its

@@ -1,0 +1,359 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/par"
+	"github.com/cairn-run/cairn/stages"
+)
+
+// A clash is a path that two nodes declare for writing (in outputs or
+// result): the same path, or one inside a folder the other declares.
+type clash struct {
+	path string
+	// folder is the declared folder that holds path; "" when the writers
+	// declare path itself.
+	folder string
+	// writers are the declarations, one a node, in the graph's order:
+	// for a folder, its writer then path's.
+	writers []declPath
+}
+
+// writeClashes refuses the paths that two nodes declare for writing (in
+// outputs or result): the same path, or a path inside a folder another
+// node declares. Both would write it, perhaps at the same time, and both
+// cache records would hold a copy: what the workspace holds afterwards,
+// and what a later cache hit restores, would depend on timing. A node may
+// declare a path twice, or a file inside a folder it declares itself; and
+// two nodes that are the same work (sameWork) write the same content.
+//
+// specs[id] is node id's evaluation; where there is none (a node outside
+// --target, skipped, or whose evaluation failed) the node's paths are
+// evaluated here as they are known before anything runs. A path not known
+// (made of an upstream's result that is not cached) is not compared.
+//
+// Clashes made by the same declarations (a for_each stage whose instances
+// all write one file; two for_each stages writing the same paths key by
+// key) are reported once, naming the first and counting the rest.
+func (g *Graph) writeClashes(specs []*stages.Node) hcl.Diagnostics {
+	w := &writers{g: g, specs: specs, late: g.latePaths(specs), first: make(map[string]int, len(g.Nodes))}
+	// The node first declaring each path, and the others (rare). A
+	// node's paths are visited together: a node declaring a path twice
+	// is the last of its writers when it declares it again.
+	var twice []string
+	w.each(func(n *Node, p string) {
+		id, ok := w.first[p]
+		switch {
+		case !ok:
+			w.first[p] = n.ID
+		case id == n.ID || w.sameWork(g.Nodes[id], n):
+		case len(w.also[p]) == 0:
+			if w.also == nil {
+				w.also = map[string][]*Node{}
+			}
+			twice = append(twice, p)
+			w.also[p] = []*Node{n}
+		case w.also[p][len(w.also[p])-1] != n:
+			w.also[p] = append(w.also[p], n)
+		}
+	})
+	var clashes []clash
+	for _, p := range twice {
+		ws := []declPath{g.declOf(specs, g.Nodes[w.first[p]], p)}
+		for _, n := range w.also[p] {
+			ws = append(ws, g.declOf(specs, n, p))
+		}
+		clashes = append(clashes, clash{path: p, writers: ws})
+	}
+	// A path inside a folder another node declares, once a pair.
+	var nested map[[2]string]bool
+	w.each(func(n *Node, p string) {
+		for q := range parents(p) {
+			u := w.otherWriter(q, n)
+			if u == nil || nested[[2]string{q, p}] {
+				continue
+			}
+			if nested == nil {
+				nested = map[[2]string]bool{}
+			}
+			nested[[2]string{q, p}] = true
+			clashes = append(clashes, clash{path: p, folder: q, writers: []declPath{g.declOf(specs, u, q), g.declOf(specs, n, p)}})
+		}
+	})
+	return clashDiags(clashes)
+}
+
+// writers is what writeClashes knows of the paths the nodes declare.
+type writers struct {
+	g     *Graph
+	specs []*stages.Node
+	// late are the paths of the nodes without a spec (latePaths); made
+	// are the specs spec made for such nodes.
+	late [][]string
+	made map[int]*stages.Node
+	// first is the node that first declares each path; also, the other
+	// nodes that declare it, but for those that are the same work as the
+	// first.
+	first map[string]int
+	also  map[string][]*Node
+}
+
+// each calls visit with every path each node declares in outputs and
+// result, node by node.
+func (w *writers) each(visit func(n *Node, p string)) {
+	for _, n := range w.g.Nodes {
+		if sn := w.specs[n.ID]; sn != nil {
+			for _, p := range sn.Common.Outputs {
+				visit(n, p)
+			}
+			if sn.Common.Result != "" {
+				visit(n, sn.Common.Result)
+			}
+		} else if w.late != nil {
+			for _, p := range w.late[n.ID] {
+				visit(n, p)
+			}
+		}
+	}
+}
+
+// otherWriter is a node declaring the path p that is neither n nor the
+// same work; nil when there is none.
+func (w *writers) otherWriter(p string, n *Node) *Node {
+	id, ok := w.first[p]
+	if !ok {
+		return nil
+	}
+	for _, u := range append([]*Node{w.g.Nodes[id]}, w.also[p]...) {
+		if u != n && !w.sameWork(u, n) {
+			return u
+		}
+	}
+	return nil
+}
+
+// sameWork reports whether nodes a and b are, as far as is known, the same
+// work: one kind, the same keyed attribute values (all known), the same
+// inputs and the same upstreams, so one key. An apply runs such work once
+// and takes the other node's result from the cache (docs/keys.md): the two
+// write the same content, as two stages that declare the same work do.
+// A service is never cached: each node of one runs.
+func (w *writers) sameWork(a, b *Node) bool {
+	if a.Stage.Kind != b.Stage.Kind || !slices.Equal(a.Deps, b.Deps) || !slices.Equal(a.OrderOnly, b.OrderOnly) {
+		return false
+	}
+	if _, svc := a.Kind.(stages.Service); svc {
+		return false
+	}
+	sa, sb := w.spec(a), w.spec(b)
+	if sa == nil || sb == nil || !slices.Equal(sa.Common.Inputs, sb.Common.Inputs) {
+		return false
+	}
+	keyed := func(x, y map[string]cty.Value) bool {
+		for k, v := range x {
+			if notKeyed[k] {
+				continue
+			}
+			if u, ok := y[k]; !ok || !v.IsWhollyKnown() || !v.RawEquals(u) {
+				return false
+			}
+		}
+		return true
+	}
+	return keyed(sa.Args, sb.Args) && keyed(sb.Args, sa.Args)
+}
+
+// spec is n's evaluation: the plan's, or one made here, as before anything
+// runs, for a node the plan did not evaluate; nil when it has errors.
+func (w *writers) spec(n *Node) *stages.Node {
+	if sn := w.specs[n.ID]; sn != nil {
+		return sn
+	}
+	sn, ok := w.made[n.ID]
+	if !ok {
+		var d hcl.Diagnostics
+		if sn, d = w.g.EvalNode(n, UnknownInstance); d.HasErrors() {
+			sn = nil
+		}
+		if w.made == nil {
+			w.made = map[int]*stages.Node{}
+		}
+		w.made[n.ID] = sn
+	}
+	return sn
+}
+
+// latePaths are the paths declared in outputs and result by the nodes
+// without a spec, as they are known before anything runs, by node ID; nil
+// when every node has one.
+func (g *Graph) latePaths(specs []*stages.Node) [][]string {
+	if !slices.Contains(specs, nil) {
+		return nil
+	}
+	out := make([][]string, len(g.Nodes))
+	if pd := g.pathDeps; pd != nil {
+		// linkPaths has them: every writer's, as known then.
+		for _, ds := range pd.writes.by {
+			for _, d := range ds {
+				if specs[d.node.ID] == nil {
+					out[d.node.ID] = append(out[d.node.ID], d.path)
+				}
+			}
+		}
+		return out
+	}
+	// What the evaluations share is made before they start (evalAhead).
+	g.Scope.Context(nil)
+	par.Chunks(len(g.Nodes), 32, 64, func(i int) {
+		if specs[i] != nil {
+			return
+		}
+		for _, attr := range [...]string{"outputs", "result"} {
+			ds, _ := g.declaredPaths(g.Nodes[i], attr)
+			for _, d := range ds {
+				out[i] = append(out[i], d.path)
+			}
+		}
+	})
+	return out
+}
+
+// declOf is n's declaration of the path p, with the element of outputs or
+// result that wrote it; a path known only from an upstream's result (a
+// plan with the upstream cached) points at the whole attribute.
+func (g *Graph) declOf(specs []*stages.Node, n *Node, p string) declPath {
+	for _, attr := range [...]string{"outputs", "result"} {
+		ds, _ := g.declaredPaths(n, attr)
+		for _, d := range ds {
+			if d.path == p {
+				return d
+			}
+		}
+	}
+	d := declPath{node: n, attr: "outputs", path: p}
+	if sn := specs[n.ID]; sn != nil && sn.Common.Result == p && !slices.Contains(sn.Common.Outputs, p) {
+		d.attr = "result"
+	}
+	if a := n.Stage.Attrs[d.attr]; a != nil {
+		d.rng = a.Expr.Range()
+	}
+	return d
+}
+
+// clashDiags groups clashes by the declarations that make them, and
+// gives one error a group.
+func clashDiags(clashes []clash) hcl.Diagnostics {
+	var groups [][]clash
+	at := map[string]int{}
+	for _, c := range clashes {
+		k := fmt.Sprint(c.folder != "", c.places())
+		i, ok := at[k]
+		if !ok {
+			i = len(groups)
+			at[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], c)
+	}
+	var diags hcl.Diagnostics
+	for _, g := range groups {
+		diags = append(diags, clashDiag(g))
+	}
+	return diags
+}
+
+// what says which nodes write the clash's path, and where they declare
+// it; short leaves out where (said already).
+func (c clash) what(short bool) string {
+	if c.folder != "" {
+		o, in := c.writers[0], c.writers[1]
+		if short {
+			return fmt.Sprintf("%s writes %s, inside %s, which %s writes", in.node.Addr, c.path, c.folder, o.node.Addr)
+		}
+		return fmt.Sprintf("%s writes %s (%s), inside %s, a folder %s writes (%s)",
+			in.node.Addr, c.path, in.place(), c.folder, o.node.Addr, o.place())
+	}
+	// The place of each node named, or once when they share it (the
+	// instances of a for_each stage).
+	once := short || len(c.places()) == 1
+	names := make([]string, 0, 4)
+	for i, w := range c.writers {
+		if i == 3 && len(c.writers) > 4 {
+			names = append(names, fmt.Sprintf("%d more", len(c.writers)-3))
+			break
+		}
+		if once {
+			names = append(names, w.node.Addr)
+		} else {
+			names = append(names, fmt.Sprintf("%s (%s)", w.node.Addr, w.place()))
+		}
+	}
+	all := "both"
+	if len(c.writers) > 2 {
+		all = "all"
+	}
+	s := fmt.Sprintf("%s %s write %s", andList(names), all, c.path)
+	if once && !short {
+		s += " (" + c.writers[0].place() + ")"
+	}
+	return s
+}
+
+// place is where d is declared: "outputs, p.hcl:4:14".
+func (d declPath) place() string { return d.attr + ", " + dsl.Pos(d.rng) }
+
+// places are the clash's declarations, each once.
+func (c clash) places() []string {
+	var out []string
+	seen := map[declPath]bool{}
+	for _, w := range c.writers {
+		k := declPath{attr: w.attr, rng: w.rng}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, w.place())
+		}
+	}
+	return out
+}
+
+// clashDiag is the error for clashes made by the same declarations.
+func clashDiag(cs []clash) *hcl.Diagnostic {
+	c := cs[0]
+	summary := "Two nodes write one path"
+	switch {
+	case c.folder != "":
+		summary = "Output inside another node's output"
+	case len(c.writers) > 2:
+		summary = fmt.Sprintf("%d nodes write one path", len(c.writers))
+	}
+	detail := c.what(false) + "."
+	if len(cs) > 1 {
+		var more []string
+		for i, m := range cs[1:] {
+			if i == 3 && len(cs) > 5 {
+				more = append(more, fmt.Sprintf("%d more", len(cs)-4))
+				break
+			}
+			more = append(more, m.what(true))
+		}
+		detail += fmt.Sprintf(" The same declarations clash %d more times: %s.", len(cs)-1, strings.Join(more, "; "))
+	}
+	detail += " Each would write it, perhaps at the same time, and each cache record would hold a copy: which content the workspace keeps, and which one a later cache hit restores, would depend on timing." +
+		" Give each node a path of its own (in a for_each stage, one made of each.key: \"out/${each.key}.txt\"), or have one stage write it and the other read it through inputs."
+	last := c.writers[len(c.writers)-1]
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: last.rng.Ptr()}
+}
+
+// andList joins "a", "a and b", "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}

@@ -1,0 +1,123 @@
+package plan_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/plan/plantest"
+	"github.com/cairn-run/cairn/engine/store"
+)
+
+// writeErrors validates the workspace's pipeline, then plans it with opts,
+// and returns the summaries and details of the errors of each, unwrapped.
+func writeErrors(t *testing.T, w *plantest.Workspace, opts plan.Options) (validate, planned string) {
+	t.Helper()
+	text := func(diags hcl.Diagnostics) string {
+		var b strings.Builder
+		for _, d := range diags {
+			if d.Severity == hcl.DiagError {
+				b.WriteString(d.Summary + ": " + strings.ReplaceAll(d.Detail, w.Root+"/", "") + "\n")
+			}
+		}
+		return b.String()
+	}
+	opt := plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root}
+	_, diags := validateLike(opt)
+	validate = text(diags)
+	l, diags := plan.Load(opt)
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	_, diags = plan.Make(l.Graph, c, opts)
+	return validate, text(diags)
+}
+
+// clashing has two pairs of writers of one path: two stages, and the
+// instances of a for_each stage.
+const clashing = `
+stage "command" "a" {
+  run     = ["sh", "-c", "echo a > o.txt"]
+  outputs = ["o.txt"]
+}
+stage "command" "b" {
+  run     = ["sh", "-c", "echo b > o.txt"]
+  outputs = ["o.txt"]
+}
+stage "command" "each" {
+  for_each = toset(["x", "y"])
+  run      = ["sh", "-c", "echo ${each.key} > each.txt"]
+  outputs  = ["each.txt"]
+  timeout  = "1m"
+}
+stage "command" "c" {
+  run = ["true"]
+}
+`
+
+var clashes = []string{
+	"Two nodes write one path: stage.a (outputs, pipeline.hcl:4:14) and stage.b (outputs, pipeline.hcl:8:14) both write o.txt.",
+	`Two nodes write one path: stage.each["x"] and stage.each["y"] both write each.txt (outputs, pipeline.hcl:13:15).`,
+}
+
+// Two nodes that are the same work (one kind, arguments, inputs and
+// upstreams: one key) run once, the other taking the cache hit: they
+// write the same content, and may declare the same path. Nodes that
+// differ in anything that keys them may not.
+func TestTwoWritersOfTheSameWorkAllowed(t *testing.T) {
+	same := strings.NewReplacer("echo b >", "echo a >", "echo ${each.key} >", "echo each >").Replace(clashing)
+	v, p := writeErrors(t, plantest.New(t, same), plan.Options{})
+	require.Empty(t, v)
+	require.Empty(t, p)
+
+	v, p = writeErrors(t, plantest.New(t, clashing), plan.Options{})
+	for _, want := range clashes {
+		require.Contains(t, v, want)
+		require.Contains(t, p, want)
+	}
+}
+
+// A plan of some targets still refuses two writers of one path outside
+// them: the pipeline is wrong, as validate says.
+func TestTwoWritersOutsideTheTargets(t *testing.T) {
+	// With a stage reading inputs, the paths of the nodes left out are
+	// those the graph matched inputs against.
+	reads := "stage \"command\" \"r\" {\n  run    = [\"true\"]\n  inputs = [\"o.txt\"]\n}\n"
+	for _, src := range []string{clashing, clashing + reads} {
+		w := plantest.New(t, src)
+		for _, target := range []string{"stage.a", "stage.c"} {
+			_, p := writeErrors(t, w, plan.Options{Targets: []string{target}})
+			for _, want := range clashes {
+				require.Contains(t, p, want, target)
+			}
+		}
+	}
+}
+
+// What a node declares and only an upstream's result makes known is not
+// compared before the upstream has run; a node's own paths never clash.
+func TestTwoWritersOnlyOfKnownPaths(t *testing.T) {
+	w := plantest.New(t, `
+stage "command" "name" {
+  run    = ["sh", "-c", "echo '{\"file\": \"o.txt\"}' > name.json"]
+  result = "name.json"
+}
+stage "command" "a" {
+  run     = ["sh", "-c", "echo a > o.txt"]
+  outputs = [stage.name.result.file]
+}
+stage "command" "b" {
+  run     = ["sh", "-c", "mkdir -p d && echo b > o.txt && echo '{}' > d/r.json"]
+  outputs = ["o.txt", "d", "./o.txt"]
+  result  = "d/r.json"
+}
+`)
+	v, p := writeErrors(t, w, plan.Options{})
+	require.Empty(t, v)
+	require.Empty(t, p)
+}
