@@ -211,7 +211,7 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 		}
 	}
 	diags = append(diags, g.stageChecks(specs)...)
-	diags = append(diags, g.writeClashes(byID)...)
+	diags = append(diags, g.writeClashes(byID, nil)...)
 	return uniqueDiags(append(diags, g.servedModelChecks(byID)...))
 }
 

@@ -99,6 +99,19 @@ type Options struct {
 	Only bool
 }
 
+// plannedIDs is include (the nodes a plan narrowed by --target plans) by
+// node ID; nil for a whole plan.
+func plannedIDs(include map[int]bool, n int) []bool {
+	if include == nil {
+		return nil
+	}
+	planned := make([]bool, n)
+	for id := range include {
+		planned[id] = true
+	}
+	return planned
+}
+
 // SingleVariantTargets returns the addresses among targets that name one
 // variant of a batch stage: a run of it alone is for debugging, and its
 // result is marked so (and not taken for the batch's).
@@ -393,7 +406,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 			}
 		}
 		diags = append(diags, g.stageChecks(specs)...)
-		diags = append(diags, g.writeClashes(byID)...)
+		diags = append(diags, g.writeClashes(byID, plannedIDs(include, len(g.Nodes)))...)
 		diags = append(diags, g.servedModelChecks(byID)...)
 	} else if !opts.Only {
 		// A node that failed to evaluate has no spec here, and its

@@ -41,8 +41,14 @@ type clash struct {
 // Clashes made by the same declarations (a for_each stage whose instances
 // all write one file; two for_each stages writing the same paths key by
 // key) are reported once, naming the first and counting the rest.
-func (g *Graph) writeClashes(specs []*stages.Node) hcl.Diagnostics {
-	w := &writers{g: g, specs: specs, late: g.latePaths(specs), first: make(map[string]int, len(g.Nodes))}
+//
+// planned, when not nil, limits the comparison to the nodes it holds (a
+// plan narrowed by --target): the nodes this apply may write with. The
+// others' paths would have to be evaluated here, which cost a --target
+// plan of one node of a 100k grid 0.2 s and 80 MB; validate and a whole
+// plan compare them.
+func (g *Graph) writeClashes(specs []*stages.Node, planned []bool) hcl.Diagnostics {
+	w := &writers{g: g, specs: specs, planned: planned, late: g.latePaths(specs, planned), first: make(map[string]int, len(g.Nodes))}
 	// The node first declaring each path, and the others (rare). A
 	// node's paths are visited together: a node declaring a path twice
 	// is the last of its writers when it declares it again.
@@ -91,8 +97,9 @@ func (g *Graph) writeClashes(specs []*stages.Node) hcl.Diagnostics {
 
 // writers is what writeClashes knows of the paths the nodes declare.
 type writers struct {
-	g     *Graph
-	specs []*stages.Node
+	g       *Graph
+	specs   []*stages.Node
+	planned []bool // the nodes compared; nil: all
 	// late are the paths of the nodes without a spec (latePaths); made
 	// are the specs spec made for such nodes.
 	late [][]string
@@ -108,6 +115,9 @@ type writers struct {
 // result, node by node.
 func (w *writers) each(visit func(n *Node, p string)) {
 	for _, n := range w.g.Nodes {
+		if w.planned != nil && !w.planned[n.ID] {
+			continue
+		}
 		if sn := w.specs[n.ID]; sn != nil {
 			for _, p := range sn.Common.Outputs {
 				visit(n, p)
@@ -192,16 +202,17 @@ func (w *writers) spec(n *Node) *stages.Node {
 // latePaths are the paths declared in outputs and result by the nodes
 // without a spec, as they are known before anything runs, by node ID; nil
 // when every node has one.
-func (g *Graph) latePaths(specs []*stages.Node) [][]string {
+func (g *Graph) latePaths(specs []*stages.Node, planned []bool) [][]string {
 	if !slices.Contains(specs, nil) {
 		return nil
 	}
+	skip := func(id int) bool { return specs[id] != nil || planned != nil && !planned[id] }
 	out := make([][]string, len(g.Nodes))
 	if pd := g.pathDeps; pd != nil {
 		// linkPaths has them: every writer's, as known then.
 		for _, ds := range pd.writes.by {
 			for _, d := range ds {
-				if specs[d.node.ID] == nil {
+				if !skip(d.node.ID) {
 					out[d.node.ID] = append(out[d.node.ID], d.path)
 				}
 			}
@@ -211,7 +222,7 @@ func (g *Graph) latePaths(specs []*stages.Node) [][]string {
 	// What the evaluations share is made before they start (evalAhead).
 	g.Scope.Context(nil)
 	par.Chunks(len(g.Nodes), 32, 64, func(i int) {
-		if specs[i] != nil {
+		if skip(i) {
 			return
 		}
 		for _, attr := range [...]string{"outputs", "result"} {

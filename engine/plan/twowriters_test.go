@@ -82,19 +82,26 @@ func TestTwoWritersOfTheSameWorkAllowed(t *testing.T) {
 	}
 }
 
-// A plan of some targets still refuses two writers of one path outside
-// them: the pipeline is wrong, as validate says.
-func TestTwoWritersOutsideTheTargets(t *testing.T) {
+// A plan of some targets compares the paths of the nodes it plans: two
+// of them that write one path are refused, nodes outside the targets are
+// not evaluated for it (validate and a whole plan compare them).
+func TestTwoWritersAmongTheTargets(t *testing.T) {
 	// With a stage reading inputs, the paths of the nodes left out are
 	// those the graph matched inputs against.
 	reads := "stage \"command\" \"r\" {\n  run    = [\"true\"]\n  inputs = [\"o.txt\"]\n}\n"
 	for _, src := range []string{clashing, clashing + reads} {
 		w := plantest.New(t, src)
-		for _, target := range []string{"stage.a", "stage.c"} {
-			_, p := writeErrors(t, w, plan.Options{Targets: []string{target}})
-			for _, want := range clashes {
-				require.Contains(t, p, want, target)
-			}
+		_, p := writeErrors(t, w, plan.Options{Targets: []string{"stage.a", "stage.b"}})
+		require.Contains(t, p, clashes[0])
+		require.NotContains(t, p, "each.txt", "stage.each is not planned")
+		_, p = writeErrors(t, w, plan.Options{Targets: []string{"stage.each"}})
+		require.Contains(t, p, clashes[1])
+		require.NotContains(t, p, "o.txt")
+		_, p = writeErrors(t, w, plan.Options{Targets: []string{"stage.c"}})
+		require.Empty(t, p)
+		v, _ := writeErrors(t, w, plan.Options{Targets: []string{"stage.c"}})
+		for _, want := range clashes {
+			require.Contains(t, v, want, "validate compares every node")
 		}
 	}
 }
