@@ -28,34 +28,49 @@ import (
 	"github.com/cairn-run/cairn/ui"
 )
 
+// applyFlags are apply's flags.
+type applyFlags struct {
+	targets, replace []string
+	parallelism      int
+	lockTimeout      time.Duration
+	waitGPUs         time.Duration
+	waitBatch        time.Duration
+	asJSON, verbose  bool
+	summaries        bool
+	only             bool
+	executorName     string
+	leaveJobs        bool
+	withReport       bool
+}
+
+// fullPath reports whether the flags ask for the full path, which the
+// up-to-date check never takes (see docs/durability.md): a saved plan,
+// --target, --replace, --json, --summaries or --report.
+func (o *applyFlags) fullPath(saved *plan.File) bool {
+	return saved != nil || len(o.targets) > 0 || len(o.replace) > 0 || o.asJSON || o.summaries || o.withReport
+}
+
 func (a *app) applyCmd() *cobra.Command {
-	var (
-		targets, replace []string
-		parallelism      int
-		lockTimeout      time.Duration
-		waitGPUs         time.Duration
-		waitBatch        time.Duration
-		asJSON, verbose  bool
-		summaries        bool
-		only             bool
-		executorName     string
-		leaveJobs        bool
-		withReport       bool
-	)
+	var o applyFlags
 	cmd := &cobra.Command{
 		Use:   "apply [PATH | PLANFILE]",
 		Short: "Run the pipeline: cached nodes are restored, the rest run as resources allow",
 		Long:  applyLong,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			saved, args, err := a.savedPlan(args, &targets, &replace, &only)
+			saved, args, err := a.savedPlan(args, &o.targets, &o.replace, &o.only)
 			if err != nil {
+				return err
+			}
+			// The flags are checked before the up-to-date check: a
+			// command line gets the same answer whatever the cache holds.
+			if err := checkApplyFlags(cmd, &o); err != nil {
 				return err
 			}
 			// Nothing changed since an apply that ended well: no need to
 			// evaluate the pipeline again (see docs/durability.md).
-			identity := ""
-			if saved == nil && len(targets) == 0 && len(replace) == 0 && !asJSON && !verbose && !summaries {
+			identity, full := "", o.fullPath(saved)
+			if !full && !o.verbose {
 				identity = a.memoIdentity(args)
 			}
 			if m := a.upToDate(identity); m != nil {
@@ -64,11 +79,10 @@ func (a *app) applyCmd() *cobra.Command {
 				}
 			}
 			explainID := ""
-			if verbose {
-				full := saved != nil || len(targets) > 0 || len(replace) > 0 || asJSON || summaries
+			if o.verbose {
 				explainID = a.explainEvaluation(args, full)
 			}
-			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: targets, Replace: replace, Only: only})
+			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: o.targets, Replace: o.replace, Only: o.only})
 			if err != nil {
 				return err
 			}
@@ -80,11 +94,12 @@ func (a *app) applyCmd() *cobra.Command {
 				}
 			}
 			rep := replaceRequested(p)
-			debug := a.singleVariantTargets(l.Graph, targets)
-			ex, pool, err := a.executor(l.Config.Executor, executorName, leaveJobs)
+			debug := a.singleVariantTargets(l.Graph, o.targets)
+			ex, pool, err := a.executor(l.Config.Executor, o.executorName, o.leaveJobs)
 			if err != nil {
 				return err
 			}
+			parallelism := o.parallelism
 			if sx, ok := ex.(*slurm.Executor); ok {
 				// Nothing the executor started outlives the apply's end.
 				defer sx.Close()
@@ -100,35 +115,35 @@ func (a *app) applyCmd() *cobra.Command {
 			// With --summaries standard output carries the summary lines
 			// alone; what goes there otherwise goes to standard error.
 			progress, summaryOut := a.stdout, io.Writer(nil)
-			if summaries {
+			if o.summaries {
 				progress, summaryOut = a.stderr, a.stdout
 			}
-			if !asJSON {
+			if !o.asJSON {
 				a.applyHeader(progress, l.Graph.Summary(), p, cache.Dir, pool)
 			}
 			live := false
-			if f, ok := progress.(*os.File); ok && !asJSON && os.Getenv("NO_COLOR") == "" {
+			if f, ok := progress.(*os.File); ok && !o.asJSON && os.Getenv("NO_COLOR") == "" {
 				live = term.IsTerminal(int(f.Fd()))
 			}
 			var liveRep *liveReport
-			if withReport {
+			if o.withReport {
 				liveRep = startLiveReport(cache, func(err error) { fmt.Fprintf(a.stderr, "warning: the run's report: %s\n", err) })
 			}
 			// The apply prints nothing itself: its events go to the
 			// terminal (or --json) and to the run's event log.
 			tty := ui.NewTerminal(ui.Options{
-				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: asJSON, Verbose: verbose, Live: live,
+				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: o.asJSON, Verbose: o.verbose, Live: live,
 				Expect: expectedDuration(cache, l.Graph.Config.Name),
 			})
 			defer tty.Close()
 			evlog := &ui.EventLog{}
 			fan, restoreWarn := a.runEvents(cache, tty, evlog)
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
-				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: lockTimeout,
+				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: o.lockTimeout,
 				Events: fan,
 				NoSync: noFsync(), SampleInterval: sampleInterval(), Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
-				WaitGPUs: waitGPUs, WaitBatch: waitBatch, Exact: saved != nil,
+				WaitGPUs: o.waitGPUs, WaitBatch: o.waitBatch, Exact: saved != nil,
 			})
 			restoreWarn()
 			tty.Close()
@@ -145,7 +160,7 @@ func (a *app) applyCmd() *cobra.Command {
 				}
 				return err
 			}
-			if !asJSON {
+			if !o.asJSON {
 				a.printSummary(progress, res)
 			}
 			if reportPath != "" {
@@ -159,21 +174,67 @@ func (a *app) applyCmd() *cobra.Command {
 		},
 	}
 	a.addVarFlags(cmd)
-	f := cmd.Flags()
-	f.StringArrayVar(&targets, "target", nil, "run only this address and what it needs (repeatable)")
-	f.StringArrayVar(&replace, "replace", nil, "run this address even if cached (repeatable)")
-	f.BoolVar(&only, "only", false, "with --target: run just the targets, refusing (exit 2) when a node they need is not cached")
-	f.IntVar(&parallelism, "parallelism", 0, "CPU slots for nodes without GPUs (default: number of cores)")
-	f.DurationVar(&lockTimeout, "lock-timeout", 0, "give up waiting for a node another process runs after this long (default: wait)")
-	f.DurationVar(&waitGPUs, "wait-gpus", 0, "a GPU batch waits up to this long for a free GPU instead of refusing")
-	f.DurationVar(&waitBatch, "wait-batch", 0, "a GPU batch waits up to this long for another process's batch instead of refusing")
-	f.BoolVar(&asJSON, "json", false, "one JSON line per node event on standard output (a node's summary line in its \"summary\")")
-	f.BoolVar(&summaries, "summaries", false, "standard output carries only the summary lines (an optimizer job's result, one JSON object a line); progress, node events and errors go to standard error")
-	f.BoolVarP(&verbose, "verbose", "v", false, "also list cached nodes")
-	f.StringVar(&executorName, "executor", "", "where nodes run: local or slurm (default: the pipeline's executor block, else local)")
-	f.BoolVar(&withReport, "report", false, "write the run's report (report.html and trace.tsv in its run folder) as it goes, every few seconds, and at its end ('cairn report')")
-	f.BoolVar(&leaveJobs, "leave-jobs", false, "slurm executor: at an interrupt, leave the submitted jobs running instead of cancelling them")
+	o.define(cmd)
 	return cmd
+}
+
+// define adds apply's flags to cmd.
+func (o *applyFlags) define(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringArrayVar(&o.targets, "target", nil, "run only this address and what it needs (repeatable)")
+	f.StringArrayVar(&o.replace, "replace", nil, "run this address even if cached (repeatable)")
+	f.BoolVar(&o.only, "only", false, "with --target: run just the targets, refusing (exit 2) when a node they need is not cached")
+	f.IntVar(&o.parallelism, "parallelism", 0, "CPU slots for nodes without GPUs (default: number of cores)")
+	f.DurationVar(&o.lockTimeout, "lock-timeout", 0, "give up waiting for a node another process runs after this long (default: wait)")
+	f.DurationVar(&o.waitGPUs, "wait-gpus", 0, "a GPU batch waits up to this long for a free GPU instead of refusing")
+	f.DurationVar(&o.waitBatch, "wait-batch", 0, "a GPU batch waits up to this long for another process's batch instead of refusing")
+	f.BoolVar(&o.asJSON, "json", false, "one JSON line per node event on standard output (a node's summary line in its \"summary\")")
+	f.BoolVar(&o.summaries, "summaries", false, "standard output carries only the summary lines (an optimizer job's result, one JSON object a line); progress, node events and errors go to standard error")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "also list cached nodes")
+	f.StringVar(&o.executorName, "executor", "", "where nodes run: local or slurm (default: the pipeline's executor block, else local)")
+	f.BoolVar(&o.withReport, "report", false, "write the run's report (report.html and trace.tsv in its run folder) as it goes, every few seconds, and at its end ('cairn report')")
+	f.BoolVar(&o.leaveJobs, "leave-jobs", false, "slurm executor: at an interrupt, leave the submitted jobs running instead of cancelling them")
+}
+
+// checkApplyFlags refuses (exit 2) the flags that make no sense, before
+// anything else: --only without --target, an unknown --executor,
+// --parallelism below 1, a negative duration.
+func checkApplyFlags(cmd *cobra.Command, o *applyFlags) error {
+	if err := checkOnly(o.targets, o.only); err != nil {
+		return err
+	}
+	if err := checkExecutorName(o.executorName); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("parallelism") && o.parallelism < 1 {
+		return badInput("--parallelism %d: give 1 or more CPU slots (leave the flag out for one per core)", o.parallelism)
+	}
+	for _, d := range []struct {
+		name string
+		val  time.Duration
+	}{{"lock-timeout", o.lockTimeout}, {"wait-gpus", o.waitGPUs}, {"wait-batch", o.waitBatch}} {
+		if d.val < 0 {
+			return badInput("--%s %s: a time to wait cannot be negative; give 0 or more, like 90s, 60m or 1h30m", d.name, d.val)
+		}
+	}
+	return nil
+}
+
+// checkOnly refuses --only without --target (exit 2), for plan and apply.
+func checkOnly(targets []string, only bool) error {
+	if only && len(targets) == 0 {
+		return badInput("--only without --target: --only runs just the nodes --target names, from what their prerequisites saved; name them with --target")
+	}
+	return nil
+}
+
+// checkExecutorName refuses an --executor that names no executor.
+func checkExecutorName(name string) error {
+	switch name {
+	case "", "local", "slurm":
+		return nil
+	}
+	return badInput("--executor %s: there is no such executor; use local or slurm", name)
 }
 
 // explainEvaluation is -v's word on why the pipeline is evaluated
@@ -182,7 +243,7 @@ func (a *app) applyCmd() *cobra.Command {
 func (a *app) explainEvaluation(args []string, full bool) (explainID string) {
 	why := ""
 	if full {
-		why = "a saved plan, --target, --replace, --json or --summaries asks for the full path"
+		why = "a saved plan, --target, --replace, --json, --summaries or --report asks for the full path"
 	} else {
 		explainID = a.memoIdentity(args)
 	}
@@ -352,7 +413,7 @@ func (a *app) executor(block *dsl.Executor, name string, leave bool) (executor.E
 		pool.SampleInterval = sampleInterval()
 		return ex, pool, nil
 	}
-	return nil, nil, badInput("--executor %s: there is no such executor; use local or slurm", name)
+	return nil, nil, checkExecutorName(name)
 }
 
 // redactArgs returns the command line with the values of sensitive

@@ -440,3 +440,46 @@ func TestUpToDateLeavesClusterJobsToTheFullPath(t *testing.T) {
 	s.apply()
 	assert.Equal(t, 2, s.answered(), "once the dead run is reaped, the check answers again")
 }
+
+// The up-to-date check answers only what the full path would: apply's and
+// plan's flags are checked before it (a bad one is exit 2 whatever the
+// cache holds), and --report, which needs a run folder, takes the full
+// path and writes the report.
+func TestUpToDateKeepsTheFlagsChecks(t *testing.T) {
+	cliWorkspace(t, nil)
+	s := newMemoSpace(t, "")
+	s.args = []string{"pipeline.hcl"}
+	plantest.WaitSettled(t, filepath.Join(s.root, "pipeline.hcl"), filepath.Join(s.root, "msg.txt"), filepath.Join(s.root, "data.txt"))
+	require.Contains(t, s.apply("-v").stdout, "6 ran")
+	s.apply()
+	require.Equal(t, 1, s.answered(), "the memo answers a plain apply")
+
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"apply", "--executor", "bogus"}, "--executor bogus: there is no such executor; use local or slurm"},
+		{[]string{"apply", "--only"}, "--only without --target"},
+		{[]string{"plan", "--only"}, "--only without --target"},
+		{[]string{"apply", "--parallelism", "0"}, "--parallelism 0: give 1 or more"},
+		{[]string{"apply", "--parallelism", "-7"}, "--parallelism -7: give 1 or more"},
+		{[]string{"apply", "--wait-gpus", "-1h"}, "--wait-gpus -1h0m0s: a time to wait cannot be negative"},
+		{[]string{"apply", "--wait-batch", "-1s"}, "--wait-batch -1s"},
+		{[]string{"apply", "--lock-timeout", "-1s"}, "--lock-timeout -1s"},
+	} {
+		args := append([]string{"--chdir", s.root, "--cache", s.cache}, c.args...)
+		r := runCLI(t, append(args, "pipeline.hcl")...)
+		assert.Equal(t, 2, r.code, "%v: %s%s", c.args, r.stdout, r.stderr)
+		assert.Contains(t, r.stderr, c.says, "%v", c.args)
+		assert.NotContains(t, r.stdout, "Apply complete", "%v", c.args)
+	}
+	assert.Equal(t, 1, s.answered(), "a refused command line is not answered by the check")
+
+	r := s.apply("--report")
+	assert.Contains(t, r.stdout, "0 ran, 6 cached")
+	line := regexp.MustCompile(`(?m)^Report: (.+)$`).FindStringSubmatch(r.stdout)
+	require.Len(t, line, 2, "apply --report names its report:\n%s", r.stdout)
+	assert.FileExists(t, line[1])
+	assert.FileExists(t, filepath.Join(filepath.Dir(line[1]), "trace.tsv"))
+	assert.Equal(t, 1, s.answered(), "--report takes the full path")
+}

@@ -201,6 +201,11 @@ refuses (exit 2) naming what changed since: a node added or removed, the
 pipeline's name, a key or an action.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Checked before the up-to-date check: a command line gets
+			// the same answer whatever the cache holds.
+			if err := checkOnly(targets, only); err != nil {
+				return err
+			}
 			if !asJSON && out == "" && len(targets) == 0 && len(replace) == 0 {
 				if m := a.upToDate(a.memoIdentity(args)); m != nil {
 					a.printPlanHeader(m.Summary)
