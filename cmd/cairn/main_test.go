@@ -606,3 +606,25 @@ func TestTerraformAliases(t *testing.T) {
 		[]string{"plan", "--var", "a=1", "--var-file=x.tfvars", "--out", "p", "-x", "--", "-var"},
 		terraformAliases([]string{"plan", "-var", "a=1", "-var-file=x.tfvars", "-out", "p", "-x", "--", "-var"}))
 }
+
+// cairn fmt rewrites a file by renaming a new one over it, which the
+// file's own permissions do not guard: a read-only file is refused (exit
+// 1), named with its mode, and left as it was, while the others are
+// formatted.
+func TestFmtLeavesReadOnlyFiles(t *testing.T) {
+	ugly := "stage \"command\" \"x\" {\nrun=[\"echo\",\"hi\"]\n}\n"
+	root := cliWorkspace(t, map[string]string{"ro.hcl": ugly, "rw.hcl": ugly})
+	require.NoError(t, os.Chmod(filepath.Join(root, "ro.hcl"), 0o444))
+	r := runCLI(t, "--chdir", root, "fmt")
+	assert.Equal(t, exitFailed, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "cannot rewrite "+filepath.Join(root, "ro.hcl")+": it is read-only (mode 0444")
+	assert.NotContains(t, r.stderr, ".tmp")
+	assert.Equal(t, filepath.Join(root, "rw.hcl")+"\n", r.stdout, "lists only the file it rewrote")
+	b, _ := os.ReadFile(filepath.Join(root, "ro.hcl"))
+	assert.Equal(t, ugly, string(b), "the read-only file is left as it was")
+	b, _ = os.ReadFile(filepath.Join(root, "rw.hcl"))
+	assert.NotEqual(t, ugly, string(b), "the other file is formatted")
+	fi, err := os.Stat(filepath.Join(root, "ro.hcl"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm())
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
-	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -418,7 +417,8 @@ func (a *app) fmtCmd() *cobra.Command {
 		Short: "Rewrite pipeline files in canonical format",
 		Long: `Rewrite .hcl files in the canonical layout (aligned '=', standard indentation).
 With --check, change nothing: list the files that need formatting and exit 1
-if there are any.`,
+if there are any. A file you may not write (read-only, or another user's), or
+one in a folder you may not write, is left as it is and named, and fmt exits 1.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{"."}
@@ -454,7 +454,7 @@ if there are any.`,
 			// Every file is taken up: one that cannot be parsed is named
 			// and left as it is, and the others are formatted (or, with
 			// --check, listed) all the same.
-			var unformatted, unparsed []string
+			var unformatted, unparsed, refused []string
 			for _, f := range files {
 				src, err := os.ReadFile(f)
 				if err != nil {
@@ -470,21 +470,30 @@ if there are any.`,
 				if bytes.Equal(src, formatted) {
 					continue
 				}
-				unformatted = append(unformatted, f)
 				if check {
+					unformatted = append(unformatted, f)
 					continue
 				}
 				// Whole or not at all, keeping the file's mode; a link
-				// stays a link, its target rewritten.
-				if err := atomicfile.WriteKeepMode(f, formatted, true); err != nil {
-					return err
+				// stays a link, its target rewritten. A file its
+				// permissions keep the user from writing is left alone.
+				if err := rewrite(f, formatted); err != nil {
+					refused = append(refused, err.Error())
+					continue
 				}
+				unformatted = append(unformatted, f)
 			}
 			for _, f := range unformatted {
 				fmt.Fprintln(a.stdout, f)
 			}
 			if len(unparsed) > 0 {
+				for _, r := range refused {
+					fmt.Fprintln(a.stderr, "Error:", r)
+				}
 				return badInput("%s cannot be parsed, so it was left as it is; fix it and run cairn fmt again", strings.Join(unparsed, ", "))
+			}
+			if len(refused) > 0 {
+				return &exitError{code: exitFailed, msg: strings.Join(refused, "\nError: ")}
 			}
 			if check && len(unformatted) > 0 {
 				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d file(s) need formatting: run 'cairn fmt'", len(unformatted))}

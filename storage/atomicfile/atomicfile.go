@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Write replaces path's content with b (mode 0666 less the umask, as a
@@ -27,7 +28,8 @@ func Write(path string, b []byte, sync bool) error {
 // WriteKeepMode is Write for a file the user owns (a notes file cairn
 // adds to, a pipeline file): the new file keeps the permission bits of
 // the one it replaces, set before the rename, so that a private file
-// never becomes readable by others, nor a shared one less writable; and
+// never becomes readable by others, nor a shared one less writable, and
+// its owner and group as far as the user may set them; and
 // a path that is a link is written where the link points, the link left
 // a link.
 func WriteKeepMode(path string, b []byte, sync bool) error {
@@ -47,6 +49,7 @@ func replace(path string, b []byte, sync, keepMode bool) error {
 	}
 	if keepMode {
 		if fi, err := os.Stat(path); err == nil {
+			keepOwner(tmp, fi)
 			if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
 				_ = os.Remove(tmp)
 				return err
@@ -61,6 +64,20 @@ func replace(path string, b []byte, sync, keepMode bool) error {
 		syncDir(filepath.Dir(path))
 	}
 	return nil
+}
+
+// keepOwner gives the new file tmp the owner and group of the file fi
+// describes, as far as the user may (root: both; another user: the
+// group, when they are in it): a rename would otherwise make the file
+// theirs. It is best effort.
+func keepOwner(tmp string, fi os.FileInfo) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	if os.Lchown(tmp, int(st.Uid), int(st.Gid)) != nil {
+		_ = os.Lchown(tmp, -1, int(st.Gid))
+	}
 }
 
 // A File is one file of WriteAll: its path and its new content.

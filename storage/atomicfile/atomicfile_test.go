@@ -104,3 +104,20 @@ func TestWriteKeepModeThroughALink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }
+
+// WriteKeepMode keeps the file's owner and group where the user may set
+// them (root may): a rename would otherwise make the file the writer's.
+func TestWriteKeepModeKeepsTheOwner(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("gives a file to another user: needs root")
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(p, []byte("old"), 0o640))
+	require.NoError(t, os.Chown(p, 65534, 65534))
+	require.NoError(t, WriteKeepMode(p, []byte("new"), false))
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(65534), st.Sys().(*syscall.Stat_t).Uid)
+	assert.Equal(t, uint32(65534), st.Sys().(*syscall.Stat_t).Gid)
+	assert.Equal(t, os.FileMode(0o640), st.Mode().Perm())
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/e2e/e2etest"
+)
+
+// These tests run the cairn binary, built for the test: what a process
+// sees that an in-process run cannot (a pipe closed under it, another
+// user's permissions).
+
+// nobody is the user the permission tests run cairn as.
+const nobody = 65534
+
+// cairnBinary builds cairn into a folder every user may read, and returns
+// its path; -short skips the test.
+func cairnBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the cairn binary")
+	}
+	dir := e2etest.Binaries{Packages: []string{"cmd/cairn"}}.BuildFor(t)
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	return filepath.Join(dir, "cairn")
+}
+
+// sharedFolder is a new folder every user may write in, removed when the
+// test ends.
+func sharedFolder(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cairn-shared-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	return dir
+}
+
+// asNobody runs bin with args as the user nobody, in dir, and returns its
+// exit status and output; it skips the test unless it runs as root.
+func asNobody(t *testing.T, dir, bin string, args ...string) (int, string) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("runs cairn as another user: needs root")
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = e2etest.Env("HOME=" + dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	return e2etest.Run(t, cmd)
+}
+
+// As another user: a file that user may not write is refused even where
+// its folder lets them rename over it, and a file in a folder they may
+// not write is refused naming that folder, not a temporary file.
+func TestFmtAsAnotherUser(t *testing.T) {
+	bin := cairnBinary(t)
+	ugly := "stage \"command\" \"x\" {\nrun=[\"echo\",\"hi\"]\n}\n"
+	shared := sharedFolder(t)
+	require.NoError(t, os.WriteFile(filepath.Join(shared, "root.hcl"), []byte(ugly), 0o644))
+	code, out := asNobody(t, shared, bin, "fmt", "root.hcl")
+	assert.Equal(t, exitFailed, code, out)
+	assert.Contains(t, out, "cannot rewrite root.hcl: it is read-only (mode 0644, owner root)")
+	fi, err := os.Stat(filepath.Join(shared, "root.hcl"))
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0), fi.Sys().(*syscall.Stat_t).Uid, "still root's file")
+	b, _ := os.ReadFile(filepath.Join(shared, "root.hcl"))
+	assert.Equal(t, ugly, string(b))
+
+	ro := filepath.Join(shared, "ro")
+	require.NoError(t, os.Mkdir(ro, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ro, "mine.hcl"), []byte(ugly), 0o644))
+	require.NoError(t, os.Chown(filepath.Join(ro, "mine.hcl"), nobody, nobody))
+	code, out = asNobody(t, shared, bin, "fmt", "ro/mine.hcl")
+	assert.Equal(t, exitFailed, code, out)
+	assert.Contains(t, out, "cannot rewrite ro/mine.hcl: its folder ro is not writable")
+	assert.NotContains(t, out, ".tmp")
+}
