@@ -566,8 +566,10 @@ func (a *app) gcCmd() *cobra.Command {
 		Short: "Remove old cache records, unreferenced blobs and old run folders",
 		Long: `Collect garbage in the cache: blobs that no record references always go;
 --older-than removes records (and run folders) older than that; --max-size
-keeps the newest records whose blobs fit. gc waits for running applies, so it
-never removes what one uses.`,
+keeps the newest records whose blobs fit. A flag given as 0 is a limit too:
+--older-than 0s removes every record ended before now, --max-size 0 every
+record with blobs. gc waits for running applies, so it never removes what one
+uses.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var maxBytes int64
@@ -577,6 +579,9 @@ never removes what one uses.`,
 					return badInput("--max-size: %s", err)
 				}
 				maxBytes = n
+			}
+			if olderThan < 0 {
+				return badInput("--older-than %s: an age cannot be negative; give 0s or more, like 90s, 60m or 720h (a day is 24h)", cmd.Flags().Lookup("older-than").Value)
 			}
 			if _, err := os.Stat(a.cachePath()); errors.Is(err, fs.ErrNotExist) {
 				// Nothing to collect; a mistyped --cache is not created.
@@ -588,9 +593,11 @@ never removes what one uses.`,
 				return err
 			}
 			defer cache.Close()
-			res, err := engine.GC(cache, store.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry, Wait: func() {
-				fmt.Fprintln(a.stderr, "cairn gc: waiting for running applies to finish")
-			}})
+			// A flag given as 0 is a limit: --max-size 0 keeps no
+			// record's blobs, --older-than 0s keeps no record.
+			wait := func() { fmt.Fprintln(a.stderr, "cairn gc: waiting for running applies to finish") }
+			res, err := engine.GC(cache, store.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry,
+				AgeSet: cmd.Flags().Changed("older-than"), SizeSet: maxSize != "", Wait: wait})
 			if err != nil {
 				return err
 			}

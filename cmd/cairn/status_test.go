@@ -96,6 +96,37 @@ func TestGCAndShowRefuseWhatNamesNothing(t *testing.T) {
 	assert.Contains(t, r.stderr, "give what to show: a run id")
 }
 
+// A gc flag given as 0 is a limit, not "no limit": --max-size 0 removes
+// what --max-size 1 does, --older-than 0s every record and run ended
+// before now; a negative age is refused (exit 2).
+func TestGCZeroLimits(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run = [\"sh\", \"-c\", \"seq 1000 > a.txt\"]\n  outputs = [\"a.txt\"]\n}\n"})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	for _, c := range []struct{ args, says string }{
+		{"--max-size 0", "Would remove 1 record(s)"},
+		{"--max-size 1", "Would remove 1 record(s)"},
+		{"--older-than 0s", "Would remove 1 record(s)"},
+		{"--max-size 1G", "Would remove 0 record(s)"},
+		{"--older-than 720h", "Would remove 0 record(s)"},
+	} {
+		r = runCLI(t, append([]string{"--chdir", root, "gc", "--dry-run"}, strings.Fields(c.args)...)...)
+		require.Equal(t, exitOK, r.code, c.args+": "+r.stderr)
+		assert.Contains(t, r.stdout, c.says, c.args)
+	}
+	r = runCLI(t, "--chdir", root, "gc", "--dry-run", "--older-than", "0s")
+	assert.Contains(t, r.stdout, "1 run(s)", "the run is older than now")
+	r = runCLI(t, "--chdir", root, "gc", "--older-than", "-1h")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "--older-than -1h0m0s: an age cannot be negative")
+
+	r = runCLI(t, "--chdir", root, "gc", "--max-size", "0")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Removed 1 record(s)")
+	r = runCLI(t, "--chdir", root, "plan", "p.hcl")
+	assert.Contains(t, r.stdout, "1 to run", "the record is gone")
+}
+
 // report --out naming a folder, or the trace's own name, is refused
 // before anything is written: no trace.tsv is left beside it.
 func TestReportOutRefusedWritesNothing(t *testing.T) {

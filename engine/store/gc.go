@@ -28,14 +28,19 @@ func UseLock(cacheDir string) (*flock.Flock, error) {
 
 // GCOptions choose what gc removes.
 type GCOptions struct {
-	OlderThan time.Duration // records (and runs) whose node ended longer ago; 0: keep all
-	MaxBytes  int64         // evict oldest records until blobs fit; 0: no limit
+	OlderThan time.Duration // records (and runs) whose node ended longer ago; 0: keep all (see AgeSet)
+	MaxBytes  int64         // evict oldest records until blobs fit; 0: no limit (see SizeSet)
 	DryRun    bool
 	Wait      func() // called when gc must wait for running applies
+	// AgeSet and SizeSet make OlderThan and MaxBytes limits even at 0
+	// (cairn gc --older-than 0s: every record and run that ended before
+	// now; --max-size 0: no record's blobs kept), where 0 otherwise means
+	// no limit.
+	AgeSet, SizeSet bool
 	// Runs removes the run folders of the cache folder dir older than
 	// olderThan (the caller that knows the run journal gives it: see
 	// engine.GC) and returns how many it removed or, with dryRun, would.
-	// gc calls it with the gc lock held, when OlderThan is set; nil: no
+	// gc calls it with the gc lock held, when OlderThan is a limit; nil: no
 	// run is removed.
 	Runs func(dir string, olderThan time.Duration, dryRun bool) (int, error)
 }
@@ -81,15 +86,17 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	counted := map[string]bool{}
 	var drop []*Record
 	full := false // the size limit is reached: every older record goes too
+	byAge := opts.OlderThan > 0 || opts.AgeSet
+	bySize := opts.MaxBytes > 0 || opts.SizeSet
 	for _, r := range recs {
-		old := opts.OlderThan > 0 && time.Since(r.Ended) > opts.OlderThan
+		old := byAge && time.Since(r.Ended) > opts.OlderThan
 		var need int64
 		for _, d := range r.Outputs {
 			if !counted[d] {
 				need += sizes[d]
 			}
 		}
-		if !old && opts.MaxBytes > 0 && used+need > opts.MaxBytes {
+		if !old && bySize && used+need > opts.MaxBytes {
 			// Oldest first: a smaller, older record is not kept in the
 			// room a newer one left, half a configuration cached.
 			full = true
@@ -117,7 +124,7 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 			_ = c.Blobs.Remove(cas.Digest(d))
 		}
 	}
-	if opts.OlderThan > 0 && opts.Runs != nil {
+	if byAge && opts.Runs != nil {
 		n, err := opts.Runs(c.Dir, opts.OlderThan, opts.DryRun)
 		res.Runs += n
 		if err != nil {
