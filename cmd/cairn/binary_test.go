@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,4 +85,35 @@ func TestFmtAsAnotherUser(t *testing.T) {
 	assert.Equal(t, exitFailed, code, out)
 	assert.Contains(t, out, "cannot rewrite ro/mine.hcl: its folder ro is not writable")
 	assert.NotContains(t, out, ".tmp")
+}
+
+// cairn apply | head: the reader of standard output goes away after the
+// first line, and the run goes on to its end, its nodes unharmed, with
+// its own exit code (it died of SIGPIPE, exit 141, killing the slow node).
+func TestApplyOutlivesAClosedPipe(t *testing.T) {
+	bin := cairnBinary(t)
+	root := cliWorkspace(t, map[string]string{"p.hcl": `stage "command" "fast" {
+  run     = ["sh", "-c", "echo fast > fast.txt"]
+  outputs = ["fast.txt"]
+}
+stage "command" "slow" {
+  run     = ["sh", "-c", "sleep 1; echo slow > slow.txt"]
+  outputs = ["slow.txt"]
+}
+`})
+	cmd := exec.Command(bin, "apply", "p.hcl")
+	cmd.Dir = root
+	cmd.Env = e2etest.Env("CAIRN_NO_FSYNC=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, line, "cairn apply:")
+	require.NoError(t, out.Close()) // as head -1 does
+	err = cmd.Wait()
+	assert.NoError(t, err, "the apply ends with its own exit code, 0")
+	assert.FileExists(t, filepath.Join(root, "slow.txt"), "the slow node ran to its end")
+	r := runCLI(t, "--chdir", root, "status")
+	assert.Regexp(t, `\sok\s+2\s`, r.stdout, "the run is recorded ok, both nodes done")
 }

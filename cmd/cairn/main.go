@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -52,6 +54,7 @@ var version = "0.1.0-dev"
 
 func main() {
 	tuneGC()
+	keepRunningOnClosedPipe()
 	// CAIRN_MEMPROFILE=FILE writes an allocation profile of this command
 	// when it ends (`go tool pprof -sample_index=alloc_space`): what cairn
 	// allocates, and where.
@@ -71,6 +74,17 @@ func main() {
 	// `go tool trace`): when each goroutine ran, waited and was woken.
 	profiled("CAIRN_TRACE", trace.Start, trace.Stop)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// keepRunningOnClosedPipe keeps cairn running when the reader of its
+// standard output or error goes away (cairn apply | head, a pager quit, a
+// jq that failed): Go's default is to die of SIGPIPE at the first write,
+// which killed a run and its nodes with exit 141. With the signal handled
+// (not ignored, which the nodes would inherit) a write returns EPIPE
+// instead, what cairn prints from then on is lost, and the run ends as it
+// would have, with its own exit code.
+func keepRunningOnClosedPipe() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 // profiled runs the command with a profile written to the file the
