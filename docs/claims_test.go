@@ -394,9 +394,9 @@ func TestRecordExampleFields(t *testing.T) {
 	dir := worked.workspace(t)
 	ok(t, dir, nil, "apply")
 	r := ok(t, dir, nil, "show", "stage.hello")
-	_, body, _ := strings.Cut(r.stdout, "\n") // "# pipeline worked, stage.hello"
+	assert.Contains(t, r.stderr, "# pipeline worked, stage.hello")
 	var rec map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal([]byte(body), &rec), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rec), r.stdout)
 	for f := range rec {
 		assert.True(t, docFields[f], "cairn show prints %s, which the example does not show", f)
 	}
@@ -566,8 +566,8 @@ func TestTourShowMatchesTheCurrentConfiguration(t *testing.T) {
 	linesOf := regexp.MustCompile(`"lines": (\d+)`)
 	r := ok(t, dir, nil, "show", `stage.stats["large"]`)
 	assert.Equal(t, [][]string{{`"lines": 1000`, "1000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
-	assert.Contains(t, r.stdout, `# pipeline tour, stage.stats["large"]: the record that matches the current configuration (pipeline tour in this workspace)`)
-	assert.Contains(t, r.stdout, `# 1 other record(s) of stage.stats["large"] in this cache: cairn show --all 'stage.stats["large"]'`)
+	assert.Contains(t, r.stderr, `# pipeline tour, stage.stats["large"]: the record that matches the current configuration (pipeline tour in this workspace)`)
+	assert.Contains(t, r.stderr, `# 1 other record(s) of stage.stats["large"] in this cache: cairn show --all 'stage.stats["large"]'`)
 
 	r = ok(t, dir, nil, "show", "--all", `stage.stats["large"]`)
 	var got []string
@@ -575,7 +575,7 @@ func TestTourShowMatchesTheCurrentConfiguration(t *testing.T) {
 		got = append(got, l[1])
 	}
 	assert.Equal(t, []string{"2000", "1000"}, got, "newest first:\n%s", r.stdout)
-	assert.Contains(t, r.stdout, `# pipeline tour, stage.stats["large"]: the last committed`)
+	assert.Contains(t, r.stderr, `# pipeline tour, stage.stats["large"]: the last committed`)
 
 	// With the other configuration's --var, its record is the one shown.
 	r = ok(t, dir, nil, "show", "--var", "sizes={small=10, large=2000}", `stage.stats["large"]`)
@@ -585,13 +585,13 @@ func TestTourShowMatchesTheCurrentConfiguration(t *testing.T) {
 	// record committed, said to be that.
 	away := t.TempDir()
 	r = ok(t, away, []string{"CAIRN_CACHE=" + filepath.Join(dir, ".cairn")}, "show", `stage.stats["large"]`)
-	assert.Contains(t, r.stdout, "# no record matches the current configuration: no pipeline in this workspace to match it against (name one with --pipeline FILE); the last record committed follows")
+	assert.Contains(t, r.stderr, "# no record matches the current configuration: no pipeline in this workspace to match it against (name one with --pipeline FILE); the last record committed follows")
 	assert.Equal(t, [][]string{{`"lines": 2000`, "2000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
 
 	// --pipeline names the pipeline to match: from elsewhere too (its
 	// paths are the workspace's, as plan's are).
 	r = ok(t, dir, nil, "show", "--pipeline", "pipeline.hcl", `stage.stats["large"]`)
-	assert.Contains(t, r.stdout, "the record that matches the current configuration")
+	assert.Contains(t, r.stderr, "the record that matches the current configuration")
 	assert.Equal(t, [][]string{{`"lines": 1000`, "1000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
 }
 

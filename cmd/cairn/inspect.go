@@ -57,7 +57,9 @@ func (a *app) showCmd() *cobra.Command {
            --pipeline names, with --var and --var-file, as 'cairn plan' reads
            it); where there is none, the last
            record committed, per pipeline, and it says so. --all shows every
-           record of the address, newest first
+           record of the address, newest first. The records (JSON) go to
+           standard output, what each is ("# ..." lines) to standard error:
+           cairn show ADDRESS | jq reads them
   RUN      a run id from 'cairn status': per node, state, attempts, duration,
            peak memory and log paths (for a run the up-to-date check answered:
            that every node was taken from the cache); with --json, the run's
@@ -122,7 +124,7 @@ func (a *app) showCmd() *cobra.Command {
 	a.addVarFlags(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "with an ADDRESS: every record of it in the cache, not only the current configuration's")
 	cmd.Flags().StringVar(&pipelinePath, "pipeline", "", "with an ADDRESS: the pipeline (file or folder) whose current configuration to match, as 'cairn plan PATH' reads it (default: the workspace's)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "with a RUN: its header, counts and nodes as JSON (the numbers of its report)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with a RUN: its header, counts and nodes as JSON (the numbers of its report); a KEY's or ADDRESS's records are JSON with or without it")
 	return cmd
 }
 
@@ -206,17 +208,17 @@ func (a *app) showAddress(cache *store.Cache, path, addr string, last map[string
 			return a.lastGone(addr, last)
 		}
 		for _, r := range records {
-			fmt.Fprintf(a.stdout, "%s\n%s\n", label(r), plan.RecordText(r))
+			a.printRecord(label(r), r)
 		}
 		return nil
 	}
 	more := func(shown int) {
 		if n := len(records) - shown; n > 0 {
-			fmt.Fprintf(a.stdout, "# %d other record(s) of %s in this cache: cairn show --all '%s'\n", n, addr, addr)
+			fmt.Fprintf(a.stderr, "# %d other record(s) of %s in this cache: cairn show --all '%s'\n", n, addr, addr)
 		}
 	}
 	if current != nil {
-		fmt.Fprintf(a.stdout, "%s\n%s\n", label(current), plan.RecordText(current))
+		a.printRecord(label(current), current)
 		more(1)
 		return nil
 	}
@@ -234,12 +236,20 @@ func (a *app) showAddress(cache *store.Cache, path, addr string, last map[string
 	if len(shown) == 0 {
 		return a.lastGone(addr, last)
 	}
-	fmt.Fprintf(a.stdout, "# no record matches the current configuration: %s; the last record committed follows\n", why)
+	fmt.Fprintf(a.stderr, "# no record matches the current configuration: %s; the last record committed follows\n", why)
 	for _, r := range shown {
-		fmt.Fprintf(a.stdout, "%s\n%s\n", label(r), plan.RecordText(r))
+		a.printRecord(label(r), r)
 	}
 	more(len(shown))
 	return nil
+}
+
+// printRecord prints a record of an address: what it is (label, a "#"
+// line) on standard error, for people, and the record, JSON, alone on
+// standard output, for them and for jq.
+func (a *app) printRecord(label string, r *store.Record) {
+	fmt.Fprintln(a.stderr, label)
+	fmt.Fprintln(a.stdout, plan.RecordText(r))
 }
 
 // lastGone is the error for an address whose records are all gone.

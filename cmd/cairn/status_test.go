@@ -379,3 +379,32 @@ stage "command" "s" {
 	want := time.Duration(ended.DurationS * float64(time.Second)).Round(time.Millisecond).String()
 	assert.Regexp(t, `stage\.s\s+ok\s+1\s+`+regexp.QuoteMeta(want)+`\s`, r.stdout)
 }
+
+// cairn show ADDRESS prints its records alone on standard output, JSON
+// that jq reads (with or without --json), and what each is ("# ..."
+// lines) on standard error.
+func TestShowAddressPrintsOnlyJSON(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nvariable \"n\" {\n  default = \"1\"\n}\nstage \"command\" \"a\" {\n  run = [\"echo\", \"${var.n}\"]\n}\n"})
+	for _, n := range []string{"2", "1"} {
+		r := runCLI(t, "--chdir", root, "apply", "p.hcl", "--var", "n="+n)
+		require.Equal(t, exitOK, r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"stage.a"}, {"--json", "stage.a"}} {
+		r := runCLI(t, append([]string{"--chdir", root, "show", "--pipeline", "p.hcl"}, args...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.True(t, json.Valid([]byte(r.stdout)), "%v: standard output is JSON:\n%s", args, r.stdout)
+		assert.Contains(t, r.stderr, "# pipeline p, stage.a: the record that matches the current configuration")
+		assert.Contains(t, r.stderr, "# 1 other record(s) of stage.a in this cache")
+	}
+	r := runCLI(t, "--chdir", root, "show", "--all", "stage.a")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	n := 0
+	for dec.More() {
+		var rec map[string]any
+		require.NoError(t, dec.Decode(&rec), r.stdout)
+		n++
+	}
+	assert.Equal(t, 2, n, "--all: one JSON record after another")
+	assert.Equal(t, 2, strings.Count(r.stderr, "# pipeline p, stage.a"))
+}
