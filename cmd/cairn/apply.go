@@ -87,11 +87,8 @@ func (a *app) applyCmd() *cobra.Command {
 				return err
 			}
 			defer cache.Close()
-			if saved != nil {
-				if changed := saved.CheckAgainst(p); len(changed) > 0 {
-					return &exitError{code: exitBadInput, msg: "the saved plan is stale; nothing was run. Changed since it was saved:\n  " +
-						strings.Join(changed, "\n  ") + "\nMake a new plan with 'cairn plan --out FILE'."}
-				}
+			if err := a.checkSavedPlan(saved, l, p); err != nil {
+				return err
 			}
 			rep := replaceRequested(p)
 			debug := a.singleVariantTargets(l.Graph, o.targets)

@@ -154,3 +154,59 @@ func appendFile(t *testing.T, path, content string) {
 	require.NoError(t, err)
 	writeFile(t, path, string(b)+content)
 }
+
+// A --var or --var-file given to 'cairn apply PLANFILE' that changes a
+// value the plan was made with is refused (exit 2) naming the flag, the
+// variable and both values, not blamed on a stale plan; the saved value
+// given again, or a sensitive variable's (which the plan file leaves out),
+// is accepted. A CAIRN_VAR_ set since the plan was made is named in the
+// stale plan's message.
+func TestSavedPlanVarsGivenAgain(t *testing.T) {
+	pipeline := `pipeline "v" {}
+
+variable "n" {
+  type    = number
+  default = 1
+}
+
+variable "token" {
+  type      = string
+  sensitive = true
+}
+
+stage "command" "a" {
+  run = ["sh", "-c", "echo ${var.n} > a.txt"]
+  env = { TOKEN = var.token }
+  outputs = ["a.txt"]
+}
+`
+	root := cliWorkspace(t, map[string]string{"pipeline.hcl": pipeline, "four.tfvars": "n = 4\n"})
+	r := runCLI(t, "--chdir", root, "plan", "--out", "my.plan", "--var", "n=3", "--var", "token=s")
+	require.Equal(t, exitOK, r.code, r.stderr)
+
+	for _, flag := range [][]string{{"--var", "n=4"}, {"--var-file", "four.tfvars"}} {
+		r = runCLI(t, append([]string{"--chdir", root, "apply", "my.plan", "--var", "token=s"}, flag...)...)
+		assert.Equal(t, exitBadInput, r.code, r.stdout)
+		assert.Contains(t, r.stderr, flag[0]+" ")
+		assert.Contains(t, r.stderr, "gives var.n another value (4) than the saved plan was made with (3)")
+		assert.Contains(t, r.stderr, "give --var to 'cairn plan --out FILE'")
+		assert.NotContains(t, r.stderr, "stale")
+		assert.NoFileExists(t, filepath.Join(root, "a.txt"), "nothing ran")
+	}
+
+	t.Setenv("CAIRN_VAR_n", "5")
+	r = runCLI(t, "--chdir", root, "plan", "--out", "env.plan", "--var", "token=s")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	t.Setenv("CAIRN_VAR_n", "6")
+	r = runCLI(t, "--chdir", root, "apply", "env.plan", "--var", "token=s")
+	assert.Equal(t, exitBadInput, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "the saved plan is stale")
+	assert.Contains(t, r.stderr, "The environment sets CAIRN_VAR_n, which apply reads again")
+	os.Unsetenv("CAIRN_VAR_n")
+
+	r = runCLI(t, "--chdir", root, "apply", "my.plan", "--var", "n=3", "--var", "token=s")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	b, err := os.ReadFile(filepath.Join(root, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "3\n", string(b))
+}
