@@ -10,9 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
@@ -302,13 +304,36 @@ func (a *applier) begin() (release func(), interrupted map[string]interruptedNod
 	return func() { _ = use.Unlock() }, interrupted, nil
 }
 
+// pathErrorText is err as people read it: the operation, the path and
+// the cause where err has them, without the prefixes of the packages it
+// went through.
+func pathErrorText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + " " + pe.Path + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// journalAdvice is what to do when the run's journal cannot be started in
+// the cache folder dir: it depends on the cause.
+func journalAdvice(err error, dir string) string {
+	switch {
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Sprintf("you may not write in the cache folder %s: check its owner and group (docs/durability.md, \"Sharing a cache\": a setgid group folder and umask 002), or use another cache (--cache)", dir)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "make room on the cache's disk, and apply again"
+	}
+	return "apply again once that is fixed"
+}
+
 // openRun names the run and opens its journal.
 func (a *applier) openRun(noSync bool) error {
 	a.runID = runlog.NewRunID()
 	a.res.RunID = a.runID
 	j, err := runlog.Open(a.cache.Dir, a.runID, noSync)
 	if err != nil {
-		return fmt.Errorf("cannot start this run's journal (%w): nothing was run; make room on the cache's disk, and apply again", err)
+		return fmt.Errorf("cannot start this run's journal (%s): nothing was run; %s", pathErrorText(err), journalAdvice(err, a.cache.Dir))
 	}
 	a.j = j
 	j.OnError = func(err error) {

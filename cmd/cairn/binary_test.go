@@ -117,3 +117,33 @@ stage "command" "slow" {
 	r := runCLI(t, "--chdir", root, "status")
 	assert.Regexp(t, `\sok\s+2\s`, r.stdout, "the run is recorded ok, both nodes done")
 }
+
+// A cache another user may not write: apply, gc and report say that the
+// cache is not writable by them, name the flag and point at its owner and
+// group, never at the disk's room, a package's name or a temporary file.
+func TestReadOnlyCacheSaysWhy(t *testing.T) {
+	bin := cairnBinary(t)
+	ws := sharedFolder(t)
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "p.hcl"), []byte("stage \"command\" \"a\" {\n  run = [\"echo\", \"hi\"]\n}\n"), 0o644))
+	cache := filepath.Join(filepath.Dir(ws), filepath.Base(ws)+"-cache")
+	t.Cleanup(func() { _ = os.RemoveAll(cache) })
+	r := runCLI(t, "--chdir", ws, "--cache", cache, "apply", "p.hcl") // root's cache
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, os.Chmod(cache, 0o755))
+
+	code, out := asNobody(t, ws, bin, "--cache", cache, "apply", "p.hcl")
+	assert.Equal(t, exitFailed, code, out)
+	assert.Contains(t, out, "you may not write in the cache folder "+cache)
+	assert.Contains(t, out, "Sharing a cache")
+	assert.NotContains(t, out, "make room")
+
+	code, out = asNobody(t, ws, bin, "--cache", cache, "gc")
+	assert.Equal(t, exitFailed, code, out)
+	assert.Contains(t, out, "you may not write in --cache "+cache)
+	assert.NotContains(t, out, "wal:")
+
+	code, out = asNobody(t, ws, bin, "--cache", cache, "report")
+	assert.Equal(t, exitFailed, code, out)
+	assert.Contains(t, out, "give --out FILE to write it elsewhere")
+	assert.NotContains(t, out, ".tmp")
+}

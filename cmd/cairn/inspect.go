@@ -70,6 +70,14 @@ func (a *app) showCmd() *cobra.Command {
 			if strings.TrimSpace(arg) == "" {
 				return badInput("give what to show: a run id (cairn status lists them), a key, or a node address such as stage.NAME[\"KEY\"]; the argument is empty")
 			}
+			if err := a.checkCacheFolder(); err != nil {
+				return err
+			}
+			if _, err := os.Stat(a.cachePath()); errors.Is(err, fs.ErrNotExist) {
+				// A query makes no cache, where a mistyped --cache
+				// or workspace would leave one behind.
+				return a.unknownShowArg(arg)
+			}
 			if _, err := os.Stat(filepath.Join(a.cachePath(), "runs", arg)); err == nil {
 				if asJSON {
 					return a.showRunJSON(filepath.Join(a.cachePath(), "runs", arg))
@@ -112,11 +120,8 @@ func (a *app) showCmd() *cobra.Command {
 				keys = cache.AddressKeys(n.String())
 				others = cache.AddressRecords(n.String())
 			}
-			if len(keys) == 0 && len(others) == 0 && lowerHex(arg, 1, 7) {
-				return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no %s has a cached result)", arg, addrs.WithPrefix(arg))
-			}
 			if len(keys) == 0 && len(others) == 0 {
-				return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])", arg)
+				return a.unknownShowArg(arg)
 			}
 			return a.showAddress(cache, pipelinePath, addrs.WithPrefix(arg), keys, others, all)
 		},
@@ -126,6 +131,19 @@ func (a *app) showCmd() *cobra.Command {
 	cmd.Flags().StringVar(&pipelinePath, "pipeline", "", "with an ADDRESS: the pipeline (file or folder) whose current configuration to match, as 'cairn plan PATH' reads it (default: the workspace's)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "with a RUN: its header, counts and nodes as JSON (the numbers of its report); a KEY's or ADDRESS's records are JSON with or without it")
 	return cmd
+}
+
+// unknownShowArg is show's error for an argument nothing in the cache
+// answers to (or, where there is no cache, nothing could).
+func (a *app) unknownShowArg(arg string) error {
+	if lowerHex(arg, 1, 7) {
+		return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no %s has a cached result)", arg, addrs.WithPrefix(arg))
+	}
+	noCache := ""
+	if _, err := os.Stat(a.cachePath()); errors.Is(err, fs.ErrNotExist) {
+		noCache = fmt.Sprintf("; there is no cache at %s yet ('cairn apply' makes it; --cache or CAIRN_CACHE names another)", a.cachePath())
+	}
+	return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])%s", arg, noCache)
 }
 
 // currentKey is the key the workspace's pipeline (with --var and
@@ -442,6 +460,9 @@ interrupted. Below, GPU batches: tag, batch id, start, log folder, variants and
 RUNNING / DONE / FAILED / INTERRUPTED.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkCacheFolder(); err != nil {
+				return err
+			}
 			runs, err := runlog.List(a.cachePath())
 			if err != nil {
 				return badInput("%s", err)
@@ -609,7 +630,7 @@ uses.`,
 			res, err := engine.GC(cache, store.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry,
 				AgeSet: cmd.Flags().Changed("older-than"), SizeSet: maxSize != "", Wait: wait})
 			if err != nil {
-				return err
+				return a.cacheError("collect the cache's garbage", err)
 			}
 			verb := "Removed"
 			if dry {

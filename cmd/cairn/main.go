@@ -232,7 +232,10 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if err := a.checkChdir(); err != nil {
+				return err
+			}
 			// Resolve variable files now: apply may take the workspace
 			// root from a saved plan later.
 			for i, v := range a.vars {
@@ -240,6 +243,7 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 					a.vars[i].Value = a.path(v.Value)
 				}
 			}
+			return nil
 		},
 	}
 	// --version without cobra's -v: -v is apply's --verbose, and one

@@ -150,7 +150,7 @@ func (a *app) applyUpToDate(m *memo.Memo) (bool, error) {
 		Args: redactArgs(os.Args[1:], vars),
 	})
 	if err != nil {
-		return true, err
+		return true, a.cacheError("record this apply in the cache", err)
 	}
 	a.printSummary(a.stdout, res)
 	return true, nil

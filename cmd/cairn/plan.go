@@ -276,6 +276,9 @@ func pipelineArgs(args []string) string {
 }
 
 func (a *app) openCache() (*store.Cache, error) {
+	if err := a.checkCacheFolder(); err != nil {
+		return nil, err
+	}
 	c, err := store.Open(a.cachePath(), store.Options{
 		NoSync: noFsync(),
 		Warn: func(format string, args ...any) {
@@ -285,7 +288,7 @@ func (a *app) openCache() (*store.Cache, error) {
 		},
 	})
 	if err != nil {
-		return nil, &exitError{code: exitBadInput, msg: err.Error()}
+		return nil, &exitError{code: exitBadInput, msg: a.cacheError("open the cache", err).Error()}
 	}
 	if w := store.SharedWarning(c.Dir); w != "" {
 		c.Warn("%s", w)

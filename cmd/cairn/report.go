@@ -57,7 +57,7 @@ A run still going, or killed, is reported as far as its journal goes.
 				path = a.path(out)
 			}
 			if err := rep.WriteFiles(path, cache); err != nil {
-				return fmt.Errorf("writing the report: %w", err)
+				return reportWriteError(path, out != "", err)
 			}
 			if abs, err := filepath.Abs(path); err == nil {
 				path = abs
@@ -77,6 +77,9 @@ A run still going, or killed, is reported as far as its journal goes.
 
 // runDir is the folder of the run args names, or of the cache's last run.
 func (a *app) runDir(args []string) (string, error) {
+	if err := a.checkCacheFolder(); err != nil {
+		return "", err
+	}
 	base := filepath.Join(a.cachePath(), "runs")
 	if len(args) == 1 {
 		dir := filepath.Join(base, args[0])
@@ -226,4 +229,23 @@ func (l *liveReport) finish() string {
 // reportLine is how apply names the report it wrote.
 func reportLine(path string) string {
 	return "Report: " + strings.TrimSpace(path)
+}
+
+// reportWriteError says why the report could not be written to path
+// (given with --out, or the run's folder) and what to do, naming no
+// temporary file.
+func reportWriteError(path string, out bool, err error) error {
+	where := "the run's folder " + filepath.Dir(path)
+	if out {
+		where = "--out " + path
+	}
+	switch {
+	case notWritable(err) && out:
+		return fmt.Errorf("cannot write the report to %s (%s): give an --out you may write", where, errCause(err))
+	case notWritable(err):
+		return fmt.Errorf("cannot write the report in %s (%s): you may not write in the cache; give --out FILE to write it elsewhere (trace.tsv goes beside it)", where, errCause(err))
+	case diskFull(err):
+		return fmt.Errorf("cannot write the report in %s: %s; make room on its disk and run it again", where, errCause(err))
+	}
+	return fmt.Errorf("cannot write the report in %s: %s", where, errCause(err))
 }

@@ -65,7 +65,7 @@ func errCause(err error) string {
 // diskAdvice is what to do about err when a full disk or quota caused
 // it, or "".
 func diskAdvice(err error) string {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	if diskFull(err) {
 		return "; make room on its disk and run it again"
 	}
 	return ""

@@ -408,3 +408,47 @@ func TestShowAddressPrintsOnlyJSON(t *testing.T) {
 	assert.Equal(t, 2, n, "--all: one JSON record after another")
 	assert.Equal(t, 2, strings.Count(r.stderr, "# pipeline p, stage.a"))
 }
+
+// A --chdir, --cache or CAIRN_CACHE that names no folder is refused (exit
+// 2) naming the flag or variable and what is wrong with it, and a query
+// (show) creates nothing in a mistyped place.
+func TestChdirAndCacheNamedInErrors(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n", "afile": "x\n"})
+	t.Chdir(root)
+	missing := filepath.Join(root, "typo-dir")
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--chdir", missing, "plan"}, "--chdir " + missing + ": no such folder"},
+		{[]string{"--chdir", missing, "show", "abc"}, "--chdir " + missing + ": no such folder"},
+		{[]string{"--chdir", missing, "fmt"}, "--chdir " + missing + ": no such folder"},
+		{[]string{"--chdir", "afile", "plan"}, "--chdir afile is a file, not a folder"},
+		{[]string{"plan", "--cache", "afile", "p.hcl"}, "--cache afile is a file, not a folder: give a folder (it is created when missing)"},
+		{[]string{"status", "--cache", "afile"}, "--cache afile is a file, not a folder"},
+		{[]string{"show", "--cache", "afile", "stage.a"}, "--cache afile is a file, not a folder"},
+		{[]string{"report", "--cache", "afile"}, "--cache afile is a file, not a folder"},
+		{[]string{"plan", "--cache", "afile/sub", "p.hcl"}, "--cache afile/sub is below a file, not a folder"},
+	} {
+		r := runCLI(t, c.args...)
+		assert.Equal(t, exitBadInput, r.code, "%v: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.says, "%v", c.args)
+		assert.NotContains(t, r.stderr, "mkdir", "%v", c.args)
+		assert.NotContains(t, r.stderr, "Pass a pipeline file", "%v", c.args)
+	}
+	assert.NoDirExists(t, missing)
+
+	t.Setenv("CAIRN_CACHE", "afile")
+	r := runCLI(t, "plan", "p.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "CAIRN_CACHE=afile is a file, not a folder")
+	os.Unsetenv("CAIRN_CACHE")
+
+	// show in a workspace with no cache yet says so, and makes none.
+	r = runCLI(t, "show", "abcdef12")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "there is no cache at "+filepath.Join(root, ".cairn")+" yet")
+	r = runCLI(t, "show", "abc")
+	assert.Contains(t, r.stderr, `"abc" is too short to name a key`)
+	assert.NoDirExists(t, filepath.Join(root, ".cairn"))
+}
