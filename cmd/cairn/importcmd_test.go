@@ -47,3 +47,27 @@ func TestRunErrorIsNotUsageError(t *testing.T) {
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "Run 'cairn import --help' for usage.")
 }
+
+// An lm-eval --filter that the file has no samples for is named, with the
+// filters the file has, whether it has one filter or several (with one, it
+// said "no samples", as if the file were empty).
+func TestImportUnknownFilterNamesTheFilters(t *testing.T) {
+	line := func(doc int, filter string) string {
+		return `{"doc_id": ` + string(rune('0'+doc)) + `, "doc": {}, "target": "2", "resps": [["2"]], "filtered_resps": ["2"], "filter": "` + filter + `", "metrics": ["exact_match"], "exact_match": 1.0}` + "\n"
+	}
+	root := cliWorkspace(t, map[string]string{
+		"one.jsonl": line(0, "none"),
+		"two.jsonl": line(0, "none") + line(0, "strict"),
+	})
+	for _, c := range []struct{ file, filters string }{
+		{"one.jsonl", `"none"`},
+		{"two.jsonl", `"none", "strict"`},
+	} {
+		r := runCLI(t, "--chdir", root, "import", "lm-eval", c.file, "--filter", "nope", "--out", "x.jsonl")
+		require.Equal(t, 2, r.code, r.stderr)
+		require.Contains(t, r.stderr, c.file+`: no samples for filter "nope" (its filters: `+c.filters+`): give one of them to --filter`)
+		require.NoFileExists(t, filepath.Join(root, "x.jsonl"))
+	}
+	r := runCLI(t, "--chdir", root, "import", "lm-eval", "one.jsonl", "--filter", "none", "--out", "x.jsonl")
+	require.Equal(t, 0, r.code, r.stderr)
+}

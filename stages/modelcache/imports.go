@@ -128,8 +128,13 @@ func ImportLMEval(path string, o ImportOptions) ([]ItemResult, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(filters) > 1 && !filters[o.Filter] {
-		return nil, badImport(path, "no line has filter %q", o.Filter)
+	if len(filters) > 0 && !filters[o.Filter] {
+		var names []string
+		for f := range filters {
+			names = append(names, fmt.Sprintf("%q", f))
+		}
+		sort.Strings(names)
+		return nil, badImport(path, "no samples for filter %q (its filters: %s): give one of them to --filter", o.Filter, strings.Join(names, ", "))
 	}
 	if len(out) == 0 {
 		return nil, badImport(path, "no samples")
