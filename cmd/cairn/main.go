@@ -257,8 +257,35 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 		a.validateCmd(), a.planCmd(), a.applyCmd(), a.graphCmd(), a.fmtCmd(),
 		a.showCmd(), a.statusCmd(), a.gcCmd(), a.gpusCmd(), a.aggregateCmd(), a.replayCmd(), a.reportCmd(), a.importCmd(), a.versionCmd(),
 	)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagValueError(err) })
 	runErrorsFail(root)
 	return root
+}
+
+// flagKinds says, per flag type, what a value must be and look like: a
+// bad value is answered with this, not with the Go parser's words.
+var flagKinds = map[string]string{
+	"duration": "is not a duration: write it like 90s, 60m or 720h (units ms, s, m, h; a day is 24h)",
+	"int":      "is not a whole number: write it like 4",
+	"int64":    "is not a whole number: write it like 4",
+	"uint":     "is not a whole number of 0 or more: write it like 4",
+	"float64":  "is not a number: write it like 0.5",
+	"bool":     "is not true or false",
+}
+
+// flagValueError rewrites a flag's bad value for people: the flag, the
+// value and what it takes. Other flag errors are left as they are.
+func flagValueError(err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	f := bad.GetFlag()
+	kind, ok := flagKinds[f.Value.Type()]
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("--%s %q %s", f.Name, bad.GetValue(), kind)
 }
 
 // runErrorsFail makes the errors a command returns once it runs exit 1,

@@ -628,3 +628,28 @@ func TestFmtLeavesReadOnlyFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm())
 }
+
+// A flag's bad value is answered with the flag, the value and what it
+// takes, not with Go's parser ("strconv.ParseInt", "time: unknown unit").
+func TestFlagValueErrorsSayWhatIsTaken(t *testing.T) {
+	cliWorkspace(t, nil)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"apply", "--parallelism", "abc"}, `--parallelism "abc" is not a whole number: write it like 4`},
+		{[]string{"aggregate", "x", "--bootstrap", "abc"}, `--bootstrap "abc" is not a whole number`},
+		{[]string{"import", "lm-eval", "x", "--seed", "abc"}, `--seed "abc" is not a whole number`},
+		{[]string{"gc", "--older-than", "1d"}, `--older-than "1d" is not a duration: write it like 90s, 60m or 720h (units ms, s, m, h; a day is 24h)`},
+		{[]string{"gc", "--older-than", "5"}, `--older-than "5" is not a duration`},
+		{[]string{"apply", "--wait-gpus", "soon"}, `--wait-gpus "soon" is not a duration`},
+		{[]string{"apply", "--json=maybe"}, `--json "maybe" is not true or false`},
+	} {
+		r := runCLI(t, c.args...)
+		assert.Equal(t, exitBadInput, r.code, "%v", c.args)
+		assert.Contains(t, r.stderr, c.says, "%v", c.args)
+		assert.NotContains(t, r.stderr, "strconv", "%v", c.args)
+		assert.NotContains(t, r.stderr, "time:", "%v", c.args)
+		assert.Contains(t, r.stderr, "--help' for usage", "%v", c.args)
+	}
+}
