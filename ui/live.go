@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/width"
+
 	"github.com/cairn-run/cairn/events"
 )
 
@@ -140,13 +142,57 @@ func (l *liveDisplay) clear() {
 	}
 }
 
-// draw draws the block; t.mu is held.
+// draw draws the block, each line cut to the terminal's width; t.mu is
+// held. A line that wrapped would take more rows than clear moves up.
 func (l *liveDisplay) draw() {
 	if len(l.lines) == 0 {
 		return
 	}
-	fmt.Fprintln(l.t.o.Progress, strings.Join(l.lines, "\n"))
-	l.drawn = len(l.lines)
+	lines := l.lines
+	if l.t.o.Width != nil {
+		// One column short of the width: a line that fills the last
+		// column makes some terminals wrap at once.
+		if w := l.t.o.Width(); w > 1 {
+			lines = make([]string, len(l.lines))
+			for i, s := range l.lines {
+				lines[i] = cutToWidth(s, w-1)
+			}
+		}
+	}
+	fmt.Fprintln(l.t.o.Progress, strings.Join(lines, "\n"))
+	l.drawn = len(lines)
+}
+
+// cutToWidth cuts s to at most cols columns, ending it with "…" where it
+// is cut. It counts runes, not bytes, a wide one (East Asian, full
+// width) as two columns, and cuts between runes, so the text stays valid
+// UTF-8.
+func cutToWidth(s string, cols int) string {
+	total := 0
+	for _, r := range s {
+		total += runeWidth(r)
+	}
+	if total <= cols {
+		return s
+	}
+	w := 0
+	for i, r := range s {
+		if w+runeWidth(r) > cols-1 {
+			return s[:i] + "…"
+		}
+		w += runeWidth(r)
+	}
+	return s
+}
+
+// runeWidth is how many columns r takes on a terminal: 2 for a wide
+// rune, 1 otherwise.
+func runeWidth(r rune) int {
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	return 1
 }
 
 func (l *liveDisplay) stop() {

@@ -34,6 +34,11 @@ type Options struct {
 	JSON      bool
 	Verbose   bool // also list cached nodes
 	Live      bool // redraw a live status block (a TTY)
+	// Width is the terminal's width in columns, asked at each redraw (it
+	// may be resized); the live block's lines are cut to fit it, so that
+	// none wraps and the redraw erases what it drew. nil or 0: unknown,
+	// lines are not cut.
+	Width func() int
 	// Expect is how long an earlier run of the node took (0: unknown),
 	// for the live block's ETA.
 	Expect func(node string) time.Duration

@@ -118,10 +118,7 @@ func (a *app) applyCmd() *cobra.Command {
 			if !o.asJSON {
 				a.applyHeader(progress, l.Graph.Summary(), p, cache.Dir, pool)
 			}
-			live := false
-			if f, ok := progress.(*os.File); ok && !o.asJSON && os.Getenv("NO_COLOR") == "" {
-				live = term.IsTerminal(int(f.Fd()))
-			}
+			live, width := liveBlock(progress, o.asJSON)
 			var liveRep *liveReport
 			if o.withReport {
 				liveRep = startLiveReport(cache, func(err error) { fmt.Fprintf(a.stderr, "warning: the run's report: %s\n", err) })
@@ -129,7 +126,7 @@ func (a *app) applyCmd() *cobra.Command {
 			// The apply prints nothing itself: its events go to the
 			// terminal (or --json) and to the run's event log.
 			tty := ui.NewTerminal(ui.Options{
-				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: o.asJSON, Verbose: o.verbose, Live: live,
+				Progress: progress, Stderr: a.stderr, Summaries: summaryOut, JSON: o.asJSON, Verbose: o.verbose, Live: live, Width: width,
 				Expect: expectedDuration(cache, l.Graph.Config.Name),
 			})
 			defer tty.Close()
@@ -232,6 +229,23 @@ func checkExecutorName(name string) error {
 		return nil
 	}
 	return badInput("--executor %s: there is no such executor; use local or slurm", name)
+}
+
+// liveBlock reports whether apply redraws a live status block on w (a
+// terminal, without --json or NO_COLOR), and the terminal's width, asked
+// at each redraw, to which the block's lines are cut.
+func liveBlock(w io.Writer, asJSON bool) (live bool, width func() int) {
+	f, ok := w.(*os.File)
+	if !ok || asJSON || os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(f.Fd())) {
+		return false, nil
+	}
+	return true, func() int {
+		cols, _, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0
+		}
+		return cols
+	}
 }
 
 // explainEvaluation is -v's word on why the pipeline is evaluated
