@@ -118,7 +118,7 @@ func (a *app) applyCmd() *cobra.Command {
 			if !o.asJSON {
 				a.applyHeader(progress, l.Graph.Summary(), p, cache.Dir, pool)
 			}
-			live, width := liveBlock(progress, o.asJSON)
+			live, width := liveBlock(progress, o.asJSON || a.plainTerminal())
 			var liveRep *liveReport
 			if o.withReport {
 				liveRep = startLiveReport(cache, func(err error) { fmt.Fprintf(a.stderr, "warning: the run's report: %s\n", err) })
@@ -232,11 +232,12 @@ func checkExecutorName(name string) error {
 }
 
 // liveBlock reports whether apply redraws a live status block on w (a
-// terminal, without --json or NO_COLOR), and the terminal's width, asked
-// at each redraw, to which the block's lines are cut.
-func liveBlock(w io.Writer, asJSON bool) (live bool, width func() int) {
+// terminal, unless plain: --json, or a plain terminal, see
+// plainTerminal), and the terminal's width, asked at each redraw, to which
+// the block's lines are cut.
+func liveBlock(w io.Writer, plain bool) (live bool, width func() int) {
 	f, ok := w.(*os.File)
-	if !ok || asJSON || os.Getenv("NO_COLOR") != "" || !term.IsTerminal(int(f.Fd())) {
+	if !ok || plain || !term.IsTerminal(int(f.Fd())) {
 		return false, nil
 	}
 	return true, func() int {

@@ -252,7 +252,7 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 	root.SetVersionTemplate(versionLine())
 	root.PersistentFlags().StringVar(&a.chdir, "chdir", "", "workspace root: commands run there and paths resolve against it (default: the current directory)")
 	root.PersistentFlags().StringVar(&a.cacheDir, "cache", "", "cache folder, shareable among pipelines (default: <workspace>/.cairn; env CAIRN_CACHE)")
-	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colours in output (NO_COLOR is respected too)")
+	root.PersistentFlags().BoolVar(&a.noColor, "no-color", false, "no colours and no live redrawing display (NO_COLOR and TERM=dumb do the same)")
 	root.AddCommand(
 		a.validateCmd(), a.planCmd(), a.applyCmd(), a.graphCmd(), a.fmtCmd(),
 		a.showCmd(), a.statusCmd(), a.gcCmd(), a.gpusCmd(), a.aggregateCmd(), a.replayCmd(), a.reportCmd(), a.importCmd(), a.versionCmd(),
@@ -382,8 +382,16 @@ func (a *app) cachePath() string {
 	return a.root() + "/.cairn"
 }
 
+// plainTerminal reports whether output must be plain even on a terminal:
+// --no-color, NO_COLOR (any value), or TERM=dumb (a terminal that cannot
+// take colours or cursor movement: Emacs' shell, some CI log viewers).
+// Plain output has no colours and no redrawing live block.
+func (a *app) plainTerminal() bool {
+	return a.noColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb"
+}
+
 func (a *app) color() bool {
-	if a.noColor || os.Getenv("NO_COLOR") != "" {
+	if a.plainTerminal() {
 		return false
 	}
 	f, ok := a.stderr.(*os.File)
