@@ -762,7 +762,7 @@ func folderOfPipelines(dir string, files []*hcl.File) hcl.Diagnostics {
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
 		Summary:  "A folder of pipelines",
-		Detail: fmt.Sprintf("cairn reads every .hcl file of a directory as one pipeline, which has one pipeline block, but %d files of %s declare one:\n%s\nName the file of the pipeline you mean: cairn plan %s (cairn validate %s checks them all, each on its own).",
+		Detail: fmt.Sprintf("cairn reads every .hcl file of a directory as one pipeline, which has one pipeline block, but %d files of %s declare one:\n%s\nName the file of the pipeline you mean, such as %s (cairn validate %s checks them all, each on its own).",
 			len(lines), dir, strings.Join(lines, "\n"), example, dir),
 		Subject: first,
 	}}

@@ -121,11 +121,19 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 	}
 	expr, d := hclsyntax.ParseExpression([]byte(raw), source, hcl.InitialPos)
 	if d.HasErrors() {
+		// The parser's place reads like a file's ("--var m:1,1-2"): a
+		// column in the value says it for a flag.
+		first := d.Errs()[0].(*hcl.Diagnostic)
+		where := ""
+		if first.Subject != nil {
+			where = fmt.Sprintf(" at column %d of %q", first.Subject.Start.Column, raw)
+		}
 		return varValue{}, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-			Detail:   fmt.Sprintf("The value from %s is not a valid expression for type %s: %s", source, v.Type.FriendlyName(), d.Error()),
-			Extra:    ValueInput{Source: source},
+			Detail: fmt.Sprintf("The value from %s is not a valid expression for type %s: %s%s. Write it in HCL syntax, like [\"a\", \"b\"] for a list or { key = \"value\" } for a map or object.",
+				source, v.Type.FriendlyName(), strings.ToLower(strings.TrimSuffix(first.Summary, ".")), where),
+			Extra: ValueInput{Source: source},
 		}, true
 	}
 	ev, d := expr.Value(nil)
@@ -144,13 +152,25 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 }
 
 // varFile reads the --var-file at path (HCL, or JSON for .json) into set.
-func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.Parser) hcl.Diagnostics {
-	var diags hcl.Diagnostics
+func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.Parser) (diags hcl.Diagnostics) {
+	// Every error here is in the variable file, not in the pipeline.
+	defer func() {
+		for _, dg := range diags {
+			if dg.Severity == hcl.DiagError && dg.Extra == nil {
+				dg.Extra = ValueInput{Source: path}
+			}
+		}
+	}()
 	var f *hcl.File
 	var d hcl.Diagnostics
 	c.Reads.Note(path)
 	if strings.HasSuffix(path, ".json") {
 		f, d = parser.ParseJSONFile(path)
+		if d.HasErrors() {
+			// A syntax error is followed by its consequences ("Root
+			// value must be object"): the first error says it.
+			d = hcl.Diagnostics{d.Errs()[0].(*hcl.Diagnostic)}
+		}
 	} else if src, err := os.ReadFile(path); err != nil {
 		d = hcl.Diagnostics{{
 			Severity: hcl.DiagError,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -309,6 +310,9 @@ func (a *app) savedPlan(args []string, targets, replace *[]string, only *bool) (
 		return nil, args, nil
 	}
 	pf, isPlan, err := plan.LoadFile(a.path(args[0]))
+	if !isPlan && jsonNotPipeline(a.path(args[0])) {
+		return nil, nil, badInput("%s holds JSON but is not a cairn plan file (it has no \"pipeline\" and \"nodes\"): give a plan saved by 'cairn plan --out FILE', or a pipeline (.hcl)", args[0])
+	}
 	switch {
 	case isPlan && err != nil:
 		return nil, nil, badInput("%s", err)
@@ -323,6 +327,21 @@ func (a *app) savedPlan(args []string, targets, replace *[]string, only *bool) (
 		return pf, []string{pf.Path}, nil
 	}
 	return nil, args, nil
+}
+
+// jsonNotPipeline reports whether path is a file that is not a pipeline
+// file (.hcl) but holds a JSON object: a plan file it is not, as
+// LoadFile said, and no pipeline either.
+func jsonNotPipeline(path string) bool {
+	if strings.HasSuffix(path, ".hcl") {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(b, &obj) == nil
 }
 
 // replaceRequested is the set of nodes the plan runs because --replace

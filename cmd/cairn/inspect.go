@@ -143,6 +143,11 @@ func (a *app) unknownShowArg(arg string) error {
 	if _, err := os.Stat(a.cachePath()); errors.Is(err, fs.ErrNotExist) {
 		noCache = fmt.Sprintf("; there is no cache at %s yet ('cairn apply' makes it; --cache or CAIRN_CACHE names another)", a.cachePath())
 	}
+	if _, err := addrs.Parse(arg); err == nil {
+		// A well-formed address: a node that never ended well (or
+		// never ran) has no record; its runs tell what happened.
+		return badInput("nothing is known of %s: no cached result (a node that failed or never ran has none; 'cairn status' lists the runs, and 'cairn show RUN' shows what each did)%s", arg, noCache)
+	}
 	return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])%s", arg, noCache)
 }
 

@@ -653,3 +653,61 @@ func TestFlagValueErrorsSayWhatIsTaken(t *testing.T) {
 		assert.Contains(t, r.stderr, "--help' for usage", "%v", c.args)
 	}
 }
+
+// Smaller wordings: each message says what the user did and where.
+func TestMessagesSayWhatWasGiven(t *testing.T) {
+	vars := "variable \"n\" {\n  type    = number\n  default = 1\n}\nvariable \"m\" {\n  type    = map(number)\n  default = {}\n}\nstage \"command\" \"a\" {\n  run = [\"echo\", \"${var.n}\"]\n}\nstage \"command\" \"bad\" {\n  run = [\"false\"]\n}\n"
+	root := cliWorkspace(t, map[string]string{
+		"multi/a.hcl": "pipeline \"a\" {}\nstage \"command\" \"a\" {\n  run = [\"true\"]\n}\n",
+		"multi/b.hcl": "pipeline \"b\" {}\nstage \"command\" \"b\" {\n  run = [\"true\"]\n}\n",
+		"p.hcl":       vars,
+		"bad.tfvars":  "n = = 3\n",
+		"bad.json":    `{"n": "x"`,
+		"g.plan":      `{"format": 2}`,
+	})
+	t.Chdir(root)
+	// Diagnostics are wrapped to the terminal's width: read them as one line.
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	// graph on a folder of pipelines does not tell the user to run plan.
+	r := runCLI(t, "graph", "multi")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, flat(r.stderr), "Name the file of the pipeline you mean, such as multi/a.hcl")
+	assert.NotContains(t, r.stderr, "cairn plan")
+
+	// Errors in a variable file are in the variable file, not in the
+	// pipeline; a JSON syntax error is one error.
+	for _, c := range []struct{ file, says string }{
+		{"bad.tfvars", "Expected the start of an expression"},
+		{"missing.tfvars", "Cannot read variable file"},
+		{"bad.json", "Unclosed object"},
+	} {
+		r = runCLI(t, "--chdir", root, "plan", "p.hcl", "--var-file", c.file)
+		assert.Equal(t, exitBadInput, r.code, c.file)
+		assert.Contains(t, r.stderr, c.says, c.file)
+		assert.Contains(t, r.stderr, "Error: 1 error(s) in the variable values from "+filepath.Join(root, c.file)+"; nothing was run", c.file)
+		assert.NotContains(t, r.stderr, "in the pipeline", c.file)
+		assert.NotContains(t, r.stderr, "Root value must be object", c.file)
+	}
+
+	// A --var that does not parse is placed by its column, not as a file.
+	r = runCLI(t, "--chdir", root, "plan", "p.hcl", "--var", "m=[1,2")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, flat(r.stderr), `unterminated tuple constructor expression at column 1 of "[1,2"`)
+	assert.NotContains(t, r.stderr, "--var m:1")
+
+	// A JSON file that is not a plan is said to be that, not parsed as
+	// a pipeline.
+	r = runCLI(t, "--chdir", root, "apply", "g.plan")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "g.plan holds JSON but is not a cairn plan file")
+	assert.NotContains(t, r.stderr, "Argument or block definition required")
+
+	// A well-formed address of a node that only failed points at the runs.
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitFailed, r.code)
+	r = runCLI(t, "--chdir", root, "show", "stage.bad")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "nothing is known of stage.bad: no cached result")
+	assert.Contains(t, r.stderr, "'cairn status' lists the runs")
+	assert.NotContains(t, r.stderr, "addresses look like")
+}
