@@ -412,18 +412,27 @@ func TestUpToDateFromTheFirstNoOp(t *testing.T) {
 	}
 }
 
-// A dead run that left jobs on a cluster executor (a Slurm array) is for
-// the full path, whose executor re-attaches to them: the up-to-date
-// check leaves such an apply alone instead of failing on an executor it
-// does not have (it panicked).
-func TestUpToDateLeavesClusterJobsToTheFullPath(t *testing.T) {
+// answeredSpace is a memo space of its pipeline file (in a workspace with
+// cairn's environment cleared) whose no-op apply the up-to-date check has
+// answered once: applied with -v, which leaves the memo, then again.
+func answeredSpace(t *testing.T) *memoSpace {
+	t.Helper()
 	cliWorkspace(t, nil)
 	s := newMemoSpace(t, "")
 	s.args = []string{"pipeline.hcl"}
 	plantest.WaitSettled(t, filepath.Join(s.root, "pipeline.hcl"), filepath.Join(s.root, "msg.txt"), filepath.Join(s.root, "data.txt"))
 	require.Contains(t, s.apply("-v").stdout, "6 ran")
 	s.apply()
-	require.Equal(t, 1, s.answered())
+	require.Equal(t, 1, s.answered(), "the memo answers a plain apply")
+	return s
+}
+
+// A dead run that left jobs on a cluster executor (a Slurm array) is for
+// the full path, whose executor re-attaches to them: the up-to-date
+// check leaves such an apply alone instead of failing on an executor it
+// does not have (it panicked).
+func TestUpToDateLeavesClusterJobsToTheFullPath(t *testing.T) {
+	s := answeredSpace(t)
 
 	id := runlog.NewRunID()
 	j, err := runlog.Open(s.cache, id, true)
@@ -446,13 +455,7 @@ func TestUpToDateLeavesClusterJobsToTheFullPath(t *testing.T) {
 // cache holds), and --report, which needs a run folder, takes the full
 // path and writes the report.
 func TestUpToDateKeepsTheFlagsChecks(t *testing.T) {
-	cliWorkspace(t, nil)
-	s := newMemoSpace(t, "")
-	s.args = []string{"pipeline.hcl"}
-	plantest.WaitSettled(t, filepath.Join(s.root, "pipeline.hcl"), filepath.Join(s.root, "msg.txt"), filepath.Join(s.root, "data.txt"))
-	require.Contains(t, s.apply("-v").stdout, "6 ran")
-	s.apply()
-	require.Equal(t, 1, s.answered(), "the memo answers a plain apply")
+	s := answeredSpace(t)
 
 	for _, c := range []struct {
 		args []string
