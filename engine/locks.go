@@ -24,6 +24,15 @@ func (a *applier) waitForKey(ns *nodeState) {
 	ns.started = time.Now()
 	started := ns.started
 	ctx := a.ctx
+	// The node of this apply that runs the same work, if one does: the
+	// line names it.
+	sibling := ""
+	for _, o := range a.nodes {
+		if o != nil && o != ns && o.key == ns.key && o.status == plan.Running && o.locked != nil {
+			sibling = o.n.Addr
+			break
+		}
+	}
 	go func() {
 		who, holder := "another cairn", ""
 		// A node process between fork and exec still has this apply's
@@ -31,6 +40,9 @@ func (a *applier) waitForKey(ns *nodeState) {
 		if h := store.KeyLockHolder(a.cache.Dir, ns.key); h.PID == os.Getpid() || h.RunID == a.runID {
 			// Another node of this pipeline does the same work.
 			who = "this apply"
+			if sibling != "" {
+				who += " (" + sibling + ")"
+			}
 		} else if h.PID > 0 {
 			who = fmt.Sprintf("pid %d", h.PID)
 			if h.RunID != "" {

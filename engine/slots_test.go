@@ -138,7 +138,7 @@ stage "command" "b" {
 	assert.Equal(t, 1, r.res.Ran, r.out)
 	assert.Equal(t, 1, r.res.Cached, r.out)
 	assert.Equal(t, "x\n", w.Read("count.log"))
-	assert.Contains(t, r.out, ": running in this apply", "the waiting node says who holds the work")
+	assert.Regexp(t, `stage\.[ab] waits: the same work is running in this apply \(stage\.[ab]\)`, r.out, "the waiting node says who holds the work")
 }
 
 // An apply given no GPUs, with a node whose gpus come from an upstream's

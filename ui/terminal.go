@@ -108,7 +108,7 @@ func (t *Terminal) Emit(e events.Event) {
 		if e.Over {
 			return
 		}
-		t.printf("  … waiting for %s: running in %s\n", e.Node, e.Holder)
+		t.printf("  … %s waits: the same work is running in %s\n", e.Node, e.Holder)
 		if t.live != nil {
 			t.live.progress(e.Node, "waiting: the same work is running in "+e.Holder)
 		}

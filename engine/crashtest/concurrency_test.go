@@ -50,8 +50,8 @@ stage "command" "sum" {
 
 // TestConcurrentAppliesShareWork starts four applies of overlapping
 // pipelines (different names) on one shared cache at once. Every shared
-// node runs exactly once: the applies that find it running print "waiting
-// for" it and then take it from the cache.
+// node runs exactly once: the applies that find it running print "NODE
+// waits: the same work is running in ..." and then take it from the cache.
 func TestConcurrentAppliesShareWork(t *testing.T) {
 	w := newWS(t, "")
 	w.write("counts/.keep", "")
@@ -69,7 +69,7 @@ func TestConcurrentAppliesShareWork(t *testing.T) {
 			waiting, running := 0, 0
 			for _, p := range ps {
 				out := p.out.String()
-				if strings.Contains(out, "waiting for "+addr) {
+				if strings.Contains(out, addr+" waits: the same work is running in") {
 					waiting++
 				}
 				if strings.Contains(out, addr+"  started") {
@@ -152,7 +152,7 @@ func TestDeadHolderFreesLock(t *testing.T) {
 			}
 			waiter := w.start(env, "apply", "waiter.hcl")
 			e2etest.WaitFor(t, "the second apply to wait", 30*time.Second, func() bool {
-				return strings.Contains(waiter.out.String(), "waiting for stage.held")
+				return strings.Contains(waiter.out.String(), "stage.held waits: the same work is running in")
 			})
 			require.NoError(t, holder.cmd.Process.Signal(syscall.SIGKILL))
 			hres := holder.wait(t)
@@ -187,7 +187,7 @@ func TestInterruptWhileWaiting(t *testing.T) {
 	w.startedPID("stage.held")
 	waiter := w.start(env, "apply", "waiter.hcl")
 	e2etest.WaitFor(t, "the second apply to wait", 30*time.Second, func() bool {
-		return strings.Contains(waiter.out.String(), "waiting for stage.held")
+		return strings.Contains(waiter.out.String(), "stage.held waits: the same work is running in")
 	})
 	require.NoError(t, waiter.cmd.Process.Signal(syscall.SIGINT))
 	res := waiter.wait(t)
@@ -225,7 +225,7 @@ func TestLockTimeout(t *testing.T) {
 	w.startedPID("stage.held")
 	res := w.run(env, "apply", "--lock-timeout", "300ms", "waiter.hcl")
 	require.Equal(t, 1, res.code, res.String())
-	assert.Contains(t, res.stdout, "waiting for stage.held")
+	assert.Contains(t, res.stdout, "stage.held waits: the same work is running in")
 	assert.Contains(t, res.stdout, "stage.held failed (setup)")
 	assert.Contains(t, res.stdout, "--lock-timeout")
 	w.write("go", "")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -80,6 +81,9 @@ type Plan struct {
 	// NotStarted counts service nodes no consumer needs (ActNotStarted).
 	NotStarted int
 	Excluded   int
+	// SameWork counts the nodes to run whose key another node to run has
+	// (noteSameWork).
+	SameWork int
 	// Options are the --target and --replace the plan was made with.
 	Options Options
 	// sensitive: the pipeline has sensitive variables, whose values its
@@ -390,6 +394,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 			p.Skip++
 		}
 	}
+	p.noteSameWork()
 	if cache != nil {
 		p.markIdleServices(g.Root, cache.Dir)
 	}
@@ -947,7 +952,43 @@ func (p *Plan) Render(w io.Writer) error {
 		WriteLine(bw, sym, width, pn.Node.Addr, what, reasons)
 	}
 	WriteFooter(bw, p.Counts(), p.Excluded)
+	if p.SameWork > 0 {
+		verb := "are"
+		if p.SameWork == 1 {
+			verb = "is"
+		}
+		fmt.Fprintf(bw, "%d of the nodes to run %s the same work as another: that work runs once, and they take its result.\n", p.SameWork, verb)
+	}
 	return bw.Flush()
+}
+
+// noteSameWork says, of each node to run whose key an earlier node to run
+// has, that it is the same work: an apply runs it once, and the others
+// take that result from the cache (docs/keys.md) — a for_each stage whose
+// command does not use each, say. Listed as "run" with no word, three
+// such nodes read as three runs.
+func (p *Plan) noteSameWork() {
+	first := map[string]*PlannedNode{}
+	for _, pn := range p.Nodes {
+		if pn.Skipped || pn.Action != ActRun || pn.Key == "" {
+			continue
+		}
+		f, ok := first[pn.Key]
+		if !ok {
+			first[pn.Key] = pn
+			continue
+		}
+		p.SameWork++
+		pn.Reasons = append(pn.Reasons, fmt.Sprintf("the same work as %s (one key): it runs once, and this node takes its result", f.Node.Addr))
+	}
+}
+
+// plural is n with the noun for one or for many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // WidthMax caps the address column of a rendered plan.
@@ -1025,7 +1066,7 @@ func (p *Plan) Counts() Counts {
 func WriteFooter(bw *bufio.Writer, c Counts, excluded int) {
 	fmt.Fprintf(bw, "\nPlan: %s.", c)
 	if excluded > 0 {
-		fmt.Fprintf(bw, " (%d nodes outside --target not shown.)", excluded)
+		fmt.Fprintf(bw, " (%s outside --target not shown.)", plural(excluded, "node", "nodes"))
 	}
 	bw.WriteByte('\n')
 }

@@ -128,3 +128,35 @@ stage "command" "b" {
 	require.Empty(t, v)
 	require.Empty(t, p)
 }
+
+// Nodes that are the same work (one key) run once, the others taking the
+// result: plan says so of each of them and in its footer, instead of
+// listing three runs where one runs.
+func TestPlanSaysWhichNodesAreTheSameWork(t *testing.T) {
+	w := plantest.New(t, `
+stage "command" "seed" {
+  for_each = toset(["0", "1", "2"])
+  run      = ["sh", "-c", "echo 42 > score.txt"]
+  outputs  = ["score.txt"]
+}
+stage "command" "other" {
+  run = ["true"]
+}
+`)
+	l, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	p, diags := plan.Make(l.Graph, c, plan.Options{})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	var b strings.Builder
+	require.NoError(t, p.Render(&b))
+	out := b.String()
+	require.Contains(t, out, "+ stage.seed[\"0\"]  run: new\n")
+	require.Contains(t, out, `+ stage.seed["1"]  run: new; the same work as stage.seed["0"] (one key): it runs once, and this node takes its result`)
+	require.Contains(t, out, `+ stage.seed["2"]  run: new; the same work as stage.seed["0"]`)
+	require.NotContains(t, out, `stage.other  run: new;`)
+	require.Contains(t, out, "2 of the nodes to run are the same work as another: that work runs once, and they take its result.")
+	require.Equal(t, 2, p.SameWork)
+}
