@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -36,9 +37,11 @@ import (
 // A variant is dominated iff another has x >= and y >= with at least one
 // strictly greater; both axes are maximised. A row whose instance did not
 // finish (failed, skipped) stays in the table as FAILED with its reason and
-// is never on the front. The node writes table.md, table.tsv, table.json
-// and pareto.svg into out_dir (outputs, restored on a cache hit), prints
-// the table and the front, and its result is
+// is never on the front. A finished row whose x or y is not a number
+// fails the node (class result), naming the variant and the field: the
+// front of the others is not the batch's. The node writes table.md,
+// table.tsv, table.json and pareto.svg into out_dir (outputs, restored on
+// a cache hit), prints the table and the front, and its result is
 // {"x", "y", "columns", "rows", "pareto_front", "failed", "files"}.
 type Pareto struct{}
 
@@ -213,6 +216,15 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if err != nil {
 		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%s (x = %q, y = %q; the rows' results hold: %s)", err, a.X, a.Y, strings.Join(resultFields(rows), ", "))}, nil
 	}
+	if bad, rerun := unreadableAxes(n, a); len(bad) > 0 {
+		// The front of the others would be published as the batch's, and
+		// the left-out variant may dominate them all: nothing is written.
+		how := "run it again"
+		if len(rerun) > 0 {
+			how = "run it again (apply --replace '" + strings.Join(rerun, "' --replace '") + "')"
+		}
+		return &Outcome{Class: failclass.Result, Message: fmt.Sprintf("the Pareto front on (%s, %s) cannot be computed: %s; no table, front or plot was written: fix what writes the result and %s", a.X, a.Y, strings.Join(bad, "; "), how)}, nil
+	}
 	cols := make([]report.Column, len(a.Columns))
 	for i, name := range a.Columns {
 		cols[i] = presentColumn(name)
@@ -349,29 +361,31 @@ func presentColumn(name string) report.Column {
 // ownMetrics are the report.Row fields filled from a result.
 var ownMetrics = []string{report.ColMean16, report.ColPass16, report.ColThroughput, report.ColE2ETime}
 
-// paretoRows turns the rows attribute into report rows, in the order the
-// variants were given (the order of the node's upstreams). simulated is
-// true when a result says "simulated": true.
-func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err error) {
+// paretoItem is one row of the rows attribute: its instance key ("" in
+// a list of results) and its value.
+type paretoItem struct {
+	key string
+	val cty.Value
+}
+
+// paretoItems reads the rows attribute, in the order the variants were
+// given (the order of the node's upstreams).
+func paretoItems(n *Node) ([]paretoItem, error) {
 	v, ok := n.Args["rows"]
 	if !ok || v.IsNull() {
-		return nil, false, fmt.Errorf("rows is empty: give the instances of a stage, like rows = stage.aime24")
+		return nil, fmt.Errorf("rows is empty: give the instances of a stage, like rows = stage.aime24")
 	}
 	v, _ = v.UnmarkDeep()
 	if !v.IsWhollyKnown() {
-		return nil, false, fmt.Errorf("rows is not known yet")
+		return nil, fmt.Errorf("rows is not known yet")
 	}
-	type item struct {
-		key string
-		val cty.Value
-	}
-	var items []item
+	var items []paretoItem
 	ty := v.Type()
 	switch {
 	case ty.IsObjectType() || ty.IsMapType():
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
-			items = append(items, item{key: k.AsString(), val: e})
+			items = append(items, paretoItem{key: k.AsString(), val: e})
 		}
 		order := upstreamOrder(n)
 		sort.SliceStable(items, func(i, j int) bool {
@@ -388,10 +402,21 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
 		for it := v.ElementIterator(); it.Next(); {
 			_, e := it.Element()
-			items = append(items, item{val: e})
+			items = append(items, paretoItem{val: e})
 		}
 	default:
-		return nil, false, fmt.Errorf("rows must be the instances of a stage or a list of result objects, not %s", ty.FriendlyName())
+		return nil, fmt.Errorf("rows must be the instances of a stage or a list of result objects, not %s", ty.FriendlyName())
+	}
+	return items, nil
+}
+
+// paretoRows turns the rows attribute into report rows, in the order the
+// variants were given (the order of the node's upstreams). simulated is
+// true when a result says "simulated": true.
+func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err error) {
+	items, err := paretoItems(n)
+	if err != nil {
+		return nil, false, err
 	}
 	want := map[string]bool{a.X: true, a.Y: true}
 	for _, c := range a.Columns {
@@ -407,6 +432,122 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 		simulated = simulated || sim
 	}
 	return rows, simulated, nil
+}
+
+// unreadableAxes says, for each finished variant whose result does not
+// hold x or y as a number (a string such as "0.50", null, a misspelt or
+// missing key), which variant, whose result file (the upstream that
+// declares it) and what the field holds; rerun lists those upstreams'
+// addresses. Such a variant cannot be placed in the plane, and the front
+// of the others is not the batch's front: it may dominate them all.
+func unreadableAxes(n *Node, a paretoArgs) (bad, rerun []string) {
+	items, err := paretoItems(n)
+	if err != nil {
+		return nil, nil
+	}
+	axes := []string{a.X}
+	if a.Y != a.X {
+		axes = append(axes, a.Y)
+	}
+	from := upstreamAddresses(n)
+	for i, it := range items {
+		fields, finished := finishedResult(it.val)
+		if !finished {
+			continue
+		}
+		var what []string
+		for _, m := range axes {
+			if _, isNum := ctyNumber(fields[m]); !isNum {
+				what = append(what, describeField(fields, m))
+			}
+		}
+		if len(what) == 0 {
+			continue
+		}
+		name := it.key
+		if name == "" {
+			name = ctyString(fields["name"])
+		}
+		where := fmt.Sprintf("rows[%d]", i)
+		if name != "" {
+			where = fmt.Sprintf("variant %q", name)
+		}
+		src := "its result"
+		if addr := from[it.key]; it.key != "" && addr != "" {
+			src = "the result file of " + addr
+			rerun = append(rerun, addr)
+		}
+		bad = append(bad, fmt.Sprintf("%s: %s %s", where, src, strings.Join(what, " and ")))
+	}
+	return bad, rerun
+}
+
+// finishedResult returns the result object of a row that finished (an
+// instance with status "ok", or a plain result object).
+func finishedResult(v cty.Value) (map[string]cty.Value, bool) {
+	if v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+		return nil, false
+	}
+	attrs := v.AsValueMap()
+	result := v
+	if st, ok := attrs["status"]; ok && attrs["result"] != cty.NilVal {
+		if ctyString(st) != "ok" {
+			return nil, false
+		}
+		result = attrs["result"]
+	}
+	if result.IsNull() || !(result.Type().IsObjectType() || result.Type().IsMapType()) {
+		return nil, false
+	}
+	return result.AsValueMap(), true
+}
+
+// describeField says what a result holds for a field that is not a
+// number: `holds "mean@16" as a string ("0.50"), not a number`, or
+// `has no "throughput" (it holds: ...)`.
+func describeField(fields map[string]cty.Value, name string) string {
+	v, ok := fields[name]
+	if !ok {
+		keys := make([]string, 0, len(fields))
+		for k := range fields {
+			keys = append(keys, strconv.Quote(k))
+		}
+		sort.Strings(keys)
+		return fmt.Sprintf("has no %q (it holds %s)", name, strings.Join(keys, ", "))
+	}
+	var what string
+	switch ty := v.Type(); {
+	case v.IsNull():
+		what = "null"
+	case !v.IsKnown():
+		what = "an unknown value"
+	case ty.Equals(cty.String):
+		s := v.AsString()
+		if len(s) > 40 {
+			s = strings.ToValidUTF8(s[:40], "") + "…"
+		}
+		what = fmt.Sprintf("a string (%q)", s)
+	case ty.Equals(cty.Bool):
+		what = fmt.Sprintf("a bool (%t)", v.True())
+	case ty.IsObjectType() || ty.IsMapType():
+		what = "an object"
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		what = "a list"
+	default:
+		what = ty.FriendlyName()
+	}
+	return fmt.Sprintf("holds %q as %s, not a number", name, what)
+}
+
+// upstreamAddresses maps each upstream instance's key to its address.
+func upstreamAddresses(n *Node) map[string]string {
+	out := map[string]string{}
+	for _, u := range n.Upstreams {
+		if a, err := addrs.Parse(u.Address); err == nil && a.Keyed {
+			out[a.Key] = u.Address
+		}
+	}
+	return out
 }
 
 // upstreamOrder maps each upstream's instance key to its position: the

@@ -270,3 +270,68 @@ func TestParetoSaysSimulated(t *testing.T) {
 	require.Empty(t, out.Class, out.Message)
 	assert.NotContains(t, rt.err.String(), "SIMULATED")
 }
+
+// TestParetoRefusesAxisNotANumber: a finished variant whose result holds
+// an axis as something other than a number cannot be placed in the
+// plane, and the front of the others is not the batch's (here a, left
+// out, dominates them all): the node fails with class result, naming the
+// variant, the node whose result file it is and the field, and writes no
+// table, front or plot.
+func TestParetoRefusesAxisNotANumber(t *testing.T) {
+	tests := []struct {
+		name  string
+		field string
+		val   cty.Value // nil: the field is left out, "Throughput" given instead
+		want  string
+	}{
+		{"a string", "mean@16", cty.StringVal("0.50"), `holds "mean@16" as a string ("0.50"), not a number`},
+		{"null", "mean@16", cty.NullVal(cty.Number), `holds "mean@16" as null, not a number`},
+		{"a bool", "throughput", cty.True, `holds "throughput" as a bool (true), not a number`},
+		{"a misspelt key", "throughput", cty.NilVal, `has no "throughput" (it holds "Throughput", "content_hash", "e2e_time", "mean@16", "name", "pass@16")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := instance("a", "ok", "", "", &metrics{0.5, 0.9, 100, 10})
+			m := inst.AsValueMap()
+			res := m["result"].AsValueMap()
+			delete(res, "gpu")
+			if tt.val == cty.NilVal {
+				res["Throughput"] = res[tt.field]
+				delete(res, tt.field)
+			} else {
+				res[tt.field] = tt.val
+			}
+			m["result"] = cty.ObjectVal(res)
+			n := paretoNode(nil,
+				"a", cty.ObjectVal(m),
+				"b", instance("b", "ok", "", "", &metrics{0.3, 0.9, 80, 10}),
+				"c", instance("c", "ok", "", "", &metrics{0.2, 0.9, 60, 10}),
+				"d", instance("d", "failed", "exit", "exited with status 1", nil),
+			)
+			out, _, rt := runPareto(t, n)
+			assert.Equal(t, "result", out.Class)
+			assert.Contains(t, out.Message, "the Pareto front on (throughput, mean@16) cannot be computed")
+			assert.Contains(t, out.Message, `variant "a": the result file of stage.aime24["a"] `+tt.want)
+			assert.Contains(t, out.Message, `no table, front or plot was written`)
+			assert.Contains(t, out.Message, `apply --replace 'stage.aime24["a"]'`, "how to run it again")
+			assert.NotContains(t, out.Message, `variant "b"`)
+			assert.NotContains(t, out.Message, `variant "d"`, "a failed variant is listed as failed, not refused")
+			assert.Nil(t, out.Result)
+			assert.NoFileExists(t, filepath.Join(rt.root, "reports/batch/table.json"))
+			assert.NoFileExists(t, filepath.Join(rt.root, "reports/batch/pareto.svg"))
+			assert.NotContains(t, rt.err.String(), "Pareto front on", "no front is shown")
+		})
+	}
+
+	// A list of results (no upstream instances): the variant is named by
+	// its result's name.
+	inst := instance("a", "ok", "", "", &metrics{0.5, 0.9, 100, 10})
+	res := inst.AsValueMap()["result"].AsValueMap()
+	res["mean@16"] = cty.StringVal("0.50")
+	n := &stages.Node{Address: "stage.batch", Stage: "batch", Ranges: map[string]hcl.Range{}, Args: map[string]cty.Value{
+		"rows": cty.TupleVal([]cty.Value{cty.ObjectVal(res), instance("b", "ok", "", "", &metrics{0.3, 0.9, 80, 10}).GetAttr("result")}),
+	}}
+	out, _, _ := runPareto(t, n)
+	assert.Equal(t, "result", out.Class)
+	assert.Contains(t, out.Message, `variant "a": its result holds "mean@16" as a string ("0.50"), not a number`)
+}
