@@ -46,6 +46,12 @@ func (r *nodeRuntime) OutDir() string { return r.a.scratchFor(r.ns) }
 
 func (r *nodeRuntime) RunID() string { return r.a.runID }
 
+// SimulatedGPUs implements stages.GPUSimulator: the node leased GPUs of
+// a simulated inventory.
+func (r *nodeRuntime) SimulatedGPUs() bool {
+	return r.ns.lease != nil && r.a.opts.GPUs != nil && r.a.opts.GPUs.Simulated()
+}
+
 func (r *nodeRuntime) NoSync() bool { return r.a.opts.NoSync }
 
 // Replacing implements stages.Replacer: --replace names the node or one of

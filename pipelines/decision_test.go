@@ -241,6 +241,14 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	out, code = w.run(decisionArgs("apply")...)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "CASE                                 RULE            BUDGET  DECISIONS", "the replay's table")
+	// Judged on simulated GPUs: marked wherever the figures are shown.
+	assert.Contains(t, out, "over 48 slot outcomes (SIMULATED: 48 judged on simulated GPUs)")
+	assert.Contains(t, out, "SIMULATED: the outcomes of 48 of the 48 planned slots were judged on simulated GPUs (made-up peak memory): no figure below is a measurement")
+	for _, f := range []string{"decision/ledger/" + decision.LedgerTSV, "reports/decision/replay.tsv"} {
+		b, err := os.ReadFile(filepath.Join(w.dir, f))
+		require.NoError(t, err)
+		assert.True(t, strings.HasSuffix(strings.SplitN(string(b), "\n", 2)[0], "\tsimulated"), "%s: a simulated column", f)
+	}
 
 	// The cap, from the journal: never more than 4 allocations of 2 GPUs.
 	runs := w.runs()
@@ -259,6 +267,7 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	bySlot := map[string][]decision.Attempt{}
 	for _, a := range atts {
 		assert.True(t, a.Charged)
+		assert.True(t, a.Simulated, "on simulated GPUs")
 		bySlot[a.Slot] = append(bySlot[a.Slot], a)
 	}
 	replacedSetups, notReplaced := 0, 0
@@ -304,7 +313,7 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join(w.dir, "reports/decision/outcomes.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &outcomes))
-	assert.Equal(t, decision.Outcome{State: decision.MemoryFailure, Attempts: 1}, outcomes[oom])
+	assert.Equal(t, decision.Outcome{State: decision.MemoryFailure, Attempts: 1, Simulated: true}, outcomes[oom])
 	charged := 0
 	for _, o := range outcomes {
 		charged += o.Attempts

@@ -197,7 +197,12 @@ func (Decision) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	w := &bytes.Buffer{}
 	defer emitOutput(rt, n.Address, w)
-	fmt.Fprintf(w, "\n%s: replay of %s over %d slot outcomes\n", n.Address, a.protocol, len(o))
+	sim := ""
+	if m := r.Inputs.NotMeasured; m != nil && m.Simulated > 0 {
+		// Outcomes judged on simulated GPUs say so wherever they are shown.
+		sim = fmt.Sprintf(" (SIMULATED: %d judged on simulated GPUs)", m.Simulated)
+	}
+	fmt.Fprintf(w, "\n%s: replay of %s over %d slot outcomes%s\n", n.Address, a.protocol, len(o), sim)
 	if err := r.WriteTable(w); err != nil {
 		return nil, err
 	}
@@ -317,7 +322,7 @@ func slotOutcomes(v cty.Value, p *decision.Protocol) (decision.Outcomes, error) 
 		if _, planned := o[r.Slot]; !planned {
 			return nil, fmt.Errorf("slots[%q] ran slot %q, which the protocol does not plan", k, r.Slot)
 		}
-		o[r.Slot] = decision.Outcome{State: r.State, Attempts: r.Attempts}
+		o[r.Slot] = decision.Outcome{State: r.State, Attempts: r.Attempts, Simulated: r.Simulated}
 	}
 	return o, nil
 }

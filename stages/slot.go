@@ -45,7 +45,10 @@ import (
 // above_margin, memory_failure or unresolved), whatever the process did:
 // a slot's outcome is data, and a failed slot is never run again. Its
 // result is {"slot", "state", "attempts", "peak_gpu_mib", "class",
-// "setup_class", "message"}.
+// "setup_class", "message"}, with "simulated": true when it ran on
+// simulated GPUs (its peak made up). A process that completed without
+// any GPU memory seen (peak 0 MiB: it used no GPU, or its executor does
+// not sample) is unresolved: there is no measurement to judge.
 type Slot struct{}
 
 func init() { Register(Slot{}) }
@@ -212,6 +215,8 @@ type slotResult struct {
 	Class      string         `json:"class"`
 	SetupClass string         `json:"setup_class"`
 	Message    string         `json:"message"`
+	// Simulated: an attempt ran on simulated GPUs, its peak made up.
+	Simulated bool `json:"simulated,omitempty"`
 	// Ledger is the slot's attempts as the attempt ledger holds them, in
 	// order: the run report's attempt ledger.
 	Ledger []slotAttempt `json:"ledger,omitempty"`
@@ -231,6 +236,7 @@ type slotAttempt struct {
 	Started     time.Time      `json:"started"`
 	Ended       *time.Time     `json:"ended"`
 	PeakGPUMiB  float64        `json:"peak_gpu_mib"`
+	Simulated   bool           `json:"simulated,omitempty"`
 }
 
 // Run implements Kind.
@@ -293,7 +299,7 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			// and the next apply starts it (a decided replacement too).
 			return &Outcome{Class: "interrupted", Message: fmt.Sprintf("interrupted before attempt %d of slot %s started", next, s.slot)}, nil
 		}
-		if err := led.Start(decision.Event{Slot: s.slot, Attempt: next, RunID: runID, Node: n.Address, Key: n.Key}); err != nil {
+		if err := led.Start(decision.Event{Slot: s.slot, Attempt: next, RunID: runID, Node: n.Address, Key: n.Key, Simulated: simulatedGPUs(rt)}); err != nil {
 			return nil, err
 		}
 		p := s.proc
@@ -314,14 +320,19 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			code := res.ExitCode
 			e.ExitCode = &code
 		}
-		switch res.Class {
-		case "":
+		switch {
+		case res.Class == "" && !(peak > 0):
+			// No GPU memory seen at all: not a measurement of the job's
+			// peak, so nothing to judge against the margin.
+			e.State = decision.Unresolved
+			e.Message = noPeakMessage(res.GPUs, s.limit)
+		case res.Class == "":
 			e.State = decision.WithinMargin
 			if peak > s.limit {
 				e.State = decision.AboveMargin
 			}
 			e.Message = fmt.Sprintf("completed: peak %.0f MiB per GPU, limit %.0f MiB", peak, s.limit)
-		case "memory_failure":
+		case res.Class == "memory_failure":
 			e.State = decision.MemoryFailure
 		default:
 			e.State = decision.Unresolved
@@ -344,6 +355,16 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	}
 }
 
+// noPeakMessage says why a completed attempt whose sampler saw no GPU
+// memory is unresolved.
+func noPeakMessage(gpus []int, limit float64) string {
+	on := "it leased no GPU"
+	if len(gpus) > 0 {
+		on = fmt.Sprintf("on GPUs %v", gpus)
+	}
+	return fmt.Sprintf("completed, but no GPU memory was measured (peak 0 MiB; %s): no measurement to judge against the %.0f MiB limit", on, limit)
+}
+
 // OutcomeLabel implements OutcomeLabeler: a slot whose process completed
 // at its first attempt shows "ok"; any other shows its outcome, what
 // ended its last attempt, and its charged attempts after a replacement:
@@ -351,11 +372,13 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 // "within_margin after a replacement (2 attempts charged)".
 func (Slot) OutcomeLabel(result json.RawMessage) string {
 	var r slotResult
-	if json.Unmarshal(result, &r) != nil || r.State == "" || (r.Class == "" && r.Attempts <= 1) {
+	if json.Unmarshal(result, &r) != nil || r.State == "" || (r.Class == "" && r.Attempts <= 1 && r.State != decision.Unresolved) {
 		return ""
 	}
 	label := string(r.State)
 	switch {
+	case r.Class == "" && r.State == decision.Unresolved:
+		label += ": no GPU memory measured"
 	case r.Class == "" || r.Class == "memory_failure":
 	case r.SetupClass != "":
 		label += ": setup failure (" + r.SetupClass + ")"
@@ -394,7 +417,9 @@ func slotOutcome(slot string, h *decision.SlotHistory) (*Outcome, error) {
 		Class: last.Class, SetupClass: last.SetupClass, Message: last.Message}
 	for _, a := range h.Attempts {
 		r.Ledger = append(r.Ledger, slotAttempt{Attempt: a.Attempt, State: a.State, Class: a.Class, SetupClass: a.SetupClass,
-			Charged: a.Charged, Replacement: a.Replacement, Started: a.Started, Ended: a.Ended, PeakGPUMiB: a.PeakGPUMiB})
+			Charged: a.Charged, Replacement: a.Replacement, Started: a.Started, Ended: a.Ended, PeakGPUMiB: a.PeakGPUMiB,
+			Simulated: a.Simulated})
+		r.Simulated = r.Simulated || a.Simulated
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -351,6 +351,19 @@ type Replacer interface {
 	ReplaceCommand() string
 }
 
+// GPUSimulator is implemented by the engine's Runtime: whether the GPUs
+// leased to the node are simulated ones (CAIRN_GPUS=sim:N), whose memory
+// readings are made up. A Runtime without it has real GPUs or none.
+type GPUSimulator interface {
+	SimulatedGPUs() bool
+}
+
+// simulatedGPUs says whether rt's node runs on simulated GPUs.
+func simulatedGPUs(rt Runtime) bool {
+	s, ok := rt.(GPUSimulator)
+	return ok && s.SimulatedGPUs()
+}
+
 // WorkerStarter is implemented by the engine's Runtime: evaluate's worker
 // processes start through the apply's executor, as its nodes' processes
 // do.

@@ -35,6 +35,56 @@ type Inputs struct {
 	Protocol Input       `json:"protocol"`
 	Outcomes Input       `json:"outcomes"`
 	Frozen   FrozenCheck `json:"frozen_files"`
+	// NotMeasured, set by Replay, says which of the outcomes the figures
+	// rest on are not measurements; nil when every one is.
+	NotMeasured *NotMeasured `json:"not_measured,omitempty"`
+}
+
+// NotMeasuredKey names NotMeasured in the replay's JSON.
+const NotMeasuredKey = "not_measured"
+
+// NotMeasured counts the planned slots whose outcome is not a
+// measurement: Simulated, judged on simulated GPUs (made-up peaks).
+type NotMeasured struct {
+	Planned   int `json:"planned"`
+	Simulated int `json:"simulated"`
+	// started counts the planned slots that started: when every one is
+	// simulated, no figure is a measurement.
+	started int
+}
+
+// notMeasured is what Replay says of o's outcomes of p's slots (nil:
+// every one measured).
+func notMeasured(p *Protocol, o Outcomes) *NotMeasured {
+	m := &NotMeasured{}
+	for _, s := range p.Slots() {
+		m.Planned++
+		if o.Of(s.ID).State != NotStarted {
+			m.started++
+		}
+		if o.Of(s.ID).Simulated {
+			m.Simulated++
+		}
+	}
+	if m.Simulated == 0 {
+		return nil
+	}
+	return m
+}
+
+// SimulatedNote is the line of the table's header, and the words of the
+// decision stage's heading, for a replay of outcomes judged on simulated
+// GPUs ("" when none was).
+func (in Inputs) SimulatedNote() string {
+	m := in.NotMeasured
+	if m == nil || m.Simulated == 0 {
+		return ""
+	}
+	rest := "no figure below is a measurement"
+	if m.Simulated < m.started {
+		rest = "the figures resting on them are not measurements"
+	}
+	return fmt.Sprintf("SIMULATED: the outcomes of %d of the %d planned slots were judged on simulated GPUs (made-up peak memory): %s", m.Simulated, m.Planned, rest)
 }
 
 // FrozenCheck is what CheckFrozen found of the files the protocol froze
@@ -129,6 +179,9 @@ func (in Inputs) describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "protocol  %s  sha256 %s\n", in.Protocol.File, in.Protocol.SHA256)
 	fmt.Fprintf(&b, "outcomes  %s  sha256 %s\n", in.Outcomes.File, in.Outcomes.SHA256)
+	if note := in.SimulatedNote(); note != "" {
+		b.WriteString(note + "\n")
+	}
 	f := in.Frozen
 	fmt.Fprintf(&b, "frozen files: %d match the protocol's sha256", len(f.Matched))
 	if len(f.Absent) > 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,9 @@ type Event struct {
 	// collected with.
 	Key  string `json:"key,omitempty"`
 	GPUs []int  `json:"gpus,omitempty"`
+	// Simulated (start): the attempt runs on simulated GPUs, whose
+	// memory readings are made up.
+	Simulated bool `json:"simulated,omitempty"`
 	// end
 	State      State   `json:"state,omitempty"`
 	Class      string  `json:"class,omitempty"`       // cairn's failure class, "" when it completed
@@ -80,6 +84,9 @@ type Attempt struct {
 	RunID       string  `json:"run_id"`
 	Key         string  `json:"key"`
 	Message     string  `json:"message"`
+	// Simulated: it ran on simulated GPUs, its peak made up (its state
+	// is not a measurement).
+	Simulated bool `json:"simulated,omitempty"`
 }
 
 // SlotHistory is what the ledger knows of one slot.
@@ -207,7 +214,8 @@ func Histories(events []Event) map[string]*SlotHistory {
 			h.Replacing = e.Attempt
 		case "start":
 			h.Attempts = append(h.Attempts, Attempt{Slot: e.Slot, Attempt: e.Attempt, Charged: true, Started: e.At,
-				Replacement: h.Replacing == e.Attempt && e.Attempt > 1, State: Unresolved, GPUs: e.GPUs, RunID: e.RunID, Key: e.Key})
+				Replacement: h.Replacing == e.Attempt && e.Attempt > 1, State: Unresolved, GPUs: e.GPUs, RunID: e.RunID, Key: e.Key,
+				Simulated: e.Simulated})
 			if h.Replacing == e.Attempt {
 				h.Replacing = 0
 			}
@@ -312,12 +320,20 @@ func Attempts(events []Event) []Attempt {
 	return out
 }
 
-// render rewrites the ledger's TSV, JSON and outcomes files from its
-// events, each whole or not at all.
+// render rewrites the ledger's TSV and JSON files from its events, each
+// whole or not at all. When an attempt ran on simulated GPUs, the TSV has
+// a last column, simulated (true or false), so that a copied file still
+// says which peaks were made up; in the JSON such an attempt has
+// "simulated": true.
 func (l *Ledger) render(events []Event) error {
 	atts := Attempts(events)
+	sim := slices.ContainsFunc(atts, func(a Attempt) bool { return a.Simulated })
 	var tsv strings.Builder
-	tsv.WriteString("slot\tattempt\tclass\tcharged\tstarted\tended\tpeak_gpu_mib\tstate\tsetup_class\treplacement\texit_code\n")
+	tsv.WriteString("slot\tattempt\tclass\tcharged\tstarted\tended\tpeak_gpu_mib\tstate\tsetup_class\treplacement\texit_code")
+	if sim {
+		tsv.WriteString("\tsimulated")
+	}
+	tsv.WriteString("\n")
 	for _, a := range atts {
 		ended, exit := "", ""
 		if a.Ended != nil {
@@ -326,8 +342,12 @@ func (l *Ledger) render(events []Event) error {
 		if a.ExitCode != nil {
 			exit = strconv.Itoa(*a.ExitCode)
 		}
-		fmt.Fprintf(&tsv, "%s\t%d\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%t\t%s\n", a.Slot, a.Attempt, a.Class, a.Charged,
+		fmt.Fprintf(&tsv, "%s\t%d\t%s\t%t\t%s\t%s\t%s\t%s\t%s\t%t\t%s", a.Slot, a.Attempt, a.Class, a.Charged,
 			a.Started.Format(time.RFC3339Nano), ended, strconv.FormatFloat(a.PeakGPUMiB, 'f', -1, 64), a.State, a.SetupClass, a.Replacement, exit)
+		if sim {
+			fmt.Fprintf(&tsv, "\t%t", a.Simulated)
+		}
+		tsv.WriteString("\n")
 	}
 	if atts == nil {
 		atts = []Attempt{}

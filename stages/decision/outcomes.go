@@ -48,10 +48,13 @@ func (s State) eligible() bool {
 }
 
 // Outcome is what became of one slot: its state and how many attempts of
-// it started (a permitted replacement is a second attempt).
+// it started (a permitted replacement is a second attempt). Simulated
+// marks a state judged on simulated GPUs: its peak memory was made up, so
+// the state is not a measurement, and every figure resting on it says so.
 type Outcome struct {
-	State    State `json:"state"`
-	Attempts int   `json:"attempts"`
+	State     State `json:"state"`
+	Attempts  int   `json:"attempts"`
+	Simulated bool  `json:"simulated,omitempty"`
 }
 
 // Outcomes maps slot ids to what became of them. A slot it does not hold
@@ -80,7 +83,8 @@ func ReadOutcomes(file string, p *Protocol) (o Outcomes, in Input, err error) {
 // ParseOutcomes reads an outcomes file: one JSON object mapping slot ids
 // to a state ("within_margin", "above_margin", "memory_failure",
 // "unresolved", "not_started") or to {"state": STATE, "attempts": N} for a
-// slot that took more than one started attempt. A plain state counts one
+// slot that took more than one started attempt (with "simulated": true
+// for a state judged on simulated GPUs). A plain state counts one
 // started attempt (none for not_started). A slot the protocol does not
 // plan is an error, as is an attempt count that contradicts the state, and
 // attempts that break the protocol's failure policy (PolicyBreaches).
@@ -123,7 +127,7 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 				if errors.As(err, &te) {
 					why = fmt.Sprintf("%s is %s where %s is expected", te.Field, jsonKind(te.Value), goKind(te.Type.String()))
 				}
-				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N}: %s", why)
+				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N} (and \"simulated\": true for one judged on simulated GPUs): %s", why)
 				continue
 			}
 			if !src.has(path + ".attempts") {
@@ -138,6 +142,8 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 		switch {
 		case !o.State.valid():
 			bad(path, id, "%q is not an outcome (%s)", o.State, stateList())
+		case o.State == NotStarted && o.Simulated:
+			bad(path, id, "a slot that never started was judged on no GPU, simulated or not: drop \"simulated\"")
 		case o.State == NotStarted && o.Attempts != 0:
 			bad(path, id, "a slot that never started has no started attempts; got %d", o.Attempts)
 		case o.State != NotStarted && o.Attempts < 1:

@@ -169,6 +169,9 @@ func (m *Metrics) finish() {
 type CaseResult struct {
 	Case   *Case
 	Truths map[string]Truth
+	// Simulated counts the case's slots whose outcome was judged on
+	// simulated GPUs.
+	Simulated int
 	// Metrics[rule][budget]
 	Metrics map[string]map[int]*Metrics
 }
@@ -189,7 +192,8 @@ type Result struct {
 // reported with its bounds.
 func Replay(p *Protocol, o Outcomes) *Result {
 	r := &Result{Protocol: p, Total: map[string]map[int]*Metrics{},
-		Inputs: Inputs{Protocol: Input{File: p.File, SHA256: p.SHA256}, Frozen: FrozenCheck{Matched: []string{}, Absent: []string{}}}}
+		Inputs: Inputs{Protocol: Input{File: p.File, SHA256: p.SHA256}, Frozen: FrozenCheck{Matched: []string{}, Absent: []string{}},
+			NotMeasured: notMeasured(p, o)}}
 	for _, rule := range p.Rules {
 		r.Total[rule] = map[int]*Metrics{}
 		for _, b := range p.BudgetsPerCase {
@@ -205,6 +209,11 @@ func Replay(p *Protocol, o Outcomes) *Result {
 			cr.Truths[k.ID] = TruthOf(k, o)
 			for _, id := range k.SlotIDs.Evaluation {
 				evalAttempts += o.Of(id).Attempts
+			}
+			for _, id := range append(slices.Clone(k.SlotIDs.Screen), k.SlotIDs.Evaluation...) {
+				if o.Of(id).Simulated {
+					cr.Simulated++
+				}
 			}
 		}
 		for _, rule := range p.Rules {

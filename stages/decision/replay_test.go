@@ -460,3 +460,70 @@ func TestCheckFrozenFiles(t *testing.T) {
 	_, err = p.CheckFrozen(dir, filepath.Join(dir, "nope.csv"))
 	assert.ErrorContains(t, err, "nope.csv: the matrix file cannot be checked")
 }
+
+// Outcomes judged on simulated GPUs ("simulated": true) are marked
+// wherever the replay's figures are shown: a line of the table's header,
+// inputs.not_measured in the JSON, a last simulated column in the TSV
+// (counting the row's case's simulated outcomes). Measured outcomes are
+// not marked, and a slot that never started cannot be simulated.
+func TestReplayMarksSimulatedOutcomes(t *testing.T) {
+	p, o := readSmall(t)
+	plain := Replay(p, o)
+	assert.Nil(t, plain.Inputs.NotMeasured)
+	assert.NotContains(t, string(plain.JSON()), NotMeasuredKey)
+	assert.NotContains(t, strings.SplitN(string(plain.TSV()), "\n", 2)[0], "simulated")
+	var b strings.Builder
+	require.NoError(t, plain.WriteTable(&b))
+	assert.NotContains(t, b.String(), "SIMULATED")
+
+	// Two of alpha's slots and gamma's screen, judged on simulated GPUs.
+	text := `{"alpha-c1-s141": {"state": "within_margin", "simulated": true},
+	 "alpha-c2-s141": {"state": "memory_failure", "attempts": 1, "simulated": true},
+	 "gamma-c1-s141": {"state": "unresolved", "simulated": true}}`
+	sim, err := ParseOutcomes("o.json", []byte(text), p)
+	require.NoError(t, err)
+	assert.Equal(t, Outcome{State: WithinMargin, Attempts: 1, Simulated: true}, sim["alpha-c1-s141"])
+	for id, out := range sim {
+		o[id] = out
+	}
+	r := Replay(p, o)
+	require.NotNil(t, r.Inputs.NotMeasured)
+	assert.Equal(t, 24, r.Inputs.NotMeasured.Planned)
+	assert.Equal(t, 3, r.Inputs.NotMeasured.Simulated)
+
+	var got struct {
+		Inputs map[string]json.RawMessage `json:"inputs"`
+	}
+	require.NoError(t, json.Unmarshal(r.JSON(), &got))
+	assert.JSONEq(t, `{"planned": 24, "simulated": 3}`, string(got.Inputs[NotMeasuredKey]))
+
+	lines := strings.Split(strings.TrimSpace(string(r.TSV())), "\n")
+	header := strings.Split(lines[0], "\t")
+	assert.Equal(t, "simulated", header[len(header)-1], "a last column, as in seed 000's table.tsv")
+	per := map[string]string{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		require.Len(t, f, len(header))
+		per[f[0]] = f[len(f)-1]
+	}
+	assert.Equal(t, map[string]string{"alpha": "2", "beta": "0", "gamma": "1", TotalKey: "3"}, per)
+
+	b.Reset()
+	require.NoError(t, r.WriteTable(&b))
+	head := strings.SplitN(b.String(), "CASE", 2)[0]
+	assert.Contains(t, head, "SIMULATED: the outcomes of 3 of the 24 planned slots were judged on simulated GPUs (made-up peak memory): the figures resting on them are not measurements\n")
+
+	// Every outcome simulated: no figure is a measurement.
+	for _, s := range p.Slots() {
+		out := o.Of(s.ID)
+		out.Simulated = out.State != NotStarted
+		o[s.ID] = out
+	}
+	b.Reset()
+	require.NoError(t, Replay(p, o).WriteTable(&b))
+	assert.Contains(t, b.String(), "SIMULATED: the outcomes of 22 of the 24 planned slots were judged on simulated GPUs (made-up peak memory): no figure below is a measurement\n", "the other 2 never started")
+
+	_, err = ParseOutcomes("o.json", []byte(`{"alpha-c1-s141": {"state": "not_started", "attempts": 0, "simulated": true}}`), p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `o.json:1:19: slot "alpha-c1-s141": a slot that never started was judged on no GPU`)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -105,9 +106,21 @@ var tsvColumns = []string{
 // TSV is the replay as a table with a header row: one row per case, rule
 // and budget, then the totals (case_id "total"). Coverage is empty where
 // it is undefined; decisions are candidate=decision pairs in query order.
+// When outcomes were judged on simulated GPUs, a last column, simulated,
+// counts the row's (its case's, or all) so judged, so that a copied file
+// still says it.
 func (r *Result) TSV() []byte {
 	var b bytes.Buffer
-	b.WriteString(strings.Join(tsvColumns, "\t") + "\n")
+	cols := tsvColumns
+	sim := map[string]int{}
+	if m := r.Inputs.NotMeasured; m != nil && m.Simulated > 0 {
+		cols = append(slices.Clone(cols), "simulated")
+		for _, c := range r.Cases {
+			sim[c.Case.ID] = c.Simulated
+		}
+		sim[TotalKey] = m.Simulated
+	}
+	b.WriteString(strings.Join(cols, "\t") + "\n")
 	row := func(name, rule string, budget int, m *Metrics) {
 		cov := []string{"", ""}
 		if m.Coverage.Defined {
@@ -124,6 +137,9 @@ func (r *Result) TSV() []byte {
 			strconv.Itoa(m.Charged), strconv.Itoa(m.ColdStartCharged), strconv.Itoa(m.Unavailable),
 			strconv.Itoa(m.UnresolvedTruths), strconv.Itoa(m.UnresolvedMemoryFailures),
 			strconv.Itoa(m.EvaluationAttempts), strings.Join(ds, ";")}
+		if len(cols) > len(tsvColumns) {
+			f = append(f, strconv.Itoa(sim[name]))
+		}
 		b.WriteString(strings.Join(f, "\t") + "\n")
 	}
 	r.each(row)

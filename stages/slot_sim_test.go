@@ -1,0 +1,164 @@
+package stages_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/cairn-run/cairn/process"
+	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/decision"
+)
+
+// slotRuntime runs a slot's process as given: res, on simulated GPUs or
+// not.
+type slotRuntime struct {
+	*execRuntime
+	res       process.Result
+	simulated bool
+}
+
+func (r *slotRuntime) Exec(_ context.Context, p stages.Proc) (*process.Result, error) {
+	r.got = append(r.got, p)
+	res := r.res
+	res.Started, res.Ended = time.Now(), time.Now()
+	return &res, nil
+}
+
+func (r *slotRuntime) SimulatedGPUs() bool { return r.simulated }
+
+// slotNode is a slot node of the small protocol's slot id, its ledger in
+// "ledger", a limit of 38912 MiB per GPU.
+func slotNode(slot string) *stages.Node {
+	return &stages.Node{
+		Address: `stage.collect["` + slot + `"]`, Stage: "collect", EachKey: slot, Key: "k-" + slot,
+		Args: map[string]cty.Value{
+			"run": strList("train"), "slot": cty.StringVal(slot),
+			"memory_limit_mib": cty.NumberIntVal(38912), "ledger": cty.StringVal("ledger"),
+		},
+		Ranges: map[string]hcl.Range{},
+	}
+}
+
+// runSlot runs slot on rt and returns its result.
+func runSlot(t *testing.T, rt stages.Runtime, slot string) (json.RawMessage, map[string]any) {
+	t.Helper()
+	n := slotNode(slot)
+	require.False(t, stages.Slot{}.Check(n).HasErrors())
+	out, err := stages.Slot{}.Run(context.Background(), n, rt)
+	require.NoError(t, err)
+	require.Empty(t, out.Class, out.Message)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(out.Result, &res))
+	return out.Result, res
+}
+
+// TestSlotOnSimulatedGPUsIsMarked: an outcome judged on simulated GPUs
+// is marked SIMULATED wherever seed 003's figures are shown, as seed
+// 000's results are: the slot's result, the attempt ledger (attempts.tsv
+// and attempts.json), the decision stage's outcomes.json, replay.json,
+// replay.tsv, and the replay's heading and table on the terminal. On real
+// GPUs nothing is marked.
+func TestSlotOnSimulatedGPUsIsMarked(t *testing.T) {
+	for _, simulated := range []bool{true, false} {
+		root := t.TempDir()
+		rt := &slotRuntime{execRuntime: &execRuntime{root: root}, simulated: simulated,
+			res: process.Result{PeakGPUMiB: 2 * 20000, GPUs: []int{0, 1}}}
+		raw, res := runSlot(t, rt, "alpha-c1-s141")
+		assert.Equal(t, "within_margin", res["state"], "20000 MiB per GPU, limit 38912")
+		assert.Equal(t, simulated, res["simulated"] == true, "the slot's result")
+
+		tsv, err := os.ReadFile(filepath.Join(root, "ledger", decision.LedgerTSV))
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(tsv)), "\n")
+		require.Len(t, lines, 2)
+		js, err := os.ReadFile(filepath.Join(root, "ledger", decision.LedgerJSON))
+		require.NoError(t, err)
+		var atts []map[string]any
+		require.NoError(t, json.Unmarshal(js, &atts))
+		require.Len(t, atts, 1)
+		if simulated {
+			assert.True(t, strings.HasSuffix(lines[0], "\texit_code\tsimulated"), lines[0])
+			assert.True(t, strings.HasSuffix(lines[1], "\ttrue"), lines[1])
+			assert.Equal(t, true, atts[0]["simulated"])
+		} else {
+			assert.NotContains(t, string(tsv), "simulated")
+			assert.NotContains(t, atts[0], "simulated")
+		}
+
+		// The replay of that outcome (the small protocol; the other slots
+		// never started).
+		pb, err := os.ReadFile("decision/testdata/small_protocol.json")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "p.json"), pb, 0o644))
+		ty, err := ctyjson.ImpliedType(raw)
+		require.NoError(t, err)
+		rv, err := ctyjson.Unmarshal(raw, ty)
+		require.NoError(t, err)
+		n := &stages.Node{Address: "stage.replay", Stage: "replay", Ranges: map[string]hcl.Range{}, Args: map[string]cty.Value{
+			"protocol": cty.StringVal("p.json"),
+			"slots": cty.ObjectVal(map[string]cty.Value{"alpha-c1-s141": cty.ObjectVal(map[string]cty.Value{
+				"result": rv, "status": cty.StringVal("ok")})}),
+		}}
+		require.False(t, stages.Decision{}.Check(n).HasErrors())
+		out, err := stages.Decision{}.Run(context.Background(), n, rt)
+		require.NoError(t, err)
+		require.Empty(t, out.Class, out.Message)
+		shown := rt.err.String()
+		outcomes, err := os.ReadFile(filepath.Join(root, "reports/replay", stages.DecisionOutcomes))
+		require.NoError(t, err)
+		replayJSON, err := os.ReadFile(filepath.Join(root, "reports/replay/replay.json"))
+		require.NoError(t, err)
+		replayTSV, err := os.ReadFile(filepath.Join(root, "reports/replay/replay.tsv"))
+		require.NoError(t, err)
+		var o decision.Outcomes
+		require.NoError(t, json.Unmarshal(outcomes, &o))
+		assert.Equal(t, decision.Outcome{State: decision.WithinMargin, Attempts: 1, Simulated: simulated}, o["alpha-c1-s141"])
+		if simulated {
+			assert.Contains(t, shown, "stage.replay: replay of p.json over 24 slot outcomes (SIMULATED: 1 judged on simulated GPUs)")
+			assert.Contains(t, shown, "SIMULATED: the outcomes of 1 of the 24 planned slots were judged on simulated GPUs")
+			assert.Contains(t, string(replayJSON), `"not_measured":{"planned":24,"simulated":1}`)
+			assert.True(t, strings.HasSuffix(strings.SplitN(string(replayTSV), "\n", 2)[0], "\tsimulated"))
+		} else {
+			for what, text := range map[string]string{"terminal": shown, "outcomes.json": string(outcomes), "replay.json": string(replayJSON), "replay.tsv": string(replayTSV)} {
+				assert.NotContains(t, strings.ToLower(text), "simulated", what)
+			}
+		}
+	}
+}
+
+// TestSlotWithoutGPUMemoryIsUnresolved: a process that completes with no
+// GPU memory seen at all (peak 0 MiB: it never used its GPUs, or its
+// executor does not sample) has no measurement to judge against the
+// margin: unresolved, saying why, not within_margin.
+func TestSlotWithoutGPUMemoryIsUnresolved(t *testing.T) {
+	for _, tc := range []struct {
+		gpus []int
+		on   string
+	}{{[]int{0, 1}, "on GPUs [0 1]"}, {nil, "it leased no GPU"}} {
+		rt := &slotRuntime{execRuntime: &execRuntime{root: t.TempDir()}, res: process.Result{GPUs: tc.gpus}}
+		raw, res := runSlot(t, rt, "alpha-c1-s141")
+		assert.Equal(t, "unresolved", res["state"])
+		assert.Equal(t, "completed, but no GPU memory was measured (peak 0 MiB; "+tc.on+"): no measurement to judge against the 38912 MiB limit", res["message"])
+		assert.Equal(t, "unresolved: no GPU memory measured", stages.Slot{}.OutcomeLabel(raw), "the progress line")
+		h, err := (&decision.Ledger{Dir: filepath.Join(rt.root, "ledger")}).History("alpha-c1-s141")
+		require.NoError(t, err)
+		require.Len(t, h.Attempts, 1, "not replaced: it is no setup failure")
+		assert.Equal(t, decision.Unresolved, h.Attempts[0].State)
+	}
+
+	// Some memory seen: judged.
+	rt := &slotRuntime{execRuntime: &execRuntime{root: t.TempDir()}, res: process.Result{PeakGPUMiB: 1, GPUs: []int{0}}}
+	_, res := runSlot(t, rt, "alpha-c1-s141")
+	assert.Equal(t, "within_margin", res["state"])
+}
