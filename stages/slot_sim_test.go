@@ -127,7 +127,7 @@ func TestSlotOnSimulatedGPUsIsMarked(t *testing.T) {
 		if simulated {
 			assert.Contains(t, shown, "stage.replay: replay of p.json over 24 slot outcomes (SIMULATED: 1 judged on simulated GPUs)")
 			assert.Contains(t, shown, "SIMULATED: the outcomes of 1 of the 24 planned slots were judged on simulated GPUs")
-			assert.Contains(t, string(replayJSON), `"not_measured":{"planned":24,"simulated":1}`)
+			assert.Contains(t, string(replayJSON), `"not_measured":{"planned":24,"simulated":1,"absent":[]}`)
 			assert.True(t, strings.HasSuffix(strings.SplitN(string(replayTSV), "\n", 2)[0], "\tsimulated"))
 		} else {
 			for what, text := range map[string]string{"terminal": shown, "outcomes.json": string(outcomes), "replay.json": string(replayJSON), "replay.tsv": string(replayTSV)} {

@@ -44,10 +44,14 @@ type Inputs struct {
 const NotMeasuredKey = "not_measured"
 
 // NotMeasured counts the planned slots whose outcome is not a
-// measurement: Simulated, judged on simulated GPUs (made-up peaks).
+// measurement: Simulated, judged on simulated GPUs (made-up peaks), and
+// Absent, left out of the outcomes file (counted unresolved with one
+// started attempt: the file cannot say whether they started, or at what
+// cost), in protocol order.
 type NotMeasured struct {
-	Planned   int `json:"planned"`
-	Simulated int `json:"simulated"`
+	Planned   int      `json:"planned"`
+	Simulated int      `json:"simulated"`
+	Absent    []string `json:"absent"`
 	// started counts the planned slots that started: when every one is
 	// simulated, no figure is a measurement.
 	started int
@@ -56,9 +60,12 @@ type NotMeasured struct {
 // notMeasured is what Replay says of o's outcomes of p's slots (nil:
 // every one measured).
 func notMeasured(p *Protocol, o Outcomes) *NotMeasured {
-	m := &NotMeasured{}
+	m := &NotMeasured{Absent: []string{}}
 	for _, s := range p.Slots() {
 		m.Planned++
+		if _, given := o[s.ID]; !given {
+			m.Absent = append(m.Absent, s.ID)
+		}
 		if o.Of(s.ID).State != NotStarted {
 			m.started++
 		}
@@ -66,10 +73,30 @@ func notMeasured(p *Protocol, o Outcomes) *NotMeasured {
 			m.Simulated++
 		}
 	}
-	if m.Simulated == 0 {
+	if m.Simulated == 0 && len(m.Absent) == 0 {
 		return nil
 	}
 	return m
+}
+
+// AbsentNote is the line of the table's header for a replay of outcomes
+// that leave planned slots out ("" when none is).
+func (in Inputs) AbsentNote() string {
+	m := in.NotMeasured
+	if m == nil || len(m.Absent) == 0 {
+		return ""
+	}
+	ids := m.Absent
+	more := ""
+	if len(ids) > 3 {
+		ids, more = ids[:3], fmt.Sprintf(" and %d more", len(ids)-3)
+	}
+	verb := "are"
+	if len(m.Absent) == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("absent: %d of the %d planned slots %s not in the outcomes file, each counted unresolved with 1 started attempt (the file cannot say whether it started, or at what cost): %s%s",
+		len(m.Absent), m.Planned, verb, strings.Join(ids, ", "), more)
 }
 
 // SimulatedNote is the line of the table's header, and the words of the
@@ -179,8 +206,10 @@ func (in Inputs) describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "protocol  %s  sha256 %s\n", in.Protocol.File, in.Protocol.SHA256)
 	fmt.Fprintf(&b, "outcomes  %s  sha256 %s\n", in.Outcomes.File, in.Outcomes.SHA256)
-	if note := in.SimulatedNote(); note != "" {
-		b.WriteString(note + "\n")
+	for _, note := range []string{in.AbsentNote(), in.SimulatedNote()} {
+		if note != "" {
+			b.WriteString(note + "\n")
+		}
 	}
 	f := in.Frozen
 	fmt.Fprintf(&b, "frozen files: %d match the protocol's sha256", len(f.Matched))

@@ -170,8 +170,8 @@ type CaseResult struct {
 	Case   *Case
 	Truths map[string]Truth
 	// Simulated counts the case's slots whose outcome was judged on
-	// simulated GPUs.
-	Simulated int
+	// simulated GPUs, Absent those the outcomes leave out.
+	Simulated, Absent int
 	// Metrics[rule][budget]
 	Metrics map[string]map[int]*Metrics
 }
@@ -213,6 +213,9 @@ func Replay(p *Protocol, o Outcomes) *Result {
 			for _, id := range append(slices.Clone(k.SlotIDs.Screen), k.SlotIDs.Evaluation...) {
 				if o.Of(id).Simulated {
 					cr.Simulated++
+				}
+				if _, given := o[id]; !given {
+					cr.Absent++
 				}
 			}
 		}

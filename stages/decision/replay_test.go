@@ -469,8 +469,8 @@ func TestCheckFrozenFiles(t *testing.T) {
 func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 	p, o := readSmall(t)
 	plain := Replay(p, o)
-	assert.Nil(t, plain.Inputs.NotMeasured)
-	assert.NotContains(t, string(plain.JSON()), NotMeasuredKey)
+	assert.Zero(t, plain.Inputs.NotMeasured.Simulated)
+	assert.Contains(t, string(plain.JSON()), `"simulated":0`)
 	assert.NotContains(t, strings.SplitN(string(plain.TSV()), "\n", 2)[0], "simulated")
 	var b strings.Builder
 	require.NoError(t, plain.WriteTable(&b))
@@ -495,7 +495,7 @@ func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 		Inputs map[string]json.RawMessage `json:"inputs"`
 	}
 	require.NoError(t, json.Unmarshal(r.JSON(), &got))
-	assert.JSONEq(t, `{"planned": 24, "simulated": 3}`, string(got.Inputs[NotMeasuredKey]))
+	assert.JSONEq(t, `{"planned": 24, "simulated": 3, "absent": ["beta-c2-s144"]}`, string(got.Inputs[NotMeasuredKey]))
 
 	lines := strings.Split(strings.TrimSpace(string(r.TSV())), "\n")
 	header := strings.Split(lines[0], "\t")
@@ -526,4 +526,54 @@ func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 	_, err = ParseOutcomes("o.json", []byte(`{"alpha-c1-s141": {"state": "not_started", "attempts": 0, "simulated": true}}`), p)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `o.json:1:19: slot "alpha-c1-s141": a slot that never started was judged on no GPU`)
+}
+
+// A planned slot the outcomes file leaves out is counted unresolved with
+// one started attempt (docs/decision.md), which the file cannot give: the
+// replay says so wherever its figures are shown — a line of the table's
+// header naming the slots, inputs.not_measured.absent in the JSON, an
+// absent column in the TSV (per case). A file that gives every slot has
+// none of it.
+func TestReplayMarksAbsentSlots(t *testing.T) {
+	p, o := readSmall(t)
+	r := Replay(p, o)
+	var got struct {
+		Inputs map[string]json.RawMessage `json:"inputs"`
+	}
+	require.NoError(t, json.Unmarshal(r.JSON(), &got))
+	assert.JSONEq(t, `{"planned": 24, "simulated": 0, "absent": ["beta-c2-s144"]}`, string(got.Inputs[NotMeasuredKey]))
+
+	var b strings.Builder
+	require.NoError(t, r.WriteTable(&b))
+	head := strings.SplitN(b.String(), "CASE", 2)[0]
+	assert.Contains(t, head, "absent: 1 of the 24 planned slots is not in the outcomes file, each counted unresolved with 1 started attempt (the file cannot say whether it started, or at what cost): beta-c2-s144\n")
+
+	lines := strings.Split(strings.TrimSpace(string(r.TSV())), "\n")
+	header := strings.Split(lines[0], "\t")
+	assert.Equal(t, "absent", header[len(header)-1])
+	per := map[string]string{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		require.Len(t, f, len(header))
+		per[f[0]] = f[len(f)-1]
+	}
+	assert.Equal(t, map[string]string{"alpha": "0", "beta": "1", "gamma": "0", TotalKey: "1"}, per)
+
+	// Many absent: the header names three and counts the rest.
+	none := Replay(p, Outcomes{})
+	b.Reset()
+	require.NoError(t, none.WriteTable(&b))
+	assert.Contains(t, b.String(), "absent: 24 of the 24 planned slots are not in the outcomes file, each counted unresolved with 1 started attempt (the file cannot say whether it started, or at what cost): alpha-c1-s141, alpha-c1-s142, alpha-c1-s143 and 21 more\n")
+	assert.Len(t, none.Inputs.NotMeasured.Absent, 24, "the JSON names every one")
+
+	// Every slot given: nothing to mark.
+	o["beta-c2-s144"] = Outcome{State: Unresolved, Attempts: 1}
+	full := Replay(p, o)
+	assert.Nil(t, full.Inputs.NotMeasured)
+	assert.NotContains(t, string(full.JSON()), NotMeasuredKey)
+	assert.NotContains(t, string(full.TSV()), "absent")
+	b.Reset()
+	require.NoError(t, full.WriteTable(&b))
+	assert.NotContains(t, b.String(), "absent:")
+	assert.Equal(t, r.Total, full.Total, "the figures are those of the slot given as unresolved")
 }

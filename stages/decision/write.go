@@ -106,19 +106,33 @@ var tsvColumns = []string{
 // TSV is the replay as a table with a header row: one row per case, rule
 // and budget, then the totals (case_id "total"). Coverage is empty where
 // it is undefined; decisions are candidate=decision pairs in query order.
-// When outcomes were judged on simulated GPUs, a last column, simulated,
-// counts the row's (its case's, or all) so judged, so that a copied file
-// still says it.
+// When the outcomes leave planned slots out, a column absent counts the
+// row's (its case's, or all); when outcomes were judged on simulated
+// GPUs, a last column, simulated, counts the row's so judged: a copied
+// file still says what its figures rest on.
 func (r *Result) TSV() []byte {
 	var b bytes.Buffer
-	cols := tsvColumns
-	sim := map[string]int{}
-	if m := r.Inputs.NotMeasured; m != nil && m.Simulated > 0 {
-		cols = append(slices.Clone(cols), "simulated")
-		for _, c := range r.Cases {
-			sim[c.Case.ID] = c.Simulated
+	cols := slices.Clone(tsvColumns)
+	var extra []map[string]int // per case id, for each extra column
+	if m := r.Inputs.NotMeasured; m != nil {
+		for _, c := range []struct {
+			name  string
+			total int
+			of    func(*CaseResult) int
+		}{
+			{"absent", len(m.Absent), func(c *CaseResult) int { return c.Absent }},
+			{"simulated", m.Simulated, func(c *CaseResult) int { return c.Simulated }},
+		} {
+			if c.total == 0 {
+				continue
+			}
+			per := map[string]int{TotalKey: c.total}
+			for _, cr := range r.Cases {
+				per[cr.Case.ID] = c.of(cr)
+			}
+			cols = append(cols, c.name)
+			extra = append(extra, per)
 		}
-		sim[TotalKey] = m.Simulated
 	}
 	b.WriteString(strings.Join(cols, "\t") + "\n")
 	row := func(name, rule string, budget int, m *Metrics) {
@@ -137,8 +151,8 @@ func (r *Result) TSV() []byte {
 			strconv.Itoa(m.Charged), strconv.Itoa(m.ColdStartCharged), strconv.Itoa(m.Unavailable),
 			strconv.Itoa(m.UnresolvedTruths), strconv.Itoa(m.UnresolvedMemoryFailures),
 			strconv.Itoa(m.EvaluationAttempts), strings.Join(ds, ";")}
-		if len(cols) > len(tsvColumns) {
-			f = append(f, strconv.Itoa(sim[name]))
+		for _, per := range extra {
+			f = append(f, strconv.Itoa(per[name]))
 		}
 		b.WriteString(strings.Join(f, "\t") + "\n")
 	}
