@@ -307,10 +307,17 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			stem := filepath.Join(rt.OutDir(), fmt.Sprintf("attempt%d", next))
 			p.Stdout, p.Stderr = stem+".out", stem+".err"
 		}
+		// ran: the executor started the process (a cluster: submitted
+		// its job). One it could not start at all is no attempt.
+		ran := false
+		p.Started = func(process.JobRef) { ran = true }
 		res, err := rt.Exec(ctx, p)
 		if err != nil {
 			_ = led.End(decision.Event{Slot: s.slot, Attempt: next, State: decision.Unresolved, Class: "setup", Message: err.Error()})
 			return nil, err
+		}
+		if !ran {
+			return notStarted(led, s, next, res)
 		}
 		// The sampler gives the allocation's peak summed over its GPUs;
 		// the margin is per GPU, so the peak compared is the mean per GPU.
@@ -353,6 +360,28 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			return &Outcome{Class: res.Class, Message: res.Message, Proc: res}, nil
 		}
 	}
+}
+
+// notStarted ends a slot's attempt that the executor never started (its
+// program not found, the start refused, cairn interrupted before it):
+// the ledger records it as no attempt, uncharged, and the node fails,
+// naming the command, so that the slot is collected once it can start
+// (a corrected command is not refused for another key: the ledger holds
+// no attempt of the slot).
+func notStarted(led *decision.Ledger, s *slotSpec, attempt int, res *process.Result) (*Outcome, error) {
+	why := res.Message
+	if why == "" {
+		why = "the executor did not start it"
+	}
+	if err := led.Unstarted(decision.Event{Slot: s.slot, Attempt: attempt, Class: res.Class, Message: why}); err != nil {
+		return nil, err
+	}
+	class := res.Class
+	if class == "" {
+		class = "setup"
+	}
+	return &Outcome{Class: class, Message: fmt.Sprintf("slot %s: attempt %d did not start (%s): nothing ran, so nothing was charged, and ledger %s holds no attempt of it; fix the command and apply again",
+		s.slot, attempt, why, s.ledger), Proc: res}, nil
 }
 
 // noPeakMessage says why a completed attempt whose sampler saw no GPU

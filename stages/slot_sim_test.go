@@ -30,6 +30,9 @@ type slotRuntime struct {
 
 func (r *slotRuntime) Exec(_ context.Context, p stages.Proc) (*process.Result, error) {
 	r.got = append(r.got, p)
+	if p.Started != nil {
+		p.Started(process.JobRef{})
+	}
 	res := r.res
 	res.Started, res.Ended = time.Now(), time.Now()
 	return &res, nil
@@ -50,10 +53,9 @@ func slotNode(slot string) *stages.Node {
 	}
 }
 
-// runSlot runs slot on rt and returns its result.
-func runSlot(t *testing.T, rt stages.Runtime, slot string) (json.RawMessage, map[string]any) {
+// runSlot runs slot node n on rt and returns its result.
+func runSlot(t *testing.T, rt stages.Runtime, n *stages.Node) (json.RawMessage, map[string]any) {
 	t.Helper()
-	n := slotNode(slot)
 	require.False(t, stages.Slot{}.Check(n).HasErrors())
 	out, err := stages.Slot{}.Run(context.Background(), n, rt)
 	require.NoError(t, err)
@@ -74,7 +76,7 @@ func TestSlotOnSimulatedGPUsIsMarked(t *testing.T) {
 		root := t.TempDir()
 		rt := &slotRuntime{execRuntime: &execRuntime{root: root}, simulated: simulated,
 			res: process.Result{PeakGPUMiB: 2 * 20000, GPUs: []int{0, 1}}}
-		raw, res := runSlot(t, rt, "alpha-c1-s141")
+		raw, res := runSlot(t, rt, slotNode("alpha-c1-s141"))
 		assert.Equal(t, "within_margin", res["state"], "20000 MiB per GPU, limit 38912")
 		assert.Equal(t, simulated, res["simulated"] == true, "the slot's result")
 
@@ -147,7 +149,7 @@ func TestSlotWithoutGPUMemoryIsUnresolved(t *testing.T) {
 		on   string
 	}{{[]int{0, 1}, "on GPUs [0 1]"}, {nil, "it leased no GPU"}} {
 		rt := &slotRuntime{execRuntime: &execRuntime{root: t.TempDir()}, res: process.Result{GPUs: tc.gpus}}
-		raw, res := runSlot(t, rt, "alpha-c1-s141")
+		raw, res := runSlot(t, rt, slotNode("alpha-c1-s141"))
 		assert.Equal(t, "unresolved", res["state"])
 		assert.Equal(t, "completed, but no GPU memory was measured (peak 0 MiB; "+tc.on+"): no measurement to judge against the 38912 MiB limit", res["message"])
 		assert.Equal(t, "unresolved: no GPU memory measured", stages.Slot{}.OutcomeLabel(raw), "the progress line")
@@ -159,6 +161,71 @@ func TestSlotWithoutGPUMemoryIsUnresolved(t *testing.T) {
 
 	// Some memory seen: judged.
 	rt := &slotRuntime{execRuntime: &execRuntime{root: t.TempDir()}, res: process.Result{PeakGPUMiB: 1, GPUs: []int{0}}}
-	_, res := runSlot(t, rt, "alpha-c1-s141")
+	_, res := runSlot(t, rt, slotNode("alpha-c1-s141"))
 	assert.Equal(t, "within_margin", res["state"])
+}
+
+// unstartedRuntime is an executor that cannot start the process (its
+// program not found): it never says the process started.
+type unstartedRuntime struct{ *execRuntime }
+
+func (r *unstartedRuntime) Exec(_ context.Context, p stages.Proc) (*process.Result, error) {
+	r.got = append(r.got, p)
+	return &process.Result{ExitCode: -1, Class: "setup", Started: time.Now(), Ended: time.Now(),
+		Message: "cannot start ./bin/trian: fork/exec /ws/bin/trian: no such file or directory"}, nil
+}
+
+// TestSlotWhoseProgramCannotStartIsNotCharged: a train_command whose
+// program cannot be started (a typo) runs nothing: the slot's node fails
+// with class setup naming the command and why, no attempt is charged
+// (attempts.tsv and attempts.json list none), and the corrected command
+// then collects the slot rather than being refused for another key. A
+// replacement that cannot start stays decided, for the next apply.
+func TestSlotWhoseProgramCannotStartIsNotCharged(t *testing.T) {
+	root := t.TempDir()
+	bad := &unstartedRuntime{&execRuntime{root: root}}
+	n := slotNode("alpha-c1-s141")
+	n.Args["run"], n.Key = strList("./bin/trian"), "k-typo"
+	out, err := stages.Slot{}.Run(context.Background(), n, bad)
+	require.NoError(t, err)
+	assert.Equal(t, "setup", out.Class)
+	assert.Contains(t, out.Message, "slot alpha-c1-s141: attempt 1 did not start (cannot start ./bin/trian: fork/exec /ws/bin/trian: no such file or directory): nothing ran, so nothing was charged")
+	assert.Nil(t, out.Result)
+	led := &decision.Ledger{Dir: filepath.Join(root, "ledger")}
+	h, err := led.History("alpha-c1-s141")
+	require.NoError(t, err)
+	assert.Empty(t, h.Attempts, "no attempt")
+	tsv, err := os.ReadFile(filepath.Join(root, "ledger", decision.LedgerTSV))
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(tsv), "\n"), "attempts.tsv: the header only")
+	js, err := os.ReadFile(filepath.Join(root, "ledger", decision.LedgerJSON))
+	require.NoError(t, err)
+	assert.JSONEq(t, "[]", string(js))
+
+	// The corrected command (another node key) collects the slot.
+	good := &slotRuntime{execRuntime: &execRuntime{root: root}, res: process.Result{PeakGPUMiB: 1000, GPUs: []int{0}}}
+	_, res := runSlot(t, good, slotNode("alpha-c1-s141"))
+	assert.Equal(t, "within_margin", res["state"])
+	assert.Equal(t, 1.0, res["attempts"])
+	h, err = led.History("alpha-c1-s141")
+	require.NoError(t, err)
+	require.Len(t, h.Attempts, 1)
+	assert.True(t, h.Attempts[0].Charged)
+	assert.Equal(t, "k-alpha-c1-s141", h.Attempts[0].Key)
+
+	// A slot that started and failed setup is replaced; the replacement
+	// cannot start: it is not charged, and stays decided.
+	require.NoError(t, led.Start(decision.Event{Slot: "alpha-c2-s141", Attempt: 1, Key: "k-alpha-c2-s141"}))
+	require.NoError(t, led.End(decision.Event{Slot: "alpha-c2-s141", Attempt: 1, State: decision.Unresolved, Class: "exit", SetupClass: "port_collision"}))
+	granted, _, err := led.DecideReplacement("alpha-c2-s141", 1, "port_collision", 8)
+	require.NoError(t, err)
+	require.True(t, granted)
+	out, err = stages.Slot{}.Run(context.Background(), slotNode("alpha-c2-s141"), bad)
+	require.NoError(t, err)
+	assert.Equal(t, "setup", out.Class)
+	assert.Contains(t, out.Message, "attempt 2 did not start")
+	h, err = led.History("alpha-c2-s141")
+	require.NoError(t, err)
+	require.Len(t, h.Attempts, 1, "the first attempt only")
+	assert.Equal(t, 2, h.Replacing, "the replacement stays decided")
 }

@@ -158,6 +158,9 @@ type execRuntime struct {
 func (r *execRuntime) Exec(_ context.Context, p stages.Proc) (*process.Result, error) {
 	r.got = append(r.got, p)
 	start := time.Now()
+	if p.Started != nil {
+		p.Started(process.JobRef{})
+	}
 	if r.write != nil {
 		r.write()
 	}

@@ -24,7 +24,8 @@ import (
 // replacement), so that a run killed at any moment loses no charged attempt
 // and counts none twice. Its files, in the ledger folder:
 //
-//	attempts.log   the log: one JSON event a line (start, end, replace)
+//	attempts.log   the log: one JSON event a line (start, end, replace,
+//	               unstarted)
 //	attempts.tsv   every attempt: slot, attempt, class, charged, start/end, peak
 //	attempts.json  the same as a JSON array
 //
@@ -39,7 +40,7 @@ const (
 
 // Event is one line of the ledger's log.
 type Event struct {
-	Event   string    `json:"event"` // "start", "end" or "replace"
+	Event   string    `json:"event"` // "start", "end", "replace" or "unstarted"
 	Slot    string    `json:"slot"`
 	Attempt int       `json:"attempt"`
 	At      time.Time `json:"at"`
@@ -219,6 +220,15 @@ func Histories(events []Event) map[string]*SlotHistory {
 			if h.Replacing == e.Attempt {
 				h.Replacing = 0
 			}
+		case "unstarted":
+			// The executor never started the attempt's process: it is no
+			// attempt, and not charged (a decided replacement stands).
+			if last := h.Last(); last != nil && last.Attempt == e.Attempt && last.Ended == nil {
+				if last.Replacement {
+					h.Replacing = e.Attempt
+				}
+				h.Attempts = h.Attempts[:len(h.Attempts)-1]
+			}
 		case "end":
 			for i := range h.Attempts {
 				a := &h.Attempts[i]
@@ -265,6 +275,16 @@ func (l *Ledger) History(slot string) (*SlotHistory, error) {
 // caller starts its process, so that a crash cannot lose its charge.
 func (l *Ledger) Start(e Event) error {
 	e.Event, e.At = "start", time.Now().UTC()
+	return l.locked(func(_ []Event, add func(Event) error) error { return add(e) })
+}
+
+// Unstarted records that an attempt recorded as starting never started:
+// the executor could not start its process (its program not found, the
+// kernel or the cluster refused it). It is then no attempt and not
+// charged; only an executor's word that nothing ran may say so (a cairn
+// that stops between Start and the process charges the attempt).
+func (l *Ledger) Unstarted(e Event) error {
+	e.Event, e.At = "unstarted", time.Now().UTC()
 	return l.locked(func(_ []Event, add func(Event) error) error { return add(e) })
 }
 
