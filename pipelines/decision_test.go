@@ -243,7 +243,7 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 	assert.Contains(t, out, "CASE                                 RULE            BUDGET  DECISIONS", "the replay's table")
 	// Judged on simulated GPUs: marked wherever the figures are shown.
 	assert.Contains(t, out, "over 48 slot outcomes (SIMULATED: 48 judged on simulated GPUs)")
-	assert.Contains(t, out, "SIMULATED: the outcomes of 48 of the 48 planned slots were judged on simulated GPUs (made-up peak memory): no figure below is a measurement")
+	assert.Contains(t, out, "SIMULATED: the outcomes of 48 of the 48 planned slots were judged on simulated GPUs (made-up peak memory): no figure resting on them is a measurement")
 	for _, f := range []string{"decision/ledger/" + decision.LedgerTSV, "reports/decision/replay.tsv"} {
 		b, err := os.ReadFile(filepath.Join(w.dir, f))
 		require.NoError(t, err)

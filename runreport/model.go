@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/stages/decision"
 	"github.com/cairn-run/cairn/stages/report"
 )
 
@@ -800,8 +801,28 @@ func (b *builder) fromRecord(n *Node, rec *store.Record) {
 			b.r.Artifacts = append(b.r.Artifacts, b.leftOut(n, p, len(data), err))
 			continue
 		}
-		b.r.Artifacts = append(b.r.Artifacts, artifactOf(n.Addr, p, data))
+		a := artifactOf(n.Addr, p, data)
+		if n.Kind == "decision" && path.Base(p) == decision.Files[1] {
+			replayInputs(a, rec.Result)
+		}
+		b.r.Artifacts = append(b.r.Artifacts, a)
 	}
+}
+
+// replayInputs heads a decision node's replay table with what the
+// replay read, as its terminal table and replay.json do (replay.tsv
+// leaves them out): the protocol and outcomes files with their sha256,
+// what was checked of the files the protocol froze, and the outcomes
+// that are not measurements (absent, SIMULATED). result is the node's
+// result, the replay's JSON.
+func replayInputs(a *Artifact, result []byte) {
+	var r struct {
+		Inputs *decision.Inputs `json:"inputs"`
+	}
+	if a.Type != "table" || json.Unmarshal(result, &r) != nil || r.Inputs == nil || r.Inputs.Protocol.SHA256 == "" {
+		return
+	}
+	a.Parts = []*Part{{Text: r.Inputs.Describe()}, {Rows: a.Rows}}
 }
 
 // maxArtifact is the largest table or plot the page carries.

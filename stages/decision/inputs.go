@@ -52,9 +52,6 @@ type NotMeasured struct {
 	Planned   int      `json:"planned"`
 	Simulated int      `json:"simulated"`
 	Absent    []string `json:"absent"`
-	// started counts the planned slots that started: when every one is
-	// simulated, no figure is a measurement.
-	started int
 }
 
 // notMeasured is what Replay says of o's outcomes of p's slots (nil:
@@ -65,9 +62,6 @@ func notMeasured(p *Protocol, o Outcomes) *NotMeasured {
 		m.Planned++
 		if _, given := o[s.ID]; !given {
 			m.Absent = append(m.Absent, s.ID)
-		}
-		if o.Of(s.ID).State != NotStarted {
-			m.started++
 		}
 		if o.Of(s.ID).Simulated {
 			m.Simulated++
@@ -107,11 +101,7 @@ func (in Inputs) SimulatedNote() string {
 	if m == nil || m.Simulated == 0 {
 		return ""
 	}
-	rest := "no figure below is a measurement"
-	if m.Simulated < m.started {
-		rest = "the figures resting on them are not measurements"
-	}
-	return fmt.Sprintf("SIMULATED: the outcomes of %d of the %d planned slots were judged on simulated GPUs (made-up peak memory): %s", m.Simulated, m.Planned, rest)
+	return fmt.Sprintf("SIMULATED: the outcomes of %d of the %d planned slots were judged on simulated GPUs (made-up peak memory): no figure resting on them is a measurement", m.Simulated, m.Planned)
 }
 
 // FrozenCheck is what CheckFrozen found of the files the protocol froze
@@ -201,8 +191,10 @@ func (p *Protocol) CheckSHA256(want string) error {
 	return nil
 }
 
-// describe is the table's header: the files read and what was checked.
-func (in Inputs) describe() string {
+// Describe is the table's header: the files read, what was checked, and
+// which outcomes are not measurements (absent, simulated); the run report
+// heads the replay's table with it too.
+func (in Inputs) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "protocol  %s  sha256 %s\n", in.Protocol.File, in.Protocol.SHA256)
 	fmt.Fprintf(&b, "outcomes  %s  sha256 %s\n", in.Outcomes.File, in.Outcomes.SHA256)

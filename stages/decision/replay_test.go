@@ -511,7 +511,7 @@ func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 	b.Reset()
 	require.NoError(t, r.WriteTable(&b))
 	head := strings.SplitN(b.String(), "CASE", 2)[0]
-	assert.Contains(t, head, "SIMULATED: the outcomes of 3 of the 24 planned slots were judged on simulated GPUs (made-up peak memory): the figures resting on them are not measurements\n")
+	assert.Contains(t, head, "SIMULATED: the outcomes of 3 of the 24 planned slots were judged on simulated GPUs (made-up peak memory): no figure resting on them is a measurement\n")
 
 	// Every outcome simulated: no figure is a measurement.
 	for _, s := range p.Slots() {
@@ -521,7 +521,7 @@ func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 	}
 	b.Reset()
 	require.NoError(t, Replay(p, o).WriteTable(&b))
-	assert.Contains(t, b.String(), "SIMULATED: the outcomes of 22 of the 24 planned slots were judged on simulated GPUs (made-up peak memory): no figure below is a measurement\n", "the other 2 never started")
+	assert.Contains(t, b.String(), "SIMULATED: the outcomes of 22 of the 24 planned slots were judged on simulated GPUs (made-up peak memory): no figure resting on them is a measurement\n", "the other 2 never started")
 
 	_, err = ParseOutcomes("o.json", []byte(`{"alpha-c1-s141": {"state": "not_started", "attempts": 0, "simulated": true}}`), p)
 	require.Error(t, err)

@@ -199,7 +199,7 @@ func coverage(r Range) string {
 // the protocol froze, then per case and in total a row per rule and
 // budget; a range a–b where unresolved truths leave the figure open.
 func (r *Result) WriteTable(w io.Writer) error {
-	if _, err := fmt.Fprintln(w, r.Inputs.describe()); err != nil {
+	if _, err := fmt.Fprintln(w, r.Inputs.Describe()); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
