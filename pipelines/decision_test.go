@@ -630,6 +630,8 @@ func checkLedgerInReport(t *testing.T, out, ledgerPath string) {
 	got := browsertest.Eval[map[string][]string](t, p, `Object.fromEntries([...document.querySelectorAll("#ledger-table tr[data-slot]")].map(r => [r.dataset.slot + "#" + r.dataset.attempt, ["outcome", "class", "charged", "cap"].map(c => r.querySelector("td." + c).textContent)]))`)
 	assert.Equal(t, want, got)
 	assert.Equal(t, "51 attempts of 48 slots: 51 charged, 3 replacements counted under the cap on replacements (max_repair_allocations)", browsertest.Eval[string](t, p, `document.getElementById("ledger-summary").textContent`))
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.getElementById("ledger-simulated").textContent`), "SIMULATED: 51 of the 51 attempts ran on simulated GPUs")
+	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("pre.artifact-text[data-path$='replay.tsv']").textContent`), "protocol  decision_protocol.json  sha256 ", "the replay table names what it replayed")
 	// Beside it, the slots in collection order and the replay table.
 	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("table.artifact-table[data-path^='results of stage.collect']").textContent`), "memory_failure")
 	assert.Contains(t, browsertest.Eval[string](t, p, `[...document.querySelectorAll("table.artifact-table")].map(t => t.dataset.path).join(" ")`), "replay")

@@ -65,6 +65,9 @@ type LedgerAttempt struct {
 	Started     time.Time  `json:"started"`
 	Ended       *time.Time `json:"ended"`
 	PeakGPUMiB  float64    `json:"peak_gpu_mib"`
+	// Simulated: it ran on simulated GPUs, its peak (and so its outcome)
+	// made up.
+	Simulated bool `json:"simulated,omitempty"`
 }
 
 // GPUSeries is one node attempt's memory use on one GPU: at T[i] the use

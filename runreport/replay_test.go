@@ -74,3 +74,47 @@ func TestReportReplayTableNamesItsInputs(t *testing.T) {
 	assert.Contains(t, shown, "TABLE: case_idrulebudgetapprovalssimulated")
 	assert.Empty(t, p.Errors(), "console errors")
 }
+
+// The attempt ledger marks the attempts that ran on simulated GPUs (their
+// peaks, and so their outcomes, made up), as the ledger's files do.
+func TestReportLedgerMarksSimulatedAttempts(t *testing.T) {
+	cacheDir := t.TempDir()
+	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer cache.Close()
+	var es []runlog.Entry
+	for i, sim := range []bool{true, false} {
+		slot := []string{"s1", "s2"}[i]
+		addr, key := `stage.collect["`+slot+`"]`, strings.Repeat(slot[1:], 64)
+		simJSON := ""
+		if sim {
+			simJSON = `, "simulated": true`
+		}
+		result := `{"slot": "` + slot + `", "state": "within_margin", "attempts": 1` + simJSON + `, "ledger": [{"attempt": 1, "state": "within_margin", "class": "",
+		 "setup_class": "", "charged": true, "replacement": false, "started": "2026-03-01T12:00:00Z", "ended": "2026-03-01T12:00:01Z", "peak_gpu_mib": 20000` + simJSON + `}]}`
+		_, err = cache.Commit(&store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"slot"}`), Result: []byte(result),
+			Started: t0, Ended: t0.Add(time.Second), Attempts: 1, Pipeline: "synthetic", Address: addr, RunID: "20260301T120000.000Z-eeeeee"}, nil)
+		require.NoError(t, err)
+		es = append(es, runlog.Entry{T: runlog.Planned, Time: t0, Node: addr, Key: key},
+			runlog.Entry{T: runlog.Started, Time: at(10), Node: addr, Key: key, Attempt: 1},
+			runlog.Entry{T: runlog.Finished, Time: at(20), Node: addr, Key: key, Attempt: 1})
+	}
+	dir := writeJournal(t, cacheDir, "20260301T120000.000Z-eeeeee", es, "ok")
+	r, err := runreport.Build(dir, runreport.Options{Cache: cache})
+	require.NoError(t, err)
+	require.Len(t, r.Ledger, 2)
+	sim := map[string]bool{}
+	for _, a := range r.Ledger {
+		sim[a.Slot] = a.Simulated
+	}
+	assert.Equal(t, map[string]bool{"s1": true, "s2": false}, sim)
+
+	page := filepath.Join(dir, runreport.HTMLName)
+	require.NoError(t, r.WriteFiles(page, cache))
+	p := browsertest.Open(t, page, 1400, 1000)
+	assert.Equal(t, "SIMULATED: 1 of the 2 attempts ran on simulated GPUs: their peaks, and so their outcomes, are made up, not measurements.",
+		browsertest.Eval[string](t, p, `document.getElementById("ledger-simulated").textContent`))
+	assert.Equal(t, map[string]string{"s1": "SIMULATED", "s2": ""},
+		browsertest.Eval[map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("#ledger-table tr[data-slot]")].map(r => [r.dataset.slot, r.querySelector("td.gpus").textContent]))`))
+	assert.Empty(t, p.Errors(), "console errors")
+}

@@ -596,15 +596,19 @@ function attemptLedger() {
   const charged = L.filter((a) => a.charged).length, repl = L.filter((a) => a.replacement).length;
   box.append(el("h3", { text: "Attempt ledger" }));
   box.append(el("div", { class: "hint", id: "ledger-summary", text: L.length + " attempts of " + new Set(L.map((a) => a.slot)).size + " slots: " + charged + " charged, " + repl + " replacements counted under the cap on replacements (max_repair_allocations)" }));
+  // Outcomes judged on simulated GPUs say so wherever they are shown.
+  const sim = L.filter((a) => a.simulated).length;
+  if (sim) box.append(el("div", { class: "warn", id: "ledger-simulated", text: "SIMULATED: " + sim + " of the " + L.length + " attempts ran on simulated GPUs: their peaks, and so their outcomes, are made up, not measurements." }));
   const t = el("table", { class: "t", id: "ledger-table" });
-  t.append(el("tr", {}, ...["slot", "attempt", "outcome", "class", "charged", "under the repair cap", "started", "ended", "peak GPU"].map((h) => el("th", { text: h }))));
+  t.append(el("tr", {}, ...["slot", "attempt", "outcome", "class", "charged", "under the repair cap", "started", "ended", "peak GPU", "GPUs"].map((h) => el("th", { text: h }))));
   const utc = (s) => (s ? s.replace("T", " ").replace(/\.\d+Z$|Z$/, "") : "-");
   for (const a of L) {
     t.append(el("tr", { "data-slot": a.slot, "data-attempt": a.attempt }, el("td", { text: a.slot }), el("td", { class: "num", text: String(a.attempt) }),
       el("td", { class: "outcome", text: a.state }), el("td", { class: "class", text: (a.class || "") + (a.setup_class ? " (" + a.setup_class + ")" : "") }),
       el("td", { class: "charged", text: a.charged ? "charged" : "not charged" }),
       el("td", { class: "cap", text: a.replacement ? "replacement: counted" : "initial allocation: not counted" }),
-      el("td", { text: utc(a.started) }), el("td", { text: a.ended ? utc(a.ended) : "(never ended)" }), el("td", { class: "num", text: mib(a.peak_gpu_mib) })));
+      el("td", { text: utc(a.started) }), el("td", { text: a.ended ? utc(a.ended) : "(never ended)" }), el("td", { class: "num", text: mib(a.peak_gpu_mib) }),
+      el("td", { class: "gpus", text: a.simulated ? "SIMULATED" : "" })));
   }
   box.append(t);
 }
