@@ -36,6 +36,10 @@ variable "variants" {
     error_message = "Batches must contain exactly 4 variants. Got ${length(var.variants)} — re-design and re-invoke."
   }
   validation {
+    condition     = length(distinct(var.variants)) == length(var.variants)
+    error_message = "Batches must contain 4 different variants: ${join(", ", [for v in distinct([for i, v in var.variants : v if index(var.variants, v) != i]) : "\"${v}\""])} given more than once — re-design and re-invoke."
+  }
+  validation {
     condition     = length([for v in var.variants : v if !can(regex("^[A-Za-z0-9][A-Za-z0-9._-]*$", v))]) == 0
     error_message = "Variant names are submission names (submissions/<tag>/<name>.json), not paths: letters, digits, '.', '_', '-'."
   }
@@ -133,7 +137,7 @@ variable "strict_batch" {
 }
 
 locals {
-  configs = { for v in var.variants : v => "${var.submissions_dir}/${var.tag}/${v}.json" }
+  configs = { for v in distinct(var.variants) : v => "${var.submissions_dir}/${var.tag}/${v}.json" }
 }
 
 # Step 2: every config is checked (no GPU); every failure is reported, naming

@@ -790,6 +790,12 @@ func TestBatchOfExactlyFour(t *testing.T) {
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, refusal)
 
+	// A variant given twice: refused in the protocol's words, not HCL's.
+	out, code = w.run(append([]string{"apply"}, pipelineArgs([]string{"v0", "v0", "v1", "v2"})...)...)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, `Batches must contain 4 different variants: "v0" given more than once — re-design and re-invoke.`)
+	assert.NotContains(t, out, "Duplicate object key")
+
 	// Through the waves kind itself, pointing at the stage's for_each.
 	w.write("five.hcl", `pipeline "five" {}
 

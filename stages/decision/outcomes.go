@@ -130,6 +130,10 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N} (and \"simulated\": true for one judged on simulated GPUs): %s", why)
 				continue
 			}
+			if !src.has(path + ".state") {
+				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N}: its \"state\" is missing (%s)", stateList())
+				continue
+			}
 			if !src.has(path + ".attempts") {
 				o.Attempts = o.State.defaultAttempts()
 			}

@@ -153,6 +153,7 @@ func TestOutcomesFile(t *testing.T) {
 		{`{"alpha-c1-s141": {"state": "not_started", "attempts": 1}}`, "never started has no started attempts"},
 		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 0}}`, "started at least once"},
 		{`{"alpha-c1-s141": {"state": "unresolved", "tries": 2}}`, "unknown field"},
+		{`{"alpha-c1-s141": {"attempts": 2}}`, `o.json:1:19: slot "alpha-c1-s141": an outcome object is {"state": STATE, "attempts": N}: its "state" is missing (within_margin, above_margin, memory_failure, unresolved, not_started)`},
 		{`{"alpha-c1-s141": 3}`, "a state string or"},
 		{`{"alpha-c1-s141": null}`, `slot "alpha-c1-s141": an outcome is a state string or`},
 		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 1.5}}`, `attempts is the number 1.5 where a whole number is expected`},
