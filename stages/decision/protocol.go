@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -127,6 +128,22 @@ type Peak struct {
 	MiB   float64
 	Known bool
 	bad   string // what the file held, when it is not a peak
+	// exact is the value as written, when it is a decimal: the guard's
+	// boundary is compared exactly, not after rounding to MiB's float64
+	// ("36864.000000000000000001" is above 36864).
+	exact *big.Rat
+}
+
+// Above says whether the peak is known and more than limit, compared
+// exactly as the file writes it.
+func (p Peak) Above(limit float64) bool {
+	if !p.Known {
+		return false
+	}
+	if p.exact != nil && !math.IsInf(limit, 0) && !math.IsNaN(limit) {
+		return p.exact.Cmp(new(big.Rat).SetFloat64(limit)) > 0
+	}
+	return p.MiB > limit
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -152,6 +169,9 @@ func (p *Peak) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	*p = Peak{MiB: v, Known: true}
+	if r, ok := new(big.Rat).SetString(strings.TrimSpace(text)); ok {
+		p.exact = r
+	}
 	return nil
 }
 

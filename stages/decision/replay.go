@@ -59,7 +59,7 @@ func (p *Protocol) Prior(rule string, d Donor, hasDonor bool) Decision {
 	case AboveMargin, MemoryFailure:
 		return Reject
 	case WithinMargin:
-		if rule == HeadroomGuard && (!d.MaxCompletedPeak.Known || d.MaxCompletedPeak.MiB > p.GuardMiB()) {
+		if rule == HeadroomGuard && (!d.MaxCompletedPeak.Known || d.MaxCompletedPeak.Above(p.GuardMiB())) {
 			return Abstain
 		}
 		return Approve

@@ -215,6 +215,18 @@ func TestHeadroomGuardThreshold(t *testing.T) {
 		assert.Equal(t, Abstain, p.Prior(DirectScreen, tc.donor, true), "direct_screen, %+v", tc.donor)
 	}
 	assert.Equal(t, Abstain, p.Prior(SourceCopy, Donor{}, false), "no donor")
+
+	// The boundary is compared as the protocol writes the peak, not
+	// after rounding it to a float64.
+	for text, want := range map[string]Decision{
+		`"36864"`: Approve, `"36864.0"`: Approve, `36864`: Approve, `"3.6864e4"`: Approve,
+		`"36864.000000000000000001"`: Abstain, `"36864.0000001"`: Abstain, `"36863.999999999999999999"`: Approve,
+	} {
+		var peak Peak
+		require.NoError(t, json.Unmarshal([]byte(text), &peak))
+		require.True(t, peak.Known, text)
+		assert.Equal(t, want, p.Prior(HeadroomGuard, Donor{ObservedState: WithinMargin, MaxCompletedPeak: peak}, true), "headroom_guard, peak %s", text)
+	}
 }
 
 // The closed form of the bounds equals the minimum and maximum over every
