@@ -21,10 +21,7 @@ import (
 // and replay.json are: the protocol and outcomes files with their sha256,
 // what was checked of the frozen files, and the SIMULATED mark.
 func TestReportReplayTableNamesItsInputs(t *testing.T) {
-	cacheDir := t.TempDir()
-	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
-	require.NoError(t, err)
-	defer cache.Close()
+	cacheDir, cache := openCache(t)
 	psum, osum := strings.Repeat("ad8ad5bc", 8), strings.Repeat("0e1f2a3b", 8)
 	result := `{"inputs": {"protocol": {"file": "decision_protocol.json", "sha256": "` + psum + `"},
 	 "outcomes": {"file": "reports/decision/outcomes.json", "sha256": "` + osum + `"},
@@ -40,7 +37,7 @@ func TestReportReplayTableNamesItsInputs(t *testing.T) {
 		rec.Outputs[p] = string(cas.DigestBytes(b))
 		rec.Inline[p] = b
 	}
-	_, err = cache.Commit(rec, nil)
+	_, err := cache.Commit(rec, nil)
 	require.NoError(t, err)
 	dir := writeJournal(t, cacheDir, "20260301T120000.000Z-dddddd", []runlog.Entry{
 		{T: runlog.Planned, Time: t0, Node: "stage.replay", Key: key},
@@ -78,10 +75,7 @@ func TestReportReplayTableNamesItsInputs(t *testing.T) {
 // The attempt ledger marks the attempts that ran on simulated GPUs (their
 // peaks, and so their outcomes, made up), as the ledger's files do.
 func TestReportLedgerMarksSimulatedAttempts(t *testing.T) {
-	cacheDir := t.TempDir()
-	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
-	require.NoError(t, err)
-	defer cache.Close()
+	cacheDir, cache := openCache(t)
 	var es []runlog.Entry
 	for i, sim := range []bool{true, false} {
 		slot := []string{"s1", "s2"}[i]
@@ -92,7 +86,7 @@ func TestReportLedgerMarksSimulatedAttempts(t *testing.T) {
 		}
 		result := `{"slot": "` + slot + `", "state": "within_margin", "attempts": 1` + simJSON + `, "ledger": [{"attempt": 1, "state": "within_margin", "class": "",
 		 "setup_class": "", "charged": true, "replacement": false, "started": "2026-03-01T12:00:00Z", "ended": "2026-03-01T12:00:01Z", "peak_gpu_mib": 20000` + simJSON + `}]}`
-		_, err = cache.Commit(&store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"slot"}`), Result: []byte(result),
+		_, err := cache.Commit(&store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"slot"}`), Result: []byte(result),
 			Started: t0, Ended: t0.Add(time.Second), Attempts: 1, Pipeline: "synthetic", Address: addr, RunID: "20260301T120000.000Z-eeeeee"}, nil)
 		require.NoError(t, err)
 		es = append(es, runlog.Entry{T: runlog.Planned, Time: t0, Node: addr, Key: key},
@@ -117,4 +111,14 @@ func TestReportLedgerMarksSimulatedAttempts(t *testing.T) {
 	assert.Equal(t, map[string]string{"s1": "SIMULATED", "s2": ""},
 		browsertest.Eval[map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("#ledger-table tr[data-slot]")].map(r => [r.dataset.slot, r.querySelector("td.gpus").textContent]))`))
 	assert.Empty(t, p.Errors(), "console errors")
+}
+
+// openCache opens a new cache, closed with the test.
+func openCache(t *testing.T) (string, *store.Cache) {
+	t.Helper()
+	dir := t.TempDir()
+	cache, err := store.Open(dir, store.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { cache.Close() })
+	return dir, cache
 }

@@ -503,21 +503,9 @@ func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 	assert.Equal(t, 24, r.Inputs.NotMeasured.Planned)
 	assert.Equal(t, 3, r.Inputs.NotMeasured.Simulated)
 
-	var got struct {
-		Inputs map[string]json.RawMessage `json:"inputs"`
-	}
-	require.NoError(t, json.Unmarshal(r.JSON(), &got))
-	assert.JSONEq(t, `{"planned": 24, "simulated": 3, "absent": ["beta-c2-s144"]}`, string(got.Inputs[NotMeasuredKey]))
-
-	lines := strings.Split(strings.TrimSpace(string(r.TSV())), "\n")
-	header := strings.Split(lines[0], "\t")
-	assert.Equal(t, "simulated", header[len(header)-1], "a last column, as in seed 000's table.tsv")
-	per := map[string]string{}
-	for _, l := range lines[1:] {
-		f := strings.Split(l, "\t")
-		require.Len(t, f, len(header))
-		per[f[0]] = f[len(f)-1]
-	}
+	assert.JSONEq(t, `{"planned": 24, "simulated": 3, "absent": ["beta-c2-s144"]}`, notMeasuredJSON(t, r))
+	col, per := lastTSVColumn(t, r)
+	assert.Equal(t, "simulated", col, "a last column, as in seed 000's table.tsv")
 	assert.Equal(t, map[string]string{"alpha": "2", "beta": "0", "gamma": "1", TotalKey: "3"}, per)
 
 	b.Reset()
@@ -525,7 +513,7 @@ func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 	head := strings.SplitN(b.String(), "CASE", 2)[0]
 	assert.Contains(t, head, "SIMULATED: the outcomes of 3 of the 24 planned slots were judged on simulated GPUs (made-up peak memory): no figure resting on them is a measurement\n")
 
-	// Every outcome simulated: no figure is a measurement.
+	// Every outcome of a slot that started simulated.
 	for _, s := range p.Slots() {
 		out := o.Of(s.ID)
 		out.Simulated = out.State != NotStarted
@@ -549,26 +537,15 @@ func TestReplayMarksSimulatedOutcomes(t *testing.T) {
 func TestReplayMarksAbsentSlots(t *testing.T) {
 	p, o := readSmall(t)
 	r := Replay(p, o)
-	var got struct {
-		Inputs map[string]json.RawMessage `json:"inputs"`
-	}
-	require.NoError(t, json.Unmarshal(r.JSON(), &got))
-	assert.JSONEq(t, `{"planned": 24, "simulated": 0, "absent": ["beta-c2-s144"]}`, string(got.Inputs[NotMeasuredKey]))
+	assert.JSONEq(t, `{"planned": 24, "simulated": 0, "absent": ["beta-c2-s144"]}`, notMeasuredJSON(t, r))
 
 	var b strings.Builder
 	require.NoError(t, r.WriteTable(&b))
 	head := strings.SplitN(b.String(), "CASE", 2)[0]
 	assert.Contains(t, head, "absent: 1 of the 24 planned slots is not in the outcomes file, each counted unresolved with 1 started attempt (the file cannot say whether it started, or at what cost): beta-c2-s144\n")
 
-	lines := strings.Split(strings.TrimSpace(string(r.TSV())), "\n")
-	header := strings.Split(lines[0], "\t")
-	assert.Equal(t, "absent", header[len(header)-1])
-	per := map[string]string{}
-	for _, l := range lines[1:] {
-		f := strings.Split(l, "\t")
-		require.Len(t, f, len(header))
-		per[f[0]] = f[len(f)-1]
-	}
+	col, per := lastTSVColumn(t, r)
+	assert.Equal(t, "absent", col)
 	assert.Equal(t, map[string]string{"alpha": "0", "beta": "1", "gamma": "0", TotalKey: "1"}, per)
 
 	// Many absent: the header names three and counts the rest.
@@ -588,4 +565,29 @@ func TestReplayMarksAbsentSlots(t *testing.T) {
 	require.NoError(t, full.WriteTable(&b))
 	assert.NotContains(t, b.String(), "absent:")
 	assert.Equal(t, r.Total, full.Total, "the figures are those of the slot given as unresolved")
+}
+
+// notMeasuredJSON is inputs.not_measured of r's JSON.
+func notMeasuredJSON(t *testing.T, r *Result) string {
+	t.Helper()
+	var got struct {
+		Inputs map[string]json.RawMessage `json:"inputs"`
+	}
+	require.NoError(t, json.Unmarshal(r.JSON(), &got))
+	return string(got.Inputs[NotMeasuredKey])
+}
+
+// lastTSVColumn is the name of r's TSV's last column and its value on
+// each case's rows (and the total's).
+func lastTSVColumn(t *testing.T, r *Result) (string, map[string]string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(string(r.TSV())), "\n")
+	header := strings.Split(lines[0], "\t")
+	per := map[string]string{}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		require.Len(t, f, len(header))
+		per[f[0]] = f[len(f)-1]
+	}
+	return header[len(header)-1], per
 }
