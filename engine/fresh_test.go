@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -213,4 +214,22 @@ func TestRestoredFolderDropsOtherConfigurationsFiles(t *testing.T) {
 	assert.Contains(t, r.out, "removed out/dir/g.txt from its output folder")
 	assert.Equal(t, "mine\n", w.Read("out/dir/notes.txt"), "the user's file stays")
 	assert.Equal(t, "f\n", w.Read("out/dir/f.txt"))
+}
+
+// A node whose input folder holds its own output runs again after a run
+// that changed that output: plan's reason says why, and what to do.
+func TestPlanExplainsAnInputHoldingTheNodesOwnOutput(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "build" {
+  run     = ["sh", "-c", "cat work/src.txt > work/out.txt"]
+  inputs  = ["work"]
+  outputs = ["work/out.txt"]
+}
+`)
+	w.Write("work/src.txt", "src\n")
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	out := w.PlanText(plan.Options{})
+	assert.Contains(t, out, "~ stage.build  run: input work changed: it holds the node's own output work/out.txt")
+	assert.Contains(t, out, "list the files it reads in inputs")
 }

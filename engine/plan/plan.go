@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -590,12 +591,35 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		var old Envelope
 		if json.Unmarshal(rec.Envelope, &old) == nil {
 			pn.Reasons = diffEnvelopes(&old, env, g, n, p, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0)
+			ownOutputInInput(pn.Reasons, sn)
 		}
 	}
 	if len(pn.Reasons) == 0 {
 		pn.Reasons = []string{"the cached result is gone (evicted, collected or damaged)"}
 	}
 	return diags
+}
+
+// ownOutputInInput explains a reason "input DIR changed" where DIR holds
+// one of the node's own declared outputs: a run that changes that output
+// changes the node's input, and the next apply runs it again with nothing
+// edited (docs/language.md, Inputs another stage writes).
+func ownOutputInInput(reasons []string, sn *stages.Node) {
+	for i, r := range reasons {
+		in, ok := strings.CutPrefix(r, "input ")
+		if !ok {
+			continue
+		}
+		if in, ok = strings.CutSuffix(in, " changed"); !ok {
+			continue
+		}
+		for _, o := range append(slices.Clip(sn.Common.Outputs), sn.Common.Result) {
+			if rel, under := relUnder(in, o); under && rel != "" {
+				reasons[i] = fmt.Sprintf("input %s changed: it holds the node's own output %s, so a run that changes that output changes the node's input, and the next apply runs it again; list the files it reads in inputs, or write the output outside %s", in, o, in)
+				break
+			}
+		}
+	}
 }
 
 // unknownUpstream reports whether the output digest of an upstream that

@@ -143,16 +143,8 @@ stage "command" "other" {
   run = ["true"]
 }
 `)
-	l, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
-	require.False(t, diags.HasErrors(), "%s", diags.Error())
-	c, err := store.Open(w.Cache, store.Options{NoSync: true})
-	require.NoError(t, err)
-	defer c.Close()
-	p, diags := plan.Make(l.Graph, c, plan.Options{})
-	require.False(t, diags.HasErrors(), "%s", diags.Error())
-	var b strings.Builder
-	require.NoError(t, p.Render(&b))
-	out := b.String()
+	p := w.Plan(plan.Options{})
+	out := w.PlanText(plan.Options{})
 	require.Contains(t, out, "+ stage.seed[\"0\"]  run: new\n")
 	require.Contains(t, out, `+ stage.seed["1"]  run: new; the same work as stage.seed["0"] (one key): it runs once, and this node takes its result`)
 	require.Contains(t, out, `+ stage.seed["2"]  run: new; the same work as stage.seed["0"]`)

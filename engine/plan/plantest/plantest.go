@@ -6,6 +6,7 @@ package plantest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,14 @@ func (w *Workspace) Plan(opts plan.Options, vars ...string) *plan.Plan {
 	p, diags := plan.Make(l.Graph, c, opts)
 	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	return p
+}
+
+// PlanText is Plan's plan as cairn plan shows it.
+func (w *Workspace) PlanText(opts plan.Options, vars ...string) string {
+	w.T.Helper()
+	var b strings.Builder
+	require.NoError(w.T, w.Plan(opts, vars...).Render(&b))
+	return b.String()
 }
 
 // WaitSettled waits until the times of the files at paths can vouch for
