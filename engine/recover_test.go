@@ -182,7 +182,7 @@ func TestLockFreedByADeadRunHandsItsJobsOver(t *testing.T) {
 		assert.NoError(t, err)
 		done <- res
 	}()
-	for !strings.Contains(out.String(), "waiting") {
+	for !strings.Contains(out.String(), " waits: the same work is running") {
 		select {
 		case res := <-done:
 			t.Fatalf("apply ended before stage.make[\"a\"] waited: %+v\n%s", res, out.String())
