@@ -67,7 +67,7 @@ type Server struct {
 	claims   *items.Claims
 
 	occMu sync.Mutex
-	occ   map[string]int // occurrences of sampling requests seen, by base key
+	occ   map[string]*occurrences // occurrences of sampling requests, by base key
 
 	flightMu sync.Mutex
 	flight   map[string]chan struct{} // calls being answered in this process
@@ -135,7 +135,7 @@ func Start(cfg Config) (*Server, error) {
 		client: cfg.Client,
 		URL:    "http://" + ln.Addr().String() + "/v1",
 		claims: cl,
-		occ:    map[string]int{},
+		occ:    map[string]*occurrences{},
 		flight: map[string]chan struct{}{},
 		mem:    map[string]*Stored{},
 		done:   make(chan struct{}),
@@ -274,19 +274,23 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, path string) 
 	}
 	weights := s.cfg.Weights[req.Model]
 	occ := 0
+	answered := false
 	if req.Sampling {
 		base := req.Key(weights, 0)
-		s.occMu.Lock()
-		s.occ[base]++
-		occ = s.occ[base]
-		s.occMu.Unlock()
+		occ = s.takeOccurrence(base)
+		defer func() { s.endOccurrence(base, occ, answered) }()
 	}
-	key := req.Key(weights, occ)
+	answered = s.answer(w, r, req, req.Key(weights, occ), body)
+}
+
+// answer answers the call under key: from the store, or forwarded once
+// claimed. It says whether key has a stored answer at the end.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, key string, body []byte) bool {
 	for {
 		if st := s.lookup(key); st != nil {
 			s.fromStore.Add(1)
 			replay(w, st)
-			return
+			return true
 		}
 		// One answer per key in this process: a second request for a key
 		// being answered waits for the first.
@@ -297,7 +301,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, path string) 
 			case <-ch:
 				continue
 			case <-r.Context().Done():
-				return
+				return false
 			}
 		}
 		ch := make(chan struct{})
@@ -315,17 +319,65 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, path string) 
 			if r.Context().Err() == nil {
 				writeError(w, http.StatusInternalServerError, "model cache: "+err.Error())
 			}
-			return
+			return false
 		}
 		if !claimed { // stored by another process meanwhile
 			done()
 			continue
 		}
-		s.forward(w, r, req, key, body)
+		stored := s.forward(w, r, req, key, body)
 		s.release(key)
 		done()
+		return stored
+	}
+}
+
+// occurrences are the occurrences of one sampling request in this
+// process's life: 1..top were handed out; those in free were given back
+// (their forward failed: nothing stored), the others are answered or in
+// flight.
+type occurrences struct {
+	top  int
+	free []int
+}
+
+// takeOccurrence hands out the occurrence of a sampling request: the
+// lowest given back, else the next. So a retry of a request whose forward
+// failed (5xx, 429, a timeout) gets the occurrence the failed one had, and
+// the k-th answer stored is the k-th a replay gets.
+func (s *Server) takeOccurrence(base string) int {
+	s.occMu.Lock()
+	defer s.occMu.Unlock()
+	o := s.occ[base]
+	if o == nil {
+		o = &occurrences{}
+		s.occ[base] = o
+	}
+	if len(o.free) == 0 {
+		o.top++
+		return o.top
+	}
+	i := 0
+	for j, k := range o.free {
+		if k < o.free[i] {
+			i = j
+		}
+	}
+	k := o.free[i]
+	o.free = append(o.free[:i], o.free[i+1:]...)
+	return k
+}
+
+// endOccurrence ends a request's hold of occurrence k: kept when it has a
+// stored answer, given back when not.
+func (s *Server) endOccurrence(base string, k int, answered bool) {
+	if answered {
 		return
 	}
+	s.occMu.Lock()
+	defer s.occMu.Unlock()
+	o := s.occ[base]
+	o.free = append(o.free, k)
 }
 
 // lookup returns key's stored answer, nil when there is none.
@@ -419,8 +471,8 @@ func storable(status int) bool {
 
 // forward sends the call to the next endpoint, copies the answer to the
 // client as it comes (a stream event by event), then stores it whole when
-// storable; key's claim is held throughout.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, key string, body []byte) {
+// storable; key's claim is held throughout. It says whether it stored it.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, key string, body []byte) bool {
 	s.forwarded.Add(1)
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
@@ -435,10 +487,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, k
 		s.failed.Add(1)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			writeError(w, http.StatusGatewayTimeout, fmt.Sprintf("model cache: %s did not answer within %s (not stored)", ep, s.cfg.Timeout))
-			return
+			return false
 		}
 		writeError(w, http.StatusBadGateway, fmt.Sprintf("model cache: %s did not answer: %v (not stored)", ep, err))
-		return
+		return false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 500 {
@@ -466,24 +518,25 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, k
 		}
 		if rerr != nil { // cut off: the client saw a broken answer; keep none
 			s.failed.Add(1)
-			return
+			return false
 		}
 	}
 	if !storable(resp.StatusCode) {
 		s.failed.Add(1)
-		return
+		return false
 	}
 	st := &Stored{Format: storedFormat, Status: resp.StatusCode, ContentType: ct, Body: buf.Bytes(), Path: req.Path, Model: req.Model, Stream: req.Stream}
 	st.prepare()
 	out, _ := json.Marshal(st)
 	if err := s.cfg.Store.Put(key, items.Result{Outputs: out}); err != nil {
 		s.failed.Add(1)
-		return
+		return false
 	}
 	s.remember(key, st)
 	if s.cfg.OnStored != nil {
 		s.cfg.OnStored(req.Path, req.Model, key)
 	}
+	return true
 }
 
 var hitHeader = []string{"hit"}

@@ -321,3 +321,43 @@ func TestCacheHitAllocatesLittle(t *testing.T) {
 		t.Errorf("the hits were not answered from the store: %+v", c)
 	}
 }
+
+// TestCacheFailedSampleKeepsItsOccurrence: a sampling request whose forward
+// failed (503) does not use up its occurrence, so the client's retry takes
+// it, and a rerun of the finished harness gets the first run's answers, in
+// order, all from the store.
+func TestCacheFailedSampleKeepsItsOccurrence(t *testing.T) {
+	e := newEnv(t, simmodel.Config{FailRate: 0.5, Seed: 7})
+	body := `{"model":"sim-model","messages":[{"role":"user","content":"Write a haiku"}],"temperature":1}`
+	// sample asks for n answers, retrying each 503 as OpenAI clients do.
+	sample := func(s *Server, n int) []string {
+		var answers []string
+		for tries := 0; len(answers) < n; tries++ {
+			if tries > 100 {
+				t.Fatalf("no answer after %d tries", tries)
+			}
+			code, _, b := post(t, s.URL+"/chat/completions", body)
+			if code == 503 {
+				continue
+			}
+			if code != 200 {
+				t.Fatalf("status %d: %s", code, b)
+			}
+			answers = append(answers, chatContent(t, b))
+		}
+		return answers
+	}
+	s := e.start(nil)
+	first := sample(s, 5)
+	if c := s.Counts(); c.Failed == 0 {
+		t.Fatalf("no forward failed (counts %+v): the test shows nothing", c)
+	}
+	s2 := e.start(nil)
+	again := sample(s2, 5)
+	if strings.Join(again, "\n") != strings.Join(first, "\n") {
+		t.Errorf("the rerun got other samples:\n%q\nwant the first run's\n%q", again, first)
+	}
+	if c := s2.Counts(); c.Forwarded != 0 || c.FromStore != 5 {
+		t.Errorf("rerun counts %+v, want all 5 from the store and none forwarded", c)
+	}
+}
