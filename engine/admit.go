@@ -162,13 +162,16 @@ func (a *applier) admit(ns *nodeState) bool {
 			return false
 		}
 	} else if ns.spec.Common.GPUs > 0 {
-		ok, refusal := a.sched.takeGPUs(a.ctx, ns, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
+		ok, n, refusal := a.sched.takeGPUs(a.ctx, ns, gpu.Holder{RunID: a.runID, Node: ns.n.Addr, PID: os.Getpid(), Since: time.Now()})
 		if !ok {
 			if refusal != "" {
 				a.fail(ns, failclass.Setup, refusal)
+			} else {
+				a.gpuWaiting(ns, n)
 			}
 			return false
 		}
+		a.gpuWaitOver(ns)
 		a.emit(&events.GPULeased{Node: ns.n.Addr, GPUs: ns.lease.Devices})
 	} else if !a.sched.takeCPU(ns) {
 		return false

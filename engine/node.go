@@ -8,6 +8,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/addrs"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
@@ -36,7 +37,10 @@ type nodeState struct {
 	// admission; its worker hands their files to the node's processes.
 	locked *store.KeyLock
 	lease  *gpu.Lease
-	wave   int
+	// gpuWait is the wait for GPUs told (a GPU node that found too few
+	// free); nil when it does not wait.
+	gpuWait *executor.Notice
+	wave    int
 	// launch is set when the node starts as a variant of a batch.
 	launch *store.Launch
 	// slotFreed: its CPU slot and concurrency turn were given back.

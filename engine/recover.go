@@ -356,13 +356,14 @@ func NoteRefusals(p *plan.Plan, cacheDir, root string) error {
 }
 
 // checkGPUNeeds refuses nodes that ask for more GPUs than the machine has,
+// alone (a service: all its replicas) or with the services they read,
 // before anything starts.
 func (a *applier) checkGPUNeeds() error {
 	for _, pn := range a.opts.Plan.Nodes {
-		if pn.Skipped || pn.Action == plan.ActCached || pn.Spec == nil || pn.Spec.Common.GPUs == 0 {
+		if !willRun(pn) || pn.Spec == nil {
 			continue
 		}
-		need := pn.Spec.Common.GPUs
+		need := max(pn.Spec.Common.GPUs, nodeGPUs(pn.Node, pn.Spec))
 		total := 0
 		if a.opts.GPUs != nil {
 			total = a.opts.GPUs.Total()
@@ -374,6 +375,11 @@ func (a *applier) checkGPUNeeds() error {
 			}
 			return fmt.Errorf("%w: %s asks for %d GPU(s); %s. Run it where there are GPUs, or try CAIRN_GPUS=sim:%d for a simulated run",
 				ErrRefused, pn.Node.Addr, need, where, need)
+		}
+		if total > 0 {
+			if err := a.checkTogether(pn, total); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -238,29 +238,31 @@ func (s *schedule) takeCPU(ns *nodeState) bool {
 	return true
 }
 
-// takeGPUs leases the GPUs a node outside a batch needs. Not ok with a
-// refusal: the node fails with it; not ok without one: it waits.
-func (s *schedule) takeGPUs(ctx context.Context, ns *nodeState, h gpu.Holder) (ok bool, refusal string) {
-	n := ns.spec.Common.GPUs
+// takeGPUs leases the GPUs a node outside a batch needs (n of them). Not
+// ok with a refusal: the node fails with it; not ok without one: it waits.
+func (s *schedule) takeGPUs(ctx context.Context, ns *nodeState, h gpu.Holder) (ok bool, n int, refusal string) {
+	n = ns.spec.Common.GPUs
 	if s.gpus == nil {
-		return false, fmt.Sprintf("needs %d GPU(s), but this apply was given no GPUs", n)
+		return false, n, fmt.Sprintf("needs %d GPU(s), but this apply was given no GPUs", n)
 	}
 	if svc, ok := ns.n.Kind.(stages.Service); ok {
 		// A service leases its replicas' GPUs, as many replicas as are
-		// free when it says none.
-		n = max(n, svc.LeaseGPUs(ns.spec, len(s.gpus.FreeIndices(ctx))))
+		// free when it says none, less those the nodes that must run
+		// while it serves need.
+		free := len(s.gpus.FreeIndices(ctx)) - s.gpusAlongside(ns)
+		n = max(n, svc.LeaseGPUs(ns.spec, max(free, 0)))
 	}
 	lease, err := s.gpus.Acquire(ctx, n, h)
 	if err != nil || lease == nil {
 		if msg := s.noFreeGPUs(n); msg != "" {
-			return false, msg
+			return false, n, msg
 		}
 		s.waitOutside()
-		return false, ""
+		return false, n, ""
 	}
 	s.noGPUSince = time.Time{}
 	ns.lease = lease
-	return true, ""
+	return true, n, ""
 }
 
 // admitted counts an admitted node in its stage's concurrency.

@@ -288,8 +288,9 @@ type GPUReleased struct {
 	GPUs []int  `json:"gpus"`
 }
 
-// Notice: what an executor waits for (a cluster's controller), or that
-// the wait is over; Node is "" when it is the executor's, not one node's.
+// Notice: what an executor waits for (a cluster's controller), or a node
+// for GPUs, or that the wait is over; Node is "" when it is the
+// executor's, not one node's.
 type Notice struct {
 	Head
 	Node    string `json:"node,omitempty"`

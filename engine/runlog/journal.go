@@ -46,7 +46,7 @@ const (
 	Skipped    = "skipped"   // not run because an upstream failed
 	Charged    = "charged"   // budget accounting (item-level work)
 	BatchEvent = "batch"     // a GPU batch started or ended
-	Waiting    = "waiting"   // the executor waits for something it cannot go on without (status "waiting"), or no longer ("over")
+	Waiting    = "waiting"   // the executor (or a node, for GPUs) waits for something it cannot go on without (status "waiting"), or no longer ("over")
 	RunEnd     = "run_end"   // the run ended: ok, failed, interrupted
 	// Serve is an event of a service node (a serve stage) or one of its
 	// replicas: its status says which (not_started, queued, running, ready,
