@@ -445,6 +445,12 @@ func (a *applier) handle(ev event) {
 		if a.takeCachedIfDone(ns) {
 			return
 		}
+		if ns.svc != nil && !a.serviceNeeded(ns) {
+			// The holder served the same consumers' requests meanwhile:
+			// none is left to send (as prepare decides before a wait).
+			a.serviceIdle(ns)
+			return
+		}
 		// The holder may have died with the node's job still running
 		// (a Slurm job): its executor hears of that job first, and the
 		// node re-attaches to it instead of submitting another.
