@@ -202,7 +202,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	}
 	spec := &executor.Spec{
 		Node: ns.n.Addr, RunID: a.runID, Key: ns.key, Attempt: ns.attempts, Argv: p.Argv, Shell: p.Shell, Env: env, Dir: a.g.Root,
-		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named,
+		Stdin: p.Stdin, Stdout: stdout, Stderr: stderr, NamedLogs: named, AppendLogs: p.AppendLogs,
 		Timeout: c.Timeout, CPUs: c.CPUs, MemMiB: c.MemMiB, KillGrace: c.KillGrace,
 		Classify: c.Classify, GPUs: gpus, Hard: a.opts.Hard, Secrets: ns.secrets,
 		Started: func(ref process.JobRef) {

@@ -519,7 +519,7 @@ func (sv *server) start(ctx context.Context, r *replica) {
 	r.exited = make(chan struct{})
 	r.pid = 0
 	p := Proc{
-		Argv: sv.argv(r), Replica: r.i, Stdout: r.out, Stderr: r.err,
+		Argv: sv.argv(r), Replica: r.i, Stdout: r.out, Stderr: r.err, AppendLogs: r.restart > 0,
 		Env: map[string]string{
 			"CAIRN_SERVE_PORT": strconv.Itoa(r.port), "CAIRN_SERVE_REPLICA": strconv.Itoa(r.i),
 			"CAIRN_SERVE_MODEL": sv.s.model,
@@ -802,6 +802,7 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 		r.restart++
 		sv.host.ServeEvent(ServeEvent{Status: "restarting", Replica: r.i, Port: r.port, Endpoint: r.url,
 			Message: fmt.Sprintf("replica %d died (%s): out of the rotation, restart %d of %d", r.i, why, r.restart, sv.s.restarts)})
+		sv.markRestart(r, why)
 		sv.start(ctx, r)
 		r.deathSeen = false
 		restarting.Add(1)
@@ -861,6 +862,25 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 				return failedFor
 			}
 		}
+	}
+}
+
+// markRestart ends each of r's logs with a line naming the restart about
+// to begin and why the process before it ended: the restarted process's
+// output follows it (Proc.AppendLogs), after the dead one's.
+func (sv *server) markRestart(r *replica, why string) {
+	before := "the process before it"
+	if pid := sv.pid(r); pid > 0 {
+		before += fmt.Sprintf(" (pid %d)", pid)
+	}
+	line := fmt.Sprintf("--- cairn: replica %d restart %d of %d: %s died: %s ---\n", r.i, r.restart, sv.s.restarts, before, why)
+	for _, f := range []string{r.out, r.err} {
+		w, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+		if err != nil {
+			continue // the restart's own log says what it can
+		}
+		_, _ = w.WriteString(line)
+		_ = w.Close()
 	}
 }
 

@@ -273,6 +273,9 @@ type Proc struct {
 	// processes): it sees its own share of the node's GPUs (gpus each, in
 	// lease order), and its logs are Stdout and Stderr.
 	Replica int
+	// AppendLogs: the process's output is added to Stdout's and Stderr's
+	// end (a replica's restart), not written over what they hold.
+	AppendLogs bool
 	// Logs are more log files the node writes beside the process's own
 	// (an optimization's rollouts.log): the journal lists them with the
 	// process's, and so does cairn show RUN.

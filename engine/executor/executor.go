@@ -151,7 +151,11 @@ type Spec struct {
 	// so they are made even when the process writes nothing to them.
 	// cairn's own per-node logs are made with their first byte.
 	NamedLogs bool
-	Timeout   time.Duration
+	// AppendLogs: the process's output is added to the log files' end
+	// (a service replica restarted after a death keeps its predecessor's
+	// output), not written over it.
+	AppendLogs bool
+	Timeout    time.Duration
 	// CPUs is the stage's cpus (0: not said); a cluster executor asks
 	// for that many.
 	CPUs int

@@ -205,11 +205,11 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 	} else if !strings.HasPrefix(path, "/") {
 		path = spec.Dir + "/" + path
 	}
-	stdout, err := openNodeLog(spec.Stdout, spec.NamedLogs)
+	stdout, err := openNodeLog(spec.Stdout, spec.NamedLogs, spec.AppendLogs)
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := openNodeLog(spec.Stderr, spec.NamedLogs)
+	stderr, err := openNodeLog(spec.Stderr, spec.NamedLogs, spec.AppendLogs)
 	if err != nil {
 		_ = stdout.finish(time.Time{}, "")
 		return nil, err

@@ -520,3 +520,26 @@ func TestLocalLogWriteFailureIsInfrastructure(t *testing.T) {
 	assert.Contains(t, res.Message, "cannot write its log")
 	assert.Contains(t, res.Message, "no space left on device")
 }
+
+// A job with AppendLogs adds its output to the end of the log files; one
+// without writes over them.
+func TestLocalAppendLogs(t *testing.T) {
+	spec := sleepSpec(t)
+	run := func(word string, appends bool) {
+		s := *spec
+		s.Argv = []string{"sh", "-c", "echo " + word + "; echo " + word + "-err >&2"}
+		s.AppendLogs = appends
+		job, err := Local{}.Submit(context.Background(), &s)
+		require.NoError(t, err)
+		res, err := job.Wait(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 0, res.ExitCode)
+	}
+	read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
+	run("first", false)
+	run("second", true)
+	assert.Equal(t, "first\nsecond\n", read(spec.Stdout))
+	assert.Equal(t, "first-err\nsecond-err\n", read(spec.Stderr))
+	run("third", false)
+	assert.Equal(t, "third\n", read(spec.Stdout))
+}

@@ -34,17 +34,20 @@ type nodeLog struct {
 	done chan struct{} // closed when copy has ended; nil when no copy runs
 	// ended: the poll loop has read the stream to its end.
 	ended bool
+	// appends: the file is written at its end, not truncated first.
+	appends bool
 }
 
 // openNodeLog makes the pipe for a stream logged to path; nothing reads
 // it yet (see startCopy and the poll loop). With now set, the file is made
-// at once, empty or not.
-func openNodeLog(path string, now bool) (*nodeLog, error) {
+// at once, empty or not. With appends, what the file holds is kept and the
+// stream is added at its end.
+func openNodeLog(path string, now, appends bool) (*nodeLog, error) {
 	fd, r, w, err := logPipe()
 	if err != nil {
 		return nil, fmt.Errorf("exec: log pipe: %w", err)
 	}
-	l := &nodeLog{path: path, fd: fd, r: r, w: w}
+	l := &nodeLog{path: path, fd: fd, r: r, w: w, appends: appends}
 	if now {
 		l.write(nil)
 		if l.err != nil {
@@ -103,7 +106,11 @@ func (l *nodeLog) copy() {
 // disk) the stream is still drained, so that the node never blocks on it.
 func (l *nodeLog) write(p []byte) {
 	if l.f == nil && l.err == nil {
-		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o666)
+		mode := os.O_TRUNC
+		if l.appends {
+			mode = os.O_APPEND
+		}
+		l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|mode, 0o666)
 	}
 	if l.f != nil && l.err == nil {
 		_, l.err = l.f.Write(p)

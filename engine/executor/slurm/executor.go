@@ -526,7 +526,7 @@ func jobFor(spec *executor.Spec) *Job {
 	stem := strings.TrimSuffix(spec.Stdout, filepath.Ext(spec.Stdout))
 	return &Job{
 		Node: spec.Node, Attempt: max(spec.Attempt, 1), Argv: spec.Argv, Shell: spec.Shell,
-		Env: spec.Env, Dir: spec.Dir, Stdout: spec.Stdout, Stderr: spec.Stderr,
+		Env: spec.Env, Dir: spec.Dir, Stdout: spec.Stdout, Stderr: spec.Stderr, AppendLogs: spec.AppendLogs,
 		Script: stem + ".sbatch", ExitFile: stem + ".exit",
 		GPUs: len(spec.GPUs), CPUs: spec.CPUs, MemMiB: spec.MemMiB, Timeout: spec.Timeout, KillGrace: spec.Grace(),
 	}

@@ -487,6 +487,14 @@ func TestSbatchTimeIsTheOuterBound(t *testing.T) {
 	assert.NotContains(t, strings.Join(c.sbatchArgs(&Job{Node: "n", Script: "s"}, "t"), " "), "--time", "no timeout, no limit")
 }
 
+// A job that appends to its logs (a serve replica's restart) asks Slurm
+// to open them for appending; others have them truncated, as by default.
+func TestSbatchAppendsLogsWhenAsked(t *testing.T) {
+	_, c := newFake(t, noAccounting)
+	assert.Contains(t, c.sbatchArgs(&Job{Node: "n", Script: "s", AppendLogs: true}, "t"), "--open-mode=append")
+	assert.NotContains(t, c.sbatchArgs(&Job{Node: "n", Script: "s"}, "t"), "--open-mode=append")
+}
+
 // notices collects a client's notices.
 type notices struct {
 	mu  sync.Mutex

@@ -55,6 +55,9 @@ func (c *Client) sbatchArgsAs(job *Job, comment, stdout, stderr, script, array s
 	if array != "" {
 		args = append(args, "--array="+array)
 	}
+	if job.AppendLogs {
+		args = append(args, "--open-mode=append")
+	}
 	if job.GPUs > 0 {
 		args = append(args, "--gres=gpu:"+strconv.Itoa(job.GPUs))
 	}

@@ -21,6 +21,8 @@ type Job struct {
 	Dir     string   // the working folder (on the shared filesystem)
 	Stdout  string   // log files (--output, --error)
 	Stderr  string
+	// AppendLogs: the job adds to the log files (--open-mode=append).
+	AppendLogs bool
 	// Script and ExitFile are the wrapper's path and the path it writes
 	// the exit status to; both on the shared filesystem, usually beside
 	// the logs.
