@@ -427,8 +427,12 @@ func (k Serve) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if !remote {
 		var release func()
 		var err error
-		ports, release, err = reservePorts(s.host, s.port, count, func(p int) {
-			host.ServeEvent(ServeEvent{Status: "port_skipped", Port: p, Message: fmt.Sprintf("port %d is in use: skipped", p)})
+		ports, release, err = reservePorts(n.Address, s.host, s.port, count, func(p int, holder string) {
+			msg := fmt.Sprintf("port %d is in use: skipped", p)
+			if holder != "" {
+				msg = fmt.Sprintf("port %d is in use (given to %s of this apply): skipped", p, holder)
+			}
+			host.ServeEvent(ServeEvent{Status: "port_skipped", Port: p, Message: msg})
 		})
 		if err != nil {
 			return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
@@ -926,37 +930,40 @@ func (sv *server) tail(r *replica) string {
 	return strings.Join(parts, "")
 }
 
-// ports holds the ports this cairn gave to servers it started: another
-// serve stage skips them even before their server binds them.
+// ports holds the ports this cairn gave to servers it started, with the
+// node each went to: another serve stage skips them even before their
+// server binds them.
 var ports struct {
 	mu    sync.Mutex
-	taken map[int]bool
+	taken map[int]string
 }
 
-// reservePorts takes count free ports from first on, skipping those in use
-// (said through skipped) or given to another server of this apply.
-func reservePorts(host string, first, count int, skipped func(int)) ([]int, func(), error) {
+// reservePorts takes count free ports from first on for node, skipping
+// (and saying through skipped) those in use by another program (holder "")
+// or given to another server of this apply (holder its node).
+func reservePorts(node, host string, first, count int, skipped func(port int, holder string)) ([]int, func(), error) {
 	ports.mu.Lock()
 	defer ports.mu.Unlock()
 	if ports.taken == nil {
-		ports.taken = map[int]bool{}
+		ports.taken = map[int]string{}
 	}
 	var out []int
 	for p := first; len(out) < count; p++ {
 		if p > 65535 || p-first > 1024 {
 			return nil, nil, fmt.Errorf("no %d free ports from %d on: %d of them are in use (port collisions are a setup failure; pick another port)", count, first, p-first-len(out))
 		}
-		if ports.taken[p] {
+		if holder, ok := ports.taken[p]; ok {
+			skipped(p, holder)
 			continue
 		}
 		if !portFree(host, p) {
-			skipped(p)
+			skipped(p, "")
 			continue
 		}
 		out = append(out, p)
 	}
 	for _, p := range out {
-		ports.taken[p] = true
+		ports.taken[p] = node
 	}
 	return out, func() {
 		ports.mu.Lock()

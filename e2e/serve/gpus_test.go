@@ -138,3 +138,30 @@ stage "command" "use_%s" {
 	assert.Contains(t, waits[0].Message, "held by "+holder+" (GPU 0,1)")
 	assert.Equal(t, "over", waits[1].Status)
 }
+
+// Two serve stages given the same port: the one that starts second skips
+// the port the first was given, and says so on the progress output and in
+// the journal (port_skipped), as for a port another program holds.
+func TestServePortOfAnotherServeStageSkippedAndSaid(t *testing.T) {
+	w := newWorkspace(t, 1)
+	port := e2etest.FreePorts(t, 4)
+	f := w.pipeline(serveStage("a", port, 1, 0, ""), serveStage("b", port, 1, 0, "", otherServer...), bothConsumer)
+	code, out := w.runWithin(time.Minute, "apply", f)
+	require.Equal(t, 0, code, out)
+	said := regexp.MustCompile(fmt.Sprintf(`(stage\.[ab])\s+port %d is in use \(given to (stage\.[ab]) of this apply\): skipped`, port))
+	m := said.FindStringSubmatch(out)
+	require.NotNil(t, m, "no line says the port was skipped:\n%s", out)
+	skipper, holder := m[1], m[2]
+	assert.NotEqual(t, skipper, holder)
+	assert.Regexp(t, fmt.Sprintf(`%s\s+replica 1 ready at http://127.0.0.1:%d/v1`, regexp.QuoteMeta(holder), port), out)
+	other := regexp.MustCompile(regexp.QuoteMeta(skipper) + `\s+replica 1 ready at http://127.0.0.1:(\d+)/v1`).FindStringSubmatch(out)
+	require.NotNil(t, other, out)
+	assert.NotEqual(t, fmt.Sprint(port), other[1], "the port was given twice")
+	records := 0
+	for _, e := range w.journal(out) {
+		if e.T == runlog.Serve && e.Status == "port_skipped" && e.Node == skipper && e.Port == port {
+			records++
+		}
+	}
+	assert.Equal(t, 1, records, "port_skipped records:\n%s", out)
+}
