@@ -251,6 +251,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	// The job is cancelled when ctx ends (Submit's contract): wait for
 	// its end all the same, to know how it ended.
 	res, err := job.Wait(context.WithoutCancel(ctx))
+	if res != nil && p.Replica > 0 && ns.svc != nil {
+		ns.svc.notePeaks(p.Replica, res)
+	}
 	if res != nil {
 		for _, m := range res.GPUMemory {
 			a.emit(&events.GPUMemory{Node: ns.n.Addr, Attempt: ns.attempts, GPU: m.Device, Start: m.Start, T: m.T, MiB: m.MiB})

@@ -13,6 +13,8 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/events"
+	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -33,6 +35,37 @@ type serviceState struct {
 	serving  bool
 	// pids are the replicas' processes, by replica number.
 	pids map[int]int
+	// peaks are each replica's peak resident and GPU memory (MiB), the
+	// most of its processes' (a restart's included), by replica number.
+	peaks map[int][2]float64
+}
+
+// notePeaks keeps a replica's process's peaks (Exec, once it ended).
+func (s *serviceState) notePeaks(replica int, res *process.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peaks == nil {
+		s.peaks = map[int][2]float64{}
+	}
+	p := s.peaks[replica]
+	s.peaks[replica] = [2]float64{max(p[0], res.PeakRSSMiB), max(p[1], res.PeakGPUMiB)}
+}
+
+// result is what the node's replicas used, as one process's result: the
+// sums of their peaks (each replica's memory is its own) and every GPU
+// of the lease.
+func (s *serviceState) result(lease *gpu.Lease) *process.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &process.Result{}
+	for _, p := range s.peaks {
+		r.PeakRSSMiB += p[0]
+		r.PeakGPUMiB += p[1]
+	}
+	if lease != nil {
+		r.GPUs = append([]int(nil), lease.Devices...)
+	}
+	return r
 }
 
 // isService reports whether ns is a service node.
@@ -182,7 +215,14 @@ func replicaDevices(ns *nodeState, replica int) []int {
 // once their memory shows freed.
 func (a *applier) serviceEnded(ns *nodeState) event {
 	a.waitGPUMemoryFreed(ns)
-	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: time.Since(ns.started).Seconds()})
+	if ns.res == nil {
+		ns.res = ns.svc.result(ns.lease)
+	}
+	if ns.record != nil {
+		ns.record.PeakRSSMiB, ns.record.PeakGPUMiB = ns.res.PeakRSSMiB, ns.res.PeakGPUMiB
+	}
+	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: time.Since(ns.started).Seconds(),
+		PeakRSS: ns.res.PeakRSSMiB, PeakGPU: ns.res.PeakGPUMiB})
 	return event{}
 }
 

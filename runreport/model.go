@@ -439,6 +439,15 @@ func (b *builder) read() {
 			n.Wave = max(n.Wave, e.Wave)
 		case runlog.Started:
 			t := lastTry(n, e.Attempt)
+			if e.Replica > 0 && !t.Start.IsZero() {
+				// Another replica of a serve node's attempt (or a
+				// restart): the attempt holds every replica's GPUs and
+				// logs, from its first start.
+				t.GPUs, t.Logs = unionInts(t.GPUs, e.GPUs), appendNew(t.Logs, e.Logs)
+				n.GPUs = unionInts(n.GPUs, e.GPUs)
+				n.addLogs(e.Logs)
+				continue
+			}
 			t.State, t.Start, t.GPUs, t.Wave, t.Logs = "running", e.Time, e.GPUs, e.Wave, e.Logs
 			if e.Job != nil {
 				t.Executor, t.Job = e.Job.Executor, e.Job.ID
@@ -491,6 +500,17 @@ func (b *builder) read() {
 }
 
 func (n *Node) addLogs(logs []string) { n.Logs = appendNew(n.Logs, logs) }
+
+// unionInts is to with from's numbers it lacks, sorted.
+func unionInts(to, from []int) []int {
+	for _, x := range from {
+		if !slices.Contains(to, x) {
+			to = append(to, x)
+		}
+	}
+	slices.Sort(to)
+	return to
+}
 
 func appendNew(to, from []string) []string {
 	for _, l := range from {
@@ -1107,6 +1127,9 @@ func countNodes(entries []runlog.Entry, state string, nodes []*Node) Counts {
 	for _, n := range nodes {
 		switch n.State {
 		case "ok":
+			if n.Kind == "serve" {
+				continue // makes no result: not in ran, as apply counts
+			}
 			c.Ran++
 		case "cached":
 			c.Cached++

@@ -355,7 +355,15 @@ func (a *app) showRun(dir string) error {
 		case runlog.Started:
 			// The duration is the node's, every attempt included, as
 			// apply and the report give it.
-			v.state, v.gpus = "running", e.GPUs
+			if e.Replica > 0 {
+				// A serve node's replicas start one by one: it holds
+				// all their GPUs.
+				g := append(slices.Clone(v.gpus), e.GPUs...)
+				slices.Sort(g)
+				v.state, v.gpus = "running", slices.Compact(g)
+			} else {
+				v.state, v.gpus = "running", e.GPUs
+			}
 			if v.start.IsZero() {
 				v.start = e.Time
 			}
