@@ -230,7 +230,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		// submission; Started's record follows once it is submitted.
 		Submitting: func(ref process.JobRef) { writeStarted(started(ref)) },
 		Notice:     func(n executor.Notice) { a.notice(ns, n) },
-		Local:      executor.LocalSpec{Inherit: inherit},
+		Local:      executor.LocalSpec{Inherit: inherit, Guarded: p.Replica > 0},
 	}
 	interval := cmp.Or(a.opts.SampleInterval, gpu.DefaultSampleInterval)
 	if a.opts.GPUs != nil {

@@ -197,6 +197,11 @@ type LocalSpec struct {
 	Inherit []*os.File
 	// Sample starts memory sampling of the process tree; nil for none.
 	Sample func(pid int) func() gpu.Peaks
+	// Guarded: a guard ends the process's whole group when cairn's
+	// process ends, a kill -9 included (Linux; see sysproc.Guarded): a
+	// service's replica, whose server may run its work in children of its
+	// own.
+	Guarded bool
 }
 
 // Finished is a job that has already ended with res (or err): what an

@@ -214,9 +214,15 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		_ = stdout.finish(time.Time{}, "")
 		return nil, err
 	}
+	execPath, execArgs, attr := path, argv, sysproc.Group()
+	if spec.Local.Guarded {
+		if p, a, at, ok := sysproc.Guarded(path, argv, len(spec.Local.Inherit), spec.Grace()); ok {
+			execPath, execArgs, attr = p, a, at
+		}
+	}
 	cmd := &exec.Cmd{
-		Path:  path,
-		Args:  argv,
+		Path:  execPath,
+		Args:  execArgs,
 		Env:   spec.Env,
 		Dir:   spec.Dir,
 		Stdin: stdinOf(spec),
@@ -226,7 +232,7 @@ func (Local) Submit(ctx context.Context, spec *Spec) (Job, error) {
 		Stdout:      stdout.w,
 		Stderr:      stderr.w,
 		ExtraFiles:  spec.Local.Inherit,
-		SysProcAttr: sysproc.Group(),
+		SysProcAttr: attr,
 		// A stdin that is not a file is copied through a pipe: once the
 		// process has ended, do not wait long for the copy.
 		WaitDelay: time.Second,
