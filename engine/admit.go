@@ -132,7 +132,7 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 			a.fail(ns, failclass.Setup, err.Error())
 			return false
 		}
-		if lk == nil {
+		if lk == nil && !a.twinService(ns) {
 			a.waitForKey(ns)
 			return false
 		}
@@ -189,4 +189,22 @@ func (a *applier) releaseResources(ns *nodeState) {
 	if grp := a.sched.groups[ns.n.Stage.Name]; grp != nil {
 		grp.release(a, ns)
 	}
+}
+
+// twinService reports whether ns is a service whose key another service
+// node of this apply holds: two serve stages of one pipeline with the same
+// model, weights and command line. Each is a server of its own (a service
+// is never cached), and waiting for the other's key would wait for its
+// consumers, which may wait for this one: ns starts without the key's
+// lock.
+func (a *applier) twinService(ns *nodeState) bool {
+	if ns.svc == nil {
+		return false
+	}
+	for _, o := range a.nodes {
+		if o != nil && o != ns && o.svc != nil && o.key == ns.key && o.locked != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -51,9 +51,28 @@ func defaultReplicas(name string, port, gpus int, simArgs ...string) string {
 }
 
 // otherServer is a flag that makes a serve stage of the simulated model
-// another server than serveStage's (another key: two nodes with one key
-// wait for each other's lock).
+// another server than serveStage's (another key).
 var otherServer = []string{"--latency", "1ms"}
+
+// Two serve stages of one apply that are the same server (one key: the
+// same model, weights and command line) are two servers: the second does
+// not wait for the first's key, which its consumer holds up, and the
+// consumer of both runs.
+func TestServeTwinStagesBothRun(t *testing.T) {
+	w := newWorkspace(t, 1)
+	port := e2etest.FreePorts(t, 8)
+	f := w.pipeline(serveStage("a", port, 1, 1, ""), serveStage("b", port+4, 1, 1, ""), bothConsumer)
+	code, out := w.runWithin(time.Minute, "apply", f)
+	require.Equal(t, 0, code, out)
+	ready := map[string]int{}
+	for _, e := range w.journal(out) {
+		if e.T == runlog.Serve && e.Status == "ready" {
+			ready[e.Node]++
+		}
+	}
+	assert.Equal(t, map[string]int{"stage.a": 1, "stage.b": 1}, ready, out)
+	assert.NotContains(t, out, "waits: the same work is running")
+}
 
 // bothConsumer is a command stage reading the endpoints of serve stages a
 // and b at once.
