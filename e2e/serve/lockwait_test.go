@@ -38,7 +38,7 @@ stage "command" "gate" {
 	p2, out2 := w.startLogged("apply", "p2.hcl")
 	stopAtEnd(t, p2)
 	e2etest.WaitFor(t, "the second apply to wait for stage.tm", time.Minute, func() bool {
-		return strings.Contains(out2(), "waiting for stage.tm: running in pid")
+		return strings.Contains(out2(), "stage.tm waits: the same work is running in pid")
 	})
 	w.write("go", "")
 	require.NoError(t, p1.Wait(), out1())
