@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -116,6 +118,32 @@ stage "command" "slow" {
 	assert.FileExists(t, filepath.Join(root, "slow.txt"), "the slow node ran to its end")
 	r := runCLI(t, "--chdir", root, "status")
 	assert.Regexp(t, `\sok\s+2\s`, r.stdout, "the run is recorded ok, both nodes done")
+}
+
+// cairn plan | head -1: the reader has the line it wanted and goes away;
+// plan ends quietly, exit 0, as the other tools of such a pipeline do (it
+// said "Error: write /dev/stdout: broken pipe" and exited 1).
+func TestPlanIntoAClosedPipeIsQuiet(t *testing.T) {
+	bin := cairnBinary(t)
+	var stages strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&stages, "stage \"command\" \"s%d\" {\n  run = [\"true\", \"%d\"]\n}\n", i, i)
+	}
+	root := cliWorkspace(t, map[string]string{"p.hcl": stages.String()})
+	cmd := exec.Command(bin, "plan", "p.hcl")
+	cmd.Dir = root
+	cmd.Env = e2etest.Env()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, line, "cairn plan:")
+	require.NoError(t, out.Close()) // as head -1 does
+	assert.NoError(t, cmd.Wait(), stderr.String())
+	assert.Empty(t, stderr.String())
 }
 
 // A cache another user may not write: apply, gc and report say that the

@@ -302,6 +302,13 @@ func runErrorsFail(c *cobra.Command) {
 			if err == nil || errors.As(err, &ee) {
 				return err
 			}
+			if errors.Is(err, syscall.EPIPE) {
+				// The reader of what the command prints went away
+				// (cairn plan | head): it had what it wanted. Nothing
+				// to say and no failure, as with the other tools of
+				// such a pipeline.
+				return nil
+			}
 			return &exitError{code: exitFailed, msg: err.Error()}
 		}
 	}
