@@ -89,6 +89,19 @@ func TestFmtAsAnotherUser(t *testing.T) {
 	assert.NotContains(t, out, ".tmp")
 }
 
+// firstLineThenClose starts cmd, reads the first line of its standard
+// output and closes the pipe, as head -1 does; the caller waits for cmd.
+func firstLineThenClose(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	return line
+}
+
 // cairn apply | head: the reader of standard output goes away after the
 // first line, and the run goes on to its end, its nodes unharmed, with
 // its own exit code (it died of SIGPIPE, exit 141, killing the slow node).
@@ -106,15 +119,8 @@ stage "command" "slow" {
 	cmd := exec.Command(bin, "apply", "p.hcl")
 	cmd.Dir = root
 	cmd.Env = e2etest.Env("CAIRN_NO_FSYNC=1")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	assert.Contains(t, line, "cairn apply:")
-	require.NoError(t, out.Close()) // as head -1 does
-	err = cmd.Wait()
-	assert.NoError(t, err, "the apply ends with its own exit code, 0")
+	assert.Contains(t, firstLineThenClose(t, cmd), "cairn apply:")
+	assert.NoError(t, cmd.Wait(), "the apply ends with its own exit code, 0")
 	assert.FileExists(t, filepath.Join(root, "slow.txt"), "the slow node ran to its end")
 	r := runCLI(t, "--chdir", root, "status")
 	assert.Regexp(t, `\sok\s+2\s`, r.stdout, "the run is recorded ok, both nodes done")
@@ -135,13 +141,7 @@ func TestPlanIntoAClosedPipeIsQuiet(t *testing.T) {
 	cmd.Env = e2etest.Env()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	assert.Contains(t, line, "cairn plan:")
-	require.NoError(t, out.Close()) // as head -1 does
+	assert.Contains(t, firstLineThenClose(t, cmd), "cairn plan:")
 	assert.NoError(t, cmd.Wait(), stderr.String())
 	assert.Empty(t, stderr.String())
 }
