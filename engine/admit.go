@@ -201,10 +201,6 @@ func (a *applier) twinService(ns *nodeState) bool {
 	if ns.svc == nil {
 		return false
 	}
-	for _, o := range a.nodes {
-		if o != nil && o != ns && o.svc != nil && o.key == ns.key && o.locked != nil {
-			return true
-		}
-	}
-	return false
+	h := a.keyHolder(ns)
+	return h != nil && h.svc != nil
 }

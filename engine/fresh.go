@@ -234,18 +234,24 @@ func (m *freshMarks) otherConfiguration(om *outputMarks, left []string) string {
 	if len(stale) == 0 {
 		return ""
 	}
-	slices.Sort(stale)
-	more := ""
-	if len(stale) > 3 {
-		more = fmt.Sprintf(" and %d more", len(stale)-3)
-		stale = stale[:3]
-	}
 	run := ""
 	if rec.RunID != "" {
 		run = " (run " + rec.RunID + ")"
 	}
-	return fmt.Sprintf("%s holds %s%s, which this run did not write: an earlier run of this node with another configuration%s wrote it, so it is not this configuration's output; remove it (or have the command empty %s before it writes there), then apply again",
-		om.decl, strings.Join(stale, ", "), more, run, om.decl)
+	return fmt.Sprintf("%s holds %s, which this run did not write: an earlier run of this node with another configuration%s wrote it, so it is not this configuration's output; remove it (or have the command empty %s before it writes there), then apply again",
+		om.decl, fewPaths(stale), run, om.decl)
+}
+
+// fewPaths names paths for a message: sorted, the first three, and how
+// many more there are ("a, b, c and 2 more").
+func fewPaths(paths []string) string {
+	slices.Sort(paths)
+	more := ""
+	if len(paths) > 3 {
+		more = fmt.Sprintf(" and %d more", len(paths)-3)
+		paths = paths[:3]
+	}
+	return strings.Join(paths, ", ") + more
 }
 
 // restore gives a file that was not written its times back.

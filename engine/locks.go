@@ -16,6 +16,17 @@ func (ns *nodeState) releaseKey() {
 	ns.locked = nil
 }
 
+// keyHolder is the node of this apply that holds ns's key's lock (the
+// same work), nil when none does: the lock is another process's, or free.
+func (a *applier) keyHolder(ns *nodeState) *nodeState {
+	for _, o := range a.nodes {
+		if o != nil && o != ns && o.key == ns.key && o.locked != nil {
+			return o
+		}
+	}
+	return nil
+}
+
 // waitForKey parks a node whose key another process is running: a worker
 // says who holds it, waits for the lock and reports back.
 func (a *applier) waitForKey(ns *nodeState) {
@@ -27,11 +38,8 @@ func (a *applier) waitForKey(ns *nodeState) {
 	// The node of this apply that runs the same work, if one does: the
 	// line names it.
 	sibling := ""
-	for _, o := range a.nodes {
-		if o != nil && o != ns && o.key == ns.key && o.status == plan.Running && o.locked != nil {
-			sibling = o.n.Addr
-			break
-		}
+	if h := a.keyHolder(ns); h != nil && h.status == plan.Running {
+		sibling = h.n.Addr
 	}
 	go func() {
 		who, holder := "another cairn", ""

@@ -523,14 +523,12 @@ func (a *applier) removeOtherConfigurations(ns *nodeState, rec *store.Record) {
 	// The node's other records: the last one committed first (switching
 	// back to a configuration), then every one of the address.
 	others := func(yield func(*store.Record) bool) {
-		last := a.cache.LastKey(a.g.Config.Name, ns.n.Addr)
-		if r, ok := a.cache.Lookup(last); ok && last != rec.Key {
-			if !yield(r) {
-				return
-			}
+		last := a.otherConfigRecord(ns)
+		if last != nil && !yield(last) {
+			return
 		}
 		for _, r := range a.cache.Records() {
-			if r.Pipeline == a.g.Config.Name && r.Address == ns.n.Addr && r.Key != rec.Key && r.Key != last {
+			if r.Pipeline == a.g.Config.Name && r.Address == ns.n.Addr && r.Key != rec.Key && (last == nil || r.Key != last.Key) {
 				if !yield(r) {
 					return
 				}
@@ -557,12 +555,6 @@ func (a *applier) removeOtherConfigurations(ns *nodeState, rec *store.Record) {
 		}
 	}
 	if len(removed) > 0 {
-		sort.Strings(removed)
-		more := ""
-		if len(removed) > 3 {
-			more = fmt.Sprintf(" and %d more", len(removed)-3)
-			removed = removed[:3]
-		}
-		a.warn("%s: removed %s%s from its output folder: another configuration of the node wrote it, and this one's cached output does not hold it (the cache keeps it with that configuration)", ns.n.Addr, strings.Join(removed, ", "), more)
+		a.warn("%s: removed %s from its output folder: another configuration of the node wrote it, and this one's cached output does not hold it (the cache keeps it with that configuration)", ns.n.Addr, fewPaths(removed))
 	}
 }

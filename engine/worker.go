@@ -110,7 +110,7 @@ func (a *applier) execute(ns *nodeState) event {
 		earlier := ns.runCounts
 		ns.class, ns.message, ns.runCounts = "", "", nil
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
-		marks.earlier = a.earlierRecord(ns)
+		marks.earlier = func() *store.Record { return a.otherConfigRecord(ns) }
 		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
 		ns.ended = time.Now()
 		if ns.svc != nil && err == nil {
@@ -184,22 +184,20 @@ func (a *applier) execute(ns *nodeState) event {
 	}
 }
 
-// earlierRecord returns the record ns's address last committed when its
-// key is not ns's: what another configuration of the node wrote. The
-// record is looked up when first asked for.
-func (a *applier) earlierRecord(ns *nodeState) func() *store.Record {
-	return func() *store.Record {
-		if a.cache == nil {
-			return nil
-		}
-		k := a.cache.LastKey(a.g.Config.Name, ns.n.Addr)
-		if k == "" || k == ns.key {
-			return nil
-		}
-		rec, ok := a.cache.Lookup(k)
-		if !ok {
-			return nil
-		}
-		return rec
+// otherConfigRecord returns the record ns's address last committed when
+// its key is not ns's: what another configuration of the node wrote; nil
+// when there is none.
+func (a *applier) otherConfigRecord(ns *nodeState) *store.Record {
+	if a.cache == nil {
+		return nil
 	}
+	k := a.cache.LastKey(a.g.Config.Name, ns.n.Addr)
+	if k == "" || k == ns.key {
+		return nil
+	}
+	rec, ok := a.cache.Lookup(k)
+	if !ok {
+		return nil
+	}
+	return rec
 }
