@@ -590,8 +590,8 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if rec, ok := cache.Lookup(prev); ok {
 		var old Envelope
 		if json.Unmarshal(rec.Envelope, &old) == nil {
-			pn.Reasons = diffEnvelopes(&old, env, g, n, p, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0)
-			ownOutputInInput(pn.Reasons, sn)
+			own := append(slices.Clip(sn.Common.Outputs), sn.Common.Result)
+			pn.Reasons = diffEnvelopes(&old, env, g, n, p, own, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0)
 		}
 	}
 	if len(pn.Reasons) == 0 {
@@ -600,26 +600,17 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	return diags
 }
 
-// ownOutputInInput explains a reason "input DIR changed" where DIR holds
-// one of the node's own declared outputs: a run that changes that output
-// changes the node's input, and the next apply runs it again with nothing
-// edited (docs/language.md, Inputs another stage writes).
-func ownOutputInInput(reasons []string, sn *stages.Node) {
-	for i, r := range reasons {
-		in, ok := strings.CutPrefix(r, "input ")
-		if !ok {
-			continue
-		}
-		if in, ok = strings.CutSuffix(in, " changed"); !ok {
-			continue
-		}
-		for _, o := range append(slices.Clip(sn.Common.Outputs), sn.Common.Result) {
-			if rel, under := relUnder(in, o); under && rel != "" {
-				reasons[i] = fmt.Sprintf("input %s changed: it holds the node's own output %s, so a run that changes that output changes the node's input, and the next apply runs it again; list the files it reads in inputs, or write the output outside %s", in, o, in)
-				break
-			}
+// inputChanged is the reason "input in changed", saying why where in
+// holds one of own, the node's own declared outputs: a run that changes
+// that output changes the node's input, and the next apply runs it again
+// with nothing edited (docs/language.md, Inputs another stage writes).
+func inputChanged(in string, own []string) string {
+	for _, o := range own {
+		if rel, under := relUnder(in, o); under && rel != "" {
+			return fmt.Sprintf("input %s changed: it holds the node's own output %s, so a run that changes that output changes the node's input, and the next apply runs it again; list the files it reads in inputs, or write the output outside %s", in, o, in)
 		}
 	}
+	return fmt.Sprintf("input %s changed", in)
 }
 
 // unknownUpstream reports whether the output digest of an upstream that
@@ -841,10 +832,11 @@ func LaunchValue(runID string, started time.Time, l *store.Launch) cty.Value {
 	})
 }
 
-// diffEnvelopes explains why a node's key changed. hideInputs: the node's
-// input paths are made of sensitive values, this run's or an earlier
-// one's: the reasons do not name them.
-func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan, hideInputs bool) []string {
+// diffEnvelopes explains why a node's key changed. own are the paths it
+// declares in outputs and result. hideInputs: the node's input paths are
+// made of sensitive values, this run's or an earlier one's: the reasons do
+// not name them.
+func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan, own []string, hideInputs bool) []string {
 	var out []string
 	if old.Kind != cur.Kind || old.KindVersion != cur.KindVersion {
 		out = append(out, fmt.Sprintf("kind %s v%d -> %s v%d", old.Kind, old.KindVersion, cur.Kind, cur.KindVersion))
@@ -886,8 +878,10 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan, hideInputs bo
 			out = append(out, fmt.Sprintf("input %s added", k))
 		case c == "":
 			out = append(out, fmt.Sprintf("input %s removed", k))
-		case o != c:
+		case o != c && hideInputs:
 			out = append(out, fmt.Sprintf("input %s changed", k))
+		case o != c:
+			out = append(out, inputChanged(k, own))
 		}
 	}
 	for _, k := range sortedKeys(unionKeys(old.Seal, cur.Seal)) {
