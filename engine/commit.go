@@ -51,6 +51,9 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		return false
 	}
 	a.removeOtherConfigurations(ns, rec)
+	if err := a.cache.Point(a.g.Config.Name, ns.n.Addr, ns.key); err != nil {
+		a.warn("%s: the cache's index cannot note that the workspace holds this configuration's outputs (%s): plan's reasons compare with the configuration run before it", ns.n.Addr, err)
+	}
 	ns.record = rec
 	ns.status = plan.Cached
 	// The node's lock, taken when another process had just finished it,

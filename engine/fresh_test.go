@@ -233,3 +233,29 @@ stage "command" "build" {
 	assert.Contains(t, out, "~ stage.build  run: input work changed: it holds the node's own output work/out.txt")
 	assert.Contains(t, out, "list the files it reads in inputs")
 }
+
+// A configuration taken from the cache is what the workspace holds: the
+// next configuration is compared with it, not with the one run before it.
+// Its files left in a folder the next one does not write are another
+// configuration's (the node fails), and plan's reason names its values.
+func TestConfigurationTakenFromTheCacheIsTheOneCompared(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	withG := "script=" + writeAll + " && echo g > out/dir/g.txt"
+	r := w.apply(ApplyOptions{}, withG)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	r = w.apply(ApplyOptions{}, "v=2", "script=rm -rf out/dir && "+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	r = w.apply(ApplyOptions{}, withG)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	require.Equal(t, 0, r.res.Ran, r.out)
+	require.Equal(t, "g\n", w.Read("out/dir/g.txt"))
+
+	text := w.PlanText(plan.Options{}, "v=3", "script="+writeAll)
+	assert.Contains(t, text, "echo g", "the change is told against the configuration the workspace holds")
+
+	r = w.apply(ApplyOptions{}, "v=3", "script="+writeAll)
+	f := failureOf(r, "stage.gate")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "out/dir holds out/dir/g.txt, which this run did not write")
+}

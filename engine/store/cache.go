@@ -522,11 +522,43 @@ func (c *Cache) Has(key string) bool {
 	return ok
 }
 
-// LastKey returns the key last committed for a node address of a pipeline.
+// LastKey returns the key last committed for a node address of a pipeline,
+// or last taken from the cache into its workspace (Point).
 func (c *Cache) LastKey(pipeline, addr string) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.addrs[pipeline+"\x00"+addr]
+}
+
+// Point makes key the one last committed for a node address of a pipeline
+// where another one is: the workspace holds key's outputs now, restored
+// from the cache. Plan's reasons for a change, and the check for another
+// configuration's files in a folder output, compare with what the
+// workspace holds, not with the configuration run before it.
+func (c *Cache) Point(pipeline, addr, key string) error {
+	id := pipeline + "\x00" + addr
+	c.mu.RLock()
+	cur := c.addrs[id]
+	c.mu.RUnlock()
+	if cur == key {
+		return nil
+	}
+	if len(key) != 64 {
+		return fmt.Errorf("cache: bad key %q", key)
+	}
+	c.mu.Lock()
+	l, err := c.openLog()
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if _, err := l.AppendAt([][]byte{append(append([]byte{recAddr}, key...), id...)}, wal.Written); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	c.mu.Lock()
+	c.addrs[id] = key
+	c.mu.Unlock()
+	return nil
 }
 
 func (c *Cache) openLog() (*wal.Log, error) {
