@@ -184,14 +184,14 @@ func (a *applier) execute(ns *nodeState) event {
 	}
 }
 
-// otherConfigRecord returns the record ns's address last committed when
-// its key is not ns's: what another configuration of the node wrote; nil
-// when there is none.
+// otherConfigRecord returns the record ns's address was last given (committed,
+// or taken from the cache) when its key is not ns's: what another
+// configuration of the node wrote; nil when there is none.
 func (a *applier) otherConfigRecord(ns *nodeState) *store.Record {
 	if a.cache == nil {
 		return nil
 	}
-	k := a.cache.LastKey(a.g.Config.Name, ns.n.Addr)
+	k := a.cache.HeldKey(a.g.Config.Name, ns.n.Addr)
 	if k == "" || k == ns.key {
 		return nil
 	}

@@ -318,7 +318,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 	ranBefore := make([]bool, len(g.Nodes))
 	for _, n := range g.Nodes {
 		if include == nil || include[n.ID] {
-			if k := cache.LastKey(g.Config.Name, n.Addr); k != "" {
+			if k := cache.HeldKey(g.Config.Name, n.Addr); k != "" {
 				last = append(last, k)
 				ranBefore[n.ID] = true
 			}
@@ -581,7 +581,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		}
 		return diags
 	}
-	prev := cache.LastKey(g.Config.Name, n.Addr)
+	prev := cache.HeldKey(g.Config.Name, n.Addr)
 	if prev == "" {
 		pn.Reasons = []string{"new"}
 		return diags

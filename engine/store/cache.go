@@ -104,7 +104,11 @@ func RecordKey(p []byte) (key string, ok bool) {
 const (
 	recAction = 'A' // 'A' + 64-hex key + record JSON
 	recAddr   = 'P' // 'P' + 64-hex key + pipeline + 0x00 + address
-	recEvict  = 'X' // 'X' + 64-hex key: the record is gone (corrupt, or gc)
+	// recHeld points an address at the key whose outputs its workspace
+	// was given from the cache (Point): 'H' + 64-hex key + pipeline + 0x00
+	// + address.
+	recHeld  = 'H'
+	recEvict = 'X' // 'X' + 64-hex key: the record is gone (corrupt, or gc)
 	// recNeeds is an action record that counts only where the records it
 	// names come before it in the index: 'N' + 64-hex key + 4-hex count n
 	// + n × (64-hex key + 64-hex output digest) + record JSON.
@@ -139,7 +143,10 @@ type Cache struct {
 	// actions holds raw record JSON by key, decoded on lookup.
 	actions map[string][]byte
 	// addrs maps pipeline + "\x00" + address to the last key committed.
-	addrs  map[string]string
+	addrs map[string]string
+	// held maps pipeline + "\x00" + address to the key last committed or
+	// taken from the cache for it (HeldKey).
+	held   map[string]string
 	offset int64 // index bytes already read
 	pre    map[string]*prefetched
 	// indexFile identifies the index file read so far (gc replaces it).
@@ -195,7 +202,7 @@ func Open(dir string, opts Options) (*Cache, error) {
 	c := &Cache{
 		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: cmp.Or(failpoint.SyncDelay(), DefaultSyncDelay),
 		Stat:    fsdigest.Load(StatCachePath(dir)),
-		actions: map[string][]byte{}, addrs: map[string]string{},
+		actions: map[string][]byte{}, addrs: map[string]string{}, held: map[string]string{},
 		Warn: func(string, ...any) {},
 	}
 	if opts.Warn != nil {
@@ -358,6 +365,9 @@ func (c *Cache) loadIndexRecord(off int64, p []byte) {
 		c.actions[key] = append([]byte(nil), body...)
 	case recAddr:
 		c.addrs[string(p[65:])] = key
+		c.held[string(p[65:])] = key
+	case recHeld:
+		c.held[string(p[65:])] = key
 	case recEvict:
 		delete(c.actions, key)
 	}
@@ -522,15 +532,23 @@ func (c *Cache) Has(key string) bool {
 	return ok
 }
 
-// LastKey returns the key last committed for a node address of a pipeline,
-// or last taken from the cache into its workspace (Point).
+// LastKey returns the key last committed for a node address of a pipeline.
 func (c *Cache) LastKey(pipeline, addr string) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.addrs[pipeline+"\x00"+addr]
 }
 
-// Point makes key the one last committed for a node address of a pipeline
+// HeldKey returns the key whose outputs a node address of a pipeline was
+// last given: committed, or taken from the cache (Point); what its
+// workspace holds, where one workspace uses the cache.
+func (c *Cache) HeldKey(pipeline, addr string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.held[pipeline+"\x00"+addr]
+}
+
+// Point makes key the held one for a node address of a pipeline (HeldKey)
 // where another one is: the workspace holds key's outputs now, restored
 // from the cache. Plan's reasons for a change, and the check for another
 // configuration's files in a folder output, compare with what the
@@ -538,7 +556,7 @@ func (c *Cache) LastKey(pipeline, addr string) string {
 func (c *Cache) Point(pipeline, addr, key string) error {
 	id := pipeline + "\x00" + addr
 	c.mu.RLock()
-	cur := c.addrs[id]
+	cur := c.held[id]
 	c.mu.RUnlock()
 	if cur == key {
 		return nil
@@ -552,11 +570,11 @@ func (c *Cache) Point(pipeline, addr, key string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := l.AppendAt([][]byte{append(append([]byte{recAddr}, key...), id...)}, wal.Written); err != nil {
+	if _, err := l.AppendAt([][]byte{append(append([]byte{recHeld}, key...), id...)}, wal.Written); err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
 	c.mu.Lock()
-	c.addrs[id] = key
+	c.held[id] = key
 	c.mu.Unlock()
 	return nil
 }
@@ -636,6 +654,7 @@ func (c *Cache) Commit(r *Record, needs []Need) (int64, error) {
 	c.mu.Lock()
 	c.actions[r.Key] = body
 	c.addrs[r.Pipeline+"\x00"+r.Address] = r.Key
+	c.held[r.Pipeline+"\x00"+r.Address] = r.Key
 	if span.Alone && span.Start == c.offset && c.log == l {
 		// Refresh has read everything before these records, which are
 		// now in the maps: it need not read them back.

@@ -172,6 +172,11 @@ func (c *Cache) compact(keep map[string]bool) error {
 	for addr, k := range c.addrs {
 		batch = append(batch, append(append([]byte{recAddr}, k...), addr...))
 	}
+	for addr, k := range c.held {
+		if c.addrs[addr] != k {
+			batch = append(batch, append(append([]byte{recHeld}, k...), addr...))
+		}
+	}
 	if len(batch) > 0 {
 		if err := l.Append(batch, wal.Durable); err != nil {
 			l.Close()

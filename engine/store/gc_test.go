@@ -37,3 +37,35 @@ func TestGCMaxSizeRemovesOldestFirst(t *testing.T) {
 	assert.False(t, c.Has(strings.Repeat("b", 64)))
 	assert.False(t, c.Has(strings.Repeat("a", 64)), "an older record is not kept in the room a newer one left")
 }
+
+// The key an address was last given from the cache (Point) is kept apart
+// from the one last committed, across a reopen and a gc's compaction.
+func TestHeldKeyOutlivesCompaction(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	for _, k := range []string{a, b} {
+		_, err = c.Commit(&Record{Key: k, Pipeline: "p", Address: "stage.x", Ended: time.Now()}, nil)
+		require.NoError(t, err)
+	}
+	_, err = c.Commit(&Record{Key: strings.Repeat("0", 64), Pipeline: "p", Address: "stage.old", Ended: time.Now().Add(-3 * time.Hour)}, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Point("p", "stage.x", a))
+	assert.Equal(t, b, c.LastKey("p", "stage.x"))
+	assert.Equal(t, a, c.HeldKey("p", "stage.x"))
+	res, err := GC(c, GCOptions{OlderThan: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Records, "the index is compacted")
+	require.NoError(t, c.Close())
+
+	c, err = Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, b, c.LastKey("p", "stage.x"))
+	assert.Equal(t, a, c.HeldKey("p", "stage.x"))
+	// A commit is held too.
+	_, err = c.Commit(&Record{Key: strings.Repeat("c", 64), Pipeline: "p", Address: "stage.x", Ended: time.Now()}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Repeat("c", 64), c.HeldKey("p", "stage.x"))
+}
