@@ -283,3 +283,75 @@ stage "command" "reader" {
 	assert.Contains(t, r.out, "data/x.txt is read by stage.reader (inputs, as data), which does not wait for this node")
 	assert.Contains(t, r.out, "Add after = [stage.writer] to stage.reader")
 }
+
+// Paths a kind's own attributes name link stages as inputs and outputs
+// do: an aggregate's roots, an evaluation's items, a serve stage's weights
+// wait for the stage writing them; a stage reading an evaluation's scores
+// or a report folder (by default reports/NAME) waits for it.
+func TestKindPathsAreDependencies(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "job" {
+  run     = ["true"]
+  outputs = ["runs/m/d/r/q/0"]
+}
+stage "aggregate" "summary" {
+  roots = ["runs"]
+}
+stage "command" "prep" {
+  run     = ["true"]
+  outputs = ["data/items.jsonl"]
+}
+stage "evaluate" "val" {
+  worker    = ["python3", "worker.py"]
+  items     = "./data/items.jsonl"
+  model     = "m"
+  endpoints = ["http://127.0.0.1:9/v1"]
+  scores    = "out/scores.jsonl"
+}
+stage "command" "count" {
+  run    = ["wc", "-l", "out/scores.jsonl"]
+  inputs = ["out/scores.jsonl"]
+}
+stage "pareto" "cmp" {
+  rows = [{ throughput = 1, "mean@16" = 0.5 }]
+}
+stage "command" "publish" {
+  run    = ["cat", "reports/cmp/table.md"]
+  inputs = ["reports/cmp/table.md"]
+}
+stage "command" "train" {
+  run     = ["true"]
+  outputs = ["ckpt/"]
+}
+stage "serve" "model" {
+  run     = ["sim-server", "--port", "{port}"]
+  model   = "m"
+  weights = "ckpt"
+}
+`)
+	g := w.Load().Graph
+	assert.Equal(t, []string{"stage.job"}, depAddrs(g, "stage.summary"))
+	assert.Equal(t, []string{"stage.prep"}, depAddrs(g, "stage.val"))
+	assert.Equal(t, []string{"stage.val"}, depAddrs(g, "stage.count"))
+	assert.Equal(t, []string{"stage.cmp"}, depAddrs(g, "stage.publish"))
+	assert.Equal(t, []string{"stage.train"}, depAddrs(g, "stage.model"))
+	text := w.PlanText(plan.Options{})
+	assert.Contains(t, text, "stage.val      may run: depends on the output of stage.prep")
+	assert.Contains(t, text, "stage.summary  may run: depends on the output of stage.job")
+}
+
+// A kind's path that a later stage writes is a cycle, named by the
+// kind's attribute.
+func TestKindPathOfADownstreamRefusedAsCycle(t *testing.T) {
+	got := loadDiags(t, `
+stage "aggregate" "summary" {
+  roots = ["runs"]
+}
+stage "command" "late" {
+  after   = [stage.summary]
+  run     = ["true"]
+  outputs = ["runs/x"]
+}
+`)
+	assert.Contains(t, got, "Dependency cycle: stage.summary reads runs (roots), which stage.late writes (outputs)")
+}

@@ -77,10 +77,11 @@ func (a *applier) prepare(ns *nodeState) bool {
 			a.fail(ns, failclass.Setup, "cannot evaluate its attributes: "+plan.DiagsLine(diags))
 			return true
 		}
-		if err := a.g.SetServiceWeights(n, sn, a.cache.Stat); err != nil {
-			a.fail(ns, failclass.Setup, err.Error())
-			return true
-		}
+	}
+	// Digested now, not as planned: an upstream may have written them.
+	if err := a.g.SetServiceWeights(n, sn, a.cache.Stat); err != nil {
+		a.fail(ns, failclass.Setup, err.Error())
+		return true
 	}
 	for _, d := range n.Deps {
 		u := a.nodes[d]
@@ -94,7 +95,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		sn.Upstreams = append(sn.Upstreams, up)
 	}
 	ns.spec = sn
-	if msg := a.g.LateCheck(n, &sn.Common); msg != "" {
+	if msg := a.g.LateCheck(n, sn); msg != "" {
 		a.fail(ns, failclass.Setup, msg)
 		return true
 	}

@@ -76,6 +76,11 @@ func (Aggregate) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
+// PathAttrs implements PathLinker.
+func (Aggregate) PathAttrs() []PathAttr { return aggregatePaths }
+
+var aggregatePaths = []PathAttr{{Attr: "roots"}, {Attr: "out_dir", Write: true, Default: reportsDefault}}
+
 // DeclaredInputs implements InputDeclarer: the roots key the node by
 // content.
 func (Aggregate) DeclaredInputs(n *Node, _ string) []string {

@@ -108,6 +108,11 @@ func (Decision) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
+// PathAttrs implements PathLinker.
+func (Decision) PathAttrs() []PathAttr { return decisionPaths }
+
+var decisionPaths = []PathAttr{{Attr: "protocol"}, {Attr: "outcomes"}, {Attr: "matrix"}, {Attr: "out_dir", Write: true, Default: reportsDefault}}
+
 // DeclaredInputs implements InputDeclarer: the protocol, the outcomes file
 // and the matrix file key the node by content.
 func (Decision) DeclaredInputs(n *Node, _ string) []string {

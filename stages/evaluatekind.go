@@ -107,6 +107,11 @@ func (Evaluate) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
+// PathAttrs implements PathLinker.
+func (Evaluate) PathAttrs() []PathAttr { return evaluatePaths }
+
+var evaluatePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "scores", Write: true}}
+
 // DeclaredOutputs implements OutputDeclarer: the scores file.
 func (Evaluate) DeclaredOutputs(n *Node) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeEvaluate)

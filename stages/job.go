@@ -296,6 +296,11 @@ func (Job) DeclaredInputs(n *Node, root string) []string {
 // KeepsOutFolder implements OutFolderKeeper.
 func (Job) KeepsOutFolder() {}
 
+// PathAttrs implements PathLinker.
+func (Job) PathAttrs() []PathAttr { return jobPaths }
+
+var jobPaths = []PathAttr{{Attr: "out", Write: true, Files: []string{"job.json"}}}
+
 // DeclaredOutputs implements OutputDeclarer: job.json.
 func (Job) DeclaredOutputs(n *Node) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeJob)

@@ -228,6 +228,11 @@ func (Optimize) DeclaredInputs(n *Node, root string) []string {
 // KeepsOutFolder implements OutFolderKeeper.
 func (Optimize) KeepsOutFolder() {}
 
+// PathAttrs implements PathLinker.
+func (Optimize) PathAttrs() []PathAttr { return optimizePaths }
+
+var optimizePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "out", Write: true, Files: []string{"optimization.json", "optimization"}}}
+
 // DeclaredOutputs implements OutputDeclarer: optimization.json and the
 // optimization folder.
 func (Optimize) DeclaredOutputs(n *Node) []DeclaredPath {

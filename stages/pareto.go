@@ -148,6 +148,11 @@ func (Pareto) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
+// PathAttrs implements PathLinker.
+func (Pareto) PathAttrs() []PathAttr { return paretoPaths }
+
+var paretoPaths = []PathAttr{{Attr: "out_dir", Write: true, Default: reportsDefault}}
+
 // DeclaredOutputs implements OutputDeclarer: the report folder.
 func (Pareto) DeclaredOutputs(n *Node) []DeclaredPath {
 	a, diags := paretoDecode(n)

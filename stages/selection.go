@@ -185,6 +185,11 @@ func (Select) Check(n *Node) hcl.Diagnostics {
 // KeepsOutFolder implements OutFolderKeeper.
 func (Select) KeepsOutFolder() {}
 
+// PathAttrs implements PathLinker.
+func (Select) PathAttrs() []PathAttr { return selectPaths }
+
+var selectPaths = []PathAttr{{Attr: "out", Write: true, Files: []string{"selection.json"}}}
+
 // DeclaredOutputs implements OutputDeclarer: selection.json.
 func (Select) DeclaredOutputs(n *Node) []DeclaredPath {
 	return outFolderFiles(n, "selection.json")
@@ -555,6 +560,11 @@ func (JobResult) Check(n *Node) hcl.Diagnostics {
 
 // KeepsOutFolder implements OutFolderKeeper.
 func (JobResult) KeepsOutFolder() {}
+
+// PathAttrs implements PathLinker.
+func (JobResult) PathAttrs() []PathAttr { return jobResultPaths }
+
+var jobResultPaths = []PathAttr{{Attr: "out", Write: true, Files: []string{"test.json", "result.json"}}}
 
 // DeclaredOutputs implements OutputDeclarer: test.json and result.json.
 func (JobResult) DeclaredOutputs(n *Node) []DeclaredPath {

@@ -52,6 +52,12 @@ func (Serve) Name() string { return "serve" }
 // Version implements Kind.
 func (Serve) Version() int { return 1 }
 
+// PathAttrs implements PathLinker: weights a stage writes (a fine-tuned
+// checkpoint) are served once it has written them.
+func (Serve) PathAttrs() []PathAttr { return servePaths }
+
+var servePaths = []PathAttr{{Attr: "weights"}}
+
 // Schema implements Kind.
 func (Serve) Schema() *hcl.BodySchema {
 	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{

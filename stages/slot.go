@@ -76,6 +76,11 @@ func (Slot) Schema() *hcl.BodySchema {
 // allocation may last do not change what a completed slot measured.
 func (Slot) KeyExcluded() []string { return []string{"ledger", "allocation_time", "max_replacements"} }
 
+// PathAttrs implements PathLinker.
+func (Slot) PathAttrs() []PathAttr { return slotPaths }
+
+var slotPaths = []PathAttr{{Attr: "ledger", Write: true}}
+
 // DeclaredOutputs implements OutputDeclarer: the ledger folder is checked
 // as outputs are (inside the workspace, out of the cache).
 func (Slot) DeclaredOutputs(n *Node) []DeclaredPath {

@@ -84,6 +84,33 @@ type WorkspaceChecker interface {
 	CheckWorkspace(n *Node, root string) hcl.Diagnostics
 }
 
+// PathAttr is an attribute of a kind that names a path the node reads or
+// writes, or a list of them, as written in the pipeline. The graph links
+// stages by these as by inputs and outputs, when it is built: a node reading
+// a path another stage writes waits for it, and its output digest enters
+// the key.
+type PathAttr struct {
+	Attr  string
+	Write bool
+	// Files are, for a folder the node writes only some files of, the
+	// names of those under it; none: the path itself.
+	Files []string
+	// Default, where set, is the path when the attribute is absent, from
+	// the stage's name.
+	Default func(stage string) string
+}
+
+// PathLinker is implemented by kinds whose attributes name paths the node
+// reads or writes (an InputDeclarer's or OutputDeclarer's, as far as plain
+// paths go): see PathAttr.
+type PathLinker interface {
+	PathAttrs() []PathAttr
+}
+
+// reportsDefault is the default out_dir of the kinds writing a report
+// folder: reports/<stage name>.
+func reportsDefault(stage string) string { return "reports/" + stage }
+
 // DeclaredPath is a workspace-relative path a kind's attribute names.
 type DeclaredPath struct {
 	Attr, Path string

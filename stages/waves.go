@@ -97,6 +97,11 @@ func (Waves) Check(n *Node) hcl.Diagnostics {
 	return append(diags, d...)
 }
 
+// PathAttrs implements PathLinker.
+func (Waves) PathAttrs() []PathAttr { return wavesPaths }
+
+var wavesPaths = []PathAttr{{Attr: "log_dir", Write: true}, {Attr: "ledger", Write: true}}
+
 // DeclaredOutputs implements OutputDeclarer: the batch's log folder and
 // its ledger file.
 func (Waves) DeclaredOutputs(n *Node) []DeclaredPath {

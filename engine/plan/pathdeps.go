@@ -104,10 +104,11 @@ type pathDeps struct {
 func (g *Graph) linkPaths() hcl.Diagnostics {
 	var readers, writers []*dsl.Stage
 	for _, s := range g.StageOrder {
-		if s.Attrs["inputs"] != nil {
+		reads, writes := g.readsWrites(s)
+		if reads {
 			readers = append(readers, s)
 		}
-		if s.Attrs["outputs"] != nil || s.Attrs["result"] != nil {
+		if writes {
 			writers = append(writers, s)
 		}
 	}
@@ -117,9 +118,10 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	pd := &pathDeps{late: map[*Node]bool{}}
 	g.pathDeps = pd
 	for _, s := range writers {
+		_, writes := g.pathAttrs(s)
 		for _, n := range g.StageNodes[s.Name] {
-			for _, attr := range []string{"outputs", "result"} {
-				ps, known := g.declaredPaths(n, attr)
+			for _, pa := range writes {
+				ps, known := g.declaredPathsOf(n, pa)
 				pd.writes.add(ps)
 				if !known {
 					pd.late[n] = true
@@ -128,12 +130,17 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 		}
 	}
 	pd.writes.seal()
+	ins := map[*Node][]declPath{}
 	for _, s := range readers {
+		reads, _ := g.pathAttrs(s)
 		for _, n := range g.StageNodes[s.Name] {
-			ps, known := g.declaredPaths(n, "inputs")
-			pd.reads.add(ps)
-			if !known {
-				pd.late[n] = true
+			for _, pa := range reads {
+				ps, known := g.declaredPathsOf(n, pa)
+				pd.reads.add(ps)
+				ins[n] = append(ins[n], ps...)
+				if !known {
+					pd.late[n] = true
+				}
 			}
 		}
 	}
@@ -144,8 +151,7 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	added := false
 	for _, s := range readers {
 		for _, n := range g.StageNodes[s.Name] {
-			ins, _ := g.declaredPaths(n, "inputs")
-			for _, in := range ins {
+			for _, in := range ins[n] {
 				for _, out := range pd.writes.overlapping(in.path) {
 					u := out.node
 					if u == n {
@@ -156,8 +162,8 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 							reported[k] = true
 							diags = append(diags, &hcl.Diagnostic{
 								Severity: hcl.DiagError, Summary: "Input written by the same stage",
-								Detail: fmt.Sprintf("%s reads %s (inputs), which %s of the same stage writes (%s): nodes of one stage do not wait for each other, so it would read whatever is there when it starts. Move the part that writes %s into a stage of its own; the reader then waits for it.",
-									n.Addr, in.path, u.Addr, out.attr, out.path),
+								Detail: fmt.Sprintf("%s reads %s (%s), which %s of the same stage writes (%s): nodes of one stage do not wait for each other, so it would read whatever is there when it starts. Move the part that writes %s into a stage of its own; the reader then waits for it.",
+									n.Addr, in.path, in.attr, u.Addr, out.attr, out.path),
 								Subject: in.rng.Ptr(),
 							})
 						}
@@ -168,8 +174,8 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 							reported[k] = true
 							diags = append(diags, &hcl.Diagnostic{
 								Severity: hcl.DiagError, Summary: "Dependency cycle",
-								Detail: fmt.Sprintf("%s reads %s (inputs), which %s writes (%s); but stage.%s itself runs after stage.%s, so neither could start first. Read the file in a later stage, or have stage.%s write it elsewhere.",
-									n.Addr, in.path, u.Addr, out.attr, u.Stage.Name, n.Stage.Name, u.Stage.Name),
+								Detail: fmt.Sprintf("%s reads %s (%s), which %s writes (%s); but stage.%s itself runs after stage.%s, so neither could start first. Read the file in a later stage, or have stage.%s write it elsewhere.",
+									n.Addr, in.path, in.attr, u.Addr, out.attr, u.Stage.Name, n.Stage.Name, u.Stage.Name),
 								Subject: in.rng.Ptr(),
 							})
 						}
@@ -195,39 +201,99 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	return diags
 }
 
-// declaredPaths evaluates one of a node's path attributes as far as it is
-// known before anything runs; known is false when the value depends on
-// results. Values that are wrong (reported when the node is evaluated) give
-// nothing.
+// pathAttrs are the attributes of a stage that name paths its nodes read
+// and write: inputs, outputs and result, and its kind's (PathLinker),
+// those written in the stage or with a default.
+func (g *Graph) pathAttrs(s *dsl.Stage) (reads, writes []stages.PathAttr) {
+	if s.Attrs["inputs"] != nil {
+		reads = append(reads, stages.PathAttr{Attr: "inputs"})
+	}
+	for _, a := range [...]string{"outputs", "result"} {
+		if s.Attrs[a] != nil {
+			writes = append(writes, stages.PathAttr{Attr: a, Write: true})
+		}
+	}
+	k, ok := g.lookupKind(s.Kind)
+	l, linker := k.(stages.PathLinker)
+	if !ok || !linker {
+		return reads, writes
+	}
+	for _, pa := range l.PathAttrs() {
+		switch {
+		case s.Attrs[pa.Attr] == nil && pa.Default == nil:
+		case pa.Write:
+			writes = append(writes, pa)
+		default:
+			reads = append(reads, pa)
+		}
+	}
+	return reads, writes
+}
+
+// readsWrites reports whether a stage has path attributes its nodes read,
+// and ones they write (pathAttrs), without listing them.
+func (g *Graph) readsWrites(s *dsl.Stage) (reads, writes bool) {
+	reads = s.Attrs["inputs"] != nil
+	writes = s.Attrs["outputs"] != nil || s.Attrs["result"] != nil
+	if k, ok := g.lookupKind(s.Kind); ok {
+		if l, ok := k.(stages.PathLinker); ok {
+			for _, pa := range l.PathAttrs() {
+				if s.Attrs[pa.Attr] != nil || pa.Default != nil {
+					reads, writes = reads || !pa.Write, writes || pa.Write
+				}
+			}
+		}
+	}
+	return reads, writes
+}
+
+// declaredPaths is declaredPathsOf for inputs, outputs or result.
 func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known bool) {
-	a := n.Stage.Attrs[attr]
-	if a == nil || g.badAttr(n.Stage, a) {
-		return nil, true
-	}
-	v, d := a.Expr.Value(g.nodeContext(n, UnknownInstance, g.EvalsStage(n)))
-	if d.HasErrors() {
-		return nil, true
-	}
-	if !v.IsWhollyKnown() {
-		return nil, false
-	}
-	if v.IsNull() {
-		return nil, true
-	}
+	return g.declaredPathsOf(n, stages.PathAttr{Attr: attr})
+}
+
+// declaredPathsOf evaluates one of a node's path attributes (a path or a
+// list of them) as far as it is known before anything runs; known is false
+// when the value depends on results. Values that are wrong (reported when
+// the node is evaluated) give nothing.
+func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr) (paths []declPath, known bool) {
+	a := n.Stage.Attrs[pa.Attr]
 	var list []string
-	if attr == "result" {
-		v, _ = v.Unmark()
-		if v.Type() != cty.String {
+	var rng hcl.Range
+	var elems []hclsyntax.Expression
+	switch {
+	case a == nil && pa.Default != nil:
+		list, rng = []string{pa.Default(n.Stage.Name)}, n.Stage.DeclRange
+	case a == nil || g.badAttr(n.Stage, a):
+		return nil, true
+	default:
+		v, d := a.Expr.Value(g.nodeContext(n, UnknownInstance, g.EvalsStage(n)))
+		if d.HasErrors() {
 			return nil, true
 		}
-		list = []string{v.AsString()}
-	} else {
-		var err error
-		if list, err = stages.StringList(v); err != nil {
+		if !v.IsWhollyKnown() {
+			return nil, false
+		}
+		if v.IsNull() {
 			return nil, true
+		}
+		v, _ = v.Unmark()
+		if v.Type() == cty.String {
+			list = []string{v.AsString()}
+		} else if pa.Attr == "result" {
+			return nil, true
+		} else {
+			var err error
+			if list, err = stages.StringList(v); err != nil {
+				return nil, true
+			}
+		}
+		rng = a.Expr.Range()
+		if tc, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok && len(tc.Exprs) == len(list) {
+			elems = tc.Exprs
 		}
 	}
-	out := make([]declPath, 0, len(list))
+	out := make([]declPath, 0, len(list)*max(1, len(pa.Files)))
 	for i, p := range list {
 		if p == "" || filepath.IsAbs(p) {
 			continue
@@ -236,11 +302,16 @@ func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known boo
 		if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
 			continue
 		}
-		rng := a.Expr.Range()
-		if tc, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok && len(tc.Exprs) == len(list) {
-			rng = tc.Exprs[i].Range()
+		r := rng
+		if elems != nil {
+			r = elems[i].Range()
 		}
-		out = append(out, declPath{node: n, attr: attr, path: clean, rng: rng})
+		if len(pa.Files) == 0 {
+			out = append(out, declPath{node: n, attr: pa.Attr, path: clean, rng: r})
+		}
+		for _, f := range pa.Files {
+			out = append(out, declPath{node: n, attr: pa.Attr, path: filepath.Join(clean, f), rng: r})
+		}
 	}
 	return out, true
 }
@@ -250,8 +321,10 @@ func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known boo
 // node of another stage writes, or an output that another node reads,
 // with no dependency between the two, would be a race (the reader might
 // start before the writer, or after it). It says which, and what to
-// write; "" when there is none.
-func (g *Graph) LateCheck(n *Node, c *stages.Common) string {
+// write; "" when there is none. The paths are sn's inputs (its kind's
+// among them), outputs and result, and those its kind writes.
+func (g *Graph) LateCheck(n *Node, sn *stages.Node) string {
+	c := &sn.Common
 	pd := g.pathDeps
 	if pd == nil || !pd.late[n] {
 		return ""
@@ -268,11 +341,16 @@ func (g *Graph) LateCheck(n *Node, c *stages.Common) string {
 	if c.Result != "" {
 		outs = append(outs, c.Result)
 	}
+	if d, ok := n.Kind.(stages.OutputDeclarer); ok {
+		for _, o := range d.DeclaredOutputs(sn) {
+			outs = append(outs, filepath.Clean(o.Path))
+		}
+	}
 	for _, p := range outs {
 		for _, r := range pd.reads.overlapping(p) {
 			if r.node != n && !g.dependsOn(r.node, n) {
-				return fmt.Sprintf("%s is read by %s (inputs, as %s), which does not wait for this node: its outputs are computed from results, so cairn could not see this when planning. Add after = [%s] to stage.%s",
-					p, r.node.Addr, r.path, n.Addr, r.node.Stage.Name)
+				return fmt.Sprintf("%s is read by %s (%s, as %s), which does not wait for this node: its outputs are computed from results, so cairn could not see this when planning. Add after = [%s] to stage.%s",
+					p, r.node.Addr, r.attr, r.path, n.Addr, r.node.Stage.Name)
 			}
 		}
 	}

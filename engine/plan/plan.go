@@ -510,13 +510,13 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		return diags
 	}
 	pn.Spec = sn
-	if err := g.SetServiceWeights(n, sn, cache.Stat); err != nil {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the weights", Detail: fmt.Sprintf("%s: %s. Set weights to the folder or file of the model's weights, or to their digest (\"sha256:...\").", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
-	}
 	// While an upstream's output is unknown the key is too (envelopeFrom
 	// says which upstream before it looks at the rest): the node's
-	// arguments and inputs are not digested for it.
+	// arguments, inputs and weights are not digested for it.
 	waits := unknownUpstream(g, n, upstream)
+	if err := g.SetServiceWeights(n, sn, cache.Stat); err != nil && !waits {
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the weights", Detail: fmt.Sprintf("%s: %s. Set weights to the folder or file of the model's weights, or to their digest (\"sha256:...\").", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
+	}
 	base := ahead.base
 	if !ahead.based && !waits {
 		base = g.envelopeBase(n, sn, cache.Stat)

@@ -212,7 +212,7 @@ func (g *Graph) latePaths(specs []*stages.Node, planned []bool) [][]string {
 		// linkPaths has them: every writer's, as known then.
 		for _, ds := range pd.writes.by {
 			for _, d := range ds {
-				if !skip(d.node.ID) {
+				if (d.attr == "outputs" || d.attr == "result") && !skip(d.node.ID) {
 					out[d.node.ID] = append(out[d.node.ID], d.path)
 				}
 			}
@@ -239,8 +239,9 @@ func (g *Graph) latePaths(specs []*stages.Node, planned []bool) [][]string {
 // result that wrote it; a path known only from an upstream's result (a
 // plan with the upstream cached) points at the whole attribute.
 func (g *Graph) declOf(specs []*stages.Node, n *Node, p string) declPath {
-	for _, attr := range [...]string{"outputs", "result"} {
-		ds, _ := g.declaredPaths(n, attr)
+	_, writes := g.pathAttrs(n.Stage)
+	for _, pa := range writes {
+		ds, _ := g.declaredPathsOf(n, pa)
 		for _, d := range ds {
 			if d.path == p {
 				return d
