@@ -227,7 +227,7 @@ func TestCorpusSensitiveNeverShown(t *testing.T) {
 
 	// A changed secret is explained without being shown.
 	p2 := w.plan("secret.hcl", dsl.VarArg{Value: "token=another-secret"})
-	reasons := plan.DiffEnvelopes(p.Nodes[0].Envelope, p2.Nodes[0].Envelope, p2.Graph, p2.Nodes[0].Node, p2, nil, false)
+	reasons := plan.DiffEnvelopes(p.Nodes[0].Envelope, p2.Nodes[0].Envelope, nil, false)
 	require.NotEmpty(t, reasons)
 	for _, r := range reasons {
 		assert.NotContains(t, r, secret)

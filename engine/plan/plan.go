@@ -90,6 +90,10 @@ type Plan struct {
 	// sensitive: the pipeline has sensitive variables, whose values its
 	// nodes' reasons must not show.
 	sensitive bool
+	// byOutput maps an output digest to the addresses of the pipeline
+	// whose last record holds it, made when a reason first needs it
+	// (heldBy).
+	byOutput map[string][]string
 }
 
 // Options narrow or force a plan.
@@ -591,7 +595,10 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		var old Envelope
 		if json.Unmarshal(rec.Envelope, &old) == nil {
 			own := append(slices.Clip(sn.Common.Outputs), sn.Common.Result)
-			pn.Reasons = diffEnvelopes(&old, env, g, n, p, own, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0)
+			pn.Reasons = diffEnvelopes(&old, env, own, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0)
+			if !slices.Equal(old.Upstreams, env.Upstreams) {
+				pn.Reasons = append(pn.Reasons, p.upstreamReasons(old.Upstreams, env.Upstreams, n, upstream, cache)...)
+			}
 		}
 	}
 	if len(pn.Reasons) == 0 {
@@ -832,11 +839,11 @@ func LaunchValue(runID string, started time.Time, l *store.Launch) cty.Value {
 	})
 }
 
-// diffEnvelopes explains why a node's key changed. own are the paths it
-// declares in outputs and result. hideInputs: the node's input paths are
-// made of sensitive values, this run's or an earlier one's: the reasons do
-// not name them.
-func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan, own []string, hideInputs bool) []string {
+// diffEnvelopes explains why a node's key changed, but for its upstreams
+// (upstreamReasons). own are the paths it declares in outputs and result.
+// hideInputs: the node's input paths are made of sensitive values, this
+// run's or an earlier one's: the reasons do not name them.
+func diffEnvelopes(old, cur *Envelope, own []string, hideInputs bool) []string {
 	var out []string
 	if old.Kind != cur.Kind || old.KindVersion != cur.KindVersion {
 		out = append(out, fmt.Sprintf("kind %s v%d -> %s v%d", old.Kind, old.KindVersion, cur.Kind, cur.KindVersion))
@@ -887,23 +894,6 @@ func diffEnvelopes(old, cur *Envelope, g *Graph, n *Node, p *Plan, own []string,
 	for _, k := range sortedKeys(unionKeys(old.Seal, cur.Seal)) {
 		if o, c := old.Seal[k], cur.Seal[k]; o != c {
 			out = append(out, fmt.Sprintf("sealed file %s: sha256 %s -> %s", k, orNone(o), orNone(c)))
-		}
-	}
-	if strings.Join(old.Upstreams, ",") != strings.Join(cur.Upstreams, ",") {
-		had := map[string]bool{}
-		for _, d := range old.Upstreams {
-			had[d] = true
-		}
-		named := false
-		for _, id := range n.Deps {
-			u := p.Nodes[id]
-			if u != nil && u.Record != nil && n.KeyedDep(id) && !had[u.Record.OutputDigest] {
-				out = append(out, fmt.Sprintf("upstream %s changed", u.Node.Addr))
-				named = true
-			}
-		}
-		if !named {
-			out = append(out, "upstream outputs changed")
 		}
 	}
 	return out

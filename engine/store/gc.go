@@ -211,6 +211,20 @@ func (c *Cache) AddressKeys(addr string) map[string]string {
 	return out
 }
 
+// PipelineKeys maps each address of pipeline to the last key committed
+// for it.
+func (c *Cache) PipelineKeys(pipeline string) map[string]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]string{}
+	for k, key := range c.addrs {
+		if p, a, _ := strings.Cut(k, "\x00"); p == pipeline {
+			out[a] = key
+		}
+	}
+	return out
+}
+
 // FindKey resolves a full key or a unique prefix of at least 8 hex digits.
 func (c *Cache) FindKey(prefix string) (string, error) {
 	c.mu.RLock()
