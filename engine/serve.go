@@ -212,7 +212,9 @@ func replicaDevices(ns *nodeState, replica int) []int {
 
 // serviceEnded is a service node's end after its kind's Run returned: no
 // record is committed; its GPUs are given back (by the loop, on evDone)
-// once their memory shows freed.
+// once their memory shows freed. A node that ends well is journaled
+// finished here; one that failed (its class set) only failed, by the loop
+// (markFailed), with the same peaks.
 func (a *applier) serviceEnded(ns *nodeState) event {
 	a.waitGPUMemoryFreed(ns)
 	if ns.res == nil {
@@ -220,6 +222,9 @@ func (a *applier) serviceEnded(ns *nodeState) event {
 	}
 	if ns.record != nil {
 		ns.record.PeakRSSMiB, ns.record.PeakGPUMiB = ns.res.PeakRSSMiB, ns.res.PeakGPUMiB
+	}
+	if ns.class != "" {
+		return event{}
 	}
 	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: time.Since(ns.started).Seconds(),
 		PeakRSS: ns.res.PeakRSSMiB, PeakGPU: ns.res.PeakGPUMiB})

@@ -723,6 +723,16 @@ func shortNetErr(err error) string {
 	return err.Error()
 }
 
+// lastDeath is the message of a replica's death past its restarts: how
+// many times it died (once, when it had none), why the last time, and
+// the last lines of its logs.
+func (sv *server) lastDeath(r *replica, why string) string {
+	if r.restart == 0 {
+		return fmt.Sprintf("replica %d (port %d) died once: %s%s", r.i, r.port, why, sv.tail(r))
+	}
+	return fmt.Sprintf("replica %d (port %d) died %d times, the last: %s%s", r.i, r.port, r.restart+1, why, sv.tail(r))
+}
+
 // supervise watches the replicas until done is closed or ctx ends: a
 // replica that dies or fails its health check is taken out of the rotation
 // at once and restarted (up to restarts times); it returns why the node
@@ -797,7 +807,7 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 		}
 		if r.restart >= sv.s.restarts {
 			dead++
-			msg := fmt.Sprintf("replica %d (port %d) died %d times, the last: %s%s", r.i, r.port, r.restart+1, why, sv.tail(r))
+			msg := sv.lastDeath(r, why)
 			sv.host.ServeEvent(ServeEvent{Status: "failed", Replica: r.i, Port: r.port, Endpoint: r.url, Message: msg})
 			if failedFor == "" {
 				failedFor = msg

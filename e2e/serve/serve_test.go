@@ -724,6 +724,26 @@ stage "serve" "tm" {
 	assert.Contains(t, out, "items 24/24: 24 evaluated, 0 from the store, 0 failed")
 }
 
+// A node whose only replica dies without a restart left fails: its journal
+// has the failed record alone (no finished before it), and its message
+// counts the death in the singular.
+func TestServeFailedNodeIsJournaledFailedOnly(t *testing.T) {
+	w := newWorkspace(t, 12)
+	port := e2etest.FreePorts(t, 2)
+	f := w.pipeline(serveStage("tm", port, 1, 0, "  restarts = 0\n", "--latency", "30ms", "--crash-after", "3"), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 1, code, out)
+	assert.Regexp(t, `stage\.tm\s+failed \(infrastructure\): replica 1 \(port \d+\) died once: exited with status 3`, out)
+	assert.NotContains(t, out, "1 times")
+	var ends []string
+	for _, e := range w.journal(out) {
+		if e.Node == "stage.tm" && (e.T == runlog.Finished || e.T == runlog.Failed) {
+			ends = append(ends, e.T)
+		}
+	}
+	assert.Equal(t, []string{runlog.Failed}, ends, out)
+}
+
 // A port held by another process is skipped, never bound twice.
 func TestServePortCollisionSkipped(t *testing.T) {
 	w := newWorkspace(t, 4)
