@@ -76,8 +76,9 @@ type ApplyResult struct {
 	Failures    []Failure
 	Dur         time.Duration
 	// JournalErr is the first error writing the run's journal (a full
-	// disk): records of this run are missing from it, though the nodes'
-	// results are in the cache. It names the journal.
+	// disk, a read-only file system): records of this run are missing
+	// from it, though the nodes' results are in the cache. It names the
+	// journal and the cause; JournalWriteAdvice says what to do.
 	JournalErr error
 
 	nodes []*nodeState // every node's final state, for BuildMemo
@@ -337,7 +338,7 @@ func (a *applier) openRun(noSync bool) error {
 	}
 	a.j = j
 	j.OnError = func(err error) {
-		a.warn("cannot write the run's journal %s: %s; records of this run are missing from it from here on (the results of its nodes still go to the cache)", j.Path(), err)
+		a.warn("cannot write the run's journal %s: %s; records of this run are missing from it from here on (the results of its nodes still go to the cache)", j.Path(), writeCause(err))
 	}
 	a.ev.SetRun(a.runID)
 	return nil
@@ -347,7 +348,7 @@ func (a *applier) openRun(noSync bool) error {
 // written (the first error).
 func (a *applier) noteJournalErr() {
 	if err := a.j.Err(); err != nil {
-		a.res.JournalErr = fmt.Errorf("the run's journal %s is incomplete (%w)", a.j.Path(), err)
+		a.res.JournalErr = &journalError{path: a.j.Path(), err: err}
 	}
 }
 

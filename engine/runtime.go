@@ -197,7 +197,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 			Logs: append([]string{stdout, stderr}, p.Logs...), Replica: p.Replica}
 		if err := a.writeStarted(ns, e); err != nil {
 			return &process.Result{ExitCode: -1, GPUs: gpus, Class: failclass.Infra, Message: fmt.Sprintf(
-				"not started: its start could not be recorded in the run's journal %s (%s), which its stage's on_interrupt = \"fail\" needs; make room there, and apply again", a.j.Path(), err)}, nil
+				"not started: its start could not be recorded in the run's journal %s (%s), which its stage's on_interrupt = \"fail\" needs; %s, and apply again", a.j.Path(), writeCause(err), JournalWriteAdvice(err))}, nil
 		}
 	}
 	spec := &executor.Spec{

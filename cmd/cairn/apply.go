@@ -163,7 +163,7 @@ func (a *app) applyCmd() *cobra.Command {
 			}
 			a.rememberUpToDate(identity, explainID, p, res, cache)
 			if res.JournalErr != nil {
-				fmt.Fprintf(a.stderr, "Error: %s: the results of the nodes that ran are in the cache, but this run's history is not all recorded ('cairn status' may show it interrupted); make room on that disk\n", res.JournalErr)
+				fmt.Fprintf(a.stderr, "Error: %s: the results of the nodes that ran are in the cache, but this run's history is not all recorded ('cairn status' may show it interrupted); %s\n", res.JournalErr, engine.JournalWriteAdvice(res.JournalErr))
 			}
 			return applyExit(res)
 		},

@@ -65,3 +65,40 @@ stage "command" "n" {
 	require.Equal(t, 0, res.code, res.String())
 	assert.Contains(t, res.stdout, "0 ran, 3 cached")
 }
+
+// TestJournalWriteFailureAdvisesByCause: a journal write that fails
+// mid-run is reported with its cause, and the advice fits that cause: room
+// on the disk for a full disk or quota, the mount or the permissions for
+// a read-only file system or a refused write, and the error itself for
+// any other.
+func TestJournalWriteFailureAdvisesByCause(t *testing.T) {
+	const pipeline = `
+pipeline "jcause" {}
+stage "command" "n" {
+  for_each = toset(["a", "b"])
+  run      = ["sh", "-c", "echo ${each.key} > ${each.key}.txt"]
+  outputs  = ["${each.key}.txt"]
+}
+`
+	for _, c := range []struct{ errno, cause, advice string }{
+		{"ENOSPC", "no space left on device", "make room on that disk"},
+		{"EDQUOT", "disk quota exceeded", "make room on that disk (or in your quota there)"},
+		{"EROFS", "read-only file system", "its file system is mounted read-only: mount it read-write, or give another --cache"},
+		{"EACCES", "permission denied", "cairn may not write there: check the run folder's owner, group and permissions"},
+		{"EPERM", "operation not permitted", "cairn may not write there: check the run folder's owner, group and permissions"},
+		{"EIO", "input/output error", "fix what made the write fail (input/output error)"},
+	} {
+		t.Run(c.errno, func(t *testing.T) {
+			w := newWS(t, pipeline)
+			// run_start and the two planned records are written, then nothing.
+			res := w.run(append(journalFull("3"), "CAIRN_TEST_JOURNAL_ERRNO="+c.errno), "apply", "--parallelism", "1")
+			require.Equal(t, 1, res.code, res.String())
+			assert.Contains(t, res.stdout, "2 ran")
+			assert.Contains(t, res.stderr, "is incomplete ("+c.cause+"): the results of the nodes that ran are in the cache", res.String())
+			assert.Contains(t, res.stderr, "may show it interrupted); "+c.advice, res.String())
+			if c.errno != "ENOSPC" && c.errno != "EDQUOT" {
+				assert.NotContains(t, res.String(), "make room")
+			}
+		})
+	}
+}

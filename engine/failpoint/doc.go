@@ -28,7 +28,8 @@
 //	                                 they are durable, as on a slow disk
 //	CAIRN_TEST_JOURNAL_FULL_AFTER=N  the journal records after the Nth are not written: their
 //	                                 writes fail with "no space left on device", as on a
-//	                                 full disk
+//	                                 full disk, or with CAIRN_TEST_JOURNAL_ERRNO's error
+//	CAIRN_TEST_JOURNAL_ERRNO=NAME    that error: EDQUOT, EROFS, EACCES, EPERM or EIO
 //
 // Unset, each costs a comparison with zero where it is passed; in a
 // release build, nothing. `go vet ./...` does not see the tagged file:

@@ -24,6 +24,7 @@ var (
 	lateLockKills    = envCount("CAIRN_TEST_LATE_LOCK_KILLS") != 0
 	syncDelay        = time.Duration(envCount("CAIRN_TEST_SYNC_DELAY_S")) * time.Second
 	journalFullAfter = envCount("CAIRN_TEST_JOURNAL_FULL_AFTER")
+	journalErrno     = errnoNamed(os.Getenv("CAIRN_TEST_JOURNAL_ERRNO"))
 	records          atomic.Int64
 	commits          atomic.Int64
 	starts           atomic.Int64
@@ -55,16 +56,35 @@ func AfterArraySubmit() { killAt(killAfterArrays, &arrays) }
 
 // JournalWrite is called before n journal records are written: past the
 // CAIRN_TEST_JOURNAL_FULL_AFTER first records, it fails as a full disk
-// would (and the records are not written).
+// would, or with the error CAIRN_TEST_JOURNAL_ERRNO names (and the
+// records are not written).
 func JournalWrite(n int) error {
 	if journalFullAfter == 0 {
 		return nil
 	}
 	if journaled.Add(int64(n)) > journalFullAfter {
 		journaled.Add(-int64(n))
-		return fmt.Errorf("write: %w", syscall.ENOSPC)
+		return fmt.Errorf("write: %w", journalErrno)
 	}
 	return nil
+}
+
+// errnoNamed is the error a CAIRN_TEST_JOURNAL_ERRNO value names;
+// ENOSPC for any other.
+func errnoNamed(name string) syscall.Errno {
+	switch name {
+	case "EDQUOT":
+		return syscall.EDQUOT
+	case "EROFS":
+		return syscall.EROFS
+	case "EACCES":
+		return syscall.EACCES
+	case "EPERM":
+		return syscall.EPERM
+	case "EIO":
+		return syscall.EIO
+	}
+	return syscall.ENOSPC
 }
 
 // LateLockKills reports whether the leftovers found holding node locks
