@@ -39,11 +39,13 @@ func (a *applier) nodeEnded(ns *nodeState, status string) {
 	}
 	if l, ok := ns.n.Kind.(stages.OutcomeLabeler); ok && ns.record != nil && status == "ok" {
 		e.Label = l.OutcomeLabel(ns.record.Result)
+		u, ok := l.(stages.OutcomeUntimer)
+		e.Untimed = ok && e.Label != "" && u.OutcomeUntimed(ns.record.Result)
 	}
-	if status == "ok" || !ns.started.IsZero() && !ns.ended.IsZero() {
+	if !e.Untimed && (status == "ok" || !ns.started.IsZero() && !ns.ended.IsZero()) {
 		e.Duration = ns.ranFor()
 	}
-	if !ns.started.IsZero() && !ns.ended.IsZero() {
+	if !e.Untimed && !ns.started.IsZero() && !ns.ended.IsZero() {
 		e.DurationS = ns.ranFor().Seconds()
 	}
 	if r := ns.res; r != nil {

@@ -83,7 +83,10 @@ type NodeEnded struct {
 	Status string `json:"status"`
 	// Label is the outcome its kind reads in a result that records a
 	// failure the kind absorbs (status ok): shown instead of "ok".
-	Label   string `json:"label,omitempty"`
+	Label string `json:"label,omitempty"`
+	// Untimed: its outcome has no run time to show (stages.OutcomeUntimer):
+	// no Duration, and the line shows the label alone.
+	Untimed bool   `json:"-"`
 	Class   string `json:"class,omitempty"`
 	Message string `json:"message,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -415,6 +417,19 @@ func TestDecisionProtocolSurvivesKill9(t *testing.T) {
 		assert.Equal(t, decision.Unresolved, last.State, slot)
 		assert.Equal(t, "interrupted", last.Class, slot)
 		assert.Zero(t, second[slot], "%s was started again after the kill", slot)
+		// When it ended is not known: no end time, and no duration, in
+		// the ledger or on its progress line.
+		assert.Nil(t, last.Ended, slot)
+		assert.True(t, last.EndUnseen, slot)
+		assert.Regexp(t, regexp.QuoteMeta(slot)+`"\]\s+unresolved: interrupted \(cairn stopped while it ran: its end was not seen, so it has no duration\)( after a replacement \(2 attempts charged\))?\n`, out)
+	}
+	tsv, err := os.ReadFile(filepath.Join(w.dir, "decision/ledger", decision.LedgerTSV))
+	require.NoError(t, err)
+	require.Equal(t, len(cut), strings.Count(string(tsv), "\tinterrupted\t"), "%s", tsv)
+	for _, line := range strings.Split(string(tsv), "\n") {
+		if f := strings.Split(line, "\t"); len(f) > 5 && slices.Contains(cut, f[0]) && f[2] == "interrupted" {
+			assert.Empty(t, f[5], "an interrupted attempt has no end time: %s", line)
+		}
 	}
 	allocations(t, runs, 4, 2)
 

@@ -64,7 +64,9 @@ type LedgerAttempt struct {
 	Replacement bool       `json:"replacement"`
 	Started     time.Time  `json:"started"`
 	Ended       *time.Time `json:"ended"`
-	PeakGPUMiB  float64    `json:"peak_gpu_mib"`
+	// EndUnseen: cairn stopped while it ran; no end time is known.
+	EndUnseen  bool    `json:"end_unseen,omitempty"`
+	PeakGPUMiB float64 `json:"peak_gpu_mib"`
 	// Simulated: it ran on simulated GPUs, its peak (and so its outcome)
 	// made up.
 	Simulated bool `json:"simulated,omitempty"`

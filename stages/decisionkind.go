@@ -253,7 +253,7 @@ func collectedElsewhere(n *Node, rt Runtime, o decision.Outcomes) (string, error
 			if h := hs[id]; h != nil && h.Last() != nil {
 				a := h.Last()
 				state := "still running"
-				if a.Ended != nil {
+				if !a.Open() {
 					state = "ended " + string(a.State)
 				}
 				seen = append(seen, fmt.Sprintf("%s (attempt %d, started by run %s, %s)", id, a.Attempt, a.RunID, state))
@@ -270,7 +270,7 @@ func collectedElsewhere(n *Node, rt Runtime, o decision.Outcomes) (string, error
 		}
 		var running []string
 		for id, h := range hs {
-			if a := h.Last(); a != nil && a.Ended == nil && a.RunID != rt.RunID() {
+			if a := h.Last(); a != nil && a.Open() && a.RunID != rt.RunID() {
 				running = append(running, fmt.Sprintf("%s (run %s)", id, a.RunID))
 			}
 		}

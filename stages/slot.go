@@ -240,6 +240,7 @@ type slotAttempt struct {
 	Replacement bool           `json:"replacement"`
 	Started     time.Time      `json:"started"`
 	Ended       *time.Time     `json:"ended"`
+	EndUnseen   bool           `json:"end_unseen,omitempty"`
 	PeakGPUMiB  float64        `json:"peak_gpu_mib"`
 	Simulated   bool           `json:"simulated,omitempty"`
 }
@@ -270,11 +271,12 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		}
 		next := 1
 		switch {
-		case last != nil && last.Ended == nil:
+		case last != nil && last.Open():
 			// Started by a cairn that stopped before it ended: charged,
-			// unresolved, never started again.
-			e := decision.Event{Slot: s.slot, Attempt: last.Attempt, State: decision.Unresolved, Class: "interrupted",
-				Message: fmt.Sprintf("cairn stopped while attempt %d ran (run %s); a slot is never started again", last.Attempt, last.RunID)}
+			// unresolved, never started again. When it ended is not
+			// known: it gets no end time, and so no duration.
+			e := decision.Event{Slot: s.slot, Attempt: last.Attempt, State: decision.Unresolved, Class: "interrupted", EndUnseen: true,
+				Message: fmt.Sprintf("cairn stopped while attempt %d ran (run %s): its end was not seen, so it has no end time; a slot is never started again", last.Attempt, last.RunID)}
 			if err := led.End(e); err != nil {
 				return nil, err
 			}
@@ -416,6 +418,8 @@ func (Slot) OutcomeLabel(result json.RawMessage) string {
 	case r.Class == "" || r.Class == "memory_failure":
 	case r.SetupClass != "":
 		label += ": setup failure (" + r.SetupClass + ")"
+	case r.Class == "interrupted" && r.endUnseen():
+		label += ": interrupted (cairn stopped while it ran: its end was not seen, so it has no duration)"
 	case r.Class == "timeout" || r.Class == "interrupted":
 		label += ": " + r.Class
 	default:
@@ -429,6 +433,18 @@ func (Slot) OutcomeLabel(result json.RawMessage) string {
 		label += fmt.Sprintf(" after a replacement (%d attempts charged)", r.Attempts)
 	}
 	return label
+}
+
+// OutcomeUntimed implements OutcomeUntimer: a slot whose last attempt
+// ended unseen (cairn stopped while it ran) has no run time to show.
+func (Slot) OutcomeUntimed(result json.RawMessage) bool {
+	var r slotResult
+	return json.Unmarshal(result, &r) == nil && r.endUnseen()
+}
+
+// endUnseen reports whether the slot's last attempt ended unseen.
+func (r *slotResult) endUnseen() bool {
+	return len(r.Ledger) > 0 && r.Ledger[len(r.Ledger)-1].EndUnseen
 }
 
 // setupClass is the declared setup class a failed attempt's stderr (or
@@ -451,7 +467,7 @@ func slotOutcome(slot string, h *decision.SlotHistory) (*Outcome, error) {
 		Class: last.Class, SetupClass: last.SetupClass, Message: last.Message}
 	for _, a := range h.Attempts {
 		r.Ledger = append(r.Ledger, slotAttempt{Attempt: a.Attempt, State: a.State, Class: a.Class, SetupClass: a.SetupClass,
-			Charged: a.Charged, Replacement: a.Replacement, Started: a.Started, Ended: a.Ended, PeakGPUMiB: a.PeakGPUMiB,
+			Charged: a.Charged, Replacement: a.Replacement, Started: a.Started, Ended: a.Ended, EndUnseen: a.EndUnseen, PeakGPUMiB: a.PeakGPUMiB,
 			Simulated: a.Simulated})
 		r.Simulated = r.Simulated || a.Simulated
 	}

@@ -24,3 +24,18 @@ func TestSlotOutcomeLabel(t *testing.T) {
 		assert.Equal(t, tc.want, Slot{}.OutcomeLabel([]byte(tc.result)), tc.result)
 	}
 }
+
+// A slot whose attempt ended unseen (cairn killed while it ran, recorded
+// by the next apply) says so, and has no run time to show: the moment the
+// next apply took to record it is none. One interrupted by Ctrl-C, whose
+// end was seen, keeps its duration.
+func TestSlotInterruptedUnseenHasNoDuration(t *testing.T) {
+	var _ OutcomeUntimer = Slot{}
+	unseen := `{"slot": "s", "state": "unresolved", "attempts": 1, "class": "interrupted", "ledger": [{"attempt": 1, "class": "interrupted", "ended": null, "end_unseen": true}]}`
+	assert.Equal(t, "unresolved: interrupted (cairn stopped while it ran: its end was not seen, so it has no duration)", Slot{}.OutcomeLabel([]byte(unseen)))
+	assert.True(t, Slot{}.OutcomeUntimed([]byte(unseen)))
+	seen := `{"slot": "s", "state": "unresolved", "attempts": 1, "class": "interrupted", "ledger": [{"attempt": 1, "class": "interrupted", "ended": "2026-01-02T03:04:05Z"}]}`
+	assert.Equal(t, "unresolved: interrupted", Slot{}.OutcomeLabel([]byte(seen)))
+	assert.False(t, Slot{}.OutcomeUntimed([]byte(seen)))
+	assert.False(t, Slot{}.OutcomeUntimed([]byte(`not json`)))
+}

@@ -172,6 +172,15 @@ type OutcomeLabeler interface {
 	OutcomeLabel(result json.RawMessage) string
 }
 
+// OutcomeUntimer is implemented by OutcomeLabelers whose result can record
+// an outcome with no run time to show: apply shows its label alone, with
+// no "in DURATION" and no duration_s (a decision slot whose attempt ended
+// unseen while cairn was stopped: the moment this apply took to record it
+// is no run time).
+type OutcomeUntimer interface {
+	OutcomeUntimed(result json.RawMessage) bool
+}
+
 // PlanRefuser is implemented by kinds whose node can find, before it
 // runs, that it will refuse to (an optimizer job whose out folder holds
 // an interrupted optimization): cairn plan shows the node as refused with

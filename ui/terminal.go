@@ -185,7 +185,10 @@ func (t *Terminal) nodeEnded(e *events.NodeEnded) {
 		if e.Label != "" {
 			sym, what = "!", e.Label
 		}
-		msg := fmt.Sprintf("%s in %s", what, RoundDur(e.Duration))
+		msg := what
+		if !e.Untimed {
+			msg = fmt.Sprintf("%s in %s", what, RoundDur(e.Duration))
+		}
 		if e.Queued > 0 || e.Requeued > 0 {
 			msg += fmt.Sprintf(" (queued %s", RoundDur(e.Queued))
 			if e.Requeued > 0 {

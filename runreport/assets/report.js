@@ -607,7 +607,7 @@ function attemptLedger() {
       el("td", { class: "outcome", text: a.state }), el("td", { class: "class", text: (a.class || "") + (a.setup_class ? " (" + a.setup_class + ")" : "") }),
       el("td", { class: "charged", text: a.charged ? "charged" : "not charged" }),
       el("td", { class: "cap", text: a.replacement ? "replacement: counted" : "initial allocation: not counted" }),
-      el("td", { text: utc(a.started) }), el("td", { text: a.ended ? utc(a.ended) : "(never ended)" }), el("td", { class: "num", text: mib(a.peak_gpu_mib) }),
+      el("td", { text: utc(a.started) }), el("td", { class: "ended", text: a.ended ? utc(a.ended) : a.end_unseen ? "not seen: cairn stopped while it ran" : "(never ended)" }), el("td", { class: "num", text: mib(a.peak_gpu_mib) }),
       el("td", { class: "gpus", text: a.simulated ? "SIMULATED" : "" })));
   }
   box.append(t);

@@ -27,6 +27,7 @@ import (
 //	attempts.log   the log: one JSON event a line (start, end, replace,
 //	               unstarted)
 //	attempts.tsv   every attempt: slot, attempt, class, charged, start/end, peak
+//	               (no end for one whose end no apply saw: cairn stopped)
 //	attempts.json  the same as a JSON array
 //
 // Every node of a collection writes to the same ledger, each under the
@@ -64,15 +65,25 @@ type Event struct {
 	// replace: the replacements decided so far in the whole ledger,
 	// this one included.
 	Replacements int `json:"replacements,omitempty"`
+	// EndUnseen (end): no apply saw the attempt end: cairn stopped while
+	// it ran (a kill -9), and a later apply records it interrupted. At is
+	// when that apply did, not when the attempt ended, which is not known.
+	EndUnseen bool `json:"end_unseen,omitempty"`
 }
 
 // Attempt is one started attempt of a slot, as the ledger's files show it.
 type Attempt struct {
-	Slot    string     `json:"slot"`
-	Attempt int        `json:"attempt"`
-	Charged bool       `json:"charged"` // every started attempt is
-	Started time.Time  `json:"started"`
-	Ended   *time.Time `json:"ended"` // null: it never ended (cairn stopped)
+	Slot    string    `json:"slot"`
+	Attempt int       `json:"attempt"`
+	Charged bool      `json:"charged"` // every started attempt is
+	Started time.Time `json:"started"`
+	// Ended is null while the attempt runs, and for one whose end no
+	// apply saw (EndUnseen): it has no end time, and so no duration.
+	Ended *time.Time `json:"ended"`
+	// EndUnseen: cairn stopped while the attempt ran, and a later apply
+	// recorded it interrupted (unresolved, charged) without an end time:
+	// when its process ended is not known.
+	EndUnseen bool `json:"end_unseen,omitempty"`
 	// Replacement: a replacement decided after the attempt before it.
 	Replacement bool    `json:"replacement"`
 	State       State   `json:"state"`
@@ -88,6 +99,17 @@ type Attempt struct {
 	// Simulated: it ran on simulated GPUs, its peak made up (its state
 	// is not a measurement).
 	Simulated bool `json:"simulated,omitempty"`
+}
+
+// Open reports whether the attempt has no end recorded: it runs, or it ran
+// under a cairn that stopped and no apply has recorded it since.
+func (a *Attempt) Open() bool { return a.Ended == nil && !a.EndUnseen }
+
+// endUnseen reports whether an end event records an attempt whose end no
+// apply saw: marked so, or, in a ledger written before the mark, the
+// interrupted end a later apply recorded with this message.
+func endUnseen(e Event) bool {
+	return e.EndUnseen || e.Class == "interrupted" && strings.HasPrefix(e.Message, "cairn stopped while attempt ")
 }
 
 // SlotHistory is what the ledger knows of one slot.
@@ -223,7 +245,7 @@ func Histories(events []Event) map[string]*SlotHistory {
 		case "unstarted":
 			// The executor never started the attempt's process: it is no
 			// attempt, and not charged (a decided replacement stands).
-			if last := h.Last(); last != nil && last.Attempt == e.Attempt && last.Ended == nil {
+			if last := h.Last(); last != nil && last.Attempt == e.Attempt && last.Open() {
 				if last.Replacement {
 					h.Replacing = e.Attempt
 				}
@@ -233,8 +255,12 @@ func Histories(events []Event) map[string]*SlotHistory {
 			for i := range h.Attempts {
 				a := &h.Attempts[i]
 				if a.Attempt == e.Attempt {
-					at := e.At
-					a.Ended = &at
+					if endUnseen(e) {
+						a.Ended, a.EndUnseen = nil, true
+					} else {
+						at := e.At
+						a.Ended = &at
+					}
 					a.State, a.Class, a.SetupClass, a.ExitCode = e.State, e.Class, e.SetupClass, e.ExitCode
 					a.PeakGPUMiB, a.PeakRSSMiB, a.Message = e.PeakGPUMiB, e.PeakRSSMiB, e.Message
 					if len(e.GPUs) > 0 {

@@ -72,6 +72,62 @@ func TestLedgerReplacementPolicy(t *testing.T) {
 	assert.True(t, strings.HasPrefix(string(tsv), "slot\tattempt\tclass\tcharged\tstarted\tended\tpeak_gpu_mib\tstate"))
 }
 
+// An attempt whose end no apply saw (cairn killed while it ran) is
+// recorded interrupted by the next apply with no end time: the ledger's
+// files give it no duration (the time it was recorded is not its end),
+// and it is no longer open. So is one of a ledger written before the
+// mark, by its message. An attempt interrupted under a live cairn keeps
+// its end.
+func TestLedgerAttemptEndedUnseenHasNoEndTime(t *testing.T) {
+	l := &Ledger{Dir: t.TempDir()}
+	for _, slot := range []string{"killed", "old", "stopped"} {
+		require.NoError(t, l.Start(Event{Slot: slot, Attempt: 1, RunID: "r1"}))
+	}
+	h, err := l.History("killed")
+	require.NoError(t, err)
+	assert.True(t, h.Last().Open(), "started, not ended")
+	require.NoError(t, l.End(Event{Slot: "killed", Attempt: 1, State: Unresolved, Class: "interrupted", EndUnseen: true,
+		Message: "cairn stopped while attempt 1 ran (run r1): its end was not seen, so it has no end time; a slot is never started again"}))
+	require.NoError(t, l.End(Event{Slot: "old", Attempt: 1, State: Unresolved, Class: "interrupted",
+		Message: "cairn stopped while attempt 1 ran (run r1); a slot is never started again"}))
+	require.NoError(t, l.End(Event{Slot: "stopped", Attempt: 1, State: Unresolved, Class: "interrupted", Message: "interrupted"}))
+
+	hs, err := l.Read()
+	require.NoError(t, err)
+	for _, slot := range []string{"killed", "old"} {
+		a := hs[slot].Last()
+		assert.Nil(t, a.Ended, slot)
+		assert.True(t, a.EndUnseen, slot)
+		assert.False(t, a.Open(), slot)
+	}
+	assert.NotNil(t, hs["stopped"].Last().Ended)
+	assert.False(t, hs["stopped"].Last().EndUnseen)
+
+	b, err := os.ReadFile(filepath.Join(l.Dir, LedgerJSON))
+	require.NoError(t, err)
+	var atts []map[string]any
+	require.NoError(t, json.Unmarshal(b, &atts))
+	for _, a := range atts {
+		if a["slot"] == "stopped" {
+			assert.NotNil(t, a["ended"])
+			continue
+		}
+		assert.Nil(t, a["ended"], a["slot"])
+		assert.Equal(t, true, a["end_unseen"], a["slot"])
+	}
+	tsv, err := os.ReadFile(filepath.Join(l.Dir, LedgerTSV))
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(tsv)), "\n")[1:] {
+		f := strings.Split(line, "\t")
+		if f[0] == "stopped" {
+			assert.NotEmpty(t, f[5], line)
+			continue
+		}
+		assert.Equal(t, "interrupted", f[2], line)
+		assert.Empty(t, f[5], "no end time: %s", line)
+	}
+}
+
 func TestLedgerDropsATornLastLine(t *testing.T) {
 	l := &Ledger{Dir: t.TempDir()}
 	require.NoError(t, l.Start(Event{Slot: "a", Attempt: 1}))
