@@ -97,7 +97,8 @@ func (l Ledger) SetStateOrAdd(batchID, from, to, row string, errLines []string) 
 }
 
 // edit rewrites the ledger under a lock. A missing file is created
-// with both sections, and a file without one of them gets it at its end;
+// with both sections, and a file without one of them gets it at its end
+// (the in-flight heading above its table, where the table is left);
 // what was added is returned, for a one-line notice.
 func (l Ledger) edit(edit func(string) string) (added []string, err error) {
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o755); err != nil {
@@ -121,12 +122,7 @@ func (l Ledger) edit(edit func(string) string) (added []string, err error) {
 	s := string(b)
 	lines := strings.Split(s, "\n")
 	if at, _ := findSection(lines, isBatchesHeading); at < 0 {
-		s = strings.TrimRight(s, "\n")
-		if s != "" {
-			s += "\n\n"
-		}
-		s += LedgerBatches + "\n\n" + ledgerHeader + "\n"
-		added = append(added, LedgerBatches)
+		s, added = addBatchesHeading(s, lines)
 	}
 	if at, _ := findSection(strings.Split(s, "\n"), isErrorsHeading...); at < 0 {
 		s = strings.TrimRight(s, "\n") + "\n\n" + LedgerErrors + "\n\n"
@@ -134,6 +130,29 @@ func (l Ledger) edit(edit func(string) string) (added []string, err error) {
 	}
 	s = edit(s)
 	return added, atomicfile.WriteKeepMode(l.Path, []byte(s), false)
+}
+
+// addBatchesHeading gives s, a ledger without the heading of in-flight
+// batches, that heading, and says what it added. Where the ledger's table
+// is still there (its heading removed, say while a batch ran), the heading
+// goes back above it, so that its rows, and the rows added after them,
+// stay in their section; else the section is added at the end.
+func addBatchesHeading(s string, lines []string) (string, []string) {
+	head, _, _ := strings.Cut(ledgerHeader, "\n")
+	t := slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) == head })
+	if t < 0 {
+		s = strings.TrimRight(s, "\n")
+		if s != "" {
+			s += "\n\n"
+		}
+		return s + LedgerBatches + "\n\n" + ledgerHeader + "\n", []string{LedgerBatches}
+	}
+	ins := []string{LedgerBatches, ""}
+	if t > 0 && strings.TrimSpace(lines[t-1]) != "" {
+		ins = append([]string{""}, ins...)
+	}
+	lines = slices.Insert(slices.Clone(lines), t, ins...)
+	return strings.Join(lines, "\n"), []string{"the heading " + LedgerBatches + ", back above its table"}
 }
 
 // hasRow reports whether a table row of batchID in state is in s.

@@ -142,6 +142,46 @@ func TestLedgerKeepsLinksModesAndTheBatchsEnd(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(string(b), "| r2/aime24 |"))
 }
 
+// The heading of in-flight batches removed while a batch ran (its table
+// left, with the batch's RUNNING row): the heading goes back above that
+// table, and apply says so; the batch's end and the next batch's row go
+// into it, not into a second table at the file's end while the first
+// sits outside any section.
+func TestLedgerHeadingRemovedWhileABatchRanGoesBackAboveItsTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.md")
+	require.NoError(t, os.WriteFile(path, []byte("# memory\n\n## 1. In-flight batches\n\n## 4. Errors\n\n- an older error\n\n## 5. Next batches\n\n- try\n"), 0o644))
+	l := Ledger{Path: path}
+	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	_, err := l.AddRow(LedgerRow("t", "r1/b", start, "logs/x", []string{"a", "b"}, "RUNNING"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), "## 1. In-flight batches\n\n", "", 1)), 0o644))
+
+	added, err := l.SetStateOrAdd("r1/b", "RUNNING", "DONE", LedgerRow("t", "r1/b", start, "logs/x", []string{"a", "b"}, "DONE"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"the heading ## 1. In-flight batches, back above its table"}, added)
+	added, err = l.AddRow(LedgerRow("t", "r2/b", start, "logs/y", []string{"a", "b"}, "RUNNING"))
+	require.NoError(t, err)
+	assert.Empty(t, added)
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "# memory\n\n## 1. In-flight batches\n\n"+ledgerHeader+"\n"+
+		"| t | r1/b | 2026-12-05 10:00:00 | logs/x | a,b | DONE |\n"+
+		"| t | r2/b | 2026-12-05 10:00:00 | logs/y | a,b | RUNNING |\n"+
+		"\n## 4. Errors\n\n- an older error\n\n## 5. Next batches\n\n- try\n", string(b))
+
+	// With the table gone too, the section is added at the end, as to a
+	// file that never had it.
+	require.NoError(t, os.WriteFile(path, []byte("# memory\n\n## 4. Errors\n"), 0o644))
+	added, err = l.AddRow(LedgerRow("t", "r3/b", start, "logs/z", []string{"a", "b"}, "RUNNING"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{LedgerBatches}, added)
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "# memory\n\n## 4. Errors\n\n## 1. In-flight batches\n\n"+ledgerHeader+"\n| t | r3/b | 2026-12-05 10:00:00 | logs/z | a,b | RUNNING |\n", string(b))
+}
+
 // A '|' in a tag or a variant key is escaped in its cell, so that the row
 // keeps its six columns, and the row is still found by its state.
 func TestLedgerRowEscapesPipes(t *testing.T) {
