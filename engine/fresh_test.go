@@ -232,6 +232,9 @@ stage "command" "build" {
 	out := w.PlanText(plan.Options{})
 	assert.Contains(t, out, "~ stage.build  run: input work changed: it holds the node's own output work/out.txt")
 	assert.Contains(t, out, "list the files it reads in inputs")
+	// The digest cannot tell the run's change from the user's: the
+	// reason says which it is when nothing else changed, and no more.
+	assert.Contains(t, out, "(where nothing else in work changed, its last run did)")
 }
 
 // A configuration taken from the cache is what the workspace holds: the

@@ -614,7 +614,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 func inputChanged(in string, own []string) string {
 	for _, o := range own {
 		if rel, under := relUnder(in, o); under && rel != "" {
-			return fmt.Sprintf("input %s changed: it holds the node's own output %s, so a run that changes that output changes the node's input, and the next apply runs it again; list the files it reads in inputs, or write the output outside %s", in, o, in)
+			return fmt.Sprintf("input %s changed: it holds the node's own output %s, so a run that changes that output changes the node's input, and the next apply runs it again (where nothing else in %s changed, its last run did); list the files it reads in inputs, or write the output outside %s", in, o, in, in)
 		}
 	}
 	return fmt.Sprintf("input %s changed", in)
