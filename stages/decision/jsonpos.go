@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,6 +149,19 @@ func sortedKeys[V any](m map[string]V) []string {
 func (s *source) has(path string) bool {
 	_, ok := s.val[path]
 	return ok
+}
+
+// inexactKeys reports every key of the file that encoding/json would take,
+// decoding the file into a value of type t, for a field it names in
+// another letter case ("Attempts" for "attempts"): field names are
+// matched exactly, as other JSON readers match them, so such a key is an
+// unknown field, not the field. It says whether there was one.
+func (s *source) inexactKeys(t reflect.Type) bool {
+	keys := jsonpos.InexactKeys(s.data, t)
+	for _, k := range keys {
+		s.errorf(k.Off, "%s: unknown field: field names are matched exactly, in their letter case; the known fields are listed in docs/decision.md", k.Path)
+	}
+	return len(keys) > 0
 }
 
 // decodeError places an error of encoding/json's decoder in the file.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -96,6 +97,9 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 	if off := src.val[""]; data[off] != '{' {
 		src.errorf(off, "an outcomes file is a JSON object mapping slot ids to outcomes")
 		return nil, src.errs
+	}
+	if src.inexactKeys(reflect.TypeFor[Outcomes]()) {
+		return nil, src.sorted()
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {

@@ -14,6 +14,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -223,6 +224,9 @@ func ParseProtocol(file string, data []byte) (*Protocol, error) {
 		return nil, src.errs
 	}
 	var p Protocol
+	if src.inexactKeys(reflect.TypeOf(p)) {
+		return nil, src.sorted()
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {

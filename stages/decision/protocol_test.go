@@ -79,6 +79,11 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
         "qwen25_3b-gsm8k-shape1024-n4-steps5-c3",`, `"query_order": [
         "qwen25_3b-gsm8k-shape1024-n4-steps5-c9",`, []string{"cases[0].query_order[0]: \"qwen25_3b-gsm8k-shape1024-n4-steps5-c9\" is not a candidate", "leaves out qwen25_3b-gsm8k-shape1024-n4-steps5-c3"}},
 		{"duplicate key", `"screen_seed": 141,`, `"screen_seed": 141, "screen_seed": 142,`, []string{"screen_seed is given twice"}},
+		// encoding/json would take a field named in another letter case
+		// for the field (the later of two); other readers would not.
+		{"field in another case", `"screen_seed": 141,`, `"Screen_Seed": 141,`, []string{"p.json:", "Screen_Seed: unknown field: field names are matched exactly"}},
+		{"field in two cases", `"screen_seed": 141,`, `"screen_seed": 141, "SCREEN_SEED": 142,`, []string{"SCREEN_SEED: unknown field"}},
+		{"nested field in another case", `"observed_state": "within_margin"`, `"Observed_State": "above_margin"`, []string{".Observed_State: unknown field"}},
 		{"unknown rule", `"direct_screen"`, `"direct_scren"`, []string{"rules[2]: \"direct_scren\" is not a decision rule"}},
 		{"negative seed", `"collection_order_seed": 20260916`, `"collection_order_seed": -1`, []string{"collection_order_seed: the number -1 where a whole number, 0 or more is expected"}},
 		{"planned count", `"planned_processes": 48,`, `"planned_processes": 47,`, []string{"planned_processes: says 47, but the cases list 48 slots"}},
@@ -153,6 +158,13 @@ func TestOutcomesFile(t *testing.T) {
 		{`{"alpha-c1-s141": {"state": "not_started", "attempts": 1}}`, "never started has no started attempts"},
 		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 0}}`, "started at least once"},
 		{`{"alpha-c1-s141": {"state": "unresolved", "tries": 2}}`, "unknown field"},
+		// A field in another letter case is unknown, not the field:
+		// encoding/json would take "State" for "state" (the later of
+		// the two) and "ATTEMPTS" past the failure policy's count.
+		{`{"alpha-c1-s141": {"state": "within_margin", "State": "above_margin"}}`, `o.json:1:46: ["alpha-c1-s141"].State: unknown field: field names are matched exactly`},
+		{`{"alpha-c1-s141": {"state": "within_margin", "Attempts": 2}}`, `["alpha-c1-s141"].Attempts: unknown field`},
+		{`{"alpha-c1-s141": {"state": "within_margin", "ATTEMPTS": 5}}`, `["alpha-c1-s141"].ATTEMPTS: unknown field`},
+		{`{"alpha-c1-s141": {"STATE": "within_margin"}}`, `["alpha-c1-s141"].STATE: unknown field`},
 		{`{"alpha-c1-s141": {"attempts": 2}}`, `o.json:1:19: slot "alpha-c1-s141": an outcome object is {"state": STATE, "attempts": N}: its "state" is missing (within_margin, above_margin, memory_failure, unresolved, not_started)`},
 		{`{"alpha-c1-s141": 3}`, "a state string or"},
 		{`{"alpha-c1-s141": null}`, `slot "alpha-c1-s141": an outcome is a state string or`},

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -144,6 +145,143 @@ func TopFoldDuplicate(data []byte) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Key is an object key of a document: its path and the byte offset of its
+// opening quote.
+type Key struct {
+	Path string
+	Off  int
+}
+
+// InexactKeys lists, in document order, the keys of data that
+// encoding/json, decoding data into a value of type t, would take for a
+// struct field whose name they match only in another letter case
+// ("Attempts" for "attempts", "\u212a" for "k"): other readers match a
+// field's name exactly, so such a key is none of the struct's fields, and
+// a reader of the file must call it unknown. A map's keys are its own;
+// values that decode themselves (json.Unmarshaler) or into an interface
+// are not looked into. It returns nil for data that does not parse.
+func InexactKeys(data []byte, t reflect.Type) []Key {
+	var out []Key
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if walkTyped(dec, data, "", t, &out) != nil {
+		return nil
+	}
+	return out
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// walkTyped reads one value from dec, at path, as decoded into t (nil: a
+// value not looked into), adding to out the keys InexactKeys lists.
+func walkTyped(dec *json.Decoder, data []byte, path string, t reflect.Type, out *[]Key) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType)) {
+		t = nil
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch d {
+	case '{':
+		var fields map[string]reflect.Type // a struct's, by exact name
+		if t != nil && t.Kind() == reflect.Struct {
+			fields = jsonFields(t)
+		}
+		for dec.More() {
+			koff := valueStart(data, int(dec.InputOffset()))
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			k, _ := kt.(string)
+			p := Member(path, k)
+			var vt reflect.Type
+			switch {
+			case fields != nil:
+				ft, exact := fields[k]
+				if !exact && foldsToField(k, fields) {
+					*out = append(*out, Key{p, koff})
+				}
+				vt = ft
+			case t != nil && t.Kind() == reflect.Map:
+				vt = t.Elem()
+			}
+			if err := walkTyped(dec, data, p, vt, out); err != nil {
+				return err
+			}
+		}
+	case '[':
+		var et reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			et = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := walkTyped(dec, data, fmt.Sprintf("%s[%d]", path, i), et, out); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// jsonFields are the names encoding/json decodes into a struct of type t
+// (its exported fields' tag names or Go names, those of embedded structs
+// without a tag included), with each field's type.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					if _, own := out[k]; !own {
+						out[k] = v
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = ft
+	}
+	return out
+}
+
+// foldsToField says whether key is one of fields' names in another letter
+// case.
+func foldsToField(key string, fields map[string]reflect.Type) bool {
+	fk := fold(key)
+	for name := range fields {
+		if fold(name) == fk {
+			return true
+		}
+	}
+	return false
 }
 
 func firstDuplicate(data []byte, canon func(string) string) (path string, off int, ok bool) {

@@ -3,6 +3,7 @@ package jsonpos
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,4 +55,42 @@ func TestMayRepeat(t *testing.T) {
 	} {
 		assert.Equal(t, want, MayRepeat([]byte(line), names), line)
 	}
+}
+
+func TestInexactKeys(t *testing.T) {
+	type inner struct {
+		State    string `json:"state"`
+		Attempts int    `json:"attempts"`
+	}
+	type doc struct {
+		Name  string           `json:"name"`
+		Kid   inner            `json:"kid"`
+		Kids  []inner          `json:"kids"`
+		ByID  map[string]inner `json:"by_id"`
+		Raw   json.RawMessage  `json:"raw"`
+		Any   any              `json:"any"`
+		Plain int
+	}
+	for text, want := range map[string][]string{
+		`{"name": "a", "kid": {"state": "x", "attempts": 2}, "Plain": 1}`: nil,
+		`{"Name": "a"}`:                                             {"Name"},
+		`{"name": "a", "NAME": "b"}`:                                {"NAME"},
+		`{"kid": {"state": "x", "Attempts": 2}}`:                    {"kid.Attempts"},
+		`{"kids": [{"state": "x"}, {"STATE": "y"}]}`:                {"kids[1].STATE"},
+		`{"by_id": {"Kid": {"State": "x"}, "kid": {"state": "y"}}}`: {"by_id.Kid.State"},
+		`{"raw": {"Name": 1}, "any": {"Name": 1}, "plain": 1}`:      {"plain"},
+		`{"extra": 1, "kid": "not an object", "kids": {"Name": 1}}`: nil,                // unknown, or of another kind: the decoder says
+		"{\"\u212aid\": {}}":                                        {"[\"\u212aid\"]"}, // the Kelvin sign folds to k
+		`{"name": `:                                                 nil,                // does not parse
+	} {
+		var got []string
+		for _, k := range InexactKeys([]byte(text), reflect.TypeFor[doc]()) {
+			got = append(got, k.Path)
+			assert.Equal(t, byte('"'), text[k.Off], text)
+		}
+		assert.Equal(t, want, got, text)
+	}
+	// A map of structs at the top, as an outcomes file is read.
+	keys := InexactKeys([]byte(`{"s1": "x", "s2": {"State": "y", "attempts": 1}}`), reflect.TypeFor[map[string]inner]())
+	assert.Equal(t, []Key{{"s2.State", 19}}, keys)
 }
