@@ -478,6 +478,21 @@ func TestAKeyGivenTwiceInTwoCasesIsRefused(t *testing.T) {
 		})
 	})
 	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json:\d+:\d+: items\[0\]\.VALID is given twice, in two letter cases`, msg)
+
+	// Alone, a key in another letter case is not the field: cairn's
+	// reader would take it for the field, others would not.
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string {
+			return strings.Replace(s, `"baseline":`, `"Baseline":`, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json:\d+:\d+: items\[0\]\.Baseline is not a field: field names are matched exactly`, msg)
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"status":`, `"STATUS":`, 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json:\d+:\d+: STATUS is not a field`, msg)
 }
 
 // One cell_id is split one way by every job: "a/b/c/d" could be dataset

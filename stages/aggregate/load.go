@@ -622,6 +622,11 @@ func decodeData(data []byte, name string, v any) error {
 			if p, off, dup := jsonpos.FirstFoldDuplicate(data); dup {
 				return badAt(name, data, int64(off), "%s is given twice, in two letter cases: JSON readers disagree on whether that is one key, so give it once, as docs/job-artifacts.md spells it", p)
 			}
+			// Alone, it would be read as the field other readers do not
+			// see: "Baseline" is not "baseline".
+			if keys := jsonpos.InexactKeys(data, reflect.TypeOf(v).Elem()); len(keys) > 0 {
+				return badAt(name, data, int64(keys[0].Off), "%s is not a field: field names are matched exactly, in their letter case, so give it as docs/job-artifacts.md spells it", keys[0].Path)
+			}
 		}
 		return nil
 	}
