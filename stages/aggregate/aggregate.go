@@ -274,6 +274,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			r.Family = r.Method
 		}
 	}
+	if err := distinctFamilies(s.Rows, fam); err != nil {
+		return nil, err
+	}
 	s.PFloor = stats.PFloor(B)
 	s.Families = correct(s.Rows, fam, s.PFloor)
 	sortRows(s.Rows)
@@ -502,12 +505,50 @@ func idList(ids []string) string {
 	return s
 }
 
+// familyKey is what makes a row's family: (dataset, model) for the task
+// family, the method for the method family. A name may hold "/", so the
+// name DATASET/MODEL alone does not say which task it is.
+type familyKey struct{ a, b string }
+
+func keyOf(r Row, fam string) familyKey {
+	if fam == FamilyTask {
+		return familyKey{r.Dataset, r.Model}
+	}
+	return familyKey{r.Method, ""}
+}
+
+// distinctFamilies refuses two families of complete rows that would have
+// one name: dataset "a/b" × model "d" and dataset "a" × model "b/d" are
+// both "a/b/d", and the table and summary, which name a family, could not
+// tell them apart.
+func distinctFamilies(rows []Row, fam string) error {
+	if fam == FamilyNone {
+		return nil
+	}
+	first := map[string]Row{}
+	for _, r := range rows {
+		if r.Status != StatusOK {
+			continue
+		}
+		f, ok := first[r.Family]
+		if !ok {
+			first[r.Family] = r
+			continue
+		}
+		if keyOf(f, fam) != keyOf(r, fam) {
+			return &InputError{Msg: fmt.Sprintf("family %q would be two tasks: dataset %q × model %q (%s) and dataset %q × model %q (%s): a \"/\" in a dataset or model name makes DATASET/MODEL name both; rename the dataset or model of one",
+				r.Family, f.Dataset, f.Model, f.Seeds[0].File, r.Dataset, r.Model, r.Seeds[0].File)}
+		}
+	}
+	return nil
+}
+
 // correct applies Holm within each family of complete rows and lists the
 // families, sorted by name. pFloor is the smallest p-value the bootstrap
 // can give: a family (or, with no correction, a row) that cannot reach
 // alpha with it is marked.
 func correct(rows []Row, fam string, pFloor float64) []Family {
-	byFam := map[string][]int{}
+	byFam := map[familyKey][]int{}
 	for i, r := range rows {
 		if r.Status != StatusOK {
 			continue
@@ -519,10 +560,12 @@ func correct(rows []Row, fam string, pFloor float64) []Family {
 			r.CannotReject = pFloor > stats.Alpha
 			continue
 		}
-		byFam[r.Family] = append(byFam[r.Family], i)
+		k := keyOf(r, fam)
+		byFam[k] = append(byFam[k], i)
 	}
 	out := []Family{}
-	for name, idx := range byFam {
+	for _, idx := range byFam {
+		name := rows[idx[0]].Family
 		p := make([]float64, len(idx))
 		for k, i := range idx {
 			p[k] = *rows[i].P

@@ -521,6 +521,29 @@ func TestACellSplitTwoWaysIsRefused(t *testing.T) {
 	assert.Contains(t, msg, `cell_id "hotpotqa//qwen" has an empty part`)
 }
 
+// A family is its dataset and model, not the name DATASET/MODEL: dataset
+// "a/b" × model "d" and dataset "a" × model "b/d" are both named "a/b/d",
+// and a table naming the family could not tell them apart. Refused,
+// naming both files; a family of methods is unaffected.
+func TestTwoTasksOfOneFamilyNameAreRefused(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct{ dataset, runtime, model string }{{"a/b", "c", "d"}, {"a", "z", "b/d"}} {
+		for seed := range 3 {
+			_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Dataset: c.dataset, Runtime: c.runtime, Model: c.model, Seed: seed,
+				Baseline: []float64{0, 0, 0, 0, 0, 0, 0, 0}, Deployed: []float64{1, 1, 1, 1, 0, 0, 0, 0}})
+			require.NoError(t, err)
+		}
+	}
+	_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+	require.ErrorIs(t, err, aggregate.ErrBadInput)
+	assert.Contains(t, err.Error(), `family "a/b/d" would be two tasks: dataset "a/b" × model "d" (gepa/a_b_c_d/seed0/result.json) and dataset "a" × model "b/d" (gepa/a_z_b_d/seed0/result.json)`)
+
+	s, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100, Family: aggregate.FamilyMethod})
+	require.NoError(t, err)
+	require.Len(t, s.Families, 1)
+	assert.Equal(t, 2, s.Families[0].Rows)
+}
+
 // A job that deployed the seed bundle scored its items once: its
 // deployed scores are its baseline scores, item by item.
 func TestSeedDeployedWithOtherScoresIsRefused(t *testing.T) {
