@@ -6,7 +6,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/stages/aggregate"
 )
+
+// The aggregation accepts the fallback reasons a job writes, and no
+// other.
+func TestAggregateKnowsTheFallbackReasons(t *testing.T) {
+	assert.Equal(t, []string{FallbackNotBetter, FallbackNoIncumbent, FallbackValidationInvalid}, aggregate.FallbackReasons)
+}
 
 func evalRun(mean float64, scored, items int, status string) evalInstance {
 	r := &EvaluateResult{Scored: scored, ItemCount: items}

@@ -544,6 +544,32 @@ func TestTwoTasksOfOneFamilyNameAreRefused(t *testing.T) {
 	assert.Equal(t, 2, s.Families[0].Rows)
 }
 
+// A seed bundle is deployed for one of three documented reasons; any
+// other fallback_reason is refused, naming the file and the reasons.
+func TestAnUndocumentedFallbackReasonIsRefused(t *testing.T) {
+	for _, reason := range []string{"because", "", "Incumbent_not_better", "no_incumbent"} {
+		root := t.TempDir()
+		for seed := range 3 {
+			dir, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: seed, Baseline: []float64{0, 1, 1}, Deployed: []float64{0, 1, 1}})
+			require.NoError(t, err)
+			rewrite(t, filepath.Join(dir, "test.json"), func(s string) string {
+				return strings.Replace(s, `"deployed": "incumbent"`, `"deployed": "seed"`, 1)
+			})
+			rewrite(t, filepath.Join(dir, "result.json"), func(s string) string {
+				s = strings.Replace(s, `"fallback_reason": null`, `"fallback_reason": "`+reason+`"`, 1)
+				return strings.Replace(s, `"deployed": "incumbent"`, `"deployed": "seed"`, 1)
+			})
+		}
+		_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+		if reason == "no_incumbent" {
+			require.NoError(t, err)
+			continue
+		}
+		require.ErrorIs(t, err, aggregate.ErrBadInput, reason)
+		assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed0/result.json: fallback_reason "`+reason+`" is not one of incumbent_not_better, no_incumbent, validation_invalid: a seed bundle is deployed for one of those reasons (docs/job-artifacts.md)`, err.Error())
+	}
+}
+
 // A job that deployed the seed bundle scored its items once: its
 // deployed scores are its baseline scores, item by item.
 func TestSeedDeployedWithOtherScoresIsRefused(t *testing.T) {

@@ -97,6 +97,11 @@ type resultDoc struct {
 	SelectionSHA256     *string  `json:"selection_sha256"`
 }
 
+// FallbackReasons are the reasons a job deploys the seed bundle
+// (docs/job-artifacts.md): its result.json's fallback_reason is one of
+// them.
+var FallbackReasons = []string{"incumbent_not_better", "no_incumbent", "validation_invalid"}
+
 // resultFields are the fields every result.json has (docs/job-artifacts.md;
 // fallback_reason may be null, the others not). A file without one is
 // not a job's whole record: its figures are not taken on trust.
@@ -419,6 +424,9 @@ func checkResultFields(name string, data []byte, r *resultDoc) error {
 	case "seed":
 		if r.FallbackReason == nil {
 			return badFile(name, "deploys the seed bundle with fallback_reason null: a seed bundle deployed says why (incumbent_not_better, no_incumbent or validation_invalid)")
+		}
+		if !slices.Contains(FallbackReasons, *r.FallbackReason) {
+			return badFile(name, "fallback_reason %q is not one of %s: a seed bundle is deployed for one of those reasons (docs/job-artifacts.md)", *r.FallbackReason, strings.Join(FallbackReasons, ", "))
 		}
 		if b != d {
 			return badFile(name, "deploys the seed bundle, yet baseline_mean %g and deployed_mean %g differ: the file contradicts itself", b, d)
