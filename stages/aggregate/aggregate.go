@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strings"
 
@@ -360,7 +361,7 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 		return r, nil, nil
 	}
 	st := &stats.Strata{Method: r.Method, CellID: r.CellID}
-	var bm, dm, delta float64
+	var bm, dm, delta []float64
 	for _, sd := range Seeds {
 		j := bySeed[sd]
 		diffs := make([]float64, len(j.Items))
@@ -372,14 +373,13 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 		st.Seeds = append(st.Seeds, sd)
 		st.Diffs = append(st.Diffs, diffs)
 		seed := r.Seeds[len(st.Seeds)-1]
-		bm += *seed.BaselineMean
-		dm += *seed.DeployedMean
-		delta += sum / float64(len(diffs))
+		bm = append(bm, *seed.BaselineMean)
+		dm = append(dm, *seed.DeployedMean)
+		delta = append(delta, sum/float64(len(diffs)))
 	}
-	n := float64(len(Seeds))
-	r.BaselineMean = ptr(bm / n)
-	r.DeployedMean = ptr(dm / n)
-	r.DeltaPP = ptr(float64(100 * (delta / n)))
+	r.BaselineMean = ptr(exactMean(bm))
+	r.DeployedMean = ptr(exactMean(dm))
+	r.DeltaPP = ptr(float64(100 * exactMean(delta)))
 	if c, ok := constantDiff(st); ok {
 		// Every mean of c is c: a sum's rounding would put the point a
 		// few ulps off the interval, which is that point.
@@ -390,6 +390,24 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 		}
 	}
 	return r, st, nil
+}
+
+// exactMean is the mean of xs rounded once: their sum and its quotient by
+// their number computed exactly (as rationals), then rounded to the
+// nearest float64. Seeds of one value give that value (a float sum of
+// three 0.00625 divided by 3 gives 0.006250000000000001), and the order
+// of xs does not matter. xs are finite (ScoreLimit).
+func exactMean(xs []float64) float64 {
+	var sum big.Rat
+	for _, x := range xs {
+		v := new(big.Rat)
+		if v.SetFloat64(x) == nil {
+			return math.NaN() // refused where the figure is written
+		}
+		sum.Add(&sum, v)
+	}
+	f, _ := sum.Quo(&sum, new(big.Rat).SetInt64(int64(len(xs)))).Float64()
+	return f
 }
 
 // constantDiff reports whether every item of every seed of st has the

@@ -50,6 +50,35 @@ func outputs(t *testing.T, s *aggregate.Summary) (tsv, js, svg string) {
 	return a.String(), b.String(), c.String()
 }
 
+// A row's figures are the mean over seeds rounded once: three seeds of
+// one value give that value, as each seed shows it. (A float sum of three
+// 0.00625 divided by 3 is 0.006250000000000001: the row printed 0.63
+// while each seed printed 0.62.)
+func TestSeedsOfOneValueGiveThatValue(t *testing.T) {
+	root := t.TempDir()
+	b, d := make([]float64, 160), make([]float64, 160)
+	d[0] = 1
+	for i := range b {
+		b[i] = 0.1
+		d[i] += 0.1
+	}
+	for seed := range 3 {
+		_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: seed, Baseline: b, Deployed: d})
+		require.NoError(t, err)
+	}
+	s := run(t, aggregate.Options{Roots: []string{root}, Replicates: 200})
+	r := s.Rows[0]
+	for _, sd := range r.Seeds {
+		assert.Equal(t, *sd.DeltaPP, *r.DeltaPP, "delta_pp")
+		assert.Equal(t, *sd.BaselineMean, *r.BaselineMean, "baseline_mean")
+		assert.Equal(t, *sd.DeployedMean, *r.DeployedMean, "deployed_mean")
+	}
+	tsv, _, _ := outputs(t, s)
+	lines := strings.Split(tsv, "\n")
+	assert.Equal(t, "0.62", strings.Split(lines[1], "\t")[6])
+	assert.Equal(t, "0.62", strings.Split(lines[2], "\t")[6])
+}
+
 func TestRowsMeansAndDelta(t *testing.T) {
 	root := t.TempDir()
 	// Three seeds of four items; seed means of the differences 0.25, 0.5, 0.
