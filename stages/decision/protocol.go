@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -124,7 +125,10 @@ type Donor struct {
 
 // Peak is a peak memory in MiB, or none. The protocol writes it as a
 // string ("33108.0", or "" when the donor has no completed run); a number
-// or null is read too.
+// or null is read too. A string holds a JSON number, nothing around it
+// (" 36864", "+36864", "36864.", ".5" and "36_864" are refused). A peak
+// of 0 ("0", "-0", "0.0", or one too small for a float64) is no
+// measurement, as a slot's peak of 0 MiB is (docs/decision.md): no peak.
 type Peak struct {
 	MiB   float64
 	Known bool
@@ -147,6 +151,10 @@ func (p Peak) Above(limit float64) bool {
 	return p.MiB > limit
 }
 
+// jsonNumber is the grammar of a JSON number (RFC 8259), which a peak
+// written as a string must hold.
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
 // UnmarshalJSON implements json.Unmarshaler.
 func (p *Peak) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
@@ -159,18 +167,22 @@ func (p *Peak) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &text); err != nil {
 			return err
 		}
-		if strings.TrimSpace(text) == "" {
+		if text == "" {
 			*p = Peak{}
 			return nil
 		}
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
-	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+	v, err := strconv.ParseFloat(text, 64)
+	if !jsonNumber.MatchString(text) || err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		*p = Peak{bad: string(b)} // reported, at its place, by check
 		return nil
 	}
+	if v == 0 {
+		*p = Peak{} // 0 MiB: no measurement
+		return nil
+	}
 	*p = Peak{MiB: v, Known: true}
-	if r, ok := new(big.Rat).SetString(strings.TrimSpace(text)); ok {
+	if r, ok := new(big.Rat).SetString(text); ok {
 		p.exact = r
 	}
 	return nil
@@ -452,7 +464,7 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool) {
 			src.at(dp, "%q is not a candidate of case %q", id, c.ID)
 		}
 		if d.MaxCompletedPeak.bad != "" {
-			src.at(dp+".max_completed_run_peak_mib", "a peak in MiB must be a number of at least 0, or \"\" for none; got %s", d.MaxCompletedPeak.bad)
+			src.at(dp+".max_completed_run_peak_mib", "a peak in MiB must be a number of at least 0 (a string holds one as JSON writes it, like \"33108.0\"), or \"\" for none; got %s", d.MaxCompletedPeak.bad)
 		}
 		if !src.has(dp + ".observed_state") {
 			src.at(dp, "observed_state is missing")

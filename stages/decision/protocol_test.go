@@ -89,6 +89,8 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
 		{"planned count", `"planned_processes": 48,`, `"planned_processes": 47,`, []string{"planned_processes: says 47, but the cases list 48 slots"}},
 		{"slot twice", `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s142"`, `"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141"`, []string{"cases[0].candidates[0].slot_ids.evaluation[0]: slot \"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141\" is also cases[0].candidates[0].slot_ids.screen[0]"}},
 		{"bad peak", `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": "lots"`, []string{"a peak in MiB must be a number"}},
+		{"peak with a sign", `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": "+33108"`, []string{"p.json:65:", "donors[\"qwen25_3b-gsm8k-shape1024-n4-steps5-c2\"].max_completed_run_peak_mib: a peak in MiB must be a number", `got "+33108"`}},
+		{"peak with a blank", `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": " 33108"`, []string{"max_completed_run_peak_mib: a peak in MiB must be a number"}},
 		{"version", `"decision-1.0"`, `"decision-2.0"`, []string{"p.json:2:", "\"decision-2.0\" is not a version cairn knows"}},
 		{"attempt twice", `"attempt-02cd07da6caa1a64",
             "attempt-a1aa42155011745d",`, `"attempt-02cd07da6caa1a64",
