@@ -129,12 +129,61 @@ type Row struct {
 	PHolm        *float64 `json:"p_holm"`
 	Reject       *bool    `json:"reject"`
 	// CannotReject marks a complete row whose reject is "no" whatever its
-	// data: too few bootstrap replicates for its family (Family.CannotReject).
-	CannotReject bool   `json:"cannot_reject"`
-	Seeds        []Seed `json:"seeds"`
+	// data, and CannotRejectWhy says why: WhyReplicates, too few bootstrap
+	// replicates for its family (Family.CannotReject), and WhyItems, too
+	// few items for any test to reach alpha (TooFewItems).
+	CannotReject    bool     `json:"cannot_reject"`
+	CannotRejectWhy []string `json:"cannot_reject_why"`
+	// NoiseTies counts the row's item differences (over its seeds) within
+	// rounding noise, counted as ties (PairedDiff).
+	NoiseTies int    `json:"noise_ties"`
+	Seeds     []Seed `json:"seeds"`
 	// constant: every item of every seed has the same difference, so
 	// the interval is the point (buildRow).
 	constant bool
+}
+
+// The reasons a row cannot be significant (Row.CannotRejectWhy).
+const (
+	WhyReplicates = "too few replicates"
+	WhyItems      = "too few items"
+)
+
+// NoiseTolerance bounds rounding noise: an item's paired difference at
+// most NoiseTolerance × max(1, |baseline|, |deployed|) is a tie
+// (PairedDiff). Far above float64's rounding (2.2e-16 of the scale per
+// operation) and far below any difference a score measures: 1e-7
+// percentage points of a score on the scale of 1.
+const NoiseTolerance = 1e-9
+
+// PairedDiff is an item's paired difference, deployed − baseline, and 0
+// (tied true) when it is within rounding noise: 0.30000000000000004 −
+// 0.3, or 1e-320 − 0, is no gain, and a bootstrap of such differences
+// would call it a significant one.
+func PairedDiff(it Item) (d float64, tied bool) {
+	d = it.Deployed - it.Baseline
+	scale := max(1, math.Abs(it.Baseline), math.Abs(it.Deployed))
+	if d != 0 && math.Abs(d) <= float64(NoiseTolerance*scale) {
+		return 0, true
+	}
+	return d, false
+}
+
+// MinDraws is the fewest independent paired differences with which a
+// test of their signs can reach stats.Alpha: with u of them, all of one
+// sign, the exact two-sided sign-flip test gives p = 2 · 2^-u, 0.0625 for
+// 5 and 0.031 for 6. A bootstrap of fewer gives its smallest p-value all
+// the same, from the few draws it has.
+const MinDraws = 6
+
+// TooFewItems says whether a row of n items per seed over k seeds has
+// fewer than MinDraws independent draws as resample draws them: within
+// seed, each seed's items (k·n); with shared items, the items (n).
+func TooFewItems(n, k int, resample string) bool {
+	if resample == stats.ResampleSharedItems {
+		return n < MinDraws
+	}
+	return k*n < MinDraws
 }
 
 // Seed is one seed of a row: a detail line.
@@ -274,6 +323,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		case FamilyMethod:
 			r.Family = r.Method
 		}
+		if TooFewItems(len(strata[i].Diffs[0]), len(strata[i].Diffs), resample) {
+			r.CannotReject = true
+			r.CannotRejectWhy = append(r.CannotRejectWhy, WhyItems)
+		}
 	}
 	if err := distinctFamilies(s.Rows, fam); err != nil {
 		return nil, err
@@ -297,7 +350,7 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 			break
 		}
 	}
-	r := Row{Method: first.Method, CellID: first.CellID, Dataset: first.Dataset, Runtime: first.Runtime, Model: first.Model, Status: StatusOK, Nonconformant: []string{}}
+	r := Row{Method: first.Method, CellID: first.CellID, Dataset: first.Dataset, Runtime: first.Runtime, Model: first.Model, Status: StatusOK, Nonconformant: []string{}, CannotRejectWhy: []string{}}
 	var reasons []string
 	var ref *Job   // the first present seed: the item set the others must have
 	var setup *Job // the first present seed with a job.json: the setup the others must have
@@ -336,8 +389,12 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 			if it.Valid {
 				b += it.Baseline
 				d += it.Deployed
-				diff += it.Deployed - it.Baseline
+				x, tied := PairedDiff(it)
+				diff += x
 				valid++
+				if tied {
+					r.NoiseTies++
+				}
 			}
 		}
 		if valid > 0 {
@@ -367,7 +424,7 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 		diffs := make([]float64, len(j.Items))
 		var sum float64
 		for i, it := range j.Items {
-			diffs[i] = it.Deployed - it.Baseline
+			diffs[i], _ = PairedDiff(it)
 			sum += diffs[i]
 		}
 		st.Seeds = append(st.Seeds, sd)
@@ -573,9 +630,9 @@ func correct(rows []Row, fam string, pFloor float64) []Family {
 		}
 		if fam == FamilyNone {
 			r := &rows[i]
-			r.PHolm = ptr(*r.P)
-			r.Reject = ptrBool(*r.P <= stats.Alpha)
-			r.CannotReject = pFloor > stats.Alpha
+			r.PHolm = ptr(holmP(*r))
+			r.Reject = ptrBool(*r.PHolm <= stats.Alpha)
+			r.markReplicates(pFloor > stats.Alpha)
 			continue
 		}
 		k := keyOf(r, fam)
@@ -586,12 +643,12 @@ func correct(rows []Row, fam string, pFloor float64) []Family {
 		name := rows[idx[0]].Family
 		p := make([]float64, len(idx))
 		for k, i := range idx {
-			p[k] = *rows[i].P
+			p[k] = holmP(rows[i])
 		}
 		adj, rej := stats.Holm(p, stats.Alpha)
 		f := Family{Name: name, Rows: len(idx), CannotReject: pFloor*float64(len(idx)) > stats.Alpha}
 		for k, i := range idx {
-			rows[i].CannotReject = f.CannotReject
+			rows[i].markReplicates(f.CannotReject)
 			rows[i].PHolm = ptr(adj[k])
 			rows[i].Reject = ptrBool(rej[k])
 			if rej[k] {
@@ -605,6 +662,25 @@ func correct(rows []Row, fam string, pFloor float64) []Family {
 	}
 	slices.SortFunc(out, func(a, b Family) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// holmP is the p-value a row enters Holm's correction with: its own, or
+// 1 for a row of too few items (WhyItems), so that it is never rejected
+// and eases no other row's threshold.
+func holmP(r Row) float64 {
+	if slices.Contains(r.CannotRejectWhy, WhyItems) {
+		return 1
+	}
+	return *r.P
+}
+
+// markReplicates marks the row when its family cannot be significant with
+// the bootstrap's replicates (Family.CannotReject).
+func (r *Row) markReplicates(cannot bool) {
+	if cannot {
+		r.CannotReject = true
+		r.CannotRejectWhy = append([]string{WhyReplicates}, r.CannotRejectWhy...)
+	}
 }
 
 // sortRows orders the table: complete rows by family, method and cell,

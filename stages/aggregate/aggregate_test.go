@@ -377,3 +377,102 @@ func TestDocsDescribeTheTableAndTheStream(t *testing.T) {
 	assert.Contains(t, string(doc), "(about 1.1e305 up to 100 items)")
 	assert.Equal(t, "1.1e+305", fmt.Sprintf("%.2g", aggregate.ScoreLimit(100)))
 }
+
+// writeRow writes the three seeds of one row, each with the same scores.
+func writeRow(t *testing.T, root, method string, b, d []float64) {
+	t.Helper()
+	for seed := range 3 {
+		_, err := jobtest.Write(root, jobtest.Job{Method: method, Seed: seed, Baseline: b, Deployed: d})
+		require.NoError(t, err)
+	}
+}
+
+// A difference within rounding noise (0.1 + 0.2 against 0.3, 1e-320
+// against 0) is a tie: no gain, and not a significant one, where a
+// bootstrap of the raw differences, all positive, gave its smallest
+// p-value. A row of one real gain among noise is judged on that gain
+// alone. Every such row says so in its status and the summary.
+func TestRoundingNoiseIsATie(t *testing.T) {
+	root := t.TempDir()
+	fill := func(n int, v float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	tenth := 0.1 // a variable: Go adds constants exactly
+	noisy := tenth + 0.2
+	require.Equal(t, 0.30000000000000004, noisy)
+	writeRow(t, root, "float", fill(50, 0.3), fill(50, noisy))
+	writeRow(t, root, "subnormal", fill(50, 0), fill(50, 1e-320))
+	mixed := fill(160, noisy)
+	mixed[0] = 1.3
+	writeRow(t, root, "mixed", fill(160, 0.3), mixed)
+	s := run(t, aggregate.Options{Roots: []string{root}, Replicates: 2000, Family: aggregate.FamilyNone})
+	rows := map[string]aggregate.Row{}
+	for _, r := range s.Rows {
+		rows[r.Method] = r
+	}
+	for _, m := range []string{"float", "subnormal"} {
+		r := rows[m]
+		assert.Equal(t, 0.0, *r.DeltaPP, m)
+		assert.Equal(t, []float64{0, 0, 1}, []float64{*r.CILow, *r.CIHigh, *r.P}, m)
+		assert.False(t, *r.Reject, m)
+		assert.Equal(t, 150, r.NoiseTies, m)
+		assert.Equal(t, 0.0, *r.Seeds[1].DeltaPP, m)
+	}
+	mx := rows["mixed"]
+	assert.Equal(t, 477, mx.NoiseTies)
+	assert.InDelta(t, 100.0/160, *mx.DeltaPP, 1e-12)
+	assert.Greater(t, *mx.P, 0.05, "one gain of 160 items in each seed, missed by about 5% of replicates")
+	assert.False(t, *mx.Reject)
+
+	tsv, js, _ := outputs(t, s)
+	assert.Contains(t, tsv, "\tno\tok; rounding noise: 150 item difference(s) within 1e-09 of the score scale counted as ties (deployed − baseline at most 1e-09 × max(1, |baseline|, |deployed|))\n")
+	assert.Contains(t, js, `"noise_ties": 150,`)
+	assert.Contains(t, strings.Join(s.CannotRejectWarnings(), "\n"), "warning: float hotpotqa/centralized/qwen: rounding noise: 150 item difference(s)")
+}
+
+// Too few items for any test of their signs to reach alpha (fewer than 6
+// independent draws: 1 item per seed within seed, fewer than 6 items
+// shared) cannot be significant, however small the bootstrap's p-value:
+// one item per seed gave the interval [100, 100] and reject yes. Such a
+// row is marked, enters Holm with p = 1, and is not rejected; 2 items per
+// seed within seed are 6 draws and are not marked.
+func TestTooFewItemsCannotBeSignificant(t *testing.T) {
+	root := t.TempDir()
+	writeRow(t, root, "one", []float64{0}, []float64{1})
+	writeRow(t, root, "two", []float64{0, 0}, []float64{1, 1})
+	b, d := jobtest.Binary(rand.New(rand.NewPCG(5, 5)), 60, 0.2, 0.9)
+	writeRow(t, root, "many", b, d)
+	s := run(t, aggregate.Options{Roots: []string{root}, Replicates: 2000})
+	rows := rowsByName(s)
+	one, two, many := rows["one hotpotqa/centralized/qwen"], rows["two hotpotqa/centralized/qwen"], rows["many hotpotqa/centralized/qwen"]
+	assert.True(t, one.CannotReject)
+	assert.Equal(t, []string{aggregate.WhyItems}, one.CannotRejectWhy)
+	assert.Equal(t, 1.0, *one.PHolm)
+	assert.False(t, *one.Reject)
+	assert.Less(t, *one.P, 0.05, "the bootstrap's own p-value is kept")
+	for _, r := range []aggregate.Row{two, many} {
+		assert.False(t, r.CannotReject, r.Method)
+		assert.Empty(t, r.CannotRejectWhy, r.Method)
+		assert.True(t, *r.Reject, r.Method)
+	}
+	assert.Equal(t, 3*(*many.P), *many.PHolm, "a family of three")
+
+	tsv, js, svg := outputs(t, s)
+	assert.Contains(t, tsv, "\t1\tno\tok; cannot be significant: too few items: 1 test item(s) per seed, resampled within each of 3 seeds, are 3 independent draw(s), and no test of fewer than 6 paired signs reaches p <= 0.05 (at least 2 items per seed)\n")
+	assert.Contains(t, js, `"cannot_reject_why": [
+        "too few items"
+      ],`)
+	assert.Contains(t, svg, ">one  hotpotqa/centralized/qwen (too few items)<")
+	assert.Contains(t, strings.Join(s.CannotRejectWarnings(), "\n"), "warning: one hotpotqa/centralized/qwen: cannot be significant: too few items")
+
+	// Items shared by every seed are the draws: 2 items are 2.
+	s = run(t, aggregate.Options{Roots: []string{root}, Replicates: 2000, Resample: stats.ResampleSharedItems})
+	rows = rowsByName(s)
+	assert.Equal(t, []string{aggregate.WhyItems}, rows["two hotpotqa/centralized/qwen"].CannotRejectWhy)
+	assert.False(t, *rows["two hotpotqa/centralized/qwen"].Reject)
+	assert.Empty(t, rows["many hotpotqa/centralized/qwen"].CannotRejectWhy)
+}

@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,7 @@ func (s *Summary) SVG(w io.Writer) error {
 		} else {
 			name = s.Family + " family: " + name
 		}
-		if r.CannotReject {
+		if slices.Contains(r.CannotRejectWhy, WhyReplicates) {
 			name += fmt.Sprintf(" (no row can be rejected with %d replicates)", s.Replicates)
 		}
 		if len(groups) == 0 || groups[len(groups)-1].name != name {
@@ -145,18 +146,7 @@ func (s *Summary) SVG(w io.Writer) error {
 		for _, r := range g.rows {
 			cy := float64(y) + rowHeight/2
 			rej := r.Reject != nil && *r.Reject
-			nc := len(r.Nonconformant) > 0
-			label := r.Method + "  " + r.CellID
-			if rej {
-				label += " *"
-			}
-			colour, labelAttrs, dash, note := colourRow, "", "", ""
-			if nc {
-				label += " (non-conformant)"
-				colour, dash = colourNonconformant, ` stroke-dasharray="5 3"`
-				labelAttrs = ` fill="` + colourNonconformant + `"`
-				note = "; non-conformant: " + strings.Join(r.Nonconformant, "; ")
-			}
+			label, colour, labelAttrs, dash, note := s.rowStyle(r)
 			p(`<text x="24" y="%s" dominant-baseline="middle"%s>%s</text>`+"\n", f2(cy), labelAttrs, esc(label))
 			p(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`+"\n", f2(xOf(*r.CILow)), f2(cy), f2(xOf(*r.CIHigh)), f2(cy), colour, dash)
 			fill := "white"
@@ -183,6 +173,30 @@ func (s *Summary) SVG(w io.Writer) error {
 	}
 	p("</svg>\n")
 	return bw.Flush()
+}
+
+// rowStyle is how the plot shows a row: its label (starred when
+// rejected, marked when it has too few items or a non-conformant job),
+// colour, label attributes, bar dash and the note its tooltip adds.
+func (s *Summary) rowStyle(r Row) (label, colour, labelAttrs, dash, note string) {
+	label, colour = r.Method+"  "+r.CellID, colourRow
+	if r.Reject != nil && *r.Reject {
+		label += " *"
+	}
+	if slices.Contains(r.CannotRejectWhy, WhyItems) {
+		label += " (too few items)"
+		note += "; cannot be significant: " + TooFewItemsNote(r, s.Resample)
+	}
+	if r.NoiseTies > 0 {
+		note += "; rounding noise: " + noiseNote(r)
+	}
+	if len(r.Nonconformant) > 0 {
+		label += " (non-conformant)"
+		colour, dash = colourNonconformant, ` stroke-dasharray="5 3"`
+		labelAttrs = ` fill="` + colourNonconformant + `"`
+		note += "; non-conformant: " + strings.Join(r.Nonconformant, "; ")
+	}
+	return label, colour, labelAttrs, dash, note
 }
 
 // niceStep is a tick spacing of 1, 2 or 5 times a power of ten giving

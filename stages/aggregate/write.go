@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,9 +37,7 @@ func (s *Summary) TSV(w io.Writer) error {
 		if len(r.Nonconformant) > 0 {
 			status += "; non-conformant: " + strings.Join(r.Nonconformant, "; ")
 		}
-		if r.CannotReject {
-			status += "; cannot be significant: " + s.CannotRejectNote(r.Family)
-		}
+		status += s.rowMarks(r)
 		fam := r.Family
 		if fam == "" {
 			fam = "-"
@@ -97,21 +96,64 @@ func (s *Summary) CannotRejectNote(name string) string {
 		s.Replicates, s.PFloor, by, need, minReplicates(need))
 }
 
+// rowMarks is what a row's status adds to say its figures cannot say
+// what they seem to: "; cannot be significant: WHY" for each reason, and
+// "; rounding noise: ..." for differences counted as ties.
+func (s *Summary) rowMarks(r Row) string {
+	var b strings.Builder
+	for _, why := range r.CannotRejectWhy {
+		note := s.CannotRejectNote(r.Family)
+		if why == WhyItems {
+			note = TooFewItemsNote(r, s.Resample)
+		}
+		b.WriteString("; cannot be significant: " + note)
+	}
+	if r.NoiseTies > 0 {
+		b.WriteString("; rounding noise: " + noiseNote(r))
+	}
+	return b.String()
+}
+
+// TooFewItemsNote says why a row of too few items (WhyItems) cannot be
+// significant.
+func TooFewItemsNote(r Row, resample string) string {
+	n, k := r.Seeds[0].Items, r.NSeeds
+	if resample == stats.ResampleSharedItems {
+		return fmt.Sprintf("too few items: %d test item(s), resampled as one set for every seed, are %d independent draw(s), and no test of fewer than %d paired signs reaches p <= %.4g (at least %d items)",
+			n, n, MinDraws, stats.Alpha, MinDraws)
+	}
+	return fmt.Sprintf("too few items: %d test item(s) per seed, resampled within each of %d seeds, are %d independent draw(s), and no test of fewer than %d paired signs reaches p <= %.4g (at least %d items per seed)",
+		n, k, n*k, MinDraws, stats.Alpha, (MinDraws+k-1)/k)
+}
+
+func noiseNote(r Row) string {
+	return fmt.Sprintf("%d item difference(s) within %g of the score scale counted as ties (deployed − baseline at most %g × max(1, |baseline|, |deployed|))",
+		r.NoiseTies, NoiseTolerance, NoiseTolerance)
+}
+
 // CannotRejectWarnings are the warnings for the marked families (for a
-// summary with no correction, one for all its rows), one a line.
+// summary with no correction, one for all its rows) and rows, one a line.
 func (s *Summary) CannotRejectWarnings() []string {
 	var out []string
 	if s.Family == FamilyNone {
 		for _, r := range s.Rows {
-			if r.CannotReject {
-				return []string{"warning: no row can be significant: " + s.CannotRejectNote("")}
+			if slices.Contains(r.CannotRejectWhy, WhyReplicates) {
+				out = append(out, "warning: no row can be significant: "+s.CannotRejectNote(""))
+				break
 			}
 		}
-		return nil
 	}
 	for _, f := range s.Families {
 		if f.CannotReject {
 			out = append(out, fmt.Sprintf("warning: family %s: no row can be significant: %s", f.Name, s.CannotRejectNote(f.Name)))
+		}
+	}
+	for _, r := range s.Rows {
+		if slices.Contains(r.CannotRejectWhy, WhyItems) {
+			out = append(out, fmt.Sprintf("warning: %s %s: cannot be significant: %s", r.Method, r.CellID, TooFewItemsNote(r, s.Resample)))
+		}
+		if r.NoiseTies > 0 {
+			out = append(out, fmt.Sprintf("warning: %s %s: rounding noise: %s", r.Method, r.CellID, noiseNote(r)))
 		}
 	}
 	return out
