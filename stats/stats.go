@@ -372,6 +372,13 @@ func intervalOf(dstar []float64) Interval {
 	}
 }
 
+// MinIntervalReplicates is the fewest replicates whose 95% percentile
+// interval is one: with B of them the 2.5th percentile is at virtual index
+// (B−1)·0.025, below 1 — between the smallest replicate and the next —
+// for B < 41, so that the interval is about the replicates' range, not
+// their middle 95%.
+const MinIntervalReplicates = 41
+
 // PFloor is the smallest p-value B replicates can give: intervalOf's
 // p-value is at least min(1, 2/(B+1)), whatever the data.
 func PFloor(B int) float64 {

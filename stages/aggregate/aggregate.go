@@ -136,8 +136,11 @@ type Row struct {
 	CannotRejectWhy []string `json:"cannot_reject_why"`
 	// NoiseTies counts the row's item differences (over its seeds) within
 	// rounding noise, counted as ties (PairedDiff).
-	NoiseTies int    `json:"noise_ties"`
-	Seeds     []Seed `json:"seeds"`
+	NoiseTies int `json:"noise_ties"`
+	// CINot95 marks a complete row's interval as no 95% interval: too
+	// few replicates (stats.MinIntervalReplicates).
+	CINot95 bool   `json:"ci_not_95"`
+	Seeds   []Seed `json:"seeds"`
 	// constant: every item of every seed has the same difference, so
 	// the interval is the point (buildRow).
 	constant bool
@@ -313,6 +316,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	for i, iv := range ivs {
 		r := &s.Rows[complete[i]]
 		r.CILow, r.CIHigh, r.P = ptr(iv.Low), ptr(iv.High), ptr(iv.P)
+		r.CINot95 = B < stats.MinIntervalReplicates
 		if r.constant {
 			// Every replicate is the point, up to its sums' rounding.
 			r.CILow, r.CIHigh = r.DeltaPP, r.DeltaPP

@@ -476,3 +476,30 @@ func TestTooFewItemsCannotBeSignificant(t *testing.T) {
 	assert.False(t, *rows["two hotpotqa/centralized/qwen"].Reject)
 	assert.Empty(t, rows["many hotpotqa/centralized/qwen"].CannotRejectWhy)
 }
+
+// With fewer than 41 replicates the 2.5th and 97.5th percentiles fall
+// between the two most extreme replicates: the interval is about their
+// range, and is marked wherever it is shown rather than printed as a 95%
+// interval. 41 are enough.
+func TestAnIntervalOfTooFewReplicatesIsMarked(t *testing.T) {
+	root := t.TempDir()
+	b, d := jobtest.Binary(rand.New(rand.NewPCG(6, 6)), 40, 0.3, 0.6)
+	writeRow(t, root, "gepa", b, d)
+	for _, B := range []int{1, 40} {
+		s := run(t, aggregate.Options{Roots: []string{root}, Replicates: B})
+		r := s.Rows[0]
+		assert.True(t, r.CINot95, B)
+		tsv, js, svg := outputs(t, s)
+		assert.Contains(t, tsv, fmt.Sprintf("; interval not 95%%: %d bootstrap replicate(s) are too few: the interval's ends, their 2.5th and 97.5th percentiles, fall between the two most extreme replicates on each side ((B − 1) · 0.025 < 1), so it is about their range, not their middle 95%% (at least 41 replicates)\n", B))
+		assert.Contains(t, js, `"ci_not_95": true,`)
+		assert.Contains(t, svg, fmt.Sprintf("with bootstrap intervals that are not 95%% intervals (%d replicates; at least 41 needed)", B))
+		assert.Contains(t, s.CannotRejectWarnings(), "warning: no interval is a 95% interval: "+s.IntervalNote())
+	}
+	s := run(t, aggregate.Options{Roots: []string{root}, Replicates: 41})
+	assert.False(t, s.Rows[0].CINot95)
+	tsv, js, svg := outputs(t, s)
+	assert.NotContains(t, tsv, "interval not 95%")
+	assert.Contains(t, js, `"ci_not_95": false,`)
+	assert.Contains(t, svg, "with 95% bootstrap intervals")
+	assert.Empty(t, s.CannotRejectWarnings())
+}

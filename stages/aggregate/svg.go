@@ -118,7 +118,11 @@ func (s *Summary) SVG(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotWidth, height, plotWidth, height)
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
-	p(`<text x="12" y="22" font-size="15" font-weight="bold">deployed − baseline per method and cell, with 95%% bootstrap intervals</text>` + "\n")
+	intervals := "with 95% bootstrap intervals"
+	if s.Replicates < stats.MinIntervalReplicates {
+		intervals = fmt.Sprintf("with bootstrap intervals that are not 95%% intervals (%d replicates; at least %d needed)", s.Replicates, stats.MinIntervalReplicates)
+	}
+	p(`<text x="12" y="22" font-size="15" font-weight="bold">deployed − baseline per method and cell, %s</text>`+"\n", esc(intervals))
 	scheme := "stratified by seed"
 	if s.Resample == stats.ResampleSharedItems {
 		scheme = "the same items for every seed"

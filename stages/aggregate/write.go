@@ -111,7 +111,17 @@ func (s *Summary) rowMarks(r Row) string {
 	if r.NoiseTies > 0 {
 		b.WriteString("; rounding noise: " + noiseNote(r))
 	}
+	if r.CINot95 {
+		b.WriteString("; interval not 95%: " + s.IntervalNote())
+	}
 	return b.String()
+}
+
+// IntervalNote says why the intervals of too few replicates
+// (stats.MinIntervalReplicates) are no 95% intervals.
+func (s *Summary) IntervalNote() string {
+	return fmt.Sprintf("%d bootstrap replicate(s) are too few: the interval's ends, their 2.5th and 97.5th percentiles, fall between the two most extreme replicates on each side ((B − 1) · 0.025 < 1), so it is about their range, not their middle 95%% (at least %d replicates)",
+		s.Replicates, stats.MinIntervalReplicates)
 }
 
 // TooFewItemsNote says why a row of too few items (WhyItems) cannot be
@@ -132,7 +142,8 @@ func noiseNote(r Row) string {
 }
 
 // CannotRejectWarnings are the warnings for the marked families (for a
-// summary with no correction, one for all its rows) and rows, one a line.
+// summary with no correction, one for all its rows) and rows, and for
+// intervals of too few replicates, one a line.
 func (s *Summary) CannotRejectWarnings() []string {
 	var out []string
 	if s.Family == FamilyNone {
@@ -155,6 +166,9 @@ func (s *Summary) CannotRejectWarnings() []string {
 		if r.NoiseTies > 0 {
 			out = append(out, fmt.Sprintf("warning: %s %s: rounding noise: %s", r.Method, r.CellID, noiseNote(r)))
 		}
+	}
+	if s.Replicates < stats.MinIntervalReplicates {
+		out = append(out, "warning: no interval is a 95% interval: "+s.IntervalNote())
 	}
 	return out
 }
