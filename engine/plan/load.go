@@ -360,3 +360,7 @@ func varFilesInFolder(path string, args []dsl.VarArg) *hcl.Diagnostic {
 // localsGarbage is how much the locals may allocate before their garbage
 // is collected at once.
 const localsGarbage = 16 << 20
+
+// linkGarbage is how much linking stages by paths may allocate before its
+// garbage is collected (Collect).
+const linkGarbage = 8 << 20

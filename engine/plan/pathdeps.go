@@ -117,33 +117,40 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	}
 	pd := &pathDeps{late: map[*Node]bool{}}
 	g.pathDeps = pd
-	for _, s := range writers {
-		_, writes := g.pathAttrs(s)
+	ins := map[*Node][]declPath{}
+	for _, s := range g.StageOrder {
+		reads, writes := g.pathAttrs(s)
+		if len(reads) == 0 && len(writes) == 0 {
+			continue
+		}
+		ws := false
+		for _, pa := range append(reads, writes...) {
+			ws = ws || refersToStages(s.Attrs[pa.Attr])
+		}
 		for _, n := range g.StageNodes[s.Name] {
-			for _, pa := range writes {
-				ps, known := g.declaredPathsOf(n, pa)
-				pd.writes.add(ps)
-				if !known {
-					pd.late[n] = true
+			// One context for the node's path attributes, made when
+			// the first needs it.
+			var ctx *hcl.EvalContext
+			context := func() *hcl.EvalContext {
+				if ctx == nil {
+					ctx = g.nodeContext(n, UnknownInstance, ws && g.EvalsStage(n))
 				}
+				return ctx
+			}
+			for _, pa := range writes {
+				ps, known := g.declaredPathsOf(n, pa, context)
+				pd.writes.add(ps)
+				pd.late[n] = pd.late[n] || !known
+			}
+			for _, pa := range reads {
+				ps, known := g.declaredPathsOf(n, pa, context)
+				pd.reads.add(ps)
+				ins[n] = append(ins[n], ps...)
+				pd.late[n] = pd.late[n] || !known
 			}
 		}
 	}
 	pd.writes.seal()
-	ins := map[*Node][]declPath{}
-	for _, s := range readers {
-		reads, _ := g.pathAttrs(s)
-		for _, n := range g.StageNodes[s.Name] {
-			for _, pa := range reads {
-				ps, known := g.declaredPathsOf(n, pa)
-				pd.reads.add(ps)
-				ins[n] = append(ins[n], ps...)
-				if !known {
-					pd.late[n] = true
-				}
-			}
-		}
-	}
 	pd.reads.seal()
 
 	var diags hcl.Diagnostics
@@ -249,14 +256,31 @@ func (g *Graph) readsWrites(s *dsl.Stage) (reads, writes bool) {
 
 // declaredPaths is declaredPathsOf for inputs, outputs or result.
 func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known bool) {
-	return g.declaredPathsOf(n, stages.PathAttr{Attr: attr})
+	return g.declaredPathsOf(n, stages.PathAttr{Attr: attr}, func() *hcl.EvalContext {
+		return g.nodeContext(n, UnknownInstance, g.EvalsStage(n))
+	})
+}
+
+// refersToStages reports whether an attribute's expression refers to
+// stage objects (false for none): its value needs them in its context.
+func refersToStages(a *hcl.Attribute) bool {
+	if a == nil {
+		return false
+	}
+	for _, t := range a.Expr.Variables() {
+		if t.RootName() == "stage" {
+			return true
+		}
+	}
+	return false
 }
 
 // declaredPathsOf evaluates one of a node's path attributes (a path or a
 // list of them) as far as it is known before anything runs; known is false
 // when the value depends on results. Values that are wrong (reported when
-// the node is evaluated) give nothing.
-func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr) (paths []declPath, known bool) {
+// the node is evaluated) give nothing. context gives the node's evaluation
+// context.
+func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl.EvalContext) (paths []declPath, known bool) {
 	a := n.Stage.Attrs[pa.Attr]
 	var list []string
 	var rng hcl.Range
@@ -267,7 +291,7 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr) (paths []declPath, 
 	case a == nil || g.badAttr(n.Stage, a):
 		return nil, true
 	default:
-		v, d := a.Expr.Value(g.nodeContext(n, UnknownInstance, g.EvalsStage(n)))
+		v, d := a.Expr.Value(context())
 		if d.HasErrors() {
 			return nil, true
 		}

@@ -241,7 +241,9 @@ func (g *Graph) latePaths(specs []*stages.Node, planned []bool) [][]string {
 func (g *Graph) declOf(specs []*stages.Node, n *Node, p string) declPath {
 	_, writes := g.pathAttrs(n.Stage)
 	for _, pa := range writes {
-		ds, _ := g.declaredPathsOf(n, pa)
+		ds, _ := g.declaredPathsOf(n, pa, func() *hcl.EvalContext {
+			return g.nodeContext(n, UnknownInstance, g.EvalsStage(n))
+		})
 		for _, d := range ds {
 			if d.path == p {
 				return d
