@@ -125,6 +125,9 @@ func (a *applier) cacheable(ns *nodeState) bool {
 		return false
 	}
 	rec, ok := a.cache.Lookup(ns.key)
+	if why, _ := plan.NotNeededStale(ns.n, ns.spec, rec); ok && why != "" {
+		return false
+	}
 	return ok && (!rec.Debug || a.opts.Debug[ns.n.Addr])
 }
 

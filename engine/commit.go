@@ -36,6 +36,10 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		// A single-variant debug run's result is not the batch's.
 		return false
 	}
+	if why, _ := plan.NotNeededStale(ns.n, ns.spec, rec); why != "" {
+		// Made while the node was not needed, and it is now.
+		return false
+	}
 	if _, differs := plan.OutFolderDiffers(a.g.Root, ns.n, rec, a.cache.Stat); differs {
 		// The out folder is the truth: the node runs and takes it.
 		return false

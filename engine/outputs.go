@@ -41,7 +41,7 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 		Pipeline: a.g.Config.Name, Address: ns.n.Addr, RunID: a.runID,
 		Attempts: ns.attempts, Started: ns.started, Ended: ns.ended,
 		Debug: a.opts.Debug[ns.n.Addr], RunCounts: out.RunCounts, Launch: ns.launchRecord(),
-		Format: store.Format,
+		Format: store.Format, NotNeeded: out.NotNeeded,
 	}
 	if out.Proc != nil {
 		rec.ExitCode = out.Proc.ExitCode

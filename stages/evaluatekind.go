@@ -715,13 +715,23 @@ func (Evaluate) MergeRunCounts(earlier, last map[string]int) map[string]int {
 
 // SkipsService implements ServiceSkipper: an evaluation with needed =
 // false sends nothing, whatever its upstreams give.
-func (Evaluate) SkipsService(n *Node, _ string) bool {
+func (e Evaluate) SkipsService(n *Node, _ string) bool {
+	needed, known := e.Needed(n)
+	return known && !needed
+}
+
+// Needed implements NeedDeclarer: an evaluation is needed unless needed
+// is false; not known while needed waits for an upstream.
+func (Evaluate) Needed(n *Node) (needed, known bool) {
 	v, ok := n.Args["needed"]
-	if !ok || !whollyKnown(v) || v.IsNull() {
-		return false
+	if !ok {
+		return true, true
+	}
+	if !whollyKnown(v) {
+		return true, false
 	}
 	v, _ = v.UnmarkDeep()
-	return v.Type() == cty.Bool && v.False()
+	return v.IsNull() || v.Type() != cty.Bool || v.True(), true
 }
 
 // NeedsService implements ServiceConsumer: an evaluation of the model a
@@ -783,7 +793,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 		// of a job, written from it): nothing is evaluated, and the
 		// result is null, unless --replace names the node or an upstream.
 		note(rt, n.Address, "not needed: nothing evaluated")
-		return &Outcome{Result: json.RawMessage("null")}, nil
+		return &Outcome{Result: json.RawMessage("null"), NotNeeded: true}, nil
 	}
 	if diags.HasErrors() {
 		return nil, diags

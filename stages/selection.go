@@ -333,7 +333,9 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	}
 	if s.seed.Status == "ok" && s.seed.Result == nil || s.inc.Status == "ok" && s.inc.Result == nil {
 		// The validations were not needed when they ran (selection.json
-		// was there), and it is gone now.
+		// was there), and it is gone now. Their records say so, and they
+		// run again once needed (NeedDeclarer): only records written
+		// before cairn marked them come here.
 		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%s is missing and the validations were skipped as not needed when it was there: nothing is selected; run them again with --replace 'stage.seed_validation[%q]' --replace 'stage.incumbent_validation[%q]'", rel, n.EachKey, n.EachKey)}, nil
 	}
 	sel := Decide(s.opt, s.seed, s.inc)

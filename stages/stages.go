@@ -462,6 +462,20 @@ type Outcome struct {
 	// in the result, so that a rerun that reaches the same result leaves
 	// the node's downstream cached.
 	RunCounts map[string]int
+	// NotNeeded: the node did nothing because it is not needed (see
+	// NeedDeclarer); its record answers for it only while it is not.
+	NotNeeded bool
+}
+
+// NeedDeclarer is implemented by kinds whose node can be declared not
+// needed (evaluate's needed = false): it then does nothing, and its result
+// is null. The attribute is out of the key, so that a node cached when it
+// was needed stays cached once it is not; a record made while it was not
+// needed (Outcome.NotNeeded) answers for it only while it is not: once it
+// is needed again, it runs. known is false while the value waits for an
+// upstream.
+type NeedDeclarer interface {
+	Needed(n *Node) (needed, known bool)
 }
 
 var (

@@ -569,6 +569,13 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Reasons = []string{"the cached result is a single-variant debug run's: the batch runs it again"}
 		return diags
 	}
+	if why, known := NotNeededStale(n, sn, rec); ok && why != "" {
+		if !known {
+			pn.Action = ActMayRun
+		}
+		pn.Reasons = []string{why}
+		return diags
+	}
 	if ok {
 		if held, differs := OutFolderDiffers(g.Root, n, rec, cache.Stat); differs {
 			pn.Reasons = []string{fmt.Sprintf("its out folder holds %s, and not the cached record's (written by another apply or on another cache): the out folder is the truth, and the node takes it as it is", held)}
@@ -1125,6 +1132,25 @@ func (p *Plan) JSON() *JSON {
 		out.Nodes = append(out.Nodes, j)
 	}
 	return out
+}
+
+// NotNeededStale says why rec, a cached record of n, does not answer for
+// it: rec was made while n was not needed (it did nothing, and its result
+// is null; stages.NeedDeclarer), and n is needed now (known) or may be
+// once its upstreams run (!known). It is "" when rec answers: a record
+// made while n was needed answers whether n is needed or not.
+func NotNeededStale(n *Node, sn *stages.Node, rec *store.Record) (why string, known bool) {
+	d, ok := n.Kind.(stages.NeedDeclarer)
+	if rec == nil || !rec.NotNeeded || !ok {
+		return "", true
+	}
+	switch needed, known := d.Needed(sn); {
+	case !known:
+		return "its cached result was recorded when it was not needed: it runs if it is needed, which is known once its upstreams run", false
+	case needed:
+		return "its cached result was recorded when it was not needed (nothing was done then): it runs now that it is needed", true
+	}
+	return "", true
 }
 
 // OutFolderDiffers reports the first output of rec, a cached record of

@@ -68,6 +68,10 @@ type Record struct {
 	// Launch is set for a variant of a GPU batch: the launch that
 	// measured it.
 	Launch *Launch `json:"launch,omitempty"`
+	// NotNeeded marks the record of a node that did nothing because it
+	// was not needed (stages.Outcome.NotNeeded): it answers for the node
+	// only while the node is not needed.
+	NotNeeded bool `json:"not_needed,omitempty"`
 }
 
 // Launch describes the batch launch in which a variant of a waves stage
