@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"time"
@@ -98,6 +101,29 @@ func mergeRunCounts(k stages.Kind, earlier, last map[string]int) map[string]int 
 	return m.MergeRunCounts(earlier, last)
 }
 
+// runKind runs ns's kind once. A kind that works in cairn's own process
+// (no stages.TimeoutKeeper) is ended at the stage's timeout: its context
+// is cancelled then, and whatever it returns after, the node fails with
+// class timeout, as a process killed at its timeout does.
+func (a *applier) runKind(ns *nodeState) (*stages.Outcome, error) {
+	rt := &nodeRuntime{a: a, ns: ns}
+	limit := ns.spec.Common.Timeout
+	if _, keeps := ns.n.Kind.(stages.TimeoutKeeper); keeps || limit <= 0 {
+		return ns.n.Kind.Run(a.ctx, ns.spec, rt)
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, limit)
+	defer cancel()
+	out, err := ns.n.Kind.Run(ctx, ns.spec, rt)
+	if a.ctx.Err() != nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return out, err
+	}
+	timedOut := &stages.Outcome{Class: failclass.Timeout, Message: fmt.Sprintf("ended at its timeout of %s", limit)}
+	if out != nil {
+		timedOut.Proc, timedOut.RunCounts = out.Proc, out.RunCounts
+	}
+	return timedOut, nil
+}
+
 // execute runs a node with retries and commits its record. It runs on a
 // worker goroutine and touches only its own node's state.
 func (a *applier) execute(ns *nodeState) event {
@@ -111,7 +137,7 @@ func (a *applier) execute(ns *nodeState) event {
 		ns.class, ns.message, ns.runCounts = "", "", nil
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
 		marks.earlier = func() *store.Record { return a.otherConfigRecord(ns) }
-		out, err := ns.n.Kind.Run(a.ctx, ns.spec, &nodeRuntime{a: a, ns: ns})
+		out, err := a.runKind(ns)
 		ns.ended = time.Now()
 		if ns.svc != nil && err == nil {
 			ns.res = out.Proc

@@ -56,6 +56,10 @@ func (Command) Check(n *Node) hcl.Diagnostics {
 	return diags
 }
 
+// KeepsTimeout implements TimeoutKeeper: each process is killed at the
+// stage's timeout (Runtime.Exec).
+func (Command) KeepsTimeout() {}
+
 // Run implements Kind.
 func (Command) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	p, diags := commandArgv(n)

@@ -778,6 +778,10 @@ func (e Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.Raw
 	return false
 }
 
+// KeepsTimeout implements TimeoutKeeper: the evaluation stops at the
+// stage's timeout and keeps the items stored.
+func (Evaluate) KeepsTimeout() {}
+
 // Run implements Kind.
 func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := decodeEvaluate(n)

@@ -419,6 +419,10 @@ func (Job) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
 	return nil
 }
 
+// KeepsTimeout implements TimeoutKeeper: each process is killed at the
+// stage's timeout (Runtime.Exec).
+func (Job) KeepsTimeout() {}
+
 // Run implements Kind.
 func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := decodeJob(n)

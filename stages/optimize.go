@@ -328,6 +328,10 @@ func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
 	return fmt.Sprintf("%s (--replace '%s' starts it over in this folder, or give the job a fresh out folder)", interruptedOptimization(root, s.out), n.Address)
 }
 
+// KeepsTimeout implements TimeoutKeeper: each process is killed at the
+// stage's timeout (Runtime.Exec).
+func (Optimize) KeepsTimeout() {}
+
 // Run implements Kind.
 func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := decodeOptimize(n)

@@ -401,6 +401,10 @@ type replica struct {
 	hungFor atomic.Int64
 }
 
+// KeepsTimeout implements TimeoutKeeper: each server process is killed at
+// the stage's timeout (Runtime.Exec).
+func (Serve) KeepsTimeout() {}
+
 // Run implements Kind.
 func (k Serve) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := decodeServe(n)

@@ -245,6 +245,10 @@ type slotAttempt struct {
 	Simulated   bool           `json:"simulated,omitempty"`
 }
 
+// KeepsTimeout implements TimeoutKeeper: each process is killed at the
+// stage's timeout (Runtime.Exec).
+func (Slot) KeepsTimeout() {}
+
 // Run implements Kind.
 func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	s, diags := slotArgs(n)

@@ -478,6 +478,16 @@ type NeedDeclarer interface {
 	Needed(n *Node) (needed, known bool)
 }
 
+// TimeoutKeeper is implemented by kinds that keep the stage's timeout
+// themselves: each process they run through Runtime.Exec is killed at it
+// (command, waves, slot, job, optimize, serve), or the kind stops at it
+// (evaluate). Any other kind works in
+// cairn's own process, and the engine ends it at the timeout: its context
+// is cancelled, and the node fails with class timeout.
+type TimeoutKeeper interface {
+	KeepsTimeout()
+}
+
 var (
 	regMu sync.RWMutex
 	reg   = map[string]Kind{}

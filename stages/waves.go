@@ -152,6 +152,10 @@ func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
 		rng)
 }
 
+// KeepsTimeout implements TimeoutKeeper: each process is killed at the
+// stage's timeout (Runtime.Exec).
+func (Waves) KeepsTimeout() {}
+
 // Run implements Kind: the variant's process, with its logs named after
 // the variant in the batch's log folder. (A result file the process leaves
 // as an earlier run wrote it fails the node in the engine, as for every
