@@ -164,14 +164,17 @@ type evalSpec struct {
 	retryInfra  int // -1: not set
 	epLimit     int
 	scores      string
+	needed      bool // false: needed = false
 }
 
 func decodeEvaluate(n *Node) (evalSpec, hcl.Diagnostics) {
-	s := evalSpec{itemID: "id", retryInfra: -1}
+	s := evalSpec{itemID: "id", retryInfra: -1, needed: true}
 	d := &evalDecoder{n: n}
 	d.worker(&s)
 	d.items(&s)
 	d.itemID(&s)
+	d.itemList(&s)
+	d.needed(&s)
 	d.bundle(&s)
 	d.model(&s)
 	d.runtime(&s)
@@ -293,6 +296,38 @@ func (d *evalDecoder) items(s *evalSpec) {
 	default:
 		d.bad("items", fmt.Sprintf("items is the path of a JSONL or JSON dataset file, or a list of objects; not %s.", ty.FriendlyName()))
 	}
+}
+
+// itemList refuses an items list written in the pipeline whose items
+// would be refused at apply (two with one id, one without the id field),
+// once items and item_id decoded cleanly.
+func (d *evalDecoder) itemList(s *evalSpec) {
+	if !s.itemsInline || d.diags.HasErrors() {
+		return
+	}
+	if _, err := loadItems("", *s); err != nil {
+		d.bad("items", err.Error()+".")
+	}
+}
+
+// needed is false only when the attribute is false.
+func (d *evalDecoder) needed(s *evalSpec) {
+	v, ok := d.known("needed")
+	if !ok {
+		return
+	}
+	if v.Type() != cty.Bool {
+		got := v.Type().FriendlyName()
+		switch v.Type() {
+		case cty.String:
+			got = fmt.Sprintf("the string %q", v.AsString())
+		case cty.Number:
+			got = "the number " + v.AsBigFloat().Text('g', -1)
+		}
+		d.bad("needed", fmt.Sprintf("needed must be true or false (like !fileexists(\"selection.json\")), not %s.", got))
+		return
+	}
+	s.needed = v.True()
 }
 
 func (d *evalDecoder) itemID(s *evalSpec) {
@@ -791,16 +826,12 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	setup := func(format string, args ...any) (*Outcome, error) {
 		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf(format, args...)}, nil
 	}
-	var needed bool
-	if replace, _ := replacing(rt); jsonAttr(n, "needed", &needed, &diags, "true or false") && !needed && !replace {
+	if replace, _ := replacing(rt); !s.needed && !replace {
 		// What this evaluation is for is made already (a later artifact
 		// of a job, written from it): nothing is evaluated, and the
 		// result is null, unless --replace names the node or an upstream.
 		note(rt, n.Address, "not needed: nothing evaluated")
 		return &Outcome{Result: json.RawMessage("null"), NotNeeded: true}, nil
-	}
-	if diags.HasErrors() {
-		return nil, diags
 	}
 	root := rt.Root()
 	list, err := loadItems(root, s)

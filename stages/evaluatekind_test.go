@@ -77,6 +77,18 @@ func TestEvaluateCheck(t *testing.T) {
 		{"empty item_id", map[string]cty.Value{"item_id": cty.StringVal("")}, "item_id names the field"},
 		{"gpus", map[string]cty.Value{"gpus": cty.NumberIntVal(1)}, "An evaluate stage leases no GPU"},
 		{"absolute scores", map[string]cty.Value{"scores": cty.StringVal("/tmp/s.jsonl")}, "not a workspace-relative path"},
+		{"needed false", map[string]cty.Value{"needed": cty.False}, ""},
+		{"needed unknown", map[string]cty.Value{"needed": cty.UnknownVal(cty.Bool)}, ""},
+		{"needed a string", map[string]cty.Value{"needed": cty.StringVal("yes")}, `needed must be true or false (like !fileexists("selection.json")), not the string "yes".`},
+		{"needed a number", map[string]cty.Value{"needed": cty.NumberIntVal(5)}, "needed must be true or false (like !fileexists(\"selection.json\")), not the number 5."},
+		{"inline items with one id twice", map[string]cty.Value{"items": cty.TupleVal([]cty.Value{
+			cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a")}),
+			cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a")}),
+		})}, `item 0 of the items list and item 1 of the items list have the same id "a"; ids must be unique`},
+		{"inline items, one without an id", map[string]cty.Value{"items": cty.TupleVal([]cty.Value{
+			cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a")}),
+			cty.ObjectVal(map[string]cty.Value{"q": cty.StringVal("b")}),
+		})}, `item 1 of the items list has no field "id"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

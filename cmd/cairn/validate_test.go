@@ -243,6 +243,38 @@ stage "command" "a" {
 	assert.Contains(t, r.stderr, "gpus must be a whole number from 0 to 1048576.")
 }
 
+// A kind's own attribute known at validate time is checked then, not
+// first at apply: needed of the wrong type, an inline items list with
+// one id twice. Both are bad input (exit 2) at file:line:col, for plan
+// too.
+func TestValidateChecksKindAttributes(t *testing.T) {
+	eval := func(items, needed string) string {
+		return "stage \"evaluate\" \"val\" {\n  worker = [\"python3\", \"w.py\"]\n  items  = " + items +
+			"\n  model  = \"m\"\n  scores = \"out/s.jsonl\"\n  needed = " + needed + "\n}\n"
+	}
+	root := cliWorkspace(t, map[string]string{
+		"yes.hcl":  eval(`[{ id = "a" }]`, `"yes"`),
+		"five.hcl": eval(`[{ id = "a" }]`, "5"),
+		"dup.hcl":  eval(`[{ id = "a" }, { id = "a" }]`, "true"),
+		"ok.hcl":   eval(`[{ id = "a" }, { id = "b" }]`, `!fileexists("selection.json")`),
+	})
+	for _, cmd := range []string{"validate", "plan"} {
+		r := runCLI(t, "--chdir", root, cmd, "yes.hcl")
+		assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "yes.hcl:6:12, in stage")
+		assert.Contains(t, r.stderr, `needed must be true or false (like !fileexists("selection.json")), not the string "yes".`)
+	}
+	r := runCLI(t, "--chdir", root, "validate", "five.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "not the number 5.")
+	r = runCLI(t, "--chdir", root, "validate", "dup.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "dup.hcl:3:12, in stage")
+	assert.Contains(t, strings.Join(strings.Fields(r.stderr), " "), `item 0 of the items list and item 1 of the items list have the same id "a"`)
+	r = runCLI(t, "--chdir", root, "validate", "ok.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+}
+
 // An error found as a node is prepared, or as its postcondition is
 // evaluated, names its place as validate does: file:line:col.
 func TestRunTimeErrorsNameFileLineCol(t *testing.T) {
