@@ -135,9 +135,13 @@ func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
 		rng = *s.ForEach
 	}
 	for _, n := range s.Nodes {
-		p, d := batchPolicy(n)
-		if !d.HasErrors() && p.Size > 0 {
-			size = p.Size
+		if v, set := n.Args["batch_size"]; set && !v.IsNull() {
+			sz, ok := batchSize(v)
+			if !ok {
+				// Not known yet, or refused with its own error.
+				return nil
+			}
+			size = sz
 		}
 		if r, ok := n.LookupRange("for_each"); ok {
 			rng = r
@@ -195,9 +199,7 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 		return v.AsString(), true
 	}
 	if v, ok := n.Args["batch_size"]; ok && v.IsWhollyKnown() && !v.IsNull() {
-		v, _ = v.UnmarkDeep()
-		size, ok := wholeNumber(v)
-		if !ok || size < 1 {
+		if size, ok := batchSize(v); !ok {
 			diags = append(diags, Diag("Invalid batch_size", "batch_size must be a whole number of variants, at least 1.", n.Range("batch_size"))...)
 		} else {
 			p.Size = size
@@ -241,6 +243,16 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 		}
 	}
 	return p, diags
+}
+
+// batchSize is a known batch_size, when it is a whole number, at least 1.
+func batchSize(v cty.Value) (int, bool) {
+	if !v.IsWhollyKnown() || v.IsNull() {
+		return 0, false
+	}
+	v, _ = v.UnmarkDeep()
+	size, ok := wholeNumber(v)
+	return size, ok && size >= 1
 }
 
 // relPath checks a workspace-relative path and cleans it.

@@ -96,12 +96,16 @@ func TestWavesBatchPolicy(t *testing.T) {
 func TestWavesCheckStageExactCount(t *testing.T) {
 	decl := hcl.Range{Filename: "aime24.hcl", Start: hcl.Pos{Line: 7, Column: 1}, End: hcl.Pos{Line: 7, Column: 20}}
 	forEach := hcl.Range{Filename: "aime24.hcl", Start: hcl.Pos{Line: 8, Column: 14}, End: hcl.Pos{Line: 8, Column: 27}}
+	var extra map[string]cty.Value // more attributes of every node
 	info := func(size int, keys ...string) *stages.StageInfo {
 		s := &stages.StageInfo{Name: "aime24", Keys: keys, DeclRange: decl}
 		for _, k := range keys {
 			args := map[string]cty.Value{}
 			if size > 0 {
 				args["batch_size"] = cty.NumberIntVal(int64(size))
+			}
+			for a, v := range extra {
+				args[a] = v
 			}
 			n := wavesNode(k, args)
 			n.Ranges["for_each"] = forEach
@@ -121,6 +125,33 @@ func TestWavesCheckStageExactCount(t *testing.T) {
 		{"declared size two", info(2, "a", "b"), ""},
 		{"declared size two, got four", info(2, "a", "b", "c", "d"), "Batches must contain exactly 2 variants. Got 4 — re-design and re-invoke."},
 	}
+	// Another attribute's error is the only one: the declared size
+	// stands. A batch_size refused itself, or not known yet, is not
+	// compared.
+	for _, bad := range []struct {
+		name string
+		args map[string]cty.Value
+	}{
+		{"declared size two, bad mode", map[string]cty.Value{"mode": cty.StringVal("fast")}},
+		{"declared size two, bad tag", map[string]cty.Value{"tag": cty.NumberIntVal(5)}},
+		{"declared size two, bad ledger", map[string]cty.Value{"ledger": cty.StringVal("/abs/ledger.jsonl")}},
+		{"declared size two, bad strict_batch", map[string]cty.Value{"strict_batch": cty.StringVal("yes")}},
+		{"batch_size a string", map[string]cty.Value{"batch_size": cty.StringVal("two")}},
+		{"batch_size 0", map[string]cty.Value{"batch_size": cty.NumberIntVal(0)}},
+		{"batch_size unknown", map[string]cty.Value{"batch_size": cty.UnknownVal(cty.Number)}},
+	} {
+		extra = bad.args
+		size := 2
+		if _, ok := bad.args["batch_size"]; ok {
+			size = 0
+		}
+		tests = append(tests, struct {
+			name string
+			info *stages.StageInfo
+			want string
+		}{bad.name, info(size, "a", "b"), ""})
+	}
+	extra = nil
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			diags := stages.Waves{}.CheckStage(tt.info)
