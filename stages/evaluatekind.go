@@ -426,19 +426,26 @@ func (s evalSpec) retry() items.RetryPolicy {
 	return p
 }
 
-// durationValue reads "90s", "10m" or a number of seconds.
+// durationValue reads "90s", "10m" or a number of seconds, at most
+// dsl.MaxDuration.
 func durationValue(v cty.Value) (time.Duration, error) {
 	switch v.Type() {
 	case cty.Number:
 		f, _ := v.AsBigFloat().Float64()
-		return time.Duration(f * float64(time.Second)), nil
-	case cty.String:
-		s := strings.TrimSpace(v.AsString())
-		if d, err := time.ParseDuration(s); err == nil {
+		if d, ok := dsl.SecondsDuration(f); ok {
 			return d, nil
 		}
+		return 0, dsl.DurationTooLarge(fmt.Sprintf("item_timeout = %s (seconds)", v.AsBigFloat().Text('g', 6)))
+	case cty.String:
+		s := strings.TrimSpace(v.AsString())
+		if d, ok, err := dsl.ParseGoDuration(s); ok {
+			return d, err
+		}
 		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return time.Duration(f * float64(time.Second)), nil
+			if d, ok := dsl.SecondsDuration(f); ok {
+				return d, nil
+			}
+			return 0, dsl.DurationTooLarge(fmt.Sprintf("%q (seconds)", s))
 		}
 		return 0, fmt.Errorf("%q is not a duration: write it like \"90s\" or \"10m\"", s)
 	}

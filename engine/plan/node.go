@@ -624,16 +624,30 @@ func ParseMemory(s string) (int, error) {
 }
 
 // ParseDuration reads "90s", "60m", "1h30m", or a number of seconds.
+// One longer than dsl.MaxDuration is refused as too large.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	if d, err := time.ParseDuration(s); err == nil {
-		return d, nil
+	if d, ok, err := dsl.ParseGoDuration(s); ok {
+		return d, err
 	}
 	var secs float64
-	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil && fmt.Sprint(secs) == s {
-		return time.Duration(secs * float64(time.Second)), nil
+	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil && (fmt.Sprint(secs) == s || allDigits(s)) {
+		if d, ok := dsl.SecondsDuration(secs); ok {
+			return d, nil
+		}
+		return 0, dsl.DurationTooLarge(fmt.Sprintf("%q (seconds)", s))
 	}
 	return 0, fmt.Errorf("%q is not a duration: write it like \"90s\", \"60m\" or \"1h30m\"", s)
+}
+
+// allDigits reports whether s is a non-empty string of decimal digits.
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Diagnostics) time.Duration {
@@ -647,7 +661,10 @@ func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Di
 	switch v.Type() {
 	case cty.Number:
 		f, _ := v.AsBigFloat().Float64()
-		d = time.Duration(f * float64(time.Second))
+		var ok bool
+		if d, ok = dsl.SecondsDuration(f); !ok {
+			err = dsl.DurationTooLarge(fmt.Sprintf("%s = %s (seconds)", attr, v.AsBigFloat().Text('g', 6)))
+		}
 	case cty.String:
 		d, err = ParseDuration(v.AsString())
 	default:

@@ -326,3 +326,36 @@ func TestInstanceErrorsShowTheirValues(t *testing.T) {
 	require.NoError(t, w.WriteDiagnostic(diags[0]))
 	assert.Contains(t, buf.String(), `with each.value as "abc"`)
 }
+
+// A duration too long for cairn to hold says so, and the longest
+// allowed, not that it is negative (a number of seconds that wrapped) or
+// not a duration (Go's words for one too long); one too far below 0 is
+// negative.
+func TestDurationsTooLarge(t *testing.T) {
+	const most = "is too large: a duration is at most 2562047h47m16s (about 292 years)."
+	cases := []struct{ attr, value, want string }{
+		{"timeout", "1e30", "timeout = 1e+30 (seconds) " + most},
+		{"timeout", "9.3e9", "timeout = 9.3e+09 (seconds) " + most},
+		{"timeout", `"9300000000"`, `"9300000000" (seconds) ` + most},
+		{"kill_grace", `"99999999999h"`, `"99999999999h" ` + most},
+		{"kill_grace", `"-99999999999h"`, "kill_grace must not be negative."},
+		{"timeout", "-1e30", "timeout must not be negative."},
+		{"timeout", `"2562047h47m16s"`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.attr+"="+tc.value, func(t *testing.T) {
+			root := t.TempDir()
+			src := fmt.Sprintf("stage \"command\" \"a\" {\n  run = [\"true\"]\n  %s = %s\n}\n", tc.attr, tc.value)
+			require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+			_, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+			if tc.want == "" {
+				assert.False(t, diags.HasErrors(), "%s", diags.Error())
+				return
+			}
+			require.Len(t, diags, 1, "%s", diags.Error())
+			assert.Equal(t, "Invalid "+tc.attr, diags[0].Summary)
+			assert.Equal(t, tc.want, diags[0].Detail)
+			assert.Equal(t, 3, diags[0].Subject.Start.Line)
+		})
+	}
+}
