@@ -654,20 +654,43 @@ func quoteList(xs []string) string {
 	return strings.Join(q, ", ")
 }
 
+// literalText is a literal value as a pipeline writes it, for a message:
+// 1.5, "yes", or its type (a list, an object).
+func literalText(v cty.Value) string {
+	switch {
+	case v.IsNull():
+		return "null"
+	case v.Type() == cty.Number:
+		return v.AsBigFloat().Text('g', -1)
+	case v.Type() == cty.String:
+		return fmt.Sprintf("%q", v.AsString())
+	case v.Type() == cty.Bool:
+		return fmt.Sprint(v.True())
+	}
+	return "a " + v.Type().FriendlyName()
+}
+
 func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 	r := &Retry{DeclRange: b.DefRange}
 	c, diags := b.Body.Content(retrySchema)
 	if a := c.Attributes["max"]; a != nil {
-		diags = append(diags, decodeLiteral(a.Expr, &r.Max)...)
-		if r.Max < 0 {
+		v, d := a.Expr.Value(nil)
+		diags = append(diags, d...) // not a literal: said as that
+		if !d.HasErrors() && (gohcl.DecodeExpression(a.Expr, nil, &r.Max).HasErrors() || r.Max < 0) {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError, Summary: "Invalid retry max",
-				Detail: "retry max is the number of extra attempts: 0 or more.", Subject: a.Expr.Range().Ptr(),
+				Detail: fmt.Sprintf("max must be a whole number, 0 or more (the extra attempts after the first), not %s.", literalText(v)), Subject: a.Expr.Range().Ptr(),
 			})
 		}
 	}
 	if a := c.Attributes["on"]; a != nil {
-		d := decodeLiteral(a.Expr, &r.On)
+		_, d := a.Expr.Value(nil)
+		if !d.HasErrors() && gohcl.DecodeExpression(a.Expr, nil, &r.On).HasErrors() {
+			d = hcl.Diagnostics{{
+				Severity: hcl.DiagError, Summary: "Invalid retry on",
+				Detail: fmt.Sprintf("on is a list of failure classes, like [\"exit\"] or [\"timeout\", \"infrastructure\"]; the classes are: %s.", strings.Join(failclass.All, ", ")), Subject: a.Expr.Range().Ptr(),
+			}}
+		}
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			for i, cl := range r.On {

@@ -359,3 +359,26 @@ func TestDurationsTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// A retry block's max or on of the wrong kind says what to write, not
+// the decoder's words (a range of int64s, "list of string required").
+func TestRetryErrorsSayWhatToWrite(t *testing.T) {
+	cases := []struct{ body, summary, want string }{
+		{"max = 1.5", "Invalid retry max", "max must be a whole number, 0 or more (the extra attempts after the first), not 1.5."},
+		{"max = -1", "Invalid retry max", "max must be a whole number, 0 or more (the extra attempts after the first), not -1."},
+		{`max = "two"`, "Invalid retry max", `max must be a whole number, 0 or more (the extra attempts after the first), not "two".`},
+		{"max = 1\n    on = \"exit\"", "Invalid retry on", `on is a list of failure classes, like ["exit"] or ["timeout", "infrastructure"]; the classes are: exit, timeout,`},
+		{"max = var.n", "Variables not allowed", "Variables may not be used here."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.body, func(t *testing.T) {
+			root := t.TempDir()
+			src := "stage \"command\" \"a\" {\n  run = [\"true\"]\n  retry {\n    " + tc.body + "\n  }\n}\n"
+			require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+			_, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+			require.Len(t, diags, 1, "%s", diags.Error())
+			assert.Equal(t, tc.summary, diags[0].Summary)
+			assert.Contains(t, diags[0].Detail, tc.want)
+		})
+	}
+}

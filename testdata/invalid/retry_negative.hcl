@@ -2,6 +2,6 @@
 stage "command" "train" {
   run = ["python", "train.py"]
   retry {
-    max = -1 # ERROR: retry max is the number of extra attempts: 0 or more.
+    max = -1 # ERROR: max must be a whole number, 0 or more (the extra attempts after the first), not -1.
   }
 }
