@@ -412,15 +412,18 @@ func envNameProblem(name string) string {
 	if !envName.MatchString(name) {
 		return fmt.Sprintf("%q is not a valid environment variable name.", name)
 	}
-	if reservedEnv(name) {
-		return fmt.Sprintf("%s is set by cairn itself (GPU pinning and node context); a stage cannot set it. Ask for GPUs with gpus = N.", name)
+	switch {
+	case gpuEnv(name):
+		return fmt.Sprintf("%s is set by cairn itself (GPU pinning); a stage cannot set it. Ask for GPUs with gpus = N.", name)
+	case strings.HasPrefix(name, "CAIRN_"):
+		return fmt.Sprintf("%s is set by cairn itself (names starting with CAIRN_ carry the node's context); a stage cannot set it. Give the variable another name.", name)
 	}
 	return ""
 }
 
-// reservedEnv names the variables cairn sets for every node.
-func reservedEnv(name string) bool {
-	return name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER" || strings.HasPrefix(name, "CAIRN_")
+// gpuEnv names the variables cairn sets to pin a node's GPUs.
+func gpuEnv(name string) bool {
+	return name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_DEVICE_ORDER"
 }
 
 func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {

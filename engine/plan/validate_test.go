@@ -134,8 +134,10 @@ stage "command" "s" {
 	}
 	assert.Len(t, got, 3, "%q", got)
 	assert.Contains(t, strings.Join(got, "\n"), "9:28 \"bad name\" is not a valid environment variable name.")
-	assert.Contains(t, strings.Join(got, "\n"), "9:11 CAIRN_X is set by cairn itself")
-	assert.Contains(t, strings.Join(got, "\n"), "14:16 CUDA_VISIBLE_DEVICES is set by cairn itself")
+	// Each says what to do about its own name: GPUs are asked for with
+	// gpus; a CAIRN_ name is another name's to take.
+	assert.Contains(t, got, "9:11 CAIRN_X is set by cairn itself (names starting with CAIRN_ carry the node's context); a stage cannot set it. Give the variable another name.")
+	assert.Contains(t, got, "14:16 CUDA_VISIBLE_DEVICES is set by cairn itself (GPU pinning); a stage cannot set it. Ask for GPUs with gpus = N.")
 }
 
 // plan refuses a pipeline with every error validate gives: a stage's
