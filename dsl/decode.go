@@ -131,7 +131,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			return nil, hcl.Diagnostics{{
 				Severity: hcl.DiagError,
 				Summary:  "No pipeline files",
-				Detail:   fmt.Sprintf("The directory %s holds no .hcl files.", path),
+				Detail:   fmt.Sprintf("The directory %s holds no .hcl files. Write the pipeline in a .hcl file there, or pass a pipeline file (.hcl) itself.", path),
 			}}
 		}
 	} else {
@@ -141,6 +141,10 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var files []*hcl.File
 	for _, p := range paths {
+		if why := pipelineFileProblem(p, st.IsDir()); why != "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline file", Detail: why})
+			continue
+		}
 		l.Reads.Note(p)
 		src, err := os.ReadFile(p)
 		if err != nil {
@@ -830,7 +834,11 @@ func PipelineFolder(dir string) []string {
 	}
 	declaring := 0
 	for _, name := range names {
-		src, err := os.ReadFile(filepath.Join(dir, name))
+		p := filepath.Join(dir, name)
+		if pipelineFileProblem(p, true) != "" {
+			continue // Load says what it is, and does not read it
+		}
+		src, err := os.ReadFile(p)
 		if err != nil {
 			continue
 		}
