@@ -178,10 +178,17 @@ func aggregateDecode(n *Node) (aggregateArgs, hcl.Diagnostics) {
 		}
 	}
 	for _, r := range a.opts.Roots {
-		if within(a.outDir, r) || within(r, a.outDir) {
+		switch {
+		case a.outDir == ".":
+			bad("out_dir", fmt.Sprintf("out_dir %q is the workspace root itself: the report would be written among the runs it reads; name a folder inside it, like \"reports/%s\".", a.outDir, n.Stage))
+		case r == ".":
+			bad("roots", fmt.Sprintf("the root %q is the whole workspace, which holds out_dir %q: the node's files would be among its own inputs and change its key at every run; name the folders that hold the runs in roots.", r, a.outDir))
+		case within(a.outDir, r) || within(r, a.outDir):
 			bad("out_dir", fmt.Sprintf("out_dir %q and the root %q overlap: the node's files would be among its own inputs and change its key at every run; put the report elsewhere.", a.outDir, r))
-			break
+		default:
+			continue
 		}
+		break
 	}
 	return a, diags
 }
