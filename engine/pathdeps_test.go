@@ -355,3 +355,35 @@ stage "command" "late" {
 `)
 	assert.Contains(t, got, "Dependency cycle: stage.summary reads runs (roots), which stage.late writes (outputs)")
 }
+
+// A kind's path is linked however it is spelled: null for its default
+// (reports/NAME), an absolute path inside the workspace.
+func TestKindPathSpellingsAreLinked(t *testing.T) {
+	w := newWorkspace(t, "")
+	w.Write("pipeline.hcl", `
+variable "report_dir" {
+  type    = string
+  default = null
+}
+stage "pareto" "front" {
+  rows    = [{ throughput = 1, "mean@16" = 0.5 }]
+  out_dir = var.report_dir
+}
+stage "command" "pub" {
+  run    = ["cat", "reports/front/table.tsv"]
+  inputs = ["reports/front/table.tsv"]
+}
+stage "command" "train" {
+  run     = ["true"]
+  outputs = ["ckpt/model.bin"]
+}
+stage "serve" "srv" {
+  run     = ["sim-server", "--port", "{port}"]
+  model   = "m"
+  weights = "` + filepath.Join(w.Root, "ckpt", "model.bin") + `"
+}
+`)
+	g := w.Load().Graph
+	assert.Equal(t, []string{"stage.front"}, depAddrs(g, "stage.pub"))
+	assert.Equal(t, []string{"stage.train"}, depAddrs(g, "stage.srv"))
+}

@@ -100,7 +100,7 @@ func (Waves) Check(n *Node) hcl.Diagnostics {
 // PathAttrs implements PathLinker.
 func (Waves) PathAttrs() []PathAttr { return wavesPaths }
 
-var wavesPaths = []PathAttr{{Attr: "log_dir", Write: true}, {Attr: "ledger", Write: true}}
+var wavesPaths = []PathAttr{{Attr: "log_dir", Write: true, Default: func(stage string) string { return "logs/" + stage }}, {Attr: "ledger", Write: true}}
 
 // DeclaredOutputs implements OutputDeclarer: the batch's log folder and
 // its ledger file.

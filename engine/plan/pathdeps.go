@@ -169,8 +169,8 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 							reported[k] = true
 							diags = append(diags, &hcl.Diagnostic{
 								Severity: hcl.DiagError, Summary: "Input written by the same stage",
-								Detail: fmt.Sprintf("%s reads %s (%s), which %s of the same stage writes (%s): nodes of one stage do not wait for each other, so it would read whatever is there when it starts. Move the part that writes %s into a stage of its own; the reader then waits for it.",
-									n.Addr, in.path, in.attr, u.Addr, out.attr, out.path),
+								Detail: fmt.Sprintf("%s reads %s (%s), which %s of the same stage writes (%s): nodes of one stage do not wait for each other, so it would read whatever is there when it starts. %s",
+									n.Addr, in.path, in.attr, u.Addr, out.attr, sameStageAdvice(in, out)),
 								Subject: in.rng.Ptr(),
 							})
 						}
@@ -298,27 +298,46 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 		if !v.IsWhollyKnown() {
 			return nil, false
 		}
-		if v.IsNull() {
-			return nil, true
-		}
+		rng = a.Expr.Range()
 		v, _ = v.Unmark()
-		if v.Type() == cty.String {
-			list = []string{v.AsString()}
-		} else if pa.Attr == "result" {
+		switch {
+		case v.IsNull() && pa.Default != nil:
+			// null is the attribute left out.
+			list = []string{pa.Default(n.Stage.Name)}
+		case v.IsNull():
 			return nil, true
-		} else {
+		case v.Type() == cty.String:
+			list = []string{v.AsString()}
+		case pa.Attr == "result":
+			return nil, true
+		case v.Type().IsObjectType() || v.Type().IsMapType():
+			// A kind's map of paths or of lists of them (a job's
+			// splits and files).
+			for _, e := range v.AsValueMap() {
+				if e.Type() == cty.String && !e.IsNull() {
+					list = append(list, e.AsString())
+				} else if l, err := stages.StringList(e); err == nil {
+					list = append(list, l...)
+				}
+			}
+		default:
 			var err error
 			if list, err = stages.StringList(v); err != nil {
 				return nil, true
 			}
 		}
-		rng = a.Expr.Range()
 		if tc, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok && len(tc.Exprs) == len(list) {
 			elems = tc.Exprs
 		}
 	}
 	out := make([]declPath, 0, len(list)*max(1, len(pa.Files)))
 	for i, p := range list {
+		if filepath.IsAbs(p) {
+			// A path inside the workspace, written whole.
+			if rel, err := filepath.Rel(g.Root, p); err == nil && filepath.IsLocal(rel) {
+				p = rel
+			}
+		}
 		if p == "" || filepath.IsAbs(p) {
 			continue
 		}
@@ -353,11 +372,20 @@ func (g *Graph) LateCheck(n *Node, sn *stages.Node) string {
 	if pd == nil || !pd.late[n] {
 		return ""
 	}
-	for _, p := range c.Inputs {
+	ins := c.Inputs
+	if svc, ok := n.Kind.(stages.Service); ok {
+		if w := svc.WeightsPath(sn); w != "" {
+			if rel, err := filepath.Rel(g.Root, w); filepath.IsAbs(w) && err == nil && filepath.IsLocal(rel) {
+				w = rel
+			}
+			ins = append(slices.Clip(ins), filepath.Clean(w))
+		}
+	}
+	for _, p := range ins {
 		for _, w := range pd.writes.overlapping(p) {
 			if w.node != n && !g.dependsOn(n, w.node) {
-				return fmt.Sprintf("input %s is written by %s (%s, as %s), and nothing makes this node wait for it: its inputs are computed from results, so cairn could not see this when planning. Add after = [%s] to stage.%s",
-					p, w.node.Addr, w.attr, w.path, w.node.Addr, n.Stage.Name)
+				return fmt.Sprintf("input %s is written by %s (%s, as %s), and nothing makes this node wait for it: its inputs are computed from results, so cairn could not see this when planning. %s",
+					p, w.node.Addr, w.attr, w.path, lateAdvice(w.node, n))
 			}
 		}
 	}
@@ -373,12 +401,33 @@ func (g *Graph) LateCheck(n *Node, sn *stages.Node) string {
 	for _, p := range outs {
 		for _, r := range pd.reads.overlapping(p) {
 			if r.node != n && !g.dependsOn(r.node, n) {
-				return fmt.Sprintf("%s is read by %s (%s, as %s), which does not wait for this node: its outputs are computed from results, so cairn could not see this when planning. Add after = [%s] to stage.%s",
-					p, r.node.Addr, r.attr, r.path, n.Addr, r.node.Stage.Name)
+				return fmt.Sprintf("%s is read by %s (%s, as %s), which does not wait for this node: its outputs are computed from results, so cairn could not see this when planning. %s",
+					p, r.node.Addr, r.attr, r.path, lateAdvice(n, r.node))
 			}
 		}
 	}
 	return ""
+}
+
+// sameStageAdvice says what to change where a node reads what another
+// node of its stage writes: the writing moved into a stage of its own,
+// or, for a path the kind writes itself (a ledger), that path moved out
+// of the input.
+func sameStageAdvice(in, out declPath) string {
+	if out.attr != "outputs" && out.attr != "result" {
+		return fmt.Sprintf("Set %s to a path outside %s, or list in %s the files the nodes read.", out.attr, in.path, in.attr)
+	}
+	return fmt.Sprintf("Move the part that writes %s into a stage of its own; the reader then waits for it.", out.path)
+}
+
+// lateAdvice says how a reader comes to wait for a writer: an after entry,
+// or, for two nodes of one stage (which cannot wait for each other), a
+// stage of its own for the writing.
+func lateAdvice(writer, reader *Node) string {
+	if writer.Stage == reader.Stage {
+		return fmt.Sprintf("Nodes of one stage do not wait for each other: move the part that writes it into a stage of its own, or have %s write elsewhere", writer.Addr)
+	}
+	return fmt.Sprintf("Add after = [%s] to stage.%s", writer.Addr, reader.Stage.Name)
 }
 
 // dependsOn reports whether node n depends on node u, directly or through
