@@ -279,8 +279,13 @@ func (a *app) openCache() (*store.Cache, error) {
 	if err := a.checkCacheFolder(); err != nil {
 		return nil, err
 	}
+	root, err := filepath.Abs(a.root())
+	if err != nil {
+		root = a.root()
+	}
 	c, err := store.Open(a.cachePath(), store.Options{
-		NoSync: noFsync(),
+		NoSync:    noFsync(),
+		Workspace: root,
 		Warn: func(format string, args ...any) {
 			msg := fmt.Sprintf(format, args...)
 			a.cacheWarnings = append(a.cacheWarnings, msg)

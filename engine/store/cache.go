@@ -108,9 +108,9 @@ func RecordKey(p []byte) (key string, ok bool) {
 const (
 	recAction = 'A' // 'A' + 64-hex key + record JSON
 	recAddr   = 'P' // 'P' + 64-hex key + pipeline + 0x00 + address
-	// recHeld points an address at the key whose outputs its workspace
-	// was given from the cache (Point): 'H' + 64-hex key + pipeline + 0x00
-	// + address.
+	// recHeld points an address at the key whose outputs one workspace
+	// was last given, committed or taken from the cache (Point): 'H' +
+	// 64-hex key + pipeline + 0x00 + address + 0x00 + workspace root.
 	recHeld  = 'H'
 	recEvict = 'X' // 'X' + 64-hex key: the record is gone (corrupt, or gc)
 	// recNeeds is an action record that counts only where the records it
@@ -148,11 +148,15 @@ type Cache struct {
 	actions map[string][]byte
 	// addrs maps pipeline + "\x00" + address to the last key committed.
 	addrs map[string]string
-	// held maps pipeline + "\x00" + address to the key last committed or
-	// taken from the cache for it (HeldKey).
-	held   map[string]string
-	offset int64 // index bytes already read
-	pre    map[string]*prefetched
+	// held maps pipeline + "\x00" + address + "\x00" + workspace root to
+	// the key last committed or taken from the cache for it there
+	// (HeldKey).
+	held map[string]string
+	// workspace is the root of the workspace this process works in
+	// (Options.Workspace).
+	workspace string
+	offset    int64 // index bytes already read
+	pre       map[string]*prefetched
 	// indexFile identifies the index file read so far (gc replaces it).
 	indexFile os.FileInfo
 	// indexRead is that file, open for Refresh's reads while it is the
@@ -192,6 +196,10 @@ type Options struct {
 	// Warn receives problems that cost a cache hit but nothing else, from
 	// the first read of the index on (see Cache.Warn).
 	Warn func(format string, args ...any)
+	// Workspace is the absolute root of the workspace the process works
+	// in: each workspace sharing the cache has its own held keys
+	// (HeldKey). "" for none.
+	Workspace string
 }
 
 // Open opens (creating) a cache folder and loads its index.
@@ -206,7 +214,7 @@ func Open(dir string, opts Options) (*Cache, error) {
 	c := &Cache{
 		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: cmp.Or(failpoint.SyncDelay(), DefaultSyncDelay),
 		Stat:    fsdigest.Load(StatCachePath(dir)),
-		actions: map[string][]byte{}, addrs: map[string]string{}, held: map[string]string{},
+		actions: map[string][]byte{}, addrs: map[string]string{}, held: map[string]string{}, workspace: opts.Workspace,
 		Warn: func(string, ...any) {},
 	}
 	if opts.Warn != nil {
@@ -369,7 +377,6 @@ func (c *Cache) loadIndexRecord(off int64, p []byte) {
 		c.actions[key] = append([]byte(nil), body...)
 	case recAddr:
 		c.addrs[string(p[65:])] = key
-		c.held[string(p[65:])] = key
 	case recHeld:
 		c.held[string(p[65:])] = key
 	case recEvict:
@@ -544,12 +551,21 @@ func (c *Cache) LastKey(pipeline, addr string) string {
 }
 
 // HeldKey returns the key whose outputs a node address of a pipeline was
-// last given: committed, or taken from the cache (Point); what its
-// workspace holds, where one workspace uses the cache.
+// last given in this process's workspace (Options.Workspace): committed,
+// or taken from the cache (Point). Where that workspace has none noted
+// (an index older than these notes), the key last committed.
 func (c *Cache) HeldKey(pipeline, addr string) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.held[pipeline+"\x00"+addr]
+	if k, ok := c.held[c.heldID(pipeline, addr)]; ok {
+		return k
+	}
+	return c.addrs[pipeline+"\x00"+addr]
+}
+
+// heldID is the held map's key of an address in this workspace.
+func (c *Cache) heldID(pipeline, addr string) string {
+	return pipeline + "\x00" + addr + "\x00" + c.workspace
 }
 
 // Point makes key the held one for a node address of a pipeline (HeldKey)
@@ -558,11 +574,8 @@ func (c *Cache) HeldKey(pipeline, addr string) string {
 // configuration's files in a folder output, compare with what the
 // workspace holds, not with the configuration run before it.
 func (c *Cache) Point(pipeline, addr, key string) error {
-	id := pipeline + "\x00" + addr
-	c.mu.RLock()
-	cur := c.held[id]
-	c.mu.RUnlock()
-	if cur == key {
+	id := c.heldID(pipeline, addr)
+	if c.HeldKey(pipeline, addr) == key {
 		return nil
 	}
 	if len(key) != 64 {
@@ -645,20 +658,23 @@ func (c *Cache) Commit(r *Record, needs []Need) (int64, error) {
 		act = append(act, body...)
 	}
 	addr := append(append([]byte{recAddr}, r.Key...), r.Pipeline+"\x00"+r.Address...)
+	// This workspace holds it now.
+	held := c.heldID(r.Pipeline, r.Address)
+	heldRec := append(append([]byte{recHeld}, r.Key...), held...)
 	c.mu.Lock()
 	l, err := c.openLog()
 	c.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	span, err := l.AppendAt([][]byte{act, addr}, wal.Written)
+	span, err := l.AppendAt([][]byte{act, addr, heldRec}, wal.Written)
 	if err != nil {
 		return 0, fmt.Errorf("cache: %w", err)
 	}
 	c.mu.Lock()
 	c.actions[r.Key] = body
 	c.addrs[r.Pipeline+"\x00"+r.Address] = r.Key
-	c.held[r.Pipeline+"\x00"+r.Address] = r.Key
+	c.held[held] = r.Key
 	if span.Alone && span.Start == c.offset && c.log == l {
 		// Refresh has read everything before these records, which are
 		// now in the maps: it need not read them back.

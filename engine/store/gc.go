@@ -172,10 +172,8 @@ func (c *Cache) compact(keep map[string]bool) error {
 	for addr, k := range c.addrs {
 		batch = append(batch, append(append([]byte{recAddr}, k...), addr...))
 	}
-	for addr, k := range c.held {
-		if c.addrs[addr] != k {
-			batch = append(batch, append(append([]byte{recHeld}, k...), addr...))
-		}
+	for id, k := range c.held {
+		batch = append(batch, append(append([]byte{recHeld}, k...), id...))
 	}
 	if len(batch) > 0 {
 		if err := l.Append(batch, wal.Durable); err != nil {
