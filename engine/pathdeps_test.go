@@ -256,6 +256,11 @@ stage "command" "writer" {
 	assert.Contains(t, r.out, "input data/x.txt is written by stage.writer (outputs, as data/x.txt), and nothing makes this node wait for it")
 	assert.Contains(t, r.out, "Add after = [stage.writer] to stage.reader")
 
+	// With stage.name cached, plan knows the path and says what apply
+	// will do: fail the reader before it starts.
+	text := w.PlanText(plan.Options{})
+	assert.Contains(t, text, "stage.reader  run: fails before it starts (class setup): input data/x.txt is written by stage.writer")
+
 	// With the dependency written, it runs.
 	w.Write("pipeline.hcl", strings.Replace(w.Read("pipeline.hcl"), `inputs = [stage.name.result.file]`, "inputs = [stage.name.result.file]\n  after  = [stage.writer]", 1))
 	r = w.apply(ApplyOptions{})
@@ -380,7 +385,7 @@ stage "command" "train" {
 stage "serve" "srv" {
   run     = ["sim-server", "--port", "{port}"]
   model   = "m"
-  weights = "` + filepath.Join(w.Root, "ckpt", "model.bin") + `"
+  weights = "`+filepath.Join(w.Root, "ckpt", "model.bin")+`"
 }
 `)
 	g := w.Load().Graph

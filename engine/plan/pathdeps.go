@@ -433,6 +433,9 @@ func lateAdvice(writer, reader *Node) string {
 // dependsOn reports whether node n depends on node u, directly or through
 // other nodes.
 func (g *Graph) dependsOn(n, u *Node) bool {
+	if _, direct := slices.BinarySearch(n.Deps, u.ID); direct {
+		return true // most often: linkPaths made it
+	}
 	seen := map[int]bool{}
 	stack := append([]int{}, n.Deps...)
 	for len(stack) > 0 {

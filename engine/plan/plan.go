@@ -514,6 +514,11 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		return diags
 	}
 	pn.Spec = sn
+	if msg := g.LateCheck(n, sn); msg != "" {
+		// Apply fails it before it starts (prepare): said now.
+		pn.Reasons = []string{"fails before it starts (class setup): " + msg}
+		return diags
+	}
 	// While an upstream's output is unknown the key is too (envelopeFrom
 	// says which upstream before it looks at the rest): the node's
 	// arguments, inputs and weights are not digested for it.
