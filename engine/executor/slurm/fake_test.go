@@ -458,13 +458,16 @@ func TestWrapperEnforcesTheTimeout(t *testing.T) {
 	j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
 		Argv: []string{"true"}, Timeout: time.Hour, KillGrace: time.Second}
 	require.NoError(t, writeScript(j))
-	require.NoError(t, exec.Command("bash", j.Script).Run())
+	script := exec.Command("bash", j.Script)
+	require.NoError(t, script.Run())
 	st, ok, err := readExit(j.ExitFile)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, 0, st.Status)
 	assert.False(t, st.TimedOut)
-	out, _ := exec.Command("pgrep", "-f", "sleep 3600.000").Output()
+	// This script's watchdog, by the script's pid among its arguments:
+	// another test's (or another apply's) may be running.
+	out, _ := exec.Command("pgrep", "-f", fmt.Sprintf("watchdog 3600.000 %d ", script.Process.Pid)).Output()
 	assert.Empty(t, strings.TrimSpace(string(out)), "the watchdog ended with the script")
 }
 
