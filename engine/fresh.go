@@ -174,26 +174,17 @@ func (m *freshMarks) check(since time.Time) string {
 				left = append(left, rel)
 			}
 		}
+		// A folder is written when a file in it changed, appeared or
+		// went away: one that only gained files was written too, and
+		// what it holds besides them is checked all the same.
+		if !written {
+			written = m.gained(om)
+		}
 		if written && msg == "" {
 			msg = m.otherConfiguration(om, left)
 		}
 		if written || msg != "" {
 			continue
-		}
-		// A folder is written when a file in it changed, appeared or
-		// went away.
-		full := filepath.Join(m.root, om.decl)
-		if st, err := os.Lstat(full); err == nil && st.IsDir() {
-			n := 0
-			_ = filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
-					n++
-				}
-				return nil
-			})
-			if n != len(om.files) {
-				continue
-			}
 		}
 		what := "the declared output"
 		if om.result {
@@ -207,6 +198,25 @@ func (m *freshMarks) check(since time.Time) string {
 		msg = fmt.Sprintf("%s %s was not written by this run: it is the file an earlier run left%s; the node must write it each time it runs", what, om.decl, since)
 	}
 	return msg
+}
+
+// gained reports whether the declared folder of om holds files that were
+// not there when it was marked (none went away: check saw every marked
+// file).
+func (m *freshMarks) gained(om *outputMarks) bool {
+	full := filepath.Join(m.root, om.decl)
+	st, err := os.Lstat(full)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	n := 0
+	_ = filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n != len(om.files)
 }
 
 // otherConfiguration returns a message naming the files of a written

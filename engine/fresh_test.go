@@ -92,19 +92,23 @@ func TestStaleOutputFailsTheNode(t *testing.T) {
 }
 
 func TestRewrittenFilesAreFresh(t *testing.T) {
-	for name, script := range map[string]string{
+	for name, scripts := range map[string][2]string{
 		// The same bytes again, at once (within the clock tick of the
 		// earlier write on a coarse filesystem).
-		"same content": writeAll,
+		"same content": {writeAll, writeAll},
 		// Write and rename, as careful runners do; a new file in the
-		// folder counts as writing it.
-		"rename": `echo '{"accuracy": 0.95}' > out/tmp && mv out/tmp out/latest.json && touch out/table.txt && echo g > out/dir/g.txt`,
+		// folder (empty before: no other configuration's file is left
+		// in it) counts as writing it.
+		"rename": {
+			`mkdir -p out/dir && echo '{"accuracy": 0.9}' > out/latest.json && echo t > out/table.txt`,
+			`echo '{"accuracy": 0.95}' > out/tmp && mv out/tmp out/latest.json && touch out/table.txt && echo g > out/dir/g.txt`,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := newWorkspace(t, freshPipeline)
-			r := w.apply(ApplyOptions{}, "script="+writeAll)
+			r := w.apply(ApplyOptions{}, "script="+scripts[0])
 			require.Equal(t, 0, r.res.Failed, r.out)
-			r = w.apply(ApplyOptions{}, "v=2", "script="+script)
+			r = w.apply(ApplyOptions{}, "v=2", "script="+scripts[1])
 			assert.Equal(t, 0, r.res.Failed, r.out)
 			assert.GreaterOrEqual(t, r.res.Ran, 1, r.out)
 		})
@@ -261,4 +265,21 @@ func TestConfigurationTakenFromTheCacheIsTheOneCompared(t *testing.T) {
 	require.NotNil(t, f, r.out)
 	assert.Equal(t, "result", f.Class)
 	assert.Contains(t, f.Message, "out/dir holds out/dir/g.txt, which this run did not write")
+}
+
+// A folder the run only added files to (it rewrote none of those it
+// found) is checked all the same: another configuration's files in it
+// fail the node, and are not committed beside the new ones.
+func TestFolderThatOnlyGainedFilesIsChecked(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	r := w.apply(ApplyOptions{}, "script="+writeAll+" && echo g > out/dir/g.txt")
+	require.Equal(t, 0, r.res.Failed, r.out)
+
+	// Another configuration writes only out/dir/h.txt in the folder.
+	other := `echo '{"accuracy": 0.9}' > out/latest.json && echo t > out/table.txt && echo h > out/dir/h.txt`
+	r = w.apply(ApplyOptions{}, "v=2", "script="+other)
+	f := failureOf(r, "stage.gate")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "out/dir holds out/dir/f.txt, out/dir/g.txt, which this run did not write")
 }
