@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine/fsdigest"
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
 )
@@ -58,6 +59,9 @@ type freshMarks struct {
 	// has another key: another configuration's outputs (nil: none). Read
 	// only where a written folder holds a file this attempt did not write.
 	earlier func() *store.Record
+	// stat digests the files left in a folder, to compare them with what
+	// earlier holds (set with earlier).
+	stat *fsdigest.Cache
 }
 
 // markOutputs marks the existing files among a node's declared result and
@@ -221,14 +225,16 @@ func (m *freshMarks) gained(om *outputMarks) bool {
 
 // otherConfiguration returns a message naming the files of a written
 // folder (om) that this attempt left as they were (left) and that the
-// node's last record, of another configuration, holds among its outputs:
-// that configuration's output, not this one's, which committing would
-// store as this configuration's and restore wherever it is asked for
-// ("" when there are none). Files no committed record of another
-// configuration holds (an interrupted attempt's, the user's own) are
-// kept: a command that skips the files it finds may rely on them.
+// node's last record, of another configuration, holds among its outputs
+// with the same content: that configuration's output, not this one's,
+// which committing would store as this configuration's and restore
+// wherever it is asked for ("" when there are none). Files no committed
+// record of another configuration holds so (an interrupted attempt's, the
+// user's own, also one by the name of that configuration's output with
+// other content) are kept: a command that skips the files it finds may
+// rely on them.
 func (m *freshMarks) otherConfiguration(om *outputMarks, left []string) string {
-	if len(left) == 0 || m.earlier == nil {
+	if len(left) == 0 || m.earlier == nil || m.stat == nil {
 		return ""
 	}
 	rec := m.earlier()
@@ -237,8 +243,13 @@ func (m *freshMarks) otherConfiguration(om *outputMarks, left []string) string {
 	}
 	var stale []string
 	for _, rel := range left {
-		if _, ok := rec.Outputs[filepath.ToSlash(rel)]; ok {
-			stale = append(stale, filepath.ToSlash(rel))
+		p := filepath.ToSlash(rel)
+		want, ok := rec.Outputs[p]
+		if !ok {
+			continue
+		}
+		if _, same := plan.OutputState(m.root, p, want, m.stat); same {
+			stale = append(stale, p)
 		}
 	}
 	if len(stale) == 0 {
@@ -248,8 +259,12 @@ func (m *freshMarks) otherConfiguration(om *outputMarks, left []string) string {
 	if rec.RunID != "" {
 		run = " (run " + rec.RunID + ")"
 	}
-	return fmt.Sprintf("%s holds %s, which this run did not write: an earlier run of this node with another configuration%s wrote it, so it is not this configuration's output; remove it (or have the command empty %s before it writes there), then apply again",
-		om.decl, fewPaths(stale), run, om.decl)
+	it, is := "it", "it is"
+	if len(stale) > 1 {
+		it, is = "them", "they are"
+	}
+	return fmt.Sprintf("%s holds %s, which this run did not write: an earlier run of this node with another configuration%s wrote %s, so %s not this configuration's output; remove %s (or have the command empty %s before it writes there), then apply again",
+		om.decl, fewPaths(stale), run, it, is, it, om.decl)
 }
 
 // fewPaths names paths for a message: sorted, the first three, and how

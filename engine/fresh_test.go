@@ -283,3 +283,18 @@ func TestFolderThatOnlyGainedFilesIsChecked(t *testing.T) {
 	assert.Equal(t, "result", f.Class)
 	assert.Contains(t, f.Message, "out/dir holds out/dir/f.txt, out/dir/g.txt, which this run did not write")
 }
+
+// A file left in the folder is another configuration's only where that
+// configuration's record holds it with the same content: a file of the
+// user's own by the same name (another workspace sharing the cache, or
+// one rewritten by hand) is not blamed on an earlier run, and stays.
+func TestFileByAnotherConfigurationsNameWithOtherContentStays(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	r := w.apply(ApplyOptions{}, "script="+writeAll+" && echo g > out/dir/g.txt")
+	require.Equal(t, 0, r.res.Failed, r.out)
+
+	w.Write("out/dir/g.txt", "my own notes\n")
+	r = w.apply(ApplyOptions{}, "v=2", "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, "my own notes\n", w.Read("out/dir/g.txt"))
+}

@@ -136,7 +136,10 @@ func (a *applier) execute(ns *nodeState) event {
 		earlier := ns.runCounts
 		ns.class, ns.message, ns.runCounts = "", "", nil
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
-		marks.earlier = func() *store.Record { return a.otherConfigRecord(ns) }
+		if a.cache != nil {
+			marks.earlier = func() *store.Record { return a.otherConfigRecord(ns) }
+			marks.stat = a.cache.Stat
+		}
 		out, err := a.runKind(ns)
 		ns.ended = time.Now()
 		if ns.svc != nil && err == nil {
