@@ -55,13 +55,20 @@ type freshMarks struct {
 	root string
 	outs []*outputMarks
 	at   time.Time // when the files were marked
-	// earlier is the record this node's address last committed, when it
-	// has another key: another configuration's outputs (nil: none). Read
-	// only where a written folder holds a file this attempt did not write.
-	earlier func() *store.Record
+	// held is the record whose outputs this node's address was last
+	// given (committed, or taken from the cache; nil: none), and key the
+	// attempt's: held is another configuration's where its key is not
+	// key. Read only where a written folder holds a file this attempt did
+	// not write.
+	held func() *store.Record
+	key  string
 	// stat digests the files left in a folder, to compare them with what
-	// earlier holds (set with earlier).
+	// held holds (set with held).
 	stat *fsdigest.Cache
+	// kept are the files check found in written folders that the attempt
+	// did not write, and that are no configuration's output (the record
+	// lists them: store.Record.Kept).
+	kept []string
 }
 
 // markOutputs marks the existing files among a node's declared result and
@@ -184,10 +191,15 @@ func (m *freshMarks) check(since time.Time) string {
 		if !written {
 			written = m.gained(om)
 		}
-		if written && msg == "" {
-			msg = m.otherConfiguration(om, left)
+		if written {
+			stale, kept, rec := m.leftFiles(left)
+			if msg == "" && len(stale) > 0 {
+				msg = otherConfiguration(om, stale, rec)
+			}
+			m.kept = append(m.kept, kept...)
+			continue
 		}
-		if written || msg != "" {
+		if msg != "" {
 			continue
 		}
 		what := "the declared output"
@@ -223,38 +235,44 @@ func (m *freshMarks) gained(om *outputMarks) bool {
 	return n != len(om.files)
 }
 
-// otherConfiguration returns a message naming the files of a written
-// folder (om) that this attempt left as they were (left) and that the
-// node's last record, of another configuration, holds among its outputs
-// with the same content: that configuration's output, not this one's,
-// which committing would store as this configuration's and restore
-// wherever it is asked for ("" when there are none). Files no committed
-// record of another configuration holds so (an interrupted attempt's, the
-// user's own, also one by the name of that configuration's output with
-// other content) are kept: a command that skips the files it finds may
-// rely on them.
-func (m *freshMarks) otherConfiguration(om *outputMarks, left []string) string {
-	if len(left) == 0 || m.earlier == nil || m.stat == nil {
-		return ""
+// leftFiles sorts the files of a written folder that this attempt left
+// as they were (left), by what the held record (rec, nil when there is
+// none) holds: stale are those it holds among its outputs with the same
+// content, and does not mark kept, where it is another configuration's:
+// that configuration's output, not this one's, which committing would
+// store as this configuration's and restore wherever it is asked for. Its
+// outputs where it is this configuration's (an earlier run of it, the
+// command skipping what it finds) are neither: they are this
+// configuration's. kept are the rest (the user's own, an interrupted
+// attempt's, one by the name of an output with other content): no
+// configuration's output, kept for a command that skips what it finds.
+func (m *freshMarks) leftFiles(left []string) (stale, kept []string, rec *store.Record) {
+	if len(left) == 0 {
+		return nil, nil, nil
 	}
-	rec := m.earlier()
-	if rec == nil {
-		return ""
+	if m.held != nil && m.stat != nil {
+		rec = m.held()
 	}
-	var stale []string
 	for _, rel := range left {
 		p := filepath.ToSlash(rel)
-		want, ok := rec.Outputs[p]
-		if !ok {
-			continue
+		if rec != nil && !rec.IsKept(p) {
+			if want, ok := rec.Outputs[p]; ok {
+				if _, same := plan.OutputState(m.root, p, want, m.stat); same {
+					if rec.Key != m.key {
+						stale = append(stale, p)
+					}
+					continue
+				}
+			}
 		}
-		if _, same := plan.OutputState(m.root, p, want, m.stat); same {
-			stale = append(stale, p)
-		}
+		kept = append(kept, p)
 	}
-	if len(stale) == 0 {
-		return ""
-	}
+	return stale, kept, rec
+}
+
+// otherConfiguration is the message naming the files of a written folder
+// (om) that another configuration's record (rec) holds: stale (leftFiles).
+func otherConfiguration(om *outputMarks, stale []string, rec *store.Record) string {
 	run := ""
 	if rec.RunID != "" {
 		run = " (run " + rec.RunID + ")"

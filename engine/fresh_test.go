@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 )
 
@@ -297,4 +298,55 @@ func TestFileByAnotherConfigurationsNameWithOtherContentStays(t *testing.T) {
 	r = w.apply(ApplyOptions{}, "v=2", "script="+writeAll)
 	require.Equal(t, 0, r.res.Failed, r.out)
 	assert.Equal(t, "my own notes\n", w.Read("out/dir/g.txt"))
+}
+
+// A file the run found in its folder and did not write (the user's own) is
+// stored with the record and marked kept there: the next configuration
+// does not take it for that one's output, and a configuration taken from
+// the cache does not remove it.
+func TestKeptFileIsNoConfigurationsOutput(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	r := w.apply(ApplyOptions{}, "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	w.Write("out/dir/notes.txt", "mine\n")
+
+	r = w.apply(ApplyOptions{}, "v=2", "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	rec, ok := c.Lookup(c.LastKey("t", "stage.gate"))
+	require.True(t, ok)
+	require.NoError(t, c.Close())
+	assert.Contains(t, rec.Outputs, "out/dir/notes.txt", "a kept file is stored")
+	assert.Equal(t, []string{"out/dir/notes.txt"}, rec.Kept)
+
+	r = w.apply(ApplyOptions{}, "v=3", "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+
+	// Back to the first configuration, taken from the cache.
+	r = w.apply(ApplyOptions{}, "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	require.Equal(t, 0, r.res.Ran, r.out)
+	assert.NotContains(t, r.out, "removed")
+	assert.Equal(t, "mine\n", w.Read("out/dir/notes.txt"))
+}
+
+// A file an earlier run of the same configuration wrote, and a run of it
+// again (--replace) left in place (a command that skips what it finds), is
+// that configuration's output, not a kept file of no configuration: the
+// next configuration is refused for holding it.
+func TestRerunLeavesItsOwnOutputsTheConfigurations(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	skips := "script=" + writeAll + " && ([ -e out/dir/g.txt ] || echo g > out/dir/g.txt)"
+	r := w.apply(ApplyOptions{}, skips)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	r = w.apply(ApplyOptions{Replace: map[string]bool{"stage.gate": true}}, skips)
+	require.Equal(t, 0, r.res.Failed, r.out)
+	require.Equal(t, 1, r.res.Ran, r.out)
+
+	r = w.apply(ApplyOptions{}, "v=2", skips)
+	f := failureOf(r, "stage.gate")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "out/dir holds out/dir/g.txt, which this run did not write")
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,9 +33,11 @@ var testBeforePersist func(addr string) error
 // makes its record, all but its envelope, which persist adds; from then
 // on the record is read only, and the node's downstreams need nothing
 // more to start (see release). A missing output or an unreadable result
-// fails the node with class "result" (nothing is committed).
+// fails the node with class "result" (nothing is committed). kept are the
+// files the attempt found in its output folders and did not write: the
+// record lists them (store.Record.Kept).
 
-func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, string, string) {
+func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*store.Record, string, string) {
 	c := ns.spec.Common
 	rec := &store.Record{
 		Key: ns.key, Outputs: map[string]string{}, Modes: map[string]uint32{},
@@ -109,6 +112,13 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome) (*store.Record, str
 	// the next apply.
 	rec.Started, rec.Ended = rec.Started.Round(0), rec.Ended.Round(0)
 	rec.OutputDigest = plan.OutputDigest(rec.Outputs, rec.Result, "ok")
+	for _, p := range kept {
+		if _, ok := rec.Outputs[p]; ok {
+			rec.Kept = append(rec.Kept, p)
+		}
+	}
+	slices.Sort(rec.Kept)
+	rec.Kept = slices.Compact(rec.Kept)
 	return rec, "", ""
 }
 
@@ -540,6 +550,9 @@ func (a *applier) removeOtherConfigurations(ns *nodeState, rec *store.Record) {
 		left := extras[:0]
 		for _, p := range extras {
 			want, ok := r.Outputs[p]
+			// A file that record's run found there and kept (the
+			// user's own) is no configuration's output.
+			ok = ok && !r.IsKept(p)
 			_, inline := r.Inline[p]
 			if ok && (inline || a.cache.Blobs.Has(cas.Digest(want))) {
 				if _, same := plan.OutputState(a.g.Root, p, want, a.cache.Stat); same && os.Remove(filepath.Join(a.g.Root, p)) == nil {

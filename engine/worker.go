@@ -137,7 +137,7 @@ func (a *applier) execute(ns *nodeState) event {
 		ns.class, ns.message, ns.runCounts = "", "", nil
 		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
 		if a.cache != nil {
-			marks.earlier = func() *store.Record { return a.otherConfigRecord(ns) }
+			marks.held, marks.key = func() *store.Record { return a.heldRecord(ns) }, ns.key
 			marks.stat = a.cache.Stat
 		}
 		out, err := a.runKind(ns)
@@ -175,7 +175,7 @@ func (a *applier) execute(ns *nodeState) event {
 					// slot now: one event less to wake the loop for.
 					a.events <- event{id: ns.n.ID, kind: evExited}
 				}
-				rec, class, msg := a.settle(ns, out)
+				rec, class, msg := a.settle(ns, out, marks.kept)
 				if class == "" && ns.persisted != nil {
 					// Its downstreams may start now: the loop reads
 					// the node's state from here on, and a record that
@@ -213,15 +213,15 @@ func (a *applier) execute(ns *nodeState) event {
 	}
 }
 
-// otherConfigRecord returns the record ns's address was last given (committed,
-// or taken from the cache) when its key is not ns's: what another
-// configuration of the node wrote; nil when there is none.
-func (a *applier) otherConfigRecord(ns *nodeState) *store.Record {
+// heldRecord returns the record whose outputs ns's address was last given
+// (committed, or taken from the cache): another configuration's where its
+// key is not ns's; nil when there is none.
+func (a *applier) heldRecord(ns *nodeState) *store.Record {
 	if a.cache == nil {
 		return nil
 	}
 	k := a.cache.HeldKey(a.g.Config.Name, ns.n.Addr)
-	if k == "" || k == ns.key {
+	if k == "" {
 		return nil
 	}
 	rec, ok := a.cache.Lookup(k)
@@ -229,4 +229,14 @@ func (a *applier) otherConfigRecord(ns *nodeState) *store.Record {
 		return nil
 	}
 	return rec
+}
+
+// otherConfigRecord returns the record ns's address was last given (committed,
+// or taken from the cache) when its key is not ns's: what another
+// configuration of the node wrote; nil when there is none.
+func (a *applier) otherConfigRecord(ns *nodeState) *store.Record {
+	if rec := a.heldRecord(ns); rec != nil && rec.Key != ns.key {
+		return rec
+	}
+	return nil
 }

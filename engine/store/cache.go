@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +42,13 @@ type Record struct {
 	// Inline holds the content of the small outputs (see engine's
 	// inlineMax), which have no blob: the record carries them, and is
 	// durable with them.
-	Inline       map[string][]byte `json:"inline,omitempty"`
+	Inline map[string][]byte `json:"inline,omitempty"`
+	// Kept lists, sorted, the outputs in a declared folder that the run
+	// did not write and found there (the user's own, an interrupted
+	// attempt's): stored with the record as they were, they are no
+	// configuration's output, and no other configuration takes them for
+	// this one's. Empty (and left out) in records from before it.
+	Kept         []string          `json:"kept,omitempty"`
 	Modes        map[string]uint32 `json:"modes,omitempty"`
 	Result       json.RawMessage   `json:"result,omitempty"`
 	OutputDigest string            `json:"output_digest"`
@@ -72,6 +79,13 @@ type Record struct {
 	// was not needed (stages.Outcome.NotNeeded): it answers for the node
 	// only while the node is not needed.
 	NotNeeded bool `json:"not_needed,omitempty"`
+}
+
+// IsKept reports whether the record lists output p among the files its
+// run found in a folder and did not write (Kept).
+func (r *Record) IsKept(p string) bool {
+	_, ok := slices.BinarySearch(r.Kept, p)
+	return ok
 }
 
 // Launch describes the batch launch in which a variant of a waves stage

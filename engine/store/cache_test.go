@@ -253,3 +253,34 @@ func TestZeroedIndexIsStartedAnewWithAWarning(t *testing.T) {
 	assert.Contains(t, warned[0], fmt.Sprintf("held %d bytes without a valid header", fi.Size()))
 	assert.False(t, c.Has(fmt.Sprintf("%064d", 1)))
 }
+
+// A record lists its kept outputs only when it has some: a record without
+// them is written as before, and one written before them reads as having
+// none.
+func TestRecordKeptIsLeftOutWhenEmpty(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	_, err = c.Commit(&Record{Key: a, Pipeline: "p", Address: "stage.x", Outputs: map[string]string{"od/f": "d"}}, nil)
+	require.NoError(t, err)
+	_, err = c.Commit(&Record{Key: b, Pipeline: "p", Address: "stage.x", Outputs: map[string]string{"od/f": "d", "od/n": "e"}, Kept: []string{"od/n"}}, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	idx, err := os.ReadFile(IndexPath(dir))
+	require.NoError(t, err)
+	assert.Equal(t, 1, bytes.Count(idx, []byte(`"kept"`)), "only the record with kept outputs names them")
+
+	c, err = Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	ra, ok := c.Lookup(a)
+	require.True(t, ok)
+	assert.Nil(t, ra.Kept)
+	assert.False(t, ra.IsKept("od/f"))
+	rb, ok := c.Lookup(b)
+	require.True(t, ok)
+	assert.True(t, rb.IsKept("od/n"))
+	assert.False(t, rb.IsKept("od/f"))
+}
