@@ -530,18 +530,21 @@ func (a *applier) removeOtherConfigurations(ns *nodeState, rec *store.Record) {
 	if len(extras) == 0 {
 		return
 	}
-	// The node's other records: the last one committed first (switching
-	// back to a configuration), then every one of the address.
+	// The node's other records: the one the workspace held first
+	// (switching back to a configuration), then every other one of the
+	// address, newest first. The index names them: no record of another
+	// address is read.
 	others := func(yield func(*store.Record) bool) {
 		last := a.otherConfigRecord(ns)
 		if last != nil && !yield(last) {
 			return
 		}
-		for _, r := range a.cache.Records() {
-			if r.Pipeline == a.g.Config.Name && r.Address == ns.n.Addr && r.Key != rec.Key && (last == nil || r.Key != last.Key) {
-				if !yield(r) {
-					return
-				}
+		for _, k := range a.cache.KeysOf(a.g.Config.Name, ns.n.Addr) {
+			if k == rec.Key || (last != nil && k == last.Key) {
+				continue
+			}
+			if r, ok := a.cache.Lookup(k); ok && !yield(r) {
+				return
 			}
 		}
 	}

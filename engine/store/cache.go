@@ -169,8 +169,17 @@ type Cache struct {
 	// workspace is the root of the workspace this process works in
 	// (Options.Workspace).
 	workspace string
-	offset    int64 // index bytes already read
-	pre       map[string]*prefetched
+	// byAddr maps pipeline + "\x00" + address to every key the index's
+	// address records ('P', and 'H' of any workspace) have named for it,
+	// oldest first; keys whose record is gone stay until the index is
+	// read again (KeysOf skips them).
+	byAddr map[string][]string
+	// unaddressed holds the keys of records that no address record names
+	// (an index compacted before compaction kept them): KeysOf reads
+	// their address from the records, once.
+	unaddressed map[string]bool
+	offset      int64 // index bytes already read
+	pre         map[string]*prefetched
 	// indexFile identifies the index file read so far (gc replaces it).
 	indexFile os.FileInfo
 	// indexRead is that file, open for Refresh's reads while it is the
@@ -229,6 +238,7 @@ func Open(dir string, opts Options) (*Cache, error) {
 		Dir: dir, Blobs: blobs, noSync: opts.NoSync, SyncDelay: cmp.Or(failpoint.SyncDelay(), DefaultSyncDelay),
 		Stat:    fsdigest.Load(StatCachePath(dir)),
 		actions: map[string][]byte{}, addrs: map[string]string{}, held: map[string]string{}, workspace: opts.Workspace,
+		byAddr: map[string][]string{}, unaddressed: map[string]bool{},
 		Warn: func(string, ...any) {},
 	}
 	if opts.Warn != nil {
@@ -294,7 +304,8 @@ func (c *Cache) Refresh() error {
 			// gc compacted the index into a new file (while this process
 			// had the cache open but held no apply's lock): what was read
 			// may be gone, and appends must go to the new file.
-			c.actions, c.addrs, c.offset = map[string][]byte{}, map[string]string{}, 0
+			c.actions, c.addrs, c.held, c.offset = map[string][]byte{}, map[string]string{}, map[string]string{}, 0
+			c.byAddr, c.unaddressed = map[string][]string{}, map[string]bool{}
 			if c.log != nil {
 				_ = c.log.Close()
 				c.log = nil
@@ -376,6 +387,7 @@ func (c *Cache) loadIndexRecord(off int64, p []byte) {
 	switch p[0] {
 	case recAction:
 		c.actions[key] = append([]byte(nil), p[65:]...)
+		c.unaddressed[key] = true
 	case recNeeds:
 		body, missing, ok := c.needsMet(p)
 		if !ok {
@@ -389,12 +401,84 @@ func (c *Cache) loadIndexRecord(off int64, p []byte) {
 			return
 		}
 		c.actions[key] = append([]byte(nil), body...)
+		c.unaddressed[key] = true
 	case recAddr:
 		c.addrs[string(p[65:])] = key
+		c.noteAddress(key, string(p[65:]))
 	case recHeld:
 		c.held[string(p[65:])] = key
+		c.noteAddress(key, addressOf(string(p[65:])))
 	case recEvict:
 		delete(c.actions, key)
+		delete(c.unaddressed, key)
+	}
+}
+
+// addressOf is the address (pipeline + "\x00" + address) a held record's
+// id names, without its workspace.
+func addressOf(heldID string) string {
+	p, rest, _ := strings.Cut(heldID, "\x00")
+	a, _, _ := strings.Cut(rest, "\x00")
+	return p + "\x00" + a
+}
+
+// noteAddress notes that the index names key for the address id
+// (pipeline + "\x00" + address). c.mu is held.
+func (c *Cache) noteAddress(key, id string) {
+	delete(c.unaddressed, key)
+	if !slices.Contains(c.byAddr[id], key) {
+		c.byAddr[id] = append(c.byAddr[id], key)
+	}
+}
+
+// KeysOf returns the keys of the records the index holds for a node
+// address of a pipeline: committed for it, or taken from the cache into
+// it (Point), newest first. It decodes no record, but once those no
+// address record names (see unaddressed): a node's other configurations
+// are found without reading the whole cache.
+func (c *Cache) KeysOf(pipeline, addr string) []string {
+	c.mu.RLock()
+	todo := len(c.unaddressed) > 0
+	c.mu.RUnlock()
+	if todo {
+		c.addressUnaddressed()
+	}
+	id := pipeline + "\x00" + addr
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []string
+	keys := c.byAddr[id]
+	for i := len(keys) - 1; i >= 0; i-- {
+		if _, ok := c.actions[keys[i]]; ok {
+			out = append(out, keys[i])
+		}
+	}
+	return out
+}
+
+// addressUnaddressed reads the address of each record no address record
+// names from the record itself.
+func (c *Cache) addressUnaddressed() {
+	c.mu.RLock()
+	raws := make(map[string][]byte, len(c.unaddressed))
+	for k := range c.unaddressed {
+		raws[k] = c.actions[k]
+	}
+	c.mu.RUnlock()
+	ids := make(map[string]string, len(raws))
+	for k, raw := range raws {
+		var r struct{ Pipeline, Address string }
+		if raw != nil && json.Unmarshal(raw, &r) == nil {
+			ids[k] = r.Pipeline + "\x00" + r.Address
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range raws {
+		if id, ok := ids[k]; ok && c.unaddressed[k] {
+			c.noteAddress(k, id)
+		}
+		delete(c.unaddressed, k)
 	}
 }
 
@@ -606,6 +690,7 @@ func (c *Cache) Point(pipeline, addr, key string) error {
 	}
 	c.mu.Lock()
 	c.held[id] = key
+	c.noteAddress(key, pipeline+"\x00"+addr)
 	c.mu.Unlock()
 	return nil
 }
@@ -689,6 +774,7 @@ func (c *Cache) Commit(r *Record, needs []Need) (int64, error) {
 	c.actions[r.Key] = body
 	c.addrs[r.Pipeline+"\x00"+r.Address] = r.Key
 	c.held[held] = r.Key
+	c.noteAddress(r.Key, r.Pipeline+"\x00"+r.Address)
 	if span.Alone && span.Start == c.offset && c.log == l {
 		// Refresh has read everything before these records, which are
 		// now in the maps: it need not read them back.
@@ -806,6 +892,7 @@ func (c *Cache) syncer(kick, stop <-chan struct{}, done chan<- struct{}, delay t
 func (c *Cache) Evict(key string) error {
 	c.mu.Lock()
 	delete(c.actions, key)
+	delete(c.unaddressed, key)
 	l, err := c.openLog()
 	c.mu.Unlock()
 	if err != nil {

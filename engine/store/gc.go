@@ -75,6 +75,7 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	}
 	res := &GCResult{}
 	recs := c.Records()
+	c.addressRecords(recs)
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Ended.After(recs[j].Ended) })
 	sizes := map[string]int64{}
 	_ = c.Blobs.Walk(func(d cas.Digest, size int64, _ time.Time) error {
@@ -167,6 +168,16 @@ func (c *Cache) compact(keep map[string]bool) error {
 		}
 		batch = append(batch, append(append([]byte{recAction}, k...), body...))
 	}
+	// The keys an address had before its last, whose records stay: a
+	// node's other configurations (KeysOf). Their pointers come before
+	// the last ones, which a reader takes in the end.
+	for addr, keys := range c.byAddr {
+		for _, k := range keys {
+			if keep[k] && k != c.addrs[addr] {
+				batch = append(batch, append(append([]byte{recAddr}, k...), addr...))
+			}
+		}
+	}
 	// Every address pointer stays, also those whose record goes: plan
 	// then says that the cached result is gone rather than "new".
 	for addr, k := range c.addrs {
@@ -193,6 +204,18 @@ func (c *Cache) compact(keep map[string]bool) error {
 		c.offset = st.Size()
 	}
 	return nil
+}
+
+// addressRecords notes the address of each of recs that no address
+// record names: compaction keeps it for KeysOf.
+func (c *Cache) addressRecords(recs []*Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range recs {
+		if c.unaddressed[r.Key] {
+			c.noteAddress(r.Key, r.Pipeline+"\x00"+r.Address)
+		}
+	}
 }
 
 // AddressKeys lists, per pipeline, the last key committed for addr.
