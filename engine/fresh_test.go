@@ -382,3 +382,46 @@ func TestRestoredFolderReadsOnlyItsAddresssRecords(t *testing.T) {
 	defer c.Close()
 	assert.True(t, c.Has(bad), "another node's record was read (and, damaged, evicted)")
 }
+
+// Removing another configuration's files from a folder taken from the
+// cache removes the folders that leaves empty too, and only those: a
+// downstream listing the folder reads what it read when this
+// configuration ran (and is taken from the cache), and a folder of the
+// user's own that was empty before stays.
+func TestRestoredFolderDropsFoldersItEmptied(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+variable "mode" {
+  type    = string
+  default = "a"
+}
+stage "command" "w" {
+  run     = ["sh", "-c", "rm -rf od && mkdir -p od/${var.mode}/deep && echo ${var.mode} > od/${var.mode}/deep/f"]
+  outputs = ["od"]
+}
+stage "command" "r" {
+  run     = ["sh", "-c", "find od | sort > r.txt"]
+  inputs  = ["od"]
+  outputs = ["r.txt"]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	first := w.Read("r.txt")
+	r = w.apply(ApplyOptions{}, "mode=b")
+	require.Equal(t, 0, r.res.Failed, r.out)
+
+	r = w.apply(ApplyOptions{})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, 0, r.res.Ran, r.out)
+	assert.NoDirExists(t, filepath.Join(w.Root, "od/b"))
+	assert.Equal(t, first, w.Read("r.txt"))
+	assert.Contains(t, r.out, "removed od/b/deep/f from its output folder, and the folders od/b, od/b/deep that this left empty")
+
+	// A folder that was empty before stays, and so does one holding it.
+	require.NoError(t, os.MkdirAll(filepath.Join(w.Root, "od/mine/empty"), 0o755))
+	r = w.apply(ApplyOptions{}, "mode=b")
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.NoDirExists(t, filepath.Join(w.Root, "od/a"))
+	assert.DirExists(t, filepath.Join(w.Root, "od/mine/empty"))
+}

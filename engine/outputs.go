@@ -501,76 +501,38 @@ func errText(err error) string {
 }
 
 // removeOtherConfigurations makes the node's declared output folders hold
-// what its restored record holds: a file in one that the record does not
-// hold, and that another record of the node (another configuration) holds
-// with the same content, is that configuration's output, left by its run
-// or restore; a downstream reading the folder would read it as this
-// one's. It is removed, and said: its content stays in the cache with
-// that record. Any other file there (the user's own) stays.
+// what its restored record holds: the files another configuration of the
+// node wrote there, which rec does not hold (plan.OtherConfigurations),
+// are removed, and said, with the folders that leaves empty; a
+// downstream reading the folder would read them as this one's. Their
+// content stays in the cache with that configuration's record. Any other
+// file there (the user's own) stays.
 func (a *applier) removeOtherConfigurations(ns *nodeState, rec *store.Record) {
-	var extras []string
-	for _, o := range ns.spec.Common.Outputs {
-		full := filepath.Join(a.g.Root, o)
-		if st, err := os.Lstat(full); err != nil || !st.IsDir() {
-			continue
+	files, folders := plan.OtherConfigurations(a.g.Root, a.g.Config.Name, ns.n.Addr, ns.spec.Common.Outputs, rec, a.cache)
+	var removed, emptied []string
+	for _, p := range files {
+		if os.Remove(filepath.Join(a.g.Root, p)) == nil {
+			removed = append(removed, p)
 		}
-		_ = filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return nil
-			}
-			rel, err := filepath.Rel(a.g.Root, p)
-			if err == nil {
-				if _, ok := rec.Outputs[filepath.ToSlash(rel)]; !ok {
-					extras = append(extras, filepath.ToSlash(rel))
-				}
-			}
-			return nil
-		})
 	}
-	if len(extras) == 0 {
+	if len(removed) == 0 {
 		return
 	}
-	// The node's other records: the one the workspace held first
-	// (switching back to a configuration), then every other one of the
-	// address, newest first. The index names them: no record of another
-	// address is read.
-	others := func(yield func(*store.Record) bool) {
-		last := a.otherConfigRecord(ns)
-		if last != nil && !yield(last) {
-			return
-		}
-		for _, k := range a.cache.KeysOf(a.g.Config.Name, ns.n.Addr) {
-			if k == rec.Key || (last != nil && k == last.Key) {
-				continue
-			}
-			if r, ok := a.cache.Lookup(k); ok && !yield(r) {
-				return
-			}
+	for _, d := range folders {
+		// Only an empty folder goes: one that still holds a file (one
+		// that could not be removed, or came meanwhile) stays.
+		full := filepath.Join(a.g.Root, d)
+		if st, err := os.Lstat(full); err == nil && st.IsDir() && os.Remove(full) == nil {
+			emptied = append(emptied, d)
 		}
 	}
-	var removed []string
-	for r := range others {
-		left := extras[:0]
-		for _, p := range extras {
-			want, ok := r.Outputs[p]
-			// A file that record's run found there and kept (the
-			// user's own) is no configuration's output.
-			ok = ok && !r.IsKept(p)
-			_, inline := r.Inline[p]
-			if ok && (inline || a.cache.Blobs.Has(cas.Digest(want))) {
-				if _, same := plan.OutputState(a.g.Root, p, want, a.cache.Stat); same && os.Remove(filepath.Join(a.g.Root, p)) == nil {
-					removed = append(removed, p)
-					continue
-				}
-			}
-			left = append(left, p)
-		}
-		extras = left
-		if len(extras) == 0 {
-			break
+	also := ""
+	if len(emptied) > 0 {
+		slices.Sort(emptied)
+		also = ", and the folder " + fewPaths(emptied) + " that this left empty"
+		if len(emptied) > 1 {
+			also = ", and the folders " + fewPaths(emptied) + " that this left empty"
 		}
 	}
-	if len(removed) > 0 {
-		a.warn("%s: removed %s from its output folder: another configuration of the node wrote it, and this one's cached output does not hold it (the cache keeps it with that configuration)", ns.n.Addr, fewPaths(removed))
-	}
+	a.warn("%s: removed %s from its output folder%s: another configuration of the node wrote it, and this one's cached output does not hold it (the cache keeps it with that configuration)", ns.n.Addr, fewPaths(removed), also)
 }

@@ -230,13 +230,3 @@ func (a *applier) heldRecord(ns *nodeState) *store.Record {
 	}
 	return rec
 }
-
-// otherConfigRecord returns the record ns's address was last given (committed,
-// or taken from the cache) when its key is not ns's: what another
-// configuration of the node wrote; nil when there is none.
-func (a *applier) otherConfigRecord(ns *nodeState) *store.Record {
-	if rec := a.heldRecord(ns); rec != nil && rec.Key != ns.key {
-		return rec
-	}
-	return nil
-}
