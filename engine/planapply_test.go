@@ -212,3 +212,40 @@ func TestPlanRestoresAMissingInputFolder(t *testing.T) {
 	r := w.apply(ApplyOptions{})
 	assert.Empty(t, ranSet(r), r.out)
 }
+
+// Plan digests a folder input as apply leaves it: restoring a cached
+// upstream removes another configuration's files from its declared
+// folder, and the folders that empties, so plan, apply and a saved plan's
+// apply agree that the reader is cached.
+func TestPlanModelsWhatRestoreRemoves(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+variable "mode" {
+  type    = string
+  default = "a"
+}
+stage "command" "w" {
+  run     = ["sh", "-c", "rm -rf od && mkdir -p od/${var.mode} && echo ${var.mode} > od/${var.mode}/f && echo ${var.mode} > od/${var.mode}.txt"]
+  outputs = ["od"]
+}
+stage "command" "r" {
+  run     = ["sh", "-c", "find od | sort > r.txt"]
+  inputs  = ["od"]
+  outputs = ["r.txt"]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	first := w.Read("r.txt")
+	r = w.apply(ApplyOptions{}, "mode=b")
+	require.Equal(t, 0, r.res.Failed, r.out)
+
+	p := w.Plan(plan.Options{})
+	assert.Equal(t, map[string][]string{plan.ActCached: {"stage.w", "stage.r"}}, planSets(p))
+	// As a saved plan applies it: each node's key must be the plan's.
+	r = w.apply(ApplyOptions{Exact: true})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, 2, r.res.Cached, r.out)
+	assert.Equal(t, first, w.Read("r.txt"))
+	assert.NoDirExists(t, filepath.Join(w.Root, "od/b"))
+}

@@ -320,24 +320,30 @@ func (c *Cache) ContentTree(path string) (string, error) {
 }
 
 // Pending is a file that is about to be written under a tree: its content
-// digest (lowercase hex sha256) and whether an execute bit will be set.
+// digest (lowercase hex sha256) and whether an execute bit will be set; or,
+// with Remove, a file or an (emptied) folder about to be removed.
 type Pending struct {
 	Digest string
 	Exec   bool
+	Remove bool
 }
 
 // TreeWith returns the digest Tree will return for path once the files in
 // pending have been written: each replaces whatever is at its path (a file,
-// a link), and the folders on its way are made. Keys are "/"-separated paths
-// relative to path; "" is path itself. Without pending files it is Tree. A
-// missing path holding pending files is a directory of them. A path that
-// is a file with pending files below it (which could not be written) has
-// its own digest.
+// a link), and the folders on its way are made; a removal takes what is at
+// its path, and below it, away. Keys are "/"-separated paths relative to
+// path; "" is path itself (removed, it is missing). Without pending files
+// it is Tree. A missing path holding pending files is a directory of them.
+// A path that is a file with pending files below it (which could not be
+// written) has its own digest.
 func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error) {
 	if len(pending) == 0 {
 		return c.Tree(path)
 	}
 	if p, ok := pending[""]; ok {
+		if p.Remove {
+			return "", fmt.Errorf("fsdigest: %w", &fs.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist})
+		}
 		return p.Digest, nil
 	}
 	var recs []record
@@ -356,7 +362,10 @@ func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error
 	// What a pending file replaces, or fills (an empty folder on its way),
 	// goes; so does what lay below a pending file's path.
 	onWay := map[string]bool{}
-	for q := range pending {
+	for q, p := range pending {
+		if p.Remove {
+			continue
+		}
 		for i := strings.LastIndexByte(q, '/'); i > 0; i = strings.LastIndexByte(q[:i], '/') {
 			onWay[q[:i]] = true
 		}
@@ -387,17 +396,51 @@ func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error
 		return "", err
 	}
 	for rel, p := range pending {
+		if p.Remove {
+			continue
+		}
 		r := record{rel: rel, kind: 'f', exec: p.Exec}
 		if _, err := hex.Decode(r.sum[:], []byte(p.Digest)); err != nil || len(p.Digest) != 2*sha256.Size {
 			return "", fmt.Errorf("fsdigest: %q is not a sha256 digest", p.Digest)
 		}
 		kept = append(kept, r)
 	}
+	kept = append(kept, leftEmpty(kept, pending, gone)...)
 	// Encoding order: depth first, names in byte order, which is the order
 	// of the paths with "/" taken as the lowest byte.
 	sortKey := func(rel string) string { return strings.ReplaceAll(rel, "/", "\x00") }
 	sort.Slice(kept, func(i, j int) bool { return sortKey(kept[i].rel) < sortKey(kept[j].rel) })
 	return treeDigest(kept), nil
+}
+
+// leftEmpty returns the records of the folders that pending removals leave
+// empty, which stay (a removal's folder that is not removed itself, and
+// holds nothing else of recs).
+func leftEmpty(recs []record, pending map[string]Pending, gone func(string) bool) []record {
+	var out []record
+	seen := map[string]bool{}
+	for q, p := range pending {
+		i := strings.LastIndexByte(q, '/')
+		if !p.Remove || i <= 0 {
+			continue
+		}
+		dir := q[:i]
+		if seen[dir] || gone(dir) {
+			continue
+		}
+		seen[dir] = true
+		holds := false
+		for _, r := range recs {
+			if r.rel == dir || strings.HasPrefix(r.rel, dir+"/") {
+				holds = true
+				break
+			}
+		}
+		if !holds {
+			out = append(out, record{rel: dir, kind: 'd'})
+		}
+	}
+	return out
 }
 
 // treeDigest hashes the encoding of a tree's records, in encoding order.

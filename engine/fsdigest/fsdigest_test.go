@@ -636,6 +636,31 @@ func TestTreeWithIsTreeAfterTheWrites(t *testing.T) {
 		got, err := Load("").TreeWith(filepath.Join(t.TempDir(), "f.txt"), map[string]Pending{"": {Digest: shaHex([]byte("x"))}})
 		require.NoError(t, err)
 		assert.Equal(t, shaHex([]byte("x")), got)
+		f := filepath.Join(t.TempDir(), "f.txt")
+		write(t, f, "f", 0o644)
+		_, err = Load("").TreeWith(f, map[string]Pending{"": {Remove: true}})
+		assert.ErrorIs(t, err, fs.ErrNotExist)
+	})
+	// Removals: a file, a folder emptied with its file, a file whose
+	// folder is left empty and stays, beside a write.
+	t.Run("removals", func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "tree")
+		buildTree(t, root)
+		write(t, filepath.Join(root, "b", "c", "f"), "f", 0o644)
+		write(t, filepath.Join(root, "s", "g"), "g", 0o644)
+		pending := map[string]Pending{
+			"a.txt": {Remove: true}, "b/c/f": {Remove: true}, "b/c": {Remove: true}, "b": {Remove: true},
+			"s/g": {Remove: true}, "a/y": {Digest: shaHex([]byte("y"))},
+		}
+		got, err := Load("").TreeWith(root, pending)
+		require.NoError(t, err)
+		for _, p := range []string{"a.txt", "b/c/f", "b/c", "b", "s/g"} {
+			require.NoError(t, os.Remove(filepath.Join(root, p)))
+		}
+		write(t, filepath.Join(root, "a", "y"), "y", 0o644)
+		want, err := Load("").Tree(root)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
 	})
 }
 

@@ -90,6 +90,9 @@ type Plan struct {
 	// sensitive: the pipeline has sensitive variables, whose values its
 	// nodes' reasons must not show.
 	sensitive bool
+	// removes holds, by node id, what restoring a cached node removes
+	// from its declared folders (restoreRemoves).
+	removes map[int][]string
 	// byOutput maps an output digest to the addresses of the pipeline
 	// whose last record holds it, made when a reason first needs it
 	// (heldBy).
@@ -533,7 +536,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	var runs *Node
 	if written != nil && len(sn.Common.Inputs) > 0 {
 		var pending map[string]map[string]fsdigest.Pending
-		pending, runs = p.inputWrites(written, n, sn, cache.Stat)
+		pending, runs = p.inputWrites(written, n, sn, cache)
 		if pending != nil && runs == nil && !waits {
 			base = g.envelopeBase(n, sn, pendingDigester{stat: cache.Stat, pending: pending})
 		}

@@ -13,8 +13,9 @@ import (
 // Before a node starts, apply restores its cached ancestors' outputs and
 // runs the others: an input that is an ancestor's output is digested after
 // that. Plan digests such an input as it will be then: from the cached
-// ancestor's record (the restored files over the workspace), or not at all
-// when an ancestor that writes it will run.
+// ancestor's record (the restored files over the workspace, less what the
+// restore removes from its declared folders: OtherConfigurations), or not
+// at all when an ancestor that writes it will run.
 
 // outputIndex maps workspace paths to what the planned nodes write there.
 type outputIndex struct {
@@ -30,6 +31,9 @@ type written struct {
 	path string
 	// cached: the file is restored from rec; otherwise the node runs.
 	rec *store.Record
+	// folder: path is a declared output of the cached node (rec), from
+	// which its restore may remove another configuration's files.
+	folder bool
 }
 
 // pipelineReadsInputs reports whether any stage may declare input files:
@@ -55,6 +59,11 @@ func (x *outputIndex) add(pn *PlannedNode) {
 	case pn.Record != nil:
 		for f := range pn.Record.Outputs {
 			x.put(written{id: pn.Node.ID, path: f, rec: pn.Record})
+		}
+		if pn.Spec != nil {
+			for _, o := range pn.Spec.Common.Outputs {
+				x.put(written{id: pn.Node.ID, path: o, rec: pn.Record, folder: true})
+			}
 		}
 	case pn.Spec != nil:
 		c := pn.Spec.Common
@@ -117,10 +126,20 @@ func (g *Graph) isAncestor(id int, n *Node) bool {
 
 // inputWrites finds, for each of n's inputs, what its ancestors write
 // there before it starts. pending maps an input's absolute path to the
-// files restored under it that differ from the workspace's; runs is an
-// ancestor that will run and writes there (n's key then waits for it).
-func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, stat *fsdigest.Cache) (pending map[string]map[string]fsdigest.Pending, runs *Node) {
-	g := p.Graph
+// files restored under it that differ from the workspace's, and to what
+// the restores remove; runs is an ancestor that will run and writes there
+// (n's key then waits for it).
+func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, cache *store.Cache) (pending map[string]map[string]fsdigest.Pending, runs *Node) {
+	g, stat := p.Graph, cache.Stat
+	add := func(full, rel string, pd fsdigest.Pending) {
+		if pending == nil {
+			pending = map[string]map[string]fsdigest.Pending{}
+		}
+		if pending[full] == nil {
+			pending[full] = map[string]fsdigest.Pending{}
+		}
+		pending[full][rel] = pd
+	}
 	for _, in := range sn.Common.Inputs {
 		ws := x.overlapping(in)
 		if len(ws) == 0 {
@@ -129,6 +148,16 @@ func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, stat *fsdig
 		full := filepath.Join(g.Root, in)
 		for _, w := range ws {
 			if !g.isAncestor(w.id, n) {
+				continue
+			}
+			if w.folder {
+				for _, q := range p.restoreRemoves(w.id, cache) {
+					if rel, ok := relUnder(in, q); ok {
+						add(full, rel, fsdigest.Pending{Remove: true})
+					} else if _, ok := relUnder(q, in); ok {
+						add(full, "", fsdigest.Pending{Remove: true})
+					}
+				}
 				continue
 			}
 			if w.rec == nil {
@@ -150,16 +179,28 @@ func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, stat *fsdig
 			if m, ok := w.rec.Modes[w.path]; ok && m != 0 {
 				mode = m
 			}
-			if pending == nil {
-				pending = map[string]map[string]fsdigest.Pending{}
-			}
-			if pending[full] == nil {
-				pending[full] = map[string]fsdigest.Pending{}
-			}
-			pending[full][rel] = fsdigest.Pending{Digest: want, Exec: mode&0o111 != 0}
+			add(full, rel, fsdigest.Pending{Digest: want, Exec: mode&0o111 != 0})
 		}
 	}
 	return pending, runs
+}
+
+// restoreRemoves returns what apply removes from the declared folders of
+// node id, cached, once it restores its record: another configuration's
+// files, and the folders that leaves empty (OtherConfigurations). It is
+// found once per node, when a downstream's input first overlaps them.
+func (p *Plan) restoreRemoves(id int, cache *store.Cache) []string {
+	if q, ok := p.removes[id]; ok {
+		return q
+	}
+	pn := p.Nodes[id]
+	files, folders := OtherConfigurations(p.Graph.Root, p.Graph.Config.Name, pn.Node.Addr, pn.Spec.Common.Outputs, pn.Record, cache)
+	q := append(files, folders...)
+	if p.removes == nil {
+		p.removes = map[int][]string{}
+	}
+	p.removes[id] = q
+	return q
 }
 
 // relUnder is path relative to dir ("" when they are the same), false when
