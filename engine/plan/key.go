@@ -148,6 +148,31 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		e.Kind = n.Kind.Name()
 		e.KindVersion = n.Kind.Version()
 	}
+	if unknown := keyedArgs(n, sn, e.Args); unknown != "" {
+		return envBase{why: &UnknownReason{Attr: unknown}}
+	}
+	for _, p := range sn.Common.Inputs {
+		full := filepath.Join(g.Root, p)
+		d, err := dg.Tree(full)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return envBase{why: &UnknownReason{Input: p}}
+			}
+			return envBase{err: fmt.Errorf("input %s: %w", p, err)}
+		}
+		e.Inputs[p] = d
+	}
+	return envBase{e: e}
+}
+
+// keyedArgs puts the node's arguments that enter its key into args, as
+// the key holds them: by name, as canonical JSON, the node's kind's
+// excluded attributes and the generic unkeyed ones left out, paths
+// cleaned (cleanPathsArg), values transformed by the kind
+// (stages.KeyTransformer). It returns the name of the first one (or
+// "inputs") not known yet, the key then being known after apply; "" when
+// all are.
+func keyedArgs(n *Node, sn *stages.Node, args map[string]json.RawMessage) (unknown string) {
 	var excluded map[string]bool
 	if ke, ok := n.Kind.(stages.KeyExcluder); ok {
 		excluded = map[string]bool{}
@@ -165,25 +190,14 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		}
 		b, known := canonicalJSON(v)
 		if !known {
-			return envBase{why: &UnknownReason{Attr: name}}
+			return name
 		}
-		e.Args[name] = b
+		args[name] = b
 	}
 	if v, ok := sn.Args["inputs"]; ok && !v.IsWhollyKnown() {
-		return envBase{why: &UnknownReason{Attr: "inputs"}}
+		return "inputs"
 	}
-	for _, p := range sn.Common.Inputs {
-		full := filepath.Join(g.Root, p)
-		d, err := dg.Tree(full)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return envBase{why: &UnknownReason{Input: p}}
-			}
-			return envBase{err: fmt.Errorf("input %s: %w", p, err)}
-		}
-		e.Inputs[p] = d
-	}
-	return envBase{e: e}
+	return ""
 }
 
 // cleanPathsArg is the node's argument name as keyed: outputs and result

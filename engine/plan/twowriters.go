@@ -1,12 +1,13 @@
 package plan
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/par"
@@ -109,6 +110,8 @@ type writers struct {
 	// first.
 	first map[string]int
 	also  map[string][]*Node
+	// keyedOf holds each compared node's keyedWork.
+	keyedOf map[int]*keyedWork
 }
 
 // each calls visit with every path each node declares in outputs and
@@ -149,34 +152,66 @@ func (w *writers) otherWriter(p string, n *Node) *Node {
 }
 
 // sameWork reports whether nodes a and b are, as far as is known, the same
-// work: one kind, the same keyed attribute values (all known), the same
-// inputs and the same upstreams, so one key. An apply runs such work once
+// work: one kind, and what their keys are made of the same (keyedWork):
+// the keyed arguments as the key holds them (all known), the same inputs
+// and the same keyed upstreams, so one key. An apply runs such work once
 // and takes the other node's result from the cache (docs/keys.md): the two
 // write the same content, as two stages that declare the same work do.
 // A service is never cached: each node of one runs.
 func (w *writers) sameWork(a, b *Node) bool {
-	if a.Stage.Kind != b.Stage.Kind || !slices.Equal(a.Deps, b.Deps) || !slices.Equal(a.OrderOnly, b.OrderOnly) {
+	if a.Stage.Kind != b.Stage.Kind {
 		return false
 	}
 	if _, svc := a.Kind.(stages.Service); svc {
 		return false
 	}
-	sa, sb := w.spec(a), w.spec(b)
-	if sa == nil || sb == nil || !slices.Equal(sa.Common.Inputs, sb.Common.Inputs) {
+	ka, kb := w.keyed(a), w.keyed(b)
+	if ka == nil || kb == nil || !slices.Equal(ka.deps, kb.deps) || !slices.Equal(ka.inputs, kb.inputs) || len(ka.args) != len(kb.args) {
 		return false
 	}
-	keyed := func(x, y map[string]cty.Value) bool {
-		for k, v := range x {
-			if notKeyed[k] {
-				continue
-			}
-			if u, ok := y[k]; !ok || !v.IsWhollyKnown() || !v.RawEquals(u) {
-				return false
+	for name, v := range ka.args {
+		if u, ok := kb.args[name]; !ok || !bytes.Equal(v, u) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyedWork is what a node's key is made of, but for its inputs' content
+// and its upstreams' output, which are not known before anything runs:
+// its keyed arguments as the key holds them, its input paths and its
+// keyed upstreams (those not only in wait_for), sorted.
+type keyedWork struct {
+	args   map[string]json.RawMessage
+	inputs []string
+	deps   []int
+}
+
+// keyed is n's keyedWork, made once; nil when n has no spec or an
+// argument of its key is not known.
+func (w *writers) keyed(n *Node) *keyedWork {
+	if k, ok := w.keyedOf[n.ID]; ok {
+		return k
+	}
+	var k *keyedWork
+	if sn := w.spec(n); sn != nil {
+		k = &keyedWork{args: map[string]json.RawMessage{}}
+		if keyedArgs(n, sn, k.args) != "" {
+			k = nil
+		} else {
+			k.inputs = slices.Compact(slices.Sorted(slices.Values(sn.Common.Inputs)))
+			for _, id := range n.Deps {
+				if n.KeyedDep(id) {
+					k.deps = append(k.deps, id)
+				}
 			}
 		}
-		return true
 	}
-	return keyed(sa.Args, sb.Args) && keyed(sb.Args, sa.Args)
+	if w.keyedOf == nil {
+		w.keyedOf = map[int]*keyedWork{}
+	}
+	w.keyedOf[n.ID] = k
+	return k
 }
 
 // spec is n's evaluation: the plan's, or one made here, as before anything

@@ -152,3 +152,50 @@ stage "command" "other" {
 	require.Contains(t, out, "2 of the nodes to run are the same work as another: that work runs once, and they take its result.")
 	require.Equal(t, 2, p.SameWork)
 }
+
+// Nodes with one key are the same work however their arguments are
+// spelled: the comparison is of what the key is made of (paths cleaned,
+// values as canonical JSON, upstreams that only order left out), so no
+// spelling that keeps the key is refused as two writers of one path.
+func TestSameWorkAsTheKeyHasIt(t *testing.T) {
+	pair := func(a, b string) string {
+		return `
+stage "command" "u" {
+  run = ["true"]
+}
+stage "command" "a" {
+` + a + `
+}
+stage "command" "b" {
+` + b + `
+}
+`
+	}
+	run := `  run = ["sh", "-c", "mkdir -p d && echo a > x && echo '{}' > r.json"]` + "\n"
+	for name, src := range map[string]string{
+		"./x":           pair(run+`  outputs = ["x"]`, run+`  outputs = ["./x"]`),
+		"path.pipeline": pair(run+`  outputs = ["x"]`, run+`  outputs = ["${path.pipeline}/x"]`),
+		"d/":            pair(run+`  outputs = ["d"]`, run+`  outputs = ["d/"]`),
+		"./r.json":      pair(run+`  result = "r.json"`, run+`  result = "./r.json"`),
+		"tolist":        pair(`  run = ["sh", "-c", "echo a > x"]`+"\n  outputs = [\"x\"]", `  run = tolist(["sh", "-c", "echo a > x"])`+"\n  outputs = [\"x\"]"),
+		"tomap":         pair(run+`  outputs = ["x"]`+"\n  env = { A = \"1\" }", run+`  outputs = ["x"]`+"\n  env = tomap({ A = \"1\" })"),
+		"wait_for":      pair(run+`  outputs = ["x"]`, run+`  outputs = ["x"]`+"\n  wait_for = [stage.u]"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := plantest.New(t, src)
+			v, p := writeErrors(t, w, plan.Options{})
+			require.Empty(t, v)
+			require.Empty(t, p)
+			pl := w.Plan(plan.Options{})
+			keys := map[string]string{}
+			for _, pn := range pl.Nodes {
+				keys[pn.Node.Addr] = pn.Key
+			}
+			require.Equal(t, keys["stage.a"], keys["stage.b"], "one key")
+		})
+	}
+	// Upstreams that key the node are compared.
+	w := plantest.New(t, pair(run+`  outputs = ["x"]`, run+`  outputs = ["x"]`+"\n  after = [stage.u]"))
+	_, p := writeErrors(t, w, plan.Options{})
+	require.Contains(t, p, "Two nodes write one path")
+}
