@@ -143,6 +143,9 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 		if !a.mustRun(ns) && a.cache.Refresh() == nil && a.takeCachedIfDone(ns) {
 			return false
 		}
+		if a.sameWorkFailed(ns) {
+			return false
+		}
 	}
 	if !a.admit(ns) {
 		return true

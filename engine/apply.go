@@ -148,6 +148,10 @@ type applier struct {
 	// (recycleScratch) once the nodes their end made ready have started:
 	// the loop's own goroutine only.
 	finished []*nodeState
+	// failedWork maps the key of each node that ran and failed in this
+	// apply to that node: another node with that key (the same work) fails
+	// with it instead of running it again (sameWorkFailed). The loop's own.
+	failedWork map[string]*nodeState
 }
 
 // eventKind is what a node's worker reports to the apply loop.
@@ -443,7 +447,7 @@ func (a *applier) handle(ev event) {
 		}
 		ns.status = plan.Pending
 		_ = a.cache.Refresh()
-		if a.takeCachedIfDone(ns) {
+		if a.takeCachedIfDone(ns) || a.sameWorkFailed(ns) {
 			return
 		}
 		if ns.svc != nil && !a.serviceNeeded(ns) {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
@@ -109,6 +111,14 @@ func (a *applier) fail(ns *nodeState, class, msg string) {
 }
 
 func (a *applier) markFailed(ns *nodeState) {
+	if ns.attempts > 0 && ns.key != "" && workFailure[ns.class] && a.failedWork[ns.key] == nil {
+		// It ran the work, which failed: a node with its key does not
+		// run it again (sameWorkFailed).
+		if a.failedWork == nil {
+			a.failedWork = map[string]*nodeState{}
+		}
+		a.failedWork[ns.key] = ns
+	}
 	ns.releaseKey()
 	ns.status = plan.Failed
 	// Nothing cairn writes about the node shows a sensitive value (a node
@@ -146,6 +156,34 @@ func (a *applier) markFailed(ns *nodeState) {
 	if !ns.released {
 		a.finish(ns) // a released node's downstreams were made ready already
 	}
+}
+
+// workFailure are the classes of a failure of the work itself, which
+// the same work (one key) meets again: not one of the node's own limits
+// (its memory), of the machine (a kill, the infrastructure) or of the
+// apply (interrupted). A timeout is one where the other node's timeout is
+// no longer (sameWorkFailed).
+var workFailure = map[string]bool{failclass.Exit: true, failclass.Result: true, failclass.Setup: true, failclass.Timeout: true}
+
+// sameWorkFailed fails ns, with the class and message of the node of
+// this apply that ran the same work (ns's key) and failed, and reports
+// whether it did: run again, one node after another, the work would fail
+// again, where plan said it runs once.
+func (a *applier) sameWorkFailed(ns *nodeState) bool {
+	f := a.failedWork[ns.key]
+	if f == nil || f == ns {
+		return false
+	}
+	if f.class == failclass.Timeout {
+		// The timeout is the node's own: one given longer (or none)
+		// runs the work.
+		mine, its := ns.spec.Common.Timeout, f.spec.Common.Timeout
+		if mine <= 0 || mine > its {
+			return false
+		}
+	}
+	a.fail(ns, f.class, fmt.Sprintf("the same work failed in this apply (%s): %s", f.n.Addr, f.message))
+	return true
 }
 
 func (a *applier) skip(ns *nodeState, why string) {

@@ -170,3 +170,33 @@ stage "command" "after_train" {
 	assert.Equal(t, "stage.train", f.Address)
 	assert.Contains(t, f.Message, "needs 1 GPU(s), but this apply was given no GPUs")
 }
+
+// Nodes that are the same work (one key) run it once: when that run
+// fails, the others fail with it, with its class and naming the node
+// that ran it, instead of running it again one after another.
+func TestSameWorkThatFailedIsNotRunAgain(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+stage "command" "seed" {
+  for_each = toset(["0", "1", "2"])
+  run      = ["sh", "-c", "echo run >> count; exit 1"]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 3, r.res.Failed, r.out)
+	assert.Equal(t, "run\n", w.Read("count"), "the work ran once")
+	ran := ""
+	for _, f := range r.res.Failures {
+		if !strings.Contains(f.Message, "the same work failed") {
+			require.Empty(t, ran, r.out)
+			ran = f.Address
+		}
+	}
+	require.NotEmpty(t, ran, r.out)
+	for _, f := range r.res.Failures {
+		assert.Equal(t, "exit", f.Class, f.Address)
+		if f.Address != ran {
+			assert.Equal(t, "the same work failed in this apply ("+ran+"): exited with status 1", f.Message)
+		}
+	}
+}
