@@ -1,9 +1,9 @@
 package plan
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -22,8 +22,11 @@ type clash struct {
 	// declare path itself.
 	folder string
 	// writers are the declarations, one a node, in the graph's order:
-	// for a folder, its writer then path's.
+	// for a folder, its writer then path's. Of nodes that are the same
+	// work, the first stands for them all: sizes[i] counts the nodes
+	// writers[i] stands for (nil: one each).
 	writers []declPath
+	sizes   []int
 }
 
 // writeClashes refuses the paths that two nodes declare for writing (in
@@ -50,33 +53,41 @@ type clash struct {
 // plan compare them.
 func (g *Graph) writeClashes(specs []*stages.Node, planned []bool) hcl.Diagnostics {
 	w := &writers{g: g, specs: specs, planned: planned, late: g.latePaths(specs, planned), first: make(map[string]int, len(g.Nodes))}
-	// The node first declaring each path, and the others (rare). A
-	// node's paths are visited together: a node declaring a path twice
-	// is the last of its writers when it declares it again.
+	// The node first declaring each path, and, where others do (rare),
+	// every writer in groups of the same work.
 	var twice []string
 	w.each(func(n *Node, p string) {
 		id, ok := w.first[p]
 		switch {
 		case !ok:
 			w.first[p] = n.ID
-		case id == n.ID || w.sameWork(g.Nodes[id], n):
-		case len(w.also[p]) == 0:
-			if w.also == nil {
-				w.also = map[string][]*Node{}
+		case id == n.ID:
+		default:
+			pw := w.also[p]
+			if pw == nil {
+				if w.also == nil {
+					w.also = map[string]*pathWriters{}
+				}
+				pw = &pathWriters{}
+				pw.add(g.Nodes[id], w.sig(g.Nodes[id]))
+				w.also[p] = pw
+				twice = append(twice, p)
 			}
-			twice = append(twice, p)
-			w.also[p] = []*Node{n}
-		case w.also[p][len(w.also[p])-1] != n:
-			w.also[p] = append(w.also[p], n)
+			pw.add(n, w.sig(n))
 		}
 	})
 	var clashes []clash
 	for _, p := range twice {
-		ws := []declPath{g.declOf(specs, g.Nodes[w.first[p]], p)}
-		for _, n := range w.also[p] {
-			ws = append(ws, g.declOf(specs, n, p))
+		pw := w.also[p]
+		if len(pw.groups) < 2 {
+			continue // all the same work
 		}
-		clashes = append(clashes, clash{path: p, writers: ws})
+		c := clash{path: p}
+		for _, gr := range pw.groups {
+			c.writers = append(c.writers, g.declOf(specs, gr.nodes[0], p))
+			c.sizes = append(c.sizes, len(gr.nodes))
+		}
+		clashes = append(clashes, c)
 	}
 	// A path inside a folder another node declares, once a pair.
 	var nested map[[2]string]bool
@@ -105,13 +116,49 @@ type writers struct {
 	// are the specs spec made for such nodes.
 	late [][]string
 	made map[int]*stages.Node
-	// first is the node that first declares each path; also, the other
-	// nodes that declare it, but for those that are the same work as the
-	// first.
+	// first is the node that first declares each path; also, where
+	// other nodes declare it too, all of them, by work.
 	first map[string]int
-	also  map[string][]*Node
-	// keyedOf holds each compared node's keyedWork.
-	keyedOf map[int]*keyedWork
+	also  map[string]*pathWriters
+	// sigOf holds each compared node's work (sig).
+	sigOf map[int]string
+}
+
+// pathWriters are the nodes that declare one path, in groups of the same
+// work, in the graph's order.
+type pathWriters struct {
+	groups []*workGroup
+	bySig  map[string]*workGroup
+	// last is the node added last: a node's paths are visited together,
+	// so a node declaring the path twice is the last when it declares it
+	// again.
+	last *Node
+}
+
+// workGroup is nodes that are the same work (sig; "" for a node that is
+// the same work as no other).
+type workGroup struct {
+	sig   string
+	nodes []*Node
+}
+
+func (pw *pathWriters) add(n *Node, sig string) {
+	if pw.last == n {
+		return
+	}
+	pw.last = n
+	if gr := pw.bySig[sig]; gr != nil && sig != "" {
+		gr.nodes = append(gr.nodes, n)
+		return
+	}
+	gr := &workGroup{sig: sig, nodes: []*Node{n}}
+	pw.groups = append(pw.groups, gr)
+	if sig != "" {
+		if pw.bySig == nil {
+			pw.bySig = map[string]*workGroup{}
+		}
+		pw.bySig[sig] = gr
+	}
 }
 
 // each calls visit with every path each node declares in outputs and
@@ -143,75 +190,74 @@ func (w *writers) otherWriter(p string, n *Node) *Node {
 	if !ok {
 		return nil
 	}
-	for _, u := range append([]*Node{w.g.Nodes[id]}, w.also[p]...) {
-		if u != n && !w.sameWork(u, n) {
+	pw := w.also[p]
+	if pw == nil {
+		if u := w.g.Nodes[id]; u != n && !w.sameWork(u, n) {
 			return u
+		}
+		return nil
+	}
+	sig := w.sig(n)
+	for _, gr := range pw.groups {
+		if sig != "" && gr.sig == sig {
+			continue
+		}
+		for _, u := range gr.nodes {
+			if u != n {
+				return u
+			}
 		}
 	}
 	return nil
 }
 
 // sameWork reports whether nodes a and b are, as far as is known, the same
-// work: one kind, and what their keys are made of the same (keyedWork):
-// the keyed arguments as the key holds them (all known), the same inputs
-// and the same keyed upstreams, so one key. An apply runs such work once
-// and takes the other node's result from the cache (docs/keys.md): the two
-// write the same content, as two stages that declare the same work do.
-// A service is never cached: each node of one runs.
+// work: what their keys are made of is the same (sig). An apply runs such
+// work once and takes the other node's result from the cache
+// (docs/keys.md): the two write the same content, as two stages that
+// declare the same work do.
 func (w *writers) sameWork(a, b *Node) bool {
-	if a.Stage.Kind != b.Stage.Kind {
-		return false
-	}
-	if _, svc := a.Kind.(stages.Service); svc {
-		return false
-	}
-	ka, kb := w.keyed(a), w.keyed(b)
-	if ka == nil || kb == nil || !slices.Equal(ka.deps, kb.deps) || !slices.Equal(ka.inputs, kb.inputs) || len(ka.args) != len(kb.args) {
-		return false
-	}
-	for name, v := range ka.args {
-		if u, ok := kb.args[name]; !ok || !bytes.Equal(v, u) {
-			return false
-		}
-	}
-	return true
+	sa := w.sig(a)
+	return sa != "" && sa == w.sig(b)
 }
 
-// keyedWork is what a node's key is made of, but for its inputs' content
-// and its upstreams' output, which are not known before anything runs:
-// its keyed arguments as the key holds them, its input paths and its
-// keyed upstreams (those not only in wait_for), sorted.
-type keyedWork struct {
-	args   map[string]json.RawMessage
-	inputs []string
-	deps   []int
-}
-
-// keyed is n's keyedWork, made once; nil when n has no spec or an
-// argument of its key is not known.
-func (w *writers) keyed(n *Node) *keyedWork {
-	if k, ok := w.keyedOf[n.ID]; ok {
-		return k
+// sig is what n's key is made of, but for its inputs' content and its
+// upstreams' output, which are not known before anything runs: its kind,
+// its keyed arguments as the key holds them (keyedArgs), its input paths
+// and its keyed upstreams (those not only in wait_for). Nodes with one sig
+// have one key. It is "" for a node that is the same work as no other: one
+// without a spec, or with an argument of its key not known, or a service
+// (never cached: each node of one runs). Made once a node.
+func (w *writers) sig(n *Node) string {
+	if s, ok := w.sigOf[n.ID]; ok {
+		return s
 	}
-	var k *keyedWork
-	if sn := w.spec(n); sn != nil {
-		k = &keyedWork{args: map[string]json.RawMessage{}}
-		if keyedArgs(n, sn, k.args) != "" {
-			k = nil
-		} else {
-			k.inputs = slices.Compact(slices.Sorted(slices.Values(sn.Common.Inputs)))
+	s := ""
+	_, svc := n.Kind.(stages.Service)
+	if sn := w.spec(n); sn != nil && !svc {
+		args := map[string]json.RawMessage{}
+		if keyedArgs(n, sn, args) == "" {
+			var b strings.Builder
+			b.WriteString(n.Stage.Kind)
+			for _, name := range slices.Sorted(maps.Keys(args)) {
+				fmt.Fprintf(&b, "\x00a%s\x00%s", name, args[name])
+			}
+			for _, in := range slices.Compact(slices.Sorted(slices.Values(sn.Common.Inputs))) {
+				fmt.Fprintf(&b, "\x00i%s", in)
+			}
 			for _, id := range n.Deps {
 				if n.KeyedDep(id) {
-					k.deps = append(k.deps, id)
+					fmt.Fprintf(&b, "\x00d%d", id)
 				}
 			}
+			s = b.String()
 		}
 	}
-	if w.keyedOf == nil {
-		w.keyedOf = map[int]*keyedWork{}
+	if w.sigOf == nil {
+		w.sigOf = map[int]string{}
 	}
-	w.keyedOf[n.ID] = k
-	return k
+	w.sigOf[n.ID] = s
+	return s
 }
 
 // spec is n's evaluation: the plan's, or one made here, as before anything
@@ -331,27 +377,58 @@ func (c clash) what(short bool) string {
 	// The place of each node named, or once when they share it (the
 	// instances of a for_each stage).
 	once := short || len(c.places()) == 1
+	name := func(w declPath) string {
+		if once {
+			return w.node.Addr
+		}
+		return fmt.Sprintf("%s (%s)", w.node.Addr, w.place())
+	}
+	at := ""
+	if once && !short {
+		at = " (" + c.writers[0].place() + ")"
+	}
+	if c.sizes != nil && c.total() > len(c.writers) {
+		// Groups of the same work: each group is named by its first
+		// node, and counted.
+		groups := make([]string, 0, 4)
+		for i, w := range c.writers {
+			if i == 3 && len(c.writers) > 4 {
+				groups = append(groups, fmt.Sprintf("%d more groups", len(c.writers)-3))
+				break
+			}
+			g := name(w)
+			if n := c.sizes[i]; n > 1 {
+				g += fmt.Sprintf(" and %d more of its work", n-1)
+			}
+			groups = append(groups, g)
+		}
+		return fmt.Sprintf("%d nodes in %d groups of the same work write %s%s: %s", c.total(), len(c.writers), c.path, at, strings.Join(groups, "; "))
+	}
 	names := make([]string, 0, 4)
 	for i, w := range c.writers {
 		if i == 3 && len(c.writers) > 4 {
 			names = append(names, fmt.Sprintf("%d more", len(c.writers)-3))
 			break
 		}
-		if once {
-			names = append(names, w.node.Addr)
-		} else {
-			names = append(names, fmt.Sprintf("%s (%s)", w.node.Addr, w.place()))
-		}
+		names = append(names, name(w))
 	}
 	all := "both"
 	if len(c.writers) > 2 {
 		all = "all"
 	}
-	s := fmt.Sprintf("%s %s write %s", andList(names), all, c.path)
-	if once && !short {
-		s += " (" + c.writers[0].place() + ")"
+	return fmt.Sprintf("%s %s write %s%s", andList(names), all, c.path, at)
+}
+
+// total is the number of nodes that write the clash's path.
+func (c clash) total() int {
+	if c.sizes == nil {
+		return len(c.writers)
 	}
-	return s
+	n := 0
+	for _, k := range c.sizes {
+		n += k
+	}
+	return n
 }
 
 // place is where d is declared: "outputs, p.hcl:4:14".
@@ -378,8 +455,8 @@ func clashDiag(cs []clash) *hcl.Diagnostic {
 	switch {
 	case c.folder != "":
 		summary = "Output inside another node's output"
-	case len(c.writers) > 2:
-		summary = fmt.Sprintf("%d nodes write one path", len(c.writers))
+	case c.total() > 2:
+		summary = fmt.Sprintf("%d nodes write one path", c.total())
 	}
 	detail := c.what(false) + "."
 	if len(cs) > 1 {

@@ -199,3 +199,35 @@ stage "command" "b" {
 	_, p := writeErrors(t, w, plan.Options{})
 	require.Contains(t, p, "Two nodes write one path")
 }
+
+// Writers of one path that are in groups of the same work are counted and
+// named by group: every node is counted, each group is named by its first
+// node and the number of the others.
+func TestTwoWritersCountsGroupsOfTheSameWork(t *testing.T) {
+	w := plantest.New(t, `
+stage "command" "g" {
+  for_each = toset(["0", "1", "2"])
+  run      = ["sh", "-c", "echo g > x"]
+  outputs  = ["x"]
+}
+stage "command" "h" {
+  for_each = toset(["0", "1", "2"])
+  run      = ["sh", "-c", "echo h > x"]
+  outputs  = ["x"]
+}
+`)
+	v, p := writeErrors(t, w, plan.Options{})
+	want := `6 nodes write one path: 6 nodes in 2 groups of the same work write x: stage.g["0"] (outputs, pipeline.hcl:5:15) and 2 more of its work; stage.h["0"] (outputs, pipeline.hcl:10:15) and 2 more of its work.`
+	require.Contains(t, v, want)
+	require.Contains(t, p, want)
+
+	w = plantest.New(t, `
+stage "command" "s" {
+  for_each = toset([for i in range(0, 1000) : tostring(i)])
+  run      = ["sh", "-c", "echo ${tonumber(each.key) % 2} > x"]
+  outputs  = ["x"]
+}
+`)
+	v, _ = writeErrors(t, w, plan.Options{})
+	require.Contains(t, v, `1000 nodes write one path: 1000 nodes in 2 groups of the same work write x (outputs, pipeline.hcl:5:15): stage.s["0"] and 499 more of its work; stage.s["1"] and 499 more of its work.`)
+}
