@@ -425,3 +425,43 @@ stage "command" "r" {
 	assert.NoDirExists(t, filepath.Join(w.Root, "od/a"))
 	assert.DirExists(t, filepath.Join(w.Root, "od/mine/empty"))
 }
+
+// A restore cut short by a kill leaves its temporary file beside the file
+// it restored (.NAME.cairn-HEX). The next restore of the folder removes it,
+// and a run of the node does not store it as its output.
+func TestRestoreTempFilesAreNobodysOutput(t *testing.T) {
+	w := newWorkspace(t, `
+variable "v" {
+  type    = string
+  default = "1"
+}
+stage "command" "gen" {
+  run     = ["sh", "-c", "mkdir -p od && echo a > od/a.txt && echo b > od/b.txt # ${var.v}"]
+  outputs = ["od"]
+}
+stage "command" "count" {
+  run     = ["sh", "-c", "ls -A od | wc -l > n.txt"]
+  inputs  = ["od"]
+  outputs = ["n.txt"]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	require.Equal(t, "2", strings.TrimSpace(w.Read("n.txt")))
+
+	// As a kill during the restore of od/b.txt leaves it.
+	temp := "od/.b.txt.cairn-0123456789abcdef"
+	require.NoError(t, os.Remove(filepath.Join(w.Root, "od/b.txt")))
+	w.Write(temp, "b")
+	r = w.apply(ApplyOptions{})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.NoFileExists(t, filepath.Join(w.Root, temp), "removed by the restore")
+	assert.Equal(t, "2", strings.TrimSpace(w.Read("n.txt")))
+
+	// A run with one there stores its own files only.
+	w.Write(temp, "b")
+	r = w.apply(ApplyOptions{}, "v=2")
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.NoFileExists(t, filepath.Join(w.Root, temp))
+	assert.Equal(t, "2", strings.TrimSpace(w.Read("n.txt")))
+}

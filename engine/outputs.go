@@ -92,6 +92,11 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 				if err != nil {
 					return err
 				}
+				if cas.IsRestoreTemp(d.Name()) {
+					// A restore's, cut short by a kill: not the node's.
+					_ = os.Remove(p)
+					return nil
+				}
 				rel, _ := filepath.Rel(a.g.Root, p)
 				return a.storeFile(rec, rel, &inlined)
 			})
@@ -490,7 +495,28 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 			return &restoreWorkspaceError{output: p, path: filepath.Join(a.g.Root, p), cache: a.cache.Dir, err: err}
 		}
 	}
+	for _, d := range dirs {
+		if d != nil {
+			removeRestoreTemps(d)
+		}
+	}
 	return nil
+}
+
+// removeRestoreTemps removes from the open folder dir the temporary files
+// of restores that a kill cut short (cas.IsRestoreTemp): left there, a
+// command counting the folder's files would count them, and a run of the
+// node would have stored them as its output.
+func removeRestoreTemps(dir *os.File) {
+	entries, err := dir.ReadDir(-1)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && cas.IsRestoreTemp(e.Name()) {
+			_ = nofollow.Remove(dir, e.Name())
+		}
+	}
 }
 
 func errText(err error) string {

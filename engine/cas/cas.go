@@ -469,6 +469,29 @@ func DigestBytes(b []byte) Digest {
 	return digestOf(sum[:])
 }
 
+// restoreTempSuffix is what writeAt's temporary files end with after the
+// restored file's name: ".cairn-" and 16 hex digits.
+const restoreTempSuffix = len(".cairn-") + 16
+
+// IsRestoreTemp reports whether name is a temporary file of a restore
+// (writeAt: ".NAME.cairn-" and 16 hex digits), which a cairn killed while
+// it restored leaves behind: never an output of anything.
+func IsRestoreTemp(name string) bool {
+	if len(name) < 2+restoreTempSuffix || name[0] != '.' {
+		return false
+	}
+	tail := name[len(name)-restoreTempSuffix:]
+	if !strings.HasPrefix(tail, ".cairn-") {
+		return false
+	}
+	for _, c := range tail[len(".cairn-"):] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // writeAt writes a file name in dir through fill: into a temporary file
 // beside it, given perm, then renamed over name.
 func writeAt(dir *os.File, name string, perm os.FileMode, fill func(f *os.File) error) (err error) {

@@ -769,3 +769,30 @@ func TestKillDuringPut(t *testing.T) {
 		return nil
 	}))
 }
+
+// IsRestoreTemp knows writeAt's temporary names and nothing else.
+func TestIsRestoreTemp(t *testing.T) {
+	for name, want := range map[string]bool{
+		".b.txt.cairn-0123456789abcdef": true,
+		".x.cairn-ffffffffffffffff":     true,
+		"b.txt.cairn-0123456789abcdef":  false, // not hidden
+		".b.txt.cairn-0123456789abcde":  false, // 15 digits
+		".b.txt.cairn-0123456789abcdeg": false,
+		".cairn-0123456789abcdef":       false, // no name
+		".b.txt":                        false,
+	} {
+		assert.Equal(t, want, IsRestoreTemp(name), name)
+	}
+	// And what writeAt makes is one.
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, writeAt(d, "out.txt", 0o644, func(f *os.File) error {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		assert.True(t, IsRestoreTemp(entries[0].Name()), entries[0].Name())
+		return nil
+	}))
+}
