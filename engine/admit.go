@@ -20,7 +20,7 @@ import (
 // event.
 func (a *applier) dispatch() {
 	var kept []int
-	for {
+	for !a.interrupted() {
 		if len(a.sched.ready) > 0 {
 			kept = append(kept, a.dispatchReady()...)
 		}
@@ -55,6 +55,10 @@ func (a *applier) dispatchReady() (kept []int) {
 	queue := a.batchOrder(a.sched.takeReady())
 	for i := 0; i < len(queue); i++ {
 		id := queue[i]
+		if a.interrupted() {
+			// Nothing more starts: the rest stay pending.
+			return append(kept, queue[i:]...)
+		}
 		ns := a.nodes[id]
 		if ns.status == plan.Pending && !a.sched.inFlight(id) {
 			switch {
@@ -86,7 +90,7 @@ func (a *applier) dispatchReady() (kept []int) {
 // and the next one is tried.
 func (a *applier) startCPUNodes() {
 	var blocked []int
-	for {
+	for !a.interrupted() {
 		id, ok := a.sched.nextCPU()
 		if !ok {
 			break
@@ -147,7 +151,7 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 			return false
 		}
 	}
-	if !a.admit(ns) {
+	if a.interrupted() || !a.admit(ns) {
 		return true
 	}
 	a.launch(ns)

@@ -389,14 +389,13 @@ func newSerial(sink events.Sink) *events.Serial {
 // loop is the scheduler: one goroutine owns all node state; workers report
 // through events.
 func (a *applier) loop() {
-	interrupted := false
 	done := a.ctx.Done()
 	for {
-		if !interrupted {
+		if !a.interrupted() {
 			a.dispatch()
 		}
 		a.recycleFinished()
-		if a.sched.done(interrupted) {
+		if a.sched.done(a.interrupted()) {
 			break
 		}
 		if a.sched.stuck() {
@@ -414,18 +413,29 @@ func (a *applier) loop() {
 			a.handle(ev)
 		case <-done:
 			done = nil
-			interrupted = true
-			a.res.Interrupted = true
+			a.interrupted()
 		case <-tick:
 		}
 	}
 	for _, grp := range a.sched.groups {
 		if grp.started {
-			grp.end(a, interrupted)
+			grp.end(a, a.res.Interrupted)
 		}
 	}
 	// Whatever never started is left pending: the journal shows it planned
 	// but not run, and the next apply takes it up.
+}
+
+// interrupted reports whether the apply was interrupted (Ctrl-C, SIGTERM:
+// its context is cancelled), noting it in the result the first time. From
+// then on no node starts and no cached result is restored: the loop and
+// dispatch ask between nodes, not only when the loop waits for an event,
+// since restoring many cached nodes keeps it from waiting at all.
+func (a *applier) interrupted() bool {
+	if !a.res.Interrupted && a.ctx.Err() != nil {
+		a.res.Interrupted = true
+	}
+	return a.res.Interrupted
 }
 
 // handle processes a worker's event.

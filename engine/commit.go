@@ -34,6 +34,11 @@ func (a *applier) takeCached(ns *nodeState) bool {
 
 // takeCachedRecord is takeCached with the node's record already read.
 func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
+	if a.interrupted() {
+		// No restore begins after an interrupt: the node stays pending,
+		// and the next apply takes it from the cache.
+		return false
+	}
 	if rec.Debug && !a.opts.Debug[ns.n.Addr] {
 		// A single-variant debug run's result is not the batch's.
 		return false
@@ -128,7 +133,7 @@ func (a *applier) markFailed(ns *nodeState) {
 	}
 	ns.message = process.RedactSecrets(ns.message, ns.secrets)
 	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
-	f.Stopped = a.res.Interrupted && ns.class == failclass.Interrupted
+	f.Stopped = a.interrupted() && ns.class == failclass.Interrupted
 	if f.Stopped {
 		a.res.Stopped++
 	} else {

@@ -155,7 +155,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 			return true
 		}
 	}
-	if a.opts.Exact && ns.pn.Action == plan.ActCached {
+	if a.opts.Exact && ns.pn.Action == plan.ActCached && !a.interrupted() {
 		a.fail(ns, failclass.Setup, "planned as cached, but its cached result is gone since the plan was saved: not run; make a new plan with 'cairn plan --out FILE'")
 		return true
 	}

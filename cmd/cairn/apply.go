@@ -532,7 +532,7 @@ func (a *app) printSummary(w io.Writer, res *engine.ApplyResult) {
 		}
 	}
 	fmt.Fprintf(w, "\nApply complete: %d ran, %d cached, %d failed, %d skipped", res.Ran, res.Cached, res.Failed, res.Skipped)
-	if res.Stopped > 0 {
+	if res.Stopped > 0 || res.Interrupted {
 		fmt.Fprintf(w, ", %d interrupted", res.Stopped)
 	}
 	fmt.Fprint(w, ".")
