@@ -200,20 +200,32 @@ func (a *app) importJob(format, path string, o modelcache.ImportOptions, j impor
 			return badInput("import: %s already holds a job's %s that cairn ran, not one imported: give another --job folder", j.dir, aggregate.ResultFile)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := writeJobFiles(dir, tb, rb, atomicfile.Write); err != nil {
 		return err
-	}
-	for _, f := range []struct {
-		name string
-		b    []byte
-	}{{aggregate.TestFile, tb}, {aggregate.ResultFile, rb}} {
-		if err := atomicfile.Write(filepath.Join(dir, f.name), f.b, true); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(a.stderr, "imported %d items: %s %s seed %d, baseline %.6g, deployed %.6g, delta %.6g pp -> %s\n",
 		len(tf.Items), j.method, j.cell, j.seed, res.BaselineMean, res.DeployedMean, res.DeltaPP, filepath.Join(j.dir, aggregate.ResultFile))
 	return nil
+}
+
+// writeJobFiles writes a job's test.json (tb) and result.json (rb) into
+// dir with write, replacing those of a job imported before. The old
+// result.json goes first, durably, and the new one comes last: a kill
+// at any point leaves both files of one import, or a test.json without
+// a result.json (a job that has not finished, which aggregate does not
+// read and importing again completes), never a test.json beside a
+// result.json that names another.
+func writeJobFiles(dir string, tb, rb []byte, write func(path string, b []byte, sync bool) error) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.Remove(filepath.Join(dir, aggregate.ResultFile), true); err != nil {
+		return err
+	}
+	if err := write(filepath.Join(dir, aggregate.TestFile), tb, true); err != nil {
+		return err
+	}
+	return write(filepath.Join(dir, aggregate.ResultFile), rb, true)
 }
 
 // scored refuses an item without a score: no figure is computed from it.

@@ -275,3 +275,51 @@ func TestImportJobRefusesWhatCannotGiveAFigure(t *testing.T) {
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, `--cell "d/r" is not DATASET/RUNTIME/MODEL`)
 }
+
+// Importing again into a job folder imported before replaces its two files
+// so that a kill between them never leaves the new test.json beside the
+// old result.json, which names the old one (aggregate would refuse it as
+// edited): the old result.json is gone first, and importing again
+// completes the job.
+func TestImportJobKilledBetweenItsFilesLeavesNoMismatch(t *testing.T) {
+	one, zero := 1.0, 0.0
+	a := lmEvalSamples(t, []*float64{&one, &zero, &one})
+	b := lmEvalSamples(t, []*float64{&one, &one, &one})
+	root := cliWorkspace(t, map[string]string{"a.jsonl": a, "b.jsonl": b})
+	imp := func(file, seed string) cliResult {
+		return runCLI(t, "--chdir", root, "import", "lm-eval", file, "--baseline", "a.jsonl", "--job", "runs/m/"+seed,
+			"--method", "m", "--cell", "d/r/q", "--seed", seed)
+	}
+	for _, seed := range []string{"0", "1"} {
+		r := imp("a.jsonl", seed)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	dir := filepath.Join(root, "runs/m/0")
+	newTest := []byte(`{"format": "cairn.job-test/1", "items": []}` + "\n")
+	killed := fmt.Errorf("killed")
+	err := writeJobFiles(dir, newTest, nil, func(path string, b []byte, sync bool) error {
+		if filepath.Base(path) != "test.json" {
+			return killed // the process dies before the second file
+		}
+		return os.WriteFile(path, b, 0o644)
+	})
+	require.ErrorIs(t, err, killed)
+	assert.NoFileExists(t, filepath.Join(dir, "result.json"), "the old result.json beside the new test.json")
+	r := runCLI(t, "--chdir", root, "aggregate", "runs", "--out", "sum.json")
+	assert.NotContains(t, r.stderr, "is not the file", r.stderr)
+
+	r = imp("b.jsonl", "0")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "aggregate", "runs", "--out", "sum.json")
+	assert.Equal(t, 0, r.code, r.stderr)
+
+	// A mismatched pair of an imported job (an edit, or an import that an
+	// earlier cairn left half done) names the import as a possible cause.
+	tb, err := os.ReadFile(filepath.Join(dir, "test.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "runs/m/1/test.json"), tb, 0o644))
+	r = runCLI(t, "--chdir", root, "aggregate", "runs", "--out", "sum.json")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "runs/m/1/test.json: is not the file the import wrote")
+	assert.Contains(t, r.stderr, "(was it edited after the import, or an import into this folder interrupted? cairn import --job writes both files again)")
+}

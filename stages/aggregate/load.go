@@ -95,6 +95,9 @@ type resultDoc struct {
 	Budget              *int     `json:"budget"`
 	ChargedRollouts     *int     `json:"charged_rollouts"`
 	SelectionSHA256     *string  `json:"selection_sha256"`
+	// Source is the provenance of a job cairn import made
+	// (docs/model-cache.md): absent from a job cairn ran.
+	Source json.RawMessage `json:"source"`
 }
 
 // FallbackReasons are the reasons a job deploys the seed bundle
@@ -453,6 +456,9 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 	{
 		sum := sha256.Sum256(tdata)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != *r.TestSHA256 {
+			if len(r.Source) > 0 && string(r.Source) != "null" {
+				return badFile(j.TestFile, "is not the file the import wrote: its digest is %s, %s's test_sha256 is %s (was it edited after the import, or an import into this folder interrupted? cairn import --job writes both files again)", got, ResultFile, *r.TestSHA256)
+			}
 			return badFile(j.TestFile, "is not the file the job wrote: its digest is %s, %s's test_sha256 is %s (was it edited after the job ended?)", got, ResultFile, *r.TestSHA256)
 		}
 	}

@@ -160,6 +160,20 @@ func writeTemp(path string, b []byte, sync bool) (tmp string, err error) {
 	return f.Name(), nil
 }
 
+// Remove removes path, which may be gone already. With sync set, its
+// folder is synced too, so that the removal reaches the disk before what
+// is written after it: a file written next is never found, after a power
+// loss, beside the one removed.
+func Remove(path string, sync bool) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if sync {
+		syncDir(filepath.Dir(path))
+	}
+	return nil
+}
+
 // syncDir makes a rename in dir durable (best effort).
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
