@@ -115,15 +115,14 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	res.Records = len(drop)
 	res.Kept = len(keep)
 	res.KeptBytes = used
+	var unused []cas.Digest
 	for d, size := range sizes {
 		if counted[d] {
 			continue
 		}
 		res.Blobs++
 		res.Bytes += size
-		if !opts.DryRun {
-			_ = c.Blobs.Remove(cas.Digest(d))
-		}
+		unused = append(unused, cas.Digest(d))
 	}
 	if byAge && opts.Runs != nil {
 		n, err := opts.Runs(c.Dir, opts.OlderThan, opts.DryRun)
@@ -137,8 +136,14 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 	}
 	_, _ = c.Blobs.RemoveStaleTemps(time.Hour)
 	removeOldKeyLocks(c.Dir)
+	// The index names only the kept records, durably, before a blob goes:
+	// a gc killed on the way leaves blobs no record names (the next gc
+	// removes them), never a record whose blobs are gone.
 	if err := c.compact(keep); err != nil {
 		return res, err
+	}
+	for _, d := range unused {
+		_ = c.Blobs.Remove(d)
 	}
 	// The index is a new file now: no up-to-date memo holds any more.
 	_ = os.RemoveAll(filepath.Join(c.Dir, "memo"))
@@ -197,6 +202,13 @@ func (c *Cache) compact(keep map[string]bool) error {
 	}
 	if err := os.Rename(tmp, c.indexPath()); err != nil {
 		return err
+	}
+	if !c.noSync {
+		// The new index is the one a power loss leaves: gc removes the
+		// blobs of the records it dropped next.
+		if err := syncDir(c.Dir); err != nil {
+			return err
+		}
 	}
 	_ = os.Remove(tmp + ".lock")
 	st, err := os.Stat(c.indexPath())
@@ -310,4 +322,14 @@ func (c *Cache) AddressRecords(addr string) []string {
 		}
 	}
 	return keys
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -2,12 +2,16 @@ package store
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/cas"
 )
 
 // gc --max-size keeps the newest records whose blobs fit, oldest removed
@@ -68,4 +72,46 @@ func TestHeldKeyOutlivesCompaction(t *testing.T) {
 	_, err = c.Commit(&Record{Key: strings.Repeat("c", 64), Pipeline: "p", Address: "stage.x", Ended: time.Now()}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Repeat("c", 64), c.HeldKey("p", "stage.x"))
+}
+
+// gc rewrites the index without the records it drops before it removes
+// their blobs: a gc that stops before the index is rewritten (killed, or
+// the rewrite failing) has removed no blob, so the index never names a
+// record whose blobs are gone; the next gc removes them.
+func TestGCRemovesNoBlobBeforeTheIndexDropsItsRecord(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	commit := func(name byte, age time.Duration) (key string, d cas.Digest) {
+		d, err := c.Blobs.PutBytes(bytes.Repeat([]byte{name}, 5000))
+		require.NoError(t, err)
+		key = strings.Repeat(string(name), 64)
+		_, err = c.Commit(&Record{Key: key, Pipeline: "p", Address: "stage." + string(name),
+			Ended: time.Now().Add(-age), Outputs: map[string]string{"out/" + string(name): string(d)}}, nil)
+		require.NoError(t, err)
+		return key, d
+	}
+	oldKey, oldBlob := commit('a', 3*time.Hour)
+	newKey, newBlob := commit('b', 0)
+	// The new index cannot be written: a folder where gc writes it.
+	block := filepath.Join(IndexPath(dir)+".compact", "x")
+	require.NoError(t, os.MkdirAll(block, 0o755))
+	_, err = GC(c, GCOptions{OlderThan: time.Hour})
+	require.Error(t, err)
+	require.NoError(t, c.Close())
+
+	c, err = Open(dir, Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	assert.True(t, c.Has(oldKey), "the index was not rewritten")
+	assert.True(t, c.Blobs.Has(oldBlob), "a record the index names lost its blob")
+
+	require.NoError(t, os.RemoveAll(filepath.Dir(block)))
+	res, err := GC(c, GCOptions{OlderThan: time.Hour})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Records)
+	assert.False(t, c.Has(oldKey))
+	assert.False(t, c.Blobs.Has(oldBlob))
+	assert.True(t, c.Has(newKey))
+	assert.True(t, c.Blobs.Has(newBlob))
 }
