@@ -549,6 +549,23 @@ func TestFmt(t *testing.T) {
 	b, _ = os.ReadFile(filepath.Join(root, "nested/sub.hcl"))
 	assert.Equal(t, pretty, string(b))
 
+	// The partial temporary file an fmt killed while it rewrote a file
+	// left beside it goes at the next fmt (not with --check); other files
+	// stay.
+	ugly2 := filepath.Join(root, "nested/.sub.hcl.tmp-89ab0123cdef4567")
+	mine := filepath.Join(root, "nested/.sub.hcl.tmp-mine")
+	for _, p := range []string{ugly2, mine} {
+		require.NoError(t, os.WriteFile(p, []byte("stage \"comm"), 0o644))
+	}
+	r = runCLI(t, "--chdir", root, "fmt", "--check", "nested/sub.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.FileExists(t, ugly2, "--check changes nothing")
+	r = runCLI(t, "--chdir", root, "fmt", "nested/sub.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	assert.Empty(t, r.stdout+r.stderr)
+	assert.NoFileExists(t, ugly2)
+	assert.FileExists(t, mine)
+
 	// A file that does not parse is bad input, and is left alone.
 	broken := "stage \"command\" \"x\" {\n  run = [\n"
 	require.NoError(t, os.WriteFile(filepath.Join(root, "broken.hcl"), []byte(broken), 0o644))

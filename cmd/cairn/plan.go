@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -464,6 +465,11 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 			// --check, listed) all the same.
 			var unformatted, unparsed, refused []string
 			for _, f := range files {
+				if !check {
+					// The temporary files of an fmt killed while it
+					// rewrote f: cairn's names, no live writer's.
+					atomicfile.RemoveLeftovers(f)
+				}
 				src, err := os.ReadFile(f)
 				if err != nil {
 					return badInput("%s", err)

@@ -43,10 +43,11 @@ func WriteKeepMode(path string, b []byte, sync bool) error {
 // path; with keepMode, the temporary file first gets the permission bits
 // of the file it replaces.
 func replace(path string, b []byte, sync, keepMode bool) error {
-	tmp, err := writeTemp(path, b, sync)
+	tmp, held, err := writeTemp(path, b, sync)
 	if err != nil {
 		return err
 	}
+	defer release(held)
 	if keepMode {
 		if fi, err := os.Stat(path); err == nil {
 			keepOwner(tmp, fi)
@@ -95,15 +96,21 @@ type File struct {
 // new, and says which.
 func WriteAll(files []File, sync bool) error {
 	tmps := make([]string, 0, len(files))
+	var helds []*os.File
+	defer func() {
+		for _, h := range helds {
+			release(h)
+		}
+	}()
 	for _, f := range files {
-		tmp, err := writeTemp(f.Path, f.Data, sync)
+		tmp, held, err := writeTemp(f.Path, f.Data, sync)
 		if err != nil {
 			for _, t := range tmps {
 				_ = os.Remove(t)
 			}
 			return err
 		}
-		tmps = append(tmps, tmp)
+		tmps, helds = append(tmps, tmp), append(helds, held)
 	}
 	for i, f := range files {
 		if err := os.Rename(tmps[i], f.Path); err != nil {
@@ -134,17 +141,18 @@ func WriteAll(files []File, sync bool) error {
 
 // writeTemp writes b to a new temporary file beside path (making path's
 // folder if needed, 0777 less the umask), synced when sync is set, and
-// returns its name; on an error it leaves no file.
-func writeTemp(path string, b []byte, sync bool) (tmp string, err error) {
-	f, err := createTemp(path)
+// returns its name and what holds its lock until it is renamed into place
+// (release it then); on an error it leaves no file.
+func writeTemp(path string, b []byte, sync bool) (tmp string, held *os.File, err error) {
+	f, held, err := createTemp(path)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
-			return "", err
+			return "", nil, err
 		}
-		f, err = createTemp(path)
+		f, held, err = createTemp(path)
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	_, err = f.Write(b)
 	if err == nil && sync {
@@ -155,9 +163,10 @@ func writeTemp(path string, b []byte, sync bool) (tmp string, err error) {
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
-		return "", err
+		release(held)
+		return "", nil, err
 	}
-	return f.Name(), nil
+	return f.Name(), held, nil
 }
 
 // Remove removes path, which may be gone already. With sync set, its
@@ -183,16 +192,113 @@ func syncDir(dir string) {
 }
 
 // createTemp creates a new file beside path with mode 0666 less the
-// umask (os.CreateTemp would make it 0600).
-func createTemp(path string) (*os.File, error) {
-	var r [8]byte
+// umask (os.CreateTemp would make it 0600), named as tempPrefix and
+// tempHex say, and locks it (lockTemp).
+func createTemp(path string) (f, held *os.File, err error) {
+	var r [tempHex / 2]byte
 	for try := 0; ; try++ {
 		_, _ = rand.Read(r[:])
-		name := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(r[:]))
+		name := filepath.Join(filepath.Dir(path), tempPrefix(path)+hex.EncodeToString(r[:]))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 		if errors.Is(err, os.ErrExist) && try < 100 {
 			continue
 		}
-		return f, err
+		if err != nil {
+			return nil, nil, err
+		}
+		held, ok := lockTemp(f)
+		if !ok && try < 100 {
+			f.Close()
+			continue
+		}
+		return f, held, nil
 	}
+}
+
+// A temporary file beside path is named tempPrefix(path) and tempHex
+// random hex digits.
+const tempHex = 16
+
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
+
+// lockTemp takes an exclusive flock on the temporary file f, just made,
+// held by a duplicate of its descriptor (returned: closing f keeps it)
+// until the file is renamed into place, so that RemoveLeftovers, which
+// removes only temporary files no writer holds, leaves it alone. ok is
+// false when a RemoveLeftovers removed it before the lock was taken (make
+// another). A file system that has no flock gives no lock, and
+// RemoveLeftovers removes nothing there either.
+func lockTemp(f *os.File) (held *os.File, ok bool) {
+	fd := int(f.Fd())
+	if syscall.Flock(fd, syscall.LOCK_EX) != nil {
+		return nil, true
+	}
+	dup, err := syscall.Dup(fd)
+	if err != nil {
+		return nil, true
+	}
+	held = os.NewFile(uintptr(dup), f.Name())
+	st, err := f.Stat()
+	fi, lerr := os.Lstat(f.Name())
+	if err == nil && (lerr != nil || !os.SameFile(st, fi)) {
+		held.Close()
+		return nil, false
+	}
+	return held, true
+}
+
+// release gives up the lock of a temporary file (nil: none).
+func release(held *os.File) {
+	if held != nil {
+		held.Close()
+	}
+}
+
+// RemoveLeftovers removes the temporary files that a writer of path (a
+// link: of the file it points to) killed before its rename left beside it:
+// those named as cairn names them, that no live writer holds locked. It
+// returns the paths it removed; any other file is left alone.
+func RemoveLeftovers(path string) []string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	dir, prefix := filepath.Dir(path), tempPrefix(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || len(rest) != tempHex || !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := hex.DecodeString(rest); err != nil {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if removeUnheld(p) {
+			removed = append(removed, p)
+		}
+	}
+	return removed
+}
+
+// removeUnheld removes the temporary file p when it can take its lock:
+// no writer holds it.
+func removeUnheld(p string) bool {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false
+	}
+	st, err := f.Stat()
+	fi, lerr := os.Lstat(p)
+	if err != nil || lerr != nil || !os.SameFile(st, fi) {
+		return false
+	}
+	return os.Remove(p) == nil
 }

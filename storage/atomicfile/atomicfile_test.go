@@ -121,3 +121,38 @@ func TestWriteKeepModeKeepsTheOwner(t *testing.T) {
 	assert.Equal(t, uint32(65534), st.Sys().(*syscall.Stat_t).Gid)
 	assert.Equal(t, os.FileMode(0o640), st.Mode().Perm())
 }
+
+// RemoveLeftovers removes the temporary files a killed writer left beside
+// a file (beside a link's target for a link), named as cairn names them;
+// not one a live writer holds, nor any other file.
+func TestRemoveLeftoversTakesOnlyDeadWritersTemps(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.hcl")
+	require.NoError(t, Write(p, []byte("x = 1\n"), false))
+	dead := filepath.Join(dir, ".p.hcl.tmp-0123456789abcdef")
+	others := []string{".p.hcl.tmp-mine", ".p.hcl.tmp-0123456789abcdeg", ".p.hcl.tmp-0123456789abcdef0",
+		".q.hcl.tmp-0123456789abcdef", "p.hcl.tmp-0123456789abcdef", ".p.hcl.tmp-"}
+	for _, n := range append(others, filepath.Base(dead)) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("partial"), 0o644))
+	}
+	live, held, err := createTemp(p)
+	require.NoError(t, err)
+	require.NoError(t, live.Close(), "its writer holds the lock until the rename, not the file")
+	require.NotNil(t, held, "this file system has flock")
+
+	assert.Equal(t, []string{dead}, RemoveLeftovers(p))
+	assert.NoFileExists(t, dead)
+	assert.FileExists(t, live.Name(), "a live writer's temporary file")
+	for _, n := range others {
+		assert.FileExists(t, filepath.Join(dir, n), "not a temporary file of p.hcl")
+	}
+	assert.FileExists(t, p)
+
+	// Once its writer is gone (killed: its lock goes with it), it is a
+	// leftover too; through a link, the target's leftovers go.
+	release(held)
+	require.NoError(t, os.Symlink(p, filepath.Join(dir, "l.hcl")))
+	assert.Equal(t, []string{live.Name()}, RemoveLeftovers(filepath.Join(dir, "l.hcl")))
+	require.NoError(t, Write(p, []byte("x = 2\n"), true), "a write after it")
+	assert.Empty(t, RemoveLeftovers(p))
+}
