@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/par"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -117,37 +118,67 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	}
 	pd := &pathDeps{late: map[*Node]bool{}}
 	g.pathDeps = pd
-	ins := map[*Node][]declPath{}
+	// Each node's paths, evaluated on every core: what a node's path
+	// attributes hold, for a grid of thousands, is most of linking.
+	type stagePaths struct {
+		reads, writes []stages.PathAttr
+		withStage     bool
+	}
+	type nodePaths struct {
+		reads, writes []declPath
+		late          bool
+	}
+	var nodes []*Node
+	var of []*stagePaths
 	for _, s := range g.StageOrder {
 		reads, writes := g.pathAttrs(s)
 		if len(reads) == 0 && len(writes) == 0 {
 			continue
 		}
-		ws := false
-		for _, pa := range append(reads, writes...) {
-			ws = ws || refersToStages(s.Attrs[pa.Attr])
+		sp := &stagePaths{reads: reads, writes: writes}
+		for _, pa := range append(slices.Clip(reads), writes...) {
+			sp.withStage = sp.withStage || refersToStages(s.Attrs[pa.Attr])
 		}
 		for _, n := range g.StageNodes[s.Name] {
-			// One context for the node's path attributes, made when
-			// the first needs it.
-			var ctx *hcl.EvalContext
-			context := func() *hcl.EvalContext {
-				if ctx == nil {
-					ctx = g.nodeContext(n, UnknownInstance, ws && g.EvalsStage(n))
-				}
-				return ctx
+			nodes = append(nodes, n)
+			of = append(of, sp)
+		}
+	}
+	found := make([]nodePaths, len(nodes))
+	g.Scope.Context(nil) // what the evaluations share, made first
+	par.Chunks(len(nodes), 32, 64, func(i int) {
+		n, sp := nodes[i], of[i]
+		// One context for the node's path attributes, made when the
+		// first needs it.
+		var ctx *hcl.EvalContext
+		context := func() *hcl.EvalContext {
+			if ctx == nil {
+				ctx = g.nodeContext(n, UnknownInstance, sp.withStage && g.EvalsStage(n))
 			}
-			for _, pa := range writes {
-				ps, known := g.declaredPathsOf(n, pa, context)
-				pd.writes.add(ps)
-				pd.late[n] = pd.late[n] || !known
-			}
-			for _, pa := range reads {
-				ps, known := g.declaredPathsOf(n, pa, context)
-				pd.reads.add(ps)
-				ins[n] = append(ins[n], ps...)
-				pd.late[n] = pd.late[n] || !known
-			}
+			return ctx
+		}
+		f := &found[i]
+		for _, pa := range sp.writes {
+			ps, known := g.declaredPathsOf(n, pa, context)
+			f.writes = append(f.writes, ps...)
+			f.late = f.late || !known
+		}
+		for _, pa := range sp.reads {
+			ps, known := g.declaredPathsOf(n, pa, context)
+			f.reads = append(f.reads, ps...)
+			f.late = f.late || !known
+		}
+	})
+	ins := make(map[*Node][]declPath, len(nodes))
+	for i, n := range nodes {
+		f := &found[i]
+		pd.writes.add(f.writes)
+		pd.reads.add(f.reads)
+		if len(f.reads) > 0 {
+			ins[n] = f.reads
+		}
+		if f.late {
+			pd.late[n] = true
 		}
 	}
 	pd.writes.seal()
