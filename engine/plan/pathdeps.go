@@ -239,29 +239,39 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	return diags
 }
 
-// pathAttrs are the attributes of a stage that name paths its nodes read
-// and write: inputs, outputs and result, and its kind's (PathLinker),
-// those written in the stage or with a default.
-func (g *Graph) pathAttrs(s *dsl.Stage) (reads, writes []stages.PathAttr) {
-	if s.Attrs["inputs"] != nil {
-		reads = append(reads, stages.PathAttr{Attr: "inputs"})
-	}
-	for _, a := range [...]string{"outputs", "result"} {
-		if s.Attrs[a] != nil {
-			writes = append(writes, stages.PathAttr{Attr: a, Write: true})
+// generalPathAttrs are the path attributes of every kind.
+var generalPathAttrs = [...]stages.PathAttr{{Attr: "inputs"}, {Attr: "outputs", Write: true}, {Attr: "result", Write: true}}
+
+// stagePathAttrs yields the attributes of a stage that name paths its
+// nodes read and write: inputs, outputs and result, and its kind's
+// (PathLinker), those written in the stage or with a default.
+func (g *Graph) stagePathAttrs(s *dsl.Stage) iter.Seq[stages.PathAttr] {
+	return func(yield func(stages.PathAttr) bool) {
+		for _, pa := range generalPathAttrs {
+			if s.Attrs[pa.Attr] != nil && !yield(pa) {
+				return
+			}
+		}
+		k, ok := g.lookupKind(s.Kind)
+		l, linker := k.(stages.PathLinker)
+		if !ok || !linker {
+			return
+		}
+		for _, pa := range l.PathAttrs() {
+			if (s.Attrs[pa.Attr] != nil || pa.Default != nil) && !yield(pa) {
+				return
+			}
 		}
 	}
-	k, ok := g.lookupKind(s.Kind)
-	l, linker := k.(stages.PathLinker)
-	if !ok || !linker {
-		return reads, writes
-	}
-	for _, pa := range l.PathAttrs() {
-		switch {
-		case s.Attrs[pa.Attr] == nil && pa.Default == nil:
-		case pa.Write:
+}
+
+// pathAttrs lists a stage's path attributes (stagePathAttrs), read and
+// written.
+func (g *Graph) pathAttrs(s *dsl.Stage) (reads, writes []stages.PathAttr) {
+	for pa := range g.stagePathAttrs(s) {
+		if pa.Write {
 			writes = append(writes, pa)
-		default:
+		} else {
 			reads = append(reads, pa)
 		}
 	}
@@ -269,18 +279,10 @@ func (g *Graph) pathAttrs(s *dsl.Stage) (reads, writes []stages.PathAttr) {
 }
 
 // readsWrites reports whether a stage has path attributes its nodes read,
-// and ones they write (pathAttrs), without listing them.
+// and ones they write (stagePathAttrs), without listing them.
 func (g *Graph) readsWrites(s *dsl.Stage) (reads, writes bool) {
-	reads = s.Attrs["inputs"] != nil
-	writes = s.Attrs["outputs"] != nil || s.Attrs["result"] != nil
-	if k, ok := g.lookupKind(s.Kind); ok {
-		if l, ok := k.(stages.PathLinker); ok {
-			for _, pa := range l.PathAttrs() {
-				if s.Attrs[pa.Attr] != nil || pa.Default != nil {
-					reads, writes = reads || !pa.Write, writes || pa.Write
-				}
-			}
-		}
+	for pa := range g.stagePathAttrs(s) {
+		reads, writes = reads || !pa.Write, writes || pa.Write
 	}
 	return reads, writes
 }
@@ -290,6 +292,17 @@ func (g *Graph) declaredPaths(n *Node, attr string) (paths []declPath, known boo
 	return g.declaredPathsOf(n, stages.PathAttr{Attr: attr}, func() *hcl.EvalContext {
 		return g.nodeContext(n, UnknownInstance, g.EvalsStage(n))
 	})
+}
+
+// inWorkspace is p relative to the workspace root where p is an absolute
+// path inside it (paths are matched as relative ones); else p as it is.
+func (g *Graph) inWorkspace(p string) string {
+	if filepath.IsAbs(p) {
+		if rel, err := filepath.Rel(g.Root, p); err == nil && filepath.IsLocal(rel) {
+			return rel
+		}
+	}
+	return p
 }
 
 // refersToStages reports whether an attribute's expression refers to
@@ -363,12 +376,7 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 	}
 	out := make([]declPath, 0, len(list)*max(1, len(pa.Files)))
 	for i, p := range list {
-		if filepath.IsAbs(p) {
-			// A path inside the workspace, written whole.
-			if rel, err := filepath.Rel(g.Root, p); err == nil && filepath.IsLocal(rel) {
-				p = rel
-			}
-		}
+		p = g.inWorkspace(p)
 		if p == "" || filepath.IsAbs(p) {
 			continue
 		}
@@ -406,10 +414,7 @@ func (g *Graph) LateCheck(n *Node, sn *stages.Node) string {
 	ins := c.Inputs
 	if svc, ok := n.Kind.(stages.Service); ok {
 		if w := svc.WeightsPath(sn); w != "" {
-			if rel, err := filepath.Rel(g.Root, w); filepath.IsAbs(w) && err == nil && filepath.IsLocal(rel) {
-				w = rel
-			}
-			ins = append(slices.Clip(ins), filepath.Clean(w))
+			ins = append(slices.Clip(ins), filepath.Clean(g.inWorkspace(w)))
 		}
 	}
 	for _, p := range ins {
