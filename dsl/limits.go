@@ -276,6 +276,9 @@ func (e *boundedFor) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 			Context:  e.SrcRange.Ptr(),
 		})
 	}
+	if v, ok := e.parallelFor(ctx, coll, b); ok {
+		return v, diags
+	}
 	fe := *e.ForExpr
 	fe.CollExpr = &hclsyntax.LiteralValueExpr{Val: coll, SrcRange: e.CollExpr.Range()}
 	v, d := fe.Value(ctx)
