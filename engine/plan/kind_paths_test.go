@@ -47,3 +47,40 @@ stage "pareto" "front" {
 		})
 	}
 }
+
+// TestFolderReaderDependsOnEachWriterOnce: a node reading a folder that
+// many nodes write below (a summary over a grid's runs) depends on each
+// of them once, its dependencies in order, however many of its paths
+// and of theirs overlap.
+func TestFolderReaderDependsOnEachWriterOnce(t *testing.T) {
+	w := plantest.New(t, `
+pipeline "grid" {}
+stage "command" "job" {
+  for_each = toset([for i in range(60) : tostring(i)])
+  run      = ["true"]
+  outputs  = ["runs/${each.key}/a.json", "runs/${each.key}/b.json"]
+}
+stage "command" "summary" {
+  run    = ["true"]
+  inputs = ["runs", "runs/1", "runs/17/a.json"]
+}
+`)
+	l := w.Load()
+	var sum *plan.Node
+	writers := map[int]bool{}
+	for _, n := range l.Graph.Nodes {
+		if n.Stage.Name == "summary" {
+			sum = n
+		} else {
+			writers[n.ID] = true
+		}
+	}
+	require.NotNil(t, sum)
+	require.Len(t, sum.Deps, 60, "%v", sum.Deps)
+	for i, d := range sum.Deps {
+		assert.True(t, writers[d], "dependency %d is not a job node", d)
+		if i > 0 {
+			assert.Less(t, sum.Deps[i-1], d, "dependencies in order, each once")
+		}
+	}
+}
