@@ -33,7 +33,8 @@ import (
 //	}
 //
 // The roots are the node's inputs: their content keys it, so the node reruns
-// when a job's files change and is cached otherwise. It writes
+// when a job's files change and is cached otherwise; a job folder linked
+// into a root keys it by its files, as it is read. It writes
 // aggregate.tsv, summary.json and forest.svg into out_dir (outputs,
 // restored on a cache hit); its result is the summary.
 type Aggregate struct{}
@@ -82,13 +83,82 @@ func (Aggregate) PathAttrs() []PathAttr { return aggregatePaths }
 var aggregatePaths = []PathAttr{{Attr: "roots"}, {Attr: "out_dir", Write: true, Default: reportsDefault}}
 
 // DeclaredInputs implements InputDeclarer: the roots key the node by
-// content.
-func (Aggregate) DeclaredInputs(n *Node, _ string) []string {
+// content, and so do the links below them that the aggregate follows (a
+// job folder linked into a root is read through the link: its files, not
+// the link's text, must key the node). A link leading out of the
+// workspace is left to CheckWorkspace, which refuses it.
+func (Aggregate) DeclaredInputs(n *Node, root string) []string {
 	a, diags := aggregateDecode(n)
 	if diags.HasErrors() {
 		return nil
 	}
-	return a.opts.Roots
+	out := slices.Clone(a.opts.Roots)
+	links, _ := aggregate.Links(root, a.opts.Roots) // unreadable: Run says why
+	for _, l := range links {
+		if _, outside := leavesWorkspace(root, l); !outside {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// CheckWorkspace implements WorkspaceChecker: a link below the roots
+// that leads out of the workspace is refused before anything runs. The
+// aggregate would read the jobs there, and the engine keys nothing
+// outside the workspace.
+func (Aggregate) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
+	a, diags := aggregateDecode(n)
+	if diags.HasErrors() {
+		return nil
+	}
+	links, _ := aggregate.Links(root, a.opts.Roots)
+	for _, l := range links {
+		if real, outside := leavesWorkspace(root, l); outside {
+			return Diag("Invalid roots", outsideLink(n, l, real, root), n.Range("roots"))
+		}
+	}
+	return nil
+}
+
+// leavesWorkspace reports whether the workspace path rel resolves, through
+// its links, to a place outside the workspace root, and that place.
+func leavesWorkspace(root, rel string) (string, bool) {
+	real, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+	if err != nil {
+		return "", false
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		realRoot = root
+	}
+	r, err := filepath.Rel(realRoot, real)
+	return real, err != nil || !filepath.IsLocal(r)
+}
+
+// outsideLink is the refusal of a link below an aggregate's roots that
+// leads out of the workspace.
+func outsideLink(n *Node, link, real, root string) string {
+	return fmt.Sprintf("%s: the link %s below its roots leads to %s, outside the workspace (%s). The aggregate reads the jobs a link leads to, and only files in the workspace can key the node: copy the jobs into the workspace, or link to a folder inside it.", n.Address, link, real, root)
+}
+
+// unkeyedLinks refuses a reading of the roots through a link the node's
+// key does not hold (one made since the node was planned) or one that
+// leads out of the workspace: what it read would not be what keys it.
+// "" when there is none.
+func unkeyedLinks(n *Node, a aggregateArgs, root string) string {
+	links, err := aggregate.Links(root, a.opts.Roots)
+	if err != nil {
+		return "" // aggregate.Run says why
+	}
+	for _, l := range links {
+		if real, outside := leavesWorkspace(root, l); outside {
+			return outsideLink(n, l, real, root)
+		}
+		if !slices.Contains(n.Common.Inputs, l) {
+			return fmt.Sprintf("%s: the link %s below its roots was made after the node was planned, so the jobs it leads to are not in the node's key; apply again", n.Address, l)
+		}
+	}
+	return ""
 }
 
 // DeclaredOutputs implements OutputDeclarer: the report folder.
@@ -203,6 +273,9 @@ func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	a, diags := aggregateDecode(n)
 	if diags.HasErrors() {
 		return nil, diags
+	}
+	if msg := unkeyedLinks(n, a, rt.Root()); msg != "" {
+		return &Outcome{Class: failclass.Setup, Message: msg}, nil
 	}
 	a.opts.Dir = rt.Root()
 	a.opts.Workers = max(n.Common.CPUs, 1)

@@ -1,6 +1,8 @@
 package stages
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -39,4 +41,41 @@ func TestAggregateOutDirAmongItsRoots(t *testing.T) {
 		assert.Equal(t, tc.summary, diags[0].Summary)
 		assert.Equal(t, tc.want, diags[0].Detail)
 	}
+}
+
+// The links below the roots that the aggregate follows key the node: a
+// job folder linked into a root, and a result.json root's test.json and
+// job.json. One the node's key does not hold when it runs (made since
+// the plan), or one out of the workspace, fails it before anything is
+// read.
+func TestAggregateKeysWhatItReadsThroughLinks(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"exp/gepa/s0/result.json", "exp/gepa/s0/test.json", "one/result.json", "one/test.json"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.Dir(f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, f), []byte("{}"), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "runs"), 0o755))
+	require.NoError(t, os.Symlink("../exp/gepa", filepath.Join(root, "runs", "gepa")))
+	require.NoError(t, os.Symlink("../nowhere", filepath.Join(root, "runs", "dangling")))
+	node := func(roots ...string) *Node {
+		return &Node{Address: "stage.summary", Stage: "summary", Args: map[string]cty.Value{"roots": strs(roots...)}, Ranges: map[string]hcl.Range{}}
+	}
+	n := node("runs", "one/result.json")
+	assert.Equal(t, []string{"runs", "one/result.json", "one/test.json", "runs/gepa"}, Aggregate{}.DeclaredInputs(n, root))
+	assert.Empty(t, Aggregate{}.CheckWorkspace(n, root))
+	a, diags := aggregateDecode(n)
+	require.False(t, diags.HasErrors())
+	n.Common.Inputs = []string{"runs", "one/result.json", "one/test.json"}
+	assert.Equal(t, "stage.summary: the link runs/gepa below its roots was made after the node was planned, so the jobs it leads to are not in the node's key; apply again", unkeyedLinks(n, a, root))
+	n.Common.Inputs = Aggregate{}.DeclaredInputs(n, root)
+	assert.Equal(t, "", unkeyedLinks(n, a, root))
+
+	outside := t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "runs", "far")))
+	assert.Equal(t, []string{"runs", "one/result.json", "one/test.json", "runs/gepa"}, Aggregate{}.DeclaredInputs(n, root))
+	diags = Aggregate{}.CheckWorkspace(n, root)
+	require.Len(t, diags, 1)
+	assert.Equal(t, "Invalid roots", diags[0].Summary)
+	assert.Contains(t, diags[0].Detail, "stage.summary: the link runs/far below its roots leads to ")
+	assert.Contains(t, unkeyedLinks(n, a, root), "stage.summary: the link runs/far below its roots leads to ")
 }

@@ -456,3 +456,68 @@ func TestAggregateFlagsAndSkipsSayWhatTheyAre(t *testing.T) {
 	assert.Contains(t, r.stderr, "seed 7 is not one of the protocol's seeds 0, 1, 2")
 	assert.NotContains(t, r.stderr, "--include-nonconformant")
 }
+
+// A job folder linked into a root is read through the link, and keys the
+// node by its files as read: a linked job whose scores change reruns the
+// node, and the table is the command's on the same folder. A link leading
+// out of the workspace is refused before anything runs (exit 2, naming
+// the stage and the link), and so is one made after the plan.
+func TestAggregateStageKeysJobsLinkedIntoItsRoot(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	exp := filepath.Join(root, "exp") // the jobs in exp/gepa/CELL/seedN
+	require.NoError(t, jobtest.Grid(exp, 1, 40, map[string]float64{"gepa": 0.25}, []string{"hotpotqa/centralized/qwen"}))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "runs"), 0o755))
+	require.NoError(t, os.Symlink("../exp/gepa", filepath.Join(root, "runs", "gepa")))
+	pipeline := `pipeline "linked" {}
+
+stage "aggregate" "summary" {
+  roots     = ["runs"]
+  bootstrap = 500
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "pipeline.hcl"), []byte(pipeline), 0o644))
+	table := func() string {
+		t.Helper()
+		tsv, err := os.ReadFile(filepath.Join(root, "reports", "summary", "aggregate.tsv"))
+		require.NoError(t, err)
+		cli := runCLI(t, "--chdir", root, "aggregate", "runs", "--bootstrap", "500")
+		require.Equal(t, 0, cli.code, cli.stderr)
+		assert.Equal(t, cli.stdout, string(tsv), "the stage's table is not the command's on the same folder")
+		return string(tsv)
+	}
+	r := runCLI(t, "--chdir", root, "apply", "pipeline.hcl")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "Apply complete: 1 ran, 0 cached, 0 failed, 0 skipped.")
+	before := table()
+
+	// Seed 0's deployed bundle now scores 0 on every item, written through
+	// the job's own folder, not the link.
+	deployed := make([]float64, 40)
+	baseline := make([]float64, 40)
+	for i := range baseline {
+		baseline[i] = float64(i % 2)
+	}
+	_, err := jobtest.Write(exp, jobtest.Job{Method: "gepa", Seed: 0, Baseline: baseline, Deployed: deployed})
+	require.NoError(t, err)
+	plan := runCLI(t, "--chdir", root, "plan", "pipeline.hcl")
+	require.Equal(t, 0, plan.code, plan.stderr)
+	assert.Contains(t, plan.stdout, "~ stage.summary  run: input runs/gepa changed")
+	changed := runCLI(t, "--chdir", root, "apply", "pipeline.hcl")
+	require.Equal(t, 0, changed.code, changed.stdout+changed.stderr)
+	assert.Contains(t, changed.stdout, "Apply complete: 1 ran, 0 cached, 0 failed, 0 skipped.")
+	assert.NotEqual(t, before, table(), "the linked job's new scores are not in the table")
+
+	// A link out of the workspace: refused, nothing read.
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, jobtest.Grid(outside, 2, 40, map[string]float64{"miprov2": 0}, []string{"hotpotqa/centralized/qwen"}))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "miprov2"), filepath.Join(root, "runs", "miprov2")))
+	out := runCLI(t, "--chdir", root, "apply", "pipeline.hcl")
+	assert.Equal(t, 2, out.code, out.stdout+out.stderr)
+	msg := strings.Join(strings.Fields(out.stderr), " ") // unwrapped
+	assert.Contains(t, msg, "stage.summary: the link runs/miprov2 below its roots leads to "+filepath.Join(outside, "miprov2")+", outside the workspace")
+	require.NoError(t, os.Remove(filepath.Join(root, "runs", "miprov2")))
+	again := runCLI(t, "--chdir", root, "apply", "pipeline.hcl")
+	require.Equal(t, 0, again.code, again.stdout+again.stderr)
+	assert.Contains(t, again.stdout, "Apply complete: 0 ran, 1 cached, 0 failed, 0 skipped.")
+}

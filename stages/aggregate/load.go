@@ -256,41 +256,18 @@ func (s Skip) Warning() string {
 // relative; the names returned are as found (the root joined with the
 // path below it), sorted.
 func FindResults(dir string, roots []string) ([]string, error) {
-	if len(roots) == 0 {
-		return nil, &InputError{Msg: "no root given: name the folders that hold the jobs' result.json files"}
-	}
 	byID := map[string]string{} // real path -> name
-	for _, root := range roots {
-		abs := root
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(dir, root)
-		}
-		fi, err := os.Stat(abs)
+	add := func(name, abs string) {
+		id, err := filepath.EvalSymlinks(abs)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, &InputError{File: root, Msg: "no such file or folder"}
-			}
-			return nil, &InputError{File: root, Msg: err.Error()}
+			id = abs
 		}
-		add := func(name, abs string) {
-			id, err := filepath.EvalSymlinks(abs)
-			if err != nil {
-				id = abs
-			}
-			if old, ok := byID[id]; !ok || name < old {
-				byID[id] = name
-			}
+		if old, ok := byID[id]; !ok || name < old {
+			byID[id] = name
 		}
-		if !fi.IsDir() {
-			if filepath.Base(abs) != ResultFile {
-				return nil, &InputError{File: root, Msg: "is neither a folder nor a " + ResultFile}
-			}
-			add(filepath.Clean(root), abs)
-			continue
-		}
-		if err := walkResults(abs, root, map[string]bool{}, add); err != nil {
-			return nil, fmt.Errorf("aggregate: reading %s: %w", root, err)
-		}
+	}
+	if err := walkRoots(dir, roots, add, nil); err != nil {
+		return nil, err
 	}
 	out := make([]string, 0, len(byID))
 	for _, name := range byID {
@@ -300,20 +277,99 @@ func FindResults(dir string, roots []string) ([]string, error) {
 	return out, nil
 }
 
-// walkResults calls add(name, path) for every result.json under the
-// folder abs (named name), following links to folders as a link to a
-// result.json is followed: a job folder linked into the tree is one of
-// its jobs. seen holds the real paths of the folders walked, so that a
-// link back up the tree is walked once.
-func walkResults(abs, name string, seen map[string]bool, add func(name, abs string)) error {
+// Links lists the symbolic links below the roots that reading them
+// follows (FindResults and ReadJob): a link to a folder, walked as the
+// folder it points to, and a link named result.json, test.json or
+// job.json, read through; and, beside a root that is a result.json
+// itself, the test.json and job.json that exist, which the job's reading
+// takes in too. Their content is what the aggregate reads, so the stage
+// keys it by them (their link text alone would leave it cached when a
+// linked job changes). A link that points to nothing is not followed,
+// and not listed. Names are as found (the root joined with the path below
+// it), sorted and each once.
+func Links(dir string, roots []string) ([]string, error) {
+	seen := map[string]bool{}
+	link := func(name, _ string) { seen[filepath.Clean(name)] = true }
+	if err := walkRoots(dir, roots, func(string, string) {}, link); err != nil {
+		return nil, err
+	}
+	for _, root := range roots {
+		abs := root
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(dir, root)
+		}
+		if filepath.Base(root) != ResultFile {
+			continue
+		}
+		for _, f := range []string{TestFile, JobFile} {
+			if fi, err := os.Stat(filepath.Join(filepath.Dir(abs), f)); err == nil && fi.Mode().IsRegular() {
+				seen[filepath.Join(filepath.Dir(filepath.Clean(root)), f)] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// walkRoots calls add(name, path) for every result.json under the roots
+// and, when link is not nil, link(name, path) for every symbolic link the
+// walk follows (walkResults).
+func walkRoots(dir string, roots []string, add, link func(name, abs string)) error {
+	if len(roots) == 0 {
+		return &InputError{Msg: "no root given: name the folders that hold the jobs' result.json files"}
+	}
+	for _, root := range roots {
+		abs := root
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(dir, root)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return &InputError{File: root, Msg: "no such file or folder"}
+			}
+			return &InputError{File: root, Msg: err.Error()}
+		}
+		if !fi.IsDir() {
+			if filepath.Base(abs) != ResultFile {
+				return &InputError{File: root, Msg: "is neither a folder nor a " + ResultFile}
+			}
+			add(filepath.Clean(root), abs)
+			continue
+		}
+		w := resultWalk{seen: map[string]bool{}, add: add, link: link}
+		if err := w.walk(abs, root); err != nil {
+			return fmt.Errorf("aggregate: reading %s: %w", root, err)
+		}
+	}
+	return nil
+}
+
+// resultWalk walks a root for its result.json files: add is called for
+// each, link (when not nil) for each symbolic link followed. seen holds
+// the real paths of the folders walked, so that a link back up the tree
+// is walked once.
+type resultWalk struct {
+	seen      map[string]bool
+	add, link func(name, abs string)
+}
+
+// walk calls add(name, path) for every result.json under the folder abs
+// (named name), following links to folders as a link to a result.json is
+// followed: a job folder linked into the tree is one of its jobs.
+func (w resultWalk) walk(abs, name string) error {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return err
 	}
-	if seen[real] {
+	if w.seen[real] {
 		return nil
 	}
-	seen[real] = true
+	w.seen[real] = true
 	entries, err := os.ReadDir(abs)
 	if err != nil {
 		return err
@@ -327,14 +383,17 @@ func walkResults(abs, name string, seen map[string]bool, add func(name, abs stri
 				continue // a dangling link names no job
 			}
 			isDir = fi.IsDir()
+			if w.link != nil && (isDir || e.Name() == ResultFile || e.Name() == TestFile || e.Name() == JobFile) {
+				w.link(n, p)
+			}
 		}
 		switch {
 		case isDir:
-			if err := walkResults(p, n, seen, add); err != nil {
+			if err := w.walk(p, n); err != nil {
 				return err
 			}
 		case e.Name() == ResultFile:
-			add(n, p)
+			w.add(n, p)
 		}
 	}
 	return nil
