@@ -83,6 +83,10 @@ func (a *applier) prepare(ns *nodeState) bool {
 		a.fail(ns, failclass.Setup, err.Error())
 		return true
 	}
+	if err := a.g.SetServiceFiles(n, sn, a.cache.Stat); err != nil {
+		a.fail(ns, failclass.Setup, "the server's inputs: "+err.Error())
+		return true
+	}
 	for _, d := range n.Deps {
 		u := a.nodes[d]
 		up := stages.Upstream{Address: u.n.Addr, Status: string(u.status), Class: u.class}

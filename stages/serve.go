@@ -289,9 +289,15 @@ type ServeIdentity struct {
 	// (--dtype, --quantization, --max-model-len) changes it. "" for
 	// servers someone else runs.
 	Server string `json:"server,omitempty"`
+	// Files is the digest of the stage's inputs (Node.FilesDigest): the
+	// files the server reads besides its weights, a launcher script, a
+	// chat template or an adapter folder, by content. "" when there are
+	// none, and for servers someone else runs.
+	Files string `json:"files,omitempty"`
 	// ModelKey is the item key's model field of the evaluations the node
-	// serves: the model id, the weights' digest after "@" when known, and
-	// the server's after ";server=".
+	// serves: the model id, the weights' digest after "@" when known, the
+	// server's after ";server=", and the files' after ";files=" when
+	// there are any.
 	ModelKey string `json:"model_key"`
 }
 
@@ -319,6 +325,7 @@ func serveIdentity(n *Node) ServeIdentity {
 			h.Write([]byte{0})
 		}
 		id.Server = "sha256:" + hex.EncodeToString(h.Sum(nil))
+		id.Files = n.FilesDigest
 	}
 	id.ModelKey = id.Model
 	if id.Weights != "" {
@@ -326,6 +333,9 @@ func serveIdentity(n *Node) ServeIdentity {
 	}
 	if id.Server != "" {
 		id.ModelKey += ";server=" + id.Server
+	}
+	if id.Files != "" {
+		id.ModelKey += ";files=" + id.Files
 	}
 	return id
 }

@@ -231,6 +231,10 @@ type Node struct {
 	// WeightsDigest is the digest of the weights a service node names
 	// (Service.WeightsPath), set by the engine; "" when it names none.
 	WeightsDigest string
+	// FilesDigest is the digest of a service node's inputs, the files
+	// its server reads besides its weights, set by the engine; "" when
+	// it declares none.
+	FilesDigest string
 	// Blocks are the kind's own blocks, evaluated by the kind.
 	Blocks []*hcl.Block
 	// EvalContext evaluates expressions inside Blocks (nil when the

@@ -857,6 +857,78 @@ func servingPIDs(t *testing.T, w *workspace, output func() string) ([]int, time.
 	return pids, deadline
 }
 
+// launcherStage is a serve stage whose run starts the simulated model
+// through a launcher script in the workspace (srv.sh), the script and a
+// chat template folder its inputs.
+func launcherStage(port int) string {
+	return fmt.Sprintf(`
+stage "serve" "tm" {
+  run      = ["sh", "srv.sh", "{port}", "{model}"]
+  inputs   = ["srv.sh", "templates/"]
+  model    = %q
+  weights  = "weights"
+  replicas = 1
+  port     = %d
+  kill_grace = "5s"
+  start_timeout = "60s"
+}
+`, model, port)
+}
+
+// A serve stage's inputs identify its server to its consumers as its
+// weights do: the launcher script among them, edited to serve wrong
+// answers, and a file of a folder among them, changed, each ask every
+// item again; their answers are not the old server's (docs/serve.md,
+// Files the server reads). The request log the launcher names, which the
+// server writes, is no input: a rerun asks nothing again.
+func TestServeKeysByLauncherAndInputs(t *testing.T) {
+	w := newWorkspace(t, 8)
+	port := e2etest.FreePorts(t, 4)
+	launcher := func(wrongRate string) {
+		w.write("srv.sh", fmt.Sprintf("exec %s --port \"$1\" --model \"$2\" --request-log requests.jsonl --gpu-mib 1000 --wrong-rate %s\n", shellQuote(simBin), wrongRate))
+	}
+	launcher("0")
+	w.write("templates/chat.jinja", "{{ messages }}")
+	f := w.pipeline(launcherStage(port), evalStage("a", "tm"))
+	code, out := w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	require.Len(t, w.workerRequests(), 8)
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "not started: nothing to evaluate")
+	assert.Len(t, w.workerRequests(), 8, "the same server was asked again")
+	meanScore := func() float64 {
+		t.Helper()
+		code, out := w.run("show", "stage.a")
+		require.Equal(t, 0, code, out)
+		m := regexp.MustCompile(`"mean_score": ([0-9.]+)`).FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, 1.0, meanScore())
+
+	// The launcher now serves every answer wrong: a new server.
+	launcher("1")
+	code, out = w.run("plan", f)
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `~ stage\.a\s+run: upstream stage\.tm changed`, out)
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 8/8: 8 evaluated, 0 from the store, 0 failed")
+	assert.Len(t, w.workerRequests(), 16)
+	assert.Equal(t, 0.0, meanScore(), "the old server's answers were kept")
+
+	// A file of its inputs changes: a new server too.
+	w.write("templates/chat.jinja", "{{ messages | tojson }}")
+	code, out = w.run("apply", f)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "items 8/8: 8 evaluated, 0 from the store, 0 failed")
+	assert.Len(t, w.workerRequests(), 24)
+	assert.Len(t, w.storedKeys(), 24)
+}
+
 // The same weights on other ports ask nothing again; changed weights ask
 // every item again.
 func TestServeKeysByWeights(t *testing.T) {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -528,6 +530,11 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	waits := unknownUpstream(g, n, upstream)
 	if err := g.SetServiceWeights(n, sn, cache.Stat); err != nil && !waits {
 		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the weights", Detail: fmt.Sprintf("%s: %s. Set weights to the folder or file of the model's weights, or to their digest (\"sha256:...\").", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
+	}
+	// An input not there yet leaves the node's key, and its consumers',
+	// known after apply (envelopeBase says why).
+	if err := g.SetServiceFiles(n, sn, cache.Stat); err != nil && !waits && !errors.Is(err, fs.ErrNotExist) {
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the server's inputs", Detail: fmt.Sprintf("%s: %s. A serve stage's inputs identify its server to its consumers.", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
 	}
 	base := ahead.base
 	if !ahead.based && !waits {

@@ -1,7 +1,10 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -41,6 +44,44 @@ func (g *Graph) SetServiceWeights(n *Node, sn *stages.Node, dg contentDigester) 
 		return fmt.Errorf("weights %s: %w", p, err)
 	}
 	sn.WeightsDigest = "sha256:" + d
+	return nil
+}
+
+// SetServiceFiles digests a service node's inputs, the files its server
+// reads besides its weights (a launcher script, a chat template, an
+// adapter folder), each as an input is digested, and sets
+// sn.FilesDigest: its consumers' keys hold it, so such a file edited is
+// another server. Files its command line names are keyed as written,
+// not by content: a server writes some of them (a log, a download
+// folder), which would give it another identity at every run. The
+// digest is the sha256 of "PATH\x00DIGEST\n" for each input in byte
+// order (the weights, digested as such, left out); "" (the node's
+// identity as it was before inputs counted) when there is none.
+func (g *Graph) SetServiceFiles(n *Node, sn *stages.Node, dg digester) error {
+	svc, ok := n.Kind.(stages.Service)
+	if !ok {
+		return nil
+	}
+	sn.FilesDigest = ""
+	paths := map[string]bool{}
+	for _, p := range sn.Common.Inputs {
+		paths[filepath.ToSlash(p)] = true
+	}
+	if w := svc.WeightsPath(sn); w != "" {
+		delete(paths, filepath.ToSlash(filepath.Clean(g.inWorkspace(w))))
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	h := sha256.New()
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
+		d, err := dg.Tree(filepath.Join(g.Root, p))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		fmt.Fprintf(h, "%s\x00%s\n", p, d)
+	}
+	sn.FilesDigest = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return nil
 }
 
