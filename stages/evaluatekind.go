@@ -110,7 +110,7 @@ func (Evaluate) Check(n *Node) hcl.Diagnostics {
 // PathAttrs implements PathLinker.
 func (Evaluate) PathAttrs() []PathAttr { return evaluatePaths }
 
-var evaluatePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "scores", Write: true}}
+var evaluatePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "worker", Args: true}, {Attr: "scores", Write: true}}
 
 // DeclaredOutputs implements OutputDeclarer: the scores file.
 func (Evaluate) DeclaredOutputs(n *Node) []DeclaredPath {

@@ -231,7 +231,7 @@ func (Optimize) KeepsOutFolder() {}
 // PathAttrs implements PathLinker.
 func (Optimize) PathAttrs() []PathAttr { return optimizePaths }
 
-var optimizePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "out", Write: true, Files: []string{"optimization.json", "optimization"}}}
+var optimizePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "worker", Args: true}, {Attr: "out", Write: true, Files: []string{"optimization.json", "optimization"}}}
 
 // DeclaredOutputs implements OutputDeclarer: optimization.json and the
 // optimization folder.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,29 @@ type PathAttr struct {
 	// Default, where set, is the path when the attribute is absent, from
 	// the stage's name.
 	Default func(stage string) string
+	// Args: the attribute is an argument list (a worker's), whose
+	// elements name paths among other arguments. An element names one
+	// whole (unless it begins with "-") or after its first "="
+	// ("--prompt=p.txt"); one that names no path another stage writes
+	// is a plain argument, and links nothing.
+	Args bool
+}
+
+// ArgPaths yields what the argument a may name as a path (PathAttr.Args):
+// a itself, unless it begins with "-", and what follows its first "=".
+// Neither is checked to be a path: the caller matches them against paths.
+func ArgPaths(a string) []string {
+	if a == "" || strings.Contains(a, "://") {
+		return nil
+	}
+	var out []string
+	if !strings.HasPrefix(a, "-") {
+		out = append(out, a)
+	}
+	if eq := strings.IndexByte(a, '='); eq >= 0 && eq+1 < len(a) {
+		out = append(out, a[eq+1:])
+	}
+	return out
 }
 
 // PathLinker is implemented by kinds whose attributes name paths the node

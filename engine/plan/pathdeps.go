@@ -388,24 +388,30 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 		}
 	}
 	out := make([]declPath, 0, len(list)*max(1, len(pa.Files)))
-	for i, p := range list {
-		p = g.inWorkspace(p)
-		if p == "" || filepath.IsAbs(p) {
-			continue
-		}
-		clean := filepath.Clean(p)
-		if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-			continue
-		}
+	for i, elem := range list {
 		r := rng
 		if elems != nil {
 			r = elems[i].Range()
 		}
-		if len(pa.Files) == 0 {
-			out = append(out, declPath{node: n, attr: pa.Attr, path: clean, rng: r})
+		cands := []string{elem}
+		if pa.Args {
+			cands = stages.ArgPaths(elem)
 		}
-		for _, f := range pa.Files {
-			out = append(out, declPath{node: n, attr: pa.Attr, path: filepath.Join(clean, f), rng: r})
+		for _, p := range cands {
+			p = g.inWorkspace(p)
+			if p == "" || filepath.IsAbs(p) {
+				continue
+			}
+			clean := filepath.Clean(p)
+			if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
+				continue
+			}
+			if len(pa.Files) == 0 {
+				out = append(out, declPath{node: n, attr: pa.Attr, path: clean, rng: r})
+			}
+			for _, f := range pa.Files {
+				out = append(out, declPath{node: n, attr: pa.Attr, path: filepath.Join(clean, f), rng: r})
+			}
 		}
 	}
 	return out, true
