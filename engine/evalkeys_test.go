@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/sim/simmodel"
 )
 
@@ -33,6 +34,23 @@ func evalKeysWorkspace(t *testing.T, pipeline string) *workspace {
 	w := newWorkspace(t, strings.ReplaceAll(pipeline, "ENDPOINT", srv.URL))
 	w.Write("items.jsonl", "{\"id\":\"a\",\"q\":\"1+1\"}\n{\"id\":\"b\",\"q\":\"2+2\"}\n")
 	return w
+}
+
+// oneEval is a pipeline of one evaluation, stage.ev, of the dataset
+// items.jsonl with worker, more attributes (attrs) written in its block,
+// and more blocks (blocks) before it.
+func oneEval(blocks, worker, attrs string) string {
+	return `pipeline "k" {}
+` + blocks + `
+stage "evaluate" "ev" {
+  worker    = ` + worker + `
+  items     = "items.jsonl"
+  model     = "m1"
+  endpoints = ["ENDPOINT"]
+  scores    = "out/scores.jsonl"
+` + attrs + `
+}
+`
 }
 
 // promptWorker scores 1 every item when the text it reads (from the file
@@ -113,4 +131,73 @@ stage "evaluate" "ev2" {
 		assert.Equal(t, []float64{want, want}, evalScores(t, w, "out/scores.jsonl"), "prompt %s", p)
 		assert.Equal(t, []float64{want, want}, evalScores(t, w, "out2/scores.jsonl"), "prompt %s", p)
 	}
+}
+
+// evalRunCounts are the run counts of the node's cached record.
+func evalRunCounts(t *testing.T, w *workspace, key string) map[string]int {
+	t.Helper()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	rec, ok := c.Lookup(key)
+	require.True(t, ok)
+	return rec.RunCounts
+}
+
+// goodThenBad applies w, whose one node scores both items 1; then edit
+// makes what its worker reads score them 0: plan says why (reason), and
+// the next apply evaluates both items again.
+func goodThenBad(t *testing.T, w *workspace, edit func(), reason string) {
+	t.Helper()
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, []float64{1, 1}, evalScores(t, w, "out/scores.jsonl"))
+	edit()
+	pn := w.Plan(plan.Options{}).Nodes[0]
+	assert.Equal(t, []string{reason}, pn.Reasons)
+	r = w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, []float64{0, 0}, evalScores(t, w, "out/scores.jsonl"), "the items are evaluated again")
+	assert.Equal(t, 2, evalRunCounts(t, w, pn.Key)["evaluated"])
+}
+
+// A module the worker imports from a folder in inputs keys the items: once
+// it changes, the node runs and its items are evaluated again, not taken
+// from the store under the keys the old module's results have.
+func TestEvaluateInputsKeyItems(t *testing.T) {
+	w := evalKeysWorkspace(t, oneEval("", `["python3", "workers/w.py"]`, `inputs = ["workers/"]`))
+	w.Write("workers/w.py", `import json, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helper
+for line in sys.stdin:
+    r = json.loads(line)
+    print(json.dumps({"id": r["id"], "score": helper.score(r["item"])}), flush=True)
+`)
+	w.Write("workers/helper.py", "def score(item): return 1.0\n")
+	goodThenBad(t, w, func() { w.Write("workers/helper.py", "def score(item): return 0.0\n") }, "input workers changed")
+}
+
+// The stage's env does not key the items, on purpose: a node rerun for
+// another env takes every item from the store, and plan says so.
+func TestEvaluateEnvChangeSaysItemsComeFromStore(t *testing.T) {
+	w := evalKeysWorkspace(t, oneEval(`variable "mode" { default = "a" }`, `["python3", "w.py"]`, `env = { MODE = var.mode }`))
+	w.Write("w.py", promptWorker)
+	w.Write("bundle/system.txt", "good\n")
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	pn := w.Plan(plan.Options{}, "mode=b").Nodes[0]
+	assert.Equal(t, []string{`env: {"MODE":"a"} -> {"MODE":"b"} (items are not keyed by env: they come from the store; put what changes a result in runtime)`}, pn.Reasons)
+	r = w.apply(ApplyOptions{}, "mode=b")
+	require.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, 2, evalRunCounts(t, w, pn.Key)["from_store"])
+}
+
+// A folder named in the worker's arguments is identified by its content:
+// a prompt edited in it reruns the node, and the items are evaluated with
+// it.
+func TestEvaluateWorkerFolderArgumentKeys(t *testing.T) {
+	w := evalKeysWorkspace(t, oneEval("", `["python3", "w.py", "--prompt-dir", "prompts"]`, ""))
+	w.Write("w.py", promptWorker)
+	w.Write("prompts/system.txt", "good\n")
+	goodThenBad(t, w, func() { w.Write("prompts/system.txt", "bad\n") }, "input prompts changed")
 }

@@ -126,6 +126,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 		return true
 	}
 	ns.env = env
+	sn.InputDigests = a.g.InputDigests(n, sn, env, a.cache.Stat)
 	if env == ns.pn.Envelope && ns.pn.Key != "" {
 		ns.key = ns.pn.Key
 	} else {

@@ -121,6 +121,19 @@ func (Evaluate) DeclaredOutputs(n *Node) []DeclaredPath {
 	return []DeclaredPath{{Attr: "scores", Path: s.scores}}
 }
 
+// ChangeNote implements ChangeNoter: env reruns the node, but its items
+// come from the store (env does not key them).
+func (Evaluate) ChangeNote(attr string) string { return envChangeNote(attr) }
+
+// envChangeNote is what plan adds to the reason of an evaluation (or an
+// optimization) rerun for another env.
+func envChangeNote(attr string) string {
+	if attr != "env" {
+		return ""
+	}
+	return "items are not keyed by env: they come from the store; put what changes a result in runtime"
+}
+
 // DeclaredInputs implements InputDeclarer: the dataset file, the bundle and
 // the worker's files in the workspace key the node.
 func (Evaluate) DeclaredInputs(n *Node, root string) []string {
@@ -132,17 +145,42 @@ func (Evaluate) DeclaredInputs(n *Node, root string) []string {
 }
 
 // inputs are the files in the workspace that key an evaluation: the
-// dataset file, the bundle and the worker's files.
+// dataset file, the bundle and the worker's files and folders.
 func (s evalSpec) inputs(root string) []string {
 	var out []string
 	if s.itemsPath != "" {
 		out = append(out, s.itemsPath)
 	}
 	out = append(out, s.bundle...)
-	for _, w := range workerFiles(root, s.worker) {
+	for _, w := range s.workerPaths(root) {
 		out = append(out, w.path)
 	}
 	return out
+}
+
+// stageInputs are the paths of the stage's own inputs attribute among
+// the node's inputs: those the kind does not declare itself (inputs
+// names), which key the items each in its own part of the item key.
+func (s evalSpec) stageInputs(n *Node, root string) []string {
+	own := map[string]bool{}
+	for _, p := range s.inputs(root) {
+		own[p] = true
+	}
+	var out []string
+	for _, p := range n.Common.Inputs {
+		if !own[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// workerDigestOf identifies the node's worker (workerDigest), with the
+// digests its key holds of the folders the worker's arguments name and
+// of the stage's inputs (Node.InputDigests): a module the worker imports
+// from a folder in inputs is part of what it is.
+func (s evalSpec) workerDigestOf(n *Node, root string) (string, error) {
+	return workerDigest(root, s.workerPaths(root), s.worker, n.InputDigests, s.stageInputs(n, root))
 }
 
 // evalSpec is an evaluate node's decoded attributes. Attributes whose value
@@ -452,16 +490,34 @@ func durationValue(v cty.Value) (time.Duration, error) {
 	return 0, fmt.Errorf("item_timeout must be a duration like \"10m\", not %s", v.Type().FriendlyName())
 }
 
-// workerFile is a file of the workspace named in the worker's argv.
+// workerFile is a file or folder of the workspace named in the worker's
+// argv.
 type workerFile struct {
 	arg    int    // its index in argv
 	prefix string // what of the argument comes before the path: "--prompt=", or ""
 	path   string // workspace-relative, clean
+	dir    bool   // a folder
 }
 
-// workerFiles returns the argv elements that name regular files of the
-// workspace: the worker's script, its configuration. An argument names
-// one whole ("worker.py") or after its first "=" ("--prompt=p.txt",
+// workerPaths are the worker's files and folders (workerFiles), less a
+// folder that holds the scores file: the node's own output is no input
+// of its worker.
+func (s evalSpec) workerPaths(root string) []workerFile {
+	all := workerFiles(root, s.worker)
+	out := all[:0:0]
+	for _, w := range all {
+		if w.dir && s.scores != "" && strings.HasPrefix(s.scores, w.path+string(filepath.Separator)) {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// workerFiles returns the argv elements that name regular files or
+// folders of the workspace (not the workspace itself): the worker's
+// script, its configuration, a folder of prompts. An argument names one
+// whole ("worker.py") or after its first "=" ("--prompt=p.txt",
 // "prompt_file=p.txt"), by a path relative to the workspace or an
 // absolute one inside it. Their content, not their names, identifies the
 // worker.
@@ -469,18 +525,7 @@ func workerFiles(root string, argv []string) []workerFile {
 	var out []workerFile
 	absRoot, _ := filepath.Abs(root)
 	for i, a := range argv {
-		if a == "" || strings.Contains(a, "://") {
-			continue
-		}
-		cands := []string{"", a}
-		if eq := strings.IndexByte(a, '='); eq >= 0 {
-			cands = append(cands, a[:eq+1], a[eq+1:])
-		}
-		for c := 0; c < len(cands); c += 2 {
-			prefix, v := cands[c], cands[c+1]
-			if v == "" || prefix == "" && strings.HasPrefix(v, "-") {
-				continue
-			}
+		for _, v := range ArgPaths(a) {
 			clean := filepath.Clean(v)
 			if filepath.IsAbs(clean) {
 				rel, err := filepath.Rel(absRoot, clean)
@@ -489,40 +534,77 @@ func workerFiles(root string, argv []string) []workerFile {
 				}
 				clean = rel
 			}
-			if !filepath.IsLocal(clean) {
+			if !filepath.IsLocal(clean) || clean == "." {
 				continue
 			}
-			if st, err := os.Stat(filepath.Join(root, clean)); err == nil && st.Mode().IsRegular() {
-				out = append(out, workerFile{arg: i, prefix: prefix, path: clean})
-				break
+			st, err := os.Stat(filepath.Join(root, clean))
+			if err != nil || !st.Mode().IsRegular() && !st.IsDir() {
+				continue
 			}
+			prefix := ""
+			if v != a {
+				prefix = a[:len(a)-len(v)]
+			}
+			out = append(out, workerFile{arg: i, prefix: prefix, path: clean, dir: st.IsDir()})
+			break
 		}
 	}
 	return out
 }
 
 // workerDigest identifies the worker: its argv, with each workspace file
-// replaced by the digest of its content (after what comes before it in
-// its argument: "--prompt=").
-func workerDigest(root string, argv []string) (string, error) {
+// (files, from workerFiles) replaced by the digest of its content and each
+// folder by its tree digest (after what comes before it in its argument:
+// "--prompt="), and the digests of the stage's inputs (stageInputs).
+// The tree digests are those the node's key holds (digests, hex by
+// path); a worker without folders and a stage without inputs need none,
+// and their digest is what it was before either counted.
+func workerDigest(root string, files []workerFile, argv []string, digests map[string]string, stageInputs []string) (string, error) {
 	parts := make([]string, len(argv))
 	for i, a := range argv {
 		parts[i] = "arg:" + a
 	}
-	for _, f := range workerFiles(root, argv) {
-		d, err := fileDigest(filepath.Join(root, f.path))
-		if err != nil {
-			return "", fmt.Errorf("worker file %s: %w", f.path, err)
+	tree := func(what, p string) (string, error) {
+		d, ok := digests[p]
+		if !ok {
+			return "", fmt.Errorf("%s %s: its content was not digested for the node's key (is it missing?)", what, p)
 		}
-		parts[f.arg] = "file:" + d
+		return "sha256:" + d, nil
+	}
+	for _, f := range files {
+		var d string
+		var err error
+		kind := "file:"
+		if f.dir {
+			kind = "dir:"
+			d, err = tree("worker folder", f.path)
+		} else if d, err = fileDigest(filepath.Join(root, f.path)); err != nil {
+			err = fmt.Errorf("worker file %s: %w", f.path, err)
+		}
+		if err != nil {
+			return "", err
+		}
+		parts[f.arg] = kind + d
 		if f.prefix != "" {
-			parts[f.arg] = "arg:" + f.prefix + "file:" + d
+			parts[f.arg] = "arg:" + f.prefix + kind + d
 		}
 	}
+	var inputs map[string]string
+	for _, p := range stageInputs {
+		d, err := tree("input", p)
+		if err != nil {
+			return "", err
+		}
+		if inputs == nil {
+			inputs = map[string]string{}
+		}
+		inputs[p] = d
+	}
 	b, _ := json.Marshal(struct {
-		V    string   `json:"v"`
-		Argv []string `json:"argv"`
-	}{"cairn.worker.v1", parts})
+		V      string            `json:"v"`
+		Argv   []string          `json:"argv"`
+		Inputs map[string]string `json:"inputs,omitempty"`
+	}{"cairn.worker.v1", parts, inputs})
 	return digestBytes(b), nil
 }
 
@@ -802,7 +884,7 @@ func (e Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.Raw
 	if err != nil {
 		return true
 	}
-	worker, err := workerDigest(root, s.worker)
+	worker, err := s.workerDigestOf(n, root)
 	if err != nil {
 		return true
 	}
@@ -849,7 +931,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err != nil {
 		return setup("%s", err)
 	}
-	worker, err := workerDigest(root, s.worker)
+	worker, err := s.workerDigestOf(n, root)
 	if err != nil {
 		return setup("%s", err)
 	}

@@ -217,16 +217,16 @@ func TestDigests(t *testing.T) {
 	assert.ErrorContains(t, err, "bundle missing")
 
 	// The worker's code identifies it, not its file's name.
-	w1, err := workerDigest(root, []string{"python3", "w1/worker.py", "--flag"})
+	w1, err := argvDigest(root, []string{"python3", "w1/worker.py", "--flag"})
 	require.NoError(t, err)
-	w2, err := workerDigest(root, []string{"python3", "./w2/renamed.py", "--flag"})
+	w2, err := argvDigest(root, []string{"python3", "./w2/renamed.py", "--flag"})
 	require.NoError(t, err)
 	assert.Equal(t, w1, w2)
-	w3, err := workerDigest(root, []string{"python3", "w1/worker.py", "--other"})
+	w3, err := argvDigest(root, []string{"python3", "w1/worker.py", "--other"})
 	require.NoError(t, err)
 	assert.NotEqual(t, w1, w3, "arguments count")
 	writeFile(t, filepath.Join(root, "w2/renamed.py"), "print('v2')")
-	w2, err = workerDigest(root, []string{"python3", "./w2/renamed.py", "--flag"})
+	w2, err = argvDigest(root, []string{"python3", "./w2/renamed.py", "--flag"})
 	require.NoError(t, err)
 	assert.NotEqual(t, w1, w2, "code changed")
 
@@ -238,24 +238,30 @@ func TestDigests(t *testing.T) {
 		{"python3", "w1/worker.py", "prompt_file=prompts/p.txt"},
 		{"python3", filepath.Join(root, "w1/worker.py")},
 	} {
-		before, err := workerDigest(root, argv)
+		before, err := argvDigest(root, argv)
 		require.NoError(t, err)
 		writeFile(t, filepath.Join(root, "prompts/p.txt"), fmt.Sprintf("P%d", k+2))
 		writeFile(t, filepath.Join(root, "w1/worker.py"), fmt.Sprintf("print('v%d')", k+3))
-		after, err := workerDigest(root, argv)
+		after, err := argvDigest(root, argv)
 		require.NoError(t, err)
 		assert.NotEqual(t, before, after, "%q: a file it names changed", argv)
 	}
-	f1, err := workerDigest(root, []string{"python3", "w1/worker.py", "--prompt=prompts/p.txt"})
+	f1, err := argvDigest(root, []string{"python3", "w1/worker.py", "--prompt=prompts/p.txt"})
 	require.NoError(t, err)
-	f2, err := workerDigest(root, []string{"python3", "w1/worker.py", "--system=prompts/p.txt"})
+	f2, err := argvDigest(root, []string{"python3", "w1/worker.py", "--system=prompts/p.txt"})
 	require.NoError(t, err)
 	assert.NotEqual(t, f1, f2, "the flag before the file counts")
-	moved, err := workerDigest(root, []string{"python3", filepath.Join(root, "w1/worker.py")})
+	moved, err := argvDigest(root, []string{"python3", filepath.Join(root, "w1/worker.py")})
 	require.NoError(t, err)
-	rel, err := workerDigest(root, []string{"python3", "w1/worker.py"})
+	rel, err := argvDigest(root, []string{"python3", "w1/worker.py"})
 	require.NoError(t, err)
 	assert.Equal(t, rel, moved, "an absolute path inside the workspace is its file, wherever the workspace is")
+}
+
+// argvDigest is the digest of a worker argv naming no folder, of a stage
+// without inputs.
+func argvDigest(root string, argv []string) (string, error) {
+	return workerDigest(root, workerFiles(root, argv), argv, nil, nil)
 }
 
 func TestDeclaredInputs(t *testing.T) {
@@ -270,7 +276,16 @@ func TestDeclaredInputs(t *testing.T) {
 	got := Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
 	assert.Equal(t, []string{"data/items.jsonl", "bundle", "worker.py", "prompts/system.txt", "prompts/user.txt", "conf.yaml"}, got)
 
+	// A folder counts too, but not the workspace itself, nor one holding
+	// the scores the node writes.
+	args["worker"] = strs("python3", "worker.py", "--prompt-dir", "prompts", "--root", ".", "--log-dir=out")
+	writeFile(t, filepath.Join(root, "out/old.log"), "")
+	got = Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
+	assert.Equal(t, []string{"data/items.jsonl", "bundle", "worker.py", "prompts"}, got)
+
 	args["items"] = cty.TupleVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a")})})
+	args["worker"] = strs("python3", "-u", "worker.py", "--system-prompt-file", "prompts/system.txt", "--url=http://x/v1", "not-a-file",
+		"--user=prompts/user.txt", filepath.Join(root, "conf.yaml"), "/etc/hostname")
 	got = Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
 	assert.Equal(t, []string{"bundle", "worker.py", "prompts/system.txt", "prompts/user.txt", "conf.yaml"}, got, "inline items are keyed as an attribute")
 }

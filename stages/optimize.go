@@ -225,6 +225,10 @@ func (Optimize) DeclaredInputs(n *Node, root string) []string {
 	return s.eval.inputs(root)
 }
 
+// ChangeNote implements ChangeNoter: env reruns the node, but its
+// rollouts come from the store (env does not key them).
+func (Optimize) ChangeNote(attr string) string { return envChangeNote(attr) }
+
 // KeepsOutFolder implements OutFolderKeeper.
 func (Optimize) KeepsOutFolder() {}
 
@@ -499,7 +503,7 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	if in.seedDigest, err = bundleDigest(o.root, o.s.eval.bundle); err != nil {
 		return setup("the seed bundle: %s", err)
 	}
-	if in.workerDig, err = workerDigest(o.root, o.s.eval.worker); err != nil {
+	if in.workerDig, err = o.s.eval.workerDigestOf(o.n, o.root); err != nil {
 		return setup("%s", err)
 	}
 	// A serve stage serving the task model: its endpoints, and item keys

@@ -66,6 +66,14 @@ type InputDeclarer interface {
 	DeclaredInputs(n *Node, root string) []string
 }
 
+// ChangeNoter is implemented by kinds with keyed attributes whose change
+// reruns the node without changing what it takes from a store of its own
+// (an evaluation's env: its items are not keyed by it): plan's reason for
+// a change of attr ends with the note ChangeNote gives ("" for none).
+type ChangeNoter interface {
+	ChangeNote(attr string) string
+}
+
 // OutputDeclarer is implemented by kinds whose attributes name files or
 // folders the node (or cairn for it) writes in the workspace (a report
 // folder, a scores file, a log folder): the engine checks each path at plan
@@ -259,6 +267,12 @@ type Node struct {
 	// its server reads besides its weights, set by the engine; "" when
 	// it declares none.
 	FilesDigest string
+	// InputDigests are the digests of the node's inputs (Common.Inputs)
+	// as its key holds them (hex, docs/keys.md), by path, and of the
+	// paths its kind declares (InputDeclarer) that an upstream wrote
+	// since they were listed; set by the engine once the key is known,
+	// nil before.
+	InputDigests map[string]string
 	// Blocks are the kind's own blocks, evaluated by the kind.
 	Blocks []*hcl.Block
 	// EvalContext evaluates expressions inside Blocks (nil when the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"sort"
 
@@ -163,6 +164,35 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		e.Inputs[p] = d
 	}
 	return envBase{e: e}
+}
+
+// InputDigests are the digests of the node's inputs as env holds them,
+// with those of the paths its kind declares now (stages.InputDeclarer)
+// that its inputs did not list when it was evaluated (a folder an
+// upstream wrote since): what its kind reads (stages.Node.InputDigests).
+// A path that cannot be digested is left out; the kind says so.
+func (g *Graph) InputDigests(n *Node, sn *stages.Node, env *Envelope, dg digester) map[string]string {
+	d, ok := n.Kind.(stages.InputDeclarer)
+	if !ok {
+		return env.Inputs
+	}
+	out, cloned := env.Inputs, false
+	for _, p := range d.DeclaredInputs(sn, g.Root) {
+		clean := filepath.Clean(g.inWorkspace(p))
+		if _, ok := out[clean]; ok {
+			continue
+		}
+		dig, err := dg.Tree(filepath.Join(g.Root, clean))
+		if err != nil {
+			continue
+		}
+		if !cloned {
+			out, cloned = make(map[string]string, len(env.Inputs)+1), true
+			maps.Copy(out, env.Inputs)
+		}
+		out[clean] = dig
+	}
+	return out
 }
 
 // keyedArgs puts the node's arguments that enter its key into args, as

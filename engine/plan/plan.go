@@ -555,6 +555,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if env != nil && runs == nil {
 		pn.Envelope = env
 		pn.Key = env.Key()
+		sn.InputDigests = env.Inputs
 	}
 	if _, svc := n.Kind.(stages.Service); svc && env != nil {
 		// Never cached: it runs whenever a consumer needs it
@@ -617,7 +618,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		var old Envelope
 		if json.Unmarshal(rec.Envelope, &old) == nil {
 			own := append(slices.Clip(sn.Common.Outputs), sn.Common.Result)
-			pn.Reasons = diffEnvelopes(&old, env, own, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0)
+			pn.Reasons = diffEnvelopes(&old, env, own, p.sensitive && len(SensitiveStrings(map[string]cty.Value{"inputs": sn.Args["inputs"]})) > 0, changeNote(n))
 			if !slices.Equal(old.Upstreams, env.Upstreams) {
 				pn.Reasons = append(pn.Reasons, p.upstreamReasons(old.Upstreams, env.Upstreams, n, upstream, cache)...)
 			}
@@ -627,6 +628,15 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Reasons = []string{"the cached result is gone (evicted, collected or damaged)"}
 	}
 	return diags
+}
+
+// changeNote is what n's kind adds to the reason of a changed attribute
+// (stages.ChangeNoter).
+func changeNote(n *Node) func(attr string) string {
+	if c, ok := n.Kind.(stages.ChangeNoter); ok {
+		return c.ChangeNote
+	}
+	return func(string) string { return "" }
 }
 
 // inputChanged is the reason "input in changed", saying why where in
@@ -865,7 +875,10 @@ func LaunchValue(runID string, started time.Time, l *store.Launch) cty.Value {
 // (upstreamReasons). own are the paths it declares in outputs and result.
 // hideInputs: the node's input paths are made of sensitive values, this
 // run's or an earlier one's: the reasons do not name them.
-func diffEnvelopes(old, cur *Envelope, own []string, hideInputs bool) []string {
+//
+// note gives what to add to the reason of a changed attribute
+// (stages.ChangeNoter); "" adds nothing.
+func diffEnvelopes(old, cur *Envelope, own []string, hideInputs bool, note func(attr string) string) []string {
 	var out []string
 	if old.Kind != cur.Kind || old.KindVersion != cur.KindVersion {
 		out = append(out, fmt.Sprintf("kind %s v%d -> %s v%d", old.Kind, old.KindVersion, cur.Kind, cur.KindVersion))
@@ -879,16 +892,23 @@ func diffEnvelopes(old, cur *Envelope, own []string, hideInputs bool) []string {
 	}
 	for _, k := range sortedKeys(names) {
 		o, c := old.Args[k], cur.Args[k]
+		var why string
 		switch {
 		case o == nil:
 			s, _ := showChange(c, nil, 60)
-			out = append(out, fmt.Sprintf("%s added: %s", k, showSensitive(c, s)))
+			why = fmt.Sprintf("%s added: %s", k, showSensitive(c, s))
 		case c == nil:
-			out = append(out, fmt.Sprintf("%s removed", k))
+			why = fmt.Sprintf("%s removed", k)
 		case string(o) != string(c):
 			so, sc := showChange(o, c, 60)
-			out = append(out, fmt.Sprintf("%s: %s -> %s", k, showSensitive(o, so), showSensitive(c, sc)))
+			why = fmt.Sprintf("%s: %s -> %s", k, showSensitive(o, so), showSensitive(c, sc))
+		default:
+			continue
 		}
+		if n := note(k); n != "" {
+			why += " (" + n + ")"
+		}
+		out = append(out, why)
 	}
 	ins := map[string]bool{}
 	for k := range old.Inputs {
