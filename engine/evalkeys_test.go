@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -200,4 +201,34 @@ func TestEvaluateWorkerFolderArgumentKeys(t *testing.T) {
 	w.Write("w.py", promptWorker)
 	w.Write("prompts/system.txt", "good\n")
 	goodThenBad(t, w, func() { w.Write("prompts/system.txt", "bad\n") }, "input prompts changed")
+}
+
+// A link in a bundle folder to a file elsewhere in the workspace is keyed
+// by the file's content: editing the file reruns the node and evaluates
+// the items again.
+func TestEvaluateBundleLinkKeyedByContent(t *testing.T) {
+	w := evalKeysWorkspace(t, oneEval("", `["python3", "w.py"]`, `bundle = ["bundle/"]`))
+	w.Write("w.py", promptWorker)
+	w.Write("seed/system.txt", "good\n")
+	w.Write("bundle/config.txt", "style: short\n")
+	require.NoError(t, os.Symlink("../seed/system.txt", filepath.Join(w.Root, "bundle/system.txt")))
+	goodThenBad(t, w, func() { w.Write("seed/system.txt", "bad\n") }, "input bundle changed")
+}
+
+// A link in a bundle folder that leads outside the workspace is refused
+// before anything runs, naming the stage and the link.
+func TestEvaluateBundleLinkOutsideWorkspaceRefused(t *testing.T) {
+	w := newWorkspace(t, strings.ReplaceAll(oneEval("", `["python3", "w.py"]`, `bundle = ["bundle/"]`), "ENDPOINT", "http://127.0.0.1:9/v1"))
+	w.Write("w.py", promptWorker)
+	w.Write("items.jsonl", "{\"id\":\"a\"}\n")
+	outside := filepath.Join(t.TempDir(), "system.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("good\n"), 0o644))
+	w.Write("bundle/config.txt", "style: short\n")
+	require.NoError(t, os.Symlink(outside, filepath.Join(w.Root, "bundle/system.txt")))
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	_, diags := plan.Make(w.Load().Graph, c, plan.Options{})
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Error(), "stage.ev: bundle bundle holds system.txt, a link to "+outside+", outside the workspace")
 }

@@ -48,7 +48,9 @@ func planChecks(k Kind, n *Node, root string) []any {
 // decode the node's attributes once between them, and answer what each
 // decoding of their own answers. Asked again, they allocate what they
 // answer (the checks' own slices and the test's): decoding for each of
-// them made 105, 67 and 102 allocations.
+// them made 105, 67 and 102 allocations. (An evaluation's check looks
+// at its bundle's folders for links leading outside the workspace: two
+// allocations a folder that is not there.)
 func TestPlanChecksDecodeOnce(t *testing.T) {
 	root := t.TempDir()
 	for _, c := range []struct {
@@ -57,7 +59,7 @@ func TestPlanChecksDecodeOnce(t *testing.T) {
 		maxAllocs float64
 	}{
 		{Job{}, seedJobNode, 30},
-		{Evaluate{}, seedEvalNode, 25},
+		{Evaluate{}, seedEvalNode, 28},
 		{Optimize{}, seedOptimizeNode, 35},
 	} {
 		n := c.node()

@@ -12,7 +12,9 @@ import (
 	"io/fs"
 	"math/big"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,6 +134,26 @@ func envChangeNote(attr string) string {
 		return ""
 	}
 	return "items are not keyed by env: they come from the store; put what changes a result in runtime"
+}
+
+// FollowedInputs implements LinkFollower: the worker reads the bundle's
+// files through their links.
+func (Evaluate) FollowedInputs(n *Node) []string {
+	s, diags := decodedOnce(n, decodeEvaluate)
+	if diags.HasErrors() {
+		return nil
+	}
+	return s.bundle
+}
+
+// CheckWorkspace implements WorkspaceChecker: a bundle holding a link that
+// leads outside the workspace is refused before anything runs (exit 2).
+func (Evaluate) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
+	s, diags := decodedOnce(n, decodeEvaluate)
+	if diags.HasErrors() {
+		return nil
+	}
+	return s.checkBundle(n, root)
 }
 
 // DeclaredInputs implements InputDeclarer: the dataset file, the bundle and
@@ -609,8 +631,9 @@ func workerDigest(root string, files []workerFile, argv []string, digests map[st
 }
 
 // bundleDigest identifies the bundle: the content of its files in the order
-// listed (a folder contributes its files' paths inside it and contents), not
-// where the bundle lives. Paths are relative to root, or absolute.
+// listed (a folder contributes its files' paths inside it and contents,
+// through its links: bundleFiles), not where the bundle lives. Paths are
+// relative to root, or absolute.
 func bundleDigest(root string, paths []string) (string, error) {
 	h := sha256.New()
 	io.WriteString(h, "cairn.bundle.v1\n")
@@ -631,21 +654,10 @@ func bundleDigest(root string, paths []string) (string, error) {
 			fmt.Fprintf(h, "file %s\n", d)
 			continue
 		}
-		var files []string
-		err = filepath.WalkDir(full, func(f string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0 {
-				rel, _ := filepath.Rel(full, f)
-				files = append(files, filepath.ToSlash(rel))
-			}
-			return nil
-		})
+		files, err := bundleFiles(full, "")
 		if err != nil {
 			return "", fmt.Errorf("bundle %s: %w", p, err)
 		}
-		sort.Strings(files)
 		fmt.Fprintf(h, "dir %d\n", len(files))
 		for _, rel := range files {
 			d, err := fileDigest(filepath.Join(full, rel))
@@ -656,6 +668,101 @@ func bundleDigest(root string, paths []string) (string, error) {
 		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// bundleFiles lists the files of the bundle folder dir by their paths
+// inside it, "/"-separated, sorted. Links are followed, as the worker
+// reads through them: a link to a file is that file, one to a folder
+// holds its files. With realRoot (the workspace's real path) set, a link
+// that leads outside it is refused (errLinkOutside): what it points to
+// would key the items without being part of the workspace.
+func bundleFiles(dir, realRoot string) ([]string, error) {
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	var walk func(full, real, rel string, above []string) error
+	walk = func(full, real, rel string, above []string) error {
+		ents, err := os.ReadDir(full)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			p, r, pr := filepath.Join(full, e.Name()), path.Join(rel, e.Name()), filepath.Join(real, e.Name())
+			isDir := e.IsDir()
+			if e.Type()&fs.ModeSymlink != 0 {
+				if pr, err = filepath.EvalSymlinks(p); err != nil {
+					return fmt.Errorf("link %s: %w", r, err)
+				}
+				if realRoot != "" && pr != realRoot && !strings.HasPrefix(pr, realRoot+string(filepath.Separator)) {
+					return &errLinkOutside{rel: r, target: pr}
+				}
+				st, err := os.Stat(pr)
+				if err != nil {
+					return fmt.Errorf("link %s: %w", r, err)
+				}
+				isDir = st.IsDir()
+				if isDir && slices.Contains(above, pr) {
+					return fmt.Errorf("link %s leads back into a folder it is in", r)
+				}
+			} else if !isDir && !e.Type().IsRegular() {
+				continue
+			}
+			if !isDir {
+				files = append(files, r)
+			} else if err := walk(p, pr, r, append(above, pr)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(dir, realDir, "", []string{realDir}); err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// errLinkOutside is a link in a bundle that leads outside the workspace.
+type errLinkOutside struct{ rel, target string }
+
+func (e *errLinkOutside) Error() string {
+	return fmt.Sprintf("%s is a link to %s, outside the workspace", e.rel, e.target)
+}
+
+// bundleLinksOutside refuses a bundle folder holding a link that leads
+// outside the workspace root (errLinkOutside); nil when there is none, or
+// when a folder cannot be read (its digest says why).
+func bundleLinksOutside(root string, bundle []string) error {
+	realRoot := ""
+	for _, p := range bundle {
+		full := filepath.Join(root, p)
+		if st, err := os.Stat(full); err != nil || !st.IsDir() {
+			continue
+		}
+		if realRoot == "" {
+			r, err := filepath.EvalSymlinks(root)
+			if err != nil {
+				return nil
+			}
+			realRoot = r
+		}
+		var outside *errLinkOutside
+		if _, err := bundleFiles(full, realRoot); errors.As(err, &outside) {
+			return fmt.Errorf("bundle %s holds %s, a link to %s, outside the workspace: a bundle is identified by the content of its files, which must lie in the workspace (copy the file into it)", p, outside.rel, outside.target)
+		}
+	}
+	return nil
+}
+
+// checkBundle is the diagnostic of a bundle holding a link that leads
+// outside the workspace (bundleLinksOutside).
+func (s evalSpec) checkBundle(n *Node, root string) hcl.Diagnostics {
+	if err := bundleLinksOutside(root, s.bundle); err != nil {
+		return Diag("Invalid bundle", fmt.Sprintf("%s: %s.", n.Address, err), n.Range("bundle"))
+	}
+	return nil
 }
 
 // fileDigest is a file's content digest as the stage kinds write it:
@@ -925,6 +1032,9 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	root := rt.Root()
 	list, err := loadItems(root, s)
 	if err != nil {
+		return setup("%s", err)
+	}
+	if err := bundleLinksOutside(root, s.bundle); err != nil {
 		return setup("%s", err)
 	}
 	bundle, err := bundleDigest(root, s.bundle)

@@ -216,6 +216,19 @@ func TestDigests(t *testing.T) {
 	_, err = bundleDigest(root, []string{"missing"})
 	assert.ErrorContains(t, err, "bundle missing")
 
+	// Links count as what they point to, a folder's as its files: a
+	// bundle of links is its copy; one leading outside the workspace is
+	// refused.
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "c/linked"), 0o755))
+	require.NoError(t, os.Symlink("../../a/bundle/system.txt", filepath.Join(root, "c/linked/system.txt")))
+	require.NoError(t, os.Symlink("../../a/bundle/sub", filepath.Join(root, "c/linked/sub")))
+	dc, err := bundleDigest(root, []string{"c/linked"})
+	require.NoError(t, err)
+	assert.Equal(t, da, dc)
+	require.NoError(t, bundleLinksOutside(root, []string{"c/linked"}))
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, "c/linked/out")))
+	assert.ErrorContains(t, bundleLinksOutside(root, []string{"a/bundle", "c/linked"}), "bundle c/linked holds out, a link to ")
+
 	// The worker's code identifies it, not its file's name.
 	w1, err := argvDigest(root, []string{"python3", "w1/worker.py", "--flag"})
 	require.NoError(t, err)

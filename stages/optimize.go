@@ -229,6 +229,26 @@ func (Optimize) DeclaredInputs(n *Node, root string) []string {
 // rollouts come from the store (env does not key them).
 func (Optimize) ChangeNote(attr string) string { return envChangeNote(attr) }
 
+// FollowedInputs implements LinkFollower: the seed bundle's files are
+// read through their links.
+func (Optimize) FollowedInputs(n *Node) []string {
+	s, diags := decodedOnce(n, decodeOptimize)
+	if diags.HasErrors() {
+		return nil
+	}
+	return s.eval.bundle
+}
+
+// CheckWorkspace implements WorkspaceChecker: a seed bundle holding a link
+// that leads outside the workspace is refused (exit 2).
+func (Optimize) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
+	s, diags := decodedOnce(n, decodeOptimize)
+	if diags.HasErrors() {
+		return nil
+	}
+	return s.eval.checkBundle(n, root)
+}
+
 // KeepsOutFolder implements OutFolderKeeper.
 func (Optimize) KeepsOutFolder() {}
 
@@ -499,6 +519,9 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	var err error
 	if in.train, err = loadItems(o.root, o.s.eval); err != nil {
 		return setup("the training split: %s", err)
+	}
+	if err := bundleLinksOutside(o.root, o.s.eval.bundle); err != nil {
+		return setup("the seed bundle: %s", err)
 	}
 	if in.seedDigest, err = bundleDigest(o.root, o.s.eval.bundle); err != nil {
 		return setup("the seed bundle: %s", err)

@@ -74,6 +74,14 @@ type ChangeNoter interface {
 	ChangeNote(attr string) string
 }
 
+// LinkFollower is implemented by InputDeclarers whose node reads some of
+// its declared inputs through their symbolic links (an evaluation's
+// bundle): the engine digests those paths through their links, each link
+// as what it points to (docs/keys.md), not as its target's name.
+type LinkFollower interface {
+	FollowedInputs(n *Node) []string
+}
+
 // OutputDeclarer is implemented by kinds whose attributes name files or
 // folders the node (or cairn for it) writes in the workspace (a report
 // folder, a scores file, a log folder): the engine checks each path at plan

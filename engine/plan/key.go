@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -90,9 +91,11 @@ func (u *UnknownReason) String() string {
 	return "known after apply"
 }
 
-// digester computes input digests.
+// digester computes input digests: Tree, or ContentTree through the
+// links of the inputs a kind reads through them (stages.LinkFollower).
 type digester interface {
 	Tree(path string) (string, error)
+	ContentTree(path string) (string, error)
 }
 
 // NodeEnvelope builds a node's NodeEnvelope. upstream returns an upstream node's
@@ -152,9 +155,17 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 	if unknown := keyedArgs(n, sn, e.Args); unknown != "" {
 		return envBase{why: &UnknownReason{Attr: unknown}}
 	}
+	var followed []string
+	if f, ok := n.Kind.(stages.LinkFollower); ok && len(sn.Common.Inputs) > 0 {
+		followed = f.FollowedInputs(sn)
+	}
 	for _, p := range sn.Common.Inputs {
 		full := filepath.Join(g.Root, p)
-		d, err := dg.Tree(full)
+		tree := dg.Tree
+		if slices.Contains(followed, p) {
+			tree = dg.ContentTree
+		}
+		d, err := tree(full)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return envBase{why: &UnknownReason{Input: p}}

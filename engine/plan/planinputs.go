@@ -225,3 +225,12 @@ type pendingDigester struct {
 func (d pendingDigester) Tree(path string) (string, error) {
 	return d.stat.TreeWith(path, d.pending[path])
 }
+
+// ContentTree is Tree through links where nothing is pending under path;
+// restored files over a tree are digested with its links as written.
+func (d pendingDigester) ContentTree(path string) (string, error) {
+	if len(d.pending[path]) == 0 {
+		return d.stat.ContentTree(path)
+	}
+	return d.stat.TreeWith(path, d.pending[path])
+}
