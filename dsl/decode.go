@@ -151,6 +151,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read pipeline file", Detail: err.Error()})
 			continue
 		}
+		src = lfLineEnds(src)
 		// A large file is scanned once, for its nesting and for where
 		// it can be cut to parse in pieces.
 		var cuts *fileCuts
@@ -201,6 +202,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 // ParseSource parses and decodes one in-memory file; used by tests and
 // fuzzing.
 func (l *Loader) ParseSource(src []byte, filename string) (*Config, hcl.Diagnostics) {
+	src = lfLineEnds(src)
 	if d := CheckNesting(src, filename); d.HasErrors() {
 		return nil, d
 	}

@@ -177,9 +177,12 @@ func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.
 			Summary:  "Cannot read variable file",
 			Detail:   fmt.Sprintf("%s. --var-file takes an HCL (.hcl, .tfvars) or JSON (.json) file of name = value lines.", err),
 		}}
-	} else if d = CheckNesting(src, path); !d.HasErrors() {
-		f, d = parser.ParseHCL(src, path)
-		boundFile(f)
+	} else {
+		src = lfLineEnds(src)
+		if d = CheckNesting(src, path); !d.HasErrors() {
+			f, d = parser.ParseHCL(src, path)
+			boundFile(f)
+		}
 	}
 	diags = append(diags, d...)
 	if f == nil || d.HasErrors() {
