@@ -364,6 +364,9 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 			boundIn(&x.Items[i].KeyExpr)
 			boundIn(&x.Items[i].ValueExpr)
 		}
+		if w := checkObjectKeys(x); w != nil {
+			return w
+		}
 	case *hclsyntax.ObjectConsKeyExpr:
 		boundIn(&x.Wrapped)
 	case *hclsyntax.SplatExpr:

@@ -148,6 +148,15 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 			Extra: ValueInput{Source: source},
 		}, true
 	}
+	if r, dup := repeatedKey(expr); dup {
+		return varValue{}, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
+			Detail: fmt.Sprintf("The value from %s gives the key %q twice, at columns %d and %d of %q: an object holds one value for each key, so one of the two would be dropped without a word. Rename one of the keys, or remove one of the items.",
+				source, r.key, r.first.Start.Column, r.again.Start.Column, raw),
+			Extra: ValueInput{Source: source},
+		}, true
+	}
 	return varValue{val: ev, source: source}, nil, true
 }
 
