@@ -59,7 +59,7 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 		"indent":          indentFunc,
 		"index":           indexFunc,
 		"join":            stdlib.JoinFunc,
-		"jsondecode":      stdlib.JSONDecodeFunc,
+		"jsondecode":      jsonDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
 		"keys":            stdlib.KeysFunc,
 		"length":          lengthFunc,

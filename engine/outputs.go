@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/nofollow"
@@ -60,8 +61,8 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 		if err != nil {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s", err)
 		}
-		if !json.Valid(b) {
-			return nil, failclass.Result, fmt.Sprintf("the result file %s is not valid JSON", c.Result)
+		if msg := dsl.JSONProblem(b); msg != "" {
+			return nil, failclass.Result, fmt.Sprintf("the result file %s %s", c.Result, msg)
 		}
 		result = b
 	}

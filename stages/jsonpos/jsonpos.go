@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/cairn-run/cairn/dsl"
 )
 
 // Visitor is told of each value and each object key of a document, with
@@ -316,13 +318,12 @@ func fold(s string) string {
 	return b.String()
 }
 
-// BOM is the UTF-8 byte-order mark some editors put at a file's start;
-// JSON has none (RFC 8259), and a reader that meets one reports an
-// "invalid character 'ï'" that points nowhere useful.
-var BOM = []byte{0xEF, 0xBB, 0xBF}
+// BOM is the UTF-8 byte-order mark some editors put at a file's start
+// (dsl.JSONBOM: the pipeline's jsondecode names it too).
+var BOM = dsl.JSONBOM
 
 // BOMMessage is what a reader says of a JSON file that starts with BOM.
-const BOMMessage = "starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not have: save the file without it (UTF-8 without BOM)"
+const BOMMessage = dsl.JSONBOMMessage
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
