@@ -176,8 +176,8 @@ func (a *app) applyCmd() *cobra.Command {
 // define adds apply's flags to cmd.
 func (o *applyFlags) define(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringArrayVar(&o.targets, "target", nil, "run only this address and what it needs (repeatable)")
-	f.StringArrayVar(&o.replace, "replace", nil, "run this address even if cached (repeatable)")
+	f.Var(addrsFlag{&o.targets}, "target", "run only this address and what it needs (repeatable)")
+	f.Var(addrsFlag{&o.replace}, "replace", "run this address even if cached (repeatable)")
 	f.BoolVar(&o.only, "only", false, "with --target: run just the targets, refusing (exit 2) when a node they need is not cached")
 	f.IntVar(&o.parallelism, "parallelism", 0, "CPU slots for nodes without GPUs (default: number of cores)")
 	f.DurationVar(&o.lockTimeout, "lock-timeout", 0, "give up waiting for a node another process runs after this long (default: wait)")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
@@ -66,7 +67,7 @@ func (a *app) showCmd() *cobra.Command {
            header, counts and nodes as 'cairn report' shows them`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			arg := args[0]
+			arg := norm.NFC.String(args[0]) // an address's key, as the pipeline's
 			if strings.TrimSpace(arg) == "" {
 				return badInput("give what to show: a run id (cairn status lists them), a key, or a node address such as stage.NAME[\"KEY\"]; the argument is empty")
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/plan"
@@ -350,6 +351,24 @@ func (v varFlag) Type() string {
 }
 func (v varFlag) Set(s string) error {
 	*v.dst = append(*v.dst, dsl.VarArg{File: v.file, Value: s})
+	return nil
+}
+
+// addrsFlag collects a repeatable address flag (--target, --replace),
+// each address in NFC: the pipeline's keys are (cty's strings are), so an
+// address typed or pasted in NFD ("cafe\u0301", as macOS names files)
+// names the node all the same.
+type addrsFlag struct{ dst *[]string }
+
+func (f addrsFlag) String() string {
+	if f.dst == nil || len(*f.dst) == 0 {
+		return "[]"
+	}
+	return "[" + strings.Join(*f.dst, ",") + "]"
+}
+func (f addrsFlag) Type() string { return "stringArray" }
+func (f addrsFlag) Set(s string) error {
+	*f.dst = append(*f.dst, norm.NFC.String(s))
 	return nil
 }
 
