@@ -152,6 +152,9 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 			continue
 		}
 		src = lfLineEnds(src)
+		if w := nfcWarning(src, p); w != nil {
+			diags = append(diags, w)
+		}
 		// A large file is scanned once, for its nesting and for where
 		// it can be cut to parse in pieces.
 		var cuts *fileCuts

@@ -295,7 +295,7 @@ func openRegular(root, p string, reads *FileReads) (*os.File, int64, error) {
 	reads.Note(full)
 	st, err := os.Stat(full)
 	if err != nil {
-		return nil, 0, fmt.Errorf("cannot read %s: %w", p, err)
+		return nil, 0, fmt.Errorf("cannot read %s: %w%s", p, err, SpellingHint(root, p))
 	}
 	if !st.Mode().IsRegular() {
 		return nil, 0, fmt.Errorf("cannot read %s: not a regular file", p)

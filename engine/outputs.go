@@ -83,7 +83,7 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 		full := filepath.Join(a.g.Root, f)
 		st, err := os.Stat(full)
 		if err != nil {
-			return nil, failclass.Result, fmt.Sprintf("the declared output %s was not written", f)
+			return nil, failclass.Result, fmt.Sprintf("the declared output %s was not written%s", f, dsl.SpellingHint(a.g.Root, f))
 		}
 		if st.IsDir() {
 			err := filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {

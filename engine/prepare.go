@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
@@ -120,7 +121,7 @@ func (a *applier) prepare(ns *nodeState) bool {
 	if env == nil {
 		msg := why.String()
 		if why.Input != "" {
-			msg = fmt.Sprintf("input %s does not exist", why.Input)
+			msg = fmt.Sprintf("input %s does not exist%s", why.Input, dsl.SpellingHint(a.g.Root, why.Input))
 		}
 		a.fail(ns, failclass.Setup, msg)
 		return true

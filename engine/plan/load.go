@@ -116,6 +116,9 @@ func Load(opts LoadOptions) (*Loaded, hcl.Diagnostics) {
 	if err != nil {
 		rel = dir
 	}
+	// Text is NFC: path.root and path.pipeline must not name another
+	// folder than the one cairn runs in.
+	diags = append(diags, cfg.PathSpelling(root, rel)...)
 	scope := dsl.NewScope(vars, root, rel, cfg.Reads, cfg.Funcs)
 	before := gcpace.HeapAllocs()
 	diags = append(diags, cfg.EvalLocals(scope)...)
