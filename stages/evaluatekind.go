@@ -550,8 +550,8 @@ func workerFiles(root string, argv []string) []workerFile {
 		for _, v := range ArgPaths(a) {
 			clean := filepath.Clean(v)
 			if filepath.IsAbs(clean) {
-				rel, err := filepath.Rel(absRoot, clean)
-				if err != nil {
+				rel, ok := workspaceRel(absRoot, clean)
+				if !ok {
 					continue
 				}
 				clean = rel
@@ -572,6 +572,31 @@ func workerFiles(root string, argv []string) []workerFile {
 		}
 	}
 	return out
+}
+
+// workspaceRel is p, an absolute path, relative to absRoot when it lies
+// inside: as written, or through the links that lead to both (a workspace
+// reached through a link, ~/work to a data disk, named by the path the
+// link leads to, or the other way round). p's own last element is not
+// followed: where a link in the workspace leads is the worker files'
+// rule. ok is false for a path outside.
+func workspaceRel(absRoot, p string) (string, bool) {
+	if rel, err := filepath.Rel(absRoot, p); err == nil && filepath.IsLocal(rel) {
+		return rel, true
+	}
+	realRoot, err := filepath.EvalSymlinks(absRoot)
+	if err != nil {
+		return "", false
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(realRoot, filepath.Join(dir, filepath.Base(p)))
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	return rel, true
 }
 
 // workerDigest identifies the worker: its argv, with each workspace file

@@ -271,6 +271,39 @@ func TestDigests(t *testing.T) {
 	assert.Equal(t, rel, moved, "an absolute path inside the workspace is its file, wherever the workspace is")
 }
 
+// A workspace reached through a link (~/work to a data disk): a worker
+// named by the path the link leads to is a file of the workspace, keyed
+// by its content, as when it is named through the link, and the other way
+// round.
+func TestWorkerFilesThroughALinkedWorkspace(t *testing.T) {
+	top := t.TempDir()
+	real := filepath.Join(top, "real")
+	writeFile(t, filepath.Join(real, "worker.py"), "print('v1')")
+	link := filepath.Join(top, "link")
+	require.NoError(t, os.Symlink("real", link))
+	for _, c := range []struct{ root, named string }{{link, real}, {real, link}} {
+		writeFile(t, filepath.Join(real, "worker.py"), "print('v1')")
+		argv := []string{"python3", filepath.Join(c.named, "worker.py")}
+		files := workerFiles(c.root, argv)
+		require.Len(t, files, 1, "root %s, worker named through %s", c.root, c.named)
+		assert.Equal(t, "worker.py", files[0].path)
+		before, err := argvDigest(c.root, argv)
+		require.NoError(t, err)
+		rel, err := argvDigest(c.root, []string{"python3", "worker.py"})
+		require.NoError(t, err)
+		assert.Equal(t, rel, before, "the same file as named from the workspace")
+		writeFile(t, filepath.Join(real, "worker.py"), "print('v2')")
+		after, err := argvDigest(c.root, argv)
+		require.NoError(t, err)
+		assert.NotEqual(t, before, after, "the worker was edited")
+		got := Evaluate{}.DeclaredInputs(&Node{Args: map[string]cty.Value{"worker": strs(argv...)}}, c.root)
+		assert.Contains(t, got, "worker.py", "it keys the node too")
+	}
+	// A file outside the workspace still counts by its path.
+	writeFile(t, filepath.Join(top, "elsewhere/w.py"), "")
+	assert.Empty(t, workerFiles(link, []string{"python3", filepath.Join(top, "elsewhere/w.py")}))
+}
+
 // argvDigest is the digest of a worker argv naming no folder, of a stage
 // without inputs.
 func argvDigest(root string, argv []string) (string, error) {
