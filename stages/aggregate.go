@@ -87,16 +87,16 @@ var aggregatePaths = []PathAttr{{Attr: "roots"}, {Attr: "out_dir", Write: true, 
 // job folder linked into a root is read through the link: its files, not
 // the link's text, must key the node). A link leading out of the
 // workspace is left to CheckWorkspace, which refuses it.
-func (Aggregate) DeclaredInputs(n *Node, root string) []string {
+func (Aggregate) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	a, diags := aggregateDecode(n)
 	if diags.HasErrors() {
 		return nil
 	}
-	out := slices.Clone(a.opts.Roots)
+	out := declaredPaths("roots", a.opts.Roots...)
 	links, _ := aggregate.Links(root, a.opts.Roots) // unreadable: Run says why
 	for _, l := range links {
 		if _, outside := leavesWorkspace(root, l); !outside {
-			out = append(out, l)
+			out = append(out, DeclaredPath{Attr: "roots", Path: l})
 		}
 	}
 	return out

@@ -61,21 +61,30 @@ func TestAggregateKeysWhatItReadsThroughLinks(t *testing.T) {
 		return &Node{Address: "stage.summary", Stage: "summary", Args: map[string]cty.Value{"roots": strs(roots...)}, Ranges: map[string]hcl.Range{}}
 	}
 	n := node("runs", "one/result.json")
-	assert.Equal(t, []string{"runs", "one/result.json", "one/test.json", "runs/gepa"}, Aggregate{}.DeclaredInputs(n, root))
+	assert.Equal(t, []string{"runs", "one/result.json", "one/test.json", "runs/gepa"}, declaredPathsOf(Aggregate{}.DeclaredInputs(n, root)))
 	assert.Empty(t, Aggregate{}.CheckWorkspace(n, root))
 	a, diags := aggregateDecode(n)
 	require.False(t, diags.HasErrors())
 	n.Common.Inputs = []string{"runs", "one/result.json", "one/test.json"}
 	assert.Equal(t, "stage.summary: the link runs/gepa below its roots was made after the node was planned, so the jobs it leads to are not in the node's key; apply again", unkeyedLinks(n, a, root))
-	n.Common.Inputs = Aggregate{}.DeclaredInputs(n, root)
+	n.Common.Inputs = declaredPathsOf(Aggregate{}.DeclaredInputs(n, root))
 	assert.Equal(t, "", unkeyedLinks(n, a, root))
 
 	outside := t.TempDir()
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "runs", "far")))
-	assert.Equal(t, []string{"runs", "one/result.json", "one/test.json", "runs/gepa"}, Aggregate{}.DeclaredInputs(n, root))
+	assert.Equal(t, []string{"runs", "one/result.json", "one/test.json", "runs/gepa"}, declaredPathsOf(Aggregate{}.DeclaredInputs(n, root)))
 	diags = Aggregate{}.CheckWorkspace(n, root)
 	require.Len(t, diags, 1)
 	assert.Equal(t, "Invalid roots", diags[0].Summary)
 	assert.Contains(t, diags[0].Detail, "stage.summary: the link runs/far below its roots leads to ")
 	assert.Contains(t, unkeyedLinks(n, a, root), "stage.summary: the link runs/far below its roots leads to ")
+}
+
+// declaredPathsOf are the paths of ds, without their attributes.
+func declaredPathsOf(ds []DeclaredPath) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Path
+	}
+	return out
 }

@@ -115,12 +115,12 @@ var decisionPaths = []PathAttr{{Attr: "protocol"}, {Attr: "outcomes"}, {Attr: "m
 
 // DeclaredInputs implements InputDeclarer: the protocol, the outcomes file
 // and the matrix file key the node by content.
-func (Decision) DeclaredInputs(n *Node, _ string) []string {
+func (Decision) DeclaredInputs(n *Node, _ string) []DeclaredPath {
 	a, _ := decisionDecode(n)
-	var out []string
-	for _, p := range []string{a.protocol, a.outcomes, a.matrix} {
-		if p != "" {
-			out = append(out, p)
+	var out []DeclaredPath
+	for _, d := range []DeclaredPath{{"protocol", a.protocol}, {"outcomes", a.outcomes}, {"matrix", a.matrix}} {
+		if d.Path != "" {
+			out = append(out, d)
 		}
 	}
 	return out

@@ -158,7 +158,7 @@ func (Evaluate) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
 
 // DeclaredInputs implements InputDeclarer: the dataset file, the bundle and
 // the worker's files in the workspace key the node.
-func (Evaluate) DeclaredInputs(n *Node, root string) []string {
+func (Evaluate) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeEvaluate)
 	if diags.HasErrors() {
 		return nil
@@ -168,14 +168,16 @@ func (Evaluate) DeclaredInputs(n *Node, root string) []string {
 
 // inputs are the files in the workspace that key an evaluation: the
 // dataset file, the bundle and the worker's files and folders.
-func (s evalSpec) inputs(root string) []string {
-	var out []string
+func (s evalSpec) inputs(root string) []DeclaredPath {
+	var out []DeclaredPath
 	if s.itemsPath != "" {
-		out = append(out, s.itemsPath)
+		out = append(out, DeclaredPath{Attr: "items", Path: s.itemsPath})
 	}
-	out = append(out, s.bundle...)
+	for _, b := range s.bundle {
+		out = append(out, DeclaredPath{Attr: "bundle", Path: b})
+	}
 	for _, w := range s.workerPaths(root) {
-		out = append(out, w.path)
+		out = append(out, DeclaredPath{Attr: "worker", Path: w.path})
 	}
 	return out
 }
@@ -186,7 +188,7 @@ func (s evalSpec) inputs(root string) []string {
 func (s evalSpec) stageInputs(n *Node, root string) []string {
 	own := map[string]bool{}
 	for _, p := range s.inputs(root) {
-		own[p] = true
+		own[p.Path] = true
 	}
 	var out []string
 	for _, p := range n.Common.Inputs {

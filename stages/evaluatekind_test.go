@@ -297,7 +297,7 @@ func TestWorkerFilesThroughALinkedWorkspace(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotEqual(t, before, after, "the worker was edited")
 		got := Evaluate{}.DeclaredInputs(&Node{Args: map[string]cty.Value{"worker": strs(argv...)}}, c.root)
-		assert.Contains(t, got, "worker.py", "it keys the node too")
+		assert.Contains(t, got, DeclaredPath{"worker", "worker.py"}, "it keys the node too")
 	}
 	// A file outside the workspace still counts by its path.
 	writeFile(t, filepath.Join(top, "elsewhere/w.py"), "")
@@ -320,20 +320,21 @@ func TestDeclaredInputs(t *testing.T) {
 	args["worker"] = strs("python3", "-u", "worker.py", "--system-prompt-file", "prompts/system.txt", "--url=http://x/v1", "not-a-file",
 		"--user=prompts/user.txt", filepath.Join(root, "conf.yaml"), "/etc/hostname")
 	got := Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
-	assert.Equal(t, []string{"data/items.jsonl", "bundle", "worker.py", "prompts/system.txt", "prompts/user.txt", "conf.yaml"}, got)
+	worker := declaredPaths("worker", "worker.py", "prompts/system.txt", "prompts/user.txt", "conf.yaml")
+	assert.Equal(t, append([]DeclaredPath{{"items", "data/items.jsonl"}, {"bundle", "bundle"}}, worker...), got)
 
 	// A folder counts too, but not the workspace itself, nor one holding
 	// the scores the node writes.
 	args["worker"] = strs("python3", "worker.py", "--prompt-dir", "prompts", "--root", ".", "--log-dir=out")
 	writeFile(t, filepath.Join(root, "out/old.log"), "")
 	got = Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
-	assert.Equal(t, []string{"data/items.jsonl", "bundle", "worker.py", "prompts"}, got)
+	assert.Equal(t, []DeclaredPath{{"items", "data/items.jsonl"}, {"bundle", "bundle"}, {"worker", "worker.py"}, {"worker", "prompts"}}, got)
 
 	args["items"] = cty.TupleVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("a")})})
 	args["worker"] = strs("python3", "-u", "worker.py", "--system-prompt-file", "prompts/system.txt", "--url=http://x/v1", "not-a-file",
 		"--user=prompts/user.txt", filepath.Join(root, "conf.yaml"), "/etc/hostname")
 	got = Evaluate{}.DeclaredInputs(&Node{Args: args}, root)
-	assert.Equal(t, []string{"bundle", "worker.py", "prompts/system.txt", "prompts/user.txt", "conf.yaml"}, got, "inline items are keyed as an attribute")
+	assert.Equal(t, append([]DeclaredPath{{"bundle", "bundle"}}, worker...), got, "inline items are keyed as an attribute")
 }
 
 // fakeRuntime is a Runtime for running evaluate nodes without the engine.

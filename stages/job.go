@@ -277,16 +277,16 @@ func (Job) Check(n *Node) hcl.Diagnostics {
 // pipeline kept elsewhere is applied from the user's folder) is sealed by
 // its digest in job.json all the same, which the out folder's seal check
 // compares before anything runs.
-func (Job) DeclaredInputs(n *Node, root string) []string {
+func (Job) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() {
 		return nil
 	}
-	var out []string
+	var out []DeclaredPath
 	for _, name := range slices.Sorted(maps.Keys(s.files)) {
 		for _, p := range s.files[name] {
 			if clean := filepath.Clean(p); filepath.IsLocal(clean) {
-				out = append(out, clean)
+				out = append(out, DeclaredPath{Attr: "files", Path: clean})
 			}
 		}
 	}

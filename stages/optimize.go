@@ -217,7 +217,7 @@ func (Optimize) Check(n *Node) hcl.Diagnostics {
 
 // DeclaredInputs implements InputDeclarer: the training split, the seed
 // bundle and the worker's files.
-func (Optimize) DeclaredInputs(n *Node, root string) []string {
+func (Optimize) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() {
 		return nil

@@ -61,9 +61,10 @@ type PurePlanner interface {
 // node reads (a dataset, a worker script): the engine adds the paths it
 // returns to the node's declared inputs, so their content enters the node
 // key as if the stage had listed them in inputs. root is the workspace
-// root; paths are workspace-relative.
+// root; paths are workspace-relative. Attr names the attribute, for the
+// error's position.
 type InputDeclarer interface {
-	DeclaredInputs(n *Node, root string) []string
+	DeclaredInputs(n *Node, root string) []DeclaredPath
 }
 
 // ChangeNoter is implemented by kinds with keyed attributes whose change
@@ -154,6 +155,15 @@ func reportsDefault(stage string) string { return "reports/" + stage }
 // DeclaredPath is a workspace-relative path a kind's attribute names.
 type DeclaredPath struct {
 	Attr, Path string
+}
+
+// declaredPaths are paths, all named by the attribute attr.
+func declaredPaths(attr string, paths ...string) []DeclaredPath {
+	out := make([]DeclaredPath, len(paths))
+	for i, p := range paths {
+		out[i] = DeclaredPath{Attr: attr, Path: p}
+	}
+	return out
 }
 
 // ProgressReporter is implemented by runtimes that show a running node's

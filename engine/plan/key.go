@@ -189,7 +189,7 @@ func (g *Graph) InputDigests(n *Node, sn *stages.Node, env *Envelope, dg digeste
 	}
 	out, cloned := env.Inputs, false
 	for _, p := range d.DeclaredInputs(sn, g.Root) {
-		clean := filepath.Clean(g.inWorkspace(p))
+		clean := filepath.Clean(g.inWorkspace(p.Path))
 		if _, ok := out[clean]; ok {
 			continue
 		}

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -83,4 +84,31 @@ stage "command" "summary" {
 			assert.Less(t, sum.Deps[i-1], d, "dependencies in order, each once")
 		}
 	}
+}
+
+// TestKindInputPathErrorsNameTheAttribute: a path an evaluate stage's
+// attribute names for reading that the checks refuse (a dataset reached
+// through a symlink out of the workspace, a worker script outside it) is
+// reported as that attribute's error at its position, as the same path in
+// inputs is, not as "Invalid path" at the stage's first line.
+func TestKindInputPathErrorsNameTheAttribute(t *testing.T) {
+	w := plantest.New(t, `
+stage "evaluate" "val" {
+  worker = ["python3", "worker.py"]
+  items  = "data/val.jsonl"
+  model  = "m"
+  scores = "out/scores.jsonl"
+}
+`)
+	w.Write("worker.py", "")
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "val.jsonl"), []byte(`{"id":"a"}`+"\n"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(w.Root, "data")))
+	_, diags := validateLike(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
+	require.True(t, diags.HasErrors())
+	assert.Equal(t, "Invalid items", diags[0].Summary, diags.Error())
+	assert.Contains(t, diags[0].Detail, "resolves through a symlink")
+	require.NotNil(t, diags[0].Subject)
+	assert.Equal(t, 4, diags[0].Subject.Start.Line, "the items attribute's line")
+	assert.Equal(t, 12, diags[0].Subject.Start.Column, "the items attribute's value")
 }

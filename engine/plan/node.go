@@ -314,10 +314,10 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 	}
 	if d, ok := n.Kind.(stages.InputDeclarer); ok && !diags.HasErrors() {
 		// Files named by the kind's attributes key the node like inputs.
-		for _, p := range d.DeclaredInputs(sn, g.Root) {
-			clean, err := g.CheckPath(p)
+		for _, in := range d.DeclaredInputs(sn, g.Root) {
+			clean, err := g.CheckPath(in.Path)
 			if err != nil {
-				diags = append(diags, stages.Diag("Invalid path", err.Error()+".", n.Stage.DeclRange)...)
+				diags = append(diags, stages.Diag("Invalid "+in.Attr, err.Error()+".", attrRange(n, sn, in.Attr))...)
 				continue
 			}
 			if !slices.Contains(sn.Common.Inputs, clean) {
@@ -333,15 +333,20 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		// outputs.
 		for _, o := range d.DeclaredOutputs(sn) {
 			if _, err := g.CheckPath(o.Path); err != nil {
-				r, ok := sn.LookupRange(o.Attr)
-				if !ok {
-					r = n.Stage.DeclRange
-				}
-				diags = append(diags, stages.Diag("Invalid "+o.Attr, err.Error()+".", r)...)
+				diags = append(diags, stages.Diag("Invalid "+o.Attr, err.Error()+".", attrRange(n, sn, o.Attr))...)
 			}
 		}
 	}
 	return sn, diags
+}
+
+// attrRange locates the attribute attr of node n's stage; the stage's first
+// line when the stage does not write it (a default).
+func attrRange(n *Node, sn *stages.Node, attr string) hcl.Range {
+	if r, ok := sn.LookupRange(attr); ok {
+		return r
+	}
+	return n.Stage.DeclRange
 }
 
 // constantsAlone lets EvalNode evaluate constant attributes without a
