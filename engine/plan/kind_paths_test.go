@@ -3,6 +3,7 @@ package plan_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +112,80 @@ stage "evaluate" "val" {
 	require.NotNil(t, diags[0].Subject)
 	assert.Equal(t, 4, diags[0].Subject.Start.Line, "the items attribute's line")
 	assert.Equal(t, 12, diags[0].Subject.Start.Column, "the items attribute's value")
+}
+
+// TestKindWriteOverItsOwnReads: an evaluate stage whose scores path is
+// its items file, its worker script, a file in its bundle or one of its
+// inputs, or an optimize stage whose out folder holds its items, is
+// refused before anything runs: apply would overwrite the dataset (the
+// next apply evaluating the scores lines as items) or the worker. The
+// error is the write attribute's, at its position, and names the read
+// attribute with its file:line:col.
+func TestKindWriteOverItsOwnReads(t *testing.T) {
+	evaluate := func(scores, extra string) string {
+		return `
+stage "evaluate" "val" {
+  worker = ["python3", "worker.py"]
+  items  = "data/val.jsonl"
+  bundle = ["prompts"]
+  model  = "m"
+  scores = "` + scores + `"
+  ` + extra + `
+}
+`
+	}
+	for name, c := range map[string]struct {
+		pipeline, want string
+		line, col      int
+	}{
+		"scores is items":        {evaluate("data/val.jsonl", ""), `scores "data/val.jsonl" is the file items names (pipeline.hcl:4:12)`, 7, 12},
+		"scores is the worker":   {evaluate("worker.py", ""), `scores "worker.py" is the file worker names (pipeline.hcl:3:12)`, 7, 12},
+		"scores in the bundle":   {evaluate("prompts/scores.jsonl", ""), `scores "prompts/scores.jsonl" is inside bundle "prompts" (pipeline.hcl:5:12), a folder the node reads`, 7, 12},
+		"scores in an input":     {evaluate("extra/s.jsonl", `inputs = ["extra"]`), `is inside inputs "extra" (pipeline.hcl:8:13)`, 7, 12},
+		"scores holds the items": {evaluate("data", ""), `scores "data" holds items "data/val.jsonl" (pipeline.hcl:4:12)`, 7, 12},
+		"optimize out holds items": {`
+stage "optimize" "opt" {
+  run               = ["python3", "method.py"]
+  out               = "job"
+  budget            = 10
+  bundle            = ["prompts"]
+  worker            = ["python3", "worker.py"]
+  bundle_in_request = true
+  items             = "job/optimization/train.jsonl"
+  model             = "m"
+}
+`, `out "job/optimization" holds items "job/optimization/train.jsonl" (pipeline.hcl:9:23)`, 4, 23},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := plantest.New(t, c.pipeline)
+			w.Write("worker.py", "")
+			w.Write("method.py", "")
+			w.Write("data/val.jsonl", `{"id": "q1"}`+"\n")
+			w.Write("job/optimization/train.jsonl", `{"id": "q1"}`+"\n")
+			w.Write("prompts/system.txt", "")
+			w.Write("extra/x", "")
+			opts := plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root}
+			_, diags := validateLike(opts)
+			require.True(t, diags.HasErrors(), "validate")
+			d := diags[0]
+			assert.Contains(t, strings.ReplaceAll(d.Detail, w.Root+"/", ""), c.want)
+			assert.Contains(t, d.Detail, "apply would write over what the node reads")
+			require.NotNil(t, d.Subject)
+			assert.Equal(t, [2]int{c.line, c.col}, [2]int{d.Subject.Start.Line, d.Subject.Start.Column}, "the write attribute's position")
+
+			l := w.Load()
+			cache, err := store.Open(w.Cache, store.Options{NoSync: true})
+			require.NoError(t, err)
+			defer cache.Close()
+			_, diags = plan.Make(l.Graph, cache, plan.Options{})
+			require.True(t, diags.HasErrors(), "plan")
+			assert.Contains(t, strings.ReplaceAll(diags.Error(), w.Root+"/", ""), c.want)
+		})
+	}
+	// A scores file of its own passes.
+	w := plantest.New(t, evaluate("out/scores.jsonl", ""))
+	w.Write("worker.py", "")
+	w.Write("data/val.jsonl", `{"id": "q1"}`+"\n")
+	_, diags := validateLike(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
+	require.False(t, diags.HasErrors(), diags.Error())
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -312,41 +311,10 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 	if !diags.HasErrors() {
 		diags = append(diags, argSizeCheck(sn, g.room)...)
 	}
-	if d, ok := n.Kind.(stages.InputDeclarer); ok && !diags.HasErrors() {
-		// Files named by the kind's attributes key the node like inputs.
-		for _, in := range d.DeclaredInputs(sn, g.Root) {
-			clean, err := g.CheckPath(in.Path)
-			if err != nil {
-				diags = append(diags, stages.Diag("Invalid "+in.Attr, err.Error()+".", attrRange(n, sn, in.Attr))...)
-				continue
-			}
-			if !slices.Contains(sn.Common.Inputs, clean) {
-				sn.Common.Inputs = append(sn.Common.Inputs, clean)
-			}
-		}
-	}
-	if c, ok := n.Kind.(stages.WorkspaceChecker); ok && !diags.HasErrors() {
-		diags = append(diags, c.CheckWorkspace(sn, g.Root)...)
-	}
-	if d, ok := n.Kind.(stages.OutputDeclarer); ok && !diags.HasErrors() {
-		// Files a kind's attributes name for writing are checked like
-		// outputs.
-		for _, o := range d.DeclaredOutputs(sn) {
-			if _, err := g.CheckPath(o.Path); err != nil {
-				diags = append(diags, stages.Diag("Invalid "+o.Attr, err.Error()+".", attrRange(n, sn, o.Attr))...)
-			}
-		}
+	if !diags.HasErrors() {
+		diags = append(diags, g.kindPaths(n, sn)...)
 	}
 	return sn, diags
-}
-
-// attrRange locates the attribute attr of node n's stage; the stage's first
-// line when the stage does not write it (a default).
-func attrRange(n *Node, sn *stages.Node, attr string) hcl.Range {
-	if r, ok := sn.LookupRange(attr); ok {
-		return r
-	}
-	return n.Stage.DeclRange
 }
 
 // constantsAlone lets EvalNode evaluate constant attributes without a
