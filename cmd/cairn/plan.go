@@ -257,6 +257,15 @@ func (a *app) loadAndPlan(args []string, opts plan.Options) (*plan.Loaded, *stor
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if len(opts.Targets) == 0 && !store.Made(a.cachePath()) {
+		// Opening the cache makes its folders: a pipeline that validate
+		// refuses (a path inside the cache folder) leaves none behind.
+		// A --target plan checks only what the targets need: the plan
+		// itself says.
+		if diags := l.Graph.CheckStages(); diags.HasErrors() {
+			return nil, nil, nil, a.printDiags(l.Files(), diags)
+		}
+	}
 	cache, err := a.openCache()
 	if err != nil {
 		return nil, nil, nil, err

@@ -114,6 +114,13 @@ type Store struct {
 	unsynced []string
 }
 
+// Made reports whether root holds a store's folders already (Open makes
+// them when missing).
+func Made(root string) bool {
+	st, err := os.Stat(filepath.Join(root, "cas", "sha256"))
+	return err == nil && st.IsDir()
+}
+
 // Open opens the store under root, creating <root>/cas/sha256 if needed.
 func Open(root string, opts Options) (*Store, error) {
 	dir := filepath.Join(root, "cas", "sha256")

@@ -250,6 +250,10 @@ func Open(dir string, opts Options) (*Cache, error) {
 	return c, nil
 }
 
+// Made reports whether dir holds a cache's folders already: Open makes
+// them when missing.
+func Made(dir string) bool { return cas.Made(dir) }
+
 // SharedWarning says what keeps the other users of a shared cache
 // folder from writing what this process creates in it: the folder is
 // set up for a group (setgid) but the umask takes group write away. It is
