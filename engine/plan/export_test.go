@@ -38,3 +38,11 @@ func SetConstantsAlone(on bool) bool {
 	constantsAlone = on
 	return was
 }
+
+// SetCaseProbe makes writeClashes take probe's word on whether the
+// workspace's filesystem folds case, until the test ends.
+func SetCaseProbe(t interface{ Cleanup(func()) }, probe func(root string) bool) {
+	old := caseProbe
+	caseProbe = probe
+	t.Cleanup(func() { caseProbe = old })
+}

@@ -21,6 +21,9 @@ type clash struct {
 	// folder is the declared folder that holds path; "" when the writers
 	// declare path itself.
 	folder string
+	// folded: the writers spell the path (or the folder and the path
+	// inside it) in other cases, on a filesystem that folds case.
+	folded bool
 	// writers are the declarations, one a node, in the graph's order:
 	// for a folder, its writer then path's. Of nodes that are the same
 	// work, the first stands for them all: sizes[i] counts the nodes
@@ -51,12 +54,20 @@ type clash struct {
 // others' paths would have to be evaluated here, which cost a --target
 // plan of one node of a 100k grid 0.2 s and 80 MB; validate and a whole
 // plan compare them.
+//
+// Where the workspace's filesystem folds case (macOS's default: one
+// probe, caseProbe), paths are compared case-folded: out/A.txt and
+// out/a.txt are one file there.
 func (g *Graph) writeClashes(specs []*stages.Node, planned []bool) hcl.Diagnostics {
 	w := &writers{g: g, specs: specs, planned: planned, late: g.latePaths(specs, planned), first: make(map[string]int, len(g.Nodes))}
+	if caseProbe(g.Root) {
+		w.spelled = map[spelling]string{}
+	}
 	// The node first declaring each path, and, where others do (rare),
 	// every writer in groups of the same work.
 	var twice []string
 	w.each(func(n *Node, p string) {
+		p = w.fold(n, p)
 		id, ok := w.first[p]
 		switch {
 		case !ok:
@@ -82,17 +93,23 @@ func (g *Graph) writeClashes(specs []*stages.Node, planned []bool) hcl.Diagnosti
 		if len(pw.groups) < 2 {
 			continue // all the same work
 		}
-		c := clash{path: p}
+		c := clash{}
+		var spellings []string
 		for _, gr := range pw.groups {
-			c.writers = append(c.writers, g.declOf(specs, gr.nodes[0], p))
+			own := w.spelling(gr.nodes[0], p)
+			if !slices.Contains(spellings, own) {
+				spellings = append(spellings, own)
+			}
+			c.writers = append(c.writers, g.declOf(specs, gr.nodes[0], own))
 			c.sizes = append(c.sizes, len(gr.nodes))
 		}
+		c.path, c.folded = andList(spellings), len(spellings) > 1
 		clashes = append(clashes, c)
 	}
 	// A path inside a folder another node declares, once a pair.
 	var nested map[[2]string]bool
 	w.each(func(n *Node, p string) {
-		for q := range parents(p) {
+		for q := range parents(w.fold(n, p)) {
 			u := w.otherWriter(q, n)
 			if u == nil || nested[[2]string{q, p}] {
 				continue
@@ -101,7 +118,8 @@ func (g *Graph) writeClashes(specs []*stages.Node, planned []bool) hcl.Diagnosti
 				nested = map[[2]string]bool{}
 			}
 			nested[[2]string{q, p}] = true
-			clashes = append(clashes, clash{path: p, folder: q, writers: []declPath{g.declOf(specs, u, q), g.declOf(specs, n, p)}})
+			folder := w.spelling(u, q)
+			clashes = append(clashes, clash{path: p, folder: folder, folded: !strings.HasPrefix(p, folder+"/"), writers: []declPath{g.declOf(specs, u, folder), g.declOf(specs, n, p)}})
 		}
 	})
 	return clashDiags(clashes)
@@ -122,6 +140,42 @@ type writers struct {
 	also  map[string]*pathWriters
 	// sigOf holds each compared node's work (sig).
 	sigOf map[int]string
+	// spelled, where the filesystem folds case (nil elsewhere), holds
+	// how each node first spelled each folded path (fold).
+	spelled map[spelling]string
+}
+
+// spelling is a node's folded path.
+type spelling struct {
+	node   int
+	folded string
+}
+
+// fold is the path p that node n declares as writeClashes compares it:
+// case-folded where the filesystem folds case, noting n's spelling of it
+// and of its folders; p elsewhere.
+func (w *writers) fold(n *Node, p string) string {
+	if w.spelled == nil {
+		return p
+	}
+	f := strings.ToLower(p)
+	if _, ok := w.spelled[spelling{n.ID, f}]; !ok {
+		w.spelled[spelling{n.ID, f}] = p
+		for q := range parents(p) {
+			if _, ok := w.spelled[spelling{n.ID, strings.ToLower(q)}]; !ok {
+				w.spelled[spelling{n.ID, strings.ToLower(q)}] = q
+			}
+		}
+	}
+	return f
+}
+
+// spelling is how node n spells the path p that fold returned.
+func (w *writers) spelling(n *Node, p string) string {
+	if s, ok := w.spelled[spelling{n.ID, p}]; ok {
+		return s
+	}
+	return p
 }
 
 // pathWriters are the nodes that declare one path, in groups of the same
@@ -469,6 +523,9 @@ func clashDiag(cs []clash) *hcl.Diagnostic {
 			more = append(more, m.what(true))
 		}
 		detail += fmt.Sprintf(" The same declarations clash %d more times: %s.", len(cs)-1, strings.Join(more, "; "))
+	}
+	if c.folded {
+		detail += " The workspace's filesystem ignores case: these spellings name one path."
 	}
 	detail += " Each would write it, perhaps at the same time, and each cache record would hold a copy: which content the workspace keeps, and which one a later cache hit restores, would depend on timing." +
 		" Give each node a path of its own (in a for_each stage, one made of each.key: \"out/${each.key}.txt\"), or have one stage write it and the other read it through inputs."

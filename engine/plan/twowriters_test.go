@@ -1,11 +1,13 @@
 package plan_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine/plan"
@@ -230,4 +232,62 @@ stage "command" "s" {
 `)
 	v, _ = writeErrors(t, w, plan.Options{})
 	require.Contains(t, v, `1000 nodes write one path: 1000 nodes in 2 groups of the same work write x (outputs, pipeline.hcl:5:15): stage.s["0"] and 499 more of its work; stage.s["1"] and 499 more of its work.`)
+}
+
+// caseOnly's for_each keys differ in case only: out/A.txt and out/a.txt,
+// one file where the filesystem folds case (macOS's default); and a stage
+// writes a folder Reports that another's file spells reports/.
+const caseOnly = `
+stage "command" "s" {
+  for_each = toset(["A", "a"])
+  run      = ["sh", "-c", "echo ${each.key} > out/${each.key}.txt"]
+  outputs  = ["out/${each.key}.txt"]
+}
+stage "command" "r" {
+  run     = ["true"]
+  outputs = ["Reports"]
+}
+stage "command" "t" {
+  run     = ["true"]
+  outputs = ["reports/t.txt"]
+}
+`
+
+// TestCaseOnlyCollisionsWhereCaseFolds: on a filesystem that folds case,
+// for_each keys A and a writing out/${each.key}.txt write one file, and
+// are refused as two nodes writing one path by validate and plan, as x and
+// x/ are; so is a file inside a folder another node spells in another
+// case. Where the filesystem keeps case (this Linux), they pass.
+func TestCaseOnlyCollisionsWhereCaseFolds(t *testing.T) {
+	plan.SetCaseProbe(t, func(string) bool { return true })
+	w := plantest.New(t, caseOnly)
+	validate, planned := writeErrors(t, w, plan.Options{})
+	for _, text := range []string{validate, planned} {
+		assert.Contains(t, text, `Two nodes write one path: stage.s["A"] and stage.s["a"] both write out/A.txt and out/a.txt (outputs, pipeline.hcl:5:15).`)
+		assert.Contains(t, text, `Output inside another node's output: stage.t writes reports/t.txt (outputs, pipeline.hcl:13:14), inside Reports, a folder stage.r writes (outputs, pipeline.hcl:9:14).`)
+		assert.Equal(t, 2, strings.Count(text, "The workspace's filesystem ignores case: these spellings name one path."), text)
+	}
+
+	plan.SetCaseProbe(t, func(string) bool { return false })
+	validate, planned = writeErrors(t, w, plan.Options{})
+	assert.Empty(t, validate)
+	assert.Empty(t, planned)
+}
+
+// TestFoldsCaseProbe: the real probe says this Linux's filesystem keeps
+// case, in a folder holding files and in an empty one (where it makes a
+// file to probe with), and leaves nothing behind.
+func TestFoldsCaseProbe(t *testing.T) {
+	empty := t.TempDir()
+	assert.False(t, plan.FoldsCase(empty))
+	entries, err := os.ReadDir(empty)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the probe's file is removed")
+
+	w := plantest.New(t, caseOnly)
+	assert.False(t, plan.FoldsCase(w.Root))
+	// Two files differing in case only are two files: not one seen twice.
+	w.Write("Data", "1")
+	w.Write("DATA", "2")
+	assert.False(t, plan.FoldsCase(w.Root))
 }
