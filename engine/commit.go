@@ -51,6 +51,11 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		// The out folder is the truth: the node runs and takes it.
 		return false
 	}
+	if why := a.clearInTheWay(ns, rec); why != "" {
+		// The record is good: another workspace may restore it.
+		a.fail(ns, failclass.Result, why)
+		return true
+	}
 	if err := a.restoreOutputs(rec); err != nil {
 		if !restoreDamaged(err) {
 			// The record is good: another workspace may restore it.

@@ -504,6 +504,45 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 	return nil
 }
 
+// clearInTheWay removes what stands where rec's outputs go and is cairn's
+// own output of the configuration the workspace holds (a folder the node
+// wrote in another configuration where this one's file goes), saying so;
+// the cache keeps it with that configuration. Where something of the
+// user's is in the way, it removes nothing and says why the output is not
+// restored, and what to do (as plan did).
+func (a *applier) clearInTheWay(ns *nodeState, rec *store.Record) string {
+	w := plan.RestoreInTheWay(a.g.Root, a.g.Config.Name, ns.n.Addr, rec, a.cache)
+	if why := w.Refusal(a.g.Root); why != "" {
+		return why
+	}
+	var removed, emptied []string
+	for _, p := range w.Files {
+		if os.Remove(filepath.Join(a.g.Root, filepath.FromSlash(p))) == nil {
+			removed = append(removed, p)
+		}
+	}
+	for _, d := range w.Folders {
+		if os.Remove(filepath.Join(a.g.Root, filepath.FromSlash(d))) == nil {
+			emptied = append(emptied, d)
+		}
+	}
+	var what []string
+	if len(removed) > 0 {
+		what = append(what, fewPaths(removed))
+	}
+	switch len(emptied) {
+	case 0:
+	case 1:
+		what = append(what, "the folder "+emptied[0])
+	default:
+		what = append(what, "the folders "+fewPaths(emptied))
+	}
+	if len(what) > 0 {
+		a.warn("%s: removed %s, where its cached output goes: the configuration of the node the workspace held wrote it (the cache keeps it with that configuration)", ns.n.Addr, strings.Join(what, " and "))
+	}
+	return ""
+}
+
 // removeRestoreTemps removes from the open folder dir the temporary files
 // of restores that a kill cut short (cas.IsRestoreTemp): left there, a
 // command counting the folder's files would count them, and a run of the

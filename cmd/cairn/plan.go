@@ -194,7 +194,9 @@ func (a *app) planCmd() *cobra.Command {
   ! refused  apply would refuse to start it: it was interrupted, and its
              stage declares on_interrupt = "fail", or its kind refuses
              (an optimizer job whose out folder holds an interrupted
-             optimization); --replace runs it again
+             optimization); --replace runs it again. Or apply would not
+             restore its cached output over something of the user's (a
+             folder where the output file goes)
 
 --out FILE saves the plan; 'cairn apply FILE' runs exactly that plan, or
 refuses (exit 2) naming what changed since: a node added or removed, the

@@ -1,12 +1,16 @@
 package plan
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/cairn-run/cairn/engine/cas"
 	"github.com/cairn-run/cairn/engine/store"
@@ -158,4 +162,169 @@ func emptiedFolders(root string, files []string, decl map[string]string, rec *st
 		}
 	}
 	return out
+}
+
+// InTheWay is what stands where a cached record's outputs go, so that
+// restoring them would fail: a folder where an output file goes, or a
+// file where a folder on an output's way goes (a node whose output was a
+// file in one configuration and a folder in another).
+type InTheWay struct {
+	// Files and Folders are cairn's own output of the configuration the
+	// workspace holds (store.Cache.HeldKey): files that its record holds,
+	// with that content, and does not mark kept, and the folders holding
+	// only those, deepest first. Apply removes them before it restores.
+	Files, Folders []string
+	// User, when not "", is the first path in the way that holds
+	// something else (the user's): apply refuses to restore Output over
+	// it, and Refusal says what to do.
+	User, Output string
+	// Holds, where User is a folder where Output, a file, goes, is what
+	// in it cairn did not write; "": User is a file where a folder goes.
+	Holds string
+}
+
+// Refusal says why apply will not restore the cached output into the
+// workspace at root, and what to do; "" when nothing of the user's is in
+// the way.
+func (w InTheWay) Refusal(root string) string {
+	if w.User == "" {
+		return ""
+	}
+	full := filepath.Join(root, filepath.FromSlash(w.Output))
+	user := filepath.Join(root, filepath.FromSlash(w.User))
+	if w.Holds != "" {
+		return fmt.Sprintf("the cached output %s is not restored to %s: the folder there holds %s, which cairn did not write; %s is a folder: remove it, or move it aside, and apply again", w.Output, full, w.Holds, user)
+	}
+	return fmt.Sprintf("the cached output %s is not restored to %s: %s is a file where a folder goes, and cairn did not write it: remove it, or move it aside, and apply again", w.Output, full, user)
+}
+
+// RestoreInTheWay finds what stands where rec's outputs go in the
+// workspace at root (rec, a cached record of the node address addr of
+// pipeline): cairn's own output of the configuration the workspace holds,
+// which apply replaces, or something of the user's, which it leaves and
+// refuses to restore over. It looks at each output with one lstat; only
+// what is in the way is read further.
+func RestoreInTheWay(root, pipeline, addr string, rec *store.Record, cache *store.Cache) InTheWay {
+	var w InTheWay
+	var held *store.Record
+	heldRead := false
+	own := func(p string) bool {
+		if !heldRead {
+			heldRead = true
+			if k := cache.HeldKey(pipeline, addr); k != "" && k != rec.Key {
+				held, _ = cache.Lookup(k)
+			}
+		}
+		if held == nil || held.IsKept(p) {
+			return false
+		}
+		want, ok := held.Outputs[p]
+		if !ok {
+			return false
+		}
+		_, same := OutputState(root, p, want, cache.Stat)
+		return same
+	}
+	seen := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(rec.Outputs)) {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		st, err := os.Lstat(full)
+		switch {
+		case err == nil && st.IsDir():
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if user := w.ownFolder(root, p, own); user != "" {
+				w.User, w.Output, w.Holds = p, p, user
+				return w
+			}
+		case errors.Is(err, syscall.ENOTDIR):
+			// A file stands where a folder on the output's way goes.
+			for d := range parentsUp(p) {
+				ds, err := os.Lstat(filepath.Join(root, filepath.FromSlash(d)))
+				if err != nil || ds.IsDir() {
+					continue
+				}
+				if seen[d] {
+					break
+				}
+				seen[d] = true
+				if !ds.Mode().IsRegular() || !own(d) {
+					w.User, w.Output = d, p
+					return w
+				}
+				w.Files = append(w.Files, d)
+				break
+			}
+		}
+	}
+	return w
+}
+
+// ownFolder adds to w the files and folders of the folder p if all it
+// holds is cairn's own (own); otherwise it adds nothing and returns the
+// first path in it that is not.
+func (w *InTheWay) ownFolder(root, p string, own func(string) bool) string {
+	var files, folders []string
+	user := ""
+	_ = filepath.WalkDir(filepath.Join(root, filepath.FromSlash(p)), func(path string, d fs.DirEntry, err error) error {
+		rel, rerr := filepath.Rel(root, path)
+		if err != nil || rerr != nil {
+			user = p
+			return filepath.SkipAll
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			folders = append(folders, rel)
+		case d.Type().IsRegular() && own(rel):
+			files = append(files, rel)
+		default:
+			user = rel
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if user != "" {
+		return user
+	}
+	// A folder holding none of those files (empty, or holding only
+	// empty folders) is no configuration's output: records hold files.
+	holding := map[string]bool{}
+	for _, f := range files {
+		for d := path.Dir(f); d != "." && !holding[d]; d = path.Dir(d) {
+			holding[d] = true
+		}
+	}
+	for _, d := range folders {
+		if !holding[d] {
+			return d
+		}
+	}
+	slices.Reverse(folders) // a folder after what it holds
+	w.Files = append(w.Files, files...)
+	w.Folders = append(w.Folders, folders...)
+	return ""
+}
+
+// parentsUp yields the folders on the way to p ("/"-separated), the
+// workspace's top one first.
+func parentsUp(p string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for i := strings.IndexByte(p, '/'); i > 0; i = nextSlash(p, i) {
+			if !yield(p[:i]) {
+				return
+			}
+		}
+	}
+}
+
+// nextSlash is the index of the first '/' in p after i, or -1.
+func nextSlash(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }

@@ -599,6 +599,10 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		}
 		pn.Action = ActCached
 		pn.Record = rec
+		if why := RestoreInTheWay(g.Root, g.Config.Name, n.Addr, rec, cache).Refusal(g.Root); why != "" {
+			// Something of the user's stands where an output goes.
+			pn.Refusal = why
+		}
 		if msg := g.postconditionFails(n, rec, inst); msg != "" {
 			pn.fails = process.RedactSecrets(msg, SensitiveStrings(sn.Args))
 			pn.Reasons = []string{"postcondition fails: " + msg}
@@ -1106,6 +1110,9 @@ func (p *Plan) Counts() Counts {
 			c.Refused++
 		case ActMayRun:
 			c.MayRun--
+			c.Refused++
+		case ActCached:
+			c.Cached--
 			c.Refused++
 		}
 	}
