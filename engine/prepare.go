@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -70,7 +71,11 @@ func (a *applier) prepare(ns *nodeState) bool {
 	// stands.
 	sn := ns.pn.Spec
 	reused := true
-	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.EvalsStage(n) && !a.upstreamsAsPlanned(n) {
+	// A node the plan takes from the cache beside a service that was not
+	// started keeps the plan's evaluation: the endpoints it would read
+	// are none, and it sends no request.
+	beside := a.g.EvalsStage(n) && a.cachedBesideIdleServices(ns)
+	if sn == nil || sn.Key != "" || sn.Upstreams != nil || a.g.EvalsStage(n) && !a.upstreamsAsPlanned(n) && !beside {
 		reused = false
 		var diags hcl.Diagnostics
 		sn, diags = a.g.EvalNode(n, a.instance)
@@ -161,6 +166,11 @@ func (a *applier) prepare(ns *nodeState) bool {
 			return true
 		}
 	}
+	if beside && reused {
+		// It would run with the endpoints of a service nobody started.
+		a.fail(ns, failclass.Setup, fmt.Sprintf("planned as cached beside %s, which was therefore not started, and its cached result is gone or its inputs changed since: not run; apply again, and its servers start", a.idleUpstreams(n)))
+		return true
+	}
 	if a.opts.Exact && ns.pn.Action == plan.ActCached && !a.interrupted() {
 		a.fail(ns, failclass.Setup, "planned as cached, but its cached result is gone since the plan was saved: not run; make a new plan with 'cairn plan --out FILE'")
 		return true
@@ -168,6 +178,17 @@ func (a *applier) prepare(ns *nodeState) bool {
 	// It runs: what its logs must not show.
 	ns.secrets = plan.SensitiveStrings(sn.Args)
 	return false
+}
+
+// idleUpstreams names the services upstream of n that were not started.
+func (a *applier) idleUpstreams(n *plan.Node) string {
+	var names []string
+	for _, d := range n.Deps {
+		if u := a.nodes[d]; u.svc != nil && u.svc.idle {
+			names = append(names, u.n.Addr)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // anyUpstreamOK reports whether some upstream of n finished (ran or

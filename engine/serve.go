@@ -33,6 +33,8 @@ type serviceState struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	serving  bool
+	// idle: no consumer needed it, and it was not started (serviceIdle).
+	idle bool
 	// pids are the replicas' processes, by replica number.
 	pids map[int]int
 	// peaks are each replica's peak resident and GPU memory (MiB), the
@@ -82,9 +84,48 @@ func serviceDigest(identity json.RawMessage) string {
 
 // serviceNeeded reports whether a consumer of the service node will run:
 // a downstream that the plan runs (or may run) and that cannot say it
-// sends the service no request.
+// sends the service no request, or one the plan took from the cache whose
+// record is gone since.
 func (a *applier) serviceNeeded(ns *nodeState) bool {
-	return plan.ServiceNeeded(a.opts.Plan, ns.n, ns.spec, a.g.Root, a.cache.Dir)
+	if plan.ServiceNeeded(a.opts.Plan, ns.n, ns.spec, a.g.Root, a.cache.Dir) {
+		return true
+	}
+	if a.opts.Plan == nil {
+		return false
+	}
+	for _, d := range ns.n.Downs {
+		if pn := a.opts.Plan.Nodes[d]; pn != nil && !pn.Skipped && pn.Action == plan.ActCached && !isService(a.nodes[d]) && !a.cache.Has(pn.Key) {
+			return true
+		}
+	}
+	return false
+}
+
+// cachedBesideIdleServices reports whether ns, which the plan takes from
+// the cache, may be taken so on the plan's evaluation of it: each upstream
+// it is keyed by is cached as planned, or is a service that was not
+// started (serviceIdle), whose endpoints the plan did not know either. Its
+// attributes that read those endpoints (a command's model_cache) are then
+// not evaluated: there are none to read, and the node sends no request.
+func (a *applier) cachedBesideIdleServices(ns *nodeState) bool {
+	if ns.pn.Action != plan.ActCached || ns.pn.Spec == nil || ns.pn.Key == "" || a.opts.Replace[ns.n.Addr] {
+		return false
+	}
+	idle := false
+	for _, d := range ns.n.Deps {
+		u := a.nodes[d]
+		if !ns.n.KeyedDep(d) {
+			continue
+		}
+		if u.svc != nil && u.svc.idle {
+			idle = true
+			continue
+		}
+		if u.status != plan.Cached || u.record == nil || u.pn.Record == nil || u.record.Key != u.pn.Record.Key {
+			return false
+		}
+	}
+	return idle
 }
 
 // serviceIdle finishes a service node no consumer needs: it is not
@@ -93,6 +134,9 @@ func (a *applier) serviceIdle(ns *nodeState) {
 	svc := ns.n.Kind.(stages.Service)
 	id := svc.Identity(ns.spec)
 	ns.record = &store.Record{Key: ns.key, Result: id, OutputDigest: serviceDigest(id)}
+	if ns.svc != nil {
+		ns.svc.idle = true
+	}
 	ns.status = plan.OK
 	ns.releaseKey()
 	a.setFinal(ns)
