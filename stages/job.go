@@ -273,20 +273,38 @@ func (Job) Check(n *Node) hcl.Diagnostics {
 }
 
 // DeclaredInputs implements InputDeclarer: the sealed files in the
-// workspace key the node. One outside it (the pipeline's own file, when a
-// pipeline kept elsewhere is applied from the user's folder) is sealed by
-// its digest in job.json all the same, which the out folder's seal check
-// compares before anything runs.
+// workspace key the node as its inputs; those outside it key it by their
+// content too (KeyedContent).
 func (Job) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() {
 		return nil
 	}
-	var out []DeclaredPath
+	return declaredPaths("files", s.sealedFiles(true)...)
+}
+
+// KeyedContent implements ContentKeyer: the sealed files outside the
+// workspace (the pipeline's own file, when a pipeline kept elsewhere is
+// applied from the user's folder; a method's code in a shared checkout)
+// key the node by their content, as they are sealed in job.json: a cached
+// record of the node (its job.json) is then restored only where it seals
+// what the job is now.
+func (Job) KeyedContent(n *Node, root string) []string {
+	s, diags := decodedOnce(n, decodeJob)
+	if diags.HasErrors() {
+		return nil
+	}
+	return s.sealedFiles(false)
+}
+
+// sealedFiles are the paths of files, cleaned, once each: those in the
+// workspace (local), or those outside it.
+func (s jobSpec) sealedFiles(local bool) []string {
+	var out []string
 	for _, name := range slices.Sorted(maps.Keys(s.files)) {
 		for _, p := range s.files[name] {
-			if clean := filepath.Clean(p); filepath.IsLocal(clean) {
-				out = append(out, DeclaredPath{Attr: "files", Path: clean})
+			if clean := filepath.Clean(p); filepath.IsLocal(clean) == local && !slices.Contains(out, clean) {
+				out = append(out, clean)
 			}
 		}
 	}

@@ -83,6 +83,17 @@ type LinkFollower interface {
 	FollowedInputs(n *Node) []string
 }
 
+// ContentKeyer is implemented by kinds whose node is keyed by the content
+// of files or folders that are not its declared inputs: paths outside the
+// workspace (a job's sealed files kept elsewhere), or the weights a model
+// server reads (a job's servers' weights). The planner digests each path
+// KeyedContent returns (absolute, or relative to root) through its links,
+// as a serve stage's weights, through the stat cache, into the node's key:
+// what the node seals is then what its cached record was made with.
+type ContentKeyer interface {
+	KeyedContent(n *Node, root string) []string
+}
+
 // OutputDeclarer is implemented by kinds whose attributes name files or
 // folders the node (or cairn for it) writes in the workspace (a report
 // folder, a scores file, a log folder): the engine checks each path at plan

@@ -174,6 +174,24 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		}
 		e.Inputs[p] = d
 	}
+	if ck, ok := n.Kind.(stages.ContentKeyer); ok {
+		// Content the node seals beyond its inputs (outside the
+		// workspace, a server's weights), digested through its links.
+		for _, p := range ck.KeyedContent(sn, g.Root) {
+			full := p
+			if !filepath.IsAbs(p) {
+				full = filepath.Join(g.Root, p)
+			}
+			d, err := contentTree(dg, full)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return envBase{why: &UnknownReason{Input: p}}
+				}
+				return envBase{err: fmt.Errorf("input %s: %w", p, err)}
+			}
+			e.Inputs[p] = d
+		}
+	}
 	return envBase{e: e}
 }
 
@@ -204,6 +222,15 @@ func (g *Graph) InputDigests(n *Node, sn *stages.Node, env *Envelope, dg digeste
 		out[clean] = dig
 	}
 	return out
+}
+
+// contentTree digests path through its links where dg can (the stat
+// cache), else as dg.Tree does.
+func contentTree(dg digester, path string) (string, error) {
+	if cd, ok := dg.(contentDigester); ok {
+		return cd.ContentTree(path)
+	}
+	return dg.Tree(path)
 }
 
 // keyedArgs puts the node's arguments that enter its key into args, as
