@@ -233,6 +233,9 @@ locals {
   # What each job's job.json seals of them, by model: null for servers
   # you run (serve = false).
   job_servers = { for m, run in local.task_server_run : m => var.serve ? { task = run, reflection = local.reflection_server_run } : null }
+  # And the weights they serve (the serve stages' weights), by model: new
+  # weights under the same model id and command line are another job's.
+  job_server_weights = { for m in keys(local.task_server_run) : m => var.serve ? { task = try(local.grid.servers[m].weights, null), reflection = try(local.grid.reflection_server.weights, null) } : null }
 }
 
 # The model servers. With serve = true cairn starts them (the grid file's
@@ -289,8 +292,10 @@ stage "job" "job" {
   worker           = local.rollout_worker
   splits           = each.value.split
   # The servers cairn starts for the job, sealed with it: a server run
-  # with other flags is another job's (docs/job-artifacts.md).
-  servers = local.job_servers[each.value.model]
+  # with other flags, or serving other weights, is another job's
+  # (docs/job-artifacts.md).
+  servers        = local.job_servers[each.value.model]
+  server_weights = local.job_server_weights[each.value.model]
   files = {
     method = local.grid.methods[each.value.method].code
     data   = values(each.value.split)

@@ -2,7 +2,9 @@ package pipelines_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,8 +15,8 @@ import (
 )
 
 // What a job's job.json seals is what made its phases, and what a cached
-// record of the job was made with (docs/job-artifacts.md): the files it
-// seals outside the workspace too.
+// record of the job was made with (docs/job-artifacts.md): the weights its
+// servers serve, and the files it seals outside the workspace.
 
 // editGrid rewrites the workspace's grid file with edit.
 func (w *optWorkspace) editGrid(edit func(g map[string]any)) {
@@ -28,6 +30,100 @@ func (w *optWorkspace) editGrid(edit func(g map[string]any)) {
 	b, err = json.MarshalIndent(g, "", "  ")
 	require.NoError(w.t, err)
 	require.NoError(w.t, os.WriteFile(grid, b, 0o644))
+}
+
+// served runs cairn's command (plan or apply) on one job with the model
+// servers cairn starts (serve = true) on simulated GPUs.
+func (w *optWorkspace) served(leases, command string, flags []string, vars ...string) (string, int) {
+	w.t.Helper()
+	args := w.applyArgs(flags, append([]string{"serve=true", "budget=20"}, vars...)...)
+	args[0] = command
+	cmd := w.command(args...)
+	cmd.Env = append(cmd.Env, "CAIRN_GPUS=sim:6", "CAIRN_LEASE_DIR="+leases, "PATH="+bins+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	}
+	require.NoError(w.t, err)
+	return string(out), 0
+}
+
+// rolloutKeys are the item keys of a job's charged rollouts.
+func (w *optWorkspace) rolloutKeys(dir string) []string {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.dir, dir, "optimization/rollouts.jsonl"))
+	require.NoError(w.t, err)
+	var keys []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct{ Key string }
+		require.NoError(w.t, json.Unmarshal([]byte(l), &r))
+		keys = append(keys, r.Key)
+	}
+	return keys
+}
+
+// New weights under the same model id and server command line, after the
+// optimize phase ran on the old ones: the out folder's job.json sealed the
+// old weights' digest, so the apply of the rest is refused before anything
+// runs (exit 2), as a changed server flag is; and the optimization made on
+// the old weights is never taken, from the cache, by a fresh out folder
+// on the new ones: it optimizes again, against the new weights.
+func TestOptimizerSealCoversTheServedWeights(t *testing.T) {
+	w := newOptWorkspace(t)
+	leases := t.TempDir()
+	const dir = "runs/simgepa/sums/single/sim/0"
+	w.editGrid(func(g map[string]any) {
+		g["servers"].(map[string]any)["sim"].(map[string]any)["weights"] = "weights/sim"
+	})
+	weights := filepath.Join(w.dir, "weights/sim/model.bin")
+	require.NoError(t, os.MkdirAll(filepath.Dir(weights), 0o755))
+	require.NoError(t, os.WriteFile(weights, []byte("weights v1"), 0o644))
+
+	out, code := w.served(leases, "apply", []string{"target=stage.optimize"})
+	require.Equal(t, 0, code, out)
+	var job struct {
+		ServerWeights map[string]string `json:"server_weights"`
+	}
+	w.readJSON(dir+"/job.json", &job)
+	require.Contains(t, job.ServerWeights, "task", "job.json seals the task server's weights")
+	assert.Regexp(t, "^sha256:[0-9a-f]{64}$", job.ServerWeights["task"])
+	assert.NotContains(t, job.ServerWeights, "reflection", "the reflection server names no weights: its model id is all there is")
+	v1 := job.ServerWeights["task"]
+	sealed, err := os.ReadFile(filepath.Join(w.dir, dir, "job.json"))
+	require.NoError(t, err)
+	v1Keys := w.rolloutKeys(dir)
+
+	require.NoError(t, os.WriteFile(weights, []byte("weights v2"), 0o644))
+	for _, command := range []string{"plan", "apply"} {
+		out, code = w.served(leases, command, nil)
+		assert.Equal(t, 2, code, "%s:\n%s", command, out)
+		flat := strings.Join(strings.Fields(out), " ")
+		assert.Contains(t, flat, "Out folder sealed for another job", command)
+		assert.Contains(t, flat, `server_weights: the out folder's job is {"task":"`+v1+`"}, this job is {"task":"sha256:`, command)
+		assert.Contains(t, flat, "Choose a fresh out folder for this job", command)
+	}
+	_, err = os.Stat(filepath.Join(w.dir, dir, "selection.json"))
+	assert.True(t, os.IsNotExist(err), "no validation ran on the new weights")
+	after, err := os.ReadFile(filepath.Join(w.dir, dir, "job.json"))
+	require.NoError(t, err)
+	assert.Equal(t, string(sealed), string(after))
+
+	// A fresh out folder on the new weights, with the same cache: its own
+	// job.json and optimization, nothing of the old weights'.
+	require.NoError(t, os.Rename(filepath.Join(w.dir, "runs"), filepath.Join(w.dir, "runs.v1")))
+	out, code = w.served(leases, "apply", nil)
+	require.Equal(t, 0, code, out)
+	w.readJSON(dir+"/job.json", &job)
+	assert.NotEqual(t, v1, job.ServerWeights["task"], "job.json seals the new weights")
+	v2Keys := w.rolloutKeys(dir)
+	require.Len(t, v2Keys, len(v1Keys))
+	for i := range v2Keys {
+		assert.NotEqual(t, v1Keys[i], v2Keys[i], "rollout %d was made on the new weights", i)
+	}
+	out, code = w.served(leases, "apply", nil)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "0 ran, 8 cached", out)
 }
 
 // The method's code kept outside the workspace (a shared checkout, as the

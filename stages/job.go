@@ -78,6 +78,7 @@ func (Job) Schema() *hcl.BodySchema {
 		{Name: "worker"},
 		{Name: "splits"},
 		{Name: "servers"},
+		{Name: "server_weights"},
 	}}
 }
 
@@ -113,6 +114,12 @@ type JobIdentity struct {
 	// phases never mix two. Absent when the stage gives none (servers
 	// the user runs).
 	Servers map[string][]string `json:"servers,omitempty"`
+	// ServerWeights are the digests of the weights those servers serve,
+	// by role, as a serve stage's item keys hold them (docs/serve.md,
+	// Keys by the weights): new weights under the same model id and
+	// command line answer otherwise too. Absent for a role whose server
+	// names no weights (its model id, sealed above, is all there is).
+	ServerWeights map[string]string `json:"server_weights,omitempty"`
 	// EarlierAttempts are the optimizations of this job set aside by
 	// --replace (not part of the seal).
 	EarlierAttempts []EarlierAttempt `json:"earlier_attempts,omitempty"`
@@ -134,6 +141,7 @@ type jobSpec struct {
 	id                  JobIdentity
 	out                 string
 	files               map[string][]string
+	weights             map[string]string // server_weights: a path or a digest, by role
 	inGrid, inGridKnown bool
 	check               []string
 	known               bool // every attribute is known
@@ -235,6 +243,14 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 			s.id.Servers = nil
 		}
 	}
+	if v, ok := n.Args["server_weights"]; ok && (!v.IsKnown() || !v.IsNull()) {
+		need(jsonAttr(n, "server_weights", &s.weights, &diags, "an object of the servers' weights by role: a folder or file, or a digest \"sha256:...\" (like { task = \"/models/Qwen3.5-9B\" })"))
+		for role, w := range s.weights {
+			if w == "" {
+				delete(s.weights, role) // null: the model id alone
+			}
+		}
+	}
 	if v, ok := n.Args["check"]; ok && (!v.IsKnown() || !v.IsNull()) {
 		need(jsonAttr(n, "check", &s.check, &diags, "the environment check's argument list, like [\"python3\", \"-c\", \"import agents\"]"))
 	}
@@ -286,15 +302,21 @@ func (Job) DeclaredInputs(n *Node, root string) []DeclaredPath {
 // KeyedContent implements ContentKeyer: the sealed files outside the
 // workspace (the pipeline's own file, when a pipeline kept elsewhere is
 // applied from the user's folder; a method's code in a shared checkout)
-// key the node by their content, as they are sealed in job.json: a cached
-// record of the node (its job.json) is then restored only where it seals
-// what the job is now.
+// and the weights of the job's servers key the node by their content, as
+// they are sealed in job.json: a cached record of the node (its job.json)
+// is then restored only where it seals what the job is now.
 func (Job) KeyedContent(n *Node, root string) []string {
 	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() {
 		return nil
 	}
-	return s.sealedFiles(false)
+	out := s.sealedFiles(false)
+	for _, role := range slices.Sorted(maps.Keys(s.weights)) {
+		if w := filepath.Clean(s.weights[role]); !isDigest(s.weights[role]) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // sealedFiles are the paths of files, cleaned, once each: those in the
@@ -328,9 +350,10 @@ func (Job) DeclaredOutputs(n *Node) []DeclaredPath {
 	return []DeclaredPath{{Attr: "out", Path: filepath.Join(s.out, "job.json")}}
 }
 
-// identity computes job.json's content: the attributes and the digests of
-// the sealed files.
-func (s jobSpec) identity(root string) (JobIdentity, error) {
+// identity computes job.json's content: the attributes, the digests of
+// the sealed files, and those of the servers' weights, read through dg
+// (the stat cache, which the planner sets: Node.Stat).
+func (s jobSpec) identity(root string, dg ContentDigester) (JobIdentity, error) {
 	id := s.id
 	id.Digests = map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(s.files)) {
@@ -340,7 +363,41 @@ func (s jobSpec) identity(root string) (JobIdentity, error) {
 		}
 		id.Digests[name] = d
 	}
+	for _, role := range slices.Sorted(maps.Keys(s.weights)) {
+		d, err := weightsDigest(root, s.weights[role], dg)
+		if err != nil {
+			return id, fmt.Errorf("server_weights.%s: %w", role, err)
+		}
+		if id.ServerWeights == nil {
+			id.ServerWeights = map[string]string{}
+		}
+		id.ServerWeights[role] = d
+	}
 	return id, nil
+}
+
+// weightsDigest is the digest of a server's weights as a serve stage's
+// item keys hold it (docs/serve.md, Keys by the weights): a digest as
+// given, else the content of the folder or file w (absolute, or relative
+// to root) through its links, read through dg as the serve stage's is.
+func weightsDigest(root, w string, dg ContentDigester) (string, error) {
+	if isDigest(w) {
+		return w, nil
+	}
+	full := w
+	if !filepath.IsAbs(w) {
+		full = filepath.Join(root, w)
+	}
+	if dg == nil {
+		// Only the planner digests weights (through the stat cache): a
+		// check without a cache (validate) leaves the seal to apply.
+		return "", errors.New("the weights are digested through the cache's stat cache, and there is none here")
+	}
+	d, err := dg.ContentTree(full)
+	if err != nil {
+		return "", err
+	}
+	return "sha256:" + d, nil
 }
 
 // SealDifferences compares the job.json an out folder holds with the one
@@ -427,7 +484,7 @@ func (Job) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
 		// are not digested (a grid's plan would read every job's).
 		return nil
 	}
-	id, err := s.identity(root)
+	id, err := s.identity(root, n.Stat)
 	if err != nil {
 		return nil // the run reports unreadable files as setup failures
 	}
@@ -448,7 +505,7 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return nil, diags
 	}
 	root := rt.Root()
-	id, err := s.identity(root)
+	id, err := s.identity(root, n.Stat)
 	if err != nil {
 		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
 	}

@@ -94,6 +94,12 @@ type ContentKeyer interface {
 	KeyedContent(n *Node, root string) []string
 }
 
+// ContentDigester digests a file or folder through its links (the stat
+// cache's ContentTree): lowercase hex sha256.
+type ContentDigester interface {
+	ContentTree(path string) (string, error)
+}
+
 // OutputDeclarer is implemented by kinds whose attributes name files or
 // folders the node (or cairn for it) writes in the workspace (a report
 // folder, a scores file, a log folder): the engine checks each path at plan
@@ -302,6 +308,11 @@ type Node struct {
 	// since they were listed; set by the engine once the key is known,
 	// nil before.
 	InputDigests map[string]string
+	// Stat digests files and folders through the cache's stat cache
+	// (set by the planner; nil where there is none): a kind that seals
+	// large trees (a job's servers' weights) reads them again only when
+	// a file of them changed.
+	Stat ContentDigester
 	// Blocks are the kind's own blocks, evaluated by the kind.
 	Blocks []*hcl.Block
 	// EvalContext evaluates expressions inside Blocks (nil when the

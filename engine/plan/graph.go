@@ -75,6 +75,9 @@ type Graph struct {
 	paths     *PathChecker
 	pathsMu   sync.Mutex
 	cacheDir  string // see SetCacheDir
+	// stat digests what kinds seal through the cache's stat cache
+	// (stages.Node.Stat); set by Make, nil before.
+	stat stages.ContentDigester
 	// broken names the stages that cannot be expanded: unknown kind or
 	// bad references.
 	broken map[string]bool

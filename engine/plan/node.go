@@ -268,6 +268,7 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		Address: n.Addr, Stage: n.Stage.Name, EachKey: n.Inst.Key,
 		Args:   make(map[string]cty.Value, len(n.Stage.Attrs)),
 		Blocks: n.Stage.KindBlocks,
+		Stat:   g.stat,
 	}
 	var diags hcl.Diagnostics
 	var bad bool // some attribute holds a reference reported as wrong

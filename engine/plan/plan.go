@@ -217,6 +217,9 @@ func (g *Graph) Ancestors(ids map[int]bool) map[int]bool {
 // Make decides, for every node, whether it runs or comes from the
 // cache, and why.
 func Make(g *Graph, cache *store.Cache, opts Options) (*Plan, hcl.Diagnostics) {
+	if g.stat == nil && cache != nil && cache.Stat != nil {
+		g.stat = cache.Stat
+	}
 	p, diags := makePlan(g, cache, opts, nil)
 	if diags.HasErrors() {
 		return p, diags
