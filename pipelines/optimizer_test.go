@@ -864,7 +864,8 @@ func TestOptimizerGridEndpointsPerModel(t *testing.T) {
 // cache's record of the same keys. Here the out folder is written on a
 // fresh cache against a model that answers differently (its settings
 // are in no key); the first cache's records are then not restored over
-// it: the job's nodes take the folder's artifacts as they are.
+// it: the job's nodes take the folder's artifacts as they are, its
+// evaluations' scores files too, beside the test.json made from them.
 func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
 	w := newOptWorkspace(t)
 	const dir = "runs/simgepa/sums/single/sim/0"
@@ -879,7 +880,8 @@ func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
 	w.cache, w.url = filepath.Join(t.TempDir(), "other-cache"), other.URL
 	out, code = w.job("budget=20")
 	require.Equal(t, 0, code, out)
-	files := []string{"job.json", "optimization.json", "selection.json", "test.json", "result.json"}
+	files := []string{"job.json", "optimization.json", "selection.json", "test.json", "result.json",
+		"validation/seed_scores.jsonl", "validation/incumbent_scores.jsonl", "test/seed_scores.jsonl", "test/deployed_scores.jsonl"}
 	written := map[string]string{}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(w.dir, dir, f))
@@ -902,6 +904,7 @@ func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
 	b, err := plan.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	assert.Contains(t, string(b), "and not the cached record's (written by another apply or on another cache): the out folder is the truth")
+	assert.Regexp(t, `stage\.seed_test\["simgepa/sums/single/sim/0"\] +run: its out folder holds `+dir+`/test/seed_scores\.jsonl, and not the cached record's`, string(b))
 	out, code = w.job("budget=20")
 	require.Equal(t, 0, code, out)
 	for _, f := range files {

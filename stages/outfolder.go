@@ -118,3 +118,30 @@ func replacing(rt Runtime) (bool, string) {
 	}
 	return false, "cairn apply ... --replace ADDRESS"
 }
+
+// OutFolderWriter is implemented by kinds whose node may write a file into
+// an optimizer job's out folder beside the job's artifacts (an
+// evaluation's scores: validation/seed_scores.jsonl, test/*_scores.jsonl):
+// its outputs that lie in a job's out folder (InJobOutFolder) are the
+// out folder's, as an OutFolderKeeper's are: a cached record is not
+// restored over a different file there, and the node runs instead.
+type OutFolderWriter interface {
+	WritesIntoOutFolders()
+}
+
+// WritesIntoOutFolders implements OutFolderWriter: an evaluation's scores
+// file in a job's out folder is the job's, as its selection.json and
+// test.json made from it are.
+func (Evaluate) WritesIntoOutFolders() {}
+
+// InJobOutFolder reports whether the workspace-relative path p lies in an
+// optimizer job's out folder: a folder above it, in the workspace root,
+// holds a job.json.
+func InJobOutFolder(root, p string) bool {
+	for dir := filepath.Dir(filepath.Clean(p)); dir != "." && dir != string(filepath.Separator) && filepath.IsLocal(dir); dir = filepath.Dir(dir) {
+		if fi, err := os.Lstat(filepath.Join(root, dir, "job.json")); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}

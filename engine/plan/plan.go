@@ -1200,11 +1200,14 @@ func NotNeededStale(n *Node, sn *stages.Node, rec *store.Record) (why string, kn
 
 // OutFolderDiffers reports the first output of rec, a cached record of
 // n, that n's out folder holds with other content, when n's kind keeps
-// its out folder (stages.OutFolderKeeper): the record must not be
-// restored over it. A file the folder lacks does not count (restoring it
-// writes the record's).
+// its out folder (stages.OutFolderKeeper), or writes into a job's out
+// folder (stages.OutFolderWriter: its outputs there): the record must not
+// be restored over it. A file the folder lacks does not count (restoring
+// it writes the record's).
 func OutFolderDiffers(root string, n *Node, rec *store.Record, stat *fsdigest.Cache) (string, bool) {
-	if _, keeps := n.Kind.(stages.OutFolderKeeper); !keeps {
+	_, keeps := n.Kind.(stages.OutFolderKeeper)
+	_, writes := n.Kind.(stages.OutFolderWriter)
+	if !keeps && !writes {
 		return "", false
 	}
 	paths := make([]string, 0, len(rec.Outputs))
@@ -1213,6 +1216,9 @@ func OutFolderDiffers(root string, n *Node, rec *store.Record, stat *fsdigest.Ca
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		if !keeps && !stages.InJobOutFolder(root, p) {
+			continue
+		}
 		if present, same := OutputState(root, p, rec.Outputs[p], stat); present && !same {
 			return p, true
 		}
