@@ -209,7 +209,7 @@ func relUnder(dir, path string) (string, bool) {
 	if path == dir {
 		return "", true
 	}
-	if strings.HasPrefix(path, dir+"/") {
+	if len(path) > len(dir) && path[len(dir)] == '/' && strings.HasPrefix(path, dir) {
 		return path[len(dir)+1:], true
 	}
 	return "", false
