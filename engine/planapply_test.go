@@ -249,3 +249,41 @@ stage "command" "r" {
 	assert.Equal(t, first, w.Read("r.txt"))
 	assert.NoDirExists(t, filepath.Join(w.Root, "od/b"))
 }
+
+// A reader of an output that is a file in one configuration and a folder
+// in another: plan digests it as apply leaves it once the cached writer's
+// restore has replaced the other configuration's output, either way, so
+// plan, apply and a saved plan's apply agree that the readers are cached
+// (the one below the folder too, where a file stands now).
+func TestPlanDigestsAFileReplacedByACachedFolder(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+variable "mode" { default = "file" }
+stage "command" "c" {
+  run     = ["sh", "-c", var.mode == "file" ? "rm -rf out/x; mkdir -p out && echo F > out/x" : "rm -rf out/x; mkdir -p out/x/sub && echo D > out/x/sub/f"]
+  outputs = ["out/x"]
+}
+stage "command" "d" {
+  run     = ["sh", "-c", "ls -R out > d.txt"]
+  inputs  = ["out/x"]
+  outputs = ["d.txt"]
+}
+stage "command" "e" {
+  run     = ["sh", "-c", "ls -R out > e.txt"]
+  inputs  = [var.mode == "file" ? "out/x" : "out/x/sub"]
+  outputs = ["e.txt"]
+}
+`)
+	for _, mode := range []string{"file", "dir", "file"} {
+		r := w.apply(ApplyOptions{}, "mode="+mode)
+		require.Zero(t, r.res.Failed, r.out)
+	}
+	all := map[string][]string{plan.ActCached: {"stage.c", "stage.d", "stage.e"}}
+	for _, mode := range []string{"dir", "file"} {
+		assert.Equal(t, all, planSets(w.Plan(plan.Options{}, "mode="+mode)), "plan mode=%s", mode)
+		// As a saved plan applies it: each node's key must be the plan's.
+		r := w.apply(ApplyOptions{Exact: true}, "mode="+mode)
+		require.Zero(t, r.res.Failed, r.out)
+		assert.Equal(t, 3, r.res.Cached, "mode=%s: %s", mode, r.out)
+	}
+}

@@ -332,31 +332,37 @@ type Pending struct {
 // pending have been written: each replaces whatever is at its path (a file,
 // a link), and the folders on its way are made; a removal takes what is at
 // its path, and below it, away. Keys are "/"-separated paths relative to
-// path; "" is path itself (removed, it is missing). Without pending files
-// it is Tree. A missing path holding pending files is a directory of them.
-// A path that is a file with pending files below it (which could not be
-// written) has its own digest.
+// path; "" is path itself (removed, it is missing, unless pending files are
+// written below it: removed first, it is then a folder of those alone).
+// Without pending files it is Tree. A missing path holding pending files
+// is a directory of them. A path that is a file with pending files below
+// it (which could not be written) has its own digest.
 func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error) {
 	if len(pending) == 0 {
 		return c.Tree(path)
 	}
+	var recs []record
 	if p, ok := pending[""]; ok {
-		if p.Remove {
+		if !p.Remove {
+			return p.Digest, nil
+		}
+		// What is there goes (a file, or another configuration's
+		// folder, where a folder of the restored files goes).
+		if pending = writesOf(pending); len(pending) == 0 {
 			return "", fmt.Errorf("fsdigest: %w", &fs.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist})
 		}
-		return p.Digest, nil
-	}
-	var recs []record
-	abs, fi, err := absStat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", err
-	case !fi.IsDir():
-		return c.Tree(path)
-	default:
-		if err := walk(abs, "", &recs, nil); err != nil {
+	} else {
+		abs, fi, err := absStat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
 			return "", err
+		case !fi.IsDir():
+			return c.Tree(path)
+		default:
+			if err := walk(abs, "", &recs, nil); err != nil {
+				return "", err
+			}
 		}
 	}
 	// What a pending file replaces, or fills (an empty folder on its way),
@@ -411,6 +417,17 @@ func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error
 	sortKey := func(rel string) string { return strings.ReplaceAll(rel, "/", "\x00") }
 	sort.Slice(kept, func(i, j int) bool { return sortKey(kept[i].rel) < sortKey(kept[j].rel) })
 	return treeDigest(kept), nil
+}
+
+// writesOf is pending less its removals.
+func writesOf(pending map[string]Pending) map[string]Pending {
+	out := make(map[string]Pending, len(pending))
+	for q, p := range pending {
+		if !p.Remove {
+			out[q] = p
+		}
+	}
+	return out
 }
 
 // leftEmpty returns the records of the folders that pending removals leave

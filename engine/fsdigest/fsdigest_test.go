@@ -641,6 +641,26 @@ func TestTreeWithIsTreeAfterTheWrites(t *testing.T) {
 		_, err = Load("").TreeWith(f, map[string]Pending{"": {Remove: true}})
 		assert.ErrorIs(t, err, fs.ErrNotExist)
 	})
+	// The path removed, then files written below it: a file replaced by a
+	// folder of them alone, or a folder by another.
+	t.Run("the path replaced by a folder", func(t *testing.T) {
+		for _, was := range []string{"file", "folder"} {
+			root := filepath.Join(t.TempDir(), "x")
+			if was == "file" {
+				write(t, root, "F", 0o644)
+			} else {
+				buildTree(t, root)
+			}
+			pending := map[string]Pending{"": {Remove: true}, "a": {Remove: true}, "sub/f": {Digest: shaHex([]byte("D"))}}
+			got, err := Load("").TreeWith(root, pending)
+			require.NoError(t, err, was)
+			require.NoError(t, os.RemoveAll(root))
+			write(t, filepath.Join(root, "sub", "f"), "D", 0o644)
+			want, err := Load("").Tree(root)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, was)
+		}
+	})
 	// Removals: a file, a folder emptied with its file, a file whose
 	// folder is left empty and stays, beside a write.
 	t.Run("removals", func(t *testing.T) {

@@ -138,6 +138,9 @@ func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, cache *stor
 		if pending[full] == nil {
 			pending[full] = map[string]fsdigest.Pending{}
 		}
+		if was, ok := pending[full][rel]; ok && !was.Remove && pd.Remove {
+			return // removed first, then restored there
+		}
 		pending[full][rel] = pd
 	}
 	for _, in := range sn.Common.Inputs {
@@ -185,17 +188,24 @@ func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, cache *stor
 	return pending, runs
 }
 
-// restoreRemoves returns what apply removes from the declared folders of
-// node id, cached, once it restores its record: another configuration's
-// files, and the folders that leaves empty (OtherConfigurations). It is
-// found once per node, when a downstream's input first overlaps them.
+// restoreRemoves returns what apply removes when it takes node id from
+// the cache: before it restores the record, the configuration the
+// workspace holds where its outputs go (a file where its folder goes, or a
+// folder where its file goes: RestoreInTheWay), and after it, from its
+// declared folders, another configuration's files and the folders that
+// leaves empty (OtherConfigurations). It is found once per node, when a
+// downstream's input first overlaps them.
 func (p *Plan) restoreRemoves(id int, cache *store.Cache) []string {
 	if q, ok := p.removes[id]; ok {
 		return q
 	}
 	pn := p.Nodes[id]
-	files, folders := OtherConfigurations(p.Graph.Root, p.Graph.Config.Name, pn.Node.Addr, pn.Spec.Common.Outputs, pn.Record, cache)
+	g := p.Graph
+	files, folders := OtherConfigurations(g.Root, g.Config.Name, pn.Node.Addr, pn.Spec.Common.Outputs, pn.Record, cache)
 	q := append(files, folders...)
+	if w := RestoreInTheWay(g.Root, g.Config.Name, pn.Node.Addr, pn.Record, cache); w.User == "" {
+		q = append(append(q, w.Files...), w.Folders...)
+	}
 	if p.removes == nil {
 		p.removes = map[int][]string{}
 	}
