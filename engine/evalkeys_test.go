@@ -134,6 +134,43 @@ stage "evaluate" "ev2" {
 	}
 }
 
+// A folder or file named in the worker's arguments that another stage
+// writes is an input of the evaluation whether or not it exists when the
+// plan is made: the key apply records when the writer has just run is the
+// one the next plan computes (cached, not "input gen added"), and so is
+// the key of a plan made while the writer's output is missing (restored
+// from the cache first), which a saved plan's apply keeps.
+func TestEvaluateWorkerArgumentWrittenByAStageAgreesWithPlan(t *testing.T) {
+	gen := `stage "command" "gen" {
+  run     = ["sh", "-c", "mkdir -p gen && echo good > gen/system.txt"]
+  outputs = ["gen/system.txt"]
+}`
+	for name, worker := range map[string]string{
+		"folder": `["python3", "w.py", "--prompt-dir", "gen"]`,
+		"file":   `["python3", "w.py", "--prompt=gen/system.txt"]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := evalKeysWorkspace(t, oneEval(gen, worker, ""))
+			w.Write("w.py", promptWorker)
+			r := w.apply(ApplyOptions{})
+			require.Zero(t, r.res.Failed, r.out)
+			require.Equal(t, 2, r.res.Ran, r.out)
+			all := map[string][]string{plan.ActCached: {"stage.gen", "stage.ev"}}
+			assert.Equal(t, all, planSets(w.Plan(plan.Options{})), "the plan after the first apply")
+			r = w.apply(ApplyOptions{Exact: true})
+			require.Zero(t, r.res.Failed, r.out)
+			assert.Equal(t, 2, r.res.Cached, r.out)
+
+			require.NoError(t, os.RemoveAll(filepath.Join(w.Root, "gen")))
+			assert.Equal(t, all, planSets(w.Plan(plan.Options{})), "gen restored first")
+			r = w.apply(ApplyOptions{Exact: true})
+			require.Zero(t, r.res.Failed, r.out)
+			assert.Equal(t, 2, r.res.Cached, r.out)
+			assert.Equal(t, []float64{1, 1}, evalScores(t, w, "out/scores.jsonl"))
+		})
+	}
+}
+
 // evalRunCounts are the run counts of the node's cached record.
 func evalRunCounts(t *testing.T, w *workspace, key string) map[string]int {
 	t.Helper()

@@ -315,6 +315,9 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 	if !diags.HasErrors() {
 		diags = append(diags, g.kindPaths(n, sn)...)
 	}
+	if !diags.HasErrors() {
+		g.argInputs(n, sn)
+	}
 	return sn, diags
 }
 

@@ -24,6 +24,8 @@ type declPath struct {
 	attr string // inputs, outputs or result
 	path string // cleaned, workspace-relative
 	rng  hcl.Range
+	// args: named in an argument list (stages.PathAttr.Args).
+	args bool
 }
 
 // pathIndex finds the declared paths that overlap a path: the same path, a
@@ -88,6 +90,9 @@ type pathDeps struct {
 	// late are the nodes whose inputs, outputs or result were not known
 	// when the graph was built.
 	late map[*Node]bool
+	// argReads are, for a node, the paths its kind's argument lists name
+	// that another stage writes (linkArgReads).
+	argReads map[*Node][]string
 }
 
 // linkPaths makes a node whose inputs name another stage's declared output
@@ -407,7 +412,7 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 				continue
 			}
 			if len(pa.Files) == 0 {
-				out = append(out, declPath{node: n, attr: pa.Attr, path: clean, rng: r})
+				out = append(out, declPath{node: n, attr: pa.Attr, path: clean, rng: r, args: pa.Args})
 			}
 			for _, f := range pa.Files {
 				out = append(out, declPath{node: n, attr: pa.Attr, path: filepath.Join(clean, f), rng: r})
@@ -415,6 +420,63 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 		}
 	}
 	return out, true
+}
+
+// linkArgReads finds, once linkPaths has linked them, the paths a node's
+// kind names in an argument list (a worker's "--prompts=gen") that a node
+// it depends on writes. Its kind counts such a path among its inputs only
+// once it exists (stages.InputDeclarer), and when the plan is made it
+// may not yet: argInputs makes it an input at plan and at apply alike.
+func (g *Graph) linkArgReads() {
+	pd := g.pathDeps
+	if pd == nil {
+		return
+	}
+	for _, p := range pd.reads.sorted {
+		for _, r := range pd.reads.by[p] {
+			if !r.args || slices.Contains(pd.argReads[r.node], r.path) {
+				continue
+			}
+			for _, w := range pd.writes.overlapping(r.path) {
+				if w.node != r.node && containsInt(r.node.Deps, w.node.ID) {
+					if pd.argReads == nil {
+						pd.argReads = map[*Node][]string{}
+					}
+					pd.argReads[r.node] = append(pd.argReads[r.node], r.path)
+					break
+				}
+			}
+		}
+	}
+}
+
+// argInputs adds to sn's inputs the paths n's kind names in an argument
+// list that an upstream writes (linkArgReads), whether or not they exist
+// yet: like an input that names another stage's output, each is digested
+// when the writer has finished (known after apply while it will run), so
+// that plan and apply key the node alike. A path that is, holds or lies
+// inside one the node writes itself is no input of it (an evaluation's
+// folder holding its scores).
+func (g *Graph) argInputs(n *Node, sn *stages.Node) {
+	if g.pathDeps == nil || len(g.pathDeps.argReads[n]) == 0 {
+		return
+	}
+	own := append(slices.Clip(sn.Common.Outputs), sn.Common.Result)
+	if d, ok := n.Kind.(stages.OutputDeclarer); ok {
+		for _, o := range d.DeclaredOutputs(sn) {
+			own = append(own, filepath.Clean(g.inWorkspace(o.Path)))
+		}
+	}
+	for _, p := range g.pathDeps.argReads[n] {
+		if slices.Contains(sn.Common.Inputs, p) || slices.ContainsFunc(own, func(o string) bool {
+			_, below := relUnder(o, p)
+			_, above := relUnder(p, o)
+			return o != "" && (below || above)
+		}) {
+			continue
+		}
+		sn.Common.Inputs = append(sn.Common.Inputs, p)
+	}
 }
 
 // LateCheck is linkPaths for a node whose paths were known only once its
