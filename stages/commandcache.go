@@ -135,13 +135,15 @@ func (Command) KeyValue(attr string, v cty.Value) cty.Value {
 }
 
 // servedWeights adds to weights the identity of each model a serve
-// upstream serves (its result's weights, and its server's command line
-// after ";server="), unless weights names that model already: a call to a
-// served model is keyed by the weights and the server behind it.
+// upstream serves (its result's weights, its server's command line after
+// ";server=" and its inputs' digest after ";files=": the whole of what its
+// evaluations' item keys hold after the model id), unless weights names
+// that model already: a call to a served model is keyed by the weights,
+// the server and the files behind it.
 func servedWeights(n *Node, weights map[string]string) map[string]string {
 	for _, u := range n.Upstreams {
 		var r ServeResult
-		if len(u.Result) == 0 || json.Unmarshal(u.Result, &r) != nil || r.Model == "" || r.Weights == "" && r.Server == "" {
+		if len(u.Result) == 0 || json.Unmarshal(u.Result, &r) != nil || r.Model == "" || r.Weights == "" && r.Server == "" && r.Files == "" {
 			continue
 		}
 		if _, ok := weights[r.Model]; ok {
@@ -150,12 +152,16 @@ func servedWeights(n *Node, weights map[string]string) map[string]string {
 		if weights == nil {
 			weights = map[string]string{}
 		}
-		// The server's command line with the weights, as in an
-		// evaluation's item keys: the same weights served with other
-		// flags may answer otherwise.
+		// The server's command line and the files it reads with the
+		// weights, as in an evaluation's item keys: the same weights
+		// served with other flags, or another chat template, may answer
+		// otherwise.
 		w := r.Weights
 		if r.Server != "" {
 			w += ";server=" + r.Server
+		}
+		if r.Files != "" {
+			w += ";files=" + r.Files
 		}
 		weights[r.Model] = w
 	}

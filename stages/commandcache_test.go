@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 )
@@ -23,6 +24,27 @@ func TestModelCacheTakesTheServedWeights(t *testing.T) {
 	res, _ = json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "qwen", Server: "sha256:cmd"}})
 	n = &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
 	require.Equal(t, map[string]string{"qwen": ";server=sha256:cmd"}, servedWeights(n, nil))
+}
+
+// The serve stage's inputs (a launcher, a chat template) are its identity
+// too: the model-call key holds them after ";files=", as the item keys of
+// its evaluate consumers do, so that editing the chat template forwards
+// the calls again rather than answering them with the old server's.
+func TestModelCacheTakesTheServedFiles(t *testing.T) {
+	id := ServeIdentity{Model: "qwen", Weights: "sha256:abc", Server: "sha256:cmd", Files: "sha256:tpl"}
+	res, _ := json.Marshal(ServeResult{ServeIdentity: id, Endpoints: []string{"http://h:1/v1"}})
+	n := &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
+	require.Equal(t, map[string]string{"qwen": "sha256:abc;server=sha256:cmd;files=sha256:tpl"}, servedWeights(n, nil))
+
+	// Whatever a served identity holds after the model id, its
+	// model-call key holds: what its evaluations' item keys hold.
+	serve := &Node{Address: "stage.S", Stage: "S", Args: map[string]cty.Value{"run": strs("vllm", "serve", "{model}"), "model": cty.StringVal("qwen")}, Ranges: map[string]hcl.Range{}}
+	for _, files := range []string{"", "sha256:tpl1", "sha256:tpl2"} {
+		serve.FilesDigest = files
+		res, _ := json.Marshal(ServeResult{ServeIdentity: serveIdentity(serve), Endpoints: []string{"http://h:1/v1"}})
+		n := &Node{Upstreams: []Upstream{{Address: "stage.S", Status: "ok", Result: res}}}
+		require.Equal(t, serveIdentity(serve).ModelKey, "qwen"+servedWeights(n, nil)["qwen"], "files %q", files)
+	}
 }
 
 func TestModelCacheAttributeIsChecked(t *testing.T) {
