@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -114,6 +115,31 @@ stage "evaluate" "val" {
 	assert.Equal(t, 12, diags[0].Subject.Start.Column, "the items attribute's value")
 }
 
+// evaluateStage is an evaluate stage reading the bundle, writing scores,
+// with the attributes extra.
+func evaluateStage(bundle, scores, extra string) string {
+	return `
+stage "evaluate" "val" {
+  worker = ["python3", "worker.py"]
+  items  = "data/val.jsonl"
+  bundle = ["` + bundle + `"]
+  model  = "m"
+  scores = "` + scores + `"
+  ` + extra + `
+}
+`
+}
+
+// makeDiags plans w's pipeline, returning what plan.Make says.
+func makeDiags(t *testing.T, w *plantest.Workspace) hcl.Diagnostics {
+	l := w.Load()
+	cache, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer cache.Close()
+	_, diags := plan.Make(l.Graph, cache, plan.Options{})
+	return diags
+}
+
 // TestKindWriteOverItsOwnReads: an evaluate stage whose scores path is
 // its items file, its worker script, a file in its bundle or one of its
 // inputs, or an optimize stage whose out folder holds its items, is
@@ -122,18 +148,7 @@ stage "evaluate" "val" {
 // error is the write attribute's, at its position, and names the read
 // attribute with its file:line:col.
 func TestKindWriteOverItsOwnReads(t *testing.T) {
-	evaluate := func(scores, extra string) string {
-		return `
-stage "evaluate" "val" {
-  worker = ["python3", "worker.py"]
-  items  = "data/val.jsonl"
-  bundle = ["prompts"]
-  model  = "m"
-  scores = "` + scores + `"
-  ` + extra + `
-}
-`
-	}
+	evaluate := func(scores, extra string) string { return evaluateStage("prompts", scores, extra) }
 	for name, c := range map[string]struct {
 		pipeline, want string
 		line, col      int
@@ -173,11 +188,7 @@ stage "optimize" "opt" {
 			require.NotNil(t, d.Subject)
 			assert.Equal(t, [2]int{c.line, c.col}, [2]int{d.Subject.Start.Line, d.Subject.Start.Column}, "the write attribute's position")
 
-			l := w.Load()
-			cache, err := store.Open(w.Cache, store.Options{NoSync: true})
-			require.NoError(t, err)
-			defer cache.Close()
-			_, diags = plan.Make(l.Graph, cache, plan.Options{})
+			diags = makeDiags(t, w)
 			require.True(t, diags.HasErrors(), "plan")
 			assert.Contains(t, strings.ReplaceAll(diags.Error(), w.Root+"/", ""), c.want)
 		})
@@ -188,4 +199,104 @@ stage "optimize" "opt" {
 	w.Write("data/val.jsonl", `{"id": "q1"}`+"\n")
 	_, diags := validateLike(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
 	require.False(t, diags.HasErrors(), diags.Error())
+}
+
+// TestKindWriteThroughLinks: the write is compared with the reads where
+// their links lead as well as as spelled: scores written through a link
+// into the bundle (every apply would change the bundle's digest and ask
+// every item again), or to a link to the items, is refused as the
+// direct spelling is.
+func TestKindWriteThroughLinks(t *testing.T) {
+	evaluate := func(bundle, scores string) string { return evaluateStage(bundle, scores, "") }
+	for name, c := range map[string]struct {
+		pipeline, link, to, want string
+	}{
+		"scores through a link into the bundle": {evaluate("b/seed", "lnk/scores.jsonl"), "lnk", "b/seed",
+			`scores "lnk/scores.jsonl" (which leads through a symlink to "b/seed/scores.jsonl") is inside bundle "b/seed" (pipeline.hcl:5:12), a folder the node reads`},
+		"bundle through a link holding scores": {evaluate("lnk", "b/seed/scores.jsonl"), "lnk", "b/seed",
+			`scores "b/seed/scores.jsonl" is inside bundle "lnk" (which leads through a symlink to "b/seed") (pipeline.hcl:5:12), a folder the node reads`},
+		"scores a link to the items": {evaluate("b/seed", "s.jsonl"), "s.jsonl", "data/val.jsonl",
+			`scores "s.jsonl" (which leads through a symlink to "data/val.jsonl") and items "data/val.jsonl" (pipeline.hcl:4:12) are the same file`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := plantest.New(t, c.pipeline)
+			w.Write("worker.py", "")
+			w.Write("data/val.jsonl", `{"id": "q1"}`+"\n")
+			w.Write("b/seed/system.txt", "")
+			require.NoError(t, os.Symlink(c.to, filepath.Join(w.Root, c.link)))
+			_, diags := validateLike(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
+			require.True(t, diags.HasErrors(), "validate")
+			d := diags[0]
+			assert.Contains(t, strings.ReplaceAll(d.Detail, w.Root+"/", ""), c.want)
+			assert.Contains(t, d.Detail, "apply would write over what the node reads")
+			require.NotNil(t, d.Subject)
+			assert.Equal(t, [2]int{7, 12}, [2]int{d.Subject.Start.Line, d.Subject.Start.Column}, "the scores attribute's position")
+		})
+	}
+	// A link elsewhere passes.
+	w := plantest.New(t, evaluate("b/seed", "lnk/scores.jsonl"))
+	w.Write("worker.py", "")
+	w.Write("data/val.jsonl", `{"id": "q1"}`+"\n")
+	w.Write("b/seed/system.txt", "")
+	require.NoError(t, os.MkdirAll(filepath.Join(w.Root, "out"), 0o755))
+	require.NoError(t, os.Symlink("out", filepath.Join(w.Root, "lnk")))
+	_, diags := validateLike(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
+	require.False(t, diags.HasErrors(), diags.Error())
+}
+
+// TestKindWriteNamedByWorkerArgument: a worker argument naming the
+// node's own write path, whole or after its first "=", cleaned, relative
+// or absolute inside the workspace, is refused before anything runs,
+// whether or not the file exists yet (before, the first apply ran, and
+// every later plan was refused once the scores file was a worker file).
+// A folder an argument names that holds the scores (a log folder) and
+// another file pass.
+func TestKindWriteNamedByWorkerArgument(t *testing.T) {
+	evaluate := func(arg string) string {
+		return `
+stage "evaluate" "val" {
+  worker = ["python3", "worker.py", "` + arg + `"]
+  items  = "data/val.jsonl"
+  model  = "m"
+  scores = "out/s.jsonl"
+}
+`
+	}
+	for name, c := range map[string]struct {
+		arg  string
+		fail bool
+	}{
+		"after =":             {"--resume=out/s.jsonl", true},
+		"whole":               {"out/s.jsonl", true},
+		"unclean":             {"--resume=./out//s.jsonl", true},
+		"absolute":            {"--resume=ROOT/out/s.jsonl", true},
+		"through a link":      {"--resume=lnk/s.jsonl", true},
+		"a folder holding it": {"--log=out", false},
+		"another file":        {"--resume=out/s.jsonl.bak", false},
+		"an option":           {"-out/s.jsonl", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := plantest.New(t, "")
+			w.Write("pipeline.hcl", evaluate(strings.ReplaceAll(c.arg, "ROOT", w.Root)))
+			w.Write("worker.py", "")
+			w.Write("data/val.jsonl", `{"id": "q1"}`+"\n")
+			require.NoError(t, os.MkdirAll(filepath.Join(w.Root, "out"), 0o755))
+			require.NoError(t, os.Symlink("out", filepath.Join(w.Root, "lnk")))
+			_, diags := validateLike(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
+			if !c.fail {
+				require.False(t, diags.HasErrors(), diags.Error())
+				return
+			}
+			require.True(t, diags.HasErrors(), "validate")
+			d := diags[0]
+			assert.Contains(t, d.Detail, `scores "out/s.jsonl"`)
+			assert.Contains(t, d.Detail, "/pipeline.hcl:3:37)", "the argument's position")
+			assert.Contains(t, d.Detail, "apply would write over what the node reads")
+			require.NotNil(t, d.Subject)
+			assert.Equal(t, [2]int{6, 12}, [2]int{d.Subject.Start.Line, d.Subject.Start.Column}, "the scores attribute's position")
+
+			diags = makeDiags(t, w)
+			require.True(t, diags.HasErrors(), "plan")
+		})
+	}
 }

@@ -2,9 +2,12 @@ package plan
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages"
@@ -14,8 +17,10 @@ import (
 // its evaluation sn has no error: the files it reads (stages.InputDeclarer)
 // join its inputs, the workspace is checked (stages.WorkspaceChecker), the
 // files it writes (stages.OutputDeclarer) are checked like outputs, and
-// none of those may be, hold or lie inside one it reads (readsOwnWrite).
-// Each error names the attribute, at its position.
+// none of those may be, hold or lie inside one it reads, as spelled or
+// where their links lead (readsOwnWrite), nor be a file an argument of its
+// worker names, whether or not that exists yet (argNamesWrite). Each error
+// names the attribute, at its position.
 func (g *Graph) kindPaths(n *Node, sn *stages.Node) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	// What the node reads, for the check of what it writes: made only for
@@ -56,13 +61,19 @@ func (g *Graph) kindPaths(n *Node, sn *stages.Node) hcl.Diagnostics {
 			}
 			return attrRange(n, sn, p.attr)
 		}
+		pc := g.PathCheck()
 		for _, o := range d.DeclaredOutputs(sn) {
 			clean, err := g.CheckPath(o.Path)
 			if err != nil {
 				diags = append(diags, stages.Diag("Invalid "+o.Attr, err.Error()+".", attrRange(n, sn, o.Attr))...)
 				continue
 			}
-			diags = append(diags, readsOwnWrite(kindPath{attr: o.Attr, path: clean}, reads, at)...)
+			w := kindPath{attr: o.Attr, path: clean}
+			d := readsOwnWrite(w, reads, pc, at)
+			if d == nil {
+				d = g.argNamesWrite(n, sn, w, pc, at)
+			}
+			diags = append(diags, d...)
 		}
 	}
 	return diags
@@ -78,25 +89,160 @@ type kindPath struct {
 // readsOwnWrite refuses a path w the node's kind writes that is one the
 // node reads (an evaluate stage's scores written over its items or its
 // worker script), inside a folder it reads (its bundle), or a folder
-// holding one: apply would write over what the node reads, and the next
-// apply would read what it wrote (the scores as items, a worker that is no
-// longer one). It names both attributes, with their positions (at).
-func readsOwnWrite(w kindPath, reads []kindPath, at func(kindPath) hcl.Range) hcl.Diagnostics {
+// holding one, as spelled or where their links lead (pc.Leads): apply would
+// write over what the node reads, and the next apply would read what it
+// wrote (the scores as items, a worker that is no longer one). It names
+// both attributes, with their positions (at).
+func readsOwnWrite(w kindPath, reads []kindPath, pc *PathChecker, at func(kindPath) hcl.Range) hcl.Diagnostics {
+	wWhere := pc.Leads(w.path)
 	for _, r := range reads {
-		var why string
-		switch {
-		case r.path == w.path:
-			why = fmt.Sprintf("%s %q is the file %s names (%s), which the node reads", w.attr, w.path, r.attr, dsl.Pos(at(r)))
-		case under(w.path, r.path):
-			why = fmt.Sprintf("%s %q is inside %s %q (%s), a folder the node reads", w.attr, w.path, r.attr, r.path, dsl.Pos(at(r)))
-		case under(r.path, w.path):
-			why = fmt.Sprintf("%s %q holds %s %q (%s), which the node reads", w.attr, w.path, r.attr, r.path, dsl.Pos(at(r)))
-		default:
-			continue
+		why := overlap(w, r, w.path, r.path, w.path, r.path, at)
+		if rWhere := pc.Leads(r.path); why == "" && (wWhere != w.path || rWhere != r.path) {
+			why = overlap(w, r, wWhere, rWhere, w.path, r.path, at)
 		}
-		return stages.Diag("Invalid "+w.attr, why+": apply would write over what the node reads, and the next apply would read what it wrote. Give "+w.attr+" a path of its own, outside what the node reads.", at(w))
+		if why != "" {
+			return ownWrite(w, why, at)
+		}
 	}
 	return nil
+}
+
+// ownWrite is the refusal of the write w, for the reason why.
+func ownWrite(w kindPath, why string, at func(kindPath) hcl.Range) hcl.Diagnostics {
+	return stages.Diag("Invalid "+w.attr, why+": apply would write over what the node reads, and the next apply would read what it wrote. Give "+w.attr+" a path of its own, outside what the node reads.", at(w))
+}
+
+// overlap says how the write w, leading to wp, meets the read r, leading
+// to rp: the same file, inside it, or holding it; "" when they do not
+// meet. The paths as spelled are ws and rs: where a link leads elsewhere,
+// the reason says where.
+func overlap(w, r kindPath, wp, rp, ws, rs string, at func(kindPath) hcl.Range) string {
+	rel := 0
+	switch {
+	case wp == rp:
+		rel = 1
+	case under(wp, rp):
+		rel = 2
+	case under(rp, wp):
+		rel = 3
+	default:
+		return ""
+	}
+	if wp == ws && rp == rs {
+		switch rel {
+		case 1:
+			return fmt.Sprintf("%s %q is the file %s names (%s), which the node reads", w.attr, ws, r.attr, dsl.Pos(at(r)))
+		case 2:
+			return fmt.Sprintf("%s %q is inside %s %q (%s), a folder the node reads", w.attr, ws, r.attr, rs, dsl.Pos(at(r)))
+		}
+		return fmt.Sprintf("%s %q holds %s %q (%s), which the node reads", w.attr, ws, r.attr, rs, dsl.Pos(at(r)))
+	}
+	wd, rd := linkedName(w.attr, ws, wp), linkedName(r.attr, rs, rp)
+	switch rel {
+	case 1:
+		return fmt.Sprintf("%s and %s (%s) are the same file, which the node reads", wd, rd, dsl.Pos(at(r)))
+	case 2:
+		return fmt.Sprintf("%s is inside %s (%s), a folder the node reads", wd, rd, dsl.Pos(at(r)))
+	}
+	return fmt.Sprintf("%s holds %s (%s), which the node reads", wd, rd, dsl.Pos(at(r)))
+}
+
+// linkedName names an attribute's path as spelled, and where its links
+// lead when that is elsewhere.
+func linkedName(attr, spelled, where string) string {
+	if where == spelled {
+		return fmt.Sprintf("%s %q", attr, spelled)
+	}
+	return fmt.Sprintf("%s %q (which leads through a symlink to %q)", attr, spelled, where)
+}
+
+// argNamesWrite refuses a path w the node's kind writes that an element of
+// one of its argument lists names (stages.PathAttr.Args: a worker's
+// "--resume=out/s.jsonl"), whole or after its first "=", cleaned, relative
+// or absolute inside the workspace, as spelled or where links lead,
+// whether or not the file exists yet: the worker would read what the node
+// writes, and once written it would be one of the worker's files, keying
+// the node by what it wrote. Only the file itself counts: a folder an
+// argument names that holds the write path (the worker's log folder) is
+// the worker's to write in.
+func (g *Graph) argNamesWrite(n *Node, sn *stages.Node, w kindPath, pc *PathChecker, at func(kindPath) hcl.Range) hcl.Diagnostics {
+	l, ok := n.Kind.(stages.PathLinker)
+	if !ok {
+		return nil
+	}
+	wWhere := pc.Leads(w.path)
+	bases := [2]string{filepath.Base(w.path), filepath.Base(wWhere)}
+	for _, pa := range l.PathAttrs() {
+		if !pa.Args || pa.Write {
+			continue
+		}
+		v, ok := sn.Args[pa.Attr]
+		if !ok || !v.IsKnown() || v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType()) {
+			continue
+		}
+		v, _ = v.Unmark()
+		i, of := -1, v.LengthInt()
+		for e := range dsl.Elements(v) {
+			i++
+			e, _ = e.Unmark()
+			if !e.IsKnown() || e.IsNull() || e.Type() != cty.String {
+				continue
+			}
+			a := e.AsString()
+			var cands [2]string // as stages.ArgPaths, without a slice
+			if !strings.Contains(a, "://") {
+				if !strings.HasPrefix(a, "-") {
+					cands[0] = a
+				}
+				if eq := strings.IndexByte(a, '='); eq >= 0 && eq+1 < len(a) {
+					cands[1] = a[eq+1:]
+				}
+			}
+			for _, p := range cands {
+				if p == "" || !strings.Contains(p, bases[0]) && !strings.Contains(p, bases[1]) {
+					// Another file: a link to it under another
+					// name is not looked for.
+					continue
+				}
+				r := kindPath{attr: pa.Attr, elem: i, of: of}
+				if why := g.argNames(w, wWhere, r, a, p, pc, at); why != "" {
+					return ownWrite(w, why, at)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// argNames says how the path p the argument a (the read r) names meets
+// the write w, which leads to wWhere: "" when it names another file.
+func (g *Graph) argNames(w kindPath, wWhere string, r kindPath, a, p string, pc *PathChecker, at func(kindPath) hcl.Range) string {
+	if filepath.IsAbs(p) {
+		rel, ok := Below(pc.RootReal(), filepath.Clean(p))
+		if !ok {
+			rel = g.inWorkspace(p)
+		}
+		p = rel
+	}
+	r.path = filepath.Clean(p)
+	if r.path == w.path {
+		return fmt.Sprintf("%s %q is the file %s argument %q names (%s), which the worker reads", w.attr, w.path, r.attr, a, dsl.Pos(at(r)))
+	}
+	where := r.path
+	if r.path != wWhere {
+		if _, err := g.CheckPath(r.path); err != nil {
+			return ""
+		}
+		where = pc.Leads(r.path)
+	}
+	if where != wWhere {
+		return ""
+	}
+	rd := fmt.Sprintf("%s argument %q", r.attr, a)
+	if where != r.path {
+		rd += fmt.Sprintf(" (which leads through a symlink to %q)", where)
+	}
+	return fmt.Sprintf("%s and %s (%s) are the same file, which the worker reads", linkedName(w.attr, w.path, wWhere), rd, dsl.Pos(at(r)))
 }
 
 // under reports whether path p lies inside the folder dir ("/"-separated,

@@ -929,6 +929,29 @@ func (pc *PathChecker) checkOne(rel string) error {
 	return nil
 }
 
+// Leads is where clean, a path check has accepted, leads in the workspace:
+// its links resolved, workspace-relative. It is clean itself when no
+// folder on its way, nor the path, is a symlink (as check found them), or
+// when it leads outside the workspace or to its root.
+func (pc *PathChecker) Leads(clean string) string {
+	pc.mu.Lock()
+	linked := false
+	for i := 1; i <= len(clean) && !linked && len(pc.links) > 0; i++ {
+		if i == len(clean) || clean[i] == '/' {
+			linked = pc.links[clean[:i]]
+		}
+	}
+	pc.mu.Unlock()
+	if !linked {
+		return clean
+	}
+	rel, ok := Below(pc.rootReal, resolveExisting(filepath.Join(pc.root, clean)))
+	if !ok || rel == "." {
+		return clean
+	}
+	return filepath.ToSlash(rel)
+}
+
 // sortedKeys returns a map's keys sorted.
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
