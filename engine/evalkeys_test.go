@@ -252,6 +252,37 @@ func TestEvaluateBundleLinkKeyedByContent(t *testing.T) {
 	goodThenBad(t, w, func() { w.Write("seed/system.txt", "bad\n") }, "input bundle changed")
 }
 
+// A bundle folder holding a broken link, or one leading back into a
+// folder it is in, is refused before anything runs as the bundle
+// attribute's error (exit 2), naming the link and saying what to do;
+// before, plan said the bundle "does not exist yet" and apply failed the
+// node (setup), or plan pointed at the stage block with fsdigest's words.
+func TestEvaluateBundleBrokenOrLoopingLinkRefused(t *testing.T) {
+	for name, c := range map[string]struct{ link, to, want string }{
+		"broken": {"bundle/latest", "old-run", "stage.ev: bundle bundle holds bundle/latest, a link to old-run, which does not exist (a broken link)"},
+		"loop":   {"bundle/loop", "..", "stage.ev: bundle bundle holds bundle/loop, a link to .., which leads back into a folder it is in"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorkspace(t, strings.ReplaceAll(oneEval("", `["python3", "w.py"]`, `bundle = ["bundle/"]`), "ENDPOINT", "http://127.0.0.1:9/v1"))
+			w.Write("w.py", promptWorker)
+			w.Write("items.jsonl", "{\"id\":\"a\"}\n")
+			w.Write("bundle/system.txt", "good\n")
+			require.NoError(t, os.Symlink(c.to, filepath.Join(w.Root, c.link)))
+			c2, err := store.Open(w.Cache, store.Options{NoSync: true})
+			require.NoError(t, err)
+			defer c2.Close()
+			_, diags := plan.Make(w.Load().Graph, c2, plan.Options{})
+			require.True(t, diags.HasErrors())
+			d := diags[0]
+			assert.Equal(t, "Invalid bundle", d.Summary)
+			assert.Contains(t, d.Detail, c.want)
+			assert.Contains(t, d.Detail, "Remove the link, or point it at a file in the workspace")
+			require.NotNil(t, d.Subject)
+			assert.Equal(t, 9, d.Subject.Start.Line, "the bundle attribute's line")
+		})
+	}
+}
+
 // A link in a bundle folder that leads outside the workspace is refused
 // before anything runs, naming the stage and the link.
 func TestEvaluateBundleLinkOutsideWorkspaceRefused(t *testing.T) {

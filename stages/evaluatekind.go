@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -720,6 +721,15 @@ func bundleFiles(dir, realRoot string) ([]string, error) {
 			isDir := e.IsDir()
 			if e.Type()&fs.ModeSymlink != 0 {
 				if pr, err = filepath.EvalSymlinks(p); err != nil {
+					target, _ := os.Readlink(p)
+					if errors.Is(err, fs.ErrNotExist) {
+						return &errLink{rel: r, at: filepath.Join(real, e.Name()), target: target, broken: true}
+					}
+					if _, serr := os.Stat(p); errors.Is(serr, syscall.ELOOP) {
+						// A loop of links (EvalSymlinks says only
+						// "too many links").
+						return &errLink{rel: r, at: filepath.Join(real, e.Name()), target: target, cycle: true}
+					}
 					return fmt.Errorf("link %s: %w", r, err)
 				}
 				if realRoot != "" && pr != realRoot && !strings.HasPrefix(pr, realRoot+string(filepath.Separator)) {
@@ -731,7 +741,8 @@ func bundleFiles(dir, realRoot string) ([]string, error) {
 				}
 				isDir = st.IsDir()
 				if isDir && slices.Contains(above, pr) {
-					return fmt.Errorf("link %s leads back into a folder it is in", r)
+					target, _ := os.Readlink(p)
+					return &errLink{rel: r, at: filepath.Join(real, e.Name()), target: target, cycle: true}
 				}
 			} else if !isDir && !e.Type().IsRegular() {
 				continue
@@ -758,10 +769,38 @@ func (e *errLinkOutside) Error() string {
 	return fmt.Sprintf("%s is a link to %s, outside the workspace", e.rel, e.target)
 }
 
-// bundleLinksOutside refuses a bundle folder holding a link that leads
-// outside the workspace root (errLinkOutside); nil when there is none, or
-// when a folder cannot be read (its digest says why).
-func bundleLinksOutside(root string, bundle []string) error {
+// errLink is a link in a bundle that leads to nothing (broken) or back
+// into a folder it is in (cycle, or a loop of links): rel is the path it
+// was met by in the bundle, at where it lies (its folder's links
+// resolved), target what it says it points to.
+type errLink struct {
+	rel, at, target string
+	broken, cycle   bool
+}
+
+// where names the link by where it lies in the workspace (realRoot),
+// else by the path it was met by in the bundle p.
+func (e *errLink) where(p, realRoot string) string {
+	if rel, err := filepath.Rel(realRoot, e.at); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return path.Join(p, e.rel)
+}
+
+func (e *errLink) Error() string {
+	if e.broken {
+		return fmt.Sprintf("link %s to %s leads to nothing", e.rel, e.target)
+	}
+	return fmt.Sprintf("link %s to %s leads back into a folder it is in", e.rel, e.target)
+}
+
+// bundleLinkProblem refuses a bundle folder holding a link that leads
+// outside the workspace root (errLinkOutside), to nothing, or back into
+// a folder it is in (errLink): the worker reads the bundle through its
+// links, and its files' content identifies it. nil when there is none, or
+// when a folder cannot be read (its digest says why). Each refusal says
+// what to do.
+func bundleLinkProblem(root string, bundle []string) error {
 	realRoot := ""
 	for _, p := range bundle {
 		full := filepath.Join(root, p)
@@ -775,9 +814,16 @@ func bundleLinksOutside(root string, bundle []string) error {
 			}
 			realRoot = r
 		}
+		_, err := bundleFiles(full, realRoot)
 		var outside *errLinkOutside
-		if _, err := bundleFiles(full, realRoot); errors.As(err, &outside) {
+		var link *errLink
+		switch {
+		case errors.As(err, &outside):
 			return fmt.Errorf("bundle %s holds %s, a link to %s, outside the workspace: a bundle is identified by the content of its files, which must lie in the workspace (copy the file into it)", p, outside.rel, outside.target)
+		case errors.As(err, &link) && link.broken:
+			return fmt.Errorf("bundle %s holds %s, a link to %s, which does not exist (a broken link): the worker reads the bundle through its links, and a bundle is identified by the content of its files. Remove the link, or point it at a file in the workspace", p, link.where(p, realRoot), link.target)
+		case errors.As(err, &link):
+			return fmt.Errorf("bundle %s holds %s, a link to %s, which leads back into a folder it is in: read through its links, the bundle would never end. Remove the link, or point it at a file in the workspace outside the folders that hold it", p, link.where(p, realRoot), link.target)
 		}
 	}
 	return nil
@@ -801,9 +847,10 @@ func holdsLink(dir string) bool {
 }
 
 // checkBundle is the diagnostic of a bundle holding a link that leads
-// outside the workspace (bundleLinksOutside).
+// outside the workspace, to nothing or back into a folder it is in
+// (bundleLinkProblem), at the bundle attribute.
 func (s evalSpec) checkBundle(n *Node, root string) hcl.Diagnostics {
-	if err := bundleLinksOutside(root, s.bundle); err != nil {
+	if err := bundleLinkProblem(root, s.bundle); err != nil {
 		return Diag("Invalid bundle", fmt.Sprintf("%s: %s.", n.Address, err), n.Range("bundle"))
 	}
 	return nil
@@ -1078,7 +1125,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err != nil {
 		return setup("%s", err)
 	}
-	if err := bundleLinksOutside(root, s.bundle); err != nil {
+	if err := bundleLinkProblem(root, s.bundle); err != nil {
 		return setup("%s", err)
 	}
 	bundle, err := bundleDigest(root, s.bundle)

@@ -225,9 +225,24 @@ func TestDigests(t *testing.T) {
 	dc, err := bundleDigest(root, []string{"c/linked"})
 	require.NoError(t, err)
 	assert.Equal(t, da, dc)
-	require.NoError(t, bundleLinksOutside(root, []string{"c/linked"}))
+	require.NoError(t, bundleLinkProblem(root, []string{"c/linked"}))
 	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, "c/linked/out")))
-	assert.ErrorContains(t, bundleLinksOutside(root, []string{"a/bundle", "c/linked"}), "bundle c/linked holds out, a link to ")
+	assert.ErrorContains(t, bundleLinkProblem(root, []string{"a/bundle", "c/linked"}), "bundle c/linked holds out, a link to ")
+
+	// A broken link, a link back into a folder above it and a loop of
+	// links are refused too, each named where it lies, with what to do.
+	require.NoError(t, os.Remove(filepath.Join(root, "c/linked/out")))
+	for _, c := range []struct{ link, to, named string }{{"gone", "old-run", "gone"}, {"up", "..", "up"}, {"y", "x", "y"}, {"x", "y", "x"}} {
+		require.NoError(t, os.Symlink(c.to, filepath.Join(root, "c/linked", c.link)))
+		if c.link == "y" {
+			continue // broken until x is made: a loop of two links
+		}
+		err := bundleLinkProblem(root, []string{"c/linked"})
+		assert.ErrorContains(t, err, "bundle c/linked holds c/linked/"+c.named+", a link to "+c.to+", which ")
+		assert.ErrorContains(t, err, "Remove the link, or point it at a file in the workspace")
+		require.NoError(t, os.Remove(filepath.Join(root, "c/linked", c.link)))
+	}
+	require.NoError(t, os.Remove(filepath.Join(root, "c/linked/y")))
 
 	// The worker's code identifies it, not its file's name.
 	w1, err := argvDigest(root, []string{"python3", "w1/worker.py", "--flag"})

@@ -520,7 +520,7 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	if in.train, err = loadItems(o.root, o.s.eval); err != nil {
 		return setup("the training split: %s", err)
 	}
-	if err := bundleLinksOutside(o.root, o.s.eval.bundle); err != nil {
+	if err := bundleLinkProblem(o.root, o.s.eval.bundle); err != nil {
 		return setup("the seed bundle: %s", err)
 	}
 	if in.seedDigest, err = bundleDigest(o.root, o.s.eval.bundle); err != nil {
