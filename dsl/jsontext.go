@@ -36,26 +36,54 @@ func JSONProblem(data []byte) string {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return "is empty: it holds no JSON value"
 	}
+	at, what, ok := jsonSyntaxProblem(data)
+	if !ok {
+		return "is not valid JSON"
+	}
+	line, col := jsonLineCol(data, at)
+	return fmt.Sprintf("is not valid JSON at line %d, column %d: %s", line, col, what)
+}
+
+// JSONLineProblem is JSONProblem for one line of JSON Lines, which says
+// its line itself: the predicate gives the column only ("is not valid
+// JSON at column 14: ..."), counted from col0 (the line's characters
+// before data, when data is the line trimmed), with what to do about a
+// NaN. "" when data is one JSON value.
+func JSONLineProblem(data []byte, col0 int) string {
+	if json.Valid(data) {
+		return ""
+	}
+	at, what, ok := jsonSyntaxProblem(data)
+	if !ok || bytes.IndexByte(data, '\n') >= 0 {
+		return JSONProblem(data)
+	}
+	_, col := jsonLineCol(data, at)
+	return fmt.Sprintf("is not valid JSON at column %d: %s", col0+col, what)
+}
+
+// jsonSyntaxProblem is where data, not valid JSON, stops being JSON (a
+// byte offset), and what is wrong there with what to do about it; ok is
+// false when encoding/json gives no position.
+func jsonSyntaxProblem(data []byte) (at int, what string, ok bool) {
 	var v any
 	var se *json.SyntaxError
 	if err := json.Unmarshal(data, &v); !errors.As(err, &se) {
-		return "is not valid JSON"
+		return 0, "", false
 	}
-	at := int(se.Offset)
+	at = int(se.Offset)
 	if strings.HasPrefix(se.Error(), "invalid character") {
 		at-- // the offset is past the character
 	}
 	at = min(max(at, 0), len(data))
-	line, col := jsonLineCol(data, at)
-	msg := fmt.Sprintf("is not valid JSON at line %d, column %d: %s", line, col, se)
+	what = se.Error()
 	rest := data[at:]
 	switch {
 	case bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Infinity")):
-		msg += ". JSON has no NaN or Infinity (Python's json.dump writes them unless allow_nan=False): write null for a number that is not one, or a string (\"NaN\")"
+		what += ". JSON has no NaN or Infinity (Python's json.dump writes them unless allow_nan=False): write null for a number that is not one, or a string (\"NaN\")"
 	case at == len(data):
-		msg += " (the text ends before the value does: cut short?)"
+		what += " (the text ends before the value does: cut short?)"
 	}
-	return msg
+	return at, what, true
 }
 
 // jsonLineCol is the 1-based line and column (in characters) of byte

@@ -29,6 +29,15 @@ func TestJSONProblem(t *testing.T) {
 	}
 }
 
+// A line of JSON Lines is placed by its column alone (its file's line is
+// the caller's), counted from the line's start, with the same advice.
+func TestJSONLineProblem(t *testing.T) {
+	assert.Empty(t, JSONLineProblem([]byte(`{"a": 1}`), 0))
+	assert.Equal(t, `is not valid JSON at column 12: invalid character 'N' looking for beginning of value. JSON has no NaN or Infinity (Python's json.dump writes them unless allow_nan=False): write null for a number that is not one, or a string ("NaN")`,
+		JSONLineProblem([]byte(`{"loss": NaN}`), 2))
+	assert.Equal(t, "is not valid JSON at column 8: unexpected end of JSON input (the text ends before the value does: cut short?)", JSONLineProblem([]byte(`{"a": 1`), 0))
+}
+
 // jsondecode of a file saved with a byte-order mark says so, not
 // "invalid character 'ï' looking for beginning of value".
 func TestJSONDecodeNamesByteOrderMark(t *testing.T) {

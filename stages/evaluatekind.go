@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -878,7 +880,7 @@ func digestBytes(b []byte) string {
 func loadItems(root string, s evalSpec) ([]items.Item, error) {
 	raws := s.itemsList
 	where := func(i int) string { return fmt.Sprintf("item %d of the items list", i) }
-	jsonl := false
+	var lead func(int) int // a JSONL dataset's: the characters before item i on its line
 	if !s.itemsInline {
 		b, err := os.ReadFile(filepath.Join(root, s.itemsPath))
 		if err != nil {
@@ -887,7 +889,7 @@ func loadItems(root string, s evalSpec) ([]items.Item, error) {
 		if bytes.HasPrefix(b, jsonpos.BOM) {
 			return nil, fmt.Errorf("the dataset %s %s", s.itemsPath, jsonpos.BOMMessage)
 		}
-		raws, where, jsonl, err = splitDataset(b, s.itemsPath)
+		raws, where, lead, err = splitDataset(b, s.itemsPath)
 		if err != nil {
 			return nil, err
 		}
@@ -904,7 +906,10 @@ func loadItems(root string, s evalSpec) ([]items.Item, error) {
 	var missing []int
 	for i := range raws {
 		if errs[i] != nil {
-			if jsonl {
+			if lead != nil {
+				if msg := dsl.JSONLineProblem(raws[i], lead(i)); msg != "" {
+					return nil, fmt.Errorf("%s is not one JSON value (a JSONL dataset has one item per line): it %s", where(i), msg)
+				}
 				return nil, fmt.Errorf("%s is not one JSON value (a JSONL dataset has one item per line): %w", where(i), errs[i])
 			}
 			return nil, fmt.Errorf("%s: %w", where(i), errs[i])
@@ -935,21 +940,22 @@ func loadItems(root string, s evalSpec) ([]items.Item, error) {
 	return out, nil
 }
 
-// splitDataset cuts a dataset file into items; jsonl reports a JSON Lines
-// file, whose lines are not checked here (each item's canonical form is).
-func splitDataset(b []byte, name string) (raws []json.RawMessage, where func(int) string, jsonl bool, err error) {
+// splitDataset cuts a dataset file into items; lead, set for a JSON Lines
+// file, whose lines are not checked here (each item's canonical form is),
+// gives the characters before item i on its line, for a message's column.
+func splitDataset(b []byte, name string) (raws []json.RawMessage, where func(int) string, lead func(int) int, err error) {
 	trimmed := bytes.TrimSpace(b)
 	if bytes.HasPrefix(trimmed, []byte("[")) {
 		var arr []json.RawMessage
 		if err := json.Unmarshal(trimmed, &arr); err != nil {
-			return nil, nil, false, fmt.Errorf("%s is not a JSON array of items: %w", name, err)
+			return nil, nil, nil, fmt.Errorf("%s is not a JSON array of items: %w", name, err)
 		}
 		for i, r := range arr {
 			if bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
-				return nil, nil, false, fmt.Errorf("%s: item %d is null", name, i)
+				return nil, nil, nil, fmt.Errorf("%s: item %d is null", name, i)
 			}
 		}
-		return arr, func(i int) string { return fmt.Sprintf("%s: item %d", name, i) }, false, nil
+		return arr, func(i int) string { return fmt.Sprintf("%s: item %d", name, i) }, nil, nil
 	}
 	var lines []int
 	for ln, rest := 1, b; len(rest) > 0; ln++ {
@@ -964,7 +970,19 @@ func splitDataset(b []byte, name string) (raws []json.RawMessage, where func(int
 			lines = append(lines, ln)
 		}
 	}
-	return raws, func(i int) string { return fmt.Sprintf("%s:%d", name, lines[i]) }, true, nil
+	lead = func(i int) int {
+		// Item i's line, found again (only for a message): the
+		// characters before the item on it, trimmed away above.
+		line := b
+		for range lines[i] - 1 {
+			line = line[bytes.IndexByte(line, '\n')+1:]
+		}
+		if end := bytes.IndexByte(line, '\n'); end >= 0 {
+			line = line[:end]
+		}
+		return utf8.RuneCount(line[:len(line)-len(bytes.TrimLeftFunc(line, unicode.IsSpace))])
+	}
+	return raws, func(i int) string { return fmt.Sprintf("%s:%d", name, lines[i]) }, lead, nil
 }
 
 // idText is an item's id: its id field's canonical text, a string (not

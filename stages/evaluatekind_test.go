@@ -159,6 +159,8 @@ func TestLoadItems(t *testing.T) {
 		{"object id", "{\"id\":{\"x\":1}}\n", "", nil, "the id must be a string or a number"},
 		{"bad line", "{\"id\":\"a\"}\n{\"id\": \n", "", nil, "items.jsonl:2 is not one JSON value"},
 		{"bad array", `[{"id":"a"},`, "", nil, "is not a JSON array of items"},
+		{"NaN", "{\"id\":\"a\"}\n  {\"id\":\"b\",\"q\":NaN}\n", "", nil, `items.jsonl:2 is not one JSON value (a JSONL dataset has one item per line): it is not valid JSON at column 17: invalid character 'N' looking for beginning of value. JSON has no NaN or Infinity (Python's json.dump writes them unless allow_nan=False): write null`},
+		{"Infinity", "{\"id\":\"a\",\"q\":-Infinity}\n", "", nil, `items.jsonl:1 is not one JSON value (a JSONL dataset has one item per line): it is not valid JSON at column 16: invalid character 'I' in numeric literal. JSON has no NaN or Infinity`},
 		{"byte-order mark", "\ufeff{\"id\":\"a\"}\n", "", nil, "the dataset items.jsonl starts with a UTF-8 byte-order mark"},
 		{"not UTF-8", "{\"id\":\"a\",\"q\":\"\xfe\"}\n", "", nil, "items.jsonl:1 is not one JSON value (a JSONL dataset has one item per line): a string holds bytes that are not UTF-8"},
 	}
