@@ -298,5 +298,6 @@ func TestEvaluateBundleLinkOutsideWorkspaceRefused(t *testing.T) {
 	defer c.Close()
 	_, diags := plan.Make(w.Load().Graph, c, plan.Options{})
 	require.True(t, diags.HasErrors())
-	assert.Contains(t, diags.Error(), "stage.ev: bundle bundle holds system.txt, a link to "+outside+", outside the workspace")
+	assert.Contains(t, diags.Error(), "stage.ev: bundle bundle holds bundle/system.txt, a link to "+outside+", outside the workspace")
+	assert.Contains(t, diags.Error(), "Copy what the link points to into the workspace, or point the link at a file inside it")
 }

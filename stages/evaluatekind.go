@@ -821,7 +821,7 @@ func bundleLinkProblem(root string, bundle []string) error {
 		var link *errLink
 		switch {
 		case errors.As(err, &outside):
-			return fmt.Errorf("bundle %s holds %s, a link to %s, outside the workspace: a bundle is identified by the content of its files, which must lie in the workspace (copy the file into it)", p, outside.rel, outside.target)
+			return fmt.Errorf("bundle %s holds %s, a link to %s, outside the workspace: a bundle is identified by the content of its files, which must lie in the workspace. Copy what the link points to into the workspace, or point the link at a file inside it", p, path.Join(p, outside.rel), outside.target)
 		case errors.As(err, &link) && link.broken:
 			return fmt.Errorf("bundle %s holds %s, a link to %s, which does not exist (a broken link): the worker reads the bundle through its links, and a bundle is identified by the content of its files. Remove the link, or point it at a file in the workspace", p, link.where(p, realRoot), link.target)
 		case errors.As(err, &link):

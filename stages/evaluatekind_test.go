@@ -229,7 +229,8 @@ func TestDigests(t *testing.T) {
 	assert.Equal(t, da, dc)
 	require.NoError(t, bundleLinkProblem(root, []string{"c/linked"}))
 	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, "c/linked/out")))
-	assert.ErrorContains(t, bundleLinkProblem(root, []string{"a/bundle", "c/linked"}), "bundle c/linked holds out, a link to ")
+	assert.ErrorContains(t, bundleLinkProblem(root, []string{"a/bundle", "c/linked"}), "bundle c/linked holds c/linked/out, a link to ")
+	assert.ErrorContains(t, bundleLinkProblem(root, []string{"c/linked"}), "Copy what the link points to into the workspace, or point the link at a file inside it")
 
 	// A broken link, a link back into a folder above it and a loop of
 	// links are refused too, each named where it lies, with what to do.

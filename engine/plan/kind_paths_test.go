@@ -110,9 +110,27 @@ stage "evaluate" "val" {
 	require.True(t, diags.HasErrors())
 	assert.Equal(t, "Invalid items", diags[0].Summary, diags.Error())
 	assert.Contains(t, diags[0].Detail, "resolves through a symlink")
+	assert.Contains(t, diags[0].Detail, "point the link at a place inside it, or copy what it points to into the workspace", "what to do")
 	require.NotNil(t, diags[0].Subject)
 	assert.Equal(t, 4, diags[0].Subject.Start.Line, "the items attribute's line")
 	assert.Equal(t, 12, diags[0].Subject.Start.Column, "the items attribute's value")
+}
+
+// TestAggregateRootLinkedToWorkspaceRoot: an aggregate root that is a link
+// to the workspace root is refused once (not again for the same link met
+// below it), saying what to do.
+func TestAggregateRootLinkedToWorkspaceRoot(t *testing.T) {
+	w := plantest.New(t, `
+stage "aggregate" "ag" {
+  roots = ["runs"]
+}
+`)
+	require.NoError(t, os.Symlink(".", filepath.Join(w.Root, "runs")))
+	_, diags := validateLike(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root})
+	require.Len(t, diags, 1, diags.Error())
+	assert.Equal(t, "Invalid roots", diags[0].Summary)
+	assert.Contains(t, diags[0].Detail, `"runs" resolves through a symlink to the workspace root itself`)
+	assert.Contains(t, diags[0].Detail, "name the files or folders inside it instead, or point the link at one of them", "what to do")
 }
 
 // evaluateStage is an evaluate stage reading the bundle, writing scores,

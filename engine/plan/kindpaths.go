@@ -35,10 +35,16 @@ func (g *Graph) kindPaths(n *Node, sn *stages.Node) hcl.Diagnostics {
 	}
 	if d, ok := n.Kind.(stages.InputDeclarer); ok {
 		// Files named by the kind's attributes key the node like inputs.
+		var refused []stages.DeclaredPath
 		for _, in := range d.DeclaredInputs(sn, g.Root) {
 			clean, err := g.CheckPath(in.Path)
 			if err != nil {
-				diags = append(diags, stages.Diag("Invalid "+in.Attr, err.Error()+".", attrRange(n, sn, in.Attr))...)
+				if !insideRefused(refused, in) {
+					// Once: not again for each link below a
+					// root refused (an aggregate's).
+					diags = append(diags, stages.Diag("Invalid "+in.Attr, err.Error()+".", attrRange(n, sn, in.Attr))...)
+				}
+				refused = append(refused, in)
 				continue
 			}
 			if writes {
@@ -77,6 +83,17 @@ func (g *Graph) kindPaths(n *Node, sn *stages.Node) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// insideRefused reports whether in lies inside a path of its attribute
+// already refused.
+func insideRefused(refused []stages.DeclaredPath, in stages.DeclaredPath) bool {
+	for _, r := range refused {
+		if r.Attr == in.Attr && under(filepath.Clean(in.Path), filepath.Clean(r.Path)) {
+			return true
+		}
+	}
+	return false
 }
 
 // kindPath is a path a node's attribute names, cleaned: the attribute

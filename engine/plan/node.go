@@ -826,7 +826,7 @@ func (pc *PathChecker) check(p string) (string, error) {
 		// where it leads must not be the root or the cache either.
 		real := resolveExisting(filepath.Join(pc.root, clean))
 		if real == pc.rootReal {
-			return "", fmt.Errorf("%q resolves through a symlink to the workspace root itself (%s)", p, pc.root)
+			return "", fmt.Errorf("%q resolves through a symlink to the workspace root itself (%s): name the files or folders inside it instead, or point the link at one of them", p, pc.root)
 		}
 		if err := pc.checkCache(p, real); err != nil {
 			return "", err
@@ -924,7 +924,7 @@ func (pc *PathChecker) checkOne(rel string) error {
 		return nil
 	}
 	if real != pc.rootReal && !strings.HasPrefix(real, pc.rootReal+string(filepath.Separator)) {
-		return fmt.Errorf("resolves through a symlink to %s, outside the workspace root (%s)", real, pc.root)
+		return fmt.Errorf("resolves through a symlink to %s, outside the workspace root (%s); paths must stay in the workspace: point the link at a place inside it, or copy what it points to into the workspace and name that", real, pc.root)
 	}
 	return nil
 }
