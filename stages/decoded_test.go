@@ -50,7 +50,9 @@ func planChecks(k Kind, n *Node, root string) []any {
 // answer (the checks' own slices and the test's): decoding for each of
 // them made 105, 67 and 102 allocations. (An evaluation's check looks
 // at its bundle's folders for links leading outside the workspace: two
-// allocations a folder that is not there.)
+// allocations a folder that is not there. Under the race detector, which
+// make test uses, an evaluation and an optimization allocate two more:
+// 27 and 35 without it.)
 func TestPlanChecksDecodeOnce(t *testing.T) {
 	root := t.TempDir()
 	for _, c := range []struct {
@@ -59,8 +61,8 @@ func TestPlanChecksDecodeOnce(t *testing.T) {
 		maxAllocs float64
 	}{
 		{Job{}, seedJobNode, 30},
-		{Evaluate{}, seedEvalNode, 28},
-		{Optimize{}, seedOptimizeNode, 35},
+		{Evaluate{}, seedEvalNode, 30},
+		{Optimize{}, seedOptimizeNode, 38},
 	} {
 		n := c.node()
 		got := planChecks(c.kind, n, root)
