@@ -354,6 +354,36 @@ func TestWrapper(t *testing.T) {
 	assert.False(t, st.Term)
 }
 
+// A run of a job that Slurm requeued, still ending when the next run has
+// started (its exit file written late), writes no exit file over the
+// next run's: the job is decided by its last run.
+func TestWrapperOfAnEarlierRunLeavesTheLaterRunsExitFile(t *testing.T) {
+	dir := t.TempDir()
+	j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
+		Argv: []string{"sh", "-c", ": > started; until [ -e go ]; do sleep 0.01; done; exit 143"}}
+	require.NoError(t, writeScript(j))
+	first := exec.Command("bash", j.Script)
+	first.Env = append(os.Environ(), "SLURM_RESTART_COUNT=0")
+	require.NoError(t, first.Start())
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(dir, "started")); return err == nil }, 10*time.Second, 5*time.Millisecond)
+	// The requeued run starts, ends well, and writes its exit file.
+	j.Argv = []string{"true"}
+	require.NoError(t, writeScript(j))
+	second := exec.Command("bash", j.Script)
+	second.Env = append(os.Environ(), "SLURM_RESTART_COUNT=1")
+	require.NoError(t, second.Run())
+	// Then the first run ends.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+	_ = first.Wait()
+	st, ok, err := readExit(j.ExitFile)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, 0, st.Status, "the later run's exit file")
+	assert.Equal(t, 1, st.Restarts)
+	tmps, _ := filepath.Glob(j.ExitFile + ".tmp.*")
+	assert.Empty(t, tmps, "the earlier run's temp file is removed")
+}
+
 func TestWrapperForwardsSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),

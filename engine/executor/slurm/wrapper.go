@@ -73,8 +73,9 @@ func quote(s string) string {
 // the timeout, SIGKILL after the kill grace), and writes the exit status,
 // the command's start and end and whether the timeout ended it to the exit
 // file, temp file then rename, so that cairn never reads half a file. It
-// removes a previous run's exit file when it starts: a requeued job is
-// decided by its last run.
+// removes a previous run's exit file when it starts, and notes its run
+// (Slurm's restart count) beside it: a requeued job is decided by its last
+// run, and an earlier run ending late writes no exit file over it.
 func wrapper(job *Job) string {
 	argv := job.Argv
 	if job.Shell {
@@ -110,6 +111,12 @@ trap 'echo "cairn: SIGUSR2 from Slurm: the job is near its time limit" >&2' USR2
 %sexit_file=%s
 tmp="$exit_file.tmp.${SLURM_JOB_ID:-0}.$$"
 rm -f -- "$exit_file"
+# This run of the job (Slurm counts its requeues), noted beside the exit
+# file: a requeued run still ending (its exit file written late, after a
+# slow sync) must not write over the exit file of the run after it.
+run="${SLURM_RESTART_COUNT:-0}"
+run_file="$exit_file.run"
+printf '%%s\n' "$run" >"$run_file"
 # The start on the clock that stamps files: the modification time of a
 # file made now. cairn compares it with the times of the outputs the
 # command writes (to tell them from an earlier run's), and those come from
@@ -122,9 +129,14 @@ finish() {
 	ended=$(date +%%s%%N)
 	[ -n "$watchdog" ] && kill -KILL -- "-$watchdog" 2>/dev/null
 	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\nstarted_ns=%%s\nended_ns=%%s\ntimed_out=%%s\ntimeout_ns=%%s\n' \
-		"$1" "$term" "${SLURM_JOB_ID:-}" "${SLURM_RESTART_COUNT:-0}" "$started" "$ended" "$timed_out" "$timeout_ns" >"$tmp" &&
+		"$1" "$term" "${SLURM_JOB_ID:-}" "$run" "$started" "$ended" "$timed_out" "$timeout_ns" >"$tmp" &&
 		sync -- "$tmp" 2>/dev/null
-	mv -f -- "$tmp" "$exit_file"
+	latest=$(cat -- "$run_file" 2>/dev/null)
+	if [ -n "$latest" ] && [ "$latest" != "$run" ]; then
+		rm -f -- "$tmp" # a later run started: its exit file is the job's
+	else
+		mv -f -- "$tmp" "$exit_file"
+	fi
 	exit "$1"
 }
 %scd -- %s || finish 126
