@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -114,8 +115,10 @@ func (Decision) PathAttrs() []PathAttr { return decisionPaths }
 var decisionPaths = []PathAttr{{Attr: "protocol"}, {Attr: "outcomes"}, {Attr: "matrix"}, {Attr: "out_dir", Write: true, Default: reportsDefault}}
 
 // DeclaredInputs implements InputDeclarer: the protocol, the outcomes file
-// and the matrix file key the node by content.
-func (Decision) DeclaredInputs(n *Node, _ string) []DeclaredPath {
+// and the matrix file key the node by content, and so do the files the
+// protocol pins (frozenPresent): the replay reports each as matched or
+// absent, which a cached result must not say of files changed since.
+func (Decision) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	a, _ := decisionDecode(n)
 	var out []DeclaredPath
 	for _, d := range []DeclaredPath{{"protocol", a.protocol}, {"outcomes", a.outcomes}, {"matrix", a.matrix}} {
@@ -123,6 +126,45 @@ func (Decision) DeclaredInputs(n *Node, _ string) []DeclaredPath {
 			out = append(out, d)
 		}
 	}
+	if a.protocol != "" {
+		for _, f := range frozenPresent(root, a.protocol) {
+			out = append(out, DeclaredPath{Attr: "protocol", Path: f})
+		}
+	}
+	return out
+}
+
+// frozenPresent are the files the protocol (a workspace path) pins that
+// are in the workspace now, workspace-relative and sorted: its frozen
+// files are relative to its folder. One that is absent is reported absent
+// by the replay; it keys the node by its absence (the list), and by its
+// content once there. A protocol that cannot be read pins nothing here
+// (the node's run says why).
+func frozenPresent(root, protocol string) []string {
+	p, err := decision.ReadProtocol(filepath.Join(root, protocol))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, pins := range []map[string]string{p.SourceFilesSHA256, p.DataFilesSHA256, p.ImplementationSHA256} {
+		for f := range pins {
+			rel := filepath.Join(filepath.Dir(protocol), f)
+			if filepath.IsAbs(f) {
+				r, err := filepath.Rel(root, f)
+				if err != nil {
+					continue
+				}
+				rel = r
+			}
+			if !filepath.IsLocal(rel) || slices.Contains(out, rel) {
+				continue
+			}
+			if st, err := os.Stat(filepath.Join(root, rel)); err == nil && st.Mode().IsRegular() {
+				out = append(out, rel)
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

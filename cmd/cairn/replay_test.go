@@ -191,3 +191,55 @@ func TestReplayNamesAndChecksItsInputs(t *testing.T) {
 	assert.Equal(t, 2, bad.code)
 	assert.Contains(t, bad.stderr, "matrix.csv: the protocol's matrix_sha256 is 0c14400d24b03d89225b1f03bcdc68339f5080abb6168c1db1543db5a522bae6, but the file's sha256 is "+sha256Hex([]byte("not the matrix\n")))
 }
+
+// A decision stage's replay says which frozen files matched and which
+// were absent: a pinned file removed, or put back, since its last run
+// reruns the node, whose result says so, and one put back changed is
+// refused; a cached result never reports files as they were.
+func TestDecisionStageKeysItsFrozenFiles(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	require.NoError(t, os.CopyFS(root, os.DirFS("../../testdata/decision")))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "outcomes.json"), []byte("{}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(`stage "decision" "replay" {
+  protocol = "decision_protocol.json"
+  outcomes = "outcomes.json"
+}
+`), 0o644))
+	frozen := func() (matched, absent int) {
+		t.Helper()
+		var got struct {
+			Inputs struct {
+				Frozen struct{ Matched, Absent []string } `json:"frozen_files"`
+			}
+		}
+		js, err := os.ReadFile(filepath.Join(root, "reports", "replay", "replay.json"))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(js, &got))
+		return len(got.Inputs.Frozen.Matched), len(got.Inputs.Frozen.Absent)
+	}
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, 0, r.code, r.stderr)
+	m, a := frozen()
+	assert.Equal(t, [2]int{12, 0}, [2]int{m, a})
+
+	impl := filepath.Join(root, "memory_tuner", "benchmark_v2_env.py")
+	ib, err := os.ReadFile(impl)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(impl))
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "1 ran", "a pinned file removed: the node runs again")
+	m, a = frozen()
+	assert.Equal(t, [2]int{11, 1}, [2]int{m, a})
+
+	require.NoError(t, os.WriteFile(impl, append(ib, '#'), 0o644))
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	assert.Equal(t, 1, r.code, "a pinned file back, another than the frozen one: %s", r.stdout)
+	assert.Contains(t, strings.Join(strings.Fields(r.stdout), " "), "implementation_sha256 pins it to sha256 "+sha256Hex(ib))
+
+	require.NoError(t, os.WriteFile(impl, ib, 0o644))
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, 0, r.code, r.stderr)
+	m, a = frozen()
+	assert.Equal(t, [2]int{12, 0}, [2]int{m, a}, "the frozen file back as it was")
+}
