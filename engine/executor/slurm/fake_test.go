@@ -362,6 +362,8 @@ func TestWrapperOfAnEarlierRunLeavesTheLaterRunsExitFile(t *testing.T) {
 	j := &Job{Node: "n", Attempt: 1, Dir: dir, Script: filepath.Join(dir, "w.sbatch"), ExitFile: filepath.Join(dir, "w.exit"),
 		Argv: []string{"sh", "-c", ": > started; until [ -e go ]; do sleep 0.01; done; exit 143"}}
 	require.NoError(t, writeScript(j))
+	// Whatever happens, the first run's command (in its own session) ends.
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) })
 	first := exec.Command("bash", j.Script)
 	first.Env = append(os.Environ(), "SLURM_RESTART_COUNT=0")
 	require.NoError(t, first.Start())
