@@ -146,22 +146,20 @@ func frozenPresent(root, protocol string) []string {
 		return nil
 	}
 	var out []string
-	for _, pins := range []map[string]string{p.SourceFilesSHA256, p.DataFilesSHA256, p.ImplementationSHA256} {
-		for f := range pins {
-			rel := filepath.Join(filepath.Dir(protocol), f)
-			if filepath.IsAbs(f) {
-				r, err := filepath.Rel(root, f)
-				if err != nil {
-					continue
-				}
-				rel = r
-			}
-			if !filepath.IsLocal(rel) || slices.Contains(out, rel) {
+	for _, f := range p.FrozenFiles() {
+		rel := filepath.Join(filepath.Dir(protocol), f)
+		if filepath.IsAbs(f) {
+			r, err := filepath.Rel(root, f)
+			if err != nil {
 				continue
 			}
-			if st, err := os.Stat(filepath.Join(root, rel)); err == nil && st.Mode().IsRegular() {
-				out = append(out, rel)
-			}
+			rel = r
+		}
+		if !filepath.IsLocal(rel) || slices.Contains(out, rel) {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(root, rel)); err == nil && st.Mode().IsRegular() {
+			out = append(out, rel)
 		}
 	}
 	sort.Strings(out)

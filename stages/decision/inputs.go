@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/cairn-run/cairn/storage/digest"
@@ -118,15 +119,10 @@ type FrozenCheck struct {
 	Matrix string `json:"matrix"`
 }
 
-// CheckFrozen checks the files the protocol pins in source_files_sha256,
-// data_files_sha256 and implementation_sha256 that are present in dir
-// (the protocol's paths are relative to it), and the matrix file against
-// matrix_sha256 when one is given. A present file with another digest is
-// an error naming it and both digests, as is a matrix file that cannot be
-// read or differs; an absent pinned file is listed as not checked.
-func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
-	c := FrozenCheck{Matched: []string{}, Absent: []string{}}
-	var errs Errors
+// pins are the files the protocol pins in source_files_sha256,
+// data_files_sha256 and implementation_sha256, each with its digest and
+// the field that pins it (a path pinned twice: the last field's).
+func (p *Protocol) pins() map[string][2]string {
 	pinned := map[string][2]string{} // path -> digest, field
 	for _, set := range []struct {
 		field string
@@ -136,12 +132,26 @@ func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
 			pinned[f] = [2]string{d, set.field}
 		}
 	}
-	paths := make([]string, 0, len(pinned))
-	for f := range pinned {
-		paths = append(paths, f)
-	}
-	sort.Strings(paths)
-	for _, f := range paths {
+	return pinned
+}
+
+// FrozenFiles are the paths of the files the protocol pins (relative to
+// its folder, or absolute), sorted, each once.
+func (p *Protocol) FrozenFiles() []string {
+	return slices.Sorted(maps.Keys(p.pins()))
+}
+
+// CheckFrozen checks the files the protocol pins in source_files_sha256,
+// data_files_sha256 and implementation_sha256 that are present in dir
+// (the protocol's paths are relative to it), and the matrix file against
+// matrix_sha256 when one is given. A present file with another digest is
+// an error naming it and both digests, as is a matrix file that cannot be
+// read or differs; an absent pinned file is listed as not checked.
+func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
+	c := FrozenCheck{Matched: []string{}, Absent: []string{}}
+	var errs Errors
+	pinned := p.pins()
+	for _, f := range p.FrozenFiles() {
 		want, field := pinned[f][0], pinned[f][1]
 		full := f
 		if !filepath.IsAbs(f) {
