@@ -159,20 +159,27 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 	if f, ok := n.Kind.(stages.LinkFollower); ok && len(sn.Common.Inputs) > 0 {
 		followed = f.FollowedInputs(sn)
 	}
+	// digest puts the digest of p (at full) into the inputs; a path not
+	// there yet leaves the key known after apply.
+	digest := func(p, full string, tree func(string) (string, error)) *envBase {
+		d, err := tree(full)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return &envBase{why: &UnknownReason{Input: p}}
+		case err != nil:
+			return &envBase{err: fmt.Errorf("input %s: %w", p, err)}
+		}
+		e.Inputs[p] = d
+		return nil
+	}
 	for _, p := range sn.Common.Inputs {
-		full := filepath.Join(g.Root, p)
 		tree := dg.Tree
 		if slices.Contains(followed, p) {
 			tree = dg.ContentTree
 		}
-		d, err := tree(full)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return envBase{why: &UnknownReason{Input: p}}
-			}
-			return envBase{err: fmt.Errorf("input %s: %w", p, err)}
+		if b := digest(p, filepath.Join(g.Root, p), tree); b != nil {
+			return *b
 		}
-		e.Inputs[p] = d
 	}
 	if ck, ok := n.Kind.(stages.ContentKeyer); ok {
 		// Content the node seals beyond its inputs (outside the
@@ -182,14 +189,9 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 			if !filepath.IsAbs(p) {
 				full = filepath.Join(g.Root, p)
 			}
-			d, err := contentTree(dg, full)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return envBase{why: &UnknownReason{Input: p}}
-				}
-				return envBase{err: fmt.Errorf("input %s: %w", p, err)}
+			if b := digest(p, full, dg.ContentTree); b != nil {
+				return *b
 			}
-			e.Inputs[p] = d
 		}
 	}
 	return envBase{e: e}
@@ -222,15 +224,6 @@ func (g *Graph) InputDigests(n *Node, sn *stages.Node, env *Envelope, dg digeste
 		out[clean] = dig
 	}
 	return out
-}
-
-// contentTree digests path through its links where dg can (the stat
-// cache), else as dg.Tree does.
-func contentTree(dg digester, path string) (string, error) {
-	if cd, ok := dg.(contentDigester); ok {
-		return cd.ContentTree(path)
-	}
-	return dg.Tree(path)
 }
 
 // keyedArgs puts the node's arguments that enter its key into args, as
