@@ -33,3 +33,5 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 )
+
+replace github.com/zclconf/go-cty => ./third_party/go-cty

@@ -371,7 +371,7 @@ func goFiles(t *testing.T) map[string]string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && p != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin") {
+		if d.IsDir() && p != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || otherModule(p, "..")) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".go") {

@@ -504,7 +504,7 @@ func envNames(t *testing.T) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && p != "..") {
+		if d.IsDir() && p != ".." && (strings.HasPrefix(d.Name(), ".") || otherModule(p, "..")) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {

@@ -31,7 +31,7 @@ func longFunctions(root string, limit int) ([]string, error) {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || otherModule(path, root)) {
 				return filepath.SkipDir
 			}
 			return nil

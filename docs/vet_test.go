@@ -22,7 +22,7 @@ func unvetted(root string) ([]string, error) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
-			if rel == ".git" {
+			if rel == ".git" || otherModule(path, root) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -59,4 +59,16 @@ func TestUnvettedFindsTestdataPrograms(t *testing.T) {
 	files, err := unvetted(root)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"a/testdata/prog/main.go", "_old/x.go"}, files)
+}
+
+// otherModule reports whether dir, below the module's root, holds a module
+// of its own (a go.mod): the go command's ./... leaves it out, and so do
+// the checks of cairn's code (third_party/ holds such copies of other
+// projects' modules, with their own tests: make test-third-party).
+func otherModule(dir, root string) bool {
+	if filepath.Clean(dir) == filepath.Clean(root) {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
 }

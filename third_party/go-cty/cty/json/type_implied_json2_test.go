@@ -1,0 +1,6 @@
+//go:build go1.27
+// +build go1.27
+
+package json
+
+const trueAsPropertyNameError = `object member name must be a string`
