@@ -49,7 +49,7 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 		"concat":          stdlib.ConcatFunc,
 		"contains":        stdlib.ContainsFunc,
 		"csvdecode":       stdlib.CSVDecodeFunc,
-		"distinct":        stdlib.DistinctFunc,
+		"distinct":        distinctFunc,
 		"element":         stdlib.ElementFunc,
 		"flatten":         stdlib.FlattenFunc,
 		"floor":           stdlib.FloorFunc,
