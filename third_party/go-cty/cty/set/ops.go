@@ -110,6 +110,20 @@ func (s Set[T]) EachValue(cb func(T)) {
 	}
 }
 
+// EachValueUnordered calls cb once for each value in the set, in the order
+// the set happens to hold them, until cb returns false: for a question
+// whose answer does not depend on the order, without sorting the values
+// as EachValue and Values do ([cairn] patch: see third_party/README.md).
+func (s Set[T]) EachValueUnordered(cb func(T) bool) {
+	for _, bucket := range s.vals {
+		for _, v := range bucket {
+			if !cb(v) {
+				return
+			}
+		}
+	}
+}
+
 // Values returns a slice of all the values in the set. If the set rules have
 // an order then the result is in that order. If no order is provided or if
 // it is not a total order then the result order is undefined, but consistent
