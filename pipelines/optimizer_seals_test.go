@@ -207,3 +207,54 @@ func TestOptimizerPipelineOutsideTheWorkspaceEdited(t *testing.T) {
 	assert.NotEqual(t, v1, job.Digests["pipeline"], "job.json seals the edited pipeline")
 	assert.Contains(t, apply(), "0 ran, 8 cached")
 }
+
+// job.json deleted alone, the rest of the out folder kept. Unchanged, the
+// job is restored from the cache with the job.json it sealed, and nothing
+// runs. Made another job (a data file changed), the job would write a new
+// job.json beside the old job's optimization and results, which its later
+// nodes take as theirs: it is refused before it writes one, in plan and in
+// apply (exit 2), naming what the folder holds, and the old results stay
+// as they are.
+func TestOptimizerJobJSONDeletedAlone(t *testing.T) {
+	w := newOptWorkspace(t)
+	out, code := w.job("budget=40", "out=runs/j")
+	require.Equal(t, 0, code, out)
+	jobPath := filepath.Join(w.dir, "runs/j/job.json")
+	sealed, err := os.ReadFile(jobPath)
+	require.NoError(t, err)
+	result, err := os.ReadFile(filepath.Join(w.dir, "runs/j/result.json"))
+	require.NoError(t, err)
+
+	require.NoError(t, os.Remove(jobPath))
+	out, code = w.job("budget=40", "out=runs/j")
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `\b0 ran\b`, out)
+	restored, err := os.ReadFile(jobPath)
+	require.NoError(t, err)
+	assert.Equal(t, string(sealed), string(restored))
+
+	p := filepath.Join(w.dir, "testdata/optimizer/data/sums/val.jsonl")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, append(b, []byte(`{"id": "extra", "question": "What is 1 + 1?", "answer": "2"}`+"\n")...), 0o644))
+	require.NoError(t, os.Remove(jobPath))
+	before := len(w.requests())
+	args := w.applyArgs(nil, "budget=40", "out=runs/j")
+	args[0] = "plan"
+	planOut, err := w.command(args...).CombinedOutput()
+	require.NoError(t, err, "%s", planOut)
+	flat := strings.Join(strings.Fields(string(planOut)), " ")
+	assert.Contains(t, flat, "the out folder runs/j holds optimization.json, result.json, selection.json, test.json but no job.json", "plan")
+
+	out, code = w.job("budget=40", "out=runs/j")
+	assert.Equal(t, 2, code, out)
+	flat = strings.Join(strings.Fields(out), " ")
+	assert.Contains(t, flat, "the out folder runs/j holds optimization.json, result.json, selection.json, test.json but no job.json", "apply")
+	assert.Contains(t, flat, "Restore runs/j/job.json, or delete runs/j to start that folder over")
+	_, err = os.Stat(jobPath)
+	assert.True(t, os.IsNotExist(err), "no job.json is written beside another job's results")
+	after, err := os.ReadFile(filepath.Join(w.dir, "runs/j/result.json"))
+	require.NoError(t, err)
+	assert.Equal(t, string(result), string(after))
+	assert.Equal(t, before, len(w.requests()), "a refused job sends nothing")
+}

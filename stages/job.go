@@ -472,6 +472,48 @@ func sealRefusal(root, out string, want JobIdentity) string {
 		out, strings.Join(diffs, "\n  "), out)
 }
 
+// laterArtifacts are the files a job's later nodes write in its out
+// folder (docs/job-artifacts.md), each made for the job its job.json seals.
+var laterArtifacts = []string{"optimization.json", "selection.json", "test.json", "result.json"}
+
+// unsealedRefusal says why a job that is to write its job.json cannot: the
+// out folder holds what a job's later nodes wrote, but no job.json, so
+// they were made for a job whose seal is gone, which cairn cannot compare
+// with this one (this job's later nodes would take them as theirs). It
+// returns "" when the folder holds a job.json, or none of them.
+func unsealedRefusal(root, out string) string {
+	entries, err := os.ReadDir(filepath.Join(root, out))
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for _, e := range entries {
+		if e.Name() == "job.json" {
+			return ""
+		}
+		if slices.Contains(laterArtifacts, e.Name()) {
+			found = append(found, e.Name())
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the out folder %s holds %s but no job.json: they were made for a job whose seal is gone, and cairn cannot tell whether it was this one; nothing was run. Restore %s, or delete %s to start that folder over, or choose a fresh out folder for this job",
+		out, strings.Join(found, ", "), filepath.Join(out, "job.json"), out)
+}
+
+// PlanRefusal implements PlanRefuser: a job to be sealed in an out folder
+// that holds a job's later artifacts but no job.json is refused, as Run
+// refuses it. A job restored from the cache writes back the job.json it
+// sealed: it is not asked.
+func (Job) PlanRefusal(n *Node, root string, _ bool) string {
+	s, diags := decodedOnce(n, decodeJob)
+	if diags.HasErrors() || !s.known {
+		return ""
+	}
+	return unsealedRefusal(root, s.out)
+}
+
 // CheckWorkspace implements WorkspaceChecker: before anything runs, an out
 // folder sealed for another job is refused (exit 2).
 func (Job) CheckWorkspace(n *Node, root string) hcl.Diagnostics {
@@ -515,6 +557,9 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return o, nil
 	}
 	if msg := sealRefusal(root, s.out, id); msg != "" {
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: msg}, nil
+	}
+	if msg := unsealedRefusal(root, s.out); msg != "" {
 		return &Outcome{Class: failclass.Setup, Refused: true, Message: msg}, nil
 	}
 	var proc *process.Result
