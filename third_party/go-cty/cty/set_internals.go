@@ -83,6 +83,22 @@ func (r setRules) SameRules(other set.Rules[any]) bool {
 // Less is an implementation of set.OrderedRules so that we can iterate over
 // set elements in a consistent order, where such an order is possible.
 func (r setRules) Less(v1, v2 any) bool {
+	// [cairn] patch (third_party/README.md): two known, non-null strings
+	// (held as Go strings) order as their text, which is what lessValues
+	// concludes for them; a set of strings is sorted each time it is
+	// iterated, and lessValues' checks of the two values were most of it.
+	if r.Type == String {
+		if s1, ok := v1.(string); ok {
+			if s2, ok := v2.(string); ok {
+				return s1 < s2
+			}
+		}
+	}
+	return r.lessValues(v1, v2)
+}
+
+// lessValues is Less for any two values of the set's type.
+func (r setRules) lessValues(v1, v2 any) bool {
 	v1v := Value{
 		ty: r.Type,
 		v:  v1,
