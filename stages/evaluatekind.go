@@ -873,19 +873,50 @@ func digestBytes(b []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// datasetError is what is wrong in a dataset's content (a line that is not
+// JSON, ids missing or repeated): bad input, which the node refuses (exit
+// 2), where a dataset that cannot be read is a setup failure (exit 1, as a
+// missing input is).
+type datasetError struct{ error }
+
+func (e datasetError) Unwrap() error { return e.error }
+
+// itemsFailure is the outcome of a node whose items cannot be used (what
+// loadItems returned, after prefix): refused when the dataset's content is
+// wrong.
+func itemsFailure(prefix string, err error) *Outcome {
+	var bad datasetError
+	return &Outcome{Class: failclass.Setup, Refused: errors.As(err, &bad), Message: prefix + err.Error()}
+}
+
 // loadItems reads the dataset: a JSON array, or JSON Lines (one value per
 // line, blank lines skipped). Each item's id is its item_id field (a string
 // or a number); when item_id is not set and no item has an "id" field, the
-// ids are the items' positions from 0.
+// ids are the items' positions from 0. An error about the dataset's content
+// is a datasetError.
 func loadItems(root string, s evalSpec) ([]items.Item, error) {
+	var b []byte
+	if !s.itemsInline {
+		var err error
+		if b, err = os.ReadFile(filepath.Join(root, s.itemsPath)); err != nil {
+			return nil, fmt.Errorf("cannot read the dataset: %w", err)
+		}
+	}
+	list, err := parseItems(b, s)
+	if err != nil {
+		return nil, datasetError{err}
+	}
+	return list, nil
+}
+
+// parseItems is loadItems' reading of the dataset's content b (the items
+// list, for items given inline).
+func parseItems(b []byte, s evalSpec) ([]items.Item, error) {
 	raws := s.itemsList
 	where := func(i int) string { return fmt.Sprintf("item %d of the items list", i) }
 	var lead func(int) int // a JSONL dataset's: the characters before item i on its line
 	if !s.itemsInline {
-		b, err := os.ReadFile(filepath.Join(root, s.itemsPath))
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the dataset: %w", err)
-		}
+		var err error
 		if bytes.HasPrefix(b, jsonpos.BOM) {
 			return nil, fmt.Errorf("the dataset %s %s", s.itemsPath, jsonpos.BOMMessage)
 		}
@@ -1141,7 +1172,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	root := rt.Root()
 	list, err := loadItems(root, s)
 	if err != nil {
-		return setup("%s", err)
+		return itemsFailure("", err), nil
 	}
 	if err := bundleLinkProblem(root, s.bundle); err != nil {
 		return setup("%s", err)

@@ -518,7 +518,7 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	var in optInputs
 	var err error
 	if in.train, err = loadItems(o.root, o.s.eval); err != nil {
-		return setup("the training split: %s", err)
+		return nil, itemsFailure("the training split: ", err)
 	}
 	if err := bundleLinkProblem(o.root, o.s.eval.bundle); err != nil {
 		return setup("the seed bundle: %s", err)

@@ -596,6 +596,38 @@ func TestModelNotServed(t *testing.T) {
 	assert.Empty(t, w.storedKeys())
 }
 
+// A dataset whose content is wrong (a line that is not JSON, two items with
+// one id) is bad input: the evaluation is refused (exit 2), naming the file
+// and line, and nothing is sent. A dataset that is missing when the node
+// starts is a setup failure (exit 1), as a missing input is. Fixed, the
+// next apply evaluates every item.
+func TestMalformedDatasetIsRefused(t *testing.T) {
+	w := newWorkspace(t, 4)
+	srv := startServer(t, simmodel.Config{Models: []string{model}})
+	file := w.pipeline(stageSpec{pipeline: "p", stage: "seed_eval", scores: "out/scores.jsonl"})
+	good, err := os.ReadFile(filepath.Join(w.dir, "data/items.jsonl"))
+	require.NoError(t, err)
+	for _, c := range []struct{ name, data, want string }{
+		{"not JSON", string(good) + "{\"id\": \"q9\", question: 1}\n", "data/items.jsonl:5 is not one JSON value (a JSONL dataset has one item per line): it is not valid JSON at column 14"},
+		{"one id twice", string(good) + string(good[:bytes.IndexByte(good, '\n')+1]), `have the same id "q00000"`},
+	} {
+		w.write("data/items.jsonl", c.data)
+		code, text := w.apply(file, srv.URL)
+		assert.Equal(t, 2, code, "%s:\n%s", c.name, text)
+		assert.Contains(t, strings.Join(strings.Fields(text), " "), c.want, c.name)
+	}
+	require.NoError(t, os.Remove(filepath.Join(w.dir, "data/items.jsonl")))
+	code, text := w.apply(file, srv.URL)
+	assert.Equal(t, 1, code, text)
+	assert.Contains(t, text, "failed (setup): input data/items.jsonl does not exist")
+	assert.Zero(t, srv.ChatRequests())
+
+	w.write("data/items.jsonl", string(good))
+	code, text = w.apply(file, srv.URL)
+	require.Equal(t, 0, code, text)
+	assert.Equal(t, 4, srv.ChatRequests())
+}
+
 // copyInto copies the repository's file rel into dir at the same path.
 func copyInto(t *testing.T, dir, rel string) {
 	t.Helper()
