@@ -47,6 +47,10 @@ stage "command" "s" {
 	assert.Contains(t, flat(r.stderr), `The text "e\u0301" here (first in this file) is in a decomposed Unicode form (NFD, as macOS names files)`)
 	assert.Contains(t, flat(r.stderr), "rename it to NFC")
 
+	r = runCLI(t, "--chdir", root, "plan", "p.hcl", "--no-color")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+	assert.Contains(t, flat(r.stdout), `input data/`+cafeNFC+`.txt does not exist yet; "data/cafe\u0301.txt" exists, which is the same name in another Unicode form`)
+
 	r = runCLI(t, "--chdir", root, "apply", "p.hcl", "--no-color")
 	assert.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout+r.stderr, `input data/`+cafeNFC+`.txt does not exist; "data/cafe\u0301.txt" exists, which is the same name in another Unicode form`)

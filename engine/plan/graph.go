@@ -74,7 +74,11 @@ type Graph struct {
 	expanded  map[string]*forEach  // see forEachOf
 	paths     *PathChecker
 	pathsMu   sync.Mutex
-	cacheDir  string // see SetCacheDir
+	// hints are the spelling hints of missing inputs, by path
+	// (spellingHint).
+	hintsMu  sync.Mutex
+	hints    map[string]string
+	cacheDir string // see SetCacheDir
 	// stat digests what kinds seal through the cache's stat cache
 	// (stages.Node.Stat); set by Make, nil before.
 	stat stages.ContentDigester

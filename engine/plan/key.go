@@ -12,6 +12,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -77,6 +78,9 @@ type UnknownReason struct {
 	Upstream string // an upstream that will run
 	Attr     string // an attribute depending on results
 	Input    string // a missing input file
+	// Hint is dsl.SpellingHint's for the missing input: its name spelled
+	// in another Unicode form exists.
+	Hint string
 }
 
 func (u *UnknownReason) String() string {
@@ -84,7 +88,7 @@ func (u *UnknownReason) String() string {
 	case u.Upstream != "":
 		return "depends on the output of " + u.Upstream
 	case u.Input != "":
-		return "input " + u.Input + " does not exist yet"
+		return "input " + u.Input + " does not exist yet" + u.Hint
 	case u.Attr != "":
 		return u.Attr + " depends on upstream results"
 	}
@@ -143,6 +147,23 @@ func (g *Graph) envelopeFrom(b envBase, n *Node, upstream func(*Node) (string, b
 	return &e, nil, nil
 }
 
+// spellingHint is dsl.SpellingHint for the missing input p, looked for
+// once a graph for each path: a grid's nodes share their datasets, and
+// the look lists folders.
+func (g *Graph) spellingHint(p string) string {
+	g.hintsMu.Lock()
+	defer g.hintsMu.Unlock()
+	if h, ok := g.hints[p]; ok {
+		return h
+	}
+	if g.hints == nil {
+		g.hints = map[string]string{}
+	}
+	h := dsl.SpellingHint(g.Root, p)
+	g.hints[p] = h
+	return h
+}
+
 // envelopeBase builds the parts of a node's NodeEnvelope that do not depend
 // on other nodes: kind, keyed arguments and input digests.
 func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
@@ -165,7 +186,7 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 		d, err := tree(full)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return &envBase{why: &UnknownReason{Input: p}}
+			return &envBase{why: &UnknownReason{Input: p, Hint: g.spellingHint(p)}}
 		case err != nil:
 			return &envBase{err: fmt.Errorf("input %s: %w", p, err)}
 		}
