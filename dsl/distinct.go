@@ -29,22 +29,22 @@ var distinctFunc = function.New(&function.Spec{
 	},
 })
 
-// distinctTexts is list's distinct elements when list is a known list of
-// at least one known, non-null, unmarked string or bool; ok is false
-// otherwise.
+// distinctTexts is list's distinct elements when list is a list of known,
+// non-null, unmarked strings or bools (plainElements), at least one; ok is
+// false otherwise.
 func distinctTexts(list cty.Value) (cty.Value, bool) {
-	ety := list.Type().ElementType()
-	if !list.IsKnown() || list.IsNull() || list.IsMarked() || (ety != cty.String && ety != cty.Bool) || list.LengthInt() == 0 {
+	if !list.Type().IsListType() || (list.Type().ElementType() != cty.String && list.Type().ElementType() != cty.Bool) {
 		return cty.NilVal, false
 	}
-	seen := make(map[string]bool, list.LengthInt())
-	var kept []cty.Value
-	for _, e := range list.AsValueSlice() {
-		if !e.IsKnown() || e.IsNull() || e.IsMarked() {
-			return cty.NilVal, false
-		}
+	vals, ok := plainElements(list)
+	if !ok {
+		return cty.NilVal, false
+	}
+	seen := make(map[string]bool, len(vals))
+	kept := vals[:0]
+	for _, e := range vals {
 		text := "false"
-		if ety == cty.String {
+		if e.Type() == cty.String {
 			text = e.AsString()
 		} else if e.True() {
 			text = "true"
