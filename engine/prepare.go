@@ -126,6 +126,9 @@ func (a *applier) prepare(ns *nodeState) bool {
 	if env == nil {
 		msg := why.String()
 		if why.Input != "" {
+			// The spelling is looked for again, not taken from why.Hint:
+			// the graph keeps the hint the plan found, and an upstream may
+			// have written the file under another spelling since.
 			msg = fmt.Sprintf("input %s does not exist%s", why.Input, dsl.SpellingHint(a.g.Root, why.Input))
 		}
 		a.fail(ns, failclass.Setup, msg)
