@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -29,7 +30,17 @@ func NumberText(f *big.Float) string {
 // other control bytes and non-ASCII text go through json.Marshal
 // (TestAppendJSONStringMatchesMarshal, FuzzAppendJSONString).
 func AppendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
+	plain := 0
+	for plain < len(s) && jsonPlain[s[plain]] {
+		plain++
+	}
+	if plain == len(s) {
+		// Nothing to escape (an id, a key, a model name): one copy.
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	for i := plain; i < len(s); i++ {
 		if c := s[i]; (c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c > 0x7e {
 			q, _ := json.Marshal(s)
 			return append(dst, q...)
@@ -66,6 +77,15 @@ func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// jsonPlain marks the bytes json.Marshal writes as they are: printable
+// ASCII but for quotes, backslashes, <, > and &.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune(`"\<>&`, rune(c))
+	}
+	return t
+}()
 
 // MarshalJSON is ctyjson.Marshal(v, t), byte for byte
 // (TestMarshalJSONMatchesCty), with numbers written by NumberText. Values
