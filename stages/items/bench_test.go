@@ -87,16 +87,10 @@ func BenchmarkOpenStore1M(b *testing.B) {
 	}
 }
 
-// BenchmarkWriteScoresFromStore writes the scores file of an evaluation
-// whose 50,000 items were all in the store: their outputs are read from
-// the log (what a resumed evaluation does at its end).
-func BenchmarkWriteScoresFromStore(b *testing.B) {
-	const n = 50_000
-	dir := b.TempDir()
-	store, err := OpenStore(dir, StoreOptions{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+// scoresBench is what the scores benchmarks write: n items, each with a
+// score and outputs, whose results are in the store (Cached, Result nil)
+// or in memory (Result set).
+func scoresBench(n int, inMemory bool) (Summary, []Record) {
 	recs := make([]Record, n)
 	sum := Summary{Items: make([]ItemOutcome, n)}
 	for i := range n {
@@ -106,8 +100,24 @@ func BenchmarkWriteScoresFromStore(b *testing.B) {
 		sc := float64(i % 2)
 		key := hex.EncodeToString(h[:])
 		recs[i] = Record{Key: key, Result: Result{Score: &sc, Charged: 1, Outputs: json.RawMessage(fmt.Sprintf(`{"answer":"%d"}`, i))}}
-		sum.Items[i] = ItemOutcome{ID: fmt.Sprintf("q%d", i), Key: key, Score: &sc, Cached: true, Done: true}
+		sum.Items[i] = ItemOutcome{ID: fmt.Sprintf("q%d", i), Key: key, Score: &sc, Cached: !inMemory, Done: true}
+		if inMemory {
+			sum.Items[i].Result = &recs[i].Result
+		}
 	}
+	return sum, recs
+}
+
+// BenchmarkWriteScoresFromStore writes the scores file of an evaluation
+// whose 50,000 items were all in the store: their outputs are read from
+// the log (what a resumed evaluation does at its end).
+func BenchmarkWriteScoresFromStore(b *testing.B) {
+	dir := b.TempDir()
+	store, err := OpenStore(dir, StoreOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum, recs := scoresBench(50_000, false)
 	if err := store.PutBatch(recs); err != nil {
 		b.Fatal(err)
 	}
@@ -119,6 +129,23 @@ func BenchmarkWriteScoresFromStore(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		if err := sum.WriteScores(io.Discard, store); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWriteScoresEvaluated writes the scores file of 50,000 items
+// just evaluated: their results are in memory (what an evaluation does at
+// its end, while its workers exit).
+func BenchmarkWriteScoresEvaluated(b *testing.B) {
+	sum, _ := scoresBench(50_000, true)
+	st, err := OpenStore(b.TempDir(), StoreOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for b.Loop() {
+		if err := sum.WriteScores(io.Discard, st); err != nil {
 			b.Fatal(err)
 		}
 	}

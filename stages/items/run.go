@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/process"
 )
 
@@ -392,7 +393,7 @@ func newRun(cfg Config) (*run, error) {
 func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 	var bundleField []byte
 	if bundle != "" {
-		bundleField = appendJSONString([]byte(`,"bundle":`), bundle)
+		bundleField = dsl.AppendJSONString([]byte(`,"bundle":`), bundle)
 	}
 	// The keys, on every core: each is a canonical form (when the item
 	// is not in it already) and a sha256.
@@ -435,7 +436,7 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 			t.idxs = append(t.idxs, i)
 			continue
 		}
-		idq := appendJSONString(nil, it.ID)
+		idq := dsl.AppendJSONString(nil, it.ID)
 		t := &task{kb: kb, key: key, idxs: []int{i}, id: it.ID, idq: idq, data: data, bundle: bundleField}
 		byKey[kb] = t
 		tasks = append(tasks, t)
@@ -1043,16 +1044,9 @@ func (s Summary) WriteScores(w io.Writer, st *Store) error {
 	}
 	bw := bufio.NewWriter(w)
 	next := 0 // into stored
+	var b []byte
 	for _, o := range s.Items {
-		line := struct {
-			ID      string          `json:"id"`
-			Key     string          `json:"key"`
-			Score   *float64        `json:"score"`
-			Error   string          `json:"error,omitempty"`
-			Outputs json.RawMessage `json:"outputs,omitempty"`
-			Failed  string          `json:"failed,omitempty"`
-			Pending bool            `json:"pending,omitempty"`
-		}{ID: o.ID, Key: o.Key, Score: o.Score}
+		line := scoresLine{ID: o.ID, Key: o.Key, Score: o.Score}
 		switch {
 		case o.Failed:
 			line.Score, line.Failed = nil, o.Reason
@@ -1065,12 +1059,12 @@ func (s Summary) WriteScores(w io.Writer, st *Store) error {
 			line.Error, line.Outputs = stored[next].Error, stored[next].Outputs
 			next++
 		}
-		b, err := json.Marshal(line)
-		if err != nil {
+		var err error
+		if b, err = line.appendTo(b[:0]); err != nil {
 			return fmt.Errorf("items: write scores: %w", err)
 		}
+		b = append(b, '\n')
 		bw.Write(b)
-		bw.WriteByte('\n')
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("items: write scores: %w", err)

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/jsonpos"
 )
@@ -365,11 +366,11 @@ func (p *proc) sendOne(t *task) bool {
 	line = strconv.AppendInt(line, int64(attempt), 10)
 	if ep != "" {
 		line = append(line, `,"endpoint":`...)
-		line = appendJSONString(line, ep)
+		line = dsl.AppendJSONString(line, ep)
 	}
 	line = append(line, t.bundle...)
 	line = append(line, `,"model":`...)
-	line = appendJSONString(line, r.cfg.ModelID)
+	line = dsl.AppendJSONString(line, r.cfg.ModelID)
 	line = append(line, `,"item":`...)
 	line = append(line, t.data...)
 	line = append(line, "}\n"...)
@@ -671,11 +672,6 @@ func (p *proc) garbageLine(line []byte, why string) {
 	} else if n == maxGarbageLogged+1 {
 		fmt.Fprintf(p.r.cfg.Log, "items: %s: ignoring further malformed lines without logging them\n", p.name)
 	}
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
 }
 
 // prefixWriter writes each line with a prefix; it is safe for concurrent

@@ -1,0 +1,103 @@
+package items
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"github.com/cairn-run/cairn/dsl"
+)
+
+// The per-item results file is written a line per item, the same bytes as
+// encoding/json's Marshal writes (HTML-safe escaping included) without its
+// reflection: values that need no rewriting, nearly all of them, are
+// copied, and a line with any other goes through Marshal itself.
+// TestScoresLineMatchesMarshal and FuzzScoresLine hold it to Marshal.
+
+// appendJSONFloat appends f as Marshal writes a float64; ok is false for
+// a value Marshal refuses (NaN, ±Inf), and nothing is appended then.
+func appendJSONFloat(b []byte, f float64) (_ []byte, ok bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// An exponent of one digit has no leading zero: e-7, not e-07.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// plainJSONRaw reports whether Marshal writes the raw JSON value v as it
+// is: valid, compact (no whitespace between tokens) and with none of the
+// characters it escapes in strings (<, >, &, U+2028, U+2029; the first
+// byte of the last two is 0xE2).
+func plainJSONRaw(v []byte) bool {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\r', '\n', '<', '>', '&', 0xe2:
+			return false
+		}
+	}
+	return json.Valid(v)
+}
+
+// scoresLine is one line of the per-item results file (Summary.WriteScores).
+type scoresLine struct {
+	ID      string          `json:"id"`
+	Key     string          `json:"key"`
+	Score   *float64        `json:"score"`
+	Error   string          `json:"error,omitempty"`
+	Outputs json.RawMessage `json:"outputs,omitempty"`
+	Failed  string          `json:"failed,omitempty"`
+	Pending bool            `json:"pending,omitempty"`
+}
+
+// appendTo appends the line as Marshal writes it, without the newline.
+func (l *scoresLine) appendTo(b []byte) ([]byte, error) {
+	start := len(b)
+	b = append(b, `{"id":`...)
+	b = dsl.AppendJSONString(b, l.ID)
+	b = append(b, `,"key":`...)
+	b = dsl.AppendJSONString(b, l.Key)
+	b = append(b, `,"score":`...)
+	ok := true
+	if l.Score == nil {
+		b = append(b, "null"...)
+	} else {
+		b, ok = appendJSONFloat(b, *l.Score)
+	}
+	if ok && l.Error != "" {
+		b = append(b, `,"error":`...)
+		b = dsl.AppendJSONString(b, l.Error)
+	}
+	if ok && len(l.Outputs) > 0 {
+		if ok = plainJSONRaw(l.Outputs); ok {
+			b = append(b, `,"outputs":`...)
+			b = append(b, l.Outputs...)
+		}
+	}
+	if !ok {
+		// A value Marshal rewrites or refuses: Marshal says how.
+		m, err := json.Marshal(*l)
+		if err != nil {
+			return b[:start], err
+		}
+		return append(b[:start], m...), nil
+	}
+	if l.Failed != "" {
+		b = append(b, `,"failed":`...)
+		b = dsl.AppendJSONString(b, l.Failed)
+	}
+	if l.Pending {
+		b = append(b, `,"pending":true`...)
+	}
+	return append(b, '}'), nil
+}
