@@ -197,3 +197,30 @@ func TestCanonicalMember(t *testing.T) {
 	assert.NoError(t, errs[0])
 	assert.Error(t, errs[1])
 }
+
+// CanonicalMembers reads a chunk of items with one canonicalizer: each
+// item's result is its own, also after an item that failed halfway
+// through an object (whose members were left on the stack).
+func TestCanonicalMembersShareNothing(t *testing.T) {
+	ins := []string{
+		`{"id": "q1", "b": {"z": 1, "a": [{"y": 2, "x": 3}]}, "a": 0}`,
+		`{"id": "q2", "c": {"d": {"e": {"f": `,
+		`{"z": 1, "id": "q3"}`,
+		`{"b": {"id": "nested"}, "a": 1}`,
+		`{"id": "q5", "id": "q5b", "m": {"k": "v", "j": "w"}}`,
+		`{"id": {"x": [1, 2}}`,
+		`[{"b": 1, "a": 2}, {"id": "no"}]`,
+		`{"id": "q8"}`,
+	}
+	raws := make([]json.RawMessage, 0, 2000)
+	for i := range 2000 { // many items a canonicalizer
+		raws = append(raws, json.RawMessage(ins[i%len(ins)]))
+	}
+	canons, members, errs := CanonicalMembers(raws, "id")
+	for i, raw := range raws {
+		canon, member, err := CanonicalMember(raw, "id")
+		assert.Equal(t, err, errs[i], "%d: %s", i, raw)
+		assert.Equal(t, string(canon), string(canons[i]), "%d: %s", i, raw)
+		assert.Equal(t, string(member), string(members[i]), "%d: %s", i, raw)
+	}
+}
