@@ -9,8 +9,9 @@
 //	    -batch, in batches of B, each once every reply of the last is in:
 //	    what the server allows a rollout method that waits for each reply.
 //	evalpace worker
-//	    an evaluation worker in Go (docs/worker-protocol.md): one goroutine
-//	    per request, CAIRN_MAX_IN_FLIGHT connections kept alive.
+//	    an evaluation worker in Go (docs/worker-protocol.md): up to
+//	    CAIRN_MAX_IN_FLIGHT goroutines, each answering one request at a
+//	    time over its kept-alive connection.
 //	evalpace method -n N -batch B -out FILE
 //	    an optimizer method (docs/rollout-protocol.md) that asks for N
 //	    rollouts of the seed bundle, B items a request, and writes to FILE
@@ -207,7 +208,7 @@ func worker() error {
 		}
 		wrote <- out.Flush()
 	}()
-	write := func(v any) {
+	write := func(v answer) {
 		b, _ := json.Marshal(v)
 		answers <- append(b, '\n')
 		if trace != nil {
@@ -223,8 +224,38 @@ func worker() error {
 			Answer   string `json:"answer"`
 		} `json:"item"`
 	}
-	br := bufio.NewReaderSize(os.Stdin, 1<<20)
+	// Requests are answered on up to CAIRN_MAX_IN_FLIGHT goroutines,
+	// started one per request until there are that many, each answering
+	// one request at a time for the worker's whole life, as the README's
+	// worker does with threads: a goroutine per request grew a fresh stack
+	// through the HTTP client's calls each time, a tenth of the worker's
+	// CPU at 1,024 in flight.
+	todo := make(chan request, max(conns, 1))
 	var wg sync.WaitGroup
+	var fmu sync.Mutex
+	free := 0 // answerers done with their last request; under fmu
+	answerer := func() {
+		for req := range todo {
+			text, code, err := ask(hc, req.Endpoint, req.Model, req.Item.Question)
+			switch {
+			case err != nil && (code == 0 || code == 429 || code >= 500):
+				write(answer{ID: req.ID, InfraFailure: true, Error: err.Error()})
+			case err != nil:
+				write(answer{ID: req.ID, Score: new(float64), Charged: 1, Error: err.Error()})
+			default:
+				score := 0.0
+				if strings.TrimSpace(text) == req.Item.Answer {
+					score = 1
+				}
+				write(answer{ID: req.ID, Score: &score, Charged: 1, Outputs: &outputs{Answer: text}})
+			}
+			fmu.Lock()
+			free++
+			fmu.Unlock()
+		}
+	}
+	started := 0
+	br := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -235,30 +266,41 @@ func worker() error {
 			if jerr := json.Unmarshal(line, &req); jerr != nil {
 				fmt.Fprintln(os.Stderr, "bad request:", jerr)
 			} else {
-				wg.Go(func() {
-					text, code, err := ask(hc, req.Endpoint, req.Model, req.Item.Question)
-					switch {
-					case err != nil && (code == 0 || code == 429 || code >= 500):
-						write(map[string]any{"id": req.ID, "infra_failure": true, "error": err.Error()})
-					case err != nil:
-						write(map[string]any{"id": req.ID, "score": 0.0, "charged": 1, "error": err.Error()})
-					default:
-						score := 0.0
-						if strings.TrimSpace(text) == req.Item.Answer {
-							score = 1
-						}
-						write(map[string]any{"id": req.ID, "score": score, "charged": 1, "outputs": map[string]string{"answer": text}})
-					}
-				})
+				fmu.Lock()
+				spare := free > 0
+				if spare {
+					free--
+				}
+				fmu.Unlock()
+				if !spare && started < max(conns, 1) {
+					started++
+					wg.Go(answerer)
+				}
+				todo <- req
 			}
 		}
 		if err != nil {
 			break
 		}
 	}
+	close(todo)
 	wg.Wait()
 	close(answers)
 	return <-wrote
+}
+
+// answer is the worker's reply to one request (docs/worker-protocol.md).
+type answer struct {
+	ID           string   `json:"id"`
+	Score        *float64 `json:"score,omitempty"`
+	Charged      int      `json:"charged,omitempty"`
+	InfraFailure bool     `json:"infra_failure,omitempty"`
+	Error        string   `json:"error,omitempty"`
+	Outputs      *outputs `json:"outputs,omitempty"`
+}
+
+type outputs struct {
+	Answer string `json:"answer"`
 }
 
 func method(args []string) error {
