@@ -3,6 +3,7 @@ package slurm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,8 +49,15 @@ func newFake(t *testing.T, config string) (*fake, *Client) {
 	return f, c
 }
 
+// write replaces a file of the fake cluster whole: the fake commands read
+// them while the tests write, and a file written in place can be read
+// half written, or empty (all jobs gone) on a loaded machine.
 func (f *fake) write(name, text string) {
-	require.NoError(f.t, os.WriteFile(filepath.Join(f.dir, name), []byte(text), 0o666))
+	tmp, err := os.CreateTemp(f.dir, "."+name+".tmp-*")
+	require.NoError(f.t, err)
+	_, err = tmp.WriteString(text)
+	require.NoError(f.t, errors.Join(err, tmp.Chmod(0o666), tmp.Close()))
+	require.NoError(f.t, os.Rename(tmp.Name(), filepath.Join(f.dir, name)))
 }
 
 func (f *fake) read(name string) string {
@@ -615,21 +623,41 @@ func TestRequeueIsSaidAtOnce(t *testing.T) {
 	waitFake(t, c, ref)
 	assert.Len(t, ns.wait(t, 2), 2, "a first wait in the queue is no requeue")
 
+	// requeued submits job name, which squeue then shows as line: a
+	// requeued job's first notice is that it waits.
+	requeued := func(name, id, squeue string) (Ref, *notices) {
+		t.Helper()
+		ref, err := c.Submit(context.Background(), f.job(name))
+		require.NoError(t, err)
+		require.Equal(t, id, ref.JobID)
+		n := &notices{}
+		c.Watch(ref.JobID, n.add)
+		f.write("squeue.out", squeue)
+		got := n.wait(t, 1)
+		assert.True(t, got[0].Waiting)
+		assert.Equal(t, "Slurm to run job "+id+" again", got[0].What)
+		return ref, n
+	}
+
 	// A job requeued between two queries, never seen running: Slurm's
 	// hold of a requeued job tells it.
-	ref, err = c.Submit(context.Background(), f.job("b"))
-	require.NoError(t, err)
-	var nb notices
-	c.Watch(ref.JobID, nb.add)
-	f.write("squeue.out", "1001|COMPLETED|None\n1002|PENDING|BeginTime\n")
-	got = nb.wait(t, 1)
-	assert.True(t, got[0].Waiting)
-	assert.Equal(t, "Slurm to run job 1002 again", got[0].What)
+	ref, nb := requeued("b", "1002", "1001|COMPLETED|None\n1002|PENDING|BeginTime\n")
 	f.write("b.exit", "status=0\n")
 	f.write("squeue.out", "1001|COMPLETED|None\n1002|COMPLETED|None\n")
 	waitFake(t, c, ref)
 	got = nb.wait(t, 2)
 	assert.False(t, got[1].Waiting, "the wait is over once it ended, though no query saw it run")
+
+	// A requeued job that ran again and ended, which Slurm forgot before
+	// a query saw it (older than MinJobAge): its exit file ends the wait.
+	ref, nc := requeued("c", "1003", "1003|PENDING|BeginTime\n")
+	f.write("c.exit", "status=0\n")
+	f.write("squeue.out", "")
+	out := waitFake(t, c, ref)
+	assert.Equal(t, "", out.Class, out.Message)
+	got = nc.wait(t, 2)
+	assert.False(t, got[1].Waiting, "the wait is over once its exit file is written, though Slurm forgot the job")
+	assert.Equal(t, "Slurm to run job 1003 again", got[1].What)
 }
 
 // A Slurm command that does not answer within the call timeout is shown

@@ -266,18 +266,15 @@ func requeuedState(st jobState, begins bool) bool {
 // query saw it run, by its state), or that runs again or has ended since. begins: the jobs
 // were submitted with a begin time. c.mu is held.
 func (t *tracked) watch(st jobState, now time.Time, begins bool) *executor.Notice {
-	what := "Slurm to run job " + t.ref.JobID + " again"
 	switch {
 	case (running(st.state) || final(st.state)) && !t.requeued.IsZero():
 		// It ran again (also when it ended before a query saw it run).
-		since := t.requeued
-		t.requeued = time.Time{}
-		t.ran = true
-		return &executor.Notice{What: what, Since: since}
+		return t.ranAgain()
 	case running(st.state):
 		t.ran = true
 	case t.requeued.IsZero() && !final(st.state) && (t.ran || requeuedState(st, begins)):
 		t.requeued, t.ran = now, false
+		what := "Slurm to run job " + t.ref.JobID + " again"
 		detail := "Slurm requeued it; it is " + st.state
 		if st.reason != "" && st.reason != "None" {
 			detail += " (" + st.reason + ")"
@@ -288,6 +285,14 @@ func (t *tracked) watch(st jobState, now time.Time, begins bool) *executor.Notic
 		return &executor.Notice{Waiting: true, What: what, Since: now, Detail: detail}
 	}
 	return nil
+}
+
+// ranAgain ends the wait of a requeued job that was seen waiting: the
+// notice that it ran again. c.mu is held.
+func (t *tracked) ranAgain() *executor.Notice {
+	since := t.requeued
+	t.requeued, t.ran = time.Time{}, true
+	return &executor.Notice{What: "Slurm to run job " + t.ref.JobID + " again", Since: since}
 }
 
 // State is the job's last seen state ("" before the first answer).
@@ -377,6 +382,11 @@ func (c *Client) poll() {
 						c.begin()
 						go c.finish(t)
 						continue
+					}
+					if exited && !t.requeued.IsZero() && t.notify != nil {
+						// Requeued, it ran again and ended before a
+						// query saw it: its wait is over all the same.
+						notes = append(notes, note{t.notify, *t.ranAgain()})
 					}
 					if exited || now.Sub(t.missingSince) >= c.opts.LostAfter && now.Sub(t.since) >= c.opts.LostAfter {
 						t.state, t.finishing, changed = "LOST", true, true
