@@ -166,12 +166,12 @@ func (Evaluate) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	if diags.HasErrors() {
 		return nil
 	}
-	return s.inputs(root)
+	return s.inputs(n.Look, root)
 }
 
 // inputs are the files in the workspace that key an evaluation: the
 // dataset file, the bundle and the worker's files and folders.
-func (s evalSpec) inputs(root string) []DeclaredPath {
+func (s evalSpec) inputs(look *Look, root string) []DeclaredPath {
 	var out []DeclaredPath
 	if s.itemsPath != "" {
 		out = append(out, DeclaredPath{Attr: "items", Path: s.itemsPath})
@@ -179,7 +179,7 @@ func (s evalSpec) inputs(root string) []DeclaredPath {
 	for _, b := range s.bundle {
 		out = append(out, DeclaredPath{Attr: "bundle", Path: b})
 	}
-	for _, w := range s.workerPaths(root) {
+	for _, w := range s.workerPaths(look, root) {
 		out = append(out, DeclaredPath{Attr: "worker", Path: w.path})
 	}
 	return out
@@ -190,7 +190,7 @@ func (s evalSpec) inputs(root string) []DeclaredPath {
 // names), which key the items each in its own part of the item key.
 func (s evalSpec) stageInputs(n *Node, root string) []string {
 	own := map[string]bool{}
-	for _, p := range s.inputs(root) {
+	for _, p := range s.inputs(n.Look, root) {
 		own[p.Path] = true
 	}
 	var out []string
@@ -207,7 +207,7 @@ func (s evalSpec) stageInputs(n *Node, root string) []string {
 // of the stage's inputs (Node.InputDigests): a module the worker imports
 // from a folder in inputs is part of what it is.
 func (s evalSpec) workerDigestOf(n *Node, root string) (string, error) {
-	return workerDigest(root, s.workerPaths(root), s.worker, n.InputDigests, s.stageInputs(n, root))
+	return workerDigest(root, s.workerPaths(n.Look, root), s.worker, n.InputDigests, s.stageInputs(n, root))
 }
 
 // evalSpec is an evaluate node's decoded attributes. Attributes whose value
@@ -529,8 +529,8 @@ type workerFile struct {
 // workerPaths are the worker's files and folders (workerFiles), less a
 // folder that holds the scores file: the node's own output is no input
 // of its worker.
-func (s evalSpec) workerPaths(root string) []workerFile {
-	all := workerFiles(root, s.worker)
+func (s evalSpec) workerPaths(look *Look, root string) []workerFile {
+	all := workerFiles(look, root, s.worker)
 	out := all[:0:0]
 	for _, w := range all {
 		if w.dir && s.scores != "" && strings.HasPrefix(s.scores, w.path+string(filepath.Separator)) {
@@ -548,7 +548,7 @@ func (s evalSpec) workerPaths(root string) []workerFile {
 // "prompt_file=p.txt"), by a path relative to the workspace or an
 // absolute one inside it. Their content, not their names, identifies the
 // worker.
-func workerFiles(root string, argv []string) []workerFile {
+func workerFiles(look *Look, root string, argv []string) []workerFile {
 	var out []workerFile
 	absRoot, _ := filepath.Abs(root)
 	for i, a := range argv {
@@ -564,7 +564,7 @@ func workerFiles(root string, argv []string) []workerFile {
 			if !filepath.IsLocal(clean) || clean == "." {
 				continue
 			}
-			st, err := os.Stat(filepath.Join(root, clean))
+			st, err := look.Stat(filepath.Join(root, clean))
 			if err != nil || !st.Mode().IsRegular() && !st.IsDir() {
 				continue
 			}
@@ -802,11 +802,11 @@ func (e *errLink) Error() string {
 // links, and its files' content identifies it. nil when there is none, or
 // when a folder cannot be read (its digest says why). Each refusal says
 // what to do.
-func bundleLinkProblem(root string, bundle []string) error {
+func bundleLinkProblem(look *Look, root string, bundle []string) error {
 	realRoot := ""
 	for _, p := range bundle {
 		full := filepath.Join(root, p)
-		if st, err := os.Stat(full); err != nil || !st.IsDir() || !holdsLink(full) {
+		if st, err := look.Stat(full); err != nil || !st.IsDir() || !holdsLink(full) {
 			continue
 		}
 		if realRoot == "" {
@@ -852,7 +852,7 @@ func holdsLink(dir string) bool {
 // outside the workspace, to nothing or back into a folder it is in
 // (bundleLinkProblem), at the bundle attribute.
 func (s evalSpec) checkBundle(n *Node, root string) hcl.Diagnostics {
-	if err := bundleLinkProblem(root, s.bundle); err != nil {
+	if err := n.Look.bundleLinkProblem(root, s.bundle); err != nil {
 		return Diag("Invalid bundle", fmt.Sprintf("%s: %s.", n.Address, err), n.Range("bundle"))
 	}
 	return nil
@@ -1174,7 +1174,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if err != nil {
 		return itemsFailure("", err), nil
 	}
-	if err := bundleLinkProblem(root, s.bundle); err != nil {
+	if err := bundleLinkProblem(nil, root, s.bundle); err != nil {
 		return setup("%s", err)
 	}
 	bundle, err := bundleDigest(root, s.bundle)

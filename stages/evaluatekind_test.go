@@ -227,10 +227,10 @@ func TestDigests(t *testing.T) {
 	dc, err := bundleDigest(root, []string{"c/linked"})
 	require.NoError(t, err)
 	assert.Equal(t, da, dc)
-	require.NoError(t, bundleLinkProblem(root, []string{"c/linked"}))
+	require.NoError(t, bundleLinkProblem(nil, root, []string{"c/linked"}))
 	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, "c/linked/out")))
-	assert.ErrorContains(t, bundleLinkProblem(root, []string{"a/bundle", "c/linked"}), "bundle c/linked holds c/linked/out, a link to ")
-	assert.ErrorContains(t, bundleLinkProblem(root, []string{"c/linked"}), "Copy what the link points to into the workspace, or point the link at a file inside it")
+	assert.ErrorContains(t, bundleLinkProblem(nil, root, []string{"a/bundle", "c/linked"}), "bundle c/linked holds c/linked/out, a link to ")
+	assert.ErrorContains(t, bundleLinkProblem(nil, root, []string{"c/linked"}), "Copy what the link points to into the workspace, or point the link at a file inside it")
 
 	// A broken link, a link back into a folder above it and a loop of
 	// links are refused too, each named where it lies, with what to do.
@@ -240,7 +240,7 @@ func TestDigests(t *testing.T) {
 		if c.link == "y" {
 			continue // broken until x is made: a loop of two links
 		}
-		err := bundleLinkProblem(root, []string{"c/linked"})
+		err := bundleLinkProblem(nil, root, []string{"c/linked"})
 		assert.ErrorContains(t, err, "bundle c/linked holds c/linked/"+c.named+", a link to "+c.to+", which ")
 		assert.ErrorContains(t, err, "Remove the link, or point it at a file in the workspace")
 		require.NoError(t, os.Remove(filepath.Join(root, "c/linked", c.link)))
@@ -302,7 +302,7 @@ func TestWorkerFilesThroughALinkedWorkspace(t *testing.T) {
 	for _, c := range []struct{ root, named string }{{link, real}, {real, link}} {
 		writeFile(t, filepath.Join(real, "worker.py"), "print('v1')")
 		argv := []string{"python3", filepath.Join(c.named, "worker.py")}
-		files := workerFiles(c.root, argv)
+		files := workerFiles(nil, c.root, argv)
 		require.Len(t, files, 1, "root %s, worker named through %s", c.root, c.named)
 		assert.Equal(t, "worker.py", files[0].path)
 		before, err := argvDigest(c.root, argv)
@@ -319,13 +319,13 @@ func TestWorkerFilesThroughALinkedWorkspace(t *testing.T) {
 	}
 	// A file outside the workspace still counts by its path.
 	writeFile(t, filepath.Join(top, "elsewhere/w.py"), "")
-	assert.Empty(t, workerFiles(link, []string{"python3", filepath.Join(top, "elsewhere/w.py")}))
+	assert.Empty(t, workerFiles(nil, link, []string{"python3", filepath.Join(top, "elsewhere/w.py")}))
 }
 
 // argvDigest is the digest of a worker argv naming no folder, of a stage
 // without inputs.
 func argvDigest(root string, argv []string) (string, error) {
-	return workerDigest(root, workerFiles(root, argv), argv, nil, nil)
+	return workerDigest(root, workerFiles(nil, root, argv), argv, nil, nil)
 }
 
 func TestDeclaredInputs(t *testing.T) {

@@ -222,7 +222,7 @@ func (Optimize) DeclaredInputs(n *Node, root string) []DeclaredPath {
 	if diags.HasErrors() {
 		return nil
 	}
-	return s.eval.inputs(root)
+	return s.eval.inputs(n.Look, root)
 }
 
 // ChangeNote implements ChangeNoter: env reruns the node, but its
@@ -520,7 +520,7 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	if in.train, err = loadItems(o.root, o.s.eval); err != nil {
 		return nil, itemsFailure("the training split: ", err)
 	}
-	if err := bundleLinkProblem(o.root, o.s.eval.bundle); err != nil {
+	if err := bundleLinkProblem(nil, o.root, o.s.eval.bundle); err != nil {
 		return setup("the seed bundle: %s", err)
 	}
 	if in.seedDigest, err = bundleDigest(o.root, o.s.eval.bundle); err != nil {

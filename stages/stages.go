@@ -313,6 +313,9 @@ type Node struct {
 	// large trees (a job's servers' weights) reads them again only when
 	// a file of them changed.
 	Stat ContentDigester
+	// Look remembers the kinds' looks at the workspace while a plan
+	// looks at it at one moment (set by the planner; nil otherwise).
+	Look *Look
 	// Blocks are the kind's own blocks, evaluated by the kind.
 	Blocks []*hcl.Block
 	// EvalContext evaluates expressions inside Blocks (nil when the

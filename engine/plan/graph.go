@@ -73,7 +73,10 @@ type Graph struct {
 	forEaches map[string]*forEach  // see forEachOf
 	expanded  map[string]*forEach  // see forEachOf
 	paths     *PathChecker
-	pathsMu   sync.Mutex
+	// look is the kinds' memo of the workspace while a plan looks at
+	// it at one moment (setPathSnapshot); nil otherwise.
+	look    *stages.Look
+	pathsMu sync.Mutex
 	// hints are the spelling hints of missing inputs, by path
 	// (spellingHint).
 	hintsMu  sync.Mutex

@@ -269,6 +269,7 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		Args:   make(map[string]cty.Value, len(n.Stage.Attrs)),
 		Blocks: n.Stage.KindBlocks,
 		Stat:   g.stat,
+		Look:   g.look,
 	}
 	var diags hcl.Diagnostics
 	var bad bool // some attribute holds a reference reported as wrong
@@ -735,13 +736,22 @@ type dirListing struct {
 // the folder is listed instead.
 const listAfter = 16
 
-// setSnapshot turns snapshot checking on or off; off forgets listings.
+// setPathSnapshot turns snapshot checking on or off; off forgets
+// listings and ends the kinds' memo of the workspace (stages.Look), which
+// the nodes evaluated meanwhile hold.
 func (g *Graph) setPathSnapshot(on bool) {
 	pc := g.PathCheck()
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.snapshot = on
 	pc.dirs = nil
+	if g.look != nil {
+		g.look.End()
+		g.look = nil
+	}
+	if on {
+		g.look = &stages.Look{}
+	}
 }
 
 func newPathChecker(root, cacheDir string) *PathChecker {
