@@ -145,3 +145,31 @@ func TestValidateListsAFolderOfOutputs(t *testing.T) {
 	require.True(t, diags.HasErrors())
 	assert.Contains(t, diags.Error(), `"out/x_150": resolves through a symlink to`)
 }
+
+// A plan does not look up the paths below a folder it found missing
+// (nothing below it exists at that moment): a grid's run folders, not
+// made yet, cost one lstat each at their top instead of one for every
+// folder on the way. A link leading out of the workspace next to them is
+// still found.
+func TestPlanSkipsBelowMissingFolders(t *testing.T) {
+	const src = `stage "command" "x" {
+  for_each = toset([for i in range(200) : tostring(i)])
+  run      = ["sh", "-c", "mkdir -p runs/m/d/${each.key}/s && echo > runs/m/d/${each.key}/s/out"]
+  outputs  = ["runs/m/d/${each.key}/s/out", "made/${each.key}/out"]
+}
+`
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "made"), 0o755))
+	for _, validate := range []bool{false, true} {
+		l, diags := planLike(plan.LoadOptions{Path: "p.hcl", Root: root, Validate: validate})
+		require.False(t, diags.HasErrors(), "%s", diags.Error())
+		// runs (missing), made, and made/0 .. made/199 (missing).
+		assert.LessOrEqual(t, l.Graph.PathCheck().Lstats(), 210, "validate %v: paths checked one by one", validate)
+	}
+
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(root, "made", "150")))
+	_, diags := planLike(plan.LoadOptions{Path: "p.hcl", Root: root, Validate: true})
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Error(), `"made/150/out": resolves through a symlink to`)
+}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -721,6 +722,9 @@ type PathChecker struct {
 	// instead of one lstat per path.
 	snapshot bool
 	dirs     map[string]*dirListing
+	// absent names the prefixes a snapshot found missing: nothing
+	// below them exists either, and is not looked up.
+	absent map[string]bool
 	// lstats counts the paths checked one by one (checkOne).
 	lstats int
 }
@@ -744,7 +748,7 @@ func (g *Graph) setPathSnapshot(on bool) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.snapshot = on
-	pc.dirs = nil
+	pc.dirs, pc.absent = nil, nil
 	if g.look != nil {
 		g.look.End()
 		g.look = nil
@@ -810,6 +814,7 @@ func (pc *PathChecker) check(p string) (string, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	linked := false
+	absent := false // a folder on the way is missing (snapshot)
 	for i := 0; i <= len(clean); i++ {
 		if i < len(clean) && clean[i] != '/' {
 			continue
@@ -817,15 +822,19 @@ func (pc *PathChecker) check(p string) (string, error) {
 		prefix := clean[:i]
 		err, ok := pc.seen[prefix]
 		if !ok {
-			if i == len(clean) && pc.snapshot && !pc.mayBeLink(clean) {
-				err = nil
-			} else {
+			switch {
+			case absent:
+				// Below a missing folder: missing too, no link.
+				pc.absent[prefix] = true
+			case i == len(clean) && pc.snapshot && !pc.mayBeLink(clean):
+			default:
 				err = pc.checkOne(prefix)
 			}
 			if i < len(clean) {
 				pc.seen[prefix] = err
 			}
 		}
+		absent = absent || pc.absent[prefix]
 		if err != nil {
 			return "", fmt.Errorf("%q: %w", p, err)
 		}
@@ -922,6 +931,12 @@ func (pc *PathChecker) checkOne(rel string) error {
 	pc.lstats++
 	full := filepath.Join(pc.root, rel)
 	st, err := os.Lstat(full)
+	if pc.snapshot && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+		if pc.absent == nil {
+			pc.absent = map[string]bool{}
+		}
+		pc.absent[rel] = true
+	}
 	if err != nil || st.Mode()&os.ModeSymlink == 0 {
 		return nil
 	}
