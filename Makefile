@@ -111,7 +111,7 @@ bench: build
 # test).
 FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
 	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
-	./stages/modelcache:FuzzParse ./dsl:FuzzAppendJSONString ./stages/items:FuzzScoresLine
+	./stages/modelcache:FuzzParse ./dsl/jsonwrite:FuzzString ./stages/items:FuzzScoresLine
 
 fuzz:
 	@GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZERS)

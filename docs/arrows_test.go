@@ -55,8 +55,8 @@ type part struct {
 // parts is the intended shape of cairn, bottom up (docs/architecture.md
 // draws it). Every package of the module is in exactly one part.
 var parts = []part{
-	{"primitives", 0, []string{"dsl/addrs", "dsl/failclass", "dsl/gcpace", "dsl/par", "storage/...", "engine/nofollow", "engine/sysproc", "engine/failpoint", "process", "events", "stats", "syncbuf"},
-		"names, classes, files, locks, logs, processes, the typed events an apply tells, statistics, and a buffer tests read while it is written, that know nothing of pipelines, runs or devices: every part may use them"},
+	{"primitives", 0, []string{"dsl/addrs", "dsl/failclass", "dsl/gcpace", "dsl/jsonwrite", "dsl/par", "storage/...", "engine/nofollow", "engine/sysproc", "engine/failpoint", "process", "events", "stats", "syncbuf"},
+		"names, classes, JSON text, files, locks, logs, processes, the typed events an apply tells, statistics, and a buffer tests read while it is written, that know nothing of pipelines, runs or devices: every part may use them"},
 	{"language", 1, []string{"dsl"}, "pipeline files to configuration: it knows nothing of running or graphs"},
 	{"devices", 1, []string{"gpu"}, "the GPUs: they know no pipelines, stage kinds or runs"},
 	{"cache", 1, []string{"engine/cas", "engine/fsdigest", "engine/store"}, "keys, records, blobs and digests: it knows no pipelines and no runs"},

@@ -2,14 +2,14 @@ package dsl
 
 import (
 	"bytes"
-	"encoding/json"
 	"math/big"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 )
 
 // NumberText is a number the way cty writes it (big.Float's Text('f', -1):
@@ -22,70 +22,6 @@ func NumberText(f *big.Float) string {
 	}
 	return f.Text('f', -1)
 }
-
-// AppendJSONString appends s as json.Marshal writes it. Printable ASCII,
-// newlines and tabs (a path, a command line with its quotes and
-// redirections) it escapes itself, as json.Marshal does: quotes and
-// backslashes with a backslash, <, > and & as \u003c, \u003e and \u0026;
-// other control bytes and non-ASCII text go through json.Marshal
-// (TestAppendJSONStringMatchesMarshal, FuzzAppendJSONString).
-func AppendJSONString(dst []byte, s string) []byte {
-	plain := 0
-	for plain < len(s) && jsonPlain[s[plain]] {
-		plain++
-	}
-	if plain == len(s) {
-		// Nothing to escape (an id, a key, a model name): one copy.
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	for i := plain; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c > 0x7e {
-			q, _ := json.Marshal(s)
-			return append(dst, q...)
-		}
-	}
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		var esc string
-		switch s[i] {
-		case '"':
-			esc = `\"`
-		case '\\':
-			esc = `\\`
-		case '\n':
-			esc = `\n`
-		case '\r':
-			esc = `\r`
-		case '\t':
-			esc = `\t`
-		case '<':
-			esc = `\u003c`
-		case '>':
-			esc = `\u003e`
-		case '&':
-			esc = `\u0026`
-		default:
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		dst = append(dst, esc...)
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// jsonPlain marks the bytes json.Marshal writes as they are: printable
-// ASCII but for quotes, backslashes, <, > and &.
-var jsonPlain = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = !strings.ContainsRune(`"\<>&`, rune(c))
-	}
-	return t
-}()
 
 // MarshalJSON is ctyjson.Marshal(v, t), byte for byte
 // (TestMarshalJSONMatchesCty), with numbers written by NumberText. Values
@@ -109,7 +45,7 @@ func marshalPlain(b *bytes.Buffer, v cty.Value, t cty.Type) bool {
 	}
 	switch {
 	case t == cty.String:
-		b.Write(AppendJSONString(b.AvailableBuffer(), v.AsString()))
+		b.Write(jsonwrite.String(b.AvailableBuffer(), v.AsString()))
 	case t == cty.Number:
 		f := v.AsBigFloat()
 		if f.IsInf() {

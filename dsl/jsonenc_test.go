@@ -1,11 +1,8 @@
 package dsl
 
 import (
-	"encoding/json"
 	"math/big"
-	"math/rand/v2"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -48,52 +45,4 @@ func TestMarshalJSONMatchesCty(t *testing.T) {
 			}
 		}
 	}
-}
-
-// AppendJSONString writes what json.Marshal writes for every string: the
-// printable ASCII it copies itself, and escapes, control bytes, non-ASCII
-// and invalid UTF-8 it leaves to json.Marshal.
-func TestAppendJSONStringMatchesMarshal(t *testing.T) {
-	r := rand.New(rand.NewPCG(34, 2))
-	alphabet := []string{"a", "Z", "0", " ", "/", "-", "\"", "\\", "<", ">", "&", "\n", "\t", "\r", "\b", "\f", "\x00", "\x1f", "\x7f",
-		"é", "\u2028", "\u2029", "\xff", "\xc3", "~", "{", "}"}
-	check := func(s string) {
-		want, _ := json.Marshal(s)
-		if got := AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Errorf("AppendJSONString(%q) = %s, json.Marshal: %s", s, got[1:], want)
-		}
-	}
-	for c := 0; c < 256; c++ {
-		check(string([]byte{byte(c)}))
-	}
-	for range 5000 {
-		var sb strings.Builder
-		for range r.IntN(12) {
-			sb.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		check(sb.String())
-	}
-}
-
-// An ASCII string costs no allocation beyond the buffer, escapes and
-// all (a command line with a redirection and quotes).
-func TestAppendJSONStringAllocs(t *testing.T) {
-	buf := make([]byte, 0, 64)
-	for _, s := range []string{"out/c42", `echo "c42" > out/c42 && cat <in`, "a\tb\n"} {
-		if n := testing.AllocsPerRun(100, func() { AppendJSONString(buf[:0], s) }); n != 0 {
-			t.Errorf("AppendJSONString(%q): %v allocations, want 0", s, n)
-		}
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "out/c0", "a\"b", "<&>", "\u2028", "\xff"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := AppendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("AppendJSONString(%q) = %s, json.Marshal: %s", s, got, want)
-		}
-	})
 }

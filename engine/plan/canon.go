@@ -10,6 +10,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 )
 
 // canonicalJSON encodes a value canonically for node keys: object and map
@@ -61,7 +62,7 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 	ty := v.Type()
 	switch {
 	case ty == cty.String:
-		b.Write(dsl.AppendJSONString(b.AvailableBuffer(), v.AsString()))
+		b.Write(jsonwrite.String(b.AvailableBuffer(), v.AsString()))
 	case ty == cty.Number:
 		s, err := dsl.MarshalJSON(v, cty.Number)
 		if err != nil {
@@ -97,7 +98,7 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.Write(dsl.AppendJSONString(b.AvailableBuffer(), k.AsString()))
+			b.Write(jsonwrite.String(b.AvailableBuffer(), k.AsString()))
 			b.WriteByte(':')
 			if !writeCanon(b, e) {
 				return false

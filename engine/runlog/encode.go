@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 )
 
 // marshalEntry is json.Marshal of e, encoded by hand for the records a
@@ -138,23 +140,12 @@ func appendStringsField(b []byte, name string, ss []string) []byte {
 	return append(b, ']')
 }
 
-// appendFloatField writes f as encoding/json does: the shortest decimal
-// that reads back as f, in exponent form below 1e-6 and from 1e21, with
-// a negative exponent's leading zero dropped (e-7, not e-07).
+// appendFloatField writes the field name: f, f as encoding/json does
+// (jsonwrite.Float), and nothing when f is 0.
 func appendFloatField(b []byte, name string, f float64) []byte {
 	if f == 0 {
 		return b
 	}
 	b = append(append(append(b, ",\""...), name...), "\":"...)
-	format := byte('f')
-	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		// e-07 is written e-7
-		b[n-2] = b[n-1]
-		b = b[:n-1]
-	}
-	return b
+	return jsonwrite.Float(b, f)
 }

@@ -3,9 +3,8 @@ package items
 import (
 	"encoding/json"
 	"math"
-	"strconv"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 )
 
 // The per-item results file is written a line per item, the same bytes as
@@ -13,27 +12,6 @@ import (
 // reflection: values that need no rewriting, nearly all of them, are
 // copied, and a line with any other goes through Marshal itself.
 // TestScoresLineMatchesMarshal and FuzzScoresLine hold it to Marshal.
-
-// appendJSONFloat appends f as Marshal writes a float64; ok is false for
-// a value Marshal refuses (NaN, ±Inf), and nothing is appended then.
-func appendJSONFloat(b []byte, f float64) (_ []byte, ok bool) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return b, false
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// An exponent of one digit has no leading zero: e-7, not e-07.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, true
-}
 
 // plainJSONRaw reports whether Marshal writes the raw JSON value v as it
 // is: valid, compact (no whitespace between tokens) and with none of the
@@ -64,19 +42,22 @@ type scoresLine struct {
 func (l *scoresLine) appendTo(b []byte) ([]byte, error) {
 	start := len(b)
 	b = append(b, `{"id":`...)
-	b = dsl.AppendJSONString(b, l.ID)
+	b = jsonwrite.String(b, l.ID)
 	b = append(b, `,"key":`...)
-	b = dsl.AppendJSONString(b, l.Key)
+	b = jsonwrite.String(b, l.Key)
 	b = append(b, `,"score":`...)
 	ok := true
-	if l.Score == nil {
+	switch {
+	case l.Score == nil:
 		b = append(b, "null"...)
-	} else {
-		b, ok = appendJSONFloat(b, *l.Score)
+	case math.IsInf(*l.Score, 0) || math.IsNaN(*l.Score):
+		ok = false // Marshal refuses it
+	default:
+		b = jsonwrite.Float(b, *l.Score)
 	}
 	if ok && l.Error != "" {
 		b = append(b, `,"error":`...)
-		b = dsl.AppendJSONString(b, l.Error)
+		b = jsonwrite.String(b, l.Error)
 	}
 	if ok && len(l.Outputs) > 0 {
 		if ok = plainJSONRaw(l.Outputs); ok {
@@ -94,7 +75,7 @@ func (l *scoresLine) appendTo(b []byte) ([]byte, error) {
 	}
 	if l.Failed != "" {
 		b = append(b, `,"failed":`...)
-		b = dsl.AppendJSONString(b, l.Failed)
+		b = jsonwrite.String(b, l.Failed)
 	}
 	if l.Pending {
 		b = append(b, `,"pending":true`...)

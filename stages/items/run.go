@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 	"github.com/cairn-run/cairn/process"
 )
 
@@ -393,7 +393,7 @@ func newRun(cfg Config) (*run, error) {
 func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 	var bundleField []byte
 	if bundle != "" {
-		bundleField = dsl.AppendJSONString([]byte(`,"bundle":`), bundle)
+		bundleField = jsonwrite.String([]byte(`,"bundle":`), bundle)
 	}
 	// The keys, on every core: each is a canonical form (when the item
 	// is not in it already) and a sha256.
@@ -436,7 +436,7 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 			t.idxs = append(t.idxs, i)
 			continue
 		}
-		idq := dsl.AppendJSONString(nil, it.ID)
+		idq := jsonwrite.String(nil, it.ID)
 		t := &task{kb: kb, key: key, idxs: []int{i}, id: it.ID, idq: idq, data: data, bundle: bundleField}
 		byKey[kb] = t
 		tasks = append(tasks, t)

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages/jsonpos"
 )
@@ -366,11 +366,11 @@ func (p *proc) sendOne(t *task) bool {
 	line = strconv.AppendInt(line, int64(attempt), 10)
 	if ep != "" {
 		line = append(line, `,"endpoint":`...)
-		line = dsl.AppendJSONString(line, ep)
+		line = jsonwrite.String(line, ep)
 	}
 	line = append(line, t.bundle...)
 	line = append(line, `,"model":`...)
-	line = dsl.AppendJSONString(line, r.cfg.ModelID)
+	line = jsonwrite.String(line, r.cfg.ModelID)
 	line = append(line, `,"item":`...)
 	line = append(line, t.data...)
 	line = append(line, "}\n"...)

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 	"github.com/cairn-run/cairn/stages/items"
 )
 
@@ -171,9 +171,9 @@ func (r *Request) Key(weights string, occurrence int) string {
 	b := append(arr[:0], `{"v":"`+KeyVersion+`","path":`...)
 	b = strconv.AppendQuote(b, r.Path)
 	b = append(b, `,"model":`...)
-	b = dsl.AppendJSONString(b, r.Model)
+	b = jsonwrite.String(b, r.Model)
 	b = append(b, `,"weights":`...)
-	b = dsl.AppendJSONString(b, weights)
+	b = jsonwrite.String(b, weights)
 	b = append(b, `,"occurrence":`...)
 	b = strconv.AppendInt(b, int64(occurrence), 10)
 	b = append(b, `,"request":`...)
