@@ -232,8 +232,6 @@ func worker() error {
 	// CPU at 1,024 in flight.
 	todo := make(chan request, max(conns, 1))
 	var wg sync.WaitGroup
-	var fmu sync.Mutex
-	free := 0 // answerers done with their last request; under fmu
 	answerer := func() {
 		for req := range todo {
 			text, code, err := ask(hc, req.Endpoint, req.Model, req.Item.Question)
@@ -249,9 +247,6 @@ func worker() error {
 				}
 				write(answer{ID: req.ID, Score: &score, Charged: 1, Outputs: &outputs{Answer: text}})
 			}
-			fmu.Lock()
-			free++
-			fmu.Unlock()
 		}
 	}
 	started := 0
@@ -266,13 +261,7 @@ func worker() error {
 			if jerr := json.Unmarshal(line, &req); jerr != nil {
 				fmt.Fprintln(os.Stderr, "bad request:", jerr)
 			} else {
-				fmu.Lock()
-				spare := free > 0
-				if spare {
-					free--
-				}
-				fmu.Unlock()
-				if !spare && started < max(conns, 1) {
+				if started < max(conns, 1) {
 					started++
 					wg.Go(answerer)
 				}
