@@ -274,7 +274,6 @@ func (t *tracked) watch(st jobState, now time.Time, begins bool) *executor.Notic
 		t.ran = true
 	case t.requeued.IsZero() && !final(st.state) && (t.ran || requeuedState(st, begins)):
 		t.requeued, t.ran = now, false
-		what := "Slurm to run job " + t.ref.JobID + " again"
 		detail := "Slurm requeued it; it is " + st.state
 		if st.reason != "" && st.reason != "None" {
 			detail += " (" + st.reason + ")"
@@ -282,7 +281,7 @@ func (t *tracked) watch(st jobState, now time.Time, begins bool) *executor.Notic
 				detail += ": Slurm holds a requeued job back for a while"
 			}
 		}
-		return &executor.Notice{Waiting: true, What: what, Since: now, Detail: detail}
+		return &executor.Notice{Waiting: true, What: t.again(), Since: now, Detail: detail}
 	}
 	return nil
 }
@@ -292,8 +291,11 @@ func (t *tracked) watch(st jobState, now time.Time, begins bool) *executor.Notic
 func (t *tracked) ranAgain() *executor.Notice {
 	since := t.requeued
 	t.requeued, t.ran = time.Time{}, true
-	return &executor.Notice{What: "Slurm to run job " + t.ref.JobID + " again", Since: since}
+	return &executor.Notice{What: t.again(), Since: since}
 }
+
+// again is what a requeued job's notices say it waits for.
+func (t *tracked) again() string { return "Slurm to run job " + t.ref.JobID + " again" }
 
 // State is the job's last seen state ("" before the first answer).
 func (c *Client) State(jobID string) string {
