@@ -3,6 +3,7 @@ package docs
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,8 +41,9 @@ func completeWorker(t *testing.T) string {
 }
 
 // runWorker sends the requests to the worker on its stdin, closes it, and
-// returns its answers by id once it exits.
-func runWorker(t *testing.T, worker string, inFlight int, reqs []map[string]any) map[string]map[string]any {
+// returns its answers by id once it exits. Its stdin is a pipe, as cairn
+// gives it, or with fromFile a file (a run by hand: worker.py < requests).
+func runWorker(t *testing.T, worker string, inFlight int, reqs []map[string]any, fromFile bool) map[string]map[string]any {
 	t.Helper()
 	var in bytes.Buffer
 	for _, r := range reqs {
@@ -49,12 +51,25 @@ func runWorker(t *testing.T, worker string, inFlight int, reqs []map[string]any)
 		require.NoError(t, err)
 		in.Write(append(b, '\n'))
 	}
-	cmd := exec.Command("python3", worker)
+	// A worker that waits for a reply it has (the end of a connection
+	// that stays open) is stopped, not waited for until the test's end.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "python3", worker)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("CAIRN_MAX_IN_FLIGHT=%d", inFlight))
 	cmd.Stdin = &in
+	if fromFile {
+		p := filepath.Join(t.TempDir(), "requests.jsonl")
+		require.NoError(t, os.WriteFile(p, in.Bytes(), 0o644))
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		defer f.Close()
+		cmd.Stdin = f
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	require.NoError(t, ctx.Err(), "the worker did not end in 2 minutes; its answers:\n%s", out)
 	require.NoError(t, err, "the worker exits 0 at the end of its input; stderr:\n%s", stderr.String())
 	answers := map[string]map[string]any{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -77,9 +92,11 @@ func request(id, endpoint, question string) map[string]any {
 // The complete worker of worker-protocol.md does what the document says of
 // it: it answers every request, tells the endpoint's failures (5xx, 429, a
 // refused connection) from the item's (another 4xx: a scored failure) and
-// from a reply it cannot read (an error, no score), opens a new connection
-// when the server closed its kept-alive one, and has at most
-// CAIRN_MAX_IN_FLIGHT requests outstanding.
+// from a reply it cannot read (an error, no score), reads the replies HTTP/1.1
+// allows (a length, chunks, a body ended by the connection's end), opens a
+// new connection when the server closed its kept-alive one, has at most
+// CAIRN_MAX_IN_FLIGHT requests outstanding, and reads its requests from a
+// pipe or a file.
 func TestCompleteWorkerAsDocumented(t *testing.T) {
 	worker := completeWorker(t)
 	var mu sync.Mutex
@@ -120,6 +137,26 @@ func TestCompleteWorkerAsDocumented(t *testing.T) {
 			w.Write([]byte("not json"))
 		case q == "wrong":
 			reply("41")
+		case q == "chunked":
+			// No length: the reply goes in chunks, in two of them.
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"choices":[{"message":`))
+			w.(http.Flusher).Flush()
+			w.Write([]byte(`{"role":"assistant","content":"42"}}]}`))
+		case q == "closing":
+			// The server says it closes the connection after this reply.
+			w.Header().Set("Connection", "close")
+			reply("42")
+		case q == "until end":
+			// An HTTP/1.0-style reply: neither a length nor chunks, the
+			// body ends where the connection does.
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" +
+					`{"choices":[{"message":{"role":"assistant","content":"42"}}]}`)
+				buf.Flush()
+				conn.Close()
+			}
 		case q == "close":
 			// Answered, then the connection is closed without a word,
 			// as a server does to an idle kept-alive connection.
@@ -170,14 +207,18 @@ func TestCompleteWorkerAsDocumented(t *testing.T) {
 			request("ok", ep, "What is 40 + 2?"),
 			request("close", ep, "close"),
 			request("after-close", ep, "What is 6 * 7?"),
+			request("chunked", ep, "chunked"),
+			request("closing", ep, "closing"),
+			request("until end", ep, "until end"),
+			request("after until end", ep, "What is 6 * 7?"),
 			request("wrong", ep, "wrong"),
 			request("busy", ep, "busy"),
 			request("throttled", ep, "throttled"),
 			request("long", ep, "long"),
 			request("garbled", ep, "garbled"),
 			request("refused", refused, "What is 40 + 2?"),
-		})
-		for _, id := range []string{"ok", "close", "after-close"} {
+		}, false)
+		for _, id := range []string{"ok", "close", "after-close", "chunked", "closing", "until end", "after until end"} {
 			assert.Equal(t, 1.0, a[id]["score"], "%s: %v", id, a[id])
 			assert.Equal(t, 1.0, a[id]["charged"], id)
 			assert.Equal(t, map[string]any{"answer": "42"}, a[id]["outputs"], id)
@@ -199,6 +240,17 @@ func TestCompleteWorkerAsDocumented(t *testing.T) {
 		assert.Contains(t, a["garbled"]["error"], "JSONDecodeError")
 	})
 
+	t.Run("from a file", func(t *testing.T) {
+		a := runWorker(t, worker, 2, []map[string]any{
+			request("one", ep, "What is 40 + 2?"),
+			request("two", ep, "wrong"),
+			request("three", ep, "chunked"),
+		}, true)
+		assert.Equal(t, 1.0, a["one"]["score"])
+		assert.Equal(t, 0.0, a["two"]["score"])
+		assert.Equal(t, 1.0, a["three"]["score"])
+	})
+
 	t.Run("in flight", func(t *testing.T) {
 		mu.Lock()
 		most, reached = 0, time.Time{}
@@ -207,7 +259,7 @@ func TestCompleteWorkerAsDocumented(t *testing.T) {
 		for i := range 24 {
 			reqs = append(reqs, request(fmt.Sprint("s", i), ep, fmt.Sprint("slow ", i)))
 		}
-		a := runWorker(t, worker, 4, reqs)
+		a := runWorker(t, worker, 4, reqs, false)
 		for id, ans := range a {
 			assert.Equal(t, 1.0, ans["score"], id)
 		}

@@ -697,7 +697,9 @@ func documentedWorker(t *testing.T) []string {
 			lines++
 		}
 	}
-	assert.LessOrEqual(t, lines, 50, "the documented worker fits on a screen")
+	// It speaks HTTP/1.1 itself, on one asyncio loop, to keep up with
+	// the server at a thousand requests in flight (#34): 85 lines.
+	assert.LessOrEqual(t, lines, 85, "the documented worker fits on a screen")
 	path := filepath.Join(t.TempDir(), "worker.py")
 	require.NoError(t, os.WriteFile(path, []byte(code), 0o644))
 	return []string{python, path}
@@ -739,8 +741,8 @@ func TestDocumentedWorker(t *testing.T) {
 	assertOneResultEach(t, f.dir, sum)
 }
 
-// The documented worker keeps one connection per thread open from one
-// request to the next (#34): at hundreds of requests in flight, a connection
+// The documented worker keeps its connections open from one request to
+// the next, one per request in flight at most (#34): at hundreds of requests in flight, a connection
 // per request costs more than the server's own time. Its results are the
 // model's answers, scored.
 func TestDocumentedWorkerKeepsConnectionsAlive(t *testing.T) {
@@ -749,7 +751,7 @@ func TestDocumentedWorkerKeepsConnectionsAlive(t *testing.T) {
 	assert.Equal(t, 120, sum.Evaluated)
 	assert.Zero(t, sum.InfraFailures)
 	assert.LessOrEqual(t, f.sim.Connections(), int64(4)+1,
-		"cairn's preflight and one connection per thread, kept open: not one per request")
+		"cairn's preflight and one connection per request in flight, kept open: not one per request")
 	f.assertScoredAsAnswered(items, sum)
 }
 
