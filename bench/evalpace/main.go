@@ -227,7 +227,7 @@ func worker() error {
 	// Requests are answered on up to CAIRN_MAX_IN_FLIGHT goroutines,
 	// started one per request until there are that many, each answering
 	// one request at a time for the worker's whole life, as the README's
-	// worker does with threads: a goroutine per request grew a fresh stack
+	// worker does with asyncio tasks: a goroutine per request grew a fresh stack
 	// through the HTTP client's calls each time, a tenth of the worker's
 	// CPU at 1,024 in flight.
 	todo := make(chan request, max(conns, 1))
