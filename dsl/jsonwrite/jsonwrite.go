@@ -92,3 +92,31 @@ func Float(dst []byte, f float64) []byte {
 	}
 	return dst
 }
+
+// RawAsIs reports whether json.Marshal writes v, a json.RawMessage, as it
+// is: v is valid JSON with no whitespace between its tokens (whitespace
+// in strings stays), and none of the characters Marshal escapes in a raw
+// value (<, >, &, U+2028, U+2029; the first byte of the last two is 0xE2,
+// taken as either). Marshal compacts and escapes a raw value, and refuses
+// an invalid one; for any v this reports false for, the caller marshals
+// (TestRawAsIsMatchesMarshal, FuzzRawAsIs).
+func RawAsIs(v []byte) bool {
+	inString := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '<', '>', '&', 0xe2:
+			return false
+		case '\\':
+			if inString {
+				i++ // the escaped byte: a quote does not end the string
+			}
+		case '"':
+			inString = !inString
+		case ' ', '\t', '\r', '\n':
+			if !inString {
+				return false
+			}
+		}
+	}
+	return json.Valid(v)
+}

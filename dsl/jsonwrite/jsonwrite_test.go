@@ -86,3 +86,64 @@ func TestFloatMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+// rawMarshal is what json.Marshal writes for v as a raw message, and
+// whether it writes anything.
+func rawMarshal(v []byte) (string, bool) {
+	b, err := json.Marshal(json.RawMessage(v))
+	return string(b), err == nil
+}
+
+// Wherever RawAsIs says Marshal writes a raw value as it is, it does:
+// over values cut from JSON text with strings holding spaces, escapes and
+// the characters Marshal rewrites, whitespace between tokens, and text
+// that is not JSON. It says so of compact JSON with spaces in its
+// strings, the canonical JSON of a command line.
+func TestRawAsIsMatchesMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(34, 4))
+	pieces := []string{`{`, `}`, `[`, `]`, `:`, `,`, `"a"`, `"a b"`, `"\""`, `"\\"`, `"\u003c"`, `"<"`, `">"`, `"&"`,
+		"\"\u2028\"", "\"\u2029\"", "\"\u2027\"", `1`, `-0.5e3`, `true`, `null`, ` `, "\n", "\t", `"x\"y z"`, `"`, `\`, "\"\xe2\"", `é`}
+	saidAsIs := 0
+	check := func(v []byte) {
+		t.Helper()
+		want, ok := rawMarshal(v)
+		if RawAsIs(v) {
+			saidAsIs++
+			if !ok || want != string(v) {
+				t.Fatalf("RawAsIs(%q) = true, but json.Marshal writes %q (ok %v)", v, want, ok)
+			}
+		}
+	}
+	for _, v := range []string{``, `null`, `{"a":"b c"}`, `["sh","-c","echo l0_1 \u003e out/l0_1"]`, `{"a" :1}`, `[1, 2]`, `"a<b"`, `"a\" b"`} {
+		check([]byte(v))
+	}
+	for range 50000 {
+		var sb strings.Builder
+		for range 1 + r.IntN(8) {
+			sb.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		check([]byte(sb.String()))
+	}
+	if saidAsIs < 1000 {
+		t.Errorf("RawAsIs said as-is of %d values only: the test no longer checks it", saidAsIs)
+	}
+	for _, v := range []string{`["sh","-c","echo l0_1 \u003e out/l0_1"]`, `{"a":"b c","d":["e f",1,true,null]}`, `"a\" b"`} {
+		if !RawAsIs([]byte(v)) {
+			t.Errorf("RawAsIs(%s) = false: Marshal writes it as it is", v)
+		}
+	}
+}
+
+func FuzzRawAsIs(f *testing.F) {
+	for _, s := range []string{"", `{"a":"b c"}`, `[1, 2]`, `"a\" b"`, "\"\u2028\"", `"<"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if !RawAsIs(v) {
+			return
+		}
+		if want, ok := rawMarshal(v); !ok || want != string(v) {
+			t.Errorf("RawAsIs(%q) = true, but json.Marshal writes %q (ok %v)", v, want, ok)
+		}
+	})
+}

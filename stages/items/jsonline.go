@@ -13,20 +13,6 @@ import (
 // copied, and a line with any other goes through Marshal itself.
 // TestScoresLineMatchesMarshal and FuzzScoresLine hold it to Marshal.
 
-// plainJSONRaw reports whether Marshal writes the raw JSON value v as it
-// is: valid, compact (no whitespace between tokens) and with none of the
-// characters it escapes in strings (<, >, &, U+2028, U+2029; the first
-// byte of the last two is 0xE2).
-func plainJSONRaw(v []byte) bool {
-	for _, c := range v {
-		switch c {
-		case ' ', '\t', '\r', '\n', '<', '>', '&', 0xe2:
-			return false
-		}
-	}
-	return json.Valid(v)
-}
-
 // scoresLine is one line of the per-item results file (Summary.WriteScores).
 type scoresLine struct {
 	ID      string          `json:"id"`
@@ -60,7 +46,7 @@ func (l *scoresLine) appendTo(b []byte) ([]byte, error) {
 		b = jsonwrite.String(b, l.Error)
 	}
 	if ok && len(l.Outputs) > 0 {
-		if ok = plainJSONRaw(l.Outputs); ok {
+		if ok = jsonwrite.RawAsIs(l.Outputs); ok {
 			b = append(b, `,"outputs":`...)
 			b = append(b, l.Outputs...)
 		}
