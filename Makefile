@@ -111,7 +111,8 @@ bench: build
 # test).
 FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
 	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
-	./stages/modelcache:FuzzParse ./dsl/jsonwrite:FuzzString ./stages/items:FuzzScoresLine
+	./stages/modelcache:FuzzParse ./dsl/jsonwrite:FuzzString ./dsl/jsonwrite:FuzzRawAsIs \
+	./stages/items:FuzzScoresLine ./engine/plan:FuzzEnvelopeJSON
 
 fuzz:
 	@GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZERS)

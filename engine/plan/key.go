@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/jsonwrite"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -51,10 +53,87 @@ func (e *Envelope) Key() string {
 }
 
 // KeyJSON returns Key and the JSON it is the digest of, which a record
-// keeps as its envelope: one encoding for both.
+// keeps as its envelope: one encoding for both. The JSON is json.Marshal's
+// of the envelope, written by hand (appendJSON) where nothing in it needs
+// Marshal's rewriting: a plan computes a key for every node, one after
+// the other, and reflection was most of that work.
 func (e *Envelope) KeyJSON() (key string, body []byte) {
-	b, _ := json.Marshal(e)
+	b, ok := e.appendJSON(nil)
+	if !ok {
+		b, _ = json.Marshal(e)
+	}
 	return sha256Hex(b), b
+}
+
+// appendJSON appends the envelope as json.Marshal writes it: fields in
+// their order, maps by their keys in byte order, a nil map or slice as
+// null, an empty Seal left out. ok is false, and what it appended is to
+// be dropped, when an argument's raw JSON is one Marshal would rewrite or
+// refuse (jsonwrite.RawAsIs): Marshal then says what the bytes are
+// (TestEnvelopeJSONMatchesMarshal, FuzzEnvelopeJSON).
+func (e *Envelope) appendJSON(b []byte) (_ []byte, ok bool) {
+	b = append(b, `{"v":`...)
+	b = jsonwrite.String(b, e.V)
+	b = append(b, `,"kind":`...)
+	b = jsonwrite.String(b, e.Kind)
+	b = append(b, `,"kind_version":`...)
+	b = strconv.AppendInt(b, int64(e.KindVersion), 10)
+	b = append(b, `,"args":`...)
+	if e.Args == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '{')
+		for i, k := range slices.Sorted(maps.Keys(e.Args)) {
+			raw := e.Args[k]
+			if !jsonwrite.RawAsIs(raw) {
+				return b, false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwrite.String(b, k)
+			b = append(b, ':')
+			b = append(b, raw...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"inputs":`...)
+	b = appendStringMap(b, e.Inputs)
+	b = append(b, `,"upstreams":`...)
+	if e.Upstreams == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, u := range e.Upstreams {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwrite.String(b, u)
+		}
+		b = append(b, ']')
+	}
+	if len(e.Seal) > 0 {
+		b = append(b, `,"seal":`...)
+		b = appendStringMap(b, e.Seal)
+	}
+	return append(b, '}'), true
+}
+
+// appendStringMap appends m as json.Marshal writes a map[string]string.
+func appendStringMap(b []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonwrite.String(b, k)
+		b = append(b, ':')
+		b = jsonwrite.String(b, m[k])
+	}
+	return append(b, '}')
 }
 
 // notKeyed are generic attributes that do not change what a node
