@@ -91,6 +91,12 @@ func BenchmarkOpenStore1M(b *testing.B) {
 // score and outputs, whose results are in the store (Cached, Result nil)
 // or in memory (Result set).
 func scoresBench(n int, inMemory bool) (Summary, []Record) {
+	return scoresBenchOutputs(n, inMemory, `{"answer":"%d"}`)
+}
+
+// scoresBenchOutputs is scoresBench with each item's outputs made of
+// format and the item's number.
+func scoresBenchOutputs(n int, inMemory bool, format string) (Summary, []Record) {
 	recs := make([]Record, n)
 	sum := Summary{Items: make([]ItemOutcome, n)}
 	for i := range n {
@@ -99,7 +105,7 @@ func scoresBench(n int, inMemory bool) (Summary, []Record) {
 		h := sha256.Sum256(buf[:])
 		sc := float64(i % 2)
 		key := hex.EncodeToString(h[:])
-		recs[i] = Record{Key: key, Result: Result{Score: &sc, Charged: 1, Outputs: json.RawMessage(fmt.Sprintf(`{"answer":"%d"}`, i))}}
+		recs[i] = Record{Key: key, Result: Result{Score: &sc, Charged: 1, Outputs: json.RawMessage(fmt.Sprintf(format, i))}}
 		sum.Items[i] = ItemOutcome{ID: fmt.Sprintf("q%d", i), Key: key, Score: &sc, Cached: !inMemory, Done: true}
 		if inMemory {
 			sum.Items[i].Result = &recs[i].Result
@@ -138,7 +144,17 @@ func BenchmarkWriteScoresFromStore(b *testing.B) {
 // just evaluated: their results are in memory (what an evaluation does at
 // its end, while its workers exit).
 func BenchmarkWriteScoresEvaluated(b *testing.B) {
-	sum, _ := scoresBench(50_000, true)
+	benchWriteScoresEvaluated(b, `{"answer":"%d"}`)
+}
+
+// BenchmarkWriteScoresSentences is BenchmarkWriteScoresEvaluated with
+// outputs in sentences, as a model answers: spaces in their strings.
+func BenchmarkWriteScoresSentences(b *testing.B) {
+	benchWriteScoresEvaluated(b, `{"answer":"The answer is %d.","reasoning":"Add the two numbers, then check the sum."}`)
+}
+
+func benchWriteScoresEvaluated(b *testing.B, format string) {
+	sum, _ := scoresBenchOutputs(50_000, true, format)
 	st, err := OpenStore(b.TempDir(), StoreOptions{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
