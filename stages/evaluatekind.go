@@ -172,6 +172,12 @@ func (Evaluate) DeclaredInputs(n *Node, root string) []DeclaredPath {
 // inputs are the files in the workspace that key an evaluation: the
 // dataset file, the bundle and the worker's files and folders.
 func (s evalSpec) inputs(look *Look, root string) []DeclaredPath {
+	return s.inputsWith(s.workerPaths(look, root))
+}
+
+// inputsWith is inputs with the worker's files and folders found already
+// (workerPaths).
+func (s evalSpec) inputsWith(workers []workerFile) []DeclaredPath {
 	var out []DeclaredPath
 	if s.itemsPath != "" {
 		out = append(out, DeclaredPath{Attr: "items", Path: s.itemsPath})
@@ -179,7 +185,7 @@ func (s evalSpec) inputs(look *Look, root string) []DeclaredPath {
 	for _, b := range s.bundle {
 		out = append(out, DeclaredPath{Attr: "bundle", Path: b})
 	}
-	for _, w := range s.workerPaths(look, root) {
+	for _, w := range workers {
 		out = append(out, DeclaredPath{Attr: "worker", Path: w.path})
 	}
 	return out
@@ -188,9 +194,10 @@ func (s evalSpec) inputs(look *Look, root string) []DeclaredPath {
 // stageInputs are the paths of the stage's own inputs attribute among
 // the node's inputs: those the kind does not declare itself (inputs
 // names), which key the items each in its own part of the item key.
-func (s evalSpec) stageInputs(n *Node, root string) []string {
+// workers are the worker's files and folders (workerPaths).
+func (s evalSpec) stageInputs(n *Node, workers []workerFile) []string {
 	own := map[string]bool{}
-	for _, p := range s.inputs(n.Look, root) {
+	for _, p := range s.inputsWith(workers) {
 		own[p.Path] = true
 	}
 	var out []string
@@ -205,9 +212,11 @@ func (s evalSpec) stageInputs(n *Node, root string) []string {
 // workerDigestOf identifies the node's worker (workerDigest), with the
 // digests its key holds of the folders the worker's arguments name and
 // of the stage's inputs (Node.InputDigests): a module the worker imports
-// from a folder in inputs is part of what it is.
+// from a folder in inputs is part of what it is. The worker's files are
+// found once, for both.
 func (s evalSpec) workerDigestOf(n *Node, root string) (string, error) {
-	return workerDigest(root, s.workerPaths(n.Look, root), s.worker, n.InputDigests, s.stageInputs(n, root))
+	workers := s.workerPaths(n.Look, root)
+	return workerDigest(root, workers, s.worker, n.InputDigests, s.stageInputs(n, workers))
 }
 
 // evalSpec is an evaluate node's decoded attributes. Attributes whose value
