@@ -101,6 +101,11 @@ var jsonDecodeFunc = function.New(&function.Spec{
 	Description: stdlib.JSONDecodeFunc.Description(),
 	Params:      stdlib.JSONDecodeFunc.Params(),
 	Type: func(args []cty.Value) (cty.Type, error) {
+		if s := args[0]; s.IsKnown() && !s.IsNull() && !s.IsMarked() {
+			if v, ok := decodeJSONOnce(s.AsString()); ok {
+				return v.Type(), nil
+			}
+		}
 		ty, err := stdlib.JSONDecodeFunc.ReturnTypeForValues(args)
 		if err == nil {
 			return ty, nil
@@ -113,6 +118,11 @@ var jsonDecodeFunc = function.New(&function.Spec{
 		return ty, err
 	},
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if s := args[0]; s.IsKnown() && !s.IsNull() && !s.IsMarked() {
+			if v, ok := decodeJSONOnce(s.AsString()); ok {
+				return v, nil
+			}
+		}
 		return stdlib.JSONDecodeFunc.Call(args)
 	},
 })
