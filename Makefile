@@ -112,7 +112,8 @@ bench: build
 FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
 	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
 	./stages/modelcache:FuzzParse ./dsl/jsonwrite:FuzzString ./dsl/jsonwrite:FuzzRawAsIs \
-	./stages/items:FuzzScoresLine ./engine/plan:FuzzEnvelopeJSON ./dsl:FuzzDecodeJSON
+	./stages/items:FuzzScoresLine ./engine/plan:FuzzEnvelopeJSON ./dsl:FuzzDecodeJSON \
+	./dsl:FuzzNumberText
 
 fuzz:
 	@GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZERS)

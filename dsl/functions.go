@@ -60,7 +60,7 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 		"index":           indexFunc,
 		"join":            stdlib.JoinFunc,
 		"jsondecode":      jsonDecodeFunc,
-		"jsonencode":      stdlib.JSONEncodeFunc,
+		"jsonencode":      jsonEncodeFunc,
 		"keys":            stdlib.KeysFunc,
 		"length":          lengthFunc,
 		"log":             stdlib.LogFunc,

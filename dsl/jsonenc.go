@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"bytes"
+	"math"
 	"math/big"
 	"sort"
 	"strconv"
@@ -13,12 +14,31 @@ import (
 )
 
 // NumberText is a number the way cty writes it (big.Float's Text('f', -1):
-// in JSON, and converted to a string). A whole number of int64's range is
-// written with strconv: the shortest-decimal search Text runs at cty's
-// 512-bit precision cost a grid's plan a fifth of its time.
+// in JSON, and converted to a string). The shortest-decimal search Text
+// runs at cty's 512-bit precision costs 30-40 µs a number (a grid's plan
+// spent a fifth of its time there), so two kinds are written with strconv:
+//
+//   - a whole number of int64's range whose bits its precision holds
+//     (intText: 2^60 made from a float64 reads back from 1152921504606847000);
+//   - a number of more than 64 bits of precision (one cty parsed from
+//     text: a literal, JSON) that float64's shortest decimal, read back at
+//     that precision, gives exactly (0.001, 2.5e-7). Text writes the
+//     same digits: any decimal that reads back as the number lies within
+//     2^-(precision-1) of it, relative, and two decimals of 17 significant
+//     digits or fewer that close are one number.
+//
+// Any other number (1/3, one made from a float64) is written by Text.
 func NumberText(f *big.Float) string {
-	if i, acc := f.Int64(); acc == big.Exact && (i != 0 || !f.Signbit()) {
-		return strconv.FormatInt(i, 10)
+	if s, ok := intText(f); ok {
+		return s
+	}
+	if f.Prec() > 64 && !f.IsInf() {
+		if x, _ := f.Float64(); !math.IsInf(x, 0) && x != 0 {
+			s := strconv.FormatFloat(x, 'f', -1, 64)
+			if back, _, err := big.ParseFloat(s, 10, f.Prec(), big.ToNearestEven); err == nil && back.Cmp(f) == 0 {
+				return s
+			}
+		}
 	}
 	return f.Text('f', -1)
 }

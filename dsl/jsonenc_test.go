@@ -5,7 +5,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -44,5 +47,42 @@ func TestMarshalJSONMatchesCty(t *testing.T) {
 				t.Errorf("MarshalJSON(%#v, %#v) = %s, %v; cty: %s, %v", v, ty, got, gerr, want, werr)
 			}
 		}
+	}
+}
+
+// jsonencode gives cty's text for every value, through MarshalJSON where
+// it can: nested collections, numbers whole and not, marks, nulls; and
+// cty's refined unknowns where the value is not wholly known.
+func TestJSONEncodeAsCty(t *testing.T) {
+	obj := cty.ObjectVal(map[string]cty.Value{
+		"lr": cty.MustParseNumberVal("0.001"), "seed": cty.NumberIntVal(3), "neg": cty.NumberIntVal(-12),
+		"tags": cty.SetVal([]cty.Value{cty.StringVal("b"), cty.StringVal("a<&>")}),
+		"m":    cty.MapVal(map[string]cty.Value{"x": cty.True}), "none": cty.NullVal(cty.List(cty.String)),
+	})
+	for _, v := range []cty.Value{
+		obj, cty.TupleVal([]cty.Value{obj, cty.NumberFloatVal(1.5), cty.EmptyObjectVal, cty.EmptyTupleVal}),
+		cty.NullVal(cty.DynamicPseudoType), cty.NullVal(cty.Number), cty.StringVal("é\u2028"),
+		cty.MustParseNumberVal("123456789012345678901234567890"), cty.NumberVal(new(big.Float).Neg(big.NewFloat(0))),
+		obj.Mark("sensitive"), cty.TupleVal([]cty.Value{cty.StringVal("s").Mark("sensitive")}),
+		cty.UnknownVal(cty.String), cty.UnknownVal(cty.List(cty.Number)), cty.DynamicVal,
+		cty.UnknownVal(cty.EmptyObject).RefineNotNull(),
+		cty.TupleVal([]cty.Value{cty.UnknownVal(cty.Number)}),
+		cty.PositiveInfinity,
+	} {
+		got, gerr := jsonEncodeFunc.Call([]cty.Value{v})
+		want, werr := stdlib.JSONEncodeFunc.Call([]cty.Value{v})
+		if werr != nil {
+			require.Error(t, gerr, "%#v", v)
+			assert.Equal(t, werr.Error(), gerr.Error())
+			continue
+		}
+		require.NoError(t, gerr, "%#v", v)
+		if !want.IsKnown() {
+			require.False(t, got.IsKnown(), "%#v", v)
+			assert.Equal(t, want.Range().StringPrefix(), got.Range().StringPrefix(), "%#v", v)
+			assert.Equal(t, want.Range().CouldBeNull(), got.Range().CouldBeNull(), "%#v", v)
+			continue
+		}
+		assert.True(t, got.RawEquals(want), "%#v: %#v, cty's %#v", v, got, want)
 	}
 }

