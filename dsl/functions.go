@@ -47,7 +47,7 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 		"coalescelist":    stdlib.CoalesceListFunc,
 		"compact":         stdlib.CompactFunc,
 		"concat":          stdlib.ConcatFunc,
-		"contains":        stdlib.ContainsFunc,
+		"contains":        containsFunc,
 		"csvdecode":       stdlib.CSVDecodeFunc,
 		"distinct":        distinctFunc,
 		"element":         stdlib.ElementFunc,
