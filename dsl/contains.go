@@ -16,24 +16,16 @@ import (
 // looked for or among the elements, an unknown element, an empty list)
 // goes through stdlib as before (TestContainsMatchesStdlib).
 //
-// Its parameters take marked and unknown values, and values of no known
-// type, which stdlib's refuse: cty then neither walks the list for marks
-// nor copies it without them on each call (two walks of every element,
-// more than the search itself), and any value that is not plain goes to
-// stdlib's function as it came, which unmarks, answers unknown and marks
-// its result as before.
+// Its parameters take any value (takingAnyValue), where stdlib's refuse
+// marked, unknown, null and untyped ones: cty then neither walks the list
+// for marks nor copies it without them on each call (two walks of every
+// element, more than the search itself), and any value that is not plain
+// goes to stdlib's function as it came, which unmarks, answers unknown,
+// refuses and marks its result as before.
 var containsFunc = function.New(&function.Spec{
-	Description: stdlib.ContainsFunc.Description(),
-	Params:      takingMarkedAndUnknown(stdlib.ContainsFunc.Params()),
-	Type: func(args []cty.Value) (cty.Type, error) {
-		// As stdlib's: no type yet for an argument of no known type.
-		for _, a := range args {
-			if a.Type() == cty.DynamicPseudoType {
-				return cty.DynamicPseudoType, nil
-			}
-		}
-		return cty.Bool, nil
-	},
+	Description:  stdlib.ContainsFunc.Description(),
+	Params:       takingAnyValue(stdlib.ContainsFunc.Params()),
+	Type:         untypedOr(cty.Bool),
 	RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder { return b.NotNull() },
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 		if found, ok := containsText(args[0], args[1]); ok {
@@ -47,38 +39,66 @@ var containsFunc = function.New(&function.Spec{
 // of list, a known list, tuple or set of at least one element, all of them
 // known strings (null or not); ok is false for anything else.
 func containsText(list, v cty.Value) (found, ok bool) {
-	if v.Type() != cty.String || !v.IsKnown() || v.IsNull() || v.IsMarked() ||
-		!list.IsKnown() || list.IsNull() || list.IsMarked() {
+	if !plainText(v) || !list.IsKnown() || list.IsNull() || list.IsMarked() {
 		return false, false
 	}
-	ty := list.Type()
-	if ty.IsSetType() {
+	if ty := list.Type(); ty.IsSetType() {
 		if ty.ElementType() != cty.String || list.LengthInt() == 0 || !list.IsWhollyKnown() {
 			return false, false
 		}
 		return list.HasElement(v).True(), true
 	}
-	if t, ok := uniformPrimitive(ty); !ok || t != cty.String || list.LengthInt() == 0 {
-		return false, false
-	}
-	s := v.AsString()
-	for e := range Elements(list) {
-		if !e.IsKnown() || e.IsMarked() {
-			return false, false
-		}
-		if !e.IsNull() && e.AsString() == s {
-			return true, true
-		}
-	}
-	return false, true
+	i, ok := textIndex(list, v)
+	return i >= 0, ok
 }
 
-// takingMarkedAndUnknown is params allowing marked and unknown values, and
-// values of no known type.
-func takingMarkedAndUnknown(params []function.Parameter) []function.Parameter {
+// textIndex is the position of the first element of list equal to v (-1
+// for none), where list is a known, unmarked list or tuple of at least one
+// element, all of them known, unmarked strings (null or not), and v a
+// plain string; ok is false for anything else.
+func textIndex(list, v cty.Value) (int, bool) {
+	if !plainText(v) || !list.IsKnown() || list.IsNull() || list.IsMarked() {
+		return 0, false
+	}
+	if t, ok := uniformPrimitive(list.Type()); !ok || t != cty.String || list.Type().IsSetType() || list.LengthInt() == 0 {
+		return 0, false
+	}
+	s := v.AsString()
+	i := 0
+	for e := range Elements(list) {
+		if !e.IsKnown() || e.IsMarked() {
+			return 0, false
+		}
+		if !e.IsNull() && e.AsString() == s {
+			return i, true
+		}
+		i++
+	}
+	return -1, true
+}
+
+// untypedOr is the type function of a function returning ty whose
+// parameters take values of no known type (takingAnyValue): no type
+// yet for such an argument, as cty gives the function that refuses them.
+func untypedOr(ty cty.Type) function.TypeFunc {
+	return func(args []cty.Value) (cty.Type, error) {
+		for _, a := range args {
+			if a.Type() == cty.DynamicPseudoType {
+				return cty.DynamicPseudoType, nil
+			}
+		}
+		return ty, nil
+	}
+}
+
+// takingAnyValue is params taking any value: marked, unknown, null, of no
+// known type. A function with such parameters hands what is not plain to
+// the function whose parameters they were, which decides as before (its
+// errors, unknown answers and marks).
+func takingAnyValue(params []function.Parameter) []function.Parameter {
 	out := append([]function.Parameter(nil), params...)
 	for i := range out {
-		out[i].AllowMarked, out[i].AllowUnknown, out[i].AllowDynamicType = true, true, true
+		out[i].AllowMarked, out[i].AllowUnknown, out[i].AllowDynamicType, out[i].AllowNull = true, true, true, true
 	}
 	return out
 }

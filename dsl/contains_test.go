@@ -50,18 +50,34 @@ func TestContainsMatchesStdlib(t *testing.T) {
 			name := fmt.Sprintf("%#v in %#v", v, list)
 			got, gerr := containsFunc.Call([]cty.Value{list, v})
 			want, werr := stdlib.ContainsFunc.Call([]cty.Value{list, v})
+			sameCall(t, name, got, gerr, want, werr)
+			// index finds strings as contains does, and answers as its
+			// general path does.
+			got, gerr = indexFunc.Call([]cty.Value{list, v})
+			want, werr = indexAnyFunc.Call([]cty.Value{list, v})
+			sameCall(t, "index: "+name, got, gerr, want, werr)
+		}
+	}
+}
+
+// sameCall checks one function's answer against another's: the same
+// error, or the same value (unknown or not) with the same marks.
+func sameCall(t *testing.T, name string, got cty.Value, gerr error, want cty.Value, werr error) {
+	t.Helper()
+	{
+		{
 			if werr != nil {
 				require.Error(t, gerr, name)
 				assert.Equal(t, werr.Error(), gerr.Error(), name)
-				continue
+				return
 			}
 			require.NoError(t, gerr, name)
 			assert.Equal(t, want.Marks(), got.Marks(), name)
 			if !want.IsKnown() {
 				assert.False(t, got.IsKnown(), name)
-				continue
+				return
 			}
-			assert.True(t, got.RawEquals(want), "%s: %#v, stdlib's %#v", name, got, want)
+			assert.True(t, got.RawEquals(want), "%s: %#v, the general path's %#v", name, got, want)
 		}
 	}
 }

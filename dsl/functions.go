@@ -205,6 +205,23 @@ var dirnameFunc = function.New(&function.Spec{
 // occurrence in list, as Terraform defines it (cty's own index function
 // looks an element up by key instead).
 var indexFunc = function.New(&function.Spec{
+	Description: indexAnyFunc.Description(),
+	Params:      takingAnyValue(indexAnyFunc.Params()),
+	Type:        untypedOr(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if i, ok := textIndex(args[0], args[1]); ok && i >= 0 {
+			return cty.NumberIntVal(int64(i)), nil
+		}
+		return indexAnyFunc.Call(args)
+	},
+})
+
+// indexAnyFunc is index for any list and value; indexFunc finds a string
+// among strings itself, as contains does (containsFunc): each element was
+// compared through a call of stdlib's Equal, after cty walked the list
+// twice for marks, 5 ms for 10,000 strings.
+var indexAnyFunc = function.New(&function.Spec{
+	Description: "Returns the index of the first element of a list or tuple equal to the given value.",
 	Params: []function.Parameter{
 		{Name: "list", Type: cty.DynamicPseudoType},
 		{Name: "value", Type: cty.DynamicPseudoType},
