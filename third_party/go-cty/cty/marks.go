@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty/ctymarks"
+	"github.com/zclconf/go-cty/cty/set"
 )
 
 // marker is an internal wrapper type used to add special "marks" to values.
@@ -200,10 +201,61 @@ func yieldValueMarksOfType[T any](v Value, yield func(T) bool) bool {
 // This operation is relatively expensive. If you only need a shallow result,
 // use IsMarked instead.
 func (val Value) ContainsMarked() bool {
-	for _, v := range DeepValues(val) {
-		if v.IsMarked() {
-			return true
+	// [cairn] patch (third_party/README.md): the values DeepValues visits,
+	// visited without the paths and key values its walk makes for each.
+	return containsMarked(val)
+}
+
+// containsMarked reports whether val, or a value below it that Walk
+// visits, is marked: below a known, non-null value, its attributes or
+// elements; for an unknown value, the marks it keeps of what it would
+// hold.
+func containsMarked(val Value) bool {
+	if val.IsMarked() {
+		return true
+	}
+	if val.IsNull() {
+		return false
+	}
+	if !val.IsKnown() {
+		return len(val.unknownValueNestedMarks()) != 0
+	}
+	switch {
+	case val.ty.IsObjectType():
+		atys := val.ty.AttributeTypes()
+		for name, v := range val.v.(map[string]any) {
+			if containsMarked(Value{ty: atys[name], v: v}) {
+				return true
+			}
 		}
+	case val.ty.IsMapType():
+		ety := val.ty.ElementType()
+		for _, v := range val.v.(map[string]any) {
+			if containsMarked(Value{ty: ety, v: v}) {
+				return true
+			}
+		}
+	case val.ty.IsTupleType():
+		etys := val.ty.TupleElementTypes()
+		for i, v := range val.v.([]any) {
+			if containsMarked(Value{ty: etys[i], v: v}) {
+				return true
+			}
+		}
+	case val.ty.IsListType():
+		ety := val.ty.ElementType()
+		for _, v := range val.v.([]any) {
+			if containsMarked(Value{ty: ety, v: v}) {
+				return true
+			}
+		}
+	case val.ty.IsSetType():
+		ety, found := val.ty.ElementType(), false
+		val.v.(set.Set[any]).EachValueUnordered(func(v any) bool {
+			found = containsMarked(Value{ty: ety, v: v})
+			return !found
+		})
+		return found
 	}
 	return false
 }

@@ -296,7 +296,9 @@ func (f Function) Call(args []cty.Value) (val cty.Value, err error) {
 	for i, spec := range f.spec.Params {
 		val := posArgs[i]
 
-		if !spec.AllowMarked {
+		// [cairn] patch (third_party/README.md): the value is copied
+		// without its marks only when it has some.
+		if !spec.AllowMarked && val.ContainsMarked() {
 			unwrappedVal, marks := val.UnmarkDeep()
 			if len(marks) > 0 {
 				// In order to avoid additional overhead on applications that
@@ -321,7 +323,8 @@ func (f Function) Call(args []cty.Value) (val cty.Value, err error) {
 	if f.spec.VarParam != nil {
 		spec := f.spec.VarParam
 		for i, val := range varArgs {
-			if !spec.AllowMarked {
+			// [cairn] patch: as above.
+			if !spec.AllowMarked && val.ContainsMarked() {
 				unwrappedVal, marks := val.UnmarkDeep()
 				if len(marks) > 0 {
 					newArgs := make([]cty.Value, len(args))
