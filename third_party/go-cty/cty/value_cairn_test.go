@@ -2,6 +2,8 @@ package cty
 
 import (
 	"fmt"
+	"math/big"
+	"sync"
 	"testing"
 )
 
@@ -127,5 +129,37 @@ func TestIsWhollyKnownCollectionsAsIterated(t *testing.T) {
 		if got, want := v.IsWhollyKnown(), iterated(v); got != want {
 			t.Errorf("%#v.IsWhollyKnown() = %v, its elements say %v", v, got, want)
 		}
+	}
+}
+
+// TestNumberIntValSharedAsMade holds cairn's patch (third_party/README.md)
+// to upstream's behaviour: NumberIntVal of a small whole number, shared,
+// is the number upstream makes (value, precision, sign, mode), for any
+// goroutine, and a copy taken of it and changed changes no other.
+func TestNumberIntValSharedAsMade(t *testing.T) {
+	check := func(i int64) {
+		t.Helper()
+		got, want := NumberIntVal(i), NumberVal(new(big.Float).SetInt64(i))
+		g, w := got.v.(*big.Float), want.v.(*big.Float)
+		if g.Cmp(w) != 0 || g.Prec() != w.Prec() || g.Mode() != w.Mode() || g.Signbit() != w.Signbit() || g.Acc() != w.Acc() || !got.RawEquals(want) {
+			t.Errorf("NumberIntVal(%d) = %v (prec %d), upstream makes %v (prec %d)", i, g, g.Prec(), w, w.Prec())
+		}
+	}
+	for _, i := range []int64{-1 << 63, -65537, -1, 0, 1, 2, 63, 64, 1023, 1024, 65534, 65535, 65536, 1 << 40, 1<<63 - 1} {
+		check(i)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range int64(3000) {
+				check(i)
+			}
+		})
+	}
+	wg.Wait()
+	c := NumberIntVal(7).AsBigFloat()
+	c.SetInt64(8)
+	if NumberIntVal(7).AsBigFloat().Cmp(big.NewFloat(7)) != 0 {
+		t.Error("changing a copy of NumberIntVal(7) changed NumberIntVal(7)")
 	}
 }

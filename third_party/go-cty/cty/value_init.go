@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/big"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/zclconf/go-cty/cty/ctymarks"
 	"github.com/zclconf/go-cty/cty/ctystrings"
@@ -73,8 +74,24 @@ func MustParseNumberVal(s string) Value {
 // NumberIntVal returns a Value of type Number whose internal value is equal
 // to the given integer.
 func NumberIntVal(v int64) Value {
+	// [cairn] patch (third_party/README.md): a small whole number is made
+	// once and shared, as cty never changes a number it holds (AsBigFloat
+	// gives a copy). Every element of a list or tuple that an iterator
+	// gives comes with its index made by this function.
+	if v >= 0 && v < int64(len(smallInts)) {
+		f := smallInts[v].Load()
+		if f == nil {
+			smallInts[v].CompareAndSwap(nil, new(big.Float).SetInt64(v))
+			f = smallInts[v].Load()
+		}
+		return NumberVal(f)
+	}
 	return NumberVal(new(big.Float).SetInt64(v))
 }
+
+// smallInts are the numbers NumberIntVal made of 0 to 65,535, each made
+// when first asked for (the array is zero pages until then).
+var smallInts [1 << 16]atomic.Pointer[big.Float]
 
 // NumberUIntVal returns a Value of type Number whose internal value is equal
 // to the given unsigned integer.
