@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty/ctymarks"
-	"github.com/zclconf/go-cty/cty/set"
 )
 
 // marker is an internal wrapper type used to add special "marks" to values.
@@ -220,44 +219,12 @@ func containsMarked(val Value) bool {
 	if !val.IsKnown() {
 		return len(val.unknownValueNestedMarks()) != 0
 	}
-	switch {
-	case val.ty.IsObjectType():
-		atys := val.ty.AttributeTypes()
-		for name, v := range val.v.(map[string]any) {
-			if containsMarked(Value{ty: atys[name], v: v}) {
-				return true
-			}
-		}
-	case val.ty.IsMapType():
-		ety := val.ty.ElementType()
-		for _, v := range val.v.(map[string]any) {
-			if containsMarked(Value{ty: ety, v: v}) {
-				return true
-			}
-		}
-	case val.ty.IsTupleType():
-		etys := val.ty.TupleElementTypes()
-		for i, v := range val.v.([]any) {
-			if containsMarked(Value{ty: etys[i], v: v}) {
-				return true
-			}
-		}
-	case val.ty.IsListType():
-		ety := val.ty.ElementType()
-		for _, v := range val.v.([]any) {
-			if containsMarked(Value{ty: ety, v: v}) {
-				return true
-			}
-		}
-	case val.ty.IsSetType():
-		ety, found := val.ty.ElementType(), false
-		val.v.(set.Set[any]).EachValueUnordered(func(v any) bool {
-			found = containsMarked(Value{ty: ety, v: v})
-			return !found
-		})
-		return found
-	}
-	return false
+	found := false
+	eachHeld(val, func(v Value) bool {
+		found = containsMarked(v)
+		return !found
+	})
+	return found
 }
 
 func (val Value) assertUnmarked() {

@@ -96,66 +96,66 @@ func (val Value) IsWhollyKnown() bool {
 		return true
 	}
 
-	switch {
-	case val.ty.IsSetType():
-		// [cairn] patch (third_party/README.md): whether every element is
-		// known does not depend on their order, and sorting a set's values
-		// (what its ElementIterator does) made length() of a set of 10,000
-		// strings take 70 ms.
-		known := true
-		val.v.(set.Set[any]).EachValueUnordered(func(v any) bool {
-			known = Value{ty: val.ty.ElementType(), v: v}.IsWhollyKnown()
-			return known
-		})
+	// [cairn] patch (third_party/README.md): whether every element is known
+	// does not depend on their order. A collection's ElementIterator sorts
+	// a set's values and an object's or a map's names, and makes a key value
+	// for each element: length() of a set of 10,000 strings took 70 ms, and
+	// lookup() asks it of its whole map on each call, 2.2 ms for an object
+	// of 10,000 attributes. The elements are walked as they are held
+	// (eachHeld covers every kind of value an ElementIterator walks).
+	known := true
+	eachHeld(val, func(v Value) bool {
+		known = v.IsWhollyKnown()
 		return known
-	// [cairn] patch (third_party/README.md): objects, maps, tuples and
-	// lists are walked as they are held, without their ElementIterator,
-	// which sorts an object's or a map's names and makes a key value for
-	// each element: lookup() asks it of its whole map on each call, 2.2 ms
-	// for an object of 10,000 attributes.
-	case val.ty.IsObjectType():
-		atys := val.ty.AttributeTypes()
+	})
+	return known
+}
+
+// eachHeld calls cb with each attribute or element of val, a known,
+// non-null, unmarked object, map, tuple, list or set, as it is held: in no
+// order, with no key values made. It stops when cb returns false, and
+// reports whether val is one of those (false: cb was not called).
+// [cairn] patch (third_party/README.md), for IsWhollyKnown and
+// ContainsMarked.
+func eachHeld(val Value, cb func(Value) bool) bool {
+	switch ty := val.ty; {
+	case ty.IsObjectType():
+		atys := ty.AttributeTypes()
 		for name, v := range val.v.(map[string]any) {
-			if !(Value{ty: atys[name], v: v}).IsWhollyKnown() {
-				return false
+			if !cb(Value{ty: atys[name], v: v}) {
+				break
 			}
 		}
-		return true
-	case val.ty.IsMapType():
-		ety := val.ty.ElementType()
+	case ty.IsMapType():
+		ety := ty.ElementType()
 		for _, v := range val.v.(map[string]any) {
-			if !(Value{ty: ety, v: v}).IsWhollyKnown() {
-				return false
+			if !cb(Value{ty: ety, v: v}) {
+				break
 			}
 		}
-		return true
-	case val.ty.IsTupleType():
-		etys := val.ty.TupleElementTypes()
+	case ty.IsTupleType():
+		etys := ty.TupleElementTypes()
 		for i, v := range val.v.([]any) {
-			if !(Value{ty: etys[i], v: v}).IsWhollyKnown() {
-				return false
+			if !cb(Value{ty: etys[i], v: v}) {
+				break
 			}
 		}
-		return true
-	case val.ty.IsListType():
-		ety := val.ty.ElementType()
+	case ty.IsListType():
+		ety := ty.ElementType()
 		for _, v := range val.v.([]any) {
-			if !(Value{ty: ety, v: v}).IsWhollyKnown() {
-				return false
+			if !cb(Value{ty: ety, v: v}) {
+				break
 			}
 		}
-		return true
-	case val.CanIterateElements():
-		for it := val.ElementIterator(); it.Next(); {
-			_, ev := it.Element()
-			if !ev.IsWhollyKnown() {
-				return false
-			}
-		}
-		return true
+	case ty.IsSetType():
+		ety := ty.ElementType()
+		val.v.(set.Set[any]).EachValueUnordered(func(v any) bool {
+			return cb(Value{ty: ety, v: v})
+		})
 	default:
-		return true
+		return false
 	}
+	return true
 }
 
 // HasWhollyKnownType checks if the value is dynamic, or contains any nested
