@@ -26,7 +26,7 @@ var containsFunc = function.New(&function.Spec{
 	Description:  stdlib.ContainsFunc.Description(),
 	Params:       takingAnyValue(stdlib.ContainsFunc.Params()),
 	Type:         untypedOr(cty.Bool),
-	RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder { return b.NotNull() },
+	RefineResult: refineNotNull,
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 		if found, ok := containsText(args[0], args[1]); ok {
 			return cty.BoolVal(found), nil
@@ -76,6 +76,10 @@ func textIndex(list, v cty.Value) (int, bool) {
 	}
 	return -1, true
 }
+
+// refineNotNull refines a function's unknown result as not null, as
+// stdlib's functions that never return null do.
+func refineNotNull(b *cty.RefinementBuilder) *cty.RefinementBuilder { return b.NotNull() }
 
 // untypedOr is the type function of a function returning ty whose
 // parameters take values of no known type (takingAnyValue): no type

@@ -267,7 +267,7 @@ var replaceFunc = function.New(&function.Spec{
 		{Name: "replace", Type: cty.String},
 	},
 	Type:         function.StaticReturnType(cty.String),
-	RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder { return b.NotNull() },
+	RefineResult: refineNotNull,
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 		substr := args[1].AsString()
 		if len(substr) > 1 && substr[0] == '/' && substr[len(substr)-1] == '/' {

@@ -1,8 +1,8 @@
 package dsl
 
 import (
-	"bytes"
 	"encoding/json"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -68,7 +68,7 @@ func (d *jsonDecoder) value() cty.Value {
 		return cty.NullVal(cty.DynamicPseudoType)
 	}
 	start := d.i
-	for d.i < len(d.data) && bytes.IndexByte([]byte("+-0123456789.eE"), d.data[d.i]) >= 0 {
+	for d.i < len(d.data) && strings.IndexByte("+-0123456789.eE", d.data[d.i]) >= 0 {
 		d.i++
 	}
 	n, err := cty.ParseNumberVal(string(d.data[start:d.i]))
@@ -99,7 +99,8 @@ func (d *jsonDecoder) object() cty.Value {
 		if attrs == nil {
 			attrs = map[string]cty.Value{}
 		}
-		if _, twice := attrs[key]; twice || !normalized(key) {
+		// A name NFC changes: cty names attributes by their NFC form.
+		if _, twice := attrs[key]; twice || cty.NormalizeString(key) != key {
 			d.bad = true
 		}
 		attrs[key] = v
@@ -135,23 +136,23 @@ func (d *jsonDecoder) tuple() cty.Value {
 func (d *jsonDecoder) str() string {
 	start := d.i
 	d.i++ // "
-	plain := true
+	escaped, ascii := false, true
 	for {
 		c := d.data[d.i]
 		if c == '"' {
 			break
 		}
 		if c == '\\' {
-			plain = false
+			escaped = true
 			d.i++
 		} else if c >= utf8.RuneSelf {
-			plain = false
+			ascii = false
 		}
 		d.i++
 	}
 	d.i++ // "
 	raw := d.data[start:d.i]
-	if plain || utf8.Valid(raw) && bytes.IndexByte(raw, '\\') < 0 {
+	if !escaped && (ascii || utf8.Valid(raw)) {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string
@@ -159,17 +160,6 @@ func (d *jsonDecoder) str() string {
 		d.bad = true
 	}
 	return s
-}
-
-// normalized reports whether NFC leaves s as it is (cty names an
-// object's attributes by their NFC form).
-func normalized(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return cty.NormalizeString(s) == s
-		}
-	}
-	return true
 }
 
 // decoded is the last text decodeJSON read for jsondecode and its value:
