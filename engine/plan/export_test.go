@@ -46,3 +46,11 @@ func SetCaseProbe(t interface{ Cleanup(func()) }, probe func(root string) bool) 
 	caseProbe = probe
 	t.Cleanup(func() { caseProbe = old })
 }
+
+// SetParallelInstances sets the fewest instances of a stage that expand
+// makes on every core, until the test ends.
+func SetParallelInstances(t interface{ Cleanup(func()) }, n int) {
+	old := parallelInstances
+	parallelInstances = n
+	t.Cleanup(func() { parallelInstances = old })
+}

@@ -732,115 +732,193 @@ func (g *Graph) expand(s *dsl.Stage) hcl.Diagnostics {
 		if fe.diags.HasErrors() {
 			return diags
 		}
+		if len(insts) >= parallelInstances {
+			return append(diags, g.makeInstances(s, kind, r, fe)...)
+		}
 	}
-	var seen map[int]bool
 	for _, in := range insts {
 		n := g.newNode()
-		*n = Node{ID: len(g.Nodes), Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in, refs: r}
-		if waiting {
-			n.Addr, n.waiting = addrs.Wildcard(s.Name).String(), true
-			n.each = cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal})
-		} else if in.Keyed {
-			n.each = g.eachValue(in)
+		d, bad, fresh := g.makeInstance(n, len(g.Nodes), s, kind, r, in, waiting)
+		diags = append(diags, d...)
+		r.bad = append(r.bad, bad...)
+		g.addNode(n)
+		if fresh {
+			g.shareEach(n)
 		}
-		var deps []int
-		// addDep keeps deps free of duplicates: a linear scan while short,
-		// a set once a stage-wide reference made it long.
-		addDep := func(id int) {
-			if len(deps) < 16 {
-				if slices.Contains(deps, id) {
-					return
-				}
-				deps = append(deps, id)
-				return
-			}
-			if seen == nil {
-				seen = map[int]bool{}
-			}
-			if len(seen) == 0 {
-				for _, d := range deps {
-					seen[d] = true
-				}
-			}
-			if !seen[id] {
-				seen[id] = true
-				deps = append(deps, id)
-			}
-		}
-		var ectx *hcl.EvalContext
-		// link resolves one reference to the nodes it names.
-		link := func(ref dsl.Ref, add func(int)) {
-			ups := g.StageNodes[ref.Name]
-			if g.Waiting[ref.Name] != "" || waiting && (ref.SameKey || ref.KeyExpr != nil) {
-				// Which instance is meant waits for values: depend on
-				// every one there is.
-				for _, u := range ups {
-					add(u.ID)
-				}
-				return
-			}
-			key, keyed := ref.Key, ref.HasKey
-			if ref.SameKey {
-				if in.Keyed && g.Config.StageMap[ref.Name].ForEach != nil {
-					key, keyed = in.Key, true
-				}
-			} else if ref.KeyExpr != nil && isEachKey(ref.KeyExpr) {
-				key, keyed = in.Key, true
-			} else if ref.KeyExpr != nil {
-				if ectx == nil {
-					ectx = g.Scope.Context(map[string]cty.Value{"each": n.each})
-				}
-				kv, kd := ref.KeyExpr.Value(ectx)
-				if !kd.HasErrors() && kv.IsKnown() && !kv.IsNull() && kv.Type().Equals(cty.String) && !kv.IsMarked() {
-					key, keyed = kv.AsString(), true
-				}
-			}
-			if !keyed {
-				for _, u := range ups {
-					add(u.ID)
-				}
-				return
-			}
-			addr := addrs.Instance(ref.Name, key).String()
-			u, ok := g.ByAddr[addr]
-			if !ok {
-				diags = append(diags, noInstance(g, ref, key))
-				r.bad = append(r.bad, ref.Range)
-				return
-			}
-			add(u.ID)
-			if ref.SameKey {
-				n.eachFrom = u
-			}
-		}
-		for _, ref := range r.upstream {
-			link(ref, addDep)
-		}
-		// wait_for and postconditions: what no keyed reference named
-		// already orders only.
-		var order []int
-		for _, refs := range [2][]dsl.Ref{r.waitFor, r.judges} {
-			for _, ref := range refs {
-				link(ref, func(id int) {
-					had := len(deps)
-					if addDep(id); len(deps) > had {
-						order = append(order, id)
-					}
-				})
-			}
-		}
-		sort.Ints(order)
-		n.OrderOnly = order
-		for k := range seen {
-			delete(seen, k)
-		}
-		sort.Ints(deps)
-		n.Deps = deps
-		g.Nodes = append(g.Nodes, n)
-		g.ByAddr[n.Addr] = n
-		g.StageNodes[s.Name] = append(g.StageNodes[s.Name], n)
 	}
 	return diags
+}
+
+// makeInstances is expand's loop for a for_each of many instances (fe,
+// known, without errors).
+func (g *Graph) makeInstances(s *dsl.Stage, kind stages.Kind, r *stageRefs, fe *forEach) hcl.Diagnostics {
+	// A stage of many instances (a grid's) makes them on every core:
+	// each instance's node reads the graph as the stages before it left
+	// it (their nodes, the shared each objects) and writes only itself.
+	// What they found wrong, and the each objects they made, are added
+	// after, in the instances' order, as one at a time would have.
+	g.Scope.Context(nil) // the scope's shared base, built before they read it
+	nodes := make([]Node, len(fe.insts))
+	fresh := make([]bool, len(fe.insts)) // made an each object others may share
+	type problem struct {
+		i     int
+		diags hcl.Diagnostics
+		bad   []hcl.Range
+	}
+	var mu sync.Mutex
+	var problems []problem
+	base := len(g.Nodes)
+	par.Chunks(len(fe.insts), 256, 0, func(i int) {
+		d, bad, made := g.makeInstance(&nodes[i], base+i, s, kind, r, fe.insts[i], false)
+		fresh[i] = made
+		if len(d) > 0 || len(bad) > 0 {
+			mu.Lock()
+			problems = append(problems, problem{i, d, bad})
+			mu.Unlock()
+		}
+	})
+	sort.Slice(problems, func(a, b int) bool { return problems[a].i < problems[b].i })
+	var diags hcl.Diagnostics
+	for _, p := range problems {
+		diags = append(diags, p.diags...)
+		r.bad = append(r.bad, p.bad...)
+	}
+	g.Nodes = slices.Grow(g.Nodes, len(nodes))
+	g.StageNodes[s.Name] = slices.Grow(g.StageNodes[s.Name], len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		g.addNode(n)
+		if fresh[i] {
+			g.shareEach(n)
+		}
+	}
+	return diags
+}
+
+// shareEach keeps n's each object for the instances of later stages
+// with the same key and value (eachValue).
+func (g *Graph) shareEach(n *Node) {
+	if g.eaches == nil {
+		g.eaches = map[string]cty.Value{}
+	}
+	g.eaches[n.Inst.Key] = n.each
+}
+
+// parallelInstances is the fewest instances of a stage that expand makes
+// on every core.
+var parallelInstances = 1024
+
+// addNode adds a node made by makeInstance to the graph.
+func (g *Graph) addNode(n *Node) {
+	g.Nodes = append(g.Nodes, n)
+	g.ByAddr[n.Addr] = n
+	g.StageNodes[n.Stage.Name] = append(g.StageNodes[n.Stage.Name], n)
+}
+
+// makeInstance makes n the node numbered id of stage s's instance in, and
+// links it to the nodes of the stages before it that it names. It reads
+// the graph and writes only n, so that the instances of a stage can be
+// made at once. It returns what it found wrong (a reference to an
+// instance that does not exist, and that reference's range), and whether
+// n's each object is a new one for g.eaches (eachValue).
+func (g *Graph) makeInstance(n *Node, id int, s *dsl.Stage, kind stages.Kind, r *stageRefs, in dsl.Instance, waiting bool) (diags hcl.Diagnostics, bad []hcl.Range, freshEach bool) {
+	*n = Node{ID: id, Addr: dsl.InstanceAddress(s.Name, in), Stage: s, Kind: kind, Inst: in, refs: r}
+	if waiting {
+		n.Addr, n.waiting = addrs.Wildcard(s.Name).String(), true
+		n.each = cty.ObjectVal(map[string]cty.Value{"key": cty.UnknownVal(cty.String), "value": cty.DynamicVal})
+	} else if in.Keyed {
+		n.each, freshEach = g.eachValue(in)
+	}
+	var deps []int
+	var seen map[int]bool
+	// addDep keeps deps free of duplicates: a linear scan while short,
+	// a set once a stage-wide reference made it long.
+	addDep := func(id int) {
+		if len(deps) < 16 {
+			if slices.Contains(deps, id) {
+				return
+			}
+			deps = append(deps, id)
+			return
+		}
+		if seen == nil {
+			seen = make(map[int]bool, len(deps)+1)
+			for _, d := range deps {
+				seen[d] = true
+			}
+		}
+		if !seen[id] {
+			seen[id] = true
+			deps = append(deps, id)
+		}
+	}
+	var ectx *hcl.EvalContext
+	// link resolves one reference to the nodes it names.
+	link := func(ref dsl.Ref, add func(int)) {
+		ups := g.StageNodes[ref.Name]
+		if g.Waiting[ref.Name] != "" || waiting && (ref.SameKey || ref.KeyExpr != nil) {
+			// Which instance is meant waits for values: depend on
+			// every one there is.
+			for _, u := range ups {
+				add(u.ID)
+			}
+			return
+		}
+		key, keyed := ref.Key, ref.HasKey
+		if ref.SameKey {
+			if in.Keyed && g.Config.StageMap[ref.Name].ForEach != nil {
+				key, keyed = in.Key, true
+			}
+		} else if ref.KeyExpr != nil && isEachKey(ref.KeyExpr) {
+			key, keyed = in.Key, true
+		} else if ref.KeyExpr != nil {
+			if ectx == nil {
+				ectx = g.Scope.Context(map[string]cty.Value{"each": n.each})
+			}
+			kv, kd := ref.KeyExpr.Value(ectx)
+			if !kd.HasErrors() && kv.IsKnown() && !kv.IsNull() && kv.Type().Equals(cty.String) && !kv.IsMarked() {
+				key, keyed = kv.AsString(), true
+			}
+		}
+		if !keyed {
+			for _, u := range ups {
+				add(u.ID)
+			}
+			return
+		}
+		addr := addrs.Instance(ref.Name, key).String()
+		u, ok := g.ByAddr[addr]
+		if !ok {
+			diags = append(diags, noInstance(g, ref, key))
+			bad = append(bad, ref.Range)
+			return
+		}
+		add(u.ID)
+		if ref.SameKey {
+			n.eachFrom = u
+		}
+	}
+	for _, ref := range r.upstream {
+		link(ref, addDep)
+	}
+	// wait_for and postconditions: what no keyed reference named
+	// already orders only.
+	var order []int
+	for _, refs := range [2][]dsl.Ref{r.waitFor, r.judges} {
+		for _, ref := range refs {
+			link(ref, func(id int) {
+				had := len(deps)
+				if addDep(id); len(deps) > had {
+					order = append(order, id)
+				}
+			})
+		}
+	}
+	sort.Ints(order)
+	n.OrderOnly = order
+	sort.Ints(deps)
+	n.Deps = deps
+	return diags, bad, freshEach
 }
 
 // isEachKey reports whether e is the expression each.key.
@@ -938,20 +1016,17 @@ func sharedForEach(e hcl.Expression) (string, bool) {
 // eachValue is dsl.EachValue, shared between instances whose value is
 // their key (for_each over a list or set of strings): stages iterating the
 // same keys then hold one each object per key.
-func (g *Graph) eachValue(in dsl.Instance) cty.Value {
+// It reads g.eaches only: fresh says the value is a new one to share,
+// which the caller adds.
+func (g *Graph) eachValue(in dsl.Instance) (each cty.Value, fresh bool) {
 	v := in.Value
 	if v == cty.NilVal || v.IsMarked() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String || v.AsString() != in.Key {
-		return dsl.EachValue(in)
+		return dsl.EachValue(in), false
 	}
-	if g.eaches == nil {
-		g.eaches = map[string]cty.Value{}
+	if e, ok := g.eaches[in.Key]; ok {
+		return e, false
 	}
-	e, ok := g.eaches[in.Key]
-	if !ok {
-		e = dsl.EachValue(in)
-		g.eaches[in.Key] = e
-	}
-	return e
+	return dsl.EachValue(in), true
 }
 
 func noInstance(g *Graph, ref dsl.Ref, key string) *hcl.Diagnostic {
