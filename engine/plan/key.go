@@ -151,6 +151,17 @@ func (n *Node) KeyedDep(id int) bool {
 	return len(n.OrderOnly) == 0 || !containsInt(n.OrderOnly, id)
 }
 
+// keyedDeps reports whether n has an upstream whose output enters its
+// key (KeyedDep).
+func (n *Node) keyedDeps() bool {
+	for _, id := range n.Deps {
+		if n.KeyedDep(id) {
+			return true
+		}
+	}
+	return false
+}
+
 // UnknownReason explains why a node's key is not known yet (plan says the
 // node may run).
 type UnknownReason struct {

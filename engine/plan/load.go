@@ -196,7 +196,6 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 	g.setPathSnapshot(true)
 	defer g.setPathSnapshot(false)
 	var diags hcl.Diagnostics
-	specs := map[string][]*stages.Node{}
 	byID := make([]*stages.Node, len(g.Nodes))
 	// Every node evaluates with its upstreams unknown: those reading
 	// stage objects too go ahead.
@@ -208,12 +207,9 @@ func (g *Graph) CheckStages() hcl.Diagnostics {
 			sn, d = g.EvalNode(n, UnknownInstance)
 		}
 		diags = append(diags, d...)
-		if sn != nil {
-			specs[n.Stage.Name] = append(specs[n.Stage.Name], sn)
-			byID[n.ID] = sn
-		}
+		byID[n.ID] = sn
 	}
-	diags = append(diags, g.stageChecks(specs)...)
+	diags = append(diags, g.stageChecks(byID)...)
 	diags = append(diags, g.writeClashes(byID, nil)...)
 	return uniqueDiags(append(diags, g.servedModelChecks(byID)...))
 }
@@ -241,7 +237,7 @@ func uniqueDiags(diags hcl.Diagnostics) hcl.Diagnostics {
 }
 
 // stageChecks runs the kinds' whole-stage checks on evaluated nodes.
-func (g *Graph) stageChecks(specs map[string][]*stages.Node) hcl.Diagnostics {
+func (g *Graph) stageChecks(byID []*stages.Node) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, s := range g.StageOrder {
 		k, _ := stages.Lookup(s.Kind)
@@ -251,7 +247,13 @@ func (g *Graph) stageChecks(specs map[string][]*stages.Node) hcl.Diagnostics {
 			// for the values its for_each needs.
 			continue
 		}
-		info := &stages.StageInfo{Name: s.Name, Nodes: specs[s.Name], DeclRange: s.DeclRange}
+		var specs []*stages.Node // the instances that evaluated, in order
+		for _, n := range g.StageNodes[s.Name] {
+			if sn := byID[n.ID]; sn != nil {
+				specs = append(specs, sn)
+			}
+		}
+		info := &stages.StageInfo{Name: s.Name, Nodes: specs, DeclRange: s.DeclRange}
 		if s.ForEach != nil {
 			info.ForEach = s.ForEach.Range().Ptr()
 		}

@@ -170,6 +170,12 @@ type evalResult struct {
 	// caller asked for it (and the evaluation had no error).
 	base  envBase
 	based bool
+	// env and key are the node's envelope and key, made with its base
+	// when the node has no upstream that enters its key and nothing can
+	// change the base before its turn (no input another node may write):
+	// the roots of a grid are keyed on every core, not one after another.
+	env *Envelope
+	key string
 	// guess marks a node that reads stage objects, evaluated with its
 	// upstreams' instances unknown (UnknownInstance): it holds only if
 	// they are unknown to it when its turn comes.
@@ -195,6 +201,7 @@ func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []ev
 	// checker locks its own.
 	g.Scope.Context(nil)
 	g.PathCheck()
+	readsInputs := g.pipelineReadsInputs()
 	par.Chunks(len(g.Nodes), 32, 64, func(i int) {
 		n := g.Nodes[i]
 		if !want(n) {
@@ -208,6 +215,10 @@ func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []ev
 		r := evalResult{sn: sn, diags: d, done: true, guess: stage}
 		if dg != nil && !stage && !d.HasErrors() && (waits == nil || !waits(n)) {
 			r.base, r.based = g.envelopeBase(n, sn, dg), true
+			if r.base.e != nil && !n.keyedDeps() && !(readsInputs && len(sn.Common.Inputs) > 0) {
+				r.env, _, _ = g.envelopeFrom(r.base, n, nil)
+				r.key = r.env.Key()
+			}
 		}
 		out[n.ID] = r
 	})

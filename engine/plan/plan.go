@@ -92,6 +92,9 @@ type Plan struct {
 	// sensitive: the pipeline has sensitive variables, whose values its
 	// nodes' reasons must not show.
 	sensitive bool
+	// held is each node's key the workspace holds (store.HeldKeys), by
+	// node ID; "" for a node not planned or never run.
+	held []string
 	// removes holds, by node id, what restoring a cached node removes
 	// from its declared folders (restoreRemoves).
 	removes map[int][]string
@@ -328,12 +331,20 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 	// address had last: decode those records while the nodes evaluate.
 	var last []string
 	ranBefore := make([]bool, len(g.Nodes))
+	addrs := make([]string, len(g.Nodes))
 	for _, n := range g.Nodes {
 		if include == nil || include[n.ID] {
-			if k := cache.HeldKey(g.Config.Name, n.Addr); k != "" {
-				last = append(last, k)
-				ranBefore[n.ID] = true
-			}
+			addrs[n.ID] = n.Addr
+		}
+	}
+	p.held = cache.HeldKeys(g.Config.Name, addrs)
+	for id, k := range p.held {
+		switch {
+		case addrs[id] == "": // not planned
+			p.held[id] = ""
+		case k != "":
+			last = append(last, k)
+			ranBefore[id] = true
 		}
 	}
 	cache.Prefetch(last)
@@ -415,15 +426,11 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		diags = append(diags, p.onlyRefusals(targets)...)
 	}
 	if !diags.HasErrors() {
-		specs := make(map[string][]*stages.Node, len(g.StageOrder))
 		byID := make([]*stages.Node, len(g.Nodes))
 		for _, pn := range p.Nodes {
-			if pn.Spec != nil {
-				specs[pn.Node.Stage.Name] = append(specs[pn.Node.Stage.Name], pn.Spec)
-				byID[pn.Node.ID] = pn.Spec
-			}
+			byID[pn.Node.ID] = pn.Spec
 		}
-		diags = append(diags, g.stageChecks(specs)...)
+		diags = append(diags, g.stageChecks(byID)...)
 		diags = append(diags, g.writeClashes(byID, plannedIDs(include, len(g.Nodes)))...)
 		diags = append(diags, g.servedModelChecks(byID)...)
 	} else if !opts.Only {
@@ -539,7 +546,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if err := g.SetServiceFiles(n, sn, cache.Stat); err != nil && !waits && !errors.Is(err, fs.ErrNotExist) {
 		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the server's inputs", Detail: fmt.Sprintf("%s: %s. A serve stage's inputs identify its server to its consumers.", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
 	}
-	base := ahead.base
+	base, keyed := ahead.base, ahead.env != nil && !waits
 	if !ahead.based && !waits {
 		base = g.envelopeBase(n, sn, cache.Stat)
 	}
@@ -548,16 +555,22 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		var pending map[string]map[string]fsdigest.Pending
 		pending, runs = p.inputWrites(written, n, sn, cache)
 		if pending != nil && runs == nil && !waits {
-			base = g.envelopeBase(n, sn, pendingDigester{stat: cache.Stat, pending: pending})
+			base, keyed = g.envelopeBase(n, sn, pendingDigester{stat: cache.Stat, pending: pending}), false
 		}
 	}
-	env, why, err := g.envelopeFrom(base, n, upstream)
-	if err != nil {
+	var env *Envelope
+	var why *UnknownReason
+	var err error
+	if keyed {
+		env = ahead.env // evalAhead's, of the same base
+	} else if env, why, err = g.envelopeFrom(base, n, upstream); err != nil {
 		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
 	}
 	if env != nil && runs == nil {
 		pn.Envelope = env
-		pn.Key = env.Key()
+		if pn.Key = ahead.key; !keyed {
+			pn.Key = env.Key()
+		}
 		sn.InputDigests = env.Inputs
 	}
 	if _, svc := n.Kind.(stages.Service); svc && env != nil {
@@ -615,7 +628,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		}
 		return diags
 	}
-	prev := cache.HeldKey(g.Config.Name, n.Addr)
+	prev := p.held[n.ID]
 	if prev == "" {
 		pn.Reasons = []string{"new"}
 		return diags

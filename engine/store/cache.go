@@ -665,6 +665,29 @@ func (c *Cache) HeldKey(pipeline, addr string) string {
 	return c.addrs[pipeline+"\x00"+addr]
 }
 
+// HeldKeys is HeldKey of each of addrs, read under one lock and without
+// building each map key on the heap: a plan asks for every node's.
+func (c *Cache) HeldKeys(pipeline string, addrs []string) []string {
+	out := make([]string, len(addrs))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.held) == 0 && len(c.addrs) == 0 {
+		return out
+	}
+	var buf []byte
+	for i, addr := range addrs {
+		buf = append(append(append(buf[:0], pipeline...), 0), addr...)
+		n := len(buf)
+		buf = append(append(buf, 0), c.workspace...)
+		if k, ok := c.held[string(buf)]; ok {
+			out[i] = k
+		} else {
+			out[i] = c.addrs[string(buf[:n])]
+		}
+	}
+	return out
+}
+
 // heldID is the held map's key of an address in this workspace.
 func (c *Cache) heldID(pipeline, addr string) string {
 	return pipeline + "\x00" + addr + "\x00" + c.workspace

@@ -115,3 +115,43 @@ func TestGCRemovesNoBlobBeforeTheIndexDropsItsRecord(t *testing.T) {
 	assert.True(t, c.Has(newKey))
 	assert.True(t, c.Blobs.Has(newBlob))
 }
+
+// HeldKeys answers for many addresses what HeldKey answers for each: the
+// key the workspace was given (Point), else the last committed, else "".
+func TestHeldKeysIsHeldKeyOfEach(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, Options{NoSync: true, Workspace: "/w1"})
+	require.NoError(t, err)
+	addrs := []string{"stage.x", "stage.y", "stage.z", `stage.g["a"]`, "", "stage.none"}
+	assert.Equal(t, make([]string, len(addrs)), c.HeldKeys("p", addrs), "an empty cache holds nothing")
+	a, b, x := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
+	for _, r := range []*Record{
+		{Key: a, Pipeline: "p", Address: "stage.x"},
+		{Key: b, Pipeline: "p", Address: "stage.x"},
+		{Key: x, Pipeline: "p", Address: `stage.g["a"]`},
+		{Key: x, Pipeline: "q", Address: "stage.y"},
+	} {
+		r.Ended = time.Now()
+		_, err = c.Commit(r, nil)
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.Point("p", "stage.x", a))
+	require.NoError(t, c.Point("p", "stage.z", x))
+	each := func(c *Cache) []string {
+		var out []string
+		for _, addr := range addrs {
+			out = append(out, c.HeldKey("p", addr))
+		}
+		return out
+	}
+	assert.Equal(t, []string{a, "", x, x, "", ""}, c.HeldKeys("p", addrs))
+	assert.Equal(t, each(c), c.HeldKeys("p", addrs))
+	require.NoError(t, c.Close())
+	// Another workspace sharing the cache holds none of /w1's: it sees
+	// the last commits.
+	c, err = Open(dir, Options{NoSync: true, Workspace: "/w2"})
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, []string{b, "", "", x, "", ""}, c.HeldKeys("p", addrs))
+	assert.Equal(t, each(c), c.HeldKeys("p", addrs))
+}
