@@ -768,7 +768,7 @@ func (g *Graph) makeInstances(s *dsl.Stage, kind stages.Kind, r *stageRefs, fe *
 	var mu sync.Mutex
 	var problems []problem
 	base := len(g.Nodes)
-	par.Chunks(len(fe.insts), 256, 0, func(i int) {
+	par.Chunks(len(fe.insts), 32, 0, func(i int) {
 		d, bad, made := g.makeInstance(&nodes[i], base+i, s, kind, r, fe.insts[i], false)
 		fresh[i] = made
 		if len(d) > 0 || len(bad) > 0 {
@@ -806,7 +806,7 @@ func (g *Graph) shareEach(n *Node) {
 
 // parallelInstances is the fewest instances of a stage that expand makes
 // on every core.
-var parallelInstances = 1024
+var parallelInstances = 128
 
 // addNode adds a node made by makeInstance to the graph.
 func (g *Graph) addNode(n *Node) {
