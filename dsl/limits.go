@@ -557,11 +557,11 @@ func (e checkedOp) arithmetic(ctx *hcl.EvalContext) (v cty.Value, ok bool) {
 	if !effectless(e.LHS) || !effectless(e.RHS) {
 		return cty.NilVal, false
 	}
-	a, diags := e.LHS.Value(ctx)
+	a, diags := ExprValue(e.LHS, ctx)
 	if len(diags) > 0 || !plainNumber(a) {
 		return cty.NilVal, false
 	}
-	b, diags := e.RHS.Value(ctx)
+	b, diags := ExprValue(e.RHS, ctx)
 	if len(diags) > 0 || !plainNumber(b) {
 		return cty.NilVal, false
 	}

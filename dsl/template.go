@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"math"
 	"math/big"
 	"math/bits"
 	"strconv"
@@ -193,15 +194,48 @@ func attrTraversal(ctx *hcl.EvalContext, t hcl.Traversal) (cty.Value, bool) {
 		return cty.NilVal, false
 	}
 	for _, step := range t[1:] {
-		a, ok := step.(hcl.TraverseAttr)
-		if !ok || v.IsMarked() || !v.IsKnown() || v.IsNull() {
+		if v.IsMarked() || !v.IsKnown() || v.IsNull() {
 			return cty.NilVal, false
 		}
-		ty := v.Type()
-		if !ty.IsObjectType() || !ty.HasAttribute(a.Name) {
+		switch s := step.(type) {
+		case hcl.TraverseAttr:
+			ty := v.Type()
+			if !ty.IsObjectType() || !ty.HasAttribute(s.Name) {
+				return cty.NilVal, false
+			}
+			v = v.GetAttr(s.Name)
+		case hcl.TraverseIndex:
+			// A literal index of a tuple or a list (p[0] of a
+			// setproduct's pair) that it has.
+			ty := v.Type()
+			if !ty.IsTupleType() && !ty.IsListType() {
+				return cty.NilVal, false
+			}
+			i, ok := smallIndex(s.Key)
+			if !ok || i >= v.LengthInt() {
+				return cty.NilVal, false
+			}
+			v = v.Index(s.Key)
+		default:
 			return cty.NilVal, false
 		}
-		v = v.GetAttr(a.Name)
 	}
 	return v, true
+}
+
+// smallIndex is k as an index: a known, unmarked, whole number from 0 to
+// an int's range, which is the index of that element as hcl reads it.
+func smallIndex(k cty.Value) (int, bool) {
+	if !plainNumber(k) {
+		return 0, false
+	}
+	f := k.AsBigFloat()
+	if !f.IsInt() || f.Sign() < 0 {
+		return 0, false
+	}
+	i, acc := f.Int64()
+	if acc != big.Exact || i > math.MaxInt32 {
+		return 0, false
+	}
+	return int(i), true
 }

@@ -202,8 +202,11 @@ func sameResult(t *testing.T, src string, got cty.Value, gotDiags hcl.Diagnostic
 func TestExprValueIsValue(t *testing.T) {
 	outer := &hcl.EvalContext{Variables: map[string]cty.Value{
 		"local": cty.ObjectVal(map[string]cty.Value{"grid": cty.ObjectVal(map[string]cty.Value{
-			"models": cty.MapVal(map[string]cty.Value{"qwen": cty.StringVal("Qwen/Qwen3.5-9B")}),
-			"seeds":  cty.TupleVal([]cty.Value{cty.NumberIntVal(0), cty.NumberIntVal(1)}),
+			"models":   cty.MapVal(map[string]cty.Value{"qwen": cty.StringVal("Qwen/Qwen3.5-9B")}),
+			"seeds":    cty.TupleVal([]cty.Value{cty.NumberIntVal(0), cty.NumberIntVal(1)}),
+			"pair":     cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.ListVal([]cty.Value{cty.NumberIntVal(3), cty.NumberIntVal(4)})}),
+			"marked":   cty.ListVal([]cty.Value{cty.StringVal("x").Mark("sensitive")}),
+			"unknowns": cty.ListVal([]cty.Value{cty.UnknownVal(cty.String), cty.StringVal("y")}),
 		})}),
 		"each": cty.StringVal("shadowed"),
 	}}
@@ -226,6 +229,11 @@ func TestExprValueIsValue(t *testing.T) {
 		"each.value.hidden.x", "each.value.unknown.x", "each.value.dyn.x", "each.value.null.x", "each.value.list.x",
 		"each.value.missing", "each.value.out.x", "local.grid.models.qwen", "local.grid.models.llama", "local.grid.seeds",
 		"local.grid.seeds[1]", "each.value.list[0].x", "nothing.here", "each", "local",
+		"local.grid.seeds[0]", "local.grid.seeds[2]", "local.grid.seeds[-1]", "local.grid.seeds[0.5]", "local.grid.seeds[1e30]",
+		"local.grid.seeds[\"1\"]", "each.value.list[0]", "each.value.list[1]", "each.value.list[0].y", "each.value.split[0]",
+		"local.grid.models[0]", "each.value.unknown[0]", "each.value.null[0]", "each.value.dyn[0]", "each.value.secret[0]",
+		"local.grid.pair[1][0]", "local.grid.pair[1][1]", "local.grid.pair[1][2]", "local.grid.marked[0]", "local.grid.unknowns[0]",
+		"local.grid.unknowns[1]", "local.grid.pair[1]",
 	} {
 		e, diags := hclsyntax.ParseExpression([]byte(src), "r.hcl", hcl.InitialPos)
 		require.False(t, diags.HasErrors(), src)
