@@ -329,25 +329,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 	}
 	// In a plan with everything cached, each node's key is the one its
 	// address had last: decode those records while the nodes evaluate.
-	var last []string
-	ranBefore := make([]bool, len(g.Nodes))
-	addrs := make([]string, len(g.Nodes))
-	for _, n := range g.Nodes {
-		if include == nil || include[n.ID] {
-			addrs[n.ID] = n.Addr
-		}
-	}
-	p.held = cache.HeldKeys(g.Config.Name, addrs)
-	for id, k := range p.held {
-		switch {
-		case addrs[id] == "": // not planned
-			p.held[id] = ""
-		case k != "":
-			last = append(last, k)
-			ranBefore[id] = true
-		}
-	}
-	cache.Prefetch(last)
+	ranBefore := p.readHeld(cache, include)
 	// A node reading its upstreams' instances goes ahead too when none of
 	// them ran before: they are most likely unknown to it when its turn
 	// comes (planNode checks, and evaluates it again when one is not).
@@ -442,6 +424,33 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		diags = append(diags, g.CheckStages()...)
 	}
 	return p, uniqueDiags(diags)
+}
+
+// readHeld reads the key the workspace holds of each node planned (those
+// include holds; nil: all) into p.held, has the cache decode their
+// records while the nodes evaluate, and says which nodes ran before.
+func (p *Plan) readHeld(cache *store.Cache, include map[int]bool) (ranBefore []bool) {
+	g := p.Graph
+	ranBefore = make([]bool, len(g.Nodes))
+	addrs := make([]string, len(g.Nodes))
+	for _, n := range g.Nodes {
+		if include == nil || include[n.ID] {
+			addrs[n.ID] = n.Addr
+		}
+	}
+	p.held = cache.HeldKeys(g.Config.Name, addrs)
+	var last []string
+	for id, k := range p.held {
+		switch {
+		case addrs[id] == "": // not planned
+			p.held[id] = ""
+		case k != "":
+			last = append(last, k)
+			ranBefore[id] = true
+		}
+	}
+	cache.Prefetch(last)
+	return ranBefore
 }
 
 // onlyRefusals refuses a plan made with --only whose targets need a node
