@@ -113,11 +113,11 @@ func (val Value) IsWhollyKnown() bool {
 
 // eachHeld calls cb with each attribute or element of val, a known,
 // non-null, unmarked object, map, tuple, list or set, as it is held: in no
-// order, with no key values made. It stops when cb returns false, and
-// reports whether val is one of those (false: cb was not called).
+// order, with no key values made; with nothing for any other value. It
+// stops when cb returns false.
 // [cairn] patch (third_party/README.md), for IsWhollyKnown and
 // ContainsMarked.
-func eachHeld(val Value, cb func(Value) bool) bool {
+func eachHeld(val Value, cb func(Value) bool) {
 	switch ty := val.ty; {
 	case ty.IsObjectType():
 		atys := ty.AttributeTypes()
@@ -152,10 +152,7 @@ func eachHeld(val Value, cb func(Value) bool) bool {
 		val.v.(set.Set[any]).EachValueUnordered(func(v any) bool {
 			return cb(Value{ty: ety, v: v})
 		})
-	default:
-		return false
 	}
-	return true
 }
 
 // HasWhollyKnownType checks if the value is dynamic, or contains any nested
