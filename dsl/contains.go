@@ -39,11 +39,8 @@ var containsFunc = function.New(&function.Spec{
 // of list, a known list, tuple or set of at least one element, all of them
 // known strings (null or not); ok is false for anything else.
 func containsText(list, v cty.Value) (found, ok bool) {
-	if !plainText(v) || !list.IsKnown() || list.IsNull() || list.IsMarked() {
-		return false, false
-	}
 	if ty := list.Type(); ty.IsSetType() {
-		if ty.ElementType() != cty.String || list.LengthInt() == 0 || !list.IsWhollyKnown() {
+		if !plainSearch(list, v) || ty.ElementType() != cty.String || list.LengthInt() == 0 || !list.IsWhollyKnown() {
 			return false, false
 		}
 		return list.HasElement(v).True(), true
@@ -52,12 +49,18 @@ func containsText(list, v cty.Value) (found, ok bool) {
 	return i >= 0, ok
 }
 
+// plainSearch reports whether v is a plain string (plainText) looked for
+// in list, a known, non-null, unmarked value.
+func plainSearch(list, v cty.Value) bool {
+	return plainText(v) && list.IsKnown() && !list.IsNull() && !list.IsMarked()
+}
+
 // textIndex is the position of the first element of list equal to v (-1
 // for none), where list is a known, unmarked list or tuple of at least one
 // element, all of them known, unmarked strings (null or not), and v a
 // plain string; ok is false for anything else.
 func textIndex(list, v cty.Value) (int, bool) {
-	if !plainText(v) || !list.IsKnown() || list.IsNull() || list.IsMarked() {
+	if !plainSearch(list, v) {
 		return 0, false
 	}
 	if t, ok := uniformPrimitive(list.Type()); !ok || t != cty.String || list.Type().IsSetType() || list.LengthInt() == 0 {

@@ -229,12 +229,8 @@ func smallIndex(k cty.Value) (int, bool) {
 	if !plainNumber(k) {
 		return 0, false
 	}
-	f := k.AsBigFloat()
-	if !f.IsInt() || f.Sign() < 0 {
-		return 0, false
-	}
-	i, acc := f.Int64()
-	if acc != big.Exact || i > math.MaxInt32 {
+	i, acc := k.AsBigFloat().Int64()
+	if acc != big.Exact || i < 0 || i > math.MaxInt32 {
 		return 0, false
 	}
 	return int(i), true
