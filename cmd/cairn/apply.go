@@ -83,7 +83,7 @@ func (a *app) applyCmd() *cobra.Command {
 			if o.verbose {
 				explainID = a.explainEvaluation(args, full)
 			}
-			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: o.targets, Replace: o.replace, Only: o.only})
+			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: o.targets, Replace: o.replace, Only: o.only}, false)
 			if err != nil {
 				return err
 			}

@@ -99,6 +99,7 @@ its .hcl files is checked as a pipeline of its own.`,
 func (a *app) validateOne(path string) (*plan.Loaded, hcl.Diagnostics, []plan.WaitingStage) {
 	l, diags := plan.Load(plan.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath(), Validate: true})
 	if l.Graph != nil && !diags.HasErrors() {
+		expectNodes(l.Graph)
 		diags = append(diags, l.Graph.CheckStages()...)
 	}
 	var waiting []plan.WaitingStage
@@ -214,7 +215,7 @@ pipeline's name, a key or an action.`,
 					return m.RenderPlan(a.stdout)
 				}
 			}
-			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: targets, Replace: replace, Only: only})
+			l, cache, p, err := a.loadAndPlan(args, plan.Options{Targets: targets, Replace: replace, Only: only}, true)
 			if err != nil {
 				return err
 			}
@@ -253,11 +254,16 @@ pipeline's name, a key or an action.`,
 }
 
 // loadAndPlan loads the pipeline, opens the cache and makes the plan,
-// printing diagnostics; the caller closes the cache.
-func (a *app) loadAndPlan(args []string, opts plan.Options) (*plan.Loaded, *store.Cache, *plan.Plan, error) {
+// printing diagnostics; the caller closes the cache. endsWithPlan says
+// that the command ends with the plan (plan, not apply), which then
+// stays live to the end (expectNodes).
+func (a *app) loadAndPlan(args []string, opts plan.Options, endsWithPlan bool) (*plan.Loaded, *store.Cache, *plan.Plan, error) {
 	l, err := a.load(args)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if endsWithPlan {
+		expectNodes(l.Graph)
 	}
 	if len(opts.Targets) == 0 && !store.Made(a.cachePath()) {
 		// Opening the cache makes its folders: a pipeline that validate

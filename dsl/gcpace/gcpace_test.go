@@ -98,3 +98,52 @@ func TestEnvironmentKeepsItsSetting(t *testing.T) {
 	assert.Equal(t, 50, gcPercent())
 	assert.False(t, tuned.Load())
 }
+
+// memoryLimit reads the collector's memory limit.
+func memoryLimit() int64 { return debug.SetMemoryLimit(-1) }
+
+// Expect leaves room for what the caller says it is about to keep: no
+// collection runs while it is made, though the heap passes StartHeap.
+func TestExpectDefersTheFirstCollection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds 320 MiB")
+	}
+	tuneForTest(t)
+	Expect(384 << 20)
+	assert.GreaterOrEqual(t, memoryLimit(), int64(384<<20))
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	cycles := m.NumGC
+	for range 320 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	defer func() { keep = nil }()
+	runtime.ReadMemStats(&m)
+	assert.Greater(t, m.HeapAlloc, uint64(StartHeap), "the heap passed StartHeap")
+	assert.Equal(t, cycles, m.NumGC, "no collection ran")
+	assert.True(t, tuned.Load())
+}
+
+// Expect raises the limit up to MaxStartHeap, never lowers it, and
+// leaves the usual pacing alone.
+func TestExpectIsBounded(t *testing.T) {
+	debug.FreeOSMemory() // what earlier tests held
+	require.Less(t, inUse(), uint64(64<<20))
+	tuneForTest(t)
+	Expect(0)
+	assert.Equal(t, int64(StartHeap), memoryLimit(), "a small heap and nothing expected: StartHeap stays")
+	Expect(64 << 20)
+	assert.Equal(t, int64(StartHeap), memoryLimit(), "room for it below StartHeap: no change")
+	Expect(512 << 20)
+	assert.Greater(t, memoryLimit(), int64(512<<20), "what the process holds, and room for 512 MiB more")
+	assert.Less(t, memoryLimit(), int64(MaxStartHeap))
+	Expect(1 << 40)
+	assert.Equal(t, int64(MaxStartHeap), memoryLimit())
+	Expect(300 << 20)
+	assert.Equal(t, int64(MaxStartHeap), memoryLimit(), "never lowered")
+
+	tuned.Store(false)
+	debug.SetMemoryLimit(math.MaxInt64)
+	Expect(300 << 20)
+	assert.Equal(t, int64(math.MaxInt64), memoryLimit(), "the usual pacing: no limit set")
+}

@@ -369,3 +369,8 @@ const localsGarbage = 16 << 20
 // linkGarbage is how much linking stages by paths may allocate before its
 // garbage is collected (Collect).
 const linkGarbage = 8 << 20
+
+// NodeHeap is about what evaluating and planning one node keeps live, for
+// gcpace.Expect: 2.5 KB for a node of bench/gen's 100k grid (three
+// attributes), more for a node of many attributes.
+const NodeHeap = 4 << 10
