@@ -29,6 +29,7 @@ func fastParse(src []byte, filename string, start hcl.Pos) *hclsyntax.Body {
 		return nil
 	}
 	p := &fastParser{src: src, filename: filename, line: start.Line, base: start.Byte}
+	p.nodes = &fastNodes{}
 	body, _, ok := p.body(true, hcl.Range{})
 	if !ok {
 		return nil
@@ -45,6 +46,38 @@ type fastParser struct {
 	// line is the line of off; lineAt the offset that line starts at.
 	line, lineAt int
 	base         int // the byte offset of src[0] in the file
+	nodes        *fastNodes
+}
+
+// fastNodes hands out the nodes one fastParse makes, from slabs of
+// slabLen: one allocation for many nodes of a kind, where a pipeline of
+// thousands of stages made one for each. The nodes are the syntax tree's,
+// which is kept to the end of the run: a slab kept whole by one of its
+// nodes holds little that would have been freed.
+type fastNodes struct {
+	blocks     slab[blockNode]
+	bodies     slab[hclsyntax.Body]
+	attrs      slab[hclsyntax.Attribute]
+	quoted     slab[quotedNode]
+	tuples     slab[tupleNode]
+	traversals slab[traversalNode]
+}
+
+// slabLen is how many nodes a slab holds: a quoted string's 64 make a
+// slab of 16 KiB.
+const slabLen = 64
+
+// slab hands out pointers to zeroed values of T, slabLen to an
+// allocation.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) new() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, slabLen)
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
 }
 
 func (p *fastParser) pos(off int) hcl.Pos {
@@ -148,7 +181,8 @@ func (p *fastParser) quoted() (string, hcl.Range, hcl.Range, bool) {
 // it: from open, the opening brace (at the top level, the range of the
 // first token), to the end token.
 func (p *fastParser) body(top bool, open hcl.Range) (*hclsyntax.Body, hcl.Range, bool) {
-	b := &hclsyntax.Body{Attributes: hclsyntax.Attributes{}, Blocks: hclsyntax.Blocks{}}
+	b := p.nodes.bodies.new()
+	b.Attributes, b.Blocks = hclsyntax.Attributes{}, hclsyntax.Blocks{}
 	for first := true; ; first = false {
 		c := p.peek()
 		var tok hcl.Range // the token at the offset
@@ -201,13 +235,15 @@ func (p *fastParser) item(b *hclsyntax.Body) bool {
 		if _, dup := b.Attributes[name]; dup {
 			return false
 		}
-		b.Attributes[name] = &hclsyntax.Attribute{
+		a := p.nodes.attrs.new()
+		*a = hclsyntax.Attribute{
 			Name:        name,
 			Expr:        expr,
 			SrcRange:    hcl.RangeBetween(nameRange, expr.Range()),
 			NameRange:   nameRange,
 			EqualsRange: eq,
 		}
+		b.Attributes[name] = a
 	case c == '"' || c == '{' || identStart(c):
 		blk, ok := p.block(name, nameRange)
 		if !ok {
@@ -253,10 +289,15 @@ type (
 		t     hclsyntax.TupleConsExpr
 		exprs [4]hclsyntax.Expression
 	}
+	traversalNode struct {
+		t     hclsyntax.ScopeTraversalExpr
+		steps [2]hcl.Traverser // room for stage.NAME
+	}
 )
 
 func (p *fastParser) block(typ string, typeRange hcl.Range) (*hclsyntax.Block, bool) {
-	bn := &blockNode{blk: hclsyntax.Block{Type: typ, TypeRange: typeRange}}
+	bn := p.nodes.blocks.new()
+	bn.blk = hclsyntax.Block{Type: typ, TypeRange: typeRange}
 	blk := &bn.blk
 	label := func(s string, r hcl.Range) {
 		if blk.Labels == nil {
@@ -309,7 +350,8 @@ func (p *fastParser) expr(inTuple bool) (hclsyntax.Expression, bool) {
 		if s == "" {
 			content = hcl.Range{Filename: p.filename, Start: whole.End, End: whole.End} // as hclsyntax has it
 		}
-		q := &quotedNode{lit: hclsyntax.LiteralValueExpr{Val: cty.StringVal(s), SrcRange: content}}
+		q := p.nodes.quoted.new()
+		q.lit = hclsyntax.LiteralValueExpr{Val: cty.StringVal(s), SrcRange: content}
 		q.parts[0] = &q.lit
 		q.tmpl = hclsyntax.TemplateExpr{Parts: q.parts[:], SrcRange: whole}
 		// Bound as boundTemplate binds it, in the same allocation.
@@ -372,9 +414,10 @@ func (p *fastParser) traversal() (hclsyntax.Expression, bool) {
 		}
 		return &hclsyntax.LiteralValueExpr{Val: v, SrcRange: r}, true
 	}
-	steps := make(hcl.Traversal, 1, 2) // room for stage.NAME
-	steps[0] = hcl.TraverseRoot{Name: name, SrcRange: r}
-	t := &hclsyntax.ScopeTraversalExpr{Traversal: steps, SrcRange: r}
+	tn := p.nodes.traversals.new()
+	tn.steps[0] = hcl.TraverseRoot{Name: name, SrcRange: r}
+	tn.t = hclsyntax.ScopeTraversalExpr{Traversal: tn.steps[:1], SrcRange: r}
+	t := &tn.t
 	for p.off < len(p.src) && p.src[p.off] == '.' {
 		dot := p.rng(p.off, p.off+1)
 		p.off++
@@ -396,7 +439,8 @@ func (p *fastParser) traversal() (hclsyntax.Expression, bool) {
 func (p *fastParser) tuple() (hclsyntax.Expression, bool) {
 	open := p.rng(p.off, p.off+1)
 	p.off++
-	tn := &tupleNode{t: hclsyntax.TupleConsExpr{OpenRange: open}}
+	tn := p.nodes.tuples.new()
+	tn.t = hclsyntax.TupleConsExpr{OpenRange: open}
 	t := &tn.t
 	skip := func() byte {
 		for {
