@@ -148,8 +148,11 @@ func ObjectVal(attrs map[string]Value) Value {
 		attrVals[attr] = val.v
 	}
 
+	// [cairn] attrTypes holds each normalized name once: the object type
+	// takes it as it is. Object copied it into a map of its own,
+	// normalizing every name again, which changes none of them.
 	return Value{
-		ty: Object(attrTypes),
+		ty: Type{typeObject{AttrTypes: attrTypes}},
 		v:  attrVals,
 	}
 }

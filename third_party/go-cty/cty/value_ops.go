@@ -843,12 +843,15 @@ func (val Value) GetAttr(name string) Value {
 		panic("value is not an object")
 	}
 
+	// [cairn] The name is normalized, and its type looked up, once:
+	// HasAttribute and AttributeType, which this called in turn, each
+	// normalized it and looked it up again. A plan reads object
+	// attributes hundreds of thousands of times.
 	name = NormalizeString(name)
-	if !val.ty.HasAttribute(name) {
+	attrType, hasAttr := val.ty.typeImpl.(typeObject).AttrTypes[name]
+	if !hasAttr {
 		panic("value has no attribute of that name")
 	}
-
-	attrType := val.ty.AttributeType(name)
 
 	if !val.IsKnown() {
 		return UnknownVal(attrType).WithMarks(val.unknownValueNestedMarks())
