@@ -355,6 +355,7 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 	case *hclsyntax.IndexExpr:
 		boundIn(&x.Collection)
 		boundIn(&x.Key)
+		return indexed{x}
 	case *hclsyntax.TupleConsExpr:
 		for i := range x.Exprs {
 			boundIn(&x.Exprs[i])

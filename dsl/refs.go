@@ -75,7 +75,7 @@ func walkReferences(expr hcl.Expression) ([]Ref, hcl.Diagnostics) {
 	var refs []Ref
 	if se, ok := expr.(hclsyntax.Expression); ok {
 		_ = hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
-			ie, ok := n.(*hclsyntax.IndexExpr)
+			ie, ok := IndexExprOf(n)
 			if !ok {
 				return nil
 			}

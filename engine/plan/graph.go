@@ -437,14 +437,13 @@ func checkDepElement(attr string, e hcl.Expression, refs []dsl.Ref) *hcl.Diagnos
 		}
 	}
 	bare := false
-	switch x := e.(type) {
-	case *hclsyntax.ScopeTraversalExpr:
+	if x, ok := e.(*hclsyntax.ScopeTraversalExpr); ok {
 		if len(x.Traversal) == 2 {
 			bare = true
 		} else if len(x.Traversal) == 3 {
 			_, bare = x.Traversal[2].(hcl.TraverseIndex)
 		}
-	case *hclsyntax.IndexExpr:
+	} else if x, ok := dsl.IndexExprOf(e); ok {
 		st, ok := x.Collection.(*hclsyntax.ScopeTraversalExpr)
 		bare = ok && len(st.Traversal) == 2
 	}
@@ -480,7 +479,7 @@ func isLongTraversal(e hcl.Expression) bool {
 	case *hclsyntax.ScopeTraversalExpr:
 		return len(x.Traversal) > 2
 	case *hclsyntax.RelativeTraversalExpr:
-		ix, ok := x.Source.(*hclsyntax.IndexExpr)
+		ix, ok := dsl.IndexExprOf(x.Source)
 		if !ok {
 			return false
 		}
