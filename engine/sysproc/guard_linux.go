@@ -24,8 +24,9 @@ import (
 // ended with it, by its parent-death signal), it sends the group SIGTERM,
 // then SIGKILL once the grace has passed or sooner when nothing of the
 // group is left but itself, and ends with it; when the command ends while
-// cairn lives, it ends (cairn ends the group, as for any node). Signals
-// sent to the group (a stop) are the command's: the guard ignores them.
+// cairn lives, it ends once nothing of the group is left but itself
+// (cairn ends the group, as for any node). Signals sent to the group (a
+// stop) are the command's: the guard ignores them.
 
 // GuardedArg and GuardArg are the hidden first arguments that make a
 // binary linking this package a guarded command's start or its guard:
@@ -116,15 +117,53 @@ func guard(args []string) int {
 	// cairn is known by its start time too: its pid may be another
 	// process's once it has ended.
 	born := startTime(strconv.Itoa(parent))
+	cairnLives := func() bool { return born != "" && startTime(strconv.Itoa(parent)) == born }
+	commandLives := func() bool { return startTime(strconv.Itoa(cmd)) != "" }
+	pg := syscall.Getpgrp()
+	othersLeft := func() bool { return othersInGroup(pg) }
 	for {
-		if born == "" || startTime(strconv.Itoa(parent)) != born {
+		switch watchTurn(cairnLives, commandLives, othersLeft) {
+		case endTheGroup:
 			endGroup(grace)
-		}
-		if startTime(strconv.Itoa(cmd)) == "" {
+		case leave:
 			return 0
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// guardAction is what the guard does after a turn of its watch.
+type guardAction int
+
+const (
+	keepWatching guardAction = iota
+	endTheGroup
+	leave
+)
+
+// watchTurn is one turn of the guard's watch, from whether cairn and the
+// command live and whether anything of the group is left but the guard.
+func watchTurn(cairnLives, commandLives, othersLeft func() bool) guardAction {
+	if !cairnLives() {
+		return endTheGroup
+	}
+	if commandLives() {
+		return keepWatching
+	}
+	// The command has ended. cairn's end ends it too (by its parent-death
+	// signal), possibly just after cairn was seen alive above: the guard
+	// that left then left the command's children running. cairn is looked
+	// at again, after the command.
+	if !cairnLives() {
+		return endTheGroup
+	}
+	// The command ended while cairn lives: cairn ends the group, as it
+	// does for any node. Until nothing of the group is left but the guard,
+	// it still watches cairn, whose end it would then follow.
+	if othersLeft() {
+		return keepWatching
+	}
+	return leave
 }
 
 // startTime is live process pid's start time (from /proc, in clock ticks

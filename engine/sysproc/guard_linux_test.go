@@ -97,3 +97,38 @@ func TestGuardEndsTheGroupWhenCairnEnds(t *testing.T) {
 	e2etest.WaitFor(t, "every process of the command's group to end", 30*time.Second, func() bool { return !othersInGroup(pg) })
 	assert.True(t, e2etest.ProcGone(command) && e2etest.ProcGone(child))
 }
+
+// probe answers its answers in turn, then the last one again.
+func probe(answers ...bool) func() bool {
+	return func() bool {
+		a := answers[0]
+		if len(answers) > 1 {
+			answers = answers[1:]
+		}
+		return a
+	}
+}
+
+// A turn of the guard's watch: cairn ended, the group ends; cairn and the
+// command live, the guard watches on; the command ended while cairn
+// lives, the guard leaves once the group holds nothing else. And cairn
+// killed between the guard's look at it and its look at the command,
+// which the command's parent-death signal ended with it: the group ends
+// (a guard that left there left the command's children running after
+// kill -9 of cairn).
+func TestGuardTurn(t *testing.T) {
+	for _, c := range []struct {
+		name                   string
+		cairn, command, others func() bool
+		want                   guardAction
+	}{
+		{"cairn ended", probe(false), probe(true), probe(true), endTheGroup},
+		{"both live", probe(true), probe(true), probe(true), keepWatching},
+		{"cairn ended with the command, after it was seen alive", probe(true, false), probe(false), probe(true), endTheGroup},
+		{"cairn ended with the command, nothing else left", probe(true, false), probe(false), probe(false), endTheGroup},
+		{"the command ended, cairn lives, children left", probe(true, true), probe(false), probe(true), keepWatching},
+		{"the command ended, cairn lives, nothing left", probe(true, true), probe(false), probe(false), leave},
+	} {
+		assert.Equal(t, c.want, watchTurn(c.cairn, c.command, c.others), c.name)
+	}
+}
