@@ -1,8 +1,9 @@
 // Package gcpace sets the garbage collector's pacing for a command-line
 // run of cairn: no collection until the heap is large (most of what a
 // plan allocates stays live to its end, so collecting a small heap is
-// wasted work), and a collection asked for at once, after a step that
-// left much garbage, that keeps that pacing.
+// wasted work; larger still where the caller says how much it is about
+// to keep), and a collection asked for at once, after a step that left
+// much garbage, that keeps that pacing.
 package gcpace
 
 import (
@@ -33,8 +34,9 @@ var (
 )
 
 // Tune sets the collector for a command-line run: no collection runs
-// until the heap reaches StartHeap (or Collect asks for one); from the
-// first other one on, the collector paces itself as usual (GOGC=100).
+// until the heap reaches StartHeap, or the size Expect raised it to (or
+// Collect asks for one); from the first other one on, the collector
+// paces itself as usual (GOGC=100).
 // set says GOGC or GOMEMLIMIT is set in the environment: the collector
 // stays as they set it.
 func Tune(set bool) {
