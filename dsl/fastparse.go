@@ -29,7 +29,6 @@ func fastParse(src []byte, filename string, start hcl.Pos) *hclsyntax.Body {
 		return nil
 	}
 	p := &fastParser{src: src, filename: filename, line: start.Line, base: start.Byte}
-	p.nodes = &fastNodes{}
 	body, _, ok := p.body(true, hcl.Range{})
 	if !ok {
 		return nil
@@ -46,7 +45,7 @@ type fastParser struct {
 	// line is the line of off; lineAt the offset that line starts at.
 	line, lineAt int
 	base         int // the byte offset of src[0] in the file
-	nodes        *fastNodes
+	nodes        fastNodes
 }
 
 // fastNodes hands out the nodes one fastParse makes, from slabs of

@@ -577,7 +577,9 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	}
 	if env != nil && runs == nil {
 		pn.Envelope = env
-		if pn.Key = ahead.key; !keyed {
+		if keyed {
+			pn.Key = ahead.key // evalAhead's, of the same envelope
+		} else {
 			pn.Key = env.Key()
 		}
 		sn.InputDigests = env.Inputs

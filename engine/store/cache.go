@@ -659,10 +659,8 @@ func (c *Cache) LastKey(pipeline, addr string) string {
 func (c *Cache) HeldKey(pipeline, addr string) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if k, ok := c.held[c.heldID(pipeline, addr)]; ok {
-		return k
-	}
-	return c.addrs[pipeline+"\x00"+addr]
+	k, _ := c.heldKey(nil, pipeline, addr)
+	return k
 }
 
 // HeldKeys is HeldKey of each of addrs, read under one lock and without
@@ -676,16 +674,22 @@ func (c *Cache) HeldKeys(pipeline string, addrs []string) []string {
 	}
 	var buf []byte
 	for i, addr := range addrs {
-		buf = append(append(append(buf[:0], pipeline...), 0), addr...)
-		n := len(buf)
-		buf = append(append(buf, 0), c.workspace...)
-		if k, ok := c.held[string(buf)]; ok {
-			out[i] = k
-		} else {
-			out[i] = c.addrs[string(buf[:n])]
-		}
+		out[i], buf = c.heldKey(buf, pipeline, addr)
 	}
 	return out
+}
+
+// heldKey is HeldKey's answer, with c.mu held: the key held for the
+// address in this workspace (heldID), else the one last committed. The
+// map keys are built in buf, which it returns for the next call.
+func (c *Cache) heldKey(buf []byte, pipeline, addr string) (string, []byte) {
+	buf = append(append(append(buf[:0], pipeline...), 0), addr...)
+	n := len(buf)
+	buf = append(append(buf, 0), c.workspace...)
+	if k, ok := c.held[string(buf)]; ok {
+		return k, buf
+	}
+	return c.addrs[string(buf[:n])], buf
 }
 
 // heldID is the held map's key of an address in this workspace.
