@@ -113,7 +113,7 @@ FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastPars
 	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
 	./stages/modelcache:FuzzParse ./dsl/jsonwrite:FuzzString ./dsl/jsonwrite:FuzzRawAsIs \
 	./stages/items:FuzzScoresLine ./engine/plan:FuzzEnvelopeJSON ./dsl:FuzzDecodeJSON \
-	./dsl:FuzzNumberText
+	./dsl:FuzzNumberText ./engine/store:FuzzUnmarshalRecordIsEncodingJSON
 
 fuzz:
 	@GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZERS)

@@ -7,6 +7,7 @@ require (
 	github.com/agext/levenshtein v1.2.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/dominikbraun/graph v0.23.0
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 	github.com/gofrs/flock v0.13.2
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/klauspost/compress v1.18.0
@@ -23,7 +24,6 @@ require (
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/apparentlymart/go-textseg/v17 v17.0.1 // indirect
 	github.com/chromedp/cdproto v0.160.1 // indirect
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/go-cmp v0.6.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

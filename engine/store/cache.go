@@ -472,7 +472,7 @@ func (c *Cache) addressUnaddressed() {
 	ids := make(map[string]string, len(raws))
 	for k, raw := range raws {
 		var r struct{ Pipeline, Address string }
-		if raw != nil && json.Unmarshal(raw, &r) == nil {
+		if raw != nil && unmarshalRecord(raw, &r) == nil {
 			ids[k] = r.Pipeline + "\x00" + r.Address
 		}
 	}
@@ -538,7 +538,7 @@ func (c *Cache) Lookup(key string) (*Record, bool) {
 		return r, true
 	}
 	var r Record
-	if err := json.Unmarshal(raw, &r); err != nil || r.Key != key || r.Format != Format {
+	if err := unmarshalRecord(raw, &r); err != nil || r.Key != key || r.Format != Format {
 		c.Warn("cache: the record of %s is unreadable; it will be recomputed", Short(key))
 		_ = c.Evict(key)
 		return nil, false
@@ -587,7 +587,7 @@ func (c *Cache) Prefetch(keys []string) {
 				}
 				p := todo[i]
 				var r Record
-				if json.Unmarshal(p.raw, &r) == nil {
+				if unmarshalRecord(p.raw, &r) == nil {
 					r.raw = p.raw
 					p.rec = &r
 				}

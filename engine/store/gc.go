@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -317,7 +316,7 @@ func (c *Cache) AddressRecords(addr string) []string {
 		var r struct {
 			Address string `json:"address"`
 		}
-		if json.Unmarshal(raw, &r) == nil && r.Address == addr {
+		if unmarshalRecord(raw, &r) == nil && r.Address == addr {
 			keys = append(keys, k)
 		}
 	}
