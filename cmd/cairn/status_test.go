@@ -248,13 +248,7 @@ func TestDamagedIndexWarningIsInTheRunsRecord(t *testing.T) {
 	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run     = [\"sh\", \"-c\", \"echo a > a.txt\"]\n  outputs = [\"a.txt\"]\n}\n"})
 	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	index := filepath.Join(root, ".cairn", "index.log")
-	b, err := os.ReadFile(index)
-	require.NoError(t, err)
-	i := strings.Index(string(b), `"kind":"command"`)
-	require.Positive(t, i)
-	b[i+10] ^= 1
-	require.NoError(t, os.WriteFile(index, b, 0o644))
+	damageIndexRecord(t, root)
 
 	r = runCLI(t, "--chdir", root, "plan", "p.hcl")
 	assert.Contains(t, r.stdout, "the cached result is gone (evicted, collected or damaged)")
