@@ -306,7 +306,7 @@ type openingCache struct {
 	err  error
 
 	mu       sync.Mutex
-	held     bool     // the warnings wait for release
+	held     bool     // the warnings wait to be printed (wait)
 	warnings []string // those that wait, in order
 }
 
