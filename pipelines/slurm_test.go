@@ -372,7 +372,7 @@ func TestSlurmRequeue(t *testing.T) {
 	slurmtest.Call(t, "scontrol", "update", "JobId="+id, "StartTime=now")
 	select {
 	case err := <-done:
-		require.NoError(t, err, out.String())
+		require.NoError(t, err, "%s\n%s", out.String(), requeueState(w, id))
 	case <-time.After(4 * time.Minute):
 		t.Fatalf("cairn did not end within 4 minutes of the requeue:\n%s", out.String())
 	}
@@ -609,6 +609,22 @@ func checkDurations(t *testing.T, w *workspace, run *runlog.RunInfo, out string,
 
 // execLog is the nodes' own execution log, exec.log in the workspace
 // ("" before the first line).
+// requeueState is what a failed TestSlurmRequeue leaves to read: the
+// job's exit file and the run its script noted beside it, exec.log, and
+// Slurm's view of the job.
+func requeueState(w *workspace, id string) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(w.dir, ".cairn", "runs", "*", "logs", "*.exit*"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		fmt.Fprintf(&b, "%s (%v):\n%s\n", f, err, data)
+	}
+	fmt.Fprintf(&b, "exec.log:\n%s\n", w.execLog())
+	show, err := exec.Command("scontrol", "show", "job", id).CombinedOutput()
+	fmt.Fprintf(&b, "scontrol show job %s (%v):\n%s", id, err, show)
+	return b.String()
+}
+
 func (w *workspace) execLog() string {
 	b, _ := os.ReadFile(filepath.Join(w.dir, "exec.log"))
 	return string(b)
