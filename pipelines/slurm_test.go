@@ -607,8 +607,6 @@ func checkDurations(t *testing.T, w *workspace, run *runlog.RunInfo, out string,
 	}
 }
 
-// execLog is the nodes' own execution log, exec.log in the workspace
-// ("" before the first line).
 // requeueState is what a failed TestSlurmRequeue leaves to read: the
 // job's exit file and the run its script noted beside it, exec.log, and
 // Slurm's view of the job.
@@ -625,6 +623,8 @@ func requeueState(w *workspace, id string) string {
 	return b.String()
 }
 
+// execLog is the nodes' own execution log, exec.log in the workspace
+// ("" before the first line).
 func (w *workspace) execLog() string {
 	b, _ := os.ReadFile(filepath.Join(w.dir, "exec.log"))
 	return string(b)
