@@ -683,9 +683,7 @@ func (c *Cache) HeldKeys(pipeline string, addrs []string) []string {
 // address in this workspace (heldID), else the one last committed. The
 // map keys are built in buf, which it returns for the next call.
 func (c *Cache) heldKey(buf []byte, pipeline, addr string) (string, []byte) {
-	buf = append(append(append(buf[:0], pipeline...), 0), addr...)
-	n := len(buf)
-	buf = append(append(buf, 0), c.workspace...)
+	buf, n := c.appendHeldID(buf[:0], pipeline, addr)
 	if k, ok := c.held[string(buf)]; ok {
 		return k, buf
 	}
@@ -694,7 +692,16 @@ func (c *Cache) heldKey(buf []byte, pipeline, addr string) (string, []byte) {
 
 // heldID is the held map's key of an address in this workspace.
 func (c *Cache) heldID(pipeline, addr string) string {
-	return pipeline + "\x00" + addr + "\x00" + c.workspace
+	b, _ := c.appendHeldID(nil, pipeline, addr)
+	return string(b)
+}
+
+// appendHeldID appends heldID's key to b; its first n bytes, from
+// pipeline on, are the addrs map's key of the address.
+func (c *Cache) appendHeldID(b []byte, pipeline, addr string) (_ []byte, n int) {
+	b = append(append(append(b, pipeline...), 0), addr...)
+	n = len(b)
+	return append(append(b, 0), c.workspace...), n
 }
 
 // Point makes key the held one for a node address of a pipeline (HeldKey)
