@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-run/cairn/dsl/jsonwrite"
@@ -300,6 +301,10 @@ func Evaluate(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	if err := r.reset(cfg.Items, cfg.BundleDigest, cfg.Bundle, ctx); err != nil {
+		r.unlaunch()
+		return Summary{}, err
+	}
 	return r.evaluate(ctx)
 }
 
@@ -327,6 +332,13 @@ type run struct {
 	done      chan struct{}
 	fatal     error
 	started   bool // the workers, feeder and committer run
+	// launched: the workers and the endpoints' check are started
+	// (launch); checked gives the check's result, once, and stopCheck
+	// ends it.
+	launched  bool
+	checked   chan error
+	opened    chan error // the claims' opening's result, once
+	stopCheck context.CancelFunc
 	// ready closes once the endpoints passed preflight and the claims
 	// are open: the workers, started before, send nothing until then.
 	ready chan struct{}
@@ -380,17 +392,17 @@ func newRun(cfg Config) (*run, error) {
 		commitCh:     make(chan *task, 4096),
 		rt:           rt,
 	}
-	if err := r.reset(cfg.Items, cfg.BundleDigest, cfg.Bundle); err != nil {
-		return nil, err
-	}
-	r.done = r.batchDone
 	return r, nil
 }
 
 // reset makes items the items being evaluated, with the bundle of the
 // given digest (and folder, for the requests, when not ""). No task of
-// the items evaluated before may be unresolved.
-func (r *run) reset(list []Item, bundleDigest, bundle string) error {
+// the items evaluated before may be unresolved. With a launch context,
+// the first item found missing from the store while the keys are made
+// launches the workers and the endpoints' check under it: a worker's
+// start (an exec, an interpreter's imports) and the check's round trip
+// then overlap the keying and the scan instead of following them.
+func (r *run) reset(list []Item, bundleDigest, bundle string, launch context.Context) error {
 	var bundleField []byte
 	if bundle != "" {
 		bundleField = jsonwrite.String([]byte(`,"bundle":`), bundle)
@@ -401,6 +413,15 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 	kbs := make([][32]byte, len(list))
 	errs := make([]error, len(list))
 	k := newKeyer(bundleDigest, r.cfg.modelKey(), r.rt, r.cfg.WorkerDigest)
+	batchDone := make(chan struct{})
+	var early sync.Once
+	var missing atomic.Bool
+	watch := launch != nil && len(r.cfg.Worker) > 0 && !r.launched
+	if launch != nil {
+		// One batch (Evaluate): the workers, launched while the keys
+		// are made, end with it.
+		r.done = batchDone
+	}
 	parallelChunks(len(list), func(lo, hi int) {
 		var buf []byte
 		for i := lo; i < hi; i++ {
@@ -412,6 +433,12 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 			}
 			datas[i] = data
 			kbs[i] = k.sum(&buf, data)
+			// One item in launchStride is looked up: a store that
+			// holds most items costs the keying little.
+			if watch && (i-lo)%launchStride == 0 && !missing.Load() && !r.store.has(kbs[i]) {
+				missing.Store(true)
+				early.Do(func() { r.launch(launch) })
+			}
 		}
 	})
 	outcomes := make([]ItemOutcome, len(list))
@@ -447,9 +474,13 @@ func (r *run) reset(list []Item, bundleDigest, bundle string) error {
 	r.counts = Counts{Total: len(list)}
 	r.remaining = len(tasks)
 	r.printed, r.anyLine = Counts{}, false
-	r.batchDone = make(chan struct{})
+	r.batchDone = batchDone
 	return nil
 }
+
+// launchStride is how far apart the items are that reset looks up in the
+// store to launch the workers early.
+const launchStride = 16
 
 // parallelChunks calls fn on n items cut into one chunk per core, at
 // once, and returns when every call has.
@@ -465,6 +496,9 @@ func parallelChunks(n int, fn func(lo, hi int)) {
 func (r *run) evaluate(parent context.Context) (Summary, error) {
 	fresh, err := r.scan()
 	if err != nil || len(fresh) == 0 {
+		// Workers launched for an item that another evaluator stored
+		// before the scan are not needed.
+		r.unlaunch()
 		sum := r.summary()
 		if err == nil && r.cfg.OnResolved != nil {
 			r.cfg.OnResolved(sum)
@@ -537,27 +571,9 @@ func (r *run) start(parent context.Context, fresh []*task) error {
 	if len(r.cfg.Worker) == 0 {
 		return fmt.Errorf("%w: %d items need evaluating and no worker command is set", ErrWorker, len(fresh))
 	}
-	r.picker = NewPicker(r.cfg.Endpoints, r.cfg.EndpointConcurrency)
-	r.ctx, r.cancel = context.WithCancelCause(parent)
-	// The workers start while the endpoints are checked and the claims
-	// opened (a process start and a round trip, one after the other, were
-	// most of the wait for the first request); they get their first
-	// request once both are done (ready), and are stopped when either
-	// fails: no item is sent then.
-	r.ready = make(chan struct{})
-	for n := range r.cfg.Replicas {
-		r.wg.Go(func() { r.replica(n) })
-	}
-	// The claims files the fresh items need are opened (made, on a new
-	// cache: up to 64 files, 14-50 ms on a busy disk, more than the check
-	// takes) while the endpoints are checked, not at the first claim.
-	opened := make(chan error, 1)
-	go func() { opened <- r.openClaims(fresh) }()
-	var err error
-	if len(r.cfg.Endpoints) > 0 && !r.cfg.SkipPreflight {
-		err = Preflight(parent, r.cfg.Endpoints, r.cfg.ModelID)
-	}
-	if cerr := <-opened; err == nil {
+	r.launch(parent)
+	err := <-r.checked
+	if cerr := <-r.opened; err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -567,6 +583,8 @@ func (r *run) start(parent context.Context, fresh []*task) error {
 		}
 		r.cancel(err)
 		r.wg.Wait()
+		r.stopCheck()
+		r.launched = false
 		return err
 	}
 	r.started = true
@@ -576,15 +594,64 @@ func (r *run) start(parent context.Context, fresh []*task) error {
 	return nil
 }
 
-// openClaims opens the store's claims and the claims files of the fresh
-// tasks' keys.
-func (r *run) openClaims(fresh []*task) error {
+// launch starts the workers and the endpoints' check, once. The workers
+// start while the endpoints are checked and the claims opened (a process
+// start and a round trip, one after the other, were most of the wait for
+// the first request); they get their first request once both are done
+// (ready), and are stopped when either fails: no item is sent then.
+func (r *run) launch(parent context.Context) {
+	if r.launched {
+		return
+	}
+	r.launched = true
+	r.picker = NewPicker(r.cfg.Endpoints, r.cfg.EndpointConcurrency)
+	r.ctx, r.cancel = context.WithCancelCause(parent)
+	r.ready = make(chan struct{})
+	for n := range r.cfg.Replicas {
+		r.wg.Go(func() { r.replica(n) })
+	}
+	// The claims files are opened (made, on a new cache: 64 files,
+	// 3-50 ms on a busy disk, more than the check takes) while the
+	// endpoints are checked, not at the first claims.
+	r.opened = make(chan error, 1)
+	go func() { r.opened <- r.openClaims() }()
+	r.checked = make(chan error, 1)
+	var check context.Context
+	check, r.stopCheck = context.WithCancel(parent)
+	if len(r.cfg.Endpoints) == 0 || r.cfg.SkipPreflight {
+		r.checked <- nil
+		return
+	}
+	go func() { r.checked <- Preflight(check, r.cfg.Endpoints, r.cfg.ModelID) }()
+}
+
+// unlaunch stops the workers and the check that launch started for
+// items that need no worker after all: the workers are killed before
+// their first request.
+func (r *run) unlaunch() {
+	if !r.launched || r.started {
+		return
+	}
+	r.stopCheck()
+	r.cancel(nil)
+	r.wg.Wait()
+	<-r.checked
+	if <-r.opened == nil {
+		r.claims.Close()
+		r.claims = nil
+	}
+	r.launched = false
+}
+
+// openClaims opens the store's claims and every claims file: a batch
+// of more than a few hundred items needs them all.
+func (r *run) openClaims() error {
 	c, err := OpenClaims(r.store.Dir())
 	if err != nil {
 		return err
 	}
-	for _, t := range fresh {
-		if _, err := c.shard(t.kb); err != nil {
+	for i := range claimShards {
+		if _, err := c.shard([32]byte{byte(i)}); err != nil {
 			c.Close()
 			return err
 		}
@@ -608,8 +675,9 @@ func (r *run) stop() {
 	}
 	r.wg.Wait()
 	r.cancel(nil)
+	r.stopCheck()
 	r.claims.Close()
-	r.started = false
+	r.started, r.launched = false, false
 }
 
 // result is the summary of the items being evaluated, with the error

@@ -48,6 +48,9 @@ func OpenSession(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.reset(nil, "", "", nil); err != nil {
+		return nil, err
+	}
 	r.done = make(chan struct{})
 	return &Session{r: r, ctx: ctx}, nil
 }
@@ -67,7 +70,7 @@ func (s *Session) Evaluate(ctx context.Context, b Batch) (Summary, error) {
 		return Summary{}, s.err
 	}
 	r := s.r
-	if err := r.reset(b.Items, b.BundleDigest, b.Bundle); err != nil {
+	if err := r.reset(b.Items, b.BundleDigest, b.Bundle, nil); err != nil {
 		return Summary{}, err
 	}
 	fresh, err := r.scan()
