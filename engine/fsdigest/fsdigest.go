@@ -136,7 +136,13 @@ func (c *Cache) Stats() (hits, misses int) {
 }
 
 // Save writes the cache to its file, atomically (a temporary file renamed
-// over it), if anything changed since it was loaded or last saved.
+// over it), if anything changed since it was loaded or last saved. It is
+// not synced to the disk: after a power loss the file may be an earlier
+// one, or one whose checksum fails (Load gives an empty cache). Either
+// way no digest is trusted for a file that changed since: an entry is
+// used only while the file's size, times and inode are the ones it was
+// taken at. The two syncs were the last 1-3 ms of every apply that hashed
+// a file.
 func (c *Cache) Save() error {
 	if c.path == "" {
 		return nil
@@ -156,7 +162,7 @@ func (c *Cache) Save() error {
 	c.dirty = false
 	c.mu.Unlock()
 
-	if err := atomicfile.Write(c.path, b, true); err != nil {
+	if err := atomicfile.Write(c.path, b, false); err != nil {
 		c.mu.Lock()
 		c.dirty = true
 		c.mu.Unlock()
