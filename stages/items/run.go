@@ -594,11 +594,12 @@ func (r *run) start(parent context.Context, fresh []*task) error {
 	return nil
 }
 
-// launch starts the workers and the endpoints' check, once. The workers
-// start while the endpoints are checked and the claims opened (a process
-// start and a round trip, one after the other, were most of the wait for
-// the first request); they get their first request once both are done
-// (ready), and are stopped when either fails: no item is sent then.
+// launch starts the workers, the endpoints' check and the opening of the
+// claims, once. The workers start while the endpoints are checked and the
+// claims opened (a process start and a round trip, one after the other,
+// were most of the wait for the first request); they get their first
+// request once both are done (ready), and are stopped when either fails:
+// no item is sent then.
 func (r *run) launch(parent context.Context) {
 	if r.launched {
 		return
@@ -625,9 +626,9 @@ func (r *run) launch(parent context.Context) {
 	go func() { r.checked <- Preflight(check, r.cfg.Endpoints, r.cfg.ModelID) }()
 }
 
-// unlaunch stops the workers and the check that launch started for
-// items that need no worker after all: the workers are killed before
-// their first request.
+// unlaunch undoes launch for items that need no worker after all: the
+// workers are killed before their first request, the check is stopped
+// and the claims are closed.
 func (r *run) unlaunch() {
 	if !r.launched || r.started {
 		return
