@@ -116,9 +116,7 @@ func TestWorkersLaunchedForItemsStoredMeanwhileAreStopped(t *testing.T) {
 	assert.Zero(t, f.sim.ChatRequests())
 	assert.False(t, r.launched)
 	assert.LessOrEqual(t, launcher.started(t), cfg.Replicas)
-	r.mu.Lock()
 	assert.Nil(t, r.claims, "the claims opened for the launch are closed")
-	r.mu.Unlock()
 }
 
 // Items that cannot be evaluated (two with one ID) are refused after the

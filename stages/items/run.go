@@ -577,14 +577,7 @@ func (r *run) start(parent context.Context, fresh []*task) error {
 		err = cerr
 	}
 	if err != nil {
-		if r.claims != nil {
-			r.claims.Close()
-			r.claims = nil
-		}
-		r.cancel(err)
-		r.wg.Wait()
-		r.stopCheck()
-		r.launched = false
+		r.stopLaunch(err)
 		return err
 	}
 	r.started = true
@@ -634,10 +627,19 @@ func (r *run) unlaunch() {
 		return
 	}
 	r.stopCheck()
-	r.cancel(nil)
-	r.wg.Wait()
 	<-r.checked
-	if <-r.opened == nil {
+	<-r.opened
+	r.stopLaunch(nil)
+}
+
+// stopLaunch ends, with cause, what launch started once its check and
+// the opening of the claims are done: the workers, before any request,
+// and the claims.
+func (r *run) stopLaunch(cause error) {
+	r.cancel(cause)
+	r.wg.Wait()
+	r.stopCheck()
+	if r.claims != nil {
 		r.claims.Close()
 		r.claims = nil
 	}
