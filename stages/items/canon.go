@@ -192,7 +192,11 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 	start := c.pos
 	c.pos++ // the opening quote
 	plain := true
+	ascii := true // then valid UTF-8, without U+2028 or U+2029
 	for {
+		for c.pos < len(c.in) && strASCII[c.in[c.pos]] {
+			c.pos++
+		}
 		if c.pos >= len(c.in) {
 			return nil, nil, errEnd
 		}
@@ -201,7 +205,7 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 		case b == '"':
 			c.pos++
 			raw := c.in[start:c.pos]
-			if plain && utf8.Valid(raw) && !bytes.Contains(raw, []byte("\u2028")) && !bytes.Contains(raw, []byte("\u2029")) {
+			if plain && (ascii || utf8.Valid(raw) && !bytes.Contains(raw, []byte("\u2028")) && !bytes.Contains(raw, []byte("\u2029"))) {
 				return raw[1 : len(raw)-1], raw, nil
 			}
 			if !utf8.Valid(raw) {
@@ -225,11 +229,21 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 			c.pos += 2
 		case b < 0x20:
 			return nil, nil, c.syntax("in string literal")
-		default:
+		default: // past ASCII
+			ascii = false
 			c.pos++
 		}
 	}
 }
+
+// strASCII marks the bytes that str takes as they are: ASCII, neither a
+// control character, a quote nor a backslash.
+var strASCII = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
 
 type member struct {
 	key []byte // decoded

@@ -224,3 +224,26 @@ func TestCanonicalMembersShareNothing(t *testing.T) {
 		assert.Equal(t, string(member), string(members[i]), "%d: %s", i, raw)
 	}
 }
+
+// Strings of ASCII only skip the checks that other strings get (valid
+// UTF-8, no U+2028 or U+2029): each string here, alone and as a key and a
+// value, is canonicalized as the reference does, or refused by both.
+func TestCanonicalStringsOfEveryKind(t *testing.T) {
+	strs := []string{"", "plain ascii", "tab\\there", "quote \\\" end", "slash \\/", "\\u00e9 escaped", "é raw", "日本",
+		"raw \u2028 sep", "raw \u2029 sep", "\\u2028 escaped", "ends in ascii é x", "\x7f del", "~ tilde", "\\ud83d\\ude00"}
+	for _, s := range strs {
+		for _, in := range []string{`"` + s + `"`, `{"` + s + `":"` + s + `"}`, `["` + s + `",1]`} {
+			want, werr := canonicalReference([]byte(in))
+			got, gerr := Canonical(json.RawMessage(in))
+			if werr != nil || gerr != nil {
+				assert.Equal(t, werr != nil, gerr != nil, "%q: reference %v, Canonical %v", in, werr, gerr)
+				continue
+			}
+			assert.Equal(t, string(want), string(got), in)
+		}
+	}
+	for _, bad := range []string{"\"ctl \x01\"", "\"nl \n\"", "\"bad \xff\"", "{\"k\x1f\":1}"} {
+		_, err := Canonical(json.RawMessage(bad))
+		assert.Error(t, err, "%q", bad)
+	}
+}
