@@ -466,7 +466,11 @@ func checkDepElement(attr string, e hcl.Expression, refs []dsl.Ref) *hcl.Diagnos
 			detail += fmt.Sprintf(" Write %s itself, not an expression holding it.", name)
 		}
 	} else if v, d := e.Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-		detail += fmt.Sprintf(" A stage is named by a reference, not a string: write stage.%s, without quotes.", v.AsString())
+		ref := v.AsString()
+		if !strings.HasPrefix(ref, "stage.") {
+			ref = "stage." + ref // "b" as well as "stage.b"
+		}
+		detail += fmt.Sprintf(" A stage is named by a reference, not a string: write %s, without quotes.", ref)
 	}
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + attr, Detail: detail, Subject: e.Range().Ptr()}
 }

@@ -22,3 +22,14 @@ stage "command" "missing" {
   wait_for = [stage.gaet] # ERROR: Did you mean "gate"?
   run      = ["true"]
 }
+
+stage "command" "each" {
+  for_each = toset(["x"])
+  run      = ["true"]
+}
+
+stage "command" "prefixed" {
+  after    = ["stage.gate"] # ERROR: write stage.gate, without quotes
+  wait_for = ["stage.each[\"x\"]"] # ERROR: write stage.each["x"], without quotes
+  run      = ["true"]
+}
