@@ -594,6 +594,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	case replace:
 		pn.Reasons = []string{"replace requested (--replace)"}
 		pn.Replaced = true
+		pn.Changed = p.held[n.ID] != "" // ran before: "~", as a rerun
 		return diags
 	case force != nil && env != nil && runs == nil:
 		pn.Action = force.action
