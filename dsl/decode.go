@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -745,9 +746,19 @@ func betterSuggestions(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagno
 		d.Detail = fmt.Sprintf("An argument named %q is not expected here.", name)
 		if s := Suggest(name, names); s != "" {
 			d.Detail += fmt.Sprintf(" Did you mean %q?", s)
+		} else if f, ok := foreignAttrs[name]; ok && slices.Contains(names, f.attr) {
+			d.Detail += " " + f.hint
 		}
 	}
 	return diags
+}
+
+// foreignAttrs are the attributes of other tools' languages (Terraform's)
+// that a stage has under another name: an unknown attribute of these
+// names says which one.
+var foreignAttrs = map[string]struct{ attr, hint string }{
+	"depends_on": {"after", "A stage waits for others with after = [stage.NAME] (their outputs key this stage), or wait_for = [stage.NAME] (to order it only)."},
+	"count":      {"for_each", "A stage makes several nodes with for_each: a map, or a set or list of strings, one node each (for_each = toset([\"a\", \"b\"]))."},
 }
 
 // Suggest returns the candidate closest to s, or "" when none is close:
