@@ -166,8 +166,7 @@ func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
 			return p, Diag("Invalid run",
 				"run is an argument list, like [\"python\", \"train.py\"]; cairn never passes it through a shell unless the stage says shell = true (then run may be one string).", rng)
 		}
-		p.Argv = []string{run.AsString()}
-		return p, nil
+		return p, argvChecks(&p, []string{run.AsString()}, rng)
 	}
 	argv, err := StringList(run)
 	if err != nil {
@@ -183,6 +182,9 @@ func argvChecks(p *Proc, argv []string, rng hcl.Range) hcl.Diagnostics {
 	}
 	if p.Shell && len(argv) != 1 {
 		return Diag("Invalid run", "With shell = true, run is one string (or a list of one string) for /bin/sh -c.", rng)
+	}
+	if p.Shell && strings.TrimSpace(argv[0]) == "" {
+		return Diag("Invalid run", "With shell = true, run is the script /bin/sh -c runs: it is empty, and would do nothing.", rng)
 	}
 	p.Argv = argv
 	return nil
