@@ -102,7 +102,10 @@ type Failure struct {
 	// Stopped: an interrupt of the apply stopped the node; it did not
 	// fail (ApplyResult.Stopped counts it).
 	Stopped bool
-	Tail    string
+	// RefusesRestart: a stopped node whose stage declares on_interrupt =
+	// "fail": the next apply refuses to restart it without --replace.
+	RefusesRestart bool
+	Tail           string
 }
 
 // ErrRefused wraps refusals that stop an apply before it starts (exit 1).

@@ -546,15 +546,25 @@ func (a *app) printSummary(w io.Writer, res *engine.ApplyResult) {
 // resumes the nodes that did not finish, except those whose kind does not
 // resume them (their messages above say what it does instead).
 func interruptedMessage(res *engine.ApplyResult) string {
-	var not []string
+	var not, refuses []string
 	for _, f := range res.Failures {
-		if f.NoResume {
+		switch {
+		case f.NoResume:
 			not = append(not, f.Address)
+		case f.RefusesRestart:
+			refuses = append(refuses, f.Address)
 		}
 	}
 	msg := fmt.Sprintf("interrupted (run %s); the next 'cairn apply' resumes the nodes that did not finish", res.RunID)
 	if len(not) > 0 {
 		msg += fmt.Sprintf(", except %s: it does not restart it (see its message above)", strings.Join(not, ", "))
+	}
+	if len(refuses) > 0 {
+		quoted := make([]string, len(refuses))
+		for i, a := range refuses {
+			quoted[i] = "--replace '" + a + "'"
+		}
+		msg += fmt.Sprintf("; it refuses to restart %s, whose stage declares on_interrupt = \"fail\" (%s runs it again from the start)", strings.Join(refuses, ", "), strings.Join(quoted, " "))
 	}
 	return msg
 }

@@ -278,7 +278,11 @@ stage "command" "other" {
 			p := w.start(nil, "apply")
 			w.waitJournal([]string{"stage.optimize"}, []string{"stage.other"})
 			require.NoError(t, p.cmd.Process.Signal(sig))
-			p.wait(t)
+			stopped := p.wait(t)
+			if sig == syscall.SIGINT {
+				// Its last line does not promise to resume it.
+				assert.Contains(t, stopped.stderr, `it refuses to restart stage.optimize, whose stage declares on_interrupt = "fail" (--replace 'stage.optimize' runs it again from the start)`)
+			}
 			w.write("go", "")
 
 			res := w.apply()
