@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -62,20 +63,20 @@ func togetherGPUs(p *plan.Plan, c *plan.PlannedNode) (total int, services []stri
 	return total, services
 }
 
-// checkTogether refuses a node that needs, with the services it reads, more
-// GPUs than the pool has: the services would wait for each other's GPUs
-// for ever.
-func (a *applier) checkTogether(pn *plan.PlannedNode, total int) error {
-	need, services := togetherGPUs(a.opts.Plan, pn)
-	if need <= total || len(services) == 0 {
-		return nil
+// togetherRefusal says why pn needs, with the services it reads, more GPUs
+// than pool has: the services would wait for each other's GPUs for ever;
+// "" when it does not.
+func togetherRefusal(p *plan.Plan, pn *plan.PlannedNode, pool *gpu.Pool) string {
+	need, services := togetherGPUs(p, pn)
+	if need <= pool.Total() || len(services) == 0 {
+		return ""
 	}
 	own := ""
 	if g := nodeGPUs(pn.Node, pn.Spec); g > 0 {
 		own = fmt.Sprintf(" and %s of its own", gpuCount(g))
 	}
-	return fmt.Errorf("%w: %s needs %s up at once%s: %d GPUs together; %s. A serve stage keeps its GPUs until its last consumer ends, so they would wait for each other for ever: give fewer replicas or gpus",
-		ErrRefused, pn.Node.Addr, strings.Join(services, " and "), own, need, a.opts.GPUs.Describe())
+	return fmt.Sprintf("needs %s up at once%s: %d GPUs together; %s. A serve stage keeps its GPUs until its last consumer ends, so they would wait for each other for ever: give fewer replicas or gpus",
+		strings.Join(services, " and "), own, need, pool.Describe())
 }
 
 func gpuCount(n int) string {

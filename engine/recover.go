@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/storage/wal"
@@ -360,27 +361,58 @@ func NoteRefusals(p *plan.Plan, cacheDir, root string) error {
 // before anything starts.
 func (a *applier) checkGPUNeeds() error {
 	for _, pn := range a.opts.Plan.Nodes {
-		if !willRun(pn) || pn.Spec == nil {
-			continue
-		}
-		need := max(pn.Spec.Common.GPUs, nodeGPUs(pn.Node, pn.Spec))
-		total := 0
-		if a.opts.GPUs != nil {
-			total = a.opts.GPUs.Total()
-		}
-		if need > total {
-			where := "this machine has none"
-			if a.opts.GPUs != nil {
-				where = a.opts.GPUs.Describe()
-			}
-			return fmt.Errorf("%w: %s asks for %d GPU(s); %s. Run it where there are GPUs, or try CAIRN_GPUS=sim:%d for a simulated run",
-				ErrRefused, pn.Node.Addr, need, where, need)
-		}
-		if total > 0 {
-			if err := a.checkTogether(pn, total); err != nil {
-				return err
-			}
+		if why := gpuRefusal(a.opts.Plan, pn, a.opts.GPUs); why != "" {
+			return fmt.Errorf("%w: %s %s", ErrRefused, pn.Node.Addr, why)
 		}
 	}
 	return nil
+}
+
+// NoteGPURefusals marks, in a plan to be shown, the nodes for which apply
+// refuses to start (checkGPUNeeds) with the GPUs of pool (nil: none), unless
+// marked refused already.
+func NoteGPURefusals(p *plan.Plan, pool *gpu.Pool) {
+	for _, pn := range p.Nodes {
+		if pn.Refusal != "" {
+			continue
+		}
+		if why := gpuRefusal(p, pn, pool); why != "" {
+			pn.Refusal = why
+		}
+	}
+}
+
+// NeedsGPUs reports whether a node that p runs asks for GPUs.
+func NeedsGPUs(p *plan.Plan) bool {
+	for _, pn := range p.Nodes {
+		if willRun(pn) && pn.Spec != nil && max(pn.Spec.Common.GPUs, nodeGPUs(pn.Node, pn.Spec)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// gpuRefusal says, after the node's address, why pn needs more GPUs than
+// pool has (nil: none), alone or with the services it reads; "" when it
+// does not, or will not run.
+func gpuRefusal(p *plan.Plan, pn *plan.PlannedNode, pool *gpu.Pool) string {
+	if !willRun(pn) || pn.Spec == nil {
+		return ""
+	}
+	need := max(pn.Spec.Common.GPUs, nodeGPUs(pn.Node, pn.Spec))
+	total := 0
+	if pool != nil {
+		total = pool.Total()
+	}
+	if need > total {
+		where := "this machine has none"
+		if pool != nil {
+			where = pool.Describe()
+		}
+		return fmt.Sprintf("asks for %d GPU(s); %s. Run it where there are GPUs, or try CAIRN_GPUS=sim:%d for a simulated run", need, where, need)
+	}
+	if total > 0 {
+		return togetherRefusal(p, pn, pool)
+	}
+	return ""
 }

@@ -502,6 +502,7 @@ func (a *app) printApplyHeader(w io.Writer, summary string, counts plan.Counts, 
 // counted as refused, as plan counts them, not as to run.
 func (a *app) applyHeader(w io.Writer, summary string, p *plan.Plan, cacheDir string, pool *gpu.Pool) {
 	_ = engine.NoteRefusals(p, cacheDir, a.root())
+	engine.NoteGPURefusals(p, pool)
 	a.printApplyHeader(w, summary, p.Counts(), pool)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
@@ -224,6 +225,7 @@ pipeline's name, a key or an action.`,
 			if err := engine.NoteRefusals(p, cache.Dir, a.root()); err != nil {
 				fmt.Fprintf(a.stderr, "warning: %s\n", err)
 			}
+			noteGPURefusals(l.Config.Executor, p)
 			out = a.path(out)
 			if out != "" {
 				if err := plan.Save(out, p, pipelineArgs(args), a.vars); err != nil {
@@ -616,4 +618,20 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 	cmd.Flags().BoolVar(&check, "check", false, "change nothing; exit 1 if any file needs formatting")
 	cmd.Flags().BoolVar(&recursive, "recursive", false, "also format files in subdirectories")
 	return cmd
+}
+
+// noteGPURefusals marks in p the nodes that apply refuses to start for
+// want of GPUs on this machine, as apply does: with the local executor,
+// when a node to run asks for some (the devices are looked up only then).
+// With the Slurm executor the GPUs are the cluster's, which plan does not
+// ask for.
+func noteGPURefusals(block *dsl.Executor, p *plan.Plan) {
+	if block != nil && block.Name != "" && block.Name != "local" || !engine.NeedsGPUs(p) {
+		return
+	}
+	pool, err := gpu.NewPool(os.Getenv)
+	if err != nil {
+		return // apply says why
+	}
+	engine.NoteGPURefusals(p, pool)
 }
