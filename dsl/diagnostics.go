@@ -1,17 +1,22 @@
 package dsl
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
 
-// TidyDiagnostics rewrites, in place, diagnostics whose detail carries a
-// Go stack trace: the expression library reports a panic inside a function
-// or operator (say, a modulo of an infinite number) with the whole trace,
-// which tells a pipeline author nothing. The first line is kept.
+// TidyDiagnostics rewrites diagnostics in place: a call of an unknown
+// function gets the closest known name (suggestFunction), and a detail
+// carrying a Go stack trace keeps its first line (the expression library
+// reports a panic inside a function or operator, say a modulo of an
+// infinite number, with the whole trace, which tells a pipeline author
+// nothing).
 func TidyDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
 	for _, d := range diags {
+		suggestFunction(d)
 		const panicText = "panic in function implementation: "
 		i := strings.Index(d.Detail, panicText)
 		if i < 0 {
@@ -24,4 +29,36 @@ func TidyDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
 		d.Detail = d.Detail[:i] + "the values are outside what this operation handles (" + strings.TrimSpace(msg) + ")."
 	}
 	return diags
+}
+
+// suggestFunction adds to a call of an unknown function the closest name
+// of the functions its context has. hcl suggests one only from the
+// functions of the very context of the call, which in a for expression's
+// body or a stage's context holds none (they are its parent's).
+func suggestFunction(d *hcl.Diagnostic) {
+	if d.Summary != "Call to unknown function" || d.EvalContext == nil || strings.Contains(d.Detail, "Did you mean") {
+		return
+	}
+	name, ok := strings.CutPrefix(d.Detail, "There is no function named \"")
+	if !ok {
+		return
+	}
+	name, _, ok = strings.Cut(name, "\"")
+	if !ok {
+		return
+	}
+	for ctx := d.EvalContext; ctx != nil; ctx = ctx.Parent() {
+		if len(ctx.Functions) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(ctx.Functions))
+		for n := range ctx.Functions {
+			names = append(names, n)
+		}
+		sort.Strings(names) // the same suggestion every time
+		if s := Suggest(name, names); s != "" {
+			d.Detail += fmt.Sprintf(" Did you mean %q?", s)
+		}
+		return
+	}
 }
