@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -31,6 +32,11 @@ func writeDiags(w io.Writer, files map[string]*hcl.File, width uint, color bool,
 	hw := hcl.NewDiagnosticTextWriter(&buf, nil, width, color)
 	for _, d := range diags {
 		buf.Reset()
+		if places := detailPlaces(d.Detail); places != d.Detail {
+			c := *d
+			c.Detail = places
+			d = &c
+		}
 		_ = hw.WriteDiagnostic(d)
 		out := buf.String()
 		if s := d.Subject; s != nil {
@@ -42,6 +48,15 @@ func writeDiags(w io.Writer, files map[string]*hcl.File, width uint, color bool,
 		_, _ = io.WriteString(w, out)
 	}
 }
+
+// rangePlace matches a place as hcl writes a range into a message
+// ("already set at p.hcl:2,3-6", "p.hcl:2,3-4,1"): cairn writes it
+// FILE:LINE:COL, as every other place.
+var rangePlace = regexp.MustCompile(`([^\s"'(]+\.[A-Za-z]+):(\d+),(\d+)-\d+(?:,\d+)?\b`)
+
+// detailPlaces is a diagnostic's detail with its places written
+// FILE:LINE:COL (rangePlace).
+func detailPlaces(detail string) string { return rangePlace.ReplaceAllString(detail, "$1:$2:$3") }
 
 // snippet is the place of d and the lines of file it points at, the part
 // it points at underlined when color is on.

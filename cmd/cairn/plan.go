@@ -164,7 +164,7 @@ func (a *app) writeDiagJSON(diags hcl.Diagnostics, waiting []plan.WaitingStage) 
 			sev = "error"
 			out.ErrorCount++
 		}
-		out.Diagnostics = append(out.Diagnostics, diagJSON{Severity: sev, Summary: d.Summary, Detail: d.Detail, Range: rangeToJSON(d.Subject)})
+		out.Diagnostics = append(out.Diagnostics, diagJSON{Severity: sev, Summary: d.Summary, Detail: detailPlaces(d.Detail), Range: rangeToJSON(d.Subject)})
 	}
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
