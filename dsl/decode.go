@@ -438,7 +438,7 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 		}
 	}
 	for _, vb := range content.Blocks {
-		c, d := decodeCheck(vb)
+		c, d := decodeCheck(vb, "var."+v.Name+" != \"\"")
 		diags = append(diags, d...)
 		if c != nil {
 			ok := true
@@ -463,16 +463,44 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 	return v, diags
 }
 
-func decodeCheck(b *hcl.Block) (*Check, hcl.Diagnostics) {
+// decodeCheck decodes a validation or postcondition block; example is a
+// condition of that place, for the message about one that is constant.
+func decodeCheck(b *hcl.Block, example string) (*Check, hcl.Diagnostics) {
 	c, diags := b.Body.Content(checkSchema)
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	cond := c.Attributes["condition"].Expr
+	if constant(cond) {
+		// A condition of literals only is the same value every time: one
+		// that is not true or false can never be checked.
+		if v, d := cond.Value(nil); !d.HasErrors() && (v.IsNull() || !v.Type().Equals(cty.Bool)) {
+			return nil, append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Invalid condition",
+				Detail:  fmt.Sprintf("condition must be true or false; this one is always %s. Write an expression that compares something, such as %s.", constantText(v), example),
+				Subject: cond.Range().Ptr(),
+			})
+		}
+	}
 	return &Check{
-		Condition:    c.Attributes["condition"].Expr,
+		Condition:    cond,
 		ErrorMessage: c.Attributes["error_message"].Expr,
 		DeclRange:    b.DefRange,
 	}, diags
+}
+
+// constantText is a constant value as a message shows it: a string
+// quoted, anything else by its type.
+func constantText(v cty.Value) string {
+	switch {
+	case v.IsNull():
+		return "null"
+	case v.Type().Equals(cty.String):
+		return fmt.Sprintf("the string %q", v.AsString())
+	case v.Type().Equals(cty.Number):
+		return "the number " + v.AsBigFloat().Text('g', -1)
+	}
+	return "a " + v.Type().FriendlyName()
 }
 
 // A stageKind is what decoding a stage block needs of its kind: its
@@ -625,7 +653,7 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 			diags = append(diags, d...)
 			s.Retry = r
 		case "postcondition":
-			c, d := decodeCheck(blk)
+			c, d := decodeCheck(blk, "self.result.accuracy >= 0.9")
 			diags = append(diags, d...)
 			if c != nil {
 				s.Postconditions = append(s.Postconditions, c)
