@@ -125,14 +125,16 @@ func (p *Picker) Next() string {
 // function that gives its slot back. It waits while every endpoint is full,
 // until ctx ends. With no endpoints it returns "".
 func (p *Picker) Acquire(ctx context.Context) (string, func(), error) {
-	return p.AcquireAvoiding(ctx, "")
+	return p.AcquireAvoiding(ctx, "", nil)
 }
 
 // AcquireAvoiding is Acquire that passes over avoid (the endpoint an item
 // just failed on) whenever the Picker has another endpoint in service. An
 // endpoint out of the rotation (SetEndpointDown) is passed over; while all
-// are, it waits for one to come back.
-func (p *Picker) AcquireAvoiding(ctx context.Context, avoid string) (string, func(), error) {
+// are, it waits for one to come back. Before it first waits it calls
+// waiting, when set: a caller holding requests it has not sent yet sends
+// them then, since the slots they took are freed only by their replies.
+func (p *Picker) AcquireAvoiding(ctx context.Context, avoid string, waiting func()) (string, func(), error) {
 	for {
 		p.mu.Lock()
 		n := len(p.eps)
@@ -160,6 +162,10 @@ func (p *Picker) AcquireAvoiding(ctx context.Context, avoid string) (string, fun
 		}
 		freed := p.freed
 		p.mu.Unlock()
+		if waiting != nil {
+			waiting()
+			waiting = nil
+		}
 		select {
 		case <-freed:
 		case <-rotationChanged():

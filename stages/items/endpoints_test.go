@@ -130,14 +130,14 @@ func TestPickerLimit(t *testing.T) {
 func TestPickerAvoidsFailedEndpoint(t *testing.T) {
 	p := NewPicker([]string{"a", "b", "c"}, 0)
 	for range 10 {
-		ep, release, err := p.AcquireAvoiding(context.Background(), "b")
+		ep, release, err := p.AcquireAvoiding(context.Background(), "b", nil)
 		require.NoError(t, err)
 		assert.NotEqual(t, "b", ep)
 		release()
 	}
 	// With one endpoint there is nothing else to use.
 	p = NewPicker([]string{"a"}, 0)
-	ep, _, err := p.AcquireAvoiding(context.Background(), "a")
+	ep, _, err := p.AcquireAvoiding(context.Background(), "a", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "a", ep)
 }

@@ -332,7 +332,9 @@ func (p *proc) send() {
 // when the worker is gone (t is then queued again).
 func (p *proc) sendOne(t *task) bool {
 	r := p.r
-	ep, release, err := r.picker.AcquireAvoiding(p.ctx, t.failedOn)
+	// The requests written before this one are sent before waiting for
+	// an endpoint's slot: theirs are freed only by their replies.
+	ep, release, err := r.picker.AcquireAvoiding(p.ctx, t.failedOn, func() { p.flush() })
 	if err != nil {
 		r.queue.push(t, true)
 		<-p.slots
