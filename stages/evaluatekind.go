@@ -1258,7 +1258,9 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	if jerr := jr.close(); jerr != nil {
 		fmt.Fprintf(log, "cairn: cannot journal evaluated items: %s\n", jerr)
 	}
-	written := scored || err == nil || sum.Done > 0 // not when nothing was sent (preflight)
+	// Not when nothing was sent (a failed preflight); when a request
+	// was, even if no reply came before the node stopped.
+	written := scored || err == nil || sum.Done > 0 || sum.Attempted > 0
 	if written && !scored {
 		writeScores(sum)
 	}

@@ -560,6 +560,24 @@ func TestEvaluateRun(t *testing.T) {
 		assert.Zero(t, srv.ChatRequests())
 	})
 
+	t.Run("stopped before any reply: every item pending in the scores", func(t *testing.T) {
+		rt := evalWorkspace(t, 3)
+		srv := simServer(t, simmodel.Config{Latency: time.Minute})
+		n := evalNode(srv.URL)
+		n.Common.Timeout = 300 * time.Millisecond
+		out, err := Evaluate{}.Run(ctx, n, rt)
+		require.NoError(t, err)
+		assert.Equal(t, failclass.Timeout, out.Class, out.Message)
+		assert.Contains(t, out.Message, "per-item results in out/scores.jsonl")
+		scores, err := os.ReadFile(filepath.Join(rt.root, "out/scores.jsonl"))
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(scores)), "\n")
+		require.Len(t, lines, 3)
+		for _, l := range lines {
+			assert.Contains(t, l, `"pending":true`)
+		}
+	})
+
 	for _, retries := range []int{0, 1} {
 		t.Run(fmt.Sprintf("endpoint failing, retry_infra %d: infrastructure, nothing stored", retries), func(t *testing.T) {
 			rt := evalWorkspace(t, 6)
