@@ -988,14 +988,24 @@ func splitDataset(b []byte, name string) (raws []json.RawMessage, where func(int
 	if bytes.HasPrefix(trimmed, []byte("[")) {
 		var arr []json.RawMessage
 		if err := json.Unmarshal(trimmed, &arr); err != nil {
+			if problem := dsl.JSONProblem(b); problem != "" {
+				return nil, nil, nil, fmt.Errorf("%s %s", name, problem)
+			}
 			return nil, nil, nil, fmt.Errorf("%s is not a JSON array of items: %w", name, err)
+		}
+		var lines []int // each item's line, found for the first message
+		where = func(i int) string {
+			if lines == nil {
+				lines = arrayItemLines(b, len(arr))
+			}
+			return fmt.Sprintf("%s:%d (item %d)", name, lines[i], i)
 		}
 		for i, r := range arr {
 			if bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
-				return nil, nil, nil, fmt.Errorf("%s: item %d is null", name, i)
+				return nil, nil, nil, fmt.Errorf("%s is null", where(i))
 			}
 		}
-		return arr, func(i int) string { return fmt.Sprintf("%s: item %d", name, i) }, nil, nil
+		return arr, where, nil, nil
 	}
 	var lines []int
 	for ln, rest := 1, b; len(rest) > 0; ln++ {
@@ -1023,6 +1033,31 @@ func splitDataset(b []byte, name string) (raws []json.RawMessage, where func(int
 		return utf8.RuneCount(line[:len(line)-len(bytes.TrimLeftFunc(line, unicode.IsSpace))])
 	}
 	return raws, func(i int) string { return fmt.Sprintf("%s:%d", name, lines[i]) }, lead, nil
+}
+
+// arrayItemLines is the line (from 1) on which each of the n items of the
+// JSON array b starts; b is valid JSON.
+func arrayItemLines(b []byte, n int) []int {
+	lines := make([]int, n)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // [
+		return lines
+	}
+	line, seen := 1, 0 // the line at offset seen
+	for i := range n {
+		at := int(dec.InputOffset())
+		for at < len(b) && (b[at] == ',' || b[at] == ' ' || b[at] == '\t' || b[at] == '\r' || b[at] == '\n') {
+			at++
+		}
+		line += bytes.Count(b[seen:at], []byte{'\n'})
+		seen = at
+		lines[i] = line
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			break
+		}
+	}
+	return lines
 }
 
 // idText is an item's id: its id field's canonical text, a string (not
