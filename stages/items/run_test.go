@@ -838,6 +838,27 @@ func TestWorkerThatDiesAtOnceShowsItsStderr(t *testing.T) {
 	sum, err := Evaluate(context.Background(), cfg)
 	require.ErrorIs(t, err, ErrIncomplete)
 	assert.Contains(t, sum.Items[0].Reason, `exited (exit status 1); its last line on stderr: "ModuleNotFoundError: No module named 'openai'"`)
+	// The log says how many items were in flight beside how it ended,
+	// as docs/worker-protocol.md shows it, then its last line.
+	assert.Regexp(t, `items: worker 0\.\d \(pid \d+\) exited \(exit status 1\) with 1 items in flight; its last line on stderr: "ModuleNotFoundError`, f.diag.String())
+}
+
+// A line whose id is not a string names no item, even when encoding/json
+// leaves a pointer to "" for it: it is logged as not a response and
+// ignored, and its item times out.
+func TestReplyWithANumericIDIsIgnored(t *testing.T) {
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(1))
+	cfg.Worker = []string{"sh", "-c", "read request; echo '{\"id\":5,\"score\":1}'; sleep 30"}
+	cfg.Replicas, cfg.MaxInFlight = 1, 1
+	cfg.ItemTimeout = 200 * time.Millisecond
+	cfg.Retry.Timeouts = 0
+	sum, err := Evaluate(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrIncomplete)
+	assert.Equal(t, 1, sum.Failed)
+	log := f.diag.String()
+	assert.Contains(t, log, `not a response: cannot unmarshal number into Go struct field response.id of type string`)
+	assert.NotContains(t, log, `no item "" is in flight`)
 }
 
 // A failed evaluation's results file still shows, by item id, the score and

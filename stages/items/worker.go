@@ -443,7 +443,13 @@ func (p *proc) die(class failureClass, why string, timedOut map[string]bool) {
 		if r.ctx.Err() == nil && !r.finished() {
 			// Each item in flight then says where it goes: sent again
 			// (a retry), or nowhere (its last attempt: failed).
-			fmt.Fprintf(r.cfg.Log, "items: %s %s with %d items in flight\n", p.name, why, len(flights))
+			// "exited (exit status 1) with 2 items in flight; its last
+			// line on stderr: ...": the count beside how it ended.
+			how, more, _ := strings.Cut(why, "; ")
+			if more != "" {
+				more = "; " + more
+			}
+			fmt.Fprintf(r.cfg.Log, "items: %s %s with %d items in flight%s\n", p.name, how, len(flights), more)
 		}
 	}
 	for id, f := range flights {
@@ -598,11 +604,12 @@ func (p *proc) read() {
 func (p *proc) handle(line []byte) {
 	var resp response
 	err := json.Unmarshal(line, &resp)
-	if err == nil {
-		err = resp.check(line)
-	}
 	id := resp.ID
-	if err != nil && id == nil {
+	if err != nil {
+		// Not what encoding/json left in resp.ID: it points to "" when
+		// the id is a number.
+		id = replyID(line)
+	} else if err = resp.check(line); err != nil && id == nil {
 		id = replyID(line)
 	}
 	if id == nil {
