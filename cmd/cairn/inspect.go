@@ -611,10 +611,11 @@ func (a *app) gcCmd() *cobra.Command {
 		Short: "Remove old cache records, unreferenced blobs and old run folders",
 		Long: `Collect garbage in the cache: blobs that no record references always go;
 --older-than removes records (and run folders) older than that; --max-size
-keeps the newest records whose blobs fit. A flag given as 0 is a limit too:
---older-than 0s removes every record ended before now, --max-size 0 every
-record with blobs. gc waits for running applies, so it never removes what one
-uses.`,
+keeps the newest records whose blobs fit, and removes the first that does not
+and every older record, with blobs or not (the newest results are kept whole).
+A flag given as 0 is a limit too: --older-than 0s removes every record ended
+before now, --max-size 0 the newest record with blobs and every older one. gc
+waits for running applies, so it never removes what one uses.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var maxBytes int64

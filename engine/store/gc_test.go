@@ -42,6 +42,35 @@ func TestGCMaxSizeRemovesOldestFirst(t *testing.T) {
 	assert.False(t, c.Has(strings.Repeat("a", 64)), "an older record is not kept in the room a newer one left")
 }
 
+// --max-size keeps the newest results whole: the records without blobs
+// newer than the first that does not fit stay, and those older go with
+// it, as docs/language.md says of gc.
+func TestGCMaxSizeKeepsTheNewestWhole(t *testing.T) {
+	c, err := Open(t.TempDir(), Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	now := time.Now()
+	commit := func(name byte, size int, age time.Duration) {
+		r := &Record{Key: strings.Repeat(string(name), 64), Pipeline: "p", Address: "stage." + string(name), Ended: now.Add(-age)}
+		if size > 0 {
+			d, err := c.Blobs.PutBytes(bytes.Repeat([]byte{name}, size))
+			require.NoError(t, err)
+			r.Outputs = map[string]string{"out/" + string(name): string(d)}
+		}
+		_, err = c.Commit(r, nil)
+		require.NoError(t, err)
+	}
+	commit('a', 0, 4*time.Hour) // oldest, no blob
+	commit('b', 1000, 3*time.Hour)
+	commit('c', 0, 2*time.Hour) // no blob, newer than b
+	res, err := GC(c, GCOptions{SizeSet: true})
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Records)
+	assert.True(t, c.Has(strings.Repeat("c", 64)), "newer than the first record that does not fit")
+	assert.False(t, c.Has(strings.Repeat("b", 64)))
+	assert.False(t, c.Has(strings.Repeat("a", 64)), "older than it, without blobs all the same")
+}
+
 // The key an address was last given from the cache (Point) is kept apart
 // from the one last committed, across a reopen and a gc's compaction.
 func TestHeldKeyOutlivesCompaction(t *testing.T) {
