@@ -593,6 +593,20 @@ func TestTourShowMatchesTheCurrentConfiguration(t *testing.T) {
 	r = ok(t, dir, nil, "show", "--pipeline", "pipeline.hcl", `stage.stats["large"]`)
 	assert.Contains(t, r.stderr, "the record that matches the current configuration")
 	assert.Equal(t, [][]string{{`"lines": 1000`, "1000"}}, linesOf.FindAllStringSubmatch(r.stdout, -1), r.stdout)
+
+	// A pipeline or variables the command line gives that do not load
+	// are refused as plan refuses them (exit 2), not matched to nothing.
+	for _, args := range [][]string{{"--pipeline", "nope.hcl"}, {"--var", "bogus=1"}, {"--var", "sizes=notamap"}} {
+		r = cairn(t, dir, nil, append([]string{"show", `stage.stats["large"]`}, args...)...)
+		assert.Equal(t, 2, r.code, "%v:\n%s%s", args, r.stdout, r.stderr)
+		assert.Empty(t, r.stdout, args)
+	}
+	// The workspace's own pipeline broken: the last record, said to be
+	// that, and why.
+	broken := t.TempDir()
+	write(t, broken, map[string]string{"pipeline.hcl": "stage \"command\" {\n"})
+	r = ok(t, broken, []string{"CAIRN_CACHE=" + filepath.Join(dir, ".cairn")}, "show", `stage.stats["large"]`)
+	assert.Contains(t, r.stderr, "# no record matches the current configuration: the workspace's pipeline does not load ('cairn validate' says why)")
 }
 
 // Every repository file the README names in backquotes exists, and the

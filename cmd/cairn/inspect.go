@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 	"golang.org/x/text/unicode/norm"
 
@@ -156,8 +157,11 @@ func (a *app) unknownShowArg(arg string) error {
 // --var-file) gives addr now, and that pipeline, in words (where). ok is
 // false when there is no such pipeline, it has no node addr, or the key
 // is known only once an upstream has run; why then says which, for the
-// reader.
-func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why string, ok bool) {
+// reader. A pipeline named with --pipeline, or given variables, that does
+// not load or plan is an error (its diagnostics printed, exit 2), as in
+// 'cairn plan': what the command line asks for cannot be matched.
+func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why string, ok bool, err error) {
+	explicit := path != "" || len(a.vars) > 0
 	if path == "" {
 		path = "."
 	}
@@ -166,14 +170,22 @@ func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why
 		Vars: a.varInputs(), CacheDir: a.cachePath(),
 	})
 	if diags.HasErrors() || l == nil || l.Graph == nil {
-		if path == "." {
-			return "", "", "no pipeline in this workspace to match it against (name one with --pipeline FILE)", false
+		switch {
+		case explicit && diags.HasErrors():
+			return "", "", "", false, a.printDiags(l.Files(), diags)
+		case path == "." && noPipelineFiles(diags):
+			return "", "", "no pipeline in this workspace to match it against (name one with --pipeline FILE)", false, nil
+		case path == ".":
+			return "", "", "the workspace's pipeline does not load ('cairn validate' says why)", false, nil
 		}
-		return "", "", fmt.Sprintf("the pipeline %s does not load ('cairn validate %s' says why)", path, path), false
+		return "", "", fmt.Sprintf("the pipeline %s does not load ('cairn validate %s' says why)", path, path), false, nil
 	}
 	p, diags := plan.Make(l.Graph, cache, plan.Options{})
 	if diags.HasErrors() {
-		return "", "", "the workspace's pipeline does not plan ('cairn plan' says why)", false
+		if explicit {
+			return "", "", "", false, a.printDiags(l.Files(), diags)
+		}
+		return "", "", "the workspace's pipeline does not plan ('cairn plan' says why)", false, nil
 	}
 	where = fmt.Sprintf("pipeline %s in this workspace", p.Pipeline)
 	for _, n := range p.Nodes {
@@ -181,11 +193,11 @@ func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why
 			continue
 		}
 		if n.Key == "" {
-			return "", where, fmt.Sprintf("in %s its key is known only once its upstreams have run ('cairn plan' shows them)", where), false
+			return "", where, fmt.Sprintf("in %s its key is known only once its upstreams have run ('cairn plan' shows them)", where), false, nil
 		}
-		return n.Key, where, "", true
+		return n.Key, where, "", true, nil
 	}
-	return "", where, fmt.Sprintf("%s has no node %s", where, addr), false
+	return "", where, fmt.Sprintf("%s has no node %s", where, addr), false, nil
 }
 
 // showAddress prints the record of addr that matches the current
@@ -193,7 +205,10 @@ func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why
 // pipeline (last), saying which it is; with all, every record of addr
 // (keys), newest first.
 func (a *app) showAddress(cache *store.Cache, path, addr string, last map[string]string, keys []string, all bool) error {
-	cur, where, why, known := a.currentKey(cache, path, addr)
+	cur, where, why, known, err := a.currentKey(cache, path, addr)
+	if err != nil {
+		return err
+	}
 	var current *store.Record
 	if known {
 		if r, ok := cache.Lookup(cur); ok {
@@ -739,4 +754,15 @@ func runState(r *runlog.RunInfo) string {
 		return r.State + " (journal damaged)"
 	}
 	return r.State
+}
+
+// noPipelineFiles reports whether diags say that the folder holds no
+// pipeline file.
+func noPipelineFiles(diags []*hcl.Diagnostic) bool {
+	for _, d := range diags {
+		if d.Summary == "No pipeline files" {
+			return true
+		}
+	}
+	return false
 }
