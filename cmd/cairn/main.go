@@ -129,6 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(terraformAliases(args))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	strictHelpAndCompletion(root) // after SetOut: the scripts go there
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
@@ -261,6 +262,32 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagValueError(err) })
 	runErrorsFail(root)
 	return root
+}
+
+// strictHelpAndCompletion makes 'cairn help TOPIC' and 'cairn completion
+// SHELL' refuse what they do not know (exit 2, as an unknown command),
+// where cobra's own print their usage and exit 0.
+func strictHelpAndCompletion(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			show := c.Run
+			c.Run = nil
+			c.RunE = func(c *cobra.Command, args []string) error {
+				if cmd, _, err := c.Root().Find(args); err != nil || cmd == nil || cmd == c.Root() && len(args) > 0 {
+					return badInput("no command %q: 'cairn --help' lists the commands", strings.Join(args, " "))
+				}
+				show(c, args)
+				return nil
+			}
+		case "completion":
+			// Its subcommands (bash, zsh, ...) write the scripts; an
+			// argument that is none of them is an unknown command.
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+	}
 }
 
 // flagKinds says, per flag type, what a value must be and look like: a

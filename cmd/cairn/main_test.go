@@ -120,6 +120,18 @@ func TestExitCodes(t *testing.T) {
 	r = runCLI(t, "frobnicate")
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, `unknown command "frobnicate"`)
+	// So is help on one, or a completion for a shell cairn does not know.
+	r = runCLI(t, "help", "frobnicate")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `no command "frobnicate": 'cairn --help' lists the commands`)
+	r = runCLI(t, "completion", "nosh")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, `unknown command "nosh" for "cairn completion"`)
+	for _, args := range [][]string{{"help"}, {"help", "apply"}, {"completion"}, {"completion", "bash"}} {
+		r = runCLI(t, args...)
+		assert.Equal(t, exitOK, r.code, "%v: %s", args, r.stderr)
+		assert.NotEmpty(t, r.stdout, args)
+	}
 
 	r = runCLI(t, "--chdir", root, "validate", "missing.hcl")
 	assert.Equal(t, exitBadInput, r.code)
