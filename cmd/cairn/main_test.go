@@ -541,6 +541,12 @@ func TestFmt(t *testing.T) {
 	r = runCLI(t, "fmt", "-check", "--recursive")
 	assert.Equal(t, exitFailed, r.code)
 	assert.Equal(t, "nested/sub.hcl\nugly.hcl\n", r.stdout)
+	// What formats them is the same command, --recursive included.
+	assert.Contains(t, r.stderr, "2 file(s) need formatting (listed above): run the same command without --check to format them")
+
+	r = runCLI(t, "fmt", "--check", "nope.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "nope.hcl does not exist: name .hcl files, or folders holding some")
 
 	r = runCLI(t, "fmt")
 	assert.Equal(t, exitOK, r.code, r.stderr)

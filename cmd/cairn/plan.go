@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -536,6 +538,9 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 			for _, p := range args {
 				p = a.path(p)
 				st, err := os.Stat(p)
+				if errors.Is(err, fs.ErrNotExist) {
+					return badInput("%s does not exist: name .hcl files, or folders holding some", p)
+				}
 				if err != nil {
 					return badInput("%s", err)
 				}
@@ -610,7 +615,7 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 				return &exitError{code: exitFailed, msg: strings.Join(refused, "\nError: ")}
 			}
 			if check && len(unformatted) > 0 {
-				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d file(s) need formatting: run 'cairn fmt'", len(unformatted))}
+				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d file(s) need formatting (listed above): run the same command without --check to format them", len(unformatted))}
 			}
 			return nil
 		},
