@@ -435,6 +435,9 @@ func TestGraphDOT(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, "g.dot"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"stage.prepare" -> `)
+	r = runCLI(t, "--chdir", root, "graph", "--out", "g.dot/x.dot", "good.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "cannot write the graph to --out g.dot/x.dot (not a directory): give a file you may write, in a folder that exists")
 
 	r = runCLI(t, "--chdir", root, "graph", "--format", "png", "good.hcl")
 	assert.Equal(t, exitBadInput, r.code)

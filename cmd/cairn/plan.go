@@ -448,7 +448,10 @@ one per node. --format svg (or --out FILE.svg) renders through graphviz's
 				_, err = a.stdout.Write(data)
 				return err
 			}
-			return os.WriteFile(a.path(out), data, 0o644)
+			if err := os.WriteFile(a.path(out), data, 0o644); err != nil {
+				return badInput("cannot write the graph to --out %s (%s): give a file you may write, in a folder that exists", out, errCause(err))
+			}
+			return nil
 		},
 	}
 	a.addVarFlags(cmd)

@@ -240,8 +240,10 @@ func reportWriteError(path string, out bool, err error) error {
 		where = "--out " + path
 	}
 	switch {
-	case notWritable(err) && out:
-		return fmt.Errorf("cannot write the report to %s (%s): give an --out you may write", where, errCause(err))
+	case out && !diskFull(err):
+		// The command line named a place the report cannot go: bad
+		// input, as aggregate's and replay's --out (exit 2).
+		return badInput("cannot write the report to %s (%s): give an --out you may write", where, errCause(err))
 	case notWritable(err):
 		return fmt.Errorf("cannot write the report in %s (%s): you may not write in the cache; give --out FILE to write it elsewhere (trace.tsv goes beside it)", where, errCause(err))
 	case diskFull(err):

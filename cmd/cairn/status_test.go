@@ -142,6 +142,12 @@ func TestReportOutRefusedWritesNothing(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(root, "trace.tsv"))
 	assert.NoDirExists(t, filepath.Join(root, "sub"))
 
+	// A place under a file cannot take it: the command line's fault.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "afile"), nil, 0o644))
+	r = runCLI(t, "--chdir", root, "report", "--out", "afile/r.html")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Regexp(t, `cannot write the report to --out \S*afile/r\.html \(not a directory\): give an --out you may write`, r.stderr)
+
 	r = runCLI(t, "--chdir", root, "report", "--out", "page.html")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.FileExists(t, filepath.Join(root, "page.html"))
