@@ -722,7 +722,8 @@ func (a *app) gpusCmd() *cobra.Command {
 		Short: "List this machine's GPUs: memory, processes, free or busy and why",
 		Long: `List the GPUs cairn would use: index, UUID, name, memory used/total, compute
 processes, and whether each is free now (and why not). CAIRN_GPUS=sim:N shows a
-simulated inventory; CUDA_VISIBLE_DEVICES set on cairn restricts the list.`,
+simulated inventory; CUDA_VISIBLE_DEVICES set on cairn restricts the real
+devices listed (not simulated ones).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pool, err := gpu.NewPool(os.Getenv)
