@@ -161,15 +161,22 @@ any is written: all are written, or none.`,
 // inputs), a folder, a device or a link (/dev/stdout, say: the file is
 // written beside it and renamed over it), or the other output.
 func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
-	type output struct{ flag, path, abs string }
+	type output struct {
+		flag, path, abs string
+		fi              os.FileInfo // the file there now; nil: none
+	}
 	var outs []output
 	for _, o := range []output{{flag: "--out", path: out}, {flag: "--plot", path: plot}} {
 		if o.path == "" {
 			continue
 		}
 		o.abs = realPath(a.path(o.path))
-		if fi, err := os.Lstat(a.path(o.path)); err == nil && !fi.Mode().IsRegular() {
+		fi, err := os.Lstat(a.path(o.path))
+		if err == nil && !fi.Mode().IsRegular() {
 			return badInput("%s %s is not a regular file (%s): aggregate writes its own file, to a temporary file then renamed over it; name a file", o.flag, o.path, fileKind(fi.Mode()))
+		}
+		if err == nil {
+			o.fi = fi
 		}
 		outs = append(outs, o)
 	}
@@ -184,7 +191,14 @@ func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
 		res := a.path(r)
 		for _, in := range []string{res, filepath.Join(filepath.Dir(res), aggregate.TestFile)} {
 			for _, o := range outs {
-				if realPath(in) == o.abs {
+				// The same path, or the same file reached another way: a
+				// job's result.json that is a link to it, or a hard link.
+				same := realPath(in) == o.abs
+				if !same && o.fi != nil {
+					fi, err := os.Stat(in)
+					same = err == nil && os.SameFile(fi, o.fi)
+				}
+				if same {
 					return badInput("%s %s is a job's own file (%s, read as input): aggregate never writes over what it reads; name a file outside the job folders", o.flag, o.path, in)
 				}
 			}

@@ -125,6 +125,26 @@ func TestAggregateOutputsNeverReplaceWhatTheyShouldNot(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "the link's target is not written")
 }
 
+// A job whose result.json is a link reads the file it leads to: --out
+// naming that file is refused too, and the file is kept.
+func TestAggregateOutNeverReplacesALinkedJobFile(t *testing.T) {
+	root := aggregateWorkspace(t)
+	res := filepath.Join(root, "runs", "a", "gepa", "hotpotqa_centralized_qwen", "seed2", "result.json")
+	kept := filepath.Join(root, "kept", "result.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(kept), 0o755))
+	require.NoError(t, os.Rename(res, kept))
+	require.NoError(t, os.Symlink(kept, res))
+	before, err := os.ReadFile(kept)
+	require.NoError(t, err)
+	r := runCLI(t, "--chdir", root, "aggregate", "runs", "--bootstrap", "50", "--out", filepath.Join("kept", "result.json"), "--plot", "p.svg")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "is a job's own file")
+	after, err := os.ReadFile(kept)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+	assert.NoFileExists(t, filepath.Join(root, "p.svg"))
+}
+
 func TestAggregateFamiliesAndNonconformantJobs(t *testing.T) {
 	root := aggregateWorkspace(t)
 	smoke := jobtest.Job{Method: "gepa", Dataset: "math", Seed: 1, Nonconformant: []string{"budget 56 is below the protocol's 600 rollouts"},
