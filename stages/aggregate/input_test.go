@@ -112,6 +112,17 @@ func TestAResultWithAByteOrderMarkIsRefused(t *testing.T) {
 	assert.Equal(t, "gepa/hotpotqa_centralized_qwen/seed1/test.json:1:1: starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not have: save the file without it (UTF-8 without BOM)", msg)
 }
 
+// A byte that is not UTF-8 is refused at its place: a JSON reader takes
+// it for U+FFFD, and two methods named "m\xff" and "m\xfe" would be one.
+func TestAResultWithBytesThatAreNotUTF8IsRefused(t *testing.T) {
+	msg := badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+			return strings.Replace(s, `"method": "gepa"`, "\"method\": \"gepa\xff\"", 1)
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json:\d+:\d+: a byte that is not UTF-8 \(JSON text is UTF-8;`, msg)
+}
+
 // A key given twice in one object is refused, at the second: which one a
 // JSON reader keeps is not a thing a figure may depend on.
 func TestAKeyGivenTwiceIsRefused(t *testing.T) {

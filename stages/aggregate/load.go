@@ -678,6 +678,9 @@ func decodeData(data []byte, name string, v any) error {
 	if bytes.HasPrefix(data, jsonpos.BOM) {
 		return badAt(name, data, 0, "%s", jsonpos.BOMMessage)
 	}
+	if off := jsonpos.NotUTF8(data); off >= 0 {
+		return badAt(name, data, int64(off), "%s", jsonpos.NotUTF8Message)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	err := dec.Decode(v)
 	if err == nil {

@@ -59,6 +59,10 @@ func readSource(file string, data []byte) *source {
 		s.errorf(0, "%s", jsonpos.BOMMessage)
 		return s
 	}
+	if off := jsonpos.NotUTF8(data); off >= 0 {
+		s.errorf(off, "%s", jsonpos.NotUTF8Message)
+		return s
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	err := jsonpos.Walk(dec, data, "", jsonpos.Visitor{

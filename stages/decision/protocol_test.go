@@ -111,6 +111,8 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
 	}
 	_, err = ParseProtocol("p.json", append([]byte("\ufeff"), seed...))
 	assert.ErrorContains(t, err, "p.json:1:1: starts with a UTF-8 byte-order mark")
+	_, err = ParseProtocol("p.json", []byte("{\"protocol_version\": \"decision-1.0\xff\"}"))
+	assert.ErrorContains(t, err, "p.json:1:35: a byte that is not UTF-8")
 	_, err = ParseProtocol("p.json", []byte(`[1]`))
 	assert.ErrorContains(t, err, "p.json:1:1: a protocol is a JSON object")
 	_, err = ParseProtocol("p.json", []byte(`{"protocol_version": "decision-1.0"`))

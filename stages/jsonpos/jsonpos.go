@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/dsl"
 )
@@ -324,6 +325,27 @@ var BOM = dsl.JSONBOM
 
 // BOMMessage is what a reader says of a JSON file that starts with BOM.
 const BOMMessage = dsl.JSONBOMMessage
+
+// NotUTF8 is the offset of the first byte of data that is not UTF-8, or
+// -1. encoding/json reads such a byte as U+FFFD, so two names that differ
+// only there would be read as one.
+func NotUTF8(data []byte) int {
+	if utf8.Valid(data) {
+		return -1
+	}
+	for off := 0; off < len(data); {
+		r, size := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && size == 1 {
+			return off
+		}
+		off += size
+	}
+	return -1
+}
+
+// NotUTF8Message is what a reader says of a JSON file NotUTF8 finds a
+// byte in.
+const NotUTF8Message = "a byte that is not UTF-8 (JSON text is UTF-8; a JSON reader would read it as U+FFFD, so two names that differ only there would be read as one): re-encode the file as UTF-8"
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
