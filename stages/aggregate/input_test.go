@@ -246,6 +246,29 @@ func TestTwoJobsForOneSeedAreRefused(t *testing.T) {
 	assert.Equal(t, `copy/result.json and gepa/hotpotqa_centralized_qwen/seed1/result.json are both gepa hotpotqa/centralized/qwen seed 1: keep one of them, or give roots that hold one`, msg)
 }
 
+// A hard link to a job's files is the same job, read once, as a link to
+// it is; a result.json that is a link to nothing is refused, not read as
+// a seed that never ran.
+func TestHardLinksCountOnceAndDanglingResultsAreRefused(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, jobtest.Grid(root, 9, 5, map[string]float64{"gepa": 0}, []string{"hotpotqa/centralized/qwen"}))
+	require.NoError(t, os.Mkdir(filepath.Join(root, "copy"), 0o755))
+	for _, f := range []string{"result.json", "test.json"} {
+		require.NoError(t, os.Link(filepath.Join(root, seed1, f), filepath.Join(root, "copy", f)))
+	}
+	s, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+	require.NoError(t, err)
+	require.Len(t, s.Rows, 1)
+	assert.Equal(t, "ok", s.Rows[0].Status)
+
+	msg := badInput(t, func(root string) {
+		res := filepath.Join(root, seed1, "result.json")
+		require.NoError(t, os.Remove(res))
+		require.NoError(t, os.Symlink(filepath.Join(root, "gone", "result.json"), res))
+	})
+	assert.Contains(t, msg, "gepa/hotpotqa_centralized_qwen/seed1/result.json: is a link that leads to nothing readable (no such file or directory): fix the link, or remove it if the job is gone")
+}
+
 func TestRootsThatHoldNothing(t *testing.T) {
 	dir := t.TempDir()
 	_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: dir, Roots: []string{"runs"}})

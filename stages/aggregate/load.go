@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"github.com/cairn-run/cairn/stages/jsonpos"
@@ -256,11 +257,17 @@ func (s Skip) Warning() string {
 // relative; the names returned are as found (the root joined with the
 // path below it), sorted.
 func FindResults(dir string, roots []string) ([]string, error) {
-	byID := map[string]string{} // real path -> name
+	byID := map[any]string{} // the file -> name
 	add := func(name, abs string) {
-		id, err := filepath.EvalSymlinks(abs)
-		if err != nil {
-			id = abs
+		var id any = abs
+		if fi, err := os.Stat(abs); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				// The file itself, however reached: through links, or
+				// by another hard link to it.
+				id = [2]uint64{uint64(st.Dev), st.Ino}
+			} else if real, err := filepath.EvalSymlinks(abs); err == nil {
+				id = real
+			}
 		}
 		if old, ok := byID[id]; !ok || name < old {
 			byID[id] = name
@@ -379,8 +386,13 @@ func (w resultWalk) walk(abs, name string) error {
 		isDir := e.IsDir()
 		if e.Type()&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(p)
+			if err != nil && e.Name() == ResultFile {
+				// A job's result that cannot be read is not a job that
+				// never ran: the row would say the seed is missing.
+				return &InputError{File: n, Msg: fmt.Sprintf("is a link that leads to nothing readable (%s): fix the link, or remove it if the job is gone", errors.Unwrap(err))}
+			}
 			if err != nil {
-				continue // a dangling link names no job
+				continue // a dangling link of another name is no job
 			}
 			isDir = fi.IsDir()
 			if w.link != nil && (isDir || e.Name() == ResultFile || e.Name() == TestFile || e.Name() == JobFile) {
