@@ -65,6 +65,15 @@ func TestAResultThatDoesNotParseIsNamedWithItsPosition(t *testing.T) {
 	})
 	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json:\d+:\d+: seed is string, want a whole number$`, msg)
 
+	// items is a list of objects; one of them, an object.
+	msg = badInput(t, func(root string) {
+		rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string {
+			i := strings.Index(s, `"items": [`)
+			return s[:i] + `"items": {"a": 1}}`
+		})
+	})
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/test.json:\d+:\d+: items is object, want a list of objects$`, msg)
+
 	msg = badInput(t, func(root string) {
 		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
 			return strings.Replace(s, `"cairn.job-result/1"`, `"cairn.job-result/2"`, 1)

@@ -756,6 +756,9 @@ func friendlyType(t string) string {
 	case "bool":
 		return "true or false"
 	case "aggregate.itemDoc":
+		if strings.HasPrefix(strings.TrimLeft(t, "*"), "[]") {
+			return "a list of objects" // items itself, not one of them
+		}
 		return "an object"
 	}
 	return t
