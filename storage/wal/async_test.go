@@ -3,6 +3,7 @@ package wal
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -141,4 +142,33 @@ func TestLazyLogSyncsOnlyOnceDurable(t *testing.T) {
 	require.NoError(t, l.Append([][]byte{[]byte("x")}, Written))
 	require.NoError(t, l.Close())
 	assert.Equal(t, int64(2), l.syncs.Load(), "Open syncs the new file, Close the written records")
+}
+
+// A Queued record appended after the committer found the queue empty, and
+// before Close, is written by Close all the same: the committer reads
+// "closed" and "nothing queued" together (it read them apart, and
+// returned, losing the record, when Close came in between; CI saw it).
+func TestCloseWritesWhatWasQueuedWhileTheCommitterLooked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	var once sync.Once
+	hooked := make(chan error, 1)
+	testHookQueueEmpty = func(l *Log) {
+		once.Do(func() {
+			// What another goroutine would do meanwhile: queue a
+			// record, then close the log.
+			_, err := l.enqueueBatch([][]byte{[]byte("last")}, false, false)
+			l.mu.Lock()
+			l.closed = true
+			l.mu.Unlock()
+			hooked <- err
+		})
+	}
+	defer func() { testHookQueueEmpty = nil }()
+	l, err := Open(path, Options{NoSync: true})
+	require.NoError(t, err)
+	require.NoError(t, <-hooked)
+	require.NoError(t, l.Close())
+	recs, _, err := readAll(t, path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"last"}, strs(recs))
 }

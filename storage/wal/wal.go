@@ -612,6 +612,11 @@ func (l *Log) batchFor(n int, size int64) (*batch, error) {
 	return b, nil
 }
 
+// testHookQueueEmpty, when set (by a test), is called by the committer
+// each time it finds the queue empty, before it looks whether the log is
+// closed.
+var testHookQueueEmpty func(*Log)
+
 func (l *Log) wake() {
 	select {
 	case l.kick <- struct{}{}:
@@ -632,9 +637,19 @@ func (l *Log) run() {
 		l.commitMu.Lock()
 		b := l.take()
 		if b == nil {
+			if testHookQueueEmpty != nil {
+				testHookQueueEmpty(l)
+			}
+			// Closed, and nothing queued, read together: a batch queued
+			// after take found none, and before Close, is still to be
+			// written (once closed, nothing more is queued).
 			l.mu.Lock()
-			closed := l.closed
+			closed, more := l.closed, len(l.queue) > 0
 			l.mu.Unlock()
+			if more {
+				l.commitMu.Unlock()
+				continue
+			}
 			if closed {
 				if l.unsynced && !l.opts.NoSync && (!l.opts.Lazy || l.hadDurable) {
 					l.asyncErr = errors.Join(l.asyncErr, l.sync())
