@@ -185,7 +185,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 		return nil, diags
 	}
 	cfg, d := l.Decode(files)
-	if st.IsDir() && len(files) > 1 && hasDiag(d, "Duplicate pipeline block") {
+	if st.IsDir() && len(files) > 1 && HasDiag(d, "Duplicate pipeline block") {
 		return nil, folderOfPipelines(path, files)
 	}
 	diags = append(diags, d...)
@@ -803,7 +803,8 @@ func Suggest(s string, candidates []string) string {
 	return best
 }
 
-func hasDiag(diags hcl.Diagnostics, summary string) bool {
+// HasDiag reports whether one of diags has the summary given.
+func HasDiag(diags hcl.Diagnostics, summary string) bool {
 	for _, d := range diags {
 		if d.Summary == summary {
 			return true

@@ -87,7 +87,7 @@ var nestingWindow = 8 << 10
 func tokenNesting(src []byte, filename string, limit int) (most int, over, invalid *hcl.Range) {
 	valid := len(src)
 	if !utf8.Valid(src) {
-		valid = invalidUTF8At(src)
+		valid = InvalidUTF8At(src)
 	}
 	type level struct {
 		open hclsyntax.TokenType
@@ -171,8 +171,9 @@ func encodingDiag(src []byte, diags hcl.Diagnostics) *hcl.Diagnostic {
 	return nil
 }
 
-// invalidUTF8At is the offset of the first invalid UTF-8 sequence in src.
-func invalidUTF8At(src []byte) int {
+// InvalidUTF8At is the offset of the first invalid UTF-8 sequence in src,
+// len(src) when there is none.
+func InvalidUTF8At(src []byte) int {
 	for i := 0; i < len(src); {
 		r, n := utf8.DecodeRune(src[i:])
 		if r == utf8.RuneError && n <= 1 {

@@ -16,10 +16,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/executor"
@@ -173,7 +173,7 @@ func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why
 		switch {
 		case explicit && diags.HasErrors():
 			return "", "", "", false, a.printDiags(l.Files(), diags)
-		case path == "." && noPipelineFiles(diags):
+		case path == "." && dsl.HasDiag(diags, "No pipeline files"):
 			return "", "", "no pipeline in this workspace to match it against (name one with --pipeline FILE)", false, nil
 		case path == ".":
 			return "", "", "the workspace's pipeline does not load ('cairn validate' says why)", false, nil
@@ -755,15 +755,4 @@ func runState(r *runlog.RunInfo) string {
 		return r.State + " (journal damaged)"
 	}
 	return r.State
-}
-
-// noPipelineFiles reports whether diags say that the folder holds no
-// pipeline file.
-func noPipelineFiles(diags []*hcl.Diagnostic) bool {
-	for _, d := range diags {
-		if d.Summary == "No pipeline files" {
-			return true
-		}
-	}
-	return false
 }

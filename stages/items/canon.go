@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/cairn-run/cairn/dsl"
 )
 
 // maxDepth bounds the nesting of a canonicalized value, as Go's decoder does.
@@ -211,10 +213,7 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 			if !utf8.Valid(raw) {
 				// Go's decoder would turn each bad byte into U+FFFD, and
 				// two items that differ only there into one key.
-				bad := start
-				for r, size := utf8.DecodeRune(c.in[bad:]); r != utf8.RuneError || size != 1; r, size = utf8.DecodeRune(c.in[bad:]) {
-					bad += size
-				}
+				bad := start + dsl.InvalidUTF8At(raw)
 				return nil, nil, fmt.Errorf("a string holds bytes that are not UTF-8 (offset %d): JSON is UTF-8 text; re-encode the file", bad)
 			}
 			var s string

@@ -333,14 +333,7 @@ func NotUTF8(data []byte) int {
 	if utf8.Valid(data) {
 		return -1
 	}
-	for off := 0; off < len(data); {
-		r, size := utf8.DecodeRune(data[off:])
-		if r == utf8.RuneError && size == 1 {
-			return off
-		}
-		off += size
-	}
-	return -1
+	return dsl.InvalidUTF8At(data)
 }
 
 // NotUTF8Message is what a reader says of a JSON file NotUTF8 finds a
