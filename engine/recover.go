@@ -384,22 +384,29 @@ func NoteGPURefusals(p *plan.Plan, pool *gpu.Pool) {
 
 // NeedsGPUs reports whether a node that p runs asks for GPUs.
 func NeedsGPUs(p *plan.Plan) bool {
-	for _, pn := range p.Nodes {
-		if willRun(pn) && pn.Spec != nil && max(pn.Spec.Common.GPUs, nodeGPUs(pn.Node, pn.Spec)) > 0 {
-			return true
-		}
+	return slices.ContainsFunc(p.Nodes, func(pn *plan.PlannedNode) bool {
+		n, _ := gpusAsked(pn)
+		return n > 0
+	})
+}
+
+// gpusAsked is how many GPUs pn asks for (a service: all its replicas),
+// and whether it will run at all.
+func gpusAsked(pn *plan.PlannedNode) (n int, runs bool) {
+	if !willRun(pn) || pn.Spec == nil {
+		return 0, false
 	}
-	return false
+	return max(pn.Spec.Common.GPUs, nodeGPUs(pn.Node, pn.Spec)), true
 }
 
 // gpuRefusal says, after the node's address, why pn needs more GPUs than
 // pool has (nil: none), alone or with the services it reads; "" when it
 // does not, or will not run.
 func gpuRefusal(p *plan.Plan, pn *plan.PlannedNode, pool *gpu.Pool) string {
-	if !willRun(pn) || pn.Spec == nil {
+	need, runs := gpusAsked(pn)
+	if !runs {
 		return ""
 	}
-	need := max(pn.Spec.Common.GPUs, nodeGPUs(pn.Node, pn.Spec))
 	total := 0
 	if pool != nil {
 		total = pool.Total()
