@@ -14,22 +14,31 @@ import (
 	"github.com/cairn-run/cairn/engine/cas"
 )
 
+// agedCache is a cache, and a function that commits to it a record named
+// name that ended age ago, with an output blob of size bytes (none: 0).
+func agedCache(t *testing.T) (*Cache, func(name byte, size int, age time.Duration)) {
+	c, err := Open(t.TempDir(), Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	now := time.Now()
+	return c, func(name byte, size int, age time.Duration) {
+		r := &Record{Key: strings.Repeat(string(name), 64), Pipeline: "p", Address: "stage." + string(name), Ended: now.Add(-age)}
+		if size > 0 {
+			d, err := c.Blobs.PutBytes(bytes.Repeat([]byte{name}, size))
+			require.NoError(t, err)
+			r.Outputs = map[string]string{"out/" + string(name): string(d)}
+		}
+		_, err := c.Commit(r, nil)
+		require.NoError(t, err)
+	}
+}
+
 // gc --max-size keeps the newest records whose blobs fit, oldest removed
 // first: once a record does not fit, every older one goes too, even one
 // small enough for the room left (it would keep an older configuration
 // half cached while a newer one is gone).
 func TestGCMaxSizeRemovesOldestFirst(t *testing.T) {
-	c, err := Open(t.TempDir(), Options{NoSync: true})
-	require.NoError(t, err)
-	defer c.Close()
-	now := time.Now()
-	commit := func(name byte, size int, age time.Duration) {
-		d, err := c.Blobs.PutBytes(bytes.Repeat([]byte{name}, size))
-		require.NoError(t, err)
-		_, err = c.Commit(&Record{Key: strings.Repeat(string(name), 64), Pipeline: "p", Address: "stage." + string(name),
-			Ended: now.Add(-age), Outputs: map[string]string{"out/" + string(name): string(d)}}, nil)
-		require.NoError(t, err)
-	}
+	c, commit := agedCache(t)
 	commit('a', 200_000, 3*time.Hour) // oldest, small
 	commit('b', 600_000, 2*time.Hour)
 	commit('c', 500_000, time.Hour) // newest
@@ -46,20 +55,7 @@ func TestGCMaxSizeRemovesOldestFirst(t *testing.T) {
 // newer than the first that does not fit stay, and those older go with
 // it, as docs/language.md says of gc.
 func TestGCMaxSizeKeepsTheNewestWhole(t *testing.T) {
-	c, err := Open(t.TempDir(), Options{NoSync: true})
-	require.NoError(t, err)
-	defer c.Close()
-	now := time.Now()
-	commit := func(name byte, size int, age time.Duration) {
-		r := &Record{Key: strings.Repeat(string(name), 64), Pipeline: "p", Address: "stage." + string(name), Ended: now.Add(-age)}
-		if size > 0 {
-			d, err := c.Blobs.PutBytes(bytes.Repeat([]byte{name}, size))
-			require.NoError(t, err)
-			r.Outputs = map[string]string{"out/" + string(name): string(d)}
-		}
-		_, err = c.Commit(r, nil)
-		require.NoError(t, err)
-	}
+	c, commit := agedCache(t)
 	commit('a', 0, 4*time.Hour) // oldest, no blob
 	commit('b', 1000, 3*time.Hour)
 	commit('c', 0, 2*time.Hour) // no blob, newer than b
