@@ -165,6 +165,7 @@ func (a *app) currentKey(cache *store.Cache, path, addr string) (key, where, why
 	if path == "" {
 		path = "."
 	}
+	defer a.hugeHeap(path)()
 	l, diags := plan.Load(plan.LoadOptions{
 		Path: path, Root: a.root(),
 		Vars: a.varInputs(), CacheDir: a.cachePath(),

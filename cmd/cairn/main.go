@@ -457,6 +457,7 @@ func (a *app) load(args []string) (*plan.Loaded, error) {
 	if len(args) > 0 {
 		path = args[0]
 	}
+	defer a.hugeHeap(path)()
 	l, diags := plan.Load(plan.LoadOptions{
 		Path: path, Root: a.root(),
 		Vars: a.varInputs(), CacheDir: a.cachePath(),

@@ -101,6 +101,7 @@ its .hcl files is checked as a pipeline of its own.`,
 
 // validateOne loads and checks the pipeline at path (a file or a folder).
 func (a *app) validateOne(path string) (*plan.Loaded, hcl.Diagnostics, []plan.WaitingStage) {
+	defer a.hugeHeap(path)()
 	l, diags := plan.Load(plan.LoadOptions{Path: path, Root: a.root(), Vars: a.varInputs(), CacheDir: a.cachePath(), Validate: true})
 	if l.Graph != nil && !diags.HasErrors() {
 		expectNodes(l.Graph)

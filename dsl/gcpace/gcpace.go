@@ -82,6 +82,12 @@ func Collect(since, garbage uint64) {
 	if !tuned.Load() || HeapAllocs()-since <= garbage {
 		return
 	}
+	collect()
+}
+
+// collect runs a collection now and keeps the pacing Tune set, if it
+// holds (Collect).
+func collect() {
 	mu.Lock()
 	defer mu.Unlock()
 	select {

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package gcpace
+
+const hugePagesSupported = false
+
+func adviseHuge([]byte) {}
