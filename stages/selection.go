@@ -449,19 +449,21 @@ type TestFile struct {
 
 // ResultFile is result.json.
 type ResultFile struct {
-	Format              string   `json:"format"`
-	Status              string   `json:"status"`
-	Method              string   `json:"method"`
-	CellID              string   `json:"cell_id"`
-	Dataset             string   `json:"dataset"`
-	Runtime             string   `json:"runtime"`
-	Model               string   `json:"model"`
-	Seed                int      `json:"seed"`
-	Budget              int      `json:"budget"`
-	Charged             int      `json:"charged_rollouts"`
-	BaselineMean        float64  `json:"baseline_mean"`
-	DeployedMean        float64  `json:"deployed_mean"`
-	DeltaPP             float64  `json:"delta_pp"`
+	Format  string `json:"format"`
+	Status  string `json:"status"`
+	Method  string `json:"method"`
+	CellID  string `json:"cell_id"`
+	Dataset string `json:"dataset"`
+	Runtime string `json:"runtime"`
+	Model   string `json:"model"`
+	Seed    int    `json:"seed"`
+	Budget  int    `json:"budget"`
+	Charged int    `json:"charged_rollouts"`
+	// BaselineMean, DeployedMean and DeltaPP are null when no test item
+	// is valid: a mean of none is no figure.
+	BaselineMean        *float64 `json:"baseline_mean"`
+	DeployedMean        *float64 `json:"deployed_mean"`
+	DeltaPP             *float64 `json:"delta_pp"`
 	Deployed            string   `json:"deployed"`
 	FallbackReason      *string  `json:"fallback_reason"`
 	ValidForAggregation bool     `json:"valid_for_aggregation"`
@@ -500,16 +502,16 @@ type ImportedFile struct {
 // then the job's method, seed and out folder (a grid's lines tell its jobs
 // apart).
 type SummaryLine struct {
-	Status              string  `json:"status"`
-	CellID              string  `json:"cell_id"`
-	BaselineMean        float64 `json:"baseline_mean"`
-	DeployedMean        float64 `json:"deployed_mean"`
-	DeltaPP             float64 `json:"delta_pp"`
-	ValidForAggregation bool    `json:"valid_for_aggregation"`
-	FallbackReason      *string `json:"fallback_reason"`
-	Method              string  `json:"method"`
-	Seed                int     `json:"seed"`
-	Out                 string  `json:"out"`
+	Status              string   `json:"status"`
+	CellID              string   `json:"cell_id"`
+	BaselineMean        *float64 `json:"baseline_mean"`
+	DeployedMean        *float64 `json:"deployed_mean"`
+	DeltaPP             *float64 `json:"delta_pp"`
+	ValidForAggregation bool     `json:"valid_for_aggregation"`
+	FallbackReason      *string  `json:"fallback_reason"`
+	Method              string   `json:"method"`
+	Seed                int      `json:"seed"`
+	Out                 string   `json:"out"`
 }
 
 type resultSpec struct {
@@ -695,10 +697,11 @@ func JobFiles(tf *TestFile, res *ResultFile) (test, result []byte) {
 	if res.Nonconformant == nil {
 		res.Nonconformant = []string{}
 	}
+	res.BaselineMean, res.DeployedMean, res.DeltaPP = nil, nil, nil
 	if valid > 0 {
-		res.BaselineMean = round6(sumB / float64(valid))
-		res.DeployedMean = round6(sumD / float64(valid))
-		res.DeltaPP = round6(100 * (res.DeployedMean - res.BaselineMean))
+		b, d := round6(sumB/float64(valid)), round6(sumD/float64(valid))
+		delta := round6(100 * (d - b))
+		res.BaselineMean, res.DeployedMean, res.DeltaPP = &b, &d, &delta
 	}
 	res.ValidForAggregation = len(res.Nonconformant) == 0 && invalid == 0
 	test, _ = json.MarshalIndent(tf, "", "  ")

@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,4 +120,33 @@ func TestSelectionContradiction(t *testing.T) {
 	edited = worse
 	edited.FallbackReason = &r2
 	assert.Contains(t, edited.contradiction(proposed), `fallback_reason "because", not one of`)
+}
+
+// A job none of whose test items is valid has no means: result.json and
+// the summary line give null, not a mean of 0 that reads as a score. One
+// valid item gives them.
+func TestJobFilesGiveNoMeansWithoutAValidItem(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tf := &TestFile{Format: "cairn.job-test/1", Items: []TestItem{{ID: "q1"}, {ID: "q0"}}}
+	res := &ResultFile{Status: "ok", CellID: "d/r/m"}
+	_, result := JobFiles(tf, res)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(result, &doc))
+	for _, field := range []string{"baseline_mean", "deployed_mean", "delta_pp"} {
+		v, ok := doc[field]
+		assert.True(t, ok, field)
+		assert.Nil(t, v, field)
+	}
+	assert.Equal(t, false, doc["valid_for_aggregation"])
+	assert.Equal(t, float64(2), doc["test_invalid_items"])
+	assert.Contains(t, res.SummaryLine("runs/x"), `"baseline_mean":null,"deployed_mean":null,"delta_pp":null`)
+
+	tf.Items[0] = TestItem{ID: "q1", Baseline: f(0.25), Deployed: f(0.75), Valid: true}
+	_, result = JobFiles(tf, res)
+	doc = nil
+	require.NoError(t, json.Unmarshal(result, &doc))
+	assert.Equal(t, 0.25, doc["baseline_mean"])
+	assert.Equal(t, 0.75, doc["deployed_mean"])
+	assert.Equal(t, float64(50), doc["delta_pp"])
+	assert.Contains(t, res.SummaryLine("runs/x"), `"baseline_mean":0.25,"deployed_mean":0.75,"delta_pp":50,`)
 }

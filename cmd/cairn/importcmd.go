@@ -203,8 +203,12 @@ func (a *app) importJob(format, path string, o modelcache.ImportOptions, j impor
 	if err := writeJobFiles(dir, tb, rb, atomicfile.Write); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "imported %d items: %s %s seed %d, baseline %.6g, deployed %.6g, delta %.6g pp -> %s\n",
-		len(tf.Items), j.method, j.cell, j.seed, res.BaselineMean, res.DeployedMean, res.DeltaPP, filepath.Join(j.dir, aggregate.ResultFile))
+	means := "no valid item, so no means"
+	if res.BaselineMean != nil {
+		means = fmt.Sprintf("baseline %.6g, deployed %.6g, delta %.6g pp", *res.BaselineMean, *res.DeployedMean, *res.DeltaPP)
+	}
+	fmt.Fprintf(a.stderr, "imported %d items: %s %s seed %d, %s -> %s\n",
+		len(tf.Items), j.method, j.cell, j.seed, means, filepath.Join(j.dir, aggregate.ResultFile))
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -658,5 +659,45 @@ func TestAConstantDifferenceIsItsOwnInterval(t *testing.T) {
 	assert.Equal(t, *r.DeltaPP, *r.CIHigh)
 	for _, sd := range r.Seeds {
 		assert.Equal(t, want, *sd.DeltaPP)
+	}
+}
+
+// A job none of whose test items is valid has no means: result.json gives
+// them null, the row is incomplete, and a result.json that gives a figure
+// for them anyway (or null beside valid items) is refused.
+func TestMeansOfNoValidItemsAreNull(t *testing.T) {
+	allInvalid := func(root string) {
+		b, d := jobtest.Binary(rand.New(rand.NewPCG(5, 5)), 5, 0.5, 0.5)
+		_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Dataset: "hotpotqa", Seed: 1, Baseline: b, Deployed: d,
+			Invalid: []bool{true, true, true, true, true}})
+		require.NoError(t, err)
+	}
+	root := t.TempDir()
+	require.NoError(t, jobtest.Grid(root, 9, 5, map[string]float64{"gepa": 0}, []string{"hotpotqa/centralized/qwen"}))
+	allInvalid(root)
+	raw, err := os.ReadFile(filepath.Join(root, seed1, "result.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"baseline_mean": null`)
+	sum, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+	require.NoError(t, err)
+	require.Len(t, sum.Rows, 1)
+	assert.Equal(t, aggregate.StatusIncomplete, sum.Rows[0].Status)
+	assert.Equal(t, "seed 1: 5 of 5 test items infrastructure-invalid", sum.Rows[0].Reason)
+
+	for _, field := range []string{"baseline_mean", "deployed_mean", "delta_pp"} {
+		msg := badInput(t, func(root string) {
+			allInvalid(root)
+			rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+				return strings.Replace(s, `"`+field+`": null`, `"`+field+`": 0.9`, 1)
+			})
+		})
+		assert.Equal(t, seed1+"/result.json: says "+field+" = 0.9, but none of its 5 test items is valid (test_invalid_items = 5): a mean of no items is null, so the figure comes from nowhere", msg)
+
+		msg = badInput(t, func(root string) {
+			rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
+				return regexp.MustCompile(`"`+field+`": [^,]*,`).ReplaceAllString(s, `"`+field+`": null,`)
+			})
+		})
+		assert.Equal(t, seed1+`/result.json: has "`+field+`" null, but 5 of its 5 test items are valid: a job with valid items gives their means (docs/job-artifacts.md)`, msg)
 	}
 }

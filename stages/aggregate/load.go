@@ -113,6 +113,10 @@ var resultFields = []string{"format", "status", "method", "cell_id", "dataset", 
 	"budget", "charged_rollouts", "baseline_mean", "deployed_mean", "delta_pp", "deployed", "fallback_reason",
 	"valid_for_aggregation", "nonconformant", "test_items", "test_invalid_items", "selection_sha256", "test_sha256"}
 
+// meanFields are the result.json fields that are null when no test item
+// is valid.
+var meanFields = []string{"baseline_mean", "deployed_mean", "delta_pp"}
+
 type testDoc struct {
 	Format   *string    `json:"format"`
 	Method   *string    `json:"method"`
@@ -482,13 +486,31 @@ func checkResultFields(name string, data []byte, r *resultDoc) error {
 		if !ok {
 			return badFile(name, "has no %q: every job's result.json has it (docs/job-artifacts.md); was the file edited?", f)
 		}
-		if f != "fallback_reason" && string(bytes.TrimSpace(v)) == "null" {
+		if f != "fallback_reason" && !slices.Contains(meanFields, f) && string(bytes.TrimSpace(v)) == "null" {
 			return badFile(name, "has %q null: see docs/job-artifacts.md", f)
 		}
 	}
-	b, d, delta := *r.BaselineMean, *r.DeployedMean, *r.DeltaPP
-	if want := 100 * (d - b); !(math.Abs(delta-want) <= 5.0001e-7+1e-12*math.Abs(want)) {
-		return badFile(name, "says delta_pp = %g, but 100 × (deployed_mean − baseline_mean) is %g: the file contradicts itself", delta, want)
+	// The means and delta_pp are null exactly when no test item is valid:
+	// a mean of none is no figure (test.json is read against this after).
+	noneValid := *r.TestInvalidItems == *r.TestItems
+	for _, m := range []struct {
+		field string
+		v     *float64
+	}{{"baseline_mean", r.BaselineMean}, {"deployed_mean", r.DeployedMean}, {"delta_pp", r.DeltaPP}} {
+		switch {
+		case m.v == nil && !noneValid:
+			return badFile(name, "has %q null, but %d of its %d test items are valid: a job with valid items gives their means (docs/job-artifacts.md)", m.field, *r.TestItems-*r.TestInvalidItems, *r.TestItems)
+		case m.v != nil && noneValid:
+			return badFile(name, "says %s = %g, but none of its %d test items is valid (test_invalid_items = %d): a mean of no items is null, so the figure comes from nowhere", m.field, *m.v, *r.TestItems, *r.TestInvalidItems)
+		}
+	}
+	var b, d float64
+	if !noneValid {
+		b, d = *r.BaselineMean, *r.DeployedMean
+		delta := *r.DeltaPP
+		if want := 100 * (d - b); !(math.Abs(delta-want) <= 5.0001e-7+1e-12*math.Abs(want)) {
+			return badFile(name, "says delta_pp = %g, but 100 × (deployed_mean − baseline_mean) is %g: the file contradicts itself", delta, want)
+		}
 	}
 	switch *r.Deployed {
 	case "incumbent":
@@ -645,6 +667,8 @@ func checkMeans(name, testName string, items []Item, baseline, deployed *float64
 		}
 	}
 	if valid == 0 {
+		// checkResultFields saw the means null, and test.json's items
+		// were counted against test_items and test_invalid_items.
 		return nil
 	}
 	for _, m := range []struct {
@@ -653,7 +677,7 @@ func checkMeans(name, testName string, items []Item, baseline, deployed *float64
 		sum   float64
 	}{{"baseline_mean", baseline, sumB}, {"deployed_mean", deployed, sumD}} {
 		if m.given == nil {
-			continue
+			return badFile(name, "has %s null, but %s has %d valid items", m.field, testName, valid)
 		}
 		// The job rounds the mean to 6 places: it may be off by half a
 		// millionth, and by float64's own error on a large one.

@@ -70,6 +70,7 @@ func Write(root string, j Job) (string, error) {
 	items := make([]item, len(j.Baseline))
 	var b, d float64
 	valid, invalid := 0, 0
+	var means [3]any // baseline_mean, deployed_mean, delta_pp: null without a valid item
 	for i := range j.Baseline {
 		it := item{ID: fmt.Sprintf("q%04d", i), Valid: true}
 		if i < len(j.Invalid) && j.Invalid[i] {
@@ -86,6 +87,7 @@ func Write(root string, j Job) (string, error) {
 	if valid > 0 {
 		// Rounded as a job writes them (stages.JobFiles).
 		b, d = round6(b/float64(valid)), round6(d/float64(valid))
+		means = [3]any{b, d, 100 * (d - b)}
 	}
 	nc := j.Nonconformant
 	if nc == nil {
@@ -96,7 +98,7 @@ func Write(root string, j Job) (string, error) {
 		"method": j.Method, "cell_id": j.CellID(),
 		"dataset": j.dataset(), "runtime": j.runtime(), "model": j.model(),
 		"seed": j.Seed, "budget": 600, "charged_rollouts": 600,
-		"baseline_mean": b, "deployed_mean": d, "delta_pp": 100 * (d - b),
+		"baseline_mean": means[0], "deployed_mean": means[1], "delta_pp": means[2],
 		"deployed": "incumbent", "fallback_reason": nil,
 		"valid_for_aggregation": len(nc) == 0 && invalid == 0,
 		"nonconformant":         nc, "test_items": len(items), "test_invalid_items": invalid,
