@@ -173,3 +173,33 @@ func TestPlanSkipsBelowMissingFolders(t *testing.T) {
 	require.True(t, diags.HasErrors())
 	assert.Contains(t, diags.Error(), `"made/150/out": resolves through a symlink to`)
 }
+
+// In a snapshot a path named by many nodes is looked at once: a grid's
+// instances all read the same file. A verdict lasts one snapshot: a
+// link made out of the workspace before the next check is found.
+func TestSnapshotChecksARepeatedPathOnce(t *testing.T) {
+	const src = `stage "command" "x" {
+  for_each = toset([for i in range(200) : tostring(i)])
+  run      = ["sh", "-c", "cat data/shared.txt > out/x_${each.key}"]
+  inputs   = ["data/shared.txt"]
+  outputs  = ["out/x_${each.key}"]
+}
+`
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "data"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "data", "shared.txt"), []byte("x\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "out"), 0o755))
+	l, diags := planLike(plan.LoadOptions{Path: "p.hcl", Root: root, Validate: true})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	// data, data/shared.txt, out, and out's files until out is listed.
+	assert.LessOrEqual(t, l.Graph.PathCheck().Lstats(), 3+17, "paths checked one by one")
+
+	require.NoError(t, os.Remove(filepath.Join(root, "data", "shared.txt")))
+	outside := filepath.Join(t.TempDir(), "shared.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("x\n"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "data", "shared.txt")))
+	diags = l.Graph.CheckStages()
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Error(), `"data/shared.txt": resolves through a symlink to`)
+}

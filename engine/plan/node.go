@@ -738,6 +738,11 @@ type PathChecker struct {
 	absent map[string]bool
 	// lstats counts the paths checked one by one (checkOne).
 	lstats int
+	// checked holds each path's verdict while a snapshot lasts; gen
+	// counts the snapshots turned on or off, so that a check begun in
+	// one is not kept in the next.
+	checked map[string]checkedPath
+	gen     int
 }
 
 // dirListing is what a snapshot knows of one folder.
@@ -759,7 +764,8 @@ func (g *Graph) setPathSnapshot(on bool) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.snapshot = on
-	pc.dirs, pc.absent = nil, nil
+	pc.dirs, pc.absent, pc.checked = nil, nil, nil
+	pc.gen++
 	if g.look != nil {
 		g.look.End()
 		g.look = nil
@@ -806,6 +812,38 @@ func resolveExisting(p string) string {
 }
 
 func (pc *PathChecker) check(p string) (string, error) {
+	// In a snapshot a path's verdict holds for the whole check: the nodes
+	// of a grid name the same few files (a worker, a bundle, a split)
+	// thousands of times.
+	pc.mu.Lock()
+	gen, snap := pc.gen, pc.snapshot
+	if r, ok := pc.checked[p]; ok && snap {
+		pc.mu.Unlock()
+		return r.clean, r.err
+	}
+	pc.mu.Unlock()
+	clean, err := pc.checkFresh(p)
+	if snap {
+		pc.mu.Lock()
+		if pc.gen == gen {
+			if pc.checked == nil {
+				pc.checked = map[string]checkedPath{}
+			}
+			pc.checked[p] = checkedPath{clean, err}
+		}
+		pc.mu.Unlock()
+	}
+	return clean, err
+}
+
+// checkedPath is a path's verdict in a snapshot.
+type checkedPath struct {
+	clean string
+	err   error
+}
+
+// checkFresh is check without the snapshot's verdicts.
+func (pc *PathChecker) checkFresh(p string) (string, error) {
 	if p == "" {
 		return "", fmt.Errorf("the path is empty")
 	}
@@ -825,7 +863,6 @@ func (pc *PathChecker) check(p string) (string, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	linked := false
-	absent := false // a folder on the way is missing (snapshot)
 	for i := 0; i <= len(clean); i++ {
 		if i < len(clean) && clean[i] != '/' {
 			continue
@@ -834,9 +871,6 @@ func (pc *PathChecker) check(p string) (string, error) {
 		err, ok := pc.seen[prefix]
 		if !ok {
 			switch {
-			case absent:
-				// Below a missing folder: missing too, no link.
-				pc.absent[prefix] = true
 			case i == len(clean) && pc.snapshot && !pc.mayBeLink(clean):
 			default:
 				err = pc.checkOne(prefix)
@@ -845,9 +879,14 @@ func (pc *PathChecker) check(p string) (string, error) {
 				pc.seen[prefix] = err
 			}
 		}
-		absent = absent || pc.absent[prefix]
 		if err != nil {
 			return "", fmt.Errorf("%q: %w", p, err)
+		}
+		if pc.absent[prefix] {
+			// A snapshot found this folder missing: nothing below it
+			// exists, no link, no verdict to keep (a grid's run
+			// folders, not made yet).
+			break
 		}
 		linked = linked || (prefix != "" && pc.links[prefix])
 	}
