@@ -72,10 +72,12 @@ type freshMarks struct {
 }
 
 // markOutputs marks the existing files among a node's declared result and
-// outputs, before it runs. Nothing is followed through a symlink: a link
-// is recorded as it is, and no time is set through it; a path that inside
-// reports as leaving the workspace is not marked (commit refuses it).
-func markOutputs(root string, c stages.Common, inside func(rel string) error) *freshMarks {
+// outputs, and the outputs its kind rewrites on every attempt (rewritten:
+// an evaluation's scores file), before it runs. Nothing is followed
+// through a symlink: a link is recorded as it is, and no time is set
+// through it; a path that inside reports as leaving the workspace is not
+// marked (commit refuses it).
+func markOutputs(root string, c stages.Common, rewritten []string, inside func(rel string) error) *freshMarks {
 	m := &freshMarks{root: root, at: time.Now()}
 	add := func(decl string, result bool) {
 		om := &outputMarks{decl: decl, result: result, files: map[string]*fileMark{}}
@@ -107,6 +109,11 @@ func markOutputs(root string, c stages.Common, inside func(rel string) error) *f
 	}
 	for _, o := range c.Outputs {
 		if o != c.Result {
+			add(o, false)
+		}
+	}
+	for _, o := range rewritten {
+		if o != c.Result && !slices.Contains(c.Outputs, o) {
 			add(o, false)
 		}
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -464,4 +465,43 @@ stage "command" "count" {
 	require.Equal(t, 0, r.res.Failed, r.out)
 	assert.NoFileExists(t, filepath.Join(w.Root, temp))
 	assert.Equal(t, "2", strings.TrimSpace(w.Read("n.txt")))
+}
+
+// An evaluation writes its scores file anew on every attempt: while it
+// runs, the file an earlier configuration left carries the mark, so a
+// cairn killed meanwhile leaves it looking stale, not current; the run
+// that finishes writes it with the current time.
+func TestEvaluationScoresCarryTheMarkWhileItRuns(t *testing.T) {
+	w := evalKeysWorkspace(t, `
+pipeline "k" {}
+variable "v" { default = "1" }
+stage "evaluate" "ev" {
+  worker    = ["python3", "worker.py", var.v]
+  items     = "items.jsonl"
+  model     = "m1"
+  endpoints = ["ENDPOINT"]
+  scores    = "out/scores.jsonl"
+}
+`)
+	// The worker notes the scores file's modification time as it starts.
+	w.Write("worker.py", `import json, os, sys
+try:
+    seen = str(int(os.stat("out/scores.jsonl").st_mtime))
+except FileNotFoundError:
+    seen = "none"
+open("seen.txt", "w").write(seen)
+for line in sys.stdin:
+    r = json.loads(line)
+    print(json.dumps({"id": r["id"], "score": 1.0}), flush=True)
+`)
+	r := w.apply(ApplyOptions{}, "v=1")
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, "none", w.Read("seen.txt"))
+
+	r = w.apply(ApplyOptions{}, "v=2")
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, fmt.Sprint(freshMark.Unix()), w.Read("seen.txt"), "the earlier configuration's scores carry the mark while the node runs")
+	st, err := os.Stat(filepath.Join(w.Root, "out", "scores.jsonl"))
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), st.ModTime(), time.Hour, "written by this run")
 }

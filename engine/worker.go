@@ -135,7 +135,11 @@ func (a *applier) execute(ns *nodeState) event {
 		ns.attempts++
 		earlier := ns.runCounts
 		ns.class, ns.message, ns.runCounts = "", "", nil
-		marks := markOutputs(a.g.Root, ns.spec.Common, a.checkInside)
+		var rewritten []string
+		if rw, ok := ns.n.Kind.(stages.Rewriter); ok {
+			rewritten = rw.RewrittenOutputs(ns.spec)
+		}
+		marks := markOutputs(a.g.Root, ns.spec.Common, rewritten, a.checkInside)
 		if a.cache != nil {
 			marks.held, marks.key = func() *store.Record { return a.heldRecord(ns) }, ns.key
 			marks.stat = a.cache.Stat

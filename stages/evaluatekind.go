@@ -117,6 +117,16 @@ func (Evaluate) PathAttrs() []PathAttr { return evaluatePaths }
 
 var evaluatePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "worker", Args: true}, {Attr: "scores", Write: true}}
 
+// RewrittenOutputs implements Rewriter: every attempt that succeeds
+// writes the scores file.
+func (Evaluate) RewrittenOutputs(n *Node) []string {
+	s, diags := decodeEvaluate(n)
+	if diags.HasErrors() || s.scores == "" {
+		return nil
+	}
+	return []string{s.scores}
+}
+
 // DeclaredOutputs implements OutputDeclarer: the scores file.
 func (Evaluate) DeclaredOutputs(n *Node) []DeclaredPath {
 	s, diags := decodedOnce(n, decodeEvaluate)

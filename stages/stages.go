@@ -110,6 +110,16 @@ type OutputDeclarer interface {
 	DeclaredOutputs(n *Node) []DeclaredPath
 }
 
+// Rewriter is implemented by kinds whose node writes some of its declared
+// outputs anew on every attempt that succeeds (an evaluation's scores
+// file). The engine marks them before each attempt as it marks a stage's
+// result and outputs: a cairn killed while the node runs leaves an
+// earlier configuration's file carrying the mark, not looking current,
+// and an attempt that succeeds without rewriting one fails.
+type Rewriter interface {
+	RewrittenOutputs(n *Node) []string
+}
+
 // WorkspaceChecker is implemented by kinds that refuse, before anything
 // runs, a node the workspace's state makes wrong (an optimizer job's out
 // folder sealed for another job): the engine calls it at plan time, once
