@@ -266,6 +266,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 // start through the apply's executor.
 func (r *nodeRuntime) WorkerLauncher() process.Launcher { return r.a.opts.Executor }
 
+// HardStop implements stages.HardStopper: closed on a second interrupt.
+func (r *nodeRuntime) HardStop() <-chan struct{} { return r.a.opts.Hard }
+
 // delayedSampler starts sampling one interval after the process starts:
 // a process that ends sooner (most short nodes) costs no scan of /proc,
 // and its peak comes from the kernel's rusage figure, which the executor

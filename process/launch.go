@@ -38,6 +38,9 @@ type Worker interface {
 	Wait() error
 	// Kill ends the process and everything it started.
 	Kill()
+	// Terminate asks the process and everything it started to end
+	// (SIGTERM), for a stop that gives them time to.
+	Terminate()
 	// State says how it ended, once Wait has returned ("exit status 1").
 	State() string
 }
@@ -71,3 +74,6 @@ func (w localWorker) State() string { return fmt.Sprint(w.cmd.ProcessState) }
 
 // Kill ends the worker's whole process group, which it leads.
 func (w localWorker) Kill() { _ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL) }
+
+// Terminate sends SIGTERM to the worker's process group.
+func (w localWorker) Terminate() { _ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM) }

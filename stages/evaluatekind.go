@@ -1351,6 +1351,12 @@ func evalConfig(n *Node, rt Runtime, s evalSpec, list []items.Item, endpoints []
 	if ws, ok := rt.(WorkerStarter); ok {
 		cfg.Launcher = ws.WorkerLauncher()
 	}
+	// Stopped before its end, a worker gets SIGTERM and the stage's
+	// kill_grace, as a command's process does.
+	cfg.StopGrace = n.Common.KillGrace
+	if hs, ok := rt.(HardStopper); ok {
+		cfg.Hard = hs.HardStop()
+	}
 	cfg.Retry = s.retry()
 	if len(endpoints) == 0 {
 		// Without an endpoint only stored results can be used: with no

@@ -583,6 +583,10 @@ func (o *optRun) rolloutEval(in *optInputs, store *items.Store, log *syncWriter)
 	if ws, ok := o.rt.(WorkerStarter); ok {
 		ev.launcher = ws.WorkerLauncher()
 	}
+	ev.stopGrace = o.n.Common.KillGrace
+	if hs, ok := o.rt.(HardStopper); ok {
+		ev.hard = hs.HardStop()
+	}
 	return ev
 }
 
@@ -683,6 +687,10 @@ type rolloutEval struct {
 	env          []string
 	log          *syncWriter
 	launcher     process.Launcher
+	// stopGrace and hard end the workers when the optimization stops
+	// (items.Config.StopGrace, Hard).
+	stopGrace time.Duration
+	hard      <-chan struct{}
 	// bundleInRequest: one session serves every bundle, named in each
 	// request; else a session per bundle (its folder is in the worker's
 	// arguments), the last few kept.
@@ -728,6 +736,7 @@ func (e *rolloutEval) session(ctx context.Context, argv []string) (*items.Sessio
 		Replicas: e.spec.replicas, MaxInFlight: e.spec.maxInFlight, ItemTimeout: e.spec.itemTimeout,
 		Endpoints: e.endpoints, EndpointConcurrency: e.spec.epLimit, SkipPreflight: true,
 		Store: e.store, Log: e.log, Retry: e.spec.retry(), Launcher: e.launcher,
+		StopGrace: e.stopGrace, Hard: e.hard,
 	})
 	if err != nil {
 		return nil, err

@@ -505,6 +505,14 @@ type WorkerStarter interface {
 	WorkerLauncher() process.Launcher
 }
 
+// HardStopper is implemented by the engine's Runtime: the channel closed
+// when the run is to stop at once (a second Ctrl-C), for kinds that end
+// their own processes (an evaluation's workers) after the stage's
+// kill_grace otherwise.
+type HardStopper interface {
+	HardStop() <-chan struct{}
+}
+
 // Journaler is implemented by the engine's Runtime. Kinds that finish their
 // work in units (the items of an evaluation) record each unit in the run
 // journal as it is stored, so the journal shows what a run did and charged

@@ -191,6 +191,13 @@ type Config struct {
 	// ShutdownGrace is how long a worker may take to exit after its stdin
 	// is closed at the end (default 5s) before its group is killed.
 	ShutdownGrace time.Duration
+	// StopGrace is how long a worker may take to exit after SIGTERM when
+	// the evaluation stops before its end (interrupted, or past the
+	// node's timeout) before its group is killed (the stage's
+	// kill_grace); 0 kills it right after. Hard, when closed, kills at
+	// once, without SIGTERM (a second Ctrl-C).
+	StopGrace time.Duration
+	Hard      <-chan struct{}
 }
 
 // modelKey is the item key's model field.

@@ -273,7 +273,7 @@ func (p *proc) send() {
 				p.shutdown()
 				return
 			case <-r.ctx.Done():
-				p.die(classDisplaced, "evaluation stopped", nil)
+				p.stop()
 				return
 			}
 		}
@@ -289,7 +289,7 @@ func (p *proc) send() {
 			<-p.slots
 			switch {
 			case r.ctx.Err() != nil:
-				p.die(classDisplaced, "evaluation stopped", nil)
+				p.stop()
 			case p.isDead():
 			default:
 				p.shutdown()
@@ -339,7 +339,7 @@ func (p *proc) sendOne(t *task) bool {
 		r.queue.push(t, true)
 		<-p.slots
 		if r.ctx.Err() != nil {
-			p.die(classDisplaced, "evaluation stopped", nil)
+			p.stop()
 		}
 		return false
 	}
@@ -420,9 +420,60 @@ func (p *proc) kill() {
 	p.w.Kill()
 }
 
+// stop ends the worker when the evaluation stops before its end
+// (interrupted, or past the node's timeout): SIGTERM to its process
+// group, then SIGKILL after StopGrace, or at once when Hard is closed.
+// Its items in flight stay unstored.
+func (p *proc) stop() {
+	p.end(classDisplaced, "evaluation stopped", nil, p.terminate)
+}
+
+// terminate sends the worker's group SIGTERM and kills it StopGrace later
+// (at once for none, as kill_grace = 0 does), unless its process exited
+// first (wait then kills what is left of the group) or Hard closes.
+func (p *proc) terminate() {
+	cfg := &p.r.cfg
+	if isClosed(cfg.Hard) {
+		p.kill()
+		return
+	}
+	p.w.Terminate()
+	if cfg.StopGrace <= 0 {
+		p.kill()
+		return
+	}
+	go func() {
+		t := time.NewTimer(cfg.StopGrace)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+		case <-t.C:
+			p.kill()
+		case <-cfg.Hard:
+			p.kill()
+		}
+	}()
+}
+
+// isClosed reports whether c is closed (false for nil).
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // die marks the worker dead, kills its process group and sends its items in
 // flight again: those in timedOut as timeouts, the others as class.
 func (p *proc) die(class failureClass, why string, timedOut map[string]bool) {
+	p.end(class, why, timedOut, p.kill)
+}
+
+// end is die and stop: it marks the worker dead, ends its process with
+// kill and sends its items in flight again.
+func (p *proc) end(class failureClass, why string, timedOut map[string]bool, kill func()) {
 	p.mu.Lock()
 	if p.dead {
 		p.mu.Unlock()
@@ -436,7 +487,7 @@ func (p *proc) die(class failureClass, why string, timedOut map[string]bool) {
 	p.mu.Unlock()
 
 	p.cancel()
-	p.kill()
+	kill()
 	p.in.Close()
 	r := p.r
 	if len(flights) > 0 || !closing {
@@ -509,7 +560,7 @@ func (p *proc) watch() {
 		case <-p.exited:
 			return
 		case <-p.r.ctx.Done():
-			p.die(classDisplaced, "evaluation stopped", nil)
+			p.stop()
 			return
 		case now := <-t.C:
 			var late map[string]bool
