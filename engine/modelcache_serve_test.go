@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +54,17 @@ func TestModelCacheOfAServeStageCachedWhenNotStarted(t *testing.T) {
 	assert.Equal(t, 1, r.res.Ran, r.out)
 	assert.Contains(t, r.out, "stage.m  servers run elsewhere", "its servers start first")
 	assert.Equal(t, "run\nrun\n", w.Read("runs.log"))
+}
+
+// A serve stage given endpoints starts nothing: the GPUs its gpus asks
+// for (what its servers would hold, were cairn to start them) are not
+// leased, and a machine without GPUs runs it.
+func TestServeStageOfServersElsewhereHoldsNoGPUs(t *testing.T) {
+	w := newWorkspace(t, strings.Replace(modelCacheOfAServeStage, `model     = "sim-model"`, `model     = "sim-model"
+  gpus      = 2`, 1))
+	w.Write("question.txt", "what is 1 + 1?\n")
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, 1, r.res.Ran, r.out)
+	assert.Contains(t, r.out, "stage.m  servers run elsewhere")
 }

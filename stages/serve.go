@@ -352,6 +352,13 @@ func (Serve) GPUFreeWait(n *Node) time.Duration {
 	return s.gpuFreeWait
 }
 
+// ServesElsewhere implements ElsewhereServer: a node given endpoints
+// (not null) publishes servers run elsewhere and starts nothing.
+func (Serve) ServesElsewhere(n *Node) bool {
+	v, ok := n.Args["endpoints"]
+	return ok && whollyKnown(v) && !v.IsNull()
+}
+
 // LeaseGPUs implements Service.
 func (Serve) LeaseGPUs(n *Node, free int) int {
 	s, _ := decodeServe(n)

@@ -505,6 +505,15 @@ type WorkerStarter interface {
 	WorkerLauncher() process.Launcher
 }
 
+// ElsewhereServer is implemented by kinds whose node may only publish
+// servers run elsewhere (a serve stage given endpoints): such a node
+// starts nothing, so it holds none of the GPUs its gpus attribute asks
+// for, and the engine neither leases them nor refuses it for want of
+// them.
+type ElsewhereServer interface {
+	ServesElsewhere(n *Node) bool
+}
+
 // HardStopper is implemented by the engine's Runtime: the channel closed
 // when the run is to stop at once (a second Ctrl-C), for kinds that end
 // their own processes (an evaluation's workers) after the stage's

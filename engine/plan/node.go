@@ -319,6 +319,9 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		return nil, dsl.TidyDiagnostics(diags)
 	}
 	diags = append(diags, g.decodeCommon(sn)...)
+	if es, ok := n.Kind.(stages.ElsewhereServer); ok && es.ServesElsewhere(sn) {
+		sn.Common.GPUs = 0 // it starts nothing (servers run elsewhere)
+	}
 	if n.Kind != nil && hasRequired(g.required[n.Stage.Kind], sn) {
 		diags = append(diags, n.Kind.Check(sn)...)
 	}
