@@ -541,3 +541,18 @@ stage "aggregate" "summary" {
 	require.Equal(t, 0, again.code, again.stdout+again.stderr)
 	assert.Contains(t, again.stdout, "Apply complete: 0 ran, 1 cached, 0 failed, 0 skipped.")
 }
+
+// A method's folder that is a link to a folder moved away is refused
+// (exit 2), naming the link and where it points: printed without it, the
+// table would lack the method's rows, and the other rows' Holm correction
+// would change with them.
+func TestAggregateRefusesADanglingMethodLink(t *testing.T) {
+	root := aggregateWorkspace(t)
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "runs", "a", "miprov2")))
+	require.NoError(t, os.Symlink("../moved", filepath.Join(root, "runs", "a", "miprov2")))
+	r := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "50", "--out", "summary.json")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Equal(t, "Error: runs/a/miprov2: is a link to ../moved, which leads to nothing readable (no such file or directory): what it led to would be left out of the table without a word (a seed shown missing, or a whole method's rows gone, which changes the other rows' Holm correction); restore its target, or remove the link; nothing was written\n", r.stderr)
+	assert.Empty(t, r.stdout)
+	assert.NoFileExists(t, filepath.Join(root, "summary.json"))
+}

@@ -276,7 +276,7 @@ func TestHardLinksCountOnceAndDanglingResultsAreRefused(t *testing.T) {
 		require.NoError(t, os.Remove(res))
 		require.NoError(t, os.Symlink(filepath.Join(root, "gone", "result.json"), res))
 	})
-	assert.Contains(t, msg, "gepa/hotpotqa_centralized_qwen/seed1/result.json: is a link that leads to nothing readable (no such file or directory): fix the link, or remove it if the job is gone")
+	assert.Regexp(t, `^gepa/hotpotqa_centralized_qwen/seed1/result.json: is a link to /.*/gone/result.json, which leads to nothing readable \(no such file or directory\): .*; restore its target, or remove the link$`, msg)
 }
 
 func TestRootsThatHoldNothing(t *testing.T) {
@@ -700,4 +700,47 @@ func TestMeansOfNoValidItemsAreNull(t *testing.T) {
 		})
 		assert.Equal(t, seed1+`/result.json: has "`+field+`" null, but 5 of its 5 test items are valid: a job with valid items gives their means (docs/job-artifacts.md)`, msg)
 	}
+}
+
+// A link under the roots that leads to nothing is refused, naming it and
+// where it points: a job's folder, or a whole method's, moved away would
+// otherwise drop out of the table without a word (a seed missing, or the
+// method's rows, and with them the other rows' Holm correction). So is a
+// root that is such a link, a link of any other name, and a folder named
+// result.json, which is no job's result.
+func TestDanglingLinksUnderTheRootsAreRefused(t *testing.T) {
+	const why = ", which leads to nothing readable (no such file or directory): what it led to would be left out of the table without a word (a seed shown missing, or a whole method's rows gone, which changes the other rows' Holm correction); restore its target, or remove the link"
+	root := t.TempDir()
+	require.NoError(t, jobtest.Grid(root, 9, 5, map[string]float64{"gepa": 0, "mipro": 0}, []string{"hotpotqa/centralized/qwen"}))
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "mipro")))
+	require.NoError(t, os.Symlink("../moved", filepath.Join(root, "mipro")))
+	for _, r := range []string{".", "mipro"} {
+		_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{r}, Replicates: 100})
+		require.ErrorIs(t, err, aggregate.ErrBadInput, r)
+		assert.Equal(t, "mipro: is a link to ../moved"+why, err.Error(), r)
+	}
+
+	msg := badInput(t, func(root string) {
+		dir := filepath.Join(root, seed1)
+		require.NoError(t, os.RemoveAll(dir))
+		require.NoError(t, os.Symlink("seed1-moved", dir))
+	})
+	assert.Equal(t, seed1+": is a link to seed1-moved"+why, msg)
+	msg = badInput(t, func(root string) {
+		require.NoError(t, os.Symlink("notes-old.txt", filepath.Join(root, seed1, "notes.txt")))
+	})
+	assert.Equal(t, seed1+"/notes.txt: is a link to notes-old.txt"+why, msg)
+	msg = badInput(t, func(root string) {
+		res := filepath.Join(root, seed1, "result.json")
+		require.NoError(t, os.Remove(res))
+		require.NoError(t, os.Symlink("../gone/result.json", res))
+	})
+	assert.Equal(t, seed1+"/result.json: is a link to ../gone/result.json"+why, msg)
+
+	msg = badInput(t, func(root string) {
+		res := filepath.Join(root, seed1, "result.json")
+		require.NoError(t, os.Remove(res))
+		require.NoError(t, os.Mkdir(res, 0o755))
+	})
+	assert.Equal(t, seed1+"/result.json: is not a regular file (a folder): cairn reads a job's result.json only from a regular file, as the job wrote it; put the job's own file there, or remove this one", msg)
 }

@@ -277,7 +277,7 @@ func FindResults(dir string, roots []string) ([]string, error) {
 			byID[id] = name
 		}
 	}
-	if err := walkRoots(dir, roots, add, nil); err != nil {
+	if err := walkRoots(dir, roots, add, nil, true); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(byID))
@@ -301,7 +301,7 @@ func FindResults(dir string, roots []string) ([]string, error) {
 func Links(dir string, roots []string) ([]string, error) {
 	seen := map[string]bool{}
 	link := func(name, _ string) { seen[filepath.Clean(name)] = true }
-	if err := walkRoots(dir, roots, func(string, string) {}, link); err != nil {
+	if err := walkRoots(dir, roots, func(string, string) {}, link, false); err != nil {
 		return nil, err
 	}
 	for _, root := range roots {
@@ -328,8 +328,10 @@ func Links(dir string, roots []string) ([]string, error) {
 
 // walkRoots calls add(name, path) for every result.json under the roots
 // and, when link is not nil, link(name, path) for every symbolic link the
-// walk follows (walkResults).
-func walkRoots(dir string, roots []string, add, link func(name, abs string)) error {
+// walk follows (resultWalk.walk). strict refuses what would leave a job out
+// unseen (resultWalk.strict); without it, a link that leads to nothing is
+// passed over, unless it is named result.json.
+func walkRoots(dir string, roots []string, add, link func(name, abs string), strict bool) error {
 	if len(roots) == 0 {
 		return &InputError{Msg: "no root given: name the folders that hold the jobs' result.json files"}
 	}
@@ -340,10 +342,16 @@ func walkRoots(dir string, roots []string, add, link func(name, abs string)) err
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
+			if li, lerr := os.Lstat(abs); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+				return danglingLink(filepath.Clean(root), abs, err)
+			}
 			if errors.Is(err, fs.ErrNotExist) {
 				return &InputError{File: root, Msg: "no such file or folder"}
 			}
 			return &InputError{File: root, Msg: err.Error()}
+		}
+		if fi.IsDir() && strict && filepath.Base(abs) == ResultFile {
+			return notRegular(filepath.Clean(root), ResultFile, fi.Mode())
 		}
 		if !fi.IsDir() {
 			if filepath.Base(abs) != ResultFile {
@@ -352,21 +360,61 @@ func walkRoots(dir string, roots []string, add, link func(name, abs string)) err
 			add(filepath.Clean(root), abs)
 			continue
 		}
-		w := resultWalk{seen: map[string]bool{}, add: add, link: link}
+		w := resultWalk{seen: map[string]bool{}, add: add, link: link, strict: strict}
 		if err := w.walk(abs, root); err != nil {
+			var in *InputError
+			if errors.As(err, &in) {
+				return err // it names the file
+			}
 			return fmt.Errorf("aggregate: reading %s: %w", root, err)
 		}
 	}
 	return nil
 }
 
+// danglingLink is the refusal of the link name (at path) that leads to
+// nothing: err is why it could not be followed.
+func danglingLink(name, path string, err error) error {
+	to, rerr := os.Readlink(path)
+	if rerr != nil {
+		to = "(unreadable: " + rerr.Error() + ")"
+	}
+	return &InputError{File: name, Msg: fmt.Sprintf("is a link to %s, which leads to nothing readable (%s): what it led to would be left out of the table without a word (a seed shown missing, or a whole method's rows gone, which changes the other rows' Holm correction); restore its target, or remove the link", to, errors.Unwrap(err))}
+}
+
+// notRegular is the refusal of a job's file (name as found, base its kind:
+// result.json, test.json or job.json) that is not a regular file.
+func notRegular(name, base string, m fs.FileMode) error {
+	return badFile(name, "is not a regular file (%s): cairn reads a job's %s only from a regular file, as the job wrote it; put the job's own file there, or remove this one", fileKind(m), base)
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a plain file"
+}
+
 // resultWalk walks a root for its result.json files: add is called for
 // each, link (when not nil) for each symbolic link followed. seen holds
 // the real paths of the folders walked, so that a link back up the tree
-// is walked once.
+// is walked once. strict refuses a link that leads to nothing, whatever
+// its name, and a folder named result.json: either would leave a job, or
+// a method's jobs, out of the table unseen.
 type resultWalk struct {
 	seen      map[string]bool
 	add, link func(name, abs string)
+	strict    bool
 }
 
 // walk calls add(name, path) for every result.json under the folder abs
@@ -390,13 +438,13 @@ func (w resultWalk) walk(abs, name string) error {
 		isDir := e.IsDir()
 		if e.Type()&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(p)
-			if err != nil && e.Name() == ResultFile {
-				// A job's result that cannot be read is not a job that
-				// never ran: the row would say the seed is missing.
-				return &InputError{File: n, Msg: fmt.Sprintf("is a link that leads to nothing readable (%s): fix the link, or remove it if the job is gone", errors.Unwrap(err))}
+			if err != nil && (w.strict || e.Name() == ResultFile) {
+				// A job's result, or a folder of jobs, that cannot be
+				// read is not a job that never ran.
+				return danglingLink(n, p, err)
 			}
 			if err != nil {
-				continue // a dangling link of another name is no job
+				continue // keying only: the aggregation refuses it
 			}
 			isDir = fi.IsDir()
 			if w.link != nil && (isDir || e.Name() == ResultFile || e.Name() == TestFile || e.Name() == JobFile) {
@@ -404,6 +452,8 @@ func (w resultWalk) walk(abs, name string) error {
 			}
 		}
 		switch {
+		case isDir && w.strict && e.Name() == ResultFile:
+			return notRegular(n, ResultFile, fs.ModeDir)
 		case isDir:
 			if err := w.walk(p, n); err != nil {
 				return err
