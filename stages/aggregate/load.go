@@ -752,11 +752,39 @@ func ScoreLimit(n int) float64 {
 // decodeFile reads one JSON object from path into v; a file that does not
 // parse is an *InputError naming the file and the line and column.
 func decodeFile(path, name string, v any) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path, name)
+	if err != nil {
+		return nil, err
+	}
+	return data, decodeData(data, name, v)
+}
+
+// readRegular reads the job's file at path (name as found), refusing one
+// that is not a regular file without waiting on it: a named pipe is opened
+// without waiting for a writer (O_NONBLOCK) and never read, and the file
+// opened is the one checked (fstat), whatever took its place since.
+func readRegular(path, name string) ([]byte, error) {
+	base := filepath.Base(path)
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(name, base, fi.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, badFile(name, "cannot be read: %s", errors.Unwrap(err))
 	}
-	return data, decodeData(data, name, v)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, badFile(name, "cannot be read: %s", errors.Unwrap(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(name, base, fi.Mode())
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, badFile(name, "cannot be read: %s", errors.Unwrap(err))
+	}
+	return data, nil
 }
 
 // decodeData is decodeFile's reading of the file's bytes.
