@@ -157,9 +157,11 @@ any is written: all are written, or none.`,
 
 // checkAggregateOutputs refuses, before anything is read or written, an
 // --out or --plot that would write over something that is not aggregate's
-// own output: a job's result.json or test.json under the roots (its
-// inputs), a folder, a device or a link (/dev/stdout, say: the file is
-// written beside it and renamed over it), or the other output.
+// own output: any file in the folder of a job under the roots (the folder
+// of a result.json it reads, as found and where a linked result.json
+// leads: its inputs, and the job's other files), or a new file there or
+// below; a folder, a device or a link (/dev/stdout, say: the file is
+// written beside it and renamed over it); or the other output.
 func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
 	type output struct {
 		flag, path, abs string
@@ -187,19 +189,25 @@ func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
 	if err != nil {
 		return nil // aggregate.Run reports the roots' problem
 	}
-	for _, r := range results {
-		res := a.path(r)
-		for _, in := range []string{res, filepath.Join(filepath.Dir(res), aggregate.TestFile)} {
-			for _, o := range outs {
-				// The same path, or the same file reached another way: a
-				// job's result.json that is a link to it, or a hard link.
-				same := realPath(in) == o.abs
-				if !same && o.fi != nil {
-					fi, err := os.Stat(in)
-					same = err == nil && os.SameFile(fi, o.fi)
+	const never = "aggregate never writes over what it reads, nor into a job's folder; name a file outside the job folders"
+	for _, f := range a.jobFolders(results) {
+		for _, o := range outs {
+			if rel, err := filepath.Rel(f.real, o.abs); err == nil && filepath.IsLocal(rel) {
+				if o.fi != nil {
+					return badInput("%s %s is a job's own file (%s, in the folder of a job aggregate reads): %s", o.flag, o.path, filepath.Join(f.name, rel), never)
 				}
-				if same {
-					return badInput("%s %s is a job's own file (%s, read as input): aggregate never writes over what it reads; name a file outside the job folders", o.flag, o.path, in)
+				return badInput("%s %s is in a job's folder (%s, the folder of a job aggregate reads): %s", o.flag, o.path, f.name, never)
+			}
+			if o.fi == nil {
+				continue
+			}
+			// The same file reached another way: a hard link to one of
+			// the job's files.
+			entries, _ := os.ReadDir(f.real)
+			for _, e := range entries {
+				fi, err := os.Stat(filepath.Join(f.real, e.Name()))
+				if err == nil && fi.Mode().IsRegular() && os.SameFile(fi, o.fi) {
+					return badInput("%s %s is a job's own file (%s, in the folder of a job aggregate reads): %s", o.flag, o.path, filepath.Join(f.name, e.Name()), never)
 				}
 			}
 		}
@@ -207,14 +215,49 @@ func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
 	return nil
 }
 
-// realPath is p, absolute, with the links of its folder resolved (p
-// itself may not exist yet).
+// jobFolder is the folder of a job aggregate reads: name as shown, real
+// with its links resolved.
+type jobFolder struct{ name, real string }
+
+// jobFolders are the folders of the result.json files found (names as
+// found): each one's folder, and for a result.json that is a link, the
+// folder of the file it leads to. Each once, by its real path.
+func (a *app) jobFolders(results []string) []jobFolder {
+	var out []jobFolder
+	seen := map[string]bool{}
+	add := func(name, path string) {
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil || seen[real] {
+			return
+		}
+		seen[real] = true
+		out = append(out, jobFolder{name: name, real: real})
+	}
+	for _, r := range results {
+		res := a.path(r)
+		add(filepath.Dir(r), filepath.Dir(res))
+		if real, err := filepath.EvalSymlinks(res); err == nil {
+			add(filepath.Dir(real), filepath.Dir(real))
+		}
+	}
+	return out
+}
+
+// realPath is p, absolute, with the links of its folders resolved: of
+// the longest leading part that exists (p itself, and folders that an
+// output would create, may not exist yet).
 func realPath(p string) string {
 	p, _ = filepath.Abs(p)
-	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-		return filepath.Join(d, filepath.Base(p))
+	rest := filepath.Base(p)
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(d) == d {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
 	}
-	return p
 }
 
 // fileKind names what a non-regular file is.

@@ -556,3 +556,47 @@ func TestAggregateRefusesADanglingMethodLink(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	assert.NoFileExists(t, filepath.Join(root, "summary.json"))
 }
+
+// --out and --plot never write into a job's folder (the folder of a
+// result.json aggregate reads): not over its job.json, selection.json or
+// optimization.json, not beside them, not below, not through a link to
+// the folder, and not over a hard link to one of its files. Refused
+// (exit 2) before anything is written, the job's files untouched.
+func TestAggregateOutputsNeverGoIntoAJobFolder(t *testing.T) {
+	root := aggregateWorkspace(t)
+	job := filepath.Join("runs", "a", "gepa", "hotpotqa_centralized_qwen", "seed2")
+	before := map[string]string{}
+	for _, f := range []string{"job.json", "selection.json", "optimization.json"} {
+		before[f] = `{"format": "kept: ` + f + `"}`
+		require.NoError(t, os.WriteFile(filepath.Join(root, job, f), []byte(before[f]), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, job, "optimization"), 0o755))
+	require.NoError(t, os.Symlink(job, filepath.Join(root, "joblink")))
+	require.NoError(t, os.Link(filepath.Join(root, job, "job.json"), filepath.Join(root, "hard.json")))
+	const never = ": aggregate never writes over what it reads, nor into a job's folder; name a file outside the job folders\n"
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--out", filepath.Join(job, "job.json")}, "--out " + job + "/job.json is a job's own file (" + job + "/job.json, in the folder of a job aggregate reads)"},
+		{[]string{"--out", "x.json", "--plot", filepath.Join(job, "selection.json")}, "--plot " + job + "/selection.json is a job's own file (" + job + "/selection.json, in the folder of a job aggregate reads)"},
+		{[]string{"--out", filepath.Join(job, "optimization.json"), "--plot", "p.svg"}, "--out " + job + "/optimization.json is a job's own file (" + job + "/optimization.json, in the folder of a job aggregate reads)"},
+		{[]string{"--out", filepath.Join(job, "summary.json")}, "--out " + job + "/summary.json is in a job's folder (" + job + ", the folder of a job aggregate reads)"},
+		{[]string{"--out", filepath.Join(job, "optimization", "new", "s.json")}, "--out " + job + "/optimization/new/s.json is in a job's folder (" + job + ", the folder of a job aggregate reads)"},
+		{[]string{"--out", filepath.Join("joblink", "job.json")}, "--out joblink/job.json is a job's own file (" + job + "/job.json, in the folder of a job aggregate reads)"},
+		{[]string{"--out", "hard.json"}, "--out hard.json is a job's own file (" + job + "/job.json, in the folder of a job aggregate reads)"},
+	} {
+		r := runCLI(t, append([]string{"--chdir", root, "aggregate", "runs", "--bootstrap", "50"}, c.args...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		assert.Equal(t, "Error: "+c.msg+never, r.stderr, c.args)
+		assert.Empty(t, r.stdout, c.args)
+	}
+	for f, b := range before {
+		got, err := os.ReadFile(filepath.Join(root, job, f))
+		require.NoError(t, err)
+		assert.Equal(t, b, string(got), f)
+	}
+	for _, f := range []string{"x.json", "x.svg", "p.svg", filepath.Join(job, "summary.json"), filepath.Join(job, "summary.svg"), filepath.Join(job, "job.svg"), filepath.Join(job, "optimization", "new")} {
+		assert.NoFileExists(t, filepath.Join(root, f))
+	}
+}
