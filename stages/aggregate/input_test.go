@@ -429,7 +429,7 @@ func TestSeedsOfARowShareTheirSetup(t *testing.T) {
 	writeJobs := func(root string, servers func(seed int) string) {
 		for seed := range 3 {
 			dir := filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d", seed))
-			job := `{"format": "cairn.job/1", "task_model": "Qwen/Qwen3.5-9B", "reflection_model": "R", "command": ["m", "--seed", "` + fmt.Sprint(seed) + `"],
+			job := jobIdentity(seed) + ` "task_model": "Qwen/Qwen3.5-9B", "reflection_model": "R", "command": ["m", "--seed", "` + fmt.Sprint(seed) + `"],
   "worker": ["python3", "w.py"], "digests": {"method": "sha256:m", "data": "sha256:d", "worker": "sha256:w", "bundle": "sha256:b", "pipeline": "sha256:p` + fmt.Sprint(seed) + `"}` + servers(seed) + `}`
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "job.json"), []byte(job), 0o644))
 		}
@@ -473,7 +473,7 @@ func TestSeedsWithAJobFileAreComparedPastAnImportedOne(t *testing.T) {
 	msg := badInput(t, func(root string) {
 		for seed, model := range map[int]string{1: "Qwen/Qwen3.5-9B", 2: "meta-llama/Llama-3-70B"} {
 			dir := filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d", seed))
-			job := `{"format": "cairn.job/1", "task_model": "` + model + `", "reflection_model": "R", "worker": ["w"], "digests": {"method": "sha256:m", "data": "sha256:d", "worker": "sha256:w", "bundle": "sha256:b"}}`
+			job := jobIdentity(seed) + ` "task_model": "` + model + `", "reflection_model": "R", "worker": ["w"], "digests": {"method": "sha256:m", "data": "sha256:d", "worker": "sha256:w", "bundle": "sha256:b"}}`
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "job.json"), []byte(job), 0o644))
 		}
 	})
@@ -735,7 +735,7 @@ func TestDanglingLinksUnderTheRootsAreRefused(t *testing.T) {
 		require.NoError(t, os.Remove(res))
 		require.NoError(t, os.Symlink("../gone/result.json", res))
 	})
-	assert.Equal(t, seed1+"/result.json: is a link to ../gone/result.json"+why, msg)
+	assert.Equal(t, seed1+"/result.json: is a link to ../gone/result.json, which leads to nothing readable (no such file or directory): the job would be left out of the table without a word, its seed shown missing; restore its target, or remove the link", msg)
 
 	msg = badInput(t, func(root string) {
 		res := filepath.Join(root, seed1, "result.json")

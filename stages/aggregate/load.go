@@ -34,6 +34,13 @@ const (
 	JobFile    = "job.json"
 )
 
+// JobFormat is job.json's format (docs/job-artifacts.md).
+const JobFormat = "cairn.job/1"
+
+// jobIdentityFields are the fields of job.json that its result.json
+// repeats: the job a result reports is the job its job.json seals.
+var jobIdentityFields = []string{"method", "cell_id", "dataset", "runtime", "model", "seed", "budget", "nonconformant"}
+
 // InputError is a problem with the artifacts read: a file that does not
 // parse, items that do not pair up, seeds that disagree. The command line
 // exits 2 on it.
@@ -167,15 +174,20 @@ var jobSetupFields = []string{"task_model", "reflection_model", "servers", "env"
 	"digests.method", "digests.data", "digests.worker", "digests.bundle"}
 
 // readSetup reads the job.json beside a result (name as found, path
-// resolved), if there is one, into j.JobFile and j.Setup.
-func (j *Job) readSetup(name, path string) error {
+// resolved, result its bytes), if there is one, into j.JobFile and
+// j.Setup; one that is not the result's job is refused (sameJob).
+func (j *Job) readSetup(name, path string, result []byte) error {
 	jpath := filepath.Join(filepath.Dir(path), JobFile)
-	if _, err := os.Stat(jpath); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	jname := filepath.Join(filepath.Dir(name), JobFile)
+	if ok, err := present(jpath, jname); !ok {
+		return err
 	}
-	j.JobFile = filepath.Join(filepath.Dir(name), JobFile)
+	j.JobFile = jname
 	var doc map[string]json.RawMessage
 	if _, err := decodeFile(jpath, j.JobFile, &doc); err != nil {
+		return err
+	}
+	if err := sameJob(j.JobFile, name, doc, result); err != nil {
 		return err
 	}
 	j.Setup = map[string]string{}
@@ -200,6 +212,67 @@ func (j *Job) readSetup(name, path string) error {
 		j.Setup[f] = string(canon)
 	}
 	return nil
+}
+
+// sameJob refuses a job.json (jobName, doc) that is not the job its
+// result.json (resName, result) reports: another format, or an identity
+// field (jobIdentityFields) missing or of another value.
+func sameJob(jobName, resName string, doc map[string]json.RawMessage, result []byte) error {
+	var format string
+	if raw, ok := doc["format"]; !ok || json.Unmarshal(raw, &format) != nil || format != JobFormat {
+		got := "no \"format\""
+		if ok {
+			got = "format " + canonical(raw)
+		}
+		return badFile(jobName, "has %s; cairn reads %q", got, JobFormat)
+	}
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(result, &res); err != nil {
+		return badFile(resName, "is not a JSON object")
+	}
+	for _, f := range jobIdentityFields {
+		raw, ok := doc[f]
+		if !ok {
+			return badFile(jobName, "has no %q: every job.json has it (docs/job-artifacts.md); was the file edited?", f)
+		}
+		if got, want := canonical(raw), canonical(res[f]); got != want {
+			return badFile(jobName, "%s %s disagrees with %s's %s %s: a job's result.json reports the job its job.json seals, so these are not one job's files; restore the job's own files, or remove its folder", f, got, resName, f, want)
+		}
+	}
+	return nil
+}
+
+// canonical is a JSON value as compact JSON, its numbers as float64
+// gives them (1.0 is 1), strings unescaped where JSON allows.
+func canonical(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// present says whether the job's file at path (name as found) is there:
+// false when nothing of its name is; a link to nothing is refused.
+func present(path, name string) (bool, error) {
+	li, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, badFile(name, "cannot be read: %s", errors.Unwrap(err))
+	case li.Mode()&fs.ModeSymlink != 0:
+		if _, err := os.Stat(path); err != nil {
+			return false, danglingLink(name, path, err)
+		}
+	}
+	return true, nil
 }
 
 // sameSetup refuses two seeds of a row whose job.json differ in a field
@@ -379,7 +452,16 @@ func danglingLink(name, path string, err error) error {
 	if rerr != nil {
 		to = "(unreadable: " + rerr.Error() + ")"
 	}
-	return &InputError{File: name, Msg: fmt.Sprintf("is a link to %s, which leads to nothing readable (%s): what it led to would be left out of the table without a word (a seed shown missing, or a whole method's rows gone, which changes the other rows' Holm correction); restore its target, or remove the link", to, errors.Unwrap(err))}
+	why := "what it led to would be left out of the table without a word (a seed shown missing, or a whole method's rows gone, which changes the other rows' Holm correction)"
+	switch filepath.Base(name) {
+	case ResultFile:
+		why = "the job would be left out of the table without a word, its seed shown missing"
+	case TestFile:
+		why = "the job's paired test scores would look missing"
+	case JobFile:
+		why = "the job would be read as one without a job.json (an imported job), and its setup compared with no other seed's"
+	}
+	return &InputError{File: name, Msg: fmt.Sprintf("is a link to %s, which leads to nothing readable (%s): %s; restore its target, or remove the link", to, errors.Unwrap(err), why)}
 }
 
 // notRegular is the refusal of a job's file (name as found, base its kind:
@@ -511,11 +593,10 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	if len(j.Nonconformant) > 0 && !include {
 		return j, &Skip{File: name, Reasons: j.Nonconformant, Nonconformant: true}, nil
 	}
-
 	if err := j.readTests(&r, name, path); err != nil {
 		return nil, nil, err
 	}
-	if err := j.readSetup(name, path); err != nil {
+	if err := j.readSetup(name, path, data); err != nil {
 		return nil, nil, err
 	}
 	return j, nil, nil
@@ -588,7 +669,10 @@ func checkResultFields(name string, data []byte, r *resultDoc) error {
 func (j *Job) readTests(r *resultDoc, name, path string) error {
 	j.TestFile = filepath.Join(filepath.Dir(name), TestFile)
 	tpath := filepath.Join(filepath.Dir(path), TestFile)
-	if _, err := os.Stat(tpath); errors.Is(err, fs.ErrNotExist) {
+	if ok, err := present(tpath, j.TestFile); !ok {
+		if err != nil {
+			return err
+		}
 		return badFile(name, "has no %s beside it: the job's paired test scores are missing", TestFile)
 	}
 	var t testDoc
