@@ -547,10 +547,11 @@ func (w resultWalk) walk(abs, name string) error {
 	return nil
 }
 
-// ReadJob reads a result.json (name as found, resolved against dir) and,
-// unless the job is to be skipped, the test.json beside it. skip is
-// non-nil when the job is non-conformant and include is false; then the
-// test file is not read.
+// ReadJob reads a result.json (name as found, resolved against dir), the
+// job.json beside it if there is one, and, unless the job is to be
+// skipped, the test.json beside it. skip is non-nil when the job is
+// non-conformant and include is false; then the test file is not read,
+// and every other check has been made.
 func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	path := name
 	if !filepath.IsAbs(path) {
@@ -585,10 +586,11 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	case j.Dataset == "" || j.Runtime == "" || j.Model == "":
 		return nil, nil, badFile(name, "cell_id %q has an empty part (dataset %q, runtime %q, model %q): each names something", j.CellID, j.Dataset, j.Runtime, j.Model)
 	}
-	for i, why := range j.Nonconformant {
-		if strings.TrimSpace(why) == "" {
-			return nil, nil, badFile(name, "nonconformant[%d] is empty: each reason is a sentence saying why the job is not part of the experiment", i)
-		}
+	// The job.json, which needs no test item, is read for a job skipped
+	// too: as for the result.json's own checks above, whether it is
+	// refused does not depend on include.
+	if err := j.readSetup(name, path, data); err != nil {
+		return nil, nil, err
 	}
 	if len(j.Nonconformant) > 0 && !include {
 		return j, &Skip{File: name, Reasons: j.Nonconformant, Nonconformant: true}, nil
@@ -596,17 +598,17 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	if err := j.readTests(&r, name, path); err != nil {
 		return nil, nil, err
 	}
-	if err := j.readSetup(name, path, data); err != nil {
-		return nil, nil, err
-	}
 	return j, nil, nil
 }
 
 // checkResultFields refuses a result.json that lacks a field (null only
-// for fallback_reason) or whose figures contradict each other: delta_pp
-// is 100 × (deployed_mean − baseline_mean) of the rounded means, the seed
-// bundle deployed has equal means and a fallback reason, the incumbent
-// none.
+// for fallback_reason), gives an empty non-conformance reason, or whose
+// figures contradict each other: test_invalid_items is from 0 to
+// test_items, which is 1 or more; valid_for_aggregation is "nonconformant
+// empty and test_invalid_items 0"; delta_pp is 100 × (deployed_mean −
+// baseline_mean) of the rounded means, the seed bundle deployed has equal
+// means and a fallback reason, the incumbent none. These need only the
+// result.json: they are made before a job is skipped.
 func checkResultFields(name string, data []byte, r *resultDoc) error {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
@@ -620,6 +622,22 @@ func checkResultFields(name string, data []byte, r *resultDoc) error {
 		if f != "fallback_reason" && !slices.Contains(meanFields, f) && string(bytes.TrimSpace(v)) == "null" {
 			return badFile(name, "has %q null: see docs/job-artifacts.md", f)
 		}
+	}
+	for i, why := range *r.Nonconformant {
+		if strings.TrimSpace(why) == "" {
+			return badFile(name, "nonconformant[%d] is empty: each reason is a sentence saying why the job is not part of the experiment", i)
+		}
+	}
+	// The counts of test items, which the means and
+	// valid_for_aggregation follow (test.json is read against them after).
+	if *r.TestItems < 1 {
+		return badFile(name, "says test_items = %d: a job is tested on one item at least, and its test.json lists them", *r.TestItems)
+	}
+	if n := *r.TestInvalidItems; n < 0 || n > *r.TestItems {
+		return badFile(name, "says test_invalid_items = %d, but the invalid items are among its %d test items (0 to %d): the file contradicts itself", n, *r.TestItems, *r.TestItems)
+	}
+	if v := *r.ValidForAggregation; v != (len(*r.Nonconformant) == 0 && *r.TestInvalidItems == 0) {
+		return badFile(name, "says valid_for_aggregation = %t, but it is true exactly when nonconformant is empty (here %d reasons) and test_invalid_items is 0 (here %d): the file contradicts itself", v, len(*r.Nonconformant), *r.TestInvalidItems)
 	}
 	// The means and delta_pp are null exactly when no test item is valid:
 	// a mean of none is no figure (test.json is read against this after).
@@ -774,9 +792,6 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 	}
 	if j.Invalid != *r.TestInvalidItems {
 		return badFile(j.TestFile, "holds %d invalid items where %s says test_invalid_items = %d", j.Invalid, ResultFile, *r.TestInvalidItems)
-	}
-	if v := r.ValidForAggregation; v != nil && *v != (len(j.Nonconformant) == 0 && j.Invalid == 0) {
-		return badFile(name, "says valid_for_aggregation = %t, but it is true exactly when nonconformant is empty (here %d reasons) and test_invalid_items is 0 (here %d): the file contradicts itself", *v, len(j.Nonconformant), j.Invalid)
 	}
 	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.ID, b.ID) })
 	if err := checkMeans(name, j.TestFile, items, r.BaselineMean, r.DeployedMean); err != nil {
