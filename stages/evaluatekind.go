@@ -118,8 +118,12 @@ func (Evaluate) PathAttrs() []PathAttr { return evaluatePaths }
 var evaluatePaths = []PathAttr{{Attr: "items"}, {Attr: "bundle"}, {Attr: "worker", Args: true}, {Attr: "scores", Write: true}}
 
 // RewrittenOutputs implements Rewriter: every attempt that succeeds
-// writes the scores file.
-func (Evaluate) RewrittenOutputs(n *Node) []string {
+// writes the scores file, unless needed is false (it then writes nothing,
+// and the file of the evaluation that made what it is for stays).
+func (e Evaluate) RewrittenOutputs(n *Node) []string {
+	if needed, known := e.Needed(n); known && !needed {
+		return nil
+	}
 	s, diags := decodeEvaluate(n)
 	if diags.HasErrors() || s.scores == "" {
 		return nil
@@ -1162,7 +1166,7 @@ func (Evaluate) Needed(n *Node) (needed, known bool) {
 // NeedsService implements ServiceConsumer: an evaluation of the model a
 // serve stage serves needs it unless every item's result is in the store
 // under the keys it gives them, or it is not needed at all.
-func (e Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMessage) bool {
+func (e Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.RawMessage, replaced bool) bool {
 	s, diags := decodeEvaluate(n)
 	if diags.HasErrors() || s.model == "" {
 		return true
@@ -1174,7 +1178,7 @@ func (e Evaluate) NeedsService(n *Node, root, cacheDir string, identity json.Raw
 	if id.Model != s.model {
 		return false // it serves another model: not this evaluation's
 	}
-	if e.SkipsService(n, root) {
+	if !replaced && e.SkipsService(n, root) {
 		return false // needed = false
 	}
 	list, err := loadItems(root, s)
