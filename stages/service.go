@@ -32,10 +32,11 @@ type Service interface {
 // ServiceConsumer is implemented by kinds that can tell, before they run,
 // whether they will send a service any request: an evaluation whose items
 // are all in the item store sends none. identity is the service's
-// Identity; cacheDir the cache root. It only reads; when it cannot tell, it
-// says true.
+// Identity; cacheDir the cache root; replaced says --replace names the node,
+// so that it runs even where it is not needed (needed = false). It only
+// reads; when it cannot tell, it says true.
 type ServiceConsumer interface {
-	NeedsService(n *Node, root, cacheDir string, identity json.RawMessage) bool
+	NeedsService(n *Node, root, cacheDir string, identity json.RawMessage, replaced bool) bool
 }
 
 // ServiceSkipper is implemented by kinds that can tell from what is known

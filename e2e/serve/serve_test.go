@@ -415,6 +415,14 @@ func TestServePlanCachedStartsNoServer(t *testing.T) {
 	}
 	assert.Zero(t, procs, "processes started")
 	assert.Zero(t, leases, "GPU leases")
+
+	// --replace runs the consumer again: its items still come from the
+	// store, so the server is not started for it either.
+	code, out = w.run("apply", f, "--replace", "stage.a")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "stage.tm  not started: nothing to evaluate")
+	assert.Contains(t, out, "items 6/6: 0 evaluated, 6 from the store, 0 failed")
+	assert.Equal(t, before, len(w.requests()), "a server was asked")
 }
 
 // Two evaluate stages share two replicas; the server stops when the second

@@ -128,10 +128,12 @@ func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) boo
 				continue
 			}
 		}
-		if !ok || pn.Spec == nil || pn.Action == ActMayRun || pn.Replaced {
+		if !ok || pn.Spec == nil || pn.Action == ActMayRun {
 			return true
 		}
-		if c.NeedsService(pn.Spec, root, cacheDir, id) {
+		// Replaced, it runs again, and its items come from the store as
+		// ever: only what it sends counts.
+		if c.NeedsService(pn.Spec, root, cacheDir, id, pn.Replaced) {
 			return true
 		}
 	}
