@@ -1,11 +1,16 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/store"
 )
 
 // A command stage whose model_cache takes a serve stage's endpoints
@@ -67,4 +72,31 @@ func TestServeStageOfServersElsewhereHoldsNoGPUs(t *testing.T) {
 	require.Equal(t, 0, r.res.Failed, r.out)
 	assert.Equal(t, 1, r.res.Ran, r.out)
 	assert.Contains(t, r.out, "stage.m  servers run elsewhere")
+}
+
+// weights that cairn cannot read are said at the weights attribute: a
+// link to nothing in the weights' folder (a digest cannot be made of it),
+// and a digest misspelt, which is no path either.
+func TestServeWeightsThatCannotBeReadAreSaidWhereTheyAre(t *testing.T) {
+	src := strings.Replace(modelCacheOfAServeStage, `  endpoints = ["http://127.0.0.1:9/v1"]`, `  weights   = "wdir"`, 1)
+	w := newWorkspace(t, src)
+	w.Write("question.txt", "what is 1 + 1?\n")
+	require.NoError(t, os.MkdirAll(filepath.Join(w.Root, "wdir"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(w.Root, "nowhere"), filepath.Join(w.Root, "wdir", "model.bin")))
+	l := w.Load()
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	_, diags := plan.Make(l.Graph, c, plan.Options{})
+	require.True(t, diags.HasErrors())
+	assert.Equal(t, "Cannot read the weights", diags[0].Summary)
+	require.NotNil(t, diags[0].Subject)
+	assert.Equal(t, 6, diags[0].Subject.Start.Line, "the weights attribute: %s", diags.Error())
+
+	w = newWorkspace(t, strings.Replace(src, `"wdir"`, `"sha256:xyz"`, 1))
+	l, diags = plan.Load(plan.LoadOptions{Path: "pipeline.hcl", Root: w.Root, Validate: true})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	diags = l.Graph.CheckStages()
+	require.True(t, diags.HasErrors())
+	assert.Contains(t, diags.Error(), `weights "sha256:xyz" is neither a digest nor a path`)
 }

@@ -164,9 +164,13 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 		diags = append(diags, d...)
 	}
 	if w, ok, d := StringArg(n, "weights"); ok {
-		if isDigest(w) {
+		alg, _, _ := strings.Cut(w, ":")
+		switch {
+		case isDigest(w):
 			s.digest = w
-		} else {
+		case alg == "sha256" || alg == "sha512" || alg == "blake3":
+			bad("weights", fmt.Sprintf("weights %q is neither a digest nor a path: a digest is %s: and its lowercase hex digits, 16 or more (\"sha256:3f1c...\"); a path names the weights' folder or file.", w, alg))
+		default:
 			s.weights = filepath.Clean(w)
 		}
 	} else {

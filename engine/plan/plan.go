@@ -548,12 +548,12 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	// arguments, inputs and weights are not digested for it.
 	waits := unknownUpstream(g, n, upstream)
 	if err := g.SetServiceWeights(n, sn, cache.Stat); err != nil && !waits {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the weights", Detail: fmt.Sprintf("%s: %s. Set weights to the folder or file of the model's weights, or to their digest (\"sha256:...\").", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the weights", Detail: fmt.Sprintf("%s: %s. Set weights to the folder or file of the model's weights, or to their digest (\"sha256:...\").", n.Addr, err), Subject: sn.Range("weights").Ptr()})
 	}
 	// An input not there yet leaves the node's key, and its consumers',
 	// known after apply (envelopeBase says why).
 	if err := g.SetServiceFiles(n, sn, cache.Stat); err != nil && !waits && !errors.Is(err, fs.ErrNotExist) {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the server's inputs", Detail: fmt.Sprintf("%s: %s. A serve stage's inputs identify its server to its consumers.", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the server's inputs", Detail: fmt.Sprintf("%s: %s. A serve stage's inputs identify its server to its consumers.", n.Addr, err), Subject: sn.Range("weights").Ptr()})
 	}
 	base, keyed := ahead.base, ahead.env != nil && !waits
 	if !ahead.based && !waits {
@@ -573,7 +573,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if keyed {
 		env = ahead.env // evalAhead's, of the same base
 	} else if env, why, err = g.envelopeFrom(base, n, upstream); err != nil {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: n.Stage.DeclRange.Ptr()})
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: sn.Range("weights").Ptr()})
 	}
 	if env != nil && runs == nil {
 		pn.Envelope = env
