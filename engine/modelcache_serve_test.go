@@ -100,3 +100,13 @@ func TestServeWeightsThatCannotBeReadAreSaidWhereTheyAre(t *testing.T) {
 	require.True(t, diags.HasErrors())
 	assert.Contains(t, diags.Error(), `weights "sha256:xyz" is neither a digest nor a path`)
 }
+
+// A serve stage of servers run elsewhere given none says so as it starts.
+func TestServeStageOfNoServersSaysSo(t *testing.T) {
+	t.Setenv("TASK_ENDPOINTS", "")
+	t.Setenv("VLLM_BASE_URL", "")
+	w := newWorkspace(t, strings.Replace(modelCacheOfAServeStage, `  endpoints = ["http://127.0.0.1:9/v1"]`, `  endpoints = []`, 1))
+	w.Write("question.txt", "what is 1 + 1?\n")
+	r := w.apply(ApplyOptions{})
+	assert.Contains(t, r.out, "stage.m  servers run elsewhere: none given (endpoints is empty, and TASK_ENDPOINTS and VLLM_BASE_URL are unset)")
+}

@@ -1044,7 +1044,13 @@ func serveExternal(ctx context.Context, s serveSpec, id ServeIdentity, host Serv
 	}
 	res := ServeResult{ServeIdentity: id, Endpoints: append([]string{}, eps...), Ports: []int{}, GPUs: [][]int{}}
 	b, _ := json.Marshal(res)
-	host.ServeEvent(ServeEvent{Status: "external", Message: fmt.Sprintf("servers run elsewhere: %s", strings.Join(eps, ", "))})
+	msg := fmt.Sprintf("servers run elsewhere: %s", strings.Join(eps, ", "))
+	if len(eps) == 0 {
+		// Consumers whose items are all stored need none; one that sends
+		// a request fails, saying so.
+		msg = "servers run elsewhere: none given (endpoints is empty, and TASK_ENDPOINTS and VLLM_BASE_URL are unset); a consumer that sends a request will fail"
+	}
+	host.ServeEvent(ServeEvent{Status: "external", Message: msg})
 	select {
 	case <-host.Serving(b):
 	case <-ctx.Done():
