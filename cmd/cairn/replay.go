@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -83,7 +84,13 @@ sha256. docs/decision.md describes every figure.`,
 			} else {
 				err = r.WriteTable(a.stdout)
 			}
-			if err != nil {
+			switch {
+			case errors.Is(err, syscall.EPIPE):
+				// The reader of standard output went away (cairn
+				// replay P O | head): it had what it wanted, and the
+				// files are written. Nothing to say and no failure,
+				// as for the other commands (runErrorsFail).
+			case err != nil:
 				return &exitError{code: exitFailed, msg: err.Error()}
 			}
 			if out != "" {

@@ -243,3 +243,31 @@ func TestDecisionStageKeysItsFrozenFiles(t *testing.T) {
 	m, a = frozen()
 	assert.Equal(t, [2]int{12, 0}, [2]int{m, a}, "the frozen file back as it was")
 }
+
+// cairn replay P O | head -5: the reader of standard output goes away
+// before the table is written. The replay still writes its files and
+// exits 0, with nothing said of the pipe, as plan does (it said "Error:
+// write |1: broken pipe" and exited 1), and the closed reader changes no
+// exit code (docs/language.md, Exit codes).
+func TestReplayIntoAClosedPipeIsQuiet(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	protocol, err := filepath.Abs("../../stages/decision/testdata/small_protocol.json")
+	require.NoError(t, err)
+	outcomes, err := filepath.Abs("../../stages/decision/testdata/small_outcomes.json")
+	require.NoError(t, err)
+	for _, flags := range [][]string{nil, {"--json"}} {
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		require.NoError(t, r.Close()) // the reader is gone: a write is EPIPE
+		var stderr strings.Builder
+		out := "out" + strings.Join(flags, "")
+		code := run(append([]string{"--chdir", root, "replay", protocol, outcomes, "--out", out}, flags...), w, &stderr)
+		require.NoError(t, w.Close())
+		assert.Equal(t, exitOK, code, stderr.String())
+		assert.NotContains(t, stderr.String(), "broken pipe")
+		assert.NotContains(t, stderr.String(), "Error")
+		assert.Contains(t, stderr.String(), "Replay written to "+filepath.Join(out, "replay.json"), "its files are still written, and said so on standard error")
+		assert.FileExists(t, filepath.Join(root, out, "replay.json"))
+		assert.FileExists(t, filepath.Join(root, out, "replay.tsv"))
+	}
+}
