@@ -119,15 +119,23 @@ type FrozenCheck struct {
 	Matrix string `json:"matrix"`
 }
 
+// pinSet is one of the protocol's fields that pin files: its name, and
+// its paths with their digests.
+type pinSet struct {
+	field string
+	pins  map[string]string
+}
+
+func (p *Protocol) pinSets() []pinSet {
+	return []pinSet{{"source_files_sha256", p.SourceFilesSHA256}, {"data_files_sha256", p.DataFilesSHA256}, {"implementation_sha256", p.ImplementationSHA256}}
+}
+
 // pins are the files the protocol pins in source_files_sha256,
 // data_files_sha256 and implementation_sha256, each with its digest and
 // the field that pins it (a path pinned twice: the last field's).
 func (p *Protocol) pins() map[string][2]string {
 	pinned := map[string][2]string{} // path -> digest, field
-	for _, set := range []struct {
-		field string
-		pins  map[string]string
-	}{{"source_files_sha256", p.SourceFilesSHA256}, {"data_files_sha256", p.DataFilesSHA256}, {"implementation_sha256", p.ImplementationSHA256}} {
+	for _, set := range p.pinSets() {
 		for f, d := range set.pins {
 			pinned[f] = [2]string{d, set.field}
 		}
@@ -135,8 +143,24 @@ func (p *Protocol) pins() map[string][2]string {
 	return pinned
 }
 
+// notInFolder says why a pinned path is not a path inside the protocol's
+// folder ("" when it is one): the files a protocol pins are named
+// relative to its folder, inside it, so that it pins the files of its
+// own folder wherever that is, and nothing else.
+func notInFolder(f string) string {
+	switch {
+	case f == "":
+		return "names no file"
+	case filepath.IsAbs(f):
+		return "is an absolute path"
+	case !filepath.IsLocal(f):
+		return "leaves the protocol's folder"
+	}
+	return ""
+}
+
 // FrozenFiles are the paths of the files the protocol pins (relative to
-// its folder, or absolute), sorted, each once.
+// its folder, inside it), sorted, each once.
 func (p *Protocol) FrozenFiles() []string {
 	return slices.Sorted(maps.Keys(p.pins()))
 }
@@ -146,18 +170,36 @@ func (p *Protocol) FrozenFiles() []string {
 // (the protocol's paths are relative to it), and the matrix file against
 // matrix_sha256 when one is given. A present file with another digest is
 // an error naming it and both digests, as is a matrix file that cannot be
-// read or differs; an absent pinned file is listed as not checked.
+// read or differs; an absent pinned file is listed as not checked. A
+// pinned file is read only inside dir: a path that is absolute or leaves
+// dir, and one that resolves through a symlink to a place outside it, is
+// an error, and is not read.
 func (p *Protocol) CheckFrozen(dir, matrix string) (FrozenCheck, error) {
 	c := FrozenCheck{Matched: []string{}, Absent: []string{}}
 	var errs Errors
 	pinned := p.pins()
+	dirReal, dirErr := filepath.EvalSymlinks(dir)
 	for _, f := range p.FrozenFiles() {
 		want, field := pinned[f][0], pinned[f][1]
-		full := f
-		if !filepath.IsAbs(f) {
-			full = filepath.Join(dir, f)
+		if why := notInFolder(f); why != "" {
+			errs = append(errs, &Error{File: f, Msg: fmt.Sprintf("the protocol's %s pins it, but it is not a path inside the protocol's folder %s (it %s): not read; name a file by its path inside the protocol's folder", field, dir, why)})
+			continue
 		}
-		got, err := digest.File(full)
+		full := filepath.Join(dir, f)
+		real, err := filepath.EvalSymlinks(full)
+		if err == nil && dirErr != nil {
+			err = dirErr
+		}
+		if err == nil {
+			if rel, rerr := filepath.Rel(dirReal, real); rerr != nil || !filepath.IsLocal(rel) {
+				errs = append(errs, &Error{File: full, Msg: fmt.Sprintf("the protocol's %s pins it, but it resolves through a symlink to %s, outside the protocol's folder %s: not read; point the link at a file inside the folder, or copy the file into it", field, real, dirReal)})
+				continue
+			}
+		}
+		got := ""
+		if err == nil {
+			got, err = digest.File(real)
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			c.Absent = append(c.Absent, f)

@@ -128,6 +128,15 @@ func (s *source) at(path, format string, args ...any) {
 	s.errorf(off, "%s: %s", path, fmt.Sprintf(format, args...))
 }
 
+// atKey reports a problem with the object member at path, at its key.
+func (s *source) atKey(path, format string, args ...any) {
+	off, ok := s.key[path]
+	if !ok {
+		off = -1
+	}
+	s.errorf(off, "%s: %s", path, fmt.Sprintf(format, args...))
+}
+
 // sorted is the errors in file order.
 func (s *source) sorted() Errors {
 	sort.SliceStable(s.errs, func(i, j int) bool {

@@ -267,6 +267,20 @@ func (p *Protocol) check(src *source) {
 		p.checkCase(src, ci, t)
 	}
 	p.checkCounts(src, t)
+	p.checkPins(src)
+}
+
+// checkPins checks the paths of the files the protocol pins: each a path
+// inside the protocol's folder, relative to it (CheckFrozen reads them
+// there, and nowhere else).
+func (p *Protocol) checkPins(src *source) {
+	for _, set := range p.pinSets() {
+		for _, f := range sortedKeys(set.pins) {
+			if why := notInFolder(f); why != "" {
+				src.atKey(jsonpos.Member(set.field, f), "%s: a pinned file is named by its path inside the protocol's folder, relative to it", why)
+			}
+		}
+	}
 }
 
 // checkTop checks the protocol's own fields: present, of a version cairn

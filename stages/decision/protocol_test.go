@@ -150,6 +150,28 @@ func TestProtocolDonorFieldsAreRequired(t *testing.T) {
 	require.NoError(t, edit(func(c0, _ map[string]any) { c0["donors"] = map[string]any{} }), "{} is a case with no donor")
 }
 
+// The files a protocol pins are named by their paths inside its folder:
+// an absolute path, or one that leaves the folder, is refused at its key
+// (it would read and hash a file the protocol's folder does not hold).
+func TestProtocolPinsOnlyFilesInItsFolder(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	text := strings.NewReplacer(
+		`"benchmark/configuration_results.csv":`, `"/etc/passwd":`,
+		`"benchmark/attempts.csv":`, `"../x":`,
+		`"data/gsm8k/train.parquet":`, `"data/../../gsm8k/train.parquet":`,
+	).Replace(string(seed))
+	_, err = ParseProtocol("p.json", []byte(text))
+	require.Error(t, err)
+	assert.Equal(t, `p.json:419:5: source_files_sha256["/etc/passwd"]: is an absolute path: a pinned file is named by its path inside the protocol's folder, relative to it
+p.json:420:5: source_files_sha256["../x"]: leaves the protocol's folder: a pinned file is named by its path inside the protocol's folder, relative to it
+p.json:424:5: data_files_sha256["data/../../gsm8k/train.parquet"]: leaves the protocol's folder: a pinned file is named by its path inside the protocol's folder, relative to it`, err.Error())
+
+	// Inside the folder, after cleaning: accepted.
+	_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), `"benchmark/attempts.csv":`, `"benchmark/../benchmark/attempts.csv":`, 1)))
+	require.NoError(t, err)
+}
+
 func TestOutcomesFile(t *testing.T) {
 	p, o := readSmall(t)
 	assert.Equal(t, Outcome{State: WithinMargin, Attempts: 2}, o["alpha-c3-s141"])

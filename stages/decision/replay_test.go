@@ -489,6 +489,40 @@ func TestCheckFrozenFiles(t *testing.T) {
 	assert.ErrorContains(t, err, "nope.csv: the matrix file cannot be checked")
 }
 
+// The files the protocol pins are read only inside its folder: a path
+// that is absolute or leaves the folder (which ParseProtocol refuses), and
+// one that resolves through a symlink to a place outside it, is refused,
+// never read and hashed. A symlink that stays inside the folder is
+// followed.
+func TestCheckFrozenStaysInTheProtocolsFolder(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret.csv")
+	require.NoError(t, os.WriteFile(secret, []byte("s\n"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "benchmark")))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "real"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "real", "b.csv"), []byte("b\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join("real", "b.csv"), filepath.Join(dir, "b.csv")))
+	ss, bs := sha256.Sum256([]byte("s\n")), sha256.Sum256([]byte("b\n"))
+	s, b := hex.EncodeToString(ss[:]), hex.EncodeToString(bs[:])
+	rootReal, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	outsideReal, err := filepath.EvalSymlinks(outside)
+	require.NoError(t, err)
+
+	p := &Protocol{
+		SourceFilesSHA256: map[string]string{"benchmark/secret.csv": s, "b.csv": b},
+		DataFilesSHA256:   map[string]string{secret: s, "../" + filepath.Base(outside) + "/secret.csv": s},
+	}
+	c, err := p.CheckFrozen(dir, "")
+	require.Error(t, err)
+	assert.Equal(t, []string{"b.csv"}, c.Matched, "a symlink inside the folder is followed")
+	assert.Equal(t, strings.Join([]string{
+		"../" + filepath.Base(outside) + "/secret.csv: the protocol's data_files_sha256 pins it, but it is not a path inside the protocol's folder " + dir + " (it leaves the protocol's folder): not read; name a file by its path inside the protocol's folder",
+		secret + ": the protocol's data_files_sha256 pins it, but it is not a path inside the protocol's folder " + dir + " (it is an absolute path): not read; name a file by its path inside the protocol's folder",
+		filepath.Join(dir, "benchmark", "secret.csv") + ": the protocol's source_files_sha256 pins it, but it resolves through a symlink to " + filepath.Join(outsideReal, "secret.csv") + ", outside the protocol's folder " + rootReal + ": not read; point the link at a file inside the folder, or copy the file into it",
+	}, "\n"), err.Error())
+}
+
 // Outcomes judged on simulated GPUs ("simulated": true) are marked
 // wherever the replay's figures are shown: a line of the table's header,
 // inputs.not_measured in the JSON, a last simulated column in the TSV
