@@ -132,11 +132,15 @@ func (p *Protocol) pinSets() []pinSet {
 
 // pins are the files the protocol pins in source_files_sha256,
 // data_files_sha256 and implementation_sha256, each with its digest and
-// the field that pins it (a path pinned twice: the last field's).
+// the field that pins it, by cleaned path (a path pinned twice: the last
+// field's; ParseProtocol refuses two digests for one file).
 func (p *Protocol) pins() map[string][2]string {
 	pinned := map[string][2]string{} // path -> digest, field
 	for _, set := range p.pinSets() {
 		for f, d := range set.pins {
+			if f != "" {
+				f = filepath.Clean(f) // "a/./b" is "a/b"
+			}
 			pinned[f] = [2]string{d, set.field}
 		}
 	}

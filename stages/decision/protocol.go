@@ -14,8 +14,10 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -262,7 +264,7 @@ func (p *Protocol) check(src *source) {
 	p.checkBudgets(src)
 	p.checkRules(src)
 	p.checkResourceCap(src)
-	t := &caseTally{caseIDs: map[string]bool{}, candIDs: map[string]string{}, slotIDs: map[string]string{}}
+	t := &caseTally{caseIDs: map[string]bool{}, candIDs: map[string]string{}, slotIDs: map[string]string{}, attemptIDs: map[string]string{}}
 	for ci := range p.Cases {
 		p.checkCase(src, ci, t)
 	}
@@ -273,11 +275,23 @@ func (p *Protocol) check(src *source) {
 // checkPins checks the paths of the files the protocol pins: each a path
 // inside the protocol's folder, relative to it (CheckFrozen reads them
 // there, and nowhere else).
+// A file is pinned to one digest: the same file (its path cleaned) pinned
+// again to another, in one field or two, is refused naming both.
 func (p *Protocol) checkPins(src *source) {
+	type pin struct{ path, digest string }
+	seen := map[string]pin{} // cleaned path -> the first pin of it
 	for _, set := range p.pinSets() {
 		for _, f := range sortedKeys(set.pins) {
+			path := jsonpos.Member(set.field, f)
 			if why := notInFolder(f); why != "" {
-				src.atKey(jsonpos.Member(set.field, f), "%s: a pinned file is named by its path inside the protocol's folder, relative to it", why)
+				src.atKey(path, "%s: a pinned file is named by its path inside the protocol's folder, relative to it", why)
+				continue
+			}
+			d, clean := set.pins[f], filepath.Clean(f)
+			if first, ok := seen[clean]; !ok {
+				seen[clean] = pin{path, d}
+			} else if !strings.EqualFold(first.digest, d) {
+				src.atKey(path, "pins %s to sha256 %s, but %s pins it to sha256 %s: a file has one digest", clean, d, first.path, first.digest)
 			}
 		}
 	}
@@ -300,11 +314,31 @@ func (p *Protocol) checkTop(src *source) {
 	if len(p.EvaluationSeeds) == 0 && src.has("evaluation_seeds") {
 		src.at("evaluation_seeds", "a candidate's truth needs at least one evaluation seed")
 	}
+	p.checkSeeds(src)
 	if src.has("memory_limit_mib") && p.MemoryLimitMiB <= 0 {
 		src.at("memory_limit_mib", "must be more than 0")
 	}
 	if p.AdditionalDonorGuardMiB < 0 {
 		src.at("additional_donor_guard_mib", "must be at least 0")
+	}
+}
+
+// checkSeeds checks that each evaluation seed names a distinct run of
+// every candidate: none given twice, and none the screen's seed (the
+// truth is formed by the evaluation seeds only, never by a rerun of the
+// screen).
+func (p *Protocol) checkSeeds(src *source) {
+	seen := map[int]int{} // seed -> its first index
+	for i, seed := range p.EvaluationSeeds {
+		path := fmt.Sprintf("evaluation_seeds[%d]", i)
+		if first, dup := seen[seed]; dup {
+			src.at(path, "seed %d is also evaluation_seeds[%d]: each evaluation seed names a distinct run of every candidate; give distinct seeds", seed, first)
+			continue
+		}
+		seen[seed] = i
+		if seed == p.ScreenSeed && src.has("screen_seed") {
+			src.at(path, "seed %d is the screen_seed: an evaluation slot with it would rerun the candidate's screen, and the truth, which only the evaluation seeds form, would rest on the screen's run; give a seed other than screen_seed", seed)
+		}
 	}
 }
 
@@ -382,6 +416,7 @@ type caseTally struct {
 	caseIDs               map[string]bool
 	candIDs               map[string]string // candidate id -> path
 	slotIDs               map[string]string // slot id -> path
+	attemptIDs            map[string]string // donor attempt id -> path
 	screens, evals, cands int
 }
 
@@ -414,7 +449,7 @@ func (p *Protocol) checkCase(src *source, ci int, t *caseTally) {
 		p.checkCandidate(src, k, fmt.Sprintf("%s.candidates[%d]", cp, ki), t)
 		inCase[k.ID] = true
 	}
-	checkDonors(src, c, cp, inCase)
+	checkDonors(src, c, cp, inCase, t)
 	checkQueryOrder(src, c, cp, inCase)
 }
 
@@ -468,10 +503,15 @@ func (p *Protocol) checkCandidate(src *source, k *Candidate, kp string, t *caseT
 	}
 }
 
-// checkDonors checks case c's donors (at path cp): each a candidate of the
-// case, with a peak and an observed state that are valid.
-func checkDonors(src *source, c *Case, cp string, inCase map[string]bool) {
-	for _, id := range sortedKeys(c.Donors) {
+// checkDonors checks case c's donors (at path cp), in file order: each a
+// candidate of the case, with a peak and an observed state that are
+// valid, and recorded attempts given once in the whole protocol.
+func checkDonors(src *source, c *Case, cp string, inCase map[string]bool, t *caseTally) {
+	ids := sortedKeys(c.Donors)
+	sort.SliceStable(ids, func(i, j int) bool {
+		return src.key[jsonpos.Member(cp+".donors", ids[i])] < src.key[jsonpos.Member(cp+".donors", ids[j])]
+	})
+	for _, id := range ids {
 		d := c.Donors[id]
 		dp := jsonpos.Member(cp+".donors", id)
 		if !inCase[id] {
@@ -486,7 +526,8 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool) {
 			src.at(dp+".observed_state", "%q is not a donor state (within_margin, above_margin, memory_failure, unresolved)", d.ObservedState)
 		}
 		// The recorded attempts are counted into cold_start_charged: a
-		// missing or null list, or an id given twice, would change it.
+		// missing or null list, or an id given twice (in one donor's
+		// list, or under two donors), would change it.
 		switch rp := dp + ".recorded_attempt_ids"; {
 		case !src.has(rp):
 			src.at(dp, "recorded_attempt_ids is missing (give [] for a donor with none)")
@@ -500,6 +541,10 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool) {
 					src.at(ap, "an attempt id must not be empty")
 				} else if seen[a] {
 					src.at(ap, "attempt %q is given twice", a)
+				} else if other, dup := t.attemptIDs[a]; dup {
+					src.at(ap, "attempt %q is also %s: an attempt is recorded under one donor, and counts once in cold_start_charged", a, other)
+				} else {
+					t.attemptIDs[a] = ap
 				}
 				seen[a] = true
 			}

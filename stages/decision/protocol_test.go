@@ -172,6 +172,68 @@ p.json:424:5: data_files_sha256["data/../../gsm8k/train.parquet"]: leaves the pr
 	require.NoError(t, err)
 }
 
+// An attempt is recorded under one donor: the same attempt id under two
+// donors, of one case or of two, would be counted twice in
+// cold_start_charged, so it is refused naming both places, as an id
+// given twice in one donor's list is.
+func TestProtocolAttemptIsOneDonors(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	// Line 77: the first attempt of case 0's c3 donor; line 159: that of
+	// case 1's c2 donor. Both become case 0's c2 donor's first attempt.
+	text := strings.NewReplacer(
+		`"attempt-76d15668ac349594"`, `"attempt-02cd07da6caa1a64"`,
+		`"attempt-09c61cb7b6e86735"`, `"attempt-02cd07da6caa1a64"`,
+	).Replace(string(seed))
+	_, err = ParseProtocol("p.json", []byte(text))
+	require.Error(t, err)
+	also := `attempt "attempt-02cd07da6caa1a64" is also cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c2"].recorded_attempt_ids[0]: an attempt is recorded under one donor, and counts once in cold_start_charged`
+	assert.Equal(t, `p.json:77:13: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c3"].recorded_attempt_ids[0]: `+also+`
+p.json:159:13: cases[1].donors["qwen25_3b-math-shape1024-n4-steps5-c2"].recorded_attempt_ids[0]: `+also, err.Error())
+}
+
+// Each evaluation seed names a distinct run of every candidate, and the
+// truth is formed by the evaluation seeds only: a seed listed twice, or
+// the screen's seed among them (an evaluation slot that reruns the
+// screen's process), is refused. A guard larger than the memory limit
+// is odd, but the protocol allows it.
+func TestProtocolEvaluationSeedsAreDistinctRuns(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	const seeds = "\"evaluation_seeds\": [\n    142,\n    143,\n    144\n  ]"
+	require.Contains(t, string(seed), seeds)
+	for _, tc := range []struct{ to, want string }{
+		{"\"evaluation_seeds\": [\n    142,\n    142,\n    144\n  ]", `p.json:379:5: evaluation_seeds[1]: seed 142 is also evaluation_seeds[0]: each evaluation seed names a distinct run of every candidate; give distinct seeds`},
+		{"\"evaluation_seeds\": [\n    142,\n    143,\n    141\n  ]", `p.json:380:5: evaluation_seeds[2]: seed 141 is the screen_seed: an evaluation slot with it would rerun the candidate's screen, and the truth, which only the evaluation seeds form, would rest on the screen's run; give a seed other than screen_seed`},
+	} {
+		_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), seeds, tc.to, 1)))
+		if assert.Error(t, err, tc.to) {
+			assert.Equal(t, tc.want, err.Error())
+		}
+	}
+	_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), `"additional_donor_guard_mib": 2048`, `"additional_donor_guard_mib": 40000`, 1)))
+	assert.NoError(t, err, "a guard above the limit approves no within-margin donor: odd, not contradictory")
+}
+
+// A file is pinned to one digest: the same file (after cleaning its path)
+// pinned to two digests, in one field or two, is refused naming both
+// (the later pin silently replaced the earlier one).
+func TestProtocolPinsAFileToOneDigest(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	const data = "\"data_files_sha256\": {\n"
+	require.Contains(t, string(seed), data)
+	other := strings.Repeat("ab", 32)
+	_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), data, data+"    \"benchmark/./attempts.csv\": \""+other+"\",\n", 1)))
+	require.Error(t, err)
+	assert.Equal(t, `p.json:424:5: data_files_sha256["benchmark/./attempts.csv"]: pins benchmark/attempts.csv to sha256 `+other+`, but source_files_sha256["benchmark/attempts.csv"] pins it to sha256 397c8caaf0d3abe06587fd649c181fe71d5b8b5f5e24e0591cc7e56d38e275c1: a file has one digest`, err.Error())
+
+	// Pinned twice to one digest: no contradiction, and one file.
+	p, err := ParseProtocol("p.json", []byte(strings.Replace(string(seed), data, data+"    \"benchmark/./attempts.csv\": \"397C8CAAF0D3ABE06587FD649C181FE71D5B8B5F5E24E0591CC7E56D38E275C1\",\n", 1)))
+	require.NoError(t, err)
+	assert.Len(t, p.FrozenFiles(), 12)
+}
+
 func TestOutcomesFile(t *testing.T) {
 	p, o := readSmall(t)
 	assert.Equal(t, Outcome{State: WithinMargin, Attempts: 2}, o["alpha-c3-s141"])
