@@ -52,5 +52,6 @@ func TestDecisionSlots(t *testing.T) {
 
 	_, d = eval(`decisionslots("bad.json")`)
 	require.True(t, d.HasErrors())
-	assert.Contains(t, d.Error(), "bad.json:2:23: protocol_version: a number where a string is expected")
+	assert.Contains(t, d.Error(), "bad.json:2:23: protocol_version: the number 1 where a string is expected")
+	assert.Contains(t, d.Error(), "bad.json:1:1: cases is missing: a decision protocol must give it", "every problem, not the first")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -270,4 +271,49 @@ func TestReplayIntoAClosedPipeIsQuiet(t *testing.T) {
 		assert.FileExists(t, filepath.Join(root, out, "replay.json"))
 		assert.FileExists(t, filepath.Join(root, out, "replay.tsv"))
 	}
+}
+
+// A protocol with several problems is refused with every one of them,
+// each at its place with its full path, and their number (it said "1
+// problem(s)", the first wrong type, without its indices).
+func TestReplayReportsEveryProblemOfTheProtocol(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	require.NoError(t, os.CopyFS(root, os.DirFS("../../testdata/decision")))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "outcomes.json"), []byte("{}\n"), 0o644))
+	pb, err := os.ReadFile(filepath.Join(root, "decision_protocol.json"))
+	require.NoError(t, err)
+	text := string(pb)
+	for _, e := range [][2]string{
+		{`"decision-1.0"`, `"decision-2.0"`},
+		{`"screen_seed": 141,`, `"screen_seed": null, "screen_sed": 141,`},
+		{`"additional_donor_guard_mib": 2048`, `"additional_donor_guard_mib": "2048"`},
+		{`"memory_limit_mib": 38912`, `"memory_limit_mib": 1e400`},
+	} {
+		require.Contains(t, text, e[0])
+		text = strings.Replace(text, e[0], e[1], 1)
+	}
+	// The last candidate's actor_micro_batch, and the second evaluation seed.
+	i := strings.LastIndex(text, `"actor_micro_batch": 16`)
+	require.GreaterOrEqual(t, i, 0)
+	text = text[:i] + `"actor_micro_batch": "16"` + text[i+len(`"actor_micro_batch": 16`):]
+	seeds := regexp.MustCompile(`("evaluation_seeds": \[\s*142,\s*)143`)
+	require.True(t, seeds.MatchString(text))
+	text = seeds.ReplaceAllString(text, `${1}"143"`)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "decision_protocol.json"), []byte(text), 0o644))
+
+	r := runCLI(t, "--chdir", root, "replay", "decision_protocol.json", "outcomes.json", "--out", "")
+	assert.Equal(t, 2, r.code)
+	for _, w := range []string{
+		`protocol_version: "decision-2.0" is not a version cairn knows`,
+		`cases[3].candidates[2].actor_micro_batch: a string where a whole number is expected`,
+		`screen_seed: is null: give a whole number: the field is required`,
+		`screen_sed: unknown field`,
+		`evaluation_seeds[1]: a string where a whole number is expected`,
+		`memory_limit_mib: the number 1e400 is out of range`,
+		`additional_donor_guard_mib: a string where a number is expected`,
+		"7 problem(s) in the protocol file decision_protocol.json; nothing was replayed",
+	} {
+		assert.Contains(t, r.stderr, w)
+	}
+	assert.Empty(t, r.stdout)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"reflect"
 	"sort"
 	"strconv"
@@ -49,18 +51,27 @@ type source struct {
 	val  map[string]int // path -> byte offset of the value
 	key  map[string]int // path -> byte offset of its key (object members)
 	errs Errors
+	// fatal is set when the file cannot be read as JSON at all (a syntax
+	// error, a byte-order mark, a byte that is not UTF-8): its one error
+	// is all that is said.
+	fatal bool
+	// bad are the paths of the values that could not be read as their
+	// fields are (checkValues), and of keys given twice.
+	bad map[string]bool
 }
 
 // readSource indexes data. It reports syntax errors and duplicate keys
 // (encoding/json would keep the last of two silently).
 func readSource(file string, data []byte) *source {
-	s := &source{file: file, data: data, val: map[string]int{}, key: map[string]int{}}
+	s := &source{file: file, data: data, val: map[string]int{}, key: map[string]int{}, bad: map[string]bool{}}
 	if bytes.HasPrefix(data, jsonpos.BOM) {
 		s.errorf(0, "%s", jsonpos.BOMMessage)
+		s.fatal = true
 		return s
 	}
 	if off := jsonpos.NotUTF8(data); off >= 0 {
 		s.errorf(off, "%s", jsonpos.NotUTF8Message)
+		s.fatal = true
 		return s
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -70,16 +81,19 @@ func readSource(file string, data []byte) *source {
 		Key: func(p string, off int) {
 			if _, dup := s.key[p]; dup {
 				s.errorf(off, "%s is given twice: JSON readers disagree on which one counts, so give it once", p)
+				s.bad[p] = true
 			}
 			s.key[p] = off
 		},
 	})
 	if err != nil {
 		s.syntax(err, dec)
+		s.fatal = true
 		return s
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		s.errorf(int(dec.InputOffset()), "more than one JSON value in the file: it must hold one object")
+		s.fatal = true
 	}
 	return s
 }
@@ -94,7 +108,7 @@ func (s *source) syntax(err error, dec *json.Decoder) {
 		off = len(s.data)
 		err = errors.New("the file ends in the middle of a JSON value")
 	}
-	s.errorf(off, "not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	s.errorf(off, "not valid JSON: %s (the file is checked no further)", strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // lineCol turns a byte offset into a 1-based line and column (in bytes).
@@ -117,8 +131,12 @@ func (s *source) errorf(off int, format string, args ...any) {
 }
 
 // at reports a problem with the value at path (its key when the value is
-// missing there, the file when neither is).
+// missing there, the file when neither is), unless the value there, or
+// one holding it, could not be read (related): that is reported already.
 func (s *source) at(path, format string, args ...any) {
+	if s.related(path) {
+		return
+	}
 	off, ok := s.val[path]
 	if !ok {
 		if off, ok = s.key[path]; !ok {
@@ -128,8 +146,12 @@ func (s *source) at(path, format string, args ...any) {
 	s.errorf(off, "%s: %s", path, fmt.Sprintf(format, args...))
 }
 
-// atKey reports a problem with the object member at path, at its key.
+// atKey reports a problem with the object member at path, at its key
+// (unless related, as at).
 func (s *source) atKey(path, format string, args ...any) {
+	if s.related(path) {
+		return
+	}
 	off, ok := s.key[path]
 	if !ok {
 		off = -1
@@ -164,70 +186,332 @@ func (s *source) has(path string) bool {
 	return ok
 }
 
-// inexactKeys reports every key of the file that encoding/json would take,
-// decoding the file into a value of type t, for a field it names in
-// another letter case ("Attempts" for "attempts"): field names are
-// matched exactly, as other JSON readers match them, so such a key is an
-// unknown field, not the field. It says whether there was one.
-func (s *source) inexactKeys(t reflect.Type) bool {
-	keys := jsonpos.InexactKeys(s.data, t)
-	for _, k := range keys {
-		s.errorf(k.Off, "%s: unknown field: field names are matched exactly, in their letter case; the known fields are listed in docs/decision.md", k.Path)
-	}
-	return len(keys) > 0
-}
+// fieldUse is how a value is placed: as an element of a list or an
+// object of any keys, or as a field of a struct, required or not.
+type fieldUse int
 
-// decodeError places an error of encoding/json's decoder in the file.
-func (s *source) decodeError(err error) {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "the file"
+const (
+	element fieldUse = iota
+	optionalField
+	requiredField
+)
+
+// checkValues reports every value of the file at and under path (v, as
+// decoded with UseNumber) that cannot be read as a value of type t: a
+// null (unless t reads one itself, as Peak does), a value of another
+// kind, a number out of range or that is not whole where a whole number
+// is expected, and a key that is none of a struct's fields, matched
+// exactly. Each is reported at its value (a key: at the key) with its
+// full path, and each such value's path is marked bad, so that the
+// checks of decoded values say nothing of it (encoding/json leaves it
+// zero). nullHint, when it returns one, says what to give instead of a
+// null at path.
+func (s *source) checkValues(v any, t reflect.Type, path string, use fieldUse, nullHint func(path string) string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return // reads any value, and says itself what it cannot read
+	}
+	bad := func(format string, args ...any) {
+		s.bad[path] = true
+		s.errorf(s.val[path], "%s: %s", path, fmt.Sprintf(format, args...))
+	}
+	if v == nil {
+		hint := ""
+		if nullHint != nil {
+			hint = nullHint(path)
 		}
-		s.errorf(int(te.Offset)-1, "%s: %s where %s is expected", field, jsonKind(te.Value), goKind(te.Type.String()))
+		switch {
+		case hint != "":
+		case use == requiredField:
+			hint = "give " + typeWord(t) + ": the field is required"
+		case use == optionalField:
+			hint = "give " + typeWord(t) + ", or leave the field out"
+		default:
+			hint = "give " + typeWord(t)
+		}
+		bad("is null: %s", hint)
 		return
 	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
-		name, _ = strconv.Unquote(name)
-		for p, off := range s.key {
-			if p == name || strings.HasSuffix(p, "."+name) || strings.HasSuffix(p, "["+strconv.Quote(name)+"]") {
-				s.errorf(off, "%s: unknown field; the known fields are listed in docs/decision.md", p)
-				return
+	mismatch := func() { bad("%s where %s is expected", valueWord(v), typeWord(t)) }
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			mismatch()
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			mismatch()
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := v.(json.Number)
+		if !ok {
+			mismatch()
+			return
+		}
+		// The range of t.
+		unsigned := t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64
+		lo, hi := new(big.Int), new(big.Int).SetUint64(math.MaxUint64>>(64-t.Bits()))
+		rangeWords := fmt.Sprintf("a whole number here is from 0 to %s", hi)
+		if !unsigned {
+			hi.SetInt64(math.MaxInt64 >> (64 - t.Bits()))
+			lo.Neg(hi).Sub(lo, big.NewInt(1))
+			rangeWords = fmt.Sprintf("a whole number is from %s to %s", lo, hi)
+		}
+		whole, exact := wholeNumber(string(n))
+		switch {
+		case whole == nil, unsigned && whole.Sign() < 0:
+			mismatch()
+		case whole.Cmp(hi) > 0, whole.Cmp(lo) < 0:
+			bad("the number %s is out of range: %s", n, rangeWords)
+		case !exact:
+			// 1e2 or 8.0: encoding/json, and other readers, refuse it
+			// where a whole number is expected, or read a float.
+			bad("%s where %s is expected: write it as %s", valueWord(v), typeWord(t), whole)
+		}
+	case reflect.Float32, reflect.Float64:
+		n, ok := v.(json.Number)
+		if !ok {
+			mismatch()
+			return
+		}
+		f, err := strconv.ParseFloat(string(n), t.Bits())
+		mantissa, _, _ := strings.Cut(strings.ToLower(string(n)), "e")
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			bad("the number %s is out of range: a number is at most about %s in size", n, maxFloat(t.Bits()))
+		case err != nil:
+			mismatch()
+		case f == 0 && strings.ContainsAny(mantissa, "123456789"):
+			bad("the number %s is too near 0 to be held (a number other than 0 is at least about %s in size), and would be read as 0: write 0, or the number meant", n, minFloat(t.Bits()))
+		}
+	case reflect.Slice, reflect.Array:
+		list, ok := v.([]any)
+		if !ok {
+			mismatch()
+			return
+		}
+		for i, e := range list {
+			s.checkValues(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), element, nullHint)
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			mismatch()
+			return
+		}
+		for _, k := range sortedKeys(obj) {
+			s.checkValues(obj[k], t.Elem(), jsonpos.Member(path, k), element, nullHint)
+		}
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			mismatch()
+			return
+		}
+		fields := structFields(t)
+		for _, k := range sortedKeys(obj) {
+			kp := jsonpos.Member(path, k)
+			f, known := fields[k]
+			switch {
+			case known:
+				s.checkValues(obj[k], f.t, kp, f.use, nullHint)
+			case foldsToOne(k, fields) != "":
+				// encoding/json would take it for the field (and keep
+				// the later of the two); other readers would not. The
+				// field's decoded value is not the file's.
+				s.errorf(s.key[kp], "%s: unknown field: field names are matched exactly, in their letter case; the known fields are listed in docs/decision.md", kp)
+				s.bad[jsonpos.Member(path, foldsToOne(k, fields))] = true
+			default:
+				s.errorf(s.key[kp], "%s: unknown field; the known fields are listed in docs/decision.md", kp)
 			}
 		}
 	}
-	s.errorf(-1, "%s", msg)
 }
 
-func jsonKind(v string) string {
-	switch v {
-	case "number", "string", "bool", "array", "object":
-		return "a " + v
-	}
-	if strings.HasPrefix(v, "number") {
-		return "the number " + strings.TrimPrefix(v, "number ")
-	}
-	return v
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// structField is a field of a struct as a JSON object has it: its type,
+// and whether the object must give it (its tag decision:"required").
+type structField struct {
+	t   reflect.Type
+	use fieldUse
 }
 
-func goKind(t string) string {
-	switch {
-	case strings.HasPrefix(t, "int"):
-		return "a whole number"
-	case strings.HasPrefix(t, "uint"):
-		return "a whole number, 0 or more"
-	case strings.HasPrefix(t, "float"):
-		return "a number"
-	case t == "string":
+// structFields are the fields of struct type t by their JSON names.
+func structFields(t reflect.Type) map[string]structField {
+	out := map[string]structField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		use := optionalField
+		if f.Tag.Get("decision") == "required" {
+			use = requiredField
+		}
+		out[name] = structField{f.Type, use}
+	}
+	return out
+}
+
+// foldsToOne returns the name of the field key names in another letter
+// case, as encoding/json matches a key to a field ("" when none).
+func foldsToOne(key string, fields map[string]structField) string {
+	for name := range fields {
+		if strings.EqualFold(key, name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// valueWord names a value (decoded with UseNumber) in a message.
+func valueWord(v any) string {
+	switch v := v.(type) {
+	case string:
 		return "a string"
-	case strings.HasPrefix(t, "[]"):
+	case json.Number:
+		return "the number " + string(v)
+	case bool:
+		return fmt.Sprintf("the value %t", v)
+	case []any:
 		return "a list"
-	case strings.HasPrefix(t, "map["):
+	case map[string]any:
 		return "an object"
-	case t == "bool":
+	}
+	return "null"
+}
+
+// typeWord names what a value of type t is, for a message.
+func typeWord(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
 		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
 	}
 	return "an object"
+}
+
+// wholeNumber returns the value of the JSON number n when it is a whole
+// number (nil when it is not), and whether n writes it in digits alone
+// (exact: "100", not "1e2" or "100.0"). An exponent beyond ±1000 is not
+// written out: such a number, unless its digits are all 0, is taken for
+// a whole number out of every range (a large exponent), or for none (a
+// small one).
+func wholeNumber(n string) (*big.Int, bool) {
+	if _, err := strconv.ParseInt(n, 10, 64); err == nil || (!strings.ContainsAny(n, ".eE") && errors.Is(err, strconv.ErrRange)) {
+		v, ok := new(big.Int).SetString(n, 10)
+		return v, ok
+	}
+	mantissa, exp, hasExp := strings.Cut(strings.ToLower(n), "e")
+	if hasExp {
+		e, err := strconv.Atoi(exp)
+		zero := !strings.ContainsAny(mantissa, "123456789")
+		switch {
+		case zero && (err != nil || e > 1000 || e < -1000):
+			return new(big.Int), false
+		case err != nil && strings.HasPrefix(exp, "-"), e < -1000:
+			return nil, false
+		case err != nil, e > 1000:
+			v := new(big.Int).Exp(big.NewInt(10), big.NewInt(1001), nil)
+			if strings.HasPrefix(mantissa, "-") {
+				v.Neg(v)
+			}
+			return v, false
+		}
+	}
+	r, ok := new(big.Rat).SetString(n)
+	if !ok || !r.IsInt() {
+		return nil, false
+	}
+	return new(big.Int).Set(r.Num()), false
+}
+
+// maxFloat and minFloat are the largest number a float of bits holds,
+// and the least other than 0, as a message writes them ("1.8e308").
+func maxFloat(bits int) string {
+	if bits == 32 {
+		return shortFloat(math.MaxFloat32)
+	}
+	return shortFloat(math.MaxFloat64)
+}
+
+func minFloat(bits int) string {
+	if bits == 32 {
+		return shortFloat(math.SmallestNonzeroFloat32)
+	}
+	return shortFloat(math.SmallestNonzeroFloat64)
+}
+
+func shortFloat(f float64) string {
+	return strings.Replace(strconv.FormatFloat(f, 'g', 2, 64), "e+", "e", 1)
+}
+
+// related says whether a problem at path would be said of a value that
+// could not be read (checkValues marked it bad): path is that value, or
+// in it. The checks of decoded values report nothing there: the value
+// read as zero is not the file's. (A check of a value that holds one
+// that could not be read, and rests on it, asks badUnder.)
+func (s *source) related(path string) bool {
+	for b := range s.bad {
+		if path == b || under(path, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// unread says whether the value at path could not be read.
+func (s *source) unread(path string) bool { return s.bad[path] }
+
+// badUnder says whether a value at or under path could not be read.
+func (s *source) badUnder(path string) bool {
+	for b := range s.bad {
+		if b == path || under(b, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// under says whether path p is inside the value at path q.
+func under(p, q string) bool {
+	return q == "" || strings.HasPrefix(p, q+".") || strings.HasPrefix(p, q+"[")
+}
+
+// decode decodes the document into v, as far as it can be: a value
+// checkValues reported is left zero.
+func (s *source) decode(v any) {
+	err := json.Unmarshal(s.data, v)
+	var te *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &te) {
+		s.errorf(-1, "%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+// document is the file decoded as JSON values, numbers as written.
+func (s *source) document() any {
+	dec := json.NewDecoder(bytes.NewReader(s.data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		s.errorf(-1, "%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return v
 }

@@ -3,7 +3,6 @@ package decision
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -53,7 +52,7 @@ func (s State) eligible() bool {
 // marks a state judged on simulated GPUs: its peak memory was made up, so
 // the state is not a measurement, and every figure resting on it says so.
 type Outcome struct {
-	State     State `json:"state"`
+	State     State `json:"state" decision:"required"`
 	Attempts  int   `json:"attempts"`
 	Simulated bool  `json:"simulated,omitempty"`
 }
@@ -91,19 +90,17 @@ func ReadOutcomes(file string, p *Protocol) (o Outcomes, in Input, err error) {
 // attempts that break the protocol's failure policy (PolicyBreaches).
 func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 	src := readSource(file, data)
-	if len(src.errs) > 0 {
+	if src.fatal {
 		return nil, src.errs
 	}
 	if off := src.val[""]; data[off] != '{' {
 		src.errorf(off, "an outcomes file is a JSON object mapping slot ids to outcomes")
 		return nil, src.errs
 	}
-	if src.inexactKeys(reflect.TypeFor[Outcomes]()) {
-		return nil, src.sorted()
-	}
+	doc, _ := src.document().(map[string]any)
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		src.decodeError(err)
+		src.errorf(-1, "%s", strings.TrimPrefix(err.Error(), "json: "))
 		return nil, src.errs
 	}
 	planned := map[string]bool{}
@@ -123,15 +120,16 @@ func ParseOutcomes(file string, data []byte, p *Protocol) (Outcomes, error) {
 		v := bytes.TrimSpace(raw[id])
 		var o Outcome
 		if len(v) > 0 && v[0] == '{' {
-			dec := json.NewDecoder(bytes.NewReader(v))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&o); err != nil {
-				why := strings.TrimPrefix(err.Error(), "json: ")
-				var te *json.UnmarshalTypeError
-				if errors.As(err, &te) {
-					why = fmt.Sprintf("%s is %s where %s is expected", te.Field, jsonKind(te.Value), goKind(te.Type.String()))
-				}
-				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N} (and \"simulated\": true for one judged on simulated GPUs): %s", why)
+			// Every field of the object that cannot be read as its
+			// field is, each at its place: a null is no value (no
+			// attempt count, not "not simulated").
+			before := len(src.errs)
+			src.checkValues(doc[id], reflect.TypeFor[Outcome](), path, element, nil)
+			if len(src.errs) > before {
+				continue
+			}
+			if err := json.Unmarshal(v, &o); err != nil {
+				bad(path, id, "an outcome object is {\"state\": STATE, \"attempts\": N}: %s", strings.TrimPrefix(err.Error(), "json: "))
 				continue
 			}
 			if !src.has(path + ".state") {

@@ -38,23 +38,26 @@ const (
 // docs/decision.md describes them.
 var KnownRules = []string{SourceCopy, HeadroomGuard, DirectScreen}
 
-// Protocol is a frozen decision protocol (decision_protocol.json).
+// Protocol is a frozen decision protocol (decision_protocol.json). A
+// field tagged decision:"required" here and in the types below is one
+// the file must give; a null is refused in it, as in every other field
+// but a donor's peak.
 type Protocol struct {
-	Version                 string            `json:"protocol_version"`
+	Version                 string            `json:"protocol_version" decision:"required"`
 	FrozenAtUTC             string            `json:"frozen_at_utc"`
 	Status                  string            `json:"status"`
 	Objective               string            `json:"objective"`
-	Cases                   []Case            `json:"cases"`
-	ScreenSeed              int               `json:"screen_seed"`
-	EvaluationSeeds         []int             `json:"evaluation_seeds"`
+	Cases                   []Case            `json:"cases" decision:"required"`
+	ScreenSeed              int               `json:"screen_seed" decision:"required"`
+	EvaluationSeeds         []int             `json:"evaluation_seeds" decision:"required"`
 	PlannedProcesses        int               `json:"planned_processes"`
 	TargetConfigurations    int               `json:"target_configurations"`
 	ScreenProcesses         int               `json:"screen_processes"`
 	HiddenEvalProcesses     int               `json:"hidden_evaluation_processes"`
-	MemoryLimitMiB          float64           `json:"memory_limit_mib"`
-	AdditionalDonorGuardMiB float64           `json:"additional_donor_guard_mib"`
-	BudgetsPerCase          []int             `json:"budgets_per_case"`
-	Rules                   []string          `json:"rules"`
+	MemoryLimitMiB          float64           `json:"memory_limit_mib" decision:"required"`
+	AdditionalDonorGuardMiB float64           `json:"additional_donor_guard_mib" decision:"required"`
+	BudgetsPerCase          []int             `json:"budgets_per_case" decision:"required"`
+	Rules                   []string          `json:"rules" decision:"required"`
 	DecisionRule            string            `json:"decision_rule"`
 	TargetTruth             string            `json:"target_truth"`
 	CostScope               string            `json:"cost_scope"`
@@ -62,8 +65,8 @@ type Protocol struct {
 	MissingOutcomes         string            `json:"missing_outcomes"`
 	FailurePolicy           string            `json:"failure_policy"`
 	StoppingRule            string            `json:"stopping_rule"`
-	ResourceCap             ResourceCap       `json:"resource_cap"`
-	CollectionOrderSeed     uint64            `json:"collection_order_seed"`
+	ResourceCap             ResourceCap       `json:"resource_cap" decision:"required"`
+	CollectionOrderSeed     uint64            `json:"collection_order_seed" decision:"required"`
 	QueryOrderSeed          uint64            `json:"query_order_seed"`
 	Instrumentation         string            `json:"instrumentation"`
 	DataSelection           string            `json:"data_selection"`
@@ -80,49 +83,49 @@ type Protocol struct {
 
 // ResourceCap is the protocol's limit on what its processes may use.
 type ResourceCap struct {
-	GPUsPerAllocation        int `json:"gpus_per_allocation"`
-	ConcurrentAllocations    int `json:"concurrent_allocations"`
+	GPUsPerAllocation        int `json:"gpus_per_allocation" decision:"required"`
+	ConcurrentAllocations    int `json:"concurrent_allocations" decision:"required"`
 	InitialAllocations       int `json:"initial_allocations"`
-	MaxRepairAllocations     int `json:"max_repair_allocations"`
-	WallMinutesPerAllocation int `json:"wall_minutes_per_allocation"`
-	ProcessTimeoutSeconds    int `json:"process_timeout_seconds"`
+	MaxRepairAllocations     int `json:"max_repair_allocations" decision:"required"`
+	WallMinutesPerAllocation int `json:"wall_minutes_per_allocation" decision:"required"`
+	ProcessTimeoutSeconds    int `json:"process_timeout_seconds" decision:"required"`
 }
 
 // Case is one changed configured case: a model family on a dataset, with
 // its candidate configurations, the donor evidence for each, and the
 // frozen order in which their screens may be queried.
 type Case struct {
-	ID          string           `json:"case_id"`
-	ModelFamily string           `json:"model_family"`
-	Dataset     string           `json:"dataset"`
-	Candidates  []Candidate      `json:"candidates"`
-	Donors      map[string]Donor `json:"donors"`
-	QueryOrder  []string         `json:"query_order"`
+	ID          string           `json:"case_id" decision:"required"`
+	ModelFamily string           `json:"model_family" decision:"required"`
+	Dataset     string           `json:"dataset" decision:"required"`
+	Candidates  []Candidate      `json:"candidates" decision:"required"`
+	Donors      map[string]Donor `json:"donors" decision:"required"`
+	QueryOrder  []string         `json:"query_order" decision:"required"`
 }
 
 // Candidate is one target configuration.
 type Candidate struct {
-	ID                 string  `json:"candidate_id"`
+	ID                 string  `json:"candidate_id" decision:"required"`
 	ConfigurationLevel string  `json:"configuration_level"`
-	ActorMicroBatch    int     `json:"actor_micro_batch"`
-	Reservation        float64 `json:"reservation"`
-	SlotIDs            SlotIDs `json:"slot_ids"`
+	ActorMicroBatch    int     `json:"actor_micro_batch" decision:"required"`
+	Reservation        float64 `json:"reservation" decision:"required"`
+	SlotIDs            SlotIDs `json:"slot_ids" decision:"required"`
 }
 
 // SlotIDs are a candidate's planned processes: its designated screen and
 // its evaluation slots, one per evaluation seed, in seed order.
 type SlotIDs struct {
-	Screen     []string `json:"screen"`
-	Evaluation []string `json:"evaluation"`
+	Screen     []string `json:"screen" decision:"required"`
+	Evaluation []string `json:"evaluation" decision:"required"`
 }
 
 // Donor is the existing evidence for a candidate: the observed state of
 // its donor configuration and the largest peak of its completed runs.
 type Donor struct {
 	ConfigurationID    string   `json:"configuration_id"`
-	ObservedState      State    `json:"observed_state"`
+	ObservedState      State    `json:"observed_state" decision:"required"`
 	MaxCompletedPeak   Peak     `json:"max_completed_run_peak_mib"`
-	RecordedAttemptIDs []string `json:"recorded_attempt_ids"`
+	RecordedAttemptIDs []string `json:"recorded_attempt_ids" decision:"required"`
 }
 
 // Peak is a peak memory in MiB, or none. The protocol writes it as a
@@ -226,11 +229,12 @@ func ReadProtocol(file string) (*Protocol, error) {
 }
 
 // ParseProtocol reads a protocol from data, named file in errors. Every
-// problem is reported, each at its position; the result is nil when there
-// is any.
+// problem is reported, each at its position with its path; the result is
+// nil when there is any. A file that is not JSON is reported at the one
+// place where it stops being JSON.
 func ParseProtocol(file string, data []byte) (*Protocol, error) {
 	src := readSource(file, data)
-	if len(src.errs) > 0 {
+	if src.fatal {
 		return nil, src.errs
 	}
 	if off, ok := src.val[""]; !ok || data[off] != '{' {
@@ -238,15 +242,8 @@ func ParseProtocol(file string, data []byte) (*Protocol, error) {
 		return nil, src.errs
 	}
 	var p Protocol
-	if src.inexactKeys(reflect.TypeOf(p)) {
-		return nil, src.sorted()
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		src.decodeError(err)
-		return nil, src.errs
-	}
+	src.checkValues(src.document(), reflect.TypeOf(p), "", requiredField, protocolNull)
+	src.decode(&p)
 	p.File = file
 	p.SHA256 = InputOf(file, data).SHA256
 	p.check(src)
@@ -255,6 +252,23 @@ func ParseProtocol(file string, data []byte) (*Protocol, error) {
 	}
 	return &p, nil
 }
+
+// protocolNull says what to give instead of a null where the general
+// words would not say it ("" for them).
+func protocolNull(path string) string {
+	switch {
+	case donorsPath.MatchString(path):
+		return "give the case's donors, {} for none"
+	case attemptsPath.MatchString(path):
+		return "give the donor's recorded attempt ids, [] for none"
+	}
+	return ""
+}
+
+var (
+	donorsPath   = regexp.MustCompile(`^cases\[\d+\]\.donors$`)
+	attemptsPath = regexp.MustCompile(`^cases\[\d+\]\.donors(\.[A-Za-z_][A-Za-z0-9_]*|\[".*"\])\.recorded_attempt_ids$`)
+)
 
 // check reports what makes the protocol unusable: missing fields, ids
 // given twice, a query order that is not a permutation of the case's
@@ -288,6 +302,9 @@ func (p *Protocol) checkPins(src *source) {
 				continue
 			}
 			d, clean := set.pins[f], filepath.Clean(f)
+			if src.unread(path) {
+				continue
+			}
 			if first, ok := seen[clean]; !ok {
 				seen[clean] = pin{path, d}
 			} else if !strings.EqualFold(first.digest, d) {
@@ -331,12 +348,15 @@ func (p *Protocol) checkSeeds(src *source) {
 	seen := map[int]int{} // seed -> its first index
 	for i, seed := range p.EvaluationSeeds {
 		path := fmt.Sprintf("evaluation_seeds[%d]", i)
+		if src.unread(path) {
+			continue
+		}
 		if first, dup := seen[seed]; dup {
 			src.at(path, "seed %d is also evaluation_seeds[%d]: each evaluation seed names a distinct run of every candidate; give distinct seeds", seed, first)
 			continue
 		}
 		seen[seed] = i
-		if seed == p.ScreenSeed && src.has("screen_seed") {
+		if seed == p.ScreenSeed && src.has("screen_seed") && !src.unread("screen_seed") {
 			src.at(path, "seed %d is the screen_seed: an evaluation slot with it would rerun the candidate's screen, and the truth, which only the evaluation seeds form, would rest on the screen's run; give a seed other than screen_seed", seed)
 		}
 	}
@@ -348,6 +368,9 @@ func (p *Protocol) checkBudgets(src *source) {
 	seenBudget := map[int]bool{}
 	for i, b := range p.BudgetsPerCase {
 		path := fmt.Sprintf("budgets_per_case[%d]", i)
+		if src.unread(path) {
+			continue
+		}
 		if b < 0 {
 			src.at(path, "a budget is a number of screens, at least 0")
 		}
@@ -366,6 +389,9 @@ func (p *Protocol) checkRules(src *source) {
 	seenRule := map[string]bool{}
 	for i, r := range p.Rules {
 		path := fmt.Sprintf("rules[%d]", i)
+		if src.unread(path) {
+			continue
+		}
 		known := false
 		for _, k := range KnownRules {
 			known = known || k == r
@@ -425,16 +451,16 @@ type caseTally struct {
 func (p *Protocol) checkCase(src *source, ci int, t *caseTally) {
 	c := &p.Cases[ci]
 	cp := fmt.Sprintf("cases[%d]", ci)
-	for _, f := range []string{"case_id", "candidates", "donors", "query_order"} {
+	for _, f := range []string{"case_id", "model_family", "dataset", "candidates", "donors", "query_order"} {
 		if !src.has(cp + "." + f) {
 			src.at(cp, "%s is missing", f)
 		}
 	}
-	if c.ID == "" && src.has(cp+".case_id") {
-		src.at(cp+".case_id", "must not be empty")
-	}
-	if c.Donors == nil && src.has(cp+".donors") {
-		src.at(cp+".donors", "is null: give the case's donors, {} for none")
+	// The model family and dataset go into every slot's command.
+	for _, f := range []struct{ name, v string }{{"case_id", c.ID}, {"model_family", c.ModelFamily}, {"dataset", c.Dataset}} {
+		if f.v == "" && src.has(cp+"."+f.name) {
+			src.at(cp+"."+f.name, "must not be empty")
+		}
 	}
 	if t.caseIDs[c.ID] && c.ID != "" {
 		src.at(cp+".case_id", "case %q is given twice", c.ID)
@@ -444,10 +470,18 @@ func (p *Protocol) checkCase(src *source, ci int, t *caseTally) {
 	}
 	t.caseIDs[c.ID] = true
 	inCase := map[string]bool{}
+	// Whether every candidate id of the case is known: one that could
+	// not be read makes no donor or query order "not a candidate".
+	idsKnown := !src.unread(cp + ".candidates")
 	for ki := range c.Candidates {
 		k := &c.Candidates[ki]
-		p.checkCandidate(src, k, fmt.Sprintf("%s.candidates[%d]", cp, ki), t)
+		kp := fmt.Sprintf("%s.candidates[%d]", cp, ki)
+		p.checkCandidate(src, k, kp, t)
 		inCase[k.ID] = true
+		idsKnown = idsKnown && !src.unread(kp) && !src.unread(kp+".candidate_id")
+	}
+	if !idsKnown {
+		inCase = nil
 	}
 	checkDonors(src, c, cp, inCase, t)
 	checkQueryOrder(src, c, cp, inCase)
@@ -478,9 +512,15 @@ func (p *Protocol) checkCandidate(src *source, k *Candidate, kp string, t *caseT
 		src.at(kp+".reservation", "a reservation is a fraction of a GPU's memory, more than 0 and at most 1")
 	}
 	if len(k.SlotIDs.Screen) != 1 && src.has(kp+".slot_ids") {
-		src.at(kp+".slot_ids.screen", "a candidate has exactly one designated screen slot (seed %d); got %d", p.ScreenSeed, len(k.SlotIDs.Screen))
+		seed := ""
+		if !src.unread("screen_seed") {
+			seed = fmt.Sprintf(" (seed %d)", p.ScreenSeed)
+		}
+		src.at(kp+".slot_ids.screen", "a candidate has exactly one designated screen slot%s; got %d", seed, len(k.SlotIDs.Screen))
 	}
-	if len(k.SlotIDs.Evaluation) != len(p.EvaluationSeeds) && src.has(kp+".slot_ids") {
+	// (Not when the evaluation seeds could not be read: how many there
+	// are is not known.)
+	if len(k.SlotIDs.Evaluation) != len(p.EvaluationSeeds) && src.has(kp+".slot_ids") && !src.unread("evaluation_seeds") {
 		src.at(kp+".slot_ids.evaluation", "a candidate has one evaluation slot per evaluation seed (%d); got %d", len(p.EvaluationSeeds), len(k.SlotIDs.Evaluation))
 	}
 	t.screens += len(k.SlotIDs.Screen)
@@ -504,8 +544,9 @@ func (p *Protocol) checkCandidate(src *source, k *Candidate, kp string, t *caseT
 }
 
 // checkDonors checks case c's donors (at path cp), in file order: each a
-// candidate of the case, with a peak and an observed state that are
-// valid, and recorded attempts given once in the whole protocol.
+// candidate of the case (inCase; nil when not all are known), with a peak
+// and an observed state that are valid, and recorded attempts given once
+// in the whole protocol.
 func checkDonors(src *source, c *Case, cp string, inCase map[string]bool, t *caseTally) {
 	ids := sortedKeys(c.Donors)
 	sort.SliceStable(ids, func(i, j int) bool {
@@ -514,7 +555,7 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool, t *cas
 	for _, id := range ids {
 		d := c.Donors[id]
 		dp := jsonpos.Member(cp+".donors", id)
-		if !inCase[id] {
+		if inCase != nil && !inCase[id] {
 			src.at(dp, "%q is not a candidate of case %q", id, c.ID)
 		}
 		if d.MaxCompletedPeak.bad != "" {
@@ -526,14 +567,13 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool, t *cas
 			src.at(dp+".observed_state", "%q is not a donor state (within_margin, above_margin, memory_failure, unresolved)", d.ObservedState)
 		}
 		// The recorded attempts are counted into cold_start_charged: a
-		// missing or null list, or an id given twice (in one donor's
-		// list, or under two donors), would change it.
+		// missing or null list (checkValues refuses a null), or an id
+		// given twice (in one donor's list, or under two donors), would
+		// change it.
 		switch rp := dp + ".recorded_attempt_ids"; {
 		case !src.has(rp):
 			src.at(dp, "recorded_attempt_ids is missing (give [] for a donor with none)")
-		case d.RecordedAttemptIDs == nil:
-			src.at(rp, "is null: give the donor's recorded attempt ids, [] for none")
-		default:
+		default: // a null is refused by checkValues
 			seen := map[string]bool{}
 			for ai, a := range d.RecordedAttemptIDs {
 				ap := fmt.Sprintf("%s[%d]", rp, ai)
@@ -553,12 +593,17 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool, t *cas
 }
 
 // checkQueryOrder checks that case c's query order (at path cp) lists
-// every candidate of the case once, and nothing else.
+// every candidate of the case once, and nothing else (inCase, the ids of
+// the case's candidates, is nil when one could not be read: then only
+// that none is queried twice).
 func checkQueryOrder(src *source, c *Case, cp string, inCase map[string]bool) {
 	seen := map[string]bool{}
 	for qi, id := range c.QueryOrder {
 		qp := fmt.Sprintf("%s.query_order[%d]", cp, qi)
-		if !inCase[id] {
+		if src.unread(qp) {
+			continue
+		}
+		if inCase != nil && !inCase[id] {
 			src.at(qp, "%q is not a candidate of case %q", id, c.ID)
 		}
 		if seen[id] {
@@ -566,7 +611,7 @@ func checkQueryOrder(src *source, c *Case, cp string, inCase map[string]bool) {
 		}
 		seen[id] = true
 	}
-	if src.has(cp + ".query_order") {
+	if src.has(cp+".query_order") && inCase != nil && !src.badUnder(cp+".query_order") {
 		var missing []string
 		for _, k := range c.Candidates {
 			if !seen[k.ID] {
@@ -582,6 +627,9 @@ func checkQueryOrder(src *source, c *Case, cp string, inCase map[string]bool) {
 // checkCounts checks the protocol's stated totals against what its cases
 // list.
 func (p *Protocol) checkCounts(src *source, t *caseTally) {
+	if src.badUnder("cases") {
+		return // the slots the cases list are not all known
+	}
 	for _, f := range []struct {
 		name      string
 		got, want int

@@ -119,6 +119,167 @@ func TestProtocolErrorsSayWhere(t *testing.T) {
 	assert.ErrorContains(t, err, "ends in the middle")
 }
 
+// A null is no value: in a field the protocol requires it is refused as
+// a missing field is, never read as 0 or "" (a guard of 0 approves other
+// donors; a screen_seed of 0 runs every screen with --seed 0), and in an
+// optional field too (leave the field out instead). Only where null is
+// documented as meaningful (a donor's peak: none) is it read.
+func TestProtocolNullIsRefused(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	text := string(seed)
+	for _, tc := range []struct{ from, to, want string }{
+		{`"additional_donor_guard_mib": 2048`, `"additional_donor_guard_mib": null`, `p.json:387:33: additional_donor_guard_mib: is null: give a number: the field is required`},
+		{`"screen_seed": 141`, `"screen_seed": null`, `p.json:376:18: screen_seed: is null: give a whole number: the field is required`},
+		{`"collection_order_seed": 20260916`, `"collection_order_seed": null`, `p.json:414:28: collection_order_seed: is null: give a whole number, 0 or more: the field is required`},
+		{`"max_repair_allocations": 8`, `"max_repair_allocations": null`, `p.json:410:31: resource_cap.max_repair_allocations: is null: give a whole number: the field is required`},
+		{"    142,\n    143,\n", "    142,\n    null,\n", `p.json:379:5: evaluation_seeds[1]: is null: give a whole number`},
+		{`"model_family": "qwen25_3b"`, `"model_family": null`, `p.json:9:23: cases[0].model_family: is null: give a string: the field is required`},
+		{`"dataset": "gsm8k"`, `"dataset": null`, `p.json:10:18: cases[0].dataset: is null: give a string: the field is required`},
+		{`"configuration_level": "c2"`, `"configuration_level": null`, `p.json:14:34: cases[0].candidates[0].configuration_level: is null: give a string, or leave the field out`},
+		{`"configuration_id": "cfg-338d9224eb9d2f3a"`, `"configuration_id": null`, `p.json:63:31: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c2"].configuration_id: is null: give a string, or leave the field out`},
+		{`"observed_state": "within_margin"`, `"observed_state": null`, `p.json:64:29: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c2"].observed_state: is null: give a string: the field is required`},
+		{`"protocol_version": "decision-1.0"`, `"protocol_version": null`, `p.json:2:23: protocol_version: is null: give a string: the field is required`},
+		{`"actor_micro_batch": 8`, `"actor_micro_batch": null`, `p.json:15:32: cases[0].candidates[0].actor_micro_batch: is null: give a whole number: the field is required`},
+		{`"reservation": 0.6`, `"reservation": null`, `p.json:16:26: cases[0].candidates[0].reservation: is null: give a number: the field is required`},
+		{`"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141"`, `null`, `p.json:19:15: cases[0].candidates[0].slot_ids.screen[0]: is null: give a string`},
+		{"    0,\n    1,", "    null,\n    1,", `p.json:389:5: budgets_per_case[0]: is null: give a whole number`},
+		{`"source_copy",`, `null,`, `p.json:395:5: rules[0]: is null: give a string`},
+		{`"benchmark/attempts.csv": "397c8caaf0d3abe06587fd649c181fe71d5b8b5f5e24e0591cc7e56d38e275c1"`, `"benchmark/attempts.csv": null`, `p.json:420:31: source_files_sha256["benchmark/attempts.csv"]: is null: give a string`},
+		{`"matrix_sha256": "0c14400d24b03d89225b1f03bcdc68339f5080abb6168c1db1543db5a522bae6"`, `"matrix_sha256": null`, `p.json:429:20: matrix_sha256: is null: give a string, or leave the field out`},
+		{`"frozen_at_utc": "2026-09-15T10:29:45.559138+00:00"`, `"frozen_at_utc": null`, `p.json:3:20: frozen_at_utc: is null: give a string, or leave the field out`},
+		{`"planned_processes": 48`, `"planned_processes": null`, `p.json:382:24: planned_processes: is null: give a whole number, or leave the field out`},
+	} {
+		require.Contains(t, text, tc.from)
+		_, err := ParseProtocol("p.json", []byte(strings.Replace(text, tc.from, tc.to, 1)))
+		if assert.Error(t, err, tc.to) {
+			assert.Equal(t, tc.want, err.Error())
+		}
+	}
+	// A case's model family and dataset go into every slot's command
+	// (--model-family, --dataset): left out or empty, they are refused
+	// as a null is, not run as "".
+	for _, tc := range []struct{ from, to, want string }{
+		{`"model_family": "qwen25_3b",`, ``, `p.json:7:5: cases[0]: model_family is missing`},
+		{`"dataset": "gsm8k",`, ``, `p.json:7:5: cases[0]: dataset is missing`},
+		{`"model_family": "qwen25_3b"`, `"model_family": ""`, `p.json:9:23: cases[0].model_family: must not be empty`},
+		{`"dataset": "gsm8k"`, `"dataset": ""`, `p.json:10:18: cases[0].dataset: must not be empty`},
+	} {
+		_, err := ParseProtocol("p.json", []byte(strings.Replace(text, tc.from, tc.to, 1)))
+		if assert.Error(t, err, tc.from) {
+			assert.Equal(t, tc.want, err.Error())
+		}
+	}
+	// A donor's peak may be null: no peak, as docs/decision.md says.
+	p, err := ParseProtocol("p.json", []byte(strings.Replace(text, `"max_completed_run_peak_mib": "33108.0"`, `"max_completed_run_peak_mib": null`, 1)))
+	require.NoError(t, err)
+	assert.False(t, p.Cases[0].Donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c2"].MaxCompletedPeak.Known)
+}
+
+// Every problem of a file is reported, in file order, each at its value
+// with its full path (array indices, object keys): two values of the
+// wrong type, a version cairn does not know, an unknown field, numbers
+// out of range; and no problem is made up from a value that could not be
+// read (a string read as 0 is not also "must be more than 0").
+func TestProtocolReportsEveryProblemAtItsPath(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	lines := strings.Split(string(seed), "\n")
+	edit := func(line int, from, to string) {
+		require.Contains(t, lines[line-1], from, "line %d", line)
+		lines[line-1] = strings.Replace(lines[line-1], from, to, 1)
+	}
+	edit(2, `"decision-1.0"`, `"decision-2.0"`)
+	edit(73, `"cfg-7a9a974958c57abc"`, `7`)
+	edit(139, `16`, `"16"`)
+	edit(376, `141,`, `141, "screen_sed": 1,`)
+	edit(379, `143`, `"143"`)
+	edit(386, `38912`, `1e400`)
+	edit(391, `2`, `"2"`)
+	edit(411, `40`, `99999999999999999999`)
+	_, err = ParseProtocol("p.json", []byte(strings.Join(lines, "\n")))
+	require.Error(t, err)
+	assert.Equal(t, `p.json:2:23: protocol_version: "decision-2.0" is not a version cairn knows: it replays "decision-1.0"
+p.json:73:31: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c3"].configuration_id: the number 7 where a string is expected
+p.json:139:32: cases[1].candidates[2].actor_micro_batch: a string where a whole number is expected
+p.json:376:23: screen_sed: unknown field; the known fields are listed in docs/decision.md
+p.json:379:5: evaluation_seeds[1]: a string where a whole number is expected
+p.json:386:23: memory_limit_mib: the number 1e400 is out of range: a number is at most about 1.8e308 in size
+p.json:391:5: budgets_per_case[2]: a string where a whole number is expected
+p.json:411:36: resource_cap.wall_minutes_per_allocation: the number 99999999999999999999 is out of range: a whole number is from -9223372036854775808 to 9223372036854775807`, err.Error())
+	var es Errors
+	require.ErrorAs(t, err, &es)
+	assert.Len(t, es, 8)
+
+	// A value that cannot be read hides nothing else of its case: the
+	// case's missing dataset is said too.
+	one := strings.Replace(strings.Replace(string(seed), `"actor_micro_batch": 8,`, `"actor_micro_batch": "8",`, 1), `"dataset": "gsm8k",`, ``, 1)
+	_, err = ParseProtocol("p.json", []byte(one))
+	assert.EqualError(t, err, `p.json:7:5: cases[0]: dataset is missing
+p.json:15:32: cases[0].candidates[0].actor_micro_batch: a string where a whole number is expected`)
+
+	// A whole number written with an exponent or a fraction is refused
+	// (JSON readers differ on it), saying how to write it; one beyond what
+	// its field holds is out of range, however it is written.
+	for _, tc := range []struct{ from, to, want string }{
+		{`"collection_order_seed": 20260916`, `"collection_order_seed": 1e400`, `p.json:414:28: collection_order_seed: the number 1e400 is out of range: a whole number here is from 0 to 18446744073709551615`},
+		{`"collection_order_seed": 20260916`, `"collection_order_seed": 18446744073709551616`, `p.json:414:28: collection_order_seed: the number 18446744073709551616 is out of range: a whole number here is from 0 to 18446744073709551615`},
+		{`"screen_seed": 141`, `"screen_seed": 1.41e2`, `p.json:376:18: screen_seed: the number 1.41e2 where a whole number is expected: write it as 141`},
+		{`"actor_micro_batch": 8`, `"actor_micro_batch": 8.0`, `p.json:15:32: cases[0].candidates[0].actor_micro_batch: the number 8.0 where a whole number is expected: write it as 8`},
+		{`"actor_micro_batch": 8`, `"actor_micro_batch": -1e30`, `p.json:15:32: cases[0].candidates[0].actor_micro_batch: the number -1e30 is out of range: a whole number is from -9223372036854775808 to 9223372036854775807`},
+		{`"actor_micro_batch": 8`, `"actor_micro_batch": 1e-999999999`, `p.json:15:32: cases[0].candidates[0].actor_micro_batch: the number 1e-999999999 where a whole number is expected`},
+		{`"actor_micro_batch": 8`, `"actor_micro_batch": 1e999999999`, `p.json:15:32: cases[0].candidates[0].actor_micro_batch: the number 1e999999999 is out of range: a whole number is from -9223372036854775808 to 9223372036854775807`},
+	} {
+		_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), tc.from, tc.to, 1)))
+		assert.EqualError(t, err, tc.want)
+	}
+
+	// A number too near 0 to be held is not read as 0.
+	_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), `"additional_donor_guard_mib": 2048`, `"additional_donor_guard_mib": 1e-400`, 1)))
+	assert.EqualError(t, err, `p.json:387:33: additional_donor_guard_mib: the number 1e-400 is too near 0 to be held (a number other than 0 is at least about 4.9e-324 in size), and would be read as 0: write 0, or the number meant`)
+}
+
+// A value that cannot be read is reported once, at its place: the checks
+// of the decoded protocol, which sees it as 0, "" or none, add nothing of
+// their own (no "says 48, but the cases list 47 slots" for a screen
+// list written as a string, no query order "leaving out" a candidate
+// whose id is a number).
+func TestProtocolUnreadableValueIsOneProblem(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	text := string(seed)
+	for _, tc := range []struct{ from, to, want string }{
+		{"\"evaluation_seeds\": [\n    142,\n    143,\n    144\n  ]", `"evaluation_seeds": "142"`, `p.json:377:23: evaluation_seeds: a string where a list is expected`},
+		{`"screen_seed": 141`, `"screen_seed": "141"`, `p.json:376:18: screen_seed: a string where a whole number is expected`},
+		{"\"screen\": [\n              \"decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141\"\n            ]", `"screen": "decision-qwen25_3b-gsm8k-shape1024-n4-steps5-c2-s141"`, `p.json:18:23: cases[0].candidates[0].slot_ids.screen: a string where a list is expected`},
+		{`"candidate_id": "qwen25_3b-gsm8k-shape1024-n4-steps5-c2"`, `"candidate_id": 2`, `p.json:13:27: cases[0].candidates[0].candidate_id: the number 2 where a string is expected`},
+		{"    0,\n    1,\n    2,\n    3\n", "    \"0\",\n    1,\n    2,\n    0\n", `p.json:389:5: budgets_per_case[0]: a string where a whole number is expected`},
+		{"    142,\n    143,\n", "    \"143\",\n    143,\n", `p.json:378:5: evaluation_seeds[0]: a string where a whole number is expected`},
+		{`"observed_state": "within_margin"`, `"observed_state": ["within_margin"]`, `p.json:64:29: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c2"].observed_state: a list where a string is expected`},
+		{"\"recorded_attempt_ids\": [\n            \"attempt-02cd07da6caa1a64\",\n            \"attempt-a1aa42155011745d\",\n            \"attempt-c41a226bcf33a96f\"\n          ]", `"recorded_attempt_ids": {"a": 1}`, `p.json:66:35: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c2"].recorded_attempt_ids: an object where a list is expected`},
+		{`"gpus_per_allocation": 2`, `"gpus_per_allocation": 2.5`, `p.json:407:28: resource_cap.gpus_per_allocation: the number 2.5 where a whole number is expected`},
+		{"\"query_order\": [\n        \"qwen25_3b-gsm8k-shape1024-n4-steps5-c3\",", "\"query_order\": [\n        3,", `p.json:94:9: cases[0].query_order[0]: the number 3 where a string is expected`},
+		{`"protocol_version": "decision-1.0"`, `"protocol_version": true`, `p.json:2:23: protocol_version: the value true where a string is expected`},
+		{`"benchmark/attempts.csv": "397c8caaf0d3abe06587fd649c181fe71d5b8b5f5e24e0591cc7e56d38e275c1"`, `"benchmark/attempts.csv": 1, "benchmark/./attempts.csv": "397c8caaf0d3abe06587fd649c181fe71d5b8b5f5e24e0591cc7e56d38e275c1"`, `p.json:420:31: source_files_sha256["benchmark/attempts.csv"]: the number 1 where a string is expected`},
+	} {
+		require.Contains(t, text, tc.from)
+		_, err := ParseProtocol("p.json", []byte(strings.Replace(text, tc.from, tc.to, 1)))
+		if assert.Error(t, err, tc.to) {
+			assert.Equal(t, tc.want, err.Error())
+		}
+	}
+	// A whole part that cannot be read: nothing said of what it holds.
+	for _, tc := range []struct{ from, to, want string }{
+		{`"resource_cap": {`, `"resource_cap": 5, "x": {`, `resource_cap: the number 5 where an object is expected`},
+	} {
+		_, err := ParseProtocol("p.json", []byte(strings.Replace(text, tc.from, tc.to, 1)))
+		if assert.Error(t, err, tc.to) {
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "is missing")
+		}
+	}
+}
+
 // The donors and their recorded attempts are counted into the replay's
 // cold_start_charged: a case without donors, a donor without its list of
 // attempts or with a null one is refused, not read as none.
@@ -256,13 +417,37 @@ func TestOutcomesFile(t *testing.T) {
 		{`{"alpha-c1-s141": {"attempts": 2}}`, `o.json:1:19: slot "alpha-c1-s141": an outcome object is {"state": STATE, "attempts": N}: its "state" is missing (within_margin, above_margin, memory_failure, unresolved, not_started)`},
 		{`{"alpha-c1-s141": 3}`, "a state string or"},
 		{`{"alpha-c1-s141": null}`, `slot "alpha-c1-s141": an outcome is a state string or`},
-		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 1.5}}`, `attempts is the number 1.5 where a whole number is expected`},
+		{`{"alpha-c1-s141": {"state": "unresolved", "attempts": 1.5}}`, `o.json:1:55: ["alpha-c1-s141"].attempts: the number 1.5 where a whole number is expected`},
 		{"{\n \"alpha-c1-s141\": \"unresolved\",\n \"alpha-c1-s141\": \"within_margin\"\n}", `o.json:3:2: ["alpha-c1-s141"] is given twice`},
 		{`["alpha-c1-s141"]`, "JSON object mapping slot ids"},
 	} {
 		_, err := ParseOutcomes("o.json", []byte(tc.text), p)
 		if assert.Error(t, err, tc.text) {
 			assert.Contains(t, err.Error(), tc.want)
+		}
+	}
+}
+
+// A null in an outcome object is no value: "attempts": null is not 0
+// attempts (a not_started slot's), "simulated": null is not a measured
+// outcome, "state": null is no state. Every problem is reported, each at
+// its value with its path: two in one slot, and those of other slots.
+func TestOutcomesNullIsRefused(t *testing.T) {
+	p, _ := readSmall(t)
+	for _, tc := range []struct{ text, want string }{
+		{`{"alpha-c1-s141": {"state": "not_started", "attempts": null}}`, `o.json:1:56: ["alpha-c1-s141"].attempts: is null: give a whole number, or leave the field out`},
+		{`{"alpha-c1-s141": {"state": "within_margin", "simulated": null}}`, `o.json:1:59: ["alpha-c1-s141"].simulated: is null: give true or false, or leave the field out`},
+		{`{"alpha-c1-s141": {"state": null}}`, `o.json:1:29: ["alpha-c1-s141"].state: is null: give a string: the field is required`},
+		{"{\n \"alpha-c1-s141\": {\"state\": 5, \"attempts\": \"2\", \"tries\": 1},\n \"alpha-c1-s142\": {\"state\": \"within_margin\", \"simulated\": \"yes\"},\n \"alpha-c1-s143\": \"within\"\n}",
+			`o.json:2:29: ["alpha-c1-s141"].state: the number 5 where a string is expected
+o.json:2:44: ["alpha-c1-s141"].attempts: a string where a whole number is expected
+o.json:2:49: ["alpha-c1-s141"].tries: unknown field; the known fields are listed in docs/decision.md
+o.json:3:59: ["alpha-c1-s142"].simulated: a string where true or false is expected
+o.json:4:19: slot "alpha-c1-s143": "within" is not an outcome (within_margin, above_margin, memory_failure, unresolved, not_started)`},
+	} {
+		_, err := ParseOutcomes("o.json", []byte(tc.text), p)
+		if assert.Error(t, err, tc.text) {
+			assert.Equal(t, tc.want, err.Error())
 		}
 	}
 }
