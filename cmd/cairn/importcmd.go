@@ -79,6 +79,9 @@ refused (exit 2), naming the file and the item.`,
 				_, err := a.stdout.Write(buf.Bytes())
 				return err
 			}
+			if err := a.checkOut("import", out, a.abs(out), a.abs(path)); err != nil {
+				return err
+			}
 			if err := atomicfile.Write(a.abs(out), buf.Bytes(), false); err != nil {
 				return fmt.Errorf("cannot write %s (%w); nothing was written", a.abs(out), err)
 			}

@@ -449,6 +449,16 @@ one per node. --format svg (or --out FILE.svg) renders through graphviz's
 				_, err = a.stdout.Write(data)
 				return err
 			}
+			var reads []string
+			for _, f := range l.Config.Paths {
+				// As shown: relative to the current directory.
+				if abs, err := filepath.Abs(f); err == nil {
+					reads = append(reads, abs)
+				}
+			}
+			if err := a.checkOut("graph", out, a.path(out), reads...); err != nil {
+				return err
+			}
 			if err := os.WriteFile(a.path(out), data, 0o644); err != nil {
 				return badInput("cannot write the graph to --out %s (%s): give a file you may write, in a folder that exists", out, errCause(err))
 			}

@@ -46,6 +46,13 @@ A run still going, or killed, is reported as far as its journal goes.
 				if filepath.Base(out) == runreport.TraceName {
 					return badInput("--out %s is the name of the trace written beside the page: name the page otherwise, such as %s", out, filepath.Join(filepath.Dir(out), runreport.HTMLName))
 				}
+				// The trace goes beside the page: neither may write over
+				// cairn's own files or a pipeline.
+				for _, p := range []string{out, filepath.Join(filepath.Dir(out), runreport.TraceName)} {
+					if err := a.checkOut("report", p, a.path(p)); err != nil {
+						return err
+					}
+				}
 			}
 			rep, cache, err := a.buildReport(dir)
 			if err != nil {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// checkOut refuses the file an --out names (out as given, path where the
+// command writes it) when writing it would destroy what cairn or the
+// command reads: a file inside the cache folder (its index, journals and
+// blobs are cairn's own), one of reads (the command's input files, the
+// same file reached through a link or a hard link counting), or a
+// pipeline file (.hcl: cairn writes pages, graphs and results, never
+// HCL). A folder or anything else that is not a regular file is refused
+// too: the output goes to a temporary file renamed over it. cmd names
+// the command for the message.
+func (a *app) checkOut(cmd, out, path string, reads ...string) error {
+	fi, err := os.Lstat(path)
+	if err == nil && !fi.Mode().IsRegular() {
+		return badInput("%s: --out %s is not a regular file (%s): name a file to write", cmd, out, fileKind(fi.Mode()))
+	}
+	real := realPath(path)
+	cache := realPath(a.cachePath())
+	if rel, err := filepath.Rel(cache, real); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+		return badInput("%s: --out %s is inside the cache folder %s, whose files are cairn's own (its index, runs and stored results): name a file outside it", cmd, out, a.cachePath())
+	}
+	st, statErr := os.Stat(path)
+	for _, r := range reads {
+		rst, err := os.Stat(r)
+		same := realPath(r) == real || (statErr == nil && err == nil && os.SameFile(st, rst))
+		if same {
+			return badInput("%s: --out %s is %s, which it reads: writing it would destroy its input; name another file", cmd, out, r)
+		}
+	}
+	if statErr == nil && strings.HasSuffix(path, ".hcl") {
+		return badInput("%s: --out %s is a pipeline file (.hcl), which it would write over; name another file", cmd, out)
+	}
+	return nil
+}

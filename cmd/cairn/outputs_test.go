@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An --out never writes over what cairn or the command reads: a harness
+// log import reads, a pipeline file graph reads (or any .hcl), the
+// cache's own files (its index, a run's journal). Each is refused with
+// exit 2, and the file is as it was; a folder is refused as not a file.
+func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
+	src, err := os.ReadFile("../../stages/modelcache/testdata/arith.eval")
+	require.NoError(t, err)
+	root := cliWorkspace(t, map[string]string{
+		"logs/arith.eval": string(src),
+		"pipeline.hcl":    "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n",
+	})
+	r := runCLI(t, "--chdir", root, "apply")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.Link(filepath.Join(root, "logs/arith.eval"), filepath.Join(root, "same.eval")))
+	unchanged := func(rel, want string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(b), rel)
+	}
+	index, err := os.ReadFile(filepath.Join(root, ".cairn", "index.log"))
+	require.NoError(t, err)
+	pipeline := "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"
+
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"import", "inspect", "logs/arith.eval", "--out", "logs/arith.eval"}, "import: --out logs/arith.eval is " + filepath.Join(root, "logs/arith.eval") + ", which it reads: writing it would destroy its input; name another file"},
+		{[]string{"import", "inspect", "logs/arith.eval", "--out", "same.eval"}, "which it reads"},
+		{[]string{"import", "inspect", "logs/arith.eval", "--out", "logs"}, "import: --out logs is not a regular file (a folder): name a file to write"},
+		{[]string{"import", "inspect", "logs/arith.eval", "--out", ".cairn/index.log"}, "import: --out .cairn/index.log is inside the cache folder"},
+		{[]string{"report", "--out", ".cairn/index.log"}, "report: --out .cairn/index.log is inside the cache folder"},
+		{[]string{"report", "--out", "pipeline.hcl"}, "report: --out pipeline.hcl is a pipeline file (.hcl), which it would write over; name another file"},
+		{[]string{"graph", "--out", "pipeline.hcl"}, "graph: --out pipeline.hcl is " + filepath.Join(root, "pipeline.hcl") + ", which it reads"},
+		{[]string{"graph", "--out", ".cairn/x.dot"}, "graph: --out .cairn/x.dot is inside the cache folder"},
+	} {
+		r := runCLI(t, append([]string{"--chdir", root}, c.args...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.msg, c.args)
+	}
+	unchanged("logs/arith.eval", string(src))
+	unchanged("pipeline.hcl", pipeline)
+	unchanged(".cairn/index.log", string(index))
+	assert.NoFileExists(t, filepath.Join(root, ".cairn", "x.dot"))
+
+	// Elsewhere, they write.
+	r = runCLI(t, "--chdir", root, "graph", "--out", "graph.dot")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "report", "--out", "page/report.html")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.FileExists(t, filepath.Join(root, "page", "trace.tsv"))
+}
