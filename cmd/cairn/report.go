@@ -22,8 +22,9 @@ func (a *app) reportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report [RUN]",
 		Short: "Write a run's report: one self-contained HTML page, and trace.tsv beside it",
-		Long: `Write the report of a run (default: the last run of this cache) from its
-journal and the cache: report.html in the run's folder (or --out FILE), one
+		Long: `Write the report of a run (default: the last run of this cache that has a
+journal: a run answered by the up-to-date check has none) from its journal
+and the cache: report.html in the run's folder (or --out FILE), one
 page with everything inlined (it opens offline, from a laptop after scp):
 the run's header and the command to run it again, a timeline with a lane per
 GPU and per CPU (or Slurm) slot, every node with its outcome, plan reason,
