@@ -469,12 +469,16 @@ func (b *builder) read() {
 				n.Counts = e.Counts
 			}
 		case runlog.Failed:
-			t := lastTry(n, e.Attempt)
-			t.State, t.End, t.Class, t.PeakRSS, t.PeakGPU, t.Queued = "failed", e.Time, e.Class, e.PeakRSS, e.PeakGPU, e.Queued
-			if t.Start.IsZero() {
-				t.Start = e.Time // failed before its process started (class setup)
+			// Attempt 0 with no attempt begun: the node failed with none
+			// (a cached result its postcondition fails, a refusal).
+			if e.Attempt > 0 || len(n.Tries) > 0 {
+				t := lastTry(n, e.Attempt)
+				t.State, t.End, t.Class, t.PeakRSS, t.PeakGPU, t.Queued = "failed", e.Time, e.Class, e.PeakRSS, e.PeakGPU, e.Queued
+				if t.Start.IsZero() {
+					t.Start = e.Time // failed before its process started (class setup)
+				}
+				t.Logs = appendNew(t.Logs, e.Logs)
 			}
-			t.Logs = appendNew(t.Logs, e.Logs)
 			n.State, n.Class, n.Message = "failed", e.Class, e.Message
 			n.addLogs(e.Logs)
 			if len(e.Counts) > 0 {

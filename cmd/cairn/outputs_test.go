@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +63,43 @@ func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
 	r = runCLI(t, "--chdir", root, "report", "--out", "page/report.html")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.FileExists(t, filepath.Join(root, "page", "trace.tsv"))
+}
+
+// A cached result its postcondition fails has no attempt: `cairn show
+// RUN` and its --json (what the report page is drawn from) agree on it.
+func TestCachedResultFailingItsPostconditionHasNoAttempt(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl": `stage "command" "gate" {
+  run    = ["sh", "-c", "echo '{\"acc\": 0.1}' > r.json"]
+  result = "r.json"
+  postcondition {
+    condition     = self.result.acc >= 0.5
+    error_message = "accuracy too low"
+  }
+}
+`,
+	})
+	r := runCLI(t, "--chdir", root, "apply")
+	require.Equal(t, 1, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "apply")
+	require.Equal(t, 1, r.code, r.stderr)
+	run := regexp.MustCompile(`run (\d{8}T[0-9.]+Z-[0-9a-f]+)\]`).FindStringSubmatch(r.stdout + r.stderr)
+	require.NotNil(t, run, r.stdout+r.stderr)
+	show := runCLI(t, "--chdir", root, "show", run[1], "--json")
+	require.Equal(t, 0, show.code, show.stderr)
+	var page struct {
+		Counts struct {
+			FailedAttempts int `json:"failed_attempts"`
+		} `json:"counts"`
+		Nodes []struct {
+			Addr     string `json:"addr"`
+			State    string `json:"state"`
+			Attempts int    `json:"attempts"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &page), show.stdout)
+	require.Len(t, page.Nodes, 1)
+	assert.Equal(t, "failed", page.Nodes[0].State)
+	assert.Equal(t, 0, page.Nodes[0].Attempts, "a cached result ran no attempt")
+	assert.Equal(t, 0, page.Counts.FailedAttempts)
 }
