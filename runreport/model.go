@@ -109,8 +109,13 @@ type Run struct {
 	Command    string   `json:"command,omitempty"`
 	Counts     Counts   `json:"counts"`
 	Damaged    string   `json:"damaged,omitempty"`
-	// Notes are the event log's warnings and notes for people.
+	// Notes are the event log's warnings and notes for people, and the
+	// report's own (Gone).
 	Notes []string `json:"notes,omitempty"`
+	// Gone are the nodes that finished in the run whose records the cache
+	// no longer holds (collected by cairn gc, or evicted as damaged):
+	// their results, tables, plots and items are not shown.
+	Gone []string `json:"gone,omitempty"`
 }
 
 // Var is a variable given on the command line (a sensitive one's value
@@ -554,6 +559,7 @@ func (b *builder) finish() {
 	}
 	run.Vars = varsOf(run.Args)
 	run.Command = commandOf(run.Dir, run.Args)
+	var gone []string // finished nodes whose record the cache no longer holds
 	for _, n := range b.r.Nodes {
 		var rec *store.Record
 		if b.opts.Cache != nil && n.Key != "" {
@@ -599,6 +605,8 @@ func (b *builder) finish() {
 		}
 		if rec != nil {
 			b.fromRecord(n, rec)
+		} else if b.opts.Cache != nil && n.Key != "" && (n.State == "ok" || n.State == "cached") {
+			gone = append(gone, n.Addr)
 		}
 		if n.State == "cached" && n.Reason == "" {
 			n.Reason = "cached"
@@ -606,6 +614,16 @@ func (b *builder) finish() {
 				n.Reason = "cached: from run " + n.From + " at " + n.FromTime.UTC().Format("2006-01-02 15:04:05") + " UTC"
 			}
 		}
+	}
+	run.Gone = gone
+	if len(gone) > 0 {
+		// Their results, tables, plots and items were in their records.
+		more := ""
+		if len(gone) > 3 {
+			more = fmt.Sprintf(" and %d more", len(gone)-3)
+		}
+		run.Notes = append(run.Notes, fmt.Sprintf("note: the cache no longer holds the records of %d node(s) that finished in this run (%s%s): collected by cairn gc, or evicted as damaged; their results, tables, plots and items are not shown",
+			len(gone), strings.Join(gone[:min(3, len(gone))], ", "), more))
 	}
 	b.queueWaits()
 	b.lanes()

@@ -103,3 +103,36 @@ func TestCachedResultFailingItsPostconditionHasNoAttempt(t *testing.T) {
 	assert.Equal(t, 0, page.Nodes[0].Attempts, "a cached result ran no attempt")
 	assert.Equal(t, 0, page.Counts.FailedAttempts)
 }
+
+// A run reported after gc collected its nodes' records says so, on the
+// page and on the terminal, rather than showing it had no results.
+func TestReportSaysWhatGcCollected(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl": "stage \"command\" \"a\" {\n  run     = [\"sh\", \"-c\", \"head -c 100000 /dev/zero > out.bin\"]\n  outputs = [\"out.bin\"]\n}\n",
+	})
+	r := runCLI(t, "--chdir", root, "apply")
+	require.Equal(t, 0, r.code, r.stderr)
+	run := regexp.MustCompile(`run (\d{8}T[0-9.]+Z-[0-9a-f]+)\]`).FindStringSubmatch(r.stdout + r.stderr)
+	require.NotNil(t, run, r.stdout+r.stderr)
+	r = runCLI(t, "--chdir", root, "report", run[1], "--out", "before.html")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "no longer holds")
+
+	r = runCLI(t, "--chdir", root, "gc", "--max-size", "0")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "report", run[1], "--out", "after.html")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: run "+run[1]+": the cache no longer holds the records of 1 node(s) that finished in it")
+	show := runCLI(t, "--chdir", root, "show", run[1], "--json")
+	require.Equal(t, 0, show.code, show.stderr)
+	var page struct {
+		Run struct {
+			Notes []string `json:"notes"`
+			Gone  []string `json:"gone"`
+		} `json:"run"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &page), show.stdout)
+	assert.Equal(t, []string{"stage.a"}, page.Run.Gone)
+	require.NotEmpty(t, page.Run.Notes)
+	assert.Contains(t, page.Run.Notes[len(page.Run.Notes)-1], "collected by cairn gc")
+}
