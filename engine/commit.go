@@ -156,6 +156,9 @@ func (a *applier) markFailed(ns *nodeState) {
 	if ns.n.Kind != nil {
 		e.Kind = ns.n.Kind.Name()
 	}
+	if ns.n.Stage != nil && ns.n.Stage.OnInterrupt == "fail" {
+		e.OnInterrupt = "fail" // for gc (see writeStarted)
+	}
 	if ns.res != nil {
 		// What the failed process used: an out-of-memory victim's peak is
 		// the figure its user looks for.

@@ -116,6 +116,9 @@ func (a *applier) writeStarted(ns *nodeState, e runlog.Entry) error {
 		e.Kind = ns.n.Kind.Name()
 	}
 	if ns.n.Stage.OnInterrupt == "fail" {
+		// Marked, for gc to keep the run while the interruption refuses
+		// a restart.
+		e.OnInterrupt = "fail"
 		return a.j.Write(e)
 	}
 	return a.j.WriteUnsynced(e)

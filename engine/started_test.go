@@ -16,7 +16,7 @@ import (
 // (NodeStarted, an evaluation's), is in the journal's file at once (what
 // a kill -9 leaves), and synced on its own only for a stage with
 // on_interrupt = "fail", which must show as interrupted after a power loss
-// too.
+// too, and is marked so (what gc reads).
 func TestStartedRecordSyncedOnlyForOnInterruptFail(t *testing.T) {
 	for _, onInterrupt := range []string{"rerun", "fail"} {
 		t.Run(onInterrupt, func(t *testing.T) {
@@ -35,11 +35,12 @@ func TestStartedRecordSyncedOnlyForOnInterruptFail(t *testing.T) {
 			last := es[len(es)-1]
 			assert.Equal(t, runlog.Started, last.T, "the started record is in the file")
 			assert.Equal(t, "stage.e", last.Node)
-			want := int64(0)
+			want, mark := int64(0), ""
 			if onInterrupt == "fail" {
-				want = 1
+				want, mark = 1, "fail"
 			}
 			assert.Equal(t, want, j.Syncs()-before, "fsyncs of the started record")
+			assert.Equal(t, mark, last.OnInterrupt, "gc reads the mark to keep the run while it refuses a restart")
 		})
 	}
 }

@@ -71,6 +71,7 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	if e.Left {
 		b = append(b, `,"left_running":true`...)
 	}
+	b = appendStringField(b, "on_interrupt", e.OnInterrupt)
 	b = appendStringField(b, "message", e.Message)
 	b = appendStringField(b, "status", e.Status)
 	b = appendFloatField(b, "duration_s", e.Duration)

@@ -44,6 +44,9 @@ func randomEntry(r *rand.Rand) Entry {
 	if some() {
 		e.Class, e.Message, e.Status = str(), str(), str()
 		e.Left = some()
+		if some() {
+			e.OnInterrupt = str()
+		}
 	}
 	if some() {
 		e.Duration, e.PeakRSS, e.PeakGPU = floats[r.IntN(len(floats))], floats[r.IntN(len(floats))], floats[r.IntN(len(floats))]

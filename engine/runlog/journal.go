@@ -80,12 +80,17 @@ type Entry struct {
 	Class    string `json:"class,omitempty"`
 	// Left: the failed attempt's job was left running at an interrupt
 	// (cairn apply --leave-jobs), for a later apply to re-attach to.
-	Left     bool    `json:"left_running,omitempty"`
-	Message  string  `json:"message,omitempty"`
-	Status   string  `json:"status,omitempty"`
-	Duration float64 `json:"duration_s,omitempty"`
-	PeakRSS  float64 `json:"peak_rss_mib,omitempty"`
-	PeakGPU  float64 `json:"peak_gpu_mib,omitempty"`
+	Left bool `json:"left_running,omitempty"`
+	// OnInterrupt is "fail" in the started and failed records of a node
+	// whose stage declares on_interrupt = "fail", empty otherwise: gc
+	// reads it to keep the runs whose interruptions apply refuses to
+	// restart silently, without the pipeline at hand.
+	OnInterrupt string  `json:"on_interrupt,omitempty"`
+	Message     string  `json:"message,omitempty"`
+	Status      string  `json:"status,omitempty"`
+	Duration    float64 `json:"duration_s,omitempty"`
+	PeakRSS     float64 `json:"peak_rss_mib,omitempty"`
+	PeakGPU     float64 `json:"peak_gpu_mib,omitempty"`
 	// Queued is a cluster job's wait in its scheduler's queue before it
 	// started (finished and failed records), in seconds.
 	Queued float64  `json:"queued_s,omitempty"`
