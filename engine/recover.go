@@ -271,28 +271,44 @@ func interruptedIn(runs []*runlog.RunInfo, pipeline string) map[string]interrupt
 		if r.Pipeline != pipeline {
 			continue
 		}
-		for _, e := range r.Entries {
-			if e.Node != "" && e.T != runlog.Planned && e.T != runlog.Lease {
-				last[e.Node] = e
-				lastRun[e.Node] = r.ID
-			}
-		}
-		if r.State == "interrupted" {
-			for addr := range openNodes(r) {
-				last[addr] = runlog.Entry{T: "interrupted", Node: addr, Time: r.Start}
-				lastRun[addr] = r.ID
-			}
+		for addr, e := range nodeEnds(r) {
+			last[addr] = e
+			lastRun[addr] = r.ID
 		}
 	}
 	out := map[string]interruptedNode{}
 	for addr, e := range last {
-		// A job left running (--leave-jobs) was not cut short: the next
-		// apply re-attaches to it.
-		if e.T == "interrupted" || e.T == runlog.Failed && e.Class == failclass.Interrupted && !e.Left {
+		if cutShort(e) {
 			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
 		}
 	}
 	return out
+}
+
+// nodeEnds is, per address, the last event of run r for the node: its
+// last record (planned and lease records aside) or, where r died with the
+// node started and not ended, an "interrupted" event at the run's start,
+// marked (OnInterrupt) as the node's started record is.
+func nodeEnds(r *runlog.RunInfo) map[string]runlog.Entry {
+	last := map[string]runlog.Entry{}
+	for _, e := range r.Entries {
+		if e.Node != "" && e.T != runlog.Planned && e.T != runlog.Lease {
+			last[e.Node] = e
+		}
+	}
+	if r.State == "interrupted" {
+		for addr, started := range openNodes(r) {
+			last[addr] = runlog.Entry{T: "interrupted", Node: addr, Time: r.Start, OnInterrupt: started.OnInterrupt}
+		}
+	}
+	return last
+}
+
+// cutShort reports whether e, a node's last event in a run (nodeEnds), is
+// an interruption. A job left running (--leave-jobs) was not cut short:
+// the next apply re-attaches to it.
+func cutShort(e runlog.Entry) bool {
+	return e.T == "interrupted" || e.T == runlog.Failed && e.Class == failclass.Interrupted && !e.Left
 }
 
 // refusedAsInterrupted is the interruption for which apply refuses to run

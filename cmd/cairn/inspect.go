@@ -631,7 +631,10 @@ keeps the newest records whose blobs fit, and removes the first that does not
 and every older record, with blobs or not (the newest results are kept whole).
 A flag given as 0 is a limit too: --older-than 0s removes every record ended
 before now, --max-size 0 the newest record with blobs and every older one. gc
-waits for running applies, so it never removes what one uses.`,
+waits for running applies, so it never removes what one uses. Whatever their
+age, it keeps the run folders from which apply reads that it refuses to
+restart a node left interrupted (its stage declares on_interrupt = "fail"),
+until that node ran again, and says so; --max-size removes no run folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var maxBytes int64
@@ -669,6 +672,9 @@ waits for running applies, so it never removes what one uses.`,
 			}
 			fmt.Fprintf(a.stdout, "%s %d record(s), %d blob(s) (%s), %d run(s) (run folders and up-to-date log lines); kept %d record(s) (%s).\n",
 				verb, res.Records, res.Blobs, human(res.Bytes), res.Runs, res.Kept, human(res.KeptBytes))
+			if res.KeptRuns > 0 {
+				fmt.Fprintln(a.stdout, keptRunsLine(res, dry))
+			}
 			return nil
 		},
 	}
@@ -676,6 +682,35 @@ waits for running applies, so it never removes what one uses.`,
 	cmd.Flags().StringVar(&maxSize, "max-size", "", "keep the newest records whose blobs fit in this size (e.g. 10G)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "only say what would be removed")
 	return cmd
+}
+
+// keptRunsLine says which run folders gc kept, though old enough to go,
+// and why: apply reads from them that it refuses to restart nodes they
+// left interrupted, and removing them would lift that refusal.
+func keptRunsLine(res *engine.GCResult, dry bool) string {
+	verb := "Kept"
+	if dry {
+		verb = "Would keep"
+	}
+	pipelines := map[string]bool{}
+	for _, r := range res.Refused {
+		pipelines[r.Pipeline] = true
+	}
+	var nodes, flags []string
+	for _, r := range res.Refused {
+		n := r.Addr
+		if len(pipelines) > 1 {
+			n += fmt.Sprintf(" of pipeline %q", r.Pipeline)
+		}
+		nodes = append(nodes, fmt.Sprintf("%s (interrupted in run %s)", n, r.RunID))
+		flags = append(flags, fmt.Sprintf("--replace '%s'", r.Addr))
+	}
+	is, its, them := "is", "its stage declares", "it"
+	if len(nodes) > 1 {
+		is, its, them = "are", "their stages declare", "them"
+	}
+	return fmt.Sprintf("%s %d run folder(s): apply reads from them that %s %s not restarted silently (%s on_interrupt = \"fail\"). Once cairn apply %s ran %s again, gc removes them.",
+		verb, res.KeptRuns, strings.Join(nodes, ", "), is, its, strings.Join(flags, " "), them)
 }
 
 func parseSize(arg string) (int64, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/events"
 )
 
@@ -125,6 +126,20 @@ func TestGCZeroLimits(t *testing.T) {
 	assert.Contains(t, r.stdout, "Removed 1 record(s)")
 	r = runCLI(t, "--chdir", root, "plan", "p.hcl")
 	assert.Contains(t, r.stdout, "1 to run", "the record is gone")
+}
+
+// gc's line on the runs it kept for refusals names each interrupted node
+// and its run, its pipeline where there are several, and the --replace
+// that lifts the refusal; a dry run says it would keep them.
+func TestGCKeptRunsLine(t *testing.T) {
+	res := &engine.GCResult{KeptRuns: 3, Refused: []engine.RefusedNode{
+		{Pipeline: "a", Addr: "stage.x", RunID: "R1"}, {Pipeline: "b", Addr: `stage.y["k"]`, RunID: "R2"},
+	}}
+	assert.Equal(t, `Would keep 3 run folder(s): apply reads from them that stage.x of pipeline "a" (interrupted in run R1), stage.y["k"] of pipeline "b" (interrupted in run R2) are not restarted silently (their stages declare on_interrupt = "fail"). Once cairn apply --replace 'stage.x' --replace 'stage.y["k"]' ran them again, gc removes them.`,
+		keptRunsLine(res, true))
+	res = &engine.GCResult{KeptRuns: 1, Refused: []engine.RefusedNode{{Pipeline: "a", Addr: "stage.x", RunID: "R1"}}}
+	assert.Equal(t, `Kept 1 run folder(s): apply reads from them that stage.x (interrupted in run R1) is not restarted silently (its stage declares on_interrupt = "fail"). Once cairn apply --replace 'stage.x' ran it again, gc removes them.`,
+		keptRunsLine(res, false))
 }
 
 // report --out naming a folder, or the trace's own name, is refused

@@ -358,6 +358,87 @@ stage "command" "optimize" {
 	assert.Equal(t, 1, w.countLines("counts/optimize"), "the work ran once")
 }
 
+// onInterruptPipeline has two stages declaring on_interrupt = "fail",
+// each waiting for the file "go", and one that ends at once.
+const onInterruptPipeline = `
+pipeline "optimizer" {}
+stage "command" "optimize" {
+  on_interrupt = "fail"
+  run          = ["sh", "-c", "while [ ! -f go ]; do sleep 0.02; done; echo done > optimize.txt; echo x >> counts/optimize"]
+  outputs      = ["optimize.txt"]
+}
+stage "command" "tune" {
+  on_interrupt = "fail"
+  run          = ["sh", "-c", "while [ ! -f go ]; do sleep 0.02; done; echo done > tune.txt; echo x >> counts/tune"]
+  outputs      = ["tune.txt"]
+}
+stage "command" "other" {
+  run     = ["sh", "-c", "echo other > other.txt; echo x >> counts/other"]
+  outputs = ["other.txt"]
+}
+`
+
+// TestOnInterruptFailSurvivesGC: gc, whatever its limits, keeps the run
+// folder whose journal records an interrupted (killed or stopped) node of
+// a stage with on_interrupt = "fail", and says so: the next apply still
+// refuses that node. A node of it that --replace ran again since is not
+// refused after gc either (gc keeps the run that says it ran), and once
+// every such node ran again, gc removes those runs like any other.
+func TestOnInterruptFailSurvivesGC(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			w := newWS(t, onInterruptPipeline)
+			w.write("counts/.keep", "")
+			p := w.start(nil, "apply", "--parallelism", "3")
+			w.waitJournal([]string{"stage.optimize", "stage.tune"}, []string{"stage.other"})
+			interrupted := w.lastRun().ID
+			require.NoError(t, p.cmd.Process.Signal(sig))
+			p.wait(t)
+			w.write("go", "")
+			res := w.apply()
+			require.Equal(t, 1, res.code, res.String())
+			// stage.tune runs again; stage.optimize stays interrupted.
+			res = w.apply("--target", "stage.tune", "--replace", "stage.tune")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Equal(t, 1, w.countLines("counts/tune"))
+
+			for _, args := range [][]string{
+				{"gc", "--older-than", "0s", "--dry-run"},
+				{"gc", "--older-than", "0s"},
+				{"gc", "--max-size", "0"},
+				{"gc", "--older-than", "0s", "--max-size", "0"},
+			} {
+				res = w.run(nil, args...)
+				require.Equal(t, 0, res.code, "%v: %s", args, res)
+				out := res.stdout
+				res = w.apply()
+				require.Equal(t, 1, res.code, "%v lost the refusal: %s", args, res)
+				assert.Contains(t, res.stderr, "stage.optimize (interrupted in run "+interrupted+")")
+				assert.NotContains(t, res.stderr, "stage.tune", "%v", args)
+				assert.Equal(t, 0, w.countLines("counts/optimize"), "refused, yet it ran")
+				// stage.tune, which ran again since, is not refused.
+				res = w.apply("--target", "stage.tune")
+				require.Equal(t, 0, res.code, "%v: %s", args, res)
+				_, err := os.Stat(w.path(".cairn/runs/" + interrupted))
+				require.NoError(t, err, "%v removed the run that holds the interruption", args)
+				if args[1] == "--older-than" {
+					assert.Contains(t, out, " 2 run folder(s): apply reads from them that stage.optimize (interrupted in run "+interrupted+") is not restarted silently (its stage declares on_interrupt = \"fail\"). Once cairn apply --replace 'stage.optimize' ran it again, gc removes them.", "%v", args)
+				}
+			}
+
+			res = w.apply("--replace", "stage.optimize")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Equal(t, 1, w.countLines("counts/optimize"))
+			res = w.run(nil, "gc", "--older-than", "0s")
+			require.Equal(t, 0, res.code, res.String())
+			assert.NotContains(t, res.stdout, "refuse")
+			assert.Empty(t, w.runs(), "gc kept runs no refusal needs")
+			res = w.apply()
+			require.Equal(t, 0, res.code, res.String())
+		})
+	}
+}
+
 // TestStalePlanFile: `apply PLANFILE` runs a saved plan while nothing it
 // planned has changed, and refuses (exit 1, nothing run) once an input did.
 func TestStalePlanFile(t *testing.T) {
