@@ -341,7 +341,9 @@ func FromRunInfo(ri *runlog.RunInfo, opts Options) *Report {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	r := &Report{Run: Run{ID: ri.ID, Pipeline: ri.Pipeline, State: ri.State, Start: ri.Start, End: ri.End, Damaged: ri.Damaged}}
+	// Nodes is [] for a run that planned none (a refused apply), never
+	// null: `jq '.nodes[]'` reads both alike.
+	r := &Report{Run: Run{ID: ri.ID, Pipeline: ri.Pipeline, State: ri.State, Start: ri.Start, End: ri.End, Damaged: ri.Damaged}, Nodes: []*Node{}}
 	b := &builder{r: r, byAddr: map[string]*Node{}, ri: ri, opts: opts}
 	b.read()
 	b.finish()

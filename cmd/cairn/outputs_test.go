@@ -136,3 +136,26 @@ func TestReportSaysWhatGcCollected(t *testing.T) {
 	require.NotEmpty(t, page.Run.Notes)
 	assert.Contains(t, page.Run.Notes[len(page.Run.Notes)-1], "collected by cairn gc")
 }
+
+// A refused apply's run planned no node: show --json gives "nodes": [],
+// as for any run, not null.
+func TestRefusedRunHasAnEmptyListOfNodes(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl": "stage \"command\" \"a\" {\n  run  = [\"true\"]\n  gpus = 2\n}\n",
+	})
+	t.Setenv("CAIRN_GPUS", "none")
+	r := runCLI(t, "--chdir", root, "apply")
+	require.Equal(t, 1, r.code, r.stderr)
+	runs, err := os.ReadDir(filepath.Join(root, ".cairn", "runs"))
+	require.NoError(t, err)
+	var id string
+	for _, e := range runs {
+		if e.IsDir() {
+			id = e.Name()
+		}
+	}
+	require.NotEmpty(t, id, "the refused apply's run folder")
+	show := runCLI(t, "--chdir", root, "show", id, "--json")
+	require.Equal(t, 0, show.code, show.stderr)
+	assert.Contains(t, show.stdout, `"nodes": []`)
+}
