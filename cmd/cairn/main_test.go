@@ -547,6 +547,12 @@ func TestFmt(t *testing.T) {
 	// What formats them is the same command, --recursive included.
 	assert.Contains(t, r.stderr, "2 file(s) need formatting (listed above): run the same command without --check to format them")
 
+	// A file named twice, or named and found in its folder, counts once.
+	r = runCLI(t, "fmt", "--check", "ugly.hcl", "./ugly.hcl", ".")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Equal(t, "ugly.hcl\n", r.stdout)
+	assert.Contains(t, r.stderr, "1 file(s) need formatting")
+
 	r = runCLI(t, "fmt", "--check", "nope.hcl")
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, "nope.hcl does not exist: name .hcl files, or folders holding some")

@@ -578,7 +578,13 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 					return badInput("%s", err)
 				}
 			}
+			// A file named twice (a.hcl a.hcl, or a.hcl and its folder) is
+			// formatted, and listed, once.
+			for i, f := range files {
+				files[i] = filepath.Clean(f)
+			}
 			sort.Strings(files)
+			files = slices.Compact(files)
 			// Every file is taken up: one that cannot be parsed is named
 			// and left as it is, and the others are formatted (or, with
 			// --check, listed) all the same.
