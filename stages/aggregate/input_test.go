@@ -3,6 +3,8 @@ package aggregate_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -743,4 +745,50 @@ func TestDanglingLinksUnderTheRootsAreRefused(t *testing.T) {
 		require.NoError(t, os.Mkdir(res, 0o755))
 	})
 	assert.Equal(t, seed1+"/result.json: is not a regular file (a folder): cairn reads a job's result.json only from a regular file, as the job wrote it; put the job's own file there, or remove this one", msg)
+}
+
+// A result is read only while it follows from the job's artifacts before
+// it: the selection.json its selection_sha256 names, and the
+// optimization.json that selection's optimization_sha256 names. A job
+// whose optimization was run again (--replace) under an old selection and
+// result, or whose selection was edited, is refused, not published.
+func TestAResultOfAnotherSelectionOrOptimizationIsRefused(t *testing.T) {
+	digest := func(b []byte) string {
+		sum := sha256.Sum256(b)
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	chain := func(root string) {
+		dir := filepath.Join(root, seed1)
+		opt := []byte(`{"format": "cairn.job-optimization/1", "incumbent_digest": "sha256:aa"}` + "\n")
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "optimization.json"), opt, 0o644))
+		sel := []byte(`{"format": "cairn.job-selection/1", "optimization_sha256": "` + digest(opt) + `"}` + "\n")
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "selection.json"), sel, 0o644))
+		rewrite(t, filepath.Join(dir, "result.json"), func(s string) string {
+			return regexp.MustCompile(`"selection_sha256": "[^"]*"`).ReplaceAllString(s, `"selection_sha256": "`+digest(sel)+`"`)
+		})
+	}
+	root := t.TempDir()
+	require.NoError(t, jobtest.Grid(root, 9, 5, map[string]float64{"gepa": 0}, []string{"hotpotqa/centralized/qwen"}))
+	chain(root)
+	_, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
+	require.NoError(t, err, "the artifacts follow from each other")
+
+	msg := badInput(t, func(root string) {
+		chain(root)
+		require.NoError(t, os.WriteFile(filepath.Join(root, seed1, "optimization.json"), []byte(`{"format": "cairn.job-optimization/1", "incumbent_digest": "sha256:bb"}`+"\n"), 0o644))
+	})
+	assert.Regexp(t, `^`+seed1+`/optimization.json: is not the optimization the job's selection and result were made from: its digest is sha256:[0-9a-f]{64}, selection.json's optimization_sha256 is sha256:[0-9a-f]{64} \(the optimization run again since, an earlier one set aside, or the file edited\): the job's selection, test and result are not those of the artifacts in its folder: apply the job again with --replace naming its select node, which makes them anew$`, msg)
+
+	msg = badInput(t, func(root string) {
+		chain(root)
+		rewrite(t, filepath.Join(root, seed1, "selection.json"), func(s string) string { return s + "\n" })
+	})
+	assert.Contains(t, msg, seed1+"/selection.json: is not the selection this result was made from")
+
+	msg = badInput(t, func(root string) {
+		chain(root)
+		require.NoError(t, os.Remove(filepath.Join(root, seed1, "selection.json")))
+	})
+	assert.Contains(t, msg, seed1+"/result.json: names a selection.json (selection_sha256 sha256:")
+	assert.Contains(t, msg, "but there is none beside it")
 }

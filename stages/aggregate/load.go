@@ -29,9 +29,11 @@ const (
 
 // ResultFile and TestFile are the names of a job's artifacts.
 const (
-	ResultFile = "result.json"
-	TestFile   = "test.json"
-	JobFile    = "job.json"
+	ResultFile       = "result.json"
+	TestFile         = "test.json"
+	JobFile          = "job.json"
+	SelectionFile    = "selection.json"
+	OptimizationFile = "optimization.json"
 )
 
 // JobFormat is job.json's format (docs/job-artifacts.md).
@@ -682,6 +684,63 @@ func checkResultFields(name string, data []byte, r *resultDoc) error {
 	return nil
 }
 
+// checkChain refuses a result (r, read from path, as name) that no
+// longer follows from the job's artifacts before it: a selection.json
+// that is not the one its selection_sha256 names, or an optimization.json
+// that is not the one that selection.json's optimization_sha256 names (an
+// optimization run again since, or a file edited): the figures would be
+// of a job whose optimization or selection is not there any more. A
+// result without selection_sha256 (imported) has none to check.
+func checkChain(r *resultDoc, name, path string) error {
+	if r.SelectionSHA256 == nil || *r.SelectionSHA256 == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	selName := filepath.Join(filepath.Dir(name), SelectionFile)
+	const again = "the job's selection, test and result are not those of the artifacts in its folder: apply the job again with --replace naming its select node, which makes them anew"
+	sel, err := readRegular(filepath.Join(dir, SelectionFile), selName)
+	if err != nil {
+		if !fileExists(filepath.Join(dir, SelectionFile)) {
+			return badFile(name, "names a %s (selection_sha256 %s), but there is none beside it: %s", SelectionFile, *r.SelectionSHA256, again)
+		}
+		return err
+	}
+	if got := digestOf(sel); got != *r.SelectionSHA256 {
+		return badFile(selName, "is not the selection this result was made from: its digest is %s, %s's selection_sha256 is %s (a selection made again since, or the file edited): %s", got, ResultFile, *r.SelectionSHA256, again)
+	}
+	var doc struct {
+		Optimization *string `json:"optimization_sha256"`
+	}
+	if json.Unmarshal(sel, &doc) != nil || doc.Optimization == nil || *doc.Optimization == "" {
+		return nil
+	}
+	optName := filepath.Join(filepath.Dir(name), OptimizationFile)
+	opt, err := readRegular(filepath.Join(dir, OptimizationFile), optName)
+	if err != nil {
+		if !fileExists(filepath.Join(dir, OptimizationFile)) {
+			return badFile(selName, "names an %s (optimization_sha256 %s), but there is none beside it: %s", OptimizationFile, *doc.Optimization, again)
+		}
+		return err
+	}
+	if got := digestOf(opt); got != *doc.Optimization {
+		return badFile(optName, "is not the optimization the job's selection and result were made from: its digest is %s, %s's optimization_sha256 is %s (the optimization run again since, an earlier one set aside, or the file edited): %s", got, SelectionFile, *doc.Optimization, again)
+	}
+	return nil
+}
+
+// fileExists reports whether something is at path (a link to nothing
+// counts: readRegular says what it is).
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// digestOf is the digest of data as the job's artifacts write them.
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // readTests reads the test.json beside the job's result.json (r, read
 // from path, as name) into j: its items, checked against the result.
 func (j *Job) readTests(r *resultDoc, name, path string) error {
@@ -706,6 +765,9 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 			}
 			return badFile(j.TestFile, "is not the file the job wrote: its digest is %s, %s's test_sha256 is %s (was it edited after the job ended?)", got, ResultFile, *r.TestSHA256)
 		}
+	}
+	if err := checkChain(r, name, path); err != nil {
+		return err
 	}
 	if t.Format == nil || *t.Format != TestFormat {
 		got := "no \"format\""
