@@ -286,3 +286,24 @@ func TestOptimizerCtrlCSaysWhatTheNextApplyDoes(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "was interrupted")
 }
+
+// A finished job whose optimization is started over (--replace) on a
+// cache without its validations' records: select cannot select again (the
+// plan found the validations not needed, selection.json being there) and
+// says so, naming the validations to replace, rather than calling
+// selection.json missing. (Where the new optimization.json differs,
+// cairn aggregate refuses the folder:
+// TestAResultOfAnotherSelectionOrOptimizationIsRefused.)
+func TestOptimizationStartedOverUnderAnOldSelectionSaysWhatToReplace(t *testing.T) {
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	out, code := w.job("budget=20")
+	require.Equal(t, 0, code, out)
+
+	w.cache = filepath.Join(t.TempDir(), "fresh")
+	out, code = w.phase([]string{`replace=stage.optimize["simgepa/sums/single/sim/0"]`}, "budget=20")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "the job is to be selected again, but its validations were skipped as not needed ("+dir+"/selection.json was there when the plan was made)")
+	assert.Contains(t, out, `--replace 'stage.seed_validation["simgepa/sums/single/sim/0"]' --replace 'stage.incumbent_validation["simgepa/sums/single/sim/0"]'`)
+	assert.NotContains(t, out, "selection.json is missing")
+}

@@ -336,7 +336,14 @@ func (Select) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		// was there), and it is gone now. Their records say so, and they
 		// run again once needed (NeedDeclarer): only records written
 		// before cairn marked them come here.
-		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%s is missing and the validations were skipped as not needed when it was there: nothing is selected; run them again with --replace 'stage.seed_validation[%q]' --replace 'stage.incumbent_validation[%q]'", rel, n.EachKey, n.EachKey)}, nil
+		why := fmt.Sprintf("%s is missing and the validations were skipped as not needed when it was there", rel)
+		if _, err := os.Lstat(filepath.Join(root, rel)); err == nil {
+			// Selecting again (--replace on the optimization, say) with
+			// validations the plan found not needed: selection.json was
+			// there when it was made.
+			why = fmt.Sprintf("the job is to be selected again, but its validations were skipped as not needed (%s was there when the plan was made), so there are no validation scores to select from", rel)
+		}
+		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%s: nothing is selected; run them again with --replace 'stage.seed_validation[%q]' --replace 'stage.incumbent_validation[%q]'", why, n.EachKey, n.EachKey)}, nil
 	}
 	sel := Decide(s.opt, s.seed, s.inc)
 	sel.OptimizationSHA256 = optDigest
