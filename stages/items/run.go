@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/big"
 	"runtime"
 	"strconv"
@@ -1062,26 +1061,24 @@ func (r *run) summary() Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := Summary{Counts: r.counts, WorkerStarts: r.starts, Items: append([]ItemOutcome(nil), r.outcomes...)}
-	var sum float64
 	for _, o := range s.Items {
 		if o.Score != nil && !o.Failed {
-			sum += *o.Score
 			s.Scored++
 		}
 	}
 	if s.Scored > 0 {
-		s.MeanScore = sum / float64(s.Scored)
-		if math.IsInf(sum, 0) {
-			// Finite scores whose sum overflows (1.5e308 twice): their
-			// mean is finite, added exactly.
-			s.MeanScore = exactMean(s.Items, s.Scored)
-		}
+		// Added exactly: the mean does not depend on the items' order,
+		// two evaluations whose scores have the same mean compare equal
+		// (a selection's "strictly greater": 0.3 against 0.1 + 0.2, where
+		// a float sum gives 0.30000000000000004), and finite scores whose
+		// float sum would overflow (1.5e308 twice) have their finite mean.
+		s.MeanScore = exactMean(s.Items, s.Scored)
 	}
 	return s
 }
 
-// exactMean is the mean of the scored items' scores, added exactly (the
-// float64 closest to it): for sums beyond float64's range.
+// exactMean is the mean of the scored items' scores, added exactly (2,200
+// bits hold any sum of float64s), then divided and rounded to a float64.
 func exactMean(items []ItemOutcome, scored int) float64 {
 	sum := new(big.Float).SetPrec(2200)
 	for _, o := range items {

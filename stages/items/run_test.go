@@ -1071,5 +1071,19 @@ func TestMeanOfScoresWhoseSumOverflows(t *testing.T) {
 	assert.Equal(t, 5e307, s.MeanScore)
 	a, b := 0.1, 0.2
 	r = &run{outcomes: []ItemOutcome{{Score: score(a)}, {Score: score(b)}}}
-	assert.Equal(t, (a+b)/2, r.summary().MeanScore, "an ordinary sum is added as before")
+	assert.Equal(t, (a+b)/2, r.summary().MeanScore, "an ordinary sum: its mean as the float sum gives it")
+}
+
+// The mean does not depend on the order of the items: 1e16, 1 and -1e16
+// added as floats in that order lose the 1 (mean 0); their exact mean is
+// 1/3, in any order.
+func TestMeanDoesNotDependOnTheItemsOrder(t *testing.T) {
+	score := func(x float64) *float64 { return &x }
+	for _, xs := range [][]float64{{1e16, 1, -1e16}, {1e16, -1e16, 1}, {1, 1e16, -1e16}} {
+		r := &run{}
+		for _, x := range xs {
+			r.outcomes = append(r.outcomes, ItemOutcome{Score: score(x)})
+		}
+		assert.Equal(t, 1.0/3, r.summary().MeanScore, "%v", xs)
+	}
 }
