@@ -307,3 +307,35 @@ func TestOptimizationStartedOverUnderAnOldSelectionSaysWhatToReplace(t *testing.
 	assert.Contains(t, out, `--replace 'stage.seed_validation["simgepa/sums/single/sim/0"]' --replace 'stage.incumbent_validation["simgepa/sums/single/sim/0"]'`)
 	assert.NotContains(t, out, "selection.json is missing")
 }
+
+// A damaged result.json on a cache without the job's test records: the
+// refusal says how to make it again there, --replace on the result node
+// alone says why it cannot (no "apply again to resume them", which looped),
+// and the advice works.
+func TestDamagedResultOnAFreshCacheIsMadeAgainAsAdvised(t *testing.T) {
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	out, code := w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	result := filepath.Join(w.dir, dir, "result.json")
+	good, err := os.ReadFile(result)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(result, 200))
+
+	w.cache = filepath.Join(t.TempDir(), "fresh")
+	out, code = w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	advice := `--replace 'stage.seed_test["simgepa/sums/single/sim/0"]'`
+	assert.Contains(t, out, "on a cache without the records of the job's test evaluations, run them again with --replace naming the job's baseline test evaluation (in pipelines/optimizer_grid.hcl: "+advice)
+
+	out, code = w.phase([]string{`replace=stage.result["simgepa/sums/single/sim/0"]`}, "budget=20")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "the job's result is to be written again, but its test evaluations were skipped as not needed ("+dir+"/result.json was there when the plan was made)")
+	assert.NotContains(t, out, "apply again to resume them")
+
+	out, code = w.phase([]string{`replace=stage.seed_test["simgepa/sums/single/sim/0"]`}, "budget=20")
+	require.Equal(t, 0, code, out)
+	got, err := os.ReadFile(result)
+	require.NoError(t, err)
+	assert.Equal(t, string(good), string(got), "the result made again is the job's")
+}

@@ -633,6 +633,11 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 			return o, nil
 		}
 	}
+	if s.base.Status == "ok" && s.base.Result == nil || s.dep.Status == "ok" && s.dep.Result == nil {
+		// Writing the result again (--replace) with test evaluations the
+		// plan found not needed: result.json was there when it was made.
+		return fail("the job's result is to be written again, but its test evaluations were skipped as not needed (%s was there when the plan was made), so there are no test scores to write it from: %s", filepath.Join(s.out, "result.json"), testsAgain(n))
+	}
 	if s.base.Result == nil || s.dep.Result == nil {
 		return fail("the test evaluations did not finish (baseline %s, deployed %s): no result.json is written; apply again to resume them", s.base.Status, s.dep.Status)
 	}
@@ -727,6 +732,13 @@ func round6(f float64) float64 {
 	return math.Round(f*1e6) / 1e6
 }
 
+// testsAgain says how to run a job's test evaluations again, for the
+// job_result node n: --replace naming its baseline evaluation, which runs
+// the deployed one and n after it.
+func testsAgain(n *Node) string {
+	return fmt.Sprintf("run them again with --replace naming the job's baseline test evaluation (in pipelines/optimizer_grid.hcl: --replace 'stage.seed_test[%q]', which runs the deployed one and this node again too)", n.EachKey)
+}
+
 // savedResult is the job's result read from the out folder when its
 // result.json is there: returned as it is when made from the folder's
 // selection.json, with its test.json; refused (nothing rewritten) when
@@ -739,7 +751,7 @@ func savedResult(root, out, selDigest, again string, n *Node, rt Runtime) *Outco
 	}
 	refuse := func(format string, args ...any) *Outcome {
 		return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf(format, args...) +
-			fmt.Sprintf("; nothing was rewritten: restore the job's files, or write its result again with %s", again)}
+			fmt.Sprintf("; nothing was rewritten: restore the job's files, or write its result again with %s (on a cache without the records of the job's test evaluations, %s)", again, testsAgain(n))}
 	}
 	var res ResultFile
 	if err := json.Unmarshal(b, &res); err != nil || res.Format != ResultFormat {
