@@ -175,7 +175,7 @@ func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
 		o.abs = realPath(a.path(o.path))
 		fi, err := os.Lstat(a.path(o.path))
 		if err == nil && !fi.Mode().IsRegular() {
-			return badInput("%s %s is not a regular file (%s): aggregate writes its own file, to a temporary file then renamed over it; name a file", o.flag, o.path, fileKind(fi.Mode()))
+			return badInput("%s %s is not a regular file (%s): aggregate writes its own file, to a temporary file then renamed over it; name a file", o.flag, o.path, aggregate.FileKind(fi.Mode()))
 		}
 		if err == nil {
 			o.fi = fi
@@ -258,21 +258,4 @@ func realPath(p string) string {
 		}
 		rest = filepath.Join(filepath.Base(d), rest)
 	}
-}
-
-// fileKind names what a non-regular file is.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a plain file"
 }

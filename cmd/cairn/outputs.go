@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cairn-run/cairn/stages/aggregate"
 )
 
 // checkOut refuses the file an --out names (out as given, path where the
@@ -18,7 +20,7 @@ import (
 func (a *app) checkOut(cmd, out, path string, reads ...string) error {
 	fi, err := os.Lstat(path)
 	if err == nil && !fi.Mode().IsRegular() {
-		return badInput("%s: --out %s is not a regular file (%s): name a file to write", cmd, out, fileKind(fi.Mode()))
+		return badInput("%s: --out %s is not a regular file (%s): name a file to write", cmd, out, aggregate.FileKind(fi.Mode()))
 	}
 	real := realPath(path)
 	cache := realPath(a.cachePath())

@@ -469,11 +469,12 @@ func danglingLink(name, path string, err error) error {
 // notRegular is the refusal of a job's file (name as found, base its kind:
 // result.json, test.json or job.json) that is not a regular file.
 func notRegular(name, base string, m fs.FileMode) error {
-	return badFile(name, "is not a regular file (%s): cairn reads a job's %s only from a regular file, as the job wrote it; put the job's own file there, or remove this one", fileKind(m), base)
+	return badFile(name, "is not a regular file (%s): cairn reads a job's %s only from a regular file, as the job wrote it; put the job's own file there, or remove this one", FileKind(m), base)
 }
 
-// fileKind names what a file that is not a regular file is.
-func fileKind(m fs.FileMode) string {
+// FileKind names what a file that is not a regular file is ("a folder",
+// "a named pipe", ...), for messages that refuse it.
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a folder"
@@ -698,11 +699,14 @@ func checkChain(r *resultDoc, name, path string) error {
 	dir := filepath.Dir(path)
 	selName := filepath.Join(filepath.Dir(name), SelectionFile)
 	const again = "the job's selection, test and result are not those of the artifacts in its folder: apply the job again with --replace naming its select node, which makes them anew"
+	if ok, err := present(filepath.Join(dir, SelectionFile), selName); !ok {
+		if err != nil {
+			return err
+		}
+		return badFile(name, "names a %s (selection_sha256 %s), but there is none beside it: %s", SelectionFile, *r.SelectionSHA256, again)
+	}
 	sel, err := readRegular(filepath.Join(dir, SelectionFile), selName)
 	if err != nil {
-		if !fileExists(filepath.Join(dir, SelectionFile)) {
-			return badFile(name, "names a %s (selection_sha256 %s), but there is none beside it: %s", SelectionFile, *r.SelectionSHA256, again)
-		}
 		return err
 	}
 	if got := digestOf(sel); got != *r.SelectionSHA256 {
@@ -715,24 +719,20 @@ func checkChain(r *resultDoc, name, path string) error {
 		return nil
 	}
 	optName := filepath.Join(filepath.Dir(name), OptimizationFile)
+	if ok, err := present(filepath.Join(dir, OptimizationFile), optName); !ok {
+		if err != nil {
+			return err
+		}
+		return badFile(selName, "names an %s (optimization_sha256 %s), but there is none beside it: %s", OptimizationFile, *doc.Optimization, again)
+	}
 	opt, err := readRegular(filepath.Join(dir, OptimizationFile), optName)
 	if err != nil {
-		if !fileExists(filepath.Join(dir, OptimizationFile)) {
-			return badFile(selName, "names an %s (optimization_sha256 %s), but there is none beside it: %s", OptimizationFile, *doc.Optimization, again)
-		}
 		return err
 	}
 	if got := digestOf(opt); got != *doc.Optimization {
 		return badFile(optName, "is not the optimization the job's selection and result were made from: its digest is %s, %s's optimization_sha256 is %s (the optimization run again since, an earlier one set aside, or the file edited): %s", got, SelectionFile, *doc.Optimization, again)
 	}
 	return nil
-}
-
-// fileExists reports whether something is at path (a link to nothing
-// counts: readRegular says what it is).
-func fileExists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }
 
 // digestOf is the digest of data as the job's artifacts write them.
@@ -758,8 +758,7 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 		return err
 	}
 	{
-		sum := sha256.Sum256(tdata)
-		if got := "sha256:" + hex.EncodeToString(sum[:]); got != *r.TestSHA256 {
+		if got := digestOf(tdata); got != *r.TestSHA256 {
 			if len(r.Source) > 0 && string(r.Source) != "null" {
 				return badFile(j.TestFile, "is not the file the import wrote: its digest is %s, %s's test_sha256 is %s (was it edited after the import, or an import into this folder interrupted? cairn import --job writes both files again)", got, ResultFile, *r.TestSHA256)
 			}
