@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"runtime"
 	"strconv"
@@ -1061,18 +1062,34 @@ func (r *run) summary() Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := Summary{Counts: r.counts, WorkerStarts: r.starts, Items: append([]ItemOutcome(nil), r.outcomes...)}
+	// The scores are added exactly: the mean does not depend on the
+	// items' order, two evaluations whose scores have the same mean
+	// compare equal (a selection's "strictly greater": 0.3 against 0.1 +
+	// 0.2, where a float sum gives 0.30000000000000004), and finite scores
+	// whose float sum would overflow (1.5e308 twice) have their finite
+	// mean. The float sum is that exact sum while every addition is exact
+	// (0/1 scores, and most others: TwoSum's error is 0); exactMean adds
+	// them in big floats otherwise (2.5 ms for 50,000 items, at the end
+	// of the evaluation).
+	var sum float64
+	exact := true
 	for _, o := range s.Items {
 		if o.Score != nil && !o.Failed {
+			x := *o.Score
+			t := sum + x
+			if exact {
+				bb := t - sum
+				exact = !math.IsInf(t, 0) && (sum-(t-bb))+(x-bb) == 0
+			}
+			sum = t
 			s.Scored++
 		}
 	}
 	if s.Scored > 0 {
-		// Added exactly: the mean does not depend on the items' order,
-		// two evaluations whose scores have the same mean compare equal
-		// (a selection's "strictly greater": 0.3 against 0.1 + 0.2, where
-		// a float sum gives 0.30000000000000004), and finite scores whose
-		// float sum would overflow (1.5e308 twice) have their finite mean.
-		s.MeanScore = exactMean(s.Items, s.Scored)
+		s.MeanScore = sum / float64(s.Scored)
+		if !exact {
+			s.MeanScore = exactMean(s.Items, s.Scored)
+		}
 	}
 	return s
 }
