@@ -40,6 +40,14 @@ func GetConversionUnsafe(in cty.Type, out cty.Type) Conversion {
 // This is a convenience wrapper around calling GetConversionUnsafe and then
 // immediately passing the given value to the resulting function.
 func Convert(in cty.Value, want cty.Type) (cty.Value, error) {
+	// [cairn] patch (third_party/README.md): a conversion to the dynamic
+	// pseudo-type gives the value as it is (getConversion's wrapper and
+	// dynamicPassthrough, marks and all), without making that conversion:
+	// most functions' parameters are of that type, and each call made two
+	// closures for each such argument.
+	if want == cty.DynamicPseudoType {
+		return in, nil
+	}
 	if in.Type().Equals(want.WithoutOptionalAttributesDeep()) {
 		return in, nil
 	}

@@ -856,6 +856,16 @@ var MergeFunc = function.New(&function.Spec{
 			if len(argMarks) > 0 {
 				markses = append(markses, argMarks)
 			}
+			// [cairn] patch (third_party/README.md): an object's
+			// attributes are read as its type holds them, not through the
+			// element iterator, which sorts their names and makes a string
+			// value of each: the map made is the same.
+			if ty := arg.Type(); ty.IsObjectType() {
+				for k := range ty.AttributeTypes() {
+					outputMap[k] = arg.GetAttr(k)
+				}
+				continue
+			}
 			for it := arg.ElementIterator(); it.Next(); {
 				k, v := it.Element()
 				outputMap[k.AsString()] = v
