@@ -103,7 +103,8 @@ func serviceDigest(n *Node, sn *stages.Node) (string, bool) {
 
 // ServiceNeeded reports whether a consumer of service node n will run and
 // may send it a request: a downstream the plan runs (or may run), unless
-// its kind tells it sends none (stages.ServiceConsumer).
+// its kind tells it sends none (stages.ServiceConsumer) or that apply will
+// refuse to start it (stages.PlanRefuser).
 func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) bool {
 	if p == nil {
 		return true
@@ -127,6 +128,12 @@ func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) boo
 			if sk, ok := pn.Node.Kind.(stages.ServiceSkipper); ok && sk.SkipsService(pn.Spec, root) {
 				continue
 			}
+		}
+		if r, ok := pn.Node.Kind.(stages.PlanRefuser); ok && pn.Spec != nil && r.PlanRefusal(pn.Spec, root, pn.Replaced) != "" {
+			// Apply refuses to start it (an interrupted optimization,
+			// not replaced): it sends nothing, and a server started for
+			// it (a reflection model on four GPUs) would serve no one.
+			continue
 		}
 		if !ok || pn.Spec == nil || pn.Action == ActMayRun {
 			return true
