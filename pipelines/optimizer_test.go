@@ -1007,33 +1007,49 @@ func TestServersAreSealedWithTheJob(t *testing.T) {
 }
 
 // An interrupted optimization applied again without --replace (serve =
-// true) is refused before it starts: the reflection model, which only the
-// optimization asks, is not started for it (a model on four GPUs, minutes
-// to load), while the seed bundle's validation still runs on the task
-// model's server.
-func TestRefusedOptimizationStartsNoReflectionServer(t *testing.T) {
+// true) is refused before it starts, and so are the evaluations after it:
+// no server is started for them (the reflection model, which only the
+// optimization asks, is a model on four GPUs, minutes to load), while the
+// seed bundle's validation, which runs, still has its server.
+func TestRefusedOptimizationStartsNoServerForIt(t *testing.T) {
 	w := newOptWorkspace(t)
-	marker := filepath.Join(w.dir, "runs/simgepa/sums/single/sim/0/optimization/started.json")
+	const job = "simgepa/sums/single/sim/0"
+	apply := func(flags ...string) (string, int) {
+		cmd := w.command(w.applyArgs(flags, "serve=true", "budget=20")...)
+		cmd.Env = append(cmd.Env, "CAIRN_GPUS=sim:6", "CAIRN_LEASE_DIR="+t.TempDir(), "PATH="+bins+string(os.PathListSeparator)+os.Getenv("PATH"))
+		b, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(b), ee.ExitCode()
+		}
+		require.NoError(t, err, "%s", b)
+		return string(b), 0
+	}
+	marker := filepath.Join(w.dir, "runs", job, "optimization/started.json")
 	require.NoError(t, os.MkdirAll(filepath.Dir(marker), 0o755))
-	require.NoError(t, os.WriteFile(marker, []byte(`{"cache":"elsewhere","node":"stage.optimize[\"simgepa/sums/single/sim/0\"]","started":"2026-01-01T00:00:00Z"}`+"\n"), 0o644))
-	cmd := w.command(w.applyArgs(nil, "serve=true", "budget=20")...)
-	cmd.Env = append(cmd.Env, "CAIRN_GPUS=sim:6", "CAIRN_LEASE_DIR="+t.TempDir(), "PATH="+bins+string(os.PathListSeparator)+os.Getenv("PATH"))
-	b, err := cmd.CombinedOutput()
-	out := string(b)
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, out)
-	assert.Equal(t, 1, ee.ExitCode(), out)
+	require.NoError(t, os.WriteFile(marker, []byte(`{"cache":"elsewhere","node":"stage.optimize[\"`+job+`\"]","started":"2026-01-01T00:00:00Z"}`+"\n"), 0o644))
+
+	out, code := apply()
+	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "was interrupted")
 	assert.Contains(t, out, "stage.reflection_model  not started: nothing to evaluate")
 	assert.NotContains(t, out, "stage.reflection_model  started")
 	assert.Contains(t, out, `stage.task_model["sim"]  started`, "the seed bundle's validation needs it")
 
-	// Replaced, the optimization runs, and the reflection model with it.
-	cmd = w.command(w.applyArgs([]string{`replace=stage.optimize["simgepa/sums/single/sim/0"]`}, "serve=true", "budget=20")...)
-	cmd.Env = append(cmd.Env, "CAIRN_GPUS=sim:6", "CAIRN_LEASE_DIR="+t.TempDir(), "PATH="+bins+string(os.PathListSeparator)+os.Getenv("PATH"))
-	b, err = cmd.CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	assert.Contains(t, string(b), "stage.reflection_model  started")
+	// The seed bundle's validation done, what is left waits for the
+	// refused optimization: no server starts.
+	out, code = apply()
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "was interrupted")
+	assert.Contains(t, out, "stage.reflection_model  not started: nothing to evaluate")
+	assert.Contains(t, out, `stage.task_model["sim"]  not started: nothing to evaluate`)
+	assert.NotContains(t, out, "started (pid", "a server process was started")
+
+	// Replaced, the optimization runs, and the servers with it.
+	out, code = apply(`replace=stage.optimize["` + job + `"]`)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "stage.reflection_model  started")
+	assert.Contains(t, out, `stage.task_model["sim"]  started`)
 }
 
 // A finished job applied on a fresh cache (serve = true) takes its phases

@@ -103,14 +103,15 @@ func serviceDigest(n *Node, sn *stages.Node) (string, bool) {
 
 // ServiceNeeded reports whether a consumer of service node n will run and
 // may send it a request: a downstream the plan runs (or may run), unless
-// its kind tells it sends none (stages.ServiceConsumer) or that apply will
-// refuse to start it (stages.PlanRefuser).
+// its kind tells it sends none (stages.ServiceConsumer) or apply will
+// refuse to start it or an upstream it waits for (refused).
 func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) bool {
 	if p == nil {
 		return true
 	}
 	svc := n.Kind.(stages.Service)
 	id := svc.Identity(sn)
+	refused := map[int]bool{}
 	for _, d := range n.Downs {
 		pn := p.Nodes[d]
 		if pn == nil || pn.Skipped || pn.Action == ActCached || pn.Action == ActSkip || pn.Action == ActNotStarted {
@@ -129,10 +130,11 @@ func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) boo
 				continue
 			}
 		}
-		if r, ok := pn.Node.Kind.(stages.PlanRefuser); ok && pn.Spec != nil && r.PlanRefusal(pn.Spec, root, pn.Replaced) != "" {
-			// Apply refuses to start it (an interrupted optimization,
-			// not replaced): it sends nothing, and a server started for
-			// it (a reflection model on four GPUs) would serve no one.
+		if p.refused(d, root, refused) {
+			// Apply refuses to start it, or skips it for an upstream it
+			// refuses (an interrupted optimization, not replaced): it
+			// sends nothing, and a server started for it (a reflection
+			// model on four GPUs) would serve no one.
 			continue
 		}
 		if !ok || pn.Spec == nil || pn.Action == ActMayRun {
@@ -145,6 +147,34 @@ func ServiceNeeded(p *Plan, n *Node, sn *stages.Node, root, cacheDir string) boo
 		}
 	}
 	return false
+}
+
+// refused reports whether apply will not start node id: its kind refuses
+// it before it starts (stages.PlanRefuser: an interrupted optimization,
+// not replaced), or an upstream is refused and its stage does not run on
+// an upstream's failure. memo holds the answers found so far.
+func (p *Plan) refused(id int, root string, memo map[int]bool) bool {
+	if r, ok := memo[id]; ok {
+		return r
+	}
+	memo[id] = false // a graph has no cycle; this only bounds the walk
+	pn := p.Nodes[id]
+	r := false
+	if pn != nil && !pn.Skipped && pn.Action != ActCached && pn.Spec != nil {
+		if k, ok := pn.Node.Kind.(stages.PlanRefuser); ok {
+			r = k.PlanRefusal(pn.Spec, root, pn.Replaced) != ""
+		}
+	}
+	if pn != nil && !r && pn.Action != ActCached && pn.Node.Stage.OnUpstreamFailure != "run" {
+		for _, d := range pn.Node.Deps {
+			if p.refused(d, root, memo) {
+				r = true
+				break
+			}
+		}
+	}
+	memo[id] = r
+	return r
 }
 
 // markIdleServices makes every service node whose consumers will not need
