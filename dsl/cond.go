@@ -88,7 +88,7 @@ func (e tupleCond) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 func mayBeTuple(e hclsyntax.Expression) bool {
 	switch x := e.(type) {
 	case *hclsyntax.LiteralValueExpr, checkedLiteral, *hclsyntax.TemplateExpr, plainTemplate, *textTemplate,
-		*hclsyntax.TemplateWrapExpr, *hclsyntax.ObjectConsExpr, checkedObject, *repeatedKeyObject,
+		*hclsyntax.TemplateWrapExpr, *hclsyntax.ObjectConsExpr, checkedObject, *repeatedKeyObject, staticObject,
 		*hclsyntax.BinaryOpExpr, checkedOp, *hclsyntax.UnaryOpExpr:
 		return false
 	case *boundedFor:

@@ -738,7 +738,7 @@ func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 						detail = fmt.Sprintf("%q is not a failure class. Did you mean %q? The classes are: %s.", cl, sug, strings.Join(failclass.All, ", "))
 					}
 					at := a.Expr.Range()
-					if t, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok && i < len(t.Exprs) {
+					if t, ok := TupleConsOf(a.Expr); ok && i < len(t.Exprs) {
 						at = t.Exprs[i].Range() // the class, not the list
 					}
 					diags = append(diags, &hcl.Diagnostic{

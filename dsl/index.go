@@ -45,3 +45,45 @@ func IndexExprOf(e any) (*hclsyntax.IndexExpr, bool) {
 	}
 	return nil, false
 }
+
+// relTraversal is a traversal of a value that is not a variable
+// (local.grid.methods[each.value.method].command, the .command after an
+// index) bound when the file is read: its source is read through
+// ExprValue, and its steps where attrSteps finds them, where hcl's
+// RelativeTraversalExpr reads them through hcl's traversal, which puts a
+// copy of each step on the heap. Anything attrSteps leaves is hcl's
+// traversal, with its diagnostics: it is otherwise hcl's
+// RelativeTraversalExpr.Value (TestRelTraversalIsRelativeTraversalExpr).
+// RelTraversalOf finds the traversal in either.
+type relTraversal struct {
+	*hclsyntax.RelativeTraversalExpr
+}
+
+// Value implements hcl.Expression.
+func (e relTraversal) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	src, diags := ExprValue(e.Source, ctx)
+	if v, ok := attrSteps(src, e.Traversal); ok {
+		return v, diags
+	}
+	ret, travDiags := e.Traversal.TraverseRel(src)
+	for _, d := range travDiags {
+		// As hclsyntax sets them on its own diagnostics.
+		if d.Expression == nil {
+			d.Expression = e.RelativeTraversalExpr
+			d.EvalContext = ctx
+		}
+	}
+	return ret, append(diags, travDiags...)
+}
+
+// RelTraversalOf is the relative traversal e (an expression or a syntax
+// node) is, hcl's or bound, if it is one.
+func RelTraversalOf(e any) (*hclsyntax.RelativeTraversalExpr, bool) {
+	switch x := e.(type) {
+	case *hclsyntax.RelativeTraversalExpr:
+		return x, true
+	case relTraversal:
+		return x.RelativeTraversalExpr, true
+	}
+	return nil, false
+}

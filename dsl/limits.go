@@ -341,6 +341,7 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 		boundIn(&x.Expression)
 	case *hclsyntax.RelativeTraversalExpr:
 		boundIn(&x.Source)
+		return relTraversal{x}
 	case *hclsyntax.FunctionCallExpr:
 		for i := range x.Args {
 			boundIn(&x.Args[i])
@@ -361,6 +362,7 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 		for i := range x.Exprs {
 			boundIn(&x.Exprs[i])
 		}
+		return tupleCons{x}
 	case *hclsyntax.ObjectConsExpr:
 		for i := range x.Items {
 			boundIn(&x.Items[i].KeyExpr)

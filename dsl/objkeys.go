@@ -19,9 +19,9 @@ import (
 // cairn reads all text: "caf\u00e9" and "cafe\u0301" are one key).
 
 // checkObjectKeys returns what replaces the object constructor x (its
-// children bounded already), or nil where x stays: an object whose keys
-// are all written as literals, none twice, as nearly every object is,
-// needs no check at evaluation.
+// children bounded already): an object whose keys are all written as
+// literals, none twice, as nearly every object is, needs no check at
+// evaluation, and its keys are known as it is read (staticObject).
 func checkObjectKeys(x *hclsyntax.ObjectConsExpr) hclsyntax.Expression {
 	var seen map[string]int // for a large object; a small one is scanned
 	if len(x.Items) > 16 {
@@ -49,7 +49,49 @@ func checkObjectKeys(x *hclsyntax.ObjectConsExpr) hclsyntax.Expression {
 	if repeats != nil {
 		return &repeatedKeyObject{x, repeats}
 	}
-	return nil
+	return staticObject{x, keys}
+}
+
+// staticObject is an object constructor whose keys are all written as
+// literals, none twice, as nearly every object is ({ method = m, seed = s
+// }): its keys are the texts found when the file was read, and its values
+// are read through ExprValue, where hcl's ObjectConsExpr evaluates each key
+// again (a string value made for each) and reads each value through hcl's
+// traversal, which puts a copy of each step on the heap. It is otherwise
+// hcl's ObjectConsExpr.Value, with its result and diagnostics
+// (TestStaticObjectIsObjectConsExpr holds it to them). It embeds the
+// original, so walks over the syntax tree see the same children.
+type staticObject struct {
+	*hclsyntax.ObjectConsExpr
+	keys []string // each item's, in NFC
+}
+
+// Value implements hcl.Expression.
+func (e staticObject) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	vals := make(map[string]cty.Value, len(e.Items))
+	var diags hcl.Diagnostics
+	for i, it := range e.Items {
+		v, d := ExprValue(it.ValueExpr, ctx)
+		diags = append(diags, d...)
+		vals[e.keys[i]] = v
+	}
+	return cty.ObjectVal(vals), diags
+}
+
+// ObjectConsOf is the object constructor e (an expression or a syntax
+// node) is, hcl's or bound, if it is one.
+func ObjectConsOf(e any) (*hclsyntax.ObjectConsExpr, bool) {
+	switch x := e.(type) {
+	case *hclsyntax.ObjectConsExpr:
+		return x, true
+	case staticObject:
+		return x.ObjectConsExpr, true
+	case checkedObject:
+		return x.ObjectConsExpr, true
+	case *repeatedKeyObject:
+		return x.ObjectConsExpr, true
+	}
+	return nil, false
 }
 
 // staticKey is the key k an object item's key expression gives in any

@@ -124,8 +124,9 @@ func constant(expr hcl.Expression) bool {
 		return true
 	case checkedLiteral, *evaluated, *textTemplate:
 		return true
-	case *hclsyntax.TupleConsExpr:
-		for _, e := range x.Exprs {
+	case *hclsyntax.TupleConsExpr, tupleCons:
+		t, _ := TupleConsOf(x)
+		for _, e := range t.Exprs {
 			if !constant(e) {
 				return false
 			}

@@ -193,7 +193,14 @@ func attrTraversal(ctx *hcl.EvalContext, t hcl.Traversal) (cty.Value, bool) {
 	if !found {
 		return cty.NilVal, false
 	}
-	for _, step := range t[1:] {
+	return attrSteps(v, t[1:])
+}
+
+// attrSteps is the value the steps (attributes, literal indexes) take v
+// to where hcl's traversal finds it without a diagnostic; ok is false
+// otherwise, as for attrTraversal.
+func attrSteps(v cty.Value, steps hcl.Traversal) (cty.Value, bool) {
+	for _, step := range steps {
 		if v.IsMarked() || !v.IsKnown() || v.IsNull() {
 			return cty.NilVal, false
 		}

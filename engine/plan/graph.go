@@ -479,18 +479,19 @@ func checkDepElement(attr string, e hcl.Expression, refs []dsl.Ref) *hcl.Diagnos
 // stage instance: stage.NAME.ATTR, stage.NAME["KEY"].ATTR,
 // stage.NAME[EXPR].ATTR.
 func isLongTraversal(e hcl.Expression) bool {
-	switch x := e.(type) {
-	case *hclsyntax.ScopeTraversalExpr:
+	if x, ok := e.(*hclsyntax.ScopeTraversalExpr); ok {
 		return len(x.Traversal) > 2
-	case *hclsyntax.RelativeTraversalExpr:
-		ix, ok := dsl.IndexExprOf(x.Source)
-		if !ok {
-			return false
-		}
-		st, ok := ix.Collection.(*hclsyntax.ScopeTraversalExpr)
-		return ok && len(st.Traversal) == 2
 	}
-	return false
+	x, ok := dsl.RelTraversalOf(e)
+	if !ok {
+		return false
+	}
+	ix, ok := dsl.IndexExprOf(x.Source)
+	if !ok {
+		return false
+	}
+	st, ok := ix.Collection.(*hclsyntax.ScopeTraversalExpr)
+	return ok && len(st.Traversal) == 2
 }
 
 // within reports whether inner lies inside outer.

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
@@ -345,7 +344,7 @@ var constantsAlone = true
 // object ({ KEY = value, ... }); otherwise it returns the attribute's range.
 func (g *Graph) itemRange(sn *stages.Node, attr, key string) hcl.Range {
 	if st := g.Config.StageMap[sn.Stage]; st != nil && st.Attrs[attr] != nil {
-		if oc, ok := st.Attrs[attr].Expr.(*hclsyntax.ObjectConsExpr); ok {
+		if oc, ok := dsl.ObjectConsOf(st.Attrs[attr].Expr); ok {
 			for _, it := range oc.Items {
 				k := hcl.ExprAsKeyword(it.KeyExpr)
 				if k == "" {
@@ -366,7 +365,7 @@ func (g *Graph) itemRange(sn *stages.Node, attr, key string) hcl.Range {
 // elements; otherwise it returns the attribute's range.
 func (g *Graph) elemRange(sn *stages.Node, attr string, i, n int) hcl.Range {
 	if st := g.Config.StageMap[sn.Stage]; st != nil && st.Attrs[attr] != nil {
-		if tc, ok := st.Attrs[attr].Expr.(*hclsyntax.TupleConsExpr); ok && len(tc.Exprs) == n {
+		if tc, ok := dsl.TupleConsOf(st.Attrs[attr].Expr); ok && len(tc.Exprs) == n {
 			return tc.Exprs[i].Range()
 		}
 	}

@@ -388,7 +388,7 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 				return nil, true
 			}
 		}
-		if tc, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok && len(tc.Exprs) == len(list) {
+		if tc, ok := dsl.TupleConsOf(a.Expr); ok && len(tc.Exprs) == len(list) {
 			elems = tc.Exprs
 		}
 	}
