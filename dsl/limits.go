@@ -368,9 +368,7 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 			boundIn(&x.Items[i].KeyExpr)
 			boundIn(&x.Items[i].ValueExpr)
 		}
-		if w := checkObjectKeys(x); w != nil {
-			return w
-		}
+		return checkObjectKeys(x)
 	case *hclsyntax.ObjectConsKeyExpr:
 		boundIn(&x.Wrapped)
 	case *hclsyntax.SplatExpr:
