@@ -19,6 +19,7 @@ type Look struct {
 	ended   atomic.Bool
 	stats   sync.Map // path -> statResult
 	bundles sync.Map // root and bundle paths -> bundleResult
+	trees   sync.Map // treeKey -> treeResult
 }
 
 // End makes l remember nothing from now on, for whoever holds it.
@@ -32,6 +33,16 @@ type statResult struct {
 }
 
 type bundleResult struct{ err error }
+
+type treeKey struct {
+	path    string
+	content bool // ContentTree
+}
+
+type treeResult struct {
+	digest string
+	err    error
+}
 
 // Stat is os.Stat of path, once per path for a Look.
 func (l *Look) Stat(path string) (fs.FileInfo, error) {
@@ -59,4 +70,31 @@ func (l *Look) bundleLinkProblem(root string, bundle []string) error {
 	err := bundleLinkProblem(l, root, bundle)
 	l.bundles.Store(k, bundleResult{err})
 	return err
+}
+
+// TreeDigester digests a file or a folder's tree as the cache's stat
+// cache does: Tree as the files are, ContentTree through their links.
+type TreeDigester interface {
+	ContentDigester
+	Tree(path string) (string, error)
+}
+
+// Tree is dg's Tree of path (its ContentTree when content), once per path
+// for a Look: a grid's nodes share their bundles, datasets and methods'
+// code, whose folders a plan walked for each node.
+func (l *Look) Tree(dg TreeDigester, path string, content bool) (string, error) {
+	digest := dg.Tree
+	if content {
+		digest = dg.ContentTree
+	}
+	if !l.live() {
+		return digest(path)
+	}
+	k := treeKey{path, content}
+	if r, ok := l.trees.Load(k); ok {
+		return r.(treeResult).digest, r.(treeResult).err
+	}
+	d, err := digest(path)
+	r, _ := l.trees.LoadOrStore(k, treeResult{d, err}) // the same folder gives the same digest
+	return r.(treeResult).digest, r.(treeResult).err
 }

@@ -1,8 +1,10 @@
 package stages
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,4 +37,57 @@ func TestLookRemembersUntilItEnds(t *testing.T) {
 	l.End()
 	assert.Len(t, workerFiles(l, root, argv), 1, "an ended Look looks again")
 	assert.ErrorContains(t, l.bundleLinkProblem(root, []string{"b"}), "outside the workspace")
+}
+
+// A Look digests each tree once while the plan's moment lasts, Tree and
+// ContentTree apart, a missing path too (its error kept); once the Look
+// has ended, and with a nil Look, every call digests again.
+func TestLookDigestsEachTreeOnce(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "bundle")
+	require.NoError(t, os.MkdirAll(bundle, 0o755))
+	missing := filepath.Join(dir, "data.jsonl")
+	dg := &countingDigester{calls: map[string]int{}}
+
+	l := &Look{}
+	for range 3 {
+		d, err := l.Tree(dg, bundle, false)
+		require.NoError(t, err)
+		assert.Equal(t, "tree "+bundle, d)
+		d, err = l.Tree(dg, bundle, true)
+		require.NoError(t, err)
+		assert.Equal(t, "content "+bundle, d)
+		_, err = l.Tree(dg, missing, false)
+		require.ErrorIs(t, err, fs.ErrNotExist)
+	}
+	assert.Equal(t, map[string]int{"tree " + bundle: 1, "content " + bundle: 1, "tree " + missing: 1}, dg.calls)
+
+	var none *Look
+	_, _ = none.Tree(dg, bundle, false)
+	l.End()
+	_, _ = l.Tree(dg, bundle, false)
+	assert.Equal(t, 3, dg.calls["tree "+bundle], "a nil Look and an ended one digest again")
+}
+
+// countingDigester digests a path as its kind and name, counting the
+// calls; a path that does not exist is fs.ErrNotExist.
+type countingDigester struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingDigester) digest(kind, path string) (string, error) {
+	c.mu.Lock()
+	c.calls[kind+" "+path]++
+	c.mu.Unlock()
+	if _, err := os.Stat(path); err != nil {
+		return "", err
+	}
+	return kind + " " + path, nil
+}
+
+func (c *countingDigester) Tree(path string) (string, error) { return c.digest("tree", path) }
+
+func (c *countingDigester) ContentTree(path string) (string, error) {
+	return c.digest("content", path)
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -435,55 +434,15 @@ func OutputDigest(outputs map[string]string, result json.RawMessage, status stri
 	return sha256Hex(b)
 }
 
-// lookDigester digests trees for one look at the workspace (a plan, whose
-// paths are checked against one listing of each folder): each path's tree
-// is digested once, however many nodes name it. A grid's nodes share their
-// bundles, datasets and methods' code: seed 002's plan walked the same
-// folders 1,900 times.
-type lookDigester struct {
-	stat  *fsdigest.Cache
-	mu    sync.Mutex
-	trees map[lookTree]lookDigest
+// lookDigests digests input trees through the plan's look at the workspace
+// (stages.Look.Tree): each path once while the look lasts.
+type lookDigests struct {
+	look *stages.Look
+	stat *fsdigest.Cache
 }
 
-type lookTree struct {
-	path    string
-	content bool // ContentTree
-}
+func (d lookDigests) Tree(path string) (string, error) { return d.look.Tree(d.stat, path, false) }
 
-type lookDigest struct {
-	digest string
-	err    error
-}
-
-func newLookDigester(stat *fsdigest.Cache) *lookDigester {
-	return &lookDigester{stat: stat, trees: map[lookTree]lookDigest{}}
-}
-
-func (d *lookDigester) Tree(path string) (string, error) {
-	return d.tree(lookTree{path: path}, d.stat.Tree)
-}
-
-func (d *lookDigester) ContentTree(path string) (string, error) {
-	return d.tree(lookTree{path: path, content: true}, d.stat.ContentTree)
-}
-
-// tree is the memo: two nodes asking at once both digest, and the first
-// to finish is kept (the same folder gives the same digest).
-func (d *lookDigester) tree(k lookTree, digest func(string) (string, error)) (string, error) {
-	d.mu.Lock()
-	r, ok := d.trees[k]
-	d.mu.Unlock()
-	if ok {
-		return r.digest, r.err
-	}
-	r.digest, r.err = digest(k.path)
-	d.mu.Lock()
-	if old, ok := d.trees[k]; ok {
-		r = old
-	} else {
-		d.trees[k] = r
-	}
-	d.mu.Unlock()
-	return r.digest, r.err
+func (d lookDigests) ContentTree(path string) (string, error) {
+	return d.look.Tree(d.stat, path, true)
 }

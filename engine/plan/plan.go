@@ -102,9 +102,6 @@ type Plan struct {
 	// whose last record holds it, made when a reason first needs it
 	// (heldBy).
 	byOutput map[string][]string
-	// look digests the nodes' input trees while the plan is made, each
-	// path once.
-	look *lookDigester
 }
 
 // Options narrow or force a plan.
@@ -324,8 +321,6 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 	// against folder listings.
 	g.setPathSnapshot(true)
 	defer g.setPathSnapshot(false)
-	p.look = newLookDigester(cache.Stat)
-	defer func() { p.look = nil }() // what it holds is this look's
 	inst := func(u *Node) cty.Value { return p.instance(u) }
 	upstream := func(u *Node) (string, bool) { return p.upstreamDigest(u) }
 	var written *outputIndex
@@ -365,7 +360,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		}
 		return false
 	}
-	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] }, guess, waits, p.look)
+	ahead := g.evalAhead(func(n *Node) bool { return include == nil || include[n.ID] }, guess, waits, lookDigests{g.look, cache.Stat})
 	debug := g.SingleVariantTargets(opts.Targets)
 	planned := make([]PlannedNode, len(g.Nodes)) // every node's, in one allocation
 	for _, n := range g.Nodes {
@@ -562,7 +557,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	}
 	base, keyed := ahead.base, ahead.env != nil && !waits
 	if !ahead.based && !waits {
-		base = g.envelopeBase(n, sn, p.look)
+		base = g.envelopeBase(n, sn, lookDigests{g.look, cache.Stat})
 	}
 	var runs *Node
 	if written != nil && len(sn.Common.Inputs) > 0 {
