@@ -166,6 +166,9 @@ type stageRefs struct {
 	// constant is true when every attribute is made of literal values
 	// only (dsl.Constant): they evaluate without a context.
 	constant bool
+	// same holds the attributes whose value is the same in every
+	// instance (sharedAttr): evaluated once, for the first instance.
+	same map[string]*sharedAttr
 	// room holds body's and upstream's first reference (most stages
 	// have at most one: after = [stage.x]) in the same allocation.
 	room [2]dsl.Ref
@@ -374,7 +377,14 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 			continue // no reference in it, nothing to check
 		}
 		r.constant = false
+		before, nd := len(r.body), len(diags)
 		add(&r.body, e, rc)
+		if s.ForEach != nil && len(diags) == nd && sameInEveryInstance(r.body[before:], e) {
+			if r.same == nil {
+				r.same = map[string]*sharedAttr{}
+			}
+			r.same[n] = &sharedAttr{}
+		}
 	}
 	for _, b := range s.KindBlocks {
 		for _, e := range bodyExprs(b.Body) {
@@ -1100,4 +1110,28 @@ func unknownInstance(n *Node) cty.Value {
 		attrs["value"] = cty.NullVal(cty.DynamicPseudoType)
 	}
 	return cty.ObjectVal(attrs)
+}
+
+// sharedAttr is the value of a stage attribute that is the same in every
+// instance, evaluated once (attrValue).
+type sharedAttr struct {
+	once sync.Once
+	v    cty.Value
+	ok   bool // evaluated without diagnostics: every instance takes v
+}
+
+// sameInEveryInstance reports whether an attribute's expression, whose
+// references are refs, evaluates to the same value in every instance of
+// its stage and at every moment of a run: it refers to variables, locals
+// and path only (no each, self or stage), and calls no function that
+// reads the workspace (an upstream node may write what file() reads).
+func sameInEveryInstance(refs []dsl.Ref, e hcl.Expression) bool {
+	for _, ref := range refs {
+		switch ref.Root {
+		case "var", "local", "path":
+		default:
+			return false
+		}
+	}
+	return !dsl.ReadsWorkspace(e)
 }

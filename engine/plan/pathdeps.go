@@ -353,7 +353,7 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 	case a == nil || g.badAttr(n.Stage, a):
 		return nil, true
 	default:
-		v, d := dsl.ExprValue(a.Expr, context())
+		v, d := attrValue(g.stageRefs(n), pa.Attr, a, nil, context)
 		if d.HasErrors() {
 			return nil, true
 		}
