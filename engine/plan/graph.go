@@ -54,6 +54,9 @@ type Node struct {
 	unknownOnce sync.Once
 	// refs are its stage's references (the graph's refs of the stage).
 	refs *stageRefs
+	// ahead is what linking paths evaluated of the node, until evalAhead
+	// takes it.
+	ahead *aheadEval
 }
 
 // Graph is the node DAG of a pipeline. Nodes are in a topological order

@@ -192,6 +192,11 @@ type evalResult struct {
 // be unknown to it (its key then is too, and no base is needed).
 func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []evalResult {
 	out := make([]evalResult, len(g.Nodes))
+	defer func() {
+		for _, n := range g.Nodes {
+			n.ahead = nil // what no evaluation took
+		}
+	}()
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 || len(g.Nodes) < 64 {
 		return out
@@ -210,7 +215,9 @@ func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []ev
 		if stage && (guess == nil || !guess(n)) {
 			return
 		}
-		sn, d := g.EvalNode(n, UnknownInstance)
+		taken := n.ahead
+		n.ahead = nil
+		sn, d := g.evalNodeTaking(n, UnknownInstance, taken)
 		r := evalResult{sn: sn, diags: d, done: true, guess: stage}
 		if dg != nil && !stage && !d.HasErrors() && (waits == nil || !waits(n)) {
 			r.base, r.based = g.envelopeBase(n, sn, dg), true
@@ -227,11 +234,48 @@ func (g *Graph) evalAhead(want, guess, waits func(*Node) bool, dg digester) []ev
 // EvalNode evaluates a node's attributes and decodes the generic ones.
 // Values that depend on upstream results not yet known stay unknown.
 func (g *Graph) EvalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
-	sn, diags := g.evalNode(n, inst)
+	return g.evalNodeTaking(n, inst, nil)
+}
+
+// evalNodeTaking is EvalNode taking what linking evaluated of n with its
+// upstreams unknown (ahead, nil for nothing; inst is then
+// UnknownInstance).
+func (g *Graph) evalNodeTaking(n *Node, inst instanceFunc, ahead *aheadEval) (*stages.Node, hcl.Diagnostics) {
+	sn, diags := g.evalNode(n, inst, ahead)
 	if n.Inst.Keyed && diags.HasErrors() {
 		g.withInstance(n, inst, diags)
 	}
 	return sn, diags
+}
+
+// aheadEval is what linking paths evaluated of a node with its upstreams
+// unknown (UnknownInstance), for the node's evaluation so: the path
+// attributes' values that had nothing to say, and the context, where it
+// is the one that evaluation makes (ctx; nil where linking made one
+// without the stage objects its path attributes do not read). Seed 002's
+// grid: each node's context and 2 to 5 of its attributes made once, not
+// twice.
+type aheadEval struct {
+	ctx   *hcl.EvalContext
+	names []string
+	vals  []cty.Value
+}
+
+func (a *aheadEval) keep(name string, v cty.Value) {
+	a.names = append(a.names, name)
+	a.vals = append(a.vals, v)
+}
+
+// value is the value kept of the attribute name.
+func (a *aheadEval) value(name string) (cty.Value, bool) {
+	if a != nil {
+		for i, n := range a.names {
+			if n == name {
+				return a.vals[i], true
+			}
+		}
+	}
+	return cty.NilVal, false
 }
 
 // withInstance gives each error of an instance that points into one of
@@ -259,13 +303,16 @@ func (g *Graph) withInstance(n *Node, inst instanceFunc, diags hcl.Diagnostics) 
 	}
 }
 
-func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnostics) {
+func (g *Graph) evalNode(n *Node, inst instanceFunc, ahead *aheadEval) (*stages.Node, hcl.Diagnostics) {
 	r := g.stageRefs(n)
 	// A node whose attributes are all constant, and that has no kind
 	// blocks, needs no evaluation context: none is made unless an
 	// attribute's evaluation has something to say (its diagnostics carry
 	// the context).
 	var ctx *hcl.EvalContext
+	if ahead != nil {
+		ctx = ahead.ctx
+	}
 	context := func() *hcl.EvalContext {
 		if ctx == nil {
 			ctx = g.nodeContext(n, inst, g.EvalsStage(n))
@@ -300,7 +347,11 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc) (*stages.Node, hcl.Diagnost
 		if bad && g.badAttr(n.Stage, a) {
 			continue
 		}
-		v, d := attrValue(r, name, a, ctx, context)
+		v, kept := ahead.value(name)
+		var d hcl.Diagnostics
+		if !kept {
+			v, d = attrValue(r, name, a, ctx, context)
+		}
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue

@@ -154,24 +154,34 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	par.Chunks(len(nodes), 32, 64, func(i int) {
 		n, sp := nodes[i], of[i]
 		// One context for the node's path attributes, made when the
-		// first needs it.
+		// first needs it. The node's evaluation with its upstreams
+		// unknown takes the values found here, and the context where
+		// it is the one that evaluation makes (aheadEval).
 		var ctx *hcl.EvalContext
+		full := g.EvalsStage(n)
 		context := func() *hcl.EvalContext {
 			if ctx == nil {
-				ctx = g.nodeContext(n, UnknownInstance, sp.withStage && g.EvalsStage(n))
+				ctx = g.nodeContext(n, UnknownInstance, sp.withStage && full)
 			}
 			return ctx
 		}
 		f := &found[i]
+		keep := &aheadEval{}
 		for _, pa := range sp.writes {
-			ps, known := g.declaredPathsOf(n, pa, context)
+			ps, known := g.declaredPathsKept(n, pa, context, keep)
 			f.writes = append(f.writes, ps...)
 			f.late = f.late || !known
 		}
 		for _, pa := range sp.reads {
-			ps, known := g.declaredPathsOf(n, pa, context)
+			ps, known := g.declaredPathsKept(n, pa, context, keep)
 			f.reads = append(f.reads, ps...)
 			f.late = f.late || !known
+		}
+		if ctx != nil && (sp.withStage || !full) {
+			keep.ctx = ctx
+		}
+		if keep.ctx != nil || len(keep.names) > 0 {
+			n.ahead = keep
 		}
 	})
 	ins := make(map[*Node][]declPath, len(nodes))
@@ -245,9 +255,15 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 			if len(add) > 0 {
 				// One sort for all of them: a summary over a grid's
 				// folder gains thousands (seed 002's, 3,200).
+				had := len(n.Deps)
 				n.Deps = append(n.Deps, add...)
 				sort.Ints(n.Deps)
 				n.Deps = slices.Compact(n.Deps)
+				if len(n.Deps) > had {
+					// What was evaluated of it had not these
+					// upstreams in its stage objects.
+					n.ahead = nil
+				}
 			}
 		}
 	}
@@ -343,6 +359,12 @@ func refersToStages(a *hcl.Attribute) bool {
 // the node is evaluated) give nothing. context gives the node's evaluation
 // context.
 func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl.EvalContext) (paths []declPath, known bool) {
+	return g.declaredPathsKept(n, pa, context, nil)
+}
+
+// declaredPathsKept is declaredPathsOf, giving keep the attribute's value
+// where it evaluated without diagnostics.
+func (g *Graph) declaredPathsKept(n *Node, pa stages.PathAttr, context func() *hcl.EvalContext, keep *aheadEval) (paths []declPath, known bool) {
 	a := n.Stage.Attrs[pa.Attr]
 	var list []string
 	var rng hcl.Range
@@ -356,6 +378,9 @@ func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl
 		v, d := attrValue(g.stageRefs(n), pa.Attr, a, nil, context)
 		if d.HasErrors() {
 			return nil, true
+		}
+		if len(d) == 0 && keep != nil {
+			keep.keep(pa.Attr, v)
 		}
 		if !v.IsWhollyKnown() {
 			return nil, false
