@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // A node evaluated ahead with its upstreams unknown takes what linking
@@ -85,4 +86,56 @@ stage "command" "t" {
 			assert.True(t, v.RawEquals(got.Args[name]), "%s.%s: %#v, want %#v", n.Addr, name, got.Args[name], v)
 		}
 	}
+}
+
+// A node's stage objects with its upstreams unknown are the same whether
+// a stage's one instance object is the one made for every reader
+// (unknownOne) or made for the node: one instance of a keyed stage, two
+// of one, and an unkeyed stage's.
+func TestUnknownStageObjectsAsMadeForTheNode(t *testing.T) {
+	root := t.TempDir()
+	src := `locals {
+  ids = toset(["a", "b", "c"])
+}
+
+stage "command" "one" {
+  run = ["true"]
+}
+
+stage "command" "w" {
+  for_each = local.ids
+  run      = ["true", each.key]
+}
+
+stage "command" "r" {
+  for_each = local.ids
+  run      = ["echo", stage.w[each.key].key, stage.one.key]
+}
+
+stage "command" "two" {
+  for_each = local.ids
+  run      = ["echo", stage.w[each.key].key, stage.w["a"].key]
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	l, diags := Load(LoadOptions{Path: "p.hcl", Root: root})
+	require.False(t, diags.HasErrors(), "%s", diags.Error())
+	g := l.Graph
+	madeForTheNode := func(u *Node) cty.Value { return UnknownInstance(u) }
+	require.False(t, isUnknownInstance(madeForTheNode))
+	require.True(t, isUnknownInstance(UnknownInstance))
+	for _, n := range g.Nodes {
+		if n.Stage.Name != "r" && n.Stage.Name != "two" {
+			continue
+		}
+		shared := g.nodeContext(n, UnknownInstance, true).Variables["stage"]
+		own := g.nodeContext(n, madeForTheNode, true).Variables["stage"]
+		require.NotEqual(t, cty.NilVal, own, n.Addr)
+		assert.True(t, own.RawEquals(shared), "%s: %#v, want %#v", n.Addr, shared, own)
+	}
+	// Every reader of w["b"] alone shares one object.
+	r, two := g.ByAddr[`stage.r["b"]`], g.ByAddr[`stage.two["c"]`]
+	wb := g.nodeContext(r, UnknownInstance, true).Variables["stage"].GetAttr("w")
+	assert.True(t, wb.RawEquals(unknownOne(g.ByAddr[`stage.w["b"]`])))
+	assert.Equal(t, 2, g.nodeContext(two, UnknownInstance, true).Variables["stage"].GetAttr("w").LengthInt(), "two reads w[\"c\"] and w[\"a\"]")
 }

@@ -7,6 +7,7 @@ package plan
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -52,6 +53,9 @@ type Node struct {
 	// unknown is UnknownInstance's value for the node, made once.
 	unknown     cty.Value
 	unknownOnce sync.Once
+	// unknownOne is unknownOne's value for the node, made once.
+	unknownOne     cty.Value
+	unknownOneOnce sync.Once
 	// refs are its stage's references (the graph's refs of the stage).
 	refs *stageRefs
 	// ahead is what linking paths evaluated of the node, until evalAhead
@@ -1095,6 +1099,25 @@ var InstanceAttrs = dsl.InstanceAttrs
 func UnknownInstance(n *Node) cty.Value {
 	n.unknownOnce.Do(func() { n.unknown = unknownInstance(n) })
 	return n.unknown
+}
+
+// unknownInstancePC identifies UnknownInstance among instance functions.
+var unknownInstancePC = reflect.ValueOf(UnknownInstance).Pointer()
+
+// isUnknownInstance reports whether inst is UnknownInstance.
+func isUnknownInstance(inst instanceFunc) bool {
+	return inst != nil && reflect.ValueOf(inst).Pointer() == unknownInstancePC
+}
+
+// unknownOne is the object of one keyed instance, { KEY = its
+// UnknownInstance }: stage.NAME in the context of a node that reads one
+// instance of NAME, made once for every node reading it (the 3,744 nodes
+// of seed 002's grid read the same few model servers').
+func unknownOne(n *Node) cty.Value {
+	n.unknownOneOnce.Do(func() {
+		n.unknownOne = cty.ObjectVal(map[string]cty.Value{n.Inst.Key: UnknownInstance(n)})
+	})
+	return n.unknownOne
 }
 
 func unknownInstance(n *Node) cty.Value {

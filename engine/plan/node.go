@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,7 +70,14 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 	if withStage && (len(n.Deps) > 0 || len(empty) > 0) {
 		// The maps the stage objects are made of are lent (cty.ObjectVal
 		// keeps none of them) and given back once the objects are made.
-		byStage := map[string]map[string]cty.Value{}
+		// A stage's instances, in a map only from its second: most
+		// nodes read one instance of each stage (stage.job[each.key]).
+		type instances struct {
+			stage string
+			first *Node
+			m     map[string]cty.Value
+		}
+		var byStage []instances
 		single := lendValues()
 		defer giveValues(single)
 		var waiting []string // stages whose instances wait for values
@@ -83,11 +91,17 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 				single[u.Stage.Name] = inst(u)
 				continue
 			}
-			m := byStage[u.Stage.Name]
+			i := slices.IndexFunc(byStage, func(s instances) bool { return s.stage == u.Stage.Name })
+			if i < 0 {
+				byStage = append(byStage, instances{stage: u.Stage.Name, first: u})
+				continue
+			}
+			m := byStage[i].m
 			if m == nil {
 				m = lendValues()
 				defer giveValues(m)
-				byStage[u.Stage.Name] = m
+				m[byStage[i].first.Inst.Key] = inst(byStage[i].first)
+				byStage[i].m = m
 			}
 			m[u.Inst.Key] = inst(u)
 		}
@@ -96,8 +110,19 @@ func (g *Graph) nodeContext(n *Node, inst instanceFunc, withStage bool) *hcl.Eva
 		for s, v := range single {
 			objs[s] = v
 		}
-		for s, m := range byStage {
-			objs[s] = cty.ObjectVal(m)
+		unknown := isUnknownInstance(inst)
+		for _, s := range byStage {
+			switch {
+			case s.m != nil:
+				objs[s.stage] = cty.ObjectVal(s.m)
+			case unknown:
+				objs[s.stage] = unknownOne(s.first)
+			default:
+				m := lendValues()
+				m[s.first.Inst.Key] = inst(s.first)
+				objs[s.stage] = cty.ObjectVal(m)
+				giveValues(m)
+			}
 		}
 		for _, s := range waiting {
 			objs[s] = cty.DynamicVal
