@@ -198,20 +198,32 @@ func attrTraversal(ctx *hcl.EvalContext, t hcl.Traversal) (cty.Value, bool) {
 
 // attrSteps is the value the steps (attributes, literal indexes) take v
 // to where hcl's traversal finds it without a diagnostic; ok is false
-// otherwise, as for attrTraversal.
+// otherwise, as for attrTraversal. An attribute of an unknown value is
+// read as hcl reads it: unknown, of the attribute's type where the
+// object's type has it, of any type where the value's type is not yet
+// known (stage.optimize[k].result.candidate before optimize runs).
 func attrSteps(v cty.Value, steps hcl.Traversal) (cty.Value, bool) {
 	for _, step := range steps {
-		if v.IsMarked() || !v.IsKnown() || v.IsNull() {
+		if v.IsMarked() || v.IsNull() {
 			return cty.NilVal, false
 		}
 		switch s := step.(type) {
 		case hcl.TraverseAttr:
 			ty := v.Type()
-			if !ty.IsObjectType() || !ty.HasAttribute(s.Name) {
+			switch {
+			case ty == cty.DynamicPseudoType:
+				v = cty.DynamicVal
+			case !ty.IsObjectType() || !ty.HasAttribute(s.Name):
+				return cty.NilVal, false
+			case !v.IsKnown():
+				v = cty.UnknownVal(ty.AttributeType(s.Name))
+			default:
+				v = v.GetAttr(s.Name)
+			}
+		case hcl.TraverseIndex:
+			if !v.IsKnown() {
 				return cty.NilVal, false
 			}
-			v = v.GetAttr(s.Name)
-		case hcl.TraverseIndex:
 			// A literal index of a tuple or a list (p[0] of a
 			// setproduct's pair) that it has.
 			ty := v.Type()

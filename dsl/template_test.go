@@ -219,6 +219,8 @@ func TestExprValueIsValue(t *testing.T) {
 			"secret":  cty.StringVal("pw").Mark("sensitive"),
 			"hidden":  cty.ObjectVal(map[string]cty.Value{"x": cty.True}).Mark("sensitive"),
 			"unknown": cty.UnknownVal(cty.Object(map[string]cty.Type{"x": cty.String})),
+			"nested":  cty.UnknownVal(cty.Object(map[string]cty.Type{"o": cty.Object(map[string]cty.Type{"x": cty.Number}), "d": cty.DynamicPseudoType})).RefineNotNull(),
+			"inside":  cty.ObjectVal(map[string]cty.Value{"dyn": cty.DynamicVal, "secret": cty.UnknownVal(cty.Object(map[string]cty.Type{"x": cty.String})).Mark("sensitive")}),
 			"dyn":     cty.DynamicVal,
 			"null":    cty.NullVal(cty.Object(map[string]cty.Type{"x": cty.String})),
 			"list":    cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"x": cty.True})}),
@@ -234,6 +236,9 @@ func TestExprValueIsValue(t *testing.T) {
 		"local.grid.models[0]", "each.value.unknown[0]", "each.value.null[0]", "each.value.dyn[0]", "each.value.secret[0]",
 		"local.grid.pair[1][0]", "local.grid.pair[1][1]", "local.grid.pair[1][2]", "local.grid.marked[0]", "local.grid.unknowns[0]",
 		"local.grid.unknowns[1]", "local.grid.pair[1]",
+		"each.value.unknown.y", "each.value.unknown.x.y", "each.value.dyn.x.y.z", "each.value.nested.o", "each.value.nested.o.x",
+		"each.value.nested.o.y", "each.value.nested.d.anything", "each.value.nested.o.x.y", "each.value.inside.dyn.a.b",
+		"each.value.inside.secret.x", "each.value.nested.o[0]", "each.value.dyn[0].x",
 	} {
 		e, diags := hclsyntax.ParseExpression([]byte(src), "r.hcl", hcl.InitialPos)
 		require.False(t, diags.HasErrors(), src)
