@@ -522,7 +522,7 @@ type checkedLiteral struct{ *hclsyntax.LiteralValueExpr }
 
 // Value implements hcl.Expression.
 func (e checkedCall) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
-	v, diags := e.FunctionCallExpr.Value(ctx)
+	v, diags := e.call(ctx)
 	return checkNumbers(v, diags, e.Range())
 }
 
