@@ -35,6 +35,15 @@ type pathIndex struct {
 	sorted []string
 }
 
+// grow makes room for n paths more (at most: a path declared again
+// takes none).
+func (x *pathIndex) grow(n int) {
+	if x.by == nil {
+		x.by = make(map[string][]declPath, n)
+	}
+	x.sorted = slices.Grow(x.sorted, n)
+}
+
 func (x *pathIndex) add(ps []declPath) {
 	if x.by == nil {
 		x.by = map[string][]declPath{}
@@ -49,24 +58,41 @@ func (x *pathIndex) add(ps []declPath) {
 
 // overlapping lists the indexed paths that overlap p. sorted must be
 // sorted (seal).
-func (x *pathIndex) overlapping(p string) []declPath {
-	if x == nil || len(x.by) == 0 {
-		return nil
-	}
-	out := append([]declPath(nil), x.by[p]...)
-	for q := range parents(p) {
-		out = append(out, x.by[q]...)
-	}
-	prefix := p + "/"
-	if p == "." {
-		prefix = ""
-	}
-	for i := sort.SearchStrings(x.sorted, prefix); i < len(x.sorted) && strings.HasPrefix(x.sorted[i], prefix); i++ {
-		if x.sorted[i] != p {
-			out = append(out, x.by[x.sorted[i]]...)
+func (x *pathIndex) overlapping(p string) iter.Seq[declPath] {
+	return func(yield func(declPath) bool) {
+		if x == nil || len(x.by) == 0 {
+			return
+		}
+		for _, d := range x.by[p] {
+			if !yield(d) {
+				return
+			}
+		}
+		for q := range parents(p) {
+			for _, d := range x.by[q] {
+				if !yield(d) {
+					return
+				}
+			}
+		}
+		// The paths below p: those after p + "/" in sorted order that
+		// begin with it (every path is below ".").
+		below := func(q string) bool { return p == "." || len(q) > len(p) && q[len(p)] == '/' && q[:len(p)] == p }
+		start := sort.SearchStrings(x.sorted, p+"/")
+		if p == "." {
+			start = 0
+		}
+		for i := start; i < len(x.sorted) && below(x.sorted[i]); i++ {
+			if x.sorted[i] == p {
+				continue
+			}
+			for _, d := range x.by[x.sorted[i]] {
+				if !yield(d) {
+					return
+				}
+			}
 		}
 	}
-	return out
 }
 
 func (x *pathIndex) seal() { sort.Strings(x.sorted) }
@@ -168,13 +194,13 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 		f := &found[i]
 		keep := &aheadEval{}
 		for _, pa := range sp.writes {
-			ps, known := g.declaredPathsKept(n, pa, context, keep)
-			f.writes = append(f.writes, ps...)
+			var known bool
+			f.writes, known = g.appendDeclaredPaths(f.writes, n, pa, context, keep)
 			f.late = f.late || !known
 		}
 		for _, pa := range sp.reads {
-			ps, known := g.declaredPathsKept(n, pa, context, keep)
-			f.reads = append(f.reads, ps...)
+			var known bool
+			f.reads, known = g.appendDeclaredPaths(f.reads, n, pa, context, keep)
 			f.late = f.late || !known
 		}
 		if ctx != nil && (sp.withStage || !full) {
@@ -185,6 +211,12 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 		}
 	})
 	ins := make(map[*Node][]declPath, len(nodes))
+	var nw, nr int
+	for i := range found {
+		nw, nr = nw+len(found[i].writes), nr+len(found[i].reads)
+	}
+	pd.writes.grow(nw)
+	pd.reads.grow(nr)
 	for i, n := range nodes {
 		f := &found[i]
 		pd.writes.add(f.writes)
@@ -207,7 +239,7 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 		for _, n := range g.StageNodes[s.Name] {
 			var add []int // the node's new dependencies, merged in once
 			for _, in := range ins[n] {
-				for _, out := range pd.writes.overlapping(in.path) {
+				for out := range pd.writes.overlapping(in.path) {
 					u := out.node
 					if u == n {
 						continue
@@ -359,12 +391,13 @@ func refersToStages(a *hcl.Attribute) bool {
 // the node is evaluated) give nothing. context gives the node's evaluation
 // context.
 func (g *Graph) declaredPathsOf(n *Node, pa stages.PathAttr, context func() *hcl.EvalContext) (paths []declPath, known bool) {
-	return g.declaredPathsKept(n, pa, context, nil)
+	return g.appendDeclaredPaths(nil, n, pa, context, nil)
 }
 
-// declaredPathsKept is declaredPathsOf, giving keep the attribute's value
-// where it evaluated without diagnostics.
-func (g *Graph) declaredPathsKept(n *Node, pa stages.PathAttr, context func() *hcl.EvalContext, keep *aheadEval) (paths []declPath, known bool) {
+// appendDeclaredPaths is declaredPathsOf, appending the paths to dst and
+// giving keep the attribute's value where it evaluated without
+// diagnostics.
+func (g *Graph) appendDeclaredPaths(dst []declPath, n *Node, pa stages.PathAttr, context func() *hcl.EvalContext, keep *aheadEval) (paths []declPath, known bool) {
 	a := n.Stage.Attrs[pa.Attr]
 	var list []string
 	var rng hcl.Range
@@ -373,17 +406,17 @@ func (g *Graph) declaredPathsKept(n *Node, pa stages.PathAttr, context func() *h
 	case a == nil && pa.Default != nil:
 		list, rng = []string{pa.Default(n.Stage.Name)}, n.Stage.DeclRange
 	case a == nil || g.badAttr(n.Stage, a):
-		return nil, true
+		return dst, true
 	default:
 		v, d := attrValue(g.stageRefs(n), pa.Attr, a, nil, context)
 		if d.HasErrors() {
-			return nil, true
+			return dst, true
 		}
 		if len(d) == 0 && keep != nil {
 			keep.keep(pa.Attr, v)
 		}
 		if !v.IsWhollyKnown() {
-			return nil, false
+			return dst, false
 		}
 		rng = a.Expr.Range()
 		v, _ = v.Unmark()
@@ -392,11 +425,11 @@ func (g *Graph) declaredPathsKept(n *Node, pa stages.PathAttr, context func() *h
 			// null is the attribute left out.
 			list = []string{pa.Default(n.Stage.Name)}
 		case v.IsNull():
-			return nil, true
+			return dst, true
 		case v.Type() == cty.String:
 			list = []string{v.AsString()}
 		case pa.Attr == "result":
-			return nil, true
+			return dst, true
 		case v.Type().IsObjectType() || v.Type().IsMapType():
 			// A kind's map of paths or of lists of them (a job's
 			// splits and files).
@@ -410,14 +443,14 @@ func (g *Graph) declaredPathsKept(n *Node, pa stages.PathAttr, context func() *h
 		default:
 			var err error
 			if list, err = stages.StringList(v); err != nil {
-				return nil, true
+				return dst, true
 			}
 		}
 		if tc, ok := dsl.TupleConsOf(a.Expr); ok && len(tc.Exprs) == len(list) {
 			elems = tc.Exprs
 		}
 	}
-	out := make([]declPath, 0, len(list)*max(1, len(pa.Files)))
+	out := slices.Grow(dst, len(list)*max(1, len(pa.Files)))
 	for i, elem := range list {
 		r := rng
 		if elems != nil {
@@ -462,7 +495,7 @@ func (g *Graph) linkArgReads() {
 			if !r.args || slices.Contains(pd.argReads[r.node], r.path) {
 				continue
 			}
-			for _, w := range pd.writes.overlapping(r.path) {
+			for w := range pd.writes.overlapping(r.path) {
 				if w.node != r.node && containsInt(r.node.Deps, w.node.ID) {
 					if pd.argReads == nil {
 						pd.argReads = map[*Node][]string{}
@@ -524,7 +557,7 @@ func (g *Graph) LateCheck(n *Node, sn *stages.Node) string {
 		}
 	}
 	for _, p := range ins {
-		for _, w := range pd.writes.overlapping(p) {
+		for w := range pd.writes.overlapping(p) {
 			if w.node != n && !g.dependsOn(n, w.node) {
 				return fmt.Sprintf("input %s is written by %s (%s, as %s), and nothing makes this node wait for it: its inputs are computed from results, so cairn could not see this when planning. %s",
 					p, w.node.Addr, w.attr, w.path, lateAdvice(w.node, n))
@@ -541,7 +574,7 @@ func (g *Graph) LateCheck(n *Node, sn *stages.Node) string {
 		}
 	}
 	for _, p := range outs {
-		for _, r := range pd.reads.overlapping(p) {
+		for r := range pd.reads.overlapping(p) {
 			if r.node != n && !g.dependsOn(r.node, n) {
 				return fmt.Sprintf("%s is read by %s (%s, as %s), which does not wait for this node: its outputs are computed from results, so cairn could not see this when planning. %s",
 					p, r.node.Addr, r.attr, r.path, lateAdvice(n, r.node))
