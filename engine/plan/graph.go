@@ -305,9 +305,8 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, un
 	before := gcpace.HeapAllocs()
 	diags = append(diags, g.linkPaths()...)
 	g.linkArgReads()
-	// Evaluating every node's path attributes leaves their contexts as
-	// garbage (seed 002's grid: 17 MB), given back before the nodes are
-	// evaluated rather than growing the heap.
+	// Linking's garbage, where it is large, is given back before the
+	// nodes are evaluated rather than growing the heap (linkGarbage).
 	gcpace.Collect(before, linkGarbage)
 	for _, n := range g.Nodes {
 		for _, dep := range n.Deps {
