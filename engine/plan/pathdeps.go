@@ -151,65 +151,7 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 	g.pathDeps = pd
 	// Each node's paths, evaluated on every core: what a node's path
 	// attributes hold, for a grid of thousands, is most of linking.
-	type stagePaths struct {
-		reads, writes []stages.PathAttr
-		withStage     bool
-	}
-	type nodePaths struct {
-		reads, writes []declPath
-		late          bool
-	}
-	var nodes []*Node
-	var of []*stagePaths
-	for _, s := range g.StageOrder {
-		reads, writes := g.pathAttrs(s)
-		if len(reads) == 0 && len(writes) == 0 {
-			continue
-		}
-		sp := &stagePaths{reads: reads, writes: writes}
-		for _, pa := range append(slices.Clip(reads), writes...) {
-			sp.withStage = sp.withStage || refersToStages(s.Attrs[pa.Attr])
-		}
-		for _, n := range g.StageNodes[s.Name] {
-			nodes = append(nodes, n)
-			of = append(of, sp)
-		}
-	}
-	found := make([]nodePaths, len(nodes))
-	g.Scope.Context(nil) // what the evaluations share, made first
-	par.Chunks(len(nodes), 32, 64, func(i int) {
-		n, sp := nodes[i], of[i]
-		// One context for the node's path attributes, made when the
-		// first needs it. The node's evaluation with its upstreams
-		// unknown takes the values found here, and the context where
-		// it is the one that evaluation makes (aheadEval).
-		var ctx *hcl.EvalContext
-		full := g.EvalsStage(n)
-		context := func() *hcl.EvalContext {
-			if ctx == nil {
-				ctx = g.nodeContext(n, UnknownInstance, sp.withStage && full)
-			}
-			return ctx
-		}
-		f := &found[i]
-		keep := &aheadEval{}
-		for _, pa := range sp.writes {
-			var known bool
-			f.writes, known = g.appendDeclaredPaths(f.writes, n, pa, context, keep)
-			f.late = f.late || !known
-		}
-		for _, pa := range sp.reads {
-			var known bool
-			f.reads, known = g.appendDeclaredPaths(f.reads, n, pa, context, keep)
-			f.late = f.late || !known
-		}
-		if ctx != nil && (sp.withStage || !full) {
-			keep.ctx = ctx
-		}
-		if keep.ctx != nil || len(keep.names) > 0 {
-			n.ahead = keep
-		}
-	})
+	nodes, found := g.evalNodePaths()
 	ins := make(map[*Node][]declPath, len(nodes))
 	var nw, nr int
 	for i := range found {
@@ -303,6 +245,81 @@ func (g *Graph) linkPaths() hcl.Diagnostics {
 		g.reorderNodes()
 	}
 	return diags
+}
+
+// stagePaths are a stage's path attributes, read and written, and whether
+// any refers to stage objects.
+type stagePaths struct {
+	reads, writes []stages.PathAttr
+	withStage     bool
+}
+
+// nodePaths are the paths a node's path attributes declare, and whether
+// some are known only from results (late).
+type nodePaths struct {
+	reads, writes []declPath
+	late          bool
+}
+
+// evalNodePaths evaluates the path attributes of every node of a stage
+// that has some, on every core: the nodes, and what each declares.
+func (g *Graph) evalNodePaths() ([]*Node, []nodePaths) {
+	var nodes []*Node
+	var of []*stagePaths
+	for _, s := range g.StageOrder {
+		reads, writes := g.pathAttrs(s)
+		if len(reads) == 0 && len(writes) == 0 {
+			continue
+		}
+		sp := &stagePaths{reads: reads, writes: writes}
+		for _, pa := range append(slices.Clip(reads), writes...) {
+			sp.withStage = sp.withStage || refersToStages(s.Attrs[pa.Attr])
+		}
+		for _, n := range g.StageNodes[s.Name] {
+			nodes = append(nodes, n)
+			of = append(of, sp)
+		}
+	}
+	found := make([]nodePaths, len(nodes))
+	g.Scope.Context(nil) // what the evaluations share, made first
+	par.Chunks(len(nodes), 32, 64, func(i int) {
+		found[i] = g.nodePathsOf(nodes[i], of[i])
+	})
+	return nodes, found
+}
+
+// nodePathsOf evaluates n's path attributes, in one context made when the
+// first needs it. The node's evaluation with its upstreams unknown takes
+// the values found here, and the context where it is the one that
+// evaluation makes (aheadEval).
+func (g *Graph) nodePathsOf(n *Node, sp *stagePaths) nodePaths {
+	var ctx *hcl.EvalContext
+	full := g.EvalsStage(n)
+	context := func() *hcl.EvalContext {
+		if ctx == nil {
+			ctx = g.nodeContext(n, UnknownInstance, sp.withStage && full)
+		}
+		return ctx
+	}
+	var f nodePaths
+	keep := &aheadEval{}
+	for _, pa := range sp.writes {
+		var known bool
+		f.writes, known = g.appendDeclaredPaths(f.writes, n, pa, context, keep)
+		f.late = f.late || !known
+	}
+	for _, pa := range sp.reads {
+		var known bool
+		f.reads, known = g.appendDeclaredPaths(f.reads, n, pa, context, keep)
+		f.late = f.late || !known
+	}
+	if ctx != nil && (sp.withStage || !full) {
+		keep.ctx = ctx
+	}
+	if keep.ctx != nil || len(keep.names) > 0 {
+		n.ahead = keep
+	}
+	return f
 }
 
 // generalPathAttrs are the path attributes of every kind.
