@@ -11,9 +11,9 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 )
 
-// callSpec is what a call needs of a function's signature, read once per
-// function: hcl asks the function for copies of its parameters on every
-// call (Params, VarParam).
+// callSpec is what a call needs of a function's signature, read once for
+// the language's own functions: hcl asks the function for copies of its
+// parameters on every call (Params, VarParam).
 type callSpec struct {
 	params   []function.Parameter
 	varParam *function.Parameter
@@ -22,14 +22,27 @@ type callSpec struct {
 	decoded bool
 }
 
-// callSpecs holds each function's callSpec, by the function (a pointer
-// to its spec).
-var callSpecs sync.Map
-
-func specOf(f function.Function) *callSpec {
-	if s, ok := callSpecs.Load(f); ok {
-		return s.(*callSpec)
+// callSpecs are the callSpecs of the functions every function table
+// holds alike (the language's own, made once): a table's file functions
+// and a kind's are made for each scope, and theirs are read at each call,
+// as hcl does, rather than kept for every scope a process ever makes.
+var callSpecs = sync.OnceValue(func() map[function.Function]*callSpec {
+	specs := map[function.Function]*callSpec{}
+	for _, f := range Functions(".", nil) {
+		specs[f] = newCallSpec(f)
 	}
+	return specs
+})
+
+// callSpecOf is f's callSpec.
+func callSpecOf(f function.Function) *callSpec {
+	if s, ok := callSpecs()[f]; ok {
+		return s
+	}
+	return newCallSpec(f)
+}
+
+func newCallSpec(f function.Function) *callSpec {
 	s := &callSpec{params: f.Params(), varParam: f.VarParam()}
 	for _, p := range s.params {
 		s.decoded = s.decoded || customdecode.CustomExpressionDecoderForType(p.Type) != nil
@@ -37,8 +50,7 @@ func specOf(f function.Function) *callSpec {
 	if s.varParam != nil {
 		s.decoded = s.decoded || customdecode.CustomExpressionDecoderForType(s.varParam.Type) != nil
 	}
-	got, _ := callSpecs.LoadOrStore(f, s)
-	return got.(*callSpec)
+	return s
 }
 
 // call is the call's value and diagnostics, as FunctionCallExpr.Value
@@ -69,7 +81,7 @@ func (e checkedCall) call(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if !found {
 		return e.FunctionCallExpr.Value(ctx)
 	}
-	s := specOf(f)
+	s := callSpecOf(f)
 	if s.decoded || len(e.Args) < len(s.params) || (s.varParam == nil && len(e.Args) > len(s.params)) {
 		return e.FunctionCallExpr.Value(ctx)
 	}

@@ -59,3 +59,25 @@ func TestCheckedCallIsFunctionCallExpr(t *testing.T) {
 		}
 	}
 }
+
+// The signatures kept are the language's own functions', made once and
+// alike in every function table; a table's file functions and a kind's,
+// made for each scope, are read at each call and never kept, however many
+// scopes a process makes.
+func TestCallSpecsAreTheLanguagesOwn(t *testing.T) {
+	a, b := Functions("a", nil), Functions("b", nil)
+	for _, name := range []string{"tostring", "toset", "merge", "length"} {
+		require.True(t, a[name] == b[name], "%s: one function in every table", name)
+		_, kept := callSpecs()[a[name]]
+		require.True(t, kept, name)
+	}
+	require.False(t, a["file"] == b["file"], "file is made for each table's root")
+	before := len(callSpecs())
+	for range 100 {
+		f := Functions(t.TempDir(), nil)["fileexists"]
+		_, kept := callSpecs()[f]
+		require.False(t, kept)
+		require.Len(t, callSpecOf(f).params, 1)
+	}
+	require.Equal(t, before, len(callSpecs()))
+}

@@ -96,12 +96,12 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 		"upper":           stdlib.UpperFunc,
 		"values":          stdlib.ValuesFunc,
 		"zipmap":          stdlib.ZipmapFunc,
-		"tostring":        makeToStringFunc(),
-		"tonumber":        makeToFunc(cty.Number),
-		"tobool":          makeToFunc(cty.Bool),
-		"tolist":          makeToCollectionFunc(cty.List(cty.DynamicPseudoType)),
-		"toset":           makeToCollectionFunc(cty.Set(cty.DynamicPseudoType)),
-		"tomap":           makeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"tostring":        toStringFunc,
+		"tonumber":        toNumberFunc,
+		"tobool":          toBoolFunc,
+		"tolist":          toListFunc,
+		"toset":           toSetFunc,
+		"tomap":           toMapFunc,
 		"sha256":          sha256Func,
 		"basename":        basenameFunc,
 		"dirname":         dirnameFunc,
@@ -131,6 +131,17 @@ func FunctionNames(extra map[string]FileFunc) []string {
 func makeToFunc(ty cty.Type) function.Function {
 	return stdlib.MakeToFunc(ty)
 }
+
+// The conversion functions, made once: every function table holds the
+// same ones (a call reads a function's signature once, callSpecOf).
+var (
+	toStringFunc = makeToStringFunc()
+	toNumberFunc = makeToFunc(cty.Number)
+	toBoolFunc   = makeToFunc(cty.Bool)
+	toListFunc   = makeToCollectionFunc(cty.List(cty.DynamicPseudoType))
+	toSetFunc    = makeToCollectionFunc(cty.Set(cty.DynamicPseudoType))
+	toMapFunc    = makeToFunc(cty.Map(cty.DynamicPseudoType))
+)
 
 // lengthFunc counts a list, set, tuple or map's elements, an object's
 // attributes (stage.X is an object: length(stage.X) is its instance count),
