@@ -24,10 +24,7 @@ import (
 // it is evaluated again. The plan is the one made node by node.
 func TestPlanGuessedNodesMatchInTurn(t *testing.T) {
 	root := t.TempDir()
-	keys := make([]string, 40)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("%q", fmt.Sprintf("k%02d", i))
-	}
+	keys := quotedKeys(40)
 	src := `pipeline "guess" {}
 stage "command" "a" {
   for_each = toset([` + strings.Join(keys, ", ") + `])
@@ -52,14 +49,7 @@ stage "command" "b" {
 
 	// Half of the a nodes are cached, under another address: their b
 	// nodes were guessed with a unknown, and are evaluated again.
-	for _, pn := range p.Nodes {
-		if pn.Node.Stage.Name == "a" && pn.Node.Inst.Key < "k20" {
-			require.NotEmpty(t, pn.Key)
-			_, err := c.Commit(&store.Record{Key: pn.Key, Pipeline: "elsewhere", Address: "stage.elsewhere",
-				OutputDigest: strings.Repeat("0", 64), Result: []byte(`"done"`)}, nil)
-			require.NoError(t, err)
-		}
-	}
+	cacheElsewhere(t, c, p, "a", "k20")
 	second, p := render(true)
 	inTurn, _ = render(false)
 	assert.Equal(t, inTurn, second)
@@ -130,4 +120,83 @@ func planGuessing(t *testing.T, g *plan.Graph, c *store.Cache, guess bool) (stri
 	js, err := json.Marshal(p.JSON())
 	require.NoError(t, err)
 	return b.String() + string(js), p
+}
+
+// Nodes whose path attributes linking evaluated take that evaluation
+// when they are evaluated ahead (their upstreams unknown): the plan is
+// the one made node by node, before any upstream ran and with half of
+// them cached, whether the path attributes read stage objects (c) or not
+// (b).
+func TestPlanTakingLinkingsEvaluationMatchesInTurn(t *testing.T) {
+	runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // evaluation ahead needs two
+	root := t.TempDir()
+	keys := quotedKeys(40)
+	src := `pipeline "taking" {}
+locals {
+  ids = toset([` + strings.Join(keys, ", ") + `])
+}
+stage "command" "a" {
+  for_each = local.ids
+  run      = ["sh", "-c", "echo ${each.key} > out/a_${each.key}"]
+  outputs  = ["out/a_${each.key}"]
+}
+stage "command" "b" {
+  for_each = local.ids
+  run      = ["sh", "-c", "cat out/a_${each.key} > out/b_${each.key}", stage.a[each.key].status]
+  inputs   = ["out/a_${each.key}"]
+  outputs  = ["out/b_${each.key}"]
+}
+stage "command" "c" {
+  for_each = local.ids
+  run      = ["sh", "-c", "cat out/b_${each.key} > out/c_${each.key}"]
+  inputs   = ["out/b_${stage.b[each.key].key}"]
+  outputs  = ["out/c_${each.key}"]
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(src), 0o644))
+	c, err := store.Open(filepath.Join(t.TempDir(), "cache"), store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	// A fresh graph each time: what linking evaluated is taken once.
+	planOf := func(guess bool) (string, *plan.Plan) {
+		l, diags := plan.Load(plan.LoadOptions{Path: "p.hcl", Root: root})
+		require.False(t, diags.HasErrors(), "%s", diags.Error())
+		return planGuessing(t, l.Graph, c, guess)
+	}
+	first, p := planOf(true)
+	inTurn, _ := planOf(false)
+	assert.Equal(t, inTurn, first)
+	assert.Equal(t, 40, p.ToRun)
+	assert.Equal(t, 80, p.MayRun)
+
+	// Half of the a nodes are cached, under another address.
+	cacheElsewhere(t, c, p, "a", "k20")
+	second, p := planOf(true)
+	inTurn, _ = planOf(false)
+	assert.Equal(t, inTurn, second)
+	assert.Equal(t, 20, p.Cached)
+}
+
+// quotedKeys are n instance keys, k00, k01, ..., each quoted as an HCL
+// string.
+func quotedKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%q", fmt.Sprintf("k%02d", i))
+	}
+	return keys
+}
+
+// cacheElsewhere records the planned nodes of stage whose keys sort
+// before below as cached under another pipeline's address.
+func cacheElsewhere(t *testing.T, c *store.Cache, p *plan.Plan, stage, below string) {
+	t.Helper()
+	for _, pn := range p.Nodes {
+		if pn.Node.Stage.Name == stage && pn.Node.Inst.Key < below {
+			require.NotEmpty(t, pn.Key)
+			_, err := c.Commit(&store.Record{Key: pn.Key, Pipeline: "elsewhere", Address: "stage.elsewhere",
+				OutputDigest: strings.Repeat("0", 64), Result: []byte(`"done"`)}, nil)
+			require.NoError(t, err)
+		}
+	}
 }
