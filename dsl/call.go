@@ -28,7 +28,7 @@ type callSpec struct {
 // as hcl does, rather than kept for every scope a process ever makes.
 var callSpecs = sync.OnceValue(func() map[function.Function]*callSpec {
 	specs := map[function.Function]*callSpec{}
-	for _, f := range Functions(".", nil) {
+	for _, f := range ownFunctions() {
 		specs[f] = newCallSpec(f)
 	}
 	return specs
@@ -144,8 +144,8 @@ func (e checkedCall) evaluatedCall(ctx *hcl.EvalContext, args []cty.Value, diags
 		case *evaluatedExpr:
 			d.Expression = de.Expression
 		}
-		// Its ranges are new copies: past the count of arguments, no
-		// diagnostic points into the stand-in call.
 	}
+	// Their ranges are copies: past the count of arguments, no diagnostic
+	// points into the stand-in call.
 	return v, out
 }

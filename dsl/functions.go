@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
@@ -116,6 +117,11 @@ func FunctionsReading(root string, reads *FileReads, extra map[string]FileFunc) 
 	}
 	return fns
 }
+
+// ownFunctions is a function table of the language's own functions, made
+// once: what a call reads of their signatures (callSpecs) and which of
+// them read the workspace (pureFunctions).
+var ownFunctions = sync.OnceValue(func() map[string]function.Function { return Functions(".", nil) })
 
 // FunctionNames lists the function table's names with the extra
 // functions given, sorted (for the docs test).

@@ -15,7 +15,7 @@ var workspaceFunctions = map[string]bool{"file": true, "filesha256": true, "file
 // their arguments alone.
 var pureFunctions = sync.OnceValue(func() map[string]bool {
 	pure := map[string]bool{}
-	for name := range Functions(".", nil) {
+	for name := range ownFunctions() {
 		if !workspaceFunctions[name] {
 			pure[name] = true
 		}
