@@ -75,14 +75,11 @@ func (x *pathIndex) overlapping(p string) iter.Seq[declPath] {
 				}
 			}
 		}
-		// The paths below p: those after p + "/" in sorted order that
-		// begin with it (every path is below ".").
-		below := func(q string) bool { return p == "." || len(q) > len(p) && q[len(p)] == '/' && q[:len(p)] == p }
-		start := sort.SearchStrings(x.sorted, p+"/")
+		prefix := p + "/"
 		if p == "." {
-			start = 0
+			prefix = ""
 		}
-		for i := start; i < len(x.sorted) && below(x.sorted[i]); i++ {
+		for i := sort.SearchStrings(x.sorted, prefix); i < len(x.sorted) && strings.HasPrefix(x.sorted[i], prefix); i++ {
 			if x.sorted[i] == p {
 				continue
 			}
