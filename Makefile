@@ -112,7 +112,7 @@ bench: build
 FUZZERS := ./engine/plan:FuzzPipeline ./dsl:FuzzParseInPieces ./dsl:FuzzFastParse \
 	./engine/memo:FuzzReadMemo ./storage/wal:FuzzRead ./dsl/addrs:FuzzNodeAddr ./dsl/addrs:FuzzParse \
 	./stages/modelcache:FuzzParse ./dsl/jsonwrite:FuzzString ./dsl/jsonwrite:FuzzRawAsIs \
-	./stages/items:FuzzScoresLine ./engine/plan:FuzzEnvelopeJSON ./dsl:FuzzDecodeJSON \
+	./stages/items:FuzzScoresLine ./stages/items:FuzzDecodeReply ./engine/plan:FuzzEnvelopeJSON ./dsl:FuzzDecodeJSON \
 	./dsl:FuzzNumberText ./engine/store:FuzzUnmarshalRecordIsEncodingJSON
 
 fuzz:

@@ -182,3 +182,26 @@ func BenchmarkCanonicalMembers(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadReply reads a reply line as handle does: decodeReply, and
+// json.Unmarshal (what handle did before it, and does for other lines).
+func BenchmarkReadReply(b *testing.B) {
+	line := []byte(`{"id":"q1234","score":1,"charged":1,"outputs":{"answer":"2469"}}` + "\n")
+	b.Run("decodeReply", func(b *testing.B) {
+		var c canonicalizer
+		for b.Loop() {
+			var r response
+			if !decodeReply(line, &r, &c) {
+				b.Fatal("left to Unmarshal")
+			}
+		}
+	})
+	b.Run("Unmarshal", func(b *testing.B) {
+		for b.Loop() {
+			var r response
+			if err := json.Unmarshal(line, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

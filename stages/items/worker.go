@@ -133,6 +133,7 @@ type proc struct {
 	deadCh   chan struct{}
 	exited   chan struct{}
 	garbage  int
+	canon    canonicalizer // decodeReply's scratch space, for read's lines
 }
 
 // replica keeps one worker running until the evaluation ends, starting a
@@ -654,7 +655,11 @@ func (p *proc) read() {
 
 func (p *proc) handle(line []byte) {
 	var resp response
-	err := json.Unmarshal(line, &resp)
+	var err error
+	if !decodeReply(line, &resp, &p.canon) {
+		resp = response{}
+		err = json.Unmarshal(line, &resp)
+	}
 	id := resp.ID
 	if err != nil {
 		// Not what encoding/json left in resp.ID: it points to "" when
