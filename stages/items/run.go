@@ -978,6 +978,8 @@ func (r *run) acquire(ts []*task) []*task {
 func (r *run) commit() {
 	batch := make([]*task, 0, 1024)
 	recs := make([]Record, 0, 1024)
+	window := time.NewTimer(time.Hour)
+	window.Stop()
 	for {
 		batch = batch[:0]
 		select {
@@ -988,15 +990,7 @@ func (r *run) commit() {
 		case <-r.ctx.Done():
 			return
 		}
-	drain:
-		for len(batch) < cap(batch) {
-			select {
-			case t := <-r.commitCh:
-				batch = append(batch, t)
-			default:
-				break drain
-			}
-		}
+		batch = r.gather(batch, window)
 		recs = recs[:0]
 		for _, t := range batch {
 			recs = append(recs, Record{Key: t.key, Result: t.result})
@@ -1017,6 +1011,55 @@ func (r *run) commit() {
 			r.complete(t)
 		}
 	}
+}
+
+// commitWindow is how long a group commit waits for more results while
+// items are still out. Results come in bursts (the requests sent together
+// come back together): a commit per few results put a sync and a journal
+// write on the cores the worker and the model server answer the burst
+// with. A kill -9 loses at most this much of the answers; the last
+// results of a batch are committed at once.
+var commitWindow = 2 * time.Millisecond
+
+// gather adds to batch, which holds the first result of a commit, the
+// results that come in within commitWindow of it, up to its capacity; it
+// returns as soon as the batch holds every task unresolved, or the
+// evaluation stops.
+func (r *run) gather(batch []*task, window *time.Timer) []*task {
+	waiting := false
+	defer func() {
+		if waiting {
+			window.Stop()
+		}
+	}()
+	for len(batch) < cap(batch) {
+		select {
+		case t := <-r.commitCh:
+			batch = append(batch, t)
+			continue
+		default:
+		}
+		r.mu.Lock()
+		allIn := len(batch) >= r.remaining
+		r.mu.Unlock()
+		if allIn {
+			return batch
+		}
+		if !waiting {
+			waiting = true
+			window.Reset(commitWindow)
+		}
+		select {
+		case t := <-r.commitCh:
+			batch = append(batch, t)
+		case <-window.C:
+			waiting = false
+			return batch
+		case <-r.ctx.Done():
+			return batch
+		}
+	}
+	return batch
 }
 
 // journal hands t's stored result to OnResult, once per item ID. Items of

@@ -245,6 +245,27 @@ func TestEvaluateJournalsBeforeItemsAreDone(t *testing.T) {
 	assert.Zero(t, early, "items counted done before their commit was journaled")
 }
 
+// Results that come in while others are out wait for them in one group
+// commit, and the last results of an evaluation are committed as soon as
+// they are in: with a window of an hour, 200 items make one commit, and
+// the evaluation does not wait the hour.
+func TestResultsWaitForOneCommitAndTheLastCommitAtOnce(t *testing.T) {
+	defer func(w time.Duration) { commitWindow = w }(commitWindow)
+	commitWindow = time.Hour
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(200))
+	commits := 0
+	cfg.OnCommit = func() { commits++ }
+	// A guard against the hour, not a measure of speed.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := Evaluate(ctx, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 200, sum.Evaluated)
+	assert.Equal(t, 1, commits, "group commits")
+	assert.Equal(t, 200, f.store.Len())
+}
+
 // Items of the same content are sent once, and their result's rollouts
 // are charged once: in the counts, and in the journal, where the first
 // item's record charges them and the others' charge nothing.
