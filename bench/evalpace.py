@@ -24,6 +24,10 @@ rotating):
   store: the time from the apply's start to the first request the server
   receives.
 
+For each evaluate row it also says where the time goes, from the server's
+request log: to the first request, from the first request to the last
+beyond the latency of the waves between them, and after the last reply.
+
 BASE_CAIRN, when given, is another cairn binary timed in the same rounds
 (the figures before a change). Writes OUT_DIR/evalpace.md and prints it.
 
@@ -68,10 +72,16 @@ def readme_worker():
     return re.search(r"```python\n(.*?)```", sec, re.S).group(1)
 
 
+def received(line):
+    """The time (Unix seconds) a request log line says its request came."""
+    return datetime.datetime.fromisoformat(json.loads(line)["time"].replace("Z", "+00:00")).timestamp()
+
+
 class Sim:
     """A simulated model with a request log."""
 
     def __init__(self, work, latency):
+        self.latency = latency
         self.log = os.path.join(work, "requests-%g.jsonl" % latency)
         open(self.log, "w").close()
         self.p = subprocess.Popen([SIM, "--model", MODEL, "--latency", "%gms" % (latency * 1000), "--request-log", self.log],
@@ -85,8 +95,13 @@ class Sim:
         with open(self.log) as f:
             f.seek(mark)
             line = f.readline()
-        t = json.loads(line)["time"].replace("Z", "+00:00")
-        return datetime.datetime.fromisoformat(t).timestamp()
+        return received(line)
+
+    def received_after(self, mark):
+        """When the server received each request logged after mark, in order."""
+        with open(self.log) as f:
+            f.seek(mark)
+            return sorted(received(line) for line in f if line.strip())
 
     def stop(self):
         self.p.terminate()
@@ -180,15 +195,42 @@ def eval_row(work, inflight, rows, checks):
         for cname, binary in cairns():
             cmds["%s, %s" % (cname, wname)] = apply(binary, w)
     log("evaluate: %d items, %d in flight, %g ms" % (n, inflight, lat * 1000))
-    med = rounds(cmds)
-    sim.stop()
     ideal = math.ceil(n / inflight) * lat
+    seen = {name: [] for name in cmds}
+    med = rounds({name: phased(sim, fn, ideal - lat, seen[name]) for name, fn in cmds.items()})
+    sim.stop()
+    for name, runs in seen.items():
+        PHASES.append((f"{n} items, {inflight} in flight, {lat * 1000:g} ms: {name}",) +
+                      tuple(statistics.median(r[i] for r in runs) for i in range(3)))
     for name, t in med.items():
         rows.append((f"{n} items, {inflight} in flight, {lat * 1000:g} ms: {name}", t, ideal, med["minimal client"], CPU[name]))
         if name.startswith("cairn,"):
             checks.append((f"evaluate {inflight} in flight, {name[7:]}: >= 95% of the server-bound rate",
                            ideal / t >= TARGET, "%.0f%% (%.2f s vs %.2f s ideal; minimal client %.0f%%)" % (
                                100 * ideal / t, t, ideal, 100 * ideal / med["minimal client"])))
+
+
+# Where each evaluate row's time goes, from the server's request log:
+# (row, to the first request, first to last request beyond the waves'
+# latency, after the last reply), medians in seconds.
+PHASES = []
+
+
+def phased(sim, fn, waves, out):
+    """fn, timed by the server's request log too: appends to out the time
+    from the command's start to the first request the server received,
+    from the first request to the last beyond waves (the latency of the
+    waves between them, what the server takes), and from the last reply
+    (the last request plus the latency) to the command's end."""
+    def go():
+        mark = sim.mark()
+        t0 = time.time()
+        t = fn()
+        t1 = time.time()
+        got = sim.received_after(mark)
+        out.append((got[0] - t0, got[-1] - got[0] - waves, t1 - got[-1] - sim.latency))
+        return t
+    return go
 
 
 def rollout_row(work, rows, checks):
@@ -334,6 +376,14 @@ def main():
         md.append("| %s | %.3f s | %.2f s | %s | %s | %s |" % (name, t, cpu, "%.2f s" % ideal if ideal else "",
                                                                "%.0f%%" % (100 * ideal / t) if ideal else "",
                                                                "%.3f s" % client if client else ""))
+    if PHASES:
+        md += ["", "Where the time goes, from the server's request log (medians): from the command's start to the first "
+               "request the server received; from the first request to the last, beyond the latency of the waves between "
+               "them (what the server allows); from the last reply to the command's end.", "",
+               "| row | to the first request | first to last request, beyond the waves | after the last reply |",
+               "|---|---:|---:|---:|"]
+        for name, first, between, after in PHASES:
+            md.append("| %s | %.1f ms | %.1f ms | %.1f ms |" % (name, 1000 * first, 1000 * between, 1000 * after))
     md += ["", "| target | measured | |", "|---|---|---|"]
     for what, ok, measured in checks:
         md.append("| %s | %s | %s |" % (what, measured, "met" if ok else "MISSED"))
