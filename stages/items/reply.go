@@ -13,8 +13,17 @@ import (
 // (BenchmarkReadReply), and gives every other line to json.Unmarshal.
 // TestDecodeReplyIsUnmarshal and FuzzDecodeReply hold it to Unmarshal.
 
-// replyKeys holds the bit of each of a response's keys.
-var replyKeys = map[string]uint8{"id": 1, "score": 2, "outputs": 4, "charged": 8, "infra_failure": 16, "error": 32}
+// The bit of each of a response's keys, for telling a key given twice.
+const (
+	keyID uint8 = 1 << iota
+	keyScore
+	keyOutputs
+	keyCharged
+	keyInfraFailure
+	keyError
+)
+
+var replyKeys = map[string]uint8{"id": keyID, "score": keyScore, "outputs": keyOutputs, "charged": keyCharged, "infra_failure": keyInfraFailure, "error": keyError}
 
 // decodeReply is json.Unmarshal of line into a zero r, for a line that is
 // one object of the response's own keys, each spelt as it is and given
@@ -23,7 +32,7 @@ var replyKeys = map[string]uint8{"id": 1, "score": 2, "outputs": 4, "charged": 8
 // count, a true or false infra_failure, and any JSON value as outputs
 // (nested no deeper than Unmarshal reads). It reports false for any
 // other line, leaving r unspecified. c is scratch space for checking
-// numbers and the outputs, kept between calls.
+// the values, kept between calls.
 func decodeReply(line []byte, r *response, c *canonicalizer) bool {
 	c.in, c.out, c.stack = line, c.out[:0], c.stack[:0]
 	skip := func(i int) int { // past the white space at i
@@ -79,65 +88,51 @@ func decodeReply(line []byte, r *response, c *canonicalizer) bool {
 // replyValue reads the value of the key whose bit is given, starting at
 // line[i], into r, and returns where it ends.
 func replyValue(line []byte, i int, bit uint8, r *response, c *canonicalizer) (int, bool) {
-	switch bit {
-	case 1, 32: // id, error
+	if bit == keyID || bit == keyError {
 		s, next, ok := plainString(line, i)
 		if !ok {
 			return 0, false
 		}
-		if bit == 1 {
+		if bit == keyID {
 			id := string(s)
 			r.ID = &id
 		} else {
 			r.Error = string(s)
 		}
 		return next, true
-	case 2: // score
-		if bytes.HasPrefix(line[i:], []byte("null")) {
-			return i + 4, true
-		}
-		end, ok := numberAt(c, i)
-		if !ok {
-			return 0, false
-		}
-		f, err := strconv.ParseFloat(string(line[i:end]), 64)
+	}
+	// The canonicalizer checks the value as Unmarshal does, more strictly
+	// where they differ (bytes that are not UTF-8, one level less of
+	// nesting at least): such a line goes to Unmarshal.
+	c.pos = i
+	if c.value(3) != nil {
+		return 0, false
+	}
+	v := line[i:c.pos]
+	number := v[0] == '-' || '0' <= v[0] && v[0] <= '9'
+	switch {
+	case bit == keyOutputs:
+		r.Outputs = bytes.Clone(v)
+	case bit == keyScore && string(v) == "null":
+	case bit == keyScore && number:
+		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
 			return 0, false // out of range: Unmarshal says so
 		}
 		r.Score = &f
-		return end, true
-	case 8: // charged
-		end, ok := numberAt(c, i)
-		if !ok {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(string(line[i:end]), 10, 64)
+	case bit == keyCharged && number:
+		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
 			return 0, false // a fraction, an exponent, out of range
 		}
 		r.Charged = int(n)
-		return end, true
-	case 16: // infra_failure
-		switch {
-		case bytes.HasPrefix(line[i:], []byte("true")):
-			r.InfraFailure = true
-			return i + 4, true
-		case bytes.HasPrefix(line[i:], []byte("false")):
-			return i + 5, true
-		}
-		return 0, false
-	case 4: // outputs
-		// The canonicalizer checks the value as Unmarshal does, more
-		// strictly where they differ (bytes that are not UTF-8, one
-		// level less of nesting at least): such a line goes to Unmarshal.
-		c.pos = i
-		if c.value(3) != nil {
-			return 0, false
-		}
-		r.Outputs = bytes.Clone(line[i:c.pos])
-		return c.pos, true
+	case bit == keyInfraFailure && string(v) == "true":
+		r.InfraFailure = true
+	case bit == keyInfraFailure && string(v) == "false":
+	default:
+		return 0, false // a value of another type: Unmarshal says so
 	}
-	return 0, false
+	return c.pos, true
 }
 
 // plainString reads the string starting at line[i] when it is printable
@@ -155,17 +150,4 @@ func plainString(line []byte, i int) (s []byte, next int, ok bool) {
 		}
 	}
 	return nil, 0, false
-}
-
-// numberAt returns where the JSON number starting at c.in[i] ends, if
-// one starts there.
-func numberAt(c *canonicalizer, i int) (int, bool) {
-	if i >= len(c.in) || c.in[i] != '-' && (c.in[i] < '0' || c.in[i] > '9') {
-		return 0, false
-	}
-	c.pos = i
-	if c.number() != nil {
-		return 0, false
-	}
-	return c.pos, true
 }
