@@ -13,7 +13,9 @@ rotating):
   README's example worker (docs/worker-protocol.md, Python) and with a
   worker in Go (bench/evalpace worker), at 64, 256 and 1,024 in flight,
   against the minimal client (bench/evalpace client: the same requests at
-  the same concurrency, no cairn) on the same server;
+  the same concurrency, no cairn) on the same server, and against each
+  worker alone, without cairn, reading the requests cairn would write
+  from a file (the pace the worker itself allows);
 - an optimize stage's rollout service: a method (bench/evalpace method)
   asking for rollouts of 256 items at 256 in flight; rollouts/s from the
   method's first request to its last reply, against 256 / latency and
@@ -177,21 +179,43 @@ def eval_row(work, inflight, rows, checks):
     sim = Sim(work, lat)
     with open(os.path.join(d, "pipe.hcl"), "w") as f:
         f.write(evaluate_pipeline(sim.url, inflight))
-    workers = [("Go worker", '["%s","worker"]' % EVALPACE)]
+    workers = [("Go worker", [EVALPACE, "worker"])]
     if PYTHON:
-        workers.append(("README worker (Python)", json.dumps([PYTHON_EXE, "worker.py"])))
+        workers.append(("README worker (Python)", [PYTHON_EXE, "worker.py"]))
+    # The requests cairn would write, for each worker alone.
+    requests = os.path.join(d, "requests.jsonl")
+    with open(os.path.join(d, "data", "items.jsonl")) as f, open(requests, "w") as out:
+        for i, line in enumerate(f):
+            out.write(json.dumps({"id": "i%d" % i, "key": "k%d" % i, "attempt": 1, "endpoint": sim.url,
+                                  "model": MODEL, "item": json.loads(line)}) + "\n")
 
     def apply(binary, w):
         def go():
             shutil.rmtree(os.path.join(d, "cache"), ignore_errors=True)
             shutil.rmtree(os.path.join(d, "out"), ignore_errors=True)
-            return run([binary, "apply", "pipe.hcl", "--cache", "cache", "--var", "w=" + w], d)
+            return run([binary, "apply", "pipe.hcl", "--cache", "cache", "--var", "w=" + json.dumps(w)], d)
+        return go
+
+    def alone(argv):
+        """The worker without cairn, its requests read from a file at
+        once: the pace the worker itself allows."""
+        def go():
+            env = dict(os.environ, CAIRN_MAX_IN_FLIGHT=str(inflight), MODEL_ID=MODEL)
+            with open(requests) as f:
+                t0 = time.perf_counter()
+                p = subprocess.run(argv, cwd=d, env=env, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                t = time.perf_counter() - t0
+            answered = sum(1 for line in p.stdout.splitlines() if b'"score"' in line)
+            if p.returncode != 0 or answered != n:
+                sys.exit("evalpace: %s exited %d with %d of %d items scored" % (" ".join(argv), p.returncode, answered, n))
+            return t
         return go
 
     cmds = {"minimal client": lambda: float(subprocess.run(
         [EVALPACE, "client", "-endpoint", sim.url, "-model", MODEL, "-n", str(n), "-c", str(inflight)],
         capture_output=True, text=True, check=True).stdout)}
     for wname, w in workers:
+        cmds["%s alone, requests from a file" % wname] = alone(w)
         for cname, binary in cairns():
             cmds["%s, %s" % (cname, wname)] = apply(binary, w)
     log("evaluate: %d items, %d in flight, %g ms" % (n, inflight, lat * 1000))
@@ -205,9 +229,10 @@ def eval_row(work, inflight, rows, checks):
     for name, t in med.items():
         rows.append((f"{n} items, {inflight} in flight, {lat * 1000:g} ms: {name}", t, ideal, med["minimal client"], CPU[name]))
         if name.startswith("cairn,"):
+            worker = med["%s alone, requests from a file" % name[7:]]
             checks.append((f"evaluate {inflight} in flight, {name[7:]}: >= 95% of the server-bound rate",
-                           ideal / t >= TARGET, "%.0f%% (%.2f s vs %.2f s ideal; minimal client %.0f%%)" % (
-                               100 * ideal / t, t, ideal, 100 * ideal / med["minimal client"])))
+                           ideal / t >= TARGET, "%.0f%% (%.2f s vs %.2f s ideal; minimal client %.0f%%, the worker alone %.0f%%)" % (
+                               100 * ideal / t, t, ideal, 100 * ideal / med["minimal client"], 100 * ideal / worker)))
 
 
 # Where each evaluate row's time goes, from the server's request log:
