@@ -5,8 +5,30 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/stages/aggregate"
 )
+
+// pipelineReads lists, as absolute paths, the files a loaded pipeline
+// was read from: its pipeline files and its --var-file files.
+func (a *app) pipelineReads(l *plan.Loaded) []string {
+	var reads []string
+	add := func(f string) {
+		// As shown: relative to the current directory.
+		if abs, err := filepath.Abs(f); err == nil {
+			reads = append(reads, abs)
+		}
+	}
+	for _, f := range l.Config.Paths {
+		add(f)
+	}
+	for _, v := range a.vars {
+		if v.File {
+			add(a.path(v.Value))
+		}
+	}
+	return reads
+}
 
 // checkOut refuses the file an --out names (out as given, path where the
 // command writes it) when writing it would destroy what cairn or the

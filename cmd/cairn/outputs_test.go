@@ -12,7 +12,8 @@ import (
 )
 
 // An --out never writes over what cairn or the command reads: a harness
-// log import reads, a pipeline file graph reads (or any .hcl), the
+// log import reads, a pipeline file or var file graph and plan read (or
+// any .hcl), the
 // cache's own files (its index, a run's journal). Each is refused with
 // exit 2, and the file is as it was; a folder is refused as not a file.
 func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
@@ -21,6 +22,7 @@ func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
 	root := cliWorkspace(t, map[string]string{
 		"logs/arith.eval": string(src),
 		"pipeline.hcl":    "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n",
+		"vars/v.json":     "{}\n",
 	})
 	r := runCLI(t, "--chdir", root, "apply")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -47,6 +49,9 @@ func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
 		{[]string{"report", "--out", "pipeline.hcl"}, "report: --out pipeline.hcl is a pipeline file (.hcl), which it would write over; name another file"},
 		{[]string{"graph", "--out", "pipeline.hcl"}, "graph: --out pipeline.hcl is " + filepath.Join(root, "pipeline.hcl") + ", which it reads"},
 		{[]string{"graph", "--out", ".cairn/x.dot"}, "graph: --out .cairn/x.dot is inside the cache folder"},
+		{[]string{"plan", "--out", "pipeline.hcl"}, "plan: --out pipeline.hcl is " + filepath.Join(root, "pipeline.hcl") + ", which it reads: writing it would destroy its input; name another file"},
+		{[]string{"plan", "--var-file", "vars/v.json", "--out", "vars/v.json"}, "plan: --out vars/v.json is " + filepath.Join(root, "vars/v.json") + ", which it reads"},
+		{[]string{"plan", "--out", ".cairn/x.plan"}, "plan: --out .cairn/x.plan is inside the cache folder"},
 	} {
 		r := runCLI(t, append([]string{"--chdir", root}, c.args...)...)
 		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
@@ -55,13 +60,18 @@ func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
 	unchanged("logs/arith.eval", string(src))
 	unchanged("pipeline.hcl", pipeline)
 	unchanged(".cairn/index.log", string(index))
+	unchanged("vars/v.json", "{}\n")
 	assert.NoFileExists(t, filepath.Join(root, ".cairn", "x.dot"))
+	assert.NoFileExists(t, filepath.Join(root, ".cairn", "x.plan"))
 
 	// Elsewhere, they write.
 	r = runCLI(t, "--chdir", root, "graph", "--out", "graph.dot")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = runCLI(t, "--chdir", root, "report", "--out", "page/report.html")
 	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "plan", "--out", "saved.plan")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.FileExists(t, filepath.Join(root, "saved.plan"))
 	assert.FileExists(t, filepath.Join(root, "page", "trace.tsv"))
 }
 

@@ -225,6 +225,11 @@ pipeline's name, a key or an action.`,
 				return err
 			}
 			defer cache.Close()
+			if out != "" {
+				if err := a.checkOut("plan", out, a.path(out), a.pipelineReads(l)...); err != nil {
+					return err
+				}
+			}
 			if err := engine.NoteRefusals(p, cache.Dir, a.root()); err != nil {
 				fmt.Fprintf(a.stderr, "warning: %s\n", err)
 			}
@@ -449,14 +454,7 @@ one per node. --format svg (or --out FILE.svg) renders through graphviz's
 				_, err = a.stdout.Write(data)
 				return err
 			}
-			var reads []string
-			for _, f := range l.Config.Paths {
-				// As shown: relative to the current directory.
-				if abs, err := filepath.Abs(f); err == nil {
-					reads = append(reads, abs)
-				}
-			}
-			if err := a.checkOut("graph", out, a.path(out), reads...); err != nil {
+			if err := a.checkOut("graph", out, a.path(out), a.pipelineReads(l)...); err != nil {
 				return err
 			}
 			if err := os.WriteFile(a.path(out), data, 0o644); err != nil {
