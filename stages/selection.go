@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/stages/aggregate"
 	"github.com/cairn-run/cairn/storage/atomicfile"
 )
 
@@ -673,7 +674,10 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 		Budget: s.job.Budget, Charged: s.opt.Charged, Deployed: s.sel.Deployed, FallbackReason: s.sel.FallbackReason,
 		Nonconformant: s.job.Nonconformant, SelectionSHA256: selDigest,
 	}
-	tb, rb := JobFiles(&tf, &res)
+	tb, rb, err := JobFiles(&tf, &res)
+	if err != nil {
+		return &Outcome{Class: failclass.Result, Message: fmt.Sprintf("%s: %s; no result.json was written", s.out, err)}, nil
+	}
 	for _, f := range []struct {
 		name string
 		b    []byte
@@ -691,8 +695,11 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 // items: it sorts tf's items by id, and sets res's test_items,
 // test_invalid_items, the means over the valid items (rounded to 6
 // places, delta_pp from the rounded means), valid_for_aggregation and
-// test_sha256. It returns both files' bytes (docs/job-artifacts.md).
-func JobFiles(tf *TestFile, res *ResultFile) (test, result []byte) {
+// test_sha256. It returns both files' bytes (docs/job-artifacts.md), or
+// an error for a valid item whose scores cairn aggregate could compute
+// nothing from (aggregate.CheckScores): no result.json is better than one
+// whose means overflowed.
+func JobFiles(tf *TestFile, res *ResultFile) (test, result []byte, err error) {
 	sort.Slice(tf.Items, func(i, j int) bool { return tf.Items[i].ID < tf.Items[j].ID })
 	var sumB, sumD float64
 	valid, invalid := 0, 0
@@ -700,6 +707,9 @@ func JobFiles(tf *TestFile, res *ResultFile) (test, result []byte) {
 		if !it.Valid {
 			invalid++
 			continue
+		}
+		if err := aggregate.CheckScores(*it.Baseline, *it.Deployed, len(tf.Items)); err != nil {
+			return nil, nil, fmt.Errorf("item %q: %w", it.ID, err)
 		}
 		sumB += *it.Baseline
 		sumD += *it.Deployed
@@ -716,11 +726,15 @@ func JobFiles(tf *TestFile, res *ResultFile) (test, result []byte) {
 		res.BaselineMean, res.DeployedMean, res.DeltaPP = &b, &d, &delta
 	}
 	res.ValidForAggregation = len(res.Nonconformant) == 0 && invalid == 0
-	test, _ = json.MarshalIndent(tf, "", "  ")
+	if test, err = json.MarshalIndent(tf, "", "  "); err != nil {
+		return nil, nil, err
+	}
 	test = append(test, '\n')
 	res.TestSHA256 = digestBytes(test)
-	result, _ = json.MarshalIndent(res, "", "  ")
-	return test, append(result, '\n')
+	if result, err = json.MarshalIndent(res, "", "  "); err != nil {
+		return nil, nil, err
+	}
+	return test, append(result, '\n'), nil
 }
 
 // round6 rounds f to 6 places; a magnitude of 1e15 and more has no

@@ -129,7 +129,8 @@ func TestJobFilesGiveNoMeansWithoutAValidItem(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	tf := &TestFile{Format: "cairn.job-test/1", Items: []TestItem{{ID: "q1"}, {ID: "q0"}}}
 	res := &ResultFile{Status: "ok", CellID: "d/r/m"}
-	_, result := JobFiles(tf, res)
+	_, result, err := JobFiles(tf, res)
+	require.NoError(t, err)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(result, &doc))
 	for _, field := range []string{"baseline_mean", "deployed_mean", "delta_pp"} {
@@ -142,11 +143,41 @@ func TestJobFilesGiveNoMeansWithoutAValidItem(t *testing.T) {
 	assert.Contains(t, res.SummaryLine("runs/x"), `"baseline_mean":null,"deployed_mean":null,"delta_pp":null`)
 
 	tf.Items[0] = TestItem{ID: "q1", Baseline: f(0.25), Deployed: f(0.75), Valid: true}
-	_, result = JobFiles(tf, res)
+	_, result, err = JobFiles(tf, res)
+	require.NoError(t, err)
 	doc = nil
 	require.NoError(t, json.Unmarshal(result, &doc))
 	assert.Equal(t, 0.25, doc["baseline_mean"])
 	assert.Equal(t, 0.75, doc["deployed_mean"])
 	assert.Equal(t, float64(50), doc["delta_pp"])
 	assert.Contains(t, res.SummaryLine("runs/x"), `"baseline_mean":0.25,"deployed_mean":0.75,"delta_pp":50,`)
+}
+
+// Scores whose means would overflow give no job files, rather than a
+// result.json without its means: each is refused, naming the item and
+// the score, and scores within the limit still give means.
+func TestJobFilesRefuseScoresWhoseMeansOverflow(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		baseline, deployed float64
+		msg                string
+	}{
+		{-1e305, 1e305, `item "q0": the deployed − baseline 2e+305 is beyond ±1.1e+305`},
+		{0, 1e308, `item "q0": the deployed score 1e+308 is beyond`},
+		{-1e308, 0, `item "q0": the baseline score -1e+308 is beyond`},
+	} {
+		tf := &TestFile{Format: "cairn.job-test/1", Items: []TestItem{{ID: "q0", Baseline: f(c.baseline), Deployed: f(c.deployed), Valid: true}}}
+		test, result, err := JobFiles(tf, &ResultFile{Status: "ok", CellID: "d/r/m"})
+		require.Error(t, err, c.msg)
+		assert.Contains(t, err.Error(), c.msg)
+		assert.Contains(t, err.Error(), "nothing can be computed from it")
+		assert.Nil(t, test)
+		assert.Nil(t, result)
+	}
+	tf := &TestFile{Format: "cairn.job-test/1", Items: []TestItem{{ID: "q0", Baseline: f(1e300), Deployed: f(-1e300), Valid: true}, {ID: "q1"}}}
+	_, result, err := JobFiles(tf, &ResultFile{Status: "ok", CellID: "d/r/m"})
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(result, &doc))
+	assert.Equal(t, 1e300, doc["baseline_mean"])
 }

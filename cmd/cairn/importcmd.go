@@ -193,7 +193,10 @@ func (a *app) importJob(format, path string, o modelcache.ImportOptions, j impor
 		Format: stages.ResultFormat, Status: "ok", Method: j.method, CellID: j.cell,
 		Dataset: parts[0], Runtime: parts[1], Model: parts[2], Seed: j.seed, Deployed: "incumbent", Source: src,
 	}
-	tb, rb := stages.JobFiles(&tf, &res)
+	tb, rb, err := stages.JobFiles(&tf, &res)
+	if err != nil {
+		return badInput("import: %s and %s: %s; nothing was written", path, j.baseline, err)
+	}
 	dir := a.abs(j.dir)
 	if b, err := os.ReadFile(filepath.Join(dir, aggregate.ResultFile)); err == nil {
 		var prev struct {

@@ -214,8 +214,8 @@ func TestImportedLMEvalResultsAggregate(t *testing.T) {
 }
 
 // An imported job is made only of scores that can give its figures: a
-// missing score, a non-numeric one, a repeated id, or items only one file
-// has are refused (exit 2), naming the file and the item; nothing is
+// missing score, a non-numeric one, one whose mean would overflow, a
+// repeated id, or items only one file has are refused (exit 2), naming the file and the item; nothing is
 // written.
 func TestImportJobRefusesWhatCannotGiveAFigure(t *testing.T) {
 	one, zero := 1.0, 0.0
@@ -225,14 +225,17 @@ func TestImportJobRefusesWhatCannotGiveAFigure(t *testing.T) {
 	nan := strings.Replace(good, `"acc":0`, `"acc":"NaN"`, 1)
 	dup := good + strings.SplitAfter(good, "\n")[0]
 	short := lmEvalSamples(t, []*float64{&one, &zero})
+	huge := strings.Replace(good, `"acc":0`, `"acc":1e308`, 1)
 	root := cliWorkspace(t, map[string]string{"base.jsonl": good, "missing.jsonl": missing, "text.jsonl": nonNumeric,
-		"nan.jsonl": nan, "dup.jsonl": dup, "short.jsonl": short})
+		"nan.jsonl": nan, "dup.jsonl": dup, "short.jsonl": short, "huge.jsonl": huge})
 	for _, c := range []struct{ file, want string }{
 		{"missing.jsonl", `missing.jsonl: line 2 (doc_id 1): metric "acc" has no score (null)`},
 		{"text.jsonl", `text.jsonl: line 2 (doc_id 1): metric "acc": value "n/a" is not a score`},
 		{"nan.jsonl", `nan.jsonl: line 2 (doc_id 1): metric "acc": value "NaN" is not a score`},
 		{"dup.jsonl", `dup.jsonl: line 4: doc_id 0 twice`},
 		{"short.jsonl", `short.jsonl and base.jsonl do not score the same items (only base.jsonl has 2; only short.jsonl has none)`},
+		// A mean that would overflow: no result.json without its means.
+		{"huge.jsonl", `huge.jsonl and base.jsonl: item "1": the deployed score 1e+308 is beyond ±`},
 	} {
 		r := runCLI(t, "--chdir", root, "import", "lm-eval", c.file, "--baseline", "base.jsonl", "--job", "runs/x",
 			"--method", "m", "--cell", "d/r/m", "--seed", "0")

@@ -804,7 +804,6 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 	}
 	items := make([]Item, 0, len(*t.Items))
 	seen := make(map[string]int, len(*t.Items))
-	limit := ScoreLimit(len(*t.Items))
 	for i, it := range *t.Items {
 		where := fmt.Sprintf("items[%d]", i)
 		if it.ID == nil || *it.ID == "" {
@@ -832,13 +831,8 @@ func (j *Job) readTests(r *resultDoc, name, path string) error {
 			if *r.Deployed == "seed" && x.Deployed != x.Baseline {
 				return badFile(j.TestFile, "%s: deployed %g differs from baseline %g, but the job deployed the seed bundle, which is the baseline: its scores are the same numbers (docs/job-artifacts.md)", where, x.Deployed, x.Baseline)
 			}
-			for _, v := range []struct {
-				what string
-				v    float64
-			}{{"baseline score", x.Baseline}, {"deployed score", x.Deployed}, {"deployed − baseline", x.Deployed - x.Baseline}} {
-				if !(math.Abs(v.v) <= limit) {
-					return badFile(j.TestFile, "%s: the %s %g is beyond ±%.2g, the largest magnitude whose sums over %d items cairn can add without overflow; nothing can be computed from it", where, v.what, v.v, limit, len(*t.Items))
-				}
+			if err := CheckScores(x.Baseline, x.Deployed, len(*t.Items)); err != nil {
+				return badFile(j.TestFile, "%s: %s", where, err)
 			}
 		} else {
 			j.Invalid++
@@ -907,6 +901,22 @@ func checkMeans(name, testName string, items []Item, baseline, deployed *float64
 // interpolation), and every coordinate of the forest plot's axis is finite.
 func ScoreLimit(n int) float64 {
 	return math.MaxFloat64 / (16 * float64(max(n, 100)))
+}
+
+// CheckScores says why a valid item's pair of scores, of a job with n
+// test items, can give no figure: a score, or deployed − baseline, beyond
+// ScoreLimit(n). It is nil for a pair within it.
+func CheckScores(baseline, deployed float64, n int) error {
+	limit := ScoreLimit(n)
+	for _, v := range []struct {
+		what string
+		v    float64
+	}{{"baseline score", baseline}, {"deployed score", deployed}, {"deployed − baseline", deployed - baseline}} {
+		if !(math.Abs(v.v) <= limit) {
+			return fmt.Errorf("the %s %g is beyond ±%.2g, the largest magnitude whose sums over %d items cairn can add without overflow; nothing can be computed from it", v.what, v.v, limit, n)
+		}
+	}
+	return nil
 }
 
 // decodeFile reads one JSON object from path into v; a file that does not
