@@ -959,6 +959,14 @@ func parseItems(b []byte, s evalSpec) ([]items.Item, error) {
 	ids := make(map[string]int, len(raws))
 	var missing []int
 	for i := range raws {
+		var amb *items.AmbiguousError
+		if errors.As(errs[i], &amb) {
+			if lead != nil {
+				// file:line:col, the column counted in characters.
+				return nil, fmt.Errorf("%s:%d: %s", where(i), lead(i)+utf8.RuneCount(raws[i][:amb.Offset])+1, amb.Msg)
+			}
+			return nil, fmt.Errorf("%s: %s", where(i), amb.Msg)
+		}
 		if errs[i] != nil {
 			if lead != nil {
 				if msg := dsl.JSONLineProblem(raws[i], lead(i)); msg != "" {

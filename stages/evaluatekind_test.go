@@ -167,6 +167,11 @@ func TestLoadItems(t *testing.T) {
 		{"Infinity", "{\"id\":\"a\",\"q\":-Infinity}\n", "", nil, `items.jsonl:1 is not one JSON value (a JSONL dataset has one item per line): it is not valid JSON at column 16: invalid character 'I' in numeric literal. JSON has no NaN or Infinity`},
 		{"byte-order mark", "\ufeff{\"id\":\"a\"}\n", "", nil, "the dataset items.jsonl starts with a UTF-8 byte-order mark"},
 		{"not UTF-8", "{\"id\":\"a\",\"q\":\"\xfe\"}\n", "", nil, "items.jsonl:1 is not one JSON value (a JSONL dataset has one item per line): a string holds bytes that are not UTF-8"},
+		// What readers take differently, at file:line:col.
+		{"id twice", "{\"id\":\"a\"}\n  {\"id\":\"b\",\"id\":\"c\"}\n", "", nil, `items.jsonl:2:13: the key "id" is given twice in one object: JSON readers disagree on which one counts, so give it once`},
+		{"nested key twice", "{\"id\":\"é\",\"x\":{\"k\":1,\"k\":2}}\n", "", nil, `items.jsonl:1:22: the key "k" is given twice`},
+		{"number beyond float64", "{\"id\":\"a\",\"x\":[1e400]}\n", "", nil, `items.jsonl:1:16: the number 1e400 is beyond what a float64 holds`},
+		{"array, number beyond float64", "[{\"id\":\"a\"},\n {\"id\":\"b\",\"x\":-1e-400}]", "", nil, `items.jsonl:2 (item 1): the number -1e-400 is beyond what a float64 holds`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/dsl"
@@ -33,14 +34,27 @@ func Canonical(raw json.RawMessage) ([]byte, error) {
 	return c.out, nil
 }
 
-// CanonicalMember is Canonical that also returns the canonical text of
-// the value's member named field when the value is an object (nil when it
-// is not one, or has no such member; of duplicate members, the last, as
-// Canonical keeps): an item's canonical form and its id in one pass.
+// CanonicalMember is Canonical for a dataset's item, which also returns
+// the canonical text of the value's member named field when the value is
+// an object (nil when it is not one, or has no such member): an item's
+// canonical form and its id in one pass. Unlike Canonical, it refuses
+// (with an *AmbiguousError) what JSON readers take differently: a key
+// given twice in one object, of which Canonical keeps the last, and a
+// number a float64 cannot hold.
 func CanonicalMember(raw json.RawMessage, field string) (canon, member []byte, err error) {
-	c := canonicalizer{field: []byte(field), wantField: true}
+	c := canonicalizer{field: []byte(field), wantField: true, strict: true}
 	return c.member1(raw)
 }
+
+// An AmbiguousError is a JSON value that parses but that readers take
+// differently (CanonicalMember): Offset is where, in the value's text,
+// the key given twice or the number starts.
+type AmbiguousError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *AmbiguousError) Error() string { return e.Msg }
 
 // CanonicalMembers is CanonicalMember of each of raws, on every core:
 // errs[i] is raws[i]'s error.
@@ -50,7 +64,7 @@ func CanonicalMembers(raws []json.RawMessage, field string) (canons, members [][
 		// One canonicalizer a chunk: its stack and scratch space, grown
 		// once, serve every item (growing them again for each item was
 		// a third of the work).
-		c := canonicalizer{field: []byte(field), wantField: true}
+		c := canonicalizer{field: []byte(field), wantField: true, strict: true}
 		for i := lo; i < hi; i++ {
 			canons[i], members[i], errs[i] = c.member1(raws[i])
 		}
@@ -82,6 +96,9 @@ type canonicalizer struct {
 	field     []byte
 	wantField bool
 	member    []byte
+	// strict refuses keys given twice and numbers a float64 cannot hold
+	// (CanonicalMember).
+	strict bool
 	// stack holds the members of the objects being read, innermost last;
 	// scratch is where an object's members are put in order.
 	stack   []member
@@ -183,8 +200,29 @@ func (c *canonicalizer) number() error {
 			return c.syntax("in exponent of numeric literal")
 		}
 	}
+	if c.strict && !float64Holds(c.in[start:c.pos]) {
+		return &AmbiguousError{Offset: start, Msg: fmt.Sprintf("the number %s is beyond what a float64 holds (magnitudes from 4.9e-324 to 1.8e308, and 0): readers would take it as infinity or 0, or refuse it; write it as a string", c.in[start:c.pos])}
+	}
 	c.out = append(c.out, c.in[start:c.pos]...)
 	return nil
+}
+
+// float64Holds says whether the JSON number lit is within float64's range:
+// not beyond ±1.8e308, and not a non-zero number nearer 0 than 4.9e-324,
+// which ParseFloat rounds to 0.
+func float64Holds(lit []byte) bool {
+	exp := bytes.IndexAny(lit, "eE")
+	if exp < 0 && len(lit) < 300 {
+		return true // fewer digits than the range's bounds have
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return false
+	}
+	if exp < 0 {
+		exp = len(lit)
+	}
+	return f != 0 || !bytes.ContainsAny(lit[:exp], "123456789")
 }
 
 // str reads a string: its decoded value's bytes (for sorting keys) and its
@@ -248,6 +286,7 @@ type member struct {
 	key []byte // decoded
 	enc []byte // canonical "key":value
 	val int    // where the value starts in enc
+	off int    // where the key starts in the input
 }
 
 // Member is one member of a JSON object in canonical form.
@@ -327,6 +366,7 @@ func (c *canonicalizer) members(depth int) ([]member, error) {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return nil, c.syntax("looking for beginning of object key string")
 		}
+		off := c.pos
 		key, enc, err := c.str()
 		if err != nil {
 			return nil, err
@@ -342,7 +382,7 @@ func (c *canonicalizer) members(depth int) ([]member, error) {
 		if err := c.value(depth + 1); err != nil {
 			return nil, err
 		}
-		c.stack = append(c.stack, member{key: key, enc: c.out[start:len(c.out):len(c.out)], val: len(enc) + 1})
+		c.stack = append(c.stack, member{key: key, enc: c.out[start:len(c.out):len(c.out)], val: len(enc) + 1, off: off})
 		if depth == 0 && c.wantField && bytes.Equal(key, c.field) {
 			c.member = bytes.Clone(c.out[start+len(enc)+1:])
 		}
@@ -366,6 +406,10 @@ func (c *canonicalizer) members(depth int) ([]member, error) {
 	kept := members[:0]
 	for i, m := range members {
 		if i+1 < len(members) && bytes.Equal(m.key, members[i+1].key) {
+			if c.strict {
+				// The later of the two: sorting is stable.
+				return nil, &AmbiguousError{Offset: members[i+1].off, Msg: fmt.Sprintf("the key %s is given twice in one object: JSON readers disagree on which one counts, so give it once", m.enc[:m.val-1])}
+			}
 			continue
 		}
 		kept = append(kept, m)

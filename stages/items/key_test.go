@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -164,14 +165,14 @@ func TestCanonicalRefusesBytesThatAreNotUTF8(t *testing.T) {
 }
 
 // CanonicalMember gives Canonical's text and, in the same pass, the
-// canonical text of one top-level member: the last of duplicates, as
-// Canonical keeps; never a nested member of that name.
+// canonical text of one top-level member; never a nested member of that
+// name. What readers take differently, it refuses, saying where.
 func TestCanonicalMember(t *testing.T) {
 	cases := []struct{ in, member string }{
 		{`{"q": "What is 1 + 2?", "id": "q1"}`, `"q1"`},
 		{`{"id": 7.50, "x": 1}`, `7.50`},
-		{`{"id": "a", "id": {"b": [1, 2]}}`, `{"b":[1,2]}`},
 		{`{"x": {"id": "nested"}}`, ``},
+		{`{"id": "a", "x": [1e308, -1e-300, 0e400, 0.0e-999, 4.9e-324, 1797693134862315708145274237317043567980705675258449.7e256]}`, `"a"`},
 		{`{"id": "caf\u00e9"}`, `"café"`},
 		{`["id", "q1"]`, ``},
 		{`"id"`, ``},
@@ -190,6 +191,28 @@ func TestCanonicalMember(t *testing.T) {
 	}
 	_, _, err := CanonicalMember(json.RawMessage(`{"id": 1} {}`), "id")
 	assert.ErrorContains(t, err, "more than one JSON value")
+
+	for _, tc := range []struct {
+		in, msg string
+		off     int
+	}{
+		{`{"id": "a", "id": {"b": [1, 2]}}`, `the key "id" is given twice in one object`, 12},
+		{`{"id": "q", "x": {"k": 1, "k": 2}}`, `the key "k" is given twice in one object`, 26},
+		{`{"id": "q", "x": {"\u006b": 1, "k": 2}}`, `the key "k" is given twice in one object`, 31},
+		{`{"id": "q", "x": [1e400]}`, `the number 1e400 is beyond what a float64 holds`, 18},
+		{`{"id": "q", "x": -1e-400}`, `the number -1e-400 is beyond what a float64 holds`, 17},
+		{`{"id": "q", "x": 2e-324}`, `the number 2e-324 is beyond`, 17},
+		{`{"id": "q", "x": 1` + strings.Repeat("0", 309) + `}`, `is beyond what a float64 holds`, 17},
+	} {
+		_, _, err := CanonicalMember(json.RawMessage(tc.in), "id")
+		var amb *AmbiguousError
+		require.ErrorAs(t, err, &amb, tc.in)
+		assert.Contains(t, amb.Msg, tc.msg, tc.in)
+		assert.Equal(t, tc.off, amb.Offset, tc.in)
+		// Canonical, which keys other values, takes them as before.
+		_, err = Canonical(json.RawMessage(tc.in))
+		assert.NoError(t, err, tc.in)
+	}
 
 	canons, members, errs := CanonicalMembers([]json.RawMessage{json.RawMessage(`{"id":"a"}`), json.RawMessage(`{"id":`)}, "id")
 	assert.Equal(t, `{"id":"a"}`, string(canons[0]))
