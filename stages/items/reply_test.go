@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // replyLines are lines a worker may write: the ones decodeReply reads
@@ -126,4 +129,25 @@ func FuzzDecodeReply(f *testing.F) {
 			t.Fatalf("%q: decodeReply read %+v, Unmarshal %+v", line, got, want)
 		}
 	})
+}
+
+// A line json.Unmarshal cannot read into a response is explained in the
+// protocol's words: the field, what the line gives, what a response gives;
+// never Go's types.
+func TestReplyProblemSpeaksOfTheProtocol(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"id":"a","score":true}`:           "score is true or false, where a response gives a number or null",
+		`{"id":"a","score":1e400}`:          "score is the number 1e400, beyond what a float64 holds (about ±1.8e308)",
+		`{"id":"a","charged":1.5}`:          "charged is the number 1.5, where a response gives a whole number",
+		`{"id":"a","error":5}`:              "error is a number, where a response gives a string",
+		`{"id":"a","infra_failure":"yes"}`:  "infra_failure is a string, where a response gives true or false",
+		`{"id":["a"]}`:                      "id is an array, where a response gives a string",
+		`{"id":"a","score":{"x":1}}`:        "score is an object, where a response gives a number or null",
+		`{"id":"a","score":0.5,"charged":}`: "invalid character '}' looking for beginning of value",
+	} {
+		var r response
+		err := json.Unmarshal([]byte(line), &r)
+		require.Error(t, err, line)
+		assert.Equal(t, want, replyProblem(err), line)
+	}
 }

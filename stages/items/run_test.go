@@ -426,8 +426,8 @@ func TestWorkersStoppedForTimeoutsAreNotDeadWorkers(t *testing.T) {
 func TestEvaluateBadRepliesFailTheirItems(t *testing.T) {
 	for mode, why := range map[string]string{
 		"nan":        "invalid character 'N' looking for beginning of value",
-		"string":     "cannot unmarshal string into Go struct field response.score of type float64",
-		"huge":       "cannot unmarshal number 1e400",
+		"string":     "score is a string, where a response gives a number or null",
+		"huge":       "score is the number 1e400, beyond what a float64 holds",
 		"negcharged": "charged is -5, want a whole number from 0 to 1099511627776",
 		"bigcharged": "charged is 9223372036854775807, want a whole number from 0 to 1099511627776",
 		"dup":        "score is given twice",
@@ -878,7 +878,7 @@ func TestReplyWithANumericIDIsIgnored(t *testing.T) {
 	require.ErrorIs(t, err, ErrIncomplete)
 	assert.Equal(t, 1, sum.Failed)
 	log := f.diag.String()
-	assert.Contains(t, log, `not a response: cannot unmarshal number into Go struct field response.id of type string`)
+	assert.Contains(t, log, `not a response: id is a number, where a response gives a string`)
 	assert.NotContains(t, log, `no item "" is in flight`)
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,34 @@ func (r *response) check(line []byte) error {
 		}
 	}
 	return nil
+}
+
+// replyWants says what each response field holds, for a line that gives
+// one as something else.
+var replyWants = map[string]string{"id": "a string", "score": "a number or null", "charged": "a whole number",
+	"infra_failure": "true or false", "error": "a string"}
+
+// replyProblem says what is wrong with a line json.Unmarshal could not
+// read into a response, in the protocol's words rather than Go's types
+// ("charged is the number 1.5, where a response gives a whole number").
+func replyProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if want, ok := replyWants[te.Field]; ok {
+			got := map[string]string{"bool": "true or false", "string": "a string", "number": "a number", "object": "an object", "array": "an array"}[te.Value]
+			if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+				got = "the number " + n
+				if te.Type.Kind() == reflect.Float64 {
+					return fmt.Sprintf("%s is the number %s, beyond what a float64 holds (about ±1.8e308)", te.Field, n)
+				}
+			}
+			if got == "" {
+				got = te.Value
+			}
+			return fmt.Sprintf("%s is %s, where a response gives %s", te.Field, got, want)
+		}
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 var responseKeys = [][]byte{[]byte(`id`), []byte(`score`), []byte(`outputs`), []byte(`charged`), []byte(`infra_failure`), []byte(`error`)}
@@ -670,7 +699,7 @@ func (p *proc) handle(line []byte) {
 	}
 	if id == nil {
 		if err != nil {
-			p.garbageLine(line, "not a response: "+strings.TrimPrefix(err.Error(), "json: "))
+			p.garbageLine(line, "not a response: "+replyProblem(err))
 		} else {
 			p.garbageLine(line, "no id")
 		}
@@ -699,7 +728,7 @@ func (p *proc) handle(line []byte) {
 		// A reply to an item in flight that cairn cannot read fails that
 		// attempt at once, saying why, rather than leaving the item to
 		// time out: a worker that always answers so fails in seconds.
-		r.retry(t, classCrash, fmt.Sprintf("%s answered it with a reply cairn cannot read (%s): %s", p.name, strings.TrimPrefix(err.Error(), "json: "), snippet(line)))
+		r.retry(t, classCrash, fmt.Sprintf("%s answered it with a reply cairn cannot read (%s): %s", p.name, replyProblem(err), snippet(line)))
 		return
 	}
 	if resp.InfraFailure {
