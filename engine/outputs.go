@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages"
+	"github.com/cairn-run/cairn/stages/items"
 )
 
 // testBeforePersist, set by engine's own tests, is called before a node's
@@ -63,6 +64,10 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 		}
 		if msg := dsl.JSONProblem(b); msg != "" {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s %s", c.Result, msg)
+		}
+		if amb := items.Ambiguous(b); amb != nil {
+			line, col := amb.LineCol(b)
+			return nil, failclass.Result, fmt.Sprintf("the result file %s, at line %d, column %d: %s", c.Result, line, col, amb.Msg)
 		}
 		result = b
 	}

@@ -37,3 +37,36 @@ stage "command" "s" {
 	assert.Contains(t, flat(r.stderr), "the JSON text starts with a UTF-8 byte-order mark (bytes EF BB BF), which JSON does not have: save the file without it (UTF-8 without BOM)")
 	assert.Regexp(t, `on \S*q\.hcl:2:`, r.stderr)
 }
+
+// A result file that JSON readers take differently — a key given twice,
+// a number beyond float64 — fails its node (class result) at the line and
+// column, rather than letting a gate pass on the value one reader keeps.
+func TestResultThatReadersTakeDifferentlyFailsItsNode(t *testing.T) {
+	for name, c := range map[string]struct{ json, want string }{
+		"key twice":    {`{"accuracy": 0.42,\n "accuracy": 0.91}`, `the result file r.json, at line 2, column 2: the key "accuracy" is given twice in one object`},
+		"huge":         {`{"accuracy": 1e400}`, `the result file r.json, at line 1, column 14: the number 1e400 is beyond what a float64 holds`},
+		"tiny":         {`{"accuracy": 0.9, "eps": [1e-400]}`, `the result file r.json, at line 1, column 27: the number 1e-400 is beyond`},
+		"nested twice": {`{"accuracy": 0.9, "per_task": {"a": 1, "a": 0}}`, `the key "a" is given twice in one object`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := cliWorkspace(t, map[string]string{
+				"r.src": strings.ReplaceAll(c.json, `\n`, "\n"),
+				"p.hcl": `stage "command" "ruler" {
+  run    = ["cp", "r.src", "r.json"]
+  inputs = ["r.src"]
+  result = "r.json"
+  postcondition {
+    condition     = self.result.accuracy >= 0.85
+    error_message = "accuracy below 0.85"
+  }
+}
+`,
+			})
+			r := runCLI(t, "--chdir", root, "apply", "p.hcl", "--no-color")
+			assert.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+			out := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
+			assert.Contains(t, out, "failed (result)")
+			assert.Contains(t, out, c.want)
+		})
+	}
+}

@@ -56,6 +56,27 @@ type AmbiguousError struct {
 
 func (e *AmbiguousError) Error() string { return e.Msg }
 
+// LineCol is the 1-based line and column (in characters) of e's Offset in
+// data, the text it was found in.
+func (e *AmbiguousError) LineCol(data []byte) (line, col int) {
+	before := data[:min(e.Offset, len(data))]
+	start := bytes.LastIndexByte(before, '\n') + 1
+	return bytes.Count(before, []byte{'\n'}) + 1, utf8.RuneCount(before[start:]) + 1
+}
+
+// Ambiguous finds in data, one JSON value that parses, what JSON readers
+// take differently (as CanonicalMember refuses it): a key given twice in
+// one object, or a number a float64 cannot hold. It is nil when there is
+// none, or when data does not parse.
+func Ambiguous(data []byte) *AmbiguousError {
+	c := canonicalizer{in: data, strict: true}
+	var amb *AmbiguousError
+	if err := c.value(0); errors.As(err, &amb) {
+		return amb
+	}
+	return nil
+}
+
 // CanonicalMembers is CanonicalMember of each of raws, on every core:
 // errs[i] is raws[i]'s error.
 func CanonicalMembers(raws []json.RawMessage, field string) (canons, members [][]byte, errs []error) {
