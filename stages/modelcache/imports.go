@@ -16,6 +16,9 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/cairn-run/cairn/stages/items"
+	"github.com/cairn-run/cairn/stages/jsonpos"
 )
 
 // ItemResult is one item's result as cairn's scores files hold it (the
@@ -69,13 +72,25 @@ func ImportLMEval(path string, o ImportOptions) ([]ItemResult, error) {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
+		if line == 1 && bytes.HasPrefix(sc.Bytes(), jsonpos.BOM) {
+			return nil, badImport(path, "%s", jsonpos.BOMMessage)
+		}
 		var s map[string]json.RawMessage
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			return nil, badImport(path, "line %d is not a JSON object: %v", line, err)
+			return nil, badImport(path, "line %d is not a JSON object: %v", line, strings.TrimPrefix(err.Error(), "json: "))
+		}
+		// A key given twice (doc_id, the metric) would be read as the last.
+		if amb := items.Ambiguous(sc.Bytes()); amb != nil {
+			_, col := amb.LineCol(sc.Bytes())
+			return nil, badImport(path, "line %d, column %d: %s", line, col, amb.Msg)
 		}
 		var docID json.Number
 		if err := json.Unmarshal(s["doc_id"], &docID); err != nil {
 			return nil, badImport(path, "line %d has no doc_id number: not an lm-eval samples file", line)
+		}
+		if _, err := strconv.ParseUint(strings.TrimPrefix(docID.String(), "-"), 10, 64); err != nil {
+			// 0 and 0.0 would be two items.
+			return nil, badImport(path, "line %d: doc_id %s is not a whole number: lm-eval numbers its samples 0, 1, 2, ...", line, docID)
 		}
 		var filter string
 		_ = json.Unmarshal(s["filter"], &filter)

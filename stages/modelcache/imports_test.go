@@ -39,6 +39,36 @@ func TestImportLMEvalSamples(t *testing.T) {
 	require.ErrorContains(t, err, `no metric "f1"`)
 }
 
+// A samples file whose lines JSON readers take differently, or whose
+// doc_ids two readers would count differently, is refused, naming the
+// line; one saved with a byte-order mark is named so.
+func TestImportLMEvalRefusesWhatReadersTakeDifferently(t *testing.T) {
+	line := func(id, score string) string {
+		return `{"doc_id": ` + id + `, "filter": "none", "metrics": ["acc"], "acc": ` + score + "}\n"
+	}
+	for name, c := range map[string]struct{ file, want string }{
+		"doc_id twice":     {line("0", "1") + `{"doc_id": 1, "doc_id": 7, "filter": "none", "metrics": ["acc"], "acc": 1}` + "\n", `line 2, column 15: the key "doc_id" is given twice`},
+		"metric twice":     {line("0", "1") + line("1", `0, "acc": 1`), `line 2, column 63: the key "acc" is given twice`},
+		"score beyond":     {line("0", "1e400"), `line 1, column 60: the number 1e400 is beyond what a float64 holds`},
+		"fractional doc":   {line("0", "1") + line("0.0", "1"), `line 2: doc_id 0.0 is not a whole number`},
+		"exponent doc":     {line("1e0", "1"), `line 1: doc_id 1e0 is not a whole number`},
+		"byte-order mark":  {"\ufeff" + line("0", "1"), `starts with a UTF-8 byte-order mark`},
+		"not a JSON value": {line("0", "1") + "{\"doc_id\": 1,\n", `line 2 is not a JSON object: unexpected end of JSON input`},
+	} {
+		p := filepath.Join(t.TempDir(), "samples.jsonl")
+		require.NoError(t, os.WriteFile(p, []byte(c.file), 0o644))
+		_, err := ImportLMEval(p, ImportOptions{})
+		require.True(t, errors.Is(err, ErrBadImport), "%s: %v", name, err)
+		require.ErrorContains(t, err, c.want, name)
+	}
+	p := filepath.Join(t.TempDir(), "samples.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(line("0", "1")+line("-3", "0.5")+line("2", `"0.25"`)), 0o644))
+	rs, err := ImportLMEval(p, ImportOptions{})
+	require.NoError(t, err)
+	require.Len(t, rs, 3)
+	require.Equal(t, 0.25, *rs[2].Score, "a number in a string")
+}
+
 func TestImportInspectLogs(t *testing.T) {
 	eval, err := ImportInspect("testdata/arith.eval", ImportOptions{})
 	require.NoError(t, err)
