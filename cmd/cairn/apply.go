@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -310,8 +311,10 @@ func (a *app) savedPlan(args []string, targets, replace *[]string, only *bool) (
 		return nil, args, nil
 	}
 	pf, isPlan, err := plan.LoadFile(a.path(args[0]))
-	if !isPlan && jsonNotPipeline(a.path(args[0])) {
-		return nil, nil, badInput("%s holds JSON but is not a cairn plan file (it has no \"pipeline\" and \"nodes\"): give a plan saved by 'cairn plan --out FILE', or a pipeline (.hcl)", args[0])
+	if !isPlan {
+		if why := notPipeline(a.path(args[0])); why != "" {
+			return nil, nil, badInput("%s %s: give a plan saved by 'cairn plan --out FILE', or a pipeline (.hcl)", args[0], why)
+		}
 	}
 	switch {
 	case isPlan && err != nil:
@@ -329,19 +332,29 @@ func (a *app) savedPlan(args []string, targets, replace *[]string, only *bool) (
 	return nil, args, nil
 }
 
-// jsonNotPipeline reports whether path is a file that is not a pipeline
-// file (.hcl) but holds a JSON object: a plan file it is not, as
-// LoadFile said, and no pipeline either.
-func jsonNotPipeline(path string) bool {
+// notPipeline says why path, a file that is not a plan file (LoadFile
+// said so) nor named as a pipeline file (.hcl), is no pipeline either:
+// it holds a JSON object, or JSON cut short or damaged (a plan file's
+// start, "{"), or nothing. It is "" for any other file (a folder, an HCL
+// pipeline named otherwise), which is loaded as a pipeline.
+func notPipeline(path string) string {
 	if strings.HasSuffix(path, ".hcl") {
-		return false
+		return ""
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return false
+		return ""
 	}
 	var obj map[string]json.RawMessage
-	return json.Unmarshal(b, &obj) == nil
+	switch text := bytes.TrimSpace(b); {
+	case len(text) == 0:
+		return "is empty"
+	case json.Unmarshal(b, &obj) == nil:
+		return "holds JSON but is not a cairn plan file (it has no \"pipeline\" and \"nodes\")"
+	case text[0] == '{':
+		return "is not a plan file: it " + dsl.JSONProblem(b)
+	}
+	return ""
 }
 
 // replaceRequested is the set of nodes the plan runs because --replace

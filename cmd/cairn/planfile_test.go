@@ -210,3 +210,37 @@ stage "command" "a" {
 	require.NoError(t, err)
 	assert.Equal(t, "3\n", string(b))
 }
+
+// A plan file cut short, emptied or edited is refused (exit 2), saying
+// so, rather than read as a pipeline (an empty one would apply nothing
+// and exit 0) or explained in Go's types; nothing runs.
+func TestDamagedPlanFileIsRefused(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline})
+	r := runCLI(t, "--chdir", root, "plan", "--out", "good.plan")
+	require.Equal(t, 0, r.code, r.stderr)
+	good, err := os.ReadFile(filepath.Join(root, "good.plan"))
+	require.NoError(t, err)
+	require.Contains(t, string(good), `"vars": null`)
+	files := map[string]string{
+		"cut.plan":   string(good[:len(good)/2]),
+		"zero.plan":  "",
+		"blank.plan": "\n  \n",
+		"vars.plan":  strings.Replace(string(good), `"vars": null`, `"vars": {"x": 1}`, 1),
+	}
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(body), 0o644))
+	}
+	for name, want := range map[string]string{
+		"cut.plan":   "cut.plan is not a plan file: it is not valid JSON at line ",
+		"zero.plan":  "zero.plan is empty: give a plan saved by 'cairn plan --out FILE', or a pipeline (.hcl)",
+		"blank.plan": "blank.plan is empty",
+		"vars.plan":  "vars.plan is a damaged plan file (its field vars holds object, not what cairn plan writes there): make a new plan with 'cairn plan --out FILE'",
+	} {
+		r := runCLI(t, "--chdir", root, "apply", name)
+		assert.Equal(t, exitBadInput, r.code, name)
+		assert.Contains(t, strings.Join(strings.Fields(r.stderr), " "), want, name)
+		assert.NotContains(t, r.stderr, "Go struct", name)
+		assert.NotContains(t, r.stdout, "Apply complete", name)
+	}
+	assert.NoFileExists(t, filepath.Join(root, "a.txt"), "nothing ran")
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,7 +91,12 @@ func LoadFile(path string) (pf *File, isPlan bool, err error) {
 	}
 	pf = &File{}
 	if err := json.Unmarshal(b, pf); err != nil {
-		return nil, true, fmt.Errorf("%s: a damaged plan file: %s", path, err)
+		why := strings.TrimPrefix(err.Error(), "json: ")
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			why = fmt.Sprintf("its field %s holds %s, not what cairn plan writes there", te.Field, te.Value)
+		}
+		return nil, true, fmt.Errorf("%s is a damaged plan file (%s): make a new plan with 'cairn plan --out FILE'", path, why)
 	}
 	return pf, true, nil
 }
