@@ -468,11 +468,28 @@ func (a *app) load(args []string) (*plan.Loaded, error) {
 	return l, nil
 }
 
-// inFileOrder sorts diagnostics by file and position, those without a
-// position first: cairn finds problems phase by phase, but people fix them
-// top to bottom.
+// inFileOrder sorts diagnostics, each once, by file and position, those
+// without a position first: cairn finds problems phase by phase, but
+// people fix them top to bottom.
 func inFileOrder(diags hcl.Diagnostics) hcl.Diagnostics {
-	out := append(hcl.Diagnostics(nil), diags...)
+	// Each once: a reference checked in every instance of a stage gives
+	// the same diagnostic once per instance.
+	type same struct {
+		sev                    hcl.DiagnosticSeverity
+		summary, detail, where string
+	}
+	seen := map[same]bool{}
+	out := make(hcl.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		k := same{d.Severity, d.Summary, d.Detail, ""}
+		if d.Subject != nil {
+			k.where = d.Subject.String()
+		}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, d)
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].Subject, out[j].Subject
 		switch {

@@ -351,3 +351,27 @@ func TestPipelineFileEncoding(t *testing.T) {
 	r = runCLI(t, "--chdir", root, "validate", "comment.hcl")
 	assert.Equal(t, exitOK, r.code, r.stderr)
 }
+
+// A reference that every instance of a stage checks is reported once, not
+// once per instance, on the terminal and in validate --json.
+func TestOneMistakeIsReportedOnce(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `stage "command" "b" {
+  for_each = toset(["x", "y"])
+  run      = ["true"]
+}
+
+stage "command" "a" {
+  for_each = toset([for i in range(50) : tostring(i)])
+  run      = ["echo", stage.b["w"].key]
+  after    = [stage.b["z"]]
+}
+`})
+	r := runCLI(t, "--chdir", root, "validate", "p.hcl", "--no-color")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, `stage.b has no instance "z"`), r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, `stage.b has no instance "w"`), r.stderr)
+	assert.Contains(t, r.stderr, "2 error(s) in the pipeline")
+	r = runCLI(t, "--chdir", root, "validate", "p.hcl", "--json")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stdout, `"error_count": 2`)
+}
