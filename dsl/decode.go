@@ -413,29 +413,7 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 		}
 	}
 	if a := content.Attributes["default"]; a != nil {
-		val, d := a.Expr.Value(nil)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if v.TypeDefaults != nil {
-				val = v.TypeDefaults.Apply(val)
-			}
-			conv, err := convert.Convert(val, v.Type)
-			if err != nil {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid default value for variable",
-					Detail:   fmt.Sprintf("This default value does not fit the variable's type constraint %s: %s.", v.Type.FriendlyNameForConstraint(), err),
-					Subject:  a.Expr.Range().Ptr(),
-				})
-				// The variable has a default, a bad one: an unknown value
-				// stands in so that it is not also reported as required.
-				v.Default = cty.UnknownVal(v.Type)
-				v.HasDefault = true
-			} else {
-				v.Default = conv
-				v.HasDefault = true
-			}
-		}
+		diags = append(diags, decodeDefault(v, a)...)
 	}
 	for _, vb := range content.Blocks {
 		c, d := decodeCheck(vb, "var."+v.Name+" != \"\"")
@@ -461,6 +439,38 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 		}
 	}
 	return v, diags
+}
+
+// decodeDefault sets v's default from a, its default attribute: a's
+// value converted to v's type, with the type's defaults.
+func decodeDefault(v *Variable, a *hcl.Attribute) hcl.Diagnostics {
+	val, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		return diags
+	}
+	bad := func(detail string, subject *hcl.Range) hcl.Diagnostics {
+		// The variable has a default, a bad one: an unknown value stands
+		// in so that it is not also reported as required.
+		v.Default, v.HasDefault = cty.UnknownVal(v.Type), true
+		return append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid default value for variable",
+			Detail:   detail,
+			Subject:  subject,
+		})
+	}
+	if s, ok := findStrayAttr(val, v.Type, nil); ok {
+		return bad(strayAttrDetail(v.Name, s, "The default value"), strayAttrRange(a.Expr, s))
+	}
+	if v.TypeDefaults != nil {
+		val = v.TypeDefaults.Apply(val)
+	}
+	conv, err := convert.Convert(val, v.Type)
+	if err != nil {
+		return bad(fmt.Sprintf("This default value does not fit the variable's type constraint %s: %s.", v.Type.FriendlyNameForConstraint(), err), a.Expr.Range().Ptr())
+	}
+	v.Default, v.HasDefault = conv, true
+	return diags
 }
 
 // decodeCheck decodes a validation or postcondition block; example is a

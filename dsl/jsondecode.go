@@ -2,8 +2,11 @@ package dsl
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
@@ -21,20 +24,48 @@ import (
 // whose name NFC changes (go-cty refuses some, and keeps one of the others
 // by rules of its own), a number it cannot parse.
 func decodeJSON(data []byte) (v cty.Value, ok bool) {
-	if !json.Valid(data) {
-		return cty.NilVal, false
-	}
+	v, ok, _ = decodeJSONChecked(data)
+	return v, ok
+}
+
+// decodeJSONChecked is decodeJSON, with what cairn refuses in data that
+// go-cty would decode changed without a word (jsonRefusal); "" when
+// there is nothing.
+func decodeJSONChecked(data []byte) (v cty.Value, ok bool, refusal string) {
 	d := jsonDecoder{data: data}
+	return d.decode()
+}
+
+// decode is decodeJSONChecked of d's data.
+func (d *jsonDecoder) decode() (v cty.Value, ok bool, refusal string) {
+	if !json.Valid(d.data) {
+		return cty.NilVal, false, ""
+	}
 	v = d.value()
-	return v, !d.bad
+	return v, !d.bad, d.refusal
 }
 
 // jsonDecoder reads valid JSON text (json.Valid said so: no syntax is
 // checked again) into cty values; bad is set where go-cty must decide.
+// It reads the whole text whatever it finds (the text is valid JSON), and
+// refusal says the first thing in it that go-cty would change without a
+// word: a key given twice in one object (go-cty keeps the last where both
+// values have one type), a byte that is not UTF-8 or an escape of half a
+// UTF-16 surrogate pair in a string (both read as U+FFFD).
 type jsonDecoder struct {
-	data []byte
-	i    int
-	bad  bool
+	data     []byte
+	i        int
+	bad      bool
+	refusal  string
+	hideKeys bool // a refusal does not show a key (the text is sensitive)
+}
+
+// refuse sets the refusal, what at byte offset at, unless one is set.
+func (d *jsonDecoder) refuse(at int, format string, args ...any) {
+	if d.refusal == "" {
+		line, col := jsonLineCol(d.data, at)
+		d.refusal = fmt.Sprintf(format, append(args, line, col)...)
+	}
 }
 
 func (d *jsonDecoder) space() {
@@ -80,9 +111,10 @@ func (d *jsonDecoder) value() cty.Value {
 }
 
 func (d *jsonDecoder) object() cty.Value {
+	start := d.i
 	d.i++ // {
 	var attrs map[string]cty.Value
-	for !d.bad {
+	for {
 		d.space()
 		if d.data[d.i] == '}' {
 			d.i++
@@ -92,6 +124,7 @@ func (d *jsonDecoder) object() cty.Value {
 			d.i++
 			d.space()
 		}
+		at := d.i
 		key := d.str()
 		d.space()
 		d.i++ // :
@@ -99,9 +132,15 @@ func (d *jsonDecoder) object() cty.Value {
 		if attrs == nil {
 			attrs = map[string]cty.Value{}
 		}
-		// A name NFC changes: cty names attributes by their NFC form.
-		if _, twice := attrs[key]; twice || cty.NormalizeString(key) != key {
+		// A name NFC changes: cty names attributes by their NFC form,
+		// and so are they compared.
+		if nfc := cty.NormalizeString(key); nfc != key {
 			d.bad = true
+			key = nfc
+		}
+		if _, twice := attrs[key]; twice {
+			d.bad = true
+			d.refuseRepeat(start, at, key)
 		}
 		attrs[key] = v
 	}
@@ -114,7 +153,7 @@ func (d *jsonDecoder) object() cty.Value {
 func (d *jsonDecoder) tuple() cty.Value {
 	d.i++ // [
 	var elems []cty.Value
-	for !d.bad {
+	for {
 		d.space()
 		if d.data[d.i] == ']' {
 			d.i++
@@ -155,11 +194,93 @@ func (d *jsonDecoder) str() string {
 	if !escaped && (ascii || utf8.Valid(raw)) {
 		return string(raw[1 : len(raw)-1])
 	}
+	if !ascii && !utf8.Valid(raw) {
+		d.refuse(start+InvalidUTF8At(raw), "holds a byte that is not UTF-8 at line %d, column %d: JSON text is UTF-8, and a JSON reader would read the byte as U+FFFD, changing the text. Re-encode the text (or the file it comes from) as UTF-8")
+	}
+	if escaped {
+		if off := loneSurrogate(raw); off >= 0 {
+			d.refuse(start+off, "holds at line %d, column %d an escape of half a UTF-16 surrogate pair (\\uD800 to \\uDFFF without its other half), which is no character: a JSON reader would read it as U+FFFD, changing the text. Write the character itself, or both halves of its pair")
+		}
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		d.bad = true
 	}
 	return s
+}
+
+// loneSurrogate is the offset in raw, a JSON string token, of a \u
+// escape of half a surrogate pair without its other half; -1 if none.
+func loneSurrogate(raw []byte) int {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := escapedUnit(raw[i:])
+		switch {
+		case !ok:
+			i++ // an escape of one character: skip it
+		case utf16.IsSurrogate(r) && r < 0xDC00:
+			if lo, ok := escapedUnit(raw[i+6:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 11 // the pair
+				continue
+			}
+			return i
+		case utf16.IsSurrogate(r):
+			return i
+		default:
+			i += 5
+		}
+	}
+	return -1
+}
+
+// escapedUnit is the UTF-16 code unit of the \uXXXX escape b starts
+// with; ok is false when b starts with no such escape.
+func escapedUnit(b []byte) (rune, bool) {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+	return rune(n), err == nil
+}
+
+// refuseRepeat refuses key, given again at byte offset again in the
+// object that starts at offset start.
+func (d *jsonDecoder) refuseRepeat(start, again int, key string) {
+	if d.refusal != "" {
+		return
+	}
+	first := again
+	e := jsonDecoder{data: d.data, i: start + 1}
+	for e.i < again {
+		e.space()
+		if e.data[e.i] == ',' {
+			e.i++
+			e.space()
+		}
+		at := e.i
+		if cty.NormalizeString(e.str()) == key {
+			first = at
+			break
+		}
+		e.space()
+		e.i++ // :
+		e.value()
+	}
+	fl, fc := jsonLineCol(d.data, first)
+	what := strconv.Quote(key)
+	if d.hideKeys {
+		what = "(sensitive, so not shown)"
+	}
+	detail := "gives the key %s twice in one object, at line %d, column %d, and again at line %d, column %d: an object holds one value for each key, so one of the two would be dropped without a word. Rename one of the keys, or remove one of the items"
+	for _, r := range key {
+		if r >= 0x80 {
+			detail += ". Keys are compared as text in Unicode's composed form (NFC), as cairn reads all text: \"\\u00e9\" and \"e\\u0301\" (e and a combining accent) are one key"
+			break
+		}
+	}
+	d.refuse(again, detail, what, fl, fc)
 }
 
 // decoded is the last text decodeJSON read for jsondecode and its value:
@@ -171,21 +292,23 @@ var decoded struct {
 	has  bool
 }
 
-// decodeJSONOnce is decodeJSON of s, kept for the next call with the same
-// text.
-func decodeJSONOnce(s string) (cty.Value, bool) {
+// decodeJSONOnce is decodeJSONChecked of s, kept for the next call with
+// the same text; hideKeys keeps the keys of a sensitive text out of the
+// refusal.
+func decodeJSONOnce(s string, hideKeys bool) (cty.Value, bool, string) {
 	decoded.Lock()
 	if decoded.has && decoded.text == s {
 		v := decoded.v
 		decoded.Unlock()
-		return v, true
+		return v, true, ""
 	}
 	decoded.Unlock()
-	v, ok := decodeJSON([]byte(s))
-	if ok {
+	d := jsonDecoder{data: []byte(s), hideKeys: hideKeys}
+	v, ok, refusal := d.decode()
+	if ok && refusal == "" {
 		decoded.Lock()
 		decoded.text, decoded.v, decoded.has = s, v, true
 		decoded.Unlock()
 	}
-	return v, ok
+	return v, ok, refusal
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -95,12 +96,13 @@ func TestJSONDecodeFunction(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, v.RawEquals(want), "%#v", v)
 
-	_, diags = eval(`jsondecode("{\"a\": 1, \"a\": \"x\"}")`)
-	require.True(t, diags.HasErrors())
-	assert.Contains(t, diags.Error(), `duplicate "a" property in JSON object`)
-	v, diags = eval(`jsondecode("{\"a\": 1, \"a\": 2}")`)
-	require.False(t, diags.HasErrors(), diags.Error())
-	assert.True(t, v.RawEquals(cty.ObjectVal(map[string]cty.Value{"a": cty.NumberIntVal(2)})), "%#v", v)
+	// A key given twice is refused, whether go-cty would refuse it (two
+	// types) or keep the last value (one type).
+	for _, src := range []string{`jsondecode("{\"a\": 1, \"a\": \"x\"}")`, `jsondecode("{\"a\": 1, \"a\": 2}")`} {
+		_, diags = eval(src)
+		require.True(t, diags.HasErrors(), src)
+		assert.Contains(t, diags.Error(), `the JSON text gives the key "a" twice in one object, at line 1, column 2, and again at line 1, column 10`, src)
+	}
 
 	var grid strings.Builder
 	grid.WriteString("{")
@@ -150,4 +152,90 @@ func BenchmarkJSONDecodeGrid(b *testing.B) {
 			}
 		}
 	})
+}
+
+// jsondecode refuses what go-cty's would change without a word, naming
+// it and its line and column in the text, at the call (file:line:col): a
+// key given twice in one object (go-cty keeps the last value), in any
+// object, written with escapes or in another Unicode form; a byte that is
+// not UTF-8 and an escape of half a surrogate pair (both read as U+FFFD).
+// A sensitive text's key is not shown.
+func TestJSONDecodeRefusesWhatCtyChanges(t *testing.T) {
+	cfg := "{\n  \"lr\": 0.1,\n  \"grid\": {\"a\": [1, {\"x\": 1, \"y\": 2, \"x\": 1}]},\n  \"lr\": 0.5\n}"
+	for _, c := range []struct {
+		name, text string
+		sensitive  bool
+		says       string
+	}{
+		{"repeated key", `{"lr": 0.1, "lr": 0.5}`, false,
+			`Invalid value for "str" parameter: the JSON text gives the key "lr" twice in one object, at line 1, column 2, and again at line 1, column 13: an object holds one value for each key, so one of the two would be dropped without a word. Rename one of the keys, or remove one of the items.`},
+		{"the first repeat, nested", cfg, false, `the JSON text gives the key "x" twice in one object, at line 3, column 22, and again at line 3, column 38:`},
+		{"written with an escape", `{"lr": 1, "l\u0072": 2}`, false, `gives the key "lr" twice in one object, at line 1, column 2, and again at line 1, column 11`},
+		{"in another Unicode form", "{\"caf\u00e9\": 1, \"cafe\u0301\": 2}", false, `gives the key "café" twice in one object, at line 1, column 2, and again at line 1, column 13: an object holds one value for each key, so one of the two would be dropped without a word. Rename one of the keys, or remove one of the items. Keys are compared as text in Unicode's composed form (NFC)`},
+		{"sensitive", `{"token": 1, "token": 2}`, true, `gives the key (sensitive, so not shown) twice in one object, at line 1, column 2, and again at line 1, column 14`},
+		{"not UTF-8", "{\"s\": \"caf\xe9\"}", false, `the JSON text holds a byte that is not UTF-8 at line 1, column 11: JSON text is UTF-8, and a JSON reader would read the byte as U+FFFD, changing the text.`},
+		{"not UTF-8, escaped too", "[\"\\n\", \"\\t\xff\"]", false, `holds a byte that is not UTF-8 at line 1, column 11:`},
+		{"half a surrogate pair", `["ok \ud83d\ude00", "\ud800 x"]`, false, `the JSON text holds at line 1, column 22 an escape of half a UTF-16 surrogate pair (\uD800 to \uDFFF without its other half), which is no character: a JSON reader would read it as U+FFFD`},
+		{"the low half alone", `"\udc00"`, false, `holds at line 1, column 2 an escape of half a UTF-16 surrogate pair`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := cty.StringVal(c.text)
+			if c.sensitive {
+				text = text.Mark(SensitiveMark)
+			}
+			e, diags := hclsyntax.ParseExpression([]byte("\n  jsondecode(var.text)"), "p.hcl", hcl.InitialPos)
+			require.False(t, diags.HasErrors())
+			_, diags = boundExpr(e).Value(&hcl.EvalContext{
+				Functions: Functions(t.TempDir(), nil),
+				Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{"text": text})},
+			})
+			require.Len(t, diags.Errs(), 1, diags.Error())
+			d := diags.Errs()[0].(*hcl.Diagnostic)
+			assert.Equal(t, "Invalid function argument", d.Summary)
+			assert.Equal(t, "p.hcl:2:14", Pos(*d.Subject))
+			assert.Contains(t, d.Detail, c.says)
+			if c.sensitive {
+				assert.NotContains(t, d.Detail, "token")
+			}
+		})
+	}
+}
+
+// On text it does not refuse, jsondecode is go-cty's: the same value,
+// type and marks, and an error where go-cty gives one (its own, but for
+// text that is not JSON, which JSONProblem says more of); unknown, null
+// and marked arguments give what go-cty's give.
+func TestJSONDecodeIsCtysOnWhatItTakes(t *testing.T) {
+	texts := []string{
+		`{"a": 1, "b": [true, false, null, "x"], "c": {"d": {}}, "e": []}`,
+		`[]`, `{}`, `null`, `true`, `"s"`, `[null]`, `[[], {}]`,
+		`0`, `-0`, `1.5`, `-12.25e-3`, `1E400`, `1e-400`, `123456789012345678901234567890`,
+		`"tab\tnew\nline \u00e9 \ud83d\ude00 \" \\ \/"`,
+		"\"e\u0301 composed by NFC\"", "{\"e\u0301\": 1}",
+		`{"runs": {"r1": {"lr": 0.001}, "r1 ": {"lr": 0.01}}}`,
+		`{"a": {"x": 1}, "b": {"x": 2}}`, `[{"a": 1}, {"a": 1}]`,
+	}
+	var args []cty.Value
+	for _, s := range texts {
+		args = append(args, cty.StringVal(s), cty.StringVal(s).Mark(SensitiveMark), cty.StringVal(s).Mark("other"))
+	}
+	args = append(args, cty.UnknownVal(cty.String), cty.UnknownVal(cty.String).Mark(SensitiveMark),
+		cty.UnknownVal(cty.String).Refine().StringPrefix(`"`).NewValue(), cty.UnknownVal(cty.String).Refine().StringPrefix(`x`).NewValue(),
+		cty.DynamicVal, cty.DynamicVal.Mark(SensitiveMark), cty.NullVal(cty.String), cty.NullVal(cty.String).Mark(SensitiveMark),
+		cty.NullVal(cty.DynamicPseudoType), cty.EmptyObjectVal, cty.ListValEmpty(cty.String).Mark(SensitiveMark),
+		cty.NumberIntVal(1), cty.True.Mark(SensitiveMark), cty.StringVal(`{"a": NaN}`), cty.StringVal(``))
+	for _, arg := range args {
+		wantTy, wantTyErr := stdlib.JSONDecodeFunc.ReturnTypeForValues([]cty.Value{arg})
+		gotTy, gotTyErr := jsonDecodeFunc.ReturnTypeForValues([]cty.Value{arg})
+		if text, _, isText := knownText(arg); !isText || JSONProblem([]byte(text)) == "" {
+			// (text that is not JSON: JSONProblem's error, not go-cty's)
+			require.Equal(t, wantTyErr, gotTyErr, "%#v", arg)
+		}
+		require.Equal(t, wantTyErr == nil, gotTyErr == nil, "%#v", arg)
+		require.True(t, wantTy.Equals(gotTy), "%#v: type %#v, go-cty's %#v", arg, gotTy, wantTy)
+		want, wantErr := stdlib.JSONDecodeFunc.Call([]cty.Value{arg})
+		got, err := jsonDecodeFunc.Call([]cty.Value{arg})
+		require.Equal(t, wantErr == nil, err == nil, "%#v: %v, go-cty's %v", arg, err, wantErr)
+		require.True(t, got.RawEquals(want), "%#v: %#v, go-cty's %#v", arg, got, want)
+	}
 }

@@ -96,13 +96,23 @@ func jsonLineCol(data []byte, at int) (line, col int) {
 
 // jsonDecodeFunc is cty's jsondecode, whose errors say where and what
 // (JSONProblem): its own say "invalid character 'ï' looking for
-// beginning of value" of a file saved with a byte-order mark.
+// beginning of value" of a file saved with a byte-order mark. It also
+// refuses, where cty's changes without a word, a key given twice in one
+// object (cty keeps the last) and text that is not Unicode (cty reads it
+// as U+FFFD): the error names the key and its line and column in the
+// text (see decodeJSONChecked). Its parameter takes marked text, so that
+// the error shows no key of a sensitive one; its value has the text's
+// marks, as cty's has (TestJSONDecodeIsCtysOnWhatItTakes).
 var jsonDecodeFunc = function.New(&function.Spec{
 	Description: stdlib.JSONDecodeFunc.Description(),
-	Params:      stdlib.JSONDecodeFunc.Params(),
+	Params:      jsonDecodeParams(),
 	Type: func(args []cty.Value) (cty.Type, error) {
-		if plainText(args[0]) {
-			if v, ok := decodeJSONOnce(args[0].AsString()); ok {
+		if s, sensitive, ok := knownText(args[0]); ok {
+			v, ok, refusal := decodeJSONOnce(s, sensitive)
+			if refusal != "" {
+				return cty.NilType, function.NewArgErrorf(0, "the JSON text %s", refusal)
+			}
+			if ok {
 				return v.Type(), nil
 			}
 		}
@@ -118,14 +128,41 @@ var jsonDecodeFunc = function.New(&function.Spec{
 		return ty, err
 	},
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		if plainText(args[0]) {
-			if v, ok := decodeJSONOnce(args[0].AsString()); ok {
-				return v, nil
+		if s, sensitive, ok := knownText(args[0]); ok {
+			v, ok, refusal := decodeJSONOnce(s, sensitive)
+			if refusal != "" {
+				return cty.NilVal, function.NewArgErrorf(0, "the JSON text %s", refusal)
+			}
+			if ok {
+				_, marks := args[0].Unmark()
+				return v.WithMarks(marks), nil
 			}
 		}
 		return stdlib.JSONDecodeFunc.Call(args)
 	},
 })
+
+// jsonDecodeParams are cty's jsondecode's parameters, taking marked and
+// unknown text (and values of no type yet): what is not known text goes
+// to cty's jsondecode, which deals with marks and unknown values itself.
+func jsonDecodeParams() []function.Parameter {
+	ps := stdlib.JSONDecodeFunc.Params()
+	ps[0].AllowMarked = true
+	ps[0].AllowUnknown = true
+	ps[0].AllowDynamicType = true
+	return ps
+}
+
+// knownText is v's text, unmarked, when v is a known string that is not
+// null; sensitive says whether v was marked so.
+func knownText(v cty.Value) (s string, sensitive, ok bool) {
+	u, marks := v.Unmark()
+	if !u.IsKnown() || u.IsNull() || !u.Type().Equals(cty.String) {
+		return "", false, false
+	}
+	_, sensitive = marks[SensitiveMark]
+	return u.AsString(), sensitive, true
+}
 
 // jsonEncodeFunc is cty's jsonencode, writing a known value through
 // MarshalJSON: the same text, with numbers written by NumberText (whole

@@ -1,11 +1,13 @@
 package dsl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -40,15 +42,25 @@ type VarInputs struct {
 type varValue struct {
 	val    cty.Value
 	source string
-	rng    *hcl.Range
+	rng    *hcl.Range     // where a variable file writes it; nil for a value given as text
+	expr   hcl.Expression // what it was read from: HCL or JSON
+	text   string         // the value given as text (--var, the environment)
+	// failed is set for a value given that could not be read (its error
+	// is said): the variable has none, and is not also called required.
+	failed bool
 }
 
 // ResolveVariables computes every variable's value and runs its validations.
 func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[string]cty.Value, hcl.Diagnostics) {
-	set, diags := c.givenValues(in, parser)
+	set, unread, diags := c.givenValues(in, parser)
 	vals := map[string]cty.Value{}
 	for _, name := range c.VarOrder {
-		val, d := c.variableValue(name, set, in.Unknown)
+		if set[name].failed {
+			continue // its error is said: it is not also required
+		}
+		// A variable file that could not be read may hold a value for
+		// any variable: none is called required then.
+		val, d := c.variableValue(name, set, in.Unknown || unread)
 		if d != nil {
 			diags = append(diags, d)
 			continue
@@ -63,13 +75,14 @@ func (c *Config) ResolveVariables(in VarInputs, parser *hclparse.Parser) (map[st
 
 // givenValues are the values given for the variables, by name: from the
 // environment, then the command line's --var and --var-file in order (a
-// later one wins).
-func (c *Config) givenValues(in VarInputs, parser *hclparse.Parser) (map[string]varValue, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
+// later one wins). unread is set when a variable file could not be read
+// (its error is among diags).
+func (c *Config) givenValues(in VarInputs, parser *hclparse.Parser) (_ map[string]varValue, unread bool, diags hcl.Diagnostics) {
 	set := map[string]varValue{}
 	raw := func(name, raw, source string) {
 		if v, d, ok := c.parseRaw(name, raw, source); d != nil {
 			diags = append(diags, d)
+			set[name] = varValue{source: source, failed: true}
 		} else if ok {
 			set[name] = v
 		}
@@ -83,11 +96,16 @@ func (c *Config) givenValues(in VarInputs, parser *hclparse.Parser) (map[string]
 	}
 	for _, a := range in.Args {
 		if a.File {
-			diags = append(diags, c.varFile(a.Value, set, parser)...)
+			d, ok := c.varFile(a.Value, set, parser)
+			diags = append(diags, d...)
+			unread = unread || !ok
 			continue
 		}
 		k, val, ok := strings.Cut(a.Value, "=")
 		if !ok || k == "" {
+			if _, declared := c.Variables[strings.TrimSpace(k)]; declared {
+				set[strings.TrimSpace(k)] = varValue{source: "--var", failed: true}
+			}
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid --var",
@@ -105,7 +123,7 @@ func (c *Config) givenValues(in VarInputs, parser *hclparse.Parser) (map[string]
 		}
 		raw(k, val, "--var "+k)
 	}
-	return set, diags
+	return set, unread, diags
 }
 
 // parseRaw reads the text value of variable name (from the environment or
@@ -157,11 +175,13 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 			Extra: ValueInput{Source: source},
 		}, true
 	}
-	return varValue{val: ev, source: source}, nil, true
+	return varValue{val: ev, source: source, expr: expr, text: raw}, nil, true
 }
 
 // varFile reads the --var-file at path (HCL, or JSON for .json) into set.
-func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.Parser) (diags hcl.Diagnostics) {
+// ok is false when the file could not be read whole: it may hold values
+// that are not in set.
+func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.Parser) (diags hcl.Diagnostics, ok bool) {
 	// Every error here is in the variable file, not in the pipeline.
 	defer func() {
 		for _, dg := range diags {
@@ -170,35 +190,14 @@ func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.
 			}
 		}
 	}()
-	var f *hcl.File
-	var d hcl.Diagnostics
 	c.Reads.Note(path)
-	if strings.HasSuffix(path, ".json") {
-		f, d = parser.ParseJSONFile(path)
-		if d.HasErrors() {
-			// A syntax error is followed by its consequences ("Root
-			// value must be object"): the first error says it.
-			d = hcl.Diagnostics{d.Errs()[0].(*hcl.Diagnostic)}
-		}
-	} else if src, err := os.ReadFile(path); err != nil {
-		d = hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot read variable file",
-			Detail:   fmt.Sprintf("%s. --var-file takes an HCL (.hcl, .tfvars) or JSON (.json) file of name = value lines.", err),
-		}}
-	} else {
-		src = lfLineEnds(src)
-		if d = CheckNesting(src, path); !d.HasErrors() {
-			f, d = parser.ParseHCL(src, path)
-			boundFile(f)
-		}
-	}
+	f, d := readVarFile(path, parser)
 	diags = append(diags, d...)
 	if f == nil || d.HasErrors() {
 		if len(d) == 0 {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: path})
 		}
-		return diags
+		return diags, false
 	}
 	attrs, d := f.Body.JustAttributes()
 	diags = append(diags, d...)
@@ -212,11 +211,85 @@ func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.
 		}
 		val, d := attr.Expr.Value(nil)
 		diags = append(diags, d...)
-		if !d.HasErrors() {
-			set[name] = varValue{val: val, source: path, rng: attr.Expr.Range().Ptr()}
+		if d.HasErrors() {
+			set[name] = varValue{source: path, failed: true}
+		} else {
+			set[name] = varValue{val: val, source: path, rng: attr.Expr.Range().Ptr(), expr: attr.Expr}
 		}
 	}
-	return diags
+	return diags, !d.HasErrors()
+}
+
+// readVarFile reads and parses the --var-file at path: JSON for .json,
+// else HCL.
+func readVarFile(path string, parser *hclparse.Parser) (*hcl.File, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read variable file",
+			Detail:   fmt.Sprintf("%s. --var-file takes an HCL (.hcl, .tfvars) or JSON (.json) file of name = value lines.", err),
+		}}
+	}
+	if !strings.HasSuffix(path, ".json") {
+		src = lfLineEnds(src)
+		if d := CheckNesting(src, path); d.HasErrors() {
+			return nil, d
+		}
+		f, d := parser.ParseHCL(src, path)
+		boundFile(f)
+		for _, e := range d {
+			if e.Summary == "Invalid character encoding" {
+				// What follows it ("Unterminated template string") is
+				// its consequence.
+				return f, hcl.Diagnostics{e}
+			}
+		}
+		return f, d
+	}
+	f, d := parser.ParseJSON(src, path) // the file's text, for the snippet of an error
+	if e := jsonVarFileText(src, path); e != nil {
+		return nil, hcl.Diagnostics{e}
+	}
+	if d.HasErrors() {
+		// A syntax error is followed by its consequences ("Root value
+		// must be object"): the first error says it.
+		d = hcl.Diagnostics{d.Errs()[0].(*hcl.Diagnostic)}
+	}
+	return f, d
+}
+
+// jsonVarFileText is the error for the text of a JSON variable file, src,
+// that JSON readers change without a word, or refuse pointing nowhere
+// useful: a byte-order mark at its start (every JSON reader of cairn
+// refuses one, naming it), a byte that is not UTF-8 (hcl's reader makes
+// it U+FFFD). nil when there is neither.
+func jsonVarFileText(src []byte, path string) *hcl.Diagnostic {
+	at := func(off int) *hcl.Range {
+		line, col := jsonLineCol(src, off)
+		start := hcl.Pos{Line: line, Column: col, Byte: off}
+		end := start
+		end.Column++
+		end.Byte = min(off+1, len(src))
+		return &hcl.Range{Filename: path, Start: start, End: end}
+	}
+	switch {
+	case bytes.HasPrefix(src, JSONBOM):
+		return &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Byte-order mark in a JSON variable file",
+			Detail:   fmt.Sprintf("The file %s; sed -i '1s/^\\xEF\\xBB\\xBF//' %s removes it. (An HCL variable file may have one, as pipeline files may.)", JSONBOMMessage, path),
+			Subject:  at(0),
+		}
+	case !utf8.Valid(src):
+		off := InvalidUTF8At(src)
+		detail := "JSON variable files are UTF-8 text; this one holds a byte that is not UTF-8 here, which a JSON reader would read as U+FFFD (the value changed without a word). Save the file as UTF-8 in your editor (iconv -f LATIN1 -t UTF-8 converts a Latin-1 file)."
+		if bytes.HasPrefix(src, []byte{0xFF, 0xFE}) || bytes.HasPrefix(src, []byte{0xFE, 0xFF}) {
+			detail = "This file is UTF-16 (it starts with UTF-16's byte-order mark); JSON variable files are UTF-8 text. Save it as UTF-8 in your editor (iconv -f UTF-16 -t UTF-8 also converts it)."
+		}
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid character encoding", Detail: detail, Subject: at(off)}
+	}
+	return nil
 }
 
 // variableValue is variable name's value: the one given, converted to its
@@ -261,6 +334,9 @@ func (c *Config) variableValue(name string, set map[string]varValue, unknown boo
 // givenValue is the value given for variable v, with its type's defaults
 // and converted to its type, with numbers cairn handles.
 func givenValue(name string, v *Variable, given varValue) (cty.Value, *hcl.Diagnostic) {
+	if d := strayAttrDiag(v, given); d != nil {
+		return cty.NilVal, d
+	}
 	val := given.val
 	if v.TypeDefaults != nil {
 		val = v.TypeDefaults.Apply(val)
