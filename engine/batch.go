@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -350,15 +352,14 @@ func (g *batchGroup) start(a *applier) bool {
 	if logDir == "" {
 		logDir = filepath.Join("logs", g.stage)
 	}
-	logDir = logDir + "_" + time.Now().UTC().Format("20060102_150405")
+	now := batchNow().UTC()
 	g.batch = &runlog.Batch{
-		ID: a.runID + "/" + g.stage, Tag: g.policy.Tag, Stage: g.stage, Start: time.Now().UTC(),
-		LogDir: filepath.Join(a.g.Root, logDir), Variants: names, State: BatchRunning,
+		ID: a.runID + "/" + g.stage, Tag: g.policy.Tag, Stage: g.stage, Start: now,
+		LogDir: makeBatchLogDir(filepath.Join(a.g.Root, logDir), now), Variants: names, State: BatchRunning,
 	}
 	if g.policy.Ledger != "" {
 		g.batch.Ledger = ledgerPath(a, g)
 	}
-	_ = os.MkdirAll(g.batch.LogDir, 0o777)
 	writeBatchLock(g.lock, g.batch, a.runID)
 	_ = a.j.Write(runlog.Entry{T: runlog.BatchEvent, Node: addrs.Stage(g.stage).String(), Batch: g.batch, GPUs: g.devices})
 	waves := (toRun + g.par - 1) / g.par
@@ -372,6 +373,33 @@ func (g *batchGroup) start(a *applier) bool {
 		ledgerStart(a, g)
 	}
 	return true
+}
+
+// batchNow is the clock a batch's start, and its log folder's name, are
+// read from (a test sets it, to start batches in one second).
+var batchNow = time.Now
+
+// makeBatchLogDir makes a batch's log folder, base_<UTC YYYYmmdd_HHMMSS>
+// of start, and returns its path. The folder is made exclusively, so that
+// no two batches share one, whenever they start (two batches of one apply,
+// two applies, in one second): where that name is taken (by a folder, a
+// file or a link), base_<UTC>_2, _3, ... the first free. Each name tried
+// was taken, so the names run out no later than the folder's entries do.
+// A folder that cannot be made for another reason (a parent that is a
+// file, one that may not be written) is named all the same: the variants'
+// logs cannot be opened there, and their failures say why.
+func makeBatchLogDir(base string, start time.Time) string {
+	stem := base + "_" + start.UTC().Format("20060102_150405")
+	_ = os.MkdirAll(filepath.Dir(stem), 0o777)
+	for n := 1; ; n++ {
+		dir := stem
+		if n > 1 {
+			dir = stem + "_" + strconv.Itoa(n)
+		}
+		if err := os.Mkdir(dir, 0o777); !errors.Is(err, fs.ErrExist) {
+			return dir
+		}
+	}
 }
 
 func plural(n int) string {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/failpoint"
@@ -152,7 +153,10 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	if p.Replica > 0 {
 		named = true
 	} else if ns.batchLogDir != "" && p.LogName != "" && ns.lease != nil {
-		stem := filepath.Join(ns.batchLogDir, fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName))
+		// A retried variant's attempt 2 and later add .attemptN, as a
+		// node's own logs do: no attempt writes over an earlier one's.
+		name := fmt.Sprintf("gpu%s_%s", intsString(ns.lease.Devices), p.LogName)
+		stem := filepath.Join(ns.batchLogDir, addrs.AttemptName(name, ns.attempts))
 		stdout, stderr = stem+".out", stem+".err"
 		named = true
 	}

@@ -398,7 +398,8 @@ type Proc struct {
 	Stdout string // log file path; "" for the node's default log
 	Stderr string
 	// LogName names the logs of a batch variant: with a batch log folder,
-	// they are <folder>/gpu<idx>_<LogName>.out and .err.
+	// they are <folder>/gpu<idx>_<LogName>.out and .err, with .attemptN
+	// before the extension for attempt 2 and later.
 	LogName string
 	// Replica numbers a service node's replica (from 1; 0 for other
 	// processes): it sees its own share of the node's GPUs (gpus each, in

@@ -289,9 +289,12 @@ func wholeNumber(v cty.Value) (int, bool) {
 // (gpu<index>_<name>.out): the key itself where it is one file name, else
 // the key with each '/', '\\' and control character as '_', cut to 120
 // bytes, and '~' and the start of the key's sha256, so that no key leads
-// out of the batch's log folder and two keys never share a log.
+// out of the batch's log folder and two keys never share a log. A key
+// ending in .attempt and digits is not one either: a retried variant's
+// logs add that (gpu0_v.attempt2.out), and the key "v.attempt2" must not
+// write them.
 func variantLogName(key string) string {
-	plain := len(key) <= 120 && key != "." && key != ".."
+	plain := len(key) <= 120 && key != "." && key != ".." && !attemptSuffixed(key)
 	b := []byte(key)
 	for i, c := range b {
 		if c == '/' || c == '\\' || c < 0x20 || c == 0x7f {
@@ -307,4 +310,11 @@ func variantLogName(key string) string {
 	}
 	sum := sha256.Sum256([]byte(key))
 	return string(b) + "~" + hex.EncodeToString(sum[:8])
+}
+
+// attemptSuffixed reports whether key ends in ".attempt" and one or more
+// digits, the suffix of a retried attempt's logs.
+func attemptSuffixed(key string) bool {
+	digits := strings.TrimRightFunc(key, func(r rune) bool { return r >= '0' && r <= '9' })
+	return len(digits) < len(key) && strings.HasSuffix(digits, ".attempt")
 }

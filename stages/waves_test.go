@@ -220,7 +220,7 @@ func TestWavesRunNamesLogsAfterTheVariant(t *testing.T) {
 // and dashes included) is its own name.
 func TestWavesLogNameStaysInTheBatchFolder(t *testing.T) {
 	byKey, byName := map[string]string{}, map[string]string{}
-	for _, key := range []string{"x/../../../../esc_out", "sub/dir", "sub_dir", "qwen2.5-7b", "..", "a\nb", strings.Repeat("k", 300)} {
+	for _, key := range []string{"x/../../../../esc_out", "sub/dir", "sub_dir", "qwen2.5-7b", "..", "a\nb", strings.Repeat("k", 300), "v0.attempt2", "v0.attempt"} {
 		rt := &execRuntime{root: t.TempDir()}
 		_, err := stages.Waves{}.Run(context.Background(), wavesNode(key, nil), rt)
 		require.NoError(t, err)
@@ -237,4 +237,8 @@ func TestWavesLogNameStaysInTheBatchFolder(t *testing.T) {
 	}
 	assert.Equal(t, "qwen2.5-7b", byKey["qwen2.5-7b"])
 	assert.Equal(t, "sub_dir", byKey["sub_dir"])
+	// A key ending like a retry's logs (gpu0_v0.attempt2.out) is not
+	// its own name: the key v0.attempt2 would write v0's attempt 2.
+	assert.NotEqual(t, "v0.attempt2", byKey["v0.attempt2"])
+	assert.Equal(t, "v0.attempt", byKey["v0.attempt"])
 }
