@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/stages/aggregate"
 	"github.com/cairn-run/cairn/stats"
 	"github.com/cairn-run/cairn/storage/atomicfile"
+	"github.com/cairn-run/cairn/storage/filekind"
 )
 
 func (a *app) aggregateCmd() *cobra.Command {
@@ -175,7 +176,7 @@ func (a *app) checkAggregateOutputs(roots []string, out, plot string) error {
 		o.abs = realPath(a.path(o.path))
 		fi, err := os.Lstat(a.path(o.path))
 		if err == nil && !fi.Mode().IsRegular() {
-			return badInput("%s %s is not a regular file (%s): aggregate writes its own file, to a temporary file then renamed over it; name a file", o.flag, o.path, aggregate.FileKind(fi.Mode()))
+			return badInput("%s %s is not a regular file (%s): aggregate writes its own file, to a temporary file then renamed over it; name a file", o.flag, o.path, filekind.Of(fi.Mode()))
 		}
 		if err == nil {
 			o.fi = fi

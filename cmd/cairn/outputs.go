@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/storage/filekind"
 )
 
 // pipelineReads lists, as absolute paths, the files a loaded pipeline
@@ -42,7 +42,7 @@ func (a *app) pipelineReads(l *plan.Loaded) []string {
 func (a *app) checkOut(cmd, out, path string, reads ...string) error {
 	fi, err := os.Lstat(path)
 	if err == nil && !fi.Mode().IsRegular() {
-		return badInput("%s: --out %s is not a regular file (%s): name a file to write", cmd, out, aggregate.FileKind(fi.Mode()))
+		return badInput("%s: --out %s is not a regular file (%s): name a file to write", cmd, out, filekind.Of(fi.Mode()))
 	}
 	real := realPath(path)
 	cache := realPath(a.cachePath())

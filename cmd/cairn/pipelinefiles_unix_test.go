@@ -62,3 +62,29 @@ func TestPipelineFolderEntriesThatAreNotFiles(t *testing.T) {
 	assert.Equal(t, exitBadInput, r.code, r.stderr)
 	assert.Contains(t, flat(r.stderr), "/e holds no .hcl files. Write the pipeline in a .hcl file there, or pass a pipeline file (.hcl) itself.")
 }
+
+// An input that is neither a file nor a folder (a named pipe), or one
+// inside an input folder, is refused at the attribute that names it, in
+// words: not at ":0:0", nor with a mode string.
+func TestSpecialFileInputIsRefusedWhereNamed(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"p.hcl": "stage \"command\" \"a\" {\n  run    = [\"true\"]\n  inputs = [\"ff\"]\n}\n",
+		"q.hcl": "stage \"command\" \"a\" {\n  run    = [\"true\"]\n  inputs = [\"d\"]\n}\n",
+		"d/ok":  "x",
+		"e.hcl": "stage \"evaluate\" \"e\" {\n  worker    = [\"true\"]\n  items     = \"ff\"\n  model     = \"m\"\n  endpoints = [\"http://127.0.0.1:9/v1\"]\n  scores    = \"s.jsonl\"\n}\n",
+	})
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "ff"), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "d", "pipe"), 0o644))
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	for file, want := range map[string]string{
+		"p.hcl": "p.hcl:3:12, in stage \"command\" \"a\": 3: inputs = [\"ff\"] stage.a: input ff: " + filepath.Join(root, "ff") + " is a named pipe: cairn digests only files and folders",
+		"q.hcl": "q.hcl:3:12, in stage \"command\" \"a\": 3: inputs = [\"d\"] stage.a: input d: " + filepath.Join(root, "d", "pipe") + " is a named pipe, in an input folder",
+		"e.hcl": "e.hcl:3:15, in stage \"evaluate\" \"e\": 3: items = \"ff\" stage.e: input ff: " + filepath.Join(root, "ff") + " is a named pipe",
+	} {
+		r := runCLI(t, "--chdir", root, "plan", file, "--no-color")
+		assert.Equal(t, exitBadInput, r.code, file)
+		assert.Contains(t, flat(r.stderr), want, file)
+		assert.NotContains(t, r.stderr, ":0:0", file)
+		assert.NotContains(t, r.stderr, "fsdigest", file)
+	}
+}

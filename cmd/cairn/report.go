@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/runreport"
-	"github.com/cairn-run/cairn/stages/aggregate"
+	"github.com/cairn-run/cairn/storage/filekind"
 )
 
 func (a *app) reportCmd() *cobra.Command {
@@ -43,7 +43,7 @@ A run still going, or killed, is reported as far as its journal goes.
 			}
 			if out != "" {
 				if fi, err := os.Lstat(a.path(out)); err == nil && !fi.Mode().IsRegular() {
-					return badInput("--out %s is not a regular file (%s): name the page's file, such as %s", out, aggregate.FileKind(fi.Mode()), filepath.Join(out, runreport.HTMLName))
+					return badInput("--out %s is not a regular file (%s): name the page's file, such as %s", out, filekind.Of(fi.Mode()), filepath.Join(out, runreport.HTMLName))
 				}
 				if filepath.Base(out) == runreport.TraceName {
 					return badInput("--out %s is the name of the trace written beside the page: name the page otherwise, such as %s", out, filepath.Join(filepath.Dir(out), runreport.HTMLName))

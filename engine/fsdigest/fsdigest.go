@@ -67,6 +67,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/storage/atomicfile"
+	"github.com/cairn-run/cairn/storage/filekind"
 )
 
 // TreeVersion starts every directory encoding; it changes whenever the
@@ -288,7 +289,7 @@ func (c *Cache) Tree(path string) (string, error) {
 		}
 		return hex.EncodeToString(sum[:]), nil
 	case !fi.IsDir():
-		return "", fmt.Errorf("fsdigest: %s is neither a file nor a directory (%s)", path, fi.Mode().Type())
+		return "", fmt.Errorf("%s is %s: cairn digests only files and folders", path, filekind.Of(fi.Mode()))
 	}
 
 	return c.dirTree(abs, nil)
@@ -573,7 +574,7 @@ func walk(dir, rel string, recs *[]record, follow map[string]bool) error {
 			}
 			*recs = append(*recs, record{rel: r, kind: 'f', abs: p, exec: fi.Mode()&0o111 != 0, key: keyOf(fi)})
 		default:
-			return fmt.Errorf("fsdigest: %s: cannot digest a %s in an input tree", p, t)
+			return fmt.Errorf("%s is %s, in an input folder: cairn digests only files, folders and links; remove it, or give the folder's files as inputs", p, filekind.Of(t))
 		}
 	}
 	return nil

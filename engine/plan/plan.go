@@ -553,7 +553,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	// An input not there yet leaves the node's key, and its consumers',
 	// known after apply (envelopeBase says why).
 	if err := g.SetServiceFiles(n, sn, cache.Stat); err != nil && !waits && !errors.Is(err, fs.ErrNotExist) {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the server's inputs", Detail: fmt.Sprintf("%s: %s. A serve stage's inputs identify its server to its consumers.", n.Addr, err), Subject: sn.Range("weights").Ptr()})
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read the server's inputs", Detail: fmt.Sprintf("%s: %s. A serve stage's inputs identify its server to its consumers.", n.Addr, err), Subject: inputsRange(n, sn)})
 	}
 	base, keyed := ahead.base, ahead.env != nil && !waits
 	if !ahead.based && !waits {
@@ -573,7 +573,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	if keyed {
 		env = ahead.env // evalAhead's, of the same base
 	} else if env, why, err = g.envelopeFrom(base, n, upstream); err != nil {
-		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: sn.Range("weights").Ptr()})
+		return append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read input", Detail: fmt.Sprintf("%s: %s", n.Addr, err), Subject: inputsRange(n, sn)})
 	}
 	if env != nil && runs == nil {
 		pn.Envelope = env
@@ -1266,4 +1266,16 @@ func OutputState(root, p, want string, stat *fsdigest.Cache) (present, same bool
 	}
 	got, err := stat.File(full)
 	return true, err == nil && got == want
+}
+
+// inputsRange is where a node's files that cannot be read are named, for
+// a diagnostic: its inputs, else another attribute that names files its
+// kind digests (items, worker, bundle, weights), else its stage block.
+func inputsRange(n *Node, sn *stages.Node) *hcl.Range {
+	for _, attr := range []string{"inputs", "items", "worker", "bundle", "weights"} {
+		if r, ok := sn.LookupRange(attr); ok {
+			return r.Ptr()
+		}
+	}
+	return n.Stage.DeclRange.Ptr()
 }

@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/cairn-run/cairn/stages/jsonpos"
+	"github.com/cairn-run/cairn/storage/filekind"
 )
 
 // The formats this package reads (docs/job-artifacts.md).
@@ -469,25 +470,7 @@ func danglingLink(name, path string, err error) error {
 // notRegular is the refusal of a job's file (name as found, base its kind:
 // result.json, test.json or job.json) that is not a regular file.
 func notRegular(name, base string, m fs.FileMode) error {
-	return badFile(name, "is not a regular file (%s): cairn reads a job's %s only from a regular file, as the job wrote it; put the job's own file there, or remove this one", FileKind(m), base)
-}
-
-// FileKind names what a file that is not a regular file is ("a folder",
-// "a named pipe", ...), for messages that refuse it.
-func FileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a plain file"
+	return badFile(name, "is not a regular file (%s): cairn reads a job's %s only from a regular file, as the job wrote it; put the job's own file there, or remove this one", filekind.Of(m), base)
 }
 
 // resultWalk walks a root for its result.json files: add is called for
