@@ -16,6 +16,7 @@ import (
 	"runtime/trace"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -301,6 +302,12 @@ var flagKinds = map[string]string{
 	"bool":     "is not true or false",
 }
 
+// A flagProblem is what a flag of cairn's own type says of a bad value:
+// "is empty: ...", after the flag and the value.
+type flagProblem string
+
+func (p flagProblem) Error() string { return string(p) }
+
 // flagValueError rewrites a flag's bad value for people: the flag, the
 // value and what it takes. Other flag errors are left as they are.
 func flagValueError(err error) error {
@@ -310,8 +317,16 @@ func flagValueError(err error) error {
 	}
 	f := bad.GetFlag()
 	kind, ok := flagKinds[f.Value.Type()]
+	var own flagProblem
+	if errors.As(err, &own) {
+		kind, ok = string(own), true
+	}
 	if !ok {
 		return err
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		// A whole number, and one too large to be any count or size.
+		return fmt.Errorf("--%s %q is too large: write a number like 4", f.Name, bad.GetValue())
 	}
 	return fmt.Errorf("--%s %q %s", f.Name, bad.GetValue(), kind)
 }
@@ -395,6 +410,9 @@ func (f addrsFlag) String() string {
 }
 func (f addrsFlag) Type() string { return "stringArray" }
 func (f addrsFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return flagProblem("is empty: an address looks like stage.NAME or stage.NAME[\"KEY\"]; `cairn plan` lists them")
+	}
 	*f.dst = append(*f.dst, norm.NFC.String(s))
 	return nil
 }

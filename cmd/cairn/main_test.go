@@ -688,6 +688,9 @@ func TestFlagValueErrorsSayWhatIsTaken(t *testing.T) {
 		{[]string{"gc", "--older-than", "5"}, `--older-than "5" is not a duration`},
 		{[]string{"apply", "--wait-gpus", "soon"}, `--wait-gpus "soon" is not a duration`},
 		{[]string{"apply", "--json=maybe"}, `--json "maybe" is not true or false`},
+		{[]string{"apply", "--parallelism", "99999999999999999999"}, `--parallelism "99999999999999999999" is too large: write a number like 4`},
+		{[]string{"plan", "--target", ""}, `--target "" is empty: an address looks like stage.NAME or stage.NAME["KEY"]`},
+		{[]string{"apply", "--replace", " "}, `--replace " " is empty`},
 	} {
 		r := runCLI(t, c.args...)
 		assert.Equal(t, exitBadInput, r.code, "%v", c.args)
