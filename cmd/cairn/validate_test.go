@@ -375,3 +375,19 @@ stage "command" "a" {
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stdout, `"error_count": 2`)
 }
+
+// A stage that names one of its own instances is told that once: not
+// also that it has no for_each, which it has.
+func TestSelfReferenceToAnInstanceIsOneError(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `stage "command" "a" {
+  for_each = toset(["x", "y"])
+  run      = ["true"]
+  wait_for = [stage.a["x"]]
+}
+`})
+	r := runCLI(t, "--chdir", root, "validate", "p.hcl", "--no-color")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "stage.a cannot refer to itself")
+	assert.NotContains(t, r.stderr, "has no for_each")
+	assert.Contains(t, r.stderr, "1 error(s) in the pipeline")
+}

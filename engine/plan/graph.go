@@ -875,6 +875,9 @@ func (g *Graph) makeInstance(n *Node, id int, s *dsl.Stage, kind stages.Kind, r 
 	var ectx *hcl.EvalContext
 	// link resolves one reference to the nodes it names.
 	link := func(ref dsl.Ref, add func(int)) {
+		if ref.Name == s.Name {
+			return // a stage's reference to itself, which loading refused
+		}
 		ups := g.StageNodes[ref.Name]
 		if g.Waiting[ref.Name] != "" || waiting && (ref.SameKey || ref.KeyExpr != nil) {
 			// Which instance is meant waits for values: depend on
