@@ -8,7 +8,6 @@ import (
 
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/plan"
-	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/gpu"
 )
@@ -131,13 +130,13 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 		return true
 	}
 	if ns.locked == nil {
-		lk, err := store.TryKeyLock(a.cache.Dir, ns.key)
+		lk, holder, err := a.keys.try(a.cache.Dir, ns)
 		if err != nil {
 			a.fail(ns, failclass.Setup, err.Error())
 			return false
 		}
-		if lk == nil && !a.twinService(ns) {
-			a.waitForKey(ns)
+		if lk == nil && !twinService(ns, holder) {
+			a.waitForKey(ns, holder)
 			return false
 		}
 		ns.locked = lk
@@ -199,15 +198,11 @@ func (a *applier) releaseResources(ns *nodeState) {
 }
 
 // twinService reports whether ns is a service whose key another service
-// node of this apply holds: two serve stages of one pipeline with the same
-// model, weights and command line. Each is a server of its own (a service
-// is never cached), and waiting for the other's key would wait for its
-// consumers, which may wait for this one: ns starts without the key's
-// lock.
-func (a *applier) twinService(ns *nodeState) bool {
-	if ns.svc == nil {
-		return false
-	}
-	h := a.keyHolder(ns)
-	return h != nil && h.svc != nil
+// node of this apply holds (holder, see keyTable.try): two serve stages of
+// one pipeline with the same model, weights and command line. Each is a
+// server of its own (a service is never cached), and waiting for the
+// other's key would wait for its consumers, which may wait for this one:
+// ns starts without the key's lock.
+func twinService(ns, holder *nodeState) bool {
+	return ns.svc != nil && holder != nil && holder.svc != nil
 }

@@ -122,6 +122,9 @@ type applier struct {
 	// sched is what is left to do and what may start (schedule.go).
 	sched  *schedule
 	events chan event
+	// keys is which node holds each key's lock (the loop's and the
+	// waiting nodes' workers').
+	keys keyTable
 	// The worker goroutines execute the nodes the loop launches, one
 	// after another: a node does not pay for a goroutine of its own (its
 	// start, and the growth of its stack to the depth a node's start
@@ -495,7 +498,7 @@ func (a *applier) handle(ev event) {
 		a.sched.stopped(ns.n.ID)
 		a.releaseResources(ns)
 		a.finished = append(a.finished, ns)
-		ns.releaseKey()
+		a.releaseKey(ns)
 		if ev.class != "" {
 			ns.class, ns.message = ev.class, ev.message
 		}

@@ -76,7 +76,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 	// is not needed to restore it: holding it until this apply ends would
 	// make other applies wait for nothing, and two applies holding what the
 	// other waits for would wait for ever.
-	ns.releaseKey()
+	a.releaseKey(ns)
 	a.res.Cached++
 	a.setFinal(ns)
 	_ = a.j.NoteCached(ns.n.Addr, ns.key)
@@ -129,7 +129,7 @@ func (a *applier) markFailed(ns *nodeState) {
 		}
 		a.failedWork[ns.key] = ns
 	}
-	ns.releaseKey()
+	a.releaseKey(ns)
 	ns.status = plan.Failed
 	// Nothing cairn writes about the node shows a sensitive value (a node
 	// that failed before it ran has not listed them yet).

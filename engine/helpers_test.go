@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-run/cairn/engine/plan/plantest"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/ui"
 )
@@ -55,7 +56,12 @@ func (w *workspace) apply(opts ApplyOptions, vars ...string) applyRun {
 	p, diags := plan.Make(l.Graph, c, plan.Options{})
 	require.False(w.T, diags.HasErrors(), "%s", diags.Error())
 	var sb strings.Builder
-	opts.Plan, opts.Cache, opts.Events, opts.NoSync = p, c, ui.NewTerminal(ui.Options{Progress: &sb}), true
+	var sink events.Sink = ui.NewTerminal(ui.Options{Progress: &sb})
+	if opts.Events != nil {
+		// The test's own sink sees the events too.
+		sink = events.Fanout{sink, opts.Events}
+	}
+	opts.Plan, opts.Cache, opts.Events, opts.NoSync = p, c, sink, true
 	if opts.Parallelism == 0 {
 		opts.Parallelism = 2
 	}

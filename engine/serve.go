@@ -138,7 +138,7 @@ func (a *applier) serviceIdle(ns *nodeState) {
 		ns.svc.idle = true
 	}
 	ns.status = plan.OK
-	ns.releaseKey()
+	a.releaseKey(ns)
 	a.setFinal(ns)
 	_ = a.j.Note(runlog.Entry{T: runlog.Serve, Node: ns.n.Addr, Status: "not_started", Message: "nothing to evaluate"})
 	ns.message = "nothing to evaluate"

@@ -86,16 +86,20 @@ func openLockFile(p string) (*os.File, error) {
 
 // WaitKeyLock blocks until the lock is free (or ctx ends), polling: the
 // lock has no timeout, and a poll also notices a holder that died.
-// The processes that a dead run's node left behind are killed (see
-// ReapLockHolders); note is told how many.
-func WaitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duration, note func(killed int, run string)) (*KeyLock, error) {
+// Each poll takes it with try (TryKeyLock when nil: the caller may note
+// who holds it as it takes it). The processes that a dead run's node left
+// behind are killed (see ReapLockHolders); note is told how many.
+func WaitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duration, try func() (*KeyLock, error), note func(killed int, run string)) (*KeyLock, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	if try == nil {
+		try = func() (*KeyLock, error) { return TryKeyLock(cacheDir, key) }
+	}
 	delay := 20 * time.Millisecond
 	for {
-		lk, err := TryKeyLock(cacheDir, key)
+		lk, err := try()
 		if err != nil || lk != nil {
 			return lk, err
 		}
