@@ -370,15 +370,26 @@ func givenValue(name string, v *Variable, given varValue) (cty.Value, *hcl.Diagn
 	return conv, nil
 }
 
-// validateVariables runs every variable's validation blocks on vals.
+// validateVariables runs every variable's validation blocks on vals. A
+// variable a validation refuses is taken out of vals: what the pipeline
+// computes from it is then unknown, rather than a second error of its own
+// about the value the validation said is wrong (a grid file's field).
 func (c *Config) validateVariables(vals map[string]cty.Value) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vals), budgetName: newBudget(nil)}, Functions: FunctionsReading(c.root(), c.Reads, c.Funcs)}
+	var refused []string
 	for _, name := range c.VarOrder {
 		v := c.Variables[name]
 		for _, chk := range v.Validations {
-			diags = append(diags, evalCheck(chk, ctx, fmt.Sprintf("Invalid value for variable %q", name))...)
+			d := evalCheck(chk, ctx, fmt.Sprintf("Invalid value for variable %q", name))
+			if d.HasErrors() {
+				refused = append(refused, name)
+			}
+			diags = append(diags, d...)
 		}
+	}
+	for _, name := range refused {
+		delete(vals, name)
 	}
 	return diags
 }

@@ -148,6 +148,21 @@ variable "grid" {
   type        = string
   default     = "testdata/optimizer/grid.json"
   description = "The experiment grid: methods with their command, code and cells; models."
+  # What the pipeline reads of the grid file, checked here so that a
+  # mistake in it is named by the file and the field (pipelines/grids/README.md).
+  validation {
+    condition     = can(keys(jsondecode(file(var.grid)).methods)) && length(try(keys(jsondecode(file(var.grid)).models), [])) > 0
+    error_message = "${var.grid} must hold a \"methods\" object (each method's command, code and cells) and a \"models\" object, not empty (each model name's task model id); it has ${length(try(keys(jsondecode(file(var.grid))), [])) == 0 ? "neither" : "only ${join(", ", try(keys(jsondecode(file(var.grid))), []))}"} (pipelines/grids/README.md)."
+  }
+  validation {
+    condition = length([for m, spec in try(jsondecode(file(var.grid)).methods, {}) : m
+    if !can([for a in spec.command : tostring(a)]) || length(try(spec.command, [])) == 0]) == 0
+    error_message = "${var.grid}: ${join(", ", [for m, spec in try(jsondecode(file(var.grid)).methods, {}) : "methods.${m}.command" if !can([for a in spec.command : tostring(a)]) || length(try(spec.command, [])) == 0])} must be a list of strings, the method's command line (like [\"python\", \"-m\", \"optimizers.gepa\"])."
+  }
+  validation {
+    condition     = length(try(keys(jsondecode(file(var.grid)).models), [])) == 0 || length(flatten([for m, spec in try(jsondecode(file(var.grid)).methods, {}) : can(tolist(spec.cells)) ? [for i, c in spec.cells : "methods.${m}.cells[${i}] is ${jsonencode(c)}, ${can(regex("^[^/]+/[^/]+/[^/]+$", c)) ? "whose model ${jsonencode(split("/", c)[2])} is not in models" : "not DATASET/RUNTIME/MODEL"}" if !can(regex("^[^/]+/[^/]+/[^/]+$", c)) || !contains(try(keys(jsondecode(file(var.grid)).models), []), try(split("/", c)[2], ""))] : ["methods.${m}.cells is not a list of cells"]])) == 0
+    error_message = "${var.grid}: ${join("; ", slice(flatten([for m, spec in try(jsondecode(file(var.grid)).methods, {}) : can(tolist(spec.cells)) ? [for i, c in spec.cells : "methods.${m}.cells[${i}] is ${jsonencode(c)}, ${can(regex("^[^/]+/[^/]+/[^/]+$", c)) ? "whose model ${jsonencode(split("/", c)[2])} is not in models" : "not DATASET/RUNTIME/MODEL"}" if !can(regex("^[^/]+/[^/]+/[^/]+$", c)) || !contains(try(keys(jsondecode(file(var.grid)).models), []), try(split("/", c)[2], ""))] : ["methods.${m}.cells is not a list of cells"]]), 0, min(5, length(flatten([for m, spec in try(jsondecode(file(var.grid)).methods, {}) : can(tolist(spec.cells)) ? [for i, c in spec.cells : "methods.${m}.cells[${i}] is ${jsonencode(c)}, ${can(regex("^[^/]+/[^/]+/[^/]+$", c)) ? "whose model ${jsonencode(split("/", c)[2])} is not in models" : "not DATASET/RUNTIME/MODEL"}" if !can(regex("^[^/]+/[^/]+/[^/]+$", c)) || !contains(try(keys(jsondecode(file(var.grid)).models), []), try(split("/", c)[2], ""))] : ["methods.${m}.cells is not a list of cells"]])))))}${length(flatten([for m, spec in try(jsondecode(file(var.grid)).methods, {}) : can(tolist(spec.cells)) ? [for i, c in spec.cells : "methods.${m}.cells[${i}] is ${jsonencode(c)}, ${can(regex("^[^/]+/[^/]+/[^/]+$", c)) ? "whose model ${jsonencode(split("/", c)[2])} is not in models" : "not DATASET/RUNTIME/MODEL"}" if !can(regex("^[^/]+/[^/]+/[^/]+$", c)) || !contains(try(keys(jsondecode(file(var.grid)).models), []), try(split("/", c)[2], ""))] : ["methods.${m}.cells is not a list of cells"]])) > 5 ? "; and ${length(flatten([for m, spec in try(jsondecode(file(var.grid)).methods, {}) : can(tolist(spec.cells)) ? [for i, c in spec.cells : "methods.${m}.cells[${i}] is ${jsonencode(c)}, ${can(regex("^[^/]+/[^/]+/[^/]+$", c)) ? "whose model ${jsonencode(split("/", c)[2])} is not in models" : "not DATASET/RUNTIME/MODEL"}" if !can(regex("^[^/]+/[^/]+/[^/]+$", c)) || !contains(try(keys(jsondecode(file(var.grid)).models), []), try(split("/", c)[2], ""))] : ["methods.${m}.cells is not a list of cells"]])) - 5} more" : ""}: a cell is DATASET/RUNTIME/MODEL, its model one of models (${join(", ", try(keys(jsondecode(file(var.grid)).models), []))})."
+  }
 }
 
 variable "data_dir" {

@@ -222,3 +222,63 @@ func TestOptimizerExperimentGridOneJob(t *testing.T) {
 	assert.Equal(t, want, got, "%v plans job %s's nodes and no other", vars, key)
 	gridCairn(t, dir, append([]string{"validate", "pipelines/optimizer_grid.hcl", "--var", "grid=" + experimentGrid}, args...)...)
 }
+
+// A grid file with a mistake in what the pipeline reads of it is refused
+// (exit 2) by the grid variable's validations: one error, naming the grid
+// file and the field, not the pipeline's expressions that read it.
+func TestOptimizerGridMistakesAreNamedByFileAndField(t *testing.T) {
+	dir, _ := gridWorkspace(t)
+	var g map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, experimentGrid))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &g))
+	methods := g["methods"].(map[string]any)
+	gepa := methods["gepa"].(map[string]any)
+	cells := gepa["cells"].([]any)
+	edited := func(name string, edit func(g map[string]any)) string {
+		c := map[string]any{}
+		for k, v := range g {
+			c[k] = v
+		}
+		edit(c)
+		out, err := json.Marshal(c)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), out, 0o644))
+		return name
+	}
+	withGepa := func(k string, v any) func(g map[string]any) {
+		return func(g map[string]any) {
+			m := map[string]any{}
+			for n, s := range methods {
+				m[n] = s
+			}
+			e := map[string]any{}
+			for n, s := range gepa {
+				e[n] = s
+			}
+			e[k] = v
+			m["gepa"] = e
+			g["methods"] = m
+		}
+	}
+	for _, c := range []struct{ file, want string }{
+		{edited("nomethods.json", func(g map[string]any) { delete(g, "methods") }), `nomethods.json must hold a "methods" object`},
+		{edited("nomodels.json", func(g map[string]any) { g["models"] = map[string]any{} }), `nomodels.json must hold a "methods" object (each method's command, code and cells) and a "models" object, not empty`},
+		{edited("command.json", withGepa("command", "python x.py")), `command.json: methods.gepa.command must be a list of strings`},
+		{edited("cell.json", withGepa("cells", append([]any{"sums"}, cells[1:]...))), `cell.json: methods.gepa.cells[0] is "sums", not DATASET/RUNTIME/MODEL`},
+		{edited("model.json", withGepa("cells", []any{"hotpotqa/single/mistral"})), `model.json: methods.gepa.cells[0] is "hotpotqa/single/mistral", whose model "mistral" is not in models`},
+		{edited("cells.json", withGepa("cells", "hotpotqa/single/qwen")), `cells.json: methods.gepa.cells is not a list of cells`},
+	} {
+		cmd := exec.Command(filepath.Join(bins, "cairn"), "validate", "pipelines/optimizer_grid.hcl", "--var", "grid="+c.file)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, c.file)
+		assert.Equal(t, 2, ee.ExitCode(), c.file)
+		flat := strings.Join(strings.Fields(string(out)), " ")
+		assert.Contains(t, flat, c.want, c.file)
+		assert.Equal(t, 1, strings.Count(flat, "Error: Invalid value for variable \"grid\""), "%s: %s", c.file, flat)
+		assert.Contains(t, flat, "1 error(s) in the pipeline", c.file)
+	}
+}

@@ -391,3 +391,29 @@ func TestSelfReferenceToAnInstanceIsOneError(t *testing.T) {
 	assert.NotContains(t, r.stderr, "has no for_each")
 	assert.Contains(t, r.stderr, "1 error(s) in the pipeline")
 }
+
+// A value a validation refuses is the one error: what the pipeline
+// computes from it is not evaluated into errors of its own.
+func TestRefusedValueIsTheOneError(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `variable "cfg" {
+  type = string
+  validation {
+    condition     = can(jsondecode(var.cfg).lr)
+    error_message = "cfg must give lr."
+  }
+}
+
+locals {
+  lr = jsondecode(var.cfg).lr * 2
+}
+
+stage "command" "s" {
+  run = ["echo", local.lr]
+}
+`})
+	r := runCLI(t, "--chdir", root, "plan", "p.hcl", "--var", `cfg={"rate": 1}`, "--no-color")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "cfg must give lr.")
+	assert.NotContains(t, r.stderr, "Unsupported attribute")
+	assert.Contains(t, r.stderr, "1 error(s)")
+}
