@@ -26,6 +26,13 @@ func TidyDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
 		if j := strings.IndexByte(msg, '\n'); j >= 0 {
 			msg = msg[:j]
 		}
+		if strings.Contains(msg, "(NaN)") {
+			// big.Float's panic on making a number of NaN (a math
+			// function's result with no real value): its Go words,
+			// "Float.SetFloat64(NaN)", tell an author nothing.
+			d.Detail = d.Detail[:i] + notANumber.Error() + "."
+			continue
+		}
 		d.Detail = d.Detail[:i] + "the values are outside what this operation handles (" + strings.TrimSpace(msg) + ")."
 	}
 	return diags

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -38,16 +39,30 @@ var goDuration = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|Â
 // ParseGoDuration is time.ParseDuration, whose error for a duration in
 // Go's syntax longer than MaxDuration is DurationTooLarge (one further
 // below 0 is -MaxDuration, negative); ok is false when s is not in Go's
-// syntax.
+// syntax, for the caller to read it as a number of seconds. A number that
+// is no length of time ("NaN", "Inf", "-Inf", as a float parser would take
+// them) is refused here, ok true, as not a duration: neither too large nor
+// negative.
 func ParseGoDuration(s string) (d time.Duration, ok bool, err error) {
 	d, err = time.ParseDuration(s)
 	switch {
 	case err == nil:
 		return d, true, nil
+	case nonFinite(s):
+		return 0, true, fmt.Errorf("%q is not a duration: write a number of seconds, or one like \"90s\", \"60m\" or \"1h30m\"", s)
 	case !goDuration.MatchString(s):
 		return 0, false, err
 	case s[0] == '-':
 		return -MaxDuration, true, nil
 	}
 	return 0, true, DurationTooLarge(fmt.Sprintf("%q", s))
+}
+
+// nonFinite reports whether s spells NaN or an infinity, in any case and
+// with any sign ("NaN", "inf", "-Infinity"), as strconv.ParseFloat and
+// fmt's %g read them; a finite number too large for a float64 ("1e400")
+// is not one.
+func nonFinite(s string) bool {
+	f, err := strconv.ParseFloat(s, 64)
+	return err == nil && (math.IsNaN(f) || math.IsInf(f, 0))
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
 )
 
 // Executor is a pipeline's executor block: where its nodes run. The
@@ -66,16 +67,19 @@ func decodeExecutor(b *hcl.Block) (*Executor, hcl.Diagnostics) {
 		diags = append(diags, decodeLiteral(a.Expr, &e.ExtraArgs)...)
 	}
 	if a := c.Attributes["max_submitted"]; a != nil {
-		d := decodeLiteral(a.Expr, &e.MaxSubmitted)
-		diags = append(diags, d...)
-		if !d.HasErrors() && e.MaxSubmitted < 1 {
-			diags = append(diags, &hcl.Diagnostic{
+		v, d := a.Expr.Value(nil)
+		if !d.HasErrors() && (gohcl.DecodeExpression(a.Expr, nil, &e.MaxSubmitted).HasErrors() || e.MaxSubmitted < 1) {
+			// A string that is a whole number ("50") converts as for
+			// every whole number; what does not is said in these words,
+			// not the decoder's (its range is int64's).
+			d = hcl.Diagnostics{{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid max_submitted",
-				Detail:   fmt.Sprintf("max_submitted is how many jobs may be in Slurm at once: at least 1, not %d.", e.MaxSubmitted),
+				Detail:   fmt.Sprintf("max_submitted is how many jobs may be in Slurm at once: a whole number, at least 1, not %s.", literalText(v)),
 				Subject:  a.Expr.Range().Ptr(),
-			})
+			}}
 		}
+		diags = append(diags, d...)
 	}
 	if a := c.Attributes["poll_interval"]; a != nil {
 		var s string

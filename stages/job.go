@@ -165,6 +165,24 @@ func jsonAttr(n *Node, attr string, dst any, diags *hcl.Diagnostics, what string
 	return true
 }
 
+// wholeAttr is jsonAttr for a whole number: what converts to one is
+// taken (seed = "1", or an untyped variable given --var seed=1), as the
+// generic cpus and concurrency take theirs; anything else is refused with
+// detail at the attribute.
+func wholeAttr(n *Node, attr string, dst *int, diags *hcl.Diagnostics, detail string) bool {
+	v, ok := n.Args[attr]
+	if !ok || v.IsNull() || !whollyKnown(v) {
+		return false
+	}
+	i, ok := wholeNumber(v)
+	if !ok {
+		*diags = append(*diags, Diag("Invalid "+attr, detail, n.Range(attr))...)
+		return false
+	}
+	*dst = i
+	return true
+}
+
 func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	s := jobSpec{known: true, id: JobIdentity{Format: JobFormat, ReflectionModel: ReflectionModel}}
@@ -198,9 +216,9 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 			s.known = false
 		}
 	}
-	need(jsonAttr(n, "seed", &s.id.Seed, &diags, "a whole number"))
-	if jsonAttr(n, "budget", &s.id.Budget, &diags, "a whole number of rollouts") && s.id.Budget < 0 {
-		diags = append(diags, Diag("Invalid budget", "budget is a number of rollouts, 0 or more.", n.Range("budget"))...)
+	need(wholeAttr(n, "seed", &s.id.Seed, &diags, "seed must be a whole number."))
+	if wholeAttr(n, "budget", &s.id.Budget, &diags, "budget must be a whole number of rollouts, 0 or more.") && s.id.Budget < 0 {
+		diags = append(diags, Diag("Invalid budget", "budget must be a whole number of rollouts, 0 or more.", n.Range("budget"))...)
 	} else if _, ok := n.Args["budget"]; ok && !whollyKnown(n.Args["budget"]) {
 		s.known = false
 	}

@@ -186,17 +186,12 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 		if !ok || !whollyKnown(v) || v.IsNull() {
 			return 0, false
 		}
-		v, _ = v.UnmarkDeep()
-		if v.Type() != cty.Number {
+		i, ok := wholeNumber(v)
+		if !ok || i < min || i > max {
 			bad(attr, fmt.Sprintf("%s must be a whole number from %d to %d.", attr, min, max))
 			return 0, false
 		}
-		i, acc := v.AsBigFloat().Int64()
-		if acc != 0 || i < int64(min) || i > int64(max) {
-			bad(attr, fmt.Sprintf("%s must be a whole number from %d to %d.", attr, min, max))
-			return 0, false
-		}
-		return int(i), true
+		return i, true
 	}
 	if r, ok := whole("replicas", 1, 1024); ok {
 		s.replicas = r

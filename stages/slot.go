@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/cairn-run/cairn/events"
 	"github.com/cairn-run/cairn/process"
@@ -146,14 +146,14 @@ func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
 		}
 	}
 	if v, ok := known("max_replacements"); ok {
-		f, err := numberOf(v)
-		if err != nil || f < 0 || f != math.Trunc(f) || f > 1<<20 {
+		i, ok := wholeNumber(v)
+		if !ok || i < 0 || i > 1<<20 {
 			diags = append(diags, Diag("Invalid max_replacements", "max_replacements is a whole number ≥ 0: the replacements allowed in the whole ledger.", n.Range("max_replacements"))...)
 		}
-		s.maxReplace = int(f)
+		s.maxReplace = i
 	}
 	if v, ok := known("allocation_time"); ok {
-		d, err := durationOf(v)
+		d, err := durationValue(v) // seconds, "40m", or "2400", as serve and evaluate read theirs
 		if err != nil || d <= 0 {
 			diags = append(diags, Diag("Invalid allocation_time", "allocation_time is a duration more than 0 (\"40m\", or seconds): how long the slot's allocation may last, every attempt included.", n.Range("allocation_time"))...)
 		}
@@ -192,23 +192,16 @@ func slotArgs(n *Node) (*slotSpec, hcl.Diagnostics) {
 	return s, diags
 }
 
+// numberOf is a number, or what converts to one as HCL converts for a
+// number type (the string "512", as --var gives an untyped variable).
 func numberOf(v cty.Value) (float64, error) {
-	if !v.Type().Equals(cty.Number) {
+	v, _ = v.Unmark()
+	nv, err := convert.Convert(v, cty.Number)
+	if err != nil || !nv.IsKnown() || nv.IsNull() {
 		return 0, errors.New("not a number")
 	}
-	f, _ := v.AsBigFloat().Float64()
+	f, _ := nv.AsBigFloat().Float64()
 	return f, nil
-}
-
-func durationOf(v cty.Value) (time.Duration, error) {
-	if v.Type().Equals(cty.Number) {
-		f, _ := v.AsBigFloat().Float64()
-		return time.Duration(f * float64(time.Second)), nil
-	}
-	if v.Type().Equals(cty.String) {
-		return time.ParseDuration(v.AsString())
-	}
-	return 0, errors.New("not a duration")
 }
 
 // slotResult is a slot node's result.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // Waves runs a GPU batch: one process per variant (a for_each instance),
@@ -250,9 +251,8 @@ func batchSize(v cty.Value) (int, bool) {
 	if !v.IsWhollyKnown() || v.IsNull() {
 		return 0, false
 	}
-	v, _ = v.UnmarkDeep()
 	size, ok := wholeNumber(v)
-	return size, ok && size >= 1
+	return size, ok && size >= 1 && size <= 1<<20
 }
 
 // relPath checks a workspace-relative path and cleans it.
@@ -270,16 +270,23 @@ func relPath(p string) (string, error) {
 	return clean, nil
 }
 
+// wholeNumber is a known attribute's value as a whole number: a number,
+// or what converts to one as HCL converts for a number type (the string
+// "2", as --var gives an untyped variable), as the generic cpus and
+// concurrency read theirs. False for anything else: a fraction, a string
+// that is not a number ("abc", "1.5"), a number beyond int. The caller
+// says the attribute's range.
 func wholeNumber(v cty.Value) (int, bool) {
-	if !v.Type().Equals(cty.Number) {
+	if !v.IsWhollyKnown() || v.IsNull() {
 		return 0, false
 	}
-	bf := v.AsBigFloat()
-	if !bf.IsInt() {
+	v, _ = v.Unmark() // a collection does not convert, marked or not
+	nv, err := convert.Convert(v, cty.Number)
+	if err != nil || !nv.IsKnown() || nv.IsNull() {
 		return 0, false
 	}
-	i, acc := bf.Int64()
-	if acc != big.Exact || i > 1<<20 {
+	i, acc := nv.AsBigFloat().Int64()
+	if acc != big.Exact || int64(int(i)) != i {
 		return 0, false
 	}
 	return int(i), true
