@@ -211,6 +211,10 @@ func (m *freshMarks) check(since time.Time) string {
 		}
 		what := "the declared output"
 		if om.result {
+			if fi, err := os.Stat(filepath.Join(m.root, om.decl)); err == nil && fi.IsDir() {
+				msg = resultIsAFolder(om.decl)
+				continue
+			}
 			what = "the result file"
 		}
 		since := ""

@@ -55,6 +55,9 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 	}
 	result := out.Result
 	if result == nil && c.Result != "" {
+		if fi, err := os.Stat(filepath.Join(a.g.Root, c.Result)); err == nil && fi.IsDir() {
+			return nil, failclass.Result, resultIsAFolder(c.Result)
+		}
 		b, err := a.readOutput(c.Result)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s was not written: %s", c.Result, errText(err))
@@ -606,4 +609,9 @@ func (a *applier) removeOtherConfigurations(ns *nodeState, rec *store.Record) {
 		}
 	}
 	a.warn("%s: removed %s from its output folder%s: another configuration of the node wrote it, and this one's cached output does not hold it (the cache keeps it with that configuration)", ns.n.Addr, fewPaths(removed), also)
+}
+
+// resultIsAFolder is the failure of a node whose result path is a folder.
+func resultIsAFolder(decl string) string {
+	return fmt.Sprintf("the result file %s is a folder: result names the JSON file the node writes; list a folder the node writes in outputs, and name a file in result", decl)
 }

@@ -70,3 +70,30 @@ func TestResultThatReadersTakeDifferentlyFailsItsNode(t *testing.T) {
 		})
 	}
 }
+
+// A result path that is a folder, whether it was there before the node
+// ran or the node made it, fails the node saying so: not as a file an
+// earlier run left, nor with the reader's "is a directory".
+func TestResultThatIsAFolderSaysSo(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"rd/keep": "x",
+		"p.hcl": `stage "command" "a" {
+  run    = ["true"]
+  result = "rd"
+}
+
+stage "command" "b" {
+  run    = ["sh", "-c", "rm -rf rd2; mkdir rd2"]
+  result = "rd2"
+}
+`,
+	})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl", "--no-color")
+	assert.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	out := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
+	for _, p := range []string{"rd", "rd2"} {
+		assert.Contains(t, out, "failed (result): the result file "+p+" is a folder: result names the JSON file the node writes")
+	}
+	assert.NotContains(t, out, "earlier run left")
+	assert.NotContains(t, out, "is a directory")
+}
