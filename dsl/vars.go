@@ -137,6 +137,16 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 	if v.Type.IsPrimitiveType() || v.Type == cty.DynamicPseudoType && !looksLikeExpr(raw) {
 		return varValue{val: cty.StringVal(raw), source: source}, nil, true
 	}
+	// The value as a message quotes it: a sensitive one is not shown.
+	shown, key := strconv.Quote(raw), strconv.Quote
+	if v.Sensitive {
+		shown = "the value (sensitive, so not shown)"
+		key = func(string) string { return "(sensitive, so not shown)" }
+	}
+	forType := " for type " + v.Type.FriendlyName()
+	if v.Type == cty.DynamicPseudoType {
+		forType = "" // an untyped variable: any value
+	}
 	expr, d := hclsyntax.ParseExpression([]byte(raw), source, hcl.InitialPos)
 	if d.HasErrors() {
 		// The parser's place reads like a file's ("--var m:1,1-2"): a
@@ -144,13 +154,13 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 		first := d.Errs()[0].(*hcl.Diagnostic)
 		where := ""
 		if first.Subject != nil {
-			where = fmt.Sprintf(" at column %d of %q", first.Subject.Start.Column, raw)
+			where = fmt.Sprintf(" at column %d of %s", first.Subject.Start.Column, shown)
 		}
 		return varValue{}, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-			Detail: fmt.Sprintf("The value from %s is not a valid expression for type %s: %s%s. Write it in HCL syntax, like [\"a\", \"b\"] for a list or { key = \"value\" } for a map or object.",
-				source, v.Type.FriendlyName(), strings.ToLower(strings.TrimSuffix(first.Summary, ".")), where),
+			Detail: fmt.Sprintf("The value from %s is not a valid expression%s: %s%s. Write it in HCL syntax, like [\"a\", \"b\"] for a list or { key = \"value\" } for a map or object.",
+				source, forType, strings.ToLower(strings.TrimSuffix(first.Summary, ".")), where),
 			Extra: ValueInput{Source: source},
 		}, true
 	}
@@ -170,8 +180,8 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 		return varValue{}, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  fmt.Sprintf("Invalid value for variable %q", name),
-			Detail: fmt.Sprintf("The value from %s gives the key %q twice, at columns %d and %d of %q: an object holds one value for each key, so one of the two would be dropped without a word. Rename one of the keys, or remove one of the items.",
-				source, r.key, r.first.Start.Column, r.again.Start.Column, raw),
+			Detail: fmt.Sprintf("The value from %s gives the key %s twice, at columns %d and %d of %s: an object holds one value for each key, so one of the two would be dropped without a word. Rename one of the keys, or remove one of the items.",
+				source, key(r.key), r.first.Start.Column, r.again.Start.Column, shown),
 			Extra: ValueInput{Source: source},
 		}, true
 	}

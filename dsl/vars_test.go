@@ -301,3 +301,20 @@ func TestUnreadVarFileIsTheOneError(t *testing.T) {
 	_, summary, _ := oneError(t, diags)
 	assert.Equal(t, `Invalid value for variable "m"`, summary)
 }
+
+// A sensitive variable's value given on the command line that does not
+// parse, or gives a key twice, is not quoted in the error, nor is its
+// key; an untyped variable's is said without "type dynamic".
+func TestBadValueOfASensitiveVariableIsNotShown(t *testing.T) {
+	for _, arg := range []string{`key={user="u", user="SECRET"}`, `key={user="SECRET", secret=}`, `key=[1, "SECRET"`} {
+		_, diags := resolveIn(t, trainPipeline, nil, nil, VarArg{Value: arg})
+		_, _, detail := oneError(t, diags)
+		assert.NotContains(t, detail, "SECRET", arg)
+		assert.NotContains(t, detail, `"user"`, arg)
+		assert.Contains(t, detail, "(sensitive, so not shown)", arg)
+	}
+	_, diags := resolveIn(t, trainPipeline, nil, nil, VarArg{Value: `free=[1,`})
+	_, _, detail := oneError(t, diags)
+	assert.Contains(t, detail, `The value from --var free is not a valid expression: missing expression at column 4 of "[1,"`)
+	assert.NotContains(t, detail, "dynamic")
+}
