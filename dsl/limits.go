@@ -3,6 +3,7 @@ package dsl
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/big"
 	"reflect"
 	"sync/atomic"
@@ -407,7 +408,7 @@ func boundWrap(e hclsyntax.Expression) hclsyntax.Expression {
 // writing one like 1e10000000 as text, in a template or an argument, takes
 // minutes.
 const (
-	maxNumberExp = 1025  // binary exponent of the largest float64, plus one
+	maxNumberExp = 1024  // big.Float's exponent of the largest float64
 	minNumberExp = -1073 // of the smallest nonzero one
 )
 
@@ -505,8 +506,13 @@ func floatInRange(f *big.Float) bool {
 	if f.Sign() == 0 {
 		return true
 	}
-	e := f.MantExp(nil)
-	return e <= maxNumberExp && e >= minNumberExp
+	if e := f.MantExp(nil); e < maxNumberExp && e > minNumberExp {
+		return true // well inside
+	}
+	// At the edges, as a JSON reader would read it: rounded to the
+	// nearest float64, which must be neither infinite nor zero.
+	x, _ := f.Float64()
+	return !math.IsInf(x, 0) && x != 0
 }
 
 // checkedCall, checkedOp and checkedLiteral refuse a number out of a

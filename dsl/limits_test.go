@@ -310,6 +310,9 @@ func TestNumbersInRangeOfANumber(t *testing.T) {
 	for src, want := range map[string]bool{
 		"0": true, "1": true, "-1": true, "1.7e308": true, "4e308": false, "-4e308": false,
 		"5e-324": true, "2e-324": false, "-5e-324": true, "1e-400": false, "1e400": false,
+		// The edges, as a JSON reader rounds a number to a float64.
+		"1.7976931348623157e308": true, "-1.7976931348623157e308": true, "1.7976931348623158e308": true,
+		"1.8e308": false, "3e308": false, "-3e308": false, "3.5e308": false, "4.9e-324": true, "2.5e-324": true, "2.4e-324": false,
 	} {
 		n, err := cty.ParseNumberVal(src)
 		require.NoError(t, err)
