@@ -134,6 +134,16 @@ func (c *Config) parseRaw(name, raw, source string) (_ varValue, _ *hcl.Diagnost
 	if !ok {
 		return varValue{}, nil, false
 	}
+	if at := InvalidUTF8At([]byte(raw)); at < len(raw) {
+		// Text is UTF-8 everywhere else: a file of the pipeline, a
+		// variable file.
+		return varValue{}, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid character encoding",
+			Detail:   fmt.Sprintf("The value from %s holds a byte that is not UTF-8 at byte %d: cairn reads all text as UTF-8. Give the value in UTF-8 (a shell's locale other than UTF-8 may have encoded it).", source, at+1),
+			Extra:    ValueInput{Source: source},
+		}, true
+	}
 	if v.Type.IsPrimitiveType() || v.Type == cty.DynamicPseudoType && !looksLikeExpr(raw) {
 		return varValue{val: cty.StringVal(raw), source: source}, nil, true
 	}

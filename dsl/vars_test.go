@@ -318,3 +318,16 @@ func TestBadValueOfASensitiveVariableIsNotShown(t *testing.T) {
 	assert.Contains(t, detail, `The value from --var free is not a valid expression: missing expression at column 4 of "[1,"`)
 	assert.NotContains(t, detail, "dynamic")
 }
+
+// A value from the command line or the environment that is not UTF-8 is
+// refused, as a pipeline or variable file that is not; it would reach the
+// node changed.
+func TestValueNotUTF8IsRefused(t *testing.T) {
+	_, diags := resolveIn(t, trainPipeline+"variable \"s\" {\n  type = string\n}\n", nil, nil, VarArg{Value: "s=caf\xe9"})
+	_, summary, detail := oneError(t, diags)
+	assert.Equal(t, "Invalid character encoding", summary)
+	assert.Contains(t, detail, "The value from --var s holds a byte that is not UTF-8 at byte 4")
+	_, diags = resolveIn(t, trainPipeline+"variable \"s\" {\n  type = string\n}\n", nil, []string{"CAIRN_VAR_s=\xff"})
+	_, _, detail = oneError(t, diags)
+	assert.Contains(t, detail, "holds a byte that is not UTF-8 at byte 1")
+}
