@@ -75,8 +75,19 @@ def bootstrap(strata, replicates, rng, resample):
     return total / len(strata)
 
 
-def summary(dstar):
-    """The percentile interval of 100·D* and the two-sided p-value."""
+def noise(ds):
+    """The rounding bound of a row's replicates (docs/aggregate.md): (n + S)
+    x 2^-50 x the largest |difference|, n the most items of a seed, S the
+    seeds; a replicate within it of 0 is 0."""
+    n = max(len(d) for d in ds)
+    m = max(float(np.max(np.abs(np.asarray(d, float)))) for d in ds)
+    return (n + len(ds)) * 2.0 ** -50 * m
+
+
+def summary(dstar, tol):
+    """The percentile interval of 100·D* and the two-sided p-value, D*
+    within tol of 0 taken as 0."""
+    dstar = np.where(np.abs(dstar) <= tol, 0.0, dstar)
     pp = 100 * dstar
     low, high = np.percentile(pp, [2.5, 97.5])  # method="linear", numpy's default
     b = len(dstar)
@@ -178,7 +189,7 @@ def exact(case):
         for u in units:
             s += u[r]
         dstar.append(s / len(units))
-    out = summary(np.asarray(dstar))
+    out = summary(np.asarray(dstar), noise(ds))
     del out["sd"]
     return out
 
@@ -193,7 +204,7 @@ def main():
     for row in cases["rows"]:
         rng = np.random.default_rng(row["seed"])
         resample = row.get("resample", "within-seed")
-        ref = summary(bootstrap(row["strata"], row["replicates"], rng, resample))
+        ref = summary(bootstrap(row["strata"], row["replicates"], rng, resample), noise([diffs(s) for s in row["strata"]]))
         if len(row["strata"]) == 1 or resample == "shared-items":
             ref.update(scipy_paired(row["strata"], row["replicates"], rng))
         out["rows"].append(ref)

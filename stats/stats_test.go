@@ -145,3 +145,34 @@ func TestBootstrapStopsWhenCancelled(t *testing.T) {
 	_, err := stats.Bootstrap(ctx, strata(make([]float64, 10)), 5000, 2, stats.ResampleWithinSeed)
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// A replicate whose differences cancel is 0, whatever its float sums left
+// (0.4 + 0.2 − 0.6 is 3.7e-17): counted in both tails, as the p-value's
+// definition counts it, not in one. With 0/1 scores many replicates are
+// exactly 0, and one tail's count made p too small: these rows gave p =
+// 0.04995 and 0.04396, both rejected, where exact arithmetic on the same
+// draws gives 72/1001 and 54/1001.
+func TestReplicatesThatCancelAreZero(t *testing.T) {
+	within := stats.Strata{Method: "m", CellID: "ds/r137/mo", Seeds: []int{0, 1, 2}, Diffs: [][]float64{
+		{0, 1, 1, 0, 0}, {0, 1, 1, 0, 1}, {1, -1, 0, 1, -1},
+	}}
+	shared := stats.Strata{Method: "m", CellID: "ds/r285/mo", Seeds: []int{0, 1, 2}, Diffs: [][]float64{
+		{1, 1, 1, 0, 0, 0, 1, 1, 0, -1}, {1, 1, 1, 1, -1, 0, -1, 0, 1, 1}, {1, 1, -1, -1, 1, -1, 1, 0, 1, -1},
+	}}
+	got, err := stats.Bootstrap(context.Background(), []stats.Strata{within}, 1000, 1, stats.ResampleWithinSeed)
+	require.NoError(t, err)
+	assert.Equal(t, 72.0/1001, got[0].P)
+	assert.Equal(t, 0.0, got[0].Low, "the 2.5th percentile is a replicate of exactly 0")
+	got, err = stats.Bootstrap(context.Background(), []stats.Strata{shared}, 1000, 1, stats.ResampleSharedItems)
+	require.NoError(t, err)
+	assert.Equal(t, 54.0/1001, got[0].P)
+
+	// A small difference that is real is not noise: every replicate of a
+	// gain of 1e-6 on every item is above 0.
+	tiny := stats.Strata{Method: "m", CellID: "d/r/m", Seeds: []int{0, 1, 2}, Diffs: [][]float64{{1e-6, 1e-6}, {1e-6, 2e-6}, {3e-6, 1e-6}}}
+	got, err = stats.Bootstrap(context.Background(), []stats.Strata{tiny}, 999, 1, stats.ResampleWithinSeed)
+	require.NoError(t, err)
+	assert.Equal(t, stats.PFloor(999), got[0].P)
+	assert.Greater(t, got[0].Low, 0.0)
+	assert.Equal(t, float64(2+3)*0x1p-50*3e-6, stats.ReplicateNoise(tiny))
+}
