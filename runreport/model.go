@@ -607,7 +607,8 @@ func (b *builder) finish() {
 		}
 		if rec != nil {
 			b.fromRecord(n, rec)
-		} else if b.opts.Cache != nil && n.Key != "" && (n.State == "ok" || n.State == "cached") {
+		} else if b.opts.Cache != nil && n.Key != "" && n.Kind != "serve" && (n.State == "ok" || n.State == "cached") {
+			// A serve node makes no record (docs/serve.md): none is gone.
 			gone = append(gone, n.Addr)
 		}
 		if n.State == "cached" && n.Reason == "" {
