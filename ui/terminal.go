@@ -231,7 +231,11 @@ func (t *Terminal) announce(e *events.NodeEnded) {
 func JSONObject(e *events.NodeEnded) map[string]any {
 	ev := map[string]any{"v": JSONVersion, "node": e.Node, "status": e.Status, "key": e.Key}
 	if e.Class != "" {
-		ev["class"], ev["message"] = e.Class, e.Message
+		ev["class"] = e.Class
+	}
+	if e.Message != "" {
+		// A failed or skipped node's, and why a serve node did not start.
+		ev["message"] = e.Message
 	}
 	if e.DurationS != 0 {
 		ev["duration_s"] = e.DurationS
