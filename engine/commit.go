@@ -137,7 +137,7 @@ func (a *applier) markFailed(ns *nodeState) {
 		ns.secrets = plan.SensitiveStrings(ns.spec.Args)
 	}
 	ns.message = process.RedactSecrets(ns.message, ns.secrets)
-	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logs[:])}
+	f := Failure{Address: ns.n.Addr, Class: ns.class, Message: ns.message, Logs: executor.ExistingLogs(ns.logPaths())}
 	f.Stopped = a.interrupted() && ns.class == failclass.Interrupted
 	f.RefusesRestart = f.Stopped && ns.n.Stage != nil && ns.n.Stage.OnInterrupt == "fail"
 	if f.Stopped {

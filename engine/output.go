@@ -62,7 +62,7 @@ func (a *applier) nodeEnded(ns *nodeState, status string) {
 		e.Executor, e.JobID = ns.job.Executor, ns.job.ID
 	}
 	if status == "failed" {
-		e.Logs = executor.ExistingLogs(ns.logs[:])
+		e.Logs = executor.ExistingLogs(ns.logPaths())
 	}
 	if line := a.summaryLine(ns); line != "" {
 		e.Summary = json.RawMessage(line)

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +43,9 @@ type serviceState struct {
 	// peaks are each replica's peak resident and GPU memory (MiB), the
 	// most of its processes' (a restart's included), by replica number.
 	peaks map[int][2]float64
+	// logs are the replicas' log files (replicaN.out and .err, by
+	// replica), once the node's kind returned (serviceEnded).
+	logs []string
 }
 
 // notePeaks keeps a replica's process's peaks (Exec, once it ended).
@@ -261,18 +267,59 @@ func replicaDevices(ns *nodeState, replica int) []int {
 // (markFailed), with the same peaks.
 func (a *applier) serviceEnded(ns *nodeState) event {
 	a.waitGPUMemoryFreed(ns)
+	// The node ran from its start until now, its servers stopped: its
+	// record's times (its duration in node_ended and apply's line) say
+	// so, as the journal's finished record does, not the moment it got
+	// ready (Serving).
+	now := time.Now()
+	ns.ended = now
+	a.scratchMu.Lock()
+	ns.svc.logs = replicaLogs(ns.scratch)
+	a.scratchMu.Unlock()
 	if ns.res == nil {
 		ns.res = ns.svc.result(ns.lease)
 	}
 	if ns.record != nil {
 		ns.record.PeakRSSMiB, ns.record.PeakGPUMiB = ns.res.PeakRSSMiB, ns.res.PeakGPUMiB
+		ns.record.Ended = now
 	}
 	if ns.class != "" {
 		return event{}
 	}
-	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: time.Since(ns.started).Seconds(),
+	_ = a.j.Note(runlog.Entry{T: runlog.Finished, Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Duration: now.Sub(ns.started).Seconds(),
 		PeakRSS: ns.res.PeakRSSMiB, PeakGPU: ns.res.PeakGPUMiB})
 	return event{}
+}
+
+// replicaLogs are the replicas' log files in a service node's folder,
+// replicaN.out then replicaN.err, by replica number.
+func replicaLogs(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "replica*.out"))
+	var nums []int
+	for _, f := range names {
+		if i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "replica"), ".out")); err == nil {
+			nums = append(nums, i)
+		}
+	}
+	slices.Sort(nums)
+	var out []string
+	for _, i := range nums {
+		stem := filepath.Join(dir, fmt.Sprintf("replica%d", i))
+		out = append(out, stem+".out", stem+".err")
+	}
+	return out
+}
+
+// logPaths are the node's log files: its process's, or a service's
+// replicas'.
+func (ns *nodeState) logPaths() []string {
+	if ns.svc != nil && ns.svc.logs != nil {
+		return ns.svc.logs
+	}
+	return ns.logs[:]
 }
 
 // waitGPUMemoryFreed waits until no process shows memory on the node's

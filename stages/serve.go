@@ -205,6 +205,19 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 	if r, ok := whole("restarts", 0, 100); ok {
 		s.restarts = r
 	}
+	if _, set := n.Args["port"]; set && s.port > 0 {
+		// The replicas take consecutive ports: the last must exist.
+		count, what := s.replicas, "replicas"
+		if count == 0 {
+			count, what = s.maxReplicas, "max_replicas"
+			if s.gpus == 0 {
+				count, what = 1, ""
+			}
+		}
+		if last := s.port + count - 1; last > 65535 {
+			bad("port", fmt.Sprintf("port %d and %s = %d need ports up to %d; the last port is 65535: take a lower port (at most %d), or fewer replicas.", s.port, what, count, last, 65535-count+1))
+		}
+	}
 	positive := func(attr string, into *time.Duration) {
 		v, ok := n.Args[attr]
 		if !ok || !whollyKnown(v) || v.IsNull() {
@@ -403,9 +416,12 @@ type replica struct {
 	deathSeen bool
 	cancel    context.CancelFunc
 	exited    chan struct{}
-	res       *process.Result
-	resErr    error
-	pid       int
+	// started is closed once its current process runs and its pid is
+	// known (a local process; Proc.Started).
+	started chan struct{}
+	res     *process.Result
+	resErr  error
+	pid     int
 	// endpoint is the file a cluster job writes its host and port to
 	// (under a cluster executor; see serve_remote.go), job the job's id
 	// and queue what says whether it waits in the cluster's queue.
@@ -493,6 +509,11 @@ func (k Serve) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		return &Outcome{Class: failclass.Interrupted, Message: "interrupted while the servers started"}, nil
 	}
 	for i, err := range errs {
+		if err != nil && sv.timedOut(sv.reps[i]) {
+			return &Outcome{Class: failclass.Timeout, Message: fmt.Sprintf("ended at its timeout of %s: replica %d (port %d) was not ready yet%s", n.Common.Timeout, i+1, sv.reps[i].port, sv.tail(sv.reps[i]))}, nil
+		}
+	}
+	for i, err := range errs {
 		if err != nil {
 			return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("replica %d (port %d) did not get ready: %s%s", i+1, sv.reps[i].port, err, sv.tail(sv.reps[i]))}, nil
 		}
@@ -507,6 +528,9 @@ func (k Serve) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	done := host.Serving(b)
 	failed := sv.supervise(ctx, done)
 	sv.stopAll()
+	if sv.timeout != "" {
+		return &Outcome{Result: b, Class: failclass.Timeout, Message: sv.timeout}, nil
+	}
 	if failed != "" {
 		return &Outcome{Result: b, Class: failclass.Infra, Message: failed}, nil
 	}
@@ -529,6 +553,18 @@ type server struct {
 	// remote: the replicas are cluster jobs (count of them).
 	remote bool
 	count  int
+	// timeout says a replica reached the stage's timeout, which ends
+	// the node (class timeout): it is not restarted (supervise's
+	// goroutine only).
+	timeout string
+}
+
+// timedOut reports whether r's process was killed at the stage's
+// timeout.
+func (sv *server) timedOut(r *replica) bool {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return r.res != nil && r.res.Class == failclass.Timeout
 }
 
 // argv is the replica's command line, placeholders replaced.
@@ -547,7 +583,11 @@ func (sv *server) start(ctx context.Context, r *replica) {
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	r.exited = make(chan struct{})
-	r.pid = 0
+	sv.mu.Lock()
+	// The process before it (a restart's) is gone: its pid and result
+	// are no longer the replica's.
+	r.pid, r.res, r.resErr = 0, nil, nil
+	sv.mu.Unlock()
 	p := Proc{
 		Argv: sv.argv(r), Replica: r.i, Stdout: r.out, Stderr: r.err, AppendLogs: r.restart > 0,
 		Env: map[string]string{
@@ -557,6 +597,17 @@ func (sv *server) start(ctx context.Context, r *replica) {
 	}
 	if sv.remote {
 		sv.remoteProc(r, &p)
+	} else {
+		started := make(chan struct{})
+		r.started = started
+		p.Started = func(ref process.JobRef) {
+			if pid, err := strconv.Atoi(ref.ID); err == nil {
+				sv.mu.Lock()
+				r.pid = pid
+				sv.mu.Unlock()
+			}
+			close(started)
+		}
 	}
 	exited := r.exited
 	go func() {
@@ -603,6 +654,17 @@ func (sv *server) waitReady(ctx context.Context, r *replica) error {
 	}
 	deadline := time.NewTimer(sv.s.startTimeout)
 	defer deadline.Stop()
+	if r.started != nil {
+		// Its records name its process: ready only once it is known.
+		select {
+		case <-r.started:
+		case <-r.exited:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("its process did not start within start_timeout %s", sv.s.startTimeout)
+		}
+	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	last := errors.New("it has not answered yet")
@@ -723,16 +785,22 @@ func (sv *server) probe(ctx context.Context, r *replica, full bool) error {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("POST %s answered HTTP %d: %s", url, resp.StatusCode, evalOneLine(string(b)))
+			return fmt.Errorf("POST %s answered HTTP %d: %s", url, resp.StatusCode, serveOneLine(b))
 		}
 		var c struct {
 			Choices []json.RawMessage `json:"choices"`
 		}
 		if json.Unmarshal(b, &c) != nil || len(c.Choices) == 0 {
-			return fmt.Errorf("POST %s answered no choice: %s", url, evalOneLine(string(b)))
+			return fmt.Errorf("POST %s answered no choice: %s", url, serveOneLine(b))
 		}
 	}
 	return nil
+}
+
+// serveOneLine is a response body on one line, for a message: its
+// trailing newline makes no separator.
+func serveOneLine(b []byte) string {
+	return evalOneLine(strings.TrimSpace(string(b)))
 }
 
 func shortNetErr(err error) string {
@@ -800,9 +868,7 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 						}
 					} else if bad > 0 {
 						bad = 0
-						items.SetEndpointDown(r.url, false)
-						sv.host.ServeEvent(ServeEvent{Status: "ready", Replica: r.i, PID: sv.pid(r), Port: r.port, Endpoint: r.url,
-							Message: fmt.Sprintf("replica %d answers its health check again: back in the rotation", r.i)})
+						sv.backInRotation(r)
 					}
 				}
 			}
@@ -824,6 +890,9 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 		if hung := time.Duration(r.hungFor.Swap(0)); hung > 0 {
 			// cairn stopped it, not an interrupt of cairn.
 			why = fmt.Sprintf("stopped by cairn: it had failed its health checks for %s", hung.Round(time.Second))
+		}
+		if sv.endsAtTimeout(r) {
+			return true
 		}
 		if r.restart >= sv.s.restarts {
 			dead++
@@ -903,6 +972,27 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 			}
 		}
 	}
+}
+
+// endsAtTimeout reports whether r's process was killed at the stage's
+// timeout, which ends the node (class timeout), not a fault of the
+// replica: it is not restarted (supervise's goroutine).
+func (sv *server) endsAtTimeout(r *replica) bool {
+	if !sv.timedOut(r) {
+		return false
+	}
+	sv.timeout = fmt.Sprintf("ended at its timeout of %s: replica %d (port %d) was killed then, and its servers stopped", sv.n.Common.Timeout, r.i, r.port)
+	sv.host.ServeEvent(ServeEvent{Status: "down", Replica: r.i, Port: r.port, Endpoint: r.url,
+		Message: fmt.Sprintf("replica %d reached the stage's timeout of %s: not restarted, the node ends", r.i, sv.n.Common.Timeout)})
+	return true
+}
+
+// backInRotation puts r, which answers its health check again, back in
+// the rotation.
+func (sv *server) backInRotation(r *replica) {
+	items.SetEndpointDown(r.url, false)
+	sv.host.ServeEvent(ServeEvent{Status: "ready", Replica: r.i, PID: sv.pid(r), Port: r.port, Endpoint: r.url,
+		Message: fmt.Sprintf("replica %d answers its health check again: back in the rotation", r.i)})
 }
 
 // markRestart ends each of r's logs with a line naming the restart about
@@ -985,7 +1075,10 @@ func reservePorts(node, host string, first, count int, skipped func(port int, ho
 	}
 	var out []int
 	for p := first; len(out) < count; p++ {
-		if p > 65535 || p-first > 1024 {
+		if p > 65535 {
+			return nil, nil, fmt.Errorf("no %d free ports from %d on: the ports end at 65535, and %d of the %d from %d to 65535 are in use (pick a lower port)", count, first, p-first-len(out), p-first, first)
+		}
+		if p-first > 1024 {
 			return nil, nil, fmt.Errorf("no %d free ports from %d on: %d of them are in use (port collisions are a setup failure; pick another port)", count, first, p-first-len(out))
 		}
 		if holder, ok := ports.taken[p]; ok {
@@ -1035,7 +1128,8 @@ func portFree(host string, port int) bool {
 func serveExternal(ctx context.Context, s serveSpec, id ServeIdentity, host ServiceHost) (*Outcome, error) {
 	eps, err := items.ParseEndpoints(s.external, os.Getenv)
 	if err != nil && !errors.Is(err, items.ErrNoEndpoints) {
-		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
+		// The stage's own message, not the evaluation package's.
+		return &Outcome{Class: failclass.Setup, Message: strings.TrimPrefix(err.Error(), "items: ")}, nil
 	}
 	res := ServeResult{ServeIdentity: id, Endpoints: append([]string{}, eps...), Ports: []int{}, GPUs: [][]int{}}
 	b, _ := json.Marshal(res)

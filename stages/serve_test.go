@@ -1,12 +1,18 @@
 package stages
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -37,4 +43,47 @@ func TestServeIdentityHoldsItsInputs(t *testing.T) {
 	external.Args["endpoints"] = strs("http://h:1/v1")
 	external.FilesDigest = "sha256:abc"
 	assert.Equal(t, "m", serveIdentity(external).ModelKey)
+}
+
+// A port range that runs past 65535 is refused at the port attribute
+// (the replicas take consecutive ports), and the runtime says that the
+// ports end there rather than that they are in use.
+func TestServePortRangePastTheLastPort(t *testing.T) {
+	portRange := hcl.Range{Filename: "main.hcl", Start: hcl.Pos{Line: 7, Column: 14}, End: hcl.Pos{Line: 7, Column: 19}}
+	node := func(port, replicas int) *Node {
+		return &Node{Address: "stage.s", Stage: "s", Args: map[string]cty.Value{"run": strs("srv", "{port}"), "model": cty.StringVal("m"),
+			"port": cty.NumberIntVal(int64(port)), "replicas": cty.NumberIntVal(int64(replicas))}, Ranges: map[string]hcl.Range{"port": portRange}}
+	}
+	diags := Serve{}.Check(node(65535, 2))
+	require.True(t, diags.HasErrors())
+	assert.Equal(t, "Invalid port", diags[0].Summary)
+	assert.Equal(t, portRange, *diags[0].Subject)
+	assert.Contains(t, diags[0].Detail, "need ports up to 65536; the last port is 65535")
+	assert.False(t, Serve{}.Check(node(65534, 2)).HasErrors())
+
+	_, _, err := reservePorts("stage.s", "127.0.0.1", 65535, 2, func(int, string) {})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the ports end at 65535")
+	assert.NotContains(t, err.Error(), "0 of them are in use")
+}
+
+// A replica not ready at start_timeout names its last check's answer
+// without a stray separator from the body's newline.
+func TestServeNotReadyMessageEndsCleanly(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/health":
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("{\"error\":\"warming up\"}\n"))
+		}
+	}))
+	defer ts.Close()
+	sv := &server{s: serveSpec{model: "m", startTimeout: 300 * time.Millisecond, ready: readyCheck{Health: "/health"}}}
+	r := &replica{i: 1, url: ts.URL + "/v1", exited: make(chan struct{})}
+	err := sv.waitReady(context.Background(), r)
+	require.Error(t, err)
+	assert.True(t, strings.HasSuffix(err.Error(), `answered HTTP 503: {"error":"warming up"})`), err.Error())
 }

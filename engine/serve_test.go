@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/events"
+)
+
+// serveEvents records an apply's events, and calls on (if set) with each,
+// in order.
+type serveEvents struct {
+	mu  sync.Mutex
+	all []events.Event
+	on  func(events.Event)
+}
+
+func (s *serveEvents) Emit(e events.Event) {
+	s.mu.Lock()
+	s.all = append(s.all, e)
+	s.mu.Unlock()
+	if s.on != nil {
+		s.on(e)
+	}
+}
+
+func (s *serveEvents) ended(node string) *events.NodeEnded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.all {
+		if x, ok := e.(*events.NodeEnded); ok && x.Node == node {
+			return x
+		}
+	}
+	return nil
+}
+
+func (s *serveEvents) serve(status string) []*events.ServeEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*events.ServeEvent
+	for _, e := range s.all {
+		if x, ok := e.(*events.ServeEvent); ok && x.Status == status {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// servePipeline is a CPU serve stage "m" running server (a shell
+// script), ready once its process runs (no check), and a command stage
+// "use" of its endpoints running consumer; extra goes in the serve stage.
+func servePipeline(t *testing.T, server, consumer, extra string) string {
+	return fmt.Sprintf(`
+pipeline "t" {}
+stage "serve" "m" {
+  run   = ["sh", "-c", %q]
+  model = "m"
+  port  = %d
+  ready = { health = "", models = false, completion = false }
+  kill_grace = "1s"
+%s}
+stage "command" "use" {
+  run     = ["sh", "-c", %q]
+  env     = { EP = stage.m.endpoints[0] }
+  outputs = ["used.txt"]
+}
+`, server, freePort(t), extra, consumer)
+}
+
+// A serve node's duration is its whole run, from its start until its
+// servers stopped, in node_ended (and apply's line) as in the journal's
+// finished record that cairn show and trace.tsv read; not the time it
+// took to get ready (docs/events.md: its command's own run time).
+func TestServeDurationIsItsWholeRun(t *testing.T) {
+	w := newWorkspace(t, servePipeline(t, "exec sleep 600", "sleep 0.3; echo ok > used.txt", ""))
+	ev := &serveEvents{}
+	r := w.apply(ApplyOptions{Events: ev})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	m, use := ev.ended("stage.m"), ev.ended("stage.use")
+	require.NotNil(t, m, r.out)
+	require.NotNil(t, use, r.out)
+	assert.GreaterOrEqual(t, m.DurationS, use.DurationS, "the servers ran all the while their consumer did")
+	es, err := runlog.Read(filepath.Join(w.Cache, "runs", r.res.RunID))
+	require.NoError(t, err)
+	var finished *runlog.Entry
+	for i, e := range es {
+		if e.T == runlog.Finished && e.Node == "stage.m" {
+			finished = &es[i]
+		}
+	}
+	require.NotNil(t, finished)
+	assert.InDelta(t, finished.Duration, m.DurationS, 0.001, "node_ended says what the journal (cairn show, trace.tsv) says")
+}
+
+// A replica restarted after a death is journaled ready with its new
+// process's pid, not the dead one's (docs/serve.md: serve records carry
+// the pid).
+func TestServeRestartedReplicaIsReadyWithItsNewPid(t *testing.T) {
+	// The first process dies once the consumer says so; the restarted one
+	// serves. The consumer ends once the replica is back (the test says
+	// so on its second ready).
+	server := `if [ -f died ]; then exec sleep 600; fi; while [ ! -f kill ]; do sleep 0.02; done; touch died; exit 3`
+	consumer := `touch kill; while [ ! -f back ]; do sleep 0.02; done; echo ok > used.txt`
+	w := newWorkspace(t, servePipeline(t, server, consumer, ""))
+	ev := &serveEvents{}
+	readies := 0
+	ev.on = func(e events.Event) {
+		if x, ok := e.(*events.ServeEvent); ok && x.Status == "ready" {
+			if readies++; readies == 2 {
+				w.Write("back", "")
+			}
+		}
+	}
+	r := w.apply(ApplyOptions{Events: ev})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	var pids []int
+	for _, e := range ev.all {
+		if x, ok := e.(*events.ProcessStarted); ok && x.Node == "stage.m" && x.JobID != "" {
+			pid, err := strconv.Atoi(x.JobID)
+			require.NoError(t, err)
+			pids = append(pids, pid)
+		}
+	}
+	ready := ev.serve("ready")
+	require.Len(t, pids, 2, r.out)
+	require.Len(t, ready, 2, r.out)
+	assert.Equal(t, pids[0], ready[0].PID)
+	assert.Equal(t, pids[1], ready[1].PID, "the restarted replica's ready names its own process")
+	es, err := runlog.Read(filepath.Join(w.Cache, "runs", r.res.RunID))
+	require.NoError(t, err)
+	var journaled []int
+	for _, e := range es {
+		if e.T == runlog.Serve && e.Status == "ready" {
+			journaled = append(journaled, e.PID)
+		}
+	}
+	assert.Equal(t, pids, journaled)
+}
+
+// A serve stage's timeout ends its node with class timeout: the replica
+// killed then is not restarted as after a death (docs/language.md:
+// timeout, class timeout); the failed node's node_ended names its
+// replicas' logs.
+func TestServeTimeoutEndsTheNodeWithClassTimeout(t *testing.T) {
+	server := `echo serving >&2; exec sleep 600`
+	consumer := `while [ ! -f over ]; do sleep 0.02; done; echo ok > used.txt`
+	w := newWorkspace(t, servePipeline(t, server, consumer, `  timeout = "1s"
+`))
+	ev := &serveEvents{}
+	ev.on = func(e events.Event) {
+		if x, ok := e.(*events.NodeEnded); ok && x.Node == "stage.m" {
+			w.Write("over", "")
+		}
+	}
+	r := w.apply(ApplyOptions{Events: ev})
+	m := ev.ended("stage.m")
+	require.NotNil(t, m, r.out)
+	assert.Equal(t, "failed", m.Status)
+	assert.Equal(t, "timeout", m.Class, r.out)
+	assert.Contains(t, m.Message, "ended at its timeout of 1s")
+	assert.Empty(t, ev.serve("restarting"), "a replica is not restarted at the stage's timeout")
+	assert.Contains(t, r.out, "stage.m  failed (timeout): ended at its timeout of 1s")
+}
+
+// A serve node that failed names its replicas' logs that exist in its
+// node_ended event and in apply's failure (docs/events.md: logs).
+func TestServeFailedNodeNamesItsReplicasLogs(t *testing.T) {
+	// It never gets ready: its port stays closed.
+	pipeline := strings.Replace(servePipeline(t, "echo no model here >&2; exec sleep 600", "echo ok > used.txt", `  start_timeout = "1s"
+`), `health = ""`, `health = "/health"`, 1)
+	w := newWorkspace(t, pipeline)
+	ev := &serveEvents{}
+	r := w.apply(ApplyOptions{Events: ev})
+	m := ev.ended("stage.m")
+	require.NotNil(t, m, r.out)
+	assert.Equal(t, "failed", m.Status)
+	require.Len(t, m.Logs, 2, r.out)
+	assert.Equal(t, "replica1.out", filepath.Base(m.Logs[0]))
+	assert.Equal(t, "replica1.err", filepath.Base(m.Logs[1]))
+	b, err := os.ReadFile(m.Logs[1])
+	require.NoError(t, err)
+	assert.Equal(t, "no model here\n", string(b))
+	require.Len(t, r.res.Failures, 1)
+	assert.Equal(t, m.Logs, r.res.Failures[0].Logs)
+}
+
+// A serve stage given an endpoint that is no URL says so in its own
+// words, without the evaluation package's name.
+func TestServeBadEndpointMessage(t *testing.T) {
+	w := newWorkspace(t, strings.Replace(modelCacheOfAServeStage, `"http://127.0.0.1:9/v1"`, `"notaurl"`, 1))
+	w.Write("question.txt", "what is 1 + 1?\n")
+	r := w.apply(ApplyOptions{})
+	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Contains(t, r.out, `stage.m  failed (setup): endpoint "notaurl" from the endpoints attribute is not an http(s) base URL`)
+	assert.NotContains(t, r.out, "items:")
+}
