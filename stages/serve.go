@@ -1128,8 +1128,8 @@ func portFree(host string, port int) bool {
 func serveExternal(ctx context.Context, s serveSpec, id ServeIdentity, host ServiceHost) (*Outcome, error) {
 	eps, err := items.ParseEndpoints(s.external, os.Getenv)
 	if err != nil && !errors.Is(err, items.ErrNoEndpoints) {
-		// The stage's own message, not the evaluation package's.
-		return &Outcome{Class: failclass.Setup, Message: strings.TrimPrefix(err.Error(), "items: ")}, nil
+		// An endpoint that is no URL: the stage cannot start.
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
 	}
 	res := ServeResult{ServeIdentity: id, Endpoints: append([]string{}, eps...), Ports: []int{}, GPUs: [][]int{}}
 	b, _ := json.Marshal(res)

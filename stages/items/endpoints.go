@@ -19,11 +19,11 @@ const DefaultReflectionBaseURL = "http://localhost:8200/v1"
 
 // ErrNoEndpoints is returned by ParseEndpoints when no task endpoint is
 // configured anywhere.
-var ErrNoEndpoints = errors.New("items: no task model endpoint: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL")
+var ErrNoEndpoints = errors.New("no task model endpoint: set the stage's endpoints attribute, TASK_ENDPOINTS (comma-separated) or VLLM_BASE_URL")
 
 // ErrPreflight wraps every error of Preflight about an endpoint: down, not an
 // OpenAI model list, or not serving the task model.
-var ErrPreflight = errors.New("items: preflight")
+var ErrPreflight = errors.New("the endpoint check")
 
 // ParseEndpoints returns the task model's base URLs (each ending in /v1, as
 // vLLM serves them). The stage's attribute wins when it names any; otherwise
@@ -47,7 +47,7 @@ func ParseEndpoints(attr []string, env func(string) string) ([]string, error) {
 	for _, e := range nonBlank(raw) {
 		e = strings.TrimRight(e, "/")
 		if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
-			return nil, fmt.Errorf("items: endpoint %q from %s is not an http(s) base URL such as http://localhost:8000/v1", e, from)
+			return nil, fmt.Errorf("endpoint %q from %s is not an http(s) base URL such as http://localhost:8000/v1", e, from)
 		}
 		out = append(out, e)
 	}

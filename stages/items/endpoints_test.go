@@ -183,3 +183,23 @@ func deadEndpoint(t testing.TB) string {
 	require.NoError(t, ln.Close())
 	return "http://" + addr + "/v1"
 }
+
+// What an evaluation says of its endpoints is said in the user's words:
+// no package name ("items: ") before the endpoint that is not a URL, the
+// endpoint check that failed, or the missing endpoints.
+func TestEndpointErrorsSpeakOfTheStage(t *testing.T) {
+	_, err := ParseEndpoints([]string{"notaurl"}, func(string) string { return "" })
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), `endpoint "notaurl" from `), err.Error())
+	_, err = ParseEndpoints(nil, func(string) string { return "" })
+	require.ErrorIs(t, err, ErrNoEndpoints)
+	assert.True(t, strings.HasPrefix(err.Error(), "no task model endpoint: "), err.Error())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := "http://" + l.Addr().String() + "/v1"
+	require.NoError(t, l.Close())
+	err = Preflight(context.Background(), []string{dead}, "m")
+	require.ErrorIs(t, err, ErrPreflight)
+	assert.True(t, strings.HasPrefix(err.Error(), "the endpoint check: endpoint "+dead+" is not reachable"), err.Error())
+	assert.NotContains(t, err.Error(), "items:")
+}

@@ -37,11 +37,11 @@ const (
 // ended as failed: their retries were spent on infrastructure failures,
 // crashes or timeouts. Nothing is stored for them, so the next evaluation
 // sends them again.
-var ErrIncomplete = errors.New("items: evaluation incomplete")
+var ErrIncomplete = errors.New("evaluation incomplete")
 
 // ErrWorker reports a worker that cannot run: it does not start, or it dies
 // again and again without answering any item.
-var ErrWorker = errors.New("items: worker failed")
+var ErrWorker = errors.New("the worker failed")
 
 // Item is one element of the dataset being evaluated.
 type Item struct {
