@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -203,13 +204,18 @@ func TestServeFailedNodeNamesItsReplicasLogs(t *testing.T) {
 	assert.Equal(t, m.Logs, r.res.Failures[0].Logs)
 }
 
-// A serve stage given an endpoint that is no URL says so in its own
-// words, without the evaluation package's name.
+// A serve stage given an endpoint that is no URL is refused when the
+// pipeline is loaded, at the attribute, in its own words, without the
+// evaluation package's name.
 func TestServeBadEndpointMessage(t *testing.T) {
 	w := newWorkspace(t, strings.Replace(modelCacheOfAServeStage, `"http://127.0.0.1:9/v1"`, `"notaurl"`, 1))
-	w.Write("question.txt", "what is 1 + 1?\n")
-	r := w.apply(ApplyOptions{})
-	assert.Equal(t, 1, r.res.Failed, r.out)
-	assert.Contains(t, r.out, `stage.m  failed (setup): endpoint "notaurl" from the endpoints attribute is not an http(s) base URL`)
-	assert.NotContains(t, r.out, "items:")
+	l := w.Load()
+	diags := l.Graph.CheckStages()
+	require.True(t, diags.HasErrors())
+	d := diags.Errs()[0].(*hcl.Diagnostic)
+	assert.Equal(t, "Invalid endpoints", d.Summary)
+	assert.Contains(t, d.Detail, `endpoint "notaurl" from the endpoints attribute is not an http(s) base URL`)
+	assert.NotContains(t, d.Detail, "items:")
+	require.NotNil(t, d.Subject)
+	assert.Equal(t, "pipeline.hcl", filepath.Base(d.Subject.Filename))
 }

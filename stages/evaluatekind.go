@@ -480,6 +480,12 @@ func (d *evalDecoder) endpoints(s *evalSpec) {
 	} else {
 		s.endpoints = list
 	}
+	// An endpoint written in the pipeline that is no URL is refused now,
+	// not when the evaluation starts (an empty list falls back to the
+	// environment, read then).
+	if _, err := items.ParseEndpoints(s.endpoints, func(string) string { return "" }); err != nil && !errors.Is(err, items.ErrNoEndpoints) {
+		d.bad("endpoints", err.Error()+".")
+	}
 }
 
 // limits are the counts and the item timeout.

@@ -624,11 +624,12 @@ func TestEvaluateRun(t *testing.T) {
 		assert.Equal(t, failclass.Setup, out.Class)
 		assert.Contains(t, out.Message, "cannot read the dataset")
 
+		// An endpoint written in the pipeline that is no URL is bad
+		// input, refused before anything runs.
 		n = evalNode("localhost:8000")
-		out, err = Evaluate{}.Run(ctx, n, rt)
-		require.NoError(t, err)
-		assert.Equal(t, failclass.Setup, out.Class)
-		assert.Contains(t, out.Message, "is not an http(s) base URL")
+		_, err = Evaluate{}.Run(ctx, n, rt)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), `Invalid endpoints; endpoint "localhost:8000" from the endpoints attribute is not an http(s) base URL`)
 
 		n = evalNode("http://127.0.0.1:1/v1")
 		n.Args["bundle"] = strs("nope/")

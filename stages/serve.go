@@ -245,6 +245,9 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 		} else {
 			list, err = StringList(v)
 		}
+		if _, perr := items.ParseEndpoints(list, func(string) string { return "" }); err == nil && perr != nil && !errors.Is(perr, items.ErrNoEndpoints) {
+			err = perr // an endpoint that is no URL, refused now
+		}
 		if err != nil {
 			bad("endpoints", fmt.Sprintf("endpoints is a list of base URLs of servers you run (or one comma-separated string): %s.", err))
 		} else {
