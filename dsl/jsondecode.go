@@ -63,7 +63,7 @@ type jsonDecoder struct {
 // refuse sets the refusal, what at byte offset at, unless one is set.
 func (d *jsonDecoder) refuse(at int, format string, args ...any) {
 	if d.refusal == "" {
-		line, col := jsonLineCol(d.data, at)
+		line, col := JSONLineCol(d.data, at)
 		d.refusal = fmt.Sprintf(format, append(args, line, col)...)
 	}
 }
@@ -268,7 +268,7 @@ func (d *jsonDecoder) refuseRepeat(start, again int, key string) {
 		e.i++ // :
 		e.value()
 	}
-	fl, fc := jsonLineCol(d.data, first)
+	fl, fc := JSONLineCol(d.data, first)
 	what := strconv.Quote(key)
 	if d.hideKeys {
 		what = "(sensitive, so not shown)"

@@ -40,7 +40,7 @@ func JSONProblem(data []byte) string {
 	if !ok {
 		return "is not valid JSON"
 	}
-	line, col := jsonLineCol(data, at)
+	line, col := JSONLineCol(data, at)
 	return fmt.Sprintf("is not valid JSON at line %d, column %d: %s", line, col, what)
 }
 
@@ -57,7 +57,7 @@ func JSONLineProblem(data []byte, col0 int) string {
 	if !ok || bytes.IndexByte(data, '\n') >= 0 {
 		return JSONProblem(data)
 	}
-	_, col := jsonLineCol(data, at)
+	_, col := JSONLineCol(data, at)
 	return fmt.Sprintf("is not valid JSON at column %d: %s", col0+col, what)
 }
 
@@ -86,9 +86,9 @@ func jsonSyntaxProblem(data []byte) (at int, what string, ok bool) {
 	return at, what, true
 }
 
-// jsonLineCol is the 1-based line and column (in characters) of byte
+// JSONLineCol is the 1-based line and column (in characters) of byte
 // offset at of data.
-func jsonLineCol(data []byte, at int) (line, col int) {
+func JSONLineCol(data []byte, at int) (line, col int) {
 	before := data[:at]
 	start := bytes.LastIndexByte(before, '\n') + 1
 	return bytes.Count(before, []byte{'\n'}) + 1, utf8.RuneCount(before[start:]) + 1

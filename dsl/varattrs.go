@@ -124,7 +124,7 @@ func strayAttrDetail(name string, s strayAttr, from string) string {
 	owner := "var." + pathString(name, s.path)
 	has := "no attributes"
 	if len(s.attrs) > 0 {
-		has = "only " + andList(s.attrs)
+		has = "only " + AndList(s.attrs)
 	}
 	detail := fmt.Sprintf("%s sets %q, but %q is not an attribute of %s's type, which has %s: converted to the type, the value would lose it without a word.",
 		from, s.name, s.name, owner, has)
@@ -134,8 +134,8 @@ func strayAttrDetail(name string, s strayAttr, from string) string {
 	return detail + " Correct the attribute's name, remove it, or add it to the variable's type (optional(T) where it may be left out)."
 }
 
-// andList is "a", "a and b", "a, b and c".
-func andList(xs []string) string {
+// AndList joins "a", "a and b", "a, b and c".
+func AndList(xs []string) string {
 	if len(xs) <= 1 {
 		return strings.Join(xs, "")
 	}

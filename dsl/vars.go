@@ -286,7 +286,7 @@ func readVarFile(path string, parser *hclparse.Parser) (*hcl.File, hcl.Diagnosti
 // it U+FFFD). nil when there is neither.
 func jsonVarFileText(src []byte, path string) *hcl.Diagnostic {
 	at := func(off int) *hcl.Range {
-		line, col := jsonLineCol(src, off)
+		line, col := JSONLineCol(src, off)
 		start := hcl.Pos{Line: line, Column: col, Byte: off}
 		end := start
 		end.Column++

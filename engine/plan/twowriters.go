@@ -103,7 +103,7 @@ func (g *Graph) writeClashes(specs []*stages.Node, planned []bool) hcl.Diagnosti
 			c.writers = append(c.writers, g.declOf(specs, gr.nodes[0], own))
 			c.sizes = append(c.sizes, len(gr.nodes))
 		}
-		c.path, c.folded = andList(spellings), len(spellings) > 1
+		c.path, c.folded = dsl.AndList(spellings), len(spellings) > 1
 		clashes = append(clashes, c)
 	}
 	// A path inside a folder another node declares, once a pair.
@@ -470,7 +470,7 @@ func (c clash) what(short bool) string {
 	if len(c.writers) > 2 {
 		all = "all"
 	}
-	return fmt.Sprintf("%s %s write %s%s", andList(names), all, c.path, at)
+	return fmt.Sprintf("%s %s write %s%s", dsl.AndList(names), all, c.path, at)
 }
 
 // total is the number of nodes that write the clash's path.
@@ -531,12 +531,4 @@ func clashDiag(cs []clash) *hcl.Diagnostic {
 		" Give each node a path of its own (in a for_each stage, one made of each.key: \"out/${each.key}.txt\"), or have one stage write it and the other read it through inputs."
 	last := c.writers[len(c.writers)-1]
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: last.rng.Ptr()}
-}
-
-// andList joins "a", "a and b", "a, b and c".
-func andList(xs []string) string {
-	if len(xs) < 2 {
-		return strings.Join(xs, "")
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
 }

@@ -59,9 +59,7 @@ func (e *AmbiguousError) Error() string { return e.Msg }
 // LineCol is the 1-based line and column (in characters) of e's Offset in
 // data, the text it was found in.
 func (e *AmbiguousError) LineCol(data []byte) (line, col int) {
-	before := data[:min(e.Offset, len(data))]
-	start := bytes.LastIndexByte(before, '\n') + 1
-	return bytes.Count(before, []byte{'\n'}) + 1, utf8.RuneCount(before[start:]) + 1
+	return dsl.JSONLineCol(data, min(e.Offset, len(data)))
 }
 
 // Ambiguous finds in data, one JSON value that parses, what JSON readers
