@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
@@ -55,12 +56,12 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 	}
 	result := out.Result
 	if result == nil && c.Result != "" {
-		if fi, err := os.Stat(filepath.Join(a.g.Root, c.Result)); err == nil && fi.IsDir() {
-			return nil, failclass.Result, resultIsAFolder(c.Result)
-		}
 		b, err := a.readOutput(c.Result)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s was not written: %s", c.Result, errText(err))
+		}
+		if errors.Is(err, syscall.EISDIR) {
+			return nil, failclass.Result, resultIsAFolder(c.Result)
 		}
 		if err != nil {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s", err)
