@@ -1441,7 +1441,8 @@ func lastFailure(sum items.Summary) string {
 }
 
 func evalOneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", "; ")
+	// A trailing newline (a response body's) makes no separator.
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 	if len(s) > 400 {
 		s = s[:397] + "..."
 	}

@@ -788,22 +788,16 @@ func (sv *server) probe(ctx context.Context, r *replica, full bool) error {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("POST %s answered HTTP %d: %s", url, resp.StatusCode, serveOneLine(b))
+			return fmt.Errorf("POST %s answered HTTP %d: %s", url, resp.StatusCode, evalOneLine(string(b)))
 		}
 		var c struct {
 			Choices []json.RawMessage `json:"choices"`
 		}
 		if json.Unmarshal(b, &c) != nil || len(c.Choices) == 0 {
-			return fmt.Errorf("POST %s answered no choice: %s", url, serveOneLine(b))
+			return fmt.Errorf("POST %s answered no choice: %s", url, evalOneLine(string(b)))
 		}
 	}
 	return nil
-}
-
-// serveOneLine is a response body on one line, for a message: its
-// trailing newline makes no separator.
-func serveOneLine(b []byte) string {
-	return evalOneLine(strings.TrimSpace(string(b)))
 }
 
 func shortNetErr(err error) string {
