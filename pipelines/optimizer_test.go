@@ -915,6 +915,67 @@ func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
 	assert.Equal(t, sent, total(), "nothing was evaluated again")
 }
 
+// A finished job's result.json is kept by the next apply only when it is
+// what the job writes from its test.json and its artifacts: one whose
+// figures were edited (consistently with each other), or a test.json
+// edited with its digest, is refused, not printed, cached and aggregated
+// as the job's; restored, the job is kept again.
+func TestEditedJobResultIsRefused(t *testing.T) {
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	out, code := w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	resPath, testPath := filepath.Join(w.dir, dir, "result.json"), filepath.Join(w.dir, dir, "test.json")
+	origRes, err := os.ReadFile(resPath)
+	require.NoError(t, err)
+	origTest, err := os.ReadFile(testPath)
+	require.NoError(t, err)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(origRes, &res))
+	base, dep := res["baseline_mean"].(float64), res["deployed_mean"].(float64)
+
+	edited := maps.Clone(res)
+	edited["baseline_mean"], edited["delta_pp"] = base-0.25, 100*(dep-(base-0.25))
+	b, err := json.Marshal(edited)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(resPath, b, 0o644))
+	out, code = w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, dir+"/result.json is not what this job writes from its test.json and its artifacts")
+	assert.Contains(t, out, fmt.Sprintf("baseline_mean is %s where it would be %s", mustJSON(t, base-0.25), mustJSON(t, base)))
+	assert.NotContains(t, out, fmt.Sprintf(`"baseline_mean":%s`, mustJSON(t, base-0.25)), "the edited figure is not printed as the job's")
+
+	// test.json edited, and its digest in result.json with it.
+	var tf map[string]any
+	require.NoError(t, json.Unmarshal(origTest, &tf))
+	tf["seed"] = 7.0
+	tb, err := json.MarshalIndent(tf, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(testPath, tb, 0o644))
+	sum := sha256.Sum256(tb)
+	edited = maps.Clone(res)
+	edited["test_sha256"] = "sha256:" + hex.EncodeToString(sum[:])
+	b, err = json.Marshal(edited)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(resPath, b, 0o644))
+	out, code = w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, dir+"/test.json is not what this job writes: seed is 7 where it would be 0")
+
+	require.NoError(t, os.WriteFile(testPath, origTest, 0o644))
+	require.NoError(t, os.WriteFile(resPath, origRes, 0o644))
+	out, code = w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, fmt.Sprintf(`"baseline_mean":%s`, mustJSON(t, base)))
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
 // A runtime's env (the grid file's runtimes: its install) shapes a job's
 // results: it is sealed in job.json, so a finished job refuses a changed
 // one, and it is in every item key, so a fresh out folder evaluates again

@@ -6,12 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -629,8 +632,15 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	if err != nil {
 		return fail("the job's selection.json: %s", err)
 	}
+	res := ResultFile{
+		Format: ResultFormat, Status: "ok", Method: s.job.Method, CellID: s.job.CellID,
+		Dataset: s.job.Dataset, Runtime: s.job.Runtime, Model: s.job.Model, Seed: s.job.Seed,
+		Budget: s.job.Budget, Charged: s.opt.Charged, Deployed: s.sel.Deployed, FallbackReason: s.sel.FallbackReason,
+		Nonconformant: s.job.Nonconformant, SelectionSHA256: selDigest,
+	}
+	tf := TestFile{Format: TestFormat, Method: s.job.Method, CellID: s.job.CellID, Seed: s.job.Seed, Deployed: s.sel.Deployed, Items: []TestItem{}}
 	if replace, again := replacing(rt); !replace {
-		if o := savedResult(root, s.out, selDigest, again, n, rt); o != nil {
+		if o := savedResult(root, s.out, again, tf, res, n, rt); o != nil {
 			return o, nil
 		}
 	}
@@ -650,7 +660,6 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	if err != nil {
 		return fail("the deployed bundle's test scores: %s", err)
 	}
-	tf := TestFile{Format: TestFormat, Method: s.job.Method, CellID: s.job.CellID, Seed: s.job.Seed, Deployed: s.sel.Deployed, Items: []TestItem{}}
 	for id, bl := range base {
 		dl, ok := dep[id]
 		it := TestItem{ID: id}
@@ -667,12 +676,6 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 		if _, ok := base[id]; !ok {
 			return fail("the test evaluations scored different items (%s is in the deployed bundle's only)", id)
 		}
-	}
-	res := ResultFile{
-		Format: ResultFormat, Status: "ok", Method: s.job.Method, CellID: s.job.CellID,
-		Dataset: s.job.Dataset, Runtime: s.job.Runtime, Model: s.job.Model, Seed: s.job.Seed,
-		Budget: s.job.Budget, Charged: s.opt.Charged, Deployed: s.sel.Deployed, FallbackReason: s.sel.FallbackReason,
-		Nonconformant: s.job.Nonconformant, SelectionSHA256: selDigest,
 	}
 	tb, rb, err := JobFiles(&tf, &res)
 	if err != nil {
@@ -754,10 +757,14 @@ func testsAgain(n *Node) string {
 }
 
 // savedResult is the job's result read from the out folder when its
-// result.json is there: returned as it is when made from the folder's
-// selection.json, with its test.json; refused (nothing rewritten) when
-// not. Nil when the folder holds no result.json.
-func savedResult(root, out, selDigest, again string, n *Node, rt Runtime) *Outcome {
+// result.json is there: returned as it is when it is what this node would
+// write from the folder's test.json and the job's own results (want and
+// the header of test.json, wantTest: its selection.json, its identity,
+// its charged rollouts), with that test.json; refused (nothing rewritten)
+// when not: a figure edited by hand, or another job's files, would be
+// printed, cached and aggregated as this job's. Nil when the folder holds
+// no result.json.
+func savedResult(root, out, again string, wantTest TestFile, want ResultFile, n *Node, rt Runtime) *Outcome {
 	rel := filepath.Join(out, "result.json")
 	b, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
@@ -774,13 +781,71 @@ func savedResult(root, out, selDigest, again string, n *Node, rt Runtime) *Outco
 	if res.SelectionSHA256 == "" {
 		return refuse("%s has no selection_sha256 (an earlier cairn wrote it): which selection.json it was made from cannot be checked", rel)
 	}
-	if res.SelectionSHA256 != selDigest {
-		return refuse("%s was made from another selection.json (its selection_sha256 is %q, the folder's selection.json is %s)", rel, res.SelectionSHA256, selDigest)
+	if res.SelectionSHA256 != want.SelectionSHA256 {
+		return refuse("%s was made from another selection.json (its selection_sha256 is %q, the folder's selection.json is %s)", rel, res.SelectionSHA256, want.SelectionSHA256)
 	}
-	if d, err := fileDigest(filepath.Join(root, out, "test.json")); err != nil || d != res.TestSHA256 {
+	testRel := filepath.Join(out, "test.json")
+	tb, err := os.ReadFile(filepath.Join(root, testRel))
+	if err != nil {
+		return refuse("%s cannot be read: %s", testRel, err)
+	}
+	if d := digestBytes(tb); d != res.TestSHA256 {
 		return refuse("%s: test_sha256 is %q, the folder's test.json is %s", rel, res.TestSHA256, d)
+	}
+	var tf TestFile
+	if err := json.Unmarshal(tb, &tf); err != nil {
+		return refuse("%s cannot be read: %s", testRel, err)
+	}
+	wantTest.Items = tf.Items
+	wantTB, wantRB, err := JobFiles(&wantTest, &want)
+	if err != nil {
+		return refuse("%s: %s", testRel, err)
+	}
+	if diff := jsonFieldsDiffer(tb, wantTB); diff != "" {
+		return refuse("%s is not what this job writes: %s", testRel, diff)
+	}
+	if diff := jsonFieldsDiffer(b, wantRB); diff != "" {
+		return refuse("%s is not what this job writes from its test.json and its artifacts: %s", rel, diff)
 	}
 	note(rt, n.Address, "finished earlier: %s is kept", rel)
 	compact, _ := json.Marshal(res)
-	return &Outcome{Result: compact, Files: []string{filepath.Join(out, "test.json"), rel}}
+	return &Outcome{Result: compact, Files: []string{testRel, rel}}
+}
+
+// jsonFieldsDiffer compares two JSON objects field by field and says how
+// have differs from want ("baseline_mean is 0.5 where it would be 0.85"),
+// or "" when they hold the same values.
+func jsonFieldsDiffer(have, want []byte) string {
+	var h, w map[string]any
+	if err := json.Unmarshal(have, &h); err != nil {
+		return "it is not a JSON object"
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		return "it is not a JSON object"
+	}
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(w)) {
+		hv, ok := h[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("it has no %q", k))
+		case !reflect.DeepEqual(hv, w[k]):
+			diffs = append(diffs, fmt.Sprintf("%s is %s where it would be %s", k, shortJSON(hv), shortJSON(w[k])))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if _, ok := w[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("it has a field %q the job does not write", k))
+		}
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// shortJSON is v as JSON, cut to 80 bytes.
+func shortJSON(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 80 {
+		return string(b[:77]) + "..."
+	}
+	return string(b)
 }
