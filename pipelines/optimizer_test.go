@@ -976,6 +976,27 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
+// A split file the job's evaluations cannot read (two test items with
+// one id) is refused when the job is sealed: before the optimization
+// spends its budget, not at the test evaluation after it.
+func TestJobRefusesADuplicateIDInASplitBeforeOptimizing(t *testing.T) {
+	w := newOptWorkspace(t)
+	test := filepath.Join(w.dir, "testdata/optimizer/data/sums/test.jsonl")
+	b, err := os.ReadFile(test)
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(b), "\n")
+	require.NoError(t, os.WriteFile(test, append(b, first+"\n"...), 0o644))
+	lines := strings.Count(string(b), "\n") + 1
+	var it struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(first), &it))
+
+	out, code := w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, fmt.Sprintf("the job's test split cannot be evaluated: testdata/optimizer/data/sums/test.jsonl:1 and testdata/optimizer/data/sums/test.jsonl:%d have the same id %q", lines, it.ID))
+	assert.Empty(t, w.requests(), "no rollout, no evaluation")
+	assert.NoFileExists(t, filepath.Join(w.dir, "runs/simgepa/sums/single/sim/0/optimization.json"))
+}
+
 // A runtime's env (the grid file's runtimes: its install) shapes a job's
 // results: it is sealed in job.json, so a finished job refuses a changed
 // one, and it is in every item key, so a fresh out folder evaluates again

@@ -77,6 +77,7 @@ func (Job) Schema() *hcl.BodySchema {
 		{Name: "command"},
 		{Name: "worker"},
 		{Name: "splits"},
+		{Name: "item_id"},
 		{Name: "servers"},
 		{Name: "server_weights"},
 	}}
@@ -144,6 +145,8 @@ type jobSpec struct {
 	weights             map[string]string // server_weights: a path or a digest, by role
 	inGrid, inGridKnown bool
 	check               []string
+	itemID              string // the field that names the splits' items
+	itemIDSet           bool
 	known               bool // every attribute is known
 }
 
@@ -254,6 +257,15 @@ func decodeJob(n *Node) (jobSpec, hcl.Diagnostics) {
 	}
 	if v, ok := n.Args["splits"]; ok && (!v.IsKnown() || !v.IsNull()) {
 		need(jsonAttr(n, "splits", &s.id.Splits, &diags, "an object of split files by name, like { train = \"data/train.jsonl\" }"))
+	}
+	s.itemID = "id"
+	if v, ok := n.Args["item_id"]; ok && (!v.IsKnown() || !v.IsNull()) {
+		s.itemIDSet = true
+		ok := jsonAttr(n, "item_id", &s.itemID, &diags, "the name of the field that names the split files' items")
+		need(ok)
+		if ok && s.itemID == "" {
+			diags = append(diags, Diag("Invalid item_id", "item_id must name a field of the items, like \"id\".", n.Range("item_id"))...)
+		}
 	}
 	if v, ok := n.Args["servers"]; ok && (!v.IsKnown() || !v.IsNull()) {
 		need(jsonAttr(n, "servers", &s.id.Servers, &diags, "an object of server command lines by role, like { task = [\"vllm\", \"serve\", \"m\", \"--port\", \"{port}\"] }"))
@@ -580,6 +592,9 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if msg := unsealedRefusal(root, s.out); msg != "" {
 		return &Outcome{Class: failclass.Setup, Refused: true, Message: msg}, nil
 	}
+	if msg := s.splitRefusal(root); msg != "" {
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: msg}, nil
+	}
 	var proc *process.Result
 	if len(s.check) > 0 {
 		res, err := rt.Exec(ctx, Proc{Argv: s.check})
@@ -607,6 +622,34 @@ func (Job) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	}
 	compact, _ := json.Marshal(id)
 	return &Outcome{Result: compact, Proc: proc, Files: []string{rel}}, nil
+}
+
+// splitRefusal says why a JSONL split file (a name ending in .jsonl) is
+// no dataset the job's evaluations can read: a line that is not one JSON
+// value, two items with one id, an item without the id field the others
+// have (read as an evaluate stage reads its items, with the job's
+// item_id). It is "" when every such split reads. Said when the job is
+// sealed, this stops the job before its optimization spends its budget,
+// rather than at the first evaluation of the split, after it.
+func (s jobSpec) splitRefusal(root string) string {
+	for _, name := range slices.Sorted(maps.Keys(s.id.Splits)) {
+		p := filepath.Clean(s.id.Splits[name])
+		if !strings.HasSuffix(p, ".jsonl") {
+			continue
+		}
+		abs := p
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(root, p)
+		}
+		b, err := os.ReadFile(abs)
+		if err == nil {
+			_, err = parseItems(b, evalSpec{itemsPath: p, itemID: s.itemID, itemIDSet: s.itemIDSet})
+		}
+		if err != nil {
+			return fmt.Sprintf("the job's %s split cannot be evaluated: %s; nothing ran and no rollout was charged: fix the split file (or, when another field names its items, set item_id on the job stage)", name, err)
+		}
+	}
+	return ""
 }
 
 // addEarlierAttempt records in the out folder's job.json an optimization
