@@ -32,9 +32,9 @@ cell over seeds 0, 1 and 2: the baseline and deployed means, delta_pp (100 ×
 the mean over seeds of deployed − baseline), its 95% interval and p-value
 from a paired bootstrap stratified by seed, and the Holm–Bonferroni
 correction at α = 0.05 within each family. A row with a missing seed or with
-infrastructure-invalid test items is printed as incomplete, with the reason;
-non-conformant jobs are skipped with a warning (a row's seed so skipped is
-"skipped"), or kept with --include-nonconformant and then marked
+invalid test items (no score from a bundle) is printed as incomplete, with
+the reason; non-conformant jobs are skipped with a warning (a row's seed so
+skipped is "skipped"), or kept with --include-nonconformant and then marked
 "non-conformant" in the table, the summary and the plot.
 
 By default each seed's items are resampled on their own (--resample

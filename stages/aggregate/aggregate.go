@@ -201,7 +201,8 @@ type Seed struct {
 	// or, status "skipped", left out. Empty otherwise.
 	Nonconformant []string `json:"nonconformant"`
 	Items         int      `json:"test_items"`
-	// Invalid test items (infrastructure-invalid for either bundle).
+	// Invalid test items (no score from either bundle: an infrastructure
+	// failure past its retries, or the worker's error).
 	Invalid int `json:"test_invalid_items"`
 	// Means over the seed's valid items; null when it has none.
 	BaselineMean *float64 `json:"baseline_mean"`
@@ -412,7 +413,7 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 			reasons = append(reasons, fmt.Sprintf("seed %d status %q", sd, j.Status))
 		case j.Invalid > 0:
 			seed.Status = SeedInvalid
-			reasons = append(reasons, fmt.Sprintf("seed %d: %d of %d test items infrastructure-invalid", sd, j.Invalid, len(j.Items)))
+			reasons = append(reasons, fmt.Sprintf("seed %d: %d of %d test items invalid (no score from a bundle)", sd, j.Invalid, len(j.Items)))
 		}
 		r.Seeds = append(r.Seeds, seed)
 	}

@@ -140,7 +140,7 @@ func TestIncompleteRows(t *testing.T) {
 	assert.Empty(t, tg.Family, "an incomplete row is in no family")
 	mp := byName["miprov2 math/centralized/qwen"]
 	assert.Equal(t, aggregate.StatusIncomplete, mp.Status)
-	assert.Equal(t, "seed 1: 1 of 60 test items infrastructure-invalid", mp.Reason)
+	assert.Equal(t, "seed 1: 1 of 60 test items invalid (no score from a bundle)", mp.Reason)
 
 	// The task family math/qwen now holds gepa alone: its p is its p_holm.
 	gepa := byName["gepa math/centralized/qwen"]

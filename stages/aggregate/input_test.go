@@ -684,7 +684,7 @@ func TestMeansOfNoValidItemsAreNull(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, sum.Rows, 1)
 	assert.Equal(t, aggregate.StatusIncomplete, sum.Rows[0].Status)
-	assert.Equal(t, "seed 1: 5 of 5 test items infrastructure-invalid", sum.Rows[0].Reason)
+	assert.Equal(t, "seed 1: 5 of 5 test items invalid (no score from a bundle)", sum.Rows[0].Reason)
 
 	for _, field := range []string{"baseline_mean", "deployed_mean", "delta_pp"} {
 		msg := badInput(t, func(root string) {
