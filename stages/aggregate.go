@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/stages/aggregate"
 	"github.com/cairn-run/cairn/stats"
@@ -269,6 +271,22 @@ func within(p, dir string) bool {
 }
 
 // Run implements Kind.
+// staleTables says, for an aggregation refused, which of its files an
+// earlier one left in outDir: they are not of the inputs just refused,
+// and whoever reads them after the failure is told so. "" when none.
+func staleTables(root, outDir string) string {
+	var left []string
+	for _, f := range []string{AggregateTSV, AggregateJSON, AggregateSVG} {
+		if _, err := os.Lstat(filepath.Join(root, outDir, f)); err == nil {
+			left = append(left, f)
+		}
+	}
+	if len(left) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; nothing was written: the %s in %s are an earlier aggregation's, not of these inputs", dsl.AndList(left), outDir)
+}
+
 func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	a, diags := aggregateDecode(n)
 	if diags.HasErrors() {
@@ -284,7 +302,7 @@ func (Aggregate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	case ctx.Err() != nil:
 		return &Outcome{Class: failclass.Interrupted, Message: "interrupted during the bootstrap"}, nil
 	case errors.Is(err, aggregate.ErrBadInput):
-		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
+		return &Outcome{Class: failclass.Setup, Message: err.Error() + staleTables(rt.Root(), a.outDir)}, nil
 	case err != nil:
 		return nil, err
 	}

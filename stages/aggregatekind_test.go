@@ -1,14 +1,18 @@
 package stages
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl/failclass"
 )
 
 // out_dir and roots that would put the report among what the node reads
@@ -87,4 +91,32 @@ func declaredPathsOf(ds []DeclaredPath) []string {
 		out[i] = d.Path
 	}
 	return out
+}
+
+// An aggregation refused for bad input writes nothing, and says that the
+// tables an earlier one left in out_dir are not of these inputs: whoever
+// reads reports/ after the failure is not left to take them as current.
+func TestRefusedAggregationNamesTheEarlierTables(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "runs/m/s0/result.json"), `{"format": "cairn.job-result/1"}`)
+	n := &Node{Address: "stage.summary", Stage: "summary", Args: map[string]cty.Value{
+		"roots": strs("runs"), "out_dir": cty.StringVal("reports/summary")}, Ranges: map[string]hcl.Range{}}
+	n.Common.Inputs = declaredPathsOf(Aggregate{}.DeclaredInputs(n, root))
+	rt := &fakeRuntime{root: root}
+
+	out, err := Aggregate{}.Run(context.Background(), n, rt)
+	require.NoError(t, err)
+	assert.Equal(t, failclass.Setup, out.Class)
+	assert.NotContains(t, out.Message, "earlier aggregation", "no earlier tables")
+
+	writeFile(t, filepath.Join(root, "reports/summary", AggregateTSV), "method\n")
+	writeFile(t, filepath.Join(root, "reports/summary", AggregateJSON), "{}")
+	out, err = Aggregate{}.Run(context.Background(), n, rt)
+	require.NoError(t, err)
+	assert.Equal(t, failclass.Setup, out.Class)
+	assert.Contains(t, out.Message, "runs/m/s0/result.json")
+	assert.True(t, strings.HasSuffix(out.Message, "; nothing was written: the aggregate.tsv and summary.json in reports/summary are an earlier aggregation's, not of these inputs"), out.Message)
+	b, err := os.ReadFile(filepath.Join(root, "reports/summary", AggregateTSV))
+	require.NoError(t, err)
+	assert.Equal(t, "method\n", string(b), "left as it was")
 }
