@@ -130,13 +130,13 @@ func (a *applier) tryStart(ns *nodeState) (requeue bool) {
 		return true
 	}
 	if ns.locked == nil {
-		lk, holder, err := a.keys.try(a.cache.Dir, ns)
+		lk, holder, output, err := a.keys.try(a.cache.Dir, ns, a.outputPaths(ns))
 		if err != nil {
 			a.fail(ns, failclass.Setup, err.Error())
 			return false
 		}
-		if lk == nil && !twinService(ns, holder) {
-			a.waitForKey(ns, holder)
+		if lk == nil && (output != "" || !twinService(ns, holder)) {
+			a.waitForKey(ns, holder, output)
 			return false
 		}
 		ns.locked = lk

@@ -51,6 +51,9 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		// The out folder is the truth: the node runs and takes it.
 		return false
 	}
+	if a.waitsToRestore(ns, rec) {
+		return true
+	}
 	if why := a.clearInTheWay(ns, rec); why != "" {
 		// The record is good: another workspace may restore it.
 		a.fail(ns, failclass.Result, why)
@@ -87,6 +90,43 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 	ns.shedRun()
 	a.finish(ns)
 	return true
+}
+
+// waitsToRestore takes, for a restore that writes in the workspace (an
+// output missing or not as cached), the locks of the paths ns writes, as
+// a node that runs does (TryNodeLock): a node of another apply that writes
+// one of them (other work, another --var) may be writing it now, and a
+// restore under it would leave that node to record the cached content as
+// its own. When one is held it parks ns until it is free (waitForKey; the
+// loop then takes the node from the cache again, under the locks) and
+// reports true. The locks are given back once the node is restored.
+func (a *applier) waitsToRestore(ns *nodeState, rec *store.Record) bool {
+	if ns.locked != nil {
+		return false
+	}
+	writes := false
+	for p, want := range rec.Outputs {
+		if _, same := plan.OutputState(a.g.Root, p, want, a.cache.Stat); !same {
+			writes = true
+			break
+		}
+	}
+	outputs := a.outputPaths(ns)
+	if !writes || len(outputs) == 0 {
+		return false
+	}
+	lk, holder, output, err := a.keys.try(a.cache.Dir, ns, outputs)
+	switch {
+	case err != nil:
+		// No lock to be had (the lock file cannot be opened): the restore
+		// goes on as before locks were taken for it.
+		return false
+	case lk == nil:
+		a.waitForKey(ns, holder, output)
+		return true
+	}
+	ns.locked = lk
+	return false
 }
 
 // mayRelease reports whether a node's downstreams may start once its

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,24 +29,54 @@ type keyTable struct {
 	held map[string]*nodeState
 }
 
-// try takes ns's key's lock without waiting, noting ns as its holder. When
-// the lock is taken, it returns the node of this apply that holds it, nil
-// when another process does (or a twin service's leftover, see
-// twinService).
-func (t *keyTable) try(cacheDir string, ns *nodeState) (lk *store.KeyLock, holder *nodeState, err error) {
+// try takes ns's key's lock, with the locks of the paths it writes
+// (outputs, absolute), without waiting, noting ns as its holder. When the
+// key's lock is taken, it returns the node of this apply that holds it,
+// nil when another process does (or a twin service's leftover, see
+// twinService); when an output's is, that output (another process writes
+// it: two nodes of one apply never declare one path).
+func (t *keyTable) try(cacheDir string, ns *nodeState, outputs []string) (lk *store.KeyLock, holder *nodeState, output string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	lk, err = store.TryKeyLock(cacheDir, ns.key)
+	lk, output, err = store.TryNodeLock(cacheDir, ns.key, outputs)
 	switch {
 	case lk != nil:
 		if t.held == nil {
 			t.held = map[string]*nodeState{}
 		}
 		t.held[ns.key] = ns
-	case err == nil:
+	case err == nil && output == "":
 		holder = t.held[ns.key]
 	}
-	return lk, holder, err
+	return lk, holder, output, err
+}
+
+// outputPaths are the absolute paths ns declares for writing (its outputs
+// and result file), whose locks it holds while it runs.
+func (a *applier) outputPaths(ns *nodeState) []string {
+	if ns.spec == nil {
+		return nil
+	}
+	var out []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(a.g.Root, p)
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range ns.spec.Common.Outputs {
+		add(p)
+	}
+	add(ns.spec.Common.Result)
+	return out
 }
 
 // release gives back ns's key's lock, if it holds one.
@@ -64,9 +96,10 @@ func (a *applier) releaseKey(ns *nodeState) {
 }
 
 // waitForKey parks a node whose key's lock is taken, by holder (a node
-// of this apply) or, when holder is nil, by another process: a worker
-// says who holds it, waits for the lock and reports back.
-func (a *applier) waitForKey(ns, holder *nodeState) {
+// of this apply) or, when holder is nil, by another process, or, when
+// output is not "", whose output's lock another process holds: a worker
+// says who holds it, waits for the locks and reports back.
+func (a *applier) waitForKey(ns, holder *nodeState, output string) {
 	ns.status = plan.Running
 	a.sched.run(ns)
 	ns.started = time.Now()
@@ -83,13 +116,20 @@ func (a *applier) waitForKey(ns, holder *nodeState) {
 		if testBeforeHolderLookup != nil {
 			testBeforeHolderLookup(ns.n.Addr)
 		}
-		holderRun := ""
+		holderRun, writes := "", ""
 		if who == "" {
-			who, holderRun = a.outsideHolder(ns)
+			who, holderRun = a.outsideHolder(ns, output)
 		}
-		a.emit(&events.NodeWaiting{Head: events.Head{Time: started}, Node: ns.n.Addr, Holder: who})
+		if output != "" {
+			writes = output
+			if rel, err := filepath.Rel(a.g.Root, output); err == nil && filepath.IsLocal(rel) {
+				writes = rel
+			}
+		}
+		a.emit(&events.NodeWaiting{Head: events.Head{Time: started}, Node: ns.n.Addr, Holder: who, Writes: writes})
+		outputs := a.outputPaths(ns)
 		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func() (*store.KeyLock, error) {
-			lk, _, err := a.keys.try(a.cache.Dir, ns)
+			lk, _, _, err := a.keys.try(a.cache.Dir, ns, outputs)
 			return lk, err
 		}, func(n int, run string) {
 			if run == "" {
@@ -101,11 +141,14 @@ func (a *applier) waitForKey(ns, holder *nodeState) {
 	}()
 }
 
-// outsideHolder says who holds ns's key's lock when no node of this
-// apply does, as /proc tells: the pid and run of the live apply holding
-// it, and that run ("" when unknown).
-func (a *applier) outsideHolder(ns *nodeState) (who, run string) {
+// outsideHolder says who holds ns's key's lock (output's, when not "")
+// when no node of this apply does, as /proc tells: the pid and run of the
+// live apply holding it, and that run ("" when unknown).
+func (a *applier) outsideHolder(ns *nodeState, output string) (who, run string) {
 	h := store.KeyLockHolder(a.cache.Dir, ns.key)
+	if output != "" {
+		h = store.OutputLockHolder(a.cache.Dir, output)
+	}
 	switch {
 	case h.PID == os.Getpid() || h.RunID == a.runID:
 		// A node process of this apply between fork and exec still has

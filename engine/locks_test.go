@@ -192,13 +192,13 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	var keys keyTable
 	one, two, three := &nodeState{key: key}, &nodeState{key: key}, &nodeState{key: key}
 
-	lk, holder, err := keys.try(dir, one)
+	lk, holder, _, err := keys.try(dir, one, nil)
 	require.NoError(t, err)
 	require.NotNil(t, lk)
 	assert.Nil(t, holder)
 	one.locked = lk
 
-	lk, holder, err = keys.try(dir, two)
+	lk, holder, _, err = keys.try(dir, two, nil)
 	require.NoError(t, err)
 	assert.Nil(t, lk)
 	assert.Same(t, one, holder, "the lock is one's")
@@ -207,7 +207,7 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	got := make(chan *store.KeyLock, 1)
 	go func() {
 		lk, err := store.WaitKeyLock(context.Background(), dir, key, time.Minute, func() (*store.KeyLock, error) {
-			lk, _, err := keys.try(dir, two)
+			lk, _, _, err := keys.try(dir, two, nil)
 			return lk, err
 		}, nil)
 		assert.NoError(t, err)
@@ -218,18 +218,18 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	lk = <-got
 	require.NotNil(t, lk)
 	// The loop has not set two.locked yet.
-	_, holder, err = keys.try(dir, three)
+	_, holder, _, err = keys.try(dir, three, nil)
 	require.NoError(t, err)
 	assert.Same(t, two, holder, "the lock is two's")
 
 	// A node without the lock (a twin service) gives nothing back.
 	keys.release(three)
-	_, holder, _ = keys.try(dir, three)
+	_, holder, _, _ = keys.try(dir, three, nil)
 	assert.Same(t, two, holder)
 
 	two.locked = lk
 	keys.release(two)
-	lk, holder, err = keys.try(dir, three)
+	lk, holder, _, err = keys.try(dir, three, nil)
 	require.NoError(t, err)
 	require.NotNil(t, lk, "the lock is free once two gave it back")
 	assert.Nil(t, holder)

@@ -138,12 +138,17 @@ type NodeRetry struct {
 }
 
 // NodeWaiting: a node waits for its key's lock, held by another node of
-// this apply or another process (Holder says which); Over when the wait
-// ended.
+// this apply or another process (Holder says which), or for the lock of a
+// path it writes, which another process's node writes too (Writes); Over
+// when the wait ended.
 type NodeWaiting struct {
 	Head
 	Node   string `json:"node"`
 	Holder string `json:"holder,omitempty"`
+	// Writes is the path the holder writes too, when the node waits for
+	// that and not for the same work (workspace-relative where it is in
+	// the workspace).
+	Writes string `json:"writes,omitempty"`
 	Over   bool   `json:"over,omitempty"`
 }
 

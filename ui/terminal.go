@@ -108,9 +108,13 @@ func (t *Terminal) Emit(e events.Event) {
 		if e.Over {
 			return
 		}
-		t.printf("  … %s waits: the same work is running in %s\n", e.Node, e.Holder)
+		why := "the same work is running in " + e.Holder
+		if e.Writes != "" {
+			why = e.Holder + " is running a node that writes " + e.Writes + " too"
+		}
+		t.printf("  … %s waits: %s\n", e.Node, why)
 		if t.live != nil {
-			t.live.progress(e.Node, "waiting: the same work is running in "+e.Holder)
+			t.live.progress(e.Node, "waiting: "+why)
 		}
 	case *events.NodeStarted:
 		if t.live != nil {

@@ -233,3 +233,77 @@ func TestLockTimeout(t *testing.T) {
 	require.Equal(t, 0, hres.code, hres.String())
 	assert.Equal(t, 1, w.countLines("counts/held"))
 }
+
+// configPipeline writes data.txt, its content set by var.size; the node
+// waits for the file go_SIZE first, so that the test holds it running.
+const configPipeline = `
+pipeline "configs" {}
+variable "size" {
+  type    = number
+  default = 1000
+}
+stage "command" "gen" {
+  run     = ["sh", "-c", "while [ ! -f go_${var.size} ]; do sleep 0.02; done; seq ${var.size} > data.txt; echo x >> counts/gen_${var.size}"]
+  outputs = ["data.txt"]
+}
+`
+
+// TestTwoConfigurationsWritingOneFileTakeTurns: two applies in one
+// workspace whose nodes are different work (another --var) but write one
+// file do not run at once. The second waits, saying which apply writes the
+// file, and runs once the first has recorded its output: each record holds
+// its own configuration's file (before, the first to finish recorded the
+// other's content under its key, and every later cache hit restored it).
+// A restore of the first configuration while the second runs waits too.
+func TestTwoConfigurationsWritingOneFileTakeTurns(t *testing.T) {
+	w := newWS(t, configPipeline)
+	w.write("counts/.keep", "")
+	env := []string{"CAIRN_NO_FSYNC=1"}
+	first := w.start(env, "apply", "pipeline.hcl")
+	w.startedPID("stage.gen")
+	second := w.start(env, "apply", "pipeline.hcl", "--var", "size=2000")
+	e2etest.WaitFor(t, "the second apply to wait", 30*time.Second, func() bool {
+		return strings.Contains(second.out.String(), "stage.gen waits: pid ")
+	})
+	assert.Regexp(t, `stage\.gen waits: pid \d+, run \S+ is running a node that writes data\.txt too`, second.out.String())
+	w.write("go_2000", "")
+	w.write("go_1000", "")
+	res := first.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	res = second.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	assert.Equal(t, 2000, w.countLines("data.txt"), "the second apply ran last")
+
+	// Each configuration's record restores its own file, in a workspace
+	// of its own (the cache shared).
+	other := newWS(t, configPipeline)
+	for _, size := range []int{1000, 2000} {
+		res := other.run(env, "--cache", w.cache, "apply", "pipeline.hcl", "--var", fmt.Sprintf("size=%d", size))
+		require.Equal(t, 0, res.code, res.String())
+		assert.Contains(t, res.stdout, "0 ran, 1 cached")
+		assert.Equal(t, size, other.countLines("data.txt"), "size=%d's record", size)
+	}
+	assert.Equal(t, 1, w.countLines("counts/gen_1000"))
+	assert.Equal(t, 1, w.countLines("counts/gen_2000"))
+
+	// While size=3000 runs, a restore of size=1000 (its output not in
+	// place) waits for it rather than writing data.txt under it.
+	third := w.start(env, "apply", "pipeline.hcl", "--var", "size=3000")
+	e2etest.WaitFor(t, "size=3000 to start", 30*time.Second, func() bool {
+		return strings.Contains(third.out.String(), "stage.gen  started")
+	})
+	restore := w.start(env, "apply", "pipeline.hcl")
+	e2etest.WaitFor(t, "the restore to wait", 30*time.Second, func() bool {
+		return strings.Contains(restore.out.String(), "stage.gen waits: pid ")
+	})
+	w.write("go_3000", "")
+	res = third.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	res = restore.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "0 ran, 1 cached")
+	assert.Equal(t, 1000, w.countLines("data.txt"), "restored after size=3000 recorded its own")
+	res = other.run(env, "--cache", w.cache, "apply", "pipeline.hcl", "--var", "size=3000")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Equal(t, 3000, other.countLines("data.txt"), "size=3000's record")
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -50,27 +51,54 @@ func keyOffset(key string) int64 {
 	return ofd.Offset(b)
 }
 
+// outputOffset is the byte of a path a node writes (absolute and clean)
+// in the node lock file, taken from its digest as keyOffset is from a key.
+func outputOffset(abs string) int64 {
+	sum := sha256.Sum256([]byte("output\x00" + abs))
+	return ofd.Offset(sum[:8])
+}
+
 // TryKeyLock takes the lock without waiting. It returns nil when another
 // process holds it.
 func TryKeyLock(cacheDir, key string) (*KeyLock, error) {
+	lk, _, err := TryNodeLock(cacheDir, key, nil)
+	return lk, err
+}
+
+// TryNodeLock takes, without waiting and through one descriptor, key's
+// lock and the lock of each path in outputs (the absolute paths the node
+// writes): all of them, or none. Two applies in one workspace whose nodes
+// are different work (another --var) but write one file would otherwise
+// both write it at once, and the first to finish would record the other's
+// content under its own key, for every later cache hit to restore. When
+// another process holds one of them it returns nil and that output ("" for
+// the key's lock).
+func TryNodeLock(cacheDir, key string, outputs []string) (*KeyLock, string, error) {
 	p := nodeLockFile(cacheDir)
 	f, err := openLockFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The first lock of this cache.
 		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
-			return nil, fmt.Errorf("lock: %w", err)
+			return nil, "", fmt.Errorf("lock: %w", err)
 		}
 		f, err = openLockFile(p)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
+		return nil, "", fmt.Errorf("lock: %w", err)
 	}
 	ok, err := ofd.TryLock(f, keyOffset(key))
 	if err != nil || !ok {
 		f.Close()
-		return nil, err
+		return nil, "", err
 	}
-	return &KeyLock{f: f}, nil
+	for _, out := range outputs {
+		ok, err := ofd.TryLock(f, outputOffset(out))
+		if err != nil || !ok {
+			f.Close()
+			return nil, out, err
+		}
+	}
+	return &KeyLock{f: f}, "", nil
 }
 
 // openLockFile opens (creating) the node lock file, as os.OpenFile does
@@ -109,7 +137,7 @@ func WaitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duratio
 			}
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return nil, fmt.Errorf("gave up after %s (--lock-timeout) waiting for its key's lock: another node of this apply, or another process, is running the same work", timeout)
+			return nil, fmt.Errorf("gave up after %s (--lock-timeout) waiting for its key's lock: another node of this apply, or another process, is running the same work or writing the same outputs", timeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -133,7 +161,16 @@ func (l *KeyLock) Release() {
 
 // KeyLockHolder says which live apply holds key's lock.
 func KeyLockHolder(cacheDir, key string) LockHolder {
-	off := keyOffset(key)
+	return lockHolder(cacheDir, keyOffset(key))
+}
+
+// OutputLockHolder says which live apply holds the lock of the output
+// path abs (see TryNodeLock).
+func OutputLockHolder(cacheDir, abs string) LockHolder {
+	return lockHolder(cacheDir, outputOffset(abs))
+}
+
+func lockHolder(cacheDir string, off int64) LockHolder {
 	s := scanNodeLocks(cacheDir, off)
 	pid := s.live[off]
 	return LockHolder{PID: pid, RunID: s.runs[pid]}
