@@ -422,7 +422,8 @@ func TestWorkersStoppedForTimeoutsAreNotDeadWorkers(t *testing.T) {
 // A reply to an item in flight that cairn cannot read fails that attempt
 // at once, with the reason, instead of leaving the item to time out: a
 // worker that always answers so ends the evaluation in seconds, its items
-// failed, nothing stored.
+// failed, nothing stored. So does a reply longer than the line limit
+// whose id comes before what made it long.
 func TestEvaluateBadRepliesFailTheirItems(t *testing.T) {
 	for mode, why := range map[string]string{
 		"nan":        "invalid character 'N' looking for beginning of value",
@@ -434,10 +435,13 @@ func TestEvaluateBadRepliesFailTheirItems(t *testing.T) {
 		"dupcase":    `"Score" is given twice, in two spellings JSON readers disagree on`,
 		"dupescape":  "score is given twice",
 		"badutf8":    "outputs hold bytes that are not UTF-8",
+		"long":       "longer than the limit of 100000 bytes",
 	} {
 		t.Run(mode, func(t *testing.T) {
 			f := newFixture(t, simmodel.Config{})
-			cfg := f.config(makeItems(20), "HELPER_BAD_REPLY="+mode)
+			cfg := f.config(makeItems(20), "HELPER_BAD_REPLY="+mode, "HELPER_LONG_REPLY=300000")
+			defer func(n int) { maxLine = n }(maxLine)
+			maxLine = 100000
 			cfg.ItemTimeout = time.Hour // a timeout would hang the test
 			cfg.Retry.Crashes = 1
 			sum, err := Evaluate(context.Background(), cfg)

@@ -648,7 +648,7 @@ func (p *proc) read() {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if !skipping {
 				if len(long)+len(line) > maxLine {
-					p.garbageLine(long[:min(len(long), 256)], fmt.Sprintf("longer than the limit of %d bytes", maxLine))
+					p.overLong(append(long, line...))
 					long, skipping = nil, true
 				} else {
 					long = append(long, line...)
@@ -705,23 +705,10 @@ func (p *proc) handle(line []byte) {
 		}
 		return
 	}
-	p.mu.Lock()
-	if p.dead {
-		p.mu.Unlock()
-		return // its items were sent again already
-	}
-	f, ok := p.inflight[*id]
-	if ok {
-		delete(p.inflight, *id)
-	}
-	p.mu.Unlock()
+	f, ok := p.land(*id, line)
 	if !ok {
-		p.garbageLine(line, fmt.Sprintf("no item %q is in flight on this worker", *id))
 		return
 	}
-	f.release()
-	<-p.slots
-	p.answered.Add(1)
 	r := p.r
 	t := f.t
 	if err != nil {
@@ -754,6 +741,51 @@ func (p *proc) handle(line []byte) {
 	case r.commitCh <- t:
 	case <-r.ctx.Done():
 	}
+}
+
+// land takes the item id off the worker's flights, as its reply (line)
+// came in, and gives its slots back. It reports false, and the line is
+// ignored, when the worker is dead (its items were sent again already) or
+// no item id is in flight on it.
+func (p *proc) land(id string, line []byte) (*flight, bool) {
+	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		return nil, false
+	}
+	f, ok := p.inflight[id]
+	if ok {
+		delete(p.inflight, id)
+	}
+	p.mu.Unlock()
+	if !ok {
+		p.garbageLine(line, fmt.Sprintf("no item %q is in flight on this worker", id))
+		return nil, false
+	}
+	f.release()
+	<-p.slots
+	p.answered.Add(1)
+	return f, true
+}
+
+// overLong handles a line longer than maxLine, of which start is the
+// beginning: a reply whose id can be read there (the id comes before the
+// outputs that made it long) fails that attempt at once, saying so, as
+// any reply cairn cannot read does, rather than leaving the item to time
+// out; another line is ignored.
+func (p *proc) overLong(start []byte) {
+	why := fmt.Sprintf("longer than the limit of %d bytes", maxLine)
+	head := start[:min(len(start), 256)]
+	id := replyID(start)
+	if id == nil {
+		p.garbageLine(head, why)
+		return
+	}
+	f, ok := p.land(*id, head)
+	if !ok {
+		return
+	}
+	p.r.retry(f.t, classCrash, fmt.Sprintf("%s answered it with a reply cairn cannot read (%s): %s", p.name, why, snippet(head)))
 }
 
 func (p *proc) garbageLine(line []byte, why string) {
