@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -71,9 +72,42 @@ func (a *app) cacheError(what string, err error) error {
 	case diskFull(err):
 		return fmt.Errorf("cannot %s in %s: %s; make room on its disk and run it again", what, a.cacheSource(), errCause(err))
 	case errors.Is(err, syscall.ENOTDIR):
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			if f := fileInTheWay(pe.Path); f != "" && insideFolder(a.cachePath(), f) {
+				return badInput("cannot %s: %s, inside %s, is a file where cairn keeps a folder: move it aside (cairn makes the folder again)", what, f, a.cacheSource())
+			}
+		}
 		return badInput("cannot %s: %s is below a file, not a folder: give a folder (it is created when missing)", what, a.cacheSource())
 	}
 	return fmt.Errorf("cannot %s: %w", what, err)
+}
+
+// fileInTheWay is the first of p and its folders, from the root down,
+// that is something other than a folder (ENOTDIR names the path to make
+// or open: the file may be that path itself, or a folder above it); ""
+// when there is none.
+func fileInTheWay(p string) string {
+	var chain []string
+	for d := filepath.Clean(p); ; d = filepath.Dir(d) {
+		chain = append(chain, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if fi, err := os.Stat(chain[i]); err == nil && !fi.IsDir() {
+			return chain[i]
+		}
+	}
+	return ""
+}
+
+// insideFolder reports whether p is dir or below it (both as given,
+// cleaned).
+func insideFolder(dir, p string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(p))
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // notWritable reports whether err says a file or folder may not be

@@ -453,8 +453,17 @@ func TestChdirAndCacheNamedInErrors(t *testing.T) {
 	}
 	assert.NoDirExists(t, missing)
 
+	// A file where the cache keeps a folder is named, not the cache.
+	r := runCLI(t, "plan", "--cache", "c", "p.hcl")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.RemoveAll(filepath.Join("c", "cas")))
+	require.NoError(t, os.WriteFile(filepath.Join("c", "cas"), nil, 0o644))
+	r = runCLI(t, "plan", "--cache", "c", "p.hcl")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "c/cas, inside --cache c, is a file where cairn keeps a folder: move it aside (cairn makes the folder again)")
+
 	t.Setenv("CAIRN_CACHE", "afile")
-	r := runCLI(t, "plan", "p.hcl")
+	r = runCLI(t, "plan", "p.hcl")
 	assert.Equal(t, exitBadInput, r.code)
 	assert.Contains(t, r.stderr, "CAIRN_CACHE=afile is a file, not a folder")
 	os.Unsetenv("CAIRN_CACHE")
