@@ -180,7 +180,7 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 	spec.Weights = servedWeights(n, spec.Weights)
 	st, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
-		return &Outcome{Class: failclass.Infra, Message: "model cache: " + err.Error()}, nil
+		return storeFailure("model cache: ", err), nil
 	}
 	defer st.Close()
 	j, _ := rt.(Journaler)

@@ -889,6 +889,18 @@ func (s evalSpec) checkBundle(n *Node, root string) hcl.Diagnostics {
 
 // fileDigest is a file's content digest as the stage kinds write it:
 // "sha256:" and the hex sha256 of its bytes.
+// storeFailure is the outcome of a node whose item store does not open,
+// its message prefix first: a damaged store (its header) is a cache cairn
+// cannot read, refused as bad input (exit 2) as a damaged index is, for
+// retrying cannot mend it and moving it aside does (the message says so);
+// another error is the infrastructure's.
+func storeFailure(prefix string, err error) *Outcome {
+	if items.Damaged(err) {
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: prefix + err.Error()}
+	}
+	return &Outcome{Class: failclass.Infra, Message: prefix + err.Error()}
+}
+
 func fileDigest(path string) (string, error) {
 	d, err := digest.File(path)
 	if err != nil {
@@ -1259,7 +1271,7 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	store, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
-		return &Outcome{Class: failclass.Infra, Message: err.Error()}, nil
+		return storeFailure("", err), nil
 	}
 	defer store.Close()
 

@@ -730,3 +730,29 @@ func TestEvaluateMergeRunCounts(t *testing.T) {
 	assert.Equal(t, map[string]int{"items": 10, "evaluated": 8, "from_store": 2, "failed": 0, "charged": 8, "attempted": 14, "infra_failures": 6, "retried": 4},
 		Evaluate{}.MergeRunCounts(first, second))
 }
+
+// A node whose item store's header is damaged is refused (exit 2, class
+// setup), as a damaged index is: retrying cannot mend it, moving the
+// store aside does. Another failure to open it is the infrastructure's.
+func TestDamagedItemStoreIsRefused(t *testing.T) {
+	cache := t.TempDir()
+	s, err := items.OpenStore(cache, items.StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	require.NoError(t, s.PutBatch([]items.Record{{Key: strings.Repeat("ab", 32), Result: items.Result{Charged: 1}}}))
+	require.NoError(t, s.Close())
+	log := filepath.Join(cache, "items", "log")
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	b[1] ^= 0xff
+	require.NoError(t, os.WriteFile(log, b, 0o644))
+	_, err = items.OpenStore(cache, items.StoreOptions{NoSync: true})
+	require.Error(t, err)
+	out := storeFailure("", err)
+	assert.Equal(t, failclass.Setup, out.Class)
+	assert.True(t, out.Refused)
+	assert.Contains(t, out.Message, "move it aside")
+
+	out = storeFailure("model cache: ", fmt.Errorf("items: open store: %w", os.ErrPermission))
+	assert.Equal(t, failclass.Infra, out.Class)
+	assert.False(t, out.Refused)
+}

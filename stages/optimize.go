@@ -376,7 +376,7 @@ func (Optimize) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	}
 	store, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
-		return optFailure(failclass.Infra, "%s", err)
+		return storeFailure("", err), nil
 	}
 	defer store.Close()
 	if fail := o.begin(); fail != nil {

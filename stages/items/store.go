@@ -125,6 +125,11 @@ type Store struct {
 	dups    int
 }
 
+// Damaged reports whether err, from OpenStore, says the store's file is
+// damaged where cairn cannot mend it (its header): moving it aside does,
+// retrying does not.
+func Damaged(err error) bool { return errors.Is(err, wal.ErrCorrupt) }
+
 // OpenStore opens (creating it if needed) the item store of the cache in
 // cacheDir and loads its index.
 func OpenStore(cacheDir string, opts StoreOptions) (*Store, error) {

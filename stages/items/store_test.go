@@ -481,4 +481,6 @@ func TestStoreWithoutAHeaderIsNamed(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is damaged")
 	assert.Contains(t, err.Error(), "move it aside to start an empty store")
+	assert.True(t, Damaged(err), "a store cairn cannot read, not a failure to retry")
+	assert.False(t, Damaged(fmt.Errorf("items: open store: %w", os.ErrPermission)))
 }
