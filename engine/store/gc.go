@@ -154,6 +154,13 @@ func GC(c *Cache, opts GCOptions) (*GCResult, error) {
 func (c *Cache) compact(keep map[string]bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Damaged records, which Refresh skipped, are copied beside the index
+	// (index.log.damaged-*) before it is written again without them, as a
+	// commit's opening of the log does: damaged bytes are never destroyed
+	// for good.
+	if _, err := c.openLog(); err != nil {
+		return err
+	}
 	if c.log != nil {
 		_ = c.log.Close()
 		c.log = nil

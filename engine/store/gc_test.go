@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,4 +180,38 @@ func TestHeldKeysIsHeldKeyOfEach(t *testing.T) {
 	defer c.Close()
 	assert.Equal(t, []string{b, "", "", x, "", ""}, c.HeldKeys("p", addrs))
 	assert.Equal(t, each(c), c.HeldKeys("p", addrs))
+}
+
+// gc rewrites the index without the records it drops, and without those
+// damaged: their bytes are copied beside the index first
+// (index.log.damaged-*), as an apply's commit does, never destroyed for
+// good.
+func TestGCKeepsACopyOfDamagedIndexRecords(t *testing.T) {
+	c, commit := agedCache(t)
+	commit('a', 100, time.Hour)
+	commit('b', 100, time.Hour)
+	require.NoError(t, c.Close())
+	b, err := os.ReadFile(c.indexPath())
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte(strings.Repeat("a", 64)))
+	require.Positive(t, i)
+	b[i+10] = 'Z' // inside a's record: its checksum fails
+	require.NoError(t, os.WriteFile(c.indexPath(), b, 0o644))
+
+	var warned []string
+	c, err = Open(c.Dir, Options{NoSync: true, Warn: func(f string, args ...any) { warned = append(warned, fmt.Sprintf(f, args...)) }})
+	require.NoError(t, err)
+	defer c.Close()
+	assert.False(t, c.Has(strings.Repeat("a", 64)))
+	res, err := GC(c, GCOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Kept)
+	copies, err := filepath.Glob(c.indexPath() + ".damaged-*")
+	require.NoError(t, err)
+	require.Len(t, copies, 1, "warnings: %q", warned)
+	kept, err := os.ReadFile(copies[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(kept), strings.Repeat("a", 10)+"Z", "the damaged bytes, as they were")
+	assert.Contains(t, strings.Join(warned, "\n"), copies[0])
+	assert.True(t, c.Has(strings.Repeat("b", 64)))
 }
