@@ -27,6 +27,18 @@ type interruptedNode struct {
 	Addr  string
 	RunID string
 	When  time.Time
+	// Unsure: the run's journal is damaged, and the node, which it
+	// planned, has no record there: its started record may be the one
+	// lost, so whether it was cut short cannot be told.
+	Unsure bool
+}
+
+// why says, for a refusal, how n was interrupted (or may have been).
+func (n interruptedNode) why() string {
+	if n.Unsure {
+		return fmt.Sprintf("run %s planned it and was interrupted, and its journal is damaged where the node's record may have been: whether it was running cannot be told", n.RunID)
+	}
+	return "interrupted in run " + n.RunID
 }
 
 // recoverRuns looks at earlier runs of this cache whose process is gone
@@ -62,13 +74,21 @@ func (a *applier) recoverRuns() (map[string]interruptedNode, error) {
 		a.info("killed %d process(es) left holding node locks by runs that are gone", n)
 	}
 	out := interruptedIn(runs, a.pipeline)
-	if len(out) > 0 {
-		var addrs []string
-		for addr := range out {
+	var addrs, unsure []string
+	for addr, n := range out {
+		if n.Unsure {
+			unsure = append(unsure, addr)
+		} else {
 			addrs = append(addrs, addr)
 		}
+	}
+	if len(addrs) > 0 {
 		sort.Strings(addrs)
 		a.info("%d node(s) were running when an earlier apply stopped: %s", len(addrs), strings.Join(addrs, ", "))
+	}
+	if len(unsure) > 0 {
+		sort.Strings(unsure)
+		a.info("%d node(s) may have been running when an earlier apply stopped (its journal is damaged where their records may have been): %s", len(unsure), strings.Join(unsure, ", "))
 	}
 	return out, nil
 }
@@ -267,19 +287,35 @@ func openNodes(r *runlog.RunInfo) map[string]runlog.Entry {
 func interruptedIn(runs []*runlog.RunInfo, pipeline string) map[string]interruptedNode {
 	last := map[string]runlog.Entry{}
 	lastRun := map[string]string{}
+	unsure := map[string]bool{}
 	for _, r := range runs {
 		if r.Pipeline != pipeline {
 			continue
 		}
-		for addr, e := range nodeEnds(r) {
+		ends := nodeEnds(r)
+		for addr, e := range ends {
 			last[addr] = e
 			lastRun[addr] = r.ID
+			delete(unsure, addr)
+		}
+		if r.State == "interrupted" && r.Damaged != "" {
+			// A node the run planned and has no record of at all may
+			// have started: its started record may be the one lost.
+			for _, e := range r.Entries {
+				if e.T == runlog.Planned && e.Node != "" {
+					if _, ok := ends[e.Node]; !ok {
+						last[e.Node] = runlog.Entry{T: "interrupted", Node: e.Node, Time: r.Start}
+						lastRun[e.Node] = r.ID
+						unsure[e.Node] = true
+					}
+				}
+			}
 		}
 	}
 	out := map[string]interruptedNode{}
 	for addr, e := range last {
 		if cutShort(e) {
-			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time}
+			out[addr] = interruptedNode{Addr: addr, RunID: lastRun[addr], When: e.Time, Unsure: unsure[addr]}
 		}
 	}
 	return out
@@ -329,7 +365,7 @@ func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 	var refuse []string
 	for _, pn := range a.opts.Plan.Nodes {
 		if it, ok := refusedAsInterrupted(pn, in, a.opts.Replace[pn.Node.Addr]); ok {
-			refuse = append(refuse, fmt.Sprintf("%s (interrupted in run %s)", pn.Node.Addr, it.RunID))
+			refuse = append(refuse, fmt.Sprintf("%s (%s)", pn.Node.Addr, it.why()))
 		}
 	}
 	if len(refuse) == 0 {
@@ -362,7 +398,7 @@ func NoteRefusals(p *plan.Plan, cacheDir, root string) error {
 	for _, pn := range p.Nodes {
 		replaced := slices.ContainsFunc(pn.Reasons, func(r string) bool { return strings.HasPrefix(r, "replace requested") })
 		if it, ok := refusedAsInterrupted(pn, in, replaced); ok {
-			pn.Refusal = fmt.Sprintf("interrupted in run %s, and its stage declares on_interrupt = \"fail\": apply refuses to restart it silently (--replace '%s' runs it again from the start)", it.RunID, pn.Node.Addr)
+			pn.Refusal = fmt.Sprintf("%s, and its stage declares on_interrupt = \"fail\": apply refuses to restart it silently (--replace '%s' runs it again from the start)", it.why(), pn.Node.Addr)
 			continue
 		}
 		if r, ok := pn.Node.Kind.(stages.PlanRefuser); ok && pn.Spec != nil && !pn.Skipped && pn.Action != plan.ActCached {

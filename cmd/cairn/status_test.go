@@ -19,7 +19,8 @@ import (
 
 // A run whose journal is cut to a few bytes, or whose first record is
 // damaged, is listed by cairn status, its start unknown and its state
-// marked, not shown as starting in year 1 nor left out.
+// marked, not shown as starting in year 1 nor left out. The records after
+// the damage are read: the damaged run's end says it ended ok.
 func TestStatusShowsRunsWithDamagedJournals(t *testing.T) {
 	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
 	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
@@ -53,13 +54,15 @@ func TestStatusShowsRunsWithDamagedJournals(t *testing.T) {
 		return ""
 	}
 	assert.Contains(t, row(cut), " unknown ? interrupted (journal damaged) ")
-	assert.Contains(t, row(damaged), " unknown ? interrupted (journal damaged) ")
+	assert.Contains(t, row(damaged), " unknown ? ok (journal damaged) 1 ")
 	assert.Contains(t, row(whole), " p ok 1 ")
 	assert.Contains(t, r.stdout, "run "+filepath.Base(cut)+": its journal holds no run_start record")
 	assert.Contains(t, r.stdout, "run "+filepath.Base(damaged)+": its journal is damaged (wal: corrupt record at byte 8")
 
 	r = runCLI(t, "--chdir", root, "show", filepath.Base(damaged))
-	assert.Contains(t, r.stdout, "started unknown  interrupted (journal damaged)")
+	assert.Contains(t, r.stdout, "started unknown  ok (journal damaged)")
+	assert.Contains(t, r.stdout, "the records in the damaged stretch are lost")
+	assert.Regexp(t, `stage\.a +ok `, r.stdout, "its node's records, after the damage, are read")
 
 	// The report of such a run is written, and the terminal warns too.
 	r = runCLI(t, "--chdir", root, "report", filepath.Base(damaged))

@@ -1,8 +1,10 @@
 package crashtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -629,4 +631,71 @@ func TestGCWhileApplying(t *testing.T) {
 	require.Equal(t, 0, res.code, res.String())
 	assert.Contains(t, res.stdout, "0 ran, 4 cached")
 	assert.Equal(t, "a\n", w.read("slow_a.txt"))
+}
+
+// TestOnInterruptFailThroughADamagedJournal: when the journal of the
+// killed run is damaged where the on_interrupt = "fail" node's started
+// record was, the node is not rerun as if it had never started: apply
+// refuses it, saying that whether it was running cannot be told. The
+// records after the damage are read: the node that finished is cached,
+// and not named as running.
+func TestOnInterruptFailThroughADamagedJournal(t *testing.T) {
+	w := newWS(t, `
+pipeline "optimizer" {}
+stage "command" "optimize" {
+  on_interrupt = "fail"
+  run          = ["sh", "-c", "while [ ! -f go ]; do sleep 0.02; done; echo done > optimize.txt; echo x >> counts/optimize"]
+  outputs      = ["optimize.txt"]
+}
+stage "command" "other" {
+  after   = [stage.optimize]
+  run     = ["sh", "-c", "echo other > other.txt; echo x >> counts/other"]
+  outputs = ["other.txt"]
+}
+stage "command" "first" {
+  run     = ["sh", "-c", "echo first > first.txt; echo x >> counts/first"]
+  outputs = ["first.txt"]
+}
+`)
+	w.write("counts/.keep", "")
+	p := w.start(nil, "apply")
+	w.waitJournal([]string{"stage.optimize"}, []string{"stage.first"})
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t)
+
+	journal := filepath.Join(w.lastRun().Dir, "journal")
+	b, err := os.ReadFile(journal)
+	require.NoError(t, err)
+	// Its started records (one as it starts, one with its process), each
+	// damaged by a flipped bit.
+	damaged := 0
+	for i := 0; ; i++ {
+		j := bytes.Index(b[i:], []byte(`"t":"started"`))
+		if j < 0 {
+			break
+		}
+		i += j
+		if end := bytes.IndexByte(b[i:], '}'); end > 0 && bytes.Contains(b[i:i+end], []byte(`stage.optimize`)) {
+			b[i+5] ^= 1
+			damaged++
+		}
+	}
+	require.Positive(t, damaged, "no started record of stage.optimize")
+	require.NoError(t, os.WriteFile(journal, b, 0o644))
+	w.write("go", "")
+
+	res := w.apply()
+	require.Equal(t, 1, res.code, res.String())
+	assert.Contains(t, res.stderr, "stage.optimize (run ")
+	assert.Contains(t, res.stderr, "whether it was running cannot be told")
+	assert.Contains(t, res.stderr, "--replace 'stage.optimize'")
+	assert.Equal(t, 0, w.countLines("counts/optimize"), "refused, yet it ran")
+	assert.NotContains(t, res.stdout, "were running when an earlier apply stopped: stage.first")
+	assert.Equal(t, 1, w.countLines("counts/first"), "finished before the kill, after the damage in the journal: not run again")
+	res = w.run(nil, "plan")
+	assert.Regexp(t, `! stage\.optimize\s+refused: run \S+ planned it and was interrupted, and its journal is damaged`, res.stdout)
+
+	res = w.apply("--replace", "stage.optimize")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Equal(t, 1, w.countLines("counts/optimize"))
 }

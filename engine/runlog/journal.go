@@ -493,17 +493,32 @@ func (j *Journal) Close() error {
 }
 
 // Read returns a run's records. A torn last record (the run was
-// killed while writing it) is ignored.
+// killed while writing it) is ignored. A stretch damaged in the middle
+// (a flipped bit) is passed over: the records after it are read, and the
+// error says where the first damage is; the records in it are lost (a
+// node's started or finished record, say).
 func Read(dir string) ([]Entry, error) {
 	var out []Entry
-	_, err := wal.Read(filepath.Join(dir, "journal"), func(_ int64, p []byte) error {
-		var e Entry
-		if json.Unmarshal(p, &e) == nil {
-			out = append(out, e)
+	var first error
+	path := filepath.Join(dir, "journal")
+	for off := int64(0); ; {
+		_, err := wal.ReadFrom(path, off, func(_ int64, p []byte) error {
+			var e Entry
+			if json.Unmarshal(p, &e) == nil {
+				out = append(out, e)
+			}
+			return nil
+		})
+		if err != nil && first == nil {
+			first = err
 		}
-		return nil
-	})
-	return out, err
+		var ce *wal.CorruptError
+		if errors.As(err, &ce) && ce.Next > ce.Offset && ce.Next > off {
+			off = ce.Next
+			continue
+		}
+		return out, first
+	}
 }
 
 // RunInfo summarises a run for `cairn status`.
@@ -608,7 +623,7 @@ func Load(dir string) (*RunInfo, error) {
 	}
 	ri.Entries, ri.readErr = entries, err
 	if err != nil {
-		ri.Damaged = fmt.Sprintf("its journal is damaged (%s); what follows the damage is not shown", err)
+		ri.Damaged = fmt.Sprintf("its journal is damaged (%s); the records in the damaged stretch are lost", err)
 	}
 	for _, e := range entries {
 		switch e.T {

@@ -52,9 +52,11 @@ func Unfinished(cacheDir string) ([]*RunInfo, error) {
 				writeEndMarker(dir, endMarker{Pipeline: ri.Pipeline, Status: ri.State})
 				last = id
 				continue
-			case ri.State == "interrupted" && !hasOpenNodes(ri) && fileExists(filepath.Join(dir, "reaped")):
+			case ri.State == "interrupted" && !hasOpenNodes(ri) && ri.Damaged == "" && fileExists(filepath.Join(dir, "reaped")):
 				// Stopped between nodes, and looked at for leftovers
-				// already: nothing of it was left running.
+				// already: nothing of it was left running. (A damaged
+				// journal may have lost the records of nodes it left
+				// running: it is kept.)
 				last = id
 				continue
 			}
