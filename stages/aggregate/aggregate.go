@@ -84,6 +84,11 @@ type Summary struct {
 	Rows     []Row    `json:"rows"`
 	Families []Family `json:"families"`
 	Skipped  []Skip   `json:"skipped"`
+	// DifferentItems says, for each cell whose methods were tested on
+	// different items, which (a sentence each): each row pairs its own
+	// items, but rows side by side are then not on one test set. Absent
+	// when there is none.
+	DifferentItems []string `json:"different_items,omitempty"`
 }
 
 // Family is one Holm family: the rows corrected together.
@@ -210,6 +215,37 @@ type Seed struct {
 	DeltaPP      *float64 `json:"delta_pp"`
 }
 
+// testIDs are the test item ids of a row's first seed present (sorted:
+// the seeds of a row share them, or the row is refused).
+func testIDs(bySeed map[int]*Job) []string {
+	for _, sd := range Seeds {
+		if j := bySeed[sd]; j != nil {
+			ids := make([]string, len(j.Items))
+			for i, it := range j.Items {
+				ids[i] = it.ID
+			}
+			return ids
+		}
+	}
+	return nil
+}
+
+// onlyInOne counts the ids in exactly one of a and b (both sorted).
+func onlyInOne(a, b []string) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			n, i = n+1, i+1
+		case i == len(a) || b[j] < a[i]:
+			n, j = n+1, j+1
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return n
+}
+
 // Run finds the jobs under the roots, groups them into rows, and computes
 // every row's statistics. A bad artifact is an *InputError.
 func Run(ctx context.Context, o Options) (*Summary, error) {
@@ -297,6 +333,21 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		return strings.Compare(a.cell, b.cell)
 	})
+	// Methods of one cell tested on different items (a test split made
+	// again between two methods' runs): each against the cell's first.
+	firstOf := map[string]rowKey{}
+	for _, k := range keys {
+		ref, ok := firstOf[k.cell]
+		if !ok {
+			firstOf[k.cell] = k
+			continue
+		}
+		a, b := testIDs(jobs[ref]), testIDs(jobs[k])
+		if !slices.Equal(a, b) {
+			s.DifferentItems = append(s.DifferentItems, fmt.Sprintf("cell %s: %s and %s were tested on different items (%d and %d items, %d of them in one only): each row pairs its own items, but the two rows are not on one test set",
+				k.cell, ref.method, k.method, len(a), len(b), onlyInOne(a, b)))
+		}
+	}
 	var strata []stats.Strata
 	var complete []int // index in s.Rows of each stratum
 	for _, k := range keys {

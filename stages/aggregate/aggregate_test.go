@@ -503,3 +503,29 @@ func TestAnIntervalOfTooFewReplicatesIsMarked(t *testing.T) {
 	assert.Contains(t, svg, "with 95% bootstrap intervals")
 	assert.Empty(t, s.CannotRejectWarnings())
 }
+
+// Methods of one cell tested on different items (a test split made again
+// between their runs) are aggregated, each row on its own items, with a
+// warning naming the cell and the methods, in the summary and on the
+// terminal: rows side by side are not on one test set.
+func TestMethodsOfACellOnDifferentItemsAreWarned(t *testing.T) {
+	root := t.TempDir()
+	for s := range 3 {
+		for method, n := range map[string]int{"gepa": 4, "miprov2": 4, "textgrad": 5} {
+			b := []float64{0, 1, 0, 1, 1}[:n]
+			d := []float64{1, 1, 0, 1, 0}[:n]
+			_, err := jobtest.Write(root, jobtest.Job{Method: method, Seed: s, Baseline: b, Deployed: d})
+			require.NoError(t, err)
+		}
+	}
+	sum := run(t, aggregate.Options{Roots: []string{root}})
+	require.Len(t, sum.Rows, 3)
+	want := "cell hotpotqa/centralized/qwen: gepa and textgrad were tested on different items (4 and 5 items, 1 of them in one only): each row pairs its own items, but the two rows are not on one test set"
+	assert.Equal(t, []string{want}, sum.DifferentItems, "miprov2 was tested on gepa's items")
+	assert.Contains(t, sum.CannotRejectWarnings(), "warning: "+want)
+	_, js, _ := outputs(t, sum)
+	assert.Contains(t, js, `"different_items": [`)
+
+	_, js, _ = outputs(t, run(t, aggregate.Options{Roots: []string{grid(t)}}))
+	assert.NotContains(t, js, "different_items", "a grid on one test set says nothing")
+}

@@ -170,6 +170,9 @@ func (s *Summary) CannotRejectWarnings() []string {
 	if s.Replicates < stats.MinIntervalReplicates {
 		out = append(out, "warning: no interval is a 95% interval: "+s.IntervalNote())
 	}
+	for _, d := range s.DifferentItems {
+		out = append(out, "warning: "+d)
+	}
 	return out
 }
 
