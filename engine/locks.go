@@ -57,10 +57,10 @@ func (a *applier) outputPaths(ns *nodeState) []string {
 	if ns.spec == nil {
 		return nil
 	}
-	var out []string
-	add := func(p string) {
+	out := make([]string, 0, len(ns.spec.Common.Outputs)+1)
+	for _, p := range append(slices.Clip(ns.spec.Common.Outputs), ns.spec.Common.Result) {
 		if p == "" {
-			return
+			continue
 		}
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(a.g.Root, p)
@@ -68,15 +68,10 @@ func (a *applier) outputPaths(ns *nodeState) []string {
 		if abs, err := filepath.Abs(p); err == nil {
 			p = abs
 		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
+		out = append(out, p)
 	}
-	for _, p := range ns.spec.Common.Outputs {
-		add(p)
-	}
-	add(ns.spec.Common.Result)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // release gives back ns's key's lock, if it holds one.
