@@ -939,6 +939,8 @@ func TestEditedJobResultIsRefused(t *testing.T) {
 	b, err := json.Marshal(edited)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(resPath, b, 0o644))
+	plan, _ := w.command(append([]string{"plan"}, w.applyArgs(nil, "budget=20")[1:]...)...).CombinedOutput()
+	assert.Regexp(t, `! stage\.result\["simgepa/sums/single/sim/0"\] +refused: `+regexp.QuoteMeta(dir+"/result.json is not what this job writes from its test.json and its artifacts: baseline_mean is"), string(plan), "plan says what apply does")
 	out, code = w.job("budget=20")
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, dir+"/result.json is not what this job writes from its test.json and its artifacts")

@@ -628,17 +628,10 @@ func (JobResult) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error)
 	if o := holdOut(rt, n, s.out); o != nil {
 		return o, nil
 	}
-	selDigest, err := fileDigest(filepath.Join(root, s.out, "selection.json"))
+	res, tf, err := s.expected(root)
 	if err != nil {
 		return fail("the job's selection.json: %s", err)
 	}
-	res := ResultFile{
-		Format: ResultFormat, Status: "ok", Method: s.job.Method, CellID: s.job.CellID,
-		Dataset: s.job.Dataset, Runtime: s.job.Runtime, Model: s.job.Model, Seed: s.job.Seed,
-		Budget: s.job.Budget, Charged: s.opt.Charged, Deployed: s.sel.Deployed, FallbackReason: s.sel.FallbackReason,
-		Nonconformant: s.job.Nonconformant, SelectionSHA256: selDigest,
-	}
-	tf := TestFile{Format: TestFormat, Method: s.job.Method, CellID: s.job.CellID, Seed: s.job.Seed, Deployed: s.sel.Deployed, Items: []TestItem{}}
 	if replace, again := replacing(rt); !replace {
 		if o := savedResult(root, s.out, again, tf, res, n, rt); o != nil {
 			return o, nil
@@ -765,51 +758,97 @@ func testsAgain(n *Node) string {
 // printed, cached and aggregated as this job's. Nil when the folder holds
 // no result.json.
 func savedResult(root, out, again string, wantTest TestFile, want ResultFile, n *Node, rt Runtime) *Outcome {
+	res, found, why := checkSaved(root, out, wantTest, want)
+	switch {
+	case !found:
+		return nil
+	case why != "":
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: why +
+			fmt.Sprintf("; nothing was rewritten: restore the job's files, or write its result again with %s (on a cache without the records of the job's test evaluations, %s)", again, testsAgain(n))}
+	}
+	rel := filepath.Join(out, "result.json")
+	note(rt, n.Address, "finished earlier: %s is kept", rel)
+	compact, _ := json.Marshal(res)
+	return &Outcome{Result: compact, Files: []string{filepath.Join(out, "test.json"), rel}}
+}
+
+// checkSaved reads the out folder's result.json and test.json and says
+// why they are not what the job writes (savedResult); found is false
+// when there is no result.json.
+func checkSaved(root, out string, wantTest TestFile, want ResultFile) (res ResultFile, found bool, why string) {
 	rel := filepath.Join(out, "result.json")
 	b, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
-		return nil
+		return res, false, ""
 	}
-	refuse := func(format string, args ...any) *Outcome {
-		return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf(format, args...) +
-			fmt.Sprintf("; nothing was rewritten: restore the job's files, or write its result again with %s (on a cache without the records of the job's test evaluations, %s)", again, testsAgain(n))}
-	}
-	var res ResultFile
 	if err := json.Unmarshal(b, &res); err != nil || res.Format != ResultFormat {
-		return refuse("%s is not a result of format %s", rel, ResultFormat)
+		return res, true, fmt.Sprintf("%s is not a result of format %s", rel, ResultFormat)
 	}
 	if res.SelectionSHA256 == "" {
-		return refuse("%s has no selection_sha256 (an earlier cairn wrote it): which selection.json it was made from cannot be checked", rel)
+		return res, true, fmt.Sprintf("%s has no selection_sha256 (an earlier cairn wrote it): which selection.json it was made from cannot be checked", rel)
 	}
 	if res.SelectionSHA256 != want.SelectionSHA256 {
-		return refuse("%s was made from another selection.json (its selection_sha256 is %q, the folder's selection.json is %s)", rel, res.SelectionSHA256, want.SelectionSHA256)
+		return res, true, fmt.Sprintf("%s was made from another selection.json (its selection_sha256 is %q, the folder's selection.json is %s)", rel, res.SelectionSHA256, want.SelectionSHA256)
 	}
 	testRel := filepath.Join(out, "test.json")
 	tb, err := os.ReadFile(filepath.Join(root, testRel))
 	if err != nil {
-		return refuse("%s cannot be read: %s", testRel, err)
+		return res, true, fmt.Sprintf("%s cannot be read: %s", testRel, err)
 	}
 	if d := digestBytes(tb); d != res.TestSHA256 {
-		return refuse("%s: test_sha256 is %q, the folder's test.json is %s", rel, res.TestSHA256, d)
+		return res, true, fmt.Sprintf("%s: test_sha256 is %q, the folder's test.json is %s", rel, res.TestSHA256, d)
 	}
 	var tf TestFile
 	if err := json.Unmarshal(tb, &tf); err != nil {
-		return refuse("%s cannot be read: %s", testRel, err)
+		return res, true, fmt.Sprintf("%s cannot be read: %s", testRel, err)
 	}
 	wantTest.Items = tf.Items
 	wantTB, wantRB, err := JobFiles(&wantTest, &want)
 	if err != nil {
-		return refuse("%s: %s", testRel, err)
+		return res, true, fmt.Sprintf("%s: %s", testRel, err)
 	}
 	if diff := jsonFieldsDiffer(tb, wantTB); diff != "" {
-		return refuse("%s is not what this job writes: %s", testRel, diff)
+		return res, true, fmt.Sprintf("%s is not what this job writes: %s", testRel, diff)
 	}
 	if diff := jsonFieldsDiffer(b, wantRB); diff != "" {
-		return refuse("%s is not what this job writes from its test.json and its artifacts: %s", rel, diff)
+		return res, true, fmt.Sprintf("%s is not what this job writes from its test.json and its artifacts: %s", rel, diff)
 	}
-	note(rt, n.Address, "finished earlier: %s is kept", rel)
-	compact, _ := json.Marshal(res)
-	return &Outcome{Result: compact, Files: []string{testRel, rel}}
+	return res, true, ""
+}
+
+// PlanRefusal implements PlanRefuser: a result.json in the out folder
+// that is not what the job writes from its test.json and its artifacts is
+// refused, as Run refuses it, when the job's results are known when the
+// plan is made (its upstreams cached); --replace writes it again.
+func (JobResult) PlanRefusal(n *Node, root string, replaced bool) string {
+	s, diags := decodeJobResult(n)
+	if replaced || diags.HasErrors() || !s.known {
+		return ""
+	}
+	want, wantTest, err := s.expected(root)
+	if err != nil {
+		return ""
+	}
+	_, _, why := checkSaved(root, s.out, wantTest, want)
+	return why
+}
+
+// expected is what the node writes, but for what test.json gives:
+// result.json's fields from the job's results and the folder's
+// selection.json, and test.json's header.
+func (s resultSpec) expected(root string) (ResultFile, TestFile, error) {
+	selDigest, err := fileDigest(filepath.Join(root, s.out, "selection.json"))
+	if err != nil {
+		return ResultFile{}, TestFile{}, err
+	}
+	res := ResultFile{
+		Format: ResultFormat, Status: "ok", Method: s.job.Method, CellID: s.job.CellID,
+		Dataset: s.job.Dataset, Runtime: s.job.Runtime, Model: s.job.Model, Seed: s.job.Seed,
+		Budget: s.job.Budget, Charged: s.opt.Charged, Deployed: s.sel.Deployed, FallbackReason: s.sel.FallbackReason,
+		Nonconformant: s.job.Nonconformant, SelectionSHA256: selDigest,
+	}
+	tf := TestFile{Format: TestFormat, Method: s.job.Method, CellID: s.job.CellID, Seed: s.job.Seed, Deployed: s.sel.Deployed, Items: []TestItem{}}
+	return res, tf, nil
 }
 
 // jsonFieldsDiffer compares two JSON objects field by field and says how
