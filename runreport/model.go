@@ -989,8 +989,9 @@ func mdRow(rows [][]string, line string) [][]string {
 
 // queueWaits sets each started node's wait: from when its last upstream
 // in this run ended (or the run started) to its first attempt. A node's
-// record names its upstreams by their output digests: the node of this
-// run with that output, where only one has it.
+// record names its upstreams by their output digests: the nodes of this
+// run with that output (where several have it, the latest of them to end
+// before the node started).
 func (b *builder) queueWaits() {
 	byDigest := map[string][]*Node{}
 	for _, n := range b.r.Nodes {
@@ -1021,12 +1022,15 @@ func (b *builder) queueWaits() {
 			}
 		}
 		for _, d := range n.upstreams {
-			if len(byDigest[d]) != 1 {
-				// Nodes with one output digest (none, say) cannot be told
-				// apart: that upstream is not known.
-				continue
+			// Nodes with one output digest (instances of a for_each
+			// stage without outputs, say) cannot be told apart: the
+			// upstream is one of them, and the latest of them to end
+			// before n started counts (each of them, for a node after
+			// the whole stage). Taking the run's start instead counted
+			// the whole stage's time as the queue's.
+			for _, up := range byDigest[d] {
+				waitFor(up)
 			}
-			waitFor(byDigest[d][0])
 		}
 		// What orders it without keying it (wait_for, a postcondition's
 		// references) is waited for too: that wait is not the queue's.

@@ -89,3 +89,39 @@ func TestReportItemsAndSlurm(t *testing.T) {
 	assert.Contains(t, browsertest.Eval[string](t, p, `document.querySelector("#itemlist svg").textContent`), "mean 0.3333 over 50000")
 	assert.Empty(t, p.Errors(), "console errors")
 }
+
+// A node after the instances of a for_each stage whose outputs are alike
+// (none: one output digest for all) waits from the end of the latest of
+// them, not from the run's start: its queue wait is not the stage's time.
+func TestQueueWaitAfterInstancesOfOneOutput(t *testing.T) {
+	cacheDir := t.TempDir()
+	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer cache.Close()
+	commit := func(key, addr, env, out string) {
+		r := &store.Record{Format: 1, Key: key, Envelope: []byte(env), OutputDigest: out, Result: []byte(`{}`),
+			Started: t0, Ended: t0.Add(time.Second), Attempts: 1, Pipeline: "synthetic", Address: addr, RunID: "20260301T120000.000Z-aaaaaa"}
+		_, err := cache.Commit(r, nil)
+		require.NoError(t, err)
+	}
+	const none = "sha256:none"
+	x, y, all, one := strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64), strings.Repeat("4", 64)
+	commit(x, `stage.a["x"]`, `{"v":"cairn.node.v1","kind":"command","upstreams":[]}`, none)
+	commit(y, `stage.a["y"]`, `{"v":"cairn.node.v1","kind":"command","upstreams":[]}`, none)
+	commit(all, "stage.after_all", `{"v":"cairn.node.v1","kind":"command","upstreams":["`+none+`","`+none+`"]}`, "sha256:all")
+	commit(one, "stage.after_one", `{"v":"cairn.node.v1","kind":"command","upstreams":["`+none+`"]}`, "sha256:one")
+	dir := writeJournal(t, cacheDir, "20260301T120000.000Z-aaaaaa", []runlog.Entry{
+		{T: runlog.Started, Time: at(0), Node: `stage.a["x"]`, Key: x, Attempt: 1},
+		{T: runlog.Started, Time: at(0), Node: `stage.a["y"]`, Key: y, Attempt: 1},
+		{T: runlog.Finished, Time: at(1000), Node: `stage.a["x"]`, Key: x, Attempt: 1},
+		{T: runlog.Finished, Time: at(1005), Node: `stage.a["y"]`, Key: y, Attempt: 1},
+		{T: runlog.Started, Time: at(1008), Node: "stage.after_one", Key: one, Attempt: 1},
+		{T: runlog.Started, Time: at(1010), Node: "stage.after_all", Key: all, Attempt: 1},
+		{T: runlog.Finished, Time: at(1020), Node: "stage.after_one", Key: one, Attempt: 1},
+		{T: runlog.Finished, Time: at(1020), Node: "stage.after_all", Key: all, Attempt: 1},
+	}, "ok")
+	r, err := runreport.Build(dir, runreport.Options{Cache: cache})
+	require.NoError(t, err)
+	assert.InDelta(t, 0.005, nodeOf(t, r, "stage.after_all").QueueWait, 1e-9, "from the end of a[\"y\"], the last")
+	assert.InDelta(t, 0.003, nodeOf(t, r, "stage.after_one").QueueWait, 1e-9, "from the latest of its possible upstreams")
+}
