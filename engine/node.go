@@ -81,10 +81,16 @@ type nodeState struct {
 	// the kind is a stages.RunCountsMerger, for the journal.
 	runCounts map[string]int
 	ended     time.Time
-	res       *process.Result
-	job       process.JobRef // its last process's, once started
-	record    *store.Record
-	logs      [2]string
+	// ranBefore is the own run time of its attempts before the last,
+	// lastRan the last's (0 for an attempt whose process never started:
+	// a program not found, say); began says the attempt's process (or
+	// an evaluation's work, NodeStarted) started.
+	ranBefore, lastRan time.Duration
+	began              bool
+	res                *process.Result
+	job                process.JobRef // its last process's, once started
+	record             *store.Record
+	logs               [2]string
 	// fileName is runlog.NodeLogName of the node's first attempt, once
 	// its worker has needed it (its logs' stem, its scratch folder's
 	// name): the address is parsed once a node, not for each.

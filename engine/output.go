@@ -42,11 +42,20 @@ func (a *applier) nodeEnded(ns *nodeState, status string) {
 		u, ok := l.(stages.OutcomeUntimer)
 		e.Untimed = ok && e.Label != "" && u.OutcomeUntimed(ns.record.Result)
 	}
-	if !e.Untimed && (status == "ok" || !ns.started.IsZero() && !ns.ended.IsZero()) {
+	ranHere := !ns.started.IsZero() && !ns.ended.IsZero()
+	switch {
+	case e.Untimed:
+	case ranHere && ns.svc == nil:
+		// Its attempts' own run times, each from its process's start
+		// to its end, as cairn show and the report add them; none for
+		// attempts whose process never started.
+		e.Duration = ns.ranBefore + ns.lastRan
+		e.DurationS = e.Duration.Seconds()
+	case status == "ok" || ranHere:
 		e.Duration = ns.ranFor()
-	}
-	if !e.Untimed && !ns.started.IsZero() && !ns.ended.IsZero() {
-		e.DurationS = ns.ranFor().Seconds()
+		if ranHere {
+			e.DurationS = e.Duration.Seconds()
+		}
 	}
 	if r := ns.res; r != nil {
 		e.Queued, e.QueuedS, e.Requeued = r.Queued, r.Queued.Seconds(), r.Requeued

@@ -97,6 +97,7 @@ func (r *nodeRuntime) ReplaceCommand() string {
 // synced as a process's started record is (writeStarted).
 func (r *nodeRuntime) NodeStarted(logs ...string) error {
 	a, ns := r.a, r.ns
+	ns.began = true
 	if len(logs) > 0 {
 		ns.logs = [2]string{"", logs[len(logs)-1]}
 	}
@@ -216,7 +217,10 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 			failpoint.AfterStart()
 			stdout, stderr := executor.JobLogs(ref, stdout, stderr)
 			if p.Replica == 0 {
+				// A service's replicas start side by side: the first
+				// stands for them.
 				ns.logs = [2]string{stdout, stderr}
+				ns.began = true
 			}
 			e := started(ref)
 			if pid, pgid, tick, ok := executor.LocalProcess(ref); ok {

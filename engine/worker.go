@@ -133,6 +133,8 @@ func (a *applier) execute(ns *nodeState) event {
 	retry := ns.n.Stage.Retry
 	for {
 		ns.attempts++
+		ns.began, ns.lastRan = false, 0
+		attemptStart := time.Now()
 		earlier := ns.runCounts
 		ns.class, ns.message, ns.runCounts = "", "", nil
 		var rewritten []string
@@ -150,6 +152,15 @@ func (a *applier) execute(ns *nodeState) event {
 			ns.res = out.Proc
 			ns.class, ns.message = out.Class, out.Message
 			return a.serviceEnded(ns)
+		}
+		if ns.began || err == nil && out.Proc == nil {
+			// Its own run time: its process's, else this attempt's (a
+			// kind that works in cairn's process). An attempt whose
+			// process never started (its program not found) has none.
+			ns.lastRan = ns.ended.Sub(attemptStart)
+			if err == nil && out.Proc != nil && out.Proc.Ended.After(out.Proc.Started) {
+				ns.lastRan = out.Proc.Ended.Sub(out.Proc.Started)
+			}
 		}
 		if err != nil {
 			ns.class, ns.message = failclass.Setup, plan.OneLine(err.Error())
@@ -212,6 +223,7 @@ func (a *applier) execute(ns *nodeState) event {
 			return event{}
 		}
 		ns.message = process.RedactSecrets(ns.message, ns.secrets)
+		ns.ranBefore += ns.lastRan
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Queued: queuedOf(ns)})
 		a.emit(&events.NodeRetry{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Class: ns.class, Message: ns.message})
 	}

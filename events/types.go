@@ -78,8 +78,10 @@ type ProcessStarted struct {
 // why).
 type NodeEnded struct {
 	Head
-	Node   string `json:"node"`
-	Key    string `json:"key"`
+	Node string `json:"node"`
+	// Key is absent for a node whose key was never known (skipped while
+	// its upstreams' results were unknown).
+	Key    string `json:"key,omitempty"`
 	Status string `json:"status"`
 	// Label is the outcome its kind reads in a result that records a
 	// failure the kind absorbs (status ok): shown instead of "ok".

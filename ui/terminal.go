@@ -233,7 +233,12 @@ func (t *Terminal) announce(e *events.NodeEnded) {
 // node, its status and key, its failure's class and message, its run
 // time and queue wait where it ran, its kind's summary, and "v".
 func JSONObject(e *events.NodeEnded) map[string]any {
-	ev := map[string]any{"v": JSONVersion, "node": e.Node, "status": e.Status, "key": e.Key}
+	ev := map[string]any{"v": JSONVersion, "node": e.Node, "status": e.Status}
+	if e.Key != "" {
+		// Absent for a node whose key was never known (skipped while
+		// its upstreams' results were unknown).
+		ev["key"] = e.Key
+	}
 	if e.Class != "" {
 		ev["class"] = e.Class
 	}

@@ -309,3 +309,64 @@ stage "waves" "bench" {
 	assert.Contains(t, r.stdout+r.stderr, "none came in the 300ms --wait-gpus gave; give a longer --wait-gpus")
 	assert.NotContains(t, r.stdout+r.stderr, "pass --wait-gpus")
 }
+
+// node_ended's duration_s is a node's own run time as cairn show adds it:
+// every attempt's, for a node retried (it succeeded or not), and none for
+// a node whose program never started. A node skipped before its key was
+// known has no key, rather than an empty one.
+func TestNodeEndedDurationIsShowsAndKeyIsAbsentWhenUnknown(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "rd" {}
+stage "command" "retried" {
+  run = ["sh", "-c", "sleep 0.3; exit $((CAIRN_ATTEMPT < 2))"]
+  retry {
+    max = 1
+  }
+}
+stage "command" "fails" {
+  run = ["sh", "-c", "sleep 0.2; exit 1"]
+  retry {
+    max = 1
+  }
+}
+stage "command" "nf" {
+  run = ["/no/such/prog"]
+}
+stage "command" "down" {
+  run = ["echo", stage.fails.status]
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl", "--json")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	ended := map[string]map[string]any{}
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &e), l)
+		ended[e["node"].(string)] = e
+	}
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	show := runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]), "--json")
+	require.Equal(t, exitOK, show.code, show.stderr)
+	var rep struct {
+		Nodes []struct {
+			Addr     string  `json:"address"`
+			Duration float64 `json:"duration_s"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &rep))
+	shown := map[string]float64{}
+	for _, n := range rep.Nodes {
+		shown[n.Addr] = n.Duration
+	}
+	for _, addr := range []string{"stage.retried", "stage.fails"} {
+		d, ok := ended[addr]["duration_s"].(float64)
+		require.True(t, ok, "%s: %v", addr, ended[addr])
+		assert.InDelta(t, shown[addr], d, 0.05, "%s: both attempts, as show adds them", addr)
+	}
+	assert.Greater(t, ended["stage.retried"]["duration_s"].(float64), 0.55, "both attempts of 0.3 s")
+	assert.NotContains(t, ended["stage.nf"], "duration_s", "its program never started")
+	assert.Equal(t, "skipped", ended["stage.down"]["status"])
+	assert.NotContains(t, ended["stage.down"], "key", "never known")
+	assert.NotEmpty(t, ended["stage.fails"]["key"])
+}
