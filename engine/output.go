@@ -165,7 +165,12 @@ func (a *applier) planDecided() {
 	e := &events.PlanDecided{Nodes: make([]events.Planned, len(a.nodes))}
 	for i, ns := range a.nodes {
 		pn := ns.pn
-		e.Nodes[i] = events.Planned{Node: ns.n.Addr, Action: pn.Action, Key: pn.Key, Reasons: pn.Reasons, OutsideTarget: pn.Skipped}
+		if pn.Skipped {
+			// Outside --target: the plan decided nothing for it.
+			e.Nodes[i] = events.Planned{Node: ns.n.Addr, OutsideTarget: true}
+			continue
+		}
+		e.Nodes[i] = events.Planned{Node: ns.n.Addr, Action: pn.Action, Key: pn.Key, Reasons: pn.Reasons}
 	}
 	a.emit(e)
 }

@@ -32,8 +32,9 @@ type RunEnded struct {
 type Planned struct {
 	Node string `json:"node"`
 	// Action is the plan's: run, cached, may_run (its key depends on an
-	// upstream's output) or skip (an upstream fails).
-	Action  string   `json:"action"`
+	// upstream's output) or skip (an upstream fails); absent for a node
+	// outside the target, which the apply does not take up.
+	Action  string   `json:"action,omitempty"`
 	Key     string   `json:"key,omitempty"` // "" while it depends on upstream results
 	Reasons []string `json:"reasons,omitempty"`
 	// OutsideTarget: --target leaves it out; the apply does not take it up.

@@ -370,3 +370,37 @@ stage "command" "down" {
 	assert.NotContains(t, ended["stage.down"], "key", "never known")
 	assert.NotEmpty(t, ended["stage.fails"]["key"])
 }
+
+// A node that --target leaves out is in plan_decided as outside the
+// target, with no action: the plan decided nothing for it, and the apply
+// does not take it up.
+func TestPlanDecidedOutsideTheTargetHasNoAction(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "t" {}
+stage "command" "in" {
+  run = ["true"]
+}
+stage "command" "out" {
+  run = ["true"]
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl", "--target", "stage.in")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	evs, _ := onlyRunEvents(t, root)
+	var planned []map[string]any
+	for _, ev := range evs {
+		if field[string](t, ev, "type") == "plan_decided" {
+			require.NoError(t, json.Unmarshal(ev["nodes"], &planned))
+		}
+	}
+	require.Len(t, planned, 2)
+	for _, n := range planned {
+		switch n["node"] {
+		case "stage.in":
+			assert.Equal(t, "run", n["action"])
+			assert.NotContains(t, n, "outside_target")
+		case "stage.out":
+			assert.Equal(t, true, n["outside_target"])
+			assert.NotContains(t, n, "action", "no action was decided for it")
+		}
+	}
+}
