@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine/sysproc"
 	"github.com/cairn-run/cairn/gpu"
@@ -503,6 +505,20 @@ func lookPath(name string, env []string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
+// signalText names a signal given as Go's description of it ("killed")
+// as people look it up: "SIGKILL (9, killed)".
+func signalText(desc string) string {
+	for n := syscall.Signal(1); n < 65; n++ {
+		if n.String() == desc {
+			if name := unix.SignalName(n); name != "" {
+				return fmt.Sprintf("%s (%d, %s)", name, int(n), desc)
+			}
+			break
+		}
+	}
+	return desc
+}
+
 // classify decides a finished process's failure class ("" for success).
 // Order: cairn's own timeout and interrupt; declared stderr patterns;
 // diagnosed out-of-memory; then signal (killed) or exit status (exit).
@@ -518,7 +534,7 @@ func classify(res *process.Result, interrupted, cgroupOOM bool, spec *Spec) (str
 	}
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != "" {
-		how = "killed by signal " + res.Signal
+		how = "killed by signal " + signalText(res.Signal)
 	}
 	for _, p := range spec.Classify {
 		if m := p.Pattern.Find(res.StderrTail); m != nil {

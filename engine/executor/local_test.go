@@ -543,3 +543,11 @@ func TestLocalAppendLogs(t *testing.T) {
 	run("third", false)
 	assert.Equal(t, "third\n", read(spec.Stdout))
 }
+
+// A signal is named as people look it up, its number and Go's word for it
+// beside: "killed by signal killed" said nothing.
+func TestSignalText(t *testing.T) {
+	assert.Equal(t, "SIGKILL (9, killed)", signalText(syscall.SIGKILL.String()))
+	assert.Equal(t, "SIGSEGV (11, segmentation fault)", signalText(syscall.SIGSEGV.String()))
+	assert.Equal(t, "something else", signalText("something else"))
+}
