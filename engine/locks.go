@@ -98,7 +98,6 @@ func (a *applier) waitForKey(ns, holder *nodeState, output string) {
 	ns.status = plan.Running
 	a.sched.run(ns)
 	ns.started = time.Now()
-	started := ns.started
 	ctx := a.ctx
 	who := ""
 	if holder != nil {
@@ -121,7 +120,9 @@ func (a *applier) waitForKey(ns, holder *nodeState, output string) {
 				writes = rel
 			}
 		}
-		a.emit(&events.NodeWaiting{Head: events.Head{Time: started}, Node: ns.n.Addr, Holder: who, Writes: writes})
+		// Stamped as it is written, after the holder's lookup in /proc:
+		// the log stays in the order of its times.
+		a.emit(&events.NodeWaiting{Node: ns.n.Addr, Holder: who, Writes: writes})
 		outputs := a.outputPaths(ns)
 		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func() (*store.KeyLock, error) {
 			lk, _, _, err := a.keys.try(a.cache.Dir, ns, outputs)
