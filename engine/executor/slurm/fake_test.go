@@ -131,6 +131,28 @@ func TestLostAnswerIsNotSubmittedTwice(t *testing.T) {
 	assert.Equal(t, 1, f.calls("sbatch"))
 }
 
+// An sbatch stopped by Ctrl-C (its context's end) after the controller
+// took the job, before it answered: the job is looked up by its comment
+// and cancelled, not left running for the next apply to submit again.
+func TestSubmissionCutByAnInterruptIsCancelled(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	f.write("sbatch.answer_delay", "30\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Submit(ctx, f.job("a"))
+		done <- err
+	}()
+	e2etest.WaitFor(t, "the controller to take the job", 10*time.Second, func() bool {
+		return strings.Contains(f.read("comments"), "1001|")
+	})
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, "1001\n", f.read("scancel.log"), "the job the cut sbatch submitted, found by its comment")
+	assert.Equal(t, 1, f.calls("sbatch"))
+}
+
 func TestPermanentSbatchErrorFails(t *testing.T) {
 	f, c := newFake(t, noAccounting)
 	f.write("sbatch.fail.1", "sbatch: error: Batch job submission failed: Invalid partition name specified\n")

@@ -201,6 +201,7 @@ func (c *Client) sbatch(ctx context.Context, what string, args, env []string, co
 			return id, nil
 		}
 		if ctx.Err() != nil {
+			c.cancelCutSubmission(ctx, comment)
 			return "", ctx.Err()
 		}
 		if !transient(err) {
@@ -224,6 +225,34 @@ func (c *Client) sbatch(ctx context.Context, what string, args, env []string, co
 			return "", ctx.Err()
 		}
 		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// cancelCutSubmission cancels the job an sbatch that ctx's end stopped
+// (Ctrl-C) may have submitted all the same: the controller can take the
+// job before the client is killed, and neither this apply, which never
+// heard its id, nor the next, which finds no record of it, would end it.
+// It is looked up by its comment twice, a second apart (a submission in
+// flight shows up late), and cancelled when found.
+func (c *Client) cancelCutSubmission(ctx context.Context, comment string) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	for try := 0; try < 2; try++ {
+		if try > 0 {
+			select {
+			case <-time.After(time.Second):
+			case <-lctx.Done():
+				return
+			}
+		}
+		id, found, err := c.findByComment(lctx, comment)
+		if err != nil {
+			continue
+		}
+		if found {
+			_ = c.Cancel(lctx, []Ref{{JobID: id, Run: c.run}})
+			return
+		}
 	}
 }
 
