@@ -273,6 +273,12 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 		// (its array's), or submitted again where it never was.
 		r, found, err := e.findPending(ctx, c, old)
 		if err != nil {
+			if ctx.Err() != nil {
+				// Ctrl-C while the dead run's submission was looked
+				// for: nothing was submitted, and the next apply looks
+				// again.
+				return failed(failclass.Interrupted, "stopped because cairn was interrupted (while the job a dead run may have submitted was looked for; nothing was submitted)")
+			}
 			return failed(failclass.Infra, process.RedactSecrets(err.Error(), spec.Secrets))
 		}
 		if found {

@@ -1067,3 +1067,30 @@ func TestSubmissionInFlightIsWaitedFor(t *testing.T) {
 	assert.Equal(t, "777", j.Ref().ID, "re-attached to the job that landed")
 	assert.Equal(t, 0, f.calls("sbatch"), "not submitted twice")
 }
+
+// Ctrl-C while a dead run's submission is looked for (the next apply's
+// wait for an sbatch that may still land) ends the node as interrupted,
+// submitting nothing: not as an infrastructure failure, which a retry
+// block would retry, with a bare "context canceled".
+func TestInterruptWhileADeadRunsSubmissionIsLookedFor(t *testing.T) {
+	f, e := newFakeExecutor(t)
+	e.opts.CallTimeout = time.Second
+	spec := f.instance(0, 0)
+	pending := process.JobRef{Executor: "slurm", Details: map[string]string{
+		"run": "run-dead", "exit_file": strings.TrimSuffix(spec.Stdout, ".out") + ".exit", "spec": specDigest(spec),
+		"comment": "cairn stage.x[\"0\"] attempt 1 sub beef", "submitting_ns": strconv.FormatInt(time.Now().UnixNano(), 10),
+	}}
+	e.Recover(context.Background(), []process.JobRef{pending})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		e2etest.WaitFor(t, "the lookup to begin", 10*time.Second, func() bool { return f.calls("squeue") > 0 })
+		cancel()
+	}()
+	j, err := e.Submit(ctx, spec)
+	require.NoError(t, err)
+	res, err := j.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, failclass.Interrupted, res.Class, res.Message)
+	assert.NotContains(t, res.Message, "context canceled")
+	assert.Equal(t, 0, f.calls("sbatch"), "nothing submitted")
+}
