@@ -500,6 +500,40 @@ func TestSlurmControllerDownAtStart(t *testing.T) {
 	assert.FileExists(t, filepath.Join(w.dir, "one.txt"))
 }
 
+// A Ctrl-C while cairn waits for a controller that is down at its start
+// stops the apply at once (exit 130, nothing submitted), rather than
+// after the two minutes the wait may last, as a failure to reach the
+// cluster (exit 2).
+func TestSlurmInterruptWhileTheControllerIsWaitedFor(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	w.write("main.hcl", slurmPipeline+`stage "command" "one" {
+  run = ["sh", "-c", "echo one > one.txt"]
+}
+`)
+	startController := slurmtest.StopController(t)
+	defer startController()
+	cmd := w.command("apply", "main.hcl")
+	out := &output{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	e2etest.WaitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
+		return strings.Contains(out.String(), "waiting for the Slurm controller since")
+	})
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("cairn did not end within a minute of the interrupt:\n%s", out.String())
+	}
+	assert.Equal(t, 130, cmd.ProcessState.ExitCode(), out.String())
+	assert.Contains(t, out.String(), "interrupted before anything ran")
+	assert.NoFileExists(t, filepath.Join(w.dir, "one.txt"))
+}
+
 // A SLURM_CONF that names no file is refused at once (exit 2), naming it,
 // instead of a silent wait while every Slurm command retries reading it
 // (#29).

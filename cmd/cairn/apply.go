@@ -80,6 +80,15 @@ func (a *app) applyCmd() *cobra.Command {
 					return err
 				}
 			}
+			// Ctrl-C is heard from here on: one pressed while the
+			// pipeline loads, or while the cluster's controller is
+			// waited for, stops the apply before anything runs rather
+			// than being lost (a shell starts a background job with
+			// SIGINT ignored until cairn asks for it).
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			hard, stopSignals := a.onInterrupt(cancel)
+			defer stopSignals()
 			explainID := ""
 			if o.verbose {
 				explainID = a.explainEvaluation(args, full)
@@ -94,8 +103,14 @@ func (a *app) applyCmd() *cobra.Command {
 			}
 			rep := replaceRequested(p)
 			debug := a.singleVariantTargets(l.Graph, o.targets)
-			ex, pool, err := a.executor(l.Config.Executor, o.executorName, o.leaveJobs)
+			if ctx.Err() != nil {
+				return &exitError{code: exitInterrupted, msg: "interrupted before anything ran"}
+			}
+			ex, pool, err := a.executor(ctx, l.Config.Executor, o.executorName, o.leaveJobs)
 			if err != nil {
+				if ctx.Err() != nil {
+					return &exitError{code: exitInterrupted, msg: "interrupted before anything ran (while the executor was set up)"}
+				}
 				return err
 			}
 			parallelism := o.parallelism
@@ -107,10 +122,6 @@ func (a *app) applyCmd() *cobra.Command {
 					parallelism = sx.MaxSubmitted()
 				}
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			hard, stopSignals := a.onInterrupt(cancel)
-			defer stopSignals()
 			// With --summaries standard output carries the summary lines
 			// alone; what goes there otherwise goes to standard error.
 			progress, summaryOut := a.stdout, io.Writer(nil)
@@ -412,7 +423,7 @@ func applyExit(res *engine.ApplyResult) error {
 // executor is the apply's executor and its GPU pool: the pipeline's
 // executor block, or --executor, which wins; the local executor with this
 // machine's GPUs by default. The slurm executor's GPUs are its partition's.
-func (a *app) executor(block *dsl.Executor, name string, leave bool) (executor.Executor, *gpu.Pool, error) {
+func (a *app) executor(ctx context.Context, block *dsl.Executor, name string, leave bool) (executor.Executor, *gpu.Pool, error) {
 	if name == "" && block != nil {
 		name = block.Name
 	}
@@ -438,8 +449,9 @@ func (a *app) executor(block *dsl.Executor, name string, leave bool) (executor.E
 			}
 			fmt.Fprintf(a.stderr, "cairn: slurm executor: %s\n", n)
 		}
-		// A controller that is restarting is waited for, not long.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		// A controller that is restarting is waited for, not long, and
+		// not past a Ctrl-C.
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		ex, err := slurm.NewExecutor(ctx, opts)
 		if err != nil {
