@@ -150,6 +150,11 @@ type applier struct {
 	// began, or held a key one of its nodes waited for, and were not
 	// seen dead since: see recoverFreed (the loop's own).
 	liveRuns map[string]bool
+	// elsewhere are the nodes whose jobs a dead run left with an executor
+	// this apply does not use (a Slurm job, on an apply --executor
+	// local), by address: what may still be running. They are refused
+	// (checkInterrupted): running them here would run them twice.
+	elsewhere map[string]string
 	// finished are the nodes whose scratch folders wait to be taken back
 	// (recycleScratch) once the nodes their end made ready have started:
 	// the loop's own goroutine only.

@@ -114,7 +114,8 @@ func (a *applier) reapRun(r *runlog.RunInfo, lockLeft *map[string]map[int]bool) 
 	for pid := range (*lockLeft)[r.ID] {
 		killed[strconv.Itoa(pid)] = true
 	}
-	for _, id := range a.recoverJobs(openJobs(r)) {
+	ended, all := a.recoverJobs(r, openJobs(r))
+	for _, id := range ended {
 		killed[id] = true
 	}
 	if n := len(killed); n > 0 {
@@ -127,6 +128,11 @@ func (a *applier) reapRun(r *runlog.RunInfo, lockLeft *map[string]map[int]bool) 
 	// skip it each time. (The journal's writer held the run's lock, free
 	// now: TrimTail's journal.lock has no writer to wait for.)
 	_, _ = wal.TrimTail(filepath.Join(r.Dir, "journal"))
+	if !all {
+		// Jobs left with an executor this apply does not use: the next
+		// apply that uses it reaps the run again, and re-attaches.
+		return
+	}
 	_ = os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o666)
 }
 
@@ -152,13 +158,16 @@ func (a *applier) recoverFreed() {
 	}
 }
 
-// recoverJobs ends what is left of the jobs of a dead run's nodes in
-// flight, each through the executor that started it (by the name in its
-// reference), in the order of the nodes' addresses, and returns what the
-// executors ended. A started record written before job references names a
+// recoverJobs ends what is left of the jobs of a dead run r's nodes in
+// flight (open), each through the executor that started it (by the name
+// in its reference), in the order of the nodes' addresses, and returns
+// what the executors ended, and whether every job went to its executor.
+// The nodes of a job whose executor this apply does not use go to
+// a.elsewhere. A started record written before job references names a
 // local process group by its numbers.
-func (a *applier) recoverJobs(open []runlog.Entry) []string {
+func (a *applier) recoverJobs(r *runlog.RunInfo, open []runlog.Entry) (ended []string, all bool) {
 	byExecutor := map[string][]process.JobRef{}
+	nodesOf := map[string][]string{}
 	for _, e := range open {
 		var ref process.JobRef
 		switch {
@@ -170,17 +179,30 @@ func (a *applier) recoverJobs(open []runlog.Entry) []string {
 			continue // work inside cairn's own process: it died with it
 		}
 		byExecutor[ref.Executor] = append(byExecutor[ref.Executor], ref)
+		nodesOf[ref.Executor] = append(nodesOf[ref.Executor], e.Node)
+		if a.executorNamed(ref.Executor) == nil {
+			if a.elsewhere == nil {
+				a.elsewhere = map[string]string{}
+			}
+			what := "its job"
+			if ref.ID != "" {
+				what += " " + ref.ID
+			}
+			a.elsewhere[e.Node] = fmt.Sprintf("%s of executor %q, left by interrupted run %s, may still be running", what, ref.Executor, r.ID)
+		}
 	}
-	var ended []string
+	all = true
 	for _, name := range slices.Sorted(maps.Keys(byExecutor)) {
 		x := a.executorNamed(name)
 		if x == nil {
-			a.warn("cannot end the jobs of executor %q left by an interrupted run: this apply does not use it", name)
+			all = false
+			a.warn("cannot end the jobs of executor %q left by interrupted run %s (%s): this apply does not use it; their nodes are not run here, and an apply with that executor re-attaches to them",
+				name, r.ID, strings.Join(slices.Compact(slices.Sorted(slices.Values(nodesOf[name]))), ", "))
 			continue
 		}
 		ended = append(ended, x.Recover(a.ctx, byExecutor[name])...)
 	}
-	return ended
+	return ended, all
 }
 
 // executorNamed is the apply's executor of that name; the local one is
@@ -362,11 +384,19 @@ func refusedAsInterrupted(pn *plan.PlannedNode, in map[string]interruptedNode, r
 // declare on_interrupt = "fail" and were interrupted: the user must ask
 // with --replace.
 func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
-	var refuse []string
+	var refuse, elsewhere []string
 	for _, pn := range a.opts.Plan.Nodes {
 		if it, ok := refusedAsInterrupted(pn, in, a.opts.Replace[pn.Node.Addr]); ok {
 			refuse = append(refuse, fmt.Sprintf("%s (%s)", pn.Node.Addr, it.why()))
 		}
+		if why, ok := a.elsewhere[pn.Node.Addr]; ok && !pn.Skipped && pn.Action != plan.ActCached && !a.opts.Replace[pn.Node.Addr] {
+			elsewhere = append(elsewhere, fmt.Sprintf("%s (%s)", pn.Node.Addr, why))
+		}
+	}
+	if len(refuse) == 0 && len(elsewhere) > 0 {
+		sort.Strings(elsewhere)
+		return fmt.Errorf("%w: a node whose job may still run under another executor is not run here, where it would run twice.\nLeft running: %s\nApply with the executor that started them (it re-attaches to them); or, once they are cancelled, pass --replace for each node to run it here",
+			ErrRefused, strings.Join(elsewhere, ", "))
 	}
 	if len(refuse) == 0 {
 		return nil

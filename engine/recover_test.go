@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,7 +139,53 @@ func TestRecoverDispatchesByExecutor(t *testing.T) {
 	r := w.apply(ApplyOptions{Executor: clusterExecutor{recovered: &got}})
 	assert.Equal(t, []process.JobRef{job}, got)
 	assert.Contains(t, r.out, "cairn: killed 1 process(es) left running by interrupted run "+id, r.out)
-	assert.Contains(t, r.out, `warning: cannot end the jobs of executor "elsewhere" left by an interrupted run: this apply does not use it`, r.out)
+	assert.Contains(t, r.out, `warning: cannot end the jobs of executor "elsewhere" left by interrupted run `+id+` (stage.make["b"]): this apply does not use it; their nodes are not run here, and an apply with that executor re-attaches to them`, r.out)
+}
+
+// A node whose job a dead run left with an executor this apply does not
+// use (a Slurm job, on an apply --executor local) may still run there: the
+// apply refuses it rather than run it twice, naming the job and what to
+// do, and leaves the run for an apply with that executor, which takes the
+// job over. --replace runs the node here.
+func TestJobsLeftUnderAnotherExecutorAreNotRunTwice(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replace=%v", replace), func(t *testing.T) {
+			w := newWorkspace(t, twoStage)
+			const id = "20260101T000000.000Z-zzzzzz"
+			j, err := runlog.Open(w.Cache, id, true)
+			require.NoError(t, err)
+			job := process.JobRef{Executor: "cluster", ID: "42", Details: map[string]string{"exit_file": "x"}}
+			require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, RunID: id, Pipeline: "t", PID: 1}))
+			require.NoError(t, j.Write(runlog.Entry{T: runlog.Started, Node: `stage.make["a"]`, Key: "k", Job: &job}))
+			require.NoError(t, j.Close())
+
+			l := w.Load()
+			c, err := store.Open(w.Cache, store.Options{NoSync: true})
+			require.NoError(t, err)
+			p, diags := plan.Make(l.Graph, c, plan.Options{})
+			require.False(t, diags.HasErrors(), "%s", diags.Error())
+			res, err := Apply(context.Background(), ApplyOptions{Plan: p, Cache: c, NoSync: true, Parallelism: 2})
+			require.NoError(t, c.Close())
+			require.ErrorIs(t, err, ErrRefused)
+			assert.Contains(t, res.Refused, `stage.make["a"] (its job 42 of executor "cluster", left by interrupted run `+id+`, may still be running)`)
+			assert.Contains(t, res.Refused, "Apply with the executor that started them (it re-attaches to them)")
+			assert.NoFileExists(t, filepath.Join(w.Root, "runs.log"), "nothing ran")
+
+			var r applyRun
+
+			if replace {
+				r = w.apply(ApplyOptions{Replace: map[string]bool{`stage.make["a"]`: true}})
+				assert.Empty(t, r.res.Refused)
+				assert.Equal(t, 0, r.res.Failed, r.out)
+				assert.FileExists(t, filepath.Join(w.Root, "out", "a.txt"))
+				return
+			}
+			var got []process.JobRef
+			r = w.apply(ApplyOptions{Executor: clusterExecutor{recovered: &got}})
+			assert.Equal(t, []process.JobRef{job}, got, "the run was left for the executor's apply to reap")
+			assert.Empty(t, r.res.Refused, r.out)
+		})
+	}
 }
 
 // A node waiting for its key's lock while another apply runs it takes
