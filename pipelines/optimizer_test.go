@@ -707,7 +707,11 @@ func TestOptimizerKilledDuringValidate(t *testing.T) {
 	resent := after - before
 	t.Logf("validation: %d requests before the kill, %d after it, %d items", before, resent, distinct)
 	assert.Less(t, resent, 30, "resumed, not started over")
-	assert.LessOrEqual(t, after, 30+8, "at most the items in flight at the kill are sent twice")
+	// Sent twice at most: the 8 items in flight at the kill, and the
+	// answers not yet committed (a group commit waits up to 2 ms, longer
+	// on a loaded machine), as many again, for a slot is freed, and the
+	// next item sent, by its answer.
+	assert.LessOrEqual(t, after, 30+2*8, "at most the items in flight at the kill and the answers not yet committed are sent twice")
 	assert.Regexp(t, `from the store`, out)
 }
 
