@@ -430,6 +430,39 @@ func weightsDigest(root, w string, dg ContentDigester) (string, error) {
 	return "sha256:" + d, nil
 }
 
+// jsonFields are a JSON object's fields by name, each value as JSON text
+// (written again by json.Marshal: one spelling for one value).
+func jsonFields(b []byte) (map[string]string, error) {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		t, _ := json.Marshal(v)
+		out[k] = string(t)
+	}
+	return out, nil
+}
+
+// differingFields are the names, sorted, whose values (JSON text; "" for
+// a field one side lacks) differ between a and b.
+func differingFields(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // SealDifferences compares the job.json an out folder holds with the one
 // this job would write: one line per differing field, with both values.
 func SealDifferences(have []byte, want JobIdentity) ([]string, error) {
@@ -459,18 +492,8 @@ func SealDifferences(have []byte, want JobIdentity) ([]string, error) {
 		return out
 	}
 	a, b := flat(old), flat(cur)
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
 	var diffs []string
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		if a[k] == b[k] {
-			continue
-		}
+	for _, k := range differingFields(a, b) {
 		av, bv := a[k], b[k]
 		if av == "" {
 			av = "(none)"

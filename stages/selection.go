@@ -6,11 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -855,36 +853,32 @@ func (s resultSpec) expected(root string) (ResultFile, TestFile, error) {
 // have differs from want ("baseline_mean is 0.5 where it would be 0.85"),
 // or "" when they hold the same values.
 func jsonFieldsDiffer(have, want []byte) string {
-	var h, w map[string]any
-	if err := json.Unmarshal(have, &h); err != nil {
+	h, err := jsonFields(have)
+	if err != nil {
 		return "it is not a JSON object"
 	}
-	if err := json.Unmarshal(want, &w); err != nil {
+	w, err := jsonFields(want)
+	if err != nil {
 		return "it is not a JSON object"
 	}
 	var diffs []string
-	for _, k := range slices.Sorted(maps.Keys(w)) {
-		hv, ok := h[k]
+	for _, k := range differingFields(h, w) {
 		switch {
-		case !ok:
+		case h[k] == "":
 			diffs = append(diffs, fmt.Sprintf("it has no %q", k))
-		case !reflect.DeepEqual(hv, w[k]):
-			diffs = append(diffs, fmt.Sprintf("%s is %s where it would be %s", k, shortJSON(hv), shortJSON(w[k])))
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(h)) {
-		if _, ok := w[k]; !ok {
+		case w[k] == "":
 			diffs = append(diffs, fmt.Sprintf("it has a field %q the job does not write", k))
+		default:
+			diffs = append(diffs, fmt.Sprintf("%s is %s where it would be %s", k, short(h[k]), short(w[k])))
 		}
 	}
 	return strings.Join(diffs, "; ")
 }
 
-// shortJSON is v as JSON, cut to 80 bytes.
-func shortJSON(v any) string {
-	b, _ := json.Marshal(v)
-	if len(b) > 80 {
-		return string(b[:77]) + "..."
+// short is a JSON text cut to 80 bytes.
+func short(text string) string {
+	if len(text) > 80 {
+		return text[:77] + "..."
 	}
-	return string(b)
+	return text
 }
