@@ -51,7 +51,8 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		// The out folder is the truth: the node runs and takes it.
 		return false
 	}
-	if a.waitsToRestore(ns, rec) {
+	todo := a.outputsToRestore(rec)
+	if a.waitsToRestore(ns, len(todo) > 0) {
 		return true
 	}
 	if why := a.clearInTheWay(ns, rec); why != "" {
@@ -59,7 +60,7 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 		a.fail(ns, failclass.Result, why)
 		return true
 	}
-	if err := a.restoreOutputs(rec); err != nil {
+	if err := a.restoreOutputs(rec, todo); err != nil {
 		if !restoreDamaged(err) {
 			// The record is good: another workspace may restore it.
 			a.fail(ns, failclass.Result, err.Error())
@@ -92,27 +93,20 @@ func (a *applier) takeCachedRecord(ns *nodeState, rec *store.Record) bool {
 	return true
 }
 
-// waitsToRestore takes, for a restore that writes in the workspace (an
-// output missing or not as cached), the locks of the paths ns writes, as
+// waitsToRestore takes, for a restore that writes in the workspace (writes:
+// an output missing or not as cached), the locks of the paths ns writes, as
 // a node that runs does (TryNodeLock): a node of another apply that writes
 // one of them (other work, another --var) may be writing it now, and a
 // restore under it would leave that node to record the cached content as
 // its own. When one is held it parks ns until it is free (waitForKey; the
 // loop then takes the node from the cache again, under the locks) and
 // reports true. The locks are given back once the node is restored.
-func (a *applier) waitsToRestore(ns *nodeState, rec *store.Record) bool {
-	if ns.locked != nil {
+func (a *applier) waitsToRestore(ns *nodeState, writes bool) bool {
+	if ns.locked != nil || !writes {
 		return false
 	}
-	writes := false
-	for p, want := range rec.Outputs {
-		if _, same := plan.OutputState(a.g.Root, p, want, a.cache.Stat); !same {
-			writes = true
-			break
-		}
-	}
 	outputs := a.outputPaths(ns)
-	if !writes || len(outputs) == 0 {
+	if len(outputs) == 0 {
 		return false
 	}
 	lk, holder, output, err := a.keys.try(a.cache.Dir, ns, outputs)

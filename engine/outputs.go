@@ -431,20 +431,30 @@ func restoreDamaged(err error) bool {
 	return errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrNotFound)
 }
 
-// restoreOutputs puts a cached node's outputs in the workspace: files
-// whose content already matches are left alone; the rest are copied from
-// the blob store and verified. Every folder on the way to a file it
+// outputsToRestore are the outputs of rec, sorted, that the workspace
+// does not hold as cached: those restoreOutputs writes. Files already as
+// cached are left alone, even through a link: only writes must not go
+// through one.
+func (a *applier) outputsToRestore(rec *store.Record) []string {
+	var todo []string
+	for p, want := range rec.Outputs {
+		if _, same := plan.OutputState(a.g.Root, p, want, a.cache.Stat); !same {
+			todo = append(todo, p)
+		}
+	}
+	sort.Strings(todo)
+	return todo
+}
+
+// restoreOutputs puts a cached node's outputs in the workspace: todo,
+// those whose content does not match already (outputsToRestore), are
+// copied from the blob store and verified. Every folder on the way to a file it
 // writes is opened without following symlinks (nofollow.OpenDir), and all
 // of them are checked before anything is written: when one is a symlink,
 // the error is a *restoreLinkError and nothing was restored. Damage to the
 // cached copy is an error restoreDamaged tells; what else keeps a file
 // from being written is a *restoreWorkspaceError.
-func (a *applier) restoreOutputs(rec *store.Record) error {
-	paths := make([]string, 0, len(rec.Outputs))
-	for p := range rec.Outputs {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+func (a *applier) restoreOutputs(rec *store.Record, todo []string) error {
 	dirs := map[string]*os.File{}
 	defer func() {
 		for _, d := range dirs {
@@ -468,15 +478,6 @@ func (a *applier) restoreOutputs(rec *store.Record) error {
 		}
 		dirs[rel] = d
 		return d, nil
-	}
-	// Files already as cached are left alone, even through a link: only
-	// writes must not go through one.
-	var todo []string
-	for _, p := range paths {
-		if _, same := plan.OutputState(a.g.Root, p, rec.Outputs[p], a.cache.Stat); same {
-			continue
-		}
-		todo = append(todo, p)
 	}
 	for _, p := range todo {
 		if _, err := openDir(p, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
