@@ -20,6 +20,8 @@ type Executor struct {
 	MaxSubmitted int
 	PollInterval time.Duration
 	DeclRange    hcl.Range
+	// PartitionRange is where partition is set (its value), when it is.
+	PartitionRange hcl.Range
 }
 
 var executorSchema = &hcl.BodySchema{
@@ -61,6 +63,9 @@ func decodeExecutor(b *hcl.Block) (*Executor, hcl.Diagnostics) {
 	}{{"partition", &e.Partition}, {"account", &e.Account}, {"qos", &e.QOS}} {
 		if a := c.Attributes[s.name]; a != nil {
 			diags = append(diags, decodeLiteral(a.Expr, s.dst)...)
+			if s.name == "partition" {
+				e.PartitionRange = a.Expr.Range()
+			}
 		}
 	}
 	if a := c.Attributes["extra_args"]; a != nil {

@@ -498,6 +498,9 @@ func gpuRefusal(p *plan.Plan, pn *plan.PlannedNode, pool *gpu.Pool) string {
 		if pool != nil {
 			where = pool.Describe()
 		}
+		if pool != nil && pool.Remote() {
+			return fmt.Sprintf("asks for %d GPU(s); %s. Name a partition with more in the pipeline's executor \"slurm\" block, or run it where there are GPUs with --executor local", need, where)
+		}
 		return fmt.Sprintf("asks for %d GPU(s); %s. Run it where there are GPUs, or try CAIRN_GPUS=sim:%d for a simulated run", need, where, need)
 	}
 	if total > 0 {

@@ -87,12 +87,30 @@ func (p *Pool) Total() int { return p.total }
 // Simulated reports whether the devices are simulated.
 func (p *Pool) Simulated() bool { return p.Inv.Source() == SourceSimulated }
 
-// Describe says what devices there are, in words.
+// Placed is an Inventory whose devices are not this machine's: a
+// cluster's, which a job gets from its scheduler. Where names them for
+// people ("the cluster").
+type Placed interface {
+	Where() string
+}
+
+// Remote reports whether the devices are elsewhere than on this machine
+// (a Placed inventory's).
+func (p *Pool) Remote() bool {
+	_, ok := p.Inv.(Placed)
+	return ok
+}
+
+// Describe says what devices there are, in words, and where.
 func (p *Pool) Describe() string {
-	if p.total == 0 {
-		return "this machine has no GPU: " + p.Inv.Note()
+	where := "this machine"
+	if pl, ok := p.Inv.(Placed); ok {
+		where = pl.Where()
 	}
-	return fmt.Sprintf("this machine has %d (%s)", p.total, p.Inv.Note())
+	if p.total == 0 {
+		return where + " has no GPU: " + p.Inv.Note()
+	}
+	return fmt.Sprintf("%s has %d (%s)", where, p.total, p.Inv.Note())
 }
 
 // Status classifies every device now.

@@ -554,6 +554,36 @@ func TestSlurmMissingConf(t *testing.T) {
 	assert.Contains(t, string(b), missing+": no such file or directory")
 }
 
+// On Slurm, plan counts the partition's GPUs as apply does: a node asking
+// for more is planned as refused, not as "run", and a partition the
+// cluster does not have is bad input in both, named where it is set.
+func TestSlurmPlanChecksThePartition(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	body := `stage "command" "big" {
+  run  = ["true"]
+  gpus = 3
+}
+`
+	w.write("main.hcl", slurmPipeline+body)
+	out, code := w.run("plan", "main.hcl")
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `! stage\.big\s+refused: asks for 3 GPU\(s\); the cluster has 2 \(Slurm: 2 GPU\(s\) in the default partition`, out)
+	assert.Contains(t, out, "Name a partition with more")
+	assert.Contains(t, out, "Plan: 0 to run, 1 refused, 0 cached.")
+	out, code = w.run("apply", "main.hcl")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "stage.big asks for 3 GPU(s); the cluster has 2")
+
+	w.write("main.hcl", strings.Replace(slurmPipeline, `poll_interval = "200ms"`, `partition = "nosuch"`, 1)+body)
+	for _, cmd := range []string{"plan", "apply"} {
+		out, code = w.run(cmd, "main.hcl")
+		assert.Equal(t, 2, code, out)
+		assert.Regexp(t, `main\.hcl:3:17: executor "slurm": the cluster has no partition nosuch; its partitions: [a-z]`, out, cmd)
+	}
+}
+
 // slurmPipeline starts the pipeline files of these tests: the Slurm
 // executor, polling often.
 const slurmPipeline = `pipeline "p" {

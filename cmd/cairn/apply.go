@@ -435,11 +435,7 @@ func (a *app) executor(ctx context.Context, block *dsl.Executor, name string, le
 		}
 		return executor.Local{}, pool, nil
 	case "slurm":
-		var opts slurm.Options
-		if block != nil && block.Name == "slurm" {
-			opts = slurm.Options{Partition: block.Partition, Account: block.Account, QOS: block.QOS,
-				ExtraArgs: block.ExtraArgs, MaxSubmitted: block.MaxSubmitted, PollInterval: block.PollInterval}
-		}
+		opts := slurmOptions(block)
 		// Until the apply's journal takes them, what the executor waits
 		// for is said on standard error, at once.
 		opts.Notify = func(n executor.Notice) {
@@ -460,16 +456,46 @@ func (a *app) executor(ctx context.Context, block *dsl.Executor, name string, le
 		ex.Leave = leave
 		inv, err := slurm.ClusterGPUs(ctx, opts)
 		if err != nil {
-			return nil, nil, badInput("%s", err)
+			return nil, nil, partitionInput(block, err)
 		}
-		pool, err := gpu.NewPoolFor(inv, filepath.Join(a.cachePath(), "leases", "slurm"))
+		pool, err := a.clusterPool(inv)
 		if err != nil {
 			return nil, nil, badInput("%s", err)
 		}
-		pool.SampleInterval = sampleInterval()
 		return ex, pool, nil
 	}
 	return nil, nil, checkExecutorName(name)
+}
+
+// slurmOptions are the slurm executor's options that the pipeline's
+// executor block sets (none where it names another executor).
+func slurmOptions(block *dsl.Executor) slurm.Options {
+	if block == nil || block.Name != "slurm" {
+		return slurm.Options{}
+	}
+	return slurm.Options{Partition: block.Partition, Account: block.Account, QOS: block.QOS,
+		ExtraArgs: block.ExtraArgs, MaxSubmitted: block.MaxSubmitted, PollInterval: block.PollInterval}
+}
+
+// clusterPool is the pool of a cluster's GPUs, leased in the cache.
+func (a *app) clusterPool(inv *slurm.Inventory) (*gpu.Pool, error) {
+	pool, err := gpu.NewPoolFor(inv, filepath.Join(a.cachePath(), "leases", "slurm"))
+	if err != nil {
+		return nil, err
+	}
+	pool.SampleInterval = sampleInterval()
+	return pool, nil
+}
+
+// partitionInput is the bad input of a failed count of the cluster's
+// GPUs; a partition the cluster does not have is named where the pipeline
+// sets it.
+func partitionInput(block *dsl.Executor, err error) error {
+	if errors.Is(err, slurm.ErrPartition) && block != nil && block.Partition != "" {
+		return badInput("%s: executor \"slurm\": %s: set partition to one of the cluster's ('sinfo' lists them), or leave it out for the default partition",
+			dsl.Pos(block.PartitionRange), strings.TrimPrefix(err.Error(), slurm.ErrPartition.Error()+": "))
+	}
+	return badInput("%s", err)
 }
 
 // redactArgs returns the command line with the values of sensitive

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -21,6 +23,7 @@ import (
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/executor/slurm"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
@@ -233,7 +236,9 @@ pipeline's name, a key or an action.`,
 			if err := engine.NoteRefusals(p, cache.Dir, a.root()); err != nil {
 				fmt.Fprintf(a.stderr, "warning: %s\n", err)
 			}
-			noteGPURefusals(l.Config.Executor, p)
+			if err := a.noteGPURefusals(l.Config.Executor, p); err != nil {
+				return err
+			}
 			out = a.path(out)
 			if out != "" {
 				if err := plan.Save(out, p, pipelineArgs(args), a.vars); err != nil {
@@ -644,17 +649,41 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 }
 
 // noteGPURefusals marks in p the nodes that apply refuses to start for
-// want of GPUs on this machine, as apply does: with the local executor,
-// when a node to run asks for some (the devices are looked up only then).
-// With the Slurm executor the GPUs are the cluster's, which plan does not
-// ask for.
-func noteGPURefusals(block *dsl.Executor, p *plan.Plan) {
-	if block != nil && block.Name != "" && block.Name != "local" || !engine.NeedsGPUs(p) {
-		return
+// want of GPUs, as apply does, when a node to run asks for some (the
+// devices are looked up only then): this machine's with the local
+// executor, the partition's (one sinfo call) with the Slurm executor. A
+// partition the cluster does not have is bad input, as in apply; a
+// cluster that cannot be asked leaves the nodes unchecked, with a warning.
+func (a *app) noteGPURefusals(block *dsl.Executor, p *plan.Plan) error {
+	if !engine.NeedsGPUs(p) {
+		return nil
 	}
-	pool, err := gpu.NewPool(os.Getenv)
+	if block == nil || block.Name != "slurm" {
+		pool, err := gpu.NewPool(os.Getenv)
+		if err != nil {
+			return nil // apply says why
+		}
+		engine.NoteGPURefusals(p, pool)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterAskFor)
+	defer cancel()
+	inv, err := slurm.ClusterGPUs(ctx, slurmOptions(block))
+	if errors.Is(err, slurm.ErrPartition) {
+		return partitionInput(block, err)
+	}
+	var pool *gpu.Pool
+	if err == nil {
+		pool, err = a.clusterPool(inv)
+	}
 	if err != nil {
-		return // apply says why
+		fmt.Fprintf(a.stderr, "warning: the GPUs the nodes ask for were not checked against the cluster's: %s\n", err)
+		return nil
 	}
 	engine.NoteGPURefusals(p, pool)
+	return nil
 }
+
+// clusterAskFor bounds plan's question to the cluster (its GPUs): a
+// controller that does not answer leaves the check to apply.
+const clusterAskFor = 10 * time.Second

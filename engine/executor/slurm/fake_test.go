@@ -351,6 +351,29 @@ func TestClusterGPUsCallsThroughABareClient(t *testing.T) {
 	assert.Equal(t, 5, inv.n)
 }
 
+// A partition the cluster does not have is an error naming those it has,
+// not a partition of no GPU: sinfo answers both with nothing.
+func TestClusterGPUsOfAPartitionTheClusterLacks(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	f.write("sinfo.out", "n1|gpu:2\n")
+	f.write("sinfo.partitions", "debug\ngpu\ngpu\n")
+	inv, err := ClusterGPUs(context.Background(), Options{Bin: bin, Partition: "gpu"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, inv.n)
+	_, err = ClusterGPUs(context.Background(), Options{Bin: bin, Partition: "gpus"})
+	require.ErrorIs(t, err, ErrPartition)
+	assert.EqualError(t, err, "slurm: no such partition: the cluster has no partition gpus; its partitions: debug, gpu")
+	f.write("sinfo.out", "")
+	_, err = ClusterGPUs(context.Background(), Options{Bin: bin, Partition: "gpu"})
+	assert.EqualError(t, err, "slurm: no such partition: partition gpu has no node")
+	inv, err = ClusterGPUs(context.Background(), Options{Bin: bin})
+	require.NoError(t, err, "the default partition, without nodes, has no GPU")
+	assert.Equal(t, 0, inv.n)
+}
+
 func TestCancelIsChunked(t *testing.T) {
 	f, c := newFake(t, noAccounting)
 	var refs []Ref

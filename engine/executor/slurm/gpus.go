@@ -2,7 +2,9 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,8 +48,41 @@ func ClusterGPUs(ctx context.Context, opts Options) (*Inventory, error) {
 		seen[node] = true
 		n += gresGPUs(gres)
 	}
+	if len(seen) == 0 && opts.Partition != "" {
+		// sinfo answers a partition it does not know with nothing, as
+		// it answers one without nodes: the partitions it lists tell.
+		return nil, c.noPartition(ctx, opts.Partition)
+	}
 	return &Inventory{n: n, note: fmt.Sprintf("Slurm: %d GPU(s) in %s, on %d node(s); each job's CUDA_VISIBLE_DEVICES is Slurm's", n, where, len(seen))}, nil
 }
+
+// ErrPartition is a partition the cluster does not have, or one with no
+// node.
+var ErrPartition = errors.New("slurm: no such partition")
+
+// noPartition says that the cluster has no partition name, or that it
+// has no node, with the partitions there are.
+func (c *Client) noPartition(ctx context.Context, name string) error {
+	out, err := c.callRetry(ctx, "sinfo", "--noheader", "--format=%R")
+	var names []string
+	if err == nil {
+		for _, p := range strings.Fields(string(out)) {
+			if !slices.Contains(names, p) {
+				names = append(names, p)
+			}
+		}
+	}
+	switch {
+	case slices.Contains(names, name):
+		return fmt.Errorf("%w: partition %s has no node", ErrPartition, name)
+	case len(names) > 0:
+		return fmt.Errorf("%w: the cluster has no partition %s; its partitions: %s", ErrPartition, name, strings.Join(names, ", "))
+	}
+	return fmt.Errorf("%w: sinfo lists no node in partition %s", ErrPartition, name)
+}
+
+// Where implements gpu.Placed: the devices are the cluster's.
+func (*Inventory) Where() string { return "the cluster" }
 
 // gresGPUs counts the GPUs of one node's Gres column: "gpu:2",
 // "gpu:a100:4(S:0-1)", "gpu:a100:2,gpu:v100:2".
