@@ -109,6 +109,28 @@ func TestSlurmCancelledFromOutside(t *testing.T) {
 	assert.Contains(t, out, fmt.Sprintf("stage.sleeper failed (killed): Slurm job %s: the job was cancelled", id))
 }
 
+// A job's command killed by a signal that cairn did not send is class
+// killed, with the signal named, as on the local executor; through a
+// shell (shell = true), whose own status is then 128+N, it is an exit
+// status, as it is locally.
+func TestSlurmCommandKilledBySignal(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	w.write("main.hcl", slurmPipeline+`stage "command" "direct" {
+  run = ["sh", "-c", "kill -KILL $$"]
+}
+stage "command" "shell" {
+  run   = ["sh -c 'kill -KILL $$'"]
+  shell = true
+}
+`)
+	out, code := w.run("apply", "main.hcl")
+	assert.Equal(t, 1, code, out)
+	assert.Regexp(t, `stage\.direct failed \(killed\): Slurm job \d+: killed by signal SIGKILL \(9, killed\) \(the job's script saw exit status 137\); not sent by cairn`, out)
+	assert.Regexp(t, `stage\.shell failed \(exit\): Slurm job \d+: exited with status 137`, out)
+}
+
 // kill -9 of cairn while its jobs run, then apply again: the second apply
 // re-attaches to the jobs the first left (waits for those still running,
 // collects those that ended) and submits none of them again, as the nodes'

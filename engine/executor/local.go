@@ -510,13 +510,18 @@ func lookPath(name string, env []string) (string, error) {
 func signalText(desc string) string {
 	for n := syscall.Signal(1); n < 65; n++ {
 		if n.String() == desc {
-			if name := unix.SignalName(n); name != "" {
-				return fmt.Sprintf("%s (%d, %s)", name, int(n), desc)
-			}
-			break
+			return SignalText(n)
 		}
 	}
 	return desc
+}
+
+// SignalText names signal n as people look it up: "SIGKILL (9, killed)".
+func SignalText(n syscall.Signal) string {
+	if name := unix.SignalName(n); name != "" {
+		return fmt.Sprintf("%s (%d, %s)", name, int(n), n)
+	}
+	return fmt.Sprintf("%d (%s)", int(n), n)
 }
 
 // classify decides a finished process's failure class ("" for success).

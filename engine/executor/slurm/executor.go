@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
@@ -472,12 +473,31 @@ func (j *job) Wait(ctx context.Context) (*process.Result, error) {
 	case cancelled && out.State == "CANCELLED":
 		res.Class, res.Message = failclass.Interrupted, "stopped because cairn was interrupted (its Slurm job was cancelled)"
 	case res.Class == failclass.Exit:
+		sig, byShell := signalled(out.Exit, j.spec.Shell)
+		if sig != 0 {
+			res.Message = fmt.Sprintf("killed by signal %s (%s)", executor.SignalText(sig), byShell)
+		}
 		res.Class, res.Message = classifyStderr(res, j.spec.Classify)
+		if sig != 0 && res.Class == failclass.Exit {
+			res.Class, res.Message = failclass.Killed, res.Message+"; not sent by cairn; no out-of-memory diagnosis"
+		}
 	}
 	if res.Message != "" {
 		res.Message = process.RedactSecrets(fmt.Sprintf("Slurm job %s: %s", j.ref.JobID, res.Message), j.spec.Secrets)
 	}
 	return res, nil
+}
+
+// signalled is the signal that ended a job's command, from its exit
+// status: the script's shell gives 128+N for a command killed by signal
+// N. A command run through a shell (shell = true) is not told apart: that
+// shell's own status is 128+N when its command was killed, and the local
+// executor sees an exit status there too. how says so, for the message.
+func signalled(ex *ExitStatus, shell bool) (sig syscall.Signal, how string) {
+	if ex == nil || shell || ex.Status <= 128 || ex.Status > 128+64 {
+		return 0, ""
+	}
+	return syscall.Signal(ex.Status - 128), fmt.Sprintf("the job's script saw exit status %d", ex.Status)
 }
 
 // classifyStderr tries a failed job's stderr against the stage's classify
