@@ -155,7 +155,7 @@ stage "command" "below" {
 
 stage "command" "report" {
   on_upstream_failure = "run"
-  run                 = ["sh", "-c", "echo ${stage.score.status} ${stage.score.class} > report.txt"]
+  run                 = ["sh", "-c", "echo ${stage.score.status} ${stage.score.class} ${jsonencode(stage.score.result)} > report.txt"]
   outputs             = ["report.txt"]
 }
 `
@@ -167,7 +167,7 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	w := newWorkspace(t, postPipeline)
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 4, r.res.Ran, r.out)
-	require.Equal(t, "ok\n", w.Read("report.txt"))
+	require.Equal(t, "ok {v:1}\n", w.Read("report.txt"))
 
 	p := w.Plan(plan.Options{}, "want=2")
 	byAddr := map[string]*plan.PlannedNode{}
@@ -183,7 +183,7 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	rep := byAddr["stage.report"]
 	assert.Equal(t, plan.ActRun, rep.Action)
 	require.NotNil(t, rep.Spec)
-	assert.Contains(t, rep.Spec.Args["run"].Index(cty.NumberIntVal(2)).AsString(), "echo failed postcondition")
+	assert.Contains(t, rep.Spec.Args["run"].Index(cty.NumberIntVal(2)).AsString(), "echo failed postcondition null", "a refused result is not handed on")
 	var out strings.Builder
 	require.NoError(t, p.Render(&out))
 	assert.Contains(t, out.String(), "- stage.use     skipped: upstream stage.score failed")
@@ -192,7 +192,7 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	r = w.apply(ApplyOptions{}, "want=2")
 	assert.Equal(t, []string{"stage.report"}, ranSet(r), r.out)
 	assert.Equal(t, 2, r.res.Skipped, r.out)
-	assert.Equal(t, "failed postcondition\n", w.Read("report.txt"))
+	assert.Equal(t, "failed postcondition null\n", w.Read("report.txt"))
 	assert.Equal(t, rep.Key, r.res.nodes[rep.Node.ID].key, "plan keyed it as apply did")
 
 	// Again: the report is cached now, as plan says.
@@ -200,6 +200,52 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	assert.Equal(t, []string{"stage.score", "stage.report"}, planSets(p)[plan.ActCached])
 	r = w.apply(ApplyOptions{}, "want=2")
 	assert.Empty(t, ranSet(r), r.out)
+}
+
+// A postcondition that cannot be evaluated on a cached result (an
+// attribute the result lacks) or is not true or false fails the node at
+// apply: plan says so too, and does not call the node cached and its
+// downstream to run.
+func TestPlanFollowsAPostconditionThatCannotBeEvaluated(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "post" {}
+
+variable "field" {
+  type    = string
+  default = "v"
+}
+
+stage "command" "score" {
+  run    = ["sh", "-c", "echo '{\"v\": 1}' > score.json"]
+  result = "score.json"
+  postcondition {
+    condition     = var.field == "null" ? null : self.result[var.field] == 1
+    error_message = "v is not 1"
+  }
+}
+
+stage "command" "use" {
+  run   = ["true"]
+  after = [stage.score]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 2, r.res.Ran, r.out)
+	for field, why := range map[string]string{
+		"x":    `the postcondition could not be evaluated: \S*pipeline\.hcl:13:61: Invalid index`,
+		"null": `\S*pipeline\.hcl:13:21: the postcondition is null, not true or false`,
+	} {
+		p := w.Plan(plan.Options{}, "field="+field)
+		score, use := p.Nodes[0], p.Nodes[1]
+		assert.Equal(t, plan.ActCached, score.Action, field)
+		require.Len(t, score.Reasons, 1, field)
+		assert.Regexp(t, "^postcondition fails: "+why, score.Reasons[0], field)
+		assert.Equal(t, plan.ActSkip, use.Action, field)
+		r = w.apply(ApplyOptions{}, "field="+field)
+		assert.Equal(t, 1, r.res.Failed, r.out)
+		assert.Equal(t, 1, r.res.Skipped, r.out)
+		assert.Regexp(t, `failed \(postcondition\): `+why, r.out, field)
+	}
 }
 
 func TestPlanRestoresAMissingInputFolder(t *testing.T) {

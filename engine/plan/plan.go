@@ -804,10 +804,12 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 
 // postconditionFails evaluates a cached node's postconditions on its
 // record, so plan can say that apply will refuse it; "" when they hold or
-// cannot be evaluated yet.
+// cannot be evaluated yet (they read an upstream that is to run). One that
+// cannot be evaluated at all (an attribute the result lacks) or is not
+// true or false fails, as it fails at apply.
 func (g *Graph) postconditionFails(n *Node, rec *store.Record, inst instanceFunc) string {
 	self := func() cty.Value { return recordInstance(n, rec) }
-	if msg, invalid := g.EvalPostconditions(n, self, inst); !invalid {
+	if msg, unknown := g.EvalPostconditions(n, self, inst); !unknown {
 		return msg
 	}
 	return ""
@@ -816,9 +818,12 @@ func (g *Graph) postconditionFails(n *Node, rec *store.Record, inst instanceFunc
 // EvalPostconditions evaluates n's postconditions with self bound to its
 // instance object (built only when there are postconditions). It returns
 // "" when all hold, else what failed: the first false condition's
-// error_message (invalid false), or why a condition could not be evaluated
-// to true or false (invalid true).
-func (g *Graph) EvalPostconditions(n *Node, self func() cty.Value, inst instanceFunc) (msg string, invalid bool) {
+// error_message, or why a condition could not be evaluated to true or
+// false (an error, a value of another type or null: the condition's file,
+// line and column named). unknown is set, with such a message, when a
+// condition is unknown: it reads a value not known yet (at plan, an
+// upstream that is to run).
+func (g *Graph) EvalPostconditions(n *Node, self func() cty.Value, inst instanceFunc) (msg string, unknown bool) {
 	if len(n.Stage.Postconditions) == 0 {
 		return "", false
 	}
@@ -827,11 +832,17 @@ func (g *Graph) EvalPostconditions(n *Node, self func() cty.Value, inst instance
 	for _, chk := range n.Stage.Postconditions {
 		v, diags := chk.Condition.Value(ctx)
 		if diags.HasErrors() {
-			return "the postcondition could not be evaluated: " + DiagsLine(diags), true
+			return "the postcondition could not be evaluated: " + DiagsLine(diags), false
 		}
 		v, _ = v.Unmark()
-		if !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.Bool) {
-			return "the postcondition did not evaluate to true or false", true
+		at := dsl.Pos(chk.Condition.Range())
+		switch {
+		case !v.IsKnown():
+			return fmt.Sprintf("%s: the postcondition could not be evaluated: it reads values not known", at), true
+		case v.IsNull():
+			return fmt.Sprintf("%s: the postcondition is null, not true or false", at), false
+		case !v.Type().Equals(cty.Bool):
+			return fmt.Sprintf("%s: the postcondition is %s, not true or false", at, withArticle(v.Type().FriendlyName())), false
 		}
 		if v.False() {
 			return dsl.CheckMessage(chk, ctx), false
@@ -840,13 +851,24 @@ func (g *Graph) EvalPostconditions(n *Node, self func() cty.Value, inst instance
 	return "", false
 }
 
+// withArticle puts "a" or "an" before a type's name: "a number".
+func withArticle(name string) string {
+	if name != "" && strings.ContainsRune("aeiou", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
+}
+
 // recordInstance is the instance object of a cached or finished node.
 func recordInstance(n *Node, r *store.Record) cty.Value {
 	return InstanceObject(n, r, OK, "", "", r.Key)
 }
 
 // InstanceObject is the instance object of a node that ended with status,
-// class and message; r is its record (nil when it has none).
+// class and message; r is its record (nil when it has none). A failed
+// node's result is null, also where its record holds one (a result its
+// postcondition refused): downstream nodes that run on upstream failure
+// see no figure of it.
 func InstanceObject(n *Node, r *store.Record, status Status, class, message, key string) cty.Value {
 	res := cty.NullVal(cty.DynamicPseudoType)
 	exit := cty.NullVal(cty.Number)
@@ -854,7 +876,7 @@ func InstanceObject(n *Node, r *store.Record, status Status, class, message, key
 	rss, gpuMiB := cty.NumberFloatVal(0), cty.NumberFloatVal(0)
 	launch := cty.NullVal(cty.DynamicPseudoType)
 	if r != nil {
-		if v, err := jsonToCty(r.Result); err == nil {
+		if v, err := jsonToCty(r.Result); err == nil && status != Failed {
 			res = v
 		}
 		exit = cty.NumberIntVal(int64(r.ExitCode))
