@@ -230,11 +230,25 @@ func (c *Config) varFile(path string, set map[string]varValue, parser *hclparse.
 			continue
 		}
 		val, d := attr.Expr.Value(nil)
+		// A number past what cairn handles (1e400) would become a
+		// string of 401 digits for a variable of type string.
+		val, d = checkNumbers(val, d, attr.Expr.Range())
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			set[name] = varValue{source: path, failed: true}
 		} else {
 			set[name] = varValue{val: val, source: path, rng: attr.Expr.Range().Ptr(), expr: attr.Expr}
+		}
+	}
+	if strings.HasSuffix(path, ".json") && !diags.HasErrors() {
+		// What JSON readers change without a word (half a surrogate
+		// pair read as U+FFFD), refused as jsondecode refuses it.
+		if _, _, refusal := decodeJSONChecked(f.Bytes); refusal != "" {
+			return append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid JSON variable file",
+				Detail:   fmt.Sprintf("The file %s %s.", path, refusal),
+			}), false
 		}
 	}
 	return diags, !d.HasErrors()
@@ -271,6 +285,7 @@ func readVarFile(path string, parser *hclparse.Parser) (*hcl.File, hcl.Diagnosti
 	if e := jsonVarFileText(src, path); e != nil {
 		return nil, hcl.Diagnostics{e}
 	}
+
 	if d.HasErrors() {
 		// A syntax error is followed by its consequences ("Root value
 		// must be object"): the first error says it.

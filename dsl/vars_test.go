@@ -278,6 +278,9 @@ func TestUnreadVarFileIsTheOneError(t *testing.T) {
 		{"bom.json", "\xef\xbb\xbf{\"n\": 1, \"m\": {}}", "Byte-order mark in a JSON variable file"},
 		{"latin1.json", "{\"n\": 1, \"m\": {\"caf\xe9\": 1}}", "Invalid character encoding"},
 		{"latin1.tfvars", "n = 1\nm = { \"caf\xe9\" = 1 }\n", "Invalid character encoding"},
+		{"surrogate.json", `{"n": 1, "m": {"a\ud800b": 1}}`, "Invalid JSON variable file"},
+		{"huge.json", `{"n": 1e400, "m": {}}`, "Number out of range"},
+		{"tiny.json", `{"n": 1, "m": {"a": -1e-400}}`, "Number out of range"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			files := map[string]string{}
@@ -300,6 +303,19 @@ func TestUnreadVarFileIsTheOneError(t *testing.T) {
 	_, diags = resolveIn(t, pipeline, nil, nil, VarArg{Value: "n=1"}, VarArg{Value: "m={a=[1"})
 	_, summary, _ := oneError(t, diags)
 	assert.Equal(t, `Invalid value for variable "m"`, summary)
+}
+
+// A JSON variable file's number beyond what cairn handles is refused for
+// a variable of type string too (it became a string of 401 digits), as in
+// an HCL file.
+func TestHugeNumberInAJSONVarFileForAString(t *testing.T) {
+	pipeline := "variable \"s\" { type = string }\n"
+	for file, text := range map[string]string{"v.json": `{"s": 1e400}`, "v.tfvars": "s = 1e400\n"} {
+		_, diags := resolveIn(t, pipeline, map[string]string{file: text}, nil, VarArg{File: true, Value: file})
+		place, summary, _ := oneError(t, diags)
+		assert.Equal(t, "Number out of range", summary, file)
+		assert.Contains(t, place, file+":1:", file)
+	}
 }
 
 // A sensitive variable's value given on the command line that does not
