@@ -44,6 +44,17 @@ func JSONProblem(data []byte) string {
 	return fmt.Sprintf("is not valid JSON at line %d, column %d: %s", line, col, what)
 }
 
+// JSONTextRefusal says, as a predicate ("holds at line 2, column 7 an
+// escape of half a UTF-16 surrogate pair ..."), what in data, valid JSON,
+// JSON readers change without a word: a byte that is not UTF-8 or half a
+// surrogate pair, each read as U+FFFD, or a key given twice in one object;
+// "" when there is none (or data is not valid JSON: JSONProblem says why).
+// jsondecode refuses the same.
+func JSONTextRefusal(data []byte) string {
+	_, _, refusal := decodeJSONChecked(data)
+	return refusal
+}
+
 // JSONLineProblem is JSONProblem for one line of JSON Lines, which says
 // its line itself: the predicate gives the column only ("is not valid
 // JSON at column 14: ..."), counted from col0 (the line's characters

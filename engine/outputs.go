@@ -73,6 +73,9 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 			line, col := amb.LineCol(b)
 			return nil, failclass.Result, fmt.Sprintf("the result file %s, at line %d, column %d: %s", c.Result, line, col, amb.Msg)
 		}
+		if msg := dsl.JSONTextRefusal(b); msg != "" {
+			return nil, failclass.Result, fmt.Sprintf("the result file %s %s", c.Result, msg)
+		}
 		result = b
 	}
 	if result != nil {

@@ -39,7 +39,8 @@ stage "command" "s" {
 }
 
 // A result file that JSON readers take differently — a key given twice,
-// a number beyond float64 — fails its node (class result) at the line and
+// a number beyond float64, text that is not Unicode (read as U+FFFD) —
+// fails its node (class result) at the line and
 // column, rather than letting a gate pass on the value one reader keeps.
 func TestResultThatReadersTakeDifferentlyFailsItsNode(t *testing.T) {
 	for name, c := range map[string]struct{ json, want string }{
@@ -47,6 +48,8 @@ func TestResultThatReadersTakeDifferentlyFailsItsNode(t *testing.T) {
 		"huge":         {`{"accuracy": 1e400}`, `the result file r.json, at line 1, column 14: the number 1e400 is beyond what a float64 holds`},
 		"tiny":         {`{"accuracy": 0.9, "eps": [1e-400]}`, `the result file r.json, at line 1, column 27: the number 1e-400 is beyond`},
 		"nested twice": {`{"accuracy": 0.9, "per_task": {"a": 1, "a": 0}}`, `the key "a" is given twice in one object`},
+		"not UTF-8":    {"{\"accuracy\": 0.9, \"model\": \"caf\xe9\"}", `the result file r.json holds a byte that is not UTF-8 at line 1, column 32`},
+		"surrogate":    {`{"accuracy": 0.9, "model": "a\ud800b"}`, `the result file r.json holds at line 1, column 30 an escape of half a UTF-16 surrogate pair`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := cliWorkspace(t, map[string]string{
