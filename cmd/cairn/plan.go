@@ -255,7 +255,7 @@ pipeline's name, a key or an action.`,
 				return err
 			}
 			if out != "" {
-				fmt.Fprintf(a.stdout, "Saved the plan to %s; run it with: cairn apply %s\n", out, out)
+				fmt.Fprintf(a.stdout, "Saved the plan to %s; run it with: cairn apply %s%s\n", out, out, sensitiveAgain(a.vars, l.Config))
 			}
 			return nil
 		},
@@ -646,6 +646,32 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 	cmd.Flags().BoolVar(&check, "check", false, "change nothing; exit 1 if any file needs formatting")
 	cmd.Flags().BoolVar(&recursive, "recursive", false, "also format files in subdirectories")
 	return cmd
+}
+
+// sensitiveAgain is what 'cairn apply PLANFILE' needs besides the file:
+// the --var of each sensitive variable given with --var, whose value the
+// plan file leaves out ("" when there is none).
+func sensitiveAgain(vars []dsl.VarArg, cfg *dsl.Config) string {
+	var out []string
+	for _, v := range vars {
+		name, _, _ := strings.Cut(v.Value, "=")
+		name = strings.TrimSpace(name)
+		if dv := cfg.Variables[name]; !v.File && dv != nil && dv.Sensitive && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, name := range out {
+		fmt.Fprintf(&b, " --var %s=VALUE", name)
+	}
+	what := "the sensitive variable " + out[0]
+	if len(out) > 1 {
+		what = "the sensitive variables " + strings.Join(out, ", ")
+	}
+	return fmt.Sprintf("%s (the plan file leaves out the value of %s: give it again)", b.String(), what)
 }
 
 // noteGPURefusals marks in p the nodes that apply refuses to start for

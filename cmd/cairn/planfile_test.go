@@ -211,6 +211,52 @@ stage "command" "a" {
 	assert.Equal(t, "3\n", string(b))
 }
 
+// A saved plan made with a sensitive variable's --var says to give it
+// again, and apply without it is refused saying so, not as a stale plan;
+// a --var-file edited since the plan was saved is refused naming it; a
+// value that differs from the saved one in type only ("2" for 2) says
+// both types.
+func TestSavedPlanInputsThatCannotBeHadAgain(t *testing.T) {
+	pipeline := `pipeline "v" {}
+
+variable "n" {
+  default = 2
+}
+
+variable "token" {
+  type      = string
+  sensitive = true
+  default   = "none"
+}
+
+stage "command" "a" {
+  run     = ["sh", "-c", "echo ${var.n} > a.txt"]
+  env     = { TOKEN = var.token }
+  outputs = ["a.txt"]
+}
+`
+	root := cliWorkspace(t, map[string]string{"pipeline.hcl": pipeline, "n.tfvars": "n = 12\n"})
+	r := runCLI(t, "--chdir", root, "plan", "--out", "my.plan", "--var", "token=s", "--var-file", "n.tfvars")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "my.plan --var token=VALUE (the plan file leaves out the value of the sensitive variable token: give it again)")
+	r = runCLI(t, "--chdir", root, "apply", "my.plan")
+	assert.Equal(t, exitBadInput, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "the plan was made with --var token=..., a sensitive variable whose value the plan file does not keep; nothing was run. Give it again")
+	assert.NotContains(t, r.stderr, "stale")
+
+	writeFile(t, filepath.Join(root, "n.tfvars"), "n = 14\n")
+	r = runCLI(t, "--chdir", root, "apply", "my.plan", "--var", "token=s")
+	assert.Equal(t, exitBadInput, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "n.tfvars changed since the plan was saved")
+	assert.NoFileExists(t, filepath.Join(root, "a.txt"), "nothing ran")
+
+	r = runCLI(t, "--chdir", root, "plan", "--out", "two.plan")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "apply", "two.plan", "--var", "n=2")
+	assert.Equal(t, exitBadInput, r.code, r.stdout)
+	assert.Contains(t, r.stderr, `gives var.n another value ("2", string) than the saved plan was made with (2, number)`)
+}
+
 // A plan file cut short, emptied or edited is refused (exit 2), saying
 // so, rather than read as a pipeline (an empty one would apply nothing
 // and exit 0) or explained in Go's types; nothing runs.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/storage/digest"
 )
 
 // FileFormat is the format of the plan files this cairn writes and
@@ -30,6 +32,13 @@ type File struct {
 	Replace  []string     `json:"replace,omitempty"`
 	Only     bool         `json:"only,omitempty"`
 	Nodes    []FileEntry  `json:"nodes"`
+	// Sensitive names the sensitive variables given with --var, whose
+	// values the file leaves out: apply needs them again.
+	Sensitive []string `json:"sensitive,omitempty"`
+	// VarFiles is the sha256 of each --var-file (by its absolute path)
+	// as the plan read it: apply reads the file again, and refuses one
+	// that changed since.
+	VarFiles map[string]string `json:"var_files,omitempty"`
 }
 
 // FileEntry is one node of a saved plan, in plan order.
@@ -49,11 +58,23 @@ func Save(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
 	for _, v := range vars {
 		if !v.File {
 			name, _, _ := strings.Cut(v.Value, "=")
-			if dv, ok := p.Graph.Config.Variables[strings.TrimSpace(name)]; ok && dv.Sensitive {
+			name = strings.TrimSpace(name)
+			if dv, ok := p.Graph.Config.Variables[name]; ok && dv.Sensitive {
+				if !slices.Contains(pf.Sensitive, name) {
+					pf.Sensitive = append(pf.Sensitive, name)
+				}
 				continue
 			}
-		} else if abs, err := filepath.Abs(v.Value); err == nil {
-			v.Value = abs
+		} else {
+			if abs, err := filepath.Abs(v.Value); err == nil {
+				v.Value = abs
+			}
+			if sum, err := digest.File(v.Value); err == nil {
+				if pf.VarFiles == nil {
+					pf.VarFiles = map[string]string{}
+				}
+				pf.VarFiles[v.Value] = sum
+			}
 		}
 		pf.Vars = append(pf.Vars, v)
 	}
