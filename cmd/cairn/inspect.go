@@ -80,11 +80,11 @@ func (a *app) showCmd() *cobra.Command {
 				// or workspace would leave one behind.
 				return a.unknownShowArg(arg)
 			}
-			if _, err := os.Stat(filepath.Join(a.cachePath(), "runs", arg)); err == nil {
+			if dir, ok := a.runFolder(arg); ok {
 				if asJSON {
-					return a.showRunJSON(filepath.Join(a.cachePath(), "runs", arg))
+					return a.showRunJSON(dir)
 				}
-				return a.showRun(filepath.Join(a.cachePath(), "runs", arg))
+				return a.showRun(dir)
 			}
 			if r, err := runlog.FindUpToDate(a.cachePath(), arg); err == nil && r != nil {
 				if asJSON {

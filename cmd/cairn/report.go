@@ -94,8 +94,8 @@ func (a *app) runDir(args []string) (string, error) {
 	}
 	base := filepath.Join(a.cachePath(), "runs")
 	if len(args) == 1 {
-		dir := filepath.Join(base, args[0])
-		if _, err := os.Stat(filepath.Join(dir, "journal")); err != nil {
+		dir, ok := a.runFolder(args[0])
+		if !ok {
 			if r, err := runlog.FindUpToDate(a.cachePath(), args[0]); err == nil && r != nil {
 				return "", badInput("run %s was answered by the up-to-date check (every node taken from the cache): it has no journal to report; 'cairn show %s' says so", args[0], args[0])
 			}
@@ -119,6 +119,18 @@ func (a *app) runDir(args []string) (string, error) {
 		return "", badInput("no run in %s to report: run 'cairn apply' first (or give --cache)", base)
 	}
 	return filepath.Join(base, slices.Max(names)), nil
+}
+
+// runFolder is the folder of run id in the cache, when id names one: a
+// folder of runs/ that holds a journal (the cache's other files there, or
+// a path, are not runs).
+func (a *app) runFolder(id string) (string, bool) {
+	if id == "" || id == "." || id == ".." || strings.ContainsRune(id, filepath.Separator) {
+		return "", false
+	}
+	dir := filepath.Join(a.cachePath(), "runs", id)
+	st, err := os.Stat(filepath.Join(dir, "journal"))
+	return dir, err == nil && st.Mode().IsRegular()
 }
 
 // buildReport reads the run in dir, with the cache's records (open: the

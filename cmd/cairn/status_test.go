@@ -479,3 +479,25 @@ func TestChdirAndCacheNamedInErrors(t *testing.T) {
 	assert.Contains(t, r.stderr, `"abc" is too short to name a key`)
 	assert.NoDirExists(t, filepath.Join(root, ".cairn"))
 }
+
+// What is in the cache's runs folder but is no run — its own files, the
+// folder above — is not shown as a run: show and report refuse it (exit
+// 2), where show read "settled" as a damaged run and exited 0.
+func TestShowAndReportTakeRunsOnly(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".cairn", "runs", "notes"), []byte("x"), 0o644))
+	for _, arg := range []string{"notes", "..", "."} {
+		for _, cmd := range []string{"show", "report"} {
+			r = runCLI(t, "--chdir", root, cmd, arg)
+			assert.Equal(t, exitBadInput, r.code, "%s %s: %s", cmd, arg, r.stdout)
+			assert.NotContains(t, r.stdout+r.stderr, "journal damaged", "%s %s", cmd, arg)
+		}
+	}
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]))
+	assert.Equal(t, exitOK, r.code, r.stderr)
+}
