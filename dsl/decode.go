@@ -446,6 +446,10 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 func decodeDefault(v *Variable, a *hcl.Attribute) hcl.Diagnostics {
 	val, diags := a.Expr.Value(nil)
 	if diags.HasErrors() {
+		// A default that is not a literal (a function call, a
+		// reference): it is one error, and the variable is not also
+		// reported as required.
+		v.Default, v.HasDefault = cty.UnknownVal(v.Type), true
 		return diags
 	}
 	bad := func(detail string, subject *hcl.Range) hcl.Diagnostics {

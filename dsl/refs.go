@@ -211,6 +211,8 @@ type RefContext struct {
 	// AllowStage is false in for_each (stage results do not exist at plan
 	// time; stage instance maps do, so for_each may name a stage).
 	NoStageResults bool
+	// InForEach: the references are for_each's own, which makes each.
+	InForEach bool
 }
 
 // CheckRefs validates references against the config: unknown variables,
@@ -249,9 +251,12 @@ func (c *Config) CheckRefs(refs []Ref, rc RefContext) hcl.Diagnostics {
 			}
 		case "each":
 			if !rc.AllowEach {
-				if rc.Stage == nil {
+				switch {
+				case rc.Stage == nil:
 					bad("Invalid each reference", "each is available only inside a stage with for_each.")
-				} else {
+				case rc.InForEach:
+					bad("Invalid each reference", fmt.Sprintf("each.key and each.value are made by %s's for_each, one instance each, so for_each itself cannot use them: write the collection to iterate over with var, local or stage references.", rc.Stage.Address()))
+				default:
 					bad("Invalid each reference", fmt.Sprintf("%s has no for_each, so each.key and each.value do not exist. Add for_each or remove the reference.", rc.Stage.Address()))
 				}
 			} else if r.Name != "" && r.Name != "key" && r.Name != "value" {

@@ -417,3 +417,15 @@ stage "command" "s" {
 	assert.NotContains(t, r.stderr, "Unsupported attribute")
 	assert.Contains(t, r.stderr, "1 error(s)")
 }
+
+// A variable's default that is not a literal (a function call) is one
+// error in plan: the variable is not also reported as required, as if it
+// had no default.
+func TestDefaultNotALiteralIsOneError(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "variable \"d\" {\n  default = upper(\"x\")\n}\nstage \"command\" \"a\" {\n  run = [\"echo\", var.d]\n}\n"})
+	r := runCLI(t, "--chdir", root, "plan", "p.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "Function calls not allowed")
+	assert.NotContains(t, r.stderr, "No value for required variable")
+	assert.Contains(t, r.stderr, "1 error(s) in the pipeline")
+}

@@ -330,7 +330,7 @@ func collectRefs(cfg *dsl.Config, s *dsl.Stage) (*stageRefs, hcl.Diagnostics) {
 		*dst = refs
 	}
 	if s.ForEach != nil {
-		add(&r.forEach, s.ForEach, dsl.RefContext{Stage: s})
+		add(&r.forEach, s.ForEach, dsl.RefContext{Stage: s, InForEach: true})
 		for _, ref := range r.forEach {
 			if ref.Root != "stage" {
 				continue
