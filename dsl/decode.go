@@ -362,6 +362,27 @@ func decodeLiteral(e hcl.Expression, dst any) hcl.Diagnostics {
 	return gohcl.DecodeExpression(e, nil, dst)
 }
 
+// DiagsText is diags' errors in words, each at its file:line:col as
+// validate names places ("main.hcl:6:32: Unsupported attribute: ..."),
+// not in hcl's "main.hcl:6,32-41" form, joined by "; ".
+func DiagsText(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		p := d.Summary
+		if d.Detail != "" {
+			p += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			p = Pos(*d.Subject) + ": " + p
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Pos formats a range's start as file:line:col.
 func Pos(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)

@@ -513,8 +513,11 @@ func evalCheck(chk *Check, ctx *hcl.EvalContext, summary string) hcl.Diagnostics
 // redacted.
 func CheckMessage(chk *Check, ctx *hcl.EvalContext) string {
 	mv, d := chk.ErrorMessage.Value(ctx)
-	if d.HasErrors() || !mv.IsKnown() {
-		return "(the error_message could not be evaluated: " + d.Error() + ")"
+	if d.HasErrors() {
+		return "(the error_message could not be evaluated: " + DiagsText(d) + ")"
+	}
+	if !mv.IsKnown() {
+		return "(the error_message could not be evaluated: " + Pos(chk.ErrorMessage.Range()) + ": it reads values not known)"
 	}
 	if mv.IsMarked() {
 		return "(error message hidden: it contains a sensitive value)"

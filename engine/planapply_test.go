@@ -248,6 +248,24 @@ stage "command" "use" {
 	}
 }
 
+// An error_message that cannot be evaluated says where, as file:line:col,
+// not in hcl's "file:6,40-45" form.
+func TestErrorMessageThatCannotBeEvaluatedSaysWhere(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "a" {
+  run    = ["sh", "-c", "echo '{\"y\": 1}' > r.json"]
+  result = "r.json"
+  postcondition {
+    condition     = self.result.y > 5
+    error_message = "y is ${self.result.zz}"
+  }
+}
+`)
+	r := w.apply(ApplyOptions{})
+	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Regexp(t, `failed \(postcondition\): \(the error_message could not be evaluated: \S*pipeline\.hcl:7:40: Unsupported attribute`, r.out)
+}
+
 func TestPlanRestoresAMissingInputFolder(t *testing.T) {
 	// An input folder that only the cached upstream's restore makes.
 	w := newWorkspace(t, tourPipeline)

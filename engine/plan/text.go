@@ -22,21 +22,7 @@ func OneLine(s string) string {
 // file:line:col as validate names places ("main.hcl:6:32: Unsupported
 // attribute: ..."), not in hcl's "main.hcl:6,32-41" form.
 func DiagsLine(diags hcl.Diagnostics) string {
-	var parts []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		p := d.Summary
-		if d.Detail != "" {
-			p += ": " + d.Detail
-		}
-		if d.Subject != nil {
-			p = dsl.Pos(*d.Subject) + ": " + p
-		}
-		parts = append(parts, p)
-	}
-	return OneLine(strings.Join(parts, "; "))
+	return OneLine(dsl.DiagsText(diags))
 }
 
 // Below returns p relative to dir when p is dir or inside it.
