@@ -37,6 +37,11 @@ func writeDiags(w io.Writer, files map[string]*hcl.File, width uint, color bool,
 			c.Detail = places
 			d = &c
 		}
+		if what := controlCharacter(files, d); what != "" {
+			c := *d
+			c.Detail += " " + what
+			d = &c
+		}
 		_ = hw.WriteDiagnostic(d)
 		out := buf.String()
 		if s := d.Subject; s != nil {
@@ -47,6 +52,26 @@ func writeDiags(w io.Writer, files map[string]*hcl.File, width uint, color bool,
 		}
 		_, _ = io.WriteString(w, out)
 	}
+}
+
+// controlCharacter names the control character an "Invalid character"
+// error points at, which its snippet shows only as a picture (visible),
+// and says what usually puts one there; "" for any other error.
+func controlCharacter(files map[string]*hcl.File, d *hcl.Diagnostic) string {
+	if d.Summary != "Invalid character" || d.Subject == nil || files[d.Subject.Filename] == nil {
+		return ""
+	}
+	src, at := files[d.Subject.Filename].Bytes, d.Subject.Start.Byte
+	if at < 0 || at >= len(src) || src[at] >= 0x20 && src[at] != 0x7f || src[at] == '\t' {
+		return ""
+	}
+	switch src[at] {
+	case 0:
+		return "It is a NUL byte (U+0000): is this a binary file, or text saved as UTF-16? Pipeline files are UTF-8 text."
+	case '\r':
+		return "It is a carriage return (U+000D) that no line feed follows: lines ended by a carriage return alone (old Mac line ends) are not read; save the file with LF (or CRLF) line ends."
+	}
+	return fmt.Sprintf("It is the control character U+%04X, shown as %s above: remove it.", src[at], visible(src[at:at+1]))
 }
 
 // rangePlace matches a place as hcl writes a range into a message
@@ -101,15 +126,37 @@ func snippet(file *hcl.File, d *hcl.Diagnostic, color bool) string {
 		}
 		before, hl, after := line.PartitionAround(highlight)
 		if hl.Empty() {
-			fmt.Fprintf(&b, "%4d: %s\n", line.Start.Line, cutEnd(sc.Bytes(), snipBefore+snipHighlight+snipAfter))
+			fmt.Fprintf(&b, "%4d: %s\n", line.Start.Line, visible(cutEnd(sc.Bytes(), snipBefore+snipHighlight+snipAfter)))
 			continue
 		}
 		fmt.Fprintf(&b, "%4d: %s%s%s%s%s\n", line.Start.Line,
-			cutStart(before.SliceBytes(src), snipBefore), on, cutEnd(hl.SliceBytes(src), snipHighlight), off,
-			cutEnd(after.SliceBytes(src), snipAfter))
+			visible(cutStart(before.SliceBytes(src), snipBefore)), on, visible(cutEnd(hl.SliceBytes(src), snipHighlight)), off,
+			visible(cutEnd(after.SliceBytes(src), snipAfter)))
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// visible is p with its control characters (a NUL, a lone carriage
+// return, an escape) shown as Unicode's pictures of them (␀, ␍, ␛): a
+// snippet is written to a terminal, which would act on them. A tab stays.
+func visible(p []byte) []byte {
+	i := bytes.IndexFunc(p, func(r rune) bool { return r != '\t' && (r < 0x20 || r == 0x7f) })
+	if i < 0 {
+		return p
+	}
+	out := append([]byte(nil), p[:i]...)
+	for _, c := range p[i:] {
+		switch {
+		case c == '\t' || c >= 0x20 && c != 0x7f:
+			out = append(out, c)
+		case c == 0x7f:
+			out = utf8.AppendRune(out, '\u2421') // ␡
+		default:
+			out = utf8.AppendRune(out, 0x2400+rune(c))
+		}
+	}
+	return out
 }
 
 // cutEnd is the first n bytes of p or about (whole characters), then "…"
