@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -67,7 +66,7 @@ any is written: all are written, or none.`,
 			if err := a.checkAggregateOutputs(args, out, plot); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 			defer stop()
 			o.Dir = a.root()
 			o.Roots = args

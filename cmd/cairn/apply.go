@@ -382,19 +382,34 @@ func replaceRequested(p *plan.Plan) map[string]bool {
 	return rep
 }
 
-// onInterrupt handles Ctrl-C and SIGTERM: the first stops the apply
-// (cancel), the second closes hard, to kill running nodes at once. stop
-// ends the handling.
+// stopSignals are the signals that interrupt a command: Ctrl-C, SIGTERM,
+// and SIGHUP (its terminal closed, an ssh connection dropped), unless
+// cairn was started with SIGHUP ignored (nohup), which then stays ignored.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
+
+// onInterrupt handles Ctrl-C, SIGTERM and SIGHUP (stopSignals): the first
+// stops the apply (cancel), the second closes hard, to kill running nodes
+// at once. stop ends the handling.
 func (a *app) onInterrupt(cancel context.CancelFunc) (hard chan struct{}, stop func()) {
 	hard = make(chan struct{})
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals()...)
 	go func() {
 		n := 0
-		for range sigs {
+		for sig := range sigs {
 			n++
 			if n == 1 {
-				fmt.Fprintln(a.stderr, "\ncairn: interrupted: stopping running nodes (Ctrl-C again to kill them at once)")
+				why := "interrupted"
+				if sig == syscall.SIGHUP {
+					why = "the terminal hung up (SIGHUP)"
+				}
+				fmt.Fprintf(a.stderr, "\ncairn: %s: stopping running nodes (Ctrl-C again to kill them at once)\n", why)
 				cancel()
 			} else {
 				close(hard)

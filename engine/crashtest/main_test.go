@@ -150,7 +150,18 @@ type started struct {
 
 func (w *ws) start(extraEnv []string, args ...string) *started {
 	w.t.Helper()
+	return w.startWith("", extraEnv, args...)
+}
+
+// startWith is start, with cairn run by the program wrapper (nohup, say:
+// wrapper CAIRN ARGS...); "" runs it alone.
+func (w *ws) startWith(wrapper string, extraEnv []string, args ...string) *started {
+	w.t.Helper()
 	cmd := w.command(extraEnv, args...)
+	if wrapper != "" {
+		cmd.Args = append([]string{wrapper, cmd.Path}, cmd.Args[1:]...)
+		cmd.Path = wrapper
+	}
 	s := &started{cmd: cmd, out: &syncbuf.Buffer{}, err: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.out, s.err
 	require.NoError(w.t, cmd.Start())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -95,6 +96,50 @@ func TestSIGINT(t *testing.T) {
 	for _, k := range []string{"a", "b", "c"} {
 		assert.Equal(t, 1, w.countLines("counts/slow_"+k))
 	}
+}
+
+// TestSIGHUP: a hang-up (the terminal closed, an ssh connection dropped)
+// stops an apply as Ctrl-C does: the nodes terminated and journaled as
+// interrupted, exit 130, none left running. Started with SIGHUP ignored
+// (nohup), the apply goes on.
+func TestSIGHUP(t *testing.T) {
+	w := newWS(t, gatedPipeline)
+	w.write("counts/.keep", "")
+	p := w.start([]string{"CAIRN_NO_FSYNC=1"}, "apply", "--parallelism", "4")
+	w.waitJournal(slowAddrs, []string{"stage.fast"})
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	res := p.wait(t)
+	require.Equal(t, 130, res.code, res.String())
+	assert.Contains(t, res.stderr, "the terminal hung up (SIGHUP)")
+	assert.Empty(t, workspaceProcs(w.root), "nodes left running after the hang-up")
+	ri := w.lastRun()
+	assert.Equal(t, "interrupted", ri.State)
+	for _, a := range slowAddrs {
+		f := entries(ri, runlog.Failed, a)
+		require.Len(t, f, 1, a)
+		assert.Equal(t, "interrupted", f[0].Class, a)
+	}
+
+	// nohup: the signal stays ignored, and the apply finishes.
+	bin, err := exec.LookPath("nohup")
+	if err != nil {
+		t.Skip("no nohup here: the rest needs it")
+	}
+	p = w.startWith(bin, []string{"CAIRN_NO_FSYNC=1"}, "apply", "--parallelism", "4")
+	e2etest.WaitFor(t, "the second apply to run the slow nodes", 30*time.Second, func() bool {
+		runs, _ := runlog.List(w.cache)
+		for _, r := range runs {
+			if r.ID != ri.ID && len(entries(r, runlog.Started, slowAddrs[0])) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	w.write("go", "")
+	res = p.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "3 ran, 1 cached")
 }
 
 // TestSecondSIGINTKillsAtOnce: nodes that ignore SIGTERM are given their
