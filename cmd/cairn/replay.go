@@ -44,6 +44,11 @@ replay.tsv in --out, each naming the protocol and outcomes files with their
 sha256. docs/decision.md describes every figure.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if out != "" {
+				if err := a.replayOverInput(out, args); err != nil {
+					return err
+				}
+			}
 			p, err := decision.ReadProtocol(a.path(args[0]))
 			if err != nil {
 				return a.replayInputError(err, "protocol", args[0])
@@ -120,6 +125,31 @@ func (a *app) replayInputError(err error, what, file string) error {
 		return badInput("%d problem(s) in the %s file %s; nothing was replayed", len(es), what, file)
 	}
 	return badInput("%s; nothing was replayed", err)
+}
+
+// replayOverInput refuses an --out where the replay would replace one
+// of the files it reads: an input (protocol or outcomes) that is, or
+// leads through a link or a hard link to, replay.json or replay.tsv in
+// out. Written, the input would be gone, and replay.json would name a
+// digest no file has any more.
+func (a *app) replayOverInput(out string, inputs []string) error {
+	for _, name := range decision.Files {
+		written, err := os.Stat(filepath.Join(a.path(out), name))
+		if err != nil {
+			continue // nothing there to replace
+		}
+		for i, in := range inputs {
+			fi, err := os.Stat(a.path(in))
+			if err == nil && os.SameFile(fi, written) {
+				what, is := [...]string{"protocol", "outcomes"}[i], ""
+				if w := filepath.Join(out, name); filepath.Clean(in) != w {
+					is = " " + w + ","
+				}
+				return badInput("the %s file %s is%s one of the files the replay writes (--out %s): a replay never writes over what it reads; give --out another folder, or move the %s file out of it", what, in, is, out, what)
+			}
+		}
+	}
+	return nil
 }
 
 // keptReplay refuses to write a replay over another one: a folder whose

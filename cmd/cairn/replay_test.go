@@ -82,6 +82,45 @@ func TestReplayCommand(t *testing.T) {
 	assert.Contains(t, unwritable.stderr, "--out afile/sub: cannot write the replay")
 }
 
+// A replay never writes over its own inputs: a protocol or outcomes file
+// that is replay.tsv or replay.json in --out, directly or through a link,
+// is refused (exit 2, naming it), and left as it was.
+func TestReplayRefusesToWriteOverItsInputs(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	pb, err := os.ReadFile("../../stages/decision/testdata/small_protocol.json")
+	require.NoError(t, err)
+	ob, err := os.ReadFile("../../stages/decision/testdata/small_outcomes.json")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "protocol.json"), pb, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "outcomes.json"), ob, 0o644))
+	require.NoError(t, os.Symlink(filepath.Join("ov", "replay.tsv"), filepath.Join(root, "link.json")))
+	for _, tc := range []struct {
+		args       []string
+		name       string // the input's copy in ov
+		data, want string
+	}{
+		{[]string{"ov/replay.tsv", "outcomes.json"}, "replay.tsv", string(pb), "the protocol file ov/replay.tsv is one of the files the replay writes (--out ov)"},
+		{[]string{"link.json", "outcomes.json"}, "replay.tsv", string(pb), "the protocol file link.json is ov/replay.tsv, one of the files the replay writes (--out ov)"},
+		{[]string{"protocol.json", "ov/replay.json"}, "replay.json", string(ob), "the outcomes file ov/replay.json is one of the files the replay writes (--out ov)"},
+	} {
+		ov := filepath.Join(root, "ov")
+		require.NoError(t, os.RemoveAll(ov))
+		require.NoError(t, os.MkdirAll(ov, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(ov, tc.name), []byte(tc.data), 0o644))
+		r := runCLI(t, append([]string{"--chdir", root, "replay"}, append(tc.args, "--out", "ov")...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		assert.Contains(t, r.stderr, tc.want)
+		assert.Contains(t, r.stderr, "a replay never writes over what it reads")
+		assert.Empty(t, r.stdout)
+		kept, err := os.ReadFile(filepath.Join(ov, tc.name))
+		require.NoError(t, err)
+		assert.Equal(t, tc.data, string(kept), "%v: the input is kept", tc.args)
+		entries, err := os.ReadDir(ov)
+		require.NoError(t, err)
+		assert.Len(t, entries, 1, "%v: nothing written", tc.args)
+	}
+}
+
 // Outcomes that break the protocol's failure policy are refused (exit 2),
 // each breach named with its slot and position, and nothing is replayed
 // or written (#28).
