@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,11 @@ replay.tsv in --out, each naming the protocol and outcomes files with their
 sha256. docs/decision.md describes every figure.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("expect-sha256") && strings.TrimSpace(expect) == "" {
+				// "$(cat protocol.sha256)" of a missing file: a check
+				// that checks nothing would pass silently.
+				return badInput("--expect-sha256 is empty: give the protocol's sha256 as recorded when it was frozen (64 hex digits), or leave the flag out to check no digest")
+			}
 			if out != "" {
 				if err := a.replayOverInput(out, args); err != nil {
 					return err
@@ -53,7 +59,7 @@ sha256. docs/decision.md describes every figure.`,
 			if err != nil {
 				return a.replayInputError(err, "protocol", args[0])
 			}
-			if expect != "" {
+			if cmd.Flags().Changed("expect-sha256") {
 				if err := p.CheckSHA256(expect); err != nil {
 					return a.replayInputError(err, "protocol", args[0])
 				}

@@ -232,6 +232,29 @@ func TestReplayNamesAndChecksItsInputs(t *testing.T) {
 	assert.Contains(t, bad.stderr, "matrix.csv: the protocol's matrix_sha256 is 0c14400d24b03d89225b1f03bcdc68339f5080abb6168c1db1543db5a522bae6, but the file's sha256 is "+sha256Hex([]byte("not the matrix\n")))
 }
 
+// An --expect-sha256 that is empty (a digest read from a missing file:
+// "$(cat protocol.sha256)") or not 64 hex digits is refused (exit 2),
+// never taken for no check.
+func TestReplayRefusesAnEmptyExpectedDigest(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	protocol, err := filepath.Abs("../../stages/decision/testdata/small_protocol.json")
+	require.NoError(t, err)
+	outcomes, err := filepath.Abs("../../stages/decision/testdata/small_outcomes.json")
+	require.NoError(t, err)
+	for _, tc := range []struct{ value, want string }{
+		{"", "--expect-sha256 is empty: give the protocol's sha256"},
+		{"  ", "--expect-sha256 is empty"},
+		{"0123", `the expected sha256 "0123" is not 64 hex digits`},
+	} {
+		r := runCLI(t, "--chdir", root, "replay", protocol, outcomes, "--out", "out", "--expect-sha256", tc.value)
+		assert.Equal(t, 2, r.code, "%q: %s", tc.value, r.stderr)
+		assert.Contains(t, r.stderr, tc.want)
+		assert.Empty(t, r.stdout, "%q: nothing replayed", tc.value)
+		_, err := os.Stat(filepath.Join(root, "out"))
+		assert.True(t, os.IsNotExist(err), "%q: nothing written", tc.value)
+	}
+}
+
 // A decision stage's replay says which frozen files matched and which
 // were absent: a pinned file removed, or put back, since its last run
 // reruns the node, whose result says so, and one put back changed is
