@@ -159,22 +159,82 @@ func (a *app) replayOverInput(out string, inputs []string) error {
 }
 
 // keptReplay refuses to write a replay over another one: a folder whose
-// replay.json holds other figures (other inputs) keeps them; the same
-// replay is written again.
+// replay.json holds another replay (other figures, or other inputs)
+// keeps it, and the refusal says what differs; the same replay is
+// written again.
 func keptReplay(dir, out string, want []byte) error {
 	path := filepath.Join(dir, decision.Files[0])
 	have, err := os.ReadFile(path)
 	if err != nil || bytes.Equal(have, want) {
 		return nil
 	}
-	var in struct {
-		Inputs struct {
-			Protocol, Outcomes struct{ File, SHA256 string }
-		} `json:"inputs"`
-	}
-	what := "another replay"
+	var in replayInputs
+	what, differs := "another replay", ""
 	if json.Unmarshal(have, &in) == nil && in.Inputs.Protocol.SHA256 != "" {
 		what = fmt.Sprintf("the replay of %s (sha256 %.12s) and %s (sha256 %.12s)", in.Inputs.Protocol.File, in.Inputs.Protocol.SHA256, in.Inputs.Outcomes.File, in.Inputs.Outcomes.SHA256)
+		differs = "; this one differs in " + replayDiffers(have, want)
 	}
-	return badInput("%s holds %s, with other figures: a replay is not written over another. Give --out another folder (or --out \"\" to write none), or remove %s to replace it", filepath.Join(out, decision.Files[0]), what, filepath.Join(out, decision.Files[0]))
+	return badInput("%s holds %s%s: a replay is not written over another. Give --out another folder (or --out \"\" to write none), or remove %s to replace it", filepath.Join(out, decision.Files[0]), what, differs, filepath.Join(out, decision.Files[0]))
+}
+
+// replayInputs is what replay.json says of the files a replay read.
+type replayInputs struct {
+	Inputs struct {
+		Protocol, Outcomes struct{ File, SHA256 string }
+	} `json:"inputs"`
+}
+
+// replayDiffers says what differs between two replay.json files, have
+// and want (which differ): the path or sha256 of an input, what was
+// checked of the inputs, and whether the figures do. A copy of the
+// outcomes file under another name gives the same figures: the refusal
+// says the name is what differs, not the figures.
+func replayDiffers(have, want []byte) string {
+	var h, w replayInputs
+	var hm, wm map[string]json.RawMessage
+	if json.Unmarshal(have, &h) != nil || json.Unmarshal(want, &w) != nil || json.Unmarshal(have, &hm) != nil || json.Unmarshal(want, &wm) != nil {
+		return "its figures"
+	}
+	var out []string
+	for _, f := range []struct {
+		what        string
+		there, here struct{ File, SHA256 string }
+	}{{"protocol", h.Inputs.Protocol, w.Inputs.Protocol}, {"outcomes", h.Inputs.Outcomes, w.Inputs.Outcomes}} {
+		if f.there.File != f.here.File {
+			out = append(out, fmt.Sprintf("the %s file's path (%s there, %s here)", f.what, f.there.File, f.here.File))
+		}
+		if f.there.SHA256 != f.here.SHA256 {
+			out = append(out, fmt.Sprintf("the %s file's sha256 (%.12s there, %.12s here)", f.what, f.there.SHA256, f.here.SHA256))
+		}
+	}
+	hIn, wIn := otherInputs(hm[decision.InputsKey]), otherInputs(wm[decision.InputsKey])
+	if !bytes.Equal(hIn, wIn) {
+		out = append(out, "what was checked of its inputs (the frozen files, the slots absent or simulated)")
+	}
+	delete(hm, decision.InputsKey)
+	delete(wm, decision.InputsKey)
+	hb, _ := json.Marshal(hm)
+	wb, _ := json.Marshal(wm)
+	switch figures := !bytes.Equal(hb, wb); {
+	case len(out) == 0 && figures:
+		return "its figures"
+	case len(out) == 0:
+		return "the bytes of replay.json alone (the same inputs and figures)"
+	case figures:
+		return strings.Join(out, ", ") + ", and in its figures"
+	}
+	return strings.Join(out, ", ") + ", not in its figures"
+}
+
+// otherInputs is a replay's inputs object without the protocol and
+// outcomes files, compacted, for comparing what was checked of them.
+func otherInputs(raw json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	delete(m, "protocol")
+	delete(m, "outcomes")
+	b, _ := json.Marshal(m)
+	return b
 }

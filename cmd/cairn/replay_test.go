@@ -232,6 +232,34 @@ func TestReplayNamesAndChecksItsInputs(t *testing.T) {
 	assert.Contains(t, bad.stderr, "matrix.csv: the protocol's matrix_sha256 is 0c14400d24b03d89225b1f03bcdc68339f5080abb6168c1db1543db5a522bae6, but the file's sha256 is "+sha256Hex([]byte("not the matrix\n")))
 }
 
+// A folder that holds another replay keeps it, and the refusal says what
+// differs: a byte-identical copy of the outcomes file under another name
+// gives the same figures, and is not said to give others.
+func TestReplayRefusalSaysWhatDiffers(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	protocol, err := filepath.Abs("../../stages/decision/testdata/small_protocol.json")
+	require.NoError(t, err)
+	ob, err := os.ReadFile("../../stages/decision/testdata/small_outcomes.json")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "o.json"), ob, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "o_copy.json"), ob, 0o644))
+	other := strings.Replace(string(ob), `"alpha-c2-s141": "memory_failure"`, `"alpha-c2-s141": "within_margin"`, 1)
+	require.NotEqual(t, string(ob), other)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "other.json"), []byte(other), 0o644))
+	first := runCLI(t, "--chdir", root, "replay", protocol, "o.json", "--out", "od")
+	require.Equal(t, 0, first.code, first.stderr)
+
+	copied := runCLI(t, "--chdir", root, "replay", protocol, "o_copy.json", "--out", "od")
+	assert.Equal(t, 2, copied.code, copied.stderr)
+	assert.Contains(t, copied.stderr, "this one differs in the outcomes file's path (o.json there, o_copy.json here), not in its figures: a replay is not written over another")
+	assert.NotContains(t, copied.stderr, "sha256 (")
+
+	changed := runCLI(t, "--chdir", root, "replay", protocol, "other.json", "--out", "od")
+	assert.Equal(t, 2, changed.code, changed.stderr)
+	assert.Contains(t, changed.stderr, fmt.Sprintf("the outcomes file's path (o.json there, other.json here), the outcomes file's sha256 (%.12s there, %.12s here)", sha256Hex(ob), sha256Hex([]byte(other))))
+	assert.Contains(t, changed.stderr, ", and in its figures: a replay is not written over another")
+}
+
 // An --expect-sha256 that is empty (a digest read from a missing file:
 // "$(cat protocol.sha256)") or not 64 hex digits is refused (exit 2),
 // never taken for no check.
