@@ -399,7 +399,7 @@ func TestReplayReportsEveryProblemOfTheProtocol(t *testing.T) {
 		`screen_seed: is null: give a whole number: the field is required`,
 		`screen_sed: unknown field`,
 		`evaluation_seeds[1]: a string where a whole number is expected`,
-		`memory_limit_mib: the number 1e400 is out of range`,
+		`memory_limit_mib: the number 1e400 is too large to be held`,
 		`additional_donor_guard_mib: a string where a number is expected`,
 		"7 problem(s) in the protocol file decision_protocol.json; nothing was replayed",
 	} {

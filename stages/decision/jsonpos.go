@@ -277,15 +277,10 @@ func (s *source) checkValues(v any, t reflect.Type, path string, use fieldUse, n
 			mismatch()
 			return
 		}
-		f, err := strconv.ParseFloat(string(n), t.Bits())
-		mantissa, _, _ := strings.Cut(strings.ToLower(string(n)), "e")
-		switch {
-		case errors.Is(err, strconv.ErrRange):
-			bad("the number %s is out of range: a number is at most about %s in size", n, maxFloat(t.Bits()))
-		case err != nil:
+		if why, ok := floatProblem(string(n), t.Bits()); !ok {
 			mismatch()
-		case f == 0 && strings.ContainsAny(mantissa, "123456789"):
-			bad("the number %s is too near 0 to be held (a number other than 0 is at least about %s in size), and would be read as 0: write 0, or the number meant", n, minFloat(t.Bits()))
+		} else if why != "" {
+			bad("%s", why)
 		}
 	case reflect.Slice, reflect.Array:
 		list, ok := v.([]any)
@@ -441,6 +436,24 @@ func wholeNumber(n string) (*big.Int, bool) {
 		return nil, false
 	}
 	return new(big.Int).Set(r.Num()), false
+}
+
+// floatProblem says why the JSON number n cannot be held in a float of
+// bits ("" when it can): too large (it would be read as infinity), or too
+// near 0 (it would be read as 0: a donor's peak of 1e-400 as none, a
+// guard of 1e-400 as no guard). ok is false when n is no number at all.
+func floatProblem(n string, bits int) (why string, ok bool) {
+	f, err := strconv.ParseFloat(n, bits)
+	mantissa, _, _ := strings.Cut(strings.ToLower(n), "e")
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return fmt.Sprintf("the number %s is too large to be held: a number is at most about %s in size", n, maxFloat(bits)), true
+	case err != nil:
+		return "", false
+	case f == 0 && strings.ContainsAny(mantissa, "123456789"):
+		return fmt.Sprintf("the number %s is too near 0 to be held (a number other than 0 is at least about %s in size), and would be read as 0: write 0, or the number meant", n, minFloat(bits)), true
+	}
+	return "", true
 }
 
 // maxFloat and minFloat are the largest number a float of bits holds,

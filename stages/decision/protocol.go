@@ -132,12 +132,16 @@ type Donor struct {
 // string ("33108.0", or "" when the donor has no completed run); a number
 // or null is read too. A string holds a JSON number, nothing around it
 // (" 36864", "+36864", "36864.", ".5" and "36_864" are refused). A peak
-// of 0 ("0", "-0", "0.0", or one too small for a float64) is no
-// measurement, as a slot's peak of 0 MiB is (docs/decision.md): no peak.
+// of 0 ("0", "-0", "0.0") is no measurement, as a slot's peak of 0 MiB is
+// (docs/decision.md): no peak. A number too near 0 for a float64
+// ("1e-400") is not 0, and is refused, as one too large is.
 type Peak struct {
 	MiB   float64
 	Known bool
 	bad   string // what the file held, when it is not a peak
+	// why says why a number bad holds cannot be held ("" for any other
+	// bad value): 1e-400 is not 0, no peak, but a number too near 0.
+	why string
 	// exact is the value as written, when it is a decimal: the guard's
 	// boundary is compared exactly, not after rounding to MiB's float64
 	// ("36864.000000000000000001" is above 36864).
@@ -177,8 +181,16 @@ func (p *Peak) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
+	if !jsonNumber.MatchString(text) {
+		*p = Peak{bad: string(b)} // reported, at its place, by check
+		return nil
+	}
+	if why, _ := floatProblem(text, 64); why != "" {
+		*p = Peak{bad: string(b), why: why}
+		return nil
+	}
 	v, err := strconv.ParseFloat(text, 64)
-	if !jsonNumber.MatchString(text) || err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		*p = Peak{bad: string(b)} // reported, at its place, by check
 		return nil
 	}
@@ -558,7 +570,9 @@ func checkDonors(src *source, c *Case, cp string, inCase map[string]bool, t *cas
 		if inCase != nil && !inCase[id] {
 			src.at(dp, "%q is not a candidate of case %q", id, c.ID)
 		}
-		if d.MaxCompletedPeak.bad != "" {
+		if d.MaxCompletedPeak.why != "" {
+			src.at(dp+".max_completed_run_peak_mib", "%s", d.MaxCompletedPeak.why)
+		} else if d.MaxCompletedPeak.bad != "" {
 			src.at(dp+".max_completed_run_peak_mib", "a peak in MiB must be a number of at least 0 (a string holds one as JSON writes it, like \"33108.0\"), or \"\" for none; got %s", d.MaxCompletedPeak.bad)
 		}
 		if !src.has(dp + ".observed_state") {

@@ -204,7 +204,7 @@ p.json:73:31: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c3"].configur
 p.json:139:32: cases[1].candidates[2].actor_micro_batch: a string where a whole number is expected
 p.json:376:23: screen_sed: unknown field; the known fields are listed in docs/decision.md
 p.json:379:5: evaluation_seeds[1]: a string where a whole number is expected
-p.json:386:23: memory_limit_mib: the number 1e400 is out of range: a number is at most about 1.8e308 in size
+p.json:386:23: memory_limit_mib: the number 1e400 is too large to be held: a number is at most about 1.8e308 in size
 p.json:391:5: budgets_per_case[2]: a string where a whole number is expected
 p.json:411:36: resource_cap.wall_minutes_per_allocation: the number 99999999999999999999 is out of range: a whole number is from -9223372036854775808 to 9223372036854775807`, err.Error())
 	var es Errors
@@ -237,6 +237,36 @@ p.json:15:32: cases[0].candidates[0].actor_micro_batch: a string where a whole n
 	// A number too near 0 to be held is not read as 0.
 	_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), `"additional_donor_guard_mib": 2048`, `"additional_donor_guard_mib": 1e-400`, 1)))
 	assert.EqualError(t, err, `p.json:387:33: additional_donor_guard_mib: the number 1e-400 is too near 0 to be held (a number other than 0 is at least about 4.9e-324 in size), and would be read as 0: write 0, or the number meant`)
+}
+
+// A donor's peak that a float64 cannot hold is refused as every other
+// number is: 1e-400 (a number, or a string of one, of either sign) is not
+// 0, no peak, which would make headroom_guard abstain on its donor; and
+// 1e400 is too large, not a peak "of at least 0".
+func TestPeakTooNearZeroOrTooLargeIsRefused(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	const at = `p.json:75:41: cases[0].donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c3"].max_completed_run_peak_mib: `
+	from := `"max_completed_run_peak_mib": "37140.0"`
+	require.Contains(t, string(seed), from)
+	for _, tc := range []struct{ value, want string }{
+		{`1e-400`, `the number 1e-400 is too near 0 to be held (a number other than 0 is at least about 4.9e-324 in size), and would be read as 0: write 0, or the number meant`},
+		{`-1e-400`, `the number -1e-400 is too near 0 to be held`},
+		{`"1e-400"`, `the number 1e-400 is too near 0 to be held`},
+		{`"-1e-400"`, `the number -1e-400 is too near 0 to be held`},
+		{`1e400`, `the number 1e400 is too large to be held: a number is at most about 1.8e308 in size`},
+		{`"1e400"`, `the number 1e400 is too large to be held`},
+		{`-5`, `a peak in MiB must be a number of at least 0`},
+	} {
+		_, err := ParseProtocol("p.json", []byte(strings.Replace(string(seed), from, `"max_completed_run_peak_mib": `+tc.value, 1)))
+		assert.ErrorContains(t, err, at+tc.want, tc.value)
+	}
+	// 0, "0" and "-0" are no measurement: no peak, as documented.
+	for _, zero := range []string{`0`, `"0"`, `"-0"`, `0e-400`} {
+		p, err := ParseProtocol("p.json", []byte(strings.Replace(string(seed), from, `"max_completed_run_peak_mib": `+zero, 1)))
+		require.NoError(t, err, zero)
+		assert.False(t, p.Cases[0].Donors["qwen25_3b-gsm8k-shape1024-n4-steps5-c3"].MaxCompletedPeak.Known, zero)
+	}
 }
 
 // A value that cannot be read is reported once, at its place: the checks
