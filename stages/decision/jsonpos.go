@@ -60,6 +60,14 @@ type source struct {
 	bad map[string]bool
 }
 
+// MaxDepth is how deeply a protocol or outcomes file may nest its values:
+// a protocol nests seven levels (cases, candidates, slot_ids, their
+// lists), an outcomes file two. Deeper, readSource refuses the file
+// before walking it: the walk keeps every value's path, as long as its
+// depth, so a file of a few kilobytes nested thousands deep would take
+// gigabytes.
+const MaxDepth = 64
+
 // readSource indexes data. It reports syntax errors and duplicate keys
 // (encoding/json would keep the last of two silently).
 func readSource(file string, data []byte) *source {
@@ -71,6 +79,11 @@ func readSource(file string, data []byte) *source {
 	}
 	if off := jsonpos.NotUTF8(data); off >= 0 {
 		s.errorf(off, "%s", jsonpos.NotUTF8Message)
+		s.fatal = true
+		return s
+	}
+	if off, deep := jsonpos.TooDeep(data, MaxDepth); deep {
+		s.errorf(off, "a value nested more than %d levels deep: a protocol or outcomes file nests a few levels (docs/decision.md), and one nested this deep is not read (the file is checked no further)", MaxDepth)
 		s.fatal = true
 		return s
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -528,4 +529,39 @@ func TestOutcomesBreakingTheFailurePolicy(t *testing.T) {
 	bs := p.PolicyBreaches(Outcomes{ids[2]: {State: Unresolved, Attempts: 3}}, ids)
 	require.Len(t, bs, 1)
 	assert.Equal(t, ids[2], bs[0].Slot)
+}
+
+// A protocol or outcomes file nested deeper than MaxDepth is refused at
+// the bracket that passes it, before it is walked: a walk keeps every
+// value's path, so 40 KB nested 20,000 deep took 644 MB, and 4 MB nested
+// 2,000,000 deep was killed. What parsing allocates is measured, not how
+// long it takes.
+func TestDeeplyNestedFilesAreRefusedCheaply(t *testing.T) {
+	p, _ := readSmall(t)
+	for _, n := range []int{MaxDepth, 20000, 2000000} {
+		nested := strings.Repeat("[", n) + strings.Repeat("]", n)
+		outcomes := []byte("{\n  \"alpha-c1-s141\": " + nested + "\n}\n")
+		var err error
+		alloc := allocated(func() { _, err = ParseOutcomes("o.json", outcomes, p) })
+		assert.EqualError(t, err, fmt.Sprintf("o.json:2:%d: a value nested more than %d levels deep: a protocol or outcomes file nests a few levels (docs/decision.md), and one nested this deep is not read (the file is checked no further)", 20+MaxDepth-1, MaxDepth), "depth %d", n)
+		assert.Less(t, alloc, uint64(1<<20), "depth %d: bytes allocated", n)
+
+		protocol := []byte(`{"protocol_version": "decision-1.0", "cases": ` + nested + `}`)
+		alloc = allocated(func() { _, err = ParseProtocol("p.json", protocol) })
+		assert.ErrorContains(t, err, fmt.Sprintf("p.json:1:%d: a value nested more than %d levels deep", 47+MaxDepth-1, MaxDepth), "depth %d", n)
+		assert.Less(t, alloc, uint64(1<<20), "depth %d: bytes allocated", n)
+	}
+	// The deepest a file may be is read as usual.
+	ok := []byte("{\"alpha-c1-s141\": " + strings.Repeat("[", MaxDepth-1) + strings.Repeat("]", MaxDepth-1) + "}")
+	_, err := ParseOutcomes("o.json", ok, p)
+	assert.ErrorContains(t, err, "an outcome is a state string or")
+}
+
+// allocated is how many bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

@@ -340,6 +340,32 @@ func NotUTF8(data []byte) int {
 // byte in.
 const NotUTF8Message = "a byte that is not UTF-8 (JSON text is UTF-8; a JSON reader would read it as U+FFFD, so two names that differ only there would be read as one): re-encode the file as UTF-8"
 
+// TooDeep returns the offset of the first bracket ('{' or '[') of data
+// that opens a value nested more than limit levels deep, in one pass over
+// the bytes, strings skipped; ok is false when none does. A walk of a
+// document keeps the path of every value, each as long as its depth: a
+// few kilobytes nested thousands deep would take gigabytes, so a reader
+// refuses such a document before it walks it.
+func TooDeep(data []byte, limit int) (off int, ok bool) {
+	depth, inString := 0, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			if depth++; depth > limit {
+				return i, true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return 0, false
+}
+
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Member is the path of member k of the object at path: path.k, or

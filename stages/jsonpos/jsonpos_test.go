@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,4 +94,26 @@ func TestInexactKeys(t *testing.T) {
 	// A map of structs at the top, as an outcomes file is read.
 	keys := InexactKeys([]byte(`{"s1": "x", "s2": {"State": "y", "attempts": 1}}`), reflect.TypeFor[map[string]inner]())
 	assert.Equal(t, []Key{{"s2.State", 19}}, keys)
+}
+
+func TestTooDeep(t *testing.T) {
+	for doc, want := range map[string]int{
+		`{"a": [[1]]}`:                 -1,
+		`{"a": [[[1]]]}`:               8,  // the fourth bracket
+		`{"[[[[": "{{{{"}`:             -1, // brackets in strings are text
+		`{"a\"[[[[": [1]}`:             -1, // and so after an escaped quote
+		`[{"k": {"k": []}}]`:           13,
+		`[[[]]], [[[]]]`:               -1, // depth falls back
+		strings.Repeat("[", 1e6):       3,
+		`"\\" [[[[`:                    8, // an escaped backslash ends no string
+		`{"a": 1}` + "\n" + `[[[[]]]]`: 12,
+	} {
+		off, deep := TooDeep([]byte(doc), 3)
+		if want < 0 {
+			assert.False(t, deep, doc)
+			continue
+		}
+		assert.True(t, deep, doc)
+		assert.Equal(t, want, off, doc)
+	}
 }
