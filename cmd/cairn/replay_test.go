@@ -283,6 +283,30 @@ func TestReplayRefusesAnEmptyExpectedDigest(t *testing.T) {
 	}
 }
 
+// An id that would corrupt replay.tsv (a tab in a case id, a ";" in a
+// candidate id) is refused: exit 2, the field and the protocol file
+// named, nothing written.
+func TestReplayRefusesIDsThatWouldCorruptTheTSV(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	pb, err := os.ReadFile("../../stages/decision/testdata/small_protocol.json")
+	require.NoError(t, err)
+	outcomes, err := filepath.Abs("../../stages/decision/testdata/small_outcomes.json")
+	require.NoError(t, err)
+	for _, tc := range []struct{ from, to, want string }{
+		{`"case_id": "alpha"`, `"case_id": "al\tpha"`, `p.json:8:18: cases[0].case_id: "al\tpha" must be an id without tabs, newlines or other control characters`},
+		{`"candidate_id": "alpha-c1"`, `"candidate_id": "alpha=approve;c1"`, `p.json:13:27: cases[0].candidates[0].candidate_id: "alpha=approve;c1" must be an id without tabs, newlines, other control characters, "=" or ";"`},
+	} {
+		require.Contains(t, string(pb), tc.from)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "p.json"), []byte(strings.Replace(string(pb), tc.from, tc.to, 1)), 0o644))
+		r := runCLI(t, "--chdir", root, "replay", "p.json", outcomes, "--out", "out")
+		assert.Equal(t, 2, r.code, r.stderr)
+		assert.Contains(t, r.stderr, tc.want)
+		assert.Contains(t, r.stderr, "in the protocol file p.json; nothing was replayed")
+		_, err := os.Stat(filepath.Join(root, "out"))
+		assert.True(t, os.IsNotExist(err), "%s: nothing written", tc.to)
+	}
+}
+
 // A decision stage's replay says which frozen files matched and which
 // were absent: a pinned file removed, or put back, since its last run
 // reruns the node, whose result says so, and one put back changed is

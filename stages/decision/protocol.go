@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/cairn-run/cairn/stages/jsonpos"
 )
@@ -474,6 +475,9 @@ func (p *Protocol) checkCase(src *source, ci int, t *caseTally) {
 			src.at(cp+"."+f.name, "must not be empty")
 		}
 	}
+	if hasAny(c.ID, "") {
+		src.at(cp+".case_id", "%q must be an id without tabs, newlines or other control characters: it is a field of replay.tsv, whose fields and rows they separate", c.ID)
+	}
 	if t.caseIDs[c.ID] && c.ID != "" {
 		src.at(cp+".case_id", "case %q is given twice", c.ID)
 	}
@@ -511,6 +515,9 @@ func (p *Protocol) checkCandidate(src *source, k *Candidate, kp string, t *caseT
 	}
 	if k.ID == "" && src.has(kp+".candidate_id") {
 		src.at(kp+".candidate_id", "must not be empty")
+	}
+	if hasAny(k.ID, decisionSeparators) {
+		src.at(kp+".candidate_id", "%q must be an id without tabs, newlines, other control characters, %q or %q: replay.tsv's decisions column writes ID=DECISION;ID=DECISION, and its fields and rows are separated by tabs and newlines", k.ID, decisionSeparators[:1], decisionSeparators[1:])
 	}
 	if prev, dup := t.candIDs[k.ID]; dup && k.ID != "" {
 		src.at(kp+".candidate_id", "candidate %q is also %s", k.ID, prev)
@@ -553,6 +560,16 @@ func (p *Protocol) checkCandidate(src *source, k *Candidate, kp string, t *caseT
 			}
 		}
 	}
+}
+
+// decisionSeparators are the characters replay.tsv's decisions column
+// separates candidates and their decisions with (ID=DECISION;…).
+const decisionSeparators = "=;"
+
+// hasAny says whether id holds a control character (a tab or a newline,
+// which separate replay.tsv's fields and rows) or one of also.
+func hasAny(id, also string) bool {
+	return strings.IndexFunc(id, func(r rune) bool { return unicode.IsControl(r) || strings.ContainsRune(also, r) }) >= 0
 }
 
 // checkDonors checks case c's donors (at path cp), in file order: each a

@@ -565,3 +565,29 @@ func allocated(f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+// A case or candidate id is a field of replay.tsv: a tab, a newline or
+// another control character in it would split its row, and a ";" or "="
+// in a candidate id would make the decisions column (ID=DECISION;…)
+// ambiguous. Each is refused at its place; the same characters elsewhere
+// in an id, and the ids of the seed's protocol, are not.
+func TestIDsThatWouldCorruptTheTSVAreRefused(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed_protocol.json")
+	require.NoError(t, err)
+	caseID, candID := `"case_id": "qwen25_3b-gsm8k-shape1024-n4-steps5"`, `"candidate_id": "qwen25_3b-gsm8k-shape1024-n4-steps5-c2"`
+	for _, tc := range []struct{ from, to, want string }{
+		{caseID, `"case_id": "qwen\tgsm8k"`, `p.json:8:18: cases[0].case_id: "qwen\tgsm8k" must be an id without tabs, newlines or other control characters: it is a field of replay.tsv`},
+		{caseID, `"case_id": "qwen\ngsm8k"`, `p.json:8:18: cases[0].case_id: "qwen\ngsm8k" must be an id without tabs`},
+		{caseID, `"case_id": "qwen\u0085gsm8k"`, `cases[0].case_id: "qwen\u0085gsm8k" must be an id without tabs`},
+		{candID, `"candidate_id": "x=approve;y"`, `p.json:13:27: cases[0].candidates[0].candidate_id: "x=approve;y" must be an id without tabs, newlines, other control characters, "=" or ";": replay.tsv's decisions column writes ID=DECISION;ID=DECISION`},
+		{candID, `"candidate_id": "c;2"`, `cases[0].candidates[0].candidate_id: "c;2" must be an id without`},
+		{candID, `"candidate_id": "c\t2"`, `cases[0].candidates[0].candidate_id: "c\t2" must be an id without`},
+	} {
+		require.Contains(t, string(seed), tc.from)
+		_, err := ParseProtocol("p.json", []byte(strings.Replace(string(seed), tc.from, tc.to, 1)))
+		assert.ErrorContains(t, err, tc.want, tc.to)
+	}
+	// A case id may hold "=" or ";": it is a field of its own.
+	_, err = ParseProtocol("p.json", []byte(strings.Replace(string(seed), caseID, `"case_id": "qwen;a=b"`, 1)))
+	assert.NoError(t, err)
+}
