@@ -226,19 +226,69 @@ func (s *Server) passThrough(w http.ResponseWriter, r *http.Request, path string
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, r.Method, endpointURL(s.picker.Next(), path, r.URL.RawQuery), bytes.NewReader(body))
+	ep := s.picker.Next()
+	req, _ := http.NewRequestWithContext(ctx, r.Method, endpointURL(ep, path, r.URL.RawQuery), bytes.NewReader(body))
 	copyHeaders(req.Header, r.Header)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, "model cache: the endpoint did not answer: "+err.Error())
+		s.gatewayError(ctx, w, ep, "did not answer", err)
 		return
 	}
 	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		w.Header().Set("Content-Type", ct)
+	sent, err := relay(w, resp, false, nil)
+	switch {
+	case err != nil && !sent:
+		s.gatewayError(ctx, w, ep, "cut its answer off", err)
+	case err != nil:
+		abortCut()
 	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+}
+
+// gatewayError answers a request whose forward to ep failed (what: how)
+// with err before anything was sent to the client: 504 when it ran past
+// the timeout, else 502, with a JSON error saying so. Nothing is stored.
+func (s *Server) gatewayError(ctx context.Context, w http.ResponseWriter, ep, what string, err error) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		writeError(w, http.StatusGatewayTimeout, fmt.Sprintf("model cache: %s did not answer within %s (not stored)", ep, s.cfg.Timeout))
+		return
+	}
+	writeError(w, http.StatusBadGateway, fmt.Sprintf("model cache: %s %s: %v (not stored)", ep, what, err))
+}
+
+// relay sends the client an endpoint's answer as it comes, each piece
+// also into keep when not nil, and flushed at once when flush (a stream,
+// event by event). The status is sent with the first piece, not before:
+// an answer that breaks off before any byte of it can still be answered
+// with an error status. It returns whether the status was sent, and the
+// error that broke the answer off (nil when it came whole).
+func relay(w http.ResponseWriter, resp *http.Response, flush bool, keep *bytes.Buffer) (sent bool, err error) {
+	fl, _ := w.(http.Flusher)
+	chunk := make([]byte, 32<<10)
+	for {
+		n, rerr := resp.Body.Read(chunk)
+		if rerr != nil && rerr != io.EOF {
+			return sent, rerr
+		}
+		if !sent {
+			if ct := resp.Header.Get("Content-Type"); ct != "" {
+				w.Header().Set("Content-Type", ct)
+			}
+			w.WriteHeader(resp.StatusCode)
+			sent = true
+		}
+		if n > 0 {
+			if keep != nil {
+				keep.Write(chunk[:n])
+			}
+			_, _ = w.Write(chunk[:n])
+			if flush && fl != nil {
+				fl.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			return sent, nil
+		}
+	}
 }
 
 func copyHeaders(dst, src http.Header) {
@@ -325,9 +375,12 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, ke
 			done()
 			continue
 		}
-		stored := s.forward(w, r, req, key, body)
+		stored, cut := s.forward(w, r, req, key, body)
 		s.release(key)
 		done()
+		if cut {
+			abortCut()
+		}
 		return stored
 	}
 }
@@ -469,10 +522,22 @@ func storable(status int) bool {
 	return status >= 200 && status < 300 || status == http.StatusBadRequest || status == http.StatusUnprocessableEntity
 }
 
+// abortCut ends the client's connection in the middle of an answer the
+// endpoint broke off (it closed the connection, or ran past the timeout)
+// after part of it was sent: net/http then sends neither the rest of a
+// Content-Length nor the end of a chunked body, so the client's read
+// fails as it would have from the endpoint, and it retries, instead of
+// taking the part for a whole answer.
+func abortCut() {
+	panic(http.ErrAbortHandler)
+}
+
 // forward sends the call to the next endpoint, copies the answer to the
 // client as it comes (a stream event by event), then stores it whole when
-// storable; key's claim is held throughout. It says whether it stored it.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, key string, body []byte) bool {
+// storable; key's claim is held throughout. It says whether it stored it,
+// and whether the answer broke off after part of it was sent to the
+// client (cut: the caller aborts the connection once it let go of key).
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, key string, body []byte) (stored, cut bool) {
 	s.forwarded.Add(1)
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
@@ -485,58 +550,38 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, k
 	resp, err := s.client.Do(hreq)
 	if err != nil {
 		s.failed.Add(1)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			writeError(w, http.StatusGatewayTimeout, fmt.Sprintf("model cache: %s did not answer within %s (not stored)", ep, s.cfg.Timeout))
-			return false
-		}
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("model cache: %s did not answer: %v (not stored)", ep, err))
-		return false
+		s.gatewayError(ctx, w, ep, "did not answer", err)
+		return false, false
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 500 {
 		items.EndpointAnswered(ep)
 	}
-	ct := resp.Header.Get("Content-Type")
-	if ct != "" {
-		w.Header().Set("Content-Type", ct)
-	}
-	w.WriteHeader(resp.StatusCode)
 	var buf bytes.Buffer
-	fl, _ := w.(http.Flusher)
-	chunk := make([]byte, 32<<10)
-	for {
-		n, rerr := resp.Body.Read(chunk)
-		if n > 0 {
-			buf.Write(chunk[:n])
-			_, _ = w.Write(chunk[:n])
-			if req.Stream && fl != nil {
-				fl.Flush()
-			}
+	sent, err := relay(w, resp, req.Stream, &buf)
+	if err != nil { // cut off: keep none, and let the client see it
+		s.failed.Add(1)
+		if !sent {
+			s.gatewayError(ctx, w, ep, "cut its answer off", err)
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil { // cut off: the client saw a broken answer; keep none
-			s.failed.Add(1)
-			return false
-		}
+		return false, sent
 	}
 	if !storable(resp.StatusCode) {
 		s.failed.Add(1)
-		return false
+		return false, false
 	}
-	st := &Stored{Format: storedFormat, Status: resp.StatusCode, ContentType: ct, Body: buf.Bytes(), Path: req.Path, Model: req.Model, Stream: req.Stream}
+	st := &Stored{Format: storedFormat, Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: buf.Bytes(), Path: req.Path, Model: req.Model, Stream: req.Stream}
 	st.prepare()
 	out, _ := json.Marshal(st)
 	if err := s.cfg.Store.Put(key, items.Result{Outputs: out}); err != nil {
 		s.failed.Add(1)
-		return false
+		return false, false
 	}
 	s.remember(key, st)
 	if s.cfg.OnStored != nil {
 		s.cfg.OnStored(req.Path, req.Model, key)
 	}
-	return true
+	return true, false
 }
 
 var hitHeader = []string{"hit"}

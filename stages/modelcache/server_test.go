@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -359,5 +360,102 @@ func TestCacheFailedSampleKeepsItsOccurrence(t *testing.T) {
 	}
 	if c := s2.Counts(); c.Forwarded != 0 || c.FromStore != 5 {
 		t.Errorf("rerun counts %+v, want all 5 from the store and none forwarded", c)
+	}
+}
+
+// cuttingUpstream is an endpoint that breaks its answers off, by the
+// prompt's start: "body" declares 200 bytes and sends 27; "stream" sends two
+// events of a chunked stream and not its end; "silent" sends its headers
+// and no byte of the body; "hang" sends one event, "wait" only its
+// headers, and then nothing until the test ends. Each then closes the
+// connection.
+func cuttingUpstream(t *testing.T) string {
+	t.Helper()
+	end := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		chunked := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+		event := "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+		chunk := fmt.Sprintf("%x\r\n%s\r\n", len(event), event)
+		switch {
+		case bytes.Contains(b, []byte("body:")):
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"+`{"id":"x","choices":[{"mess`)
+		case bytes.Contains(b, []byte("stream:")):
+			io.WriteString(conn, chunked+chunk+chunk)
+		case bytes.Contains(b, []byte("silent:")):
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n")
+		case bytes.Contains(b, []byte("hang:")):
+			io.WriteString(conn, chunked+chunk)
+			<-end
+		case bytes.Contains(b, []byte("wait:")):
+			io.WriteString(conn, chunked)
+			<-end
+		}
+	}))
+	t.Cleanup(func() { close(end); up.Close() })
+	return up.URL + "/v1"
+}
+
+// TestCacheLetsTheClientSeeACutAnswer: an answer the endpoint breaks off
+// after cairn sent part of it reaches the client broken (its read fails,
+// as it would from the endpoint), never as a shorter answer that looks
+// whole; one broken off before any byte, or past the timeout before any,
+// gets 502 or 504 with a JSON error. None is stored. A tokenizer call
+// passed through is cut as the endpoint cut it too.
+func TestCacheLetsTheClientSeeACutAnswer(t *testing.T) {
+	st, err := items.OpenStore(t.TempDir(), items.StoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := Start(Config{Endpoints: []string{cuttingUpstream(t)}, Store: st, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ask := func(prompt string, stream bool) (*http.Response, []byte, error) {
+		body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"%s: say a lot"}],"temperature":0,"stream":%t}`, prompt, stream)
+		resp, err := http.Post(s.URL+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, b, err
+	}
+	for _, c := range []struct {
+		prompt string
+		stream bool
+	}{{"body", false}, {"stream", true}, {"hang", true}} {
+		for try := range 2 {
+			resp, b, err := ask(c.prompt, c.stream)
+			if err == nil {
+				t.Errorf("%s (try %d): the client read a whole answer %d %q; want its read to fail", c.prompt, try+1, resp.StatusCode, b)
+			}
+		}
+	}
+	for prompt, want := range map[string]int{"silent": 502, "wait": 504} {
+		resp, b, err := ask(prompt, false)
+		if err != nil || resp.StatusCode != want || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"message":"model cache: `) {
+			t.Errorf("%s: got %v %v %s, want %d with a JSON error", prompt, resp, err, b, want)
+		}
+	}
+	// Passed through, the same.
+	resp, err := http.Post(strings.TrimSuffix(s.URL, "/v1")+"/tokenize", "application/json", strings.NewReader(`{"model":"m","prompt":"body: x"}`))
+	if err == nil {
+		b, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if rerr == nil {
+			t.Errorf("tokenize: the client read a whole answer %d %q; want its read to fail", resp.StatusCode, b)
+		}
+	}
+	if c := s.Counts(); c.Forwarded != 8 || c.Failed != 8 || c.FromStore != 0 {
+		t.Errorf("counts %+v: every cut answer must be forwarded again, none stored", c)
 	}
 }
