@@ -198,11 +198,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// writeError answers with status and an error body in the OpenAI API's
+// shape, its type saying what went wrong (errorType).
 func writeError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": status}})
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": errorType(status), "code": status}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// errorType is an error body's type for status: the request's fault for
+// a 4xx, the endpoint's for a 5xx (a timeout said as one).
+func errorType(status int) string {
+	switch {
+	case status == http.StatusGatewayTimeout:
+		return "timeout_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
 }
 
 // endpointURL is the endpoint's URL for path: the /v1 paths under the

@@ -406,7 +406,8 @@ func cuttingUpstream(t *testing.T) string {
 // after cairn sent part of it reaches the client broken (its read fails,
 // as it would from the endpoint), never as a shorter answer that looks
 // whole; one broken off before any byte, or past the timeout before any,
-// gets 502 or 504 with a JSON error. None is stored. A tokenizer call
+// gets 502 or 504 with a JSON error that says it is the endpoint's
+// fault (server_error, timeout_error). None is stored. A tokenizer call
 // passed through is cut as the endpoint cut it too.
 func TestCacheLetsTheClientSeeACutAnswer(t *testing.T) {
 	st, err := items.OpenStore(t.TempDir(), items.StoreOptions{NoSync: true})
@@ -440,10 +441,16 @@ func TestCacheLetsTheClientSeeACutAnswer(t *testing.T) {
 			}
 		}
 	}
-	for prompt, want := range map[string]int{"silent": 502, "wait": 504} {
+	for prompt, want := range map[string]struct {
+		status int
+		typ    string
+	}{"silent": {502, "server_error"}, "wait": {504, "timeout_error"}} {
 		resp, b, err := ask(prompt, false)
-		if err != nil || resp.StatusCode != want || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"message":"model cache: `) {
-			t.Errorf("%s: got %v %v %s, want %d with a JSON error", prompt, resp, err, b, want)
+		var v struct {
+			Error struct{ Message, Type string }
+		}
+		if err != nil || resp.StatusCode != want.status || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(b, &v) != nil || !strings.HasPrefix(v.Error.Message, "model cache: ") || v.Error.Type != want.typ {
+			t.Errorf("%s: got %v %v %s, want %d with a JSON error of type %s", prompt, resp, err, b, want.status, want.typ)
 		}
 	}
 	// Passed through, the same.
