@@ -99,3 +99,19 @@ func TestModelCacheURLNeedsTheBlock(t *testing.T) {
 	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "has no model_cache")
 }
+
+// An endpoint that is a server's root, not its /v1 base URL, is refused
+// before anything runs, where it is written: the calls would go to
+// /chat/completions, which vLLM answers 404.
+func TestModelCacheEndpointsEndInV1(t *testing.T) {
+	w := newWorkspace(t, "sim:0")
+	w.write("a.hcl", `stage "command" "x" {
+  run         = ["true"]
+  model_cache = { endpoints = ["http://127.0.0.1:18500"] }
+}
+`)
+	out, code := w.run("validate", "a.hcl")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "a.hcl:3:")
+	require.Contains(t, out, `model_cache.endpoints: "http://127.0.0.1:18500" does not end in /v1`)
+}

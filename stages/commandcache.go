@@ -77,7 +77,13 @@ func decodeModelCache(n *Node) (*modelCacheSpec, hcl.Diagnostics) {
 				if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
 					return bad(fmt.Sprintf("model_cache.endpoints: %q is not an http(s) URL.", e))
 				}
-				spec.Endpoints = append(spec.Endpoints, strings.TrimSuffix(e, "/"))
+				base := strings.TrimSuffix(e, "/")
+				// The calls go to BASE/chat/completions: a server's root
+				// would get them where vLLM answers 404.
+				if !strings.HasSuffix(base, "/v1") {
+					return bad(fmt.Sprintf("model_cache.endpoints: %q does not end in /v1: give the base URL the OpenAI API is served under, as vLLM serves it (\"http://HOST:PORT/v1\"); the calls go to BASE/chat/completions.", e))
+				}
+				spec.Endpoints = append(spec.Endpoints, base)
 			}
 		case "weights":
 			if ev.IsNull() {

@@ -58,6 +58,7 @@ func TestModelCacheAttributeIsChecked(t *testing.T) {
 		ptr(cty.ObjectVal(map[string]cty.Value{"endpoint": cty.StringVal("http://h/v1")})):                                                               `no field "endpoint"`,
 		ptr(cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("http://h/v1")}), "timeout": cty.StringVal("soon")})): "not a positive duration",
 		ptr(cty.StringVal("http://h/v1")): "model_cache is an object",
+		ptr(cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("http://127.0.0.1:18500")})})): `"http://127.0.0.1:18500" does not end in /v1`,
 	} {
 		d := Command{}.Check(node(*v))
 		require.True(t, d.HasErrors())
