@@ -198,7 +198,7 @@ func (d *jsonDecoder) str() string {
 		d.refuse(start+InvalidUTF8At(raw), "holds a byte that is not UTF-8 at line %d, column %d: JSON text is UTF-8, and a JSON reader would read the byte as U+FFFD, changing the text. Re-encode the text (or the file it comes from) as UTF-8")
 	}
 	if escaped {
-		if off := loneSurrogate(raw); off >= 0 {
+		if off := LoneSurrogate(raw); off >= 0 {
 			d.refuse(start+off, "holds at line %d, column %d an escape of half a UTF-16 surrogate pair (\\uD800 to \\uDFFF without its other half), which is no character: a JSON reader would read it as U+FFFD, changing the text. Write the character itself, or both halves of its pair")
 		}
 	}
@@ -209,9 +209,12 @@ func (d *jsonDecoder) str() string {
 	return s
 }
 
-// loneSurrogate is the offset in raw, a JSON string token, of a \u
+// LoneSurrogate is the offset in raw, a JSON string token, of a \u
 // escape of half a surrogate pair without its other half; -1 if none.
-func loneSurrogate(raw []byte) int {
+// JSON readers read one as U+FFFD, so that texts which differ only there
+// read the same: what keys or compares them refuses it (here, and the
+// item and model-call keys' canonical JSON).
+func LoneSurrogate(raw []byte) int {
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '\\' {
 			continue

@@ -271,7 +271,11 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 				// Go's decoder would turn each bad byte into U+FFFD, and
 				// two items that differ only there into one key.
 				bad := start + dsl.InvalidUTF8At(raw)
-				return nil, nil, fmt.Errorf("a string holds bytes that are not UTF-8 (offset %d): JSON is UTF-8 text; re-encode the file", bad)
+				return nil, nil, &TextError{fmt.Sprintf("a string holds bytes that are not UTF-8 (offset %d): JSON is UTF-8 text; re-encode the file", bad)}
+			}
+			if off := dsl.LoneSurrogate(raw); off >= 0 {
+				// Go's decoder would make it U+FFFD too.
+				return nil, nil, &TextError{fmt.Sprintf("a string holds an escape of half a UTF-16 surrogate pair (\\uD800 to \\uDFFF without its other half; offset %d), which is no character: a JSON reader reads it as U+FFFD, and texts that differ only there would be one. Write the character itself, or both halves of its pair", start+off)}
 			}
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
@@ -291,6 +295,14 @@ func (c *canonicalizer) str() (key, enc []byte, err error) {
 		}
 	}
 }
+
+// A TextError is a JSON string the canonical form refuses for its text:
+// bytes that are not UTF-8, or an escape of half a UTF-16 surrogate pair.
+// A JSON reader reads either as U+FFFD, and so two values that differ
+// only there as one.
+type TextError struct{ Msg string }
+
+func (e *TextError) Error() string { return e.Msg }
 
 // strASCII marks the bytes that str takes as they are: ASCII, neither a
 // control character, a quote nor a backslash.

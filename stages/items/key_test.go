@@ -164,6 +164,24 @@ func TestCanonicalRefusesBytesThatAreNotUTF8(t *testing.T) {
 	assert.NotEmpty(t, a)
 }
 
+// An escape of half a UTF-16 surrogate pair is refused: Go's decoder
+// would make it U+FFFD, and give "\ud800", "\udbff" and "\ufffd" one key.
+func TestCanonicalRefusesLoneSurrogates(t *testing.T) {
+	for _, bad := range []string{`"sur\ud800"`, `{"q": "sur\udbff"}`, `{"\udc00": 1}`, `["ok \ud83d\ude00", "\ud83d x"]`, `"\ud800\ud800"`} {
+		_, err := Canonical(json.RawMessage(bad))
+		require.Error(t, err, "%q", bad)
+		assert.Contains(t, err.Error(), "half a UTF-16 surrogate pair", "%q", bad)
+		var te *TextError
+		assert.ErrorAs(t, err, &te)
+	}
+	_, err := Canonical(json.RawMessage(`{"q": "sur\udbff"}`))
+	assert.Contains(t, err.Error(), "offset 10", "the escape")
+	for _, good := range []string{`"sur\ufffd"`, `"\ud83d\ude00"`, `"\\ud800"`} {
+		_, err := Canonical(json.RawMessage(good))
+		assert.NoError(t, err, good)
+	}
+}
+
 // CanonicalMember gives Canonical's text and, in the same pass, the
 // canonical text of one top-level member; never a nested member of that
 // name. What readers take differently, it refuses, saying where.

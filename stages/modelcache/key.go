@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -67,6 +68,10 @@ func Parse(path string, body []byte) (*Request, error) {
 	if err != nil {
 		if isNull(body) {
 			return nil, &BadRequest{fmt.Sprintf("the request body of POST %s is null: send a JSON object", path)}
+		}
+		var te *items.TextError
+		if errors.As(err, &te) {
+			return nil, &BadRequest{fmt.Sprintf("the request body of POST %s is JSON, but %v", path, err)}
 		}
 		return nil, &BadRequest{fmt.Sprintf("the request body of POST %s is not a JSON object: %v", path, err)}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages/items"
 )
 
@@ -24,6 +25,10 @@ func parseReference(path string, body []byte) (*Request, error) {
 		// decoded, they would become U+FFFD, and two requests one key);
 		// outside strings the decoder refuses them anyway.
 		return nil, &BadRequest{"not UTF-8"}
+	}
+	if dsl.LoneSurrogate(body) >= 0 {
+		// So is an escape of half a surrogate pair, for the same reason.
+		return nil, &BadRequest{"half a surrogate pair"}
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
@@ -125,6 +130,7 @@ var parseSeeds = []string{
 	"{\"model\":\"m\xff\",\"messages\":[\"\xfe\"]}",
 	`{"model":"m","messages":[]`,
 	`[1,2]`, `"s"`, `null`, ` null `, `3`, ``, `{}`, `{"":1}`,
+	`{"model":"m","messages":[{"content":"sur\ud800"}]}`, `{"model":"m","messages":[{"content":"sur\ufffd \\ud800"}]}`,
 }
 
 // TestParseMatchesReference: Parse gives every body the key parts the

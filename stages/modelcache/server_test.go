@@ -218,6 +218,32 @@ func TestCacheRefusesMalformedWithoutForwarding(t *testing.T) {
 	}
 }
 
+// TestCacheRefusesLoneSurrogates: requests that differ only in an escape
+// of half a surrogate pair would share one key (a JSON reader reads each
+// as U+FFFD) and so one answer: they are refused, never forwarded, as a
+// string that is not UTF-8 is; U+FFFD itself is text.
+func TestCacheRefusesLoneSurrogates(t *testing.T) {
+	e := newEnv(t, simmodel.Config{})
+	s := e.start(nil)
+	ask := func(content string) (int, string) {
+		code, _, raw := post(t, s.URL+"/chat/completions", `{"model":"sim-model","messages":[{"role":"user","content":"`+content+`"}],"temperature":0}`)
+		var v struct{ Error struct{ Message string } }
+		_ = json.Unmarshal(raw, &v)
+		return code, v.Error.Message
+	}
+	for _, c := range []string{`sur\ud800`, `sur\udbff`} {
+		if code, msg := ask(c); code != 400 || !strings.Contains(msg, "half a UTF-16 surrogate pair") || !strings.Contains(msg, "not forwarded") {
+			t.Errorf("%s: got %d %q, want 400 naming the escape", c, code, msg)
+		}
+	}
+	if code, msg := ask(`sur\ufffd`); code != 200 {
+		t.Errorf(`sur\ufffd: got %d %q, want the model's answer`, code, msg)
+	}
+	if c := s.Counts(); c.Refused != 2 || c.Forwarded != 1 || e.sim.ChatRequests() != 1 {
+		t.Errorf("counts %+v, %d requests reached the model: want 2 refused and 1 forwarded", c, e.sim.ChatRequests())
+	}
+}
+
 func TestCacheDoesNotStoreServerErrors(t *testing.T) {
 	e := newEnv(t, simmodel.Config{FailRate: 1})
 	s := e.start(nil)
