@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,15 +53,23 @@ func cacheFigures(t *testing.T, out string) (fromStore, forwarded int) {
 	return a, b
 }
 
-func TestModelCacheStageServesTheProcess(t *testing.T) {
+// cacheWorkspace is a workspace with the client script, and a simulated
+// model for its calls (closed when the test ends).
+func cacheWorkspace(t *testing.T) (*workspace, *simmodel.Running) {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3 for the client script")
 	}
 	w := newWorkspace(t, "sim:0")
 	sim, err := simmodel.Start(simmodel.Config{}, "")
 	require.NoError(t, err)
-	defer sim.Close()
+	t.Cleanup(func() { sim.Close() })
 	w.write("client.py", cacheClient)
+	return w, sim
+}
+
+func TestModelCacheStageServesTheProcess(t *testing.T) {
+	w, sim := cacheWorkspace(t)
 	w.write("a.hcl", cachePipeline("first", sim.URL, 6))
 	out, code := w.run("apply", "a.hcl")
 	require.Equal(t, 0, code, out)
@@ -114,4 +123,47 @@ func TestModelCacheEndpointsEndInV1(t *testing.T) {
 	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "a.hcl:3:")
 	require.Contains(t, out, `model_cache.endpoints: "http://127.0.0.1:18500" does not end in /v1`)
+}
+
+// model_cache.weights naming a folder keys the calls by the folder's
+// content, as a serve stage's weights do: new weights in the same folder
+// run the stage again and forward every call, never answer them with
+// the old weights' answers. What is neither a digest nor a path is
+// refused before anything runs, where it is written.
+func TestModelCacheWeightsPathIsKeyedByContent(t *testing.T) {
+	w, sim := cacheWorkspace(t)
+	w.write("weights/model.bin", "first weights\n")
+	w.write("a.hcl", `variable "w" { default = "weights" }
+stage "command" "x" {
+  run         = ["python3", "client.py", self.model_cache.url, "3", "x.txt"]
+  inputs      = ["client.py"]
+  outputs     = ["x.txt"]
+  model_cache = {
+    endpoints = [`+strconv.Quote(sim.URL)+`]
+    weights   = { "sim-model" = var.w }
+  }
+}
+`)
+	out, code := w.run("apply", "a.hcl")
+	require.Equal(t, 0, code, out)
+	fromStore, forwarded := cacheFigures(t, out)
+	require.Equal(t, [2]int{0, 3}, [2]int{fromStore, forwarded}, out)
+
+	w.write("weights/model.bin", "second weights\n")
+	out, code = w.run("plan", "a.hcl")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "run: input weights changed", "new weights in the folder: the stage must run again")
+	require.Contains(t, out, "1 to run, 0 cached")
+	out, code = w.run("apply", "a.hcl")
+	require.Equal(t, 0, code, out)
+	fromStore, forwarded = cacheFigures(t, out)
+	require.Equal(t, [2]int{0, 3}, [2]int{fromStore, forwarded}, "the new weights were answered with the old ones' answers:\n%s", out)
+	require.Equal(t, 6, sim.ChatRequests())
+
+	for _, bad := range []string{"sha256:XYZ", "sha256:" + strings.Repeat("AB", 32), ""} {
+		out, code = w.run("validate", "a.hcl", "--var", "w="+bad)
+		require.Equal(t, 2, code, "%q: %s", bad, out)
+		require.Contains(t, out, "a.hcl:6:", bad)
+		require.Contains(t, strings.Join(strings.Fields(out), " "), strconv.Quote(bad)+" is neither a digest nor a path", bad)
+	}
 }

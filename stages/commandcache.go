@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +49,8 @@ func usesModelCacheURL(p Proc) bool {
 }
 
 // decodeModelCache decodes model_cache = { endpoints = [...], weights =
-// {MODEL = DIGEST}, timeout = "10m" }; unknown values (plan time) pass.
+// {MODEL = DIGEST or PATH}, timeout = "10m" }; unknown values (plan time)
+// pass.
 func decodeModelCache(n *Node) (*modelCacheSpec, hcl.Diagnostics) {
 	if !hasModelCache(n) {
 		return nil, nil
@@ -62,7 +65,7 @@ func decodeModelCache(n *Node) (*modelCacheSpec, hcl.Diagnostics) {
 	}
 	ty := v.Type()
 	if !ty.IsObjectType() && !ty.IsMapType() {
-		return bad("model_cache is an object: { endpoints = [\"http://HOST:PORT/v1\"], weights = { MODEL = DIGEST }, timeout = \"10m\" }.")
+		return bad("model_cache is an object: { endpoints = [\"http://HOST:PORT/v1\"], weights = { MODEL = DIGEST or PATH }, timeout = \"10m\" }.")
 	}
 	spec := &modelCacheSpec{}
 	for it := v.ElementIterator(); it.Next(); {
@@ -86,20 +89,11 @@ func decodeModelCache(n *Node) (*modelCacheSpec, hcl.Diagnostics) {
 				spec.Endpoints = append(spec.Endpoints, base)
 			}
 		case "weights":
-			if ev.IsNull() {
-				continue
+			w, msg := decodeCacheWeights(ev)
+			if msg != "" {
+				return bad(msg)
 			}
-			if !ev.Type().IsObjectType() && !ev.Type().IsMapType() {
-				return bad("model_cache.weights maps each model id to the digest of the weights served under it.")
-			}
-			spec.Weights = map[string]string{}
-			for wi := ev.ElementIterator(); wi.Next(); {
-				mk, mv := wi.Element()
-				if mv.IsNull() || !mv.Type().Equals(cty.String) {
-					return bad(fmt.Sprintf("model_cache.weights[%q] is not a string.", mk.AsString()))
-				}
-				spec.Weights[mk.AsString()] = mv.AsString()
-			}
+			spec.Weights = w
 		case "timeout":
 			if ev.IsNull() || !ev.Type().Equals(cty.String) {
 				return bad("model_cache.timeout is a duration such as \"10m\".")
@@ -117,6 +111,76 @@ func decodeModelCache(n *Node) (*modelCacheSpec, hcl.Diagnostics) {
 		return bad("model_cache needs endpoints: the real endpoints' base URLs, each ending in /v1.")
 	}
 	return spec, nil
+}
+
+// decodeCacheWeights decodes model_cache.weights = { MODEL = WEIGHTS }:
+// each a digest, or the path of the weights' folder or file (weightsRef),
+// as the serve stage's weights are. msg says what is wrong ("" when
+// nothing is); a null is no weights.
+func decodeCacheWeights(v cty.Value) (weights map[string]string, msg string) {
+	if v.IsNull() {
+		return nil, ""
+	}
+	if !v.Type().IsObjectType() && !v.Type().IsMapType() {
+		return nil, "model_cache.weights maps each model id to the weights served under it: their digest (\"sha256:3f1c...\") or the path of their folder or file."
+	}
+	weights = map[string]string{}
+	for it := v.ElementIterator(); it.Next(); {
+		mk, mv := it.Element()
+		if mv.IsNull() || !mv.Type().Equals(cty.String) {
+			return nil, fmt.Sprintf("model_cache.weights[%q] is not a string.", mk.AsString())
+		}
+		digest, path, err := weightsRef(mv.AsString())
+		if err != nil {
+			return nil, fmt.Sprintf("model_cache.weights[%q]: %s.", mk.AsString(), err)
+		}
+		weights[mk.AsString()] = digest + path
+	}
+	return weights, ""
+}
+
+// KeyedContent implements ContentKeyer: the weights model_cache.weights
+// names by path key the node by their content, as a serve stage's do, so
+// that new weights in the same folder are other calls (and the node runs
+// again), never answered with the old weights' answers. They are known
+// at plan time even where the endpoints are a serve stage's, not yet.
+func (Command) KeyedContent(n *Node, root string) []string {
+	if !hasModelCache(n) {
+		return nil
+	}
+	v := unmarkDeep(n.Args["model_cache"])
+	if !v.IsKnown() || !v.Type().IsObjectType() && !v.Type().IsMapType() {
+		return nil
+	}
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		if k.AsString() != "weights" || !ev.IsWhollyKnown() {
+			continue
+		}
+		w, _ := decodeCacheWeights(ev)
+		for _, m := range slices.Sorted(maps.Keys(w)) {
+			if !isDigest(w[m]) && !slices.Contains(out, w[m]) {
+				out = append(out, w[m])
+			}
+		}
+	}
+	return out
+}
+
+// cacheWeightsDigests are weights with each path replaced by the digest
+// of its content (weightsDigest, through the stat cache), as the node's
+// key holds it: the model-call keys then follow the weights' content.
+func cacheWeightsDigests(n *Node, root string, weights map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(weights))
+	for m, w := range weights {
+		d, err := weightsDigest(root, w, n.Stat)
+		if err != nil {
+			return nil, fmt.Errorf("model_cache.weights[%q] (%s): %w", m, w, err)
+		}
+		out[m] = d
+	}
+	return out, nil
 }
 
 // KeyValue implements KeyTransformer: of model_cache, only the weights
@@ -183,7 +247,11 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	spec.Weights = servedWeights(n, spec.Weights)
+	weights, err := cacheWeightsDigests(n, rt.Root(), spec.Weights)
+	if err != nil {
+		return &Outcome{Class: failclass.Setup, Message: "model cache: " + err.Error()}, nil
+	}
+	spec.Weights = servedWeights(n, weights)
 	st, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
 		return storeFailure("model cache: ", err), nil

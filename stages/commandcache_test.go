@@ -64,6 +64,20 @@ func TestModelCacheAttributeIsChecked(t *testing.T) {
 		require.True(t, d.HasErrors())
 		require.Contains(t, d.Error(), want)
 	}
+	// The weights: a digest or a path, nothing that only looks like a
+	// digest; a path keys the node by its content.
+	withWeights := func(w string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("http://h/v1")}), "weights": cty.ObjectVal(map[string]cty.Value{"m": cty.StringVal(w)})})
+	}
+	for _, bad := range []string{"sha256:XYZ", "sha256:0123456789ABCDEF", ""} {
+		d := Command{}.Check(node(withWeights(bad)))
+		require.True(t, d.HasErrors(), bad)
+		require.Contains(t, d.Error(), `model_cache.weights["m"]: "`+bad+`" is neither a digest nor a path`)
+	}
+	for w, keyed := range map[string][]string{"sha256:0123456789abcdef": nil, "models/./qwen/": {"models/qwen"}, "/abs/w.bin": {"/abs/w.bin"}} {
+		require.False(t, Command{}.Check(node(withWeights(w))).HasErrors(), w)
+		require.Equal(t, keyed, Command{}.KeyedContent(node(withWeights(w)), "/root"), w)
+	}
 	// Only the weights enter the key.
 	k := Command{}.KeyValue("model_cache", cty.ObjectVal(map[string]cty.Value{"endpoints": cty.TupleVal([]cty.Value{cty.StringVal("http://h/v1")}), "weights": cty.MapVal(map[string]cty.Value{"m": cty.StringVal("sha256:1")})}))
 	require.Equal(t, []string{"weights"}, keysOf(k))

@@ -164,14 +164,10 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 		diags = append(diags, d...)
 	}
 	if w, ok, d := StringArg(n, "weights"); ok {
-		alg, _, _ := strings.Cut(w, ":")
-		switch {
-		case isDigest(w):
-			s.digest = w
-		case alg == "sha256" || alg == "sha512" || alg == "blake3":
-			bad("weights", fmt.Sprintf("weights %q is neither a digest nor a path: a digest is %s: and its lowercase hex digits, 16 or more (\"sha256:3f1c...\"); a path names the weights' folder or file.", w, alg))
-		default:
-			s.weights = filepath.Clean(w)
+		if digest, path, err := weightsRef(w); err != nil {
+			bad("weights", "weights "+err.Error()+".")
+		} else {
+			s.digest, s.weights = digest, path
 		}
 	} else {
 		diags = append(diags, d...)
@@ -264,6 +260,24 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 		bad("ready", fmt.Sprintf("ready.health is a path on the server, starting with \"/\" (like \"/health\"), not %q.", s.ready.Health))
 	}
 	return s, diags
+}
+
+// weightsRef reads w, the weights a model is served with (a serve
+// stage's weights, a model_cache's): a digest, as given, or the path of
+// the weights' folder or file, cleaned, which is digested by content. A
+// value that looks like a digest and is not one ("sha256:XYZ", hex in
+// upper case) is neither, as is "": err says what each is.
+func weightsRef(w string) (digest, path string, err error) {
+	alg, _, _ := strings.Cut(w, ":")
+	switch {
+	case isDigest(w):
+		return w, "", nil
+	case alg == "sha256" || alg == "sha512" || alg == "blake3":
+		return "", "", fmt.Errorf("%q is neither a digest nor a path: a digest is %s: and its lowercase hex digits, 16 or more (\"sha256:3f1c...\"); a path names the weights' folder or file", w, alg)
+	case w == "":
+		return "", "", errors.New(`"" is neither a digest nor a path: give the weights' digest ("sha256:3f1c...") or the path of their folder or file`)
+	}
+	return "", filepath.Clean(w), nil
 }
 
 func isDigest(w string) bool {
