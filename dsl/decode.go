@@ -155,6 +155,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 		src = lfLineEnds(src)
 		if w := nfcWarning(src, p); w != nil {
 			diags = append(diags, w)
+			src = toNFC(src)
 		}
 		// A large file is scanned once, for its nesting and for where
 		// it can be cut to parse in pieces.
@@ -206,7 +207,7 @@ func (l *Loader) Load(path string) (*Config, hcl.Diagnostics) {
 // ParseSource parses and decodes one in-memory file; used by tests and
 // fuzzing.
 func (l *Loader) ParseSource(src []byte, filename string) (*Config, hcl.Diagnostics) {
-	src = lfLineEnds(src)
+	src = toNFC(lfLineEnds(src))
 	if d := CheckNesting(src, filename); d.HasErrors() {
 		return nil, d
 	}

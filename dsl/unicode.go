@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -56,6 +57,19 @@ func nfcWarning(src []byte, filename string) *hcl.Diagnostic {
 		}
 	}
 	return nil
+}
+
+// toNFC is pipeline text src in NFC, where it is UTF-8 (a file that is
+// not is refused as it is). HCL makes its strings NFC, but not block
+// labels or the names in references: a stage labelled "café" in NFD and
+// one in NFC were two stages that print alike, and stage.café written in
+// NFD did not name the NFC one. Reading the whole text as NFC makes every
+// name the one it reads as.
+func toNFC(src []byte) []byte {
+	if !utf8.Valid(src) || norm.NFC.IsNormal(src) {
+		return src
+	}
+	return norm.NFC.Bytes(src)
 }
 
 // SpellingHint is what to add to a message saying that path p (relative

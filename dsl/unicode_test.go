@@ -1,10 +1,14 @@
 package dsl
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,4 +44,40 @@ func TestSpellingHint(t *testing.T) {
 	assert.Empty(t, SpellingHint(root, "Re\u0301sultats/cafe\u0301/a.txt"))
 	assert.Empty(t, SpellingHint(root, "R\u00e9sultats/caf\u00e9/b.txt"))
 	assert.Empty(t, SpellingHint(root, "other"))
+}
+
+// Names are read as NFC, as strings are: a stage, variable or local named
+// in NFD is the one named in NFC (two such are one name given twice), a
+// reference written in NFD names it, and so does --var with the name in
+// NFD.
+func TestNamesAreReadAsNFC(t *testing.T) {
+	nfc, nfd := "caf\u00e9", "cafe\u0301"
+	dir := t.TempDir()
+	load := func(src string) (*Config, hcl.Diagnostics) {
+		p := filepath.Join(dir, "p.hcl")
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+		return NewLoader(nil).Load(p)
+	}
+	for _, block := range []string{
+		`stage "command" "%s" {` + "\n  run = [\"true\"]\n}\n",
+		`variable "%s" {` + "\n  default = 1\n}\n",
+		"locals {\n  %s = 1\n}\n",
+	} {
+		_, diags := load(fmt.Sprintf(block, nfc) + fmt.Sprintf(block, nfd))
+		require.True(t, diags.HasErrors(), block)
+		assert.True(t, slices.ContainsFunc(diags.Errs(), func(e error) bool { return strings.Contains(e.Error(), "Duplicate") }), "%s: %v", block, diags.Errs())
+	}
+	cfg, diags := load(`stage "command" "` + nfc + `" {}` + "\n" +
+		"stage \"command\" \"b\" {\n  after = [stage." + nfd + "]\n}\n" +
+		"variable \"" + nfd + "\" {\n  type = string\n}\n")
+	require.False(t, diags.HasErrors(), "%v", diags.Errs())
+	require.Contains(t, cfg.StageMap, nfc)
+	require.Contains(t, cfg.Variables, nfc)
+	require.Len(t, cfg.StageMap["b"].After, 1)
+	refs, _ := References(cfg.StageMap["b"].After[0])
+	require.Len(t, refs, 1)
+	assert.Equal(t, nfc, refs[0].Name)
+	vals, diags := cfg.ResolveVariables(VarInputs{Args: []VarArg{{Value: nfd + "=x"}}}, NewLoader(nil).Parser)
+	require.False(t, diags.HasErrors(), diags.Error())
+	assert.Equal(t, "x", vals[nfc].AsString())
 }

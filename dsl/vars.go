@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"golang.org/x/text/unicode/norm"
 )
 
 // SensitiveMark marks values of sensitive variables and everything derived
@@ -114,7 +115,7 @@ func (c *Config) givenValues(in VarInputs, parser *hclparse.Parser) (_ map[strin
 			})
 			continue
 		}
-		k = strings.TrimSpace(k)
+		k = norm.NFC.String(strings.TrimSpace(k)) // as the pipeline's names are read
 		if _, ok := c.Variables[k]; !ok {
 			dg := undeclared(k, "--var", c)
 			dg.Extra = ValueInput{Source: "--var " + k}
@@ -266,7 +267,7 @@ func readVarFile(path string, parser *hclparse.Parser) (*hcl.File, hcl.Diagnosti
 		}}
 	}
 	if !strings.HasSuffix(path, ".json") {
-		src = lfLineEnds(src)
+		src = toNFC(lfLineEnds(src))
 		if d := CheckNesting(src, path); d.HasErrors() {
 			return nil, d
 		}
@@ -281,10 +282,11 @@ func readVarFile(path string, parser *hclparse.Parser) (*hcl.File, hcl.Diagnosti
 		}
 		return f, d
 	}
-	f, d := parser.ParseJSON(src, path) // the file's text, for the snippet of an error
 	if e := jsonVarFileText(src, path); e != nil {
+		parser.ParseJSON(src, path) // the file's text, for the snippet of the error
 		return nil, hcl.Diagnostics{e}
 	}
+	f, d := parser.ParseJSON(toNFC(src), path)
 
 	if d.HasErrors() {
 		// A syntax error is followed by its consequences ("Root value
