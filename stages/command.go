@@ -158,6 +158,9 @@ func commandArgv(n *Node) (Proc, hcl.Diagnostics) {
 		return p, d
 	}
 	if !run.IsWhollyKnown() {
+		if err := StringElementsError(run); err != nil {
+			return p, Diag("Invalid run", fmt.Sprintf("run must be a list of strings: %s.", err), rng)
+		}
 		return p, nil
 	}
 	run = unmarkDeep(run)

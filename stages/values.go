@@ -47,6 +47,48 @@ func StringList(v cty.Value) ([]string, error) {
 	return out, nil
 }
 
+// StringElementsError says which element of v, a list, set or tuple
+// known or not, is of a type no string is made from (a list, an object):
+// a value only known later is checked by its type, so that validate
+// finds ["echo", var.list] as plan would. nil when every element's type
+// converts to a string, or is not known yet.
+func StringElementsError(v cty.Value) error {
+	ty := v.Type()
+	switch {
+	case ty.IsTupleType():
+		for i, et := range ty.TupleElementTypes() {
+			if !stringType(et) {
+				return fmt.Errorf("element %d is %s, not a string", i, et.FriendlyName())
+			}
+		}
+	case ty.IsListType() || ty.IsSetType():
+		if et := ty.ElementType(); !stringType(et) {
+			return fmt.Errorf("its elements are %s, not strings", et.FriendlyName())
+		}
+	}
+	return nil
+}
+
+// stringType reports whether a value of type t may be a string: a
+// primitive (numbers and bools convert), or a type not known yet.
+func stringType(t cty.Type) bool {
+	return t == cty.DynamicPseudoType || t.IsPrimitiveType()
+}
+
+// TypeFits reports whether a value of type t, known or not, may convert
+// to one of want: a value only known later is checked by its type.
+func TypeFits(t cty.Type, want ...cty.Type) bool {
+	if t == cty.DynamicPseudoType {
+		return true
+	}
+	for _, w := range want {
+		if convert.GetConversionUnsafe(t, w) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // plainStrings is StringList's fast path for the common case, a list or
 // tuple of known, unmarked, non-null strings: no copy of the value is made.
 func plainStrings(v cty.Value) ([]string, bool) {

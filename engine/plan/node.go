@@ -660,6 +660,11 @@ func (g *Graph) decodeCommon(sn *stages.Node) hcl.Diagnostics {
 
 func intAttr(sn *stages.Node, attr string, def int, diags *hcl.Diagnostics) int {
 	v, ok := sn.Args[attr]
+	if ok && !v.IsKnown() && !stages.TypeFits(v.Type(), cty.Number) {
+		// Known later, but of a type that is no number (validate).
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a whole number, not %s.", attr, v.Type().FriendlyName()), sn.Range(attr))...)
+		return def
+	}
 	if !ok || !v.IsKnown() || v.IsNull() {
 		return def
 	}
@@ -683,6 +688,10 @@ func intAttr(sn *stages.Node, attr string, def int, diags *hcl.Diagnostics) int 
 // absent.
 func memoryAttr(sn *stages.Node, attr string, diags *hcl.Diagnostics) int {
 	v, ok := sn.Args[attr]
+	if ok && !v.IsKnown() && !stages.TypeFits(v.Type(), cty.String) {
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a memory size like \"16G\", not %s.", attr, v.Type().FriendlyName()), sn.Range(attr))...)
+		return 0
+	}
 	if !ok || !v.IsKnown() || v.IsNull() {
 		return 0
 	}
@@ -749,6 +758,10 @@ func allDigits(s string) bool {
 
 func durationAttr(sn *stages.Node, attr string, def time.Duration, diags *hcl.Diagnostics) time.Duration {
 	v, ok := sn.Args[attr]
+	if ok && !v.IsKnown() && !stages.TypeFits(v.Type(), cty.String, cty.Number) {
+		*diags = append(*diags, stages.Diag("Invalid "+attr, fmt.Sprintf("%s must be a duration string like \"60m\", not %s.", attr, v.Type().FriendlyName()), sn.Range(attr))...)
+		return def
+	}
 	if !ok || !v.IsKnown() || v.IsNull() {
 		return def
 	}
