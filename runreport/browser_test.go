@@ -227,3 +227,14 @@ func TestPageCallsPlannedNodesNotStarted(t *testing.T) {
 	assert.Equal(t, "not started", browsertest.Eval[string](t, p, `window.cairnReport.table.filter("", "planned"), document.querySelector('#tbody .row [data-col="state"]').textContent`))
 	assert.Empty(t, p.Errors(), "console errors")
 }
+
+// A run of no nodes (an empty for_each) ended ok: its page draws all the
+// same, with no bar and an empty nodes table, without a console error.
+func TestPageOfRunWithoutNodesInBrowser(t *testing.T) {
+	_, page := writePage(t, writeJournal(t, t.TempDir(), "20260301T120000.000Z-000000", nil, "ok"))
+	p := browsertest.Open(t, page, 1200, 800)
+	assert.Empty(t, p.Errors(), "console errors")
+	assert.Empty(t, browsertest.Eval[string](t, p, `[...document.querySelectorAll(".fatal, #fatal")].map(d => d.textContent).join("")`), "no banner")
+	assert.Equal(t, "0 of 0 nodes", browsertest.Eval[string](t, p, `document.getElementById("shown").textContent`))
+	assert.Equal(t, "0", browsertest.Eval[string](t, p, `document.getElementById("count-ran").textContent`))
+}

@@ -101,6 +101,9 @@ func (r *Report) WriteHTML(w io.Writer, cache *store.Cache, trace string) error 
 	// Never null in the page: a run whose nodes were all cached has no
 	// lane and no bar.
 	p.Lanes = append([]string{}, laneNames...)
+	// Nor is a run's list of stages: a run of no nodes (an empty
+	// for_each) has none.
+	p.Stages = append([]*StageUse{}, r.Stages...)
 	p.Count = len(r.Nodes)
 	tails := r.nodeRows(p, lanes, t0)
 	r.gpuMemory(p, lanes, t0)
@@ -313,8 +316,13 @@ func (r *Report) render(w io.Writer, p *page, tails map[int][2]string, blobs []s
 // more hold the same value (a run's nodes mostly ok, without a class, on
 // no GPU), {fill, at, v}: that value, and the rows that differ with their
 // values; else, when they are strings of few distinct values (a kind, a
-// plan reason), {dict, idx}; else the values.
+// plan reason), {dict, idx}; else the values. A run of no nodes has
+// columns of no rows: those stay an empty list, since {dict, idx} of no
+// words would be {dict: null}, which the page cannot tell from {fill}.
 func column(vals []any) any {
+	if len(vals) == 0 {
+		return []any{}
+	}
 	counts := map[any]int{}
 	var common any
 	for _, v := range vals {
