@@ -1249,14 +1249,16 @@ func commandOf(dir string, args []string) string {
 }
 
 // varArg is a --var's NAME=VALUE for the shell; a sensitive one's value
-// is its environment variable, required.
+// is its environment variable, required. The message after ":?" has no
+// quote of either kind: inside "${...}", bash reads an apostrophe there as
+// the start of a quoted string, and the command would not parse.
 func varArg(kv string) string {
 	name, v, _ := strings.Cut(kv, "=")
 	if v != sensitiveValue || strings.ContainsAny(name, "\"$`\\}") {
 		return shellQuote(kv)
 	}
 	env := sensitiveEnv(name)
-	return `"` + name + "=${" + env + ":?set " + env + " to the value of the sensitive variable " + name + ": the run's journal does not keep it}" + `"`
+	return `"` + name + "=${" + env + ":?set " + env + " to the value of the sensitive variable " + name + ": the journal of the run does not keep it}" + `"`
 }
 
 // sensitiveEnv is the environment variable the command to run a run

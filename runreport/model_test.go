@@ -35,7 +35,7 @@ func TestReportFromJournal(t *testing.T) {
 	assert.Equal(t, 1, r.Run.ExitStatus)
 	assert.Equal(t, "box", r.Run.Host)
 	assert.Equal(t, "v-test", r.Run.Version)
-	assert.Equal(t, `cd /work && cairn apply p.hcl --var tag=x --var "token=${CAIRN_VAR_TOKEN:?set CAIRN_VAR_TOKEN to the value of the sensitive variable token: the run's journal does not keep it}"`, r.Run.Command)
+	assert.Equal(t, `cd /work && cairn apply p.hcl --var tag=x --var "token=${CAIRN_VAR_TOKEN:?set CAIRN_VAR_TOKEN to the value of the sensitive variable token: the journal of the run does not keep it}"`, r.Run.Command)
 	assert.Equal(t, []runreport.Var{{Name: "tag", Value: "x"}, {Name: "token", Value: "(sensitive)", Env: "CAIRN_VAR_TOKEN"}}, r.Run.Vars)
 	assert.Equal(t, runreport.Counts{Ran: 2, Cached: 1, Failed: 1, Skipped: 1, FailedAttempts: 2}, r.Run.Counts)
 
@@ -112,22 +112,31 @@ func TestKilledRunIsShownToItsLastRecord(t *testing.T) {
 // The command that runs a run again never applies a sensitive variable
 // with the value "(sensitive)", as the journal keeps it: the shell
 // refuses to run it until the value is given again (in the environment
-// variable the page names), and then passes that value.
+// variable the page names), and then passes that value. It is one command
+// for sh (dash), bash and zsh alike.
 func TestCommandAsksForSensitiveValuesAgain(t *testing.T) {
 	r, err := runreport.Build(smallRun(t, t.TempDir()), runreport.Options{})
 	require.NoError(t, err)
 	cmd := strings.TrimPrefix(r.Run.Command, "cd /work && ")
-	run := func(env ...string) (string, error) {
-		c := exec.Command("sh", "-c", `cairn() { printf '%s\n' "$@"; }; `+cmd)
-		c.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-		out, err := c.CombinedOutput()
-		return string(out), err
+	for _, shell := range []string{"sh", "bash", "zsh"} {
+		if _, err := exec.LookPath(shell); err != nil {
+			t.Logf("no %s here: not tried", shell)
+			continue
+		}
+		out, err := exec.Command(shell, "-n", "-c", r.Run.Command).CombinedOutput()
+		require.NoError(t, err, "%s -n: %s", shell, out)
+		run := func(env ...string) (string, error) {
+			c := exec.Command(shell, "-c", `cairn() { printf '%s\n' "$@"; }; `+cmd)
+			c.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+			out, err := c.CombinedOutput()
+			return string(out), err
+		}
+		out2, err := run()
+		assert.Error(t, err, "%s: refused while the value is not given: %s", shell, out2)
+		assert.Contains(t, out2, "CAIRN_VAR_TOKEN", shell)
+		assert.NotContains(t, out2, "apply", "%s: cairn did not run", shell)
+		out2, err = run("CAIRN_VAR_TOKEN=s3 cr3t")
+		require.NoError(t, err, "%s: %s", shell, out2)
+		assert.Equal(t, "apply\np.hcl\n--var\ntag=x\n--var\ntoken=s3 cr3t\n", out2, shell)
 	}
-	out, err := run()
-	assert.Error(t, err, "refused while the value is not given: %s", out)
-	assert.Contains(t, out, "CAIRN_VAR_TOKEN")
-	assert.NotContains(t, out, "apply", "cairn did not run")
-	out, err = run("CAIRN_VAR_TOKEN=s3 cr3t")
-	require.NoError(t, err, out)
-	assert.Equal(t, "apply\np.hcl\n--var\ntag=x\n--var\ntoken=s3 cr3t\n", out)
 }
