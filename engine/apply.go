@@ -41,6 +41,11 @@ type ApplyOptions struct {
 	// (CAIRN_SAMPLE_INTERVAL; 0: gpu.DefaultSampleInterval).
 	SampleInterval time.Duration
 	Args           []string
+	// Rerun are the arguments that run the same configuration again,
+	// where they differ from Args (variables taken from CAIRN_VAR_, a
+	// saved plan's pipeline, variables and targets); sensitive values
+	// redacted as in Args. For the journal's run_start record.
+	Rerun []string
 	// Version is cairn's version, for the journal's run_start record.
 	Version string
 	// Replace lists addresses forced to run (also clears on_interrupt = "fail" refusals).
@@ -228,7 +233,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 	j := a.j
 	defer j.Close()
 	defer a.noteJournalErr()
-	_ = a.runStart(opts.Args)
+	_ = a.runStart(opts.Args, opts.Rerun)
 	if n, ok := opts.Executor.(executor.Noticer); ok {
 		n.Notify(func(n executor.Notice) { a.notice(nil, n) })
 		defer n.Notify(nil)
@@ -381,11 +386,11 @@ func (a *applier) devices() []runlog.Device {
 }
 
 // runStart writes the run's first record.
-func (a *applier) runStart(args []string) error {
+func (a *applier) runStart(args, rerun []string) error {
 	host, _ := os.Hostname()
 	dir, _ := os.Getwd()
 	a.emit(&events.RunStarted{Pipeline: a.pipeline, Dir: a.j.Dir, PID: os.Getpid(), Args: args})
-	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args,
+	return a.j.Write(runlog.Entry{T: runlog.RunStart, RunID: a.runID, Pipeline: a.pipeline, PID: os.Getpid(), Args: args, Rerun: rerun,
 		Host: host, Dir: dir, Version: a.opts.Version, Devices: a.devices()})
 }
 

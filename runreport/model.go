@@ -359,6 +359,9 @@ type builder struct {
 	opts   Options
 	byAddr map[string]*Node
 	last   time.Time // the last record's time
+	// rerun are the run_start's arguments that run the same
+	// configuration again, where they differ from its args.
+	rerun []string
 	// charged entries per node
 	charges map[string]*Charge
 	batches map[string]*Batch
@@ -409,6 +412,7 @@ func (b *builder) read() {
 		switch e.T {
 		case runlog.RunStart:
 			run.Host, run.Version, run.Dir, run.Args, run.GPUs = e.Host, e.Version, e.Dir, e.Args, e.Devices
+			b.rerun = e.Rerun
 			continue
 		case runlog.RunEnd:
 			run.Message = e.Message
@@ -559,8 +563,15 @@ func (b *builder) finish() {
 	default:
 		run.ExitStatus = 1
 	}
-	run.Vars = varsOf(run.Args)
-	run.Command = commandOf(run.Dir, run.Args)
+	// The variables and the command are the run's configuration: what
+	// its command line gave, and what it took from CAIRN_VAR_ or a saved
+	// plan (rerun).
+	again := run.Args
+	if b.rerun != nil {
+		again = b.rerun
+	}
+	run.Vars = varsOf(again)
+	run.Command = commandOf(run.Dir, again)
 	var gone []string // finished nodes whose record the cache no longer holds
 	for _, n := range b.r.Nodes {
 		var rec *store.Record

@@ -60,6 +60,7 @@ func (a *app) applyCmd() *cobra.Command {
 		Long:  applyLong,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			planArg := strings.Join(args, "")
 			saved, args, err := a.savedPlan(args, &o.targets, &o.replace, &o.only)
 			if err != nil {
 				return err
@@ -145,10 +146,12 @@ func (a *app) applyCmd() *cobra.Command {
 			defer tty.Close()
 			evlog := &ui.EventLog{}
 			fan, restoreWarn := a.runEvents(cache, tty, evlog)
+			journaled := redactArgs(a.args, l.Config.Variables)
 			res, err := engine.Apply(ctx, engine.ApplyOptions{
 				Plan: p, Cache: cache, Parallelism: parallelism, LockTimeout: o.lockTimeout,
 				Events: fan,
-				NoSync: noFsync(), SampleInterval: sampleInterval(), Args: redactArgs(os.Args[1:], l.Config.Variables), Version: version,
+				NoSync: noFsync(), SampleInterval: sampleInterval(), Args: journaled, Version: version,
+				Rerun:   a.rerunArgs(journaled, l.Config, saved, planArg),
 				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
 				WaitGPUs: o.waitGPUs, WaitBatch: o.waitBatch, Exact: saved != nil,
 			})

@@ -114,8 +114,11 @@ func profiled(env string, start func(io.Writer) error, stop func()) {
 // app holds global options and I/O for one invocation.
 type app struct {
 	stdout, stderr io.Writer
-	chdir          string
-	cacheDir       string
+	// args are the command line cairn was given (less the program's
+	// name), as the journal keeps it.
+	args     []string
+	chdir    string
+	cacheDir string
 	// cacheWarnings are the warnings opening the cache gave (a damaged
 	// index record): printed at once, and kept in the run's event log.
 	cacheWarnings []string
@@ -125,7 +128,7 @@ type app struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &app{stdout: stdout, stderr: stderr, args: args}
 	root := a.rootCmd()
 	root.SetArgs(terraformAliases(args))
 	root.SetOut(stdout)

@@ -147,7 +147,7 @@ func (a *app) applyUpToDate(m *memo.Memo) (bool, error) {
 	}
 	res, err := engine.ApplyMemo(context.Background(), m, engine.MemoApplyOptions{
 		CacheDir: a.cachePath(), Events: ui.NewTerminal(ui.Options{Progress: a.stdout}),
-		Args: redactArgs(os.Args[1:], vars),
+		Args: redactArgs(a.args, vars),
 	})
 	if err != nil {
 		return true, a.cacheError("record this apply in the cache", err)

@@ -99,6 +99,7 @@ func marshalEntry(e *Entry) ([]byte, error) {
 	b = appendStringField(b, "run_id", e.RunID)
 	b = appendStringField(b, "pipeline", e.Pipeline)
 	b = appendStringsField(b, "args", e.Args)
+	b = appendStringsField(b, "rerun", e.Rerun)
 	b = appendStringField(b, "host", e.Host)
 	b = appendStringField(b, "dir", e.Dir)
 	b = appendStringField(b, "version", e.Version)

@@ -61,6 +61,7 @@ func randomEntry(r *rand.Rand) Entry {
 	}
 	if some() {
 		e.RunID, e.Pipeline, e.Args = str(), str(), []string{str(), str(), str()}[:r.IntN(4)]
+		e.Rerun = []string{str(), str()}[:r.IntN(3)]
 	}
 	if some() {
 		e.Host, e.Dir, e.Version = str(), str(), str()

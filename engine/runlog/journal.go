@@ -109,6 +109,11 @@ type Entry struct {
 	RunID    string   `json:"run_id,omitempty"`
 	Pipeline string   `json:"pipeline,omitempty"`
 	Args     []string `json:"args,omitempty"`
+	// Rerun are a run_start's arguments that run the same configuration
+	// again, where they differ from Args: the variables taken from
+	// CAIRN_VAR_ given as --var, an applied plan file's pipeline,
+	// variables and targets in its place (sensitive values redacted).
+	Rerun []string `json:"rerun,omitempty"`
 	// Host, Dir and Version are a run_start's machine, the folder cairn
 	// was started in, and cairn's version: with Args, how to run it again
 	// (`cairn report`).
