@@ -242,8 +242,9 @@ Exit codes: 0 ok, 1 a node failed or a gate refused, 2 bad input, 130 interrupte
 			if err := a.checkChdir(); err != nil {
 				return err
 			}
-			// Resolve variable files now: apply may take the workspace
-			// root from a saved plan later.
+			// Resolve variable files and --cache now: apply may take
+			// the workspace root from a saved plan later.
+			a.cacheDir = a.path(a.cacheDir)
 			for i, v := range a.vars {
 				if v.File {
 					a.vars[i].Value = a.path(v.Value)
@@ -446,12 +447,15 @@ func (a *app) path(p string) string {
 	return filepath.Join(a.chdir, p)
 }
 
+// cachePath is the cache folder: --cache, else CAIRN_CACHE, else the
+// workspace's .cairn. A relative one is relative to --chdir, as every
+// path cairn is given: `cairn --chdir X` is `cd X && cairn`.
 func (a *app) cachePath() string {
 	if a.cacheDir != "" {
 		return a.cacheDir
 	}
 	if env := os.Getenv("CAIRN_CACHE"); env != "" {
-		return env
+		return a.path(env)
 	}
 	return a.root() + "/.cairn"
 }

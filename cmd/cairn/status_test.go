@@ -80,7 +80,7 @@ func TestGCAndShowRefuseWhatNamesNothing(t *testing.T) {
 	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\nstage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
 	r := runCLI(t, "--chdir", root, "--cache", "typo", "gc")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "No cache at typo: nothing to remove.")
+	assert.Contains(t, r.stdout, "No cache at "+filepath.Join(root, "typo")+": nothing to remove.", "--cache is relative to --chdir")
 	assert.NoDirExists(t, filepath.Join(root, "typo"))
 
 	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
@@ -500,4 +500,23 @@ func TestShowAndReportTakeRunsOnly(t *testing.T) {
 	require.Len(t, runs, 1)
 	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]))
 	assert.Equal(t, exitOK, r.code, r.stderr)
+}
+
+// A relative --cache or CAIRN_CACHE is relative to --chdir, as every path
+// cairn is given: the cache is made in the workspace, not in the folder
+// cairn was started in.
+func TestRelativeCacheIsInChdir(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "stage \"command\" \"a\" {\n  run = [\"true\"]\n}\n"})
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere)
+	r := runCLI(t, "--chdir", root, "--cache", "rel-cache", "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.DirExists(t, filepath.Join(root, "rel-cache", "runs"))
+	assert.NoDirExists(t, filepath.Join(elsewhere, "rel-cache"))
+
+	t.Setenv("CAIRN_CACHE", "env-cache")
+	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.DirExists(t, filepath.Join(root, "env-cache", "runs"))
+	assert.NoDirExists(t, filepath.Join(elsewhere, "env-cache"))
 }
