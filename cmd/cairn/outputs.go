@@ -36,7 +36,8 @@ func (a *app) pipelineReads(l *plan.Loaded) []string {
 // blobs are cairn's own), one of reads (the command's input files, the
 // same file reached through a link or a hard link counting), or a
 // pipeline file (.hcl: cairn writes pages, graphs and results, never
-// HCL). A folder or anything else that is not a regular file is refused
+// HCL), a new one too: a folder pipeline loads every .hcl file in its
+// folder, and would fail on the next command. A folder or anything else that is not a regular file is refused
 // too: the output goes to a temporary file renamed over it. cmd names
 // the command for the message.
 func (a *app) checkOut(cmd, out, path string, reads ...string) error {
@@ -57,8 +58,11 @@ func (a *app) checkOut(cmd, out, path string, reads ...string) error {
 			return badInput("%s: --out %s is %s, which it reads: writing it would destroy its input; name another file", cmd, out, r)
 		}
 	}
-	if statErr == nil && strings.HasSuffix(path, ".hcl") {
+	switch {
+	case statErr == nil && strings.HasSuffix(path, ".hcl"):
 		return badInput("%s: --out %s is a pipeline file (.hcl), which it would write over; name another file", cmd, out)
+	case strings.HasSuffix(path, ".hcl"):
+		return badInput("%s: --out %s names a pipeline file (.hcl): a pipeline folder loads every .hcl file in it, and would not load with this one; name the file otherwise", cmd, out)
 	}
 	return nil
 }

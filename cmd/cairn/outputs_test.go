@@ -13,7 +13,7 @@ import (
 
 // An --out never writes over what cairn or the command reads: a harness
 // log import reads, a pipeline file or var file graph and plan read (or
-// any .hcl), the
+// any .hcl, a new one too: the pipeline folder would load it), the
 // cache's own files (its index, a run's journal). Each is refused with
 // exit 2, and the file is as it was; a folder is refused as not a file.
 func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
@@ -52,6 +52,8 @@ func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
 		{[]string{"plan", "--out", "pipeline.hcl"}, "plan: --out pipeline.hcl is " + filepath.Join(root, "pipeline.hcl") + ", which it reads: writing it would destroy its input; name another file"},
 		{[]string{"plan", "--var-file", "vars/v.json", "--out", "vars/v.json"}, "plan: --out vars/v.json is " + filepath.Join(root, "vars/v.json") + ", which it reads"},
 		{[]string{"plan", "--out", ".cairn/x.plan"}, "plan: --out .cairn/x.plan is inside the cache folder"},
+		{[]string{"plan", "--out", "other.hcl"}, "plan: --out other.hcl names a pipeline file (.hcl): a pipeline folder loads every .hcl file in it"},
+		{[]string{"report", "--out", "page.hcl"}, "report: --out page.hcl names a pipeline file (.hcl)"},
 	} {
 		r := runCLI(t, append([]string{"--chdir", root}, c.args...)...)
 		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
@@ -63,6 +65,10 @@ func TestOutNeverWritesOverWhatCairnReads(t *testing.T) {
 	unchanged("vars/v.json", "{}\n")
 	assert.NoFileExists(t, filepath.Join(root, ".cairn", "x.dot"))
 	assert.NoFileExists(t, filepath.Join(root, ".cairn", "x.plan"))
+	assert.NoFileExists(t, filepath.Join(root, "other.hcl"))
+	assert.NoFileExists(t, filepath.Join(root, "page.hcl"))
+	r = runCLI(t, "--chdir", root, "plan")
+	require.Equal(t, 0, r.code, "the pipeline folder still loads: %s", r.stderr)
 
 	// Elsewhere, they write.
 	r = runCLI(t, "--chdir", root, "graph", "--out", "graph.dot")
