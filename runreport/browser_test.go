@@ -238,3 +238,28 @@ func TestPageOfRunWithoutNodesInBrowser(t *testing.T) {
 	assert.Equal(t, "0 of 0 nodes", browsertest.Eval[string](t, p, `document.getElementById("shown").textContent`))
 	assert.Equal(t, "0", browsertest.Eval[string](t, p, `document.getElementById("count-ran").textContent`))
 }
+
+// The timeline's axis labels each tick differently: a run of a few
+// milliseconds in ms, a longer one in seconds with the decimals its ticks
+// need (here zoomed to 50 ms ticks past the first minute).
+func TestPageAxisLabelsAreDistinct(t *testing.T) {
+	for _, c := range []struct {
+		ms   int
+		want []string
+	}{
+		{6, []string{"0 ms", "1 ms", "2 ms", "3 ms", "4 ms", "5 ms", "6 ms", "7 ms"}},
+		{28, []string{"0 ms", "5 ms", "10 ms", "15 ms", "20 ms", "25 ms"}},
+	} {
+		dir := writeJournal(t, t.TempDir(), fmt.Sprintf("20260301T120000.000Z-%06d", c.ms), []runlog.Entry{
+			{T: runlog.Planned, Time: t0, Node: "stage.a", Key: "aaaa"},
+			{T: runlog.Started, Time: t0, Node: "stage.a", Key: "aaaa", Attempt: 1},
+			{T: runlog.Finished, Time: at(c.ms), Node: "stage.a", Key: "aaaa", Attempt: 1},
+		}, "ok")
+		_, page := writePage(t, dir)
+		p := browsertest.Open(t, page, 1400, 800)
+		assert.Empty(t, p.Errors(), "console errors")
+		assert.Equal(t, c.want, browsertest.Eval[[]string](t, p, `[...document.querySelectorAll("#tlsvg text.tick")].map(x => x.textContent)`), "a %d ms run", c.ms)
+		assert.Equal(t, []string{"1m05.00s", "1m05.05s", "1m05.10s", "1h00m00.05s", "0.5s", "1.0s", "2m00s"},
+			browsertest.Eval[[]string](t, p, `[[65000, 50], [65050, 50], [65100, 50], [3600050, 50], [500, 500], [1000, 500], [120000, 60000]].map(([t, s]) => tickLabel(t, s, 4000000))`))
+	}
+}

@@ -211,8 +211,8 @@ function timeline() {
     for (let t = Math.ceil(view.a / step) * step; t <= view.b; t += step) {
       const px = x(t);
       s.append(svg("line", { x1: px, x2: px, y1: AXIS_H - 4, y2: H, stroke: "#eef0f2" }));
-      const tx = svg("text", { x: px + 2, y: 14, "font-size": 11, fill: "#5f6b76" });
-      tx.textContent = human(t);
+      const tx = svg("text", { x: px + 2, y: 14, "font-size": 11, fill: "#5f6b76", class: "tick" });
+      tx.textContent = tickLabel(t, step, view.b);
       s.append(tx);
     }
     // A batch's waves: a band behind the GPU lanes, from the wave's first
@@ -304,6 +304,20 @@ function timeline() {
     const bi = ev.target.getAttribute && ev.target.getAttribute("data-bar");
     if (bi != null) showDetail(D.bars[+bi * BW]);
   });
+}
+
+// tickLabel is the axis label of time t (ms, a multiple of step) on ticks
+// step ms apart, on an axis that ends at end: in ms where the axis is under
+// a second, else in seconds (minutes, hours) with as many decimals as the
+// step needs, so that no two ticks read the same.
+function tickLabel(t, step, end) {
+  if (end < 1000) return t + " ms";
+  const d = Math.max(0, Math.ceil(-Math.log10(step / 1000) - 1e-9));
+  if (step >= 60000) return human(t);
+  const s = (t % 60000) / 1000, m = Math.floor(t / 60000);
+  if (m === 0) return s.toFixed(d) + "s";
+  const sec = s.toFixed(d).padStart(d ? 3 + d : 2, "0") + "s";
+  return m < 60 ? m + "m" + sec : Math.floor(m / 60) + "h" + String(m % 60).padStart(2, "0") + "m" + sec;
 }
 
 function niceStep(x) {
