@@ -186,7 +186,8 @@ func (a *applier) markFailed(ns *nodeState) {
 		f.Tail = process.RedactSecrets(tailLines(ns.res.StderrTail, 8), ns.secrets)
 	}
 	a.res.Failures = append(a.res.Failures, f)
-	e := runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs, Queued: queuedOf(ns)}
+	e := runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Logs: f.Logs, Queued: queuedOf(ns),
+		Duration: ns.lastRan.Seconds()}
 	if ns.n.Kind != nil {
 		e.Kind = ns.n.Kind.Name()
 	}

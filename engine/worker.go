@@ -224,7 +224,8 @@ func (a *applier) execute(ns *nodeState) event {
 		}
 		ns.message = process.RedactSecrets(ns.message, ns.secrets)
 		ns.ranBefore += ns.lastRan
-		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Queued: queuedOf(ns)})
+		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Queued: queuedOf(ns),
+			Duration: ns.lastRan.Seconds()})
 		a.emit(&events.NodeRetry{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Class: ns.class, Message: ns.message})
 	}
 }

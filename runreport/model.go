@@ -485,6 +485,7 @@ func (b *builder) read() {
 			if e.Attempt > 0 || len(n.Tries) > 0 {
 				t := lastTry(n, e.Attempt)
 				t.State, t.End, t.Class, t.PeakRSS, t.PeakGPU, t.Queued = "failed", e.Time, e.Class, e.PeakRSS, e.PeakGPU, e.Queued
+				t.ran = time.Duration(e.Duration * float64(time.Second))
 				if t.Start.IsZero() {
 					t.Start = e.Time // failed before its process started (class setup)
 				}
@@ -670,6 +671,17 @@ func (b *builder) finish() {
 	})
 }
 
+// ownSpan is where an attempt journaled from start to end whose own run
+// time was ran ran: it ends ran after start, or at end where that is
+// sooner, and starts ran before it ends.
+func ownSpan(start, end time.Time, ran time.Duration) (time.Time, time.Time) {
+	e := start.Add(ran)
+	if end.Before(e) {
+		e = end
+	}
+	return e.Add(-ran), e
+}
+
 // ranTimes puts n's finished attempt where its process ran. The finished
 // record is journaled once the node's record is in the cache, after a
 // group commit: later than the process ended, and after the next node
@@ -681,20 +693,24 @@ func (b *builder) finish() {
 // its finished record where that is sooner, and starts its duration
 // before. A cluster job's (its time in the queue journaled) keeps its
 // records' times.
+// A failed attempt whose record has its own run time is placed so too:
+// a node's duration is then its attempts' own run times added, as apply
+// and cairn show give it (runlog.AttemptSeconds).
 func (b *builder) ranTimes(n *Node, rec *store.Record) {
 	k := len(n.Tries)
 	if k == 0 {
 		return
 	}
+	for _, t := range n.Tries {
+		if t.State == "failed" && t.ran > 0 && t.Queued == 0 && !t.Start.IsZero() && !t.End.IsZero() {
+			t.Start, t.End = ownSpan(t.Start, t.End, t.ran)
+		}
+	}
 	t := n.Tries[k-1]
 	if t.State != "ok" || t.ran <= 0 || t.Queued > 0 || t.Start.IsZero() || t.End.IsZero() {
 		return
 	}
-	end := t.Start.Add(t.ran)
-	if t.End.Before(end) {
-		end = t.End
-	}
-	start := end.Add(-t.ran)
+	start, end := ownSpan(t.Start, t.End, t.ran)
 	if rec != nil && rec.RunID == b.ri.ID && rec.Attempts == t.N && rec.Ended.After(rec.Started) && !rec.Started.IsZero() {
 		start, end = rec.Started, rec.Ended
 	}

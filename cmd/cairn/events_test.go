@@ -371,6 +371,55 @@ stage "command" "down" {
 	assert.NotEmpty(t, ended["stage.fails"]["key"])
 }
 
+// A node that succeeded on its third attempt is ok in cairn show RUN,
+// without the failed attempts' class, and its duration is one figure
+// everywhere: apply's duration_s, show's DURATION and the report's
+// duration_s (show --json) are its attempts' own run times added, to the
+// millisecond.
+func TestRetriedNodeHasOneDurationEverywhere(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "rd" {}
+stage "command" "retried" {
+  run = ["sh", "-c", "sleep 0.2; exit $((CAIRN_ATTEMPT < 3))"]
+  retry {
+    max = 2
+  }
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var ended map[string]any
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &ended), r.stdout)
+	applied := ended["duration_s"].(float64)
+	assert.Greater(t, applied, 0.6, "three attempts of 0.2 s")
+	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	show := runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]))
+	require.Equal(t, exitOK, show.code, show.stderr)
+	var row []string
+	for _, l := range strings.Split(show.stdout, "\n") {
+		if strings.HasPrefix(l, "stage.retried ") {
+			row = strings.Fields(l)
+		}
+	}
+	require.NotEmpty(t, row, show.stdout)
+	assert.Equal(t, []string{"stage.retried", "ok", "3"}, row[:3], "no failure class on a success: %s", show.stdout)
+	want := (time.Duration(applied * float64(time.Second))).Round(time.Millisecond).String()
+	assert.Equal(t, want, row[3], "show's DURATION is apply's duration_s")
+	js := runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]), "--json")
+	require.Equal(t, exitOK, js.code, js.stderr)
+	var rep struct {
+		Nodes []struct {
+			Class    string  `json:"class"`
+			Duration float64 `json:"duration_s"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js.stdout), &rep))
+	require.Len(t, rep.Nodes, 1)
+	assert.InDelta(t, applied, rep.Nodes[0].Duration, 0.0015, "the report's duration_s is apply's")
+	assert.Empty(t, rep.Nodes[0].Class)
+}
+
 // A node that --target leaves out is in plan_decided as outside the
 // target, with no action: the plan decided nothing for it, and the apply
 // does not take it up.

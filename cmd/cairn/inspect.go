@@ -314,9 +314,12 @@ type nodeView struct {
 	state, class, msg string
 	attempts          int
 	start, end        time.Time
-	// ran is a finished node's command's own run time (its record's),
-	// which a cluster job's queue wait is not in.
-	ran         time.Duration
+	// tryStart is when its last attempt started; ran its ended
+	// attempts' own run times added (runlog.AttemptSeconds), in which a
+	// cluster job's queue wait is not: the node's duration, as apply and
+	// the report give it.
+	tryStart    time.Time
+	ran         float64
 	rss, gpuMiB float64
 	logs        []string
 	gpus        []int
@@ -384,15 +387,25 @@ func (a *app) showRun(dir string) error {
 			if v.start.IsZero() {
 				v.start = e.Time
 			}
+			if e.Attempt > v.attempts {
+				v.tryStart = e.Time // a cluster job's second started record is the same attempt's
+			}
 			v.attempts = max(v.attempts, e.Attempt)
 			v.addLogs(e.Logs)
 		case runlog.Finished:
-			v.state, v.end, v.rss, v.gpuMiB = "ok", e.Time, e.PeakRSS, e.PeakGPU
-			v.ran = time.Duration(e.Duration * float64(time.Second))
+			// A success after failed attempts has no failure class.
+			v.state, v.end, v.rss, v.gpuMiB, v.class, v.msg = "ok", e.Time, e.PeakRSS, e.PeakGPU, "", ""
+			v.ran += runlog.AttemptSeconds(v.tryStart, e)
 		case runlog.Failed:
 			// A node that failed before its process started (class
 			// setup) has no started record: its attempt and logs are
 			// on the failure.
+			if e.Attempt > v.attempts {
+				v.tryStart = time.Time{}
+			}
+			if e.Attempt > 0 {
+				v.ran += runlog.AttemptSeconds(v.tryStart, e)
+			}
 			v.state, v.end, v.class, v.msg = "failed", e.Time, e.Class, e.Message
 			if runlog.Stopped(e.Class, ri.State) {
 				v.state, v.class = "interrupted", ""
@@ -432,11 +445,12 @@ func (a *app) showRun(dir string) error {
 		}
 		dur := "-"
 		switch {
-		case v.state == "ok" && v.attempts <= 1 && v.ran > 0:
-			// The command's own, as its "ok in" line and duration_s
-			// give it (from the journal's times, a cluster job's would
-			// hold its wait in the queue).
-			dur = v.ran.Round(time.Millisecond).String()
+		case (v.state == "ok" || v.state == "failed") && v.ran > 0:
+			// Its attempts' own run times added, as its "ok in" line,
+			// duration_s and the report give it (from the journal's
+			// times alone, a cluster job's would hold its wait in the
+			// queue).
+			dur = time.Duration(v.ran * float64(time.Second)).Round(time.Millisecond).String()
 		case !v.start.IsZero() && !v.end.IsZero():
 			dur = v.end.Sub(v.start).Round(time.Millisecond).String()
 		}

@@ -693,3 +693,19 @@ func NodeLogName(addr string, attempt int) string {
 func Stopped(class, runState string) bool {
 	return class == failclass.Interrupted && runState == "interrupted"
 }
+
+// AttemptSeconds is an attempt's own run time, in seconds, from its
+// start and the finished or failed record that ended it: the record's
+// duration_s (its process's own run time, as apply's "ok in" line and
+// duration_s add them) where it has one, else from its start to the
+// record; 0 where it did not start. A node's duration is the sum of its
+// attempts'.
+func AttemptSeconds(start time.Time, end Entry) float64 {
+	switch {
+	case end.Duration > 0:
+		return end.Duration
+	case start.IsZero() || end.Time.Before(start):
+		return 0
+	}
+	return end.Time.Sub(start).Seconds()
+}
