@@ -64,7 +64,8 @@ func TestReportFromJournal(t *testing.T) {
 	require.Len(t, lines, 1+6, "a row per attempt: a, b twice, c, and one for the skipped and the cached node")
 	assert.True(t, strings.HasPrefix(lines[0], "task_id\thash\tnative_id\tname\tprocess\t"), lines[0])
 	assert.Contains(t, trace.String(), "\tstage.b[\"k\"]\tstage.b\t-\t1\tFAILED\t")
-	assert.Contains(t, trace.String(), "\tstage.b[\"k\"]\tstage.b\t-\t2\tCOMPLETED\t")
+	assert.Contains(t, trace.String(), "\tstage.b[\"k\"]\tstage.b\t-\t2\tCOMPLETED\t2026-03-01T12:00:02.020Z\t2026-03-01T12:00:02.100Z\t2026-03-01T12:00:04.100Z\t2.080\t2.000\t0.080\t",
+		"a retry has its own submit (when the attempt before it failed), duration and wait")
 	assert.Contains(t, trace.String(), "\tstage.e\tstage.e\t-\t-\tCACHED\t")
 }
 

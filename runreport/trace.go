@@ -23,14 +23,15 @@ var cellSpace = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 var nextflowStatus = map[string]string{"ok": "COMPLETED", "failed": "FAILED", "running": "RUNNING", "interrupted": "ABORTED",
 	"cached": "CACHED", "skipped": "SKIPPED", "planned": "PLANNED"}
 
-// WriteTrace writes trace.tsv: one row per node attempt (a cached,
-// skipped or unstarted node has one row, without times). Times are
+// WriteTrace writes trace.tsv: one row per node attempt, and one row,
+// with attempt "-" and no times, per node without one (cached, skipped,
+// or not started: PLANNED, in a run that stopped before it). Times are
 // RFC 3339 in UTC, durations seconds, memory MiB; "-" where unknown.
 func (r *Report) WriteTrace(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString(strings.Join(traceCols, "\t") + "\n")
 	id := 0
-	row := func(n *Node, t *Attempt) {
+	row := func(n *Node, t *Attempt, prev *Attempt) {
 		id++
 		state, attempt, wait := n.State, "-", "-"
 		var submit, start, end time.Time
@@ -45,6 +46,12 @@ func (r *Report) WriteTrace(w io.Writer) error {
 			if t.N == n.Tries[0].N && n.QueueWait >= 0 {
 				wait = num(n.QueueWait)
 				submit = start.Add(-time.Duration(n.QueueWait * float64(time.Second)))
+			}
+			if prev != nil && !prev.End.IsZero() && !start.IsZero() {
+				// A later attempt was submitted again when the one
+				// before it failed: its wait is the time until it
+				// started (a retry's backoff).
+				submit, wait = prev.End, num(max(0, start.Sub(prev.End).Seconds()))
 			}
 			if !t.Submit.IsZero() {
 				submit = t.Submit
@@ -70,11 +77,15 @@ func (r *Report) WriteTrace(w io.Writer) error {
 	}
 	for _, n := range r.Nodes {
 		if len(n.Tries) == 0 {
-			row(n, nil)
+			row(n, nil, nil)
 			continue
 		}
-		for _, t := range n.Tries {
-			row(n, t)
+		for i, t := range n.Tries {
+			var prev *Attempt
+			if i > 0 {
+				prev = n.Tries[i-1]
+			}
+			row(n, t, prev)
 		}
 	}
 	return bw.Flush()

@@ -31,7 +31,8 @@ the run's header and the command to run it again, a timeline with a lane per
 GPU and per CPU (or Slurm) slot, every node with its outcome, plan reason,
 key, times, peak memory, GPU-seconds, attempts and log tails, resources per
 GPU and stage, the tables and plots the run's nodes wrote, and the items of
-each evaluation. trace.tsv, beside the page, has one row per node attempt.
+each evaluation. trace.tsv, beside the page, has one row per node attempt,
+and one per node without one (cached, skipped, not started).
 
 A run still going, or killed, is reported as far as its journal goes.
 'cairn apply --report' writes the page as the run goes.`,
@@ -79,7 +80,7 @@ A run still going, or killed, is reported as far as its journal goes.
 				fmt.Fprintf(a.stderr, "warning: run %s: the cache no longer holds the records of %d node(s) that finished in it (collected by cairn gc, or evicted as damaged): the page shows no results, tables, plots or items of them\n", rep.Run.ID, len(rep.Run.Gone))
 			}
 			fmt.Fprintf(a.stdout, "Report of run %s (%s): %s\n", rep.Run.ID, rep.Run.State, path)
-			fmt.Fprintf(a.stdout, "Trace (one row per node attempt): %s\n", filepath.Join(filepath.Dir(path), runreport.TraceName))
+			fmt.Fprintf(a.stdout, "Trace (one row per node attempt, or per node without one): %s\n", filepath.Join(filepath.Dir(path), runreport.TraceName))
 			return nil
 		},
 	}
