@@ -2,7 +2,11 @@ package runreport
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/storage/atomicfile"
@@ -30,4 +34,45 @@ func (r *Report) WriteFiles(htmlPath string, cache *store.Cache) error {
 		{Path: filepath.Join(filepath.Dir(htmlPath), TraceName), Data: t.Bytes()},
 		{Path: htmlPath, Data: h.Bytes()},
 	}, false)
+}
+
+// traceHeader is how trace.tsv starts, in every cairn that wrote one.
+const traceHeader = "task_id\thash\tnative_id\tname\tprocess\t"
+
+// IsTrace reports whether the file at path is a trace cairn wrote: its
+// first line is trace.tsv's header. Anything else there (a user's own
+// trace.tsv) is not cairn's to replace.
+func IsTrace(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(traceHeader))
+	_, err = io.ReadFull(f, head)
+	return err == nil && string(head) == traceHeader
+}
+
+// Files are the files the run's nodes read and wrote, workspace-relative,
+// as their records in the cache have them (inputs, outputs, result
+// file): what a report written into the workspace must not replace.
+func (r *Report) Files() []string {
+	var out []string
+	for _, n := range r.Nodes {
+		if n.record == nil {
+			continue
+		}
+		var env struct {
+			Inputs map[string]string `json:"inputs"`
+		}
+		_ = json.Unmarshal(n.record.Envelope, &env)
+		for p := range env.Inputs {
+			out = append(out, p)
+		}
+		for p := range n.record.Outputs {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

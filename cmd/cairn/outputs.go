@@ -3,9 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/storage/filekind"
 )
 
@@ -65,4 +67,52 @@ func (a *app) checkOut(cmd, out, path string, reads ...string) error {
 		return badInput("%s: --out %s names a pipeline file (.hcl): a pipeline folder loads every .hcl file in it, and would not load with this one; name the file otherwise", cmd, out)
 	}
 	return nil
+}
+
+// checkNotWorkFile refuses (exit 2) an --out (out as given, path where
+// cmd writes it) that is one of files (absolute: files the pipeline's
+// nodes read or write, what says which), or inside one that is a folder
+// other than the workspace root, the same file through a link counting:
+// writing it would destroy a stage's input or output, or add a file to
+// its folder.
+func checkNotWorkFile(cmd, out, path, what, root string, files []string) error {
+	real := realPath(path)
+	st, statErr := os.Stat(path)
+	for _, f := range files {
+		fst, err := os.Stat(f)
+		rf := realPath(f)
+		folder := err == nil && fst.IsDir() && rf != realPath(root)
+		if rf == real || folder && insideFolder(rf, real) || (statErr == nil && err == nil && os.SameFile(st, fst)) {
+			return badInput("%s: --out %s is %s, %s: writing it would destroy it; name a file outside the pipeline's inputs and outputs", cmd, out, f, what)
+		}
+	}
+	return nil
+}
+
+// stageFiles are the files the plan's nodes read and write as they
+// declare them (inputs, outputs, result, their kind's declared outputs),
+// absolute: a node whose paths are known only after an upstream runs
+// has none yet.
+func stageFiles(p *plan.Plan) []string {
+	var out []string
+	add := func(rel string) {
+		if rel != "" {
+			out = append(out, filepath.Join(p.Graph.Root, rel))
+		}
+	}
+	for _, pn := range p.Nodes {
+		sn := pn.Spec
+		if sn == nil {
+			continue
+		}
+		for _, f := range append(append(slices.Clip(sn.Common.Inputs), sn.Common.Outputs...), sn.Common.Result) {
+			add(f)
+		}
+		if d, ok := pn.Node.Kind.(stages.OutputDeclarer); ok {
+			for _, o := range d.DeclaredOutputs(sn) {
+				add(o.Path)
+			}
+		}
+	}
+	return out
 }

@@ -175,3 +175,53 @@ func TestRefusedRunHasAnEmptyListOfNodes(t *testing.T) {
 	require.Equal(t, 0, show.code, show.stderr)
 	assert.Contains(t, show.stdout, `"nodes": []`)
 }
+
+// Neither report --out nor plan --out writes over a file the pipeline's
+// stages read or write, or a var-file the run read; report does not
+// replace a trace.tsv it did not write (one it wrote, it does). Each is
+// refused with exit 2 naming the file, and the file is as it was.
+func TestOutNeverWritesOverTheStagesFiles(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl": `variable "n" {
+  default = 1
+}
+stage "command" "plot" {
+  run     = ["sh", "-c", "mkdir -p data && sh mk.sh > data/small.txt"]
+  inputs  = ["mk.sh"]
+  outputs = ["data/small.txt"]
+}
+`,
+		"mk.sh":          "echo hi\n",
+		"my.vars":        "n = 2\n",
+		"mine/trace.tsv": "data\n",
+	})
+	r := runCLI(t, "--chdir", root, "apply", "--var-file", "my.vars")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"report", "--out", "mk.sh"}, "report: --out mk.sh is " + filepath.Join(root, "mk.sh") + ", a file run "},
+		{[]string{"report", "--out", "data/small.txt"}, "report: --out data/small.txt is " + filepath.Join(root, "data/small.txt") + ", a file run "},
+		{[]string{"report", "--out", "my.vars"}, "report: --out my.vars is " + filepath.Join(root, "my.vars")},
+		{[]string{"report", "--out", "mine/rep.html"}, "report: mine/trace.tsv is there and is not a trace cairn wrote"},
+		{[]string{"plan", "--out", "mk.sh"}, "plan: --out mk.sh is " + filepath.Join(root, "mk.sh") + ", a file the pipeline's stages read or write"},
+		{[]string{"plan", "--out", "data/small.txt"}, "a file the pipeline's stages read or write"},
+	} {
+		r := runCLI(t, append([]string{"--chdir", root}, c.args...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.msg, c.args)
+	}
+	for name, want := range map[string]string{"mk.sh": "echo hi\n", "my.vars": "n = 2\n", "mine/trace.tsv": "data\n", "data/small.txt": "hi\n"} {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(b), name)
+	}
+	assert.NoFileExists(t, filepath.Join(root, "mine", "rep.html"))
+
+	// A trace cairn wrote is replaced.
+	r = runCLI(t, "--chdir", root, "report", "--out", "page/rep.html")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "report", "--out", "page/rep.html")
+	require.Equal(t, 0, r.code, r.stderr)
+}

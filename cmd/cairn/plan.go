@@ -232,6 +232,9 @@ pipeline's name, a key or an action.`,
 				if err := a.checkOut("plan", out, a.path(out), a.pipelineReads(l)...); err != nil {
 					return err
 				}
+				if err := checkNotWorkFile("plan", out, a.path(out), "a file the pipeline's stages read or write", p.Graph.Root, stageFiles(p)); err != nil {
+					return err
+				}
 			}
 			if err := engine.NoteRefusals(p, cache.Dir, a.root()); err != nil {
 				fmt.Fprintf(a.stderr, "warning: %s\n", err)

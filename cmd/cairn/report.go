@@ -49,19 +49,17 @@ A run still going, or killed, is reported as far as its journal goes.
 				if filepath.Base(out) == runreport.TraceName {
 					return badInput("--out %s is the name of the trace written beside the page: name the page otherwise, such as %s", out, filepath.Join(filepath.Dir(out), runreport.HTMLName))
 				}
-				// The trace goes beside the page: neither may write over
-				// cairn's own files or a pipeline.
-				for _, p := range []string{out, filepath.Join(filepath.Dir(out), runreport.TraceName)} {
-					if err := a.checkOut("report", p, a.path(p)); err != nil {
-						return err
-					}
-				}
 			}
 			rep, cache, err := a.buildReport(dir)
 			if err != nil {
 				return err
 			}
 			defer cache.Close()
+			if out != "" {
+				if err := a.checkReportOut(out, rep); err != nil {
+					return err
+				}
+			}
 			path := filepath.Join(dir, runreport.HTMLName)
 			if out != "" {
 				path = a.path(out)
@@ -86,6 +84,64 @@ A run still going, or killed, is reported as far as its journal goes.
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the page here (trace.tsv goes beside it) instead of into the run's folder")
 	return cmd
+}
+
+// checkReportOut refuses (exit 2) a report --out whose page, or the
+// trace.tsv beside it, would write over what cairn reads (checkOut: the
+// cache's files, a pipeline file), over a file the run read or wrote (a
+// var-file, its nodes' inputs and outputs as their records have them),
+// or replace a trace.tsv that is not one cairn wrote (a user's own, which
+// IsTrace tells by its first line).
+func (a *app) checkReportOut(out string, rep *runreport.Report) error {
+	root := a.root()
+	var files []string
+	for _, f := range rep.Files() {
+		files = append(files, filepath.Join(root, f))
+	}
+	for _, v := range rep.Run.Vars {
+		if v.File {
+			files = append(files, runPath(rep.Run.Dir, rep.Run.Args, v.Value))
+		}
+	}
+	trace := filepath.Join(filepath.Dir(out), runreport.TraceName)
+	for _, p := range []string{out, trace} {
+		if err := a.checkOut("report", p, a.path(p)); err != nil {
+			return err
+		}
+		if err := checkNotWorkFile("report", p, a.path(p), "a file run "+rep.Run.ID+" read or wrote (a var-file, a stage's input or output)", root, files); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(a.path(trace)); err == nil && !runreport.IsTrace(a.path(trace)) {
+		return badInput("report: %s is there and is not a trace cairn wrote (its first line is not trace.tsv's header): the page's trace.tsv, written beside it, would replace it; move it, or write the page into another folder", trace)
+	}
+	return nil
+}
+
+// runPath is where path, named on a run's command line (args, started in
+// dir), is: relative to the run's --chdir, itself relative to dir.
+func runPath(dir string, args []string, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		d, ok := "", false
+		switch {
+		case (a == "--chdir" || a == "-chdir") && i+1 < len(args):
+			d, ok = args[i+1], true
+		case strings.HasPrefix(a, "--chdir=") || strings.HasPrefix(a, "-chdir="):
+			_, d, ok = strings.Cut(a, "=")
+		}
+		if ok && filepath.IsAbs(d) {
+			dir = d
+		} else if ok {
+			dir = filepath.Join(dir, d)
+		}
+	}
+	return filepath.Join(dir, path)
 }
 
 // runDir is the folder of the run args names, or of the cache's last run.
