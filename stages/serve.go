@@ -1087,10 +1087,10 @@ func reservePorts(node, host string, first, count int, skipped func(port int, ho
 	var out []int
 	for p := first; len(out) < count; p++ {
 		if p > 65535 {
-			return nil, nil, fmt.Errorf("no %d free ports from %d on: the ports end at 65535, and %d of the %d from %d to 65535 are in use (pick a lower port)", count, first, p-first-len(out), p-first, first)
+			return nil, nil, errors.New(noFreePorts(count, first, p-1, p-first-len(out)) + ", and the ports end at 65535 (pick a lower port)")
 		}
 		if p-first > 1024 {
-			return nil, nil, fmt.Errorf("no %d free ports from %d on: %d of them are in use (port collisions are a setup failure; pick another port)", count, first, p-first-len(out))
+			return nil, nil, errors.New(noFreePorts(count, first, p-1, p-first-len(out)) + " (port collisions are a setup failure; pick another port)")
 		}
 		if holder, ok := ports.taken[p]; ok {
 			skipped(p, holder)
@@ -1112,6 +1112,33 @@ func reservePorts(node, host string, first, count int, skipped func(port int, ho
 			delete(ports.taken, p)
 		}
 	}, nil
+}
+
+// noFreePorts says that count free ports were not found among the ports
+// from first to last, inUse of which are in use, in words that read well
+// for one port as for many ("no free port at 65535: it is in use").
+func noFreePorts(count, first, last, inUse int) string {
+	want := "no free port"
+	if count > 1 {
+		want = fmt.Sprintf("no %d free ports", count)
+	}
+	switch {
+	case inUse == 0:
+		return fmt.Sprintf("%s from %d on", want, first)
+	case first == last && count == 1:
+		return fmt.Sprintf("no free port at %d: it is in use", first)
+	case first == last:
+		return fmt.Sprintf("%s from %d on: %d is in use", want, first, first)
+	}
+	span := last - first + 1
+	if inUse == span {
+		return fmt.Sprintf("%s from %d to %d: all %d are in use", want, first, last, span)
+	}
+	verb := "are"
+	if inUse == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("%s from %d to %d: %d of the %d %s in use", want, first, last, inUse, span, verb)
 }
 
 // portFree reports whether nothing listens on port, on host nor on any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,4 +87,21 @@ func TestServeNotReadyMessageEndsCleanly(t *testing.T) {
 	err := sv.waitReady(context.Background(), r)
 	require.Error(t, err)
 	assert.True(t, strings.HasSuffix(err.Error(), `answered HTTP 503: {"error":"warming up"})`), err.Error())
+}
+
+// No free port reads well for one port as for many: "no free port at
+// 65535: it is in use", never "no 1 free ports" or "1 of the 1".
+func TestServeNoFreePortMessageReadsWell(t *testing.T) {
+	assert.Equal(t, "no free port at 65535: it is in use", noFreePorts(1, 65535, 65535, 1))
+	assert.Equal(t, "no 2 free ports from 65534 to 65535: 1 of the 2 is in use", noFreePorts(2, 65534, 65535, 1))
+	assert.Equal(t, "no free port from 8000 to 9025: all 1026 are in use", noFreePorts(1, 8000, 9025, 1026))
+	assert.Equal(t, "no 2 free ports from 65535 on", noFreePorts(2, 65535, 65535, 0))
+
+	// The last port taken: the message a user sees when port = 65535.
+	if ln, err := net.Listen("tcp", "127.0.0.1:65535"); err == nil {
+		defer ln.Close()
+	}
+	_, _, err := reservePorts("stage.s", "127.0.0.1", 65535, 1, func(int, string) {})
+	require.Error(t, err)
+	assert.Equal(t, "no free port at 65535: it is in use, and the ports end at 65535 (pick a lower port)", err.Error())
 }
