@@ -219,3 +219,79 @@ func TestServeBadEndpointMessage(t *testing.T) {
 	require.NotNil(t, d.Subject)
 	assert.Equal(t, "pipeline.hcl", filepath.Base(d.Subject.Filename))
 }
+
+// mixedEndpointsPipeline is serve stages "a" and "b" (servers someone
+// else runs, two weights of one model), an evaluate stage "ev" and a
+// command stage "ask" whose model cache reads endpoints, both given
+// endpoints (one expression).
+func mixedEndpointsPipeline(endpoints string) string {
+	return fmt.Sprintf(`
+pipeline "t" {}
+variable "serve" { default = true }
+stage "serve" "a" {
+  run       = ["srv", "--port", "{port}"]
+  model     = "sim"
+  weights   = "sha256:aaaaaaaaaaaaaaaaaaaa"
+  endpoints = ["http://127.0.0.1:19500/v1"]
+}
+stage "serve" "b" {
+  run       = ["srv", "--port", "{port}", "--wrong-rate", "1"]
+  model     = "sim"
+  weights   = "sha256:bbbbbbbbbbbbbbbbbbbb"
+  endpoints = ["http://127.0.0.1:19600/v1"]
+}
+stage "evaluate" "ev" {
+  worker    = ["python3", "w.py"]
+  items     = "items.jsonl"
+  model     = "sim"
+  endpoints = %[1]s
+  scores    = "out/ev.jsonl"
+}
+stage "command" "ask" {
+  run         = ["true"]
+  model_cache = { endpoints = %[1]s }
+}
+`, endpoints)
+}
+
+// An endpoints list that mixes a serve stage's endpoints with another
+// server's (another serve stage's, a plain URL, a variable's) is refused
+// when the pipeline is loaded, at the expression, for evaluate stages and
+// model caches alike: every result would be keyed by the one serve
+// stage, and a pipeline reading it alone would take the other servers'
+// answers from the store. One stage's endpoints, plain URLs alone, or a
+// conditional choosing between them, are fine.
+func TestServeMixedEndpointsRefused(t *testing.T) {
+	for expr, why := range map[string]string{
+		`concat(stage.a.endpoints, stage.b.endpoints)`:             "endpoints reads the endpoints of stage.a and stage.b.",
+		`concat(stage.a.endpoints, ["http://127.0.0.1:18600/v1"])`: "endpoints reads the endpoints of stage.a and a plain URL.",
+		`[stage.a.endpoints[0], "http://127.0.0.1:18600/v1"]`:      "endpoints reads the endpoints of stage.a and a plain URL.",
+		`concat(stage.b.endpoints, var.eps)`:                       "endpoints reads the endpoints of stage.b and var.eps.",
+	} {
+		src := strings.Replace(mixedEndpointsPipeline(expr), `pipeline "t" {}`, "pipeline \"t\" {}\nvariable \"eps\" { default = [] }", 1)
+		w := newWorkspace(t, src)
+		diags := w.Load().Graph.CheckStages()
+		var mixed []*hcl.Diagnostic
+		for _, d := range diags {
+			if d.Summary == "Endpoints of more than one server" {
+				mixed = append(mixed, d)
+			}
+		}
+		require.Len(t, mixed, 2, "%s: %s", expr, diags)
+		var at []string
+		for _, d := range mixed {
+			assert.True(t, strings.HasPrefix(d.Detail, why), d.Detail)
+			assert.Contains(t, d.Detail, "one serve stage's endpoints alone, or plain URLs alone")
+			require.NotNil(t, d.Subject)
+			at = append(at, fmt.Sprintf("%s:%d:%d", filepath.Base(d.Subject.Filename), d.Subject.Start.Line, d.Subject.Start.Column))
+		}
+		// The evaluate stage's endpoints, and the model cache's.
+		assert.ElementsMatch(t, []string{"pipeline.hcl:21:15", "pipeline.hcl:26:31"}, at, expr)
+	}
+	for _, expr := range []string{`stage.a.endpoints`, `["http://h1:8000/v1", "http://h2:8000/v1"]`, `var.serve ? stage.a.endpoints : ["http://h1:8000/v1"]`, `[stage.b.endpoints[0]]`} {
+		w := newWorkspace(t, mixedEndpointsPipeline(expr))
+		for _, d := range w.Load().Graph.CheckStages() {
+			assert.NotEqual(t, "Endpoints of more than one server", d.Summary, "%s: %s", expr, d.Detail)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package stages
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -209,11 +208,22 @@ func (Command) KeyValue(attr string, v cty.Value) cty.Value {
 // ";server=" and its inputs' digest after ";files=": the whole of what its
 // evaluations' item keys hold after the model id), unless weights names
 // that model already: a call to a served model is keyed by the weights,
-// the server and the files behind it.
-func servedWeights(n *Node, weights map[string]string) map[string]string {
-	for _, u := range n.Upstreams {
-		var r ServeResult
-		if len(u.Result) == 0 || json.Unmarshal(u.Result, &r) != nil || r.Model == "" || r.Weights == "" && r.Server == "" && r.Files == "" {
+// the server and the files behind it. Given endpoints (model_cache's),
+// only the serve upstream they are counts (none for plain URLs), and
+// endpoints that mix one's with other servers' are an error
+// (endpointsServer).
+func servedWeights(n *Node, weights map[string]string, endpoints []string) (map[string]string, error) {
+	ups := serveUpstreams(n)
+	if len(nonBlankEndpoints(endpoints)) > 0 {
+		r, err := endpointsServer(n, endpoints)
+		if err != nil || r == nil {
+			return weights, err
+		}
+		ups = []servedUpstream{{ServeResult: *r}}
+	}
+	for _, u := range ups {
+		r := u.ServeResult
+		if r.Model == "" || r.Weights == "" && r.Server == "" && r.Files == "" {
 			continue
 		}
 		if _, ok := weights[r.Model]; ok {
@@ -235,7 +245,7 @@ func servedWeights(n *Node, weights map[string]string) map[string]string {
 		}
 		weights[r.Model] = w
 	}
-	return weights
+	return weights, nil
 }
 
 // runWithModelCache runs p with a model-call cache serving on loopback for
@@ -251,7 +261,11 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 	if err != nil {
 		return &Outcome{Class: failclass.Setup, Message: "model cache: " + err.Error()}, nil
 	}
-	spec.Weights = servedWeights(n, weights)
+	weights, err = servedWeights(n, weights, spec.Endpoints)
+	if err != nil {
+		return &Outcome{Class: failclass.Setup, Message: "model cache: " + err.Error()}, nil
+	}
+	spec.Weights = weights
 	st, err := items.OpenStore(rt.CacheDir(), storeOptions(rt, n.Address))
 	if err != nil {
 		return storeFailure("model cache: ", err), nil

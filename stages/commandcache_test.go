@@ -12,18 +12,18 @@ import (
 func TestModelCacheTakesTheServedWeights(t *testing.T) {
 	res, _ := json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "qwen", Weights: "sha256:abc"}, Endpoints: []string{"http://h:1/v1"}})
 	n := &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
-	require.Equal(t, map[string]string{"qwen": "sha256:abc"}, servedWeights(n, nil))
+	require.Equal(t, map[string]string{"qwen": "sha256:abc"}, servedWeightsOf(n, nil))
 	// The stage's own weights win.
-	require.Equal(t, map[string]string{"qwen": "sha256:mine"}, servedWeights(n, map[string]string{"qwen": "sha256:mine"}))
+	require.Equal(t, map[string]string{"qwen": "sha256:mine"}, servedWeightsOf(n, map[string]string{"qwen": "sha256:mine"}))
 
 	// A server cairn starts is keyed by its command line too: the same
 	// weights with other flags are other calls.
 	res, _ = json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "qwen", Weights: "sha256:abc", Server: "sha256:cmd"}})
 	n = &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
-	require.Equal(t, map[string]string{"qwen": "sha256:abc;server=sha256:cmd"}, servedWeights(n, nil))
+	require.Equal(t, map[string]string{"qwen": "sha256:abc;server=sha256:cmd"}, servedWeightsOf(n, nil))
 	res, _ = json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "qwen", Server: "sha256:cmd"}})
 	n = &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
-	require.Equal(t, map[string]string{"qwen": ";server=sha256:cmd"}, servedWeights(n, nil))
+	require.Equal(t, map[string]string{"qwen": ";server=sha256:cmd"}, servedWeightsOf(n, nil))
 }
 
 // The serve stage's inputs (a launcher, a chat template) are its identity
@@ -34,7 +34,7 @@ func TestModelCacheTakesTheServedFiles(t *testing.T) {
 	id := ServeIdentity{Model: "qwen", Weights: "sha256:abc", Server: "sha256:cmd", Files: "sha256:tpl"}
 	res, _ := json.Marshal(ServeResult{ServeIdentity: id, Endpoints: []string{"http://h:1/v1"}})
 	n := &Node{Upstreams: []Upstream{{Address: "stage.serve", Status: "ok", Result: res}}}
-	require.Equal(t, map[string]string{"qwen": "sha256:abc;server=sha256:cmd;files=sha256:tpl"}, servedWeights(n, nil))
+	require.Equal(t, map[string]string{"qwen": "sha256:abc;server=sha256:cmd;files=sha256:tpl"}, servedWeightsOf(n, nil))
 
 	// Whatever a served identity holds after the model id, its
 	// model-call key holds: what its evaluations' item keys hold.
@@ -43,7 +43,7 @@ func TestModelCacheTakesTheServedFiles(t *testing.T) {
 		serve.FilesDigest = files
 		res, _ := json.Marshal(ServeResult{ServeIdentity: serveIdentity(serve), Endpoints: []string{"http://h:1/v1"}})
 		n := &Node{Upstreams: []Upstream{{Address: "stage.S", Status: "ok", Result: res}}}
-		require.Equal(t, serveIdentity(serve).ModelKey, "qwen"+servedWeights(n, nil)["qwen"], "files %q", files)
+		require.Equal(t, serveIdentity(serve).ModelKey, "qwen"+servedWeightsOf(n, nil)["qwen"], "files %q", files)
 	}
 }
 
@@ -91,4 +91,14 @@ func keysOf(v cty.Value) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// servedWeightsOf is servedWeights with no endpoints given: every serve
+// upstream counts.
+func servedWeightsOf(n *Node, weights map[string]string) map[string]string {
+	w, err := servedWeights(n, weights, nil)
+	if err != nil {
+		panic(err)
+	}
+	return w
 }

@@ -1278,7 +1278,10 @@ func (Evaluate) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) 
 	// With a serve stage serving the model, the item key's model field
 	// holds the weights' identity, and the endpoints are the stage's
 	// (none when it was not started: every item is in the store).
-	modelKey, served := ServeModelKey(n, s.model)
+	modelKey, served, err := ServeModelKey(n, s.model, s.endpoints)
+	if err != nil {
+		return setup("%s", err)
+	}
 	getenv := os.Getenv
 	if served {
 		getenv = func(string) string { return "" }

@@ -533,7 +533,10 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	// that hold the weights' identity (docs/serve.md).
 	getenv := os.Getenv
 	var served bool
-	if in.modelKey, served = ServeModelKey(o.n, o.s.eval.model); served {
+	if in.modelKey, served, err = ServeModelKey(o.n, o.s.eval.model, o.s.eval.endpoints); err != nil {
+		return setup("%s", err)
+	}
+	if served {
 		getenv = func(string) string { return "" }
 	}
 	if in.endpoints, err = items.ParseEndpoints(o.s.eval.endpoints, getenv); err != nil {

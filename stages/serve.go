@@ -2,6 +2,7 @@ package stages
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -404,19 +406,92 @@ func (Serve) LeaseGPUs(n *Node, free int) int {
 // ServeModelKey returns the item key's model field for a consumer of model
 // whose upstreams include a serve node serving it (found by its result):
 // the model id and the weights' digest. It is model itself when no serve
-// upstream serves model.
-func ServeModelKey(n *Node, model string) (key string, served bool) {
-	for _, u := range n.Upstreams {
-		if len(u.Result) == 0 {
-			continue
+// upstream serves model, or when endpoints, the consumer's list, are
+// plain URLs. Endpoints that mix a serve upstream's with other servers'
+// are an error: no one identity would be true of every answer.
+func ServeModelKey(n *Node, model string, endpoints []string) (key string, served bool, err error) {
+	if len(nonBlankEndpoints(endpoints)) > 0 {
+		r, err := endpointsServer(n, endpoints)
+		if err != nil || r == nil || r.Model != model || r.ModelKey == "" {
+			return model, false, err
 		}
-		var r ServeResult
-		if json.Unmarshal(u.Result, &r) != nil || r.ModelKey == "" || r.Model != model || r.Endpoints == nil {
-			continue
-		}
-		return r.ModelKey, true
+		return r.ModelKey, true, nil
 	}
-	return model, false
+	for _, r := range serveUpstreams(n) {
+		if r.Model != model || r.ModelKey == "" || r.Endpoints == nil {
+			continue
+		}
+		return r.ModelKey, true, nil
+	}
+	return model, false, nil
+}
+
+// servedUpstream is a serve upstream's result, with its address.
+type servedUpstream struct {
+	ServeResult
+	addr string
+}
+
+// serveUpstreams are the results of n's serve upstreams, in order.
+func serveUpstreams(n *Node) []servedUpstream {
+	var out []servedUpstream
+	for _, u := range n.Upstreams {
+		var r ServeResult
+		if len(u.Result) == 0 || json.Unmarshal(u.Result, &r) != nil || r.Model == "" {
+			continue
+		}
+		out = append(out, servedUpstream{r, u.Address})
+	}
+	return out
+}
+
+// nonBlankEndpoints are endpoints without blanks, each without its
+// trailing slash, as a serve result lists them.
+func nonBlankEndpoints(endpoints []string) []string {
+	var out []string
+	for _, e := range endpoints {
+		if e = strings.TrimRight(strings.TrimSpace(e), "/"); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// endpointsServer is the serve upstream of n whose endpoints endpoints (a
+// consumer's list) are, nil when they are plain URLs. Endpoints that mix
+// one serve upstream's with another's, or with plain URLs, are an error:
+// the consumer keys every result by one serve stage's identity, so the
+// other servers' answers would be stored as that stage's
+// (docs/serve.md). validate refuses the lists it can see mixing; this
+// holds for the rest (a list made in a local).
+func endpointsServer(n *Node, endpoints []string) (*ServeResult, error) {
+	ups := serveUpstreams(n)
+	var from *servedUpstream
+	plain := ""
+	for _, e := range nonBlankEndpoints(endpoints) {
+		var owner *servedUpstream
+		for i := range ups {
+			if slices.Contains(nonBlankEndpoints(ups[i].Endpoints), e) {
+				owner = &ups[i]
+				break
+			}
+		}
+		switch {
+		case owner == nil:
+			plain = cmp.Or(plain, e)
+		case from == nil:
+			from = owner
+		case from != owner:
+			return nil, fmt.Errorf("endpoints mix %s's servers with %s's: every result is keyed by one serve stage's model, weights and command line, so the other's answers would be stored as its own; give each endpoints list one serve stage's endpoints alone, or plain URLs alone (a stage per server)", from.addr, owner.addr)
+		}
+	}
+	if from == nil {
+		return nil, nil
+	}
+	if plain != "" {
+		return nil, fmt.Errorf("endpoints mix %s's servers with %s, which it does not run: every result is keyed by %s's model, weights and command line, so that server's answers would be stored as its own; give each endpoints list one serve stage's endpoints alone, or plain URLs alone (a stage per server)", from.addr, plain, from.addr)
+	}
+	return &from.ServeResult, nil
 }
 
 // replica is one server process of a serve node.

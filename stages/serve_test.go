@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -104,4 +105,47 @@ func TestServeNoFreePortMessageReadsWell(t *testing.T) {
 	_, _, err := reservePorts("stage.s", "127.0.0.1", 65535, 1, func(int, string) {})
 	require.Error(t, err)
 	assert.Equal(t, "no free port at 65535: it is in use, and the ports end at 65535 (pick a lower port)", err.Error())
+}
+
+// twoServers is a node reading serve stages "stage.a" and "stage.b",
+// two weights of one model.
+func twoServers() *Node {
+	a, _ := json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "sim", Weights: "sha256:aaaa", ModelKey: "sim@sha256:aaaa"}, Endpoints: []string{"http://127.0.0.1:19500/v1"}})
+	b, _ := json.Marshal(ServeResult{ServeIdentity: ServeIdentity{Model: "sim", Weights: "sha256:bbbb", ModelKey: "sim@sha256:bbbb"}, Endpoints: []string{"http://127.0.0.1:19600/v1"}})
+	return &Node{Upstreams: []Upstream{{Address: "stage.a", Status: "ok", Result: a}, {Address: "stage.b", Status: "ok", Result: b}}}
+}
+
+// A consumer's results are keyed by the serve stage its endpoints are:
+// stage.b's endpoints give b's weights, plain URLs the model id alone,
+// and a list mixing a's servers with b's, or with a plain URL, is
+// refused (a list made in a local, which validate does not see into),
+// for evaluate and optimize (ServeModelKey) as for the model cache.
+func TestServeKeysByTheStageItsEndpointsAre(t *testing.T) {
+	n := twoServers()
+	key, served, err := ServeModelKey(n, "sim", []string{"http://127.0.0.1:19600/v1/"})
+	require.NoError(t, err)
+	assert.True(t, served)
+	assert.Equal(t, "sim@sha256:bbbb", key)
+
+	key, served, err = ServeModelKey(n, "sim", []string{"http://127.0.0.1:18600/v1"})
+	require.NoError(t, err)
+	assert.False(t, served)
+	assert.Equal(t, "sim", key)
+
+	_, _, err = ServeModelKey(n, "sim", []string{"http://127.0.0.1:19500/v1", "http://127.0.0.1:19600/v1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "endpoints mix stage.a's servers with stage.b's")
+	_, _, err = ServeModelKey(n, "sim", []string{"http://127.0.0.1:19500/v1", "http://127.0.0.1:18600/v1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "endpoints mix stage.a's servers with http://127.0.0.1:18600/v1, which it does not run")
+
+	w, err := servedWeights(n, nil, []string{"http://127.0.0.1:19600/v1"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"sim": "sha256:bbbb"}, w)
+	w, err = servedWeights(n, nil, []string{"http://127.0.0.1:18600/v1"})
+	require.NoError(t, err)
+	assert.Empty(t, w)
+	_, err = servedWeights(n, nil, []string{"http://127.0.0.1:19600/v1", "http://127.0.0.1:19500/v1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "endpoints mix stage.b's servers with stage.a's")
 }

@@ -7,10 +7,13 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -225,7 +228,9 @@ func serviceEndpoints(n *Node, res cty.Value) cty.Value {
 // it depends on serves the consumer's model: cairn starts a serve stage
 // only for the evaluations of its own model, so the endpoints would be
 // empty and the items sent to TASK_ENDPOINTS, a server the pipeline does
-// not name. specs are the nodes' evaluated attributes by node ID.
+// not name; and one whose endpoints mix a serve stage's with other
+// servers' (mixedEndpointsChecks). specs are the nodes' evaluated
+// attributes by node ID.
 func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	known := func(sn *stages.Node, attr string) (string, bool) {
@@ -290,5 +295,143 @@ func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
 				Subject: &r})
 		}
 	}
+	return append(diags, g.mixedEndpointsChecks()...)
+}
+
+// mixedEndpointsChecks refuses a consumer's endpoints list (an evaluate or
+// optimize stage's endpoints, a model_cache's endpoints) that reads a
+// serve stage and also another serve stage, a plain URL or any other
+// source of URLs: the consumer keys every result by the one serve stage's
+// identity (stages.ServeModelKey; the model cache's weights), so answers
+// from the other servers would be stored as that stage's, and taken from
+// the store later by a pipeline that reads that stage alone. Each stage is
+// checked once, whatever its instances.
+func (g *Graph) mixedEndpointsChecks() hcl.Diagnostics {
+	serves := map[string]bool{}
+	for _, n := range g.Nodes {
+		if _, ok := n.Kind.(stages.Service); ok {
+			serves[n.Stage.Name] = true
+		}
+	}
+	var diags hcl.Diagnostics
+	seen := map[string]bool{}
+	for _, n := range g.Nodes {
+		if seen[n.Stage.Name] || serves[n.Stage.Name] {
+			continue
+		}
+		seen[n.Stage.Name] = true
+		for _, e := range endpointsExprs(n.Stage.Attrs) {
+			if why := endpointsMix(e, serves); why != "" {
+				r := e.Range()
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Endpoints of more than one server",
+					Detail:  fmt.Sprintf("endpoints reads %s. Every result of this stage is keyed by the serve stage it reads (its model, weights and command line), so answers from the other servers would be stored as that stage's, and a pipeline reading it alone would take them from the store. Give each endpoints list one serve stage's endpoints alone, or plain URLs alone; to evaluate on several servers, use a stage per server.", why),
+					Subject: &r})
+			}
+		}
+	}
 	return diags
+}
+
+// endpointsExprs are the expressions of attrs that give a consumer its
+// endpoints: the endpoints attribute, and the endpoints of model_cache
+// (an object constructor).
+func endpointsExprs(attrs hcl.Attributes) []hcl.Expression {
+	var out []hcl.Expression
+	if a := attrs["endpoints"]; a != nil {
+		out = append(out, a.Expr)
+	}
+	if a := attrs["model_cache"]; a != nil {
+		if obj, ok := dsl.ObjectConsOf(a.Expr); ok {
+			for _, it := range obj.Items {
+				if k, diags := it.KeyExpr.Value(nil); !diags.HasErrors() && k.Type() == cty.String && k.AsString() == "endpoints" {
+					out = append(out, it.ValueExpr)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// endpointsMix says what mixes in e, an endpoints expression, the
+// endpoints of a serve stage (named in serves) with those of another
+// server ("stage.a and stage.b", "stage.m and a plain URL"), "" when
+// nothing does. The branches of a conditional are apart: only one of
+// them is the list.
+func endpointsMix(e hcl.Expression, serves map[string]bool) string {
+	switch x := dsl.Syntax(e).(type) {
+	case *hclsyntax.ConditionalExpr:
+		if why := endpointsMix(x.TrueResult, serves); why != "" {
+			return why
+		}
+		return endpointsMix(x.FalseResult, serves)
+	case *hclsyntax.ParenthesesExpr:
+		return endpointsMix(x.Expression, serves)
+	}
+	var served, others []string
+	add := func(to *[]string, s string) {
+		if !slices.Contains(*to, s) {
+			*to = append(*to, s)
+		}
+	}
+	for _, src := range urlSources(e) {
+		if name, ok := strings.CutPrefix(src, "stage."); ok && serves[name] {
+			add(&served, src)
+		} else {
+			add(&others, src)
+		}
+	}
+	switch {
+	case len(served) > 1:
+		return "the endpoints of " + strings.Join(served, " and ")
+	case len(served) == 1 && len(others) > 0:
+		return fmt.Sprintf("the endpoints of %s and %s", served[0], strings.Join(others, " and "))
+	}
+	return ""
+}
+
+// urlSources are what e takes its values from: the root of each
+// reference ("stage.m", "var.task_endpoints", "local.eps") and "a plain
+// URL" for a string written in it. A collection's index, a conditional's
+// condition and a for expression's own symbols give no values.
+func urlSources(e hcl.Expression) []string {
+	var out []string
+	switch x := dsl.Syntax(e).(type) {
+	case *hclsyntax.TemplateExpr, *hclsyntax.TemplateWrapExpr:
+		if len(e.Variables()) == 0 {
+			return []string{"a plain URL"}
+		}
+	case *hclsyntax.LiteralValueExpr:
+		if x.Val.Type() == cty.String {
+			return []string{"a plain URL"}
+		}
+		return nil
+	case *hclsyntax.IndexExpr:
+		return urlSources(x.Collection)
+	case *hclsyntax.RelativeTraversalExpr:
+		return urlSources(x.Source)
+	case *hclsyntax.SplatExpr:
+		return urlSources(x.Source)
+	case *hclsyntax.ConditionalExpr:
+		return append(urlSources(x.TrueResult), urlSources(x.FalseResult)...)
+	case *hclsyntax.TupleConsExpr:
+		for _, it := range x.Exprs {
+			out = append(out, urlSources(it)...)
+		}
+		return out
+	case *hclsyntax.FunctionCallExpr:
+		for _, a := range x.Args {
+			out = append(out, urlSources(a)...)
+		}
+		return out
+	case *hclsyntax.ForExpr:
+		return urlSources(x.CollExpr)
+	}
+	for _, tr := range e.Variables() {
+		root := tr.RootName()
+		if a, ok := tr[min(1, len(tr)-1)].(hcl.TraverseAttr); ok {
+			root += "." + a.Name
+		}
+		out = append(out, root)
+	}
+	return out
 }

@@ -1,0 +1,49 @@
+# Endpoints lists that mix a serve stage's endpoints with another server's:
+# every result is keyed by the one serve stage, so the other servers'
+# answers would be stored as its own.
+variable "task_endpoints" {
+  default = ["http://127.0.0.1:18600/v1"]
+}
+
+stage "serve" "a" {
+  run     = ["server", "--port", "{port}"]
+  model   = "sim"
+  weights = "sha256:aaaaaaaaaaaaaaaaaaaa"
+  port    = 19500
+}
+
+stage "serve" "b" {
+  run     = ["server", "--port", "{port}", "--wrong-rate", "1"]
+  model   = "sim"
+  weights = "sha256:bbbbbbbbbbbbbbbbbbbb"
+  port    = 19600
+}
+
+stage "evaluate" "both" {
+  worker    = ["python3", "worker.py"]
+  items     = [{ id = "q1", question = "1 + 1", answer = "2" }]
+  model     = "sim"
+  scores    = "out/both.jsonl"
+  endpoints = concat(stage.a.endpoints, stage.b.endpoints) # ERROR: endpoints reads the endpoints of stage.a and stage.b
+}
+
+stage "evaluate" "plain" {
+  worker    = ["python3", "worker.py"]
+  items     = [{ id = "q1", question = "1 + 1", answer = "2" }]
+  model     = "sim"
+  scores    = "out/plain.jsonl"
+  endpoints = concat(stage.a.endpoints, ["http://127.0.0.1:18600/v1"]) # ERROR: endpoints reads the endpoints of stage.a and a plain URL
+}
+
+stage "command" "harness" {
+  run         = ["true"]
+  model_cache = { endpoints = concat(stage.b.endpoints, var.task_endpoints) } # ERROR: endpoints reads the endpoints of stage.b and var.task_endpoints
+}
+
+stage "evaluate" "one" {
+  worker    = ["python3", "worker.py"]
+  items     = [{ id = "q1", question = "1 + 1", answer = "2" }]
+  model     = "sim"
+  scores    = "out/one.jsonl"
+  endpoints = stage.a.endpoints
+}
