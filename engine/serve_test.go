@@ -3,8 +3,12 @@ package engine
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -294,4 +298,93 @@ func TestServeMixedEndpointsRefused(t *testing.T) {
 			assert.NotEqual(t, "Endpoints of more than one server", d.Summary, "%s: %s", expr, d.Detail)
 		}
 	}
+}
+
+// servePort is the port servePipeline gave its serve stage.
+func servePort(t *testing.T, pipeline string) int {
+	t.Helper()
+	m := regexp.MustCompile(`port  = (\d+)`).FindStringSubmatch(pipeline)
+	require.NotNil(t, m)
+	port, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return port
+}
+
+// A replica is ready only when the server answering on its port is its
+// own: another program that took the port after it was checked (here
+// the test's HTTP server, started once the replica's process has) fails
+// the replica with class setup, naming that program and the port, and
+// its consumers do not run (Linux: /proc tells who listens).
+func TestServeNotReadyOnAnotherProgramsPort(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc tells who listens on a port on Linux only")
+	}
+	pipeline := strings.Replace(servePipeline(t, "exec sleep 600", "echo ok > used.txt", `  start_timeout = "60s"
+`), `health = ""`, `health = "/health"`, 1)
+	port := servePort(t, pipeline)
+	w := newWorkspace(t, pipeline)
+	ev := &serveEvents{}
+	var once sync.Once
+	ev.on = func(e events.Event) {
+		if x, ok := e.(*events.ProcessStarted); ok && x.Node == "stage.m" {
+			once.Do(func() {
+				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+				if !assert.NoError(t, err) {
+					return
+				}
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+				srv.Listener = ln
+				srv.Start()
+				t.Cleanup(srv.Close)
+			})
+		}
+	}
+	r := w.apply(ApplyOptions{Events: ev})
+	m := ev.ended("stage.m")
+	require.NotNil(t, m, r.out)
+	assert.Equal(t, "failed", m.Status)
+	assert.Equal(t, "setup", m.Class, r.out)
+	assert.Contains(t, m.Message, fmt.Sprintf("replica 1 (port %d) did not get ready: port %d is held by another program, pid %d (", port, port, os.Getpid()))
+	assert.Empty(t, ev.serve("ready"), "never ready against another program's server")
+	assert.NoFileExists(t, filepath.Join(w.Root, "used.txt"))
+}
+
+// A replica that dies while another program holds its port is not
+// restarted onto it (it would fail to bind, or answer as that program):
+// the node fails, naming the program and the port.
+func TestServeNotRestartedOntoATakenPort(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc tells who listens on a port on Linux only")
+	}
+	server := `while [ ! -f kill ]; do sleep 0.02; done; exit 3`
+	consumer := `while [ ! -f gone ]; do sleep 0.02; done; echo ok > used.txt`
+	pipeline := servePipeline(t, server, consumer, "")
+	port := servePort(t, pipeline)
+	w := newWorkspace(t, pipeline)
+	ev := &serveEvents{}
+	ev.on = func(e events.Event) {
+		x, ok := e.(*events.ServeEvent)
+		switch {
+		case ok && x.Status == "ready":
+			// The replica listens on nothing: another program takes its
+			// port, then the replica dies.
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if assert.NoError(t, err) {
+				t.Cleanup(func() { ln.Close() })
+			}
+			w.Write("kill", "")
+		case ok && x.Status == "failed":
+			w.Write("gone", "")
+		}
+	}
+	r := w.apply(ApplyOptions{Events: ev})
+	assert.Empty(t, ev.serve("restarting"), r.out)
+	failed := ev.serve("failed")
+	require.Len(t, failed, 1, r.out)
+	want := fmt.Sprintf("replica 1 (port %d) died (exited with status 3), and port %d is held by another program, pid %d (", port, port, os.Getpid())
+	assert.Contains(t, failed[0].Message, want)
+	m := ev.ended("stage.m")
+	require.NotNil(t, m, r.out)
+	assert.Equal(t, "failed", m.Status)
+	assert.Contains(t, m.Message, want)
 }

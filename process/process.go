@@ -1,8 +1,9 @@
 // Package process holds what the stage kinds and the executors both speak of
 // a process a node runs: how it ended (Result), the classify patterns that
 // give a failed one its class, the redaction of secrets from what is shown,
-// the launcher of an evaluation's worker processes, and the reference to a
-// node's job that the run journal keeps. It imports no stage
+// the launcher of an evaluation's worker processes, the reference to a
+// node's job that the run journal keeps, and who listens on a port
+// (ForeignListener). It imports no stage
 // kind and, of the engine, only engine/sysproc: an executor runs a spec
 // without depending on the stage kinds, and the stage kinds start processes
 // without depending on an executor.

@@ -766,6 +766,9 @@ func (sv *server) waitReady(ctx context.Context, r *replica) error {
 		}
 		err := sv.probe(ctx, r, true)
 		if err == nil {
+			if other := sv.foreignListener(r); other != "" {
+				return fmt.Errorf("port %d is held by another program, %s, not by this replica's process (pid %d): what answers there is not this replica; stop that program, or give the stage another port", r.port, other, sv.pid(r))
+			}
 			sv.host.ServeEvent(ServeEvent{Status: "ready", Replica: r.i, PID: sv.pid(r), Port: r.port, GPUs: r.gpus, Endpoint: r.url,
 				Message: fmt.Sprintf("replica %d ready at %s", r.i, r.url)})
 			return nil
@@ -780,6 +783,17 @@ func (sv *server) waitReady(ctx context.Context, r *replica) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// foreignListener names another program listening on r's port, "" when
+// none is known (a cluster job's port is on another machine; see
+// process.ForeignListener): r's process leads its own process group.
+func (sv *server) foreignListener(r *replica) string {
+	pid := sv.pid(r)
+	if sv.remote || pid <= 0 {
+		return ""
+	}
+	return process.ForeignListener(r.port, pid)
 }
 
 func (sv *server) pid(r *replica) int {
@@ -907,6 +921,25 @@ func (sv *server) lastDeath(r *replica, why string) string {
 	return fmt.Sprintf("replica %d (port %d) died %d times, the last: %s%s", r.i, r.port, r.restart+1, why, sv.tail(r))
 }
 
+// finalDeath is the message of a replica's death that ends it, "" when
+// it is restarted (or, restart false, its consumers ended): a death past
+// its restarts, or one while another program holds its port, which a
+// restart would fail to bind (or answer as that program) and its
+// consumers were given.
+func (sv *server) finalDeath(r *replica, why string, restart bool) string {
+	if r.restart >= sv.s.restarts {
+		return sv.lastDeath(r, why)
+	}
+	other := ""
+	if restart {
+		other = sv.foreignListener(r)
+	}
+	if other == "" {
+		return ""
+	}
+	return fmt.Sprintf("replica %d (port %d) died (%s), and port %d is held by another program, %s: not restarted on it, since its consumers were given that port; stop that program, or give the stage another port%s", r.i, r.port, why, r.port, other, sv.tail(r))
+}
+
 // supervise watches the replicas until done is closed or ctx ends: a
 // replica that dies or fails its health check is taken out of the rotation
 // at once and restarted (up to restarts times); it returns why the node
@@ -980,13 +1013,10 @@ func (sv *server) supervise(ctx context.Context, done <-chan struct{}) string {
 		if sv.endsAtTimeout(r) {
 			return true
 		}
-		if r.restart >= sv.s.restarts {
+		if final := sv.finalDeath(r, why, restart); final != "" {
 			dead++
-			msg := sv.lastDeath(r, why)
-			sv.host.ServeEvent(ServeEvent{Status: "failed", Replica: r.i, Port: r.port, Endpoint: r.url, Message: msg})
-			if failedFor == "" {
-				failedFor = msg
-			}
+			sv.host.ServeEvent(ServeEvent{Status: "failed", Replica: r.i, Port: r.port, Endpoint: r.url, Message: final})
+			failedFor = cmp.Or(failedFor, final)
 			return dead == len(sv.reps)
 		}
 		if !restart {
