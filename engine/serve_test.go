@@ -319,8 +319,31 @@ func TestServeNotReadyOnAnotherProgramsPort(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc tells who listens on a port on Linux only")
 	}
-	pipeline := strings.Replace(servePipeline(t, "exec sleep 600", "echo ok > used.txt", `  start_timeout = "60s"
-`), `health = ""`, `health = "/health"`, 1)
+	pipeline := func(ready string) string {
+		return strings.Replace(servePipeline(t, "exec sleep 600", "echo ok > used.txt", `  start_timeout = "60s"
+`), `ready = { health = "", models = false, completion = false }`, ready, 1)
+	}
+	w, port, r, ev := applyWithAnotherProgramOnThePort(t, pipeline(`ready = { health = "/health", models = false, completion = false }`))
+	m := ev.ended("stage.m")
+	require.NotNil(t, m, r.out)
+	assert.Equal(t, "failed", m.Status)
+	assert.Equal(t, "setup", m.Class, r.out)
+	assert.Contains(t, m.Message, fmt.Sprintf("replica 1 (port %d) did not get ready: port %d is held by another program, pid %d (", port, port, os.Getpid()))
+	assert.Empty(t, ev.serve("ready"), "never ready against another program's server")
+	assert.NoFileExists(t, filepath.Join(w.Root, "used.txt"))
+
+	// own_port = false: a port another process forwards (a container
+	// runtime's proxy) is the server's all the same.
+	w, _, r, ev = applyWithAnotherProgramOnThePort(t, pipeline(`ready = { health = "/health", models = false, completion = false, own_port = false }`))
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Len(t, ev.serve("ready"), 1, r.out)
+	assert.FileExists(t, filepath.Join(w.Root, "used.txt"))
+}
+
+// applyWithAnotherProgramOnThePort applies pipeline (servePipeline's)
+// while the test's HTTP server, started once the replica's process has,
+// holds the serve stage's port.
+func applyWithAnotherProgramOnThePort(t *testing.T, pipeline string) (*workspace, int, applyRun, *serveEvents) {
 	port := servePort(t, pipeline)
 	w := newWorkspace(t, pipeline)
 	ev := &serveEvents{}
@@ -339,14 +362,7 @@ func TestServeNotReadyOnAnotherProgramsPort(t *testing.T) {
 			})
 		}
 	}
-	r := w.apply(ApplyOptions{Events: ev})
-	m := ev.ended("stage.m")
-	require.NotNil(t, m, r.out)
-	assert.Equal(t, "failed", m.Status)
-	assert.Equal(t, "setup", m.Class, r.out)
-	assert.Contains(t, m.Message, fmt.Sprintf("replica 1 (port %d) did not get ready: port %d is held by another program, pid %d (", port, port, os.Getpid()))
-	assert.Empty(t, ev.serve("ready"), "never ready against another program's server")
-	assert.NoFileExists(t, filepath.Join(w.Root, "used.txt"))
+	return w, port, w.apply(ApplyOptions{Events: ev}), ev
 }
 
 // A replica that dies while another program holds its port is not

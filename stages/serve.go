@@ -110,6 +110,10 @@ type readyCheck struct {
 	Health     string `json:"health"`     // path answered 200 ("" to skip)
 	Models     *bool  `json:"models"`     // GET /v1/models lists the model
 	Completion *bool  `json:"completion"` // one chat completion returns
+	// OwnPort: the listener on the port is the replica's process tree's
+	// (false for a server whose port another process forwards, such as
+	// a container runtime's proxy).
+	OwnPort *bool `json:"own_port"`
 }
 
 type serveSpec struct {
@@ -257,7 +261,7 @@ func decodeServe(n *Node) (serveSpec, hcl.Diagnostics) {
 			}
 		}
 	}
-	jsonAttr(n, "ready", &s.ready, &diags, `an object like { health = "/health", models = true, completion = true }`)
+	jsonAttr(n, "ready", &s.ready, &diags, `an object like { health = "/health", models = true, completion = true, own_port = true }`)
 	if s.ready.Health != "" && !strings.HasPrefix(s.ready.Health, "/") {
 		bad("ready", fmt.Sprintf("ready.health is a path on the server, starting with \"/\" (like \"/health\"), not %q.", s.ready.Health))
 	}
@@ -790,7 +794,7 @@ func (sv *server) waitReady(ctx context.Context, r *replica) error {
 // process.ForeignListener): r's process leads its own process group.
 func (sv *server) foreignListener(r *replica) string {
 	pid := sv.pid(r)
-	if sv.remote || pid <= 0 {
+	if sv.remote || pid <= 0 || sv.s.ready.OwnPort != nil && !*sv.s.ready.OwnPort {
 		return ""
 	}
 	return process.ForeignListener(r.port, pid)
