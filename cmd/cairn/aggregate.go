@@ -221,12 +221,17 @@ type jobFolder struct{ name, real string }
 
 // jobFolders are the folders of the result.json files found (names as
 // found): each one's folder, and for a result.json that is a link, the
-// folder of the file it leads to. Each once, by its real path.
+// folder of the file it leads to. Each once, by its real path, absolute:
+// the outputs' paths are (realPath), and a relative folder (roots given
+// without --chdir) would contain none of them.
 func (a *app) jobFolders(results []string) []jobFolder {
 	var out []jobFolder
 	seen := map[string]bool{}
 	add := func(name, path string) {
 		real, err := filepath.EvalSymlinks(path)
+		if err == nil {
+			real, err = filepath.Abs(real)
+		}
 		if err != nil || seen[real] {
 			return
 		}

@@ -600,3 +600,33 @@ func TestAggregateOutputsNeverGoIntoAJobFolder(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(root, f))
 	}
 }
+
+// Roots and outputs given relative to the working directory, without
+// --chdir, are checked as with it: a method's own file in a job's folder
+// (optimization/optimizer_result.json) and a new file there are refused,
+// and the method's record is kept.
+func TestAggregateOutputsNeverGoIntoAJobFolderFromTheWorkingDirectory(t *testing.T) {
+	root := aggregateWorkspace(t)
+	t.Chdir(root)
+	job := filepath.Join("runs", "a", "gepa", "hotpotqa_centralized_qwen", "seed2")
+	record := filepath.Join(job, "optimization", "optimizer_result.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(record), 0o755))
+	require.NoError(t, os.WriteFile(record, []byte(`{"method": "record"}`), 0o644))
+	const never = ": aggregate never writes over what it reads, nor into a job's folder; name a file outside the job folders\n"
+	for _, c := range []struct {
+		out, msg string
+	}{
+		{record, "--out " + record + " is a job's own file (" + record + ", in the folder of a job aggregate reads)"},
+		{filepath.Join(job, "summary.json"), "--out " + job + "/summary.json is in a job's folder (" + job + ", the folder of a job aggregate reads)"},
+	} {
+		r := runCLI(t, "aggregate", "runs", "--bootstrap", "50", "--out", c.out)
+		assert.Equal(t, 2, r.code, "%s: %s", c.out, r.stderr)
+		assert.Equal(t, "Error: "+c.msg+never, r.stderr, c.out)
+	}
+	got, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, `{"method": "record"}`, string(got))
+	for _, f := range []string{filepath.Join(job, "optimization", "optimizer_result.svg"), filepath.Join(job, "summary.json"), filepath.Join(job, "summary.svg")} {
+		assert.NoFileExists(t, f)
+	}
+}
