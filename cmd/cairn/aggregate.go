@@ -149,7 +149,8 @@ any is written: all are written, or none.`,
 	cmd.Flags().StringVar(&out, "out", "", "write the full JSON summary to FILE")
 	cmd.Flags().StringVar(&plot, "plot", "", "write the forest plot (SVG) to FILE (default: beside --out, .svg for .json)")
 	cmd.Flags().StringVar(&o.Family, "family", aggregate.FamilyTask, "the Holm family: task (rows sharing dataset × model), method, or none (no correction)")
-	cmd.Flags().IntVar(&o.Replicates, "bootstrap", stats.DefaultReplicates, "bootstrap replicates per row")
+	o.Replicates = stats.DefaultReplicates
+	cmd.Flags().Var(decimalFlag{&o.Replicates}, "bootstrap", "bootstrap replicates per row, in decimal digits")
 	cmd.Flags().StringVar(&o.Resample, "resample", stats.ResampleWithinSeed, "how a replicate draws a row's items: within-seed (each seed's items on their own, the protocol's method) or shared-items (one draw of item indices used for every seed)")
 	cmd.Flags().BoolVar(&o.IncludeNonconformant, "include-nonconformant", false, "keep jobs whose result.json lists reasons they are not part of the experiment (smoke budgets, off-grid cells, another reflection model)")
 	return cmd

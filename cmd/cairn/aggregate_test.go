@@ -630,3 +630,27 @@ func TestAggregateOutputsNeverGoIntoAJobFolderFromTheWorkingDirectory(t *testing
 		assert.NoFileExists(t, f)
 	}
 }
+
+// --bootstrap is a count in decimal digits: a leading zero is decimal
+// (0100 is 100 replicates, not 64), and Go's other literals (0x10, 0b101,
+// 1_000, +5) are refused with exit 2, nothing written.
+func TestAggregateBootstrapIsDecimal(t *testing.T) {
+	root := aggregateWorkspace(t)
+	r := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", "0100", "--out", "s.json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "; 100 bootstrap replicates,")
+	var sum struct {
+		Replicates int `json:"bootstrap"`
+	}
+	js, err := os.ReadFile(filepath.Join(root, "s.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &sum))
+	assert.Equal(t, 100, sum.Replicates)
+	for _, b := range []string{"0x10", "0b101", "1_000", "+5", "-3", "1e4", ""} {
+		r := runCLI(t, "--chdir", root, "aggregate", "runs/a", "--bootstrap", b, "--out", "bad.json")
+		assert.Equal(t, 2, r.code, "%q: %s", b, r.stderr)
+		assert.Contains(t, r.stderr, `Error: --bootstrap "`+b+`" is not a whole number in decimal digits (0 to 9 only: no sign, 0x, 0b or _): write it like 4`, b)
+		assert.Empty(t, r.stdout, b)
+		assert.NoFileExists(t, filepath.Join(root, "bad.json"), b)
+	}
+}

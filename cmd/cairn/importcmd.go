@@ -96,7 +96,8 @@ refused (exit 2), naming the file and the item.`,
 	cmd.Flags().StringVar(&job.baseline, "baseline", "", "with --job: the results FILE is compared with (the job's baseline)")
 	cmd.Flags().StringVar(&job.method, "method", "", "with --job: the method FILE's results are of")
 	cmd.Flags().StringVar(&job.cell, "cell", "", "with --job: the cell, DATASET/RUNTIME/MODEL")
-	cmd.Flags().IntVar(&job.seed, "seed", -1, "with --job: the optimizer seed (0, 1 or 2 for the aggregation)")
+	job.seed = -1 // not given
+	cmd.Flags().Var(decimalFlag{&job.seed}, "seed", "with --job: the optimizer seed (0, 1 or 2 for the aggregation)")
 	return cmd
 }
 

@@ -421,6 +421,31 @@ func (f addrsFlag) Set(s string) error {
 	return nil
 }
 
+// decimalFlag is a whole number of 0 or more written in decimal digits
+// only. pflag's int reads Go's literals: --bootstrap 010000 was 4096
+// replicates (octal), and 0x10, 0b101, 1_000 and +5 were numbers too; a
+// count typed with a leading zero means the decimal number.
+type decimalFlag struct{ dst *int }
+
+func (f decimalFlag) String() string {
+	if f.dst == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.dst)
+}
+func (f decimalFlag) Type() string { return "int" }
+func (f decimalFlag) Set(s string) error {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return flagProblem("is not a whole number in decimal digits (0 to 9 only: no sign, 0x, 0b or _): write it like 4")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return err // strconv.ErrRange: flagValueError says it is too large
+	}
+	*f.dst = n
+	return nil
+}
+
 func (a *app) addVarFlags(cmd *cobra.Command) {
 	cmd.Flags().Var(varFlag{dst: &a.vars}, "var", "set a variable (repeatable); later flags win")
 	cmd.Flags().Var(varFlag{dst: &a.vars, file: true}, "var-file", "read variables from an HCL or JSON file (repeatable)")
