@@ -85,6 +85,35 @@ func TestAResultThatDoesNotParseIsNamedWithItsPosition(t *testing.T) {
 	assert.Equal(t, `gepa/hotpotqa_centralized_qwen/seed1/result.json: format "cairn.job-result/2" is not one cairn reads (want "cairn.job-result/1")`, msg)
 }
 
+// A value of the wrong type in a test.json item is named with the item's
+// index and the line and column where the value starts, as the other
+// refusals of an item name it: "items[2].baseline", not "items.baseline".
+func TestAWrongTypeInAnItemNamesTheItem(t *testing.T) {
+	for _, c := range []struct{ field, from, to, want string }{
+		{"baseline", `"baseline": 1,`, `"baseline": true,`, `items[2].baseline is bool, want a number`},
+		{"deployed", `"deployed": 1,`, `"deployed": "1",`, `items[2].deployed is string, want a number`},
+		{"valid", `"valid": true`, `"valid": 1`, `items[2].valid is number, want true or false`},
+	} {
+		var line, col int
+		msg := badInput(t, func(root string) {
+			rewrite(t, filepath.Join(root, seed1, "test.json"), func(s string) string {
+				// The third item's field: the first two keep theirs.
+				at := 0
+				for range 2 {
+					at = strings.Index(s[at:], `"id"`) + at + 1
+				}
+				at = strings.Index(s[at:], `"id"`) + at
+				i := strings.Index(s[at:], c.from) + at
+				require.GreaterOrEqual(t, i, at, c.field)
+				v := i + strings.Index(c.from, ": ") + 2
+				line, col = 1+strings.Count(s[:v], "\n"), v-strings.LastIndex(s[:v], "\n")
+				return s[:i] + c.to + s[i+len(c.from):]
+			})
+		})
+		assert.Equal(t, fmt.Sprintf("%s/test.json:%d:%d: %s", seed1, line, col, c.want), msg, c.field)
+	}
+}
+
 // A job's file holds one JSON object and nothing else: junk after it (not
 // only a second JSON value) is refused at its position.
 func TestAResultWithJunkAfterItIsRefused(t *testing.T) {
@@ -106,7 +135,7 @@ func TestOutOfRangeScoresAndEmptyReasonsAreNamed(t *testing.T) {
 			return strings.Replace(s, `"baseline": 1,`, `"baseline": 1e400,`, 1)
 		})
 	})
-	assert.Regexp(t, `test.json:\d+:\d+: items.baseline is the number 1e400, beyond what a 64-bit float holds \(about ±1.8e308\)$`, msg)
+	assert.Regexp(t, `test.json:\d+:\d+: items\[0\].baseline is the number 1e400, beyond what a 64-bit float holds \(about ±1.8e308\)$`, msg)
 	msg = badInput(t, func(root string) {
 		rewrite(t, filepath.Join(root, seed1, "result.json"), func(s string) string {
 			return strings.Replace(s, `"nonconformant": []`, `"nonconformant": [""]`, 1)

@@ -982,13 +982,16 @@ func decodeData(data []byte, name string, v any) error {
 		if typ.Field == "" {
 			return badAt(name, data, typ.Offset, "want a JSON object, got %s", typ.Value)
 		}
+		// The field as encoding/json names it leaves out which item:
+		// "items[9].baseline", where the value starts, says.
+		field, off := jsonpos.ValueAt(data, typ.Field, typ.Offset)
 		if strings.HasPrefix(typ.Value, "number ") && typ.Type.Kind() == reflect.Float64 {
-			return badAt(name, data, typ.Offset, "%s is the %s, beyond what a 64-bit float holds (about ±1.8e308)", typ.Field, typ.Value)
+			return badAt(name, data, off, "%s is the %s, beyond what a 64-bit float holds (about ±1.8e308)", field, typ.Value)
 		}
 		if n, ok := strings.CutPrefix(typ.Value, "number "); ok && typ.Type.Kind() == reflect.Int && strings.Trim(n, "-0123456789") == "" {
-			return badAt(name, data, typ.Offset, "%s is the whole number %s, beyond what cairn reads (at most %d)", typ.Field, n, math.MaxInt)
+			return badAt(name, data, off, "%s is the whole number %s, beyond what cairn reads (at most %d)", field, n, math.MaxInt)
 		}
-		return badAt(name, data, typ.Offset, "%s is %s, want %s", typ.Field, typ.Value, friendlyType(typ.Type.String()))
+		return badAt(name, data, off, "%s is %s, want %s", field, typ.Value, friendlyType(typ.Type.String()))
 	case errors.Is(err, io.EOF):
 		return badFile(name, "is empty: want a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):

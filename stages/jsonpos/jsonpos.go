@@ -380,6 +380,30 @@ func Member(path, k string) string {
 	return path + "[" + strconv.Quote(k) + "]"
 }
 
+var indexRe = regexp.MustCompile(`\[[0-9]+\]`)
+
+// ValueAt finds the value encoding/json's UnmarshalTypeError names: by
+// its field, without the array indices ("items.baseline"), and its
+// offset (where the value ends). It returns the value's path with them
+// ("items[9].baseline") and the offset where it starts: the last value
+// of that field starting at or before off. When data holds none (or does
+// not parse), field and off come back as given.
+func ValueAt(data []byte, field string, off int64) (string, int64) {
+	path, at := field, off
+	found := false
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // a number beyond float64 is a value too
+	Walk(dec, data, "", Visitor{Value: func(p string, o int) {
+		if int64(o) <= off && indexRe.ReplaceAllString(p, "") == field {
+			path, at, found = p, int64(o), true
+		}
+	}})
+	if !found {
+		return field, off
+	}
+	return path, at
+}
+
 // valueStart is the offset of the next value after off: past blanks, a
 // colon or a comma.
 func valueStart(data []byte, off int) int {

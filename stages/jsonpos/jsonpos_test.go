@@ -117,3 +117,18 @@ func TestTooDeep(t *testing.T) {
 		assert.Equal(t, want, off, doc)
 	}
 }
+
+func TestValueAt(t *testing.T) {
+	doc := []byte(`{"items": [{"b": 1}, {"b": true}, {"b": 1e400}], "b": 2}`)
+	at := func(s string) int64 { return int64(bytes.Index(doc, []byte(s))) }
+	// encoding/json gives the offset after the value.
+	path, off := ValueAt(doc, "items.b", at("true")+4)
+	assert.Equal(t, "items[1].b", path)
+	assert.Equal(t, at("true"), off)
+	path, off = ValueAt(doc, "items.b", at("1e400")+5)
+	assert.Equal(t, "items[2].b", path)
+	assert.Equal(t, at("1e400"), off)
+	path, off = ValueAt(doc, "nothing.here", 7)
+	assert.Equal(t, "nothing.here", path)
+	assert.Equal(t, int64(7), off)
+}
