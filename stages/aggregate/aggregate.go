@@ -136,7 +136,7 @@ type Row struct {
 	// CannotReject marks a complete row whose reject is "no" whatever its
 	// data, and CannotRejectWhy says why: WhyReplicates, too few bootstrap
 	// replicates for its family (Family.CannotReject), and WhyItems, too
-	// few items for any test to reach alpha (TooFewItems).
+	// few items that differ for any test to reach alpha (SignedItems).
 	CannotReject    bool     `json:"cannot_reject"`
 	CannotRejectWhy []string `json:"cannot_reject_why"`
 	// NoiseTies counts the row's item differences (over its seeds) within
@@ -149,6 +149,9 @@ type Row struct {
 	// constant: every item of every seed has the same difference, so
 	// the interval is the point (buildRow).
 	constant bool
+	// signedItems counts a complete row's items whose difference has a
+	// sign (SignedItems): fewer than MinDraws cannot be significant.
+	signedItems int
 }
 
 // The reasons a row cannot be significant (Row.CannotRejectWhy).
@@ -184,14 +187,33 @@ func PairedDiff(it Item) (d float64, tied bool) {
 // the same, from the few draws it has.
 const MinDraws = 6
 
-// TooFewItems says whether a row of n items per seed over k seeds has
-// fewer than MinDraws independent draws as resample draws them: within
-// seed, each seed's items (k·n); with shared items, the items (n).
-func TooFewItems(n, k int, resample string) bool {
-	if resample == stats.ResampleSharedItems {
-		return n < MinDraws
+// SignedItems counts the items of a row (st, as buildRow makes it: each
+// seed's differences over the same items, in the same order) whose paired
+// difference has a sign, as resample draws them. A tie (0) carries none:
+// a row of 4 items that differ padded with 96 ties has 4 signs, not 100.
+// Within seed, an item counts when it differs in some seed: the seeds share
+// their items, and one item's differences in three seeds are not three
+// independent signs. With shared items, an item counts when its difference
+// averaged over the seeds (what the bootstrap draws) is not 0, nor within
+// the replicates' rounding noise of it (stats.ReplicateNoise).
+func SignedItems(st stats.Strata, resample string) int {
+	noise := stats.ReplicateNoise(st)
+	n := 0
+	for i := range st.Diffs[0] {
+		var sum float64
+		differs := false
+		for _, d := range st.Diffs {
+			sum += d[i]
+			differs = differs || d[i] != 0
+		}
+		if resample == stats.ResampleSharedItems {
+			differs = math.Abs(sum/float64(len(st.Diffs))) > noise
+		}
+		if differs {
+			n++
+		}
 	}
-	return k*n < MinDraws
+	return n
 }
 
 // Seed is one seed of a row: a detail line.
@@ -379,7 +401,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		case FamilyMethod:
 			r.Family = r.Method
 		}
-		if TooFewItems(len(strata[i].Diffs[0]), len(strata[i].Diffs), resample) {
+		// A row in which no item differs is not marked: its interval [0,
+		// 0] and p = 1 say so already.
+		if r.signedItems = SignedItems(strata[i], resample); r.signedItems > 0 && r.signedItems < MinDraws {
 			r.CannotReject = true
 			r.CannotRejectWhy = append(r.CannotRejectWhy, WhyItems)
 		}

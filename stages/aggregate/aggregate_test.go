@@ -104,7 +104,7 @@ func TestRowsMeansAndDelta(t *testing.T) {
 	assert.GreaterOrEqual(t, *r.CIHigh, *r.DeltaPP)
 	require.Len(t, r.Seeds, 3)
 	assert.InDelta(t, 50.0, *r.Seeds[1].DeltaPP, 1e-12)
-	assert.Equal(t, *r.P, *r.PHolm, "a family of one")
+	assert.Equal(t, 1.0, *r.PHolm, "2 items that differ are too few to decide")
 
 	tsv, _, _ := outputs(t, sum)
 	lines := strings.Split(strings.TrimSuffix(tsv, "\n"), "\n")
@@ -113,7 +113,7 @@ func TestRowsMeansAndDelta(t *testing.T) {
 	cols := strings.Split(lines[1], "\t")
 	require.Len(t, cols, len(aggregate.TableHeader))
 	assert.Equal(t, []string{"hotpotqa/qwen", "gepa", "hotpotqa/centralized/qwen", "3", "0.5000", "0.7500", "25.00"}, cols[:7])
-	assert.Equal(t, "ok", cols[12])
+	assert.True(t, strings.HasPrefix(cols[12], "ok; cannot be significant: too few items: 2 of 4 test item(s) differ"), cols[12])
 	seed1 := strings.Split(lines[3], "\t")
 	require.Len(t, seed1, len(aggregate.TableHeader))
 	assert.Equal(t, []string{"seed 1", "0.5000", "1.0000", "50.00", "-"}, seed1[3:8])
@@ -430,16 +430,18 @@ func TestRoundingNoiseIsATie(t *testing.T) {
 
 	tsv, js, _ := outputs(t, s)
 	assert.Contains(t, tsv, "\tno\tok; rounding noise: 150 item difference(s) within 1e-09 of the score scale counted as ties (deployed − baseline at most 1e-09 × max(1, |baseline|, |deployed|))\n")
+	// Ties carry no sign: one item differs (TestTiesAreNotItemsThatDecide).
+	assert.Equal(t, []string{aggregate.WhyItems}, mx.CannotRejectWhy)
 	assert.Contains(t, js, `"noise_ties": 150,`)
 	assert.Contains(t, strings.Join(s.CannotRejectWarnings(), "\n"), "warning: float hotpotqa/centralized/qwen: rounding noise: 150 item difference(s)")
 }
 
 // Too few items for any test of their signs to reach alpha (fewer than 6
-// independent draws: 1 item per seed within seed, fewer than 6 items
-// shared) cannot be significant, however small the bootstrap's p-value:
-// one item per seed gave the interval [100, 100] and reject yes. Such a
-// row is marked, enters Holm with p = 1, and is not rejected; 2 items per
-// seed within seed are 6 draws and are not marked.
+// items that differ, within seed as with shared items: the seeds share
+// their items) cannot be significant, however small the bootstrap's
+// p-value: one item per seed gave the interval [100, 100] and reject yes.
+// Such a row is marked, enters Holm with p = 1, and is not rejected; 2
+// items per seed are 2 signs, not 6 draws.
 func TestTooFewItemsCannotBeSignificant(t *testing.T) {
 	root := t.TempDir()
 	writeRow(t, root, "one", []float64{0}, []float64{1})
@@ -454,15 +456,15 @@ func TestTooFewItemsCannotBeSignificant(t *testing.T) {
 	assert.Equal(t, 1.0, *one.PHolm)
 	assert.False(t, *one.Reject)
 	assert.Less(t, *one.P, 0.05, "the bootstrap's own p-value is kept")
-	for _, r := range []aggregate.Row{two, many} {
-		assert.False(t, r.CannotReject, r.Method)
-		assert.Empty(t, r.CannotRejectWhy, r.Method)
-		assert.True(t, *r.Reject, r.Method)
-	}
+	assert.Equal(t, []string{aggregate.WhyItems}, two.CannotRejectWhy)
+	assert.False(t, *two.Reject)
+	assert.False(t, many.CannotReject)
+	assert.Empty(t, many.CannotRejectWhy)
+	assert.True(t, *many.Reject)
 	assert.Equal(t, 3*(*many.P), *many.PHolm, "a family of three")
 
 	tsv, js, svg := outputs(t, s)
-	assert.Contains(t, tsv, "\t1\tno\tok; cannot be significant: too few items: 1 test item(s) per seed, resampled within each of 3 seeds, are 3 independent draw(s), and no test of fewer than 6 paired signs reaches p <= 0.05 (at least 2 items per seed)\n")
+	assert.Contains(t, tsv, "\t1\tno\tok; cannot be significant: too few items: 1 of 1 test item(s) differ between the bundles in some seed (the others are ties, 0, in every seed, which carry no sign; an item's differences in the 3 seeds, which share their items, are not independent signs), and no test of fewer than 6 paired signs reaches p <= 0.05 (at least 6 items that differ)\n")
 	assert.Contains(t, js, `"cannot_reject_why": [
         "too few items"
       ],`)
@@ -475,6 +477,55 @@ func TestTooFewItemsCannotBeSignificant(t *testing.T) {
 	assert.Equal(t, []string{aggregate.WhyItems}, rows["two hotpotqa/centralized/qwen"].CannotRejectWhy)
 	assert.False(t, *rows["two hotpotqa/centralized/qwen"].Reject)
 	assert.Empty(t, rows["many hotpotqa/centralized/qwen"].CannotRejectWhy)
+}
+
+// Ties (a difference of 0) carry no sign, so padding a row with them does
+// not make it decidable: 4 items that differ among 100, in every seed, or
+// 2, 2 and 1 of them in seeds 0, 1 and 2, cannot be significant (the
+// exact sign test of 4 is p = 0.125, of 5 p = 0.0625), where the bootstrap
+// gave p = 0.036 and 0.014 and reject yes. 6 items that differ among 100
+// are decided, and rejected; a row in which none differs has p = 1 and
+// is not marked.
+func TestTiesAreNotItemsThatDecide(t *testing.T) {
+	root := t.TempDir()
+	row := func(method string, differ [3]int) {
+		for seed := range 3 {
+			b, d := make([]float64, 100), make([]float64, 100)
+			for i := range differ[seed] {
+				d[i] = 1
+			}
+			_, err := jobtest.Write(root, jobtest.Job{Method: method, Seed: seed, Baseline: b, Deployed: d})
+			require.NoError(t, err)
+		}
+	}
+	row("four", [3]int{4, 4, 4})
+	row("uneven", [3]int{2, 2, 1})
+	row("six", [3]int{6, 6, 6})
+	row("none", [3]int{0, 0, 0})
+	for _, resample := range stats.ResampleNames {
+		s := run(t, aggregate.Options{Roots: []string{root}, Replicates: 2000, Family: aggregate.FamilyNone, Resample: resample})
+		rows := rowsByName(s)
+		for _, name := range []string{"four", "uneven"} {
+			r := rows[name+" hotpotqa/centralized/qwen"]
+			assert.Equal(t, []string{aggregate.WhyItems}, r.CannotRejectWhy, "%s %s", name, resample)
+			assert.Equal(t, 1.0, *r.PHolm, "%s %s", name, resample)
+			assert.False(t, *r.Reject, "%s %s", name, resample)
+		}
+		six := rows["six hotpotqa/centralized/qwen"]
+		assert.Empty(t, six.CannotRejectWhy, resample)
+		assert.True(t, *six.Reject, resample)
+		// No item differs: p = 1 says so, unmarked.
+		none := rows["none hotpotqa/centralized/qwen"]
+		assert.Empty(t, none.CannotRejectWhy, resample)
+		assert.Equal(t, 1.0, *none.P, resample)
+		tsv, _, _ := outputs(t, s)
+		if resample == stats.ResampleSharedItems {
+			assert.Contains(t, tsv, "\tfour\thotpotqa/centralized/qwen\t3\t0.0000\t0.0400\t4.00\t")
+			assert.Contains(t, tsv, "\tno\tok; cannot be significant: too few items: 4 of 100 test item(s) differ between the bundles averaged over the seeds (the others are ties, 0, which carry no sign), and no test of fewer than 6 paired signs reaches p <= 0.05 (at least 6 items that differ)\n")
+		} else {
+			assert.Contains(t, tsv, "\tno\tok; cannot be significant: too few items: 2 of 100 test item(s) differ between the bundles in some seed (the others are ties, 0, in every seed, which carry no sign; an item's differences in the 3 seeds, which share their items, are not independent signs), and no test of fewer than 6 paired signs reaches p <= 0.05 (at least 6 items that differ)\n")
+		}
+	}
 }
 
 // With fewer than 41 replicates the 2.5th and 97.5th percentiles fall

@@ -125,15 +125,16 @@ func (s *Summary) IntervalNote() string {
 }
 
 // TooFewItemsNote says why a row of too few items (WhyItems) cannot be
-// significant.
+// significant: how many of its items differ between the bundles
+// (SignedItems), as the resampling draws them.
 func TooFewItemsNote(r Row, resample string) string {
-	n, k := r.Seeds[0].Items, r.NSeeds
+	n := r.Seeds[0].Items
 	if resample == stats.ResampleSharedItems {
-		return fmt.Sprintf("too few items: %d test item(s), resampled as one set for every seed, are %d independent draw(s), and no test of fewer than %d paired signs reaches p <= %.4g (at least %d items)",
-			n, n, MinDraws, stats.Alpha, MinDraws)
+		return fmt.Sprintf("too few items: %d of %d test item(s) differ between the bundles averaged over the seeds (the others are ties, 0, which carry no sign), and no test of fewer than %d paired signs reaches p <= %.4g (at least %d items that differ)",
+			r.signedItems, n, MinDraws, stats.Alpha, MinDraws)
 	}
-	return fmt.Sprintf("too few items: %d test item(s) per seed, resampled within each of %d seeds, are %d independent draw(s), and no test of fewer than %d paired signs reaches p <= %.4g (at least %d items per seed)",
-		n, k, n*k, MinDraws, stats.Alpha, (MinDraws+k-1)/k)
+	return fmt.Sprintf("too few items: %d of %d test item(s) differ between the bundles in some seed (the others are ties, 0, in every seed, which carry no sign; an item's differences in the %d seeds, which share their items, are not independent signs), and no test of fewer than %d paired signs reaches p <= %.4g (at least %d items that differ)",
+		r.signedItems, n, r.NSeeds, MinDraws, stats.Alpha, MinDraws)
 }
 
 func noiseNote(r Row) string {
