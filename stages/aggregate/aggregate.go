@@ -463,24 +463,23 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 		for _, why := range j.Nonconformant {
 			r.Nonconformant = append(r.Nonconformant, fmt.Sprintf("seed %d: %s", sd, why))
 		}
-		var b, d, diff float64
-		valid := 0
+		var b, d float64
+		var diffs []float64
 		for _, it := range j.Items {
 			if it.Valid {
 				b += it.Baseline
 				d += it.Deployed
 				x, tied := PairedDiff(it)
-				diff += x
-				valid++
+				diffs = append(diffs, x)
 				if tied {
 					r.NoiseTies++
 				}
 			}
 		}
-		if valid > 0 {
+		if valid := len(diffs); valid > 0 {
 			seed.BaselineMean = ptr(b / float64(valid))
 			seed.DeployedMean = ptr(d / float64(valid))
-			seed.DeltaPP = ptr(float64(100 * (diff / float64(valid))))
+			seed.DeltaPP = ptr(meanPP([][]float64{diffs}))
 		}
 		switch {
 		case j.Status != StatusOK:
@@ -498,25 +497,22 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 		return r, nil, nil
 	}
 	st := &stats.Strata{Method: r.Method, CellID: r.CellID}
-	var bm, dm, delta []float64
+	var bm, dm []float64
 	for _, sd := range Seeds {
 		j := bySeed[sd]
 		diffs := make([]float64, len(j.Items))
-		var sum float64
 		for i, it := range j.Items {
 			diffs[i], _ = PairedDiff(it)
-			sum += diffs[i]
 		}
 		st.Seeds = append(st.Seeds, sd)
 		st.Diffs = append(st.Diffs, diffs)
 		seed := r.Seeds[len(st.Seeds)-1]
 		bm = append(bm, *seed.BaselineMean)
 		dm = append(dm, *seed.DeployedMean)
-		delta = append(delta, sum/float64(len(diffs)))
 	}
 	r.BaselineMean = ptr(exactMean(bm))
 	r.DeployedMean = ptr(exactMean(dm))
-	r.DeltaPP = ptr(float64(100 * exactMean(delta)))
+	r.DeltaPP = ptr(meanPP(st.Diffs))
 	if c, ok := constantDiff(st); ok {
 		// Every mean of c is c: a sum's rounding would put the point a
 		// few ulps off the interval, which is that point.
@@ -535,16 +531,47 @@ func buildRow(bySeed map[int]*Job, skipped map[int][]*Job) (Row, *stats.Strata, 
 // three 0.00625 divided by 3 gives 0.006250000000000001), and the order
 // of xs does not matter. xs are finite (ScoreLimit).
 func exactMean(xs []float64) float64 {
+	m, ok := ratMean(xs)
+	if !ok {
+		return math.NaN() // refused where the figure is written
+	}
+	f, _ := m.Float64()
+	return f
+}
+
+// meanPP is 100 × the mean over groups (a row's seeds) of each group's
+// mean difference, computed exactly (every sum and quotient as rationals)
+// and rounded once to the nearest float64. A float sum of each seed's
+// differences rounded its mean first: seeds of -4/5, 1/5 and 3/5 (-0.8,
+// 0.2 and 0.6 as floats), whose means are equal, gave -1.85e-15, not 0.
+// Exactly summed, differences that cancel give 0, in any order. The
+// differences are finite (ScoreLimit).
+func meanPP(groups [][]float64) float64 {
+	var sum big.Rat
+	for _, g := range groups {
+		m, ok := ratMean(g)
+		if !ok {
+			return math.NaN() // refused where the figure is written
+		}
+		sum.Add(&sum, m)
+	}
+	sum.Mul(&sum, big.NewRat(100, int64(len(groups))))
+	f, _ := sum.Float64()
+	return f
+}
+
+// ratMean is the exact mean of xs, as a rational; ok is false when one
+// of them is not finite.
+func ratMean(xs []float64) (m *big.Rat, ok bool) {
 	var sum big.Rat
 	for _, x := range xs {
 		v := new(big.Rat)
 		if v.SetFloat64(x) == nil {
-			return math.NaN() // refused where the figure is written
+			return nil, false
 		}
 		sum.Add(&sum, v)
 	}
-	f, _ := sum.Quo(&sum, new(big.Rat).SetInt64(int64(len(xs)))).Float64()
-	return f
+	return sum.Quo(&sum, new(big.Rat).SetInt64(int64(len(xs)))), true
 }
 
 // constantDiff reports whether every item of every seed of st has the

@@ -580,3 +580,29 @@ func TestMethodsOfACellOnDifferentItemsAreWarned(t *testing.T) {
 	_, js, _ = outputs(t, run(t, aggregate.Options{Roots: []string{grid(t)}}))
 	assert.NotContains(t, js, "different_items", "a grid on one test set says nothing")
 }
+
+// Seeds whose mean differences cancel (-4/5, 1/5 and 3/5: baseline and
+// deployed means both 0.6) give a row delta_pp of exactly 0, in the
+// summary and the table: the float means -0.8, 0.2 and 0.6 added gave
+// -1.850371707708594e-15.
+func TestDeltaOfEqualMeansIsZero(t *testing.T) {
+	root := t.TempDir()
+	seeds := []struct{ b, d []float64 }{
+		{[]float64{1, 1, 1, 1, 1}, []float64{1, 0, 0, 0, 0}},
+		{[]float64{1, 1, 0, 0, 0}, []float64{1, 1, 1, 0, 0}},
+		{[]float64{1, 1, 0, 0, 0}, []float64{1, 1, 1, 1, 1}},
+	}
+	for s, sd := range seeds {
+		_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: s, Baseline: sd.b, Deployed: sd.d})
+		require.NoError(t, err)
+	}
+	s := run(t, aggregate.Options{Roots: []string{root}, Replicates: 200})
+	r := s.Rows[0]
+	assert.Equal(t, *r.BaselineMean, *r.DeployedMean)
+	assert.Equal(t, 0.0, *r.DeltaPP)
+	assert.False(t, math.Signbit(*r.DeltaPP), "not -0")
+	assert.Equal(t, []float64{-80, 20, 60}, []float64{*r.Seeds[0].DeltaPP, *r.Seeds[1].DeltaPP, *r.Seeds[2].DeltaPP})
+	tsv, js, _ := outputs(t, s)
+	assert.Contains(t, js, `"delta_pp": 0,`)
+	assert.Contains(t, tsv, "\tgepa\thotpotqa/centralized/qwen\t3\t0.6000\t0.6000\t0.00\t")
+}
