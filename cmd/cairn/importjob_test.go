@@ -226,8 +226,16 @@ func TestImportJobRefusesWhatCannotGiveAFigure(t *testing.T) {
 	dup := good + strings.SplitAfter(good, "\n")[0]
 	short := lmEvalSamples(t, []*float64{&one, &zero})
 	huge := strings.Replace(good, `"acc":0`, `"acc":1e308`, 1)
-	root := cliWorkspace(t, map[string]string{"base.jsonl": good, "missing.jsonl": missing, "text.jsonl": nonNumeric,
-		"nan.jsonl": nan, "dup.jsonl": dup, "short.jsonl": short, "huge.jsonl": huge})
+	files := map[string]string{"base.jsonl": good, "missing.jsonl": missing, "text.jsonl": nonNumeric,
+		"nan.jsonl": nan, "dup.jsonl": dup, "short.jsonl": short, "huge.jsonl": huge}
+	// A number in a string is a JSON number and nothing else: Go's
+	// syntax read "1_0" as 10 (a gain of 250 pp on a 0/1 metric) and
+	// "0x1p-1" as 0.5.
+	goSyntax := map[string]string{"underscore.jsonl": "1_0", "hex.jsonl": "0x1p-1", "plus.jsonl": "+1", "dot.jsonl": ".5"}
+	for f, v := range goSyntax {
+		files[f] = strings.Replace(good, `"acc":0`, `"acc":"`+v+`"`, 1)
+	}
+	root := cliWorkspace(t, files)
 	for _, c := range []struct{ file, want string }{
 		{"missing.jsonl", `missing.jsonl: line 2 (doc_id 1): metric "acc" has no score (null)`},
 		{"text.jsonl", `text.jsonl: line 2 (doc_id 1): metric "acc": value "n/a" is not a score`},
@@ -236,6 +244,10 @@ func TestImportJobRefusesWhatCannotGiveAFigure(t *testing.T) {
 		{"short.jsonl", `short.jsonl and base.jsonl do not score the same items (only base.jsonl has 2; only short.jsonl has none)`},
 		// A mean that would overflow: no result.json without its means.
 		{"huge.jsonl", `huge.jsonl and base.jsonl: item "1": the deployed score 1e+308 is beyond ±`},
+		{"underscore.jsonl", `underscore.jsonl: line 2 (doc_id 1): metric "acc": value "1_0" is not a score (a finite number, true/false, or C/I/P/N; in a string, a JSON number and nothing else: "0.5", not ".5", "+1", "1_0" or "0x1p-1")`},
+		{"hex.jsonl", `hex.jsonl: line 2 (doc_id 1): metric "acc": value "0x1p-1" is not a score`},
+		{"plus.jsonl", `plus.jsonl: line 2 (doc_id 1): metric "acc": value "+1" is not a score`},
+		{"dot.jsonl", `dot.jsonl: line 2 (doc_id 1): metric "acc": value ".5" is not a score`},
 	} {
 		r := runCLI(t, "--chdir", root, "import", "lm-eval", c.file, "--baseline", "base.jsonl", "--job", "runs/x",
 			"--method", "m", "--cell", "d/r/m", "--seed", "0")

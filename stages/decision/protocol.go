@@ -161,10 +161,6 @@ func (p Peak) Above(limit float64) bool {
 	return p.MiB > limit
 }
 
-// jsonNumber is the grammar of a JSON number (RFC 8259), which a peak
-// written as a string must hold.
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
 // UnmarshalJSON implements json.Unmarshaler.
 func (p *Peak) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
@@ -182,7 +178,7 @@ func (p *Peak) UnmarshalJSON(b []byte) error {
 			return nil
 		}
 	}
-	if !jsonNumber.MatchString(text) {
+	if !jsonpos.IsNumber(text) { // a peak written as a string holds a JSON number
 		*p = Peak{bad: string(b)} // reported, at its place, by check
 		return nil
 	}

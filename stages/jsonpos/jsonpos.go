@@ -366,6 +366,15 @@ func TooDeep(data []byte, limit int) (off int, ok bool) {
 	return 0, false
 }
 
+// numberRe is the grammar of a JSON number (RFC 8259).
+var numberRe = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// IsNumber reports whether s is a JSON number and nothing else: what a
+// number written in a string must hold. Go's parsers take more ("1_0",
+// "0x1p-1", "+1", ".5", "1.", " 1"), which other readers read otherwise
+// or not at all.
+func IsNumber(s string) bool { return numberRe.MatchString(s) }
+
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Member is the path of member k of the object at path: path.k, or

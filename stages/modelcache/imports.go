@@ -171,7 +171,8 @@ func idLess(a, b string) bool {
 
 // scoreValue reads a metric's or a score's value: a number, a bool (1 or
 // 0), Inspect's letters (C correct 1, I incorrect 0, P partial 0.5, N no
-// answer 0), or a number in a string; null is no score.
+// answer 0), or a number in a string (a JSON number: jsonpos.IsNumber);
+// null is no score.
 func scoreValue(raw json.RawMessage) (*float64, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -197,11 +198,17 @@ func scoreValue(raw json.RawMessage) (*float64, error) {
 		case "P":
 			return f(0.5)
 		}
+		// A JSON number and nothing else: ParseFloat alone read "1_0"
+		// as 10, "0x1p-1" as 0.5, and "+1" and ".5", which other readers
+		// of the log read otherwise or not at all.
+		if !jsonpos.IsNumber(x) {
+			break
+		}
 		if n, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) {
 			return f(n)
 		}
 	}
-	return nil, fmt.Errorf("value %s is not a score (a finite number, true/false, or C/I/P/N)", raw)
+	return nil, fmt.Errorf("value %s is not a score (a finite number, true/false, or C/I/P/N; in a string, a JSON number and nothing else: \"0.5\", not \".5\", \"+1\", \"1_0\" or \"0x1p-1\")", raw)
 }
 
 // zipZstd is the zip compression method of zstd.
