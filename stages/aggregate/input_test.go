@@ -294,7 +294,7 @@ func TestHardLinksCountOnceAndDanglingResultsAreRefused(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, jobtest.Grid(root, 9, 5, map[string]float64{"gepa": 0}, []string{"hotpotqa/centralized/qwen"}))
 	require.NoError(t, os.Mkdir(filepath.Join(root, "copy"), 0o755))
-	for _, f := range []string{"result.json", "test.json"} {
+	for _, f := range []string{"result.json", "test.json", "job.json", "selection.json", "optimization.json"} {
 		require.NoError(t, os.Link(filepath.Join(root, seed1, f), filepath.Join(root, "copy", f)))
 	}
 	s, err := aggregate.Run(context.Background(), aggregate.Options{Dir: root, Roots: []string{"."}, Replicates: 100})
@@ -502,6 +502,11 @@ func TestSeedsOfARowShareTheirSetup(t *testing.T) {
 // seeds that have one: those are still compared with each other.
 func TestSeedsWithAJobFileAreComparedPastAnImportedOne(t *testing.T) {
 	msg := badInput(t, func(root string) {
+		dir := filepath.Join(root, "gepa/hotpotqa_centralized_qwen/seed0")
+		require.NoError(t, os.RemoveAll(dir))
+		scores := []float64{0, 1, 0, 1, 0}
+		_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: 0, Baseline: scores, Deployed: scores, Imported: true})
+		require.NoError(t, err)
 		for seed, model := range map[int]string{1: "Qwen/Qwen3.5-9B", 2: "meta-llama/Llama-3-70B"} {
 			dir := filepath.Join(root, fmt.Sprintf("gepa/hotpotqa_centralized_qwen/seed%d", seed))
 			job := jobIdentity(seed) + ` "task_model": "` + model + `", "reflection_model": "R", "worker": ["w"], "digests": {"method": "sha256:m", "data": "sha256:d", "worker": "sha256:w", "bundle": "sha256:b"}}`
@@ -820,4 +825,62 @@ func TestAResultOfAnotherSelectionOrOptimizationIsRefused(t *testing.T) {
 	})
 	assert.Contains(t, msg, seed1+"/result.json: names a selection.json (selection_sha256 sha256:")
 	assert.Contains(t, msg, "but there is none beside it")
+}
+
+// A job is one cairn ran or one cairn import made, and its files say
+// which consistently: an empty selection_sha256 without a source (a
+// selection.json then edited to deploy the seed bundle, an
+// optimization.json edited) left the chain unchecked, and a job cairn
+// ran whose job.json was removed passed as an imported job, its setup
+// compared with no other seed's. Both are refused, as is an imported job
+// (a source) with a budget, a selection_sha256 or a job.json.
+func TestAJobIsOneCairnRanOrOneItImported(t *testing.T) {
+	const runRes = seed1 + "/result.json: "
+	edit := func(root, field, value string) {
+		path := filepath.Join(root, seed1, "result.json")
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		re := regexp.MustCompile(`"` + field + `": [^,\n]*`)
+		require.True(t, re.Match(b), field)
+		require.NoError(t, os.WriteFile(path, re.ReplaceAll(b, []byte(`"`+field+`": `+value)), 0o644))
+	}
+	msg := badInput(t, func(root string) {
+		edit(root, "selection_sha256", `""`)
+		rewrite(t, filepath.Join(root, seed1, "selection.json"), func(s string) string {
+			return strings.Replace(s, `"deployed": "incumbent"`, `"deployed": "seed"`, 1)
+		})
+		rewrite(t, filepath.Join(root, seed1, "optimization.json"), func(s string) string {
+			return strings.Replace(s, `"charged_rollouts": 600`, `"charged_rollouts": 599`, 1)
+		})
+	})
+	assert.Equal(t, runRes+`has selection_sha256 "", which only a job cairn import made has (with a "source"), and no source: a job cairn ran names the digest of the selection.json its result was made from, which is checked with the optimization.json before it; restore the job's result.json, or apply the job again`, msg)
+
+	msg = badInput(t, func(root string) {
+		require.NoError(t, os.Remove(filepath.Join(root, seed1, "job.json")))
+	})
+	assert.Equal(t, runRes+`has no job.json beside it, but no "source" either: a job cairn ran writes its job.json first, and only a job cairn import made (with a source) has none; without it the job's setup is compared with no other seed's: restore the job's job.json, or apply the job again`, msg)
+
+	imported := func(root string) {
+		dir := filepath.Join(root, seed1)
+		require.NoError(t, os.RemoveAll(dir))
+		scores := []float64{0, 1, 0, 1, 0}
+		_, err := jobtest.Write(root, jobtest.Job{Method: "gepa", Seed: 1, Baseline: scores, Deployed: scores, Imported: true})
+		require.NoError(t, err)
+	}
+	for _, c := range []struct{ field, value, got string }{
+		{"budget", "600", `budget 600, charged_rollouts 0 and selection_sha256 ""`},
+		{"charged_rollouts", "5", `budget 0, charged_rollouts 5 and selection_sha256 ""`},
+		{"selection_sha256", `"sha256:1111"`, `budget 0, charged_rollouts 0 and selection_sha256 "sha256:1111"`},
+	} {
+		msg = badInput(t, func(root string) {
+			imported(root)
+			edit(root, c.field, c.value)
+		})
+		assert.Equal(t, runRes+`has a "source", so cairn import made it, but `+c.got+`: an imported job has 0, 0 and "" (docs/job-artifacts.md); the file contradicts itself`, msg, c.field)
+	}
+	msg = badInput(t, func(root string) {
+		imported(root)
+		require.NoError(t, os.WriteFile(filepath.Join(root, seed1, "job.json"), []byte(jobIdentity(1)+` "x": 0}`), 0o644))
+	})
+	assert.Equal(t, seed1+`/job.json: is beside a result.json that cairn import made (it has a "source"), and an imported job has no job.json: these are not one job's files; remove the job.json, or import into a folder of its own`, msg)
 }

@@ -177,13 +177,23 @@ var jobSetupFields = []string{"task_model", "reflection_model", "servers", "env"
 	"digests.method", "digests.data", "digests.worker", "digests.bundle"}
 
 // readSetup reads the job.json beside a result (name as found, path
-// resolved, result its bytes), if there is one, into j.JobFile and
-// j.Setup; one that is not the result's job is refused (sameJob).
-func (j *Job) readSetup(name, path string, result []byte) error {
+// resolved, result its bytes) into j.JobFile and j.Setup; one that is
+// not the result's job is refused (sameJob). A job cairn ran has one (its
+// first node writes it), an imported job none: either way round is
+// refused, as its setup would go uncompared with the other seeds'.
+func (j *Job) readSetup(name, path string, result []byte, imported bool) error {
 	jpath := filepath.Join(filepath.Dir(path), JobFile)
 	jname := filepath.Join(filepath.Dir(name), JobFile)
-	if ok, err := present(jpath, jname); !ok {
+	ok, err := present(jpath, jname)
+	switch {
+	case err != nil:
 		return err
+	case !ok && imported:
+		return nil
+	case !ok:
+		return badFile(name, "has no %s beside it, but no \"source\" either: a job cairn ran writes its job.json first, and only a job cairn import made (with a source) has none; without it the job's setup is compared with no other seed's: restore the job's job.json, or apply the job again", JobFile)
+	case imported:
+		return badFile(jname, "is beside a result.json that cairn import made (it has a \"source\"), and an imported job has no %s: these are not one job's files; remove the %s, or import into a folder of its own", JobFile, JobFile)
 	}
 	j.JobFile = jname
 	var doc map[string]json.RawMessage
@@ -572,10 +582,14 @@ func ReadJob(dir, name string, include bool) (*Job, *Skip, error) {
 	case j.Dataset == "" || j.Runtime == "" || j.Model == "":
 		return nil, nil, badFile(name, "cell_id %q has an empty part (dataset %q, runtime %q, model %q): each names something", j.CellID, j.Dataset, j.Runtime, j.Model)
 	}
+	imported := r.imported()
+	if err := checkProvenance(name, &r, imported); err != nil {
+		return nil, nil, err
+	}
 	// The job.json, which needs no test item, is read for a job skipped
 	// too: as for the result.json's own checks above, whether it is
 	// refused does not depend on include.
-	if err := j.readSetup(name, path, data); err != nil {
+	if err := j.readSetup(name, path, data, imported); err != nil {
 		return nil, nil, err
 	}
 	if len(j.Nonconformant) > 0 && !include {
@@ -664,6 +678,29 @@ func checkResultFields(name string, data []byte, r *resultDoc) error {
 		}
 	default:
 		return badFile(name, "deployed %q is neither \"incumbent\" nor \"seed\"", *r.Deployed)
+	}
+	return nil
+}
+
+// imported says whether cairn import made the job: its result.json has a
+// source (docs/job-artifacts.md), which a job cairn ran never has.
+func (r *resultDoc) imported() bool {
+	return len(r.Source) > 0 && string(bytes.TrimSpace(r.Source)) != "null"
+}
+
+// checkProvenance refuses a result.json (name) that is neither a job
+// cairn ran nor one it imported, consistently: an imported job (a source)
+// has budget and charged_rollouts 0 and an empty selection_sha256; a job
+// cairn ran names the selection its result was made from. An empty
+// selection_sha256 without a source would leave the job's chain
+// (selection.json, optimization.json) unchecked.
+func checkProvenance(name string, r *resultDoc, imported bool) error {
+	sel := *r.SelectionSHA256
+	switch {
+	case imported && (*r.Budget != 0 || *r.ChargedRollouts != 0 || sel != ""):
+		return badFile(name, "has a \"source\", so cairn import made it, but budget %d, charged_rollouts %d and selection_sha256 %q: an imported job has 0, 0 and \"\" (docs/job-artifacts.md); the file contradicts itself", *r.Budget, *r.ChargedRollouts, sel)
+	case !imported && sel == "":
+		return badFile(name, "has selection_sha256 \"\", which only a job cairn import made has (with a \"source\"), and no source: a job cairn ran names the digest of the selection.json its result was made from, which is checked with the optimization.json before it; restore the job's result.json, or apply the job again")
 	}
 	return nil
 }

@@ -30,6 +30,12 @@ type Job struct {
 	// scores.
 	Baseline, Deployed []float64
 	Invalid            []bool
+	// Imported writes the job as cairn import --job does: a source,
+	// budget and charged_rollouts 0, no selection_sha256, and no job.json,
+	// optimization.json or selection.json. Otherwise the job is one cairn
+	// ran: its job.json, optimization.json and selection.json are written
+	// too, and its result.json names the selection's digest.
+	Imported bool
 }
 
 // CellID is the job's cell id.
@@ -107,9 +113,12 @@ func Write(root string, j Job) (string, error) {
 		"format": "cairn.job-test/1", "method": j.Method, "cell_id": j.CellID(),
 		"seed": j.Seed, "deployed": "incumbent", "items": items,
 	}
-	// test.json first: result.json gives its digest. A job made here has
-	// no selection.json, as an imported one has none.
-	result["selection_sha256"] = ""
+	chain, err := j.provenance(dir, result, nc)
+	if err != nil {
+		return "", err
+	}
+	result["selection_sha256"] = chain
+	// test.json first: result.json gives its digest.
 	for _, f := range []struct {
 		name string
 		v    map[string]any
@@ -125,6 +134,48 @@ func Write(root string, j Job) (string, error) {
 		result["test_sha256"] = digest(data)
 	}
 	return dir, nil
+}
+
+// provenance writes what comes before the job's result into dir and
+// sets result's fields of it: for an imported job its source and zero
+// budget; for a job cairn ran its job.json (its identity, nonconformant
+// nc), optimization.json and selection.json. It returns the result's
+// selection_sha256.
+func (j Job) provenance(dir string, result map[string]any, nc []string) (string, error) {
+	if j.Imported {
+		result["budget"], result["charged_rollouts"] = 0, 0
+		result["source"] = map[string]any{"format": "lm-eval", "metric": "acc",
+			"deployed": map[string]string{"file": "deployed.jsonl", "sha256": digest(nil)},
+			"baseline": map[string]string{"file": "baseline.jsonl", "sha256": digest(nil)}}
+		return "", nil
+	}
+	job := map[string]any{"format": "cairn.job/1"}
+	for _, f := range []string{"method", "cell_id", "dataset", "runtime", "model", "seed", "budget"} {
+		job[f] = result[f]
+	}
+	job["nonconformant"] = nc
+	if _, err := writeJSON(dir, "job.json", job); err != nil {
+		return "", err
+	}
+	opt, err := writeJSON(dir, "optimization.json", map[string]any{"format": "cairn.optimization/1", "proposed": true, "budget": 600, "charged_rollouts": 600})
+	if err != nil {
+		return "", err
+	}
+	sel, err := writeJSON(dir, "selection.json", map[string]any{"format": "cairn.job-selection/1", "deployed": "incumbent", "fallback_reason": nil, "optimization_sha256": digest(opt)})
+	if err != nil {
+		return "", err
+	}
+	return digest(sel), nil
+}
+
+// writeJSON writes v into dir/name, indented, and returns the bytes.
+func writeJSON(dir, name string, v any) ([]byte, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
+	return data, os.WriteFile(filepath.Join(dir, name), data, 0o644)
 }
 
 // digest is a file's digest as result.json's test_sha256 gives it.
