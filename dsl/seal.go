@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -109,7 +110,9 @@ func (c *Config) CheckSeals(s *Scope) (map[string]string, hcl.Diagnostics) {
 			k, e := it.Element()
 			path := filepath.Clean(k.AsString())
 			if e.IsNull() || !e.Type().Equals(cty.String) || !sha256Hex(e.AsString()) {
-				bad("Invalid digest in a seal", fmt.Sprintf("seal %q pins %s to %s: a digest is 64 hex digits (a sha256).", seal.Name, path, shortValue(e)))
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid digest in a seal",
+					Detail:  fmt.Sprintf("seal %q pins %s to %s: a digest is 64 hex digits (a sha256).", seal.Name, path, shortValue(e)),
+					Subject: pinRange(seal.SHA256, path).Ptr()})
 				continue
 			}
 			want := strings.ToLower(e.AsString())
@@ -146,10 +149,31 @@ func (c *Config) CheckSeals(s *Scope) (map[string]string, hcl.Diagnostics) {
 			Severity: hcl.DiagError,
 			Summary:  fmt.Sprintf("Sealed file %s does not match", p),
 			Detail:   detail,
-			Subject:  seal.SHA256.Range().Ptr(),
+			Subject:  pinRange(seal.SHA256, p).Ptr(),
 		})
 	}
 	return pins, diags
+}
+
+// pinRange is where a seal's sha256 map pins path: the digest of its
+// entry, when the map is written out with the path as a constant key;
+// else the whole map. An error about one file points at its line, not at
+// the map's first.
+func pinRange(expr hcl.Expression, path string) hcl.Range {
+	obj, ok := Syntax(expr).(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return expr.Range()
+	}
+	for _, item := range obj.Items {
+		k, d := item.KeyExpr.Value(nil)
+		if d.HasErrors() || !k.IsKnown() || k.IsNull() || !k.Type().Equals(cty.String) {
+			continue
+		}
+		if filepath.Clean(k.AsString()) == path {
+			return item.ValueExpr.Range()
+		}
+	}
+	return expr.Range()
 }
 
 func typeName(v cty.Value) string {
