@@ -536,6 +536,33 @@ func storable(status int) bool {
 	return status >= 200 && status < 300 || status == http.StatusBadRequest || status == http.StatusUnprocessableEntity
 }
 
+// whole reports whether a 2xx answer that ended cleanly is all there is
+// of it: a stream that ends with its "data: [DONE]" event (as the OpenAI
+// API ends one; an endpoint that closed it before, with the chunked end
+// or at a clean close, sent part of an answer), and a JSON answer that is
+// one JSON value. What is not whole is passed on as it came, and not
+// stored: asked again, the endpoint may answer whole.
+func whole(resp *http.Response, body []byte) bool {
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return true
+	}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		return sseDone(body)
+	case strings.HasPrefix(ct, "application/json"):
+		return json.Valid(body)
+	}
+	return true
+}
+
+// sseDone reports whether an event stream's last event is "data: [DONE]".
+func sseDone(body []byte) bool {
+	rest := bytes.TrimRight(body, " \t\r\n")
+	i := bytes.LastIndexByte(rest, '\n')
+	last := bytes.TrimSpace(rest[i+1:])
+	return bytes.Equal(last, []byte("data: [DONE]")) || bytes.Equal(last, []byte("data:[DONE]"))
+}
+
 // abortCut ends the client's connection in the middle of an answer the
 // endpoint broke off (it closed the connection, or ran past the timeout)
 // after part of it was sent: net/http then sends neither the rest of a
@@ -580,7 +607,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, req *Request, k
 		}
 		return false, sent
 	}
-	if !storable(resp.StatusCode) {
+	if !storable(resp.StatusCode) || !whole(resp, buf.Bytes()) {
 		s.failed.Add(1)
 		return false, false
 	}

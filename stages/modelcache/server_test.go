@@ -422,6 +422,11 @@ func cuttingUpstream(t *testing.T) string {
 		case bytes.Contains(b, []byte("wait:")):
 			io.WriteString(conn, chunked)
 			<-end
+		case bytes.Contains(b, []byte("nodone:")):
+			// Ended cleanly (the chunked end), without "data: [DONE]".
+			io.WriteString(conn, chunked+chunk+"0\r\n\r\n")
+		case bytes.Contains(b, []byte("badjson:")):
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n"+`{"id":"x"`+"\n")
 		}
 	}))
 	t.Cleanup(func() { close(end); up.Close() })
@@ -434,7 +439,9 @@ func cuttingUpstream(t *testing.T) string {
 // whole; one broken off before any byte, or past the timeout before any,
 // gets 502 or 504 with a JSON error that says it is the endpoint's
 // fault (server_error, timeout_error). None is stored. A tokenizer call
-// passed through is cut as the endpoint cut it too.
+// passed through is cut as the endpoint cut it too. An answer that ended
+// cleanly but is not whole (a stream without [DONE], JSON that does not
+// parse) is passed on, and not stored.
 func TestCacheLetsTheClientSeeACutAnswer(t *testing.T) {
 	st, err := items.OpenStore(t.TempDir(), items.StoreOptions{NoSync: true})
 	if err != nil {
@@ -490,5 +497,21 @@ func TestCacheLetsTheClientSeeACutAnswer(t *testing.T) {
 	}
 	if c := s.Counts(); c.Forwarded != 8 || c.Failed != 8 || c.FromStore != 0 {
 		t.Errorf("counts %+v: every cut answer must be forwarded again, none stored", c)
+	}
+	// Ended cleanly but not whole: a stream without its "data: [DONE]",
+	// a JSON answer that is no JSON value. The client gets what the
+	// endpoint sent; nothing is stored, and the next ask is forwarded.
+	for _, c := range []struct {
+		prompt string
+		stream bool
+	}{{"nodone", true}, {"badjson", false}} {
+		for try := range 2 {
+			if _, _, err := ask(c.prompt, c.stream); err != nil {
+				t.Errorf("%s (try %d): %v; want what the endpoint sent", c.prompt, try+1, err)
+			}
+		}
+	}
+	if c := s.Counts(); c.Forwarded != 12 || c.FromStore != 0 {
+		t.Errorf("counts %+v: an answer that is not whole must not be stored", c)
 	}
 }
