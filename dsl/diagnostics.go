@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // TidyDiagnostics rewrites diagnostics in place: a call of an unknown
@@ -17,6 +18,7 @@ import (
 func TidyDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
 	for _, d := range diags {
 		suggestFunction(d)
+		suggestInstanceAttr(d)
 		const panicText = "panic in function implementation: "
 		i := strings.Index(d.Detail, panicText)
 		if i < 0 {
@@ -38,6 +40,51 @@ func TidyDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
 	return diags
 }
 
+// suggestInstanceAttr adds to an attribute that a stage's instance object
+// (stage.X, stage.X[KEY], self) does not have the closest name it has,
+// and the names: "stage.train.stauts" gets Did you mean "status"?. hcl
+// suggests none where it evaluates the object unknown (plan, validate).
+func suggestInstanceAttr(d *hcl.Diagnostic) {
+	if d.Summary != "Unsupported attribute" || d.Expression == nil || strings.Contains(d.Detail, "Did you mean") {
+		return
+	}
+	name, ok := quotedName(d.Detail, "This object does not have an attribute named ")
+	if !ok {
+		return
+	}
+	var tr hcl.Traversal
+	switch e := Syntax(d.Expression).(type) {
+	case *hclsyntax.ScopeTraversalExpr:
+		tr = e.Traversal
+	default:
+		return
+	}
+	if root := tr.RootName(); root != "stage" && root != "self" {
+		return
+	}
+	// The attribute named must be the one after the instance: stage.X
+	// (or stage.X[KEY]) then ATTR, or self then ATTR.
+	i := 1
+	if tr.RootName() == "stage" {
+		i = 2
+		if len(tr) > 2 {
+			if _, idx := tr[2].(hcl.TraverseIndex); idx {
+				i = 3
+			}
+		}
+	}
+	if len(tr) <= i {
+		return
+	}
+	if a, ok := tr[i].(hcl.TraverseAttr); !ok || a.Name != name {
+		return
+	}
+	if s := Suggest(name, InstanceAttrs); s != "" {
+		d.Detail += fmt.Sprintf(" Did you mean %q?", s)
+	}
+	d.Detail += " An instance has " + strings.Join(InstanceAttrs, ", ") + "; a field of its result file is result.NAME."
+}
+
 // suggestFunction adds to a call of an unknown function the closest name
 // of the functions its context has. hcl suggests one only from the
 // functions of the very context of the call, which in a for expression's
@@ -46,11 +93,7 @@ func suggestFunction(d *hcl.Diagnostic) {
 	if d.Summary != "Call to unknown function" || d.EvalContext == nil || strings.Contains(d.Detail, "Did you mean") {
 		return
 	}
-	name, ok := strings.CutPrefix(d.Detail, "There is no function named \"")
-	if !ok {
-		return
-	}
-	name, _, ok = strings.Cut(name, "\"")
+	name, ok := quotedName(d.Detail, "There is no function named ")
 	if !ok {
 		return
 	}
@@ -68,4 +111,15 @@ func suggestFunction(d *hcl.Diagnostic) {
 		}
 		return
 	}
+}
+
+// quotedName is the name in double quotes right after prefix at the start
+// of detail ("There is no function named \"x\"..." gives x).
+func quotedName(detail, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(detail, prefix+"\"")
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, "\"")
+	return name, ok
 }

@@ -561,7 +561,7 @@ func (a *app) printDiags(files map[string]*hcl.File, diags hcl.Diagnostics) erro
 		return nil
 	}
 	a.warned = true
-	diags = inFileOrder(diags)
+	diags = inFileOrder(dsl.TidyDiagnostics(diags))
 	width := uint(100)
 	if f, ok := a.stderr.(*os.File); ok {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {

@@ -429,3 +429,15 @@ func TestDefaultNotALiteralIsOneError(t *testing.T) {
 	assert.NotContains(t, r.stderr, "No value for required variable")
 	assert.Contains(t, r.stderr, "1 error(s) in the pipeline")
 }
+
+// A misspelt attribute of a stage's instance gets the closest one it has,
+// and the list, as a misspelt self attribute does.
+func TestMisspeltInstanceAttributeIsSuggested(t *testing.T) {
+	for _, ref := range []string{`stage.train.stauts`, `stage.each["a"].stauts`} {
+		root := cliWorkspace(t, map[string]string{"p.hcl": "stage \"command\" \"train\" {\n  run = [\"true\"]\n}\nstage \"command\" \"each\" {\n  for_each = toset([\"a\"])\n  run      = [\"true\"]\n}\nstage \"command\" \"b\" {\n  run = [\"echo\", " + ref + "]\n}\n"})
+		r := runCLI(t, "--chdir", root, "validate", "p.hcl")
+		assert.Equal(t, exitBadInput, r.code, r.stdout)
+		flat := strings.Join(strings.Fields(r.stderr), " ")
+		assert.Contains(t, flat, `This object does not have an attribute named "stauts". Did you mean "status"? An instance has key, value, result, status`, ref)
+	}
+}
