@@ -535,7 +535,9 @@ func durationValue(v cty.Value) (time.Duration, error) {
 		if d, ok, err := dsl.ParseGoDuration(s); ok {
 			return d, err
 		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
+		// Seconds, written as a JSON number: Go's ParseFloat also takes
+		// "0x1p4", "+5", ".5" and "inf", which no one means as seconds.
+		if f, err := strconv.ParseFloat(s, 64); err == nil && jsonpos.IsNumber(s) {
 			if d, ok := dsl.SecondsDuration(f); ok {
 				return d, nil
 			}

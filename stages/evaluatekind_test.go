@@ -74,6 +74,8 @@ func TestEvaluateCheck(t *testing.T) {
 		{"negative retry_infra", map[string]cty.Value{"retry_infra": cty.NumberIntVal(-1)}, "retry_infra must be a whole number from 0 to 1048576"},
 		{"bad item_timeout", map[string]cty.Value{"item_timeout": cty.StringVal("soon")}, `"soon" is not a duration`},
 		{"zero item_timeout", map[string]cty.Value{"item_timeout": cty.StringVal("0s")}, "item_timeout must be positive"},
+		{"item_timeout in hex seconds", map[string]cty.Value{"item_timeout": cty.StringVal("0x1p4")}, `"0x1p4" is not a duration`},
+		{"item_timeout of infinite seconds", map[string]cty.Value{"item_timeout": cty.StringVal("inf")}, `"inf" is not a duration`},
 		{"item_timeout too large", map[string]cty.Value{"item_timeout": cty.NumberFloatVal(1e30)}, "item_timeout = 1e+30 (seconds) is too large: a duration is at most 2562047h47m16s (about 292 years)."},
 		{"item_timeout too large in Go's syntax", map[string]cty.Value{"item_timeout": cty.StringVal("99999999999h")}, `"99999999999h" is too large: a duration is at most 2562047h47m16s`},
 		{"empty item_id", map[string]cty.Value{"item_id": cty.StringVal("")}, "item_id names the field"},
