@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -431,12 +432,64 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 	for i, it := range items {
 		r, sim, err := paretoRow(it.key, it.val, want)
 		if err != nil {
+			if it.key != "" {
+				return nil, false, fmt.Errorf("rows[%q]: %w", it.key, err)
+			}
 			return nil, false, fmt.Errorf("rows[%d]: %w", i, err)
 		}
 		rows = append(rows, r)
 		simulated = simulated || sim
 	}
-	return rows, simulated, nil
+	if err := checkRowNames(items, rows); err != nil {
+		return nil, false, err
+	}
+	return rows, simulated, checkColumns(rows, a.Columns)
+}
+
+// checkRowNames refuses rows given as a list of results whose names do
+// not tell the variants apart: a row without a name, or two with one.
+func checkRowNames(items []paretoItem, rows []report.Row) error {
+	seen := map[string]int{}
+	for i, r := range rows {
+		if items[i].key != "" {
+			continue // an instance: its key names it
+		}
+		if r.Name == "" && !r.Failed {
+			return fmt.Errorf("rows[%d] has no name: each result in a rows list names its variant (\"name\": \"...\")", i)
+		}
+		if j, dup := seen[r.Name]; dup && r.Name != "" {
+			return fmt.Errorf("rows[%d] and rows[%d] are both named %q: each variant is one row", j, i, r.Name)
+		}
+		seen[r.Name] = i
+	}
+	return nil
+}
+
+// checkColumns refuses a column no finished variant's result holds: a
+// misspelt metric would be a column of blanks.
+func checkColumns(rows []report.Row, columns []string) error {
+	for _, c := range columns {
+		if c == report.ColName || c == report.ColContentHash {
+			continue
+		}
+		live, held := false, false
+		for _, r := range rows {
+			if r.Failed {
+				continue
+			}
+			live = true
+			if v, ok := r.Value(c); ok {
+				if f, isNum := v.(float64); !isNum || !math.IsNaN(f) {
+					held = true
+					break
+				}
+			}
+		}
+		if live && !held {
+			return fmt.Errorf("the column %q is in no finished variant's result (they hold: %s): it would be a column of blanks; name a field they hold", c, strings.Join(resultFields(rows), ", "))
+		}
+	}
+	return nil
 }
 
 // unreadableAxes says, for each finished variant whose result does not
@@ -444,7 +497,10 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 // missing key), which variant, whose result file (the upstream that
 // declares it) and what the field holds; rerun lists those upstreams'
 // addresses. Such a variant cannot be placed in the plane, and the front
-// of the others is not the batch's front: it may dominate them all.
+// of the others is not the batch's front: it may dominate them all. A
+// metric column of the table (pass@16, e2e_time) that a result holds as
+// something else than a number ("0.9333", true) is said too: the table
+// would show the figure blank.
 func unreadableAxes(n *Node, a paretoArgs) (bad, rerun []string) {
 	items, err := paretoItems(n)
 	if err != nil {
@@ -453,6 +509,12 @@ func unreadableAxes(n *Node, a paretoArgs) (bad, rerun []string) {
 	axes := []string{a.X}
 	if a.Y != a.X {
 		axes = append(axes, a.Y)
+	}
+	var metrics []string // the table's metric columns, past the axes
+	for _, c := range a.Columns {
+		if slices.Contains(ownMetrics, c) && !slices.Contains(axes, c) {
+			metrics = append(metrics, c)
+		}
 	}
 	from := upstreamAddresses(n)
 	for i, it := range items {
@@ -464,6 +526,13 @@ func unreadableAxes(n *Node, a paretoArgs) (bad, rerun []string) {
 		for _, m := range axes {
 			if _, isNum := ctyNumber(fields[m]); !isNum {
 				what = append(what, describeField(fields, m))
+			}
+		}
+		for _, m := range metrics {
+			if fv, ok := fields[m]; ok && !fv.IsNull() {
+				if _, isNum := ctyNumber(fv); !isNum {
+					what = append(what, describeField(fields, m))
+				}
 			}
 		}
 		if len(what) == 0 {

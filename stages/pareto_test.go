@@ -335,3 +335,43 @@ func TestParetoRefusesAxisNotANumber(t *testing.T) {
 	assert.Equal(t, "result", out.Class)
 	assert.Contains(t, out.Message, `variant "a": its result holds "mean@16" as a string ("0.50"), not a number`)
 }
+
+// A metric the table shows (pass@16 here, not an axis) that a result
+// holds as a string is refused as an axis is, not shown blank; a column no
+// result holds (misspelt) is refused; rows given as a list must name each
+// variant once.
+func TestParetoRefusesFiguresItWouldShowBlank(t *testing.T) {
+	inst := instance("a", "ok", "", "", &metrics{0.5, 0.9, 100, 10})
+	m := inst.AsValueMap()
+	res := m["result"].AsValueMap()
+	res["pass@16"] = cty.StringVal("0.9333")
+	m["result"] = cty.ObjectVal(res)
+	n := paretoNode(nil, "a", cty.ObjectVal(m), "b", instance("b", "ok", "", "", &metrics{0.3, 0.9, 80, 10}))
+	out, _, rt := runPareto(t, n)
+	assert.Equal(t, "result", out.Class)
+	assert.Contains(t, out.Message, `variant "a": the result file of stage.aime24["a"] holds "pass@16" as a string ("0.9333"), not a number`)
+	assert.NoFileExists(t, filepath.Join(rt.root, "reports/batch/table.json"))
+
+	n = paretoNode(map[string]cty.Value{"columns": cty.TupleVal([]cty.Value{cty.StringVal("name"), cty.StringVal("pass@61")})},
+		"a", instance("a", "ok", "", "", &metrics{0.5, 0.9, 100, 10}), "b", instance("b", "ok", "", "", &metrics{0.3, 0.9, 80, 10}))
+	out, _, _ = runPareto(t, n)
+	assert.NotEmpty(t, out.Class)
+	assert.Contains(t, out.Message, `the column "pass@61" is in no finished variant's result`)
+
+	res = instance("a", "ok", "", "", &metrics{0.5, 0.9, 100, 10}).GetAttr("result").AsValueMap()
+	nameless := map[string]cty.Value{}
+	for k, v := range res {
+		if k != "name" {
+			nameless[k] = v
+		}
+	}
+	for want, rows := range map[string][]cty.Value{
+		"rows[1] has no name":                   {cty.ObjectVal(res), cty.ObjectVal(nameless)},
+		`rows[0] and rows[1] are both named "a"`: {cty.ObjectVal(res), cty.ObjectVal(res)},
+	} {
+		n := &stages.Node{Address: "stage.batch", Stage: "batch", Ranges: map[string]hcl.Range{}, Args: map[string]cty.Value{"rows": cty.TupleVal(rows)}}
+		out, _, _ := runPareto(t, n)
+		assert.NotEmpty(t, out.Class, want)
+		assert.Contains(t, out.Message, want)
+	}
+}
