@@ -443,7 +443,11 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 	if err := checkRowNames(items, rows); err != nil {
 		return nil, false, err
 	}
-	return rows, simulated, checkColumns(rows, a.Columns)
+	if v, given := n.Args["columns"]; given && !v.IsNull() {
+		// The columns named (the default set shows what results hold).
+		return rows, simulated, checkColumns(rows, a.Columns)
+	}
+	return rows, simulated, nil
 }
 
 // checkRowNames refuses rows given as a list of results whose names do
@@ -465,8 +469,8 @@ func checkRowNames(items []paretoItem, rows []report.Row) error {
 	return nil
 }
 
-// checkColumns refuses a column no finished variant's result holds: a
-// misspelt metric would be a column of blanks.
+// checkColumns refuses a column given that no finished variant's result
+// holds: a misspelt metric would be a column of blanks.
 func checkColumns(rows []report.Row, columns []string) error {
 	for _, c := range columns {
 		if c == report.ColName || c == report.ColContentHash {
