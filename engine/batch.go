@@ -158,6 +158,17 @@ func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
 		}
 	}
 	g.decided = true
+	mixed := false
+	if runs == nil && len(pending) > 0 {
+		// All cached: from one launch, or the batch runs again together.
+		recs := make([]*store.Record, len(pending))
+		for i, o := range pending {
+			recs[i], _ = a.cache.Lookup(o.key)
+		}
+		if mixed = plan.MixedLaunches(recs); mixed {
+			runs = pending[0]
+		}
+	}
 	if runs == nil {
 		done := false
 		for _, o := range pending {
@@ -172,13 +183,16 @@ func (a *applier) settleStrict(g *batchGroup, ns *nodeState) bool {
 	g.runAll = true
 	again := 0
 	for _, o := range pending {
-		if o != runs && a.cacheable(o) {
+		if (o != runs || mixed) && a.cacheable(o) {
 			again++
 		}
 		// Dispatched again, in the batch's order, now that it may start.
 		a.sched.markReady(o.n.ID)
 	}
-	if again > 0 {
+	switch {
+	case mixed:
+		a.emit(&events.BatchRerun{Stage: g.stage, Again: again, Mixed: true})
+	case again > 0:
 		a.emit(&events.BatchRerun{Stage: g.stage, Node: runs.n.Addr, Again: again})
 	}
 	return false

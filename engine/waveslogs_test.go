@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/gpu"
 )
@@ -256,4 +257,48 @@ func TestBatchLogDirIsMadeExclusively(t *testing.T) {
 		assert.True(t, fi.IsDir(), d)
 	}
 	assert.Equal(t, "mine\n", readLog(t, base+"_20250102_030405_3"), "a file that holds a name is left as it was")
+}
+
+// A strict batch whose variant failed in the last launch, and kept the
+// record of an earlier one, is not taken from the cache as it stands: its
+// variants were measured in different launches. plan says so, and apply
+// runs the whole batch again together.
+func TestStrictBatchOfMixedLaunchesRunsAgain(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+variable "v" {
+  type    = number
+  default = 1
+}
+stage "waves" "b" {
+  for_each     = ["v0", "v1"]
+  batch_size   = 2
+  strict_batch = true
+  run          = ["sh", "-c", "echo $0 >> runs.log; test ! -e fail_$0", each.key == "v1" ? "v1-${var.v}" : each.key]
+}
+`)
+	gpus := simGPUs(t, 2)
+	r := w.apply(ApplyOptions{GPUs: gpus})
+	require.Equal(t, 2, r.res.Ran, r.out)
+	// v1 changes (v0 does not): the whole batch runs again, and v0 fails
+	// in it.
+	w.Write("fail_v0", "")
+	r = w.apply(ApplyOptions{GPUs: gpus}, "v=2")
+	require.Equal(t, 1, r.res.Failed, r.out)
+	require.NoError(t, os.Remove(filepath.Join(w.Root, "fail_v0")))
+
+	// v0's record is the first launch's, v1's the second's.
+	p := w.Plan(plan.Options{}, "v=2")
+	for _, pn := range p.Nodes {
+		assert.Equal(t, plan.ActRun, pn.Action, pn.Node.Addr)
+		assert.Equal(t, []string{"strict_batch: the cached variants were measured in different launches, so the whole batch runs again together"}, pn.Reasons, pn.Node.Addr)
+	}
+	r = w.apply(ApplyOptions{GPUs: gpus}, "v=2")
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, 2, r.res.Ran, r.out)
+	assert.Contains(t, r.out, "strict_batch: the 2 cached variant(s) were measured in different launches, so they run again together")
+
+	// Now measured together: taken from the cache.
+	r = w.apply(ApplyOptions{GPUs: gpus}, "v=2")
+	assert.Equal(t, 0, r.res.Ran, r.out)
 }

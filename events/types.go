@@ -250,12 +250,14 @@ type BatchStarted struct {
 	LogDir    string `json:"log_dir"` // relative to the workspace
 }
 
-// BatchRerun: a strict batch runs its cached variants again with Node.
+// BatchRerun: a strict batch runs its cached variants again with Node,
+// or, Mixed, because they were measured in different launches.
 type BatchRerun struct {
 	Head
 	Stage string `json:"stage"`
-	Node  string `json:"node"`
+	Node  string `json:"node,omitempty"`
 	Again int    `json:"again"`
+	Mixed bool   `json:"mixed,omitempty"`
 }
 
 // WaveStarted: a variant of a batch was admitted to a wave on a GPU.

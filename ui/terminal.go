@@ -149,6 +149,10 @@ func (t *Terminal) Emit(e events.Event) {
 	case *events.NodeOutput:
 		t.stderr(e.Text)
 	case *events.BatchRerun:
+		if e.Mixed {
+			t.printf("  batch stage.%s: strict_batch: the %d cached variant(s) were measured in different launches, so they run again together\n", e.Stage, e.Again)
+			break
+		}
 		t.printf("  batch stage.%s: strict_batch: %s must run, so the %d cached variant(s) run again with it\n", e.Stage, e.Node, e.Again)
 	case *events.BatchStarted:
 		sim := ""

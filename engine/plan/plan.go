@@ -235,6 +235,29 @@ func Make(g *Graph, cache *store.Cache, opts Options) (*Plan, hcl.Diagnostics) {
 	return p, diags
 }
 
+// MixedLaunches reports whether the cached records of a batch's variants
+// (nil: not cached) were measured in more than one launch, or one was
+// measured in none known: a strict batch taken from them would not be
+// measured together (a variant that failed in the last launch keeps its
+// record of an earlier one).
+func MixedLaunches(recs []*store.Record) bool {
+	batch := ""
+	for _, r := range recs {
+		if r == nil {
+			continue
+		}
+		if r.Launch == nil || r.Launch.Batch == "" {
+			return true
+		}
+		if batch == "" {
+			batch = r.Launch.Batch
+		} else if r.Launch.Batch != batch {
+			return true
+		}
+	}
+	return false
+}
+
 // forcedRun makes a cached node of a strict batch run (or may run).
 type forcedRun struct {
 	action, reason string
@@ -270,6 +293,7 @@ func strictBatches(p *Plan) map[int]forcedRun {
 			continue
 		}
 		var runs, mayRun *PlannedNode
+		var recs []*store.Record
 		for _, pn := range members {
 			switch {
 			case pn.Action == ActRun && runs == nil:
@@ -277,7 +301,9 @@ func strictBatches(p *Plan) map[int]forcedRun {
 			case pn.Action == ActMayRun && mayRun == nil:
 				mayRun = pn
 			}
+			recs = append(recs, pn.Record)
 		}
+		mixed := runs == nil && mayRun == nil && MixedLaunches(recs)
 		for _, pn := range members {
 			if pn.Action != ActCached {
 				continue
@@ -287,6 +313,8 @@ func strictBatches(p *Plan) map[int]forcedRun {
 				out[pn.Node.ID] = forcedRun{ActRun, fmt.Sprintf("strict_batch: %s runs, so the whole batch runs again", runs.Node.Addr)}
 			case mayRun != nil:
 				out[pn.Node.ID] = forcedRun{ActMayRun, fmt.Sprintf("strict_batch: the whole batch runs again if %s must run", mayRun.Node.Addr)}
+			case mixed:
+				out[pn.Node.ID] = forcedRun{ActRun, "strict_batch: the cached variants were measured in different launches, so the whole batch runs again together"}
 			}
 		}
 	}
