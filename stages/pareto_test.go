@@ -366,7 +366,7 @@ func TestParetoRefusesFiguresItWouldShowBlank(t *testing.T) {
 		}
 	}
 	for want, rows := range map[string][]cty.Value{
-		"rows[1] has no name":                   {cty.ObjectVal(res), cty.ObjectVal(nameless)},
+		"rows[1] has no name":                    {cty.ObjectVal(res), cty.ObjectVal(nameless)},
 		`rows[0] and rows[1] are both named "a"`: {cty.ObjectVal(res), cty.ObjectVal(res)},
 	} {
 		n := &stages.Node{Address: "stage.batch", Stage: "batch", Ranges: map[string]hcl.Range{}, Args: map[string]cty.Value{"rows": cty.TupleVal(rows)}}
