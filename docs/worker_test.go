@@ -86,7 +86,7 @@ func runWorker(t *testing.T, worker string, inFlight int, reqs []map[string]any,
 
 func request(id, endpoint, question string) map[string]any {
 	return map[string]any{"id": id, "key": strings.Repeat("0", 64), "attempt": 1, "endpoint": endpoint, "model": "m",
-		"item": map[string]any{"id": id, "question": question, "answer": "42"}}
+		"runtime": map[string]any{}, "item": map[string]any{"id": id, "question": question, "answer": "42"}}
 }
 
 // The complete worker of worker-protocol.md does what the document says of

@@ -1112,3 +1112,25 @@ func TestMeanDoesNotDependOnTheItemsOrder(t *testing.T) {
 		assert.Equal(t, 1.0/3, r.summary().MeanScore, "%v", xs)
 	}
 }
+
+// Every request carries the stage's runtime settings, canonical, as the
+// item key holds them: a worker makes its calls with them, so a result
+// stored under temperature 0.7 is one made at 0.7.
+func TestRequestsCarryTheRuntimeSettings(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the echoing worker is a Python one-liner")
+	}
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(3))
+	cfg.Worker = []string{"python3", "-c", "import sys, json\nfor l in sys.stdin:\n    r = json.loads(l)\n    print(json.dumps({'id': r['id'], 'score': 1, 'outputs': {'runtime': r['runtime']}}), flush=True)\n"}
+	cfg.Env = nil
+	cfg.Endpoints = nil
+	cfg.Runtime = map[string]any{"temperature": 0.7, "eval_seed": 3}
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Len(t, sum.Items, 3)
+	for _, it := range sum.Items {
+		require.NotNil(t, it.Result, it.ID)
+		assert.JSONEq(t, `{"runtime": {"eval_seed": 3, "temperature": 0.7}}`, string(it.Result.Outputs), it.ID)
+	}
+}

@@ -407,6 +407,10 @@ func (p *proc) sendOne(t *task) bool {
 	line = append(line, t.data...)
 	line = append(line, "}\n"...)
 	if _, err := p.bw.Write(line); err != nil {
+	// The settings in the item key, for the worker to use: a result
+	// stored under temperature 0.7 must be one made at 0.7.
+	line = append(line, `,"runtime":`...)
+	line = append(line, r.rt...)
 		p.die(classCrash, fmt.Sprintf("writing its stdin failed: %v", err), nil)
 		return false
 	}

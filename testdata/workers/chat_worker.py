@@ -55,8 +55,8 @@ def normalize(text):
     return " ".join(str(text).strip().lower().split()).rstrip(".")
 
 
-def ask(endpoint, model, messages):
-    body = json.dumps({"model": model, "messages": messages, "temperature": 0}).encode()
+def ask(endpoint, model, messages, temperature=0):
+    body = json.dumps({"model": model, "messages": messages, "temperature": temperature}).encode()
     req = urllib.request.Request(
         endpoint.rstrip("/") + "/chat/completions",
         data=body,
@@ -74,7 +74,7 @@ def evaluate(request, system_prompt):
         messages.append({"role": "system", "content": system_prompt})
     messages.append({"role": "user", "content": item["question"]})
     try:
-        answer = ask(request["endpoint"], model, messages)
+        answer = ask(request["endpoint"], model, messages, (request.get("runtime") or {}).get("temperature", 0))
     except urllib.error.HTTPError as e:
         if e.code == 429 or e.code >= 500:
             # Overloaded or down: the endpoint failed, not the item.
