@@ -247,6 +247,8 @@ func chatWorker() {
 				"dupescape":  `{"id":` + string(id) + `,"score":0,"\u0073core":1}`,
 				"bigcharged": `{"id":` + string(id) + `,"score":1,"charged":9223372036854775807}`,
 				"badutf8":    `{"id":` + string(id) + `,"score":1,"outputs":{"text":"caf` + "\xe9" + `"}}`,
+				"badutf8err": `{"id":` + string(id) + `,"score":1,"error":"caf` + "\xe9" + `"}`,
+				"tiny":       `{"id":` + string(id) + `,"score":1e-400}`,
 				"long":       `{"id":` + string(id) + `,"score":1,"outputs":{"text":"` + strings.Repeat("x", envInt("HELPER_LONG_REPLY")) + `"}}`,
 			}[bad] + "\n")
 			continue

@@ -2,6 +2,8 @@ package items
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"strconv"
 )
 
@@ -116,8 +118,8 @@ func replyValue(line []byte, i int, bit uint8, r *response, c *canonicalizer) (i
 	case bit == keyScore && string(v) == "null":
 	case bit == keyScore && number:
 		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil {
-			return 0, false // out of range: Unmarshal says so
+		if err != nil || f == 0 && nonZero(v) {
+			return 0, false // out of range (1e400, 1e-400): the slow path says so
 		}
 		r.Score = &f
 	case bit == keyCharged && number:
@@ -150,4 +152,35 @@ func plainString(line []byte, i int) (s []byte, next int, ok bool) {
 		}
 	}
 	return nil, 0, false
+}
+
+// nonZero reports whether number, a JSON number's text, has a digit
+// other than 0 before its exponent: one that reads as 0 is then too near
+// 0 for a float64 (1e-400), not 0.
+func nonZero(number []byte) bool {
+	for _, c := range number {
+		if c == 'e' || c == 'E' {
+			break
+		}
+		if '1' <= c && c <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// tinyScore is the error for a reply whose score, read as 0, is a number
+// too near 0 for a float64 (1e-400: encoding/json reads it as 0, without
+// a word); nil for any other.
+func tinyScore(line []byte, score *float64) error {
+	if score == nil || *score != 0 {
+		return nil
+	}
+	var raw struct {
+		Score json.RawMessage `json:"score"`
+	}
+	if json.Unmarshal(line, &raw) != nil || !nonZero(raw.Score) {
+		return nil
+	}
+	return fmt.Errorf("score is the number %s, too near 0 for a float64 (it would read as 0)", raw.Score)
 }

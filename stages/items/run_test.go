@@ -435,6 +435,8 @@ func TestEvaluateBadRepliesFailTheirItems(t *testing.T) {
 		"dupcase":    `"Score" is given twice, in two spellings JSON readers disagree on`,
 		"dupescape":  "score is given twice",
 		"badutf8":    "outputs hold bytes that are not UTF-8",
+		"badutf8err": "the reply holds bytes that are not UTF-8",
+		"tiny":       "score is the number 1e-400, too near 0 for a float64",
 		"long":       "longer than the limit of 100000 bytes",
 	} {
 		t.Run(mode, func(t *testing.T) {

@@ -57,6 +57,10 @@ func (r *response) check(line []byte) error {
 	if !utf8.Valid(r.Outputs) {
 		return fmt.Errorf("outputs hold bytes that are not UTF-8: JSON text is UTF-8")
 	}
+	if !utf8.Valid(line) {
+		// In error, say: a JSON reader reads the bytes as U+FFFD.
+		return fmt.Errorf("the reply holds bytes that are not UTF-8 (a JSON reader reads them as U+FFFD): JSON text is UTF-8")
+	}
 	// Most lines give each key once, spelt as it is: the walks run only
 	// where a key might repeat.
 	if jsonpos.MayRepeat(line, responseKeys) {
@@ -403,14 +407,14 @@ func (p *proc) sendOne(t *task) bool {
 	line = append(line, t.bundle...)
 	line = append(line, `,"model":`...)
 	line = jsonwrite.String(line, r.cfg.ModelID)
-	line = append(line, `,"item":`...)
-	line = append(line, t.data...)
-	line = append(line, "}\n"...)
-	if _, err := p.bw.Write(line); err != nil {
 	// The settings in the item key, for the worker to use: a result
 	// stored under temperature 0.7 must be one made at 0.7.
 	line = append(line, `,"runtime":`...)
 	line = append(line, r.rt...)
+	line = append(line, `,"item":`...)
+	line = append(line, t.data...)
+	line = append(line, "}\n"...)
+	if _, err := p.bw.Write(line); err != nil {
 		p.die(classCrash, fmt.Sprintf("writing its stdin failed: %v", err), nil)
 		return false
 	}
@@ -691,7 +695,9 @@ func (p *proc) handle(line []byte) {
 	var err error
 	if !decodeReply(line, &resp, &p.canon) {
 		resp = response{}
-		err = json.Unmarshal(line, &resp)
+		if err = json.Unmarshal(line, &resp); err == nil {
+			err = tinyScore(line, resp.Score)
+		}
 	}
 	id := resp.ID
 	if err != nil {
