@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/cairn-run/cairn/dsl"
 	"github.com/cairn-run/cairn/dsl/failclass"
@@ -1004,10 +1005,20 @@ func parseItems(b []byte, s evalSpec) ([]items.Item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: field %q: %w", where(i), s.itemID, err)
 		}
-		if j, dup := ids[id]; dup {
+		// Ids are compared as text, in NFC, as cairn reads all text (and
+		// the ids of items written in HCL): "é" and "e" with its accent
+		// are one id, which tools that normalize text would merge.
+		same := id
+		if !norm.NFC.IsNormalString(id) {
+			same = norm.NFC.String(id)
+		}
+		if j, dup := ids[same]; dup {
+			if out[j].ID != id {
+				return nil, fmt.Errorf("%s and %s have ids %s and %s, the same text in Unicode's NFC; ids must be unique (write both in one form)", where(j), where(i), strconv.QuoteToASCII(out[j].ID), strconv.QuoteToASCII(id))
+			}
 			return nil, fmt.Errorf("%s and %s have the same id %q; ids must be unique (set item_id to the field that names items)", where(j), where(i), id)
 		}
-		ids[id] = i
+		ids[same] = i
 		out[i].ID = id
 	}
 	switch {

@@ -158,6 +158,7 @@ func TestLoadItems(t *testing.T) {
 		{"some ids missing", "{\"id\":\"a\"}\n{\"q\":2}\n", "", nil, `items.jsonl:2 has no field "id"`},
 		{"declared field missing", "{\"id\":\"a\"}\n", "qid", nil, `items.jsonl:1 has no field "qid"`},
 		{"duplicate ids", "{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"a\"}\n", "", nil, `items.jsonl:1 and items.jsonl:3 have the same id "a"`},
+		{"ids one in NFC", "{\"id\":\"caf\u00e9\"}\n{\"id\":\"cafe\u0301\"}\n", "", nil, `items.jsonl:1 and items.jsonl:2 have ids "caf\u00e9" and "cafe\u0301", the same text in Unicode's NFC`},
 		{"object id", "{\"id\":{\"x\":1}}\n", "", nil, "the id must be a string or a number"},
 		{"bad line", "{\"id\":\"a\"}\n{\"id\": \n", "", nil, "items.jsonl:2 is not one JSON value"},
 		{"bad array", `[{"id":"a"},`, "", nil, "items.jsonl is not valid JSON at line 1, column 13"},
