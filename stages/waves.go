@@ -201,7 +201,7 @@ func batchPolicy(n *Node) (BatchPolicy, hcl.Diagnostics) {
 	}
 	if v, ok := n.Args["batch_size"]; ok && v.IsWhollyKnown() && !v.IsNull() {
 		if size, ok := batchSize(v); !ok {
-			diags = append(diags, Diag("Invalid batch_size", "batch_size must be a whole number of variants, at least 1.", n.Range("batch_size"))...)
+			diags = append(diags, Diag("Invalid batch_size", "batch_size must be a whole number of variants, from 1 to 1048576.", n.Range("batch_size"))...)
 		} else {
 			p.Size = size
 		}

@@ -27,7 +27,7 @@ func TestWholeNumberAttributesTakeNumericStrings(t *testing.T) {
 		{"serve", "max_replicas", nil, "max_replicas must be a whole number from 1 to 1024."},
 		{"serve", "port", nil, "port must be a whole number from 1 to 65535."},
 		{"serve", "restarts", nil, "restarts must be a whole number from 0 to 100."},
-		{"waves", "batch_size", map[string]cty.Value{"run": cty.ListVal([]cty.Value{cty.StringVal("true")})}, "batch_size must be a whole number of variants, at least 1."},
+		{"waves", "batch_size", map[string]cty.Value{"run": cty.ListVal([]cty.Value{cty.StringVal("true")})}, "batch_size must be a whole number of variants, from 1 to 1048576."},
 		{"aggregate", "bootstrap", nil, "bootstrap is a whole number of replicates from 1 to 1000000 (the protocol uses 10000)."},
 		{"slot", "max_replacements", nil, "max_replacements is a whole number ≥ 0: the replacements allowed in the whole ledger."},
 		// Already taken so: the same rule for every kind.

@@ -614,7 +614,11 @@ func (p *proc) watch() {
 			p.mu.Unlock()
 			if late != nil {
 				p.timedOut.Store(true)
-				p.die(classDisplaced, fmt.Sprintf("did not answer %d items within %s", len(late), p.r.cfg.ItemTimeout), late)
+				what := fmt.Sprintf("%d items", len(late))
+				if len(late) == 1 {
+					what = "1 item"
+				}
+				p.die(classDisplaced, fmt.Sprintf("did not answer %s within %s", what, p.r.cfg.ItemTimeout), late)
 				return
 			}
 		}
