@@ -424,6 +424,11 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 	if err != nil {
 		return nil, false, err
 	}
+	if len(items) == 0 {
+		// Nothing to compare: an empty table would be written over the
+		// last comparison's.
+		return nil, false, fmt.Errorf("rows holds no variant: there is nothing to compare, and nothing was written")
+	}
 	want := map[string]bool{a.X: true, a.Y: true}
 	for _, c := range a.Columns {
 		want[c] = true
@@ -648,7 +653,10 @@ func upstreamOrder(n *Node) map[string]int {
 // result, ...}) or one plain result object.
 func paretoRow(key string, v cty.Value, want map[string]bool) (report.Row, bool, error) {
 	r := report.Row{Name: key}
-	if v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+	if v.IsNull() {
+		return r, false, fmt.Errorf("want a result object (or an instance of a stage), got null")
+	}
+	if !(v.Type().IsObjectType() || v.Type().IsMapType()) {
 		return r, false, fmt.Errorf("want an object, got %s", v.Type().FriendlyName())
 	}
 	attrs := v.AsValueMap()

@@ -366,10 +366,16 @@ func TestParetoRefusesFiguresItWouldShowBlank(t *testing.T) {
 		}
 	}
 	for want, rows := range map[string][]cty.Value{
+		"rows holds no variant: there is nothing to compare, and nothing was written": {},
+		"rows[1]: want a result object (or an instance of a stage), got null":         {cty.ObjectVal(res), cty.NullVal(cty.DynamicPseudoType)},
 		"rows[1] has no name":                    {cty.ObjectVal(res), cty.ObjectVal(nameless)},
 		`rows[0] and rows[1] are both named "a"`: {cty.ObjectVal(res), cty.ObjectVal(res)},
 	} {
-		n := &stages.Node{Address: "stage.batch", Stage: "batch", Ranges: map[string]hcl.Range{}, Args: map[string]cty.Value{"rows": cty.TupleVal(rows)}}
+		v := cty.EmptyTupleVal
+		if len(rows) > 0 {
+			v = cty.TupleVal(rows)
+		}
+		n := &stages.Node{Address: "stage.batch", Stage: "batch", Ranges: map[string]hcl.Range{}, Args: map[string]cty.Value{"rows": v}}
 		out, _, _ := runPareto(t, n)
 		assert.NotEmpty(t, out.Class, want)
 		assert.Contains(t, out.Message, want)
