@@ -184,6 +184,10 @@ func formatFloat(f float64, digits int, markdown bool) string {
 		return "+Inf"
 	case math.IsInf(f, -1):
 		return "-Inf"
+	case markdown && digits >= 0 && f != 0 && (math.Abs(f) < 0.5*math.Pow10(-digits) || math.Abs(f) >= 1e15):
+		// Fixed digits would show it as 0.0000, or as 300 digits that
+		// break the column: four significant digits with an exponent.
+		return strconv.FormatFloat(f, 'g', 4, 64)
 	case markdown && digits >= 0:
 		return strconv.FormatFloat(f, 'f', digits, 64)
 	}

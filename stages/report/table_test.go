@@ -327,3 +327,16 @@ func TestSimulatedTablesSaySo(t *testing.T) {
 	require.NoError(t, Table{Rows: rows}.Markdown(&plain))
 	assert.NotContains(t, plain.String(), "SIMULATED")
 }
+
+// A figure fixed digits would show as 0 (1e-7 at four places) or as
+// hundreds of digits (1e308) is shown with four significant digits and
+// an exponent in Markdown; TSV and JSON keep every digit, as always.
+func TestTinyAndHugeFiguresAreShownAsTheyAre(t *testing.T) {
+	assert.Equal(t, "1e-07", formatFloat(1e-7, 4, true))
+	assert.Equal(t, "1e+308", formatFloat(1e308, 4, true))
+	assert.Equal(t, "-2.5e-05", formatFloat(-0.000025, 4, true))
+	assert.Equal(t, "0.0000", formatFloat(0, 4, true))
+	assert.Equal(t, "0.2771", formatFloat(0.2771, 4, true))
+	assert.Equal(t, "9538.5", formatFloat(9538.5, 1, true))
+	assert.Equal(t, "1e-07", formatFloat(1e-7, 4, false))
+}
