@@ -1136,3 +1136,22 @@ func TestRequestsCarryTheRuntimeSettings(t *testing.T) {
 		assert.JSONEq(t, `{"runtime": {"eval_seed": 3, "temperature": 0.7}}`, string(it.Result.Outputs), it.ID)
 	}
 }
+
+// A reply line that starts with a UTF-8 byte-order mark is ignored as not
+// a response, and the log names the mark rather than Go's "invalid
+// character 'ï'".
+func TestReplyWithAByteOrderMarkIsNamed(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the worker is a Python one-liner")
+	}
+	f := newFixture(t, simmodel.Config{})
+	cfg := f.config(makeItems(2))
+	cfg.Worker = []string{"python3", "-c", "import sys, json\nfor l in sys.stdin:\n    r = json.loads(l)\n    out = json.dumps({'id': r['id'], 'score': 1})\n    sys.stdout.write('\\ufeff' + out + '\\n' + out + '\\n')\n    sys.stdout.flush()\n"}
+	cfg.Env = nil
+	cfg.Endpoints = nil
+	sum, err := Evaluate(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 2, sum.Evaluated)
+	assert.Contains(t, f.diag.String(), "not a response: the line starts with a UTF-8 byte-order mark")
+	assert.NotContains(t, f.diag.String(), "invalid character")
+}

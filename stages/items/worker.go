@@ -712,9 +712,13 @@ func (p *proc) handle(line []byte) {
 		id = replyID(line)
 	}
 	if id == nil {
-		if err != nil {
+		switch {
+		case bytes.HasPrefix(line, jsonpos.BOM):
+			// Go's reader says "invalid character 'ï'" of it.
+			p.garbageLine(line, "not a response: the line "+jsonpos.BOMMessage)
+		case err != nil:
 			p.garbageLine(line, "not a response: "+replyProblem(err))
-		} else {
+		default:
 			p.garbageLine(line, "no id")
 		}
 		return
