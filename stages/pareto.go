@@ -436,6 +436,7 @@ func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err e
 	rows = make([]report.Row, 0, len(items))
 	for i, it := range items {
 		r, sim, err := paretoRow(it.key, it.val, want)
+		r.Simulated = sim
 		if err != nil {
 			if it.key != "" {
 				return nil, false, fmt.Errorf("rows[%q]: %w", it.key, err)

@@ -43,6 +43,9 @@ type Row struct {
 	Extra map[string]any
 	// Launch, when set, says which batch launch measured the row.
 	Launch *Launch
+	// Simulated marks the row's figures as a simulated workload's (its
+	// result says "simulated": true).
+	Simulated bool
 }
 
 // The names of a Row's own fields, as used for columns and axes; any other

@@ -77,6 +77,36 @@ type Table struct {
 // SimulatedNote is the line above a table of simulated results.
 const SimulatedNote = "SIMULATED results: every figure below comes from simulated workloads, not from a model or a GPU."
 
+// mixedSimulation names the finished rows whose figures are simulated
+// when only some are (Row.Simulated); nil when all or none are, or when
+// no row says (the table's Simulated then speaks for every row).
+func (t Table) mixedSimulation() []string {
+	var sim []string
+	live := 0
+	for _, r := range t.Rows {
+		if r.Failed {
+			continue
+		}
+		live++
+		if r.Simulated {
+			sim = append(sim, r.Name)
+		}
+	}
+	if len(sim) == 0 || len(sim) == live {
+		return nil
+	}
+	return sim
+}
+
+// simulatedNote is the line above the table: SimulatedNote, or, when
+// only some rows are simulated, which.
+func (t Table) simulatedNote() string {
+	if mixed := t.mixedSimulation(); mixed != nil {
+		return fmt.Sprintf("SIMULATED results in some rows: the figures of %s come from simulated workloads, not from a model or a GPU; the other rows' do not.", strings.Join(mixed, ", "))
+	}
+	return SimulatedNote
+}
+
 // Markdown writes the default table (DefaultColumns) as GitHub Markdown.
 func Markdown(w io.Writer, rows []Row, front []int) error {
 	return Table{Rows: rows, Front: front}.Markdown(w)
@@ -224,7 +254,7 @@ func (t Table) Markdown(w io.Writer) error {
 	}
 	var b bytes.Buffer
 	if t.Simulated {
-		b.WriteString(SimulatedNote + "\n\n")
+		b.WriteString(t.simulatedNote() + "\n\n")
 	}
 	writeLine := func(cells []string, right []bool) {
 		b.WriteString("|")
@@ -267,7 +297,13 @@ func (t Table) Markdown(w io.Writer) error {
 // as \t, \n, \r or \\.
 func (t Table) TSV(w io.Writer) error {
 	if t.Simulated {
-		t.Columns = append(slices.Clone(t.columns()), Column{Name: "simulated", Value: func(Row) (any, bool) { return "yes", true }, Digits: -1})
+		mixed := t.mixedSimulation() != nil
+		t.Columns = append(slices.Clone(t.columns()), Column{Name: "simulated", Value: func(r Row) (any, bool) {
+			if mixed && !r.Simulated {
+				return "no", true
+			}
+			return "yes", true
+		}, Digits: -1})
 	}
 	header, body, err := t.cells(false)
 	if err != nil {
@@ -332,6 +368,7 @@ func (t Table) JSON(w io.Writer) error {
 	obj.key("rows")
 	b.WriteByte('[')
 	frontNames, failedNames := []string{}, []string{}
+	mixed := t.Simulated && t.mixedSimulation() != nil
 	for i, r := range t.Rows {
 		if i > 0 {
 			b.WriteByte(',')
@@ -352,6 +389,9 @@ func (t Table) JSON(w io.Writer) error {
 			row.field(c.Name, v)
 		}
 		row.field("pareto", onFront[i])
+		if mixed {
+			row.field("simulated", r.Simulated)
+		}
 		row.field("failed", r.Failed)
 		if r.Failed {
 			row.field("fail_reason", r.FailReason)

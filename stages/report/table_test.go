@@ -340,3 +340,33 @@ func TestTinyAndHugeFiguresAreShownAsTheyAre(t *testing.T) {
 	assert.Equal(t, "9538.5", formatFloat(9538.5, 1, true))
 	assert.Equal(t, "1e-07", formatFloat(1e-7, 4, false))
 }
+
+// A table where only some rows are simulated says which, and marks each
+// row in TSV and JSON; it does not call every figure simulated.
+func TestPartlySimulatedTablesSayWhichRows(t *testing.T) {
+	rows := batch4()
+	rows[1].Simulated, rows[3].Simulated = true, true
+	table := Table{Rows: rows, Simulated: true}
+	var md, tsv, js bytes.Buffer
+	require.NoError(t, table.Markdown(&md))
+	require.NoError(t, table.TSV(&tsv))
+	require.NoError(t, table.JSON(&js))
+	assert.True(t, strings.HasPrefix(md.String(), "SIMULATED results in some rows: the figures of "+rows[1].Name+", "+rows[3].Name+" come from simulated workloads"), md.String())
+	assert.NotContains(t, md.String(), SimulatedNote)
+	lines := strings.Split(strings.TrimSuffix(tsv.String(), "\n"), "\n")
+	col := slices.Index(strings.Split(lines[0], "\t"), "simulated")
+	require.GreaterOrEqual(t, col, 0, lines[0])
+	var got []string
+	for _, l := range lines[1:] {
+		got = append(got, strings.Split(l, "\t")[col])
+	}
+	assert.Equal(t, []string{"no", "yes", "no", "yes"}, got)
+	var obj struct {
+		Rows []struct{ Simulated *bool }
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &obj))
+	require.Len(t, obj.Rows, 4)
+	require.NotNil(t, obj.Rows[1].Simulated)
+	assert.True(t, *obj.Rows[1].Simulated)
+	assert.False(t, *obj.Rows[0].Simulated)
+}
