@@ -1,7 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,7 +39,8 @@ const (
 )
 
 // launchSummary is one launch of a table, numbered from 1 in the order
-// its rows first appear.
+// the launches started (the order their rows first appear, where a start
+// is not known).
 type launchSummary struct {
 	Index        int    `json:"index"`
 	RunID        string `json:"run_id"`
@@ -67,7 +70,28 @@ func (t Table) launches() ([]launchSummary, []int) {
 		}
 		of[i] = n
 	}
+	// Number them in time: launch 2 is not earlier than launch 1,
+	// whatever the rows' order.
+	slices.SortStableFunc(out, func(a, b launchSummary) int { return cmp.Compare(launchStart(a), launchStart(b)) })
+	renumber := make([]int, len(out)+1)
+	for i := range out {
+		renumber[out[i].Index] = i + 1
+		out[i].Index = i + 1
+	}
+	for i := range of {
+		of[i] = renumber[of[i]]
+	}
 	return out, of
+}
+
+// launchStart is when a launch started, in nanoseconds (0 when unknown:
+// such launches keep their rows' order, first).
+func launchStart(l launchSummary) int64 {
+	t, err := time.Parse(time.RFC3339Nano, l.BatchStarted)
+	if err != nil {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // launchCells are row i's launch cells: for Markdown the launch's number

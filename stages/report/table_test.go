@@ -370,3 +370,17 @@ func TestPartlySimulatedTablesSayWhichRows(t *testing.T) {
 	assert.True(t, *obj.Rows[1].Simulated)
 	assert.False(t, *obj.Rows[0].Simulated)
 }
+
+// Launches are numbered in the order they started, not the order of the
+// rows: a table whose first row came from the later launch calls that
+// launch 2.
+func TestLaunchesAreNumberedInTime(t *testing.T) {
+	rows := batch4()[:2]
+	rows[0].Launch = &Launch{RunID: "late", Batch: "late/b", BatchStarted: "2026-12-07T20:46:41Z", Launched: 1, BatchSize: 2}
+	rows[1].Launch = &Launch{RunID: "early", Batch: "early/b", BatchStarted: "2026-12-07T20:45:52Z", Launched: 2, BatchSize: 2}
+	launches, of := Table{Rows: rows}.launches()
+	require.Len(t, launches, 2)
+	assert.Equal(t, "early", launches[0].RunID)
+	assert.Equal(t, 1, launches[0].Index)
+	assert.Equal(t, []int{2, 1}, of)
+}
