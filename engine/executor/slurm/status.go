@@ -515,7 +515,15 @@ func (c *Client) finish(t *tracked) {
 	if state == "COMPLETED" || state == "FAILED" {
 		wait = c.opts.ExitFileWait
 	}
-	ex, msgErr := c.awaitExit(ref.ExitFile, wait)
+	var want func(ExitStatus) bool
+	if state == "COMPLETED" {
+		// A completed job's script exited 0, and so did the command it
+		// wrote the exit file for: a file saying otherwise is an earlier
+		// run's, of a job requeued (scontrol requeue, a preemption) whose
+		// next run has not written its own yet.
+		want = func(ex ExitStatus) bool { return ex.Status == 0 }
+	}
+	ex, msgErr := c.awaitExit(ref.ExitFile, wait, want)
 	if ex == nil && c.life.Err() != nil {
 		return
 	}
@@ -543,17 +551,26 @@ func exitWritten(path string) bool {
 	return err == nil
 }
 
-// awaitExit reads the exit file, retrying for up to wait.
-func (c *Client) awaitExit(path string, wait time.Duration) (*ExitStatus, error) {
+// awaitExit reads the exit file, retrying for up to wait; with want, for
+// one that want takes (the file another is replaced by: a requeued job's
+// next run writes its own), else, at the end of the wait, the last read.
+func (c *Client) awaitExit(path string, wait time.Duration, want func(ExitStatus) bool) (*ExitStatus, error) {
 	deadline := time.Now().Add(wait)
 	step := 50 * time.Millisecond
+	var other *ExitStatus // a file want did not take, kept for the end
 	for {
 		refreshDir(filepath.Dir(path))
 		st, ok, err := readExit(path)
-		if ok {
+		if ok && (want == nil || want(st)) {
 			return &st, nil
 		}
+		if ok {
+			other = &st
+		}
 		if time.Now().After(deadline) {
+			if other != nil {
+				return other, nil
+			}
 			return nil, err
 		}
 		select {
