@@ -79,19 +79,31 @@ func (e staticObject) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 }
 
 // ObjectConsOf is the object constructor e (an expression or a syntax
-// node) is, hcl's or bound, if it is one.
+// node) is, hcl's or bound (Syntax), if it is one.
 func ObjectConsOf(e any) (*hclsyntax.ObjectConsExpr, bool) {
-	switch x := e.(type) {
-	case *hclsyntax.ObjectConsExpr:
-		return x, true
-	case staticObject:
-		return x.ObjectConsExpr, true
-	case checkedObject:
-		return x.ObjectConsExpr, true
-	case *repeatedKeyObject:
-		return x.ObjectConsExpr, true
+	x, ok := e.(hcl.Expression)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	oc, ok := Syntax(x).(*hclsyntax.ObjectConsExpr)
+	return oc, ok
+}
+
+// ObjectItem is the item of e, an object constructor (hcl's or bound),
+// whose key, written as a constant or a bare name (staticKey), match
+// takes: the first. ok is false when e is no object constructor, or no
+// item's key is taken. Errors about one entry of an object point at it.
+func ObjectItem(e hcl.Expression, match func(key string) bool) (hclsyntax.ObjectConsItem, bool) {
+	oc, ok := ObjectConsOf(e)
+	if !ok {
+		return hclsyntax.ObjectConsItem{}, false
+	}
+	for _, it := range oc.Items {
+		if k, ok := staticKey(it.KeyExpr); ok && match(k) {
+			return it, true
+		}
+	}
+	return hclsyntax.ObjectConsItem{}, false
 }
 
 // staticKey is the key k an object item's key expression gives in any

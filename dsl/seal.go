@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -160,18 +159,8 @@ func (c *Config) CheckSeals(s *Scope) (map[string]string, hcl.Diagnostics) {
 // else the whole map. An error about one file points at its line, not at
 // the map's first.
 func pinRange(expr hcl.Expression, path string) hcl.Range {
-	obj, ok := Syntax(expr).(*hclsyntax.ObjectConsExpr)
-	if !ok {
-		return expr.Range()
-	}
-	for _, item := range obj.Items {
-		k, d := item.KeyExpr.Value(nil)
-		if d.HasErrors() || !k.IsKnown() || k.IsNull() || !k.Type().Equals(cty.String) {
-			continue
-		}
-		if filepath.Clean(k.AsString()) == path {
-			return item.ValueExpr.Range()
-		}
+	if it, ok := ObjectItem(expr, func(k string) bool { return filepath.Clean(k) == path }); ok {
+		return it.ValueExpr.Range()
 	}
 	return expr.Range()
 }

@@ -32,11 +32,10 @@ func (e tupleCons) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 // TupleConsOf is the tuple constructor e (an expression or a syntax
 // node) is, hcl's or bound, if it is one.
 func TupleConsOf(e any) (*hclsyntax.TupleConsExpr, bool) {
-	switch x := e.(type) {
-	case *hclsyntax.TupleConsExpr:
-		return x, true
-	case tupleCons:
-		return x.TupleConsExpr, true
+	x, ok := e.(hcl.Expression)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	tc, ok := Syntax(x).(*hclsyntax.TupleConsExpr)
+	return tc, ok
 }

@@ -446,18 +446,8 @@ var constantsAlone = true
 // object ({ KEY = value, ... }); otherwise it returns the attribute's range.
 func (g *Graph) itemRange(sn *stages.Node, attr, key string) hcl.Range {
 	if st := g.Config.StageMap[sn.Stage]; st != nil && st.Attrs[attr] != nil {
-		if oc, ok := dsl.ObjectConsOf(st.Attrs[attr].Expr); ok {
-			for _, it := range oc.Items {
-				k := hcl.ExprAsKeyword(it.KeyExpr)
-				if k == "" {
-					if v, d := it.KeyExpr.Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-						k = v.AsString()
-					}
-				}
-				if k == key {
-					return hcl.RangeBetween(it.KeyExpr.Range(), it.ValueExpr.Range())
-				}
-			}
+		if it, ok := dsl.ObjectItem(st.Attrs[attr].Expr, func(k string) bool { return k == key }); ok {
+			return hcl.RangeBetween(it.KeyExpr.Range(), it.ValueExpr.Range())
 		}
 	}
 	return sn.Range(attr)

@@ -341,12 +341,8 @@ func endpointsExprs(attrs hcl.Attributes) []hcl.Expression {
 		out = append(out, a.Expr)
 	}
 	if a := attrs["model_cache"]; a != nil {
-		if obj, ok := dsl.ObjectConsOf(a.Expr); ok {
-			for _, it := range obj.Items {
-				if k, diags := it.KeyExpr.Value(nil); !diags.HasErrors() && k.Type() == cty.String && k.AsString() == "endpoints" {
-					out = append(out, it.ValueExpr)
-				}
-			}
+		if it, ok := dsl.ObjectItem(a.Expr, func(k string) bool { return k == "endpoints" }); ok {
+			out = append(out, it.ValueExpr)
 		}
 	}
 	return out
