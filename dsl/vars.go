@@ -28,6 +28,16 @@ type VarArg struct {
 	Value string // "name=value" for --var, a path for --var-file
 }
 
+// Name is the variable a --var sets, as the pipeline's names are read
+// (trimmed, in NFC); "" for a --var-file.
+func (v VarArg) Name() string {
+	if v.File {
+		return ""
+	}
+	name, _, _ := strings.Cut(v.Value, "=")
+	return norm.NFC.String(strings.TrimSpace(name))
+}
+
 // VarInputs are the places variable values come from. Precedence, lowest
 // first: the declared default, CAIRN_VAR_<name> environment variables, then
 // --var-file and --var in the order given (a later one wins).
@@ -115,7 +125,7 @@ func (c *Config) givenValues(in VarInputs, parser *hclparse.Parser) (_ map[strin
 			})
 			continue
 		}
-		k = norm.NFC.String(strings.TrimSpace(k)) // as the pipeline's names are read
+		k = a.Name()
 		if _, ok := c.Variables[k]; !ok {
 			dg := undeclared(k, "--var", c)
 			dg.Extra = ValueInput{Source: "--var " + k}

@@ -655,14 +655,7 @@ one in a folder you may not write, is left as it is and named, and fmt exits 1.`
 // the --var of each sensitive variable given with --var, whose value the
 // plan file leaves out ("" when there is none).
 func sensitiveAgain(vars []dsl.VarArg, cfg *dsl.Config) string {
-	var out []string
-	for _, v := range vars {
-		name, _, _ := strings.Cut(v.Value, "=")
-		name = strings.TrimSpace(name)
-		if dv := cfg.Variables[name]; !v.File && dv != nil && dv.Sensitive && !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
+	out := plan.SensitiveGiven(vars, cfg)
 	if len(out) == 0 {
 		return ""
 	}

@@ -45,8 +45,8 @@ func (a *app) rerunArgs(args []string, cfg *dsl.Config, saved *plan.File, planAr
 func (a *app) envVarArgs(cfg *dsl.Config) []string {
 	given := map[string]bool{}
 	for _, v := range a.vars {
-		if name, _, ok := strings.Cut(v.Value, "="); ok && !v.File {
-			given[strings.TrimSpace(name)] = true
+		if name := v.Name(); name != "" {
+			given[name] = true
 		}
 	}
 	var out []string

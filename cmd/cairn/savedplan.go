@@ -48,10 +48,7 @@ func (a *app) checkSavedPlan(saved *plan.File, l *plan.Loaded, p *plan.Plan) err
 // The plan would be stale, and the stale keys would not say why.
 func checkPlanInputs(saved *plan.File, given []dsl.VarArg) error {
 	for _, name := range saved.Sensitive {
-		again := slices.ContainsFunc(given, func(g dsl.VarArg) bool {
-			n, _, _ := strings.Cut(g.Value, "=")
-			return !g.File && strings.TrimSpace(n) == name
-		})
+		again := slices.ContainsFunc(given, func(g dsl.VarArg) bool { return g.Name() == name })
 		if _, env := os.LookupEnv("CAIRN_VAR_" + name); !again && !env {
 			return badInput("the plan was made with --var %s=..., a sensitive variable whose value the plan file does not keep; nothing was run. Give it again: cairn apply PLANFILE --var %s=VALUE (or set CAIRN_VAR_%s)", name, name, name)
 		}

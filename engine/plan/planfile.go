@@ -55,14 +55,10 @@ func Save(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
 		Format: FileFormat, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root,
 		Targets: p.Options.Targets, Replace: p.Options.Replace, Only: p.Options.Only, Nodes: []FileEntry{},
 	}
+	pf.Sensitive = SensitiveGiven(vars, p.Graph.Config)
 	for _, v := range vars {
 		if !v.File {
-			name, _, _ := strings.Cut(v.Value, "=")
-			name = strings.TrimSpace(name)
-			if dv, ok := p.Graph.Config.Variables[name]; ok && dv.Sensitive {
-				if !slices.Contains(pf.Sensitive, name) {
-					pf.Sensitive = append(pf.Sensitive, name)
-				}
+			if slices.Contains(pf.Sensitive, v.Name()) {
 				continue
 			}
 		} else {
@@ -88,6 +84,20 @@ func Save(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// SensitiveGiven names the sensitive variables of cfg that vars give
+// with --var, once each, in order: a plan file leaves their values out,
+// and its apply needs them again.
+func SensitiveGiven(vars []dsl.VarArg, cfg *dsl.Config) []string {
+	var out []string
+	for _, v := range vars {
+		name := v.Name()
+		if dv := cfg.Variables[name]; dv != nil && dv.Sensitive && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // LoadFile reads a saved plan. isPlan is false when the file is not
