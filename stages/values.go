@@ -82,7 +82,8 @@ func TypeFits(t cty.Type, want ...cty.Type) bool {
 		return true
 	}
 	for _, w := range want {
-		if convert.GetConversionUnsafe(t, w) != nil {
+		// A type is no conversion of itself: cty has none to give.
+		if t.Equals(w) || convert.GetConversionUnsafe(t, w) != nil {
 			return true
 		}
 	}

@@ -441,3 +441,18 @@ func TestMisspeltInstanceAttributeIsSuggested(t *testing.T) {
 		assert.Contains(t, flat, `This object does not have an attribute named "stauts". Did you mean "status"? An instance has key, value, result, status`, ref)
 	}
 }
+
+// A value known only at plan is checked by its type at validate: one of
+// the attribute's own type passes (an unset number for cpus, an unset
+// string for memory, run's strings), one of another type is refused.
+func TestValidateChecksUnknownValuesByType(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "variable \"n\" {\n  type = number\n}\nvariable \"m\" {\n  type = string\n}\nvariable \"l\" {\n  type = list(string)\n}\nstage \"command\" \"a\" {\n  run     = [\"echo\", var.m, var.n]\n  cpus    = var.n\n  gpus    = var.n\n  memory  = var.m\n  timeout = var.m\n}\n"})
+	r := runCLI(t, "--chdir", root, "validate", "p.hcl")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+
+	root = cliWorkspace(t, map[string]string{"p.hcl": "variable \"l\" {\n  type = list(string)\n}\nstage \"command\" \"a\" {\n  run    = [\"echo\"]\n  cpus   = var.l\n  memory = var.l\n}\n"})
+	r = runCLI(t, "--chdir", root, "validate", "p.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "cpus must be a whole number, not list of string.")
+	assert.Contains(t, r.stderr, `memory must be a memory size like "16G", not list of string.`)
+}
