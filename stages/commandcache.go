@@ -258,10 +258,9 @@ func runWithModelCache(ctx context.Context, n *Node, rt Runtime, p Proc) (*Outco
 		return nil, diags
 	}
 	weights, err := cacheWeightsDigests(n, rt.Root(), spec.Weights)
-	if err != nil {
-		return &Outcome{Class: failclass.Setup, Message: "model cache: " + err.Error()}, nil
+	if err == nil {
+		weights, err = servedWeights(n, weights, spec.Endpoints)
 	}
-	weights, err = servedWeights(n, weights, spec.Endpoints)
 	if err != nil {
 		return &Outcome{Class: failclass.Setup, Message: "model cache: " + err.Error()}, nil
 	}

@@ -57,22 +57,16 @@ func StringElementsError(v cty.Value) error {
 	switch {
 	case ty.IsTupleType():
 		for i, et := range ty.TupleElementTypes() {
-			if !stringType(et) {
+			if !TypeFits(et, cty.String) {
 				return fmt.Errorf("element %d is %s, not a string", i, et.FriendlyName())
 			}
 		}
 	case ty.IsListType() || ty.IsSetType():
-		if et := ty.ElementType(); !stringType(et) {
+		if et := ty.ElementType(); !TypeFits(et, cty.String) {
 			return fmt.Errorf("its elements are %s, not strings", et.FriendlyName())
 		}
 	}
 	return nil
-}
-
-// stringType reports whether a value of type t may be a string: a
-// primitive (numbers and bools convert), or a type not known yet.
-func stringType(t cty.Type) bool {
-	return t == cty.DynamicPseudoType || t.IsPrimitiveType()
 }
 
 // TypeFits reports whether a value of type t, known or not, may convert
