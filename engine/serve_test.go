@@ -18,7 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/events"
 )
 
@@ -403,4 +405,73 @@ func TestServeNotRestartedOntoATakenPort(t *testing.T) {
 	require.NotNil(t, m, r.out)
 	assert.Equal(t, "failed", m.Status)
 	assert.Contains(t, m.Message, want)
+}
+
+// instanceEndpointsPipeline is a serve stage "a" with two instances, x and
+// y (servers someone else runs, two weights of one model), and a command
+// stage "ask" whose model cache reads endpoints; var.k has no value.
+func instanceEndpointsPipeline(endpoints string) string {
+	return fmt.Sprintf(`
+pipeline "t" {}
+variable "k" { type = string }
+stage "serve" "a" {
+  for_each  = { x = "aaaaaaaaaaaaaaaaaaaa", y = "bbbbbbbbbbbbbbbbbbbb" }
+  run       = ["srv", "--port", "{port}"]
+  model     = "sim"
+  weights   = "sha256:${each.value}"
+  endpoints = [each.key == "x" ? "http://127.0.0.1:19500/v1" : "http://127.0.0.1:19600/v1"]
+}
+stage "command" "ask" {
+  for_each    = toset(["x", "y"])
+  run         = ["true"]
+  model_cache = { endpoints = %s }
+}
+`, endpoints)
+}
+
+// mixedEndpoints are the "Endpoints of more than one server" errors of
+// diags, as "FILE:LINE:COL: DETAIL'S FIRST SENTENCE".
+func mixedEndpoints(diags hcl.Diagnostics) []string {
+	var out []string
+	for _, d := range diags {
+		if d.Summary == "Endpoints of more than one server" && d.Subject != nil {
+			first, _, _ := strings.Cut(d.Detail, ". ")
+			out = append(out, fmt.Sprintf("%s:%d:%d: %s", filepath.Base(d.Subject.Filename), d.Subject.Start.Line, d.Subject.Start.Column, first))
+		}
+	}
+	return out
+}
+
+// Two instances of one serve stage are two servers, as two serve stages
+// are: an endpoints list that mixes their endpoints is refused at the
+// list, by validate where the instances are known, by plan (and so
+// apply) where a key waits for a variable's value; one instance's
+// endpoints, its own instance's (stage.a[each.key]) among them, are fine.
+func TestServeMixedInstanceEndpointsRefused(t *testing.T) {
+	const at = "pipeline.hcl:14:31: "
+	for expr, want := range map[string][]string{
+		`concat(stage.a["x"].endpoints, stage.a["y"].endpoints)`:      {at + `endpoints reads the endpoints of stage.a["x"] and stage.a["y"]`},
+		`flatten([for s in stage.a : s.endpoints])`:                   {at + `endpoints reads the endpoints of stage.a["x"] and stage.a["y"]`},
+		`concat(stage.a[each.key].endpoints, stage.a["x"].endpoints)`: {at + `endpoints reads the endpoints of stage.a["y"] and stage.a["x"]`},
+		`concat(stage.a[var.k].endpoints, ["http://h1:8000/v1"])`:     {at + `endpoints reads the endpoints of an instance of stage.a and a plain URL`},
+		`stage.a[each.key].endpoints`:                                 nil,
+		`stage.a["y"].endpoints`:                                      nil,
+		`concat(stage.a["x"].endpoints, stage.a[var.k].endpoints)`:    nil, // which k: told at plan
+	} {
+		w := newWorkspace(t, instanceEndpointsPipeline(expr))
+		l, diags := plan.Load(plan.LoadOptions{Path: filepath.Join(w.Root, "pipeline.hcl"), Root: w.Root, Validate: true})
+		require.False(t, diags.HasErrors(), "%s: %s", expr, diags)
+		assert.Equal(t, want, mixedEndpoints(l.Graph.CheckStages()), "validate: %s", expr)
+	}
+
+	// A key known only once var.k has a value: plan refuses the list that
+	// mixes, and takes the one that does not.
+	w := newWorkspace(t, instanceEndpointsPipeline(`concat(stage.a["x"].endpoints, stage.a[var.k].endpoints)`))
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer c.Close()
+	_, diags := plan.Make(w.Load("k=y").Graph, c, plan.Options{})
+	assert.Equal(t, []string{`pipeline.hcl:14:31: endpoints reads the endpoints of stage.a["x"] and stage.a["y"]`}, mixedEndpoints(diags))
+	_, diags = plan.Make(w.Load("k=x").Graph, c, plan.Options{})
+	assert.False(t, diags.HasErrors(), "%s", diags)
 }

@@ -872,7 +872,7 @@ func (g *Graph) makeInstance(n *Node, id int, s *dsl.Stage, kind stages.Kind, r 
 			deps = append(deps, id)
 		}
 	}
-	var ectx *hcl.EvalContext
+	ectx := g.eachContext(n)
 	// link resolves one reference to the nodes it names.
 	link := func(ref dsl.Ref, add func(int)) {
 		if ref.Name == s.Name {
@@ -887,21 +887,14 @@ func (g *Graph) makeInstance(n *Node, id int, s *dsl.Stage, kind stages.Kind, r 
 			}
 			return
 		}
-		key, keyed := ref.Key, ref.HasKey
+		var key string
+		var keyed bool
 		if ref.SameKey {
 			if in.Keyed && g.Config.StageMap[ref.Name].ForEach != nil {
 				key, keyed = in.Key, true
 			}
-		} else if ref.KeyExpr != nil && isEachKey(ref.KeyExpr) {
-			key, keyed = in.Key, true
-		} else if ref.KeyExpr != nil {
-			if ectx == nil {
-				ectx = g.Scope.Context(map[string]cty.Value{"each": n.each})
-			}
-			kv, kd := ref.KeyExpr.Value(ectx)
-			if !kd.HasErrors() && kv.IsKnown() && !kv.IsNull() && kv.Type().Equals(cty.String) && !kv.IsMarked() {
-				key, keyed = kv.AsString(), true
-			}
+		} else {
+			key, keyed = refKey(ref, in, ectx)
 		}
 		if !keyed {
 			for _, u := range ups {
@@ -942,6 +935,38 @@ func (g *Graph) makeInstance(n *Node, id int, s *dsl.Stage, kind stages.Kind, r 
 	sort.Ints(deps)
 	n.Deps = deps
 	return diags, bad, freshEach
+}
+
+// refKey is the key of the instance a stage reference names from
+// instance in: its static key (stage.x["k"]), in's own (stage.x[each.key])
+// or its key expression's value in the context ctx gives (stage.x[var.k]).
+// keyed is false where it names no one instance (stage.x, iterated), or
+// none known yet (a key made of values not known).
+func refKey(ref dsl.Ref, in dsl.Instance, ctx func() *hcl.EvalContext) (key string, keyed bool) {
+	switch {
+	case ref.KeyExpr == nil:
+		return ref.Key, ref.HasKey
+	case isEachKey(ref.KeyExpr):
+		return in.Key, true
+	}
+	kv, kd := ref.KeyExpr.Value(ctx())
+	if !kd.HasErrors() && kv.IsKnown() && !kv.IsNull() && kv.Type().Equals(cty.String) && !kv.IsMarked() {
+		return kv.AsString(), true
+	}
+	return "", false
+}
+
+// eachContext gives the context n's expressions are evaluated in before
+// anything runs (variables, locals and n's each), made when first asked
+// for: most nodes never need it.
+func (g *Graph) eachContext(n *Node) func() *hcl.EvalContext {
+	var ctx *hcl.EvalContext
+	return func() *hcl.EvalContext {
+		if ctx == nil {
+			ctx = g.Scope.Context(map[string]cty.Value{"each": n.each})
+		}
+		return ctx
+	}
 }
 
 // isEachKey reports whether e is the expression each.key.

@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dsl"
+	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/stages"
 )
 
@@ -300,12 +301,15 @@ func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
 
 // mixedEndpointsChecks refuses a consumer's endpoints list (an evaluate or
 // optimize stage's endpoints, a model_cache's endpoints) that reads a
-// serve stage and also another serve stage, a plain URL or any other
-// source of URLs: the consumer keys every result by the one serve stage's
+// serve node and also another serve node (another serve stage's, or
+// another instance of a for_each serve stage), a plain URL or any other
+// source of URLs: the consumer keys every result by the one serve node's
 // identity (stages.ServeModelKey; the model cache's weights), so answers
-// from the other servers would be stored as that stage's, and taken from
-// the store later by a pipeline that reads that stage alone. Each stage is
-// checked once, whatever its instances.
+// from the other servers would be stored as that node's, and taken from
+// the store later by a pipeline that reads that node alone. Each node is
+// checked, as the instances a list names may differ by node
+// (stage.a[each.key]); an instance whose key is not known yet (a variable
+// without a value, at validate) is checked when it is.
 func (g *Graph) mixedEndpointsChecks() hcl.Diagnostics {
 	serves := map[string]bool{}
 	for _, n := range g.Nodes {
@@ -314,17 +318,16 @@ func (g *Graph) mixedEndpointsChecks() hcl.Diagnostics {
 		}
 	}
 	var diags hcl.Diagnostics
-	seen := map[string]bool{}
 	for _, n := range g.Nodes {
-		if seen[n.Stage.Name] || serves[n.Stage.Name] {
+		if serves[n.Stage.Name] {
 			continue
 		}
-		seen[n.Stage.Name] = true
+		m := &endpointsMixer{g: g, n: n, serves: serves, ctx: g.eachContext(n)}
 		for _, e := range endpointsExprs(n.Stage.Attrs) {
-			if why := endpointsMix(e, serves); why != "" {
+			if why := m.mix(e); why != "" {
 				r := e.Range()
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Endpoints of more than one server",
-					Detail:  fmt.Sprintf("endpoints reads %s. Every result of this stage is keyed by the serve stage it reads (its model, weights and command line), so answers from the other servers would be stored as that stage's, and a pipeline reading it alone would take them from the store. Give each endpoints list one serve stage's endpoints alone, or plain URLs alone; to evaluate on several servers, use a stage per server.", why),
+					Detail:  fmt.Sprintf("endpoints reads %s. Every result of this stage is keyed by the serve stage it reads (its model, weights and command line), so answers from the other servers would be stored as that stage's, and a pipeline reading it alone would take them from the store. Give each endpoints list one serve stage's endpoints alone, or plain URLs alone, and of a serve stage with for_each, one instance's; to evaluate on several servers, use a stage per server.", why),
 					Subject: &r})
 			}
 		}
@@ -348,60 +351,125 @@ func endpointsExprs(attrs hcl.Attributes) []hcl.Expression {
 	return out
 }
 
-// endpointsMix says what mixes in e, an endpoints expression, the
-// endpoints of a serve stage (named in serves) with those of another
-// server ("stage.a and stage.b", "stage.m and a plain URL"), "" when
-// nothing does. The branches of a conditional are apart: only one of
-// them is the list.
-func endpointsMix(e hcl.Expression, serves map[string]bool) string {
+// endpointsMixer tells, for node n, whether an endpoints expression of
+// its mixes servers. serves names the serve stages; ctx gives n's
+// evaluation context before anything runs, for instance keys.
+type endpointsMixer struct {
+	g      *Graph
+	n      *Node
+	serves map[string]bool
+	ctx    func() *hcl.EvalContext
+}
+
+// mix says what mixes in e, an endpoints expression, the endpoints of a
+// serve node with those of another server ("stage.a and stage.b",
+// "stage.a[\"x\"] and stage.a[\"y\"]", "stage.m and a plain URL"), ""
+// when nothing does, or nothing does for sure yet (two instances of one
+// serve stage whose keys are not known). The branches of a conditional
+// are apart: only one of them is the list.
+func (m *endpointsMixer) mix(e hcl.Expression) string {
 	switch x := dsl.Syntax(e).(type) {
 	case *hclsyntax.ConditionalExpr:
-		if why := endpointsMix(x.TrueResult, serves); why != "" {
+		if why := m.mix(x.TrueResult); why != "" {
 			return why
 		}
-		return endpointsMix(x.FalseResult, serves)
+		return m.mix(x.FalseResult)
 	case *hclsyntax.ParenthesesExpr:
-		return endpointsMix(x.Expression, serves)
+		return m.mix(x.Expression)
 	}
-	var served, others []string
+	var served, unsure, others []string
+	stagesRead := map[string]bool{} // the serve stages read, instances known or not
 	add := func(to *[]string, s string) {
 		if !slices.Contains(*to, s) {
 			*to = append(*to, s)
 		}
 	}
-	for _, src := range urlSources(e) {
-		if name, ok := strings.CutPrefix(src, "stage."); ok && serves[name] {
-			add(&served, src)
-		} else {
-			add(&others, src)
+	for _, ref := range urlSources(e) {
+		switch {
+		case ref.Root == "":
+			add(&others, "a plain URL")
+		case ref.Root != "stage" || !m.serves[ref.Name]:
+			add(&others, ref.Root+"."+ref.Name)
+		default:
+			stagesRead[ref.Name] = true
+			nodes, known := m.instances(ref)
+			if !known {
+				add(&unsure, "an instance of "+addrs.Stage(ref.Name).String())
+			}
+			for _, a := range nodes {
+				add(&served, a)
+			}
 		}
 	}
+	all := slices.Concat(served, unsure)
 	switch {
 	case len(served) > 1:
 		return "the endpoints of " + strings.Join(served, " and ")
-	case len(served) == 1 && len(others) > 0:
-		return fmt.Sprintf("the endpoints of %s and %s", served[0], strings.Join(others, " and "))
+	case len(all) > 0 && len(others) > 0:
+		return fmt.Sprintf("the endpoints of %s and %s", all[0], strings.Join(others, " and "))
+	case len(stagesRead) > 1:
+		return "the endpoints of " + strings.Join(all, " and ")
 	}
+	// Instances of one stage, some of them not known yet: the same one,
+	// perhaps; the plan, which knows them, tells.
 	return ""
 }
 
-// urlSources are what e takes its values from: the root of each
-// reference ("stage.m", "var.task_endpoints", "local.eps") and "a plain
-// URL" for a string written in it. A collection's index, a conditional's
-// condition and a for expression's own symbols give no values.
-func urlSources(e hcl.Expression) []string {
-	var out []string
+// instances are the addresses of the serve nodes ref, a reference to a
+// serve stage in one of n's endpoints lists, names: the stage's one node,
+// the instance its key names (stage.a["x"], stage.a[each.key],
+// stage.a[var.k]), or every instance (stage.a iterated, in a for
+// expression). known is false where which one is not known yet: a key
+// made of a variable without a value, a stage whose instances wait for
+// one, a node whose own instance does.
+func (m *endpointsMixer) instances(ref dsl.Ref) (nodes []string, known bool) {
+	g := m.g
+	if g.Waiting[ref.Name] != "" || m.n.waiting && ref.KeyExpr != nil {
+		return nil, false
+	}
+	ups := g.StageNodes[ref.Name]
+	key, keyed := refKey(ref, m.n.Inst, m.ctx)
+	switch {
+	case keyed:
+		u, ok := g.ByAddr[addrs.Instance(ref.Name, key).String()]
+		if !ok {
+			return nil, false // no such instance: the graph says so
+		}
+		return []string{u.Addr}, true
+	case ref.KeyExpr != nil:
+		return nil, false
+	}
+	for _, u := range ups {
+		nodes = append(nodes, u.Addr)
+	}
+	return nodes, true
+}
+
+// urlSources are what e takes its values from: a reference for each
+// (stage.m, stage.a["x"], stage.a[each.key], var.task_endpoints,
+// local.eps: its root and name, and a stage instance's key), and one with
+// no root for a string written in it (a plain URL). A collection's index,
+// a conditional's condition and a for expression's own symbols give no
+// values.
+func urlSources(e hcl.Expression) []dsl.Ref {
+	var out []dsl.Ref
 	switch x := dsl.Syntax(e).(type) {
 	case *hclsyntax.TemplateExpr, *hclsyntax.TemplateWrapExpr:
 		if len(e.Variables()) == 0 {
-			return []string{"a plain URL"}
+			return []dsl.Ref{{}}
 		}
 	case *hclsyntax.LiteralValueExpr:
 		if x.Val.Type() == cty.String {
-			return []string{"a plain URL"}
+			return []dsl.Ref{{}}
 		}
 		return nil
 	case *hclsyntax.IndexExpr:
+		if st, ok := x.Collection.(*hclsyntax.ScopeTraversalExpr); ok && len(st.Traversal) == 2 && st.Traversal.RootName() == "stage" {
+			// stage.a[each.key]: one instance, known per node.
+			if a, ok := st.Traversal[1].(hcl.TraverseAttr); ok {
+				return []dsl.Ref{{Root: "stage", Name: a.Name, KeyExpr: x.Key, Range: x.SrcRange}}
+			}
+		}
 		return urlSources(x.Collection)
 	case *hclsyntax.RelativeTraversalExpr:
 		return urlSources(x.Source)
@@ -423,11 +491,14 @@ func urlSources(e hcl.Expression) []string {
 		return urlSources(x.CollExpr)
 	}
 	for _, tr := range e.Variables() {
-		root := tr.RootName()
+		r := dsl.Ref{Root: tr.RootName(), Range: tr.SourceRange()}
 		if a, ok := tr[min(1, len(tr)-1)].(hcl.TraverseAttr); ok {
-			root += "." + a.Name
+			r.Name = a.Name
 		}
-		out = append(out, root)
+		if ix, ok := tr[min(2, len(tr)-1)].(hcl.TraverseIndex); ok && r.Root == "stage" && ix.Key.Type() == cty.String && ix.Key.IsKnown() && !ix.Key.IsNull() {
+			r.HasKey, r.Key = true, ix.Key.AsString()
+		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -19,6 +19,14 @@ stage "serve" "b" {
   port    = 19600
 }
 
+stage "serve" "c" {
+  for_each = { x = "cccccccccccccccccccc", y = "dddddddddddddddddddd" }
+  run      = ["server", "--port", "{port}"]
+  model    = "sim"
+  weights  = "sha256:${each.value}"
+  port     = each.key == "x" ? 19700 : 19800
+}
+
 stage "evaluate" "both" {
   worker    = ["python3", "worker.py"]
   items     = [{ id = "q1", question = "1 + 1", answer = "2" }]
@@ -46,4 +54,21 @@ stage "evaluate" "one" {
   model     = "sim"
   scores    = "out/one.jsonl"
   endpoints = stage.a.endpoints
+}
+
+stage "evaluate" "instances" {
+  worker    = ["python3", "worker.py"]
+  items     = [{ id = "q1", question = "1 + 1", answer = "2" }]
+  model     = "sim"
+  scores    = "out/instances.jsonl"
+  endpoints = concat(stage.c["x"].endpoints, stage.c["y"].endpoints) # ERROR: endpoints reads the endpoints of stage.c["x"] and stage.c["y"]
+}
+
+stage "evaluate" "instance" {
+  for_each  = toset(["x", "y"])
+  worker    = ["python3", "worker.py"]
+  items     = [{ id = "q1", question = "1 + 1", answer = "2" }]
+  model     = "sim"
+  scores    = "out/instance-${each.key}.jsonl"
+  endpoints = stage.c[each.key].endpoints
 }
