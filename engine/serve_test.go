@@ -475,3 +475,37 @@ func TestServeMixedInstanceEndpointsRefused(t *testing.T) {
 	_, diags = plan.Make(w.Load("k=x").Graph, c, plan.Options{})
 	assert.False(t, diags.HasErrors(), "%s", diags)
 }
+
+// The reflection model's endpoints are one server's too: an optimize
+// stage's key holds the serve stage its reflection_base_url reads, so a
+// list that mixes it with another serve stage's, or with a plain URL, is
+// refused at the attribute, as an endpoints list is.
+func TestServeMixedReflectionEndpointsRefused(t *testing.T) {
+	optimize := func(refl string) string {
+		return mixedEndpointsPipeline(`stage.a.endpoints`) + fmt.Sprintf(`
+stage "optimize" "opt" {
+  run                 = ["python3", "m.py"]
+  out                 = "out/opt"
+  budget              = 10
+  bundle              = ["bundle/"]
+  worker              = ["python3", "w.py", "{bundle}/system.txt"]
+  items               = "train.jsonl"
+  model               = "sim"
+  endpoints           = stage.a.endpoints
+  reflection_model    = "sim"
+  reflection_base_url = %s
+}
+`, refl)
+	}
+	const at = "pipeline.hcl:38:25: "
+	for expr, want := range map[string][]string{
+		`concat(stage.a.endpoints, stage.b.endpoints)`:             {at + "reflection_base_url reads the endpoints of stage.a and stage.b"},
+		`concat(["http://127.0.0.1:18200/v1"], stage.b.endpoints)`: {at + "reflection_base_url reads the endpoints of stage.b and a plain URL"},
+		`stage.b.endpoints`:           nil,
+		`"http://127.0.0.1:18200/v1"`: nil,
+		`var.serve ? stage.b.endpoints : ["http://127.0.0.1:18200/v1"]`: nil,
+	} {
+		w := newWorkspace(t, optimize(expr))
+		assert.Equal(t, want, mixedEndpoints(w.Load().Graph.CheckStages()), expr)
+	}
+}

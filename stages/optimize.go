@@ -103,6 +103,9 @@ type optSpec struct {
 	budget             int
 	budgetOK           bool
 	reflModel, reflURL string
+	// reflURLs is reflection_base_url as given: one URL, or a list (a
+	// serve stage's endpoints), whose first one is reflURL.
+	reflURLs []string
 	// bundleInRequest: the worker reads each rollout's bundle from its
 	// requests, so the same workers serve every bundle.
 	bundleInRequest bool
@@ -160,7 +163,7 @@ func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
 	}
 	s.reflURL = items.ReflectionBaseURL(os.Getenv)
 	if u, ok := knownString(n, "reflection_base_url"); ok && u != "" {
-		s.reflURL = u
+		s.reflURL, s.reflURLs = u, []string{u}
 	} else if v, ok := n.Args["reflection_base_url"]; ok && whollyKnown(v) && !v.IsNull() && v.Type() != cty.String {
 		// A list: a serve stage's endpoints (reflection_base_url =
 		// stage.reflection_model.endpoints); its first non-empty one, else
@@ -169,6 +172,7 @@ func decodeOptimize(n *Node) (optSpec, hcl.Diagnostics) {
 		if err != nil {
 			bad("reflection_base_url", fmt.Sprintf("reflection_base_url is a base URL, or a list of them (a serve stage's endpoints): %s.", err))
 		}
+		s.reflURLs = list
 		for _, u := range list {
 			if u != "" {
 				s.reflURL = u
@@ -514,6 +518,13 @@ func (o *optRun) inputs(ctx context.Context) (*optInputs, *Outcome) {
 	setup := func(format string, args ...any) (*optInputs, *Outcome) {
 		out, _ := optFailure(failclass.Setup, format, args...)
 		return nil, out
+	}
+	// The reflection model's URLs are one server's, as the task model's
+	// are: the node's key holds the serve stage they are, and another
+	// server's reflections would be taken as that stage's
+	// (docs/serve.md). validate refuses the lists it sees mixing.
+	if _, err := endpointsServer(o.n, o.s.reflURLs); err != nil {
+		return setup("reflection_base_url: %s", err)
 	}
 	var in optInputs
 	var err error

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dsl/failclass"
 )
 
 // A serve stage's inputs hold its server's identity (Node.FilesDigest, set
@@ -148,4 +150,33 @@ func TestServeKeysByTheStageItsEndpointsAre(t *testing.T) {
 	_, err = servedWeights(n, nil, []string{"http://127.0.0.1:19600/v1", "http://127.0.0.1:19500/v1"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "endpoints mix stage.b's servers with stage.a's")
+}
+
+// An optimize node's reflection_base_url is one serve stage's endpoints,
+// or plain URLs alone, as a task model's endpoints are: one that mixes
+// stage.a's servers with stage.b's (a list validate could not see) fails
+// the node before anything is read or asked; one stage's passes.
+func TestOptimizeReflectionEndpointsAreOneServer(t *testing.T) {
+	reflection := func(urls ...string) *Outcome {
+		n := twoServers()
+		var list []cty.Value
+		for _, u := range urls {
+			list = append(list, cty.StringVal(u))
+		}
+		n.Args = map[string]cty.Value{"reflection_base_url": cty.ListVal(list)}
+		s, diags := decodeOptimize(n)
+		require.False(t, diags.HasErrors(), "%s", diags)
+		_, out := (&optRun{s: s, n: n, root: t.TempDir()}).inputs(context.Background())
+		require.NotNil(t, out)
+		return out
+	}
+	out := reflection("http://127.0.0.1:19500/v1", "http://127.0.0.1:19600/v1")
+	assert.Equal(t, failclass.Setup, out.Class)
+	assert.True(t, strings.HasPrefix(out.Message, "reflection_base_url: endpoints mix stage.a's servers with stage.b's"), out.Message)
+	out = reflection("http://127.0.0.1:19600/v1", "http://127.0.0.1:18200/v1")
+	assert.True(t, strings.HasPrefix(out.Message, "reflection_base_url: endpoints mix stage.b's servers with http://127.0.0.1:18200/v1, which it does not run"), out.Message)
+	for _, one := range [][]string{{"http://127.0.0.1:19600/v1"}, {"http://127.0.0.1:18200/v1", "http://127.0.0.1:18300/v1"}} {
+		// Past the check: the training split, which this node has not.
+		assert.NotContains(t, reflection(one...).Message, "reflection_base_url", one)
+	}
 }

@@ -300,16 +300,18 @@ func (g *Graph) servedModelChecks(specs []*stages.Node) hcl.Diagnostics {
 }
 
 // mixedEndpointsChecks refuses a consumer's endpoints list (an evaluate or
-// optimize stage's endpoints, a model_cache's endpoints) that reads a
-// serve node and also another serve node (another serve stage's, or
-// another instance of a for_each serve stage), a plain URL or any other
-// source of URLs: the consumer keys every result by the one serve node's
-// identity (stages.ServeModelKey; the model cache's weights), so answers
-// from the other servers would be stored as that node's, and taken from
-// the store later by a pipeline that reads that node alone. Each node is
-// checked, as the instances a list names may differ by node
-// (stage.a[each.key]); an instance whose key is not known yet (a variable
-// without a value, at validate) is checked when it is.
+// optimize stage's endpoints, a model_cache's endpoints, an optimize
+// stage's reflection_base_url) that reads a serve node and also another
+// serve node (another serve stage's, or another instance of a for_each
+// serve stage), a plain URL or any other source of URLs: the consumer
+// keys every result by the one serve node's identity
+// (stages.ServeModelKey; the model cache's weights; an optimize node's
+// key, by the reflection model's serve stage), so answers from the other
+// servers would be stored as that node's, and taken from the store later
+// by a pipeline that reads that node alone. Each node is checked, as the
+// instances a list names may differ by node (stage.a[each.key]); an
+// instance whose key is not known yet (a variable without a value, at
+// validate) is checked when it is.
 func (g *Graph) mixedEndpointsChecks() hcl.Diagnostics {
 	serves := map[string]bool{}
 	for _, n := range g.Nodes {
@@ -323,11 +325,11 @@ func (g *Graph) mixedEndpointsChecks() hcl.Diagnostics {
 			continue
 		}
 		m := &endpointsMixer{g: g, n: n, serves: serves, ctx: g.eachContext(n)}
-		for _, e := range endpointsExprs(n.Stage.Attrs) {
-			if why := m.mix(e); why != "" {
-				r := e.Range()
+		for _, ee := range endpointsExprs(n.Stage.Attrs) {
+			if why := m.mix(ee.expr); why != "" {
+				r := ee.expr.Range()
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Endpoints of more than one server",
-					Detail:  fmt.Sprintf("endpoints reads %s. Every result of this stage is keyed by the serve stage it reads (its model, weights and command line), so answers from the other servers would be stored as that stage's, and a pipeline reading it alone would take them from the store. Give each endpoints list one serve stage's endpoints alone, or plain URLs alone, and of a serve stage with for_each, one instance's; to evaluate on several servers, use a stage per server.", why),
+					Detail:  fmt.Sprintf("%s reads %s. Every result of this stage is keyed by the serve stage it reads (its model, weights and command line), so answers from the other servers would be stored as that stage's, and a pipeline reading it alone would take them from the store. Give each endpoints list one serve stage's endpoints alone, or plain URLs alone, and of a serve stage with for_each, one instance's; to evaluate on several servers, use a stage per server.", ee.attr, why),
 					Subject: &r})
 			}
 		}
@@ -335,18 +337,29 @@ func (g *Graph) mixedEndpointsChecks() hcl.Diagnostics {
 	return diags
 }
 
-// endpointsExprs are the expressions of attrs that give a consumer its
-// endpoints: the endpoints attribute, and the endpoints of model_cache
-// (an object constructor).
-func endpointsExprs(attrs hcl.Attributes) []hcl.Expression {
-	var out []hcl.Expression
+// endpointsExpr is an expression that gives a consumer endpoints, and
+// the attribute it is, as messages name it.
+type endpointsExpr struct {
+	attr string
+	expr hcl.Expression
+}
+
+// endpointsExprs are the expressions of attrs that give a consumer
+// endpoints: the endpoints attribute, the endpoints of model_cache (an
+// object constructor), and an optimize stage's reflection_base_url, the
+// reflection model's.
+func endpointsExprs(attrs hcl.Attributes) []endpointsExpr {
+	var out []endpointsExpr
 	if a := attrs["endpoints"]; a != nil {
-		out = append(out, a.Expr)
+		out = append(out, endpointsExpr{"endpoints", a.Expr})
 	}
 	if a := attrs["model_cache"]; a != nil {
 		if it, ok := dsl.ObjectItem(a.Expr, func(k string) bool { return k == "endpoints" }); ok {
-			out = append(out, it.ValueExpr)
+			out = append(out, endpointsExpr{"endpoints", it.ValueExpr})
 		}
+	}
+	if a := attrs["reflection_base_url"]; a != nil {
+		out = append(out, endpointsExpr{"reflection_base_url", a.Expr})
 	}
 	return out
 }

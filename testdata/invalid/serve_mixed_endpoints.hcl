@@ -72,3 +72,16 @@ stage "evaluate" "instance" {
   scores    = "out/instance-${each.key}.jsonl"
   endpoints = stage.c[each.key].endpoints
 }
+
+stage "optimize" "reflection" {
+  run                 = ["python3", "method.py"]
+  out                 = "out/reflection"
+  budget              = 10
+  bundle              = ["bundle/"]
+  worker              = ["python3", "worker.py", "{bundle}/system.txt"]
+  items               = "train.jsonl"
+  model               = "sim"
+  endpoints           = stage.a.endpoints
+  reflection_model    = "sim"
+  reflection_base_url = concat(stage.a.endpoints, stage.b.endpoints) # ERROR: reflection_base_url reads the endpoints of stage.a and stage.b
+}
