@@ -267,6 +267,30 @@ stage "command" "writer" {
 	assert.Equal(t, 0, r.res.Failed, r.out)
 }
 
+// A model cache's weights computed from a result are checked as such an
+// input is: another stage's output the node does not wait for fails it
+// before it starts, saying what to add.
+func TestModelCacheWeightsFromAResultWrittenByAnotherStageRefused(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "pick" {
+  run    = ["sh", "-c", "echo '{\"ckpt\": \"ckpt\"}' > pick.json"]
+  result = "pick.json"
+}
+stage "command" "ask" {
+  run         = ["true"]
+  model_cache = { endpoints = ["http://127.0.0.1:9/v1"], weights = { m = stage.pick.result.ckpt } }
+}
+stage "command" "train" {
+  run     = ["sh", "-c", "mkdir -p ckpt && echo w > ckpt/w.bin"]
+  outputs = ["ckpt"]
+}
+`)
+	r := w.apply(ApplyOptions{})
+	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Contains(t, r.out, "input ckpt is written by stage.train (outputs, as ckpt), and nothing makes this node wait for it")
+	assert.Contains(t, r.out, "Add after = [stage.train] to stage.ask")
+}
+
 // The other way round: an output computed from a result that a node of
 // another stage reads without waiting for it.
 func TestOutputFromAResultReadByAnotherStageRefused(t *testing.T) {
@@ -291,8 +315,10 @@ stage "command" "reader" {
 
 // Paths a kind's own attributes name link stages as inputs and outputs
 // do: an aggregate's roots, an evaluation's items, a serve stage's weights
-// wait for the stage writing them; a stage reading an evaluation's scores
-// or a report folder (by default reports/NAME) waits for it.
+// and a model cache's wait for the stage writing them (a model cache's
+// even where its endpoints, a serve stage's, are known only once that
+// runs); a stage reading an evaluation's scores or a report folder (by
+// default reports/NAME) waits for it.
 func TestKindPathsAreDependencies(t *testing.T) {
 	w := newWorkspace(t, `
 stage "command" "job" {
@@ -333,6 +359,14 @@ stage "serve" "model" {
   model   = "m"
   weights = "ckpt"
 }
+stage "command" "ask" {
+  run         = ["true"]
+  model_cache = { endpoints = ["http://127.0.0.1:9/v1"], weights = { m = "ckpt/step-100" } }
+}
+stage "command" "served" {
+  run         = ["true"]
+  model_cache = { endpoints = stage.model.endpoints, weights = { m = "${path.root}/ckpt" } }
+}
 `)
 	g := w.Load().Graph
 	assert.Equal(t, []string{"stage.job"}, depAddrs(g, "stage.summary"))
@@ -340,7 +374,10 @@ stage "serve" "model" {
 	assert.Equal(t, []string{"stage.val"}, depAddrs(g, "stage.count"))
 	assert.Equal(t, []string{"stage.cmp"}, depAddrs(g, "stage.publish"))
 	assert.Equal(t, []string{"stage.train"}, depAddrs(g, "stage.model"))
+	assert.Equal(t, []string{"stage.train"}, depAddrs(g, "stage.ask"))
+	assert.Equal(t, []string{"stage.train", "stage.model"}, depAddrs(g, "stage.served"))
 	text := w.PlanText(plan.Options{})
+	assert.Contains(t, text, "stage.ask      may run: depends on the output of stage.train")
 	assert.Contains(t, text, "stage.val      may run: depends on the output of stage.prep")
 	assert.Contains(t, text, "stage.summary  may run: depends on the output of stage.job")
 }

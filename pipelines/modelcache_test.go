@@ -167,3 +167,49 @@ stage "command" "x" {
 		require.Contains(t, strings.Join(strings.Fields(out), " "), strconv.Quote(bad)+" is neither a digest nor a path", bad)
 	}
 }
+
+// weightsCacheStage is a command stage "x" asking 3 calls through a
+// model cache whose weights are the folder weights; extra goes before it.
+func weightsCacheStage(url, extra string) string {
+	return extra + `stage "command" "x" {
+  run         = ["python3", "client.py", self.model_cache.url, "3", "x.txt"]
+  inputs      = ["client.py"]
+  outputs     = ["x.txt"]
+  model_cache = {
+    endpoints = [` + strconv.Quote(url) + `]
+    weights   = { "sim-model" = "weights" }
+  }
+}
+`
+}
+
+// model_cache.weights naming a folder another stage writes (a fine-tuned
+// checkpoint) orders the stage after the writer, as a serve stage's
+// weights do: its calls are keyed by the weights written, never by what
+// the folder held before, whose answers the store has.
+func TestModelCacheWeightsWrittenByAStageAreReadAfterIt(t *testing.T) {
+	w, sim := cacheWorkspace(t)
+	w.write("weights/model.bin", "first weights\n")
+	w.write("a.hcl", weightsCacheStage(sim.URL, ""))
+	out, code := w.run("apply", "a.hcl")
+	require.Equal(t, 0, code, out)
+	fromStore, forwarded := cacheFigures(t, out)
+	require.Equal(t, [2]int{0, 3}, [2]int{fromStore, forwarded}, out)
+
+	w.write("b.hcl", weightsCacheStage(sim.URL, `stage "command" "train" {
+  run     = ["sh", "-c", "printf 'second weights\\n' > weights/model.bin"]
+  outputs = ["weights"]
+}
+`))
+	out, code = w.run("plan", "b.hcl")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `\? stage\.x +may run: depends on the output of stage\.train`, out, "the stage must wait for the weights it reads")
+	out, code = w.run("apply", "b.hcl")
+	require.Equal(t, 0, code, out)
+	b, err := os.ReadFile(filepath.Join(w.dir, "weights/model.bin"))
+	require.NoError(t, err)
+	require.Equal(t, "second weights\n", string(b))
+	fromStore, forwarded = cacheFigures(t, out)
+	require.Equal(t, [2]int{0, 3}, [2]int{fromStore, forwarded}, "the written weights were answered with the old ones' answers:\n%s", out)
+	require.Equal(t, 6, sim.ChatRequests())
+}

@@ -138,6 +138,14 @@ func decodeCacheWeights(v cty.Value) (weights map[string]string, msg string) {
 	return weights, ""
 }
 
+// PathAttrs implements PathLinker: weights model_cache.weights names by
+// path that another stage writes (a fine-tuned checkpoint) are read once
+// it has written them, as a serve stage's are: the calls are keyed by
+// the weights written, never by what the folder held before.
+func (Command) PathAttrs() []PathAttr { return commandPaths }
+
+var commandPaths = []PathAttr{{Attr: "model_cache", Field: "weights"}}
+
 // KeyedContent implements ContentKeyer: the weights model_cache.weights
 // names by path key the node by their content, as a serve stage's do, so
 // that new weights in the same folder are other calls (and the node runs

@@ -149,6 +149,10 @@ type PathAttr struct {
 	// ("--prompt=p.txt"); one that names no path another stage writes
 	// is a plain argument, and links nothing.
 	Args bool
+	// Field, where set: the attribute is an object, and the paths are
+	// its Field member's (a path, a list of them, or a map of them: a
+	// model_cache's weights by model); its other members name none.
+	Field string
 }
 
 // ArgPaths yields what the argument a may name as a path (PathAttr.Args):

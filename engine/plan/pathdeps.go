@@ -429,10 +429,14 @@ func (g *Graph) appendDeclaredPaths(dst []declPath, n *Node, pa stages.PathAttr,
 		if len(d) == 0 && keep != nil {
 			keep.keep(pa.Attr, v)
 		}
+		expr := a.Expr
+		if pa.Field != "" {
+			v, expr = fieldOf(v, expr, pa.Field)
+		}
 		if !v.IsWhollyKnown() {
 			return dst, false
 		}
-		rng = a.Expr.Range()
+		rng = expr.Range()
 		v, _ = v.Unmark()
 		switch {
 		case v.IsNull() && pa.Default != nil:
@@ -460,7 +464,7 @@ func (g *Graph) appendDeclaredPaths(dst []declPath, n *Node, pa stages.PathAttr,
 				return dst, true
 			}
 		}
-		if tc, ok := dsl.TupleConsOf(a.Expr); ok && len(tc.Exprs) == len(list) {
+		if tc, ok := dsl.TupleConsOf(expr); ok && len(tc.Exprs) == len(list) {
 			elems = tc.Exprs
 		}
 	}
@@ -492,6 +496,27 @@ func (g *Graph) appendDeclaredPaths(dst []declPath, n *Node, pa stages.PathAttr,
 		}
 	}
 	return out, true
+}
+
+// fieldOf is the member field of v, an object attribute's value, and the
+// expression that gives it where e, the attribute's, is an object
+// constructor (else e): null where v has no such member, unknown where
+// v is.
+func fieldOf(v cty.Value, e hcl.Expression, field string) (cty.Value, hcl.Expression) {
+	if it, ok := dsl.ObjectItem(e, func(k string) bool { return k == field }); ok {
+		e = it.ValueExpr
+	}
+	v, _ = v.Unmark()
+	switch {
+	case !v.IsKnown():
+		return v, e
+	case v.IsNull():
+	case v.Type().IsObjectType() && v.Type().HasAttribute(field):
+		return v.GetAttr(field), e
+	case v.Type().IsMapType() && v.HasIndex(cty.StringVal(field)).True():
+		return v.Index(cty.StringVal(field)), e
+	}
+	return cty.NullVal(cty.DynamicPseudoType), e
 }
 
 // linkArgReads finds, once linkPaths has linked them, the paths a node's
@@ -557,17 +582,25 @@ func (g *Graph) argInputs(n *Node, sn *stages.Node) {
 // with no dependency between the two, would be a race (the reader might
 // start before the writer, or after it). It says which, and what to
 // write; "" when there is none. The paths are sn's inputs (its kind's
-// among them), outputs and result, and those its kind writes.
+// among them, and what it keys by content: a serve stage's weights, a
+// model cache's), outputs and result, and those its kind writes.
 func (g *Graph) LateCheck(n *Node, sn *stages.Node) string {
 	c := &sn.Common
 	pd := g.pathDeps
 	if pd == nil || !pd.late[n] {
 		return ""
 	}
-	ins := c.Inputs
+	ins := slices.Clip(c.Inputs)
 	if svc, ok := n.Kind.(stages.Service); ok {
 		if w := svc.WeightsPath(sn); w != "" {
-			ins = append(slices.Clip(ins), filepath.Clean(g.inWorkspace(w)))
+			ins = append(ins, filepath.Clean(g.inWorkspace(w)))
+		}
+	}
+	if ck, ok := n.Kind.(stages.ContentKeyer); ok {
+		// What it reads by content besides its inputs: a model cache's
+		// weights.
+		for _, p := range ck.KeyedContent(sn, g.Root) {
+			ins = append(ins, filepath.Clean(g.inWorkspace(p)))
 		}
 	}
 	for _, p := range ins {
