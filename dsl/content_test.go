@@ -126,7 +126,7 @@ retry {}`,
 		assert.Equal(t, want, got, i)
 		assert.ElementsMatch(t, wantDiags, gotDiags, i)
 		if i == 3 {
-			assert.Len(t, gotDiags, 4, "%s", gotDiags) // after, on_interrupt, max, a second retry
+			assert.Len(t, gotDiags, 5, "%s", gotDiags) // after, on_interrupt, description, max, a second retry
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/gocty"
 
 	"github.com/cairn-run/cairn/dsl/addrs"
 	"github.com/cairn-run/cairn/dsl/failclass"
@@ -279,7 +280,7 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 				c, d := b.Body.Content(pipelineSchema)
 				diags = append(diags, d...)
 				if a := c.Attributes["description"]; a != nil {
-					diags = append(diags, decodeLiteral(a.Expr, &cfg.Description)...)
+					diags = append(diags, decodeLiteral(a, &cfg.Description, "description", stringLiteral)...)
 				}
 				for _, eb := range c.Blocks {
 					if cfg.Executor != nil {
@@ -353,14 +354,63 @@ func (l *Loader) Decode(files []*hcl.File) (*Config, hcl.Diagnostics) {
 	return cfg, diags
 }
 
-// decodeLiteral decodes an attribute that takes a literal value into dst.
-// An expression that is not one (a variable, a function call) is reported
-// once, as that: not again as a value of the wrong type.
-func decodeLiteral(e hcl.Expression, dst any) hcl.Diagnostics {
-	if _, diags := e.Value(nil); diags.HasErrors() {
+// decodeLiteral decodes a, an attribute the docs give as a literal, into
+// dst: the value as the file writes it, of dst's own type. HCL would take
+// more: a value it converts (description = 5 as "5", max = "2" as 2) and
+// an expression of literals (a template with ${...}, arithmetic, a
+// conditional), which reads as one value yet is not what the docs
+// promise the file holds. Both are refused at the value, saying what the
+// attribute takes (want, in words; the summary is "Invalid "+name). A
+// reference or a function call is reported once, in hcl's words, not
+// again as a value of the wrong type.
+func decodeLiteral(a *hcl.Attribute, dst any, name, want string) hcl.Diagnostics {
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
 		return diags
 	}
-	return gohcl.DecodeExpression(e, nil, dst)
+	if !Constant(a.Expr) {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError, Summary: "Invalid " + name, Subject: a.Expr.Range().Ptr(),
+			Detail: fmt.Sprintf("%s must be %s, written as it is: a literal, not computed (no ${...}, operators or conditionals).", a.Name, want),
+		}}
+	}
+	ty, err := gocty.ImpliedType(dst)
+	if err != nil || !literalOf(v, ty) || gohcl.DecodeExpression(a.Expr, nil, dst).HasErrors() {
+		return notLiteral(a, v, name, want)
+	}
+	return nil
+}
+
+// notLiteral says that a's value v is not what a takes: want, in words.
+func notLiteral(a *hcl.Attribute, v cty.Value, name, want string) hcl.Diagnostics {
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError, Summary: "Invalid " + name, Subject: a.Expr.Range().Ptr(),
+		Detail: fmt.Sprintf("%s must be %s, not %s.", a.Name, want, literalText(v)),
+	}}
+}
+
+// literalOf reports whether v, a literal's value, is of type ty as written:
+// a string for a string, a list of strings for a list of them; not a
+// value HCL would convert to ty (a number or a bool to a string, a string
+// of digits to a number), nor null.
+func literalOf(v cty.Value, ty cty.Type) bool {
+	switch {
+	case v.IsNull() || !v.IsKnown():
+		return false
+	case ty.IsPrimitiveType():
+		return v.Type() == ty
+	case ty.IsListType() || ty.IsSetType():
+		if !v.CanIterateElements() || v.Type().IsMapType() || v.Type().IsObjectType() {
+			return false
+		}
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); !literalOf(e, ty.ElementType()) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // DiagsText is diags' errors in words, each at its file:line:col as
@@ -416,13 +466,13 @@ func decodeVariable(b *hcl.Block) (*Variable, hcl.Diagnostics) {
 	content, d := b.Body.Content(variableSchema)
 	diags = append(diags, d...)
 	if a := content.Attributes["description"]; a != nil {
-		diags = append(diags, decodeLiteral(a.Expr, &v.Description)...)
+		diags = append(diags, decodeLiteral(a, &v.Description, "description", stringLiteral)...)
 	}
 	if a := content.Attributes["sensitive"]; a != nil {
-		diags = append(diags, decodeLiteral(a.Expr, &v.Sensitive)...)
+		diags = append(diags, decodeLiteral(a, &v.Sensitive, "sensitive", "true or false")...)
 	}
 	if a := content.Attributes["nullable"]; a != nil {
-		diags = append(diags, decodeLiteral(a.Expr, &v.Nullable)...)
+		diags = append(diags, decodeLiteral(a, &v.Nullable, "nullable", "true or false")...)
 	}
 	if a := content.Attributes["type"]; a != nil {
 		ty, defs, d := typeexpr.TypeConstraintWithDefaults(a.Expr)
@@ -653,7 +703,7 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 				s.WaitFor = exprs
 			}
 		case "description":
-			diags = append(diags, decodeLiteral(a.Expr, &s.Description)...)
+			diags = append(diags, decodeLiteral(a, &s.Description, "description", stringLiteral)...)
 		case "on_interrupt":
 			s.OnInterrupt, d = staticChoice(a, "rerun", "fail")
 			diags = append(diags, d...)
@@ -701,9 +751,14 @@ func decodeStage(b *hcl.Block, kind *stageKind) (*Stage, hcl.Diagnostics) {
 	return s, diags
 }
 
+// stringLiteral is what an attribute documented as a string literal takes.
+const stringLiteral = `a quoted string ("...")`
+
+// staticChoice is a's value, a literal that is one of choices (the first
+// is the default, taken when it is not one).
 func staticChoice(a *hcl.Attribute, choices ...string) (string, hcl.Diagnostics) {
 	var s string
-	diags := decodeLiteral(a.Expr, &s)
+	diags := decodeLiteral(a, &s, a.Name, "one of "+quoteList(choices))
 	if diags.HasErrors() {
 		return choices[0], diags
 	}
@@ -744,27 +799,22 @@ func literalText(v cty.Value) string {
 	return "a " + v.Type().FriendlyName()
 }
 
+// retryMaxWant is what a retry block's max takes, in words.
+const retryMaxWant = "a whole number, 0 or more (the extra attempts after the first)"
+
 func decodeRetry(b *hcl.Block) (*Retry, hcl.Diagnostics) {
 	r := &Retry{DeclRange: b.DefRange}
 	c, diags := b.Body.Content(retrySchema)
 	if a := c.Attributes["max"]; a != nil {
-		v, d := a.Expr.Value(nil)
-		diags = append(diags, d...) // not a literal: said as that
-		if !d.HasErrors() && (gohcl.DecodeExpression(a.Expr, nil, &r.Max).HasErrors() || r.Max < 0) {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError, Summary: "Invalid retry max",
-				Detail: fmt.Sprintf("max must be a whole number, 0 or more (the extra attempts after the first), not %s.", literalText(v)), Subject: a.Expr.Range().Ptr(),
-			})
+		d := decodeLiteral(a, &r.Max, "retry max", retryMaxWant)
+		if !d.HasErrors() && r.Max < 0 {
+			v, _ := a.Expr.Value(nil)
+			d = notLiteral(a, v, "retry max", retryMaxWant)
 		}
+		diags = append(diags, d...)
 	}
 	if a := c.Attributes["on"]; a != nil {
-		_, d := a.Expr.Value(nil)
-		if !d.HasErrors() && gohcl.DecodeExpression(a.Expr, nil, &r.On).HasErrors() {
-			d = hcl.Diagnostics{{
-				Severity: hcl.DiagError, Summary: "Invalid retry on",
-				Detail: fmt.Sprintf("on is a list of failure classes, like [\"exit\"] or [\"timeout\", \"infrastructure\"]; the classes are: %s.", strings.Join(failclass.All, ", ")), Subject: a.Expr.Range().Ptr(),
-			}}
-		}
+		d := decodeLiteral(a, &r.On, "retry on", fmt.Sprintf(`a list of failure classes, like ["exit"] or ["timeout", "infrastructure"] (the classes are: %s)`, strings.Join(failclass.All, ", ")))
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			for i, cl := range r.On {

@@ -62,14 +62,14 @@ func decodeExecutor(b *hcl.Block) (*Executor, hcl.Diagnostics) {
 		dst  *string
 	}{{"partition", &e.Partition}, {"account", &e.Account}, {"qos", &e.QOS}} {
 		if a := c.Attributes[s.name]; a != nil {
-			diags = append(diags, decodeLiteral(a.Expr, s.dst)...)
+			diags = append(diags, decodeLiteral(a, s.dst, s.name, stringLiteral)...)
 			if s.name == "partition" {
 				e.PartitionRange = a.Expr.Range()
 			}
 		}
 	}
 	if a := c.Attributes["extra_args"]; a != nil {
-		diags = append(diags, decodeLiteral(a.Expr, &e.ExtraArgs)...)
+		diags = append(diags, decodeLiteral(a, &e.ExtraArgs, "extra_args", "a list of quoted strings")...)
 	}
 	if a := c.Attributes["max_submitted"]; a != nil {
 		v, d := a.Expr.Value(nil)
@@ -88,7 +88,7 @@ func decodeExecutor(b *hcl.Block) (*Executor, hcl.Diagnostics) {
 	}
 	if a := c.Attributes["poll_interval"]; a != nil {
 		var s string
-		d := decodeLiteral(a.Expr, &s)
+		d := decodeLiteral(a, &s, "poll_interval", `a duration of at least 100ms, such as "5s"`)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			iv, err := time.ParseDuration(s)

@@ -42,7 +42,7 @@ func decodeSeal(b *hcl.Block) (*Seal, hcl.Diagnostics) {
 		s.SHA256 = a.Expr
 	}
 	if a := c.Attributes["description"]; a != nil {
-		diags = append(diags, decodeLiteral(a.Expr, &s.Description)...)
+		diags = append(diags, decodeLiteral(a, &s.Description, "description", stringLiteral)...)
 	}
 	return s, diags
 }

@@ -369,7 +369,7 @@ func TestRetryErrorsSayWhatToWrite(t *testing.T) {
 		{"max = 1.5", "Invalid retry max", "max must be a whole number, 0 or more (the extra attempts after the first), not 1.5."},
 		{"max = -1", "Invalid retry max", "max must be a whole number, 0 or more (the extra attempts after the first), not -1."},
 		{`max = "two"`, "Invalid retry max", `max must be a whole number, 0 or more (the extra attempts after the first), not "two".`},
-		{"max = 1\n    on = \"exit\"", "Invalid retry on", `on is a list of failure classes, like ["exit"] or ["timeout", "infrastructure"]; the classes are: exit, timeout,`},
+		{"max = 1\n    on = \"exit\"", "Invalid retry on", `on must be a list of failure classes, like ["exit"] or ["timeout", "infrastructure"] (the classes are: exit, timeout,`},
 		{"max = var.n", "Variables not allowed", "Variables may not be used here."},
 	}
 	for _, tc := range cases {
@@ -381,6 +381,39 @@ func TestRetryErrorsSayWhatToWrite(t *testing.T) {
 			require.Len(t, diags, 1, "%s", diags.Error())
 			assert.Equal(t, tc.summary, diags[0].Summary)
 			assert.Contains(t, diags[0].Detail, tc.want)
+		})
+	}
+}
+
+// An attribute the docs give as a literal takes the value as written, of
+// its own type: a value HCL would convert (description = 5, max = "2") or
+// an expression of literals (a template with ${...}, arithmetic) is
+// refused at the value, saying what the attribute takes.
+func TestLiteralAttributesTakeLiteralsOnly(t *testing.T) {
+	cases := []struct{ src, summary, want string }{
+		{"pipeline \"p\" {\n  description = 5\n}\n", "Invalid description", `description must be a quoted string ("..."), not 5.`},
+		{"variable \"v\" {\n  description = true\n}\n", "Invalid description", `description must be a quoted string ("..."), not true.`},
+		{"variable \"v\" {\n  sensitive = \"true\"\n}\n", "Invalid sensitive", `sensitive must be true or false, not "true".`},
+		{"seal \"s\" {\n  sha256 = {}\n  description = 5\n}\n", "Invalid description", `description must be a quoted string ("..."), not 5.`},
+		{"stage \"command\" \"a\" {\n  description = 5\n  run = [\"true\"]\n}\n", "Invalid description", `description must be a quoted string ("..."), not 5.`},
+		{"stage \"command\" \"a\" {\n  on_interrupt = \"re${\"run\"}\"\n  run = [\"true\"]\n}\n", "Invalid on_interrupt", `on_interrupt must be one of "rerun", "fail", written as it is: a literal, not computed (no ${...}, operators or conditionals).`},
+		{"stage \"command\" \"a\" {\n  on_upstream_failure = true ? \"run\" : \"skip\"\n  run = [\"true\"]\n}\n", "Invalid on_upstream_failure", `on_upstream_failure must be one of "skip", "run", written as it is: a literal,`},
+		{"stage \"command\" \"a\" {\n  run = [\"true\"]\n  retry {\n    max = \"2\"\n  }\n}\n", "Invalid retry max", `max must be a whole number, 0 or more (the extra attempts after the first), not "2".`},
+		{"stage \"command\" \"a\" {\n  run = [\"true\"]\n  retry {\n    max = 1 + 1\n  }\n}\n", "Invalid retry max", `max must be a whole number, 0 or more (the extra attempts after the first), written as it is: a literal,`},
+		{"stage \"command\" \"a\" {\n  run = [\"true\"]\n  retry {\n    max = 1\n    on = [\"ex${\"it\"}\"]\n  }\n}\n", "Invalid retry on", `on must be a list of failure classes, like ["exit"]`},
+		{"pipeline \"p\" {\n  executor \"slurm\" {\n    partition = 5\n  }\n}\n", "Invalid partition", `partition must be a quoted string ("..."), not 5.`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.src, func(t *testing.T) {
+			root := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(root, "p.hcl"), []byte(tc.src), 0o644))
+			_, diags := validateLike(plan.LoadOptions{Path: "p.hcl", Root: root})
+			require.Len(t, diags, 1, "%s", diags.Error())
+			assert.Equal(t, tc.summary, diags[0].Summary)
+			assert.Contains(t, diags[0].Detail, tc.want)
+			// At the value: the line of the attribute, after its " = ".
+			line := strings.Split(tc.src, "\n")[diags[0].Subject.Start.Line-1]
+			assert.Equal(t, strings.Index(line, "= ")+3, diags[0].Subject.Start.Column, "%s", line)
 		})
 	}
 }

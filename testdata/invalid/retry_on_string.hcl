@@ -3,6 +3,6 @@ stage "command" "train" {
   run = ["python", "train.py"]
   retry {
     max = 1
-    on  = "exit" # ERROR: on is a list of failure classes, like ["exit"]
+    on  = "exit" # ERROR: on must be a list of failure classes, like ["exit"]
   }
 }
