@@ -456,3 +456,49 @@ func TestValidateChecksUnknownValuesByType(t *testing.T) {
 	assert.Contains(t, r.stderr, "cpus must be a whole number, not list of string.")
 	assert.Contains(t, r.stderr, `memory must be a memory size like "16G", not list of string.`)
 }
+
+// fileexists() (or file(), filesha256()) of a path another stage writes,
+// in a value that enters a key, reads the file before that stage runs:
+// validate and plan warn at the call, naming the stage and what to use
+// instead, and still exit 0. A call whose value stays out of every key
+// (concurrency here; an evaluation's needed) is left alone.
+func TestFileReadOfAStagesOutputWarns(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"p.hcl": `locals {
+  done = fileexists("out/done.txt")
+}
+
+stage "command" "gen" {
+  run     = ["sh", "-c", "mkdir -p out && echo hi > out/done.txt"]
+  outputs = ["out/done.txt"]
+}
+
+stage "command" "use" {
+  run = ["echo", local.done ? "again" : "first"]
+}
+`,
+		"q.hcl": `stage "command" "gen" {
+  run     = ["sh", "-c", "mkdir -p out && echo hi > out/done.txt"]
+  outputs = ["out/done.txt"]
+}
+
+stage "command" "use" {
+  run         = ["echo", "x"]
+  concurrency = fileexists("out/done.txt") ? 1 : 2
+}
+`,
+	})
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	for _, cmd := range []string{"validate", "plan"} {
+		r := runCLI(t, "--chdir", root, cmd, "p.hcl", "--no-color")
+		assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "Warning: File read before the stage that writes it", cmd)
+		assert.Regexp(t, `on \S*p\.hcl:2:10`, r.stderr, cmd)
+		assert.Regexp(t, `fileexists\(\) reads out/done\.txt when the pipeline is evaluated, and stage\.gen writes it \(outputs, at \S*p\.hcl:7:14\)\.`, flat(r.stderr), cmd)
+		assert.Contains(t, flat(r.stderr), "list it in inputs (the node then waits for stage.gen and is keyed by the file's content)", cmd)
+
+		r = runCLI(t, "--chdir", root, cmd, "q.hcl", "--no-color")
+		assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.NotContains(t, r.stderr, "Warning", cmd)
+	}
+}

@@ -305,6 +305,7 @@ func build(cfg *dsl.Config, scope *dsl.Scope, root string, brokenValues bool, un
 	before := gcpace.HeapAllocs()
 	diags = append(diags, g.linkPaths()...)
 	g.linkArgReads()
+	diags = append(diags, g.fileCallWarnings()...)
 	// Linking's garbage, where it is large, is given back before the
 	// nodes are evaluated rather than growing the heap (linkGarbage).
 	gcpace.Collect(before, linkGarbage)

@@ -346,13 +346,7 @@ func (g *Graph) InputDigests(n *Node, sn *stages.Node, env *Envelope, dg digeste
 // "inputs") not known yet, the key then being known after apply; "" when
 // all are.
 func keyedArgs(n *Node, sn *stages.Node, args map[string]json.RawMessage) (unknown string) {
-	var excluded map[string]bool
-	if ke, ok := n.Kind.(stages.KeyExcluder); ok {
-		excluded = map[string]bool{}
-		for _, a := range ke.KeyExcluded() {
-			excluded[a] = true
-		}
-	}
+	excluded := keyExcluded(n.Kind)
 	for _, name := range sortedKeys(sn.Args) {
 		if notKeyed[name] || excluded[name] {
 			continue
