@@ -1237,6 +1237,18 @@ func varsOf(args []string) []Var {
 	return out
 }
 
+// VarFiles are the --var-file arguments of a run's command line args, as
+// given (relative to the folder the run was started in, or its --chdir).
+func VarFiles(args []string) []string {
+	var out []string
+	for _, v := range varsOf(args) {
+		if v.File {
+			out = append(out, v.Value)
+		}
+	}
+	return out
+}
+
 // commandOf is the shell command that runs the run again. A sensitive
 // variable's value is not in the journal: the command reads it from an
 // environment variable (sensitiveEnv), and the shell refuses to run it

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/runreport"
 	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/storage/filekind"
 )
@@ -69,6 +71,42 @@ func (a *app) checkOut(cmd, out, path string, reads ...string) error {
 	return nil
 }
 
+// checkOutOfReads refuses (exit 2) an --out (out as given) of cmd that
+// would write over a file some run of the pipeline reads: checkOut's (a
+// file inside the cache folder, a pipeline file, one of reads: the
+// pipeline's files and this command's var files), a var file any run of
+// the cache was given (runVarFiles: the next run given it again would
+// read the page or the plan), and a file a stage reads or writes (work,
+// absolute, what saying whose: checkNotWorkFile). plan, graph and report
+// --out share it, so none of them writes where another would refuse to.
+func (a *app) checkOutOfReads(cmd, out string, reads, work []string, what string) error {
+	path := a.path(out)
+	if err := a.checkOut(cmd, out, path, reads...); err != nil {
+		return err
+	}
+	if err := checkNotWorkFile(cmd, out, path, "a var file a run of this cache was given (--var-file)", a.root(), a.runVarFiles()); err != nil {
+		return err
+	}
+	return checkNotWorkFile(cmd, out, path, what, a.root(), work)
+}
+
+// runVarFiles are the var files the runs of the cache were given, on
+// their command line or by the plan they applied (their run_start's args
+// and rerun args), absolute: where each run was started, or its --chdir.
+func (a *app) runVarFiles() []string {
+	starts, _ := runlog.Starts(a.cachePath())
+	var out []string
+	for _, s := range starts {
+		for _, args := range [][]string{s.Args, s.Rerun} {
+			for _, f := range runreport.VarFiles(args) {
+				out = append(out, runPath(s.Dir, args, f))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // checkNotWorkFile refuses (exit 2) an --out (out as given, path where
 // cmd writes it) that is one of files (absolute: files the pipeline's
 // nodes read or write, what says which), or inside one that is a folder
@@ -83,7 +121,7 @@ func checkNotWorkFile(cmd, out, path, what, root string, files []string) error {
 		rf := realPath(f)
 		folder := err == nil && fst.IsDir() && rf != realPath(root)
 		if rf == real || folder && insideFolder(rf, real) || (statErr == nil && err == nil && os.SameFile(st, fst)) {
-			return badInput("%s: --out %s is %s, %s: writing it would destroy it; name a file outside the pipeline's inputs and outputs", cmd, out, f, what)
+			return badInput("%s: --out %s is %s, %s: writing it would destroy it; name a file cairn does not read or write for the pipeline", cmd, out, f, what)
 		}
 	}
 	return nil

@@ -225,3 +225,48 @@ stage "command" "plot" {
 	r = runCLI(t, "--chdir", root, "report", "--out", "page/rep.html")
 	require.Equal(t, 0, r.code, r.stderr)
 }
+
+// plan, graph and report --out share one protection: none writes over a
+// var file an earlier run of the cache was given (the next run given it
+// would read a page or a plan), nor graph over a stage's input or output.
+// Each is refused with exit 2 naming the file, and the file is as it was.
+func TestOutNeverWritesOverAnotherRunsFiles(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl": `variable "n" {
+  default = 1
+}
+stage "command" "plot" {
+  run     = ["sh", "-c", "mkdir -p data && sh mk.sh ${var.n} > data/small.txt"]
+  inputs  = ["mk.sh"]
+  outputs = ["data/small.txt"]
+}
+`,
+		"mk.sh":    "echo hi $1\n",
+		"one.vars": "n = 2\n",
+		"two.vars": "n = 3\n",
+	})
+	for _, f := range []string{"one.vars", "two.vars"} {
+		r := runCLI(t, "--chdir", root, "apply", "--var-file", f)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	const another = "a var file a run of this cache was given (--var-file)"
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"report", "--out", "one.vars"}, "report: --out one.vars is " + filepath.Join(root, "one.vars") + ", " + another},
+		{[]string{"plan", "--out", "one.vars"}, "plan: --out one.vars is " + filepath.Join(root, "one.vars") + ", " + another},
+		{[]string{"graph", "--out", "one.vars"}, "graph: --out one.vars is " + filepath.Join(root, "one.vars") + ", " + another},
+		{[]string{"graph", "--out", "mk.sh"}, "graph: --out mk.sh is " + filepath.Join(root, "mk.sh") + ", a file the pipeline's stages read or write"},
+		{[]string{"graph", "--out", "data/small.txt"}, "graph: --out data/small.txt is " + filepath.Join(root, "data/small.txt") + ", a file the pipeline's stages read or write"},
+	} {
+		r := runCLI(t, append([]string{"--chdir", root}, c.args...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+		assert.Contains(t, r.stderr, c.msg, c.args)
+	}
+	for name, want := range map[string]string{"mk.sh": "echo hi $1\n", "one.vars": "n = 2\n", "data/small.txt": "hi 3\n"} {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(b), name)
+	}
+}

@@ -229,10 +229,7 @@ pipeline's name, a key or an action.`,
 			}
 			defer cache.Close()
 			if out != "" {
-				if err := a.checkOut("plan", out, a.path(out), a.pipelineReads(l)...); err != nil {
-					return err
-				}
-				if err := checkNotWorkFile("plan", out, a.path(out), "a file the pipeline's stages read or write", p.Graph.Root, stageFiles(p)); err != nil {
+				if err := a.checkOutOfReads("plan", out, a.pipelineReads(l), stageFiles(p), "a file the pipeline's stages read or write"); err != nil {
 					return err
 				}
 			}
@@ -462,7 +459,7 @@ one per node. --format svg (or --out FILE.svg) renders through graphviz's
 				_, err = a.stdout.Write(data)
 				return err
 			}
-			if err := a.checkOut("graph", out, a.path(out), a.pipelineReads(l)...); err != nil {
+			if err := a.checkOutOfReads("graph", out, a.pipelineReads(l), l.Graph.DeclaredFiles(), "a file the pipeline's stages read or write"); err != nil {
 				return err
 			}
 			if err := os.WriteFile(a.path(out), data, 0o644); err != nil {

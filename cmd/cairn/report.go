@@ -87,11 +87,11 @@ A run still going, or killed, is reported as far as its journal goes.
 }
 
 // checkReportOut refuses (exit 2) a report --out whose page, or the
-// trace.tsv beside it, would write over what cairn reads (checkOut: the
-// cache's files, a pipeline file), over a file the run read or wrote (a
-// var-file, its nodes' inputs and outputs as their records have them),
-// or replace a trace.tsv that is not one cairn wrote (a user's own, which
-// IsTrace tells by its first line).
+// trace.tsv beside it, would write over what cairn reads (checkOutOfReads:
+// the cache's files, a pipeline file, a var file any run was given), over
+// a file the run read or wrote (a var-file, its nodes' inputs and outputs
+// as their records have them), or replace a trace.tsv that is not one
+// cairn wrote (a user's own, which IsTrace tells by its first line).
 func (a *app) checkReportOut(out string, rep *runreport.Report) error {
 	root := a.root()
 	var files []string
@@ -105,10 +105,7 @@ func (a *app) checkReportOut(out string, rep *runreport.Report) error {
 	}
 	trace := filepath.Join(filepath.Dir(out), runreport.TraceName)
 	for _, p := range []string{out, trace} {
-		if err := a.checkOut("report", p, a.path(p)); err != nil {
-			return err
-		}
-		if err := checkNotWorkFile("report", p, a.path(p), "a file run "+rep.Run.ID+" read or wrote (a var-file, a stage's input or output)", root, files); err != nil {
+		if err := a.checkOutOfReads("report", p, nil, files, "a file run "+rep.Run.ID+" read or wrote (a var-file, a stage's input or output)"); err != nil {
 			return err
 		}
 	}

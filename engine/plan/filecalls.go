@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -168,14 +169,42 @@ func keyExcluded(k stages.Kind) map[string]bool {
 // declaredWrites are the paths the nodes declare they write: linkPaths'
 // when it matched paths, else found now.
 func (g *Graph) declaredWrites() *pathIndex {
-	if g.pathDeps != nil {
-		return &g.pathDeps.writes
+	_, writes := g.declaredPathIndexes()
+	return writes
+}
+
+// DeclaredFiles are the paths the nodes declare they read or write
+// (inputs, outputs, result and their kinds' paths, such as an evaluation's
+// items and scores), absolute, as known when the graph was built (a path
+// computed from an upstream's result is not): what a command that writes
+// into the workspace, graph --out, must not replace.
+func (g *Graph) DeclaredFiles() []string {
+	reads, writes := g.declaredPathIndexes()
+	var out []string
+	for _, x := range []*pathIndex{reads, writes} {
+		for _, p := range x.sorted {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(g.Root, p)
+			}
+			out = append(out, p)
+		}
 	}
-	var x pathIndex
+	return out
+}
+
+// declaredPathIndexes are the paths the nodes declare they read and write:
+// linkPaths' when it matched paths, else found now.
+func (g *Graph) declaredPathIndexes() (reads, writes *pathIndex) {
+	if g.pathDeps != nil {
+		return &g.pathDeps.reads, &g.pathDeps.writes
+	}
+	var r, w pathIndex
 	_, found := g.evalNodePaths()
 	for i := range found {
-		x.add(found[i].writes)
+		r.add(found[i].reads)
+		w.add(found[i].writes)
 	}
-	x.seal()
-	return &x
+	r.seal()
+	w.seal()
+	return &r, &w
 }

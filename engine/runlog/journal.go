@@ -573,6 +573,37 @@ func List(cacheDir string) ([]*RunInfo, error) {
 	return runs, nil
 }
 
+// errStarted ends a read of a journal at its run_start record (Starts).
+var errStarted = errors.New("run_start read")
+
+// Starts returns the run_start record of each run folder of a cache,
+// oldest first, reading each journal up to that record only: what each
+// run was started with (its Args, Rerun and Dir), for a command that must
+// not write over a file some run read (a --var-file). A run whose journal
+// holds none (cut short, damaged at its start) is left out.
+func Starts(cacheDir string) ([]Entry, error) {
+	ds, err := dirs(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, dir := range ds {
+		var start Entry
+		_, err := wal.ReadFrom(filepath.Join(dir, "journal"), 0, func(_ int64, p []byte) error {
+			var e Entry
+			if json.Unmarshal(p, &e) == nil && e.T == RunStart {
+				start = e
+				return errStarted
+			}
+			return nil
+		})
+		if errors.Is(err, errStarted) {
+			out = append(out, start)
+		}
+	}
+	return out, nil
+}
+
 // dirs lists a cache's run folders, oldest first (run ids sort by
 // time); none when the cache has no runs yet.
 func dirs(cacheDir string) ([]string, error) {
