@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
@@ -758,4 +759,39 @@ func TestDamagedItemStoreIsRefused(t *testing.T) {
 	out = storeFailure("model cache: ", fmt.Errorf("items: open store: %w", os.ErrPermission))
 	assert.Equal(t, failclass.Infra, out.Class)
 	assert.False(t, out.Refused)
+}
+
+// Numbers of items written in the pipeline reach the worker with the
+// digits written, as those of a JSONL dataset do: cty's numbers are
+// big.Floats, and a 20-digit one is not rounded to a float64's 17 digits
+// (12345678901234567000). Two items that differ past the 17th digit are
+// two items, with two keys.
+func TestInlineItemsKeepTheirDigits(t *testing.T) {
+	const src = `[{ id = "a", n = 12345678901234567890 }, { id = "b", n = 12345678901234567891 }, { id = "c", n = 0.12345678901234567890123 }]`
+	expr, diags := hclsyntax.ParseExpression([]byte(src), "p.hcl", hcl.InitialPos)
+	require.False(t, diags.HasErrors(), "%s", diags)
+	v, diags := expr.Value(nil)
+	require.False(t, diags.HasErrors(), "%s", diags)
+	args := evalArgs()
+	args["items"] = v
+	s, diags := decodeEvaluate(&Node{Address: "stage.e", Args: args, Ranges: map[string]hcl.Range{}})
+	require.False(t, diags.HasErrors(), "%s", diags)
+	inline, err := loadItems("", s)
+	require.NoError(t, err)
+
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "items.jsonl"), "{\"id\":\"a\",\"n\":12345678901234567890}\n{\"id\":\"b\",\"n\":12345678901234567891}\n{\"id\":\"c\",\"n\":0.12345678901234567890123}\n")
+	fromFile, err := loadItems(root, evalSpec{itemsPath: "items.jsonl", itemID: "id"})
+	require.NoError(t, err)
+	require.Len(t, inline, 3)
+	for i := range inline {
+		assert.Equal(t, string(fromFile[i].Data), string(inline[i].Data), "item %d", i)
+	}
+	assert.Equal(t, `{"id":"a","n":12345678901234567890}`, string(inline[0].Data))
+	assert.Equal(t, `{"id":"c","n":0.12345678901234567890123}`, string(inline[2].Data))
+	ka, err := items.ItemKey("bundle", inline[0].Data, "m", nil, "worker")
+	require.NoError(t, err)
+	kb, err := items.ItemKey("bundle", inline[1].Data, "m", nil, "worker")
+	require.NoError(t, err)
+	assert.NotEqual(t, ka, kb, "items that differ past the 17th digit")
 }
