@@ -359,8 +359,10 @@ func (g *batchGroup) start(a *applier) bool {
 	g.slots = newSlotPolicy(g.policy.Mode, g.devices)
 	g.started = true
 	var names []string
+	debug := false
 	for _, id := range g.order {
 		names = append(names, a.g.Nodes[id].Inst.Key)
+		debug = debug || a.opts.Debug[a.g.Nodes[id].Addr]
 	}
 	logDir := g.policy.LogDir
 	if logDir == "" {
@@ -369,7 +371,7 @@ func (g *batchGroup) start(a *applier) bool {
 	now := batchNow().UTC()
 	g.batch = &runlog.Batch{
 		ID: a.runID + "/" + g.stage, Tag: g.policy.Tag, Stage: g.stage, Start: now,
-		LogDir: makeBatchLogDir(filepath.Join(a.g.Root, logDir), now), Variants: names, State: BatchRunning,
+		LogDir: makeBatchLogDir(filepath.Join(a.g.Root, logDir), now), Variants: names, State: BatchRunning, Debug: debug,
 	}
 	if g.policy.Ledger != "" {
 		g.batch.Ledger = ledgerPath(a, g)
@@ -607,7 +609,7 @@ func ledgerNotice(a *applier, path string, existed bool, added []string) {
 
 func ledgerStart(a *applier, g *batchGroup) {
 	b := g.batch
-	row := stages.LedgerRow(b.Tag, b.ID, b.Start, relTo(a.g.Root, b.LogDir), b.Variants, BatchRunning)
+	row := stages.LedgerRow(b.Tag, b.ID, b.Start, relTo(a.g.Root, b.LogDir), b.Variants, b.Debug, BatchRunning)
 	path := ledgerPath(a, g)
 	ledgerStaleRunning(a, path)
 	_, statErr := os.Stat(path)
@@ -686,7 +688,7 @@ func ledgerEnd(a *applier, g *batchGroup) {
 	_, statErr := os.Stat(path)
 	// The batch's row as it started, in its final state: put back if the
 	// file lost it while the batch ran.
-	row := stages.LedgerRow(b.Tag, b.ID, b.Start, relTo(a.g.Root, b.LogDir), b.Variants, b.State)
+	row := stages.LedgerRow(b.Tag, b.ID, b.Start, relTo(a.g.Root, b.LogDir), b.Variants, b.Debug, b.State)
 	added, err := stages.Ledger{Path: path}.SetStateOrAdd(b.ID, BatchRunning, b.State, row, errs)
 	ledgerNotice(a, path, statErr == nil, added)
 	if err != nil {

@@ -1016,13 +1016,20 @@ func TestInterruptedBatch(t *testing.T) {
 }
 
 // A single-variant run is for debugging: its result is marked so, and the
-// batch does not take it from the cache but runs that variant again.
+// batch does not take it from the cache but runs that variant again. Its
+// row in the ledger and in status says it is a debug run, not the batch.
 func TestSingleVariantRunIsNotTheBatchs(t *testing.T) {
 	w := newWorkspace(t, "sim:4")
 	out, code := w.apply("--target", `stage.aime24["v0"]`)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "single-variant runs are for debugging only")
 	assert.Equal(t, map[string]int{"v0": 1}, w.simRuns("aime24"))
+	ledger, err := os.ReadFile(filepath.Join(w.dir, "algorithm_scientist/memory.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ledger), "| v0 (debug run, not the batch) | DONE |")
+	st, code := w.run("status")
+	require.Equal(t, 0, code, st)
+	assert.Regexp(t, `v0 \(debug run, not the batch\)\s+DONE`, st)
 
 	plan, code := w.run(append([]string{"plan"}, pipelineArgs(names)...)...)
 	require.Equal(t, 0, code, plan)
@@ -1031,6 +1038,9 @@ func TestSingleVariantRunIsNotTheBatchs(t *testing.T) {
 	out, code = w.apply()
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, map[string]int{"v0": 2, "v1": 1, "v2": 1, "v3": 1}, w.simRuns("aime24"), "v0 ran again, in the batch")
+	ledger, err = os.ReadFile(filepath.Join(w.dir, "algorithm_scientist/memory.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ledger), "| v0,v1,v2,v3 | DONE |", "the batch's own row is not marked")
 
 	// The batch's result replaced the debug one: nothing runs again, and
 	// a debug run now takes the batch's result.

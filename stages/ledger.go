@@ -30,12 +30,29 @@ const (
 	ledgerTime    = "2006-01-02 15:04:05"
 )
 
-// LedgerRow is a batch's row in the table of in-flight batches.
+// LedgerRow is a batch's row in the table of in-flight batches; debug
+// marks a run of only the variants --target named (LedgerVariants).
 // Each cell's '|' is written "\|", as markdown tables escape it, so that a
 // tag or a variant key holding one stays in its column.
-func LedgerRow(tag, batchID string, start time.Time, logDir string, variants []string, state string) string {
+func LedgerRow(tag, batchID string, start time.Time, logDir string, variants []string, debug bool, state string) string {
 	cell := report.EscapeCell
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", cell(tag), cell(batchID), start.Format(ledgerTime), cell(logDir), cell(strings.Join(variants, ",")), state)
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", cell(tag), cell(batchID), start.Format(ledgerTime), cell(logDir), cell(LedgerVariants(variants, debug)), state)
+}
+
+// LedgerDebug follows the variants of a debug run (--target naming some
+// variants of a batch) in the ledger and in `cairn status`: single-variant
+// runs are for debugging only, and a reader of the table must not take
+// such a row, or its results, for the batch's.
+const LedgerDebug = " (debug run, not the batch)"
+
+// LedgerVariants is a batch's variants as the ledger and `cairn status`
+// list them: comma-separated, marked when the run is a debug run.
+func LedgerVariants(variants []string, debug bool) string {
+	s := strings.Join(variants, ",")
+	if debug {
+		s += LedgerDebug
+	}
+	return s
 }
 
 // LedgerError is a failed variant's line in the errors section.

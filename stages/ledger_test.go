@@ -90,7 +90,7 @@ func TestLedgerRowsInState(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ids, "a missing ledger has none")
 	start := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
-	for _, r := range []string{LedgerRow("t", "run1/aime24", start, "logs", []string{"a", "b"}, "RUNNING"), LedgerRow("t", "run2/aime24", start, "logs", []string{"a"}, "DONE"), LedgerRow("u", "run3/aime24", start, "logs", []string{"c"}, "RUNNING")} {
+	for _, r := range []string{LedgerRow("t", "run1/aime24", start, "logs", []string{"a", "b"}, false, "RUNNING"), LedgerRow("t", "run2/aime24", start, "logs", []string{"a"}, false, "DONE"), LedgerRow("u", "run3/aime24", start, "logs", []string{"c"}, false, "RUNNING")} {
 		_, err := Ledger{Path: p}.AddRow(r)
 		require.NoError(t, err)
 	}
@@ -111,7 +111,7 @@ func TestLedgerKeepsLinksModesAndTheBatchsEnd(t *testing.T) {
 	require.NoError(t, os.Symlink("notes/real.md", link))
 
 	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	row := LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, "RUNNING")
+	row := LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, false, "RUNNING")
 	_, err := Ledger{Path: link}.AddRow(row)
 	require.NoError(t, err)
 	fi, err := os.Lstat(link)
@@ -126,7 +126,7 @@ func TestLedgerKeepsLinksModesAndTheBatchsEnd(t *testing.T) {
 
 	// The row is gone (an agent rewrote the file from an older copy).
 	require.NoError(t, os.WriteFile(real, []byte(userMemory), 0o600))
-	added, err := Ledger{Path: link}.SetStateOrAdd("r2/aime24", "RUNNING", "DONE", LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, "DONE"), nil)
+	added, err := Ledger{Path: link}.SetStateOrAdd("r2/aime24", "RUNNING", "DONE", LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, false, "DONE"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"the row of batch r2/aime24, which was gone"}, added)
 	b, err = os.ReadFile(real)
@@ -134,7 +134,7 @@ func TestLedgerKeepsLinksModesAndTheBatchsEnd(t *testing.T) {
 	assert.Contains(t, string(b), "| t | r2/aime24 | 2026-12-05 10:00:00 | logs/y | a,b | DONE |")
 	assert.Contains(t, string(b), "| t | r1/aime24 |", "the other rows are kept")
 	// Once there, it is not added twice.
-	added, err = Ledger{Path: link}.SetStateOrAdd("r2/aime24", "RUNNING", "DONE", LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, "DONE"), nil)
+	added, err = Ledger{Path: link}.SetStateOrAdd("r2/aime24", "RUNNING", "DONE", LedgerRow("t", "r2/aime24", start, "logs/y", []string{"a", "b"}, false, "DONE"), nil)
 	require.NoError(t, err)
 	assert.Empty(t, added)
 	b, err = os.ReadFile(real)
@@ -152,16 +152,16 @@ func TestLedgerHeadingRemovedWhileABatchRanGoesBackAboveItsTable(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("# memory\n\n## 1. In-flight batches\n\n## 4. Errors\n\n- an older error\n\n## 5. Next batches\n\n- try\n"), 0o644))
 	l := Ledger{Path: path}
 	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	_, err := l.AddRow(LedgerRow("t", "r1/b", start, "logs/x", []string{"a", "b"}, "RUNNING"))
+	_, err := l.AddRow(LedgerRow("t", "r1/b", start, "logs/x", []string{"a", "b"}, false, "RUNNING"))
 	require.NoError(t, err)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), "## 1. In-flight batches\n\n", "", 1)), 0o644))
 
-	added, err := l.SetStateOrAdd("r1/b", "RUNNING", "DONE", LedgerRow("t", "r1/b", start, "logs/x", []string{"a", "b"}, "DONE"), nil)
+	added, err := l.SetStateOrAdd("r1/b", "RUNNING", "DONE", LedgerRow("t", "r1/b", start, "logs/x", []string{"a", "b"}, false, "DONE"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"the heading ## 1. In-flight batches, back above its table"}, added)
-	added, err = l.AddRow(LedgerRow("t", "r2/b", start, "logs/y", []string{"a", "b"}, "RUNNING"))
+	added, err = l.AddRow(LedgerRow("t", "r2/b", start, "logs/y", []string{"a", "b"}, false, "RUNNING"))
 	require.NoError(t, err)
 	assert.Empty(t, added)
 	b, err = os.ReadFile(path)
@@ -174,7 +174,7 @@ func TestLedgerHeadingRemovedWhileABatchRanGoesBackAboveItsTable(t *testing.T) {
 	// With the table gone too, the section is added at the end, as to a
 	// file that never had it.
 	require.NoError(t, os.WriteFile(path, []byte("# memory\n\n## 4. Errors\n"), 0o644))
-	added, err = l.AddRow(LedgerRow("t", "r3/b", start, "logs/z", []string{"a", "b"}, "RUNNING"))
+	added, err = l.AddRow(LedgerRow("t", "r3/b", start, "logs/z", []string{"a", "b"}, false, "RUNNING"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{LedgerBatches}, added)
 	b, err = os.ReadFile(path)
@@ -185,7 +185,7 @@ func TestLedgerHeadingRemovedWhileABatchRanGoesBackAboveItsTable(t *testing.T) {
 // A '|' in a tag or a variant key is escaped in its cell, so that the row
 // keeps its six columns, and the row is still found by its state.
 func TestLedgerRowEscapesPipes(t *testing.T) {
-	row := LedgerRow("x|y", "r3/aime24", time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), "logs/z", []string{"a|1", "b"}, "RUNNING")
+	row := LedgerRow("x|y", "r3/aime24", time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), "logs/z", []string{"a|1", "b"}, false, "RUNNING")
 	assert.Equal(t, `| x\|y | r3/aime24 | 2026-12-05 10:00:00 | logs/z | a\|1,b | RUNNING |`, row)
 	assert.Len(t, report.Cells(row), 6)
 	path := filepath.Join(t.TempDir(), "memory.md")

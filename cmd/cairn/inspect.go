@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/runreport"
+	"github.com/cairn-run/cairn/stages"
 )
 
 // lowerHex reports whether s is min to max lowercase hex digits: a key
@@ -564,7 +565,7 @@ RUNNING / DONE / FAILED / INTERRUPTED.`,
 					if !all && i >= 10 {
 						break
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Tag, b.ID, b.Start.UTC().Format("2006-01-02 15:04:05"), relPath(a.root(), b.LogDir), strings.Join(b.Variants, ","), b.State)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", b.Tag, b.ID, b.Start.UTC().Format("2006-01-02 15:04:05"), relPath(a.root(), b.LogDir), stages.LedgerVariants(b.Variants, b.Debug), b.State)
 				}
 				_ = tw.Flush()
 			}

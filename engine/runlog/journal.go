@@ -147,6 +147,9 @@ type Batch struct {
 	LogDir   string    `json:"log_dir"`
 	Variants []string  `json:"variants"`
 	State    string    `json:"state"` // RUNNING, DONE, FAILED, INTERRUPTED
+	// Debug is set when the run launched only the variants --target
+	// named (a debugging run, its results marked so), not the batch.
+	Debug bool `json:"debug,omitempty"`
 	// Ledger is the in-flight ledger holding the batch's row (absolute),
 	// so that recovery can mark the row of a batch whose cairn died.
 	Ledger string `json:"ledger,omitempty"`
