@@ -128,13 +128,14 @@ func (Waves) BatchPolicy(n *Node) BatchPolicy {
 }
 
 // CheckStage implements StageChecker: a batch has exactly batch_size
-// variants, never shrunk or padded.
+// variants, never shrunk or padded, and keys its ledger can list.
 func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
+	return append(checkBatchSize(s), checkLedgerKeys(s)...)
+}
+
+// checkBatchSize refuses a batch of other than batch_size variants.
+func checkBatchSize(s *StageInfo) hcl.Diagnostics {
 	size := DefaultBatchSize
-	rng := s.DeclRange
-	if s.ForEach != nil {
-		rng = *s.ForEach
-	}
 	for _, n := range s.Nodes {
 		if v, set := n.Args["batch_size"]; set && !v.IsNull() {
 			sz, ok := batchSize(v)
@@ -144,9 +145,6 @@ func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
 			}
 			size = sz
 		}
-		if r, ok := n.LookupRange("for_each"); ok {
-			rng = r
-		}
 		break
 	}
 	if len(s.Keys) == size {
@@ -154,7 +152,44 @@ func (Waves) CheckStage(s *StageInfo) hcl.Diagnostics {
 	}
 	return Diag("Wrong batch size",
 		fmt.Sprintf("Batches must contain exactly %d variants. Got %d — re-design and re-invoke. (stage.%s; cairn never shrinks or pads a batch.)", size, len(s.Keys), s.Name),
-		rng)
+		forEachRange(s))
+}
+
+// checkLedgerKeys refuses a variant key holding a ',' in a batch that
+// keeps a ledger: the ledger's row lists the batch's variants separated by
+// commas (as the seed writes them), where such a key would read as two
+// variants, and no escape of a comma is read back as one.
+func checkLedgerKeys(s *StageInfo) hcl.Diagnostics {
+	if len(s.Nodes) == 0 {
+		return nil
+	}
+	p, _ := batchPolicy(s.Nodes[0])
+	if p.Ledger == "" {
+		return nil
+	}
+	for _, k := range s.Keys {
+		if strings.Contains(k, ",") {
+			return Diag("Comma in a variant key",
+				fmt.Sprintf("stage.%s[%q]: the ledger %s lists a batch's variants separated by commas, where this key would read as %d variants. Name the variant without a comma, or keep no ledger (ledger = \"\").", s.Name, k, p.Ledger, strings.Count(k, ",")+1),
+				forEachRange(s))
+		}
+	}
+	return nil
+}
+
+// forEachRange is where a check of a batch's variants points: the stage's
+// for_each, else its block.
+func forEachRange(s *StageInfo) hcl.Range {
+	for _, n := range s.Nodes {
+		if r, ok := n.LookupRange("for_each"); ok {
+			return r
+		}
+		break
+	}
+	if s.ForEach != nil {
+		return *s.ForEach
+	}
+	return s.DeclRange
 }
 
 // KeepsTimeout implements TimeoutKeeper: each process is killed at the

@@ -132,3 +132,39 @@ stage "waves" "b" {
 		}
 	}
 }
+
+// A variant key holding a ',' in a batch that keeps a ledger is refused
+// before anything runs (exit 2, at the stage's for_each): the ledger's
+// row lists the variants separated by commas, where "a,b" and "c" would
+// read as three variants. Without a ledger the key is accepted.
+func TestWavesLedgerRefusesACommaInAVariantKey(t *testing.T) {
+	const src = `variable "tag" {
+  default = "t"
+}
+
+stage "waves" "aime24" {
+  for_each   = toset(["v0,v1", "v2"])
+  batch_size = 2
+  run        = ["sh", "-c", "echo ${each.key}"]
+  log_dir    = "logs/submission/${var.tag}"
+  tag        = var.tag
+  ledger     = "algorithm_scientist/memory.md"
+}
+`
+	root := cliWorkspace(t, map[string]string{"w.hcl": src})
+	t.Setenv("CAIRN_GPUS", "sim:2")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r := runCLI(t, "--chdir", root, "apply", "w.hcl")
+	assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "w.hcl:6:16")
+	assert.Contains(t, r.stderr, `stage.aime24["v0,v1"]: the ledger algorithm_scientist/memory.md lists a batch's variants`)
+	assert.Contains(t, r.stderr, "Name the variant without a comma")
+	assert.NoFileExists(t, filepath.Join(root, "algorithm_scientist/memory.md"))
+	assert.Empty(t, runIDs(t, root), "nothing ran")
+
+	root = cliWorkspace(t, map[string]string{"w.hcl": strings.Replace(src, `  ledger     = "algorithm_scientist/memory.md"`+"\n", "", 1)})
+	t.Setenv("CAIRN_GPUS", "sim:2")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r = runCLI(t, "--chdir", root, "apply", "w.hcl")
+	assert.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+}
