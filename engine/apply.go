@@ -238,6 +238,13 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		n.Notify(func(n executor.Notice) { a.notice(nil, n) })
 		defer n.Notify(nil)
 	}
+	a.initNodes()
+	if err := a.journalPlan(); err != nil {
+		return nil, err
+	}
+	// What the apply means to do is recorded before a refusal, so that
+	// the journal and the event log of a refused run hold its plan too.
+	a.planDecided()
 	if refusal != nil {
 		// A refused apply is a run too: `cairn status` shows it refused.
 		a.res.Refused = refusal.Error()
@@ -245,40 +252,6 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		a.runEnded("refused", refusal.Error())
 		return a.res, refusal
 	}
-
-	a.nodes = make([]*nodeState, len(a.g.Nodes))
-	for _, n := range a.g.Nodes {
-		pn := p.Nodes[n.ID]
-		ns := &nodeState{n: n, pn: pn, status: plan.Pending}
-		a.nodes[n.ID] = ns
-		if isService(ns) {
-			ns.svc = &serviceState{done: make(chan struct{})}
-		}
-		if pn.Skipped {
-			ns.status = plan.Skipped
-			ns.message = "outside --target"
-			continue
-		}
-	}
-	// The journal names every node this run means to run (keys known now,
-	// or known after apply), in one group commit.
-	var planned []runlog.Entry
-	for _, ns := range a.nodes {
-		if !ns.pn.Skipped && (ns.pn.Action == plan.ActRun || ns.pn.Action == plan.ActMayRun) {
-			e := runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key, Reasons: ns.pn.Reasons}
-			for _, id := range ns.n.OrderOnly {
-				e.Waits = append(e.Waits, a.g.Nodes[id].Addr)
-			}
-			planned = append(planned, e)
-		}
-	}
-	a.scratchLeft = len(planned)
-	if len(planned) > 0 {
-		if err := j.WriteBatch(planned); err != nil {
-			return nil, err
-		}
-	}
-	a.planDecided()
 	a.sched.start(a.nodes)
 	a.setupGroups()
 	a.loop()
@@ -307,6 +280,46 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		a.warn("cannot save the stat cache: %s", err)
 	}
 	return a.res, nil
+}
+
+// initNodes makes the apply's node states from the plan; a node that
+// --target leaves out is skipped from the start.
+func (a *applier) initNodes() {
+	p := a.opts.Plan
+	a.nodes = make([]*nodeState, len(a.g.Nodes))
+	for _, n := range a.g.Nodes {
+		pn := p.Nodes[n.ID]
+		ns := &nodeState{n: n, pn: pn, status: plan.Pending}
+		a.nodes[n.ID] = ns
+		if isService(ns) {
+			ns.svc = &serviceState{done: make(chan struct{})}
+		}
+		if pn.Skipped {
+			ns.status = plan.Skipped
+			ns.message = "outside --target"
+			continue
+		}
+	}
+}
+
+// journalPlan names in the journal every node this run means to run (keys
+// known now, or known after apply), in one group commit.
+func (a *applier) journalPlan() error {
+	var planned []runlog.Entry
+	for _, ns := range a.nodes {
+		if !ns.pn.Skipped && (ns.pn.Action == plan.ActRun || ns.pn.Action == plan.ActMayRun) {
+			e := runlog.Entry{T: runlog.Planned, Node: ns.n.Addr, Key: ns.pn.Key, Reasons: ns.pn.Reasons}
+			for _, id := range ns.n.OrderOnly {
+				e.Waits = append(e.Waits, a.g.Nodes[id].Addr)
+			}
+			planned = append(planned, e)
+		}
+	}
+	a.scratchLeft = len(planned)
+	if len(planned) == 0 {
+		return nil
+	}
+	return a.j.WriteBatch(planned)
 }
 
 // begin takes the cache's shared gc lock, held until release, and deals

@@ -453,3 +453,46 @@ stage "command" "out" {
 		}
 	}
 }
+
+// An apply refused before anything runs (a node asks for more GPUs than
+// the machine has) records its plan like every other run: plan_decided in
+// its event log, and `cairn show RUN` lists the nodes it planned.
+func TestRefusedForGPUsRunRecordsItsPlan(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "t" {}
+stage "command" "prep" {
+  run = ["true"]
+}
+stage "command" "train" {
+  after = [stage.prep]
+  gpus  = 2
+  run   = ["true"]
+}
+`})
+	t.Setenv("CAIRN_GPUS", "sim:1")
+	t.Setenv("CAIRN_LEASE_DIR", t.TempDir())
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "stage.train asks for 2 GPU(s); this machine has 1")
+	evs, log := onlyRunEvents(t, root)
+	var types []string
+	var planned []events.Planned
+	for _, ev := range evs {
+		types = append(types, field[string](t, ev, "type"))
+		if types[len(types)-1] == "plan_decided" {
+			planned = field[[]events.Planned](t, ev, "nodes")
+		}
+	}
+	assert.Equal(t, []string{"run_started", "plan_decided", "run_ended"}, types)
+	var decided []string
+	for _, n := range planned {
+		decided = append(decided, n.Node+" "+n.Action)
+	}
+	assert.Equal(t, []string{"stage.prep run", "stage.train may_run"}, decided)
+
+	run := filepath.Base(filepath.Dir(log))
+	s := runCLI(t, "--chdir", root, "show", run)
+	require.Equal(t, exitOK, s.code, s.stderr)
+	assert.Contains(t, s.stdout, "refused")
+	assert.Regexp(t, `(?m)^stage\.prep\s+planned`, s.stdout)
+	assert.Regexp(t, `(?m)^stage\.train\s+planned`, s.stdout)
+}
