@@ -248,7 +248,7 @@ if [ "$A" -gt 0 ]; then
 | median gap between two status queries after the first minute (s) | $gmed | (poll_interval = "2s") | |
 
 cairn's calls are counted by a PATH shim in front of sbatch, squeue and
-sacct; its lookups by comment (squeue --format=%i|%k) are not status
+sacct; its lookups by comment (squeue --format=%i|%V|%k) are not status
 queries.
 EOF
 	)

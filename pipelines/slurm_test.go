@@ -192,6 +192,10 @@ func TestSlurmKillThenReattach(t *testing.T) {
 	// The re-attached jobs' durations are their commands' own, from
 	// their start in the first run (#29).
 	checkDurations(t, w, w.runs()[1], out.String(), "c", "d")
+	// Their time in Slurm's queue counts from the first run's sbatch.
+	for _, k := range []string{"a", "b", "c", "d"} {
+		checkReattachedQueue(t, w, w.runs()[1].ID, fmt.Sprintf("stage.work[%q]", k))
+	}
 	// Five jobs in all (work's four are one array's tasks), every one
 	// under the first run's name.
 	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%k")
@@ -693,6 +697,30 @@ func checkDurations(t *testing.T, w *workspace, run *runlog.RunInfo, out string,
 	}
 }
 
+// checkReattachedQueue checks, in `cairn show RUN --json` (the report and
+// trace.tsv read the same), the time in Slurm's queue of addr's job, which
+// run re-attached to: submitted before run began, it started its queued_s
+// after that and no later than it ended, and the node's queue wait is its
+// time in the queue.
+func checkReattachedQueue(t *testing.T, w *workspace, run, addr string) {
+	t.Helper()
+	r := showJSON(t, w, run)
+	for _, n := range r.Nodes {
+		if n.Addr != addr {
+			continue
+		}
+		require.Len(t, n.Tries, 1, addr)
+		a := n.Tries[0]
+		require.Positive(t, a.Queued, "%s: a time in the queue", addr)
+		assert.True(t, a.Submit.Before(r.Run.Start), "%s: submitted (%s) by the run before %s (%s)", addr, a.Submit, run, r.Run.Start)
+		assert.WithinDuration(t, a.Submit.Add(time.Duration(a.Queued*float64(time.Second))), a.Start, time.Millisecond, addr)
+		assert.False(t, a.End.Before(a.Start), "%s: started %s, ended %s", addr, a.Start, a.End)
+		assert.InDelta(t, a.Queued, n.QueueWait, 0.001, addr)
+		return
+	}
+	t.Fatalf("no node %s in run %s", addr, run)
+}
+
 // requeueState is what a failed TestSlurmRequeue leaves to read: the
 // job's exit file and the run its script noted beside it, exec.log, and
 // Slurm's view of the job.
@@ -816,6 +844,8 @@ func TestSlurmJobKilledBeforeItsJournalRecord(t *testing.T) {
 	out2, code := w.run("apply", "main.hcl")
 	require.Equal(t, 0, code, out2)
 	assert.Equal(t, "start\n", w.execLog(), "the node ran once")
+	// Found by its comment, its submission is Slurm's.
+	checkReattachedQueue(t, w, w.runs()[1].ID, "stage.one")
 	jobs := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%i|%T|%k")
 	lines := strings.Split(strings.TrimSpace(jobs), "\n")
 	assert.Len(t, lines, 1, "the one job and nothing else:\n%s", jobs)

@@ -11,6 +11,7 @@ package process
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -73,6 +74,22 @@ type JobRef struct {
 	Executor string            `json:"executor"`
 	ID       string            `json:"id"`
 	Details  map[string]string `json:"details,omitempty"`
+}
+
+// SubmittedDetail is the detail of a cluster job's reference that says
+// when the job was submitted (Unix nanoseconds): kept from the submitting
+// apply in the reference of every apply that re-attaches to the job, so
+// that its time in the cluster's queue counts from its submission.
+const SubmittedDetail = "submitted_ns"
+
+// Submitted is when the job was submitted (its SubmittedDetail); zero
+// where the reference does not say (a local process, an older cairn's).
+func (r JobRef) Submitted() time.Time {
+	ns, err := strconv.ParseInt(r.Details[SubmittedDetail], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // RedactSecrets replaces every occurrence of the secrets in s.

@@ -463,7 +463,9 @@ func (b *builder) read() {
 			}
 			t.State, t.Start, t.GPUs, t.Wave, t.Logs = "running", e.Time, e.GPUs, e.Wave, e.Logs
 			if e.Job != nil {
-				t.Executor, t.Job = e.Job.Executor, e.Job.ID
+				// A cluster job's submission: this run's, or the dead
+				// run's whose job this one re-attached to.
+				t.Executor, t.Job, t.Submit = e.Job.Executor, e.Job.ID, e.Job.Submitted()
 			}
 			n.State, n.GPUs = "running", e.GPUs
 			n.Wave = max(n.Wave, e.Wave)
@@ -582,10 +584,15 @@ func (b *builder) finish() {
 		b.ranTimes(n, rec)
 		for _, t := range n.Tries {
 			if t.Queued > 0 && !t.Start.IsZero() {
-				// Journaled when submitted: it ran from the end of its
-				// wait in the cluster's queue.
-				t.Submit = t.Start
-				t.Start = t.Start.Add(time.Duration(t.Queued * float64(time.Second)))
+				// It ran from the end of its wait in the cluster's
+				// queue, which began when it was submitted: where its
+				// reference does not say, when it was journaled (at
+				// its submission). A job re-attached to was submitted
+				// by an earlier run, before this run's record of it.
+				if t.Submit.IsZero() {
+					t.Submit = t.Start
+				}
+				t.Start = t.Submit.Add(time.Duration(t.Queued * float64(time.Second)))
 			}
 			if t.State == "running" && !live || t.State == "failed" && runlog.Stopped(t.Class, run.State) {
 				t.State = "interrupted"
@@ -1015,7 +1022,8 @@ func mdRow(rows [][]string, line string) [][]string {
 }
 
 // queueWaits sets each started node's wait: from when its last upstream
-// in this run ended (or the run started) to its first attempt. A node's
+// in this run ended (or the run started) to its first attempt; for a
+// cluster job an earlier run submitted, its time in the queue. A node's
 // record names its upstreams by their output digests: the nodes of this
 // run with that output (where several have it, the latest of them to end
 // before the node started).
@@ -1032,6 +1040,13 @@ func (b *builder) queueWaits() {
 	}
 	for _, n := range b.r.Nodes {
 		if len(n.Tries) == 0 || n.Tries[0].Start.IsZero() || b.ri.Start.IsZero() {
+			continue
+		}
+		if t := n.Tries[0]; !t.Submit.IsZero() && t.Submit.Before(b.ri.Start) {
+			// A cluster job an earlier run submitted, re-attached to:
+			// it waited in the queue from its submission, before this
+			// run began.
+			n.QueueWait = t.Queued
 			continue
 		}
 		start := n.Tries[0].Start

@@ -196,18 +196,8 @@ func (e *Executor) Attach(ctx context.Context, ref process.JobRef) (executor.Job
 	r := Ref{JobID: ref.ID, Run: ref.Details["run"], ExitFile: ref.Details["exit_file"]}
 	c.Attach(r)
 	j := e.newJob(c, r, ref, &executor.Spec{Stdout: ref.Details["stdout"], Stderr: ref.Details["stderr"]})
-	j.submitted = submittedAt(ref)
+	j.submitted = ref.Submitted()
 	return j, nil
-}
-
-// submittedAt is when a job reference's job was submitted; zero where the
-// reference does not say (an older cairn's).
-func submittedAt(ref process.JobRef) time.Time {
-	ns, err := strconv.ParseInt(ref.Details["submitted_ns"], 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
 }
 
 // specDigest names a node's work as the job reference keeps it: the
@@ -235,7 +225,7 @@ func (e *Executor) jobRef(ref Ref, spec *executor.Spec, digest string, submitted
 		"run": ref.Run, "exit_file": ref.ExitFile, "spec": digest, "stdout": spec.Stdout, "stderr": spec.Stderr,
 	}
 	if !submitted.IsZero() {
-		d["submitted_ns"] = strconv.FormatInt(submitted.UnixNano(), 10)
+		d[process.SubmittedDetail] = strconv.FormatInt(submitted.UnixNano(), 10)
 	}
 	return process.JobRef{Executor: e.Name(), ID: ref.JobID, Details: d}
 }
@@ -268,11 +258,13 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 	delete(e.adopt, digest)
 	e.mu.Unlock()
 	var ref Ref
-	var submitted time.Time
+	// submitted: when the job was submitted, by this apply or a dead one
+	// (journaled with its id, or found in Slurm by its comment).
+	submitted := old.Submitted()
 	if adopted && old.ID == "" && (old.Details["array"] != "" || old.Details["comment"] != "") {
 		// Journaled before its sbatch answered: found by its comment
 		// (its array's), or submitted again where it never was.
-		r, found, err := e.findPending(ctx, c, old)
+		r, at, found, err := e.findPending(ctx, c, old)
 		if err != nil {
 			if ctx.Err() != nil {
 				// Ctrl-C while the dead run's submission was looked
@@ -283,7 +275,7 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 			return failed(failclass.Infra, process.RedactSecrets(err.Error(), spec.Secrets))
 		}
 		if found {
-			old.ID = r.JobID
+			old.ID, submitted = r.JobID, at
 		} else {
 			adopted = false
 		}
@@ -296,7 +288,6 @@ func (e *Executor) Submit(ctx context.Context, spec *executor.Spec) (executor.Jo
 		logs := *spec
 		logs.Stdout, logs.Stderr = executor.JobLogs(old, spec.Stdout, spec.Stderr)
 		spec = &logs
-		submitted = submittedAt(old)
 	} else {
 		job := jobFor(spec)
 		if err := os.Remove(job.ExitFile); err != nil && !os.IsNotExist(err) {

@@ -241,8 +241,12 @@ const pendingSettle = 5 * time.Second
 // reference was journaled (nor cairn: it dies with it, see callEnv), so
 // "never submitted" is concluded only once that time has passed; until
 // then a job not shown is looked for again.
-func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRef) (Ref, bool, error) {
-	ref := Ref{Run: old.Details["run"], ExitFile: old.Details["exit_file"]}
+//
+// submitted is when the job was submitted, for its time in the queue:
+// Slurm's submit time (to the second), or where later the journaled
+// start of the dead run's submission, which the sbatch followed.
+func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRef) (ref Ref, submitted time.Time, found bool, err error) {
+	ref = Ref{Run: old.Details["run"], ExitFile: old.Details["exit_file"]}
 	want, what := old.Details["comment"], "job"
 	if a := old.Details["array"]; a != "" {
 		want, what = a, "job array"
@@ -251,12 +255,13 @@ func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRe
 	c.addName(ref.Run)
 	backoff := c.opts.RetryBackoff
 	deadline := time.Now().Add(c.opts.SubmitRetryFor)
-	var settled time.Time // no sbatch of the dead run is on its way after it
+	var submitting, settled time.Time // settled: no sbatch of the dead run is on its way after it
 	if ns, err := strconv.ParseInt(old.Details["submitting_ns"], 10, 64); err == nil {
-		settled = time.Unix(0, ns).Add(c.opts.CallTimeout + pendingSettle)
+		submitting = time.Unix(0, ns)
+		settled = submitting.Add(c.opts.CallTimeout + pendingSettle)
 	}
 	for {
-		base, found, err := c.findByComment(ctx, want)
+		base, at, found, err := c.findByComment(ctx, want)
 		if err == nil {
 			task := old.Details["task"]
 			if found {
@@ -264,27 +269,30 @@ func (e *Executor) findPending(ctx context.Context, c *Client, old process.JobRe
 				if old.Details["array"] != "" {
 					ref.JobID += "_" + task
 				}
-				return ref, true, nil
+				if at.Before(submitting) {
+					at = submitting
+				}
+				return ref, at, true, nil
 			}
 			if _, err := os.Stat(ref.ExitFile); err == nil {
 				ref.JobID = "the job of " + want
 				if old.Details["array"] != "" {
 					ref.JobID = "task " + task + " of " + want
 				}
-				return ref, true, nil
+				return ref, submitting, true, nil
 			}
 			if wait := time.Until(settled); wait > 0 {
 				select {
 				case <-time.After(min(wait, max(backoff, time.Second))):
 				case <-ctx.Done():
-					return Ref{}, false, ctx.Err()
+					return Ref{}, time.Time{}, false, ctx.Err()
 				}
 				continue
 			}
-			return Ref{}, false, nil
+			return Ref{}, time.Time{}, false, nil
 		}
 		if ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
-			return Ref{}, false, fmt.Errorf("slurm: looking up the %s a killed cairn submitted (%s): %w", what, want, err)
+			return Ref{}, time.Time{}, false, fmt.Errorf("slurm: looking up the %s a killed cairn submitted (%s): %w", what, want, err)
 		}
 		select {
 		case <-time.After(backoff):

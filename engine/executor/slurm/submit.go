@@ -171,7 +171,7 @@ func (c *Client) sbatch(ctx context.Context, what string, args, env []string, co
 	for {
 		if ambiguous {
 			// Until the lookup answers, submitting again may submit twice.
-			id, found, err := c.findByComment(ctx, comment)
+			id, _, found, err := c.findByComment(ctx, comment)
 			if found {
 				return id, nil
 			}
@@ -245,7 +245,7 @@ func (c *Client) cancelCutSubmission(ctx context.Context, comment string) {
 				return
 			}
 		}
-		id, found, err := c.findByComment(lctx, comment)
+		id, _, found, err := c.findByComment(lctx, comment)
 		if err != nil {
 			continue
 		}
@@ -272,18 +272,22 @@ func (c *Client) gap(ctx context.Context) {
 // findByComment looks for the job with this comment among those of the
 // client's job names (a submission whose answer was lost, or a dead run's
 // whose id its journal lacks); for a job array, its base id (squeue prints
-// 1234_[0-9] for the pending tasks and 1234_3 for each other one).
-func (c *Client) findByComment(ctx context.Context, want string) (string, bool, error) {
-	out, err := c.call(ctx, "squeue", "--noheader", "--states=all", "--name="+c.nameList(), "--format=%i|%k")
+// 1234_[0-9] for the pending tasks and 1234_3 for each other one), and
+// when Slurm says it was submitted (zero where that does not read).
+func (c *Client) findByComment(ctx context.Context, want string) (id string, submitted time.Time, found bool, err error) {
+	out, err := c.call(ctx, "squeue", "--noheader", "--states=all", "--name="+c.nameList(), "--format=%i|%V|%k")
 	if err != nil {
-		return "", false, err
+		return "", time.Time{}, false, err
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		id, k, ok := strings.Cut(line, "|")
-		if ok && strings.TrimSpace(k) == want {
-			base, _, _ := strings.Cut(strings.TrimSpace(id), "_")
-			return base, true, nil
+		f := strings.SplitN(line, "|", 3)
+		if len(f) == 3 && strings.TrimSpace(f[2]) == want {
+			base, _, _ := strings.Cut(strings.TrimSpace(f[0]), "_")
+			// squeue prints the submit time in the controller's local
+			// time, to the second.
+			at, _ := time.ParseInLocation("2006-01-02T15:04:05", strings.TrimSpace(f[1]), time.Local)
+			return base, at, true, nil
 		}
 	}
-	return "", false, nil
+	return "", time.Time{}, false, nil
 }
