@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/storage/atomicfile"
@@ -36,8 +37,10 @@ func (r *Report) WriteFiles(htmlPath string, cache *store.Cache) error {
 	}, false)
 }
 
-// traceHeader is how trace.tsv starts, in every cairn that wrote one.
-const traceHeader = "task_id\thash\tnative_id\tname\tprocess\t"
+// traceHeader is how trace.tsv starts, in every cairn that wrote one:
+// its first five columns (those after them have changed), each followed
+// by a tab.
+var traceHeader = strings.Join(traceCols[:5], "\t") + "\t"
 
 // IsTrace reports whether the file at path is a trace cairn wrote: its
 // first line is trace.tsv's header. Anything else there (a user's own

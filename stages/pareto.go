@@ -211,7 +211,13 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	rows, simulated, err := paretoRows(n, a)
+	// The rows are read once: the table and the check of their axes
+	// see the same variants.
+	items, err := paretoItems(n)
+	if err != nil {
+		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
+	}
+	rows, simulated, err := paretoRows(n, a, items)
 	if err != nil {
 		return &Outcome{Class: failclass.Setup, Message: err.Error()}, nil
 	}
@@ -222,7 +228,7 @@ func (Pareto) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if err != nil {
 		return &Outcome{Class: failclass.Setup, Message: fmt.Sprintf("%s (x = %q, y = %q; the rows' results hold: %s)", err, a.X, a.Y, strings.Join(resultFields(rows), ", "))}, nil
 	}
-	if bad, rerun := unreadableAxes(n, a); len(bad) > 0 {
+	if bad, rerun := unreadableAxes(n, a, items); len(bad) > 0 {
 		// The front of the others would be published as the batch's, and
 		// the left-out variant may dominate them all: nothing is written.
 		how := "run it again"
@@ -416,14 +422,10 @@ func paretoItems(n *Node) ([]paretoItem, error) {
 	return items, nil
 }
 
-// paretoRows turns the rows attribute into report rows, in the order the
-// variants were given (the order of the node's upstreams). simulated is
-// true when a result says "simulated": true.
-func paretoRows(n *Node, a paretoArgs) (rows []report.Row, simulated bool, err error) {
-	items, err := paretoItems(n)
-	if err != nil {
-		return nil, false, err
-	}
+// paretoRows turns items, the rows attribute (paretoItems), into report
+// rows, in the order the variants were given (the order of the node's
+// upstreams). simulated is true when a result says "simulated": true.
+func paretoRows(n *Node, a paretoArgs, items []paretoItem) (rows []report.Row, simulated bool, err error) {
 	if len(items) == 0 {
 		// Nothing to compare: an empty table would be written over the
 		// last comparison's.
@@ -510,12 +512,8 @@ func checkColumns(rows []report.Row, columns []string) error {
 // of the others is not the batch's front: it may dominate them all. A
 // metric column of the table (pass@16, e2e_time) that a result holds as
 // something else than a number ("0.9333", true) is said too: the table
-// would show the figure blank.
-func unreadableAxes(n *Node, a paretoArgs) (bad, rerun []string) {
-	items, err := paretoItems(n)
-	if err != nil {
-		return nil, nil
-	}
+// would show the figure blank. items are the rows attribute (paretoItems).
+func unreadableAxes(n *Node, a paretoArgs, items []paretoItem) (bad, rerun []string) {
 	axes := []string{a.X}
 	if a.Y != a.X {
 		axes = append(axes, a.Y)

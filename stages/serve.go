@@ -470,15 +470,18 @@ func nonBlankEndpoints(endpoints []string) []string {
 // holds for the rest (a list made in a local).
 func endpointsServer(n *Node, endpoints []string) (*ServeResult, error) {
 	ups := serveUpstreams(n)
+	// Each upstream's endpoints, as the consumer's are compared: made
+	// once, not again for every endpoint of the consumer's.
+	served := make([][]string, len(ups))
+	for i := range ups {
+		served[i] = nonBlankEndpoints(ups[i].Endpoints)
+	}
 	var from *servedUpstream
 	plain := ""
 	for _, e := range nonBlankEndpoints(endpoints) {
 		var owner *servedUpstream
-		for i := range ups {
-			if slices.Contains(nonBlankEndpoints(ups[i].Endpoints), e) {
-				owner = &ups[i]
-				break
-			}
+		if i := slices.IndexFunc(served, func(s []string) bool { return slices.Contains(s, e) }); i >= 0 {
+			owner = &ups[i]
 		}
 		switch {
 		case owner == nil:
