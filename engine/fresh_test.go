@@ -505,3 +505,115 @@ for line in sys.stdin:
 	require.NoError(t, err)
 	assert.WithinDuration(t, time.Now(), st.ModTime(), time.Hour, "written by this run")
 }
+
+// TestInputChangedWhileRunningFailsTheNode: a node whose declared input
+// is rewritten while it runs (here by its own command, after reading it)
+// read content its key was not taken from; its result is not stored, so
+// no later apply takes it from the cache for the input's first content.
+func TestInputChangedWhileRunningFailsTheNode(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+stage "command" "s" {
+  run     = ["sh", "-c", "echo EDITED > in.txt; cat in.txt > out.txt"]
+  inputs  = ["in.txt"]
+  outputs = ["out.txt"]
+}
+`)
+	w.Write("in.txt", "orig\n")
+	r := w.apply(ApplyOptions{})
+	f := failureOf(r, "stage.s")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "its input in.txt changed while it ran")
+	assert.Contains(t, f.Message, "apply again")
+
+	w.Write("in.txt", "orig\n")
+	r = w.apply(ApplyOptions{})
+	assert.Equal(t, 0, r.res.Cached, "the result read from the edited input was not cached for the original: %s", r.out)
+	assert.NotNil(t, failureOf(r, "stage.s"), r.out)
+}
+
+// TestInputRewrittenByAnotherApplyFailsTheNode: while stage.st of one
+// apply (n=1) reads data/x.txt, another apply (n=2) writes its own
+// data/x.txt there. The first st's result is not stored under the key of
+// the content it was keyed on, and the next apply with n=1 computes st
+// from n=1's file.
+func TestInputRewrittenByAnotherApplyFailsTheNode(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+variable "n" {
+  type    = number
+  default = 1
+}
+stage "command" "gen" {
+  run     = ["sh", "-c", "mkdir -p data; seq ${var.n} > data/x.txt; touch gen${var.n}.done"]
+  outputs = ["data/x.txt"]
+}
+stage "command" "st" {
+  run     = ["sh", "-c", "touch st${var.n}.started; while [ ${var.n} = 1 ] && [ ! -f gen2.done ]; do sleep 0.01; done; wc -l < data/x.txt | tr -d ' ' > st.txt"]
+  inputs  = ["data/x.txt"]
+  outputs = ["st.txt"]
+}
+`)
+	first := make(chan applyRun, 1)
+	go func() { first <- w.apply(ApplyOptions{}, "n=1") }()
+	// The first apply's st is keyed on n=1's file and waits for the
+	// second apply's gen to have written n=2's.
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(w.Root, "st1.started"))
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	second := w.apply(ApplyOptions{}, "n=2")
+	require.Equal(t, 0, second.res.Failed, second.out)
+	r := <-first
+	f := failureOf(r, "stage.st")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "its input data/x.txt changed while it ran")
+
+	r = w.apply(ApplyOptions{}, "n=1")
+	require.Equal(t, 0, r.res.Failed, r.out)
+	assert.Equal(t, "1\n", w.Read("data/x.txt"))
+	assert.Equal(t, "1\n", w.Read("st.txt"), "st is n=1's, not read from n=2's file")
+}
+
+// TestInputFolderChangedWhileRunning: a folder input whose files were
+// rewritten or removed while its node ran fails the node; one to which
+// files were only added (the node's own caches, such as Python's
+// __pycache__ beside the modules it imports) holds what the key was taken
+// from, and the node's result is stored.
+func TestInputFolderChangedWhileRunning(t *testing.T) {
+	for name, c := range map[string]struct {
+		script string
+		fails  bool
+	}{
+		"a file rewritten":          {"echo EDITED > src/a.txt", true},
+		"a file removed":            {"rm src/a.txt", true},
+		"a file added":              {"echo n > src/new.txt", false},
+		"a folder added":            {"mkdir -p src/__pycache__/x && echo c > src/__pycache__/x/m.pyc", false},
+		"a file in an empty folder": {"echo n > src/empty/new.txt", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorkspace(t, `
+pipeline "t" {}
+stage "command" "s" {
+  run     = ["sh", "-c", "cat src/a.txt > out.txt; `+c.script+`"]
+  inputs  = ["src"]
+  outputs = ["out.txt"]
+}
+`)
+			w.Write("src/a.txt", "a\n")
+			require.NoError(t, os.MkdirAll(filepath.Join(w.Root, "src/empty"), 0o755))
+			r := w.apply(ApplyOptions{})
+			f := failureOf(r, "stage.s")
+			if !c.fails {
+				require.Nil(t, f, r.out)
+				require.Equal(t, 1, r.res.Ran, r.out)
+				return
+			}
+			require.NotNil(t, f, r.out)
+			assert.Equal(t, "result", f.Class)
+			assert.Contains(t, f.Message, "its input src changed while it ran")
+		})
+	}
+}

@@ -69,6 +69,10 @@ type nodeState struct {
 	batchLogDir string
 	started     time.Time
 
+	// inputNames are the entries of its folder inputs as its key was
+	// taken (noteInputNames), for the check after its run.
+	inputNames map[string]map[string]bool
+
 	// Its worker's from launch to evDone, the loop's before and after
 	// (fail and skip write them for nodes that never ran).
 	class   string
@@ -131,7 +135,8 @@ type nodeState struct {
 // shed drops what a node that ended with its record (ran or taken from
 // the cache) no longer needs once its end is told, so that an apply of
 // many nodes does not hold every node's run to its end: its process's
-// result (the stderr tail, GPU samples), job reference, logs' names, spec
+// result (the stderr tail, GPU samples), job reference, logs' names, the
+// entries its input folders held, spec
 // and the plan's, secrets, key envelope and the plan's (its inputs are
 // kept for the memo) and the
 // envelope's JSON, and its record's copy of the envelope, the contents of
@@ -153,7 +158,7 @@ func (ns *nodeState) shedRun() {
 	// alone (its record stays: a downstream compares it, see
 	// upstreamsAsPlanned).
 	ns.pn.Spec, ns.pn.Envelope = nil, nil
-	ns.res, ns.job, ns.logs = nil, process.JobRef{}, [2]string{}
+	ns.res, ns.job, ns.logs, ns.inputNames = nil, process.JobRef{}, [2]string{}, nil
 	ns.record.Envelope, ns.record.Inline, ns.record.Modes = nil, nil, nil
 }
 

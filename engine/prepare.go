@@ -178,8 +178,10 @@ func (a *applier) prepare(ns *nodeState) bool {
 		a.fail(ns, failclass.Setup, "planned as cached, but its cached result is gone since the plan was saved: not run; make a new plan with 'cairn plan --out FILE'")
 		return true
 	}
-	// It runs: what its logs must not show.
+	// It runs: what its logs must not show, and what its input folders
+	// hold, for the check after its run.
 	ns.secrets = plan.SensitiveStrings(sn.Args)
+	a.noteInputNames(ns)
 	return false
 }
 

@@ -178,6 +178,8 @@ func (a *applier) execute(ns *nodeState) event {
 				}
 				if msg := marks.check(since); msg != "" {
 					ns.class, ns.message = failclass.Result, msg
+				} else if msg := a.changedInput(ns); msg != "" {
+					ns.class, ns.message = failclass.Result, msg
 				}
 			}
 			if ns.class == "" {

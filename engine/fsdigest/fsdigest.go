@@ -308,6 +308,26 @@ func (c *Cache) dirTree(abs string, follow map[string]bool) (string, error) {
 	return treeDigest(recs), nil
 }
 
+// Names lists the entries of the folder at path as Tree encodes them,
+// without reading a file: the "/"-separated paths, relative to path, of
+// its files, its links and its empty folders, in encoding order. A path
+// that is not a folder has none.
+func Names(path string) ([]string, error) {
+	abs, fi, err := absStat(path)
+	if err != nil || !fi.IsDir() {
+		return nil, err
+	}
+	var recs []record
+	if err := walk(abs, "", &recs, nil); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(recs))
+	for i := range recs {
+		out[i] = recs[i].rel
+	}
+	return out, nil
+}
+
 // ContentTree is Tree through symbolic links: a link is digested as what
 // it points to (a file's content, a folder's tree), never as its target's
 // name. It is for trees whose files are often links to where the bytes

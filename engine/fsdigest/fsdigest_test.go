@@ -263,6 +263,22 @@ func TestTreeEncoding(t *testing.T) {
 	assert.Equal(t, shaHex([]byte("cairn.tree.v1\n")), empty)
 }
 
+// Names lists what Tree encodes, in its order, without reading a file;
+// a file has none.
+func TestNamesAreTheTreesEntries(t *testing.T) {
+	root := t.TempDir()
+	buildTree(t, root)
+	names, err := Names(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".hidden", "a/x", "a.txt", "empty", "link", "z/deep"}, names)
+
+	names, err = Names(filepath.Join(root, "a.txt"))
+	require.NoError(t, err)
+	assert.Nil(t, names)
+	_, err = Names(filepath.Join(root, "missing"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
 func TestTreeChanges(t *testing.T) {
 	base := t.TempDir()
 	buildTree(t, base)

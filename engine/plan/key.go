@@ -267,31 +267,44 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 	if unknown := keyedArgs(n, sn, e.Args); unknown != "" {
 		return envBase{why: &UnknownReason{Attr: unknown}}
 	}
+	for _, kp := range g.keyedPaths(n, sn, dg) {
+		d, err := kp.tree(kp.full)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Not there yet: the key is known after apply.
+			return envBase{why: &UnknownReason{Input: kp.path, Hint: g.spellingHint(kp.path)}}
+		case err != nil:
+			return envBase{err: fmt.Errorf("input %s: %w", kp.path, err)}
+		}
+		e.Inputs[kp.path] = d
+	}
+	return envBase{e: e}
+}
+
+// keyedPath is a path of the workspace (or outside it) whose content
+// enters a node's key: path as the key names it, full where it lies, and
+// tree the digest it is taken with.
+type keyedPath struct {
+	path, full string
+	tree       func(string) (string, error)
+}
+
+// keyedPaths are the paths whose content enters n's key, in the order the
+// key digests them: its declared inputs (through their links where its
+// kind reads them so, stages.LinkFollower), then the content its kind
+// seals beyond them (stages.ContentKeyer), through its links.
+func (g *Graph) keyedPaths(n *Node, sn *stages.Node, dg digester) []keyedPath {
 	var followed []string
 	if f, ok := n.Kind.(stages.LinkFollower); ok && len(sn.Common.Inputs) > 0 {
 		followed = f.FollowedInputs(sn)
 	}
-	// digest puts the digest of p (at full) into the inputs; a path not
-	// there yet leaves the key known after apply.
-	digest := func(p, full string, tree func(string) (string, error)) *envBase {
-		d, err := tree(full)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return &envBase{why: &UnknownReason{Input: p, Hint: g.spellingHint(p)}}
-		case err != nil:
-			return &envBase{err: fmt.Errorf("input %s: %w", p, err)}
-		}
-		e.Inputs[p] = d
-		return nil
-	}
+	out := make([]keyedPath, 0, len(sn.Common.Inputs))
 	for _, p := range sn.Common.Inputs {
 		tree := dg.Tree
 		if slices.Contains(followed, p) {
 			tree = dg.ContentTree
 		}
-		if b := digest(p, filepath.Join(g.Root, p), tree); b != nil {
-			return *b
-		}
+		out = append(out, keyedPath{path: p, full: filepath.Join(g.Root, p), tree: tree})
 	}
 	if ck, ok := n.Kind.(stages.ContentKeyer); ok {
 		// Content the node seals beyond its inputs (outside the
@@ -301,12 +314,50 @@ func (g *Graph) envelopeBase(n *Node, sn *stages.Node, dg digester) envBase {
 			if !filepath.IsAbs(p) {
 				full = filepath.Join(g.Root, p)
 			}
-			if b := digest(p, full, dg.ContentTree); b != nil {
-				return *b
-			}
+			out = append(out, keyedPath{path: p, full: full, tree: dg.ContentTree})
 		}
 	}
-	return envBase{e: e}
+	return out
+}
+
+// ChangedInputs are the paths whose content entered env, n's key, and
+// that no longer have the digest env holds for them: ones a user, or
+// another apply, rewrote while the node ran, so that what the node read
+// may not be what its key says. A path that is gone, or cannot be
+// digested, has changed too. An input that is, holds or lies in one of
+// the node's own outputs is not compared: the node's run writes it, and
+// the next apply keys the node by what it wrote (docs/language.md,
+// Inputs another stage writes).
+func (g *Graph) ChangedInputs(n *Node, sn *stages.Node, env *Envelope, dg digester) []string {
+	own := append(slices.Clip(sn.Common.Outputs), sn.Common.Result)
+	var changed []string
+	for _, kp := range g.keyedPaths(n, sn, dg) {
+		want, keyed := env.Inputs[kp.path]
+		if !keyed || sharesOutput(kp.path, own) {
+			continue
+		}
+		if d, err := kp.tree(kp.full); err != nil || d != want {
+			changed = append(changed, kp.path)
+		}
+	}
+	return changed
+}
+
+// sharesOutput reports whether the input in is one of own (the node's
+// declared outputs and result), holds one, or lies inside one.
+func sharesOutput(in string, own []string) bool {
+	for _, o := range own {
+		if o == "" {
+			continue
+		}
+		if _, ok := relUnder(in, o); ok {
+			return true
+		}
+		if _, ok := relUnder(o, in); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // InputDigests are the digests of the node's inputs as env holds them,
