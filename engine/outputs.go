@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,7 +57,7 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 	}
 	result := out.Result
 	if result == nil && c.Result != "" {
-		b, err := a.readOutput(c.Result)
+		b, err := a.readResult(c.Result)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s was not written: %s", c.Result, errText(err))
 		}
@@ -65,6 +66,9 @@ func (a *applier) settle(ns *nodeState, out *stages.Outcome, kept []string) (*st
 		}
 		if err != nil {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s", err)
+		}
+		if recordedSize(b) > resultMax {
+			return nil, failclass.Result, resultTooLarge(c.Result)
 		}
 		if msg := dsl.JSONProblem(b); msg != "" {
 			return nil, failclass.Result, fmt.Sprintf("the result file %s %s", c.Result, msg)
@@ -309,14 +313,35 @@ func (a *applier) checkInside(rel string) error {
 	return err
 }
 
-// readOutput reads a file the node wrote, as openOutput opens it.
-func (a *applier) readOutput(rel string) ([]byte, error) {
+// resultMax is the most bytes a result file may hold. The node's record
+// holds its result whole, and a record must fit, with the rest of it, in
+// one record of the cache's index (wal.MaxRecordSize, 64 MiB), which
+// every apply reads when it starts: bulk data belongs in outputs, stored
+// as blobs.
+const resultMax = 32 << 20
+
+// recordedSize is about how many bytes the result b takes in its record:
+// the record's JSON writes each <, > and & as a six-byte escape (\u003c).
+func recordedSize(b []byte) int {
+	return len(b) + 5*(bytes.Count(b, []byte("<"))+bytes.Count(b, []byte(">"))+bytes.Count(b, []byte("&")))
+}
+
+// resultTooLarge says that the result file rel holds more than resultMax
+// bytes, and what to do.
+func resultTooLarge(rel string) string {
+	return fmt.Sprintf("the result file %s holds more than %d MiB, the most a result may hold (the cache's record of the node keeps it whole, each <, > and & as 6 bytes): keep in result the values that postconditions and downstream stages read, and write bulk data to a file in outputs", rel, resultMax>>20)
+}
+
+// readResult reads the result file rel the node wrote, as openOutput
+// opens it: at most resultMax bytes and one more, so that a file too
+// large is told without reading it whole.
+func (a *applier) readResult(rel string) ([]byte, error) {
 	f, err := a.openOutput(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	return io.ReadAll(io.LimitReader(f, resultMax+1))
 }
 
 // Outputs of at most inlineMax bytes are kept inside their record, up to

@@ -100,3 +100,32 @@ stage "command" "b" {
 	assert.NotContains(t, out, "earlier run left")
 	assert.NotContains(t, out, "is a directory")
 }
+
+// A result file over the limit a result may hold (its record keeps it
+// whole, each <, > and & escaped in six bytes) fails its node with class
+// result, saying the limit and where bulk data goes, on every apply: not
+// as the cache's storage error of an infrastructure failure.
+func TestResultOverTheLimitFailsItsNode(t *testing.T) {
+	for name, fill := range map[string]string{
+		"32 MiB and a byte":      `head -c 33554433 /dev/zero | tr '\\000' a`,
+		"12 MiB escaped 6 times": `head -c 12582912 /dev/zero | tr '\\000' '<'`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := cliWorkspace(t, map[string]string{
+				"p.hcl": `stage "command" "r" {
+  run    = ["sh", "-c", "{ printf '{\"x\": \"'; ` + fill + `; printf '\"}'; } > r.json"]
+  result = "r.json"
+}
+`,
+			})
+			for range 2 {
+				r := runCLI(t, "--chdir", root, "apply", "p.hcl", "--no-color")
+				assert.Equal(t, exitFailed, r.code, r.stdout+r.stderr)
+				out := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
+				assert.Contains(t, out, "stage.r failed (result): the result file r.json holds more than 32 MiB, the most a result may hold")
+				assert.Contains(t, out, "write bulk data to a file in outputs")
+				assert.NotContains(t, out, "record too large")
+			}
+		})
+	}
+}
