@@ -448,6 +448,8 @@ func (s *Server) accept() {
 // maxRequest bounds one request line.
 const maxRequest = 16 << 20
 
+// serve answers one connection: a reply line for each request line, in
+// order.
 func (s *Server) serve(c net.Conn) {
 	defer s.wg.Done()
 	defer func() {
@@ -460,21 +462,7 @@ func (s *Server) serve(c net.Conn) {
 	sc.Buffer(make([]byte, 64<<10), maxRequest)
 	w := bufio.NewWriter(c)
 	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var req Request
-		var rep Reply
-		if err := json.Unmarshal(line, &req); err != nil {
-			rep = Reply{Counts: s.meter.Counts(), Error: &ReplyError{Type: ErrBadRequest, Message: "the request is not a JSON object of op, bundle and items: " + err.Error()}}
-		} else if key, dup := requestDuplicate(line); dup {
-			// Which of the two a reader takes is not for a charge to
-			// depend on.
-			rep = Reply{Counts: s.meter.Counts(), Error: &ReplyError{Type: ErrBadRequest, Message: key + " is given twice: give each of op, bundle and items once"}}
-		} else {
-			rep = s.meter.Serve(s.ctx, s.ev, req)
-		}
+		rep := s.answer(bytes.TrimSpace(sc.Bytes()))
 		if err := s.reply(w, rep); err != nil {
 			fmt.Fprintf(s.log, "cairn: rollout connection closed before its reply was written (%s): %d result(s) charged to it stay charged, and a request sent again takes them from the store\n", err, len(rep.Results))
 			return
@@ -483,10 +471,35 @@ func (s *Server) serve(c net.Conn) {
 	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
 		msg := fmt.Sprintf("the request is longer than %d MiB: send fewer items in one request", maxRequest>>20)
 		fmt.Fprintf(s.log, "cairn: rollout connection closed: %s\n", msg)
-		_ = s.reply(w, Reply{Counts: s.meter.Counts(), Error: &ReplyError{Type: ErrBadRequest, Message: msg}})
+		_ = s.reply(w, s.badRequest(msg))
 	} else if err != nil {
 		fmt.Fprintf(s.log, "cairn: rollout connection closed: %s\n", err)
 	}
+}
+
+// answer serves one request line. Every line gets its reply, a blank
+// one too: a method that sent it waits for one, and skipping it would
+// leave the method waiting forever.
+func (s *Server) answer(line []byte) Reply {
+	if len(line) == 0 {
+		return s.badRequest("the request line is blank: write one JSON object of op, bundle and items per line")
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return s.badRequest("the request is not a JSON object of op, bundle and items: " + err.Error())
+	}
+	if key, dup := requestDuplicate(line); dup {
+		// Which of the two a reader takes is not for a charge to
+		// depend on.
+		return s.badRequest(key + " is given twice: give each of op, bundle and items once")
+	}
+	return s.meter.Serve(s.ctx, s.ev, req)
+}
+
+// badRequest is the reply refusing a malformed request, with the counts
+// as they are: nothing is charged for it.
+func (s *Server) badRequest(msg string) Reply {
+	return Reply{Counts: s.meter.Counts(), Error: &ReplyError{Type: ErrBadRequest, Message: msg}}
 }
 
 // reply writes one reply line and flushes it.

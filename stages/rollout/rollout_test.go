@@ -432,6 +432,44 @@ func TestServerRefusesAmbiguousAndOverlongRequests(t *testing.T) {
 	assert.Eventually(t, func() bool { return strings.Contains(log.String(), "longer than 16 MiB") }, 5*time.Second, 10*time.Millisecond)
 }
 
+// A blank or whitespace-only line is a request too: it is answered
+// bad_request, charged nothing, and the connection goes on serving. A
+// method that sent one waits for its reply; none would hang it forever.
+func TestServerAnswersABlankLine(t *testing.T) {
+	m, _ := newMeter(t, 25, nil)
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	srv, err := Listen(context.Background(), sock, m, &fakeEval{}, nil)
+	require.NoError(t, err)
+	defer srv.Close()
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer conn.Close()
+	// Not a wait for anything: it turns the hang this test is about into
+	// a failure.
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
+	r := bufio.NewReader(conn)
+	for _, line := range []string{"\n", "   \t \n", "\r\n"} {
+		_, err := conn.Write([]byte(line))
+		require.NoError(t, err)
+		b, err := r.ReadBytes('\n')
+		require.NoError(t, err, "a reply for %q", line)
+		var rep Reply
+		require.NoError(t, json.Unmarshal(b, &rep))
+		require.NotNil(t, rep.Error, "%q", line)
+		assert.Equal(t, ErrBadRequest, rep.Error.Type, "%q", line)
+		assert.Contains(t, rep.Error.Message, "the request line is blank", "%q", line)
+	}
+	b, _ := json.Marshal(Request{Op: "rollout", Bundle: "b", Items: batch(0, 2)})
+	_, err = conn.Write(append(b, '\n'))
+	require.NoError(t, err)
+	b, err = r.ReadBytes('\n')
+	require.NoError(t, err)
+	var rep Reply
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.Nil(t, rep.Error)
+	assert.Equal(t, 2, rep.Counts.Charged)
+}
+
 // slowEval answers after a pause, so that a client can hang up first.
 type slowEval struct{ fakeEval }
 
