@@ -298,7 +298,7 @@ they end, so an apply killed at any moment resumes where it stopped; a node
 that another process is running is waited for, then taken from the cache.
 
 With a PLANFILE from 'cairn plan --out', run exactly that plan (its variables,
---target and --replace), or refuse with exit 2, running nothing, naming what
+--target and --replace, on the cache folder it was made on), or refuse with exit 2, running nothing, naming what
 changed since it was saved: a node added or removed, the pipeline's name, a
 key known then, or an action.
 
@@ -341,9 +341,43 @@ func (a *app) savedPlan(args []string, targets, replace *[]string, only *bool) (
 		if a.chdir == "" {
 			a.chdir = pf.Root
 		}
+		if err := a.planCache(args[0], pf); err != nil {
+			return nil, nil, err
+		}
 		return pf, []string{pf.Path}, nil
 	}
 	return nil, args, nil
+}
+
+// planCache makes the cache folder a saved plan was made on this
+// apply's when neither --cache nor CAIRN_CACHE names one: the plan's
+// actions are what that cache held, and on another its cached nodes would
+// all be found stale. One that names another folder is refused (exit 2),
+// naming both. A plan file that names no cache (saved by an older cairn)
+// is applied on this apply's.
+func (a *app) planCache(planArg string, pf *plan.File) error {
+	if pf.Cache == "" {
+		return nil
+	}
+	if a.cacheDir == "" && os.Getenv("CAIRN_CACHE") == "" {
+		a.cacheDir = pf.Cache
+		return nil
+	}
+	if sameFolder(a.cachePath(), pf.Cache) {
+		return nil
+	}
+	return badInput("%s was planned on the cache folder %s, and %s is another: apply it without --cache (it takes the plan's cache), or make a new plan on this cache with 'cairn plan --out FILE'", planArg, pf.Cache, a.cacheSource())
+}
+
+// sameFolder reports whether paths a and b name one folder: the same
+// path once links are resolved, or the same folder on disk.
+func sameFolder(a, b string) bool {
+	if realPath(a) == realPath(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // notPipeline says why path, a file that is not a plan file (LoadFile

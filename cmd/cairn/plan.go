@@ -241,7 +241,7 @@ pipeline's name, a key or an action.`,
 			}
 			out = a.path(out)
 			if out != "" {
-				if err := plan.Save(out, p, pipelineArgs(args), a.vars); err != nil {
+				if err := plan.Save(out, p, pipelineArgs(args), a.vars, cache.Dir); err != nil {
 					return badInput("cannot save the plan: %s", err)
 				}
 			}

@@ -99,6 +99,30 @@ func TestSavedPlanIsAppliedExactlyOrRefused(t *testing.T) {
 		assert.Contains(t, r.stderr, "stage.a: planned as cached, now it would run (new)")
 	})
 
+	// A plan made on a --cache is applied on that cache: following the
+	// hint plan prints runs it as planned, and another cache folder is
+	// refused, naming the plan's, before anything is read or made there.
+	t.Run("made on a --cache", func(t *testing.T) {
+		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline})
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "--cache", "c", "apply").code)
+		r := runCLI(t, "--chdir", root, "--cache", "c", "plan", "--out", "p.plan")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		_, hint, ok := strings.Cut(r.stdout, "run it with: cairn ")
+		require.True(t, ok, r.stdout)
+		hint, _, _ = strings.Cut(hint, "\n")
+
+		r = runCLI(t, "--chdir", root, "--cache", "other", "apply", "p.plan")
+		assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stderr, "p.plan was planned on the cache folder "+filepath.Join(root, "c")+", and --cache "+filepath.Join(root, "other")+" is another")
+		assert.NoDirExists(t, filepath.Join(root, "other"))
+
+		r = runCLI(t, strings.Fields(hint)...)
+		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+		assert.Contains(t, r.stdout, "Apply complete: 0 ran, 2 cached")
+		assert.NoDirExists(t, filepath.Join(root, ".cairn"), "the plan's cache, not the workspace's default")
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "--cache", filepath.Join(root, "c"), "apply", "p.plan").code, "the same folder named again")
+	})
+
 	t.Run("with --target", func(t *testing.T) {
 		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline + extraStage})
 		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--target", "stage.extra", "--out", "p.plan").code)

@@ -68,13 +68,16 @@ func (a *app) envVarArgs(cfg *dsl.Config) []string {
 // pipeline, variables (a sensitive one is not in the file: the apply
 // gives it again), targets, replaced nodes and --only; with --chdir its
 // workspace root, where args (the apply's command line) has none and it
-// is not the folder cairn was started in.
+// is not the folder cairn was started in; with --cache its cache folder,
+// where args has none and it is not the workspace's default.
 func savedPlanArgs(saved *plan.File, args []string) []string {
 	var out []string
 	wd, _ := os.Getwd()
-	hasChdir := slices.ContainsFunc(args, func(a string) bool { return a == "--chdir" || strings.HasPrefix(a, "--chdir=") })
-	if !hasChdir && saved.Root != "" && filepath.Clean(saved.Root) != filepath.Clean(wd) {
+	if !givesFlag(args, "--chdir") && saved.Root != "" && filepath.Clean(saved.Root) != filepath.Clean(wd) {
 		out = append(out, "--chdir", saved.Root)
+	}
+	if !givesFlag(args, "--cache") && saved.Cache != "" && filepath.Clean(saved.Cache) != filepath.Join(saved.Root, ".cairn") {
+		out = append(out, "--cache", saved.Cache)
 	}
 	out = append(out, saved.Path)
 	for _, v := range saved.Vars {
@@ -94,4 +97,10 @@ func savedPlanArgs(saved *plan.File, args []string) []string {
 		out = append(out, "--only")
 	}
 	return out
+}
+
+// givesFlag reports whether args give the flag, as "--flag VALUE" or
+// "--flag=VALUE".
+func givesFlag(args []string, flag string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
 }

@@ -42,10 +42,16 @@ stage "command" "b" {
 // environment the command runs in).
 func lastRunAgain(t *testing.T, root string, env ...string) ([]string, []string) {
 	t.Helper()
-	runs, err := filepath.Glob(filepath.Join(root, ".cairn", "runs", "2*"))
+	return lastRunAgainIn(t, root, filepath.Join(root, ".cairn"), env...)
+}
+
+// lastRunAgainIn is lastRunAgain of the last run in the cache folder cache.
+func lastRunAgainIn(t *testing.T, root, cache string, env ...string) ([]string, []string) {
+	t.Helper()
+	runs, err := filepath.Glob(filepath.Join(cache, "runs", "2*"))
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)
-	show := runCLI(t, "--chdir", root, "show", filepath.Base(runs[len(runs)-1]), "--json")
+	show := runCLI(t, "--chdir", root, "--cache", cache, "show", filepath.Base(runs[len(runs)-1]), "--json")
 	require.Equal(t, exitOK, show.code, show.stderr)
 	var rep struct {
 		Run struct {
@@ -113,4 +119,21 @@ func TestRerunCommandOfSavedPlanRunsItsConfiguration(t *testing.T) {
 	assert.Contains(t, again.stdout, "0 ran")
 	_, err := os.Stat(filepath.Join(root, "b-large.txt"))
 	assert.True(t, os.IsNotExist(err), "only the target ran: %v", err)
+}
+
+// A saved plan made on a --cache is applied there without one, and its
+// run's command to run it again names that cache: run, it finds every
+// node cached where the plan's apply left them.
+func TestRerunCommandOfSavedPlanNamesItsCache(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"pipeline.hcl": rerunPipeline})
+	r := runCLI(t, "--chdir", root, "--cache", "c", "plan", "--var", "token=T", "--out", "t.plan")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "apply", "t.plan", "--var", "token=T")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	_, args := lastRunAgainIn(t, root, filepath.Join(root, "c"), "CAIRN_VAR_TOKEN=T")
+	assert.Equal(t, []string{"--chdir", root, "apply", "--cache", filepath.Join(root, "c"), ".", "--var", "token=T"}, args)
+	again := runCLI(t, args...)
+	require.Equal(t, exitOK, again.code, again.stderr)
+	assert.Contains(t, again.stdout, "0 ran")
+	assert.NoDirExists(t, filepath.Join(root, ".cairn"))
 }

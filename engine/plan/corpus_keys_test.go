@@ -202,7 +202,7 @@ func TestCorpusSensitiveNeverShown(t *testing.T) {
 	js, err := json.Marshal(p.JSON())
 	require.NoError(t, err)
 	planFile := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, plan.Save(planFile, p, "secret.hcl", vars))
+	require.NoError(t, plan.Save(planFile, p, "secret.hcl", vars, ""))
 	saved, err := os.ReadFile(planFile)
 	require.NoError(t, err)
 

@@ -39,6 +39,10 @@ type File struct {
 	// as the plan read it: apply reads the file again, and refuses one
 	// that changed since.
 	VarFiles map[string]string `json:"var_files,omitempty"`
+	// Cache is the cache folder (absolute) the plan was made on: its
+	// actions are what that cache held, so apply takes it, and refuses
+	// another, rather than find every cached node stale there.
+	Cache string `json:"cache,omitempty"`
 }
 
 // FileEntry is one node of a saved plan, in plan order.
@@ -49,10 +53,13 @@ type FileEntry struct {
 	Key string `json:"key,omitempty"`
 }
 
-// Save writes p to path.
-func Save(path string, p *Plan, pipelinePath string, vars []dsl.VarArg) error {
+// Save writes p, made on the cache folder cacheDir, to path.
+func Save(path string, p *Plan, pipelinePath string, vars []dsl.VarArg, cacheDir string) error {
+	if abs, err := filepath.Abs(cacheDir); err == nil {
+		cacheDir = abs
+	}
 	pf := &File{
-		Format: FileFormat, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root,
+		Format: FileFormat, Pipeline: p.Pipeline, Path: pipelinePath, Root: p.Graph.Root, Cache: cacheDir,
 		Targets: p.Options.Targets, Replace: p.Options.Replace, Only: p.Options.Only, Nodes: []FileEntry{},
 	}
 	pf.Sensitive = SensitiveGiven(vars, p.Graph.Config)
