@@ -61,6 +61,15 @@ func planSets(p *plan.Plan) map[string][]string {
 	return out
 }
 
+// plannedByAddr is p's nodes by address.
+func plannedByAddr(p *plan.Plan) map[string]*plan.PlannedNode {
+	byAddr := map[string]*plan.PlannedNode{}
+	for _, pn := range p.Nodes {
+		byAddr[pn.Node.Addr] = pn
+	}
+	return byAddr
+}
+
 // ranSet is the nodes whose process an apply started.
 func ranSet(r applyRun) []string {
 	var out []string
@@ -170,10 +179,7 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	require.Equal(t, "ok {v:1}\n", w.Read("report.txt"))
 
 	p := w.Plan(plan.Options{}, "want=2")
-	byAddr := map[string]*plan.PlannedNode{}
-	for _, pn := range p.Nodes {
-		byAddr[pn.Node.Addr] = pn
-	}
+	byAddr := plannedByAddr(p)
 	assert.Equal(t, plan.ActCached, byAddr["stage.score"].Action)
 	assert.Equal(t, []string{"postcondition fails: v is 1, not 2"}, byAddr["stage.score"].Reasons)
 	assert.Equal(t, plan.ActSkip, byAddr["stage.use"].Action)
@@ -200,6 +206,72 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	assert.Equal(t, []string{"stage.score", "stage.report"}, planSets(p)[plan.ActCached])
 	r = w.apply(ApplyOptions{}, "want=2")
 	assert.Empty(t, ranSet(r), r.out)
+}
+
+const refusedRestorePipeline = `
+variable "mode" { default = "file" }
+
+stage "command" "s" {
+  run     = ["sh", "-c", var.mode == "file" ? "rm -rf res; echo F > res" : "rm -rf res; mkdir res; echo D > res/a"]
+  outputs = ["res"]
+}
+
+stage "command" "use" {
+  run     = ["sh", "-c", "echo used-${var.mode} > use.txt"]
+  after   = [stage.s]
+  outputs = ["use.txt"]
+}
+
+stage "command" "below" {
+  run     = ["sh", "-c", "echo below-${var.mode} > below.txt"]
+  after   = [stage.use]
+  outputs = ["below.txt"]
+}
+
+stage "command" "report" {
+  on_upstream_failure = "run"
+  run                 = ["sh", "-c", "echo ${var.mode} ${stage.s.status} ${stage.s.class} > report.txt"]
+  outputs             = ["report.txt"]
+}
+`
+
+// A node apply is sure to refuse (here a cached output that something of
+// the user's stands in the way of; an optimizer job's interrupted out
+// folder is another) fails at apply, and its downstream is skipped: plan
+// says so, with apply's reason, and does not list them to run or as
+// cached; the node that runs on upstream failure is planned with it
+// failed, and keyed as apply keys it.
+func TestPlanFollowsARefusedNode(t *testing.T) {
+	w := newWorkspace(t, refusedRestorePipeline)
+	require.Equal(t, 4, w.apply(ApplyOptions{}).res.Ran)
+	require.Equal(t, 4, w.apply(ApplyOptions{}, "mode=dir").res.Ran)
+	w.Write("res/notes.txt", "mine\n")
+
+	p := w.Plan(plan.Options{})
+	byAddr := plannedByAddr(p)
+	require.NotEmpty(t, byAddr["stage.s"].Refusal)
+	assert.Equal(t, plan.ActSkip, byAddr["stage.use"].Action)
+	assert.Equal(t, []string{"upstream stage.s failed"}, byAddr["stage.use"].Reasons)
+	assert.Equal(t, plan.ActSkip, byAddr["stage.below"].Action)
+	assert.Equal(t, []string{"upstream stage.use skipped"}, byAddr["stage.below"].Reasons)
+	rep := byAddr["stage.report"]
+	assert.Equal(t, plan.ActRun, rep.Action)
+	require.NotNil(t, rep.Spec)
+	assert.Contains(t, rep.Spec.Args["run"].Index(cty.NumberIntVal(2)).AsString(), "echo file failed result")
+	var out strings.Builder
+	require.NoError(t, p.Render(&out))
+	assert.Contains(t, out.String(), "- stage.below   skipped: upstream stage.use skipped")
+	assert.Contains(t, out.String(), "Plan: 1 to run, 1 refused, 0 cached, 2 skipped.")
+
+	r := w.apply(ApplyOptions{})
+	f := failureOf(r, "stage.s")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Equal(t, []string{"stage.report"}, ranSet(r), r.out)
+	assert.Equal(t, 2, r.res.Skipped, r.out)
+	assert.Equal(t, "file failed result\n", w.Read("report.txt"))
+	assert.Equal(t, "used-dir\n", w.Read("use.txt"), "skipped: not restored")
+	assert.Equal(t, rep.Key, r.res.nodes[rep.Node.ID].key, "plan keyed it as apply did")
 }
 
 // A postcondition that cannot be evaluated on a cached result (an

@@ -18,7 +18,6 @@ import (
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
 	"github.com/cairn-run/cairn/process"
-	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/storage/wal"
 )
 
@@ -414,11 +413,11 @@ func (a *applier) checkInterrupted(in map[string]interruptedNode) error {
 // NoteRefusals marks, in a plan to be shown, the nodes apply would refuse
 // to start (PlannedNode.Refusal), unless cached or replaced: those of
 // stages declaring on_interrupt = "fail" that an earlier run of the cache
-// at cacheDir left interrupted, and those whose kind finds in the
-// workspace at root that it will refuse (stages.PlanRefuser: an optimizer
-// job's interrupted out folder, whatever the cache). It only reads the
-// journals and the workspace: nothing is reaped.
-func NoteRefusals(p *plan.Plan, cacheDir, root string) error {
+// at cacheDir left interrupted (apply then starts nothing). Those whose
+// kind finds in the workspace that it will refuse (stages.PlanRefuser)
+// the plan marks itself, as it plans the nodes below them. It only reads
+// the journals: nothing is reaped.
+func NoteRefusals(p *plan.Plan, cacheDir string) error {
 	runs, err := runlog.Unfinished(cacheDir)
 	if err != nil {
 		return fmt.Errorf("reading earlier runs: %w", err)
@@ -429,10 +428,6 @@ func NoteRefusals(p *plan.Plan, cacheDir, root string) error {
 		replaced := slices.ContainsFunc(pn.Reasons, func(r string) bool { return strings.HasPrefix(r, "replace requested") })
 		if it, ok := refusedAsInterrupted(pn, in, replaced); ok {
 			pn.Refusal = fmt.Sprintf("%s, and its stage declares on_interrupt = \"fail\": apply refuses to restart it silently (--replace '%s' runs it again from the start)", it.why(), pn.Node.Addr)
-			continue
-		}
-		if r, ok := pn.Node.Kind.(stages.PlanRefuser); ok && pn.Spec != nil && !pn.Skipped && pn.Action != plan.ActCached {
-			pn.Refusal = r.PlanRefusal(pn.Spec, root, replaced)
 		}
 	}
 	return nil

@@ -245,12 +245,18 @@ func TestOptimizerJobJSONDeletedAlone(t *testing.T) {
 	require.NoError(t, err, "%s", planOut)
 	flat := strings.Join(strings.Fields(string(planOut)), " ")
 	assert.Contains(t, flat, "the out folder runs/j holds optimization.json, result.json, selection.json, test.json but no job.json", "plan")
+	// The nodes below the refused job are skipped, as apply skips them:
+	// none is listed to run or as cached.
+	assert.Contains(t, flat, `- stage.seed_test["simgepa/sums/single/sim/0"] skipped: upstream stage.select["simgepa/sums/single/sim/0"] skipped`)
+	assert.Contains(t, flat, "Plan: 0 to run, 1 refused, 0 cached, 7 skipped.")
 
 	out, code = w.job("budget=40", "out=runs/j")
 	assert.Equal(t, 2, code, out)
 	flat = strings.Join(strings.Fields(out), " ")
 	assert.Contains(t, flat, "the out folder runs/j holds optimization.json, result.json, selection.json, test.json but no job.json", "apply")
 	assert.Contains(t, flat, "Restore runs/j/job.json, or delete runs/j to start that folder over")
+	assert.Contains(t, flat, `- stage.seed_test["simgepa/sums/single/sim/0"] skipped: upstream stage.select["simgepa/sums/single/sim/0"] skipped`)
+	assert.Contains(t, flat, "0 ran, 0 cached, 1 failed, 7 skipped")
 	_, err = os.Stat(jobPath)
 	assert.True(t, os.IsNotExist(err), "no job.json is written beside another job's results")
 	after, err := os.ReadFile(filepath.Join(w.dir, "runs/j/result.json"))

@@ -637,6 +637,11 @@ func TestOptimizerKilledDuringOptimize(t *testing.T) {
 		assert.Regexp(t, `! stage\.optimize\["simgepa/sums/single/sim/0"\]\s+refused: the optimization in `+dir+` was interrupted`, string(b))
 		assert.Contains(t, string(b), `--replace 'stage.optimize["simgepa/sums/single/sim/0"]' starts it over`)
 		assert.NotRegexp(t, `\+ stage\.optimize\S*\s+run`, string(b))
+		// What apply skips below the refused node, plan lists as
+		// skipped, with apply's reason.
+		assert.Regexp(t, `- stage\.select\["simgepa/sums/single/sim/0"\]\s+skipped: upstream stage\.optimize\["simgepa/sums/single/sim/0"\] failed`, string(b))
+		assert.Regexp(t, `- stage\.seed_test\["simgepa/sums/single/sim/0"\]\s+skipped: upstream stage\.select\["simgepa/sums/single/sim/0"\] skipped`, string(b))
+		assert.NotRegexp(t, `(?m)^\s*[+?=] stage\.(incumbent_validation|select|seed_test|deployed_test|result)\b`, string(b))
 	}
 
 	other := exec.Command(filepath.Join(bins, "cairn"), "apply", "pipelines/optimizer_grid.hcl", "--cache", filepath.Join(t.TempDir(), "other"), "--no-color",

@@ -604,7 +604,7 @@ func (a *app) printApplyHeader(w io.Writer, summary string, counts plan.Counts, 
 // applyHeader prints apply's first line. The nodes apply will refuse are
 // counted as refused, as plan counts them, not as to run.
 func (a *app) applyHeader(w io.Writer, summary string, p *plan.Plan, cacheDir string, pool *gpu.Pool) {
-	_ = engine.NoteRefusals(p, cacheDir, a.root())
+	_ = engine.NoteRefusals(p, cacheDir)
 	engine.NoteGPURefusals(p, pool)
 	a.printApplyHeader(w, summary, p.Counts(), pool)
 }

@@ -199,7 +199,8 @@ func (a *app) planCmd() *cobra.Command {
   ? may run  its key is known only once an upstream has run: it runs then
              unless that key is cached
   = cached   the node's result is in the cache
-  - skipped  an upstream fails (a cached result failing its postcondition)
+  - skipped  an upstream fails (a cached result failing its postcondition,
+             a node listed as refused) or is skipped
   ! refused  apply would refuse to start it: it was interrupted, and its
              stage declares on_interrupt = "fail", or its kind refuses
              (an optimizer job whose out folder holds an interrupted
@@ -233,7 +234,7 @@ pipeline's name, a key or an action.`,
 					return err
 				}
 			}
-			if err := engine.NoteRefusals(p, cache.Dir, a.root()); err != nil {
+			if err := engine.NoteRefusals(p, cache.Dir); err != nil {
 				fmt.Fprintf(a.stderr, "warning: %s\n", err)
 			}
 			if err := a.noteGPURefusals(l.Config.Executor, p); err != nil {

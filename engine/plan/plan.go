@@ -66,6 +66,11 @@ type PlannedNode struct {
 	// fails is the message of a cached node's failing postcondition:
 	// apply restores it, then fails it.
 	fails string
+	// refusedClass is the failure class apply fails the node with, without
+	// running or restoring it, when it is sure to refuse it (Refusal says
+	// why): its kind refuses it (setup), or something of the user's stands
+	// where its cached output goes (result). "" otherwise.
+	refusedClass string
 	// svcDigest is a service node's output digest as its consumers' keys
 	// hold it (svcOK), once svcDone.
 	svcDigest      string
@@ -406,6 +411,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 		}
 		d := p.planNode(pn, ahead[n.ID], inst, upstream, written, cache, replace[n.ID], debug[n.Addr], force)
 		diags = append(diags, d...)
+		p.noteKindRefusal(pn, replace[n.ID])
 		if p.sensitive && pn.Spec != nil {
 			// A reason may name a path or value made of a sensitive
 			// variable ("input s3cr3t.in does not exist yet").
@@ -657,7 +663,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		pn.Record = rec
 		if why := RestoreInTheWay(g.Root, g.Config.Name, n.Addr, rec, cache).Refusal(g.Root); why != "" {
 			// Something of the user's stands where an output goes.
-			pn.Refusal = why
+			pn.Refusal, pn.refusedClass = why, failclass.Result
 		}
 		if msg := g.postconditionFails(n, rec, inst); msg != "" {
 			pn.fails = process.RedactSecrets(msg, SensitiveStrings(sn.Args))
@@ -712,6 +718,23 @@ func inputChanged(in string, own []string) string {
 	return fmt.Sprintf("input %s changed", in)
 }
 
+// noteKindRefusal marks a node that is to run (or may run) whose kind
+// finds in the workspace that it will refuse to run (stages.PlanRefuser:
+// an optimizer job's interrupted out folder, a job's out folder without
+// its seal). Apply fails it (class setup), and the nodes planned after it
+// see it failed, as apply's do: skipped, unless they run on upstream
+// failure. (One that may run escapes only if its key, known after apply,
+// turns out cached: docs/language.md, "Plan".)
+func (p *Plan) noteKindRefusal(pn *PlannedNode, replaced bool) {
+	r, ok := pn.Node.Kind.(stages.PlanRefuser)
+	if !ok || pn.Spec == nil || pn.Action != ActRun && pn.Action != ActMayRun {
+		return
+	}
+	if why := r.PlanRefusal(pn.Spec, p.Graph.Root, replaced); why != "" {
+		pn.Refusal, pn.refusedClass = why, failclass.Setup
+	}
+}
+
 // unknownUpstream reports whether the output digest of an upstream that
 // keys n is known only after apply.
 func unknownUpstream(g *Graph, n *Node, upstream func(*Node) (string, bool)) bool {
@@ -731,7 +754,7 @@ func (p *Plan) failedUpstream(n *Node) (*Node, Status) {
 	for _, d := range n.Deps {
 		switch u := p.Nodes[d]; {
 		case u.Skipped:
-		case u.fails != "":
+		case u.fails != "" || u.refusedClass != "":
 			return u.Node, Failed
 		case u.Action == ActSkip:
 			return u.Node, Skipped
@@ -744,7 +767,7 @@ func (p *Plan) failedUpstream(n *Node) (*Node, Status) {
 // skipped (apply then skips a node that compares them).
 func (p *Plan) noUpstreamOK(n *Node) bool {
 	for _, d := range n.Deps {
-		if u := p.Nodes[d]; !u.Skipped && u.fails == "" && u.Action != ActSkip {
+		if u := p.Nodes[d]; !u.Skipped && u.fails == "" && u.refusedClass == "" && u.Action != ActSkip {
 			return false
 		}
 	}
@@ -782,16 +805,18 @@ func (p *Plan) upstreamsUnknown(n *Node) bool {
 // instanceUnknown reports whether instance gives u's UnknownInstance.
 func (p *Plan) instanceUnknown(u *Node) bool {
 	pn := p.Nodes[u.ID]
-	return pn == nil || !(pn.Action == ActSkip || pn.Action == ActCached && pn.Record != nil)
+	return pn == nil || !(pn.Action == ActSkip || pn.refusedClass != "" || pn.Action == ActCached && pn.Record != nil)
 }
 
 // instance is the instance object apply will give an upstream: its
 // record's when cached (failed when its postcondition fails), skipped
-// when skipped, unknown when it runs.
+// when skipped, failed when apply refuses it, unknown when it runs.
 func (p *Plan) instance(u *Node) cty.Value {
 	pn := p.Nodes[u.ID]
 	switch {
 	case p.instanceUnknown(u):
+	case pn.refusedClass != "":
+		return InstanceObject(u, nil, Failed, pn.refusedClass, pn.Refusal, pn.Key)
 	case pn.Action == ActSkip:
 		return InstanceObject(u, nil, Skipped, FailUpstream, pn.Reasons[0], "")
 	case pn.Action == ActCached && pn.Record != nil:
@@ -809,6 +834,8 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 	pn := p.Nodes[u.ID]
 	switch {
 	case pn == nil:
+	case pn.refusedClass != "":
+		return FailedOutputDigest(Failed, pn.refusedClass), true
 	case pn.Action == ActSkip:
 		return FailedOutputDigest(Skipped, FailUpstream), true
 	case pn.Action == ActRun || pn.Action == ActNotStarted:
