@@ -173,6 +173,15 @@ func (w *optWorkspace) readJSON(rel string, v any) {
 	require.NoError(w.t, json.Unmarshal(b, v), rel)
 }
 
+// requestCount is how many chat requests the simulated model got.
+func (w *optWorkspace) requestCount() (n int) {
+	w.t.Helper()
+	for _, c := range w.requests() {
+		n += c
+	}
+	return n
+}
+
 // requests counts the chat requests the simulated model got, by the
 // digest of their messages.
 func (w *optWorkspace) requests() map[string]int {
@@ -902,18 +911,12 @@ func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
 	require.NotEqual(t, string(firstResult), written["result.json"], "the two models answered differently")
 
 	w.cache, w.url = first, firstURL
-	total := func() (n int) {
-		for _, c := range w.requests() {
-			n += c
-		}
-		return n
-	}
-	sent := total()
+	sent := w.requestCount()
 	plan := w.command(append([]string{"plan"}, w.applyArgs(nil, "budget=20")[1:]...)...)
 	b, err := plan.CombinedOutput()
 	require.NoError(t, err, "%s", b)
-	assert.Contains(t, string(b), "and not the cached record's (written by another apply or on another cache): the out folder is the truth")
-	assert.Regexp(t, `stage\.seed_test\["simgepa/sums/single/sim/0"\] +run: its out folder holds `+dir+`/test/seed_scores\.jsonl, and not the cached record's`, string(b))
+	assert.Contains(t, string(b), "and not the cached record's (written by another apply or on another cache, or edited): the out folder is the truth, and the node takes it as it is")
+	assert.Regexp(t, `stage\.seed_test\["simgepa/sums/single/sim/0"\] +run: its out folder holds `+dir+`/test/seed_scores\.jsonl, and not the cached record's .*: it is not needed \(needed = false\), so it evaluates nothing and leaves the file as it is`, string(b))
 	out, code = w.job("budget=20")
 	require.Equal(t, 0, code, out)
 	for _, f := range files {
@@ -921,7 +924,39 @@ func TestOutFolderIsNotReplacedByAnotherCachesRecord(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, written[f], string(b), "%s is the out folder's, not the first cache's", f)
 	}
-	assert.Equal(t, sent, total(), "nothing was evaluated again")
+	assert.Equal(t, sent, w.requestCount(), "nothing was evaluated again")
+}
+
+// A validation's scores file edited by hand in a job's out folder before
+// its selection is not the job's figures: plan says the evaluation runs
+// again and writes the file anew, and apply does, from the item store
+// (no request), the edits gone.
+func TestEditedScoresFileIsEvaluatedAgain(t *testing.T) {
+	w := newOptWorkspace(t)
+	const scores = "runs/sv2/validation/seed_scores.jsonl"
+	flags := []string{"target=stage.optimize", "target=stage.seed_validation"}
+	out, code := w.phase(flags, "budget=20", "out=runs/sv2")
+	require.Equal(t, 0, code, out)
+	path := filepath.Join(w.dir, scores)
+	written, err := os.ReadFile(path)
+	require.NoError(t, err)
+	edited := strings.ReplaceAll(string(written), `"score":0`, `"score":1`)
+	require.NotEqual(t, string(written), edited, "some item scored 0")
+	require.NoError(t, os.WriteFile(path, []byte(edited), 0o644))
+	sent := w.requestCount()
+
+	plan := w.command(append([]string{"plan"}, w.applyArgs(flags, "budget=20", "out=runs/sv2")[1:]...)...)
+	b, err := plan.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	assert.Regexp(t, `\+ stage\.seed_validation\["simgepa/sums/single/sim/0"\] +run: its out folder holds `+scores+`, and not the cached record's .*: it evaluates its items again \(those in the item store are taken from it\) and writes the file anew`, string(b))
+	assert.NotContains(t, string(b), "takes it as it is")
+
+	out, code = w.phase(flags, "budget=20", "out=runs/sv2")
+	require.Equal(t, 0, code, out)
+	again, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(written), string(again), "the hand-edited scores are not kept")
+	assert.Equal(t, sent, w.requestCount(), "every item came from the item store")
 }
 
 // A finished job's result.json is kept by the next apply only when it is

@@ -656,7 +656,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	}
 	if ok {
 		if held, differs := OutFolderDiffers(g.Root, n, rec, cache.Stat); differs {
-			pn.Reasons = []string{fmt.Sprintf("its out folder holds %s, and not the cached record's (written by another apply or on another cache): the out folder is the truth, and the node takes it as it is", held)}
+			pn.Reasons = []string{outFolderReason(n, sn, held)}
 			return diags
 		}
 		pn.Action = ActCached
@@ -1298,6 +1298,27 @@ func NotNeededStale(n *Node, sn *stages.Node, rec *store.Record) (why string, kn
 		return "its cached result was recorded when it was not needed (nothing was done then): it runs now that it is needed", true
 	}
 	return "", true
+}
+
+// outFolderReason is why n, whose out folder holds the file held other
+// than its cached record's (OutFolderDiffers), runs, and what it does
+// with the file, as apply will. A job's artifact is the job's: its node
+// takes it as it is, or refuses it. An evaluation's scores file is not
+// taken as it is: the evaluation that is needed evaluates its items again
+// and writes it anew (the figures made from it never come from a file
+// edited by hand); one whose phase is done evaluates nothing and leaves
+// it beside the artifacts made from it.
+func outFolderReason(n *Node, sn *stages.Node, held string) string {
+	why := fmt.Sprintf("its out folder holds %s, and not the cached record's (written by another apply or on another cache, or edited)", held)
+	if _, keeps := n.Kind.(stages.OutFolderKeeper); keeps {
+		return why + ": the out folder is the truth, and the node takes it as it is"
+	}
+	if d, ok := n.Kind.(stages.NeedDeclarer); ok {
+		if needed, known := d.Needed(sn); known && !needed {
+			return why + ": it is not needed (needed = false), so it evaluates nothing and leaves the file as it is"
+		}
+	}
+	return why + ": it evaluates its items again (those in the item store are taken from it) and writes the file anew"
 }
 
 // OutFolderDiffers reports the first output of rec, a cached record of
