@@ -250,9 +250,14 @@ stage "command" "writer" {
   run     = ["sh", "-c", "mkdir -p data && echo x > data/x.txt"]
   outputs = ["data/x.txt"]
 }
+stage "command" "below" {
+  run   = ["true"]
+  after = [stage.reader]
+}
 `)
 	r := w.apply(ApplyOptions{})
 	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Equal(t, 1, r.res.Skipped, r.out)
 	assert.Contains(t, r.out, "input data/x.txt is written by stage.writer (outputs, as data/x.txt), and nothing makes this node wait for it")
 	assert.Contains(t, r.out, "Add after = [stage.writer] to stage.reader")
 
@@ -260,6 +265,8 @@ stage "command" "writer" {
 	// will do: fail the reader before it starts.
 	text := w.PlanText(plan.Options{})
 	assert.Contains(t, text, "stage.reader  run: fails before it starts (class setup): input data/x.txt is written by stage.writer")
+	// and what apply does after it: skip the nodes that need it.
+	assert.Contains(t, text, "stage.below   skipped: upstream stage.reader failed")
 
 	// With the dependency written, it runs.
 	w.Write("pipeline.hcl", strings.Replace(w.Read("pipeline.hcl"), `inputs = [stage.name.result.file]`, "inputs = [stage.name.result.file]\n  after  = [stage.writer]", 1))

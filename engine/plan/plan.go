@@ -67,9 +67,10 @@ type PlannedNode struct {
 	// apply restores it, then fails it.
 	fails string
 	// refusedClass is the failure class apply fails the node with, without
-	// running or restoring it, when it is sure to refuse it (Refusal says
-	// why): its kind refuses it (setup), or something of the user's stands
-	// where its cached output goes (result). "" otherwise.
+	// running or restoring it, when it is sure to (Refusal, else Reasons,
+	// says why): its kind refuses it, or it fails the check before it
+	// starts (setup), or something of the user's stands where its cached
+	// output goes (result). "" otherwise.
 	refusedClass string
 	// svcDigest is a service node's output digest as its consumers' keys
 	// hold it (svcOK), once svcDone.
@@ -573,8 +574,10 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	}
 	pn.Spec = sn
 	if msg := g.LateCheck(n, sn); msg != "" {
-		// Apply fails it before it starts (prepare): said now.
+		// Apply fails it before it starts (prepare): said now, and the
+		// nodes planned after it see it failed, as apply's do.
 		pn.Reasons = []string{"fails before it starts (class setup): " + msg}
+		pn.refusedClass = failclass.Setup
 		return diags
 	}
 	// While an upstream's output is unknown the key is too (envelopeFrom
@@ -718,6 +721,15 @@ func inputChanged(in string, own []string) string {
 	return fmt.Sprintf("input %s changed", in)
 }
 
+// refusedWhy is why apply is sure to fail pn without running it (its
+// refusedClass): its refusal, or the reason plan gives.
+func (pn *PlannedNode) refusedWhy() string {
+	if pn.Refusal != "" || len(pn.Reasons) == 0 {
+		return pn.Refusal
+	}
+	return pn.Reasons[0]
+}
+
 // noteKindRefusal marks a node that is to run (or may run) whose kind
 // finds in the workspace that it will refuse to run (stages.PlanRefuser:
 // an optimizer job's interrupted out folder, a job's out folder without
@@ -816,7 +828,7 @@ func (p *Plan) instance(u *Node) cty.Value {
 	switch {
 	case p.instanceUnknown(u):
 	case pn.refusedClass != "":
-		return InstanceObject(u, nil, Failed, pn.refusedClass, pn.Refusal, pn.Key)
+		return InstanceObject(u, nil, Failed, pn.refusedClass, pn.refusedWhy(), pn.Key)
 	case pn.Action == ActSkip:
 		return InstanceObject(u, nil, Skipped, FailUpstream, pn.Reasons[0], "")
 	case pn.Action == ActCached && pn.Record != nil:
