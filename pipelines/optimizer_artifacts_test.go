@@ -339,3 +339,24 @@ func TestDamagedResultOnAFreshCacheIsMadeAgainAsAdvised(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(good), string(got), "the result made again is the job's")
 }
+
+// A charged-rollout record whose last line has no newline (a record cut
+// short, or one added by hand) is counted: on a fresh cache a finished
+// job whose record holds one rollout more than its optimization.json
+// charged is refused (exit 2), not taken with the line left out.
+func TestOptimizerUnterminatedRolloutLineIsCounted(t *testing.T) {
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	out, code := w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	ledger, err := os.OpenFile(filepath.Join(w.dir, dir, "optimization/rollouts.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = ledger.WriteString(`{"n":21,"bundle":"x","ite`)
+	require.NoError(t, err)
+	require.NoError(t, ledger.Close())
+
+	w.cache = filepath.Join(t.TempDir(), "fresh")
+	out, code = w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, dir+"/optimization.json: charged_rollouts is 20, optimization/rollouts.jsonl records 21; nothing was run")
+}

@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -872,13 +873,20 @@ func (e *rolloutEval) Rollouts(ctx context.Context, bundle string, ids []string)
 	return out, nil
 }
 
-// lineCount is the number of lines of a file (0 when it cannot be read).
+// lineCount is the number of lines of a file (0 when it cannot be read),
+// a last line without its newline counted too: in a charged-rollout
+// record it is a rollout charged (a record cut short, or one added by
+// hand), never one to leave out of the count.
 func lineCount(path string) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
-	return strings.Count(string(b), "\n")
+	n := bytes.Count(b, []byte("\n"))
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // setAsideOptimization moves an earlier optimization of the job (its
