@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -359,4 +360,39 @@ func TestOptimizerUnterminatedRolloutLineIsCounted(t *testing.T) {
 	out, code = w.job("budget=20")
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, dir+"/optimization.json: charged_rollouts is 20, optimization/rollouts.jsonl records 21; nothing was run")
+}
+
+// An incumbent edited by hand after its optimization.json was written:
+// plan shows the optimize node refused, with the reason apply gives, and
+// apply refuses it (exit 2), running nothing. The two make one check.
+func TestOptimizerEditedIncumbentIsRefusedInPlanAsInApply(t *testing.T) {
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	vars := []string{"budget=60", `method_args=["--batch","10","--warmup","10"]`}
+	out, code := w.job(vars...)
+	require.Equal(t, 0, code, out)
+	var opt map[string]any
+	w.readJSON(dir+"/optimization.json", &opt)
+	require.Equal(t, true, opt["proposed"], "the method proposed an incumbent")
+	system := filepath.Join(w.dir, dir, "optimization/incumbent/system.txt")
+	f, err := os.OpenFile(system, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("extra\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	why := dir + "/optimization.json: incumbent_digest is " + opt["incumbent_digest"].(string) + ", the incumbent folder's content is sha256:"
+	replace := `start the optimization over with --replace 'stage.optimize["simgepa/sums/single/sim/0"]'`
+
+	args := w.applyArgs(nil, vars...)
+	args[0] = "plan"
+	b, _ := w.command(args...).CombinedOutput()
+	plan := string(b)
+	assert.Regexp(t, `! stage\.optimize\["simgepa/sums/single/sim/0"\] +refused: `+regexp.QuoteMeta(why), plan)
+	assert.Contains(t, plan, replace)
+	assert.NotContains(t, plan, "the node takes it as it is")
+
+	out, code = w.job(vars...)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, why)
+	assert.Contains(t, out, replace)
 }

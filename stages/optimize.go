@@ -343,18 +343,26 @@ func interruptedOptimization(root, out string) string {
 	return msg
 }
 
-// PlanRefusal implements PlanRefuser: an out folder whose optimization
-// was interrupted (its started marker left) is refused unless replaced,
-// as Run refuses it.
+// PlanRefusal implements PlanRefuser: unless replaced, an out folder
+// whose optimization was interrupted (its started marker left) is
+// refused, and so is one whose optimization.json is not the record of the
+// folder's optimization (savedRefusal), as Run refuses them.
 func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
 	s, diags := decodedOnce(n, decodeOptimize)
-	if diags.HasErrors() || replaced {
+	if diags.HasErrors() || replaced || s.out == "" {
 		return ""
 	}
-	if _, err := os.Stat(filepath.Join(root, s.out, "optimization", startedMarker)); err != nil {
-		return ""
+	if _, err := os.Stat(filepath.Join(root, s.out)); err != nil {
+		return "" // a fresh out folder (a grid's plan asks each job's)
 	}
-	return fmt.Sprintf("%s (--replace '%s' starts it over in this folder, or give the job a fresh out folder)", interruptedOptimization(root, s.out), n.Address)
+	if _, err := os.Stat(filepath.Join(root, s.out, "optimization", startedMarker)); err == nil {
+		return fmt.Sprintf("%s (--replace '%s' starts it over in this folder, or give the job a fresh out folder)", interruptedOptimization(root, s.out), n.Address)
+	}
+	if _, err := os.Stat(filepath.Join(root, s.out, "optimization.json")); err == nil {
+		_, why := savedRefusal(root, s, n.Address)
+		return why
+	}
+	return ""
 }
 
 // KeepsTimeout implements TimeoutKeeper: each process is killed at the
@@ -950,18 +958,34 @@ const SetAsideFile = "set_aside.json"
 
 // savedOptimization is the result of a finished optimization read from the
 // out folder: its optimization.json, checked against the incumbent bundle
-// and the charged-rollout record beside it. Nothing is run.
+// and the charged-rollout record beside it (savedRefusal). Nothing is run.
 func savedOptimization(root string, s optSpec, n *Node, rt Runtime) (*Outcome, error) {
+	opt, why := savedRefusal(root, s, n.Address)
+	if why != "" {
+		return &Outcome{Class: failclass.Setup, Refused: true, Message: why}, nil
+	}
 	rel := filepath.Join(s.out, "optimization.json")
-	refuse := func(format string, args ...any) (*Outcome, error) {
-		return &Outcome{Class: failclass.Setup, Refused: true, Message: fmt.Sprintf("%s: ", rel) + fmt.Sprintf(format, args...) +
-			"; nothing was run. It is not the record of this folder's optimization: restore it, or start the optimization over with --replace"}, nil
+	note(rt, n.Address, "finished earlier: %s is kept (%d of %d rollouts charged); the method is not run again", rel, opt.Charged, opt.Budget)
+	compact, _ := json.Marshal(opt)
+	return &Outcome{Result: compact, Files: []string{rel, filepath.Join(s.out, "optimization")}}, nil
+}
+
+// savedRefusal reads the out folder's optimization.json and says why it
+// is not the record of the folder's optimization (its budget, its charged
+// rollouts against the record's lines, its incumbent's digest against the
+// folder's incumbent), or "": the one check plan shows and apply makes, so
+// that a plan never calls a folder taken that apply refuses. addr is the
+// optimize node's address, for the --replace that starts it over.
+func savedRefusal(root string, s optSpec, addr string) (opt Optimization, why string) {
+	rel := filepath.Join(s.out, "optimization.json")
+	refuse := func(format string, args ...any) (Optimization, string) {
+		return opt, fmt.Sprintf("%s: ", rel) + fmt.Sprintf(format, args...) +
+			fmt.Sprintf("; nothing was run. It is not the record of this folder's optimization: restore it, or start the optimization over with --replace '%s'", addr)
 	}
 	b, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
 		return refuse("%s", err)
 	}
-	var opt Optimization
 	if err := json.Unmarshal(b, &opt); err != nil || opt.Format != OptimizationFormat {
 		return refuse("it is not an optimization.json of format %s", OptimizationFormat)
 	}
@@ -980,7 +1004,5 @@ func savedOptimization(root string, s optSpec, n *Node, rt Runtime) (*Outcome, e
 			return refuse("incumbent_digest is %s, the incumbent folder's content is %s", *opt.IncumbentDigest, d)
 		}
 	}
-	note(rt, n.Address, "finished earlier: %s is kept (%d of %d rollouts charged); the method is not run again", rel, opt.Charged, opt.Budget)
-	compact, _ := json.Marshal(opt)
-	return &Outcome{Result: compact, Files: []string{rel, filepath.Join(s.out, "optimization")}}, nil
+	return opt, ""
 }
