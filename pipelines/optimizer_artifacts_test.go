@@ -66,21 +66,14 @@ func TestOptimizerFinishedJobUnderAnotherCache(t *testing.T) {
 		files[f] = string(b)
 	}
 	before := len(w.requests())
-	requests := func() int {
-		n := 0
-		for _, c := range w.requests() {
-			n += c
-		}
-		return n
-	}
-	total := requests()
+	total := w.requestCount()
 
 	w.cache = filepath.Join(t.TempDir(), "fresh")
 	out, code = w.job("budget=40")
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, []string{line}, summaryRe.FindAllString(out, -1), out)
 	assert.Contains(t, out, "the method is not run again")
-	assert.Equal(t, total, requests(), "no request reached the model: %d distinct before", before)
+	assert.Equal(t, total, w.requestCount(), "no request reached the model: %d distinct before", before)
 	for f, b := range files {
 		got, err := os.ReadFile(filepath.Join(w.dir, dir, f))
 		require.NoError(t, err)
@@ -395,4 +388,52 @@ func TestOptimizerEditedIncumbentIsRefusedInPlanAsInApply(t *testing.T) {
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, why)
 	assert.Contains(t, out, replace)
+}
+
+// A finished job whose optimization.json was deleted: on a fresh cache
+// the optimization is not run again over what it left (exit 2, no
+// request sent, its folder and the later artifacts as they were), and the
+// refusal names what is there and the --replace that starts it over,
+// which sets the earlier optimization aside with its charged-rollout
+// record and names it in job.json.
+func TestOptimizerDeletedOptimizationJSONIsRefused(t *testing.T) {
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	const addr = `stage.optimize["simgepa/sums/single/sim/0"]`
+	out, code := w.job("budget=20")
+	require.Equal(t, 0, code, out)
+	opt := filepath.Join(w.dir, dir, "optimization")
+	require.NoError(t, os.WriteFile(filepath.Join(opt, "MARK"), []byte("mark\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(w.dir, dir, "optimization.json")))
+	ledger, err := os.ReadFile(filepath.Join(opt, "rollouts.jsonl"))
+	require.NoError(t, err)
+	before := w.requestCount()
+
+	w.cache = filepath.Join(t.TempDir(), "fresh")
+	out, code = w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "the out folder "+dir+" holds optimization/ (20 charged rollouts recorded in its rollouts.jsonl), selection.json, test.json, result.json but no optimization.json")
+	assert.Contains(t, out, "is never restarted silently; nothing was run")
+	assert.Contains(t, out, "--var topology=single --replace '"+addr+"'")
+	assert.Equal(t, before, w.requestCount(), "no request reached the model")
+	assert.FileExists(t, filepath.Join(opt, "MARK"))
+	got, err := os.ReadFile(filepath.Join(opt, "rollouts.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, string(ledger), string(got))
+
+	w.phase([]string{"replace=" + addr}, "budget=20")
+	assert.FileExists(t, filepath.Join(w.dir, dir, "optimization.json"), "started over")
+	assert.FileExists(t, filepath.Join(w.dir, dir, "optimization.attempt-1/MARK"))
+	var job struct {
+		EarlierAttempts []struct {
+			Folder      string `json:"folder"`
+			Interrupted bool   `json:"interrupted"`
+			Charged     int    `json:"charged_rollouts"`
+		} `json:"earlier_attempts"`
+	}
+	w.readJSON(dir+"/job.json", &job)
+	require.Len(t, job.EarlierAttempts, 1)
+	assert.Equal(t, dir+"/optimization.attempt-1", job.EarlierAttempts[0].Folder)
+	assert.Equal(t, 20, job.EarlierAttempts[0].Charged)
+	assert.False(t, job.EarlierAttempts[0].Interrupted)
 }

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
+	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -346,7 +346,9 @@ func interruptedOptimization(root, out string) string {
 // PlanRefusal implements PlanRefuser: unless replaced, an out folder
 // whose optimization was interrupted (its started marker left) is
 // refused, and so is one whose optimization.json is not the record of the
-// folder's optimization (savedRefusal), as Run refuses them.
+// folder's optimization (savedRefusal), or one that holds what an
+// optimization left but no optimization.json (unrecordedRefusal), as Run
+// refuses them.
 func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
 	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() || replaced || s.out == "" {
@@ -362,7 +364,7 @@ func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
 		_, why := savedRefusal(root, s, n.Address)
 		return why
 	}
-	return ""
+	return unrecordedRefusal(root, s.out, fmt.Sprintf("--replace '%s'", n.Address))
 }
 
 // KeepsTimeout implements TimeoutKeeper: each process is killed at the
@@ -493,9 +495,10 @@ func optFailure(class, format string, args ...any) (*Outcome, error) {
 // outFolder decides from the out folder whether to run at all (done false
 // when the optimization is to start): the out folder says what was done,
 // whatever the cache holds: an interrupted optimization (its started
-// marker left) is never restarted silently, and a finished one
-// (optimization.json) is not run again; --replace sets either aside and
-// starts over.
+// marker left) is never restarted silently, a finished one
+// (optimization.json) is not run again, and neither is one whose
+// optimization.json is gone but whose files are there
+// (unrecordedRefusal); --replace sets any of them aside and starts over.
 func (o *optRun) outFolder() (_ *Outcome, _ error, done bool) {
 	if out := holdOut(o.rt, o.n, o.s.out); out != nil {
 		return out, nil, true
@@ -517,8 +520,59 @@ func (o *optRun) outFolder() (_ *Outcome, _ error, done bool) {
 	case finished == nil:
 		out, err := savedOptimization(o.root, o.s, o.n, o.rt)
 		return out, err, true
+	case replace && holdsFiles(o.optDir):
+		if err := setAsideOptimization(o.root, o.s.out, false); err != nil {
+			out, err := optFailure(failclass.Infra, "cannot set the earlier optimization aside: %s", err)
+			return out, err, true
+		}
+	case !replace:
+		if why := unrecordedRefusal(o.root, o.s.out, o.again); why != "" {
+			return &Outcome{Class: failclass.Setup, Refused: true, Message: why}, nil, true
+		}
 	}
 	return nil, nil, false
+}
+
+// unrecordedRefusal says why an optimization is not to start in the out
+// folder out (workspace-relative), which holds no optimization.json and
+// no started marker, but what an optimization left (a file under
+// optimization/: its charged-rollout record) or what the job's later
+// nodes made from one (selection.json, test.json, result.json): its
+// record is gone (deleted by hand), and starting over would wipe that
+// record and leave the later files beside another optimization. It
+// returns "" when the folder holds none of them; again is the command
+// that starts the optimization over, setting what it left aside.
+func unrecordedRefusal(root, out, again string) string {
+	dir := filepath.Join(root, out)
+	var found []string
+	if holdsFiles(filepath.Join(dir, "optimization")) {
+		found = append(found, fmt.Sprintf("optimization/ (%d charged rollouts recorded in its rollouts.jsonl)",
+			lineCount(filepath.Join(dir, "optimization", "rollouts.jsonl"))))
+	}
+	for _, f := range laterArtifacts {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil && f != "optimization.json" {
+			found = append(found, f)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the out folder %s holds %s but no optimization.json: the optimization they come from is not recorded, and is never restarted silently; nothing was run. Restore %s, or start the optimization over in this folder, setting what it left aside (named in job.json): %s. Or give the job a fresh out folder",
+		out, strings.Join(found, ", "), filepath.Join(out, "optimization.json"), again)
+}
+
+// holdsFiles reports whether the folder dir holds a file, at any depth
+// (an empty folder, as a start cut short before its marker leaves, holds
+// nothing to keep).
+func holdsFiles(dir string) bool {
+	found := errors.New("found")
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			return found
+		}
+		return nil
+	})
+	return err == found
 }
 
 // inputs reads what the rollouts need, or returns the outcome of a node

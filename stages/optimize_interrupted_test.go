@@ -72,3 +72,21 @@ func TestSetAsideOptimizationIsAllOrNothing(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(root, "runs/j/optimization.attempt-1", SetAsideFile))
 	})
 }
+
+// An out folder without optimization.json is refused only when it holds
+// what an optimization left or what a job made from one: a fresh folder,
+// or one whose start was cut short before its marker (empty folders
+// only), starts the optimization.
+func TestUnrecordedRefusalOnlyForFilesLeft(t *testing.T) {
+	root := t.TempDir()
+	assert.Empty(t, unrecordedRefusal(root, "runs/j", "AGAIN"), "no folder")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "runs/j/optimization/incumbent"), 0o755))
+	assert.Empty(t, unrecordedRefusal(root, "runs/j", "AGAIN"), "empty folders")
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, "runs/j/selection.json"), []byte(`{}`), 0o644))
+	assert.Contains(t, unrecordedRefusal(root, "runs/j", "AGAIN"), "the out folder runs/j holds selection.json but no optimization.json")
+	require.NoError(t, os.WriteFile(filepath.Join(root, "runs/j/optimization/rollouts.jsonl"), []byte("{}\n{}"), 0o644))
+	msg := unrecordedRefusal(root, "runs/j", "AGAIN")
+	assert.Contains(t, msg, "holds optimization/ (2 charged rollouts recorded in its rollouts.jsonl), selection.json but no optimization.json")
+	assert.Contains(t, msg, "setting what it left aside (named in job.json): AGAIN.")
+}
