@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -436,4 +437,44 @@ func TestOptimizerDeletedOptimizationJSONIsRefused(t *testing.T) {
 	assert.Equal(t, dir+"/optimization.attempt-1", job.EarlierAttempts[0].Folder)
 	assert.Equal(t, 20, job.EarlierAttempts[0].Charged)
 	assert.False(t, job.EarlierAttempts[0].Interrupted)
+}
+
+// An out folder an apply is writing now (its lock held, its
+// optimization's started marker there) holds a running optimization, not
+// an interrupted one: plan does not show it refused, and another apply
+// into it stops (exit 2) naming the apply that holds it, its header not
+// counting it refused. Once the folder is free, the marker left is an
+// interrupted optimization, and plan shows it refused.
+func TestOptimizerFolderBeingWrittenIsNotCalledInterrupted(t *testing.T) {
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		t.Skip("no /proc/locks: a held folder cannot be told from a free one")
+	}
+	w := newOptWorkspace(t)
+	const dir = "runs/simgepa/sums/single/sim/0"
+	require.NoError(t, os.MkdirAll(filepath.Join(w.dir, dir, "optimization"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(w.dir, dir, "optimization/started.json"), []byte(`{"started":"2026-01-01T00:00:00Z"}`+"\n"), 0o644))
+	lock := flock.New(filepath.Join(w.dir, dir, ".cairn-out.lock"))
+	ok, err := lock.TryLock()
+	require.NoError(t, err)
+	require.True(t, ok)
+	owner := fmt.Sprintf(`{"pid":%d,"host":"h","job":"simgepa/sums/single/sim/0","started":"2026-01-01T00:00:00Z"}`, os.Getpid())
+	require.NoError(t, os.WriteFile(lock.Path(), []byte(owner+"\n"), 0o644))
+	plan := func() string {
+		args := w.applyArgs(nil, "budget=20")
+		args[0] = "plan"
+		b, _ := w.command(args...).CombinedOutput()
+		return string(b)
+	}
+
+	out := plan()
+	assert.NotContains(t, out, "refused", out)
+	assert.NotContains(t, out, "was interrupted", out)
+	out, code := w.job("budget=20")
+	assert.Equal(t, 2, code, out)
+	header, _, _ := strings.Cut(out, "\n")
+	assert.NotContains(t, header, "refused")
+	assert.Contains(t, out, fmt.Sprintf("the out folder %s is being written by the apply of job simgepa/sums/single/sim/0 (pid %d on h", dir, os.Getpid()))
+
+	require.NoError(t, lock.Unlock())
+	assert.Regexp(t, `! stage\.optimize\["simgepa/sums/single/sim/0"\] +refused: the optimization in `+dir+` was interrupted`, plan())
 }

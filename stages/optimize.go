@@ -344,11 +344,11 @@ func interruptedOptimization(root, out string) string {
 }
 
 // PlanRefusal implements PlanRefuser: unless replaced, an out folder
-// whose optimization was interrupted (its started marker left) is
-// refused, and so is one whose optimization.json is not the record of the
-// folder's optimization (savedRefusal), or one that holds what an
-// optimization left but no optimization.json (unrecordedRefusal), as Run
-// refuses them.
+// whose optimization was interrupted (its started marker left, and no
+// apply writing the folder now) is refused, and so is one whose
+// optimization.json is not the record of the folder's optimization
+// (savedRefusal), or one that holds what an optimization left but no
+// optimization.json (unrecordedRefusal), as Run refuses them.
 func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
 	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() || replaced || s.out == "" {
@@ -358,6 +358,14 @@ func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
 		return "" // a fresh out folder (a grid's plan asks each job's)
 	}
 	if _, err := os.Stat(filepath.Join(root, s.out, "optimization", startedMarker)); err == nil {
+		if outFolderHeld(root, s.out) {
+			// Another apply is writing the folder: its marker is an
+			// optimization running, not one interrupted. Apply waits
+			// for it on the same cache (the node's key lock) and takes
+			// it cached, or refuses the held folder (holdOut), naming
+			// that apply.
+			return ""
+		}
 		return fmt.Sprintf("%s (--replace '%s' starts it over in this folder, or give the job a fresh out folder)", interruptedOptimization(root, s.out), n.Address)
 	}
 	if _, err := os.Stat(filepath.Join(root, s.out, "optimization.json")); err == nil {

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
 )
@@ -95,6 +99,53 @@ func outOwnerOf(dir, path string) string {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return "another process"
+}
+
+// outFolderHeld reports whether a live process holds the lock of the out
+// folder out (workspace-relative): an apply is writing it now. It looks,
+// in /proc/locks, for a flock on the lock file, and takes no lock: taking
+// it even for a moment could make that apply, or one starting, find the
+// folder held and refuse. A lock is the file's when its device and inode
+// are the file's, or its inode is and it is held by the pid the file
+// names (on an overlay or btrfs, stat's device is not the one
+// /proc/locks shows). It is false where there is no /proc/locks (macOS):
+// the folder is then taken as not held.
+func outFolderHeld(root, out string) bool {
+	path := filepath.Join(root, out, OutLockFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	var o outOwner
+	if ob, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(ob, &o)
+	}
+	dev := fmt.Sprintf("%02x:%02x", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
+	ino := fmt.Sprint(st.Ino)
+	for line := range strings.Lines(string(b)) {
+		// "1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF"; a process
+		// waiting for the lock has a line "1: -> FLOCK ..." (not held).
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" {
+			continue
+		}
+		at := strings.LastIndex(f[5], ":")
+		if at < 0 || f[5][at+1:] != ino {
+			continue
+		}
+		if f[5][:at] == dev || o.PID > 0 && f[4] == strconv.Itoa(o.PID) {
+			return true
+		}
+	}
+	return false
 }
 
 // holdOut takes the out folder's lock for a node (holdOutFolder), as an

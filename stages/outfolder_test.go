@@ -10,6 +10,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // While one node waits for the apply that holds its out folder to say who
@@ -64,4 +65,31 @@ func releaseOutFolder(dir string) {
 		fl.Unlock()
 		delete(heldOut.m, dir)
 	}
+}
+
+// An optimization whose out folder an apply is writing now is running, not
+// interrupted: plan does not call it refused while the folder's lock is
+// held, and does once it is free and the started marker is left.
+func TestPlanRefusalOfARunningOptimization(t *testing.T) {
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		t.Skip("no /proc/locks: a held folder cannot be told from a free one")
+	}
+	root := t.TempDir()
+	n := seedOptimizeNode()
+	n.Args["out"] = cty.StringVal("runs/j")
+	out := filepath.Join(root, "runs", "j")
+	require.NoError(t, os.MkdirAll(filepath.Join(out, "optimization"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "optimization", startedMarker), []byte(`{}`), 0o644))
+	assert.False(t, outFolderHeld(root, "runs/j"), "no lock file")
+
+	other := flock.New(filepath.Join(out, OutLockFile))
+	ok, err := other.TryLock()
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.True(t, outFolderHeld(root, "runs/j"))
+	assert.Empty(t, Optimize{}.PlanRefusal(n, root, false), "running, not interrupted")
+
+	require.NoError(t, other.Unlock())
+	assert.False(t, outFolderHeld(root, "runs/j"))
+	assert.Contains(t, Optimize{}.PlanRefusal(n, root, false), "the optimization in runs/j was interrupted")
 }
