@@ -56,11 +56,11 @@ type freshMarks struct {
 	outs []*outputMarks
 	at   time.Time // when the files were marked
 	// held is the record whose outputs this node's address was last
-	// given (committed, or taken from the cache; nil: none), and key the
-	// attempt's: held is another configuration's where its key is not
-	// key. Read only where a written folder holds a file this attempt did
-	// not write.
-	held func() *store.Record
+	// given (committed, or taken from the cache; nil: none, or gone), with
+	// its key ("" when none), and key the attempt's: held is another
+	// configuration's where its key is not key. Read only where a written
+	// folder holds a file this attempt did not write.
+	held func() (*store.Record, string)
 	key  string
 	// stat digests the files left in a folder, to compare them with what
 	// held holds (set with held).
@@ -257,12 +257,21 @@ func (m *freshMarks) gained(om *outputMarks) bool {
 // configuration's. kept are the rest (the user's own, an interrupted
 // attempt's, one by the name of an output with other content): no
 // configuration's output, kept for a command that skips what it finds.
+//
+// Where the workspace held another configuration whose record is gone
+// (cairn gc collected it, or it was evicted), which files it wrote cannot
+// be told: every file left is stale, and rec is a record of that key with
+// no outputs. Keeping them would store, and restore, what may be that
+// configuration's output as this one's.
 func (m *freshMarks) leftFiles(left []string) (stale, kept []string, rec *store.Record) {
 	if len(left) == 0 {
 		return nil, nil, nil
 	}
 	if m.held != nil && m.stat != nil {
-		rec = m.held()
+		var key string
+		if rec, key = m.held(); rec == nil && key != "" && key != m.key {
+			return slices.Clone(left), nil, &store.Record{Key: key}
+		}
 	}
 	for _, rel := range left {
 		p := filepath.ToSlash(rel)
@@ -283,6 +292,8 @@ func (m *freshMarks) leftFiles(left []string) (stale, kept []string, rec *store.
 
 // otherConfiguration is the message naming the files of a written folder
 // (om) that another configuration's record (rec) holds: stale (leftFiles).
+// A record with no outputs is one whose record is gone (leftFiles): the
+// message says that whose the files are cannot be told.
 func otherConfiguration(om *outputMarks, stale []string, rec *store.Record) string {
 	run := ""
 	if rec.RunID != "" {
@@ -291,6 +302,10 @@ func otherConfiguration(om *outputMarks, stale []string, rec *store.Record) stri
 	it, is := "it", "it is"
 	if len(stale) > 1 {
 		it, is = "them", "they are"
+	}
+	if rec.Outputs == nil {
+		return fmt.Sprintf("%s holds %s, which this run did not write: the workspace held another configuration of this node, whose record is gone from the cache (cairn gc collected it, or it was evicted), so whether %s that configuration's output cannot be told; remove %s (or have the command empty %s before it writes there), then apply again",
+			om.decl, fewPaths(stale), is, it, om.decl)
 	}
 	return fmt.Sprintf("%s holds %s, which this run did not write: an earlier run of this node with another configuration%s wrote %s, so %s not this configuration's output; remove %s (or have the command empty %s before it writes there), then apply again",
 		om.decl, fewPaths(stale), run, it, is, it, om.decl)

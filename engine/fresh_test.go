@@ -194,6 +194,37 @@ func TestOtherConfigurationsFileInAFolderFailsTheNode(t *testing.T) {
 	assert.Equal(t, 0, r.res.Failed, r.out)
 }
 
+// gc collects the record of the configuration the workspace held and
+// keeps its address pointer: a file that configuration left in the
+// folder can no longer be told from the user's own. It fails the node
+// rather than being kept and stored as this configuration's output.
+func TestOtherConfigurationsFileAfterGCFailsTheNode(t *testing.T) {
+	w := newWorkspace(t, freshPipeline)
+	r := w.apply(ApplyOptions{}, "script="+writeAll+" && echo g > out/dir/g.txt")
+	require.Equal(t, 0, r.res.Failed, r.out)
+	c, err := store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	_, err = GC(c, store.GCOptions{AgeSet: true})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	r = w.apply(ApplyOptions{}, "v=2", "script="+writeAll)
+	f := failureOf(r, "stage.gate")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "result", f.Class)
+	assert.Contains(t, f.Message, "out/dir holds out/dir/g.txt, which this run did not write")
+	assert.Contains(t, f.Message, "whose record is gone from the cache")
+	c, err = store.Open(w.Cache, store.Options{NoSync: true})
+	require.NoError(t, err)
+	assert.Empty(t, c.KeysOf("t", "stage.gate"), "nothing was committed")
+	require.NoError(t, c.Close())
+
+	// Removed, the configuration runs and commits what it wrote.
+	require.NoError(t, os.Remove(filepath.Join(w.Root, "out/dir/g.txt")))
+	r = w.apply(ApplyOptions{}, "v=2", "script="+writeAll)
+	require.Equal(t, 0, r.res.Failed, r.out)
+}
+
 // Taken from the cache, a node's output folder holds what its record
 // holds: a file another configuration of the node wrote there (restored
 // when the user switched to it, and back) is removed, and said; a file of

@@ -143,7 +143,7 @@ func (a *applier) execute(ns *nodeState) event {
 		}
 		marks := markOutputs(a.g.Root, ns.spec.Common, rewritten, a.checkInside)
 		if a.cache != nil {
-			marks.held, marks.key = func() *store.Record { return a.heldRecord(ns) }, ns.key
+			marks.held, marks.key = func() (*store.Record, string) { return a.heldRecord(ns) }, ns.key
 			marks.stat = a.cache.Stat
 		}
 		out, err := a.runKind(ns)
@@ -233,19 +233,26 @@ func (a *applier) execute(ns *nodeState) event {
 }
 
 // heldRecord returns the record whose outputs ns's address was last given
-// (committed, or taken from the cache): another configuration's where its
-// key is not ns's; nil when there is none.
-func (a *applier) heldRecord(ns *nodeState) *store.Record {
+// (committed, or taken from the cache), and its key: another
+// configuration's where its key is not ns's; nil and "" when there is
+// none. Where the record is gone (collected, evicted) it returns nil and
+// the key if this workspace held it, whose files may then be in its
+// folders: the last one committed in another workspace says nothing of
+// them.
+func (a *applier) heldRecord(ns *nodeState) (*store.Record, string) {
 	if a.cache == nil {
-		return nil
+		return nil, ""
 	}
 	k := a.cache.HeldKey(a.g.Config.Name, ns.n.Addr)
 	if k == "" {
-		return nil
+		return nil, ""
 	}
 	rec, ok := a.cache.Lookup(k)
-	if !ok {
-		return nil
+	switch {
+	case ok:
+		return rec, k
+	case a.cache.HeldHere(a.g.Config.Name, ns.n.Addr) == k:
+		return nil, k
 	}
-	return rec
+	return nil, ""
 }

@@ -663,6 +663,16 @@ func (c *Cache) HeldKey(pipeline, addr string) string {
 	return k
 }
 
+// HeldHere is the key held for the address in this workspace (committed
+// here, or taken from the cache here), "" when none: unlike HeldKey, never
+// the one last committed in another workspace.
+func (c *Cache) HeldHere(pipeline, addr string) string {
+	id := c.heldID(pipeline, addr)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.held[id]
+}
+
 // HeldKeys is HeldKey of each of addrs, read under one lock and without
 // building each map key on the heap: a plan asks for every node's.
 func (c *Cache) HeldKeys(pipeline string, addrs []string) []string {
