@@ -106,7 +106,7 @@ func (a *applier) waitsToRestore(ns *nodeState, writes bool) bool {
 		return false
 	}
 	outputs := a.outputPaths(ns)
-	if len(outputs) == 0 {
+	if len(outputs.Abs) == 0 {
 		return false
 	}
 	lk, holder, output, err := a.keys.try(a.cache.Dir, ns, outputs)

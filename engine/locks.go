@@ -30,12 +30,12 @@ type keyTable struct {
 }
 
 // try takes ns's key's lock, with the locks of the paths it writes
-// (outputs, absolute), without waiting, noting ns as its holder. When the
+// (outputs: outputPaths), without waiting, noting ns as its holder. When the
 // key's lock is taken, it returns the node of this apply that holds it,
 // nil when another process does (or a twin service's leftover, see
 // twinService); when an output's is, that output (another process writes
 // it: two nodes of one apply never declare one path).
-func (t *keyTable) try(cacheDir string, ns *nodeState, outputs []string) (lk *store.KeyLock, holder *nodeState, output string, err error) {
+func (t *keyTable) try(cacheDir string, ns *nodeState, outputs store.NodePaths) (lk *store.KeyLock, holder *nodeState, output string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	lk, output, err = store.TryNodeLock(cacheDir, ns.key, outputs)
@@ -51,11 +51,15 @@ func (t *keyTable) try(cacheDir string, ns *nodeState, outputs []string) (lk *st
 	return lk, holder, output, err
 }
 
-// outputPaths are the absolute paths ns declares for writing (its outputs
-// and result file), whose locks it holds while it runs.
-func (a *applier) outputPaths(ns *nodeState) []string {
+// outputPaths are the paths ns declares for writing (its outputs and
+// result file), whose locks it holds while it runs: absolute, in the
+// workspace root, the symlinks of the root and of their existing folders
+// resolved, so that an apply that reached the workspace through a
+// symlink locks the same paths as one that did not.
+func (a *applier) outputPaths(ns *nodeState) store.NodePaths {
+	root := a.g.PathCheck().RootReal()
 	if ns.spec == nil {
-		return nil
+		return store.NodePaths{Root: root}
 	}
 	out := make([]string, 0, len(ns.spec.Common.Outputs)+1)
 	for _, p := range append(slices.Clip(ns.spec.Common.Outputs), ns.spec.Common.Result) {
@@ -63,15 +67,13 @@ func (a *applier) outputPaths(ns *nodeState) []string {
 			continue
 		}
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(a.g.Root, p)
+			p = filepath.Join(root, p)
 		}
-		if abs, err := filepath.Abs(p); err == nil {
-			p = abs
-		}
-		out = append(out, p)
+		p = filepath.Clean(p)
+		out = append(out, filepath.Join(plan.ResolveExisting(filepath.Dir(p)), filepath.Base(p)))
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	return store.NodePaths{Root: root, Abs: slices.Compact(out)}
 }
 
 // release gives back ns's key's lock, if it holds one.
@@ -116,7 +118,7 @@ func (a *applier) waitForKey(ns, holder *nodeState, output string) {
 		}
 		if output != "" {
 			writes = output
-			if rel, err := filepath.Rel(a.g.Root, output); err == nil && filepath.IsLocal(rel) {
+			if rel, err := filepath.Rel(a.g.PathCheck().RootReal(), output); err == nil && filepath.IsLocal(rel) {
 				writes = rel
 			}
 		}
@@ -124,7 +126,7 @@ func (a *applier) waitForKey(ns, holder *nodeState, output string) {
 		// the log stays in the order of its times.
 		a.emit(&events.NodeWaiting{Node: ns.n.Addr, Holder: who, Writes: writes})
 		outputs := a.outputPaths(ns)
-		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, a.opts.LockTimeout, func() (*store.KeyLock, error) {
+		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, outputs, a.opts.LockTimeout, func() (*store.KeyLock, error) {
 			lk, _, _, err := a.keys.try(a.cache.Dir, ns, outputs)
 			return lk, err
 		}, func(n int, run string) {
@@ -143,7 +145,7 @@ func (a *applier) waitForKey(ns, holder *nodeState, output string) {
 func (a *applier) outsideHolder(ns *nodeState, output string) (who, run string) {
 	h := store.KeyLockHolder(a.cache.Dir, ns.key)
 	if output != "" {
-		h = store.OutputLockHolder(a.cache.Dir, output)
+		h = store.OutputLockHolder(a.g.PathCheck().RootReal(), output)
 	}
 	switch {
 	case h.PID == os.Getpid() || h.RunID == a.runID:

@@ -192,13 +192,13 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	var keys keyTable
 	one, two, three := &nodeState{key: key}, &nodeState{key: key}, &nodeState{key: key}
 
-	lk, holder, _, err := keys.try(dir, one, nil)
+	lk, holder, _, err := keys.try(dir, one, store.NodePaths{})
 	require.NoError(t, err)
 	require.NotNil(t, lk)
 	assert.Nil(t, holder)
 	one.locked = lk
 
-	lk, holder, _, err = keys.try(dir, two, nil)
+	lk, holder, _, err = keys.try(dir, two, store.NodePaths{})
 	require.NoError(t, err)
 	assert.Nil(t, lk)
 	assert.Same(t, one, holder, "the lock is one's")
@@ -206,8 +206,8 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	// two waits for it, as its worker does; one gives it back.
 	got := make(chan *store.KeyLock, 1)
 	go func() {
-		lk, err := store.WaitKeyLock(context.Background(), dir, key, time.Minute, func() (*store.KeyLock, error) {
-			lk, _, _, err := keys.try(dir, two, nil)
+		lk, err := store.WaitKeyLock(context.Background(), dir, key, store.NodePaths{}, time.Minute, func() (*store.KeyLock, error) {
+			lk, _, _, err := keys.try(dir, two, store.NodePaths{})
 			return lk, err
 		}, nil)
 		assert.NoError(t, err)
@@ -218,18 +218,18 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	lk = <-got
 	require.NotNil(t, lk)
 	// The loop has not set two.locked yet.
-	_, holder, _, err = keys.try(dir, three, nil)
+	_, holder, _, err = keys.try(dir, three, store.NodePaths{})
 	require.NoError(t, err)
 	assert.Same(t, two, holder, "the lock is two's")
 
 	// A node without the lock (a twin service) gives nothing back.
 	keys.release(three)
-	_, holder, _, _ = keys.try(dir, three, nil)
+	_, holder, _, _ = keys.try(dir, three, store.NodePaths{})
 	assert.Same(t, two, holder)
 
 	two.locked = lk
 	keys.release(two)
-	lk, holder, _, err = keys.try(dir, three, nil)
+	lk, holder, _, err = keys.try(dir, three, store.NodePaths{})
 	require.NoError(t, err)
 	require.NotNil(t, lk, "the lock is free once two gave it back")
 	assert.Nil(t, holder)

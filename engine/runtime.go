@@ -184,7 +184,7 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	env := ce.List()
 	var inherit []*os.File
 	if ns.locked != nil {
-		inherit = append(inherit, ns.locked.File())
+		inherit = append(inherit, ns.locked.Files()...)
 	}
 	if ns.lease != nil {
 		inherit = append(inherit, ns.lease.Files()...)

@@ -2,6 +2,8 @@ package crashtest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -262,17 +264,7 @@ func TestTwoConfigurationsWritingOneFileTakeTurns(t *testing.T) {
 	first := w.start(env, "apply", "pipeline.hcl")
 	w.startedPID("stage.gen")
 	second := w.start(env, "apply", "pipeline.hcl", "--var", "size=2000")
-	e2etest.WaitFor(t, "the second apply to wait", 30*time.Second, func() bool {
-		return strings.Contains(second.out.String(), "stage.gen waits: pid ")
-	})
-	assert.Regexp(t, `stage\.gen waits: pid \d+, run \S+ is running a node that writes data\.txt too`, second.out.String())
-	w.write("go_2000", "")
-	w.write("go_1000", "")
-	res := first.wait(t)
-	require.Equal(t, 0, res.code, res.String())
-	res = second.wait(t)
-	require.Equal(t, 0, res.code, res.String())
-	assert.Equal(t, 2000, w.countLines("data.txt"), "the second apply ran last")
+	takeTurns(t, w, first, second)
 
 	// Each configuration's record restores its own file, in a workspace
 	// of its own (the cache shared).
@@ -297,7 +289,7 @@ func TestTwoConfigurationsWritingOneFileTakeTurns(t *testing.T) {
 		return strings.Contains(restore.out.String(), "stage.gen waits: pid ")
 	})
 	w.write("go_3000", "")
-	res = third.wait(t)
+	res := third.wait(t)
 	require.Equal(t, 0, res.code, res.String())
 	res = restore.wait(t)
 	require.Equal(t, 0, res.code, res.String())
@@ -306,4 +298,57 @@ func TestTwoConfigurationsWritingOneFileTakeTurns(t *testing.T) {
 	res = other.run(env, "--cache", w.cache, "apply", "pipeline.hcl", "--var", "size=3000")
 	require.Equal(t, 0, res.code, res.String())
 	assert.Equal(t, 3000, other.countLines("data.txt"), "size=3000's record")
+}
+
+// TestTwoConfigurationsWritingOneFileTakeTurnsWhateverTheWay: the second
+// apply of TestTwoConfigurationsWritingOneFileTakeTurns waits all the
+// same when it reaches the workspace through a symlink, or uses another
+// cache (before, the path's lock was taken by the path as given, in the
+// cache: both ran at once, and size=1000's record held 3000 lines).
+func TestTwoConfigurationsWritingOneFileTakeTurnsWhateverTheWay(t *testing.T) {
+	for _, way := range []string{"link", "cache"} {
+		t.Run(way, func(t *testing.T) {
+			w := newWS(t, configPipeline)
+			w.write("counts/.keep", "")
+			env := []string{"CAIRN_NO_FSYNC=1"}
+			first := w.start(env, "apply", "pipeline.hcl")
+			w.startedPID("stage.gen")
+			args := []string{"apply", "pipeline.hcl", "--var", "size=2000"}
+			switch way {
+			case "link":
+				link := filepath.Join(t.TempDir(), "ws")
+				require.NoError(t, os.Symlink(w.root, link))
+				args = append([]string{"--chdir", link}, args...)
+			case "cache":
+				args = append([]string{"--cache", t.TempDir()}, args...)
+			}
+			second := w.start(env, args...)
+			takeTurns(t, w, first, second)
+
+			// size=1000's record holds its own file.
+			other := newWS(t, configPipeline)
+			res := other.run(env, "--cache", w.cache, "apply", "pipeline.hcl")
+			require.Equal(t, 0, res.code, res.String())
+			assert.Contains(t, res.stdout, "0 ran, 1 cached")
+			assert.Equal(t, 1000, other.countLines("data.txt"))
+		})
+	}
+}
+
+// takeTurns waits for second (size=2000) to wait for first (size=1000,
+// running) because it writes data.txt too, lets both go and checks that
+// both succeeded, second last.
+func takeTurns(t *testing.T, w *ws, first, second *started) {
+	t.Helper()
+	e2etest.WaitFor(t, "the second apply to wait", 30*time.Second, func() bool {
+		return strings.Contains(second.out.String(), "stage.gen waits: pid ")
+	})
+	assert.Regexp(t, `stage\.gen waits: pid \d+, run \S+ is running a node that writes data\.txt too`, second.out.String())
+	w.write("go_2000", "")
+	w.write("go_1000", "")
+	res := first.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	res = second.wait(t)
+	require.Equal(t, 0, res.code, res.String())
+	assert.Equal(t, 2000, w.countLines("data.txt"), "the second apply ran last")
 }

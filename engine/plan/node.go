@@ -889,7 +889,7 @@ func newPathChecker(root, cacheDir string) *PathChecker {
 	}
 	pc := &PathChecker{root: root, rootReal: real, seen: map[string]error{}, cacheDir: cacheDir}
 	if cacheDir != "" {
-		pc.cacheReal = resolveExisting(cacheDir)
+		pc.cacheReal = ResolveExisting(cacheDir)
 		if rel, ok := Below(real, pc.cacheReal); ok {
 			pc.cacheRel = rel
 		}
@@ -897,9 +897,9 @@ func newPathChecker(root, cacheDir string) *PathChecker {
 	return pc
 }
 
-// resolveExisting resolves the symlinks of the longest part of p that
+// ResolveExisting resolves the symlinks of the longest part of p that
 // exists, keeping the rest as it is: the cache folder may not exist yet.
-func resolveExisting(p string) string {
+func ResolveExisting(p string) string {
 	p = filepath.Clean(p)
 	var rest []string
 	for {
@@ -1000,7 +1000,7 @@ func (pc *PathChecker) checkFresh(p string) (string, error) {
 	if linked {
 		// A folder on the way is a symlink that stays in the workspace:
 		// where it leads must not be the root or the cache either.
-		real := resolveExisting(filepath.Join(pc.root, clean))
+		real := ResolveExisting(filepath.Join(pc.root, clean))
 		if real == pc.rootReal {
 			return "", fmt.Errorf("%q resolves through a symlink to the workspace root itself (%s): name the files or folders inside it instead, or point the link at one of them", p, pc.root)
 		}
@@ -1127,7 +1127,7 @@ func (pc *PathChecker) Leads(clean string) string {
 	if !linked {
 		return clean
 	}
-	rel, ok := Below(pc.rootReal, resolveExisting(filepath.Join(pc.root, clean)))
+	rel, ok := Below(pc.rootReal, ResolveExisting(filepath.Join(pc.root, clean)))
 	if !ok || rel == "." {
 		return clean
 	}

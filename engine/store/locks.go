@@ -25,8 +25,20 @@ import (
 // taken through a descriptor of its own: the child inherits that
 // descriptor, so the lock lives exactly as long as the processes using it,
 // and a lock whose holders all died is free. Taking one creates no file.
+// The locks of the paths the node writes are taken with it, through a
+// descriptor of the workspace's path lock file (PathLockFile), inherited
+// the same way.
 type KeyLock struct {
-	f *os.File
+	f     *os.File
+	paths *os.File // nil when the node writes no path
+}
+
+// NodePaths are the paths a node writes, whose locks it takes with its
+// key's: Abs, absolute, the symlinks of their folders resolved, in the
+// workspace Root, whose symlinks are resolved too (see PathLockFile).
+type NodePaths struct {
+	Root string
+	Abs  []string
 }
 
 // LockHolder is who holds a node lock, as far as /proc tells.
@@ -37,6 +49,15 @@ type LockHolder struct {
 
 func nodeLockFile(cacheDir string) string {
 	return filepath.Join(cacheDir, "locks", "nodes")
+}
+
+// PathLockFile is the lock file of the paths nodes write in the workspace
+// root (symlinks resolved): <root>/.cairn/locks/paths. It is the
+// workspace's, not the cache's: two applies writing one file take its lock
+// in one place whichever cache each uses, and, the paths resolved, by
+// whichever path (a symlink) each reached the workspace.
+func PathLockFile(root string) string {
+	return filepath.Join(root, ".cairn", "locks", "paths")
 }
 
 // keyOffset is a node key's byte in the node lock file: two keys share a
@@ -61,44 +82,56 @@ func outputOffset(abs string) int64 {
 // TryKeyLock takes the lock without waiting. It returns nil when another
 // process holds it.
 func TryKeyLock(cacheDir, key string) (*KeyLock, error) {
-	lk, _, err := TryNodeLock(cacheDir, key, nil)
+	lk, _, err := TryNodeLock(cacheDir, key, NodePaths{})
 	return lk, err
 }
 
-// TryNodeLock takes, without waiting and through one descriptor, key's
-// lock and the lock of each path in outputs (the absolute paths the node
-// writes): all of them, or none. Two applies in one workspace whose nodes
-// are different work (another --var) but write one file would otherwise
-// both write it at once, and the first to finish would record the other's
-// content under its own key, for every later cache hit to restore. When
-// another process holds one of them it returns nil and that output ("" for
-// the key's lock).
-func TryNodeLock(cacheDir, key string, outputs []string) (*KeyLock, string, error) {
-	p := nodeLockFile(cacheDir)
+// TryNodeLock takes, without waiting, key's lock and the lock of each path
+// the node writes (paths): all of them, or none. Two applies in one
+// workspace whose nodes are different work (another --var) but write one
+// file would otherwise both write it at once, and the first to finish
+// would record the other's content under its own key, for every later
+// cache hit to restore. When another process holds one of them it returns
+// nil and that output ("" for the key's lock).
+func TryNodeLock(cacheDir, key string, paths NodePaths) (*KeyLock, string, error) {
+	f, err := openNodeLockFile(nodeLockFile(cacheDir))
+	if err != nil {
+		return nil, "", err
+	}
+	if ok, err := ofd.TryLock(f, keyOffset(key)); err != nil || !ok {
+		f.Close()
+		return nil, "", err
+	}
+	lk := &KeyLock{f: f}
+	if len(paths.Abs) == 0 {
+		return lk, "", nil
+	}
+	if lk.paths, err = openNodeLockFile(PathLockFile(paths.Root)); err != nil {
+		lk.Release()
+		return nil, "", err
+	}
+	for _, out := range paths.Abs {
+		if ok, err := ofd.TryLock(lk.paths, outputOffset(out)); err != nil || !ok {
+			lk.Release()
+			return nil, out, err
+		}
+	}
+	return lk, "", nil
+}
+
+// openNodeLockFile opens the lock file p, making its folder the first time.
+func openNodeLockFile(p string) (*os.File, error) {
 	f, err := openLockFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		// The first lock of this cache.
 		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
-			return nil, "", fmt.Errorf("lock: %w", err)
+			return nil, fmt.Errorf("lock: %w", err)
 		}
 		f, err = openLockFile(p)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("lock: %w", err)
+		return nil, fmt.Errorf("lock: %w", err)
 	}
-	ok, err := ofd.TryLock(f, keyOffset(key))
-	if err != nil || !ok {
-		f.Close()
-		return nil, "", err
-	}
-	for _, out := range outputs {
-		ok, err := ofd.TryLock(f, outputOffset(out))
-		if err != nil || !ok {
-			f.Close()
-			return nil, out, err
-		}
-	}
-	return &KeyLock{f: f}, "", nil
+	return f, nil
 }
 
 // openLockFile opens (creating) the node lock file, as os.OpenFile does
@@ -116,8 +149,9 @@ func openLockFile(p string) (*os.File, error) {
 // lock has no timeout, and a poll also notices a holder that died.
 // Each poll takes it with try (TryKeyLock when nil: the caller may note
 // who holds it as it takes it). The processes that a dead run's node left
-// behind are killed (see ReapLockHolders); note is told how many.
-func WaitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duration, try func() (*KeyLock, error), note func(killed int, run string)) (*KeyLock, error) {
+// behind holding key's lock, or the lock of one of paths, are killed (see
+// ReapLockHolders, ReapPathHolders); note is told how many.
+func WaitKeyLock(ctx context.Context, cacheDir, key string, paths NodePaths, timeout time.Duration, try func() (*KeyLock, error), note func(killed int, run string)) (*KeyLock, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -131,9 +165,11 @@ func WaitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duratio
 		if err != nil || lk != nil {
 			return lk, err
 		}
-		for run, pids := range ReapLockHolders(cacheDir, key) {
-			if note != nil {
-				note(len(pids), run)
+		for _, left := range []map[string]map[int]bool{ReapLockHolders(cacheDir, key), ReapPathHolders(paths)} {
+			for run, pids := range left {
+				if note != nil {
+					note(len(pids), run)
+				}
 			}
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
@@ -152,52 +188,120 @@ func WaitKeyLock(ctx context.Context, cacheDir, key string, timeout time.Duratio
 
 func (l *KeyLock) File() *os.File { return l.f }
 
+// Files are the descriptors the node's process inherits: the key's lock,
+// and its paths' when it writes any.
+func (l *KeyLock) Files() []*os.File {
+	if l.paths == nil {
+		return []*os.File{l.f}
+	}
+	return []*os.File{l.f, l.paths}
+}
+
 func (l *KeyLock) Release() {
-	if l != nil && l.f != nil {
+	if l == nil {
+		return
+	}
+	if l.f != nil {
 		_ = l.f.Close()
 		l.f = nil
+	}
+	if l.paths != nil {
+		_ = l.paths.Close()
+		l.paths = nil
 	}
 }
 
 // KeyLockHolder says which live apply holds key's lock.
 func KeyLockHolder(cacheDir, key string) LockHolder {
-	return lockHolder(cacheDir, keyOffset(key))
+	return lockHolder(cacheScope(cacheDir), keyOffset(key))
 }
 
 // OutputLockHolder says which live apply holds the lock of the output
-// path abs (see TryNodeLock).
-func OutputLockHolder(cacheDir, abs string) LockHolder {
-	return lockHolder(cacheDir, outputOffset(abs))
+// path abs in the workspace root (see TryNodeLock).
+func OutputLockHolder(root, abs string) LockHolder {
+	return lockHolder(pathScope(root), outputOffset(abs))
 }
 
-func lockHolder(cacheDir string, off int64) LockHolder {
-	s := scanNodeLocks(cacheDir, off)
+func lockHolder(sc lockScope, off int64) LockHolder {
+	s := scanNodeLocks(sc, map[int64]bool{off: true})
 	pid := s.live[off]
 	return LockHolder{PID: pid, RunID: s.runs[pid]}
 }
 
-// nodeLockScan is what /proc says of the node locks of one cache.
+// lockScope is a lock file of node locks, with what tells a live apply
+// among the processes holding them, and its run, by the files they have
+// open (their /proc fd links).
+type lockScope struct {
+	file string
+	// live: the file is one every live apply holding the locks keeps
+	// open, and node processes never have.
+	live func(target string) bool
+	// run is the run whose lock the file is ("" when it is no run's).
+	run func(target string) string
+}
+
+// cacheScope is the cache's node lock file: a live apply holds the
+// cache's use lock (gc.lock), and its run's lock in the cache's runs.
+func cacheScope(cacheDir string) lockScope {
+	base := resolved(cacheDir)
+	use := filepath.Join(base, "gc.lock")
+	runs := filepath.Join(base, "runs") + string(filepath.Separator)
+	return lockScope{
+		file: nodeLockFile(base),
+		live: func(target string) bool { return target == use },
+		run: func(target string) string {
+			if strings.HasPrefix(target, runs) && filepath.Base(target) == "lock" {
+				return filepath.Base(filepath.Dir(target))
+			}
+			return ""
+		},
+	}
+}
+
+// pathScope is the workspace's path lock file: the applies writing the
+// workspace may use any cache, so a live one is a process holding some
+// cache's use lock (gc.lock), and its run is the one whose lock
+// (<cache>/runs/<run>/lock) it holds.
+func pathScope(root string) lockScope {
+	return lockScope{
+		file: PathLockFile(resolved(root)),
+		live: func(target string) bool { return filepath.Base(target) == "gc.lock" },
+		run: func(target string) string {
+			run := filepath.Dir(target)
+			if filepath.Base(target) == "lock" && filepath.Base(filepath.Dir(run)) == "runs" {
+				return filepath.Base(run)
+			}
+			return ""
+		},
+	}
+}
+
+// resolved is dir, absolute, its symlinks resolved where it exists: what
+// /proc shows of a file in it.
+func resolved(dir string) string {
+	base, err := filepath.Abs(dir)
+	if err != nil {
+		base = dir
+	}
+	if r, err := filepath.EvalSymlinks(base); err == nil {
+		base = r
+	}
+	return base
+}
+
+// nodeLockScan is what /proc says of the node locks of one lock file.
 type nodeLockScan struct {
 	holders map[int64][]int // lock offset -> the processes sharing it
 	live    map[int64]int   // lock offset -> a live apply among them
 	runs    map[int]string  // live apply -> its run id
 }
 
-// scanNodeLocks finds, through /proc, the processes holding node locks of
-// the cache (only the lock at off when off >= 0). A process holding the
-// cache's use lock (gc.lock) is a live apply: every apply keeps it open
-// while it lives, and node processes never have it.
-func scanNodeLocks(cacheDir string, off int64) nodeLockScan {
-	base, err := filepath.Abs(cacheDir)
-	if err != nil {
-		base = cacheDir
-	}
-	if r, err := filepath.EvalSymlinks(base); err == nil {
-		base = r
-	}
-	nodes := nodeLockFile(base)
-	use := filepath.Join(base, "gc.lock")
-	runs := filepath.Join(base, "runs") + string(filepath.Separator)
+// scanNodeLocks finds, through /proc, the processes holding locks of the
+// lock file of sc (only those at offs, when offs is not nil). A process
+// with a file open that sc says only a live apply has (gc.lock) is one:
+// every apply keeps it open while it lives, and node processes never have
+// it.
+func scanNodeLocks(sc lockScope, offs map[int64]bool) nodeLockScan {
 	s := nodeLockScan{holders: map[int64][]int{}, live: map[int64]int{}, runs: map[int]string{}}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range procs {
@@ -217,16 +321,18 @@ func scanNodeLocks(cacheDir string, off int64) nodeLockScan {
 				continue
 			}
 			switch {
-			case target == use:
+			case sc.live(target):
 				uses = true
-			case target == nodes:
+			case target == sc.file:
 				for _, o := range ofd.Held(pid, fd.Name()) {
-					if off < 0 || o == off {
+					if offs == nil || offs[o] {
 						held = append(held, o)
 					}
 				}
-			case strings.HasPrefix(target, runs) && strings.HasSuffix(target, string(filepath.Separator)+"lock"):
-				run = filepath.Base(filepath.Dir(target))
+			default:
+				if r := sc.run(target); r != "" {
+					run = r
+				}
 			}
 		}
 		for _, o := range held {
@@ -253,10 +359,31 @@ func scanNodeLocks(cacheDir string, off int64) nodeLockScan {
 // leftovers were started with; "" when they lost it), the processes it
 // killed, each once (a process holding several node locks is one).
 func ReapLockHolders(cacheDir, key string) map[string]map[int]bool {
-	off := int64(-1)
+	var offs map[int64]bool
 	if key != "" {
-		off = keyOffset(key)
+		offs = map[int64]bool{keyOffset(key): true}
 	}
+	return reapLocks(cacheScope(cacheDir), offs)
+}
+
+// ReapPathHolders is ReapLockHolders for the locks of the paths a node
+// writes (paths): a waiter for one of them frees it from the leftovers of
+// a dead run, whatever cache that run used, and whether or not its run
+// folder is still there to be recovered.
+func ReapPathHolders(paths NodePaths) map[string]map[int]bool {
+	if len(paths.Abs) == 0 {
+		return nil
+	}
+	offs := map[int64]bool{}
+	for _, p := range paths.Abs {
+		offs[outputOffset(p)] = true
+	}
+	return reapLocks(pathScope(paths.Root), offs)
+}
+
+// reapLocks kills the processes holding locks of sc's file (at offs; all
+// when nil) that no live apply shares, twice in a row (ReapLockHolders).
+func reapLocks(sc lockScope, offs map[int64]bool) map[string]map[int]bool {
 	orphaned := func(s nodeLockScan) map[int64][]int {
 		out := map[int64][]int{}
 		for o, pids := range s.holders {
@@ -266,12 +393,12 @@ func ReapLockHolders(cacheDir, key string) map[string]map[int]bool {
 		}
 		return out
 	}
-	first := orphaned(scanNodeLocks(cacheDir, off))
+	first := orphaned(scanNodeLocks(sc, offs))
 	killed := map[string]map[int]bool{}
 	if len(first) == 0 {
 		return killed
 	}
-	for o, pids := range orphaned(scanNodeLocks(cacheDir, off)) {
+	for o, pids := range orphaned(scanNodeLocks(sc, offs)) {
 		if _, ok := first[o]; !ok {
 			continue
 		}
