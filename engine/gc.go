@@ -21,6 +21,10 @@ type GCResult struct {
 	// (their stage declared on_interrupt = "fail"), by pipeline and
 	// address: set where KeptRuns is not 0.
 	Refused []RefusedNode
+	// LeftRunning are the runs, old enough to go, whose folders were kept
+	// because processes their nodes started still run: apply reads from
+	// the folder what to stop (recoverRuns), and stops it.
+	LeftRunning []string
 }
 
 // RefusedNode is a node of a stage declaring on_interrupt = "fail" that
@@ -37,8 +41,8 @@ type RefusedNode struct {
 func GC(c *store.Cache, opts store.GCOptions) (*GCResult, error) {
 	res := &GCResult{}
 	opts.Runs = func(dir string, olderThan time.Duration, dryRun bool) (int, error) {
-		n, kept, refused, err := trimRuns(dir, olderThan, dryRun)
-		res.KeptRuns = kept
+		n, kept, refused, left, err := trimRuns(dir, olderThan, dryRun)
+		res.KeptRuns, res.LeftRunning = kept, left
 		if kept > 0 {
 			res.Refused = refused
 		}
@@ -54,14 +58,19 @@ func GC(c *store.Cache, opts store.GCOptions) (*GCResult, error) {
 // removed (or, with dryRun, would), and how many of them it kept for the
 // refusals it returns (refusalRuns). Oldest first: a gc killed on the way
 // leaves the newer runs, so that a node's last event in the runs left is
-// still its last.
-func trimRuns(dir string, olderThan time.Duration, dryRun bool) (removed, kept int, refused []RefusedNode, err error) {
+// still its last. A run that died leaving processes running keeps its
+// folder too (left): the next apply reads there what to stop (its
+// journal names the nodes' process groups), and stops it; gone, nothing
+// would, and they would hold their nodes' locks and GPUs as long as they
+// run.
+func trimRuns(dir string, olderThan time.Duration, dryRun bool) (removed, kept int, refused []RefusedNode, left []string, err error) {
 	keep, refused, err := refusalRuns(dir)
 	if err != nil {
-		return 0, 0, nil, fmt.Errorf("reading the runs' journals, which say which runs hold interruptions that refuse a restart: %w (no run folder was removed)", err)
+		return 0, 0, nil, nil, fmt.Errorf("reading the runs' journals, which say which runs hold interruptions that refuse a restart: %w (no run folder was removed)", err)
 	}
 	runs, _ := runlog.List(dir)
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
+	var procs map[string][]int
 	for _, r := range runs {
 		if r.Dir == "" || r.State == "running" || r.Start.IsZero() || time.Since(r.Start) <= olderThan {
 			continue
@@ -70,6 +79,15 @@ func trimRuns(dir string, olderThan time.Duration, dryRun bool) (removed, kept i
 			kept++
 			continue
 		}
+		if r.State == "interrupted" {
+			if procs == nil {
+				procs = store.RunProcesses()
+			}
+			if len(procs[r.ID]) > 0 {
+				left = append(left, r.ID)
+				continue
+			}
+		}
 		removed++
 		if !dryRun {
 			_ = os.RemoveAll(r.Dir)
@@ -77,7 +95,7 @@ func trimRuns(dir string, olderThan time.Duration, dryRun bool) (removed, kept i
 	}
 	// The runs the up-to-date check answered: lines of one log.
 	m, err := runlog.TrimUpToDate(dir, time.Now().Add(-olderThan), dryRun)
-	return removed + m, kept, refused, err
+	return removed + m, kept, refused, left, err
 }
 
 // refusalRuns returns the runs of the cache folder dir that apply's refusal

@@ -105,7 +105,7 @@ func TestGCKeepsTheRunsRefusalsAreReadFrom(t *testing.T) {
 	assert.Equal(t, map[string]string{"stage.x": r1, "stage.v": r6}, refusalsOf(t, dir, "p"))
 	assert.Equal(t, map[string]string{"stage.x": r4}, refusalsOf(t, dir, "q"))
 	for _, dry := range []bool{true, false} {
-		removed, kept, refused, err := trimRuns(dir, 0, dry)
+		removed, kept, refused, _, err := trimRuns(dir, 0, dry)
 		require.NoError(t, err)
 		assert.Equal(t, 2, removed, "dry run %v", dry)
 		assert.Equal(t, 4, kept, "dry run %v", dry)
@@ -119,7 +119,7 @@ func TestGCKeepsTheRunsRefusalsAreReadFrom(t *testing.T) {
 	assert.Equal(t, map[string]string{"stage.x": r4}, refusalsOf(t, dir, "q"))
 
 	// A run too new to go is not counted as kept.
-	removed, kept, _, err := trimRuns(dir, 2*time.Hour, true)
+	removed, kept, _, _, err := trimRuns(dir, 2*time.Hour, true)
 	require.NoError(t, err)
 	assert.Equal(t, 0, removed)
 	assert.Equal(t, 0, kept)
@@ -127,7 +127,7 @@ func TestGCKeepsTheRunsRefusalsAreReadFrom(t *testing.T) {
 	// --replace ran x again in p; q took it from the cache.
 	journalRun(t, dir, "20260101T000007.000Z-000007", "p", "ok", started("stage.x", true), finished("stage.x"))
 	journalRun(t, dir, "20260101T000008.000Z-000008", "q", "ok", runlog.Entry{T: runlog.Cached, Node: "stage.x"})
-	removed, kept, refused, err := trimRuns(dir, 0, false)
+	removed, kept, refused, _, err := trimRuns(dir, 0, false)
 	require.NoError(t, err)
 	assert.Equal(t, 6, removed)
 	assert.Equal(t, 0, kept)
@@ -154,7 +154,7 @@ func TestGCKeepsTheFirstRunApplyReads(t *testing.T) {
 	journalRun(t, dir, a3, "p", "interrupted", started("stage.d", true), left)
 	want := map[string]string{"stage.a": a1, "stage.b": a2}
 	require.Equal(t, want, refusalsOf(t, dir, "p"))
-	removed, kept, refused, err := trimRuns(dir, 0, false)
+	removed, kept, refused, _, err := trimRuns(dir, 0, false)
 	require.NoError(t, err)
 	assert.Equal(t, 1, removed)
 	assert.Equal(t, 2, kept)

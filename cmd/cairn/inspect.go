@@ -649,7 +649,9 @@ before now, --max-size 0 the newest record with blobs and every older one. gc
 waits for running applies, so it never removes what one uses. Whatever their
 age, it keeps the run folders from which apply reads that it refuses to
 restart a node left interrupted (its stage declares on_interrupt = "fail"),
-until that node ran again, and says so; --max-size removes no run folder.`,
+until that node ran again, and says so; so it does with the folder of a run
+that died leaving processes running, from which the next apply reads what to
+stop; --max-size removes no run folder.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var maxBytes int64
@@ -690,6 +692,9 @@ until that node ran again, and says so; --max-size removes no run folder.`,
 			if res.KeptRuns > 0 {
 				fmt.Fprintln(a.stdout, keptRunsLine(res, dry))
 			}
+			if len(res.LeftRunning) > 0 {
+				fmt.Fprintln(a.stdout, leftRunningLine(res.LeftRunning, dry))
+			}
 			return nil
 		},
 	}
@@ -726,6 +731,18 @@ func keptRunsLine(res *engine.GCResult, dry bool) string {
 	}
 	return fmt.Sprintf("%s %d run folder(s): apply reads from them that %s %s not restarted silently (%s on_interrupt = \"fail\"). Once cairn apply %s ran %s again, gc removes them.",
 		verb, res.KeptRuns, strings.Join(nodes, ", "), is, its, strings.Join(flags, " "), them)
+}
+
+// leftRunningLine says which run folders gc kept, though old enough to
+// go, because processes of those dead runs still run: the next apply of
+// the cache reads from them what to stop.
+func leftRunningLine(runs []string, dry bool) string {
+	verb := "Kept"
+	if dry {
+		verb = "Would keep"
+	}
+	return fmt.Sprintf("%s %d run folder(s) of interrupted runs whose processes still run (%s): the next apply of this cache reads from them what to stop, and stops it; gc removes them after that.",
+		verb, len(runs), strings.Join(runs, ", "))
 }
 
 func parseSize(arg string) (int64, error) {

@@ -84,6 +84,45 @@ func TestKillChild(t *testing.T) {
 // a grandchild running, then applies another pipeline on the same cache:
 // that apply reaps the dead run's leftovers before it starts.
 func TestReapOtherPipelinesLeftovers(t *testing.T) {
+	w, env := leftRunning(t)
+	res := w.run(env, "apply", "other.hcl")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run`, res.stdout)
+	assert.Empty(t, workspaceProcs(w.root))
+}
+
+// TestGCKeepsTheFolderOfARunLeftRunning: gc keeps the folder of a killed
+// run whose node left a process running, and says so: the next apply of
+// the cache, of any pipeline, reads there what to stop, and stops it
+// (before, gc removed the folder, and the process held its node's locks
+// and GPUs until it ended, an apply writing its output waiting behind
+// it). Once it is stopped, the next gc removes the folder.
+func TestGCKeepsTheFolderOfARunLeftRunning(t *testing.T) {
+	w, env := leftRunning(t)
+	run := w.lastRun()
+
+	res := w.run(env, "gc", "--older-than", "0s")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Contains(t, res.stdout, "Kept 1 run folder(s) of interrupted runs whose processes still run ("+run.ID+")")
+	assert.DirExists(t, run.Dir)
+
+	res = w.run(env, "apply", "other.hcl")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run `+run.ID, res.stdout)
+	assert.Empty(t, workspaceProcs(w.root))
+
+	res = w.run(env, "gc", "--older-than", "0s")
+	require.Equal(t, 0, res.code, res.String())
+	assert.NotContains(t, res.stdout, "whose processes still run")
+	assert.NoDirExists(t, run.Dir)
+}
+
+// leftRunning kills (SIGKILL) an apply of left.hcl whose node left a
+// grandchild running, in a workspace where other.hcl, another pipeline,
+// writes one.txt; it returns the workspace and the environment to run
+// cairn with.
+func leftRunning(t *testing.T) (*ws, []string) {
+	t.Helper()
 	w := newWS(t, "")
 	w.write("counts/.keep", "")
 	w.write("left.hcl", holderPipeline("left", true))
@@ -100,12 +139,8 @@ stage "command" "one" {
 	w.waitProc("sleep 1000")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 	p.wait(t)
-	left := w.leftovers()
-	require.NotEmpty(t, left, "the killed apply left nothing running: nothing to reap")
-	res := w.run(env, "apply", "other.hcl")
-	require.Equal(t, 0, res.code, res.String())
-	assert.Regexp(t, `killed \d process\(es\) left running by interrupted run`, res.stdout)
-	assert.Empty(t, workspaceProcs(w.root))
+	require.NotEmpty(t, w.leftovers(), "the killed apply left nothing running: nothing to reap")
+	return w, env
 }
 
 // TestReapCountsEachProcessOnce kills (SIGKILL) an apply whose node left

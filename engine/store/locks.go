@@ -422,6 +422,24 @@ func reapLocks(sc lockScope, offs map[int64]bool) map[string]map[int]bool {
 	return killed
 }
 
+// RunProcesses returns, per run, the live processes started with that
+// run's CAIRN_RUN_ID (those whose environment /proc lets this process
+// read): a node's processes, and what they started.
+func RunProcesses() map[string][]int {
+	out := map[string][]int{}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range procs {
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if run := procEnv(pid, "CAIRN_RUN_ID"); run != "" {
+			out[run] = append(out[run], pid)
+		}
+	}
+	return out
+}
+
 // procEnv is the value of name in the environment process pid started
 // with ("" when unreadable or unset).
 func procEnv(pid int, name string) string {
