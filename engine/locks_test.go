@@ -236,3 +236,25 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	three.locked = lk
 	keys.release(three)
 }
+
+// The locks of the paths a node writes are taken in the workspace's own
+// lock file: where something else stands there, the node fails with class
+// setup, saying which file and what to do, and writes nothing.
+func TestPathLockFileInTheWayFailsTheNode(t *testing.T) {
+	w := newWorkspace(t, `
+stage "command" "s" {
+  run     = ["sh", "-c", "echo x > o.txt"]
+  outputs = ["o.txt"]
+}
+`)
+	in := filepath.Join(w.Root, ".cairn", "locks", "paths")
+	require.NoError(t, os.MkdirAll(in, 0o777))
+	r := w.apply(ApplyOptions{})
+	f := failureOf(r, "stage.s")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "setup", f.Class)
+	assert.Contains(t, f.Message, "cannot lock the paths the node writes")
+	assert.Contains(t, f.Message, in)
+	assert.Contains(t, f.Message, "remove it (cairn makes it again)")
+	assert.NoFileExists(t, filepath.Join(w.Root, "o.txt"))
+}

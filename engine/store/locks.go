@@ -108,7 +108,8 @@ func TryNodeLock(cacheDir, key string, paths NodePaths) (*KeyLock, string, error
 	}
 	if lk.paths, err = openNodeLockFile(PathLockFile(paths.Root)); err != nil {
 		lk.Release()
-		return nil, "", err
+		// The workspace's file, not the cache's: say which and what for.
+		return nil, "", fmt.Errorf("cannot lock the paths the node writes (%w): cairn locks them in that file of the workspace, whatever the cache; make it a file this user can write, or remove it (cairn makes it again)", err)
 	}
 	for _, out := range paths.Abs {
 		if ok, err := ofd.TryLock(lk.paths, outputOffset(out)); err != nil || !ok {
