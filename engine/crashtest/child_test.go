@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,6 +142,28 @@ stage "command" "one" {
 	p.wait(t)
 	require.NotEmpty(t, w.leftovers(), "the killed apply left nothing running: nothing to reap")
 	return w, env
+}
+
+// TestWaiterForAPathFreesItFromALeftover: a process a killed run left
+// holding the lock of held.txt, its run folder gone (so no recovery names
+// it), is killed by an apply whose node, other work, writes held.txt too:
+// it does not wait for it to end.
+func TestWaiterForAPathFreesItFromALeftover(t *testing.T) {
+	w, env := leftRunning(t)
+	run := w.lastRun()
+	require.NoError(t, os.RemoveAll(run.Dir))
+	w.write("next.hcl", `
+pipeline "next" {}
+stage "command" "held" {
+  run     = ["sh", "-c", "echo next > held.txt"]
+  outputs = ["held.txt"]
+}
+`)
+	res := w.run(env, "apply", "next.hcl", "--lock-timeout", "60s")
+	require.Equal(t, 0, res.code, res.String())
+	assert.Regexp(t, `killed \d process\(es\) left holding stage.held by run `+run.ID+`, which is gone`, res.stdout)
+	assert.Equal(t, "next\n", w.read("held.txt"))
+	assert.Empty(t, workspaceProcs(w.root))
 }
 
 // TestReapCountsEachProcessOnce kills (SIGKILL) an apply whose node left
