@@ -199,15 +199,6 @@ func (w *optWorkspace) requests() map[string]int {
 	return out
 }
 
-// requestCount is the number of chat requests the simulated model got.
-func (w *optWorkspace) requestCount() (n int) {
-	w.t.Helper()
-	for _, c := range w.requests() {
-		n += c
-	}
-	return n
-}
-
 func splitQuestions(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
