@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,28 @@ import (
 type cliResult struct {
 	code           int
 	stdout, stderr string
+}
+
+// assertNoDefaultCache asserts that root, a workspace, holds no cache of
+// its own (.cairn): an apply on another cache makes only the workspace's
+// lock file of the paths nodes write there, .cairn/locks/paths
+// (docs/durability.md).
+func assertNoDefaultCache(t *testing.T, root string, msgAndArgs ...any) {
+	t.Helper()
+	var found []string
+	filepath.WalkDir(filepath.Join(root, ".cairn"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			found = append(found, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	for _, f := range found {
+		if f != ".cairn/locks/paths" {
+			assert.Fail(t, "the workspace holds a cache of its own: "+strings.Join(found, ", "), msgAndArgs...)
+			return
+		}
+	}
 }
 
 func runCLI(t *testing.T, args ...string) cliResult {

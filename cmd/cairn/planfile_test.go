@@ -119,7 +119,7 @@ func TestSavedPlanIsAppliedExactlyOrRefused(t *testing.T) {
 		r = runCLI(t, strings.Fields(hint)...)
 		require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
 		assert.Contains(t, r.stdout, "Apply complete: 0 ran, 2 cached")
-		assert.NoDirExists(t, filepath.Join(root, ".cairn"), "the plan's cache, not the workspace's default")
+		assertNoDefaultCache(t, root, "the plan's cache, not the workspace's default")
 		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "--cache", filepath.Join(root, "c"), "apply", "p.plan").code, "the same folder named again")
 	})
 

@@ -135,5 +135,5 @@ func TestRerunCommandOfSavedPlanNamesItsCache(t *testing.T) {
 	again := runCLI(t, args...)
 	require.Equal(t, exitOK, again.code, again.stderr)
 	assert.Contains(t, again.stdout, "0 ran")
-	assert.NoDirExists(t, filepath.Join(root, ".cairn"))
+	assertNoDefaultCache(t, root)
 }
