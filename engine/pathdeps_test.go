@@ -374,6 +374,17 @@ stage "command" "served" {
   run         = ["true"]
   model_cache = { endpoints = stage.model.endpoints, weights = { m = "${path.root}/ckpt" } }
 }
+stage "job" "sealed" {
+  out            = "jobs/x"
+  method         = "gepa"
+  dataset        = "d"
+  runtime        = "r"
+  model          = "m"
+  task_model     = "t"
+  seed           = 0
+  budget         = 600
+  server_weights = { task = "ckpt", reflection = "sha256:0000000000000000000000000000000000000000000000000000000000000000" }
+}
 `)
 	g := w.Load().Graph
 	assert.Equal(t, []string{"stage.job"}, depAddrs(g, "stage.summary"))
@@ -383,6 +394,7 @@ stage "command" "served" {
 	assert.Equal(t, []string{"stage.train"}, depAddrs(g, "stage.model"))
 	assert.Equal(t, []string{"stage.train"}, depAddrs(g, "stage.ask"))
 	assert.Equal(t, []string{"stage.train", "stage.model"}, depAddrs(g, "stage.served"))
+	assert.Equal(t, []string{"stage.train"}, depAddrs(g, "stage.sealed"), "a job's seal digests the server weights another stage writes")
 	text := w.PlanText(plan.Options{})
 	assert.Contains(t, text, "stage.ask      may run: depends on the output of stage.train")
 	assert.Contains(t, text, "stage.val      may run: depends on the output of stage.prep")

@@ -369,7 +369,7 @@ func (Job) KeepsOutFolder() {}
 // PathAttrs implements PathLinker.
 func (Job) PathAttrs() []PathAttr { return jobPaths }
 
-var jobPaths = []PathAttr{{Attr: "files"}, {Attr: "splits"}, {Attr: "out", Write: true, Files: []string{"job.json"}}}
+var jobPaths = []PathAttr{{Attr: "files"}, {Attr: "splits"}, {Attr: "server_weights"}, {Attr: "out", Write: true, Files: []string{"job.json"}}}
 
 // DeclaredOutputs implements OutputDeclarer: job.json.
 func (Job) DeclaredOutputs(n *Node) []DeclaredPath {
