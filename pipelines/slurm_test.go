@@ -610,6 +610,30 @@ func TestSlurmPlanChecksThePartition(t *testing.T) {
 	}
 }
 
+// Plan asks the cluster about the executor's partition whatever the nodes
+// ask for: a pipeline without a GPU node, on a partition the cluster does
+// not have, is bad input to plan as it is to apply, and nothing is run.
+func TestSlurmPlanChecksThePartitionWithoutGPUs(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	body := `stage "command" "a" {
+  run = ["sh", "-c", "echo ran > ran.txt"]
+}
+`
+	w.write("main.hcl", strings.Replace(slurmPipeline, `poll_interval = "200ms"`, `partition = "nosuch"`, 1)+body)
+	for _, cmd := range []string{"plan", "apply"} {
+		out, code := w.run(cmd, "main.hcl")
+		assert.Equal(t, 2, code, out)
+		assert.Regexp(t, `main\.hcl:3:17: executor "slurm": the cluster has no partition nosuch; its partitions: [a-z]`, out, cmd)
+		assert.NoFileExists(t, filepath.Join(w.dir, "ran.txt"), cmd)
+	}
+	w.write("main.hcl", strings.Replace(slurmPipeline, `poll_interval = "200ms"`, `partition = "debug"`, 1)+body)
+	out, code := w.run("plan", "main.hcl")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "Plan: 1 to run")
+}
+
 // slurmPipeline starts the pipeline files of these tests: the Slurm
 // executor, polling often.
 const slurmPipeline = `pipeline "p" {

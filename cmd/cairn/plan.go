@@ -672,19 +672,25 @@ func sensitiveAgain(vars []dsl.VarArg, cfg *dsl.Config) string {
 // want of GPUs, as apply does, when a node to run asks for some (the
 // devices are looked up only then): this machine's with the local
 // executor, the partition's (one sinfo call) with the Slurm executor. A
-// partition the cluster does not have is bad input, as in apply; a
-// cluster that cannot be asked leaves the nodes unchecked, with a warning.
+// partition the cluster does not have is bad input, as in apply, whatever
+// the nodes ask for: the Slurm executor's partition is asked about
+// whenever the pipeline names one. A cluster that cannot be asked leaves
+// the nodes unchecked, with a warning.
 func (a *app) noteGPURefusals(block *dsl.Executor, p *plan.Plan) error {
-	if !engine.NeedsGPUs(p) {
-		return nil
-	}
+	gpus := engine.NeedsGPUs(p)
 	if block == nil || block.Name != "slurm" {
+		if !gpus {
+			return nil
+		}
 		pool, err := gpu.NewPool(os.Getenv)
 		if err != nil {
 			return nil // apply says why
 		}
 		engine.NoteGPURefusals(p, pool)
 		return nil
+	}
+	if !gpus && block.Partition == "" {
+		return nil // the default partition is there, and nothing to count
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterAskFor)
 	defer cancel()
@@ -693,14 +699,17 @@ func (a *app) noteGPURefusals(block *dsl.Executor, p *plan.Plan) error {
 		return partitionInput(block, err)
 	}
 	var pool *gpu.Pool
-	if err == nil {
+	if err == nil && gpus {
 		pool, err = a.clusterPool(inv)
 	}
-	if err != nil {
+	switch {
+	case err != nil && gpus:
 		fmt.Fprintf(a.stderr, "warning: the GPUs the nodes ask for were not checked against the cluster's: %s\n", err)
-		return nil
+	case err != nil:
+		fmt.Fprintf(a.stderr, "warning: the cluster could not be asked whether it has partition %s (apply will ask): %s\n", block.Partition, err)
+	case gpus:
+		engine.NoteGPURefusals(p, pool)
 	}
-	engine.NoteGPURefusals(p, pool)
 	return nil
 }
 
