@@ -54,6 +54,9 @@ type ApplyOptions struct {
 	Hard <-chan struct{}
 	// GPUs leases devices to nodes with gpus > 0; nil when no GPU work is possible.
 	GPUs *gpu.Pool
+	// NodeLimit refuses, before anything starts, a node asking for more
+	// CPUs or memory than the executor can ever give it; nil: no limit.
+	NodeLimit NodeLimit
 	// Debug marks records of a partial run (a single batch variant).
 	Debug map[string]bool
 	// WaitGPUs is how long a batch waits for a free GPU (0: refuse at once).

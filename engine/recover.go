@@ -441,8 +441,36 @@ func (a *applier) checkGPUNeeds() error {
 		if why := gpuRefusal(a.opts.Plan, pn, a.opts.GPUs); why != "" {
 			return fmt.Errorf("%w: %s %s", ErrRefused, pn.Node.Addr, why)
 		}
+		if why := limitRefusal(pn, a.opts.NodeLimit); why != "" {
+			return fmt.Errorf("%w: %s %s", ErrRefused, pn.Node.Addr, why)
+		}
 	}
 	return nil
+}
+
+// NodeLimit says why a node asking for cpus and memMiB can never run
+// where the executor runs it (the Slurm partition's largest node); ""
+// when it can.
+type NodeLimit func(cpus, memMiB int) string
+
+// limitRefusal is limit's answer for pn, "" where pn will not run or no
+// limit is known.
+func limitRefusal(pn *plan.PlannedNode, limit NodeLimit) string {
+	if limit == nil || !willRun(pn) || pn.Spec == nil {
+		return ""
+	}
+	return limit(pn.Spec.Common.CPUs, pn.Spec.Common.MemMiB)
+}
+
+// NoteLimitRefusals marks, in a plan to be shown, the nodes apply refuses
+// to start for asking more than limit allows, unless marked refused
+// already.
+func NoteLimitRefusals(p *plan.Plan, limit NodeLimit) {
+	for _, pn := range p.Nodes {
+		if pn.Refusal == "" {
+			pn.Refusal = limitRefusal(pn, limit)
+		}
+	}
 }
 
 // NoteGPURefusals marks, in a plan to be shown, the nodes for which apply

@@ -365,6 +365,59 @@ func TestSlurmTimeoutUnderAMinute(t *testing.T) {
 	assert.Contains(t, out, "stage.slow failed (timeout): killed at its timeout of 2s", "run again, not taken from the cache")
 }
 
+// A job Slurm accepts but keeps pending for a reason it never leaves (two
+// nodes on the one-node cluster: PartitionConfig, then PartitionNodeLimit) fails its node at once,
+// class setup, with Slurm's reason and what to check, and cairn cancels
+// it, instead of waiting for it for ever.
+func TestSlurmJobThatCanNeverRunFailsSetup(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	pipe := strings.Replace(slurmPipeline, `poll_interval = "200ms"`, `poll_interval = "200ms"
+    extra_args    = ["--nodes=2"]`, 1)
+	w.write("main.hcl", pipe+`stage "command" "two" {
+  run     = ["sh", "-c", "echo ran > out.txt"]
+  outputs = ["out.txt"]
+}
+`)
+	out, code := w.run("apply", "main.hcl")
+	assert.Equal(t, 1, code, out)
+	m := regexp.MustCompile(`stage.two failed \(setup\): Slurm job (\d+): Slurm keeps the job pending for reason Partition(Config|NodeLimit)`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	assert.Contains(t, out, "cairn cancelled it; check the stage's cpus, memory, gpus and timeout")
+	assert.NoFileExists(t, filepath.Join(w.dir, "out.txt"))
+	state := slurmtest.Call(t, "squeue", "--noheader", "--states=all", "--jobs="+m[1], "--format=%T")
+	assert.NotContains(t, state, "PENDING", "the job was cancelled")
+}
+
+// A node asking for more CPUs or memory than the partition's largest node
+// has (8 CPUs, 8000 MiB on the local cluster), which Slurm would accept
+// and keep pending for ever, is refused by plan and by apply before
+// anything runs, as a node asking for too many GPUs is.
+func TestSlurmPlanRefusesMoreCPUsOrMemoryThanANode(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	for _, c := range []struct{ ask, why string }{
+		{"cpus = 16", "asks for 16 CPUs; the partition's largest node has 8 (sinfo)"},
+		{`memory = "9000M"`, "asks for 9000 MiB of memory; the partition's largest node has 8000 MiB (sinfo)"},
+	} {
+		w.write("main.hcl", slurmPipeline+`stage "command" "big" {
+  `+c.ask+`
+  run = ["sh", "-c", "echo ran > ran.txt"]
+}
+`)
+		out, code := w.run("plan", "main.hcl")
+		assert.Equal(t, 0, code, out)
+		assert.Contains(t, out, "! stage.big  refused: "+c.why, c.ask)
+		assert.Contains(t, out, "Plan: 0 to run, 1 refused, 0 cached.", c.ask)
+		out, code = w.run("apply", "main.hcl")
+		assert.Equal(t, 1, code, out)
+		assert.Contains(t, out, "stage.big "+c.why, c.ask)
+		assert.NoFileExists(t, filepath.Join(w.dir, "ran.txt"), c.ask)
+	}
+}
+
 // A job requeued while it runs (scontrol requeue: a node drained, a
 // preemption) is followed under its job id: its second run is the one that
 // counts, the node is committed once, from that run, and the next apply

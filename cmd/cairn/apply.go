@@ -152,7 +152,7 @@ func (a *app) applyCmd() *cobra.Command {
 				Events: fan,
 				NoSync: noFsync(), SampleInterval: sampleInterval(), Args: journaled, Version: version,
 				Rerun:   a.rerunArgs(journaled, l.Config, saved, planArg),
-				Replace: rep, Hard: hard, GPUs: pool, Debug: debug, Executor: ex,
+				Replace: rep, Hard: hard, GPUs: pool, NodeLimit: nodeLimit(pool), Debug: debug, Executor: ex,
 				WaitGPUs: o.waitGPUs, WaitBatch: o.waitBatch, Exact: saved != nil,
 			})
 			restoreWarn()
@@ -517,6 +517,18 @@ func (a *app) executor(ctx context.Context, block *dsl.Executor, name string, le
 		return ex, pool, nil
 	}
 	return nil, nil, checkExecutorName(name)
+}
+
+// nodeLimit is what the executor of pool can ever give one node: on the
+// Slurm executor, its partition's largest node (nil elsewhere).
+func nodeLimit(pool *gpu.Pool) engine.NodeLimit {
+	if pool == nil {
+		return nil
+	}
+	if inv, ok := pool.Inv.(*slurm.Inventory); ok {
+		return inv.Refusal
+	}
+	return nil
 }
 
 // slurmOptions are the slurm executor's options that the pipeline's

@@ -671,11 +671,12 @@ func sensitiveAgain(vars []dsl.VarArg, cfg *dsl.Config) string {
 // noteGPURefusals marks in p the nodes that apply refuses to start for
 // want of GPUs, as apply does, when a node to run asks for some (the
 // devices are looked up only then): this machine's with the local
-// executor, the partition's (one sinfo call) with the Slurm executor. A
-// partition the cluster does not have is bad input, as in apply, whatever
-// the nodes ask for: the Slurm executor's partition is asked about
-// whenever the pipeline names one. A cluster that cannot be asked leaves
-// the nodes unchecked, with a warning.
+// executor, the partition's (one sinfo call) with the Slurm executor. On
+// Slurm, the partition is asked about whatever the nodes ask for: a
+// partition the cluster does not have is bad input, as in apply, and a
+// node asking for more CPUs or memory than its largest node has is
+// refused, as in apply. A cluster that cannot be asked leaves the nodes
+// unchecked, with a warning.
 func (a *app) noteGPURefusals(block *dsl.Executor, p *plan.Plan) error {
 	gpus := engine.NeedsGPUs(p)
 	if block == nil || block.Name != "slurm" {
@@ -689,9 +690,6 @@ func (a *app) noteGPURefusals(block *dsl.Executor, p *plan.Plan) error {
 		engine.NoteGPURefusals(p, pool)
 		return nil
 	}
-	if !gpus && block.Partition == "" {
-		return nil // the default partition is there, and nothing to count
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterAskFor)
 	defer cancel()
 	inv, err := slurm.ClusterGPUs(ctx, slurmOptions(block))
@@ -702,14 +700,14 @@ func (a *app) noteGPURefusals(block *dsl.Executor, p *plan.Plan) error {
 	if err == nil && gpus {
 		pool, err = a.clusterPool(inv)
 	}
-	switch {
-	case err != nil && gpus:
-		fmt.Fprintf(a.stderr, "warning: the GPUs the nodes ask for were not checked against the cluster's: %s\n", err)
-	case err != nil:
-		fmt.Fprintf(a.stderr, "warning: the cluster could not be asked whether it has partition %s (apply will ask): %s\n", block.Partition, err)
-	case gpus:
+	if err != nil {
+		fmt.Fprintf(a.stderr, "warning: what the nodes ask for (GPUs, CPUs, memory) was not checked against the cluster's: %s\n", err)
+		return nil
+	}
+	if gpus {
 		engine.NoteGPURefusals(p, pool)
 	}
+	engine.NoteLimitRefusals(p, inv.Refusal)
 	return nil
 }
 

@@ -21,6 +21,10 @@ const SourceSlurm = "slurm"
 type Inventory struct {
 	n    int
 	note string
+	// cpus and memMiB are the largest of the partition's nodes' (0:
+	// unknown): a job asking for more is never run (Slurm keeps it
+	// pending, PartitionConfig).
+	cpus, memMiB int
 }
 
 // ClusterGPUs counts the GPUs of partition ("" for the default one) with
@@ -28,7 +32,7 @@ type Inventory struct {
 func ClusterGPUs(ctx context.Context, opts Options) (*Inventory, error) {
 	opts.defaults()
 	c := &Client{opts: opts}
-	args := []string{"--noheader", "--Node", "--format=%N|%G"}
+	args := []string{"--noheader", "--Node", "--format=%N|%G|%c|%m"}
 	where := "the default partition"
 	if opts.Partition != "" {
 		args = append(args, "--partition="+opts.Partition)
@@ -39,21 +43,52 @@ func ClusterGPUs(ctx context.Context, opts Options) (*Inventory, error) {
 		return nil, fmt.Errorf("slurm: counting the cluster's GPUs: %w", err)
 	}
 	seen := map[string]bool{}
-	n := 0
+	inv := &Inventory{}
 	for _, line := range strings.Split(string(out), "\n") {
-		node, gres, ok := strings.Cut(line, "|")
-		if !ok || seen[node] {
+		f := strings.Split(line, "|")
+		if len(f) < 2 || seen[f[0]] {
 			continue
 		}
-		seen[node] = true
-		n += gresGPUs(gres)
+		seen[f[0]] = true
+		inv.n += gresGPUs(f[1])
+		if len(f) >= 4 {
+			inv.cpus = max(inv.cpus, leadingInt(f[2]))
+			inv.memMiB = max(inv.memMiB, leadingInt(f[3]))
+		}
 	}
+	n := inv.n
 	if len(seen) == 0 && opts.Partition != "" {
 		// sinfo answers a partition it does not know with nothing, as
 		// it answers one without nodes: the partitions it lists tell.
 		return nil, c.noPartition(ctx, opts.Partition)
 	}
-	return &Inventory{n: n, note: fmt.Sprintf("Slurm: %d GPU(s) in %s, on %d node(s); each job's CUDA_VISIBLE_DEVICES is Slurm's", n, where, len(seen))}, nil
+	inv.note = fmt.Sprintf("Slurm: %d GPU(s) in %s, on %d node(s); each job's CUDA_VISIBLE_DEVICES is Slurm's", n, where, len(seen))
+	return inv, nil
+}
+
+// leadingInt is the number a sinfo column starts with ("8", "8+" for
+// nodes that differ, "64000"); 0 for none.
+func leadingInt(s string) int {
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	n, _ := strconv.Atoi(s[:end])
+	return n
+}
+
+// Refusal says why a job asking for cpus and memMiB (0: no ask) can never
+// run in the partition: more than its largest node has, which Slurm
+// accepts and keeps pending for ever (PartitionConfig); "" when it fits,
+// or where sinfo did not say.
+func (v *Inventory) Refusal(cpus, memMiB int) string {
+	switch {
+	case v.cpus > 0 && cpus > v.cpus:
+		return fmt.Sprintf("asks for %d CPUs; the partition's largest node has %d (sinfo). Lower cpus, or name a partition with larger nodes in the pipeline's executor \"slurm\" block", cpus, v.cpus)
+	case v.memMiB > 0 && memMiB > v.memMiB:
+		return fmt.Sprintf("asks for %d MiB of memory; the partition's largest node has %d MiB (sinfo). Lower memory, or name a partition with larger nodes in the pipeline's executor \"slurm\" block", memMiB, v.memMiB)
+	}
+	return ""
 }
 
 // ErrPartition is a partition the cluster does not have, or one with no

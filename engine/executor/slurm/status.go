@@ -22,9 +22,12 @@ type tracked struct {
 	reason       string
 	finishing    bool // final state seen; the outcome is being decided
 	slot         bool
-	cancelled    bool      // cairn's own scancel cancelled it
-	ran          bool      // seen running since it was followed or last requeued
-	requeued     time.Time // when it was seen waiting again after it ran; zero otherwise
+	cancelled    bool // cairn's own scancel cancelled it
+	// never is Slurm's reason for keeping it pending where that reason
+	// means it never runs (see neverRuns); "" otherwise.
+	never    string
+	ran      bool      // seen running since it was followed or last requeued
+	requeued time.Time // when it was seen waiting again after it ran; zero otherwise
 	// failedSince is when a query first showed it in a final state other
 	// than COMPLETED (zero otherwise): see settled.
 	failedSince time.Time
@@ -76,6 +79,36 @@ func final(state string) bool {
 		return true
 	}
 	return false
+}
+
+// neverRuns says whether Slurm's reason for keeping a job pending is one
+// the job does not leave by itself: what it asks for is more than its
+// partition, account or qos allows (Slurm's "Job Reason Codes"), not
+// busy nodes or limits that free up.
+func neverRuns(reason string) bool {
+	switch reason {
+	case "PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints",
+		"DependencyNeverSatisfied", "InvalidAccount", "InvalidQOS", "AccountNotAllowed", "QOSNotAllowed":
+		return true
+	}
+	return false
+}
+
+// neverOutcome decides a job pending for a reason it never leaves (t.never):
+// cairn cancels it, and its node fails class setup with Slurm's reason and
+// what to check, as for a job sbatch refuses.
+func (c *Client) neverOutcome(t *tracked) *Outcome {
+	ctx, cancel := context.WithTimeout(c.life, cancelFor)
+	err := c.Cancel(ctx, []Ref{t.ref})
+	cancel()
+	msg := fmt.Sprintf("Slurm keeps the job pending for reason %s, which it never leaves by itself: the job asks for more than the partition, account or qos allows; ", t.never)
+	if err != nil {
+		msg += "cancelling it failed (" + err.Error() + "): scancel " + t.ref.JobID + "; "
+	} else {
+		msg += "cairn cancelled it; "
+	}
+	msg += "check the stage's cpus, memory, gpus and timeout against the partition's nodes (sinfo -N -o '%N %c %m %G') and its limits (scontrol show partition), then apply again"
+	return &Outcome{JobID: t.ref.JobID, State: "PENDING", Class: failclass.Setup, Message: msg}
 }
 
 // firstWord is a State column's first word ("CANCELLED by 1000" is
@@ -405,6 +438,12 @@ func (c *Client) poll() {
 					notes = append(notes, note{t.notify, *n})
 				}
 				t.state, t.reason = st.state, st.reason
+				if st.state == "PENDING" && neverRuns(st.reason) {
+					t.never, t.finishing, changed = st.reason, true, true
+					c.begin()
+					go c.finish(t)
+					continue
+				}
 				if !final(st.state) {
 					t.failedSince = time.Time{} // requeued: its killed run was no end
 				}
@@ -509,8 +548,12 @@ const maxTasks = 4000001
 func (c *Client) finish(t *tracked) {
 	defer c.end()
 	c.mu.Lock()
-	state, ref := t.state, t.ref
+	state, ref, never := t.state, t.ref, t.never
 	c.mu.Unlock()
+	if never != "" {
+		c.decided(t, c.neverOutcome(t))
+		return
+	}
 	wait := time.Duration(0)
 	if state == "COMPLETED" || state == "FAILED" {
 		wait = c.opts.ExitFileWait
@@ -531,7 +574,11 @@ func (c *Client) finish(t *tracked) {
 	if msgErr != nil && ex == nil {
 		msg += " (" + msgErr.Error() + ")"
 	}
-	out := &Outcome{JobID: ref.JobID, State: state, Exit: ex, Class: class, Message: msg}
+	c.decided(t, &Outcome{JobID: ref.JobID, State: state, Exit: ex, Class: class, Message: msg})
+}
+
+// decided gives t its outcome, ends its waits and frees its slot.
+func (c *Client) decided(t *tracked, out *Outcome) {
 	c.mu.Lock()
 	t.out = out
 	slot := t.slot
