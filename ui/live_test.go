@@ -77,3 +77,17 @@ func columns(s string) int {
 	}
 	return n
 }
+
+// A Slurm job is said to be submitted when cairn hands it to Slurm, not
+// started: Slurm may keep it pending for long. A local process started.
+func TestSlurmJobIsSaidSubmitted(t *testing.T) {
+	var sb strings.Builder
+	tty := NewTerminal(Options{Progress: &sb})
+	tty.Emit(&events.ProcessStarted{Node: "stage.cpu16", Executor: "slurm", Job: "slurm job 342", JobID: "342"})
+	tty.Emit(&events.ProcessStarted{Node: "stage.here", Executor: "local", Job: "pid 42", JobID: "42"})
+	tty.Close()
+	out := sb.String()
+	assert.Contains(t, out, "> stage.cpu16  submitted (slurm job 342)")
+	assert.NotContains(t, out, "started (slurm job")
+	assert.Contains(t, out, "> stage.here  started (pid 42)")
+}

@@ -129,7 +129,7 @@ func (t *Terminal) Emit(e events.Event) {
 			t.line(e.Node, ">", "started")
 			return
 		}
-		detail := "started (" + e.Job
+		detail := startedWord(e) + " (" + e.Job
 		if len(e.GPUs) > 0 {
 			detail += fmt.Sprintf(", GPU %s", Ints(e.GPUs))
 		}
@@ -335,4 +335,14 @@ func quoteAll(xs []string) []string {
 		out[i] = fmt.Sprintf("%q", x)
 	}
 	return out
+}
+
+// startedWord is what a node's job start is called: a Slurm job is only
+// submitted then (Slurm queues it, and may keep it pending), a local
+// process started.
+func startedWord(e *events.ProcessStarted) string {
+	if e.Executor == "slurm" {
+		return "submitted"
+	}
+	return "started"
 }
