@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
@@ -28,7 +29,7 @@ import (
 // clocks keep too), so a rewrite within the same clock tick as the earlier
 // run is still seen; a rewrite with identical content is a write. The
 // files the node did not write get their own times back.
-var freshMark = time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
+var freshMark = executor.OutputMark
 
 // fileMark is one file's identity when it was marked.
 type fileMark struct {

@@ -243,6 +243,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 		Notice:     func(n executor.Notice) { a.notice(ns, n) },
 		Local:      executor.LocalSpec{Inherit: inherit, Guarded: p.Replica > 0},
 	}
+	for _, o := range p.Outputs {
+		spec.Outputs = append(spec.Outputs, filepath.Join(a.g.Root, o))
+	}
 	interval := cmp.Or(a.opts.SampleInterval, gpu.DefaultSampleInterval)
 	if a.opts.GPUs != nil {
 		spec.Local.Sample = delayedSampler(interval, a.opts.GPUs.Sampler(gpus))

@@ -69,6 +69,9 @@ func (Command) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 	if hasModelCache(n) {
 		return runWithModelCache(ctx, n, rt, p)
 	}
+	// Its one process writes the outputs: a cluster executor may check
+	// that they are what the job left when cairn collects it.
+	p.Outputs = n.Common.Outputs
 	res, err := rt.Exec(ctx, p)
 	if err != nil {
 		return nil, err

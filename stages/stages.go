@@ -427,6 +427,12 @@ type Proc struct {
 	// ("PENDING (Resources)"; "" before the first answer) and whether
 	// that is a wait in the queue.
 	Submitted func(queue func() (state string, queued bool))
+	// Outputs are the node's outputs (workspace-relative) where this
+	// process is the node's only one, so that nothing else of the node
+	// writes them after it ends: a cluster executor notes their state
+	// when the command ends and, before the result is taken, fails the
+	// node if one changed since. Empty: no such check.
+	Outputs []string
 }
 
 // Batcher is implemented by kinds whose stage runs as one GPU batch

@@ -129,6 +129,15 @@ type QueuedJob interface {
 	Queue() (state string, queued bool)
 }
 
+// OutputMark is the modification time cairn gives each existing output
+// of a node before an attempt (the engine's freshness marks), to tell
+// later whether the attempt wrote it. A cluster executor that compares an
+// output with what a job left (Spec.Outputs) takes a file of the same
+// inode and size that carries it as unchanged: a job that ended before
+// the attempt began (one a dead run submitted, re-attached to) left it
+// so, and cairn marked it since.
+var OutputMark = time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
+
 // Spec is one process to run for a node: what any executor needs.
 type Spec struct {
 	Node string
@@ -185,6 +194,13 @@ type Spec struct {
 	// Secrets are sensitive values (arguments, environment) that cairn's
 	// messages must not show.
 	Secrets []string
+	// Outputs are the absolute paths of the node's outputs that this
+	// process alone writes (stages.Proc.Outputs). A cluster executor,
+	// which learns of a job's end a poll later, records their state when
+	// the command ends and fails the node with class result where one
+	// changed before it collected the job. The local executor ignores
+	// them: it sees its process end at once.
+	Outputs []string
 	// Local is what only the local executor uses; others ignore it.
 	Local LocalSpec
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 )
 
@@ -266,4 +267,46 @@ func TestClusterArrayTasks(t *testing.T) {
 	assert.Equal(t, 1, out.Exit.Restarts)
 	b, _ = os.ReadFile(filepath.Join(dir, "requeue.runs"))
 	assert.Equal(t, "run\nrun\n", string(b), "the requeued task ran again, the others once")
+}
+
+// An output edited after its job ended, before cairn collected the job,
+// fails the node with class result, naming the file: the job's exit file
+// lists its outputs as the command left them. An output left as the job
+// made it passes. Wait is called once the edit is made, so the poll's
+// timing does not matter.
+func TestClusterOutputChangedAfterTheJobEnded(t *testing.T) {
+	slurmtest.Need(t)
+	t.Parallel()
+	e, err := NewExecutor(context.Background(), Options{PollInterval: 200 * time.Millisecond, MaxPollInterval: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	dir := t.TempDir()
+	spec := func(name, script string, outputs ...string) *executor.Spec {
+		s := &executor.Spec{
+			Node: fmt.Sprintf("stage.gen[%q]", name), RunID: "cairn-test-" + fmt.Sprint(time.Now().UnixNano()), Key: name, Attempt: 1,
+			Argv: []string{"sh", "-c", script}, Env: os.Environ(), Dir: dir,
+			Stdout: filepath.Join(dir, "logs", name+".out"), Stderr: filepath.Join(dir, "logs", name+".err"),
+		}
+		for _, o := range outputs {
+			s.Outputs = append(s.Outputs, filepath.Join(dir, o))
+		}
+		return s
+	}
+	ctx := context.Background()
+	edited, err := e.Submit(ctx, spec("a", "mkdir -p out/a && echo 42 > out/a/v.txt", "out/a"))
+	require.NoError(t, err)
+	kept, err := e.Submit(ctx, spec("b", "echo 1 > b.txt", "b.txt"))
+	require.NoError(t, err)
+	waitFile(t, filepath.Join(dir, "logs", "a.exit"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "out", "a", "v.txt"), []byte("77\n"), 0o666))
+
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := edited.Wait(wctx)
+	require.NoError(t, err)
+	assert.Equal(t, failclass.Result, res.Class, res.Message)
+	assert.Contains(t, res.Message, "its output out/a/v.txt changed after the job ended")
+	res, err = kept.Wait(wctx)
+	require.NoError(t, err)
+	assert.Equal(t, "", res.Class, res.Message)
 }

@@ -463,6 +463,10 @@ func (j *job) Wait(ctx context.Context) (*process.Result, error) {
 	switch {
 	case cancelled && out.State == "CANCELLED":
 		res.Class, res.Message = failclass.Interrupted, "stopped because cairn was interrupted (its Slurm job was cancelled)"
+	case res.Class == "" && out.Exit != nil:
+		if msg := changedOutput(out.Exit, j.spec.Dir); msg != "" {
+			res.Class, res.Message = failclass.Result, msg
+		}
 	case res.Class == failclass.Exit:
 		sig, byShell := signalled(out.Exit, j.spec.Shell)
 		if sig != 0 {
@@ -544,7 +548,7 @@ func jobFor(spec *executor.Spec) *Job {
 	return &Job{
 		Node: spec.Node, Attempt: max(spec.Attempt, 1), Argv: spec.Argv, Shell: spec.Shell,
 		Env: spec.Env, Dir: spec.Dir, Stdout: spec.Stdout, Stderr: spec.Stderr, AppendLogs: spec.AppendLogs,
-		Script: stem + ".sbatch", ExitFile: stem + ".exit",
+		Script: stem + ".sbatch", ExitFile: stem + ".exit", Outputs: spec.Outputs,
 		GPUs: len(spec.GPUs), CPUs: spec.CPUs, MemMiB: spec.MemMiB, Timeout: spec.Timeout, KillGrace: spec.Grace(),
 	}
 }

@@ -39,6 +39,10 @@ type Job struct {
 	// TimeLimit is the job's --time, Slurm's outer bound; 0 takes
 	// Timeout+KillGrace (rounded up to whole minutes).
 	TimeLimit time.Duration
+	// Outputs are the node's outputs (absolute paths) whose state the
+	// script lists in the exit file when the command ends (see
+	// outputsLine); none: no list.
+	Outputs []string
 	// prelude are shell lines the wrapper runs first: for a task of a job
 	// array, which runs in the array's environment, the unset and export
 	// lines that make it the node's own.
@@ -75,7 +79,8 @@ func quote(s string) string {
 // file, temp file then rename, so that cairn never reads half a file. It
 // removes a previous run's exit file when it starts, and notes its run
 // (Slurm's restart count) beside it: a requeued job is decided by its last
-// run, and an earlier run ending late writes no exit file over it.
+// run, and an earlier run ending late writes no exit file over it. With
+// Outputs, the exit file lists their files as the command left them.
 func wrapper(job *Job) string {
 	argv := job.Argv
 	if job.Shell {
@@ -130,7 +135,7 @@ finish() {
 	[ -n "$watchdog" ] && kill -KILL -- "-$watchdog" 2>/dev/null
 	printf 'status=%%s\nterm=%%s\njob=%%s\nrestarts=%%s\nstarted_ns=%%s\nended_ns=%%s\ntimed_out=%%s\ntimeout_ns=%%s\n' \
 		"$1" "$term" "${SLURM_JOB_ID:-}" "$run" "$started" "$ended" "$timed_out" "$timeout_ns" >"$tmp" &&
-		sync -- "$tmp" 2>/dev/null
+		%ssync -- "$tmp" 2>/dev/null
 	latest=$(cat -- "$run_file" 2>/dev/null)
 	if [ -n "$latest" ] && [ "$latest" != "$run" ]; then
 		rm -f -- "$tmp" # a later run started: its exit file is the job's
@@ -154,7 +159,7 @@ fi
 while kill -0 "$child" 2>/dev/null; do wait "$child"; done
 wait "$child"
 finish $?
-`, job.Node, job.Attempt, job.Timeout.Nanoseconds(), job.Timeout, grace, job.prelude, quote(job.ExitFile), noGPUs(job), quote(job.Dir), strings.Join(words, " "),
+`, job.Node, job.Attempt, job.Timeout.Nanoseconds(), job.Timeout, grace, job.prelude, quote(job.ExitFile), outputsLine(job), noGPUs(job), quote(job.Dir), strings.Join(words, " "),
 		seconds(job.Timeout), seconds(grace))
 	return b.String()
 }
@@ -202,6 +207,12 @@ type ExitStatus struct {
 	// TimedOut: the script ended the command at its Timeout.
 	TimedOut bool
 	Timeout  time.Duration
+	// Outputs are the outputs' files as the command left them, by
+	// path; nil in a file of a job without outputs to list (or of an
+	// older script).
+	Outputs map[string]fileSig
+	// OutputRoots are the outputs Outputs lists the files of.
+	OutputRoots []string
 }
 
 // readExit reads an exit file; ok is false when there is none (yet).
@@ -244,6 +255,15 @@ func readExit(path string) (ExitStatus, bool, error) {
 		case "timeout_ns":
 			if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
 				st.Timeout = time.Duration(ns)
+			}
+		case "output_root":
+			st.OutputRoots = append(st.OutputRoots, v)
+			if st.Outputs == nil {
+				st.Outputs = map[string]fileSig{}
+			}
+		case "output":
+			if path, sig, ok := parseFindLine(v); ok && st.Outputs != nil {
+				st.Outputs[path] = sig
 			}
 		}
 	}
