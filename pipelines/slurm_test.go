@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/e2e/e2etest"
 	"github.com/cairn-run/cairn/engine/executor/slurm/slurmtest"
 	"github.com/cairn-run/cairn/engine/runlog"
+	"github.com/cairn-run/cairn/runreport"
 	"github.com/cairn-run/cairn/syncbuf"
 )
 
@@ -951,4 +952,58 @@ func (w *workspace) killedBeforeJobIDs(t *testing.T, kill, detail string) (strin
 		}
 	}
 	return runs[0].ID, unnamed
+}
+
+// The figures of Slurm nodes in `cairn show RUN --json` and trace.tsv are
+// apply's: each node's duration and realtime its ok line's (its command's
+// own run time, its record's to the millisecond), ending when its command
+// ended, not when cairn learnt of it; its attempt's start queued_s after
+// its submit, queued_s its ok line's.
+func TestSlurmReportFiguresAreApplys(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	keys := []string{"a", "b", "c", "d"}
+	w.write("go", "")
+	w.write("main.hcl", workThenSum(keys, "", "go"))
+	out, code := w.run("apply", "main.hcl", "--report")
+	require.Equal(t, 0, code, out)
+	run := w.runs()[0]
+	checkDurations(t, w, run, out, keys...)
+	m := regexp.MustCompile(`(?m)^Report: (\S+)$`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	trace, err := os.ReadFile(filepath.Join(filepath.Dir(m[1]), runreport.TraceName))
+	require.NoError(t, err)
+	nodes := map[string]*runreport.Node{}
+	for _, n := range showJSON(t, w, run.ID).Nodes {
+		nodes[n.Addr] = n
+	}
+	for _, k := range keys {
+		addr := fmt.Sprintf("stage.work[%q]", k)
+		var fin runlog.Entry
+		for _, e := range run.Entries {
+			if e.T == "finished" && e.Node == addr {
+				fin = e
+			}
+		}
+		q := regexp.MustCompile(`✓ ` + regexp.QuoteMeta(addr) + `  ok in \S+ \(queued (\S+)\)`).FindStringSubmatch(out)
+		require.NotNil(t, q, "no queued time on %s's ok line:\n%s", addr, out)
+		queued, err := time.ParseDuration(q[1])
+		require.NoError(t, err)
+		n := nodes[addr]
+		require.NotNil(t, n, "no node %s in cairn show --json", addr)
+		require.Len(t, n.Tries, 1, addr)
+		try := n.Tries[0]
+		assert.InDelta(t, fin.Duration, n.Duration, 0.001, "%s: duration_s is its record's", addr)
+		assert.InDelta(t, fin.Queued, try.Queued, 0.001, "%s: queued_s is its record's", addr)
+		assert.InDelta(t, queued.Seconds(), try.Queued, 0.011, "%s: queued_s is its ok line's", addr)
+		assert.WithinDuration(t, try.Submit.Add(time.Duration(try.Queued*float64(time.Second))), try.Start, time.Millisecond, addr)
+		assert.WithinDuration(t, try.Start.Add(time.Duration(fin.Duration*float64(time.Second))), n.End, time.Millisecond, "%s: it ends when its command ended", addr)
+		row := regexp.MustCompile(`(?m)^.*\t` + regexp.QuoteMeta(addr) + `\t.*$`).FindString(string(trace))
+		require.NotEmpty(t, row, "no row of %s in trace.tsv:\n%s", addr, trace)
+		cells := strings.Split(row, "\t")
+		realtime, err := strconv.ParseFloat(cells[12], 64)
+		require.NoError(t, err, row)
+		assert.InDelta(t, fin.Duration, realtime, 0.001, "%s: trace.tsv's realtime is its record's duration: %s", addr, row)
+	}
 }

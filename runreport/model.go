@@ -593,6 +593,13 @@ func (b *builder) finish() {
 					t.Submit = t.Start
 				}
 				t.Start = t.Submit.Add(time.Duration(t.Queued * float64(time.Second)))
+				if t.ran > 0 {
+					// Its command ran its own run time from there (the
+					// exit file's start and end, as apply's line and
+					// the record give it): it ended then, not at its
+					// record, which comes a poll or more later.
+					t.End = t.Start.Add(t.ran)
+				}
 			}
 			if t.State == "running" && !live || t.State == "failed" && runlog.Stopped(t.Class, run.State) {
 				t.State = "interrupted"
@@ -698,8 +705,9 @@ func ownSpan(start, end time.Time, ran time.Duration) (time.Time, time.Time) {
 // attempt's. Else the attempt ends its duration after its started record
 // (written once the process started, so no earlier than it did), or at
 // its finished record where that is sooner, and starts its duration
-// before. A cluster job's (its time in the queue journaled) keeps its
-// records' times.
+// before. A cluster job's (its time in the queue journaled) is left to
+// its caller, which starts it at the end of that wait and ends it its own
+// run time later.
 // A failed attempt whose record has its own run time is placed so too:
 // a node's duration is then its attempts' own run times added, as apply
 // and cairn show give it (runlog.AttemptSeconds).

@@ -1,6 +1,8 @@
 package runreport_test
 
 import (
+	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
+	"github.com/cairn-run/cairn/process"
 	"github.com/cairn-run/cairn/runreport"
 )
 
@@ -69,4 +72,29 @@ func TestAttemptsTakeTheirRecordsTimes(t *testing.T) {
 	assert.Equal(t, [2]time.Time{at(140), at(240)}, [2]time.Time{b.Start, b.End})
 	assert.InDelta(t, 0.1, b.Duration, 1e-9)
 	assert.Equal(t, "cpu 0", b.Tries[0].Lane)
+}
+
+// A Slurm job's attempt runs from the end of its wait in the queue for
+// its command's own run time, as apply's line gives it (`ok in 1.2s
+// (queued 400ms)`): not to its finished record, written when cairn learnt
+// of its end a poll later. The JSON's duration and end and trace.tsv's
+// realtime and complete say the same.
+func TestSlurmAttemptEndsWithItsCommand(t *testing.T) {
+	key := strings.Repeat("e", 64)
+	job := &process.JobRef{Executor: "slurm", ID: "4242", Details: map[string]string{process.SubmittedDetail: strconv.FormatInt(at(100).UnixNano(), 10)}}
+	dir := writeJournal(t, t.TempDir(), "20260301T120000.000Z-eeeeee", []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.work", Key: key},
+		{T: runlog.Started, Time: at(120), Node: "stage.work", Key: key, Attempt: 1, Job: job},
+		{T: runlog.Finished, Time: at(2600), Node: "stage.work", Key: key, Attempt: 1, Duration: 1.2, Queued: 0.4},
+	}, "ok")
+	r, err := runreport.Build(dir, runreport.Options{})
+	require.NoError(t, err)
+	n := nodeOf(t, r, "stage.work")
+	assert.InDelta(t, 1.2, n.Duration, 1e-9, "the command's own run time")
+	assert.InDelta(t, 0.4, n.Tries[0].Queued, 1e-9)
+	assert.WithinDuration(t, at(500), n.Start, 0, "queued_s after its submission")
+	assert.WithinDuration(t, at(1700), n.End, 0, "when its command ended")
+	var trace bytes.Buffer
+	require.NoError(t, r.WriteTrace(&trace))
+	assert.Contains(t, trace.String(), "\t4242\tstage.work\tstage.work\t-\t1\tCOMPLETED\t2026-03-01T12:00:00.100Z\t2026-03-01T12:00:00.500Z\t2026-03-01T12:00:01.700Z\t1.600\t1.200\t")
 }
