@@ -71,7 +71,9 @@ func TestReportItemsAndSlurm(t *testing.T) {
 	assert.InDelta(t, 6.0, nodeOf(t, r, "stage.train").GPUSeconds, 1e-9, "3 s on 2 GPUs")
 	var trace bytes.Buffer
 	require.NoError(t, r.WriteTrace(&trace))
-	assert.Contains(t, trace.String(), "\t4242\tstage.eval\tstage.eval\tevaluate\t1\tCOMPLETED\t2026-03-01T12:00:00.100Z\t2026-03-01T12:00:00.500Z\t2026-03-01T12:00:02.100Z\t2.000\t1.600\t0.500\t")
+	// trace.tsv's row is the attempt's: submitted by its sbatch at 0.1 s,
+	// 0.4 s in the queue (submit + queue_wait is its start).
+	assert.Contains(t, trace.String(), "\t4242\tstage.eval\tstage.eval\tevaluate\t1\tCOMPLETED\t2026-03-01T12:00:00.100Z\t2026-03-01T12:00:00.500Z\t2026-03-01T12:00:02.100Z\t2.000\t1.600\t0.400\t")
 	assert.Contains(t, trace.String(), "\t4243\tstage.train\tstage.train\t-\t1\tCOMPLETED\t")
 
 	page := filepath.Join(dir, runreport.HTMLName)

@@ -54,10 +54,10 @@ func (r *Report) WriteTrace(w io.Writer) error {
 				submit, wait = prev.End, num(max(0, start.Sub(prev.End).Seconds()))
 			}
 			if !t.Submit.IsZero() {
-				submit = t.Submit
-				if t.N != n.Tries[0].N {
-					wait = num(t.Queued)
-				}
+				// A cluster job: submitted by its sbatch, it waited in
+				// the queue until it started (submit + queue_wait is
+				// its start, as in every row).
+				submit, wait = t.Submit, num(t.Queued)
 			}
 		} else if n.State == "cached" {
 			rss, gpu = n.PeakRSS, n.PeakGPU
