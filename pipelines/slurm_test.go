@@ -399,6 +399,9 @@ func TestSlurmPlanRefusesMoreCPUsOrMemoryThanANode(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, "none")
 	t.Parallel()
+	// Plan asks sinfo once, for at most clusterAskFor: not while
+	// another test has the controller stopped.
+	slurmtest.HoldController(t)
 	for _, c := range []struct{ ask, why string }{
 		{"cpus = 16", "asks for 16 CPUs; the partition's largest node has 8 (sinfo)"},
 		{`memory = "9000M"`, "asks for 9000 MiB of memory; the partition's largest node has 8000 MiB (sinfo)"},
@@ -641,6 +644,9 @@ func TestSlurmPlanChecksThePartition(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, "none")
 	t.Parallel()
+	// Plan asks sinfo once, for at most clusterAskFor: not while
+	// another test has the controller stopped.
+	slurmtest.HoldController(t)
 	body := `stage "command" "big" {
   run  = ["true"]
   gpus = 3
@@ -671,6 +677,9 @@ func TestSlurmPlanChecksThePartitionWithoutGPUs(t *testing.T) {
 	slurmtest.Need(t)
 	w := newWorkspace(t, "none")
 	t.Parallel()
+	// Plan asks sinfo once, for at most clusterAskFor: not while
+	// another test has the controller stopped.
+	slurmtest.HoldController(t)
 	body := `stage "command" "a" {
   run = ["sh", "-c", "echo ran > ran.txt"]
 }
