@@ -283,12 +283,16 @@ func TestSlurmInterrupt(t *testing.T) {
 			}
 			assert.Equal(t, 130, cmd.ProcessState.ExitCode(), out.String())
 			run := w.runs()[0].ID
-			want := "CANCELLED"
-			if leave {
-				want = "RUNNING"
-			}
 			states := squeue(t, "--noheader", "--states=all", "--name="+run, "--format=%T")
-			assert.Equal(t, 3, strings.Count(states, want), "%s", states)
+			if leave {
+				assert.Equal(t, 3, strings.Count(states, "RUNNING"), "%s", states)
+			} else {
+				// A running job's script has cairn's SIGTERM first: it ends
+				// the command and exits with its status (FAILED); a job
+				// whose script lingers is cancelled after (CANCELLED).
+				ended := strings.Count(states, "FAILED") + strings.Count(states, "CANCELLED")
+				assert.Equal(t, 3, ended, "%s", states)
+			}
 			n := 0
 			for _, e := range w.runs()[0].Entries {
 				if e.T == "failed" && e.Class == "interrupted" {
@@ -307,6 +311,60 @@ func TestSlurmInterrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An interrupt ends a Slurm node's command before its next step: the
+// command's shell must not start `echo K >> after` between Slurm's SIGTERM
+// to its sleep and its own (a plain scancel signals each of the job's
+// processes in turn). Ten instances on eight CPUs: the pending ones are
+// cancelled before they start. Each node is journaled interrupted, and no
+// `after` line is ever written.
+func TestSlurmInterruptEndsTheCommandBeforeItsNextStep(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	w.write("main.hcl", slurmPipeline+`stage "command" "chain" {
+  for_each = [for i in range(10) : tostring(i)]
+  run      = ["sh", "-c", "echo ${each.key} >> started; sleep 30; echo ${each.key} >> after"]
+}
+`)
+	out, code := applyAndInterrupt(t, w, "eight commands to start", 3*time.Minute, func(string) bool {
+		b, _ := os.ReadFile(filepath.Join(w.dir, "started"))
+		return strings.Count(string(b), "\n") >= 8
+	})
+	assert.Equal(t, 130, code, out)
+	run := w.runs()[0].ID
+	e2etest.WaitFor(t, "the jobs to leave the queue and their processes to end", 2*time.Minute, func() bool {
+		return strings.TrimSpace(squeue(t, "--noheader", "--name="+run)) == "" && len(processesIn(w.dir)) == 0
+	})
+	assert.NoFileExists(t, filepath.Join(w.dir, "after"), "a command went on after the interrupt")
+	n := 0
+	for _, e := range w.runs()[0].Entries {
+		if e.T == "failed" && e.Class == "interrupted" {
+			n++
+		}
+	}
+	assert.Equal(t, 10, n, "ten nodes journaled interrupted:\n%s", out)
+}
+
+// applyAndInterrupt starts `cairn apply main.hcl` in w, sends it SIGINT
+// once ready holds (given its output so far), and returns its output and
+// exit status once it has ended, failing t unless that is within limit.
+func applyAndInterrupt(t *testing.T, w *workspace, what string, limit time.Duration, ready func(string) bool) (string, int) {
+	t.Helper()
+	cmd := w.command("apply", "main.hcl")
+	out := &output{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	e2etest.WaitFor(t, what, 2*time.Minute, func() bool { return ready(out.String()) })
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-done:
+	case <-time.After(limit):
+		t.Fatalf("cairn did not end within %s of the interrupt:\n%s", limit, out.String())
+	}
+	return out.String(), cmd.ProcessState.ExitCode()
 }
 
 // processesIn lists the processes whose working folder is dir or below it
@@ -597,23 +655,11 @@ func TestSlurmInterruptWhileTheControllerIsWaitedFor(t *testing.T) {
 `)
 	startController := slurmtest.StopController(t)
 	defer startController()
-	cmd := w.command("apply", "main.hcl")
-	out := &output{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	e2etest.WaitFor(t, "cairn to say it waits for the controller", 2*time.Minute, func() bool {
-		return strings.Contains(out.String(), "waiting for the Slurm controller since")
+	out, code := applyAndInterrupt(t, w, "cairn to say it waits for the controller", time.Minute, func(out string) bool {
+		return strings.Contains(out, "waiting for the Slurm controller since")
 	})
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatalf("cairn did not end within a minute of the interrupt:\n%s", out.String())
-	}
-	assert.Equal(t, 130, cmd.ProcessState.ExitCode(), out.String())
-	assert.Contains(t, out.String(), "interrupted before anything ran")
+	assert.Equal(t, 130, code, out)
+	assert.Contains(t, out, "interrupted before anything ran")
 	assert.NoFileExists(t, filepath.Join(w.dir, "one.txt"))
 }
 

@@ -369,8 +369,9 @@ func (e *Executor) newJob(c *Client, ref Ref, jr process.JobRef, spec *executor.
 func (j *job) Ref() process.JobRef { return j.jr }
 
 // Cancel implements executor.Job: scancel, gathered with the moment's
-// other cancels. Slurm sends SIGTERM, then SIGKILL after its KillWait, so
-// hard and soft are the same here.
+// other cancels (see Client.Cancel: a running job's script has SIGTERM
+// first, the scancel after). Slurm sends SIGTERM, then SIGKILL after its
+// KillWait, so hard and soft are the same here.
 func (j *job) Cancel(bool) error {
 	j.mu.Lock()
 	first := !j.cancelled
@@ -461,7 +462,9 @@ func (j *job) Wait(ctx context.Context) (*process.Result, error) {
 	cancelled := j.cancelled
 	j.mu.Unlock()
 	switch {
-	case cancelled && out.State == "CANCELLED":
+	case cancelled && (out.State == "CANCELLED" || out.Exit != nil && out.Exit.Term):
+		// Cairn's cancel signals a running job's script first, which
+		// ends the command and exits: FAILED, its exit file saying so.
 		res.Class, res.Message = failclass.Interrupted, "stopped because cairn was interrupted (its Slurm job was cancelled)"
 	case res.Class == "" && out.Exit != nil:
 		if msg := changedOutput(out.Exit, j.spec.Dir); msg != "" {

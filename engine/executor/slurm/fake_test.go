@@ -387,6 +387,35 @@ func TestCancelIsChunked(t *testing.T) {
 	assert.Len(t, strings.Fields(lines[2]), 200)
 }
 
+// A cancel sends a plain scancel to the jobs not running first (a pending
+// one must not start on what the running ones free), then SIGTERM to the
+// running ones' batch scripts alone, whose traps end the commands' process
+// groups; a job whose script ended is not cancelled after it.
+func TestCancelSignalsRunningScriptsFirst(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	c.killWait = time.Minute
+	exit := filepath.Join(f.dir, "a.exit")
+	f.write("squeue.out", "7_1|RUNNING|None\n8|PENDING|Resources\n")
+	done := make(chan error, 1)
+	go func() { done <- c.Cancel(context.Background(), []Ref{{JobID: "7_1", ExitFile: exit}, {JobID: "8"}}) }()
+	for !strings.Contains(f.read("scancel.log"), "--batch") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.write("a.exit", "status=143\nterm=1\n")
+	require.NoError(t, <-done)
+	assert.Equal(t, "8\n--batch --signal=TERM 7_1\n", f.read("scancel.log"))
+}
+
+// A running job whose batch script has not ended within the cluster's
+// KillWait of its SIGTERM is cancelled after it, with a plain scancel.
+func TestCancelAfterKillWaitWhenTheScriptLingers(t *testing.T) {
+	f, c := newFake(t, noAccounting)
+	c.killWait = 50 * time.Millisecond
+	f.write("squeue.out", "7|RUNNING|None\n")
+	require.NoError(t, c.Cancel(context.Background(), []Ref{{JobID: "7", ExitFile: filepath.Join(f.dir, "a.exit")}}))
+	assert.Equal(t, "--batch --signal=TERM 7\n7\n", f.read("scancel.log"))
+}
+
 // The wrapper, run by bash without Slurm: the argv is passed as words,
 // never through a shell, and the exit file is written whole.
 func TestWrapper(t *testing.T) {

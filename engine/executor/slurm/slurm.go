@@ -114,6 +114,9 @@ type Client struct {
 	// for finished jobs; otherwise squeue -t all does, for MinJobAge.
 	accounting bool
 	minJobAge  time.Duration
+	// killWait is the cluster's KillWait: how long Slurm waits between a
+	// cancel's SIGTERM and its SIGKILL (30 s unless configured).
+	killWait time.Duration
 	// begins: ExtraArgs give the jobs a begin time (a job pending for
 	// BeginTime is not necessarily a requeued one then).
 	begins bool
@@ -191,6 +194,12 @@ func New(ctx context.Context, run string, opts Options) (*Client, error) {
 	if f := strings.Fields(cfg["MinJobAge"]); len(f) > 0 {
 		if n, err := strconv.Atoi(f[0]); err == nil {
 			c.minJobAge = time.Duration(n) * time.Second
+		}
+	}
+	c.killWait = 30 * time.Second
+	if f := strings.Fields(cfg["KillWait"]); len(f) > 0 {
+		if n, err := strconv.Atoi(f[0]); err == nil && n >= 0 {
+			c.killWait = time.Duration(n) * time.Second
 		}
 	}
 	c.maxArray = defaultMaxArraySize

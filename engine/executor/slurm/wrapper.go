@@ -100,9 +100,11 @@ watchdog=
 term=0
 timed_out=0
 timeout_ns=%d
+# The child's own pid too: until setsid has made its group, the group
+# is not there yet.
 on_term() {
 	term=1
-	[ -n "$child" ] && kill -TERM -- "-$child" 2>/dev/null
+	[ -n "$child" ] && { kill -TERM -- "-$child" 2>/dev/null; kill -TERM "$child" 2>/dev/null; }
 }
 # SIGUSR1 comes from the watchdog: the command has run for its timeout.
 on_timeout() {
@@ -148,7 +150,7 @@ finish() {
 setsid -- %s &
 child=$!
 # A SIGTERM that came before child was set is passed on now.
-[ "$term" = 1 ] && kill -TERM -- "-$child" 2>/dev/null
+[ "$term" = 1 ] && { kill -TERM -- "-$child" 2>/dev/null; kill -TERM "$child" 2>/dev/null; }
 if [ "$timeout_ns" -gt 0 ]; then
 	setsid -- /bin/bash -c 'sleep "$1"; kill -USR1 "$2"; sleep "$3"; kill -KILL -- "-$4"' watchdog %s "$$" %s "$child" </dev/null >/dev/null 2>&1 &
 	watchdog=$!
