@@ -64,7 +64,7 @@ func (g *Graph) anyWriter() bool {
 func writtenBy(writes *pathIndex, c dsl.FileCall) (w declPath, path string, ok bool) {
 	if c.Known != "" {
 		for d := range writes.overlapping(c.Known) {
-			if d.path == c.Known || isParent(d.path, c.Known) {
+			if d.path == c.Known || under(c.Known, d.path) {
 				return d, c.Known, true
 			}
 		}
@@ -76,16 +76,6 @@ func writtenBy(writes *pathIndex, c dsl.FileCall) (w declPath, path string, ok b
 		}
 	}
 	return declPath{}, "", false
-}
-
-// isParent reports whether folder holds p (both clean and relative).
-func isParent(folder, p string) bool {
-	for q := range parents(p) {
-		if q == folder {
-			return true
-		}
-	}
-	return false
 }
 
 // keyedFileCalls lists the file function calls in the attributes that
