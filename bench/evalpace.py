@@ -187,7 +187,7 @@ def eval_row(work, inflight, rows, checks):
     with open(os.path.join(d, "data", "items.jsonl")) as f, open(requests, "w") as out:
         for i, line in enumerate(f):
             out.write(json.dumps({"id": "i%d" % i, "key": "k%d" % i, "attempt": 1, "endpoint": sim.url,
-                                  "model": MODEL, "item": json.loads(line)}) + "\n")
+                                  "model": MODEL, "runtime": {}, "item": json.loads(line)}) + "\n")
 
     def apply(binary, w):
         def go():
@@ -249,9 +249,12 @@ def phased(sim, fn, waves, out):
     (the last request plus the latency) to the command's end."""
     def go():
         mark = sim.mark()
-        t0 = time.time()
         t = fn()
         t1 = time.time()
+        # The command's start is its end less the time fn measured: what
+        # fn does before the command (a cairn row removes the last run's
+        # cache and out folder) is not the command's.
+        t0 = t1 - t
         got = sim.received_after(mark)
         out.append((got[0] - t0, got[-1] - got[0] - waves, t1 - got[-1] - sim.latency))
         return t
