@@ -121,6 +121,24 @@ func markOutputs(root string, c stages.Common, rewritten []string, inside func(r
 	return m
 }
 
+// before are the modification times (ns) the marked files had before
+// their mark, by absolute path (executor.Spec.Marked); nil when none was
+// marked.
+func (m *freshMarks) before() map[string]int64 {
+	var out map[string]int64
+	for _, om := range m.outs {
+		for rel, fm := range om.files {
+			if fm.marked {
+				if out == nil {
+					out = map[string]int64{}
+				}
+				out[filepath.Join(m.root, rel)] = fm.origMtime.UnixNano()
+			}
+		}
+	}
+	return out
+}
+
 // markFile records a file's identity, setting its mtime to freshMark when
 // it is a regular file (not a link).
 func markFile(full, rel string) *fileMark {

@@ -72,6 +72,9 @@ type nodeState struct {
 	// inputNames are the entries of its folder inputs as its key was
 	// taken (noteInputNames), for the check after its run.
 	inputNames map[string]map[string]bool
+	// marked are the times its outputs' files had before the attempt's
+	// freshness marks (freshMarks.before), for its process's spec.
+	marked map[string]int64
 
 	// Its worker's from launch to evDone, the loop's before and after
 	// (fail and skip write them for nodes that never ran).

@@ -246,6 +246,9 @@ func (r *nodeRuntime) Exec(ctx context.Context, p stages.Proc) (*process.Result,
 	for _, o := range p.Outputs {
 		spec.Outputs = append(spec.Outputs, filepath.Join(a.g.Root, o))
 	}
+	if len(spec.Outputs) > 0 {
+		spec.Marked = ns.marked
+	}
 	interval := cmp.Or(a.opts.SampleInterval, gpu.DefaultSampleInterval)
 	if a.opts.GPUs != nil {
 		spec.Local.Sample = delayedSampler(interval, a.opts.GPUs.Sampler(gpus))

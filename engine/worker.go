@@ -142,6 +142,7 @@ func (a *applier) execute(ns *nodeState) event {
 			rewritten = rw.RewrittenOutputs(ns.spec)
 		}
 		marks := markOutputs(a.g.Root, ns.spec.Common, rewritten, a.checkInside)
+		ns.marked = marks.before()
 		if a.cache != nil {
 			marks.held, marks.key = func() (*store.Record, string) { return a.heldRecord(ns) }, ns.key
 			marks.stat = a.cache.Stat

@@ -204,6 +204,22 @@ func TestSlurmKillThenReattach(t *testing.T) {
 	assert.Equal(t, 4, strings.Count(jobs, "cairn array stage.work tasks 4 "), "work's instances, ready together, are one array:\n%s", jobs)
 }
 
+// killOnceStarted applies main.hcl in w and kills cairn (kill -9) once the
+// job has made the file "started", and returns that run, the workspace's
+// first.
+func killOnceStarted(t *testing.T, w *workspace) *runlog.RunInfo {
+	t.Helper()
+	first := w.command("apply", "main.hcl")
+	require.NoError(t, first.Start())
+	e2etest.WaitFor(t, "the job to start", 2*time.Minute, func() bool {
+		_, err := os.Stat(filepath.Join(w.dir, "started"))
+		return err == nil
+	})
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	return w.runs()[0]
+}
+
 // A job cancelled while cairn was down: the next apply re-attaches to it,
 // fails its node with class killed and points at the log the job wrote,
 // the dead run's, which holds Slurm's cancel line (#29).
@@ -217,15 +233,7 @@ func TestSlurmCancelledWhileCairnWasDown(t *testing.T) {
   run = ["sh", "-c", "touch started; exec sleep 300"]
 }
 `)
-	first := w.command("apply", "main.hcl")
-	require.NoError(t, first.Start())
-	e2etest.WaitFor(t, "the job to start", 2*time.Minute, func() bool {
-		_, err := os.Stat(filepath.Join(w.dir, "started"))
-		return err == nil
-	})
-	require.NoError(t, first.Process.Kill())
-	_ = first.Wait()
-	dead := w.runs()[0]
+	dead := killOnceStarted(t, w)
 	var logs []string
 	for _, e := range dead.Entries {
 		if e.T == "started" {
@@ -247,6 +255,46 @@ func TestSlurmCancelledWhileCairnWasDown(t *testing.T) {
 	assert.Contains(t, out, "  log: "+logs[1]+"\n", "the log the job wrote, in the dead run's folder")
 	assert.NotContains(t, out, "log: none")
 	assert.Regexp(t, `  \| .*\*\*\* JOB `+id+` .*CANCELLED`, out, "its tail")
+}
+
+// A job that ended while cairn was down, whose output was edited before
+// the next apply re-attached to it (the same size: 42 made 77): that apply
+// marks the output before it looks at the job, and the edit is seen all
+// the same. The node fails with class result and nothing is stored; the
+// apply after runs it again.
+func TestSlurmOutputEditedWhileCairnWasDown(t *testing.T) {
+	slurmtest.Need(t)
+	w := newWorkspace(t, "none")
+	t.Parallel()
+	// squeue must answer while cairn is down.
+	slurmtest.HoldController(t)
+	w.write("main.hcl", slurmPipeline+`stage "command" "gen" {
+  run     = ["sh", "-c", "touch started; while [ ! -e go ]; do sleep 0.2; done; mkdir -p out && echo 42 > out/v.txt"]
+  outputs = ["out/v.txt"]
+}
+`)
+	dead := killOnceStarted(t, w).ID
+	w.write("go", "")
+	e2etest.WaitFor(t, "the job to end", 2*time.Minute, func() bool {
+		return strings.TrimSpace(squeue(t, "--noheader", "--name="+dead)) == ""
+	})
+	v := filepath.Join(w.dir, "out", "v.txt")
+	b, err := os.ReadFile(v)
+	require.NoError(t, err)
+	require.Equal(t, "42\n", string(b))
+	require.NoError(t, os.WriteFile(v, []byte("77\n"), 0o666))
+
+	out, code := w.run("apply", "main.hcl")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "stage.gen failed (result)")
+	assert.Contains(t, out, "its output out/v.txt changed after the job ended")
+
+	out, code = w.run("apply", "main.hcl")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "1 ran", "nothing was stored of the edited output")
+	b, err = os.ReadFile(v)
+	require.NoError(t, err)
+	assert.Equal(t, "42\n", string(b))
 }
 
 // Ctrl-C cancels every job of the run (one scancel) and journals the

@@ -133,9 +133,10 @@ type QueuedJob interface {
 // of a node before an attempt (the engine's freshness marks), to tell
 // later whether the attempt wrote it. A cluster executor that compares an
 // output with what a job left (Spec.Outputs) takes a file of the same
-// inode and size that carries it as unchanged: a job that ended before
-// the attempt began (one a dead run submitted, re-attached to) left it
-// so, and cairn marked it since.
+// inode and size that carries it as the job left it when the time it had
+// before the mark (Spec.Marked) is the job's: a job that ended before the
+// attempt began (one a dead run submitted, re-attached to) left it so,
+// and cairn marked it since.
 var OutputMark = time.Date(2001, 9, 9, 1, 46, 40, 0, time.UTC)
 
 // Spec is one process to run for a node: what any executor needs.
@@ -201,6 +202,13 @@ type Spec struct {
 	// changed before it collected the job. The local executor ignores
 	// them: it sees its process end at once.
 	Outputs []string
+	// Marked are the modification times (ns) the files of those outputs
+	// had before cairn gave them OutputMark for this attempt, by absolute
+	// path: a cluster executor re-attached to a job that ended while
+	// cairn was down finds the mark on a file the job left, and compares
+	// the time under the mark with the job's, so that an edit made
+	// meanwhile that kept the file's size is seen. nil: none marked.
+	Marked map[string]int64
 	// Local is what only the local executor uses; others ignore it.
 	Local LocalSpec
 }

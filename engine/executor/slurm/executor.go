@@ -467,7 +467,7 @@ func (j *job) Wait(ctx context.Context) (*process.Result, error) {
 		// ends the command and exits: FAILED, its exit file saying so.
 		res.Class, res.Message = failclass.Interrupted, "stopped because cairn was interrupted (its Slurm job was cancelled)"
 	case res.Class == "" && out.Exit != nil:
-		if msg := changedOutput(out.Exit, j.spec.Dir); msg != "" {
+		if msg := changedOutput(out.Exit, j.spec.Dir, j.spec.Marked); msg != "" {
 			res.Class, res.Message = failclass.Result, msg
 		}
 	case res.Class == failclass.Exit:

@@ -100,10 +100,20 @@ func sigOf(fi os.FileInfo) fileSig {
 }
 
 // sameFile says whether now is the file the job left (was): the same, or
-// the same with cairn's mark (executor.OutputMark) on it.
-func sameFile(was, now fileSig) bool {
-	if now.mtime == executor.OutputMark.UnixNano() {
+// the same with cairn's mark (executor.OutputMark) on it, put there after
+// the job ended (by the apply that re-attached to it). before is the time
+// the file had under that mark (Spec.Marked; known says there is one): an
+// edit made between the job's end and the mark that kept the file's
+// inode and size shows there. A file that carried the mark already when
+// it was marked again (an apply killed before it gave the times back)
+// says nothing more.
+func sameFile(was, now fileSig, before int64, known bool) bool {
+	mark := executor.OutputMark.UnixNano()
+	if now.mtime == mark && was.mtime != mark {
 		now.mtime = was.mtime
+		if known && before != mark {
+			now.mtime = before
+		}
 	}
 	return was == now
 }
@@ -113,14 +123,15 @@ func sameFile(was, now fileSig) bool {
 // and before cairn collected the job: its result is not stored, as the
 // outputs are no longer what the job made. Paths are told relative to dir
 // (the workspace). "" when none changed, or nothing was listed.
-func changedOutput(ex *ExitStatus, dir string) string {
+func changedOutput(ex *ExitStatus, dir string, marked map[string]int64) string {
 	if ex.Outputs == nil {
 		return ""
 	}
 	now := currentFiles(ex.OutputRoots)
 	var changed []string
 	for p, sig := range ex.Outputs {
-		if got, ok := now[p]; !ok || !sameFile(sig, got) {
+		before, known := marked[p]
+		if got, ok := now[p]; !ok || !sameFile(sig, got, before, known) {
 			changed = append(changed, p)
 		}
 	}
