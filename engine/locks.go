@@ -126,9 +126,9 @@ func (a *applier) waitForKey(ns, holder *nodeState, output string) {
 		// the log stays in the order of its times.
 		a.emit(&events.NodeWaiting{Node: ns.n.Addr, Holder: who, Writes: writes})
 		outputs := a.outputPaths(ns)
-		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, outputs, a.opts.LockTimeout, func() (*store.KeyLock, error) {
-			lk, _, _, err := a.keys.try(a.cache.Dir, ns, outputs)
-			return lk, err
+		lk, err := store.WaitKeyLock(ctx, a.cache.Dir, ns.key, outputs, a.opts.LockTimeout, func() (*store.KeyLock, string, error) {
+			lk, _, output, err := a.keys.try(a.cache.Dir, ns, outputs)
+			return lk, output, err
 		}, func(n int, run string) {
 			if run == "" {
 				run = "(unknown)"

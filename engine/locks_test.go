@@ -206,9 +206,9 @@ func TestKeyTableNamesTheHolderFromTheMomentItLocks(t *testing.T) {
 	// two waits for it, as its worker does; one gives it back.
 	got := make(chan *store.KeyLock, 1)
 	go func() {
-		lk, err := store.WaitKeyLock(context.Background(), dir, key, store.NodePaths{}, time.Minute, func() (*store.KeyLock, error) {
-			lk, _, _, err := keys.try(dir, two, store.NodePaths{})
-			return lk, err
+		lk, err := store.WaitKeyLock(context.Background(), dir, key, store.NodePaths{}, time.Minute, func() (*store.KeyLock, string, error) {
+			lk, _, output, err := keys.try(dir, two, store.NodePaths{})
+			return lk, output, err
 		}, nil)
 		assert.NoError(t, err)
 		got <- lk

@@ -149,20 +149,26 @@ func openLockFile(p string) (*os.File, error) {
 // WaitKeyLock blocks until the lock is free (or ctx ends), polling: the
 // lock has no timeout, and a poll also notices a holder that died.
 // Each poll takes it with try (TryKeyLock when nil: the caller may note
-// who holds it as it takes it). The processes that a dead run's node left
-// behind holding key's lock, or the lock of one of paths, are killed (see
-// ReapLockHolders, ReapPathHolders); note is told how many.
-func WaitKeyLock(ctx context.Context, cacheDir, key string, paths NodePaths, timeout time.Duration, try func() (*KeyLock, error), note func(killed int, run string)) (*KeyLock, error) {
+// who holds it as it takes it), which says, when the lock is held, which:
+// the key's ("") or that of the path it names. The processes that a dead
+// run's node left behind holding key's lock, or the lock of one of paths,
+// are killed (see ReapLockHolders, ReapPathHolders); note is told how
+// many. Past timeout (0: none) it gives up, naming the lock it waited for
+// last.
+func WaitKeyLock(ctx context.Context, cacheDir, key string, paths NodePaths, timeout time.Duration, try func() (*KeyLock, string, error), note func(killed int, run string)) (*KeyLock, error) {
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
 	if try == nil {
-		try = func() (*KeyLock, error) { return TryKeyLock(cacheDir, key) }
+		try = func() (*KeyLock, string, error) {
+			lk, err := TryKeyLock(cacheDir, key)
+			return lk, "", err
+		}
 	}
 	delay := 20 * time.Millisecond
 	for {
-		lk, err := try()
+		lk, held, err := try()
 		if err != nil || lk != nil {
 			return lk, err
 		}
@@ -174,7 +180,13 @@ func WaitKeyLock(ctx context.Context, cacheDir, key string, paths NodePaths, tim
 			}
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
-			return nil, fmt.Errorf("gave up after %s (--lock-timeout) waiting for its key's lock: another node of this apply, or another process, is running the same work or writing the same outputs", timeout)
+			if held != "" {
+				if rel, err := filepath.Rel(paths.Root, held); err == nil && filepath.IsLocal(rel) {
+					held = rel
+				}
+				return nil, fmt.Errorf("gave up after %s (--lock-timeout) waiting for the lock of %s, which it writes: another node of this apply, or another process, is writing that file", timeout, held)
+			}
+			return nil, fmt.Errorf("gave up after %s (--lock-timeout) waiting for its key's lock: another node of this apply, or another process, is running the same work", timeout)
 		}
 		select {
 		case <-ctx.Done():
