@@ -208,6 +208,73 @@ func TestPlanFollowsAFailingPostconditionOnACacheHit(t *testing.T) {
 	assert.Empty(t, ranSet(r), r.out)
 }
 
+// thresholdPipeline: a cached node whose postcondition reads a threshold
+// another stage makes, and a node that reports its status.
+const thresholdPipeline = `
+pipeline "p" {}
+
+variable "min" { default = 0.4 }
+
+stage "command" "thr" {
+  run    = ["sh", "-c", "echo '{\"min\": ${var.min}}' > thr.json"]
+  result = "thr.json"
+}
+
+stage "command" "m" {
+  run    = ["sh", "-c", "echo '{\"acc\": 0.5}' > m.json"]
+  result = "m.json"
+  postcondition {
+    condition     = self.result.acc >= stage.thr.result.min
+    error_message = "acc ${self.result.acc} below ${stage.thr.result.min}"
+  }
+}
+
+stage "command" "summ" {
+  on_upstream_failure = "run"
+  run     = ["sh", "-c", "echo m=${stage.m.status} > summ.txt"]
+  outputs = ["summ.txt"]
+}
+`
+
+// A cached node whose postcondition reads an upstream that is to run may
+// pass or fail it: what a downstream sees of it (its status) is not known
+// at plan time, and the downstream may run. Plan listed it cached, and
+// apply ran it (and the apply of a saved plan failed it, its key changed).
+func TestPlanFollowsAPostconditionWaitingForAnUpstream(t *testing.T) {
+	w := newWorkspace(t, thresholdPipeline)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 3, r.res.Ran, r.out)
+
+	p := w.Plan(plan.Options{}, "min=0.9")
+	byAddr := plannedByAddr(p)
+	assert.Equal(t, plan.ActRun, byAddr["stage.thr"].Action)
+	assert.Equal(t, plan.ActCached, byAddr["stage.m"].Action)
+	assert.Equal(t, []string{"waits for stage.thr, which will run"}, byAddr["stage.m"].Reasons)
+	assert.Equal(t, plan.ActMayRun, byAddr["stage.summ"].Action)
+	assert.Equal(t, []string{"depends on the output of stage.m"}, byAddr["stage.summ"].Reasons)
+
+	r = w.apply(ApplyOptions{}, "min=0.9")
+	assert.Equal(t, []string{"stage.summ", "stage.thr"}, ranSet(r), r.out)
+	assert.Equal(t, 1, r.res.Failed, r.out)
+	assert.Equal(t, "m=failed\n", w.Read("summ.txt"))
+
+	// A threshold made before: every node is the work of an earlier
+	// apply, and plan knows the postcondition holds.
+	p = w.Plan(plan.Options{}, "min=0.4")
+	assert.Equal(t, []string{"stage.thr", "stage.m", "stage.summ"}, planSets(p)[plan.ActCached])
+	r = w.apply(ApplyOptions{}, "min=0.4")
+	assert.Empty(t, ranSet(r), r.out)
+	assert.Equal(t, "m=ok\n", w.Read("summ.txt"))
+
+	// A new threshold the result passes: summ may run, and is found to
+	// be the first apply's work.
+	p = w.Plan(plan.Options{}, "min=0.3")
+	assert.Equal(t, plan.ActMayRun, plannedByAddr(p)["stage.summ"].Action)
+	r = w.apply(ApplyOptions{}, "min=0.3")
+	assert.Equal(t, []string{"stage.thr"}, ranSet(r), r.out)
+	assert.Equal(t, "m=ok\n", w.Read("summ.txt"))
+}
+
 const refusedRestorePipeline = `
 variable "mode" { default = "file" }
 

@@ -66,6 +66,11 @@ type PlannedNode struct {
 	// fails is the message of a cached node's failing postcondition:
 	// apply restores it, then fails it.
 	fails string
+	// postUnknown: a cached node's postcondition reads a value known only
+	// once an upstream that is to run has run, so whether apply fails it
+	// is not known: what its downstreams see of it (its status, its
+	// output digest) is not known either.
+	postUnknown bool
 	// refusedClass is the failure class apply fails the node with, without
 	// running or restoring it, when it is sure to (Refusal, else Reasons,
 	// says why): its kind refuses it, or it fails the check before it
@@ -668,10 +673,12 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 			// Something of the user's stands where an output goes.
 			pn.Refusal, pn.refusedClass = why, failclass.Result
 		}
-		if msg := g.postconditionFails(n, rec, inst); msg != "" {
+		msg, unknown := g.postconditionFails(n, rec, inst)
+		if msg != "" {
 			pn.fails = process.RedactSecrets(msg, SensitiveStrings(sn.Args))
 			pn.Reasons = []string{"postcondition fails: " + msg}
 		}
+		pn.postUnknown = unknown
 		if w := p.waitsFor(n); w != "" {
 			pn.Reasons = append(pn.Reasons, w)
 		}
@@ -817,7 +824,7 @@ func (p *Plan) upstreamsUnknown(n *Node) bool {
 // instanceUnknown reports whether instance gives u's UnknownInstance.
 func (p *Plan) instanceUnknown(u *Node) bool {
 	pn := p.Nodes[u.ID]
-	return pn == nil || !(pn.Action == ActSkip || pn.refusedClass != "" || pn.Action == ActCached && pn.Record != nil)
+	return pn == nil || !(pn.Action == ActSkip || pn.refusedClass != "" || pn.Action == ActCached && pn.Record != nil && !pn.postUnknown)
 }
 
 // instance is the instance object apply will give an upstream: its
@@ -860,7 +867,7 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 		if pn.svcOK {
 			return pn.svcDigest, true
 		}
-	case pn.Action == ActCached && pn.Record != nil:
+	case pn.Action == ActCached && pn.Record != nil && !pn.postUnknown:
 		if pn.fails != "" {
 			return FailedOutputDigest(Failed, failclass.Postcondition), true
 		}
@@ -871,15 +878,15 @@ func (p *Plan) upstreamDigest(u *Node) (string, bool) {
 
 // postconditionFails evaluates a cached node's postconditions on its
 // record, so plan can say that apply will refuse it; "" when they hold or
-// cannot be evaluated yet (they read an upstream that is to run). One that
-// cannot be evaluated at all (an attribute the result lacks) or is not
-// true or false fails, as it fails at apply.
-func (g *Graph) postconditionFails(n *Node, rec *store.Record, inst instanceFunc) string {
+// cannot be evaluated yet (they read an upstream that is to run: unknown
+// is then set). One that cannot be evaluated at all (an attribute the
+// result lacks) or is not true or false fails, as it fails at apply.
+func (g *Graph) postconditionFails(n *Node, rec *store.Record, inst instanceFunc) (msg string, unknown bool) {
 	self := func() cty.Value { return recordInstance(n, rec) }
 	if msg, unknown := g.EvalPostconditions(n, self, inst); !unknown {
-		return msg
+		return msg, false
 	}
-	return ""
+	return "", true
 }
 
 // EvalPostconditions evaluates n's postconditions with self bound to its
