@@ -467,7 +467,10 @@ func (b *builder) read() {
 				// run's whose job this one re-attached to.
 				t.Executor, t.Job, t.Submit = e.Job.Executor, e.Job.ID, e.Job.Submitted()
 			}
-			n.State, n.GPUs = "running", e.GPUs
+			// A node running has no failure: an earlier attempt's class
+			// and message are that attempt's (its try keeps them), not
+			// the node's, if this run ends without another word of it.
+			n.State, n.GPUs, n.Class, n.Message = "running", e.GPUs, "", ""
 			n.Wave = max(n.Wave, e.Wave)
 			n.addLogs(e.Logs)
 		case runlog.Finished:

@@ -390,6 +390,8 @@ func (a *app) showRun(dir string) error {
 			}
 			if e.Attempt > v.attempts {
 				v.tryStart = e.Time // a cluster job's second started record is the same attempt's
+				// An earlier attempt's failure is not the node's.
+				v.class, v.msg = "", ""
 			}
 			v.attempts = max(v.attempts, e.Attempt)
 			v.addLogs(e.Logs)

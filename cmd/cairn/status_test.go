@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/events"
 )
 
@@ -519,4 +520,60 @@ func TestRelativeCacheIsInChdir(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.DirExists(t, filepath.Join(root, "env-cache", "runs"))
 	assert.NoDirExists(t, filepath.Join(elsewhere, "env-cache"))
+}
+
+// A run killed while a node ran its second attempt: show says the node was
+// interrupted, not interrupted with the first attempt's failure ("exited
+// with status 1" was the node's class and message in --json, and the
+// table said "interrupted (exit)"); that attempt keeps its own.
+func TestShowKilledRetryIsInterruptedNotItsFirstFailure(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\n"})
+	id := runlog.NewRunID()
+	j, err := runlog.Open(filepath.Join(root, ".cairn"), id, true)
+	require.NoError(t, err)
+	t0 := time.Now().Add(-time.Minute)
+	for _, e := range []runlog.Entry{
+		{T: runlog.RunStart, Time: t0, RunID: id, Pipeline: "p", PID: 1},
+		{T: runlog.Planned, Time: t0, Node: "stage.r", Key: "k"},
+		{T: runlog.Started, Time: t0.Add(time.Second), Node: "stage.r", Key: "k", Attempt: 1},
+		{T: runlog.Failed, Time: t0.Add(2 * time.Second), Node: "stage.r", Key: "k", Attempt: 1, Class: "exit", Message: "exited with status 1"},
+		{T: runlog.Started, Time: t0.Add(3 * time.Second), Node: "stage.r", Key: "k", Attempt: 2},
+	} {
+		require.NoError(t, j.Write(e))
+	}
+	require.NoError(t, j.Close()) // no run_end: as if killed
+
+	r := runCLI(t, "--chdir", root, "show", id)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var row []string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "stage.r ") {
+			row = strings.Fields(l)
+		}
+	}
+	require.GreaterOrEqual(t, len(row), 3, r.stdout)
+	assert.Equal(t, []string{"stage.r", "interrupted", "2"}, row[:3], r.stdout)
+
+	r = runCLI(t, "--chdir", root, "show", id, "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var rep struct {
+		Nodes []struct {
+			State   string `json:"state"`
+			Class   string `json:"class"`
+			Message string `json:"message"`
+			Tries   []struct {
+				State string `json:"state"`
+				Class string `json:"class"`
+			} `json:"tries"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	require.Len(t, rep.Nodes, 1, r.stdout)
+	n := rep.Nodes[0]
+	assert.Equal(t, "interrupted", n.State)
+	assert.Empty(t, n.Class, r.stdout)
+	assert.Empty(t, n.Message, r.stdout)
+	require.Len(t, n.Tries, 2, r.stdout)
+	assert.Equal(t, "failed", n.Tries[0].State)
+	assert.Equal(t, "exit", n.Tries[0].Class, "the first attempt keeps its failure")
 }
