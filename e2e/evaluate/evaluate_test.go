@@ -583,7 +583,9 @@ func TestEndpointDown(t *testing.T) {
 }
 
 // A task model id the endpoint does not serve: a preflight error naming
-// the endpoint and what it serves, exit 1, no item sent.
+// the endpoint and what it serves, exit 1, no item sent. The workers were
+// stopped before a request, and wrote nothing: no log is named (an empty
+// workers.log was).
 func TestModelNotServed(t *testing.T) {
 	w := newWorkspace(t, 5)
 	srv := startServer(t, simmodel.Config{Models: []string{"Qwen/Qwen3.5-9B", "meta-llama/Llama-3.1-8B"}})
@@ -592,6 +594,7 @@ func TestModelNotServed(t *testing.T) {
 	assert.Equal(t, 1, code, text)
 	assert.Contains(t, text, "failed (setup)")
 	assert.Contains(t, text, "endpoint "+srv.URL+` does not serve the task model "sim-model"; it serves Qwen/Qwen3.5-9B, meta-llama/Llama-3.1-8B`)
+	assert.NotContains(t, text, "workers.log", "an empty log is not named")
 	assert.Zero(t, srv.ChatRequests())
 	assert.Empty(t, w.storedKeys())
 }

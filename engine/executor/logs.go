@@ -186,12 +186,14 @@ func ExistingLogs(paths []string) []string {
 	return out
 }
 
-// LogWritten reports whether a log path names a file (logs are made with
-// their first byte).
+// LogWritten reports whether a log path names a file with something in
+// it (a node's own logs are made with their first byte; an evaluation's
+// workers.log is made before its workers start, and stays empty when the
+// endpoint check fails before any did).
 func LogWritten(path string) bool {
 	if path == "" {
 		return false
 	}
 	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular()
+	return err == nil && st.Mode().IsRegular() && st.Size() > 0
 }
