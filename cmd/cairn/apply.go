@@ -300,7 +300,8 @@ that another process is running is waited for, then taken from the cache.
 With a PLANFILE from 'cairn plan --out', run exactly that plan (its variables,
 --target and --replace, on the cache folder it was made on), or refuse with exit 2, running nothing, naming what
 changed since it was saved: a node added or removed, the pipeline's name, a
-key known then, or an action.
+key known then, what was known then of a key known only after apply (a
+"may run" node's command, say), or an action.
 
 Streams: standard output carries apply's progress (a line per node that
 runs or fails, or with --json one JSON object per node event) and its

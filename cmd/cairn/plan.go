@@ -263,7 +263,7 @@ pipeline's name, a key or an action.`,
 	}
 	a.addVarFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output")
-	cmd.Flags().StringVar(&out, "out", "", "save the plan (with every key known now) to FILE")
+	cmd.Flags().StringVar(&out, "out", "", "save the plan (with every key known now, and what is known now of the others) to FILE")
 	cmd.Flags().Var(addrsFlag{&targets}, "target", "plan only this address and what it needs (repeatable)")
 	cmd.Flags().Var(addrsFlag{&replace}, "replace", "run this address even if cached (repeatable)")
 	cmd.Flags().BoolVar(&only, "only", false, "with --target: plan just the targets, refusing (exit 2) when a node they need is not cached")

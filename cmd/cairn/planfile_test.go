@@ -51,6 +51,11 @@ func TestSavedPlanIsAppliedExactlyOrRefused(t *testing.T) {
 		"a command changed": {func(t *testing.T, root string) {
 			writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(savedPipeline, "echo a >", "echo A >", 1))
 		}, "stage.a: key "},
+		// b's key waits for a's output: what the plan knew of it holds
+		// it to the plan.
+		"a may-run node's command changed": {func(t *testing.T, root string) {
+			writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(savedPipeline, "cat a.txt >", "cat a.txt a.txt >", 1))
+		}, "stage.b: its definition changed since the plan was saved: its key is known only after apply"},
 	}
 	for name, tc := range edits {
 		t.Run(name, func(t *testing.T) {
@@ -158,12 +163,82 @@ stage "command" "b" {
 		assert.NoFileExists(t, filepath.Join(root, "b.txt"), "b did not run under a key the plan did not have")
 	})
 
+	// A node whose key waits for an upstream's output is held to what
+	// the plan knew of it: an input no upstream writes, and the text and
+	// references of an argument that reads an upstream's result. Spaces
+	// and comments are not part of it.
+	t.Run("a may-run node", func(t *testing.T) {
+		const pipeline = `
+pipeline "saved" {}
+
+stage "command" "a" {
+  run    = ["sh", "-c", "echo '{\"n\": 3}' > a.json"]
+  result = "a.json"
+}
+
+locals {
+  word = "planned"
+}
+
+stage "command" "b" {
+  run     = ["sh", "-c", "cat cfg.txt > b.txt; echo ${local.word} ${stage.a.result.n} >> b.txt"]
+  inputs  = ["cfg.txt"]
+  outputs = ["b.txt"]
+}
+`
+		edits := map[string]struct {
+			edit    func(t *testing.T, root string)
+			applies bool
+		}{
+			"unchanged":          {func(*testing.T, string) {}, true},
+			"an input rewritten": {func(t *testing.T, root string) { writeFile(t, filepath.Join(root, "cfg.txt"), "edited\n") }, false},
+			"a template edited": {func(t *testing.T, root string) {
+				writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(pipeline, "echo ${local.word}", "echo EDITED ${local.word}", 1))
+			}, false},
+			"a local it reads edited": {func(t *testing.T, root string) {
+				writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(pipeline, `word = "planned"`, `word = "edited"`, 1))
+			}, false},
+			"spaces and a comment added": {func(t *testing.T, root string) {
+				writeFile(t, filepath.Join(root, "pipeline.hcl"), strings.Replace(pipeline, `run     = ["sh", "-c",`, "run     = [\"sh\",   \"-c\", # the shell\n   ", 1))
+			}, true},
+		}
+		for name, tc := range edits {
+			t.Run(name, func(t *testing.T) {
+				root := cliWorkspace(t, map[string]string{"pipeline.hcl": pipeline, "cfg.txt": "cfg\n"})
+				r := runCLI(t, "--chdir", root, "plan", "--out", "p.plan")
+				require.Equal(t, exitOK, r.code, r.stderr)
+				require.Contains(t, r.stdout, "stage.b  may run")
+				tc.edit(t, root)
+				r = runCLI(t, "--chdir", root, "apply", "p.plan")
+				if tc.applies {
+					require.Equal(t, exitOK, r.code, r.stdout+r.stderr)
+					assert.Contains(t, r.stdout, "Apply complete: 2 ran, 0 cached")
+					return
+				}
+				assert.Equal(t, exitBadInput, r.code, r.stdout+r.stderr)
+				assert.Contains(t, r.stderr, "the saved plan is stale; nothing was run")
+				assert.Contains(t, r.stderr, "stage.b: its definition changed since the plan was saved")
+				assert.NoFileExists(t, filepath.Join(root, "b.txt"), "nothing ran")
+			})
+		}
+	})
+
 	t.Run("an older format", func(t *testing.T) {
 		root := cliWorkspace(t, map[string]string{"pipeline.hcl": savedPipeline,
 			"old.plan": `{"format": 1, "pipeline": "saved", "path": ".", "keys": {}, "to_run": []}`})
 		r := runCLI(t, "--chdir", root, "apply", "old.plan")
 		assert.Equal(t, exitBadInput, r.code)
 		assert.Contains(t, r.stderr, "make a new plan")
+
+		// Format 2 did not hold what a may-run node's key is made of.
+		require.Equal(t, exitOK, runCLI(t, "--chdir", root, "plan", "--out", "p.plan").code)
+		b, err := os.ReadFile(filepath.Join(root, "p.plan"))
+		require.NoError(t, err)
+		writeFile(t, filepath.Join(root, "p.plan"), strings.Replace(string(b), `"format": 3`, `"format": 2`, 1))
+		r = runCLI(t, "--chdir", root, "apply", "p.plan")
+		assert.Equal(t, exitBadInput, r.code)
+		assert.Contains(t, r.stderr, "p.plan is a plan file of format 2, which this cairn does not apply (it reads format 3): make a new plan")
+		assert.NoFileExists(t, filepath.Join(root, "a.txt"), "nothing ran")
 	})
 }
 

@@ -19,6 +19,13 @@ import (
 // so that keys change when a secret changes but never hold it. known is
 // false when any part of v is unknown.
 func canonicalJSON(v cty.Value) (out []byte, known bool) {
+	return canonicalJSONAs(v, nil)
+}
+
+// canonicalJSONAs is canonicalJSON writing each unknown part of v as
+// unknown, where that is not nil: what a value holds that is known before
+// apply (a saved plan's definitions).
+func canonicalJSONAs(v cty.Value, unknown []byte) (out []byte, known bool) {
 	b := canonBufs.get()
 	defer func() {
 		if b.Cap() <= maxCanonBuf {
@@ -26,7 +33,7 @@ func canonicalJSON(v cty.Value) (out []byte, known bool) {
 		}
 	}()
 	b.Reset()
-	if !writeCanon(b, v) {
+	if !writeCanon(b, v, unknown) {
 		return nil, false
 	}
 	return bytes.Clone(b.Bytes()), true
@@ -39,11 +46,11 @@ var canonBufs = freeList[*bytes.Buffer]{make: func() *bytes.Buffer { return new(
 
 const maxCanonBuf = 1 << 20
 
-func writeCanon(b *bytes.Buffer, v cty.Value) bool {
+func writeCanon(b *bytes.Buffer, v cty.Value, unknown []byte) bool {
 	if v.IsMarked() {
 		inner, _ := v.UnmarkDeep()
 		var ib bytes.Buffer
-		if !writeCanon(&ib, inner) {
+		if !writeCanon(&ib, inner, unknown) {
 			return false
 		}
 		h := sha256.Sum256(ib.Bytes())
@@ -53,7 +60,8 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 		return true
 	}
 	if !v.IsKnown() {
-		return false
+		b.Write(unknown)
+		return unknown != nil
 	}
 	if v.IsNull() {
 		b.WriteString("null")
@@ -82,7 +90,7 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if !writeCanon(b, e) {
+			if !writeCanon(b, e, unknown) {
 				return false
 			}
 			i++
@@ -100,7 +108,7 @@ func writeCanon(b *bytes.Buffer, v cty.Value) bool {
 			}
 			b.Write(jsonwrite.String(b.AvailableBuffer(), k.AsString()))
 			b.WriteByte(':')
-			if !writeCanon(b, e) {
+			if !writeCanon(b, e, unknown) {
 				return false
 			}
 		}

@@ -397,6 +397,13 @@ func (g *Graph) InputDigests(n *Node, sn *stages.Node, env *Envelope, dg digeste
 // "inputs") not known yet, the key then being known after apply; "" when
 // all are.
 func keyedArgs(n *Node, sn *stages.Node, args map[string]json.RawMessage) (unknown string) {
+	return keyedArgsAs(n, sn, args, nil)
+}
+
+// keyedArgsAs is keyedArgs writing the parts of the arguments not known
+// yet as unknownAs, when it is not nil (canonicalJSONAs): every argument
+// is then put, and it returns "".
+func keyedArgsAs(n *Node, sn *stages.Node, args map[string]json.RawMessage, unknownAs []byte) (unknown string) {
 	excluded := keyExcluded(n.Kind)
 	for _, name := range sortedKeys(sn.Args) {
 		if notKeyed[name] || excluded[name] {
@@ -406,13 +413,13 @@ func keyedArgs(n *Node, sn *stages.Node, args map[string]json.RawMessage) (unkno
 		if kt, ok := n.Kind.(stages.KeyTransformer); ok {
 			v = kt.KeyValue(name, v)
 		}
-		b, known := canonicalJSON(v)
+		b, known := canonicalJSONAs(v, unknownAs)
 		if !known {
 			return name
 		}
 		args[name] = b
 	}
-	if v, ok := sn.Args["inputs"]; ok && !v.IsWhollyKnown() {
+	if v, ok := sn.Args["inputs"]; ok && !v.IsWhollyKnown() && unknownAs == nil {
 		return "inputs"
 	}
 	return ""

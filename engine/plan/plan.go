@@ -113,6 +113,9 @@ type Plan struct {
 	// whose last record holds it, made when a reason first needs it
 	// (heldBy).
 	byOutput map[string][]string
+	// stat is the cache's stat cache the plan digested inputs with, for
+	// the definitions a saved plan holds (definitions).
+	stat *fsdigest.Cache
 }
 
 // Options narrow or force a plan.
@@ -355,6 +358,7 @@ func makePlan(g *Graph, cache *store.Cache, opts Options, forced map[int]forcedR
 	}
 	if cache != nil {
 		g.SetCacheDir(cache.Dir)
+		p.stat = cache.Stat
 	}
 	// The plan looks at the workspace at one moment: paths are checked
 	// against folder listings.

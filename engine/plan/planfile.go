@@ -15,8 +15,10 @@ import (
 )
 
 // FileFormat is the format of the plan files this cairn writes and
-// reads.
-const FileFormat = 2
+// reads. Format 3 added the definitions of the nodes whose key is known
+// only after apply: a format 2 file cannot hold those nodes to the plan,
+// and is refused.
+const FileFormat = 3
 
 // File is a saved plan (`cairn plan --out FILE`): the pipeline, the
 // variable flags, --target and --replace it was planned with, and every
@@ -51,6 +53,10 @@ type FileEntry struct {
 	Action  string `json:"action"`
 	// Key is absent when it is known only after apply.
 	Key string `json:"key,omitempty"`
+	// Definition is, for a node whose key is known only after apply,
+	// the digest of what the plan knew of that key (definitions): apply
+	// refuses the plan when it is another now. Absent for the others.
+	Definition string `json:"definition,omitempty"`
 }
 
 // Save writes p, made on the cache folder cacheDir, to path.
@@ -81,9 +87,10 @@ func Save(path string, p *Plan, pipelinePath string, vars []dsl.VarArg, cacheDir
 		}
 		pf.Vars = append(pf.Vars, v)
 	}
+	defs := p.definitions()
 	for _, pn := range p.Nodes {
 		if !pn.Skipped {
-			pf.Nodes = append(pf.Nodes, FileEntry{Address: pn.Node.Addr, Action: pn.Action, Key: pn.Key})
+			pf.Nodes = append(pf.Nodes, FileEntry{Address: pn.Node.Addr, Action: pn.Action, Key: pn.Key, Definition: defs[pn.Node.ID]})
 		}
 	}
 	b, err := json.MarshalIndent(pf, "", "  ")
@@ -141,8 +148,8 @@ func LoadFile(path string) (pf *File, isPlan bool, err error) {
 
 // CheckAgainst compares a fresh plan with the saved one. Apply runs a saved
 // plan only as it was saved: the same pipeline name, the same nodes, each
-// with the same action and, where it was known, the same key. It returns
-// what changed, for people.
+// with the same action and, where it was known, the same key, or else the
+// same definition. It returns what changed, for people.
 func (pf *File) CheckAgainst(p *Plan) []string {
 	var changed []string
 	if p.Pipeline != pf.Pipeline {
@@ -155,6 +162,7 @@ func (pf *File) CheckAgainst(p *Plan) []string {
 		}
 	}
 	saved := map[string]bool{}
+	var defs []string // the plan's definitions, made for the first entry with one
 	for _, e := range pf.Nodes {
 		saved[e.Address] = true
 		pn, ok := cur[e.Address]
@@ -171,6 +179,13 @@ func (pf *File) CheckAgainst(p *Plan) []string {
 			changed = append(changed, fmt.Sprintf("%s: key %s at plan time, %s now%s", e.Address, store.Short(e.Key), orUnknown(pn.Key), why))
 		case pn.Action != e.Action:
 			changed = append(changed, fmt.Sprintf("%s: %s, %s%s", e.Address, plannedAs(e.Action), wouldNow(pn.Action), becauseOf(pn)))
+		case e.Definition != "":
+			if defs == nil {
+				defs = p.definitions()
+			}
+			if defs[pn.Node.ID] != e.Definition {
+				changed = append(changed, fmt.Sprintf("%s: its definition changed since the plan was saved: its key is known only after apply, and what the plan knew of it (its arguments, the inputs no upstream of it writes) is another now", e.Address))
+			}
 		}
 	}
 	for _, pn := range p.Nodes {
