@@ -453,6 +453,45 @@ stage "command" "r" {
 	assert.NoDirExists(t, filepath.Join(w.Root, "od/b"))
 }
 
+// A cached writer's output replaced by a link to a file of the same
+// content: apply's restore replaces the link by the file (it leaves only
+// a regular file that matches), so plan digests the reader's folder input
+// with the file there, and plan, apply and a saved plan's apply agree that
+// the reader is cached. With the writer's file or its folder declared.
+func TestPlanDigestsALinkedOutputAsRestored(t *testing.T) {
+	for _, out := range []string{"data/gen.txt", "data"} {
+		t.Run(out, func(t *testing.T) {
+			w := newWorkspace(t, `
+pipeline "t" {}
+stage "command" "gen" {
+  run     = ["sh", "-c", "mkdir -p data && echo gen > data/gen.txt"]
+  outputs = ["`+out+`"]
+}
+stage "command" "r" {
+  run     = ["sh", "-c", "cat data/* > all.txt"]
+  inputs  = ["data"]
+  outputs = ["all.txt"]
+}
+`)
+			r := w.apply(ApplyOptions{})
+			require.Equal(t, 2, r.res.Ran, r.out)
+			w.Write("copy.txt", "gen\n")
+			require.NoError(t, os.Remove(filepath.Join(w.Root, "data/gen.txt")))
+			require.NoError(t, os.Symlink("../copy.txt", filepath.Join(w.Root, "data/gen.txt")))
+
+			p := w.Plan(plan.Options{})
+			assert.Equal(t, map[string][]string{plan.ActCached: {"stage.gen", "stage.r"}}, planSets(p))
+			// As a saved plan applies it: each node's key must be the plan's.
+			r = w.apply(ApplyOptions{Exact: true})
+			require.Zero(t, r.res.Failed, r.out)
+			assert.Equal(t, 2, r.res.Cached, r.out)
+			fi, err := os.Lstat(filepath.Join(w.Root, "data/gen.txt"))
+			require.NoError(t, err)
+			assert.True(t, fi.Mode().IsRegular(), "the restore replaced the link by the file")
+		})
+	}
+}
+
 // A reader of an output that is a file in one configuration and a folder
 // in another: plan digests it as apply leaves it once the cached writer's
 // restore has replaced the other configuration's output, either way, so

@@ -174,8 +174,10 @@ func (p *Plan) inputWrites(x *outputIndex, n *Node, sn *stages.Node, cache *stor
 				continue
 			}
 			want := w.rec.Outputs[w.path]
-			// A file whose content already matches is left as it is.
-			if got, err := stat.File(filepath.Join(g.Root, w.path)); err == nil && got == want {
+			// A file whose content already matches is left as it is;
+			// a link is replaced by the file, whatever it leads to, as
+			// apply's restore does (OutputState).
+			if _, same := OutputState(g.Root, w.path, want, stat); same {
 				continue
 			}
 			mode := uint32(0o644)
