@@ -489,3 +489,111 @@ func TestUpToDateKeepsTheFlagsChecks(t *testing.T) {
 	assert.FileExists(t, filepath.Join(filepath.Dir(line[1]), "trace.tsv"))
 	assert.Equal(t, 1, s.answered(), "--report takes the full path")
 }
+
+// linkedPipeline reads its inputs through symlinks: fl, a link to a file,
+// and dl, a link to a folder. A variable other than 1 has the file stage
+// point fl at g (which holds what f holds) while it runs.
+const linkedPipeline = `pipeline "linked" {}
+
+variable "n" {
+  type    = string
+  default = "1"
+}
+
+stage "command" "file" {
+  run     = ["sh", "-c", "cat fl > file.txt && { [ ${var.n} = 1 ] || ln -sfn g fl; }"]
+  inputs  = ["fl"]
+  outputs = ["file.txt"]
+}
+
+stage "command" "dir" {
+  run     = ["sh", "-c", "cat dl/* > dir.txt"]
+  inputs  = ["dl"]
+  outputs = ["dir.txt"]
+}
+`
+
+// An input that is itself a symlink is followed by its key, and so by the
+// up-to-date check: an unchanged one is vouched for (the check used to
+// say it changed, every time), and the check notices where it leads as
+// well as what it leads to: a link pointed elsewhere, even at the same
+// content (which could be outside the workspace, which the full path
+// refuses), or its target edited, sends cairn down the full path. A link
+// pointed elsewhere while the run read it leaves no memo.
+func TestUpToDateFollowsALinkedInput(t *testing.T) {
+	cliWorkspace(t, nil)
+	outside := filepath.Join(t.TempDir(), "x")
+	require.NoError(t, os.WriteFile(outside, []byte("x\n"), 0o644))
+	cases := []struct {
+		name   string
+		change func(s *memoSpace)
+		says   string // what apply -v then says of the check
+		ran    string
+	}{
+		{"unchanged", func(s *memoSpace) {}, "", ""},
+		{"file link pointed at the same content", func(s *memoSpace) { s.link("g", "fl") }, "input fl changed", "0 ran, 2 cached"},
+		{"file link's target edited", func(s *memoSpace) { s.write("f", "y\n") }, "input fl changed", "1 ran, 1 cached"},
+		{"folder link pointed at the same content", func(s *memoSpace) { s.link("d2", "dl") }, "input dl changed", "0 ran, 2 cached"},
+		{"folder link's target edited", func(s *memoSpace) { s.write("d1/a", "b\n") }, "input dl changed", "1 ran, 1 cached"},
+		{"file link pointed out of the workspace", func(s *memoSpace) { s.link(outside, "fl") }, "input fl changed", ""},
+	}
+	spaces := make([]*memoSpace, len(cases))
+	var settled []string
+	for i := range cases {
+		root := t.TempDir()
+		s := &memoSpace{t: t, root: root, cache: filepath.Join(root, ".cairn"), args: []string{"pipeline.hcl"}}
+		require.NoError(t, os.Mkdir(filepath.Join(root, "d1"), 0o755))
+		require.NoError(t, os.Mkdir(filepath.Join(root, "d2"), 0o755))
+		for name, content := range map[string]string{"pipeline.hcl": linkedPipeline, "f": "x\n", "g": "x\n", "d1/a": "a\n", "d2/a": "a\n"} {
+			s.write(name, content)
+			settled = append(settled, filepath.Join(root, name))
+		}
+		s.link("f", "fl")
+		s.link("d1", "dl")
+		spaces[i] = s
+	}
+	plantest.WaitSettled(t, settled...)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := spaces[i]
+			s.t = t
+			r := s.apply("-v")
+			require.Contains(t, r.stdout, "2 ran")
+			require.NotContains(t, r.stderr, "leaves no memo")
+			s.apply()
+			require.Equal(t, 1, s.answered(), "nothing changed: the memo answers")
+			c.change(s)
+			if c.says == "" {
+				s.apply()
+				assert.Equal(t, 2, s.answered(), "nothing changed: the memo answers")
+				return
+			}
+			r = runCLI(t, "--chdir", s.root, "--cache", s.cache, "apply", "-v", "pipeline.hcl")
+			assert.Contains(t, r.stderr, "up-to-date check: not used: "+c.says+"\n")
+			if c.ran == "" {
+				assert.Equal(t, 2, r.code, "the full path refuses the link: %s", r.stderr)
+				assert.Contains(t, r.stderr, "resolves through a symlink to "+outside)
+				return
+			}
+			assert.Contains(t, r.stdout, c.ran)
+			s.apply()
+			assert.Equal(t, 2, s.answered(), "the memo of the full path answers")
+		})
+	}
+
+	t.Run("file link pointed elsewhere during the run", func(t *testing.T) {
+		s := spaces[0]
+		s.t = t
+		r := s.apply("-v", "--var", "n=2")
+		require.Contains(t, r.stdout, "1 ran, 1 cached")
+		assert.Contains(t, r.stderr, "up-to-date check: this run leaves no memo: input fl changed during the run\n")
+	})
+}
+
+// link makes rel a symlink to target, replacing what is there.
+func (s *memoSpace) link(target, rel string) {
+	s.t.Helper()
+	full := filepath.Join(s.root, rel)
+	require.NoError(s.t, os.RemoveAll(full))
+	require.NoError(s.t, os.Symlink(target, full))
+}

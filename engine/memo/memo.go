@@ -98,6 +98,12 @@ type Output struct {
 // Input is an input of a node's key and its digest.
 type Input struct {
 	Path, Digest string // workspace-relative
+	// Leads is set for an input that is itself a symlink, which its
+	// digest follows: where the link led when the plan checked it (its
+	// symlinks resolved, absolute). A link led elsewhere could lead out
+	// of the workspace, or into the cache, which the plan refuses,
+	// whatever it holds.
+	Leads string
 }
 
 const magic = "cairn-memo 1"
@@ -208,7 +214,17 @@ func Build(p *plan.Plan, nodes []Result, c *store.Cache, identity string) (*Memo
 			mn.Outputs = append(mn.Outputs, o)
 		}
 		for _, rel := range slices.Sorted(maps.Keys(ns.Inputs)) {
-			mn.Inputs = append(mn.Inputs, Input{Path: rel, Digest: ns.Inputs[rel]})
+			in := Input{Path: rel, Digest: ns.Inputs[rel]}
+			if fi, err := os.Lstat(filepath.Join(g.Root, rel)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				// Where the plan found it leading, if it still leads
+				// there.
+				was, ok := g.PathCheck().LinkLeads(rel)
+				if now, err := filepath.EvalSymlinks(filepath.Join(g.Root, rel)); !ok || err != nil || now != was {
+					return nil, "input " + rel + " changed during the run"
+				}
+				in.Leads = was
+			}
+			mn.Inputs = append(mn.Inputs, in)
 		}
 		m.Nodes = append(m.Nodes, mn)
 	}
@@ -307,6 +323,9 @@ func (m *Memo) encode() []byte {
 		}
 		for _, in := range n.Inputs {
 			line("in", in.Digest, in.Path)
+			if in.Leads != "" {
+				line("leads", in.Leads)
+			}
 		}
 	}
 	return append(b, "end\n"...)
@@ -429,6 +448,12 @@ func parse(path string, b []byte) (*Memo, error) {
 					n.Outputs = outs[len(outs)-len(n.Outputs)-1 : len(outs) : len(outs)]
 				}
 			}
+		case "leads":
+			if len(m.Nodes) == 0 || len(m.Nodes[len(m.Nodes)-1].Inputs) == 0 {
+				return nil, bad(i, "leads before any input")
+			}
+			in := m.Nodes[len(m.Nodes)-1].Inputs
+			in[len(in)-1].Leads, err = readString(rest)
 		case "end":
 			ended = true
 		default:
@@ -503,7 +528,7 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 				return false, "a folder of " + in.Path + " changed"
 			}
 			full := filepath.Join(root, in.Path)
-			if fi, err := os.Lstat(full); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			if !inputLeads(full, in.Leads) {
 				return false, "input " + in.Path + " changed"
 			}
 			if stat == nil {
@@ -515,6 +540,20 @@ func (m *Memo) Check(root, cacheDir string) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// inputLeads reports whether the input at full is still what the memo
+// found there: a symlink that leads to leads, or no link when leads is "".
+func inputLeads(full, leads string) bool {
+	fi, err := os.Lstat(full)
+	switch {
+	case err != nil:
+		return false
+	case fi.Mode()&fs.ModeSymlink == 0:
+		return leads == ""
+	}
+	now, err := filepath.EvalSymlinks(full)
+	return leads != "" && err == nil && now == leads
 }
 
 // settle reads the output o (name in the open folder d, full its path) of

@@ -27,7 +27,7 @@ func TestMemoRoundTrip(t *testing.T) {
 		Files:     []File{{Path: "/w/p.hcl", Sig: sigFor(t)}, {Path: "/w/flag file", Absent: true}, {Path: "/w/pipes", Sig: sigFor(t), Listing: "l1"}},
 		Nodes: []Node{{Addr: `stage.x["a b"]`, Key: "k1",
 			Outputs: []Output{{Path: "out/a b", Sig: sigFor(t)}, {Path: "out/c", Sig: sigFor(t), Digest: "d2"}},
-			Inputs:  []Input{{Path: "data dir", Digest: "d1"}}}},
+			Inputs:  []Input{{Path: "data dir", Digest: "d1"}, {Path: "linked", Digest: "d3", Leads: "/w/real dir"}, {Path: "z", Digest: "d4"}}}},
 	}
 	path := filepath.Join(t.TempDir(), "memo", "abc")
 	require.NoError(t, m.Write(path))
@@ -37,7 +37,7 @@ func TestMemoRoundTrip(t *testing.T) {
 
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	for _, bad := range []string{string(b[:len(b)-4]), "cairn-memo 9\n", string(b) + "node x \"y\"\n", "cairn-memo 1\nwhat\nend\n", ""} {
+	for _, bad := range []string{string(b[:len(b)-4]), "cairn-memo 9\n", string(b) + "node x \"y\"\n", "cairn-memo 1\nwhat\nend\n", "cairn-memo 1\nidentity x\nnode k a\nleads /w\nend\n", ""} {
 		require.NoError(t, os.WriteFile(path, []byte(bad), 0o644))
 		_, err := Read(path)
 		assert.Error(t, err, "%q", bad)
@@ -59,6 +59,7 @@ func FuzzReadMemo(f *testing.F) {
 	f.Add([]byte("cairn-memo 1\nidentity x\nnode k \"stage.a\"\nfresh 0:1:2:3:4:644 d \"out/a\"\nend\n"))
 	f.Add([]byte("cairn-memo 1\nidentity x\nsensitive \"tok\"\nfile absent \"/b\"\nend\n"))
 	f.Add([]byte("cairn-memo 1\nidentity x\ndir 0:1:2:3:4:755 l \"/w\"\nend\n"))
+	f.Add([]byte("cairn-memo 1\nidentity x\nnode k \"stage.a\"\nin d \"l\"\nleads /w/f\nin e m\nend\n"))
 	// In memory: what Read and Write do besides the file's read and
 	// its atomic write (a file and an fsync per input made the fuzzer
 	// crawl, and its minimisation of a new input take its whole minute).

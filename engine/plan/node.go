@@ -833,8 +833,9 @@ type PathChecker struct {
 	// ("" when it is not in the workspace).
 	cacheDir, cacheReal, cacheRel string
 	seen                          map[string]error
-	// links names the prefixes checked that are symlinks.
-	links map[string]bool
+	// links maps the prefixes checked that are symlinks to where they
+	// led when last checked, their symlinks resolved ("" when nowhere).
+	links map[string]string
 	// snapshot is set while a plan checks every node's paths at one
 	// moment: a folder holding many checked paths is then listed once
 	// instead of one lstat per path.
@@ -995,7 +996,8 @@ func (pc *PathChecker) checkFresh(p string) (string, error) {
 			// folders, not made yet).
 			break
 		}
-		linked = linked || (prefix != "" && pc.links[prefix])
+		_, isLink := pc.links[prefix]
+		linked = linked || (prefix != "" && isLink)
 	}
 	if linked {
 		// A folder on the way is a symlink that stays in the workspace:
@@ -1082,8 +1084,8 @@ func listLinks(dir string) (links map[string]bool, ok bool) {
 	}
 }
 
-// checkOne checks one prefix of a path; pc.mu is held. A symlink that
-// stays in the workspace is noted in pc.links.
+// checkOne checks one prefix of a path; pc.mu is held. A symlink is
+// noted in pc.links, with where it leads.
 func (pc *PathChecker) checkOne(rel string) error {
 	pc.lstats++
 	full := filepath.Join(pc.root, rel)
@@ -1095,13 +1097,14 @@ func (pc *PathChecker) checkOne(rel string) error {
 		pc.absent[rel] = true
 	}
 	if err != nil || st.Mode()&os.ModeSymlink == 0 {
+		delete(pc.links, rel)
 		return nil
 	}
 	if pc.links == nil {
-		pc.links = map[string]bool{}
+		pc.links = map[string]string{}
 	}
-	pc.links[rel] = true
 	real, err := filepath.EvalSymlinks(full)
+	pc.links[rel] = real
 	if err != nil {
 		return nil
 	}
@@ -1120,7 +1123,7 @@ func (pc *PathChecker) Leads(clean string) string {
 	linked := false
 	for i := 1; i <= len(clean) && !linked && len(pc.links) > 0; i++ {
 		if i == len(clean) || clean[i] == '/' {
-			linked = pc.links[clean[:i]]
+			_, linked = pc.links[clean[:i]]
 		}
 	}
 	pc.mu.Unlock()
@@ -1132,6 +1135,16 @@ func (pc *PathChecker) Leads(clean string) string {
 		return clean
 	}
 	return filepath.ToSlash(rel)
+}
+
+// LinkLeads is where the path clean, a symlink, led when check last
+// looked at it: its symlinks resolved, absolute. ok is false when check
+// found no link there then, or one that led nowhere.
+func (pc *PathChecker) LinkLeads(clean string) (real string, ok bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	real = pc.links[clean]
+	return real, real != ""
 }
 
 // sortedKeys returns a map's keys sorted.
