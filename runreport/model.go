@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/stages/decision"
@@ -193,6 +194,9 @@ type Node struct {
 	fromStore [][2]int
 	origins   bool
 	record    *store.Record
+	// settled is when a node without an attempt was skipped or failed:
+	// the end a downstream that runs after it waits for.
+	settled time.Time
 }
 
 // Attempt is one attempt of a node: a row of trace.tsv.
@@ -495,6 +499,8 @@ func (b *builder) read() {
 					t.Start = e.Time // failed before its process started (class setup)
 				}
 				t.Logs = appendNew(t.Logs, e.Logs)
+			} else {
+				n.settled = e.Time
 			}
 			n.State, n.Class, n.Message = "failed", e.Class, e.Message
 			n.addLogs(e.Logs)
@@ -504,7 +510,7 @@ func (b *builder) read() {
 		case runlog.Cached:
 			n.State = "cached"
 		case runlog.Skipped:
-			n.State, n.Message = "skipped", e.Message
+			n.State, n.Message, n.settled = "skipped", e.Message, e.Time
 		case runlog.Charged:
 			c, ok := b.charges[e.Node]
 			if !ok {
@@ -1041,8 +1047,8 @@ func mdRow(rows [][]string, line string) [][]string {
 func (b *builder) queueWaits() {
 	byDigest := map[string][]*Node{}
 	for _, n := range b.r.Nodes {
-		if n.record != nil && n.record.OutputDigest != "" {
-			byDigest[n.record.OutputDigest] = append(byDigest[n.record.OutputDigest], n)
+		if d := outputDigest(n); d != "" {
+			byDigest[d] = append(byDigest[d], n)
 		}
 	}
 	byAddr := map[string]*Node{}
@@ -1064,6 +1070,9 @@ func (b *builder) queueWaits() {
 		ready := b.ri.Start
 		waitFor := func(up *Node) {
 			end := up.End
+			if end.IsZero() {
+				end = up.settled
+			}
 			if end.After(start) {
 				// Its record was journaled after n started: n was
 				// released as soon as its outputs were stored, and
@@ -1094,6 +1103,24 @@ func (b *builder) queueWaits() {
 		}
 		n.QueueWait = max(0, start.Sub(ready).Seconds())
 	}
+}
+
+// outputDigest is the digest n's downstreams' records name it by: its
+// record's output, or, for a node that failed or was skipped in this run,
+// the digest apply gives a downstream that runs after such an upstream
+// (on_upstream_failure = "run"). Failed nodes of one class share it, so
+// the latest of them to end before a downstream started counts, as for
+// upstreams with one output.
+func outputDigest(n *Node) string {
+	switch {
+	case n.State == "failed":
+		return plan.FailedOutputDigest(plan.Failed, n.Class)
+	case n.State == "skipped":
+		return plan.FailedOutputDigest(plan.Skipped, plan.FailUpstream)
+	case n.record != nil:
+		return n.record.OutputDigest
+	}
+	return ""
 }
 
 // lanes puts every attempt in a timeline lane: one per GPU it held, else

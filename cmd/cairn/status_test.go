@@ -212,7 +212,29 @@ stage "command" "flaky" {
 // run's start: a node started right after its upstream waited about
 // nothing, however long the upstream ran.
 func TestQueueWaitCountsFromTheUpstreamsEnd(t *testing.T) {
-	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+	// durationAndWait applies the pipeline src, expecting the exit code,
+	// and returns each node's duration and queue wait.
+	durationAndWait := func(src string, code int) (map[string][2]float64, string) {
+		t.Helper()
+		root := cliWorkspace(t, map[string]string{"p.hcl": src})
+		r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+		require.Equal(t, code, r.code, r.stderr)
+		r, _ = showOnlyRun(t, root)
+		var rep struct {
+			Nodes []struct {
+				Addr      string  `json:"address"`
+				Duration  float64 `json:"duration_s"`
+				QueueWait float64 `json:"queue_wait_s"`
+			} `json:"nodes"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+		got := map[string][2]float64{}
+		for _, n := range rep.Nodes {
+			got[n.Addr] = [2]float64{n.Duration, n.QueueWait}
+		}
+		return got, r.stdout
+	}
+	got, out := durationAndWait(`pipeline "p" {}
 stage "command" "up" {
   run     = ["sh", "-c", "sleep 1; echo s > up.txt"]
   outputs = ["up.txt"]
@@ -222,30 +244,15 @@ stage "command" "down" {
   run     = ["sh", "-c", "cat up.txt > down.txt"]
   outputs = ["down.txt"]
 }
-`})
-	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	r, _ = showOnlyRun(t, root)
-	var rep struct {
-		Nodes []struct {
-			Addr      string  `json:"address"`
-			Duration  float64 `json:"duration_s"`
-			QueueWait float64 `json:"queue_wait_s"`
-		} `json:"nodes"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
-	got := map[string][2]float64{}
-	for _, n := range rep.Nodes {
-		got[n.Addr] = [2]float64{n.Duration, n.QueueWait}
-	}
-	require.Contains(t, got, "stage.up", r.stdout)
-	require.Contains(t, got, "stage.down", r.stdout)
+`, exitOK)
+	require.Contains(t, got, "stage.up", out)
+	require.Contains(t, got, "stage.down", out)
 	assert.GreaterOrEqual(t, got["stage.up"][0], 1.0)
-	assert.Less(t, got["stage.down"][1], got["stage.up"][0], "down waited from up's end, not the run's start: %s", r.stdout)
+	assert.Less(t, got["stage.down"][1], got["stage.up"][0], "down waited from up's end, not the run's start: %s", out)
 
 	// An upstream that only orders the node (wait_for) is waited for
 	// too: the gate's second is not the queue's.
-	root = cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+	got, out = durationAndWait(`pipeline "p" {}
 stage "command" "gate" {
   run = ["sleep", "1"]
 }
@@ -253,16 +260,33 @@ stage "command" "after_gate" {
   wait_for = [stage.gate]
   run      = ["true"]
 }
-`})
-	r = runCLI(t, "--chdir", root, "apply", "p.hcl")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	r, _ = showOnlyRun(t, root)
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
-	for _, n := range rep.Nodes {
-		got[n.Addr] = [2]float64{n.Duration, n.QueueWait}
-	}
+`, exitOK)
 	assert.GreaterOrEqual(t, got["stage.gate"][0], 1.0)
-	assert.Less(t, got["stage.after_gate"][1], 0.5, "after_gate waited for its gate, not in a queue: %s", r.stdout)
+	assert.Less(t, got["stage.after_gate"][1], 0.5, "after_gate waited for its gate, not in a queue: %s", out)
+
+	// An upstream that failed ends too, and one skipped for it when it
+	// was skipped: a node that runs after it (on_upstream_failure =
+	// "run") waited from then, as one after an upstream that succeeded
+	// does.
+	got, out = durationAndWait(`pipeline "p" {}
+stage "command" "up" {
+  run = ["sh", "-c", "sleep 1; exit 1"]
+}
+stage "command" "down" {
+  on_upstream_failure = "run"
+  run                 = ["sh", "-c", "echo ${stage.up.status}"]
+}
+stage "command" "mid" {
+  run = ["sh", "-c", "echo ${stage.up.status}"]
+}
+stage "command" "after_mid" {
+  on_upstream_failure = "run"
+  run                 = ["sh", "-c", "echo ${stage.mid.status}"]
+}
+`, exitFailed)
+	assert.GreaterOrEqual(t, got["stage.up"][0], 1.0)
+	assert.Less(t, got["stage.down"][1], 0.5, "down waited from its failed upstream's end, not the run's start: %s", out)
+	assert.Less(t, got["stage.after_mid"][1], 0.5, "after_mid waited from its skipped upstream's skip, not the run's start: %s", out)
 }
 
 // A damaged index record is warned of when the cache opens, and the
