@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dsl/failclass"
+	"github.com/cairn-run/cairn/engine/executor"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/engine/store"
@@ -136,7 +137,9 @@ func (a *applier) execute(ns *nodeState) event {
 		ns.began, ns.lastRan = false, 0
 		attemptStart := time.Now()
 		earlier := ns.runCounts
-		ns.class, ns.message, ns.runCounts = "", "", nil
+		// This attempt's logs are its own: one that fails before it
+		// opens any names none of the last attempt's.
+		ns.class, ns.message, ns.runCounts, ns.logs = "", "", nil, [2]string{}
 		var rewritten []string
 		if rw, ok := ns.n.Kind.(stages.Rewriter); ok {
 			rewritten = rw.RewrittenOutputs(ns.spec)
@@ -227,8 +230,11 @@ func (a *applier) execute(ns *nodeState) event {
 		}
 		ns.message = process.RedactSecrets(ns.message, ns.secrets)
 		ns.ranBefore += ns.lastRan
+		// Its logs, as the last attempt's failure has them: an attempt
+		// whose process never started (class setup) has no started
+		// record to name its .err, where cairn said why.
 		_ = a.j.Write(runlog.Entry{T: runlog.Failed, Node: ns.n.Addr, Key: ns.key, Class: ns.class, Message: ns.message, Attempt: ns.attempts, Counts: ns.runCounts, Queued: queuedOf(ns),
-			Duration: ns.lastRan.Seconds()})
+			Duration: ns.lastRan.Seconds(), Logs: executor.ExistingLogs(ns.logPaths())})
 		a.emit(&events.NodeRetry{Node: ns.n.Addr, Key: ns.key, Attempt: ns.attempts, Class: ns.class, Message: ns.message})
 	}
 }

@@ -208,6 +208,40 @@ stage "command" "flaky" {
 	assert.NotEqual(t, "-", row[5], "a failed process's peak RSS: %s", r.stdout)
 }
 
+// A node retried on setup failures (its program not found) has no
+// started record: each attempt's failure names the .err where cairn said
+// why, and show RUN lists them all, in its table and in --json's tries.
+func TestShowRunListsEverySetupAttemptsLog(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": `pipeline "p" {}
+stage "command" "nope" {
+  run = ["no-such-program-xyz"]
+  retry {
+    max = 2
+    on  = ["setup"]
+  }
+}
+`})
+	r := runCLI(t, "--chdir", root, "apply", "p.hcl")
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	r, dir := showOnlyRun(t, root)
+	var rep struct {
+		Nodes []struct {
+			Tries []struct {
+				Logs []string `json:"logs"`
+			} `json:"tries"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	logs := filepath.Join(dir, "logs")
+	want := []string{filepath.Join(logs, "nope.err"), filepath.Join(logs, "nope.attempt2.err"), filepath.Join(logs, "nope.attempt3.err")}
+	require.Len(t, rep.Nodes, 1, r.stdout)
+	require.Len(t, rep.Nodes[0].Tries, 3, r.stdout)
+	for i, tr := range rep.Nodes[0].Tries {
+		assert.Equal(t, want[i:i+1], tr.Logs, "attempt %d: %s", i+1, r.stdout)
+	}
+	assert.Equal(t, want, showRunLogs(t, root, filepath.Base(dir), "stage.nope"))
+}
+
 // A node's queue wait counts from its last upstream's end, not from the
 // run's start: a node started right after its upstream waited about
 // nothing, however long the upstream ran.
