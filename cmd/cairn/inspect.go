@@ -439,6 +439,9 @@ func (a *app) showRun(dir string) error {
 	fmt.Fprintln(tw, "NODE\tSTATE\tATTEMPTS\tDURATION\tPEAK RSS\tPEAK GPU\tGPUS\tLOGS")
 	for _, addr := range order {
 		v := nodes[addr]
+		// Its last attempt journaled its end (an interrupted node's too,
+		// stopped by Ctrl-C): its duration is its attempts' own run times.
+		ended := v.state == "ok" || v.state == "failed" || v.state == "interrupted"
 		if v.state == "running" && ri.State != "running" {
 			v.state = "interrupted"
 		} else if v.state == "running" && len(v.queued) > 0 {
@@ -448,7 +451,7 @@ func (a *app) showRun(dir string) error {
 		}
 		dur := "-"
 		switch {
-		case (v.state == "ok" || v.state == "failed") && v.ran > 0:
+		case ended && v.ran > 0:
 			// Its attempts' own run times added, as its "ok in" line,
 			// duration_s and the report give it (from the journal's
 			// times alone, a cluster job's would hold its wait in the

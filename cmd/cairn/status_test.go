@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/dsl/failclass"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/engine/runlog"
 	"github.com/cairn-run/cairn/events"
@@ -206,6 +207,52 @@ stage "command" "flaky" {
 	require.NoError(t, err, r.stdout)
 	assert.GreaterOrEqual(t, d, 800*time.Millisecond, "both attempts: %s", r.stdout)
 	assert.NotEqual(t, "-", row[5], "a failed process's peak RSS: %s", r.stdout)
+}
+
+// An interrupted node retried before (each attempt killed at its
+// timeout, the last stopped by Ctrl-C) has one duration in show RUN's
+// table and in --json: its attempts' own run times added, not the time
+// from its first start to its end, the gaps between attempts included.
+func TestShowRunGivesInterruptedRetriedDuration(t *testing.T) {
+	root := cliWorkspace(t, nil)
+	id := runlog.NewRunID()
+	j, err := runlog.Open(filepath.Join(root, ".cairn"), id, true)
+	require.NoError(t, err)
+	t0 := time.Now().UTC().Add(-time.Minute)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, e := range []runlog.Entry{
+		{T: runlog.RunStart, Time: at(0), RunID: id, Pipeline: "d", PID: 1},
+		{T: runlog.Planned, Time: at(0), Node: "stage.r", Key: "k"},
+		{T: runlog.Started, Time: at(0.1), Node: "stage.r", Key: "k", Attempt: 1},
+		{T: runlog.Failed, Time: at(0.4), Node: "stage.r", Key: "k", Attempt: 1, Class: failclass.Timeout, Duration: 0.3},
+		{T: runlog.Started, Time: at(1.4), Node: "stage.r", Key: "k", Attempt: 2},
+		{T: runlog.Failed, Time: at(1.6), Node: "stage.r", Key: "k", Attempt: 2, Class: failclass.Interrupted, Duration: 0.2},
+		{T: runlog.RunEnd, Time: at(1.7), Status: "interrupted"},
+	} {
+		require.NoError(t, j.Write(e))
+	}
+	require.NoError(t, j.Close())
+
+	r := runCLI(t, "--chdir", root, "show", id)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var row []string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "stage.r ") {
+			row = strings.Fields(l)
+		}
+	}
+	// stage.r interrupted 2 DURATION ...
+	require.Len(t, row, 8, r.stdout)
+	assert.Equal(t, []string{"interrupted", "2", "500ms"}, row[1:4], r.stdout)
+	r, _ = showOnlyRun(t, root)
+	var rep struct {
+		Nodes []struct {
+			Duration float64 `json:"duration_s"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	require.Len(t, rep.Nodes, 1, r.stdout)
+	assert.InDelta(t, 0.5, rep.Nodes[0].Duration, 1e-6, r.stdout)
 }
 
 // A node retried on setup failures (its program not found) has no
