@@ -646,7 +646,10 @@ func (b *builder) finish() {
 			// A serve node makes no record (docs/serve.md): none is gone.
 			gone = append(gone, n.Addr)
 		}
-		if n.State == "cached" && n.Reason == "" {
+		if n.State == "cached" {
+			// A node the plan said may run (its upstream ran again)
+			// that apply found in the cache: what the plan gave is
+			// not what happened.
 			n.Reason = "cached"
 			if n.From != "" {
 				n.Reason = "cached: from run " + n.From + " at " + n.FromTime.UTC().Format("2006-01-02 15:04:05") + " UTC"

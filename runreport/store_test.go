@@ -22,7 +22,9 @@ import (
 // A run of the Slurm executor with an evaluation whose record holds its
 // scores, and a node taken from the cache: the evaluation's items are in
 // its page (drawn when asked for), the cached node says where it came
-// from, the Slurm jobs have Slurm lanes and their job ids in the trace.
+// from (one the plan said may run too: its plan's reason is not what
+// happened), the Slurm jobs have Slurm lanes and their job ids in the
+// trace.
 func TestReportItemsAndSlurm(t *testing.T) {
 	cacheDir := t.TempDir()
 	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
@@ -47,10 +49,14 @@ func TestReportItemsAndSlurm(t *testing.T) {
 	evalKey, cachedKey := strings.Repeat("e", 64), strings.Repeat("c", 64)
 	commit(evalKey, "stage.eval", "evaluate", "20260301T120000.000Z-eeeeee", `{"scores_file":"`+scoresPath+`","mean_score":0.33}`, map[string][]byte{scoresPath: scores.Bytes()})
 	commit(cachedKey, "stage.prep", "command", "20260228T090000.000Z-000000", `{}`, nil)
+	mayKey := strings.Repeat("m", 64)
+	commit(mayKey, "stage.use", "command", "20260228T090000.000Z-000000", `{}`, nil)
 
 	slurm := func(id string) *process.JobRef { return &process.JobRef{Executor: "slurm", ID: id} }
 	dir := writeJournal(t, cacheDir, "20260301T120000.000Z-eeeeee", []runlog.Entry{
 		{T: runlog.Cached, Time: t0, Node: "stage.prep", Key: cachedKey},
+		{T: runlog.Planned, Time: t0, Node: "stage.use", Reasons: []string{"depends on the output of stage.eval"}},
+		{T: runlog.Cached, Time: at(2100), Node: "stage.use", Key: mayKey},
 		{T: runlog.Planned, Time: t0, Node: "stage.eval", Key: evalKey},
 		{T: runlog.Planned, Time: t0, Node: "stage.train", Key: "tttt"},
 		{T: runlog.Started, Time: at(100), Node: "stage.eval", Key: evalKey, Attempt: 1, Job: slurm("4242")},
@@ -62,6 +68,7 @@ func TestReportItemsAndSlurm(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "slurm", r.Run.Executor)
 	assert.Equal(t, "cached: from run 20260228T090000.000Z-000000 at 2026-03-01 12:00:01 UTC", nodeOf(t, r, "stage.prep").Reason)
+	assert.Equal(t, "cached: from run 20260228T090000.000Z-000000 at 2026-03-01 12:00:01 UTC", nodeOf(t, r, "stage.use").Reason)
 	assert.Equal(t, "evaluate", nodeOf(t, r, "stage.eval").Kind)
 	eval := nodeOf(t, r, "stage.eval")
 	assert.Equal(t, "slurm 0", eval.Tries[0].Lane)
@@ -75,6 +82,7 @@ func TestReportItemsAndSlurm(t *testing.T) {
 	// 0.4 s in the queue (submit + queue_wait is its start).
 	assert.Contains(t, trace.String(), "\t4242\tstage.eval\tstage.eval\tevaluate\t1\tCOMPLETED\t2026-03-01T12:00:00.100Z\t2026-03-01T12:00:00.500Z\t2026-03-01T12:00:02.100Z\t2.000\t1.600\t0.400\t")
 	assert.Contains(t, trace.String(), "\t4243\tstage.train\tstage.train\t-\t1\tCOMPLETED\t")
+	assert.Regexp(t, `\tstage\.use\t[^\n]*\tCACHED\t[^\n]*\tcached: from run 20260228T090000\.000Z-000000 at 2026-03-01 12:00:01 UTC\n`, trace.String())
 
 	page := filepath.Join(dir, runreport.HTMLName)
 	require.NoError(t, r.WriteFiles(page, cache))
