@@ -754,6 +754,26 @@ func TestCallTimeoutShowsWhatTheCommandSaid(t *testing.T) {
 		got[0].Detail, "said at the first call that timed out")
 }
 
+// A call that said why it hangs, retried until the caller gives up: the
+// error says why, also where the last retry, cut short, said nothing (the
+// message depended on how far the last call got before the end).
+func TestCallRetryKeepsWhatAnEarlierCallSaid(t *testing.T) {
+	f := &fake{t: t, dir: t.TempDir()}
+	t.Setenv("FAKE_SLURM", f.dir)
+	f.write("scontrol.hang", "scontrol: error: s_p_parse_file: cannot stat file /x/slurm.conf\n")
+	f.write("scontrol.quiet", "")
+	bin, err := filepath.Abs("testdata/fakebin")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = New(ctx, "run-1", Options{Bin: bin, CallTimeout: 200 * time.Millisecond, RetryBackoff: time.Millisecond})
+	require.Error(t, err)
+	assert.Equal(t, "slurm: reading the cluster's configuration: scontrol: no answer within 200ms; it said: scontrol: error: s_p_parse_file: cannot stat file /x/slurm.conf", err.Error())
+	b, err := os.ReadFile(filepath.Join(f.dir, "scontrol.calls"))
+	require.NoError(t, err)
+	assert.NotEqual(t, "1", strings.TrimSpace(string(b)), "it was called again, saying nothing")
+}
+
 // A SLURM_CONF that names no file is refused at once, naming it, instead
 // of a silent wait while every Slurm command retries reading it (#29).
 func TestMissingSlurmConfIsRefusedAtOnce(t *testing.T) {

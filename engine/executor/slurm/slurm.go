@@ -348,20 +348,48 @@ func (e *callError) Unwrap() error { return e.err }
 // callRetry is call, retried with backoff until it answers or ctx ends:
 // for the questions cairn cannot go on without, which a controller that is
 // restarting answers a little later.
+//
+// When ctx ends, the error is the last call's, unless that call, cut
+// short, said nothing and an earlier one said why it failed: that one is
+// returned (a configuration file the command cannot read, which it says
+// at once and then retries reading, is why it hangs, whichever call ctx's
+// end happened to cut).
 func (c *Client) callRetry(ctx context.Context, name string, args ...string) ([]byte, error) {
 	backoff := c.opts.RetryBackoff
+	var said error // the last failure that said why
 	for {
 		out, err := c.call(ctx, name, args...)
-		if err == nil || ctx.Err() != nil || errors.Is(err, exec.ErrNotFound) || noConfig(err) {
+		if err == nil || errors.Is(err, exec.ErrNotFound) || noConfig(err) {
 			return out, err
+		}
+		if saysWhy(err) {
+			said = err
+		}
+		if ctx.Err() != nil {
+			return out, whyOf(err, said)
 		}
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():
-			return out, err
+			return out, whyOf(err, said)
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
+}
+
+// saysWhy reports whether a failed call's command said something.
+func saysWhy(err error) bool {
+	var ce *callError
+	return errors.As(err, &ce) && strings.TrimSpace(ce.stderr) != ""
+}
+
+// whyOf is err, or said (an earlier failure of the same call that said
+// why) where err says nothing.
+func whyOf(err, said error) error {
+	if said != nil && !saysWhy(err) {
+		return said
+	}
+	return err
 }
 
 // noConfig says whether a Slurm command failed because it found no
