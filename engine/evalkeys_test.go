@@ -199,20 +199,45 @@ func goodThenBad(t *testing.T, w *workspace, edit func(), reason string) {
 	assert.Equal(t, 2, evalRunCounts(t, w, pn.Key)["evaluated"])
 }
 
-// A module the worker imports from a folder in inputs keys the items: once
-// it changes, the node runs and its items are evaluated again, not taken
-// from the store under the keys the old module's results have.
-func TestEvaluateInputsKeyItems(t *testing.T) {
-	w := evalKeysWorkspace(t, oneEval("", `["python3", "workers/w.py"]`, `inputs = ["workers/"]`))
-	w.Write("workers/w.py", `import json, os, sys
+// helperWorker, workers/w.py, scores each item by the module helper beside
+// it.
+const helperWorker = `import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helper
 for line in sys.stdin:
     r = json.loads(line)
     print(json.dumps({"id": r["id"], "score": helper.score(r["item"])}), flush=True)
-`)
+`
+
+// A module the worker imports from a folder in inputs keys the items: once
+// it changes, the node runs and its items are evaluated again, not taken
+// from the store under the keys the old module's results have.
+func TestEvaluateInputsKeyItems(t *testing.T) {
+	w := evalKeysWorkspace(t, oneEval("", `["python3", "workers/w.py"]`, `inputs = ["workers/"]`))
+	w.Write("workers/w.py", helperWorker)
 	w.Write("workers/helper.py", "def score(item): return 1.0\n")
 	goodThenBad(t, w, func() { w.Write("workers/helper.py", "def score(item): return 0.0\n") }, "input workers changed")
+}
+
+// The __pycache__ Python writes beside the module the worker imports from
+// a folder in inputs keys neither the node nor its items: the next apply
+// takes the node from the cache and sends the model nothing. An edit of
+// the module still evaluates the items again.
+func TestEvaluateInputsPythonCacheKeepsKeys(t *testing.T) {
+	w := evalKeysWorkspace(t, oneEval("", `["python3", "workers/w.py"]`, `inputs = ["workers/"]
+  env    = { PYTHONDONTWRITEBYTECODE = "" }`))
+	w.Write("workers/w.py", helperWorker)
+	w.Write("workers/helper.py", "def score(item): return 1.0\n")
+	ranThenCached(t, w, "stage.ev", "workers")
+
+	// Another size: Python's cache tells sources apart by size and
+	// whole seconds.
+	w.Write("workers/helper.py", "def score(item): return 0.00\n")
+	pn := w.Plan(plan.Options{}).Nodes[0]
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, []float64{0, 0}, evalScores(t, w, "out/scores.jsonl"))
+	assert.Equal(t, 2, evalRunCounts(t, w, pn.Key)["evaluated"])
 }
 
 // The stage's env does not key the items, on purpose: a node rerun for

@@ -610,9 +610,8 @@ stage "command" "st" {
 
 // TestInputFolderChangedWhileRunning: a folder input whose files were
 // rewritten or removed while its node ran fails the node; one to which
-// files were only added (the node's own caches, such as Python's
-// __pycache__ beside the modules it imports) holds what the key was taken
-// from, and the node's result is stored.
+// files were only added (the node's own caches) holds what the key was
+// taken from, and the node's result is stored.
 func TestInputFolderChangedWhileRunning(t *testing.T) {
 	for name, c := range map[string]struct {
 		script string
@@ -621,7 +620,7 @@ func TestInputFolderChangedWhileRunning(t *testing.T) {
 		"a file rewritten":          {"echo EDITED > src/a.txt", true},
 		"a file removed":            {"rm src/a.txt", true},
 		"a file added":              {"echo n > src/new.txt", false},
-		"a folder added":            {"mkdir -p src/__pycache__/x && echo c > src/__pycache__/x/m.pyc", false},
+		"a folder added":            {"mkdir -p src/cache/x && echo c > src/cache/x/m.bin", false},
 		"a file in an empty folder": {"echo n > src/empty/new.txt", false},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -647,4 +646,43 @@ stage "command" "s" {
 			assert.Contains(t, f.Message, "its input src changed while it ran")
 		})
 	}
+}
+
+// ranThenCached applies w, whose one node addr runs Python that imports a
+// module from the input folder dir: it runs, Python writes its bytecode
+// into dir/__pycache__, and the next plan and apply find the node cached.
+func ranThenCached(t *testing.T, w *workspace, addr, dir string) {
+	t.Helper()
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	require.DirExists(t, filepath.Join(w.Root, dir, "__pycache__"), "Python wrote its bytecode")
+	assert.Equal(t, map[string][]string{plan.ActCached: {addr}}, planSets(w.Plan(plan.Options{})))
+	r = w.apply(ApplyOptions{})
+	assert.Equal(t, 1, r.res.Cached, r.out)
+}
+
+// TestPythonCacheInInputFolderKeepsKey: the __pycache__ Python writes
+// beside the modules a command imports from an input folder is not there
+// for the node's key, so the next plan and apply find the node cached; an
+// edit of a module still runs it.
+func TestPythonCacheInInputFolderKeepsKey(t *testing.T) {
+	w := newWorkspace(t, `
+pipeline "t" {}
+stage "command" "train" {
+  run     = ["python3", "train.py"]
+  inputs  = ["train.py", "lib/"]
+  outputs = ["out.txt"]
+  env     = { PYTHONDONTWRITEBYTECODE = "" }
+}
+`)
+	w.Write("train.py", "import sys\nsys.path.insert(0, 'lib')\nimport m\nopen('out.txt', 'w').write(m.V)\n")
+	w.Write("lib/m.py", "V = 'a'\n")
+	ranThenCached(t, w, "stage.train", "lib")
+
+	// Another size: Python's cache tells sources apart by size and
+	// whole seconds.
+	w.Write("lib/m.py", "V = 'bb'\n")
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, "bb", w.Read("out.txt"))
 }

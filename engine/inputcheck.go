@@ -40,8 +40,9 @@ func (a *applier) noteInputNames(ns *nodeState) {
 // another configuration's file there), that its result is not stored: ns
 // may have read the new content, and its record would give that result to
 // every later apply under the key of the old one. "" when none changed.
-// A folder to which files were only added (the node's own caches, such as
-// Python's __pycache__) has not changed: its files are as its key says.
+// A folder to which files were only added (a log, the node's own cache;
+// Python's __pycache__ is in no digest at all) has not changed: its files
+// are as its key says.
 func (a *applier) changedInput(ns *nodeState) string {
 	if ns.env == nil || a.cache == nil {
 		return ""

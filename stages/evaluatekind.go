@@ -737,7 +737,8 @@ func bundleDigest(root string, paths []string) (string, error) {
 // reads through them: a link to a file is that file, one to a folder
 // holds its files. With realRoot (the workspace's real path) set, a link
 // that leads outside it is refused (errLinkOutside): what it points to
-// would key the items without being part of the workspace.
+// would key the items without being part of the workspace. A folder
+// named __pycache__ is left out, with all it holds.
 func bundleFiles(dir, realRoot string) ([]string, error) {
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -781,10 +782,17 @@ func bundleFiles(dir, realRoot string) ([]string, error) {
 			} else if !isDir && !e.Type().IsRegular() {
 				continue
 			}
-			if !isDir {
+			switch {
+			case !isDir:
 				files = append(files, r)
-			} else if err := walk(p, pr, r, append(above, pr)); err != nil {
-				return err
+			case e.Name() == "__pycache__":
+				// Python's bytecode, derived from the sources beside
+				// it: left out, as the node's key leaves it out of the
+				// bundle's folders (engine/fsdigest, docs/keys.md).
+			default:
+				if err := walk(p, pr, r, append(above, pr)); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

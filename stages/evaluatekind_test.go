@@ -225,6 +225,13 @@ func TestDigests(t *testing.T) {
 	db, err = bundleDigest(root, []string{"b/copy"})
 	require.NoError(t, err)
 	assert.NotEqual(t, da, db, "content changed")
+	// Python's bytecode caches are left out, as the node's key leaves
+	// them out of the bundle's folders.
+	writeFile(t, filepath.Join(root, "a/bundle/__pycache__/m.pyc"), "c")
+	writeFile(t, filepath.Join(root, "a/bundle/sub/__pycache__/n.pyc"), "c")
+	dp, err := bundleDigest(root, []string{"a/bundle"})
+	require.NoError(t, err)
+	assert.Equal(t, da, dp, "__pycache__ left out")
 	dFile, err := bundleDigest(root, []string{"a/bundle/system.txt"})
 	require.NoError(t, err)
 	assert.NotEqual(t, da, dFile)

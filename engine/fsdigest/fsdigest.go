@@ -25,10 +25,16 @@
 // "cairn.tree.v1\n" alone. Symbolic links inside the tree are not followed:
 // their target text enters the digest as written, with every backslash
 // written as `\\` and every newline as `\n`, so that no two trees share an
-// encoding. A root given as a symbolic link is followed. Nothing is skipped:
-// hidden files count like any other. Sockets, pipes and devices in a tree are
-// an error. The digest does not depend on where the tree lies: the same tree
-// copied elsewhere has the same digest.
+// encoding. A root given as a symbolic link is followed. Hidden files count
+// like any other. One thing is skipped: a folder named __pycache__ inside
+// the tree, with all it holds, is left out as if it were not there (so a
+// folder that holds nothing else is an empty directory). Python writes its
+// bytecode there beside the modules a program imports, derived from the
+// sources beside it and never changing what the program does; counted, the
+// first run of a node that imports a module from an input folder would
+// change its own key. Sockets, pipes and devices in a tree are an error.
+// The digest does not depend on where the tree lies: the same tree copied
+// elsewhere has the same digest.
 //
 // # Stat cache
 //
@@ -57,6 +63,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,6 +80,10 @@ import (
 // TreeVersion starts every directory encoding; it changes whenever the
 // encoding does.
 const TreeVersion = "cairn.tree.v1\n"
+
+// PyCache is the name of the folders a tree digest leaves out: Python's
+// bytecode caches (see the package comment).
+const PyCache = "__pycache__"
 
 // racyWindow is how old a file's times must be, at the moment it is hashed,
 // for its digest to be stored. It covers coarse filesystem timestamps
@@ -363,9 +374,12 @@ type Pending struct {
 // written below it: removed first, it is then a folder of those alone).
 // Without pending files it is Tree. A missing path holding pending files
 // is a directory of them. A path that is a file with pending files below
-// it (which could not be written) has its own digest.
+// it (which could not be written) has its own digest. Files written into,
+// or removed from, a __pycache__ folder are left out, as Tree leaves the
+// folder out; the folders a write there makes are made all the same.
 func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error) {
-	if len(pending) == 0 {
+	pending, made := outsidePyCache(pending)
+	if len(pending) == 0 && len(made) == 0 {
 		return c.Tree(path)
 	}
 	var recs []record
@@ -375,7 +389,7 @@ func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error
 		}
 		// What is there goes (a file, or another configuration's
 		// folder, where a folder of the restored files goes).
-		if pending = writesOf(pending); len(pending) == 0 {
+		if pending = writesOf(pending); len(pending) == 0 && len(made) == 0 {
 			return "", fmt.Errorf("fsdigest: %w", &fs.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist})
 		}
 	} else {
@@ -401,6 +415,11 @@ func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error
 		}
 		for i := strings.LastIndexByte(q, '/'); i > 0; i = strings.LastIndexByte(q[:i], '/') {
 			onWay[q[:i]] = true
+		}
+	}
+	for q := range made {
+		for ; q != ""; q = parentOf(q) {
+			onWay[q] = true
 		}
 	}
 	gone := func(rel string) bool {
@@ -439,6 +458,11 @@ func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error
 		kept = append(kept, r)
 	}
 	kept = append(kept, leftEmpty(kept, pending, gone)...)
+	for q := range made {
+		if q != "" && !holds(kept, q) {
+			kept = append(kept, record{rel: q, kind: 'd'})
+		}
+	}
 	// Encoding order: depth first, names in byte order, which is the order
 	// of the paths with "/" taken as the lowest byte.
 	sortKey := func(rel string) string { return strings.ReplaceAll(rel, "/", "\x00") }
@@ -473,18 +497,74 @@ func leftEmpty(recs []record, pending map[string]Pending, gone func(string) bool
 			continue
 		}
 		seen[dir] = true
-		holds := false
-		for _, r := range recs {
-			if r.rel == dir || strings.HasPrefix(r.rel, dir+"/") {
-				holds = true
-				break
-			}
-		}
-		if !holds {
+		if !holds(recs, dir) {
 			out = append(out, record{rel: dir, kind: 'd'})
 		}
 	}
 	return out
+}
+
+// holds reports whether recs hold the folder dir, or something in it.
+func holds(recs []record, dir string) bool {
+	for _, r := range recs {
+		if r.rel == dir || strings.HasPrefix(r.rel, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// outsidePyCache is pending less what lies inside a __pycache__ folder,
+// which a tree digest leaves out, and the folders that the writes left
+// out make (each where its __pycache__ lies; "" for the root). A pending
+// entry named __pycache__ itself stays: a file written there is no folder,
+// and a removal there may take a file.
+func outsidePyCache(pending map[string]Pending) (map[string]Pending, map[string]bool) {
+	var out map[string]Pending
+	var made map[string]bool
+	for q, p := range pending {
+		dir, ok := pyCacheOf(q)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out, made = maps.Clone(pending), map[string]bool{}
+		}
+		delete(out, q)
+		if !p.Remove {
+			made[dir] = true
+		}
+	}
+	if out == nil {
+		return pending, nil
+	}
+	return out, made
+}
+
+// pyCacheOf is the folder in which the outermost __pycache__ folder on the
+// way to the "/"-separated path rel lies ("" for the root), when rel lies
+// inside one.
+func pyCacheOf(rel string) (string, bool) {
+	at := 0
+	for {
+		i := strings.IndexByte(rel[at:], '/')
+		if i < 0 {
+			return "", false
+		}
+		if rel[at:at+i] == PyCache {
+			return strings.TrimSuffix(rel[:at], "/"), true
+		}
+		at += i + 1
+	}
+}
+
+// parentOf is the folder of the "/"-separated path rel, "" at the top.
+func parentOf(rel string) string {
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		return ""
+	}
+	return rel[:i]
 }
 
 // treeDigest hashes the encoding of a tree's records, in encoding order.
@@ -557,10 +637,7 @@ func walk(dir, rel string, recs *[]record, follow map[string]bool) error {
 	if err != nil {
 		return fmt.Errorf("fsdigest: %w", err)
 	}
-	if len(ents) == 0 && rel != "" {
-		*recs = append(*recs, record{rel: rel, kind: 'd'})
-		return nil
-	}
+	held := len(*recs)
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		r := e.Name()
@@ -576,6 +653,8 @@ func walk(dir, rel string, recs *[]record, follow map[string]bool) error {
 			t = fi.Mode().Type()
 		}
 		switch {
+		case t.IsDir() && e.Name() == PyCache:
+			// Not there, for the digest (see the package comment).
 		case t.IsDir():
 			if err := walk(p, r, recs, follow); err != nil {
 				return err
@@ -596,6 +675,11 @@ func walk(dir, rel string, recs *[]record, follow map[string]bool) error {
 		default:
 			return fmt.Errorf("%s is %s, in an input folder: cairn digests only files, folders and links; remove it, or give the folder's files as inputs", p, filekind.Of(t))
 		}
+	}
+	// A folder that holds nothing, or nothing but a __pycache__ folder,
+	// is an empty one.
+	if len(*recs) == held && rel != "" {
+		*recs = append(*recs, record{rel: rel, kind: 'd'})
 	}
 	return nil
 }

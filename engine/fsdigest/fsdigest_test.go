@@ -272,6 +272,12 @@ func TestNamesAreTheTreesEntries(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{".hidden", "a/x", "a.txt", "empty", "link", "z/deep"}, names)
 
+	write(t, filepath.Join(root, "a", "__pycache__", "x.pyc"), "c", 0o644)
+	write(t, filepath.Join(root, "z", "deep", "__pycache__", "y.pyc"), "c", 0o644)
+	names, err = Names(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".hidden", "a/x", "a.txt", "empty", "link", "z/deep"}, names, "__pycache__ folders are not there")
+
 	names, err = Names(filepath.Join(root, "a.txt"))
 	require.NoError(t, err)
 	assert.Nil(t, names)
@@ -329,6 +335,21 @@ func TestTreeChanges(t *testing.T) {
 		{"replace a symlink by the file it points to", func(t *testing.T, root string) {
 			require.NoError(t, os.Remove(filepath.Join(root, "link")))
 			write(t, filepath.Join(root, "link"), "1", 0o755)
+		}, true},
+		// Python's bytecode caches beside the modules it imports are
+		// not there for the digest; a folder holding nothing else is
+		// an empty folder.
+		{"add __pycache__ folders", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "__pycache__", "m.cpython-311.pyc"), "c", 0o644)
+			write(t, filepath.Join(root, "a", "__pycache__", "x.pyc"), "c", 0o644)
+			write(t, filepath.Join(root, "empty", "__pycache__", "sub", "y.pyc"), "c", 0o644)
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "z", "deep", "__pycache__"), 0o755))
+		}, false},
+		{"add a __pycache__ in a new folder", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "new", "__pycache__", "m.pyc"), "c", 0o644)
+		}, true},
+		{"add a file named __pycache__", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "a", "__pycache__"), "c", 0o644)
 		}, true},
 	}
 	for _, tt := range tests {
@@ -597,13 +618,17 @@ func TestConcurrentUse(t *testing.T) {
 // file, a link), folders on its way are made.
 func TestTreeWithIsTreeAfterTheWrites(t *testing.T) {
 	cases := map[string]map[string]string{ // path -> content; an "x:" prefix marks it executable
-		"replace a file":           {"a/x": "new"},
-		"same content, new mode":   {"a.txt": "x:2"},
-		"fill an empty folder":     {"empty/f": "f"},
-		"deep under an empty one":  {"z/deep/k/f": "k", "z/g": "g"},
-		"replace a link":           {"link": "was a link"},
-		"new folder, sorted among": {"a/w": "w", "a.b/c": "c", "0": "zero"},
-		"nothing":                  {},
+		"replace a file":             {"a/x": "new"},
+		"same content, new mode":     {"a.txt": "x:2"},
+		"fill an empty folder":       {"empty/f": "f"},
+		"deep under an empty one":    {"z/deep/k/f": "k", "z/g": "g"},
+		"replace a link":             {"link": "was a link"},
+		"new folder, sorted among":   {"a/w": "w", "a.b/c": "c", "0": "zero"},
+		"nothing":                    {},
+		"into __pycache__ folders":   {"a/__pycache__/x.pyc": "c", "__pycache__/r.pyc": "r", "empty/__pycache__/e.pyc": "e"},
+		"a new folder's __pycache__": {"n/m/__pycache__/m.pyc": "m", "n/k": "k"},
+		"only a __pycache__ below":   {"q/__pycache__/m.pyc": "m"},
+		"a file named __pycache__":   {"a/__pycache__": "f"},
 	}
 	for name, files := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -644,6 +669,35 @@ func TestTreeWithIsTreeAfterTheWrites(t *testing.T) {
 		write(t, filepath.Join(root, "f"), "f", 0o644)
 		require.NoError(t, os.MkdirAll(filepath.Join(root, "d"), 0o755))
 		write(t, filepath.Join(root, "d", "g"), "g", 0o755)
+		want, err := Load("").Tree(root)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	})
+	t.Run("missing root, only __pycache__ below", func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "out")
+		got, err := Load("").TreeWith(root, map[string]Pending{"__pycache__/m.pyc": {Digest: shaHex([]byte("m"))}})
+		require.NoError(t, err)
+		assert.Equal(t, shaHex([]byte(TreeVersion)), got, "a folder of nothing else")
+		_, err = Load("").TreeWith(root, map[string]Pending{"__pycache__/m.pyc": {Remove: true}})
+		assert.ErrorIs(t, err, fs.ErrNotExist)
+	})
+	// Removing from a __pycache__ folder changes nothing; removing the
+	// folder itself, or a file named so, what there is to remove.
+	t.Run("removals in __pycache__", func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "tree")
+		buildTree(t, root)
+		write(t, filepath.Join(root, "a", "__pycache__", "x.pyc"), "c", 0o644)
+		write(t, filepath.Join(root, "p", "__pycache__", "y.pyc"), "c", 0o644)
+		write(t, filepath.Join(root, "s", "__pycache__"), "f", 0o644)
+		pending := map[string]Pending{
+			"a/__pycache__/x.pyc": {Remove: true}, "p/__pycache__/y.pyc": {Remove: true}, "p/__pycache__": {Remove: true},
+			"s/__pycache__": {Remove: true},
+		}
+		got, err := Load("").TreeWith(root, pending)
+		require.NoError(t, err)
+		for _, p := range []string{"a/__pycache__/x.pyc", "p/__pycache__/y.pyc", "p/__pycache__", "s/__pycache__"} {
+			require.NoError(t, os.Remove(filepath.Join(root, p)))
+		}
 		want, err := Load("").Tree(root)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
@@ -732,6 +786,16 @@ func TestContentTreeFollowsLinks(t *testing.T) {
 	again, err := c.Tree(linked)
 	require.NoError(t, err)
 	assert.Equal(t, byName, again, "Tree keeps the link's name")
+
+	// A __pycache__ folder, or a link to one, is not there for it either.
+	write(t, filepath.Join(plain, "sub", "__pycache__", "t.pyc"), "c", 0o644)
+	require.NoError(t, os.Symlink(filepath.Join(plain, "sub"), filepath.Join(linked, "__pycache__")))
+	again, err = c.ContentTree(linked)
+	require.NoError(t, err)
+	assert.Equal(t, d2, again, "__pycache__ left out")
+	pc, err := c.ContentTree(plain)
+	require.NoError(t, err)
+	assert.Equal(t, p, pc, "__pycache__ left out")
 
 	require.NoError(t, os.Symlink(filepath.Join(store, "gone"), filepath.Join(linked, "dangling")))
 	_, err = c.ContentTree(linked)
