@@ -240,6 +240,45 @@ func TestEvaluateInputsPythonCacheKeepsKeys(t *testing.T) {
 	assert.Equal(t, 2, evalRunCounts(t, w, pn.Key)["evaluated"])
 }
 
+// Numbers written in an items list keep their digits, as a dataset
+// file's do: the same item written in the pipeline and in a file has one
+// item key (the second stage takes it from the store) and reaches the
+// worker as written.
+func TestEvaluateItemsWrittenInHCLKeepDigits(t *testing.T) {
+	stage := func(name, items, more string) string {
+		return `stage "evaluate" "` + name + `" {
+  worker    = ["python3", "echo.py"]
+  items     = ` + items + `
+  model     = "m1"
+  endpoints = ["ENDPOINT"]
+  scores    = "out/` + name + `.jsonl"
+` + more + `}
+`
+	}
+	w := evalKeysWorkspace(t, `pipeline "k" {}
+`+stage("file", `"digits.jsonl"`, "")+
+		stage("hcl", `[{ id = "a", n = 1.50, m = 2.0e1, l = [-0.10, { x = 1.0 }] }]`, "  after = [stage.file]\n"))
+	w.Write("digits.jsonl", `{"id": "a", "n": 1.50, "m": 2.0e1, "l": [-0.10, {"x": 1.0}]}`+"\n")
+	w.Write("echo.py", `import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    raw = line[line.index('"item":'):].strip()
+    print(json.dumps({"id": req["id"], "score": 1, "outputs": {"raw": raw}}), flush=True)
+`)
+	r := w.apply(ApplyOptions{})
+	require.Zero(t, r.res.Failed, r.out)
+	var lines [2]struct {
+		Key     string
+		Outputs struct{ Raw string }
+	}
+	for i, name := range []string{"file", "hcl"} {
+		require.NoError(t, json.Unmarshal([]byte(w.Read("out/"+name+".jsonl")), &lines[i]))
+	}
+	assert.Equal(t, `"item":{"id":"a","l":[-0.10,{"x":1.0}],"m":2.0e1,"n":1.50}}`, lines[0].Outputs.Raw)
+	assert.Equal(t, lines[0], lines[1], "one item key, one request")
+	assert.Contains(t, r.out, "stage.hcl  charged 0, attempted 0, infra-failures 0; items 1/1: 0 evaluated, 1 from the store")
+}
+
 // The stage's env does not key the items, on purpose: a node rerun for
 // another env takes every item from the store, and plan says so.
 func TestEvaluateEnvChangeSaysItemsComeFromStore(t *testing.T) {

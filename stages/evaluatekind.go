@@ -369,13 +369,24 @@ func (d *evalDecoder) items(s *evalSpec) {
 		}
 	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
 		s.itemsInline = true
+		// An item written in the list keeps the digits of its numbers,
+		// as a dataset file's does (dsl.WrittenJSON).
+		x, src := d.n.Source.Written("items")
+		tc, written := dsl.TupleConsOf(x)
+		written = written && src != nil && !ty.IsSetType() && len(tc.Exprs) == v.LengthInt()
 		for it := v.ElementIterator(); it.Next(); {
 			_, e := it.Element()
 			if e.IsNull() {
 				d.bad("items", fmt.Sprintf("item %d is null.", len(s.itemsList)))
 				break
 			}
-			b, err := dsl.MarshalJSON(e, e.Type())
+			var b []byte
+			var err error
+			if written {
+				b, err = dsl.WrittenJSON(tc.Exprs[len(s.itemsList)], e, src)
+			} else {
+				b, err = dsl.MarshalJSON(e, e.Type())
+			}
 			if err != nil {
 				d.bad("items", fmt.Sprintf("item %d cannot be written as JSON: %s.", len(s.itemsList), err))
 				break

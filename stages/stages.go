@@ -330,6 +330,10 @@ type Node struct {
 	// Look remembers the kinds' looks at the workspace while a plan
 	// looks at it at one moment (set by the planner; nil otherwise).
 	Look *Look
+	// Source is where the node's attributes are written, set by the
+	// planner; nil otherwise. A kind reads there what a value does not
+	// keep: the digits a number literal is written with (Source.Written).
+	Source *Source
 	// Blocks are the kind's own blocks, evaluated by the kind.
 	Blocks []*hcl.Block
 	// EvalContext evaluates expressions inside Blocks (nil when the
@@ -340,6 +344,27 @@ type Node struct {
 		mu   sync.Mutex
 		spec any
 	}
+}
+
+// Source is where a node's attributes are written: the stage's attributes
+// as parsed, by name, and the pipeline's files, by name.
+type Source struct {
+	Attrs map[string]*hcl.Attribute
+	Files map[string]*hcl.File
+}
+
+// Written is the expression attribute attr is written as, and the text
+// of the file it is written in (nil where that is not at hand); a nil
+// expression where the stage does not write attr.
+func (s *Source) Written(attr string) (hcl.Expression, []byte) {
+	if s == nil || s.Attrs[attr] == nil {
+		return nil, nil
+	}
+	e := s.Attrs[attr].Expr
+	if f := s.Files[e.Range().Filename]; f != nil {
+		return e, f.Bytes
+	}
+	return e, nil
 }
 
 // Range locates attribute attr in its file, for diagnostics: its range in

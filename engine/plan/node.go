@@ -303,6 +303,15 @@ func (a *aheadEval) value(name string) (cty.Value, bool) {
 	return cty.NilVal, false
 }
 
+// source is stages.Node.Source for a node of st.
+func (g *Graph) source(st *dsl.Stage) *stages.Source {
+	s := &stages.Source{Attrs: st.Attrs}
+	if g.Config != nil {
+		s.Files = g.Config.Files
+	}
+	return s
+}
+
 // withInstance gives each error of an instance that points into one of
 // its stage's attributes that attribute's expression and the instance's
 // context, so that the message shows the values it was evaluated with
@@ -350,6 +359,7 @@ func (g *Graph) evalNode(n *Node, inst instanceFunc, ahead *aheadEval) (*stages.
 	sn := &stages.Node{
 		Address: n.Addr, Stage: n.Stage.Name, EachKey: n.Inst.Key,
 		Args:   make(map[string]cty.Value, len(n.Stage.Attrs)),
+		Source: g.source(n.Stage),
 		Blocks: n.Stage.KindBlocks,
 		Stat:   g.stat,
 		Look:   g.look,
