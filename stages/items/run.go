@@ -215,7 +215,8 @@ type Counts struct {
 	Total int
 	Done  int
 	// Evaluated items got their result from a worker in this evaluation;
-	// FromCache items found theirs in the store.
+	// FromCache items found theirs in the store. Items of the same
+	// content share one request and its result, and each counts.
 	Evaluated int
 	FromCache int
 	// Failed items spent their retries; nothing was stored for them.

@@ -285,7 +285,9 @@ func TestEvaluateJournalChargesSameContentOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, f.requests(), 3, "one request for each content")
 	assert.Equal(t, 3, sum.Charged)
-	assert.Equal(t, 6, sum.Evaluated)
+	assert.Equal(t, 3, sum.Attempted)
+	assert.Equal(t, 6, sum.Evaluated, "each item of a shared request counts")
+	assert.Equal(t, sum.Total, sum.Evaluated+sum.FromCache+sum.Failed, "the items add up")
 	require.Len(t, charged, 6, "a record for each item")
 	total := 0
 	for _, c := range charged {
