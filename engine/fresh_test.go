@@ -11,9 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-run/cairn/engine/fsdigest"
 	"github.com/cairn-run/cairn/engine/plan"
 	"github.com/cairn-run/cairn/engine/store"
 	"github.com/cairn-run/cairn/gpu"
+	"github.com/cairn-run/cairn/stages"
 	"github.com/cairn-run/cairn/storage/wal"
 )
 
@@ -685,4 +687,35 @@ stage "command" "train" {
 	r := w.apply(ApplyOptions{})
 	require.Equal(t, 1, r.res.Ran, r.out)
 	assert.Equal(t, "bb", w.Read("out.txt"))
+}
+
+// An optimizer job's out folder lock (.cairn-out.lock: which apply holds
+// the folder, its pid and start) is in no digest: a stage reading the
+// runs folder, an aggregate, stays cached when another apply rewrote the
+// lock and nothing else (it reran on every --replace of a job's result).
+func TestOutFolderLockIsNoInput(t *testing.T) {
+	require.Equal(t, stages.OutLockFile, fsdigest.OutLock, "the lock the stage kinds write is the one digests leave out")
+	w := newWorkspace(t, `
+pipeline "t" {}
+stage "command" "sum" {
+  run     = ["sh", "-c", "cat runs/*/result.json > sum.txt"]
+  inputs  = ["runs"]
+  outputs = ["sum.txt"]
+}
+`)
+	w.Write("runs/a/result.json", "1\n")
+	w.Write("runs/a/"+stages.OutLockFile, `{"pid": 100, "started": "2026-12-08T01:00:00Z"}`)
+	r := w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+
+	w.Write("runs/a/"+stages.OutLockFile, `{"pid": 200, "started": "2026-12-08T02:00:00Z"}`)
+	p := w.Plan(plan.Options{})
+	assert.Equal(t, []string{"stage.sum"}, planSets(p)[plan.ActCached])
+	r = w.apply(ApplyOptions{})
+	assert.Equal(t, 1, r.res.Cached, r.out)
+
+	w.Write("runs/b/result.json", "2\n")
+	r = w.apply(ApplyOptions{})
+	require.Equal(t, 1, r.res.Ran, r.out)
+	assert.Equal(t, "1\n2\n", w.Read("sum.txt"))
 }

@@ -32,7 +32,12 @@
 // bytecode there beside the modules a program imports, derived from the
 // sources beside it and never changing what the program does; counted, the
 // first run of a node that imports a module from an input folder would
-// change its own key. Sockets, pipes and devices in a tree are an error.
+// change its own key. So is a file named .cairn-out.lock (OutLock): the
+// lock an apply holds on an optimizer job's out folder, which says which
+// apply holds it (its pid and start), no figure of the job; counted, every
+// apply that wrote a job's folder would change the key of what reads the
+// folder (an aggregate over the runs). Sockets, pipes and devices in a
+// tree are an error.
 // The digest does not depend on where the tree lies: the same tree copied
 // elsewhere has the same digest.
 //
@@ -84,6 +89,11 @@ const TreeVersion = "cairn.tree.v1\n"
 // PyCache is the name of the folders a tree digest leaves out: Python's
 // bytecode caches (see the package comment).
 const PyCache = "__pycache__"
+
+// OutLock is the name of the files a tree digest leaves out: the lock of
+// an optimizer job's out folder (see the package comment), the stage
+// kinds' stages.OutLockFile.
+const OutLock = ".cairn-out.lock"
 
 // racyWindow is how old a file's times must be, at the moment it is hashed,
 // for its digest to be stored. It covers coarse filesystem timestamps
@@ -543,8 +553,12 @@ func outsidePyCache(pending map[string]Pending) (map[string]Pending, map[string]
 
 // pyCacheOf is the folder in which the outermost __pycache__ folder on the
 // way to the "/"-separated path rel lies ("" for the root), when rel lies
-// inside one.
+// inside one; or, for an out folder's lock file (OutLock), the folder it
+// lies in.
 func pyCacheOf(rel string) (string, bool) {
+	if i := strings.LastIndexByte(rel, '/'); rel[i+1:] == OutLock {
+		return rel[:max(i, 0)], true
+	}
 	at := 0
 	for {
 		i := strings.IndexByte(rel[at:], '/')
@@ -653,7 +667,7 @@ func walk(dir, rel string, recs *[]record, follow map[string]bool) error {
 			t = fi.Mode().Type()
 		}
 		switch {
-		case t.IsDir() && e.Name() == PyCache:
+		case t.IsDir() && e.Name() == PyCache, t.IsRegular() && e.Name() == OutLock:
 			// Not there, for the digest (see the package comment).
 		case t.IsDir():
 			if err := walk(p, r, recs, follow); err != nil {

@@ -351,6 +351,18 @@ func TestTreeChanges(t *testing.T) {
 		{"add a file named __pycache__", func(t *testing.T, root string) {
 			write(t, filepath.Join(root, "a", "__pycache__"), "c", 0o644)
 		}, true},
+		// The lock an apply holds on an optimizer job's out folder says
+		// which apply holds it, no figure of the job.
+		{"add out folder locks", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, OutLock), `{"pid":1}`, 0o644)
+			write(t, filepath.Join(root, "a", OutLock), `{"pid":2}`, 0o644)
+		}, false},
+		{"add an out folder lock in a new folder", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, "job", OutLock), `{"pid":3}`, 0o644)
+		}, true},
+		{"add a folder named like the lock", func(t *testing.T, root string) {
+			write(t, filepath.Join(root, OutLock, "f"), "c", 0o644)
+		}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -629,6 +641,8 @@ func TestTreeWithIsTreeAfterTheWrites(t *testing.T) {
 		"a new folder's __pycache__": {"n/m/__pycache__/m.pyc": "m", "n/k": "k"},
 		"only a __pycache__ below":   {"q/__pycache__/m.pyc": "m"},
 		"a file named __pycache__":   {"a/__pycache__": "f"},
+		"out folder locks":           {OutLock: "l", "a/" + OutLock: "l", "j/" + OutLock: "l", "j/result.json": "r"},
+		"a new folder's lock alone":  {"k/" + OutLock: "l"},
 	}
 	for name, files := range cases {
 		t.Run(name, func(t *testing.T) {
