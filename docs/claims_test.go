@@ -213,6 +213,19 @@ func TestPlanAfterGCSaysGone(t *testing.T) {
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "the last result of stage.a is gone (evicted, collected or damaged)")
 	assert.Contains(t, readDoc(t, "language.md"), "`"+gone+"`")
+
+	// Another key, never run: its result is not "gone", the record of
+	// the key before it is.
+	write(t, dir, map[string]string{"pipeline.hcl": `stage "command" "a" {
+  run     = ["sh", "-c", "echo never-run > a.txt"]
+  outputs = ["a.txt"]
+}
+`})
+	const other = "its key is not the one it last ran with here, whose record is gone (evicted, collected or damaged): what changed cannot be told"
+	r = ok(t, dir, nil, "plan")
+	assert.Contains(t, r.stdout, "~ stage.a  run: "+other)
+	assert.NotContains(t, r.stdout, gone)
+	assert.Contains(t, prose(t, "language.md"), other)
 }
 
 // A workspace that cannot take a cached output fails its node with the

@@ -688,13 +688,23 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		}
 		return diags
 	}
+	p.rerunReasons(pn, sn, env, upstream, cache)
+	return diags
+}
+
+// rerunReasons says why a node whose key is not cached runs: new, or what
+// changed since the key its address last ran with here, or that a record
+// is gone.
+func (p *Plan) rerunReasons(pn *PlannedNode, sn *stages.Node, env *Envelope, upstream func(*Node) (string, bool), cache *store.Cache) {
+	n := pn.Node
 	prev := p.held[n.ID]
 	if prev == "" {
 		pn.Reasons = []string{"new"}
-		return diags
+		return
 	}
 	pn.Changed = true
-	if rec, ok := cache.Lookup(prev); ok {
+	rec, had := cache.Lookup(prev)
+	if had {
 		var old Envelope
 		if json.Unmarshal(rec.Envelope, &old) == nil {
 			own := append(slices.Clip(sn.Common.Outputs), sn.Common.Result)
@@ -704,10 +714,15 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 			}
 		}
 	}
-	if len(pn.Reasons) == 0 {
+	switch {
+	case len(pn.Reasons) > 0:
+	case !had && prev != pn.Key:
+		// Another key's record is gone, not this one's: this key may
+		// never have been run.
+		pn.Reasons = []string{"its key is not the one it last ran with here, whose record is gone (evicted, collected or damaged): what changed cannot be told"}
+	default:
 		pn.Reasons = []string{"the cached result is gone (evicted, collected or damaged)"}
 	}
-	return diags
 }
 
 // changeNote is what n's kind adds to the reason of a changed attribute
