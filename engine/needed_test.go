@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,9 +41,13 @@ func TestNotNeededRecordDoesNotAnswerWhenNeeded(t *testing.T) {
 	_, err := os.Stat(filepath.Join(w.Root, "out/scores.jsonl"))
 	require.ErrorIs(t, err, os.ErrNotExist, "not needed: no scores")
 
-	pn := w.Plan(plan.Options{}, "needed=true").Nodes[0]
+	p := w.Plan(plan.Options{}, "needed=true")
+	pn := p.Nodes[0]
 	assert.Equal(t, plan.ActRun, pn.Action)
 	assert.Equal(t, []string{"its cached result was recorded when it was not needed (nothing was done then): it runs now that it is needed"}, pn.Reasons)
+	var out strings.Builder
+	require.NoError(t, p.Render(&out))
+	assert.Contains(t, out.String(), "~ stage.val  run: its cached result", "it ran before: a rerun, not new")
 	pn = w.Plan(plan.Options{}, "needed=false").Nodes[0]
 	assert.Equal(t, plan.ActCached, pn.Action, "still not needed: the record answers")
 

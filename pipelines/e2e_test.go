@@ -1130,7 +1130,7 @@ func TestStrictBatchRerunsTheWholeBatch(t *testing.T) {
 	// reasons.
 	plan, code = w.run(append([]string{"plan"}, pipelineArgs(names, "--var", "strict_batch=true", "--replace", `stage.aime24["v1"]`)...)...)
 	require.Equal(t, 0, code, plan)
-	assert.Regexp(t, `stage\.aime24\["v3"\]\s+run: strict_batch: stage\.aime24\["v1"\] runs, so the whole batch runs again`, plan)
+	assert.Regexp(t, `~ stage\.aime24\["v3"\]\s+run: strict_batch: stage\.aime24\["v1"\] runs, so the whole batch runs again`, plan, "it ran before: a rerun")
 	assert.Contains(t, plan, "Plan: 4 to run, 1 may run, 8 cached.")
 
 	// Without it, the same change reruns v2 alone.

@@ -399,6 +399,10 @@ func (a *app) showRun(dir string) error {
 			// A success after failed attempts has no failure class.
 			v.state, v.end, v.rss, v.gpuMiB, v.class, v.msg = "ok", e.Time, e.PeakRSS, e.PeakGPU, "", ""
 			v.ran += runlog.AttemptSeconds(v.tryStart, e)
+			// A kind that works in cairn's process (a decision replay,
+			// an aggregate) has no started record: its attempt is on
+			// its end, as --json counts it.
+			v.attempts = max(v.attempts, e.Attempt)
 		case runlog.Failed:
 			// A node that failed before its process started (class
 			// setup) has no started record: its attempt and logs are

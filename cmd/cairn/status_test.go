@@ -194,12 +194,7 @@ stage "command" "flaky" {
 	require.Len(t, runs, 1)
 	r = runCLI(t, "--chdir", root, "show", filepath.Base(runs[0]))
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var row []string
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(l, "stage.flaky ") {
-			row = strings.Fields(l)
-		}
-	}
+	row := showRow(r.stdout, "stage.flaky")
 	require.NotEmpty(t, row, r.stdout)
 	// stage.flaky failed (exit) 2 DURATION PEAK-RSS ...
 	assert.Equal(t, "2", row[3], r.stdout)
@@ -215,32 +210,20 @@ stage "command" "flaky" {
 // from its first start to its end, the gaps between attempts included.
 func TestShowRunGivesInterruptedRetriedDuration(t *testing.T) {
 	root := cliWorkspace(t, nil)
-	id := runlog.NewRunID()
-	j, err := runlog.Open(filepath.Join(root, ".cairn"), id, true)
-	require.NoError(t, err)
 	t0 := time.Now().UTC().Add(-time.Minute)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	for _, e := range []runlog.Entry{
-		{T: runlog.RunStart, Time: at(0), RunID: id, Pipeline: "d", PID: 1},
+	id := journalRun(t, root, "d", t0, []runlog.Entry{
 		{T: runlog.Planned, Time: at(0), Node: "stage.r", Key: "k"},
 		{T: runlog.Started, Time: at(0.1), Node: "stage.r", Key: "k", Attempt: 1},
 		{T: runlog.Failed, Time: at(0.4), Node: "stage.r", Key: "k", Attempt: 1, Class: failclass.Timeout, Duration: 0.3},
 		{T: runlog.Started, Time: at(1.4), Node: "stage.r", Key: "k", Attempt: 2},
 		{T: runlog.Failed, Time: at(1.6), Node: "stage.r", Key: "k", Attempt: 2, Class: failclass.Interrupted, Duration: 0.2},
 		{T: runlog.RunEnd, Time: at(1.7), Status: "interrupted"},
-	} {
-		require.NoError(t, j.Write(e))
-	}
-	require.NoError(t, j.Close())
+	})
 
 	r := runCLI(t, "--chdir", root, "show", id)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var row []string
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(l, "stage.r ") {
-			row = strings.Fields(l)
-		}
-	}
+	row := showRow(r.stdout, "stage.r")
 	// stage.r interrupted 2 DURATION ...
 	require.Len(t, row, 8, r.stdout)
 	assert.Equal(t, []string{"interrupted", "2", "500ms"}, row[1:4], r.stdout)
@@ -633,29 +616,17 @@ func TestRelativeCacheIsInChdir(t *testing.T) {
 // table said "interrupted (exit)"); that attempt keeps its own.
 func TestShowKilledRetryIsInterruptedNotItsFirstFailure(t *testing.T) {
 	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\n"})
-	id := runlog.NewRunID()
-	j, err := runlog.Open(filepath.Join(root, ".cairn"), id, true)
-	require.NoError(t, err)
 	t0 := time.Now().Add(-time.Minute)
-	for _, e := range []runlog.Entry{
-		{T: runlog.RunStart, Time: t0, RunID: id, Pipeline: "p", PID: 1},
+	id := journalRun(t, root, "p", t0, []runlog.Entry{ // no run_end: as if killed
 		{T: runlog.Planned, Time: t0, Node: "stage.r", Key: "k"},
 		{T: runlog.Started, Time: t0.Add(time.Second), Node: "stage.r", Key: "k", Attempt: 1},
 		{T: runlog.Failed, Time: t0.Add(2 * time.Second), Node: "stage.r", Key: "k", Attempt: 1, Class: "exit", Message: "exited with status 1"},
 		{T: runlog.Started, Time: t0.Add(3 * time.Second), Node: "stage.r", Key: "k", Attempt: 2},
-	} {
-		require.NoError(t, j.Write(e))
-	}
-	require.NoError(t, j.Close()) // no run_end: as if killed
+	})
 
 	r := runCLI(t, "--chdir", root, "show", id)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	var row []string
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(l, "stage.r ") {
-			row = strings.Fields(l)
-		}
-	}
+	row := showRow(r.stdout, "stage.r")
 	require.GreaterOrEqual(t, len(row), 3, r.stdout)
 	assert.Equal(t, []string{"stage.r", "interrupted", "2"}, row[:3], r.stdout)
 
@@ -681,4 +652,51 @@ func TestShowKilledRetryIsInterruptedNotItsFirstFailure(t *testing.T) {
 	require.Len(t, n.Tries, 2, r.stdout)
 	assert.Equal(t, "failed", n.Tries[0].State)
 	assert.Equal(t, "exit", n.Tries[0].Class, "the first attempt keeps its failure")
+}
+
+// A node of a kind that works in cairn's process (a decision replay, an
+// aggregate, a job's seal) has no started record: show RUN counts the
+// attempt its end names, as --json does (the table said 0).
+func TestShowCountsTheAttemptOfAnInProcessNode(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{"p.hcl": "pipeline \"p\" {}\n"})
+	t0 := time.Now().Add(-time.Minute)
+	id := journalRun(t, root, "p", t0, []runlog.Entry{
+		{T: runlog.Planned, Time: t0, Node: "stage.replay", Key: "k"},
+		{T: runlog.Finished, Time: t0.Add(time.Second), Node: "stage.replay", Key: "k", Attempt: 1, Duration: 0.5},
+		{T: runlog.RunEnd, Time: t0.Add(2 * time.Second), Status: "ok"},
+	})
+
+	r := runCLI(t, "--chdir", root, "show", id)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	row := showRow(r.stdout, "stage.replay")
+	require.GreaterOrEqual(t, len(row), 3, r.stdout)
+	assert.Equal(t, []string{"stage.replay", "ok", "1"}, row[:3], r.stdout)
+}
+
+// showRow is the fields of the row of addr in show RUN's table (nil when
+// it has none).
+func showRow(table, addr string) []string {
+	var row []string
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, addr+" ") {
+			row = strings.Fields(l)
+		}
+	}
+	return row
+}
+
+// journalRun writes, in root's cache, the journal of a run of pipeline
+// started at t0 (a dead process's: pid 1) with these records after its
+// run_start, and returns its id.
+func journalRun(t *testing.T, root, pipeline string, t0 time.Time, es []runlog.Entry) string {
+	t.Helper()
+	id := runlog.NewRunID()
+	j, err := runlog.Open(filepath.Join(root, ".cairn"), id, true)
+	require.NoError(t, err)
+	require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, Time: t0, RunID: id, Pipeline: pipeline, PID: 1}))
+	for _, e := range es {
+		require.NoError(t, j.Write(e))
+	}
+	require.NoError(t, j.Close())
+	return id
 }

@@ -645,6 +645,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 	case force != nil && env != nil && runs == nil:
 		pn.Action = force.action
 		pn.Reasons = []string{force.reason}
+		pn.Changed = p.held[n.ID] != "" // a variant of a batch that ran before
 		return diags
 	case runs != nil:
 		why = &UnknownReason{Upstream: runs.Addr}
@@ -655,8 +656,11 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 		return diags
 	}
 	rec, ok := cache.Lookup(pn.Key)
+	// A result cached under the key that the node does not take runs
+	// it again: "~", as a rerun.
 	if ok && rec.Debug && !debug {
 		pn.Reasons = []string{"the cached result is a single-variant debug run's: the batch runs it again"}
+		pn.Changed = true
 		return diags
 	}
 	if why, known := NotNeededStale(n, sn, rec); ok && why != "" {
@@ -664,6 +668,7 @@ func (p *Plan) planNode(pn *PlannedNode, ahead evalResult, inst instanceFunc, up
 			pn.Action = ActMayRun
 		}
 		pn.Reasons = []string{why}
+		pn.Changed = true
 		return diags
 	}
 	if ok {
