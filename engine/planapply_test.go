@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/engine/plan"
+	"github.com/cairn-run/cairn/gpu"
 )
 
 // tourPipeline is README.md's tour, with a reader of the whole data folder.
@@ -339,6 +340,71 @@ func TestPlanFollowsARefusedNode(t *testing.T) {
 	assert.Equal(t, "file failed result\n", w.Read("report.txt"))
 	assert.Equal(t, "used-dir\n", w.Read("use.txt"), "skipped: not restored")
 	assert.Equal(t, rep.Key, r.res.nodes[rep.Node.ID].key, "plan keyed it as apply did")
+}
+
+// slotPipeline collects one decision slot, and reads what it collected.
+const slotPipeline = `
+pipeline "slot" {}
+
+variable "msg" {
+  type    = string
+  default = "a"
+}
+
+stage "slot" "collect" {
+  slot             = "s1"
+  run              = ["sh", "-c", "echo ${var.msg}"]
+  gpus             = 1
+  memory_limit_mib = 1000
+  ledger           = "ledger"
+}
+
+stage "command" "use" {
+  run     = ["sh", "-c", "echo used > use.txt"]
+  after   = [stage.collect]
+  outputs = ["use.txt"]
+}
+`
+
+// A slot its ledger holds as collected by a node with another key (its
+// command edited) is refused by apply, which starts nothing: plan says
+// so, with apply's reason, counts it refused and not to run, and skips
+// what reads it, as apply does.
+func TestPlanRefusesASlotCollectedUnderAnotherKey(t *testing.T) {
+	w := newWorkspace(t, slotPipeline)
+	leases := t.TempDir()
+	pool, err := gpu.NewPool(func(k string) string {
+		return map[string]string{"CAIRN_GPUS": "sim:1", "CAIRN_LEASE_DIR": leases}[k]
+	})
+	require.NoError(t, err)
+	r := w.apply(ApplyOptions{GPUs: pool})
+	require.Equal(t, 0, r.res.Failed, r.out)
+	require.Equal(t, 2, r.res.Ran, r.out)
+
+	p := w.Plan(plan.Options{}, "msg=b")
+	byAddr := plannedByAddr(p)
+	why := byAddr["stage.collect"].Refusal
+	assert.Contains(t, why, "slot s1 was collected in ledger ledger by a node with another key")
+	assert.Equal(t, plan.ActSkip, byAddr["stage.use"].Action)
+	assert.Equal(t, []string{"upstream stage.collect failed"}, byAddr["stage.use"].Reasons)
+	var out strings.Builder
+	require.NoError(t, p.Render(&out))
+	assert.Contains(t, out.String(), "! stage.collect  refused: "+why)
+	assert.Contains(t, out.String(), "Plan: 0 to run, 1 refused, 0 cached, 1 skipped.")
+
+	r = w.apply(ApplyOptions{GPUs: pool}, "msg=b")
+	f := failureOf(r, "stage.collect")
+	require.NotNil(t, f, r.out)
+	assert.Equal(t, "setup", f.Class)
+	assert.Equal(t, why, f.Message, "plan's reason is apply's")
+	assert.Empty(t, ranSet(r), r.out)
+	assert.Equal(t, 1, r.res.Skipped, r.out)
+
+	// Not collected under another key: the node with the slot's own key
+	// is not refused (here cached).
+	p = w.Plan(plan.Options{})
+	assert.Empty(t, plannedByAddr(p)["stage.collect"].Refusal)
+	assert.Equal(t, plan.ActCached, plannedByAddr(p)["stage.collect"].Action)
 }
 
 // A postcondition that cannot be evaluated on a cached result (an

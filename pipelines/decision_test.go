@@ -330,12 +330,22 @@ func TestDecisionProtocolEndToEnd(t *testing.T) {
 
 	// Another configuration (here another command) gives the slots new
 	// keys: the ledger refuses to count their old outcomes as theirs, and
-	// starts nothing.
+	// starts nothing. Plan says so first, as apply then does: every slot
+	// refused, the replay skipped; the saved plan is applied so.
 	other := fmt.Sprintf(`train_command=[%q, "--duration", "301ms", "--faults", "faults.json"]`, filepath.Join(bins, "train"))
 	pipe, _ := filepath.Abs("memory_decision.hcl")
-	out, code = w.run("apply", pipe, "--var", "protocol=decision_protocol.json", "--var", other)
+	out, code = w.run("plan", pipe, "--var", "protocol=decision_protocol.json", "--var", other, "--out", "other.plan")
+	require.Equal(t, 0, code, out)
+	flat := strings.Join(strings.Fields(out), " ")
+	assert.Equal(t, 48, strings.Count(flat, "refused: slot "), out)
+	assert.Contains(t, flat, "was collected in ledger decision/ledger by a node with another key")
+	assert.Contains(t, flat, "- stage.replay skipped: nothing to compare: no upstream finished")
+	assert.Contains(t, flat, "Plan: 0 to run, 48 refused, 0 cached, 1 skipped.")
+	out, code = w.run("apply", "other.plan")
 	assert.Equal(t, 1, code, out)
-	assert.Contains(t, strings.Join(strings.Fields(out), " "), "was collected in ledger decision/ledger by a node with another key")
+	flat = strings.Join(strings.Fields(out), " ")
+	assert.Contains(t, flat, "was collected in ledger decision/ledger by a node with another key")
+	assert.Contains(t, flat, "0 ran, 0 cached, 48 failed, 1 skipped")
 	assert.Len(t, w.ledgerEvents(), len(events), "nothing started")
 }
 

@@ -39,7 +39,7 @@ func planChecks(k Kind, n *Node, root string) []any {
 		out = append(out, c.CheckWorkspace(n, root).Error())
 	}
 	if r, ok := k.(PlanRefuser); ok {
-		out = append(out, r.PlanRefusal(n, root, false))
+		out = append(out, r.PlanRefusal(n, root, "", false))
 	}
 	return out
 }

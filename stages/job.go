@@ -559,7 +559,7 @@ func unsealedRefusal(root, out string) string {
 // that holds a job's later artifacts but no job.json is refused, as Run
 // refuses it. A job restored from the cache writes back the job.json it
 // sealed: it is not asked.
-func (Job) PlanRefusal(n *Node, root string, _ bool) string {
+func (Job) PlanRefusal(n *Node, root, _ string, _ bool) string {
 	s, diags := decodedOnce(n, decodeJob)
 	if diags.HasErrors() || !s.known {
 		return ""

@@ -349,7 +349,7 @@ func interruptedOptimization(root, out string) string {
 // optimization.json is not the record of the folder's optimization
 // (savedRefusal), or one that holds what an optimization left but no
 // optimization.json (unrecordedRefusal), as Run refuses them.
-func (Optimize) PlanRefusal(n *Node, root string, replaced bool) string {
+func (Optimize) PlanRefusal(n *Node, root, _ string, replaced bool) string {
 	s, diags := decodedOnce(n, decodeOptimize)
 	if diags.HasErrors() || replaced || s.out == "" {
 		return ""

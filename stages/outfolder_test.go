@@ -87,9 +87,9 @@ func TestPlanRefusalOfARunningOptimization(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.True(t, outFolderHeld(root, "runs/j"))
-	assert.Empty(t, Optimize{}.PlanRefusal(n, root, false), "running, not interrupted")
+	assert.Empty(t, Optimize{}.PlanRefusal(n, root, "", false), "running, not interrupted")
 
 	require.NoError(t, other.Unlock())
 	assert.False(t, outFolderHeld(root, "runs/j"))
-	assert.Contains(t, Optimize{}.PlanRefusal(n, root, false), "the optimization in runs/j was interrupted")
+	assert.Contains(t, Optimize{}.PlanRefusal(n, root, "", false), "the optimization in runs/j was interrupted")
 }

@@ -818,7 +818,7 @@ func checkSaved(root, out string, wantTest TestFile, want ResultFile) (res Resul
 // that is not what the job writes from its test.json and its artifacts is
 // refused, as Run refuses it, when the job's results are known when the
 // plan is made (its upstreams cached); --replace writes it again.
-func (JobResult) PlanRefusal(n *Node, root string, replaced bool) string {
+func (JobResult) PlanRefusal(n *Node, root, _ string, replaced bool) string {
 	s, diags := decodeJobResult(n)
 	if replaced || diags.HasErrors() || !s.known {
 		return ""

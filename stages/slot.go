@@ -260,12 +260,10 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		last := h.Last()
-		if last != nil && last.Key != "" && n.Key != "" && last.Key != n.Key {
-			// The ledger holds this slot as another configuration ran it:
-			// its outcome is not this node's, and a slot never starts twice.
-			return &Outcome{Class: "setup", Message: fmt.Sprintf("slot %s was collected in ledger %s by a node with another key (%.12s, run %s): a slot is never started twice, and its outcome is not this configuration's; to collect again, give another ledger folder", s.slot, s.ledger, last.Key, last.RunID)}, nil
+		if why := s.otherKey(h, n.Key); why != "" {
+			return &Outcome{Class: "setup", Message: why}, nil
 		}
+		last := h.Last()
 		next := 1
 		switch {
 		case last != nil && last.Open():
@@ -364,6 +362,34 @@ func (Slot) Run(ctx context.Context, n *Node, rt Runtime) (*Outcome, error) {
 			return &Outcome{Class: res.Class, Message: res.Message, Proc: res}, nil
 		}
 	}
+}
+
+// otherKey says why a node of key may not collect the slot whose history
+// the ledger holds: its last attempt was started by a node with another
+// key, another configuration, whose outcome is not this node's, and a slot
+// never starts twice. "" when it may (no attempt, the same key, or a key
+// not known).
+func (s *slotSpec) otherKey(h *decision.SlotHistory, key string) string {
+	last := h.Last()
+	if last == nil || last.Key == "" || key == "" || last.Key == key {
+		return ""
+	}
+	return fmt.Sprintf("slot %s was collected in ledger %s by a node with another key (%.12s, run %s): a slot is never started twice, and its outcome is not this configuration's; to collect again, give another ledger folder", s.slot, s.ledger, last.Key, last.RunID)
+}
+
+// PlanRefusal implements PlanRefuser: a slot the ledger holds as a node
+// with another key collected it is refused, as Run refuses it (otherKey),
+// replaced or not. A key known only after apply is not asked.
+func (Slot) PlanRefusal(n *Node, root, key string, _ bool) string {
+	s, diags := decodedOnce(n, slotArgs)
+	if diags.HasErrors() || s.slot == "" || s.ledger == "" || key == "" {
+		return ""
+	}
+	h, err := (&decision.Ledger{Dir: filepath.Join(root, s.ledger)}).Peek(s.slot)
+	if err != nil {
+		return "" // apply reports a damaged ledger, naming it
+	}
+	return s.otherKey(h, key)
 }
 
 // notStarted ends a slot's attempt that the executor never started (its

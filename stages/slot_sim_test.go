@@ -229,3 +229,41 @@ func TestSlotWhoseProgramCannotStartIsNotCharged(t *testing.T) {
 	require.Len(t, h.Attempts, 1, "the first attempt only")
 	assert.Equal(t, 2, h.Replacing, "the replacement stays decided")
 }
+
+// TestSlotPlanRefusalIsRunsRefusal: a slot the ledger holds as a node with
+// another key collected it is refused by plan with the reason Run fails it
+// with (class setup, nothing started); the slot's own key, or a key known
+// only after apply, is not refused. Plan only reads the ledger: a torn
+// last line is left for apply to drop.
+func TestSlotPlanRefusalIsRunsRefusal(t *testing.T) {
+	root := t.TempDir()
+	led := &decision.Ledger{Dir: filepath.Join(root, "ledger")}
+	require.NoError(t, led.Start(decision.Event{Slot: "alpha-c1-s141", Attempt: 1, RunID: "r1", Key: "k-before"}))
+	require.NoError(t, led.End(decision.Event{Slot: "alpha-c1-s141", Attempt: 1, State: decision.WithinMargin, PeakGPUMiB: 1}))
+	log := filepath.Join(root, "ledger", decision.LedgerLog)
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"event":"sta`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	before, err := os.ReadFile(log)
+	require.NoError(t, err)
+
+	n := slotNode("alpha-c1-s141")
+	why := stages.Slot{}.PlanRefusal(n, root, n.Key, false)
+	assert.Contains(t, why, "slot alpha-c1-s141 was collected in ledger ledger by a node with another key (k-before, run r1)")
+	assert.Equal(t, why, stages.Slot{}.PlanRefusal(n, root, n.Key, true), "replaced or not")
+	assert.Empty(t, stages.Slot{}.PlanRefusal(n, root, "k-before", false), "its own key")
+	assert.Empty(t, stages.Slot{}.PlanRefusal(n, root, "", false), "a key known after apply")
+	assert.Empty(t, stages.Slot{}.PlanRefusal(slotNode("alpha-c2-s141"), root, n.Key, false), "a slot not collected")
+	after, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after), "plan writes nothing")
+
+	rt := &slotRuntime{execRuntime: &execRuntime{root: root}, res: process.Result{PeakGPUMiB: 1, GPUs: []int{0}}}
+	out, err := stages.Slot{}.Run(context.Background(), n, rt)
+	require.NoError(t, err)
+	assert.Equal(t, "setup", out.Class)
+	assert.Equal(t, why, out.Message, "plan's reason is Run's")
+	assert.Empty(t, rt.got, "nothing started")
+}

@@ -264,11 +264,14 @@ type OutcomeUntimer interface {
 
 // PlanRefuser is implemented by kinds whose node can find, before it
 // runs, that it will refuse to (an optimizer job whose out folder holds
-// an interrupted optimization): cairn plan shows the node as refused with
-// the reason PlanRefusal gives, "" when it would run. root is the
-// workspace; replaced says --replace names the node. It only reads.
+// an interrupted optimization, a decision slot its ledger holds under
+// another key): cairn plan shows the node as refused with the reason
+// PlanRefusal gives, "" when it would run. root is the workspace; key is
+// the node's key as the plan finds it ("" when known only after apply:
+// n.Key is set only when the node runs); replaced says --replace names
+// the node. It only reads.
 type PlanRefuser interface {
-	PlanRefusal(n *Node, root string, replaced bool) string
+	PlanRefusal(n *Node, root, key string, replaced bool) string
 }
 
 // StageChecker is implemented by kinds that validate a stage as a whole

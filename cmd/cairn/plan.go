@@ -204,9 +204,11 @@ func (a *app) planCmd() *cobra.Command {
   ! refused  apply would refuse to start it: it was interrupted, and its
              stage declares on_interrupt = "fail", or its kind refuses
              (an optimizer job whose out folder holds an interrupted
-             optimization); --replace runs it again. Or apply would not
-             restore its cached output over something of the user's (a
-             folder where the output file goes)
+             optimization); --replace runs it again. Or its kind refuses
+             it, replaced or not (a decision slot its ledger holds as
+             collected under another key: give another ledger). Or apply
+             would not restore its cached output over something of the
+             user's (a folder where the output file goes)
 
 --out FILE saves the plan; 'cairn apply FILE' runs exactly that plan, or
 refuses (exit 2) naming what changed since: a node added or removed, the

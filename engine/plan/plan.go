@@ -764,16 +764,18 @@ func (pn *PlannedNode) refusedWhy() string {
 // noteKindRefusal marks a node that is to run (or may run) whose kind
 // finds in the workspace that it will refuse to run (stages.PlanRefuser:
 // an optimizer job's interrupted out folder, a job's out folder without
-// its seal). Apply fails it (class setup), and the nodes planned after it
-// see it failed, as apply's do: skipped, unless they run on upstream
-// failure. (One that may run escapes only if its key, known after apply,
-// turns out cached: docs/language.md, "Plan".)
+// its seal, a decision slot its ledger holds under another key; asked
+// with the key planned, "" while it is known only after apply). Apply
+// fails it (class setup), and the nodes planned after it see it failed,
+// as apply's do: skipped, unless they run on upstream failure. (One that
+// may run escapes only if its key, known after apply, turns out cached:
+// docs/language.md, "Plan".)
 func (p *Plan) noteKindRefusal(pn *PlannedNode, replaced bool) {
 	r, ok := pn.Node.Kind.(stages.PlanRefuser)
 	if !ok || pn.Spec == nil || pn.Action != ActRun && pn.Action != ActMayRun {
 		return
 	}
-	if why := r.PlanRefusal(pn.Spec, p.Graph.Root, replaced); why != "" {
+	if why := r.PlanRefusal(pn.Spec, p.Graph.Root, pn.Key, replaced); why != "" {
 		pn.Refusal, pn.refusedClass = why, failclass.Setup
 	}
 }

@@ -166,7 +166,7 @@ func (p *Plan) refused(id int, root string, memo map[int]bool) bool {
 	r := false
 	if pn != nil && !pn.Skipped && pn.Action != ActCached && pn.Spec != nil {
 		if k, ok := pn.Node.Kind.(stages.PlanRefuser); ok {
-			r = k.PlanRefusal(pn.Spec, root, pn.Replaced) != ""
+			r = k.PlanRefusal(pn.Spec, root, pn.Key, pn.Replaced) != ""
 		}
 	}
 	if pn != nil && !r && pn.Action != ActCached && pn.Node.Stage.OnUpstreamFailure != "run" {

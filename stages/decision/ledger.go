@@ -290,11 +290,26 @@ func (l *Ledger) Read() (map[string]*SlotHistory, error) {
 // History returns what the ledger knows of slot.
 func (l *Ledger) History(slot string) (*SlotHistory, error) {
 	hs, err := l.Read()
-	h := hs[slot]
-	if h == nil {
-		h = &SlotHistory{}
+	return slotOf(hs, slot), err
+}
+
+// Peek returns what the ledger knows of slot without its lock, writing
+// nothing (a plan only looks): a line being written, or torn, is not
+// read, as Read drops it.
+func (l *Ledger) Peek(slot string) (*SlotHistory, error) {
+	events, _, err := readEvents(filepath.Join(l.Dir, LedgerLog))
+	if err != nil {
+		return nil, err
 	}
-	return h, err
+	return slotOf(Histories(events), slot), nil
+}
+
+// slotOf is slot's history in hs, empty when hs has none.
+func slotOf(hs map[string]*SlotHistory, slot string) *SlotHistory {
+	if h := hs[slot]; h != nil {
+		return h
+	}
+	return &SlotHistory{}
 }
 
 // Start records that an attempt of slot starts now: synced before the
