@@ -221,7 +221,7 @@ func Apply(ctx context.Context, opts ApplyOptions) (*ApplyResult, error) {
 		liveRuns: map[string]bool{},
 	}
 	start := time.Now()
-	release, interrupted, err := a.begin()
+	release, interrupted, err := a.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -327,9 +327,10 @@ func (a *applier) journalPlan() error {
 
 // begin takes the cache's shared gc lock, held until release, and deals
 // with what earlier runs left behind: orphans to reap, interruptions to
-// honour.
-func (a *applier) begin() (release func(), interrupted map[string]interruptedNode, err error) {
-	use, err := store.UseLock(a.cache.Dir)
+// honour. A gc running, or waiting for the applies that run, is waited
+// for, and the apply says so; ctx cancelled (Ctrl-C) ends the wait.
+func (a *applier) begin(ctx context.Context) (release func(), interrupted map[string]interruptedNode, err error) {
+	use, err := store.UseLock(ctx, a.cache.Dir, func() { a.info("waiting for cairn gc to finish") })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -46,6 +47,11 @@ func BuildMemo(p *plan.Plan, res *ApplyResult, c *store.Cache, identity string) 
 	return memo.Build(p, results, c, identity)
 }
 
+// ErrMemoStale is ApplyMemo's answer when the cache's index changed since
+// the memo was checked (a gc ran meanwhile): nothing was recorded, and the
+// caller applies the pipeline in full instead.
+var ErrMemoStale = errors.New("the up-to-date check no longer holds")
+
 // MemoApplyOptions configure ApplyMemo.
 type MemoApplyOptions struct {
 	CacheDir string
@@ -60,14 +66,20 @@ type MemoApplyOptions struct {
 // and returns the same result. The run is journaled as one line of the
 // up-to-date log (runlog.AppendUpToDate), not in a run folder: it has
 // nothing else to record.
-func ApplyMemo(_ context.Context, m *memo.Memo, opts MemoApplyOptions) (*ApplyResult, error) {
+func ApplyMemo(ctx context.Context, m *memo.Memo, opts MemoApplyOptions) (*ApplyResult, error) {
 	start := time.Now()
 	a := &applier{pipeline: m.Pipeline, cache: &store.Cache{Dir: opts.CacheDir}, ev: newSerial(opts.Events), res: &ApplyResult{Cached: len(m.Nodes)}}
-	release, _, err := a.begin()
+	release, _, err := a.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if !m.IndexHolds(opts.CacheDir) {
+		// A gc ran between the up-to-date check and the use lock (the
+		// apply waited for it): the records the memo vouched for may
+		// be gone.
+		return nil, ErrMemoStale
+	}
 	res := a.res
 	res.RunID = runlog.NewRunID()
 	res.Dur = time.Since(start)

@@ -165,6 +165,9 @@ func (a *app) applyCmd() *cobra.Command {
 				reportPath = liveRep.finish()
 			}
 			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return &exitError{code: exitInterrupted, msg: "interrupted before anything ran (while waiting for cairn gc to finish)"}
+				}
 				if errors.Is(err, engine.ErrRefused) {
 					return &exitError{code: exitFailed, msg: strings.TrimPrefix(err.Error(), engine.ErrRefused.Error()+": ")}
 				}

@@ -655,7 +655,8 @@ keeps the newest records whose blobs fit, and removes the first that does not
 and every older record, with blobs or not (the newest results are kept whole).
 A flag given as 0 is a limit too: --older-than 0s removes every record ended
 before now, --max-size 0 the newest record with blobs and every older one. gc
-waits for running applies, so it never removes what one uses. Whatever their
+waits for running applies, so it never removes what one uses, and applies
+started meanwhile wait for gc. Whatever their
 age, it keeps the run folders from which apply reads that it refuses to
 restart a node left interrupted (its stage declares on_interrupt = "fail"),
 until that node ran again, and says so; so it does with the folder of a run

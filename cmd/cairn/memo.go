@@ -149,6 +149,9 @@ func (a *app) applyUpToDate(m *memo.Memo) (bool, error) {
 		CacheDir: a.cachePath(), Events: ui.NewTerminal(ui.Options{Progress: a.stdout}),
 		Args: redactArgs(a.args, vars),
 	})
+	if errors.Is(err, engine.ErrMemoStale) {
+		return false, nil // a gc ran meanwhile: the full path
+	}
 	if err != nil {
 		return true, a.cacheError("record this apply in the cache", err)
 	}

@@ -309,7 +309,7 @@ func cacheChanges(before, after map[string]string) []string {
 				return true
 			}
 		}
-		return p == "statcache" || p == "gc.lock" || p == "index.log.lock" || p == "." ||
+		return p == "statcache" || p == "gc.lock" || p == "gc.gate" || p == "index.log.lock" || p == "." ||
 			p == "cas" || p == "cas/sha256" || regexp.MustCompile(`^cas/sha256/[0-9a-f]{2}$`).MatchString(p)
 	}
 	for p, c := range after {

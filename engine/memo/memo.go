@@ -469,6 +469,14 @@ func parse(path string, b []byte) (*Memo, error) {
 	return m, nil
 }
 
+// IndexHolds reports whether the cache's index at cacheDir is still the
+// one the memo was made from, with no record of its nodes written since:
+// what an apply that waited for cairn gc checks again once it may go on.
+func (m *Memo) IndexHolds(cacheDir string) bool {
+	ok, _ := m.checkIndex(store.IndexPath(cacheDir))
+	return ok
+}
+
 // Check reports whether the memo still holds for the workspace at root
 // and the cache at cacheDir, and if not, the first thing that changed.
 // An output written moments before the memo was made (Output.Digest) is

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,12 +18,86 @@ import (
 
 // UseLock is held shared by every apply for its whole life; gc takes it
 // exclusively, so it never removes a blob or record a running apply uses.
-func UseLock(cacheDir string) (*flock.Flock, error) {
+// An apply first goes through the gc gate (gateLock, shared), and only
+// then takes its use lock: gc holds the gate exclusively while it waits for
+// the applies running and while it runs, so an apply started meanwhile
+// waits for gc (flock gives a waiting exclusive locker no priority over new
+// shared ones: without the gate, applies that keep overlapping would keep
+// gc waiting for ever). wait, when not nil, is called once if the apply
+// must wait; a cancelled ctx (Ctrl-C) ends the wait with ctx's error. The
+// gate is let go once the use lock is held, and never waited for with the
+// use lock held: gc, holding the gate, waits for that lock.
+func UseLock(ctx context.Context, cacheDir string, wait func()) (*flock.Flock, error) {
+	waited := false
+	waitOnce := func() {
+		if !waited && wait != nil {
+			wait()
+		}
+		waited = true
+	}
+	gate := flock.New(gatePath(cacheDir), SharedLock)
+	if err := lockShared(ctx, gate, waitOnce); err != nil {
+		return nil, err
+	}
+	defer gate.Unlock()
 	lk := flock.New(filepath.Join(cacheDir, "gc.lock"), SharedLock)
-	if err := lk.RLock(); err != nil {
-		return nil, fmt.Errorf("cache: %w", err)
+	if err := lockShared(ctx, lk, waitOnce); err != nil {
+		return nil, err
 	}
 	return lk, nil
+}
+
+// gatePath is the cache's gc gate: see UseLock.
+func gatePath(cacheDir string) string { return filepath.Join(cacheDir, "gc.gate") }
+
+// lockShared takes lk shared, calling wait first if it must wait for it,
+// until it has it or ctx is done.
+func lockShared(ctx context.Context, lk *flock.Flock, wait func()) error {
+	ok, err := lk.TryRLock()
+	if err == nil && !ok {
+		wait()
+		ok, err = lk.TryRLockContext(ctx, 100*time.Millisecond)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("stopped while waiting for cairn gc to finish: %w", ctx.Err())
+	case err != nil:
+		return fmt.Errorf("cache: %w", err)
+	case !ok:
+		return fmt.Errorf("cache: cannot lock %s", lk.Path())
+	}
+	return nil
+}
+
+// gcLock takes the gc gate, then the use lock, exclusively (see
+// UseLock), calling wait first if it must wait for either, and returns
+// what lets them go.
+func gcLock(cacheDir string, wait func()) (func(), error) {
+	waited := false
+	lock := func(lk *flock.Flock) error {
+		ok, err := lk.TryLock()
+		if err != nil || ok {
+			return err
+		}
+		if !waited && wait != nil {
+			wait()
+		}
+		waited = true
+		return lk.Lock()
+	}
+	gate := flock.New(gatePath(cacheDir), SharedLock)
+	if err := lock(gate); err != nil {
+		return nil, err
+	}
+	use := flock.New(filepath.Join(cacheDir, "gc.lock"), SharedLock)
+	if err := lock(use); err != nil {
+		_ = gate.Unlock()
+		return nil, err
+	}
+	return func() {
+		_ = use.Unlock()
+		_ = gate.Unlock()
+	}, nil
 }
 
 // GCOptions choose what gc removes.
@@ -55,20 +130,11 @@ type GCResult struct {
 // GC removes old records, blobs no record references, and old run
 // folders (through opts.Runs), then compacts the index. It waits for running applies.
 func GC(c *Cache, opts GCOptions) (*GCResult, error) {
-	lk := flock.New(filepath.Join(c.Dir, "gc.lock"), SharedLock)
-	ok, err := lk.TryLock()
+	unlock, err := gcLock(c.Dir, opts.Wait)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		if opts.Wait != nil {
-			opts.Wait()
-		}
-		if err := lk.Lock(); err != nil {
-			return nil, err
-		}
-	}
-	defer lk.Unlock()
+	defer unlock()
 	if err := c.Refresh(); err != nil {
 		return nil, err
 	}

@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,4 +216,65 @@ func TestGCKeepsACopyOfDamagedIndexRecords(t *testing.T) {
 	assert.Contains(t, string(kept), strings.Repeat("a", 10)+"Z", "the damaged bytes, as they were")
 	assert.Contains(t, strings.Join(warned, "\n"), copies[0])
 	assert.True(t, c.Has(strings.Repeat("b", 64)))
+}
+
+// An apply started while gc waits for the applies running waits for gc
+// (and says so), rather than going ahead of it: applies that keep
+// overlapping would otherwise keep gc waiting for ever, a new shared
+// locker going ahead of a waiting exclusive one.
+func TestApplyStartedWhileGCWaitsWaitsForGC(t *testing.T) {
+	c, _ := agedCache(t)
+	running, err := UseLock(context.Background(), c.Dir, nil)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, s)
+	}
+	gcWaits, gcDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(gcDone)
+		// Runs is called with gc's lock held: gc is at work.
+		runs := func(string, time.Duration, bool) (int, error) { note("gc"); return 0, nil }
+		_, err := GC(c, GCOptions{AgeSet: true, OlderThan: time.Hour, Runs: runs, Wait: func() { close(gcWaits) }})
+		assert.NoError(t, err)
+	}()
+	<-gcWaits
+	laterWaits, laterRuns := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(laterRuns)
+		lk, err := UseLock(context.Background(), c.Dir, func() { close(laterWaits) })
+		if assert.NoError(t, err) {
+			note("later apply")
+			_ = lk.Unlock()
+		}
+	}()
+	select {
+	case <-laterWaits:
+	case <-laterRuns:
+		t.Fatal("an apply started while gc waits went ahead of gc")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the apply started while gc waits did not say it waits")
+	}
+	require.NoError(t, running.Unlock())
+	<-gcDone
+	<-laterRuns
+	assert.Equal(t, []string{"gc", "later apply"}, order)
+}
+
+// Ctrl-C (ctx cancelled) ends an apply's wait for gc, and the error says
+// what it was waiting for.
+func TestUseLockWaitForGCEndsWithCtx(t *testing.T) {
+	c, _ := agedCache(t)
+	unlock, err := gcLock(c.Dir, nil)
+	require.NoError(t, err)
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	waits := make(chan struct{})
+	go func() { <-waits; cancel() }()
+	_, err = UseLock(ctx, c.Dir, func() { close(waits) })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "waiting for cairn gc to finish")
 }
