@@ -53,8 +53,8 @@ func GC(c *store.Cache, opts store.GCOptions) (*GCResult, error) {
 	return res, err
 }
 
-// trimRuns removes the runs of the cache folder dir that ended and
-// started longer than olderThan ago, oldest first, and returns how many it
+// trimRuns removes the runs of the cache folder dir that ended longer
+// than olderThan ago (runlog.RunInfo.Ended), oldest first, and returns how many it
 // removed (or, with dryRun, would), and how many of them it kept for the
 // refusals it returns (refusalRuns). Oldest first: a gc killed on the way
 // leaves the newer runs, so that a node's last event in the runs left is
@@ -72,7 +72,9 @@ func trimRuns(dir string, olderThan time.Duration, dryRun bool) (removed, kept i
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
 	var procs map[string][]int
 	for _, r := range runs {
-		if r.Dir == "" || r.State == "running" || r.Start.IsZero() || time.Since(r.Start) <= olderThan {
+		// Aged by its end, as records are by their node's: a run that
+		// ran longer than olderThan is not removed the moment it ends.
+		if end := r.Ended(); r.Dir == "" || r.State == "running" || end.IsZero() || time.Since(end) <= olderThan {
 			continue
 		}
 		if keep[r.ID] {

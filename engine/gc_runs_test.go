@@ -162,3 +162,40 @@ func TestGCKeepsTheFirstRunApplyReads(t *testing.T) {
 	assert.Equal(t, []string{a1, a2}, runIDs(t, dir))
 	assert.Equal(t, want, refusalsOf(t, dir, "p"))
 }
+
+// gc --older-than ages a run by when it ended (its run_end record, or its
+// last record for a run killed without one), as it ages records by when
+// their node ended: a run that started long ago and ended a moment ago
+// keeps its journal and logs. So do the runs of the up-to-date log.
+func TestGCAgesRunsByTheirEnd(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		old    = "20260101T000001.000Z-000001"
+		ended  = "20260101T000002.000Z-000002"
+		killed = "20260101T000003.000Z-000003"
+	)
+	now := time.Now()
+	run := func(id string, es ...runlog.Entry) {
+		j, err := runlog.Open(dir, id, true)
+		require.NoError(t, err)
+		require.NoError(t, j.Write(runlog.Entry{T: runlog.RunStart, Time: now.Add(-3 * time.Hour), RunID: id, Pipeline: "p"}))
+		for _, e := range es {
+			require.NoError(t, j.Write(e))
+		}
+		require.NoError(t, j.Close())
+	}
+	run(old, runlog.Entry{T: runlog.RunEnd, Time: now.Add(-2 * time.Hour), Status: "ok"})
+	run(ended, runlog.Entry{T: runlog.Finished, Node: "stage.train", Time: now.Add(-time.Minute)},
+		runlog.Entry{T: runlog.RunEnd, Time: now.Add(-time.Minute), Status: "ok"})
+	run(killed, runlog.Entry{T: runlog.Started, Node: "stage.train", Attempt: 1, Time: now.Add(-3 * time.Hour)},
+		runlog.Entry{T: runlog.Waiting, Node: "stage.train", Time: now.Add(-10 * time.Minute)})
+	require.NoError(t, runlog.AppendUpToDate(dir, runlog.UpToDateRun{RunID: "20260101T000004.000Z-000004",
+		Time: now.Add(-3 * time.Hour), Pipeline: "p", Duration: (150 * time.Minute).Seconds()}))
+	require.NoError(t, runlog.AppendUpToDate(dir, runlog.UpToDateRun{RunID: "20260101T000005.000Z-000005",
+		Time: now.Add(-3 * time.Hour), Pipeline: "p", Duration: 1}))
+
+	removed, _, _, _, err := trimRuns(dir, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, 2, removed, "the run that ended two hours ago, and the up-to-date line that ended as long ago")
+	assert.Equal(t, []string{ended, killed, "20260101T000004.000Z-000004"}, runIDs(t, dir))
+}

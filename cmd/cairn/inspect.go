@@ -650,7 +650,8 @@ func (a *app) gcCmd() *cobra.Command {
 		Use:   "gc",
 		Short: "Remove old cache records, unreferenced blobs and old run folders",
 		Long: `Collect garbage in the cache: blobs that no record references always go;
---older-than removes records (and run folders) older than that; --max-size
+--older-than removes records and run folders older than that, by when their
+node or run ended (a run killed without its end: its last record); --max-size
 keeps the newest records whose blobs fit, and removes the first that does not
 and every older record, with blobs or not (the newest results are kept whole).
 A flag given as 0 is a limit too: --older-than 0s removes every record ended
@@ -708,7 +709,7 @@ stop; --max-size removes no run folder.`,
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "remove records and runs older than this (e.g. 720h)")
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "remove records and runs that ended longer ago than this (e.g. 720h)")
 	cmd.Flags().StringVar(&maxSize, "max-size", "", "keep the newest records whose blobs fit in this size (e.g. 10G)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "only say what would be removed")
 	return cmd

@@ -550,6 +550,21 @@ type RunInfo struct {
 	readErr error // Read's error, entries read before it or none
 }
 
+// Ended is when the run ended: the time of its run_end record or, for a
+// run without one (killed, its journal cut short), of its last record,
+// the latest time its journal holds; for a run of the up-to-date log,
+// when its apply ended. gc ages runs by it, as it ages records by the time
+// their node ended. Zero when no record was read.
+func (ri *RunInfo) Ended() time.Time {
+	end := ri.End
+	for _, e := range ri.Entries {
+		if e.Time.After(end) {
+			end = e.Time
+		}
+	}
+	return end
+}
+
 // List reads every run of a cache, newest first: its run folders and the
 // runs of its up-to-date log.
 func List(cacheDir string) ([]*RunInfo, error) {

@@ -124,7 +124,7 @@ func ReadUpToDate(cacheDir string) ([]*UpToDateRun, error) {
 	return runs, err
 }
 
-// TrimUpToDate removes the runs that started before cutoff from the
+// TrimUpToDate removes the runs that ended before cutoff from the
 // up-to-date log, rewriting it whole (atomically), and returns how many
 // there were; with dryRun it only counts them. Lines that do not parse go
 // too. The caller holds the cache's gc lock exclusively: no apply appends
@@ -133,7 +133,7 @@ func TrimUpToDate(cacheDir string, cutoff time.Time, dryRun bool) (int, error) {
 	var kept []byte
 	removed := 0
 	size, err := upToDateLines(cacheDir, func(line []byte, r *UpToDateRun) {
-		if r.Time.Before(cutoff) {
+		if r.Time.Add(r.Took()).Before(cutoff) {
 			removed++
 			return
 		}
