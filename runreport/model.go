@@ -114,9 +114,13 @@ type Run struct {
 	// report's own (Gone).
 	Notes []string `json:"notes,omitempty"`
 	// Gone are the nodes that finished in the run whose records the cache
-	// no longer holds (collected by cairn gc, or evicted as damaged):
-	// their results, tables, plots and items are not shown.
+	// no longer holds (collected by cairn gc, or evicted as damaged), or
+	// holds another run's record of in their place (Replaced): their
+	// results, tables, plots and items are not shown.
 	Gone []string `json:"gone,omitempty"`
+	// Replaced are the nodes of Gone whose key holds a record another run
+	// made since, each with that run's id: its results are that run's.
+	Replaced map[string]string `json:"replaced,omitempty"`
 }
 
 // Var is a variable given on the command line (a sensitive one's value
@@ -197,6 +201,9 @@ type Node struct {
 	// settled is when a node without an attempt was skipped or failed:
 	// the end a downstream that runs after it waits for.
 	settled time.Time
+	// taken is when a cached node was taken from the cache (its cached
+	// record): the record it took was made before.
+	taken time.Time
 }
 
 // Attempt is one attempt of a node: a row of trace.tsv.
@@ -508,7 +515,7 @@ func (b *builder) read() {
 				n.Counts = e.Counts
 			}
 		case runlog.Cached:
-			n.State = "cached"
+			n.State, n.taken = "cached", e.Time
 		case runlog.Skipped:
 			n.State, n.Message, n.settled = "skipped", e.Message, e.Time
 		case runlog.Charged:
@@ -585,11 +592,13 @@ func (b *builder) finish() {
 	run.Vars = varsOf(again)
 	run.Command = commandOf(run.Dir, again)
 	var gone []string // finished nodes whose record the cache no longer holds
+	replaced := map[string]string{}
 	for _, n := range b.r.Nodes {
 		var rec *store.Record
 		if b.opts.Cache != nil && n.Key != "" {
 			rec, _ = b.opts.Cache.Lookup(n.Key)
 		}
+		rec, by := b.ownRecord(n, rec)
 		b.ranTimes(n, rec)
 		for _, t := range n.Tries {
 			if t.Queued > 0 && !t.Start.IsZero() {
@@ -645,6 +654,9 @@ func (b *builder) finish() {
 		} else if b.opts.Cache != nil && n.Key != "" && n.Kind != "serve" && (n.State == "ok" || n.State == "cached") {
 			// A serve node makes no record (docs/serve.md): none is gone.
 			gone = append(gone, n.Addr)
+			if by != "" {
+				replaced[n.Addr] = by
+			}
 		}
 		if n.State == "cached" {
 			// A node the plan said may run (its upstream ran again)
@@ -657,14 +669,12 @@ func (b *builder) finish() {
 		}
 	}
 	run.Gone = gone
+	if len(replaced) > 0 {
+		run.Replaced = replaced
+	}
 	if len(gone) > 0 {
 		// Their results, tables, plots and items were in their records.
-		more := ""
-		if len(gone) > 3 {
-			more = fmt.Sprintf(" and %d more", len(gone)-3)
-		}
-		run.Notes = append(run.Notes, fmt.Sprintf("note: the cache no longer holds the records of %d node(s) that finished in this run (%s%s): collected by cairn gc, or evicted as damaged; their results, tables, plots and items are not shown",
-			len(gone), strings.Join(gone[:min(3, len(gone))], ", "), more))
+		run.Notes = append(run.Notes, "note: "+GoneText(run)+"; their results, tables, plots and items are not shown")
 	}
 	b.queueWaits()
 	b.lanes()
@@ -695,6 +705,59 @@ func (b *builder) finish() {
 		}
 		return x.Attempt < y.Attempt
 	})
+}
+
+// ownRecord is rec, n's key's record in the cache, where it is the one
+// this run made (n ran in it) or took (n was taken from the cache); else
+// nil, with the id of the run that made rec. A key's record is replaced
+// when cairn gc collects it and a later apply runs the key again, or
+// apply --replace runs it again: the record is then that run's, and its
+// results are not this run's.
+func (b *builder) ownRecord(n *Node, rec *store.Record) (*store.Record, string) {
+	switch {
+	case rec == nil:
+		return nil, ""
+	case n.State == "cached":
+		// Made by an earlier run, before this run took it: one that
+		// ended after that replaced it.
+		if !n.taken.IsZero() && rec.Ended.After(n.taken) {
+			return nil, rec.RunID
+		}
+	case len(n.Tries) > 0 && rec.RunID != b.ri.ID:
+		// Each apply is a run of its own id: the record names the run
+		// that committed it.
+		return nil, rec.RunID
+	}
+	return rec, ""
+}
+
+// GoneText says which of run's finished nodes have no record of the run
+// in the cache (Gone), and why: what the page's note and cairn report's
+// warning say.
+func GoneText(run *Run) string {
+	name := func(addrs []string) string {
+		s := strings.Join(addrs[:min(3, len(addrs))], ", ")
+		if len(addrs) > 3 {
+			s += fmt.Sprintf(" and %d more", len(addrs)-3)
+		}
+		return s
+	}
+	var collected, replaced []string
+	for _, a := range run.Gone {
+		if by, ok := run.Replaced[a]; ok {
+			replaced = append(replaced, a+" by run "+by)
+		} else {
+			collected = append(collected, a)
+		}
+	}
+	var parts []string
+	if len(collected) > 0 {
+		parts = append(parts, fmt.Sprintf("the cache no longer holds the records of %d node(s) that finished in this run (%s): collected by cairn gc, or evicted as damaged", len(collected), name(collected)))
+	}
+	if len(replaced) > 0 {
+		parts = append(parts, fmt.Sprintf("the cache's records of %d node(s) that finished in this run were replaced since by records other runs made (%s): cairn gc collected them and a later apply ran the node again, or apply --replace did", len(replaced), name(replaced)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ownSpan is where an attempt journaled from start to end whose own run

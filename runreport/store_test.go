@@ -2,6 +2,7 @@ package runreport_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func TestReportItemsAndSlurm(t *testing.T) {
 
 	slurm := func(id string) *process.JobRef { return &process.JobRef{Executor: "slurm", ID: id} }
 	dir := writeJournal(t, cacheDir, "20260301T120000.000Z-eeeeee", []runlog.Entry{
-		{T: runlog.Cached, Time: t0, Node: "stage.prep", Key: cachedKey},
+		{T: runlog.Cached, Time: at(1500), Node: "stage.prep", Key: cachedKey},
 		{T: runlog.Planned, Time: t0, Node: "stage.use", Reasons: []string{"depends on the output of stage.eval"}},
 		{T: runlog.Cached, Time: at(2100), Node: "stage.use", Key: mayKey},
 		{T: runlog.Planned, Time: t0, Node: "stage.eval", Key: evalKey},
@@ -134,4 +135,59 @@ func TestQueueWaitAfterInstancesOfOneOutput(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 0.005, nodeOf(t, r, "stage.after_all").QueueWait, 1e-9, "from the end of a[\"y\"], the last")
 	assert.InDelta(t, 0.003, nodeOf(t, r, "stage.after_one").QueueWait, 1e-9, "from the latest of its possible upstreams")
+}
+
+// A key's record another run made after this one (gc collected this
+// run's and a later apply ran the key again, or apply --replace ran it)
+// is not this run's: a node that ran here, or took the record before it
+// was replaced, is gone, replaced by that run, and none of that run's
+// results, tables or plots are shown as this run's. The records this run
+// made, and the one it took from an earlier run, are shown.
+func TestReportLeavesOutRecordsOtherRunsReplaced(t *testing.T) {
+	cacheDir := t.TempDir()
+	cache, err := store.Open(cacheDir, store.Options{NoSync: true})
+	require.NoError(t, err)
+	defer cache.Close()
+	const this, earlier, later = "20260301T120000.000Z-aaaaaa", "20260228T090000.000Z-000000", "20260302T080000.000Z-bbbbbb"
+	commit := func(key, addr, run string, ended time.Time, value string) {
+		table := []byte("| run | value |\n| --- | ---: |\n| this | " + value + " |\n")
+		r := &store.Record{Format: 1, Key: key, Envelope: []byte(`{"v":"cairn.node.v1","kind":"command"}`),
+			Outputs: map[string]string{"table.md": string(cas.DigestBytes(table))}, Inline: map[string][]byte{"table.md": table},
+			Result: []byte(`{"value":` + value + `}`), Started: ended.Add(-time.Second), Ended: ended, Attempts: 1, Pipeline: "synthetic", Address: addr, RunID: run}
+		_, err := cache.Commit(r, nil)
+		require.NoError(t, err)
+	}
+	ran, own, took, tookGone := strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64), strings.Repeat("4", 64)
+	later0 := t0.Add(20 * time.Hour)
+	commit(ran, "stage.ran", later, later0, "9376")
+	commit(own, "stage.own", this, at(900), "1111")
+	commit(took, "stage.took", earlier, t0.Add(-time.Hour), "2222")
+	commit(tookGone, "stage.gone", later, later0, "9377")
+	dir := writeJournal(t, cacheDir, this, []runlog.Entry{
+		{T: runlog.Cached, Time: at(10), Node: "stage.took", Key: took},
+		{T: runlog.Cached, Time: at(10), Node: "stage.gone", Key: tookGone},
+		{T: runlog.Started, Time: at(20), Node: "stage.ran", Key: ran, Attempt: 1},
+		{T: runlog.Started, Time: at(20), Node: "stage.own", Key: own, Attempt: 1},
+		{T: runlog.Finished, Time: at(1000), Node: "stage.ran", Key: ran, Attempt: 1},
+		{T: runlog.Finished, Time: at(1000), Node: "stage.own", Key: own, Attempt: 1},
+	}, "ok")
+	r, err := runreport.Build(dir, runreport.Options{Cache: cache})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"stage.ran", "stage.gone"}, r.Run.Gone)
+	assert.Equal(t, map[string]string{"stage.ran": later, "stage.gone": later}, r.Run.Replaced)
+	require.NotEmpty(t, r.Run.Notes)
+	note := r.Run.Notes[len(r.Run.Notes)-1]
+	assert.Contains(t, note, "replaced since by records other runs made")
+	assert.Contains(t, note, "stage.ran by run "+later)
+	assert.NotContains(t, note, "no longer holds", "none was collected")
+	assert.Equal(t, "cached: from run "+earlier+" at 2026-03-01 11:00:00 UTC", nodeOf(t, r, "stage.took").Reason)
+	assert.Equal(t, "cached", nodeOf(t, r, "stage.gone").Reason, "not from the run that replaced it")
+	data, err := json.Marshal(r)
+	require.NoError(t, err)
+	for _, v := range []string{"9376", "9377"} {
+		assert.NotContains(t, string(data), v, "a later run's figure")
+	}
+	for _, v := range []string{"1111", "2222"} {
+		assert.Contains(t, string(data), v, "this run's figure, and the one it took")
+	}
 }

@@ -138,7 +138,7 @@ func TestReportSaysWhatGcCollected(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = runCLI(t, "--chdir", root, "report", run[1], "--out", "after.html")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "warning: run "+run[1]+": the cache no longer holds the records of 1 node(s) that finished in it")
+	assert.Contains(t, r.stderr, "warning: run "+run[1]+": the cache no longer holds the records of 1 node(s) that finished in this run (stage.a)")
 	show := runCLI(t, "--chdir", root, "show", run[1], "--json")
 	require.Equal(t, 0, show.code, show.stderr)
 	var page struct {
@@ -151,6 +151,66 @@ func TestReportSaysWhatGcCollected(t *testing.T) {
 	assert.Equal(t, []string{"stage.a"}, page.Run.Gone)
 	require.NotEmpty(t, page.Run.Notes)
 	assert.Contains(t, page.Run.Notes[len(page.Run.Notes)-1], "collected by cairn gc")
+}
+
+// A run whose node's record a later run replaced (gc collected it and a
+// later apply ran the key again, or apply --replace ran it again) shows
+// none of that run's figures as its own: the node is gone, replaced by
+// that run, on the page, in show --json and on the terminal.
+func TestReportOfRunWhoseRecordALaterRunReplaced(t *testing.T) {
+	for _, how := range []string{"gc", "replace"} {
+		t.Run(how, func(t *testing.T) {
+			// A table of a number each run draws, over the size a record
+			// holds inline (gc collects the blob's record).
+			root := cliWorkspace(t, map[string]string{
+				"pipeline.hcl": "stage \"command\" \"t\" {\n  run     = [\"sh\", \"-c\", \"printf '| run | value |\\\\n| --- | ---: |\\\\n| this | %s |\\\\n' $(date +%s%N) > table.md; seq 1 500 >> table.md\"]\n  outputs = [\"table.md\"]\n}\n",
+			})
+			runID := regexp.MustCompile(`run (\d{8}T[0-9.]+Z-[0-9a-f]+)\]`)
+			r := runCLI(t, "--chdir", root, "apply")
+			require.Equal(t, 0, r.code, r.stderr)
+			first := runID.FindStringSubmatch(r.stdout + r.stderr)
+			require.NotNil(t, first, r.stdout+r.stderr)
+			again := []string{"--chdir", root, "apply", "--replace", "stage.t"}
+			if how == "gc" {
+				r = runCLI(t, "--chdir", root, "gc", "--max-size", "0")
+				require.Equal(t, 0, r.code, r.stderr)
+				again = again[:3]
+			}
+			r = runCLI(t, again...)
+			require.Equal(t, 0, r.code, r.stderr)
+			second := runID.FindStringSubmatch(r.stdout + r.stderr)
+			require.NotNil(t, second, r.stdout+r.stderr)
+			table, err := os.ReadFile(filepath.Join(root, "table.md"))
+			require.NoError(t, err)
+			value := regexp.MustCompile(`\| this \| (\d+) \|`).FindSubmatch(table)
+			require.NotNil(t, value, string(table))
+			later := string(value[1])
+
+			r = runCLI(t, "--chdir", root, "report", first[1], "--out", "first.html")
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "warning: run "+first[1]+": the cache's records of 1 node(s) that finished in this run were replaced since by records other runs made (stage.t by run "+second[1]+")")
+			show := runCLI(t, "--chdir", root, "show", first[1], "--json")
+			require.Equal(t, 0, show.code, show.stderr)
+			var page struct {
+				Run struct {
+					Gone     []string          `json:"gone"`
+					Replaced map[string]string `json:"replaced"`
+				} `json:"run"`
+				Artifacts []any `json:"artifacts"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(show.stdout), &page), show.stdout)
+			assert.Equal(t, []string{"stage.t"}, page.Run.Gone)
+			assert.Equal(t, map[string]string{"stage.t": second[1]}, page.Run.Replaced)
+			assert.Empty(t, page.Artifacts, "the later run's table is not this run's")
+			assert.NotContains(t, show.stdout, "| "+later+" |")
+
+			// The later run's report shows its own table.
+			show = runCLI(t, "--chdir", root, "show", second[1], "--json")
+			require.Equal(t, 0, show.code, show.stderr)
+			assert.NotContains(t, show.stdout, `"gone"`)
+			assert.Contains(t, show.stdout, `"`+later+`"`)
+		})
+	}
 }
 
 // A run that planned no node (its pipeline has none): show --json gives

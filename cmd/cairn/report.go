@@ -75,7 +75,7 @@ A run still going, or killed, is reported as far as its journal goes.
 				fmt.Fprintf(a.stderr, "warning: run %s: %s; its state (%s) is as far as the journal can tell\n", rep.Run.ID, rep.Run.Damaged, rep.Run.State)
 			}
 			if len(rep.Run.Gone) > 0 {
-				fmt.Fprintf(a.stderr, "warning: run %s: the cache no longer holds the records of %d node(s) that finished in it (collected by cairn gc, or evicted as damaged): the page shows no results, tables, plots or items of them\n", rep.Run.ID, len(rep.Run.Gone))
+				fmt.Fprintf(a.stderr, "warning: run %s: %s; the page shows no results, tables, plots or items of them\n", rep.Run.ID, runreport.GoneText(&rep.Run))
 			}
 			fmt.Fprintf(a.stdout, "Report of run %s (%s): %s\n", rep.Run.ID, rep.Run.State, path)
 			fmt.Fprintf(a.stdout, "Trace (one row per node attempt, or per node without one): %s\n", filepath.Join(filepath.Dir(path), runreport.TraceName))
