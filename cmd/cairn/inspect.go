@@ -108,6 +108,9 @@ func (a *app) showCmd() *cobra.Command {
 				return err
 			}
 			defer cache.Close()
+			if runlog.IsRunID(arg) {
+				return a.noRun(arg, cache)
+			}
 			if lowerHex(arg, 8, 64) {
 				key, err := cache.FindKey(arg)
 				if err != nil {
@@ -139,6 +142,9 @@ func (a *app) showCmd() *cobra.Command {
 // unknownShowArg is show's error for an argument nothing in the cache
 // answers to (or, where there is no cache, nothing could).
 func (a *app) unknownShowArg(arg string) error {
+	if runlog.IsRunID(arg) {
+		return a.noRun(arg, nil)
+	}
 	if lowerHex(arg, 1, 7) {
 		return badInput("%q is too short to name a key: a key prefix needs at least 8 hex digits (and no %s has a cached result)", arg, addrs.WithPrefix(arg))
 	}
@@ -152,6 +158,30 @@ func (a *app) unknownShowArg(arg string) error {
 		return badInput("nothing is known of %s: no cached result (a node that failed or never ran has none; 'cairn status' lists the runs, and 'cairn show RUN' shows what each did)%s", arg, noCache)
 	}
 	return badInput("nothing is known of %s: not a run id, a key, or an address with a cached result (addresses look like stage.NAME[\"KEY\"])%s", arg, noCache)
+}
+
+// noRun is show's error for a run id with no run folder in the cache (nor
+// a line in its up-to-date log): gc removes old run folders, and the
+// records the run made may outlive its folder (cache nil: there is none).
+func (a *app) noRun(id string, cache *store.Cache) error {
+	base := filepath.Join(a.cachePath(), "runs")
+	if _, err := os.Stat(a.cachePath()); errors.Is(err, fs.ErrNotExist) {
+		return badInput("no run %s in %s: there is no cache at %s yet ('cairn apply' makes it; --cache or CAIRN_CACHE names another)", id, base, a.cachePath())
+	}
+	var made []string
+	if cache != nil {
+		for _, r := range cache.Records() {
+			if r.RunID == id {
+				made = append(made, r.Address)
+			}
+		}
+	}
+	kept := ""
+	if len(made) > 0 {
+		sort.Strings(made)
+		kept = fmt.Sprintf("; the records it made are still in the cache (of %s: 'cairn show ADDRESS' shows them)", idsOrNone(made))
+	}
+	return badInput("no run %s in %s: cairn gc removes old run folders (or the run was another cache's: --cache or CAIRN_CACHE names it)%s; 'cairn status' lists the runs", id, base, kept)
 }
 
 // currentKey is the key the workspace's pipeline (with --var and

@@ -329,3 +329,45 @@ stage "command" "plot" {
 		assert.Equal(t, want, string(b), name)
 	}
 }
+
+// show of a run id whose run folder is gone (gc removes old ones) says
+// there is no such run in the cache's runs folder, why there may be none,
+// and that the records the run made are still there where they are,
+// rather than that the id is not a run id.
+func TestShowOfRunWhoseFolderIsGone(t *testing.T) {
+	root := cliWorkspace(t, map[string]string{
+		"pipeline.hcl": "stage \"command\" \"a\" {\n  run     = [\"sh\", \"-c\", \"seq 1 500 > out.txt\"]\n  outputs = [\"out.txt\"]\n}\n",
+	})
+	runs := filepath.Join(root, ".cairn", "runs")
+	const never = "20261208T015746.816Z-4923c6"
+	r := runCLI(t, "--chdir", root, "show", never)
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "no run "+never+" in "+runs+": there is no cache at")
+
+	r = runCLI(t, "--chdir", root, "apply")
+	require.Equal(t, 0, r.code, r.stderr)
+	run := regexp.MustCompile(`run (\d{8}T[0-9.]+Z-[0-9a-f]+)\]`).FindStringSubmatch(r.stdout + r.stderr)
+	require.NotNil(t, run, r.stdout+r.stderr)
+	// The run's folder gone, its record kept: the record names the run.
+	require.NoError(t, os.RemoveAll(filepath.Join(runs, run[1])))
+	r = runCLI(t, "--chdir", root, "show", run[1])
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "no run "+run[1]+" in "+runs+": cairn gc removes old run folders")
+	assert.Contains(t, r.stderr, "the records it made are still in the cache (of stage.a: 'cairn show ADDRESS' shows them)")
+	assert.Contains(t, r.stderr, "'cairn status' lists the runs")
+	assert.NotContains(t, r.stderr, "not a run id")
+
+	// gc removes the record too: nothing names the run.
+	r = runCLI(t, "--chdir", root, "gc", "--older-than", "0s")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, "--chdir", root, "show", run[1])
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "no run "+run[1]+" in "+runs+": cairn gc removes old run folders")
+	assert.NotContains(t, r.stderr, "records it made")
+	assert.Contains(t, r.stderr, "'cairn status' lists the runs")
+
+	// An argument that is no run id is still said to be none.
+	r = runCLI(t, "--chdir", root, "show", "20261208T015746.816Z-XYZ")
+	assert.Equal(t, exitBadInput, r.code)
+	assert.Contains(t, r.stderr, "not a run id, a key, or an address")
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -280,7 +281,23 @@ func readEndMarker(dir string) *endMarker {
 func NewRunID() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
+	return time.Now().UTC().Format(runIDTime) + "-" + hex.EncodeToString(b[:])
+}
+
+// runIDTime is the layout of a run id's start time.
+const runIDTime = "20060102T150405.000Z"
+
+// IsRunID reports whether s has the form of a run id (NewRunID's): a
+// start time, a dash and hex digits.
+func IsRunID(s string) bool {
+	when, suffix, ok := strings.Cut(s, "-")
+	if !ok || len(when) != len(runIDTime) || suffix == "" {
+		return false
+	}
+	if _, err := time.Parse(runIDTime, when); err != nil {
+		return false
+	}
+	return strings.Trim(suffix, "0123456789abcdef") == ""
 }
 
 // Open creates a run folder and its journal. The run's lock file

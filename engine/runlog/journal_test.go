@@ -108,3 +108,11 @@ func TestOpenFailureLeavesNoRunFolder(t *testing.T) {
 	require.NoError(t, rerr)
 	assert.Empty(t, es, "a run folder was left")
 }
+
+func TestIsRunID(t *testing.T) {
+	assert.True(t, IsRunID(NewRunID()))
+	assert.True(t, IsRunID("20261208T015746.816Z-4923c6"))
+	for _, s := range []string{"", "20261208T015746.816Z", "20261208T015746.816Z-", "20261208T015746Z-4923c6", "20261308T015746.816Z-4923c6", "20261208T015746.816Z-4923C6", "stage.a", "4923c6"} {
+		assert.False(t, IsRunID(s), s)
+	}
+}
