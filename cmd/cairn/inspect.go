@@ -184,6 +184,20 @@ func (a *app) noRun(id string, cache *store.Cache) error {
 	return badInput("no run %s in %s: cairn gc removes old run folders (or the run was another cache's: --cache or CAIRN_CACHE names it)%s; 'cairn status' lists the runs", id, base, kept)
 }
 
+// noRunInCache is noRun with the cache opened, where there is one, to name
+// the records the run left.
+func (a *app) noRunInCache(id string) error {
+	if _, err := os.Stat(a.cachePath()); err != nil {
+		return a.noRun(id, nil)
+	}
+	cache, err := a.openCache()
+	if err != nil {
+		return a.noRun(id, nil)
+	}
+	defer cache.Close()
+	return a.noRun(id, cache)
+}
+
 // currentKey is the key the workspace's pipeline (with --var and
 // --var-file) gives addr now, and that pipeline, in words (where). ok is
 // false when there is no such pipeline, it has no node addr, or the key

@@ -356,6 +356,10 @@ func TestShowOfRunWhoseFolderIsGone(t *testing.T) {
 	assert.Contains(t, r.stderr, "the records it made are still in the cache (of stage.a: 'cairn show ADDRESS' shows them)")
 	assert.Contains(t, r.stderr, "'cairn status' lists the runs")
 	assert.NotContains(t, r.stderr, "not a run id")
+	// cairn report of it says the same.
+	rep := runCLI(t, "--chdir", root, "report", run[1])
+	assert.Equal(t, exitBadInput, rep.code)
+	assert.Equal(t, r.stderr, rep.stderr)
 
 	// gc removes the record too: nothing names the run.
 	r = runCLI(t, "--chdir", root, "gc", "--older-than", "0s")

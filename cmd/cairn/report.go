@@ -153,6 +153,9 @@ func (a *app) runDir(args []string) (string, error) {
 			if r, err := runlog.FindUpToDate(a.cachePath(), args[0]); err == nil && r != nil {
 				return "", badInput("run %s was answered by the up-to-date check (every node taken from the cache): it has no journal to report; 'cairn show %s' says so", args[0], args[0])
 			}
+			if runlog.IsRunID(args[0]) {
+				return "", a.noRunInCache(args[0])
+			}
 			return "", badInput("no run %s in %s ('cairn status' lists the runs)", args[0], base)
 		}
 		return dir, nil
