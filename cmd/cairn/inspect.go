@@ -732,7 +732,7 @@ stop; --max-size removes no run folder.`,
 			defer cache.Close()
 			// A flag given as 0 is a limit: --max-size 0 keeps no
 			// record's blobs, --older-than 0s keeps no record.
-			wait := func() { fmt.Fprintln(a.stderr, "cairn gc: waiting for running applies to finish") }
+			wait := func(what string) { fmt.Fprintf(a.stderr, "cairn gc: waiting for %s to finish\n", what) }
 			res, err := engine.GC(cache, store.GCOptions{OlderThan: olderThan, MaxBytes: maxBytes, DryRun: dry,
 				AgeSet: cmd.Flags().Changed("older-than"), SizeSet: maxSize != "", Wait: wait})
 			if err != nil {

@@ -70,27 +70,34 @@ func lockShared(ctx context.Context, lk *flock.Flock, wait func()) error {
 }
 
 // gcLock takes the gc gate, then the use lock, exclusively (see
-// UseLock), calling wait first if it must wait for either, and returns
-// what lets them go.
-func gcLock(cacheDir string, wait func()) (func(), error) {
+// UseLock), calling wait first if it must wait for either, with what it
+// waits for ("another cairn gc", holding the gate; "running applies",
+// holding the use lock), and returns what lets them go. An apply holds
+// the gate only for a moment, on its way to its use lock: the gate still
+// held after gateGrace is another gc's.
+func gcLock(cacheDir string, wait func(what string)) (func(), error) {
 	waited := false
-	lock := func(lk *flock.Flock) error {
+	lock := func(lk *flock.Flock, grace time.Duration, what string) error {
 		ok, err := lk.TryLock()
+		for end := time.Now().Add(grace); err == nil && !ok && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+			ok, err = lk.TryLock()
+		}
 		if err != nil || ok {
 			return err
 		}
 		if !waited && wait != nil {
-			wait()
+			wait(what)
 		}
 		waited = true
 		return lk.Lock()
 	}
 	gate := flock.New(gatePath(cacheDir), SharedLock)
-	if err := lock(gate); err != nil {
+	if err := lock(gate, gateGrace, "another cairn gc"); err != nil {
 		return nil, err
 	}
 	use := flock.New(filepath.Join(cacheDir, "gc.lock"), SharedLock)
-	if err := lock(use); err != nil {
+	if err := lock(use, 0, "running applies"); err != nil {
 		_ = gate.Unlock()
 		return nil, err
 	}
@@ -100,12 +107,16 @@ func gcLock(cacheDir string, wait func()) (func(), error) {
 	}, nil
 }
 
+// gateGrace is how long gc tries the gate before it says it waits for
+// another gc: an apply passing the gate holds it for less.
+const gateGrace = 50 * time.Millisecond
+
 // GCOptions choose what gc removes.
 type GCOptions struct {
 	OlderThan time.Duration // records (and runs) whose node ended longer ago; 0: keep all (see AgeSet)
 	MaxBytes  int64         // evict oldest records until blobs fit; 0: no limit (see SizeSet)
 	DryRun    bool
-	Wait      func() // called when gc must wait for running applies
+	Wait      func(what string) // called when gc must wait, with what for: "running applies" or "another cairn gc"
 	// AgeSet and SizeSet make OlderThan and MaxBytes limits even at 0
 	// (cairn gc --older-than 0s: every record and run that ended before
 	// now; --max-size 0: no record's blobs kept), where 0 otherwise means

@@ -238,7 +238,7 @@ func TestApplyStartedWhileGCWaitsWaitsForGC(t *testing.T) {
 		defer close(gcDone)
 		// Runs is called with gc's lock held: gc is at work.
 		runs := func(string, time.Duration, bool) (int, error) { note("gc"); return 0, nil }
-		_, err := GC(c, GCOptions{AgeSet: true, OlderThan: time.Hour, Runs: runs, Wait: func() { close(gcWaits) }})
+		_, err := GC(c, GCOptions{AgeSet: true, OlderThan: time.Hour, Runs: runs, Wait: func(what string) { assert.Equal(t, "running applies", what); close(gcWaits) }})
 		assert.NoError(t, err)
 	}()
 	<-gcWaits
@@ -277,4 +277,29 @@ func TestUseLockWaitForGCEndsWithCtx(t *testing.T) {
 	_, err = UseLock(ctx, c.Dir, func() { close(waits) })
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "waiting for cairn gc to finish")
+}
+
+// A gc started while another gc runs says it waits for that gc, not for
+// running applies (an apply passing the gate holds it only a moment).
+func TestGCWaitingForAnotherGCSaysSo(t *testing.T) {
+	c, _ := agedCache(t)
+	unlock, err := gcLock(c.Dir, func(string) { t.Error("the first gc waited") })
+	require.NoError(t, err)
+	said := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := GC(c, GCOptions{AgeSet: true, OlderThan: time.Hour, Wait: func(what string) { said <- what }})
+		assert.NoError(t, err)
+	}()
+	select {
+	case what := <-said:
+		assert.Equal(t, "another cairn gc", what)
+	case <-done:
+		t.Fatal("the second gc did not wait for the first")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second gc did not say it waits")
+	}
+	unlock()
+	<-done
 }
