@@ -95,6 +95,13 @@ const PyCache = "__pycache__"
 // kinds' stages.OutLockFile.
 const OutLock = ".cairn-out.lock"
 
+// leftOut says whether a tree digest leaves out an entry of a folder,
+// named name, of type t (see the package comment): a __pycache__ folder,
+// an out folder's lock file.
+func leftOut(name string, t fs.FileMode) bool {
+	return t.IsDir() && name == PyCache || t.IsRegular() && name == OutLock
+}
+
 // racyWindow is how old a file's times must be, at the moment it is hashed,
 // for its digest to be stored. It covers coarse filesystem timestamps
 // (2 s on FAT) and clock ticks.
@@ -388,7 +395,7 @@ type Pending struct {
 // or removed from, a __pycache__ folder are left out, as Tree leaves the
 // folder out; the folders a write there makes are made all the same.
 func (c *Cache) TreeWith(path string, pending map[string]Pending) (string, error) {
-	pending, made := outsidePyCache(pending)
+	pending, made := outsideLeftOut(pending)
 	if len(pending) == 0 && len(made) == 0 {
 		return c.Tree(path)
 	}
@@ -524,16 +531,17 @@ func holds(recs []record, dir string) bool {
 	return false
 }
 
-// outsidePyCache is pending less what lies inside a __pycache__ folder,
-// which a tree digest leaves out, and the folders that the writes left
-// out make (each where its __pycache__ lies; "" for the root). A pending
-// entry named __pycache__ itself stays: a file written there is no folder,
-// and a removal there may take a file.
-func outsidePyCache(pending map[string]Pending) (map[string]Pending, map[string]bool) {
+// outsideLeftOut is pending less what a tree digest leaves out (leftOut):
+// the files inside a __pycache__ folder and out folders' lock files; and
+// the folders that the writes left out make (each where its __pycache__
+// or its lock lies; "" for the root). A pending entry named __pycache__
+// itself stays: a file written there is no folder, and a removal there
+// may take a file.
+func outsideLeftOut(pending map[string]Pending) (map[string]Pending, map[string]bool) {
 	var out map[string]Pending
 	var made map[string]bool
 	for q, p := range pending {
-		dir, ok := pyCacheOf(q)
+		dir, ok := leftOutOf(q)
 		if !ok {
 			continue
 		}
@@ -551,21 +559,18 @@ func outsidePyCache(pending map[string]Pending) (map[string]Pending, map[string]
 	return out, made
 }
 
-// pyCacheOf is the folder in which the outermost __pycache__ folder on the
-// way to the "/"-separated path rel lies ("" for the root), when rel lies
-// inside one; or, for an out folder's lock file (OutLock), the folder it
-// lies in.
-func pyCacheOf(rel string) (string, bool) {
-	if i := strings.LastIndexByte(rel, '/'); rel[i+1:] == OutLock {
-		return rel[:max(i, 0)], true
-	}
+// leftOutOf says whether a tree digest leaves out the file at the
+// "/"-separated path rel (leftOut): it lies inside a __pycache__ folder
+// (the folder in which the outermost one on its way lies is returned, ""
+// for the root), or is an out folder's lock file (the folder it lies in).
+func leftOutOf(rel string) (string, bool) {
 	at := 0
 	for {
 		i := strings.IndexByte(rel[at:], '/')
 		if i < 0 {
-			return "", false
+			return strings.TrimSuffix(rel[:at], "/"), leftOut(rel[at:], 0)
 		}
-		if rel[at:at+i] == PyCache {
+		if leftOut(rel[at:at+i], fs.ModeDir) {
 			return strings.TrimSuffix(rel[:at], "/"), true
 		}
 		at += i + 1
@@ -667,7 +672,7 @@ func walk(dir, rel string, recs *[]record, follow map[string]bool) error {
 			t = fi.Mode().Type()
 		}
 		switch {
-		case t.IsDir() && e.Name() == PyCache, t.IsRegular() && e.Name() == OutLock:
+		case leftOut(e.Name(), t):
 			// Not there, for the digest (see the package comment).
 		case t.IsDir():
 			if err := walk(p, r, recs, follow); err != nil {
